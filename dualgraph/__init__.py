@@ -1,0 +1,62 @@
+"""dualgraph: one numerical program, run define-by-run and as a compiled static graph.
+
+    import dualgraph as dg
+    x = dg.tensor(2.0, requires_grad=True)
+    y = dg.tensor(3.0, requires_grad=True)
+    z = x * y + y ** 2
+    z.backward()          # x.grad == 3, y.grad == 8
+"""
+
+from . import nn, optim, ops
+from .dtypes import bool_, float16, float32, float64, int32, int64
+from .eager.export import graph_of
+from .eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .eager.tensor import (
+    Tensor,
+    arange,
+    backward,
+    from_numpy,
+    full,
+    grad,
+    manual_seed,
+    ones,
+    rand,
+    randn,
+    tensor,
+    zeros,
+)
+from .errors import TraceError
+from .ir import Graph, Node
+from .nn.functional import log_softmax, softmax
+from .ops.elementwise import (
+    abs,
+    cos,
+    exp,
+    log,
+    maximum,
+    minimum,
+    relu,
+    sigmoid,
+    sin,
+    sqrt,
+    tanh,
+    where,
+)
+from .ops.linalg import matmul
+from .ops.reduce import max, mean, sum
+from .ops.shape import concatenate, reshape, stack, transpose
+
+bool = bool_  # noqa: A001 - PyTorch's spelling, dg.bool
+cat = concatenate
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Graph", "Node", "Tensor", "TraceError", "abs", "arange", "backward", "bool", "bool_",
+    "cat", "concatenate", "cos", "enable_grad", "exp", "float16", "float32", "float64",
+    "from_numpy", "full", "grad", "graph_of", "int32", "int64", "is_grad_enabled", "log",
+    "log_softmax", "manual_seed", "matmul", "max", "maximum", "mean", "minimum", "nn",
+    "no_grad", "ones", "ops", "optim", "rand", "randn", "relu", "reshape", "set_grad_enabled",
+    "sigmoid", "sin", "softmax", "sqrt", "stack", "sum", "tanh", "tensor", "transpose",
+    "where", "zeros",
+]

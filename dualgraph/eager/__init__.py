@@ -1,0 +1,1 @@
+"""Define-by-run mode: eager tensors and the tape."""

@@ -1,0 +1,349 @@
+"""The tape and the engine that walks it.
+
+A tape node (`Function`, what ``t.grad_fn`` is) is an IR `Node` (op, inputs, attributes,
+shape, dtype) plus what backward needs: saved input tensors, the saved output, the
+version of each when saved, and hooks. Its inputs are other tape nodes, `AccumulateGrad`
+nodes (op ``"input"``, one per leaf that requires grad), ``const`` nodes for tensors that do
+not require grad, or Python literals. The gradient rules are the registry's VJPs, run as
+ordinary eager ops: with ``create_graph=True`` the backward pass is itself recorded.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..ir.graph import Node
+from ..ops.broadcast import sum_to_shape
+from ..ops.shape import astype
+from . import grad_mode
+
+_FREED_MSG = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or dg.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+
+class RemovableHandle:
+    """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
+
+    def __init__(self, hooks: list, hook: Callable) -> None:
+        self._hooks = hooks
+        self._hook = hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+class AccumulateGrad(Node):
+    """The tape node of a leaf that requires grad: backward adds into ``variable.grad``."""
+
+    __slots__ = ("_var", "_hooks")
+
+    def __init__(self, tensor: Any) -> None:
+        data = tensor._data
+        super().__init__("input", (), {}, data.shape, data.dtype)
+        self._var = weakref.ref(tensor)
+        self._hooks: list[Callable] = []
+
+    @property
+    def variable(self) -> Any:
+        return self._var()
+
+    @property
+    def next_functions(self) -> tuple:
+        return ()
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+class Function(Node):
+    """A tape node: the IR node of one eager op plus its saved values (``t.grad_fn``)."""
+
+    __slots__ = ("_def", "_saved", "_versions", "_out", "_out_version", "_freed", "_hooks",
+                 "_retain")
+
+    def __init__(self, opdef: Any, inputs: tuple, attrs: dict, out: np.ndarray,
+                 saved: tuple, versions: tuple, out_version: list | None) -> None:
+        self.op = opdef.name
+        self.inputs = inputs
+        self.attrs = attrs
+        self.shape = out.shape
+        self.dtype = out.dtype
+        self.loc = None
+        self._def = opdef
+        self._saved = saved
+        self._versions = versions
+        self._out = out if out_version is not None else None
+        self._out_version = out_version
+        self._freed = False
+        self._hooks: list[Callable] | None = None
+        self._retain: Any = None
+
+    # ------------------------------------------------------------- PyTorch's view
+    def name(self) -> str:
+        return self._def.node_name(self)
+
+    @property
+    def next_functions(self) -> tuple:
+        out = []
+        for inp in self.inputs:
+            if isinstance(inp, (Function, AccumulateGrad)):
+                out.append((inp, 0))
+            elif isinstance(inp, Node):
+                out.append((None, 0))
+        return tuple(out)
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    def register_hook(self, hook: Callable) -> RemovableHandle:
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+        return RemovableHandle(self._hooks, hook)
+
+    # ------------------------------------------------- the VJP context protocol
+    @property
+    def args(self) -> tuple:
+        """Primal inputs the VJP may read: saved tensors and literals, else ``None``."""
+        if self._freed:
+            raise RuntimeError(_FREED_MSG)
+        saves = self._def.saves
+        out = []
+        for i, inp in enumerate(self.inputs):
+            if not isinstance(inp, Node):
+                out.append(inp)
+            elif i in saves:
+                out.append(self._saved[saves.index(i)])
+            else:
+                out.append(None)
+        return tuple(out)
+
+    @property
+    def out(self) -> Any:
+        """The saved output, as a tensor whose grad_fn is this node (for double backward)."""
+        from .tensor import _make
+
+        if self._freed:
+            raise RuntimeError(_FREED_MSG)
+        if self._out is None:
+            raise RuntimeError(f"{self.op} does not save its output")
+        t = _make(self._out, True, self)
+        t._version = self._out_version
+        return t
+
+    # ----------------------------------------------------------------- running
+    def apply(self, g: Any) -> tuple:
+        """Input gradients for output gradient ``g``: the VJP, then reduce to input types."""
+        if self._freed:
+            raise RuntimeError(_FREED_MSG)
+        if self._saved or self._out_version is not None:
+            self._check_saved_versions()
+        grads = self._def.vjp(self, g)
+        out = []
+        for inp, gi in zip(self.inputs, grads):
+            if gi is None or not isinstance(inp, (Function, AccumulateGrad)):
+                out.append(None)
+                continue
+            if gi.shape != inp.shape:
+                gi = sum_to_shape(gi, inp.shape)
+            if gi.dtype != inp.dtype:
+                gi = astype(gi, inp.dtype)
+            out.append(gi)
+        return tuple(out)
+
+    def _check_saved_versions(self) -> None:
+        n = len(self._saved)
+        for i in range(n):
+            v = self._versions[i]
+            if v is not None and self._saved[i]._version[0] != v:
+                t = self._saved[i]
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified "
+                    f"by an inplace operation: [{_type_str(t)}], an input of {self.name()}, "
+                    f"is at version {t._version[0]}; expected version {v} instead. Hint: "
+                    "change it after backward(), or change a copy (y = x * 1) instead."
+                )
+        if self._out_version is not None and self._out_version[0] != self._versions[n]:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by "
+                f"an inplace operation: the output [{_type_str(self)}] of {self.name()} is at "
+                f"version {self._out_version[0]}; expected version {self._versions[n]} instead."
+            )
+
+    def release(self) -> None:
+        """Drop saved values (after a backward without ``retain_graph``)."""
+        if self._saved or self._out is not None:
+            self._saved = ()
+            self._out = None
+            self._freed = True
+
+
+_GRAD_NODES = (Function, AccumulateGrad)
+
+
+def _type_str(x: Any) -> str:
+    from ..dtypes import short_name
+
+    return f"{short_name(x.dtype)}[{','.join(map(str, x.shape))}]"
+
+
+# ------------------------------------------------------------------------------ engine
+
+
+def _discover(roots: Sequence[Node]) -> dict:
+    """Number of consumers of each tape node reachable from ``roots`` (iterative DFS)."""
+    deps: dict = {}
+    stack = [r for r in roots if isinstance(r, Function)]
+    seen = set(stack)
+    while stack:
+        fn = stack.pop()
+        for inp in fn.inputs:
+            if isinstance(inp, _GRAD_NODES):
+                deps[inp] = deps.get(inp, 0) + 1
+                if inp not in seen and isinstance(inp, Function):
+                    seen.add(inp)
+                    stack.append(inp)
+    return deps
+
+
+def _needed(roots: Sequence[Node], targets: set) -> set:
+    """Tape nodes from which some target can be reached (so ``dg.grad`` skips the rest)."""
+    order: list = []
+    stack = [(r, False) for r in roots if isinstance(r, _GRAD_NODES)]
+    seen: set = set()
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.append((node, True))
+        if isinstance(node, Function):
+            stack.extend((i, False) for i in node.inputs if isinstance(i, _GRAD_NODES))
+    needed: set = set()
+    for node in order:  # children come before parents in post-order
+        if node in targets or (
+            isinstance(node, Function) and any(i in needed for i in node.inputs)
+        ):
+            needed.add(node)
+    return needed
+
+
+def _accumulate(acc: AccumulateGrad, g: Any, create_graph: bool) -> None:
+    from .tensor import _make
+
+    for hook in acc._hooks:
+        r = hook(g)
+        if r is not None:
+            g = r
+    var = acc.variable
+    if var is None:
+        return
+    if var.grad is None:
+        # A copy: the same gradient tensor may also flow to another leaf.
+        var.grad = g if create_graph else _make(np.array(g._data, copy=True), False, None)
+    elif create_graph:
+        var.grad = var.grad + g
+    else:
+        var.grad = _make(var.grad._data + g._data, False, None)
+
+
+def run_backward(
+    roots: Sequence[Any],
+    grads: Sequence[Any],
+    retain_graph: bool,
+    create_graph: bool,
+    targets: Sequence[Node] | None = None,
+    allow_unused: bool = False,
+) -> tuple | None:
+    """Propagate ``grads`` from the tape nodes ``roots``.
+
+    Without ``targets`` gradients accumulate into the leaves' ``.grad``; with them (``dg.grad``)
+    nothing is accumulated and the gradient reaching each target node is returned.
+    """
+    prev = grad_mode.GRAD_ENABLED[0]
+    grad_mode.GRAD_ENABLED[0] = create_graph
+    try:
+        return _run(roots, grads, retain_graph, create_graph, targets, allow_unused)
+    finally:
+        grad_mode.GRAD_ENABLED[0] = prev
+
+
+def _run(roots, grads, retain_graph, create_graph, targets, allow_unused):
+    deps = _discover(roots)
+    buffers: dict = {}
+    for r, g in zip(roots, grads):
+        buffers[r] = buffers[r] + g if r in buffers else g
+    capture: dict | None = None
+    needed: set | None = None
+    if targets is not None:
+        capture = {t: None for t in targets}
+        needed = _needed(roots, set(targets))
+    ready = [r for r in dict.fromkeys(roots) if deps.get(r, 0) == 0]
+    while ready:
+        node = ready.pop()
+        g = buffers.pop(node, None)
+        if isinstance(node, AccumulateGrad):
+            if capture is not None:
+                if node in capture and g is not None:
+                    capture[node] = _run_hooks(node._hooks, g)
+            elif g is not None:
+                _accumulate(node, g, create_graph)
+            continue
+        run = g is not None and (needed is None or node in needed)
+        if run:
+            if node._hooks:
+                g = _run_hooks(node._hooks, g)
+            if node._retain is not None:
+                t = node._retain()
+                if t is not None:
+                    t.grad = g if t.grad is None else t.grad + g
+            if capture is not None and node in capture:
+                capture[node] = g
+            in_grads = node.apply(g)
+        else:
+            in_grads = (None,) * len(node.inputs)
+        for inp, gi in zip(node.inputs, in_grads):
+            if not isinstance(inp, _GRAD_NODES):
+                continue
+            if gi is not None:
+                buffers[inp] = buffers[inp] + gi if inp in buffers else gi
+            deps[inp] -= 1
+            if deps[inp] == 0:
+                ready.append(inp)
+        if run and not retain_graph:
+            node.release()
+    if capture is None:
+        return None
+    result = []
+    for t in targets:
+        g = capture[t]
+        if g is None and not allow_unused:
+            raise RuntimeError(
+                "One of the differentiated Tensors appears to not have been used in the "
+                "graph. Set allow_unused=True if this is the desired behavior."
+            )
+        result.append(g)
+    return tuple(result)
+
+
+def _run_hooks(hooks: list, g: Any) -> Any:
+    for hook in list(hooks):
+        r = hook(g)
+        if r is not None:
+            g = r
+    return g

@@ -1,0 +1,581 @@
+"""Eager tensors: NumPy data, run at once, recorded on the tape when they require grad."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import modes
+from ..dtypes import as_dtype, short_name
+from ..ir.graph import Literal, Node
+from ..ops import elementwise as E
+from ..ops import shape as S
+from ..ops.mixin import TensorOps
+from . import grad_mode
+from .autograd import AccumulateGrad, Function, RemovableHandle, run_backward
+
+_GRAD = grad_mode.GRAD_ENABLED
+
+
+class Tensor(TensorOps):
+    """An eager tensor: a NumPy array plus autograd state, PyTorch-style.
+
+    >>> x = dg.tensor(2.0, requires_grad=True)
+    >>> y = x * x
+    >>> y.backward(); x.grad
+    tensor(4.)
+    """
+
+    __slots__ = ("_data", "_rg", "grad", "grad_fn", "_version", "_node", "__weakref__")
+
+    def __init__(self, data: Any, requires_grad: bool = False) -> None:
+        _init(self, np.asarray(data), False, None)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    # ---------------------------------------------------------------- inspection
+    @property
+    def shape(self) -> tuple:
+        return self._data.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._data.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def data(self) -> "Tensor":
+        """A tensor sharing this one's data, outside autograd (PyTorch's ``.data``)."""
+        return self.detach()
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self.grad_fn is not None and not value:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to "
+                "use a computed variable in a subgraph that doesn't require differentiation "
+                "use var_no_grad = var.detach()."
+            )
+        self.requires_grad_(value)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if self.grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError("requires_grad_(False) is only allowed on leaf tensors")
+            return self
+        if requires_grad and self._data.dtype.kind not in "fc":
+            raise TypeError(
+                "only tensors of floating point dtype can require gradients, got "
+                f"{self._data.dtype} (convert with .float() first)"
+            )
+        self._rg = bool(requires_grad)
+        self._node = None
+        return self
+
+    def numpy(self) -> np.ndarray:
+        """The data as a NumPy array (shared, or a copy when the tensor requires grad)."""
+        return self._data.copy() if self._rg else self._data
+
+    def item(self) -> Any:
+        if self._data.size != 1:
+            raise ValueError(
+                f"item(): only one-element tensors can be converted to Python scalars, "
+                f"got shape {self.shape}"
+            )
+        return self._data.reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self._data.tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of a tensor of shape {self.shape} with more than one value "
+                "is ambiguous: use .any() / .all() on the NumPy array, or dg.where"
+            )
+        return bool(self._data.reshape(()).item())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def __repr__(self) -> str:
+        return _format_tensor(self)
+
+    # ------------------------------------------------------------------ autograd
+    def detach(self) -> "Tensor":
+        """A new tensor sharing data and version counter, outside the tape."""
+        t = _make(self._data, False, None)
+        t._version = self._version
+        return t
+
+    def detach_(self) -> "Tensor":
+        self.grad_fn = None
+        self._rg = False
+        self._node = None
+        return self
+
+    def clone(self) -> "Tensor":
+        return self * 1 if self._rg else _make(self._data.copy(), False, None)
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        if not self._rg:
+            raise RuntimeError("can't retain_grad on a tensor that has requires_grad=False")
+        if self.grad_fn is not None:
+            self.grad_fn._retain = weakref.ref(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        return self.grad_fn is not None and self.grad_fn._retain is not None
+
+    def register_hook(self, hook: Callable) -> RemovableHandle:
+        """Run ``hook(grad)`` when this tensor's gradient is computed; it may return a
+        replacement gradient."""
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        node = self.grad_fn if self.grad_fn is not None else self._input_node()
+        if isinstance(node, Function):
+            return node.register_hook(hook)
+        node._hooks.append(hook)
+        return RemovableHandle(node._hooks, hook)
+
+    def backward(
+        self,
+        gradient: Any = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+    ) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``."""
+        backward(self, gradient, retain_graph, create_graph)
+
+    def _input_node(self) -> Node:
+        """The node this tensor is as an op input: its grad_fn, a leaf, or a constant."""
+        fn = self.grad_fn
+        if fn is not None:
+            return fn
+        n = self._node
+        if n is None:
+            if self._rg:
+                n = AccumulateGrad(self)
+            else:
+                n = Node("const", (), {"value": self._data}, self._data.shape, self._data.dtype)
+            self._node = n
+        return n
+
+    # ------------------------------------------------------------------ in place
+    def _check_inplace(self) -> None:
+        if self._rg and self.grad_fn is None and _GRAD[0]:
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation "
+                "(wrap the update in `with dg.no_grad():`)"
+            )
+
+    def _assign(self, r: "Tensor") -> "Tensor":
+        """Write ``r`` into this tensor's data; if ``r`` was recorded, take over its history."""
+        if r.shape != self.shape:
+            raise RuntimeError(
+                f"in-place op: output with shape {self.shape} doesn't match the broadcast "
+                f"shape {r.shape}"
+            )
+        if not np.can_cast(r.dtype, self.dtype, casting="same_kind"):
+            raise RuntimeError(f"in-place op: result type {r.dtype} can't be cast to {self.dtype}")
+        fn = r.grad_fn
+        if fn is not None and fn._saved:
+            # The new node saved this tensor by reference; it is about to change, so give
+            # the node a copy of the old value (with the old history) instead.
+            old = _make(self._data.copy(), self._rg, self.grad_fn)
+            old._node = self._node
+            fn._saved = tuple(old if s is self else s for s in fn._saved)
+        np.copyto(self._data, r._data, casting="same_kind")
+        self._version[0] += 1
+        if fn is not None:
+            self.grad_fn = fn
+            self._rg = True
+            self._node = None
+        return self
+
+    def _inplace(self, fn: Callable, other: Any) -> "Tensor":
+        self._check_inplace()
+        other = other if isinstance(other, (Tensor,) + Literal) else tensor(other)
+        return self._assign(fn(self, other))
+
+    def __iadd__(self, o: Any) -> "Tensor":
+        return self._inplace(E.add, o)
+
+    def __isub__(self, o: Any) -> "Tensor":
+        return self._inplace(E.sub, o)
+
+    def __imul__(self, o: Any) -> "Tensor":
+        return self._inplace(E.mul, o)
+
+    def __itruediv__(self, o: Any) -> "Tensor":
+        return self._inplace(E.div, o)
+
+    def add_(self, o: Any, alpha: float = 1) -> "Tensor":
+        return self._inplace(E.add, o if alpha == 1 else o * alpha)
+
+    def sub_(self, o: Any, alpha: float = 1) -> "Tensor":
+        return self._inplace(E.sub, o if alpha == 1 else o * alpha)
+
+    def mul_(self, o: Any) -> "Tensor":
+        return self._inplace(E.mul, o)
+
+    def div_(self, o: Any) -> "Tensor":
+        return self._inplace(E.div, o)
+
+    def zero_(self) -> "Tensor":
+        return self.fill_(0)
+
+    def fill_(self, value: Any) -> "Tensor":
+        self._check_inplace()
+        if self._rg and _GRAD[0]:
+            return self._assign(self * 0 + value)
+        self._data[...] = value
+        self._version[0] += 1
+        return self
+
+    def copy_(self, src: Any) -> "Tensor":
+        """Copy ``src`` (broadcast, cast) into this tensor in place."""
+        self._check_inplace()
+        src = src if isinstance(src, Tensor) else tensor(np.asarray(src))
+        try:
+            np.broadcast_shapes(src.shape, self.shape)
+        except ValueError:
+            raise RuntimeError(
+                f"copy_: source of shape {src.shape} cannot be broadcast to {self.shape}"
+            ) from None
+        if src._rg and _GRAD[0]:
+            r = S.broadcast_to(src, self.shape) if src.shape != self.shape else src
+            return self._assign(r.astype(self.dtype) if r.dtype != self.dtype else r * 1)
+        np.copyto(self._data, src._data, casting="unsafe")
+        self._version[0] += 1
+        return self
+
+
+def _init(t: Tensor, data: np.ndarray, rg: bool, grad_fn: Any) -> None:
+    t._data = data
+    t._rg = rg
+    t.grad = None
+    t.grad_fn = grad_fn
+    t._version = [0]
+    t._node = None
+
+
+def _make(data: np.ndarray, rg: bool, grad_fn: Any) -> Tensor:
+    t = Tensor.__new__(Tensor)
+    t._data = data
+    t._rg = rg
+    t.grad = None
+    t.grad_fn = grad_fn
+    t._version = [0]
+    t._node = None
+    return t
+
+
+# ------------------------------------------------------------------------- eager mode
+
+
+def _lift(a: Any) -> Any:
+    if isinstance(a, (np.ndarray, np.generic)):
+        return _make(np.asarray(a), False, None)
+    from ..errors import TraceError
+
+    if isinstance(a, TensorOps):
+        raise TraceError(
+            "a tracer escaped its traced function and was used in eager code; return it "
+            "from the function instead of storing it"
+        )
+    raise TypeError(f"expected a Tensor, NumPy array or Python number, got {type(a).__name__}")
+
+
+def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
+    """Run ``op`` now with its NumPy kernel; record a tape node if a result needs grad."""
+    datas = []
+    rg = False
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            datas.append(a._data)
+            if a._rg:
+                rg = True
+        elif isinstance(a, Literal):
+            datas.append(a)
+        else:
+            a = _lift(a)
+            args = args[:i] + (a,) + args[i + 1:]
+            datas.append(a._data)
+    try:
+        out = op.impl(*datas, **attrs)
+    except Exception as e:
+        op.infer(*args, **attrs)  # raises the clear error when the shapes are at fault
+        raise RuntimeError(f"{op.name}: {e}") from e
+    if type(out) is not np.ndarray:
+        out = np.asarray(out)
+    t = Tensor.__new__(Tensor)
+    t._data = out
+    t.grad = None
+    t._node = None
+    t._version = args[0]._version if op.view else [0]
+    if rg and _GRAD[0] and op.differentiable:
+        saves = op.saves
+        saved = tuple(args[i] for i in saves)
+        versions = tuple(s._version[0] if isinstance(s, Tensor) else None for s in saved)
+        out_version = None
+        if op.saves_out:
+            out_version = t._version
+            versions += (out_version[0],)
+        inputs = tuple(a._input_node() if isinstance(a, Tensor) else a for a in args)
+        t.grad_fn = Function(op, inputs, attrs, out, saved, versions, out_version)
+        t._rg = True
+    else:
+        t.grad_fn = None
+        t._rg = False
+    return t
+
+
+modes.push_mode(eager_process)
+
+
+# --------------------------------------------------------------------------- backward
+
+
+def _check_root(t: Tensor, gradient: Any, i: int = 0) -> tuple:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"backward: expected a Tensor, got {type(t).__name__}")
+    if not t._rg:
+        raise RuntimeError(
+            f"element {i} of tensors does not require grad and does not have a grad_fn"
+        )
+    if gradient is None:
+        if t._data.size != 1:
+            raise RuntimeError(
+                f"grad can be implicitly created only for scalar outputs (got shape {t.shape}); "
+                "pass gradient= of the same shape"
+            )
+        g = _make(np.ones(t.shape, t.dtype), False, None)
+    else:
+        g = gradient if isinstance(gradient, Tensor) else tensor(np.asarray(gradient))
+        if g.shape != t.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: gradient has a shape of {g.shape} and output has a shape "
+                f"of {t.shape}"
+            )
+        if g.dtype != t.dtype:
+            g = g.astype(t.dtype)
+    return t._input_node(), g
+
+
+def backward(
+    tensors: Any,
+    grad_tensors: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+) -> None:
+    """Accumulate gradients of ``tensors`` into the leaves' ``.grad`` (``torch.autograd``)."""
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    if grad_tensors is None or isinstance(grad_tensors, (Tensor, np.ndarray, float, int)):
+        grad_tensors = [grad_tensors] * len(tensors) if grad_tensors is None else [grad_tensors]
+    roots, grads = zip(*[_check_root(t, g, i) for i, (t, g) in
+                         enumerate(zip(tensors, grad_tensors))])
+    if retain_graph is None:
+        retain_graph = create_graph
+    run_backward(roots, grads, retain_graph, create_graph)
+
+
+def grad(
+    outputs: Any,
+    inputs: Any,
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool = False,
+) -> tuple:
+    """Gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
+
+    >>> (gx,) = dg.grad(x * x, [x])
+    """
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    single = isinstance(inputs, Tensor)
+    inputs = [inputs] if single else list(inputs)
+    if grad_outputs is None or isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs] * len(outputs)
+    for x in inputs:
+        if not isinstance(x, Tensor) or not x._rg:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    roots, gs = zip(*[_check_root(t, g, i) for i, (t, g) in enumerate(zip(outputs, grad_outputs))])
+    targets = [x._input_node() for x in inputs]
+    if retain_graph is None:
+        retain_graph = create_graph
+    return run_backward(roots, gs, retain_graph, create_graph, targets, allow_unused)
+
+
+# --------------------------------------------------------------------------- creation
+_DEFAULT_FLOAT = np.dtype(np.float32)
+
+
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (number, nested list, NumPy array).
+
+    Python floats become float32 and ints int64; NumPy arrays keep their dtype.
+
+    >>> dg.tensor([2.0, 3.0], requires_grad=True)
+    tensor([2., 3.], requires_grad=True)
+    """
+    if isinstance(data, Tensor):
+        arr = data._data.copy()
+    elif isinstance(data, (np.ndarray, np.generic)):
+        arr = np.array(data, copy=True)
+    else:
+        try:
+            arr = np.array(data)
+        except ValueError as e:
+            raise ValueError(f"tensor(): cannot build a tensor from {data!r}: {e}") from None
+        if arr.dtype == np.float64:
+            arr = arr.astype(_DEFAULT_FLOAT)
+        elif arr.dtype.kind == "O" or arr.dtype.kind in "US":
+            raise TypeError(f"tensor(): cannot build a numeric tensor from {data!r}")
+    if dtype is not None:
+        arr = arr.astype(as_dtype(dtype))
+    return _filled(arr, requires_grad)
+
+
+def from_numpy(a: np.ndarray, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor sharing memory with NumPy array ``a``."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"from_numpy expects a NumPy array, got {type(a).__name__}")
+    if dtype is not None:
+        a = a.astype(as_dtype(dtype), copy=False)
+    t = _make(a, False, None)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def _shape_arg(shape: tuple) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    for d in shape:
+        if not isinstance(d, (int, np.integer)) or d < 0:
+            raise ValueError(f"invalid shape {shape}: dimensions must be non-negative ints")
+    return tuple(int(d) for d in shape)
+
+
+def _filled(arr: np.ndarray, requires_grad: bool) -> Tensor:
+    t = _make(arr, False, None)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros: ``dg.zeros(2, 3)`` or ``dg.zeros((2, 3))``."""
+    return _filled(np.zeros(_shape_arg(shape), as_dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
+
+
+def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones: ``dg.ones(2, 3)`` or ``dg.ones((2, 3))``."""
+    return _filled(np.ones(_shape_arg(shape), as_dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
+
+
+def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ``shape`` filled with ``value``."""
+    shape = _shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
+    if dtype is None:
+        dtype = np.array(value).dtype
+        dtype = _DEFAULT_FLOAT if dtype == np.float64 else dtype
+    return _filled(np.full(shape, value, as_dtype(dtype)), requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """Evenly spaced values in ``[start, end)``; ints give int64, floats float32."""
+    if end is None:
+        start, end = 0, start
+    arr = np.arange(start, end, step)
+    if dtype is None and arr.dtype == np.float64:
+        dtype = _DEFAULT_FLOAT
+    if dtype is not None:
+        arr = arr.astype(as_dtype(dtype))
+    return _filled(arr, requires_grad)
+
+
+class _RNG:
+    gen = np.random.default_rng()
+
+
+def manual_seed(seed: int) -> None:
+    """Seed ``randn``/``rand`` and ``nn`` initialisation for reproducible runs."""
+    _RNG.gen = np.random.default_rng(seed)
+
+
+def rng() -> np.random.Generator:
+    return _RNG.gen
+
+
+def randn(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples (float32 unless ``dtype`` says otherwise)."""
+    arr = _RNG.gen.standard_normal(_shape_arg(shape)).astype(as_dtype(dtype or _DEFAULT_FLOAT))
+    return _filled(arr, requires_grad)
+
+
+def rand(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in ``[0, 1)`` (float32 unless ``dtype`` says otherwise)."""
+    arr = _RNG.gen.random(_shape_arg(shape)).astype(as_dtype(dtype or _DEFAULT_FLOAT))
+    return _filled(arr, requires_grad)
+
+
+# ------------------------------------------------------------------------------ repr
+
+
+def _format_tensor(t: Tensor) -> str:
+    data = t._data
+    body = _format_data(data)
+    extras = []
+    if data.dtype not in (np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.bool_)):
+        extras.append(f"dtype=dg.{data.dtype.name}")
+    if data.size == 0:
+        extras.insert(0, f"size={data.shape}")
+    if t.grad_fn is not None:
+        extras.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t._rg:
+        extras.append("requires_grad=True")
+    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+def _format_data(data: np.ndarray) -> str:
+    if data.dtype.kind != "f":
+        return np.array2string(data, separator=", ", prefix="tensor(")
+    finite = data[np.isfinite(data)]
+    absmax = float(np.abs(finite).max()) if finite.size else 0.0
+    nonzero = np.abs(finite[finite != 0])
+    absmin = float(nonzero.min()) if nonzero.size else 0.0
+    if finite.size and np.all(finite == np.round(finite)) and absmax < 1e8:
+        def fmt(v: float) -> str:
+            return f"{v:.0f}." if np.isfinite(v) else str(v)
+    elif absmax >= 1e4 or (absmin and absmin < 1e-4):
+        def fmt(v: float) -> str:
+            return f"{v:.4e}" if np.isfinite(v) else str(v)
+    else:
+        def fmt(v: float) -> str:
+            return f"{v:.4f}" if np.isfinite(v) else str(v)
+    if data.ndim == 0:
+        return fmt(float(data))
+    width = max((len(fmt(float(v))) for v in data.flat), default=0)
+    return np.array2string(
+        data, separator=", ", prefix="tensor(",
+        formatter={"float_kind": lambda v: fmt(float(v)).rjust(width)},
+    )

@@ -1,0 +1,137 @@
+"""`dg.nn.functional`: compositions of registry ops (no new primitives)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ops import elementwise as E
+from ..ops import linalg as L
+from ..ops import reduce as R
+from ..ops import shape as S
+
+
+def _axis(axis: Any, dim: Any, name: str) -> Any:
+    if dim is not None:
+        if axis is not None:
+            raise TypeError(f"{name}: pass either axis= or its alias dim=, not both")
+        return dim
+    if axis is None:
+        raise TypeError(f"{name}: missing the axis (dim=) to normalize over")
+    return axis
+
+
+def linear(x: Any, weight: Any, bias: Any = None) -> Any:
+    """``x @ weight.T + bias``; on 2-D input with a bias one ``addmm`` (``AddmmBackward0``)."""
+    if x.ndim < 1:
+        raise ValueError(f"linear: input must have at least 1 dimension, got shape {x.shape}")
+    if x.shape[-1] != weight.shape[-1]:
+        raise ValueError(
+            f"linear: input of shape {tuple(x.shape)} does not match weight of shape "
+            f"{tuple(weight.shape)} (in_features {weight.shape[-1]})"
+        )
+    if bias is not None and x.ndim == 2:
+        return L.addmm(bias, x, S.transpose(weight))
+    out = L.matmul(x, S.transpose(weight))
+    return out if bias is None else E.add(out, bias)
+
+
+def relu(x: Any) -> Any:
+    return E.relu(x)
+
+
+def sigmoid(x: Any) -> Any:
+    return E.sigmoid(x)
+
+
+def tanh(x: Any) -> Any:
+    return E.tanh(x)
+
+
+def log_softmax(x: Any, axis: Any = None, *, dim: Any = None) -> Any:
+    """``x - logsumexp(x)`` along ``axis``, shifted by the max so large logits stay finite.
+
+    The shift is not detached: its gradient cancels exactly in the math, and keeping it in
+    the graph makes the eager tape and the traced graph the same ops.
+    """
+    axis = _axis(axis, dim, "log_softmax")
+    m = R.max(x, axis, keepdims=True)
+    shifted = E.sub(x, m)
+    return E.sub(shifted, E.log(R.sum(E.exp(shifted), axis, keepdims=True)))
+
+
+def softmax(x: Any, axis: Any = None, *, dim: Any = None) -> Any:
+    """``exp(x) / sum(exp(x))`` along ``axis``, shifted by the max so it never overflows."""
+    axis = _axis(axis, dim, "softmax")
+    e = E.exp(E.sub(x, R.max(x, axis, keepdims=True)))
+    return E.div(e, R.sum(e, axis, keepdims=True))
+
+
+def _reduce(loss: Any, reduction: str) -> Any:
+    if reduction == "mean":
+        return R.mean(loss)
+    if reduction == "sum":
+        return R.sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def _same_shape(name: str, a: Any, b: Any) -> None:
+    if tuple(a.shape) != tuple(b.shape):
+        raise ValueError(
+            f"{name}: input shape {tuple(a.shape)} and target shape {tuple(b.shape)} differ"
+        )
+
+
+def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Any:  # noqa: A002
+    """Mean squared error ``(input - target) ** 2``, reduced."""
+    target = _as_operand(target)
+    _same_shape("mse_loss", input, target)
+    d = E.sub(input, target)
+    return _reduce(E.mul(d, d), reduction)
+
+
+def cross_entropy(input: Any, target: Any, reduction: str = "mean") -> Any:  # noqa: A002
+    """Cross-entropy of logits ``input`` (N, C) against integer class ``target`` (N,).
+
+    The one-hot mask is built with registry ops (``eq`` against ``arange``), so a target
+    passed to a compiled step is a graph input, not a baked constant.
+    """
+    if not hasattr(target, "shape"):
+        target = np.asarray(target)
+    if input.ndim != 2:
+        raise ValueError(f"cross_entropy: logits must be (N, C), got shape {tuple(input.shape)}")
+    n, c = input.shape
+    if tuple(target.shape) != (n,):
+        raise ValueError(
+            f"cross_entropy: target shape {tuple(target.shape)} does not match logits shape "
+            f"{(n, c)}"
+        )
+    if target.dtype.kind not in "iu":
+        raise TypeError(f"cross_entropy: target must hold integer classes, got {target.dtype}")
+    data = target if isinstance(target, np.ndarray) else getattr(target, "_data", None)
+    if data is not None and data.size and (data.min() < 0 or data.max() >= c):
+        raise ValueError(
+            f"cross_entropy: target classes must be in [0, {c}), got {data.min()}..{data.max()}"
+        )
+    hit = E.eq(S.reshape(target, (n, 1)), np.arange(c, dtype=target.dtype)[None, :])
+    picked = R.sum(E.mul(log_softmax(input, 1), S.astype(hit, input.dtype)), 1)
+    return _reduce(E.neg(picked), reduction)
+
+
+def binary_cross_entropy_with_logits(
+    input: Any, target: Any, reduction: str = "mean"  # noqa: A002
+) -> Any:
+    """``max(x, 0) - x * y + log(1 + exp(-|x|))``: stable for any logit."""
+    target = _as_operand(target)
+    _same_shape("binary_cross_entropy_with_logits", input, target)
+    soft = E.log(E.add(E.exp(E.neg(E.abs(input))), 1.0))
+    return _reduce(E.add(E.sub(E.relu(input), E.mul(input, target)), soft), reduction)
+
+
+def _as_operand(x: Any) -> Any:
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return x
+    return np.asarray(x, dtype=np.float32)

@@ -1,0 +1,274 @@
+"""`dg.nn` modules: Module, Parameter, layers and losses, with PyTorch's behaviour."""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..eager.grad_mode import no_grad
+from ..eager.tensor import Tensor, _init, rng
+from . import functional as F
+
+
+class Parameter(Tensor):
+    """A tensor that a `Module` registers as a parameter; requires grad by default."""
+
+    __slots__ = ()
+
+    def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
+        if data is None:
+            arr = np.zeros((0,), np.float32)
+        elif isinstance(data, Tensor):
+            arr = data._data
+        else:
+            arr = np.asarray(data)
+        _init(self, arr, False, None)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+
+class Module:
+    """Base class of layers and models: parameters and submodules are found by attribute."""
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(
+                "cannot assign attributes before Module.__init__() call "
+                "(call super().__init__() first)"
+            )
+        params, modules = self.__dict__["_parameters"], self.__dict__["_modules"]
+        params.pop(name, None)
+        modules.pop(name, None)
+        self.__dict__.pop(name, None)
+        if isinstance(value, Parameter):
+            params[name] = value
+        elif isinstance(value, Module):
+            modules[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        if name in d.get("_parameters", {}):
+            return d["_parameters"][name]
+        if name in d.get("_modules", {}):
+            return d["_modules"][name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        if param is None:
+            self._parameters.pop(name, None)
+            object.__setattr__(self, name, None)
+        else:
+            setattr(self, name, param)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # ----------------------------------------------------------------- traversal
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
+        yield prefix, self
+        for name, m in self._modules.items():
+            yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def modules(self) -> Iterator["Module"]:
+        for _, m in self.named_modules():
+            yield m
+
+    def children(self) -> Iterator["Module"]:
+        yield from self._modules.values()
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True
+                         ) -> Iterator[tuple[str, Parameter]]:
+        seen: set[int] = set()
+        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for mp, m in mods:
+            for name, p in m._parameters.items():
+                if id(p) in seen:
+                    continue
+                seen.add(id(p))
+                yield (f"{mp}.{name}" if mp else name), p
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parameters():
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad = p.grad.detach() * 0
+
+    def train(self, mode: bool = True) -> "Module":
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self) -> "Module":
+        return self.train(False)
+
+    # ----------------------------------------------------------------- state dict
+    def state_dict(self) -> "OrderedDict[str, Tensor]":
+        """Parameter name -> tensor sharing the parameter's data (detached)."""
+        return OrderedDict((name, p.detach()) for name, p in self.named_parameters())
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True) -> tuple:
+        """Copy parameters in; every key and shape is checked before anything is written."""
+        own = dict(self.named_parameters())
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        errors = []
+        if strict and unexpected:
+            errors.append("Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected))
+        if strict and missing:
+            errors.append("Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing))
+        values = {}
+        for k, p in own.items():
+            if k not in state_dict:
+                continue
+            v = state_dict[k]
+            arr = v._data if isinstance(v, Tensor) else np.asarray(v)
+            if arr.shape != p.shape:
+                errors.append(
+                    f"size mismatch for {k}: copying a param with shape {arr.shape} from "
+                    f"checkpoint, the shape in current model is {p.shape}."
+                )
+            values[k] = arr
+        if errors:
+            raise RuntimeError(
+                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
+                + "\n\t".join(errors)
+            )
+        with no_grad():
+            for k, arr in values.items():
+                own[k].copy_(Tensor(arr))
+        return missing, unexpected
+
+    # ---------------------------------------------------------------------- repr
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [f"({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()]
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        if not lines:
+            return head + ")"
+        return head + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _uniform(shape: tuple, bound: float) -> np.ndarray:
+    return rng().uniform(-bound, bound, size=shape).astype(np.float32)
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias`` with weight ``(out_features, in_features)``.
+
+    Initialised like PyTorch: uniform in ``±1/sqrt(in_features)`` for weight and bias.
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
+        self.weight = Parameter(_uniform((out_features, in_features), bound))
+        if bias:
+            self.bias = Parameter(_uniform((out_features,), bound))
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Any) -> Any:
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class ReLU(Module):
+    def forward(self, x: Any) -> Any:
+        return F.relu(x)
+
+
+class Sigmoid(Module):
+    def forward(self, x: Any) -> Any:
+        return F.sigmoid(x)
+
+
+class Tanh(Module):
+    def forward(self, x: Any) -> Any:
+        return F.tanh(x)
+
+
+class Sequential(Module):
+    """Modules applied in order; indexable like PyTorch's."""
+
+    def __init__(self, *modules: Module) -> None:
+        super().__init__()
+        for i, m in enumerate(modules):
+            if not isinstance(m, Module):
+                raise TypeError(f"Sequential: argument {i} is not a Module: {type(m).__name__}")
+            setattr(self, str(i), m)
+
+    def forward(self, x: Any) -> Any:
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+    def __getitem__(self, i: int) -> Module:
+        return list(self._modules.values())[i]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+
+class _Loss(Module):
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__()
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        self.reduction = reduction
+
+    def extra_repr(self) -> str:
+        return "" if self.reduction == "mean" else f"reduction={self.reduction!r}"
+
+
+class MSELoss(_Loss):
+    def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
+        return F.mse_loss(input, target, self.reduction)
+
+
+class CrossEntropyLoss(_Loss):
+    def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
+        return F.cross_entropy(input, target, self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
+        return F.binary_cross_entropy_with_logits(input, target, self.reduction)

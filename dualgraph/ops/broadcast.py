@@ -1,0 +1,73 @@
+"""Shape and dtype helpers shared by the infer rules, and `sum_to_shape`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir.graph import Literal
+
+
+def is_literal(x: Any) -> bool:
+    return isinstance(x, Literal)
+
+
+def shape_of(x: Any) -> tuple:
+    return () if isinstance(x, Literal) else tuple(x.shape)
+
+
+def result_dtype(*args: Any) -> np.dtype:
+    """NumPy 2 promotion: Python scalars are weak (``f32 * 2.0`` stays ``f32``)."""
+    return np.result_type(*[a if isinstance(a, Literal) else a.dtype for a in args])
+
+
+def float_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype a float-valued op (``exp``, ``mean``) gives for an input dtype."""
+    return dtype if dtype.kind == "f" else np.result_type(dtype, np.float32)
+
+
+def broadcast_shapes(name: str, *shapes: tuple) -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        shown = " and ".join(str(tuple(s)) for s in shapes)
+        raise ValueError(f"{name}: shapes {shown} cannot be broadcast together") from None
+
+
+def normalize_axis(name: str, axis: Any, ndim: int) -> tuple | None:
+    """``None`` or a sorted tuple of non-negative axes; raises naming the bad axis."""
+    if axis is None:
+        return None
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
+            raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}")
+        if not -ndim <= a < max(ndim, 1):
+            raise ValueError(
+                f"{name}: axis {a} is out of range for a tensor of {ndim} dimension(s)"
+            )
+        out.append(int(a) % max(ndim, 1))
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}: repeated axis in {axis!r}")
+    return tuple(sorted(out))
+
+
+def sum_to_shape(g: Any, shape: tuple) -> Any:
+    """Sum a broadcast gradient back to ``shape`` using dualgraph ops (any mode)."""
+    from .reduce import sum as _sum
+    from .shape import reshape
+
+    gshape = tuple(g.shape)
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(shape) if d == 1 and gshape[lead + i] != 1
+    )
+    if axes:
+        g = _sum(g, axis=axes, keepdims=True)
+    if tuple(g.shape) != shape:
+        g = reshape(g, shape)
+    return g

@@ -1,0 +1,371 @@
+"""Elementwise primitives. Each VJP is written with dualgraph ops, never NumPy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..modes import bind
+from .broadcast import broadcast_shapes, float_dtype, result_dtype, shape_of
+from .registry import OpDef, register
+
+# ---------------------------------------------------------------------------- infer rules
+
+
+def _binary_infer(name: str):
+    def infer(x: Any, y: Any) -> tuple:
+        return broadcast_shapes(name, shape_of(x), shape_of(y)), result_dtype(x, y)
+
+    return infer
+
+
+def _compare_infer(name: str):
+    def infer(x: Any, y: Any) -> tuple:
+        return broadcast_shapes(name, shape_of(x), shape_of(y)), np.dtype(np.bool_)
+
+    return infer
+
+
+def _same_infer(x: Any) -> tuple:
+    return tuple(x.shape), x.dtype
+
+
+def _float_infer(x: Any) -> tuple:
+    return tuple(x.shape), float_dtype(x.dtype)
+
+
+def _where_infer(c: Any, x: Any, y: Any) -> tuple:
+    shape = broadcast_shapes("where", shape_of(c), shape_of(x), shape_of(y))
+    return shape, result_dtype(x, y)
+
+
+def _div_infer(x: Any, y: Any) -> tuple:
+    return broadcast_shapes("div", shape_of(x), shape_of(y)), float_dtype(result_dtype(x, y))
+
+
+def _floatify(ufunc):
+    """Integer inputs to a float-valued ufunc become float32 (PyTorch), not NumPy's f64/f16."""
+
+    def impl(x: np.ndarray) -> np.ndarray:
+        if x.dtype.kind != "f":
+            x = x.astype(float_dtype(x.dtype))
+        return ufunc(x)
+
+    return impl
+
+
+def _sigmoid_impl(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind != "f":
+        x = x.astype(float_dtype(x.dtype))
+    # 0.5 * (1 + tanh(x/2)) never overflows, unlike 1 / (1 + exp(-x)) for large -x.
+    return 0.5 + 0.5 * np.tanh(0.5 * x)
+
+
+def _relu_impl(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, x.dtype.type(0))
+
+
+def _div_impl(x: Any, y: Any) -> np.ndarray:
+    return np.true_divide(x, y)
+
+
+# --------------------------------------------------------------------- functional wrappers
+
+
+def add(x: Any, y: Any) -> Any:
+    return bind(ADD, x, y)
+
+
+def sub(x: Any, y: Any) -> Any:
+    return bind(SUB, x, y)
+
+
+def mul(x: Any, y: Any) -> Any:
+    return bind(MUL, x, y)
+
+
+def div(x: Any, y: Any) -> Any:
+    return bind(DIV, x, y)
+
+
+def pow(x: Any, y: Any) -> Any:  # noqa: A001 - NumPy's and PyTorch's name
+    return bind(POW, x, y)
+
+
+def neg(x: Any) -> Any:
+    return bind(NEG, x)
+
+
+def exp(x: Any) -> Any:
+    """``e ** x`` elementwise. ``dg.exp(dg.tensor(0.0))`` is ``tensor(1.)``."""
+    return bind(EXP, x)
+
+
+def log(x: Any) -> Any:
+    """Natural logarithm elementwise."""
+    return bind(LOG, x)
+
+
+def tanh(x: Any) -> Any:
+    """Hyperbolic tangent elementwise."""
+    return bind(TANH, x)
+
+
+def sigmoid(x: Any) -> Any:
+    """Logistic sigmoid ``1 / (1 + exp(-x))`` elementwise, stable for large ``|x|``."""
+    return bind(SIGMOID, x)
+
+
+def relu(x: Any) -> Any:
+    """``max(x, 0)`` elementwise; its gradient at 0 is 0, as in PyTorch."""
+    return bind(RELU, x)
+
+
+def sqrt(x: Any) -> Any:
+    """Square root elementwise."""
+    return bind(SQRT, x)
+
+
+def abs(x: Any) -> Any:  # noqa: A001 - NumPy's and PyTorch's name
+    """Absolute value elementwise; its gradient at 0 is 0, as in PyTorch."""
+    return bind(ABS, x)
+
+
+def sin(x: Any) -> Any:
+    """Sine elementwise."""
+    return bind(SIN, x)
+
+
+def cos(x: Any) -> Any:
+    """Cosine elementwise."""
+    return bind(COS, x)
+
+
+def maximum(x: Any, y: Any) -> Any:
+    """Elementwise maximum; on ties the gradient is split evenly, as in PyTorch."""
+    return bind(MAXIMUM, x, y)
+
+
+def minimum(x: Any, y: Any) -> Any:
+    """Elementwise minimum; on ties the gradient is split evenly, as in PyTorch."""
+    return bind(MINIMUM, x, y)
+
+
+def where(cond: Any, x: Any, y: Any) -> Any:
+    """``x`` where ``cond`` is true, else ``y`` (broadcasting); no gradient flows to ``cond``."""
+    return bind(WHERE, cond, x, y)
+
+
+def lt(x: Any, y: Any) -> Any:
+    return bind(LT, x, y)
+
+
+def le(x: Any, y: Any) -> Any:
+    return bind(LE, x, y)
+
+
+def gt(x: Any, y: Any) -> Any:
+    return bind(GT, x, y)
+
+
+def ge(x: Any, y: Any) -> Any:
+    return bind(GE, x, y)
+
+
+def eq(x: Any, y: Any) -> Any:
+    return bind(EQ, x, y)
+
+
+def ne(x: Any, y: Any) -> Any:
+    return bind(NE, x, y)
+
+
+# ------------------------------------------------------------------------------ VJP rules
+# ctx.args holds the saved primal inputs; the engine sums gradients back to input shapes.
+
+
+def _add_vjp(ctx, g):
+    return g, g
+
+
+def _sub_vjp(ctx, g):
+    return g, neg(g)
+
+
+def _mul_vjp(ctx, g):
+    x, y = ctx.args
+    return mul(g, y), mul(g, x)
+
+
+def _div_vjp(ctx, g):
+    _, y = ctx.args
+    gx = div(g, y)
+    return gx, neg(mul(gx, ctx.out))
+
+
+def _pow_vjp(ctx, g):
+    x, y = ctx.args
+    if isinstance(y, (int, float)):
+        # Literal exponents keep the backward graph short for the common x**2.
+        if y == 0:
+            return mul(g, 0.0), None
+        if y == 2:
+            return mul(g, mul(x, 2.0)), None
+        return mul(g, mul(pow(x, y - 1), y)), None
+    gx = mul(g, mul(y, pow(x, sub(y, 1))))
+    # d/dy x**y = x**y log x; where x == 0 PyTorch takes the limit 0 instead of nan.
+    gy = mul(g, where(eq(x, 0), 0.0, mul(ctx.out, log(x))))
+    return gx, gy
+
+
+def _neg_vjp(ctx, g):
+    return (neg(g),)
+
+
+def _exp_vjp(ctx, g):
+    return (mul(g, ctx.out),)
+
+
+def _log_vjp(ctx, g):
+    return (div(g, ctx.args[0]),)
+
+
+def _tanh_vjp(ctx, g):
+    y = ctx.out
+    return (mul(g, sub(1.0, mul(y, y))),)
+
+
+def _sigmoid_vjp(ctx, g):
+    y = ctx.out
+    return (mul(g, mul(y, sub(1.0, y))),)
+
+
+def _relu_vjp(ctx, g):
+    return (where(gt(ctx.out, 0), g, 0.0),)
+
+
+def _sqrt_vjp(ctx, g):
+    return (div(mul(g, 0.5), ctx.out),)
+
+
+def _abs_vjp(ctx, g):
+    (x,) = ctx.args
+    return (where(gt(x, 0), g, where(lt(x, 0), neg(g), 0.0)),)
+
+
+def _sin_vjp(ctx, g):
+    return (mul(g, cos(ctx.args[0])),)
+
+
+def _cos_vjp(ctx, g):
+    return (neg(mul(g, sin(ctx.args[0]))),)
+
+
+def _minmax_vjp(pick):
+    def vjp(ctx, g):
+        x, y = ctx.args
+        half = mul(g, 0.5)
+        tie = eq(x, y)
+        gx = where(pick(x, y), g, where(tie, half, 0.0))
+        gy = where(pick(y, x), g, where(tie, half, 0.0))
+        return gx, gy
+
+    return vjp
+
+
+def _where_vjp(ctx, g):
+    c = ctx.args[0]
+    return None, where(c, g, 0.0), where(c, 0.0, g)
+
+
+# ------------------------------------------------------------------------------- registry
+
+
+ADD = register(OpDef(
+    "add", np.add, _binary_infer("add"), _add_vjp, "AddBackward0",
+    elementwise=True, commutative=True, scalar="({0} + {1})",
+))
+SUB = register(OpDef(
+    "sub", np.subtract, _binary_infer("sub"), _sub_vjp, "SubBackward0",
+    elementwise=True, scalar="({0} - {1})",
+))
+MUL = register(OpDef(
+    "mul", np.multiply, _binary_infer("mul"), _mul_vjp, "MulBackward0",
+    saves=(0, 1), elementwise=True, commutative=True, scalar="({0} * {1})",
+))
+DIV = register(OpDef(
+    "div", _div_impl, _div_infer, _div_vjp, "DivBackward0",
+    saves=(1,), saves_out=True, elementwise=True, scalar="({0} / {1})",
+))
+POW = register(OpDef(
+    "pow", np.power, _binary_infer("pow"), _pow_vjp, "PowBackward0",
+    saves=(0, 1), saves_out=True, elementwise=True, scalar="({0} ** {1})",
+))
+NEG = register(OpDef(
+    "neg", np.negative, _same_infer, _neg_vjp, "NegBackward0",
+    elementwise=True, scalar="(-{0})",
+))
+EXP = register(OpDef(
+    "exp", _floatify(np.exp), _float_infer, _exp_vjp, "ExpBackward0",
+    saves_out=True, elementwise=True, scalar="math.exp({0})",
+))
+LOG = register(OpDef(
+    "log", _floatify(np.log), _float_infer, _log_vjp, "LogBackward0",
+    saves=(0,), elementwise=True, scalar="math.log({0})",
+))
+TANH = register(OpDef(
+    "tanh", _floatify(np.tanh), _float_infer, _tanh_vjp, "TanhBackward0",
+    saves_out=True, elementwise=True, scalar="math.tanh({0})",
+))
+SIGMOID = register(OpDef(
+    "sigmoid", _sigmoid_impl, _float_infer, _sigmoid_vjp, "SigmoidBackward0",
+    saves_out=True, elementwise=True, scalar="(0.5 + 0.5 * math.tanh(0.5 * {0}))",
+))
+RELU = register(OpDef(
+    "relu", _relu_impl, _same_infer, _relu_vjp, "ReluBackward0",
+    saves_out=True, elementwise=True, scalar="max({0}, 0.0)",
+))
+SQRT = register(OpDef(
+    "sqrt", _floatify(np.sqrt), _float_infer, _sqrt_vjp, "SqrtBackward0",
+    saves_out=True, elementwise=True, scalar="math.sqrt({0})",
+))
+ABS = register(OpDef(
+    "abs", np.abs, _same_infer, _abs_vjp, "AbsBackward0",
+    saves=(0,), elementwise=True, scalar="abs({0})",
+))
+SIN = register(OpDef(
+    "sin", _floatify(np.sin), _float_infer, _sin_vjp, "SinBackward0",
+    saves=(0,), elementwise=True, scalar="math.sin({0})",
+))
+COS = register(OpDef(
+    "cos", _floatify(np.cos), _float_infer, _cos_vjp, "CosBackward0",
+    saves=(0,), elementwise=True, scalar="math.cos({0})",
+))
+MAXIMUM = register(OpDef(
+    "maximum", np.maximum, _binary_infer("maximum"), _minmax_vjp(gt), "MaximumBackward0",
+    saves=(0, 1), elementwise=True, commutative=True, scalar="max({0}, {1})",
+))
+MINIMUM = register(OpDef(
+    "minimum", np.minimum, _binary_infer("minimum"), _minmax_vjp(lt), "MinimumBackward0",
+    saves=(0, 1), elementwise=True, commutative=True, scalar="min({0}, {1})",
+))
+WHERE = register(OpDef(
+    "where", np.where, _where_infer, _where_vjp, "WhereBackward0",
+    saves=(0,), elementwise=True, scalar="({1} if {0} else {2})",
+))
+
+
+def _compare(name: str, ufunc, template: str, commutative: bool = False) -> OpDef:
+    return register(OpDef(
+        name, ufunc, _compare_infer(name), None, "",
+        elementwise=True, commutative=commutative, differentiable=False, scalar=template,
+    ))
+
+
+LT = _compare("lt", np.less, "({0} < {1})")
+LE = _compare("le", np.less_equal, "({0} <= {1})")
+GT = _compare("gt", np.greater, "({0} > {1})")
+GE = _compare("ge", np.greater_equal, "({0} >= {1})")
+EQ = _compare("eq", np.equal, "({0} == {1})", commutative=True)
+NE = _compare("ne", np.not_equal, "({0} != {1})", commutative=True)

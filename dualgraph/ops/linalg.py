@@ -1,0 +1,110 @@
+"""Matrix products: ``matmul`` (NumPy semantics) and ``addmm`` (``nn.Linear`` on 2-D input)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..modes import bind
+from .broadcast import broadcast_shapes, result_dtype
+from .registry import OpDef, register
+
+
+def _matmul_infer(a: Any, b: Any) -> tuple:
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    if not sa or not sb:
+        raise ValueError(f"matmul: both operands need at least 1 dimension, got {sa} and {sb}")
+    ka = sa[-1]
+    kb = sb[0] if len(sb) == 1 else sb[-2]
+    if ka != kb:
+        raise ValueError(
+            f"matmul: shapes {sa} and {sb} are not aligned: {ka} (dim {len(sa) - 1} of the "
+            f"first) != {kb} (dim {max(len(sb) - 2, 0)} of the second)"
+        )
+    batch = broadcast_shapes("matmul", sa[:-2], sb[:-2])
+    out = batch + (sa[-2:-1] if len(sa) > 1 else ()) + (sb[-1:] if len(sb) > 1 else ())
+    return out, result_dtype(a, b)
+
+
+def _swap(x: Any) -> Any:
+    from .shape import transpose
+
+    n = len(x.shape)
+    return transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
+
+
+def _matmul_vjp(ctx, g):
+    from .elementwise import mul
+    from .shape import reshape
+
+    a, b = ctx.args
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    if len(sa) == 1 and len(sb) == 1:
+        return mul(g, b), mul(g, a)
+    # Promote 1-D operands to matrices, as matmul does, and undo it on the gradients.
+    a2 = reshape(a, (1, sa[0])) if len(sa) == 1 else a
+    b2 = reshape(b, (sb[0], 1)) if len(sb) == 1 else b
+    gshape = tuple(g.shape)
+    if len(sa) == 1:
+        gshape = gshape[:-1] + (1,) + gshape[-1:]
+    if len(sb) == 1:
+        gshape = gshape + (1,)
+    g2 = reshape(g, gshape)
+    ga = matmul(g2, _swap(b2))
+    gb = matmul(_swap(a2), g2)
+    if len(sa) == 1:
+        ga = reshape(ga, tuple(ga.shape[:-2]) + (sa[0],))
+    if len(sb) == 1:
+        gb = reshape(gb, tuple(gb.shape[:-1]))
+    return ga, gb
+
+
+def _matmul_name(node: Any) -> str:
+    ra, rb = (len(x.shape) for x in node.inputs)
+    return {(2, 2): "MmBackward0", (1, 1): "DotBackward0", (2, 1): "MvBackward0",
+            (3, 3): "BmmBackward0"}.get((ra, rb), "MatmulBackward0")
+
+
+def _addmm_infer(bias: Any, a: Any, b: Any) -> tuple:
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    if len(sa) != 2 or len(sb) != 2:
+        raise ValueError(f"addmm: needs 2-D matrices, got shapes {sa} and {sb}")
+    out, dtype = _matmul_infer(a, b)
+    broadcast_shapes("addmm", tuple(bias.shape), out)
+    if len(bias.shape) > 2:
+        raise ValueError(f"addmm: bias of shape {tuple(bias.shape)} does not fit output {out}")
+    return out, result_dtype(bias, a, b)
+
+
+def _addmm_impl(bias: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.ndim != 2 or b.ndim != 2 or bias.ndim > 2:
+        raise ValueError("addmm: bad ranks")  # replaced by the infer rule's message
+    out = a @ b
+    if out.dtype == np.result_type(out, bias):
+        out += bias  # in place: saves one output-sized temporary
+        return out
+    return out + bias
+
+
+def _addmm_vjp(ctx, g):
+    _, a, b = ctx.args
+    return g, matmul(g, _swap(b)), matmul(_swap(a), g)
+
+
+MATMUL = register(OpDef(
+    "matmul", np.matmul, _matmul_infer, _matmul_vjp, _matmul_name, saves=(0, 1),
+))
+ADDMM = register(OpDef(
+    "addmm", _addmm_impl, _addmm_infer, _addmm_vjp, "AddmmBackward0", saves=(1, 2),
+))
+
+
+def matmul(a: Any, b: Any) -> Any:
+    """Matrix product with NumPy's rules (1-D operands, batch broadcasting); ``a @ b``."""
+    return bind(MATMUL, a, b)
+
+
+def addmm(bias: Any, a: Any, b: Any) -> Any:
+    """``bias + a @ b`` for 2-D ``a`` and ``b`` in one op (what ``nn.Linear`` records)."""
+    return bind(ADDMM, bias, a, b)

@@ -1,0 +1,239 @@
+"""`TensorOps`: operators and methods shared by eager tensors and tracers.
+
+Every method goes through `bind`, so an eager tensor and a tracer running the same program
+issue the same sequence of registry ops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir.graph import Literal
+from . import elementwise as E
+from . import linalg as L
+from . import reduce as R
+from . import shape as S
+
+
+def _operand(x: Any) -> Any:
+    """Python numbers stay literals, arrays become constants; others are not supported."""
+    if isinstance(x, (TensorOps, np.ndarray, np.generic)) or isinstance(x, Literal):
+        return x
+    if isinstance(x, (list, tuple)):
+        return np.asarray(x)
+    return NotImplemented
+
+
+class TensorOps:
+    """Arithmetic, comparisons, reductions and shape methods, all via ``bind``."""
+
+    __slots__ = ()
+    __array_priority__ = 1000  # ndarray (op) Tensor defers to our reflected operators
+    __hash__ = object.__hash__  # == is elementwise; identity hashing keeps dict keys working
+
+    # ------------------------------------------------------------------ arithmetic
+    def _binary(self, op: Any, other: Any, reflected: bool = False) -> Any:
+        other = _operand(other)
+        if other is NotImplemented:
+            return NotImplemented
+        return op(other, self) if reflected else op(self, other)
+
+    def __add__(self, o): return self._binary(E.add, o)  # noqa: E704
+    def __radd__(self, o): return self._binary(E.add, o, True)  # noqa: E704
+    def __sub__(self, o): return self._binary(E.sub, o)  # noqa: E704
+    def __rsub__(self, o): return self._binary(E.sub, o, True)  # noqa: E704
+    def __mul__(self, o): return self._binary(E.mul, o)  # noqa: E704
+    def __rmul__(self, o): return self._binary(E.mul, o, True)  # noqa: E704
+    def __truediv__(self, o): return self._binary(E.div, o)  # noqa: E704
+    def __rtruediv__(self, o): return self._binary(E.div, o, True)  # noqa: E704
+    def __pow__(self, o): return self._binary(E.pow, o)  # noqa: E704
+    def __rpow__(self, o): return self._binary(E.pow, o, True)  # noqa: E704
+    def __matmul__(self, o): return self._binary(L.matmul, o)  # noqa: E704
+    def __rmatmul__(self, o): return self._binary(L.matmul, o, True)  # noqa: E704
+    def __lt__(self, o): return self._binary(E.lt, o)  # noqa: E704
+    def __le__(self, o): return self._binary(E.le, o)  # noqa: E704
+    def __gt__(self, o): return self._binary(E.gt, o)  # noqa: E704
+    def __ge__(self, o): return self._binary(E.ge, o)  # noqa: E704
+    def __eq__(self, o): return self._binary(E.eq, o)  # noqa: E704
+    def __ne__(self, o): return self._binary(E.ne, o)  # noqa: E704
+
+    def __neg__(self) -> Any:
+        return E.neg(self)
+
+    def __pos__(self) -> Any:
+        return self
+
+    def __abs__(self) -> Any:
+        return E.abs(self)
+
+    # PyTorch's method spellings.
+    def add(self, o: Any) -> Any:
+        return self + o
+
+    def sub(self, o: Any) -> Any:
+        return self - o
+
+    def mul(self, o: Any) -> Any:
+        return self * o
+
+    def div(self, o: Any) -> Any:
+        return self / o
+
+    def pow(self, o: Any) -> Any:
+        return self ** o
+
+    def neg(self) -> Any:
+        return E.neg(self)
+
+    def matmul(self, o: Any) -> Any:
+        return self @ o
+
+    # --------------------------------------------------------------------- unary
+    def exp(self) -> Any:
+        return E.exp(self)
+
+    def log(self) -> Any:
+        return E.log(self)
+
+    def tanh(self) -> Any:
+        return E.tanh(self)
+
+    def sigmoid(self) -> Any:
+        return E.sigmoid(self)
+
+    def relu(self) -> Any:
+        return E.relu(self)
+
+    def sqrt(self) -> Any:
+        return E.sqrt(self)
+
+    def abs(self) -> Any:
+        return E.abs(self)
+
+    def sin(self) -> Any:
+        return E.sin(self)
+
+    def cos(self) -> Any:
+        return E.cos(self)
+
+    def clamp(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+        out = self
+        if min is not None:
+            out = E.maximum(out, min)
+        if max is not None:
+            out = E.minimum(out, max)
+        return out
+
+    # ---------------------------------------------------------------- reductions
+    def sum(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> Any:
+        return R.sum(self, axis, keepdims, dim=dim)
+
+    def mean(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> Any:
+        return R.mean(self, axis, keepdims, dim=dim)
+
+    def max(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> Any:
+        return R.max(self, axis, keepdims, dim=dim)
+
+    def softmax(self, axis: Any = None, *, dim: Any = None) -> Any:
+        from ..nn.functional import softmax
+
+        return softmax(self, axis, dim=dim)
+
+    def log_softmax(self, axis: Any = None, *, dim: Any = None) -> Any:
+        from ..nn.functional import log_softmax
+
+        return log_softmax(self, axis, dim=dim)
+
+    # --------------------------------------------------------------------- shape
+    def reshape(self, *shape: Any) -> Any:
+        return S.reshape(self, *shape)
+
+    def view(self, *shape: Any) -> Any:
+        return S.reshape(self, *shape)
+
+    def flatten(self) -> Any:
+        return S.reshape(self, -1)
+
+    def unsqueeze(self, dim: int) -> Any:
+        shape = list(self.shape)
+        dim = dim % (len(shape) + 1)
+        return S.reshape(self, tuple(shape[:dim] + [1] + shape[dim:]))
+
+    def squeeze(self, dim: int | None = None) -> Any:
+        shape = tuple(self.shape)
+        if dim is None:
+            return S.reshape(self, tuple(d for d in shape if d != 1))
+        dim = dim % max(len(shape), 1)
+        if not shape or shape[dim] != 1:
+            return self
+        return S.reshape(self, shape[:dim] + shape[dim + 1:])
+
+    def transpose(self, *axes: Any) -> Any:
+        return S.transpose(self, *axes)
+
+    def permute(self, *axes: Any) -> Any:
+        return S.transpose(self, *axes)
+
+    def t(self) -> Any:
+        if len(self.shape) > 2:
+            raise ValueError(f"t() expects a tensor with <= 2 dimensions, got {tuple(self.shape)}")
+        return S.transpose(self) if len(self.shape) == 2 else self
+
+    @property
+    def T(self) -> Any:  # noqa: N802 - NumPy's and PyTorch's name
+        return S.transpose(self)
+
+    def expand(self, *shape: Any) -> Any:
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        lead = len(shape) - len(self.shape)
+        shape = tuple(
+            self.shape[i - lead] if d == -1 else d for i, d in enumerate(shape)
+        )
+        return S.broadcast_to(self, shape)
+
+    def broadcast_to(self, shape: tuple) -> Any:
+        return S.broadcast_to(self, shape)
+
+    def astype(self, dtype: Any) -> Any:
+        from ..dtypes import as_dtype
+
+        dtype = as_dtype(dtype)
+        return self if dtype == self.dtype else S.astype(self, dtype)
+
+    def to(self, dtype: Any) -> Any:
+        return self.astype(dtype)
+
+    def float(self) -> Any:
+        return self.astype(np.float32)
+
+    def double(self) -> Any:
+        return self.astype(np.float64)
+
+    def __getitem__(self, index: Any) -> Any:
+        return S.getitem(self, index)
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (S.getitem(self, i) for i in range(self.shape[0]))
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        return tuple(self.shape) if dim is None else self.shape[dim]
+
+    def numel(self) -> int:
+        return int(np.prod(self.shape))

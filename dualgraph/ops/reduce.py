@@ -1,0 +1,144 @@
+"""Reductions: sum, mean, max. Axis attributes are canonical (sorted, non-negative)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..modes import bind
+from .broadcast import float_dtype, normalize_axis
+from .registry import OpDef, register
+
+
+def _reduced_shape(shape: tuple, axis: tuple | None, keepdims: bool) -> tuple:
+    if axis is None:
+        return (1,) * len(shape) if keepdims else ()
+    if keepdims:
+        return tuple(1 if i in axis else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axis)
+
+
+def _sum_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tuple:
+    dtype = x.dtype if x.dtype.kind in "fc" else np.sum(np.zeros(1, x.dtype)).dtype
+    return _reduced_shape(tuple(x.shape), axis, keepdims), dtype
+
+
+def _mean_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tuple:
+    return _reduced_shape(tuple(x.shape), axis, keepdims), float_dtype(x.dtype)
+
+
+def _max_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tuple:
+    shape = tuple(x.shape)
+    reduced = range(len(shape)) if axis is None else axis
+    if any(shape[i] == 0 for i in reduced):
+        raise ValueError(f"max: cannot take the max over an empty dimension of shape {shape}")
+    return _reduced_shape(shape, axis, keepdims), x.dtype
+
+
+def _sum_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) -> np.ndarray:
+    return np.sum(x, axis=axis, keepdims=keepdims)
+
+
+def _mean_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) -> np.ndarray:
+    if x.dtype.kind != "f":
+        x = x.astype(float_dtype(x.dtype))
+    return np.mean(x, axis=axis, keepdims=keepdims)
+
+
+def _max_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) -> np.ndarray:
+    return np.max(x, axis=axis, keepdims=keepdims)
+
+
+def _count(shape: tuple, axis: tuple | None) -> int:
+    return int(np.prod(shape if axis is None else [shape[i] for i in axis]))
+
+
+def _keepdims_grad(ctx, g):
+    """The incoming gradient reshaped so it broadcasts against the reduced input."""
+    from .shape import reshape
+
+    shape = ctx.inputs[0].shape
+    axis = ctx.attrs["axis"]
+    if ctx.attrs["keepdims"] or axis is None:
+        return g
+    return reshape(g, _reduced_shape(shape, axis, True))
+
+
+def _sum_vjp(ctx, g):
+    from .shape import broadcast_to
+
+    return (broadcast_to(_keepdims_grad(ctx, g), ctx.inputs[0].shape),)
+
+
+def _mean_vjp(ctx, g):
+    from .elementwise import mul
+    from .shape import broadcast_to
+
+    shape = ctx.inputs[0].shape
+    n = _count(shape, ctx.attrs["axis"])
+    return (broadcast_to(mul(_keepdims_grad(ctx, g), 1.0 / (n or 1)), shape),)
+
+
+def _max_vjp(ctx, g):
+    # Ties share the gradient evenly (PyTorch's amax / full max rule).
+    from .elementwise import div, eq, where
+    from .shape import astype, broadcast_to, reshape
+
+    (x,) = ctx.args
+    shape = ctx.inputs[0].shape
+    axis = ctx.attrs["axis"]
+    out = ctx.out
+    if not ctx.attrs["keepdims"] and axis is not None:
+        out = reshape(out, _reduced_shape(shape, axis, True))
+    mask = eq(x, broadcast_to(out, shape))
+    count = sum(astype(mask, g.dtype), axis=axis, keepdims=True)
+    share = div(_keepdims_grad(ctx, g), count)
+    return (where(mask, broadcast_to(share, shape), 0.0),)
+
+
+def _reduce_name(full: str, partial: str):
+    return lambda node: full if node.attrs["axis"] is None else partial
+
+
+SUM = register(OpDef(
+    "sum", _sum_impl, _sum_infer, _sum_vjp,
+    _reduce_name("SumBackward0", "SumBackward1"),
+    reduction=True, scalar="+",
+))
+MEAN = register(OpDef(
+    "mean", _mean_impl, _mean_infer, _mean_vjp,
+    _reduce_name("MeanBackward0", "MeanBackward1"),
+    reduction=True, scalar="+",
+))
+MAX = register(OpDef(
+    "max", _max_impl, _max_infer, _max_vjp,
+    _reduce_name("MaxBackward1", "AmaxBackward0"),
+    saves=(0,), saves_out=True, reduction=True, scalar="max",
+))
+
+
+def _reduce(op: OpDef, x: Any, axis: Any, keepdims: bool, dim: Any) -> Any:
+    if dim is not None:
+        if axis is not None:
+            raise TypeError(f"{op.name}: pass either axis= or its alias dim=, not both")
+        axis = dim
+    return bind(op, x, axis=normalize_axis(op.name, axis, len(x.shape)), keepdims=bool(keepdims))
+
+
+def sum(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> Any:  # noqa: A001
+    """Sum over ``axis`` (int, tuple or ``None`` for all); ``dim=`` is PyTorch's alias."""
+    return _reduce(SUM, x, axis, keepdims, dim)
+
+
+def mean(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> Any:
+    """Mean over ``axis`` (int, tuple or ``None`` for all); ``dim=`` is PyTorch's alias."""
+    return _reduce(MEAN, x, axis, keepdims, dim)
+
+
+def max(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> Any:  # noqa: A001
+    """Max over ``axis``; the gradient flows to the max element (ties share it).
+
+    Unlike ``torch.max(x, dim)`` this returns the values only (like ``torch.amax``).
+    """
+    return _reduce(MAX, x, axis, keepdims, dim)

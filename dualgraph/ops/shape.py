@@ -1,0 +1,320 @@
+"""Shape primitives: reshape, transpose, broadcast_to, basic indexing, concatenate, stack,
+and astype. Attributes are canonical (resolved ``-1``, explicit axes, normalized indices)
+so that equal programs give equal graphs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import as_dtype
+from ..modes import bind
+from .broadcast import normalize_axis, result_dtype
+from .registry import OpDef, register
+
+# ----------------------------------------------------------------------------- reshape
+
+
+def _reshape_infer(x: Any, shape: tuple) -> tuple:
+    if int(np.prod(x.shape)) != int(np.prod(shape)):
+        raise ValueError(
+            f"reshape: cannot reshape a tensor of shape {tuple(x.shape)} into shape {shape}"
+        )
+    return shape, x.dtype
+
+
+def _resolve_shape(old: tuple, shape: tuple) -> tuple:
+    shape = tuple(int(d) for d in shape)
+    if shape.count(-1) > 1:
+        raise ValueError(f"reshape: only one dimension can be -1, got {shape}")
+    if -1 in shape:
+        known = int(np.prod([d for d in shape if d != -1]))
+        size = int(np.prod(old))
+        if known == 0 or size % known:
+            raise ValueError(f"reshape: cannot reshape a tensor of shape {old} into shape {shape}")
+        shape = tuple(size // known if d == -1 else d for d in shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"reshape: invalid shape {shape}")
+    return shape
+
+
+def reshape(x: Any, *shape: Any) -> Any:
+    """Reshape to ``shape`` (one dimension may be ``-1``); ``reshape(x, 2, 3)`` also works."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    shape = _resolve_shape(tuple(x.shape), shape)
+    if shape == tuple(x.shape):
+        return x
+    return bind(RESHAPE, x, shape=shape)
+
+
+def _reshape_vjp(ctx, g):
+    return (reshape(g, ctx.inputs[0].shape),)
+
+
+# --------------------------------------------------------------------------- transpose
+
+
+def _transpose_infer(x: Any, axes: tuple) -> tuple:
+    shape = tuple(x.shape)
+    if sorted(axes) != list(range(len(shape))):
+        raise ValueError(f"transpose: axes {axes} are not a permutation for shape {shape}")
+    return tuple(shape[a] for a in axes), x.dtype
+
+
+def transpose(x: Any, *axes: Any) -> Any:
+    """Permute dimensions; no axes reverses them (``x.T``)."""
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = tuple(axes[0])
+    ndim = len(x.shape)
+    if not axes:
+        axes = tuple(reversed(range(ndim)))
+    if len(axes) != ndim:
+        raise ValueError(f"transpose: axes {tuple(axes)} do not match shape {tuple(x.shape)}")
+    axes = tuple(int(a) % max(ndim, 1) for a in axes)
+    return bind(TRANSPOSE, x, axes=axes)
+
+
+def _transpose_vjp(ctx, g):
+    return (transpose(g, tuple(int(i) for i in np.argsort(ctx.attrs["axes"]))),)
+
+
+def _transpose_name(node: Any) -> str:
+    return "TBackward0" if node.attrs["axes"] == (1, 0) else "PermuteBackward0"
+
+
+# ------------------------------------------------------------------------ broadcast_to
+
+
+def _broadcast_to_infer(x: Any, shape: tuple) -> tuple:
+    xs = tuple(x.shape)
+    ok = len(xs) <= len(shape) and all(
+        a == b or a == 1 for a, b in zip(xs[::-1], shape[::-1])
+    )
+    if not ok:
+        raise ValueError(f"broadcast_to: cannot broadcast shape {xs} to shape {shape}")
+    return shape, x.dtype
+
+
+def broadcast_to(x: Any, shape: tuple) -> Any:
+    """Broadcast to ``shape`` (PyTorch's ``expand``)."""
+    shape = tuple(int(d) for d in shape)
+    return bind(BROADCAST_TO, x, shape=shape)
+
+
+def _broadcast_to_vjp(ctx, g):
+    return (g,)  # the engine sums g back to the input's shape
+
+
+# ---------------------------------------------------------------------------- indexing
+# An index is a tuple of entries: an int (non-negative), None (new axis) or a
+# (start, stop, step) triple from slice.indices(), with Ellipsis expanded.
+
+
+def normalize_index(index: Any, shape: tuple) -> tuple:
+    if not isinstance(index, tuple):
+        index = (index,)
+    for e in index:
+        if not (
+            e is None or e is Ellipsis or isinstance(e, slice)
+            or (isinstance(e, (int, np.integer)) and not isinstance(e, bool))
+        ):
+            raise TypeError(
+                f"only basic indexing (ints, slices, None, ...) is supported, got {e!r}"
+            )
+    n_real = sum(1 for e in index if e is not None and e is not Ellipsis)
+    if sum(1 for e in index if e is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if n_real > len(shape):
+        raise IndexError(f"too many indices for a tensor of shape {shape}: {len(index)} given")
+    if Ellipsis in index:
+        k = index.index(Ellipsis)
+        index = index[:k] + (slice(None),) * (len(shape) - n_real) + index[k + 1:]
+    out = []
+    dim = 0
+    for e in index:
+        if e is None:
+            out.append(None)
+            continue
+        size = shape[dim]
+        if isinstance(e, slice):
+            start, stop, step = e.indices(size)
+            out.append((start, None if step < 0 and stop < 0 else stop, step))
+        else:
+            i = int(e)
+            if not -size <= i < size:
+                raise IndexError(
+                    f"index {i} is out of bounds for dimension {dim} with size {size}"
+                )
+            out.append(i % size)
+        dim += 1
+    return tuple(out)
+
+
+def to_numpy_index(index: tuple) -> tuple:
+    return tuple(slice(*e) if isinstance(e, tuple) else e for e in index)
+
+
+def _getitem_impl(x: np.ndarray, index: tuple) -> np.ndarray:
+    return x[to_numpy_index(index)]
+
+
+def _getitem_infer(x: Any, index: tuple) -> tuple:
+    return np.empty(tuple(x.shape), dtype=np.bool_)[to_numpy_index(index)].shape, x.dtype
+
+
+def getitem(x: Any, index: Any) -> Any:
+    """Basic indexing ``x[index]``; the gradient scatters back into zeros."""
+    return bind(GETITEM, x, index=normalize_index(index, tuple(x.shape)))
+
+
+def _getitem_vjp(ctx, g):
+    return (bind(SCATTER, g, shape=tuple(ctx.inputs[0].shape), index=ctx.attrs["index"]),)
+
+
+def _getitem_name(node: Any) -> str:
+    kinds = {type(e) for e in node.attrs["index"]}
+    if kinds == {int}:
+        return "SelectBackward0"
+    if kinds <= {tuple}:
+        return "SliceBackward0"
+    return "IndexBackward0"
+
+
+def _scatter_impl(g: np.ndarray, shape: tuple, index: tuple) -> np.ndarray:
+    out = np.zeros(shape, dtype=g.dtype)
+    out[to_numpy_index(index)] = g
+    return out
+
+
+def _scatter_infer(g: Any, shape: tuple, index: tuple) -> tuple:
+    return shape, g.dtype
+
+
+def _scatter_vjp(ctx, g):
+    return (bind(GETITEM, g, index=ctx.attrs["index"]),)
+
+
+# ---------------------------------------------------------------------- concat / stack
+
+
+def _concat_infer(*xs: Any, axis: int) -> tuple:
+    shapes = [tuple(x.shape) for x in xs]
+    first = shapes[0]
+    for s in shapes[1:]:
+        if len(s) != len(first) or any(
+            a != b for i, (a, b) in enumerate(zip(s, first)) if i != axis
+        ):
+            raise ValueError(
+                f"concatenate: shapes {first} and {s} differ outside axis {axis}"
+            )
+    out = list(first)
+    out[axis] = sum(s[axis] for s in shapes)
+    return tuple(out), result_dtype(*xs)
+
+
+def _concat_impl(*xs: np.ndarray, axis: int) -> np.ndarray:
+    return np.concatenate(xs, axis=axis)
+
+
+def _concat_vjp(ctx, g):
+    axis = ctx.attrs["axis"]
+    grads = []
+    offset = 0
+    for inp in ctx.inputs:
+        n = inp.shape[axis]
+        index = tuple((0, d, 1) for d in g.shape[:axis]) + ((offset, offset + n, 1),)
+        grads.append(bind(GETITEM, g, index=index))
+        offset += n
+    return tuple(grads)
+
+
+def concatenate(tensors: Any, axis: int = 0, *, dim: int | None = None) -> Any:
+    """Join tensors along an existing axis (``torch.cat``)."""
+    tensors = tuple(tensors)
+    if not tensors:
+        raise ValueError("concatenate: needs at least one tensor")
+    axis = dim if dim is not None else axis
+    ndim = len(tensors[0].shape)
+    if ndim == 0:
+        raise ValueError("concatenate: zero-dimensional tensors cannot be concatenated")
+    (axis,) = normalize_axis("concatenate", axis, ndim)
+    return bind(CONCATENATE, *tensors, axis=axis)
+
+
+def _stack_infer(*xs: Any, axis: int) -> tuple:
+    first = tuple(xs[0].shape)
+    for x in xs[1:]:
+        if tuple(x.shape) != first:
+            raise ValueError(f"stack: shapes {first} and {tuple(x.shape)} differ")
+    return first[:axis] + (len(xs),) + first[axis:], result_dtype(*xs)
+
+
+def _stack_impl(*xs: np.ndarray, axis: int) -> np.ndarray:
+    return np.stack(xs, axis=axis)
+
+
+def _stack_vjp(ctx, g):
+    axis = ctx.attrs["axis"]
+    lead = tuple((0, d, 1) for d in g.shape[:axis])
+    return tuple(bind(GETITEM, g, index=lead + (i,)) for i in range(len(ctx.inputs)))
+
+
+def stack(tensors: Any, axis: int = 0, *, dim: int | None = None) -> Any:
+    """Join same-shape tensors along a new axis (``torch.stack``)."""
+    tensors = tuple(tensors)
+    if not tensors:
+        raise ValueError("stack: needs at least one tensor")
+    axis = dim if dim is not None else axis
+    ndim = len(tensors[0].shape) + 1
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"stack: axis {axis} is out of range for {ndim} dimension(s)")
+    return bind(STACK, *tensors, axis=axis % ndim)
+
+
+# ------------------------------------------------------------------------------ astype
+
+
+def _astype_infer(x: Any, dtype: np.dtype) -> tuple:
+    return tuple(x.shape), dtype
+
+
+def _astype_impl(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    return x.astype(dtype)
+
+
+def _astype_vjp(ctx, g):
+    return (g,)  # the engine casts g back to the input's dtype
+
+
+def astype(x: Any, dtype: Any) -> Any:
+    """Convert to ``dtype`` (PyTorch's ``.to(dtype)``); gradients are cast back."""
+    return bind(ASTYPE, x, dtype=as_dtype(dtype))
+
+
+RESHAPE = register(OpDef(
+    "reshape", np.reshape, _reshape_infer, _reshape_vjp, "ViewBackward0", view=True,
+))
+TRANSPOSE = register(OpDef(
+    "transpose", np.transpose, _transpose_infer, _transpose_vjp, _transpose_name, view=True,
+))
+BROADCAST_TO = register(OpDef(
+    "broadcast_to", np.broadcast_to, _broadcast_to_infer, _broadcast_to_vjp,
+    "ExpandBackward0", view=True,
+))
+GETITEM = register(OpDef(
+    "getitem", _getitem_impl, _getitem_infer, _getitem_vjp, _getitem_name, view=True,
+))
+SCATTER = register(OpDef(
+    "scatter", _scatter_impl, _scatter_infer, _scatter_vjp, "IndexPutBackward0",
+))
+CONCATENATE = register(OpDef(
+    "concatenate", _concat_impl, _concat_infer, _concat_vjp, "CatBackward0",
+))
+STACK = register(OpDef("stack", _stack_impl, _stack_infer, _stack_vjp, "StackBackward0"))
+ASTYPE = register(OpDef(
+    "astype", _astype_impl, _astype_infer, _astype_vjp, "ToCopyBackward0",
+    elementwise=True, scalar="{0}",
+))

@@ -1,0 +1,117 @@
+"""`dg.optim`: SGD and Adam with PyTorch's update rules.
+
+Updates are written with tensor ops applied in place under ``no_grad`` (not raw NumPy), so
+a traced training step sees them as ops too.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+from .eager.grad_mode import no_grad
+from .eager.tensor import Tensor
+
+
+class Optimizer:
+    """Base class: parameter groups, per-parameter state, ``zero_grad``."""
+
+    def __init__(self, params: Iterable[Any], defaults: dict) -> None:
+        if isinstance(params, Tensor):
+            raise TypeError("params must be an iterable of tensors (e.g. model.parameters())")
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        self.defaults = defaults
+        self.param_groups: list[dict] = []
+        self.state: dict = {}
+        for g in groups:
+            group = {**defaults, **g, "params": list(g["params"])}
+            for p in group["params"]:
+                if not isinstance(p, Tensor):
+                    raise TypeError(f"optimizer can only optimize Tensors, got {type(p).__name__}")
+                if not p.is_leaf:
+                    raise ValueError("can't optimize a non-leaf Tensor")
+            self.param_groups.append(group)
+        self._check_hparams()
+
+    def _check_hparams(self) -> None:
+        for group in self.param_groups:
+            if group["lr"] < 0:
+                raise ValueError(f"Invalid learning rate: {group['lr']}")
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                if set_to_none:
+                    p.grad = None
+                elif p.grad is not None:
+                    p.grad = p.grad.detach() * 0
+
+    def step(self) -> None:
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        self._update(p, p.grad, group, self.state.setdefault(p, {}))
+
+    def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        raise NotImplementedError
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with optional momentum and weight decay (PyTorch's rule:
+    ``buf = momentum * buf + g``; ``p -= lr * buf``)."""
+
+    def __init__(self, params: Iterable[Any], lr: float, momentum: float = 0.0,
+                 weight_decay: float = 0.0) -> None:
+        if momentum < 0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
+
+    def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        if group["weight_decay"]:
+            g = g + p * group["weight_decay"]
+        momentum = group["momentum"]
+        if momentum:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = g.detach().clone()
+            else:
+                buf.mul_(momentum).add_(g)
+            g = buf
+        p.sub_(g * group["lr"])
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba) with bias correction, as ``torch.optim.Adam``."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0) -> None:
+        if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameters: {betas}")
+        if eps < 0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps,
+                                  "weight_decay": weight_decay})
+
+    def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        b1, b2 = group["betas"]
+        if group["weight_decay"]:
+            g = g + p * group["weight_decay"]
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = Tensor(p._data * 0)
+            state["exp_avg_sq"] = Tensor(p._data * 0)
+        state["step"] += 1
+        t = state["step"]
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        m.mul_(b1).add_(g * (1 - b1))
+        v.mul_(b2).add_(g * g * (1 - b2))
+        denom = v.sqrt() / math.sqrt(1 - b2 ** t) + group["eps"]
+        p.sub_(m / denom * (group["lr"] / (1 - b1 ** t)))
