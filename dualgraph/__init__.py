@@ -7,7 +7,7 @@
     z.backward()          # x.grad == 3, y.grad == 8
 """
 
-from . import nn, optim, ops
+from . import nn, ops, optim
 from .dtypes import bool_, float16, float32, float64, int32, int64
 from .eager.export import graph_of
 from .eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled

@@ -8,7 +8,8 @@ sequence of ops.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # A mode is a function process(op, args, attrs) -> value. The eager mode registers itself at
 # import; tracers push and pop theirs.

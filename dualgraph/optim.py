@@ -7,7 +7,8 @@ a traced training step sees them as ops too.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .eager.grad_mode import no_grad
 from .eager.tensor import Tensor

@@ -11,7 +11,8 @@ ordinary eager ops: with ``create_graph=True`` the backward pass is itself recor
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

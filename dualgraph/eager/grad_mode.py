@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # A one-element list so the hot path reads it without a function call.
 GRAD_ENABLED = [True]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, Sequence
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from .. import modes
-from ..dtypes import as_dtype, short_name
+from ..dtypes import as_dtype
 from ..ir.graph import Literal, Node
 from ..ops import elementwise as E
 from ..ops import shape as S

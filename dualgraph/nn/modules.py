@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -142,7 +143,8 @@ class Module:
         unexpected = [k for k in state_dict if k not in own]
         errors = []
         if strict and unexpected:
-            errors.append("Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected))
+            keys = ", ".join(f'"{k}"' for k in unexpected)
+            errors.append(f"Unexpected key(s) in state_dict: {keys}")
         if strict and missing:
             errors.append("Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing))
         values = {}

@@ -8,8 +8,9 @@ backends read, and room for the Numba backend's lowering.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 OPS: dict[str, "OpDef"] = {}
 
