@@ -121,6 +121,8 @@ class Function(Node):
         if self._freed:
             raise RuntimeError(_FREED_MSG)
         saves = self._def.saves
+        if len(saves) == len(self.inputs):
+            return self._saved  # every input saved (literals included), in order
         out = []
         for i, inp in enumerate(self.inputs):
             if not isinstance(inp, Node):
@@ -130,6 +132,11 @@ class Function(Node):
             else:
                 out.append(None)
         return tuple(out)
+
+    @property
+    def needs_input_grad(self) -> tuple:
+        """Per input, whether a gradient is wanted (VJPs skip the others)."""
+        return tuple([isinstance(i, _GRAD_NODES) for i in self.inputs])
 
     @property
     def out(self) -> Any:
@@ -149,20 +156,21 @@ class Function(Node):
         """Input gradients for output gradient ``g``: the VJP, then reduce to input types."""
         if self._freed:
             raise RuntimeError(_FREED_MSG)
-        if self._saved or self._out_version is not None:
+        if self._versions:
             self._check_saved_versions()
         grads = self._def.vjp(self, g)
         out = []
         for inp, gi in zip(self.inputs, grads):
-            if gi is None or not isinstance(inp, (Function, AccumulateGrad)):
+            if gi is None or not isinstance(inp, _GRAD_NODES):
                 out.append(None)
                 continue
-            if gi.shape != inp.shape:
+            data = gi._data
+            if data.shape != inp.shape:
                 gi = sum_to_shape(gi, inp.shape)
-            if gi.dtype != inp.dtype:
+            if data.dtype != inp.dtype:
                 gi = astype(gi, inp.dtype)
             out.append(gi)
-        return tuple(out)
+        return out
 
     def _check_saved_versions(self) -> None:
         n = len(self._saved)

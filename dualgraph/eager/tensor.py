@@ -214,34 +214,57 @@ class Tensor(TensorOps):
             self._node = None
         return self
 
-    def _inplace(self, fn: Callable, other: Any) -> "Tensor":
+    def _inplace(self, op: Any, ufunc: Any, other: Any) -> "Tensor":
         self._check_inplace()
         other = other if isinstance(other, (Tensor,) + Literal) else tensor(other)
-        return self._assign(fn(self, other))
+        rg = other._rg if isinstance(other, Tensor) else False
+        if _GRAD[0] and (self._rg or rg):
+            return self._assign(modes.bind(op, self, other))
+        # Nothing to record (an optimizer step under no_grad): write straight into the
+        # buffer with the op's ufunc, without a temporary tensor.
+        o = other._data if isinstance(other, Tensor) else other
+        try:
+            shape = np.broadcast_shapes(self._data.shape, np.shape(o))
+        except ValueError:
+            shape = None
+        if shape != self._data.shape:
+            raise RuntimeError(
+                f"in-place {op.name}: output with shape {self.shape} doesn't match the "
+                f"broadcast shape of {self.shape} and {np.shape(o)}"
+            )
+        try:
+            ufunc(self._data, o, out=self._data, casting="same_kind")
+        except TypeError:
+            raise RuntimeError(
+                f"in-place {op.name}: result type of {self.dtype} and "
+                f"{getattr(o, 'dtype', type(o).__name__)} can't be cast to {self.dtype}"
+            ) from None
+        self._version[0] += 1
+        return self
 
     def __iadd__(self, o: Any) -> "Tensor":
-        return self._inplace(E.add, o)
+        return self._inplace(E.ADD, np.add, o)
 
     def __isub__(self, o: Any) -> "Tensor":
-        return self._inplace(E.sub, o)
+        return self._inplace(E.SUB, np.subtract, o)
 
     def __imul__(self, o: Any) -> "Tensor":
-        return self._inplace(E.mul, o)
+        return self._inplace(E.MUL, np.multiply, o)
 
     def __itruediv__(self, o: Any) -> "Tensor":
-        return self._inplace(E.div, o)
+        return self._inplace(E.DIV, np.true_divide, o)
 
     def add_(self, o: Any, alpha: float = 1) -> "Tensor":
-        return self._inplace(E.add, o if alpha == 1 else o * alpha)
+        return self._inplace(E.ADD, np.add, o if alpha == 1 else o * alpha)
 
     def sub_(self, o: Any, alpha: float = 1) -> "Tensor":
-        return self._inplace(E.sub, o if alpha == 1 else o * alpha)
+        return self._inplace(E.SUB, np.subtract, o if alpha == 1 else o * alpha)
 
     def mul_(self, o: Any) -> "Tensor":
-        return self._inplace(E.mul, o)
+        return self._inplace(E.MUL, np.multiply, o)
 
     def div_(self, o: Any) -> "Tensor":
-        return self._inplace(E.div, o)
+        return self._inplace(E.DIV, np.true_divide, o)
 
     def zero_(self) -> "Tensor":
         return self.fill_(0)
@@ -310,9 +333,11 @@ def _lift(a: Any) -> Any:
 
 def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     """Run ``op`` now with its NumPy kernel; record a tape node if a result needs grad."""
+    # This is the per-op cost every eager user pays: keep it to one pass over the args and
+    # no generator expressions.
     datas = []
     rg = False
-    for i, a in enumerate(args):
+    for a in args:
         if isinstance(a, Tensor):
             datas.append(a._data)
             if a._rg:
@@ -320,9 +345,8 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
         elif isinstance(a, Literal):
             datas.append(a)
         else:
-            a = _lift(a)
-            args = args[:i] + (a,) + args[i + 1:]
-            datas.append(a._data)
+            args = tuple([b if isinstance(b, (Tensor,) + Literal) else _lift(b) for b in args])
+            return eager_process(op, args, attrs)
     try:
         out = op.impl(*datas, **attrs)
     except Exception as e:
@@ -336,15 +360,16 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     t._node = None
     t._version = args[0]._version if op.view else [0]
     if rg and _GRAD[0] and op.differentiable:
-        saves = op.saves
-        saved = tuple(args[i] for i in saves)
-        versions = tuple(s._version[0] if isinstance(s, Tensor) else None for s in saved)
+        saved = [args[i] for i in op.saves]
+        versions = [s._version[0] if isinstance(s, Tensor) else None for s in saved]
         out_version = None
         if op.saves_out:
             out_version = t._version
-            versions += (out_version[0],)
-        inputs = tuple(a._input_node() if isinstance(a, Tensor) else a for a in args)
-        t.grad_fn = Function(op, inputs, attrs, out, saved, versions, out_version)
+            versions.append(out_version[0])
+        inputs = tuple([
+            (a.grad_fn or a._input_node()) if isinstance(a, Tensor) else a for a in args
+        ])
+        t.grad_fn = Function(op, inputs, attrs, out, tuple(saved), versions, out_version)
         t._rg = True
     else:
         t.grad_fn = None

@@ -89,8 +89,8 @@ def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Any:  # noqa: 
     """Mean squared error ``(input - target) ** 2``, reduced."""
     target = _as_operand(target)
     _same_shape("mse_loss", input, target)
-    d = E.sub(input, target)
-    return _reduce(E.mul(d, d), reduction)
+    # pow(d, 2), not d * d: d has one consumer, so backward needs no accumulation.
+    return _reduce(E.pow(E.sub(input, target), 2), reduction)
 
 
 def cross_entropy(input: Any, target: Any, reduction: str = "mean") -> Any:  # noqa: A002

@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..ir.graph import Literal
+from ..modes import bind
+from .registry import OPS
 
 
 def is_literal(x: Any) -> bool:
@@ -56,18 +58,15 @@ def normalize_axis(name: str, axis: Any, ndim: int) -> tuple | None:
 
 def sum_to_shape(g: Any, shape: tuple) -> Any:
     """Sum a broadcast gradient back to ``shape`` using dualgraph ops (any mode)."""
-    from .reduce import sum as _sum
-    from .shape import reshape
-
     gshape = tuple(g.shape)
     if gshape == shape:
         return g
     lead = len(gshape) - len(shape)
     axes = tuple(range(lead)) + tuple(
-        lead + i for i, d in enumerate(shape) if d == 1 and gshape[lead + i] != 1
+        [lead + i for i, d in enumerate(shape) if d == 1 and gshape[lead + i] != 1]
     )
     if axes:
-        g = _sum(g, axis=axes, keepdims=True)
+        g = bind(OPS["sum"], g, axis=axes, keepdims=True)
     if tuple(g.shape) != shape:
-        g = reshape(g, shape)
+        g = bind(OPS["reshape"], g, shape=shape)
     return g

@@ -190,18 +190,19 @@ def _add_vjp(ctx, g):
 
 
 def _sub_vjp(ctx, g):
-    return g, neg(g)
+    return g, (neg(g) if ctx.needs_input_grad[1] else None)
 
 
 def _mul_vjp(ctx, g):
     x, y = ctx.args
-    return mul(g, y), mul(g, x)
+    nx, ny = ctx.needs_input_grad
+    return (mul(g, y) if nx else None), (mul(g, x) if ny else None)
 
 
 def _div_vjp(ctx, g):
     _, y = ctx.args
     gx = div(g, y)
-    return gx, neg(mul(gx, ctx.out))
+    return gx, (neg(mul(gx, ctx.out)) if ctx.needs_input_grad[1] else None)
 
 
 def _pow_vjp(ctx, g):
@@ -213,7 +214,10 @@ def _pow_vjp(ctx, g):
         if y == 2:
             return mul(g, mul(x, 2.0)), None
         return mul(g, mul(pow(x, y - 1), y)), None
-    gx = mul(g, mul(y, pow(x, sub(y, 1))))
+    nx, ny = ctx.needs_input_grad
+    gx = mul(g, mul(y, pow(x, sub(y, 1)))) if nx else None
+    if not ny:
+        return gx, None
     # d/dy x**y = x**y log x; where x == 0 PyTorch takes the limit 0 instead of nan.
     gy = mul(g, where(eq(x, 0), 0.0, mul(ctx.out, log(x))))
     return gx, gy
@@ -276,7 +280,8 @@ def _minmax_vjp(pick):
 
 def _where_vjp(ctx, g):
     c = ctx.args[0]
-    return None, where(c, g, 0.0), where(c, 0.0, g)
+    _, nx, ny = ctx.needs_input_grad
+    return None, (where(c, g, 0.0) if nx else None), (where(c, 0.0, g) if ny else None)
 
 
 # ------------------------------------------------------------------------------- registry

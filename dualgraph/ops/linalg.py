@@ -8,7 +8,9 @@ import numpy as np
 
 from ..modes import bind
 from .broadcast import broadcast_shapes, result_dtype
+from .elementwise import mul
 from .registry import OpDef, register
+from .shape import reshape, transpose
 
 
 def _matmul_infer(a: Any, b: Any) -> tuple:
@@ -28,16 +30,11 @@ def _matmul_infer(a: Any, b: Any) -> tuple:
 
 
 def _swap(x: Any) -> Any:
-    from .shape import transpose
-
     n = len(x.shape)
     return transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
 
 
 def _matmul_vjp(ctx, g):
-    from .elementwise import mul
-    from .shape import reshape
-
     a, b = ctx.args
     sa, sb = tuple(a.shape), tuple(b.shape)
     if len(sa) == 1 and len(sb) == 1:
@@ -51,12 +48,16 @@ def _matmul_vjp(ctx, g):
     if len(sb) == 1:
         gshape = gshape + (1,)
     g2 = reshape(g, gshape)
-    ga = matmul(g2, _swap(b2))
-    gb = matmul(_swap(a2), g2)
-    if len(sa) == 1:
-        ga = reshape(ga, tuple(ga.shape[:-2]) + (sa[0],))
-    if len(sb) == 1:
-        gb = reshape(gb, tuple(gb.shape[:-1]))
+    na, nb = ctx.needs_input_grad
+    ga = gb = None
+    if na:
+        ga = matmul(g2, _swap(b2))
+        if len(sa) == 1:
+            ga = reshape(ga, tuple(ga.shape[:-2]) + (sa[0],))
+    if nb:
+        gb = _rhs_grad(ctx, a2, g2, 1) if len(sa) == len(sb) == 2 else matmul(_swap(a2), g2)
+        if len(sb) == 1:
+            gb = reshape(gb, tuple(gb.shape[:-1]))
     return ga, gb
 
 
@@ -87,9 +88,20 @@ def _addmm_impl(bias: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out + bias
 
 
+def _rhs_grad(ctx, a, g, b_index):
+    """``a^T @ g``; when b is itself a transpose (``x @ W.T``), as ``(g^T @ a)^T`` so that
+    the gradient reaching W through the transpose's VJP is contiguous like W (both forms
+    are the same product; the other one leaves W.grad Fortran-ordered and every later
+    elementwise pass over it slow)."""
+    if ctx.inputs[b_index].op == "transpose":
+        return _swap(matmul(_swap(g), a))
+    return matmul(_swap(a), g)
+
+
 def _addmm_vjp(ctx, g):
     _, a, b = ctx.args
-    return g, matmul(g, _swap(b)), matmul(_swap(a), g)
+    _, na, nb = ctx.needs_input_grad
+    return g, (matmul(g, _swap(b)) if na else None), (_rhs_grad(ctx, a, g, 2) if nb else None)
 
 
 MATMUL = register(OpDef(

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.graph import Literal
+from ..modes import bind
 from . import elementwise as E
 from . import linalg as L
 from . import reduce as R
@@ -26,6 +27,15 @@ def _operand(x: Any) -> Any:
     return NotImplemented
 
 
+def _bin(op: Any, a: Any, b: Any, reflected: bool = False) -> Any:
+    """A binary operator: one ``bind`` call, with the operand check first (hot path)."""
+    if not isinstance(b, _FAST):
+        b = _operand(b)
+        if b is NotImplemented:
+            return NotImplemented
+    return bind(op, b, a) if reflected else bind(op, a, b)
+
+
 class TensorOps:
     """Arithmetic, comparisons, reductions and shape methods, all via ``bind``."""
 
@@ -34,30 +44,24 @@ class TensorOps:
     __hash__ = object.__hash__  # == is elementwise; identity hashing keeps dict keys working
 
     # ------------------------------------------------------------------ arithmetic
-    def _binary(self, op: Any, other: Any, reflected: bool = False) -> Any:
-        other = _operand(other)
-        if other is NotImplemented:
-            return NotImplemented
-        return op(other, self) if reflected else op(self, other)
-
-    def __add__(self, o): return self._binary(E.add, o)  # noqa: E704
-    def __radd__(self, o): return self._binary(E.add, o, True)  # noqa: E704
-    def __sub__(self, o): return self._binary(E.sub, o)  # noqa: E704
-    def __rsub__(self, o): return self._binary(E.sub, o, True)  # noqa: E704
-    def __mul__(self, o): return self._binary(E.mul, o)  # noqa: E704
-    def __rmul__(self, o): return self._binary(E.mul, o, True)  # noqa: E704
-    def __truediv__(self, o): return self._binary(E.div, o)  # noqa: E704
-    def __rtruediv__(self, o): return self._binary(E.div, o, True)  # noqa: E704
-    def __pow__(self, o): return self._binary(E.pow, o)  # noqa: E704
-    def __rpow__(self, o): return self._binary(E.pow, o, True)  # noqa: E704
-    def __matmul__(self, o): return self._binary(L.matmul, o)  # noqa: E704
-    def __rmatmul__(self, o): return self._binary(L.matmul, o, True)  # noqa: E704
-    def __lt__(self, o): return self._binary(E.lt, o)  # noqa: E704
-    def __le__(self, o): return self._binary(E.le, o)  # noqa: E704
-    def __gt__(self, o): return self._binary(E.gt, o)  # noqa: E704
-    def __ge__(self, o): return self._binary(E.ge, o)  # noqa: E704
-    def __eq__(self, o): return self._binary(E.eq, o)  # noqa: E704
-    def __ne__(self, o): return self._binary(E.ne, o)  # noqa: E704
+    def __add__(self, o): return _bin(E.ADD, self, o)  # noqa: E704
+    def __radd__(self, o): return _bin(E.ADD, self, o, True)  # noqa: E704
+    def __sub__(self, o): return _bin(E.SUB, self, o)  # noqa: E704
+    def __rsub__(self, o): return _bin(E.SUB, self, o, True)  # noqa: E704
+    def __mul__(self, o): return _bin(E.MUL, self, o)  # noqa: E704
+    def __rmul__(self, o): return _bin(E.MUL, self, o, True)  # noqa: E704
+    def __truediv__(self, o): return _bin(E.DIV, self, o)  # noqa: E704
+    def __rtruediv__(self, o): return _bin(E.DIV, self, o, True)  # noqa: E704
+    def __pow__(self, o): return _bin(E.POW, self, o)  # noqa: E704
+    def __rpow__(self, o): return _bin(E.POW, self, o, True)  # noqa: E704
+    def __matmul__(self, o): return _bin(L.MATMUL, self, o)  # noqa: E704
+    def __rmatmul__(self, o): return _bin(L.MATMUL, self, o, True)  # noqa: E704
+    def __lt__(self, o): return _bin(E.LT, self, o)  # noqa: E704
+    def __le__(self, o): return _bin(E.LE, self, o)  # noqa: E704
+    def __gt__(self, o): return _bin(E.GT, self, o)  # noqa: E704
+    def __ge__(self, o): return _bin(E.GE, self, o)  # noqa: E704
+    def __eq__(self, o): return _bin(E.EQ, self, o)  # noqa: E704
+    def __ne__(self, o): return _bin(E.NE, self, o)  # noqa: E704
 
     def __neg__(self) -> Any:
         return E.neg(self)
@@ -237,3 +241,6 @@ class TensorOps:
 
     def numel(self) -> int:
         return int(np.prod(self.shape))
+
+
+_FAST = (TensorOps, float, int)

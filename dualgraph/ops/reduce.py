@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from ..modes import bind
 from .broadcast import float_dtype, normalize_axis
+from .elementwise import div, eq, mul, where
 from .registry import OpDef, register
+from .shape import astype, broadcast_to, reshape
 
 
 def _reduced_shape(shape: tuple, axis: tuple | None, keepdims: bool) -> tuple:
@@ -36,28 +39,30 @@ def _max_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tup
     return _reduced_shape(shape, axis, keepdims), x.dtype
 
 
+# ufunc.reduce directly: np.sum/np.mean/np.max add microseconds of Python dispatch per call.
 def _sum_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) -> np.ndarray:
-    return np.sum(x, axis=axis, keepdims=keepdims)
+    if x.dtype.kind in "biu":
+        return np.sum(x, axis=axis, keepdims=keepdims)
+    return np.add.reduce(x, axis=axis, keepdims=keepdims)
 
 
 def _mean_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) -> np.ndarray:
     if x.dtype.kind != "f":
         x = x.astype(float_dtype(x.dtype))
-    return np.mean(x, axis=axis, keepdims=keepdims)
+    n = x.size if axis is None else math.prod([x.shape[i] for i in axis])
+    return np.true_divide(np.add.reduce(x, axis=axis, keepdims=keepdims), n or np.nan)
 
 
 def _max_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) -> np.ndarray:
-    return np.max(x, axis=axis, keepdims=keepdims)
+    return np.maximum.reduce(x, axis=axis, keepdims=keepdims)
 
 
 def _count(shape: tuple, axis: tuple | None) -> int:
-    return int(np.prod(shape if axis is None else [shape[i] for i in axis]))
+    return math.prod(shape if axis is None else [shape[i] for i in axis])
 
 
 def _keepdims_grad(ctx, g):
     """The incoming gradient reshaped so it broadcasts against the reduced input."""
-    from .shape import reshape
-
     shape = ctx.inputs[0].shape
     axis = ctx.attrs["axis"]
     if ctx.attrs["keepdims"] or axis is None:
@@ -66,15 +71,10 @@ def _keepdims_grad(ctx, g):
 
 
 def _sum_vjp(ctx, g):
-    from .shape import broadcast_to
-
     return (broadcast_to(_keepdims_grad(ctx, g), ctx.inputs[0].shape),)
 
 
 def _mean_vjp(ctx, g):
-    from .elementwise import mul
-    from .shape import broadcast_to
-
     shape = ctx.inputs[0].shape
     n = _count(shape, ctx.attrs["axis"])
     return (broadcast_to(mul(_keepdims_grad(ctx, g), 1.0 / (n or 1)), shape),)
@@ -82,9 +82,6 @@ def _mean_vjp(ctx, g):
 
 def _max_vjp(ctx, g):
     # Ties share the gradient evenly (PyTorch's amax / full max rule).
-    from .elementwise import div, eq, where
-    from .shape import astype, broadcast_to, reshape
-
     (x,) = ctx.args
     shape = ctx.inputs[0].shape
     axis = ctx.attrs["axis"]

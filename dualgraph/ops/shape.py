@@ -5,6 +5,7 @@ so that equal programs give equal graphs.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,11 @@ def _reshape_infer(x: Any, shape: tuple) -> tuple:
 
 
 def _resolve_shape(old: tuple, shape: tuple) -> tuple:
-    shape = tuple(int(d) for d in shape)
+    shape = tuple([int(d) for d in shape])
+    if -1 not in shape:
+        if math.prod(shape) != math.prod(old) or min(shape, default=0) < 0:
+            raise ValueError(f"reshape: cannot reshape a tensor of shape {old} into shape {shape}")
+        return shape
     if shape.count(-1) > 1:
         raise ValueError(f"reshape: only one dimension can be -1, got {shape}")
     if -1 in shape:
@@ -70,15 +75,23 @@ def transpose(x: Any, *axes: Any) -> Any:
         axes = tuple(axes[0])
     ndim = len(x.shape)
     if not axes:
-        axes = tuple(reversed(range(ndim)))
-    if len(axes) != ndim:
+        axes = _REVERSED[ndim] if ndim < 8 else tuple(reversed(range(ndim)))
+    elif len(axes) != ndim:
         raise ValueError(f"transpose: axes {tuple(axes)} do not match shape {tuple(x.shape)}")
-    axes = tuple(int(a) % max(ndim, 1) for a in axes)
+    else:
+        axes = tuple([int(a) % ndim for a in axes])
     return bind(TRANSPOSE, x, axes=axes)
 
 
+_REVERSED = [tuple(reversed(range(n))) for n in range(8)]
+
+
 def _transpose_vjp(ctx, g):
-    return (transpose(g, tuple(int(i) for i in np.argsort(ctx.attrs["axes"]))),)
+    axes = ctx.attrs["axes"]
+    inverse = [0] * len(axes)
+    for i, a in enumerate(axes):
+        inverse[a] = i
+    return (transpose(g, tuple(inverse)),)
 
 
 def _transpose_name(node: Any) -> str:

@@ -1,0 +1,246 @@
+"""Eager overhead: dualgraph define-by-run vs hand-written NumPy forward+backward.
+
+Workloads (each beside a hand-written NumPy version of exactly the same step):
+  scalar  z = x*y + y**2; z.backward()
+  tiny    TinyNet 2->3->1, batch 10, MSE, SGD: one training step
+  mlp     MLP 784->256->10, batch 64, cross-entropy, SGD: one training step
+PyTorch eager columns are added when torch is installed.
+
+    python benchmarks/eager_overhead.py -o eager.json     # pyperf options work
+    python benchmarks/eager_overhead.py --fast --table     # quick run + ratio table
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# One BLAS thread: the targets are single-thread figures and pyperf runs workers in parallel
+# with nothing else, so threads would only add noise.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import pyperf  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import dualgraph as dg  # noqa: E402
+
+LR = 0.01
+
+
+# --------------------------------------------------------------------------- scalar
+def scalar_dg():
+    x = dg.tensor(2.0, requires_grad=True)
+    y = dg.tensor(3.0, requires_grad=True)
+
+    def step():
+        x.grad = None
+        y.grad = None
+        z = x * y + y ** 2
+        z.backward()
+        return x.grad, y.grad
+
+    return step
+
+
+def scalar_numpy():
+    x = np.array(2.0, np.float32)
+    y = np.array(3.0, np.float32)
+
+    def step():
+        xy = x * y
+        yy = y ** 2
+        z = xy + yy
+        g = np.ones_like(z)
+        gx = g * y
+        gy = g * x + g * (y * 2.0)
+        return z, gx, gy
+
+    return step
+
+
+# ----------------------------------------------------------------------------- data
+def _tiny_data():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((10, 2)).astype(np.float32)
+    Y = rng.standard_normal((10, 1)).astype(np.float32)
+    return X, Y
+
+
+def _mlp_data():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((64, 784)).astype(np.float32)
+    T = rng.integers(0, 10, 64)
+    return X, T
+
+
+def _dg_step(sizes, loss_name, data):
+    dg.manual_seed(0)
+    net = dg.nn.Sequential(dg.nn.Linear(sizes[0], sizes[1]), dg.nn.ReLU(),
+                           dg.nn.Linear(sizes[1], sizes[2]))
+    opt = dg.optim.SGD(net.parameters(), lr=LR)
+    X, T = data
+    X = dg.tensor(X)
+    T = dg.tensor(T) if loss_name == "mse" else T
+    loss_fn = dg.nn.MSELoss() if loss_name == "mse" else dg.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(net(X), T)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def _numpy_step(sizes, loss_name, data):
+    rng = np.random.default_rng(0)
+    b1 = 1 / np.sqrt(sizes[0])
+    b2 = 1 / np.sqrt(sizes[1])
+    W1 = rng.uniform(-b1, b1, (sizes[1], sizes[0])).astype(np.float32)
+    c1 = rng.uniform(-b1, b1, sizes[1]).astype(np.float32)
+    W2 = rng.uniform(-b2, b2, (sizes[2], sizes[1])).astype(np.float32)
+    c2 = rng.uniform(-b2, b2, sizes[2]).astype(np.float32)
+    X, T = data
+    n = X.shape[0]
+    onehot = np.eye(sizes[2], dtype=np.float32)[T] if loss_name == "ce" else None
+
+    def step():
+        h = X @ W1.T + c1
+        a = np.maximum(h, 0)
+        out = a @ W2.T + c2
+        if loss_name == "mse":
+            d = out - T
+            loss = (d * d).mean()
+            gout = d * (2.0 / d.size)
+        else:
+            m = out.max(axis=1, keepdims=True)
+            e = np.exp(out - m)
+            s = e.sum(axis=1, keepdims=True)
+            loss = -((out - m - np.log(s)) * onehot).sum() / n
+            gout = (e / s - onehot) / n
+        gW2 = gout.T @ a
+        gc2 = gout.sum(axis=0)
+        ga = gout @ W2
+        gh = ga * (h > 0)
+        gW1 = gh.T @ X
+        gc1 = gh.sum(axis=0)
+        for p, g in ((W1, gW1), (c1, gc1), (W2, gW2), (c2, gc2)):
+            p -= LR * g
+        return loss
+
+    return step
+
+
+def _torch_step(sizes, loss_name, data):
+    import torch
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(sizes[0], sizes[1]), torch.nn.ReLU(),
+                              torch.nn.Linear(sizes[1], sizes[2]))
+    opt = torch.optim.SGD(net.parameters(), lr=LR)
+    X, T = data
+    X = torch.from_numpy(X)
+    T = torch.from_numpy(T)
+    loss_fn = torch.nn.MSELoss() if loss_name == "mse" else torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(net(X), T)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def scalar_torch():
+    import torch
+
+    x = torch.tensor(2.0, requires_grad=True)
+    y = torch.tensor(3.0, requires_grad=True)
+
+    def step():
+        x.grad = None
+        y.grad = None
+        z = x * y + y ** 2
+        z.backward()
+
+    return step
+
+
+def workloads() -> dict:
+    """name -> {impl: zero-argument factory returning the step callable}."""
+    tiny = ((2, 3, 1), "mse", _tiny_data)
+    mlp = ((784, 256, 10), "ce", _mlp_data)
+    table = {
+        "scalar": {"dualgraph": scalar_dg, "numpy": scalar_numpy, "torch": scalar_torch},
+        "tiny": {
+            "dualgraph": lambda: _dg_step(tiny[0], tiny[1], tiny[2]()),
+            "numpy": lambda: _numpy_step(tiny[0], tiny[1], tiny[2]()),
+            "torch": lambda: _torch_step(tiny[0], tiny[1], tiny[2]()),
+        },
+        "mlp": {
+            "dualgraph": lambda: _dg_step(mlp[0], mlp[1], mlp[2]()),
+            "numpy": lambda: _numpy_step(mlp[0], mlp[1], mlp[2]()),
+            "torch": lambda: _torch_step(mlp[0], mlp[1], mlp[2]()),
+        },
+    }
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        for impls in table.values():
+            del impls["torch"]
+    return table
+
+
+def _bench_loop(step):
+    def run(loops):
+        t0 = pyperf.perf_counter()
+        for _ in range(loops):
+            step()
+        return pyperf.perf_counter() - t0
+
+    return run
+
+
+def print_table(suite) -> None:
+    """Median per workload and implementation, and each one's ratio to hand NumPy."""
+    med = {b.get_name(): b.median() for b in suite.get_benchmarks()}
+    print(f"\n{'workload':10s} {'impl':10s} {'median':>12s} {'x numpy':>9s}")
+    for wl in workloads():
+        base = med.get(f"{wl}/numpy")
+        for impl in ("numpy", "dualgraph", "torch"):
+            t = med.get(f"{wl}/{impl}")
+            if t is None:
+                continue
+            ratio = f"{t / base:8.2f}x" if base else ""
+            print(f"{wl:10s} {impl:10s} {t * 1e6:10.1f}us {ratio}")
+
+
+def main() -> None:
+    runner = pyperf.Runner()
+    runner.argparser.add_argument("--table", action="store_true",
+                                  help="print the ratio table at the end")
+    runner.argparser.add_argument("--workload", action="append",
+                                  help="only these workloads (scalar, tiny, mlp)")
+    args = runner.parse_args()
+    suite = []
+    for wl, impls in workloads().items():
+        if args.workload and wl not in args.workload:
+            continue
+        for impl, factory in impls.items():
+            step = factory()
+            step()  # warm up outside the timings
+            b = runner.bench_time_func(f"{wl}/{impl}", _bench_loop(step))
+            if b is not None:
+                suite.append(b)
+    if args.table and suite:
+        print_table(pyperf.BenchmarkSuite(suite))
+
+
+if __name__ == "__main__":
+    main()
