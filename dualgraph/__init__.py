@@ -27,7 +27,7 @@ from .eager.tensor import (
 )
 from .errors import TraceError
 from .ir import Graph, Node
-from .nn.functional import log_softmax, softmax
+from .ops.composite import log_softmax, softmax
 from .ops.elementwise import (
     abs,
     cos,

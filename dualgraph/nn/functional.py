@@ -10,16 +10,12 @@ from ..ops import elementwise as E
 from ..ops import linalg as L
 from ..ops import reduce as R
 from ..ops import shape as S
+from ..ops.composite import log_softmax, softmax
 
-
-def _axis(axis: Any, dim: Any, name: str) -> Any:
-    if dim is not None:
-        if axis is not None:
-            raise TypeError(f"{name}: pass either axis= or its alias dim=, not both")
-        return dim
-    if axis is None:
-        raise TypeError(f"{name}: missing the axis (dim=) to normalize over")
-    return axis
+__all__ = [
+    "binary_cross_entropy_with_logits", "cross_entropy", "linear", "log_softmax", "mse_loss",
+    "relu", "sigmoid", "softmax", "tanh",
+]
 
 
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
@@ -47,25 +43,6 @@ def sigmoid(x: Any) -> Any:
 
 def tanh(x: Any) -> Any:
     return E.tanh(x)
-
-
-def log_softmax(x: Any, axis: Any = None, *, dim: Any = None) -> Any:
-    """``x - logsumexp(x)`` along ``axis``, shifted by the max so large logits stay finite.
-
-    The shift is not detached: its gradient cancels exactly in the math, and keeping it in
-    the graph makes the eager tape and the traced graph the same ops.
-    """
-    axis = _axis(axis, dim, "log_softmax")
-    m = R.max(x, axis, keepdims=True)
-    shifted = E.sub(x, m)
-    return E.sub(shifted, E.log(R.sum(E.exp(shifted), axis, keepdims=True)))
-
-
-def softmax(x: Any, axis: Any = None, *, dim: Any = None) -> Any:
-    """``exp(x) / sum(exp(x))`` along ``axis``, shifted by the max so it never overflows."""
-    axis = _axis(axis, dim, "softmax")
-    e = E.exp(E.sub(x, R.max(x, axis, keepdims=True)))
-    return E.div(e, R.sum(e, axis, keepdims=True))
 
 
 def _reduce(loss: Any, reduction: str) -> Any:

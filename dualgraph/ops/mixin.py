@@ -12,6 +12,7 @@ import numpy as np
 
 from ..ir.graph import Literal
 from ..modes import bind
+from . import composite as C
 from . import elementwise as E
 from . import linalg as L
 from . import reduce as R
@@ -141,14 +142,10 @@ class TensorOps:
         return R.max(self, axis, keepdims, dim=dim)
 
     def softmax(self, axis: Any = None, *, dim: Any = None) -> Any:
-        from ..nn.functional import softmax
-
-        return softmax(self, axis, dim=dim)
+        return C.softmax(self, axis, dim=dim)
 
     def log_softmax(self, axis: Any = None, *, dim: Any = None) -> Any:
-        from ..nn.functional import log_softmax
-
-        return log_softmax(self, axis, dim=dim)
+        return C.log_softmax(self, axis, dim=dim)
 
     # --------------------------------------------------------------------- shape
     def reshape(self, *shape: Any) -> Any:
