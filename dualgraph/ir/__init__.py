@@ -1,5 +1,6 @@
 """The intermediate representation shared by the eager tape and traced graphs."""
 
-from .graph import Graph, Node
+from .graph import Graph, GraphError, Node
+from .interpret import interpret
 
-__all__ = ["Graph", "Node"]
+__all__ = ["Graph", "GraphError", "Node", "interpret"]

@@ -8,6 +8,7 @@ comparable node for node.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -73,6 +74,26 @@ def format_const(value: np.ndarray) -> str:
     return f"<{short_name(value.dtype)}[{','.join(map(str, value.shape))}]>"
 
 
+class GraphError(ValueError):
+    """A graph is malformed (a value used before it is defined, a wrong type, ...)."""
+
+
+def _attr_key(value: Any) -> Any:
+    """A hashable, structural stand-in for an attribute value."""
+    if isinstance(value, np.ndarray):
+        digest = hashlib.sha1(np.ascontiguousarray(value).tobytes()).hexdigest()
+        return ("array", value.shape, value.dtype.str, digest)
+    if isinstance(value, Graph):
+        return ("graph", value.key())
+    if isinstance(value, np.dtype):
+        return ("dtype", value.str)
+    if isinstance(value, (tuple, list)):
+        return tuple(_attr_key(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _attr_key(v)) for k, v in value.items()))
+    return value
+
+
 class Graph:
     """A program: input nodes, nodes in topological order, output nodes.
 
@@ -98,6 +119,95 @@ class Graph:
                 names[id(n)] = f"%{len(names)}"
         return names
 
+    # ------------------------------------------------------------- structure
+    def key(self) -> tuple:
+        """Structural identity: equal for graphs that print the same and hold equal
+        constants, whatever the node objects are."""
+        index: dict[int, int] = {}
+        parts: list = []
+        for n in self.inputs:
+            index[id(n)] = len(index)
+            parts.append(("input", n.shape, n.dtype.str))
+        for n in self.nodes:
+            ins = tuple(
+                ("v", index[id(i)]) if isinstance(i, Node) and id(i) in index
+                else ("?",) if isinstance(i, Node) else ("lit", type(i).__name__, i)
+                for i in n.inputs
+            )
+            parts.append((n.op, ins, _attr_key(n.attrs), tuple(n.shape), n.dtype.str))
+            index[id(n)] = len(index)
+        outs = tuple(index.get(id(o), -1) for o in self.outputs)
+        return tuple(parts), outs
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Graph) and self.key() == other.key()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+    def verify(self, pass_name: str | None = None) -> "Graph":
+        """Check SSA order and every node's type against its op's rule; returns self.
+
+        Raises `GraphError`; ``pass_name`` (the pass that produced the graph) is named in
+        the message, since a graph that fails here after a pass is a bug in that pass.
+        """
+        from ..ops.registry import OPS
+
+        where = f" after pass {pass_name!r}" if pass_name else ""
+        defined: set[int] = set()
+        for n in self.inputs:
+            if id(n) in defined:
+                raise GraphError(f"input {n!r} appears twice{where}")
+            defined.add(id(n))
+        for k, n in enumerate(self.nodes):
+            if id(n) in defined:
+                raise GraphError(f"node {k} ({n.op}) is defined twice{where}")
+            for i in n.inputs:
+                if isinstance(i, Node) and id(i) not in defined:
+                    raise GraphError(
+                        f"node {k} ({n.op}) uses a value before it is defined{where}: {i!r}"
+                    )
+                if not isinstance(i, (Node,) + Literal):
+                    raise GraphError(f"node {k} ({n.op}) has a non-node input {i!r}{where}")
+            if n.op == "const":
+                v = n.attrs.get("value")
+                if not isinstance(v, np.ndarray) or v.shape != tuple(n.shape) or (
+                        v.dtype != n.dtype):
+                    raise GraphError(f"const node {k} does not match its type{where}")
+            elif n.op == "fused":
+                body = n.attrs["body"]
+                body.verify(pass_name)
+                out = body.outputs[0]
+                if tuple(out.shape) != tuple(n.shape) or out.dtype != n.dtype:
+                    raise GraphError(f"fused node {k} does not match its body's output{where}")
+                if len(body.inputs) != len(n.inputs):
+                    raise GraphError(f"fused node {k}: {len(n.inputs)} inputs for a body "
+                                     f"of {len(body.inputs)}{where}")
+            elif n.op in OPS:
+                try:
+                    shape, dtype = OPS[n.op].infer(*n.inputs, **n.attrs)
+                except (ValueError, TypeError) as e:
+                    raise GraphError(f"node {k} ({n.op}) is ill-typed{where}: {e}") from None
+                if tuple(shape) != tuple(n.shape) or np.dtype(dtype) != n.dtype:
+                    raise GraphError(
+                        f"node {k} ({n.op}) says {n.type_str} but its op gives "
+                        f"{Node('', (), {}, tuple(shape), np.dtype(dtype)).type_str}{where}"
+                    )
+            else:
+                raise GraphError(f"node {k} has unknown op {n.op!r}{where}")
+            defined.add(id(n))
+        for o in self.outputs:
+            if id(o) not in defined:
+                raise GraphError(f"output {o!r} is not defined in the graph{where}")
+        return self
+
+    def __call__(self, *args: Any) -> Any:
+        """Run the graph with the reference interpreter (NumPy kernels of the registry)."""
+        from .interpret import interpret
+
+        outs = interpret(self, *args)
+        return outs[0] if len(outs) == 1 else outs
+
     def format_node(self, n: Node, names: dict[int, str]) -> str:
         def arg(x: Any) -> str:
             return names.get(id(x), "?") if isinstance(x, Node) else format_literal(x)
@@ -105,7 +215,7 @@ class Graph:
         if n.op == "const":
             rhs = f"const {format_const(n.attrs['value'])}"
         else:
-            attrs = {k: v for k, v in n.attrs.items() if not k.startswith("_")}
+            attrs = {k: v for k, v in n.attrs.items() if not k.startswith("_") and k != "body"}
             head = n.op
             if attrs:
                 head += "[" + ", ".join(f"{k}={format_attr(v)}" for k, v in sorted(attrs.items()))
@@ -117,7 +227,10 @@ class Graph:
         names = self.names()
         params = ", ".join(f"{names[id(n)]}:{n.type_str}" for n in self.inputs)
         lines = [f"graph({params}):"]
-        lines += ["  " + self.format_node(n, names) for n in self.nodes]
+        for n in self.nodes:
+            lines.append("  " + self.format_node(n, names))
+            if n.op == "fused":
+                lines += ["    " + line for line in str(n.attrs["body"]).splitlines()]
         outs = ", ".join(names.get(id(n), "?") for n in self.outputs)
         lines.append(f"  return {outs}")
         return "\n".join(lines)
