@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.graph import Node
-from ..ops.broadcast import sum_to_shape
-from ..ops.shape import astype
+from ..ops.broadcast import fit_grad
 from . import grad_mode
 
 _FREED_MSG = (
@@ -165,10 +164,8 @@ class Function(Node):
                 out.append(None)
                 continue
             data = gi._data
-            if data.shape != inp.shape:
-                gi = sum_to_shape(gi, inp.shape)
-            if data.dtype != inp.dtype:
-                gi = astype(gi, inp.dtype)
+            if data.shape != inp.shape or data.dtype != inp.dtype:
+                gi = fit_grad(gi, inp.shape, inp.dtype)
             out.append(gi)
         return out
 

@@ -70,3 +70,14 @@ def sum_to_shape(g: Any, shape: tuple) -> Any:
     if tuple(g.shape) != shape:
         g = bind(OPS["reshape"], g, shape=shape)
     return g
+
+
+def fit_grad(g: Any, shape: tuple, dtype: Any) -> Any:
+    """A VJP's gradient made to match its input: summed back over broadcast dimensions and
+    cast to the input's dtype. The eager engine and graph autodiff both call this, so no
+    rule has to."""
+    if tuple(g.shape) != tuple(shape):
+        g = sum_to_shape(g, tuple(shape))
+    if g.dtype != dtype:
+        g = bind(OPS["astype"], g, dtype=dtype)
+    return g

@@ -1,0 +1,1 @@
+"""Trace-and-compile mode: tracers, graph autodiff."""

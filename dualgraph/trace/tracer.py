@@ -1,0 +1,234 @@
+"""Tracing: run a Python function on tracer tensors and record a `Graph`.
+
+A tracer has the whole eager tensor API (it shares the operator mixin), but ``bind`` in the
+tracing mode appends a node of the same registry instead of computing. Eager tensors met
+during tracing are lifted: module parameters and tensors that require grad become graph
+inputs (so later updates are seen), other tensors and NumPy arrays become ``const`` nodes,
+Python scalars stay literals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import modes
+from .._location import source_line, user_location
+from ..eager.tensor import Tensor
+from ..errors import TraceError
+from ..ir.graph import Graph, Literal, Node
+from ..ops.mixin import TensorOps
+
+_WAY_OUT = (
+    "Use dg.where(cond, a, b) to choose values without Python control flow, or pass the "
+    "value as a constant (a Python number) so that it is baked into the graph."
+)
+
+
+def _trace_error(what: str) -> TraceError:
+    loc = user_location(3)
+    code = source_line(loc)
+    where = f"{loc}: " if loc else ""
+    shown = f"\n    {code}\n" if code else " "
+    return TraceError(
+        f"{where}{what} of a traced value depends on the data, which a static graph cannot "
+        f"capture.{shown}{_WAY_OUT}"
+    )
+
+
+class Tracer(TensorOps):
+    """A symbolic tensor: shape and dtype known, value not. Ops on it record graph nodes."""
+
+    __slots__ = ("node", "_ctx")
+
+    def __init__(self, node: Node, ctx: "TraceContext") -> None:
+        self.node = node
+        self._ctx = ctx
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.node.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.node.dtype
+
+    @property
+    def requires_grad(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"Tracer({self.node.type_str} = {self.node.op})"
+
+    # Everything that would need the value raises a TraceError naming the user's line.
+    def __bool__(self) -> bool:
+        raise _trace_error("the truth value (an `if`, `while`, `and`/`or`, or `assert`)")
+
+    def __float__(self) -> float:
+        raise _trace_error("float()")
+
+    def __int__(self) -> int:
+        raise _trace_error("int()")
+
+    def __index__(self) -> int:
+        raise _trace_error("using a tensor as an index")
+
+    def item(self) -> Any:
+        raise _trace_error(".item()")
+
+    def numpy(self) -> np.ndarray:
+        raise _trace_error(".numpy()")
+
+    def tolist(self) -> Any:
+        raise _trace_error(".tolist()")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise _trace_error("passing a tracer to NumPy (call dg.exp etc. instead of np.exp)")
+
+    def detach(self) -> "Tracer":
+        return self
+
+
+class TraceContext:
+    """The graph being recorded: inputs, nodes, and the eager tensors lifted into it."""
+
+    def __init__(self, lift_as_input: Callable[[Tensor], bool] | None = None) -> None:
+        self.inputs: list[Node] = []
+        self.nodes: list[Node] = []
+        self.captured: list[tuple[Tensor, Node]] = []
+        self._lifted: dict[int, Node] = {}
+        self._keep: list[Any] = []  # keeps lifted objects alive so their ids stay unique
+        self.active = True
+        self._lift_as_input = lift_as_input or _default_lift
+
+    def new_input(self, shape: tuple, dtype: np.dtype) -> Tracer:
+        node = Node("input", (), {}, tuple(shape), np.dtype(dtype))
+        self.inputs.append(node)
+        return Tracer(node, self)
+
+    def const(self, value: np.ndarray) -> Node:
+        key = id(value)
+        node = self._lifted.get(key)
+        if node is None:
+            node = Node("const", (), {"value": value}, value.shape, value.dtype)
+            self.nodes.append(node)
+            self._lifted[key] = node
+            self._keep.append(value)
+        return node
+
+    def lift(self, t: Tensor) -> Node:
+        node = self._lifted.get(id(t))
+        if node is not None:
+            return node
+        if self._lift_as_input(t):
+            node = Node("input", (), {}, t.shape, t.dtype)
+            self.captured.append((t, node))
+        else:
+            node = Node("const", (), {"value": t._data}, t.shape, t.dtype)
+            self.nodes.append(node)
+        self._lifted[id(t)] = node
+        self._keep.append(t)
+        return node
+
+    def as_node(self, a: Any) -> Any:
+        if isinstance(a, Tracer):
+            if a._ctx is not self:
+                raise TraceError(
+                    "a tracer from another (finished) trace was used here: it escaped the "
+                    "function it was traced in. Return values from the traced function "
+                    "instead of storing tracers."
+                )
+            return a.node
+        if isinstance(a, Literal):
+            return a
+        if isinstance(a, Tensor):
+            return self.lift(a)
+        if isinstance(a, (np.ndarray, np.generic)):
+            return self.const(np.asarray(a))
+        raise TypeError(f"expected a tensor, NumPy array or Python number, got {type(a).__name__}")
+
+    def process(self, op: Any, args: tuple, attrs: dict) -> Tracer:
+        ins = tuple(self.as_node(a) for a in args)
+        try:
+            shape, dtype = op.infer(*ins, **attrs)
+        except ValueError as e:
+            loc = user_location(3)
+            raise ValueError(f"{e} (at {loc})" if loc else str(e)) from None
+        node = Node(op.name, ins, attrs, tuple(shape), np.dtype(dtype), user_location(3))
+        self.nodes.append(node)
+        return Tracer(node, self)
+
+    def __enter__(self) -> "TraceContext":
+        modes.push_mode(self.process)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        modes.pop_mode()
+        self.active = False
+
+
+def _default_lift(t: Tensor) -> bool:
+    from ..nn.modules import Parameter
+
+    return isinstance(t, Parameter) or t.requires_grad
+
+
+def _example_input(ctx: TraceContext, a: Any, i: int) -> Any:
+    if isinstance(a, Tensor):
+        return ctx.new_input(a.shape, a.dtype)
+    if isinstance(a, (np.ndarray, np.generic)):
+        a = np.asarray(a)
+        return ctx.new_input(a.shape, a.dtype)
+    if isinstance(a, Literal) or a is None:
+        return a
+    raise TypeError(
+        f"trace: argument {i} is a {type(a).__name__}; example arguments must be tensors, "
+        "NumPy arrays or Python scalars (scalars are baked into the graph as constants)"
+    )
+
+
+def _outputs(ctx: TraceContext, out: Any, fn: Callable) -> tuple[list[Node], bool]:
+    name = getattr(fn, "__name__", type(fn).__name__)
+    single = not isinstance(out, (tuple, list))
+    items = [out] if single else list(out)
+    if not items:
+        raise TraceError(f"trace: {name} returned an empty {type(out).__name__}")
+    nodes = []
+    for k, o in enumerate(items):
+        if isinstance(o, Tracer):
+            nodes.append(ctx.as_node(o))
+        elif isinstance(o, Tensor):
+            nodes.append(ctx.lift(o))
+        else:
+            what = "nothing (None)" if o is None else f"a {type(o).__name__}"
+            raise TraceError(
+                f"trace: {name} returned {what}"
+                + (f" as output {k}" if not single else "")
+                + "; a traced function must return a tensor or a tuple of tensors"
+            )
+    return nodes, single
+
+
+def trace(fn: Callable, *example_args: Any) -> Graph:
+    """Run ``fn`` on tracers shaped like ``example_args`` and return the forward `Graph`.
+
+    Tensors and arrays become graph inputs; Python scalars are baked in as literals.
+    Module parameters (and other tensors that require grad) the function uses become extra
+    inputs after the arguments (``graph.captured`` lists them); other tensors are ``const``.
+
+    >>> g = dg.trace(lambda x, y: x * y + y ** 2, dg.tensor(2.0), dg.tensor(3.0))
+    >>> [n.op for n in g.nodes]
+    ['mul', 'pow', 'add']
+    """
+    ctx = TraceContext()
+    args = [_example_input(ctx, a, i) for i, a in enumerate(example_args)]
+    with ctx:
+        out = fn(*args)
+    outputs, single = _outputs(ctx, out, fn)
+    graph = Graph(ctx.inputs + [n for _, n in ctx.captured], ctx.nodes, outputs)
+    graph.captured = [t for t, _ in ctx.captured]
+    graph.n_args = len(ctx.inputs)
+    graph.single_output = single
+    return graph
