@@ -1,0 +1,224 @@
+"""Graph autodiff: a backward graph traced from the registry's VJP rules.
+
+The same rules the eager engine runs are run here under a tracer, so there is no second copy
+of any derivative. The result is partitioned like a compiler's: the forward graph also
+returns the *residuals* the backward reads, and residuals that are cheap to recompute from
+values that are saved anyway (elementwise and view ops) are recomputed in the backward
+instead of saved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..ir.graph import Graph, Node
+from ..ops.broadcast import fit_grad
+from ..ops.elementwise import add
+from ..ops.registry import OPS
+from .tracer import TraceContext, Tracer
+
+
+@dataclass
+class Differentiated:
+    """A forward graph split for training.
+
+    ``forward`` returns the original outputs, then the residuals. ``backward`` takes one
+    cotangent per original output, then the residuals, and returns one gradient per input
+    in ``wrt``.
+    """
+
+    forward: Graph
+    backward: Graph
+    n_outputs: int
+    wrt: tuple
+    residual_bytes: int = 0
+    recomputed: list = field(default_factory=list)
+    bytes_saved: int = 0
+
+    def __str__(self) -> str:
+        lines = [
+            f"forward ({self.n_outputs} output(s) + "
+            f"{len(self.forward.outputs) - self.n_outputs} residual(s), "
+            f"{self.residual_bytes} residual bytes):",
+            str(self.forward),
+            f"backward (gradients for inputs {list(self.wrt)}):",
+            str(self.backward),
+        ]
+        if self.recomputed:
+            lines.append(
+                f"recomputed in the backward instead of saved: {', '.join(self.recomputed)} "
+                f"({self.bytes_saved} bytes saved per step)"
+            )
+        return "\n".join(lines)
+
+
+def _nbytes(n: Node) -> int:
+    return int(np.prod(n.shape, dtype=np.int64)) * n.dtype.itemsize
+
+
+class _VJPContext:
+    """The VJP context protocol (see `OpDef`) over a forward node, inside a backward trace."""
+
+    __slots__ = ("node", "_res", "needs_input_grad")
+
+    def __init__(self, node: Node, res: Any, needs: tuple) -> None:
+        self.node = node
+        self._res = res
+        self.needs_input_grad = needs
+
+    @property
+    def inputs(self) -> tuple:
+        return self.node.inputs
+
+    @property
+    def attrs(self) -> dict:
+        return self.node.attrs
+
+    @property
+    def args(self) -> tuple:
+        return tuple(self._res(i) if isinstance(i, Node) else i for i in self.node.inputs)
+
+    @property
+    def out(self) -> Any:
+        return self._res(self.node)
+
+
+def differentiate(fwd: Graph, wrt: Sequence[int] | None = None) -> Differentiated:
+    """Build the backward graph of ``fwd`` for the inputs at positions ``wrt``.
+
+    ``wrt`` defaults to every floating-point input. The forward graph must not be fused yet
+    (differentiate first, then optimize both halves).
+    """
+    if wrt is None:
+        wrt = [i for i, n in enumerate(fwd.inputs) if n.dtype.kind == "f"]
+    wrt = tuple(wrt)
+    for i in wrt:
+        if not 0 <= i < len(fwd.inputs):
+            raise IndexError(f"differentiate: no input {i} (the graph has {len(fwd.inputs)})")
+    active: set[int] = {id(fwd.inputs[i]) for i in wrt}
+    for n in fwd.nodes:
+        if n.op == "fused":
+            raise ValueError("differentiate the graph before fusing it")
+        op = OPS.get(n.op)
+        if op is not None and op.differentiable and any(
+            isinstance(i, Node) and id(i) in active for i in n.inputs
+        ):
+            active.add(id(n))
+
+    bctx = TraceContext()
+    cotangents = [bctx.new_input(o.shape, o.dtype) for o in fwd.outputs]
+    placeholders: dict[int, Tracer] = {}
+    saved: list[Node] = []  # forward nodes behind the backward's residual inputs, in order
+
+    def residual(n: Node) -> Tracer:
+        if n.op == "const":
+            return Tracer(bctx.const(n.attrs["value"]), bctx)
+        t = placeholders.get(id(n))
+        if t is None:
+            t = Tracer(Node("input", (), {}, tuple(n.shape), n.dtype), bctx)
+            placeholders[id(n)] = t
+            saved.append(n)
+        return t
+
+    ct: dict[int, Tracer] = {}
+    with bctx:
+        for o, c in zip(fwd.outputs, cotangents):
+            if id(o) in active:
+                ct[id(o)] = add(ct[id(o)], c) if id(o) in ct else c
+        for n in reversed(fwd.nodes):
+            g = ct.pop(id(n), None)
+            if g is None or id(n) not in active:
+                continue
+            needs = tuple(isinstance(i, Node) and id(i) in active for i in n.inputs)
+            grads = OPS[n.op].vjp(_VJPContext(n, residual, needs), g)
+            for i, gi, need in zip(n.inputs, grads, needs):
+                if gi is None or not need:
+                    continue
+                gi = fit_grad(gi, tuple(i.shape), i.dtype)
+                ct[id(i)] = add(ct[id(i)], gi) if id(i) in ct else gi
+        grads_out = []
+        for i in wrt:
+            node = fwd.inputs[i]
+            g = ct.get(id(node))
+            if g is None:
+                g = Tracer(bctx.const(np.zeros(node.shape, node.dtype)), bctx)
+            grads_out.append(g.node)
+
+    # Rematerialize: a saved elementwise or view result whose inputs are all free (forward
+    # inputs, constants) or saved anyway is recomputed in the backward: one cheap pass
+    # instead of its bytes kept alive between forward and backward. Decided in forward
+    # order, so a recomputed value may feed the next one.
+    fwd_inputs = {id(n) for n in fwd.inputs}
+    position = {id(n): k for k, n in enumerate(fwd.nodes)}
+    recomputed: list[Node] = []
+    ok = fwd_inputs | {id(n) for n in saved}
+    for n in sorted((s for s in saved if id(s) in position), key=lambda s: position[id(s)]):
+        op = OPS.get(n.op)
+        srcs = [i for i in n.inputs if isinstance(i, Node)]
+        if op is not None and (op.elementwise or op.view) and all(
+            id(i) in ok or i.op == "const" for i in srcs
+        ):
+            recomputed.append(n)
+    front: list[Node] = []
+    mapping: dict[int, Node] = {}  # old backward node id -> its replacement
+    for n in recomputed:
+        ins = []
+        for i in n.inputs:
+            if not isinstance(i, Node):
+                ins.append(i)
+            elif i.op == "const":
+                c = Node("const", (), dict(i.attrs), tuple(i.shape), i.dtype)
+                front.append(c)
+                ins.append(c)
+            else:
+                ph = residual(i).node
+                ins.append(mapping.get(id(ph), ph))
+        c = Node(n.op, tuple(ins), n.attrs, tuple(n.shape), n.dtype, n.loc)
+        front.append(c)
+        mapping[id(placeholders[id(n)].node)] = c
+    bwd_nodes = front
+    for m in bctx.nodes:
+        new = _remap(m, mapping)
+        if new is not m:
+            mapping[id(m)] = new
+        bwd_nodes.append(new)
+    grads_out = [mapping.get(id(g), g) for g in grads_out]
+
+    kept = [n for n in saved if id(n) not in {id(r) for r in recomputed}]
+    used = _used_ids(bwd_nodes, grads_out)
+    kept = [n for n in kept if id(placeholders[id(n)].node) in used]
+    res_inputs = [placeholders[id(n)].node for n in kept]
+    backward = Graph([c.node for c in cotangents] + res_inputs, bwd_nodes, grads_out)
+    forward = Graph(fwd.inputs, fwd.nodes, list(fwd.outputs) + kept)
+    for attr in ("captured", "n_args", "single_output"):
+        if hasattr(fwd, attr):
+            setattr(forward, attr, getattr(fwd, attr))
+    return Differentiated(
+        forward=forward,
+        backward=backward,
+        n_outputs=len(fwd.outputs),
+        wrt=wrt,
+        residual_bytes=sum(_nbytes(n) for n in kept if id(n) not in fwd_inputs),
+        recomputed=[f"{n.op} {n.type_str}" for n in recomputed],
+        bytes_saved=sum(_nbytes(n) for n in recomputed),
+    )
+
+
+def _remap(n: Node, mapping: dict[int, Node]) -> Node:
+    ins = tuple(mapping.get(id(i), i) if isinstance(i, Node) else i for i in n.inputs)
+    if all(a is b for a, b in zip(ins, n.inputs)):
+        return n
+    return Node(n.op, ins, n.attrs, n.shape, n.dtype, n.loc)
+
+
+def _used_ids(nodes: list[Node], outputs: list[Node]) -> set[int]:
+    used = {id(o) for o in outputs}
+    for n in nodes:
+        for i in n.inputs:
+            if isinstance(i, Node):
+                used.add(id(i))
+    return used
