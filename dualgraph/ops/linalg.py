@@ -106,9 +106,11 @@ def _addmm_vjp(ctx, g):
 
 MATMUL = register(OpDef(
     "matmul", np.matmul, _matmul_infer, _matmul_vjp, _matmul_name, saves=(0, 1),
+    contraction=True,
 ))
 ADDMM = register(OpDef(
     "addmm", _addmm_impl, _addmm_infer, _addmm_vjp, "AddmmBackward0", saves=(1, 2),
+    contraction=True,
 ))
 
 

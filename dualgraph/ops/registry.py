@@ -29,6 +29,11 @@ class OpDef:
       Gradients may come back in a broadcast shape or wider dtype: the autograd engine
       sums them back to each input's shape and casts to its dtype, for every op at once.
     - ``torch_name``: PyTorch's node name, or a function of the node giving it.
+    - traits: ``elementwise`` (one output element from the same-index input elements,
+      after broadcasting), ``commutative``, ``reduction``, ``view`` (output aliases the
+      input in eager mode), ``contraction`` (matmul-like: fusion may add an elementwise
+      epilogue), ``fusible`` (not elementwise but free inside a fused loop, e.g. a
+      broadcast, which is index arithmetic).
     - ``scalar``: for elementwise ops, a scalar expression template (``"({0} * {1})"``)
       for the Numba backend; ``lower``: a kernel builder for the other ops.
     """
@@ -44,9 +49,16 @@ class OpDef:
     commutative: bool = False
     reduction: bool = False
     view: bool = False
+    contraction: bool = False
+    fusible: bool = False
     differentiable: bool = True
     scalar: str | None = None
     lower: Callable[..., Any] | None = None
+
+    @property
+    def loop_fusible(self) -> bool:
+        """Can be computed inside a fused elementwise loop."""
+        return self.elementwise or self.fusible
 
     def node_name(self, node: Any) -> str:
         tn = self.torch_name

@@ -315,7 +315,7 @@ TRANSPOSE = register(OpDef(
 ))
 BROADCAST_TO = register(OpDef(
     "broadcast_to", np.broadcast_to, _broadcast_to_infer, _broadcast_to_vjp,
-    "ExpandBackward0", view=True,
+    "ExpandBackward0", view=True, fusible=True,
 ))
 GETITEM = register(OpDef(
     "getitem", _getitem_impl, _getitem_infer, _getitem_vjp, _getitem_name, view=True,

@@ -1,0 +1,54 @@
+"""Helpers shared by the passes: rebuild a graph through a node mapping, count uses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..ir.graph import Graph, Node
+
+
+def rebuild(graph: Graph, visit: Callable[[Node, dict], Node | None]) -> Graph:
+    """A new graph: each node (inputs already remapped) goes through ``visit``, which
+    returns its replacement (any existing value, or a new node), or ``None`` to drop it.
+
+    Input nodes and untouched nodes are shared with the old graph, never mutated: passes
+    are pure functions.
+    """
+    mapping: dict[int, Node] = {}
+    nodes: list[Node] = []
+    emitted: set[int] = {id(n) for n in graph.inputs}
+    for n in graph.nodes:
+        ins = tuple(mapping.get(id(i), i) if isinstance(i, Node) else i for i in n.inputs)
+        m = n if all(a is b for a, b in zip(ins, n.inputs)) else Node(
+            n.op, ins, n.attrs, n.shape, n.dtype, n.loc)
+        r = visit(m, mapping)
+        if r is None:
+            continue
+        if r is not n:
+            mapping[id(n)] = r
+        if id(r) not in emitted:
+            emitted.add(id(r))
+            nodes.append(r)
+    outputs = [mapping.get(id(o), o) for o in graph.outputs]
+    return copy_meta(graph, Graph(graph.inputs, nodes, outputs))
+
+
+def copy_meta(old: Graph, new: Graph) -> Graph:
+    for attr in ("captured", "n_args", "single_output"):
+        if hasattr(old, attr):
+            setattr(new, attr, getattr(old, attr))
+    return new
+
+
+def consumers(graph: Graph) -> dict[int, list[Node]]:
+    out: dict[int, list[Node]] = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            if isinstance(i, Node):
+                out.setdefault(id(i), []).append(n)
+    return out
+
+
+def note(graph: Graph, notes: list[str]) -> Graph:
+    graph.notes = notes
+    return graph

@@ -1,0 +1,37 @@
+"""Common-subexpression elimination."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.graph import Graph, Node, _attr_key
+from ..ops.registry import OPS
+from ._util import note, rebuild
+
+
+def cse(graph: Graph) -> Graph:
+    """Merge nodes with the same op, attributes and inputs.
+
+    Inputs of commutative ops are compared as a sorted multiset, so ``a*b`` and ``b*a`` are
+    one node; equal constants (same shape, dtype and bytes) are one node.
+    """
+    seen: dict[Any, Node] = {}
+    notes: list[str] = []
+
+    def ref(x: Any) -> Any:
+        return ("v", id(x)) if isinstance(x, Node) else ("lit", type(x).__name__, x)
+
+    def visit(n: Node, mapping: dict) -> Node:
+        ins = tuple(ref(i) for i in n.inputs)
+        op = OPS.get(n.op)
+        if op is not None and op.commutative:
+            ins = tuple(sorted(ins, key=repr))
+        key = (n.op, ins, _attr_key(n.attrs), tuple(n.shape), n.dtype.str)
+        first = seen.get(key)
+        if first is not None:
+            notes.append(f"merged {n.op} {n.type_str} into an equal node")
+            return first
+        seen[key] = n
+        return n
+
+    return note(rebuild(graph, visit), notes)

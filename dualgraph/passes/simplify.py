@@ -1,0 +1,142 @@
+"""Algebraic simplification: a table of small named rules, each exact.
+
+Every rule keeps the program's values, bit for bit up to the sign of a zero, on every input
+including inf and nan. Identities that are not exact in floating point are listed at the
+end with the reason they are not applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..ir.graph import Graph, Node
+from ._util import note, rebuild
+
+
+def _is(x: Any, value: float) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == value
+
+
+def _same_type(x: Any, n: Node) -> bool:
+    """``x`` can stand for ``n``: same shape and dtype (no broadcast, no promotion)."""
+    return isinstance(x, Node) and tuple(x.shape) == tuple(n.shape) and x.dtype == n.dtype
+
+
+def _binary_identity(op: str, value: float, sides: tuple[int, ...]):
+    def rule(n: Node) -> Any:
+        if n.op != op:
+            return None
+        for side in sides:
+            other = n.inputs[1 - side]
+            if _is(n.inputs[side], value) and _same_type(other, n):
+                return other
+        return None
+
+    return rule
+
+
+# x + 0 -> x and x - 0 -> x: exact (-0.0 + 0 gives +0.0: equal, but the sign of zero differs).
+fold_add_zero = _binary_identity("add", 0, (0, 1))
+fold_sub_zero = _binary_identity("sub", 0, (1,))
+# x * 1 -> x, x / 1 -> x, x ** 1 -> x: exact for every float, inf and nan included.
+fold_mul_one = _binary_identity("mul", 1, (0, 1))
+fold_div_one = _binary_identity("div", 1, (1,))
+fold_pow_one = _binary_identity("pow", 1, (1,))
+
+
+def cancel_neg_neg(n: Node) -> Any:
+    """-(-x) -> x: negation only flips the sign bit."""
+    if n.op == "neg" and isinstance(n.inputs[0], Node) and n.inputs[0].op == "neg":
+        return n.inputs[0].inputs[0]
+    return None
+
+
+def fold_pow_two(n: Node) -> Any:
+    """x ** 2 -> x * x: NumPy computes float x**2 as x*x, so this is exact and cheaper."""
+    if n.op == "pow" and _is(n.inputs[1], 2) and _same_type(n.inputs[0], n) and (
+            n.dtype.kind == "f"):
+        x = n.inputs[0]
+        return Node("mul", (x, x), {}, n.shape, n.dtype, n.loc)
+    return None
+
+
+def fold_identity_view(n: Node) -> Any:
+    """reshape/broadcast_to to the same shape, astype to the same dtype, transpose by the
+    identity permutation -> x: they copy nothing and change nothing."""
+    x = n.inputs[0] if n.inputs else None
+    if not _same_type(x, n):
+        return None
+    if n.op in ("reshape", "broadcast_to", "astype"):
+        return x
+    if n.op == "transpose" and n.attrs["axes"] == tuple(range(len(n.shape))):
+        return x
+    return None
+
+
+def cancel_transpose_transpose(n: Node) -> Any:
+    """transpose(transpose(x, p), q) -> transpose(x, p[q]) (or x when that is the identity)."""
+    if n.op != "transpose" or not isinstance(n.inputs[0], Node) or n.inputs[0].op != "transpose":
+        return None
+    inner = n.inputs[0]
+    p, q = inner.attrs["axes"], n.attrs["axes"]
+    axes = tuple(p[i] for i in q)
+    x = inner.inputs[0]
+    if axes == tuple(range(len(axes))):
+        return x
+    return Node("transpose", (x,), {"axes": axes}, n.shape, n.dtype, n.loc)
+
+
+def fold_reshape_reshape(n: Node) -> Any:
+    """reshape(reshape(x)) -> reshape(x): only the final shape matters."""
+    if n.op == "reshape" and isinstance(n.inputs[0], Node) and n.inputs[0].op == "reshape":
+        x = n.inputs[0].inputs[0]
+        if tuple(x.shape) == tuple(n.shape):
+            return x
+        return Node("reshape", (x,), {"shape": n.attrs["shape"]}, n.shape, n.dtype, n.loc)
+    return None
+
+
+def fold_mul_zero(n: Node) -> Any:
+    """x * 0 -> 0 (finite math only: inf * 0 and nan * 0 are nan)."""
+    if n.op != "mul":
+        return None
+    for side in (0, 1):
+        other = n.inputs[1 - side]
+        if _is(n.inputs[side], 0) and isinstance(other, Node):
+            return Node("const", (), {"value": np.zeros(n.shape, n.dtype)}, n.shape, n.dtype)
+    return None
+
+
+RULES: list[Callable[[Node], Any]] = [
+    fold_add_zero, fold_sub_zero, fold_mul_one, fold_div_one, fold_pow_one, fold_pow_two,
+    cancel_neg_neg, fold_identity_view, cancel_transpose_transpose, fold_reshape_reshape,
+]
+# Applied only with finite_math=True: they are wrong for inf and nan.
+FINITE_MATH_RULES: list[Callable[[Node], Any]] = [fold_mul_zero]
+# Not applied at all, because they are not exact in floating point:
+#   exp(log x) -> x   rounding (and x < 0 gives nan, x = 0 gives 0 only by luck of exp(-inf))
+#   log(exp x) -> x   exp overflows to inf for x > 88 (float32), and rounding
+#   x - x -> 0        inf - inf is nan (finite_math would allow it; not needed so far)
+
+
+def simplify(graph: Graph, finite_math: bool = False) -> Graph:
+    """Apply the rules until none fires; each application is noted by rule name."""
+    rules = RULES + (FINITE_MATH_RULES if finite_math else [])
+    notes: list[str] = []
+
+    def visit(n: Node, mapping: dict) -> Node:
+        for _ in range(8):  # a rewrite may enable another on the same node
+            for rule in rules:
+                r = rule(n)
+                if r is not None:
+                    notes.append(f"{rule.__name__}: {n.op} {n.type_str}")
+                    n = r
+                    break
+            else:
+                break
+        return n
+
+    return note(rebuild(graph, visit), notes)
