@@ -7,7 +7,7 @@
     z.backward()          # x.grad == 3, y.grad == 8
 """
 
-from . import nn, ops, optim
+from . import nn, ops, optim, passes, testing, viz
 from .dtypes import bool_, float16, float32, float64, int32, int64
 from .eager.export import graph_of
 from .eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -26,7 +26,8 @@ from .eager.tensor import (
     zeros,
 )
 from .errors import TraceError
-from .ir import Graph, Node
+from .explain import explain
+from .ir import Graph, GraphError, Node, interpret
 from .ops.composite import log_softmax, softmax
 from .ops.elementwise import (
     abs,
@@ -45,6 +46,8 @@ from .ops.elementwise import (
 from .ops.linalg import matmul
 from .ops.reduce import max, mean, sum
 from .ops.shape import concatenate, reshape, stack, transpose
+from .trace.autodiff import differentiate
+from .trace.tracer import trace
 
 bool = bool_  # noqa: A001 - PyTorch's spelling, dg.bool
 cat = concatenate
@@ -52,11 +55,12 @@ cat = concatenate
 __version__ = "0.1.0"
 
 __all__ = [
-    "Graph", "Node", "Tensor", "TraceError", "abs", "arange", "backward", "bool", "bool_",
+    "Graph", "GraphError", "Node", "Tensor", "TraceError", "differentiate", "explain",
+    "interpret", "passes", "trace", "viz", "abs", "arange", "backward", "bool", "bool_",
     "cat", "concatenate", "cos", "enable_grad", "exp", "float16", "float32", "float64",
     "from_numpy", "full", "grad", "graph_of", "int32", "int64", "is_grad_enabled", "log",
     "log_softmax", "manual_seed", "matmul", "max", "maximum", "mean", "minimum", "nn",
     "no_grad", "ones", "ops", "optim", "rand", "randn", "relu", "reshape", "set_grad_enabled",
-    "sigmoid", "sin", "softmax", "sqrt", "stack", "sum", "tanh", "tensor", "transpose",
+    "sigmoid", "sin", "softmax", "sqrt", "stack", "sum", "tanh", "tensor", "testing", "transpose",
     "where", "zeros",
 ]
