@@ -25,7 +25,7 @@ def _same_type(x: Any, n: Node) -> bool:
     return isinstance(x, Node) and tuple(x.shape) == tuple(n.shape) and x.dtype == n.dtype
 
 
-def _binary_identity(op: str, value: float, sides: tuple[int, ...]):
+def _binary_identity(name: str, op: str, value: float, sides: tuple[int, ...]):
     def rule(n: Node) -> Any:
         if n.op != op:
             return None
@@ -35,16 +35,17 @@ def _binary_identity(op: str, value: float, sides: tuple[int, ...]):
                 return other
         return None
 
+    rule.__name__ = rule.__qualname__ = name
     return rule
 
 
 # x + 0 -> x and x - 0 -> x: exact (-0.0 + 0 gives +0.0: equal, but the sign of zero differs).
-fold_add_zero = _binary_identity("add", 0, (0, 1))
-fold_sub_zero = _binary_identity("sub", 0, (1,))
+fold_add_zero = _binary_identity("fold_add_zero", "add", 0, (0, 1))
+fold_sub_zero = _binary_identity("fold_sub_zero", "sub", 0, (1,))
 # x * 1 -> x, x / 1 -> x, x ** 1 -> x: exact for every float, inf and nan included.
-fold_mul_one = _binary_identity("mul", 1, (0, 1))
-fold_div_one = _binary_identity("div", 1, (1,))
-fold_pow_one = _binary_identity("pow", 1, (1,))
+fold_mul_one = _binary_identity("fold_mul_one", "mul", 1, (0, 1))
+fold_div_one = _binary_identity("fold_div_one", "div", 1, (1,))
+fold_pow_one = _binary_identity("fold_pow_one", "pow", 1, (1,))
 
 
 def cancel_neg_neg(n: Node) -> Any:
