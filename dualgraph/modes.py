@@ -33,3 +33,8 @@ def pop_mode() -> None:
 
 def current_mode() -> Callable[..., Any]:
     return _STACK[-1]
+
+
+def current_context() -> Any:
+    """The active trace context, or ``None`` in eager mode."""
+    return getattr(_STACK[-1], "__self__", None)

@@ -6,9 +6,10 @@ a traced training step sees them as ops too.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Any
+
+import numpy as np
 
 from .eager.grad_mode import no_grad
 from .eager.tensor import Tensor
@@ -79,11 +80,13 @@ class SGD(Optimizer):
             g = g + p * group["weight_decay"]
         momentum = group["momentum"]
         if momentum:
+            # PyTorch starts the buffer at g; starting at 0 and always running
+            # buf = momentum * buf + g gives the same values, and keeps the state an eager
+            # tensor even when the step is traced (then the update is a graph output).
             buf = state.get("momentum_buffer")
             if buf is None:
-                buf = state["momentum_buffer"] = g.detach().clone()
-            else:
-                buf.mul_(momentum).add_(g)
+                buf = state["momentum_buffer"] = Tensor(np.zeros_like(p._data))
+            buf.mul_(momentum).add_(g)
             g = buf
         p.sub_(g * group["lr"])
 
@@ -106,13 +109,14 @@ class Adam(Optimizer):
         if group["weight_decay"]:
             g = g + p * group["weight_decay"]
         if not state:
-            state["step"] = 0
-            state["exp_avg"] = Tensor(p._data * 0)
-            state["exp_avg_sq"] = Tensor(p._data * 0)
-        state["step"] += 1
-        t = state["step"]
-        m, v = state["exp_avg"], state["exp_avg_sq"]
+            # The step count is a tensor, not a Python int: a traced step then reads it as
+            # an input instead of baking in the count of the step it was traced at.
+            state["step"] = Tensor(np.zeros((), p.dtype))
+            state["exp_avg"] = Tensor(np.zeros_like(p._data))
+            state["exp_avg_sq"] = Tensor(np.zeros_like(p._data))
+        step, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+        step += 1
         m.mul_(b1).add_(g * (1 - b1))
         v.mul_(b2).add_(g * g * (1 - b2))
-        denom = v.sqrt() / math.sqrt(1 - b2 ** t) + group["eps"]
-        p.sub_(m / denom * (group["lr"] / (1 - b1 ** t)))
+        denom = v.sqrt() / (1 - b2 ** step).sqrt() + group["eps"]
+        p.sub_(m / denom * (group["lr"] / (1 - b1 ** step)))

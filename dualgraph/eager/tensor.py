@@ -216,6 +216,9 @@ class Tensor(TensorOps):
 
     def _inplace(self, op: Any, ufunc: Any, other: Any) -> "Tensor":
         self._check_inplace()
+        ctx = modes.current_context()
+        if ctx is not None:  # tracing: the write becomes a graph output
+            return ctx.inplace(self, op, other)
         other = other if isinstance(other, (Tensor,) + Literal) else tensor(other)
         rg = other._rg if isinstance(other, Tensor) else False
         if _GRAD[0] and (self._rg or rg):
@@ -271,6 +274,9 @@ class Tensor(TensorOps):
 
     def fill_(self, value: Any) -> "Tensor":
         self._check_inplace()
+        ctx = modes.current_context()
+        if ctx is not None:
+            return ctx.assign(self, np.full(self.shape, value, self.dtype))
         if self._rg and _GRAD[0]:
             return self._assign(self * 0 + value)
         self._data[...] = value
@@ -280,6 +286,11 @@ class Tensor(TensorOps):
     def copy_(self, src: Any) -> "Tensor":
         """Copy ``src`` (broadcast, cast) into this tensor in place."""
         self._check_inplace()
+        ctx = modes.current_context()
+        if ctx is not None:
+            if tuple(src.shape) != tuple(self.shape):
+                src = S.broadcast_to(src, self.shape)
+            return ctx.assign(self, src)
         src = src if isinstance(src, Tensor) else tensor(np.asarray(src))
         try:
             np.broadcast_shapes(src.shape, self.shape)

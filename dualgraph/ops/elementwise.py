@@ -313,27 +313,27 @@ NEG = register(OpDef(
 ))
 EXP = register(OpDef(
     "exp", _floatify(np.exp), _float_infer, _exp_vjp, "ExpBackward0",
-    saves_out=True, elementwise=True, scalar="math.exp({0})",
+    saves_out=True, elementwise=True, scalar="np.exp({0})",
 ))
 LOG = register(OpDef(
     "log", _floatify(np.log), _float_infer, _log_vjp, "LogBackward0",
-    saves=(0,), elementwise=True, scalar="math.log({0})",
+    saves=(0,), elementwise=True, scalar="np.log({0})",
 ))
 TANH = register(OpDef(
     "tanh", _floatify(np.tanh), _float_infer, _tanh_vjp, "TanhBackward0",
-    saves_out=True, elementwise=True, scalar="math.tanh({0})",
+    saves_out=True, elementwise=True, scalar="np.tanh({0})",
 ))
 SIGMOID = register(OpDef(
     "sigmoid", _sigmoid_impl, _float_infer, _sigmoid_vjp, "SigmoidBackward0",
-    saves_out=True, elementwise=True, scalar="(0.5 + 0.5 * math.tanh(0.5 * {0}))",
+    saves_out=True, elementwise=True, scalar="({half} + {half} * np.tanh({half} * {0}))",
 ))
 RELU = register(OpDef(
     "relu", _relu_impl, _same_infer, _relu_vjp, "ReluBackward0",
-    saves_out=True, elementwise=True, scalar="max({0}, 0.0)",
+    saves_out=True, elementwise=True, scalar="({0} if not ({0} <= {zero}) else {zero})",
 ))
 SQRT = register(OpDef(
     "sqrt", _floatify(np.sqrt), _float_infer, _sqrt_vjp, "SqrtBackward0",
-    saves_out=True, elementwise=True, scalar="math.sqrt({0})",
+    saves_out=True, elementwise=True, scalar="np.sqrt({0})",
 ))
 ABS = register(OpDef(
     "abs", np.abs, _same_infer, _abs_vjp, "AbsBackward0",
@@ -341,19 +341,19 @@ ABS = register(OpDef(
 ))
 SIN = register(OpDef(
     "sin", _floatify(np.sin), _float_infer, _sin_vjp, "SinBackward0",
-    saves=(0,), elementwise=True, scalar="math.sin({0})",
+    saves=(0,), elementwise=True, scalar="np.sin({0})",
 ))
 COS = register(OpDef(
     "cos", _floatify(np.cos), _float_infer, _cos_vjp, "CosBackward0",
-    saves=(0,), elementwise=True, scalar="math.cos({0})",
+    saves=(0,), elementwise=True, scalar="np.cos({0})",
 ))
 MAXIMUM = register(OpDef(
     "maximum", np.maximum, _binary_infer("maximum"), _minmax_vjp(gt), "MaximumBackward0",
-    saves=(0, 1), elementwise=True, commutative=True, scalar="max({0}, {1})",
+    saves=(0, 1), elementwise=True, commutative=True, scalar="({0} if ({0} >= {1} or {0} != {0}) else {1})",
 ))
 MINIMUM = register(OpDef(
     "minimum", np.minimum, _binary_infer("minimum"), _minmax_vjp(lt), "MinimumBackward0",
-    saves=(0, 1), elementwise=True, commutative=True, scalar="min({0}, {1})",
+    saves=(0, 1), elementwise=True, commutative=True, scalar="({0} if ({0} <= {1} or {0} != {0}) else {1})",
 ))
 WHERE = register(OpDef(
     "where", np.where, _where_infer, _where_vjp, "WhereBackward0",

@@ -106,7 +106,7 @@ SUM = register(OpDef(
 MEAN = register(OpDef(
     "mean", _mean_impl, _mean_infer, _mean_vjp,
     _reduce_name("MeanBackward0", "MeanBackward1"),
-    reduction=True, scalar="+",
+    reduction=True, scalar="+/n",
 ))
 MAX = register(OpDef(
     "max", _max_impl, _max_infer, _max_vjp,

@@ -32,10 +32,17 @@ class OpDef:
     - traits: ``elementwise`` (one output element from the same-index input elements,
       after broadcasting), ``commutative``, ``reduction``, ``view`` (output aliases the
       input in eager mode), ``contraction`` (matmul-like: fusion may add an elementwise
-      epilogue), ``fusible`` (not elementwise but free inside a fused loop, e.g. a
-      broadcast, which is index arithmetic).
+      epilogue; ``contraction_bias``: input 0 is a bias added to the product of inputs 1
+      and 2, which the backend folds into the epilogue), ``fusible`` (not elementwise
+      but free inside a fused loop, e.g. a broadcast, which is index arithmetic).
     - ``scalar``: for elementwise ops, a scalar expression template (``"({0} * {1})"``)
-      for the Numba backend; ``lower``: a kernel builder for the other ops.
+      for the Numba backend, with ``{zero}``, ``{one}``, ``{half}`` standing for constants
+      of the node's dtype (a float64 literal would promote a float32 loop). It must
+      propagate nan like the NumPy kernel. For reductions, the combining operator: ``+``,
+      ``+/n`` (a sum divided by the count) or ``max``.
+    - ``lower(node, args, out, ishape) -> lines``: Numba source computing the other ops
+      (shape ops, contractions) into variable ``out``; ``ishape(node)`` is the shape the
+      backend stores a value with (0-d values as shape ``(1,)``).
     """
 
     name: str
@@ -50,6 +57,7 @@ class OpDef:
     reduction: bool = False
     view: bool = False
     contraction: bool = False
+    contraction_bias: bool = False
     fusible: bool = False
     differentiable: bool = True
     scalar: str | None = None

@@ -129,17 +129,7 @@ def differentiate(fwd: Graph, wrt: Sequence[int] | None = None) -> Differentiate
         for o, c in zip(fwd.outputs, cotangents):
             if id(o) in active:
                 ct[id(o)] = add(ct[id(o)], c) if id(o) in ct else c
-        for n in reversed(fwd.nodes):
-            g = ct.pop(id(n), None)
-            if g is None or id(n) not in active:
-                continue
-            needs = tuple(isinstance(i, Node) and id(i) in active for i in n.inputs)
-            grads = OPS[n.op].vjp(_VJPContext(n, residual, needs), g)
-            for i, gi, need in zip(n.inputs, grads, needs):
-                if gi is None or not need:
-                    continue
-                gi = fit_grad(gi, tuple(i.shape), i.dtype)
-                ct[id(i)] = add(ct[id(i)], gi) if id(i) in ct else gi
+        reverse_accumulate(fwd.nodes, active, ct, residual)
         grads_out = []
         for i in wrt:
             node = fwd.inputs[i]
@@ -206,6 +196,30 @@ def differentiate(fwd: Graph, wrt: Sequence[int] | None = None) -> Differentiate
         recomputed=[f"{n.op} {n.type_str}" for n in recomputed],
         bytes_saved=sum(_nbytes(n) for n in recomputed),
     )
+
+
+def reverse_accumulate(nodes: list[Node], active: set[int], ct: dict[int, Any],
+                       residual: Any) -> dict[int, Any]:
+    """Reverse-mode sweep: pull the cotangents in ``ct`` (node id -> traced gradient) back
+    through ``nodes`` with each op's VJP rule, traced into the current trace context.
+
+    Only ``active`` nodes (those that depend on a differentiated input) are visited;
+    ``residual(node)`` gives the traced value of a forward node for the rules to read.
+    On return ``ct`` holds the gradients of the values that are not produced by ``nodes``
+    (the inputs). Shared by `differentiate` and ``backward()`` inside a traced function.
+    """
+    for n in reversed(nodes):
+        g = ct.pop(id(n), None)
+        if g is None or id(n) not in active:
+            continue
+        needs = tuple(isinstance(i, Node) and id(i) in active for i in n.inputs)
+        grads = OPS[n.op].vjp(_VJPContext(n, residual, needs), g)
+        for i, gi, need in zip(n.inputs, grads, needs):
+            if gi is None or not need:
+                continue
+            gi = fit_grad(gi, tuple(i.shape), i.dtype)
+            ct[id(i)] = add(ct[id(i)], gi) if id(i) in ct else gi
+    return ct
 
 
 def _remap(n: Node, mapping: dict[int, Node]) -> Node:

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import modes
 from .._location import source_line, user_location
+from ..eager.grad_mode import GRAD_ENABLED
 from ..eager.tensor import Tensor
 from ..errors import TraceError
 from ..ir.graph import Graph, Literal, Node
@@ -57,7 +58,22 @@ class Tracer(TensorOps):
 
     @property
     def requires_grad(self) -> bool:
-        return False
+        """Whether the value depends on a differentiated input (as an eager result would)."""
+        return id(self.node) in self._ctx.rg
+
+    @property
+    def grad(self) -> None:
+        return None
+
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None,
+                 create_graph: bool = False) -> None:
+        """Differentiate inside the traced function: gradients of the leaves (arguments
+        and captured tensors that require grad) are traced into the same graph and become
+        their ``.grad`` (written back after each compiled call)."""
+        if create_graph:
+            raise TraceError("backward(create_graph=True) inside a compiled function is not "
+                             "supported; run the double backward eagerly")
+        self._ctx.backward(self, gradient)
 
     def __repr__(self) -> str:
         return f"Tracer({self.node.type_str} = {self.node.op})"
@@ -102,10 +118,18 @@ class TraceContext:
         self._keep: list[Any] = []  # keeps lifted objects alive so their ids stay unique
         self.active = True
         self._lift_as_input = lift_as_input or _default_lift
+        self.rg: set[int] = set()  # nodes that depend on a differentiated leaf
+        self.leaves: dict[int, Tensor] = {}  # input node id -> eager tensor requiring grad
+        self.writes: dict[int, tuple[Tensor, Node]] = {}  # in-place writes to eager tensors
+        self.grad_before: dict[int, tuple[Tensor, Any]] = {}  # .grad before backward() ran
+        self.backward_called = False
 
-    def new_input(self, shape: tuple, dtype: np.dtype) -> Tracer:
+    def new_input(self, shape: tuple, dtype: np.dtype, tensor: Tensor | None = None) -> Tracer:
         node = Node("input", (), {}, tuple(shape), np.dtype(dtype))
         self.inputs.append(node)
+        if tensor is not None and tensor.requires_grad:
+            self.rg.add(id(node))
+            self.leaves[id(node)] = tensor
         return Tracer(node, self)
 
     def const(self, value: np.ndarray) -> Node:
@@ -125,6 +149,9 @@ class TraceContext:
         if self._lift_as_input(t):
             node = Node("input", (), {}, t.shape, t.dtype)
             self.captured.append((t, node))
+            if t.requires_grad:
+                self.rg.add(id(node))
+                self.leaves[id(node)] = t
         else:
             node = Node("const", (), {"value": t._data}, t.shape, t.dtype)
             self.nodes.append(node)
@@ -158,7 +185,60 @@ class TraceContext:
             raise ValueError(f"{e} (at {loc})" if loc else str(e)) from None
         node = Node(op.name, ins, attrs, tuple(shape), np.dtype(dtype), user_location(3))
         self.nodes.append(node)
+        if GRAD_ENABLED[0] and op.differentiable and any(
+                isinstance(i, Node) and id(i) in self.rg for i in ins):
+            self.rg.add(id(node))
         return Tracer(node, self)
+
+    # ------------------------------------------------- state changes while tracing
+    def assign(self, t: Tensor, value: Any) -> Tensor:
+        """Record ``t``'s data := ``value`` (an in-place op on an eager tensor): later reads
+        in the trace see the new value, and the compiled call writes it back."""
+        node = self.as_node(value)
+        if tuple(node.shape) != tuple(t.shape):
+            raise RuntimeError(f"in-place op: output with shape {tuple(t.shape)} doesn't match "
+                               f"the broadcast shape {tuple(node.shape)}")
+        if node.dtype != t.dtype:
+            node = self.process(_astype_op(), (Tracer(node, self),), {"dtype": t.dtype}).node
+        self.writes[id(t)] = (t, node)
+        self._lifted[id(t)] = node
+        self._keep.append(t)
+        return t
+
+    def inplace(self, t: Tensor, op: Any, other: Any) -> Tensor:
+        return self.assign(t, self.process(op, (t, other), {}))
+
+    def backward(self, root: Tracer, gradient: Any) -> None:
+        from .autodiff import reverse_accumulate
+
+        if id(root.node) not in self.rg:
+            raise RuntimeError("element 0 of tensors does not require grad and does not "
+                               "have a grad_fn")
+        if gradient is None:
+            if root.shape not in ((), (1,)):
+                raise RuntimeError("grad can be implicitly created only for scalar outputs "
+                                   f"(got shape {root.shape}); pass gradient=")
+            seed = Tracer(self.const(np.ones(root.shape, root.dtype)), self)
+        else:
+            seed = gradient if isinstance(gradient, Tracer) else Tracer(
+                self.as_node(gradient), self)
+        prev = GRAD_ENABLED[0]
+        GRAD_ENABLED[0] = False  # the backward pass itself is not differentiated
+        try:
+            ct = reverse_accumulate(list(self.nodes), self.rg, {id(root.node): seed},
+                                    lambda n: Tracer(n, self))
+            for nid, t in self.leaves.items():
+                g = ct.get(nid)
+                if g is None:
+                    continue
+                if id(t) not in self.grad_before:
+                    self.grad_before[id(t)] = (t, t.grad)
+                    self._keep.append(t)
+                t.grad = g if t.grad is None else Tracer(
+                    self.process(_add_op(), (t.grad, g), {}).node, self)
+        finally:
+            GRAD_ENABLED[0] = prev
+        self.backward_called = True
 
     def __enter__(self) -> "TraceContext":
         modes.push_mode(self.process)
@@ -169,6 +249,18 @@ class TraceContext:
         self.active = False
 
 
+def _astype_op() -> Any:
+    from ..ops.registry import OPS
+
+    return OPS["astype"]
+
+
+def _add_op() -> Any:
+    from ..ops.registry import OPS
+
+    return OPS["add"]
+
+
 def _default_lift(t: Tensor) -> bool:
     from ..nn.modules import Parameter
 
@@ -177,7 +269,7 @@ def _default_lift(t: Tensor) -> bool:
 
 def _example_input(ctx: TraceContext, a: Any, i: int) -> Any:
     if isinstance(a, Tensor):
-        return ctx.new_input(a.shape, a.dtype)
+        return ctx.new_input(a.shape, a.dtype, a)
     if isinstance(a, (np.ndarray, np.generic)):
         a = np.asarray(a)
         return ctx.new_input(a.shape, a.dtype)

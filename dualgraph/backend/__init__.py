@@ -1,0 +1,1 @@
+"""Backends that lower optimized graphs to executable code."""
