@@ -8,6 +8,7 @@
 """
 
 from . import nn, ops, optim, passes, testing, viz
+from .compile import compile
 from .dtypes import bool_, float16, float32, float64, int32, int64
 from .eager.export import graph_of
 from .eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -55,7 +56,7 @@ cat = concatenate
 __version__ = "0.1.0"
 
 __all__ = [
-    "Graph", "GraphError", "Node", "Tensor", "TraceError", "differentiate", "explain",
+    "Graph", "GraphError", "Node", "Tensor", "TraceError", "compile", "differentiate", "explain",
     "interpret", "passes", "trace", "viz", "abs", "arange", "backward", "bool", "bool_",
     "cat", "concatenate", "cos", "enable_grad", "exp", "float16", "float32", "float64",
     "from_numpy", "full", "grad", "graph_of", "int32", "int64", "is_grad_enabled", "log",

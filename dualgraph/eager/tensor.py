@@ -29,7 +29,7 @@ class Tensor(TensorOps):
     tensor(4.)
     """
 
-    __slots__ = ("_data", "_rg", "grad", "grad_fn", "_version", "_node", "__weakref__")
+    __slots__ = ("_data", "_rg", "_grad", "grad_fn", "_version", "_node", "__weakref__")
 
     def __init__(self, data: Any, requires_grad: bool = False) -> None:
         _init(self, np.asarray(data), False, None)
@@ -53,6 +53,18 @@ class Tensor(TensorOps):
     def data(self) -> "Tensor":
         """A tensor sharing this one's data, outside autograd (PyTorch's ``.data``)."""
         return self.detach()
+
+    @property
+    def grad(self) -> "Tensor | None":
+        """Accumulated gradient (``None`` until a backward reaches this leaf)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: "Tensor | None") -> None:
+        ctx = modes.current_context()
+        if ctx is not None:  # a traced training step: the write becomes a graph output
+            ctx.note_grad_write(self)
+        self._grad = value
 
     @property
     def requires_grad(self) -> bool:
@@ -309,7 +321,7 @@ class Tensor(TensorOps):
 def _init(t: Tensor, data: np.ndarray, rg: bool, grad_fn: Any) -> None:
     t._data = data
     t._rg = rg
-    t.grad = None
+    t._grad = None
     t.grad_fn = grad_fn
     t._version = [0]
     t._node = None
@@ -319,7 +331,7 @@ def _make(data: np.ndarray, rg: bool, grad_fn: Any) -> Tensor:
     t = Tensor.__new__(Tensor)
     t._data = data
     t._rg = rg
-    t.grad = None
+    t._grad = None
     t.grad_fn = grad_fn
     t._version = [0]
     t._node = None
@@ -367,7 +379,7 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
         out = np.asarray(out)
     t = Tensor.__new__(Tensor)
     t._data = out
-    t.grad = None
+    t._grad = None
     t._node = None
     t._version = args[0]._version if op.view else [0]
     if rg and _GRAD[0] and op.differentiable:

@@ -320,9 +320,14 @@ def _reshape_lower(node, args, out, ishape):
 
 
 def _transpose_lower(node, args, out, ishape):
+    axes = node.attrs["axes"]
     if len(node.shape) < 2:
         return [f"{out} = {args[0]}"]
-    return [f"{out} = np.transpose({args[0]}, {node.attrs['axes']})"]
+    if axes == tuple(reversed(range(len(axes)))):
+        # .T keeps Numba's layout exact (C becomes F): np.dot then calls BLAS directly
+        # instead of copying an 'A'-layout operand.
+        return [f"{out} = {args[0]}.T"]
+    return [f"{out} = np.transpose({args[0]}, {axes})"]
 
 
 def _index_code(index: tuple) -> str:

@@ -121,7 +121,8 @@ class TraceContext:
         self.rg: set[int] = set()  # nodes that depend on a differentiated leaf
         self.leaves: dict[int, Tensor] = {}  # input node id -> eager tensor requiring grad
         self.writes: dict[int, tuple[Tensor, Node]] = {}  # in-place writes to eager tensors
-        self.grad_before: dict[int, tuple[Tensor, Any]] = {}  # .grad before backward() ran
+        self.grad_before: dict[int, tuple[Tensor, Any]] = {}  # .grad before the trace wrote it
+        self.grad_assumed_none: list[Tensor] = []  # backward() found .grad None on entry
         self.backward_called = False
 
     def new_input(self, shape: tuple, dtype: np.dtype, tensor: Tensor | None = None) -> Tracer:
@@ -205,6 +206,12 @@ class TraceContext:
         self._keep.append(t)
         return t
 
+    def note_grad_write(self, t: Tensor) -> None:
+        """Remember ``t.grad`` as it was when the trace began, before its first change."""
+        if id(t) not in self.grad_before:
+            self.grad_before[id(t)] = (t, t._grad)
+            self._keep.append(t)
+
     def inplace(self, t: Tensor, op: Any, other: Any) -> Tensor:
         return self.assign(t, self.process(op, (t, other), {}))
 
@@ -231,9 +238,10 @@ class TraceContext:
                 g = ct.get(nid)
                 if g is None:
                     continue
-                if id(t) not in self.grad_before:
-                    self.grad_before[id(t)] = (t, t.grad)
-                    self._keep.append(t)
+                if id(t) not in self.grad_before and t._grad is None:
+                    # The graph assigns instead of accumulating: valid only while the
+                    # tensor enters the call with no gradient (a guard of the compiled call).
+                    self.grad_assumed_none.append(t)
                 t.grad = g if t.grad is None else Tracer(
                     self.process(_add_op(), (t.grad, g), {}).node, self)
         finally:

@@ -169,8 +169,12 @@ class _Writer:
             vals = []
             for i in m.inputs:
                 if not isinstance(i, Node):
-                    ref = next((x for x in m.inputs if isinstance(x, Node)), None)
-                    vals.append(_typed(i, ref.dtype if ref is not None else m.dtype))
+                    # A literal takes the node's dtype; a comparison's (bool) result says
+                    # nothing about its operands, so there it takes the other operand's.
+                    ref = m.dtype
+                    if ref == np.bool_:
+                        ref = next((x.dtype for x in m.inputs if isinstance(x, Node)), ref)
+                    vals.append(_typed(i, ref))
                 elif id(i) in sym:
                     vals.append(sym[id(i)])
                 else:
