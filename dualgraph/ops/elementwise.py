@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.special import expit as _expit
 
 from ..modes import bind
 from .broadcast import broadcast_shapes, float_dtype, result_dtype, shape_of
@@ -58,8 +59,8 @@ def _floatify(ufunc):
 def _sigmoid_impl(x: np.ndarray) -> np.ndarray:
     if x.dtype.kind != "f":
         x = x.astype(float_dtype(x.dtype))
-    # 0.5 * (1 + tanh(x/2)) never overflows, unlike 1 / (1 + exp(-x)) for large -x.
-    return 0.5 + 0.5 * np.tanh(0.5 * x)
+    # expit is exact to the last bits on both tails (0.5 + 0.5 tanh(x/2) is 0 below -17).
+    return _expit(x)
 
 
 def _relu_impl(x: np.ndarray) -> np.ndarray:
@@ -313,7 +314,7 @@ NEG = register(OpDef(
 ))
 EXP = register(OpDef(
     "exp", _floatify(np.exp), _float_infer, _exp_vjp, "ExpBackward0",
-    saves_out=True, elementwise=True, scalar="np.exp({0})",
+    saves_out=True, elementwise=True, scalar="{exp}({0})",
 ))
 LOG = register(OpDef(
     "log", _floatify(np.log), _float_infer, _log_vjp, "LogBackward0",
@@ -321,11 +322,11 @@ LOG = register(OpDef(
 ))
 TANH = register(OpDef(
     "tanh", _floatify(np.tanh), _float_infer, _tanh_vjp, "TanhBackward0",
-    saves_out=True, elementwise=True, scalar="np.tanh({0})",
+    saves_out=True, elementwise=True, scalar="{tanh}({0})",
 ))
 SIGMOID = register(OpDef(
     "sigmoid", _sigmoid_impl, _float_infer, _sigmoid_vjp, "SigmoidBackward0",
-    saves_out=True, elementwise=True, scalar="({half} + {half} * np.tanh({half} * {0}))",
+    saves_out=True, elementwise=True, scalar="{sigmoid}({0})",
 ))
 RELU = register(OpDef(
     "relu", _relu_impl, _same_infer, _relu_vjp, "ReluBackward0",

@@ -37,7 +37,8 @@ class OpDef:
       but free inside a fused loop, e.g. a broadcast, which is index arithmetic).
     - ``scalar``: for elementwise ops, a scalar expression template (``"({0} * {1})"``)
       for the Numba backend, with ``{zero}``, ``{one}``, ``{half}`` standing for constants
-      of the node's dtype (a float64 literal would promote a float32 loop). It must
+      of the node's dtype (a float64 literal would promote a float32 loop) and ``{exp}``,
+      ``{tanh}``, ``{sigmoid}`` for the backend's math functions of that dtype. It must
       propagate nan like the NumPy kernel. For reductions, the combining operator: ``+``,
       ``+/n`` (a sum divided by the count) or ``max``.
     - ``lower(node, args, out, ishape) -> lines``: Numba source computing the other ops

@@ -29,6 +29,8 @@ import math
 import numba
 import numpy as np
 
+from dualgraph.backend.numba import kernels as dgk  # math functions (source {kd})
+
 '''
 _LOCK = threading.Lock()
 _KERNELS: dict[str, Any] = {}  # digest -> njit dispatcher
@@ -51,7 +53,10 @@ def module_source(body: str, name: str, parallel: bool, cache: bool) -> str:
 
     deco = (f"@numba.njit(cache={cache}, error_model='numpy', parallel={parallel}, "
             "nogil=True)\n")
-    return _HEADER.format(dg=__version__, nb=numba.__version__) + deco + body + "\n"
+    from .kernels import source_digest
+
+    header = _HEADER.format(dg=__version__, nb=numba.__version__, kd=source_digest())
+    return header + deco + body + "\n"
 
 
 def digest_of(source: str) -> str:

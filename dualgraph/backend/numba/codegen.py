@@ -21,8 +21,18 @@ import numpy as np
 from ...ir.graph import Graph, Node
 from ...ops.registry import OPS
 
+# Independent accumulators for long reductions (see _Writer._lane_reduce).
+LANES = 16
 # Loops this big or bigger use prange under parallel=True (below it, threads cost more).
 PARALLEL_MIN_SIZE = 1 << 15
+
+
+# The math functions scalar templates name: float32 gets dualgraph's vectorizable
+# versions (see kernels.py), everything else NumPy's (scalar libm calls).
+MATH = {
+    True: {"exp": "dgk.exp_f32", "tanh": "dgk.tanh_f32", "sigmoid": "dgk.sigmoid_f32"},
+    False: {"exp": "np.exp", "tanh": "np.tanh", "sigmoid": "dgk.sigmoid_f64"},
+}
 
 
 class LoweringError(NotImplementedError):
@@ -188,7 +198,7 @@ class _Writer:
                                                               ("half", 0.5))}
             else:
                 consts = {"zero": "0", "one": "1", "half": "0.5"}
-            expr = tmpl.format(*vals, **consts)
+            expr = tmpl.format(*vals, **consts, **MATH[m.dtype == np.float32])
             # Every scalar is cast to its node's dtype, as the NumPy kernel's result is.
             expr = f"bool({expr})" if m.dtype == np.bool_ else f"{np_dtype(m.dtype)}({expr})"
             self.emit(f"{s} = {expr}", indent)
@@ -303,17 +313,21 @@ class _Writer:
             acc = self.fresh("acc")
             self.emit(f"{acc} = {np_dtype(acc_t)}({init})", indent)
             inner_shape = tuple(shape[d] for d in range(len(outer), nd))
-            iidx = []
-            for k, d in enumerate(inner_shape):
-                i = f"i{len(outer) + k}"
-                self.emit(f"for {i} in range({d}):", indent)
-                iidx.append(i)
-                indent += 1
-            idx = oidx + iidx if nd else ["0"]
-            sym: dict = {}
-            self.scalar_lines(body, env, shape, idx, sym, indent, set())
-            val = self.value(src, sym, env, shape, idx)
-            self._combine(acc, val, combine, acc_t, indent)
+            if len(inner_shape) == 1 and inner_shape[0] >= 4 * LANES:
+                self._lane_reduce(body, env, shape, oidx, inner_shape[0], acc, acc_t,
+                                  combine, init, src, indent)
+            else:
+                iidx = []
+                for k, d in enumerate(inner_shape):
+                    i = f"i{len(outer) + k}"
+                    self.emit(f"for {i} in range({d}):", indent)
+                    iidx.append(i)
+                    indent += 1
+                idx = oidx + iidx if nd else ["0"]
+                sym: dict = {}
+                self.scalar_lines(body, env, shape, idx, sym, indent, set())
+                val = self.value(src, sym, env, shape, idx)
+                self._combine(acc, val, combine, acc_t, indent)
             target = f"{res}[{', '.join(oidx) if oidx else '0'}]"
             self.emit(f"{target} = {acc}", 1 + len(oidx))
             final = res
@@ -330,6 +344,34 @@ class _Writer:
         if scale:
             self.emit(f"{final} = {final} * {1.0 / count if count else float('nan')!r}")
         self.emit(f"{out} = {final}.astype({np_dtype(root.dtype)}).reshape({ishape(root)})")
+
+    def _lane_reduce(self, body: list, env: dict, shape: tuple, oidx: list, n: int, acc: str,
+                     acc_t: np.dtype, combine: str, init: str, src: Node, indent: int) -> None:
+        """Reduce a long innermost axis with LANES independent accumulators.
+
+        A single accumulator is a loop-carried dependency that LLVM may not vectorize
+        without reassociating (which would also license it to reorder the math of the
+        fast exp/tanh); independent lanes vectorize as they are, and summing LANES
+        partial sums is also more accurate.
+        """
+        lanes = self.fresh("lanes")
+        i = f"i{len(oidx)}"
+        self.emit(f"{lanes} = np.full({LANES}, {init}, {np_dtype(acc_t)})", indent)
+        self.emit(f"for {i}b in range({n // LANES}):", indent)
+        self.emit(f"for {i}l in range({LANES}):", indent + 1)
+        self.emit(f"{i} = {i}b * {LANES} + {i}l", indent + 2)
+        idx = oidx + [i]
+        sym: dict = {}
+        self.scalar_lines(body, env, shape, idx, sym, indent + 2, set())
+        self._combine(f"{lanes}[{i}l]", self.value(src, sym, env, shape, idx), combine, acc_t,
+                      indent + 2)
+        self.emit(f"for {i} in range({n // LANES * LANES}, {n}):", indent)
+        sym = {}
+        self.scalar_lines(body, env, shape, idx, sym, indent + 1, set())
+        self._combine(f"{lanes}[0]", self.value(src, sym, env, shape, idx), combine, acc_t,
+                      indent + 1)
+        self.emit(f"for {i}l in range({LANES}):", indent)
+        self._combine(acc, f"{lanes}[{i}l]", combine, acc_t, indent + 1)
 
     def _combine(self, acc: str, val: str, combine: str, acc_t: np.dtype, indent: int) -> None:
         if combine == "+":

@@ -1,0 +1,248 @@
+"""Every registered op, compiled, equals eager: forward values and gradients.
+
+Driven by the registry: ``CASES`` lists small programs, each naming the ops it must put in
+a compiled graph (forward or backward); ``test_every_op_has_a_compiled_case`` fails when an
+op in ``dg.ops.OPS`` is in none of them. Several ops share one program so that the suite
+compiles few kernels (each Numba compile costs about a second).
+
+A case's function takes NumPy-array-shaped inputs; floating ones require grad. The eager
+reference and the compiled call get the same data; gradients come from backward through a
+weighted sum of the outputs, computed eagerly on the compiled outputs (so each case also
+checks that compiled and eager code mix on the tape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+from dualgraph.modes import bind
+from dualgraph.nn import functional as F
+from dualgraph.ops import OPS
+from dualgraph.ops.shape import SCATTER
+
+from ._helpers import assert_close, graph_ops
+
+DTYPES = (np.float32, np.float64)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    ops: tuple[str, ...]  # ops the compiled forward or backward graph must contain
+    fn: Callable
+    inputs: Callable[[np.random.Generator, type], list]  # arrays; floating ones need grad
+
+
+def _uniform(rng, lo, hi, shape, dtype):
+    return rng.uniform(lo, hi, shape).astype(dtype)
+
+
+# --------------------------------------------------------------------------- programs
+
+
+def arith(x, y):
+    # y broadcasts along x's first axis, so its gradient is summed back by the backward.
+    return x + y, x - y, x * y, x / y, x ** y, -x, x ** 3.0, 2.0 ** x, 1.5 - x, y / 3.0
+
+
+def unary(x):
+    return (dg.exp(x), dg.log(x), dg.tanh(x), dg.sigmoid(x - 1.0), dg.sqrt(x), dg.sin(x),
+            dg.cos(x))
+
+
+def select(x, y):
+    # Bool outputs come back as bool tensors next to the differentiable ones.
+    return (dg.relu(x), dg.abs(x), dg.maximum(x, y), dg.minimum(x, y), dg.where(x < y, x, y),
+            dg.maximum(x, 0.25), x < y, x <= y, x > y, x >= y, x == y, x != y)
+
+
+def shapes(x, y):
+    return (
+        x.reshape(6, 4) * 2.0,
+        x.transpose(2, 0, 1) + 1.0,
+        y.expand(3, 4) * x[0],  # broadcast_to, then getitem (backward: scatter)
+        x[1, :, ::2],
+        x[..., None, 1:3] * 3.0,
+        dg.concatenate([x, y.reshape(1, 1, 4) * x], axis=1),
+        dg.stack([y, y * 2.0], 0),
+    )
+
+
+def scatter(g):
+    # scatter is getitem's VJP; binding it directly checks its forward lowering too.
+    return (bind(SCATTER, g * 2.0, shape=(4, 5), index=((1, 3, 1), (0, 5, 2))),)
+
+
+def casts(x, k):
+    other = np.float64 if x.dtype == np.float32 else np.float32
+    return x.astype(other) * 2.0, k.astype(x.dtype) * x, x.astype(other).sum()
+
+
+def matmuls(a, b, v, w, bias):
+    return a @ b, v @ a, a @ w, v @ v, F.linear(a, b.T, bias), a.T @ a
+
+
+def batched(p, q, r):
+    return p @ q, p @ r
+
+
+def reductions(x):
+    return (x.sum(), x.sum(axis=0), x.sum(axis=(0, 2), keepdims=True), x.mean(axis=1),
+            x.mean(), x.max(), x.max(axis=1), x.max(axis=0, keepdims=True), x.max(axis=2))
+
+
+CASES = [
+    Case("arith", ("add", "sub", "mul", "div", "pow", "neg"), arith,
+         lambda r, t: [_uniform(r, 0.5, 2.0, (3, 4), t), _uniform(r, 0.5, 1.5, (4,), t)]),
+    Case("unary", ("exp", "log", "tanh", "sigmoid", "sqrt", "sin", "cos"), unary,
+         lambda r, t: [_uniform(r, 0.2, 3.0, (2, 5), t)]),
+    Case("select", ("relu", "abs", "maximum", "minimum", "where", "lt", "le", "gt", "ge",
+                    "eq", "ne"), select,
+         # Half of y equals x: ties in maximum/minimum split the gradient.
+         lambda r, t: (lambda x: [x, np.where(r.random(x.shape) < 0.5, x,
+                                              _uniform(r, -2, 2, x.shape, t)).astype(t)])(
+             _uniform(r, -2.0, 2.0, (3, 5), t))),
+    Case("shapes", ("reshape", "transpose", "broadcast_to", "getitem", "scatter",
+                    "concatenate", "stack"), shapes,
+         lambda r, t: [_uniform(r, -1, 1, (2, 3, 4), t), _uniform(r, -1, 1, (4,), t)]),
+    Case("scatter", ("scatter", "getitem"), scatter,
+         lambda r, t: [_uniform(r, -1, 1, (2, 3), t)]),
+    Case("astype", ("astype",), casts,
+         lambda r, t: [_uniform(r, -1, 1, (3, 4), t), r.integers(-3, 4, (3, 4))]),
+    Case("matmul", ("matmul", "addmm"), matmuls,
+         lambda r, t: [_uniform(r, -1, 1, (4, 4), t), _uniform(r, -1, 1, (4, 3), t),
+                       _uniform(r, -1, 1, (4,), t), _uniform(r, -1, 1, (4,), t),
+                       _uniform(r, -1, 1, (3,), t)]),
+    Case("matmul_batched", ("matmul",), batched,
+         lambda r, t: [_uniform(r, -1, 1, (2, 3, 4), t), _uniform(r, -1, 1, (4, 5), t),
+                       _uniform(r, -1, 1, (2, 4, 2), t)]),
+    Case("reductions", ("sum", "mean", "max"), reductions,
+         lambda r, t: [_uniform(r, -1, 1, (3, 4, 5), t)]),
+]
+CASE_IDS = [c.name for c in CASES]
+
+
+# ---------------------------------------------------------------------------- running
+
+
+def _tensors(arrays: list) -> list:
+    return [dg.tensor(a.copy(), requires_grad=a.dtype.kind == "f") for a in arrays]
+
+
+def _as_tuple(out) -> tuple:
+    return out if isinstance(out, tuple) else (out,)
+
+
+def _run(fn: Callable, arrays: list, weights_seed: int = 1) -> tuple[list, list]:
+    """Outputs and input gradients of ``fn``: backward of a weighted sum of its float
+    outputs (the weights make every output's gradient count, with its own scale)."""
+    ts = _tensors(arrays)
+    outs = _as_tuple(fn(*ts))
+    rng = np.random.default_rng(weights_seed)
+    loss = None
+    for o in outs:
+        if o.dtype.kind != "f":
+            continue
+        w = rng.uniform(0.5, 1.5, o.shape).astype(o.dtype)
+        term = (o * w).sum().astype(np.float64)
+        loss = term if loss is None else loss + term
+    loss.backward()
+    grads = [t.grad.numpy() if t.requires_grad else None for t in ts]
+    return [o.numpy() for o in outs], grads
+
+
+def _compare(case: Case, compiled: Callable, arrays: list, dtype) -> None:
+    eager_out, eager_grads = _run(case.fn, arrays)
+    out, grads = _run(compiled, arrays)
+    assert len(out) == len(eager_out)
+    for k, (a, e) in enumerate(zip(out, eager_out)):
+        assert_close(a, e, dtype, f"{case.name} output {k}")
+    for k, (a, e) in enumerate(zip(grads, eager_grads)):
+        if e is not None:
+            assert_close(a, e, dtype, f"{case.name} grad of input {k}")
+
+
+@pytest.fixture(scope="module")
+def compiled_cases() -> dict:
+    """One compiled function per (case, dtype), shared by the tests below."""
+    return {}
+
+
+def _compiled(compiled_cases: dict, case: Case, dtype) -> Callable:
+    key = (case.name, np.dtype(dtype))
+    if key not in compiled_cases:
+        compiled_cases[key] = dg.compile(case.fn)
+    return compiled_cases[key]
+
+
+# ------------------------------------------------------------------------------ tests
+
+
+def test_every_op_has_a_compiled_case():
+    covered = {op for case in CASES for op in case.ops}
+    missing = sorted(set(OPS) - covered)
+    assert not missing, f"ops with no compiled case in CASES: {missing}"
+    unknown = sorted(covered - set(OPS))
+    assert not unknown, f"CASES name ops that are not registered: {unknown}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_compiled_equals_eager(case: Case, dtype, compiled_cases):
+    f = _compiled(compiled_cases, case, dtype)
+    arrays = case.inputs(np.random.default_rng(0), dtype)
+    _compare(case, f, arrays, dtype)
+    # Compiled for real: one trace, forward and backward kernels, and every op the case
+    # claims is in a compiled graph (not folded away before lowering).
+    assert f.stats.traces == 1
+    assert f.stats.kernels == 2
+    (entry,) = f.entries()
+    assert entry.mode == "train"
+    lowered = set(graph_ops(entry.optimized)) | set(graph_ops(entry.backward_graph))
+    assert set(case.ops) <= lowered, f"not compiled: {sorted(set(case.ops) - lowered)}"
+    # Same signature, new data: the kernels are reused.
+    _compare(case, f, case.inputs(np.random.default_rng(1), dtype), dtype)
+    assert f.stats.traces == 1 and f.stats.cache_hits >= 1
+
+
+# Special values: NaN propagates as in NumPy, infinities order as numbers, ties split.
+SPECIAL = np.array([np.nan, 1.0, np.inf, -np.inf, 0.0, -0.0, 2.0, np.nan, -1.0, np.inf,
+                    -np.inf, 0.5, 3.0, np.nan, -2.0])
+SPECIAL_Y = np.array([1.0, np.nan, 1.0, 0.0, -0.0, 0.0, 2.0, np.nan, np.inf, np.inf,
+                      -np.inf, -np.inf, np.nan, 0.0, -2.0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+def test_nan_and_inf_propagate_like_numpy(dtype, compiled_cases):
+    case = next(c for c in CASES if c.name == "select")
+    f = _compiled(compiled_cases, case, dtype)
+    x = SPECIAL.reshape(3, 5).astype(dtype)
+    y = SPECIAL_Y.reshape(3, 5).astype(dtype)
+    with np.errstate(invalid="ignore"):
+        _compare(case, f, [x, y], dtype)
+    # The references themselves: NumPy's semantics, nan first.
+    out = [o.numpy() for o in _as_tuple(f(dg.tensor(x), dg.tensor(y)))]
+    with np.errstate(invalid="ignore"):
+        expected = [np.maximum(x, 0), np.abs(x), np.maximum(x, y), np.minimum(x, y),
+                    np.where(x < y, x, y), np.maximum(x, dtype(0.25)), x < y, x <= y, x > y,
+                    x >= y, x == y, x != y]
+    for k, (a, e) in enumerate(zip(out, expected)):
+        assert_close(a, e.astype(a.dtype) if a.dtype.kind == "f" else e, dtype, f"output {k}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+def test_reductions_propagate_nan(dtype, compiled_cases):
+    case = next(c for c in CASES if c.name == "reductions")
+    f = _compiled(compiled_cases, case, dtype)
+    x = np.random.default_rng(2).uniform(-1, 1, (3, 4, 5)).astype(dtype)
+    x[1, 2, 3] = np.nan
+    x[2, 0, 0] = np.inf
+    with np.errstate(invalid="ignore"):
+        _compare(case, f, [x], dtype)
+    full_max = f(dg.tensor(x))[5].numpy()
+    assert np.isnan(full_max)
