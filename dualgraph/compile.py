@@ -56,34 +56,25 @@ class CompileStats:
                 f"{self.numba_seconds:.3f}s)")
 
 
-def _arg_signature(a: Any, i: int) -> tuple:
-    if isinstance(a, Tensor):
-        return ("tensor", a.shape, a.dtype.str, a.requires_grad)
-    if isinstance(a, np.ndarray):
-        return ("array", a.shape, a.dtype.str)
-    if isinstance(a, Literal) or a is None:
-        return ("const", type(a).__name__, a)
-    raise TypeError(
-        f"compiled function: argument {i} is a {type(a).__name__}; pass tensors, NumPy "
-        "arrays or Python scalars (scalars are baked into the graph)"
-    )
-
-
-def _describe_change(old: tuple, new: tuple) -> str:
+def _describe_change(old: tuple, new: tuple, args: tuple) -> str:
+    """Why a call's signature differs from the previous one, in words."""
     (old_args, old_grad), (new_args, new_grad) = old, new
     if len(old_args) != len(new_args):
         return f"{len(new_args)} arguments instead of {len(old_args)}"
     for i, (a, b) in enumerate(zip(old_args, new_args)):
         if a == b:
             continue
-        if a[0] != b[0]:
-            return f"argument {i}: a {b[0]} instead of a {a[0]}"
-        if a[0] == "const":
-            return f"argument {i}: Python value {b[2]!r} instead of {a[2]!r} (baked constant)"
-        for k, what in ((1, "shape"), (2, "dtype")):
+        const_a = len(a) == 2 and isinstance(a[0], type)
+        const_b = len(b) == 2 and isinstance(b[0], type)
+        if len(a) != len(b) or const_a != const_b:
+            return f"argument {i}: a {type(args[i]).__name__} now"
+        if const_a:
+            return f"argument {i}: Python value {b[1]!r} instead of {a[1]!r} (baked constant)"
+        kind = "tensor" if len(a) == 3 else "array"
+        for k, what in ((0, "shape"), (1, "dtype")):
             if a[k] != b[k]:
-                return f"argument {i}: {what} {b[k]} instead of {a[k]}"
-        return f"argument {i}: requires_grad={b[3]} instead of {a[3]}"
+                return f"argument {i} ({kind}): {what} {b[k]} instead of {a[k]}"
+        return f"argument {i}: requires_grad={b[2]} instead of {a[2]}"
     return f"grad mode {'on' if new_grad else 'off'} instead of {'on' if old_grad else 'off'}"
 
 
@@ -116,10 +107,11 @@ class _CompiledOp:
 class CompiledFunctionBackward(Function):
     """The single tape node of a compiled call: backward runs the compiled backward kernel."""
 
-    __slots__ = ("_kernel", "_outs", "_checks")
+    __slots__ = ("_kernel", "_outs", "_checks", "_shapes")
 
     def __init__(self, kernel: Kernel, inputs: tuple, residuals: tuple, outs: list,
                  checks: list) -> None:
+        self._shapes = [tuple(n.shape) for n in inputs]
         first = outs[0]
         Node_init = super(Function, self).__init__  # noqa: N806 - the IR Node's __init__
         Node_init("compiled", inputs, {}, tuple(first[0]), first[1])
@@ -150,10 +142,14 @@ class CompiledFunctionBackward(Function):
                     f"is at version {t._version[0]}; expected version {v} instead."
                 )
         parts = g.parts if isinstance(g, _Cotangents) else {0: g}
-        cot = [parts[k]._data if k in parts else np.zeros(shape, dtype)
-               for k, (shape, dtype) in enumerate(self._outs)]
-        grads = self._kernel(*cot, *self._saved)
-        return [_make(np.asarray(a), False, None) for a in grads]
+        cot = []
+        for k, (shape, dtype) in enumerate(self._outs):
+            c = parts[k]._data if k in parts else np.zeros(shape, dtype)
+            cot.append(c.reshape(1) if not shape else c)
+        outs = self._kernel.new_outputs()
+        self._kernel.run(cot + list(self._saved), outs)
+        return [_make(o if o.shape == shape else o.reshape(shape), False, None)
+                for o, shape in zip(outs, self._shapes)]
 
 
 class _OutputOf(Function):
@@ -196,15 +192,24 @@ class _Entry:
     n_residuals: int = 0
     optimized: Graph | None = None
     backward_graph: Graph | None = None
+    # Call plan, precomputed so a call does only what it must.
+    scalar_in: tuple = ()  # input positions holding 0-d values (passed as shape (1,))
+    inplace: list = field(default_factory=list)  # tensors the kernel writes in place
+    copy_writes: list = field(default_factory=list)  # (tensor, kernel output position)
+    grad_set: list = field(default_factory=list)  # (tensor, kernel output position)
+    grad_none: list = field(default_factory=list)
+    residual_plan: list = field(default_factory=list)  # ("in", j) | ("out", position)
+    _pos: dict = field(default_factory=dict)  # graph output index -> kernel output position
 
     def guard_failure(self) -> str | None:
         for kind, t, expected in self.guards:
             if kind == "grad_none":
-                if (t.grad is None) != expected:
-                    state = "None" if t.grad is None else "set"
+                if (t._grad is None) != expected:
+                    state = "None" if t._grad is None else "set"
                     return f"the .grad of a {t.shape} tensor is {state} (it was not at trace time)"
             elif kind == "type":
-                if (t.shape, t.dtype) != expected:
+                d = t._data
+                if d.shape != expected[0] or d.dtype != expected[1]:
                     return (f"a captured tensor is {t.shape} {t.dtype} instead of "
                             f"{expected[0]} {expected[1]}")
         return None
@@ -213,8 +218,35 @@ class _Entry:
         out = [a._data if isinstance(a, Tensor) else a for a in args
                if isinstance(a, (Tensor, np.ndarray))]
         for kind, t in self.sources:
-            out.append(t._data if kind == "tensor" else t.grad._data)
+            out.append(t._data if kind == "tensor" else t._grad._data)
+        for j in self.scalar_in:
+            out[j] = out[j].reshape(1)
         return out
+
+    def plan(self, graph: Graph, n_user: int, n_grads: int, write_inputs: list) -> dict:
+        """Fill the call plan; returns write_to (kernel output -> input it overwrites)."""
+        self.scalar_in = tuple(j for j, n in enumerate(graph.inputs) if not n.shape)
+        write_to = {n_user + k: j for k, j in enumerate(write_inputs) if j is not None}
+        pos, p = {}, 0
+        for k in range(len(graph.outputs)):
+            if k not in write_to:
+                pos[k] = p
+                p += 1
+        for k, (t, j) in enumerate(zip(self.writes, write_inputs)):
+            if j is None:
+                self.copy_writes.append((t, pos[n_user + k]))
+            else:
+                self.inplace.append(t)
+        first_grad = n_user + len(self.writes)
+        k = first_grad
+        for t, kind in self.grad_writes:
+            if kind == "set":
+                self.grad_set.append((t, pos[k]))
+                k += 1
+            else:
+                self.grad_none.append(t)
+        self._pos = pos
+        return write_to
 
 
 class CompiledFunction:
@@ -236,19 +268,33 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             raise TypeError("compiled functions take positional arguments only")
-        sig = (tuple(_arg_signature(a, i) for i, a in enumerate(args)),
-               grad_mode.GRAD_ENABLED[0])
+        # The signature is built inline: this runs on every call.
+        key = []
+        for a in args:
+            if isinstance(a, Tensor):
+                d = a._data
+                key.append((d.shape, d.dtype, a._rg))
+            elif isinstance(a, Literal) or a is None:
+                key.append((type(a), a))
+            elif isinstance(a, np.ndarray):
+                key.append((a.shape, a.dtype))
+            else:
+                raise TypeError(
+                    f"compiled function: argument {len(key)} is a {type(a).__name__}; pass "
+                    "tensors, NumPy arrays or Python scalars (scalars are baked into the graph)"
+                )
+        sig = (tuple(key), grad_mode.GRAD_ENABLED[0])
         self.stats.calls += 1
         entry = None
         reason = None
         for e in self._entries.get(sig, ()):
-            reason = e.guard_failure()
+            reason = e.guard_failure() if e.guards else None
             if reason is None:
                 entry = e
                 break
         if entry is None:
             if reason is None and self._last_sig is not None and sig != self._last_sig:
-                reason = _describe_change(self._last_sig, sig)
+                reason = _describe_change(self._last_sig, sig, args)
             if reason is not None:
                 self.stats.retrace_reasons.append(reason)
             entry = self._compile(args)
@@ -307,25 +353,40 @@ class CompiledFunction:
             writes=[t for t, _ in writes],
             grad_writes=[(t, kind) for t, kind, _ in grad_writes], guards=guards,
         )
-        arrays = entry.arrays(args)
+        index_of = {id(n): j for j, n in enumerate(graph.inputs)}
+        captured_node = {id(t): n for t, n in ctx.captured}
+        write_inputs = [index_of.get(id(captured_node.get(id(t))), None) for t in entry.writes]
+        n_grads = sum(1 for _, kind in entry.grad_writes if kind == "set")
         t1 = time.perf_counter()
         if train:
             self._lower_train(entry, graph, user, extra, leaves, ctx)
+            graph_for_plan = entry.optimized
         else:
             entry.optimized = optimize(graph, verify=self.verify)
+            graph_for_plan = entry.optimized
+        write_to = entry.plan(graph_for_plan, len(user), n_grads, write_inputs)
         self.stats.passes_seconds += time.perf_counter() - t1
+        arrays = entry.arrays(args)
+        name = "forward" if train else "kernel"
+        entry.kernel = build(entry.optimized, self.parallel, self.cache, name, write_to)
+        self.stats.numba_seconds += entry.kernel.compile(arrays, prepared=True)
+        self.stats.kernels += 1
         if train:
-            entry.kernel = build(entry.optimized, self.parallel, self.cache, "forward")
-            entry.bwd_kernel = build(entry.backward_graph, self.parallel, self.cache, "backward")
-            self.stats.numba_seconds += entry.kernel.compile(arrays)
-            outs = entry.kernel(*arrays)
-            cot = [np.zeros(o.shape, o.dtype) for o in user]
-            self.stats.numba_seconds += entry.bwd_kernel.compile(
-                cot + list(outs[len(user) + len(extra):]))
-            self.stats.kernels += 2
-        else:
-            entry.kernel = build(entry.optimized, self.parallel, self.cache)
-            self.stats.numba_seconds += entry.kernel.compile(arrays)
+            n_out = len(user) + len(extra)
+            inputs_of = {id(n): j for j, n in enumerate(entry.optimized.inputs)}
+            for r in entry.optimized.outputs[n_out:]:
+                if id(r) in inputs_of:
+                    entry.residual_plan.append(("in", inputs_of[id(r)]))
+                else:
+                    entry.residual_plan.append(("out", entry._pos[len(entry.residual_plan)
+                                                                  + n_out]))
+            entry.bwd_kernel = build(entry.backward_graph, self.parallel, self.cache,
+                                     "backward")
+            # Types only: running the forward here would apply its in-place writes twice.
+            outs = entry.kernel.new_outputs()
+            res = [arrays[j] if kind == "in" else outs[j] for kind, j in entry.residual_plan]
+            cot = [np.zeros(o.shape or (1,), o.dtype) for o in user]
+            self.stats.numba_seconds += entry.bwd_kernel.compile(cot + res, prepared=True)
             self.stats.kernels += 1
         return entry
 
@@ -361,35 +422,39 @@ class CompiledFunction:
 
     # ----------------------------------------------------------------- running
     def _run(self, entry: _Entry, args: tuple) -> Any:
-        arrays = entry.arrays(args)
-        outs = entry.kernel(*arrays)
-        n_user = entry.n_user
-        n_writes = len(entry.writes)
-        for t, a in zip(entry.writes, outs[n_user:n_user + n_writes]):
-            np.copyto(t._data, a)
+        ins = entry.arrays(args)
+        kernel = entry.kernel
+        outs = kernel.new_outputs()
+        kernel.run(ins, outs)
+        for t in entry.inplace:
             t._version[0] += 1
-        k = n_user + n_writes
-        for t, kind in entry.grad_writes:
-            if kind == "set":
-                t._grad = _make(np.array(outs[k]), False, None)
-                k += 1
-            else:
-                t._grad = None
-        results = [_make(np.asarray(o), False, None) for o in outs[:n_user]]
-        if entry.mode == "train":
-            self._attach_backward(entry, args, arrays, outs[k:], results)
+        for t, k in entry.copy_writes:
+            np.copyto(t._data, outs[k].reshape(t.shape))
+            t._version[0] += 1
+        for t, k in entry.grad_set:
+            o = outs[k]
+            t._grad = _make(o if o.shape == t.shape else o.reshape(t.shape), False, None)
+        for t in entry.grad_none:
+            t._grad = None
+        results = []
+        for o, n in zip(outs, entry.optimized.outputs[:entry.n_user]):
+            results.append(_make(o if o.shape == n.shape else o.reshape(n.shape), False, None))
+        if entry.mode == "train" and grad_mode.GRAD_ENABLED[0]:
+            res = tuple(ins[j] if kind == "in" else outs[j] for kind, j in entry.residual_plan)
+            self._attach_backward(entry, args, res, results)
         return results[0] if entry.single else tuple(results)
 
-    def _attach_backward(self, entry: _Entry, args: tuple, arrays: list, residuals: tuple,
+    def _attach_backward(self, entry: _Entry, args: tuple, residuals: tuple,
                          results: list) -> None:
         tensors = [a for a in args if isinstance(a, (Tensor, np.ndarray))]
-        tensors += [t if kind == "tensor" else t.grad for kind, t in entry.sources]
-        wrt = [tensors[i] for i in entry.wrt_tensors]
-        inputs = tuple(t._input_node() for t in wrt)
+        if entry.sources:
+            tensors += [t if kind == "tensor" else t._grad for kind, t in entry.sources]
+        inputs = tuple([tensors[i]._input_node() for i in entry.wrt_tensors])
+        # Residuals may be the input arrays themselves: changing one in place before
+        # backward must raise, as in eager mode.
         checks = [(t, t._version[0]) for t in tensors if isinstance(t, Tensor)]
         outs = [(tuple(r.shape), r.dtype) for r in results]
-        joint = CompiledFunctionBackward(entry.bwd_kernel, inputs, tuple(residuals), outs,
-                                         checks)
+        joint = CompiledFunctionBackward(entry.bwd_kernel, inputs, residuals, outs, checks)
         for k, r in enumerate(results):
             r._rg = True
             r.grad_fn = joint if len(results) == 1 else _OutputOf(joint, k, r.shape, r.dtype)

@@ -140,8 +140,6 @@ class Function(Node):
     @property
     def out(self) -> Any:
         """The saved output, as a tensor whose grad_fn is this node (for double backward)."""
-        from .tensor import _make
-
         if self._freed:
             raise RuntimeError(_FREED_MSG)
         if self._out is None:
@@ -199,6 +197,15 @@ class Function(Node):
 _GRAD_NODES = (Function, AccumulateGrad)
 
 
+def _make(data: Any, rg: bool, grad_fn: Any) -> Any:
+    """`tensor._make`, bound on first use (tensor.py imports this module)."""
+    global _make
+    from .tensor import _make as make
+
+    _make = make
+    return make(data, rg, grad_fn)
+
+
 def _type_str(x: Any) -> str:
     from ..dtypes import short_name
 
@@ -249,23 +256,34 @@ def _needed(roots: Sequence[Node], targets: set) -> set:
     return needed
 
 
-def _accumulate(acc: AccumulateGrad, g: Any, create_graph: bool) -> None:
-    from .tensor import _make
-
-    for hook in acc._hooks:
-        r = hook(g)
-        if r is not None:
-            g = r
-    var = acc.variable
+def _accumulate(acc: AccumulateGrad, g: Any, create_graph: bool, handed: set) -> None:
+    if acc._hooks:
+        g = _run_hooks(acc._hooks, g)
+    var = acc._var()
     if var is None:
         return
-    if var.grad is None:
-        # A copy: the same gradient tensor may also flow to another leaf.
-        var.grad = g if create_graph else _make(np.array(g._data, copy=True), False, None)
+    old = var._grad
+    if old is None:
+        if create_graph:
+            var._grad = g
+            return
+        d = g._data
+        base = d.base
+        # The gradient array becomes the leaf's own unless something else may hold its
+        # memory: it was handed out already in this backward (the same array can flow to
+        # two leaves), it is read-only (a broadcast), or a strided view.
+        if (id(d) in handed or not d.flags.writeable or (base is not None and (
+                id(base) in handed or not d.flags.c_contiguous))):
+            d = np.array(d, copy=True)
+            base = None
+        handed.add(id(d))
+        if base is not None:
+            handed.add(id(base))
+        var._grad = _make(d, False, None)
     elif create_graph:
-        var.grad = var.grad + g
+        var._grad = old + g
     else:
-        var.grad = _make(var.grad._data + g._data, False, None)
+        var._grad = _make(old._data + g._data, False, None)
 
 
 def run_backward(
@@ -290,6 +308,18 @@ def run_backward(
 
 
 def _run(roots, grads, retain_graph, create_graph, targets, allow_unused):
+    if targets is None and len(roots) == 1:
+        node = roots[0]
+        if isinstance(node, Function) and not node._hooks and node._retain is None and not any(
+                isinstance(i, Function) for i in node.inputs):
+            # One op over leaves (a compiled call, or x * y): no graph to walk.
+            handed = {id(grads[0]._data)}
+            for inp, gi in zip(node.inputs, node.apply(grads[0])):
+                if gi is not None and isinstance(inp, AccumulateGrad):
+                    _accumulate(inp, gi, create_graph, handed)
+            if not retain_graph:
+                node.release()
+            return None
     deps = _discover(roots)
     buffers: dict = {}
     for r, g in zip(roots, grads):
@@ -300,6 +330,7 @@ def _run(roots, grads, retain_graph, create_graph, targets, allow_unused):
         capture = {t: None for t in targets}
         needed = _needed(roots, set(targets))
     ready = [r for r in dict.fromkeys(roots) if deps.get(r, 0) == 0]
+    handed = {id(g._data) for g in grads}  # arrays a caller may still hold
     while ready:
         node = ready.pop()
         g = buffers.pop(node, None)
@@ -308,7 +339,7 @@ def _run(roots, grads, retain_graph, create_graph, targets, allow_unused):
                 if node in capture and g is not None:
                     capture[node] = _run_hooks(node._hooks, g)
             elif g is not None:
-                _accumulate(node, g, create_graph)
+                _accumulate(node, g, create_graph, handed)
             continue
         run = g is not None and (needed is None or node in needed)
         if run:
@@ -317,7 +348,8 @@ def _run(roots, grads, retain_graph, create_graph, targets, allow_unused):
             if node._retain is not None:
                 t = node._retain()
                 if t is not None:
-                    t.grad = g if t.grad is None else t.grad + g
+                    handed.add(id(g._data))
+                    t._grad = g if t._grad is None else t._grad + g
             if capture is not None and node in capture:
                 capture[node] = g
             in_grads = node.apply(g)

@@ -419,7 +419,7 @@ def _check_root(t: Tensor, gradient: Any, i: int = 0) -> tuple:
                 f"grad can be implicitly created only for scalar outputs (got shape {t.shape}); "
                 "pass gradient= of the same shape"
             )
-        g = _make(np.ones(t.shape, t.dtype), False, None)
+        g = _make(_ones(t._data.shape, t._data.dtype), False, None)
     else:
         g = gradient if isinstance(gradient, Tensor) else tensor(np.asarray(gradient))
         if g.shape != t.shape:
@@ -432,6 +432,19 @@ def _check_root(t: Tensor, gradient: Any, i: int = 0) -> tuple:
     return t._input_node(), g
 
 
+_ONES: dict = {}
+
+
+def _ones(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """A shared read-only seed gradient (the engine copies before giving it to a leaf)."""
+    key = (shape, dtype)
+    a = _ONES.get(key)
+    if a is None:
+        a = _ONES[key] = np.ones(shape, dtype)
+        a.flags.writeable = False
+    return a
+
+
 def backward(
     tensors: Any,
     grad_tensors: Any = None,
@@ -439,6 +452,12 @@ def backward(
     create_graph: bool = False,
 ) -> None:
     """Accumulate gradients of ``tensors`` into the leaves' ``.grad`` (``torch.autograd``)."""
+    if retain_graph is None:
+        retain_graph = create_graph
+    if isinstance(tensors, Tensor) and not isinstance(grad_tensors, (list, tuple)):
+        root, g = _check_root(tensors, grad_tensors)
+        run_backward((root,), (g,), retain_graph, create_graph)
+        return
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     if grad_tensors is None or isinstance(grad_tensors, (Tensor, np.ndarray, float, int)):
         grad_tensors = [grad_tensors] * len(tensors) if grad_tensors is None else [grad_tensors]

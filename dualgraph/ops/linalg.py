@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
+from ..ir.graph import Node
 from ..modes import bind
 from .broadcast import broadcast_shapes, result_dtype
 from .elementwise import mul
@@ -107,6 +109,21 @@ def _addmm_vjp(ctx, g):
 # ------------------------------------------------------------------- Numba lowerings
 
 
+# Below this many multiply-adds a plain loop beats a BLAS call (whose fixed cost is ~1 us).
+SMALL_MATMUL = 4096
+
+
+def _loop_matmul(out: str, x: str, y: str, m: int, k: int, n: int, dtype: np.dtype) -> list:
+    return [
+        f"{out} = np.zeros(({m}, {n}), np.{dtype.name})",
+        f"for _i in range({m}):",
+        f"    for _p in range({k}):",
+        f"        _x = {x}[_i, _p]",
+        f"        for _j in range({n}):",
+        f"            {out}[_i, _j] += _x * {y}[_p, _j]",
+    ]
+
+
 def _cast(var: str, node_dtype: np.dtype, x) -> str:
     return var if x.dtype == node_dtype else f"{var}.astype(np.{node_dtype.name})"
 
@@ -115,6 +132,8 @@ def _matmul_lower(node, args, out, ishape):
     a, b = node.inputs
     x, y = _cast(args[0], node.dtype, a), _cast(args[1], node.dtype, b)
     ra, rb = len(a.shape), len(b.shape)
+    if ra == rb == 2 and math.prod(a.shape) * b.shape[1] <= SMALL_MATMUL:
+        return _loop_matmul(out, x, y, a.shape[0], a.shape[1], b.shape[1], node.dtype)
     if ra <= 2 and rb <= 2:
         if ra == rb == 1:  # np.dot of vectors is a scalar; values are stored as (1,)
             return [f"{out} = np.full((1,), np.dot({x}, {y}), np.{node.dtype.name})"]
@@ -148,7 +167,9 @@ def _batch_index(shape: tuple, batch: tuple) -> str:
 def _addmm_lower(node, args, out, ishape):
     bias, a, b = node.inputs
     x, y = _cast(args[1], node.dtype, a), _cast(args[2], node.dtype, b)
-    return [f"{out} = np.dot({x}, {y}) + {_cast(args[0], node.dtype, bias)}"]
+    prod = Node("matmul", (a, b), {}, tuple(node.shape), node.dtype)
+    return _matmul_lower(prod, [x, y], out, ishape) + [
+        f"{out} = {out} + {_cast(args[0], node.dtype, bias)}"]
 
 
 MATMUL = register(OpDef(

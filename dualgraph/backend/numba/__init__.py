@@ -10,57 +10,78 @@ import numpy as np
 
 from ...ir.graph import Graph
 from . import cache
-from .codegen import Lowered, LoweringError, lower
+from .codegen import Lowered, LoweringError, ishape, lower
 
 __all__ = ["Kernel", "LoweringError", "build"]
 
 
 class Kernel:
-    """A compiled graph: call it with one NumPy array per graph input."""
+    """A compiled graph.
+
+    ``kernel(*arrays)`` takes one array per graph input and returns the outputs (those not
+    written in place). ``run(ins, outs)`` is the unchecked fast path `dg.compile` uses:
+    inputs already of the graph's dtypes with 0-d values as shape (1,), and ``outs`` from
+    ``new_outputs()``.
+    """
 
     def __init__(self, graph: Graph, lowered: Lowered, fn: Any, source: str,
-                 path: str | None) -> None:
+                 path: str | None, write_to: dict[int, int]) -> None:
         self.graph = graph
         self.lowered = lowered
         self.fn = fn
         self.source = source
         self.path = path
         self.numba_seconds = 0.0
+        self.write_to = write_to
         self._in = [(tuple(n.shape), n.dtype) for n in graph.inputs]
-        self._scalar_out = [not o.shape for o in graph.outputs]
         self._consts = tuple(lowered.consts)
+        self._outs = [(ishape(o), o.dtype, not o.shape) for k, o in enumerate(graph.outputs)
+                      if k not in write_to]
 
     def prepare(self, arrays: Any) -> list:
-        """Inputs as the kernel takes them: the graph's dtype, C-contiguous, writable, and
-        0-d values as shape (1,) (one compiled specialization per graph)."""
+        """Inputs as the kernel takes them: the graph's dtypes, 0-d values as shape (1,)."""
+        if len(arrays) != len(self._in):
+            raise TypeError(f"kernel takes {len(self._in)} inputs, got {len(arrays)}")
         out = []
         for a, (shape, dtype) in zip(arrays, self._in):
             a = np.asarray(a)
+            if a.shape != shape:
+                raise ValueError(f"kernel input of shape {a.shape} for a graph input {shape}")
             if a.dtype != dtype:
                 a = a.astype(dtype)
-            if not shape:
-                a = a.reshape(1)
-            if not a.flags.c_contiguous or not a.flags.writeable:
-                a = np.array(a, order="C")
-            out.append(a)
+            out.append(a.reshape(1) if not shape else a)
         return out
 
-    def compile(self, arrays: Any) -> float:
-        """Compile (or load from Numba's cache) for these inputs; returns the seconds."""
-        args = self.prepare(arrays) + list(self._consts)
+    def new_outputs(self) -> list:
+        return [np.empty(s, d) for s, d, _ in self._outs]
+
+    def run(self, ins: list, outs: list) -> None:
+        self.fn(*ins, *self._consts, *outs)
+
+    def compile(self, arrays: Any, prepared: bool = False) -> float:
+        """Compile (or load from Numba's cache) for these inputs; returns the seconds.
+        ``prepared``: the arrays are already as `run` takes them."""
+        ins = list(arrays) if prepared else self.prepare(arrays)
+        args = ins + list(self._consts) + self.new_outputs()
         t0 = time.perf_counter()
         self.fn.compile(tuple(numba.typeof(a) for a in args))
         self.numba_seconds = time.perf_counter() - t0
         return self.numba_seconds
 
     def __call__(self, *arrays: Any) -> tuple:
-        outs = self.fn(*self.prepare(arrays), *self._consts)
-        return tuple(o.reshape(()) if s else o for o, s in zip(outs, self._scalar_out))
+        outs = self.new_outputs()
+        self.run(self.prepare(arrays), outs)
+        return tuple(o.reshape(()) if scalar else o for o, (_, _, scalar) in zip(outs, self._outs))
 
 
 def build(graph: Graph, parallel: bool = False, use_cache: bool = True,
-          name: str = "kernel") -> Kernel:
-    """Lower ``graph`` and load its njit function (from the caches when possible)."""
-    lowered = lower(graph, name=name, parallel=parallel)
+          name: str = "kernel", write_to: dict[int, int] | None = None) -> Kernel:
+    """Lower ``graph`` and load its njit function (from the caches when possible).
+
+    ``write_to`` maps output positions to input positions whose arrays receive those
+    outputs in place (a training step's parameters and optimizer state).
+    """
+    write_to = dict(write_to or {})
+    lowered = lower(graph, name=name, parallel=parallel, write_to=write_to)
     fn, source, path = cache.load(lowered.source, name, parallel, use_cache)
-    return Kernel(graph, lowered, fn, source, path)
+    return Kernel(graph, lowered, fn, source, path, write_to)

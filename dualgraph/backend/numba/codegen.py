@@ -69,8 +69,10 @@ class Lowered:
 
 
 class _Writer:
-    def __init__(self, graph: Graph, name: str, parallel: bool) -> None:
+    def __init__(self, graph: Graph, name: str, parallel: bool,
+                 write_to: dict[int, int] | None = None) -> None:
         self.graph = graph
+        self.write_to = write_to or {}
         self.name = name
         self.parallel = parallel
         self.lines: list[str] = []
@@ -108,9 +110,24 @@ class _Writer:
                 self.var[id(n)] = name
                 continue
             self.node(n)
+        # Results go into buffers the caller passes (o0, o1, ...), or straight into an
+        # input's array for in-place state (write_to: output -> input): returning arrays
+        # would cost a boxing step per array per call.
         outs = [self.var[id(o)] for o in self.graph.outputs]
-        self.emit(f"return ({', '.join(outs)},)")
+        self.emit("# outputs")
+        for k, v in enumerate(outs):
+            if k not in self.write_to:
+                self.emit(f"o{k}[...] = {v}")
+        for k, v in enumerate(outs):
+            if k in self.write_to and not self.fresh_value(self.graph.outputs[k]):
+                # May alias an input that another write changes first: snapshot it.
+                self.emit(f"{v} = {v}.copy()")
+        for k, v in enumerate(outs):
+            if k in self.write_to:
+                self.emit(f"a{self.write_to[k]}[...] = {v}")
+        self.emit("return 0")
         params += [f"c{k}" for k in range(len(self.consts))]
+        params += [f"o{k}" for k in range(len(outs)) if k not in self.write_to]
         header = [f"def {self.name}({', '.join(params)}):"]
         body = self.lines[body_start:]
         offset = len(header)
@@ -118,6 +135,13 @@ class _Writer:
         return Lowered("\n".join(header + body), self.name, self.consts,
                        [tuple(o.shape) for o in self.graph.outputs], len(self.graph.inputs),
                        self.line_of_node)
+
+    def fresh_value(self, n: Node) -> bool:
+        """Whether ``n``'s array is allocated by this kernel (not an input or a view)."""
+        if n.op == "input":
+            return False
+        op = OPS.get(n.op)
+        return not (op is not None and op.view)
 
     def node(self, n: Node) -> None:
         out = f"v{self.ir_names[id(n)][1:]}"
@@ -383,6 +407,11 @@ class _Writer:
             self.emit(f"    {acc} = {tmp}", indent)
 
 
-def lower(graph: Graph, name: str = "kernel", parallel: bool = False) -> Lowered:
-    """Generate the source of one njit function computing ``graph``."""
-    return _Writer(graph, name, parallel).run()
+def lower(graph: Graph, name: str = "kernel", parallel: bool = False,
+          write_to: dict[int, int] | None = None) -> Lowered:
+    """Generate the source of one njit function computing ``graph``.
+
+    The function takes the inputs, the constants, then one output buffer per output that
+    is not in ``write_to`` (output index -> input index whose array receives it in place).
+    """
+    return _Writer(graph, name, parallel, write_to).run()
