@@ -117,14 +117,14 @@ class _Writer:
         self.emit("# outputs")
         for k, v in enumerate(outs):
             if k not in self.write_to:
-                self.emit(f"o{k}[...] = {v}")
+                self.copy_loop(f"o{k}", v, ishape(self.graph.outputs[k]))
         for k, v in enumerate(outs):
             if k in self.write_to and not self.fresh_value(self.graph.outputs[k]):
                 # May alias an input that another write changes first: snapshot it.
                 self.emit(f"{v} = {v}.copy()")
         for k, v in enumerate(outs):
             if k in self.write_to:
-                self.emit(f"a{self.write_to[k]}[...] = {v}")
+                self.copy_loop(f"a{self.write_to[k]}", v, ishape(self.graph.outputs[k]))
         self.emit("return 0")
         params += [f"c{k}" for k in range(len(self.consts))]
         params += [f"o{k}" for k in range(len(outs)) if k not in self.write_to]
@@ -135,6 +135,13 @@ class _Writer:
         return Lowered("\n".join(header + body), self.name, self.consts,
                        [tuple(o.shape) for o in self.graph.outputs], len(self.graph.inputs),
                        self.line_of_node)
+
+    def copy_loop(self, dst: str, src: str, shape: tuple) -> None:
+        """``dst[...] = src`` as an explicit loop: slice assignment makes Numba compile its
+        generic broadcasting setitem for every distinct signature (~0.5 s each)."""
+        idx, indent = self.loops(shape, 1)
+        at = ", ".join(idx)
+        self.emit(f"{dst}[{at}] = {src}[{at}]", indent)
 
     def fresh_value(self, n: Node) -> bool:
         """Whether ``n``'s array is allocated by this kernel (not an input or a view)."""
@@ -223,8 +230,17 @@ class _Writer:
             else:
                 consts = {"zero": "0", "one": "1", "half": "0.5"}
             expr = tmpl.format(*vals, **consts, **MATH[m.dtype == np.float32])
-            # Every scalar is cast to its node's dtype, as the NumPy kernel's result is.
-            expr = f"bool({expr})" if m.dtype == np.bool_ else f"{np_dtype(m.dtype)}({expr})"
+            # The scalar must have its node's dtype, as the NumPy kernel's result has. The
+            # cast is left out where Numba's typing already gives that dtype (operands of
+            # the node's dtype, typed literals, no ** whose exponent may widen it): every
+            # cast is a call Numba has to type, and compile time is a product cost.
+            same = all(x.dtype == m.dtype for x in m.inputs if isinstance(x, Node))
+            if tmpl == "{0}":  # identity (astype, broadcast): cast when the dtype changes
+                if not same:
+                    expr = f"bool({expr})" if m.dtype == np.bool_ else (
+                        f"{np_dtype(m.dtype)}({expr})")
+            elif m.dtype != np.bool_ and (not same or "**" in tmpl or m.dtype.kind != "f"):
+                expr = f"{np_dtype(m.dtype)}({expr})"
             self.emit(f"{s} = {expr}", indent)
             sym[id(m)] = s
 

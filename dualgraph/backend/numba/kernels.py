@@ -5,6 +5,9 @@ scalar libm call and blocks vectorization of the whole loop: a fused chain of
 transcendentals then runs slower than NumPy's SIMD ufuncs. These functions use only
 arithmetic, comparisons and a bit cast, so LLVM vectorizes the loops that inline them.
 
+They are inlined at the Numba level (``inline="always"``): a call left for LLVM to inline
+blocks vectorization of the loop around it.
+
 Accuracy, over all of float32 (``tests/compile/test_fast_math.py`` checks it): at most
 1 ulp for ``exp``, 2 ulp for ``tanh`` and ``sigmoid``; exact special values (``exp(0) = 1``,
 ``exp(-inf) = 0``, ``exp(x) = inf`` past overflow, ``tanh(±inf) = ±1``, ``tanh(±0) = ±0``)
