@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from .backend.numba import Kernel, build
 from .eager import grad_mode
 from .eager.autograd import _FREED_MSG, Function
 from .eager.tensor import Tensor, _make
@@ -104,12 +103,20 @@ class _CompiledOp:
         return "CompiledFunctionBackward"
 
 
+def build(*args: Any, **kwargs: Any) -> Any:
+    """The Numba backend's `build`, imported on first use: ``import dualgraph`` stays light
+    (Numba's import alone is ~0.2 s) until something is compiled."""
+    from .backend.numba import build as _build
+
+    return _build(*args, **kwargs)
+
+
 class CompiledFunctionBackward(Function):
     """The single tape node of a compiled call: backward runs the compiled backward kernel."""
 
     __slots__ = ("_kernel", "_outs", "_checks", "_shapes")
 
-    def __init__(self, kernel: Kernel, inputs: tuple, residuals: tuple, outs: list,
+    def __init__(self, kernel: Any, inputs: tuple, residuals: tuple, outs: list,
                  checks: list) -> None:
         self._shapes = [tuple(n.shape) for n in inputs]
         first = outs[0]
@@ -186,8 +193,8 @@ class _Entry:
     writes: list  # tensors whose data the call overwrites
     grad_writes: list  # (tensor, "set" | "none")
     guards: list  # (kind, tensor, expected)
-    kernel: Kernel | None = None
-    bwd_kernel: Kernel | None = None
+    kernel: Any = None
+    bwd_kernel: Any = None
     wrt_tensors: list = field(default_factory=list)
     n_residuals: int = 0
     optimized: Graph | None = None

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import expit as _expit
 
 from ..modes import bind
 from .broadcast import broadcast_shapes, float_dtype, result_dtype, shape_of
@@ -59,8 +58,11 @@ def _floatify(ufunc):
 def _sigmoid_impl(x: np.ndarray) -> np.ndarray:
     if x.dtype.kind != "f":
         x = x.astype(float_dtype(x.dtype))
-    # expit is exact to the last bits on both tails (0.5 + 0.5 tanh(x/2) is 0 below -17).
-    return _expit(x)
+    # expit is exact to the last bits on both tails (0.5 + 0.5 tanh(x/2) is 0 below -17);
+    # imported here because scipy.special takes ~0.2 s to import.
+    from scipy.special import expit
+
+    return expit(x)
 
 
 def _relu_impl(x: np.ndarray) -> np.ndarray:
