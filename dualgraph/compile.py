@@ -379,14 +379,8 @@ class CompiledFunction:
         self.stats.numba_seconds += entry.kernel.compile(arrays, prepared=True)
         self.stats.kernels += 1
         if train:
-            n_out = len(user) + len(extra)
-            inputs_of = {id(n): j for j, n in enumerate(entry.optimized.inputs)}
-            for r in entry.optimized.outputs[n_out:]:
-                if id(r) in inputs_of:
-                    entry.residual_plan.append(("in", inputs_of[id(r)]))
-                else:
-                    entry.residual_plan.append(("out", entry._pos[len(entry.residual_plan)
-                                                                  + n_out]))
+            entry.residual_plan = [(kind, j if kind == "in" else entry._pos[j])
+                                   for kind, j in entry.residual_plan]
             entry.bwd_kernel = build(entry.backward_graph, self.parallel, self.cache,
                                      "backward")
             # Types only: running the forward here would apply its in-place writes twice.
@@ -420,12 +414,24 @@ class CompiledFunction:
         fwd = Graph(graph.inputs, graph.nodes, user)
         d = differentiate(fwd, leaves)
         residuals = d.forward.outputs[len(user):]
-        full = Graph(graph.inputs, graph.nodes, user + extra + residuals)
+        # A residual that is an input is not an output: the backward gets the input's
+        # array itself (version checks guard it against in-place changes).
+        index_of = {id(n): j for j, n in enumerate(graph.inputs)}
+        computed = [r for r in residuals if id(r) not in index_of]
+        full = Graph(graph.inputs, graph.nodes, user + extra + computed)
         entry.optimized = optimize(full, verify=self.verify)
         entry.backward_graph = optimize(d.backward, verify=self.verify)
         entry.n_residuals = len(residuals)
         entry.wrt_tensors = leaves
         entry.differentiated = d
+        first = len(user) + len(extra)
+        k = 0
+        for r in residuals:
+            if id(r) in index_of:
+                entry.residual_plan.append(("in", index_of[id(r)]))
+            else:
+                entry.residual_plan.append(("graph_out", first + k))
+                k += 1
 
     # ----------------------------------------------------------------- running
     def _run(self, entry: _Entry, args: tuple) -> Any:

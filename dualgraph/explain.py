@@ -53,8 +53,8 @@ class Explanation:
                 f"({d.residual_bytes} bytes); recomputed in the backward: "
                 f"{', '.join(d.recomputed) or 'nothing'} ({d.bytes_saved} bytes saved per step)"
             )
-        lines.append("== Numba source: " + (self.numba_source or
-                                             "(the Numba backend is not built yet)"))
+        lines.append("== Numba source (one njit function per graph):")
+        lines.append(self.numba_source or "(not generated)")
         return "\n".join(lines)
 
 
@@ -80,6 +80,14 @@ def explain(fn: Callable, *example_args: Any, wrt: Any = "auto") -> Explanation:
         d = differentiate(traced, wrt)
         fwd = optimize(d.forward, verify=True)
         bwd = optimize(d.backward, verify=True)
-        return Explanation(traced, fwd, fwd.pass_stats, d, bwd, bwd.pass_stats)
+        source = _source(fwd, "forward") + "\n\n" + _source(bwd, "backward")
+        return Explanation(traced, fwd, fwd.pass_stats, d, bwd, bwd.pass_stats, source)
     fwd = optimize(traced, verify=True)
-    return Explanation(traced, fwd, fwd.pass_stats)
+    return Explanation(traced, fwd, fwd.pass_stats, numba_source=_source(fwd, "kernel"))
+
+
+def _source(graph: Graph, name: str) -> str:
+    """The Numba source the backend generates for ``graph`` (generation only: no compile)."""
+    from .backend.numba.codegen import lower
+
+    return lower(graph, name=name).source

@@ -220,7 +220,7 @@ class _Writer:
                     vals.append(sym[id(i)])
                 else:
                     vals.append(f"{env[id(i)]}[{self.index(i, loop_shape, idx)}]")
-            s = f"s{self.ir_names.get(id(m), self.fresh('x'))[1:]}_{self.fresh('')}"
+            s = self.fresh("s")
             tmpl = op.scalar
             if tmpl is None:
                 raise LoweringError(f"op {m.op!r} has no scalar template")
@@ -241,7 +241,7 @@ class _Writer:
                         f"{np_dtype(m.dtype)}({expr})")
             elif m.dtype != np.bool_ and (not same or "**" in tmpl or m.dtype.kind != "f"):
                 expr = f"{np_dtype(m.dtype)}({expr})"
-            self.emit(f"{s} = {expr}", indent)
+            self.emit(f"{s} = {expr}  # {m.op}", indent)
             sym[id(m)] = s
 
     def value(self, n: Node, sym: dict, env: dict, shape: tuple, idx: list[str]) -> str:
