@@ -16,9 +16,14 @@ from typing import Any
 
 import numpy as np
 
+from .._location import user_location as _user_location
 from ..ir.graph import Node
 from ..ops.broadcast import fit_grad
 from . import grad_mode
+
+# Eager nodes record the user's file:line only on request (dg.compare does): finding the
+# frame costs about as much as the rest of recording a node.
+RECORD_LOCATIONS = [False]
 
 _FREED_MSG = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -80,7 +85,8 @@ class Function(Node):
         self.attrs = attrs
         self.shape = out.shape
         self.dtype = out.dtype
-        self.loc = None
+        self.loc = _user_location(3) if RECORD_LOCATIONS[0] else None
+        self.uid = 0
         self._def = opdef
         self._saved = saved
         self._versions = versions

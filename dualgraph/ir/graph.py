@@ -9,6 +9,7 @@ comparable node for node.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 from ..dtypes import short_name
 
 Literal = (bool, int, float)
+_UIDS = itertools.count(1)
 
 
 class Node:
@@ -26,7 +28,7 @@ class Node:
     and NumPy-array constants (whose array is ``attrs["value"]``).
     """
 
-    __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "loc", "__weakref__")
+    __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "loc", "uid", "__weakref__")
 
     def __init__(
         self,
@@ -36,6 +38,7 @@ class Node:
         shape: tuple,
         dtype: np.dtype,
         loc: str | None = None,
+        uid: int | None = None,
     ) -> None:
         self.op = op
         self.inputs = inputs
@@ -43,6 +46,9 @@ class Node:
         self.shape = shape
         self.dtype = dtype
         self.loc = loc
+        # Provenance: a pass that rebuilds a node keeps its uid, so a report can follow a
+        # traced node through every pass (merged, folded, fused into kernel K).
+        self.uid = next(_UIDS) if uid is None else uid
 
     @property
     def type_str(self) -> str:

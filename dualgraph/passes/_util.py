@@ -20,7 +20,7 @@ def rebuild(graph: Graph, visit: Callable[[Node, dict], Node | None]) -> Graph:
     for n in graph.nodes:
         ins = tuple(mapping.get(id(i), i) if isinstance(i, Node) else i for i in n.inputs)
         m = n if all(a is b for a, b in zip(ins, n.inputs)) else Node(
-            n.op, ins, n.attrs, n.shape, n.dtype, n.loc)
+            n.op, ins, n.attrs, n.shape, n.dtype, n.loc, n.uid)
         r = visit(m, mapping)
         if r is None:
             continue

@@ -31,6 +31,6 @@ def constant_fold(graph: Graph) -> Graph:
         args = [i.attrs["value"] if isinstance(i, Node) else i for i in n.inputs]
         value = np.asarray(op.impl(*args, **n.attrs))
         notes.append(f"folded {n.op} {n.type_str}")
-        return Node("const", (), {"value": value}, tuple(value.shape), value.dtype, n.loc)
+        return Node("const", (), {"value": value}, tuple(value.shape), value.dtype, n.loc, n.uid)
 
     return note(rebuild(graph, visit), notes)

@@ -99,7 +99,7 @@ def fuse(graph: Graph) -> Graph:
         body_nodes = []
         for m in members:
             ins = tuple(inner[id(i)] if isinstance(i, Node) else i for i in m.inputs)
-            c = Node(m.op, ins, m.attrs, tuple(m.shape), m.dtype, m.loc)
+            c = Node(m.op, ins, m.attrs, tuple(m.shape), m.dtype, m.loc, m.uid)
             inner[id(m)] = c
             body_nodes.append(c)
         body = Graph(body_inputs, body_nodes, [inner[id(root)]])
@@ -116,7 +116,7 @@ def fuse(graph: Graph) -> Graph:
         if id(n) in fused_at:
             f = fused_at[id(n)]
             ins = tuple(mapping.get(id(i), i) for i in f.inputs)
-            f = Node("fused", ins, f.attrs, f.shape, f.dtype, f.loc)
+            f = Node("fused", ins, f.attrs, f.shape, f.dtype, f.loc, f.uid)
             mapping[id(n)] = f
             nodes.append(f)
         elif id(n) in member_of:
@@ -124,7 +124,7 @@ def fuse(graph: Graph) -> Graph:
         else:
             ins = tuple(mapping.get(id(i), i) if isinstance(i, Node) else i for i in n.inputs)
             m = n if all(a is b for a, b in zip(ins, n.inputs)) else Node(
-                n.op, ins, n.attrs, n.shape, n.dtype, n.loc)
+                n.op, ins, n.attrs, n.shape, n.dtype, n.loc, n.uid)
             if m is not n:
                 mapping[id(n)] = m
             nodes.append(m)

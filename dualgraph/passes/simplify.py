@@ -60,7 +60,7 @@ def fold_pow_two(n: Node) -> Any:
     if n.op == "pow" and _is(n.inputs[1], 2) and _same_type(n.inputs[0], n) and (
             n.dtype.kind == "f"):
         x = n.inputs[0]
-        return Node("mul", (x, x), {}, n.shape, n.dtype, n.loc)
+        return Node("mul", (x, x), {}, n.shape, n.dtype, n.loc, n.uid)
     return None
 
 
@@ -87,7 +87,7 @@ def cancel_transpose_transpose(n: Node) -> Any:
     x = inner.inputs[0]
     if axes == tuple(range(len(axes))):
         return x
-    return Node("transpose", (x,), {"axes": axes}, n.shape, n.dtype, n.loc)
+    return Node("transpose", (x,), {"axes": axes}, n.shape, n.dtype, n.loc, n.uid)
 
 
 def fold_reshape_reshape(n: Node) -> Any:
@@ -96,7 +96,8 @@ def fold_reshape_reshape(n: Node) -> Any:
         x = n.inputs[0].inputs[0]
         if tuple(x.shape) == tuple(n.shape):
             return x
-        return Node("reshape", (x,), {"shape": n.attrs["shape"]}, n.shape, n.dtype, n.loc)
+        return Node("reshape", (x,), {"shape": n.attrs["shape"]}, n.shape, n.dtype, n.loc,
+                    n.uid)
     return None
 
 
@@ -107,7 +108,8 @@ def fold_mul_zero(n: Node) -> Any:
     for side in (0, 1):
         other = n.inputs[1 - side]
         if _is(n.inputs[side], 0) and isinstance(other, Node):
-            return Node("const", (), {"value": np.zeros(n.shape, n.dtype)}, n.shape, n.dtype)
+            return Node("const", (), {"value": np.zeros(n.shape, n.dtype)}, n.shape, n.dtype,
+                        n.loc, n.uid)
     return None
 
 

@@ -167,7 +167,7 @@ def differentiate(fwd: Graph, wrt: Sequence[int] | None = None) -> Differentiate
             else:
                 ph = residual(i).node
                 ins.append(mapping.get(id(ph), ph))
-        c = Node(n.op, tuple(ins), n.attrs, tuple(n.shape), n.dtype, n.loc)
+        c = Node(n.op, tuple(ins), n.attrs, tuple(n.shape), n.dtype, n.loc, n.uid)
         front.append(c)
         mapping[id(placeholders[id(n)].node)] = c
     bwd_nodes = front
@@ -226,7 +226,7 @@ def _remap(n: Node, mapping: dict[int, Node]) -> Node:
     ins = tuple(mapping.get(id(i), i) if isinstance(i, Node) else i for i in n.inputs)
     if all(a is b for a, b in zip(ins, n.inputs)):
         return n
-    return Node(n.op, ins, n.attrs, n.shape, n.dtype, n.loc)
+    return Node(n.op, ins, n.attrs, n.shape, n.dtype, n.loc, n.uid)
 
 
 def _used_ids(nodes: list[Node], outputs: list[Node]) -> set[int]:
