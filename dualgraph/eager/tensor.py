@@ -516,7 +516,7 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
             arr = np.array(data)
         except ValueError as e:
             raise ValueError(f"tensor(): cannot build a tensor from {data!r}: {e}") from None
-        if arr.dtype == np.float64:
+        if arr.dtype == np.float64 and dtype is None:
             arr = arr.astype(_DEFAULT_FLOAT)
         elif arr.dtype.kind == "O" or arr.dtype.kind in "US":
             raise TypeError(f"tensor(): cannot build a numeric tensor from {data!r}")
@@ -615,7 +615,7 @@ def _format_tensor(t: Tensor) -> str:
     extras = []
     if data.dtype not in (np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.bool_)):
         extras.append(f"dtype=dg.{data.dtype.name}")
-    if data.size == 0:
+    if data.size == 0 and data.ndim != 1:
         extras.insert(0, f"size={data.shape}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")
@@ -625,24 +625,32 @@ def _format_tensor(t: Tensor) -> str:
 
 
 def _format_data(data: np.ndarray) -> str:
+    """PyTorch's float formatting: integral values as ``2.``, scientific notation when the
+    nonzero finite values span more than 1000x (or exceed 1e8, or go below 1e-4), else four
+    decimals; the column width comes from the nonzero finite values only."""
     if data.dtype.kind != "f":
         return np.array2string(data, separator=", ", prefix="tensor(")
-    finite = data[np.isfinite(data)]
-    absmax = float(np.abs(finite).max()) if finite.size else 0.0
-    nonzero = np.abs(finite[finite != 0])
-    absmin = float(nonzero.min()) if nonzero.size else 0.0
-    if finite.size and np.all(finite == np.round(finite)) and absmax < 1e8:
-        def fmt(v: float) -> str:
-            return f"{v:.0f}." if np.isfinite(v) else str(v)
-    elif absmax >= 1e4 or (absmin and absmin < 1e-4):
-        def fmt(v: float) -> str:
-            return f"{v:.4e}" if np.isfinite(v) else str(v)
+    vals = np.abs(data[np.isfinite(data) & (data != 0)]).astype(np.float64)
+    if vals.size:
+        lo, hi = float(vals.min()), float(vals.max())
+        integral = bool(np.all(vals == np.ceil(vals)))
+        sci = hi / lo > 1000.0 or hi > 1e8 or (not integral and lo < 1e-4)
     else:
-        def fmt(v: float) -> str:
-            return f"{v:.4f}" if np.isfinite(v) else str(v)
+        integral, sci = True, False
+
+    def fmt(v: float) -> str:
+        if not np.isfinite(v):
+            return str(v)
+        if sci:
+            return f"{v:.4e}"
+        return f"{v:.0f}." if integral else f"{v:.4f}"
+
     if data.ndim == 0:
         return fmt(float(data))
-    width = max((len(fmt(float(v))) for v in data.flat), default=0)
+    width = max((len(fmt(float(v))) for v in vals), default=0)
+    signed = max((len(fmt(float(v))) for v in data.flat if v < 0 and np.isfinite(v)),
+                 default=0)
+    width = max(width, signed)
     return np.array2string(
         data, separator=", ", prefix="tensor(",
         formatter={"float_kind": lambda v: fmt(float(v)).rjust(width)},

@@ -25,8 +25,9 @@ def result_dtype(*args: Any) -> np.dtype:
 
 
 def float_dtype(dtype: np.dtype) -> np.dtype:
-    """The dtype a float-valued op (``exp``, ``mean``) gives for an input dtype."""
-    return dtype if dtype.kind == "f" else np.result_type(dtype, np.float32)
+    """The dtype a float-valued op (``exp``, ``mean``, ``/``) gives for an input dtype:
+    integers and bools give float32, PyTorch's default float dtype (NumPy would say f64)."""
+    return dtype if dtype.kind == "f" else np.dtype(np.float32)
 
 
 def broadcast_shapes(name: str, *shapes: tuple) -> tuple:

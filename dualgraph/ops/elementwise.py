@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -70,7 +71,12 @@ def _relu_impl(x: np.ndarray) -> np.ndarray:
 
 
 def _div_impl(x: Any, y: Any) -> np.ndarray:
-    return np.true_divide(x, y)
+    out = np.true_divide(x, y)
+    kinds = [getattr(a, "dtype", np.dtype(np.int64)).kind for a in (x, y)
+             if not isinstance(a, float)]
+    if out.dtype == np.float64 and "f" not in kinds:
+        out = out.astype(np.float32)  # int / int is float32, as in PyTorch
+    return out
 
 
 # --------------------------------------------------------------------- functional wrappers
@@ -222,6 +228,9 @@ def _pow_vjp(ctx, g):
     if not ny:
         return gx, None
     # d/dy x**y = x**y log x; where x == 0 PyTorch takes the limit 0 instead of nan.
+    if isinstance(x, (int, float)):  # a literal base: log x is a number
+        return gx, mul(g, 0.0) if x == 0 else mul(g, mul(ctx.out, math.log(x) if x > 0 else
+                                                          math.nan))
     gy = mul(g, where(eq(x, 0), 0.0, mul(ctx.out, log(x))))
     return gx, gy
 

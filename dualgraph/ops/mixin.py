@@ -34,6 +34,9 @@ def _bin(op: Any, a: Any, b: Any, reflected: bool = False) -> Any:
         b = _operand(b)
         if b is NotImplemented:
             return NotImplemented
+    if type(b) is float and a.dtype.kind in "biu" and op.elementwise:
+        # int tensor (op) 2.5 is float32 in PyTorch; NumPy would make it float64.
+        a = S.astype(a, np.float32)
     return bind(op, b, a) if reflected else bind(op, a, b)
 
 

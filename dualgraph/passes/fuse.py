@@ -35,36 +35,70 @@ class _Group:
         self.anchor: Node | None = None
 
 
-def fusion_groups(graph: Graph) -> list[tuple[Node, list[Node], str]]:
-    """``(root, members in graph order, kind)`` for each group of two or more nodes."""
+def fusion_groups(graph: Graph, decisions: list | None = None
+                  ) -> list[tuple[Node, list[Node], str]]:
+    """``(root, members in graph order, kind)`` for each group of two or more nodes.
+
+    With ``decisions`` (a list), every choice is appended to it as a dict: the node, the
+    group it joined or started (``"join"``/``"start"``) or why it stayed out (``"blocked"``),
+    and the rule.
+    """
     users = consumers(graph)
     outputs = {id(o) for o in graph.outputs}
     group_of: dict[int, _Group] = {}
     groups: list[_Group] = []
+
+    def log(n: Node, action: str, rule: str, g: _Group | None) -> None:
+        if decisions is not None:
+            decisions.append({"node": n, "action": action, "rule": rule,
+                              "group": groups.index(g) if g in groups else None})
+
     for n in reversed(graph.nodes):
         op = OPS.get(n.op)
         if op is None:
             continue
         cs = users.get(id(n), [])
         target = None
-        if cs and id(n) not in outputs:
+        why = None
+        if not cs:
+            why = "no consumer in the graph"
+        elif id(n) in outputs:
+            why = "graph output: its value must be stored"
+        else:
             gs = {id(group_of.get(id(c))) for c in cs}
             g = group_of.get(id(cs[0]))
             if g is not None and gs == {id(g)}:
                 target = g
+            elif len(cs) > 1:
+                why = "consumers in different groups: stored once, not recomputed"
+            else:
+                why = "its consumer is not in a group"
         if op.loop_fusible and target is not None and not _feeds_anchor(n, cs, target):
             target.members.add(id(n))
             group_of[id(n)] = target
+            log(n, "join", "elementwise producer whose consumers are all in the group",
+                target)
         elif op.contraction and target is not None and target.kind == "elementwise" and (
                 target.anchor is None):
             target.members.add(id(n))
             target.anchor = n
             target.kind = "matmul"
             group_of[id(n)] = target
-        elif op.loop_fusible or op.reduction:
-            g = _Group(n, "reduce" if op.reduction else "elementwise")
-            groups.append(g)
-            group_of[id(n)] = g
+            log(n, "join", "contraction anchor: BLAS product with a fused epilogue", target)
+        else:
+            if target is not None:
+                why = ("feeds the matmul anchor, which reads its operands from memory"
+                       if _feeds_anchor(n, cs, target) else
+                       "second contraction in a group" if op.contraction else
+                       "a reduction ends a group" if op.reduction else
+                       f"{n.op} is not loop-fusible")
+            if op.loop_fusible or op.reduction:
+                g = _Group(n, "reduce" if op.reduction else "elementwise")
+                groups.append(g)
+                group_of[id(n)] = g
+                log(n, "start", f"new group ({why})" if why else "new group", g)
+            else:
+                log(n, "blocked", why or f"{n.op} is not loop-fusible", None)
     order = {id(n): k for k, n in enumerate(graph.nodes)}
     result = []
     for g in groups:
