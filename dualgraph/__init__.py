@@ -8,6 +8,7 @@
 """
 
 from . import nn, ops, optim, passes, testing, viz
+from .compare import CompareReport, compare
 from .compile import compile
 from .dtypes import bool_, float16, float32, float64, int32, int64
 from .eager.export import graph_of
@@ -56,7 +57,8 @@ cat = concatenate
 __version__ = "0.1.0"
 
 __all__ = [
-    "Graph", "GraphError", "Node", "Tensor", "TraceError", "compile", "differentiate", "explain",
+    "CompareReport", "Graph", "GraphError", "Node", "Tensor", "TraceError", "compare", "compile",
+    "differentiate", "explain",
     "interpret", "passes", "trace", "viz", "abs", "arange", "backward", "bool", "bool_",
     "cat", "concatenate", "cos", "enable_grad", "exp", "float16", "float32", "float64",
     "from_numpy", "full", "grad", "graph_of", "int32", "int64", "is_grad_enabled", "log",

@@ -207,6 +207,7 @@ class _Entry:
     grad_none: list = field(default_factory=list)
     residual_plan: list = field(default_factory=list)  # ("in", j) | ("out", position)
     _pos: dict = field(default_factory=dict)  # graph output index -> kernel output position
+    out_rg: tuple = ()  # per user output: depends on an input that requires grad
 
     def guard_failure(self) -> str | None:
         for kind, t, expected in self.guards:
@@ -360,6 +361,7 @@ class CompiledFunction:
             writes=[t for t, _ in writes],
             grad_writes=[(t, kind) for t, kind, _ in grad_writes], guards=guards,
         )
+        entry.out_rg = tuple(id(n) in ctx.rg for n in user)
         index_of = {id(n): j for j, n in enumerate(graph.inputs)}
         captured_node = {id(t): n for t, n in ctx.captured}
         write_inputs = [index_of.get(id(captured_node.get(id(t))), None) for t in entry.writes]
@@ -469,6 +471,10 @@ class CompiledFunction:
         outs = [(tuple(r.shape), r.dtype) for r in results]
         joint = CompiledFunctionBackward(entry.bwd_kernel, inputs, residuals, outs, checks)
         for k, r in enumerate(results):
+            if not entry.out_rg[k]:
+                # As in eager mode: a comparison or a value computed from detached tensors
+                # does not require grad (its cotangent stays zero).
+                continue
             r._rg = True
             r.grad_fn = joint if len(results) == 1 else _OutputOf(joint, k, r.shape, r.dtype)
 

@@ -101,7 +101,8 @@ def fusion_groups(graph: Graph, decisions: list | None = None
                 log(n, "blocked", why or f"{n.op} is not loop-fusible", None)
     order = {id(n): k for k, n in enumerate(graph.nodes)}
     result = []
-    for g in groups:
+    # Kernels are numbered in program order (the order the fused nodes appear in).
+    for g in sorted(groups, key=lambda g: order[id(g.root)]):
         if len(g.members) < 2:
             continue
         members = sorted((n for n in graph.nodes if id(n) in g.members), key=lambda n: order[id(n)])
