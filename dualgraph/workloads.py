@@ -1,0 +1,119 @@
+"""The built-in workloads of ``dualgraph compare`` (the benchmark suite's too).
+
+Each workload builds a function and its arguments: a loss whose gradients flow to the
+arguments that require grad and to module parameters. ``quick`` shrinks the sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import nn
+from .eager.tensor import manual_seed, tensor
+from .ops import elementwise as E
+
+
+@dataclass
+class Workload:
+    name: str
+    description: str
+    build: Callable[[bool], tuple[Callable, tuple]]
+
+
+def _scalar(quick: bool) -> tuple:
+    def scalar(x, y):
+        return x * y + y ** 2
+
+    return scalar, (tensor(2.0, requires_grad=True), tensor(3.0, requires_grad=True))
+
+
+def _mlp(sizes: tuple, batch: int, loss: str) -> tuple:
+    manual_seed(0)
+    net = nn.Sequential(nn.Linear(sizes[0], sizes[1]), nn.ReLU(), nn.Linear(sizes[1], sizes[2]))
+    rng = np.random.default_rng(0)
+    x = tensor(rng.standard_normal((batch, sizes[0])).astype(np.float32))
+    if loss == "mse":
+        t = tensor(rng.standard_normal((batch, sizes[2])).astype(np.float32))
+        fn = nn.MSELoss()
+    else:
+        t = tensor(rng.integers(0, sizes[2], batch))
+        fn = nn.CrossEntropyLoss()
+
+    def step_loss(x, t):
+        return fn(net(x), t)
+
+    step_loss.__name__ = f"mlp_{sizes[0]}_{sizes[1]}_{sizes[2]}_loss"
+    return step_loss, (x, t)
+
+
+def _chain(quick: bool) -> tuple:
+    n = 100_000 if quick else 1_000_000
+    x = tensor(np.random.default_rng(0).standard_normal(n).astype(np.float32),
+               requires_grad=True)
+
+    def elementwise_chain(x):
+        return (E.tanh(x * 0.5 + 1) * E.sigmoid(x) + 0.1 * x ** 2).sum()
+
+    return elementwise_chain, (x,)
+
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in [
+    Workload("scalar", "z = x*y + y**2, value and gradients", _scalar),
+    Workload("tinynet", "TinyNet 2->3->1, MSE, batch 10: loss and parameter gradients",
+             lambda q: _mlp((2, 3, 1), 10, "mse")),
+    Workload("mlp", "MLP 784->256->10, cross-entropy, batch 64 (quick: 784->64->10, batch 32)",
+             lambda q: _mlp((784, 64, 10), 32, "ce") if q else _mlp((784, 256, 10), 64, "ce")),
+    Workload("chain", "sum(tanh(.5x+1)*sigmoid(x)+.1x^2) on 1M float32 (quick: 100K)", _chain),
+]}
+
+
+def synthetic_classification(n: int = 512, features: int = 16, classes: int = 4,
+                             seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Gaussian blobs, one per class: a data set any small MLP can learn."""
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((classes, features)) * 2.5
+    y = rng.integers(0, classes, n)
+    x = centers[y] + rng.standard_normal((n, features))
+    return x.astype(np.float32), y
+
+
+def train_classifier(compiled: bool, epochs: int = 5, batch: int = 64, seed: int = 0
+                     ) -> dict[str, Any]:
+    """Train a 16->32->4 MLP classifier with Adam on the synthetic data, eager or with the
+    whole training step compiled; returns accuracy, final loss and seconds."""
+    import time
+
+    from . import optim
+    from .compile import CompiledFunction
+
+    x_all, y_all = synthetic_classification(seed=seed)
+    manual_seed(seed)
+    net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    opt = optim.Adam(net.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    run = CompiledFunction(step) if compiled else step
+    batches = [(tensor(x_all[i:i + batch]), tensor(y_all[i:i + batch]))
+               for i in range(0, len(x_all) - batch + 1, batch)]
+    t0 = time.perf_counter()
+    first = None
+    for _ in range(epochs):
+        for xb, yb in batches:
+            loss = run(xb, yb)
+            first = first if first is not None else time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    logits = net(tensor(x_all)).numpy()
+    accuracy = float((logits.argmax(axis=1) == y_all).mean())
+    return {"accuracy": accuracy, "loss": float(loss.item()), "seconds": seconds,
+            "first_step_seconds": first, "steps": epochs * len(batches)}
