@@ -419,11 +419,8 @@ def _compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5
     captured = list(getattr(traced, "captured", []))
     leaves = _grad_leaves(args, captured)
     # Eager, with user locations on the tape for the diff.
-    A.RECORD_LOCATIONS[0] = True
-    try:
+    with A.record_locations():
         out = fn(*args)
-    finally:
-        A.RECORD_LOCATIONS[0] = False
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     tape = graph_of(*outs)
     report.eager_tape_nodes = sum(1 for n in tape.nodes if n.op != "const")

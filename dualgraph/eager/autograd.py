@@ -25,6 +25,19 @@ from . import grad_mode
 # frame costs about as much as the rest of recording a node.
 RECORD_LOCATIONS = [False]
 
+
+class record_locations:  # noqa: N801 - a context manager, like no_grad
+    """Within this block, eager tape nodes remember the user's ``file:line`` (``node.loc``),
+    which `dg.viz` colours by and `dg.compare` aligns with the traced graph."""
+
+    def __enter__(self) -> "record_locations":
+        self._prev = RECORD_LOCATIONS[0]
+        RECORD_LOCATIONS[0] = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        RECORD_LOCATIONS[0] = self._prev
+
 _FREED_MSG = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
     "after they have already been freed). Saved intermediate values of the graph are freed "

@@ -44,6 +44,9 @@ def graph_of(*tensors: Tensor) -> Graph:
     for n in order:
         new_inputs = tuple(copies[id(i)] if isinstance(i, Node) else i for i in n.inputs)
         attrs = dict(n.attrs)
+        if isinstance(n, AccumulateGrad):
+            # Hidden (underscore) attribute: lets viz.make_dot name a leaf by its parameter.
+            attrs["_variable"] = n._var
         c = Node(n.op, new_inputs, attrs, tuple(n.shape), n.dtype, n.loc)
         copies[id(n)] = c
         (inputs if isinstance(n, AccumulateGrad) else nodes).append(c)
