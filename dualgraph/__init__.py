@@ -9,9 +9,9 @@
 
 from . import nn, ops, optim, passes, testing, viz
 from .compare import CompareReport, compare
-from .compile import compile
+from .compile import RetraceLimitError, StaleTraceError, compile
 from .dtypes import bool_, float16, float32, float64, int32, int64
-from .eager.autograd import record_locations
+from .eager.autograd import detect_anomaly, record_locations
 from .eager.export import graph_of
 from .eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .eager.tensor import (
@@ -59,7 +59,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CompareReport", "Graph", "GraphError", "Node", "Tensor", "TraceError", "compare", "compile",
-    "differentiate", "explain", "record_locations",
+    "RetraceLimitError", "StaleTraceError", "detect_anomaly", "differentiate", "explain",
+    "record_locations",
     "interpret", "passes", "trace", "viz", "abs", "arange", "backward", "bool", "bool_",
     "cat", "concatenate", "cos", "enable_grad", "exp", "float16", "float32", "float64",
     "from_numpy", "full", "grad", "graph_of", "int32", "int64", "is_grad_enabled", "log",

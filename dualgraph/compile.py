@@ -14,7 +14,10 @@ A call is one of three kinds, decided when it is traced:
 from __future__ import annotations
 
 import functools
+import os
+import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +78,14 @@ def _describe_change(old: tuple, new: tuple, args: tuple) -> str:
                 return f"argument {i} ({kind}): {what} {b[k]} instead of {a[k]}"
         return f"argument {i}: requires_grad={b[2]} instead of {a[2]}"
     return f"grad mode {'on' if new_grad else 'off'} instead of {'on' if old_grad else 'off'}"
+
+
+class RetraceLimitError(RuntimeError):
+    """A compiled function with ``strict=True`` went over its retrace budget."""
+
+
+class StaleTraceError(TraceError):
+    """``verify=True`` found that the compiled trace no longer matches the Python program."""
 
 
 class _Cotangents:
@@ -207,6 +218,7 @@ class _Entry:
     grad_none: list = field(default_factory=list)
     residual_plan: list = field(default_factory=list)  # ("in", j) | ("out", position)
     _pos: dict = field(default_factory=dict)  # graph output index -> kernel output position
+    calls: int = 0
     out_rg: tuple = ()  # per user output: depends on an input that requires grad
 
     def guard_failure(self) -> str | None:
@@ -261,15 +273,20 @@ class CompiledFunction:
     """The callable `compile` returns. ``stats`` counts traces, cache hits and kernels."""
 
     def __init__(self, fn: Callable, parallel: bool = False, cache: bool = True,
-                 strict: bool = False, verify: bool = False) -> None:
+                 strict: bool = False, verify: bool = False, max_retraces: int = 8) -> None:
         self.fn = fn
         self.parallel = parallel
         self.cache = cache
         self.strict = strict
-        self.verify = verify
+        self.verify = verify or os.environ.get("DUALGRAPH_VERIFY", "") not in ("", "0")
+        self.max_retraces = max_retraces
         self.stats = CompileStats()
         self._entries: dict[tuple, list[_Entry]] = {}
         self._last_sig: tuple | None = None
+        self._eager_fallback = False
+        # Tracing and compiling run under a lock: two threads calling the same function with
+        # a new signature compile it once; cached calls take no lock.
+        self._lock = threading.RLock()
         functools.update_wrapper(self, fn, updated=())
 
     # ------------------------------------------------------------------- calls
@@ -301,16 +318,87 @@ class CompiledFunction:
                 entry = e
                 break
         if entry is None:
-            if reason is None and self._last_sig is not None and sig != self._last_sig:
-                reason = _describe_change(self._last_sig, sig, args)
-            if reason is not None:
-                self.stats.retrace_reasons.append(reason)
-            entry = self._compile(args)
-            self._entries.setdefault(sig, []).append(entry)
+            if self._eager_fallback:
+                return self.fn(*args)
+            with self._lock:
+                for e in self._entries.get(sig, ()):  # another thread may have compiled it
+                    if not e.guards or e.guard_failure() is None:
+                        entry = e
+                if entry is None:
+                    if reason is None and self._last_sig is not None and sig != self._last_sig:
+                        reason = _describe_change(self._last_sig, sig, args)
+                    if self.stats.traces > 0 and not self._retrace_allowed(reason):
+                        return self.fn(*args)
+                    if reason is not None:
+                        self.stats.retrace_reasons.append(reason)
+                    entry = self._compile(args)
+                    self._entries.setdefault(sig, []).append(entry)
         else:
             self.stats.cache_hits += 1
         self._last_sig = sig
+        if self.verify:
+            entry.calls += 1
+            if entry.calls & (entry.calls - 1) == 0:  # calls 1, 2, 4, 8, ...: occasionally
+                self._check_stale(entry, args)
         return self._run(entry, args)
+
+    def _retrace_allowed(self, reason: str | None) -> bool:
+        """The retrace budget: past it, warn once and run eagerly (or raise if strict)."""
+        if self.stats.traces - 1 < self.max_retraces:
+            return True
+        reasons = self.stats.retrace_reasons + [reason or "unknown"]
+        shown = "\n  ".join(reasons[-8:])
+        msg = (
+            f"{getattr(self.fn, '__name__', 'compiled function')} was retraced "
+            f"{self.stats.traces - 1} times (budget {self.max_retraces}). Why:\n  {shown}\n"
+            "Fix: pass a changing Python number as a tensor (dg.tensor(value)) so it is an "
+            "input, not a baked constant; keep shapes and dtypes fixed (pad the last batch); "
+            "or raise the budget with dg.compile(fn, max_retraces=N)."
+        )
+        if self.strict:
+            raise RetraceLimitError(msg)
+        warnings.warn(msg + " Running eagerly from now on.", RuntimeWarning, stacklevel=3)
+        self._eager_fallback = True
+        return False
+
+    def _check_stale(self, entry: _Entry, args: tuple) -> None:
+        """Trace again and compare with the compiled trace: a Python branch baked into the
+        trace that now goes the other way changes the op sequence. Functions without side
+        effects also run eagerly, and their results are compared."""
+        ctx = TraceContext(lift_as_input=lambda t: True)
+        targs = [ctx.new_input(a.shape, a.dtype, a if isinstance(a, Tensor) else None)
+                 if isinstance(a, (Tensor, np.ndarray)) else a for a in args]
+        try:
+            with ctx:
+                self.fn(*targs)
+        finally:
+            self._restore_grads(ctx)
+        old = [(n.op, n.loc) for n in entry.graph.nodes if n.op != "const"]
+        new = [(n.op, n.loc) for n in ctx.nodes if n.op != "const"]
+        if old != new:
+            k = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old),
+                                                                                   len(new)))
+            where = (new[k] if k < len(new) else old[k - 1] if old else (None, None))[1]
+            raise StaleTraceError(
+                f"the compiled trace of {getattr(self.fn, '__name__', 'the function')} is "
+                f"stale: running it now gives a different program from {where or 'the end'} "
+                f"on ({old[k][0] if k < len(old) else 'nothing'} was compiled, "
+                f"{new[k][0] if k < len(new) else 'nothing'} runs now). A Python branch or "
+                "value baked into the trace changed; make it a tensor input or use dg.where."
+            )
+        if entry.mode != "step":
+            with grad_mode.no_grad():
+                expected = self.fn(*args)
+                got = self._run(entry, args)
+            exp = expected if isinstance(expected, (tuple, list)) else (expected,)
+            res = got if isinstance(got, (tuple, list)) else (got,)
+            for k, (e, r) in enumerate(zip(exp, res)):
+                tol = 1e-4 if e.dtype == np.float32 else 1e-9
+                if not np.allclose(r._data, e._data, rtol=tol, atol=tol, equal_nan=True):
+                    raise StaleTraceError(
+                        f"the compiled result {k} of {getattr(self.fn, '__name__', 'fn')} no "
+                        "longer matches the eager one: a Python value baked into the trace "
+                        "(a hyperparameter, a global) has changed; pass it as a tensor.")
 
     def entries(self) -> list:
         return [e for es in self._entries.values() for e in es]
@@ -502,7 +590,7 @@ class CompiledModule:
 
 
 def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool = True,  # noqa: A001
-            strict: bool = False, verify: bool = False) -> Any:
+            strict: bool = False, verify: bool = False, max_retraces: int = 8) -> Any:
     """Compile a function or a module to Numba, once per argument signature.
 
     >>> @dg.compile
@@ -510,9 +598,13 @@ def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool =
     ...     return (x * y + y ** 2).sum()
 
     Options: ``parallel`` (prange for large loops), ``cache`` (on-disk kernel cache;
-    ``DUALGRAPH_DISABLE_DISK_CACHE=1`` turns it off everywhere), ``strict`` and ``verify``.
+    ``DUALGRAPH_DISABLE_DISK_CACHE=1`` turns it off everywhere), ``max_retraces`` (past
+    it the function warns once and runs eagerly, or raises `RetraceLimitError` when
+    ``strict``), ``verify`` (now and then retrace and rerun eagerly to catch a stale
+    trace; ``DUALGRAPH_VERIFY=1`` turns it on everywhere).
     """
-    options = {"parallel": parallel, "cache": cache, "strict": strict, "verify": verify}
+    options = {"parallel": parallel, "cache": cache, "strict": strict, "verify": verify,
+               "max_retraces": max_retraces}
     if fn is None:
         return functools.partial(compile, **options)
     from .nn.modules import Module

@@ -26,6 +26,38 @@ from . import grad_mode
 RECORD_LOCATIONS = [False]
 
 
+ANOMALY = [False]
+
+
+class detect_anomaly:  # noqa: N801 - PyTorch's name
+    """PyTorch's anomaly mode: a backward op that produces nan raises, naming the forward
+    op and the user's line that made it (forward ops record their line inside the block).
+
+    >>> with dg.detect_anomaly():
+    ...     y = dg.sqrt(x)            # x has a 0: the gradient is inf * 0 somewhere
+    ...     y.sum().backward()        # RuntimeError: ... SqrtBackward0 ... at file.py:12
+    """
+
+    def __enter__(self) -> "detect_anomaly":
+        self._prev = (ANOMALY[0], RECORD_LOCATIONS[0])
+        ANOMALY[0] = RECORD_LOCATIONS[0] = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        ANOMALY[0], RECORD_LOCATIONS[0] = self._prev
+
+
+def _check_anomaly(node: "Function", grads: Any) -> None:
+    for k, gi in enumerate(grads):
+        data = getattr(gi, "_data", None)
+        if data is not None and data.dtype.kind == "f" and np.isnan(data).any():
+            where = f" (forward: {node.op} at {node.loc})" if node.loc else f" ({node.op})"
+            raise RuntimeError(
+                f"Function '{node.name()}' returned nan values in its {k}th output{where}. "
+                "Anomaly mode (dg.detect_anomaly) stopped backward here."
+            )
+
+
 class record_locations:  # noqa: N801 - a context manager, like no_grad
     """Within this block, eager tape nodes remember the user's ``file:line`` (``node.loc``),
     which `dg.viz` colours by and `dg.compare` aligns with the traced graph."""
@@ -333,7 +365,10 @@ def _run(roots, grads, retain_graph, create_graph, targets, allow_unused):
                 isinstance(i, Function) for i in node.inputs):
             # One op over leaves (a compiled call, or x * y): no graph to walk.
             handed = {id(grads[0]._data)}
-            for inp, gi in zip(node.inputs, node.apply(grads[0])):
+            in_grads = node.apply(grads[0])
+            if ANOMALY[0]:
+                _check_anomaly(node, in_grads)
+            for inp, gi in zip(node.inputs, in_grads):
                 if gi is not None and isinstance(inp, AccumulateGrad):
                     _accumulate(inp, gi, create_graph, handed)
             if not retain_graph:
@@ -372,6 +407,8 @@ def _run(roots, grads, retain_graph, create_graph, targets, allow_unused):
             if capture is not None and node in capture:
                 capture[node] = g
             in_grads = node.apply(g)
+            if ANOMALY[0]:
+                _check_anomaly(node, in_grads)
         else:
             in_grads = (None,) * len(node.inputs)
         for inp, gi in zip(node.inputs, in_grads):

@@ -47,13 +47,17 @@ def normalize_axis(name: str, axis: Any, ndim: int) -> tuple | None:
     for a in axes:
         if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
             raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}")
-        if not -ndim <= a < max(ndim, 1):
+        if not -max(ndim, 1) <= a < max(ndim, 1):
             raise ValueError(
                 f"{name}: axis {a} is out of range for a tensor of {ndim} dimension(s)"
             )
         out.append(int(a) % max(ndim, 1))
     if len(set(out)) != len(out):
         raise ValueError(f"{name}: repeated axis in {axis!r}")
+    if ndim == 0:
+        # PyTorch accepts dim 0 or -1 on a 0-d tensor (as if it had one dimension of size
+        # 1); reducing over it reduces nothing, which NumPy spells axis=().
+        return ()
     return tuple(sorted(out))
 
 

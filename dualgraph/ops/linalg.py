@@ -26,7 +26,13 @@ def _matmul_infer(a: Any, b: Any) -> tuple:
             f"matmul: shapes {sa} and {sb} are not aligned: {ka} (dim {len(sa) - 1} of the "
             f"first) != {kb} (dim {max(len(sb) - 2, 0)} of the second)"
         )
-    batch = broadcast_shapes("matmul", sa[:-2], sb[:-2])
+    try:
+        batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+    except ValueError:
+        # Name the operands' shapes, not just their batch parts (API.md A2).
+        raise ValueError(
+            f"matmul: the batch dimensions of shapes {sa} and {sb} cannot be broadcast together"
+        ) from None
     out = batch + (sa[-2:-1] if len(sa) > 1 else ()) + (sb[-1:] if len(sb) > 1 else ())
     return out, result_dtype(a, b)
 
@@ -74,9 +80,14 @@ def _addmm_infer(bias: Any, a: Any, b: Any) -> tuple:
     if len(sa) != 2 or len(sb) != 2:
         raise ValueError(f"addmm: needs 2-D matrices, got shapes {sa} and {sb}")
     out, dtype = _matmul_infer(a, b)
-    broadcast_shapes("addmm", tuple(bias.shape), out)
-    if len(bias.shape) > 2:
-        raise ValueError(f"addmm: bias of shape {tuple(bias.shape)} does not fit output {out}")
+    # The bias must broadcast *to* the product's shape (as in torch.addmm), not merely with
+    # it: a (2, 5) bias on a (1, 5) product would widen the output, which the kernel's
+    # in-place add (and this rule's answer) does not allow.
+    if len(bias.shape) > 2 or broadcast_shapes("addmm", tuple(bias.shape), out) != out:
+        raise ValueError(
+            f"addmm: bias of shape {tuple(bias.shape)} does not broadcast to the output shape "
+            f"{out} of {sa} @ {sb}"
+        )
     return out, result_dtype(bias, a, b)
 
 

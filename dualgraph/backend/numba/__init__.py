@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
 from typing import Any
 
 import numba
@@ -63,8 +65,16 @@ class Kernel:
         ``prepared``: the arrays are already as `run` takes them."""
         ins = list(arrays) if prepared else self.prepare(arrays)
         args = ins + list(self._consts) + self.new_outputs()
+        sig = tuple(numba.typeof(a) for a in args)
         t0 = time.perf_counter()
-        self.fn.compile(tuple(numba.typeof(a) for a in args))
+        try:
+            self.fn.compile(sig)
+        except Exception as e:  # noqa: BLE001 - whatever a damaged cache file raises
+            if not self.path or not _drop_numba_cache(self.path):
+                raise
+            warnings.warn(f"dualgraph: Numba's cache for {self.path} was unreadable ({e!r}); "
+                          "removed it and compiled again", RuntimeWarning, stacklevel=2)
+            self.fn.compile(sig)
         self.numba_seconds = time.perf_counter() - t0
         return self.numba_seconds
 
@@ -72,6 +82,18 @@ class Kernel:
         outs = self.new_outputs()
         self.run(self.prepare(arrays), outs)
         return tuple(o.reshape(()) if scalar else o for o, (_, _, scalar) in zip(outs, self._outs))
+
+
+def _drop_numba_cache(path: str) -> bool:
+    """Delete Numba's index and data files for the kernel module at ``path``."""
+    d = os.path.join(os.path.dirname(path), "__pycache__")
+    stem = os.path.splitext(os.path.basename(path))[0]
+    removed = False
+    for name in os.listdir(d) if os.path.isdir(d) else ():
+        if name.startswith(stem + "."):
+            os.remove(os.path.join(d, name))
+            removed = True
+    return removed
 
 
 def build(graph: Graph, parallel: bool = False, use_cache: bool = True,

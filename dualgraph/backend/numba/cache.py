@@ -18,6 +18,7 @@ import tempfile
 import threading
 import types
 import warnings
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,10 @@ from dualgraph.backend.numba import kernels as dgk  # math functions (source {kd
 
 '''
 _LOCK = threading.Lock()
-_KERNELS: dict[str, Any] = {}  # digest -> njit dispatcher
+# digest -> njit dispatcher, least recently used first; bounded so that a long session of
+# ever-new graphs does not keep every kernel alive.
+_KERNELS: OrderedDict[str, Any] = OrderedDict()
+MAX_KERNELS = 256
 
 
 def cache_dir() -> Path:
@@ -72,6 +76,7 @@ def load(body: str, name: str, parallel: bool, cache: bool) -> tuple[Any, str, s
     with _LOCK:
         fn = _KERNELS.get(digest)
         if fn is not None:
+            _KERNELS.move_to_end(digest)
             return fn, source, getattr(fn, "_dg_path", None)
         path = None
         if use_disk:
@@ -89,6 +94,8 @@ def load(body: str, name: str, parallel: bool, cache: bool) -> tuple[Any, str, s
         fn = getattr(module, name)
         fn._dg_path = str(path) if path else None
         _KERNELS[digest] = fn
+        while len(_KERNELS) > MAX_KERNELS:
+            _KERNELS.popitem(last=False)
         return fn, source, fn._dg_path
 
 
