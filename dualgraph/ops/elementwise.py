@@ -224,14 +224,19 @@ def _pow_vjp(ctx, g):
             return mul(g, mul(x, 2.0)), None
         return mul(g, mul(pow(x, y - 1), y)), None
     nx, ny = ctx.needs_input_grad
-    gx = mul(g, mul(y, pow(x, sub(y, 1)))) if nx else None
+    # Where y == 0 the x-gradient is 0 (PyTorch), also at x == 0 where y * x ** (y - 1)
+    # would be 0 * inf = nan.
+    gx = mul(g, where(eq(y, 0), 0.0, mul(y, pow(x, sub(y, 1))))) if nx else None
     if not ny:
         return gx, None
-    # d/dy x**y = x**y log x; where x == 0 PyTorch takes the limit 0 instead of nan.
+    # d/dy x**y = x**y log x; where x == 0 and y >= 0 PyTorch takes the limit 0 instead of
+    # nan; for y < 0 the formula's -inf stands (x**y is inf there, so -x**y is that -inf).
     if isinstance(x, (int, float)):  # a literal base: log x is a number
-        return gx, mul(g, 0.0) if x == 0 else mul(g, mul(ctx.out, math.log(x) if x > 0 else
-                                                          math.nan))
-    gy = mul(g, where(eq(x, 0), 0.0, mul(ctx.out, log(x))))
+        if x == 0:
+            return gx, mul(g, where(ge(y, 0), 0.0, neg(ctx.out)))
+        return gx, mul(g, mul(ctx.out, math.log(x) if x > 0 else math.nan))
+    limit = where(ge(y, 0), 0.0, neg(ctx.out))
+    gy = mul(g, where(eq(x, 0), limit, mul(ctx.out, log(x))))
     return gx, gy
 
 
