@@ -28,7 +28,7 @@ from .eager import grad_mode
 from .eager.autograd import _FREED_MSG, Function
 from .eager.tensor import Tensor, _make
 from .errors import TraceError
-from .ir.graph import Graph, Literal
+from .ir.graph import Graph, Literal, Node
 from .passes import optimize
 from .trace.autodiff import differentiate
 from .trace.tracer import TraceContext, Tracer, _outputs
@@ -86,6 +86,18 @@ class RetraceLimitError(RuntimeError):
 
 class StaleTraceError(TraceError):
     """``verify=True`` found that the compiled trace no longer matches the Python program."""
+
+
+def _differentiable_ancestors(outputs: list, rg: set) -> set:
+    """Ids of the nodes reached from ``outputs`` through nodes that require grad."""
+    stack = [o for o in outputs if id(o) in rg]
+    seen = {id(o) for o in stack}
+    while stack:
+        for i in stack.pop().inputs:
+            if isinstance(i, Node) and id(i) in rg and id(i) not in seen:
+                seen.add(id(i))
+                stack.append(i)
+    return seen
 
 
 class _Cotangents:
@@ -439,7 +451,11 @@ class CompiledFunction:
         graph = Graph(ctx.inputs + [n for _, n in ctx.captured], ctx.nodes, user + extra)
         self.stats.traces += 1
         self.stats.trace_seconds += time.perf_counter() - t0
-        leaves = [i for i, n in enumerate(graph.inputs) if id(n) in ctx.leaves]
+        # Only the leaves an output reaches through recorded ops get a gradient, as on the
+        # eager tape: an unused input (or one only compared) keeps .grad None, not zeros.
+        reached = _differentiable_ancestors(user, ctx.rg)
+        leaves = [i for i, n in enumerate(graph.inputs)
+                  if id(n) in ctx.leaves and id(n) in reached]
         train = (not ctx.backward_called and grad_mode.GRAD_ENABLED[0] and leaves
                  and any(id(n) in ctx.rg for n in user))
         entry = _Entry(

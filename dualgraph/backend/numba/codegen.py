@@ -47,12 +47,19 @@ def np_dtype(dtype: np.dtype) -> str:
     return "np.bool_" if dtype == np.bool_ else f"np.{np.dtype(dtype).name}"
 
 
+def _py(value: object) -> str:
+    """Source for a Python literal; inf and nan have no literal, ``repr`` gives bare names."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "np.nan" if value != value else ("np.inf" if value > 0 else "-np.inf")
+    return repr(value)
+
+
 def _typed(value: object, dtype: np.dtype) -> str:
     """A literal as a constant of ``dtype``: a bare 2.0 would make a float32 loop float64."""
     if dtype == np.bool_:
         return "True" if value else "False"
     if dtype.kind == "f":
-        return f"{np_dtype(dtype)}({float(value)!r})"
+        return f"{np_dtype(dtype)}({_py(float(value))})"
     return f"{np_dtype(dtype)}({int(value)})"
 
 
@@ -175,7 +182,7 @@ class _Writer:
                 kind = "reduce" if op.reduction else "elementwise"
                 self.group(body, args, out, kind)
             elif op.lower is not None:
-                args = [self.var[id(i)] if isinstance(i, Node) else repr(i) for i in ins]
+                args = [self.var[id(i)] if isinstance(i, Node) else _py(i) for i in ins]
                 for line in op.lower(n, args, out, ishape):
                     self.emit(line)
             else:
@@ -285,7 +292,7 @@ class _Writer:
     def matmul_group(self, body: Graph, members: list[Node], anchor: Node, env: dict,
                      out: str) -> None:
         op = OPS[anchor.op]
-        ins = [env[id(i)] if isinstance(i, Node) else repr(i) for i in anchor.inputs]
+        ins = [env[id(i)] if isinstance(i, Node) else _py(i) for i in anchor.inputs]
         mm = self.fresh("mm")
         if op.contraction_bias:
             # The bias is part of the epilogue loop: BLAS computes only the product.
