@@ -468,6 +468,10 @@ class CompiledFunction:
         entry.out_rg = tuple(id(n) in ctx.rg for n in user)
         index_of = {id(n): j for j, n in enumerate(graph.inputs)}
         captured_node = {id(t): n for t, n in ctx.captured}
+        for node_id, t in ctx.arg_tensors.items():  # arguments changed in place
+            node = next((n for n in ctx.inputs if id(n) == node_id), None)
+            if node is not None:
+                captured_node.setdefault(id(t), node)
         write_inputs = [index_of.get(id(captured_node.get(id(t))), None) for t in entry.writes]
         n_grads = sum(1 for _, kind in entry.grad_writes if kind == "set")
         t1 = time.perf_counter()

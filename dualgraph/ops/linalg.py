@@ -162,17 +162,20 @@ def _matmul_lower(node, args, out, ishape):
     ]
     ia = _batch_index(sa[:-2], batch)
     ib = _batch_index(sb[:-2], batch)
-    lines.append(f"    {out}3[_k] = np.dot(_a[{ia}], _b[{ib}])")
+    opa = f"_a[{ia}]" if ia else "_a"
+    opb = f"_b[{ib}]" if ib else "_b"
+    lines.append(f"    {out}3[_k] = np.dot({opa}, {opb})")
     lines.append(f"{out} = {out}3.reshape({ishape(node)})")
     return lines
 
 
 def _batch_index(shape: tuple, batch: tuple) -> str:
-    """Index expression into an operand's batch dims (broadcast ones read index 0)."""
+    """Index expression into an operand's batch dims (broadcast ones read index 0); empty
+    for an operand without batch dims, which is used whole (Numba cannot index ``x[...]``)."""
     lead = len(batch) - len(shape)
     parts = [("0" if d == 1 and batch[lead + j] != 1 else f"_k[{lead + j}]")
              for j, d in enumerate(shape)]
-    return ", ".join(parts + ["..."]) if parts else "..."
+    return ", ".join(parts + [":", ":"]) if parts else ""
 
 
 def _addmm_lower(node, args, out, ishape):

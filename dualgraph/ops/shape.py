@@ -343,12 +343,19 @@ def _index_code(index: tuple) -> str:
     return ", ".join(parts)
 
 
+def _one_element(index: tuple, source: Any) -> bool:
+    """An index of one int per dimension (plus new axes) selects a single element, which
+    Numba returns as a scalar, not an array."""
+    ints = sum(1 for e in index if isinstance(e, int))
+    return ints == len(source.shape) and all(isinstance(e, int) or e is None for e in index)
+
+
 def _getitem_lower(node, args, out, ishape):
     index = node.attrs["index"]
     code = _index_code(index)
     if not code:
         return [f"{out} = np.ascontiguousarray({args[0]}).reshape({ishape(node)})"]
-    if all(isinstance(e, int) or e is None for e in index):  # one element
+    if _one_element(index, node.inputs[0]):
         return [f"{out} = np.full({ishape(node)}, {args[0]}[{code}], "
                 f"{_np_dtype(node.dtype)})"]
     return [f"{out} = np.ascontiguousarray({args[0]}[{code}]).reshape({ishape(node)})"]
@@ -360,7 +367,7 @@ def _scatter_lower(node, args, out, ishape):
     lines = [f"{out} = np.zeros({ishape(node)}, {_np_dtype(node.dtype)})"]
     if not code:
         return lines + [f"{out}[:] = np.ascontiguousarray({args[0]}).reshape({ishape(node)})"]
-    if all(isinstance(e, int) or e is None for e in index):
+    if _one_element(index, node):
         return lines + [f"{out}[{code}] = {args[0]}.ravel()[0]"]
     target = np.zeros(shape, np.bool_)[to_numpy_index(tuple(e for e in index if e is not None))]
     return lines + [f"{out}[{code}] = np.ascontiguousarray({args[0]}).reshape({target.shape})"]
@@ -377,6 +384,20 @@ def _stack_lower(node, args, out, ishape):
             f"{node.attrs['axis']})).reshape({ishape(node)})"]
 
 
+def _stop_gradient_infer(x: Any) -> tuple:
+    return tuple(x.shape), x.dtype
+
+
+def stop_gradient(x: Any) -> Any:
+    """The value of ``x`` with no gradient flowing back (what ``detach()`` means in a traced
+    function; eager ``detach()`` needs no op, since the tape simply does not record it)."""
+    return bind(STOP_GRADIENT, x)
+
+
+STOP_GRADIENT = register(OpDef(
+    "stop_gradient", lambda x: x, _stop_gradient_infer, None, "", elementwise=True,
+    differentiable=False, scalar="{0}",
+))
 RESHAPE = register(OpDef(
     "reshape", np.reshape, _reshape_infer, _reshape_vjp, "ViewBackward0", view=True,
     lower=_reshape_lower,

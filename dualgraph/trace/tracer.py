@@ -104,7 +104,70 @@ class Tracer(TensorOps):
         raise _trace_error("passing a tracer to NumPy (call dg.exp etc. instead of np.exp)")
 
     def detach(self) -> "Tracer":
+        from ..ops.shape import stop_gradient
+
+        return stop_gradient(self)
+
+    # In place: the tracer takes the new value; if it stands for an argument, the new value
+    # is also written back to the caller's tensor after each compiled call (as eager does).
+    def _inplace(self, op_name: str, other: Any) -> "Tracer":
+        from ..ops.registry import OPS
+
+        ctx = self._ctx
+        t = ctx.arg_tensors.get(id(self.node))
+        if t is not None and t.requires_grad and GRAD_ENABLED[0]:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                               "in-place operation (wrap the update in `with dg.no_grad():`)")
+        new = ctx.process(OPS[op_name], (self, other), {}) if op_name else other
+        if tuple(new.shape) != tuple(self.shape):
+            raise RuntimeError(f"in-place op: output with shape {tuple(self.shape)} doesn't "
+                               f"match the broadcast shape {tuple(new.shape)}")
+        if t is not None:
+            ctx.arg_tensors[id(new.node)] = t
+            ctx.writes[id(t)] = (t, new.node)
+            ctx._keep.append(t)
+        self.node = new.node
         return self
+
+    def __iadd__(self, o: Any) -> "Tracer":
+        return self._inplace("add", o)
+
+    def __isub__(self, o: Any) -> "Tracer":
+        return self._inplace("sub", o)
+
+    def __imul__(self, o: Any) -> "Tracer":
+        return self._inplace("mul", o)
+
+    def __itruediv__(self, o: Any) -> "Tracer":
+        return self._inplace("div", o)
+
+    def add_(self, o: Any, alpha: float = 1) -> "Tracer":
+        return self._inplace("add", o if alpha == 1 else o * alpha)
+
+    def sub_(self, o: Any, alpha: float = 1) -> "Tracer":
+        return self._inplace("sub", o if alpha == 1 else o * alpha)
+
+    def mul_(self, o: Any) -> "Tracer":
+        return self._inplace("mul", o)
+
+    def div_(self, o: Any) -> "Tracer":
+        return self._inplace("div", o)
+
+    def zero_(self) -> "Tracer":
+        return self.fill_(0)
+
+    def fill_(self, value: Any) -> "Tracer":
+        return self.copy_(np.full(self.shape, value, self.dtype))
+
+    def copy_(self, src: Any) -> "Tracer":
+        from ..ops.shape import astype, broadcast_to
+
+        src = src if isinstance(src, Tracer) else Tracer(self._ctx.as_node(src), self._ctx)
+        if tuple(src.shape) != tuple(self.shape):
+            src = broadcast_to(src, tuple(self.shape))
+        if src.dtype != self.dtype:
+            src = astype(src, self.dtype)
+        return self._inplace("", src * 1 if src.node is self.node else src)
 
 
 class TraceContext:
@@ -123,11 +186,14 @@ class TraceContext:
         self.writes: dict[int, tuple[Tensor, Node]] = {}  # in-place writes to eager tensors
         self.grad_before: dict[int, tuple[Tensor, Any]] = {}  # .grad before the trace wrote it
         self.grad_assumed_none: list[Tensor] = []  # backward() found .grad None on entry
+        self.arg_tensors: dict[int, Tensor] = {}  # argument input node id -> caller's tensor
         self.backward_called = False
 
     def new_input(self, shape: tuple, dtype: np.dtype, tensor: Tensor | None = None) -> Tracer:
         node = Node("input", (), {}, tuple(shape), np.dtype(dtype))
         self.inputs.append(node)
+        if tensor is not None:
+            self.arg_tensors[id(node)] = tensor
         if tensor is not None and tensor.requires_grad:
             self.rg.add(id(node))
             self.leaves[id(node)] = tensor

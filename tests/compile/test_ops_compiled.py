@@ -36,6 +36,7 @@ class Case:
     ops: tuple[str, ...]  # ops the compiled forward or backward graph must contain
     fn: Callable
     inputs: Callable[[np.random.Generator, type], list]  # arrays; floating ones need grad
+    xfail: str | None = None  # a known bug, described for whoever fixes it
 
 
 def _uniform(rng, lo, hi, shape, dtype):
@@ -43,6 +44,12 @@ def _uniform(rng, lo, hi, shape, dtype):
 
 
 # --------------------------------------------------------------------------- programs
+
+
+def detached(x):
+    # detach() in a traced function is a stop_gradient node: the gradient of x.detach() * x
+    # is x, not 2x (eager gives x because the tape never records the detached value).
+    return (x.detach() * x,)
 
 
 def arith(x, y):
@@ -65,11 +72,11 @@ def shapes(x, y):
     return (
         x.reshape(6, 4) * 2.0,
         x.transpose(2, 0, 1) + 1.0,
-        y.expand(3, 4) * x[0],  # broadcast_to, then getitem (backward: scatter)
+        y.expand(3, 4) * x[0, :, :],  # broadcast_to, then getitem (backward: scatter)
         x[1, :, ::2],
         x[..., None, 1:3] * 3.0,
         dg.concatenate([x, y.reshape(1, 1, 4) * x], axis=1),
-        dg.stack([y, y * 2.0], 0),
+        dg.stack([y, y * 2.0], 1),
     )
 
 
@@ -83,17 +90,38 @@ def casts(x, k):
     return x.astype(other) * 2.0, k.astype(x.dtype) * x, x.astype(other).sum()
 
 
-def matmuls(a, b, v, w, bias):
-    return a @ b, v @ a, a @ w, v @ v, F.linear(a, b.T, bias), a.T @ a
+def matmuls(a, b, v, w, bias, big_a, big_b):
+    # Small products are loops in the generated code, big ones BLAS calls: both kinds.
+    return (a @ b, v @ a, a @ w, v @ v, F.linear(a, b.T, bias), a.T @ a, big_a @ big_b,
+            F.linear(big_a, big_b.T, big_b[0, :]))
 
 
-def batched(p, q, r):
-    return p @ q, p @ r
+def batched(p, r):
+    return p @ r, p[:1] @ r  # the second broadcasts p's batch dimension
 
 
-def reductions(x):
+def int_prefix_index(x):
+    # stack's VJP along axis 0 is the same kind of index (g[0], g[1]).
+    return x[1] * 2.0, x[None, 0] + 1.0, dg.stack([x[:, 0], x[:, 1]], 0)
+
+
+def batched_by_matrix(p, q):
+    return p @ q, q.T @ p.transpose(0, 2, 1)
+
+
+def reductions(x, long):
+    # ``long`` has a long last axis (70 = 4 * 16 + 6): reduced with several accumulators
+    # and a remainder loop in the generated code.
     return (x.sum(), x.sum(axis=0), x.sum(axis=(0, 2), keepdims=True), x.mean(axis=1),
-            x.mean(), x.max(), x.max(axis=1), x.max(axis=0, keepdims=True), x.max(axis=2))
+            x.mean(), x.max(), x.max(axis=1), x.max(axis=0, keepdims=True), x.max(axis=2),
+            long.sum(axis=1), long.max(axis=1), long.mean(), dg.exp(long).sum())
+
+
+def _with_ties(r, t):
+    """x, and y equal to x in about half the places (ties split the gradient)."""
+    x = _uniform(r, -2.0, 2.0, (3, 5), t)
+    y = np.where(r.random(x.shape) < 0.5, x, _uniform(r, -2.0, 2.0, x.shape, t))
+    return [x, y.astype(t)]
 
 
 CASES = [
@@ -103,10 +131,7 @@ CASES = [
          lambda r, t: [_uniform(r, 0.2, 3.0, (2, 5), t)]),
     Case("select", ("relu", "abs", "maximum", "minimum", "where", "lt", "le", "gt", "ge",
                     "eq", "ne"), select,
-         # Half of y equals x: ties in maximum/minimum split the gradient.
-         lambda r, t: (lambda x: [x, np.where(r.random(x.shape) < 0.5, x,
-                                              _uniform(r, -2, 2, x.shape, t)).astype(t)])(
-             _uniform(r, -2.0, 2.0, (3, 5), t))),
+         _with_ties),
     Case("shapes", ("reshape", "transpose", "broadcast_to", "getitem", "scatter",
                     "concatenate", "stack"), shapes,
          lambda r, t: [_uniform(r, -1, 1, (2, 3, 4), t), _uniform(r, -1, 1, (4,), t)]),
@@ -117,14 +142,29 @@ CASES = [
     Case("matmul", ("matmul", "addmm"), matmuls,
          lambda r, t: [_uniform(r, -1, 1, (4, 4), t), _uniform(r, -1, 1, (4, 3), t),
                        _uniform(r, -1, 1, (4,), t), _uniform(r, -1, 1, (4,), t),
-                       _uniform(r, -1, 1, (3,), t)]),
+                       _uniform(r, -1, 1, (3,), t), _uniform(r, -1, 1, (32, 16), t),
+                       _uniform(r, -1, 1, (16, 24), t)]),
     Case("matmul_batched", ("matmul",), batched,
-         lambda r, t: [_uniform(r, -1, 1, (2, 3, 4), t), _uniform(r, -1, 1, (4, 5), t),
-                       _uniform(r, -1, 1, (2, 4, 2), t)]),
+         lambda r, t: [_uniform(r, -1, 1, (2, 3, 4), t), _uniform(r, -1, 1, (2, 4, 2), t)]),
     Case("reductions", ("sum", "mean", "max"), reductions,
-         lambda r, t: [_uniform(r, -1, 1, (3, 4, 5), t)]),
+         lambda r, t: [_uniform(r, -1, 1, (3, 4, 5), t), _uniform(r, -1, 1, (3, 70), t)]),
 ]
-CASE_IDS = [c.name for c in CASES]
+# Formerly known bugs (a partial int index, a batched @ unbatched matmul), fixed: kept as
+# their own cases.
+CASES += [
+    Case("getitem_int_prefix", ("getitem", "stack"), int_prefix_index,
+         lambda r, t: [_uniform(r, -1, 1, (3, 4), t)]),
+    Case("matmul_batched_by_matrix", ("matmul",), batched_by_matrix,
+         lambda r, t: [_uniform(r, -1, 1, (2, 3, 4), t), _uniform(r, -1, 1, (4, 5), t)]),
+    Case("stop_gradient", ("stop_gradient",), detached,
+         lambda r, t: [_uniform(r, -1, 1, (3, 4), t)]),
+]
+BROKEN: list = []
+ALL_CASES = [
+    pytest.param(c, id=c.name, marks=pytest.mark.xfail(strict=True, reason=c.xfail))
+    if c.xfail else pytest.param(c, id=c.name)
+    for c in CASES + BROKEN
+]
 
 
 # ---------------------------------------------------------------------------- running
@@ -156,15 +196,17 @@ def _run(fn: Callable, arrays: list, weights_seed: int = 1) -> tuple[list, list]
     return [o.numpy() for o in outs], grads
 
 
-def _compare(case: Case, compiled: Callable, arrays: list, dtype) -> None:
+def _compare(case: Case, compiled: Callable, arrays: list) -> list:
+    """Check compiled outputs and gradients against eager; returns the compiled outputs."""
     eager_out, eager_grads = _run(case.fn, arrays)
     out, grads = _run(compiled, arrays)
     assert len(out) == len(eager_out)
     for k, (a, e) in enumerate(zip(out, eager_out)):
-        assert_close(a, e, dtype, f"{case.name} output {k}")
+        assert_close(a, e, f"{case.name} output {k}")
     for k, (a, e) in enumerate(zip(grads, eager_grads)):
         if e is not None:
-            assert_close(a, e, dtype, f"{case.name} grad of input {k}")
+            assert_close(a, e, f"{case.name} grad of input {k}")
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -192,11 +234,11 @@ def test_every_op_has_a_compiled_case():
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
-@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("case", ALL_CASES)
 def test_compiled_equals_eager(case: Case, dtype, compiled_cases):
     f = _compiled(compiled_cases, case, dtype)
     arrays = case.inputs(np.random.default_rng(0), dtype)
-    _compare(case, f, arrays, dtype)
+    _compare(case, f, arrays)
     # Compiled for real: one trace, forward and backward kernels, and every op the case
     # claims is in a compiled graph (not folded away before lowering).
     assert f.stats.traces == 1
@@ -206,7 +248,7 @@ def test_compiled_equals_eager(case: Case, dtype, compiled_cases):
     lowered = set(graph_ops(entry.optimized)) | set(graph_ops(entry.backward_graph))
     assert set(case.ops) <= lowered, f"not compiled: {sorted(set(case.ops) - lowered)}"
     # Same signature, new data: the kernels are reused.
-    _compare(case, f, case.inputs(np.random.default_rng(1), dtype), dtype)
+    _compare(case, f, case.inputs(np.random.default_rng(1), dtype))
     assert f.stats.traces == 1 and f.stats.cache_hits >= 1
 
 
@@ -224,25 +266,31 @@ def test_nan_and_inf_propagate_like_numpy(dtype, compiled_cases):
     x = SPECIAL.reshape(3, 5).astype(dtype)
     y = SPECIAL_Y.reshape(3, 5).astype(dtype)
     with np.errstate(invalid="ignore"):
-        _compare(case, f, [x, y], dtype)
-    # The references themselves: NumPy's semantics, nan first.
-    out = [o.numpy() for o in _as_tuple(f(dg.tensor(x), dg.tensor(y)))]
+        out = _compare(case, f, [x, y])
+    # The reference itself is NumPy's semantics (nan wins in maximum/minimum, comparisons
+    # with nan are false except !=).
     with np.errstate(invalid="ignore"):
         expected = [np.maximum(x, 0), np.abs(x), np.maximum(x, y), np.minimum(x, y),
                     np.where(x < y, x, y), np.maximum(x, dtype(0.25)), x < y, x <= y, x > y,
                     x >= y, x == y, x != y]
     for k, (a, e) in enumerate(zip(out, expected)):
-        assert_close(a, e.astype(a.dtype) if a.dtype.kind == "f" else e, dtype, f"output {k}")
+        assert_close(a, e.astype(a.dtype) if a.dtype.kind == "f" else e, f"output {k}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
 def test_reductions_propagate_nan(dtype, compiled_cases):
     case = next(c for c in CASES if c.name == "reductions")
     f = _compiled(compiled_cases, case, dtype)
-    x = np.random.default_rng(2).uniform(-1, 1, (3, 4, 5)).astype(dtype)
+    x, long = case.inputs(np.random.default_rng(2), dtype)
     x[1, 2, 3] = np.nan
     x[2, 0, 0] = np.inf
-    with np.errstate(invalid="ignore"):
-        _compare(case, f, [x], dtype)
-    full_max = f(dg.tensor(x))[5].numpy()
-    assert np.isnan(full_max)
+    long[0, 5] = np.nan  # in a lane
+    long[1, 67] = np.nan  # in the remainder
+    long[2, 9] = np.inf
+    # Eager max's VJP divides by the count of maxima, 0 in a nan row (masked out after).
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = _compare(case, f, [x, long])
+    assert np.isnan(out[0]) and np.isnan(out[5])  # sum and max see the nan
+    assert np.isnan(out[6]).sum() == 1 and np.isnan(out[6][1, 3]) and out[6][2, 0] == np.inf
+    assert np.isnan(out[10][:2]).all() and out[10][2] == np.inf
+    assert f.stats.traces == 1  # new data, same signature: no retrace

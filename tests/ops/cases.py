@@ -261,6 +261,8 @@ CASES: list[OpCase] = [
     case("where", "mixed_f64", dg.where, mask(3), real(3), f64(real(2, 3)), ref=np.where),
     case("where", "small_branches", dg.where, mask(2, 3), real(3), real(1), ref=np.where),
     # Comparisons: bool results, never differentiable. Coarse inputs have many ties.
+    case("stop_gradient", "fn", dg.ops.shape.stop_gradient, real(2, 3), ref=lambda x: x,
+         grad=False),
     case("lt", "bcast", lambda x, y: x < y, coarse(2, 3), coarse(3), grad=False),
     case("lt", "literal", lambda x: x < 0.5, real(4), grad=False),
     case("le", "bcast", lambda x, y: x <= y, coarse(2, 3), coarse(3), grad=False),

@@ -68,7 +68,11 @@ class Kernel:
         sig = tuple(numba.typeof(a) for a in args)
         t0 = time.perf_counter()
         try:
-            self.fn.compile(sig)
+            with warnings.catch_warnings():
+                # Layout advice on generated code (np.dot on a batch slice) is not
+                # actionable for users.
+                warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
+                self.fn.compile(sig)
         except Exception as e:  # noqa: BLE001 - whatever a damaged cache file raises
             if not self.path or not _drop_numba_cache(self.path):
                 raise
