@@ -1,15 +1,34 @@
-"""`dg.explain`: what tracing and each pass do to a program, forward and backward."""
+"""`dg.explain`: what tracing and each pass do to a program, forward and backward.
+
+The report ends with a source map: each line of user code, the IR nodes it became after
+optimization (members of fused kernels included) and the line of generated Numba source
+that computes each of them.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ir.graph import Graph
+from .ir.graph import Graph, Node
 from .passes import PassStat, fusion_groups, op_count, optimize
 from .trace.autodiff import Differentiated, differentiate
 from .trace.tracer import trace
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    """One source-map row: user ``file:line`` -> IR node -> generated Numba line."""
+
+    user: str | None
+    graph: str  # "forward", "backward" or "kernel"
+    op: str
+    ir: str
+    kernel: str | None  # the IR name of the fused node this node is a member of
+    numba_line: int  # 1-based, in `Explanation.numba_source`
+    numba_text: str
 
 
 @dataclass
@@ -23,6 +42,11 @@ class Explanation:
     backward_optimized: Graph | None = None
     backward_passes: list[PassStat] = field(default_factory=list)
     numba_source: str | None = None
+    source_map: list[SourceLine] = field(default_factory=list)
+
+    def lines_for(self, user: str) -> list[SourceLine]:
+        """Source-map rows whose user location ends with ``user`` (e.g. ``"model.py:12"``)."""
+        return [r for r in self.source_map if r.user and r.user.endswith(user)]
 
     @property
     def fusion_groups(self) -> list[list[str]]:
@@ -36,8 +60,10 @@ class Explanation:
             out += [f"   {n}" for n in s.notes[:20]]
             if len(s.notes) > 20:
                 out.append(f"   ... {len(s.notes) - 20} more")
-            if s.graph is not None and s.nodes_before != s.nodes_after or s.notes:
+            if s.graph is not None and (s.nodes_before != s.nodes_after or s.notes):
                 out.append(str(s.graph))
+            else:  # said rather than reprinted: the graph is the one printed above
+                out.append("   (graph unchanged)")
         return out
 
     def __str__(self) -> str:
@@ -53,8 +79,17 @@ class Explanation:
                 f"({d.residual_bytes} bytes); recomputed in the backward: "
                 f"{', '.join(d.recomputed) or 'nothing'} ({d.bytes_saved} bytes saved per step)"
             )
+        lines.append("== fusion groups (forward):")
+        lines += [f"   kernel {k}: {' -> '.join(g)}" for k, g in enumerate(self.fusion_groups)]
         lines.append("== Numba source (one njit function per graph):")
         lines.append(self.numba_source or "(not generated)")
+        if self.source_map:
+            lines.append("== source map: user line -> IR node -> Numba source line")
+            for r in self.source_map:
+                where = f" (in kernel {r.kernel})" if r.kernel else ""
+                lines.append(f"   {_short(r.user):24s} {r.graph:8s} {r.ir}{where}")
+                lines.append(f"   {'':24s} {'':8s}   -> line {r.numba_line}: "
+                             f"{r.numba_text.strip()}")
         return "\n".join(lines)
 
 
@@ -80,14 +115,70 @@ def explain(fn: Callable, *example_args: Any, wrt: Any = "auto") -> Explanation:
         d = differentiate(traced, wrt)
         fwd = optimize(d.forward, verify=True)
         bwd = optimize(d.backward, verify=True)
-        source = _source(fwd, "forward") + "\n\n" + _source(bwd, "backward")
-        return Explanation(traced, fwd, fwd.pass_stats, d, bwd, bwd.pass_stats, source)
+        source, smap = _lower_all([(fwd, "forward"), (bwd, "backward")])
+        return Explanation(traced, fwd, fwd.pass_stats, d, bwd, bwd.pass_stats, source, smap)
     fwd = optimize(traced, verify=True)
-    return Explanation(traced, fwd, fwd.pass_stats, numba_source=_source(fwd, "kernel"))
+    source, smap = _lower_all([(fwd, "kernel")])
+    return Explanation(traced, fwd, fwd.pass_stats, numba_source=source, source_map=smap)
 
 
-def _source(graph: Graph, name: str) -> str:
-    """The Numba source the backend generates for ``graph`` (generation only: no compile)."""
+def _short(loc: str | None) -> str:
+    return os.path.basename(loc) if loc else "(no location)"
+
+
+def _lower_all(graphs: list[tuple[Graph, str]]) -> tuple[str, list[SourceLine]]:
+    """The Numba source the backend generates for each graph (generation only: nothing is
+    compiled), joined by blank lines, and the source map over the joined text."""
     from .backend.numba.codegen import lower
 
-    return lower(graph, name=name).source
+    chunks: list[str] = []
+    smap: list[SourceLine] = []
+    offset = 0  # lines of the joined source before this function
+    for graph, name in graphs:
+        lowered = lower(graph, name=name)
+        text = lowered.source.split("\n")
+        smap += _map_graph(graph, name, lowered.line_of_node, text, offset)
+        chunks.append(lowered.source)
+        offset += len(text) + 1  # the blank line between functions
+    return "\n\n".join(chunks), smap
+
+
+def _map_graph(graph: Graph, name: str, line_of_node: dict[str, int], text: list[str],
+               offset: int) -> list[SourceLine]:
+    """Source-map rows for one lowered graph.
+
+    The backend records the line of the IR comment above each top-level node; each node (or
+    fused member) maps to the scalar statement the backend tags ``# op`` inside the node's
+    block, matched in member order (the order the backend emits them; a plain loop op is a
+    group of one), falling back to the block's first line where no statement has the tag
+    (a BLAS call, a reduction's accumulator).
+    """
+    names = graph.names()
+    starts = sorted(line_of_node.values())
+    rows: list[SourceLine] = []
+
+    def row(n: Node, ir: str, kernel: str | None, line: int) -> SourceLine:
+        return SourceLine(n.loc, name, n.op, ir, kernel, line + offset, text[line - 1])
+
+    for n in graph.nodes:
+        ir_name = names[id(n)]
+        if n.op == "const" or ir_name not in line_of_node:
+            continue
+        first = line_of_node[ir_name] + 1
+        end = next((s for s in starts if s >= first), len(text) + 1)
+        if n.op == "fused":
+            body = n.attrs["body"]
+            body_names = body.names()
+            members = [(m, body.format_node(m, body_names), ir_name)
+                       for m in body.nodes if m.op != "const"]
+        else:
+            members = [(n, graph.format_node(n, names), None)]
+        cursor = first
+        for m, ir, kernel in members:
+            line = first
+            for k in range(cursor, end):
+                if text[k - 1].rstrip().endswith(f"# {m.op}"):
+                    line, cursor = k, k + 1
+                    break
+            rows.append(row(m, ir, kernel, line))
+    return rows

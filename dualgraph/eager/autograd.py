@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._location import user_location as _user_location
-from ..ir.graph import Node
+from ..ir.graph import _UIDS, Node
 from ..ops.broadcast import fit_grad
 from . import grad_mode
 
@@ -131,7 +131,8 @@ class Function(Node):
         self.shape = out.shape
         self.dtype = out.dtype
         self.loc = _user_location(3) if RECORD_LOCATIONS[0] else None
-        self.uid = 0
+        # Creation order: graph_of lists the tape in the order the program ran it.
+        self.uid = next(_UIDS)
         self._def = opdef
         self._saved = saved
         self._versions = versions

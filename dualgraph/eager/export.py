@@ -39,9 +39,21 @@ def graph_of(*tensors: Tensor) -> Graph:
         stack.append((node, True))
         stack.extend((i, False) for i in reversed(node.inputs)
                      if isinstance(i, Node) and id(i) not in seen)
+    # The DFS order is topological but not the order the program ran: independent branches
+    # come out last-visited-first. Every tape node's uid counts up at creation, and a node
+    # is created after its inputs, so sorting by uid gives the run order (trace's order).
+    ops = sorted((n for n in order if not isinstance(n, AccumulateGrad)), key=lambda n: n.uid)
+    leaves: dict[int, Node] = {}
+    for n in ops:
+        for i in n.inputs:
+            if isinstance(i, AccumulateGrad):
+                leaves.setdefault(id(i), i)
+    for r in roots:
+        if isinstance(r, AccumulateGrad):
+            leaves.setdefault(id(r), r)
     copies: dict[int, Node] = {}
     inputs, nodes = [], []
-    for n in order:
+    for n in [*leaves.values(), *ops]:
         new_inputs = tuple(copies[id(i)] if isinstance(i, Node) else i for i in n.inputs)
         attrs = dict(n.attrs)
         if isinstance(n, AccumulateGrad):

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.graph import Graph, Node
+from ..modes import current_context
 from ..ops.broadcast import fit_grad
 from ..ops.elementwise import add
 from ..ops.registry import OPS
@@ -208,17 +209,26 @@ def reverse_accumulate(nodes: list[Node], active: set[int], ct: dict[int, Any],
     On return ``ct`` holds the gradients of the values that are not produced by ``nodes``
     (the inputs). Shared by `differentiate` and ``backward()`` inside a traced function.
     """
-    for n in reversed(nodes):
-        g = ct.pop(id(n), None)
-        if g is None or id(n) not in active:
-            continue
-        needs = tuple(isinstance(i, Node) and id(i) in active for i in n.inputs)
-        grads = OPS[n.op].vjp(_VJPContext(n, residual, needs), g)
-        for i, gi, need in zip(n.inputs, grads, needs):
-            if gi is None or not need:
+    ctx = current_context()
+    tctx = ctx if isinstance(ctx, TraceContext) else None
+    saved_loc = tctx.loc_override if tctx is not None else None
+    try:
+        for n in reversed(nodes):
+            g = ct.pop(id(n), None)
+            if g is None or id(n) not in active:
                 continue
-            gi = fit_grad(gi, tuple(i.shape), i.dtype)
-            ct[id(i)] = add(ct[id(i)], gi) if id(i) in ct else gi
+            if tctx is not None:
+                tctx.loc_override = n.loc
+            needs = tuple(isinstance(i, Node) and id(i) in active for i in n.inputs)
+            grads = OPS[n.op].vjp(_VJPContext(n, residual, needs), g)
+            for i, gi, need in zip(n.inputs, grads, needs):
+                if gi is None or not need:
+                    continue
+                gi = fit_grad(gi, tuple(i.shape), i.dtype)
+                ct[id(i)] = add(ct[id(i)], gi) if id(i) in ct else gi
+    finally:
+        if tctx is not None:
+            tctx.loc_override = saved_loc
     return ct
 
 

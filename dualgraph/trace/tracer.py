@@ -188,6 +188,9 @@ class TraceContext:
         self.grad_assumed_none: list[Tensor] = []  # backward() found .grad None on entry
         self.arg_tensors: dict[int, Tensor] = {}  # argument input node id -> caller's tensor
         self.backward_called = False
+        # Set while a VJP rule runs: the backward nodes it records carry the user line of
+        # the forward op they differentiate, not the line that asked for the gradient.
+        self.loc_override: str | None = None
 
     def new_input(self, shape: tuple, dtype: np.dtype, tensor: Tensor | None = None) -> Tracer:
         node = Node("input", (), {}, tuple(shape), np.dtype(dtype))
@@ -250,7 +253,8 @@ class TraceContext:
         except ValueError as e:
             loc = user_location(3)
             raise ValueError(f"{e} (at {loc})" if loc else str(e)) from None
-        node = Node(op.name, ins, attrs, tuple(shape), np.dtype(dtype), user_location(3))
+        node = Node(op.name, ins, attrs, tuple(shape), np.dtype(dtype),
+                    self.loc_override or user_location(3))
         self.nodes.append(node)
         if GRAD_ENABLED[0] and op.differentiable and any(
                 isinstance(i, Node) and id(i) in self.rg for i in ins):

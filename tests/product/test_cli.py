@@ -1,0 +1,153 @@
+"""The ``dualgraph`` command: ``compare`` (table, --json, --plot, bad names), ``explain
+MODULE:FUNC``, run in-process through `dualgraph.cli.main` and once as ``python -m``."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dualgraph import workloads
+from dualgraph.cli import main
+
+PNG = b"\x89PNG\r\n\x1a\n"
+SCALAR = ["compare", "--quick", "--workload", "scalar"]
+
+
+def test_compare_quick_prints_the_table(capsys):
+    assert main(SCALAR) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["workload", "eager", "compiled", "speed-up"]
+    row = next(line for line in lines if line.startswith("scalar"))
+    assert "x" in row and "trace failed" not in row
+    # Nodes: the tape of x*y + y**2 has three nodes, like its trace.
+    assert row.split()[-1].startswith("3/3/")
+    assert "break-even" in out and "s in all)" in out
+    assert "1/1" in err  # progress (tqdm or plain lines) to stderr, the table to stdout
+
+
+def test_compare_json_and_plot(tmp_path, capsys):
+    js, png = tmp_path / "r.json", tmp_path / "r.png"
+    assert main(SCALAR + ["--json", str(js), "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {js}" in out and f"wrote {png}" in out
+    data = json.loads(js.read_text())
+    assert data["classifier"] is None
+    (w,) = data["workloads"]
+    assert w["name"] == "scalar" and w["trace_error"] is None
+    assert w["speedup"] > 0 and w["compiled_time"] > 0
+    assert [n["name"] for n in w["numerics"]] == ["output 0", "grad arg 0", "grad arg 1"]
+    assert w["max_rel_error"] < 1e-5
+    assert png.read_bytes()[:8] == PNG
+
+
+def test_plot_without_matplotlib_says_how_to_install_it(tmp_path, monkeypatch, capsys):
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    with pytest.raises(SystemExit, match="pip install matplotlib"):
+        main(SCALAR + ["--plot", str(tmp_path / "p.png")])
+    assert not (tmp_path / "p.png").exists()
+    assert "scalar" in capsys.readouterr().out  # the table was still printed
+
+
+def test_unknown_workload_lists_the_valid_ones(capsys):
+    assert main(["compare", "--workload", "resnet"]) != 0
+    err = capsys.readouterr().err
+    assert "unknown workload 'resnet'" in err
+    for name in list(workloads.WORKLOADS) + ["classifier"]:
+        assert name in err
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    (tmp_path / "my_model.py").write_text(textwrap.dedent("""\
+        import numpy as np
+        import dualgraph as dg
+
+        def loss(x, w):
+            return dg.tanh(x @ w).sum()
+
+        def chain(x):
+            return (dg.exp(x) * 2.0).sum()
+
+        chain.example_args = (dg.tensor(np.ones(5, np.float32), requires_grad=True),)
+        """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "my_model"
+    sys.modules.pop("my_model", None)
+
+
+def test_explain_module_func_with_shapes(user_module, capsys):
+    assert main(["explain", f"{user_module}:loss", "--shape", "4,3", "--shape", "3,2"]) == 0
+    out = capsys.readouterr().out
+    assert "== forward: traced" in out and "matmul" in out and "tanh" in out
+    assert "def forward(" in out and "def backward(" in out
+    assert "== source map" in out and "my_model.py:5" in out
+
+
+def test_explain_module_func_with_example_args(user_module, capsys):
+    assert main(["explain", f"{user_module}:chain"]) == 0
+    out = capsys.readouterr().out
+    assert "exp" in out and "my_model.py:8" in out
+
+
+@pytest.mark.parametrize("target, message", [
+    ("my_model", "MODULE:FUNC"),
+    ("my_model:missing", "cannot load my_model:missing"),
+    ("no_such_module_xyz:f", "cannot load"),
+    ("my_model:loss", "needs example inputs"),
+])
+def test_explain_bad_targets(user_module, capsys, target, message):
+    assert main(["explain", target]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_python_dash_m_dualgraph(tmp_path):
+    js = tmp_path / "out.json"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    proc = subprocess.run([sys.executable, "-m", "dualgraph", *SCALAR, "--json", str(js)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("workload")
+    assert json.loads(js.read_text())["workloads"][0]["name"] == "scalar"
+    bad = subprocess.run([sys.executable, "-m", "dualgraph", "compare", "--workload", "x"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 2 and "valid workloads" in bad.stderr
+
+
+def test_workloads_build_and_run_eagerly():
+    for name, w in workloads.WORKLOADS.items():
+        fn, args = w.build(True)
+        out = fn(*args)
+        assert out.shape == () and out.requires_grad, name
+
+
+def test_classifier_learns_the_synthetic_data():
+    r = workloads.train_classifier(compiled=False, epochs=2)
+    assert r["accuracy"] > 0.8 and r["steps"] == 2 * (512 // 64)
+    assert r["seconds"] > r["first_step_seconds"] > 0
+
+
+def test_compare_classifier_trains_eager_and_compiled(tmp_path, capsys):
+    js = tmp_path / "c.json"
+    assert main(["compare", "--quick", "--workload", "classifier", "--json", str(js)]) == 0
+    out = capsys.readouterr().out
+    assert "classifier (16->32->4 MLP, Adam, synthetic blobs, 24 steps):" in out
+    assert "eager:" in out and "compiled:" in out and "per step" in out
+    c = json.loads(js.read_text())["classifier"]
+    # The whole training step compiled trains the same network to the same accuracy.
+    assert c["eager"]["accuracy"] == pytest.approx(c["compiled"]["accuracy"], abs=0.02)
+    assert c["eager"]["loss"] == pytest.approx(c["compiled"]["loss"], rel=1e-3)

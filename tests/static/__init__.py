@@ -1,0 +1,1 @@
+"""Tests of the static-graph layer: tracer, IR, passes, graph autodiff, interpreter."""

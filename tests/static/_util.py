@@ -1,0 +1,78 @@
+"""Helpers shared by the static-graph tests: feeding graphs, comparing arrays."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+import dualgraph as dg
+from dualgraph.ir.graph import Graph, Node
+
+
+def arrays_for(graph: Graph, *args: Any) -> list[np.ndarray]:
+    """The input arrays of a traced ``graph``: tensor/array arguments (scalars are baked
+    in), then the current data of the captured parameters."""
+    out = [a.numpy() if isinstance(a, dg.Tensor) else np.asarray(a)
+           for a in args if isinstance(a, (dg.Tensor, np.ndarray))]
+    out += [t.numpy() for t in getattr(graph, "captured", [])]
+    return out
+
+
+def assert_close(actual: Any, expected: Any, rtol: float = 1e-12, what: str = "") -> None:
+    """Same shape and dtype, equal within ``rtol`` of each element, with an absolute floor
+    of ``rtol`` times the largest magnitude (sums in another order differ by that much)."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
+    if expected.dtype.kind != "f":
+        np.testing.assert_array_equal(actual, expected, err_msg=what)
+        return
+    finite = np.abs(expected[np.isfinite(expected)])
+    scale = float(finite.max()) if finite.size else 0.0
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol * max(scale, 1.0),
+                               err_msg=what)
+
+
+def all_ops(graph: Graph) -> Iterator[str]:
+    """Every op in ``graph``, fused bodies included."""
+    for n in graph.nodes:
+        yield n.op
+        if n.op == "fused":
+            yield from all_ops(n.attrs["body"])
+
+
+def op_nodes(graph: Graph) -> list[str]:
+    """Ops of the top-level nodes that compute something (constants left out)."""
+    return [n.op for n in graph.nodes if n.op != "const"]
+
+
+def snapshot(graph: Graph) -> tuple:
+    """Everything a pass could mutate in place: the text, the structure, the node objects
+    and each node's fields."""
+    fields = [(n.op, n.inputs, dict(n.attrs), n.shape, n.dtype) for n in graph.nodes]
+    return (str(graph), graph.key(), list(graph.inputs), list(graph.nodes),
+            list(graph.outputs), fields)
+
+
+def assert_convex(graph: Graph) -> None:
+    """No path leaves a fused group and comes back into it (checked on the unfused graph
+    through `fusion_groups`)."""
+    users: dict[int, list[Node]] = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            if isinstance(i, Node):
+                users.setdefault(id(i), []).append(n)
+    for _, members, _ in dg.passes.fusion_groups(graph):
+        inside = {id(m) for m in members}
+        # Walk every path that starts outside the group from a member's consumer.
+        stack = [u for m in members for u in users.get(id(m), []) if id(u) not in inside]
+        seen: set[int] = set()
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            assert id(n) not in inside, f"group with {n.op} is not convex"
+            stack.extend(users.get(id(n), []))
