@@ -25,7 +25,13 @@ def _progress(items: list, desc: str) -> Any:
                 print(f"[{i + 1}/{len(xs)}] {desc} {x}", file=sys.stderr, flush=True)
                 yield x
         return plain(items)
-    return tqdm(items, desc=desc, file=sys.stderr, leave=False)
+    bar = tqdm(items, desc=desc, file=sys.stderr, leave=False)
+
+    def named(xs):  # the bar says which workload is running: compiles take seconds
+        for x in xs:
+            bar.set_postfix_str(str(x))
+            yield x
+    return named(bar)
 
 
 def _fmt_t(s: float | None) -> str:

@@ -18,7 +18,7 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,7 +160,7 @@ class CompiledFunctionBackward(Function):
     def apply(self, g: Any) -> list:
         if self._freed:
             raise RuntimeError(_FREED_MSG)
-        if grad_mode.GRAD_ENABLED[0]:
+        if grad_mode.GRAD_ENABLED.value:
             raise RuntimeError("backward(create_graph=True) through a compiled function is not "
                                "supported: its backward is a compiled kernel, not a graph of "
                                "ops. Differentiate the eager function instead.")
@@ -285,8 +285,10 @@ class CompiledFunction:
     """The callable `compile` returns. ``stats`` counts traces, cache hits and kernels."""
 
     def __init__(self, fn: Callable, parallel: bool = False, cache: bool = True,
-                 strict: bool = False, verify: bool = False, max_retraces: int = 8) -> None:
+                 strict: bool = False, verify: bool = False, max_retraces: int = 8,
+                 dynamic: Sequence[int] = ()) -> None:
         self.fn = fn
+        self.dynamic = frozenset(int(i) for i in dynamic)
         self.parallel = parallel
         self.cache = cache
         self.strict = strict
@@ -305,6 +307,8 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             raise TypeError("compiled functions take positional arguments only")
+        if self.dynamic:
+            args = self._lift_dynamic(args)
         # The signature is built inline: this runs on every call.
         key = []
         for a in args:
@@ -320,7 +324,7 @@ class CompiledFunction:
                     f"compiled function: argument {len(key)} is a {type(a).__name__}; pass "
                     "tensors, NumPy arrays or Python scalars (scalars are baked into the graph)"
                 )
-        sig = (tuple(key), grad_mode.GRAD_ENABLED[0])
+        sig = (tuple(key), grad_mode.GRAD_ENABLED.value)
         self.stats.calls += 1
         entry = None
         reason = None
@@ -336,6 +340,8 @@ class CompiledFunction:
                 for e in self._entries.get(sig, ()):  # another thread may have compiled it
                     if not e.guards or e.guard_failure() is None:
                         entry = e
+                        self.stats.cache_hits += 1  # a waiting thread reuses the new kernel
+                        break
                 if entry is None:
                     if reason is None and self._last_sig is not None and sig != self._last_sig:
                         reason = _describe_change(self._last_sig, sig, args)
@@ -354,6 +360,19 @@ class CompiledFunction:
                 self._check_stale(entry, args)
         return self._run(entry, args)
 
+    def _lift_dynamic(self, args: tuple) -> tuple:
+        """Python numbers at the ``dynamic`` positions become 0-d tensors: graph inputs, so a
+        new value is a new input, not a new constant and a retrace. They take the dtype of
+        the first floating-point tensor argument (float32 without one), as a weak Python
+        scalar would have."""
+        dtype = next((a._data.dtype for a in args
+                      if isinstance(a, Tensor) and a._data.dtype.kind == "f"), np.float32)
+        out = list(args)
+        for i in self.dynamic:
+            if i < len(out) and isinstance(out[i], (int, float)) and not isinstance(out[i], bool):
+                out[i] = _make(np.asarray(out[i], dtype), False, None)
+        return tuple(out)
+
     def _retrace_allowed(self, reason: str | None) -> bool:
         """The retrace budget: past it, warn once and run eagerly (or raise if strict)."""
         if self.stats.traces - 1 < self.max_retraces:
@@ -363,8 +382,9 @@ class CompiledFunction:
         msg = (
             f"{getattr(self.fn, '__name__', 'compiled function')} was retraced "
             f"{self.stats.traces - 1} times (budget {self.max_retraces}). Why:\n  {shown}\n"
-            "Fix: pass a changing Python number as a tensor (dg.tensor(value)) so it is an "
-            "input, not a baked constant; keep shapes and dtypes fixed (pad the last batch); "
+            "Fix: mark a changing Python number dynamic (dg.compile(fn, dynamic=(position,))) "
+            "or pass it as a tensor (dg.tensor(value)) so it is an input, not a baked "
+            "constant; keep shapes and dtypes fixed (pad the last batch); "
             "or raise the budget with dg.compile(fn, max_retraces=N)."
         )
         if self.strict:
@@ -391,10 +411,14 @@ class CompiledFunction:
             k = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old),
                                                                                    len(new)))
             where = (new[k] if k < len(new) else old[k - 1] if old else (None, None))[1]
+            # The branch itself records no op: it lies after the last op both programs
+            # share and before the first where they part.
+            after = f" (the Python branch is after {old[k - 1][1]})" if k and old[k - 1][1] \
+                else " (the Python branch is before it)"
             raise StaleTraceError(
                 f"the compiled trace of {getattr(self.fn, '__name__', 'the function')} is "
                 f"stale: running it now gives a different program from {where or 'the end'} "
-                f"on ({old[k][0] if k < len(old) else 'nothing'} was compiled, "
+                f"on{after} ({old[k][0] if k < len(old) else 'nothing'} was compiled, "
                 f"{new[k][0] if k < len(new) else 'nothing'} runs now). A Python branch or "
                 "value baked into the trace changed; make it a tensor input or use dg.where."
             )
@@ -456,7 +480,7 @@ class CompiledFunction:
         reached = _differentiable_ancestors(user, ctx.rg)
         leaves = [i for i, n in enumerate(graph.inputs)
                   if id(n) in ctx.leaves and id(n) in reached]
-        train = (not ctx.backward_called and grad_mode.GRAD_ENABLED[0] and leaves
+        train = (not ctx.backward_called and grad_mode.GRAD_ENABLED.value and leaves
                  and any(id(n) in ctx.rg for n in user))
         entry = _Entry(
             mode="train" if train else ("step" if (writes or grad_writes or
@@ -562,7 +586,7 @@ class CompiledFunction:
         results = []
         for o, n in zip(outs, entry.optimized.outputs[:entry.n_user]):
             results.append(_make(o if o.shape == n.shape else o.reshape(n.shape), False, None))
-        if entry.mode == "train" and grad_mode.GRAD_ENABLED[0]:
+        if entry.mode == "train" and grad_mode.GRAD_ENABLED.value:
             res = tuple(ins[j] if kind == "in" else outs[j] for kind, j in entry.residual_plan)
             self._attach_backward(entry, args, res, results)
         return results[0] if entry.single else tuple(results)
@@ -610,7 +634,8 @@ class CompiledModule:
 
 
 def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool = True,  # noqa: A001
-            strict: bool = False, verify: bool = False, max_retraces: int = 8) -> Any:
+            strict: bool = False, verify: bool = False, max_retraces: int = 8,
+            dynamic: Sequence[int] = ()) -> Any:
     """Compile a function or a module to Numba, once per argument signature.
 
     >>> @dg.compile
@@ -621,10 +646,12 @@ def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool =
     ``DUALGRAPH_DISABLE_DISK_CACHE=1`` turns it off everywhere), ``max_retraces`` (past
     it the function warns once and runs eagerly, or raises `RetraceLimitError` when
     ``strict``), ``verify`` (now and then retrace and rerun eagerly to catch a stale
-    trace; ``DUALGRAPH_VERIFY=1`` turns it on everywhere).
+    trace; ``DUALGRAPH_VERIFY=1`` turns it on everywhere), ``dynamic`` (positions of Python
+    number arguments passed as 0-d tensor inputs instead of constants: a new value runs the
+    same kernel instead of retracing).
     """
     options = {"parallel": parallel, "cache": cache, "strict": strict, "verify": verify,
-               "max_retraces": max_retraces}
+               "max_retraces": max_retraces, "dynamic": tuple(dynamic)}
     if fn is None:
         return functools.partial(compile, **options)
     from .nn.modules import Module

@@ -41,6 +41,13 @@ class Optimizer:
 
     def _check_hparams(self) -> None:
         for group in self.param_groups:
+            for k, v in group.items():
+                if k == "params" or isinstance(self.defaults.get(k), bool):
+                    continue
+                for x in v if isinstance(v, tuple) else (v,):
+                    if isinstance(x, bool) or not isinstance(x, (int, float, np.number)):
+                        raise TypeError(f"{type(self).__name__}: {k} must be a number, "
+                                        f"got {x!r}")
             if group["lr"] < 0:
                 raise ValueError(f"Invalid learning rate: {group['lr']}")
 
@@ -53,6 +60,16 @@ class Optimizer:
                     p.grad = p.grad.detach() * 0
 
     def step(self) -> None:
+        # Every gradient is checked before anything changes: an error must leave all
+        # parameters and optimizer state as they were, not a step applied to some of them.
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is not None and tuple(g.shape) != tuple(p.shape):
+                    raise RuntimeError(
+                        f"{type(self).__name__}.step(): the gradient of a parameter of shape "
+                        f"{tuple(p.shape)} has shape {tuple(g.shape)}; nothing was updated"
+                    )
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
@@ -97,6 +114,9 @@ class Adam(Optimizer):
     def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0) -> None:
+        if (not isinstance(betas, (tuple, list)) or len(betas) != 2
+                or not all(isinstance(b, (int, float, np.number)) for b in betas)):
+            raise TypeError(f"Adam: betas must be a pair of numbers, got {betas!r}")
         if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
             raise ValueError(f"Invalid beta parameters: {betas}")
         if eps < 0:

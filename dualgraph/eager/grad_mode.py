@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import Any
 
-# A one-element list so the hot path reads it without a function call.
-GRAD_ENABLED = [True]
+
+class _ThreadFlag(threading.local):
+    """A bool per thread, read and written as ``flag[0]``. Grad mode is thread-local, as in
+    PyTorch: a backward (which turns recording off while it runs) or a ``no_grad`` block
+    in one thread must not change what a call in another thread records or compiles.
+    Hot paths read ``flag.value`` (an attribute read in C; ``[0]`` is a Python call)."""
+
+    def __init__(self) -> None:
+        self.value = True
+
+    def __getitem__(self, index: int) -> bool:
+        return self.value
+
+    def __setitem__(self, index: int, value: bool) -> None:
+        self.value = value
+
+
+GRAD_ENABLED = _ThreadFlag()
 
 
 def is_grad_enabled() -> bool:

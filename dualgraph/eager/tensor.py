@@ -61,6 +61,14 @@ class Tensor(TensorOps):
 
     @grad.setter
     def grad(self, value: "Tensor | None") -> None:
+        # As PyTorch checks: a wrong .grad would surface much later, inside an optimizer step.
+        if value is not None:
+            if not isinstance(value, TensorOps):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got "
+                                f"{type(value).__name__}")
+            if tuple(value.shape) != self.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: got shape "
+                                   f"{tuple(value.shape)}, the tensor has shape {self.shape}")
         ctx = modes.current_context()
         if ctx is not None:  # a traced training step: the write becomes a graph output
             ctx.note_grad_write(self)
@@ -196,7 +204,7 @@ class Tensor(TensorOps):
 
     # ------------------------------------------------------------------ in place
     def _check_inplace(self) -> None:
-        if self._rg and self.grad_fn is None and _GRAD[0]:
+        if self._rg and self.grad_fn is None and _GRAD.value:
             raise RuntimeError(
                 "a leaf Variable that requires grad is being used in an in-place operation "
                 "(wrap the update in `with dg.no_grad():`)"
@@ -233,7 +241,7 @@ class Tensor(TensorOps):
             return ctx.inplace(self, op, other)
         other = other if isinstance(other, (Tensor,) + Literal) else tensor(other)
         rg = other._rg if isinstance(other, Tensor) else False
-        if _GRAD[0] and (self._rg or rg):
+        if _GRAD.value and (self._rg or rg):
             return self._assign(modes.bind(op, self, other))
         # Nothing to record (an optimizer step under no_grad): write straight into the
         # buffer with the op's ufunc, without a temporary tensor.
@@ -289,7 +297,7 @@ class Tensor(TensorOps):
         ctx = modes.current_context()
         if ctx is not None:
             return ctx.assign(self, np.full(self.shape, value, self.dtype))
-        if self._rg and _GRAD[0]:
+        if self._rg and _GRAD.value:
             return self._assign(self * 0 + value)
         self._data[...] = value
         self._version[0] += 1
@@ -310,7 +318,7 @@ class Tensor(TensorOps):
             raise RuntimeError(
                 f"copy_: source of shape {src.shape} cannot be broadcast to {self.shape}"
             ) from None
-        if src._rg and _GRAD[0]:
+        if src._rg and _GRAD.value:
             r = S.broadcast_to(src, self.shape) if src.shape != self.shape else src
             return self._assign(r.astype(self.dtype) if r.dtype != self.dtype else r * 1)
         np.copyto(self._data, src._data, casting="unsafe")
@@ -382,7 +390,7 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     t._grad = None
     t._node = None
     t._version = args[0]._version if op.view else [0]
-    if rg and _GRAD[0] and op.differentiable:
+    if rg and _GRAD.value and op.differentiable:
         saved = [args[i] for i in op.saves]
         versions = [s._version[0] if isinstance(s, Tensor) else None for s in saved]
         out_version = None
@@ -520,6 +528,9 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
             arr = arr.astype(_DEFAULT_FLOAT)
         elif arr.dtype.kind == "O" or arr.dtype.kind in "US":
             raise TypeError(f"tensor(): cannot build a numeric tensor from {data!r}")
+    if arr.dtype.kind == "c":
+        raise TypeError("tensor(): complex tensors are not supported (dtype "
+                        f"{arr.dtype}); pass the real and imaginary parts as two tensors")
     if dtype is not None:
         arr = arr.astype(as_dtype(dtype))
     return _filled(arr, requires_grad)

@@ -11,6 +11,7 @@ from ..ops import linalg as L
 from ..ops import reduce as R
 from ..ops import shape as S
 from ..ops.composite import log_softmax, softmax
+from ..ops.mixin import TensorOps
 
 __all__ = [
     "binary_cross_entropy_with_logits", "cross_entropy", "linear", "log_softmax", "mse_loss",
@@ -20,6 +21,8 @@ __all__ = [
 
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
     """``x @ weight.T + bias``; on 2-D input with a bias one ``addmm`` (``AddmmBackward0``)."""
+    if not isinstance(x, TensorOps):
+        raise TypeError(f"linear: input must be a tensor, got {type(x).__name__}")
     if x.ndim < 1:
         raise ValueError(f"linear: input must have at least 1 dimension, got shape {x.shape}")
     if x.shape[-1] != weight.shape[-1]:

@@ -192,6 +192,9 @@ class Linear(Module):
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
+        for name, n in (("in_features", in_features), ("out_features", out_features)):
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+                raise ValueError(f"Linear: {name} must be a non-negative int, got {n!r}")
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features

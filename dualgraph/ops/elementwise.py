@@ -163,6 +163,11 @@ def minimum(x: Any, y: Any) -> Any:
 
 def where(cond: Any, x: Any, y: Any) -> Any:
     """``x`` where ``cond`` is true, else ``y`` (broadcasting); no gradient flows to ``cond``."""
+    dtype = getattr(cond, "dtype", None)
+    if dtype is not None and dtype != np.bool_:
+        # PyTorch's rule: a float mask is usually a bug (0.5 would select like 1.0).
+        raise TypeError(f"where: the condition must be a bool tensor (a comparison such as "
+                        f"x > 0), got dtype {dtype}; use cond.astype(dg.bool) if you mean it")
     return bind(WHERE, cond, x, y)
 
 

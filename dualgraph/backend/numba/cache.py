@@ -95,7 +95,10 @@ def load(body: str, name: str, parallel: bool, cache: bool) -> tuple[Any, str, s
         fn._dg_path = str(path) if path else None
         _KERNELS[digest] = fn
         while len(_KERNELS) > MAX_KERNELS:
-            _KERNELS.popitem(last=False)
+            old, _ = _KERNELS.popitem(last=False)
+            # The registered module holds the dispatcher (and its machine code) too: without
+            # this the bound frees nothing. Kernels still in use keep their own reference.
+            sys.modules.pop(f"dualgraph_kernels.dg_{old}", None)
         return fn, source, fn._dg_path
 
 
@@ -106,8 +109,15 @@ def _write(digest: str, source: str) -> Path:
     try:
         if path.read_text() == source:
             return path
-    except (OSError, UnicodeDecodeError):
+        # Same digest, other content: the file was truncated or damaged (writes are
+        # atomic, so never by a concurrent writer). Never import it; write it again.
+        warnings.warn(f"dualgraph: kernel cache file {path} was damaged; rewriting it",
+                      RuntimeWarning, stacklevel=4)
+    except FileNotFoundError:
         pass
+    except (OSError, UnicodeDecodeError):
+        warnings.warn(f"dualgraph: kernel cache file {path} was unreadable; rewriting it",
+                      RuntimeWarning, stacklevel=4)
     # Write-then-rename: a reader (another process) sees the old file or the whole new one.
     fd, tmp = tempfile.mkstemp(dir=d, prefix=f".dg_{digest}.", suffix=".tmp")
     with os.fdopen(fd, "w") as f:
