@@ -107,5 +107,6 @@ def test_render_without_the_graphviz_package(tmp_path, monkeypatch, tape_output)
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="the Graphviz dot program is missing")
 def test_render_with_graphviz(tmp_path, tape_output):
+    pytest.importorskip("graphviz")  # the optional [viz] extra
     out = dg.viz.render(tape_output, str(tmp_path / "tape.png"))
     assert open(out, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
