@@ -148,6 +148,10 @@ def _matmul_lower(node, args, out, ishape):
     if ra <= 2 and rb <= 2:
         if ra == rb == 1:  # np.dot of vectors is a scalar; values are stored as (1,)
             return [f"{out} = np.full((1,), np.dot({x}, {y}), np.{node.dtype.name})"]
+        if ra == rb == 2:  # the backend's GEMM (NumPy's BLAS where it can find it)
+            m, n = a.shape[0], b.shape[1]
+            return [f"{out} = dgb.gemm({x}, {y}, np.empty(({m}, {n}), "
+                    f"np.{node.dtype.name}), 0.0)"]
         return [f"{out} = np.dot({x}, {y})"]
     # Batched: one BLAS call per batch element, operands broadcast over the batch dims.
     sa = (1,) + tuple(a.shape) if ra == 1 else tuple(a.shape)

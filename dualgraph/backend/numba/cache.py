@@ -30,6 +30,7 @@ import math
 import numba
 import numpy as np
 
+from dualgraph.backend.numba import blas as dgb  # matrix products ({blas})
 from dualgraph.backend.numba import kernels as dgk  # math functions (source {kd})
 
 '''
@@ -57,9 +58,11 @@ def module_source(body: str, name: str, parallel: bool, cache: bool) -> str:
 
     deco = (f"@numba.njit(cache={cache}, error_model='numpy', parallel={parallel}, "
             "nogil=True)\n")
+    from .blas import BACKEND
     from .kernels import source_digest
 
-    header = _HEADER.format(dg=__version__, nb=numba.__version__, kd=source_digest())
+    header = _HEADER.format(dg=__version__, nb=numba.__version__, kd=source_digest(),
+                            blas=BACKEND)
     return header + deco + body + "\n"
 
 

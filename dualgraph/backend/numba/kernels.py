@@ -20,6 +20,8 @@ relative error): exp on [-ln2/2, ln2/2] after Cody-Waite range reduction, tanh a
 
 from __future__ import annotations
 
+import os
+
 import numba
 import numpy as np
 from llvmlite import ir
@@ -115,9 +117,12 @@ def sigmoid_f64(x):
 
 
 def source_digest() -> str:
-    """Changes whenever this file does: generated kernels that inline these functions
-    must not be reused from Numba's cache after an edit."""
+    """Changes whenever this file or blas.py does: generated kernels that inline their
+    functions must not be reused from Numba's cache after an edit."""
     import hashlib
 
-    with open(__file__, "rb") as f:
-        return hashlib.sha1(f.read()).hexdigest()[:12]
+    h = hashlib.sha1()
+    for path in (__file__, os.path.join(os.path.dirname(__file__), "blas.py")):
+        with open(path, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:12]

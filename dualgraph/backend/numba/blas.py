@@ -1,0 +1,144 @@
+"""Matrix products in generated kernels through NumPy's own BLAS.
+
+``np.dot`` inside an njit function calls the BLAS that SciPy ships (``scipy.linalg.
+cython_blas``). NumPy's wheel ships its own, usually newer, OpenBLAS; measured here on the
+MLP's two large float32 GEMMs (64x784 @ 784x256 and 256x64 @ 64x784), SciPy's takes ~400 us
+each where NumPy's takes ~330 us, and together they are most of a training step. So when
+NumPy's ``cblas_?gemm`` can be found, kernels call it directly (and can fold a bias into the
+product with ``beta=1``, which ``np.dot`` cannot); otherwise they fall back to ``np.dot``.
+
+The call goes through an external symbol (``dualgraph_sgemm`` / ``dualgraph_dgemm``) that
+is registered with LLVM when this module is imported, not through a ctypes pointer baked
+into the code: Numba can then cache the kernels on disk, and a cached kernel links to
+whatever address the symbol has in the process that loads it. ``BACKEND`` is part of every
+generated module's header, so kernels built for one backend are never loaded under another.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+
+import numba
+import numpy as np
+from llvmlite import binding as llvm
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.core.extending import intrinsic
+
+# cblas enum values
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+
+
+def _find_numpy_gemm() -> tuple[int, int, int] | None:
+    """Addresses of NumPy's ``cblas_sgemm`` and ``cblas_dgemm`` and their integer width, or
+    ``None``. NumPy >= 2 wheels bundle ``scipy_openblas64_`` (ILP64, ``64_`` suffix)."""
+    if os.environ.get("DUALGRAPH_BLAS", "") == "numba":  # opt out: np.dot everywhere
+        return None
+    root = os.path.dirname(os.path.dirname(np.__file__))
+    libs = sorted(glob.glob(os.path.join(root, "numpy.libs", "*openblas*")))
+    libs += sorted(glob.glob(os.path.join(os.path.dirname(np.__file__), ".dylibs", "*openblas*")))
+    names = [("scipy_cblas_{}gemm64_", 64), ("cblas_{}gemm64_", 64), ("scipy_cblas_{}gemm", 32),
+             ("cblas_{}gemm", 32)]
+    for path in libs:
+        try:
+            lib = ctypes.CDLL(path)  # already loaded by NumPy: this only finds its handle
+        except OSError:
+            continue
+        for pattern, width in names:
+            try:
+                s = getattr(lib, pattern.format("s"))
+                d = getattr(lib, pattern.format("d"))
+            except AttributeError:
+                continue
+            return (ctypes.cast(s, ctypes.c_void_p).value, ctypes.cast(d, ctypes.c_void_p).value,
+                    width)
+    return None
+
+
+_FOUND = _find_numpy_gemm()
+if _FOUND is not None:
+    llvm.add_symbol("dualgraph_sgemm", _FOUND[0])
+    llvm.add_symbol("dualgraph_dgemm", _FOUND[1])
+    BACKEND = f"numpy-cblas{_FOUND[2]}"
+    _INT = ir.IntType(_FOUND[2])
+else:
+    BACKEND = "np.dot"
+    _INT = ir.IntType(64)
+
+
+@intrinsic
+def _gemm_call(typingctx, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
+    """cblas_?gemm(RowMajor, ta, tb, m, n, k, 1, a, lda, b, ldb, beta, c, ldc): a, b, c
+    are arrays (pointers to their first element), the rest integers; beta a float."""
+    dtype = c.dtype
+    sig = types.void(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc)
+
+    def codegen(context, builder, signature, args):
+        ta_, tb_, m_, n_, k_, a_, lda_, b_, ldb_, beta_, c_, ldc_ = args
+        fl = ir.FloatType() if dtype == types.float32 else ir.DoubleType()
+        ptr = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i32, _INT, _INT, _INT, fl, ptr, _INT,
+                                               ptr, _INT, fl, ptr, _INT])
+        name = "dualgraph_sgemm" if dtype == types.float32 else "dualgraph_dgemm"
+        fn = cgutils.get_or_insert_function(builder.module, fnty, name)
+
+        def data(arr, ty):
+            ary = context.make_array(ty)(context, builder, arr)
+            return builder.bitcast(ary.data, ptr)
+
+        def integer(v):
+            return builder.trunc(v, _INT) if _INT.width < 64 else v
+
+        beta_v = context.cast(builder, beta_, signature.args[9], signature.args[10].dtype)
+        builder.call(fn, [
+            ir.Constant(i32, _ROW_MAJOR), builder.trunc(ta_, i32), builder.trunc(tb_, i32),
+            integer(m_), integer(n_), integer(k_), ir.Constant(fl, 1.0),
+            data(a_, signature.args[5]), integer(lda_), data(b_, signature.args[7]),
+            integer(ldb_), beta_v, data(c_, signature.args[10]), integer(ldc_)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@numba.njit(inline="always", cache=True)
+def _operand(x):
+    """(array, transpose flag, leading dimension) for a row-major BLAS operand: a C-ordered
+    matrix as is, an F-ordered one (a transposed view) as its transpose, else a copy."""
+    if x.strides[1] == x.itemsize and x.strides[0] >= max(x.shape[1], 1) * x.itemsize:
+        return x, _NO_TRANS, x.strides[0] // x.itemsize
+    if x.strides[0] == x.itemsize and x.strides[1] >= max(x.shape[0], 1) * x.itemsize:
+        return x, _TRANS, x.strides[1] // x.itemsize
+    c = np.ascontiguousarray(x)
+    return c, _NO_TRANS, max(c.shape[1], 1)
+
+
+def _gemm_blas(a, b, c, beta):
+    m, k = a.shape
+    n = b.shape[1]
+    if m == 0 or n == 0:
+        return c
+    if k == 0:
+        if beta == 0:
+            c[:] = 0
+        return c
+    aa, ta, lda = _operand(a)
+    bb, tb, ldb = _operand(b)
+    _gemm_call(ta, tb, m, n, k, aa, lda, bb, ldb, beta, c, n)
+    return c
+
+
+def _gemm_dot(a, b, c, beta):
+    if beta == 0:
+        np.dot(a, b, c)
+    else:
+        c += np.dot(a, b)
+    return c
+
+
+# ``c = a @ b + beta * c`` for 2-D float arrays (``beta`` 0 or 1; ``c`` C-ordered), in
+# generated code ``dgb.gemm``.
+gemm = numba.njit(inline="always", cache=True)(_gemm_blas if _FOUND is not None else _gemm_dot)
