@@ -415,8 +415,15 @@ def print_table(suite, extra: dict | None = None) -> None:
         print(f"{k:30s} {v:.2f} s")
 
 
+def _worker_args(cmd: list, args) -> None:
+    """pyperf's workers are new processes: without the filter they would number the
+    benchmarks differently from the parent and run the wrong ones."""
+    for w in args.workload or ():
+        cmd.extend(["--workload", w])
+
+
 def main() -> None:
-    runner = pyperf.Runner()
+    runner = pyperf.Runner(add_cmdline_args=_worker_args)
     runner.argparser.add_argument("--table", action="store_true", help="print the table")
     runner.argparser.add_argument("--workload", action="append", help="W1, W2tiny, W2mlp, W3")
     runner.argparser.add_argument("--compile-times", action="store_true",

@@ -221,8 +221,15 @@ def print_table(suite) -> None:
             print(f"{wl:10s} {impl:10s} {t * 1e6:10.1f}us {ratio}")
 
 
+def _worker_args(cmd: list, args) -> None:
+    """pyperf's workers are new processes: without the filter they would number the
+    benchmarks differently from the parent and run the wrong ones."""
+    for w in args.workload or ():
+        cmd.extend(["--workload", w])
+
+
 def main() -> None:
-    runner = pyperf.Runner()
+    runner = pyperf.Runner(add_cmdline_args=_worker_args)
     runner.argparser.add_argument("--table", action="store_true",
                                   help="print the ratio table at the end")
     runner.argparser.add_argument("--workload", action="append",

@@ -21,8 +21,12 @@ _PALETTE = ["#a6cee3", "#b2df8a", "#fb9a99", "#fdbf6f", "#cab2d6", "#ffff99", "#
 def _colour(loc: str | None) -> str:
     if not loc:
         return "white"
-    where = os.path.basename(loc)
-    return _PALETTE[int(hashlib.md5(where.encode()).hexdigest(), 16) % len(_PALETTE)]
+    # By line number (offset per file): neighbouring lines, the ones a reader compares,
+    # always differ, and the same line gets the same colour in every drawing.
+    name, _, line = os.path.basename(loc).rpartition(":")
+    offset = int(hashlib.md5(name.encode()).hexdigest(), 16)
+    n = int(line) if line.isdigit() else int(hashlib.md5(line.encode()).hexdigest(), 16)
+    return _PALETTE[(offset + n) % len(_PALETTE)]
 
 
 def _label(n: Node) -> str:
