@@ -533,3 +533,39 @@ def test_operators_and_reductions_match_torch() -> None:
         (od * w).sum().backward()
         (ot * torch.tensor(w)).sum().backward()
         np.testing.assert_allclose(td.grad.numpy(), tt.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_int_and_float_tensors_promote_like_pytorch():
+    # PyTorch's category rule: an integer tensor never widens a float tensor (NumPy would
+    # give float64 for int64 * float32). Eager, traced and compiled agree.
+    i = dg.tensor([1, 2])
+    f32 = dg.ones(2)
+    f64 = dg.ones(2, dtype=dg.float64)
+    cases = {
+        "mul": (lambda a, b: a * b, dg.float32),
+        "add": (lambda a, b: b + a, dg.float32),
+        "div": (lambda a, b: a / b, dg.float32),
+        "pow": (lambda a, b: a ** b, dg.float32),
+        "maximum": (lambda a, b: dg.maximum(a, b), dg.float32),
+        "where": (lambda a, b: dg.where(a > 1, a, b), dg.float32),
+        "cat": (lambda a, b: dg.cat([a, b]), dg.float32),
+        "stack": (lambda a, b: dg.stack([a, b]), dg.float32),
+    }
+    for name, (fn, dtype) in cases.items():
+        out = fn(i, f32)
+        assert out.dtype == dtype, name
+        assert dg.trace(fn, i, f32).outputs[0].dtype == dtype, name
+        # The same values as casting the integers first.
+        np.testing.assert_array_equal(out.numpy(), fn(i.astype(dg.float32), f32).numpy())
+    assert (i * f64).dtype == dg.float64
+    assert (i + i).dtype == dg.int64
+    assert (dg.tensor([True, False]) * f32).dtype == dg.float32
+
+
+def test_int_float_promotion_matches_torch():
+    torch = pytest.importorskip("torch")
+    for a, b in [([1, 2], [0.5, 1.5]), ([True, False], [0.5, 1.5])]:
+        ours = dg.tensor(a) * dg.tensor(b)
+        theirs = torch.tensor(a) * torch.tensor(b)
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy())

@@ -20,8 +20,26 @@ def shape_of(x: Any) -> tuple:
 
 
 def result_dtype(*args: Any) -> np.dtype:
-    """NumPy 2 promotion: Python scalars are weak (``f32 * 2.0`` stays ``f32``)."""
+    """NumPy 2 promotion (Python scalars are weak: ``f32 * 2.0`` stays ``f32``) with
+    PyTorch's category rule on top: an integer or bool tensor never raises a float
+    tensor's precision (``i64 * f32`` is ``f32``, where NumPy says ``f64``)."""
+    dtypes = [a.dtype for a in args if not isinstance(a, Literal)]
+    floats = [d for d in dtypes if d.kind == "f"]
+    if floats and len(floats) != len(dtypes):
+        return np.result_type(*floats, *[a for a in args if isinstance(a, Literal)])
     return np.result_type(*[a if isinstance(a, Literal) else a.dtype for a in args])
+
+
+def promote_arrays(*xs: Any) -> tuple:
+    """The eager side of `result_dtype`'s category rule: integer and bool arrays beside a
+    float array are cast to the float result first (NumPy would widen to float64)."""
+    kinds = {x.dtype.kind for x in xs if isinstance(x, np.ndarray)}
+    if "f" not in kinds or len(kinds) == 1:
+        return xs
+    target = np.result_type(*[x.dtype for x in xs
+                              if isinstance(x, np.ndarray) and x.dtype.kind == "f"])
+    return tuple(x.astype(target) if isinstance(x, np.ndarray) and x.dtype.kind != "f" else x
+                 for x in xs)
 
 
 def float_dtype(dtype: np.dtype) -> np.dtype:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..modes import bind
-from .broadcast import broadcast_shapes, float_dtype, result_dtype, shape_of
+from .broadcast import broadcast_shapes, float_dtype, promote_arrays, result_dtype, shape_of
 from .registry import OpDef, register
 
 # ---------------------------------------------------------------------------- infer rules
@@ -70,7 +70,26 @@ def _relu_impl(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, x.dtype.type(0))
 
 
+def _promoting(ufunc):
+    """A binary ufunc with PyTorch's category rule (see `promote_arrays`)."""
+    def impl(x: Any, y: Any) -> np.ndarray:
+        if (type(x) is np.ndarray and type(y) is np.ndarray
+                and x.dtype.kind != y.dtype.kind):
+            x, y = promote_arrays(x, y)
+        return ufunc(x, y)
+
+    impl.__name__ = ufunc.__name__
+    return impl
+
+
+def _where_impl(c: Any, x: Any, y: Any) -> np.ndarray:
+    x, y = promote_arrays(x, y)
+    return np.where(c, x, y)
+
+
 def _div_impl(x: Any, y: Any) -> np.ndarray:
+    if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype.kind != y.dtype.kind:
+        x, y = promote_arrays(x, y)
     out = np.true_divide(x, y)
     kinds = [getattr(a, "dtype", np.dtype(np.int64)).kind for a in (x, y)
              if not isinstance(a, float)]
@@ -310,15 +329,15 @@ def _where_vjp(ctx, g):
 
 
 ADD = register(OpDef(
-    "add", np.add, _binary_infer("add"), _add_vjp, "AddBackward0",
+    "add", _promoting(np.add), _binary_infer("add"), _add_vjp, "AddBackward0",
     elementwise=True, commutative=True, scalar="({0} + {1})",
 ))
 SUB = register(OpDef(
-    "sub", np.subtract, _binary_infer("sub"), _sub_vjp, "SubBackward0",
+    "sub", _promoting(np.subtract), _binary_infer("sub"), _sub_vjp, "SubBackward0",
     elementwise=True, scalar="({0} - {1})",
 ))
 MUL = register(OpDef(
-    "mul", np.multiply, _binary_infer("mul"), _mul_vjp, "MulBackward0",
+    "mul", _promoting(np.multiply), _binary_infer("mul"), _mul_vjp, "MulBackward0",
     saves=(0, 1), elementwise=True, commutative=True, scalar="({0} * {1})",
 ))
 DIV = register(OpDef(
@@ -326,7 +345,7 @@ DIV = register(OpDef(
     saves=(1,), saves_out=True, elementwise=True, scalar="({0} / {1})",
 ))
 POW = register(OpDef(
-    "pow", np.power, _binary_infer("pow"), _pow_vjp, "PowBackward0",
+    "pow", _promoting(np.power), _binary_infer("pow"), _pow_vjp, "PowBackward0",
     saves=(0, 1), saves_out=True, elementwise=True, scalar="({0} ** {1})",
 ))
 NEG = register(OpDef(
@@ -370,15 +389,15 @@ COS = register(OpDef(
     saves=(0,), elementwise=True, scalar="np.cos({0})",
 ))
 MAXIMUM = register(OpDef(
-    "maximum", np.maximum, _binary_infer("maximum"), _minmax_vjp(gt), "MaximumBackward0",
+    "maximum", _promoting(np.maximum), _binary_infer("maximum"), _minmax_vjp(gt), "MaximumBackward0",
     saves=(0, 1), elementwise=True, commutative=True, scalar="({0} if ({0} >= {1} or {0} != {0}) else {1})",
 ))
 MINIMUM = register(OpDef(
-    "minimum", np.minimum, _binary_infer("minimum"), _minmax_vjp(lt), "MinimumBackward0",
+    "minimum", _promoting(np.minimum), _binary_infer("minimum"), _minmax_vjp(lt), "MinimumBackward0",
     saves=(0, 1), elementwise=True, commutative=True, scalar="({0} if ({0} <= {1} or {0} != {0}) else {1})",
 ))
 WHERE = register(OpDef(
-    "where", np.where, _where_infer, _where_vjp, "WhereBackward0",
+    "where", _where_impl, _where_infer, _where_vjp, "WhereBackward0",
     saves=(0,), elementwise=True, scalar="({1} if {0} else {2})",
 ))
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..ir.graph import Node
 from ..modes import bind
-from .broadcast import broadcast_shapes, result_dtype
+from .broadcast import broadcast_shapes, promote_arrays, result_dtype
 from .elementwise import mul
 from .registry import OpDef, register
 from .shape import reshape, transpose
@@ -91,9 +91,17 @@ def _addmm_infer(bias: Any, a: Any, b: Any) -> tuple:
     return out, result_dtype(bias, a, b)
 
 
+def _matmul_impl(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype != b.dtype:
+        a, b = promote_arrays(a, b)
+    return np.matmul(a, b)
+
+
 def _addmm_impl(bias: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.ndim != 2 or b.ndim != 2 or bias.ndim > 2:
         raise ValueError("addmm: bad ranks")  # replaced by the infer rule's message
+    if not a.dtype == b.dtype == bias.dtype:
+        bias, a, b = promote_arrays(bias, a, b)
     out = a @ b
     if out.dtype == np.result_type(out, bias):
         out += bias  # in place: saves one output-sized temporary
@@ -191,7 +199,7 @@ def _addmm_lower(node, args, out, ishape):
 
 
 MATMUL = register(OpDef(
-    "matmul", np.matmul, _matmul_infer, _matmul_vjp, _matmul_name, saves=(0, 1),
+    "matmul", _matmul_impl, _matmul_infer, _matmul_vjp, _matmul_name, saves=(0, 1),
     contraction=True, lower=_matmul_lower,
 ))
 ADDMM = register(OpDef(

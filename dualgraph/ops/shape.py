@@ -12,7 +12,7 @@ import numpy as np
 
 from ..dtypes import as_dtype
 from ..modes import bind
-from .broadcast import normalize_axis, result_dtype
+from .broadcast import normalize_axis, promote_arrays, result_dtype
 from .registry import OpDef, register
 
 # ----------------------------------------------------------------------------- reshape
@@ -229,7 +229,7 @@ def _concat_infer(*xs: Any, axis: int) -> tuple:
 
 
 def _concat_impl(*xs: np.ndarray, axis: int) -> np.ndarray:
-    return np.concatenate(xs, axis=axis)
+    return np.concatenate(promote_arrays(*xs), axis=axis)
 
 
 def _concat_vjp(ctx, g):
@@ -266,7 +266,7 @@ def _stack_infer(*xs: Any, axis: int) -> tuple:
 
 
 def _stack_impl(*xs: np.ndarray, axis: int) -> np.ndarray:
-    return np.stack(xs, axis=axis)
+    return np.stack(promote_arrays(*xs), axis=axis)
 
 
 def _stack_vjp(ctx, g):
@@ -373,11 +373,19 @@ def _scatter_lower(node, args, out, ishape):
     return lines + [f"{out}[{code}] = np.ascontiguousarray({args[0]}).reshape({target.shape})"]
 
 
+def _same_dtype(node, args) -> list:
+    """Operands cast to the node's dtype (an int beside a float tensor: `result_dtype`)."""
+    return [a if i.dtype == node.dtype else f"{a}.astype(np.{node.dtype.name})"
+            for i, a in zip(node.inputs, args)]
+
+
 def _concat_lower(node, args, out, ishape):
+    args = _same_dtype(node, args)
     return [f"{out} = np.concatenate(({', '.join(args)},), {node.attrs['axis']})"]
 
 
 def _stack_lower(node, args, out, ishape):
+    args = _same_dtype(node, args)
     if not node.inputs[0].shape:  # 0-d values are stored as (1,): join them flat
         return [f"{out} = np.concatenate(({', '.join(args)},), 0)"]
     return [f"{out} = np.ascontiguousarray(np.stack(({', '.join(args)},), "
