@@ -351,12 +351,12 @@ def run_backward(
     Without ``targets`` gradients accumulate into the leaves' ``.grad``; with them (``dg.grad``)
     nothing is accumulated and the gradient reaching each target node is returned.
     """
-    prev = grad_mode.GRAD_ENABLED[0]
-    grad_mode.GRAD_ENABLED[0] = create_graph
+    prev = grad_mode.GRAD_ENABLED.value
+    grad_mode.GRAD_ENABLED.value = create_graph
     try:
         return _run(roots, grads, retain_graph, create_graph, targets, allow_unused)
     finally:
-        grad_mode.GRAD_ENABLED[0] = prev
+        grad_mode.GRAD_ENABLED.value = prev
 
 
 def _run(roots, grads, retain_graph, create_graph, targets, allow_unused):

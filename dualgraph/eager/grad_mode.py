@@ -9,19 +9,13 @@ from typing import Any
 
 
 class _ThreadFlag(threading.local):
-    """A bool per thread, read and written as ``flag[0]``. Grad mode is thread-local, as in
-    PyTorch: a backward (which turns recording off while it runs) or a ``no_grad`` block
-    in one thread must not change what a call in another thread records or compiles.
-    Hot paths read ``flag.value`` (an attribute read in C; ``[0]`` is a Python call)."""
+    """A bool per thread, ``flag.value``. Grad mode is thread-local, as in PyTorch: a
+    backward (which turns recording off while it runs) or a ``no_grad`` block in one thread
+    must not change what a call in another thread records or compiles. Hot paths read the
+    attribute directly, without a function call."""
 
     def __init__(self) -> None:
         self.value = True
-
-    def __getitem__(self, index: int) -> bool:
-        return self.value
-
-    def __setitem__(self, index: int, value: bool) -> None:
-        self.value = value
 
 
 GRAD_ENABLED = _ThreadFlag()
@@ -29,11 +23,11 @@ GRAD_ENABLED = _ThreadFlag()
 
 def is_grad_enabled() -> bool:
     """Whether ops on tensors that require grad are recorded."""
-    return GRAD_ENABLED[0]
+    return GRAD_ENABLED.value
 
 
 def set_grad_enabled(mode: bool) -> None:
-    GRAD_ENABLED[0] = bool(mode)
+    GRAD_ENABLED.value = bool(mode)
 
 
 class _GradMode:
@@ -43,12 +37,12 @@ class _GradMode:
         self._prev: list[bool] = []
 
     def __enter__(self) -> "_GradMode":
-        self._prev.append(GRAD_ENABLED[0])
-        GRAD_ENABLED[0] = self._mode
+        self._prev.append(GRAD_ENABLED.value)
+        GRAD_ENABLED.value = self._mode
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        GRAD_ENABLED[0] = self._prev.pop()
+        GRAD_ENABLED.value = self._prev.pop()
 
     def __call__(self, fn: Callable) -> Callable:
         @functools.wraps(fn)

@@ -33,11 +33,11 @@ def result_dtype(*args: Any) -> np.dtype:
 def promote_arrays(*xs: Any) -> tuple:
     """The eager side of `result_dtype`'s category rule: integer and bool arrays beside a
     float array are cast to the float result first (NumPy would widen to float64)."""
-    kinds = {x.dtype.kind for x in xs if isinstance(x, np.ndarray)}
+    arrays = [x for x in xs if isinstance(x, np.ndarray)]
+    kinds = {a.dtype.kind for a in arrays}
     if "f" not in kinds or len(kinds) == 1:
         return xs
-    target = np.result_type(*[x.dtype for x in xs
-                              if isinstance(x, np.ndarray) and x.dtype.kind == "f"])
+    target = result_dtype(*arrays)
     return tuple(x.astype(target) if isinstance(x, np.ndarray) and x.dtype.kind != "f" else x
                  for x in xs)
 

@@ -88,8 +88,6 @@ def _where_impl(c: Any, x: Any, y: Any) -> np.ndarray:
 
 
 def _div_impl(x: Any, y: Any) -> np.ndarray:
-    if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype.kind != y.dtype.kind:
-        x, y = promote_arrays(x, y)
     out = np.true_divide(x, y)
     kinds = [getattr(a, "dtype", np.dtype(np.int64)).kind for a in (x, y)
              if not isinstance(a, float)]
@@ -341,7 +339,7 @@ MUL = register(OpDef(
     saves=(0, 1), elementwise=True, commutative=True, scalar="({0} * {1})",
 ))
 DIV = register(OpDef(
-    "div", _div_impl, _div_infer, _div_vjp, "DivBackward0",
+    "div", _promoting(_div_impl), _div_infer, _div_vjp, "DivBackward0",
     saves=(1,), saves_out=True, elementwise=True, scalar="({0} / {1})",
 ))
 POW = register(OpDef(

@@ -115,7 +115,7 @@ class Tracer(TensorOps):
 
         ctx = self._ctx
         t = ctx.arg_tensors.get(id(self.node))
-        if t is not None and t.requires_grad and GRAD_ENABLED[0]:
+        if t is not None and t.requires_grad and GRAD_ENABLED.value:
             raise RuntimeError("a leaf Variable that requires grad is being used in an "
                                "in-place operation (wrap the update in `with dg.no_grad():`)")
         new = ctx.process(OPS[op_name], (self, other), {}) if op_name else other
@@ -256,7 +256,7 @@ class TraceContext:
         node = Node(op.name, ins, attrs, tuple(shape), np.dtype(dtype),
                     self.loc_override or user_location(3))
         self.nodes.append(node)
-        if GRAD_ENABLED[0] and op.differentiable and any(
+        if GRAD_ENABLED.value and op.differentiable and any(
                 isinstance(i, Node) and id(i) in self.rg for i in ins):
             self.rg.add(id(node))
         return Tracer(node, self)
@@ -299,8 +299,8 @@ class TraceContext:
         else:
             seed = gradient if isinstance(gradient, Tracer) else Tracer(
                 self.as_node(gradient), self)
-        prev = GRAD_ENABLED[0]
-        GRAD_ENABLED[0] = False  # the backward pass itself is not differentiated
+        prev = GRAD_ENABLED.value
+        GRAD_ENABLED.value = False  # the backward pass itself is not differentiated
         try:
             ct = reverse_accumulate(list(self.nodes), self.rg, {id(root.node): seed},
                                     lambda n: Tracer(n, self))
@@ -315,7 +315,7 @@ class TraceContext:
                 t.grad = g if t.grad is None else Tracer(
                     self.process(_add_op(), (t.grad, g), {}).node, self)
         finally:
-            GRAD_ENABLED[0] = prev
+            GRAD_ENABLED.value = prev
         self.backward_called = True
 
     def __enter__(self) -> "TraceContext":
