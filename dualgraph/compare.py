@@ -420,7 +420,7 @@ def _compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5
         traced = trace(fn, *args)
     except TraceError as e:
         report.trace_error = str(e)
-    captured = list(getattr(traced, "captured", []))
+    captured = list(traced.captured) if traced is not None else []
     leaves = _grad_leaves(args, captured)
     # Eager, with user locations on the tape for the diff.
     with A.record_locations():
@@ -479,7 +479,7 @@ def _compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5
                                if g is not None for n in g.nodes if n.op == "fused")
     optimized = P.optimize(traced)
     report.diff = _tape_trace_diff(tape, traced, optimized)
-    report.fusion = _fusion_report(optimized.pass_stats[-2].graph)
+    report.fusion = _fusion_report(optimized.pass_stats.before("fuse"))
     if cold_warm:
         with tempfile.TemporaryDirectory() as d:
             for attr in ("cold_compile_time", "warm_compile_time"):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .ir.graph import Graph, Node
-from .passes import PassStat, fusion_groups, op_count, optimize
+from .passes import PassStats, fusion_groups, op_count, optimize
 from .trace.autodiff import Differentiated, differentiate
 from .trace.tracer import trace
 
@@ -37,10 +37,10 @@ class Explanation:
 
     traced: Graph
     optimized: Graph
-    passes: list[PassStat]
+    passes: PassStats
     differentiated: Differentiated | None = None
     backward_optimized: Graph | None = None
-    backward_passes: list[PassStat] = field(default_factory=list)
+    backward_passes: PassStats = field(default_factory=PassStats)
     numba_source: str | None = None
     source_map: list[SourceLine] = field(default_factory=list)
 
@@ -51,9 +51,9 @@ class Explanation:
     @property
     def fusion_groups(self) -> list[list[str]]:
         return [[m.op for m in members] for _, members, _ in fusion_groups(
-            self.passes[-2].graph if len(self.passes) > 1 else self.traced)]
+            self.passes.before("fuse"))]
 
-    def _stages(self, title: str, start: Graph, passes: list[PassStat]) -> list[str]:
+    def _stages(self, title: str, start: Graph, passes: PassStats) -> list[str]:
         out = [f"== {title}: traced ({op_count(start)} nodes)", str(start)]
         for s in passes:
             out.append(f"-- after {s.name}: {s.nodes_before} -> {s.nodes_after} nodes")
@@ -106,7 +106,7 @@ def explain(fn: Callable, *example_args: Any, wrt: Any = "auto") -> Explanation:
     if wrt == "auto":
         from .eager.tensor import Tensor
 
-        n_args = getattr(traced, "n_args", len(traced.inputs))
+        n_args = traced.n_args
         tensors = [a for a in example_args if isinstance(a, Tensor) or hasattr(a, "shape")]
         wrt = [i for i, a in enumerate(tensors[:n_args])
                if isinstance(a, Tensor) and a.requires_grad]

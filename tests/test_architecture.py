@@ -60,3 +60,11 @@ def _op_names() -> set[str]:
     from dualgraph.ops import OPS
 
     return set(OPS)
+
+
+def test_ir_imports_nothing_from_ops() -> None:
+    """ops/ is built on ir/ (nodes, literals); the IR gets the op table injected instead."""
+    bad = [f"{path.relative_to(PKG.parent)} imports {mod}"
+           for path in sorted((PKG / "ir").rglob("*.py")) for mod in _imports(path)
+           if mod.split(".")[:2] == ["dualgraph", "ops"]]
+    assert not bad, "\n".join(bad)

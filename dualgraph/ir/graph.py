@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import short_name
+from .optable import op_table
+from .stages import PassStat, PassStats
 
 Literal = (bool, int, float)
 _UIDS = itertools.count(1)
@@ -108,12 +110,72 @@ class Graph:
         graph(%0:f32[], %1:f32[]):
           %2:f32[] = mul %0, %1
           return %2
+
+    Besides its structure a graph carries metadata, all declared here (the class has
+    ``__slots__``, so nothing else can be attached) and none of it part of its identity
+    (`key`, ``==``):
+
+    - from `dg.trace`: ``captured``, the tensors the function read from outside that became
+      the inputs after the arguments (module parameters); ``n_args``, the number of inputs
+      that are arguments (``None``: not a trace, every input is one); ``single_output``,
+      whether the function returned one value rather than a tuple (``None``: not a trace).
+      Passes carry these forward through `replace`.
+    - from a pass: ``notes``, one line per change the pass that produced this graph made.
+    - from `optimize`: ``pass_stats``, a `PassStats` list of what each pass did, which
+      finds a stage by pass name: ``graph.pass_stats.before("fuse")``.
     """
 
-    def __init__(self, inputs: Iterable[Node], nodes: Iterable[Node], outputs: Iterable[Node]):
+    __slots__ = ("inputs", "nodes", "outputs", "captured", "n_args", "single_output",
+                 "notes", "pass_stats")
+
+    def __init__(
+        self,
+        inputs: Iterable[Node],
+        nodes: Iterable[Node],
+        outputs: Iterable[Node],
+        *,
+        captured: Iterable[Any] = (),
+        n_args: int | None = None,
+        single_output: bool | None = None,
+        notes: Iterable[str] = (),
+        pass_stats: Iterable[PassStat] = (),
+    ) -> None:
         self.inputs = list(inputs)
         self.nodes = list(nodes)
         self.outputs = list(outputs)
+        self.captured = list(captured)
+        self.n_args = n_args
+        self.single_output = single_output
+        self.notes = list(notes)
+        self.pass_stats = PassStats(pass_stats)
+
+    def replace(
+        self,
+        *,
+        inputs: Iterable[Node] | None = None,
+        nodes: Iterable[Node] | None = None,
+        outputs: Iterable[Node] | None = None,
+        notes: Iterable[str] = (),
+        pass_stats: Iterable[PassStat] = (),
+    ) -> Graph:
+        """A new graph with the parts given swapped in (the others shared with this one)
+        and the trace metadata (``captured``, ``n_args``, ``single_output``) carried over.
+
+        ``notes`` and ``pass_stats`` describe how the new graph was made, so they start
+        afresh: a pass gives its own notes here, `optimize` its statistics.
+
+        >>> g2 = graph.replace(nodes=kept, notes=["removed exp f32[3]"])   # doctest: +SKIP
+        """
+        return Graph(
+            self.inputs if inputs is None else inputs,
+            self.nodes if nodes is None else nodes,
+            self.outputs if outputs is None else outputs,
+            captured=self.captured,
+            n_args=self.n_args,
+            single_output=self.single_output,
+            notes=notes,
+            pass_stats=pass_stats,
+        )
 
     def names(self) -> dict[int, str]:
         """``id(node) -> "%k"``, numbering inputs first, then nodes in order."""
@@ -157,8 +219,7 @@ class Graph:
         Raises `GraphError`; ``pass_name`` (the pass that produced the graph) is named in
         the message, since a graph that fails here after a pass is a bug in that pass.
         """
-        from ..ops.registry import OPS
-
+        ops = op_table()
         where = f" after pass {pass_name!r}" if pass_name else ""
         defined: set[int] = set()
         for n in self.inputs:
@@ -189,9 +250,9 @@ class Graph:
                 if len(body.inputs) != len(n.inputs):
                     raise GraphError(f"fused node {k}: {len(n.inputs)} inputs for a body "
                                      f"of {len(body.inputs)}{where}")
-            elif n.op in OPS:
+            elif n.op in ops:
                 try:
-                    shape, dtype = OPS[n.op].infer(*n.inputs, **n.attrs)
+                    shape, dtype = ops[n.op].infer(*n.inputs, **n.attrs)
                 except (ValueError, TypeError) as e:
                     raise GraphError(f"node {k} ({n.op}) is ill-typed{where}: {e}") from None
                 if tuple(shape) != tuple(n.shape) or np.dtype(dtype) != n.dtype:

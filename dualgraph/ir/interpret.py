@@ -9,14 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.registry import OPS
 from .graph import Graph, Node
+from .optable import op_table
 
 
 def interpret(graph: Graph, *args: Any) -> tuple:
     """Outputs of ``graph`` (a tuple of arrays) for input arrays ``args``."""
     if len(args) != len(graph.inputs):
         raise TypeError(f"graph takes {len(graph.inputs)} inputs, got {len(args)}")
+    ops = op_table()
     env: dict[int, Any] = {}
     for node, a in zip(graph.inputs, args):
         arr = np.asarray(a._data if hasattr(a, "_data") else a)
@@ -30,6 +31,6 @@ def interpret(graph: Graph, *args: Any) -> tuple:
         elif n.op == "fused":
             out = interpret(n.attrs["body"], *ins)[0]
         else:
-            out = OPS[n.op].impl(*ins, **n.attrs)
+            out = ops[n.op].impl(*ins, **n.attrs)
         env[id(n)] = np.asarray(out)
     return tuple(env[id(o)] for o in graph.outputs)

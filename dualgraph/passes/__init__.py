@@ -1,35 +1,20 @@
 """Graph passes: each a pure function ``Graph -> Graph`` that never mutates its input.
 
 ``optimize`` runs the default pipeline and records per-pass statistics on the result's
-``.pass_stats``.
+``.pass_stats``, where reports find a stage by name: ``.pass_stats.before("fuse")``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from ..ir.graph import Graph
+from ..ir.stages import PassStat, PassStats
 from .constant_fold import constant_fold
 from .cse import cse
 from .dce import dce
 from .fuse import fuse, fusion_groups
 from .simplify import simplify
-
-
-@dataclass
-class PassStat:
-    """What one pass did: node counts before and after, and its notes."""
-
-    name: str
-    nodes_before: int
-    nodes_after: int
-    notes: list[str] = field(default_factory=list)
-    graph: Graph | None = None
-
-    def __str__(self) -> str:
-        return f"{self.name:14s} {self.nodes_before:4d} -> {self.nodes_after:4d} nodes"
-
 
 # Cleanup first (simplify exposes constants and duplicates, CSE and DCE then shrink the
 # graph), fusion last: it works on the final set of nodes.
@@ -56,9 +41,10 @@ def optimize(
     """Run the pipeline (default: simplify, constant_fold, cse, dce, fuse).
 
     ``skip`` names passes to leave out (for ablations); ``verify=True`` checks the graph
-    after every pass and names the pass that broke it. The result carries ``.pass_stats``.
+    after every pass and names the pass that broke it. The result carries ``.pass_stats``
+    (a `PassStats`: look a stage up by pass name, never by position).
     """
-    stats = []
+    stats = PassStats()
     for name, fn in passes or DEFAULT_PIPELINE:
         if name in skip:
             continue
@@ -66,13 +52,17 @@ def optimize(
         out = fn(graph)
         if verify:
             out.verify(name)
-        stats.append(PassStat(name, before, op_count(out), getattr(out, "notes", []), out))
+        stats.append(PassStat(name, before, op_count(out), out.notes, out, graph))
         graph = out
-    graph.pass_stats = stats
-    return graph
+    # A new graph object sharing the last one's nodes (the input is never mutated, even
+    # when every pass is skipped), which stands as the last pass's result.
+    result = graph.replace(notes=graph.notes, pass_stats=stats)
+    if stats:
+        stats[-1].graph = result
+    return result
 
 
 __all__ = [
-    "DEFAULT_PIPELINE", "PassStat", "constant_fold", "cse", "dce", "fuse", "fusion_groups",
-    "op_count", "optimize", "simplify",
+    "DEFAULT_PIPELINE", "PassStat", "PassStats", "constant_fold", "cse", "dce", "fuse",
+    "fusion_groups", "op_count", "optimize", "simplify",
 ]

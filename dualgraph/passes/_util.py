@@ -7,12 +7,14 @@ from collections.abc import Callable
 from ..ir.graph import Graph, Node
 
 
-def rebuild(graph: Graph, visit: Callable[[Node, dict], Node | None]) -> Graph:
+def rebuild(graph: Graph, visit: Callable[[Node, dict], Node | None],
+            notes: list[str] | None = None) -> Graph:
     """A new graph: each node (inputs already remapped) goes through ``visit``, which
     returns its replacement (any existing value, or a new node), or ``None`` to drop it.
 
     Input nodes and untouched nodes are shared with the old graph, never mutated: passes
-    are pure functions.
+    are pure functions. ``notes`` (which ``visit`` may still be filling) become the new
+    graph's notes.
     """
     mapping: dict[int, Node] = {}
     nodes: list[Node] = []
@@ -30,14 +32,7 @@ def rebuild(graph: Graph, visit: Callable[[Node, dict], Node | None]) -> Graph:
             emitted.add(id(r))
             nodes.append(r)
     outputs = [mapping.get(id(o), o) for o in graph.outputs]
-    return copy_meta(graph, Graph(graph.inputs, nodes, outputs))
-
-
-def copy_meta(old: Graph, new: Graph) -> Graph:
-    for attr in ("captured", "n_args", "single_output"):
-        if hasattr(old, attr):
-            setattr(new, attr, getattr(old, attr))
-    return new
+    return graph.replace(nodes=nodes, outputs=outputs, notes=notes or ())
 
 
 def consumers(graph: Graph) -> dict[int, list[Node]]:
@@ -48,7 +43,3 @@ def consumers(graph: Graph) -> dict[int, list[Node]]:
                 out.setdefault(id(i), []).append(n)
     return out
 
-
-def note(graph: Graph, notes: list[str]) -> Graph:
-    graph.notes = notes
-    return graph

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..ir.graph import Graph, Node
 from ..ops.registry import OPS
-from ._util import note, rebuild
+from ._util import rebuild
 
 # A fold that would turn a small constant into a big one (broadcasting a scalar to a
 # matrix) trades a cheap op for memory and cache traffic: only fold when the result is at
@@ -33,4 +33,4 @@ def constant_fold(graph: Graph) -> Graph:
         notes.append(f"folded {n.op} {n.type_str}")
         return Node("const", (), {"value": value}, tuple(value.shape), value.dtype, n.loc, n.uid)
 
-    return note(rebuild(graph, visit), notes)
+    return rebuild(graph, visit, notes)

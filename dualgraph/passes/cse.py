@@ -6,7 +6,7 @@ from typing import Any
 
 from ..ir.graph import Graph, Node, _attr_key
 from ..ops.registry import OPS
-from ._util import note, rebuild
+from ._util import rebuild
 
 
 def cse(graph: Graph) -> Graph:
@@ -34,4 +34,4 @@ def cse(graph: Graph) -> Graph:
         seen[key] = n
         return n
 
-    return note(rebuild(graph, visit), notes)
+    return rebuild(graph, visit, notes)

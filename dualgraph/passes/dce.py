@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ..ir.graph import Graph, Node
-from ._util import copy_meta, note
 
 
 def dce(graph: Graph) -> Graph:
@@ -14,4 +13,4 @@ def dce(graph: Graph) -> Graph:
             live.update(id(i) for i in n.inputs if isinstance(i, Node))
     kept = [n for n in graph.nodes if id(n) in live]
     notes = [f"removed {n.op} {n.type_str}" for n in graph.nodes if id(n) not in live]
-    return note(copy_meta(graph, Graph(graph.inputs, kept, graph.outputs)), notes)
+    return graph.replace(nodes=kept, notes=notes)

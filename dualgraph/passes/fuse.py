@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ..ir.graph import Graph, Node
 from ..ops.registry import OPS
-from ._util import consumers, copy_meta, note
+from ._util import consumers
 
 
 class _Group:
@@ -164,4 +164,4 @@ def fuse(graph: Graph) -> Graph:
                 mapping[id(n)] = m
             nodes.append(m)
     outputs = [mapping.get(id(o), o) for o in graph.outputs]
-    return note(copy_meta(graph, Graph(graph.inputs, nodes, outputs)), notes)
+    return graph.replace(nodes=nodes, outputs=outputs, notes=notes)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.graph import Graph, Node
-from ._util import note, rebuild
+from ._util import rebuild
 
 
 def _is(x: Any, value: float) -> bool:
@@ -142,4 +142,4 @@ def simplify(graph: Graph, finite_math: bool = False) -> Graph:
                 break
         return n
 
-    return note(rebuild(graph, visit), notes)
+    return rebuild(graph, visit, notes)

@@ -184,10 +184,7 @@ def differentiate(fwd: Graph, wrt: Sequence[int] | None = None) -> Differentiate
     kept = [n for n in kept if id(placeholders[id(n)].node) in used]
     res_inputs = [placeholders[id(n)].node for n in kept]
     backward = Graph([c.node for c in cotangents] + res_inputs, bwd_nodes, grads_out)
-    forward = Graph(fwd.inputs, fwd.nodes, list(fwd.outputs) + kept)
-    for attr in ("captured", "n_args", "single_output"):
-        if hasattr(fwd, attr):
-            setattr(forward, attr, getattr(fwd, attr))
+    forward = fwd.replace(outputs=list(fwd.outputs) + kept)
     return Differentiated(
         forward=forward,
         backward=backward,

@@ -397,8 +397,6 @@ def trace(fn: Callable, *example_args: Any) -> Graph:
     with ctx:
         out = fn(*args)
     outputs, single = _outputs(ctx, out, fn)
-    graph = Graph(ctx.inputs + [n for _, n in ctx.captured], ctx.nodes, outputs)
-    graph.captured = [t for t, _ in ctx.captured]
-    graph.n_args = len(ctx.inputs)
-    graph.single_output = single
-    return graph
+    return Graph(ctx.inputs + [n for _, n in ctx.captured], ctx.nodes, outputs,
+                 captured=[t for t, _ in ctx.captured], n_args=len(ctx.inputs),
+                 single_output=single)

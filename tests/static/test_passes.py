@@ -170,7 +170,7 @@ def _simplified(fn, *args, finite_math=False):
     inputs = [np.resize(SPECIAL, a.shape) if a.dtype.kind == "f" else np.ones(a.shape, a.dtype)
               for a in args]
     out = run_pass(passes.simplify, fn, *args, inputs=inputs, finite_math=finite_math)[1]
-    return passes._util.note(passes.dce(out), out.notes)
+    return passes.dce(out).replace(notes=out.notes)
 
 
 def _identity_rewrite(fn):
