@@ -159,6 +159,7 @@ def execute(lib: Any, F: Any, prog: Program, fn: Callable | None = None) -> dict
     """Run ``prog`` (or ``fn``, its compiled form) on fresh inputs and encode the results."""
     inputs = prog.build_inputs(lib)
     run = fn if fn is not None else (lambda *a: prog.fn(lib, F, *a))
+    grad_mode = lib.is_grad_enabled()
     try:
         out = run(*inputs)
         for o in flatten(out) if prog.compile else ():  # a script ran its own backward
@@ -168,6 +169,9 @@ def execute(lib: Any, F: Any, prog: Program, fn: Callable | None = None) -> dict
     except Exception as e:  # noqa: BLE001 - the error is the recorded result
         # The exception object itself is for isinstance checks; record.py drops it.
         return {"error": {"type": type(e).__name__, "message": str(e)[:300]}, "exception": e}
+    finally:
+        # A program that fails inside a grad-mode block must not leak the mode to the next.
+        lib.set_grad_enabled(grad_mode)
     grads = [encode(x.grad) for x in inputs if _is_tensor(x) and x.requires_grad]
     return {"outputs": encode(out), "grads": grads}
 
@@ -208,7 +212,13 @@ def compare_where(lib, F, a, b, x):
          covers=("maximum", "minimum"))
 def maximum_minimum(lib, F, a, b):
     # index 1 is a tie: PyTorch splits the gradient half and half
-    return lib.maximum(a, b), lib.minimum(a, b), a.clamp(-1.0, 1.0)
+    return lib.maximum(a, b), lib.minimum(a, b)
+
+
+@program(leaf([1.0, -2.0, 3.0, 0.5, -1.0]), source="API A2")
+def clamp_at_bounds(lib, F, x):
+    # 1.0 and -1.0 sit on the bounds: PyTorch's clamp passes their whole gradient
+    return x.clamp(-1.0, 1.0), x.clamp(min=0.0), x.clamp(max=0.75)
 
 
 @program(grid((2, 3), -1.0, 2.0), covers=("sum", "mean", "max"))
