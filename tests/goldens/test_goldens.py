@@ -314,3 +314,10 @@ def test_known_divergences_name_real_cases() -> None:
         assert name in PROGRAMS, name
         assert mode in MODES, (name, mode)
         assert mode == "eager" or PROGRAMS[name].compile, f"{name} never runs compiled"
+
+
+def test_checking_needs_no_torch() -> None:
+    here = Path(__file__).parent
+    for name in ("programs.py", "test_goldens.py"):
+        text = (here / name).read_text()
+        assert "import " + "torch" not in text, f"{name} must not import torch"
