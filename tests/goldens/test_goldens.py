@@ -3,7 +3,9 @@
 ``goldens.json`` holds what PyTorch computed for every program in ``programs.py`` (outputs,
 input gradients, dtypes, shapes, exception types); ``record.py`` regenerates it and is the
 only file that imports torch. Each program runs here eagerly and, when it is a pure
-function of its inputs, under ``dg.compile`` (one trace, one Numba compile).
+function of its inputs, under ``dg.compile`` (one trace, one Numba compile). The compiled
+runs of the registry-op programs (source ``"ops"``) are marked ``slow``: their kernels are
+the costly ones, and tests/compile/test_ops_compiled.py checks compiled == eager per op.
 
 Where dualgraph is known to differ, the (program, mode) pair is listed in
 `KNOWN_DIVERGENCES`, the one place they live: it is a strict xfail, so a fix turns the test
