@@ -1,0 +1,695 @@
+"""The PyTorch parity programs: each written once against a library module.
+
+A program is ``fn(lib, F, *inputs)`` where ``lib`` is ``torch`` or ``dualgraph`` and ``F``
+its functional namespace (``torch.nn.functional`` / ``dualgraph.nn.functional``). Its
+inputs are fixed arrays (no RNG) that `Program.build_inputs` turns into ``lib`` tensors, so
+the compute part can be passed to ``dg.compile`` as it is. `execute` runs a program the same
+way for both libraries: call it, then (unless it is a script, which calls autograd itself)
+backward from every output that requires grad with a fixed non-uniform seed gradient (so a
+swapped axis shows), and encode outputs, the inputs'
+``.grad`` and any exception as plain JSON values.
+
+``record.py`` (needs torch) stores PyTorch's results in ``goldens.json``;
+``test_goldens.py`` (never imports torch) checks dualgraph eager and compiled against it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class In:
+    """One tensor input: fixed values, converted with ``lib.tensor(values, requires_grad)``."""
+
+    values: np.ndarray
+    requires_grad: bool = False
+
+
+def leaf(values: Any, dtype: str = "float32", rg: bool = True) -> In:
+    return In(np.asarray(values, dtype=dtype), rg)
+
+
+def const(values: Any, dtype: str = "float32") -> In:
+    return In(np.asarray(values, dtype=dtype), False)
+
+
+def grid(shape: tuple, lo: float, hi: float, dtype: str = "float32", rg: bool = True) -> In:
+    """Distinct evenly spaced values (no ties, no RNG), reshaped."""
+    return In(np.linspace(lo, hi, math.prod(shape)).astype(dtype).reshape(shape), rg)
+
+
+@dataclass(frozen=True)
+class Program:
+    """A parity program. ``covers``: the registry ops (``dualgraph.ops.OPS``) whose forward
+    and gradient it exercises through their public spelling. ``compile``: the program is a
+    pure function of its inputs, so it also runs under ``dg.compile``. ``match``: a phrase
+    (case-insensitive) both libraries' error messages must contain, when it raises."""
+
+    name: str
+    fn: Callable[..., Any]
+    inputs: tuple = ()
+    covers: tuple[str, ...] = ()
+    compile: bool = True
+    match: str | None = None
+    source: str = ""  # where the program comes from: "ops", "issue 11 s1", "API A3", ...
+
+    def build_inputs(self, lib: Any) -> tuple:
+        out = []
+        for a in self.inputs:
+            if isinstance(a, In):
+                out.append(lib.tensor(a.values.copy(), requires_grad=a.requires_grad))
+            else:
+                out.append(a)  # Python scalars pass as they are
+        return tuple(out)
+
+
+PROGRAMS: dict[str, Program] = {}
+
+
+def program(*inputs: Any, covers: tuple = (), compile: bool = True,  # noqa: A002
+            match: str | None = None, source: str = "ops") -> Callable:
+    """Register ``fn(lib, F, *inputs)`` as a program named after the function."""
+    def deco(fn: Callable) -> Callable:
+        name = fn.__name__
+        assert name not in PROGRAMS, name
+        PROGRAMS[name] = Program(name, fn, tuple(inputs), tuple(covers), compile, match, source)
+        return fn
+    return deco
+
+
+def script(covers: tuple = (), match: str | None = None, source: str = "ops") -> Callable:
+    """A program that builds its own inputs and calls autograd itself (eager only)."""
+    return program(covers=covers, compile=False, match=match, source=source)
+
+
+# --------------------------------------------------------------------- spellings
+# Only where the two libraries spell the same thing differently *on purpose*; programs that
+# check dualgraph's PyTorch aliases (``dg.autograd.grad``) use ``lib.autograd`` directly.
+
+
+def _is_torch(lib: Any) -> bool:
+    return lib.__name__ == "torch"
+
+
+def backward_fn(lib: Any) -> Callable:
+    """``torch.autograd.backward`` / ``dg.backward``."""
+    return lib.autograd.backward if _is_torch(lib) else lib.backward
+
+
+def grad_fn(lib: Any) -> Callable:
+    """``torch.autograd.grad`` / ``dg.grad``."""
+    return lib.autograd.grad if _is_torch(lib) else lib.grad
+
+
+# ---------------------------------------------------------------------- running
+
+
+def _is_tensor(v: Any) -> bool:
+    return hasattr(v, "shape") and hasattr(v, "dtype") and hasattr(v, "detach")
+
+
+def _dtype_name(dtype: Any) -> str:
+    return str(dtype).removeprefix("torch.") if not isinstance(dtype, np.dtype) else dtype.name
+
+
+def seed_for(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """The backward seed: 1.0 for a scalar, else distinct values in [1, 2]."""
+    n = math.prod(shape)
+    return np.linspace(1.0, 2.0, n).astype(dtype).reshape(shape) if n > 1 else \
+        np.ones(shape, dtype)
+
+
+def flatten(v: Any) -> list:
+    if isinstance(v, (tuple, list)):
+        return [x for item in v for x in flatten(item)]
+    return [v]
+
+
+def encode(v: Any) -> dict:
+    """A JSON-able record of a value; floats stay exact (float32 widens to float64 exactly,
+    and JSON keeps a float64's shortest repr, -0.0 and NaN included)."""
+    if v is None:
+        return {"kind": "none"}
+    if isinstance(v, (tuple, list)):
+        return {"kind": "tuple", "items": [encode(x) for x in v]}
+    if isinstance(v, str):
+        return {"kind": "str", "value": v}
+    if isinstance(v, bool):
+        return {"kind": "bool", "value": v}
+    if isinstance(v, int):
+        return {"kind": "int", "value": v}
+    if isinstance(v, float):
+        return {"kind": "float", "value": v}
+    if _is_tensor(v):
+        data = np.asarray(v.detach().numpy())
+        return {
+            "kind": "tensor", "dtype": _dtype_name(v.dtype), "shape": list(v.shape),
+            "requires_grad": bool(v.requires_grad), "data": data.ravel().tolist(),
+        }
+    raise TypeError(f"cannot encode a {type(v).__name__}")
+
+
+def execute(lib: Any, F: Any, prog: Program, fn: Callable | None = None) -> dict:
+    """Run ``prog`` (or ``fn``, its compiled form) on fresh inputs and encode the results."""
+    inputs = prog.build_inputs(lib)
+    run = fn if fn is not None else (lambda *a: prog.fn(lib, F, *a))
+    grad_mode = lib.is_grad_enabled()
+    try:
+        out = run(*inputs)
+        for o in flatten(out) if prog.compile else ():  # a script ran its own backward
+            if _is_tensor(o) and o.requires_grad:
+                seed = lib.tensor(seed_for(tuple(o.shape), np.dtype(_dtype_name(o.dtype))))
+                o.backward(seed, retain_graph=True)
+    except Exception as e:  # noqa: BLE001 - the error is the recorded result
+        # The exception object itself is for isinstance checks; record.py drops it.
+        return {"error": {"type": type(e).__name__, "message": str(e)[:300]}, "exception": e}
+    finally:
+        # A program that fails inside a grad-mode block must not leak the mode to the next.
+        lib.set_grad_enabled(grad_mode)
+    grads = [encode(x.grad) for x in inputs if _is_tensor(x) and x.requires_grad]
+    return {"outputs": encode(out), "grads": grads}
+
+
+# ============================================================================
+# Registry ops, through their public spellings (forward and gradient).
+# ============================================================================
+
+
+@program(grid((2, 3), 0.3, 2.0), covers=("exp", "log", "sqrt", "tanh", "sigmoid", "sin", "cos"))
+def unary_math(lib, F, x):
+    return lib.exp(x), x.log(), lib.sqrt(x), x.tanh(), lib.sigmoid(x), x.sin(), lib.cos(x)
+
+
+@program(grid((2, 3), -2.1, 1.9), covers=("relu", "abs", "neg"))
+def unary_kinks(lib, F, x):
+    return lib.relu(x), x.abs(), -x, F.relu(x), x.neg()
+
+
+@program(grid((2, 3), -1.5, 1.5), grid((2, 3), 0.5, 2.0), grid((3,), 0.7, 1.3),
+         covers=("add", "sub", "mul", "div", "pow"))
+def binary_arith(lib, F, a, b, c):
+    return a + b, a - c, a * b, a / c, a ** 2, b ** a, 2.0 - a, 1.0 / b, 2.0 ** a, a.add(c)
+
+
+@program(grid((3, 1), 0.5, 1.5), grid((3, 4), -1.0, 1.0), covers=("broadcast_to",))
+def expand(lib, F, x, w):
+    return x.expand(3, 4) * w, x.expand(-1, 4).sum()
+
+
+@program(const([1.0, 2.0, 3.0, 4.0]), const([2.0, 2.0, 2.0, 5.0]), grid((4,), -1.0, 1.0),
+         covers=("lt", "le", "gt", "ge", "eq", "ne", "where"))
+def compare_where(lib, F, a, b, x):
+    return a < b, a <= b, a > b, a >= b, a == b, a != b, lib.where(a > b, x, x * 2)
+
+
+@program(leaf([1.0, -2.0, 3.0, 0.5]), leaf([2.0, -2.0, -1.0, 0.25]),
+         covers=("maximum", "minimum"))
+def maximum_minimum(lib, F, a, b):
+    # index 1 is a tie: PyTorch splits the gradient half and half
+    return lib.maximum(a, b), lib.minimum(a, b)
+
+
+@program(leaf([1.0, -2.0, 3.0, 0.5, -1.0]), source="API A2")
+def clamp_at_bounds(lib, F, x):
+    # 1.0 and -1.0 sit on the bounds: PyTorch's clamp passes their whole gradient
+    return x.clamp(-1.0, 1.0), x.clamp(min=0.0), x.clamp(max=0.75)
+
+
+@program(grid((2, 3), -1.0, 2.0), covers=("sum", "mean", "max"))
+def reductions(lib, F, x):
+    return x.sum(), x.sum(dim=1), x.mean(), x.mean(dim=0), x.max(), lib.sum(x, dim=0), \
+        lib.mean(x), lib.max(x)
+
+
+@program(leaf([1.0, 3.0, 3.0, 2.0]), covers=("max",))
+def max_ties(lib, F, x):
+    return x.max()
+
+
+@program(grid((2, 3), -1.0, 1.0), covers=("reshape", "transpose"))
+def shape_ops(lib, F, x):
+    return (x.reshape(3, 2), x.view(6), x.T, x.permute(1, 0), x.flatten(), x.unsqueeze(0),
+            x.reshape(1, 2, 3).squeeze(0), x.reshape(-1, 2))
+
+
+@program(grid((3, 4), -1.0, 1.0), covers=("getitem", "scatter"))
+def basic_indexing(lib, F, x):
+    return x[1], x[0:2, 1:3], x[:, -1], x[None, 1], x[..., ::2], x[2, 3]
+
+
+@program(grid((3, 2), -1.0, 1.0), covers=("getitem",))
+def advanced_indexing(lib, F, x):
+    return x[lib.tensor([0, 2, 0])], x[x[:, 0] > 0]
+
+
+@program(grid((2, 3), -1.0, 1.0), grid((2, 3), 0.5, 1.5), grid((1, 3), 2.0, 3.0),
+         covers=("concatenate", "stack"))
+def cat_stack(lib, F, a, b, c):
+    return lib.cat([a, c], dim=0), lib.stack([a, b], dim=1), lib.cat((a, b), 1), \
+        lib.stack([a, b])
+
+
+@program(grid((3,), 0.5, 1.5), grid((3,), -1.0, 1.0, "float64"), const([1, 2, 3], "int64"),
+         covers=("astype",))
+def astype(lib, F, x, d, i):
+    return x.double() * d, x.to(lib.float64) + d, i.float() * x, d.float()
+
+
+@program(grid((2, 3), -1.0, 1.0), grid((3, 4), 0.5, 1.5), grid((3,), -0.5, 0.5),
+         grid((2, 2, 3), -1.0, 1.0), covers=("matmul",))
+def matmul(lib, F, a, b, v, t):
+    return a @ b, lib.matmul(v, b), t @ b, a @ v
+
+
+@program(grid((2, 3), -1.0, 1.0), grid((4, 3), -0.5, 0.5), grid((4,), 0.1, 0.4),
+         covers=("addmm",))
+def linear(lib, F, x, w, b):
+    return F.linear(x, w, b), F.linear(x, w)
+
+
+@program(grid((3,), 0.5, 1.5), covers=("stop_gradient",))
+def detach_constant(lib, F, x):
+    c = x.detach() * 2
+    return (x * c).sum()
+
+
+@program(grid((2, 4), -1.0, 2.0))
+def softmax_family(lib, F, x):
+    return F.softmax(x, dim=1), F.log_softmax(x, dim=1), x.softmax(dim=0), \
+        x.log_softmax(-1)
+
+
+@program(grid((2, 3), -1.0, 1.0), grid((2, 3), 0.0, 0.5, rg=False), const([2, 0], "int64"),
+         grid((2, 3), 0.0, 1.0, rg=False))
+def losses(lib, F, x, y, labels, targets):
+    return (F.mse_loss(x, y), F.mse_loss(x, y, reduction="sum"), F.cross_entropy(x, labels),
+            F.cross_entropy(x, labels, reduction="sum"),
+            F.binary_cross_entropy_with_logits(x, targets))
+
+
+@script(covers=("scatter",), source="API A3")
+def getitem_double_backward(lib, F):
+    x = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    (g,) = grad_fn(lib)((x[1:3] ** 2).sum(), [x], create_graph=True)
+    (g * g).sum().backward()
+    return g, x.grad
+
+
+# ============================================================================
+# Issue 11 section 1: views and in-place ops (eager), and section 2: the same compiled.
+# ============================================================================
+S1 = "issue 11 s1"
+
+
+@program(leaf([1.0, 2.0, 3.0]), source=S1)
+def inplace_mul_through_view(lib, F, x):
+    y = x * 1
+    y[0:2].mul_(10)
+    return y
+
+
+@program(leaf([1.0, 2.0, 3.0]), source=S1)
+def inplace_mul_through_view_sum(lib, F, x):
+    y = x * 1
+    y[0:2].mul_(10)
+    return y.sum()
+
+
+@program(leaf([1.0, 2.0, 3.0]), leaf([5.0, 7.0]), source=S1)
+def copy_into_view(lib, F, x, w):
+    y = x * 1
+    y[0:2].copy_(w)
+    return y
+
+
+@program(leaf([1.0, 2.0, 3.0]), source=S1)
+def view_sees_base_inplace(lib, F, x):
+    y = x * 1
+    v = y[0:2]
+    y.mul_(2)
+    return (v * 3).sum()
+
+
+@program(leaf([1.0, 2.0, 3.0]), source=S1,
+         match="leaf Variable that requires grad is being used in an in-place operation")
+def inplace_on_view_of_leaf(lib, F, a):
+    a[0:1].mul_(2)
+    return a
+
+
+@program(grid((2, 2), 1.0, 4.0), source=S1,
+         match="leaf Variable that requires grad is being used in an in-place operation")
+def iadd_on_transpose_of_leaf(lib, F, a):
+    t = a.T
+    t += 1
+    return t
+
+
+@program(leaf([1.0, 2.0, 3.0]), source=S1,
+         match="leaf Variable that requires grad is being used in an in-place operation")
+def inplace_on_leaf(lib, F, a):
+    a.mul_(2)
+    return a
+
+
+@script(source=S1)
+def backward_same_output_twice(lib, F):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    g = lib.tensor([1.0, 1.0, 1.0])
+    backward_fn(lib)([y, y], [g, g])
+    return x.grad
+
+
+@program(leaf(3.0), source=S1)
+def div_then_iadd(lib, F, x):
+    y = x / 2.0
+    y += 1
+    return y
+
+
+@program(leaf([1.0, 2.0]), source=S1)
+def pow_then_iadd(lib, F, x):
+    y = x ** 2
+    y += 1
+    return y
+
+
+@program(leaf([1.0, 2.0]), source=S1, match="modified by an inplace operation")
+def exp_then_iadd(lib, F, x):
+    y = x.exp()  # exp's gradient reads its output: changing it must raise
+    y += 1
+    return y
+
+
+@program(leaf([1.0, float("nan"), 3.0]), source=S1)
+def max_with_nan(lib, F, x):
+    return x.max()
+
+
+@script(source=S1, match="has changed the type of value")
+def hook_changes_grad_dtype(lib, F):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: g.double())
+    y.sum().backward()
+    return x.grad
+
+
+@script(source=S1)
+def zero_dim_grad_zero_(lib, F):
+    x = lib.tensor(2.0, requires_grad=True)
+    (x * x).backward()
+    before = x.grad.clone()
+    x.grad.zero_()
+    return before, x.grad
+
+
+@script(source=S1)
+def zero_dim_grad_inplace_add(lib, F):
+    x = lib.tensor(2.0, requires_grad=True)
+    (x * x).backward()
+    x.grad.add_(1)
+    x.grad.mul_(2)
+    g = x.grad
+    g += 1
+    return x.grad
+
+
+# ============================================================================
+# Issue 11 section 2: programs about values (compiled and eager must both match).
+# ============================================================================
+S2 = "issue 11 s2"
+
+
+@program(grid((3,), 0.5, 1.5), source=S2)
+def no_grad_block(lib, F, x):
+    with lib.no_grad():
+        c = x * 2
+    return (x * c).sum()
+
+
+@program(const([-0.0, 1.0, -2.0, 0.0]), source=S2)
+def add_zero_keeps_ieee(lib, F, x):
+    return x + 0.0, x - 0.0, 0.0 + x
+
+
+@program(const([1, 2, 3], "int64"), source=S2, match="negative integer powers")
+def int_pow_negative(lib, F, x):
+    return x ** -1
+
+
+@program(grid((3,), 0.5, 1.5), source=S2)
+def clone_and_data(lib, F, x):
+    return x.clone() * 2, x.data * 3 + x
+
+
+# ============================================================================
+# Issue 11 section 3: silent divergences from PyTorch.
+# ============================================================================
+S3 = "issue 11 s3"
+
+
+@program(grid((2, 3), -1.0, 1.0), source=S3, covers=("transpose",))
+def transpose_2d(lib, F, x):
+    return x.transpose(0, 1)
+
+
+@program(grid((2, 3, 4), -1.0, 1.0), source=S3, covers=("transpose",))
+def transpose_3d(lib, F, x):
+    return x.transpose(0, 1), x.transpose(0, 2), x.transpose(-1, -2), x.transpose(1, 1)
+
+
+@program(grid((2, 3), -1.0, 1.0), source=S3, match="out of range")
+def transpose_dim_out_of_range(lib, F, x):
+    return x.transpose(0, 5)
+
+
+@program(grid((3, 4, 2), -1.0, 1.0), source=S3)
+def permute_3d(lib, F, x):
+    return x.permute(2, 0, 1), x.permute(0, 2, 1)
+
+
+@program(grid((2, 3), -1.0, 2.0), source=S3)
+def max_dim(lib, F, x):
+    values, indices = x.max(dim=1)
+    return values, indices
+
+
+@program(grid((2, 3), -1.0, 2.0), source=S3)
+def max_dim_named(lib, F, x):
+    r = x.max(dim=0)
+    return r.values, r.indices
+
+
+@program(grid((2, 3), -1.0, 2.0), source=S3)
+def max_dim_positional(lib, F, x):
+    return lib.max(x, 1), x.max(-1)
+
+
+@program(grid((2, 3), -1.0, 2.0), source=S3)
+def min_dim(lib, F, x):
+    values, indices = x.min(dim=1)
+    return values, indices
+
+
+@program(grid((2, 3), -1.0, 2.0), source=S3)
+def min_full(lib, F, x):
+    return x.min(), lib.min(x)
+
+
+@program(grid((2, 3), -1.0, 2.0), source=S3)
+def max_dim_keepdim(lib, F, x):
+    return x.max(dim=1, keepdim=True)
+
+
+@program(grid((2, 3), -1.0, 2.0), source=S3)
+def sum_mean_keepdim(lib, F, x):
+    return x.sum(dim=1, keepdim=True), x.mean(dim=0, keepdim=True), \
+        lib.sum(x, dim=(0, 1), keepdim=True)
+
+
+@program(grid((2, 1, 3), -1.0, 1.0), source=S3)
+def squeeze_unsqueeze(lib, F, x):
+    return x.squeeze(1), x.squeeze(0), x.squeeze(), x.unsqueeze(-1), x.unsqueeze(3), \
+        x.squeeze(-2)
+
+
+@program(grid((2, 1), -1.0, 1.0), source=S3, match="out of range")
+def squeeze_dim_out_of_range(lib, F, x):
+    return x.squeeze(5)
+
+
+@program(grid((2, 3), -1.0, 1.0), source=S3, match="out of range")
+def unsqueeze_dim_out_of_range(lib, F, x):
+    return x.unsqueeze(4)
+
+
+@program(grid((2, 3), -1.0, 1.0), source=S3, match="out of range")
+def sum_dim_out_of_range(lib, F, x):
+    return x.sum(dim=2)
+
+
+@program(grid((3,), -1.0, 1.0), source=S3, match="out of bounds")
+def index_out_of_range(lib, F, x):
+    return x[3]
+
+
+@program(grid((2, 3), -1.0, 1.0), grid((4,), 0.0, 1.0), source=S3)
+def shape_mismatch_add(lib, F, a, b):
+    return a + b
+
+
+@program(grid((2, 3), -1.0, 1.0), grid((4, 2), 0.0, 1.0), source=S3)
+def shape_mismatch_matmul(lib, F, a, b):
+    return a @ b
+
+
+@program(grid((2, 3), -1.0, 1.0), source=S3)
+def shape_mismatch_reshape(lib, F, x):
+    return x.reshape(4, 2)
+
+
+@program(grid((2, 3), -1.0, 1.0), grid((2, 2), 0.0, 1.0), source=S3)
+def shape_mismatch_cat(lib, F, a, b):
+    return lib.cat([a, b], dim=0)
+
+
+@program(grid((3,), 0.5, 1.5), source=S3)
+def set_grad_enabled_context(lib, F, x):
+    with lib.set_grad_enabled(False):
+        y = x * 2
+    z = x * 3
+    return y, z
+
+
+@script(source=S3)
+def set_grad_enabled_function(lib, F):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    lib.set_grad_enabled(False)
+    try:
+        y = x * 2
+    finally:
+        lib.set_grad_enabled(True)
+    return y, x * 3
+
+
+@script(source=S3)
+def autograd_grad_alias(lib, F):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (g,) = lib.autograd.grad((x * x).sum(), [x])
+    return g, x.grad
+
+
+@script(source=S3)
+def autograd_backward_alias(lib, F):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * x
+    lib.autograd.backward([y], [lib.tensor([1.0, 0.5, 0.25])])
+    return x.grad
+
+
+@script(source=S3)
+def format_zero_dim(lib, F):
+    t = lib.tensor(2.5)
+    x = lib.tensor(1.25, requires_grad=True)
+    return f"{t:.4f}", f"{x * 2:.2f}", f"{lib.tensor(3, dtype=lib.int64):d}"
+
+
+# dtype promotion: PyTorch's category rule (an int never widens a float, a Python number or
+# a 0-d tensor of the same category never widens a dimensioned tensor).
+
+
+@program(const([1, 2, 3], "int64"), const([2, 2, 2], "int64"), source=S3)
+def promote_int_with_python_scalars(lib, F, i, j):
+    return i * 2.5, i + 2, i * 2.0, i ** 0.5, i ** 2, i / j, i / 2, 2.5 - i
+
+
+@program(const([1, 2, 3], "int64"), grid((3,), 0.5, 1.5), grid((3,), 0.5, 1.5, "float64"),
+         source=S3)
+def promote_int_with_float_tensors(lib, F, i, f, d):
+    return i * f, i * d, f + i, lib.where(i > 1, i, f), lib.cat([i, f])
+
+
+@program(grid((3,), 0.5, 1.5), leaf(2.0, "float64"), leaf(3.0, "float32"), source=S3)
+def promote_zero_dim_double(lib, F, f, d0, f0):
+    return f * d0, d0 + f, f0 * d0, f + f0
+
+
+@program(const([True, False, True], "bool"), const([1, 2, 3], "int64"),
+         const([1, 2, 3], "int32"), source=S3)
+def promote_bool_and_int_widths(lib, F, b, i, i32):
+    return b + i, b * 1.5, i32 + i, i32 * 2, i32.sum(), i.sum(), b.sum()
+
+
+@program(const([1, 2, 3], "int64"), source=S3, match="floating point")
+def int_mean_raises(lib, F, i):
+    return i.mean()
+
+
+@script(source=S3)
+def creation_dtypes(lib, F):
+    return (lib.tensor(2.0), lib.tensor([1, 2]), lib.tensor(True), lib.arange(5),
+            lib.arange(0.0, 1.0, 0.25), lib.zeros(2, 3), lib.ones(2, dtype=lib.float64),
+            lib.full((2,), 1.5), lib.tensor(np.array([1.0, 2.0])))
+
+
+# ============================================================================
+# API A3 autograd behaviours PyTorch defines (not in the issue, cheap to pin).
+# ============================================================================
+A3 = "API A3"
+
+
+@script(source=A3, match="grad can be implicitly created only for scalar outputs")
+def backward_non_scalar_raises(lib, F):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    (x * 2).backward()
+
+
+@script(source=A3, match="retain_graph")
+def backward_twice_raises(lib, F):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    y.backward()
+
+
+@script(source=A3, match="modified by an inplace operation")
+def saved_tensor_modified_raises(lib, F):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    z = (y * y).sum()
+    y.mul_(2)
+    z.backward()
+
+
+@script(source=A3)
+def retain_grad_non_leaf(lib, F):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    (y * y).sum().backward()
+    return y.grad, x.grad
+
+
+@script(source=A3)
+def grad_of_grad(lib, F):
+    x = lib.tensor(1.5, requires_grad=True)
+    (g,) = grad_fn(lib)(x ** 3, [x], create_graph=True)
+    g.backward()
+    return g, x.grad
+
+
+@script(source=A3)
+def grad_accumulates(lib, F):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    (x * 3).sum().backward()
+    (x * x).sum().backward()
+    return x.grad
+
