@@ -21,14 +21,15 @@ class Reduction:
     """What a reduction computes, as semantics any backend can read (no source text).
 
     - ``combine``: the binary elementwise op (by name, e.g. ``"add"``, ``"maximum"``) that
-      folds the elements, in any order; its nan rule is the registry op's.
+      folds the elements, in any order.
     - ``identity(dtype)``: the combine's neutral element as a value of ``dtype`` (the
       start of every partial result: 0 for ``add``, the lowest value for ``maximum``).
     - ``finalize``: what happens to the folded total: ``None`` (nothing) or ``"mean"``
       (divided by the number of elements reduced; an empty mean is 0/0, nan).
     - ``empty_ok``: whether reducing over an empty axis is allowed (giving the finalized
       identity) or an error, as for ``max`` (PyTorch's and NumPy's rule).
-    - ``nan_propagates``: a nan among the elements makes the result nan.
+    - ``nan_propagates``: a nan among the elements makes the result nan (NumPy's rule; a
+      backend folding by comparison must test for it).
     """
 
     combine: str
