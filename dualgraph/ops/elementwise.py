@@ -328,88 +328,88 @@ def _where_vjp(ctx, g):
 
 ADD = register(OpDef(
     "add", _promoting(np.add), _binary_infer("add"), _add_vjp, "AddBackward0",
-    elementwise=True, commutative=True, scalar="({0} + {1})",
+    elementwise=True, commutative=True,
 ))
 SUB = register(OpDef(
     "sub", _promoting(np.subtract), _binary_infer("sub"), _sub_vjp, "SubBackward0",
-    elementwise=True, scalar="({0} - {1})",
+    elementwise=True,
 ))
 MUL = register(OpDef(
     "mul", _promoting(np.multiply), _binary_infer("mul"), _mul_vjp, "MulBackward0",
-    saves=(0, 1), elementwise=True, commutative=True, scalar="({0} * {1})",
+    saves=(0, 1), elementwise=True, commutative=True,
 ))
 DIV = register(OpDef(
     "div", _promoting(_div_impl), _div_infer, _div_vjp, "DivBackward0",
-    saves=(1,), saves_out=True, elementwise=True, scalar="({0} / {1})",
+    saves=(1,), saves_out=True, elementwise=True,
 ))
 POW = register(OpDef(
     "pow", _promoting(np.power), _binary_infer("pow"), _pow_vjp, "PowBackward0",
-    saves=(0, 1), saves_out=True, elementwise=True, scalar="({0} ** {1})",
+    saves=(0, 1), saves_out=True, elementwise=True,
 ))
 NEG = register(OpDef(
     "neg", np.negative, _same_infer, _neg_vjp, "NegBackward0",
-    elementwise=True, scalar="(-{0})",
+    elementwise=True,
 ))
 EXP = register(OpDef(
     "exp", _floatify(np.exp), _float_infer, _exp_vjp, "ExpBackward0",
-    saves_out=True, elementwise=True, scalar="{exp}({0})",
+    saves_out=True, elementwise=True,
 ))
 LOG = register(OpDef(
     "log", _floatify(np.log), _float_infer, _log_vjp, "LogBackward0",
-    saves=(0,), elementwise=True, scalar="np.log({0})",
+    saves=(0,), elementwise=True,
 ))
 TANH = register(OpDef(
     "tanh", _floatify(np.tanh), _float_infer, _tanh_vjp, "TanhBackward0",
-    saves_out=True, elementwise=True, scalar="{tanh}({0})",
+    saves_out=True, elementwise=True,
 ))
 SIGMOID = register(OpDef(
     "sigmoid", _sigmoid_impl, _float_infer, _sigmoid_vjp, "SigmoidBackward0",
-    saves_out=True, elementwise=True, scalar="{sigmoid}({0})",
+    saves_out=True, elementwise=True,
 ))
 RELU = register(OpDef(
     "relu", _relu_impl, _same_infer, _relu_vjp, "ReluBackward0",
-    saves_out=True, elementwise=True, scalar="({0} if not ({0} <= {zero}) else {zero})",
+    saves_out=True, elementwise=True,
 ))
 SQRT = register(OpDef(
     "sqrt", _floatify(np.sqrt), _float_infer, _sqrt_vjp, "SqrtBackward0",
-    saves_out=True, elementwise=True, scalar="np.sqrt({0})",
+    saves_out=True, elementwise=True,
 ))
 ABS = register(OpDef(
     "abs", np.abs, _same_infer, _abs_vjp, "AbsBackward0",
-    saves=(0,), elementwise=True, scalar="abs({0})",
+    saves=(0,), elementwise=True,
 ))
 SIN = register(OpDef(
     "sin", _floatify(np.sin), _float_infer, _sin_vjp, "SinBackward0",
-    saves=(0,), elementwise=True, scalar="np.sin({0})",
+    saves=(0,), elementwise=True,
 ))
 COS = register(OpDef(
     "cos", _floatify(np.cos), _float_infer, _cos_vjp, "CosBackward0",
-    saves=(0,), elementwise=True, scalar="np.cos({0})",
+    saves=(0,), elementwise=True,
 ))
 MAXIMUM = register(OpDef(
     "maximum", _promoting(np.maximum), _binary_infer("maximum"), _minmax_vjp(gt), "MaximumBackward0",
-    saves=(0, 1), elementwise=True, commutative=True, scalar="({0} if ({0} >= {1} or {0} != {0}) else {1})",
+    saves=(0, 1), elementwise=True, commutative=True,
 ))
 MINIMUM = register(OpDef(
     "minimum", _promoting(np.minimum), _binary_infer("minimum"), _minmax_vjp(lt), "MinimumBackward0",
-    saves=(0, 1), elementwise=True, commutative=True, scalar="({0} if ({0} <= {1} or {0} != {0}) else {1})",
+    saves=(0, 1), elementwise=True, commutative=True,
 ))
 WHERE = register(OpDef(
     "where", _where_impl, _where_infer, _where_vjp, "WhereBackward0",
-    saves=(0,), elementwise=True, scalar="({1} if {0} else {2})",
+    saves=(0,), elementwise=True,
 ))
 
 
-def _compare(name: str, ufunc, template: str, commutative: bool = False) -> OpDef:
+def _compare(name: str, ufunc, commutative: bool = False) -> OpDef:
     return register(OpDef(
         name, ufunc, _compare_infer(name), None, "",
-        elementwise=True, commutative=commutative, differentiable=False, scalar=template,
+        elementwise=True, commutative=commutative, differentiable=False,
     ))
 
 
-LT = _compare("lt", np.less, "({0} < {1})")
-LE = _compare("le", np.less_equal, "({0} <= {1})")
-GT = _compare("gt", np.greater, "({0} > {1})")
-GE = _compare("ge", np.greater_equal, "({0} >= {1})")
-EQ = _compare("eq", np.equal, "({0} == {1})", commutative=True)
-NE = _compare("ne", np.not_equal, "({0} != {1})", commutative=True)
+LT = _compare("lt", np.less)
+LE = _compare("le", np.less_equal)
+GT = _compare("gt", np.greater)
+GE = _compare("ge", np.greater_equal)
+EQ = _compare("eq", np.equal, commutative=True)
+NE = _compare("ne", np.not_equal, commutative=True)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from ..ir.graph import Node
 from ..modes import bind
 from .broadcast import broadcast_shapes, promote_arrays, result_dtype
 from .elementwise import mul
@@ -125,86 +123,13 @@ def _addmm_vjp(ctx, g):
     return g, (matmul(g, _swap(b)) if na else None), (_rhs_grad(ctx, a, g, 2) if nb else None)
 
 
-# ------------------------------------------------------------------- Numba lowerings
-
-
-# Below this many multiply-adds a plain loop beats a BLAS call (whose fixed cost is ~1 us).
-SMALL_MATMUL = 4096
-
-
-def _loop_matmul(out: str, x: str, y: str, m: int, k: int, n: int, dtype: np.dtype) -> list:
-    return [
-        f"{out} = np.zeros(({m}, {n}), np.{dtype.name})",
-        f"for _i in range({m}):",
-        f"    for _p in range({k}):",
-        f"        _x = {x}[_i, _p]",
-        f"        for _j in range({n}):",
-        f"            {out}[_i, _j] += _x * {y}[_p, _j]",
-    ]
-
-
-def _cast(var: str, node_dtype: np.dtype, x) -> str:
-    return var if x.dtype == node_dtype else f"{var}.astype(np.{node_dtype.name})"
-
-
-def _matmul_lower(node, args, out, ishape):
-    a, b = node.inputs
-    x, y = _cast(args[0], node.dtype, a), _cast(args[1], node.dtype, b)
-    ra, rb = len(a.shape), len(b.shape)
-    if ra == rb == 2 and math.prod(a.shape) * b.shape[1] <= SMALL_MATMUL:
-        return _loop_matmul(out, x, y, a.shape[0], a.shape[1], b.shape[1], node.dtype)
-    if ra <= 2 and rb <= 2:
-        if ra == rb == 1:  # np.dot of vectors is a scalar; values are stored as (1,)
-            return [f"{out} = np.full((1,), np.dot({x}, {y}), np.{node.dtype.name})"]
-        if ra == rb == 2:  # the backend's GEMM (NumPy's BLAS where it can find it)
-            m, n = a.shape[0], b.shape[1]
-            return [f"{out} = dgb.gemm({x}, {y}, np.empty(({m}, {n}), "
-                    f"np.{node.dtype.name}), 0.0)"]
-        return [f"{out} = np.dot({x}, {y})"]
-    # Batched: one BLAS call per batch element, operands broadcast over the batch dims.
-    sa = (1,) + tuple(a.shape) if ra == 1 else tuple(a.shape)
-    sb = tuple(b.shape) + (1,) if rb == 1 else tuple(b.shape)
-    batch = tuple(node.shape[: len(node.shape) - (ra > 1) - (rb > 1)])
-    m, n = sa[-2], sb[-1]
-    lines = [
-        f"_a = np.ascontiguousarray({x}).reshape({sa})",
-        f"_b = np.ascontiguousarray({y}).reshape({sb})",
-        f"{out}3 = np.empty({batch + (m, n)}, np.{node.dtype.name})",
-        f"for _k in np.ndindex({batch}):",
-    ]
-    ia = _batch_index(sa[:-2], batch)
-    ib = _batch_index(sb[:-2], batch)
-    opa = f"_a[{ia}]" if ia else "_a"
-    opb = f"_b[{ib}]" if ib else "_b"
-    lines.append(f"    {out}3[_k] = np.dot({opa}, {opb})")
-    lines.append(f"{out} = {out}3.reshape({ishape(node)})")
-    return lines
-
-
-def _batch_index(shape: tuple, batch: tuple) -> str:
-    """Index expression into an operand's batch dims (broadcast ones read index 0); empty
-    for an operand without batch dims, which is used whole (Numba cannot index ``x[...]``)."""
-    lead = len(batch) - len(shape)
-    parts = [("0" if d == 1 and batch[lead + j] != 1 else f"_k[{lead + j}]")
-             for j, d in enumerate(shape)]
-    return ", ".join(parts + [":", ":"]) if parts else ""
-
-
-def _addmm_lower(node, args, out, ishape):
-    bias, a, b = node.inputs
-    x, y = _cast(args[1], node.dtype, a), _cast(args[2], node.dtype, b)
-    prod = Node("matmul", (a, b), {}, tuple(node.shape), node.dtype)
-    return _matmul_lower(prod, [x, y], out, ishape) + [
-        f"{out} = {out} + {_cast(args[0], node.dtype, bias)}"]
-
-
 MATMUL = register(OpDef(
     "matmul", _matmul_impl, _matmul_infer, _matmul_vjp, _matmul_name, saves=(0, 1),
-    contraction=True, lower=_matmul_lower,
+    contraction=True,
 ))
 ADDMM = register(OpDef(
     "addmm", _addmm_impl, _addmm_infer, _addmm_vjp, "AddmmBackward0", saves=(1, 2),
-    contraction=True, contraction_bias=True, lower=_addmm_lower,
+    contraction=True, contraction_bias=True,
 ))
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from ..modes import bind
 from .broadcast import float_dtype, normalize_axis
 from .elementwise import div, eq, mul, where
-from .registry import OpDef, register
+from .registry import OpDef, Reduction, register
 from .shape import astype, broadcast_to, reshape
 
 
@@ -34,9 +34,23 @@ def _mean_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tu
 def _max_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tuple:
     shape = tuple(x.shape)
     reduced = range(len(shape)) if axis is None else axis
-    if any(shape[i] == 0 for i in reduced):
+    if not MAX.reduction.empty_ok and any(shape[i] == 0 for i in reduced):
         raise ValueError(f"max: cannot take the max over an empty dimension of shape {shape}")
     return _reduced_shape(shape, axis, keepdims), x.dtype
+
+
+def _zero(dtype: np.dtype) -> Any:
+    return np.dtype(dtype).type(0)
+
+
+def _lowest(dtype: np.dtype) -> Any:
+    """The identity of ``maximum``: the smallest value of ``dtype`` (-inf for floats)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return np.False_
+    if dtype.kind == "f":
+        return dtype.type(-np.inf)
+    return dtype.type(np.iinfo(dtype).min)
 
 
 # ufunc.reduce directly: np.sum/np.mean/np.max add microseconds of Python dispatch per call.
@@ -101,17 +115,17 @@ def _reduce_name(full: str, partial: str):
 SUM = register(OpDef(
     "sum", _sum_impl, _sum_infer, _sum_vjp,
     _reduce_name("SumBackward0", "SumBackward1"),
-    reduction=True, scalar="+",
+    reduction=Reduction("add", _zero),
 ))
 MEAN = register(OpDef(
     "mean", _mean_impl, _mean_infer, _mean_vjp,
     _reduce_name("MeanBackward0", "MeanBackward1"),
-    reduction=True, scalar="+/n",
+    reduction=Reduction("add", _zero, finalize="mean"),
 ))
 MAX = register(OpDef(
     "max", _max_impl, _max_infer, _max_vjp,
     _reduce_name("MaxBackward1", "AmaxBackward0"),
-    saves=(0,), saves_out=True, reduction=True, scalar="max",
+    saves=(0,), saves_out=True, reduction=Reduction("maximum", _lowest, empty_ok=False),
 ))
 
 

@@ -2,8 +2,9 @@
 
 An entry carries the IR name, PyTorch's autograd node name, the NumPy kernel (reference
 semantics), the shape/dtype rule (the source of clear errors), the VJP rule written in
-dualgraph ops (so it can be traced and differentiated again), traits that passes and
-backends read, and room for the Numba backend's lowering.
+dualgraph ops (so it can be traced and differentiated again) and traits that passes and
+backends read. The registry knows no backend: each backend keeps its own lowerings, keyed
+by op name (the Numba one in ``dualgraph/backend/numba/lowerings.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,29 @@ from dataclasses import dataclass
 from typing import Any
 
 OPS: dict[str, "OpDef"] = {}
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """What a reduction computes, as semantics any backend can read (no source text).
+
+    - ``combine``: the binary elementwise op (by name, e.g. ``"add"``, ``"maximum"``) that
+      folds the elements, in any order.
+    - ``identity(dtype)``: the combine's neutral element as a value of ``dtype`` (the
+      start of every partial result: 0 for ``add``, the lowest value for ``maximum``).
+    - ``finalize``: what happens to the folded total: ``None`` (nothing) or ``"mean"``
+      (divided by the number of elements reduced; an empty mean is 0/0, nan).
+    - ``empty_ok``: whether reducing over an empty axis is allowed (giving the finalized
+      identity) or an error, as for ``max`` (PyTorch's and NumPy's rule).
+    - ``nan_propagates``: a nan among the elements makes the result nan (NumPy's rule; a
+      backend folding by comparison must test for it).
+    """
+
+    combine: str
+    identity: Callable[[Any], Any]
+    finalize: str | None = None
+    empty_ok: bool = True
+    nan_propagates: bool = True
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,20 +54,15 @@ class OpDef:
       sums them back to each input's shape and casts to its dtype, for every op at once.
     - ``torch_name``: PyTorch's node name, or a function of the node giving it.
     - traits: ``elementwise`` (one output element from the same-index input elements,
-      after broadcasting), ``commutative``, ``reduction``, ``view`` (output aliases the
+      after broadcasting), ``commutative``, ``reduction`` (a `Reduction` spec, ``None``
+      for other ops; its axes are the ``axis`` attribute), ``view`` (output aliases the
       input in eager mode), ``contraction`` (matmul-like: fusion may add an elementwise
       epilogue; ``contraction_bias``: input 0 is a bias added to the product of inputs 1
       and 2, which the backend folds into the epilogue), ``fusible`` (not elementwise
       but free inside a fused loop, e.g. a broadcast, which is index arithmetic).
-    - ``scalar``: for elementwise ops, a scalar expression template (``"({0} * {1})"``)
-      for the Numba backend, with ``{zero}``, ``{one}``, ``{half}`` standing for constants
-      of the node's dtype (a float64 literal would promote a float32 loop) and ``{exp}``,
-      ``{tanh}``, ``{sigmoid}`` for the backend's math functions of that dtype. It must
-      propagate nan like the NumPy kernel. For reductions, the combining operator: ``+``,
-      ``+/n`` (a sum divided by the count) or ``max``.
-    - ``lower(node, args, out, ishape) -> lines``: Numba source computing the other ops
-      (shape ops, contractions) into variable ``out``; ``ishape(node)`` is the shape the
-      backend stores a value with (0-d values as shape ``(1,)``).
+
+    How a backend runs an op is the backend's business: it looks its lowering up by
+    ``name`` (for Numba, ``dualgraph/backend/numba/lowerings.py``).
     """
 
     name: str
@@ -55,14 +74,12 @@ class OpDef:
     saves_out: bool = False
     elementwise: bool = False
     commutative: bool = False
-    reduction: bool = False
+    reduction: Reduction | None = None
     view: bool = False
     contraction: bool = False
     contraction_bias: bool = False
     fusible: bool = False
     differentiable: bool = True
-    scalar: str | None = None
-    lower: Callable[..., Any] | None = None
 
     @property
     def loop_fusible(self) -> bool:

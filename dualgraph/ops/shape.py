@@ -307,91 +307,6 @@ def astype(x: Any, dtype: Any) -> Any:
     return bind(ASTYPE, x, dtype=as_dtype(dtype))
 
 
-# ------------------------------------------------------------------- Numba lowerings
-# Each returns source lines that compute the node into variable `out` (see OpDef.lower).
-
-
-def _np_dtype(dtype: np.dtype) -> str:
-    return "np.bool_" if dtype == np.bool_ else f"np.{np.dtype(dtype).name}"
-
-
-def _reshape_lower(node, args, out, ishape):
-    return [f"{out} = np.ascontiguousarray({args[0]}).reshape({ishape(node)})"]
-
-
-def _transpose_lower(node, args, out, ishape):
-    axes = node.attrs["axes"]
-    if len(node.shape) < 2:
-        return [f"{out} = {args[0]}"]
-    if axes == tuple(reversed(range(len(axes)))):
-        # .T keeps Numba's layout exact (C becomes F): np.dot then calls BLAS directly
-        # instead of copying an 'A'-layout operand.
-        return [f"{out} = {args[0]}.T"]
-    return [f"{out} = np.transpose({args[0]}, {axes})"]
-
-
-def _index_code(index: tuple) -> str:
-    parts = []
-    for e in index:
-        if e is None:
-            continue
-        if isinstance(e, tuple):
-            start, stop, step = e
-            parts.append(f"{start}:{'' if stop is None else stop}:{step}")
-        else:
-            parts.append(str(e))
-    return ", ".join(parts)
-
-
-def _one_element(index: tuple, source: Any) -> bool:
-    """An index of one int per dimension (plus new axes) selects a single element, which
-    Numba returns as a scalar, not an array."""
-    ints = sum(1 for e in index if isinstance(e, int))
-    return ints == len(source.shape) and all(isinstance(e, int) or e is None for e in index)
-
-
-def _getitem_lower(node, args, out, ishape):
-    index = node.attrs["index"]
-    code = _index_code(index)
-    if not code:
-        return [f"{out} = np.ascontiguousarray({args[0]}).reshape({ishape(node)})"]
-    if _one_element(index, node.inputs[0]):
-        return [f"{out} = np.full({ishape(node)}, {args[0]}[{code}], "
-                f"{_np_dtype(node.dtype)})"]
-    return [f"{out} = np.ascontiguousarray({args[0]}[{code}]).reshape({ishape(node)})"]
-
-
-def _scatter_lower(node, args, out, ishape):
-    index, shape = node.attrs["index"], node.attrs["shape"]
-    code = _index_code(index)
-    lines = [f"{out} = np.zeros({ishape(node)}, {_np_dtype(node.dtype)})"]
-    if not code:
-        return lines + [f"{out}[:] = np.ascontiguousarray({args[0]}).reshape({ishape(node)})"]
-    if _one_element(index, node):
-        return lines + [f"{out}[{code}] = {args[0]}.ravel()[0]"]
-    target = np.zeros(shape, np.bool_)[to_numpy_index(tuple(e for e in index if e is not None))]
-    return lines + [f"{out}[{code}] = np.ascontiguousarray({args[0]}).reshape({target.shape})"]
-
-
-def _same_dtype(node, args) -> list:
-    """Operands cast to the node's dtype (an int beside a float tensor: `result_dtype`)."""
-    return [a if i.dtype == node.dtype else f"{a}.astype(np.{node.dtype.name})"
-            for i, a in zip(node.inputs, args)]
-
-
-def _concat_lower(node, args, out, ishape):
-    args = _same_dtype(node, args)
-    return [f"{out} = np.concatenate(({', '.join(args)},), {node.attrs['axis']})"]
-
-
-def _stack_lower(node, args, out, ishape):
-    args = _same_dtype(node, args)
-    if not node.inputs[0].shape:  # 0-d values are stored as (1,): join them flat
-        return [f"{out} = np.concatenate(({', '.join(args)},), 0)"]
-    return [f"{out} = np.ascontiguousarray(np.stack(({', '.join(args)},), "
-            f"{node.attrs['axis']})).reshape({ishape(node)})"]
-
-
 def _stop_gradient_infer(x: Any) -> tuple:
     return tuple(x.shape), x.dtype
 
@@ -404,36 +319,31 @@ def stop_gradient(x: Any) -> Any:
 
 STOP_GRADIENT = register(OpDef(
     "stop_gradient", lambda x: x, _stop_gradient_infer, None, "", elementwise=True,
-    differentiable=False, scalar="{0}",
+    differentiable=False,
 ))
 RESHAPE = register(OpDef(
     "reshape", np.reshape, _reshape_infer, _reshape_vjp, "ViewBackward0", view=True,
-    lower=_reshape_lower,
 ))
 TRANSPOSE = register(OpDef(
     "transpose", np.transpose, _transpose_infer, _transpose_vjp, _transpose_name, view=True,
-    lower=_transpose_lower,
 ))
 BROADCAST_TO = register(OpDef(
     "broadcast_to", np.broadcast_to, _broadcast_to_infer, _broadcast_to_vjp,
-    "ExpandBackward0", view=True, fusible=True, scalar="{0}",
+    "ExpandBackward0", view=True, fusible=True,
 ))
 GETITEM = register(OpDef(
     "getitem", _getitem_impl, _getitem_infer, _getitem_vjp, _getitem_name, view=True,
-    lower=_getitem_lower,
 ))
 SCATTER = register(OpDef(
     "scatter", _scatter_impl, _scatter_infer, _scatter_vjp, "IndexPutBackward0",
-    lower=_scatter_lower,
 ))
 CONCATENATE = register(OpDef(
     "concatenate", _concat_impl, _concat_infer, _concat_vjp, "CatBackward0",
-    lower=_concat_lower,
 ))
 STACK = register(OpDef(
-    "stack", _stack_impl, _stack_infer, _stack_vjp, "StackBackward0", lower=_stack_lower,
+    "stack", _stack_impl, _stack_infer, _stack_vjp, "StackBackward0",
 ))
 ASTYPE = register(OpDef(
     "astype", _astype_impl, _astype_infer, _astype_vjp, "ToCopyBackward0",
-    elementwise=True, scalar="{0}",
+    elementwise=True,
 ))

@@ -1,11 +1,12 @@
 """Lower an optimized `Graph` to the source of one ``numba.njit`` function.
 
 The source is meant to be read (``dg.explain`` prints it): one block per IR node with the IR
-line as a comment above it. Fused groups become one loop nest, each member an inlined
-scalar expression from its op's ``scalar`` template; broadcasting is index arithmetic (a
-dimension of size 1 reads index 0), never a materialized copy. Reductions accumulate in
-float64 (float32 input) so long sums stay accurate; matmuls go to BLAS through ``np.dot``
-with the fused epilogue applied in one pass over the result.
+line as a comment above it. What each op becomes is looked up by its name in
+``lowerings.py``: fused groups become one loop nest, each member an inlined scalar
+expression; broadcasting is index arithmetic (a dimension of size 1 reads index 0), never
+a materialized copy. Reductions fold with their op's `Reduction` spec and accumulate in
+float64 (float32 input) so long sums stay accurate; matmuls go to BLAS with the fused
+epilogue applied in one pass over the result.
 
 Values are stored as arrays; a 0-d value is stored with shape ``(1,)`` (the runtime
 reshapes at the boundary), which keeps every loop and index uniform.
@@ -20,31 +21,15 @@ import numpy as np
 
 from ...ir.graph import Graph, Node
 from ...ops.registry import OPS
+from . import lowerings
+from .lowerings import MATH, LoweringError, ishape, literal, missing, np_dtype
+
+__all__ = ["LANES", "Lowered", "LoweringError", "ishape", "lower", "np_dtype"]
 
 # Independent accumulators for long reductions (see _Writer._lane_reduce).
 LANES = 16
 # Loops this big or bigger use prange under parallel=True (below it, threads cost more).
 PARALLEL_MIN_SIZE = 1 << 15
-
-
-# The math functions scalar templates name: float32 gets dualgraph's vectorizable
-# versions (see kernels.py), everything else NumPy's (scalar libm calls).
-MATH = {
-    True: {"exp": "dgk.exp_f32", "tanh": "dgk.tanh_f32", "sigmoid": "dgk.sigmoid_f32"},
-    False: {"exp": "np.exp", "tanh": "np.tanh", "sigmoid": "dgk.sigmoid_f64"},
-}
-
-
-class LoweringError(NotImplementedError):
-    """An op has no Numba lowering."""
-
-
-def ishape(n: Node) -> tuple:
-    return tuple(n.shape) or (1,)
-
-
-def np_dtype(dtype: np.dtype) -> str:
-    return "np.bool_" if dtype == np.bool_ else f"np.{np.dtype(dtype).name}"
 
 
 def _py(value: object) -> str:
@@ -61,6 +46,14 @@ def _typed(value: object, dtype: np.dtype) -> str:
     if dtype.kind == "f":
         return f"{np_dtype(dtype)}({_py(float(value))})"
     return f"{np_dtype(dtype)}({int(value)})"
+
+
+@dataclass(frozen=True)
+class _Fold:
+    """A reduction's combine as the writer emits it."""
+
+    how: lowerings.Combine
+    nan_propagates: bool
 
 
 @dataclass
@@ -166,11 +159,11 @@ class _Writer:
             self.group(body, args, out, n.attrs.get("kind", "elementwise"))
         else:
             op = OPS.get(n.op)
-            if op is None:
-                raise LoweringError(f"no Numba lowering for op {n.op!r}")
+            if op is None or op.name in lowerings.NOT_LOWERABLE:
+                raise missing(n.op)
             self.comment(n)
             ins = [i for i in n.inputs]
-            if op.loop_fusible or op.reduction or (op.contraction and op.lower is None):
+            if op.loop_fusible or op.reduction:
                 # A lone loop op is a group of one.
                 b_inputs = [Node("input", (), {}, tuple(i.shape), i.dtype)
                             for i in ins if isinstance(i, Node)]
@@ -181,12 +174,10 @@ class _Writer:
                 args = [self.var[id(i)] for i in ins if isinstance(i, Node)]
                 kind = "reduce" if op.reduction else "elementwise"
                 self.group(body, args, out, kind)
-            elif op.lower is not None:
-                args = [self.var[id(i)] if isinstance(i, Node) else _py(i) for i in ins]
-                for line in op.lower(n, args, out, ishape):
-                    self.emit(line)
             else:
-                raise LoweringError(f"no Numba lowering for op {n.op!r}")
+                args = [self.var[id(i)] if isinstance(i, Node) else _py(i) for i in ins]
+                for line in lowerings.kernel_lowering(n.op)(n, args, out):
+                    self.emit(line)
         self.var[id(n)] = out
 
     # ------------------------------------------------------------- fused groups
@@ -213,7 +204,6 @@ class _Writer:
         for m in members:
             if id(m) in skip:
                 continue
-            op = OPS[m.op]
             vals = []
             for i in m.inputs:
                 if not isinstance(i, Node):
@@ -228,9 +218,7 @@ class _Writer:
                 else:
                     vals.append(f"{env[id(i)]}[{self.index(i, loop_shape, idx)}]")
             s = self.fresh("s")
-            tmpl = op.scalar
-            if tmpl is None:
-                raise LoweringError(f"op {m.op!r} has no scalar template")
+            tmpl = lowerings.scalar_template(m.op)
             if m.dtype.kind == "f":
                 consts = {k: _typed(v, m.dtype) for k, v in (("zero", 0), ("one", 1),
                                                               ("half", 0.5))}
@@ -298,12 +286,12 @@ class _Writer:
             # The bias is part of the epilogue loop: BLAS computes only the product.
             a, b = anchor.inputs[1], anchor.inputs[2]
             prod = Node("matmul", (a, b), {}, tuple(anchor.shape), anchor.dtype)
-            for line in OPS["matmul"].lower(prod, ins[1:], mm, ishape):
+            for line in lowerings.kernel_lowering("matmul")(prod, ins[1:], mm):
                 self.emit(line)
             bias = anchor.inputs[0]
             bias_ref = f"{ins[0]}[{{}}]"
         else:
-            for line in op.lower(anchor, ins, mm, ishape):
+            for line in lowerings.kernel_lowering(anchor.op)(anchor, ins, mm):
                 self.emit(line)
             bias, bias_ref = None, None
         root = body.outputs[0]
@@ -334,15 +322,11 @@ class _Writer:
         axis = root.attrs["axis"]
         nd = len(src.shape)
         axes = tuple(range(nd)) if axis is None else axis
-        combine = OPS[root.op].scalar
-        scale = combine == "+/n"
-        combine = "+" if scale else combine
-        acc_t = root.dtype
-        if combine == "+":
-            acc_t = np.dtype(np.float64) if root.dtype.kind == "f" else np.dtype(np.int64)
+        spec = OPS[root.op].reduction
+        combine = _Fold(lowerings.combine_of(OPS[root.op]), spec.nan_propagates)
+        acc_t = combine.how.accumulator(root.dtype)
         count = math.prod(src.shape[a] for a in axes) if nd else 1
-        init = "0" if combine == "+" else ("-np.inf" if acc_t.kind == "f" else
-                                           str(np.iinfo(acc_t).min))
+        init = literal(spec.identity(acc_t))
         body = [m for m in members if m is not root]
         outer = [d for d in range(nd) if d not in axes]
         suffix = all(a > o for a in axes for o in outer)  # reduce over trailing dims
@@ -388,12 +372,14 @@ class _Writer:
             ridx = ", ".join("0" if d in axes else idx[d] for d in range(nd))
             self._combine(f"{acc}[{ridx}]", val, combine, acc_t, indent)
             final = acc
-        if scale:
-            self.emit(f"{final} = {final} * {1.0 / count if count else float('nan')!r}")
+        if spec.finalize == "mean":
+            # An empty mean is 0/0: nan, like NumPy's (the literal needs np.nan's name).
+            self.emit(f"{final} = {final} * {_py(1.0 / count if count else math.nan)}")
         self.emit(f"{out} = {final}.astype({np_dtype(root.dtype)}).reshape({ishape(root)})")
 
     def _lane_reduce(self, body: list, env: dict, shape: tuple, oidx: list, n: int, acc: str,
-                     acc_t: np.dtype, combine: str, init: str, src: Node, indent: int) -> None:
+                     acc_t: np.dtype, combine: _Fold, init: str, src: Node,
+                     indent: int) -> None:
         """Reduce a long innermost axis with LANES independent accumulators.
 
         A single accumulator is a loop-carried dependency that LLVM may not vectorize
@@ -420,14 +406,18 @@ class _Writer:
         self.emit(f"for {i}l in range({LANES}):", indent)
         self._combine(acc, f"{lanes}[{i}l]", combine, acc_t, indent + 1)
 
-    def _combine(self, acc: str, val: str, combine: str, acc_t: np.dtype, indent: int) -> None:
-        if combine == "+":
+    def _combine(self, acc: str, val: str, combine: _Fold, acc_t: np.dtype,
+                 indent: int) -> None:
+        better = combine.how.better
+        if better is None:  # a sum: nan propagates through the arithmetic
             self.emit(f"{acc} += {np_dtype(acc_t)}({val})", indent)
-        else:  # max; nan wins and stays, as in np.max
-            tmp = self.fresh("m")
-            self.emit(f"{tmp} = {val}", indent)
-            self.emit(f"if {tmp} > {acc} or {tmp} != {tmp}:", indent)
-            self.emit(f"    {acc} = {tmp}", indent)
+            return
+        tmp = self.fresh("m")
+        self.emit(f"{tmp} = {val}", indent)
+        # A comparison is false against nan: where nan must win (np.max), test for it.
+        nan = f" or {tmp} != {tmp}" if combine.nan_propagates else ""
+        self.emit(f"if {tmp} {better} {acc}{nan}:", indent)
+        self.emit(f"    {acc} = {tmp}", indent)
 
 
 def lower(graph: Graph, name: str = "kernel", parallel: bool = False,

@@ -1,0 +1,355 @@
+"""How the Numba backend computes each op, keyed by op name (the registry knows no backend).
+
+An op reaches generated code by one of three paths:
+
+- **loop**: elementwise and loop-fusible ops (`OpDef.loop_fusible`) are a scalar expression
+  inside a loop nest, from the `SCALAR` table; fused groups inline several of them.
+- **reduce**: reductions are a loop that folds elements with the op's `Reduction` spec;
+  the backend supports the combines in `COMBINE` and the finalizers in `FINALIZE`.
+- **kernel**: every other op (shape ops, contractions) has a function registered with
+  ``@lowers(name)`` that returns the source lines computing it.
+
+`NOT_LOWERABLE` names ops this backend declines on purpose. Compiling a graph with an op
+that has no path raises `LoweringError` naming it; ``tests/compile/test_lowerings.py``
+fails when a registered op has none, so a new op cannot silently lack one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...ir.graph import Node
+from ...ops.registry import OpDef
+from ...ops.shape import to_numpy_index
+
+
+class LoweringError(NotImplementedError):
+    """An op has no Numba lowering."""
+
+
+def missing(op: str, detail: str = "") -> LoweringError:
+    """The error for an op without a lowering (``detail`` says which part is missing)."""
+    return LoweringError(f"the Numba backend has no lowering for op {op!r}"
+                         + (f" ({detail})" if detail else ""))
+
+
+def ishape(n: Node) -> tuple:
+    """The shape a value is stored with: 0-d values as ``(1,)``, which keeps loops uniform."""
+    return tuple(n.shape) or (1,)
+
+
+def np_dtype(dtype: np.dtype) -> str:
+    return "np.bool_" if dtype == np.bool_ else f"np.{np.dtype(dtype).name}"
+
+
+# ------------------------------------------------------------------------- loop ops
+# A scalar expression per op, formatted with the operands' scalar expressions ({0}, {1},
+# ...), {zero}, {one}, {half} as constants of the node's dtype (a float64 literal would
+# promote a float32 loop), and {exp}, {tanh}, {sigmoid} as the math functions for that
+# dtype (`MATH`). Each must propagate nan like the op's NumPy kernel. "{0}" alone marks an
+# identity (a cast, a broadcast): the writer casts only where the dtype changes.
+SCALAR: dict[str, str] = {
+    "add": "({0} + {1})",
+    "sub": "({0} - {1})",
+    "mul": "({0} * {1})",
+    "div": "({0} / {1})",
+    "pow": "({0} ** {1})",
+    "neg": "(-{0})",
+    "exp": "{exp}({0})",
+    "log": "np.log({0})",
+    "tanh": "{tanh}({0})",
+    "sigmoid": "{sigmoid}({0})",
+    "relu": "({0} if not ({0} <= {zero}) else {zero})",
+    "sqrt": "np.sqrt({0})",
+    "abs": "abs({0})",
+    "sin": "np.sin({0})",
+    "cos": "np.cos({0})",
+    "maximum": "({0} if ({0} >= {1} or {0} != {0}) else {1})",
+    "minimum": "({0} if ({0} <= {1} or {0} != {0}) else {1})",
+    "where": "({1} if {0} else {2})",
+    "lt": "({0} < {1})",
+    "le": "({0} <= {1})",
+    "gt": "({0} > {1})",
+    "ge": "({0} >= {1})",
+    "eq": "({0} == {1})",
+    "ne": "({0} != {1})",
+    "stop_gradient": "{0}",
+    "broadcast_to": "{0}",
+    "astype": "{0}",
+}
+
+# The math functions the templates name: float32 gets dualgraph's vectorizable versions
+# (see kernels.py), everything else NumPy's (scalar libm calls).
+MATH = {
+    True: {"exp": "dgk.exp_f32", "tanh": "dgk.tanh_f32", "sigmoid": "dgk.sigmoid_f32"},
+    False: {"exp": "np.exp", "tanh": "np.tanh", "sigmoid": "dgk.sigmoid_f64"},
+}
+
+
+def scalar_template(op: str) -> str:
+    """The scalar expression template of loop op ``op``."""
+    try:
+        return SCALAR[op]
+    except KeyError:
+        raise missing(op, "no scalar expression for a loop") from None
+
+
+# ----------------------------------------------------------------------- reductions
+
+
+@dataclass(frozen=True)
+class Combine:
+    """How the backend folds one element into a partial result for a `Reduction` combine.
+
+    ``widen``: partial results are kept in float64 / int64 (long float32 sums stay
+    accurate); otherwise in the output dtype. ``better``: the comparison that makes the new
+    element replace the partial result (``None``: the partial result is added to).
+    """
+
+    widen: bool
+    better: str | None = None
+
+    def accumulator(self, out: np.dtype) -> np.dtype:
+        if not self.widen:
+            return out
+        return np.dtype(np.float64) if out.kind == "f" else np.dtype(np.int64)
+
+
+COMBINE: dict[str, Combine] = {
+    "add": Combine(widen=True),
+    "maximum": Combine(widen=False, better=">"),
+}
+# `Reduction.finalize` values the writer applies (None: the total as it is).
+FINALIZE = frozenset({None, "mean"})
+
+
+def combine_of(op: OpDef) -> Combine:
+    """The backend's combine for reduction ``op``; raises if it has none."""
+    spec = op.reduction
+    if spec.combine not in COMBINE:
+        raise missing(op.name, f"no combine {spec.combine!r}")
+    if spec.finalize not in FINALIZE:
+        raise missing(op.name, f"no finalize {spec.finalize!r}")
+    return COMBINE[spec.combine]
+
+
+def literal(value: Any) -> str:
+    """Source for a reduction's identity: an integral value is written as an int (the
+    accumulator's constructor casts it), infinities as ``np.inf``."""
+    value = value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "np.inf" if value > 0 else "-np.inf"
+        if value.is_integer():
+            return str(int(value))
+        return "np.nan" if value != value else repr(value)
+    return repr(value)
+
+
+# --------------------------------------------------------------------- kernel ops
+# Each returns the source lines computing `node` into variable `out` from `args` (its
+# operands' variables, or literals' source).
+
+LOWER: dict[str, Callable[[Node, list, str], list]] = {}
+
+
+def lowers(*names: str) -> Callable:
+    """Register a kernel-op lowering for the ops ``names``."""
+    def register(fn: Callable) -> Callable:
+        for name in names:
+            if name in LOWER:
+                raise ValueError(f"op {name!r} already has a Numba lowering")
+            LOWER[name] = fn
+        return fn
+
+    return register
+
+
+def kernel_lowering(op: str) -> Callable[[Node, list, str], list]:
+    try:
+        return LOWER[op]
+    except KeyError:
+        raise missing(op) from None
+
+
+# Ops this backend declines on purpose (name -> why); compiling one raises LoweringError.
+NOT_LOWERABLE: dict[str, str] = {}
+
+
+def path(op: OpDef) -> str | None:
+    """The path ``op`` takes into generated code ("loop", "reduce", "kernel"), or None."""
+    if op.name in NOT_LOWERABLE:
+        return None
+    if op.reduction is not None:
+        spec = op.reduction
+        ok = spec.combine in COMBINE and spec.finalize in FINALIZE
+        return "reduce" if ok else None
+    if op.loop_fusible:
+        return "loop" if op.name in SCALAR else None
+    return "kernel" if op.name in LOWER else None
+
+
+# ----------------------------------------------------------------------- shape ops
+
+
+@lowers("reshape")
+def _reshape(node: Node, args: list, out: str) -> list:
+    return [f"{out} = np.ascontiguousarray({args[0]}).reshape({ishape(node)})"]
+
+
+@lowers("transpose")
+def _transpose(node: Node, args: list, out: str) -> list:
+    axes = node.attrs["axes"]
+    if len(node.shape) < 2:
+        return [f"{out} = {args[0]}"]
+    if axes == tuple(reversed(range(len(axes)))):
+        # .T keeps Numba's layout exact (C becomes F): np.dot then calls BLAS directly
+        # instead of copying an 'A'-layout operand.
+        return [f"{out} = {args[0]}.T"]
+    return [f"{out} = np.transpose({args[0]}, {axes})"]
+
+
+def _index_code(index: tuple) -> str:
+    parts = []
+    for e in index:
+        if e is None:
+            continue
+        if isinstance(e, tuple):
+            start, stop, step = e
+            parts.append(f"{start}:{'' if stop is None else stop}:{step}")
+        else:
+            parts.append(str(e))
+    return ", ".join(parts)
+
+
+def _one_element(index: tuple, source: Any) -> bool:
+    """An index of one int per dimension (plus new axes) selects a single element, which
+    Numba returns as a scalar, not an array."""
+    ints = sum(1 for e in index if isinstance(e, int))
+    return ints == len(source.shape) and all(isinstance(e, int) or e is None for e in index)
+
+
+@lowers("getitem")
+def _getitem(node: Node, args: list, out: str) -> list:
+    index = node.attrs["index"]
+    code = _index_code(index)
+    if not code:
+        return [f"{out} = np.ascontiguousarray({args[0]}).reshape({ishape(node)})"]
+    if _one_element(index, node.inputs[0]):
+        return [f"{out} = np.full({ishape(node)}, {args[0]}[{code}], "
+                f"{np_dtype(node.dtype)})"]
+    return [f"{out} = np.ascontiguousarray({args[0]}[{code}]).reshape({ishape(node)})"]
+
+
+@lowers("scatter")
+def _scatter(node: Node, args: list, out: str) -> list:
+    index, shape = node.attrs["index"], node.attrs["shape"]
+    code = _index_code(index)
+    lines = [f"{out} = np.zeros({ishape(node)}, {np_dtype(node.dtype)})"]
+    if not code:
+        return lines + [f"{out}[:] = np.ascontiguousarray({args[0]}).reshape({ishape(node)})"]
+    if _one_element(index, node):
+        return lines + [f"{out}[{code}] = {args[0]}.ravel()[0]"]
+    target = np.zeros(shape, np.bool_)[to_numpy_index(tuple(e for e in index if e is not None))]
+    return lines + [f"{out}[{code}] = np.ascontiguousarray({args[0]}).reshape({target.shape})"]
+
+
+def _same_dtype(node: Node, args: list) -> list:
+    """Operands cast to the node's dtype (an int beside a float tensor: `result_dtype`)."""
+    return [a if i.dtype == node.dtype else f"{a}.astype(np.{node.dtype.name})"
+            for i, a in zip(node.inputs, args)]
+
+
+@lowers("concatenate")
+def _concatenate(node: Node, args: list, out: str) -> list:
+    args = _same_dtype(node, args)
+    return [f"{out} = np.concatenate(({', '.join(args)},), {node.attrs['axis']})"]
+
+
+@lowers("stack")
+def _stack(node: Node, args: list, out: str) -> list:
+    args = _same_dtype(node, args)
+    if not node.inputs[0].shape:  # 0-d values are stored as (1,): join them flat
+        return [f"{out} = np.concatenate(({', '.join(args)},), 0)"]
+    return [f"{out} = np.ascontiguousarray(np.stack(({', '.join(args)},), "
+            f"{node.attrs['axis']})).reshape({ishape(node)})"]
+
+
+# --------------------------------------------------------------------- contractions
+
+# Below this many multiply-adds a plain loop beats a BLAS call (whose fixed cost is ~1 us).
+SMALL_MATMUL = 4096
+
+
+def _loop_matmul(out: str, x: str, y: str, m: int, k: int, n: int, dtype: np.dtype) -> list:
+    return [
+        f"{out} = np.zeros(({m}, {n}), np.{dtype.name})",
+        f"for _i in range({m}):",
+        f"    for _p in range({k}):",
+        f"        _x = {x}[_i, _p]",
+        f"        for _j in range({n}):",
+        f"            {out}[_i, _j] += _x * {y}[_p, _j]",
+    ]
+
+
+def _cast(var: str, node_dtype: np.dtype, x: Node) -> str:
+    return var if x.dtype == node_dtype else f"{var}.astype(np.{node_dtype.name})"
+
+
+@lowers("matmul")
+def _matmul(node: Node, args: list, out: str) -> list:
+    a, b = node.inputs
+    x, y = _cast(args[0], node.dtype, a), _cast(args[1], node.dtype, b)
+    ra, rb = len(a.shape), len(b.shape)
+    if ra == rb == 2 and math.prod(a.shape) * b.shape[1] <= SMALL_MATMUL:
+        return _loop_matmul(out, x, y, a.shape[0], a.shape[1], b.shape[1], node.dtype)
+    if ra <= 2 and rb <= 2:
+        if ra == rb == 1:  # np.dot of vectors is a scalar; values are stored as (1,)
+            return [f"{out} = np.full((1,), np.dot({x}, {y}), np.{node.dtype.name})"]
+        if ra == rb == 2:  # the backend's GEMM (NumPy's BLAS where it can find it)
+            m, n = a.shape[0], b.shape[1]
+            return [f"{out} = dgb.gemm({x}, {y}, np.empty(({m}, {n}), "
+                    f"np.{node.dtype.name}), 0.0)"]
+        return [f"{out} = np.dot({x}, {y})"]
+    # Batched: one BLAS call per batch element, operands broadcast over the batch dims.
+    sa = (1,) + tuple(a.shape) if ra == 1 else tuple(a.shape)
+    sb = tuple(b.shape) + (1,) if rb == 1 else tuple(b.shape)
+    batch = tuple(node.shape[: len(node.shape) - (ra > 1) - (rb > 1)])
+    m, n = sa[-2], sb[-1]
+    lines = [
+        f"_a = np.ascontiguousarray({x}).reshape({sa})",
+        f"_b = np.ascontiguousarray({y}).reshape({sb})",
+        f"{out}3 = np.empty({batch + (m, n)}, np.{node.dtype.name})",
+        f"for _k in np.ndindex({batch}):",
+    ]
+    ia = _batch_index(sa[:-2], batch)
+    ib = _batch_index(sb[:-2], batch)
+    opa = f"_a[{ia}]" if ia else "_a"
+    opb = f"_b[{ib}]" if ib else "_b"
+    lines.append(f"    {out}3[_k] = np.dot({opa}, {opb})")
+    lines.append(f"{out} = {out}3.reshape({ishape(node)})")
+    return lines
+
+
+def _batch_index(shape: tuple, batch: tuple) -> str:
+    """Index expression into an operand's batch dims (broadcast ones read index 0); empty
+    for an operand without batch dims, which is used whole (Numba cannot index ``x[...]``)."""
+    lead = len(batch) - len(shape)
+    parts = [("0" if d == 1 and batch[lead + j] != 1 else f"_k[{lead + j}]")
+             for j, d in enumerate(shape)]
+    return ", ".join(parts + [":", ":"]) if parts else ""
+
+
+@lowers("addmm")
+def _addmm(node: Node, args: list, out: str) -> list:
+    bias, a, b = node.inputs
+    x, y = _cast(args[1], node.dtype, a), _cast(args[2], node.dtype, b)
+    prod = Node("matmul", (a, b), {}, tuple(node.shape), node.dtype)
+    return _matmul(prod, [x, y], out) + [f"{out} = {out} + {_cast(args[0], node.dtype, bias)}"]
