@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from .eager import grad_mode
-from .eager.autograd import _FREED_MSG, Function
-from .eager.tensor import Tensor, _make
-from .errors import TraceError
-from .ir.graph import Graph, Literal, Node
-from .passes import optimize
-from .trace.autodiff import differentiate
-from .trace.tracer import TraceContext, Tracer, _outputs
+from ..eager import grad_mode
+from ..eager.autograd import _FREED_MSG, Function
+from ..eager.tensor import Tensor, _make
+from ..errors import TraceError
+from ..ir.graph import Graph, Literal, Node
+from ..passes import optimize
+from ..trace.autodiff import differentiate
+from ..trace.tracer import TraceContext, Tracer, _outputs
 
 
 @dataclass
@@ -129,7 +129,7 @@ class _CompiledOp:
 def build(*args: Any, **kwargs: Any) -> Any:
     """The Numba backend's `build`, imported on first use: ``import dualgraph`` stays light
     (Numba's import alone is ~0.2 s) until something is compiled."""
-    from .backend.numba import build as _build
+    from ..backend.numba import build as _build
 
     return _build(*args, **kwargs)
 
@@ -654,7 +654,7 @@ def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool =
                "max_retraces": max_retraces, "dynamic": tuple(dynamic)}
     if fn is None:
         return functools.partial(compile, **options)
-    from .nn.modules import Module
+    from ..nn.modules import Module
 
     if isinstance(fn, Module):
         return CompiledModule(fn, **options)
