@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..eager import grad_mode
-from ..eager.internal import array_of, make_tensor
+from ..eager.internal import array_of, make_tensor, requires_grad_of
 from ..eager.tensor import Tensor
 from ..ir.graph import Literal
 from .retrace import retrace_allowed
@@ -88,7 +88,7 @@ class CompiledFunction:
             if isinstance(a, Tensor):
                 d = array_of(a)
                 arrays.append(d)
-                key.append((d.shape, d.dtype, a.requires_grad))
+                key.append((d.shape, d.dtype, requires_grad_of(a)))
             elif isinstance(a, Literal) or a is None:
                 key.append((type(a), a))
             elif isinstance(a, np.ndarray):

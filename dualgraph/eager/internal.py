@@ -27,6 +27,11 @@ def array_of(t: Tensor) -> np.ndarray:
     return t._data
 
 
+def requires_grad_of(t: Tensor) -> bool:
+    """``t.requires_grad``, without the property's cost (the compiled call's key reads it)."""
+    return t._rg
+
+
 def set_array(t: Tensor, array: np.ndarray) -> None:
     """Make ``t`` hold ``array`` (compare swaps a captured tensor to float64 and back)."""
     t._data = array
