@@ -26,6 +26,7 @@ import numpy as np
 from . import passes as P
 from .eager import autograd as A
 from .eager.export import graph_of
+from .eager.internal import array_of, saved_arrays, set_array, set_grad
 from .eager.tensor import Tensor, _make
 from .errors import TraceError
 from .ir.graph import Graph, Node
@@ -183,22 +184,22 @@ def _scalar(out: Any) -> Tensor:
 
 def _run(fn: Callable, args: tuple, leaves: list) -> tuple[list, list]:
     """Outputs and gradients (of the sum of the outputs) for one call of ``fn``."""
-    saved = [t._grad for _, t in leaves]
+    saved = [t.grad for _, t in leaves]
     for _, t in leaves:
-        t._grad = None
+        set_grad(t, None)
     try:
         out = fn(*args)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        values = [np.array(o._data, copy=True) for o in outs]
+        values = [np.array(array_of(o), copy=True) for o in outs]
         grads = []
         if leaves and any(o.requires_grad for o in outs):
             _scalar(outs).backward()
-            grads = [None if t._grad is None else np.array(t._grad._data, copy=True)
+            grads = [None if t.grad is None else np.array(array_of(t.grad), copy=True)
                      for _, t in leaves]
         return values, grads
     finally:
         for (_, t), g in zip(leaves, saved):
-            t._grad = g
+            set_grad(t, g)
 
 
 @contextlib.contextmanager
@@ -208,13 +209,13 @@ def _as_float64(args: tuple, captured: list):
     swapped = []
     for t in captured:
         if t.dtype == np.float32:
-            swapped.append((t, t._data))
-            t._data = t._data.astype(np.float64)
+            swapped.append((t, array_of(t)))
+            set_array(t, array_of(t).astype(np.float64))
     try:
         new = []
         for a in args:
             if isinstance(a, Tensor) and a.dtype == np.float32:
-                c = _make(a._data.astype(np.float64), False, None)
+                c = _make(array_of(a).astype(np.float64), False, None)
                 new.append(c.requires_grad_(True) if a.requires_grad else c)
             elif isinstance(a, np.ndarray) and a.dtype == np.float32:
                 new.append(a.astype(np.float64))
@@ -223,7 +224,7 @@ def _as_float64(args: tuple, captured: list):
         yield tuple(new)
     finally:
         for t, d in swapped:
-            t._data = d
+            set_array(t, d)
 
 
 def _errors(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
@@ -271,13 +272,10 @@ def _saved_bytes(outs: list) -> int:
         if id(fn) in visited or not isinstance(fn, A.Function):
             continue
         visited.add(id(fn))
-        for s in fn._saved:
-            if isinstance(s, Tensor) and id(s._data) not in seen:
-                seen.add(id(s._data))
-                total += s._data.nbytes
-        if fn._out is not None and id(fn._out) not in seen:
-            seen.add(id(fn._out))
-            total += fn._out.nbytes
+        for a in saved_arrays(fn):
+            if id(a) not in seen:
+                seen.add(id(a))
+                total += a.nbytes
         stack.extend(i for i in fn.inputs if isinstance(i, A.Function))
     return total
 
@@ -496,8 +494,8 @@ def _ablation(traced: Graph, args: tuple, eager_values: list, repeats: int) -> l
     """The forward graph compiled with each pass switched off in turn (and with none off)."""
     from .backend.numba import build
 
-    arrays = [a._data if isinstance(a, Tensor) else a for a in args
-              if isinstance(a, (Tensor, np.ndarray))] + [t._data for t in traced.captured]
+    arrays = [array_of(a) if isinstance(a, Tensor) else a for a in args
+              if isinstance(a, (Tensor, np.ndarray))] + [array_of(t) for t in traced.captured]
     rows = []
     for off in (None,) + tuple(name for name, _ in P.DEFAULT_PIPELINE):
         g = P.optimize(traced, skip=(off,) if off else ())

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .eager.grad_mode import no_grad
+from .eager.internal import array_of
 from .eager.tensor import Tensor
 
 
@@ -102,7 +103,7 @@ class SGD(Optimizer):
             # tensor even when the step is traced (then the update is a graph output).
             buf = state.get("momentum_buffer")
             if buf is None:
-                buf = state["momentum_buffer"] = Tensor(np.zeros_like(p._data))
+                buf = state["momentum_buffer"] = Tensor(np.zeros_like(array_of(p)))
             buf.mul_(momentum).add_(g)
             g = buf
         p.sub_(g * group["lr"])
@@ -132,8 +133,8 @@ class Adam(Optimizer):
             # The step count is a tensor, not a Python int: a traced step then reads it as
             # an input instead of baking in the count of the step it was traced at.
             state["step"] = Tensor(np.zeros((), p.dtype))
-            state["exp_avg"] = Tensor(np.zeros_like(p._data))
-            state["exp_avg_sq"] = Tensor(np.zeros_like(p._data))
+            state["exp_avg"] = Tensor(np.zeros_like(array_of(p)))
+            state["exp_avg_sq"] = Tensor(np.zeros_like(array_of(p)))
         step, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
         step += 1
         m.mul_(b1).add_(g * (1 - b1))

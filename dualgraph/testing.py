@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .eager.internal import array_of
 from .eager.tensor import Tensor, _make
 from .eager.tensor import grad as _grad
 
@@ -34,7 +35,7 @@ def gradcheck(
     """
     leaves = []
     for x in inputs:
-        arr = x._data if isinstance(x, Tensor) else np.asarray(x)
+        arr = array_of(x) if isinstance(x, Tensor) else np.asarray(x)
         if arr.dtype.kind == "f":
             leaves.append(_make(arr.astype(np.float64), False, None).requires_grad_(True))
         else:
@@ -56,7 +57,7 @@ def gradcheck(
     for k, i in enumerate(diff):
         x = leaves[i]
         num = np.zeros(x.shape)
-        flat = x._data.reshape(-1)
+        flat = array_of(x).reshape(-1)
         for j in range(flat.size):
             orig = flat[j]
             flat[j] = orig + eps
@@ -65,7 +66,7 @@ def gradcheck(
             lo = scalar(*[_detached(t) for t in leaves]).item()
             flat[j] = orig
             num.reshape(-1)[j] = (hi - lo) / (2 * eps)
-        a = np.zeros(x.shape) if analytic[k] is None else analytic[k]._data.astype(np.float64)
+        a = np.zeros(x.shape) if analytic[k] is None else array_of(analytic[k]).astype(np.float64)
         err = np.abs(a - num) - (atol + rtol * np.abs(num))
         if err.size and err.max() > 0:
             w = np.unravel_index(int(np.argmax(err)), err.shape) if err.shape else ()
@@ -78,4 +79,4 @@ def gradcheck(
 
 
 def _detached(t: Tensor) -> Tensor:
-    return _make(t._data, False, None)
+    return _make(array_of(t), False, None)

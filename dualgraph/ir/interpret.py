@@ -20,7 +20,7 @@ def interpret(graph: Graph, *args: Any) -> tuple:
     ops = op_table()
     env: dict[int, Any] = {}
     for node, a in zip(graph.inputs, args):
-        arr = np.asarray(a._data if hasattr(a, "_data") else a)
+        arr = np.asarray(a)  # a Tensor's __array__ gives its data, uncopied
         if arr.shape != tuple(node.shape):
             raise ValueError(f"input of shape {arr.shape} for a graph input of {node.type_str}")
         env[id(node)] = arr

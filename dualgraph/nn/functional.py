@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from ..eager.internal import array_of
+from ..eager.tensor import Tensor
 from ..ops import elementwise as E
 from ..ops import linalg as L
 from ..ops import reduce as R
@@ -91,7 +93,9 @@ def cross_entropy(input: Any, target: Any, reduction: str = "mean") -> Any:  # n
         )
     if target.dtype.kind not in "iu":
         raise TypeError(f"cross_entropy: target must hold integer classes, got {target.dtype}")
-    data = target if isinstance(target, np.ndarray) else getattr(target, "_data", None)
+    # A tracer's values are unknown: only arrays and eager tensors are checked.
+    data = target if isinstance(target, np.ndarray) else (
+        array_of(target) if isinstance(target, Tensor) else None)
     if data is not None and data.size and (data.min() < 0 or data.max() >= c):
         raise ValueError(
             f"cross_entropy: target classes must be in [0, {c}), got {data.min()}..{data.max()}"

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..eager.grad_mode import no_grad
+from ..eager.internal import array_of
 from ..eager.tensor import Tensor, _init, rng
 from . import functional as F
 
@@ -23,7 +24,7 @@ class Parameter(Tensor):
         if data is None:
             arr = np.zeros((0,), np.float32)
         elif isinstance(data, Tensor):
-            arr = data._data
+            arr = array_of(data)
         else:
             arr = np.asarray(data)
         _init(self, arr, False, None)
@@ -152,7 +153,7 @@ class Module:
             if k not in state_dict:
                 continue
             v = state_dict[k]
-            arr = v._data if isinstance(v, Tensor) else np.asarray(v)
+            arr = array_of(v) if isinstance(v, Tensor) else np.asarray(v)
             if arr.shape != p.shape:
                 errors.append(
                     f"size mismatch for {k}: copying a param with shape {arr.shape} from "

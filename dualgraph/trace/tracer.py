@@ -17,6 +17,7 @@ import numpy as np
 from .. import modes
 from .._location import source_line, user_location
 from ..eager.grad_mode import GRAD_ENABLED
+from ..eager.internal import array_of
 from ..eager.tensor import Tensor
 from ..errors import TraceError
 from ..ir.graph import Graph, Literal, Node
@@ -223,7 +224,7 @@ class TraceContext:
                 self.rg.add(id(node))
                 self.leaves[id(node)] = t
         else:
-            node = Node("const", (), {"value": t._data}, t.shape, t.dtype)
+            node = Node("const", (), {"value": array_of(t)}, t.shape, t.dtype)
             self.nodes.append(node)
         self._lifted[id(t)] = node
         self._keep.append(t)
@@ -279,7 +280,7 @@ class TraceContext:
     def note_grad_write(self, t: Tensor) -> None:
         """Remember ``t.grad`` as it was when the trace began, before its first change."""
         if id(t) not in self.grad_before:
-            self.grad_before[id(t)] = (t, t._grad)
+            self.grad_before[id(t)] = (t, t.grad)
             self._keep.append(t)
 
     def inplace(self, t: Tensor, op: Any, other: Any) -> Tensor:
@@ -308,7 +309,7 @@ class TraceContext:
                 g = ct.get(nid)
                 if g is None:
                     continue
-                if id(t) not in self.grad_before and t._grad is None:
+                if id(t) not in self.grad_before and t.grad is None:
                     # The graph assigns instead of accumulating: valid only while the
                     # tensor enters the call with no gradient (a guard of the compiled call).
                     self.grad_assumed_none.append(t)

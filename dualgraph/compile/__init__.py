@@ -1,0 +1,40 @@
+"""`dg.compile`: trace once per signature, optimize, lower to Numba, cache, run.
+
+A call is one of three kinds, decided when it is traced:
+
+- **inference**: no gradient needed; one kernel computes the outputs;
+- **train**: an input requires grad and the function does not call ``backward()`` itself;
+  the forward kernel also returns the residuals, and the output gets one tape node,
+  ``CompiledFunctionBackward``, whose backward runs the compiled backward kernel;
+- **step**: the function calls ``backward()`` and/or changes tensors in place (an optimizer
+  step, ``zero_grad``); everything is one graph and one kernel, and the new values of
+  parameters, gradients and optimizer state are graph outputs written back after the call.
+
+The modules, in the order a call meets them:
+
+==============  ===========================================================================
+`api`           the `compile` decorator, `CompiledFunction` (the per-call path),
+                `CompiledModule`, `CompileStats`
+`signature`     the signature key in words (`describe_change`), guards on captured tensors
+`retrace`       the retrace budget, `RetraceLimitError`
+`capture`       tracing one call, putting back the ``.grad`` values it changed
+`specialize`    inference/train/step, the entry and its call plan, the residual plan
+`run`           running an entry (the compiled call's tape node is in `eager.compiled_node`)
+`stale`         ``verify=True`` checks, `StaleTraceError`
+==============  ===========================================================================
+"""
+
+from ..eager.compiled_node import CompiledFunctionBackward
+from .api import CompiledFunction, CompiledModule, CompileStats, compile  # noqa: A004
+from .retrace import RetraceLimitError
+from .stale import StaleTraceError
+
+__all__ = [
+    "CompileStats",
+    "CompiledFunction",
+    "CompiledFunctionBackward",
+    "CompiledModule",
+    "RetraceLimitError",
+    "StaleTraceError",
+    "compile",
+]

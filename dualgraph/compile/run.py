@@ -1,0 +1,47 @@
+"""Run a compiled entry: feed its kernel, write back what the call changed, wrap outputs.
+
+This is the per-call path of every compiled function: the entry's call plan was worked out
+when it was traced (`specialize`), so a call only moves arrays.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..eager import grad_mode
+from ..eager.compiled_node import attach_backward
+from ..eager.internal import array_of, bump_version, make_tensor, set_grad
+from ..eager.tensor import Tensor
+from .specialize import _Entry
+
+
+def run(entry: _Entry, args: tuple, arrays: list) -> Any:
+    """The outputs of ``entry``'s kernel for ``args`` (a train entry also records its tape
+    node when grad mode is on); ``arrays`` is `arg_arrays(args)`, a new list."""
+    ins = entry.arrays(arrays)
+    kernel = entry.kernel
+    outs = kernel.new_outputs()
+    kernel.run(ins, outs)
+    for t in entry.inplace:
+        bump_version(t)
+    for t, k in entry.copy_writes:
+        np.copyto(array_of(t), outs[k].reshape(t.shape))
+        bump_version(t)
+    for t, k in entry.grad_set:
+        o = outs[k]
+        set_grad(t, make_tensor(o if o.shape == t.shape else o.reshape(t.shape), False, None))
+    for t in entry.grad_none:
+        set_grad(t, None)
+    results = []
+    for o, n in zip(outs, entry.optimized.outputs[:entry.n_user]):
+        results.append(make_tensor(o if o.shape == n.shape else o.reshape(n.shape), False, None))
+    if entry.mode == "train" and grad_mode.GRAD_ENABLED.value:
+        res = tuple(ins[j] if kind == "in" else outs[j] for kind, j in entry.residual_plan)
+        tensors = [a for a in args if isinstance(a, (Tensor, np.ndarray))]
+        if entry.sources:
+            tensors += [t if kind == "tensor" else t.grad for kind, t in entry.sources]
+        attach_backward(entry.bwd_kernel, tensors, entry.wrt_tensors, res, results,
+                        entry.out_rg)
+    return results[0] if entry.single else tuple(results)

@@ -1,0 +1,203 @@
+"""Turn one traced call into an entry: its kind, its kernels, and how to feed and unpack them.
+
+A call is one of three kinds, decided when it is traced (see the package docstring):
+inference (one kernel), train (a forward kernel that also returns the residuals, and a
+backward kernel) or step (one kernel whose extra outputs are the new values of the tensors
+and gradients the function changed).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..eager import grad_mode
+from ..eager.internal import array_of
+from ..eager.tensor import Tensor
+from ..ir.graph import Graph, Node
+from ..passes import optimize
+from ..trace.autodiff import differentiate
+from .capture import trace_call
+from .signature import capture_guards
+
+
+def build(*args: Any, **kwargs: Any) -> Any:
+    """The Numba backend's `build`, imported on first use: ``import dualgraph`` stays light
+    (Numba's import alone is ~0.2 s) until something is compiled."""
+    from ..backend.numba import build as _build
+
+    return _build(*args, **kwargs)
+
+
+@dataclass
+class _Entry:
+    """One traced signature: its kernels and how to feed and unpack them."""
+
+    mode: str
+    graph: Graph
+    sources: list  # per captured input: ("tensor", t) or ("grad", p)
+    n_user: int
+    single: bool
+    writes: list  # tensors whose data the call overwrites
+    grad_writes: list  # (tensor, "set" | "none")
+    guards: list  # (kind, tensor, expected)
+    kernel: Any = None
+    bwd_kernel: Any = None
+    wrt_tensors: list = field(default_factory=list)
+    n_residuals: int = 0
+    optimized: Graph | None = None
+    backward_graph: Graph | None = None
+    # Call plan, precomputed so a call does only what it must.
+    scalar_in: tuple = ()  # input positions holding 0-d values (passed as shape (1,))
+    inplace: list = field(default_factory=list)  # tensors the kernel writes in place
+    copy_writes: list = field(default_factory=list)  # (tensor, kernel output position)
+    grad_set: list = field(default_factory=list)  # (tensor, kernel output position)
+    grad_none: list = field(default_factory=list)
+    residual_plan: list = field(default_factory=list)  # ("in", j) | ("out", position)
+    _pos: dict = field(default_factory=dict)  # graph output index -> kernel output position
+    calls: int = 0
+    out_rg: tuple = ()  # per user output: depends on an input that requires grad
+
+    def arrays(self, out: list) -> list:
+        """The kernel's input arrays: ``out`` (a new list of the arrays of the call's tensor
+        and array arguments, see `arg_arrays`) extended in place with the captured ones."""
+        for kind, t in self.sources:
+            out.append(array_of(t) if kind == "tensor" else array_of(t.grad))
+        for j in self.scalar_in:
+            out[j] = out[j].reshape(1)
+        return out
+
+    def plan(self, graph: Graph, n_user: int, n_grads: int, write_inputs: list) -> dict:
+        """Fill the call plan; returns write_to (kernel output -> input it overwrites)."""
+        self.scalar_in = tuple(j for j, n in enumerate(graph.inputs) if not n.shape)
+        write_to = {n_user + k: j for k, j in enumerate(write_inputs) if j is not None}
+        pos, p = {}, 0
+        for k in range(len(graph.outputs)):
+            if k not in write_to:
+                pos[k] = p
+                p += 1
+        for k, (t, j) in enumerate(zip(self.writes, write_inputs)):
+            if j is None:
+                self.copy_writes.append((t, pos[n_user + k]))
+            else:
+                self.inplace.append(t)
+        first_grad = n_user + len(self.writes)
+        k = first_grad
+        for t, kind in self.grad_writes:
+            if kind == "set":
+                self.grad_set.append((t, pos[k]))
+                k += 1
+            else:
+                self.grad_none.append(t)
+        self._pos = pos
+        return write_to
+
+
+def arg_arrays(args: tuple) -> list:
+    """The arrays of the tensor and NumPy array arguments, in order (a new list)."""
+    return [array_of(a) if isinstance(a, Tensor) else a for a in args
+            if isinstance(a, (Tensor, np.ndarray))]
+
+
+def _differentiable_ancestors(outputs: list, rg: set) -> set:
+    """Ids of the nodes reached from ``outputs`` through nodes that require grad."""
+    stack = [o for o in outputs if id(o) in rg]
+    seen = {id(o) for o in stack}
+    while stack:
+        for i in stack.pop().inputs:
+            if isinstance(i, Node) and id(i) in rg and id(i) not in seen:
+                seen.add(id(i))
+                stack.append(i)
+    return seen
+
+
+def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: bool,
+                  verify: bool) -> _Entry:
+    """Trace ``fn(*args)``, specialise it, optimise and build its kernels; counts into
+    ``stats`` (a `CompileStats`)."""
+    t0 = time.perf_counter()
+    ctx, outputs, single, grad_writes = trace_call(fn, args)
+    user = list(outputs)
+    writes = list(ctx.writes.values())
+    extra = [n for _, n in writes] + [n for t, kind, n in grad_writes if kind == "set"]
+    sources, guards = capture_guards(ctx)
+    graph = Graph(ctx.inputs + [n for _, n in ctx.captured], ctx.nodes, user + extra)
+    stats.traces += 1
+    stats.trace_seconds += time.perf_counter() - t0
+    # Only the leaves an output reaches through recorded ops get a gradient, as on the
+    # eager tape: an unused input (or one only compared) keeps .grad None, not zeros.
+    reached = _differentiable_ancestors(user, ctx.rg)
+    leaves = [i for i, n in enumerate(graph.inputs)
+              if id(n) in ctx.leaves and id(n) in reached]
+    train = (not ctx.backward_called and grad_mode.GRAD_ENABLED.value and leaves
+             and any(id(n) in ctx.rg for n in user))
+    entry = _Entry(
+        mode="train" if train else ("step" if (writes or grad_writes or
+                                               ctx.backward_called) else "inference"),
+        graph=graph, sources=sources, n_user=len(user), single=single,
+        writes=[t for t, _ in writes],
+        grad_writes=[(t, kind) for t, kind, _ in grad_writes], guards=guards,
+    )
+    entry.out_rg = tuple(id(n) in ctx.rg for n in user)
+    index_of = {id(n): j for j, n in enumerate(graph.inputs)}
+    captured_node = {id(t): n for t, n in ctx.captured}
+    for node_id, t in ctx.arg_tensors.items():  # arguments changed in place
+        node = next((n for n in ctx.inputs if id(n) == node_id), None)
+        if node is not None:
+            captured_node.setdefault(id(t), node)
+    write_inputs = [index_of.get(id(captured_node.get(id(t))), None) for t in entry.writes]
+    n_grads = sum(1 for _, kind in entry.grad_writes if kind == "set")
+    t1 = time.perf_counter()
+    if train:
+        lower_train(entry, graph, user, extra, leaves, verify)
+    else:
+        entry.optimized = optimize(graph, verify=verify)
+    write_to = entry.plan(entry.optimized, len(user), n_grads, write_inputs)
+    stats.passes_seconds += time.perf_counter() - t1
+    arrays = entry.arrays(arg_arrays(args))
+    name = "forward" if train else "kernel"
+    entry.kernel = build(entry.optimized, parallel, cache, name, write_to)
+    stats.numba_seconds += entry.kernel.compile(arrays, prepared=True)
+    stats.kernels += 1
+    if train:
+        entry.residual_plan = [(kind, j if kind == "in" else entry._pos[j])
+                               for kind, j in entry.residual_plan]
+        entry.bwd_kernel = build(entry.backward_graph, parallel, cache, "backward")
+        # Types only: running the forward here would apply its in-place writes twice.
+        outs = entry.kernel.new_outputs()
+        res = [arrays[j] if kind == "in" else outs[j] for kind, j in entry.residual_plan]
+        cot = [np.zeros(o.shape or (1,), o.dtype) for o in user]
+        stats.numba_seconds += entry.bwd_kernel.compile(cot + res, prepared=True)
+        stats.kernels += 1
+    return entry
+
+
+def lower_train(entry: _Entry, graph: Graph, user: list, extra: list, leaves: list,
+                verify: bool) -> None:
+    """The train kind: differentiate the user outputs with respect to ``leaves``; the
+    forward graph also returns the residuals the backward graph reads."""
+    fwd = Graph(graph.inputs, graph.nodes, user)
+    d = differentiate(fwd, leaves)
+    residuals = d.forward.outputs[len(user):]
+    # A residual that is an input is not an output: the backward gets the input's
+    # array itself (version checks guard it against in-place changes).
+    index_of = {id(n): j for j, n in enumerate(graph.inputs)}
+    computed = [r for r in residuals if id(r) not in index_of]
+    full = Graph(graph.inputs, graph.nodes, user + extra + computed)
+    entry.optimized = optimize(full, verify=verify)
+    entry.backward_graph = optimize(d.backward, verify=verify)
+    entry.n_residuals = len(residuals)
+    entry.wrt_tensors = leaves
+    entry.differentiated = d
+    first = len(user) + len(extra)
+    k = 0
+    for r in residuals:
+        if id(r) in index_of:
+            entry.residual_plan.append(("in", index_of[id(r)]))
+        else:
+            entry.residual_plan.append(("graph_out", first + k))
+            k += 1

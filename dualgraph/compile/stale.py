@@ -1,0 +1,55 @@
+"""Staleness checks (``verify=True``): is the compiled trace still the Python program?"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..eager import grad_mode
+from ..eager.internal import array_of
+from ..errors import TraceError
+from .capture import trace_call
+from .run import run
+from .specialize import _Entry, arg_arrays
+
+
+class StaleTraceError(TraceError):
+    """``verify=True`` found that the compiled trace no longer matches the Python program."""
+
+
+def check_stale(fn: Callable, entry: _Entry, args: tuple) -> None:
+    """Trace again and compare with the compiled trace: a Python branch baked into the
+    trace that now goes the other way changes the op sequence. Functions without side
+    effects also run eagerly, and their results are compared."""
+    ctx = trace_call(fn, args, with_outputs=False)[0]
+    old = [(n.op, n.loc) for n in entry.graph.nodes if n.op != "const"]
+    new = [(n.op, n.loc) for n in ctx.nodes if n.op != "const"]
+    if old != new:
+        k = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old),
+                                                                               len(new)))
+        where = (new[k] if k < len(new) else old[k - 1] if old else (None, None))[1]
+        # The branch itself records no op: it lies after the last op both programs
+        # share and before the first where they part.
+        after = f" (the Python branch is after {old[k - 1][1]})" if k and old[k - 1][1] \
+            else " (the Python branch is before it)"
+        raise StaleTraceError(
+            f"the compiled trace of {getattr(fn, '__name__', 'the function')} is "
+            f"stale: running it now gives a different program from {where or 'the end'} "
+            f"on{after} ({old[k][0] if k < len(old) else 'nothing'} was compiled, "
+            f"{new[k][0] if k < len(new) else 'nothing'} runs now). A Python branch or "
+            "value baked into the trace changed; make it a tensor input or use dg.where."
+        )
+    if entry.mode != "step":
+        with grad_mode.no_grad():
+            expected = fn(*args)
+            got = run(entry, args, arg_arrays(args))
+        exp = expected if isinstance(expected, (tuple, list)) else (expected,)
+        res = got if isinstance(got, (tuple, list)) else (got,)
+        for k, (e, r) in enumerate(zip(exp, res)):
+            tol = 1e-4 if e.dtype == np.float32 else 1e-9
+            if not np.allclose(array_of(r), array_of(e), rtol=tol, atol=tol, equal_nan=True):
+                raise StaleTraceError(
+                    f"the compiled result {k} of {getattr(fn, '__name__', 'fn')} no "
+                    "longer matches the eager one: a Python value baked into the trace "
+                    "(a hyperparameter, a global) has changed; pass it as a tensor.")

@@ -1,0 +1,134 @@
+"""The tape nodes of a compiled call: one `CompiledFunctionBackward` per train-mode call.
+
+Its backward runs the compiled backward kernel instead of per-op VJPs. A call with several
+outputs that require grad gives each output an `_OutputOf` node; their gradients meet as
+`_Cotangents` at the shared node.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import grad_mode
+from .autograd import _FREED_MSG, Function
+from .tensor import Tensor, _make
+
+
+class _Cotangents:
+    """Per-output gradients flowing into a multi-output compiled node (merged by ``+``)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: dict) -> None:
+        self.parts = parts
+
+    def __add__(self, other: "_Cotangents") -> "_Cotangents":
+        merged = dict(self.parts)
+        for k, g in other.parts.items():
+            merged[k] = merged[k] + g if k in merged else g
+        return _Cotangents(merged)
+
+
+class _CompiledOp:
+    """Stands in for an `OpDef` on the tape node of a compiled call."""
+
+    name = "compiled"
+    saves: tuple = ()
+
+    @staticmethod
+    def node_name(node: Any) -> str:
+        return "CompiledFunctionBackward"
+
+
+class CompiledFunctionBackward(Function):
+    """The single tape node of a compiled call: backward runs the compiled backward kernel."""
+
+    __slots__ = ("_kernel", "_outs", "_checks", "_shapes")
+
+    def __init__(self, kernel: Any, inputs: tuple, residuals: tuple, outs: list,
+                 checks: list) -> None:
+        self._shapes = [tuple(n.shape) for n in inputs]
+        first = outs[0]
+        Node_init = super(Function, self).__init__  # noqa: N806 - the IR Node's __init__
+        Node_init("compiled", inputs, {}, tuple(first[0]), first[1])
+        self._def = _CompiledOp
+        self._saved = residuals
+        self._versions = ()
+        self._out = None
+        self._out_version = None
+        self._freed = False
+        self._hooks = None
+        self._retain = None
+        self._kernel = kernel
+        self._outs = outs
+        self._checks = checks
+
+    def apply(self, g: Any) -> list:
+        if self._freed:
+            raise RuntimeError(_FREED_MSG)
+        if grad_mode.GRAD_ENABLED.value:
+            raise RuntimeError("backward(create_graph=True) through a compiled function is not "
+                               "supported: its backward is a compiled kernel, not a graph of "
+                               "ops. Differentiate the eager function instead.")
+        for t, v in self._checks:
+            if t._version[0] != v:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified "
+                    f"by an inplace operation: an input of {self.name()} of shape {t.shape} "
+                    f"is at version {t._version[0]}; expected version {v} instead."
+                )
+        parts = g.parts if isinstance(g, _Cotangents) else {0: g}
+        cot = []
+        for k, (shape, dtype) in enumerate(self._outs):
+            c = parts[k]._data if k in parts else np.zeros(shape, dtype)
+            cot.append(c.reshape(1) if not shape else c)
+        outs = self._kernel.new_outputs()
+        self._kernel.run(cot + list(self._saved), outs)
+        return [_make(o if o.shape == shape else o.reshape(shape), False, None)
+                for o, shape in zip(outs, self._shapes)]
+
+
+class _OutputOf(Function):
+    """Routes the gradient of output ``k`` of a multi-output compiled call to its node."""
+
+    __slots__ = ("_k",)
+
+    def __init__(self, joint: CompiledFunctionBackward, k: int, shape: tuple,
+                 dtype: np.dtype) -> None:
+        super(Function, self).__init__("compiled_output", (joint,), {"index": k}, shape, dtype)
+        self._def = _CompiledOp
+        self._saved = ()
+        self._versions = ()
+        self._out = None
+        self._out_version = None
+        self._freed = False
+        self._hooks = None
+        self._retain = None
+        self._k = k
+
+    def apply(self, g: Any) -> list:
+        return [_Cotangents({self._k: g})]
+
+
+def attach_backward(kernel: Any, tensors: list, wrt: list, residuals: tuple, results: list,
+                    out_rg: tuple) -> None:
+    """Record a compiled call on the tape: ``results`` (its outputs) get a grad_fn whose
+    backward runs ``kernel`` on the output gradients and ``residuals``, giving the gradients
+    of ``tensors[i]`` for ``i`` in ``wrt``. ``out_rg[k]`` says whether output ``k`` depends
+    on an input that requires grad."""
+    inputs = tuple([tensors[i]._input_node() for i in wrt])
+    # Residuals may be the input arrays themselves: changing one in place before
+    # backward must raise, as in eager mode.
+    checks = [(t, t._version[0]) for t in tensors if isinstance(t, Tensor)]
+    outs = [(tuple(r.shape), r.dtype) for r in results]
+    joint = CompiledFunctionBackward(kernel, inputs, residuals, outs, checks)
+    for k, r in enumerate(results):
+        if not out_rg[k]:
+            # As in eager mode: a comparison or a value computed from detached tensors
+            # does not require grad (its cotangent stays zero).
+            continue
+        r._rg = True
+        r.grad_fn = joint if len(results) == 1 else _OutputOf(joint, k, r.shape, r.dtype)
+
