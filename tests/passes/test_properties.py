@@ -16,9 +16,9 @@ import dualgraph as dg
 from dualgraph.passes import optimize
 from dualgraph.testing import assert_close
 
+from ..graph_helpers import assert_convex
 from ..random_programs import Program, eager_run, grads_by_leaf, programs
 from ..tolerance import tolerance
-from ._util import assert_convex
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,7 +9,7 @@ import dualgraph as dg
 from dualgraph.nn import functional as F
 from dualgraph.testing import assert_close
 
-from ._util import arrays_for
+from ..graph_helpers import arrays_for
 
 
 def _leaves(*arrays):

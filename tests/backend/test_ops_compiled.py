@@ -26,7 +26,7 @@ from dualgraph.ops import OPS
 from dualgraph.ops.shape import SCATTER
 from dualgraph.testing import assert_close
 
-from ._helpers import B3, graph_ops
+from ..compile_helpers import B3, graph_ops
 
 DTYPES = (np.float32, np.float64)
 
