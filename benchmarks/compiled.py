@@ -11,7 +11,8 @@ result with a warm disk cache, import included.
     python benchmarks/compiled.py --fast --table -o compiled.json
     python benchmarks/compiled.py --compile-times          # the fresh-process rows only
 
-PyTorch and JAX columns appear when they are installed; otherwise they are skipped.
+PyTorch and JAX columns appear when they are installed; otherwise they are skipped. The
+dualgraph programs and every implementation's data come from ``dualgraph.workloads``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import pyperf  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import dualgraph as dg  # noqa: E402
+from dualgraph.workloads import MLPS, WORKLOADS, chain_data, mlp_data, train_step  # noqa: E402
 
 LR = 0.01
 
@@ -47,9 +49,7 @@ def _have(module: str) -> bool:
 # ------------------------------------------------------------------------------- W1
 def w1_dualgraph(compiled: bool):
     def run():
-        x = dg.tensor(2.0, requires_grad=True)
-        y = dg.tensor(3.0, requires_grad=True)
-        f = lambda a, b: a * b + b ** 2
+        f, (x, y) = WORKLOADS["scalar"].build(False)
         if compiled:
             f = dg.compile(f)
 
@@ -103,13 +103,13 @@ def w1_jax():
 
 
 # ------------------------------------------------------------------ W2 (tiny and MLP)
+# The benchmark's W2 names -> dualgraph.workloads.MLPS keys.
+_MLP = {"tiny": "tinynet", "mlp": "mlp"}
+
+
 def _data(kind: str):
-    rng = np.random.default_rng(0)
-    if kind == "tiny":
-        return (rng.standard_normal((10, 2)).astype(np.float32),
-                rng.standard_normal((10, 1)).astype(np.float32), (2, 3, 1))
-    return (rng.standard_normal((64, 784)).astype(np.float32), rng.integers(0, 10, 64),
-            (784, 256, 10))
+    sizes, batch, loss = MLPS[_MLP[kind]]
+    return (*mlp_data(sizes, batch, loss), sizes)
 
 
 def _init(sizes):
@@ -123,22 +123,7 @@ def _init(sizes):
 
 def w2_dualgraph(kind: str, compiled: bool):
     def run():
-        X, T, sizes = _data(kind)
-        dg.manual_seed(0)
-        net = dg.nn.Sequential(dg.nn.Linear(sizes[0], sizes[1]), dg.nn.ReLU(),
-                               dg.nn.Linear(sizes[1], sizes[2]))
-        opt = dg.optim.SGD(net.parameters(), lr=LR)
-        loss_fn = dg.nn.MSELoss() if kind == "tiny" else dg.nn.CrossEntropyLoss()
-        x = dg.tensor(X)
-        t = dg.tensor(T)
-
-        def step(x, t):
-            opt.zero_grad()
-            loss = loss_fn(net(x), t)
-            loss.backward()
-            opt.step()
-            return loss
-
+        step, (x, t) = train_step(_MLP[kind], lr=LR)
         f = dg.compile(step) if compiled else step
         return lambda: f(x, t)
     return run
@@ -269,13 +254,12 @@ def w2_jax(kind: str):
 
 # ------------------------------------------------------------------------------- W3
 def _w3_data():
-    return np.random.default_rng(0).standard_normal(1_000_000).astype(np.float32)
+    return chain_data(1_000_000)
 
 
 def w3_dualgraph(compiled: bool):
     def run():
-        x = dg.tensor(_w3_data(), requires_grad=True)
-        f = lambda x: (dg.tanh(x * 0.5 + 1) * dg.sigmoid(x) + 0.1 * x ** 2).sum()
+        f, (x,) = WORKLOADS["chain"].build(False)
         if compiled:
             f = dg.compile(f)
 
@@ -354,18 +338,11 @@ _COLD = """
 import time, sys
 t0 = time.perf_counter()
 sys.path.insert(0, {root!r})
-import numpy as np, dualgraph as dg
-dg.manual_seed(0)
-net = dg.nn.Sequential(dg.nn.Linear(784, 256), dg.nn.ReLU(), dg.nn.Linear(256, 10))
-opt = dg.optim.SGD(net.parameters(), lr=0.01)
-rng = np.random.default_rng(0)
-x = dg.tensor(rng.standard_normal((64, 784)).astype(np.float32))
-t = dg.tensor(rng.integers(0, 10, 64))
-loss_fn = dg.nn.CrossEntropyLoss()
-@dg.compile
-def step(x, t):
-    opt.zero_grad(); loss = loss_fn(net(x), t); loss.backward(); opt.step(); return loss
-step(x, t)
+import dualgraph as dg
+from dualgraph.workloads import train_step
+step, args = train_step("mlp")
+step = dg.compile(step)
+step(*args)
 print(time.perf_counter() - t0, step.stats.compile_seconds)
 """
 

@@ -4,7 +4,8 @@ Workloads (each beside a hand-written NumPy version of exactly the same step):
   scalar  z = x*y + y**2; z.backward()
   tiny    TinyNet 2->3->1, batch 10, MSE, SGD: one training step
   mlp     MLP 784->256->10, batch 64, cross-entropy, SGD: one training step
-PyTorch eager columns are added when torch is installed.
+PyTorch eager columns are added when torch is installed. The dualgraph programs and every
+implementation's data come from ``dualgraph.workloads``.
 
     python benchmarks/eager_overhead.py -o eager.json     # pyperf options work
     python benchmarks/eager_overhead.py --fast --table     # quick run + ratio table
@@ -12,6 +13,7 @@ PyTorch eager columns are added when torch is installed.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
@@ -24,20 +26,19 @@ import numpy as np  # noqa: E402
 import pyperf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import dualgraph as dg  # noqa: E402
+from dualgraph.workloads import MLPS, WORKLOADS, mlp_data, train_step  # noqa: E402
 
 LR = 0.01
 
 
 # --------------------------------------------------------------------------- scalar
 def scalar_dg():
-    x = dg.tensor(2.0, requires_grad=True)
-    y = dg.tensor(3.0, requires_grad=True)
+    f, (x, y) = WORKLOADS["scalar"].build(False)
 
     def step():
         x.grad = None
         y.grad = None
-        z = x * y + y ** 2
+        z = f(x, y)
         z.backward()
         return x.grad, y.grad
 
@@ -61,38 +62,15 @@ def scalar_numpy():
 
 
 # ----------------------------------------------------------------------------- data
-def _tiny_data():
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((10, 2)).astype(np.float32)
-    Y = rng.standard_normal((10, 1)).astype(np.float32)
-    return X, Y
+def _dg_step(name):
+    step, args = train_step(name, lr=LR)
+    return lambda: step(*args)
 
 
-def _mlp_data():
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((64, 784)).astype(np.float32)
-    T = rng.integers(0, 10, 64)
-    return X, T
-
-
-def _dg_step(sizes, loss_name, data):
-    dg.manual_seed(0)
-    net = dg.nn.Sequential(dg.nn.Linear(sizes[0], sizes[1]), dg.nn.ReLU(),
-                           dg.nn.Linear(sizes[1], sizes[2]))
-    opt = dg.optim.SGD(net.parameters(), lr=LR)
-    X, T = data
-    X = dg.tensor(X)
-    T = dg.tensor(T) if loss_name == "mse" else T
-    loss_fn = dg.nn.MSELoss() if loss_name == "mse" else dg.nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad()
-        loss = loss_fn(net(X), T)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step
+def _hand(make_step, name):
+    """``make_step(sizes, loss, data)`` for the workload ``name`` of dualgraph.workloads."""
+    sizes, batch, loss = MLPS[name]
+    return make_step(sizes, loss, mlp_data(sizes, batch, loss))
 
 
 def _numpy_step(sizes, loss_name, data):
@@ -174,21 +152,11 @@ def scalar_torch():
 
 def workloads() -> dict:
     """name -> {impl: zero-argument factory returning the step callable}."""
-    tiny = ((2, 3, 1), "mse", _tiny_data)
-    mlp = ((784, 256, 10), "ce", _mlp_data)
-    table = {
-        "scalar": {"dualgraph": scalar_dg, "numpy": scalar_numpy, "torch": scalar_torch},
-        "tiny": {
-            "dualgraph": lambda: _dg_step(tiny[0], tiny[1], tiny[2]()),
-            "numpy": lambda: _numpy_step(tiny[0], tiny[1], tiny[2]()),
-            "torch": lambda: _torch_step(tiny[0], tiny[1], tiny[2]()),
-        },
-        "mlp": {
-            "dualgraph": lambda: _dg_step(mlp[0], mlp[1], mlp[2]()),
-            "numpy": lambda: _numpy_step(mlp[0], mlp[1], mlp[2]()),
-            "torch": lambda: _torch_step(mlp[0], mlp[1], mlp[2]()),
-        },
-    }
+    table = {"scalar": {"dualgraph": scalar_dg, "numpy": scalar_numpy, "torch": scalar_torch}}
+    for wl, name in (("tiny", "tinynet"), ("mlp", "mlp")):
+        table[wl] = {"dualgraph": functools.partial(_dg_step, name),
+                     "numpy": functools.partial(_hand, _numpy_step, name),
+                     "torch": functools.partial(_hand, _torch_step, name)}
     try:
         import torch  # noqa: F401
     except ImportError:

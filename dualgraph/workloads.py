@@ -1,7 +1,10 @@
-"""The built-in workloads of ``dualgraph compare`` (the benchmark suite's too).
+"""The built-in workloads of ``dualgraph compare`` and of the benchmark suite.
 
 Each workload builds a function and its arguments: a loss whose gradients flow to the
-arguments that require grad and to module parameters. ``quick`` shrinks the sizes.
+arguments that require grad and to module parameters. ``quick`` shrinks the sizes. The
+benchmarks (``benchmarks/*.py``) take their dualgraph programs (`WORKLOADS`, `train_step`)
+and, for the hand-written NumPy, Numba and peer versions, the same data (`mlp_data`,
+`chain_data`) from here.
 """
 
 from __future__ import annotations
@@ -32,16 +35,8 @@ def _scalar(quick: bool) -> tuple:
 
 
 def _mlp(sizes: tuple, batch: int, loss: str) -> tuple:
-    manual_seed(0)
-    net = nn.Sequential(nn.Linear(sizes[0], sizes[1]), nn.ReLU(), nn.Linear(sizes[1], sizes[2]))
-    rng = np.random.default_rng(0)
-    x = tensor(rng.standard_normal((batch, sizes[0])).astype(np.float32))
-    if loss == "mse":
-        t = tensor(rng.standard_normal((batch, sizes[2])).astype(np.float32))
-        fn = nn.MSELoss()
-    else:
-        t = tensor(rng.integers(0, sizes[2], batch))
-        fn = nn.CrossEntropyLoss()
+    net, fn = mlp_model(sizes, loss)
+    x, t = (tensor(a) for a in mlp_data(sizes, batch, loss))
 
     def step_loss(x, t):
         return fn(net(x), t)
@@ -50,10 +45,26 @@ def _mlp(sizes: tuple, batch: int, loss: str) -> tuple:
     return step_loss, (x, t)
 
 
+def mlp_model(sizes: tuple, loss: str) -> tuple[nn.Module, nn.Module]:
+    """The network ``sizes[0] -> sizes[1] -> ReLU -> sizes[2]`` (seeded) and its loss,
+    ``"mse"`` or ``"ce"`` (cross-entropy)."""
+    manual_seed(0)
+    net = nn.Sequential(nn.Linear(sizes[0], sizes[1]), nn.ReLU(), nn.Linear(sizes[1], sizes[2]))
+    return net, nn.MSELoss() if loss == "mse" else nn.CrossEntropyLoss()
+
+
+def mlp_data(sizes: tuple, batch: int, loss: str) -> tuple[np.ndarray, np.ndarray]:
+    """Inputs (float32) and targets of an MLP workload: float32 for ``"mse"``, class
+    indices for ``"ce"``; seeded, so every implementation gets the same arrays."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    if loss == "mse":
+        return x, rng.standard_normal((batch, sizes[2])).astype(np.float32)
+    return x, rng.integers(0, sizes[2], batch)
+
+
 def _chain(quick: bool) -> tuple:
-    n = 100_000 if quick else 1_000_000
-    x = tensor(np.random.default_rng(0).standard_normal(n).astype(np.float32),
-               requires_grad=True)
+    x = tensor(chain_data(100_000 if quick else 1_000_000), requires_grad=True)
 
     def elementwise_chain(x):
         return (E.tanh(x * 0.5 + 1) * E.sigmoid(x) + 0.1 * x ** 2).sum()
@@ -61,14 +72,52 @@ def _chain(quick: bool) -> tuple:
     return elementwise_chain, (x,)
 
 
+def chain_data(n: int) -> np.ndarray:
+    """The ``chain`` workload's input: ``n`` standard normal float32 values (seeded)."""
+    return np.random.default_rng(0).standard_normal(n).astype(np.float32)
+
+
+# name -> (layer sizes, batch, loss) of the MLP workloads.
+MLPS: dict[str, tuple[tuple[int, int, int], int, str]] = {
+    "tinynet": ((2, 3, 1), 10, "mse"),
+    "mlp": ((784, 256, 10), 64, "ce"),
+    "mlp-quick": ((784, 64, 10), 32, "ce"),
+}
+
 WORKLOADS: dict[str, Workload] = {w.name: w for w in [
     Workload("scalar", "z = x*y + y**2, value and gradients", _scalar),
     Workload("tinynet", "TinyNet 2->3->1, MSE, batch 10: loss and parameter gradients",
-             lambda q: _mlp((2, 3, 1), 10, "mse")),
+             lambda q: _mlp(*MLPS["tinynet"])),
     Workload("mlp", "MLP 784->256->10, cross-entropy, batch 64 (quick: 784->64->10, batch 32)",
-             lambda q: _mlp((784, 64, 10), 32, "ce") if q else _mlp((784, 256, 10), 64, "ce")),
+             lambda q: _mlp(*MLPS["mlp-quick" if q else "mlp"])),
     Workload("chain", "sum(tanh(.5x+1)*sigmoid(x)+.1x^2) on 1M float32 (quick: 100K)", _chain),
 ]}
+
+
+def train_step(name: str, lr: float = 0.01) -> tuple[Callable, tuple]:
+    """One SGD training step of the MLP workload ``name`` (a key of `MLPS`) and its
+    arguments: ``step(x, t)`` zeroes the gradients, computes the loss, back-propagates,
+    updates the parameters and returns the loss. Wrap it in `dualgraph.compile` to
+    compile the whole step.
+
+    >>> step, args = train_step("tinynet")
+    >>> loss = step(*args)
+    """
+    from .optim import SGD
+
+    sizes, batch, loss = MLPS[name]
+    net, loss_fn = mlp_model(sizes, loss)
+    opt = SGD(net.parameters(), lr=lr)
+    x, t = (tensor(a) for a in mlp_data(sizes, batch, loss))
+
+    def step(x, t):
+        opt.zero_grad()
+        out = loss_fn(net(x), t)
+        out.backward()
+        opt.step()
+        return out
+
+    return step, (x, t)
 
 
 def synthetic_classification(n: int = 512, features: int = 16, classes: int = 4,

@@ -1,4 +1,5 @@
-"""Layering rules that keep the registry the single source of truth."""
+"""Layering rules: the package is a stack of layers, each importing only from below, and the
+registry is the single source of truth (no op-name dispatch outside ``ops/``)."""
 
 from __future__ import annotations
 
@@ -12,21 +13,139 @@ FORBIDDEN = ("eager", "trace", "backend", "nn", "optim", "compile")
 # simplify.py is a table of algebraic identities, each about particular ops by nature.
 EXEMPT = {"simplify.py"}
 
+# The layers, lowest first: a unit (a top-level module or package of dualgraph) may import
+# from its own layer or a lower one, never a higher one, at module level or inside a function.
+LAYERS: list[tuple[str, ...]] = [
+    ("dtypes", "errors", "_location"),  # leaves: no dualgraph imports
+    ("ir",),  # Graph, Node, printer, reference interpreter
+    ("modes",),  # the bind() dispatch: which mode receives an op
+    ("ops",),  # the OpDef registry and the public op functions
+    ("eager",),  # Tensor, tape autograd, grad mode
+    ("nn", "optim", "testing"),  # libraries written over eager tensors
+    ("trace",),  # tracer and graph autodiff
+    ("passes",),  # Graph -> Graph rewrites
+    ("backend",),  # the only code that writes source text
+    ("compile",),  # dg.compile: trace, optimize, lower, run
+    ("compare", "explain", "viz", "workloads"),  # tools over compiled and eager runs
+    ("cli", "__main__", "__init__"),  # entry points and the public namespace
+]
+LAYER_OF = {unit: k for k, units in enumerate(LAYERS) for unit in units}
+
+# Deliberate upward imports, as (importing unit, imported unit): each says why.
+ALLOWED_UPWARD = {
+    # The kernel cache header records dualgraph.__version__, read lazily on first write
+    # (a top-level import would be circular: the package imports the backend).
+    ("backend", "__init__"),
+}
+
 
 def _imports(path: Path) -> list[str]:
     """Every module a file imports (top level or inside functions), relative ones resolved."""
+    return [mod for mod, _ in _imports_at(path)]
+
+
+def _imports_at(path: Path) -> list[tuple[str, int]]:
+    """(module, line) for every import in a file, top level or inside functions; for
+    ``from m import a`` both ``m`` and ``m.a`` (``a`` may be a submodule)."""
     tree = ast.parse(path.read_text())
-    pkg_parts = path.relative_to(PKG.parent).with_suffix("").parts[:-1]
+    parts = path.relative_to(PKG.parent).with_suffix("").parts
+    pkg_parts = parts[:-1]
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            out += [a.name for a in node.names]
+            out += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = list(pkg_parts[: len(pkg_parts) - node.level + 1]) if node.level else []
             mod = ".".join(base + ([node.module] if node.module else []))
-            out.append(mod)
-            out += [f"{mod}.{a.name}" for a in node.names]
+            if node.module:  # `from . import x` imports x, not the package's __init__
+                out.append((mod, node.lineno))
+            out += [(f"{mod}.{a.name}", node.lineno) for a in node.names]
     return out
+
+
+def _unit(module: str) -> str | None:
+    """The layer unit of a dualgraph module name (``dualgraph.ops.registry`` -> ``ops``;
+    ``dualgraph`` itself and names defined in its ``__init__`` -> ``__init__``)."""
+    parts = module.split(".")
+    if parts[0] != "dualgraph":
+        return None
+    if len(parts) == 1 or parts[1] not in LAYER_OF:
+        return "__init__"
+    return parts[1]
+
+
+def _unit_of_file(path: Path) -> str:
+    rel = path.relative_to(PKG).with_suffix("").parts
+    return rel[0]
+
+
+def _edges() -> dict[tuple[str, str], list[str]]:
+    """(importing unit, imported unit) -> where, for every import between two units."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for path in sorted(PKG.rglob("*.py")):
+        src = _unit_of_file(path)
+        for mod, line in _imports_at(path):
+            dst = _unit(mod)
+            if dst is None or dst == src:
+                continue
+            where = edges.setdefault((src, dst), [])
+            loc = f"{path.relative_to(PKG.parent)}:{line}"
+            if loc not in where:
+                where.append(loc)
+    return edges
+
+
+def test_every_unit_has_a_layer():
+    """A new top-level module or package must be placed in LAYERS."""
+    units = {p.stem if p.is_file() else p.name for p in PKG.iterdir()
+             if (p.suffix == ".py" or (p / "__init__.py").exists())}
+    assert units - set(LAYER_OF) == set(), "add these to LAYERS"
+    assert set(LAYER_OF) - units == set(), "LAYERS names units that do not exist"
+
+
+def test_no_module_imports_from_a_higher_layer():
+    bad = []
+    for (src, dst), where in sorted(_edges().items()):
+        if LAYER_OF[dst] > LAYER_OF[src] and (src, dst) not in ALLOWED_UPWARD:
+            bad += [f"{w}: {src} (layer {LAYER_OF[src]}) imports {dst} (layer "
+                    f"{LAYER_OF[dst]})" for w in where]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_upward_allowlist_is_still_needed():
+    """An allowlisted edge that no longer exists must leave the list."""
+    stale = ALLOWED_UPWARD - set(_edges())
+    assert not stale, f"no longer imported, remove from ALLOWED_UPWARD: {sorted(stale)}"
+
+
+def test_no_import_cycles_between_units():
+    graph: dict[str, set[str]] = {}
+    for src, dst in _edges():
+        if (src, dst) not in ALLOWED_UPWARD:
+            graph.setdefault(src, set()).add(dst)
+    cycles = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(unit: str, path: list[str]) -> None:
+        state[unit] = 1
+        for nxt in sorted(graph.get(unit, ())):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join(path[path.index(nxt):] + [unit, nxt]))
+            elif nxt not in state:
+                visit(nxt, path + [unit])
+        state[unit] = 2
+
+    for unit in sorted(graph):
+        if unit not in state:
+            visit(unit, [])
+    assert not cycles, "\n".join(cycles)
+
+
+def test_the_checks_see_lazy_imports():
+    """An import inside a function counts like one at the top of the file."""
+    f = PKG / "compile" / "specialize.py"
+    lazy = [m for m, _ in _imports_at(f) if m.startswith("dualgraph.backend")]
+    assert lazy, "compile/specialize.py's lazy import of the backend is not seen"
 
 
 @pytest.mark.parametrize("layer", ["ir", "ops"])

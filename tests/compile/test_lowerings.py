@@ -17,8 +17,9 @@ import dualgraph as dg
 from dualgraph.backend.numba import LoweringError, lowerings
 from dualgraph.modes import bind
 from dualgraph.ops.registry import OPS, OpDef
+from dualgraph.testing import assert_close
 
-from ._helpers import assert_close
+from ..compile_helpers import B3
 
 OPS_DIR = Path(dg.__file__).parent / "ops"
 # A scalar-expression placeholder: an operand ({0}) or a backend constant or function.
@@ -116,7 +117,8 @@ def _compiled_equals_eager(fn, *args) -> None:
     f = dg.compile(fn)
     got = f(*args)
     assert f.stats.kernels == 1
-    assert_close(got.numpy(), fn(*args).numpy(), fn.__name__)
+    exp = fn(*args).numpy()
+    assert_close(got.numpy(), exp, equal_nan=True, msg=fn.__name__, **B3[exp.dtype])
 
 
 @pytest.mark.parametrize("shape,axis",

@@ -15,8 +15,9 @@ from dualgraph.ir.graph import GraphError
 from dualgraph.modes import bind
 from dualgraph.ops import OPS
 from dualgraph.ops.shape import astype, broadcast_to
+from dualgraph.testing import assert_close
 
-from ._util import all_ops, assert_close, assert_convex, op_nodes, snapshot
+from ..graph_helpers import all_ops, assert_convex, op_nodes, snapshot
 
 F64 = dg.float64
 SPECIAL = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1.5, -2.0, 1e308])
@@ -40,7 +41,7 @@ def run_pass(pass_fn, fn, *args, inputs=None, **kwargs):
     with np.errstate(all="ignore"):  # inf and nan inputs are on purpose
         pairs = list(zip(dg.interpret(g, *inputs), dg.interpret(out, *inputs)))
     for a, b in pairs:
-        assert_close(b, a)
+        assert_close(b, a, rtol=1e-12, atol=1e-12, equal_nan=True)
     return g, out
 
 
@@ -132,7 +133,7 @@ class TestConstantFold:
         assert op_nodes(g) == ["exp", "mul", "sum", "add", "mul"]
         assert op_nodes(out) == ["mul"]
         value = out.outputs[0].inputs[1].attrs["value"]
-        assert_close(value, np.exp(c.numpy()) * 2.0 + 3.0)
+        assert_close(value, np.exp(c.numpy()) * 2.0 + 3.0, rtol=1e-12, atol=1e-12)
         assert [n.op for n in passes.dce(out).nodes] == ["const", "mul"]
         assert sum("folded" in s for s in out.notes) == 4
 
@@ -157,7 +158,7 @@ class TestConstantFold:
         _, out = run_pass(passes.constant_fold, lambda x: x * (c * 2.5), t64(2))
         value = out.outputs[0].inputs[1].attrs["value"]
         assert value.dtype == np.float32
-        assert_close(value, np.array([2.5, 5.0], np.float32))
+        assert_close(value, np.array([2.5, 5.0], np.float32), rtol=1e-12, atol=1e-12)
 
 
 # -------------------------------------------------------------------------- simplify
@@ -253,7 +254,7 @@ class TestSimplify:
         out = passes.dce(simplified)
         assert op_nodes(out) == ["add"]
         x = np.array([1.0, -2.0, 3.0, 0.5])
-        assert_close(out(x), g(x))
+        assert_close(out(x), g(x), rtol=1e-12, atol=1e-12)
 
     @pytest.mark.parametrize("fn", [
         lambda x: x.log().exp(),
@@ -434,7 +435,7 @@ def test_optimize_returns_per_pass_stats():
     assert str(stats[0]) == "simplify         12 ->    9 nodes"
     assert all(s.graph is not None for s in stats) and stats[-1].graph is out
     x, y = np.arange(4.0, dtype=np.float32), np.ones(4, np.float32)
-    assert_close(out(x, y), g(x, y), rtol=1e-6)
+    assert_close(out(x, y), g(x, y), rtol=1e-6, atol=1e-6)
 
 
 def test_optimize_skip_and_custom_pipeline():

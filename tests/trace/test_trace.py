@@ -7,8 +7,9 @@ import pytest
 
 import dualgraph as dg
 from dualgraph.nn import functional as F
+from dualgraph.testing import assert_close
 
-from ._util import arrays_for, assert_close
+from ..graph_helpers import arrays_for
 
 
 def _leaves(*arrays):
@@ -61,8 +62,8 @@ def test_trace_records_without_computing_and_example_values_do_not_matter():
     g2 = dg.trace(prog, dg.randn(3))
     assert g1 == g2
     assert [n.op for n in g1.nodes] == ["mul", "exp"]
-    assert_close(g1(np.arange(3.0, dtype=np.float32)),
-                 np.exp(np.arange(3.0, dtype=np.float32) * 2))
+    assert_close(g1(np.arange(3.0, dtype=np.float32)), np.exp(np.arange(3.0, dtype=np.float32) * 2),
+                 rtol=1e-12, atol=1e-12)
 
 
 def test_inputs_arrays_scalars_and_constants():
@@ -76,9 +77,9 @@ def test_inputs_arrays_scalars_and_constants():
     assert len(g.inputs) == 2
     assert [n.op for n in g.nodes] == ["mul", "add", "const", "add"]
     assert g.nodes[0].inputs[1] == 2.5
-    assert_close(g.nodes[2].attrs["value"], c.numpy())
+    assert_close(g.nodes[2].attrs["value"], c.numpy(), rtol=1e-12, atol=1e-12)
     x, a = np.arange(3.0), np.full(3, 0.5)
-    assert_close(g(x, a), x * 2.5 + a + c.numpy())
+    assert_close(g(x, a), x * 2.5 + a + c.numpy(), rtol=1e-12, atol=1e-12)
 
 
 def test_tracer_has_shape_dtype_and_grad_flags():
@@ -133,14 +134,14 @@ def test_whole_tensor_api_traces_and_matches_eager():
                 "le", "gt", "ge", "eq", "ne", "matmul", "sum", "mean", "max", "reshape",
                 "transpose", "getitem", "concatenate", "stack", "astype", "const"}
     assert expected <= ops, expected - ops
-    assert_close(g(*data), eager.numpy(), what="forward")
+    assert_close(g(*data), eager.numpy(), rtol=1e-12, atol=1e-12, msg="forward")
     d = dg.differentiate(g)
     outs = dg.interpret(d.forward, *data)
     grads = dg.interpret(d.backward, np.ones(()), *outs[1:])
     assert leaves[2].grad is None  # the mask only feeds a comparison
     expected = [t.grad.numpy() if t.grad is not None else np.zeros(t.shape) for t in leaves]
     for gr, ex in zip(grads, expected):
-        assert_close(gr, ex, rtol=1e-10, what="gradient")
+        assert_close(gr, ex, rtol=1e-10, atol=1e-10, msg="gradient")
 
 
 def test_module_parameters_are_inputs_and_updates_are_seen():
@@ -154,7 +155,7 @@ def test_module_parameters_are_inputs_and_updates_are_seen():
     assert all(c is p for c, p in zip(g.captured, params))
     # Parameter values are never baked in.
     assert not [n for n in g.nodes if n.op == "const"]
-    assert_close(g(*arrays_for(g, x)), net(x).numpy(), rtol=1e-6)
+    assert_close(g(*arrays_for(g, x)), net(x).numpy(), rtol=1e-6, atol=1e-6)
 
     before = g(*arrays_for(g, x))
     opt = dg.optim.SGD(net.parameters(), lr=0.5)
@@ -162,7 +163,7 @@ def test_module_parameters_are_inputs_and_updates_are_seen():
     opt.step()
     after = g(*arrays_for(g, x))
     assert not np.allclose(before, after)
-    assert_close(after, net(x).numpy(), rtol=1e-6)
+    assert_close(after, net(x).numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_module_used_from_a_function_and_loss():
@@ -177,15 +178,15 @@ def test_module_used_from_a_function_and_loss():
     assert len(g.captured) == 2
     assert g.captured[0] is layer.weight and g.captured[1] is layer.bias
     assert "addmm" in [n.op for n in g.nodes]
-    assert_close(g(*arrays_for(g, x, t)), loss(x, t).numpy(), rtol=1e-6)
+    assert_close(g(*arrays_for(g, x, t)), loss(x, t).numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_tuple_outputs_and_returning_an_input():
     g = dg.trace(lambda x, y: (x + y, x), dg.ones(2), dg.ones(2))
     assert len(g.outputs) == 2 and g.outputs[1] is g.inputs[0]
     s, x = g(np.array([1.0, 2.0], np.float32), np.array([3.0, 4.0], np.float32))
-    assert_close(s, np.array([4.0, 6.0], np.float32))
-    assert_close(x, np.array([1.0, 2.0], np.float32))
+    assert_close(s, np.array([4.0, 6.0], np.float32), rtol=1e-12, atol=1e-12)
+    assert_close(x, np.array([1.0, 2.0], np.float32), rtol=1e-12, atol=1e-12)
 
 
 def test_user_locations_recorded_on_nodes():

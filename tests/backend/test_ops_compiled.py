@@ -24,8 +24,9 @@ from dualgraph.modes import bind
 from dualgraph.nn import functional as F
 from dualgraph.ops import OPS
 from dualgraph.ops.shape import SCATTER
+from dualgraph.testing import assert_close
 
-from ._helpers import assert_close, graph_ops
+from ..compile_helpers import B3, graph_ops
 
 DTYPES = (np.float32, np.float64)
 
@@ -202,10 +203,11 @@ def _compare(case: Case, compiled: Callable, arrays: list) -> list:
     out, grads = _run(compiled, arrays)
     assert len(out) == len(eager_out)
     for k, (a, e) in enumerate(zip(out, eager_out)):
-        assert_close(a, e, f"{case.name} output {k}")
+        assert_close(a, e, **B3[e.dtype], equal_nan=True, msg=f"{case.name} output {k}")
     for k, (a, e) in enumerate(zip(grads, eager_grads)):
         if e is not None:
-            assert_close(a, e, f"{case.name} grad of input {k}")
+            assert_close(a, e, **B3[e.dtype], equal_nan=True,
+                         msg=f"{case.name} grad of input {k}")
     return out
 
 
@@ -274,7 +276,8 @@ def test_nan_and_inf_propagate_like_numpy(dtype, compiled_cases):
                     np.where(x < y, x, y), np.maximum(x, dtype(0.25)), x < y, x <= y, x > y,
                     x >= y, x == y, x != y]
     for k, (a, e) in enumerate(zip(out, expected)):
-        assert_close(a, e.astype(a.dtype) if a.dtype.kind == "f" else e, f"output {k}")
+        assert_close(a, e.astype(a.dtype) if a.dtype.kind == "f" else e,
+                     **B3[a.dtype], equal_nan=True, msg=f"output {k}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])

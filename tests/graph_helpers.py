@@ -1,4 +1,4 @@
-"""Helpers shared by the static-graph tests: feeding graphs, comparing arrays."""
+"""Helpers shared by the static-graph tests: feeding graphs, walking and checking them."""
 
 from __future__ import annotations
 
@@ -18,21 +18,6 @@ def arrays_for(graph: Graph, *args: Any) -> list[np.ndarray]:
            for a in args if isinstance(a, (dg.Tensor, np.ndarray))]
     out += [t.numpy() for t in getattr(graph, "captured", [])]
     return out
-
-
-def assert_close(actual: Any, expected: Any, rtol: float = 1e-12, what: str = "") -> None:
-    """Same shape and dtype, equal within ``rtol`` of each element, with an absolute floor
-    of ``rtol`` times the largest magnitude (sums in another order differ by that much)."""
-    actual, expected = np.asarray(actual), np.asarray(expected)
-    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
-    if expected.dtype.kind != "f":
-        np.testing.assert_array_equal(actual, expected, err_msg=what)
-        return
-    finite = np.abs(expected[np.isfinite(expected)])
-    scale = float(finite.max()) if finite.size else 0.0
-    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol * max(scale, 1.0),
-                               err_msg=what)
 
 
 def all_ops(graph: Graph) -> Iterator[str]:

@@ -8,8 +8,7 @@ import pytest
 import dualgraph as dg
 from dualgraph.nn import functional as F
 from dualgraph.passes import optimize
-
-from ._util import assert_close
+from dualgraph.testing import assert_close
 
 RNG = np.random.default_rng(7)
 
@@ -54,14 +53,14 @@ def test_backward_graph_gradients_equal_eager(name):
     assert d.wrt == tuple(range(len(arrays)))
     assert len(d.backward.outputs) == len(arrays)
     outs, grads = _graph_grads(d, arrays)
-    assert_close(outs[0], fn(*[dg.tensor(a) for a in arrays]).numpy())
+    assert_close(outs[0], fn(*[dg.tensor(a) for a in arrays]).numpy(), rtol=1e-12, atol=1e-12)
     for gr, ex in zip(grads, expected):
-        assert_close(gr, ex, rtol=1e-12)
+        assert_close(gr, ex, rtol=1e-12, atol=1e-12)
     # The same after optimizing both halves with the default pipeline.
     fwd, bwd = optimize(d.forward, verify=True), optimize(d.backward, verify=True)
     _, grads = _graph_grads(d, arrays, fwd, bwd)
     for gr, ex in zip(grads, expected):
-        assert_close(gr, ex, rtol=1e-12)
+        assert_close(gr, ex, rtol=1e-12, atol=1e-12)
 
 
 def test_backward_is_traced_from_the_registry_rules():
@@ -79,7 +78,7 @@ def test_wrt_subset_and_defaults():
     d = dg.differentiate(g, wrt=[1])
     assert d.wrt == (1,) and len(d.backward.outputs) == 1
     _, (gy,) = _graph_grads(d, arrays)
-    assert_close(gy, _eager_grads(fn, arrays)[1])
+    assert_close(gy, _eager_grads(fn, arrays)[1], rtol=1e-12, atol=1e-12)
     # Integer inputs are not differentiated by default.
     g = dg.trace(lambda x, k: x * k, dg.ones(3), dg.tensor([1, 2, 3]))
     assert dg.differentiate(g).wrt == (0,)
@@ -92,8 +91,8 @@ def test_unused_input_gets_a_zero_gradient():
                  dg.ones(2, dtype=dg.float64))
     d = dg.differentiate(g)
     _, (gx, gy) = _graph_grads(d, [np.ones(3), np.ones(2)])
-    assert_close(gx, np.full(3, 2.0))
-    assert_close(gy, np.zeros(2))
+    assert_close(gx, np.full(3, 2.0), rtol=1e-12, atol=1e-12)
+    assert_close(gy, np.zeros(2), rtol=1e-12, atol=1e-12)
 
 
 def test_multiple_outputs_take_one_cotangent_each():
@@ -105,7 +104,7 @@ def test_multiple_outputs_take_one_cotangent_each():
     outs = dg.interpret(d.forward, x)
     ct = RNG.standard_normal(4)
     (gx,) = dg.interpret(d.backward, ct, np.float64(3.0).reshape(()), *outs[2:])
-    assert_close(gx, ct * np.exp(x) + 3.0 * 2 * x)
+    assert_close(gx, ct * np.exp(x) + 3.0 * 2 * x, rtol=1e-12, atol=1e-12)
 
 
 def test_a_fused_graph_is_refused():
@@ -122,8 +121,8 @@ def test_module_parameters_are_differentiated():
     d = dg.differentiate(g, wrt=[1, 2])
     _, (gw, gb) = _graph_grads(d, [x.numpy(), layer.weight.numpy(), layer.bias.numpy()])
     dg.tanh(layer(x)).sum().backward()
-    assert_close(gw, layer.weight.grad.numpy(), rtol=1e-6)
-    assert_close(gb, layer.bias.grad.numpy(), rtol=1e-6)
+    assert_close(gw, layer.weight.grad.numpy(), rtol=1e-6, atol=1e-6)
+    assert_close(gb, layer.bias.grad.numpy(), rtol=1e-6, atol=1e-6)
 
 
 # ----------------------------------------------------------- residuals and remat
@@ -155,7 +154,8 @@ def test_cheap_residuals_are_recomputed_and_reported():
             in report)
     arrays = [np.ones((4, 3), np.float32), layer.weight.numpy(), layer.bias.numpy()]
     _, grads = _graph_grads(d, arrays)
-    assert_close(grads[0], np.broadcast_to(layer.weight.numpy().sum(0), (4, 3)), rtol=1e-6)
+    assert_close(grads[0], np.broadcast_to(layer.weight.numpy().sum(0), (4, 3)),
+                 rtol=1e-6, atol=1e-6)
 
 
 def test_expensive_residuals_are_saved():

@@ -1,0 +1,32 @@
+"""Helpers shared by the compiler tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from dualgraph.ir.graph import Graph
+
+# Tolerances of API.md B3: compiled equals eager within these (relative).
+RTOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-10}
+# dtype -> assert_close's tolerances for compiled against eager: B3's rtol, and an absolute
+# floor of a tenth of it for elements near zero, which carry the rounding error of the
+# larger terms summed into them (BLAS vs a loop, float64 accumulators). (The tests' arrays
+# reach magnitudes of 0.15 or more, so the floor is no looser than B3's "rtol times the
+# largest magnitude"; arrays that span many magnitudes use tests/tolerance.py.)
+B3 = {np.dtype(np.float32): {"rtol": 1e-5, "atol": 1e-6},
+      np.dtype(np.float64): {"rtol": 1e-10, "atol": 1e-11}}
+B3.update({np.dtype(dt): {"rtol": 0.0, "atol": 0.0} for dt in (np.int32, np.int64, np.bool_)})
+B3.update({dt.type: v for dt, v in list(B3.items())})  # also indexed by np.float32 etc.
+
+
+def graph_ops(graph: Graph | None) -> Iterator[str]:
+    """Every op name in ``graph``, fused bodies included."""
+    if graph is None:
+        return
+    for n in graph.nodes:
+        yield n.op
+        body = n.attrs.get("body") if n.op == "fused" else None
+        if body is not None:
+            yield from graph_ops(body)

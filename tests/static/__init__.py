@@ -1,1 +1,0 @@
-"""Tests of the static-graph layer: tracer, IR, passes, graph autodiff, interpreter."""
