@@ -7,7 +7,7 @@
     z.backward()          # x.grad == 3, y.grad == 8
 """
 
-from . import nn, ops, optim, passes, testing, viz
+from . import autograd, nn, ops, optim, passes, testing, viz
 from .compare import CompareReport, compare
 from .compile import RetraceLimitError, StaleTraceError, compile
 from .dtypes import bool_, float16, float32, float64, int32, int64
@@ -28,7 +28,7 @@ from .eager.tensor import (
     tensor,
     zeros,
 )
-from .errors import TraceError
+from .errors import ShapeError, TraceError
 from .explain import explain
 from .ir import Graph, GraphError, Node, interpret
 from .ops.composite import log_softmax, softmax
@@ -58,7 +58,8 @@ cat = concatenate
 __version__ = "0.1.0"
 
 __all__ = [
-    "CompareReport", "Graph", "GraphError", "Node", "Tensor", "TraceError", "compare", "compile",
+    "CompareReport", "Graph", "GraphError", "Node", "ShapeError", "Tensor", "TraceError",
+    "autograd", "compare", "compile",
     "RetraceLimitError", "StaleTraceError", "detect_anomaly", "differentiate", "explain",
     "record_locations",
     "interpret", "passes", "trace", "viz", "abs", "arange", "backward", "bool", "bool_",

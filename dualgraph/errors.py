@@ -7,3 +7,11 @@ class TraceError(RuntimeError):
     Raised for data-dependent Python control flow, ``item()``/``numpy()`` on a tracer, and
     tracers that escape the traced call. The message names the user's file and line.
     """
+
+
+class ShapeError(RuntimeError, ValueError):
+    """Operand shapes that do not fit together; the message names the shapes.
+
+    Both a ``RuntimeError`` (what PyTorch raises) and a ``ValueError`` (what NumPy raises),
+    so code written against either catches it (API.md A2).
+    """

@@ -30,13 +30,29 @@ class Optimizer:
         self.defaults = defaults
         self.param_groups: list[dict] = []
         self.state: dict = {}
-        for g in groups:
+        seen: dict[int, int] = {}  # id(param) -> index of its group
+        for k, g in enumerate(groups):
+            if not isinstance(g, dict) or "params" not in g:
+                raise TypeError("optimizer: a parameter group must be a dict with a 'params' "
+                                f"entry, got {type(g).__name__}")
+            if isinstance(g["params"], Tensor):
+                g = {**g, "params": [g["params"]]}
             group = {**defaults, **g, "params": list(g["params"])}
-            for p in group["params"]:
+            for i, p in enumerate(group["params"]):
                 if not isinstance(p, Tensor):
                     raise TypeError(f"optimizer can only optimize Tensors, got {type(p).__name__}")
                 if not p.is_leaf:
                     raise ValueError("can't optimize a non-leaf Tensor")
+                # A parameter listed twice would be stepped twice per step(). PyTorch raises
+                # across groups and warns within one ("in future, this will cause an
+                # error"); both are refused here.
+                if id(p) in seen:
+                    what = ("some parameters appear in more than one parameter group"
+                            if seen[id(p)] != k else
+                            "optimizer contains a parameter group with duplicate parameters")
+                    raise ValueError(f"{what}: parameter {i} of group {k} (shape "
+                                     f"{tuple(p.shape)}) is listed before")
+                seen[id(p)] = k
             self.param_groups.append(group)
         self._check_hparams()
 

@@ -123,14 +123,76 @@ def render(x: Any, path: str, format: str = "png", params: dict | None = None) -
     return out
 
 
-def make_dot(y: Any, params: dict | None = None) -> Any:
-    """torchviz's call: a ``graphviz.Source`` of the tape behind ``y``, leaves named by
-    ``params`` (e.g. ``dict(model.named_parameters())``)."""
-    dot = to_dot(y, params=params)
+def _size_str(shape: tuple) -> str:
+    # torchviz's spelling: (3, 2), a vector (3), a scalar ().
+    return "(" + ", ".join(str(int(d)) for d in shape) + ")"
+
+
+def make_dot_source(y: Any, params: dict | None = None, show_attrs: bool = False) -> str:
+    """The DOT source `make_dot` draws: torchviz's picture of the tape behind ``y``.
+
+    Tape nodes are labelled with their backward names (``MulBackward0``), each leaf that
+    requires grad is an ``AccumulateGrad`` node fed by a blue box with the tensor's name
+    from ``params`` and its shape (``weight\\n (3, 2)``), and ``y`` itself is the green box
+    at the bottom. ``show_attrs`` adds each node's attributes (``axis``, ``shape``...).
+    The IR op names stay in `to_dot`'s pictures of graphs.
+    """
+    from .eager.tensor import Tensor
+
+    if not isinstance(y, Tensor):
+        raise TypeError(f"make_dot expects a Tensor, got {type(y).__name__}")
+    names = {id(t): k for k, t in (params or {}).items()}
+    lines = ["digraph {", '  graph [size="12,12"];',
+             "  node [align=left, fontname=monospace, fontsize=10, height=0.2, ranksep=0.1, "
+             "shape=box, style=filled];"]
+
+    def var_label(t: Any) -> str:
+        return f"{names.get(id(t), '')}\\n {_size_str(t.shape)}".replace('"', "'")
+
+    def fn_label(fn: Any) -> str:
+        label = fn.name()
+        if show_attrs:
+            attrs = {k: v for k, v in getattr(fn, "attrs", {}).items()
+                     if k != "body" and not k.startswith("_")}
+            label += "".join(f"\\n{k}: {format_attr(v)}" for k, v in sorted(attrs.items()))
+        return label.replace('"', "'")
+
+    lines.append(f'  "{id(y)}" [label="{var_label(y)}", fillcolor=darkolivegreen1];')
+    if y.grad_fn is not None:
+        lines.append(f'  "{id(y.grad_fn)}" -> "{id(y)}";')
+    # Iterative walk over next_functions (a long chain must not hit the recursion limit).
+    stack = [y.grad_fn if y.grad_fn is not None else
+             (y._input_node() if y.requires_grad else None)]
+    seen: set[int] = set()
+    while stack:
+        fn = stack.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        fill = _colour(getattr(fn, "loc", None))
+        lines.append(f'  "{id(fn)}" [label="{fn_label(fn)}", fillcolor="'
+                     f'{"lightgrey" if fill == "white" else fill}"];')
+        var = getattr(fn, "variable", None)
+        if var is not None:
+            lines.append(f'  "{id(var)}" [label="{var_label(var)}", fillcolor=lightblue];')
+            lines.append(f'  "{id(var)}" -> "{id(fn)}";')
+        for nxt, _ in getattr(fn, "next_functions", ()):
+            if nxt is not None:
+                lines.append(f'  "{id(nxt)}" -> "{id(fn)}";')
+                stack.append(nxt)
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def make_dot(y: Any, params: dict | None = None, show_attrs: bool = False) -> Any:
+    """torchviz's call and picture: a ``graphviz.Source`` of the tape behind ``y``, with
+    backward names (``MulBackward0``) and ``AccumulateGrad`` leaves named by ``params``
+    (e.g. ``dict(model.named_parameters())``); `make_dot_source` gives the DOT text."""
+    dot = make_dot_source(y, params=params, show_attrs=show_attrs)
     try:
         import graphviz
     except ImportError:
         raise RuntimeError("make_dot needs the graphviz Python package: pip install graphviz "
-                           "(or 'dualgraph[viz]'); dg.viz.to_dot(y) gives the DOT source "
-                           "without it") from None
+                           "(or 'dualgraph[viz]'); dg.viz.make_dot_source(y) or "
+                           "dg.viz.to_dot(y) give the DOT source without it") from None
     return graphviz.Source(dot)

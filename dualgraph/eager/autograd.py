@@ -270,7 +270,9 @@ def _type_str(x: Any) -> str:
 def _discover(roots: Sequence[Node]) -> dict:
     """Number of consumers of each tape node reachable from ``roots`` (iterative DFS)."""
     deps: dict = {}
-    stack = [r for r in roots if isinstance(r, Function)]
+    # The same root given twice (dg.backward([y, y], ...)) is walked once: counting its
+    # inputs twice would leave them waiting for a gradient that never comes.
+    stack = list(dict.fromkeys(r for r in roots if isinstance(r, Function)))
     seen = set(stack)
     while stack:
         fn = stack.pop()
@@ -440,5 +442,21 @@ def _run_hooks(hooks: list, g: Any) -> Any:
     for hook in list(hooks):
         r = hook(g)
         if r is not None:
+            _check_hook_result(hook, g, r)
             g = r
     return g
+
+
+def _check_hook_result(hook: Callable, g: Any, r: Any) -> None:
+    """A replacement gradient must be a tensor of the gradient's type and shape (PyTorch's
+    checks): a wrong one would surface later as a wrong ``.grad`` or a NumPy error."""
+    name = getattr(hook, "__name__", type(hook).__name__)
+    data = getattr(r, "_data", None)
+    if not isinstance(data, np.ndarray):
+        raise TypeError(f"hook '{name}' returned {type(r).__name__}; expected a Tensor or None")
+    if data.dtype != g.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {g.dtype} got "
+                           f"{data.dtype})")
+    if data.shape != tuple(g.shape):
+        raise RuntimeError(f"hook '{name}' has changed the size of value (was "
+                           f"{tuple(g.shape)} got {data.shape})")

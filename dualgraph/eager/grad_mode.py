@@ -26,10 +26,6 @@ def is_grad_enabled() -> bool:
     return GRAD_ENABLED.value
 
 
-def set_grad_enabled(mode: bool) -> None:
-    GRAD_ENABLED.value = bool(mode)
-
-
 class _GradMode:
     _mode: bool
 
@@ -67,3 +63,39 @@ class enable_grad(_GradMode):  # noqa: N801 - PyTorch's name
     """Context manager and decorator that turns recording back on inside ``no_grad``."""
 
     _mode = True
+
+
+class set_grad_enabled(_GradMode):  # noqa: N801 - PyTorch's name
+    """Turn recording on or off: at once as a function call, and until the block ends as a
+    context manager (the previous mode comes back on exit), as ``torch.set_grad_enabled``.
+
+    >>> dg.set_grad_enabled(False)          # off from here on
+    >>> with dg.set_grad_enabled(True):     # on inside, off again after
+    ...     y = x * 2
+    """
+
+    def __init__(self, mode: bool) -> None:
+        super().__init__()
+        self._mode = bool(mode)
+        # The switch happens here, not in __enter__: the plain call must take effect.
+        self._before = GRAD_ENABLED.value
+        GRAD_ENABLED.value = self._mode
+
+    def __enter__(self) -> "set_grad_enabled":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        GRAD_ENABLED.value = self._before
+
+    def __call__(self, fn: Callable) -> Callable:
+        # As a decorator, building the object must not change the mode of the code that
+        # defines the function; the mode applies only while the function runs.
+        GRAD_ENABLED.value = self._before
+        mode = self._mode
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper

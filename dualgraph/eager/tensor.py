@@ -141,6 +141,13 @@ class Tensor(TensorOps):
     def __repr__(self) -> str:
         return _format_tensor(self)
 
+    def __format__(self, spec: str) -> str:
+        # PyTorch's rule: a 0-d tensor formats as its Python number (f"{loss:.4f}"); any
+        # other tensor only takes the empty spec, which gives its repr.
+        if self._data.ndim == 0:
+            return format(self._data.item(), spec)
+        return object.__format__(self, spec)
+
     # ------------------------------------------------------------------ autograd
     def detach(self) -> "Tensor":
         """A new tensor sharing data and version counter, outside the tape."""
@@ -507,10 +514,58 @@ def grad(
 _DEFAULT_FLOAT = np.dtype(np.float32)
 
 
+# Kinds NumPy can hold but a tensor cannot: object, str/bytes, void (records),
+# datetime/timedelta, complex. They would fail later, deep inside NumPy or Numba.
+_REJECTED_KINDS = {"O": "object", "U": "string", "S": "bytes", "V": "void (structured)",
+                   "M": "datetime", "m": "timedelta", "c": "complex"}
+# PyTorch has only limited support for unsigned types wider than a byte, and NumPy promotes
+# uint64 with int64 to float64: such arrays are refused rather than silently changing type.
+_REJECTED_UINTS = (np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64))
+
+
+def _check_dtype(fn: str, dtype: np.dtype) -> None:
+    """Refuse the NumPy dtypes a tensor cannot hold, naming the dtype."""
+    kind = _REJECTED_KINDS.get(dtype.kind)
+    if kind == "complex":
+        raise TypeError(f"{fn}: complex tensors are not supported (dtype {dtype}); pass the "
+                        "real and imaginary parts as two tensors")
+    if kind is not None:
+        raise TypeError(f"{fn}: cannot build a numeric tensor from {kind} data (dtype "
+                        f"{dtype}); convert it to a number dtype first")
+    if dtype in _REJECTED_UINTS:
+        raise TypeError(f"{fn}: dtype {dtype} is not supported (unsigned types wider than "
+                        "uint8); convert with .astype(np.int64) first")
+
+
+def _from_python(data: Any, dtype: Any) -> np.ndarray:
+    """A NumPy array for a Python number or nested list, with PyTorch's dtype defaults."""
+    try:
+        arr = np.array(data)
+    except ValueError as e:
+        raise ValueError(f"tensor(): cannot build a tensor from {data!r}: {e}") from None
+    if arr.dtype == np.float64 and dtype is None:
+        return arr.astype(_DEFAULT_FLOAT)
+    if arr.dtype == np.uint64 or arr.dtype.kind == "O":
+        # NumPy makes uint64 (or object) for ints beyond int64, where PyTorch raises.
+        target = np.int64 if dtype is None else as_dtype(dtype)
+        try:
+            return np.array(data, dtype=target)
+        except OverflowError:
+            raise RuntimeError(f"tensor(): Overflow when unpacking long: {data!r} holds an "
+                               f"integer outside the range of {np.dtype(target)}") from None
+        except (TypeError, ValueError):
+            pass
+        if arr.dtype.kind == "O":
+            raise TypeError(f"tensor(): cannot build a numeric tensor from {data!r}")
+    return arr
+
+
 def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (number, nested list, NumPy array).
 
-    Python floats become float32 and ints int64; NumPy arrays keep their dtype.
+    Python floats become float32 and ints int64; NumPy arrays keep their dtype. Object,
+    string, datetime, complex and wide unsigned arrays raise `TypeError`; a Python int
+    outside int64 raises `RuntimeError`, as in PyTorch.
 
     >>> dg.tensor([2.0, 3.0], requires_grad=True)
     tensor([2., 3.], requires_grad=True)
@@ -520,28 +575,22 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     elif isinstance(data, (np.ndarray, np.generic)):
         arr = np.array(data, copy=True)
     else:
-        try:
-            arr = np.array(data)
-        except ValueError as e:
-            raise ValueError(f"tensor(): cannot build a tensor from {data!r}: {e}") from None
-        if arr.dtype == np.float64 and dtype is None:
-            arr = arr.astype(_DEFAULT_FLOAT)
-        elif arr.dtype.kind == "O" or arr.dtype.kind in "US":
-            raise TypeError(f"tensor(): cannot build a numeric tensor from {data!r}")
-    if arr.dtype.kind == "c":
-        raise TypeError("tensor(): complex tensors are not supported (dtype "
-                        f"{arr.dtype}); pass the real and imaginary parts as two tensors")
+        arr = _from_python(data, dtype)
+    _check_dtype("tensor()", arr.dtype)
     if dtype is not None:
         arr = arr.astype(as_dtype(dtype))
+        _check_dtype("tensor()", arr.dtype)
     return _filled(arr, requires_grad)
 
 
 def from_numpy(a: np.ndarray, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """A tensor sharing memory with NumPy array ``a``."""
+    """A tensor sharing memory with NumPy array ``a`` (the dtypes `tensor` refuses raise)."""
     if not isinstance(a, np.ndarray):
         raise TypeError(f"from_numpy expects a NumPy array, got {type(a).__name__}")
+    _check_dtype("from_numpy()", a.dtype)
     if dtype is not None:
         a = a.astype(as_dtype(dtype), copy=False)
+        _check_dtype("from_numpy()", a.dtype)
     t = _make(a, False, None)
     return t.requires_grad_(True) if requires_grad else t
 
@@ -550,7 +599,10 @@ def _shape_arg(shape: tuple) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     for d in shape:
-        if not isinstance(d, (int, np.integer)) or d < 0:
+        if not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):
+            raise TypeError(f"invalid shape {shape}: dimensions must be non-negative ints, "
+                            f"got {type(d).__name__} {d!r}")
+        if d < 0:
             raise ValueError(f"invalid shape {shape}: dimensions must be non-negative ints")
     return tuple(int(d) for d in shape)
 
@@ -584,6 +636,17 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
     """Evenly spaced values in ``[start, end)``; ints give int64, floats float32."""
     if end is None:
         start, end = 0, start
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
+            raise TypeError(f"arange: {name} must be a number, got {type(v).__name__} {v!r}")
+        if not np.isfinite(v):
+            raise RuntimeError(f"arange: unsupported range: {start} -> {end} (step {step})")
+    # PyTorch's checks, where NumPy raises ZeroDivisionError or returns an empty array.
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+                           f"(start {start}, end {end}, step {step})")
     arr = np.arange(start, end, step)
     if dtype is None and arr.dtype == np.float64:
         dtype = _DEFAULT_FLOAT

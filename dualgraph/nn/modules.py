@@ -35,6 +35,11 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
+def _type_name(value: Any) -> str:
+    t = type(value)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
 class Module:
     """Base class of layers and models: parameters and submodules are found by attribute."""
 
@@ -50,6 +55,14 @@ class Module:
                 "(call super().__init__() first)"
             )
         params, modules = self.__dict__["_parameters"], self.__dict__["_modules"]
+        # PyTorch's rule: a registered parameter or submodule name takes only its own kind
+        # (or None); `lin.weight = 5` would otherwise be accepted and fail much later.
+        if name in params and value is not None and not isinstance(value, Parameter):
+            raise TypeError(f"cannot assign '{_type_name(value)}' as parameter '{name}' "
+                            "(dg.nn.Parameter or None expected)")
+        if name in modules and value is not None and not isinstance(value, Module):
+            raise TypeError(f"cannot assign '{_type_name(value)}' as child module '{name}' "
+                            "(dg.nn.Module or None expected)")
         params.pop(name, None)
         modules.pop(name, None)
         self.__dict__.pop(name, None)

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ShapeError
 from ..ir.graph import Literal
 from ..modes import bind
 from .registry import OPS
@@ -53,23 +54,42 @@ def broadcast_shapes(name: str, *shapes: tuple) -> tuple:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
         shown = " and ".join(str(tuple(s)) for s in shapes)
-        raise ValueError(f"{name}: shapes {shown} cannot be broadcast together") from None
+        raise ShapeError(f"{name}: shapes {shown} cannot be broadcast together") from None
+
+
+def _is_int(d: Any) -> bool:
+    return isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_))
+
+
+def normalize_dim(name: str, dim: Any, ndim: int) -> int:
+    """``dim`` as a non-negative index into ``ndim`` dimensions, PyTorch's way: negative dims
+    count from the end, a 0-d tensor takes 0 and -1, and anything else raises `IndexError`
+    (never taken modulo the rank)."""
+    if not _is_int(dim):
+        raise TypeError(f"{name}: dim must be an int, got {type(dim).__name__} {dim!r}")
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{name}: Dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {dim})")
+    return int(dim) % n
 
 
 def normalize_axis(name: str, axis: Any, ndim: int) -> tuple | None:
     """``None`` or a sorted tuple of non-negative axes; raises naming the bad axis."""
     if axis is None:
         return None
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if _is_int(axis):
+        axes = (axis,)
+    elif isinstance(axis, (tuple, list)):
+        axes = tuple(axis)
+    else:
+        raise TypeError(f"{name}: axis/dim must be an int or a tuple of ints, got "
+                        f"{type(axis).__name__} {axis!r}")
     out = []
     for a in axes:
-        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
-            raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}")
-        if not -max(ndim, 1) <= a < max(ndim, 1):
-            raise ValueError(
-                f"{name}: axis {a} is out of range for a tensor of {ndim} dimension(s)"
-            )
-        out.append(int(a) % max(ndim, 1))
+        if not _is_int(a):
+            raise TypeError(f"{name}: axis/dim must be an int or a tuple of ints, got {axis!r}")
+        out.append(normalize_dim(name, a, ndim))
     if len(set(out)) != len(out):
         raise ValueError(f"{name}: repeated axis in {axis!r}")
     if ndim == 0:

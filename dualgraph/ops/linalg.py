@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ShapeError
 from ..modes import bind
 from .broadcast import broadcast_shapes, promote_arrays, result_dtype
 from .elementwise import mul
@@ -16,11 +17,11 @@ from .shape import reshape, transpose
 def _matmul_infer(a: Any, b: Any) -> tuple:
     sa, sb = tuple(a.shape), tuple(b.shape)
     if not sa or not sb:
-        raise ValueError(f"matmul: both operands need at least 1 dimension, got {sa} and {sb}")
+        raise ShapeError(f"matmul: both operands need at least 1 dimension, got {sa} and {sb}")
     ka = sa[-1]
     kb = sb[0] if len(sb) == 1 else sb[-2]
     if ka != kb:
-        raise ValueError(
+        raise ShapeError(
             f"matmul: shapes {sa} and {sb} are not aligned: {ka} (dim {len(sa) - 1} of the "
             f"first) != {kb} (dim {max(len(sb) - 2, 0)} of the second)"
         )
@@ -28,7 +29,7 @@ def _matmul_infer(a: Any, b: Any) -> tuple:
         batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
     except ValueError:
         # Name the operands' shapes, not just their batch parts (API.md A2).
-        raise ValueError(
+        raise ShapeError(
             f"matmul: the batch dimensions of shapes {sa} and {sb} cannot be broadcast together"
         ) from None
     out = batch + (sa[-2:-1] if len(sa) > 1 else ()) + (sb[-1:] if len(sb) > 1 else ())
@@ -76,13 +77,13 @@ def _matmul_name(node: Any) -> str:
 def _addmm_infer(bias: Any, a: Any, b: Any) -> tuple:
     sa, sb = tuple(a.shape), tuple(b.shape)
     if len(sa) != 2 or len(sb) != 2:
-        raise ValueError(f"addmm: needs 2-D matrices, got shapes {sa} and {sb}")
+        raise ShapeError(f"addmm: needs 2-D matrices, got shapes {sa} and {sb}")
     out, dtype = _matmul_infer(a, b)
     # The bias must broadcast *to* the product's shape (as in torch.addmm), not merely with
     # it: a (2, 5) bias on a (1, 5) product would widen the output, which the kernel's
     # in-place add (and this rule's answer) does not allow.
     if len(bias.shape) > 2 or broadcast_shapes("addmm", tuple(bias.shape), out) != out:
-        raise ValueError(
+        raise ShapeError(
             f"addmm: bias of shape {tuple(bias.shape)} does not broadcast to the output shape "
             f"{out} of {sa} @ {sb}"
         )

@@ -17,6 +17,7 @@ from . import elementwise as E
 from . import linalg as L
 from . import reduce as R
 from . import shape as S
+from .broadcast import normalize_axis, normalize_dim
 
 
 def _operand(x: Any) -> Any:
@@ -135,14 +136,17 @@ class TensorOps:
         return out
 
     # ---------------------------------------------------------------- reductions
-    def sum(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> Any:
-        return R.sum(self, axis, keepdims, dim=dim)
+    def sum(self, axis: Any = None, keepdims: bool | None = None, *, dim: Any = None,
+            keepdim: bool | None = None) -> Any:
+        return R.sum(self, axis, keepdims, dim=dim, keepdim=keepdim)
 
-    def mean(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> Any:
-        return R.mean(self, axis, keepdims, dim=dim)
+    def mean(self, axis: Any = None, keepdims: bool | None = None, *, dim: Any = None,
+             keepdim: bool | None = None) -> Any:
+        return R.mean(self, axis, keepdims, dim=dim, keepdim=keepdim)
 
-    def max(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> Any:
-        return R.max(self, axis, keepdims, dim=dim)
+    def max(self, axis: Any = None, keepdims: bool | None = None, *, dim: Any = None,
+            keepdim: bool | None = None) -> Any:
+        return R.max(self, axis, keepdims, dim=dim, keepdim=keepdim)
 
     def softmax(self, axis: Any = None, *, dim: Any = None) -> Any:
         return C.softmax(self, axis, dim=dim)
@@ -162,23 +166,25 @@ class TensorOps:
 
     def unsqueeze(self, dim: int) -> Any:
         shape = list(self.shape)
-        dim = dim % (len(shape) + 1)
+        # A new dimension can go at any of ndim + 1 places.
+        dim = normalize_dim("unsqueeze", dim, len(shape) + 1)
         return S.reshape(self, tuple(shape[:dim] + [1] + shape[dim:]))
 
-    def squeeze(self, dim: int | None = None) -> Any:
+    def squeeze(self, dim: Any = None) -> Any:
         shape = tuple(self.shape)
         if dim is None:
             return S.reshape(self, tuple(d for d in shape if d != 1))
-        dim = dim % max(len(shape), 1)
-        if not shape or shape[dim] != 1:
-            return self
-        return S.reshape(self, shape[:dim] + shape[dim + 1:])
+        # As PyTorch: a dim whose size is not 1 is left alone, one out of range raises.
+        dims = normalize_axis("squeeze", dim, len(shape)) or ()
+        return S.reshape(self, tuple(d for i, d in enumerate(shape)
+                                     if i not in dims or d != 1))
 
-    def transpose(self, *axes: Any) -> Any:
-        return S.transpose(self, *axes)
+    def transpose(self, *dims: Any) -> Any:
+        """Swap two dims, as PyTorch (``t.transpose(0, 1)``); `permute` reorders all."""
+        return S.transpose(self, *dims)
 
-    def permute(self, *axes: Any) -> Any:
-        return S.transpose(self, *axes)
+    def permute(self, *dims: Any) -> Any:
+        return S.permute(self, *dims)
 
     def t(self) -> Any:
         if len(self.shape) > 2:

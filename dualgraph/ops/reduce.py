@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ShapeError
 from ..modes import bind
 from .broadcast import float_dtype, normalize_axis
 from .elementwise import div, eq, mul, where
@@ -35,7 +36,7 @@ def _max_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tup
     shape = tuple(x.shape)
     reduced = range(len(shape)) if axis is None else axis
     if not MAX.reduction.empty_ok and any(shape[i] == 0 for i in reduced):
-        raise ValueError(f"max: cannot take the max over an empty dimension of shape {shape}")
+        raise ShapeError(f"max: cannot take the max over an empty dimension of shape {shape}")
     return _reduced_shape(shape, axis, keepdims), x.dtype
 
 
@@ -129,27 +130,43 @@ MAX = register(OpDef(
 ))
 
 
-def _reduce(op: OpDef, x: Any, axis: Any, keepdims: bool, dim: Any) -> Any:
+def _reduce(op: OpDef, x: Any, axis: Any, keepdims: Any, dim: Any, keepdim: Any) -> Any:
+    # NumPy's spellings (axis, keepdims) and PyTorch's (dim, keepdim) are aliases; passing
+    # both of a pair is ambiguous.
     if dim is not None:
         if axis is not None:
             raise TypeError(f"{op.name}: pass either axis= or its alias dim=, not both")
         axis = dim
+    if keepdim is not None:
+        if keepdims is not None:
+            raise TypeError(f"{op.name}: pass either keepdims= or its alias keepdim=, not both")
+        keepdims = keepdim
+    if keepdims is None:
+        keepdims = False
+    elif not isinstance(keepdims, (bool, int, np.bool_, np.integer)):
+        raise TypeError(f"{op.name}: keepdim must be a bool, got {type(keepdims).__name__} "
+                        f"{keepdims!r}")
     return bind(op, x, axis=normalize_axis(op.name, axis, len(x.shape)), keepdims=bool(keepdims))
 
 
-def sum(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> Any:  # noqa: A001
-    """Sum over ``axis`` (int, tuple or ``None`` for all); ``dim=`` is PyTorch's alias."""
-    return _reduce(SUM, x, axis, keepdims, dim)
+def sum(x: Any, axis: Any = None, keepdims: bool | None = None, *,  # noqa: A001
+        dim: Any = None, keepdim: bool | None = None) -> Any:
+    """Sum over ``axis`` (int, tuple or ``None`` for all); ``dim=``/``keepdim=`` are PyTorch's
+    spellings. ``dg.sum(x, dim=1, keepdim=True)``"""
+    return _reduce(SUM, x, axis, keepdims, dim, keepdim)
 
 
-def mean(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> Any:
-    """Mean over ``axis`` (int, tuple or ``None`` for all); ``dim=`` is PyTorch's alias."""
-    return _reduce(MEAN, x, axis, keepdims, dim)
+def mean(x: Any, axis: Any = None, keepdims: bool | None = None, *,
+         dim: Any = None, keepdim: bool | None = None) -> Any:
+    """Mean over ``axis`` (int, tuple or ``None`` for all); ``dim=``/``keepdim=`` are PyTorch's
+    spellings. ``dg.mean(x, dim=0)``"""
+    return _reduce(MEAN, x, axis, keepdims, dim, keepdim)
 
 
-def max(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> Any:  # noqa: A001
+def max(x: Any, axis: Any = None, keepdims: bool | None = None, *,  # noqa: A001
+        dim: Any = None, keepdim: bool | None = None) -> Any:
     """Max over ``axis``; the gradient flows to the max element (ties share it).
 
     Unlike ``torch.max(x, dim)`` this returns the values only (like ``torch.amax``).
     """
-    return _reduce(MAX, x, axis, keepdims, dim)
+    return _reduce(MAX, x, axis, keepdims, dim, keepdim)

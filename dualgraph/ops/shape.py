@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import as_dtype
+from ..errors import ShapeError
 from ..modes import bind
-from .broadcast import normalize_axis, promote_arrays, result_dtype
+from .broadcast import normalize_axis, normalize_dim, promote_arrays, result_dtype
 from .registry import OpDef, register
 
 # ----------------------------------------------------------------------------- reshape
@@ -20,28 +21,33 @@ from .registry import OpDef, register
 
 def _reshape_infer(x: Any, shape: tuple) -> tuple:
     if int(np.prod(x.shape)) != int(np.prod(shape)):
-        raise ValueError(
+        raise ShapeError(
             f"reshape: cannot reshape a tensor of shape {tuple(x.shape)} into shape {shape}"
         )
     return shape, x.dtype
 
 
 def _resolve_shape(old: tuple, shape: tuple) -> tuple:
+    for d in shape:
+        # int(d) would take 2.5 as 2 and fail on 'a' with Python's own message.
+        if not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):
+            raise TypeError(f"reshape: shape must be ints, got {type(d).__name__} {d!r} in "
+                            f"{shape!r}")
     shape = tuple([int(d) for d in shape])
     if -1 not in shape:
         if math.prod(shape) != math.prod(old) or min(shape, default=0) < 0:
-            raise ValueError(f"reshape: cannot reshape a tensor of shape {old} into shape {shape}")
+            raise ShapeError(f"reshape: cannot reshape a tensor of shape {old} into shape {shape}")
         return shape
     if shape.count(-1) > 1:
-        raise ValueError(f"reshape: only one dimension can be -1, got {shape}")
+        raise ShapeError(f"reshape: only one dimension can be -1, got {shape}")
     if -1 in shape:
         known = int(np.prod([d for d in shape if d != -1]))
         size = int(np.prod(old))
         if known == 0 or size % known:
-            raise ValueError(f"reshape: cannot reshape a tensor of shape {old} into shape {shape}")
+            raise ShapeError(f"reshape: cannot reshape a tensor of shape {old} into shape {shape}")
         shape = tuple(size // known if d == -1 else d for d in shape)
     if any(d < 0 for d in shape):
-        raise ValueError(f"reshape: invalid shape {shape}")
+        raise ShapeError(f"reshape: invalid shape {shape}")
     return shape
 
 
@@ -49,6 +55,8 @@ def reshape(x: Any, *shape: Any) -> Any:
     """Reshape to ``shape`` (one dimension may be ``-1``); ``reshape(x, 2, 3)`` also works."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    elif len(shape) == 1 and isinstance(shape[0], str):
+        raise TypeError(f"reshape: shape must be ints, got str {shape[0]!r}")
     shape = _resolve_shape(tuple(x.shape), shape)
     if shape == tuple(x.shape):
         return x
@@ -65,22 +73,45 @@ def _reshape_vjp(ctx, g):
 def _transpose_infer(x: Any, axes: tuple) -> tuple:
     shape = tuple(x.shape)
     if sorted(axes) != list(range(len(shape))):
-        raise ValueError(f"transpose: axes {axes} are not a permutation for shape {shape}")
+        raise ShapeError(f"transpose: axes {axes} are not a permutation for shape {shape}")
     return tuple(shape[a] for a in axes), x.dtype
 
 
-def transpose(x: Any, *axes: Any) -> Any:
-    """Permute dimensions; no axes reverses them (``x.T``)."""
-    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-        axes = tuple(axes[0])
+def permute(x: Any, *dims: Any) -> Any:
+    """Reorder the dimensions: output dim ``i`` is input dim ``dims[i]`` (``torch.permute``,
+    ``np.transpose(x, axes)``); no dims reverses them (``x.T``). ``dg.permute(x, 2, 0, 1)``"""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
     ndim = len(x.shape)
-    if not axes:
+    if not dims:
         axes = _REVERSED[ndim] if ndim < 8 else tuple(reversed(range(ndim)))
-    elif len(axes) != ndim:
-        raise ValueError(f"transpose: axes {tuple(axes)} do not match shape {tuple(x.shape)}")
-    else:
-        axes = tuple([int(a) % ndim for a in axes])
+        return bind(TRANSPOSE, x, axes=axes)
+    if len(dims) != ndim:
+        raise ShapeError(f"permute: dims {tuple(dims)} do not match shape {tuple(x.shape)} "
+                         f"(one dim per dimension of the tensor)")
+    axes = tuple([normalize_dim("permute", d, ndim) for d in dims])
+    if len(set(axes)) != ndim:
+        raise ShapeError(f"permute: dims {tuple(dims)} repeat a dimension of shape "
+                         f"{tuple(x.shape)}")
     return bind(TRANSPOSE, x, axes=axes)
+
+
+def transpose(x: Any, *dims: Any) -> Any:
+    """Swap two dimensions, as PyTorch: ``dg.transpose(x, 0, 1)``; dims may be negative.
+
+    Given anything other than two dims (a permutation tuple, or none) it permutes like
+    `permute` / NumPy's ``transpose`` (none reverses, ``x.T``).
+    """
+    if len(dims) != 2 or not all(isinstance(d, (int, np.integer)) for d in dims):
+        return permute(x, *dims)
+    ndim = len(x.shape)
+    d0 = normalize_dim("transpose", dims[0], ndim)
+    d1 = normalize_dim("transpose", dims[1], ndim)
+    if ndim == 0:
+        return bind(TRANSPOSE, x, axes=())
+    axes = list(range(ndim))
+    axes[d0], axes[d1] = axes[d1], axes[d0]
+    return bind(TRANSPOSE, x, axes=tuple(axes))
 
 
 _REVERSED = [tuple(reversed(range(n))) for n in range(8)]
@@ -107,7 +138,7 @@ def _broadcast_to_infer(x: Any, shape: tuple) -> tuple:
         a == b or a == 1 for a, b in zip(xs[::-1], shape[::-1])
     )
     if not ok:
-        raise ValueError(f"broadcast_to: cannot broadcast shape {xs} to shape {shape}")
+        raise ShapeError(f"broadcast_to: cannot broadcast shape {xs} to shape {shape}")
     return shape, x.dtype
 
 
@@ -220,7 +251,7 @@ def _concat_infer(*xs: Any, axis: int) -> tuple:
         if len(s) != len(first) or any(
             a != b for i, (a, b) in enumerate(zip(s, first)) if i != axis
         ):
-            raise ValueError(
+            raise ShapeError(
                 f"concatenate: shapes {first} and {s} differ outside axis {axis}"
             )
     out = list(first)
@@ -252,7 +283,7 @@ def concatenate(tensors: Any, axis: int = 0, *, dim: int | None = None) -> Any:
     axis = dim if dim is not None else axis
     ndim = len(tensors[0].shape)
     if ndim == 0:
-        raise ValueError("concatenate: zero-dimensional tensors cannot be concatenated")
+        raise ShapeError("concatenate: zero-dimensional tensors cannot be concatenated")
     (axis,) = normalize_axis("concatenate", axis, ndim)
     return bind(CONCATENATE, *tensors, axis=axis)
 
@@ -261,7 +292,7 @@ def _stack_infer(*xs: Any, axis: int) -> tuple:
     first = tuple(xs[0].shape)
     for x in xs[1:]:
         if tuple(x.shape) != first:
-            raise ValueError(f"stack: shapes {first} and {tuple(x.shape)} differ")
+            raise ShapeError(f"stack: shapes {first} and {tuple(x.shape)} differ")
     return first[:axis] + (len(xs),) + first[axis:], result_dtype(*xs)
 
 
@@ -282,9 +313,7 @@ def stack(tensors: Any, axis: int = 0, *, dim: int | None = None) -> Any:
         raise ValueError("stack: needs at least one tensor")
     axis = dim if dim is not None else axis
     ndim = len(tensors[0].shape) + 1
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"stack: axis {axis} is out of range for {ndim} dimension(s)")
-    return bind(STACK, *tensors, axis=axis % ndim)
+    return bind(STACK, *tensors, axis=normalize_dim("stack", axis, ndim))
 
 
 # ------------------------------------------------------------------------------ astype

@@ -19,7 +19,7 @@ from .._location import source_line, user_location
 from ..eager.grad_mode import GRAD_ENABLED
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor
-from ..errors import TraceError
+from ..errors import ShapeError, TraceError
 from ..ir.graph import Graph, Literal, Node
 from ..ops.mixin import TensorOps
 
@@ -253,7 +253,8 @@ class TraceContext:
             shape, dtype = op.infer(*ins, **attrs)
         except ValueError as e:
             loc = user_location(3)
-            raise ValueError(f"{e} (at {loc})" if loc else str(e)) from None
+            cls = ShapeError if isinstance(e, ShapeError) else ValueError  # keep the type
+            raise cls(f"{e} (at {loc})" if loc else str(e)) from None
         node = Node(op.name, ins, attrs, tuple(shape), np.dtype(dtype),
                     self.loc_override or user_location(3))
         self.nodes.append(node)

@@ -60,7 +60,10 @@ def test_reassigning_and_deleting_attributes() -> None:
     net = Net()
     net.head = nn.Linear(4, 2)
     assert [n for n, _ in net.named_parameters()][-2:] == ["head.weight", "head.bias"]
-    net.scale = dg.ones(2)  # a plain tensor replaces the parameter
+    with pytest.raises(TypeError, match="as parameter 'scale'"):
+        net.scale = dg.ones(2)  # as PyTorch: a parameter's name takes a Parameter or None
+    del net.scale
+    net.scale = dg.ones(2)  # once deleted, a plain tensor may take the name
     assert "scale" not in dict(net.named_parameters())
     del net.head
     assert [n for n, _ in net.named_parameters()] == ["body.0.weight", "body.0.bias"]

@@ -73,8 +73,9 @@ def test_make_dot_names_parameters_like_torchviz():
     y = (x @ w).relu().sum()
     src = dg.viz.make_dot(y, params={"weight": w})
     assert isinstance(src, graphviz.Source)
-    assert 'label="weight\\nf32[3,2]"' in src.source
-    assert "matmul" in src.source
+    # torchviz's labels: backward names, and the leaf's name and shape.
+    assert 'label="weight\\n (3, 2)"' in src.source
+    assert "MmBackward0" in src.source and "AccumulateGrad" in src.source
 
 
 def test_render_without_the_dot_program_is_a_clear_error_and_writes_dot(tmp_path,
