@@ -208,6 +208,9 @@ class Tensor(TensorOps):
         return n
 
 
+_OPERAND = (Tensor,) + Literal
+
+
 def _init(t: Tensor, data: np.ndarray, rg: bool, grad_fn: Any) -> None:
     t._data = data
     t._rg = rg
@@ -298,11 +301,15 @@ class EagerMode(Mode):
     process = staticmethod(eager_process)  # `bind` calls it directly: no extra frame
 
     def inplace(self, t: Tensor, op: Any, other: Any) -> Tensor:
-        if t._rg and _GRAD.value and t.grad_fn is None:
-            raise leaf_inplace_error()
+        try:
+            if t._rg and _GRAD.value and t.grad_fn is None:
+                raise leaf_inplace_error()
+        except AttributeError:
+            _lift(t)  # not a Tensor (a tracer that escaped its trace): raises saying so
+            raise
         if op is None:
             return self._copy(t, other)
-        if not isinstance(other, (Tensor,) + Literal):
+        if not isinstance(other, _OPERAND):
             other = tensor(other)
         data = t._data
         if isinstance(other, Tensor):

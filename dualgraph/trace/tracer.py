@@ -213,6 +213,8 @@ class TraceContext(Mode):
 
     # ------------------------------------------------- state changes while tracing
     def inplace(self, t: Any, op: Any, other: Any) -> Any:
+        if isinstance(t, Tracer):
+            self.as_node(t)  # raises for a tracer of another (finished) trace
         if self._is_grad_leaf(t):
             raise leaf_inplace_error()
         if op is None:
