@@ -100,9 +100,18 @@ def _promoting(ufunc, floating: bool = False):
     the op's own kernel without a temporary (`impl_into`)."""
 
     def impl(x: Any, y: Any, out: np.ndarray | None = None) -> np.ndarray:
-        # Without promotion an operand is an array of the result's dtype.
-        if _needs_promotion(x, y) or (
-                floating and (x if type(x) is np.ndarray else y).dtype.kind != "f"):
+        # `_needs_promotion`, inlined for the array (op) array-or-scalar hot path. Without
+        # promotion an operand is an array of the result's dtype.
+        if type(x) is np.ndarray:
+            kind = x.dtype.kind
+            if type(y) is np.ndarray:
+                promote = x.dtype != y.dtype
+            else:
+                promote = kind not in _WEAK_KINDS.get(type(y), "")
+        else:
+            promote = _needs_promotion(x, y)
+            kind = "" if promote else y.dtype.kind
+        if promote or (floating and kind != "f"):
             dtype = result_dtype(x, y)
             x, y = cast_operands(float_dtype(dtype) if floating else dtype, (x, y))
         return ufunc(x, y) if out is None else ufunc(x, y, out=out)
