@@ -1,28 +1,104 @@
-"""`bind()`: the single entry point every op goes through.
+"""Modes and `bind()`, the single entry point every op goes through.
 
-The active mode decides what binding means: the eager mode runs the op's NumPy kernel and
-records a tape node; the tracing mode (a later layer) appends a graph node. Because both
-modes receive exactly the same `bind` calls, a program's tape and its trace hold the same
-sequence of ops.
+A mode interprets ops. The eager mode (`dualgraph.eager.tensor.EagerMode`) runs each op's
+NumPy kernel and records a tape node; the tracing mode (`dualgraph.trace.tracer.
+TraceContext`) appends a graph node. Both receive exactly the same `bind` calls and the
+same in-place requests from the shared tensor API (`dualgraph.ops.mixin.TensorOps`), so a
+program's tape and its trace hold the same sequence of ops.
 """
 
 from __future__ import annotations
 
+import abc
 import threading
 from collections.abc import Callable
 from typing import Any
 
-# A mode is a function process(op, args, attrs) -> value. The eager mode registers itself at
-# import (the first push: the base mode); tracers push and pop theirs.
-_BASE: list[Callable[..., Any]] = []
+
+class Mode(abc.ABC):
+    """What a mode implements. Tensors never test which mode is active: they call these.
+
+    - `process`: one primitive ``bind``.
+    - `inplace`: ``t += x``, ``t.mul_(x)``, ``t.copy_(x)``, ``t.fill_(v)``. The mode checks
+      that the write is allowed, computes the new value with the registry op and stores
+      it; every write it records goes through `write`.
+    - `write`: the single place where a tensor's value is replaced by a computed one.
+      A later view-aware mode starts here: ``t`` may be a view, and the eager mode can
+      rebase the base's history (PyTorch's ``CopySlices``: ``base := scatter(base, value)``)
+      while tracing can functionalize the write (the same scatter as a graph node, later
+      reads of every alias re-derived from the new base). Nothing above this layer needs
+      to change for either.
+    - `note_grad_write`: ``t.grad`` is about to be assigned.
+
+    A mode is also callable as its `process`, so a plain function can stand in for one
+    (`push_mode` wraps it; the wrapper hands everything else to the mode below it).
+    """
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def process(self, op: Any, args: tuple, attrs: dict) -> Any:
+        """Apply registry op ``op`` to ``args`` (tensors of any mode, NumPy arrays, Python
+        scalars) with keyword attributes ``attrs``; return this mode's tensor."""
+
+    @abc.abstractmethod
+    def inplace(self, t: Any, op: Any, other: Any) -> Any:
+        """``t := op(t, other)`` for a binary elementwise registry op, or, with ``op``
+        ``None``, ``t := other`` broadcast to ``t``'s shape and cast to its dtype (a
+        Python scalar fills). Returns ``t``. Raises ``RuntimeError`` with the texts of
+        `dualgraph.ops.mixin` (a leaf that requires grad, a shape that does not fit, a
+        result dtype that can't be cast)."""
+
+    @abc.abstractmethod
+    def write(self, t: Any, value: Any, op: Any = None) -> Any:
+        """Replace ``t``'s value by ``value``, a tensor of ``t``'s shape computed by
+        ``op`` (``None``: a copy), taking over its history. Returns ``t``."""
+
+    @abc.abstractmethod
+    def note_grad_write(self, t: Any) -> None:
+        """``t.grad`` is about to be assigned (tracing records the write as an output)."""
+
+    def __call__(self, op: Any, args: tuple, attrs: dict) -> Any:
+        return self.process(op, args, attrs)
+
+
+class _FunctionMode(Mode):
+    """A plain ``process(op, args, attrs)`` function pushed as a mode (a test that
+    records binds, say): it sees every bind; in-place writes go to the mode below."""
+
+    __slots__ = ("fn", "below")
+
+    def __init__(self, fn: Callable[..., Any], below: Mode) -> None:
+        self.fn = fn
+        self.below = below
+
+    def process(self, op: Any, args: tuple, attrs: dict) -> Any:
+        return self.fn(op, args, attrs)
+
+    def inplace(self, t: Any, op: Any, other: Any) -> Any:
+        return self.below.inplace(t, op, other)
+
+    def write(self, t: Any, value: Any, op: Any = None) -> Any:
+        return self.below.write(t, value, op)
+
+    def note_grad_write(self, t: Any) -> None:
+        self.below.note_grad_write(t)
+
+
+# The eager mode registers itself at import (the first push: the base mode); tracers push
+# and pop theirs.
+_BASE: list[Mode] = []
 
 
 class _Modes(threading.local):
     """The mode stack, one per thread: a trace running in one thread must not record (or
-    swallow) the eager ops of another. Every thread starts in the base (eager) mode."""
+    swallow) the eager ops of another. Every thread starts in the base (eager) mode.
+    ``procs`` mirrors ``stack`` with each mode's bound ``process``: `bind` is the eager
+    per-op hot path, and this saves it a method lookup."""
 
     def __init__(self) -> None:
-        self.stack = list(_BASE)
+        self.stack: list[Mode] = list(_BASE)
+        self.procs: list[Callable[..., Any]] = [m.process for m in _BASE]
 
 
 _LOCAL = _Modes()
@@ -30,13 +106,17 @@ _LOCAL = _Modes()
 
 def bind(op: Any, *args: Any, **attrs: Any) -> Any:
     """Apply registry op ``op`` to ``args`` in the active mode."""
-    return _LOCAL.stack[-1](op, args, attrs)
+    return _LOCAL.procs[-1](op, args, attrs)
 
 
-def push_mode(process: Callable[..., Any]) -> None:
+def push_mode(mode: Mode | Callable[..., Any]) -> None:
+    """Make ``mode`` the active mode of this thread (a plain function: see `Mode`)."""
+    if not isinstance(mode, Mode):
+        mode = _FunctionMode(mode, current_mode())
     if not _BASE:
-        _BASE.append(process)
-    _LOCAL.stack.append(process)
+        _BASE.append(mode)
+    _LOCAL.stack.append(mode)
+    _LOCAL.procs.append(mode.process)
 
 
 def pop_mode() -> None:
@@ -44,12 +124,9 @@ def pop_mode() -> None:
     if len(stack) <= 1:
         raise RuntimeError("cannot pop the eager mode")
     stack.pop()
+    _LOCAL.procs.pop()
 
 
-def current_mode() -> Callable[..., Any]:
+def current_mode() -> Mode:
+    """The active mode of this thread (the eager mode unless a trace is running)."""
     return _LOCAL.stack[-1]
-
-
-def current_context() -> Any:
-    """The active trace context, or ``None`` in eager mode."""
-    return getattr(_LOCAL.stack[-1], "__self__", None)

@@ -137,6 +137,7 @@ def make_dot_source(y: Any, params: dict | None = None, show_attrs: bool = False
     at the bottom. ``show_attrs`` adds each node's attributes (``axis``, ``shape``...).
     The IR op names stay in `to_dot`'s pictures of graphs.
     """
+    from .eager.internal import tape_node
     from .eager.tensor import Tensor
 
     if not isinstance(y, Tensor):
@@ -162,7 +163,7 @@ def make_dot_source(y: Any, params: dict | None = None, show_attrs: bool = False
         lines.append(f'  "{id(y.grad_fn)}" -> "{id(y)}";')
     # Iterative walk over next_functions (a long chain must not hit the recursion limit).
     stack = [y.grad_fn if y.grad_fn is not None else
-             (y._input_node() if y.requires_grad else None)]
+             (tape_node(y) if y.requires_grad else None)]
     seen: set[int] = set()
     while stack:
         fn = stack.pop()

@@ -59,3 +59,9 @@ def saved_arrays(fn: Function) -> list[np.ndarray]:
     if fn._out is not None:
         out.append(fn._out)
     return out
+
+
+def tape_node(t: Tensor) -> Any:
+    """The node ``t`` is as an op input: its grad_fn, its leaf's ``AccumulateGrad``, or a
+    ``const`` node."""
+    return t._input_node()

@@ -11,9 +11,16 @@ import numpy as np
 from .. import modes
 from ..dtypes import as_dtype
 from ..ir.graph import Literal, Node
-from ..ops import elementwise as E
+from ..modes import Mode
 from ..ops import shape as S
-from ..ops.mixin import TensorOps
+from ..ops.elementwise import impl_into
+from ..ops.mixin import (
+    TensorOps,
+    cast_error,
+    check_copy_shape,
+    check_inplace_shape,
+    leaf_inplace_error,
+)
 from . import grad_mode
 from .autograd import AccumulateGrad, Function, RemovableHandle, run_backward
 
@@ -69,9 +76,7 @@ class Tensor(TensorOps):
             if tuple(value.shape) != self.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: got shape "
                                    f"{tuple(value.shape)}, the tensor has shape {self.shape}")
-        ctx = modes.current_context()
-        if ctx is not None:  # a traced training step: the write becomes a graph output
-            ctx.note_grad_write(self)
+        modes.current_mode().note_grad_write(self)  # tracing: the write becomes an output
         self._grad = value
 
     @property
@@ -209,128 +214,8 @@ class Tensor(TensorOps):
             self._node = n
         return n
 
-    # ------------------------------------------------------------------ in place
-    def _check_inplace(self) -> None:
-        if self._rg and self.grad_fn is None and _GRAD.value:
-            raise RuntimeError(
-                "a leaf Variable that requires grad is being used in an in-place operation "
-                "(wrap the update in `with dg.no_grad():`)"
-            )
 
-    def _assign(self, r: "Tensor") -> "Tensor":
-        """Write ``r`` into this tensor's data; if ``r`` was recorded, take over its history."""
-        if r.shape != self.shape:
-            raise RuntimeError(
-                f"in-place op: output with shape {self.shape} doesn't match the broadcast "
-                f"shape {r.shape}"
-            )
-        if not np.can_cast(r.dtype, self.dtype, casting="same_kind"):
-            raise RuntimeError(f"in-place op: result type {r.dtype} can't be cast to {self.dtype}")
-        fn = r.grad_fn
-        if fn is not None and fn._saved:
-            # The new node saved this tensor by reference; it is about to change, so give
-            # the node a copy of the old value (with the old history) instead.
-            old = _make(self._data.copy(), self._rg, self.grad_fn)
-            old._node = self._node
-            fn._saved = tuple(old if s is self else s for s in fn._saved)
-        np.copyto(self._data, r._data, casting="same_kind")
-        self._version[0] += 1
-        if fn is not None:
-            self.grad_fn = fn
-            self._rg = True
-            self._node = None
-        return self
-
-    def _inplace(self, op: Any, ufunc: Any, other: Any) -> "Tensor":
-        self._check_inplace()
-        ctx = modes.current_context()
-        if ctx is not None:  # tracing: the write becomes a graph output
-            return ctx.inplace(self, op, other)
-        other = other if isinstance(other, (Tensor,) + Literal) else tensor(other)
-        rg = other._rg if isinstance(other, Tensor) else False
-        if _GRAD.value and (self._rg or rg):
-            return self._assign(modes.bind(op, self, other))
-        # Nothing to record (an optimizer step under no_grad): write straight into the
-        # buffer with the op's ufunc, without a temporary tensor.
-        o = other._data if isinstance(other, Tensor) else other
-        try:
-            shape = np.broadcast_shapes(self._data.shape, np.shape(o))
-        except ValueError:
-            shape = None
-        if shape != self._data.shape:
-            raise RuntimeError(
-                f"in-place {op.name}: output with shape {self.shape} doesn't match the "
-                f"broadcast shape of {self.shape} and {np.shape(o)}"
-            )
-        try:
-            ufunc(self._data, o, out=self._data, casting="same_kind")
-        except TypeError:
-            raise RuntimeError(
-                f"in-place {op.name}: result type of {self.dtype} and "
-                f"{getattr(o, 'dtype', type(o).__name__)} can't be cast to {self.dtype}"
-            ) from None
-        self._version[0] += 1
-        return self
-
-    def __iadd__(self, o: Any) -> "Tensor":
-        return self._inplace(E.ADD, np.add, o)
-
-    def __isub__(self, o: Any) -> "Tensor":
-        return self._inplace(E.SUB, np.subtract, o)
-
-    def __imul__(self, o: Any) -> "Tensor":
-        return self._inplace(E.MUL, np.multiply, o)
-
-    def __itruediv__(self, o: Any) -> "Tensor":
-        return self._inplace(E.DIV, np.true_divide, o)
-
-    def add_(self, o: Any, alpha: float = 1) -> "Tensor":
-        return self._inplace(E.ADD, np.add, o if alpha == 1 else o * alpha)
-
-    def sub_(self, o: Any, alpha: float = 1) -> "Tensor":
-        return self._inplace(E.SUB, np.subtract, o if alpha == 1 else o * alpha)
-
-    def mul_(self, o: Any) -> "Tensor":
-        return self._inplace(E.MUL, np.multiply, o)
-
-    def div_(self, o: Any) -> "Tensor":
-        return self._inplace(E.DIV, np.true_divide, o)
-
-    def zero_(self) -> "Tensor":
-        return self.fill_(0)
-
-    def fill_(self, value: Any) -> "Tensor":
-        self._check_inplace()
-        ctx = modes.current_context()
-        if ctx is not None:
-            return ctx.assign(self, np.full(self.shape, value, self.dtype))
-        if self._rg and _GRAD.value:
-            return self._assign(self * 0 + value)
-        self._data[...] = value
-        self._version[0] += 1
-        return self
-
-    def copy_(self, src: Any) -> "Tensor":
-        """Copy ``src`` (broadcast, cast) into this tensor in place."""
-        self._check_inplace()
-        ctx = modes.current_context()
-        if ctx is not None:
-            if tuple(src.shape) != tuple(self.shape):
-                src = S.broadcast_to(src, self.shape)
-            return ctx.assign(self, src)
-        src = src if isinstance(src, Tensor) else tensor(np.asarray(src))
-        try:
-            np.broadcast_shapes(src.shape, self.shape)
-        except ValueError:
-            raise RuntimeError(
-                f"copy_: source of shape {src.shape} cannot be broadcast to {self.shape}"
-            ) from None
-        if src._rg and _GRAD.value:
-            r = S.broadcast_to(src, self.shape) if src.shape != self.shape else src
-            return self._assign(r.astype(self.dtype) if r.dtype != self.dtype else r * 1)
-        np.copyto(self._data, src._data, casting="unsafe")
-        self._version[0] += 1
-        return self
+_OPERAND = (Tensor,) + Literal
 
 
 def _init(t: Tensor, data: np.ndarray, rg: bool, grad_fn: Any) -> None:
@@ -415,7 +300,94 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     return t
 
 
-modes.push_mode(eager_process)
+class EagerMode(Mode):
+    """The base mode: ops run now (`eager_process`); in-place ops write into the tensor's
+    array, recorded on the tape when autograd needs them."""
+
+    __slots__ = ()
+    process = staticmethod(eager_process)  # `bind` calls it directly: no extra frame
+
+    def inplace(self, t: Tensor, op: Any, other: Any) -> Tensor:
+        try:
+            if t._rg and _GRAD.value and t.grad_fn is None:
+                raise leaf_inplace_error()
+        except AttributeError:
+            _lift(t)  # not a Tensor (a tracer that escaped its trace): raises saying so
+            raise
+        if op is None:
+            return self._copy(t, other)
+        if not isinstance(other, _OPERAND):
+            other = tensor(other)
+        data = t._data
+        if isinstance(other, Tensor):
+            o = other._data
+            oshape = o.shape
+            record = _GRAD.value and (t._rg or other._rg)
+        else:
+            o, oshape = other, ()
+            record = t._rg and _GRAD.value
+        if oshape != data.shape:
+            check_inplace_shape(op.name, data.shape, oshape)
+        if record:
+            return self.write(t, modes.bind(op, t, other), op)
+        # Nothing to record (an optimizer step under no_grad): the op's own kernel writes
+        # straight into the buffer, without a temporary tensor.
+        try:
+            impl_into(op, data, data, o)
+        except TypeError:
+            result = op.infer(t, other)[1]
+            if np.can_cast(result, data.dtype, casting="same_kind"):
+                raise
+            raise cast_error(op.name, result, data.dtype) from None
+        t._version[0] += 1
+        return t
+
+    def _copy(self, t: Tensor, src: Any) -> Tensor:
+        """``t.copy_(src)``, or ``t.fill_(src)`` for a Python number."""
+        if isinstance(src, Literal):
+            if t._rg and _GRAD.value:  # a zero gradient to the overwritten history
+                return self.write(t, t * 0 + src)
+            t._data[...] = src
+            t._version[0] += 1
+            return t
+        src = src if isinstance(src, Tensor) else tensor(np.asarray(src))
+        check_copy_shape(t.shape, src.shape)
+        if src._rg and _GRAD.value:
+            r = S.broadcast_to(src, t.shape) if src.shape != t.shape else src
+            return self.write(t, r.astype(t.dtype) if r.dtype != t.dtype else r * 1)
+        np.copyto(t._data, src._data, casting="unsafe")
+        t._version[0] += 1
+        return t
+
+    def write(self, t: Tensor, value: Tensor, op: Any = None) -> Tensor:
+        """Write ``value`` into ``t``'s data; if ``value`` was recorded, ``t`` takes over its
+        history (the place where a write through a view would rebase its base's)."""
+        name = op.name if op is not None else "copy_"
+        if value.shape != t.shape:
+            check_inplace_shape(name, t.shape, value.shape)
+        if not np.can_cast(value.dtype, t.dtype, casting="same_kind"):
+            raise cast_error(name, value.dtype, t.dtype)
+        fn = value.grad_fn
+        if fn is not None and fn._saved:
+            # The new node saved this tensor by reference; it is about to change, so give
+            # the node a copy of the old value (with the old history) instead.
+            old = _make(t._data.copy(), t._rg, t.grad_fn)
+            old._node = t._node
+            fn._saved = tuple(old if s is t else s for s in fn._saved)
+        np.copyto(t._data, value._data, casting="same_kind")
+        t._version[0] += 1
+        if fn is not None:
+            t.grad_fn = fn
+            t._rg = True
+            t._node = None
+        return t
+
+    def note_grad_write(self, t: Tensor) -> None:
+        pass  # nothing to record: the setter stores the value
+
+
+EAGER = EagerMode()
+modes.push_mode(EAGER)
 
 
 # --------------------------------------------------------------------------- backward

@@ -20,27 +20,64 @@ def shape_of(x: Any) -> tuple:
     return () if isinstance(x, Literal) else tuple(x.shape)
 
 
+# PyTorch's type categories: a higher category always wins, whatever the sizes.
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
+# The dtype a Python scalar of a higher category than every tensor gives (PyTorch's
+# defaults: ``int_tensor * 2.5`` is float32, ``bool_tensor + 1`` int64).
+_SCALAR_DEFAULT = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32))
+
+
+def _scalar_category(v: Any) -> int:
+    return 0 if isinstance(v, bool) else 1 if isinstance(v, int) else 2
+
+
 def result_dtype(*args: Any) -> np.dtype:
-    """NumPy 2 promotion (Python scalars are weak: ``f32 * 2.0`` stays ``f32``) with
-    PyTorch's category rule on top: an integer or bool tensor never raises a float
-    tensor's precision (``i64 * f32`` is ``f32``, where NumPy says ``f64``)."""
+    """The dtype of an elementwise op on ``args`` (tensors, avals, arrays or Python
+    scalars), by PyTorch's promotion rule; the one rule every mode and kernel uses.
+
+    - Categories bool < integer < float: the operands of the highest tensor category
+      decide, promoted among themselves (``i64 * f32`` is ``f32``, ``f32 + f64`` is
+      ``f64``, ``i8 + u8`` is ``i16``); a lower-category tensor never widens them.
+    - A Python scalar never widens a tensor of its category or a higher one (``f32 * 2.0``
+      is ``f32``, ``i32 + 1`` is ``i32``); of a higher category it gives that category's
+      default dtype (``i64 * 2.5`` is ``f32``, ``bool + 1`` is ``i64``), as do scalars alone.
+
+    Not (yet) PyTorch's third rule: a 0-d tensor ranks like a dimensioned one here.
+    """
     dtypes = [a.dtype for a in args if not isinstance(a, Literal)]
-    floats = [d for d in dtypes if d.kind == "f"]
-    if floats and len(floats) != len(dtypes):
-        return np.result_type(*floats, *[a for a in args if isinstance(a, Literal)])
-    return np.result_type(*[a if isinstance(a, Literal) else a.dtype for a in args])
+    try:
+        top = max([_CATEGORY[d.kind] for d in dtypes], default=-1)
+    except KeyError:  # complex, datetime...: NumPy's own rule, as before
+        return np.result_type(*dtypes, *[a for a in args if isinstance(a, Literal)])
+    scalar_top = max([_scalar_category(a) for a in args if isinstance(a, Literal)],
+                     default=-1)
+    if scalar_top > top:
+        return _SCALAR_DEFAULT[scalar_top]
+    first = dtypes[0]
+    if all(d == first for d in dtypes):
+        return first
+    return np.result_type(*[d for d in dtypes if _CATEGORY[d.kind] == top])
 
 
 def promote_arrays(*xs: Any) -> tuple:
-    """The eager side of `result_dtype`'s category rule: integer and bool arrays beside a
-    float array are cast to the float result first (NumPy would widen to float64)."""
-    arrays = [x for x in xs if isinstance(x, np.ndarray)]
-    kinds = {a.dtype.kind for a in arrays}
-    if "f" not in kinds or len(kinds) == 1:
-        return xs
-    target = result_dtype(*arrays)
-    return tuple(x.astype(target) if isinstance(x, np.ndarray) and x.dtype.kind != "f" else x
-                 for x in xs)
+    """Kernel operands cast to their `result_dtype` (see `cast_operands`)."""
+    return cast_operands(result_dtype(*xs), xs)
+
+
+def cast_operands(dtype: np.dtype, xs: tuple) -> tuple:
+    """``xs`` ready for a NumPy kernel computing in ``dtype``: arrays converted, Python
+    scalars left for NumPy 2 to treat as weak (so they take the arrays' dtype); with no
+    array at all the first scalar becomes a 0-d array of ``dtype``."""
+    out = list(xs)
+    arrays = False
+    for i, x in enumerate(xs):
+        if not isinstance(x, Literal):
+            arrays = True
+            if x.dtype != dtype:
+                out[i] = np.asarray(x).astype(dtype)
+    if not arrays and out:
+        out[0] = np.asarray(out[0], dtype)
+    return tuple(out)
 
 
 def float_dtype(dtype: np.dtype) -> np.dtype:

@@ -8,7 +8,14 @@ from typing import Any
 import numpy as np
 
 from ..modes import bind
-from .broadcast import broadcast_shapes, float_dtype, promote_arrays, result_dtype, shape_of
+from .broadcast import (
+    broadcast_shapes,
+    cast_operands,
+    float_dtype,
+    promote_arrays,
+    result_dtype,
+    shape_of,
+)
 from .registry import OpDef, register
 
 # ---------------------------------------------------------------------------- infer rules
@@ -70,30 +77,65 @@ def _relu_impl(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, x.dtype.type(0))
 
 
-def _promoting(ufunc):
-    """A binary ufunc with PyTorch's category rule (see `promote_arrays`)."""
-    def impl(x: Any, y: Any) -> np.ndarray:
-        if (type(x) is np.ndarray and type(y) is np.ndarray
-                and x.dtype.kind != y.dtype.kind):
-            x, y = promote_arrays(x, y)
-        return ufunc(x, y)
+# The Python scalar types that never change an array's dtype, by array kind (NumPy 2 treats
+# them as weak, as PyTorch does): the kernels' fast path, taken without `result_dtype`.
+_WEAK_KINDS = {float: "f", int: "fiu", bool: "fiub"}
+
+
+def _needs_promotion(x: Any, y: Any) -> bool:
+    """Whether NumPy alone could give a dtype other than `result_dtype`'s for ``x, y``."""
+    if type(x) is np.ndarray:
+        if type(y) is np.ndarray:
+            return x.dtype != y.dtype
+        return x.dtype.kind not in _WEAK_KINDS.get(type(y), "")
+    if type(y) is np.ndarray:
+        return y.dtype.kind not in _WEAK_KINDS.get(type(x), "")
+    return True
+
+
+def _promoting(ufunc, floating: bool = False):
+    """A binary ufunc as an op kernel with PyTorch's promotion (`result_dtype`; with
+    ``floating``, integer results become float32, as ``/`` does). ``out=`` writes the
+    result into an existing array (cast ``same_kind``): in-place updates use it to run
+    the op's own kernel without a temporary (`impl_into`)."""
+
+    def impl(x: Any, y: Any, out: np.ndarray | None = None) -> np.ndarray:
+        # `_needs_promotion`, inlined for the array (op) array-or-scalar hot path. Without
+        # promotion an operand is an array of the result's dtype.
+        if type(x) is np.ndarray:
+            kind = x.dtype.kind
+            if type(y) is np.ndarray:
+                promote = x.dtype != y.dtype
+            else:
+                promote = kind not in _WEAK_KINDS.get(type(y), "")
+        else:
+            promote = _needs_promotion(x, y)
+            kind = "" if promote else y.dtype.kind
+        if promote or (floating and kind != "f"):
+            dtype = result_dtype(x, y)
+            x, y = cast_operands(float_dtype(dtype) if floating else dtype, (x, y))
+        return ufunc(x, y) if out is None else ufunc(x, y, out=out)
 
     impl.__name__ = ufunc.__name__
+    impl.writes_out = True
     return impl
 
 
 def _where_impl(c: Any, x: Any, y: Any) -> np.ndarray:
-    x, y = promote_arrays(x, y)
+    if _needs_promotion(x, y):
+        x, y = promote_arrays(x, y)
     return np.where(c, x, y)
 
 
-def _div_impl(x: Any, y: Any) -> np.ndarray:
-    out = np.true_divide(x, y)
-    kinds = [getattr(a, "dtype", np.dtype(np.int64)).kind for a in (x, y)
-             if not isinstance(a, float)]
-    if out.dtype == np.float64 and "f" not in kinds:
-        out = out.astype(np.float32)  # int / int is float32, as in PyTorch
-    return out
+def impl_into(op: OpDef, out: np.ndarray, x: Any, y: Any) -> None:
+    """Run ``op``'s kernel on ``x, y`` with the result written into ``out`` (a ``same_kind``
+    cast; NumPy's ``TypeError`` when the result's dtype can't be cast to ``out``'s): the
+    eager mode's in-place update outside autograd. Kernels that take ``out=`` (the binary
+    ufunc ops) need no temporary."""
+    if getattr(op.impl, "writes_out", False):
+        op.impl(x, y, out=out)
+    else:
+        np.copyto(out, op.impl(x, y), casting="same_kind")
 
 
 # --------------------------------------------------------------------- functional wrappers
@@ -339,7 +381,7 @@ MUL = register(OpDef(
     saves=(0, 1), elementwise=True, commutative=True,
 ))
 DIV = register(OpDef(
-    "div", _promoting(_div_impl), _div_infer, _div_vjp, "DivBackward0",
+    "div", _promoting(np.true_divide, floating=True), _div_infer, _div_vjp, "DivBackward0",
     saves=(1,), saves_out=True, elementwise=True,
 ))
 POW = register(OpDef(

@@ -1,7 +1,9 @@
 """`TensorOps`: operators and methods shared by eager tensors and tracers.
 
-Every method goes through `bind`, so an eager tensor and a tracer running the same program
-issue the same sequence of registry ops.
+Every method goes through `bind`, and every in-place method through the active mode's
+`inplace` (`dualgraph.modes.Mode`), so an eager tensor and a tracer running the same
+program issue the same sequence of registry ops. The in-place errors every mode raises
+are written here once.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.graph import Literal
-from ..modes import bind
+from ..modes import bind, current_mode
 from . import composite as C
 from . import elementwise as E
 from . import linalg as L
@@ -35,10 +37,54 @@ def _bin(op: Any, a: Any, b: Any, reflected: bool = False) -> Any:
         b = _operand(b)
         if b is NotImplemented:
             return NotImplemented
-    if type(b) is float and a.dtype.kind in "biu" and op.elementwise:
-        # int tensor (op) 2.5 is float32 in PyTorch; NumPy would make it float64.
-        a = S.astype(a, np.float32)
     return bind(op, b, a) if reflected else bind(op, a, b)
+
+
+# ------------------------------------------------------------------ in-place errors
+# The texts every mode raises for an in-place op it refuses (PyTorch's wording).
+
+
+def leaf_inplace_error() -> RuntimeError:
+    return RuntimeError(
+        "a leaf Variable that requires grad is being used in an in-place operation "
+        "(wrap the update in `with dg.no_grad():`)"
+    )
+
+
+def shape_of(x: Any) -> tuple:
+    """The shape of an in-place op's other operand (a tensor, array, list or number)."""
+    shape = getattr(x, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(x)
+
+
+def check_inplace_shape(name: str, shape: tuple, other: tuple) -> None:
+    """``t (op)= x`` must leave ``t``'s shape as it is: ``x``'s shape must broadcast to it."""
+    if other == shape or not other:
+        return
+    try:
+        out = tuple(np.broadcast_shapes(shape, other))
+    except ValueError:
+        raise RuntimeError(f"in-place {name}: shapes {shape} and {other} cannot be broadcast "
+                           "together") from None
+    if out != shape:
+        raise RuntimeError(f"in-place {name}: output with shape {shape} doesn't match the "
+                           f"broadcast shape {out}")
+
+
+def check_copy_shape(shape: tuple, src: tuple) -> None:
+    """``t.copy_(src)``: ``src`` must broadcast to ``t``'s shape."""
+    if src == shape or not src:
+        return
+    try:
+        ok = tuple(np.broadcast_shapes(src, shape)) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"copy_: source of shape {src} cannot be broadcast to {shape}")
+
+
+def cast_error(name: str, result: np.dtype, dtype: np.dtype) -> RuntimeError:
+    return RuntimeError(f"in-place {name}: result type {result} can't be cast to {dtype}")
 
 
 class TensorOps:
@@ -98,6 +144,35 @@ class TensorOps:
 
     def matmul(self, o: Any) -> Any:
         return self @ o
+
+    # ------------------------------------------------------------------ in place
+    # The active mode checks, computes and writes (`Mode.inplace`): one spelling for all.
+    def __iadd__(self, o): return current_mode().inplace(self, E.ADD, o)  # noqa: E704
+    def __isub__(self, o): return current_mode().inplace(self, E.SUB, o)  # noqa: E704
+    def __imul__(self, o): return current_mode().inplace(self, E.MUL, o)  # noqa: E704
+    def __itruediv__(self, o): return current_mode().inplace(self, E.DIV, o)  # noqa: E704
+
+    def add_(self, o: Any, alpha: float = 1) -> Any:
+        return current_mode().inplace(self, E.ADD, o if alpha == 1 else o * alpha)
+
+    def sub_(self, o: Any, alpha: float = 1) -> Any:
+        return current_mode().inplace(self, E.SUB, o if alpha == 1 else o * alpha)
+
+    def mul_(self, o: Any) -> Any:
+        return current_mode().inplace(self, E.MUL, o)
+
+    def div_(self, o: Any) -> Any:
+        return current_mode().inplace(self, E.DIV, o)
+
+    def zero_(self) -> Any:
+        return current_mode().inplace(self, None, 0)
+
+    def fill_(self, value: Any) -> Any:
+        return current_mode().inplace(self, None, value)
+
+    def copy_(self, src: Any) -> Any:
+        """Copy ``src`` (broadcast, cast) into this tensor in place."""
+        return current_mode().inplace(self, None, src)
 
     # --------------------------------------------------------------------- unary
     def exp(self) -> Any:

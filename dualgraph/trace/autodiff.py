@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.graph import Graph, Node
-from ..modes import current_context
+from ..modes import current_mode
 from ..ops.broadcast import fit_grad
 from ..ops.elementwise import add
 from ..ops.registry import OPS
@@ -206,7 +206,7 @@ def reverse_accumulate(nodes: list[Node], active: set[int], ct: dict[int, Any],
     On return ``ct`` holds the gradients of the values that are not produced by ``nodes``
     (the inputs). Shared by `differentiate` and ``backward()`` inside a traced function.
     """
-    ctx = current_context()
+    ctx = current_mode()
     tctx = ctx if isinstance(ctx, TraceContext) else None
     saved_loc = tctx.loc_override if tctx is not None else None
     try:

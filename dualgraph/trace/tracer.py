@@ -21,7 +21,15 @@ from ..eager.internal import array_of
 from ..eager.tensor import Tensor
 from ..errors import ShapeError, TraceError
 from ..ir.graph import Graph, Literal, Node
-from ..ops.mixin import TensorOps
+from ..modes import Mode
+from ..ops.mixin import (
+    TensorOps,
+    cast_error,
+    check_copy_shape,
+    check_inplace_shape,
+    leaf_inplace_error,
+    shape_of,
+)
 
 _WAY_OUT = (
     "Use dg.where(cond, a, b) to choose values without Python control flow, or pass the "
@@ -109,70 +117,12 @@ class Tracer(TensorOps):
 
         return stop_gradient(self)
 
-    # In place: the tracer takes the new value; if it stands for an argument, the new value
-    # is also written back to the caller's tensor after each compiled call (as eager does).
-    def _inplace(self, op_name: str, other: Any) -> "Tracer":
-        from ..ops.registry import OPS
 
-        ctx = self._ctx
-        t = ctx.arg_tensors.get(id(self.node))
-        if t is not None and t.requires_grad and GRAD_ENABLED.value:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an "
-                               "in-place operation (wrap the update in `with dg.no_grad():`)")
-        new = ctx.process(OPS[op_name], (self, other), {}) if op_name else other
-        if tuple(new.shape) != tuple(self.shape):
-            raise RuntimeError(f"in-place op: output with shape {tuple(self.shape)} doesn't "
-                               f"match the broadcast shape {tuple(new.shape)}")
-        if t is not None:
-            ctx.arg_tensors[id(new.node)] = t
-            ctx.writes[id(t)] = (t, new.node)
-            ctx._keep.append(t)
-        self.node = new.node
-        return self
-
-    def __iadd__(self, o: Any) -> "Tracer":
-        return self._inplace("add", o)
-
-    def __isub__(self, o: Any) -> "Tracer":
-        return self._inplace("sub", o)
-
-    def __imul__(self, o: Any) -> "Tracer":
-        return self._inplace("mul", o)
-
-    def __itruediv__(self, o: Any) -> "Tracer":
-        return self._inplace("div", o)
-
-    def add_(self, o: Any, alpha: float = 1) -> "Tracer":
-        return self._inplace("add", o if alpha == 1 else o * alpha)
-
-    def sub_(self, o: Any, alpha: float = 1) -> "Tracer":
-        return self._inplace("sub", o if alpha == 1 else o * alpha)
-
-    def mul_(self, o: Any) -> "Tracer":
-        return self._inplace("mul", o)
-
-    def div_(self, o: Any) -> "Tracer":
-        return self._inplace("div", o)
-
-    def zero_(self) -> "Tracer":
-        return self.fill_(0)
-
-    def fill_(self, value: Any) -> "Tracer":
-        return self.copy_(np.full(self.shape, value, self.dtype))
-
-    def copy_(self, src: Any) -> "Tracer":
-        from ..ops.shape import astype, broadcast_to
-
-        src = src if isinstance(src, Tracer) else Tracer(self._ctx.as_node(src), self._ctx)
-        if tuple(src.shape) != tuple(self.shape):
-            src = broadcast_to(src, tuple(self.shape))
-        if src.dtype != self.dtype:
-            src = astype(src, self.dtype)
-        return self._inplace("", src * 1 if src.node is self.node else src)
-
-
-class TraceContext:
-    """The graph being recorded: inputs, nodes, and the eager tensors lifted into it."""
+class TraceContext(Mode):
+    """The tracing mode: the graph being recorded (inputs, nodes, and the eager tensors
+    lifted into it). ``bind`` appends a node; an in-place op on a tracer or on an eager
+    tensor gives it a new node, and a write to an argument or captured tensor becomes an
+    output that the compiled call writes back (as eager would have written it)."""
 
     def __init__(self, lift_as_input: Callable[[Tensor], bool] | None = None) -> None:
         self.inputs: list[Node] = []
@@ -264,15 +214,58 @@ class TraceContext:
         return Tracer(node, self)
 
     # ------------------------------------------------- state changes while tracing
-    def assign(self, t: Tensor, value: Any) -> Tensor:
-        """Record ``t``'s data := ``value`` (an in-place op on an eager tensor): later reads
-        in the trace see the new value, and the compiled call writes it back."""
+    def inplace(self, t: Any, op: Any, other: Any) -> Any:
+        if isinstance(t, Tracer):
+            self.as_node(t)  # raises for a tracer of another (finished) trace
+        if self._is_grad_leaf(t):
+            raise leaf_inplace_error()
+        if op is None:
+            return self.write(t, self._copy_source(t, other))
+        check_inplace_shape(op.name, tuple(t.shape), shape_of(other))
+        return self.write(t, self.process(op, (t, other), {}), op)
+
+    def _is_grad_leaf(self, t: Any) -> bool:
+        """A leaf that requires grad: an argument's or captured tensor's current value."""
+        if not GRAD_ENABLED.value:
+            return False
+        if isinstance(t, Tracer):
+            t = self.arg_tensors.get(id(t.node))
+            return t is not None and t.requires_grad
+        return t.requires_grad and t.grad_fn is None
+
+    def _copy_source(self, t: Any, src: Any) -> Tracer:
+        """``src`` as the value ``t.copy_(src)`` (``t.fill_(src)`` for a number) gives."""
+        from ..ops.shape import broadcast_to
+
+        shape = tuple(t.shape)
+        if isinstance(src, Literal):
+            return Tracer(self.const(np.full(shape, src, t.dtype)), self)
+        src = src if isinstance(src, Tracer) else Tracer(self.as_node(src), self)
+        check_copy_shape(shape, tuple(src.shape))
+        return broadcast_to(src, shape) if tuple(src.shape) != shape else src
+
+    def write(self, t: Any, value: Any, op: Any = None) -> Any:
+        """Record ``t``'s value := ``value``: later reads in the trace see the new node,
+        and a write to an argument or an eager tensor is written back by the compiled
+        call (where a write through a view would become a scatter into its base)."""
+        name = op.name if op is not None else "copy_"
         node = self.as_node(value)
         if tuple(node.shape) != tuple(t.shape):
-            raise RuntimeError(f"in-place op: output with shape {tuple(t.shape)} doesn't match "
-                               f"the broadcast shape {tuple(node.shape)}")
+            check_inplace_shape(name, tuple(t.shape), tuple(node.shape))
         if node.dtype != t.dtype:
+            if op is not None and not np.can_cast(node.dtype, t.dtype, casting="same_kind"):
+                raise cast_error(name, node.dtype, t.dtype)
             node = self.process(_astype_op(), (Tracer(node, self),), {"dtype": t.dtype}).node
+        if isinstance(t, Tracer):
+            if node is t.node:  # t.copy_(t): still a new value, written back as one
+                node = self.process(_mul_op(), (t, 1), {}).node
+            owner = self.arg_tensors.get(id(t.node))
+            if owner is not None:
+                self.arg_tensors[id(node)] = owner
+                self.writes[id(owner)] = (owner, node)
+                self._keep.append(owner)
+            t.node = node
+            return t
         self.writes[id(t)] = (t, node)
         self._lifted[id(t)] = node
         self._keep.append(t)
@@ -283,9 +276,6 @@ class TraceContext:
         if id(t) not in self.grad_before:
             self.grad_before[id(t)] = (t, t.grad)
             self._keep.append(t)
-
-    def inplace(self, t: Tensor, op: Any, other: Any) -> Tensor:
-        return self.assign(t, self.process(op, (t, other), {}))
 
     def backward(self, root: Tracer, gradient: Any) -> None:
         from .autodiff import reverse_accumulate
@@ -321,7 +311,7 @@ class TraceContext:
         self.backward_called = True
 
     def __enter__(self) -> "TraceContext":
-        modes.push_mode(self.process)
+        modes.push_mode(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -333,6 +323,12 @@ def _astype_op() -> Any:
     from ..ops.registry import OPS
 
     return OPS["astype"]
+
+
+def _mul_op() -> Any:
+    from ..ops.registry import OPS
+
+    return OPS["mul"]
 
 
 def _add_op() -> Any:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.graph import Graph, Node
+from ...ops.broadcast import result_dtype
 from ...ops.registry import OPS
 from . import lowerings
 from .lowerings import MATH, LoweringError, ishape, literal, missing, np_dtype
@@ -208,10 +209,11 @@ class _Writer:
             for i in m.inputs:
                 if not isinstance(i, Node):
                     # A literal takes the node's dtype; a comparison's (bool) result says
-                    # nothing about its operands, so there it takes the other operand's.
+                    # nothing about its operands, so there it takes their common dtype
+                    # (`i64 < 2.5` compares with 2.5, not with int64(2.5) == 2).
                     ref = m.dtype
                     if ref == np.bool_:
-                        ref = next((x.dtype for x in m.inputs if isinstance(x, Node)), ref)
+                        ref = result_dtype(*m.inputs)
                     vals.append(_typed(i, ref))
                 elif id(i) in sym:
                     vals.append(sym[id(i)])
