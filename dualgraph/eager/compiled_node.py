@@ -53,14 +53,7 @@ class CompiledFunctionBackward(Function):
         first = outs[0]
         Node_init = super(Function, self).__init__  # noqa: N806 - the IR Node's __init__
         Node_init("compiled", inputs, {}, tuple(first[0]), first[1])
-        self._def = _CompiledOp
-        self._saved = residuals
-        self._versions = ()
-        self._out = None
-        self._out_version = None
-        self._freed = False
-        self._hooks = None
-        self._retain = None
+        _tape_state(self, residuals)
         self._kernel = kernel
         self._outs = outs
         self._checks = checks
@@ -90,6 +83,19 @@ class CompiledFunctionBackward(Function):
                 for o, shape in zip(outs, self._shapes)]
 
 
+def _tape_state(node: Function, saved: tuple) -> None:
+    """The `Function` fields of a compiled-call node, which has no `OpDef` of its own (its
+    backward is a kernel) and so skips `Function.__init__`."""
+    node._def = _CompiledOp
+    node._saved = saved
+    node._versions = ()
+    node._out = None
+    node._out_version = None
+    node._freed = False
+    node._hooks = None
+    node._retain = None
+
+
 class _OutputOf(Function):
     """Routes the gradient of output ``k`` of a multi-output compiled call to its node."""
 
@@ -98,14 +104,7 @@ class _OutputOf(Function):
     def __init__(self, joint: CompiledFunctionBackward, k: int, shape: tuple,
                  dtype: np.dtype) -> None:
         super(Function, self).__init__("compiled_output", (joint,), {"index": k}, shape, dtype)
-        self._def = _CompiledOp
-        self._saved = ()
-        self._versions = ()
-        self._out = None
-        self._out_version = None
-        self._freed = False
-        self._hooks = None
-        self._retain = None
+        _tape_state(self, ())
         self._k = k
 
     def apply(self, g: Any) -> list:
