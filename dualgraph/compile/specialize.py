@@ -153,7 +153,7 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     n_grads = sum(1 for _, kind in entry.grad_writes if kind == "set")
     t1 = time.perf_counter()
     if train:
-        lower_train(entry, graph, user, extra, leaves, verify)
+        lower_train(entry, graph, user, extra, leaves, verify, ctx.rg)
     else:
         entry.optimized = optimize(graph, verify=verify)
     write_to = entry.plan(entry.optimized, len(user), n_grads, write_inputs)
@@ -177,11 +177,12 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
 
 
 def lower_train(entry: _Entry, graph: Graph, user: list, extra: list, leaves: list,
-                verify: bool) -> None:
+                verify: bool, rg: set | None = None) -> None:
     """The train kind: differentiate the user outputs with respect to ``leaves``; the
-    forward graph also returns the residuals the backward graph reads."""
+    forward graph also returns the residuals the backward graph reads. ``rg`` is the
+    trace's set of nodes that require grad (values made under ``no_grad`` are not in it)."""
     fwd = Graph(graph.inputs, graph.nodes, user)
-    d = differentiate(fwd, leaves)
+    d = differentiate(fwd, leaves, rg)
     residuals = d.forward.outputs[len(user):]
     # A residual that is an input is not an output: the backward gets the input's
     # array itself (version checks guard it against in-place changes).
