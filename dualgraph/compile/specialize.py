@@ -39,12 +39,12 @@ class _Entry:
 
     mode: str
     graph: Graph
-    sources: list  # per captured input: ("tensor", t) or ("grad", p)
+    sources: list  # per captured input: ("tensor", t), ("grad", p) or ("value", make)
     n_user: int
     single: bool
     writes: list  # tensors whose data the call overwrites
     grad_writes: list  # (tensor, "set" | "none")
-    guards: list  # (kind, tensor, expected)
+    guards: Any  # a `signature.Guards`, or None
     kernel: Any = None
     bwd_kernel: Any = None
     wrt_tensors: list = field(default_factory=list)
@@ -66,7 +66,8 @@ class _Entry:
         """The kernel's input arrays: ``out`` (a new list of the arrays of the call's tensor
         and array arguments, see `arg_arrays`) extended in place with the captured ones."""
         for kind, t in self.sources:
-            out.append(array_of(t) if kind == "tensor" else array_of(t.grad))
+            out.append(array_of(t) if kind == "tensor" else
+                       array_of(t.grad) if kind == "grad" else t())
         for j in self.scalar_in:
             out[j] = out[j].reshape(1)
         return out
@@ -124,8 +125,9 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     user = list(outputs)
     writes = list(ctx.writes.values())
     extra = [n for _, n in writes] + [n for t, kind, n in grad_writes if kind == "set"]
-    sources, guards = capture_guards(ctx)
-    graph = Graph(ctx.inputs + [n for _, n in ctx.captured], ctx.nodes, user + extra)
+    sources, guards = capture_guards(ctx, fn)
+    graph = Graph(ctx.inputs + [n for _, n in ctx.captured] + [n for n, _ in ctx.runtime],
+                  ctx.nodes, user + extra)
     stats.traces += 1
     stats.trace_seconds += time.perf_counter() - t0
     # Only the leaves an output reaches through recorded ops get a gradient, as on the
