@@ -44,5 +44,5 @@ def run(entry: _Entry, args: tuple, arrays: list) -> Any:
             tensors += [t if kind == "tensor" else t.grad if kind == "grad" else None
                         for kind, t in entry.sources]
         attach_backward(entry.bwd_kernel, tensors, entry.wrt_tensors, res, results,
-                        entry.out_rg)
+                        entry.out_rg, entry.saved_inputs)
     return results[0] if entry.single else tuple(results)

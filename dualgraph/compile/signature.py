@@ -76,10 +76,22 @@ def check_arguments(args: tuple) -> None:
     `TypeError` naming it (instead of failing inside Numba)."""
     for i, a in enumerate(args):
         d = array_of(a) if isinstance(a, Tensor) else a
-        if isinstance(d, np.ndarray) and d.dtype.kind in _UNSUPPORTED_KINDS:
+        if not isinstance(d, np.ndarray):
+            continue
+        dt = d.dtype
+        if dt.kind in _UNSUPPORTED_KINDS:
             raise TypeError(f"compiled function: argument {i} is a "
-                            f"{_UNSUPPORTED_KINDS[d.dtype.kind]} array ({d.dtype}); compiled "
+                            f"{_UNSUPPORTED_KINDS[dt.kind]} array ({dt}); compiled "
                             "kernels take bool, integer and floating-point arrays only")
+        if dt == np.float16:
+            raise TypeError(f"compiled function: argument {i} is float16, which the Numba "
+                            "backend does not support; convert it with .astype(np.float32) "
+                            "(eager mode runs float16)")
+        if not dt.isnative:
+            raise TypeError(f"compiled function: argument {i} has the non-native byte order "
+                            f"{dt.str!r}; convert it with a.astype(a.dtype.newbyteorder('='))"
+                            " (compiled kernels write results in place, so they take "
+                            "native-endian arrays only)")
 
 
 def check_options(parallel: Any, cache: Any, strict: Any, verify: Any, max_retraces: Any,

@@ -61,6 +61,7 @@ class _Entry:
     _pos: dict = field(default_factory=dict)  # graph output index -> kernel output position
     calls: int = 0
     out_rg: tuple = ()  # per user output: depends on an input that requires grad
+    saved_inputs: tuple = ()  # kernel input positions the backward reads (version-checked)
 
     def arrays(self, out: list) -> list:
         """The kernel's input arrays: ``out`` (a new list of the arrays of the call's tensor
@@ -168,6 +169,8 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     if train:
         entry.residual_plan = [(kind, j if kind == "in" else entry._pos[j])
                                for kind, j in entry.residual_plan]
+        entry.saved_inputs = tuple(sorted({j for kind, j in entry.residual_plan
+                                           if kind == "in"}))
         entry.bwd_kernel = build(entry.backward_graph, parallel, cache, "backward")
         # Types only: running the forward here would apply its in-place writes twice.
         outs = entry.kernel.new_outputs()

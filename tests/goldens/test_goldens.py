@@ -67,7 +67,6 @@ _BACKWARD_DUP = "issue 11 s1: dg.backward([y, y], [g, g]) leaves x.grad None, no
 _NEG_ZERO_C = ("issue 11 s2: compiled, simplify drops `x + 0.0` and `0.0 + x`, so -0.0 "
                "stays -0.0 (IEEE: +0.0)")
 _INT_POW_C = "issue 11 s2: compiled, int ** -1 gives [1, 0, 0] instead of raising"
-_TRACER_API = "issue 11 s2: the tracer lacks clone() (AttributeError)"
 _EXP_INPLACE_C = ("issue 11 s2: compiled, changing exp's output in place inside the function "
                   "is not caught (PyTorch raises 'modified by an inplace operation')")
 _ADV_INDEX = ("not in issue (API A2): advanced indexing (int tensor, bool mask) is rejected "
@@ -111,7 +110,6 @@ KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {
     ("zero_dim_grad_inplace_add", "eager"): _ZERO_D_GRAD,
     ("add_zero_keeps_ieee", "compiled"): _NEG_ZERO_C,
     ("int_pow_negative", "compiled"): _INT_POW_C,
-    ("clone_and_data", "compiled"): _TRACER_API,
     ("transpose_2d", "eager"): _TRANSPOSE_2D,
     ("transpose_2d", "compiled"): _TRANSPOSE_2D,
     ("transpose_3d", "eager"): _TRANSPOSE_3D,
