@@ -37,11 +37,16 @@ class CallTraceContext(TraceContext):
         self._runtime_nodes: dict = {}
 
     def note_attr(self, owner: Any, name: str, value: Any) -> None:
-        """``owner.name`` (a parameter or submodule) was read: guard its identity."""
+        """``owner.name`` (a parameter or submodule of the module ``owner``) was read:
+        guard its identity."""
         key = ("attr", id(owner), name)
         if key not in self.reads:
+            # Read the module's own table (a dict lookup) instead of getattr, which would
+            # go through Module.__getattr__ on every call.
+            d = owner.__dict__
+            store = d["_parameters"] if name in d.get("_parameters", ()) else d["_modules"]
             self.reads[key] = (
-                lambda: id(getattr(owner, name, None)), id(value),
+                lambda: id(store.get(name)), id(value),
                 lambda now: f"{type(owner).__name__}.{name} was rebound to another object",
                 (owner, value))
 
