@@ -110,13 +110,14 @@ class CompiledFunction:
         sig = (tuple(key), grad_mode.GRAD_ENABLED.value, layout)
         self.stats.calls += 1
         entry = None
-        reason = None
         for e in self._entries.get(sig, ()):
             if e.guards is None or e.guards.holds():
                 entry = e
                 break
-            reason = e.guards.failure()
         if entry is None:
+            # Why the most recent entry of this signature no longer fits (None: new signature).
+            entries = self._entries.get(sig)
+            reason = entries[-1].guards.failure() if entries else None
             if self._eager_fallback:
                 return fn(*args)
             with self._lock:
