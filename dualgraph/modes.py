@@ -130,3 +130,11 @@ def pop_mode() -> None:
 def current_mode() -> Mode:
     """The active mode of this thread (the eager mode unless a trace is running)."""
     return _LOCAL.stack[-1]
+
+
+def current_trace() -> Mode | None:
+    """The active mode if it is not the eager base mode (a trace is running), else ``None``:
+    code that behaves differently under tracing (guards, runtime hyperparameters, inlining
+    a compiled call) asks this."""
+    stack = _LOCAL.stack
+    return stack[-1] if len(stack) > 1 else None

@@ -1,7 +1,9 @@
 """`dg.optim`: SGD and Adam with PyTorch's update rules.
 
 Updates are written with tensor ops applied in place under ``no_grad`` (not raw NumPy), so
-a traced training step sees them as ops too.
+a traced training step sees them as ops too. Hyperparameters are read through `hparam`:
+eagerly a Python number; in a compiled step a 0-d input read from ``param_groups`` on every
+call, so a learning-rate schedule runs one kernel.
 """
 
 from __future__ import annotations
@@ -14,6 +16,43 @@ import numpy as np
 from .eager.grad_mode import no_grad
 from .eager.internal import array_of
 from .eager.tensor import Tensor
+from .modes import current_trace
+
+# Every hyperparameter expression the updates use, as a function of the group. Derived
+# values (``1 - beta1``) are computed in Python double precision, as eager mode does, and
+# only then rounded to the parameter's dtype.
+_HPARAMS = {
+    "lr": lambda g: g["lr"],
+    "momentum": lambda g: g["momentum"],
+    "weight_decay": lambda g: g["weight_decay"],
+    "eps": lambda g: g["eps"],
+    "beta1": lambda g: g["betas"][0],
+    "beta2": lambda g: g["betas"][1],
+    "1-beta1": lambda g: 1 - g["betas"][0],
+    "1-beta2": lambda g: 1 - g["betas"][1],
+}
+
+
+def hparam(group: dict, name: str, dtype: Any) -> Any:
+    """Hyperparameter ``name`` of ``group`` (see ``_HPARAMS``): a Python number eagerly;
+    while a compiled call traces, a 0-d ``dtype`` input that the call reads from the group
+    each time (so changing ``group["lr"]`` takes effect without a retrace)."""
+    rule = _HPARAMS[name]
+    lift = getattr(current_trace(), "runtime_scalar", None)
+    if lift is None:
+        return rule(group)
+    return lift((id(group), name, np.dtype(dtype)), lambda: rule(group), dtype, group)
+
+
+def hflag(group: dict, key: str) -> bool:
+    """Whether ``group[key]`` is non-zero: a Python branch (weight decay on or off), so a
+    compiled call guards it and retraces when it flips."""
+    value = bool(group[key])
+    guard = getattr(current_trace(), "guard_value", None)
+    if guard is not None:
+        guard(lambda: bool(group[key]), value,
+              f"param_groups[...][{key!r}] became {'non-' if not value else ''}zero", group)
+    return value
 
 
 class Optimizer:
@@ -110,19 +149,18 @@ class SGD(Optimizer):
         super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
-        if group["weight_decay"]:
-            g = g + p * group["weight_decay"]
-        momentum = group["momentum"]
-        if momentum:
+        if hflag(group, "weight_decay"):
+            g = g + p * hparam(group, "weight_decay", p.dtype)
+        if hflag(group, "momentum"):
             # PyTorch starts the buffer at g; starting at 0 and always running
             # buf = momentum * buf + g gives the same values, and keeps the state an eager
             # tensor even when the step is traced (then the update is a graph output).
             buf = state.get("momentum_buffer")
             if buf is None:
                 buf = state["momentum_buffer"] = Tensor(np.zeros_like(array_of(p)))
-            buf.mul_(momentum).add_(g)
+            buf.mul_(hparam(group, "momentum", p.dtype)).add_(g)
             g = buf
-        p.sub_(g * group["lr"])
+        p.sub_(g * hparam(group, "lr", p.dtype))
 
 
 class Adam(Optimizer):
@@ -142,9 +180,8 @@ class Adam(Optimizer):
                                   "weight_decay": weight_decay})
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
-        b1, b2 = group["betas"]
-        if group["weight_decay"]:
-            g = g + p * group["weight_decay"]
+        if hflag(group, "weight_decay"):
+            g = g + p * hparam(group, "weight_decay", p.dtype)
         if not state:
             # The step count is a tensor, not a Python int: a traced step then reads it as
             # an input instead of baking in the count of the step it was traced at.
@@ -153,14 +190,14 @@ class Adam(Optimizer):
             state["exp_avg_sq"] = Tensor(np.zeros_like(array_of(p)))
         step, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
         step += 1
-        m.mul_(b1).add_(g * (1 - b1))
-        v.mul_(b2).add_(g * g * (1 - b2))
+        m.mul_(hparam(group, "beta1", p.dtype)).add_(g * hparam(group, "1-beta1", p.dtype))
+        v.mul_(hparam(group, "beta2", p.dtype)).add_(g * g * hparam(group, "1-beta2", p.dtype))
         # Bias corrections in float64, then cast to the parameter's dtype: in float32,
         # 1 - 0.999 ** 1 loses ~1e-5 of its value to cancellation (0.999 is not exact),
         # which made float32 Adam drift 40x further from the exact rule than torch's
         # (torch computes the corrections from a Python-float step).
         step64 = step.astype(np.float64)
-        bc1 = (1 - b1 ** step64).astype(p.dtype)
-        bc2_sqrt = (1 - b2 ** step64).sqrt().astype(p.dtype)
-        denom = v.sqrt() / bc2_sqrt + group["eps"]
-        p.sub_(m / denom * (group["lr"] / bc1))
+        bc1 = (1 - hparam(group, "beta1", np.float64) ** step64).astype(p.dtype)
+        bc2_sqrt = (1 - hparam(group, "beta2", np.float64) ** step64).sqrt().astype(p.dtype)
+        denom = v.sqrt() / bc2_sqrt + hparam(group, "eps", p.dtype)
+        p.sub_(m / denom * (hparam(group, "lr", p.dtype) / bc1))

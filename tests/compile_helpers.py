@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -30,3 +31,12 @@ def graph_ops(graph: Graph | None) -> Iterator[str]:
         body = n.attrs.get("body") if n.op == "fused" else None
         if body is not None:
             yield from graph_ops(body)
+
+
+def assert_b3(actual: Any, expected: Any, what: str = "") -> None:
+    """Compiled against eager within API.md B3's tolerance of the dtype (nan equals nan)."""
+    from dualgraph.testing import assert_close
+
+    exp = np.asarray(expected)
+    tol = B3.get(exp.dtype, {"rtol": 0.0, "atol": 0.0})
+    assert_close(np.asarray(actual), exp, equal_nan=True, msg=what or None, **tol)

@@ -9,8 +9,10 @@ checks that the trace is not stale (`stale`).
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import threading
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,10 +22,10 @@ import numpy as np
 from ..eager import grad_mode
 from ..eager.internal import array_of, make_tensor, requires_grad_of
 from ..eager.tensor import Tensor
-from ..ir.graph import Literal
+from ..modes import current_trace
 from .retrace import retrace_allowed
 from .run import run
-from .signature import describe_change, guard_failure
+from .signature import check_arguments, check_options, const_key, describe_change
 from .specialize import _Entry, compile_entry
 from .stale import check_stale
 
@@ -58,8 +60,13 @@ class CompiledFunction:
     def __init__(self, fn: Callable, parallel: bool = False, cache: bool = True,
                  strict: bool = False, verify: bool = False, max_retraces: int = 8,
                  dynamic: Sequence[int] = ()) -> None:
+        check_options(parallel=parallel, cache=cache, strict=strict, verify=verify,
+                      max_retraces=max_retraces, dynamic=dynamic)
         self.fn = fn
         self.dynamic = frozenset(int(i) for i in dynamic)
+        self._signature, self._npos = _read_signature(fn)
+        self._callers: dict = {}
+        self._keep: dict = {}  # unhashable constant arguments, keyed by id (ids stay unique)
         self.parallel = parallel
         self.cache = cache
         self.strict = strict
@@ -76,8 +83,14 @@ class CompiledFunction:
 
     # ------------------------------------------------------------------- calls
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            raise TypeError("compiled functions take positional arguments only")
+        if current_trace() is not None:
+            # Called while a function is traced (another compiled function, or this one
+            # recursively): run the Python function, so its ops join the outer trace.
+            return self.fn(*args, **kwargs)
+        fn = self.fn
+        layout = None
+        if kwargs or (len(args) != self._npos and self._npos != -2):
+            args, fn, layout = self._bind(args, kwargs)
         if self.dynamic:
             args = self._lift_dynamic(args)
         # The signature is built inline, and the arguments' arrays gathered on the way (the
@@ -89,45 +102,42 @@ class CompiledFunction:
                 d = array_of(a)
                 arrays.append(d)
                 key.append((d.shape, d.dtype, requires_grad_of(a)))
-            elif isinstance(a, Literal) or a is None:
-                key.append((type(a), a))
             elif isinstance(a, np.ndarray):
                 arrays.append(a)
                 key.append((a.shape, a.dtype))
             else:
-                raise TypeError(
-                    f"compiled function: argument {len(key)} is a {type(a).__name__}; pass "
-                    "tensors, NumPy arrays or Python scalars (scalars are baked into the graph)"
-                )
-        sig = (tuple(key), grad_mode.GRAD_ENABLED.value)
+                key.append(const_key(a, len(key), self._keep))
+        sig = (tuple(key), grad_mode.GRAD_ENABLED.value, layout)
         self.stats.calls += 1
         entry = None
-        reason = None
         for e in self._entries.get(sig, ()):
-            reason = guard_failure(e.guards) if e.guards else None
-            if reason is None:
+            if e.guards is None or e.guards.holds():
                 entry = e
                 break
         if entry is None:
+            # Why the most recent entry of this signature no longer fits (None: new signature).
+            entries = self._entries.get(sig)
+            reason = entries[-1].guards.failure() if entries else None
             if self._eager_fallback:
-                return self.fn(*args)
+                return fn(*args)
             with self._lock:
                 for e in self._entries.get(sig, ()):  # another thread may have compiled it
-                    if not e.guards or guard_failure(e.guards) is None:
+                    if e.guards is None or e.guards.holds():
                         entry = e
                         self.stats.cache_hits += 1  # a waiting thread reuses the new kernel
                         break
                 if entry is None:
+                    check_arguments(args)
                     if reason is None and self._last_sig is not None and sig != self._last_sig:
                         reason = describe_change(self._last_sig, sig, args)
                     if self.stats.traces > 0 and not retrace_allowed(
                             getattr(self.fn, "__name__", "compiled function"), self.stats,
                             self.max_retraces, self.strict, reason):
                         self._eager_fallback = True
-                        return self.fn(*args)
+                        return fn(*args)
                     if reason is not None:
                         self.stats.retrace_reasons.append(reason)
-                    entry = compile_entry(self.fn, args, self.stats, self.parallel, self.cache,
+                    entry = compile_entry(fn, args, self.stats, self.parallel, self.cache,
                                           self.verify)
                     self._entries.setdefault(sig, []).append(entry)
         else:
@@ -136,8 +146,34 @@ class CompiledFunction:
         if self.verify:
             entry.calls += 1
             if entry.calls & (entry.calls - 1) == 0:  # calls 1, 2, 4, 8, ...: occasionally
-                check_stale(self.fn, entry, args)
+                check_stale(fn, entry, args)
         return run(entry, args, arrays)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """``@dg.compile`` on a method: the bound method passes the instance as argument 0,
+        so all instances share this function's cache, keyed by the instance (by identity,
+        unless its class defines ``__eq__`` and ``__hash__``)."""
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
+
+    def _bind(self, args: tuple, kwargs: dict) -> tuple:
+        """Keyword arguments and defaults: bind them to the signature (read once) and
+        return ``(flat arguments, a function taking them positionally, layout)``; the
+        layout (how many positional, which keywords) is part of the key."""
+        if self._signature is None:
+            if kwargs:
+                raise TypeError(f"{getattr(self.fn, '__name__', 'the function')}: its "
+                                "signature cannot be read, so pass arguments by position")
+            return args, self.fn, None
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        pos, kw = bound.args, bound.kwargs
+        layout = (len(pos), tuple(kw))
+        call = self._callers.get(layout)
+        if call is None:
+            call = self._callers[layout] = _positional(self.fn, *layout)
+        return pos + tuple(kw.values()), call, layout
 
     def _lift_dynamic(self, args: tuple) -> tuple:
         """Python numbers at the ``dynamic`` positions become 0-d tensors: graph inputs, so a
@@ -164,8 +200,8 @@ class CompiledModule:
         object.__setattr__(self, "module", module)
         object.__setattr__(self, "compiled", CompiledFunction(module, **options))
 
-    def __call__(self, *args: Any) -> Any:
-        return self.compiled(*args)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.compiled(*args, **kwargs)
 
     @property
     def stats(self) -> CompileStats:
@@ -195,6 +231,8 @@ def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool =
     number arguments passed as 0-d tensor inputs instead of constants: a new value runs the
     same kernel instead of retracing).
     """
+    check_options(parallel=parallel, cache=cache, strict=strict, verify=verify,
+                  max_retraces=max_retraces, dynamic=dynamic)
     options = {"parallel": parallel, "cache": cache, "strict": strict, "verify": verify,
                "max_retraces": max_retraces, "dynamic": tuple(dynamic)}
     if fn is None:
@@ -206,3 +244,35 @@ def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool =
     if not callable(fn):
         raise TypeError(f"dg.compile expects a function or a module, got {type(fn).__name__}")
     return CompiledFunction(fn, **options)
+
+
+def _read_signature(fn: Callable) -> tuple:
+    """``(signature or None, npos)``: ``npos`` is the number of positional parameters when
+    a purely positional call of that many arguments needs no binding (no defaults, no
+    keyword-only parameters), -2 for ``(*args)``-style functions (any positional call),
+    and -1 when every call must be bound."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # some builtins and C callables
+        return None, -2
+    kinds = [p.kind for p in sig.parameters.values()]
+    plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if all(p.kind in plain and p.default is p.empty for p in sig.parameters.values()):
+        return sig, len(kinds)
+    if all(k in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+           for k in kinds):
+        return sig, -2
+    return sig, -1
+
+
+def _positional(fn: Callable, n: int, names: tuple) -> Callable:
+    """``fn`` taking its ``n`` positional arguments, then the keyword arguments ``names``,
+    all by position (the compiled call's flat argument list)."""
+    if not names:
+        return fn
+
+    def call(*flat: Any) -> Any:
+        return fn(*flat[:n], **dict(zip(names, flat[n:])))
+
+    functools.update_wrapper(call, fn, updated=())
+    return call

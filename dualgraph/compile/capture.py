@@ -16,7 +16,68 @@ import numpy as np
 from ..eager.internal import set_grad
 from ..eager.tensor import Tensor
 from ..errors import TraceError
+from ..ir.graph import Node
 from ..trace.tracer import TraceContext, Tracer, _outputs
+
+
+class CallTraceContext(TraceContext):
+    """The trace of one compiled call: it also records what the function read from outside
+    (for guards) and the hyperparameters it reads at run time.
+
+    ``reads`` maps a key to ``(getter, expected, what, keep)``: the call may reuse the trace
+    while ``getter() == expected``; ``what(now)`` says why not; ``keep`` holds the objects
+    whose ids are compared, so the ids stay unique. ``runtime`` lists ``(node, value)``:
+    0-d inputs whose array ``value()`` makes on every call.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(lift_as_input=lambda t: True)
+        self.reads: dict = {}
+        self.runtime: list = []
+        self._runtime_nodes: dict = {}
+
+    def note_attr(self, owner: Any, name: str, value: Any) -> None:
+        """``owner.name`` (a parameter or submodule of the module ``owner``) was read:
+        guard its identity."""
+        key = ("attr", id(owner), name)
+        if key not in self.reads:
+            # Read the module's own table (a dict lookup) instead of getattr, which would
+            # go through Module.__getattr__ on every call.
+            d = owner.__dict__
+            store = d["_parameters"] if name in d.get("_parameters", ()) else d["_modules"]
+            self.reads[key] = (
+                lambda: id(store.get(name)), id(value),
+                lambda now: f"{type(owner).__name__}.{name} was rebound to another object",
+                (owner, value))
+
+    def note_training(self, module: Any, value: bool) -> None:
+        """``module.training`` was read: guard its value."""
+        key = ("training", id(module))
+        if key not in self.reads:
+            self.reads[key] = (
+                lambda: module.training, value,
+                lambda now: f"{type(module).__name__}.training is {now} (traced with {value})",
+                module)
+
+    def guard_value(self, getter: Callable[[], Any], expected: Any, what: str,
+                    keep: Any = None) -> None:
+        """A Python value the trace branched on: reuse the trace while ``getter()`` gives
+        ``expected`` (compared with ``==``)."""
+        self.reads.setdefault(("value", what, id(keep)),
+                              (getter, expected, lambda now: what, keep))
+
+    def runtime_scalar(self, key: Any, value: Callable[[], Any], dtype: Any,
+                       keep: Any = None) -> Tracer:
+        """A 0-d ``dtype`` input whose value the compiled call reads from ``value()`` on
+        every call (an optimizer hyperparameter); one input per ``key``."""
+        node = self._runtime_nodes.get(key)
+        if node is None:
+            node = Node("input", (), {}, (), np.dtype(dtype))
+            dt = np.dtype(dtype)
+            self.runtime.append((node, lambda: np.full(1, value(), dt)))
+            self._runtime_nodes[key] = node
+            self._keep.append(keep)
+        return Tracer(node, self)
 
 
 def trace_call(fn: Callable, args: tuple, with_outputs: bool = True) -> tuple:
@@ -25,7 +86,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True) -> tuple:
     ``outputs`` are the output nodes (``None`` unless ``with_outputs``), ``single`` whether
     ``fn`` returned one value, ``grad_writes`` what `restore_grads` returned.
     """
-    ctx = TraceContext(lift_as_input=lambda t: True)
+    ctx = CallTraceContext()
     targs = [ctx.new_input(a.shape, a.dtype, a if isinstance(a, Tensor) else None)
              if isinstance(a, (Tensor, np.ndarray)) else a for a in args]
     outputs = single = None

@@ -41,7 +41,8 @@ def run(entry: _Entry, args: tuple, arrays: list) -> Any:
         res = tuple(ins[j] if kind == "in" else outs[j] for kind, j in entry.residual_plan)
         tensors = [a for a in args if isinstance(a, (Tensor, np.ndarray))]
         if entry.sources:
-            tensors += [t if kind == "tensor" else t.grad for kind, t in entry.sources]
+            tensors += [t if kind == "tensor" else t.grad if kind == "grad" else None
+                        for kind, t in entry.sources]
         attach_backward(entry.bwd_kernel, tensors, entry.wrt_tensors, res, results,
-                        entry.out_rg)
+                        entry.out_rg, entry.saved_inputs)
     return results[0] if entry.single else tuple(results)

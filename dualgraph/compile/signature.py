@@ -11,13 +11,124 @@ keeps guards on them, checked before the entry is reused.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
 from ..eager.internal import array_of
+from ..eager.tensor import Tensor
 from ..trace.tracer import TraceContext
+
+_INT64 = (-(2 ** 63), 2 ** 63)
+# Array dtypes no kernel can take: caught before tracing, with the dtype named.
+_UNSUPPORTED_KINDS = {"O": "object", "M": "datetime64", "m": "timedelta64", "U": "str",
+                      "S": "bytes", "V": "void (structured)"}
+
+
+def const_key(a: Any, i: int, keep: dict) -> tuple:
+    """The key of a non-tensor argument ``a`` (argument ``i``), baked into the trace as a
+    constant: ``(type, value)``.
+
+    Floats are keyed by their bits (``float.hex``): ``-0.0`` and ``0.0`` differ, and a NaN
+    equals itself, so it does not retrace on every call. Tuples, lists and dicts are keyed
+    by value, element by element. Other hashable objects (strings, dtypes, functions,
+    instances) by value as ``==`` sees it, which is identity unless their class says
+    otherwise; unhashable ones by identity (``keep`` keeps them alive so ids stay unique):
+    the same object reuses the trace even when changed in place.
+    """
+    if isinstance(a, float):
+        return (type(a), a.hex())
+    if isinstance(a, bool) or a is None:
+        return (type(a), a)
+    if isinstance(a, int):
+        if not _INT64[0] <= a < _INT64[1]:
+            raise OverflowError(f"compiled function: argument {i} is the Python int {a}, "
+                                "which does not fit in int64 (the widest integer a kernel "
+                                "takes); pass a float or a smaller int")
+        return (type(a), a)
+    if isinstance(a, np.generic):
+        if a.dtype.kind in _UNSUPPORTED_KINDS:
+            raise TypeError(f"compiled function: argument {i} is a NumPy "
+                            f"{_UNSUPPORTED_KINDS[a.dtype.kind]} scalar, which dualgraph "
+                            "cannot compile")
+        return (type(a), a.tobytes())
+    if isinstance(a, (Tensor, np.ndarray)):
+        raise TypeError(f"compiled function: argument {i} holds a tensor or array inside a "
+                        "tuple, list or dict; pass each "
+                        "tensor as its own argument")
+    if isinstance(a, (tuple, list)):
+        return (type(a), tuple(const_key(e, i, keep) for e in a))
+    if isinstance(a, dict):
+        return (type(a), tuple((const_key(k, i, keep), const_key(v, i, keep))
+                               for k, v in a.items()))
+    try:
+        hash(a)
+    except TypeError:
+        keep[id(a)] = a
+        return (type(a), ("id", id(a)))
+    return (type(a), a)
+
+
+def check_arguments(args: tuple) -> None:
+    """Before tracing a new signature: arrays of a dtype no kernel takes raise a
+    `TypeError` naming it (instead of failing inside Numba)."""
+    for i, a in enumerate(args):
+        d = array_of(a) if isinstance(a, Tensor) else a
+        if not isinstance(d, np.ndarray):
+            continue
+        dt = d.dtype
+        if dt.kind in _UNSUPPORTED_KINDS:
+            raise TypeError(f"compiled function: argument {i} is a "
+                            f"{_UNSUPPORTED_KINDS[dt.kind]} array ({dt}); compiled "
+                            "kernels take bool, integer and floating-point arrays only")
+        if dt == np.float16:
+            raise TypeError(f"compiled function: argument {i} is float16, which the Numba "
+                            "backend does not support; convert it with .astype(np.float32) "
+                            "(eager mode runs float16)")
+        if not dt.isnative:
+            raise TypeError(f"compiled function: argument {i} has the non-native byte order "
+                            f"{dt.str!r}; convert it with a.astype(a.dtype.newbyteorder('='))"
+                            " (compiled kernels write results in place, so they take "
+                            "native-endian arrays only)")
+
+
+def check_options(parallel: Any, cache: Any, strict: Any, verify: Any, max_retraces: Any,
+                  dynamic: Any) -> None:
+    """`dg.compile`'s options, checked when it is applied (``parallel`` ends up in the
+    generated source, so it must be a real bool)."""
+    for name, v in (("parallel", parallel), ("cache", cache), ("strict", strict),
+                    ("verify", verify)):
+        if not isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"dg.compile: {name} must be True or False, got {v!r}")
+    if isinstance(max_retraces, bool) or not isinstance(max_retraces, (int, np.integer)):
+        raise TypeError(f"dg.compile: max_retraces must be an int, got {max_retraces!r}")
+    if max_retraces < 0:
+        raise ValueError(f"dg.compile: max_retraces must be >= 0, got {max_retraces}")
+    if isinstance(dynamic, (str, bytes)) or not hasattr(dynamic, "__iter__"):
+        raise TypeError("dg.compile: dynamic must be a sequence of argument positions, "
+                        f"got {dynamic!r}")
+    for i in dynamic:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"dg.compile: dynamic positions must be ints, got {i!r}")
+        if i < 0:
+            raise ValueError(f"dg.compile: dynamic positions must be >= 0, got {i}")
+
+
+def _shown(k: tuple) -> Any:
+    """A constant's key back in words: floats from their bits."""
+    return float.fromhex(k[1]) if issubclass(k[0], float) else k[1]
 
 
 def describe_change(old: tuple, new: tuple, args: tuple) -> str:
     """Why a call's signature differs from the previous one, in words."""
-    (old_args, old_grad), (new_args, new_grad) = old, new
+    old_args, old_grad, old_layout = old
+    new_args, new_grad, new_layout = new
+    if old_layout != new_layout:
+        def kw(layout: tuple | None) -> str:
+            return ", ".join(layout[1]) if layout and layout[1] else "none"
+        return f"keyword arguments {kw(new_layout)} instead of {kw(old_layout)}"
     if len(old_args) != len(new_args):
         return f"{len(new_args)} arguments instead of {len(old_args)}"
     for i, (a, b) in enumerate(zip(old_args, new_args)):
@@ -28,7 +139,8 @@ def describe_change(old: tuple, new: tuple, args: tuple) -> str:
         if len(a) != len(b) or const_a != const_b:
             return f"argument {i}: a {type(args[i]).__name__} now"
         if const_a:
-            return f"argument {i}: Python value {b[1]!r} instead of {a[1]!r} (baked constant)"
+            return (f"argument {i}: Python value {_shown(b)!r} instead of {_shown(a)!r} "
+                    "(baked constant)")
         kind = "tensor" if len(a) == 3 else "array"
         for k, what in ((0, "shape"), (1, "dtype")):
             if a[k] != b[k]:
@@ -37,41 +149,119 @@ def describe_change(old: tuple, new: tuple, args: tuple) -> str:
     return f"grad mode {'on' if new_grad else 'off'} instead of {'on' if old_grad else 'off'}"
 
 
-def capture_guards(ctx: TraceContext) -> tuple[list, list]:
+class Guards:
+    """What must hold for a call to reuse an entry, checked as one tuple comparison: the
+    getters' values now against the values recorded when the entry was traced."""
+
+    __slots__ = ("getters", "expected", "whats", "keep")
+
+    def __init__(self, items: list) -> None:
+        self.getters = tuple(g for g, _, _, _ in items)
+        self.expected = tuple(e for _, e, _, _ in items)
+        self.whats = tuple(w for _, _, w, _ in items)
+        self.keep = [k for _, _, _, k in items]  # keeps compared ids unique
+
+    def holds(self) -> bool:
+        return tuple([g() for g in self.getters]) == self.expected
+
+    def failure(self) -> str | None:
+        """Why the guards fail now (``None`` when they all hold)."""
+        for g, e, what in zip(self.getters, self.expected, self.whats):
+            now = g()
+            if now != e:
+                return what(now)
+        return None
+
+
+def _type_of(t: Any) -> tuple:
+    d = array_of(t)
+    return d.shape, d.dtype
+
+
+def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[list, Guards | None]:
     """Where each captured input comes from, and what must hold to reuse the trace.
 
-    Returns ``(sources, guards)``: per captured input ``("tensor", t)`` (its data) or
-    ``("grad", p)`` (the ``.grad`` of ``p``); guards ``(kind, tensor, expected)`` with kind
-    ``"type"`` (shape and dtype) or ``"grad_none"`` (whether ``.grad`` is ``None``).
+    Returns ``(sources, guards)``: per captured input ``("tensor", t)`` (its data),
+    ``("grad", p)`` (the ``.grad`` of ``p``) or ``("value", make)`` (a runtime 0-d input,
+    ``make()`` gives its array); ``guards`` a `Guards` (``None`` when nothing is guarded):
+    captured tensors' shapes and dtypes, whether a ``.grad`` is ``None``, and what the
+    trace read from outside (module attributes and ``training`` flags, the tensors and
+    modules ``fn``'s globals and closure name, Python values an optimizer branched on).
     Call it after the trace has put every ``.grad`` back.
     """
     entry_grads = {id(t): before for t, before in ctx.grad_before.values()}
-    sources, guards = [], []
+    sources, items = [], []
     for t, _ in ctx.captured:
         owner = next((p for p, _ in ctx.captured + list(ctx.grad_before.values())
                       if entry_grads.get(id(p), p.grad) is t and p is not t), None)
         if owner is not None:
             sources.append(("grad", owner))
-            guards.append(("grad_none", owner, False))
-            guards.append(("type", t, (t.shape, t.dtype)))
+            items.append(_grad_none(owner, False))
         else:
             sources.append(("tensor", t))
-            guards.append(("type", t, (t.shape, t.dtype)))
+        items.append(_type_guard(t))
     for t in ctx.grad_assumed_none:
-        guards.append(("grad_none", t, True))
-    return sources, guards
+        items.append(_grad_none(t, True))
+    reads = getattr(ctx, "reads", {})
+    items.extend(reads.values())
+    if fn is not None:
+        items.extend(_outside_names(fn))
+    sources.extend(("value", make) for _, make in getattr(ctx, "runtime", ()))
+    return sources, (Guards(items) if items else None)
 
 
-def guard_failure(guards: list) -> str | None:
-    """Why an entry's guards fail now (``None`` when they all hold)."""
-    for kind, t, expected in guards:
-        if kind == "grad_none":
-            if (t.grad is None) != expected:
-                state = "None" if t.grad is None else "set"
-                return f"the .grad of a {t.shape} tensor is {state} (it was not at trace time)"
-        elif kind == "type":
-            d = array_of(t)
-            if d.shape != expected[0] or d.dtype != expected[1]:
-                return (f"a captured tensor is {t.shape} {t.dtype} instead of "
-                        f"{expected[0]} {expected[1]}")
-    return None
+def _type_guard(t: Any) -> tuple:
+    shape, dtype = t.shape, t.dtype
+    return (lambda: _type_of(t), (shape, dtype),
+            lambda now: f"a captured tensor is {now[0]} {now[1]} instead of {shape} {dtype}", t)
+
+
+def _grad_none(t: Any, expected: bool) -> tuple:
+    def what(now: bool) -> str:
+        state = "None" if now else "set"
+        return f"the .grad of a {t.shape} tensor is {state} (it was not at trace time)"
+    return (lambda: t.grad is None, expected, what, t)
+
+
+def _outside_names(fn: Callable) -> list:
+    """Identity guards on the tensors, modules and optimizers that ``fn`` names as globals
+    or closure variables: rebinding one (``w = dg.tensor(...)`` at module level) retraces
+    instead of running with the old object."""
+    from ..eager.tensor import Tensor
+    from ..nn.modules import Module
+    from ..optim import Optimizer
+
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    watched = (Tensor, Module, Optimizer)
+    items = []
+    names: set[str] = set()
+    stack = [code]
+    while stack:  # nested functions and lambdas share fn's globals
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if inspect.iscode(k))
+    g = getattr(fn, "__globals__", {})
+    for name in sorted(names):
+        v = g.get(name)
+        if isinstance(v, watched):
+            items.append((lambda name=name: id(g.get(name)), id(v),
+                          lambda now, name=name: f"global {name!r} was rebound", v))
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(v, watched):
+            items.append((lambda cell=cell: id(_cell_value(cell)), id(v),
+                          lambda now, name=name: f"closure variable {name!r} was rebound", v))
+    return items
+
+
+def _cell_value(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # deleted since the trace
+        return None

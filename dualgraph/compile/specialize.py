@@ -39,12 +39,12 @@ class _Entry:
 
     mode: str
     graph: Graph
-    sources: list  # per captured input: ("tensor", t) or ("grad", p)
+    sources: list  # per captured input: ("tensor", t), ("grad", p) or ("value", make)
     n_user: int
     single: bool
     writes: list  # tensors whose data the call overwrites
     grad_writes: list  # (tensor, "set" | "none")
-    guards: list  # (kind, tensor, expected)
+    guards: Any  # a `signature.Guards`, or None
     kernel: Any = None
     bwd_kernel: Any = None
     wrt_tensors: list = field(default_factory=list)
@@ -61,12 +61,14 @@ class _Entry:
     _pos: dict = field(default_factory=dict)  # graph output index -> kernel output position
     calls: int = 0
     out_rg: tuple = ()  # per user output: depends on an input that requires grad
+    saved_inputs: tuple = ()  # kernel input positions the backward reads (version-checked)
 
     def arrays(self, out: list) -> list:
         """The kernel's input arrays: ``out`` (a new list of the arrays of the call's tensor
         and array arguments, see `arg_arrays`) extended in place with the captured ones."""
         for kind, t in self.sources:
-            out.append(array_of(t) if kind == "tensor" else array_of(t.grad))
+            out.append(array_of(t) if kind == "tensor" else
+                       array_of(t.grad) if kind == "grad" else t())
         for j in self.scalar_in:
             out[j] = out[j].reshape(1)
         return out
@@ -124,8 +126,9 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     user = list(outputs)
     writes = list(ctx.writes.values())
     extra = [n for _, n in writes] + [n for t, kind, n in grad_writes if kind == "set"]
-    sources, guards = capture_guards(ctx)
-    graph = Graph(ctx.inputs + [n for _, n in ctx.captured], ctx.nodes, user + extra)
+    sources, guards = capture_guards(ctx, fn)
+    graph = Graph(ctx.inputs + [n for _, n in ctx.captured] + [n for n, _ in ctx.runtime],
+                  ctx.nodes, user + extra)
     stats.traces += 1
     stats.trace_seconds += time.perf_counter() - t0
     # Only the leaves an output reaches through recorded ops get a gradient, as on the
@@ -153,7 +156,7 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     n_grads = sum(1 for _, kind in entry.grad_writes if kind == "set")
     t1 = time.perf_counter()
     if train:
-        lower_train(entry, graph, user, extra, leaves, verify)
+        lower_train(entry, graph, user, extra, leaves, verify, ctx.rg)
     else:
         entry.optimized = optimize(graph, verify=verify)
     write_to = entry.plan(entry.optimized, len(user), n_grads, write_inputs)
@@ -166,6 +169,8 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     if train:
         entry.residual_plan = [(kind, j if kind == "in" else entry._pos[j])
                                for kind, j in entry.residual_plan]
+        entry.saved_inputs = tuple(sorted({j for kind, j in entry.residual_plan
+                                           if kind == "in"}))
         entry.bwd_kernel = build(entry.backward_graph, parallel, cache, "backward")
         # Types only: running the forward here would apply its in-place writes twice.
         outs = entry.kernel.new_outputs()
@@ -177,11 +182,12 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
 
 
 def lower_train(entry: _Entry, graph: Graph, user: list, extra: list, leaves: list,
-                verify: bool) -> None:
+                verify: bool, rg: set | None = None) -> None:
     """The train kind: differentiate the user outputs with respect to ``leaves``; the
-    forward graph also returns the residuals the backward graph reads."""
+    forward graph also returns the residuals the backward graph reads. ``rg`` is the
+    trace's set of nodes that require grad (values made under ``no_grad`` are not in it)."""
     fwd = Graph(graph.inputs, graph.nodes, user)
-    d = differentiate(fwd, leaves)
+    d = differentiate(fwd, leaves, rg)
     residuals = d.forward.outputs[len(user):]
     # A residual that is an input is not an output: the backward gets the input's
     # array itself (version checks guard it against in-place changes).

@@ -112,15 +112,17 @@ class _OutputOf(Function):
 
 
 def attach_backward(kernel: Any, tensors: list, wrt: list, residuals: tuple, results: list,
-                    out_rg: tuple) -> None:
+                    out_rg: tuple, saved: tuple | None = None) -> None:
     """Record a compiled call on the tape: ``results`` (its outputs) get a grad_fn whose
     backward runs ``kernel`` on the output gradients and ``residuals``, giving the gradients
     of ``tensors[i]`` for ``i`` in ``wrt``. ``out_rg[k]`` says whether output ``k`` depends
-    on an input that requires grad."""
+    on an input that requires grad; ``saved`` (default: all) the positions in ``tensors``
+    whose arrays are among the residuals."""
     inputs = tuple([tensors[i]._input_node() for i in wrt])
-    # Residuals may be the input arrays themselves: changing one in place before
-    # backward must raise, as in eager mode.
-    checks = [(t, t._version[0]) for t in tensors if isinstance(t, Tensor)]
+    # Residuals that are input arrays themselves: changing one in place before backward
+    # must raise, as in eager mode. An input the backward does not read may change freely.
+    kept = tensors if saved is None else [tensors[i] for i in saved]
+    checks = [(t, t._version[0]) for t in kept if isinstance(t, Tensor)]
     outs = [(tuple(r.shape), r.dtype) for r in results]
     joint = CompiledFunctionBackward(kernel, inputs, residuals, outs, checks)
     for k, r in enumerate(results):

@@ -12,6 +12,7 @@ import numpy as np
 from ..eager.grad_mode import no_grad
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor, _init, rng
+from ..modes import current_trace
 from . import functional as F
 
 
@@ -48,6 +49,21 @@ class Module:
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "training", True)
 
+    # `training` is a property so that a compiled call can guard the flags its trace read:
+    # while `dg.compile` traces, each read is reported to the trace (its `note_training`),
+    # and a changed flag retraces instead of running the other mode's graph.
+    @property
+    def training(self) -> bool:
+        value = self.__dict__.get("_training", True)
+        note = getattr(current_trace(), "note_training", None)
+        if note is not None:
+            note(self, value)
+        return value
+
+    @training.setter
+    def training(self, mode: bool) -> None:
+        self.__dict__["_training"] = bool(mode)
+
     def __setattr__(self, name: str, value: Any) -> None:
         if "_parameters" not in self.__dict__:
             raise AttributeError(
@@ -76,10 +92,17 @@ class Module:
     def __getattr__(self, name: str) -> Any:
         d = self.__dict__
         if name in d.get("_parameters", {}):
-            return d["_parameters"][name]
-        if name in d.get("_modules", {}):
-            return d["_modules"][name]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            value = d["_parameters"][name]
+        elif name in d.get("_modules", {}):
+            value = d["_modules"][name]
+        else:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        # While `dg.compile` traces: the trace guards the identity of what it read here, so
+        # rebinding `m.weight = Parameter(...)` (or a submodule) retraces.
+        note = getattr(current_trace(), "note_attr", None)
+        if note is not None:
+            note(self, name, value)
+        return value
 
     def __delattr__(self, name: str) -> None:
         if name in self._parameters:

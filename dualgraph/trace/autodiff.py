@@ -88,11 +88,14 @@ class _VJPContext:
         return self._res(self.node)
 
 
-def differentiate(fwd: Graph, wrt: Sequence[int] | None = None) -> Differentiated:
+def differentiate(fwd: Graph, wrt: Sequence[int] | None = None,
+                  rg: set[int] | None = None) -> Differentiated:
     """Build the backward graph of ``fwd`` for the inputs at positions ``wrt``.
 
-    ``wrt`` defaults to every floating-point input. The forward graph must not be fused yet
-    (differentiate first, then optimize both halves).
+    ``wrt`` defaults to every floating-point input. ``rg`` (node ids), when given, limits
+    differentiation to the nodes a trace recorded as requiring grad: a value computed under
+    ``no_grad`` is then a constant, as on the eager tape. The forward graph must not be
+    fused yet (differentiate first, then optimize both halves).
     """
     if wrt is None:
         wrt = [i for i, n in enumerate(fwd.inputs) if n.dtype.kind == "f"]
@@ -105,7 +108,7 @@ def differentiate(fwd: Graph, wrt: Sequence[int] | None = None) -> Differentiate
         if n.op == "fused":
             raise ValueError("differentiate the graph before fusing it")
         op = OPS.get(n.op)
-        if op is not None and op.differentiable and any(
+        if op is not None and op.differentiable and (rg is None or id(n) in rg) and any(
             isinstance(i, Node) and id(i) in active for i in n.inputs
         ):
             active.add(id(n))

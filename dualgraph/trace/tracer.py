@@ -117,6 +117,26 @@ class Tracer(TensorOps):
 
         return stop_gradient(self)
 
+    @property
+    def data(self) -> "Tracer":
+        """The value outside autograd, as ``Tensor.data``."""
+        return self.detach()
+
+    def clone(self) -> "Tracer":
+        """A copy: a new value in the graph (later in-place ops on it leave ``self`` alone)."""
+        return self * 1
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tracer":
+        """A no-op when the value already is (or is not) differentiated; turning it on or
+        off inside a compiled function would need a new leaf, which a kernel cannot give
+        a ``.grad``: raise `TraceError` saying so."""
+        if bool(requires_grad) != self.requires_grad:
+            raise TraceError(
+                f"requires_grad_({bool(requires_grad)}) on a value inside a compiled function "
+                "is not supported: pass a tensor that requires grad as an argument instead, "
+                "or run this part eagerly")
+        return self
+
 
 class TraceContext(Mode):
     """The tracing mode: the graph being recorded (inputs, nodes, and the eager tensors

@@ -599,20 +599,15 @@ def test_wrong_number_of_arguments_is_python_s_type_error():
     assert f.stats.kernels == 0
 
 
-def test_keyword_arguments_raise_type_error():
-    f = dg.compile(lambda x, y: x + y)
-    with pytest.raises(TypeError, match="positional"):
-        f(_randn(3), y=_randn(3))
-    assert f.stats.traces == 0
-
-
-@pytest.mark.parametrize("bad", ["text", [1.0, 2.0], {"a": 1}, object()],
-                         ids=["str", "list", "dict", "object"])
-def test_unsupported_argument_types_raise_type_error(bad):
+@pytest.mark.parametrize("bad", [(dg.ones(3),), [dg.ones(3)], {"a": np.ones(3)}],
+                         ids=["tuple", "list", "dict"])
+def test_tensors_inside_containers_raise_type_error(bad):
+    # Non-tensor arguments (strings, lists of numbers, objects) are baked-in constants
+    # (tests/compile/test_calling.py); a tensor inside one cannot be.
     f = dg.compile(lambda x, y: x * 2.0)
     with pytest.raises(TypeError, match="argument 1") as info:
         f(_randn(3), bad)
-    assert type(bad).__name__ in str(info.value)
+    assert "own argument" in str(info.value)
     assert f.stats.traces == 0
 
 

@@ -64,11 +64,9 @@ _NAN_MAX_WARN = _NAN_MAX + ", and leaks NumPy's 'divide by zero' RuntimeWarning"
 _HOOK_DTYPE = ("issue 11 s1: a hook returning a float64 gradient for a float32 tensor is "
                "accepted; PyTorch raises RuntimeError")
 _BACKWARD_DUP = "issue 11 s1: dg.backward([y, y], [g, g]) leaves x.grad None, no accumulation"
-_NO_GRAD_C = "issue 11 s2: compiled, a no_grad block does not stop gradients (4x, not 2x)"
 _NEG_ZERO_C = ("issue 11 s2: compiled, simplify drops `x + 0.0` and `0.0 + x`, so -0.0 "
                "stays -0.0 (IEEE: +0.0)")
 _INT_POW_C = "issue 11 s2: compiled, int ** -1 gives [1, 0, 0] instead of raising"
-_TRACER_API = "issue 11 s2: the tracer lacks clone() (AttributeError)"
 _EXP_INPLACE_C = ("issue 11 s2: compiled, changing exp's output in place inside the function "
                   "is not caught (PyTorch raises 'modified by an inplace operation')")
 _ADV_INDEX = ("not in issue (API A2): advanced indexing (int tensor, bool mask) is rejected "
@@ -108,10 +106,8 @@ KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {
     ("max_with_nan", "compiled"): _NAN_MAX,
     ("zero_dim_grad_zero_", "eager"): _ZERO_D_GRAD,
     ("zero_dim_grad_inplace_add", "eager"): _ZERO_D_GRAD,
-    ("no_grad_block", "compiled"): _NO_GRAD_C,
     ("add_zero_keeps_ieee", "compiled"): _NEG_ZERO_C,
     ("int_pow_negative", "compiled"): _INT_POW_C,
-    ("clone_and_data", "compiled"): _TRACER_API,
     ("max_dim", "eager"): _MAX_DIM,
     ("max_dim", "compiled"): _MAX_DIM,
     ("max_dim_named", "eager"): _MAX_DIM_NAMED,
