@@ -35,6 +35,8 @@ class Mode(abc.ABC):
     """
 
     __slots__ = ()
+    # True for modes that record a program instead of running it (`current_trace`).
+    tracing = False
 
     @abc.abstractmethod
     def process(self, op: Any, args: tuple, attrs: dict) -> Any:
@@ -136,5 +138,5 @@ def current_trace() -> Mode | None:
     """The active mode if it is not the eager base mode (a trace is running), else ``None``:
     code that behaves differently under tracing (guards, runtime hyperparameters, inlining
     a compiled call) asks this."""
-    stack = _LOCAL.stack
-    return stack[-1] if len(stack) > 1 else None
+    mode = _LOCAL.stack[-1]
+    return mode if mode.tracing else None

@@ -144,6 +144,8 @@ class TraceContext(Mode):
     tensor gives it a new node, and a write to an argument or captured tensor becomes an
     output that the compiled call writes back (as eager would have written it)."""
 
+    tracing = True
+
     def __init__(self, lift_as_input: Callable[[Tensor], bool] | None = None) -> None:
         self.inputs: list[Node] = []
         self.nodes: list[Node] = []
