@@ -393,31 +393,33 @@ def _words_at(out: str, counter: str, v: str, indent: str) -> list:
             + _mix(v, indent))
 
 
-@lowers("rand", "randn")
-def _draw(node: Node, args: list, out: str) -> list:
+def _draw_loop(node: Node, key: str, out: str, body: list) -> list:
+    """A loop over the flat output filling ``{out}[{out}_i]`` with ``body``'s lines."""
     n = math.prod(node.shape)
-    dt = np_dtype(node.dtype)
-    lines = _random_base(node, args[0], out) + [f"{out} = np.empty({n}, {dt})",
-                                                 f"for {out}_i in range({n}):"]
-    h, h2 = f"{out}_h", f"{out}_g"
-    if node.op == "rand":
-        lines += _words_at(out, f"{out}_i", h, "    ")
-        if node.dtype == np.float32:
-            lines.append(f"    {out}[{out}_i] = {dt}(np.float64({h} >> {_u64(40)}) * "
-                         f"{2.0 ** -24!r})")
-        else:
-            lines.append(f"    {out}[{out}_i] = {dt}(np.float64({h} >> {_u64(11)}) * "
-                         f"{2.0 ** -53!r})")
-    else:
-        lines += _words_at(out, f"2 * {out}_i", h, "    ")
-        lines += _words_at(out, f"2 * {out}_i + 1", h2, "    ")
-        lines += [
-            f"    {out}_u = 1.0 - np.float64({h} >> {_u64(11)}) * {2.0 ** -53!r}",
-            f"    {out}_v = np.float64({h2} >> {_u64(11)}) * {2.0 ** -53!r}",
-            f"    {out}[{out}_i] = {dt}(np.sqrt(-2.0 * np.log({out}_u)) * "
-            f"np.cos({2.0 * math.pi!r} * {out}_v))",
-        ]
-    return lines + [f"{out} = {out}.reshape({ishape(node)})"]
+    return (_random_base(node, key, out)
+            + [f"{out} = np.empty({n}, {np_dtype(node.dtype)})", f"for {out}_i in range({n}):"]
+            + body + [f"{out} = {out}.reshape({ishape(node)})"])
+
+
+@lowers("rand")
+def _rand(node: Node, args: list, out: str) -> list:
+    h, dt = f"{out}_h", np_dtype(node.dtype)
+    # float32 takes 24 bits (exact, never rounded up to 1.0), float64 53.
+    drop, unit = (40, 2.0 ** -24) if node.dtype == np.float32 else (11, 2.0 ** -53)
+    return _draw_loop(node, args[0], out, _words_at(out, f"{out}_i", h, "    ") + [
+        f"    {out}[{out}_i] = {dt}(np.float64({h} >> {_u64(drop)}) * {unit!r})"])
+
+
+@lowers("randn")
+def _randn(node: Node, args: list, out: str) -> list:
+    h, h2, dt = f"{out}_h", f"{out}_g", np_dtype(node.dtype)
+    return _draw_loop(node, args[0], out, (
+        _words_at(out, f"2 * {out}_i", h, "    ")
+        + _words_at(out, f"2 * {out}_i + 1", h2, "    ")
+        + [f"    {out}_u = 1.0 - np.float64({h} >> {_u64(11)}) * {2.0 ** -53!r}",
+           f"    {out}_v = np.float64({h2} >> {_u64(11)}) * {2.0 ** -53!r}",
+           f"    {out}[{out}_i] = {dt}(np.sqrt(-2.0 * np.log({out}_u)) * "
+           f"np.cos({2.0 * math.pi!r} * {out}_v))"]))
 
 
 @lowers("dropout")
