@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import dualgraph as dg
 from dualgraph.modes import bind
 from dualgraph.ops import OPS
+from dualgraph.ops import random as RND
 from dualgraph.ops.linalg import addmm
 from dualgraph.ops.shape import astype, stop_gradient
 from dualgraph.passes import optimize
@@ -72,11 +73,16 @@ STEPS = {
     "identities": lambda a, b, k: -(-((a * 1 + 0) / 1)) ** 1 - 0,
     "duplicate": lambda a, b, k: (a * b).tanh() + (b * a).tanh(),
     "constant": lambda a, b, k: a + _CONST.exp() * 0.5,
+    # Random ops from a fixed key: every mode draws the same numbers from it.
+    "dropout": lambda a, b, k: RND.dropout(a, _KEY, 0.25, k % 4),
+    "randn": lambda a, b, k: a + RND.randn(_KEY, a.shape, a.dtype, k % 4),
+    "rand": lambda a, b, k: a * RND.rand(_KEY, b.shape, a.dtype, k % 4),
 }
 # Ops with no builder, and why.
 NOT_BUILT = {"scatter": "only reachable as getitem's VJP: every getitem gradient runs it"}
 
 _CONST = dg.tensor(np.array(0.25))
+_KEY = dg.tensor(np.int64(987654321))
 
 
 def _eye_plus(a, b):
