@@ -32,6 +32,9 @@ from .errors import TraceError
 from .ir.graph import Graph, Node
 from .trace.tracer import trace
 
+RANDOM_NOTE = ("random ops: compiled draws a different stream from eager; numerical error is "
+               "not reported for outputs (and gradients) that depend on them")
+
 
 @dataclass
 class Diff:
@@ -42,9 +45,14 @@ class Diff:
     max_rel_error: float
     eager_vs_f64: float
     compiled_vs_f64: float
+    # Depends on random ops: compiled draws another stream than eager, so the errors are
+    # not measured (nan) and not counted in the report's maxima.
+    random: bool = False
 
     @property
     def closer(self) -> str:
+        if self.random:
+            return "random"
         if self.eager_vs_f64 == self.compiled_vs_f64:
             return "tie"
         return "eager" if self.eager_vs_f64 < self.compiled_vs_f64 else "compiled"
@@ -82,6 +90,7 @@ class CompareReport:
     fusion: list = field(default_factory=list)
     ablation: list = field(default_factory=list)
     trace_error: str | None = None
+    notes: list = field(default_factory=list)
 
     # ------------------------------------------------------------------- output
     def to_json(self, **kwargs: Any) -> str:
@@ -97,8 +106,13 @@ class CompareReport:
         out.append(f"  {'value':24s} {'max abs':>10s} {'max rel':>10s} {'eager-f64':>10s} "
                    f"{'comp-f64':>10s}  closer")
         for n in self.numerics:
+            if n.random:
+                out.append(f"  {n.name:24s} {'(random: a different stream, not compared)'}")
+                continue
             out.append(f"  {n.name:24s} {n.max_abs_error:10.2e} {n.max_rel_error:10.2e} "
                        f"{n.eager_vs_f64:10.2e} {n.compiled_vs_f64:10.2e}  {n.closer}")
+        for note in self.notes:
+            out.append(f"  note: {note}")
         out.append("time")
         out.append(f"  eager            {_t(self.eager_time)} (spread {_t(self.eager_spread[0])}"
                    f" .. {_t(self.eager_spread[1])})")
@@ -411,6 +425,7 @@ def _compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5
     >>> report.speedup, report.max_abs_error            # doctest: +SKIP
     """
     from .compile import CompiledFunction
+    from .compile.random_state import random_outputs
 
     report = CompareReport(name or getattr(fn, "__name__", type(fn).__name__))
     traced = None
@@ -445,13 +460,26 @@ def _compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5
     report.compile_breakdown = {"trace": st.trace_seconds, "passes": st.passes_seconds,
                                 "numba": st.numba_seconds}
     names = [f"output {k}" for k in range(len(e_vals))] + [n for n, _ in leaves]
-    for nm, e, c, r in zip(names, e_vals + e_grads, c_vals + c_grads, r_vals + r_grads):
+    # Random ops draw NumPy's stream eagerly and a counter-based one compiled: values that
+    # depend on them differ by design. Gradients are counted as random when any output is
+    # (a dropout mask enters the backward).
+    random = random_outputs(traced)
+    random += [any(random)] * len(leaves)
+    if any(random):
+        report.notes.append(RANDOM_NOTE)
+    for k, (nm, e, c, r) in enumerate(zip(names, e_vals + e_grads, c_vals + c_grads,
+                                          r_vals + r_grads)):
         if e is None or c is None:
+            continue
+        if random[k]:
+            nan = float("nan")
+            report.numerics.append(Diff(nm, nan, nan, nan, nan, random=True))
             continue
         ab, rel = _errors(c, e)
         report.numerics.append(Diff(nm, ab, rel, _errors(e, r)[0], _errors(c, r)[0]))
-    report.max_abs_error = max((d.max_abs_error for d in report.numerics), default=0.0)
-    report.max_rel_error = max((d.max_rel_error for d in report.numerics), default=0.0)
+    measured = [d for d in report.numerics if not d.random]
+    report.max_abs_error = max((d.max_abs_error for d in measured), default=0.0)
+    report.max_rel_error = max((d.max_rel_error for d in measured), default=0.0)
 
     def compiled_call() -> None:
         _run(cf, args, leaves)
@@ -493,7 +521,9 @@ def _compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5
 def _ablation(traced: Graph, args: tuple, eager_values: list, repeats: int) -> list[dict]:
     """The forward graph compiled with each pass switched off in turn (and with none off)."""
     from .backend.numba import build
+    from .compile.random_state import random_outputs
 
+    random = random_outputs(traced)  # another stream than eager's: not compared
     arrays = [array_of(a) if isinstance(a, Tensor) else a for a in args
               if isinstance(a, (Tensor, np.ndarray))] + [array_of(t) for t in traced.captured]
     rows = []
@@ -502,7 +532,8 @@ def _ablation(traced: Graph, args: tuple, eager_values: list, repeats: int) -> l
         kernel = build(g)
         kernel.compile(arrays)
         outs = kernel(*arrays)
-        err = max((_errors(o, e)[0] for o, e in zip(outs, eager_values)), default=0.0)
+        err = max((_errors(o, e)[0] for o, e, r in zip(outs, eager_values, random)
+                   if not r), default=0.0)
         t, _ = _timeit(lambda k=kernel: k(*arrays), repeats)
         rows.append({"off": off or "(none)", "nodes": P.op_count(g),
                      "kernels": sum(1 for n in g.nodes if n.op == "fused"),

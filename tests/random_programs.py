@@ -26,6 +26,7 @@ import dualgraph as dg
 from dualgraph.modes import bind
 from dualgraph.nn import functional as F
 from dualgraph.ops import OPS
+from dualgraph.ops import random as RND
 from dualgraph.ops.shape import astype, normalize_index
 
 
@@ -36,7 +37,25 @@ def scatter_into(g: Any, shape: tuple, index: tuple) -> Any:
 
 
 # What the generated source may name.
-NAMESPACE = {"dg": dg, "F": F, "astype": astype, "scatter_into": scatter_into}
+# Random ops from a fixed key (a captured tensor): every mode draws the same numbers from it.
+KEY = dg.tensor(np.int64(20240611))
+
+
+def dropout_fixed(x: Any, p: float, stream: int) -> Any:
+    return RND.dropout(x, KEY, p, stream)
+
+
+def randn_fixed(shape: tuple, dtype: Any, stream: int) -> Any:
+    return RND.randn(KEY, shape, dtype, stream)
+
+
+def rand_fixed(shape: tuple, dtype: Any, stream: int) -> Any:
+    return RND.rand(KEY, shape, dtype, stream)
+
+
+NAMESPACE = {"dg": dg, "F": F, "astype": astype, "scatter_into": scatter_into,
+             "dropout_fixed": dropout_fixed, "randn_fixed": randn_fixed,
+             "rand_fixed": rand_fixed}
 
 
 # ------------------------------------------------------------------------- programs
@@ -332,8 +351,23 @@ def gen_rewrite(draw, b: Builder) -> Var | None:
     return b.emit(expr, bound)
 
 
+def gen_random(draw, b: Builder) -> Var | None:
+    """A random op from the fixed key: dropout of a value, or draws shaped like one."""
+    x = _pick(draw, b.floats())
+    if x is None:
+        return None
+    stream = draw(st.integers(0, 3))
+    dt = f"dg.{x.dtype.name}"
+    rows = [(f"dropout_fixed({x.name}, 0.25, {stream})", x.bound / 0.75),
+            (f"{x.name} * rand_fixed({x.shape!r}, {dt}, {stream})", x.bound),
+            # |randn| <= 8.6 for 53-bit uniforms: bounded like every generated value.
+            (f"{x.name} + randn_fixed({x.shape!r}, {dt}, {stream})", x.bound + 9.0)]
+    expr, bound = draw(st.sampled_from([r for r in rows if r[1] <= MAX_BOUND] or rows[:1]))
+    return b.emit(expr, bound)
+
+
 GENERATORS = (gen_unary, gen_binary, gen_binary, gen_compare, gen_where, gen_reduce,
-              gen_matmul, gen_shape, gen_combine, gen_duplicate, gen_rewrite)
+              gen_matmul, gen_shape, gen_combine, gen_duplicate, gen_rewrite, gen_random)
 
 
 @st.composite

@@ -14,12 +14,15 @@ from ..eager import grad_mode
 from ..eager.compiled_node import attach_backward
 from ..eager.internal import array_of, bump_version, make_tensor, set_grad
 from ..eager.tensor import Tensor
+from .random_state import refresh_key
 from .specialize import _Entry
 
 
 def run(entry: _Entry, args: tuple, arrays: list) -> Any:
     """The outputs of ``entry``'s kernel for ``args`` (a train entry also records its tape
     node when grad mode is on); ``arrays`` is `arg_arrays(args)`, a new list."""
+    if entry.random:
+        refresh_key()
     ins = entry.arrays(arrays)
     kernel = entry.kernel
     outs = kernel.new_outputs()

@@ -22,6 +22,7 @@ from ..ir.graph import Graph, Node
 from ..passes import optimize
 from ..trace.autodiff import differentiate
 from .capture import trace_call
+from .random_state import uses_random
 from .signature import capture_guards
 
 
@@ -62,6 +63,7 @@ class _Entry:
     calls: int = 0
     out_rg: tuple = ()  # per user output: depends on an input that requires grad
     saved_inputs: tuple = ()  # kernel input positions the backward reads (version-checked)
+    random: bool = False  # has random ops: each call draws a new key (`random_state`)
 
     def arrays(self, out: list) -> list:
         """The kernel's input arrays: ``out`` (a new list of the arrays of the call's tensor
@@ -146,6 +148,7 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
         grad_writes=[(t, kind) for t, kind, _ in grad_writes], guards=guards,
     )
     entry.out_rg = tuple(id(n) in ctx.rg for n in user)
+    entry.random = uses_random(graph)
     index_of = {id(n): j for j, n in enumerate(graph.inputs)}
     captured_node = {id(t): n for t, n in ctx.captured}
     for node_id, t in ctx.arg_tensors.items():  # arguments changed in place

@@ -12,6 +12,7 @@ from .. import modes
 from ..dtypes import as_dtype
 from ..ir.graph import Literal, Node
 from ..modes import Mode
+from ..ops import random as R
 from ..ops import shape as S
 from ..ops.elementwise import impl_into
 from ..ops.mixin import (
@@ -638,7 +639,8 @@ class _RNG:
 
 
 def manual_seed(seed: int) -> None:
-    """Seed ``randn``/``rand`` and ``nn`` initialisation for reproducible runs."""
+    """Seed ``randn``/``rand``, dropout, ``nn`` initialisation and compiled random ops for
+    reproducible runs."""
     _RNG.gen = np.random.default_rng(seed)
 
 
@@ -648,14 +650,54 @@ def rng() -> np.random.Generator:
 
 def randn(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples (float32 unless ``dtype`` says otherwise)."""
-    arr = _RNG.gen.standard_normal(_shape_arg(shape)).astype(as_dtype(dtype or _DEFAULT_FLOAT))
-    return _filled(arr, requires_grad)
+    shape = _shape_arg(shape)
+    dtype = as_dtype(dtype or _DEFAULT_FLOAT)
+    if modes.current_trace() is not None:
+        return _traced_draw(R.randn, shape, dtype, requires_grad)
+    return _filled(_RNG.gen.standard_normal(shape).astype(dtype), requires_grad)
 
 
 def rand(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """Uniform samples in ``[0, 1)`` (float32 unless ``dtype`` says otherwise)."""
-    arr = _RNG.gen.random(_shape_arg(shape)).astype(as_dtype(dtype or _DEFAULT_FLOAT))
-    return _filled(arr, requires_grad)
+    shape = _shape_arg(shape)
+    dtype = as_dtype(dtype or _DEFAULT_FLOAT)
+    if modes.current_trace() is not None:
+        return _traced_draw(R.rand, shape, dtype, requires_grad)
+    return _filled(_RNG.gen.random(shape).astype(dtype), requires_grad)
+
+
+# Random ops in a trace read this 0-d int64 tensor as their key: the trace lifts it like
+# any captured tensor (a compiled graph input), and the compiled call gives it a fresh value
+# drawn from the generator before every call (`dualgraph.compile.random_state`). Each op in
+# one trace gets its own ``stream``, numbered in trace order.
+TRACE_KEY = _make(np.zeros((), np.int64), False, None)
+_STREAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def draw_key() -> np.ndarray:
+    """A fresh 0-d int64 key from dualgraph's generator (advances it by one draw)."""
+    return np.array(_RNG.gen.integers(0, 2 ** 63 - 1, dtype=np.int64))
+
+
+def random_key() -> tuple[Any, int]:
+    """``(key, stream)`` for the next random op: in a trace, the trace key and the next
+    stream number; in eager mode, a fresh key tensor drawn from the generator, stream 0."""
+    ctx = modes.current_trace()
+    if ctx is None:
+        return _make(draw_key(), False, None), 0
+    count = _STREAMS.get(ctx, 0)
+    _STREAMS[ctx] = count + 1
+    return TRACE_KEY, count
+
+
+def _traced_draw(draw: Callable, shape: tuple, dtype: np.dtype, requires_grad: bool) -> Any:
+    if requires_grad:
+        from ..errors import TraceError
+
+        raise TraceError("a random tensor with requires_grad=True inside a compiled function "
+                         "would be a new leaf on every call; create it outside and pass it in")
+    key, stream = random_key()
+    return draw(key, shape, dtype, stream)
 
 
 # ------------------------------------------------------------------------------ repr

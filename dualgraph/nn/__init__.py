@@ -4,6 +4,7 @@ from . import functional
 from .modules import (
     BCEWithLogitsLoss,
     CrossEntropyLoss,
+    Dropout,
     Linear,
     Module,
     MSELoss,
@@ -15,6 +16,6 @@ from .modules import (
 )
 
 __all__ = [
-    "BCEWithLogitsLoss", "CrossEntropyLoss", "Linear", "MSELoss", "Module", "Parameter",
+    "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "Linear", "MSELoss", "Module", "Parameter",
     "ReLU", "Sequential", "Sigmoid", "Tanh", "functional",
 ]

@@ -1,4 +1,4 @@
-"""`dg.nn.functional`: compositions of registry ops (no new primitives)."""
+"""`dg.nn.functional`: compositions of registry ops (``dropout`` binds its own op)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,18 @@ from typing import Any
 import numpy as np
 
 from ..eager.internal import array_of
-from ..eager.tensor import Tensor
+from ..eager.tensor import Tensor, random_key
 from ..ops import elementwise as E
 from ..ops import linalg as L
+from ..ops import random as RND
 from ..ops import reduce as R
 from ..ops import shape as S
 from ..ops.composite import log_softmax, softmax
 from ..ops.mixin import TensorOps
 
 __all__ = [
-    "binary_cross_entropy_with_logits", "cross_entropy", "linear", "log_softmax", "mse_loss",
-    "relu", "sigmoid", "softmax", "tanh",
+    "binary_cross_entropy_with_logits", "cross_entropy", "dropout", "linear", "log_softmax",
+    "mse_loss", "relu", "sigmoid", "softmax", "tanh",
 ]
 
 
@@ -119,3 +120,25 @@ def _as_operand(x: Any) -> Any:
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return x
     return np.asarray(x, dtype=np.float32)
+
+
+def dropout(input: Any, p: float = 0.5, training: bool = True,  # noqa: A002
+            inplace: bool = False) -> Any:
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``, in
+    training; the input itself otherwise (as PyTorch).
+
+    Eagerly the mask comes from dualgraph's generator (`dg.manual_seed`); backward uses the
+    same mask. Compiled, each call draws a new mask (see docs/compile.md, "Random numbers").
+
+    >>> y = dg.nn.functional.dropout(dg.ones(4), p=0.5)   # elements are 0. or 2.
+    """
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p!r}")
+    if inplace:
+        raise NotImplementedError("dropout(inplace=True) is not supported; use inplace=False")
+    if not training or p == 0.0:
+        return input
+    if not isinstance(input, TensorOps):
+        raise TypeError(f"dropout: input must be a tensor, got {type(input).__name__}")
+    key, stream = random_key()
+    return RND.dropout(input, key, p, stream)

@@ -314,3 +314,20 @@ class CrossEntropyLoss(_Loss):
 class BCEWithLogitsLoss(_Loss):
     def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
         return F.binary_cross_entropy_with_logits(input, target, self.reduction)
+
+
+class Dropout(Module):
+    """``F.dropout`` with probability ``p`` in training mode; the identity in eval mode."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p!r}")
+        self.p = float(p)
+        self.inplace = inplace
+
+    def forward(self, x: Any) -> Any:
+        return F.dropout(x, self.p, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"

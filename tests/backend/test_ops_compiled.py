@@ -23,6 +23,7 @@ import dualgraph as dg
 from dualgraph.modes import bind
 from dualgraph.nn import functional as F
 from dualgraph.ops import OPS
+from dualgraph.ops import random as RND
 from dualgraph.ops.shape import SCATTER
 from dualgraph.testing import assert_close
 
@@ -118,6 +119,13 @@ def reductions(x, long):
             long.sum(axis=1), long.max(axis=1), long.mean(), dg.exp(long).sum())
 
 
+def random_ops(x, k):
+    # From a given key eager binds the same counter-based ops as the kernel, so compiled
+    # equals eager; dropout's backward regenerates the mask from the key.
+    return (RND.dropout(x, k, 0.3, 0) * 2.0, RND.randn(k, (3, 4), x.dtype, 1) * x,
+            RND.rand(k, (5,), x.dtype, 2))
+
+
 def _with_ties(r, t):
     """x, and y equal to x in about half the places (ties split the gradient)."""
     x = _uniform(r, -2.0, 2.0, (3, 5), t)
@@ -159,6 +167,8 @@ CASES += [
          lambda r, t: [_uniform(r, -1, 1, (2, 3, 4), t), _uniform(r, -1, 1, (4, 5), t)]),
     Case("stop_gradient", ("stop_gradient",), detached,
          lambda r, t: [_uniform(r, -1, 1, (3, 4), t)]),
+    Case("random", ("randn", "rand", "dropout"), random_ops,
+         lambda r, t: [_uniform(r, -1, 1, (3, 4), t), np.array(r.integers(0, 2 ** 62))]),
 ]
 BROKEN: list = []
 ALL_CASES = [

@@ -270,9 +270,15 @@ def test_goldens_cover_every_program() -> None:
     )
 
 
+# Random ops draw another stream than PyTorch's, so their values have no golden; their
+# statistics, eval-mode identity and mask gradients are tested in tests/compile/test_random.py.
+# (A deterministic program, such as dropout with p=1, could be recorded once torch is here.)
+NO_GOLDEN = {"dropout", "rand", "randn"}
+
+
 def test_every_registered_op_has_a_program() -> None:
     coverage = {op: [n for n, p in PROGRAMS.items() if op in p.covers] for op in OPS}
-    missing = sorted(op for op, names in coverage.items() if not names)
+    missing = sorted(op for op, names in coverage.items() if not names and op not in NO_GOLDEN)
     assert not missing, f"registry ops without a golden program: {missing}"
     unknown = {op for p in PROGRAMS.values() for op in p.covers} - set(OPS)
     assert not unknown, f"programs claim to cover unregistered ops: {sorted(unknown)}"

@@ -25,6 +25,7 @@ import dualgraph as dg
 from dualgraph.modes import bind
 from dualgraph.nn import functional as F
 from dualgraph.ops import OPS
+from dualgraph.ops import random as RND
 from dualgraph.ops.linalg import addmm
 from dualgraph.ops.shape import astype, normalize_index
 
@@ -180,6 +181,50 @@ def to_f64(x: Any) -> Any:
 
 def to_f32(x: Any) -> Any:
     return astype(x, dg.float32)
+
+
+# Random ops: an independent reference of the counter-based generator (SplitMix64 on Python
+# ints, element i from counter i; randn by Box-Muller from counters 2i and 2i + 1).
+_M64 = (1 << 64) - 1
+_GAMMA = 0x9E3779B97F4A7C15
+
+
+def _sm_mix(z: int) -> int:
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def sm_words(key: Any, stream: int, n: int) -> list[int]:
+    base = _sm_mix((int(key) + stream * _GAMMA) & _M64)
+    return [_sm_mix((base + (i + 1) * _GAMMA) & _M64) for i in range(n)]
+
+
+def rand_ref(x: np.ndarray, key: np.ndarray) -> np.ndarray:
+    words = sm_words(key, 1, x.size)
+    if x.dtype == np.float32:
+        vals = [(w >> 40) * 2.0 ** -24 for w in words]
+    else:
+        vals = [(w >> 11) * 2.0 ** -53 for w in words]
+    return np.array(vals).astype(x.dtype).reshape(x.shape)
+
+
+def randn_ref(x: np.ndarray, key: np.ndarray) -> np.ndarray:
+    w = sm_words(key, 2, 2 * x.size)
+    vals = [math.sqrt(-2.0 * math.log(1.0 - (w[2 * i] >> 11) * 2.0 ** -53))
+            * math.cos(2.0 * math.pi * ((w[2 * i + 1] >> 11) * 2.0 ** -53))
+            for i in range(x.size)]
+    return np.array(vals).astype(x.dtype).reshape(x.shape)
+
+
+def dropout_ref(x: np.ndarray, key: np.ndarray) -> np.ndarray:
+    keep = np.array([(w >> 11) * 2.0 ** -53 >= 0.4 for w in sm_words(key, 3, x.size)])
+    return x * np.where(keep, x.dtype.type(1 / 0.6), x.dtype.type(0)).reshape(x.shape)
+
+
+def key() -> Input:
+    """A random op's key: a 0-d int64 (the "ints" domain, negative keys included)."""
+    return Input((), "ints")
 
 
 # Casting a float64 input to float32 rounds: finite differences need a wide step (the
@@ -379,6 +424,14 @@ CASES: list[OpCase] = [
     case("max", "0d", lambda x: x.max(), sep()),
     case("max", "0d_dim_negative", lambda x: x.max(dim=-1), sep(), ref=lambda x: x),
     case("max", "ints", lambda k: k.max(axis=1), ints(2, 3), grad=False),
+    # Random ops from a given key (x gives the shape and dtype): no gradient for draws;
+    # dropout's gradient is the same mask, so finite differences check it exactly.
+    case("rand", "key", lambda x, k: RND.rand(k, x.shape, x.dtype, 1), real(3, 4), key(),
+         ref=rand_ref, grad=False),
+    case("randn", "key", lambda x, k: RND.randn(k, x.shape, x.dtype, 2), real(3, 4), key(),
+         ref=randn_ref, grad=False),
+    case("dropout", "key", lambda x, k: RND.dropout(x, k, 0.4, 3), real(4, 5), key(),
+         ref=dropout_ref, node="MulBackward0"),
 ]
 
 
