@@ -703,5 +703,5 @@ def _ablation(traced: Graph, args: tuple, eager_values: list, repeats: int,
         t = _measure(lambda k=kernel: k(*arrays), repeats, budget)
         rows.append({"off": off or "(none)", "nodes": P.op_count(g),
                      "kernels": sum(1 for n in g.nodes if n.op == "fused"),
-                     "max_abs_error": err, "time": t.median, "spread": (t.q1, t.q3)})
+                     "max_abs_error": err, "time": t.median, "spread": [t.q1, t.q3]})
     return rows
