@@ -77,6 +77,8 @@ def _table(reports: list, classifier: dict | None, warm_up: float | None = None)
         compile_ = f"{r.compile_time:.2f}s {r.compile_cache}"
         if r.break_even_calls is None:
             be = "never"
+        elif r.break_even_spread is None:
+            be = f"{r.break_even_calls:,.0f}"
         else:
             blo, bhi = r.break_even_spread
             be = (f"{r.break_even_calls:,.0f} ({blo:,.0f}-"
