@@ -206,17 +206,17 @@ def _check_writable(path: str, flag: str) -> str | None:
 
 def _preflight(args: argparse.Namespace) -> str | None:
     """Everything that would fail after the run, checked before it."""
+    for flag, path in (("--json", args.json), ("--plot", args.plot)):
+        if path:
+            problem = _check_writable(path, flag)
+            if problem:
+                return problem
     if args.plot:
         try:
             _import_pyplot()
         except ImportError:
             return ("--plot needs matplotlib: pip install matplotlib "
                     "(or pip install 'dualgraph[plot]')")
-    for flag, path in (("--json", args.json), ("--plot", args.plot)):
-        if path:
-            problem = _check_writable(path, flag)
-            if problem:
-                return problem
     return None
 
 

@@ -110,7 +110,6 @@ def test_unwritable_json_fails_before_the_run(tmp_path, capsys, no_run, where, m
 
 @pytest.mark.skipif(not os.path.exists("/proc/version"), reason="needs Linux /proc")
 def test_unwritable_plot_path_fails_before_the_run(capsys, no_run):
-    pytest.importorskip("matplotlib")
     assert main(SCALAR + ["--plot", "/proc/version"]) == 2
     assert "--plot /proc/version: cannot write" in capsys.readouterr().err
 
