@@ -42,69 +42,186 @@ def _fmt_t(s: float | None) -> str:
     return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.2f} s"
 
 
-def _table(reports: list, classifier: dict | None) -> str:
-    head = (f"{'workload':10s} {'eager':>10s} {'compiled':>10s} {'speed-up':>9s} "
-            f"{'compile':>8s} {'break-even':>11s} {'max rel err':>11s} {'nodes t/tr/opt/k':>17s}")
+def _pm(t: dict | None) -> str:
+    """'±6%': half the interquartile range as a share of the median."""
+    if not t or not t["median"]:
+        return ""
+    return f"±{(t['q3'] - t['q1']) / 2 / t['median']:.0%}"
+
+
+def _steps(seconds: list[float]) -> str:
+    """Median per-step time with its spread, e.g. '1.18 ms ±4% (23 steps)'."""
+    import numpy as np
+
+    if not seconds:
+        return "n/a"
+    q1, med, q3 = np.percentile(seconds, [25, 50, 75])
+    return (f"{_fmt_t(float(med))} ±{(q3 - q1) / 2 / med:.0%} "
+            f"({len(seconds)} steps)")
+
+
+def _table(reports: list, classifier: dict | None, warm_up: float | None = None) -> str:
+    head = (f"{'workload':10s} {'eager':>14s} {'compiled':>14s} {'speed-up':>18s} "
+            f"{'compile':>12s} {'break-even':>22s} {'max rel err':>11s} "
+            f"{'nodes t/tr/opt/k':>17s}")
     lines = [head, "-" * len(head)]
+    notes = []
     for r in reports:
         if r.trace_error:
             lines.append(f"{r.name:10s} {_fmt_t(r.eager_time):>10s}  (compiled: trace failed)")
             continue
-        be = "never" if r.break_even_calls is None else f"{r.break_even_calls:,.0f}"
+        eager = f"{_fmt_t(r.eager_time)} {_pm(r.timings.get('eager'))}"
+        comp = f"{_fmt_t(r.compiled_time)} {_pm(r.timings.get('compiled'))}"
+        lo, hi = r.speedup_spread
+        speed = f"{r.speedup:.2f}x ({lo:.1f}-{hi:.1f})"
+        compile_ = f"{r.compile_time:.2f}s {r.compile_cache}"
+        if r.break_even_calls is None:
+            be = "never"
+        elif r.break_even_spread is None:
+            be = f"{r.break_even_calls:,.0f}"
+        else:
+            blo, bhi = r.break_even_spread
+            be = (f"{r.break_even_calls:,.0f} ({blo:,.0f}-"
+                  f"{'never' if bhi is None else f'{bhi:,.0f}'})")
         nodes = f"{r.eager_tape_nodes}/{r.traced_nodes}/{r.optimized_nodes}/{r.kernels}"
         lines.append(
-            f"{r.name:10s} {_fmt_t(r.eager_time):>10s} {_fmt_t(r.compiled_time):>10s} "
-            f"{r.speedup:8.2f}x {r.compile_time:7.2f}s {be:>11s} {r.max_rel_error:11.1e} "
-            f"{nodes:>17s}")
+            f"{r.name:10s} {eager:>14s} {comp:>14s} {speed:>18s} {compile_:>12s} "
+            f"{be:>22s} {r.max_rel_error:11.1e} {nodes:>17s}"
+            + ("  NOISY" if r.noisy else ""))
+        if r.noisy:
+            notes.append(f"  {r.name}: {'; '.join(r.noise_reasons)}")
+    if notes:
+        lines.append("")
+        lines.append("NOISY rows (do not trust their speed-up or break-even):")
+        lines.extend(notes)
     if classifier:
         e, c = classifier["eager"], classifier["compiled"]
         lines.append("")
-        per_e = e["seconds"] / e["steps"]
-        per_c = (c["seconds"] - c["first_step_seconds"]) / max(c["steps"] - 1, 1)
         lines.append(f"classifier (16->32->4 MLP, Adam, synthetic blobs, {e['steps']} steps):")
-        lines.append(f"  eager:    {e['seconds']:.2f} s, {_fmt_t(per_e)} per step, "
+        lines.append(f"  eager:    {e['seconds']:.2f} s, {_steps(e['step_seconds'])} per step, "
                      f"accuracy {e['accuracy']:.3f}")
         lines.append(f"  compiled: {c['seconds']:.2f} s, of which the first step (trace and "
-                     f"compile) {c['first_step_seconds']:.2f} s, then {_fmt_t(per_c)} per "
-                     f"step; accuracy {c['accuracy']:.3f}")
+                     f"compile) {c['first_step_seconds']:.2f} s, then "
+                     f"{_steps(c['step_seconds'][1:])} per step; accuracy {c['accuracy']:.3f}")
     lines.append("")
-    lines.append("nodes: eager tape / traced / optimized / kernels.  break-even: calls after "
-                 "which compiling has paid for itself.")
+    lines.append("times: median per call, ± half the interquartile range over the rounds.  "
+                 "speed-up: median (range from the quartiles).")
+    lines.append("compile: cold = Numba compiled the kernels, warm = loaded from the disk "
+                 "cache or already in memory.")
+    lines.append("break-even: calls after which blocking compilation has paid for itself "
+                 "(range).  nodes: eager tape / traced / optimized / kernels.")
+    if warm_up:
+        lines.append(f"process warm-up (imports, Numba's first-use initialisation): "
+                     f"{warm_up:.2f} s, charged to no workload.")
     return "\n".join(lines)
 
 
-def _plot(reports: list, path: str) -> None:
-    try:
-        import matplotlib
+def _import_pyplot() -> Any:
+    import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise SystemExit("--plot needs matplotlib: pip install matplotlib "
-                         "(or pip install 'dualgraph[plot]')") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _plot(reports: list, path: str) -> None:
+    """Speed-ups with their ranges, and each mode's cumulative cost over calls (log-log,
+    so small workloads are visible) with the break-even point where the lines cross."""
+    plt = _import_pyplot()
+    import numpy as np
+
     ok = [r for r in reports if not r.trace_error]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    ax1.bar([r.name for r in ok], [r.speedup for r in ok], color="tab:blue")
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    x = np.arange(len(ok))
+    sp = np.array([r.speedup for r in ok])
+    err = np.array([[r.speedup - r.speedup_spread[0], r.speedup_spread[1] - r.speedup]
+                    for r in ok]).T.reshape(2, len(ok))
+    ax1.bar(x, sp, color=[colors[k % len(colors)] for k in range(len(ok))],
+            hatch=None, yerr=err, capsize=4)
+    for k, r in enumerate(ok):
+        if r.noisy:
+            ax1.annotate("noisy", (k, r.speedup_spread[1]), ha="center", va="bottom",
+                         fontsize=8, color="tab:red")
+    ax1.set_xticks(x, [r.name for r in ok])
     ax1.axhline(1.0, color="grey", lw=0.8)
     ax1.set_ylabel("speed-up of compiled over eager (x)")
-    ax1.set_title("steady-state speed-up")
-    for r in ok:
-        calls = [0, max(1, int((r.break_even_calls or 1000) * 2))]
-        ax2.plot(calls, [n * r.eager_time for n in calls], "--", label=f"{r.name} eager")
-        ax2.plot(calls, [r.compile_time + n * r.compiled_time for n in calls],
-                 label=f"{r.name} compiled")
+    ax1.set_title("steady-state speed-up (bars: interquartile range)")
+    ends = [r.break_even_spread[1] or r.break_even_calls for r in ok
+            if r.break_even_calls is not None]
+    n_max = 10 ** np.ceil(np.log10(max(ends + [1e3]) * 10))
+    n = np.logspace(0, np.log10(n_max), 200)
+    for k, r in enumerate(ok):
+        col = colors[k % len(colors)]
+        e, c = r.timings["eager"], r.timings["compiled"]
+        ax2.plot(n, n * e["median"], "--", color=col, lw=1.2, label=f"{r.name} eager")
+        ax2.fill_between(n, n * e["q1"], n * e["q3"], color=col, alpha=0.12, lw=0)
+        clo, chi = r.compile_spread
+        ax2.plot(n, r.compile_time + n * c["median"], "-", color=col, lw=1.6,
+                 label=f"{r.name} compiled ({r.compile_cache})")
+        ax2.fill_between(n, clo + n * c["q1"], chi + n * c["q3"], color=col, alpha=0.12,
+                         lw=0)
+        if r.break_even_calls is not None:
+            b = r.break_even_calls
+            lo, hi = r.break_even_spread
+            ax2.errorbar([b], [b * e["median"]],
+                         xerr=[[b - lo], [(hi if hi is not None else n_max) - b]],
+                         fmt="o", color=col, ms=6, capsize=3, mec="black")
+            ax2.annotate(f"{b:,.0f}", (b, b * e["median"]), textcoords="offset points",
+                         xytext=(6, -12), fontsize=8, color=col)
+    ax2.set_xscale("log")
+    ax2.set_yscale("log")
+    ax2.set_xlim(1, n_max)
     ax2.set_xlabel("calls")
-    ax2.set_ylabel("total seconds")
-    ax2.set_title("break-even: compile time paid back")
-    ax2.set_xscale("symlog")
-    ax2.legend(fontsize=7)
+    ax2.set_ylabel("cumulative seconds (compile + calls x per-call time)")
+    ax2.set_title("break-even (blocking compilation): where the lines cross")
+    ax2.grid(True, which="major", alpha=0.3)
+    ax2.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _check_writable(path: str, flag: str) -> str | None:
+    """Why ``path`` cannot be written (None if it can), found before a run that would
+    otherwise end with its results lost to a traceback."""
+    import os
+
+    if os.path.isdir(path):
+        return f"{flag} {path}: is a directory"
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        return f"{flag} {path}: no such directory {parent}"
+    existed = os.path.exists(path)
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        return f"{flag} {path}: cannot write ({e.strerror or e})"
+    if not existed:
+        os.remove(path)  # leave nothing behind if the run fails
+    return None
+
+
+def _preflight(args: argparse.Namespace) -> str | None:
+    """Everything that would fail after the run, checked before it."""
+    for flag, path in (("--json", args.json), ("--plot", args.plot)):
+        if path:
+            problem = _check_writable(path, flag)
+            if problem:
+                return problem
+    if args.plot:
+        try:
+            _import_pyplot()
+        except ImportError:
+            return ("--plot needs matplotlib: pip install matplotlib "
+                    "(or pip install 'dualgraph[plot]')")
+    return None
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .compare import compare
-    from .workloads import WORKLOADS, train_classifier
+    from .workloads import WORKLOADS
 
     names = args.workload or list(WORKLOADS) + ["classifier"]
     valid = list(WORKLOADS) + ["classifier"]
@@ -113,9 +230,17 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"unknown workload {bad[0]!r}; valid workloads: {', '.join(valid)}",
               file=sys.stderr)
         return 2
+    problem = _preflight(args)
+    if problem:
+        print(f"dualgraph compare: {problem}", file=sys.stderr)
+        return 2
+    from .compare import compare, warm_up
+    from .workloads import train_classifier
+
     reports = []
     classifier = None
     t0 = time.perf_counter()
+    warm = warm_up()  # before any timing: no workload pays for the process's start-up
     for name in _progress(names, "compare"):
         if name == "classifier":
             epochs = 3 if args.quick else 10
@@ -123,10 +248,11 @@ def _compare(args: argparse.Namespace) -> int:
                           "compiled": train_classifier(True, epochs)}
             continue
         fn, fargs = WORKLOADS[name].build(args.quick)
-        r = compare(fn, *fargs, name=name, repeats=3 if args.quick else 7,
+        r = compare(fn, *fargs, name=name, repeats=5 if args.quick else 9,
+                    budget=0.5 if args.quick else 2.0,
                     cold_warm=not args.quick, ablation=args.ablation)
         reports.append(r)
-    print(_table(reports, classifier))
+    print(_table(reports, classifier, warm))
     if args.verbose:
         for r in reports:
             print()
@@ -135,7 +261,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"workloads": [json.loads(r.to_json()) for r in reports],
-                       "classifier": classifier}, f, indent=1)
+                       "classifier": classifier, "warm_up_seconds": warm}, f, indent=1)
         print(f"wrote {args.json}")
     if args.plot:
         _plot(reports, args.plot)

@@ -70,13 +70,20 @@ class CompareReport:
     eager_spread: tuple = (float("nan"), float("nan"))
     compiled_time: float | None = None
     compiled_spread: tuple | None = None
+    timings: dict = field(default_factory=dict)
     compile_time: float | None = None
+    compile_spread: tuple | None = None
+    compile_cache: str | None = None
+    compile_cache_source: str | None = None
     compile_breakdown: dict = field(default_factory=dict)
     cold_compile_time: float | None = None
     warm_compile_time: float | None = None
     speedup: float | None = None
     speedup_spread: tuple | None = None
     break_even_calls: float | None = None
+    break_even_spread: tuple | None = None
+    noisy: bool = False
+    noise_reasons: list = field(default_factory=list)
     eager_tape_nodes: int = 0
     traced_nodes: int = 0
     optimized_nodes: int = 0
@@ -113,23 +120,28 @@ class CompareReport:
                        f"{n.eager_vs_f64:10.2e} {n.compiled_vs_f64:10.2e}  {n.closer}")
         for note in self.notes:
             out.append(f"  note: {note}")
-        out.append("time")
-        out.append(f"  eager            {_t(self.eager_time)} (spread {_t(self.eager_spread[0])}"
-                   f" .. {_t(self.eager_spread[1])})")
+        out.append("time (median per call, [interquartile range], rounds x calls)")
+        out.append(f"  eager            {_timing_line(self.timings.get('eager'), self.eager_time)}")
         if self.compiled_time is not None:
-            out.append(f"  compiled         {_t(self.compiled_time)} (spread "
-                       f"{_t(self.compiled_spread[0])} .. {_t(self.compiled_spread[1])})")
+            out.append(f"  compiled         "
+                       f"{_timing_line(self.timings.get('compiled'), self.compiled_time)}")
             b = self.compile_breakdown
-            out.append(f"  compile          {self.compile_time:.3f} s (trace {b['trace']:.3f}, "
-                       f"passes {b['passes']:.3f}, numba {b['numba']:.3f})")
+            lo, hi = self.compile_spread or (self.compile_time, self.compile_time)
+            out.append(f"  compile          {self.compile_time:.3f} s {self.compile_cache} "
+                       f"[{lo:.3f} .. {hi:.3f}] (trace {b['trace']:.3f}, passes "
+                       f"{b['passes']:.3f}, numba {b['numba']:.3f}; "
+                       f"{_CACHE_WORDS.get(self.compile_cache_source, '')})")
             if self.cold_compile_time is not None:
                 out.append(f"  compile cold/warm cache  {self.cold_compile_time:.3f} s / "
                            f"{self.warm_compile_time:.3f} s")
             lo, hi = self.speedup_spread
-            out.append(f"  speed-up         {self.speedup:.2f}x (spread {lo:.2f}x .. {hi:.2f}x)")
+            out.append(f"  speed-up         {self.speedup:.2f}x [{lo:.2f}x .. {hi:.2f}x]")
             be = ("never (compiled is not faster)" if self.break_even_calls is None
-                  else f"{self.break_even_calls:.0f} calls")
+                  else f"{self.break_even_calls:,.0f} calls "
+                  f"({_range_calls(self.break_even_spread)}) with blocking compilation")
             out.append(f"  break-even       {be}")
+        if self.noisy:
+            out.append(f"  NOISY: {'; '.join(self.noise_reasons)}")
         out.append("structure")
         out.append(f"  eager tape nodes {self.eager_tape_nodes}   traced {self.traced_nodes}   "
                    f"optimized {self.optimized_nodes} (+{self.backward_nodes} backward)   "
@@ -168,6 +180,28 @@ def _t(s: float | None) -> str:
     if s is None or s != s:
         return "n/a"
     return f"{s * 1e6:8.1f} us" if s < 1e-3 else f"{s * 1e3:8.3f} ms"
+
+
+_CACHE_WORDS = {"numba": "Numba compiled the machine code",
+                "disk": "Numba loaded the machine code from the disk cache",
+                "memory": "kernels already loaded in this process"}
+
+
+def _timing_line(t: dict | None, median: float) -> str:
+    if not t:
+        return _t(median)
+    return (f"{_t(t['median'])} [{_t(t['q1']).strip()} .. {_t(t['q3']).strip()}] "
+            f"{t['repeats']} x {t['number']}")
+
+
+def _range_calls(spread: tuple | None) -> str:
+    """'90-180' for a break-even range; the high end is open when the compiled function
+    may be no faster at all."""
+    if not spread:
+        return "range n/a"
+    lo, hi = spread
+    lo_s = "n/a" if lo is None else f"{lo:,.0f}"
+    return f"{lo_s}-{'never' if hi is None else f'{hi:,.0f}'}"
 
 
 def _jsonable(x: Any) -> Any:
@@ -254,25 +288,143 @@ def _errors(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     return float(np.max(d)), float(np.max(d)) / scale if scale else float(np.max(d))
 
 
-def _timeit(call: Callable[[], Any], repeats: int, target: float = 0.02) -> tuple:
-    """Median seconds per call over ``repeats`` rounds, and the (min, max) spread."""
+# --------------------------------------------------------------------------- timing
+# The clocks, as module attributes so that tests can make them jittery or busy.
+_wall = time.perf_counter
+_cpu = time.process_time
+
+NOISY_IQR = 0.25  # a timing whose IQR exceeds this fraction of its median is noisy
+BUSY_CPU = 0.8  # single-threaded, a process with less CPU than this per wall second waited
+MIN_ROUNDS = 5  # fewer rounds than this give no usable quartiles
+_SETTLED_IQR = 0.1  # stop adding rounds (past the minimum) once the IQR is this tight
+
+
+@dataclass
+class Timing:
+    """Seconds per call over rounds of ``number`` calls: median and quartiles, and the
+    share of the wall time the process had the CPU while it was measured."""
+
+    median: float
+    q1: float
+    q3: float
+    repeats: int
+    number: int
+    cpu_ratio: float
+
+    @property
+    def iqr_ratio(self) -> float:
+        return (self.q3 - self.q1) / self.median if self.median > 0 else 0.0
+
+
+def _measure(call: Callable[[], Any], repeats: int = MIN_ROUNDS, budget: float = 1.0,
+             target: float = 0.01, max_repeats: int = 100) -> Timing:
+    """Time ``call``: at least ``repeats`` rounds of enough calls to last ``target`` s,
+    then more rounds, within ``budget`` seconds, until there are `MIN_ROUNDS` and the IQR
+    has settled."""
     call()
     n = 1
     while True:
-        t0 = time.perf_counter()
+        t0 = _wall()
         for _ in range(n):
             call()
-        dt = time.perf_counter() - t0
-        if dt > target or n >= 1 << 16:
+        if _wall() - t0 > target or n >= 1 << 16:
             break
         n *= 2
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+    times: list[float] = []
+    w0, c0 = _wall(), _cpu()
+    while True:
+        t0 = _wall()
         for _ in range(n):
             call()
-        times.append((time.perf_counter() - t0) / n)
-    return float(np.median(times)), (float(min(times)), float(max(times)))
+        times.append((_wall() - t0) / n)
+        k = len(times)
+        if k >= max_repeats or (k >= repeats and _wall() - w0 > budget):
+            break
+        if k >= max(repeats, MIN_ROUNDS):
+            q1, med, q3 = np.percentile(times, [25, 50, 75])
+            if q3 - q1 <= _SETTLED_IQR * med:
+                break
+    wall, cpu = _wall() - w0, _cpu() - c0
+    q1, med, q3 = (float(v) for v in np.percentile(times, [25, 50, 75]))
+    return Timing(med, q1, q3, len(times), n, cpu / wall if wall > 0 else 1.0)
+
+
+def _noise(timings: dict[str, Timing], compile_cpu: float | None) -> list[str]:
+    """Why a row's numbers should not be trusted (empty when they can be)."""
+    reasons = []
+    busy = [f"{name} {t.cpu_ratio:.0%}" for name, t in timings.items()
+            if t.cpu_ratio < BUSY_CPU]
+    if compile_cpu is not None and compile_cpu < BUSY_CPU:
+        busy.append(f"compile {compile_cpu:.0%}")
+    if busy:
+        reasons.append("busy machine (other processes took the CPU): cpu/wall "
+                       + ", ".join(busy))
+    for name, t in timings.items():
+        if t.repeats < MIN_ROUNDS:
+            reasons.append(f"too few repeats: {name} {t.repeats} rounds (< {MIN_ROUNDS}; "
+                           "the time budget ran out)")
+        if t.iqr_ratio > NOISY_IQR:
+            reasons.append(f"{name} spread: IQR {t.iqr_ratio:.0%} of the median")
+    return reasons
+
+
+def _cache_counts() -> dict[str, tuple[int, int]]:
+    """Numba's disk-cache (hits, misses) of every kernel loaded in this process."""
+    from .backend.numba import cache
+
+    return {d: _hits_misses(fn) for d, fn in list(cache._KERNELS.items())}
+
+
+def _hits_misses(fn: Any) -> tuple[int, int]:
+    st = getattr(fn, "stats", None)
+    if st is None:
+        return 0, 0
+    return sum(st.cache_hits.values()), sum(st.cache_misses.values())
+
+
+def _cache_source(entry: Any, before: dict[str, tuple[int, int]]) -> str:
+    """How the entry's kernels got their machine code: ``numba`` (compiled: a cold cache),
+    ``disk`` (loaded from Numba's disk cache) or ``memory`` (already in this process).
+    Derived from the Numba dispatchers' own hit/miss counters, before and after."""
+    from .backend.numba import cache
+
+    hits = misses = 0
+    for k in (entry.kernel, getattr(entry, "bwd_kernel", None)):
+        if k is None:
+            continue
+        h0, m0 = before.get(cache.digest_of(k.source), (0, 0))
+        h1, m1 = _hits_misses(k.fn)
+        hits, misses = hits + h1 - h0, misses + m1 - m0
+    return "numba" if misses else ("disk" if hits else "memory")
+
+
+_WARMED_UP: float | None = None
+
+
+def warm_up() -> float:
+    """Pay, once per process, for what belongs to no workload: Numba's import, LLVM's
+    and Numba's typing machinery's first-use initialisation (~0.6 s on the first compile)
+    and the kernel helper modules. Returns the seconds it took (0 after the first time)."""
+    global _WARMED_UP
+    if _WARMED_UP is not None:
+        return 0.0
+    t0 = time.perf_counter()
+    import math
+
+    import numba
+
+    from .backend.numba import blas, kernels  # noqa: F401 - imported for their set-up
+
+    @numba.njit(cache=False)
+    def probe(a):  # pragma: no cover - compiled
+        s = 0.0
+        for i in range(a.shape[0]):
+            s += math.exp(a[i])
+        return s
+
+    probe(np.ones(2, np.float32))
+    _WARMED_UP = time.perf_counter() - t0
+    return _WARMED_UP
 
 
 def _saved_bytes(outs: list) -> int:
@@ -397,8 +549,14 @@ def _fresh_cache(directory: str):
 
 
 def compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5,
-            cold_warm: bool = True, ablation: bool = False) -> CompareReport:
+            cold_warm: bool = True, ablation: bool = False, budget: float = 1.0
+            ) -> CompareReport:
     """Run ``fn(*args)`` eagerly and compiled and report the differences (see `_compare`).
+
+    Each timing takes at least ``repeats`` rounds, and more (within ``budget`` seconds)
+    until its interquartile range settles; a row with a wide spread, too few rounds or a
+    busy machine is flagged ``noisy`` with its reasons. The process's one-off start-up
+    costs (`warm_up`) are paid before anything is timed.
 
     Timings are single-threaded: NumPy (eager) and SciPy (whose BLAS the compiled kernels
     call) each bundle an OpenBLAS thread pool, and two pools spinning on a small machine
@@ -407,13 +565,15 @@ def compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5,
     """
     from threadpoolctl import threadpool_limits
 
+    warm_up()
     with threadpool_limits(limits=1, user_api="blas"):
         return _compare(fn, *args, name=name, repeats=repeats, cold_warm=cold_warm,
-                        ablation=ablation)
+                        ablation=ablation, budget=budget)
 
 
 def _compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5,
-             cold_warm: bool = True, ablation: bool = False) -> CompareReport:
+             cold_warm: bool = True, ablation: bool = False, budget: float = 1.0
+             ) -> CompareReport:
     """Run ``fn(*args)`` eagerly and compiled and report the differences.
 
     Gradients are of the sum of the outputs, for the arguments that require grad and the
@@ -447,16 +607,29 @@ def _compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5
     def eager_call() -> None:
         _run(fn, args, leaves)
 
-    report.eager_time, report.eager_spread = _timeit(eager_call, repeats)
+    timings = {"eager": _measure(eager_call, repeats, budget)}
+    report.eager_time = timings["eager"].median
+    report.eager_spread = (timings["eager"].q1, timings["eager"].q3)
+    report.timings = {k: asdict(t) for k, t in timings.items()}
     if traced is None:
+        _flag(report, timings, None)
         return report
     with _as_float64(args, captured) as args64:
         leaves64 = _grad_leaves(args64, captured)
         r_vals, r_grads = _run(fn, args64, leaves64)
     cf = CompiledFunction(fn)
+    before = _cache_counts()
+    w0, c0 = _wall(), _cpu()
     c_vals, c_grads = _run(cf, args, leaves)
+    w1, c1 = _wall(), _cpu()
+    compile_cpu = min(1.0, (c1 - c0) / (w1 - w0)) if w1 > w0 else 1.0
     st = cf.stats
     report.compile_time = st.compile_seconds
+    # One compile, one measurement: had the process had the CPU throughout, it would
+    # have taken as little as its CPU time (Numba and LLVM compile on one thread).
+    report.compile_spread = (report.compile_time * compile_cpu, report.compile_time)
+    report.compile_cache_source = _cache_source(cf.entries()[0], before)
+    report.compile_cache = "cold" if report.compile_cache_source == "numba" else "warm"
     report.compile_breakdown = {"trace": st.trace_seconds, "passes": st.passes_seconds,
                                 "numba": st.numba_seconds}
     names = [f"output {k}" for k in range(len(e_vals))] + [n for n, _ in leaves]
@@ -484,13 +657,16 @@ def _compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5
     def compiled_call() -> None:
         _run(cf, args, leaves)
 
-    report.compiled_time, report.compiled_spread = _timeit(compiled_call, repeats)
-    report.speedup = report.eager_time / report.compiled_time
-    # Worst and best pairing of the eager and compiled rounds.
-    report.speedup_spread = (report.eager_spread[0] / report.compiled_spread[1],
-                             report.eager_spread[1] / report.compiled_spread[0])
-    gain = report.eager_time - report.compiled_time
-    report.break_even_calls = report.compile_time / gain if gain > 0 else None
+    timings["compiled"] = c = _measure(compiled_call, repeats, budget)
+    e = timings["eager"]
+    report.timings = {k: asdict(t) for k, t in timings.items()}
+    report.compiled_time, report.compiled_spread = c.median, (c.q1, c.q3)
+    report.speedup = e.median / c.median
+    # The interquartile ranges paired worst with best.
+    report.speedup_spread = (e.q1 / c.q3, e.q3 / c.q1)
+    report.break_even_calls, report.break_even_spread = _break_even(
+        report.compile_time, report.compile_spread, e, c)
+    _flag(report, timings, compile_cpu)
     entry = cf.entries()[0]
     report.traced_nodes = P.op_count(traced)
     report.optimized_nodes = P.op_count(entry.optimized)
@@ -514,11 +690,32 @@ def _compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5
                     _run(f2, args, leaves)
                     setattr(report, attr, f2.stats.compile_seconds)
     if ablation:
-        report.ablation = _ablation(traced, args, e_vals, repeats)
+        report.ablation = _ablation(traced, args, e_vals, repeats, budget)
     return report
 
 
-def _ablation(traced: Graph, args: tuple, eager_values: list, repeats: int) -> list[dict]:
+def _break_even(compile_time: float, compile_spread: tuple, e: Timing, c: Timing
+                ) -> tuple[float | None, tuple | None]:
+    """Calls after which blocking compilation has paid for itself, and its range from the
+    compile time's range and the per-call interquartile ranges (``None`` at the high end:
+    the compiled function may be no faster, so it may never pay)."""
+    gain = e.median - c.median
+    if gain <= 0:
+        return None, None
+    best, worst = e.q3 - c.q1, e.q1 - c.q3
+    lo = compile_spread[0] / best
+    hi = compile_spread[1] / worst if worst > 0 else None
+    return compile_time / gain, (lo, hi)
+
+
+def _flag(report: CompareReport, timings: dict[str, Timing], compile_cpu: float | None
+          ) -> None:
+    report.noise_reasons = _noise(timings, compile_cpu)
+    report.noisy = bool(report.noise_reasons)
+
+
+def _ablation(traced: Graph, args: tuple, eager_values: list, repeats: int,
+              budget: float = 1.0) -> list[dict]:
     """The forward graph compiled with each pass switched off in turn (and with none off)."""
     from .backend.numba import build
     from .compile.random_state import random_outputs
@@ -534,8 +731,8 @@ def _ablation(traced: Graph, args: tuple, eager_values: list, repeats: int) -> l
         outs = kernel(*arrays)
         err = max((_errors(o, e)[0] for o, e, r in zip(outs, eager_values, random)
                    if not r), default=0.0)
-        t, _ = _timeit(lambda k=kernel: k(*arrays), repeats)
+        t = _measure(lambda k=kernel: k(*arrays), repeats, budget)
         rows.append({"off": off or "(none)", "nodes": P.op_count(g),
                      "kernels": sum(1 for n in g.nodes if n.op == "fused"),
-                     "max_abs_error": err, "time": t})
+                     "max_abs_error": err, "time": t.median, "spread": [t.q1, t.q3]})
     return rows

@@ -157,12 +157,16 @@ def train_classifier(compiled: bool, epochs: int = 5, batch: int = 64, seed: int
                for i in range(0, len(x_all) - batch + 1, batch)]
     t0 = time.perf_counter()
     first = None
+    step_seconds = []  # each step's wall time: `compare` reports their spread
     for _ in range(epochs):
         for xb, yb in batches:
+            t = time.perf_counter()
             loss = run(xb, yb)
+            step_seconds.append(time.perf_counter() - t)
             first = first if first is not None else time.perf_counter() - t0
     seconds = time.perf_counter() - t0
     logits = net(tensor(x_all)).numpy()
     accuracy = float((logits.argmax(axis=1) == y_all).mean())
     return {"accuracy": accuracy, "loss": float(loss.item()), "seconds": seconds,
-            "first_step_seconds": first, "steps": epochs * len(batches)}
+            "first_step_seconds": first, "steps": epochs * len(batches),
+            "step_seconds": step_seconds}

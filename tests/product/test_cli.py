@@ -4,11 +4,13 @@ MODULE:FUNC``, run in-process through `dualgraph.cli.main` and once as ``python 
 from __future__ import annotations
 
 import builtins
+import importlib
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -28,9 +30,16 @@ def test_compare_quick_prints_the_table(capsys):
     row = next(line for line in lines if line.startswith("scalar"))
     assert "x" in row and "trace failed" not in row
     # Nodes: the tape of x*y + y**2 has three nodes, like its trace.
-    assert row.split()[-1].startswith("3/3/")
+    (nodes,) = [t for t in row.split() if t.count("/") == 3]  # a NOISY flag may follow
+    assert nodes.startswith("3/3/")
     assert "break-even" in out and "s in all)" in out
     assert "1/1" in err  # progress (tqdm or plain lines) to stderr, the table to stdout
+    # Spreads, the compile's cache state, the break-even range; warm-up charged to no row.
+    assert row.count("±") == 2 and ("cold" in row or "warm" in row)
+    assert row.split("x (")[1].split(")")[0].count("-") == 1  # speed-up range
+    assert "interquartile range" in out and "process warm-up" in out
+    if "NOISY" in row:
+        assert "NOISY rows" in out and "  scalar: " in out
 
 
 def test_compare_json(tmp_path, capsys):
@@ -44,6 +53,11 @@ def test_compare_json(tmp_path, capsys):
     assert w["speedup"] > 0 and w["compiled_time"] > 0
     assert [n["name"] for n in w["numerics"]] == ["output 0", "grad arg 0", "grad arg 1"]
     assert w["max_rel_error"] < 1e-5
+    assert w["compile_cache"] in ("cold", "warm") and isinstance(w["noisy"], bool)
+    assert w["timings"]["eager"]["q1"] <= w["eager_time"] <= w["timings"]["eager"]["q3"]
+    lo, hi = w["break_even_spread"]
+    assert lo <= w["break_even_calls"] and (hi is None or w["break_even_calls"] <= hi)
+    assert data["warm_up_seconds"] >= 0
 
 
 def test_compare_plot(tmp_path, capsys):
@@ -54,7 +68,16 @@ def test_compare_plot(tmp_path, capsys):
     assert png.read_bytes()[:8] == PNG
 
 
-def test_plot_without_matplotlib_says_how_to_install_it(tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def no_run(monkeypatch):
+    """Makes running any workload an error: the checks must fail before the run."""
+    def boom(*args, **kwargs):
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(importlib.import_module("dualgraph.compare"), "compare", boom)
+
+
+def test_plot_without_matplotlib_fails_before_the_run(tmp_path, monkeypatch, capsys, no_run):
     real_import = builtins.__import__
 
     def no_matplotlib(name, *args, **kwargs):
@@ -63,10 +86,42 @@ def test_plot_without_matplotlib_says_how_to_install_it(tmp_path, monkeypatch, c
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
-    with pytest.raises(SystemExit, match="pip install matplotlib"):
-        main(SCALAR + ["--plot", str(tmp_path / "p.png")])
+    assert main(SCALAR + ["--plot", str(tmp_path / "p.png")]) == 2
+    out, err = capsys.readouterr()
+    assert "--plot needs matplotlib" in err and "pip install matplotlib" in err
     assert not (tmp_path / "p.png").exists()
-    assert "scalar" in capsys.readouterr().out  # the table was still printed
+    assert "scalar" not in out  # nothing ran
+
+
+@pytest.mark.parametrize("where, message", [
+    ("missing/r.json", "no such directory"),
+    ("a_file/r.json", "no such directory"),
+    (".", "is a directory"),
+])
+def test_unwritable_json_fails_before_the_run(tmp_path, capsys, no_run, where, message):
+    (tmp_path / "a_file").write_text("")
+    path = tmp_path / where
+    t0 = time.perf_counter()
+    assert main(SCALAR + ["--json", str(path)]) == 2
+    assert time.perf_counter() - t0 < 2.0
+    err = capsys.readouterr().err
+    assert f"--json {path}" in err and message in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing left behind
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/version"), reason="needs Linux /proc")
+def test_unwritable_plot_path_fails_before_the_run(capsys, no_run):
+    assert main(SCALAR + ["--plot", "/proc/version"]) == 2
+    assert "--plot /proc/version: cannot write" in capsys.readouterr().err
+
+
+def test_writable_json_path_is_left_as_it_was(tmp_path, capsys):
+    from dualgraph.cli import _check_writable
+
+    new, old = tmp_path / "new.json", tmp_path / "old.json"
+    old.write_text("keep")
+    assert _check_writable(str(new), "--json") is None and not new.exists()
+    assert _check_writable(str(old), "--json") is None and old.read_text() == "keep"
 
 
 def test_unknown_workload_lists_the_valid_ones(capsys):
@@ -153,6 +208,7 @@ def test_compare_classifier_trains_eager_and_compiled(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "classifier (16->32->4 MLP, Adam, synthetic blobs, 24 steps):" in out
     assert "eager:" in out and "compiled:" in out and "per step" in out
+    assert "(24 steps) per step" in out and "(23 steps) per step" in out and "±" in out
     c = json.loads(js.read_text())["classifier"]
     # The whole training step compiled trains the same network to the same accuracy.
     assert c["eager"]["accuracy"] == pytest.approx(c["compiled"]["accuracy"], abs=0.02)

@@ -4,6 +4,7 @@ and the pass ablation, checked against what the parts of dualgraph report on the
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 
 import numpy as np
@@ -14,6 +15,8 @@ from dualgraph import passes as P
 from dualgraph.cli import _table
 
 from . import _programs as progs
+
+C = importlib.import_module("dualgraph.compare")  # the module: dg.compare is the function
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +103,149 @@ def test_break_even_is_compile_time_over_the_saving_per_call(report):
         assert report.break_even_calls is None
 
 
+def test_spread_fields_are_present_and_sane(report):
+    for name, median in (("eager", report.eager_time), ("compiled", report.compiled_time)):
+        t = report.timings[name]
+        assert set(t) == {"median", "q1", "q3", "repeats", "number", "cpu_ratio"}
+        assert t["median"] == median and 0 < t["q1"] <= t["median"] <= t["q3"]
+        # Enough rounds for quartiles (or a note saying there were too few).
+        assert t["repeats"] >= C.MIN_ROUNDS or any(
+            "too few repeats" in r for r in report.noise_reasons)
+        assert t["number"] >= 1 and 0 < t["cpu_ratio"] < 2
+    assert report.eager_spread == (report.timings["eager"]["q1"], report.timings["eager"]["q3"])
+    lo, hi = report.compile_spread
+    assert 0 < lo <= report.compile_time == hi
+    assert report.compile_cache in ("cold", "warm")
+    assert report.compile_cache_source in ("numba", "disk", "memory")
+    assert (report.compile_cache == "cold") == (report.compile_cache_source == "numba")
+    assert isinstance(report.noisy, bool) and report.noisy == bool(report.noise_reasons)
+
+
+def test_break_even_range_contains_the_point(report):
+    assert report.break_even_calls is not None  # every_fate compiled is much faster
+    lo, hi = report.break_even_spread
+    assert lo <= report.break_even_calls and (hi is None or report.break_even_calls <= hi)
+    text = str(report)
+    assert f"{report.break_even_calls:,.0f} calls ({lo:,.0f}-" in text
+    assert "with blocking compilation" in text
+
+
+def _timing(median: float, q1: float, q3: float) -> C.Timing:
+    return C.Timing(median, q1, q3, repeats=9, number=10, cpu_ratio=1.0)
+
+
+def test_break_even_range_from_compile_and_call_spreads():
+    e, c = _timing(10e-6, 9e-6, 12e-6), _timing(4e-6, 3e-6, 5e-6)
+    point, (lo, hi) = C._break_even(0.6, (0.3, 0.6), e, c)
+    assert point == pytest.approx(0.6 / 6e-6)
+    assert lo == pytest.approx(0.3 / 9e-6) and hi == pytest.approx(0.6 / 4e-6)
+    assert lo <= point <= hi
+    # Overlapping quartiles: the compiled function may be no faster, so may never pay.
+    point, (lo, hi) = C._break_even(0.6, (0.6, 0.6), e, _timing(8e-6, 6e-6, 10e-6))
+    assert lo <= point and hi is None
+    assert C._break_even(0.6, (0.6, 0.6), e, _timing(11e-6, 10e-6, 12e-6)) == (None, None)
+
+
+class FakeClock:
+    """A wall clock that advances ``step`` seconds per read, plus a jitter of up to
+    ``jitter`` seconds on every other read; ``cpu`` reads the same time (an idle machine)."""
+
+    def __init__(self, step: float = 0.02, jitter: float = 0.0) -> None:
+        self.now, self.step, self.jitter = 0.0, step, jitter
+        self.rng = np.random.default_rng(0)
+        self.reads = 0
+
+    def wall(self) -> float:
+        self.reads += 1
+        self.now += self.step
+        if self.reads % 2:
+            self.now += self.rng.uniform(0, self.jitter)
+        return self.now
+
+    def cpu(self) -> float:
+        return self.now
+
+
+def test_steady_idle_measurement_is_not_noisy(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(C, "_wall", clock.wall)
+    monkeypatch.setattr(C, "_cpu", clock.cpu)
+    t = C._measure(lambda: None, repeats=3)
+    assert t.repeats == C.MIN_ROUNDS  # past the minimum, then settled
+    assert t.iqr_ratio < 1e-9 and t.cpu_ratio == pytest.approx(1.0)
+    assert C._noise({"eager": t}, 1.0) == []
+
+
+def test_jittery_timer_flags_the_spread(monkeypatch):
+    clock = FakeClock(jitter=0.2)
+    monkeypatch.setattr(C, "_wall", clock.wall)
+    monkeypatch.setattr(C, "_cpu", clock.cpu)
+    t = C._measure(lambda: None, repeats=5, budget=30.0)
+    assert t.iqr_ratio > C.NOISY_IQR
+    assert t.repeats > C.MIN_ROUNDS  # it kept going, hoping the spread would settle
+    (reason,) = C._noise({"compiled": t}, 1.0)
+    assert reason.startswith("compiled spread: IQR") and "of the median" in reason
+
+
+def test_jittery_timer_flags_the_report(monkeypatch):
+    clock = FakeClock(jitter=0.2)
+    monkeypatch.setattr(C, "_wall", clock.wall)
+    monkeypatch.setattr(C, "_cpu", clock.cpu)
+    x, y = progs.inputs()
+    r = dg.compare(progs.every_fate, x, y, repeats=5, budget=3.0, cold_warm=False)
+    assert r.noisy
+    assert any("spread: IQR" in m for m in r.noise_reasons)
+    assert not any("busy" in m for m in r.noise_reasons)  # the CPU kept up with the wall
+    assert "NOISY: " in str(r)
+    data = json.loads(r.to_json())
+    assert data["noisy"] is True and data["noise_reasons"] == r.noise_reasons
+    row = _table([r], None).splitlines()[2]
+    assert row.endswith("NOISY")
+
+
+def test_busy_machine_is_detected_from_cpu_over_wall(monkeypatch):
+    import time
+
+    # The process gets the CPU for half of every wall second: it was descheduled.
+    monkeypatch.setattr(C, "_cpu", lambda: 0.5 * time.perf_counter())
+    x, y = progs.inputs()
+    r = dg.compare(progs.every_fate, x, y, repeats=5, budget=0.2, cold_warm=False)
+    assert r.noisy
+    busy = [m for m in r.noise_reasons if m.startswith("busy machine")]
+    assert busy and "cpu/wall eager 50%" in busy[0] and "compiled 50%" in busy[0]
+    assert r.timings["eager"]["cpu_ratio"] == pytest.approx(0.5, abs=0.01)
+
+
+def test_too_few_rounds_are_flagged(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(C, "_wall", clock.wall)
+    monkeypatch.setattr(C, "_cpu", clock.cpu)
+    t = C._measure(lambda: None, repeats=2, budget=0.0)
+    assert t.repeats == 2
+    (reason,) = C._noise({"eager": t}, None)
+    assert reason.startswith("too few repeats: eager 2 rounds")
+
+
+def test_compile_is_cold_then_warm_with_the_same_cache_dir(tmp_path):
+    def halve(x):
+        return (x * 0.5 + 0.25).sum()
+
+    x = dg.tensor(np.arange(8, dtype=np.float32), requires_grad=True)
+    labels = []
+    for _ in range(2):
+        with C._fresh_cache(str(tmp_path)):  # a new process's view of one cache dir
+            r = dg.compare(halve, x, repeats=1, budget=0.05, cold_warm=False)
+            labels.append((r.compile_cache, r.compile_cache_source))
+            if not labels[1:]:
+                assert "cold [" in str(r)
+    assert labels == [("cold", "numba"), ("warm", "disk")]
+
+
+def test_warm_up_is_paid_once_per_process():
+    C.warm_up()
+    assert C.warm_up() == 0.0 and C._WARMED_UP > 0
+
+
 def test_break_even_never_is_printed_when_compiling_does_not_pay(report):
     slow = dataclasses.replace(report, break_even_calls=None)
     assert "never (compiled is not faster)" in str(slow)
@@ -109,6 +255,7 @@ def test_cold_cache_compiles_and_warm_cache_loads(report):
     # Cold: a new kernel directory, Numba compiles; warm: the same directory, it loads.
     assert report.cold_compile_time > 0 and report.warm_compile_time > 0
     assert report.warm_compile_time < report.cold_compile_time / 5
+    assert "cold [" in str(report) or "warm [" in str(report)
 
 
 # ------------------------------------------------------------------------ structure
@@ -159,6 +306,10 @@ def test_to_json_round_trips(report):
     assert [n["closer"] for n in data["numerics"]] == [d.closer for d in report.numerics]
     assert data["diff"] == report.diff and data["fusion"] == report.fusion
     assert data["ablation"] == report.ablation and data["trace_error"] is None
+    assert data["timings"] == report.timings and data["noisy"] == report.noisy
+    assert data["compile_cache"] == report.compile_cache
+    assert data["compile_spread"] == list(report.compile_spread)
+    assert data["break_even_spread"] == [v for v in report.break_even_spread]
     assert json.loads(report.to_json(indent=2)) == data
 
 
@@ -247,6 +398,7 @@ def test_ablation_has_a_row_per_pass(report):
         assert r["nodes"] == P.op_count(g)
         assert r["kernels"] == sum(1 for n in g.nodes if n.op == "fused")
         assert r["max_abs_error"] < 1e-4 and r["time"] > 0
+        assert r["spread"][0] <= r["time"] <= r["spread"][1]
     rows = {r["off"]: r for r in report.ablation}
     assert rows["fuse"]["kernels"] == 0 and rows["fuse"]["nodes"] > rows["(none)"]["nodes"]
     assert rows["dce"]["nodes"] > rows["(none)"]["nodes"]  # the dead tanh * 3 stays
