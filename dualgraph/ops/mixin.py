@@ -203,11 +203,15 @@ class TensorOps:
         return E.cos(self)
 
     def clamp(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+        """Limit to ``[min, max]``: ``t.clamp(0.0, 1.0)``. As in PyTorch, an element on a
+        bound passes its whole gradient (``maximum``/``minimum`` would split the tie), a
+        bound gets the gradient where it replaced the element, and nan stays nan."""
         out = self
+        # where(x < lo, lo, x), not maximum: a tie keeps x, so x gets all of the gradient.
         if min is not None:
-            out = E.maximum(out, min)
+            out = E.where(E.lt(out, min), min, out)
         if max is not None:
-            out = E.minimum(out, max)
+            out = E.where(E.gt(out, max), max, out)
         return out
 
     # ---------------------------------------------------------------- reductions

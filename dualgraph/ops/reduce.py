@@ -28,7 +28,20 @@ def _sum_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tup
     return _reduced_shape(tuple(x.shape), axis, keepdims), dtype
 
 
+# PyTorch's names of the non-float dtypes, for its error messages.
+_TORCH_NAME = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
+               "int32": "Int", "int64": "Long"}
+
+
+def _check_mean_dtype(dtype: np.dtype) -> None:
+    if dtype.kind not in "fc":
+        name = _TORCH_NAME.get(dtype.name, dtype.name)
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either "
+                           f"a floating point or complex dtype. Got: {name}")
+
+
 def _mean_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tuple:
+    _check_mean_dtype(x.dtype)  # PyTorch's rule: no silent int -> float mean
     return _reduced_shape(tuple(x.shape), axis, keepdims), float_dtype(x.dtype)
 
 
@@ -62,8 +75,7 @@ def _sum_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) 
 
 
 def _mean_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) -> np.ndarray:
-    if x.dtype.kind != "f":
-        x = x.astype(float_dtype(x.dtype))
+    _check_mean_dtype(x.dtype)
     n = x.size if axis is None else math.prod([x.shape[i] for i in axis])
     return np.true_divide(np.add.reduce(x, axis=axis, keepdims=keepdims), n or np.nan)
 

@@ -65,26 +65,15 @@ _HOOK_DTYPE = ("issue 11 s1: a hook returning a float64 gradient for a float32 t
                "accepted; PyTorch raises RuntimeError")
 _BACKWARD_DUP = "issue 11 s1: dg.backward([y, y], [g, g]) leaves x.grad None, no accumulation"
 _NO_GRAD_C = "issue 11 s2: compiled, a no_grad block does not stop gradients (4x, not 2x)"
-_NEG_ZERO_C = ("issue 11 s2: compiled, simplify drops `x + 0.0` and `0.0 + x`, so -0.0 "
-               "stays -0.0 (IEEE: +0.0)")
-_INT_POW_C = "issue 11 s2: compiled, int ** -1 gives [1, 0, 0] instead of raising"
 _TRACER_API = "issue 11 s2: the tracer lacks clone() (AttributeError)"
 _EXP_INPLACE_C = ("issue 11 s2: compiled, changing exp's output in place inside the function "
                   "is not caught (PyTorch raises 'modified by an inplace operation')")
 _ADV_INDEX = ("not in issue (API A2): advanced indexing (int tensor, bool mask) is rejected "
               "with TypeError")
-_CLAMP = ("not in issue: clamp(min, max) at a bound gives half the gradient (built from "
-          "maximum/minimum, which split ties); PyTorch's clamp passes all of it")
-_ZERO_D_PROMOTE = ("not in issue: a float64 0-d tensor widens a float32 tensor to float64; "
-                   "PyTorch keeps float32 (a 0-d tensor does not promote a dimensioned one "
-                   "of the same category)")
-_INT_MEAN = "not in issue: mean() of an int tensor returns float32; PyTorch raises RuntimeError"
 
 # (program, mode) -> what dualgraph gets wrong. Each reason says what differs: this table is
 # the parity bug list.
 KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {
-    ("clamp_at_bounds", "eager"): _CLAMP,
-    ("clamp_at_bounds", "compiled"): _CLAMP,
     ("advanced_indexing", "eager"): _ADV_INDEX,
     ("advanced_indexing", "compiled"): _ADV_INDEX,
     ("inplace_mul_through_view", "eager"): _VIEW,
@@ -109,8 +98,6 @@ KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {
     ("zero_dim_grad_zero_", "eager"): _ZERO_D_GRAD,
     ("zero_dim_grad_inplace_add", "eager"): _ZERO_D_GRAD,
     ("no_grad_block", "compiled"): _NO_GRAD_C,
-    ("add_zero_keeps_ieee", "compiled"): _NEG_ZERO_C,
-    ("int_pow_negative", "compiled"): _INT_POW_C,
     ("clone_and_data", "compiled"): _TRACER_API,
     ("max_dim", "eager"): _MAX_DIM,
     ("max_dim", "compiled"): _MAX_DIM,
@@ -124,10 +111,6 @@ KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {
     ("min_full", "compiled"): _MIN,
     ("max_dim_keepdim", "eager"): _KEEPDIM,
     ("max_dim_keepdim", "compiled"): _KEEPDIM,
-    ("promote_zero_dim_double", "eager"): _ZERO_D_PROMOTE,
-    ("promote_zero_dim_double", "compiled"): _ZERO_D_PROMOTE,
-    ("int_mean_raises", "eager"): _INT_MEAN,
-    ("int_mean_raises", "compiled"): _INT_MEAN,
 }
 
 MODES = ("eager", "compiled")
