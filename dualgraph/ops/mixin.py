@@ -223,9 +223,29 @@ class TensorOps:
              keepdim: bool | None = None) -> Any:
         return R.mean(self, axis, keepdims, dim=dim, keepdim=keepdim)
 
-    def max(self, axis: Any = None, keepdims: bool | None = None, *, dim: Any = None,
-            keepdim: bool | None = None) -> Any:
-        return R.max(self, axis, keepdims, dim=dim, keepdim=keepdim)
+    def max(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+            keepdims: bool | None = None) -> Any:
+        """The max, or ``(values, indices)`` for one int dim (see `dg.max`)."""
+        return R.max(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    def min(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+            keepdims: bool | None = None) -> Any:
+        """The min, or ``(values, indices)`` for one int dim (see `dg.min`)."""
+        return R.min(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    def amax(self, axis: Any = None, keepdims: bool | None = None, *, dim: Any = None,
+             keepdim: bool | None = None) -> Any:
+        return R.amax(self, axis, keepdims, dim=dim, keepdim=keepdim)
+
+    def amin(self, axis: Any = None, keepdims: bool | None = None, *, dim: Any = None,
+             keepdim: bool | None = None) -> Any:
+        return R.amin(self, axis, keepdims, dim=dim, keepdim=keepdim)
+
+    def argmax(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return R.argmax(self, dim, keepdim)
+
+    def argmin(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return R.argmin(self, dim, keepdim)
 
     def softmax(self, axis: Any = None, *, dim: Any = None) -> Any:
         return C.softmax(self, axis, dim=dim)

@@ -42,11 +42,6 @@ _TRANSPOSE_2D = ("issue 11 s3: transpose(0, 1) is read as NumPy's axes permutati
 _TRANSPOSE_3D = ("issue 11 s3: transpose(0, 1) on 3-D raises ValueError 'axes do not match' "
                  "instead of swapping two dims")
 _TRANSPOSE_RANGE = "issue 11 s3: transpose(0, 5) is taken modulo the rank, no IndexError"
-_MAX_DIM = ("issue 11 s3: max(dim) returns the values only, not (values, indices): "
-            "`v, i = x.max(dim=1)` unpacks rows")
-_MAX_DIM_NAMED = "issue 11 s3: max(dim) returns no named tuple (.values/.indices)"
-_MIN = "issue 11 s3: Tensor.min / dg.min do not exist (AttributeError)"
-_KEEPDIM = "issue 11 s3: keepdim= is rejected (TypeError), only NumPy's keepdims= works"
 _SQUEEZE_RANGE = "issue 11 s3: squeeze/unsqueeze take an out-of-range dim modulo the rank"
 _SUM_RANGE = "issue 11 s3: a bad reduction dim raises ValueError, PyTorch IndexError"
 _SHAPE_ERR = ("issue 11 s3: a shape mismatch raises ValueError only; PyTorch raises "
@@ -74,6 +69,9 @@ _ADV_INDEX = ("not in issue (API A2): advanced indexing (int tensor, bool mask) 
 # (program, mode) -> what dualgraph gets wrong. Each reason says what differs: this table is
 # the parity bug list.
 KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {
+    ("max_dim_positional", "compiled"): (
+        "issue 11 s2: a compiled function cannot return nested tuples (here named tuples "
+        "inside the output tuple): TraceError"),
     ("advanced_indexing", "eager"): _ADV_INDEX,
     ("advanced_indexing", "compiled"): _ADV_INDEX,
     ("inplace_mul_through_view", "eager"): _VIEW,
@@ -99,18 +97,6 @@ KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {
     ("zero_dim_grad_inplace_add", "eager"): _ZERO_D_GRAD,
     ("no_grad_block", "compiled"): _NO_GRAD_C,
     ("clone_and_data", "compiled"): _TRACER_API,
-    ("max_dim", "eager"): _MAX_DIM,
-    ("max_dim", "compiled"): _MAX_DIM,
-    ("max_dim_named", "eager"): _MAX_DIM_NAMED,
-    ("max_dim_named", "compiled"): _MAX_DIM_NAMED,
-    ("max_dim_positional", "eager"): _MAX_DIM,
-    ("max_dim_positional", "compiled"): _MAX_DIM,
-    ("min_dim", "eager"): _MIN,
-    ("min_dim", "compiled"): _MIN,
-    ("min_full", "eager"): _MIN,
-    ("min_full", "compiled"): _MIN,
-    ("max_dim_keepdim", "eager"): _KEEPDIM,
-    ("max_dim_keepdim", "compiled"): _KEEPDIM,
 }
 
 MODES = ("eager", "compiled")
