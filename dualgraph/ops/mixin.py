@@ -207,6 +207,11 @@ class TensorOps:
         bound passes its whole gradient (``maximum``/``minimum`` would split the tie), a
         bound gets the gradient where it replaced the element, and nan stays nan."""
         out = self
+        if min is None and max is None:
+            return out
+        if out.dtype.kind == "f":
+            # A nan stays nan but passes no gradient (PyTorch's rule: nan is in no range).
+            out = E.where(E.eq(out, out), out, out.detach())
         # where(x < lo, lo, x), not maximum: a tie keeps x, so x gets all of the gradient.
         if min is not None:
             out = E.where(E.lt(out, min), min, out)

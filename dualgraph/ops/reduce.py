@@ -265,18 +265,20 @@ def mean(x: Any, axis: Any = None, keepdims: bool | None = None, *,
     return _reduce(MEAN, x, axis, keepdims, dim, keepdim)
 
 
-class max_result(NamedTuple):  # noqa: N801 - PyTorch's torch.return_types.max
-    """``(values, indices)`` of ``max(dim)``; attribute access or tuple unpacking."""
-
+# PyTorch's torch.return_types.max/min: named tuples called "max" and "min", so they print
+# as ``max(values=..., indices=...)``; attribute access or tuple unpacking.
+class max_result(NamedTuple):  # noqa: N801
     values: Any
     indices: Any
 
 
-class min_result(NamedTuple):  # noqa: N801 - PyTorch's torch.return_types.min
-    """``(values, indices)`` of ``min(dim)``; attribute access or tuple unpacking."""
-
+class min_result(NamedTuple):  # noqa: N801
     values: Any
     indices: Any
+
+
+max_result.__name__ = max_result.__qualname__ = "max"
+min_result.__name__ = min_result.__qualname__ = "min"
 
 
 def _keep(name: str, keepdims: Any, keepdim: Any) -> bool:
