@@ -8,6 +8,7 @@ are written here once.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -211,7 +212,7 @@ class TensorOps:
             return out
         if out.dtype.kind == "f":
             # A nan stays nan but passes no gradient (PyTorch's rule: nan is in no range).
-            out = E.where(E.eq(out, out), out, out.detach())
+            out = E.where(E.eq(out, out), out, math.nan)
         # where(x < lo, lo, x), not maximum: a tie keeps x, so x gets all of the gradient.
         if min is not None:
             out = E.where(E.lt(out, min), min, out)

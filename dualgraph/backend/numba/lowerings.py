@@ -374,10 +374,18 @@ def _lines(node: Node, var: str, axis: int | None) -> tuple[str, int, int]:
     return f"np.ascontiguousarray({moved}).reshape(({m}, {n}))", m, n
 
 
-@lowers("argmax", "argmin")
-def _argextremum(node: Node, args: list, out: str) -> list:
+@lowers("argmax")
+def _argmax(node: Node, args: list, out: str) -> list:
+    return _argextremum(node, args, out, ">")
+
+
+@lowers("argmin")
+def _argmin(node: Node, args: list, out: str) -> list:
+    return _argextremum(node, args, out, "<")
+
+
+def _argextremum(node: Node, args: list, out: str, better: str) -> list:
     src = node.inputs[0]
-    better = ">" if node.op == "argmax" else "<"
     lines_src, m, n = _lines(src, args[0], node.attrs["axis"])
     # The first extremum wins; the first nan wins over everything (np.argmax's rule and
     # PyTorch's): a nan found stops the line.
