@@ -47,7 +47,7 @@ from .ops.elementwise import (
     where,
 )
 from .ops.linalg import matmul
-from .ops.reduce import max, mean, sum
+from .ops.reduce import amax, amin, argmax, argmin, max, mean, min, sum
 from .ops.shape import concatenate, reshape, stack, transpose
 from .trace.autodiff import differentiate
 from .trace.tracer import trace
@@ -66,6 +66,7 @@ __all__ = [
     "cat", "concatenate", "cos", "enable_grad", "exp", "float16", "float32", "float64",
     "from_numpy", "full", "grad", "graph_of", "int32", "int64", "is_grad_enabled", "log",
     "log_softmax", "manual_seed", "matmul", "max", "maximum", "mean", "minimum", "nn",
+    "amax", "amin", "argmax", "argmin", "min",
     "no_grad", "ones", "ops", "optim", "rand", "randn", "relu", "reshape", "set_grad_enabled",
     "sigmoid", "sin", "softmax", "sqrt", "stack", "sum", "tanh", "tensor", "testing", "transpose",
     "where", "zeros",

@@ -251,9 +251,11 @@ def gen_reduce(draw, b: Builder) -> Var | None:
         return None
     n, r = x.name, len(x.shape)
     size = math.prod(x.shape)
-    kind = draw(st.sampled_from(["sum", "mean", "max"]))
+    kind = draw(st.sampled_from(["sum", "mean", "max", "min"]))
+    # max(dim)/min(dim) with one int dim is PyTorch's (values, indices) named tuple.
+    values = ".values" if kind in ("max", "min") else ""
     if r == 0:
-        call = draw(st.sampled_from([f"{n}.{kind}()", f"dg.{kind}({n}, dim=0)"]))
+        call = draw(st.sampled_from([f"{n}.{kind}()", f"dg.{kind}({n}, dim=0){values}"]))
     else:
         axes = draw(st.lists(st.integers(-r, r - 1), min_size=1, max_size=r, unique_by=lambda
                              a: a % r))
@@ -261,7 +263,7 @@ def gen_reduce(draw, b: Builder) -> Var | None:
         keep = draw(st.booleans())
         call = draw(st.sampled_from([
             f"{n}.{kind}()", f"{n}.{kind}(axis={axis!r}, keepdims={keep})",
-            f"dg.{kind}({n}, dim={axis!r})",
+            f"dg.{kind}({n}, dim={axis!r})" + (values if isinstance(axis, int) else ""),
         ]))
     bound = x.bound * size if kind == "sum" else x.bound
     if bound > MAX_BOUND:

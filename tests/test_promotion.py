@@ -15,9 +15,12 @@ from dualgraph import modes
 from dualgraph.ops import elementwise as E
 
 B, I64, I32, F32, F64 = "bool", "i64", "i32", "f32", "f64"
-DTYPES = {B: dg.bool_, I64: dg.int64, I32: dg.int32, F32: dg.float32, F64: dg.float64}
+# 0-d tensors: PyTorch ranks them between dimensioned tensors and Python scalars.
+I64_0D, F32_0D, F64_0D = "i64_0d", "f32_0d", "f64_0d"
+DTYPES = {B: dg.bool_, I64: dg.int64, I32: dg.int32, F32: dg.float32, F64: dg.float64,
+          I64_0D: dg.int64, F32_0D: dg.float32, F64_0D: dg.float64}
 VALUES = {B: [True, False, True], I64: [1, 2, 3], I32: [1, 2, 3],
-          F32: [0.5, 1.5, 2.5], F64: [0.5, 1.5, 2.5]}
+          F32: [0.5, 1.5, 2.5], F64: [0.5, 1.5, 2.5], I64_0D: 2, F32_0D: 1.5, F64_0D: 1.5}
 COND = [True, False, True]
 
 # PyTorch's result dtypes (its documented rule, checked against torch 2.13): (a, b, dtype of
@@ -48,6 +51,14 @@ TABLE = [
     (2, B, I64, F32),
     (2.5, F32, F32, F32),
     (True, I32, I32, F32),
+    (F32, F64_0D, F32, F32),  # a 0-d tensor never widens a tensor of its category
+    (F64_0D, F32, F32, F32),
+    (I32, I64_0D, I32, F32),
+    (B, I64_0D, I64, F32),  # of a higher category, the 0-d tensor's own dtype (not f32)
+    (I64, F64_0D, F64, F64),
+    (I32, F32_0D, F32, F32),
+    (F32_0D, F64_0D, F64, F64),  # 0-d tensors alone promote like dimensioned ones
+    (I64_0D, 2.5, F32, F32),  # a scalar of a higher category: the default dtype
 ]
 
 

@@ -35,28 +35,40 @@ def result_dtype(*args: Any) -> np.dtype:
     """The dtype of an elementwise op on ``args`` (tensors, avals, arrays or Python
     scalars), by PyTorch's promotion rule; the one rule every mode and kernel uses.
 
-    - Categories bool < integer < float: the operands of the highest tensor category
-      decide, promoted among themselves (``i64 * f32`` is ``f32``, ``f32 + f64`` is
-      ``f64``, ``i8 + u8`` is ``i16``); a lower-category tensor never widens them.
-    - A Python scalar never widens a tensor of its category or a higher one (``f32 * 2.0``
-      is ``f32``, ``i32 + 1`` is ``i32``); of a higher category it gives that category's
-      default dtype (``i64 * 2.5`` is ``f32``, ``bool + 1`` is ``i64``), as do scalars alone.
+    Three tiers, each consulted only when it has a higher category (bool < integer <
+    float) than the tiers before it:
 
-    Not (yet) PyTorch's third rule: a 0-d tensor ranks like a dimensioned one here.
+    - Tensors with dimensions: the operands of the highest category decide, promoted among
+      themselves (``i64 * f32`` is ``f32``, ``f32 + f64`` is ``f64``, ``i8 + u8`` is ``i16``);
+      a lower-category tensor never widens them.
+    - 0-d tensors: like scalars, they never widen a dimensioned tensor of their category or
+      a higher one (``f32 * f64_0d`` is ``f32``); of a higher category, their own dtypes
+      decide (``i64 * f64_0d`` is ``f64``). With no dimensioned tensor they are the first tier.
+    - Python scalars: a scalar never widens a tensor of its category or a higher one
+      (``f32 * 2.0`` is ``f32``, ``i32 + 1`` is ``i32``); of a higher category it gives that
+      category's default dtype (``i64 * 2.5`` is ``f32``, ``bool + 1`` is ``i64``), as do
+      scalars alone.
     """
-    dtypes = [a.dtype for a in args if not isinstance(a, Literal)]
+    arrays = [a for a in args if not isinstance(a, Literal)]
+    dtypes = [a.dtype for a in arrays]
     try:
-        top = max([_CATEGORY[d.kind] for d in dtypes], default=-1)
+        cats = [_CATEGORY[d.kind] for d in dtypes]
     except KeyError:  # complex, datetime...: NumPy's own rule, as before
         return np.result_type(*dtypes, *[a for a in args if isinstance(a, Literal)])
     scalar_top = max([_scalar_category(a) for a in args if isinstance(a, Literal)],
                      default=-1)
-    if scalar_top > top:
+    if scalar_top > max(cats, default=-1):
         return _SCALAR_DEFAULT[scalar_top]
     first = dtypes[0]
     if all(d == first for d in dtypes):
         return first
-    return np.result_type(*[d for d in dtypes if _CATEGORY[d.kind] == top])
+    dims = [i for i, a in enumerate(arrays) if len(a.shape)]
+    zero = [i for i, a in enumerate(arrays) if not len(a.shape)]
+    tier = dims or zero
+    if dims and zero and max(cats[i] for i in zero) > max(cats[i] for i in dims):
+        tier = zero
+    top = max(cats[i] for i in tier)
+    return np.result_type(*[dtypes[i] for i in tier if cats[i] == top])
 
 
 def promote_arrays(*xs: Any) -> tuple:

@@ -25,7 +25,7 @@ def log_softmax(x: Any, axis: Any = None, *, dim: Any = None) -> Any:
     the graph makes the eager tape and the traced graph the same ops.
     """
     axis = _axis(axis, dim, "log_softmax")
-    m = R.max(x, axis, keepdims=True)
+    m = R.amax(x, axis, keepdims=True)
     shifted = E.sub(x, m)
     return E.sub(shifted, E.log(R.sum(E.exp(shifted), axis, keepdims=True)))
 
@@ -33,5 +33,5 @@ def log_softmax(x: Any, axis: Any = None, *, dim: Any = None) -> Any:
 def softmax(x: Any, axis: Any = None, *, dim: Any = None) -> Any:
     """``exp(x) / sum(exp(x))`` along ``axis``, shifted by the max so it never overflows."""
     axis = _axis(axis, dim, "softmax")
-    e = E.exp(E.sub(x, R.max(x, axis, keepdims=True)))
+    e = E.exp(E.sub(x, R.amax(x, axis, keepdims=True)))
     return E.div(e, R.sum(e, axis, keepdims=True))

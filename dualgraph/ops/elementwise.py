@@ -28,6 +28,15 @@ def _binary_infer(name: str):
     return infer
 
 
+def _pow_infer(x: Any, y: Any) -> tuple:
+    shape, dtype = _binary_infer("pow")(x, y)
+    # PyTorch's check, on a literal exponent only (a tensor exponent is not inspected):
+    # raised here so eager, tracing and compiled code all stop at the same point.
+    if (dtype.kind in "iu" and isinstance(y, int) and not isinstance(y, bool) and y < 0):
+        raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
+    return shape, dtype
+
+
 def _compare_infer(name: str):
     def infer(x: Any, y: Any) -> tuple:
         return broadcast_shapes(name, shape_of(x), shape_of(y)), np.dtype(np.bool_)
@@ -385,7 +394,7 @@ DIV = register(OpDef(
     saves=(1,), saves_out=True, elementwise=True,
 ))
 POW = register(OpDef(
-    "pow", _promoting(np.power), _binary_infer("pow"), _pow_vjp, "PowBackward0",
+    "pow", _promoting(np.power), _pow_infer, _pow_vjp, "PowBackward0",
     saves=(0, 1), saves_out=True, elementwise=True,
 ))
 NEG = register(OpDef(

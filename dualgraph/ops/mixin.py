@@ -8,6 +8,7 @@ are written here once.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -203,11 +204,20 @@ class TensorOps:
         return E.cos(self)
 
     def clamp(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+        """Limit to ``[min, max]``: ``t.clamp(0.0, 1.0)``. As in PyTorch, an element on a
+        bound passes its whole gradient (``maximum``/``minimum`` would split the tie), a
+        bound gets the gradient where it replaced the element, and nan stays nan."""
         out = self
+        if min is None and max is None:
+            return out
+        if out.dtype.kind == "f":
+            # A nan stays nan but passes no gradient (PyTorch's rule: nan is in no range).
+            out = E.where(E.eq(out, out), out, math.nan)
+        # where(x < lo, lo, x), not maximum: a tie keeps x, so x gets all of the gradient.
         if min is not None:
-            out = E.maximum(out, min)
+            out = E.where(E.lt(out, min), min, out)
         if max is not None:
-            out = E.minimum(out, max)
+            out = E.where(E.gt(out, max), max, out)
         return out
 
     # ---------------------------------------------------------------- reductions
@@ -219,9 +229,29 @@ class TensorOps:
              keepdim: bool | None = None) -> Any:
         return R.mean(self, axis, keepdims, dim=dim, keepdim=keepdim)
 
-    def max(self, axis: Any = None, keepdims: bool | None = None, *, dim: Any = None,
-            keepdim: bool | None = None) -> Any:
-        return R.max(self, axis, keepdims, dim=dim, keepdim=keepdim)
+    def max(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+            keepdims: bool | None = None) -> Any:
+        """The max, or ``(values, indices)`` for one int dim (see `dg.max`)."""
+        return R.max(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    def min(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+            keepdims: bool | None = None) -> Any:
+        """The min, or ``(values, indices)`` for one int dim (see `dg.min`)."""
+        return R.min(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    def amax(self, axis: Any = None, keepdims: bool | None = None, *, dim: Any = None,
+             keepdim: bool | None = None) -> Any:
+        return R.amax(self, axis, keepdims, dim=dim, keepdim=keepdim)
+
+    def amin(self, axis: Any = None, keepdims: bool | None = None, *, dim: Any = None,
+             keepdim: bool | None = None) -> Any:
+        return R.amin(self, axis, keepdims, dim=dim, keepdim=keepdim)
+
+    def argmax(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return R.argmax(self, dim, keepdim)
+
+    def argmin(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return R.argmin(self, dim, keepdim)
 
     def softmax(self, axis: Any = None, *, dim: Any = None) -> Any:
         return C.softmax(self, axis, dim=dim)

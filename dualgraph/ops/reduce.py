@@ -1,15 +1,16 @@
-"""Reductions: sum, mean, max. Axis attributes are canonical (sorted, non-negative)."""
+"""Reductions: sum, mean, max, min, argmax, argmin, and the gather that gives ``max(dim)``
+its values. Axis attributes are canonical (sorted, non-negative)."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..errors import ShapeError
 from ..modes import bind
-from .broadcast import float_dtype, normalize_axis
+from .broadcast import float_dtype, normalize_axis, normalize_dim
 from .elementwise import div, eq, mul, where
 from .registry import OpDef, Reduction, register
 from .shape import astype, broadcast_to, reshape
@@ -28,16 +29,66 @@ def _sum_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tup
     return _reduced_shape(tuple(x.shape), axis, keepdims), dtype
 
 
+# PyTorch's names of the non-float dtypes, for its error messages.
+_TORCH_NAME = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
+               "int32": "Int", "int64": "Long"}
+
+
+def _check_mean_dtype(dtype: np.dtype) -> None:
+    if dtype.kind not in "fc":
+        name = _TORCH_NAME.get(dtype.name, dtype.name)
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either "
+                           f"a floating point or complex dtype. Got: {name}")
+
+
 def _mean_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tuple:
+    _check_mean_dtype(x.dtype)  # PyTorch's rule: no silent int -> float mean
     return _reduced_shape(tuple(x.shape), axis, keepdims), float_dtype(x.dtype)
 
 
-def _max_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tuple:
-    shape = tuple(x.shape)
+def _check_nonempty(name: str, shape: tuple, axis: tuple | None) -> None:
     reduced = range(len(shape)) if axis is None else axis
-    if not MAX.reduction.empty_ok and any(shape[i] == 0 for i in reduced):
-        raise ShapeError(f"max: cannot take the max over an empty dimension of shape {shape}")
-    return _reduced_shape(shape, axis, keepdims), x.dtype
+    if any(shape[i] == 0 for i in reduced):
+        raise ShapeError(f"{name}: cannot take the {name} over an empty dimension of shape "
+                         f"{shape}")
+
+
+def _extremum_infer(name: str):
+    def infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tuple:
+        shape = tuple(x.shape)
+        _check_nonempty(name, shape, axis)
+        return _reduced_shape(shape, axis, keepdims), x.dtype
+
+    return infer
+
+
+def _arg_infer(name: str):
+    def infer(x: Any, axis: int | None = None, keepdims: bool = False) -> tuple:
+        shape = tuple(x.shape)
+        axes = None if axis is None else (axis,)
+        _check_nonempty(name, shape, axes)
+        return _reduced_shape(shape, axes, keepdims), np.dtype(np.int64)
+
+    return infer
+
+
+def _take_infer(x: Any, idx: Any, axis: int = 0) -> tuple:
+    xs, ks = tuple(x.shape), tuple(idx.shape)
+    want = xs[:axis] + (1,) + xs[axis + 1:]
+    if ks != want or idx.dtype != np.int64:
+        raise ShapeError(f"take_along_axis: indices must be int64 of shape {want} (one index "
+                         f"per line along axis {axis} of {xs}), got {idx.dtype} {ks}")
+    return ks, x.dtype
+
+
+def _highest(dtype: np.dtype) -> Any:
+    """The identity of ``minimum``: the largest value of ``dtype`` (inf for floats)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return np.True_
+    if dtype.kind == "f":
+        return dtype.type(np.inf)
+    return dtype.type(np.iinfo(dtype).max)
 
 
 def _zero(dtype: np.dtype) -> Any:
@@ -62,14 +113,30 @@ def _sum_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) 
 
 
 def _mean_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) -> np.ndarray:
-    if x.dtype.kind != "f":
-        x = x.astype(float_dtype(x.dtype))
+    _check_mean_dtype(x.dtype)
     n = x.size if axis is None else math.prod([x.shape[i] for i in axis])
     return np.true_divide(np.add.reduce(x, axis=axis, keepdims=keepdims), n or np.nan)
 
 
 def _max_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) -> np.ndarray:
     return np.maximum.reduce(x, axis=axis, keepdims=keepdims)
+
+
+def _min_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) -> np.ndarray:
+    return np.minimum.reduce(x, axis=axis, keepdims=keepdims)
+
+
+# np.argmax/argmin return the first nan where there is one, as PyTorch does.
+def _argmax_impl(x: np.ndarray, axis: int | None = None, keepdims: bool = False) -> np.ndarray:
+    return np.asarray(np.argmax(x, axis=axis, keepdims=keepdims), np.int64)
+
+
+def _argmin_impl(x: np.ndarray, axis: int | None = None, keepdims: bool = False) -> np.ndarray:
+    return np.asarray(np.argmin(x, axis=axis, keepdims=keepdims), np.int64)
+
+
+def _take_impl(x: np.ndarray, idx: np.ndarray, axis: int = 0) -> np.ndarray:
+    return np.take_along_axis(x, idx, axis=axis)
 
 
 def _count(shape: tuple, axis: tuple | None) -> int:
@@ -95,7 +162,7 @@ def _mean_vjp(ctx, g):
     return (broadcast_to(mul(_keepdims_grad(ctx, g), 1.0 / (n or 1)), shape),)
 
 
-def _max_vjp(ctx, g):
+def _extremum_vjp(ctx, g):
     # Ties share the gradient evenly (PyTorch's amax / full max rule).
     (x,) = ctx.args
     shape = ctx.inputs[0].shape
@@ -107,6 +174,20 @@ def _max_vjp(ctx, g):
     count = sum(astype(mask, g.dtype), axis=axis, keepdims=True)
     share = div(_keepdims_grad(ctx, g), count)
     return (where(mask, broadcast_to(share, shape), 0.0),)
+
+
+def _take_vjp(ctx, g):
+    # The gradient goes to the one element each index picked: a one-hot mask along the axis
+    # (an arange compared with the indices), built from existing ops.
+    x_node, idx_node = ctx.inputs
+    (_, idx) = ctx.args
+    axis = ctx.attrs["axis"]
+    shape = tuple(x_node.shape)
+    line = [1] * len(shape)
+    line[axis] = shape[axis]
+    iota = np.arange(shape[axis], dtype=np.int64).reshape(line)
+    mask = eq(broadcast_to(idx, shape), iota)
+    return where(mask, broadcast_to(g, shape), 0.0), None
 
 
 def _reduce_name(full: str, partial: str):
@@ -124,9 +205,30 @@ MEAN = register(OpDef(
     reduction=Reduction("add", _zero, finalize="mean"),
 ))
 MAX = register(OpDef(
-    "max", _max_impl, _max_infer, _max_vjp,
+    "max", _max_impl, _extremum_infer("max"), _extremum_vjp,
     _reduce_name("MaxBackward1", "AmaxBackward0"),
     saves=(0,), saves_out=True, reduction=Reduction("maximum", _lowest, empty_ok=False),
+))
+MIN = register(OpDef(
+    "min", _min_impl, _extremum_infer("min"), _extremum_vjp,
+    _reduce_name("MinBackward1", "AminBackward0"),
+    saves=(0,), saves_out=True, reduction=Reduction("minimum", _highest, empty_ok=False),
+))
+# Not differentiable (integer results). ``axis`` is one int or None (the flattened index).
+ARGMAX = register(OpDef(
+    "argmax", _argmax_impl, _arg_infer("argmax"), None, "ArgmaxBackward0",
+    differentiable=False,
+))
+ARGMIN = register(OpDef(
+    "argmin", _argmin_impl, _arg_infer("argmin"), None, "ArgminBackward0",
+    differentiable=False,
+))
+# values[..., 0, ...] = x[..., idx, ...] along ``axis``, one index per line: the values of
+# max(dim)/min(dim), whose gradient goes to the element the index names (PyTorch's rule:
+# not shared among ties, unlike amax).
+TAKE_ALONG_AXIS = register(OpDef(
+    "take_along_axis", _take_impl, _take_infer, _take_vjp, "GatherBackward0",
+    saves=(1,),
 ))
 
 
@@ -163,10 +265,105 @@ def mean(x: Any, axis: Any = None, keepdims: bool | None = None, *,
     return _reduce(MEAN, x, axis, keepdims, dim, keepdim)
 
 
-def max(x: Any, axis: Any = None, keepdims: bool | None = None, *,  # noqa: A001
-        dim: Any = None, keepdim: bool | None = None) -> Any:
-    """Max over ``axis``; the gradient flows to the max element (ties share it).
+# PyTorch's torch.return_types.max/min: named tuples called "max" and "min", so they print
+# as ``max(values=..., indices=...)``; attribute access or tuple unpacking.
+class max_result(NamedTuple):  # noqa: N801
+    values: Any
+    indices: Any
 
-    Unlike ``torch.max(x, dim)`` this returns the values only (like ``torch.amax``).
-    """
+
+class min_result(NamedTuple):  # noqa: N801
+    values: Any
+    indices: Any
+
+
+max_result.__name__ = max_result.__qualname__ = "max"
+min_result.__name__ = min_result.__qualname__ = "min"
+
+
+def _keep(name: str, keepdims: Any, keepdim: Any) -> bool:
+    if keepdim is not None:
+        if keepdims is not None:
+            raise TypeError(f"{name}: pass either keepdims= or its alias keepdim=, not both")
+        keepdims = keepdim
+    if keepdims is None:
+        return False
+    if not isinstance(keepdims, (bool, int, np.bool_, np.integer)):
+        raise TypeError(f"{name}: keepdim must be a bool, got {type(keepdims).__name__} "
+                        f"{keepdims!r}")
+    return bool(keepdims)
+
+
+def _arg(op: OpDef, x: Any, dim: Any, keepdim: Any) -> Any:
+    if dim is None:
+        return bind(op, x, axis=None, keepdims=_keep(op.name, None, keepdim))
+    d = normalize_dim(op.name, dim, len(x.shape))
+    if not x.shape:  # a 0-d tensor: index 0 (PyTorch accepts dim 0 and -1)
+        return bind(op, x, axis=None, keepdims=False)
+    return bind(op, x, axis=d, keepdims=_keep(op.name, None, keepdim))
+
+
+def _values_indices(arg: OpDef, result: type, x: Any, dim: Any, keepdim: bool) -> Any:
+    d = normalize_dim(arg.name[3:], dim, len(x.shape))
+    if not x.shape:
+        idx = bind(arg, x, axis=None, keepdims=False)
+        return result(x, idx)
+    idx = bind(arg, x, axis=d, keepdims=True)
+    values = bind(TAKE_ALONG_AXIS, x, idx, axis=d)
+    if not keepdim:
+        shape = tuple(n for i, n in enumerate(x.shape) if i != d)
+        values, idx = reshape(values, shape), reshape(idx, shape)
+    return result(values, idx)
+
+
+def _extremum(op: OpDef, arg: OpDef, result: type, x: Any, dim: Any, keepdim: Any,
+              axis: Any, keepdims: Any) -> Any:
+    if dim is not None:
+        if axis is not None:
+            raise TypeError(f"{op.name}: pass either dim (PyTorch: values and indices) or "
+                            "axis= (NumPy: values), not both")
+        if not isinstance(dim, (tuple, list)):
+            # PyTorch's max(dim): a named tuple whose values' gradient goes to the index
+            # returned (the first occurrence), not shared among ties.
+            return _values_indices(arg, result, x, dim, _keep(op.name, keepdims, keepdim))
+        axis = dim
+    return _reduce(op, x, axis, keepdims, None, keepdim)
+
+
+def max(x: Any, dim: Any = None, keepdim: bool | None = None, *,  # noqa: A001
+        axis: Any = None, keepdims: bool | None = None) -> Any:
+    """The max of all elements; with one int ``dim`` (positional or ``dim=``), PyTorch's
+    named tuple ``(values, indices)`` (``v, i = dg.max(x, 1)``; ``keepdim=`` keeps the dim),
+    whose gradient goes to the index returned. NumPy's ``axis=`` (int or tuple) and a tuple
+    ``dim`` give the values only, as ``np.max``/``torch.amax``, ties sharing the gradient."""
+    return _extremum(MAX, ARGMAX, max_result, x, dim, keepdim, axis, keepdims)
+
+
+def min(x: Any, dim: Any = None, keepdim: bool | None = None, *,  # noqa: A001
+        axis: Any = None, keepdims: bool | None = None) -> Any:
+    """The min, or ``(values, indices)`` for one int ``dim``, as `max`.
+    ``dg.min(x, dim=0).indices``"""
+    return _extremum(MIN, ARGMIN, min_result, x, dim, keepdim, axis, keepdims)
+
+
+def amax(x: Any, axis: Any = None, keepdims: bool | None = None, *,
+         dim: Any = None, keepdim: bool | None = None) -> Any:
+    """Max values over ``axis`` (int or tuple), ties sharing the gradient (``torch.amax``)."""
     return _reduce(MAX, x, axis, keepdims, dim, keepdim)
+
+
+def amin(x: Any, axis: Any = None, keepdims: bool | None = None, *,
+         dim: Any = None, keepdim: bool | None = None) -> Any:
+    """Min values over ``axis`` (int or tuple), ties sharing the gradient (``torch.amin``)."""
+    return _reduce(MIN, x, axis, keepdims, dim, keepdim)
+
+
+def argmax(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    """Index of the max (the first one; a nan counts as the max) along ``dim``, or in the
+    flattened tensor for ``dim=None``; int64. ``dg.argmax(x, dim=1)``"""
+    return _arg(ARGMAX, x, dim, keepdim)
+
+
+def argmin(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    """Index of the min (the first one; a nan counts as the min) along ``dim``, as `argmax`."""
+    return _arg(ARGMIN, x, dim, keepdim)

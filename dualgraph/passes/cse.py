@@ -19,7 +19,11 @@ def cse(graph: Graph) -> Graph:
     notes: list[str] = []
 
     def ref(x: Any) -> Any:
-        return ("v", id(x)) if isinstance(x, Node) else ("lit", type(x).__name__, x)
+        if isinstance(x, Node):
+            return ("v", id(x))
+        # repr, not the value: 0.0 == -0.0, so ``x + 0.0`` and ``x + -0.0`` (which differ
+        # for x = -0.0) would otherwise be merged.
+        return ("lit", type(x).__name__, repr(x))
 
     def visit(n: Node, mapping: dict) -> Node:
         ins = tuple(ref(i) for i in n.inputs)

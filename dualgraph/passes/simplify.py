@@ -1,12 +1,14 @@
 """Algebraic simplification: a table of small named rules, each exact.
 
-Every rule keeps the program's values, bit for bit up to the sign of a zero, on every input
-including inf and nan. Identities that are not exact in floating point are listed at the
-end with the reason they are not applied.
+Every rule in `RULES` keeps the program's values bit for bit on every input, signed zeros,
+inf and nan included; `FINITE_MATH_RULES` (opt-in) may change them for inf, nan or -0.0.
+Identities that are not exact in floating point are listed at the end with the reason
+they are not applied.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -20,18 +22,25 @@ def _is(x: Any, value: float) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and x == value
 
 
+def _negative_zero(x: Any) -> bool:
+    return isinstance(x, float) and x == 0 and math.copysign(1.0, x) < 0
+
+
 def _same_type(x: Any, n: Node) -> bool:
     """``x`` can stand for ``n``: same shape and dtype (no broadcast, no promotion)."""
     return isinstance(x, Node) and tuple(x.shape) == tuple(n.shape) and x.dtype == n.dtype
 
 
-def _binary_identity(name: str, op: str, value: float, sides: tuple[int, ...]):
+def _binary_identity(name: str, op: str, value: float, sides: tuple[int, ...],
+                     exact: Callable[[Any, Node], bool] = lambda lit, n: True):
+    """``x op value -> x`` for a literal ``value`` on one of ``sides``, when ``exact`` holds
+    for that literal and node (the identity's IEEE condition)."""
     def rule(n: Node) -> Any:
         if n.op != op:
             return None
         for side in sides:
-            other = n.inputs[1 - side]
-            if _is(n.inputs[side], value) and _same_type(other, n):
+            other, lit = n.inputs[1 - side], n.inputs[side]
+            if _is(lit, value) and _same_type(other, n) and exact(lit, n):
                 return other
         return None
 
@@ -39,24 +48,39 @@ def _binary_identity(name: str, op: str, value: float, sides: tuple[int, ...]):
     return rule
 
 
-# x + 0 -> x and x - 0 -> x: exact (-0.0 + 0 gives +0.0: equal, but the sign of zero differs).
-fold_add_zero = _binary_identity("fold_add_zero", "add", 0, (0, 1))
-fold_sub_zero = _binary_identity("fold_sub_zero", "sub", 0, (1,))
-# x * 1 -> x, x / 1 -> x, x ** 1 -> x: exact for every float, inf and nan included.
+def _int_or_negative_zero(lit: Any, n: Node) -> bool:
+    return n.dtype.kind in "iub" or _negative_zero(lit)
+
+
+def _not_negative_zero(lit: Any, n: Node) -> bool:
+    return not _negative_zero(lit)
+
+
+# x + (-0.0) -> x: exact for every float (x + -0.0 is x, -0.0 and nan included); x + 0 -> x
+# exact for integers. Not x + 0.0 on floats: -0.0 + 0.0 is +0.0 (fast math only, below).
+fold_add_zero = _binary_identity("fold_add_zero", "add", 0, (0, 1), _int_or_negative_zero)
+# x + 0.0 -> x: drops the sign of a -0.0 input; finite_math (like LLVM's nsz) only.
+fold_add_pos_zero = _binary_identity("fold_add_pos_zero", "add", 0, (0, 1))
+# x - 0 -> x: exact (-0.0 - 0.0 is -0.0; inf, nan kept). Not x - (-0.0), which is x + 0.0.
+fold_sub_zero = _binary_identity("fold_sub_zero", "sub", 0, (1,), _not_negative_zero)
+# x * 1 -> x: exact for every float, signed zeros, inf and nan included (1 * x too).
 fold_mul_one = _binary_identity("fold_mul_one", "mul", 1, (0, 1))
+# x / 1 -> x: exact, signed zeros, inf and nan included (not 1 / x).
 fold_div_one = _binary_identity("fold_div_one", "div", 1, (1,))
+# x ** 1 -> x: exact (pow(x, 1) is x for every x, nan and -0.0 included).
 fold_pow_one = _binary_identity("fold_pow_one", "pow", 1, (1,))
 
 
 def cancel_neg_neg(n: Node) -> Any:
-    """-(-x) -> x: negation only flips the sign bit."""
+    """-(-x) -> x: exact, negation only flips the sign bit (nan, inf, -0.0 included)."""
     if n.op == "neg" and isinstance(n.inputs[0], Node) and n.inputs[0].op == "neg":
         return n.inputs[0].inputs[0]
     return None
 
 
 def fold_pow_two(n: Node) -> Any:
-    """x ** 2 -> x * x: NumPy computes float x**2 as x*x, so this is exact and cheaper."""
+    """x ** 2 -> x * x (floats): exact, NumPy computes float x**2 as x*x (so -0.0, inf and
+    nan give the same bits), and cheaper."""
     if n.op == "pow" and _is(n.inputs[1], 2) and _same_type(n.inputs[0], n) and (
             n.dtype.kind == "f"):
         x = n.inputs[0]
@@ -66,7 +90,7 @@ def fold_pow_two(n: Node) -> Any:
 
 def fold_identity_view(n: Node) -> Any:
     """reshape/broadcast_to to the same shape, astype to the same dtype, transpose by the
-    identity permutation -> x: they copy nothing and change nothing."""
+    identity permutation -> x: exact, they copy nothing and change no bit."""
     x = n.inputs[0] if n.inputs else None
     if not _same_type(x, n):
         return None
@@ -78,7 +102,8 @@ def fold_identity_view(n: Node) -> Any:
 
 
 def cancel_transpose_transpose(n: Node) -> Any:
-    """transpose(transpose(x, p), q) -> transpose(x, p[q]) (or x when that is the identity)."""
+    """transpose(transpose(x, p), q) -> transpose(x, p[q]) (or x when that is the identity):
+    exact, data movement only."""
     if n.op != "transpose" or not isinstance(n.inputs[0], Node) or n.inputs[0].op != "transpose":
         return None
     inner = n.inputs[0]
@@ -91,7 +116,8 @@ def cancel_transpose_transpose(n: Node) -> Any:
 
 
 def fold_reshape_reshape(n: Node) -> Any:
-    """reshape(reshape(x)) -> reshape(x): only the final shape matters."""
+    """reshape(reshape(x)) -> reshape(x): exact, data movement; only the final shape
+    matters."""
     if n.op == "reshape" and isinstance(n.inputs[0], Node) and n.inputs[0].op == "reshape":
         x = n.inputs[0].inputs[0]
         if tuple(x.shape) == tuple(n.shape):
@@ -102,7 +128,7 @@ def fold_reshape_reshape(n: Node) -> Any:
 
 
 def fold_mul_zero(n: Node) -> Any:
-    """x * 0 -> 0 (finite math only: inf * 0 and nan * 0 are nan)."""
+    """x * 0 -> 0 (finite math only: inf * 0 and nan * 0 are nan, -1 * 0 is -0.0)."""
     if n.op != "mul":
         return None
     for side in (0, 1):
@@ -117,12 +143,17 @@ RULES: list[Callable[[Node], Any]] = [
     fold_add_zero, fold_sub_zero, fold_mul_one, fold_div_one, fold_pow_one, fold_pow_two,
     cancel_neg_neg, fold_identity_view, cancel_transpose_transpose, fold_reshape_reshape,
 ]
-# Applied only with finite_math=True: they are wrong for inf and nan.
-FINITE_MATH_RULES: list[Callable[[Node], Any]] = [fold_mul_zero]
+# Applied only with finite_math=True (fast-math semantics: no inf, no nan, the sign of a
+# zero does not matter): they are wrong for inf, nan or -0.0.
+FINITE_MATH_RULES: list[Callable[[Node], Any]] = [fold_add_pos_zero, fold_mul_zero]
 # Not applied at all, because they are not exact in floating point:
 #   exp(log x) -> x   rounding (and x < 0 gives nan, x = 0 gives 0 only by luck of exp(-inf))
 #   log(exp x) -> x   exp overflows to inf for x > 88 (float32), and rounding
 #   x - x -> 0        inf - inf is nan (finite_math would allow it; not needed so far)
+#   x / x -> 1        0/0 and inf/inf are nan
+#   x * 0 -> 0        see fold_mul_zero (finite_math only)
+#   0 - x -> -x       0.0 - 0.0 is +0.0 but -(0.0) is -0.0
+#   x + x -> 2 * x    exact, but not cheaper
 
 
 def simplify(graph: Graph, finite_math: bool = False) -> Graph:

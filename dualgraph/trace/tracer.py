@@ -179,10 +179,14 @@ class TraceContext(Mode):
         key = id(value)
         node = self._lifted.get(key)
         if node is None:
-            node = Node("const", (), {"value": value}, value.shape, value.dtype)
+            # A captured NumPy array is a constant snapshotted now (JAX's rule): the kernel
+            # never sees a later mutation, whether the array is used directly (``x * arr``)
+            # or folded at trace time (``x * (arr + 1)``). docs/tracing.md.
+            snapshot = np.array(value, copy=True)
+            node = Node("const", (), {"value": snapshot}, snapshot.shape, snapshot.dtype)
             self.nodes.append(node)
             self._lifted[key] = node
-            self._keep.append(value)
+            self._keep.append(value)  # keeps id(value) from being reused while tracing
         return node
 
     def lift(self, t: Tensor) -> Node:

@@ -126,6 +126,14 @@ def random_ops(x, k):
             RND.rand(k, (5,), x.dtype, 2))
 
 
+def arg_reductions(x, long):
+    # max(dim)/min(dim): argmax/argmin, then a gather whose backward is a one-hot mask.
+    v, i = x.max(dim=1)
+    w, j = x.min(0, keepdim=True)
+    return (v, i, w, j, x.min(), x.amin(dim=(0, 2)), x.argmax(), x.argmin(dim=-1),
+            long.max(dim=1).values, long.argmin(dim=1, keepdim=True), long.min(axis=1))
+
+
 def _with_ties(r, t):
     """x, and y equal to x in about half the places (ties split the gradient)."""
     x = _uniform(r, -2.0, 2.0, (3, 5), t)
@@ -156,6 +164,8 @@ CASES = [
     Case("matmul_batched", ("matmul",), batched,
          lambda r, t: [_uniform(r, -1, 1, (2, 3, 4), t), _uniform(r, -1, 1, (2, 4, 2), t)]),
     Case("reductions", ("sum", "mean", "max"), reductions,
+         lambda r, t: [_uniform(r, -1, 1, (3, 4, 5), t), _uniform(r, -1, 1, (3, 70), t)]),
+    Case("arg_reductions", ("min", "argmax", "argmin", "take_along_axis"), arg_reductions,
          lambda r, t: [_uniform(r, -1, 1, (3, 4, 5), t), _uniform(r, -1, 1, (3, 70), t)]),
 ]
 # Formerly known bugs (a partial int index, a batched @ unbatched matmul), fixed: kept as

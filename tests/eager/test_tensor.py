@@ -470,6 +470,8 @@ def test_reductions_accept_dim_alias(name, kw) -> None:
         X, axis=axis, keepdims=kw.get("keepdims", False)
     )
     for out in (getattr(t, name)(**kw), getattr(dg, name)(t, **kw)):
+        if isinstance(out, tuple):  # max(dim) for one int dim: (values, indices), PyTorch's
+            out = out.values
         np.testing.assert_allclose(out.numpy(), ref)
     # dim= and axis= mean the same thing.
     if axis is not None:
@@ -489,7 +491,7 @@ def test_max_gradient_flows_to_the_max_element() -> None:
     expected[1, 0] = 1.0
     np.testing.assert_array_equal(t.grad.numpy(), expected)
     t.grad = None
-    t.max(dim=1).sum().backward()
+    t.max(dim=1).values.sum().backward()
     np.testing.assert_array_equal(t.grad.numpy(), [[0, 1, 0], [1, 0, 0]])
 
 
@@ -521,8 +523,7 @@ def test_operators_and_reductions_match_torch() -> None:
         lambda m, t: (t.sigmoid() + t.relu()).mean(dim=0),
         lambda m, t: t[1:, None, ::2].abs() @ t[:, :2],
         lambda m, t: m.stack([t.sin(), t.cos()], dim=1).sum(),
-        lambda m, t: t.max(dim=1, keepdims=True) * t if m is dg
-        else t.amax(dim=1, keepdim=True) * t,
+        lambda m, t: t.amax(dim=1, keepdim=True) * t,
     ]
     for prog in progs:
         td = dg.tensor(x, requires_grad=True)

@@ -509,6 +509,26 @@ def max_dim_keepdim(lib, F, x):
     return x.max(dim=1, keepdim=True)
 
 
+@program(grid((3, 4), -1.0, 2.0), source=S3,
+         covers=("argmax", "argmin", "min", "take_along_axis"))
+def arg_reductions(lib, F, x):
+    v, i = x.min(dim=0)
+    return (v, i, x.max(1, keepdim=True).values, lib.argmax(x), x.argmax(dim=1),
+            lib.argmin(x, dim=0, keepdim=True), x.argmin(), lib.min(x), x.amin(dim=(0, 1)))
+
+
+@program(leaf([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]]), source=S3)
+def max_min_dim_ties(lib, F, x):
+    # The values' gradient goes to the index returned (the first occurrence), not shared.
+    return x.max(dim=1).values * lib.tensor([1.0, 2.0]), x.min(0).values, x.argmax(dim=1)
+
+
+@program(leaf([[1.0, float("nan"), 3.0], [2.0, 5.0, float("nan")]]), source=S3)
+def argmax_nan(lib, F, x):
+    # A nan is the max (and the min): its index is returned and the gradient goes to it.
+    return x.argmax(dim=1), x.argmin(dim=1), x.max(dim=1).values.sum() * 1, x.argmax()
+
+
 @program(grid((2, 3), -1.0, 2.0), source=S3)
 def sum_mean_keepdim(lib, F, x):
     return x.sum(dim=1, keepdim=True), x.mean(dim=0, keepdim=True), \

@@ -42,11 +42,6 @@ _TRANSPOSE_2D = ("issue 11 s3: transpose(0, 1) is read as NumPy's axes permutati
 _TRANSPOSE_3D = ("issue 11 s3: transpose(0, 1) on 3-D raises ValueError 'axes do not match' "
                  "instead of swapping two dims")
 _TRANSPOSE_RANGE = "issue 11 s3: transpose(0, 5) is taken modulo the rank, no IndexError"
-_MAX_DIM = ("issue 11 s3: max(dim) returns the values only, not (values, indices): "
-            "`v, i = x.max(dim=1)` unpacks rows")
-_MAX_DIM_NAMED = "issue 11 s3: max(dim) returns no named tuple (.values/.indices)"
-_MIN = "issue 11 s3: Tensor.min / dg.min do not exist (AttributeError)"
-_KEEPDIM = "issue 11 s3: keepdim= is rejected (TypeError), only NumPy's keepdims= works"
 _SQUEEZE_RANGE = "issue 11 s3: squeeze/unsqueeze take an out-of-range dim modulo the rank"
 _SUM_RANGE = "issue 11 s3: a bad reduction dim raises ValueError, PyTorch IndexError"
 _SHAPE_ERR = ("issue 11 s3: a shape mismatch raises ValueError only; PyTorch raises "
@@ -64,25 +59,17 @@ _NAN_MAX_WARN = _NAN_MAX + ", and leaks NumPy's 'divide by zero' RuntimeWarning"
 _HOOK_DTYPE = ("issue 11 s1: a hook returning a float64 gradient for a float32 tensor is "
                "accepted; PyTorch raises RuntimeError")
 _BACKWARD_DUP = "issue 11 s1: dg.backward([y, y], [g, g]) leaves x.grad None, no accumulation"
-_NEG_ZERO_C = ("issue 11 s2: compiled, simplify drops `x + 0.0` and `0.0 + x`, so -0.0 "
-               "stays -0.0 (IEEE: +0.0)")
-_INT_POW_C = "issue 11 s2: compiled, int ** -1 gives [1, 0, 0] instead of raising"
 _EXP_INPLACE_C = ("issue 11 s2: compiled, changing exp's output in place inside the function "
                   "is not caught (PyTorch raises 'modified by an inplace operation')")
 _ADV_INDEX = ("not in issue (API A2): advanced indexing (int tensor, bool mask) is rejected "
               "with TypeError")
-_CLAMP = ("not in issue: clamp(min, max) at a bound gives half the gradient (built from "
-          "maximum/minimum, which split ties); PyTorch's clamp passes all of it")
-_ZERO_D_PROMOTE = ("not in issue: a float64 0-d tensor widens a float32 tensor to float64; "
-                   "PyTorch keeps float32 (a 0-d tensor does not promote a dimensioned one "
-                   "of the same category)")
-_INT_MEAN = "not in issue: mean() of an int tensor returns float32; PyTorch raises RuntimeError"
 
 # (program, mode) -> what dualgraph gets wrong. Each reason says what differs: this table is
 # the parity bug list.
 KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {
-    ("clamp_at_bounds", "eager"): _CLAMP,
-    ("clamp_at_bounds", "compiled"): _CLAMP,
+    ("max_dim_positional", "compiled"): (
+        "issue 11 s2: a compiled function cannot return nested tuples (here named tuples "
+        "inside the output tuple): TraceError"),
     ("advanced_indexing", "eager"): _ADV_INDEX,
     ("advanced_indexing", "compiled"): _ADV_INDEX,
     ("inplace_mul_through_view", "eager"): _VIEW,
@@ -106,24 +93,6 @@ KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {
     ("max_with_nan", "compiled"): _NAN_MAX,
     ("zero_dim_grad_zero_", "eager"): _ZERO_D_GRAD,
     ("zero_dim_grad_inplace_add", "eager"): _ZERO_D_GRAD,
-    ("add_zero_keeps_ieee", "compiled"): _NEG_ZERO_C,
-    ("int_pow_negative", "compiled"): _INT_POW_C,
-    ("max_dim", "eager"): _MAX_DIM,
-    ("max_dim", "compiled"): _MAX_DIM,
-    ("max_dim_named", "eager"): _MAX_DIM_NAMED,
-    ("max_dim_named", "compiled"): _MAX_DIM_NAMED,
-    ("max_dim_positional", "eager"): _MAX_DIM,
-    ("max_dim_positional", "compiled"): _MAX_DIM,
-    ("min_dim", "eager"): _MIN,
-    ("min_dim", "compiled"): _MIN,
-    ("min_full", "eager"): _MIN,
-    ("min_full", "compiled"): _MIN,
-    ("max_dim_keepdim", "eager"): _KEEPDIM,
-    ("max_dim_keepdim", "compiled"): _KEEPDIM,
-    ("promote_zero_dim_double", "eager"): _ZERO_D_PROMOTE,
-    ("promote_zero_dim_double", "compiled"): _ZERO_D_PROMOTE,
-    ("int_mean_raises", "eager"): _INT_MEAN,
-    ("int_mean_raises", "compiled"): _INT_MEAN,
 }
 
 MODES = ("eager", "compiled")

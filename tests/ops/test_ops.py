@@ -353,7 +353,7 @@ TIES = [
      [[2.0, 2.0, 2.0]], [[1 / 3, 1 / 3, 1 / 3]]),
     ("max_axis", lambda x: x.max(axis=1), lambda x: x.amax(dim=1),
      [[[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]]], [[[0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3]]]),
-    ("max_axis0_keepdims", lambda x: x.max(axis=0, keepdims=True),
+    ("max_axis0_keepdims", lambda x: x.amax(axis=0, keepdims=True),
      lambda x: x.amax(dim=0, keepdim=True),
      [[[1.0, 3.0, 5.0], [2.0, 3.0, 4.0]]], [[[0, 0.5, 1], [1, 0.5, 0]]]),
     ("max_axes", lambda x: x.max(axis=(0, 1)), lambda x: x.amax(dim=(0, 1)),
@@ -366,11 +366,14 @@ TIES = [
      [[[1.0, 2.0], [1.0, 5.0]], [1.0, 2.0]], [[[0.5, 0.5], [0.5, 1]], [1, 0.5]]),
     ("maximum_same_tensor", lambda x: dg.maximum(x, x), lambda x: _torch().maximum(x, x),
      [[1.0, -2.0]], [[1, 1]]),
-    # dg's clamp is maximum-then-minimum, so ties at the bounds split (torch.clamp's own
-    # gradient would pass through whole).
-    ("clamp_at_bounds", lambda x: x.clamp(0.0, 1.0),
-     lambda x: x.maximum(x.new_tensor(0.0)).minimum(x.new_tensor(1.0)),
-     [[0.0, 1.0, 0.5, 2.0]], [[0.5, 0.5, 1, 0]]),
+    # clamp: an element on a bound passes its whole gradient (torch.clamp's rule).
+    ("clamp_at_bounds", lambda x: x.clamp(0.0, 1.0), lambda x: x.clamp(0.0, 1.0),
+     [[0.0, 1.0, 0.5, 2.0]], [[1, 1, 1, 0]]),
+    # max(dim): the gradient goes to the first maximum only (not shared like amax).
+    ("max_dim_ties", lambda x: x.max(dim=1).values, lambda x: x.max(dim=1).values,
+     [[[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]]], [[[0, 1, 0], [1, 0, 0]]]),
+    ("min_dim_ties", lambda x: x.min(dim=0).values, lambda x: x.min(dim=0).values,
+     [[[1.0, 3.0], [1.0, 3.0]]], [[[1, 1], [0, 0]]]),
     ("relu_at_zero", dg.relu, lambda x: x.relu(), [[-1.0, 0.0, 2.0]], [[0, 0, 1]]),
     ("abs_at_zero", dg.abs, lambda x: x.abs(), [[-1.0, 0.0, 2.0]], [[-1, 0, 1]]),
     # x ** y at x == 0: 0 for the x-gradient where y == 0 (not 0 * inf); the y-gradient
@@ -408,5 +411,5 @@ def test_tie_expectations_match_pytorch(torch_fn: Callable, values: list, expect
 def test_max_tie_gradient_under_create_graph():
     """The split is itself differentiable: recorded with create_graph, same values."""
     x = dg.tensor([[1.0, 3.0, 3.0]], dtype=F64, requires_grad=True)
-    (g,) = dg.grad(x.max(axis=1).sum(), [x], create_graph=True)
+    (g,) = dg.grad(x.amax(axis=1).sum(), [x], create_graph=True)
     np.testing.assert_allclose(g.numpy(), [[0, 0.5, 0.5]])

@@ -123,6 +123,7 @@ class Combine:
 COMBINE: dict[str, Combine] = {
     "add": Combine(widen=True),
     "maximum": Combine(widen=False, better=">"),
+    "minimum": Combine(widen=False, better="<"),
 }
 # `Reduction.finalize` values the writer applies (None: the total as it is).
 FINALIZE = frozenset({None, "mean"})
@@ -444,3 +445,69 @@ def _dropout(node: Node, args: list, out: str) -> list:
         f"        {out}[{out}_i] = {out}_x[{out}_i] * {out}_0",
         f"{out} = {out}.reshape({ishape(node)})",
     ])
+
+
+# ------------------------------------------------------- arg reductions and their gather
+# Both move the reduced axis last and view the operand as (lines, length): a size-1 axis
+# can be moved anywhere without changing the C-order layout, so results are plain reshapes.
+
+
+def _lines(node: Node, var: str, axis: int | None) -> tuple[str, int, int]:
+    """Source for ``var`` as a C-contiguous (lines, length) array with ``axis`` last."""
+    shape = tuple(node.shape)
+    if axis is None or not shape:
+        n = math.prod(shape)
+        return f"np.ascontiguousarray({var}).reshape((1, {n}))", 1, n
+    perm = tuple(d for d in range(len(shape)) if d != axis) + (axis,)
+    n = shape[axis]
+    m = math.prod(shape) // n if n else 0
+    moved = var if perm == tuple(range(len(shape))) else f"np.transpose({var}, {perm})"
+    return f"np.ascontiguousarray({moved}).reshape(({m}, {n}))", m, n
+
+
+@lowers("argmax")
+def _argmax(node: Node, args: list, out: str) -> list:
+    return _argextremum(node, args, out, ">")
+
+
+@lowers("argmin")
+def _argmin(node: Node, args: list, out: str) -> list:
+    return _argextremum(node, args, out, "<")
+
+
+def _argextremum(node: Node, args: list, out: str, better: str) -> list:
+    src = node.inputs[0]
+    lines_src, m, n = _lines(src, args[0], node.attrs["axis"])
+    # The first extremum wins; the first nan wins over everything (np.argmax's rule and
+    # PyTorch's): a nan found stops the line.
+    return [
+        f"{out}_t = {lines_src}",
+        f"{out} = np.zeros({m}, np.int64)",
+        f"for {out}_i in range({m}):",
+        f"    {out}_b = {out}_t[{out}_i, 0]",
+        f"    if {out}_b != {out}_b:",
+        "        continue",
+        f"    for {out}_j in range(1, {n}):",
+        f"        {out}_v = {out}_t[{out}_i, {out}_j]",
+        f"        if {out}_v != {out}_v or {out}_v {better} {out}_b:",
+        f"            {out}[{out}_i] = {out}_j",
+        f"            {out}_b = {out}_v",
+        f"            if {out}_v != {out}_v:",
+        "                break",
+        f"{out} = {out}.reshape({ishape(node)})",
+    ]
+
+
+@lowers("take_along_axis")
+def _take_along_axis(node: Node, args: list, out: str) -> list:
+    x, idx = node.inputs
+    axis = node.attrs["axis"]
+    lines_src, m, _ = _lines(x, args[0], axis)
+    return [
+        f"{out}_t = {lines_src}",
+        f"{out}_k = np.ascontiguousarray({args[1]}).reshape({m})",
+        f"{out} = np.empty({m}, {np_dtype(node.dtype)})",
+        f"for {out}_i in range({m}):",
+        f"    {out}[{out}_i] = {out}_t[{out}_i, {out}_k[{out}_i]]",
+        f"{out} = {out}.reshape({ishape(node)})",
+    ]
