@@ -53,9 +53,29 @@ def rand_fixed(shape: tuple, dtype: Any, stream: int) -> Any:
     return RND.rand(KEY, shape, dtype, stream)
 
 
+# State changes written as helpers, so each is one expression of a generated program: an
+# in-place op on a fresh value (its history is rebased), and a value computed under no_grad
+# (a constant for autodiff, in every mode).
+def inplace_add(x: Any, y: Any) -> Any:
+    z = x * 1
+    z += y
+    return z
+
+
+def inplace_scale(x: Any, c: float) -> Any:
+    return (x * 1).mul_(c)
+
+
+def no_grad_scale(x: Any, y: Any) -> Any:
+    with dg.no_grad():
+        c = y * 0.5
+    return x * c
+
+
 NAMESPACE = {"dg": dg, "F": F, "astype": astype, "scatter_into": scatter_into,
              "dropout_fixed": dropout_fixed, "randn_fixed": randn_fixed,
-             "rand_fixed": rand_fixed}
+             "rand_fixed": rand_fixed, "inplace_add": inplace_add,
+             "inplace_scale": inplace_scale, "no_grad_scale": no_grad_scale}
 
 
 # ------------------------------------------------------------------------- programs
@@ -368,8 +388,23 @@ def gen_random(draw, b: Builder) -> Var | None:
     return b.emit(expr, bound)
 
 
+def gen_state(draw, b: Builder) -> Var | None:
+    """In-place ops and no_grad blocks (helpers above)."""
+    x = _pick(draw, b.floats())
+    if x is None:
+        return None
+    y = _pick(draw, b.floats(lambda v: broadcasts(v.shape, x.shape)
+                             and np.broadcast_shapes(v.shape, x.shape) == x.shape))
+    rows = [(f"inplace_scale({x.name}, 1.5)", 1.5 * x.bound),
+            (f"inplace_add({x.name}, {y.name})", x.bound + y.bound),
+            (f"no_grad_scale({x.name}, {y.name})", x.bound * y.bound * 0.5)]
+    expr, bound = draw(st.sampled_from([r for r in rows if r[1] <= MAX_BOUND] or rows[:1]))
+    return b.emit(expr, bound)
+
+
 GENERATORS = (gen_unary, gen_binary, gen_binary, gen_compare, gen_where, gen_reduce,
-              gen_matmul, gen_shape, gen_combine, gen_duplicate, gen_rewrite, gen_random)
+              gen_matmul, gen_shape, gen_combine, gen_duplicate, gen_rewrite, gen_random,
+              gen_state)
 
 
 @st.composite

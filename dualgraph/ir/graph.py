@@ -118,7 +118,9 @@ class Graph:
     - from `dg.trace`: ``captured``, the tensors the function read from outside that became
       the inputs after the arguments (module parameters); ``n_args``, the number of inputs
       that are arguments (``None``: not a trace, every input is one); ``single_output``,
-      whether the function returned one value rather than a tuple (``None``: not a trace).
+      whether the function returned one value rather than a tuple (``None``: not a trace);
+      ``no_grad``, the uids of the nodes recorded with grad mode off (in a ``no_grad``
+      block): constants for `differentiate`, as on the eager tape.
       Passes carry these forward through `replace`.
     - from a pass: ``notes``, one line per change the pass that produced this graph made.
     - from `optimize`: ``pass_stats``, a `PassStats` list of what each pass did, which
@@ -126,7 +128,7 @@ class Graph:
     """
 
     __slots__ = ("inputs", "nodes", "outputs", "captured", "n_args", "single_output",
-                 "notes", "pass_stats")
+                 "no_grad", "notes", "pass_stats")
 
     def __init__(
         self,
@@ -137,6 +139,7 @@ class Graph:
         captured: Iterable[Any] = (),
         n_args: int | None = None,
         single_output: bool | None = None,
+        no_grad: Iterable[int] = (),
         notes: Iterable[str] = (),
         pass_stats: Iterable[PassStat] = (),
     ) -> None:
@@ -146,6 +149,7 @@ class Graph:
         self.captured = list(captured)
         self.n_args = n_args
         self.single_output = single_output
+        self.no_grad = frozenset(no_grad)
         self.notes = list(notes)
         self.pass_stats = PassStats(pass_stats)
 
@@ -173,6 +177,7 @@ class Graph:
             captured=self.captured,
             n_args=self.n_args,
             single_output=self.single_output,
+            no_grad=self.no_grad,
             notes=notes,
             pass_stats=pass_stats,
         )

@@ -108,6 +108,8 @@ def differentiate(fwd: Graph, wrt: Sequence[int] | None = None,
         if n.op == "fused":
             raise ValueError("differentiate the graph before fusing it")
         op = OPS.get(n.op)
+        if n.uid in fwd.no_grad:
+            continue  # recorded under no_grad: a constant, as on the eager tape
         if op is not None and op.differentiable and (rg is None or id(n) in rg) and any(
             isinstance(i, Node) and id(i) in active for i in n.inputs
         ):

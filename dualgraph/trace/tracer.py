@@ -155,6 +155,7 @@ class TraceContext(Mode):
         self.active = True
         self._lift_as_input = lift_as_input or _default_lift
         self.rg: set[int] = set()  # nodes that depend on a differentiated leaf
+        self.no_grad: set[int] = set()  # uids of nodes recorded with grad mode off
         self.leaves: dict[int, Tensor] = {}  # input node id -> eager tensor requiring grad
         self.writes: dict[int, tuple[Tensor, Node]] = {}  # in-place writes to eager tensors
         self.grad_before: dict[int, tuple[Tensor, Any]] = {}  # .grad before the trace wrote it
@@ -234,8 +235,9 @@ class TraceContext(Mode):
         node = Node(op.name, ins, attrs, tuple(shape), np.dtype(dtype),
                     self.loc_override or user_location(3))
         self.nodes.append(node)
-        if GRAD_ENABLED.value and op.differentiable and any(
-                isinstance(i, Node) and id(i) in self.rg for i in ins):
+        if not GRAD_ENABLED.value:
+            self.no_grad.add(node.uid)
+        elif op.differentiable and any(isinstance(i, Node) and id(i) in self.rg for i in ins):
             self.rg.add(id(node))
         return Tracer(node, self)
 
@@ -423,4 +425,4 @@ def trace(fn: Callable, *example_args: Any) -> Graph:
     outputs, single = _outputs(ctx, out, fn)
     return Graph(ctx.inputs + [n for _, n in ctx.captured], ctx.nodes, outputs,
                  captured=[t for t, _ in ctx.captured], n_args=len(ctx.inputs),
-                 single_output=single)
+                 single_output=single, no_grad=ctx.no_grad)

@@ -166,3 +166,22 @@ def test_expensive_residuals_are_saved():
     assert "nothing (0 bytes saved per step)" in str(
         dg.explain(lambda x, w: (x @ w).exp().sum(), dg.ones(2, 3, requires_grad=True),
                    dg.ones(3, 4)))
+
+
+def test_values_traced_under_no_grad_are_constants_for_differentiate():
+    """dg.trace records which nodes ran under no_grad (graph.no_grad), and differentiate
+    treats them as constants, as the eager tape does: d/dx x * (2x)|no_grad = 2x."""
+    def f(x):
+        with dg.no_grad():
+            c = x * 2.0
+        return (x * c).sum()
+
+    x = dg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    g = dg.trace(f, x)
+    assert g.no_grad and all(n.uid not in g.no_grad for n in g.nodes if n.op == "sum")
+    d = dg.differentiate(g, [0])
+    fwd = dg.interpret(d.forward, x.numpy())
+    (gx,) = dg.interpret(d.backward, np.ones((), np.float32), *fwd[1:])
+    f(x).backward()
+    np.testing.assert_allclose(gx, x.grad.numpy())
+    np.testing.assert_allclose(gx, [2.0, 4.0, 6.0])
