@@ -48,4 +48,7 @@ def run(entry: _Entry, args: tuple, arrays: list) -> Any:
                         for kind, t in entry.sources]
         attach_backward(entry.bwd_kernel, tensors, entry.wrt_tensors, res, results,
                         entry.out_rg, entry.saved_inputs)
-    return results[0] if entry.single else tuple(results)
+    single = entry.single
+    if single is True:
+        return results[0]
+    return single.unflatten(results) if single is not False else tuple(results)

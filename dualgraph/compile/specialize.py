@@ -42,7 +42,7 @@ class _Entry:
     graph: Graph
     sources: list  # per captured input: ("tensor", t), ("grad", p) or ("value", make)
     n_user: int
-    single: bool
+    single: Any  # True: one tensor; False: a flat tuple; an OutputTree: nested
     writes: list  # tensors whose data the call overwrites
     grad_writes: list  # (tensor, "set" | "none")
     guards: Any  # a `signature.Guards`, or None

@@ -9,6 +9,7 @@ import numpy as np
 from ..eager import grad_mode
 from ..eager.internal import array_of
 from ..errors import TraceError
+from ..trace.tracer import flatten_outputs
 from .capture import trace_call
 from .random_state import generator_preserved, random_outputs
 from .run import run
@@ -47,8 +48,8 @@ def check_stale(fn: Callable, entry: _Entry, args: tuple) -> None:
         with grad_mode.no_grad(), generator_preserved():
             expected = fn(*args)
             got = run(entry, args, arg_arrays(args))
-        exp = expected if isinstance(expected, (tuple, list)) else (expected,)
-        res = got if isinstance(got, (tuple, list)) else (got,)
+        exp = flatten_outputs(expected)
+        res = flatten_outputs(got)
         random = random_outputs(entry.graph) if entry.random else [False] * len(res)
         for k, (e, r) in enumerate(zip(exp, res)):
             if random[k]:

@@ -385,10 +385,59 @@ def _example_input(ctx: TraceContext, a: Any, i: int) -> Any:
     )
 
 
-def _outputs(ctx: TraceContext, out: Any, fn: Callable) -> tuple[list[Node], bool]:
+class OutputTree:
+    """How a traced function's outputs nest, when they are more than one flat tuple:
+    nested tuples and lists, named tuples (``x.max(dim=1)``). Falsy, like ``single=False``,
+    for code that only asks whether the output is one tensor."""
+
+    __slots__ = ("kind", "children")
+
+    def __init__(self, kind: type, children: list) -> None:
+        self.kind = kind
+        self.children = children  # per item: None (a tensor) or a nested OutputTree
+
+    def __bool__(self) -> bool:
+        return False
+
+    def unflatten(self, flat: list) -> Any:
+        """The flat results, nested as the traced function returned them."""
+        return self._build(iter(flat))
+
+    def _build(self, it: Any) -> Any:
+        vals = [next(it) if c is None else c._build(it) for c in self.children]
+        if self.kind is list:
+            return vals
+        if hasattr(self.kind, "_fields"):  # a named tuple
+            return self.kind(*vals)
+        return tuple(vals)
+
+
+def flatten_outputs(out: Any) -> list:
+    """The tensors of a (possibly nested) tuple/list output, in order."""
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in flatten_outputs(o)]
+    return [out]
+
+
+def _outputs(ctx: TraceContext, out: Any, fn: Callable) -> tuple[list[Node], Any]:
+    """The output nodes, and ``single``: True for one tensor, False for a flat tuple, an
+    `OutputTree` for nested or named tuples and lists."""
     name = getattr(fn, "__name__", type(fn).__name__)
-    single = not isinstance(out, (tuple, list))
-    items = [out] if single else list(out)
+    single: Any = not isinstance(out, (tuple, list))
+    items: list = []
+
+    def walk(o: Any) -> OutputTree | None:
+        if isinstance(o, (tuple, list)):
+            return OutputTree(type(o), [walk(x) for x in o])
+        items.append(o)
+        return None
+
+    if not single:
+        tree = walk(out)
+        if type(out) is not tuple or any(c is not None for c in tree.children):
+            single = tree
+    else:
+        items = [out]
     if not items:
         raise TraceError(f"trace: {name} returned an empty {type(out).__name__}")
     nodes = []
@@ -401,8 +450,8 @@ def _outputs(ctx: TraceContext, out: Any, fn: Callable) -> tuple[list[Node], boo
             what = "nothing (None)" if o is None else f"a {type(o).__name__}"
             raise TraceError(
                 f"trace: {name} returned {what}"
-                + (f" as output {k}" if not single else "")
-                + "; a traced function must return a tensor or a tuple of tensors"
+                + (f" as output {k}" if single is not True else "")
+                + "; a traced function must return a tensor or a (nested) tuple of tensors"
             )
     return nodes, single
 

@@ -200,3 +200,19 @@ def test_backward_after_changing_a_saved_argument_still_raises():
     w.mul_(5)  # the backward reads w (the gradient of x is w)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward()
+
+
+def test_nested_and_named_tuple_outputs_keep_their_structure():
+    """A compiled function returns what the eager one does: nested tuples, lists and named
+    tuples (max(dim) gives (values, indices)) keep their shape and type."""
+    def f(x):
+        return x.max(dim=1), [x.sum(), (x * 2, x.min())]
+
+    x = dg.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]])
+    cf = dg.compile(f)
+    got, want = cf(x), f(x)
+    assert type(got[0]) is type(want[0]) and got[0].indices.tolist() == [1, 0]
+    assert isinstance(got[1], list) and isinstance(got[1][1], tuple)
+    assert got[0].values.tolist() == want[0].values.tolist()
+    assert got[1][1][0].tolist() == want[1][1][0].tolist()
+    assert got[1][1][1].item() == want[1][1][1].item() == 0.0

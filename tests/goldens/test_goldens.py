@@ -67,9 +67,6 @@ _ADV_INDEX = ("not in issue (API A2): advanced indexing (int tensor, bool mask) 
 # (program, mode) -> what dualgraph gets wrong. Each reason says what differs: this table is
 # the parity bug list.
 KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {
-    ("max_dim_positional", "compiled"): (
-        "issue 11 s2: a compiled function cannot return nested tuples (here named tuples "
-        "inside the output tuple): TraceError"),
     ("advanced_indexing", "eager"): _ADV_INDEX,
     ("advanced_indexing", "compiled"): _ADV_INDEX,
     ("inplace_mul_through_view", "eager"): _VIEW,
