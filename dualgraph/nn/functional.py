@@ -204,8 +204,8 @@ def hardsigmoid(x: Any, inplace: bool = False) -> Any:
 
 def hardswish(x: Any, inplace: bool = False) -> Any:
     """``x * hardsigmoid(x)``: 0 below -3, ``x`` above 3, ``x (x + 3) / 6`` between."""
-    mid = E.div(E.mul(x, E.add(x, 3.0)), 6.0)
-    return _inplace(x, E.where(E.le(x, -3.0), 0.0, E.where(E.ge(x, 3.0), x, mid)), inplace)
+    # x * relu6(x + 3) / 6, as PyTorch writes it: -0.0 below -3 for negative x.
+    return _inplace(x, E.div(E.mul(x, hardtanh(E.add(x, 3.0), 0.0, 6.0)), 6.0), inplace)
 
 
 def leaky_relu(x: Any, negative_slope: float = 0.01, inplace: bool = False) -> Any:

@@ -540,9 +540,13 @@ def isfinite(x: Any) -> Any:
 
 def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Any:
-    """``|a - b| <= atol + rtol * |b|`` elementwise, equal infinities included (PyTorch)."""
-    close = E.le(E.abs(E.sub(a, b)), E.add(E.mul(E.abs(b), rtol), atol))
-    out = bitwise_or(E.eq(a, b), close)
+    """``|a - b| <= atol + rtol * |b|`` elementwise; infinities are close only to themselves
+    (PyTorch). Non-finite pairs are replaced by 0 before subtracting, so ``inf - inf`` is
+    never computed (it would warn)."""
+    finite = bitwise_and(isfinite(a), isfinite(b))
+    a0, b0 = E.where(finite, a, 0.0), E.where(finite, b, 0.0)
+    close = E.le(E.abs(E.sub(a0, b0)), E.add(E.mul(E.abs(b0), rtol), atol))
+    out = bitwise_or(E.eq(a, b), bitwise_and(finite, close))
     if equal_nan:
         out = bitwise_or(out, bitwise_and(isnan(a), isnan(b)))
     return out

@@ -482,22 +482,40 @@ class TensorOps:
     def amin(self, dim: Any = (), keepdim: bool = False) -> Any:
         return M.amin(self, dim, keepdim)
 
+    # Comparisons by name (PyTorch's methods).
+    def lt(self, o: Any) -> Any: return self < o  # noqa: E704
+    def le(self, o: Any) -> Any: return self <= o  # noqa: E704
+    def gt(self, o: Any) -> Any: return self > o  # noqa: E704
+    def ge(self, o: Any) -> Any: return self >= o  # noqa: E704
+    def eq(self, o: Any) -> Any: return self == o  # noqa: E704
+    def ne(self, o: Any) -> Any: return self != o  # noqa: E704
+
     # Casts (PyTorch's spellings of `astype`).
     def int(self) -> Any:
-        return self.astype(np.int32)
+        return _cast(self, np.int32)
 
     def long(self) -> Any:
-        return self.astype(np.int64)
+        return _cast(self, np.int64)
 
     def bool(self) -> Any:
-        return self.astype(np.bool_)
+        return _cast(self, np.bool_)
 
     def half(self) -> Any:
-        return self.astype(np.float16)
+        return _cast(self, np.float16)
 
     def type(self, dtype: Any) -> Any:
-        return self.astype(dtype)
+        return _cast(self, dtype)
     # ===================================================================== end issue 12
+
+
+def _cast(t: TensorOps, dtype: Any) -> Any:
+    """``t`` as ``dtype``; a cast to an integer or bool dtype is not differentiable, so its
+    result never requires grad (PyTorch; `astype` alone would carry the tape on)."""
+    from ..dtypes import as_dtype
+
+    if as_dtype(dtype).kind in "biu" and t.requires_grad:
+        t = t.detach()
+    return t.astype(dtype)
 
 
 _FAST = (TensorOps, float, int)
