@@ -106,6 +106,7 @@ from .ops.math import (
     mul,
     multiply,
     pow,
+    prod,
     reciprocal,
     remainder,
     round,
@@ -150,7 +151,7 @@ __all__ += [
     "bitwise_right_shift", "bitwise_xor", "ceil", "copysign", "cosh", "div", "divide", "erf",
     "exp2", "expm1", "fix", "floor", "floor_divide", "fmod", "frac", "isclose", "isfinite",
     "isinf", "isnan", "lerp", "log1p", "log2", "log10", "logaddexp", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "logsumexp", "mul", "multiply", "pow",
+    "logical_not", "logical_or", "logical_xor", "logsumexp", "mul", "multiply", "pow", "prod",
     "reciprocal", "remainder", "round", "rsqrt", "sign", "sinh", "square", "std", "std_mean",
     "sub", "subtract", "tan", "true_divide", "trunc", "var", "var_mean",
 ]

@@ -261,6 +261,58 @@ BITWISE_NOT = register(OpDef(
 ))
 
 
+# prod is a kernel op, not a `Reduction`: the backend's reduce writer only adds and
+# compares, and a product's gradient needs the zero count anyway.
+
+
+def _prod_out_shape(shape: tuple, axis: tuple | None, keepdims: bool) -> tuple:
+    if axis is None:
+        return (1,) * len(shape) if keepdims else ()
+    if keepdims:
+        return tuple(1 if i in axis else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axis)
+
+
+def _prod_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tuple:
+    dtype = np.dtype(x.dtype)
+    dtype = dtype if dtype.kind == "f" else np.dtype(np.int64)  # PyTorch: ints give int64
+    return _prod_out_shape(tuple(x.shape), axis, keepdims), dtype
+
+
+def _prod_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) -> np.ndarray:
+    dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.int64)
+    return np.asarray(np.multiply.reduce(x, axis=axis, keepdims=keepdims, dtype=dtype))
+
+
+def _prod_vjp(ctx, g):
+    # PyTorch's rule: out / x where the slice has no zero; at the one zero of a slice the
+    # product of the others; 0 everywhere in a slice with two or more zeros.
+    from .shape import broadcast_to, reshape
+
+    (x,) = ctx.args
+    axis, keepdims = ctx.attrs["axis"], ctx.attrs["keepdims"]
+    shape = tuple(ctx.inputs[0].shape)
+    kept = _prod_out_shape(shape, axis, True)
+    out, g = ctx.out, g
+    if not keepdims:
+        out, g = reshape(out, kept), reshape(g, kept)
+    zero = E.eq(x, 0)
+    zeros = R.sum(zero, axis, keepdims=True)
+    safe = E.where(zero, 1.0, x)  # no 0 / 0 in the branch `where` discards
+    others = prod(safe, axis, keepdim=True)
+    at_zero = E.where(E.eq(zeros, 1), others, 0.0)
+    local = E.where(E.eq(zeros, 0), E.div(broadcast_to(out, shape), safe),
+                    E.where(zero, at_zero, 0.0))
+    return (E.mul(local, g),)
+
+
+PROD = register(OpDef(
+    "prod", _prod_impl, _prod_infer, _prod_vjp,
+    lambda node: "ProdBackward0" if node.attrs["axis"] is None else "ProdBackward1",
+    saves=(0,), saves_out=True,
+))
+
+
 # ------------------------------------------------------------- functional forms
 
 
@@ -665,3 +717,13 @@ def amax(x: Any, dim: Any = (), keepdim: bool = False) -> Any:
 def amin(x: Any, dim: Any = (), keepdim: bool = False) -> Any:
     """The min over ``dim`` (all dims by default): ``-amax(-x)``."""
     return E.neg(amax(E.neg(x), dim, keepdim))
+
+
+def prod(x: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+    """The product over ``dim`` (all elements by default); integer inputs give int64.
+    ``dg.prod(x, 1)``"""
+    if dtype is not None:
+        from .shape import astype
+
+        x = astype(x, dtype)
+    return bind(PROD, x, axis=_dims(x, dim), keepdims=bool(keepdim))

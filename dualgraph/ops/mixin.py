@@ -476,6 +476,9 @@ class TensorOps:
     def all(self, dim: Any = None, keepdim: bool = False) -> Any:
         return M.all(self, dim, keepdim)
 
+    def prod(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+        return M.prod(self, dim, keepdim, dtype=dtype)
+
     def amax(self, dim: Any = (), keepdim: bool = False) -> Any:
         return M.amax(self, dim, keepdim)
 

@@ -359,3 +359,12 @@ CASES += [
                        _off_grid(r, (3, 4), t)]),
 ]
 ALL_CASES += [pytest.param(c, id=c.name) for c in CASES[-4:]]
+
+
+def prods(x, k):
+    return x.prod(1), x.prod(), dg.prod(x, (0, 2), keepdim=True), k.prod(0) * 1.5, x.prod(0)
+
+
+CASES.append(Case("prod", ("prod",), prods,
+                  lambda r, t: [_uniform(r, 0.5, 1.5, (2, 3, 4), t), r.integers(-3, 4, (3, 2))]))
+ALL_CASES.append(pytest.param(CASES[-1], id="prod"))

@@ -844,3 +844,10 @@ def activation_modules(lib, F, x):
             nn.ReLU6(), nn.Hardsigmoid(), nn.Hardswish(), nn.LeakyReLU(0.3), nn.Mish(),
             nn.LogSigmoid(), nn.Softmax(dim=1), nn.LogSoftmax(dim=0), nn.Softmin(dim=-1)]
     return tuple(m(x) for m in mods)
+
+
+@program(leaf([[1.0, 0.0, 3.0], [2.0, 0.0, 0.0], [1.5, 2.0, -1.0]]),
+         const([[1, 2], [3, 4]], "int64"), covers=("prod",), source=I12)
+def prod_with_zeros(lib, F, x, k):
+    # Rows with no, one and two zeros: PyTorch's three gradient cases.
+    return x.prod(1), lib.prod(x), x.prod(0, keepdim=True), k.prod(), lib.prod(k, 1)

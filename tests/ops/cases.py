@@ -593,3 +593,14 @@ COMPOSITES += [
     case("normalize", "p1_dim0", lambda x: F.normalize(x, 1, 0), real(2, 3),
          ref=lambda x: x / np.abs(x).sum(0, keepdims=True)),
 ]
+
+
+CASES += [
+    case("prod", "all", lambda x: x.prod(), real(2, 3), node="ProdBackward0"),
+    case("prod", "dim", lambda x: dg.prod(x, 1), real(2, 3), ref=lambda x: np.prod(x, 1),
+         node="ProdBackward1"),
+    case("prod", "dims_keepdim", lambda x: dg.prod(x, (0, 2), keepdim=True), real(2, 3, 2),
+         ref=lambda x: np.prod(x, (0, 2), keepdims=True)),
+    case("prod", "ints_give_int64", lambda k: k.prod(0), ints(2, 3), grad=False,
+         ref=lambda k: np.prod(k, 0)),
+]

@@ -387,3 +387,31 @@ def _addmm(node: Node, args: list, out: str) -> list:
     x, y = _cast(args[1], node.dtype, a), _cast(args[2], node.dtype, b)
     prod = Node("matmul", (a, b), {}, tuple(node.shape), node.dtype)
     return _matmul(prod, [x, y], out) + [f"{out} = {out} + {_cast(args[0], node.dtype, bias)}"]
+
+
+# ------------------------------------------------------------------ issue 12: prod
+@lowers("prod")
+def _prod(node: Node, args: list, out: str) -> list:
+    """Reduced axes moved last and flattened: one running product per kept element."""
+    src = node.inputs[0]
+    shape = tuple(src.shape)
+    axis = node.attrs["axis"]
+    axis = tuple(range(len(shape))) if axis is None else axis
+    kept = tuple(i for i in range(len(shape)) if i not in axis)
+    n_kept = math.prod(shape[i] for i in kept)
+    n_red = math.prod(shape[i] for i in axis)
+    dtype = np_dtype(node.dtype)
+    x = args[0] if src.dtype == node.dtype else f"{args[0]}.astype({dtype})"
+    lines = [f"_p = np.ascontiguousarray({x}).reshape({ishape(src)})"]
+    if shape and kept + axis != tuple(range(len(shape))):
+        lines.append(f"_p = np.ascontiguousarray(np.transpose(_p, {kept + axis}))")
+    return lines + [
+        f"_p = _p.reshape(({n_kept}, {n_red}))",
+        f"{out} = np.empty(({n_kept},), {dtype})",
+        f"for _i in range({n_kept}):",
+        f"    _acc = {dtype}(1)",
+        f"    for _j in range({n_red}):",
+        "        _acc *= _p[_i, _j]",
+        f"    {out}[_i] = _acc",
+        f"{out} = {out}.reshape({ishape(node)})",
+    ]
