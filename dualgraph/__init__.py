@@ -53,8 +53,8 @@ from .trace.autodiff import differentiate
 from .trace.tracer import trace
 
 # isort: split
-# Issue 12: math, tests, bitwise ops, casts and constructors (ops/math.py, creation.py).
-from .creation import empty, empty_like, eye, full_like, linspace, ones_like, zeros_like
+# Issue 12: math, tests, bitwise ops, casts and constructors (ops/math.py, eager/creation.py).
+from .eager.creation import empty, empty_like, eye, full_like, linspace, ones_like, zeros_like
 from .ops.math import (
     acos,
     acosh,
@@ -143,7 +143,7 @@ __all__ = [
     "sigmoid", "sin", "softmax", "sqrt", "stack", "sum", "tanh", "tensor", "testing", "transpose",
     "where", "zeros",
 ]
-# Issue 12 (ops/math.py, creation.py).
+# Issue 12 (ops/math.py, eager/creation.py).
 __all__ += [
     "empty", "empty_like", "eye", "full_like", "linspace", "ones_like", "zeros_like", "acos",
     "acosh", "add", "all", "allclose", "amax", "amin", "any", "arctan2", "asin", "asinh",

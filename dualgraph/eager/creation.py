@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import as_dtype
-from .eager.tensor import Tensor, full, ones, tensor, zeros
+from ..dtypes import as_dtype
+from .tensor import Tensor, full, ones, tensor, zeros
 
 
 def _like_dtype(x: Any, dtype: Any) -> np.dtype:
