@@ -213,12 +213,12 @@ class TensorOps:
 
     # ---------------------------------------------------------------- reductions
     def sum(self, axis: Any = None, keepdims: bool | None = None, *, dim: Any = None,
-            keepdim: bool | None = None) -> Any:
-        return R.sum(self, axis, keepdims, dim=dim, keepdim=keepdim)
+            keepdim: bool | None = None, dtype: Any = None) -> Any:
+        return R.sum(self, axis, keepdims, dim=dim, keepdim=keepdim, dtype=dtype)
 
     def mean(self, axis: Any = None, keepdims: bool | None = None, *, dim: Any = None,
-             keepdim: bool | None = None) -> Any:
-        return R.mean(self, axis, keepdims, dim=dim, keepdim=keepdim)
+             keepdim: bool | None = None, dtype: Any = None) -> Any:
+        return R.mean(self, axis, keepdims, dim=dim, keepdim=keepdim, dtype=dtype)
 
     def max(self, axis: Any = None, keepdims: bool | None = None, *, dim: Any = None,
             keepdim: bool | None = None) -> Any:

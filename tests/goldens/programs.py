@@ -851,3 +851,10 @@ def activation_modules(lib, F, x):
 def prod_with_zeros(lib, F, x, k):
     # Rows with no, one and two zeros: PyTorch's three gradient cases.
     return x.prod(1), lib.prod(x), x.prod(0, keepdim=True), k.prod(), lib.prod(k, 1)
+
+
+@program(grid((2, 3), -1.0, 2.0), const([[1, 2, 3], [4, 5, 6]], "int64"), source=I12)
+def reductions_dtype(lib, F, x, k):
+    return (x.sum(dtype=lib.float64), lib.sum(x, 1, dtype=lib.float64),
+            x.mean(dim=0, dtype=lib.float64), k.sum(dtype=lib.float32), k.mean(dtype=lib.float64),
+            lib.mean(k, 1, keepdim=True, dtype=lib.float32))
