@@ -646,8 +646,8 @@ def var(x: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = F
         correction: Any = None) -> Any:
     """Variance over ``dim``, divided by ``N - correction`` (1 by default; ``unbiased=False``
     means 0), two-pass as PyTorch. ``dg.var(x, dim=1, correction=0)``"""
-    if unbiased is not None and not isinstance(unbiased, bool):
-        dim, unbiased = unbiased, None  # torch.var(x, dim) positional form
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim  # torch.var(x, False): the old (input, unbiased) form
     if unbiased is not None and correction is not None:
         raise TypeError("var: pass either unbiased= or correction=, not both")
     corr = correction if correction is not None else (0 if unbiased is False else 1)
@@ -670,8 +670,8 @@ def std(x: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = F
 def var_mean(x: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
              correction: Any = None) -> tuple:
     """``(var, mean)`` over ``dim``."""
-    if unbiased is not None and not isinstance(unbiased, bool):
-        dim, unbiased = unbiased, None
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
     v = var(x, dim, unbiased, keepdim, correction=correction)
     return v, R.mean(x, _dims(x, dim), keepdims=keepdim)
 

@@ -858,3 +858,9 @@ def reductions_dtype(lib, F, x, k):
     return (x.sum(dtype=lib.float64), lib.sum(x, 1, dtype=lib.float64),
             x.mean(dim=0, dtype=lib.float64), k.sum(dtype=lib.float32), k.mean(dtype=lib.float64),
             lib.mean(k, 1, keepdim=True, dtype=lib.float32))
+
+
+@program(grid((2, 3), -1.0, 2.0), source=I12)
+def statistics_positional_unbiased(lib, F, x):
+    # torch.var(x, False): the older (input, unbiased) overload.
+    return x.var(False), lib.std(x, True), *lib.var_mean(x, False), x.var(1, False)
