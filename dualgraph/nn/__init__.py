@@ -19,3 +19,31 @@ __all__ = [
     "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "Linear", "MSELoss", "Module", "Parameter",
     "ReLU", "Sequential", "Sigmoid", "Tanh", "functional",
 ]
+
+# isort: split
+# Issue 12: activation modules.
+from .modules import (  # noqa: E402
+    CELU,
+    ELU,
+    GELU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    ReLU6,
+    SiLU,
+    Softmax,
+    Softmin,
+    Softplus,
+    Softsign,
+)
+
+__all__ += [
+    "CELU", "ELU", "GELU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU",
+    "LogSigmoid", "LogSoftmax", "Mish", "ReLU6", "SiLU", "Softmax", "Softmin", "Softplus",
+    "Softsign",
+]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ from ..eager.internal import array_of
 from ..eager.tensor import Tensor, random_key
 from ..ops import elementwise as E
 from ..ops import linalg as L
+from ..ops import math as M
 from ..ops import random as RND
 from ..ops import reduce as R
 from ..ops import shape as S
@@ -142,3 +144,125 @@ def dropout(input: Any, p: float = 0.5, training: bool = True,  # noqa: A002
         raise TypeError(f"dropout: input must be a tensor, got {type(input).__name__}")
     key, stream = random_key()
     return RND.dropout(input, key, p, stream)
+
+
+# ============================================================================ issue 12
+# Activations, all compositions of registry ops (ops/elementwise.py, ops/math.py): they need
+# no lowering of their own and fuse into one loop when compiled. Where PyTorch's gradient at
+# a kink is a convention, the `where` branches pick the same side as PyTorch.
+
+_SQRT_HALF = 1.0 / math.sqrt(2.0)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _inplace(x: Any, out: Any, inplace: bool) -> Any:
+    """``inplace=True``: write the result into ``x`` (PyTorch's in-place activations)."""
+    return x.copy_(out) if inplace else out
+
+
+def gelu(x: Any, approximate: str = "none") -> Any:
+    """``x * Phi(x)``: exact through ``erf``, or PyTorch's ``approximate='tanh'`` form."""
+    if approximate == "none":
+        return E.mul(E.mul(x, 0.5), E.add(M.erf(E.mul(x, _SQRT_HALF)), 1.0))
+    if approximate == "tanh":
+        inner = E.mul(E.add(x, E.mul(E.mul(E.mul(x, x), x), 0.044715)), _SQRT_2_OVER_PI)
+        return E.mul(E.mul(x, 0.5), E.add(E.tanh(inner), 1.0))
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def silu(x: Any, inplace: bool = False) -> Any:
+    """``x * sigmoid(x)`` (swish)."""
+    return _inplace(x, E.mul(x, E.sigmoid(x)), inplace)
+
+
+def elu(x: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
+    """``x`` where positive, else ``alpha * (exp(x) - 1)``."""
+    return _inplace(x, E.where(E.gt(x, 0), x, E.mul(M.expm1(x), alpha)), inplace)
+
+
+def celu(x: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
+    """``x`` where positive, else ``alpha * (exp(x / alpha) - 1)``."""
+    return _inplace(x, E.where(E.gt(x, 0), x, E.mul(M.expm1(E.div(x, alpha)), alpha)), inplace)
+
+
+def selu(x: Any, inplace: bool = False) -> Any:
+    """``scale * elu(x, alpha)`` with the self-normalising constants."""
+    return _inplace(x, E.mul(elu(x, _SELU_ALPHA), _SELU_SCALE), inplace)
+
+
+def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
+    """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
+    bx = E.mul(x, beta) if beta != 1 else x
+    soft = M.log1p(E.exp(bx))
+    if beta != 1:
+        soft = E.div(soft, beta)
+    return E.where(E.gt(bx, threshold), x, soft)
+
+
+def softsign(x: Any) -> Any:
+    """``x / (1 + |x|)``."""
+    return E.div(x, E.add(E.abs(x), 1.0))
+
+
+def hardtanh(x: Any, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Any:
+    """``x`` clipped to ``[min_val, max_val]``; the gradient is 0 at and beyond the bounds."""
+    if min_val > max_val:
+        raise ValueError("hardtanh: min_val cannot be greater than max_val")
+    out = E.where(E.le(x, min_val), min_val, E.where(E.ge(x, max_val), max_val, x))
+    return _inplace(x, out, inplace)
+
+
+def relu6(x: Any, inplace: bool = False) -> Any:
+    """``hardtanh(x, 0, 6)``."""
+    return hardtanh(x, 0.0, 6.0, inplace)
+
+
+def hardsigmoid(x: Any, inplace: bool = False) -> Any:
+    """0 below -3, 1 above 3, ``x / 6 + 1 / 2`` between."""
+    mid = E.add(E.div(x, 6.0), 0.5)
+    return _inplace(x, E.where(E.le(x, -3.0), 0.0, E.where(E.ge(x, 3.0), 1.0, mid)), inplace)
+
+
+def hardswish(x: Any, inplace: bool = False) -> Any:
+    """``x * hardsigmoid(x)``: 0 below -3, ``x`` above 3, ``x (x + 3) / 6`` between."""
+    # x * relu6(x + 3) / 6, as PyTorch writes it: -0.0 below -3 for negative x.
+    return _inplace(x, E.div(E.mul(x, hardtanh(E.add(x, 3.0), 0.0, 6.0)), 6.0), inplace)
+
+
+def leaky_relu(x: Any, negative_slope: float = 0.01, inplace: bool = False) -> Any:
+    """``x`` where positive, else ``negative_slope * x``."""
+    return _inplace(x, E.where(E.gt(x, 0), x, E.mul(x, negative_slope)), inplace)
+
+
+def mish(x: Any, inplace: bool = False) -> Any:
+    """``x * tanh(softplus(x))``."""
+    return _inplace(x, E.mul(x, E.tanh(softplus(x))), inplace)
+
+
+def logsigmoid(x: Any) -> Any:
+    """``log(sigmoid(x))`` without overflow: ``min(x, 0) - log1p(exp(-|x|))``."""
+    return E.sub(E.minimum(x, 0.0), M.log1p(E.exp(E.neg(E.abs(x)))))
+
+
+def softmin(x: Any, dim: Any = None) -> Any:
+    """``softmax(-x)`` along ``dim``."""
+    return softmax(E.neg(x), dim=dim)
+
+
+def normalize(x: Any, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Any:
+    """``x / max(||x||_p, eps)`` along ``dim``."""
+    if p == 2:
+        norm = E.sqrt(R.sum(E.mul(x, x), dim, keepdims=True))
+    elif p == 1:
+        norm = R.sum(E.abs(x), dim, keepdims=True)
+    else:
+        norm = E.pow(R.sum(E.pow(E.abs(x), p), dim, keepdims=True), 1.0 / p)
+    return E.div(x, E.maximum(norm, eps))
+
+
+__all__ += [
+    "celu", "elu", "gelu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "logsigmoid",
+    "mish", "normalize", "relu6", "selu", "silu", "softmin", "softplus", "softsign",
+]

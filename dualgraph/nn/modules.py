@@ -331,3 +331,139 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+# ============================================================================ issue 12
+# Activation modules: each holds its hyperparameters and calls `functional`.
+
+
+class _Activation(Module):
+    """A module calling ``F.<fn>(x, **hyperparameters)``; ``extra_repr`` lists them."""
+
+    _fn: str = ""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__()
+        self._kwargs = kwargs
+        for k, v in kwargs.items():
+            setattr(self, k, v)
+
+    def forward(self, x: Any) -> Any:
+        return getattr(F, self._fn)(x, **{k: getattr(self, k) for k in self._kwargs})
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={getattr(self, k)!r}" for k in self._kwargs)
+
+
+class GELU(_Activation):
+    _fn = "gelu"
+
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__(approximate=approximate)
+
+
+class SiLU(_Activation):
+    _fn = "silu"
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(inplace=inplace)
+
+
+class ELU(_Activation):
+    _fn = "elu"
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(alpha=alpha, inplace=inplace)
+
+
+class CELU(_Activation):
+    _fn = "celu"
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(alpha=alpha, inplace=inplace)
+
+
+class SELU(_Activation):
+    _fn = "selu"
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(inplace=inplace)
+
+
+class Softplus(_Activation):
+    _fn = "softplus"
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__(beta=beta, threshold=threshold)
+
+
+class Softsign(_Activation):
+    _fn = "softsign"
+
+
+class Hardtanh(_Activation):
+    _fn = "hardtanh"
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0,
+                 inplace: bool = False) -> None:
+        super().__init__(min_val=min_val, max_val=max_val, inplace=inplace)
+
+
+class ReLU6(_Activation):
+    _fn = "relu6"
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(inplace=inplace)
+
+
+class Hardsigmoid(_Activation):
+    _fn = "hardsigmoid"
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(inplace=inplace)
+
+
+class Hardswish(_Activation):
+    _fn = "hardswish"
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(inplace=inplace)
+
+
+class LeakyReLU(_Activation):
+    _fn = "leaky_relu"
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        super().__init__(negative_slope=negative_slope, inplace=inplace)
+
+
+class Mish(_Activation):
+    _fn = "mish"
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(inplace=inplace)
+
+
+class LogSigmoid(_Activation):
+    _fn = "logsigmoid"
+
+
+class Softmax(_Activation):
+    _fn = "softmax"
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__(dim=dim)
+
+
+class LogSoftmax(_Activation):
+    _fn = "log_softmax"
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__(dim=dim)
+
+
+class Softmin(_Activation):
+    _fn = "softmin"
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__(dim=dim)

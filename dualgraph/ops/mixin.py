@@ -18,6 +18,7 @@ from ..modes import bind, current_mode
 from . import composite as C
 from . import elementwise as E
 from . import linalg as L
+from . import math as M
 from . import reduce as R
 from . import shape as S
 from .broadcast import normalize_axis, normalize_dim
@@ -125,17 +126,17 @@ class TensorOps:
         return E.abs(self)
 
     # PyTorch's method spellings.
-    def add(self, o: Any) -> Any:
-        return self + o
+    def add(self, o: Any, *, alpha: Any = 1) -> Any:
+        return self + o if alpha == 1 else M.add(self, o, alpha=alpha)
 
-    def sub(self, o: Any) -> Any:
-        return self - o
+    def sub(self, o: Any, *, alpha: Any = 1) -> Any:
+        return self - o if alpha == 1 else M.sub(self, o, alpha=alpha)
 
     def mul(self, o: Any) -> Any:
         return self * o
 
-    def div(self, o: Any) -> Any:
-        return self / o
+    def div(self, o: Any, *, rounding_mode: str | None = None) -> Any:
+        return self / o if rounding_mode is None else M.div(self, o, rounding_mode=rounding_mode)
 
     def pow(self, o: Any) -> Any:
         return self ** o
@@ -222,12 +223,12 @@ class TensorOps:
 
     # ---------------------------------------------------------------- reductions
     def sum(self, axis: Any = None, keepdims: bool | None = None, *, dim: Any = None,
-            keepdim: bool | None = None) -> Any:
-        return R.sum(self, axis, keepdims, dim=dim, keepdim=keepdim)
+            keepdim: bool | None = None, dtype: Any = None) -> Any:
+        return R.sum(self, axis, keepdims, dim=dim, keepdim=keepdim, dtype=dtype)
 
     def mean(self, axis: Any = None, keepdims: bool | None = None, *, dim: Any = None,
-             keepdim: bool | None = None) -> Any:
-        return R.mean(self, axis, keepdims, dim=dim, keepdim=keepdim)
+             keepdim: bool | None = None, dtype: Any = None) -> Any:
+        return R.mean(self, axis, keepdims, dim=dim, keepdim=keepdim, dtype=dtype)
 
     def max(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
             keepdims: bool | None = None) -> Any:
@@ -352,6 +353,196 @@ class TensorOps:
 
     def numel(self) -> int:
         return int(np.prod(self.shape))
+
+    # ======================================================================= issue 12
+    # Math, tests, bitwise and casts (dualgraph/ops/math.py). Methods are the functions;
+    # in-place forms compute then `copy_` (one recorded op, as PyTorch's history shows).
+    def __mod__(self, o): return _bin(M.REMAINDER, self, o)  # noqa: E704
+    def __rmod__(self, o): return _bin(M.REMAINDER, self, o, True)  # noqa: E704
+    def __floordiv__(self, o): return _bin(M.FLOOR_DIVIDE, self, o)  # noqa: E704
+    def __rfloordiv__(self, o): return _bin(M.FLOOR_DIVIDE, self, o, True)  # noqa: E704
+    def __and__(self, o): return _bin(M.BITWISE_AND, self, o)  # noqa: E704
+    def __rand__(self, o): return _bin(M.BITWISE_AND, self, o, True)  # noqa: E704
+    def __or__(self, o): return _bin(M.BITWISE_OR, self, o)  # noqa: E704
+    def __ror__(self, o): return _bin(M.BITWISE_OR, self, o, True)  # noqa: E704
+    def __xor__(self, o): return _bin(M.BITWISE_XOR, self, o)  # noqa: E704
+    def __rxor__(self, o): return _bin(M.BITWISE_XOR, self, o, True)  # noqa: E704
+    def __lshift__(self, o): return _bin(M.LEFT_SHIFT, self, o)  # noqa: E704
+    def __rlshift__(self, o): return _bin(M.LEFT_SHIFT, self, o, True)  # noqa: E704
+    def __rshift__(self, o): return _bin(M.RIGHT_SHIFT, self, o)  # noqa: E704
+    def __rrshift__(self, o): return _bin(M.RIGHT_SHIFT, self, o, True)  # noqa: E704
+
+    def __invert__(self) -> Any:
+        return M.bitwise_not(self)
+
+    def tan(self): return M.tan(self)  # noqa: E704
+    def asin(self): return M.asin(self)  # noqa: E704
+    def acos(self): return M.acos(self)  # noqa: E704
+    def atan(self): return M.atan(self)  # noqa: E704
+    def sinh(self): return M.sinh(self)  # noqa: E704
+    def cosh(self): return M.cosh(self)  # noqa: E704
+    def asinh(self): return M.asinh(self)  # noqa: E704
+    def acosh(self): return M.acosh(self)  # noqa: E704
+    def atanh(self): return M.atanh(self)  # noqa: E704
+    def erf(self): return M.erf(self)  # noqa: E704
+    def log2(self): return M.log2(self)  # noqa: E704
+    def log10(self): return M.log10(self)  # noqa: E704
+    def exp2(self): return M.exp2(self)  # noqa: E704
+    def rsqrt(self): return M.rsqrt(self)  # noqa: E704
+    def log1p(self): return M.log1p(self)  # noqa: E704
+    def expm1(self): return M.expm1(self)  # noqa: E704
+    def sign(self): return M.sign(self)  # noqa: E704
+    def floor(self): return M.floor(self)  # noqa: E704
+    def ceil(self): return M.ceil(self)  # noqa: E704
+    def round(self): return M.round(self)  # noqa: E704
+    def trunc(self): return M.trunc(self)  # noqa: E704
+    def frac(self): return M.frac(self)  # noqa: E704
+    def square(self): return M.square(self)  # noqa: E704
+    def reciprocal(self): return M.reciprocal(self)  # noqa: E704
+    def isnan(self): return M.isnan(self)  # noqa: E704
+    def isinf(self): return M.isinf(self)  # noqa: E704
+    def isfinite(self): return M.isfinite(self)  # noqa: E704
+    def logical_not(self): return M.logical_not(self)  # noqa: E704
+    def bitwise_not(self): return M.bitwise_not(self)  # noqa: E704
+
+    def tan_(self): return self.copy_(self.tan())  # noqa: E704
+    def asin_(self): return self.copy_(self.asin())  # noqa: E704
+    def acos_(self): return self.copy_(self.acos())  # noqa: E704
+    def atan_(self): return self.copy_(self.atan())  # noqa: E704
+    def sinh_(self): return self.copy_(self.sinh())  # noqa: E704
+    def cosh_(self): return self.copy_(self.cosh())  # noqa: E704
+    def asinh_(self): return self.copy_(self.asinh())  # noqa: E704
+    def acosh_(self): return self.copy_(self.acosh())  # noqa: E704
+    def atanh_(self): return self.copy_(self.atanh())  # noqa: E704
+    def erf_(self): return self.copy_(self.erf())  # noqa: E704
+    def log2_(self): return self.copy_(self.log2())  # noqa: E704
+    def log10_(self): return self.copy_(self.log10())  # noqa: E704
+    def exp2_(self): return self.copy_(self.exp2())  # noqa: E704
+    def rsqrt_(self): return self.copy_(self.rsqrt())  # noqa: E704
+    def log1p_(self): return self.copy_(self.log1p())  # noqa: E704
+    def expm1_(self): return self.copy_(self.expm1())  # noqa: E704
+    def sign_(self): return self.copy_(self.sign())  # noqa: E704
+    def floor_(self): return self.copy_(self.floor())  # noqa: E704
+    def ceil_(self): return self.copy_(self.ceil())  # noqa: E704
+    def round_(self): return self.copy_(self.round())  # noqa: E704
+    def trunc_(self): return self.copy_(self.trunc())  # noqa: E704
+    def frac_(self): return self.copy_(self.frac())  # noqa: E704
+    def square_(self): return self.copy_(self.square())  # noqa: E704
+    def reciprocal_(self): return self.copy_(self.reciprocal())  # noqa: E704
+    def exp_(self): return self.copy_(self.exp())  # noqa: E704
+    def log_(self): return self.copy_(self.log())  # noqa: E704
+    def tanh_(self): return self.copy_(self.tanh())  # noqa: E704
+    def sigmoid_(self): return self.copy_(self.sigmoid())  # noqa: E704
+    def relu_(self): return self.copy_(self.relu())  # noqa: E704
+    def sqrt_(self): return self.copy_(self.sqrt())  # noqa: E704
+    def abs_(self): return self.copy_(self.abs())  # noqa: E704
+    def sin_(self): return self.copy_(self.sin())  # noqa: E704
+    def cos_(self): return self.copy_(self.cos())  # noqa: E704
+    def neg_(self): return self.copy_(self.neg())  # noqa: E704
+
+    def copysign(self, o: Any) -> Any:
+        return M.copysign(self, o)
+
+    def fmod(self, o: Any) -> Any:
+        return M.fmod(self, o)
+
+    def remainder(self, o: Any) -> Any:
+        return M.remainder(self, o)
+
+    def floor_divide(self, o: Any) -> Any:
+        return M.floor_divide(self, o)
+
+    def atan2(self, o: Any) -> Any:
+        return M.atan2(self, o)
+
+    arctan2 = atan2
+
+    def lerp(self, end: Any, weight: Any) -> Any:
+        return M.lerp(self, end, weight)
+
+    def logaddexp(self, o: Any) -> Any:
+        return M.logaddexp(self, o)
+
+    def bitwise_and(self, o: Any) -> Any:
+        return M.bitwise_and(self, o)
+
+    def bitwise_or(self, o: Any) -> Any:
+        return M.bitwise_or(self, o)
+
+    def bitwise_xor(self, o: Any) -> Any:
+        return M.bitwise_xor(self, o)
+
+    def logical_and(self, o: Any) -> Any:
+        return M.logical_and(self, o)
+
+    def logical_or(self, o: Any) -> Any:
+        return M.logical_or(self, o)
+
+    def logical_xor(self, o: Any) -> Any:
+        return M.logical_xor(self, o)
+
+    def isclose(self, o: Any, rtol: float = 1e-05, atol: float = 1e-08,
+                equal_nan: bool = False) -> Any:
+        return M.isclose(self, o, rtol, atol, equal_nan)
+
+    def allclose(self, o: Any, rtol: float = 1e-05, atol: float = 1e-08,
+                 equal_nan: bool = False) -> bool:
+        return M.allclose(self, o, rtol, atol, equal_nan)
+
+    def var(self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+            correction: Any = None) -> Any:
+        return M.var(self, dim, unbiased, keepdim, correction=correction)
+
+    def std(self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+            correction: Any = None) -> Any:
+        return M.std(self, dim, unbiased, keepdim, correction=correction)
+
+    def logsumexp(self, dim: Any, keepdim: bool = False) -> Any:
+        return M.logsumexp(self, dim, keepdim)
+
+    def any(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return M.any(self, dim, keepdim)
+
+    def all(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return M.all(self, dim, keepdim)
+
+    def prod(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+        return M.prod(self, dim, keepdim, dtype=dtype)
+
+    # Comparisons by name (PyTorch's methods).
+    def lt(self, o: Any) -> Any: return self < o  # noqa: E704
+    def le(self, o: Any) -> Any: return self <= o  # noqa: E704
+    def gt(self, o: Any) -> Any: return self > o  # noqa: E704
+    def ge(self, o: Any) -> Any: return self >= o  # noqa: E704
+    def eq(self, o: Any) -> Any: return self == o  # noqa: E704
+    def ne(self, o: Any) -> Any: return self != o  # noqa: E704
+
+    # Casts (PyTorch's spellings of `astype`).
+    def int(self) -> Any:
+        return _cast(self, np.int32)
+
+    def long(self) -> Any:
+        return _cast(self, np.int64)
+
+    def bool(self) -> Any:
+        return _cast(self, np.bool_)
+
+    def half(self) -> Any:
+        return _cast(self, np.float16)
+
+    def type(self, dtype: Any) -> Any:
+        return _cast(self, dtype)
+    # ===================================================================== end issue 12
+
+
+def _cast(t: TensorOps, dtype: Any) -> Any:
+    """``t`` as ``dtype``; a cast to an integer or bool dtype is not differentiable, so its
+    result never requires grad (PyTorch; `astype` alone would carry the tape on)."""
+    from ..dtypes import as_dtype
+
+    if as_dtype(dtype).kind in "biu" and t.requires_grad:
+        t = t.detach()
+    return t.astype(dtype)
 
 
 _FAST = (TensorOps, float, int)

@@ -252,17 +252,24 @@ def _reduce(op: OpDef, x: Any, axis: Any, keepdims: Any, dim: Any, keepdim: Any)
 
 
 def sum(x: Any, axis: Any = None, keepdims: bool | None = None, *,  # noqa: A001
-        dim: Any = None, keepdim: bool | None = None) -> Any:
+        dim: Any = None, keepdim: bool | None = None, dtype: Any = None) -> Any:
     """Sum over ``axis`` (int, tuple or ``None`` for all); ``dim=``/``keepdim=`` are PyTorch's
-    spellings. ``dg.sum(x, dim=1, keepdim=True)``"""
-    return _reduce(SUM, x, axis, keepdims, dim, keepdim)
+    spellings; ``dtype=`` casts the input first. ``dg.sum(x, dim=1, keepdim=True)``"""
+    return _reduce(SUM, _cast_input(x, dtype), axis, keepdims, dim, keepdim)
 
 
 def mean(x: Any, axis: Any = None, keepdims: bool | None = None, *,
-         dim: Any = None, keepdim: bool | None = None) -> Any:
+         dim: Any = None, keepdim: bool | None = None, dtype: Any = None) -> Any:
     """Mean over ``axis`` (int, tuple or ``None`` for all); ``dim=``/``keepdim=`` are PyTorch's
-    spellings. ``dg.mean(x, dim=0)``"""
-    return _reduce(MEAN, x, axis, keepdims, dim, keepdim)
+    spellings; ``dtype=`` casts the input first. ``dg.mean(x, dim=0)``"""
+    return _reduce(MEAN, _cast_input(x, dtype), axis, keepdims, dim, keepdim)
+
+
+def _cast_input(x: Any, dtype: Any) -> Any:
+    """PyTorch's ``dtype=`` on a reduction: the input is cast before reducing (issue 12)."""
+    if dtype is None or np.dtype(dtype) == x.dtype:
+        return x
+    return astype(x, dtype)
 
 
 # PyTorch's torch.return_types.max/min: named tuples called "max" and "min", so they print

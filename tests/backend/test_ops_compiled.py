@@ -317,3 +317,74 @@ def test_reductions_propagate_nan(dtype, compiled_cases):
     assert np.isnan(out[6]).sum() == 1 and np.isnan(out[6][1, 3]) and out[6][2, 0] == np.inf
     assert np.isnan(out[10][:2]).all() and out[10][2] == np.inf
     assert f.stats.traces == 1  # new data, same signature: no retrace
+
+
+# ============================================================================ issue 12
+# The math primitives of dualgraph/ops/math.py, and one function over many compositions
+# (activations, statistics, tests): compositions need no lowering, but must compile.
+def math_unary(x, s):
+    # x in [0.2, 0.9] (inside every domain); s on a grid off the integers and halves.
+    return (dg.tan(x), dg.asin(x), dg.acos(x), dg.atan(x), dg.sinh(x), dg.cosh(x),
+            dg.asinh(x), dg.acosh(x + 1.0), dg.atanh(x), dg.erf(x - 0.5), dg.log2(x),
+            dg.log10(x), dg.log1p(x), dg.expm1(x), dg.sign(s) * x, dg.floor(s) + x,
+            dg.ceil(s) * x, dg.round(s) - x, dg.trunc(s) + x)
+
+
+def math_binary(x, y, k):
+    return (dg.copysign(x, y - 1.0), dg.fmod(x * 4.0, y), (x * 4.0) % (y - 2.0), x // y,
+            dg.atan2(x, y - 1.0), k % 3, k // -2, dg.fmod(k, 2) * x, dg.round(k * 0.5) + x)
+
+
+def bitwise(x, k, j):
+    m = k > 0
+    return (x * 2.0, k & j, k | j, k ^ j, ~k, k << 2, k >> 1, m & (j > 0), ~m, m | (j < 0),
+            m ^ (j > 1))
+
+
+def composites(x, y, s):
+    F_ = F
+    return (F_.gelu(x), F_.gelu(x, approximate="tanh"), F_.silu(x), F_.elu(s), F_.celu(s, 0.5),
+            F_.selu(s), F_.softplus(x, 2.0, 1.0), F_.softsign(x), F_.hardtanh(s * 0.5),
+            F_.relu6(s * 3.0), F_.hardsigmoid(s * 2.0), F_.hardswish(s * 2.0),
+            F_.leaky_relu(s, 0.1), F_.mish(x), F_.logsigmoid(x), F_.softmin(x, 1),
+            F_.normalize(x), dg.var(x, 1), dg.std(x, 0, correction=0), dg.logsumexp(x, 1),
+            dg.lerp(x, y, 0.3), dg.lerp(x, y, y), dg.logaddexp(x, y), dg.rsqrt(y + 2.0),
+            dg.exp2(x), dg.square(x), dg.reciprocal(y + 2.0), dg.frac(s),
+            dg.div(s, y + 2.0, rounding_mode="trunc"), dg.add(x, y, alpha=2.0),
+            dg.isclose(x, y), dg.isfinite(x / s), dg.isnan(x), dg.isinf(x),
+            dg.logical_and(x > 0, y > 0), dg.logical_not(s > 0), dg.any(x > 1.0, 1),
+            dg.all(x > -1.5), dg.amin(x, 0), x.amax())
+
+
+def _off_grid(r, shape, t):
+    """Values k/2 + 1/4: never an integer or a half, so rounding is unambiguous."""
+    return ((r.integers(-6, 6, shape) * 0.5) + 0.25).astype(t)
+
+
+CASES += [
+    Case("math_unary", ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+                        "atanh", "erf", "log2", "log10", "log1p", "expm1", "sign", "floor",
+                        "ceil", "round", "trunc"), math_unary,
+         lambda r, t: [_uniform(r, 0.2, 0.9, (2, 5), t), _off_grid(r, (2, 5), t)]),
+    Case("math_binary", ("copysign", "fmod", "remainder", "floor_divide", "atan2"),
+         math_binary,
+         lambda r, t: [_uniform(r, -1, 1, (3, 4), t), _uniform(r, 0.5, 1.5, (4,), t),
+                       r.integers(-5, 6, (3, 4))]),
+    Case("bitwise", ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift",
+                     "right_shift"), bitwise,
+         lambda r, t: [_uniform(r, -1, 1, (3,), t), r.integers(-5, 6, (2, 3)),
+                       r.integers(-5, 6, (3,))]),
+    Case("composites", ("erf", "expm1", "log1p", "trunc"), composites,
+         lambda r, t: [_uniform(r, -2, 2, (3, 4), t), _uniform(r, -1, 1, (4,), t),
+                       _off_grid(r, (3, 4), t)]),
+]
+ALL_CASES += [pytest.param(c, id=c.name) for c in CASES[-4:]]
+
+
+def prods(x, k):
+    return x.prod(1), x.prod(), dg.prod(x, (0, 2), keepdim=True), k.prod(0) * 1.5, x.prod(0)
+
+
+CASES.append(Case("prod", ("prod",), prods,
+                  lambda r, t: [_uniform(r, 0.5, 1.5, (2, 3, 4), t), r.integers(-3, 4, (3, 2))]))
+ALL_CASES.append(pytest.param(CASES[-1], id="prod"))

@@ -713,3 +713,174 @@ def grad_accumulates(lib, F):
     (x * x).sum().backward()
     return x.grad
 
+
+
+# ============================================================================
+# Issue 12: math, tests and bitwise ops, statistics, casts, constructors, activations.
+# Inputs stay off every kink (no integer or half for the rounding ops, no bound of a
+# clipped activation), where the two libraries' gradient conventions could differ.
+# ============================================================================
+I12 = "issue 12"
+
+
+@program(grid((2, 3), 0.15, 0.85), covers=("tan", "asin", "acos", "atan", "sinh", "cosh",
+                                           "asinh", "acosh", "atanh", "erf"), source=I12)
+def unary_trig_hyperbolic(lib, F, x):
+    return (lib.tan(x), x.asin(), lib.acos(x), x.atan(), lib.sinh(x), x.cosh(), lib.asinh(x),
+            (x + 1.0).acosh(), lib.atanh(x), lib.erf(x - 0.5), x.erf())
+
+
+@program(grid((2, 3), 0.3, 2.0), covers=("log2", "log10", "log1p", "expm1"), source=I12)
+def unary_logs_exps(lib, F, x):
+    return (lib.log2(x), x.log10(), lib.log1p(x), x.expm1(), lib.exp2(x), x.rsqrt(),
+            lib.square(x), x.reciprocal(), lib.rsqrt(x), x.square(), x.exp2())
+
+
+@program(leaf([[-2.25, -1.75, -0.25], [0.25, 1.5, 2.5]]), const([-3, 0, 4], "int64"),
+         covers=("sign", "floor", "ceil", "round", "trunc"), source=I12)
+def unary_rounding(lib, F, x, k):
+    # 1.5 and 2.5 round half to even; the rounding functions' gradient is 0.
+    return (lib.sign(x), x.floor(), lib.ceil(x), x.round(), lib.trunc(x), x.frac(),
+            lib.frac(x) * x, k.sign(), k.floor(), lib.round(k))
+
+
+@program(grid((2, 3), -1.9, 2.1), grid((3,), 0.6, 1.4), const([7, -7, 5, -5], "int64"),
+         const([2, 2, -3, -3], "int64"),
+         covers=("copysign", "fmod", "remainder", "floor_divide", "atan2"), source=I12)
+def binary_rounding_ops(lib, F, x, y, k, j):
+    return (lib.copysign(x, y - 1.0), x.copysign(-1.0), lib.fmod(x, y), x.fmod(-y),
+            x % y, x % -y, lib.remainder(x, y), 2.5 % y.detach(), lib.atan2(x, y - 1.0),
+            x.atan2(y), k % j, k // j, lib.fmod(k, j), lib.remainder(k, j), k % 3, 7 // j,
+            lib.div(k, j, rounding_mode="floor"), lib.div(k, j, rounding_mode="trunc"))
+
+
+@program(const([[2.75, -2.75, 1.25], [-0.5, 3.5, -3.5]]), const([1.5, -1.5, 2.0]),
+         source=I12)
+def floor_trunc_division(lib, F, x, y):
+    return (x // y, lib.floor_divide(x, y), lib.div(x, y, rounding_mode="floor"),
+            lib.div(x, y, rounding_mode="trunc"), x.div(y, rounding_mode="trunc"), x // 2,
+            lib.div(x, y))
+
+
+@program(grid((2, 3), -1.5, 1.5), grid((3,), -1.0, 2.0), grid((3,), 0.1, 0.9), source=I12)
+def binary_compositions(lib, F, a, b, w):
+    return (lib.lerp(a, b, 0.3), a.lerp(b, 0.8), lib.lerp(a, b, w), lib.logaddexp(a, b),
+            a.logaddexp(b * 3.0), lib.add(a, b, alpha=2.0), lib.sub(a, b, alpha=0.5),
+            a.add(b, alpha=-1.5), a.sub(b, alpha=3), lib.mul(a, b), lib.div(a, w),
+            lib.pow(w, b), lib.true_divide(a, w))
+
+
+@program(const([1.0, float("nan"), float("inf"), -float("inf"), 0.0, -2.5]),
+         const([1.0, float("nan"), float("inf"), float("inf"), 1e-9, -2.5000001]), source=I12)
+def tests_nan_inf_close(lib, F, x, y):
+    return (lib.isnan(x), x.isinf(), lib.isfinite(x), lib.isclose(x, y),
+            x.isclose(y, equal_nan=True), lib.isclose(x, y, rtol=0.0, atol=1e-6),
+            lib.isnan(lib.tensor([1, 2])), lib.isfinite(lib.tensor([1, 2])))
+
+
+@script(source=I12)
+def allclose_bool(lib, F):
+    a = lib.tensor([1.0, 2.0, 3.0])
+    return (lib.allclose(a, a + 1e-7), lib.allclose(a, a + 1e-3), a.allclose(a * 1.001, rtol=0.01),
+            lib.allclose(lib.tensor([float("nan")]), lib.tensor([float("nan")]), equal_nan=True))
+
+
+@program(const([5, -7, 3, 12], "int64"), const([6, 1, -2, 3], "int64"),
+         const([True, False, True, False], "bool"), const([True, True, False, False], "bool"),
+         covers=("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift",
+                 "right_shift"), source=I12)
+def bitwise_ops(lib, F, k, j, a, b):
+    return (k & j, k | j, k ^ j, ~k, k << 2, k >> 1, a & b, a | b, a ^ b, ~a, k & 3, 1 | k,
+            lib.bitwise_and(k, j), lib.bitwise_or(a, b), lib.bitwise_xor(k, 5),
+            lib.bitwise_not(a), k << j.abs(), k >> j.abs())
+
+
+@program(const([0.0, 1.5, -2.0, 0.0]), const([1, 0, 3, 0], "int64"),
+         const([True, False, True, False], "bool"), source=I12)
+def logical_ops(lib, F, x, k, a):
+    return (lib.logical_and(x, k), lib.logical_or(x, a), lib.logical_xor(k, a),
+            lib.logical_not(x), x.logical_and(a), k.logical_or(x), lib.logical_not(a))
+
+
+@program(grid((3, 4), -1.5, 2.0), source=I12)
+def statistics(lib, F, x):
+    return (x.var(), x.std(), lib.var(x, 1), lib.std(x, 0, unbiased=False),
+            x.var(dim=1, keepdim=True), lib.var(x, dim=(0, 1), correction=0),
+            lib.std(x, dim=1, correction=2), *lib.var_mean(x, 1), *lib.std_mean(x, dim=0),
+            *lib.var_mean(x), lib.logsumexp(x, 1), x.logsumexp(dim=0, keepdim=True),
+            lib.logsumexp(x, (0, 1)))
+
+
+@program(grid((3, 4), -1.5, 2.0), const([[0, 1, 2], [0, 0, 0]], "int64"), source=I12)
+def any_all_amax_amin(lib, F, x, k):
+    return (lib.any(x > 1.5), (x > -2).all(), x.gt(1.0).any(dim=1), lib.all(x > 0, dim=0),
+            k.any(1), k.all(), lib.any(k, 0, keepdim=True), lib.amax(x, 1), x.amin(0),
+            lib.amin(x), x.amax(dim=(0, 1), keepdim=True))
+
+
+@program(grid((2, 3), -2.6, 2.4), const([1, 0, 3], "int64"), source=I12)
+def casts(lib, F, x, k):
+    return (x.int(), x.long(), x.bool(), x.type(lib.float64), k.bool(),
+            k.type(lib.float32) * x, x.double().int(), x.long() * x, x.type(lib.int64))
+
+
+@script(source=I12)
+def half_cast(lib, F):
+    # Eager only: the Numba backend has no float16 arithmetic.
+    x = lib.tensor([1.0, -2.5, 65504.0, 1e-8], requires_grad=True)
+    k = lib.tensor([1, 0, 3])
+    return x.half(), k.half() * 2, x.half().float() * x
+
+
+@program(grid((2, 3), -1.0, 1.0), source=I12)
+def like_constructors(lib, F, x):
+    return (lib.zeros_like(x), lib.ones_like(x), lib.full_like(x, 2.5), x + lib.ones_like(x),
+            lib.zeros_like(x, dtype=lib.int64), lib.full_like(x, 7, dtype=lib.float64))
+
+
+@script(source=I12)
+def constructors(lib, F):
+    return (lib.eye(3), lib.eye(2, 3), lib.eye(3, dtype=lib.float64), lib.linspace(0, 1, 5),
+            lib.linspace(-1.0, 2.0, 7), lib.linspace(0, 1, 1), lib.linspace(3, 1, 4),
+            lib.linspace(0.0, 1.0, 4, dtype=lib.float64), lib.empty(2, 3).shape,
+            lib.empty((4,)).shape, lib.empty_like(lib.ones(2, 1)).shape)
+
+
+@program(grid((3, 5), -3.7, 3.3), source=I12)
+def activations(lib, F, x):
+    return (F.gelu(x), F.gelu(x, approximate="tanh"), F.silu(x), F.elu(x), F.elu(x, 0.5),
+            F.celu(x, 0.7), F.selu(x), F.softplus(x), F.softplus(x, beta=2.0, threshold=3.0),
+            F.softsign(x), F.hardtanh(x), F.hardtanh(x, -2.0, 0.5), F.relu6(x * 2.0),
+            F.hardsigmoid(x), F.hardswish(x), F.leaky_relu(x), F.leaky_relu(x, 0.2),
+            F.mish(x), F.logsigmoid(x), F.softmin(x, dim=1), F.normalize(x),
+            F.normalize(x, p=1.0, dim=0))
+
+
+@program(grid((3, 5), -3.7, 3.3), source=I12)
+def activation_modules(lib, F, x):
+    nn = lib.nn
+    mods = [nn.GELU(), nn.GELU(approximate="tanh"), nn.SiLU(), nn.ELU(alpha=0.5), nn.CELU(),
+            nn.SELU(), nn.Softplus(beta=0.5), nn.Softsign(), nn.Hardtanh(-0.5, 0.5),
+            nn.ReLU6(), nn.Hardsigmoid(), nn.Hardswish(), nn.LeakyReLU(0.3), nn.Mish(),
+            nn.LogSigmoid(), nn.Softmax(dim=1), nn.LogSoftmax(dim=0), nn.Softmin(dim=-1)]
+    return tuple(m(x) for m in mods)
+
+
+@program(leaf([[1.0, 0.0, 3.0], [2.0, 0.0, 0.0], [1.5, 2.0, -1.0]]),
+         const([[1, 2], [3, 4]], "int64"), covers=("prod",), source=I12)
+def prod_with_zeros(lib, F, x, k):
+    # Rows with no, one and two zeros: PyTorch's three gradient cases.
+    return x.prod(1), lib.prod(x), x.prod(0, keepdim=True), k.prod(), lib.prod(k, 1)
+
+
+@program(grid((2, 3), -1.0, 2.0), const([[1, 2, 3], [4, 5, 6]], "int64"), source=I12)
+def reductions_dtype(lib, F, x, k):
+    return (x.sum(dtype=lib.float64), lib.sum(x, 1, dtype=lib.float64),
+            x.mean(dim=0, dtype=lib.float64), k.sum(dtype=lib.float32), k.mean(dtype=lib.float64),
+            lib.mean(k, 1, keepdim=True, dtype=lib.float32))
+
+
+@program(grid((2, 3), -1.0, 2.0), source=I12)
+def statistics_positional_unbiased(lib, F, x):
+    # torch.var(x, False): the older (input, unbiased) overload.
+    return x.var(False), lib.std(x, True), *lib.var_mean(x, False), x.var(1, False)

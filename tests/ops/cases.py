@@ -473,3 +473,206 @@ COMPOSITES: list[OpCase] = [
         x, y, reduction="sum"), real(2, 3), Input((2, 3), "mask"),
          ref=lambda x, y: (np.logaddexp(0, x) - x * y).sum()),
 ]
+
+
+# ============================================================================ issue 12
+# Math primitives (dualgraph/ops/math.py). Inputs are mapped into each function's domain
+# inside the case (asin on x * 0.4); rounding ops and sign take `sep` values (never on an
+# integer or a half), so finite differences see their zero gradient.
+def _erf_ref(x: np.ndarray) -> np.ndarray:
+    from scipy.special import erf
+
+    return erf(x)
+
+
+CASES += [
+    case("tan", "fn", lambda x: dg.tan(x * 0.5), real(2, 3), ref=lambda x: np.tan(x * 0.5),
+         node="TanBackward0"),
+    case("tan", "method_0d", lambda x: x.tan(), real(), ref=np.tan),
+    case("asin", "fn", lambda x: dg.asin(x * 0.4), real(2, 3),
+         ref=lambda x: np.arcsin(x * 0.4), node="AsinBackward0"),
+    case("acos", "method", lambda x: (x * 0.4).acos(), real(4), ref=lambda x: np.arccos(x * 0.4)),
+    case("atan", "fn", dg.atan, real(2, 3), ref=np.arctan),
+    case("sinh", "fn", dg.sinh, real(2, 3), ref=np.sinh),
+    case("cosh", "method", lambda x: x.cosh(), real(4), ref=np.cosh),
+    case("asinh", "fn", dg.asinh, real(2, 3), ref=np.arcsinh),
+    case("acosh", "fn", lambda x: dg.acosh(x + 1.0), pos(2, 3), ref=lambda x: np.arccosh(x + 1.0)),
+    case("atanh", "fn", lambda x: dg.atanh(x * 0.4), real(2, 3), ref=lambda x: np.arctanh(x * 0.4)),
+    case("erf", "fn", dg.erf, real(2, 3), ref=_erf_ref, node="ErfBackward0"),
+    case("erf", "ints_give_f32", dg.erf, ints(4), grad=False,
+         ref=lambda k: _erf_ref(k).astype(np.float32)),
+    case("log2", "fn", dg.log2, pos(2, 3), ref=np.log2),
+    case("log10", "method", lambda x: x.log10(), pos(4), ref=np.log10),
+    case("log1p", "fn", dg.log1p, pos(2, 3), ref=np.log1p, node="Log1PBackward0"),
+    case("expm1", "fn", dg.expm1, real(2, 3), ref=np.expm1),
+    case("sign", "fn", dg.sign, sep(2, 3), ref=np.sign, node="SignBackward0"),
+    case("sign", "ints", dg.sign, ints(5), grad=False, ref=np.sign),
+    case("floor", "fn", dg.floor, sep(2, 3), ref=np.floor),
+    case("floor", "ints_unchanged", dg.floor, ints(4), grad=False, ref=lambda k: k),
+    case("ceil", "method", lambda x: x.ceil(), sep(2, 3), ref=np.ceil),
+    case("round", "fn", dg.round, sep(2, 3), ref=np.round),
+    case("round", "halves_to_even", lambda x: dg.round(x * 0.0 + np.array([0.5, 1.5, -2.5])),
+         real(3), ref=lambda x: np.round(x * 0.0 + np.array([0.5, 1.5, -2.5]))),
+    case("trunc", "fn", dg.trunc, sep(2, 3), ref=np.trunc),
+    case("copysign", "bcast", dg.copysign, real(2, 3), sep(3), ref=np.copysign,
+         node="CopysignBackward0"),
+    case("copysign", "literal", lambda x: x.copysign(-1.0), real(4),
+         ref=lambda x: np.copysign(x, -1.0)),
+    case("fmod", "bcast", dg.fmod, real(2, 3), pos(3), ref=np.fmod),
+    case("fmod", "ints", lambda k: dg.fmod(k, -2), ints(2, 3), grad=False,
+         ref=lambda k: np.fmod(k, -2)),
+    case("fmod", "negative_divisor", lambda x, y: dg.fmod(x, -y), real(2, 3), pos(3),
+         ref=lambda x, y: np.fmod(x, -y)),
+    case("remainder", "operator", lambda x, y: x % y, real(2, 3), pos(3), ref=np.remainder),
+    case("remainder", "negative_divisor", lambda x, y: x % -y, real(2, 3), pos(3),
+         ref=lambda x, y: np.remainder(x, -y)),
+    case("remainder", "ints", lambda k: k % 3, ints(2, 3), grad=False,
+         ref=lambda k: np.remainder(k, 3)),
+    case("remainder", "reflected", lambda x: 2.5 % x, pos(4), ref=lambda x: np.remainder(2.5, x)),
+    case("floor_divide", "operator", lambda x, y: x // y, sep(2, 3), pos(3),
+         ref=np.floor_divide),
+    case("floor_divide", "ints", lambda k: k // 2, ints(2, 3), grad=False,
+         ref=lambda k: np.floor_divide(k, 2)),
+    case("floor_divide", "div_floor", lambda x, y: dg.div(x, y, rounding_mode="floor"),
+         sep(4), pos(4), ref=np.floor_divide),
+    case("atan2", "fn", dg.atan2, real(2, 3), real(3), ref=np.arctan2),
+    case("atan2", "method", lambda x, y: x.atan2(y), real(4), pos(4), ref=np.arctan2),
+    case("bitwise_and", "operator", lambda k, j: k & j, ints(2, 3), ints(3), grad=False,
+         ref=np.bitwise_and),
+    case("bitwise_and", "bools", lambda a, b: a & b, mask(4), mask(4), grad=False),
+    case("bitwise_or", "operator", lambda k, j: k | j, ints(2, 3), ints(3), grad=False,
+         ref=np.bitwise_or),
+    case("bitwise_or", "literal", lambda k: k | 1, ints(4), grad=False,
+         ref=lambda k: np.bitwise_or(k, 1)),
+    case("bitwise_xor", "operator", lambda k, j: k ^ j, ints(2, 3), ints(3), grad=False,
+         ref=np.bitwise_xor),
+    case("bitwise_not", "operator", lambda k: ~k, ints(2, 3), grad=False, ref=np.invert),
+    case("bitwise_not", "bools", lambda a: ~a, mask(4), grad=False, ref=np.invert),
+    case("left_shift", "operator", lambda k: k << 2, ints(2, 3), grad=False,
+         ref=lambda k: np.left_shift(k, 2)),
+    case("right_shift", "operator", lambda k: k >> 1, ints(2, 3), grad=False,
+         ref=lambda k: np.right_shift(k, 1)),
+]
+
+
+def _lerp_ref(a: np.ndarray, b: np.ndarray, w: Any) -> np.ndarray:
+    return a + w * (b - a)
+
+
+def _gelu_ref(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1 + _erf_ref(x / math.sqrt(2)))
+
+
+def _softplus_ref(x: np.ndarray, beta: float = 1.0, threshold: float = 20.0) -> np.ndarray:
+    return np.where(x * beta > threshold, x, np.log1p(np.exp(x * beta)) / beta)
+
+
+def _var_ref(x: np.ndarray, axis: Any, ddof: int) -> np.ndarray:
+    return np.var(x, axis=axis, ddof=ddof)
+
+
+COMPOSITES += [
+    case("exp2", "fn", dg.exp2, real(2, 3), ref=np.exp2),
+    case("rsqrt", "method", lambda x: x.rsqrt(), pos(2, 3), ref=lambda x: 1 / np.sqrt(x)),
+    case("square", "fn", dg.square, real(2, 3), ref=np.square),
+    case("reciprocal", "fn", dg.reciprocal, pos(2, 3), ref=np.reciprocal),
+    case("frac", "method", lambda x: x.frac(), sep(2, 3), ref=lambda x: x - np.trunc(x)),
+    case("add", "alpha", lambda x, y: dg.add(x, y, alpha=2.0), real(2, 3), real(3),
+         ref=lambda x, y: x + 2.0 * y),
+    case("sub", "alpha_method", lambda x, y: x.sub(y, alpha=0.5), real(2, 3), real(3),
+         ref=lambda x, y: x - 0.5 * y),
+    case("mul", "fn", dg.mul, real(2, 3), real(3), ref=np.multiply),
+    case("div", "fn_trunc", lambda x, y: dg.div(x, y, rounding_mode="trunc"), sep(2, 3),
+         pos(3), ref=lambda x, y: np.trunc(x / y)),
+    case("div_trunc", "ints", lambda k: dg.div(k, -2, rounding_mode="trunc"), ints(2, 3),
+         grad=False, ref=lambda k: np.fix(k / -2).astype(np.int64)),
+    case("pow", "fn", dg.pow, pos(2, 3), real(3), ref=np.power),
+    case("lerp", "scalar_weight", lambda a, b: dg.lerp(a, b, 0.75), real(2, 3), real(3),
+         ref=lambda a, b: _lerp_ref(a, b, 0.75)),
+    case("lerp", "tensor_weight", lambda a, b, w: a.lerp(b, w), real(2, 3), real(3), real(3),
+         ref=_lerp_ref),
+    case("logaddexp", "fn", dg.logaddexp, real(2, 3), real(3), ref=np.logaddexp),
+    case("isnan", "fn", lambda x: dg.isnan(dg.log(x)), real(2, 3), grad=False,
+         ref=lambda x: np.isnan(np.log(x))),
+    case("isinf", "fn", lambda x: dg.isinf(1.0 / dg.floor(x)), sep(2, 3), grad=False,
+         ref=lambda x: np.isinf(1.0 / np.floor(x))),
+    case("isfinite", "fn", lambda x: (dg.log(x) / dg.floor(x)).isfinite(), real(2, 3),
+         grad=False, ref=lambda x: np.isfinite(np.log(x) / np.floor(x))),
+    case("isclose", "fn", lambda x, y: dg.isclose(x, x + y * 1e-6), real(2, 3), real(3),
+         grad=False, ref=lambda x, y: np.isclose(x, x + y * 1e-6)),
+    case("logical_and", "fn", lambda x, y: dg.logical_and(dg.floor(x), y > 0), sep(2, 3),
+         real(3), grad=False, ref=lambda x, y: np.logical_and(np.floor(x), y > 0)),
+    case("logical_or", "fn", lambda k, j: dg.logical_or(k, j), ints(2, 3), ints(3), grad=False,
+         ref=np.logical_or),
+    case("logical_xor", "fn", lambda k, j: dg.logical_xor(k, j), ints(2, 3), ints(3),
+         grad=False, ref=np.logical_xor),
+    case("logical_not", "fn", lambda k: dg.logical_not(k), ints(2, 3), grad=False,
+         ref=np.logical_not),
+    case("var", "all", lambda x: x.var(), real(2, 3), ref=lambda x: _var_ref(x, None, 1)),
+    case("var", "dim_correction0", lambda x: dg.var(x, 1, correction=0, keepdim=True),
+         real(2, 3), ref=lambda x: np.var(x, axis=1, keepdims=True)),
+    case("std", "unbiased_false", lambda x: x.std(0, unbiased=False), real(3, 2),
+         ref=lambda x: np.std(x, axis=0)),
+    case("std", "dims", lambda x: dg.std(x, dim=(0, 2)), real(2, 3, 2),
+         ref=lambda x: np.std(x, axis=(0, 2), ddof=1)),
+    case("var_mean", "dim", lambda x: dg.stack(list(dg.var_mean(x, 1))), real(2, 3),
+         ref=lambda x: np.stack([np.var(x, 1, ddof=1), np.mean(x, 1)])),
+    case("std_mean", "all", lambda x: dg.stack(list(dg.std_mean(x))), real(2, 3),
+         ref=lambda x: np.stack([np.std(x, ddof=1), np.mean(x)])),
+    case("logsumexp", "dim", lambda x: dg.logsumexp(x, 1), real(2, 3),
+         ref=lambda x: np.log(np.exp(x).sum(1))),
+    case("logsumexp", "keepdim", lambda x: x.logsumexp(0, keepdim=True), real(3, 2),
+         ref=lambda x: np.log(np.exp(x).sum(0, keepdims=True))),
+    case("any", "dim", lambda x: dg.any(dg.floor(x), 1), sep(2, 3), grad=False,
+         ref=lambda x: np.floor(x).any(1)),
+    case("all", "all", lambda x: (x > -1.5).all(), real(2, 3), grad=False,
+         ref=lambda x: (x > -1.5).all()),
+    case("amax", "dim", lambda x: x.amax(1), sep(2, 3), ref=lambda x: x.max(1)),
+    case("amin", "dims_keepdim", lambda x: dg.amin(x, (0, 1), keepdim=True), sep(2, 3),
+         ref=lambda x: x.min((0, 1), keepdims=True)),
+    # Activations (nn.functional and modules), on `sep` values: away from every kink.
+    case("gelu", "exact", F.gelu, real(2, 3), ref=_gelu_ref),
+    case("gelu", "tanh_module", dg.nn.GELU("tanh"), real(2, 3),
+         ref=lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))),
+    case("silu", "module", dg.nn.SiLU(), real(2, 3), ref=lambda x: x * sigmoid_ref(x)),
+    case("elu", "fn", lambda x: F.elu(x, 0.5), sep(2, 3),
+         ref=lambda x: np.where(x > 0, x, 0.5 * np.expm1(x))),
+    case("celu", "module", dg.nn.CELU(0.5), sep(2, 3),
+         ref=lambda x: np.where(x > 0, x, 0.5 * np.expm1(x / 0.5))),
+    case("selu", "fn", F.selu, sep(2, 3),
+         ref=lambda x: 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * np.expm1(x))),
+    case("softplus", "beta_threshold", lambda x: F.softplus(x, 2.0, 1.0), sep(2, 3),
+         ref=lambda x: _softplus_ref(x, 2.0, 1.0)),
+    case("softsign", "module", dg.nn.Softsign(), real(2, 3), ref=lambda x: x / (1 + np.abs(x))),
+    case("hardtanh", "fn", lambda x: F.hardtanh(x, -0.6, 0.9), sep(2, 3),
+         ref=lambda x: np.clip(x, -0.6, 0.9)),
+    case("relu6", "module", dg.nn.ReLU6(), Input((2, 3), "sep"), ref=lambda x: np.clip(x, 0, 6)),
+    case("hardsigmoid", "fn", lambda x: F.hardsigmoid(x * 3.0), sep(2, 3),
+         ref=lambda x: np.clip(x * 3.0 / 6 + 0.5, 0, 1)),
+    case("hardswish", "module", lambda x: dg.nn.Hardswish()(x * 3.0), sep(2, 3),
+         ref=lambda x: x * 3.0 * np.clip(x * 3.0 + 3, 0, 6) / 6),
+    case("leaky_relu", "module", dg.nn.LeakyReLU(0.2), sep(2, 3),
+         ref=lambda x: np.where(x > 0, x, 0.2 * x)),
+    case("mish", "fn", F.mish, real(2, 3), ref=lambda x: x * np.tanh(np.log1p(np.exp(x)))),
+    case("logsigmoid", "module", dg.nn.LogSigmoid(), real(2, 3),
+         ref=lambda x: np.log(sigmoid_ref(x))),
+    case("softmin", "module", dg.nn.Softmin(1), real(2, 3), ref=lambda x: _softmax_ref(-x, 1)),
+    case("softmax", "module", dg.nn.Softmax(0), real(3, 2), ref=lambda x: _softmax_ref(x, 0)),
+    case("log_softmax", "module", dg.nn.LogSoftmax(-1), real(2, 3),
+         ref=lambda x: np.log(_softmax_ref(x, -1))),
+    case("normalize", "p2", F.normalize, real(2, 3),
+         ref=lambda x: x / np.linalg.norm(x, axis=1, keepdims=True)),
+    case("normalize", "p1_dim0", lambda x: F.normalize(x, 1, 0), real(2, 3),
+         ref=lambda x: x / np.abs(x).sum(0, keepdims=True)),
+]
+
+
+CASES += [
+    case("prod", "all", lambda x: x.prod(), real(2, 3), node="ProdBackward0"),
+    case("prod", "dim", lambda x: dg.prod(x, 1), real(2, 3), ref=lambda x: np.prod(x, 1),
+         node="ProdBackward1"),
+    case("prod", "dims_keepdim", lambda x: dg.prod(x, (0, 2), keepdim=True), real(2, 3, 2),
+         ref=lambda x: np.prod(x, (0, 2), keepdims=True)),
+    case("prod", "ints_give_int64", lambda k: k.prod(0), ints(2, 3), grad=False,
+         ref=lambda k: np.prod(k, 0)),
+]

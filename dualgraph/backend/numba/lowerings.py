@@ -81,6 +81,40 @@ SCALAR: dict[str, str] = {
     "stop_gradient": "{0}",
     "broadcast_to": "{0}",
     "astype": "{0}",
+    # --- issue 12 math primitives (dualgraph/ops/math.py) ---
+    "tan": "np.tan({0})",
+    "asin": "np.arcsin({0})",
+    "acos": "np.arccos({0})",
+    "atan": "np.arctan({0})",
+    "sinh": "np.sinh({0})",
+    "cosh": "np.cosh({0})",
+    "asinh": "np.arcsinh({0})",
+    "acosh": "np.arccosh({0})",
+    "atanh": "np.arctanh({0})",
+    "erf": "math.erf({0})",
+    "log2": "np.log2({0})",
+    "log10": "np.log10({0})",
+    "log1p": "np.log1p({0})",
+    "expm1": "np.expm1({0})",
+    "sign": "np.sign({0})",
+    "floor": "np.floor({0})",
+    "ceil": "np.ceil({0})",
+    "round": "np.rint({0})",
+    "trunc": "np.trunc({0})",
+    "copysign": "np.copysign({0}, {1})",
+    # Numba's integer np.fmod takes the divisor's sign (Python's %); on magnitudes the two
+    # agree, and the dividend's sign is C's rule (exact for floats too, -0.0 included).
+    "fmod": "(np.fmod(abs({0}), abs({1})) * np.sign({0}))",
+    "remainder": "np.remainder({0}, {1})",
+    "floor_divide": "np.floor_divide({0}, {1})",
+    "atan2": "np.arctan2({0}, {1})",
+    "bitwise_and": "({0} & {1})",
+    "bitwise_or": "({0} | {1})",
+    "bitwise_xor": "({0} ^ {1})",
+    "bitwise_not": "np.invert({0})",
+    "left_shift": "({0} << {1})",
+    "right_shift": "({0} >> {1})",
+    # --- end issue 12 math primitives ---
 }
 
 # The math functions the templates name: float32 gets dualgraph's vectorizable versions
@@ -509,5 +543,33 @@ def _take_along_axis(node: Node, args: list, out: str) -> list:
         f"{out} = np.empty({m}, {np_dtype(node.dtype)})",
         f"for {out}_i in range({m}):",
         f"    {out}[{out}_i] = {out}_t[{out}_i, {out}_k[{out}_i]]",
+        f"{out} = {out}.reshape({ishape(node)})",
+    ]
+
+
+# ------------------------------------------------------------------ issue 12: prod
+@lowers("prod")
+def _prod(node: Node, args: list, out: str) -> list:
+    """Reduced axes moved last and flattened: one running product per kept element."""
+    src = node.inputs[0]
+    shape = tuple(src.shape)
+    axis = node.attrs["axis"]
+    axis = tuple(range(len(shape))) if axis is None else axis
+    kept = tuple(i for i in range(len(shape)) if i not in axis)
+    n_kept = math.prod(shape[i] for i in kept)
+    n_red = math.prod(shape[i] for i in axis)
+    dtype = np_dtype(node.dtype)
+    x = args[0] if src.dtype == node.dtype else f"{args[0]}.astype({dtype})"
+    lines = [f"_p = np.ascontiguousarray({x}).reshape({ishape(src)})"]
+    if shape and kept + axis != tuple(range(len(shape))):
+        lines.append(f"_p = np.ascontiguousarray(np.transpose(_p, {kept + axis}))")
+    return lines + [
+        f"_p = _p.reshape(({n_kept}, {n_red}))",
+        f"{out} = np.empty(({n_kept},), {dtype})",
+        f"for _i in range({n_kept}):",
+        f"    _acc = {dtype}(1)",
+        f"    for _j in range({n_red}):",
+        "        _acc *= _p[_i, _j]",
+        f"    {out}[_i] = _acc",
         f"{out} = {out}.reshape({ishape(node)})",
     ]
