@@ -307,7 +307,7 @@ def getitem_double_backward(lib, F):
 S1 = "issue 11 s1"
 
 
-@program(leaf([1.0, 2.0, 3.0]), source=S1)
+@program(leaf([1.0, 2.0, 3.0]), source=S1, covers=("view_scatter",))
 def inplace_mul_through_view(lib, F, x):
     y = x * 1
     y[0:2].mul_(10)
@@ -321,7 +321,7 @@ def inplace_mul_through_view_sum(lib, F, x):
     return y.sum()
 
 
-@program(leaf([1.0, 2.0, 3.0]), leaf([5.0, 7.0]), source=S1)
+@program(leaf([1.0, 2.0, 3.0]), leaf([5.0, 7.0]), source=S1, covers=("view_scatter",))
 def copy_into_view(lib, F, x, w):
     y = x * 1
     y[0:2].copy_(w)
