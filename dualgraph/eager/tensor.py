@@ -20,6 +20,7 @@ from ..ops.mixin import (
     check_copy_shape,
     check_inplace_shape,
     leaf_inplace_error,
+    view_leaf_inplace_error,
 )
 from . import grad_mode
 from .autograd import AccumulateGrad, Function, RemovableHandle, run_backward
@@ -219,13 +220,6 @@ _GRAD_FN = Tensor.grad_fn  # the slots behind _ViewTensor's properties
 _RG = Tensor._rg
 
 
-def view_leaf_inplace_error() -> RuntimeError:
-    return RuntimeError(
-        "a view of a leaf Variable that requires grad is being used in an in-place "
-        "operation (wrap the update in `with dg.no_grad():`)"
-    )
-
-
 class _ViewTensor(Tensor):
     """A tensor made by a view op: it shares its base's data and version counter, and
     remembers how to see it from the base (PyTorch's ``_base`` and view function).
@@ -314,7 +308,9 @@ def _init(t: Tensor, data: np.ndarray, rg: bool, grad_fn: Any) -> None:
 
 def _make(data: np.ndarray, rg: bool, grad_fn: Any) -> Tensor:
     t = Tensor.__new__(Tensor)
-    t._data = data
+    # NumPy gives scalars for 0-d arithmetic (a 0-d .grad accumulated by `old + g`); a
+    # tensor always owns an ndarray, so zero_() and add_() work on every tensor.
+    t._data = data if type(data) is np.ndarray else np.asarray(data)
     t._rg = rg
     t._grad = None
     t.grad_fn = grad_fn

@@ -51,6 +51,13 @@ def leaf_inplace_error() -> RuntimeError:
     )
 
 
+def view_leaf_inplace_error() -> RuntimeError:
+    return RuntimeError(
+        "a view of a leaf Variable that requires grad is being used in an in-place "
+        "operation (wrap the update in `with dg.no_grad():`)"
+    )
+
+
 def shape_of(x: Any) -> tuple:
     """The shape of an in-place op's other operand (a tensor, array, list or number)."""
     shape = getattr(x, "shape", None)
@@ -299,6 +306,10 @@ class TensorOps:
 
     def __getitem__(self, index: Any) -> Any:
         return S.getitem(self, index)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``t[index] = value``: a copy into the view ``t[index]`` (basic indexing)."""
+        current_mode().inplace(S.getitem(self, index), None, value)
 
     def __iter__(self):
         if not self.shape:

@@ -203,7 +203,9 @@ def to_numpy_index(index: tuple) -> tuple:
 
 
 def _getitem_impl(x: np.ndarray, index: tuple) -> np.ndarray:
-    return x[to_numpy_index(index)]
+    # The trailing ellipsis makes an all-int index give a 0-d view, not a NumPy scalar
+    # copy: x[1] aliases x as every other basic index does.
+    return x[to_numpy_index(index) + (Ellipsis,)]
 
 
 def _getitem_infer(x: Any, index: tuple) -> tuple:
