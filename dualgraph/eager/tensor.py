@@ -367,7 +367,11 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     t._grad = None
     t._node = None
     if rg and _GRAD.value and op.differentiable:
-        saved = [args[i] for i in op.saves]
+        if op.saves_for is None:
+            saved = [args[i] for i in op.saves]
+        else:  # only what a wanted gradient reads
+            saved = [args[i] if j is None or _wants_grad(args[j]) else None
+                     for i, j in zip(op.saves, op.saves_for)]
         versions = [s._version[0] if isinstance(s, Tensor) else None for s in saved]
         out_version = None
         if op.saves_out:
@@ -382,6 +386,10 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
         t.grad_fn = None
         t._rg = False
     return t
+
+
+def _wants_grad(a: Any) -> bool:
+    return isinstance(a, Tensor) and a._rg
 
 
 class EagerMode(Mode):
