@@ -241,12 +241,15 @@ class TraceContext(Mode):
         cur = self.as_node(v._vbase)
         if cur is v._vsrc:
             return
-        from ..ops.shape import replay_view
+        from ..ops.registry import OPS
 
         prev = GRAD_ENABLED.value
         GRAD_ENABLED.value = v._vgrad
         try:
-            fresh = replay_view(Tracer(cur, self), v._vchain)
+            # process, not bind: outputs are resolved after the trace's mode is popped.
+            fresh = Tracer(cur, self)
+            for name, attrs in v._vchain:
+                fresh = self.process(OPS[name], (fresh,), dict(attrs))
         finally:
             GRAD_ENABLED.value = prev
         v.node, v._vsrc = fresh.node, cur
