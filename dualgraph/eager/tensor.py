@@ -19,8 +19,10 @@ from ..ops.mixin import (
     cast_error,
     check_copy_shape,
     check_inplace_shape,
+    expanded_write_error,
     leaf_inplace_error,
     view_leaf_inplace_error,
+    writes_expanded,
 )
 from . import grad_mode
 from .autograd import AccumulateGrad, Function, RemovableHandle, run_backward
@@ -367,11 +369,15 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     t._grad = None
     t._node = None
     if rg and _GRAD.value and op.differentiable:
-        if op.saves_for is None:
+        sf = op.saves_for
+        if sf is None:
             saved = [args[i] for i in op.saves]
         else:  # only what a wanted gradient reads
-            saved = [args[i] if j is None or _wants_grad(args[j]) else None
-                     for i, j in zip(op.saves, op.saves_for)]
+            saved = []
+            for i, j in zip(op.saves, sf):
+                b = args[i] if j is None else args[j]
+                saved.append(args[i] if j is None or (isinstance(b, Tensor) and b._rg)
+                             else None)
         versions = [s._version[0] if isinstance(s, Tensor) else None for s in saved]
         out_version = None
         if op.saves_out:
@@ -388,10 +394,6 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     return t
 
 
-def _wants_grad(a: Any) -> bool:
-    return isinstance(a, Tensor) and a._rg
-
-
 class EagerMode(Mode):
     """The base mode: ops run now (`eager_process`); in-place ops write into the tensor's
     array, recorded on the tape when autograd needs them."""
@@ -406,8 +408,11 @@ class EagerMode(Mode):
         except AttributeError:
             _lift(t)  # not a Tensor (a tracer that escaped its trace): raises saying so
             raise
-        if type(t) is _ViewTensor and _GRAD.value:
-            _check_view_write(t)
+        if type(t) is _ViewTensor:
+            if writes_expanded(t._vchain):
+                raise expanded_write_error(op.name if op is not None else "copy_")
+            if _GRAD.value:
+                _check_view_write(t)
         if op is None:
             return self._copy(t, other)
         if not isinstance(other, _OPERAND):

@@ -58,6 +58,17 @@ def view_leaf_inplace_error() -> RuntimeError:
     )
 
 
+def expanded_write_error(name: str) -> RuntimeError:
+    return RuntimeError(f"in-place {name}: unsupported operation: more than one element of "
+                        "the written-to tensor refers to a single memory location (a view "
+                        "made by expand/broadcast_to); clone() it first")
+
+
+def writes_expanded(chain: tuple) -> bool:
+    """Whether a view chain (`dualgraph.ops.shape.view_step`) broadcasts its base."""
+    return any(name == "broadcast_to" for name, _ in chain)
+
+
 def shape_of(x: Any) -> tuple:
     """The shape of an in-place op's other operand (a tensor, array, list or number)."""
     shape = getattr(x, "shape", None)

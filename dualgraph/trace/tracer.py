@@ -27,9 +27,11 @@ from ..ops.mixin import (
     cast_error,
     check_copy_shape,
     check_inplace_shape,
+    expanded_write_error,
     leaf_inplace_error,
     shape_of,
     view_leaf_inplace_error,
+    writes_expanded,
 )
 
 _WAY_OUT = (
@@ -304,10 +306,8 @@ class TraceContext(Mode):
             # (this view included) is re-derived from the new base when next read.
             from ..ops.shape import VIEW_SCATTER
 
-            if t._vchain and any(name == "broadcast_to" for name, _ in t._vchain):
-                raise RuntimeError(f"in-place {name}: unsupported operation: more than one "
-                                   "element of the written-to tensor refers to a single "
-                                   "memory location (an expanded view)")
+            if writes_expanded(t._vchain):
+                raise expanded_write_error(name)
             base = t._vbase
             new = self.process(VIEW_SCATTER, (base, Tracer(node, self)), {"chain": t._vchain})
             self.write(base, new)

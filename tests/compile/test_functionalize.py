@@ -165,3 +165,22 @@ def test_whole_step_with_write_through_view_matches_eager():
         le, lc = eager(x), compiled(x)
         assert_close(lc.numpy(), le.numpy(), rtol=1e-5, atol=1e-6)
         assert_close(wc.numpy(), we.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_write_through_expanded_view_raises():
+    with pytest.raises(RuntimeError, match="single memory location"):
+        dg.compile(lambda x: x.expand(3, 2).mul_(2))(dg.tensor([1.0, 2.0]))
+
+
+def test_write_through_view_of_captured_tensor_is_written_back():
+    buf = dg.zeros(4)
+
+    def f(x):
+        buf[1:3].add_(x)
+        return buf * 2
+
+    g = dg.compile(f)
+    g(dg.tensor([1.0, 2.0]))
+    out = g(dg.tensor([1.0, 2.0]))
+    assert_close(buf.numpy(), np.array([0.0, 2.0, 4.0, 0.0], np.float32))
+    assert_close(out.numpy(), np.array([0.0, 4.0, 8.0, 0.0], np.float32))

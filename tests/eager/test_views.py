@@ -253,3 +253,9 @@ def test_zero_dim_grad_is_an_ndarray():
     g = x.grad
     g += 1
     assert x.grad.item() == 2.0
+
+
+def test_write_through_expanded_view_raises():
+    x = dg.tensor([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="single memory location"):
+        x.expand(3, 2).mul_(2)
