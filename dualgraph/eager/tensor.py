@@ -473,15 +473,22 @@ class EagerMode(Mode):
             old = _make(t._data.copy(), t._rg, t.grad_fn)
             old._node = t._node
             fn._saved = tuple(old if s is t else s for s in fn._saved)
+        view = type(t) is _ViewTensor and fn is not None
+        if view:
+            base = t._vbase
+            old = base.grad_fn
+            if old is None and base._rg:
+                old = base._input_node()
+            elif old is None:  # a constant base: its node keeps the value before the write
+                d = base._data
+                old = Node("const", (), {"value": d.copy()}, d.shape, d.dtype)
         np.copyto(t._data, value._data, casting="same_kind")
         t._version[0] += 1
         if fn is None:
             return t
-        if type(t) is _ViewTensor:
+        if view:
             # PyTorch's CopySlices: the base's history becomes "the old base with the view
             # replaced by value"; the view (and its siblings) re-derive theirs from it.
-            base = t._vbase
-            old = base.grad_fn or base._input_node()
             node = Function(S.VIEW_SCATTER, (old, fn), {"chain": t._vchain}, base._data,
                             (), (), None)
             base.grad_fn = node

@@ -76,7 +76,7 @@ class Tracer(TensorOps):
     @property
     def requires_grad(self) -> bool:
         """Whether the value depends on a differentiated input (as an eager result would)."""
-        return id(self.node) in self._ctx.rg
+        return id(self._ctx.as_node(self)) in self._ctx.rg
 
     @property
     def grad(self) -> None:
