@@ -358,7 +358,7 @@ def gen_rewrite(draw, b: Builder) -> Var | None:
     return b.emit(expr, bound)
 
 
-GENERATORS = (gen_unary, gen_binary, gen_binary, gen_compare, gen_where, gen_reduce,
+GENERATORS = (gen_unary, gen_unary, gen_binary, gen_binary, gen_compare, gen_where, gen_reduce,
               gen_matmul, gen_shape, gen_combine, gen_duplicate, gen_rewrite, gen_view_write)
 
 

@@ -187,7 +187,7 @@ def test_generators_cover_every_registered_op():
     or, for ``scatter``, also in backward graphs of programs using ``getitem``)."""
     seen: set[str] = set()
 
-    @settings(max_examples=600, derandomize=True, database=None, **COMMON)
+    @settings(max_examples=1500, derandomize=True, database=None, **COMMON)
     @given(programs())
     def collect(prog: Program) -> None:
         fn = prog.function()
