@@ -259,3 +259,23 @@ def test_write_through_expanded_view_raises():
     x = dg.tensor([1.0, 2.0])
     with pytest.raises(RuntimeError, match="single memory location"):
         x.expand(3, 2).mul_(2)
+
+
+def test_mul_by_literal_saves_nothing():
+    x = leaf([1.0, 2.0])
+    y = x * 1
+    z = y * 3.0  # PyTorch's MulBackward0 keeps y only when the other factor needs grad
+    y.add_(1)
+    z.sum().backward()
+    assert_close(grad_of(x), np.array([3.0, 3.0], np.float32))
+
+
+def test_linear_keeps_weight_unsaved_when_input_needs_no_grad():
+    dg.manual_seed(0)
+    lin = dg.nn.Linear(3, 2)
+    x = dg.ones(4, 3)  # data: no gradient wanted, so AddmmBackward0 saves x, not the weight
+    loss = lin(x).sum()
+    with dg.no_grad():
+        lin.weight.mul_(2)
+    loss.backward()
+    assert_close(lin.weight.grad.numpy(), np.full((2, 3), 4.0, np.float32))
