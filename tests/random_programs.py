@@ -72,10 +72,22 @@ def no_grad_scale(x: Any, y: Any) -> Any:
     return x * c
 
 
+def write_through_view(x: Any, index: tuple, scale: float, transposed: bool) -> Any:
+    """A copy of ``x`` with ``x[index]`` (of ``x.T`` when ``transposed``) scaled in place
+    through a view and then added to a sibling view: a write through a view
+    (``view_scatter``), read back through the base and another alias."""
+    y = x * 1
+    base = y.T if transposed else y
+    base[index].mul_(scale)
+    base[index].add_(base[index] * 0.5)
+    return y
+
+
 NAMESPACE = {"dg": dg, "F": F, "astype": astype, "scatter_into": scatter_into,
              "dropout_fixed": dropout_fixed, "randn_fixed": randn_fixed,
              "rand_fixed": rand_fixed, "inplace_add": inplace_add,
-             "inplace_scale": inplace_scale, "no_grad_scale": no_grad_scale}
+             "inplace_scale": inplace_scale, "no_grad_scale": no_grad_scale,
+             "write_through_view": write_through_view}
 
 
 # ------------------------------------------------------------------------- programs
@@ -339,6 +351,20 @@ def gen_shape(draw, b: Builder) -> Var | None:
     return b.emit(draw(st.sampled_from(rows)), x.bound)
 
 
+def gen_view_write(draw, b: Builder) -> Var | None:
+    """An in-place write through a view (of a transpose, for 2-D and up)."""
+    x = _pick(draw, b.floats(lambda v: len(v.shape) >= 1))
+    if x is None:
+        return None
+    s = x.shape[::-1] if len(x.shape) >= 2 else x.shape
+    index = draw(st.sampled_from([(0,), (slice(None, None, 2),), (slice(-1, None),)]))
+    if s[0] == 0:
+        return None
+    # scale 0.5, then + half of itself: |value| only shrinks, within x's bound
+    return b.emit(f"write_through_view({x.name}, {index!r}, 0.5, {len(x.shape) >= 2})",
+                  x.bound)
+
+
 def gen_combine(draw, b: Builder) -> Var | None:
     """Two different values of one shape, concatenated or stacked."""
     x = _pick(draw, b.floats())
@@ -469,9 +495,9 @@ def gen_math(draw, b: Builder) -> Var | None:
     return draw(st.sampled_from([gen_math_unary, gen_math_steps, gen_bitwise]))(draw, b)
 
 
-GENERATORS = (gen_unary, gen_binary, gen_binary, gen_compare, gen_where, gen_reduce,
-              gen_matmul, gen_shape, gen_combine, gen_duplicate, gen_rewrite, gen_math,
-              gen_random, gen_state)
+GENERATORS = (gen_unary, gen_unary, gen_binary, gen_binary, gen_compare, gen_where,
+              gen_reduce, gen_matmul, gen_shape, gen_combine, gen_duplicate, gen_rewrite,
+              gen_math, gen_random, gen_state, gen_view_write)
 
 
 @st.composite

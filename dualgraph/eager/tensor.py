@@ -20,7 +20,10 @@ from ..ops.mixin import (
     cast_error,
     check_copy_shape,
     check_inplace_shape,
+    expanded_write_error,
     leaf_inplace_error,
+    view_leaf_inplace_error,
+    writes_expanded,
 )
 from . import grad_mode
 from .autograd import AccumulateGrad, Function, RemovableHandle, run_backward
@@ -216,6 +219,84 @@ class Tensor(TensorOps):
         return n
 
 
+_GRAD_FN = Tensor.grad_fn  # the slots behind _ViewTensor's properties
+_RG = Tensor._rg
+
+
+class _ViewTensor(Tensor):
+    """A tensor made by a view op: it shares its base's data and version counter, and
+    remembers how to see it from the base (PyTorch's ``_base`` and view function).
+
+    Its history is regenerated lazily from the base's current one when the shared version
+    counter moved since it was made (an in-place op on the base or a sibling view), so a
+    view made before a write sees it in backward. Only views pay for this: plain tensors
+    keep plain slots."""
+
+    __slots__ = ("_vbase", "_vchain", "_vseen", "_vgrad")
+
+    @property
+    def grad_fn(self) -> Any:
+        if self._vseen != self._version[0]:
+            self._regenerate()
+        return _GRAD_FN.__get__(self)
+
+    @grad_fn.setter
+    def grad_fn(self, fn: Any) -> None:
+        _GRAD_FN.__set__(self, fn)
+
+    @property
+    def _rg(self) -> bool:
+        if self._vseen != self._version[0]:
+            self._regenerate()
+        return _RG.__get__(self)
+
+    @_rg.setter
+    def _rg(self, value: bool) -> None:
+        _RG.__set__(self, value)
+
+    @property
+    def _base(self) -> Tensor:
+        return self._vbase
+
+    def _regenerate(self) -> None:
+        """Re-derive the view's history from its base (a view made under no_grad keeps
+        none, as in PyTorch)."""
+        self._vseen = self._version[0]
+        base = self._vbase
+        if not self._vgrad or not base._rg:
+            return
+        prev = _GRAD.value
+        _GRAD.value = True
+        try:
+            fresh = S.replay_view(base, self._vchain)
+        finally:
+            _GRAD.value = prev
+        _GRAD_FN.__set__(self, fresh.grad_fn)
+        _RG.__set__(self, True)
+        self._node = None
+
+
+def _new_view(op: Any, src: Tensor, attrs: dict, out: np.ndarray) -> Tensor:
+    """The result tensor of view op ``op`` on ``src``: a `_ViewTensor` when ``out`` really
+    shares ``src``'s memory (a reshape NumPy had to copy is a new tensor)."""
+    if not np.may_share_memory(out, src._data):
+        t = Tensor.__new__(Tensor)
+        t._version = [0]
+        return t
+    t = _ViewTensor.__new__(_ViewTensor)
+    step = S.view_step(op, attrs)
+    if type(src) is _ViewTensor:
+        t._vbase = src._vbase
+        t._vchain = src._vchain + (step,)
+    else:
+        t._vbase = src
+        t._vchain = (step,)
+    t._version = src._version
+    t._vseen = src._version[0]
+    t._vgrad = _GRAD.value
+    return t
+
+
 _OPERAND = (Tensor,) + Literal
 
 
@@ -230,7 +311,9 @@ def _init(t: Tensor, data: np.ndarray, rg: bool, grad_fn: Any) -> None:
 
 def _make(data: np.ndarray, rg: bool, grad_fn: Any) -> Tensor:
     t = Tensor.__new__(Tensor)
-    t._data = data
+    # NumPy gives scalars for 0-d arithmetic (a 0-d .grad accumulated by `old + g`); a
+    # tensor always owns an ndarray, so zero_() and add_() work on every tensor.
+    t._data = data if type(data) is np.ndarray else np.asarray(data)
     t._rg = rg
     t._grad = None
     t.grad_fn = grad_fn
@@ -278,13 +361,24 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
         raise RuntimeError(f"{op.name}: {e}") from e
     if type(out) is not np.ndarray:
         out = np.asarray(out)
-    t = Tensor.__new__(Tensor)
+    if op.view:
+        t = _new_view(op, args[0], attrs, out)
+    else:
+        t = Tensor.__new__(Tensor)
+        t._version = [0]
     t._data = out
     t._grad = None
     t._node = None
-    t._version = args[0]._version if op.view else [0]
     if rg and _GRAD.value and op.differentiable:
-        saved = [args[i] for i in op.saves]
+        sf = op.saves_for
+        if sf is None:
+            saved = [args[i] for i in op.saves]
+        else:  # only what a wanted gradient reads
+            saved = []
+            for i, j in zip(op.saves, sf):
+                b = args[i] if j is None else args[j]
+                saved.append(args[i] if j is None or (isinstance(b, Tensor) and b._rg)
+                             else None)
         versions = [s._version[0] if isinstance(s, Tensor) else None for s in saved]
         out_version = None
         if op.saves_out:
@@ -315,6 +409,11 @@ class EagerMode(Mode):
         except AttributeError:
             _lift(t)  # not a Tensor (a tracer that escaped its trace): raises saying so
             raise
+        if type(t) is _ViewTensor:
+            if writes_expanded(t._vchain):
+                raise expanded_write_error(op.name if op is not None else "copy_")
+            if _GRAD.value:
+                _check_view_write(t)
         if op is None:
             return self._copy(t, other)
         if not isinstance(other, _OPERAND):
@@ -346,16 +445,16 @@ class EagerMode(Mode):
     def _copy(self, t: Tensor, src: Any) -> Tensor:
         """``t.copy_(src)``, or ``t.fill_(src)`` for a Python number."""
         if isinstance(src, Literal):
-            if t._rg and _GRAD.value:  # a zero gradient to the overwritten history
-                return self.write(t, t * 0 + src)
+            if t._rg and _GRAD.value:  # the overwritten history gets a zero gradient
+                return self.write(t, S.view_scatter(t, src, ()))
             t._data[...] = src
             t._version[0] += 1
             return t
         src = src if isinstance(src, Tensor) else tensor(np.asarray(src))
         check_copy_shape(t.shape, src.shape)
-        if src._rg and _GRAD.value:
-            r = S.broadcast_to(src, t.shape) if src.shape != t.shape else src
-            return self.write(t, r.astype(t.dtype) if r.dtype != t.dtype else r * 1)
+        if (src._rg or t._rg) and _GRAD.value:
+            # One CopyBackwards node: the gradient goes to src, none to t's old value.
+            return self.write(t, S.view_scatter(t, src, ()))
         np.copyto(t._data, src._data, casting="unsafe")
         t._version[0] += 1
         return t
@@ -375,16 +474,48 @@ class EagerMode(Mode):
             old = _make(t._data.copy(), t._rg, t.grad_fn)
             old._node = t._node
             fn._saved = tuple(old if s is t else s for s in fn._saved)
+        view = type(t) is _ViewTensor and fn is not None
+        if view:
+            base = t._vbase
+            old = base.grad_fn
+            if old is None and base._rg:
+                old = base._input_node()
+            elif old is None:  # a constant base: its node keeps the value before the write
+                d = base._data
+                old = Node("const", (), {"value": d.copy()}, d.shape, d.dtype)
         np.copyto(t._data, value._data, casting="same_kind")
         t._version[0] += 1
-        if fn is not None:
-            t.grad_fn = fn
-            t._rg = True
-            t._node = None
+        if fn is None:
+            return t
+        if view:
+            # PyTorch's CopySlices: the base's history becomes "the old base with the view
+            # replaced by value"; the view (and its siblings) re-derive theirs from it.
+            node = Function(S.VIEW_SCATTER, (old, fn), {"chain": t._vchain}, base._data,
+                            (), (), None)
+            base.grad_fn = node
+            base._rg = True
+            base._node = None
+            return t
+        t.grad_fn = fn
+        t._rg = True
+        t._node = None
         return t
 
     def note_grad_write(self, t: Tensor) -> None:
         pass  # nothing to record: the setter stores the value
+
+
+def _check_view_write(t: _ViewTensor) -> None:
+    """In-place writes through a view that autograd could not follow raise (PyTorch's)."""
+    base = t._vbase
+    if base._rg and base.grad_fn is None:
+        raise view_leaf_inplace_error()
+    if not t._vgrad and base._rg:
+        raise RuntimeError(
+            "a view was created in no_grad mode and is being modified in place with grad "
+            "mode enabled: its base's gradient would be wrong. Make the view outside "
+            "no_grad, or modify it inside no_grad"
+        )
 
 
 EAGER = EagerMode()

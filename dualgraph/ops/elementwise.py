@@ -282,9 +282,11 @@ def _mul_vjp(ctx, g):
 
 
 def _div_vjp(ctx, g):
-    _, y = ctx.args
+    # The quotient is recomputed rather than saved (PyTorch's rule: a division by a
+    # constant saves no output, so `y = x / 2; y += 1` can still backward).
+    x, y = ctx.args
     gx = div(g, y)
-    return gx, (neg(mul(gx, ctx.out)) if ctx.needs_input_grad[1] else None)
+    return gx, (neg(mul(gx, div(x, y))) if ctx.needs_input_grad[1] else None)
 
 
 def _pow_vjp(ctx, g):
@@ -302,14 +304,15 @@ def _pow_vjp(ctx, g):
     gx = mul(g, where(eq(y, 0), 0.0, mul(y, pow(x, sub(y, 1))))) if nx else None
     if not ny:
         return gx, None
+    out = pow(x, y)  # recomputed, not saved: only a tensor exponent needs it
     # d/dy x**y = x**y log x; where x == 0 and y >= 0 PyTorch takes the limit 0 instead of
     # nan; for y < 0 the formula's -inf stands (x**y is inf there, so -x**y is that -inf).
     if isinstance(x, (int, float)):  # a literal base: log x is a number
         if x == 0:
-            return gx, mul(g, where(ge(y, 0), 0.0, neg(ctx.out)))
-        return gx, mul(g, mul(ctx.out, math.log(x) if x > 0 else math.nan))
-    limit = where(ge(y, 0), 0.0, neg(ctx.out))
-    gy = mul(g, where(eq(x, 0), limit, mul(ctx.out, log(x))))
+            return gx, mul(g, where(ge(y, 0), 0.0, neg(out)))
+        return gx, mul(g, mul(out, math.log(x) if x > 0 else math.nan))
+    limit = where(ge(y, 0), 0.0, neg(out))
+    gy = mul(g, where(eq(x, 0), limit, mul(out, log(x))))
     return gx, gy
 
 
@@ -387,15 +390,15 @@ SUB = register(OpDef(
 ))
 MUL = register(OpDef(
     "mul", _promoting(np.multiply), _binary_infer("mul"), _mul_vjp, "MulBackward0",
-    saves=(0, 1), elementwise=True, commutative=True,
+    saves=(0, 1), saves_for=(1, 0), elementwise=True, commutative=True,
 ))
 DIV = register(OpDef(
     "div", _promoting(np.true_divide, floating=True), _div_infer, _div_vjp, "DivBackward0",
-    saves=(1,), saves_out=True, elementwise=True,
+    saves=(0, 1), saves_for=(1, None), elementwise=True,
 ))
 POW = register(OpDef(
     "pow", _promoting(np.power), _pow_infer, _pow_vjp, "PowBackward0",
-    saves=(0, 1), saves_out=True, elementwise=True,
+    saves=(0, 1), elementwise=True,
 ))
 NEG = register(OpDef(
     "neg", np.negative, _same_infer, _neg_vjp, "NegBackward0",

@@ -130,6 +130,7 @@ MATMUL = register(OpDef(
 ))
 ADDMM = register(OpDef(
     "addmm", _addmm_impl, _addmm_infer, _addmm_vjp, "AddmmBackward0", saves=(1, 2),
+    saves_for=(2, 1),
     contraction=True, contraction_bias=True,
 ))
 

@@ -53,6 +53,24 @@ def leaf_inplace_error() -> RuntimeError:
     )
 
 
+def view_leaf_inplace_error() -> RuntimeError:
+    return RuntimeError(
+        "a view of a leaf Variable that requires grad is being used in an in-place "
+        "operation (wrap the update in `with dg.no_grad():`)"
+    )
+
+
+def expanded_write_error(name: str) -> RuntimeError:
+    return RuntimeError(f"in-place {name}: unsupported operation: more than one element of "
+                        "the written-to tensor refers to a single memory location (a view "
+                        "made by expand/broadcast_to); clone() it first")
+
+
+def writes_expanded(chain: tuple) -> bool:
+    """Whether a view chain (`dualgraph.ops.shape.view_step`) broadcasts its base."""
+    return any(name == "broadcast_to" for name, _ in chain)
+
+
 def shape_of(x: Any) -> tuple:
     """The shape of an in-place op's other operand (a tensor, array, list or number)."""
     shape = getattr(x, "shape", None)
@@ -330,6 +348,10 @@ class TensorOps:
 
     def __getitem__(self, index: Any) -> Any:
         return S.getitem(self, index)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``t[index] = value``: a copy into the view ``t[index]`` (basic indexing)."""
+        current_mode().inplace(S.getitem(self, index), None, value)
 
     def __iter__(self):
         if not self.shape:

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..modes import bind
 from .broadcast import float_dtype, normalize_axis, normalize_dim
-from .elementwise import div, eq, mul, where
+from .elementwise import div, eq, gt, mul, ne, where
 from .registry import OpDef, Reduction, register
 from .shape import astype, broadcast_to, reshape
 
@@ -170,10 +170,12 @@ def _extremum_vjp(ctx, g):
     out = ctx.out
     if not ctx.attrs["keepdims"] and axis is not None:
         out = reshape(out, _reduced_shape(shape, axis, True))
-    mask = eq(x, broadcast_to(out, shape))
-    count = sum(astype(mask, g.dtype), axis=axis, keepdims=True)
+    # A NaN is the maximum of its slice (it propagates), so it takes the gradient, as in
+    # PyTorch; every slice then has at least one winner and the share never divides by 0.
+    mask = where(ne(x, x), 1.0, astype(eq(x, broadcast_to(out, shape)), g.dtype))
+    count = sum(mask, axis=axis, keepdims=True)
     share = div(_keepdims_grad(ctx, g), count)
-    return (where(mask, broadcast_to(share, shape), 0.0),)
+    return (where(gt(mask, 0.0), broadcast_to(share, shape), 0.0),)
 
 
 def _take_vjp(ctx, g):

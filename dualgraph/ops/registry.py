@@ -50,6 +50,9 @@ class OpDef:
       written with dualgraph ops. ``ctx.args`` holds the primal inputs listed in ``saves``
       (others are ``None``; literals are always there), ``ctx.out`` the primal output when
       ``saves_out``, ``ctx.inputs`` the input nodes (for shapes) and ``ctx.attrs``.
+      ``saves_for`` (one entry per ``saves``): the input whose gradient needs that saved
+      input (``None``: any), so eager saves, and version-checks, only what the VJP will
+      read (PyTorch's rule: ``x * 2`` saves nothing, ``y += 1`` after it is fine).
       Gradients may come back in a broadcast shape or wider dtype: the autograd engine
       sums them back to each input's shape and casts to its dtype, for every op at once.
     - ``torch_name``: PyTorch's node name, or a function of the node giving it.
@@ -72,6 +75,7 @@ class OpDef:
     torch_name: str | Callable[[Any], str]
     saves: tuple[int, ...] = ()
     saves_out: bool = False
+    saves_for: tuple[int | None, ...] | None = None
     elementwise: bool = False
     commutative: bool = False
     reduction: Reduction | None = None

@@ -5,6 +5,7 @@ so that equal programs give equal graphs.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -202,7 +203,9 @@ def to_numpy_index(index: tuple) -> tuple:
 
 
 def _getitem_impl(x: np.ndarray, index: tuple) -> np.ndarray:
-    return x[to_numpy_index(index)]
+    # The trailing ellipsis makes an all-int index give a 0-d view, not a NumPy scalar
+    # copy: x[1] aliases x as every other basic index does.
+    return x[to_numpy_index(index) + (Ellipsis,)]
 
 
 def _getitem_infer(x: Any, index: tuple) -> tuple:
@@ -239,6 +242,79 @@ def _scatter_infer(g: Any, shape: tuple, index: tuple) -> tuple:
 
 def _scatter_vjp(ctx, g):
     return (bind(GETITEM, g, index=ctx.attrs["index"]),)
+
+
+# ------------------------------------------------------------------------ view_scatter
+# A view is its base seen through a chain of view ops. The chain is kept as a hashable
+# tuple of ``(op name, sorted attrs)`` steps (a node attribute: equal writes give equal
+# graphs), replayed from the base to regenerate the view (`replay_view`).
+
+
+def view_step(op: Any, attrs: dict) -> tuple:
+    """One step of a view chain: ``op`` applied with ``attrs``."""
+    return (op.name, tuple(sorted(attrs.items())))
+
+
+def replay_view(x: Any, chain: tuple) -> Any:
+    """``x`` seen through the view ``chain`` (recorded ops, so gradients flow)."""
+    from .registry import OPS
+
+    for name, attrs in chain:
+        x = bind(OPS[name], x, **dict(attrs))
+    return x
+
+
+@functools.lru_cache(maxsize=256)
+def view_index(shape: tuple, chain: tuple) -> np.ndarray:
+    """For each element of the view, its flat index in a C-ordered base of ``shape``.
+
+    Indices rather than memory: a reshape that NumPy would copy still maps exactly."""
+    from .registry import OPS
+
+    idx = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
+    for name, attrs in chain:
+        idx = OPS[name].impl(idx, **dict(attrs))
+    idx = np.ascontiguousarray(idx)
+    idx.flags.writeable = False
+    return idx
+
+
+def _view_scatter_impl(base: np.ndarray, value: Any, chain: tuple) -> np.ndarray:
+    out = np.array(base, copy=True, order="C")
+    if not chain:
+        out[...] = value
+    else:
+        out.reshape(-1)[view_index(base.shape, chain)] = value
+    return out
+
+
+def _view_scatter_infer(base: Any, value: Any, chain: tuple) -> tuple:
+    shape = tuple(base.shape)
+    view = view_index(shape, chain).shape if chain else shape
+    vshape = tuple(getattr(value, "shape", ()))
+    if vshape and tuple(np.broadcast_shapes(vshape, view)) != view:
+        raise ShapeError(f"view_scatter: a value of shape {vshape} does not fit the view of "
+                         f"shape {view}")
+    return shape, base.dtype
+
+
+def view_scatter(base: Any, value: Any, chain: tuple) -> Any:
+    """``base`` with the view ``chain`` of it replaced by ``value`` (functional form of a
+    write through a view: PyTorch's ``CopySlices``, JAX's ``.at[].set``)."""
+    return bind(VIEW_SCATTER, base, value, chain=chain)
+
+
+def _view_scatter_vjp(ctx, g):
+    chain = ctx.attrs["chain"]
+    need_base, need_value = ctx.needs_input_grad
+    # The base's old values under the view were overwritten: no gradient reaches them.
+    gb = bind(VIEW_SCATTER, g, 0.0, chain=chain) if need_base else None
+    gv = replay_view(g, chain) if need_value else None
+    return gb, gv
+
+
+def _view_scatter_name(node: Any) -> str:
+    return "CopySlices" if node.attrs["chain"] else "CopyBackwards"
 
 
 # ---------------------------------------------------------------------- concat / stack
@@ -365,6 +441,10 @@ GETITEM = register(OpDef(
 ))
 SCATTER = register(OpDef(
     "scatter", _scatter_impl, _scatter_infer, _scatter_vjp, "IndexPutBackward0",
+))
+VIEW_SCATTER = register(OpDef(
+    "view_scatter", _view_scatter_impl, _view_scatter_infer, _view_scatter_vjp,
+    _view_scatter_name,
 ))
 CONCATENATE = register(OpDef(
     "concatenate", _concat_impl, _concat_infer, _concat_vjp, "CatBackward0",

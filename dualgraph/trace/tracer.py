@@ -27,8 +27,11 @@ from ..ops.mixin import (
     cast_error,
     check_copy_shape,
     check_inplace_shape,
+    expanded_write_error,
     leaf_inplace_error,
     shape_of,
+    view_leaf_inplace_error,
+    writes_expanded,
 )
 
 _WAY_OUT = (
@@ -51,11 +54,16 @@ def _trace_error(what: str) -> TraceError:
 class Tracer(TensorOps):
     """A symbolic tensor: shape and dtype known, value not. Ops on it record graph nodes."""
 
-    __slots__ = ("node", "_ctx")
+    # A view (made by a view op) also remembers its base (a tracer or a lifted eager
+    # tensor), the view chain from it, and the base's node it was derived from: when the
+    # base's node changes (a write to it or through a sibling view), the trace re-derives
+    # the view from the new base (`TraceContext.as_node`). That is functionalisation.
+    __slots__ = ("node", "_ctx", "_vbase", "_vchain", "_vsrc", "_vgrad")
 
     def __init__(self, node: Node, ctx: "TraceContext") -> None:
         self.node = node
         self._ctx = ctx
+        self._vbase = None
 
     @property
     def shape(self) -> tuple:
@@ -68,7 +76,7 @@ class Tracer(TensorOps):
     @property
     def requires_grad(self) -> bool:
         """Whether the value depends on a differentiated input (as an eager result would)."""
-        return id(self.node) in self._ctx.rg
+        return id(self._ctx.as_node(self)) in self._ctx.rg
 
     @property
     def grad(self) -> None:
@@ -215,6 +223,8 @@ class TraceContext(Mode):
                     "function it was traced in. Return values from the traced function "
                     "instead of storing tracers."
                 )
+            if a._vbase is not None:
+                self._refresh_view(a)
             return a.node
         if isinstance(a, Literal):
             return a
@@ -239,7 +249,40 @@ class TraceContext(Mode):
             self.no_grad.add(node.uid)
         elif op.differentiable and any(isinstance(i, Node) and id(i) in self.rg for i in ins):
             self.rg.add(id(node))
-        return Tracer(node, self)
+        out = Tracer(node, self)
+        if op.view and isinstance(args[0], (Tracer, Tensor)):
+            self._track_view(out, op, args[0], attrs)
+        return out
+
+    # --------------------------------------------------------------- views (aliases)
+    def _track_view(self, out: Tracer, op: Any, src: Any, attrs: dict) -> None:
+        from ..ops.shape import view_step
+
+        step = view_step(op, attrs)
+        if isinstance(src, Tracer) and src._vbase is not None:
+            out._vbase, out._vchain = src._vbase, src._vchain + (step,)
+        else:
+            out._vbase, out._vchain = src, (step,)
+        out._vsrc = self.as_node(out._vbase)
+        out._vgrad = GRAD_ENABLED.value
+
+    def _refresh_view(self, v: Tracer) -> None:
+        """Re-derive view ``v`` from its base's current node if that changed since."""
+        cur = self.as_node(v._vbase)
+        if cur is v._vsrc:
+            return
+        from ..ops.registry import OPS
+
+        prev = GRAD_ENABLED.value
+        GRAD_ENABLED.value = v._vgrad
+        try:
+            # process, not bind: outputs are resolved after the trace's mode is popped.
+            fresh = Tracer(cur, self)
+            for name, attrs in v._vchain:
+                fresh = self.process(OPS[name], (fresh,), dict(attrs))
+        finally:
+            GRAD_ENABLED.value = prev
+        v.node, v._vsrc = fresh.node, cur
 
     # ------------------------------------------------- state changes while tracing
     def inplace(self, t: Any, op: Any, other: Any) -> Any:
@@ -247,6 +290,8 @@ class TraceContext(Mode):
             self.as_node(t)  # raises for a tracer of another (finished) trace
         if self._is_grad_leaf(t):
             raise leaf_inplace_error()
+        if isinstance(t, Tracer) and t._vbase is not None and self._is_grad_leaf(t._vbase):
+            raise view_leaf_inplace_error()
         if op is None:
             return self.write(t, self._copy_source(t, other))
         check_inplace_shape(op.name, tuple(t.shape), shape_of(other))
@@ -284,6 +329,17 @@ class TraceContext(Mode):
             if op is not None and not np.can_cast(node.dtype, t.dtype, casting="same_kind"):
                 raise cast_error(name, node.dtype, t.dtype)
             node = self.process(_astype_op(), (Tracer(node, self),), {"dtype": t.dtype}).node
+        if isinstance(t, Tracer) and t._vbase is not None:
+            # Functionalised: the base becomes a scatter of the value into it; every alias
+            # (this view included) is re-derived from the new base when next read.
+            from ..ops.shape import VIEW_SCATTER
+
+            if writes_expanded(t._vchain):
+                raise expanded_write_error(name)
+            base = t._vbase
+            new = self.process(VIEW_SCATTER, (base, Tracer(node, self)), {"chain": t._vchain})
+            self.write(base, new)
+            return t
         if isinstance(t, Tracer):
             if node is t.node:  # t.copy_(t): still a new value, written back as one
                 node = self.process(_mul_op(), (t, 1), {}).node
@@ -308,7 +364,7 @@ class TraceContext(Mode):
     def backward(self, root: Tracer, gradient: Any) -> None:
         from .autodiff import reverse_accumulate
 
-        if id(root.node) not in self.rg:
+        if id(self.as_node(root)) not in self.rg:
             raise RuntimeError("element 0 of tensors does not require grad and does not "
                                "have a grad_fn")
         if gradient is None:
@@ -322,7 +378,7 @@ class TraceContext(Mode):
         prev = GRAD_ENABLED.value
         GRAD_ENABLED.value = False  # the backward pass itself is not differentiated
         try:
-            ct = reverse_accumulate(list(self.nodes), self.rg, {id(root.node): seed},
+            ct = reverse_accumulate(list(self.nodes), self.rg, {id(self.as_node(root)): seed},
                                     lambda n: Tracer(n, self))
             for nid, t in self.leaves.items():
                 g = ct.get(nid)

@@ -87,6 +87,16 @@ def scatter(g):
     return (bind(SCATTER, g * 2.0, shape=(4, 5), index=((1, 3, 1), (0, 5, 2))),)
 
 
+def view_writes(x, w):
+    # Writes through views (a transposed slice, a reshaped strided slice, an int index)
+    # become view_scatter nodes into the base, forward and backward.
+    y = x * 1.0
+    y.T[1:3, 0].mul_(w[:2])
+    y.reshape(2, 6)[1, ::2] += w[1:]
+    y[2, 3] = 0.5
+    return (y, y.T[1] * 2.0)
+
+
 def casts(x, k):
     other = np.float64 if x.dtype == np.float32 else np.float32
     return x.astype(other) * 2.0, k.astype(x.dtype) * x, x.astype(other).sum()
@@ -179,6 +189,8 @@ CASES += [
          lambda r, t: [_uniform(r, -1, 1, (3, 4), t)]),
     Case("random", ("randn", "rand", "dropout"), random_ops,
          lambda r, t: [_uniform(r, -1, 1, (3, 4), t), np.array(r.integers(0, 2 ** 62))]),
+    Case("view_writes", ("view_scatter", "getitem", "transpose", "reshape"), view_writes,
+         lambda r, t: [_uniform(r, -1, 1, (3, 4), t), _uniform(r, -1, 1, (4,), t)]),
 ]
 BROKEN: list = []
 ALL_CASES = [

@@ -307,7 +307,7 @@ def getitem_double_backward(lib, F):
 S1 = "issue 11 s1"
 
 
-@program(leaf([1.0, 2.0, 3.0]), source=S1)
+@program(leaf([1.0, 2.0, 3.0]), source=S1, covers=("view_scatter",))
 def inplace_mul_through_view(lib, F, x):
     y = x * 1
     y[0:2].mul_(10)
@@ -321,7 +321,7 @@ def inplace_mul_through_view_sum(lib, F, x):
     return y.sum()
 
 
-@program(leaf([1.0, 2.0, 3.0]), leaf([5.0, 7.0]), source=S1)
+@program(leaf([1.0, 2.0, 3.0]), leaf([5.0, 7.0]), source=S1, covers=("view_scatter",))
 def copy_into_view(lib, F, x, w):
     y = x * 1
     y[0:2].copy_(w)
@@ -349,6 +349,42 @@ def iadd_on_transpose_of_leaf(lib, F, a):
     t = a.T
     t += 1
     return t
+
+
+@program(grid((3, 4), -1.0, 2.0), grid((3,), 0.5, 1.5), source=S1, covers=("view_scatter",))
+def write_through_transposed_view(lib, F, x, w):
+    y = x * 1
+    t = y.T
+    t[1:3, 0].mul_(w[:2])
+    t[0].copy_(w * 2)
+    return y * y
+
+
+@program(grid((6,), -1.0, 1.5), source=S1)
+def view_of_view_overlapping_write(lib, F, x):
+    y = x * 2
+    v = y.reshape(2, 3)[1]
+    v[1:].add_(v[:2] * 3)
+    return y * y
+
+
+@program(grid((4,), 0.5, 2.0), source=S1)
+def sibling_views_see_writes(lib, F, x):
+    y = x * 1
+    a, b = y[0:3], y[1:4]
+    a.mul_(2)
+    b.add_(b * 1)
+    z = y * 1
+    y.mul_(3)
+    return a * a, z
+
+
+@program(grid((2, 3), -1.0, 1.0), grid((3,), 0.5, 1.5), source=S1)
+def setitem_rows(lib, F, x, w):
+    y = x * 1
+    y[0] = w
+    y[1, 1:] = 0.5
+    return y * 3
 
 
 @program(leaf([1.0, 2.0, 3.0]), source=S1,

@@ -31,12 +31,6 @@ from .programs import PROGRAMS, Program, execute
 GOLDENS: dict = json.loads((Path(__file__).parent / "goldens.json").read_text())
 TOLERANCES = {"float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
 
-_VIEW = ("issue 11 s1: an in-place op through a view is not written into the base's "
-         "history (PyTorch's CopySlices): the base's gradient ignores it")
-_VIEW_C = ("issue 11 s2: compiled, a write through a view is lost (values and gradients as if "
-           "the in-place op never ran)")
-_LEAF_VIEW = ("issue 11 s1: an in-place op on a view of a leaf that requires grad is allowed; "
-              "PyTorch raises RuntimeError")
 _TRANSPOSE_2D = ("issue 11 s3: transpose(0, 1) is read as NumPy's axes permutation: a 2-D "
                  "tensor comes back unchanged")
 _TRANSPOSE_3D = ("issue 11 s3: transpose(0, 1) on 3-D raises ValueError 'axes do not match' "
@@ -49,13 +43,6 @@ _SHAPE_ERR = ("issue 11 s3: a shape mismatch raises ValueError only; PyTorch rai
 _SET_GRAD = "issue 11 s3: dg.set_grad_enabled is not a context manager"
 _AUTOGRAD = "issue 11 s3: dg.autograd (grad, backward aliases) does not exist"
 _FORMAT = "issue 11 s3: f'{t:.4f}' on a 0-d tensor raises TypeError"
-_ZERO_D_GRAD = ("issue 11 s1: a 0-d leaf's .grad holds a NumPy scalar: zero_() raises a NumPy "
-                "TypeError, add_ a wrong 'can't be cast' RuntimeError")
-_SAVE_OUT = ("issue 11 s1: div/pow save their output for backward, so `y += 1` after them "
-             "raises 'modified by an inplace operation'; PyTorch runs it")
-_NAN_MAX = ("issue 11 s1: x.max() with a NaN routes no gradient to the NaN "
-            "(PyTorch: all of it)")
-_NAN_MAX_WARN = _NAN_MAX + ", and leaks NumPy's 'divide by zero' RuntimeWarning"
 _HOOK_DTYPE = ("issue 11 s1: a hook returning a float64 gradient for a float32 tensor is "
                "accepted; PyTorch raises RuntimeError")
 _BACKWARD_DUP = "issue 11 s1: dg.backward([y, y], [g, g]) leaves x.grad None, no accumulation"
@@ -69,27 +56,7 @@ _ADV_INDEX = ("not in issue (API A2): advanced indexing (int tensor, bool mask) 
 KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {
     ("advanced_indexing", "eager"): _ADV_INDEX,
     ("advanced_indexing", "compiled"): _ADV_INDEX,
-    ("inplace_mul_through_view", "eager"): _VIEW,
-    ("inplace_mul_through_view", "compiled"): _VIEW_C,
-    ("inplace_mul_through_view_sum", "eager"): _VIEW,
-    ("inplace_mul_through_view_sum", "compiled"): _VIEW_C,
-    ("copy_into_view", "eager"): _VIEW + "; the source w gets no gradient",
-    ("copy_into_view", "compiled"): _VIEW_C,
-    ("view_sees_base_inplace", "eager"): (
-        "issue 11 s1: a view does not see its base's later in-place op in backward "
-        "([3, 3, 0], not [6, 6, 0])"),
-    ("view_sees_base_inplace", "compiled"): _VIEW_C + " ([3, 3, 0], not [6, 6, 0])",
-    ("inplace_on_view_of_leaf", "eager"): _LEAF_VIEW,
-    ("inplace_on_view_of_leaf", "compiled"): _LEAF_VIEW + " (compiled: the write is dropped)",
-    ("iadd_on_transpose_of_leaf", "eager"): _LEAF_VIEW,
-    ("iadd_on_transpose_of_leaf", "compiled"): _LEAF_VIEW,
-    ("div_then_iadd", "eager"): _SAVE_OUT,
-    ("pow_then_iadd", "eager"): _SAVE_OUT,
     ("exp_then_iadd", "compiled"): _EXP_INPLACE_C,
-    ("max_with_nan", "eager"): _NAN_MAX_WARN,
-    ("max_with_nan", "compiled"): _NAN_MAX,
-    ("zero_dim_grad_zero_", "eager"): _ZERO_D_GRAD,
-    ("zero_dim_grad_inplace_add", "eager"): _ZERO_D_GRAD,
 }
 
 MODES = ("eager", "compiled")

@@ -167,6 +167,43 @@ def scatter_ref(g: np.ndarray) -> np.ndarray:
     return out
 
 
+# A view of a (3, 4) base through a transpose then a slice: view_scatter writes into it.
+VIEW_CHAIN = (("transpose", (("axes", (1, 0)),)),
+              ("getitem", (("index", normalize_index((slice(1, 3), 0), (4, 3))),)))
+RESHAPE_CHAIN = (("reshape", (("shape", (2, 6)),)),
+                 ("getitem", (("index", normalize_index((1, slice(None, None, 2)), (2, 6))),)))
+
+
+def view_scatter(base: Any, value: Any) -> Any:
+    return bind(OPS["view_scatter"], base, value, chain=VIEW_CHAIN)
+
+
+def view_scatter_ref(base: np.ndarray, value: np.ndarray) -> np.ndarray:
+    out = base.copy()
+    out.T[1:3, 0] = value
+    return out
+
+
+def view_scatter_reshape(base: Any, value: Any) -> Any:
+    return bind(OPS["view_scatter"], base, value, chain=RESHAPE_CHAIN)
+
+
+def view_scatter_reshape_ref(base: np.ndarray, value: np.ndarray) -> np.ndarray:
+    out = base.copy()
+    out.reshape(2, 6)[1, ::2] = value
+    return out
+
+
+def view_scatter_fill(base: Any) -> Any:
+    return bind(OPS["view_scatter"], base, 2.5, chain=VIEW_CHAIN)
+
+
+def view_scatter_fill_ref(base: np.ndarray) -> np.ndarray:
+    out = base.copy()
+    out.T[1:3, 0] = 2.5
+    return out
+
+
 def sigmoid_ref(x: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-x))
 
@@ -352,6 +389,11 @@ CASES: list[OpCase] = [
     case("getitem", "negative_step_bounds", lambda x: x[3:0:-2, ::2], real(4, 3)),
     case("scatter", "bind", scatter, real(2, 1), ref=scatter_ref),
     case("scatter", "getitem_grad", getitem_grad, real(3, 4), ref=getitem_grad_ref),
+    case("view_scatter", "transposed_slice", view_scatter, real(3, 4), real(2),
+         ref=view_scatter_ref),
+    case("view_scatter", "reshaped_strided", view_scatter_reshape, real(3, 4), real(3),
+         ref=view_scatter_reshape_ref),
+    case("view_scatter", "literal", view_scatter_fill, real(3, 4), ref=view_scatter_fill_ref),
     case("concatenate", "axis0", lambda x, y: dg.concatenate([x, y]), real(2, 3), real(1, 3),
          ref=lambda x, y: np.concatenate([x, y])),
     case("concatenate", "cat_dim_neg", lambda x, y, z: dg.cat([x, y, z], dim=-1),

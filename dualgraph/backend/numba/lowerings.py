@@ -296,6 +296,46 @@ def _scatter(node: Node, args: list, out: str) -> list:
     return lines + [f"{out}[{code}] = np.ascontiguousarray({args[0]}).reshape({target.shape})"]
 
 
+@lowers("view_scatter")
+def _view_scatter(node: Node, args: list, out: str) -> list:
+    """Copy the base, then write the value through the view's flat index map: the map is
+    the view chain replayed (by the view ops' own lowerings) on ``arange(base.size)``, so
+    any chain of slices, transposes and reshapes writes exactly where eager would."""
+    from ...ops.registry import OPS
+
+    base, value = node.inputs
+    n = math.prod(node.shape)
+    int64 = np.dtype(np.int64)
+    lines = [f"{out} = np.empty({ishape(node)}, {np_dtype(node.dtype)})",
+             f"{out}_f = {out}.reshape({n})",
+             f"{out}_f[:] = np.ascontiguousarray({args[0]}).reshape({n})"]
+    cur = Node("input", (), {}, tuple(node.shape), int64)
+    var = f"{out}_i0"
+    lines.append(f"{var} = np.arange({n}).reshape({ishape(node)})")
+    for k, (name, attrs) in enumerate(node.attrs["chain"]):
+        attrs = dict(attrs)
+        shape = tuple(OPS[name].infer(cur, **attrs)[0])
+        step = Node(name, (cur,), attrs, shape, int64)
+        nxt = f"{out}_i{k + 1}"
+        if name == "broadcast_to":
+            lines.append(f"{nxt} = np.ascontiguousarray(np.broadcast_to({var}, {ishape(step)}))")
+        else:
+            lines += kernel_lowering(name)(step, [var], nxt)
+        cur, var = step, nxt
+    m = math.prod(cur.shape)
+    lines.append(f"{out}_k = np.ascontiguousarray({var}).reshape({m})")
+    if isinstance(value, Node):
+        if math.prod(value.shape) != m:
+            raise missing("view_scatter", "a value that is broadcast to the view")
+        src = f"{out}_v[_j]"
+        lines.append(f"{out}_v = np.ascontiguousarray({args[1]}).reshape({m})")
+    else:
+        src = args[1]
+    lines += [f"for _j in range({m}):",
+              f"    {out}_f[{out}_k[_j]] = {src}"]
+    return lines
+
+
 def _same_dtype(node: Node, args: list) -> list:
     """Operands cast to the node's dtype (an int beside a float tensor: `result_dtype`)."""
     return [a if i.dtype == node.dtype else f"{a}.astype(np.{node.dtype.name})"
