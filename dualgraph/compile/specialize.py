@@ -19,6 +19,7 @@ from ..eager import grad_mode
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor
 from ..ir.graph import Graph, Node
+from ..ops.registry import OPS
 from ..passes import optimize
 from ..trace.autodiff import differentiate
 from .capture import trace_call
@@ -159,7 +160,7 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     n_grads = sum(1 for _, kind in entry.grad_writes if kind == "set")
     t1 = time.perf_counter()
     if train:
-        lower_train(entry, graph, user, extra, leaves, verify, ctx.rg)
+        lower_train(entry, graph, user, extra, leaves, verify, ctx.rg, ctx.overwritten)
     else:
         entry.optimized = optimize(graph, verify=verify)
     write_to = entry.plan(entry.optimized, len(user), n_grads, write_inputs)
@@ -174,6 +175,8 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
                                for kind, j in entry.residual_plan]
         entry.saved_inputs = tuple(sorted({j for kind, j in entry.residual_plan
                                            if kind == "in"}))
+        if entry.bwd_kernel is not None:  # a backward that must raise (`ModifiedSaved`)
+            return entry
         entry.bwd_kernel = build(entry.backward_graph, parallel, cache, "backward")
         # Types only: running the forward here would apply its in-place writes twice.
         outs = entry.kernel.new_outputs()
@@ -184,14 +187,40 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     return entry
 
 
+class ModifiedSaved:
+    """The backward "kernel" of a trace whose backward reads a value the function then
+    changed in place (``y = x.exp(); y += 1``): backward raises as eager mode does."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def new_outputs(self) -> list:
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: the output of {self.where}, which its backward reads, was "
+            "changed in place inside the compiled function. Hint: change a copy (y = x * 1) "
+            "instead.")
+
+    def run(self, ins: list, outs: list) -> None:  # pragma: no cover - new_outputs raised
+        self.new_outputs()
+
+
 def lower_train(entry: _Entry, graph: Graph, user: list, extra: list, leaves: list,
-                verify: bool, rg: set | None = None) -> None:
+                verify: bool, rg: set | None = None, overwritten: set | None = None) -> None:
     """The train kind: differentiate the user outputs with respect to ``leaves``; the
     forward graph also returns the residuals the backward graph reads. ``rg`` is the
     trace's set of nodes that require grad (values made under ``no_grad`` are not in it)."""
     fwd = Graph(graph.inputs, graph.nodes, user)
     d = differentiate(fwd, leaves, rg)
     residuals = d.forward.outputs[len(user):]
+    # As on the eager tape: an op whose VJP reads its own output (exp, tanh, sigmoid)
+    # refuses a backward after that output was changed in place, even where this graph's
+    # backward would recompute it.
+    modified = [n for n in graph.nodes if overwritten and id(n) in overwritten
+                and (rg is None or id(n) in rg) and getattr(OPS.get(n.op), "saves_out", False)]
+    if modified:
+        r = modified[0]
+        entry.bwd_kernel = ModifiedSaved(f"{r.op} ({r.loc})" if r.loc else r.op)
     # A residual that is an input is not an output: the backward gets the input's
     # array itself (version checks guard it against in-place changes).
     index_of = {id(n): j for j, n in enumerate(graph.inputs)}

@@ -164,6 +164,9 @@ class TraceContext(Mode):
         self._lift_as_input = lift_as_input or _default_lift
         self.rg: set[int] = set()  # nodes that depend on a differentiated leaf
         self.no_grad: set[int] = set()  # uids of nodes recorded with grad mode off
+        # Ids of recorded values that an in-place op replaced: a backward that reads one
+        # would see the old value, where eager (and PyTorch) raise at backward.
+        self.overwritten: set[int] = set()
         self.leaves: dict[int, Tensor] = {}  # input node id -> eager tensor requiring grad
         self.writes: dict[int, tuple[Tensor, Node]] = {}  # in-place writes to eager tensors
         self.grad_before: dict[int, tuple[Tensor, Any]] = {}  # .grad before the trace wrote it
@@ -348,6 +351,8 @@ class TraceContext(Mode):
                 self.arg_tensors[id(node)] = owner
                 self.writes[id(owner)] = (owner, node)
                 self._keep.append(owner)
+            if id(t.node) in self.rg:
+                self.overwritten.add(id(t.node))
             t.node = node
             return t
         self.writes[id(t)] = (t, node)

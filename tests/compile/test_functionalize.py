@@ -184,3 +184,25 @@ def test_write_through_view_of_captured_tensor_is_written_back():
     out = g(dg.tensor([1.0, 2.0]))
     assert_close(buf.numpy(), np.array([0.0, 2.0, 4.0, 0.0], np.float32))
     assert_close(out.numpy(), np.array([0.0, 4.0, 8.0, 0.0], np.float32))
+
+
+def test_backward_after_an_in_place_change_of_a_saved_output_raises_as_eager():
+    """exp's VJP reads its output: changing it in place inside the compiled function makes
+    the compiled backward raise, as eager and PyTorch do; div by a constant saves nothing."""
+    def f(x):
+        y = x.exp()
+        y += 1
+        return y
+
+    def g(x):
+        y = x / 2.0
+        y += 1
+        return y
+
+    x = dg.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        f(x).sum().backward()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        dg.compile(f)(x).sum().backward()
+    dg.compile(g)(x).sum().backward()
+    assert x.grad.tolist() == [0.5, 0.5]

@@ -56,7 +56,6 @@ _ADV_INDEX = ("not in issue (API A2): advanced indexing (int tensor, bool mask) 
 KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {
     ("advanced_indexing", "eager"): _ADV_INDEX,
     ("advanced_indexing", "compiled"): _ADV_INDEX,
-    ("exp_then_iadd", "compiled"): _EXP_INPLACE_C,
 }
 
 MODES = ("eager", "compiled")
