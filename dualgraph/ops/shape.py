@@ -408,8 +408,13 @@ def _astype_vjp(ctx, g):
 
 
 def astype(x: Any, dtype: Any) -> Any:
-    """Convert to ``dtype`` (PyTorch's ``.to(dtype)``); gradients are cast back."""
-    return bind(ASTYPE, x, dtype=as_dtype(dtype))
+    """Convert to ``dtype`` (PyTorch's ``.to(dtype)``); gradients are cast back. A cast of
+    a floating tensor to an integer or bool dtype cuts the tape, as in PyTorch: integer
+    tensors never require grad, so no gradient may flow back through the cast."""
+    dtype = as_dtype(dtype)
+    if dtype.kind in "biu" and getattr(x, "dtype", np.dtype(np.int64)).kind in "fc":
+        x = bind(STOP_GRADIENT, x)
+    return bind(ASTYPE, x, dtype=dtype)
 
 
 def _stop_gradient_infer(x: Any) -> tuple:

@@ -279,3 +279,20 @@ def test_linear_keeps_weight_unsaved_when_input_needs_no_grad():
         lin.weight.mul_(2)
     loss.backward()
     assert_close(lin.weight.grad.numpy(), np.full((2, 3), 4.0, np.float32))
+
+
+def test_a_cast_to_an_integer_dtype_cuts_the_tape_in_every_mode():
+    """x.to(int64) does not require grad (PyTorch), so nothing flows back through it."""
+    x = dg.tensor([1.5, 2.5], requires_grad=True)
+    k = x.to(dg.int64)
+    assert not k.requires_grad and k.grad_fn is None
+    y = (x * 2 + k).sum()
+    y.backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+
+    def f(x):
+        return (x * 2 + x.astype(dg.int64)).sum()
+
+    x2 = dg.tensor([1.5, 2.5], requires_grad=True)
+    dg.compile(f)(x2).backward()
+    assert x2.grad.tolist() == [2.0, 2.0]
