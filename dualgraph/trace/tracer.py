@@ -146,6 +146,34 @@ class Tracer(TensorOps):
         return self
 
 
+def _reshape_is_view(base_shape: tuple, chain: tuple) -> bool:
+    """Whether the last step of ``chain`` (a reshape) gives a view of a C-contiguous base,
+    as eager mode finds with real arrays: the steps run on a stand-in with the base's
+    strides over one byte of memory, and NumPy is asked to reshape without copying."""
+    from ..ops.registry import OPS
+
+    strides, acc = [], 1
+    for d in reversed(base_shape):
+        strides.append(acc)
+        acc *= max(d, 1)
+    v = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), base_shape,
+                                        tuple(reversed(strides)), writeable=False)
+    for name, attrs in chain[:-1]:
+        v = OPS[name].impl(v, **dict(attrs))
+    shape = dict(chain[-1][1])["shape"]
+    try:
+        np.reshape(v, shape, copy=False)
+    except TypeError:  # NumPy < 2.1: setting .shape raises instead of copying
+        w = v.view()
+        try:
+            w.shape = shape
+        except AttributeError:
+            return False
+    except ValueError:
+        return False
+    return True
+
+
 class TraceContext(Mode):
     """The tracing mode: the graph being recorded (inputs, nodes, and the eager tensors
     lifted into it). ``bind`` appends a node; an in-place op on a tracer or on an eager
@@ -263,9 +291,12 @@ class TraceContext(Mode):
 
         step = view_step(op, attrs)
         if isinstance(src, Tracer) and src._vbase is not None:
-            out._vbase, out._vchain = src._vbase, src._vchain + (step,)
+            base, chain = src._vbase, src._vchain + (step,)
         else:
-            out._vbase, out._vchain = src, (step,)
+            base, chain = src, (step,)
+        if op.name == "reshape" and not _reshape_is_view(tuple(base.shape), chain):
+            return  # eager reshape copies here (NumPy could not view): a new value
+        out._vbase, out._vchain = base, chain
         out._vsrc = self.as_node(out._vbase)
         out._vgrad = GRAD_ENABLED.value
 

@@ -206,3 +206,22 @@ def test_backward_after_an_in_place_change_of_a_saved_output_raises_as_eager():
         dg.compile(f)(x).sum().backward()
     dg.compile(g)(x).sum().backward()
     assert x.grad.tolist() == [0.5, 0.5]
+
+
+def test_a_reshape_that_eager_copies_is_not_a_view_when_traced():
+    """x.T.reshape(-1) copies in eager mode (NumPy cannot view it), so writing to it leaves
+    x alone; a reshape that is a view writes through, compiled as eager."""
+    def f(x):
+        y = x * 1
+        z = y.T.reshape(-1)
+        z.mul_(10)
+        w = y.reshape(-1)
+        w[0:1].mul_(3)
+        return y, z
+
+    x = dg.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    eager = f(x)
+    got = dg.compile(f)(x)
+    for e, c in zip(eager, got):
+        np.testing.assert_array_equal(c.numpy(), e.numpy())
+    assert eager[0].numpy()[0, 1] == 1.0 and eager[0].numpy()[0, 0] == 0.0
