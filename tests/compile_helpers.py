@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,3 +42,29 @@ def assert_b3(actual: Any, expected: Any, what: str = "") -> None:
     exp = np.asarray(expected)
     tol = B3.get(exp.dtype, {"rtol": 0.0, "atol": 0.0})
     assert_close(np.asarray(actual), exp, equal_nan=True, msg=what or None, **tol)
+
+
+def forget_kernel(path: str) -> None:
+    """Drop the loaded kernel whose source file is ``path`` from memory, so the next compile
+    of its graph goes to the disk cache again."""
+    from dualgraph.backend.numba import cache as kernel_cache
+
+    digest = Path(path).stem[len("dg_"):]
+    kernel_cache._KERNELS.pop(digest, None)
+    sys.modules.pop(f"dualgraph_kernels.dg_{digest}", None)
+
+
+def compile_and_check(f: Any, x: np.ndarray, expected: np.ndarray) -> tuple:
+    """Compile and run ``f(x)``, check the result; its kernel and the warnings it gave."""
+    import warnings
+
+    import dualgraph as dg
+
+    compiled = dg.compile(f)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        out = compiled(dg.tensor(x))
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
+    assert compiled.stats.kernels == 1
+    (entry,) = compiled.entries()
+    return entry.kernel, [str(w.message) for w in record]

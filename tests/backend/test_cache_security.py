@@ -18,7 +18,6 @@ import pickle
 import stat
 import sys
 import uuid
-import warnings
 import weakref
 from collections import OrderedDict
 from pathlib import Path
@@ -28,6 +27,8 @@ import pytest
 
 import dualgraph as dg
 from dualgraph.backend.numba import cache as kernel_cache
+
+from ..compile_helpers import compile_and_check, forget_kernel
 
 X = np.linspace(-1.0, 1.0, 6)
 
@@ -43,21 +44,11 @@ def _fresh_fn():
 
 
 def _forget(path: str) -> None:
-    digest = Path(path).stem[len("dg_"):]
-    kernel_cache._KERNELS.pop(digest, None)
-    sys.modules.pop(f"dualgraph_kernels.dg_{digest}", None)
+    forget_kernel(path)
 
 
 def _compile(f, expected: np.ndarray) -> tuple:
-    """Compile and run ``f``; its kernel and the warnings it gave."""
-    compiled = dg.compile(f)
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        out = compiled(dg.tensor(X))
-    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
-    assert compiled.stats.kernels == 1
-    (entry,) = compiled.entries()
-    return entry.kernel, [str(w.message) for w in record]
+    return compile_and_check(f, X, expected)
 
 
 def _numba_hits(kernel) -> int:

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import threading
 import uuid
-import warnings
 import weakref
 from collections import OrderedDict
 from pathlib import Path
@@ -26,6 +25,8 @@ import pytest
 import dualgraph as dg
 from dualgraph.backend.numba import build
 from dualgraph.backend.numba import cache as kernel_cache
+
+from ..compile_helpers import compile_and_check, forget_kernel
 
 X = np.linspace(-1.0, 1.0, 6)
 
@@ -41,20 +42,11 @@ def _fresh_fn():
 
 
 def _forget(path: str) -> None:
-    digest = Path(path).stem[len("dg_"):]
-    kernel_cache._KERNELS.pop(digest, None)
-    sys.modules.pop(f"dualgraph_kernels.dg_{digest}", None)
+    forget_kernel(path)
 
 
 def _compile_and_check(f, expected: np.ndarray) -> tuple:
-    compiled = dg.compile(f)
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        out = compiled(dg.tensor(X))
-    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
-    assert compiled.stats.kernels == 1
-    (entry,) = compiled.entries()
-    return entry.kernel, [str(w.message) for w in record]
+    return compile_and_check(f, X, expected)
 
 
 @pytest.fixture
