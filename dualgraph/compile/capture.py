@@ -37,14 +37,15 @@ class CallTraceContext(TraceContext):
         self._runtime_nodes: dict = {}
 
     def note_attr(self, owner: Any, name: str, value: Any) -> None:
-        """``owner.name`` (a parameter or submodule of the module ``owner``) was read:
+        """``owner.name`` (a parameter, buffer or submodule of the module ``owner``) was read:
         guard its identity."""
         key = ("attr", id(owner), name)
         if key not in self.reads:
             # Read the module's own table (a dict lookup) instead of getattr, which would
             # go through Module.__getattr__ on every call.
             d = owner.__dict__
-            store = d["_parameters"] if name in d.get("_parameters", ()) else d["_modules"]
+            store = next((s for s in (d["_parameters"], d.get("_buffers", {})) if name in s),
+                         d["_modules"])
             self.reads[key] = (
                 lambda: id(store.get(name)), id(value),
                 lambda now: f"{type(owner).__name__}.{name} was rebound to another object",

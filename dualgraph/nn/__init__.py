@@ -47,3 +47,23 @@ __all__ += [
     "LogSigmoid", "LogSoftmax", "Mish", "ReLU6", "SiLU", "Softmax", "Softmin", "Softplus",
     "Softsign",
 ]
+
+# isort: split
+# Issue 12: normalisation and modules.
+from .modules import (  # noqa: E402
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    GroupNorm,
+    Identity,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+    ModuleDict,
+    ModuleList,
+)
+
+__all__ += [
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "Identity", "InstanceNorm1d",
+    "InstanceNorm2d", "LayerNorm", "ModuleDict", "ModuleList",
+]

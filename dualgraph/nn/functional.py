@@ -266,3 +266,132 @@ __all__ += [
     "celu", "elu", "gelu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "logsigmoid",
     "mish", "normalize", "relu6", "selu", "silu", "softmin", "softplus", "softsign",
 ]
+
+
+# ---- issue 12: normalisation and modules
+# `layer_norm` is a registry primitive (ops/norm.py); batch, group and instance norm are
+# compositions. Running statistics are updated in place under `no_grad`, so a compiled call
+# writes them back exactly as an eager call changes them (see `Module.register_buffer`).
+
+from ..eager.grad_mode import no_grad  # noqa: E402
+from ..errors import ShapeError  # noqa: E402
+from ..ops.norm import layer_norm  # noqa: E402
+
+
+def _channel_param(name: str, t: Any, c: int) -> None:
+    if t is not None and math.prod(t.shape) != c:
+        raise ShapeError(f"{name} should contain {c} elements not {math.prod(t.shape)}")
+
+
+def _affine(out: Any, weight: Any, bias: Any, bshape: tuple) -> Any:
+    """``out * weight + bias`` with per-channel parameters broadcast along dim 1."""
+    if weight is not None:
+        out = E.mul(out, S.reshape(weight, bshape))
+    if bias is not None:
+        out = E.add(out, S.reshape(bias, bshape))
+    return out
+
+
+def _update_running(buf: Any, batch: Any, momentum: Any) -> None:
+    """``buf := (1 - momentum) * buf + momentum * batch``, in place; ``momentum`` may be a
+    0-d tensor (BatchNorm's cumulative average, ``1 / num_batches_tracked``)."""
+    keep = E.sub(1.0, momentum) if isinstance(momentum, TensorOps) else 1.0 - momentum
+    with no_grad():
+        buf.copy_(E.add(E.mul(buf, keep), E.mul(batch, momentum)))
+
+
+def batch_norm(input: Any, running_mean: Any, running_var: Any,  # noqa: A002
+               weight: Any = None, bias: Any = None, training: bool = False,
+               momentum: Any = 0.1, eps: float = 1e-5) -> Any:
+    """Normalise each channel (dim 1) over the batch and spatial dims.
+
+    Training: with the batch's mean and biased variance, and ``running_mean`` /
+    ``running_var`` (when given) updated in place with ``momentum`` and the *unbiased*
+    variance, as PyTorch. Otherwise with the running statistics.
+
+    >>> y = F.batch_norm(x, rm, rv, training=True)   # rm, rv change in place
+    """
+    shape = tuple(input.shape)
+    c = shape[1] if len(shape) > 1 else 0
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        _channel_param(name, t, c)
+    axes = (0,) + tuple(range(2, len(shape)))
+    bshape = (1, c) + (1,) * (len(shape) - 2)
+    if training:
+        n = math.prod(shape) // c if c else 0
+        if n <= 1:
+            raise ValueError("Expected more than 1 value per channel when training, got "
+                             f"input size {shape}")
+        mean = R.mean(input, axes, keepdims=True)
+        centred = E.sub(input, mean)
+        var = R.mean(E.mul(centred, centred), axes, keepdims=True)
+        if running_mean is not None:
+            _update_running(running_mean, S.reshape(mean, (c,)), momentum)
+        if running_var is not None:
+            _update_running(running_var, E.mul(S.reshape(var, (c,)), n / (n - 1)), momentum)
+    else:
+        if running_mean is None or running_var is None:
+            which = "running_mean" if running_mean is None else "running_var"
+            raise RuntimeError(f"{which} must be defined in evaluation mode")
+        var = S.reshape(running_var, bshape)
+        centred = E.sub(input, S.reshape(running_mean, bshape))
+    out = E.mul(centred, E.div(1.0, E.sqrt(E.add(var, eps))))
+    return _affine(out, weight, bias, bshape)
+
+
+def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None,  # noqa: A002
+               eps: float = 1e-5) -> Any:
+    """Normalise each group of ``C // num_groups`` channels (with their spatial dims) per
+    sample, then a per-channel affine. ``F.group_norm(x, 2, w, b)``"""
+    shape = tuple(input.shape)
+    if len(shape) < 2:
+        raise ValueError(f"Expected at least 2 dimensions for input tensor but received "
+                         f"{len(shape)}")
+    n, c = shape[0], shape[1]
+    if num_groups <= 0 or c % num_groups:
+        raise ShapeError("Expected number of channels in input to be divisible by "
+                         f"num_groups, but got input of shape {list(shape)} and "
+                         f"num_groups={num_groups}")
+    _channel_param("weight", weight, c)
+    _channel_param("bias", bias, c)
+    rest = math.prod(shape) // (n * num_groups) if n else 0
+    grouped = S.reshape(input, (n, num_groups, rest))
+    out = S.reshape(layer_norm(grouped, (rest,), eps=eps), shape)
+    return _affine(out, weight, bias, (1, c) + (1,) * (len(shape) - 2))
+
+
+def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,  # noqa: A002
+                  weight: Any = None, bias: Any = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Any:
+    """Normalise each channel of each sample over its spatial dims (running statistics,
+    when given, are updated with the batch average of the per-sample ones)."""
+    shape = tuple(input.shape)
+    if len(shape) < 3:
+        raise ValueError(f"instance_norm: expected an input of shape (N, C, *spatial), "
+                         f"got {shape}")
+    c = shape[1]
+    bshape = (1, c) + (1,) * (len(shape) - 2)
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    spatial = shape[2:]
+    k = math.prod(spatial)
+    if k <= 1:
+        raise ValueError("Expected more than 1 spatial element when training, got input "
+                         f"size {shape}")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        _channel_param(name, t, c)
+    if running_mean is not None or running_var is not None:
+        axes = tuple(range(2, len(shape)))
+        mean = R.mean(input, axes, keepdims=True)
+        centred = E.sub(input, mean)
+        if running_mean is not None:
+            _update_running(running_mean, R.mean(S.reshape(mean, shape[:2]), 0), momentum)
+        if running_var is not None:
+            var = R.mean(E.mul(centred, centred), axes)
+            _update_running(running_var, E.mul(R.mean(var, 0), k / (k - 1)), momentum)
+    out = layer_norm(input, spatial, eps=eps)
+    return _affine(out, weight, bias, bshape)
+
+
+__all__ += ["batch_norm", "group_norm", "instance_norm", "layer_norm"]

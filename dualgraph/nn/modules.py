@@ -13,6 +13,7 @@ from ..eager.grad_mode import no_grad
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor, _init, rng
 from ..modes import current_trace
+from ..ops.mixin import TensorOps
 from . import functional as F
 
 
@@ -46,6 +47,8 @@ class Module:
 
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "training", True)
 
@@ -71,6 +74,22 @@ class Module:
                 "(call super().__init__() first)"
             )
         params, modules = self.__dict__["_parameters"], self.__dict__["_modules"]
+        buffers = self.__dict__["_buffers"]
+        if name in buffers:
+            if value is not None and not isinstance(value, TensorOps):
+                raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
+                                "(dg.Tensor or None expected)")
+            old = buffers[name]
+            # While `dg.compile` traces, `self.buf = new` (a traced value) is written into the
+            # existing buffer instead: the compiled call writes it back after each call, as
+            # it does for in-place updates, and the guard on the buffer's identity holds.
+            if (isinstance(value, TensorOps) and not isinstance(value, Tensor)
+                    and isinstance(old, Tensor) and tuple(value.shape) == old.shape):
+                with no_grad():
+                    old.copy_(value)
+                return
+            buffers[name] = value
+            return
         # PyTorch's rule: a registered parameter or submodule name takes only its own kind
         # (or None); `lin.weight = 5` would otherwise be accepted and fail much later.
         if name in params and value is not None and not isinstance(value, Parameter):
@@ -93,6 +112,8 @@ class Module:
         d = self.__dict__
         if name in d.get("_parameters", {}):
             value = d["_parameters"][name]
+        elif name in d.get("_buffers", {}):
+            value = d["_buffers"][name]
         elif name in d.get("_modules", {}):
             value = d["_modules"][name]
         else:
@@ -107,6 +128,9 @@ class Module:
     def __delattr__(self, name: str) -> None:
         if name in self._parameters:
             del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers.discard(name)
         elif name in self._modules:
             del self._modules[name]
         else:
@@ -119,6 +143,85 @@ class Module:
         else:
             setattr(self, name, param)
 
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Register ``tensor`` as buffer ``name``: module state that is not a parameter
+        (BatchNorm's running statistics). Buffers are read by attribute, listed by
+        `buffers`, saved by `state_dict` when ``persistent``, and a compiled module reads
+        their current values and writes back changes made to them in ``forward``.
+
+        >>> m.register_buffer("running_mean", dg.zeros(3))
+        """
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"buffer name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError('buffer name can\'t contain "."')
+        if name == "":
+            raise KeyError('buffer name can\'t be empty string ""')
+        if name not in self._buffers and (
+                name in self.__dict__ or name in self._parameters or name in self._modules
+                or hasattr(type(self), name)):
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' "
+                            "(dg.Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers.discard(name)
+        else:
+            self._non_persistent_buffers.add(name)
+
+    def add_module(self, name: str, module: "Module | None") -> None:
+        """Register ``module`` as the child ``name`` (``setattr`` for names that are not
+        identifiers, as `Sequential` and `ModuleList` use)."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{_type_name(module)} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        if name not in self._modules and (hasattr(type(self), name) or name in self.__dict__):
+            raise KeyError(f"attribute '{name}' already exists")
+        if module is None:
+            self._parameters.pop(name, None)
+            self._buffers.pop(name, None)
+            self._modules[name] = None
+        else:
+            setattr(self, name, module)
+
+    register_module = add_module
+
+    def get_submodule(self, target: str) -> "Module":
+        """The submodule at the dotted path ``target`` (``""`` is the module itself)."""
+        if target == "":
+            return self
+        mod: Module = self
+        for item in target.split("."):
+            if not isinstance(mod, Module) or item not in mod._modules:
+                raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
+            mod = mod._modules[item]
+        return mod
+
+    def _owner_of(self, target: str, table: str, what: str) -> tuple["Module", str]:
+        path, _, name = target.rpartition(".")
+        mod = self.get_submodule(path)
+        if name not in getattr(mod, table):
+            raise AttributeError(f"{type(mod).__name__} has no {what} `{name}`")
+        return mod, name
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path ``target``."""
+        mod, name = self._owner_of(target, "_parameters", "parameter")
+        return mod._parameters[name]
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at the dotted path ``target``."""
+        mod, name = self._owner_of(target, "_buffers", "buffer")
+        return mod._buffers[name]
+
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
@@ -129,14 +232,52 @@ class Module:
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
         yield prefix, self
         for name, m in self._modules.items():
-            yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+            if m is not None:
+                yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
 
     def modules(self) -> Iterator["Module"]:
         for _, m in self.named_modules():
             yield m
 
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        seen: set[int] = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+
     def children(self) -> Iterator["Module"]:
-        yield from self._modules.values()
+        for _, m in self.named_children():
+            yield m
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True
+                      ) -> Iterator[tuple[str, Tensor]]:
+        seen: set[int] = set()
+        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for mp, m in mods:
+            for name, b in m._buffers.items():
+                if b is None or id(b) in seen:
+                    continue
+                seen.add(id(b))
+                yield (f"{mp}.{name}" if mp else name), b
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def apply(self, fn: Any) -> "Module":
+        """Call ``fn`` on every submodule (children first) and then on this module, as
+        PyTorch does for custom initialisation: ``model.apply(init_weights)``."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        """Set ``requires_grad`` on every parameter (freezing a layer: ``False``)."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
 
     def named_parameters(self, prefix: str = "", recurse: bool = True
                          ) -> Iterator[tuple[str, Parameter]]:
@@ -169,13 +310,28 @@ class Module:
         return self.train(False)
 
     # ----------------------------------------------------------------- state dict
-    def state_dict(self) -> "OrderedDict[str, Tensor]":
-        """Parameter name -> tensor sharing the parameter's data (detached)."""
-        return OrderedDict((name, p.detach()) for name, p in self.named_parameters())
+    def _state_items(self) -> Iterator[tuple[str, Tensor]]:
+        """PyTorch's order: per module, its parameters then its persistent buffers."""
+        seen: set[int] = set()
+        for mp, m in self.named_modules():
+            items = list(m._parameters.items()) + [
+                (k, b) for k, b in m._buffers.items() if k not in m._non_persistent_buffers]
+            for name, t in items:
+                if t is None or id(t) in seen:
+                    continue
+                seen.add(id(t))
+                yield (f"{mp}.{name}" if mp else name), t
+
+    def state_dict(self, keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
+        """Name -> tensor sharing the data of each parameter and persistent buffer
+        (detached unless ``keep_vars``)."""
+        return OrderedDict((name, t if keep_vars else t.detach())
+                           for name, t in self._state_items())
 
     def load_state_dict(self, state_dict: dict, strict: bool = True) -> tuple:
-        """Copy parameters in; every key and shape is checked before anything is written."""
-        own = dict(self.named_parameters())
+        """Copy parameters and persistent buffers in; every key and shape is checked before
+        anything is written."""
+        own = dict(self._state_items())
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         errors = []
@@ -211,7 +367,8 @@ class Module:
         return ""
 
     def __repr__(self) -> str:
-        lines = [f"({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()]
+        lines = [f"({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()
+                 if m is not None]
         head = f"{type(self).__name__}({self.extra_repr()}"
         if not lines:
             return head + ")"
@@ -266,28 +423,78 @@ class Tanh(Module):
 
 
 class Sequential(Module):
-    """Modules applied in order; indexable like PyTorch's."""
+    """Modules applied in order; indexable, sliceable and appendable like PyTorch's.
 
-    def __init__(self, *modules: Module) -> None:
+    ``Sequential(m0, m1)`` names them ``"0"``, ``"1"``; ``Sequential(OrderedDict(...))``
+    keeps the given names.
+    """
+
+    def __init__(self, *modules: Any) -> None:
         super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, m in modules[0].items():
+                self.add_module(name, m)
+            return
         for i, m in enumerate(modules):
             if not isinstance(m, Module):
                 raise TypeError(f"Sequential: argument {i} is not a Module: {type(m).__name__}")
-            setattr(self, str(i), m)
+            self.add_module(str(i), m)
 
     def forward(self, x: Any) -> Any:
         for m in self._modules.values():
             x = m(x)
         return x
 
-    def __getitem__(self, i: int) -> Module:
-        return list(self._modules.values())[i]
+    def _key(self, i: int) -> str:
+        n = len(self._modules)
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"{type(self).__name__} indices must be integers or slices, "
+                            f"not {type(i).__name__}")
+        if not -n <= i < n:
+            raise IndexError(f"index {i} is out of range")
+        return list(self._modules)[i % n]
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return type(self)(OrderedDict(list(self._modules.items())[i]))
+        return self._modules[self._key(i)]
+
+    def __setitem__(self, i: int, module: Module) -> None:
+        setattr(self, self._key(i), module)
+
+    def __delitem__(self, i: Any) -> None:
+        keys = list(self._modules)[i] if isinstance(i, slice) else [self._key(i)]
+        for k in keys:
+            del self._modules[k]
 
     def __len__(self) -> int:
         return len(self._modules)
 
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
+
+    def append(self, module: Module) -> "Sequential":
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Any) -> "Sequential":
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index: int, module: Module) -> "Sequential":
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        n = len(self._modules)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        index %= n + 1
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self.add_module(str(i), m)
+        return self
 
 
 class _Loss(Module):
@@ -467,3 +674,351 @@ class Softmin(_Activation):
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__(dim=dim)
+
+
+# ---- issue 12: normalisation and modules
+# Containers, `Identity`, and the normalisation layers (their functions are in
+# `functional`; BatchNorm's running statistics are buffers, see `Module.register_buffer`).
+
+
+class Identity(Module):
+    """Returns its input; takes and ignores any constructor arguments (PyTorch)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+    def forward(self, x: Any) -> Any:
+        return x
+
+
+class ModuleList(Module):
+    """A list of submodules, registered so their parameters are found; has no forward.
+
+    >>> layers = dg.nn.ModuleList([dg.nn.Linear(4, 4) for _ in range(3)])
+    """
+
+    def __init__(self, modules: Any = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def _key(self, i: Any) -> str:
+        n = len(self._modules)
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"ModuleList indices must be integers or slices, "
+                            f"not {type(i).__name__}")
+        if not -n <= i < n:
+            raise IndexError(f"index {i} is out of range")
+        return str(i % n)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return ModuleList(list(self._modules.values())[i])
+        return self._modules[self._key(i)]
+
+    def __setitem__(self, i: int, module: Module) -> None:
+        setattr(self, self._key(i), module)
+
+    def __delitem__(self, i: Any) -> None:
+        items = list(self._modules.values())
+        del items[i if isinstance(i, slice) else int(self._key(i))]
+        self._modules.clear()
+        for k, m in enumerate(items):  # keys stay "0".."n-1", as PyTorch renumbers them
+            self.add_module(str(k), m)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def __iadd__(self, modules: Any) -> "ModuleList":
+        return self.extend(modules)
+
+    def __add__(self, other: "ModuleList") -> "ModuleList":
+        return ModuleList([*self, *other])
+
+    def append(self, module: Module) -> "ModuleList":
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Any) -> "ModuleList":
+        if isinstance(modules, Module) and not isinstance(modules, (ModuleList, Sequential)):
+            raise TypeError("ModuleList.extend should be called with an iterable, but got "
+                            + type(modules).__name__)
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index: int, module: Module) -> None:
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._modules.clear()
+        for k, m in enumerate(items):
+            self.add_module(str(k), m)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("ModuleList has no forward(); iterate over it instead")
+
+
+class ModuleDict(Module):
+    """An ordered dict of submodules, registered so their parameters are found.
+
+    >>> heads = dg.nn.ModuleDict({"cls": dg.nn.Linear(8, 3), "reg": dg.nn.Linear(8, 1)})
+    """
+
+    def __init__(self, modules: Any = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._modules
+
+    def keys(self) -> Any:
+        return self._modules.keys()
+
+    def items(self) -> Any:
+        return self._modules.items()
+
+    def values(self) -> Any:
+        return self._modules.values()
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+    def pop(self, key: str) -> Module:
+        m = self[key]
+        del self[key]
+        return m
+
+    def update(self, modules: Any) -> None:
+        items = modules.items() if hasattr(modules, "items") else modules
+        for j, kv in enumerate(items):
+            if len(kv) != 2:
+                raise ValueError(f"ModuleDict update sequence element #{j} has length "
+                                 f"{len(kv)}; 2 is required")
+            self[kv[0]] = kv[1]
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("ModuleDict has no forward(); index it instead")
+
+
+def _norm_shape(normalized_shape: Any) -> tuple:
+    if isinstance(normalized_shape, (int, np.integer)):
+        return (int(normalized_shape),)
+    return tuple(int(d) for d in normalized_shape)
+
+
+class LayerNorm(Module):
+    """`F.layer_norm` over the last dims ``normalized_shape``, with a learnt elementwise
+    ``weight`` (ones) and ``bias`` (zeros) when ``elementwise_affine``.
+
+    >>> ln = dg.nn.LayerNorm(128)
+    """
+
+    def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True) -> None:
+        super().__init__()
+        self.normalized_shape = _norm_shape(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(np.ones(self.normalized_shape, np.float32))
+            if bias:
+                self.bias = Parameter(np.zeros(self.normalized_shape, np.float32))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Any) -> Any:
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
+
+
+class GroupNorm(Module):
+    """`F.group_norm` with ``num_groups`` groups of ``num_channels`` channels and a learnt
+    per-channel affine when ``affine``."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, *, bias: bool = True) -> None:
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(np.ones(num_channels, np.float32))
+            if bias:
+                self.bias = Parameter(np.zeros(num_channels, np.float32))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Any) -> Any:
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
+                f"affine={self.affine}, bias={self.bias is not None}")
+
+
+class _NormBase(Module):
+    """Batch and instance norm: per-channel ``weight``/``bias`` when ``affine``, and the
+    buffers ``running_mean``, ``running_var``, ``num_batches_tracked`` when
+    ``track_running_stats``."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, *,
+                 bias: bool = True) -> None:
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(np.ones(num_features, np.float32))
+            if bias:
+                self.bias = Parameter(np.zeros(num_features, np.float32))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", Tensor(np.zeros(num_features, np.float32)))
+            self.register_buffer("running_var", Tensor(np.ones(num_features, np.float32)))
+            self.register_buffer("num_batches_tracked", Tensor(np.zeros((), np.int64)))
+        else:
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1.0)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            with no_grad():
+                self.weight.fill_(1.0)
+                if self.bias is not None:
+                    self.bias.zero_()
+
+    def _check_input_dim(self, x: Any) -> None:
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    _dims: tuple = ()
+
+    def _check_input_dim(self, x: Any) -> None:
+        if x.ndim not in self._dims:
+            want = " or ".join(f"{d}D" for d in self._dims)
+            raise ValueError(f"expected {want} input (got {x.ndim}D input)")
+
+    def forward(self, x: Any) -> Any:
+        self._check_input_dim(x)
+        factor: Any = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                # A cumulative average: a tensor, so a compiled step reads the count at run
+                # time instead of baking it into the trace.
+                factor = 1.0 / self.num_batches_tracked.to(np.float64)
+        training = self.training or (self.running_mean is None and self.running_var is None)
+        use_stats = not self.training or self.track_running_stats
+        return F.batch_norm(x, self.running_mean if use_stats else None,
+                            self.running_var if use_stats else None, self.weight, self.bias,
+                            training, factor, self.eps)
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm of ``(N, C)`` or ``(N, C, L)`` input (`F.batch_norm`): batch statistics
+    in training, which also update the running ones; the running ones in eval.
+
+    >>> bn = dg.nn.BatchNorm1d(16)
+    """
+
+    _dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm of ``(N, C, H, W)`` input; see `BatchNorm1d`."""
+
+    _dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch norm of ``(N, C, D, H, W)`` input; see `BatchNorm1d`."""
+
+    _dims = (5,)
+
+
+class _InstanceNorm(_NormBase):
+    _spatial: int = 1
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, *,
+                 bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, bias=bias)
+
+    def forward(self, x: Any) -> Any:
+        if x.ndim not in (self._spatial + 1, self._spatial + 2):
+            raise ValueError(f"expected {self._spatial + 1}D or {self._spatial + 2}D input "
+                             f"(got {x.ndim}D input)")
+        unbatched = x.ndim == self._spatial + 1
+        if unbatched:
+            x = x.reshape((1,) + tuple(x.shape))
+        out = F.instance_norm(
+            x, self.running_mean, self.running_var, self.weight, self.bias,
+            self.training or not self.track_running_stats, self.momentum or 0.0, self.eps)
+        return out.reshape(tuple(out.shape)[1:]) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance norm of ``(N, C, L)`` (or unbatched ``(C, L)``) input: each channel of each
+    sample over its length (`F.instance_norm`)."""
+
+    _spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance norm of ``(N, C, H, W)`` (or unbatched ``(C, H, W)``) input."""
+
+    _spatial = 2

@@ -400,3 +400,16 @@ def prods(x, k):
 CASES.append(Case("prod", ("prod",), prods,
                   lambda r, t: [_uniform(r, 0.5, 1.5, (2, 3, 4), t), r.integers(-3, 4, (3, 2))]))
 ALL_CASES.append(pytest.param(CASES[-1], id="prod"))
+
+
+# ---- issue 12: normalisation and modules
+def norms(x, w, b, v):
+    return (F.layer_norm(x, (4,), w, b), F.layer_norm(x, (3, 4)), F.layer_norm(x, 4, None, b),
+            F.group_norm(v, 2, w, b), F.batch_norm(v, None, None, w, b, training=True),
+            F.instance_norm(v), F.batch_norm(v, w * 0.1, b * b + 0.5, b, w))
+
+
+CASES.append(Case("norms", ("layer_norm",), norms,
+                  lambda r, t: [_uniform(r, -2, 2, (2, 3, 4), t), _uniform(r, 0.5, 1.5, (4,), t),
+                                _uniform(r, -1, 1, (4,), t), _uniform(r, -2, 2, (2, 4, 3), t)]))
+ALL_CASES.append(pytest.param(CASES[-1], id="norms"))

@@ -920,3 +920,76 @@ def reductions_dtype(lib, F, x, k):
 def statistics_positional_unbiased(lib, F, x):
     # torch.var(x, False): the older (input, unbiased) overload.
     return x.var(False), lib.std(x, True), *lib.var_mean(x, False), x.var(1, False)
+
+
+# ---- issue 12: normalisation and modules
+
+
+@program(grid((2, 3, 4), -2.0, 3.0), grid((4,), 0.5, 1.5), grid((4,), -0.3, 0.4),
+         covers=("layer_norm",), source=I12)
+def layer_norms(lib, F, x, w, b):
+    return (F.layer_norm(x, (4,), w, b), F.layer_norm(x, [3, 4]), F.layer_norm(x, (4,), None, b),
+            F.layer_norm(x, (4,), w, eps=0.5), F.layer_norm(x * 1000.0 + 5.0, (4,)))
+
+
+
+@program(grid((4, 3, 2), -1.5, 2.5), grid((3,), 0.5, 1.5), grid((3,), -0.3, 0.4),
+         const([0.1, -0.2, 0.3]), const([1.0, 2.0, 0.5]), source=I12)
+def batch_norm_functional(lib, F, x, w, b, rm, rv):
+    train = F.batch_norm(x, rm, rv, w, b, training=True, momentum=0.2)
+    stats_after = (rm * 1.0, rv * 1.0)
+    evaluated = F.batch_norm(x, rm, rv, w, b)
+    return train, stats_after, evaluated, F.batch_norm(x[:, :, 0], None, None, training=True)
+
+
+# float64: a normalisation's input gradient is a difference of terms scaled by 1 / std,
+# so float32 rounding (PyTorch's and ours, ~1e-5 here) exceeds the float32 tolerance.
+@program(grid((2, 4, 6), -2.0, 2.0, "float64"), grid((4,), 0.5, 1.5, "float64"),
+         grid((4,), -0.3, 0.4, "float64"), source=I12)
+def group_instance_norms(lib, F, x, w, b):
+    # exp: channels of evenly spaced values would centre to exact zeros (signs of zero).
+    x = lib.exp(x)
+    return F.group_norm(x, 2, w, b), F.group_norm(x * 1.0, 1, eps=0.1)
+
+
+@program(grid((2, 3, 8), -2.0, 2.0, "float64"), grid((3,), 0.5, 1.5, "float64"),
+         grid((3,), -0.3, 0.4, "float64"), source=I12)
+def instance_norms(lib, F, x, w, b):
+    return F.instance_norm(lib.exp(x), weight=w, bias=b)
+
+
+@script(source=I12)
+def batch_norm_modules_train_eval(lib, F):
+    # Running statistics over three training steps (momentum 0.1 and cumulative), then eval.
+    nn = lib.nn
+    x = lib.tensor(np.linspace(-2.0, 3.0, 24, dtype=np.float32).reshape(4, 3, 2) ** 2)
+    out = []
+    for bn in (nn.BatchNorm1d(3), nn.BatchNorm1d(3, momentum=None),
+               nn.BatchNorm1d(3, affine=False, track_running_stats=False)):
+        for k in range(3):
+            y = bn(x * (k + 1.0) - k)
+        out += [y, *bn.state_dict().values()]
+        bn.eval()
+        out.append(bn(x))
+    bn2 = nn.BatchNorm2d(2)
+    x4 = lib.tensor(np.linspace(-1.0, 1.0, 32, dtype=np.float32).reshape(2, 2, 2, 4) ** 3,
+                    requires_grad=True)
+    y = bn2(x4)
+    (y * lib.arange(4.0)).sum().backward()
+    return out + [y, bn2.running_var, x4.grad, bn2.weight.grad, bn2.bias.grad]
+
+
+@script(source=I12)
+def norm_module_errors(lib, F):
+    nn = lib.nn
+    out = []
+    for fn in (lambda: nn.BatchNorm1d(3)(lib.ones(2)), lambda: nn.BatchNorm2d(3)(lib.ones(2, 3, 4)),
+               lambda: nn.BatchNorm1d(3)(lib.ones(1, 3)), lambda: nn.GroupNorm(3, 4),
+               lambda: F.layer_norm(lib.ones(4, 3), (4,)),
+               lambda: F.group_norm(lib.ones(2, 4, 3), 3)):
+        try:
+            fn()
+            out.append("no error")
+        except Exception as e:  # noqa: BLE001 - the error type is the result
+            out.append("RuntimeError" if isinstance(e, RuntimeError) else type(e).__name__)
+    return out

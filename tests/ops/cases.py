@@ -718,3 +718,42 @@ CASES += [
     case("prod", "ints_give_int64", lambda k: k.prod(0), ints(2, 3), grad=False,
          ref=lambda k: np.prod(k, 0)),
 ]
+
+
+# ---- issue 12: normalisation and modules
+
+
+def _norm_ref(x: np.ndarray, axes: tuple, eps: float = 1e-5) -> np.ndarray:
+    mean = x.mean(axes, keepdims=True)
+    return (x - mean) / np.sqrt(x.var(axes, keepdims=True) + eps)
+
+
+def _bn_eval_ref(x, rm, rv, w, b):
+    return (x - rm[:, None]) / np.sqrt(rv[:, None] + 1e-5) * w[:, None] + b[:, None]
+
+
+CASES += [
+    case("layer_norm", "affine", lambda x, w, b: F.layer_norm(x, (4,), w, b),
+         real(3, 4), real(4), real(4), node="NativeLayerNormBackward0",
+         ref=lambda x, w, b: _norm_ref(x, (1,)) * w + b),
+    case("layer_norm", "two_dims", lambda x: F.layer_norm(x, (2, 3)), real(2, 2, 3),
+         ref=lambda x: _norm_ref(x, (1, 2))),
+    case("layer_norm", "bias_only_eps", lambda x, b: F.layer_norm(x, 4, None, b, eps=0.1),
+         real(2, 4), real(4), ref=lambda x, b: _norm_ref(x, (1,), 0.1) + b),
+    case("layer_norm", "module", dg.nn.LayerNorm(3, elementwise_affine=False), real(2, 3),
+         ref=lambda x: _norm_ref(x, (1,))),
+]
+
+COMPOSITES += [
+    case("batch_norm", "train", lambda x, w, b: F.batch_norm(x, None, None, w, b, True),
+         real(4, 2, 3), real(2), real(2),
+         ref=lambda x, w, b: _norm_ref(x, (0, 2)) * w[:, None] + b[:, None]),
+    case("batch_norm", "eval", lambda x, rm, rv, w, b: F.batch_norm(x, rm, rv, w, b),
+         real(3, 2, 2), real(2), pos(2), real(2), real(2), ref=_bn_eval_ref),
+    case("group_norm", "affine", lambda x, w, b: F.group_norm(x, 2, w, b),
+         real(2, 4, 3), real(4), real(4),
+         ref=lambda x, w, b: _norm_ref(x.reshape(2, 2, 6), (2,)).reshape(2, 4, 3)
+         * w[:, None] + b[:, None]),
+    case("instance_norm", "plain", F.instance_norm, real(2, 3, 4),
+         ref=lambda x: _norm_ref(x, (2,))),
+]

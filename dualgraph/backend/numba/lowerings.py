@@ -613,3 +613,39 @@ def _prod(node: Node, args: list, out: str) -> list:
         f"    {out}[_i] = _acc",
         f"{out} = {out}.reshape({ishape(node)})",
     ]
+
+
+# ---- issue 12: normalisation and modules
+@lowers("layer_norm")
+def _layer_norm(node: Node, args: list, out: str) -> list:
+    """Rows of ``n`` elements (the normalised dims, flattened): two passes per row for the
+    mean and the variance, accumulated in float64, then one pass writing the result."""
+    x, weight, bias = node.inputs
+    shape = tuple(x.shape)
+    n = math.prod(shape[len(shape) - node.attrs["ndim"]:])
+    m = math.prod(shape) // n if n else 0
+    dtype = np_dtype(node.dtype)
+    lines = [f"{out}_x = np.ascontiguousarray({args[0]}).reshape(({m}, {n}))"]
+    value = f"({out}_x[{out}_i, {out}_j] - {out}_mu) * {out}_r"
+    if isinstance(weight, Node):
+        lines.append(f"{out}_w = np.ascontiguousarray({args[1]}).reshape({n})")
+        value = f"{value} * {out}_w[{out}_j]"
+    if isinstance(bias, Node):
+        lines.append(f"{out}_b = np.ascontiguousarray({args[2]}).reshape({n})")
+        value = f"{value} + {out}_b[{out}_j]"
+    return lines + [
+        f"{out} = np.empty(({m}, {n}), {dtype})",
+        f"for {out}_i in range({m}):",
+        f"    {out}_s = 0.0",
+        f"    for {out}_j in range({n}):",
+        f"        {out}_s += {out}_x[{out}_i, {out}_j]",
+        f"    {out}_mu = {out}_s / {n}",
+        f"    {out}_v = 0.0",
+        f"    for {out}_j in range({n}):",
+        f"        {out}_d = {out}_x[{out}_i, {out}_j] - {out}_mu",
+        f"        {out}_v += {out}_d * {out}_d",
+        f"    {out}_r = 1.0 / np.sqrt({out}_v / {n} + {node.attrs['eps']!r})",
+        f"    for {out}_j in range({n}):",
+        f"        {out}[{out}_i, {out}_j] = {value}",
+        f"{out} = {out}.reshape({ishape(node)})",
+    ]

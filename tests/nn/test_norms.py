@@ -1,0 +1,142 @@
+"""Normalisation layers: running statistics eager == compiled (module and whole step),
+PyTorch's edge cases and errors. Values against PyTorch are in tests/goldens."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+from dualgraph import nn
+from dualgraph.nn import functional as F
+
+
+def _net(momentum):
+    dg.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6, momentum=momentum), nn.ReLU(),
+                         nn.Linear(6, 1))
+
+
+def _train(compiled: bool, momentum):
+    m = _net(momentum)
+    opt = dg.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = (m(x) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    f = dg.compile(step) if compiled else step
+    rng = np.random.default_rng(0)
+    losses = [float(f(dg.tensor(rng.standard_normal((8, 4)).astype(np.float32))))
+              for _ in range(4)]
+    return m, f, losses
+
+
+@pytest.mark.parametrize("momentum", [0.1, None], ids=["momentum", "cumulative"])
+def test_whole_step_running_stats_equal_eager(momentum):
+    m0, _, eager = _train(False, momentum)
+    m1, f, compiled = _train(True, momentum)
+    assert f.stats.traces == 1 and f.stats.cache_hits == 3
+    np.testing.assert_allclose(eager, compiled, rtol=1e-5)
+    s0, s1 = m0.state_dict(), m1.state_dict()
+    assert list(s0) == list(s1)
+    for k in s0:
+        np.testing.assert_allclose(s0[k].numpy(), s1[k].numpy(), rtol=1e-5, atol=1e-7)
+    assert int(m1[1].num_batches_tracked.item()) == 4
+
+
+def test_compiled_module_train_then_eval():
+    eager, comp = _net(0.1), _net(0.1)
+    f = dg.compile(comp)
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        x = dg.tensor(rng.standard_normal((5, 4)).astype(np.float32))
+        np.testing.assert_allclose(f(x).numpy(), eager(x).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(comp[1].running_var.numpy(), eager[1].running_var.numpy(),
+                               rtol=1e-6)
+    eager.eval()
+    comp.eval()  # the training flag is guarded: eval retraces
+    x = dg.tensor(rng.standard_normal((2, 4)).astype(np.float32))
+    np.testing.assert_allclose(f(x).numpy(), eager(x).numpy(), rtol=1e-5, atol=1e-6)
+    assert f.stats.traces == 2
+    assert int(comp[1].num_batches_tracked.item()) == 3
+
+
+def test_running_var_uses_unbiased_variance():
+    x = dg.tensor([[1.0, 2.0], [3.0, 6.0], [5.0, 7.0]])
+    bn = nn.BatchNorm1d(2, momentum=1.0)
+    bn(x)
+    np.testing.assert_allclose(bn.running_var.numpy(), np.var(x.numpy(), 0, ddof=1), rtol=1e-6)
+    np.testing.assert_allclose(bn.running_mean.numpy(), x.numpy().mean(0), rtol=1e-6)
+
+
+def test_batch_norm_without_running_stats_and_shapes():
+    bn = nn.BatchNorm2d(3, affine=False, track_running_stats=False)
+    assert bn.running_mean is None and list(bn.state_dict()) == []
+    x = dg.randn(2, 3, 4, 5)
+    y = bn.eval()(x)  # no running statistics: batch statistics even in eval
+    np.testing.assert_allclose(y.numpy().mean((0, 2, 3)), 0.0, atol=1e-5)
+    assert nn.BatchNorm1d(3)(dg.randn(4, 3, 7)).shape == (4, 3, 7)
+    assert repr(nn.BatchNorm2d(3, momentum=None)) == (
+        "BatchNorm2d(3, eps=1e-05, momentum=None, affine=True, bias=True, "
+        "track_running_stats=True)")
+
+
+def test_norm_errors_match_pytorch():
+    with pytest.raises(ValueError, match="expected 2D or 3D input"):
+        nn.BatchNorm1d(3)(dg.ones(3))
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        nn.BatchNorm1d(3)(dg.ones(1, 3))
+    with pytest.raises(RuntimeError, match="must be defined in evaluation mode"):
+        F.batch_norm(dg.ones(2, 3), None, None)
+    with pytest.raises(RuntimeError, match="should contain 3 elements not 2"):
+        F.batch_norm(dg.ones(2, 3), dg.zeros(2), dg.ones(2))
+    with pytest.raises(RuntimeError, match=r"normalized_shape=\[4\]"):
+        F.layer_norm(dg.ones(4, 3), (4,))
+    with pytest.raises(RuntimeError, match="weight to be of same shape"):
+        F.layer_norm(dg.ones(4, 3), (3,), dg.ones(4))
+    with pytest.raises(RuntimeError, match="divisible by num_groups"):
+        F.group_norm(dg.ones(2, 4, 3), 3)
+    with pytest.raises(ValueError, match="must be divisible"):
+        nn.GroupNorm(3, 4)
+
+
+def test_layer_norm_module_and_node_name():
+    ln = nn.LayerNorm((2, 3), bias=False)
+    assert ln.bias is None and ln.weight.shape == (2, 3)
+    assert repr(ln) == "LayerNorm((2, 3), eps=1e-05, elementwise_affine=True, bias=False)"
+    x = dg.randn(4, 2, 3, requires_grad=True)
+    y = ln(x)
+    assert y.grad_fn.name() == "NativeLayerNormBackward0"
+    np.testing.assert_allclose(y.detach().numpy().reshape(4, 6).std(1), 1.0, rtol=1e-3)
+    assert nn.LayerNorm(3, elementwise_affine=False).weight is None
+
+
+def test_layer_norm_double_backward():
+    x = dg.tensor(np.random.default_rng(0).standard_normal((3, 4)), requires_grad=True)
+    w = dg.tensor(np.linspace(0.5, 1.5, 4), requires_grad=True)
+
+    def grad_of(x, w):
+        x = x if x.requires_grad else x.detach().requires_grad_(True)
+        (g,) = dg.grad((F.layer_norm(x, (4,), w) ** 3).sum(), [x], create_graph=True)
+        return g
+
+    assert dg.testing.gradcheck(grad_of, x, w)
+
+
+def test_instance_norm_modules_and_running_stats():
+    x = dg.tensor(np.random.default_rng(0).standard_normal((2, 3, 5)).astype(np.float32))
+    m = nn.InstanceNorm1d(3, track_running_stats=True)
+    y = m(x)
+    np.testing.assert_allclose(y.numpy().mean(2), 0.0, atol=1e-6)
+    per = x.numpy()
+    np.testing.assert_allclose(m.running_mean.numpy(), 0.1 * per.mean(2).mean(0), rtol=1e-5)
+    np.testing.assert_allclose(m.running_var.numpy(),
+                               0.9 + 0.1 * per.var(2, ddof=1).mean(0), rtol=1e-5)
+    assert nn.InstanceNorm2d(3)(dg.randn(3, 4, 4)).shape == (3, 4, 4)  # unbatched
+    g = nn.GroupNorm(2, 4)
+    assert [n for n, _ in g.named_parameters()] == ["weight", "bias"]
+    assert g(dg.randn(2, 4, 3)).shape == (2, 4, 3)
