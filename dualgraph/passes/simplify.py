@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.graph import Graph, Node
+from ..ops.registry import OPS
 from ._util import rebuild
 
 
@@ -127,6 +128,32 @@ def fold_reshape_reshape(n: Node) -> Any:
     return None
 
 
+def fold_reshape_keepdims(uses: dict[int, int]) -> Callable[[Node], Any]:
+    """reshape(reduce(x, axis, keepdims=True)) -> reduce(x, axis, keepdims=False) when the
+    reshape only drops the kept unit dims and the reshape is the reduction's one use: exact,
+    data movement. (Autodiff makes this pattern for every broadcast operand's gradient,
+    and each left in place is a reshape and a copy loop in the generated code.)"""
+    def rule(n: Node) -> Any:
+        if n.op != "reshape" or not isinstance(n.inputs[0], Node):
+            return None
+        red = n.inputs[0]
+        op = OPS.get(red.op)
+        if (op is None or op.reduction is None or not red.attrs.get("keepdims")
+                or uses.get(red.uid, 0) != 1 or not isinstance(red.inputs[0], Node)):
+            return None
+        src = red.inputs[0]
+        axis = red.attrs.get("axis")
+        axes = range(len(src.shape)) if axis is None else axis
+        dropped = tuple(d for i, d in enumerate(src.shape) if i not in axes)
+        if tuple(n.shape) != dropped or red.dtype != n.dtype:
+            return None
+        attrs = dict(red.attrs, keepdims=False)
+        return Node(red.op, red.inputs, attrs, n.shape, n.dtype, red.loc, n.uid)
+
+    rule.__name__ = rule.__qualname__ = "fold_reshape_keepdims"
+    return rule
+
+
 def fold_mul_zero(n: Node) -> Any:
     """x * 0 -> 0 (finite math only: inf * 0 and nan * 0 are nan, -1 * 0 is -0.0)."""
     if n.op != "mul":
@@ -158,7 +185,14 @@ FINITE_MATH_RULES: list[Callable[[Node], Any]] = [fold_add_pos_zero, fold_mul_ze
 
 def simplify(graph: Graph, finite_math: bool = False) -> Graph:
     """Apply the rules until none fires; each application is noted by rule name."""
-    rules = RULES + (FINITE_MATH_RULES if finite_math else [])
+    uses: dict[int, int] = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            if isinstance(i, Node):
+                uses[i.uid] = uses.get(i.uid, 0) + 1
+    for o in graph.outputs:
+        uses[o.uid] = uses.get(o.uid, 0) + 1
+    rules = RULES + [fold_reshape_keepdims(uses)] + (FINITE_MATH_RULES if finite_math else [])
     notes: list[str] = []
 
     def visit(n: Node, mapping: dict) -> Node:

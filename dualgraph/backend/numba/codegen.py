@@ -82,6 +82,10 @@ class _Writer:
         self.ir_names = graph.names()
         self.line_of_node: dict[str, int] = {}
         self.tmp = 0
+        self.into: str | None = None  # the array the node being written must fill
+        self.target: dict[int, str] = {}
+        self.written: set[int] = set()
+        self.filled: set[int] = set()  # nodes whose target (above) holds their value
 
     # ------------------------------------------------------------------ helpers
     def emit(self, line: str, indent: int = 1) -> None:
@@ -102,6 +106,7 @@ class _Writer:
         for k, n in enumerate(self.graph.inputs):
             self.var[id(n)] = f"a{k}"
             params.append(f"a{k}")
+        self.target, self.written = self.plan_targets()
         body_start = len(self.lines)
         for n in self.graph.nodes:
             if n.op == "const":
@@ -115,17 +120,21 @@ class _Writer:
         # input's array for in-place state (write_to: output -> input): returning arrays
         # would cost a boxing step per array per call.
         outs = [self.var[id(o)] for o in self.graph.outputs]
-        self.emit("# outputs")
-        for k, v in enumerate(outs):
+        pending = [k for k, o in enumerate(self.graph.outputs)
+                   if id(o) not in self.filled or self.target[id(o)] != (
+                       f"a{self.write_to[k]}" if k in self.write_to else f"o{k}")]
+        if pending:
+            self.emit("# outputs")
+        for k in pending:
             if k not in self.write_to:
-                self.copy_loop(f"o{k}", v, ishape(self.graph.outputs[k]))
-        for k, v in enumerate(outs):
+                self.copy_loop(f"o{k}", outs[k], ishape(self.graph.outputs[k]))
+        for k in pending:
             if k in self.write_to and not self.fresh_value(self.graph.outputs[k]):
                 # May alias an input that another write changes first: snapshot it.
-                self.emit(f"{v} = {v}.copy()")
-        for k, v in enumerate(outs):
+                self.emit(f"{outs[k]} = {outs[k]}.copy()")
+        for k in pending:
             if k in self.write_to:
-                self.copy_loop(f"a{self.write_to[k]}", v, ishape(self.graph.outputs[k]))
+                self.copy_loop(f"a{self.write_to[k]}", outs[k], ishape(self.graph.outputs[k]))
         self.emit("return 0")
         params += [f"c{k}" for k in range(len(self.consts))]
         params += [f"o{k}" for k in range(len(outs)) if k not in self.write_to]
@@ -144,6 +153,92 @@ class _Writer:
         at = ", ".join(idx)
         self.emit(f"{dst}[{at}] = {src}[{at}]", indent)
 
+    def plan_targets(self) -> tuple[dict[int, str], set[int]]:
+        """Where values are computed straight into their final arrays (memory planning):
+        node id -> the output buffer ``o{k}`` it fills, or the input array ``a{j}`` an
+        in-place update overwrites. Each saves an allocation and a copy loop at the end,
+        and every loop the kernel does not have is Numba compile time saved (~50 ms).
+
+        A value goes to ``o{k}`` when this kernel allocates it in a loop, reduction or
+        matrix product (not a view of something else). An update goes to ``a{j}`` when it
+        is an elementwise loop of ``a{j}``'s shape and dtype, and nothing after it (in
+        program order) reads ``a{j}`` or a value that may alias it, nor is such a value an
+        output (the loop itself reads ``a{j}`` at the index it writes, before writing).
+        """
+        nodes = self.graph.nodes
+        outputs = self.graph.outputs
+        target: dict[int, str] = {}
+        for k, o in enumerate(outputs):
+            if k not in self.write_to and id(o) not in target and self.direct(o):
+                target[id(o)] = f"o{k}"
+        written: set[int] = set()
+        if not self.write_to:
+            return target, written
+        position = {id(n): p for p, n in enumerate(nodes)}
+        # aliases[input j] = ids of the input node and of values that may share its memory
+        aliases: dict[int, set[int]] = {}
+        for j, inp in enumerate(self.graph.inputs):
+            group = {id(inp)}
+            for n in nodes:
+                if not self.fresh_result(n) and any(
+                        isinstance(i, Node) and id(i) in group for i in n.inputs):
+                    group.add(id(n))
+            aliases[j] = group
+        last_read: dict[int, int] = {}
+        for p, n in enumerate(nodes):
+            for i in n.inputs:
+                if isinstance(i, Node):
+                    last_read[id(i)] = p
+        out_ids = {id(o) for o in outputs}
+        for k, j in self.write_to.items():
+            o = outputs[k]
+            inp = self.graph.inputs[j]
+            if (id(o) in target or id(o) not in position or not self.loop_value(o)
+                    or ishape(o) != ishape(inp) or o.dtype != inp.dtype):
+                continue
+            group = aliases[j]
+            if group & out_ids:
+                continue
+            p = position[id(o)]
+            if any(last_read.get(a, -1) > p for a in group):
+                continue
+            # Inside the loop only ``a{j}`` itself may be read (at the written index).
+            if any(isinstance(i, Node) and id(i) in group and i is not inp
+                   for i in o.inputs):
+                continue
+            if any(isinstance(i, Node) and i is inp and ishape(i) != ishape(o)
+                   for i in o.inputs):
+                continue
+            target[id(o)] = f"a{j}"
+            written.add(id(o))
+        return target, written
+
+    def loop_value(self, n: Node) -> bool:
+        """``n`` is computed by one loop nest over its own shape (an elementwise group)."""
+        if n.op == "fused":
+            return n.attrs.get("kind", "elementwise") == "elementwise"
+        op = OPS.get(n.op)
+        return op is not None and op.loop_fusible and not op.reduction
+
+    def direct(self, n: Node) -> bool:
+        """``n``'s array is allocated by its own loop, reduction or product, so that loop
+        can write into an output buffer instead."""
+        if n.op == "fused":
+            return True
+        op = OPS.get(n.op)
+        if op is None:
+            return False
+        return (op.loop_fusible and not op.view) or op.reduction is not None or (
+            n.op == "matmul")
+
+    @staticmethod
+    def fresh_result(n: Node) -> bool:
+        """``n``'s array is new memory (never an alias of an input's)."""
+        if n.op in ("fused", "matmul", "addmm"):
+            return True
+        op = OPS.get(n.op)
+        return op is not None and not op.view and (op.loop_fusible or op.reduction is not None)
+
     def fresh_value(self, n: Node) -> bool:
         """Whether ``n``'s array is allocated by this kernel (not an input or a view)."""
         if n.op == "input":
@@ -153,6 +248,7 @@ class _Writer:
 
     def node(self, n: Node) -> None:
         out = f"v{self.ir_names[id(n)][1:]}"
+        self.into = into = self.target.get(id(n))
         if n.op == "fused":
             body = n.attrs["body"]
             args = [self.var[id(i)] for i in n.inputs]
@@ -164,7 +260,7 @@ class _Writer:
                 raise missing(n.op)
             self.comment(n)
             ins = [i for i in n.inputs]
-            if op.loop_fusible or op.reduction:
+            if op.loop_fusible or op.reduction or op.contraction_bias:
                 # A lone loop op is a group of one.
                 b_inputs = [Node("input", (), {}, tuple(i.shape), i.dtype)
                             for i in ins if isinstance(i, Node)]
@@ -173,13 +269,34 @@ class _Writer:
                 bn = Node(n.op, b_ins, n.attrs, tuple(n.shape), n.dtype)
                 body = Graph(b_inputs, [bn], [bn])
                 args = [self.var[id(i)] for i in ins if isinstance(i, Node)]
-                kind = "reduce" if op.reduction else "elementwise"
+                # A lone addmm is a matmul group without an epilogue: its bias is added
+                # by a loop, not by an array expression (which costs Numba more to compile).
+                kind = ("reduce" if op.reduction else "matmul" if op.contraction_bias
+                        else "elementwise")
                 self.group(body, args, out, kind)
             else:
                 args = [self.var[id(i)] if isinstance(i, Node) else _py(i) for i in ins]
-                for line in lowerings.kernel_lowering(n.op)(n, args, out):
+                for line in self.into_buffer(lowerings.kernel_lowering(n.op)(n, args, out),
+                                             out):
                     self.emit(line)
         self.var[id(n)] = out
+        if into is not None and self.into is None:  # the lowering used the buffer
+            self.filled.add(id(n))
+        self.into = None
+
+    def into_buffer(self, lines: list[str], out: str) -> list[str]:
+        """A product that BLAS writes into a new array writes into ``self.into`` instead;
+        any other lowering keeps its own array (copied into the output at the end)."""
+        if self.into is None or not self.gemm_line(lines, out):
+            return lines
+        into, self.into = self.into, None
+        return [f"{out} = {into}"] + lines[1:]
+
+    @staticmethod
+    def gemm_line(lines: list[str], out: str) -> bool:
+        """The lowering allocates the product's array first and BLAS fills it."""
+        return (lines[0].startswith(f"{out} = np.empty(")
+                and any(line.startswith("dgb.gemm_call(") for line in lines))
 
     # ------------------------------------------------------------- fused groups
     def group(self, body: Graph, args: list[str], out: str, kind: str) -> None:
@@ -269,6 +386,8 @@ class _Writer:
     def loop_group(self, members: list[Node], root: Node, env: dict, out: str,
                    shape: tuple, target: str | None = None, skip: set | None = None,
                    sym: dict | None = None) -> None:
+        if target is None and self.into is not None:
+            target, self.into = self.into, None
         if target is None:
             self.emit(f"{out} = np.empty({shape}, {np_dtype(root.dtype)})")
             target = out
@@ -284,26 +403,42 @@ class _Writer:
         op = OPS[anchor.op]
         ins = [env[id(i)] if isinstance(i, Node) else _py(i) for i in anchor.inputs]
         mm = self.fresh("mm")
-        if op.contraction_bias:
-            # The bias is part of the epilogue loop: BLAS computes only the product.
-            a, b = anchor.inputs[1], anchor.inputs[2]
-            prod = Node("matmul", (a, b), {}, tuple(anchor.shape), anchor.dtype)
-            for line in lowerings.kernel_lowering("matmul")(prod, ins[1:], mm):
-                self.emit(line)
-            bias = anchor.inputs[0]
-            bias_ref = f"{ins[0]}[{{}}]"
-        else:
-            for line in lowerings.kernel_lowering(anchor.op)(anchor, ins, mm):
-                self.emit(line)
-            bias, bias_ref = None, None
         root = body.outputs[0]
         shape = ishape(root)
         # Each element is read before it is overwritten, so the epilogue reuses the
         # product's buffer when shapes and dtypes agree.
         in_place = tuple(anchor.shape) == tuple(root.shape) and anchor.dtype == root.dtype
+        into, self.into = self.into, None
         if not in_place:
-            self.emit(f"{out} = np.empty({shape}, {np_dtype(root.dtype)})")
-        target = mm if in_place else out
+            # The epilogue loop writes the output buffer; the product gets its own.
+            self.into, into = into, None
+        if op.contraction_bias:
+            # The bias is part of the epilogue loop: BLAS computes only the product.
+            a, b = anchor.inputs[1], anchor.inputs[2]
+            prod = Node("matmul", (a, b), {}, tuple(anchor.shape), anchor.dtype)
+            lines = lowerings.kernel_lowering("matmul")(prod, ins[1:], mm)
+            bias = anchor.inputs[0]
+            bias_ref = f"{ins[0]}[{{}}]"
+        else:
+            lines = lowerings.kernel_lowering(anchor.op)(anchor, ins, mm)
+            bias, bias_ref = None, None
+        if into is not None and self.gemm_line(lines, mm):
+            self.into = into
+            lines = self.into_buffer(lines, mm)
+        elif into is not None:
+            # The product keeps its own array; the epilogue writes the output buffer.
+            in_place = False
+            self.into = into
+        for line in lines:
+            self.emit(line)
+        if not in_place:
+            if self.into is not None:
+                target, self.into = self.into, None
+            else:
+                self.emit(f"{out} = np.empty({shape}, {np_dtype(root.dtype)})")
+                target = out
+        else:
+            target = mm
         idx, indent = self.loops(shape, 1)
         sym: dict = {}
         mm_at = f"{mm}[{self.index(anchor, shape, idx)}]"
@@ -315,8 +450,8 @@ class _Writer:
             sym[id(anchor)] = mm_at
         self.scalar_lines(members, env, shape, idx, sym, indent, {id(anchor)})
         self.emit(f"{target}[{', '.join(idx)}] = {sym[id(root)]}", indent)
-        if in_place:
-            self.emit(f"{out} = {mm}")
+        if target != out:
+            self.emit(f"{out} = {target}")
 
     def reduce_group(self, members: list[Node], root: Node, env: dict, out: str) -> None:
         src = root.inputs[0]
@@ -335,13 +470,22 @@ class _Writer:
         if not nd:
             outer, suffix = [], True
         keep = tuple(1 if d in axes else shape[d] for d in range(nd)) or (1,)
+        out_shape = ishape(root)
+        keepdims = bool(root.attrs.get("keepdims")) and nd > 0
+        # The result's index for an outer index (reduced dims read 0 when kept).
+        expected = keep if keepdims else (tuple(shape[d] for d in outer) or (1,))
+        scale = (1.0 / count if count else math.nan) if spec.finalize == "mean" else None
+        into, self.into = self.into, None
         val = None
-        if suffix:
-            # A scalar accumulator per outer index: the hot loop touches no memory but
-            # its inputs.
+        if suffix and expected == out_shape:
+            # A scalar accumulator per outer index, stored once, cast to the result's
+            # dtype and scaled (a mean) as it is stored: the hot loop touches no memory
+            # but its inputs, and no array-wide astype/reshape follows (each costs Numba
+            # as much to compile as a loop).
             outer_shape = tuple(shape[d] for d in outer)
-            res = self.fresh("r")
-            self.emit(f"{res} = np.empty({outer_shape or (1,)}, {np_dtype(acc_t)})")
+            res = into or self.fresh("r")
+            if into is None:
+                self.emit(f"{res} = np.empty({out_shape}, {np_dtype(root.dtype)})")
             oidx, indent = self.loops(outer_shape, 1) if outer_shape else ([], 1)
             acc = self.fresh("acc")
             self.emit(f"{acc} = {np_dtype(acc_t)}({init})", indent)
@@ -361,9 +505,16 @@ class _Writer:
                 self.scalar_lines(body, env, shape, idx, sym, indent, set())
                 val = self.value(src, sym, env, shape, idx)
                 self._combine(acc, val, combine, acc_t, indent)
-            target = f"{res}[{', '.join(oidx) if oidx else '0'}]"
-            self.emit(f"{target} = {acc}", 1 + len(oidx))
-            final = res
+            if keepdims:
+                it = iter(oidx)
+                ridx = ", ".join(next(it) if d in outer else "0" for d in range(nd))
+            else:
+                ridx = ", ".join(oidx) if oidx else "0"
+            self.emit(f"{res}[{ridx}] = {self._store(acc, acc_t, root.dtype, scale)}",
+                      1 + len(oidx))
+            if res != out:
+                self.emit(f"{out} = {res}")
+            return
         else:
             acc = self.fresh("acc")
             self.emit(f"{acc} = np.full({keep}, {init}, {np_dtype(acc_t)})")
@@ -374,10 +525,32 @@ class _Writer:
             ridx = ", ".join("0" if d in axes else idx[d] for d in range(nd))
             self._combine(f"{acc}[{ridx}]", val, combine, acc_t, indent)
             final = acc
-        if spec.finalize == "mean":
-            # An empty mean is 0/0: nan, like NumPy's (the literal needs np.nan's name).
-            self.emit(f"{final} = {final} * {_py(1.0 / count if count else math.nan)}")
-        self.emit(f"{out} = {final}.astype({np_dtype(root.dtype)}).reshape({ishape(root)})")
+        if scale is None and acc_t == root.dtype and keep == out_shape and into is None:
+            self.emit(f"{out} = {final}")
+            return
+        # Store the accumulators cast (and scaled) into the result's array, in one loop.
+        res = into or self.fresh("r")
+        if into is None:
+            self.emit(f"{res} = np.empty({out_shape}, {np_dtype(root.dtype)})")
+        kidx, indent = self.loops(keep, 1, parallel_ok=False)
+        if keepdims or not nd:
+            ridx = ", ".join(kidx)
+        else:
+            ridx = ", ".join(kidx[d] for d in outer) or "0"
+        src_at = f"{final}[{', '.join(kidx)}]"
+        self.emit(f"{res}[{ridx}] = {self._store(src_at, acc_t, root.dtype, scale)}", indent)
+        if res != out:
+            self.emit(f"{out} = {res}")
+
+    @staticmethod
+    def _store(acc: str, acc_t: np.dtype, dtype: np.dtype, scale: float | None) -> str:
+        """An accumulator as a value of the result's dtype (a mean scaled first: an empty
+        mean is 0/0, nan, like NumPy's)."""
+        if scale is not None:
+            acc = f"{acc} * {_py(scale)}"
+        if acc_t == dtype and scale is None:
+            return acc
+        return f"bool({acc})" if dtype == np.bool_ else f"{np_dtype(dtype)}({acc})"
 
     def _lane_reduce(self, body: list, env: dict, shape: tuple, oidx: list, n: int, acc: str,
                      acc_t: np.dtype, combine: _Fold, init: str, src: Node,

@@ -26,6 +26,7 @@ import numpy as np
 from ...ir.graph import Node
 from ...ops.registry import OpDef
 from ...ops.shape import to_numpy_index
+from .blas import HAVE_CBLAS
 
 
 class LoweringError(NotImplementedError):
@@ -389,9 +390,21 @@ def _matmul(node: Node, args: list, out: str) -> list:
         if ra == rb == 1:  # np.dot of vectors is a scalar; values are stored as (1,)
             return [f"{out} = np.full((1,), np.dot({x}, {y}), np.{node.dtype.name})"]
         if ra == rb == 2:  # the backend's GEMM (NumPy's BLAS where it can find it)
-            m, n = a.shape[0], b.shape[1]
-            return [f"{out} = dgb.gemm({x}, {y}, np.empty(({m}, {n}), "
-                    f"np.{node.dtype.name}), 0.0)"]
+            m, k, n = a.shape[0], a.shape[1], b.shape[1]
+            alloc = f"{out} = np.empty(({m}, {n}), np.{node.dtype.name})"
+            if not HAVE_CBLAS:
+                return [f"{out} = dgb.gemm({x}, {y}, np.empty(({m}, {n}), "
+                        f"np.{node.dtype.name}), 0.0)"]
+            if k == 0:
+                return [f"{out} = np.zeros(({m}, {n}), np.{node.dtype.name})"]
+            if m == 0 or n == 0:
+                return [alloc]
+            # Operand layouts are resolved when Numba types the kernel (`dgb.operand`).
+            return [alloc,
+                    f"{out}_a, {out}_ta, {out}_la = dgb.operand({x})",
+                    f"{out}_b, {out}_tb, {out}_lb = dgb.operand({y})",
+                    f"dgb.gemm_call({out}_ta, {out}_tb, {m}, {n}, {k}, {out}_a, {out}_la, "
+                    f"{out}_b, {out}_lb, 0.0, {out}, {n})"]
         return [f"{out} = np.dot({x}, {y})"]
     # Batched: one BLAS call per batch element, operands broadcast over the batch dims.
     sa = (1,) + tuple(a.shape) if ra == 1 else tuple(a.shape)
