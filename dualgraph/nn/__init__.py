@@ -47,3 +47,9 @@ __all__ += [
     "LogSigmoid", "LogSoftmax", "Mish", "ReLU6", "SiLU", "Softmax", "Softmin", "Softplus",
     "Softsign",
 ]
+
+# isort: split
+# Issue 12: convolution modules.
+from .modules import Conv1d, Conv2d, ConvTranspose2d, Fold, Unfold  # noqa: E402
+
+__all__ += ["Conv1d", "Conv2d", "ConvTranspose2d", "Fold", "Unfold"]

@@ -163,6 +163,10 @@ def col2im(cols: Any, output_size: Pair, kernel_size: Pair, dilation: Pair, padd
 
 def _conv2d_impl(x: np.ndarray, w: np.ndarray, *bias: np.ndarray, stride: Pair,
                  padding: Pads, dilation: Pair, groups: int) -> np.ndarray:
+    # Eager mode asks the shape rule only when a kernel fails; mixed dtypes or channel
+    # counts that happen to multiply must fail here, so check first (shape arithmetic only).
+    _conv2d_infer(x, w, *bias, stride=stride, padding=padding, dilation=dilation,
+                  groups=groups)
     n = x.shape[0]
     o, cg, kh, kw = w.shape
     cols = _im2col_impl(x, (kh, kw), dilation, padding, stride)
