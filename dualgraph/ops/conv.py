@@ -238,7 +238,11 @@ def _conv2d_vjp(ctx, g):
         gx = col2im(gcols, (h, wd), *geometry)
     if needs[1]:
         cols = reshape(im2col(x, *geometry), (n, groups, k, length))
-        gw = reshape(_sum(matmul(g4, transpose(cols, (0, 1, 3, 2))), 0), (o, cg, kh, kw))
+        # gw^T = cols @ g^T: the transposed operand is the gradient, smaller than the
+        # columns whenever out_channels < in_channels/groups * kH * kW (a compiled batched
+        # product copies a transposed operand).
+        gwt = _sum(matmul(cols, transpose(g4, (0, 1, 3, 2))), 0)  # (G, K, Og)
+        gw = reshape(transpose(gwt, (0, 2, 1)), (o, cg, kh, kw))
     if len(needs) == 2:
         return gx, gw
     return gx, gw, (_sum(g, (0, 2, 3)) if needs[2] else None)

@@ -624,7 +624,8 @@ def _prod(node: Node, args: list, out: str) -> list:
 def _window_loops(node_in: tuple, attrs: dict, cols: tuple, body: str) -> list:
     """Loops over every (sample, channel, kernel offset, window position) reading an image
     element that lies inside the unpadded input; ``body`` uses ``_n, _c, _h, _w`` (image)
-    and ``_r, _l`` (column row and position)."""
+    and ``_r, _l`` (column row and position). The columns a kernel offset reads inside the
+    image are a range computed once (``_lo``, ``_hi``): no test in the innermost loop."""
     _, c, h, w = node_in
     kh, kw = attrs["kernel_size"]
     dh, dw = attrs["dilation"]
@@ -637,15 +638,17 @@ def _window_loops(node_in: tuple, attrs: dict, cols: tuple, body: str) -> list:
         f"        for _ki in range({kh}):",
         f"            for _kj in range({kw}):",
         f"                _r = (_c * {kh} + _ki) * {kw} + _kj",
+        f"                _b = _kj * {dw} - {pl}",
+        f"                _lo = max(0, ({sw - 1} - _b) // {sw})",
+        f"                _hi = min({ow}, ({w - 1} - _b) // {sw} + 1)",
         f"                for _oy in range({oh}):",
         f"                    _h = _oy * {sh} + _ki * {dh} - {pt}",
         f"                    if _h < 0 or _h >= {h}:",
         "                        continue",
-        f"                    for _ox in range({ow}):",
-        f"                        _w = _ox * {sw} + _kj * {dw} - {pl}",
-        f"                        if _w >= 0 and _w < {w}:",
-        f"                            _l = _oy * {ow} + _ox",
-        f"                            {body}",
+        f"                    for _ox in range(_lo, _hi):",
+        f"                        _w = _ox * {sw} + _b",
+        f"                        _l = _oy * {ow} + _ox",
+        f"                        {body}",
     ]
 
 
