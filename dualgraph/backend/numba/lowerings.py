@@ -645,7 +645,7 @@ def _window_loops(node_in: tuple, attrs: dict, cols: tuple, body: str) -> list:
         f"                    _h = _oy * {sh} + _ki * {dh} - {pt}",
         f"                    if _h < 0 or _h >= {h}:",
         "                        continue",
-        f"                    for _ox in range(_lo, _hi):",
+        "                    for _ox in range(_lo, _hi):",
         f"                        _w = _ox * {sw} + _b",
         f"                        _l = _oy * {ow} + _ox",
         f"                        {body}",
