@@ -67,3 +67,7 @@ __all__ += [
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "Identity", "InstanceNorm1d",
     "InstanceNorm2d", "LayerNorm", "ModuleDict", "ModuleList",
 ]
+# Issue 12: convolution modules.
+from .modules import Conv1d, Conv2d, ConvTranspose2d, Fold, Unfold  # noqa: E402
+
+__all__ += ["Conv1d", "Conv2d", "ConvTranspose2d", "Fold", "Unfold"]

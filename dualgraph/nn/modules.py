@@ -1022,3 +1022,231 @@ class InstanceNorm2d(_InstanceNorm):
     """Instance norm of ``(N, C, H, W)`` (or unbatched ``(C, H, W)``) input."""
 
     _spatial = 2
+# ============================================================== issue 12: convolution
+from ..ops.shape import concatenate as _concatenate  # noqa: E402
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def _pad_last(x: Any, before: int, after: int, mode: str, axis: int) -> Any:
+    """``x`` padded along ``axis`` (-1 or -2) by the non-zero ``padding_mode``s of PyTorch's
+    conv modules, from slices and a concatenation (differentiable, and they compile)."""
+    if not before and not after:
+        return x
+    n = x.shape[axis]
+    if mode == "reflect" and max(before, after) >= n:
+        raise RuntimeError(f"Padding size should be less than the corresponding input "
+                           f"dimension, but got: padding ({before}, {after}) at dimension "
+                           f"{x.ndim + axis} of input {list(x.shape)}")
+    if mode == "circular" and max(before, after) > n:
+        raise RuntimeError(f"Padding value causes wrapping around more than once: padding "
+                           f"({before}, {after}) at dimension {x.ndim + axis} of input "
+                           f"{list(x.shape)}")
+
+    def take(sl: slice) -> Any:
+        return x[(Ellipsis, sl) if axis == -1 else (Ellipsis, sl, slice(None))]
+
+    def edge(i: int, k: int) -> Any:  # replicate: the edge element k times
+        e = take(slice(i, i + 1 if i != -1 else None))
+        shape = list(e.shape)
+        shape[axis] = k
+        return e.expand(*shape)
+
+    if mode == "circular":
+        parts = [take(slice(n - before, n)), x, take(slice(0, after))]
+    elif mode == "replicate":
+        parts = [edge(0, before), x, edge(-1, after)]
+    else:  # reflect: the edge itself is not repeated
+        parts = [take(slice(before, 0, -1)), x,
+                 take(slice(n - 2, n - 2 - after if n - 2 - after >= 0 else None, -1))]
+    return _concatenate([p for p in parts if p.shape[axis]], axis=axis)
+
+
+def _check_conv_args(name: str, in_channels: int, out_channels: int, groups: int,
+                     padding: Any, stride: tuple, padding_mode: str) -> None:
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups <= 0:
+        raise ValueError("groups must be a positive integer")
+    if in_channels % groups:
+        raise ValueError("in_channels must be divisible by groups")
+    if out_channels % groups:
+        raise ValueError("out_channels must be divisible by groups")
+    if isinstance(padding, str):
+        if padding not in ("same", "valid"):
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                             f"{{'same', 'valid'}}")
+        if padding == "same" and any(s != 1 for s in stride):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+    if padding_mode not in _PADDING_MODES:
+        raise ValueError(f"padding_mode must be one of {set(_PADDING_MODES)}, but got "
+                         f"padding_mode={padding_mode!r}")
+
+
+class _ConvNd(Module):
+    """Shared by `Conv1d` and `Conv2d`: PyTorch's parameters, init and repr."""
+
+    _n = 2
+    _transposed = False
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", output_padding: Any = 0) -> None:
+        super().__init__()
+        n = self._n
+        name = type(self).__name__
+        self.kernel_size = F._ints("kernel_size", kernel_size, n)
+        self.stride = F._ints("stride", stride, n)
+        self.dilation = F._ints("dilation", dilation, n)
+        self.output_padding = F._ints("output_padding", output_padding, n)
+        _check_conv_args(name, in_channels, out_channels, groups, padding, self.stride,
+                         padding_mode)
+        if self._transposed and padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {name}')
+        self.padding = padding if isinstance(padding, str) else F._ints("padding", padding, n)
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.groups, self.padding_mode = groups, padding_mode
+        if self._transposed:
+            shape = (in_channels, out_channels // groups) + self.kernel_size
+        else:
+            shape = (out_channels, in_channels // groups) + self.kernel_size
+        # PyTorch's kaiming_uniform_(a=sqrt(5)): uniform(+-1/sqrt(fan_in)), fan_in from
+        # dimension 1 of the weight (in/groups, or out/groups when transposed).
+        fan_in = shape[1] * math.prod(self.kernel_size)
+        bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+        self.weight = Parameter(_uniform(shape, bound))
+        if bias:
+            self.bias = Parameter(_uniform((out_channels,), bound))
+        else:
+            self.register_parameter("bias", None)
+
+    def _padded(self, x: Any) -> tuple[Any, Any]:
+        """``(input, padding)`` for the functional call: a non-zero padding mode pads the
+        input here and convolves without padding (as PyTorch's modules do)."""
+        if self.padding_mode == "zeros":
+            return x, self.padding
+        pads = F._conv_padding(self.padding, self.kernel_size, self.stride, self.dilation)
+        for k, (before, after) in enumerate(pads):
+            x = _pad_last(x, before, after, self.padding_mode, k - len(pads))
+        return x, 0
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        n = self._n
+        if self.padding != (0,) * n:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * n:
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * n:
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution layer: weight ``(out_channels, in_channels/groups, kH, kW)``, bias
+    ``(out_channels,)``, both uniform in ``±1/sqrt(fan_in)`` as in PyTorch.
+
+    >>> conv = dg.nn.Conv2d(3, 8, 3, padding=1)   # (N, 3, H, W) -> (N, 8, H, W)
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros") -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode)
+
+    def forward(self, x: Any) -> Any:
+        x, padding = self._padded(x)
+        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution layer: weight ``(out_channels, in_channels/groups, k)``."""
+
+    _n = 1
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros") -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode)
+
+    def forward(self, x: Any) -> Any:
+        x, padding = self._padded(x)
+        return F.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
+
+
+class ConvTranspose2d(_ConvNd):
+    """Transposed 2-D convolution layer: weight ``(in_channels, out_channels/groups, kH,
+    kW)``; only ``padding_mode='zeros'`` (as PyTorch)."""
+
+    _transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = "zeros") -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, output_padding)
+
+    def forward(self, x: Any, output_size: Any = None) -> Any:
+        opad = self.output_padding
+        if output_size is not None:
+            opad = self._output_padding(tuple(x.shape[-2:]), tuple(output_size)[-2:])
+        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, opad,
+                                  self.groups, self.dilation)
+
+    def _output_padding(self, size: tuple, wanted: tuple) -> tuple:
+        """The output_padding giving ``wanted`` spatial size (PyTorch's ``output_size=``):
+        any size from the smallest output up to ``stride - 1`` more."""
+        out = []
+        for i in range(2):
+            low = ((size[i] - 1) * self.stride[i] - 2 * self.padding[i]
+                   + self.dilation[i] * (self.kernel_size[i] - 1) + 1)
+            if not low <= wanted[i] < low + self.stride[i]:
+                raise ValueError(f"requested an output size of {list(wanted)}, but valid sizes "
+                                 f"range from {low} to {low + self.stride[i] - 1} (for an "
+                                 f"input of {list(size)})")
+            out.append(wanted[i] - low)
+        return tuple(out)
+
+
+class Unfold(Module):
+    """`F.unfold` as a module (im2col)."""
+
+    def __init__(self, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
+                 stride: Any = 1) -> None:
+        super().__init__()
+        self.kernel_size, self.dilation = kernel_size, dilation
+        self.padding, self.stride = padding, stride
+
+    def forward(self, x: Any) -> Any:
+        return F.unfold(x, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
+
+class Fold(Module):
+    """`F.fold` as a module (col2im)."""
+
+    def __init__(self, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
+                 stride: Any = 1) -> None:
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, x: Any) -> Any:
+        return F.fold(x, self.output_size, self.kernel_size, self.dilation, self.padding,
+                      self.stride)
+
+    def extra_repr(self) -> str:
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
+                f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")

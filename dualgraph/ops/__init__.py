@@ -1,7 +1,16 @@
 """The op registry and the functional form of every primitive."""
 
 from ..ir.optable import install_ops
-from . import elementwise, linalg, math, norm, random, reduce, shape  # noqa: F401  (registers the ops)
+from . import (  # noqa: F401  (importing each family registers its ops)
+    conv,
+    elementwise,
+    linalg,
+    math,
+    norm,
+    random,
+    reduce,
+    shape,
+)
 from .registry import OPS, OpDef, register
 
 # The IR checks and runs graphs with the registry's rules, but must not import ops/ (ops/

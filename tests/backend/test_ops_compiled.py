@@ -413,3 +413,22 @@ CASES.append(Case("norms", ("layer_norm",), norms,
                   lambda r, t: [_uniform(r, -2, 2, (2, 3, 4), t), _uniform(r, 0.5, 1.5, (4,), t),
                                 _uniform(r, -1, 1, (4,), t), _uniform(r, -2, 2, (2, 4, 3), t)]))
 ALL_CASES.append(pytest.param(CASES[-1], id="norms"))
+# ---- issue 12: convolution. One program over conv2d (bias, stride, padding, groups,
+# dilation, 'same'), conv1d, conv_transpose2d, unfold and fold; its backward holds im2col,
+# col2im and batched matmuls.
+def convolutions(x, w, b, wg, s, wt):
+    return (F.conv2d(x, w, b, stride=2, padding=1),
+            F.conv2d(x, wg, padding="same", dilation=(1, 2), groups=2),
+            F.conv1d(s, w[:, :, 0], b, padding=1),
+            F.conv_transpose2d(x, wt, b[:2], stride=2, padding=1, output_padding=1),
+            F.unfold(x, 2, padding=1, stride=(2, 1)),
+            F.fold(F.unfold(x, (2, 3), dilation=(2, 1)) * 2.0, (5, 6), (2, 3), dilation=(2, 1)))
+
+
+CASES.append(Case("convolution", ("conv2d", "im2col", "col2im"), convolutions,
+                  lambda r, t: [_uniform(r, -1, 1, (2, 4, 5, 6), t),
+                                _uniform(r, -1, 1, (3, 4, 3, 2), t),
+                                _uniform(r, -1, 1, (3,), t), _uniform(r, -1, 1, (4, 2, 2, 3), t),
+                                _uniform(r, -1, 1, (2, 4, 7), t),
+                                _uniform(r, -1, 1, (4, 2, 3, 3), t)]))
+ALL_CASES.append(pytest.param(CASES[-1], id="convolution"))

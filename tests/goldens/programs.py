@@ -993,3 +993,80 @@ def norm_module_errors(lib, F):
         except Exception as e:  # noqa: BLE001 - the error type is the result
             out.append("RuntimeError" if isinstance(e, RuntimeError) else type(e).__name__)
     return out
+# ---- issue 12: convolution
+@program(grid((2, 4, 5, 6), -1.0, 1.0), grid((6, 2, 3, 2), -0.5, 0.7), grid((6,), -0.3, 0.3),
+         grid((3, 4, 2, 3), -0.6, 0.4), covers=("conv2d",), source=I12)
+def conv2d_options(lib, F, x, w, b, w2):
+    return (F.conv2d(x, w, b, stride=2, padding=1, groups=2),
+            F.conv2d(x, w2, padding="same", dilation=(2, 1)),
+            F.conv2d(x, w2, None, (1, 2), (0, 1)), F.conv2d(x, w2, padding="valid"),
+            F.conv2d(x[1], w2, stride=2))
+
+
+@program(grid((2, 4, 7), -1.0, 1.0), grid((3, 2, 3), -0.5, 0.7), grid((3,), -0.3, 0.3),
+         grid((3, 4, 2), -0.6, 0.4), source=I12)
+def conv1d_options(lib, F, x, w, b, w2):
+    return (F.conv1d(x, w, b, stride=2, padding=1, groups=2),
+            F.conv1d(x, w2, padding="same", dilation=2), F.conv1d(x[1], w2, b))
+
+
+@program(grid((2, 4, 3, 3), -1.0, 1.0), grid((4, 3, 3, 2), -0.5, 0.7), grid((6,), -0.3, 0.3),
+         source=I12)
+def conv_transpose2d_options(lib, F, x, w, b):
+    # dilation 2 with output_padding 1 > padding 0: the last row and column get no input.
+    return (F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1, groups=2),
+            F.conv_transpose2d(x, w, dilation=2, output_padding=1),
+            F.conv_transpose2d(x[0], w, None, (2, 3), (1, 0)))
+
+
+@program(grid((2, 3, 5, 4), -1.0, 1.0), grid((2, 12, 6), -1.0, 1.0),
+         covers=("im2col", "col2im"), source=I12)
+def unfold_fold(lib, F, x, c):
+    return (F.unfold(x, (2, 3), dilation=(2, 1), padding=1, stride=(1, 2)),
+            F.fold(F.unfold(x, 2) * 1.5, (5, 4), 2), F.unfold(x[0], 3, padding=(1, 0)),
+            F.fold(c, (4, 6), (2, 3), padding=(1, 0), stride=(2, 3)), F.fold(c[1], (3, 4), 2))
+
+
+@script(source=I12)
+def conv_modules(lib, F):
+    nn = lib.nn
+    x = lib.tensor(np.linspace(-1.0, 1.0, 2 * 2 * 5 * 4, dtype=np.float32).reshape(2, 2, 5, 4),
+                   requires_grad=True)
+    w = lib.tensor(np.linspace(-0.5, 0.5, 3 * 2 * 3 * 3, dtype=np.float32).reshape(3, 2, 3, 3))
+    outs = []
+    for mode in ("zeros", "reflect", "replicate", "circular"):
+        m = nn.Conv2d(2, 3, 3, padding=(2, 1), padding_mode=mode)
+        m1 = nn.Conv1d(2, 3, 3, padding="same", padding_mode=mode, bias=False)
+        with lib.no_grad():
+            m.weight.copy_(w)
+            m.bias.fill_(0.25)
+            m1.weight.copy_(w[:, :, 1])
+        outs += [m(x), m1(x[:, :, 0])]
+    t = nn.ConvTranspose2d(2, 4, (2, 3), stride=2, groups=2)
+    outs.append(tuple(t.weight.shape))
+    outs.append(tuple(t(x, output_size=(10, 10)).shape))
+    c = nn.Conv2d(4, 6, (3, 2), groups=2)
+    outs += [tuple(c.weight.shape), tuple(c.bias.shape), str(c), str(t), str(m1),
+             str(nn.Conv2d(4, 6, 3, padding="same", bias=False))]
+    u = nn.Unfold(2, padding=1)
+    outs += [u(x), nn.Fold((5, 4), 2, padding=1)(u(x)), str(u)]
+    sum(o.sum() for o in outs if hasattr(o, "sum")).backward()
+    return tuple(outs) + (x.grad,)
+
+
+@program(grid((2, 4, 5, 5), -1.0, 1.0), grid((6, 3, 3, 3), -1.0, 1.0), source=I12,
+         match="to have 3 channels, but got 4 channels instead")
+def conv2d_channel_mismatch(lib, F, x, w):
+    return F.conv2d(x, w)
+
+
+@program(grid((2, 4, 5, 5), -1.0, 1.0), grid((6, 4, 3, 3), -1.0, 1.0), source=I12,
+         match="padding='same' is not supported for strided convolutions")
+def conv2d_same_strided(lib, F, x, w):
+    return F.conv2d(x, w, padding="same", stride=2)
+
+
+@program(grid((2, 4, 3, 3), -1.0, 1.0), grid((6, 4, 5, 5), -1.0, 1.0), source=I12,
+         match="Kernel size can't be greater than actual input size")
+def conv2d_kernel_too_large(lib, F, x, w):
+    return F.conv2d(x, w)

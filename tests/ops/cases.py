@@ -757,3 +757,104 @@ COMPOSITES += [
     case("instance_norm", "plain", F.instance_norm, real(2, 3, 4),
          ref=lambda x: _norm_ref(x, (2,))),
 ]
+
+# ---- issue 12: convolution. References are direct loops over output positions (no im2col)
+# computed in float64, so they share nothing with the kernels they check.
+def _conv_ref(x: np.ndarray, w: np.ndarray, b: Any = None, stride: tuple = (1, 1),
+              pads: tuple = ((0, 0), (0, 0)), dil: tuple = (1, 1), groups: int = 1) -> np.ndarray:
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0)) + pads)
+    n, _, h, wd = xp.shape
+    o, cg, kh, kw = w.shape
+    oh = (h - dil[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (wd - dil[1] * (kw - 1) - 1) // stride[1] + 1
+    out = np.zeros((n, o, oh, ow))
+    for k in range(o):
+        g = k // (o // groups)
+        for i in range(oh):
+            for j in range(ow):
+                patch = xp[:, g * cg:(g + 1) * cg,
+                           i * stride[0]:i * stride[0] + dil[0] * (kh - 1) + 1:dil[0],
+                           j * stride[1]:j * stride[1] + dil[1] * (kw - 1) + 1:dil[1]]
+                out[:, k, i, j] = (patch * w[k]).sum((1, 2, 3))
+    if b is not None:
+        out += b.reshape(o, 1, 1)
+    return out.astype(x.dtype)
+
+
+def _unfold_ref(x: np.ndarray, k: tuple, dil: tuple, pad: tuple, stride: tuple) -> np.ndarray:
+    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    n, c, h, w = xp.shape
+    oh = (h - dil[0] * (k[0] - 1) - 1) // stride[0] + 1
+    ow = (w - dil[1] * (k[1] - 1) - 1) // stride[1] + 1
+    out = np.zeros((n, c, k[0], k[1], oh, ow), x.dtype)
+    for i in range(oh):
+        for j in range(ow):
+            for a in range(k[0]):
+                for b in range(k[1]):
+                    out[:, :, a, b, i, j] = xp[:, :, i * stride[0] + a * dil[0],
+                                               j * stride[1] + b * dil[1]]
+    return out.reshape(n, c * k[0] * k[1], oh * ow)
+
+
+def _fold_ref(cols: np.ndarray, size: tuple, k: tuple, dil: tuple, pad: tuple,
+              stride: tuple) -> np.ndarray:
+    # The adjoint of _unfold_ref: every column entry added back where it was read from.
+    n, ck, _ = cols.shape
+    c = ck // (k[0] * k[1])
+    out = np.zeros((n, c, size[0] + 2 * pad[0], size[1] + 2 * pad[1]), cols.dtype)
+    oh = (size[0] + 2 * pad[0] - dil[0] * (k[0] - 1) - 1) // stride[0] + 1
+    ow = (size[1] + 2 * pad[1] - dil[1] * (k[1] - 1) - 1) // stride[1] + 1
+    c6 = cols.reshape(n, c, k[0], k[1], oh, ow)
+    for i in range(oh):
+        for j in range(ow):
+            for a in range(k[0]):
+                for b in range(k[1]):
+                    out[:, :, i * stride[0] + a * dil[0], j * stride[1] + b * dil[1]] += \
+                        c6[:, :, a, b, i, j]
+    return out[:, :, pad[0]:pad[0] + size[0], pad[1]:pad[1] + size[1]]
+
+
+def _conv_transpose_ref(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """conv_transpose2d(x, w, stride=2, padding=1, output_padding=1, groups=2), by
+    scattering each input pixel times its kernel into the output."""
+    n, cin, h, wd = x.shape
+    _, cog, kh, kw = w.shape
+    full = np.zeros((n, 2 * cog, (h - 1) * 2 + kh + 1, (wd - 1) * 2 + kw + 1))
+    for c in range(cin):
+        g = c // (cin // 2)
+        for i in range(h):
+            for j in range(wd):
+                full[:, g * cog:(g + 1) * cog, 2 * i:2 * i + kh, 2 * j:2 * j + kw] += \
+                    x[:, c, i, j, None, None, None] * w[c]
+    oh, ow = (h - 1) * 2 - 2 + kh + 1, (wd - 1) * 2 - 2 + kw + 1
+    return full[:, :, 1:1 + oh, 1:1 + ow].astype(x.dtype)
+
+
+CASES += [
+    case("conv2d", "bias_stride_padding", lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1),
+         real(2, 3, 5, 4), real(4, 3, 2, 2), real(4),
+         ref=lambda x, w, b: _conv_ref(x, w, b, (2, 2), ((1, 1), (1, 1))),
+         node="ConvolutionBackward0"),
+    case("conv2d", "groups_dilation_same",
+         lambda x, w: F.conv2d(x, w, padding="same", dilation=(2, 1), groups=2),
+         real(1, 4, 5, 5), real(4, 2, 2, 3),
+         ref=lambda x, w: _conv_ref(x, w, None, (1, 1), ((1, 1), (1, 1)), (2, 1), 2)),
+    case("im2col", "unfold", lambda x: F.unfold(x, (2, 3), (1, 2), 1, (2, 1)),
+         real(2, 2, 4, 5), ref=lambda x: _unfold_ref(x, (2, 3), (1, 2), (1, 1), (2, 1)),
+         node="Im2ColBackward0"),
+    case("col2im", "fold", lambda c: F.fold(c, (4, 5), 2, padding=(0, 1), stride=(1, 2)),
+         real(2, 8, 9), ref=lambda c: _fold_ref(c, (4, 5), (2, 2), (1, 1), (0, 1), (1, 2)),
+         node="Col2ImBackward0"),
+    case("col2im", "conv_transpose2d",
+         lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1, groups=2),
+         real(1, 4, 3, 2), real(4, 2, 3, 2), ref=_conv_transpose_ref),
+]
+COMPOSITES += [
+    case("conv2d", "unbatched", lambda x, w: F.conv2d(x, w, stride=(1, 2))[1:],
+         real(2, 4, 5), real(3, 2, 2, 2),
+         ref=lambda x, w: _conv_ref(x[None], w, None, (1, 2))[0, 1:]),
+    case("conv1d", "stride_padding", lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=2),
+         real(2, 3, 7), real(4, 3, 3), real(4),
+         ref=lambda x, w, b: _conv_ref(x[:, :, None], w[:, :, None], b, (1, 2),
+                                       ((0, 0), (2, 2)))[:, :, 0]),
+]

@@ -662,3 +662,92 @@ def _layer_norm(node: Node, args: list, out: str) -> list:
         f"        {out}[{out}_i, {out}_j] = {value}",
         f"{out} = {out}.reshape({ishape(node)})",
     ]
+# ---- issue 12: convolution
+# Plain loops gather (im2col) and scatter-add (col2im) the sliding windows; conv2d is im2col
+# into a scratch buffer, then one BLAS product per (sample, group) written in place into
+# the output, which is already in (N, O, oH, oW) order.
+
+
+def _window_loops(node_in: tuple, attrs: dict, cols: tuple, body: str) -> list:
+    """Loops over every (sample, channel, kernel offset, window position) reading an image
+    element that lies inside the unpadded input; ``body`` uses ``_n, _c, _h, _w`` (image)
+    and ``_r, _l`` (column row and position). The columns a kernel offset reads inside the
+    image are a range computed once (``_lo``, ``_hi``): no test in the innermost loop."""
+    _, c, h, w = node_in
+    kh, kw = attrs["kernel_size"]
+    dh, dw = attrs["dilation"]
+    sh, sw = attrs["stride"]
+    (pt, _), (pl, _) = attrs["padding"]
+    n, oh, ow = cols
+    return [
+        f"for _n in range({n}):",
+        f"    for _c in range({c}):",
+        f"        for _ki in range({kh}):",
+        f"            for _kj in range({kw}):",
+        f"                _r = (_c * {kh} + _ki) * {kw} + _kj",
+        f"                _b = _kj * {dw} - {pl}",
+        f"                _lo = max(0, ({sw - 1} - _b) // {sw})",
+        f"                _hi = min({ow}, ({w - 1} - _b) // {sw} + 1)",
+        f"                for _oy in range({oh}):",
+        f"                    _h = _oy * {sh} + _ki * {dh} - {pt}",
+        f"                    if _h < 0 or _h >= {h}:",
+        "                        continue",
+        "                    for _ox in range(_lo, _hi):",
+        f"                        _w = _ox * {sw} + _b",
+        f"                        _l = _oy * {ow} + _ox",
+        f"                        {body}",
+    ]
+
+
+def _im2col_lines(x_node: Node, x: str, attrs: dict, out: str) -> list:
+    from ...ops.conv import out_size
+
+    n, c, h, w = x_node.shape
+    kh, kw = attrs["kernel_size"]
+    oh, ow = out_size((h, w), (kh, kw), attrs["dilation"], attrs["padding"], attrs["stride"])
+    # zeros: window elements in the padding are never written.
+    return ([f"{out} = np.zeros(({n}, {c * kh * kw}, {oh * ow}), {np_dtype(x_node.dtype)})"]
+            + _window_loops(tuple(x_node.shape), attrs, (n, oh, ow),
+                            f"{out}[_n, _r, _l] = {x}[_n, _c, _h, _w]"))
+
+
+@lowers("im2col")
+def _im2col(node: Node, args: list, out: str) -> list:
+    return _im2col_lines(node.inputs[0], args[0], node.attrs, out)
+
+
+@lowers("col2im")
+def _col2im(node: Node, args: list, out: str) -> list:
+    from ...ops.conv import out_size
+
+    a = node.attrs
+    n, c, h, w = node.shape
+    oh, ow = out_size((h, w), a["kernel_size"], a["dilation"], a["padding"], a["stride"])
+    return ([f"{out} = np.zeros({tuple(node.shape)}, {np_dtype(node.dtype)})"]
+            + _window_loops(tuple(node.shape), a, (n, oh, ow),
+                            f"{out}[_n, _c, _h, _w] += {args[0]}[_n, _r, _l]"))
+
+
+@lowers("conv2d")
+def _conv2d(node: Node, args: list, out: str) -> list:
+    x, w = node.inputs[:2]
+    n, o, oh, ow = node.shape
+    _, cg, kh, kw = w.shape
+    g = node.attrs["groups"]
+    og, k, length = o // g, cg * kh * kw, oh * ow
+    dt = np_dtype(node.dtype)
+    attrs = dict(node.attrs, kernel_size=(kh, kw))
+    lines = _im2col_lines(x, args[0], attrs, f"{out}_c") + [
+        f"{out}_c = {out}_c.reshape(({n}, {g}, {k}, {length}))",
+        f"{out}_w = np.ascontiguousarray({args[1]}).reshape(({g}, {og}, {k}))",
+        f"{out} = np.empty(({n}, {g}, {og}, {length}), {dt})",
+        f"for _n in range({n}):",
+        f"    for _g in range({g}):",
+        f"        dgb.gemm({out}_w[_g], {out}_c[_n, _g], {out}[_n, _g], 0.0)",
+        f"{out} = {out}.reshape(({n}, {o}, {length}))",
+    ]
+    if len(args) == 3:
+        lines += [f"for _n in range({n}):",
+                  f"    for _o in range({o}):",
+                  f"        {out}[_n, _o] += {args[2]}[_o]"]
+    return lines + [f"{out} = {out}.reshape({tuple(node.shape)})"]

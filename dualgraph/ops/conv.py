@@ -1,0 +1,263 @@
+"""Convolution lowered to GEMM: ``im2col`` (``F.unfold``), ``col2im`` (``F.fold``) and
+``conv2d``.
+
+``im2col`` and ``col2im`` are each other's VJP. ``conv2d`` is a primitive (so its tape node
+is PyTorch's ``ConvolutionBackward0`` with the input, weight and bias as inputs) whose
+forward is ``im2col`` then one matrix product per group, and whose VJP is written with
+``im2col``, ``col2im``, ``matmul``, reshapes and a sum: gradients of gradients follow.
+
+Attributes are canonical: ``kernel_size``, ``dilation`` and ``stride`` are pairs,
+``padding`` is ``((top, bottom), (left, right))`` (``padding='same'`` with an even kernel
+pads one more at the end, as PyTorch does; ``conv_transpose2d``'s ``output_padding`` can
+make an end padding negative: the windows then stop short of the end).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..modes import bind
+from .linalg import matmul
+from .reduce import sum as _sum
+from .registry import OpDef, register
+from .shape import reshape, transpose
+
+Pair = tuple[int, int]
+Pads = tuple[Pair, Pair]
+
+
+def out_size(size: Pair, kernel: Pair, dilation: Pair, padding: Pads, stride: Pair) -> Pair:
+    """The number of sliding-window positions along each spatial dimension (may be <= 0)."""
+    return tuple(  # type: ignore[return-value]
+        (size[i] + padding[i][0] + padding[i][1] - dilation[i] * (kernel[i] - 1) - 1)
+        // stride[i] + 1
+        for i in range(2))
+
+
+def _window(i: int, d: int, s: int, n: int) -> slice:
+    """The rows of the padded input that kernel offset ``i`` reads for ``n`` positions."""
+    return slice(i * d, i * d + s * (n - 1) + 1, s)
+
+
+# ----------------------------------------------------------------------- im2col / col2im
+
+
+def _im2col_impl(x: np.ndarray, kernel_size: Pair, dilation: Pair, padding: Pads,
+                 stride: Pair) -> np.ndarray:
+    n, c, h, w = x.shape
+    (kh, kw), (dh, dw), (sh, sw) = kernel_size, dilation, stride
+    oh, ow = out_size((h, w), kernel_size, dilation, padding, stride)
+    # A negative end padding (conv_transpose2d's output_padding beyond its padding) means
+    # the windows stop short of the end: nothing to pad there.
+    pads = tuple((p0, max(p1, 0)) for p0, p1 in padding)
+    if any(p for pair in pads for p in pair):
+        x = np.pad(x, ((0, 0), (0, 0)) + pads)
+    cols = np.empty((n, c, kh, kw, oh, ow), x.dtype)
+    # One strided copy per kernel offset: kh * kw NumPy calls, whatever the image size.
+    for i in range(kh):
+        for j in range(kw):
+            cols[:, :, i, j] = x[:, :, _window(i, dh, sh, oh), _window(j, dw, sw, ow)]
+    return cols.reshape(n, c * kh * kw, oh * ow)
+
+
+def _col2im_impl(cols: np.ndarray, output_size: Pair, kernel_size: Pair, dilation: Pair,
+                 padding: Pads, stride: Pair) -> np.ndarray:
+    n = cols.shape[0]
+    (kh, kw), (dh, dw), (sh, sw) = kernel_size, dilation, stride
+    h, w = output_size
+    c = cols.shape[1] // (kh * kw)
+    oh, ow = out_size(output_size, kernel_size, dilation, padding, stride)
+    (pt, pb), (pl, pr) = padding
+    out = np.zeros((n, c, h + pt + max(pb, 0), w + pl + max(pr, 0)), cols.dtype)
+    cols = cols.reshape(n, c, kh, kw, oh, ow)
+    for i in range(kh):
+        for j in range(kw):
+            out[:, :, _window(i, dh, sh, oh), _window(j, dw, sw, ow)] += cols[:, :, i, j]
+    if pt or pb > 0 or pl or pr > 0:
+        out = np.ascontiguousarray(out[:, :, pt:pt + h, pl:pl + w])
+    return out
+
+
+def _blocks(name: str, size: Pair, kernel_size: Pair, dilation: Pair, padding: Pads,
+            stride: Pair) -> Pair:
+    oh, ow = out_size(size, kernel_size, dilation, padding, stride)
+    if oh < 1 or ow < 1:
+        sym = tuple(p[0] for p in padding)
+        raise ShapeError(
+            f"{name}: given input with spatial size {tuple(size)}, kernel_size={kernel_size}, "
+            f"dilation={dilation}, padding={sym}, calculated shape of the array of sliding "
+            f"blocks as ({oh}, {ow}), but its components must be at least one")
+    return oh, ow
+
+
+def _im2col_infer(x: Any, kernel_size: Pair, dilation: Pair, padding: Pads,
+                  stride: Pair) -> tuple:
+    shape = tuple(x.shape)
+    if len(shape) != 4:
+        raise ShapeError(f"im2col: expected a 4-D (N, C, H, W) input, got shape {shape}")
+    oh, ow = _blocks("unfold", shape[2:], kernel_size, dilation, padding, stride)
+    return (shape[0], shape[1] * kernel_size[0] * kernel_size[1], oh * ow), x.dtype
+
+
+def _col2im_infer(cols: Any, output_size: Pair, kernel_size: Pair, dilation: Pair,
+                  padding: Pads, stride: Pair) -> tuple:
+    shape = tuple(cols.shape)
+    if len(shape) != 3:
+        raise ShapeError(f"col2im: expected a 3-D (N, C*kH*kW, L) input, got shape {shape}")
+    k = kernel_size[0] * kernel_size[1]
+    if shape[1] % k:
+        raise ShapeError(
+            f"fold: expected size of input's dimension 1 to be divisible by the product of "
+            f"kernel_size, but got input.size(1)={shape[1]} and kernel_size={kernel_size} "
+            f"(input shape {shape})")
+    oh, ow = _blocks("fold", output_size, kernel_size, dilation, padding, stride)
+    if shape[2] != oh * ow:
+        sym = tuple(p[0] for p in padding)
+        raise ShapeError(
+            f"fold: given output_size={tuple(output_size)}, kernel_size={kernel_size}, "
+            f"dilation={dilation}, padding={sym}, stride={stride}, expected size of input's "
+            f"dimension 2 to match the calculated number of sliding blocks {oh} * {ow} = "
+            f"{oh * ow}, but got input.size(2)={shape[2]} (input shape {shape})")
+    return (shape[0], shape[1] // k) + tuple(output_size), cols.dtype
+
+
+def _im2col_vjp(ctx, g):
+    a = ctx.attrs
+    size = tuple(ctx.inputs[0].shape[2:])
+    return (col2im(g, size, a["kernel_size"], a["dilation"], a["padding"], a["stride"]),)
+
+
+def _col2im_vjp(ctx, g):
+    a = ctx.attrs
+    return (im2col(g, a["kernel_size"], a["dilation"], a["padding"], a["stride"]),)
+
+
+IM2COL = register(OpDef(
+    "im2col", _im2col_impl, _im2col_infer, _im2col_vjp, "Im2ColBackward0",
+))
+COL2IM = register(OpDef(
+    "col2im", _col2im_impl, _col2im_infer, _col2im_vjp, "Col2ImBackward0",
+))
+
+
+def im2col(x: Any, kernel_size: Pair, dilation: Pair, padding: Pads, stride: Pair) -> Any:
+    """Sliding blocks of a (N, C, H, W) tensor as columns, (N, C*kH*kW, L) (``F.unfold``
+    with canonical attributes)."""
+    return bind(IM2COL, x, kernel_size=tuple(kernel_size), dilation=tuple(dilation),
+                padding=tuple(map(tuple, padding)), stride=tuple(stride))
+
+
+def col2im(cols: Any, output_size: Pair, kernel_size: Pair, dilation: Pair, padding: Pads,
+           stride: Pair) -> Any:
+    """Sum of sliding-block columns (N, C*kH*kW, L) back into (N, C, H, W) (``F.fold``)."""
+    return bind(COL2IM, cols, output_size=tuple(output_size), kernel_size=tuple(kernel_size),
+                dilation=tuple(dilation), padding=tuple(map(tuple, padding)),
+                stride=tuple(stride))
+
+
+# --------------------------------------------------------------------------------- conv2d
+
+
+def _conv2d_impl(x: np.ndarray, w: np.ndarray, *bias: np.ndarray, stride: Pair,
+                 padding: Pads, dilation: Pair, groups: int) -> np.ndarray:
+    # Eager mode asks the shape rule only when a kernel fails; mixed dtypes or channel
+    # counts that happen to multiply must fail here, so check first (shape arithmetic only).
+    _conv2d_infer(x, w, *bias, stride=stride, padding=padding, dilation=dilation,
+                  groups=groups)
+    n = x.shape[0]
+    o, cg, kh, kw = w.shape
+    cols = _im2col_impl(x, (kh, kw), dilation, padding, stride)
+    oh, ow = out_size(x.shape[2:], (kh, kw), dilation, padding, stride)
+    # (G, Og, K) @ (N, G, K, L): one BLAS product per (sample, group), written contiguously
+    # into (N, G, Og, L), which is already the (N, O, oH, oW) layout.
+    out = np.matmul(w.reshape(groups, o // groups, cg * kh * kw),
+                    cols.reshape(n, groups, cg * kh * kw, oh * ow))
+    out = out.reshape(n, o, oh, ow)
+    if bias:
+        out += bias[0].reshape(o, 1, 1)
+    return out
+
+
+def _conv2d_infer(x: Any, w: Any, *bias: Any, stride: Pair, padding: Pads, dilation: Pair,
+                  groups: int) -> tuple:
+    xs, ws = tuple(x.shape), tuple(w.shape)
+    if len(xs) != 4 or len(ws) != 4:
+        raise ShapeError(f"conv2d: expected a 4-D input and a 4-D weight, got input of shape "
+                         f"{xs} and weight of shape {ws}")
+    for t in (w,) + bias:
+        if t.dtype != x.dtype:
+            raise _dtype_error(x.dtype, t.dtype)
+    if x.dtype.kind != "f":
+        raise RuntimeError(f"conv2d: only floating-point tensors are supported, got {x.dtype}")
+    if ws[0] % groups:
+        raise ShapeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at "
+            f"dimension 0, but got weight of size {list(ws)} instead")
+    if xs[1] != ws[1] * groups:
+        raise ShapeError(
+            f"Given groups={groups}, weight of size {list(ws)}, expected input{list(xs)} to "
+            f"have {ws[1] * groups} channels, but got {xs[1]} channels instead")
+    if bias and tuple(bias[0].shape) != (ws[0],):
+        raise ShapeError(
+            f"Given weight of size {list(ws)}, expected bias to be 1-dimensional with {ws[0]} "
+            f"elements, but got bias of size {list(bias[0].shape)} instead")
+    padded = tuple(xs[2 + i] + padding[i][0] + padding[i][1] for i in range(2))
+    span = tuple(dilation[i] * (ws[2 + i] - 1) + 1 for i in range(2))
+    if padded[0] < span[0] or padded[1] < span[1]:
+        raise ShapeError(
+            f"Calculated padded input size per channel: ({padded[0]} x {padded[1]}). Kernel "
+            f"size: ({span[0]} x {span[1]}). Kernel size can't be greater than actual input "
+            f"size (input {list(xs)}, weight {list(ws)})")
+    oh, ow = out_size(xs[2:], ws[2:], dilation, padding, stride)
+    return (xs[0], ws[0], oh, ow), x.dtype
+
+
+def _dtype_error(a: np.dtype, b: np.dtype) -> RuntimeError:
+    """PyTorch's error for operands of different dtypes (a RuntimeError there too)."""
+    return RuntimeError(f"conv2d: input type ({a}) and weight type ({b}) should be the same")
+
+
+def _conv2d_vjp(ctx, g):
+    x, w = ctx.args[:2]
+    needs = ctx.needs_input_grad
+    a = ctx.attrs
+    groups = a["groups"]
+    n, c, h, wd = ctx.inputs[0].shape
+    o, cg, kh, kw = ctx.inputs[1].shape
+    k, og = cg * kh * kw, o // groups
+    length = g.shape[2] * g.shape[3]
+    g4 = reshape(g, (n, groups, og, length))
+    geometry = ((kh, kw), a["dilation"], a["padding"], a["stride"])
+    gx = gw = None
+    if needs[0]:
+        wt = transpose(reshape(w, (groups, og, k)), (0, 2, 1))
+        gcols = reshape(matmul(wt, g4), (n, groups * k, length))  # (N, G*K, L)
+        gx = col2im(gcols, (h, wd), *geometry)
+    if needs[1]:
+        cols = reshape(im2col(x, *geometry), (n, groups, k, length))
+        # gw^T = cols @ g^T: the transposed operand is the gradient, smaller than the
+        # columns whenever out_channels < in_channels/groups * kH * kW (a compiled batched
+        # product copies a transposed operand).
+        gwt = _sum(matmul(cols, transpose(g4, (0, 1, 3, 2))), 0)  # (G, K, Og)
+        gw = reshape(transpose(gwt, (0, 2, 1)), (o, cg, kh, kw))
+    if len(needs) == 2:
+        return gx, gw
+    return gx, gw, (_sum(g, (0, 2, 3)) if needs[2] else None)
+
+
+CONV2D = register(OpDef(
+    "conv2d", _conv2d_impl, _conv2d_infer, _conv2d_vjp, "ConvolutionBackward0",
+    saves=(0, 1), saves_for=(1, 0),
+))
+
+
+def conv2d(x: Any, w: Any, bias: Any = None, stride: Pair = (1, 1),
+           padding: Pads = ((0, 0), (0, 0)), dilation: Pair = (1, 1), groups: int = 1) -> Any:
+    """The 2-D convolution primitive (4-D input, canonical attributes); ``F.conv2d`` is the
+    public spelling."""
+    args = (x, w) if bias is None else (x, w, bias)
+    return bind(CONV2D, *args, stride=tuple(stride), padding=tuple(map(tuple, padding)),
+                dilation=tuple(dilation), groups=int(groups))
