@@ -228,16 +228,16 @@ class _Writer:
         op = OPS.get(n.op)
         if op is None:
             return False
-        return (op.loop_fusible and not op.view) or op.reduction is not None or (
-            n.op == "matmul")
+        return (op.loop_fusible and not op.view) or op.reduction is not None or op.contraction
 
     @staticmethod
     def fresh_result(n: Node) -> bool:
         """``n``'s array is new memory (never an alias of an input's)."""
-        if n.op in ("fused", "matmul", "addmm"):
+        if n.op == "fused":
             return True
         op = OPS.get(n.op)
-        return op is not None and not op.view and (op.loop_fusible or op.reduction is not None)
+        return op is not None and not op.view and (
+            op.loop_fusible or op.reduction is not None or op.contraction)
 
     def fresh_value(self, n: Node) -> bool:
         """Whether ``n``'s array is allocated by this kernel (not an input or a view)."""
