@@ -2,6 +2,9 @@
 
 from ..ir.optable import install_ops
 from . import elementwise, linalg, math, random, reduce, shape  # noqa: F401  (registers the ops)
+
+# isort: split
+from . import index  # noqa: F401  (issue 12: indexing)
 from .registry import OPS, OpDef, register
 
 # The IR checks and runs graphs with the registry's rules, but must not import ops/ (ops/

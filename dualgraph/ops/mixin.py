@@ -17,6 +17,7 @@ from ..ir.graph import Literal
 from ..modes import bind, current_mode
 from . import composite as C
 from . import elementwise as E
+from . import index as I
 from . import linalg as L
 from . import math as M
 from . import reduce as R
@@ -347,11 +348,17 @@ class TensorOps:
         return self.astype(np.float64)
 
     def __getitem__(self, index: Any) -> Any:
-        return S.getitem(self, index)
+        if _is_basic(index):
+            return S.getitem(self, index)
+        return I.getitem(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        """``t[index] = value``: a copy into the view ``t[index]`` (basic indexing)."""
-        current_mode().inplace(S.getitem(self, index), None, value)
+        """``t[index] = value``: a copy into the view ``t[index]`` (basic indexing), or an
+        in-place ``index_put`` (advanced indexing)."""
+        if _is_basic(index):
+            current_mode().inplace(S.getitem(self, index), None, value)
+        else:
+            I.setitem(self, index, value)
 
     def __iter__(self):
         if not self.shape:
@@ -555,6 +562,16 @@ class TensorOps:
     def type(self, dtype: Any) -> Any:
         return _cast(self, dtype)
     # ===================================================================== end issue 12
+
+
+_BASIC = frozenset({int, slice, type(None), type(Ellipsis)})
+
+
+def _is_basic(index: Any) -> bool:
+    """Ints, slices, None and ``...`` only (the fast view path; bools are advanced)."""
+    if type(index) in _BASIC:
+        return True
+    return type(index) is tuple and all(type(e) in _BASIC for e in index)
 
 
 def _cast(t: TensorOps, dtype: Any) -> Any:
