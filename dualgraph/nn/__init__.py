@@ -47,3 +47,9 @@ __all__ += [
     "LogSigmoid", "LogSoftmax", "Mish", "ReLU6", "SiLU", "Softmax", "Softmin", "Softplus",
     "Softsign",
 ]
+
+# isort: split
+# Issue 12: indexing.
+from .modules import Embedding  # noqa: E402
+
+__all__ += ["Embedding"]
