@@ -211,7 +211,7 @@ def _entry(e: Any, tracing: bool) -> Any:
     if _is_tensor(e):
         kind = np.dtype(e.dtype).kind
         if kind == "b":
-            return _Adv(e if tracing else np.asarray(e), True)
+            return _Adv(_mask_value(e, tracing), True)
         if kind not in "iu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if tracing:
@@ -226,6 +226,22 @@ def _entry(e: Any, tracing: bool) -> Any:
     if a.size == 0:  # [] is an empty int index (NumPy would make it float64)
         return _Adv(a.astype(np.int64), False)
     raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+
+
+def _mask_value(m: Any, tracing: bool) -> Any:
+    """A bool mask tensor's value when it can be read (an eager tensor, also while tracing:
+    a compiled call then guards on it), else the traced tensor itself."""
+    if not tracing:
+        return np.asarray(m)
+    try:
+        a = np.array(m, copy=True)
+    except TraceError:
+        return m
+    guard = getattr(current_trace(), "guard_value", None)
+    if guard is not None:
+        guard(lambda: (np.shape(m), np.asarray(m).tobytes()), (a.shape, a.tobytes()),
+              "a boolean index mask changed", m)
+    return a
 
 
 def _as_tuple(index: Any) -> tuple:
