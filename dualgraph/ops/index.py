@@ -58,8 +58,8 @@ def _key(ndim: int, idx: np.ndarray, dims: tuple) -> tuple:
     return tuple(key)
 
 
-def _check_index(name: str, x: Any, idx: Any, dims: tuple) -> tuple:
-    xs, ks = tuple(x.shape), tuple(idx.shape)
+def _check_index(name: str, xs: tuple, idx: Any, dims: tuple) -> tuple:
+    ks = tuple(idx.shape)
     ok = (ks and ks[0] == len(dims) and dims and list(dims) == sorted(set(dims))
           and 0 <= dims[0] and dims[-1] < len(xs))
     if not ok or np.dtype(idx.dtype) != _INT64:
@@ -88,18 +88,15 @@ def _index_impl(x: np.ndarray, idx: np.ndarray, dims: tuple, api: str = "") -> n
 
 
 def _index_infer(x: Any, idx: Any, dims: tuple, api: str = "") -> tuple:
-    return _check_index("index", x, idx, dims), x.dtype
-
-
-def _zeros(shape: tuple, dtype: Any) -> Any:
-    return S.broadcast_to(np.zeros((), dtype), shape)
+    return _check_index("index", tuple(x.shape), idx, dims), x.dtype
 
 
 def _index_vjp(ctx, g):
     (_, idx) = ctx.args
     x = ctx.inputs[0]
     dims = ctx.attrs["dims"]
-    gx = bind(INDEX_PUT, _zeros(tuple(x.shape), g.dtype), g, idx, dims=dims, accumulate=True)
+    # Scattered into zeros given by a literal and a shape: no zero array in the graph.
+    gx = bind(INDEX_PUT, 0.0, g, idx, dims=dims, accumulate=True, shape=tuple(x.shape))
     return gx, None
 
 
@@ -119,10 +116,13 @@ def _index_name(node: Any) -> str:
 # ------------------------------------------------------------------------ index_put
 
 
-def _put_impl(x: np.ndarray, v: Any, idx: np.ndarray, dims: tuple, accumulate: bool = False,
-              api: str = "") -> np.ndarray:
-    out = np.array(x, copy=True, order="C")
-    key = _key(x.ndim, idx, dims)
+def _put_impl(x: Any, v: Any, idx: np.ndarray, dims: tuple, accumulate: bool = False,
+              api: str = "", shape: tuple | None = None) -> np.ndarray:
+    if shape is not None:  # x is a number filling a new array of v's dtype
+        out = np.full(shape, x, np.asarray(v).dtype)
+    else:
+        out = np.array(x, copy=True, order="C")
+    key = _key(out.ndim, idx, dims)
     if accumulate:
         np.add.at(out, key, v)  # repeated indices add up
     else:
@@ -131,8 +131,9 @@ def _put_impl(x: np.ndarray, v: Any, idx: np.ndarray, dims: tuple, accumulate: b
 
 
 def _put_infer(x: Any, v: Any, idx: Any, dims: tuple, accumulate: bool = False,
-               api: str = "") -> tuple:
-    target = _check_index("index_put", x, idx, dims)
+               api: str = "", shape: tuple | None = None) -> tuple:
+    xs = tuple(x.shape) if shape is None else tuple(shape)
+    target = _check_index("index_put", xs, idx, dims)
     vs = tuple(getattr(v, "shape", ()))
     try:
         ok = tuple(np.broadcast_shapes(vs, target)) == target
@@ -141,7 +142,7 @@ def _put_infer(x: Any, v: Any, idx: Any, dims: tuple, accumulate: bool = False,
     if not ok:
         raise ShapeError(f"shape mismatch: value tensor of shape {list(vs)} cannot be "
                          f"broadcast to indexing result of shape {list(target)}")
-    return tuple(x.shape), x.dtype
+    return xs, (x.dtype if shape is None else v.dtype)
 
 
 def _put_vjp(ctx, g):
@@ -337,9 +338,10 @@ def _stack_indices(adv: list) -> tuple[Any, tuple]:
                          f"with shapes {listed}") from None
     if all(isinstance(v, np.ndarray) for v in values):
         return np.stack([np.broadcast_to(v, bshape) for v in values]), dims
-    parts = [S.broadcast_to(v if _is_tensor(v) and v.dtype == _INT64 else S.astype(v, _INT64),
-                            bshape) for v in values]
-    return S.stack(parts), dims
+    parts = [v if _is_tensor(v) and v.dtype == _INT64 else S.astype(v, _INT64) for v in values]
+    if len(parts) == 1:
+        return S.reshape(parts[0], (1,) + bshape), dims
+    return S.stack([S.broadcast_to(v, bshape) for v in parts]), dims
 
 
 def _data_dependent(what: str, instead: str) -> TraceError:

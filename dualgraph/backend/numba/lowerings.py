@@ -636,12 +636,12 @@ def _index_layout(shape: tuple, dims: tuple) -> tuple[tuple, int, int, int]:
             math.prod(shape[d] for d in post))
 
 
-def _flat_position(node: Node, out: str, src: Node, dims: tuple) -> list:
+def _flat_position(out: str, shape: tuple, dims: tuple) -> list:
     """Lines (indented for the loop over ``{out}_b``) setting ``{out}_a``: the flat
     position among the indexed dims, each index wrapped if negative and bounds-checked."""
     lines = [f"    {out}_a = 0"]
     for j, d in enumerate(dims):
-        n = src.shape[d]
+        n = shape[d]
         lines += [f"    {out}_i = {out}_k[{j}, {out}_b]",
                   f"    if {out}_i < 0:",
                   f"        {out}_i += {n}",
@@ -652,7 +652,7 @@ def _flat_position(node: Node, out: str, src: Node, dims: tuple) -> list:
     return lines
 
 
-def _operand_pqa(var: str, src: Node, perm: tuple, p: int, a: int, q: int) -> str:
+def _operand_pqa(var: str, perm: tuple, p: int, a: int, q: int) -> str:
     moved = var if perm == tuple(range(len(perm))) else f"np.transpose({var}, {perm})"
     return f"np.ascontiguousarray({moved}).reshape(({p}, {a}, {q}))"
 
@@ -664,11 +664,11 @@ def _index(node: Node, args: list, out: str) -> list:
     perm, p, a, q = _index_layout(tuple(x.shape), dims)
     nb = math.prod(idx.shape[1:])
     return [
-        f"{out}_x = {_operand_pqa(args[0], x, perm, p, a, q)}",
+        f"{out}_x = {_operand_pqa(args[0], perm, p, a, q)}",
         f"{out}_k = np.ascontiguousarray({args[1]}).reshape(({len(dims)}, {nb}))",
         f"{out} = np.empty(({p}, {nb}, {q}), {np_dtype(node.dtype)})",
         f"for {out}_b in range({nb}):",
-        *_flat_position(node, out, x, dims),
+        *_flat_position(out, tuple(x.shape), dims),
         f"    for {out}_p in range({p}):",
         f"        for {out}_q in range({q}):",
         f"            {out}[{out}_p, {out}_b, {out}_q] = {out}_x[{out}_p, {out}_a, {out}_q]",
@@ -680,11 +680,15 @@ def _index(node: Node, args: list, out: str) -> list:
 def _index_put(node: Node, args: list, out: str) -> list:
     x, v, idx = node.inputs
     dims = node.attrs["dims"]
-    shape = tuple(x.shape)
+    shape = tuple(node.shape)
     perm, p, a, q = _index_layout(shape, dims)
     nb = math.prod(idx.shape[1:])
     dt = np_dtype(node.dtype)
-    lines = [f"{out}_o = {_operand_pqa(args[0], x, perm, p, a, q)}.copy()",
+    if isinstance(x, Node):
+        start = f"{_operand_pqa(args[0], perm, p, a, q)}.copy()"
+    else:  # a number filling the new array (index's gradient: zeros)
+        start = f"np.full(({p}, {a}, {q}), {dt}({args[0]}))"
+    lines = [f"{out}_o = {start}",
              f"{out}_k = np.ascontiguousarray({args[2]}).reshape(({len(dims)}, {nb}))"]
     if isinstance(v, Node):
         target = (p, nb, q)
@@ -694,16 +698,19 @@ def _index_put(node: Node, args: list, out: str) -> list:
 
         full = indexed_shape(shape, dims, tuple(idx.shape[1:])) or (1,)
         vshape = (1,) * (len(full) - len(v.shape)) + tuple(v.shape) if v.shape else (1,)
-        lines.append(f"{out}_v = np.ascontiguousarray(np.broadcast_to("
-                     f"np.ascontiguousarray({val}).reshape({vshape}), {full}))"
-                     f".reshape({target})")
+        if vshape == full:
+            lines.append(f"{out}_v = np.ascontiguousarray({val}).reshape({target})")
+        else:
+            lines.append(f"{out}_v = np.ascontiguousarray(np.broadcast_to("
+                         f"np.ascontiguousarray({val}).reshape({vshape}), {full}))"
+                         f".reshape({target})")
         src = f"{out}_v[{out}_p, {out}_b, {out}_q]"
     else:
         src = f"{dt}({args[1]})"
     op = "+=" if node.attrs.get("accumulate") else "="
     lines += [
         f"for {out}_b in range({nb}):",
-        *_flat_position(node, out, x, dims),
+        *_flat_position(out, shape, dims),
         f"    for {out}_p in range({p}):",
         f"        for {out}_q in range({q}):",
         f"            {out}_o[{out}_p, {out}_a, {out}_q] {op} {src}",
