@@ -44,7 +44,6 @@ from .ops.elementwise import (
     sin,
     sqrt,
     tanh,
-    where,
 )
 from .ops.linalg import matmul
 from .ops.reduce import amax, amin, argmax, argmin, max, mean, min, sum
@@ -153,4 +152,30 @@ __all__ += [
     "logical_not", "logical_or", "logical_xor", "logsumexp", "mul", "multiply", "pow", "prod",
     "reciprocal", "remainder", "round", "rsqrt", "sign", "sinh", "square", "std", "std_mean",
     "sub", "subtract", "tan", "true_divide", "trunc", "var", "var_mean",
+]
+
+# isort: split
+# Issue 12: indexing (ops/index.py). dg.where also takes the condition alone (nonzero).
+from .ops.index import (  # noqa: E402
+    argwhere,
+    gather,
+    index_add,
+    index_copy,
+    index_fill,
+    index_put,
+    index_select,
+    masked_fill,
+    masked_select,
+    nonzero,
+    scatter,
+    scatter_add,
+    scatter_reduce,
+    take_along_dim,
+    where,
+)
+
+__all__ += [
+    "argwhere", "gather", "index_add", "index_copy", "index_fill", "index_put", "index_select",
+    "masked_fill", "masked_select", "nonzero", "scatter", "scatter_add", "scatter_reduce",
+    "take_along_dim",
 ]

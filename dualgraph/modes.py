@@ -60,6 +60,13 @@ class Mode(abc.ABC):
     def note_grad_write(self, t: Any) -> None:
         """``t.grad`` is about to be assigned (tracing records the write as an output)."""
 
+    def assign(self, t: Any, value: Any) -> Any:
+        """``t := value``, where ``value`` is a fresh result of ``t``'s shape and dtype
+        computed from ``t`` (``x[idx] = v`` is ``x := index_put(x, idx, v)``): checked as
+        `inplace` checks, then written. By default a copy (`inplace` with no op); a mode
+        may take ``value``'s history over directly, without a copy node."""
+        return self.inplace(t, None, value)
+
     def __call__(self, op: Any, args: tuple, attrs: dict) -> Any:
         return self.process(op, args, attrs)
 
@@ -85,6 +92,9 @@ class _FunctionMode(Mode):
 
     def note_grad_write(self, t: Any) -> None:
         self.below.note_grad_write(t)
+
+    def assign(self, t: Any, value: Any) -> Any:
+        return self.below.assign(t, value)
 
 
 # The eager mode registers itself at import (the first push: the base mode); tracers push

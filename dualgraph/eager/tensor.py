@@ -402,7 +402,8 @@ class EagerMode(Mode):
     __slots__ = ()
     process = staticmethod(eager_process)  # `bind` calls it directly: no extra frame
 
-    def inplace(self, t: Tensor, op: Any, other: Any) -> Tensor:
+    def _check_write(self, t: Tensor, name: str) -> None:
+        """The in-place errors: a leaf that requires grad, a view autograd cannot follow."""
         try:
             if t._rg and _GRAD.value and t.grad_fn is None:
                 raise leaf_inplace_error()
@@ -411,9 +412,18 @@ class EagerMode(Mode):
             raise
         if type(t) is _ViewTensor:
             if writes_expanded(t._vchain):
-                raise expanded_write_error(op.name if op is not None else "copy_")
+                raise expanded_write_error(name)
             if _GRAD.value:
                 _check_view_write(t)
+
+    def assign(self, t: Tensor, value: Tensor) -> Tensor:
+        """``t := value`` (computed from ``t``, e.g. by ``index_put``): ``t`` takes over
+        ``value``'s history, so its node is ``value``'s (PyTorch's IndexPutBackward0)."""
+        self._check_write(t, "index_put_")
+        return self.write(t, value)
+
+    def inplace(self, t: Tensor, op: Any, other: Any) -> Tensor:
+        self._check_write(t, op.name if op is not None else "copy_")
         if op is None:
             return self._copy(t, other)
         if not isinstance(other, _OPERAND):

@@ -71,3 +71,7 @@ __all__ += [
 from .modules import Conv1d, Conv2d, ConvTranspose2d, Fold, Unfold  # noqa: E402
 
 __all__ += ["Conv1d", "Conv2d", "ConvTranspose2d", "Fold", "Unfold"]
+# Issue 12: indexing.
+from .modules import Embedding  # noqa: E402
+
+__all__ += ["Embedding"]

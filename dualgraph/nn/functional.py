@@ -604,3 +604,26 @@ def fold(input: Any, output_size: Any, kernel_size: Any, dilation: Any = 1,  # n
 
 
 __all__ += ["conv1d", "conv2d", "conv_transpose2d", "fold", "unfold"]
+# ---- issue 12: indexing (dualgraph/ops/index.py)
+def one_hot(tensor: Any, num_classes: int = -1) -> Any:
+    """int64 one-hot encoding, ``tensor.shape + (num_classes,)``; the default
+    ``num_classes=-1`` (``max + 1``) depends on the data, so it runs eagerly only."""
+    from ..ops.index import one_hot as _one_hot
+
+    return _one_hot(tensor, num_classes)
+
+
+def embedding(input: Any, weight: Any, padding_idx: int | None = None,  # noqa: A002
+              max_norm: Any = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+              sparse: bool = False) -> Any:
+    """Rows of ``weight`` picked by int ``input``: ``weight[input]``. The gradient
+    scatter-adds into the rows; row ``padding_idx`` gets none."""
+    from ..ops.index import embedding as _embedding
+
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are "
+                                  "not supported")
+    return _embedding(input, weight, padding_idx)
+
+
+__all__ += ["embedding", "one_hot"]

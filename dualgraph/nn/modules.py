@@ -1250,3 +1250,33 @@ class Fold(Module):
     def extra_repr(self) -> str:
         return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
                 f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
+# ---- issue 12: indexing
+class Embedding(Module):
+    """A lookup table: ``Embedding(num_embeddings, embedding_dim)(idx)`` is
+    ``weight[idx]``. Initialised like PyTorch: N(0, 1), row ``padding_idx`` zero (and it
+    gets no gradient)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int,
+                 padding_idx: int | None = None, _weight: Any = None) -> None:
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx %= num_embeddings
+        self.padding_idx = padding_idx
+        if _weight is None:
+            w = rng().standard_normal((num_embeddings, embedding_dim)).astype(np.float32)
+            if padding_idx is not None:
+                w[padding_idx] = 0.0
+        else:
+            w = array_of(_weight) if isinstance(_weight, Tensor) else np.asarray(_weight)
+        self.weight = Parameter(w)
+
+    def forward(self, x: Any) -> Any:
+        return F.embedding(x, self.weight, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"

@@ -4,6 +4,7 @@ from ..ir.optable import install_ops
 from . import (  # noqa: F401  (importing each family registers its ops)
     conv,
     elementwise,
+    index,
     linalg,
     math,
     norm,

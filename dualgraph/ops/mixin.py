@@ -17,6 +17,7 @@ from ..ir.graph import Literal
 from ..modes import bind, current_mode
 from . import composite as C
 from . import elementwise as E
+from . import index as I
 from . import linalg as L
 from . import math as M
 from . import reduce as R
@@ -347,11 +348,17 @@ class TensorOps:
         return self.astype(np.float64)
 
     def __getitem__(self, index: Any) -> Any:
-        return S.getitem(self, index)
+        if _is_basic(index):
+            return S.getitem(self, index)
+        return I.getitem(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        """``t[index] = value``: a copy into the view ``t[index]`` (basic indexing)."""
-        current_mode().inplace(S.getitem(self, index), None, value)
+        """``t[index] = value``: a copy into the view ``t[index]`` (basic indexing), or an
+        in-place ``index_put`` (advanced indexing)."""
+        if _is_basic(index):
+            current_mode().inplace(S.getitem(self, index), None, value)
+        else:
+            I.setitem(self, index, value)
 
     def __iter__(self):
         if not self.shape:
@@ -555,6 +562,91 @@ class TensorOps:
     def type(self, dtype: Any) -> Any:
         return _cast(self, dtype)
     # ===================================================================== end issue 12
+
+    # ---- issue 12: indexing (dualgraph/ops/index.py). In-place forms compute the new
+    # value from self and `assign` it (one IndexPut-like node, as PyTorch records).
+    def gather(self, dim: int, index: Any) -> Any:
+        return I.gather(self, dim, index)
+
+    def take_along_dim(self, indices: Any, dim: int | None = None) -> Any:
+        return I.take_along_dim(self, indices, dim)
+
+    def index_select(self, dim: int, index: Any) -> Any:
+        return I.index_select(self, dim, index)
+
+    def masked_fill(self, mask: Any, value: Any) -> Any:
+        return I.masked_fill(self, mask, value)
+
+    def masked_fill_(self, mask: Any, value: Any) -> Any:
+        out = I.masked_fill(self, mask, value)
+        if tuple(out.shape) != tuple(self.shape):
+            check_inplace_shape("masked_fill_", tuple(self.shape), tuple(out.shape))
+        return self.copy_(out)
+
+    def masked_select(self, mask: Any) -> Any:
+        return I.masked_select(self, mask)
+
+    def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Any:
+        return I.scatter(self, dim, index, src, value=value)
+
+    def scatter_(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Any:
+        return current_mode().assign(self, I.scatter(self, dim, index, src, value=value))
+
+    def scatter_add(self, dim: int, index: Any, src: Any) -> Any:
+        return I.scatter_add(self, dim, index, src)
+
+    def scatter_add_(self, dim: int, index: Any, src: Any) -> Any:
+        return current_mode().assign(self, I.scatter_add(self, dim, index, src))
+
+    def scatter_reduce(self, dim: int, index: Any, src: Any, reduce: str, *,
+                       include_self: bool = True) -> Any:
+        return I.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
+
+    def scatter_reduce_(self, dim: int, index: Any, src: Any, reduce: str, *,
+                        include_self: bool = True) -> Any:
+        return current_mode().assign(self, I.scatter_reduce(
+            self, dim, index, src, reduce, include_self=include_self))
+
+    def index_add(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Any:
+        return I.index_add(self, dim, index, source, alpha=alpha)
+
+    def index_add_(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Any:
+        return current_mode().assign(self, I.index_add(self, dim, index, source, alpha=alpha))
+
+    def index_copy(self, dim: int, index: Any, source: Any) -> Any:
+        return I.index_copy(self, dim, index, source)
+
+    def index_copy_(self, dim: int, index: Any, source: Any) -> Any:
+        return current_mode().assign(self, I.index_copy(self, dim, index, source))
+
+    def index_fill(self, dim: int, index: Any, value: Any) -> Any:
+        return I.index_fill(self, dim, index, value)
+
+    def index_fill_(self, dim: int, index: Any, value: Any) -> Any:
+        return current_mode().assign(self, I.index_fill(self, dim, index, value))
+
+    def index_put(self, indices: Any, values: Any, accumulate: bool = False) -> Any:
+        return I.index_put(self, indices, values, accumulate)
+
+    def index_put_(self, indices: Any, values: Any, accumulate: bool = False) -> Any:
+        return I.index_put_(self, indices, values, accumulate)
+
+    def nonzero(self, *, as_tuple: bool = False) -> Any:
+        return I.nonzero(self, as_tuple=as_tuple)
+
+    def argwhere(self) -> Any:
+        return I.argwhere(self)
+    # ---- end issue 12: indexing
+
+
+_BASIC = frozenset({int, slice, type(None), type(Ellipsis)})
+
+
+def _is_basic(index: Any) -> bool:
+    """Ints, slices, None and ``...`` only (the fast view path; bools are advanced)."""
+    if type(index) in _BASIC:
+        return True
+    return type(index) is tuple and all(type(e) in _BASIC for e in index)
 
 
 def _cast(t: TensorOps, dtype: Any) -> Any:

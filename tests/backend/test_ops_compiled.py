@@ -432,3 +432,26 @@ CASES.append(Case("convolution", ("conv2d", "im2col", "col2im"), convolutions,
                                 _uniform(r, -1, 1, (2, 4, 7), t),
                                 _uniform(r, -1, 1, (4, 2, 3, 3), t)]))
 ALL_CASES.append(pytest.param(CASES[-1], id="convolution"))
+# ---- issue 12: indexing. One program for index / index_put through their spellings:
+# constant and traced (k) indices, repeats (the backward accumulates), a write through a
+# basic-index view, and a traced mask written to (a where).
+def indexing(x, w, v, k):
+    a = x[dg.tensor([2, 0, 2])] * x[k]
+    b = x[:, [-1, 1]]
+    c = x.gather(1, dg.tensor([[0, 3], [1, 1], [2, 0]]))
+    e = F.embedding(dg.tensor([[4, 0], [1, 4]]), w)
+    y = x * 1.0
+    y[dg.tensor([1, 0])] = v
+    y[2, [0, 3]] = 0.5
+    y[x > 0.5] = 0.0
+    z = x.index_add(0, k[:2], v)
+    m = x.masked_fill(x < -0.5, 1.0)
+    return a, b, c, e, y, z, m
+
+
+CASES += [
+    Case("indexing", ("index", "index_put", "view_scatter"), indexing,
+         lambda r, t: [_uniform(r, -1, 1, (3, 4), t), _uniform(r, -1, 1, (5, 3), t),
+                       _uniform(r, -1, 1, (2, 4), t), np.array([2, -1, 0])]),
+]
+ALL_CASES += [pytest.param(CASES[-1], id=CASES[-1].name)]

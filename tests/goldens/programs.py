@@ -243,9 +243,11 @@ def basic_indexing(lib, F, x):
     return x[1], x[0:2, 1:3], x[:, -1], x[None, 1], x[..., ::2], x[2, 3]
 
 
-@program(grid((3, 2), -1.0, 1.0), covers=("getitem",))
+@program(grid((3, 2), -1.0, 1.0), covers=("getitem", "index"))
 def advanced_indexing(lib, F, x):
-    return x[lib.tensor([0, 2, 0])], x[x[:, 0] > 0]
+    # A mask computed from the data has a data-dependent shape: eager only
+    # (`advanced_indexing_data_mask`); a constant mask compiles.
+    return x[lib.tensor([0, 2, 0])], x[lib.tensor([True, False, True])], x[[-1, 0], 1]
 
 
 @program(grid((2, 3), -1.0, 1.0), grid((2, 3), 0.5, 1.5), grid((1, 3), 2.0, 3.0),
@@ -1070,3 +1072,75 @@ def conv2d_same_strided(lib, F, x, w):
          match="Kernel size can't be greater than actual input size")
 def conv2d_kernel_too_large(lib, F, x, w):
     return F.conv2d(x, w)
+# ---- issue 12: indexing (dualgraph/ops/index.py)
+@program(grid((3, 2), -1.0, 1.0), compile=False, source=I12)
+def advanced_indexing_data_mask(lib, F, x):
+    return x[x[:, 0] > 0], x[x > 0.5], lib.masked_select(x, x < 0.0)
+
+
+@program(grid((2, 3, 4), -1.0, 1.0), const([[0], [3]], "int64"), covers=("index",),
+         source=I12)
+def advanced_indexing_shapes(lib, F, x, k):
+    # Ints select first, then the index tensors' block goes in place when they are
+    # adjacent, first when a slice separates them (PyTorch's rule, not NumPy's).
+    i = lib.tensor([1, 0])
+    return (x[0, :, i], x[:, 1, k], x[i, :, i], x[:, i, None], x[..., k], x[i, 2],
+            x[:, lib.tensor([True, False, True])], x[lib.tensor([[1], [0]]), :, k[:, 0]])
+
+
+@program(grid((3, 4), -1.0, 1.0), grid((2, 4), 0.5, 1.5),
+         const([[0, 2], [1, 1], [3, 0]], "int64"), covers=("index", "index_put"), source=I12)
+def indexing_family(lib, F, x, v, k):
+    y = x * 1.0
+    y[lib.tensor([2, 0])] = v
+    y[1, [0, 3]] = -2.0
+    z = x * 1.0
+    z.index_put_((lib.tensor([0, 0]),), v[0], accumulate=True)
+    z[lib.tensor([False, True, False])] = 3.0
+    src = x[:, :2] * 2.0
+    return (y, z, x.gather(1, k), lib.take_along_dim(x, k[:, :1], 1),
+            x.index_select(1, lib.tensor([3, 0])),
+            x.scatter(1, lib.tensor([[0, 2], [1, 3], [3, 0]]), src),
+            x.scatter(0, k[:2], 1.5), x.scatter_add(1, k, src),
+            x.scatter_reduce(1, k, src, "sum"),
+            x.scatter_reduce(1, k, src, "mean", include_self=False),
+            x.index_add(0, lib.tensor([2, 2]), v, alpha=0.5),
+            x.index_copy(0, lib.tensor([1, 0]), v),
+            x.index_fill(1, lib.tensor([0, 2]), -1.0), x.masked_fill(x > 0, 0.5),
+            lib.index_put(x, (lib.tensor([1]), lib.tensor([2])), lib.tensor(9.0)))
+
+
+@program(grid((3, 4), -1.0, 1.0), const([[2, 0], [1, 2]], "int64"), source=I12)
+def embedding_one_hot(lib, F, w, k):
+    return (F.embedding(k, w), F.embedding(k, w, padding_idx=2), F.one_hot(k, 4),
+            F.one_hot(k[0], 3) * w[0, :3])
+
+
+@program(grid((3, 4), -1.0, 1.0), compile=False, source=I12)
+def nonzero_family(lib, F, x):
+    m = x > 0.2
+    return (lib.nonzero(m), lib.nonzero(m, as_tuple=True), lib.where(m), lib.argwhere(m),
+            F.one_hot(lib.tensor([0, 3, 1])), m.nonzero(), x[lib.nonzero(m, as_tuple=True)])
+
+
+@program(grid((3, 2), -1.0, 1.0), match="out of bounds", source=I12)
+def index_tensor_out_of_range(lib, F, x):
+    return x[lib.tensor([0, 3])]
+
+
+@program(grid((3, 2), -1.0, 1.0), match="out of bounds", source=I12)
+def index_negative_out_of_range(lib, F, x):
+    return x[:, [-3]]
+
+
+@program(grid((3, 2), -1.0, 1.0), match="broadcast", source=I12)
+def index_put_shape_mismatch(lib, F, x):
+    y = x * 1.0
+    y[lib.tensor([0, 1])] = lib.ones(3, 2)
+    return y
+
+
+@program(grid((3,), -1.0, 1.0), match="in-place", source=I12)
+def index_put_leaf(lib, F, x):
+    x[lib.tensor([0])] = 1.0
+    return x

@@ -48,15 +48,10 @@ _HOOK_DTYPE = ("issue 11 s1: a hook returning a float64 gradient for a float32 t
 _BACKWARD_DUP = "issue 11 s1: dg.backward([y, y], [g, g]) leaves x.grad None, no accumulation"
 _EXP_INPLACE_C = ("issue 11 s2: compiled, changing exp's output in place inside the function "
                   "is not caught (PyTorch raises 'modified by an inplace operation')")
-_ADV_INDEX = ("not in issue (API A2): advanced indexing (int tensor, bool mask) is rejected "
-              "with TypeError")
 
 # (program, mode) -> what dualgraph gets wrong. Each reason says what differs: this table is
 # the parity bug list.
-KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {
-    ("advanced_indexing", "eager"): _ADV_INDEX,
-    ("advanced_indexing", "compiled"): _ADV_INDEX,
-}
+KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {}
 
 MODES = ("eager", "compiled")
 

@@ -858,3 +858,115 @@ COMPOSITES += [
          ref=lambda x, w, b: _conv_ref(x[:, :, None], w[:, :, None], b, (1, 2),
                                        ((0, 0), (2, 2)))[:, :, 0]),
 ]
+
+# ---- issue 12: indexing (dualgraph/ops/index.py): `index` and `index_put` through every
+# public spelling that binds them. Index arrays are fixed, in range, and (for writes that
+# replace) without repeats, where finite differences could not see the overwritten copy.
+_I3 = np.array([2, 0, 2])
+_COLS = np.array([[0], [3]])
+_PICK = np.array([[0, 2, 2], [1, 0, 1]])
+_MASK = np.array([True, False, True])
+_SC = np.array([[0, 2], [2, 1]])  # scatter: no repeats within a row
+
+
+def _setitem(x: Any, v: Any) -> Any:
+    y = x * 1.0
+    y[dg.tensor([3, 0])] = v
+    return y
+
+
+def _setitem_ref(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    y = x.copy()
+    y[[3, 0]] = v
+    return y
+
+
+def _setitem_view(x: Any, v: Any) -> Any:
+    y = x * 1.0
+    y[1][[2, 0]] = v  # through a basic-index view: the write reaches y
+    return y
+
+
+def _setitem_view_ref(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    y = x.copy()
+    y[1][[2, 0]] = v
+    return y
+
+
+def _scatter_src_ref(x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    for i in range(2):
+        for j in range(2):
+            out[i, _SC[i, j]] = s[i, j]
+    return out
+
+
+def _scatter_add_ref(x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    for i in range(2):
+        for j in range(3):
+            out[i, _PICK[i, j]] += s[i, j]
+    return out
+
+
+def _index_add_ref(x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    np.add.at(out, (slice(None), _I3), 2.0 * s)
+    return out
+
+
+def _index_grad(x: Any) -> Any:
+    """d/dx of ``sum(x[idx] ** 2)``: index's VJP is an accumulating index_put."""
+    x = _leaf(x)
+    (g,) = dg.grad((x[dg.tensor(_I3)] ** 2).sum(), [x], create_graph=True)
+    return g
+
+
+def _index_grad_ref(x: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(x)
+    np.add.at(out, _I3, 2 * x[_I3])
+    return out
+
+
+CASES += [
+    case("index", "int_tensor_repeats", lambda x: x[dg.tensor(_I3)], real(3, 4),
+         ref=lambda x: x[_I3], node="IndexBackward0"),
+    case("index", "list_negative", lambda x: x[:, [-1, 0]], real(3, 4),
+         ref=lambda x: x[:, [-1, 0]]),
+    case("index", "int_then_array", lambda x: x[1, :, _COLS], real(2, 3, 4),
+         ref=lambda x: x[1][:, _COLS]),
+    case("index", "separated_first", lambda x: x[_COLS // 3, :, _COLS[:, 0]], real(2, 3, 4),
+         ref=lambda x: x[_COLS // 3, :, _COLS[:, 0]]),
+    case("index", "bool_mask_array", lambda x: x[_MASK], real(3, 2), ref=lambda x: x[_MASK]),
+    case("index", "gather", lambda x: x.gather(1, dg.tensor(_PICK)), real(2, 4),
+         ref=lambda x: np.take_along_axis(x, _PICK, 1), node="GatherBackward0"),
+    case("index", "take_along_dim", lambda x: dg.take_along_dim(x, dg.tensor(_COLS), 1),
+         real(2, 4), ref=lambda x: np.take_along_axis(x, _COLS, 1)),
+    case("index", "index_select", lambda x: dg.index_select(x, -1, dg.tensor(_I3)),
+         real(2, 3), ref=lambda x: x[:, _I3], node="IndexSelectBackward0"),
+    case("index", "embedding", lambda w: F.embedding(dg.tensor(_PICK), w), real(3, 2),
+         ref=lambda w: w[_PICK], node="EmbeddingBackward0"),
+    case("index", "masked_select", lambda x: x.masked_select(dg.tensor(_MASK)), real(2, 3),
+         ref=lambda x: x[:, _MASK].reshape(-1), node="MaskedSelectBackward0"),
+    case("index_put", "setitem", _setitem, real(4, 3), real(2, 3), ref=_setitem_ref,
+         node="IndexPutBackward0"),
+    case("index_put", "accumulate", lambda x, v: dg.index_put(x, (dg.tensor(_I3),), v, True),
+         real(3, 2), real(2), ref=lambda x, v: x + np.array([[1], [0], [2]], x.dtype) * v),
+    case("index_put", "scatter", lambda x, s: x.scatter(1, dg.tensor(_SC), s),
+         real(2, 4), real(3, 3), ref=lambda x, s: _scatter_src_ref(x, s[:2, :2]),
+         node="ScatterBackward0"),
+    case("index_put", "scatter_add", lambda x, s: dg.scatter_add(x, 1, dg.tensor(_PICK), s),
+         real(2, 4), real(2, 3), ref=_scatter_add_ref, node="ScatterAddBackward0"),
+    case("index_put", "index_add_alpha", lambda x, s: x.index_add(1, dg.tensor(_I3), s, alpha=2),
+         real(2, 3), real(2, 3), ref=_index_add_ref, node="IndexAddBackward0"),
+    case("index_put", "index_fill", lambda x: x.index_fill(0, dg.tensor([1]), -1.5), real(3, 2),
+         ref=lambda x: np.where(np.arange(3)[:, None] == 1, -1.5, x), node="IndexFillBackward0"),
+    case("index_put", "index_grad", _index_grad, real(3, 2), ref=_index_grad_ref),
+]
+COMPOSITES += [
+    case("setitem", "through_view", _setitem_view, real(2, 3), real(2), ref=_setitem_view_ref),
+    case("masked_fill", "scalar", lambda x: x.masked_fill(dg.tensor(_MASK), 0.5), real(2, 3),
+         ref=lambda x: np.where(_MASK, np.float32(0.5).astype(x.dtype), x)),
+    case("one_hot", "classes", lambda k: F.one_hot(dg.tensor(_PICK), 4).astype(k.dtype) * k,
+         real(1), ref=lambda k: np.eye(4, dtype=k.dtype)[_PICK] * k),
+]
