@@ -123,6 +123,27 @@ from .ops.math import (
     var_mean,
 )
 
+# isort: split
+# Issue 12: scans and sorting (ops/scan.py).
+from .ops.scan import (
+    argsort,
+    bucketize,
+    count_nonzero,
+    cummax,
+    cummin,
+    cumprod,
+    cumsum,
+    histc,
+    kthvalue,
+    logcumsumexp,
+    median,
+    msort,
+    nanmedian,
+    searchsorted,
+    sort,
+    topk,
+)
+
 bool = bool_  # noqa: A001 - PyTorch's spelling, dg.bool
 cat = concatenate
 
@@ -153,4 +174,9 @@ __all__ += [
     "logical_not", "logical_or", "logical_xor", "logsumexp", "mul", "multiply", "pow", "prod",
     "reciprocal", "remainder", "round", "rsqrt", "sign", "sinh", "square", "std", "std_mean",
     "sub", "subtract", "tan", "true_divide", "trunc", "var", "var_mean",
+]
+# Issue 12: scans and sorting (ops/scan.py).
+__all__ += [
+    "argsort", "bucketize", "count_nonzero", "cummax", "cummin", "cumprod", "cumsum", "histc",
+    "kthvalue", "logcumsumexp", "median", "msort", "nanmedian", "searchsorted", "sort", "topk",
 ]
