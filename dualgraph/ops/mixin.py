@@ -568,7 +568,8 @@ class TensorOps:
         return self.copy_(self.cumsum(dim, dtype=dtype))
 
     def cumprod_(self, dim: int, *, dtype: Any = None) -> Any:
-        return self.copy_(self.cumprod(dim, dtype=dtype))
+        # A clone: cumprod saves its input, which the copy_ would overwrite.
+        return self.copy_(self.clone().cumprod(dim, dtype=dtype))
 
     def logcumsumexp(self, dim: int) -> Any:
         return SC.logcumsumexp(self, dim)
@@ -579,11 +580,11 @@ class TensorOps:
     def cummin(self, dim: int) -> Any:
         return SC.cummin(self, dim)
 
-    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
-        return SC.sort(self, dim, descending, stable)
+    def sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
+        return SC.sort(self, dim, descending, stable=stable)
 
-    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
-        return SC.argsort(self, dim, descending, stable)
+    def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
+        return SC.argsort(self, dim, descending, stable=stable)
 
     def msort(self) -> Any:
         return SC.msort(self)

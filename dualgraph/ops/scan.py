@@ -109,7 +109,8 @@ def _logcumsumexp_impl(x: np.ndarray, axis: int = 0, reverse: bool = False) -> n
     if x.ndim == 0:
         return x.copy()
     # logaddexp is exact for -inf and never overflows: a running log-sum-exp, as PyTorch's.
-    out = np.logaddexp.accumulate(_flip(x, axis, reverse), axis=axis)
+    with np.errstate(invalid="ignore"):  # a NaN propagates quietly, as in PyTorch
+        out = np.logaddexp.accumulate(_flip(x, axis, reverse), axis=axis)
     return np.ascontiguousarray(_flip(out, axis, reverse))
 
 
@@ -425,14 +426,14 @@ def cummin(input: Any, dim: int) -> Any:  # noqa: A002
     return _cumext(ARGCUMMIN, cummin_result, "CumminBackward0", input, dim)
 
 
-def argsort(input: Any, dim: int = -1, descending: bool = False,  # noqa: A002
+def argsort(input: Any, dim: int = -1, descending: bool = False, *,  # noqa: A002
             stable: bool = False) -> Any:
     """Indices that sort ``dim``; always stable (ties keep their order, NaN sorts as the
     largest value), so ``stable=False`` gives one of the orders PyTorch may return."""
     return bind(ARGSORT, input, axis=_dim("argsort", input, dim), descending=bool(descending))
 
 
-def sort(input: Any, dim: int = -1, descending: bool = False,  # noqa: A002
+def sort(input: Any, dim: int = -1, descending: bool = False, *,  # noqa: A002
          stable: bool = False) -> Any:
     """``(values, indices)`` sorted along ``dim`` (stable; NaN last ascending, first
     descending). ``v, i = dg.sort(x, descending=True)``"""
