@@ -105,7 +105,14 @@ def _cumprod_impl(x: np.ndarray, axis: int = 0) -> np.ndarray:
     return np.cumprod(x, axis=axis, dtype=dtype)
 
 
+def _check_float(name: str, dtype: Any) -> None:
+    if np.dtype(dtype).kind != "f":
+        raise NotImplementedError(f"{name}: not implemented for {dtype} tensors (floating "
+                                  "point only, as in PyTorch)")
+
+
 def _logcumsumexp_impl(x: np.ndarray, axis: int = 0, reverse: bool = False) -> np.ndarray:
+    _check_float("logcumsumexp", x.dtype)  # NumPy would return floats for integers
     if x.ndim == 0:
         return x.copy()
     # logaddexp is exact for -inf and never overflows: a running log-sum-exp, as PyTorch's.
@@ -116,9 +123,7 @@ def _logcumsumexp_impl(x: np.ndarray, axis: int = 0, reverse: bool = False) -> n
 
 def _float_only(name: str):
     def infer(x: Any, axis: int = 0, reverse: bool = False) -> tuple:
-        if np.dtype(x.dtype).kind != "f":
-            raise NotImplementedError(f"{name}: not implemented for {x.dtype} tensors "
-                                      "(floating point only, as in PyTorch)")
+        _check_float(name, x.dtype)
         return tuple(x.shape), np.dtype(x.dtype)
 
     return infer
@@ -345,6 +350,7 @@ SEARCHSORTED = register(OpDef(
 
 
 def _histc_impl(x: np.ndarray, bins: int = 100, lo: float = 0.0, hi: float = 0.0) -> np.ndarray:
+    _histc_infer(x, bins, lo, hi)  # NumPy would count integers, PyTorch refuses them
     flat = x.ravel()
     if lo == hi and flat.size:
         finite = flat[np.isfinite(flat)]
@@ -358,9 +364,7 @@ def _histc_impl(x: np.ndarray, bins: int = 100, lo: float = 0.0, hi: float = 0.0
 
 
 def _histc_infer(x: Any, bins: int = 100, lo: float = 0.0, hi: float = 0.0) -> tuple:
-    if np.dtype(x.dtype).kind != "f":
-        raise NotImplementedError(f"histc: not implemented for {x.dtype} tensors (floating "
-                                  "point only, as in PyTorch)")
+    _check_float("histc", x.dtype)
     if bins <= 0:
         raise RuntimeError(f"histc: bins must be > 0, but got {bins}")
     if lo > hi:
