@@ -39,7 +39,7 @@ from .registry import OpDef, register
 
 
 def _return_type(name: str) -> type:
-    return namedtuple(name, ["values", "indices"])  # noqa: PYI024 - built per name
+    return namedtuple(name, ["values", "indices"])
 
 
 sort_result = _return_type("sort")
@@ -49,7 +49,6 @@ median_result = _return_type("median")
 nanmedian_result = _return_type("nanmedian")
 cummax_result = _return_type("cummax")
 cummin_result = _return_type("cummin")
-mode_result = _return_type("mode")
 
 # ----------------------------------------------------------------------- helpers
 
