@@ -122,6 +122,27 @@ from .ops.math import (
     var_mean,
 )
 
+# isort: split
+# Issue 12: scans and sorting (ops/scan.py).
+from .ops.scan import (
+    argsort,
+    bucketize,
+    count_nonzero,
+    cummax,
+    cummin,
+    cumprod,
+    cumsum,
+    histc,
+    kthvalue,
+    logcumsumexp,
+    median,
+    msort,
+    nanmedian,
+    searchsorted,
+    sort,
+    topk,
+)
+
 bool = bool_  # noqa: A001 - PyTorch's spelling, dg.bool
 cat = concatenate
 
@@ -178,4 +199,10 @@ __all__ += [
     "argwhere", "gather", "index_add", "index_copy", "index_fill", "index_put", "index_select",
     "masked_fill", "masked_select", "nonzero", "scatter", "scatter_add", "scatter_reduce",
     "take_along_dim",
+]
+
+# Issue 12: scans and sorting (ops/scan.py).
+__all__ += [
+    "argsort", "bucketize", "count_nonzero", "cummax", "cummin", "cumprod", "cumsum", "histc",
+    "kthvalue", "logcumsumexp", "median", "msort", "nanmedian", "searchsorted", "sort", "topk",
 ]

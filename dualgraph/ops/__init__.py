@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (importing each family registers its ops)
     norm,
     random,
     reduce,
+    scan,
     shape,
 )
 from .registry import OPS, OpDef, register

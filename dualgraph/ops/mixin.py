@@ -21,6 +21,7 @@ from . import index as I
 from . import linalg as L
 from . import math as M
 from . import reduce as R
+from . import scan as SC
 from . import shape as S
 from .broadcast import normalize_axis, normalize_dim
 
@@ -647,6 +648,57 @@ def _is_basic(index: Any) -> bool:
     if type(index) in _BASIC:
         return True
     return type(index) is tuple and all(type(e) in _BASIC for e in index)
+    # ---- issue 12: scans and sorting (dualgraph/ops/scan.py)
+    def cumsum(self, dim: int, *, dtype: Any = None) -> Any:
+        return SC.cumsum(self, dim, dtype=dtype)
+
+    def cumprod(self, dim: int, *, dtype: Any = None) -> Any:
+        return SC.cumprod(self, dim, dtype=dtype)
+
+    def cumsum_(self, dim: int, *, dtype: Any = None) -> Any:
+        return self.copy_(self.cumsum(dim, dtype=dtype))
+
+    def cumprod_(self, dim: int, *, dtype: Any = None) -> Any:
+        # A clone: cumprod saves its input, which the copy_ would overwrite.
+        return self.copy_(self.clone().cumprod(dim, dtype=dtype))
+
+    def logcumsumexp(self, dim: int) -> Any:
+        return SC.logcumsumexp(self, dim)
+
+    def cummax(self, dim: int) -> Any:
+        return SC.cummax(self, dim)
+
+    def cummin(self, dim: int) -> Any:
+        return SC.cummin(self, dim)
+
+    def sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
+        return SC.sort(self, dim, descending, stable=stable)
+
+    def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
+        return SC.argsort(self, dim, descending, stable=stable)
+
+    def msort(self) -> Any:
+        return SC.msort(self)
+
+    def topk(self, k: int, dim: Any = None, largest: bool = True,
+             sorted: bool = True) -> Any:  # noqa: A002
+        return SC.topk(self, k, dim, largest, sorted)
+
+    def kthvalue(self, k: int, dim: Any = None, keepdim: bool = False) -> Any:
+        return SC.kthvalue(self, k, dim, keepdim)
+
+    def median(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return SC.median(self, dim, keepdim)
+
+    def nanmedian(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return SC.nanmedian(self, dim, keepdim)
+
+    def count_nonzero(self, dim: Any = None) -> Any:
+        return SC.count_nonzero(self, dim)
+
+    def histc(self, bins: int = 100, min: float = 0, max: float = 0) -> Any:  # noqa: A002
+        return SC.histc(self, bins, min, max)
+    # ---- end issue 12: scans and sorting
 
 
 def _cast(t: TensorOps, dtype: Any) -> Any:

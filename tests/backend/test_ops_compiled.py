@@ -455,3 +455,29 @@ CASES += [
                        _uniform(r, -1, 1, (2, 4), t), np.array([2, -1, 0])]),
 ]
 ALL_CASES += [pytest.param(CASES[-1], id=CASES[-1].name)]
+# ---- issue 12: scans and sorting
+def scans(x, y):
+    cm, cn = x.cummax(1), dg.cummin(x, 0)
+    return (x.cumsum(1), dg.cumsum(x, 0), x.cumprod(1), dg.logcumsumexp(x * 30.0, 1),
+            cm.values, cm.indices, cn.values, cn.indices, y.cumsum(0), dg.cumprod(y, 0))
+
+
+def sorting(x, y):
+    s, t = x.sort(1), dg.topk(x, 2, 0)
+    d = dg.sort(x, 0, descending=True)
+    kv, md = dg.kthvalue(x, 2, 1), x.median(0)
+    return (s.values, s.indices, d.values, d.indices, t.values, t.indices, kv.values,
+            kv.indices, md.values, md.indices, x.median(), dg.nanmedian(x, 1, keepdim=True)[0],
+            x.msort(), dg.searchsorted(dg.sort(y).values, x), dg.bucketize(x, y.sort()[0]),
+            dg.histc(x, 4), dg.count_nonzero(x > 0, 1), y.sort(descending=True).values)
+
+
+CASES += [
+    Case("scans", ("cumsum", "cumprod", "logcumsumexp", "argcummax", "argcummin", "gather_axis",
+                   "scatter_add_axis"), scans,
+         lambda r, t: [_uniform(r, -1, 1, (3, 5), t), _uniform(r, 0.5, 1.5, (4,), t)]),
+    Case("sorting", ("argsort", "gather_axis", "scatter_add_axis", "searchsorted", "histc"),
+         sorting, lambda r, t: [_uniform(r, -1, 1, (4, 5), t), _uniform(r, -1, 1, (6,), t)]),
+]
+ALL_CASES += [pytest.param(c, id=c.name) for c in CASES[-2:]]
+# ---- end issue 12: scans and sorting

@@ -1144,3 +1144,95 @@ def index_put_shape_mismatch(lib, F, x):
 def index_put_leaf(lib, F, x):
     x[lib.tensor([0])] = 1.0
     return x
+# ---- issue 12: scans and sorting (dualgraph/ops/scan.py)
+@program(leaf([[1.0, 0.0, 3.0, 0.0], [2.0, 3.0, 0.0, 4.0], [0.5, 2.0, 3.0, 1.0]]),
+         const([[1, 2, 3], [4, 5, 6]], "int32"), covers=("cumsum", "cumprod"), source=I12)
+def cumulative(lib, F, x, k):
+    # Rows with two zeros, one zero and none: cumprod's three gradient cases.
+    return (x.cumsum(1), lib.cumsum(x, 0), x.cumprod(1), lib.cumprod(x, -2), k.cumsum(1),
+            k.cumprod(0), lib.cumsum(k, 1, dtype=lib.float32), x.cumsum(dim=-1, dtype=lib.float64))
+
+
+@program(grid((2, 5), -3.0, 2.0), covers=("logcumsumexp",), source=I12)
+def logcumsumexp_large(lib, F, x):
+    return lib.logcumsumexp(x, 1), (x * 500.0).logcumsumexp(1), lib.logcumsumexp(x - 800.0, 0)
+
+
+@program(leaf([[2.0, 1.0, 1.0, 3.0, 3.0, 0.0, 0.0], [1.0, 3.0, 3.0, 2.0, 5.0, 3.0, 4.0]]),
+         covers=("argcummax", "argcummin", "gather_axis", "scatter_add_axis"), source=I12)
+def cummax_ties(lib, F, x):
+    # Ties move the index to the later element; each value's gradient goes to its index.
+    a, b = x.cummax(1), lib.cummin(x, 1)
+    return a.values, a.indices, b.values, b.indices, lib.cummax(x, 0)[0]
+
+
+@program(const([[1.0, 3.0, math.nan, 2.0, 5.0, math.nan, 3.0]]), source=I12)
+def scans_with_nan(lib, F, x):
+    a, b = lib.cummax(x, 1), x.cummin(-1)
+    return (a.values, a.indices, b.values, b.indices, x.cumsum(1), lib.logcumsumexp(x, 1),
+            lib.sort(x).values, lib.sort(x).indices, lib.sort(x, descending=True).indices,
+            lib.argsort(x, stable=True), lib.median(x), lib.median(x, 1).indices,
+            lib.nanmedian(x), lib.nanmedian(x, 1).indices, lib.topk(x, 2).values)
+
+
+@program(leaf([[2.0, 1.0, 1.0, 3.0, 3.0, 0.0], [1.0, 1.0, 1.0, 1.0, 0.5, 0.5]]),
+         covers=("argsort", "gather_axis", "scatter_add_axis"), source=I12)
+def sort_stable_ties(lib, F, x):
+    s = lib.sort(x, stable=True)
+    d = x.sort(dim=1, descending=True, stable=True)
+    return (s.values, s.indices, d.values, d.indices, lib.argsort(x, dim=0, stable=True),
+            x.argsort(descending=True, stable=True), lib.msort(x))
+
+
+@program(grid((3, 5), -2.0, 1.5), source=I12)
+def topk_kthvalue_median(lib, F, x):
+    t, u = lib.topk(x, 2), x.topk(3, dim=0, largest=False)
+    kv = lib.kthvalue(x, 2, 1)
+    m = x.median(0, keepdim=True)
+    return (t.values, t.indices, u.values, u.indices, kv.values, kv.indices,
+            x.kthvalue(3, 0, True).values, x.median(), m.values, m.indices,
+            lib.median(x, -1).values, x.nanmedian(), lib.nanmedian(x, 1)[0])
+
+
+@program(const([[1.0, 2.0, 2.0, 3.0], [0.0, 5.0, 6.0, 7.0]]),
+         const([[2.0, 0.5, math.nan], [5.0, 9.0, -1.0]]), const([1.0, 2.0, 2.0, 3.0]),
+         covers=("searchsorted",), source=I12)
+def searchsorted_bucketize(lib, F, seq, v, b):
+    return (lib.searchsorted(seq, v), lib.searchsorted(seq, v, right=True),
+            lib.searchsorted(b, v, side="right"), lib.searchsorted(b, v, out_int32=True),
+            lib.bucketize(v, b), lib.bucketize(v, b, right=True))
+
+
+@program(const([[0.0, 1.0, 2.0, 3.0, 3.0], [0.5, -1.0, 7.0, 2.5, 0.0]]), covers=("histc",),
+         source=I12)
+def histc_count_nonzero(lib, F, x):
+    return (lib.histc(x, bins=4, min=0, max=3), x.histc(3), lib.count_nonzero(x),
+            lib.count_nonzero(x, 1), x.count_nonzero(dim=(0, 1)))
+
+
+@script(match="out of range", source=I12)
+def topk_k_too_large(lib, F):
+    return lib.topk(lib.tensor([1.0, 2.0]), 3)
+
+
+@script(match="out of range", source=I12)
+def kthvalue_k_too_large(lib, F):
+    return lib.kthvalue(lib.tensor([1.0, 2.0]), 3)
+
+
+@script(source=I12)
+def cumsum_bad_dim(lib, F):
+    return lib.cumsum(lib.tensor([1.0, 2.0]), 1)
+
+
+@script(source=I12)
+def cumsum_inplace(lib, F):
+    k = lib.tensor([3, 1, 2], dtype=lib.int32)
+    k.cumsum_(0)
+    x = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x * 1.0
+    y.cumsum_(1)
+    y.cumprod_(0)
+    y.sum().backward()
+    return k, y, x.grad
+# ---- end issue 12: scans and sorting

@@ -970,3 +970,117 @@ COMPOSITES += [
     case("one_hot", "classes", lambda k: F.one_hot(dg.tensor(_PICK), 4).astype(k.dtype) * k,
          real(1), ref=lambda k: np.eye(4, dtype=k.dtype)[_PICK] * k),
 ]
+# ---- issue 12: scans and sorting (dualgraph/ops/scan.py)
+def _rev_cumsum_ref(x: np.ndarray, axis: int) -> np.ndarray:
+    return np.flip(np.cumsum(np.flip(x, axis), axis), axis)
+
+
+def _stable_order(x: np.ndarray, axis: int, descending: bool = False) -> np.ndarray:
+    return np.argsort(-x if descending else x, axis=axis, kind="stable")
+
+
+def _cummax_ref(x: np.ndarray) -> np.ndarray:
+    return np.maximum.accumulate(x, axis=1)
+
+
+def _argcum_ref(x: np.ndarray, better: Callable) -> np.ndarray:
+    out = np.zeros(x.shape, np.int64)
+    for i in range(x.shape[0]):
+        at = 0
+        for j in range(x.shape[1]):
+            if better(x[i, j], x[i, at]):
+                at = j
+            out[i, j] = at
+    return out
+
+
+def scatter_add_axis(g: Any) -> Any:
+    idx = np.array([[2, 0, 2], [1, 1, 3]])
+    return bind(OPS["scatter_add_axis"], g, dg.tensor(idx), axis=1, size=4)
+
+
+def scatter_add_axis_ref(g: np.ndarray) -> np.ndarray:
+    out = np.zeros((2, 4), g.dtype)
+    np.add.at(out, (np.array([[0], [1]]), np.array([[2, 0, 2], [1, 1, 3]])), g)
+    return out
+
+
+CASES += [
+    case("cumsum", "dim1", lambda x: dg.cumsum(x, 1), real(2, 3),
+         ref=lambda x: np.cumsum(x, 1), node="CumsumBackward0"),
+    case("cumsum", "method_neg_dim", lambda x: x.cumsum(-3), real(2, 3, 2),
+         ref=lambda x: np.cumsum(x, 0)),
+    case("cumsum", "ints_give_int64", lambda k: k.cumsum(0), ints(3, 2), grad=False,
+         ref=lambda k: np.cumsum(k, 0)),
+    case("cumsum", "reverse_grad", lambda x: _leaf_grad(lambda t: (t.cumsum(1) ** 2).sum(), x),
+         real(2, 3), ref=lambda x: 2 * _rev_cumsum_ref(np.cumsum(x, 1), 1)),
+    case("cumprod", "dim1", lambda x: dg.cumprod(x, 1), real(2, 4),
+         ref=lambda x: np.cumprod(x, 1), node="CumprodBackward0"),
+    case("cumprod", "with_zeros", lambda x: (x * dg.tensor([1.0, 0.0, 1.0, 0.0])).cumprod(1),
+         real(3, 4), ref=lambda x: np.cumprod(x * np.array([1.0, 0.0, 1.0, 0.0], x.dtype), 1)),
+    case("logcumsumexp", "dim0", lambda x: dg.logcumsumexp(x, 0), real(3, 2),
+         ref=lambda x: np.logaddexp.accumulate(x, 0), node="LogcumsumexpBackward0"),
+    case("logcumsumexp", "large", lambda x: (x * 100.0).logcumsumexp(-1), real(2, 3),
+         ref=lambda x: np.logaddexp.accumulate(x * 100.0, -1)),
+    case("argsort", "ascending", lambda x: x.argsort(), coarse(3, 4), grad=False,
+         ref=lambda x: _stable_order(x, -1)),
+    case("argsort", "descending_dim0", lambda x: dg.argsort(x, 0, descending=True), coarse(4, 3),
+         grad=False, ref=lambda x: _stable_order(x, 0, True)),
+    case("gather_axis", "sort_values", lambda x: dg.sort(x, 1).values, sep(3, 4),
+         ref=lambda x: np.sort(x, 1), node="SortBackward0"),
+    case("gather_axis", "sort_descending", lambda x: x.sort(0, descending=True)[0], sep(3, 2),
+         ref=lambda x: -np.sort(-x, 0)),
+    case("gather_axis", "topk", lambda x: dg.topk(x, 2).values, sep(3, 4),
+         ref=lambda x: -np.sort(-x, -1)[:, :2], node="TopkBackward0"),
+    case("gather_axis", "topk_smallest_dim0", lambda x: x.topk(2, 0, largest=False).values,
+         sep(3, 4), ref=lambda x: np.sort(x, 0)[:2]),
+    case("gather_axis", "msort", lambda x: dg.msort(x), sep(3, 2), ref=lambda x: np.sort(x, 0)),
+    case("gather_axis", "kthvalue", lambda x: dg.kthvalue(x, 2, 1).values, sep(3, 4),
+         ref=lambda x: np.sort(x, 1)[:, 1], node="KthvalueBackward0"),
+    case("gather_axis", "kthvalue_keepdim", lambda x: x.kthvalue(3, 0, keepdim=True).values,
+         sep(3, 2), ref=lambda x: np.sort(x, 0)[2:3]),
+    case("gather_axis", "median_all", lambda x: x.median(), sep(2, 3),
+         ref=lambda x: np.sort(x.ravel())[2], node="MedianBackward0"),
+    case("gather_axis", "median_dim", lambda x: dg.median(x, 1).values, sep(3, 4),
+         ref=lambda x: np.sort(x, 1)[:, 1], node="MedianBackward1"),
+    case("gather_axis", "nanmedian_dim_keepdim", lambda x: x.nanmedian(0, True).values,
+         sep(3, 2), ref=lambda x: np.sort(x, 0)[1:2], node="NanmedianBackward1"),
+    case("gather_axis", "cummax", lambda x: dg.cummax(x, 1).values, sep(2, 4),
+         ref=_cummax_ref, node="CummaxBackward0"),
+    case("gather_axis", "cummin_dim0", lambda x: x.cummin(0).values, sep(3, 2),
+         ref=lambda x: np.minimum.accumulate(x, 0), node="CumminBackward0"),
+    case("scatter_add_axis", "repeated", scatter_add_axis, real(2, 3),
+         ref=scatter_add_axis_ref, node="ScatterAddBackward0"),
+    case("argcummax", "ties", lambda x: dg.cummax(x, 1).indices, coarse(3, 5), grad=False,
+         ref=lambda x: _argcum_ref(x, lambda a, b: a >= b)),
+    case("argcummin", "ties", lambda x: x.cummin(1)[1], coarse(3, 5), grad=False,
+         ref=lambda x: _argcum_ref(x, lambda a, b: a <= b)),
+    case("searchsorted", "left_right", lambda x: dg.stack([
+        dg.searchsorted(dg.tensor([-1.0, 0.0, 0.0, 1.0]), x),
+        dg.searchsorted(dg.tensor([-1.0, 0.0, 0.0, 1.0]), x, right=True)]),
+        coarse(2, 3), grad=False,
+        ref=lambda x: np.stack([np.searchsorted([-1.0, 0.0, 0.0, 1.0], x),
+                                np.searchsorted([-1.0, 0.0, 0.0, 1.0], x, "right")])),
+    case("searchsorted", "bucketize", lambda x: dg.bucketize(x, dg.tensor([-1.0, 0.5])),
+         real(2, 3), grad=False, ref=lambda x: np.searchsorted([-1.0, 0.5], x)),
+    case("histc", "range", lambda x: dg.histc(x, 4, -1, 1), real(3, 4), grad=False,
+         ref=lambda x: np.histogram(x, 4, (-1, 1))[0].astype(x.dtype)),
+    case("histc", "data_range", lambda x: x.histc(bins=5), real(3, 4), grad=False,
+         ref=lambda x: np.histogram(x, 5)[0].astype(x.dtype)),
+]
+
+
+def _leaf_grad(f: Callable, x: Any) -> Any:
+    """The gradient of ``f`` at ``x``, kept on the tape (its node is the VJP's last op)."""
+    x = _leaf(x)
+    (g,) = dg.grad(f(x), [x], create_graph=True)
+    return g
+
+
+COMPOSITES += [
+    case("count_nonzero", "dim", lambda x: dg.count_nonzero(dg.floor(x), 1), sep(3, 4),
+         grad=False, ref=lambda x: np.count_nonzero(np.floor(x), 1)),
+    case("count_nonzero", "all_method", lambda k: k.count_nonzero(), ints(3, 4), grad=False,
+         ref=lambda k: np.asarray(np.count_nonzero(k), np.int64)),
+]
+# ---- end issue 12: scans and sorting
