@@ -743,13 +743,19 @@ def _conv2d(node: Node, args: list, out: str) -> list:
         f"{out} = np.empty(({n}, {g}, {og}, {length}), {dt})",
         f"for _n in range({n}):",
         f"    for _g in range({g}):",
-        f"        dgb.gemm({out}_w[_g], {out}_c[_n, _g], {out}[_n, _g], 0.0)",
+        # Every operand is a C-ordered slice of an array made just above, so the BLAS
+        # call's layout is known here (no per-call-site layout helper to compile).
+        (f"        dgb.gemm_call(111, 111, {og}, {length}, {k}, {out}_w[_g], {k}, "
+         f"{out}_c[_n, _g], {length}, 0.0, {out}[_n, _g], {length})"
+         if HAVE_CBLAS and og and length and k else
+         f"        dgb.gemm({out}_w[_g], {out}_c[_n, _g], {out}[_n, _g], 0.0)"),
         f"{out} = {out}.reshape(({n}, {o}, {length}))",
     ]
     if len(args) == 3:
         lines += [f"for _n in range({n}):",
                   f"    for _o in range({o}):",
-                  f"        {out}[_n, _o] += {args[2]}[_o]"]
+                  f"        for _l in range({length}):",
+                  f"            {out}[_n, _o, _l] += {args[2]}[_o]"]
     return lines + [f"{out} = {out}.reshape({tuple(node.shape)})"]
 # ---- issue 12: indexing
 # `index` and `index_put` (dualgraph/ops/index.py) view the operand as (P, A, Q): the
