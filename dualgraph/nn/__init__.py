@@ -47,3 +47,24 @@ __all__ += [
     "LogSigmoid", "LogSoftmax", "Mish", "ReLU6", "SiLU", "Softmax", "Softmin", "Softplus",
     "Softsign",
 ]
+
+# isort: split
+# Issue 12: pooling, resampling and reshaping modules.
+from .modules import (  # noqa: E402
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    Flatten,
+    MaxPool1d,
+    MaxPool2d,
+    Unflatten,
+    Upsample,
+)
+
+__all__ += [
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "AvgPool1d", "AvgPool2d", "Flatten", "MaxPool1d", "MaxPool2d", "Unflatten", "Upsample",
+]

@@ -19,6 +19,7 @@ from . import composite as C
 from . import elementwise as E
 from . import linalg as L
 from . import math as M
+from . import pool as P
 from . import reduce as R
 from . import shape as S
 from .broadcast import normalize_axis, normalize_dim
@@ -555,6 +556,11 @@ class TensorOps:
     def type(self, dtype: Any) -> Any:
         return _cast(self, dtype)
     # ===================================================================== end issue 12
+
+    # ---- issue 12: pooling and padding
+    def unfold(self, dimension: int, size: int, step: int) -> Any:
+        """Windows of ``size`` along ``dimension``, ``step`` apart, as a new last dim."""
+        return P.unfold(self, dimension, size, step)
 
 
 def _cast(t: TensorOps, dtype: Any) -> Any:
