@@ -30,9 +30,9 @@ import numpy as np
 from ..errors import ShapeError
 from ..modes import bind
 from .broadcast import normalize_dim
-from .linalg import matmul
+from .elementwise import add, mul
 from .registry import OPS, OpDef, register
-from .shape import reshape
+from .shape import reshape, transpose
 
 # ------------------------------------------------------------------------------ windows
 
@@ -105,12 +105,23 @@ def pool_windows(attrs: dict, hw: tuple) -> tuple[Windows, Windows]:
     return tuple(wins)
 
 
-def _window_matrix(win: Windows, dtype: np.dtype) -> np.ndarray:
-    """``(out, size)`` 0/1 matrix: row ``o`` selects window ``o``'s positions (step 1)."""
-    m = np.zeros((len(win), win.size), dtype)
+def _window_sums(x: np.ndarray, win: Windows, axis: int) -> np.ndarray:
+    """Sums of ``x`` over each (step 1) window along ``axis``: one slice sum per window, so
+    a nan or inf stays inside the windows that hold it (a 0/1 matrix product would not)."""
+    x = np.moveaxis(x, axis, -1)
+    out = np.empty(x.shape[:-1] + (len(win),), x.dtype)
     for o, (s, n) in enumerate(zip(win.start, win.count)):
-        m[o, s:s + n] = 1
-    return m
+        out[..., o] = x[..., s:s + n].sum(-1)
+    return np.moveaxis(out, -1, axis)
+
+
+def _window_spread(g: np.ndarray, win: Windows, axis: int) -> np.ndarray:
+    """The transpose of `_window_sums`: each window's value added over its positions."""
+    g = np.moveaxis(g, axis, -1)
+    out = np.zeros(g.shape[:-1] + (win.size,), g.dtype)
+    for o, (s, n) in enumerate(zip(win.start, win.count)):
+        out[..., s:s + n] += g[..., o:o + 1]
+    return np.moveaxis(out, -1, axis)
 
 
 def _divisor(h: Windows, w: Windows, dtype: np.dtype) -> np.ndarray:
@@ -148,7 +159,7 @@ def _max_indices_impl(x: np.ndarray, **attrs: Any) -> np.ndarray:
     ph, pw = slots(h), slots(w)
     # pos[oh, ow, a, b] = ph[oh, a] * W + pw[ow, b], flattened per window.
     pos = (ph[:, None, :, None] * width + pw[None, :, None, :]).reshape(len(h), len(w), -1)
-    flat = x.reshape(shape[:-2] + (-1,))
+    flat = x.reshape(shape[:-2] + (shape[-2] * width,))
     vals = flat[..., pos]  # (..., OH, OW, K)
     best = vals.max(axis=-1, keepdims=True)  # nan when the window holds one
     big = np.iinfo(np.int64).max
@@ -166,6 +177,8 @@ _GATHER_NAMES = {
     "max_pool2d": "MaxPool2DWithIndicesBackward0",
     "adaptive_max_pool2d": "AdaptiveMaxPool2DBackward0",
     "nearest": "UpsampleNearest2DBackward0",
+    "linear": "UpsampleLinear1DBackward0",
+    "bilinear": "UpsampleBilinear2DBackward0",
 }
 
 
@@ -179,8 +192,8 @@ def _gather_infer(x: Any, idx: Any, source: str) -> tuple:
 
 
 def _gather_impl(x: np.ndarray, idx: np.ndarray, source: str) -> np.ndarray:
-    flat = x.reshape(x.shape[:-2] + (-1,))
-    k = idx.reshape(idx.shape[:-2] + (-1,))
+    flat = x.reshape(x.shape[:-2] + (math.prod(x.shape[-2:]),))
+    k = idx.reshape(idx.shape[:-2] + (math.prod(idx.shape[-2:]),))
     if k.ndim == 1:
         out = flat[..., k]
     else:
@@ -205,8 +218,9 @@ def _scatter_impl(g: np.ndarray, idx: np.ndarray, size: tuple, source: str) -> n
     lead = g.shape[:-2]
     b = math.prod(lead)
     n = size[0] * size[1]
-    gf = g.reshape(b, -1)
-    k = np.broadcast_to(idx.reshape(-1, gf.shape[1]), gf.shape)
+    m = math.prod(g.shape[-2:])
+    gf = g.reshape(b, m)
+    k = np.broadcast_to(idx.reshape(math.prod(idx.shape[:-2]), m), gf.shape)
     # One bincount over (row, index) pairs: a scatter-add without np.add.at's slowness.
     rows = np.arange(b)[:, None] * n
     out = np.bincount((rows + k).ravel(), weights=gf.ravel(), minlength=b * n)
@@ -235,18 +249,21 @@ def pool_scatter(g: Any, idx: Any, size: tuple, source: str) -> Any:
 # ------------------------------------------------------------------------- avg pooling
 
 
+def _check_float(name: str, x: Any) -> None:
+    if x.dtype.kind not in "fc":
+        raise RuntimeError(f"{name}: expected a floating point input, got {x.dtype}")
+
+
 def _avg_infer(x: Any, **attrs: Any) -> tuple:
     shape = _plane_infer("avg_pool2d", x)
-    if x.dtype.kind not in "fc":
-        raise RuntimeError(f"avg_pool2d: expected a floating point input, got {x.dtype}")
+    _check_float("avg_pool2d", x)
     h, w = pool_windows(attrs, shape[-2:])
     return shape[:-2] + (len(h), len(w)), x.dtype
 
 
 def _avg_impl(x: np.ndarray, **attrs: Any) -> np.ndarray:
     h, w = pool_windows(attrs, x.shape[-2:])
-    # Window sums as two products with 0/1 matrices (BLAS; exact sums of the same terms).
-    s = _window_matrix(h, x.dtype) @ x @ _window_matrix(w, x.dtype).T
+    s = _window_sums(_window_sums(x, w, -1), h, -2)
     return (s / _divisor(h, w, x.dtype)).astype(x.dtype, copy=False)
 
 
@@ -257,7 +274,7 @@ def _avg_backward_infer(g: Any, size: tuple, **attrs: Any) -> tuple:
 def _avg_backward_impl(g: np.ndarray, size: tuple, **attrs: Any) -> np.ndarray:
     h, w = pool_windows(attrs, size)
     gd = g / _divisor(h, w, g.dtype)
-    out = _window_matrix(h, g.dtype).T @ gd @ _window_matrix(w, g.dtype)
+    out = _window_spread(_window_spread(gd, h, -2), w, -1)
     return out.astype(g.dtype, copy=False)
 
 
@@ -341,9 +358,10 @@ def _pad_index_backward_impl(g: np.ndarray, pad: tuple, mode: str, size: tuple) 
     lead = g.ndim - len(pad)
     for d, (b, a) in enumerate(pad):
         m = pad_map(size[d], b, a, mode)
-        onehot = np.zeros((len(m), size[d]), g.dtype)
-        onehot[np.arange(len(m)), m] = 1
-        g = np.moveaxis(np.moveaxis(g, lead + d, -1) @ onehot, -1, lead + d)
+        moved = np.moveaxis(g, lead + d, 0)
+        out = np.zeros((size[d],) + moved.shape[1:], g.dtype)
+        np.add.at(out, m, moved)
+        g = np.moveaxis(out, 0, lead + d)
     return np.ascontiguousarray(g)
 
 
@@ -521,6 +539,7 @@ def avg_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
     ``F.avg_pool2d(x, 3, stride=2, padding=1)``"""
     attrs = _pool_args("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
     del attrs["dilation"]
+    _check_float("avg_pool2d", input)
     if divisor_override is not None:
         if int(divisor_override) == 0:
             raise RuntimeError("divisor must be not zero")
@@ -555,6 +574,7 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:  # noqa: A002
     with PyTorch's windows ``[floor(i*H/OH), ceil((i+1)*H/OH))``.
     ``F.adaptive_avg_pool2d(x, (1, 1))``"""
     out = _adaptive_size("adaptive_avg_pool2d", input, output_size)
+    _check_float("adaptive_avg_pool2d", input)
     return bind(ADAPTIVE_AVG_POOL2D, input, output_size=out)
 
 
@@ -655,6 +675,7 @@ def pad(input: Any, pad: Any, mode: str = "constant", value: float | None = None
         full = ((0, 0),) * (len(shape) - k) + pairs
         if all(p == (0, 0) for p in full):
             return input
+        _pad_infer(input, full, value)  # eager runs no shape rule: PyTorch's error here
         return bind(PAD, input, pad=full, value=0 if value is None else value)
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
@@ -710,10 +731,10 @@ def _nearest_index(n_in: int, n_out: int, scale: float | None) -> np.ndarray:
     return np.minimum(src, n_in - 1)
 
 
-def _linear_matrix(n_in: int, n_out: int, scale: float | None, align_corners: bool,
-                   dtype: np.dtype) -> np.ndarray:
-    """``(n_out, n_in)``: row ``o`` holds the two interpolation weights of output ``o``,
-    computed in the input's precision as PyTorch does."""
+def _linear_weights(n_in: int, n_out: int, scale: float | None, align_corners: bool,
+                    dtype: np.dtype) -> tuple:
+    """Each output position's two source positions and their weights, computed in the
+    input's precision as PyTorch does."""
     t = np.dtype(dtype).type
     dst = np.arange(n_out).astype(dtype)
     if align_corners:
@@ -725,12 +746,17 @@ def _linear_matrix(n_in: int, n_out: int, scale: float | None, align_corners: bo
     i0 = src.astype(np.int64)
     i1 = np.where(i0 < n_in - 1, i0 + 1, i0)
     w1 = src - i0.astype(dtype)
-    w0 = t(1) - w1
-    m = np.zeros((n_out, n_in), dtype)
-    rows = np.arange(n_out)
-    np.add.at(m, (rows, i0), w0)
-    np.add.at(m, (rows, i1), w1)
-    return m
+    return i0, i1, t(1) - w1, w1
+
+
+def _lerp_last(x: Any, n_out: int, scale: float | None, corners: bool, source: str) -> Any:
+    """Linear resampling of the last dim of ``x`` (at least 2-D): two gathers, weighted.
+    Gathers keep a nan or inf among the two neighbours it belongs to."""
+    rows, n_in = tuple(x.shape[-2:])
+    i0, i1, w0, w1 = _linear_weights(n_in, n_out, scale, corners, x.dtype)
+    base = np.arange(rows, dtype=np.int64)[:, None] * n_in
+    return add(mul(pool_gather(x, base + i0, source), w0),
+               mul(pool_gather(x, base + i1, source), w1))
 
 
 def interpolate(input: Any, size: Any = None, scale_factor: Any = None,  # noqa: A002
@@ -796,8 +822,10 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None,  # noqa:
         iw = _nearest_index(spatial[1], out[1], scales[1])
         return pool_gather(input, ih[:, None] * spatial[1] + iw[None, :], "nearest")
     corners = bool(align_corners)
-    mw = _linear_matrix(spatial[-1], out[-1], scales[-1], corners, input.dtype)
-    y = matmul(input, np.ascontiguousarray(mw.T))  # the last dim first, as PyTorch
-    if k == 2:
-        y = matmul(_linear_matrix(spatial[0], out[0], scales[0], corners, input.dtype), y)
-    return y
+    if k == 1:
+        x = reshape(input, shape[:2] + (1, spatial[0]))
+        return reshape(_lerp_last(x, out[0], scales[0], corners, "linear"), shape[:2] + out)
+    # Along W, then along H (H moved last and back), PyTorch's order of the products.
+    y = _lerp_last(input, out[1], scales[1], corners, "bilinear")
+    y = _lerp_last(transpose(y, -1, -2), out[0], scales[0], corners, "bilinear")
+    return transpose(y, -1, -2)
