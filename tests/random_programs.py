@@ -83,11 +83,45 @@ def write_through_view(x: Any, index: tuple, scale: float, transposed: bool) -> 
     return y
 
 
+# ---- issue 12: pooling and padding. Any value, seen as a (1, 1, N, 1) plane, goes through
+# every pooling/padding primitive (`pool_all`) and every backward op bound directly
+# (`pool_transposes`: they have no public spelling, as `scatter_into`).
+def _plane(x: Any) -> tuple[Any, int]:
+    n = math.prod(x.shape)
+    return x.reshape(1, 1, n, 1), n
+
+
+def pool_all(x: Any) -> Any:
+    p, _ = _plane(x)
+    terms = [F.max_pool2d(p, (2, 1), 1, (1, 0)), F.avg_pool2d(p, (2, 1), 1, (1, 0)),
+             F.adaptive_max_pool2d(p, (p.shape[2] + 1, 1)),
+             F.adaptive_avg_pool2d(p, (p.shape[2] + 1, 1)),
+             F.pad(p, (0, 0, 1, 0), mode="replicate"), F.pad(p, (0, 0, 0, 1), value=0.5),
+             F.pad(p.unfold(2, 1, 1)[..., 0], (0, 0, 1, 0), mode="circular")]
+    return functools.reduce(lambda a, b: a + b, terms) * 0.125
+
+
+def pool_transposes(x: Any) -> Any:
+    p, n = _plane(x)
+    pool = dict(kernel_size=(2, 1), stride=(1, 1), padding=(0, 0), ceil_mode=False)
+    idx = np.arange(n, dtype=np.int64)[::-1].reshape(n, 1).copy()
+    scattered = bind(OPS["pool_scatter"], p, idx, size=(n, 1), source="max_pool2d")
+    avg = bind(OPS["avg_pool2d_backward"], p, size=(n + 1, 1), count_include_pad=True,
+               divisor_override=None, **pool)
+    adaptive = bind(OPS["adaptive_avg_pool2d_backward"], p, size=(n + 1, 1), output_size=(n, 1))
+    padded = bind(OPS["pad_index_backward"], p.reshape(1, 1, 1, n), pad=((-1, 0),),
+                  mode="replicate", size=(n + 1,))
+    unfolded = bind(OPS["unfold_backward"], p, dimension=2, size=1, step=1, length=n)
+    return (scattered.mean() + avg + adaptive + padded.reshape(1, 1, n + 1, 1)
+            + unfolded.mean()) * 0.2
+
+
 NAMESPACE = {"dg": dg, "F": F, "astype": astype, "scatter_into": scatter_into,
              "dropout_fixed": dropout_fixed, "randn_fixed": randn_fixed,
              "rand_fixed": rand_fixed, "inplace_add": inplace_add,
              "inplace_scale": inplace_scale, "no_grad_scale": no_grad_scale,
-             "write_through_view": write_through_view}
+             "write_through_view": write_through_view, "pool_all": pool_all,
+             "pool_transposes": pool_transposes}
 
 
 # ------------------------------------------------------------------------- programs
@@ -490,9 +524,18 @@ def gen_bitwise(draw, b: Builder) -> Var | None:
     return b.emit(expr, bound)
 
 
+def gen_pool(draw, b: Builder) -> Var | None:
+    a = _pick(draw, b.floats())
+    if a is None:
+        return None
+    expr = draw(st.sampled_from([f"pool_all({a.name})", f"pool_transposes({a.name})"]))
+    return b.emit(expr, a.bound)
+
+
 def gen_math(draw, b: Builder) -> Var | None:
     """One issue-12 statement (one slot in GENERATORS, so the older ops keep their share)."""
-    return draw(st.sampled_from([gen_math_unary, gen_math_steps, gen_bitwise]))(draw, b)
+    return draw(st.sampled_from([gen_math_unary, gen_math_unary, gen_math_steps, gen_bitwise,
+                                 gen_pool]))(draw, b)
 
 
 GENERATORS = (gen_unary, gen_unary, gen_binary, gen_binary, gen_compare, gen_where,

@@ -75,3 +75,22 @@ __all__ += ["Conv1d", "Conv2d", "ConvTranspose2d", "Fold", "Unfold"]
 from .modules import Embedding  # noqa: E402
 
 __all__ += ["Embedding"]
+# Issue 12: pooling, resampling and reshaping modules.
+from .modules import (  # noqa: E402
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    Flatten,
+    MaxPool1d,
+    MaxPool2d,
+    Unflatten,
+    Upsample,
+)
+
+__all__ += [
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "AvgPool1d", "AvgPool2d", "Flatten", "MaxPool1d", "MaxPool2d", "Unflatten", "Upsample",
+]

@@ -627,3 +627,30 @@ def embedding(input: Any, weight: Any, padding_idx: int | None = None,  # noqa: 
 
 
 __all__ += ["embedding", "one_hot"]
+# ============================================================ issue 12: pooling and padding
+# Pooling, padding and resampling live in `dualgraph.ops.pool` (primitives and the argument
+# rules); these are PyTorch's functional spellings of them.
+from ..ops.pool import (  # noqa: E402
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    interpolate,
+    max_pool1d,
+    max_pool2d,
+    pad,
+)
+
+
+def upsample(input: Any, size: Any = None, scale_factor: Any = None,  # noqa: A002
+             mode: str = "nearest", align_corners: bool | None = None) -> Any:
+    """The deprecated spelling of `interpolate`."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+__all__ += [
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "avg_pool1d", "avg_pool2d", "interpolate", "max_pool1d", "max_pool2d", "pad", "upsample",
+]

@@ -1280,3 +1280,209 @@ class Embedding(Module):
     def extra_repr(self) -> str:
         pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
         return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+# ============================================================ issue 12: pooling and padding
+# Pooling, resampling and reshaping modules: each holds PyTorch's constructor arguments
+# (printed as PyTorch prints them) and calls `functional`.
+
+
+class _MaxPoolNd(Module):
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 dilation: Any = 1, return_indices: bool = False,
+                 ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool2d(_MaxPoolNd):
+    """`F.max_pool2d` as a module. ``nn.MaxPool2d(2)``"""
+
+    def forward(self, x: Any) -> Any:
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
+
+
+class MaxPool1d(_MaxPoolNd):
+    """`F.max_pool1d` as a module. ``nn.MaxPool1d(3, stride=2)``"""
+
+    def forward(self, x: Any) -> Any:
+        return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
+
+
+class AvgPool2d(Module):
+    """`F.avg_pool2d` as a module. ``nn.AvgPool2d(3, stride=1, padding=1)``"""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 ceil_mode: bool = False, count_include_pad: bool = True,
+                 divisor_override: int | None = None) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, x: Any) -> Any:
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool1d(Module):
+    """`F.avg_pool1d` as a module. ``nn.AvgPool1d(3)``"""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 ceil_mode: bool = False, count_include_pad: bool = True) -> None:
+        super().__init__()
+        one = (lambda v: (v,) if isinstance(v, int) else tuple(v))  # noqa: E731
+        self.kernel_size = one(kernel_size)
+        self.stride = one(stride if stride is not None else kernel_size)
+        self.padding = one(padding)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, x: Any) -> Any:
+        return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class _AdaptivePool(Module):
+    _fn = ""
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, x: Any) -> Any:
+        if self._fn.startswith("adaptive_max"):
+            return getattr(F, self._fn)(x, self.output_size, self.return_indices)
+        return getattr(F, self._fn)(x, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool2d(_AdaptivePool):
+    """`F.adaptive_avg_pool2d` as a module. ``nn.AdaptiveAvgPool2d((1, 1))``"""
+
+    _fn = "adaptive_avg_pool2d"
+
+    def __init__(self, output_size: Any) -> None:
+        super().__init__(output_size)
+
+
+class AdaptiveAvgPool1d(_AdaptivePool):
+    """`F.adaptive_avg_pool1d` as a module."""
+
+    _fn = "adaptive_avg_pool1d"
+
+    def __init__(self, output_size: Any) -> None:
+        super().__init__(output_size)
+
+
+class AdaptiveMaxPool2d(_AdaptivePool):
+    """`F.adaptive_max_pool2d` as a module. ``nn.AdaptiveMaxPool2d(2)``"""
+
+    _fn = "adaptive_max_pool2d"
+
+
+class AdaptiveMaxPool1d(_AdaptivePool):
+    """`F.adaptive_max_pool1d` as a module."""
+
+    _fn = "adaptive_max_pool1d"
+
+
+class Upsample(Module):
+    """`F.interpolate` as a module. ``nn.Upsample(scale_factor=2, mode="bilinear")``"""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+                 align_corners: bool | None = None,
+                 recompute_scale_factor: bool | None = None) -> None:
+        super().__init__()
+        self.size = size
+        self.scale_factor = (float(scale_factor) if isinstance(scale_factor, (int, float))
+                             else scale_factor)
+        self.mode = mode
+        self.align_corners = align_corners
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(self, x: Any) -> Any:
+        return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners,
+                             self.recompute_scale_factor)
+
+    def extra_repr(self) -> str:
+        head = (f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None
+                else f"size={self.size!r}")
+        return f"{head}, mode={self.mode!r}"
+
+
+class Flatten(Module):
+    """Flatten dims ``start_dim..end_dim`` into one (a reshape). ``nn.Flatten()``"""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, x: Any) -> Any:
+        from ..ops.broadcast import normalize_dim
+
+        shape = tuple(x.shape)
+        n = max(len(shape), 1)
+        s = normalize_dim("flatten", self.start_dim, n)
+        e = normalize_dim("flatten", self.end_dim, n)
+        if s > e:
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after "
+                               "end_dim")
+        if not shape:
+            return x.reshape(1)
+        return x.reshape(shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Split dim ``dim`` into ``unflattened_size`` (one entry may be -1).
+    ``nn.Unflatten(1, (2, 3))``"""
+
+    def __init__(self, dim: int, unflattened_size: Any) -> None:
+        super().__init__()
+        self.dim = dim
+        self.unflattened_size = tuple(unflattened_size)
+
+    def forward(self, x: Any) -> Any:
+        from ..ops.broadcast import normalize_dim
+
+        shape = tuple(x.shape)
+        d = normalize_dim("unflatten", self.dim, len(shape))
+        sizes = list(self.unflattened_size)
+        if sizes.count(-1) > 1:
+            raise RuntimeError("unflatten: only one dimension can be inferred")
+        known = math.prod(s for s in sizes if s != -1)
+        if -1 in sizes and known and shape[d] % known == 0:
+            sizes[sizes.index(-1)] = shape[d] // known
+        if -1 in sizes or math.prod(sizes) != shape[d]:
+            raise RuntimeError(f"unflatten: Provided sizes {list(self.unflattened_size)} don't "
+                               f"multiply up to the size of dim {self.dim} ({shape[d]}) in the "
+                               f"input tensor")
+        return x.reshape(shape[:d] + tuple(sizes) + shape[d + 1:])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

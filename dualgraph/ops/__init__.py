@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (importing each family registers its ops)
     linalg,
     math,
     norm,
+    pool,
     random,
     reduce,
     scan,

@@ -20,6 +20,7 @@ from . import elementwise as E
 from . import index as I
 from . import linalg as L
 from . import math as M
+from . import pool as P
 from . import reduce as R
 from . import scan as SC
 from . import shape as S
@@ -699,6 +700,10 @@ def _is_basic(index: Any) -> bool:
     def histc(self, bins: int = 100, min: float = 0, max: float = 0) -> Any:  # noqa: A002
         return SC.histc(self, bins, min, max)
     # ---- end issue 12: scans and sorting
+    # ---- issue 12: pooling and padding
+    def unfold(self, dimension: int, size: int, step: int) -> Any:
+        """Windows of ``size`` along ``dimension``, ``step`` apart, as a new last dim."""
+        return P.unfold(self, dimension, size, step)
 
 
 def _cast(t: TensorOps, dtype: Any) -> Any:

@@ -481,3 +481,24 @@ CASES += [
 ]
 ALL_CASES += [pytest.param(c, id=c.name) for c in CASES[-2:]]
 # ---- end issue 12: scans and sorting
+# ---- issue 12: pooling and padding (dualgraph/ops/pool.py): every pooling, padding and
+# resampling primitive in one program (one compile per dtype).
+def pooling(x, s):
+    v, i = F.max_pool2d(x, 3, 2, 1, return_indices=True)
+    return (v, i, F.max_pool2d(x[0], (2, 3), ceil_mode=True), F.avg_pool2d(x, 3, 2, 1),
+            F.avg_pool2d(x, 2, ceil_mode=True, count_include_pad=False),
+            F.adaptive_avg_pool2d(x, (3, None)), F.adaptive_max_pool2d(x, 2),
+            F.pad(x, (1, -1, 2, 0), value=0.5), F.pad(x, (2, 1, 1, 2), mode="reflect"),
+            F.pad(s, (2, 3), mode="replicate"), F.pad(s, (1, 2), mode="circular"),
+            s.unfold(-1, 3, 2) * 2.0, F.interpolate(x, scale_factor=2),
+            F.interpolate(x, size=(4, 7), mode="bilinear"), dg.nn.Flatten()(x) * 1.5)
+
+
+CASES.append(Case("pooling", ("max_pool2d_indices", "adaptive_max_pool2d_indices",
+                              "pool_gather", "pool_scatter", "avg_pool2d",
+                              "avg_pool2d_backward", "adaptive_avg_pool2d",
+                              "adaptive_avg_pool2d_backward", "pad", "pad_index",
+                              "pad_index_backward", "unfold", "unfold_backward"), pooling,
+                  lambda r, t: [_uniform(r, -1, 1, (2, 3, 6, 5), t),
+                                _uniform(r, -1, 1, (2, 3, 6), t)]))
+ALL_CASES.append(pytest.param(CASES[-1], id="pooling"))

@@ -1236,3 +1236,130 @@ def cumsum_inplace(lib, F):
     y.sum().backward()
     return k, y, x.grad
 # ---- end issue 12: scans and sorting
+# ---- issue 12: pooling and padding
+
+
+@program(leaf([[[[1.0, 3.0, 3.0, 0.0, 2.0], [3.0, 1.0, 2.0, 2.0, -1.0],
+                 [0.0, 0.5, 3.0, 4.0, 4.0], [2.0, 2.0, 1.0, 4.0, -2.0]]]]),
+         covers=("max_pool2d_indices", "pool_gather", "pool_scatter"), source=I12)
+def max_pool2d_ties(lib, F, x):
+    # Ties keep the first max; overlapping windows add their gradients up.
+    v, i = F.max_pool2d(x, 2, 1, return_indices=True)
+    w, j = F.max_pool2d(x, (3, 2), (1, 2), (1, 1), dilation=(1, 2), ceil_mode=True,
+                        return_indices=True)
+    return v, i, w, j, F.max_pool2d(x[0], 3, 2, 1), lib.nn.MaxPool2d(2, ceil_mode=True)(x)
+
+
+@program(grid((2, 3, 7), -2.0, 3.0), source=I12)
+def max_pool1d_adaptive_max(lib, F, x):
+    v, i = F.max_pool1d(x, 3, 2, 1, return_indices=True)
+    a, k = F.adaptive_max_pool1d(x, 3, return_indices=True)
+    return v, i, a, k, lib.nn.MaxPool1d(2)(x), F.adaptive_max_pool2d(x, (2, 4))
+
+
+@program(grid((2, 2, 5, 7), -2.0, 3.0), covers=("adaptive_max_pool2d_indices",), source=I12)
+def adaptive_max_pool2d_indices(lib, F, x):
+    v, i = F.adaptive_max_pool2d(x, (3, 4), return_indices=True)
+    return v, i, lib.nn.AdaptiveMaxPool2d((None, 2))(x)
+
+
+@program(grid((2, 2, 5, 7), -2.0, 3.0),
+         covers=("avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d",
+                 "adaptive_avg_pool2d_backward"), source=I12)
+def avg_pools(lib, F, x):
+    return (F.avg_pool2d(x, 2), F.avg_pool2d(x, 3, 2, 1),
+            F.avg_pool2d(x, (3, 2), (2, 3), (1, 1), ceil_mode=True, count_include_pad=False),
+            F.avg_pool2d(x[0], 3, 2, 1, ceil_mode=True), F.avg_pool2d(x, 2, divisor_override=3),
+            F.adaptive_avg_pool2d(x, (3, 4)), F.adaptive_avg_pool2d(x, (None, 9)),
+            lib.nn.AdaptiveAvgPool2d(1)(x), lib.nn.AvgPool2d(3, 1, 1)(x))
+
+
+@program(grid((2, 3, 7), -2.0, 3.0), source=I12)
+def avg_pools_1d(lib, F, x):
+    return (F.avg_pool1d(x, 3, 2, 1), F.avg_pool1d(x, 2, ceil_mode=True,
+                                                  count_include_pad=False),
+            F.adaptive_avg_pool1d(x, 4), lib.nn.AvgPool1d(3)(x), lib.nn.AdaptiveAvgPool1d(5)(x))
+
+
+@program(grid((2, 3, 4, 5), -2.0, 3.0), grid((2, 3, 6), -1.0, 1.0),
+         covers=("pad", "pad_index", "pad_index_backward"), source=I12)
+def pads(lib, F, x, s):
+    return (F.pad(x, (1, 2)), F.pad(x, (1, -2, 0, 3), value=0.5), F.pad(x, (1, 1, 1, 1, 1, 1)),
+            F.pad(x, (-1, -1, -1, -1), mode="constant"),
+            F.pad(x, (2, 1, 3, 0), mode="reflect"), F.pad(s, (5, -1), mode="reflect"),
+            F.pad(x, (2, 1, 0, 4), mode="replicate"), F.pad(s, (-2, 3), mode="replicate"),
+            F.pad(x, (1, 1, 1, 1, 1, 1), mode="replicate"), F.pad(x, (2, 3, 4, 0),
+                                                                 mode="circular"),
+            F.pad(s, (-1, 2), mode="circular"), F.pad(s[0], (2, 2), mode="reflect"))
+
+
+@program(const([[1, 2, 3], [4, 5, 6]], "int64"), const([True, False]), source=I12)
+def pad_integers_and_bools(lib, F, k, m):
+    return F.pad(k, (1, 2), value=2.7), F.pad(k, (0, 0, 1, 0)), F.pad(m, (1, 1), value=1)
+
+
+@program(grid((2, 7, 3), -2.0, 3.0), covers=("unfold", "unfold_backward"), source=I12)
+def unfolds(lib, F, x):
+    return (x.unfold(1, 3, 2), x.unfold(-1, 2, 1), x.unfold(0, 1, 1), x.unfold(1, 7, 3),
+            x[0, :, 0].unfold(0, 4, 1))
+
+
+@program(grid((2, 3, 4, 5), -2.0, 3.0), grid((2, 3, 5), -1.0, 1.0), source=I12)
+def interpolates(lib, F, x, s):
+    return (F.interpolate(x, scale_factor=2), F.interpolate(x, size=(5, 9)),
+            F.interpolate(x, scale_factor=1.7), F.interpolate(x, scale_factor=(0.5, 2.5)),
+            F.interpolate(x, size=(7, 3), mode="bilinear"),
+            F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False),
+            F.interpolate(x, size=(3, 8), mode="bilinear", align_corners=True),
+            F.interpolate(x, scale_factor=1.5, mode="bilinear"),
+            F.interpolate(s, scale_factor=2.5), F.interpolate(s, size=8, mode="linear"),
+            F.interpolate(s, size=4, mode="linear", align_corners=True),
+            lib.nn.Upsample(scale_factor=2, mode="bilinear")(x))
+
+
+@program(grid((2, 3, 4), -2.0, 3.0), source=I12)
+def flatten_unflatten_modules(lib, F, x):
+    nn = lib.nn
+    return (nn.Flatten()(x), nn.Flatten(0, 1)(x), nn.Flatten(-2)(x),
+            nn.Unflatten(1, (1, 3))(x), nn.Unflatten(-1, (2, -1))(x),
+            nn.Sequential(nn.Flatten(), nn.Unflatten(1, (4, 3)))(x))
+
+
+@script(source=I12)
+def pooling_double_backward(lib, F):
+    # The backward ops' own VJPs (each the forward again), through create_graph.
+    x = lib.tensor(np.linspace(-2.0, 3.0, 60).astype("float32").reshape(1, 3, 4, 5),
+                   requires_grad=True)
+    y = (F.max_pool2d(x, 2, 1) ** 2).sum() + (F.avg_pool2d(x, 3, 2, 1) ** 2).sum()
+    y = y + (F.adaptive_avg_pool2d(x, (3, 2)) ** 2).sum()
+    y = y + (F.pad(x, (2, 1, 1, 2), mode="reflect") ** 2).sum() + (x.unfold(3, 2, 1) ** 3).sum()
+    (g,) = grad_fn(lib)(y, [x], create_graph=True)
+    (g * g).sum().backward()
+    return g, x.grad
+
+
+@program(grid((1, 1, 5), -1.0, 1.0), source=I12, match="Padding size should be less than")
+def pad_reflect_too_wide(lib, F, x):
+    return F.pad(x, (5, 0), mode="reflect")
+
+
+@program(grid((1, 2, 5, 5), -1.0, 1.0), source=I12,
+         match="pad should be at most half of effective kernel size")
+def max_pool2d_pad_too_wide(lib, F, x):
+    return F.max_pool2d(x, 2, padding=2)
+
+
+@program(grid((2, 1, 1), -1.0, 1.0), source=I12, match="Output size is too small")
+def avg_pool2d_output_too_small(lib, F, x):
+    return F.avg_pool2d(x, 2)
+
+
+@program(grid((2, 3, 7), -1.0, 1.0), source=I12, match="maximum size for tensor at dimension")
+def unfold_size_too_large(lib, F, x):
+    return x.unfold(2, 8, 1)
+
+
+@program(grid((1, 1, 3, 3), -1.0, 1.0), source=I12,
+         match="only one of size or scale_factor should be defined")
+def interpolate_size_and_scale(lib, F, x):
+    return F.interpolate(x, size=3, scale_factor=2)

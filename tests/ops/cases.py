@@ -1084,3 +1084,171 @@ COMPOSITES += [
          ref=lambda k: np.asarray(np.count_nonzero(k), np.int64)),
 ]
 # ---- end issue 12: scans and sorting
+# ---- issue 12: pooling and padding (dualgraph/ops/pool.py). References are naive loops
+# over PyTorch's window definitions, written independently of the kernels.
+def _pool_ref(x: np.ndarray, k: int, s: int, p: int, fn: str) -> np.ndarray:
+    """2-D pooling of the last two dims, square kernel, PyTorch's windows (no ceil mode);
+    ``fn``: "max" (values), "argmax" (flat H*W index) or "avg" (padding counted)."""
+    h, w = x.shape[-2:]
+    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    out = np.zeros(x.shape[:-2] + (oh, ow), np.int64 if fn == "argmax" else x.dtype)
+    for i in range(oh):
+        for j in range(ow):
+            rows = [r for r in range(i * s - p, i * s - p + k) if 0 <= r < h]
+            cols = [c for c in range(j * s - p, j * s - p + k) if 0 <= c < w]
+            win = x[..., rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
+            flat = win.reshape(win.shape[:-2] + (-1,))
+            if fn == "max":
+                out[..., i, j] = flat.max(-1)
+            elif fn == "avg":
+                out[..., i, j] = flat.sum(-1) / (min(i * s - p + k, h + p) - (i * s - p)) / (
+                    min(j * s - p + k, w + p) - (j * s - p))
+            else:
+                a = flat.argmax(-1)
+                out[..., i, j] = (rows[0] + a // len(cols)) * w + cols[0] + a % len(cols)
+    return out
+
+
+def _adaptive_ref(x: np.ndarray, oh: int, ow: int, fn: str) -> np.ndarray:
+    h, w = x.shape[-2:]
+    out = np.zeros(x.shape[:-2] + (oh, ow), np.int64 if fn == "argmax" else x.dtype)
+    for i in range(oh):
+        r0, r1 = (i * h) // oh, -(-((i + 1) * h) // oh)
+        for j in range(ow):
+            c0, c1 = (j * w) // ow, -(-((j + 1) * w) // ow)
+            flat = x[..., r0:r1, c0:c1].reshape(x.shape[:-2] + (-1,))
+            if fn == "avg":
+                out[..., i, j] = flat.mean(-1)
+            elif fn == "max":
+                out[..., i, j] = flat.max(-1)
+            else:
+                a = flat.argmax(-1)
+                out[..., i, j] = (r0 + a // (c1 - c0)) * w + c0 + a % (c1 - c0)
+    return out
+
+
+def _transpose_ref(fn: Callable, in_shape: tuple) -> Callable:
+    """The reference of a linear op's transpose: ``g`` times the transpose of the op's
+    matrix, built by applying ``fn`` (NumPy) to each unit input."""
+    def ref(g: np.ndarray) -> np.ndarray:
+        n = math.prod(in_shape)
+        cols = [np.asarray(fn(np.eye(n, dtype=g.dtype)[i].reshape(in_shape))).ravel()
+                for i in range(n)]
+        return (np.stack(cols) @ g.ravel()).reshape(in_shape).astype(g.dtype)
+
+    return ref
+
+
+_POOL_IDX = np.array([[[[0, 3], [9, 15]], [[5, 5], [10, 12]]]], np.int64)  # ties: 5 twice
+
+
+def _pool_scatter_ref(g: np.ndarray) -> np.ndarray:
+    out = np.zeros((1, 2, 16), g.dtype)
+    for c in range(2):
+        np.add.at(out[0, c], _POOL_IDX[0, c].ravel(), g[0, c].ravel())
+    return out.reshape(1, 2, 4, 4)
+
+
+_AVG_ATTRS = dict(kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), ceil_mode=False,
+                  count_include_pad=True, divisor_override=None)
+_PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def _pad_ref(pad: tuple, mode: str, value: float = 0.0) -> Callable:
+    def ref(x: np.ndarray) -> np.ndarray:
+        k = len(pad) // 2
+        pairs = [(pad[2 * i], pad[2 * i + 1]) for i in reversed(range(k))]
+        pairs = [(0, 0)] * (x.ndim - k) + pairs
+        crop = tuple(slice(max(-b, 0), n - max(-a, 0)) for n, (b, a) in zip(x.shape, pairs))
+        widths = [(max(b, 0), max(a, 0)) for b, a in pairs]
+        if mode == "constant":
+            return np.pad(x[crop], widths, constant_values=value)
+        return np.pad(x[crop], widths, mode=_PAD_MODES[mode])
+
+    return ref
+
+
+def _lerp_corners(x: np.ndarray, n: int, axis: int) -> np.ndarray:
+    """Linear resampling of ``axis`` to ``n`` points, the end points kept (align_corners)."""
+    m = x.shape[axis]
+    at = np.linspace(0, m - 1, n)
+    out = np.apply_along_axis(lambda r: np.interp(at, np.arange(m), r), axis, x)
+    return out.astype(x.dtype)
+
+
+def _unfold_ref(x: np.ndarray, dim: int, size: int, step: int) -> np.ndarray:
+    w = np.lib.stride_tricks.sliding_window_view(x, size, axis=dim)
+    return np.ascontiguousarray(w[(slice(None),) * dim + (slice(None, None, step),)])
+
+
+CASES += [
+    case("max_pool2d_indices", "k3_s2_p1", lambda x: F.max_pool2d(x, 3, 2, 1,
+                                                                  return_indices=True)[1],
+         sep(1, 2, 5, 5), ref=lambda x: _pool_ref(x, 3, 2, 1, "argmax"), grad=False),
+    case("adaptive_max_pool2d_indices", "3x2", lambda x: F.adaptive_max_pool2d(x, (3, 2),
+                                                                              True)[1],
+         sep(2, 5, 4), ref=lambda x: _adaptive_ref(x, 3, 2, "argmax"), grad=False),
+    case("pool_gather", "max_pool2d", lambda x: F.max_pool2d(x, 3, 2, 1), sep(1, 2, 5, 5),
+         ref=lambda x: _pool_ref(x, 3, 2, 1, "max"), node="MaxPool2DWithIndicesBackward0"),
+    case("pool_gather", "module_unbatched", dg.nn.MaxPool2d(2), sep(3, 4, 5),
+         ref=lambda x: _pool_ref(x, 2, 2, 0, "max")),
+    case("pool_gather", "adaptive_max", lambda x: F.adaptive_max_pool2d(x, 2), sep(1, 2, 5, 4),
+         ref=lambda x: _adaptive_ref(x, 2, 2, "max"), node="AdaptiveMaxPool2DBackward0"),
+    case("pool_scatter", "ties_add_up", lambda g: bind(
+        OPS["pool_scatter"], g, _POOL_IDX, size=(4, 4), source="max_pool2d"), real(1, 2, 2, 2),
+         ref=_pool_scatter_ref, node="MaxPool2DWithIndicesBackwardBackward0"),
+    case("avg_pool2d", "k3_s2_p1", lambda x: F.avg_pool2d(x, 3, 2, 1), real(2, 2, 5, 6),
+         ref=lambda x: _pool_ref(x, 3, 2, 1, "avg"), node="AvgPool2DBackward0"),
+    case("avg_pool2d", "module", dg.nn.AvgPool2d(2), real(2, 4, 4),
+         ref=lambda x: _pool_ref(x, 2, 2, 0, "avg")),
+    case("avg_pool2d_backward", "k3_s2_p1", lambda g: bind(
+        OPS["avg_pool2d_backward"], g, size=(5, 6), **_AVG_ATTRS), real(1, 1, 3, 3),
+         ref=_transpose_ref(lambda x: _pool_ref(x, 3, 2, 1, "avg"), (1, 1, 5, 6))),
+    case("adaptive_avg_pool2d", "3x2", lambda x: F.adaptive_avg_pool2d(x, (3, 2)),
+         real(2, 2, 5, 4), ref=lambda x: _adaptive_ref(x, 3, 2, "avg"),
+         node="AdaptiveAvgPool2DBackward0"),
+    case("adaptive_avg_pool2d", "module_none", dg.nn.AdaptiveAvgPool2d((None, 3)),
+         real(2, 3, 7), ref=lambda x: _adaptive_ref(x, 3, 3, "avg")),
+    case("adaptive_avg_pool2d_backward", "3x2", lambda g: bind(
+        OPS["adaptive_avg_pool2d_backward"], g, size=(5, 4), output_size=(3, 2)),
+         real(1, 3, 2), ref=_transpose_ref(lambda x: _adaptive_ref(x, 3, 2, "avg"), (1, 5, 4))),
+    case("pad", "constant_crop", lambda x: F.pad(x, (1, -1, 0, 2), value=0.5), real(2, 3, 4),
+         ref=_pad_ref((1, -1, 0, 2), "constant", 0.5), node="ConstantPadNdBackward0"),
+    case("pad", "ints", lambda k: F.pad(k, (2, 1), value=7), ints(2, 3), grad=False,
+         ref=_pad_ref((2, 1), "constant", 7)),
+    case("pad_index", "reflect_2d", lambda x: F.pad(x, (2, 1, 1, 2), mode="reflect"),
+         real(1, 2, 4, 3), ref=_pad_ref((2, 1, 1, 2), "reflect"),
+         node="ReflectionPad2DBackward0"),
+    case("pad_index", "replicate_1d", lambda x: F.pad(x, (3, 1), mode="replicate"),
+         real(2, 4), ref=_pad_ref((3, 1), "replicate"), node="ReplicationPad1DBackward0"),
+    case("pad_index", "circular", lambda x: F.pad(x, (2, 3), mode="circular"), real(2, 2, 4),
+         ref=_pad_ref((2, 3), "circular")),
+    case("pad_index_backward", "reflect", lambda g: bind(
+        OPS["pad_index_backward"], g, pad=((2, 3),), mode="reflect", size=(4,)), real(2, 9),
+         ref=_transpose_ref(_pad_ref((2, 3), "reflect"), (2, 4))),
+    case("unfold", "method", lambda x: x.unfold(1, 3, 2), real(2, 7, 2),
+         ref=lambda x: _unfold_ref(x, 1, 3, 2), node="UnfoldBackward0"),
+    case("unfold", "overlap_last", lambda x: x.unfold(-1, 2, 1), real(3, 4),
+         ref=lambda x: _unfold_ref(x, 1, 2, 1)),
+    case("unfold_backward", "overlap", lambda g: bind(
+        OPS["unfold_backward"], g, dimension=0, size=3, step=1, length=5), real(3, 2, 3),
+         ref=_transpose_ref(lambda x: _unfold_ref(x, 0, 3, 1), (5, 2))),
+]
+
+# Compositions over the pooling primitives (1-D pools, resampling, Flatten/Unflatten).
+COMPOSITES += [
+    case("max_pool1d", "fn", lambda x: F.max_pool1d(x, 3, 2, 1), sep(2, 2, 7),
+         ref=lambda x: _pool_ref(x[:, :, None, :], 3, 2, 1, "max")[:, :, 0]),
+    case("avg_pool1d", "fn", lambda x: F.avg_pool1d(x, 2), real(2, 6),
+         ref=lambda x: x.reshape(2, 3, 2).mean(-1)),
+    case("interpolate", "nearest_x2", lambda x: F.interpolate(x, scale_factor=2),
+         real(1, 2, 3, 2), ref=lambda x: x.repeat(2, axis=-2).repeat(2, axis=-1)),
+    case("interpolate", "bilinear_corners", lambda x: F.interpolate(
+        x, size=(3, 5), mode="bilinear", align_corners=True), real(1, 1, 2, 3),
+         ref=lambda x: _lerp_corners(_lerp_corners(x, 5, -1), 3, -2)),
+    case("upsample", "linear_module", dg.nn.Upsample(size=5, mode="linear", align_corners=True),
+         real(2, 1, 3), ref=lambda x: _lerp_corners(x, 5, -1)),
+    case("flatten", "module", dg.nn.Flatten(), real(2, 3, 4), ref=lambda x: x.reshape(2, 12)),
+    case("unflatten", "module", dg.nn.Unflatten(-1, (2, -1)), real(3, 4),
+         ref=lambda x: x.reshape(3, 2, 2)),
+]
