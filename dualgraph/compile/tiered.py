@@ -373,7 +373,9 @@ def poll(entry: Any, stats: Any) -> None:
         stats.tier0_calls += 1
 
 
-def _finish(entry: Any, job: _Job, stats: Any) -> None:
+def _finish(entry: Any, job: _Job, stats: Any, between_calls: bool = False) -> None:
+    """Swap in ``job``'s kernels, or warn that it failed. ``between_calls``: not during a
+    call (`wait`), so the next call is the first at tier 1."""
     entry.pending = None
     stats.worker_seconds += job.seconds
     stats.numba_seconds += job.load_seconds
@@ -390,7 +392,7 @@ def _finish(entry: Any, job: _Job, stats: Any) -> None:
         setattr(entry, attr, k)
     entry.tier0 = False
     if stats.swap_call is None:
-        stats.swap_call = stats.calls
+        stats.swap_call = stats.calls + between_calls
         stats.swap_seconds = time.perf_counter() - stats.first_call_at
 
 
@@ -409,5 +411,5 @@ def wait(fn: Any, timeout: float = 60.0) -> bool:
     for e in pending:
         with _SWAP_LOCK:
             if e.pending is not None:
-                _finish(e, e.pending, compiled.stats)
+                _finish(e, e.pending, compiled.stats, between_calls=True)
     return not any(getattr(e, "tier0", False) for e in compiled.entries())
