@@ -320,7 +320,12 @@ def start(entry: Any, arrays: list, user: list, name: str, parallel: bool,
         payload = _payload(job)
     except Exception:  # noqa: BLE001 - an attribute that cannot be sent: compile here
         return False
-    if not worker().submit(job, payload) and not worker().submit(job, payload):
+    try:
+        if not worker().submit(job, payload) and not worker().submit(job, payload):
+            return False
+    except OSError as e:  # no process could be started: compile here, as before
+        warnings.warn(f"dualgraph: could not start the compile worker ({e}); compiling "
+                      "blocking", RuntimeWarning, stacklevel=4)
         return False
     for attr, graph, _, _, w, _ in specs:
         setattr(entry, attr, InterpretedKernel(graph, w))
