@@ -180,11 +180,12 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
                                            if kind == "in"}))
     # A backward that must raise (`ModifiedSaved`) is already set and needs no kernel.
     backward = bool(train) and entry.bwd_kernel is None
-    stats.kernels += 1 + backward
     if tiered and tiered_start(entry, arrays, user, name, parallel, write_to, backward):
+        stats.kernels += 1 + backward  # being compiled by the worker
         return entry
     entry.kernel = build(entry.optimized, parallel, cache, name, write_to)
     stats.numba_seconds += entry.kernel.compile(arrays, prepared=True)
+    stats.kernels += 1
     if backward:
         entry.bwd_kernel = build(entry.backward_graph, parallel, cache, "backward")
         # Types only: running the forward here would apply its in-place writes twice.
@@ -192,6 +193,7 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
         res = [arrays[j] if kind == "in" else outs[j] for kind, j in entry.residual_plan]
         cot = [np.zeros(o.shape or (1,), o.dtype) for o in user]
         stats.numba_seconds += entry.bwd_kernel.compile(cot + res, prepared=True)
+        stats.kernels += 1
     return entry
 
 
