@@ -36,6 +36,7 @@ import pickle
 import queue
 import signal
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -55,6 +56,7 @@ _SWAP_LOCK = threading.Lock()
 _WORKER: _Worker | None = None
 _WORKER_LOCK = threading.Lock()
 _IDS = itertools.count(1)
+_LEN = struct.Struct(">Q")  # a frame: its length, then a pickle (see the worker module)
 
 
 def enabled(option: bool, cache: bool) -> bool:
@@ -180,24 +182,20 @@ class _Worker:
         return True
 
     def _write(self) -> None:
-        from ..backend.numba.worker import frame
-
         try:
             while True:
                 payload = self._out.get()
                 if payload is None:
                     break
-                self.proc.stdin.write(frame(payload))
+                self.proc.stdin.write(_LEN.pack(len(payload)) + payload)
                 self.proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError):
             pass  # the worker is gone; the reader reports it
 
     def _read(self) -> None:
-        from ..backend.numba.worker import read_frame
-
         try:
             while True:
-                msg = read_frame(self.proc.stdout)
+                msg = _read_frame(self.proc.stdout)
                 if msg is None:
                     break
                 job_id, error, seconds = msg
@@ -241,6 +239,18 @@ class _Worker:
                 f.close()
             except OSError:
                 pass
+
+
+def _read_frame(f: Any) -> Any:
+    """The worker's next reply, or ``None`` at the end of its output. The frame format is
+    `dualgraph.backend.numba.worker`'s, repeated here: importing that module would import
+    Numba, which this process must not wait for before its first result."""
+    head = f.read(_LEN.size)
+    if len(head) < _LEN.size:
+        return None
+    size = _LEN.unpack(head)[0]
+    data = f.read(size)
+    return pickle.loads(data) if len(data) == size else None
 
 
 def _exit_reason(rc: int | None, stderr: Any) -> str:

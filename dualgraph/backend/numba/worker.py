@@ -38,13 +38,9 @@ def read_frame(f: BinaryIO) -> Any:
     return pickle.loads(data)
 
 
-def frame(payload: bytes) -> bytes:
-    """A pickled object as one frame."""
-    return _LEN.pack(len(payload)) + payload
-
-
 def write_frame(f: BinaryIO, obj: Any) -> None:
-    f.write(frame(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)))
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    f.write(_LEN.pack(len(data)) + data)
     f.flush()
 
 
