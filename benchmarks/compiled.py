@@ -22,6 +22,9 @@ import sys
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # the targets are single-thread figures
+# Blocking compiles: the compile rows measure the compile itself, and a call must not be
+# timed while a background worker competes for the cores (pyperf's workers inherit it).
+os.environ.setdefault("DUALGRAPH_TIERED", "0")
 
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402

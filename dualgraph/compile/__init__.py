@@ -20,6 +20,8 @@ The modules, in the order a call meets them:
 `capture`       tracing one call, putting back the ``.grad`` values it changed
 `specialize`    inference/train/step, the entry and its call plan, the residual plan
 `run`           running an entry (the compiled call's tape node is in `eager.compiled_node`)
+`tiered`        tier 0 (the optimized graphs in NumPy) while a worker process compiles,
+                the swap to the compiled kernels (tier 1)
 `stale`         ``verify=True`` checks, `StaleTraceError`
 ==============  ===========================================================================
 """

@@ -28,6 +28,8 @@ from .run import run
 from .signature import check_arguments, check_options, const_key, describe_change
 from .specialize import _Entry, compile_entry
 from .stale import check_stale
+from .tiered import enabled as tiered_enabled
+from .tiered import poll
 
 
 @dataclass
@@ -42,16 +44,41 @@ class CompileStats:
     passes_seconds: float = 0.0
     numba_seconds: float = 0.0
     retrace_reasons: list = field(default_factory=list)
+    # Tiered execution (`tiered`): calls the NumPy interpreter served (tier 0), the call
+    # number and the seconds after the first call of the first swap to compiled kernels,
+    # the worker's Numba seconds, and why tiering failed (the function stays at tier 0).
+    tier0_calls: int = 0
+    swap_call: int | None = None
+    swap_seconds: float | None = None
+    worker_seconds: float = 0.0
+    tier_failure: str | None = None
+    first_call_at: float | None = field(default=None, repr=False)
 
     @property
     def compile_seconds(self) -> float:
+        """Seconds the calling thread spent compiling: trace, passes, Numba (with tiering,
+        only loading the worker's kernels)."""
         return self.trace_seconds + self.passes_seconds + self.numba_seconds
+
+    @property
+    def tier1_calls(self) -> int:
+        """Calls served by compiled kernels (not eager fallbacks, not tier 0)."""
+        return self.traces + self.cache_hits - self.tier0_calls
 
     def __str__(self) -> str:
         return (f"calls={self.calls} traces={self.traces} cache_hits={self.cache_hits} "
                 f"kernels={self.kernels} compile={self.compile_seconds:.3f}s (trace "
                 f"{self.trace_seconds:.3f}s, passes {self.passes_seconds:.3f}s, numba "
-                f"{self.numba_seconds:.3f}s)")
+                f"{self.numba_seconds:.3f}s)" + self._tiers())
+
+    def _tiers(self) -> str:
+        if not (self.tier0_calls or self.worker_seconds or self.tier_failure):
+            return ""
+        s = f" tier0_calls={self.tier0_calls} tier1_calls={self.tier1_calls}"
+        if self.swap_call is not None:
+            s += f" swap at call {self.swap_call} (+{self.swap_seconds:.3f}s)"
+        s += f" worker numba {self.worker_seconds:.3f}s"
+        return s + (f" tier failure: {self.tier_failure}" if self.tier_failure else "")
 
 
 class CompiledFunction:
@@ -59,10 +86,11 @@ class CompiledFunction:
 
     def __init__(self, fn: Callable, parallel: bool = False, cache: bool = True,
                  strict: bool = False, verify: bool = False, max_retraces: int = 8,
-                 dynamic: Sequence[int] = ()) -> None:
+                 dynamic: Sequence[int] = (), tiered: bool = True) -> None:
         check_options(parallel=parallel, cache=cache, strict=strict, verify=verify,
-                      max_retraces=max_retraces, dynamic=dynamic)
+                      max_retraces=max_retraces, dynamic=dynamic, tiered=tiered)
         self.fn = fn
+        self.tiered = tiered
         self.dynamic = frozenset(int(i) for i in dynamic)
         self._signature, self._npos = _read_signature(fn)
         self._callers: dict = {}
@@ -138,7 +166,7 @@ class CompiledFunction:
                     if reason is not None:
                         self.stats.retrace_reasons.append(reason)
                     entry = compile_entry(fn, args, self.stats, self.parallel, self.cache,
-                                          self.verify)
+                                          self.verify, tiered_enabled(self.tiered, self.cache))
                     self._entries.setdefault(sig, []).append(entry)
         else:
             self.stats.cache_hits += 1
@@ -147,6 +175,8 @@ class CompiledFunction:
             entry.calls += 1
             if entry.calls & (entry.calls - 1) == 0:  # calls 1, 2, 4, 8, ...: occasionally
                 check_stale(fn, entry, args)
+        if entry.tier0:
+            poll(entry, self.stats)
         return run(entry, args, arrays)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -216,7 +246,7 @@ class CompiledModule:
 
 def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool = True,  # noqa: A001
             strict: bool = False, verify: bool = False, max_retraces: int = 8,
-            dynamic: Sequence[int] = ()) -> Any:
+            dynamic: Sequence[int] = (), tiered: bool = True) -> Any:
     """Compile a function or a module to Numba, once per argument signature.
 
     >>> @dg.compile
@@ -229,12 +259,15 @@ def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool =
     ``strict``), ``verify`` (now and then retrace and rerun eagerly to catch a stale
     trace; ``DUALGRAPH_VERIFY=1`` turns it on everywhere), ``dynamic`` (positions of Python
     number arguments passed as 0-d tensor inputs instead of constants: a new value runs the
-    same kernel instead of retracing).
+    same kernel instead of retracing), ``tiered`` (a new signature's first calls run the
+    optimized graph in NumPy while a background process compiles; later calls run the
+    compiled kernels. ``tiered=False``, ``DUALGRAPH_TIERED=0`` or ``cache=False`` compile
+    blocking).
     """
     check_options(parallel=parallel, cache=cache, strict=strict, verify=verify,
-                  max_retraces=max_retraces, dynamic=dynamic)
+                  max_retraces=max_retraces, dynamic=dynamic, tiered=tiered)
     options = {"parallel": parallel, "cache": cache, "strict": strict, "verify": verify,
-               "max_retraces": max_retraces, "dynamic": tuple(dynamic)}
+               "max_retraces": max_retraces, "dynamic": tuple(dynamic), "tiered": tiered}
     if fn is None:
         return functools.partial(compile, **options)
     from ..nn.modules import Module

@@ -95,11 +95,11 @@ def check_arguments(args: tuple) -> None:
 
 
 def check_options(parallel: Any, cache: Any, strict: Any, verify: Any, max_retraces: Any,
-                  dynamic: Any) -> None:
+                  dynamic: Any, tiered: Any = True) -> None:
     """`dg.compile`'s options, checked when it is applied (``parallel`` ends up in the
     generated source, so it must be a real bool)."""
     for name, v in (("parallel", parallel), ("cache", cache), ("strict", strict),
-                    ("verify", verify)):
+                    ("verify", verify), ("tiered", tiered)):
         if not isinstance(v, (bool, np.bool_)):
             raise TypeError(f"dg.compile: {name} must be True or False, got {v!r}")
     if isinstance(max_retraces, bool) or not isinstance(max_retraces, (int, np.integer)):

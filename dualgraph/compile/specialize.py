@@ -25,6 +25,7 @@ from ..trace.autodiff import differentiate
 from .capture import trace_call
 from .random_state import uses_random
 from .signature import capture_guards
+from .tiered import start as tiered_start
 
 
 def build(*args: Any, **kwargs: Any) -> Any:
@@ -65,6 +66,8 @@ class _Entry:
     out_rg: tuple = ()  # per user output: depends on an input that requires grad
     saved_inputs: tuple = ()  # kernel input positions the backward reads (version-checked)
     random: bool = False  # has random ops: each call draws a new key (`random_state`)
+    tier0: bool = False  # kernels are `tiered.InterpretedKernel`s (see `tiered`)
+    pending: Any = None  # the worker's job for the compiled kernels, while at tier 0
 
     def arrays(self, out: list) -> list:
         """The kernel's input arrays: ``out`` (a new list of the arrays of the call's tensor
@@ -121,10 +124,13 @@ def _differentiable_ancestors(outputs: list, rg: set) -> set:
 
 
 def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: bool,
-                  verify: bool) -> _Entry:
+                  verify: bool, tiered: bool = False) -> _Entry:
     """Trace ``fn(*args)``, specialise it, optimise and build its kernels; counts into
-    ``stats`` (a `CompileStats`)."""
+    ``stats`` (a `CompileStats`). ``tiered``: the entry starts at tier 0 while a worker
+    compiles its kernels, when it can (`tiered.start`)."""
     t0 = time.perf_counter()
+    if stats.first_call_at is None:
+        stats.first_call_at = t0
     ctx, outputs, single, grad_writes = trace_call(fn, args)
     user = list(outputs)
     writes = list(ctx.writes.values())
@@ -167,16 +173,20 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     stats.passes_seconds += time.perf_counter() - t1
     arrays = entry.arrays(arg_arrays(args))
     name = "forward" if train else "kernel"
-    entry.kernel = build(entry.optimized, parallel, cache, name, write_to)
-    stats.numba_seconds += entry.kernel.compile(arrays, prepared=True)
-    stats.kernels += 1
     if train:
         entry.residual_plan = [(kind, j if kind == "in" else entry._pos[j])
                                for kind, j in entry.residual_plan]
         entry.saved_inputs = tuple(sorted({j for kind, j in entry.residual_plan
                                            if kind == "in"}))
-        if entry.bwd_kernel is not None:  # a backward that must raise (`ModifiedSaved`)
-            return entry
+    # A backward that must raise (`ModifiedSaved`) is already set and needs no kernel.
+    backward = bool(train) and entry.bwd_kernel is None
+    if tiered and tiered_start(entry, arrays, user, name, parallel, write_to, backward):
+        stats.kernels += 1 + backward  # being compiled by the worker
+        return entry
+    entry.kernel = build(entry.optimized, parallel, cache, name, write_to)
+    stats.numba_seconds += entry.kernel.compile(arrays, prepared=True)
+    stats.kernels += 1
+    if backward:
         entry.bwd_kernel = build(entry.backward_graph, parallel, cache, "backward")
         # Types only: running the forward here would apply its in-place writes twice.
         outs = entry.kernel.new_outputs()

@@ -14,7 +14,7 @@ from ...ir.graph import Graph
 from . import cache
 from .codegen import Lowered, LoweringError, ishape, lower
 
-__all__ = ["Kernel", "LoweringError", "build"]
+__all__ = ["Kernel", "LoweringError", "build", "compile_graph"]
 
 
 class Kernel:
@@ -27,8 +27,9 @@ class Kernel:
     """
 
     def __init__(self, graph: Graph, lowered: Lowered, fn: Any, source: str,
-                 path: str | None, write_to: dict[int, int]) -> None:
+                 path: str | None, write_to: dict[int, int], parallel: bool = False) -> None:
         self.graph = graph
+        self.parallel = parallel
         self.lowered = lowered
         self.fn = fn
         self.source = source
@@ -60,32 +61,77 @@ class Kernel:
     def run(self, ins: list, outs: list) -> None:
         self.fn(*ins, *self._consts, *outs)
 
-    def compile(self, arrays: Any, prepared: bool = False) -> float:
-        """Compile (or load from Numba's cache) for these inputs; returns the seconds.
-        ``prepared``: the arrays are already as `run` takes them."""
+    def signature(self, arrays: Any, prepared: bool = False) -> tuple:
+        """The Numba argument types of a call with these inputs (consts and outputs
+        included): what `compile` compiles for, and what a compile worker is sent."""
         ins = list(arrays) if prepared else self.prepare(arrays)
-        args = ins + list(self._consts) + self.new_outputs()
-        sig = tuple(numba.typeof(a) for a in args)
+        return tuple(numba.typeof(a) for a in ins + list(self._consts) + self.new_outputs())
+
+    def signature_of(self, inputs: list) -> tuple:
+        """`signature` for inputs described as in `array_type`, not given as arrays."""
+        return (tuple(array_type(d) for d in inputs) + tuple(numba.typeof(a) for a in
+                self._consts) + tuple(numba.typeof(a) for a in self.new_outputs()))
+
+    def compile(self, arrays: Any = None, prepared: bool = False,
+                sig: tuple | None = None) -> float:
+        """Compile (or load from Numba's cache) for these inputs, or for the argument types
+        ``sig``; returns the seconds. ``prepared``: the arrays are already as `run` takes
+        them."""
+        if sig is None:
+            sig = self.signature(arrays, prepared)
         t0 = time.perf_counter()
-        try:
-            with warnings.catch_warnings():
-                # Layout advice on generated code (np.dot on a batch slice) is not
-                # actionable for users.
-                warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
-                self.fn.compile(sig)
-        except Exception as e:  # noqa: BLE001 - whatever a damaged cache file raises
-            if not self.path or not _drop_numba_cache(self.path):
-                raise
-            warnings.warn(f"dualgraph: Numba's cache for {self.path} was unreadable ({e!r}); "
-                          "removed it and compiled again", RuntimeWarning, stacklevel=2)
-            self.fn.compile(sig)
+        compile_dispatcher(self.fn, self.path, sig)
         self.numba_seconds = time.perf_counter() - t0
         return self.numba_seconds
+
+    def on_disk(self, sig: tuple) -> bool:
+        """Whether Numba's disk cache holds this kernel's machine code for ``sig`` (a
+        `compile` would load it, not compile it)."""
+        return self.path is not None and cache.on_disk(self.fn, sig)
 
     def __call__(self, *arrays: Any) -> tuple:
         outs = self.new_outputs()
         self.run(self.prepare(arrays), outs)
         return tuple(o.reshape(()) if scalar else o for o, (_, _, scalar) in zip(outs, self._outs))
+
+
+def compile_dispatcher(fn: Any, path: str | None, sig: tuple) -> None:
+    """``fn.compile(sig)`` for a kernel dispatcher defined in ``path``: a damaged Numba
+    cache file is dropped and the kernel compiled again, with a warning."""
+    try:
+        with warnings.catch_warnings():
+            # Layout advice on generated code (np.dot on a batch slice) is not
+            # actionable for users.
+            warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
+            fn.compile(sig)
+    except Exception as e:  # noqa: BLE001 - whatever a damaged cache file raises
+        if not path or not _drop_numba_cache(path):
+            raise
+        warnings.warn(f"dualgraph: Numba's cache for {path} was unreadable ({e!r}); "
+                      "removed it and compiled again", RuntimeWarning, stacklevel=3)
+        fn.compile(sig)
+
+
+def array_type(desc: tuple) -> Any:
+    """The Numba type `numba.typeof` gives an array described by ``(dtype str, ndim,
+    layout "C" | "F" | "A", readonly)`` (see `dualgraph.compile.tiered.describe`)."""
+    dtype, ndim, layout, readonly = desc
+    return numba.types.Array(numba.from_dtype(np.dtype(dtype)), ndim, layout,
+                             readonly=readonly)
+
+
+def compile_graph(graph: Graph, name: str, parallel: bool, write_to: dict[int, int],
+                  inputs: list) -> tuple[Kernel, tuple]:
+    """Build ``graph``'s kernel with the disk cache and compile it for inputs described by
+    ``inputs`` (see `array_type`): what the compile worker process runs, through the same
+    checked kernel files and signed Numba cache as `build`. Returns the kernel and its
+    argument types."""
+    kernel = build(graph, parallel, True, name, write_to)
+    if kernel.path is None:
+        raise RuntimeError("no usable disk kernel cache to hand the kernel over")
+    sig = kernel.signature_of(inputs)
+    kernel.compile(sig=sig)
+    return kernel, sig
 
 
 def _drop_numba_cache(path: str) -> bool:
@@ -110,4 +156,4 @@ def build(graph: Graph, parallel: bool = False, use_cache: bool = True,
     write_to = dict(write_to or {})
     lowered = lower(graph, name=name, parallel=parallel, write_to=write_to)
     fn, source, path = cache.load(lowered.source, name, parallel, use_cache)
-    return Kernel(graph, lowered, fn, source, path, write_to)
+    return Kernel(graph, lowered, fn, source, path, write_to, parallel)

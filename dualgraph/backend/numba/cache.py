@@ -291,6 +291,20 @@ def njit(cache: bool = False, **options: Any) -> Callable:
     return wrap
 
 
+def on_disk(disp: Any, sig: tuple) -> bool:
+    """Whether ``disp`` (an `njit` dispatcher with the signed disk cache) has machine code
+    for the argument types ``sig`` in its index: compiling it would only load. Reads the
+    (authenticated) index, nothing else."""
+    c = getattr(disp, "_cache", None)
+    if not isinstance(c, _SignedCache):
+        return False
+    try:
+        key = c._index_key(sig, disp.targetctx.codegen())
+        return key in c._cache_file._load_index()
+    except Exception:  # noqa: BLE001 - an unreadable index means "compile"
+        return False
+
+
 def module_source(body: str, name: str, parallel: bool, cache: bool) -> str:
     from ... import __version__
 

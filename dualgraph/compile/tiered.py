@@ -1,0 +1,430 @@
+"""Tiered execution: a new signature's first calls never wait for Numba.
+
+When an entry is built with tiering on, its Numba kernels are not compiled in this process.
+Instead:
+
+- **tier 0**: the entry's kernels are `InterpretedKernel` objects, which run the same
+  optimized forward, backward or step graph through the NumPy reference interpreter
+  behind the kernel interface (``new_outputs``, ``run``), so the call plan (in-place
+  writes, ``.grad``, residuals, the random key) is the compiled one;
+- the optimized graphs and their argument types go, as one job, to a compile worker
+  process (`dualgraph.backend.numba.worker`), which lowers them and compiles them into
+  the disk kernel cache through the same checked files and signed Numba cache as a
+  blocking compile;
+- when the worker reports, a reader thread of this process builds the same kernels and
+  loads their machine code from the disk cache (this process imports Numba only then,
+  so the first result does not wait for Numba's import either);
+- **tier 1**: the next call finds the kernels ready (an attribute: no syscall, no lock on
+  the call path) and swaps them into the entry; every later call runs compiled.
+
+A process, not a thread: Numba compiles with the GIL held, so a compiling thread would
+stall the user's loop. A subprocess running a small module, not `multiprocessing`: the
+spawn start method would re-run the user's unguarded ``__main__`` script in the child, and
+fork is unsafe once BLAS or Numba threads exist.
+
+A worker that dies, is killed or fails to compile leaves its entries at tier 0 with one
+warning per function; a later compile starts a fresh worker. At interpreter exit the
+worker is stopped (`shutdown`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import pickle
+import queue
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..ir.graph import Graph
+from ..ir.interpret import interpret
+
+ENV = "DUALGRAPH_TIERED"  # "0" turns tiering off everywhere (blocking compiles)
+_OFF = ("0", "false", "no", "off")
+_SWAP_LOCK = threading.Lock()
+_WORKER: _Worker | None = None
+_WORKER_LOCK = threading.Lock()
+_IDS = itertools.count(1)
+_LEN = struct.Struct(">Q")  # a frame: its length, then a pickle (see the worker module)
+
+
+def enabled(option: bool, cache: bool) -> bool:
+    """Whether a new entry compiles tiered: the ``tiered`` option, the disk cache (the
+    worker hands kernels over through it) and ``DUALGRAPH_TIERED`` all allow it."""
+    return (option and cache and os.environ.get(ENV, "").lower() not in _OFF
+            and os.environ.get("DUALGRAPH_DISABLE_DISK_CACHE", "") in ("", "0", "false"))
+
+
+class InterpretedKernel:
+    """Tier 0: a graph run by the NumPy interpreter behind the compiled kernel's interface.
+
+    ``run(ins, outs)`` takes the inputs as a compiled kernel does (0-d values as shape
+    (1,)), fills ``outs`` (from ``new_outputs()``) with fresh arrays of the compiled
+    kernel's shapes and dtypes, and writes the outputs in ``write_to`` into their input
+    arrays, after every value is computed, as the compiled kernel does.
+    """
+
+    tier = 0
+
+    def __init__(self, graph: Graph, write_to: dict[int, int]) -> None:
+        self.graph = graph
+        self.write_to = dict(write_to)
+        self._in = [tuple(n.shape) for n in graph.inputs]
+        self._outs = [(k, tuple(o.shape) or (1,), o.dtype) for k, o in enumerate(graph.outputs)
+                      if k not in self.write_to]
+
+    def new_outputs(self) -> list:
+        return [None] * len(self._outs)
+
+    def run(self, ins: list, outs: list) -> None:
+        vals = interpret(self.graph, *[a if a.shape == s else a.reshape(s)
+                                       for a, s in zip(ins, self._in)])
+        # Copies: an interpreted value may be an input, a view of one, or a graph constant,
+        # and the caller owns (and may change) what a kernel returns.
+        for p, (k, shape, dtype) in enumerate(self._outs):
+            outs[p] = np.array(vals[k], dtype=dtype, order="C").reshape(shape)
+        writes = [(ins[j], vals[k]) for k, j in self.write_to.items()]
+        targets = [d for d, _ in writes]
+        for d, v in writes:
+            # A value that reads an array about to be written must be read first.
+            if any(np.may_share_memory(v, t) for t in targets):
+                v = v.copy()
+            np.copyto(d, np.reshape(v, d.shape), casting="unsafe")
+
+
+def describe(a: np.ndarray) -> tuple:
+    """What Numba's type of array ``a`` depends on: dtype, ndim, layout, read-only (Numba's
+    own `typeof` rule, without importing Numba)."""
+    f = a.flags
+    layout = "C" if f.c_contiguous else "F" if f.f_contiguous else "A"
+    return (a.dtype.str, a.ndim, layout, not f.writeable)
+
+
+def _out_desc(node: Any) -> tuple:
+    """A kernel output's description: a new C-contiguous array (0-d as shape (1,))."""
+    return (np.dtype(node.dtype).str, max(len(node.shape), 1), "C", False)
+
+
+class _Job:
+    """One entry's kernels, compiled by the worker and loaded by the reader thread."""
+
+    __slots__ = ("id", "specs", "kernels", "done", "error", "seconds", "load_seconds")
+
+    def __init__(self, specs: list) -> None:
+        self.id = next(_IDS)
+        self.specs = specs  # (entry attribute, graph, name, parallel, write_to, inputs)
+        self.kernels: list = []  # (entry attribute, loaded Kernel), once done
+        self.done = False  # set last: kernels (or error) are complete when it is True
+        self.error: str | None = None
+        self.seconds = 0.0
+        self.load_seconds = 0.0
+
+    def load(self) -> None:
+        """Build the kernels here and load the worker's machine code from the disk cache;
+        raises if that would mean compiling (the worker's code is not there)."""
+        from ..backend.numba import build
+
+        t0 = time.perf_counter()
+        kernels = []
+        for attr, graph, name, parallel, write_to, inputs in self.specs:
+            k = build(graph, parallel, True, name, write_to)
+            sig = k.signature_of(inputs)
+            if not k.on_disk(sig):
+                raise RuntimeError(f"Numba's disk cache has no code for {k.path}")
+            k.compile(sig=sig)
+            kernels.append((attr, k))
+        self.kernels = kernels
+        self.load_seconds = time.perf_counter() - t0
+
+
+class _Worker:
+    """The compile worker process and the two daemon threads that feed and read it (the
+    calling thread never blocks on its pipes)."""
+
+    def __init__(self) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        # The worker must import this very dualgraph: its kernel sources carry the version.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self._stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "dualgraph.backend.numba.worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
+            close_fds=True)
+        self.pid = self.proc.pid
+        self.owner = os.getpid()
+        self.dead: str | None = None
+        self._jobs: dict[int, _Job] = {}
+        self._lock = threading.Lock()
+        self._out: queue.SimpleQueue = queue.SimpleQueue()
+        for target, name in ((self._write, "writer"), (self._read, "reader")):
+            threading.Thread(target=target, name=f"dualgraph-compile-worker-{name}",
+                             daemon=True).start()
+
+    def submit(self, job: _Job, payload: bytes) -> bool:
+        """Queue ``job`` (``payload``: its pickled frame); False when the worker is gone."""
+        with self._lock:
+            if self.dead is not None:
+                return False
+            self._jobs[job.id] = job
+        self._out.put(payload)
+        return True
+
+    def _write(self) -> None:
+        try:
+            while True:
+                payload = self._out.get()
+                if payload is None:
+                    break
+                self.proc.stdin.write(_LEN.pack(len(payload)) + payload)
+                self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # the worker is gone; the reader reports it
+
+    def _read(self) -> None:
+        try:
+            while True:
+                msg = _read_frame(self.proc.stdout)
+                if msg is None:
+                    break
+                job_id, error, seconds = msg
+                with self._lock:
+                    job = self._jobs.pop(job_id, None)
+                if job is not None:
+                    job.seconds = seconds
+                    if error is None:
+                        try:
+                            job.load()
+                        except Exception as e:  # noqa: BLE001 - the job fails, with why
+                            error = f"loading its kernels failed: {type(e).__name__}: {e}"
+                    job.error = error
+                    job.done = True
+        except (OSError, ValueError, EOFError):
+            pass
+        try:
+            rc = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            rc = None
+        reason = _exit_reason(rc, self._stderr)
+        with self._lock:
+            self.dead = reason
+            jobs, self._jobs = list(self._jobs.values()), {}
+        for job in jobs:
+            job.error = reason
+            job.done = True
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop the worker (an unfinished compile is abandoned) and reap it."""
+        self._out.put(None)
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+
+def _read_frame(f: Any) -> Any:
+    """The worker's next reply, or ``None`` at the end of its output. The frame format is
+    `dualgraph.backend.numba.worker`'s, repeated here: importing that module would import
+    Numba, which this process must not wait for before its first result."""
+    head = f.read(_LEN.size)
+    if len(head) < _LEN.size:
+        return None
+    size = _LEN.unpack(head)[0]
+    data = f.read(size)
+    return pickle.loads(data) if len(data) == size else None
+
+
+def _exit_reason(rc: int | None, stderr: Any) -> str:
+    if rc is None:
+        what = "stopped answering"
+    elif rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        what = f"was killed by {name}"
+    else:
+        what = f"exited with status {rc}"
+    tail = ""
+    try:
+        stderr.seek(0)
+        lines = [ln for ln in stderr.read().decode(errors="replace").splitlines() if ln.strip()]
+        if lines:
+            tail = f" ({lines[-1].strip()[:300]})"
+    except (OSError, ValueError):
+        pass
+    return f"the compile worker {what}{tail}"
+
+
+def worker() -> _Worker:
+    """The running worker of this process, started on first use (again after one died,
+    and in a child process after a fork)."""
+    global _WORKER
+    with _WORKER_LOCK:
+        w = _WORKER
+        if w is None or w.dead is not None or w.owner != os.getpid():
+            if w is not None and w.owner == os.getpid():
+                w.stop(timeout=0.5)
+            w = _WORKER = _Worker()
+        return w
+
+
+def worker_pid() -> int | None:
+    """The compile worker's process id (``None``: none started, or it is gone)."""
+    w = _WORKER
+    return w.pid if w is not None and w.dead is None and w.owner == os.getpid() else None
+
+
+@atexit.register
+def shutdown() -> None:
+    """Stop the compile worker (at interpreter exit: no orphan process)."""
+    global _WORKER
+    with _WORKER_LOCK:
+        w, _WORKER = _WORKER, None
+    if w is not None and w.owner == os.getpid():
+        w.stop()
+
+
+def start(entry: Any, arrays: list, user: list, name: str, parallel: bool,
+          write_to: dict, backward: bool) -> bool:
+    """Put ``entry`` at tier 0 and send its graphs to the worker: the forward (or only)
+    graph for the kernel inputs ``arrays``, and the backward graph when ``backward``.
+    False (compile blocking instead) when the disk cache cannot hand kernels over, a
+    graph cannot be sent, or Numba is loaded and the kernels are in its disk cache
+    already (loading them is quick)."""
+    if not _disk_cache_usable():
+        return False
+    specs = [("kernel", entry.optimized, name, parallel, dict(write_to),
+              [describe(a) for a in arrays])]
+    if backward:
+        outs = [o for k, o in enumerate(entry.optimized.outputs) if k not in write_to]
+        res = [describe(arrays[j]) if kind == "in" else _out_desc(outs[j])
+               for kind, j in entry.residual_plan]
+        specs.append(("bwd_kernel", entry.backward_graph, "backward", parallel, {},
+                      [_out_desc(o) for o in user] + res))
+    job = _Job(specs)
+    if "numba" in sys.modules and _load_now(job):
+        for attr, k in job.kernels:
+            setattr(entry, attr, k)
+        return True
+    try:
+        payload = _payload(job)
+    except Exception:  # noqa: BLE001 - an attribute that cannot be sent: compile here
+        return False
+    try:
+        if not worker().submit(job, payload) and not worker().submit(job, payload):
+            return False
+    except OSError as e:  # no process could be started: compile here, as before
+        warnings.warn(f"dualgraph: could not start the compile worker ({e}); compiling "
+                      "blocking", RuntimeWarning, stacklevel=4)
+        return False
+    for attr, graph, _, _, w, _ in specs:
+        setattr(entry, attr, InterpretedKernel(graph, w))
+    entry.pending = job
+    entry.tier0 = True
+    return True
+
+
+def _payload(job: _Job) -> bytes:
+    """The job's frame for the worker: its graphs, and this process's cache directory (the
+    worker was started with the environment of its time, which may have changed)."""
+    return pickle.dumps((job.id, os.environ.get("DUALGRAPH_CACHE_DIR"),
+                         [spec[1:] for spec in job.specs]), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _load_now(job: _Job) -> bool:
+    """Load ``job``'s kernels if Numba's disk cache has them all (a warm cache)."""
+    try:
+        job.load()
+    except Exception:  # noqa: BLE001 - not cached (or not loadable): the worker compiles
+        return False
+    return True
+
+
+def _disk_cache_usable() -> bool:
+    """Whether the kernel cache directory can be used (missing: it will be created 0700),
+    by the rule of `dualgraph.backend.numba.cache`, checked without importing Numba."""
+    d = os.environ.get("DUALGRAPH_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "dualgraph")
+    try:
+        st = os.stat(d)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+            and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
+def poll(entry: Any, stats: Any) -> None:
+    """Per call of an entry at tier 0: count the call, and swap in the compiled kernels
+    once they are loaded (or give up, with one warning, if the job failed)."""
+    job = entry.pending
+    if job is not None and job.done:
+        with _SWAP_LOCK:
+            if entry.pending is job:
+                _finish(entry, job, stats)
+    if entry.tier0:
+        stats.tier0_calls += 1
+
+
+def _finish(entry: Any, job: _Job, stats: Any, between_calls: bool = False) -> None:
+    """Swap in ``job``'s kernels, or warn that it failed. ``between_calls``: not during a
+    call (`wait`), so the next call is the first at tier 1."""
+    entry.pending = None
+    stats.worker_seconds += job.seconds
+    stats.numba_seconds += job.load_seconds
+    if job.error is not None:
+        if stats.tier_failure is None:
+            stats.tier_failure = job.error
+            first = job.error.splitlines()[0][:500] if job.error else "unknown error"
+            warnings.warn(f"dualgraph: tiered compile failed: {first}. This function keeps "
+                          "running its optimized graph in NumPy (tier 0): correct, not "
+                          "compiled; dg.compile(fn, tiered=False) compiles blocking",
+                          RuntimeWarning, stacklevel=4)
+        return
+    for attr, k in job.kernels:
+        setattr(entry, attr, k)
+    entry.tier0 = False
+    if stats.swap_call is None:
+        stats.swap_call = stats.calls + between_calls
+        stats.swap_seconds = time.perf_counter() - stats.first_call_at
+
+
+def wait(fn: Any, timeout: float = 60.0) -> bool:
+    """Block until every entry of compiled function ``fn`` has left tier 0's pending state
+    (for tests and benchmarks); True if all were swapped in, False on timeout or failure."""
+    compiled = getattr(fn, "compiled", fn)
+    deadline = time.monotonic() + timeout
+    while True:
+        pending = [e for e in compiled.entries() if getattr(e, "pending", None) is not None]
+        if all(e.pending.done for e in pending):
+            break
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    for e in pending:
+        with _SWAP_LOCK:
+            if e.pending is not None:
+                _finish(e, e.pending, compiled.stats, between_calls=True)
+    return not any(getattr(e, "tier0", False) for e in compiled.entries())

@@ -1,0 +1,202 @@
+"""Tiered execution: tier 0 (the optimized graph in NumPy) while a worker process compiles,
+then tier 1 (the compiled kernels), and what happens when the worker fails.
+
+The suite compiles blocking (``tests/conftest.py``); these tests opt in, with a private
+empty kernel cache per module so the worker really compiles (a warm cache would go to
+tier 1 at once). Compiles cost seconds each: one step function and one train-mode
+function are compiled once and shared by the checks.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+from dualgraph.compile import tiered
+from dualgraph.workloads import train_step
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 300.0  # bound on waiting for the worker (a loaded machine compiles slowly)
+
+
+@pytest.fixture(scope="module")
+def cold_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Tiering on, and an empty kernel cache, for the whole module."""
+    saved = {k: os.environ.get(k) for k in ("DUALGRAPH_TIERED", "DUALGRAPH_CACHE_DIR")}
+    os.environ["DUALGRAPH_TIERED"] = "1"
+    os.environ["DUALGRAPH_CACHE_DIR"] = str(tmp_path_factory.mktemp("tiered-kernels"))
+    yield
+    tiered.shutdown()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def step_run(cold_cache):
+    """A whole SGD step (TinyNet) compiled tiered next to the same step run eagerly: the
+    losses of three calls at tier 0, and the compiled function."""
+    eager, eargs = train_step("tinynet")
+    step, args = train_step("tinynet")
+    f = dg.compile(step)
+    tier0 = [(f(*args).item(), eager(*eargs).item()) for _ in range(3)]
+    entry = f.entries()[0]
+    return {"f": f, "args": args, "eager": eager, "eargs": eargs, "tier0": tier0,
+            "entry": entry, "was_tier0": entry.tier0 and tiered.worker_pid() is not None}
+
+
+def test_first_calls_are_tier0_with_eager_values(step_run):
+    assert step_run["was_tier0"]
+    for compiled, eager in step_run["tier0"]:
+        assert compiled == eager  # the same NumPy kernels, in the same order: exact
+
+
+def test_swap_to_tier1_then_same_values(step_run):
+    f, args, eager, eargs = step_run["f"], step_run["args"], step_run["eager"], step_run["eargs"]
+    assert tiered.wait(f, TIMEOUT), f.stats.tier_failure
+    entry = step_run["entry"]
+    assert not entry.tier0 and entry.pending is None
+    assert not isinstance(entry.kernel, tiered.InterpretedKernel)
+    for _ in range(3):
+        np.testing.assert_allclose(f(*args).item(), eager(*eargs).item(), rtol=1e-5)
+    st = f.stats
+    assert st.tier0_calls >= 3 and st.swap_call is not None and st.swap_call > 3
+    assert st.swap_seconds > 0 and st.worker_seconds > 0
+    assert st.tier1_calls == st.calls - st.tier0_calls
+    assert "tier0_calls=" in str(st) and "swap at call" in str(st)
+
+
+def test_train_mode_backward_at_both_tiers(cold_cache):
+    w = dg.tensor(np.linspace(-1, 1, 12).reshape(3, 4).astype(np.float64), requires_grad=True)
+
+    def fn(x):
+        return (dg.tanh(x @ w) * 3.0 + 1.0).sum()
+
+    f = dg.compile(fn)
+    x = dg.tensor(np.arange(6.0).reshape(2, 3) / 7)
+
+    def grads(g):
+        w.grad = None
+        out = g(x)
+        out.backward()
+        return out.item(), w.grad.numpy().copy()
+
+    e_out, e_grad = grads(fn)
+    c_out, c_grad = grads(f)
+    assert f.entries()[0].tier0
+    assert isinstance(f.entries()[0].bwd_kernel, tiered.InterpretedKernel)
+    assert c_out == e_out
+    np.testing.assert_array_equal(c_grad, e_grad)
+    assert tiered.wait(f, TIMEOUT), f.stats.tier_failure
+    c_out, c_grad = grads(f)
+    assert f.stats.tier0_calls == 1 and f.stats.tier1_calls == 1
+    np.testing.assert_allclose(c_out, e_out, rtol=1e-10)
+    np.testing.assert_allclose(c_grad, e_grad, rtol=1e-10)
+
+
+def test_random_ops_draw_the_same_numbers_at_both_tiers(cold_cache):
+    f = dg.compile(lambda x: x + dg.rand(5) * dg.randn(5))
+    x = dg.zeros(5)
+    dg.manual_seed(3)
+    a = f(x).numpy()
+    assert f.entries()[0].tier0
+    assert tiered.wait(f, TIMEOUT), f.stats.tier_failure
+    dg.manual_seed(3)
+    b = f(x).numpy()
+    assert f.stats.tier0_calls == 1
+    np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_blocking_when_asked(cold_cache, monkeypatch):
+    for opts, env in (({"tiered": False}, "1"), ({}, "0"), ({"cache": False}, "1")):
+        monkeypatch.setenv("DUALGRAPH_TIERED", env)
+        f = dg.compile(lambda x: x * 2.5 + 1, **opts)
+        f(dg.ones(3))
+        e = f.entries()[0]
+        assert not e.tier0 and e.pending is None and f.stats.tier0_calls == 0, (opts, env)
+        assert f.stats.numba_seconds > 0
+    with pytest.raises(TypeError, match="tiered"):
+        dg.compile(lambda x: x, tiered="yes")
+
+
+def _assert_stays_tier0(f, x, expected, match):
+    deadline = time.monotonic() + TIMEOUT
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        while f.entries()[0].pending is not None and time.monotonic() < deadline:
+            np.testing.assert_array_equal(f(x).numpy(), expected)
+            time.sleep(0.02)
+        for _ in range(3):
+            np.testing.assert_array_equal(f(x).numpy(), expected)
+    msgs = [str(w.message) for w in caught if "tiered compile failed" in str(w.message)]
+    assert len(msgs) == 1, msgs
+    assert match in msgs[0]
+    assert f.entries()[0].tier0 and f.stats.tier_failure is not None
+
+
+def test_killed_worker_leaves_tier0_with_one_warning(cold_cache):
+    f = dg.compile(lambda x: (dg.exp(x) * 1.25 - x).sum(axis=0))
+    x = dg.tensor(np.arange(8.0).reshape(4, 2))
+    expected = (np.exp(x.numpy()) * 1.25 - x.numpy()).sum(axis=0)
+    np.testing.assert_array_equal(f(x).numpy(), expected)
+    pid = tiered.worker_pid()
+    assert pid is not None and f.entries()[0].pending is not None
+    os.kill(pid, signal.SIGKILL)  # mid-job: it is importing or compiling
+    _assert_stays_tier0(f, x, expected, "SIGKILL")
+    # A later tiered compile starts a fresh worker.
+    g = dg.compile(lambda x: x * 4.0 - 1.0)
+    g(x)
+    assert tiered.worker_pid() not in (None, pid)
+
+
+def test_compile_failure_leaves_tier0_with_one_warning(cold_cache, monkeypatch):
+    real = tiered._payload
+
+    def broken(job):
+        job_id, cache_dir, specs = pickle.loads(real(job))
+        specs[0][0].nodes[-1].op = "no_such_op_for_the_worker"  # LoweringError there
+        return pickle.dumps((job_id, cache_dir, specs))
+
+    monkeypatch.setattr(tiered, "_payload", broken)
+    f = dg.compile(lambda x: x * 3.0 + 0.5)
+    x = dg.tensor(np.arange(4.0))
+    np.testing.assert_array_equal(f(x).numpy(), np.arange(4.0) * 3.0 + 0.5)
+    assert f.entries()[0].tier0
+    _assert_stays_tier0(f, x, np.arange(4.0) * 3.0 + 0.5, "no_such_op_for_the_worker")
+
+
+def test_worker_stops_at_interpreter_exit(cold_cache):
+    script = textwrap.dedent("""
+        import dualgraph as dg
+        from dualgraph.compile import tiered
+        f = dg.compile(lambda x: (x * 1.75).sum())
+        f(dg.ones(3))
+        assert f.entries()[0].tier0
+        print(tiered.worker_pid(), flush=True)
+    """)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                       text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    pid = int(r.stdout.split()[-1])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"the compile worker {pid} outlived its interpreter")
