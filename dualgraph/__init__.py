@@ -123,6 +123,50 @@ from .ops.math import (
     var_mean,
 )
 
+# isort: split
+# Issue 12: shape ops (ops/shape_extra.py, ops/einsum.py). The matrix trace is only the
+# method t.trace(): dg.trace is the tracer (API.md B1).
+from .ops.einsum import einsum
+from .ops.shape_extra import (
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    chunk,
+    column_stack,
+    cross,
+    diag,
+    diag_embed,
+    diagonal,
+    diff,
+    dstack,
+    flatten,
+    flip,
+    fliplr,
+    flipud,
+    ger,
+    hstack,
+    kron,
+    meshgrid,
+    moveaxis,
+    movedim,
+    narrow,
+    outer,
+    repeat_interleave,
+    roll,
+    rot90,
+    row_stack,
+    split,
+    swapaxes,
+    swapdims,
+    tensor_split,
+    tile,
+    tril,
+    triu,
+    unbind,
+    unflatten,
+    vstack,
+)
+
 bool = bool_  # noqa: A001 - PyTorch's spelling, dg.bool
 cat = concatenate
 
@@ -153,4 +197,12 @@ __all__ += [
     "logical_not", "logical_or", "logical_xor", "logsumexp", "mul", "multiply", "pow", "prod",
     "reciprocal", "remainder", "round", "rsqrt", "sign", "sinh", "square", "std", "std_mean",
     "sub", "subtract", "tan", "true_divide", "trunc", "var", "var_mean",
+]
+
+__all__ += [
+    "atleast_1d", "atleast_2d", "atleast_3d", "chunk", "column_stack", "cross", "diag",
+    "diag_embed", "diagonal", "diff", "dstack", "einsum", "flatten", "flip", "fliplr", "flipud",
+    "ger", "hstack", "kron", "meshgrid", "moveaxis", "movedim", "narrow", "outer",
+    "repeat_interleave", "roll", "rot90", "row_stack", "split", "swapaxes", "swapdims",
+    "tensor_split", "tile", "tril", "triu", "unbind", "unflatten", "vstack",
 ]
