@@ -33,7 +33,7 @@ def _parse(equation: str, shapes: list) -> tuple[list[list[str]], list[str]]:
     terms = lhs.split(",")
     if len(terms) != len(shapes):
         few = "more" if len(terms) < len(shapes) else "fewer"
-        raise ValueError(f"einsum(): {few} operands were provided than specified in the "
+        raise RuntimeError(f"einsum(): {few} operands were provided than specified in the "
                          "equation")
     n_ell = 0
     subs = []
@@ -42,12 +42,12 @@ def _parse(equation: str, shapes: list) -> tuple[list[list[str]], list[str]]:
         if "..." in labels:
             n = len(shape) - (len(labels) - 1)
             if n < 0:
-                raise ValueError(f"einsum(): the number of subscripts in the equation "
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation "
                                  f"({len(labels) - 1}) is more than the number of dimensions "
                                  f"({len(shape)}) for operand {k}")
             n_ell = max(n_ell, n)
         elif len(labels) != len(shape):
-            raise ValueError(f"einsum(): the number of subscripts in the equation "
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation "
                              f"({len(labels)}) does not match the number of dimensions "
                              f"({len(shape)}) for operand {k} and no ellipsis was given")
         subs.append(labels)
@@ -67,11 +67,11 @@ def _parse(equation: str, shapes: list) -> tuple[list[list[str]], list[str]]:
         seen = set()
         for c in out:
             if c in seen:
-                raise ValueError(f"einsum(): output subscript {c} appears more than once in "
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in "
                                  f"the output")
             seen.add(c)
             if not any(c in s for s in out_subs):
-                raise ValueError(f"einsum(): output subscript {c} does not appear in the "
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
                                  f"equation for any input operand")
     else:
         counts: dict = {}
@@ -88,14 +88,14 @@ def _labels(term: str, what: str) -> list[str]:
     while i < len(term):
         if term.startswith("...", i):
             if "..." in labels:
-                raise ValueError(f"einsum(): found more than one ellipsis ('...') in {what}")
+                raise RuntimeError(f"einsum(): found more than one ellipsis ('...') in {what}")
             labels.append("...")
             i += 3
         elif term[i] in _LETTERS:
             labels.append(term[i])
             i += 1
         else:
-            raise ValueError(f"einsum(): invalid subscript given at index {i} in the equation "
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation "
                              f"string, subscripts must be in [a-zA-Z]")
     return labels
 
@@ -182,7 +182,7 @@ def einsum(equation: str, *operands: Any) -> Any:
     if not isinstance(equation, str):
         raise TypeError("einsum(): the first argument must be the equation string")
     if not operands:
-        raise ValueError("einsum(): must provide at least one operand")
+        raise RuntimeError(f"einsum(): must provide at least one operand")
     ops = list(operands)
     subs, out = _parse(equation, [tuple(x.shape) for x in ops])
     sizes = _sizes(subs, ops)

@@ -665,15 +665,28 @@ def view_dtype(x: Any, dtype: Any) -> Any:
     shape = tuple(x.shape)
     if np.dtype(dtype).itemsize != x.dtype.itemsize:
         _view_dtype_shape(shape, x.dtype, dtype)  # the size errors first, as PyTorch
-        data = getattr(x, "_data", None)
-        if data is not None and shape and data.strides[-1] != data.itemsize and shape[-1] > 1:
-            stride = data.strides[-1] // data.itemsize
-            raise RuntimeError(f"self.stride(-1) must be 1 to view {x.dtype} as {dtype} "
-                               f"(different element sizes), but got {stride}")
+        _check_view_strides(getattr(x, "_data", None), x.dtype, dtype)
     return bind(VIEW_DTYPE, x, dtype=dtype)
 
 
 # ------------------------------------------------------------- small products etc.
+
+
+def _check_view_strides(data: Any, old: np.dtype, new: np.dtype) -> None:
+    """PyTorch's layout rules for a view with another element size (eager only: a traced
+    value has no strides, and dualgraph copies the bits anyway)."""
+    if data is None or not data.ndim:
+        return
+    size = data.itemsize
+    if data.shape[-1] > 1 and data.strides[-1] != size:
+        raise RuntimeError(f"self.stride(-1) must be 1 to view {old} as {new} (different "
+                           f"element sizes), but got {data.strides[-1] // size}")
+    ratio = max(np.dtype(new).itemsize // size, 1)
+    for d in range(data.ndim - 1):
+        stride = data.strides[d] // size
+        if data.shape[d] > 1 and stride % ratio:
+            raise RuntimeError(f"self.stride({d}) must be divisible by {ratio} to view {old} "
+                               f"as {new} (different element sizes), but got {stride}")
 
 
 def outer(a: Any, b: Any) -> Any:
@@ -700,9 +713,12 @@ def kron(a: Any, b: Any) -> Any:
 
 def cross(a: Any, b: Any, dim: int | None = None) -> Any:
     """The 3-vector cross product along ``dim`` (default: the first dim of size 3), with
-    broadcasting."""
+    broadcasting between inputs of the same rank."""
     from .broadcast import broadcast_shapes
 
+    if len(a.shape) != len(b.shape):
+        raise ShapeError(f"linalg.cross: inputs must have the same number of dimensions, got "
+                         f"shapes {tuple(a.shape)} and {tuple(b.shape)}")
     shape = broadcast_shapes("cross", tuple(a.shape), tuple(b.shape))
     if dim is None:
         dim = next((i for i, s in enumerate(shape) if s == 3), None)
