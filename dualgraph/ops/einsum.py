@@ -182,7 +182,7 @@ def einsum(equation: str, *operands: Any) -> Any:
     if not isinstance(equation, str):
         raise TypeError("einsum(): the first argument must be the equation string")
     if not operands:
-        raise RuntimeError(f"einsum(): must provide at least one operand")
+        raise RuntimeError("einsum(): must provide at least one operand")
     ops = list(operands)
     subs, out = _parse(equation, [tuple(x.shape) for x in ops])
     sizes = _sizes(subs, ops)
