@@ -102,6 +102,12 @@ def _labels(term: str, what: str) -> list[str]:
 
 def _sizes(subs: list, operands: list) -> dict:
     """Each label's size; size-1 dims broadcast (PyTorch's rule), others must agree."""
+    for k, (labels, x) in enumerate(zip(subs, operands)):
+        own: dict = {}
+        for c, s in zip(labels, x.shape):
+            if own.setdefault(c, s) != s:
+                raise ShapeError(f"einsum(): subscript {c} is repeated for operand {k} but the "
+                                 f"sizes don't match, {s} != {own[c]}")
     sizes: dict = {}
     for k, (labels, x) in enumerate(zip(subs, operands)):
         for c, s in zip(labels, x.shape):
@@ -120,9 +126,6 @@ def _take_diagonals(x: Any, labels: list) -> tuple[Any, list]:
         c = next(c for c in labels if labels.count(c) > 1)
         i = labels.index(c)
         j = labels.index(c, i + 1)
-        if x.shape[i] != x.shape[j]:
-            raise ShapeError(f"einsum(): subscript {c} is repeated for an operand but the "
-                             f"sizes don't match, {x.shape[i]} != {x.shape[j]}")
         x = diagonal(x, 0, i, j)
         labels = [c2 for k, c2 in enumerate(labels) if k not in (i, j)] + [c]
     return x, labels
