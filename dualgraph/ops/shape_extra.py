@@ -412,6 +412,10 @@ def _flip_vjp(ctx, g):
     return (bind(FLIP, g, axes=ctx.attrs["axes"]),)
 
 
+def _flip_name(node: Any) -> str:
+    return "FlipBackward0" if node.attrs["axes"] else "CloneBackward0"
+
+
 def flip(x: Any, *dims: Any) -> Any:
     """Reverse the order of elements along ``dims`` (a copy): ``dg.flip(x, (0, 1))``."""
     dims = _dims_arg(dims, "flip")
@@ -762,7 +766,7 @@ DIAG_SCATTER = register(OpDef(
     "diag_scatter", _diag_scatter_impl, _diag_scatter_infer, _diag_scatter_vjp,
     "DiagEmbedBackward0",
 ))
-FLIP = register(OpDef("flip", _flip_impl, _flip_infer, _flip_vjp, "FlipBackward0"))
+FLIP = register(OpDef("flip", _flip_impl, _flip_infer, _flip_vjp, _flip_name))
 VIEW_DTYPE = register(OpDef(
     "view_dtype", _view_dtype_impl, _view_dtype_infer, None, "", differentiable=False,
 ))
