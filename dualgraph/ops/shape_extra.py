@@ -656,6 +656,8 @@ def _view_dtype_shape(shape: tuple, old: np.dtype, new: np.dtype) -> tuple:
 
 def _view_dtype_impl(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     # A copy of the bits (dualgraph's one difference from PyTorch, which shares storage).
+    if x.dtype.itemsize != np.dtype(dtype).itemsize:
+        _check_view_strides(x, x.dtype, dtype)
     shape = _view_dtype_shape(x.shape, x.dtype, dtype)
     return np.ascontiguousarray(x).reshape(-1).view(dtype).reshape(shape).copy()
 
@@ -669,7 +671,6 @@ def view_dtype(x: Any, dtype: Any) -> Any:
     shape = tuple(x.shape)
     if np.dtype(dtype).itemsize != x.dtype.itemsize:
         _view_dtype_shape(shape, x.dtype, dtype)  # the size errors first, as PyTorch
-        _check_view_strides(getattr(x, "_data", None), x.dtype, dtype)
     return bind(VIEW_DTYPE, x, dtype=dtype)
 
 
@@ -677,9 +678,10 @@ def view_dtype(x: Any, dtype: Any) -> Any:
 
 
 def _check_view_strides(data: Any, old: np.dtype, new: np.dtype) -> None:
-    """PyTorch's layout rules for a view with another element size (eager only: a traced
-    value has no strides, and dualgraph copies the bits anyway)."""
-    if data is None or not data.ndim:
+    """PyTorch's layout rules for a view with another element size, checked by the kernel
+    on the array it gets (so eagerly: traced values have no strides, and dualgraph copies
+    the bits anyway)."""
+    if not data.ndim:
         return
     size = data.itemsize
     if data.shape[-1] > 1 and data.strides[-1] != size:
