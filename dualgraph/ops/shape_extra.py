@@ -26,7 +26,7 @@ from ..modes import bind
 from . import elementwise as E
 from . import reduce as R
 from . import shape as S
-from .broadcast import _is_int, normalize_axis, normalize_dim
+from .broadcast import _is_int, broadcast_shapes, normalize_axis, normalize_dim
 from .registry import OpDef, register
 
 # ------------------------------------------------------------------------- helpers
@@ -720,8 +720,6 @@ def kron(a: Any, b: Any) -> Any:
 def cross(a: Any, b: Any, dim: int | None = None) -> Any:
     """The 3-vector cross product along ``dim`` (default: the first dim of size 3), with
     broadcasting between inputs of the same rank."""
-    from .broadcast import broadcast_shapes
-
     if len(a.shape) != len(b.shape):
         raise ShapeError(f"linalg.cross: inputs must have the same number of dimensions, got "
                          f"shapes {tuple(a.shape)} and {tuple(b.shape)}")
