@@ -124,6 +124,9 @@ from .ops.math import (
 
 # isort: split
 # Issue 12: scans and sorting (ops/scan.py).
+# Issue 12: shape ops (ops/shape_extra.py, ops/einsum.py). The matrix trace is only the
+# method t.trace(): dg.trace is the tracer (API.md B1).
+from .ops.einsum import einsum
 from .ops.scan import (
     argsort,
     bucketize,
@@ -141,6 +144,45 @@ from .ops.scan import (
     searchsorted,
     sort,
     topk,
+)
+from .ops.shape_extra import (
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    chunk,
+    column_stack,
+    cross,
+    diag,
+    diag_embed,
+    diagonal,
+    diff,
+    dstack,
+    flatten,
+    flip,
+    fliplr,
+    flipud,
+    ger,
+    hstack,
+    kron,
+    meshgrid,
+    moveaxis,
+    movedim,
+    narrow,
+    outer,
+    repeat_interleave,
+    roll,
+    rot90,
+    row_stack,
+    split,
+    swapaxes,
+    swapdims,
+    tensor_split,
+    tile,
+    tril,
+    triu,
+    unbind,
+    unflatten,
+    vstack,
 )
 
 bool = bool_  # noqa: A001 - PyTorch's spelling, dg.bool
@@ -205,4 +247,12 @@ __all__ += [
 __all__ += [
     "argsort", "bucketize", "count_nonzero", "cummax", "cummin", "cumprod", "cumsum", "histc",
     "kthvalue", "logcumsumexp", "median", "msort", "nanmedian", "searchsorted", "sort", "topk",
+]
+
+__all__ += [
+    "atleast_1d", "atleast_2d", "atleast_3d", "chunk", "column_stack", "cross", "diag",
+    "diag_embed", "diagonal", "diff", "dstack", "einsum", "flatten", "flip", "fliplr", "flipud",
+    "ger", "hstack", "kron", "meshgrid", "moveaxis", "movedim", "narrow", "outer",
+    "repeat_interleave", "roll", "rot90", "row_stack", "split", "swapaxes", "swapdims",
+    "tensor_split", "tile", "tril", "triu", "unbind", "unflatten", "vstack",
 ]

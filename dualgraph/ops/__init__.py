@@ -13,7 +13,10 @@ from . import (  # noqa: F401  (importing each family registers its ops)
     reduce,
     scan,
     shape,
+    shape_extra,
 )
+
+# Importing the op modules registers their ops.
 from .registry import OPS, OpDef, register
 
 # The IR checks and runs graphs with the registry's rules, but must not import ops/ (ops/

@@ -24,6 +24,7 @@ from . import pool as P
 from . import reduce as R
 from . import scan as SC
 from . import shape as S
+from . import shape_extra as SX
 from .broadcast import normalize_axis, normalize_dim
 
 
@@ -285,11 +286,14 @@ class TensorOps:
     def reshape(self, *shape: Any) -> Any:
         return S.reshape(self, *shape)
 
-    def view(self, *shape: Any) -> Any:
+    def view(self, *shape: Any, dtype: Any = None) -> Any:
+        """``view(*shape)`` reshapes; ``view(dtype)`` reinterprets the bits (`view_dtype`)."""
+        if dtype is not None or (len(shape) == 1 and _is_dtype(shape[0])):
+            return SX.view_dtype(self, shape[0] if dtype is None else dtype)
         return S.reshape(self, *shape)
 
-    def flatten(self) -> Any:
-        return S.reshape(self, -1)
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
+        return SX.flatten(self, start_dim, end_dim)
 
     def unsqueeze(self, dim: int) -> Any:
         shape = list(self.shape)
@@ -640,15 +644,6 @@ class TensorOps:
         return I.argwhere(self)
     # ---- end issue 12: indexing
 
-
-_BASIC = frozenset({int, slice, type(None), type(Ellipsis)})
-
-
-def _is_basic(index: Any) -> bool:
-    """Ints, slices, None and ``...`` only (the fast view path; bools are advanced)."""
-    if type(index) in _BASIC:
-        return True
-    return type(index) is tuple and all(type(e) in _BASIC for e in index)
     # ---- issue 12: scans and sorting (dualgraph/ops/scan.py)
     def cumsum(self, dim: int, *, dtype: Any = None) -> Any:
         return SC.cumsum(self, dim, dtype=dtype)
@@ -704,6 +699,125 @@ def _is_basic(index: Any) -> bool:
     def unfold(self, dimension: int, size: int, step: int) -> Any:
         """Windows of ``size`` along ``dimension``, ``step`` apart, as a new last dim."""
         return P.unfold(self, dimension, size, step)
+    # ---- issue 12: shape (dualgraph/ops/shape_extra.py, ops/einsum.py). Views stay views.
+    def unflatten(self, dim: int, sizes: Any) -> Any:
+        return SX.unflatten(self, dim, sizes)
+
+    def movedim(self, source: Any, destination: Any) -> Any:
+        return SX.movedim(self, source, destination)
+
+    moveaxis = movedim
+
+    def swapaxes(self, axis0: int, axis1: int) -> Any:
+        return SX.swapaxes(self, axis0, axis1)
+
+    swapdims = swapaxes
+
+    def split(self, split_size: Any, dim: int = 0) -> tuple:
+        return SX.split(self, split_size, dim)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+        return SX.chunk(self, chunks, dim)
+
+    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
+        return SX.tensor_split(self, indices_or_sections, dim)
+
+    def unbind(self, dim: int = 0) -> tuple:
+        return SX.unbind(self, dim)
+
+    def narrow(self, dim: int, start: Any, length: int) -> Any:
+        return SX.narrow(self, dim, start, length)
+
+    def expand_as(self, other: Any) -> Any:
+        return self.expand(tuple(other.shape))
+
+    def view_as(self, other: Any) -> Any:
+        return S.reshape(self, tuple(other.shape))
+
+    def reshape_as(self, other: Any) -> Any:
+        return S.reshape(self, tuple(other.shape))
+
+    def type_as(self, other: Any) -> Any:
+        return _cast(self, other.dtype)
+
+    def repeat(self, *sizes: Any) -> Any:
+        return SX.repeat(self, *sizes)
+
+    def repeat_interleave(self, repeats: Any, dim: int | None = None, *,
+                          output_size: int | None = None) -> Any:
+        return SX.repeat_interleave(self, repeats, dim, output_size=output_size)
+
+    def tile(self, dims: Any) -> Any:
+        return SX.tile(self, dims)
+
+    def roll(self, shifts: Any, dims: Any = None) -> Any:
+        return SX.roll(self, shifts, dims)
+
+    def flip(self, *dims: Any) -> Any:
+        return SX.flip(self, *dims)
+
+    def fliplr(self) -> Any:
+        return SX.fliplr(self)
+
+    def flipud(self) -> Any:
+        return SX.flipud(self)
+
+    def rot90(self, k: int = 1, dims: Any = (0, 1)) -> Any:
+        return SX.rot90(self, k, dims)
+
+    def tril(self, diagonal: int = 0) -> Any:
+        return SX.tril(self, diagonal)
+
+    def triu(self, diagonal: int = 0) -> Any:
+        return SX.triu(self, diagonal)
+
+    def tril_(self, diagonal: int = 0) -> Any:
+        return self.copy_(SX.tril(self, diagonal))
+
+    def triu_(self, diagonal: int = 0) -> Any:
+        return self.copy_(SX.triu(self, diagonal))
+
+    def diag(self, diagonal: int = 0) -> Any:
+        return SX.diag(self, diagonal)
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+        return SX.diagonal(self, offset, dim1, dim2)
+
+    def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
+        return SX.diag_embed(self, offset, dim1, dim2)
+
+    def trace(self) -> Any:
+        return SX.trace(self)
+
+    def diff(self, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Any:
+        return SX.diff(self, n, dim, prepend, append)
+
+    def cross(self, other: Any, dim: int | None = None) -> Any:
+        return SX.cross(self, other, dim)
+
+    def outer(self, other: Any) -> Any:
+        return SX.outer(self, other)
+
+    ger = outer
+
+    def kron(self, other: Any) -> Any:
+        return SX.kron(self, other)
+    # ---- end issue 12: shape
+
+
+_BASIC = frozenset({int, slice, type(None), type(Ellipsis)})
+
+
+def _is_basic(index: Any) -> bool:
+    """Ints, slices, None and ``...`` only (the fast view path; bools are advanced)."""
+    if type(index) in _BASIC:
+        return True
+    return type(index) is tuple and all(type(e) in _BASIC for e in index)
+
+
+def _is_dtype(x: Any) -> bool:
+    """A dtype spelling (``dg.int32``, ``np.float64``), not a shape."""
+    return isinstance(x, np.dtype) or (isinstance(x, type) and issubclass(x, np.generic))
 
 
 def _cast(t: TensorOps, dtype: Any) -> Any:

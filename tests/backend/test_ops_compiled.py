@@ -502,3 +502,40 @@ CASES.append(Case("pooling", ("max_pool2d_indices", "adaptive_max_pool2d_indices
                   lambda r, t: [_uniform(r, -1, 1, (2, 3, 6, 5), t),
                                 _uniform(r, -1, 1, (2, 3, 6), t)]))
 ALL_CASES.append(pytest.param(CASES[-1], id="pooling"))
+# ---- issue 12: shape (dualgraph/ops/shape_extra.py, ops/einsum.py)
+def shape_extra(x, v, w):
+    # x (2, 3, 4); v, w (3,). Views, copies and products, then writes through new views.
+    a, b = x.split([1, 3], dim=2)
+    y = x * 1.0
+    y.diagonal(0, 1, 2).mul_(2.0)  # a write through a diagonal: view_scatter replays it
+    y.movedim(0, -1)[1].add_(w[:2])
+    y.narrow(2, 1, 2).chunk(2, 1)[0].mul_(-1.0)
+    return (x.flatten(1) * 2.0, x.unflatten(2, (2, 2)).sum(2), x.swapaxes(0, 2) + 1.0,
+            a * b[..., :1], x.unbind(1)[2], x.repeat(1, 2, 1) * 1.5, x.tile((2,)),
+            x.repeat_interleave(2, dim=1), x.roll((1, -1), (1, 2)), x.flip(0, 2),
+            x.rot90(1, (1, 2)),
+            x.tril(1), x.triu(-1), x.diagonal(1, 1, 2), dg.diag(v, 1), dg.diag_embed(x[0]),
+            x[0].trace(), dg.meshgrid(v, w[:2], indexing="xy")[0] * dg.meshgrid(w[:2], v)[1],
+            dg.hstack([v, w]), dg.vstack([v, w]), dg.diff(x, dim=1), dg.cross(v, w),
+            dg.outer(v, w), dg.kron(x[0, :2, :2], x[1, :2, :2]), x.view(dg.int32), y)
+
+
+def einsums(a, b, c, s):
+    # a (2, 3, 4), b (2, 4, 5), c (4,), s (3, 3).
+    return (dg.einsum("bij,bjk->bik", a, b), dg.einsum("bij,bjk", a, b), dg.einsum("ii->i", s),
+            dg.einsum("ii", s), dg.einsum("bij,j->bi", a, c), dg.einsum("i,j->ij", c, c),
+            dg.einsum("...j,j", a, c), dg.einsum("bij,bkj->bik", a, a),
+            dg.einsum("bij,bjk,k->bi", a, b, b[0, 0]), dg.einsum("ij->ji", s),
+            dg.einsum("bij->", a))
+
+
+CASES += [
+    Case("shape_extra", ("diagonal", "diag_scatter", "flip", "view_dtype", "view_scatter"),
+         shape_extra,
+         lambda r, t: [_uniform(r, -1, 1, (2, 3, 4), t), _uniform(r, -1, 1, (3,), t),
+                       _uniform(r, -1, 1, (3,), t)]),
+    Case("einsum", ("matmul", "diagonal", "transpose", "sum"), einsums,
+         lambda r, t: [_uniform(r, -1, 1, (2, 3, 4), t), _uniform(r, -1, 1, (2, 4, 5), t),
+                       _uniform(r, -1, 1, (4,), t), _uniform(r, -1, 1, (3, 3), t)]),
+]
+ALL_CASES += [pytest.param(c, id=c.name) for c in CASES[-2:]]

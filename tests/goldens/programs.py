@@ -1363,3 +1363,123 @@ def unfold_size_too_large(lib, F, x):
          match="only one of size or scale_factor should be defined")
 def interpolate_size_and_scale(lib, F, x):
     return F.interpolate(x, size=3, scale_factor=2)
+# ---- issue 12: shape (dualgraph/ops/shape_extra.py, ops/einsum.py)
+
+
+@program(grid((2, 3, 4), -1.2, 1.1), grid((3,), 0.5, 1.5), source=I12)
+def shape_views_and_stacks(lib, F, x, v):
+    a, b = x.split([1, 3], dim=2)
+    c = x.chunk(2, 1)
+    return (x.flatten(), lib.flatten(x, 1), x.flatten(0, 1), x.unflatten(2, (2, -1)),
+            x.movedim(0, -1), lib.movedim(x, (0, 1), (2, 0)), x.moveaxis(1, 0),
+            x.swapaxes(0, 2), lib.swapdims(x, 1, 2), a * 2.0, b, c[0], c[1] * 3.0,
+            lib.split(x, 3, -1)[1], x.unbind(1)[2], lib.unbind(x)[0], x.narrow(2, -3, 2),
+            lib.narrow(x, 0, 1, 1), x.tensor_split(3, 2)[0], lib.tensor_split(x, [1, 3], 2)[2],
+            x[:, :1, None].squeeze((1, 2)), v.expand_as(x[:, :, 0]), v.view_as(x[0, :, 0]),
+            x[0].reshape_as(x[0].T), v.type_as(x), lib.hstack([v, v]), lib.vstack([v, v * 2.0]),
+            lib.dstack([x[0], x[1]]), lib.column_stack([v, v, x[0, :, :2]]),
+            lib.atleast_3d(v), lib.atleast_2d(v[0]))
+
+
+@program(grid((2, 3), -1.0, 1.5), grid((2, 3, 4), 0.1, 2.4), source=I12, covers=("flip",))
+def shape_repeats_rolls_flips(lib, F, x, y):
+    return (x.repeat(2, 1), x.repeat(1, 2, 2), lib.tile(x, (2,)), x.tile((2, 1, 1)),
+            x.repeat_interleave(2), x.repeat_interleave(3, dim=1), lib.repeat_interleave(x, 2, 0),
+            x.roll(1), lib.roll(x, -1, 1), y.roll((1, 2), (0, -1)), x.flip(0), lib.flip(y, (0, 2)),
+            lib.fliplr(x), x.flipud(), x.rot90(), lib.rot90(y, 2, (1, 2)), y.rot90(-1, (2, 0)),
+            x.rot90(4))
+
+
+@program(grid((3, 4), -1.0, 1.5), grid((2, 3, 3), 0.1, 2.4), grid((3,), 0.5, 1.5), source=I12,
+         covers=("diagonal", "diag_scatter"))
+def shape_triangles_diagonals(lib, F, x, y, v):
+    return (x.tril(), lib.tril(x, 1), x.triu(-1), lib.triu(y, 1), y.tril(-1), x.diagonal(),
+            lib.diagonal(x, 1), y.diagonal(0, 1, 2), y.diagonal(-1, -1, 0), lib.diag(x),
+            x.diag(-1), lib.diag(v), v.diag(2), lib.diag_embed(x), lib.diag_embed(y, -1, 0, 2),
+            x.trace(), *lib.meshgrid(v, x[0], indexing="ij"),
+            *lib.meshgrid(v, x[0], v[:2], indexing="xy"))
+
+
+@program(const([[1.0, -2.5, 0.0], [3.25, 1e-3, -7.0]]), const([[1, -2], [300, 70000]], "int32"),
+         source=I12, covers=("view_dtype",))
+def shape_view_dtype(lib, F, x, k):
+    return (x.view(lib.int32), x.view(lib.float32), k.view(lib.float32), x.T.view(lib.int32),
+            x.double().view(lib.int64), k.view(lib.int64), x.reshape(3, 2).view(lib.float64))
+
+
+@program(grid((2, 3, 4), -1.0, 1.0), grid((2, 4, 5), -0.5, 1.5), grid((4,), 0.5, 2.0),
+         grid((3, 3), -2.0, 1.0), source=I12)
+def einsum_table(lib, F, a, b, c, s):
+    return (lib.einsum("bij,bjk->bik", a, b), lib.einsum("bij,bjk", a, b),
+            lib.einsum("ii->i", s), lib.einsum("ii", s), lib.einsum("ij->ji", s),
+            lib.einsum("bij,j->bi", a, c), lib.einsum("i,j->ij", c, c), lib.einsum("i,i", c, c),
+            lib.einsum("...j,j", a, c), lib.einsum("b...j,bjk->b...k", a, b),
+            lib.einsum("bij,bkj->bik", a, a), lib.einsum("bij,bjk,k->bi", a, b, b[0, 0]),
+            lib.einsum("bij->", a), lib.einsum("bij->jb", a), lib.einsum("ij,ij->i", s, s),
+            lib.einsum("bij, bjk -> bki", [a, b]), lib.einsum("iij->j", a.reshape(4, 2, 3)[:2, :2]),
+            lib.einsum("ab,cd->abcd", s[:2, :2], s[1:, 1:]), lib.einsum("ji", s))
+
+
+@program(grid((3, 4), -1.0, 1.5), grid((2, 3), 0.1, 2.4), grid((3,), 0.5, 1.5), source=I12)
+def shape_products_differences(lib, F, x, y, v):
+    return (lib.diff(x), x.diff(2, 0), lib.diff(x, dim=0, prepend=x[:1], append=x[1:]),
+            lib.cross(y, y.flip(1), dim=1), lib.cross(v, v * v, dim=0),
+            lib.cross(y, v[None], dim=-1),
+            lib.outer(v, x[0]), v.outer(v), lib.ger(v, v), lib.kron(y, x[:2, :2]),
+            lib.kron(v, v), lib.diff(lib.tensor([True, False, False, True])))
+
+
+@program(grid((3, 4), -1.0, 1.5), grid((2, 3, 3), 0.1, 2.4), grid((4,), 0.5, 1.5), source=I12,
+         covers=("diagonal", "view_scatter"))
+def shape_writes_through_views(lib, F, x, y, w):
+    # PyTorch returns views from all of these: writes must reach the base and its gradient.
+    a = x * 1.0
+    a.diagonal().mul_(3.0)
+    a.narrow(1, 1, 2).mul_(2.0)
+    b = y * 1.0
+    b.movedim(0, -1)[0].add_(w[:2])
+    b.swapaxes(1, 2)[1, 0].mul_(5.0)
+    b.flatten(1)[:, 4].mul_(0.5)
+    b.diagonal(1, 1, 2).add_(1.0)
+    c = x * 1.0
+    c.tril_(-1)
+    d = y * 1.0
+    d.triu_()
+    return a, b, c, d, a.unflatten(1, (2, 2))[:, 1].sum()
+
+
+@program(grid((3, 4), -1.0, 1.5, rg=False), grid((4,), 0.5, 1.5, rg=False), source=I12)
+def shape_writes_through_split_views(lib, F, x, w):
+    # Outputs of split/chunk/unbind are views of their base. (With grad, PyTorch refuses
+    # in-place writes to them; dualgraph allows them and gets the gradient right.)
+    a = x * 1.0
+    a.split(2, 1)[1].add_(w[:2])
+    a.chunk(3, 0)[2].mul_(-1.0)
+    a.unbind(1)[0].copy_(w[1:])
+    a.tensor_split(2, 1)[0].mul_(2.0)
+    return a
+
+
+@program(grid((3, 4), -1.0, 1.5), source=I12, match="split_with_sizes expects split_sizes")
+def split_sizes_must_add_up(lib, F, x):
+    return x.split([1, 1], dim=0)
+
+
+@program(grid((3, 4), -1.0, 1.5), source=I12, match="exceeds dimension size")
+def narrow_out_of_range(lib, F, x):
+    return x.narrow(1, 3, 2)
+
+
+@program(grid((3, 4), -1.0, 1.5), source=I12, match="start_dim cannot come after end_dim")
+def flatten_dims_reversed(lib, F, x):
+    return x.flatten(1, 0)
+
+
+@program(grid((3, 4), -1.0, 1.5), source=I12, match="does not appear in the equation")
+def einsum_unknown_output_label(lib, F, x):
+    return lib.einsum("ij->ijk", x)
+
+
+@program(grid((3, 4), -1.0, 1.5), source=I12, match="Dimension out of range")
+def movedim_bad_dim(lib, F, x):
+    return x.movedim(2, 0)

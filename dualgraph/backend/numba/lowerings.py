@@ -1350,3 +1350,74 @@ def _unfold_backward(node: Node, args: list, out: str) -> list:
         f"{o}_g[{o}_a, {o}_l, {o}_c, {o}_k]",
         f"{o} = {o}.reshape({ishape(node)})",
     ]
+
+
+# ---- issue 12: shape
+# diagonal / diag_scatter move (dim1, dim2) last and view the operand as (planes, n, m);
+# each is one loop over the planes' diagonals. flip is a negative-step slice, copied.
+
+
+def _planes(shape: tuple, dim1: int, dim2: int) -> tuple[tuple, int, int, int]:
+    """The permutation moving (dim1, dim2) last, and the (planes, n, m) sizes after it."""
+    perm = tuple(d for d in range(len(shape)) if d not in (dim1, dim2)) + (dim1, dim2)
+    n, m = shape[dim1], shape[dim2]
+    return perm, math.prod(shape) // (n * m) if n * m else 0, n, m
+
+
+def _diag_loop(node_attrs: dict, n: int, m: int) -> tuple[int, int, int]:
+    """Start row, start column and length of diagonal ``offset`` of an (n, m) plane."""
+    k = node_attrs["offset"]
+    r0, c0 = max(-k, 0), max(k, 0)
+    return r0, c0, max(min(n - r0, m - c0), 0)
+
+
+@lowers("diagonal")
+def _diagonal(node: Node, args: list, out: str) -> list:
+    src = node.inputs[0]
+    perm, b, n, m = _planes(tuple(src.shape), node.attrs["dim1"], node.attrs["dim2"])
+    r0, c0, ln = _diag_loop(node.attrs, n, m)
+    moved = args[0] if perm == tuple(range(len(perm))) else f"np.transpose({args[0]}, {perm})"
+    return [
+        f"{out}_t = np.ascontiguousarray({moved}).reshape(({b}, {n}, {m}))",
+        f"{out} = np.empty(({b}, {ln}), {np_dtype(node.dtype)})",
+        f"for {out}_b in range({b}):",
+        f"    for {out}_i in range({ln}):",
+        f"        {out}[{out}_b, {out}_i] = {out}_t[{out}_b, {out}_i + {r0}, {out}_i + {c0}]",
+        f"{out} = {out}.reshape({ishape(node)})",
+    ]
+
+
+@lowers("diag_scatter")
+def _diag_scatter(node: Node, args: list, out: str) -> list:
+    shape = tuple(node.shape)
+    perm, b, n, m = _planes(shape, node.attrs["dim1"], node.attrs["dim2"])
+    r0, c0, ln = _diag_loop(node.attrs, n, m)
+    lines = [
+        f"{out}_g = np.ascontiguousarray({args[0]}).reshape(({b}, {ln}))",
+        f"{out}_t = np.zeros(({b}, {n}, {m}), {np_dtype(node.dtype)})",
+        f"for {out}_b in range({b}):",
+        f"    for {out}_i in range({ln}):",
+        f"        {out}_t[{out}_b, {out}_i + {r0}, {out}_i + {c0}] = {out}_g[{out}_b, {out}_i]",
+    ]
+    if perm == tuple(range(len(perm))):
+        return lines + [f"{out} = {out}_t.reshape({ishape(node)})"]
+    inverse = tuple(perm.index(d) for d in range(len(perm)))
+    moved = tuple(shape[d] for d in perm)
+    return lines + [f"{out} = np.ascontiguousarray(np.transpose({out}_t.reshape({moved}), "
+                    f"{inverse}))"]
+
+
+@lowers("flip")
+def _flip(node: Node, args: list, out: str) -> list:
+    axes = node.attrs["axes"]
+    if not axes or not node.shape:
+        return [f"{out} = {args[0]}.copy()"]
+    code = ", ".join("::-1" if d in axes else ":" for d in range(len(node.shape)))
+    return [f"{out} = np.ascontiguousarray({args[0]}[{code}])"]
+
+
+@lowers("view_dtype")
+def _view_dtype(node: Node, args: list, out: str) -> list:
+    n = math.prod(node.inputs[0].shape)
+    return [f"{out} = np.ascontiguousarray({args[0]}).reshape({n}).view("
+            f"{np_dtype(node.dtype)}).reshape({ishape(node)}).copy()"]
