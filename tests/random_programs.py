@@ -116,12 +116,60 @@ def pool_transposes(x: Any) -> Any:
             + unfolded.mean()) * 0.2
 
 
+def _const(values: Any, like: Any) -> Any:
+    return dg.tensor(np.asarray(values, dtype=like.dtype))
+
+
+def conv_norm_all(x: Any) -> Any:
+    """Convolution, im2col/col2im and layer norm on a value (smooth; bounded by ~2)."""
+    p, n = _plane(x)
+    w = _const([[[[0.5], [-0.25]]]], x)
+    conv = F.conv2d(p, w, padding=(1, 0))  # (1, 1, n + 1, 1)
+    cols = F.unfold(p, (2, 1), padding=(1, 0))  # (1, 2, n + 1)
+    folded = F.fold(cols, (n, 1), (2, 1), padding=(1, 0))  # (1, 1, n, 1)
+    normed = F.layer_norm(x.reshape(1, n), (n,), eps=0.5)  # a big eps: smooth near constant
+    return (conv[:, :, :n].reshape(n) + folded.reshape(n) * 0.25
+            + normed.reshape(n) * 0.25 + cols.sum() * 0.0625 / n) * 0.5
+
+
+def index_shape_all(x: Any) -> Any:
+    """Advanced indexing (read and write), diagonal, diag_embed, flip and the smooth scans
+    of a value, reshaped back to its flat length."""
+    n = math.prod(x.shape)
+    flat = x.reshape(n)
+    idx = dg.tensor(np.arange(n, dtype=np.int64)[::-1].copy())
+    picked = flat[idx]  # index
+    put = dg.index_put(flat, (idx[:1],), flat[:1] * 0.5)  # index_put
+    diag = dg.diag_embed(flat).diagonal()  # diag_scatter, then diagonal
+    flipped = dg.flip(flat, [0])
+    scans = (dg.cumsum(dg.tanh(flat), 0) / n + dg.cumprod(dg.tanh(flat) * 0.9, 0)
+             + dg.logcumsumexp(dg.tanh(flat), 0) * 0.25)
+    return (picked + put + diag + flipped + scans) * 0.2
+
+
+def order_stats_all(p: Any) -> Any:
+    """Sorting, cumulative max/min, searchsorted and histc of a parameter (piecewise:
+    parameters have the same values in every mode, so ties and steps agree)."""
+    n = math.prod(p.shape)
+    flat = p.reshape(n)
+    edges = _const(np.linspace(-2.0, 2.0, 5), p)
+    ranks = astype(dg.searchsorted(edges, flat), p.dtype) + astype(dg.argsort(flat), p.dtype)
+    hist = dg.histc(flat, bins=4, min=-2, max=2)
+    moved = bind(OPS["scatter_add_axis"], flat * 0.5,
+                 dg.tensor(np.arange(n, dtype=np.int64)[::-1].copy()), axis=0, size=n)
+    bits = dg.flatten(astype(flat.view(dg.int32 if p.dtype == np.float32 else dg.int64) & 1,
+                             p.dtype))
+    return (dg.sort(flat).values + dg.cummax(flat, 0).values + dg.cummin(flat, 0).values
+            + ranks * (0.5 / n) + hist.sum() / n + moved + bits) * 0.25
+
+
 NAMESPACE = {"dg": dg, "F": F, "astype": astype, "scatter_into": scatter_into,
              "dropout_fixed": dropout_fixed, "randn_fixed": randn_fixed,
              "rand_fixed": rand_fixed, "inplace_add": inplace_add,
              "inplace_scale": inplace_scale, "no_grad_scale": no_grad_scale,
              "write_through_view": write_through_view, "pool_all": pool_all,
-             "pool_transposes": pool_transposes}
+             "pool_transposes": pool_transposes, "conv_norm_all": conv_norm_all,
+             "index_shape_all": index_shape_all, "order_stats_all": order_stats_all}
 
 
 # ------------------------------------------------------------------------- programs
@@ -532,10 +580,25 @@ def gen_pool(draw, b: Builder) -> Var | None:
     return b.emit(expr, a.bound)
 
 
+def gen_issue12(draw, b: Builder) -> Var | None:
+    """Convolution, norms, indexing, shape ops and scans on a value (flat results), or the
+    order statistics of a parameter."""
+    if draw(st.booleans()):
+        a = _pick(draw, b.floats())
+        if a is None:
+            return None
+        expr = draw(st.sampled_from([f"conv_norm_all({a.name})", f"index_shape_all({a.name})"]))
+        return b.emit(expr, 2.0 * a.bound + 4.0 if "index" in expr else a.bound + 2.0)
+    p = _pick(draw, [v for v in b.prog.params if v.is_float])
+    if p is None:
+        return None
+    return b.emit(f"order_stats_all({p.name})", p.bound + 2.0)
+
+
 def gen_math(draw, b: Builder) -> Var | None:
     """One issue-12 statement (one slot in GENERATORS, so the older ops keep their share)."""
     return draw(st.sampled_from([gen_math_unary, gen_math_unary, gen_math_steps, gen_bitwise,
-                                 gen_pool]))(draw, b)
+                                 gen_pool, gen_issue12]))(draw, b)
 
 
 GENERATORS = (gen_unary, gen_unary, gen_binary, gen_binary, gen_compare, gen_where,

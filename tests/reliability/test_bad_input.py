@@ -59,9 +59,10 @@ CATALOGUE = [
     Bad("permute_axes", lambda: dg.ones(2, 3).permute(0, 0), ValueError,
         r"\(0, 0\).*\(2, 3\)"),
     Bad("index_out_of_bounds", lambda: dg.ones(2, 3)[5], IndexError, "index 5.*size 2"),
-    Bad("index_with_tensor", lambda: dg.ones(2, 3)[dg.tensor([0])], TypeError,
-        "basic indexing"),
-    Bad("index_with_float", lambda: dg.ones(2, 3)[1.5], TypeError, "basic indexing"),
+    # Integer tensors index (advanced indexing); float ones are PyTorch's IndexError.
+    Bad("index_with_float_tensor", lambda: dg.ones(2, 3)[dg.tensor([0.5])], IndexError,
+        "long, int, byte or bool"),
+    Bad("index_with_float", lambda: dg.ones(2, 3)[1.5], IndexError, "long, int, byte or bool"),
     Bad("concatenate_shapes", lambda: dg.concatenate([dg.ones(2, 3), dg.ones(2, 4)]),
         ValueError, r"\(2, 3\) and \(2, 4\)"),
     Bad("concatenate_nothing", lambda: dg.concatenate([]), ValueError, "at least one"),
