@@ -1176,7 +1176,7 @@ def _lerp_corners(x: np.ndarray, n: int, axis: int) -> np.ndarray:
     return out.astype(x.dtype)
 
 
-def _unfold_ref(x: np.ndarray, dim: int, size: int, step: int) -> np.ndarray:
+def _windows_ref(x: np.ndarray, dim: int, size: int, step: int) -> np.ndarray:
     w = np.lib.stride_tricks.sliding_window_view(x, size, axis=dim)
     return np.ascontiguousarray(w[(slice(None),) * dim + (slice(None, None, step),)])
 
@@ -1227,12 +1227,12 @@ CASES += [
         OPS["pad_index_backward"], g, pad=((2, 3),), mode="reflect", size=(4,)), real(2, 9),
          ref=_transpose_ref(_pad_ref((2, 3), "reflect"), (2, 4))),
     case("unfold", "method", lambda x: x.unfold(1, 3, 2), real(2, 7, 2),
-         ref=lambda x: _unfold_ref(x, 1, 3, 2), node="UnfoldBackward0"),
+         ref=lambda x: _windows_ref(x, 1, 3, 2), node="UnfoldBackward0"),
     case("unfold", "overlap_last", lambda x: x.unfold(-1, 2, 1), real(3, 4),
-         ref=lambda x: _unfold_ref(x, 1, 2, 1)),
+         ref=lambda x: _windows_ref(x, 1, 2, 1)),
     case("unfold_backward", "overlap", lambda g: bind(
         OPS["unfold_backward"], g, dimension=0, size=3, step=1, length=5), real(3, 2, 3),
-         ref=_transpose_ref(lambda x: _unfold_ref(x, 0, 3, 1), (5, 2))),
+         ref=_transpose_ref(lambda x: _windows_ref(x, 0, 3, 1), (5, 2))),
 ]
 
 # Compositions over the pooling primitives (1-D pools, resampling, Flatten/Unflatten).
