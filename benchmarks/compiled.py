@@ -5,6 +5,9 @@ Workloads (issue 4's table):
   W2tiny  TinyNet 2->3->1 train step (MSE, SGD), batch 10, whole step compiled
   W2mlp   MLP 784->256->10 train step (cross-entropy, SGD), batch 64, whole step compiled
   W3      1M float32 sum(tanh(.5x+1)*sigmoid(x)+.1x^2), value and gradient
+  W4cnn   LeNet-5 style CNN train step (cross-entropy, Adam), batch 64 of 1x28x28
+  W5tr    pre-norm transformer encoder block train step (next-token cross-entropy, Adam),
+          batch 16 x seq 64 x width 128, vocab 256
 and the compile-time rows (fresh processes): cold compile of the MLP step, and the first
 result with a warm disk cache, import included.
 
@@ -35,8 +38,18 @@ import pyperf  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+import models_numpy  # noqa: E402  (benchmarks/ is sys.path[0] when run as a script)
+
 import dualgraph as dg  # noqa: E402
-from dualgraph.workloads import MLPS, WORKLOADS, chain_data, mlp_data, train_step  # noqa: E402
+from dualgraph.workloads import (  # noqa: E402
+    MLPS,
+    TRANSFORMER_SIZES,
+    WORKLOADS,
+    chain_data,
+    mlp_data,
+    model_step,
+    train_step,
+)
 
 LR = 0.01
 
@@ -315,6 +328,117 @@ def w3_torch():
     return step
 
 
+# --------------------------------------------------------------- W4 (cnn), W5 (transformer)
+MODEL_LR = 1e-3
+_MODELS = {"cnn": "W4cnn", "transformer": "W5tr"}
+
+
+def _model_numpy_args(name: str):
+    """The hand-written step's loss function, fixed leading arguments and data."""
+    _, (x, t), net = model_step(name, MODEL_LR)
+    params = {k: v.numpy().copy() for k, v in net.named_parameters()}
+    if name == "cnn":
+        return models_numpy.cnn_loss_and_grads, params, (), (x.numpy(), t.numpy())
+    heads = TRANSFORMER_SIZES[name]["heads"]
+    return models_numpy.transformer_loss_and_grads, params, (heads,), (x.numpy(), t.numpy())
+
+
+def wm_dualgraph(name: str, compiled: bool):
+    def run():
+        step, (x, t), _ = model_step(name, MODEL_LR)
+        f = dg.compile(step, tiered=False) if compiled else step
+        return lambda: f(x, t).item()
+    return run
+
+
+def wm_numpy(name: str):
+    def run():
+        fn, params, fixed, data = _model_numpy_args(name)
+        step = models_numpy.train_step(fn, params, MODEL_LR, *fixed)
+        return lambda: step(*data)
+    return run
+
+
+def _torch_model(name: str):
+    """The torch twin of a model workload, with dualgraph's initial parameters."""
+    import torch
+
+    _, (x, t), net = model_step(name, MODEL_LR)
+    tnn, F = torch.nn, torch.nn.functional
+    if name == "cnn":
+        model = tnn.Sequential(
+            tnn.Conv2d(1, 6, 5, padding=2), tnn.ReLU(), tnn.MaxPool2d(2),
+            tnn.Conv2d(6, 16, 5), tnn.ReLU(), tnn.MaxPool2d(2), tnn.Flatten(),
+            tnn.Linear(400, 120), tnn.ReLU(), tnn.Linear(120, 84), tnn.ReLU(),
+            tnn.Linear(84, 10))
+    else:
+        s = TRANSFORMER_SIZES[name]
+
+        class Block(tnn.Module):
+            def __init__(self, vocab, seq, width, heads):
+                super().__init__()
+                self.heads = heads
+                self.embed = tnn.Embedding(vocab, width)
+                self.pos = tnn.Parameter(torch.zeros(seq, width))
+                self.ln1, self.ln2, self.ln_f = (tnn.LayerNorm(width) for _ in range(3))
+                self.qkv = tnn.Linear(width, 3 * width)
+                self.proj = tnn.Linear(width, width)
+                self.fc1 = tnn.Linear(width, 4 * width)
+                self.fc2 = tnn.Linear(4 * width, width)
+                self.head = tnn.Linear(width, vocab)
+
+            def forward(self, tokens):
+                b, n = tokens.shape
+                w = self.pos.shape[1]
+                h, d = self.heads, w // self.heads
+                x = self.embed(tokens) + self.pos
+                q, k, v = self.qkv(self.ln1(x)).split(w, dim=-1)
+                q, k, v = (z.reshape(b, n, h, d).transpose(1, 2) for z in (q, k, v))
+                a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                x = x + self.proj(a.transpose(1, 2).reshape(b, n, w))
+                x = x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+                return self.head(self.ln_f(x))
+
+        model = Block(s["vocab"], s["seq"], s["width"], s["heads"])
+    with torch.no_grad():
+        for k, p in model.named_parameters():
+            p.copy_(torch.from_numpy(dict(net.named_parameters())[k].numpy()))
+    return model, torch.from_numpy(x.numpy()), torch.from_numpy(t.numpy())
+
+
+def wm_torch(name: str, compiled: bool = False):
+    def run():
+        import torch
+
+        torch.set_num_threads(1)
+        model, x, t = _torch_model(name)
+        opt = torch.optim.Adam(model.parameters(), lr=MODEL_LR)
+
+        def loss_step(x, t):
+            opt.zero_grad()
+            out = model(x)
+            loss = torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]),
+                                                     t.reshape(-1))
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = torch.compile(loss_step) if compiled else loss_step
+        return lambda: f(x, t).item()
+    return run
+
+
+def _torch_compile_runs() -> bool:
+    """torch.compile needs a C++ toolchain; skip its column where it cannot build."""
+    try:
+        import torch
+
+        torch.compile(lambda a: a * 2)(torch.ones(2))
+        return True
+    except Exception:  # noqa: BLE001 - any failure means the column cannot run here
+        return False
+
+
 def workloads() -> dict:
     """workload -> {implementation: factory returning a zero-argument step}."""
     table = {
@@ -329,10 +453,18 @@ def workloads() -> dict:
         "W3": {"numpy": w3_numpy, "eager": w3_dualgraph(False), "compiled": w3_dualgraph(True),
                "torch": w3_torch, "jax": w3_jax},
     }
+    for name, wl in _MODELS.items():
+        table[wl] = {"numpy": wm_numpy(name), "eager": wm_dualgraph(name, False),
+                     "compiled": wm_dualgraph(name, True), "torch": wm_torch(name),
+                     "torch.compile": wm_torch(name, True)}
     for peer in ("torch", "jax"):
         if not _have(peer):
             for impls in table.values():
                 impls.pop(peer, None)
+                impls.pop(f"{peer}.compile", None)
+    if _have("torch") and not _torch_compile_runs():
+        for impls in table.values():
+            impls.pop("torch.compile", None)
     return table
 
 
@@ -405,7 +537,8 @@ def _worker_args(cmd: list, args) -> None:
 def main() -> None:
     runner = pyperf.Runner(add_cmdline_args=_worker_args)
     runner.argparser.add_argument("--table", action="store_true", help="print the table")
-    runner.argparser.add_argument("--workload", action="append", help="W1, W2tiny, W2mlp, W3")
+    runner.argparser.add_argument("--workload", action="append",
+                                  help="W1, W2tiny, W2mlp, W3, W4cnn, W5tr")
     runner.argparser.add_argument("--compile-times", action="store_true",
                                   help="only measure the fresh-process compile rows")
     args = runner.parse_args()

@@ -223,7 +223,8 @@ def _preflight(args: argparse.Namespace) -> str | None:
 def _compare(args: argparse.Namespace) -> int:
     from .workloads import WORKLOADS
 
-    names = args.workload or list(WORKLOADS) + ["classifier"]
+    names = args.workload or [n for n, w in WORKLOADS.items() if w.quick or not args.quick
+                              ] + ["classifier"]
     valid = list(WORKLOADS) + ["classifier"]
     bad = [n for n in names if n not in valid]
     if bad:

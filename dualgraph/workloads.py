@@ -25,6 +25,9 @@ class Workload:
     name: str
     description: str
     build: Callable[[bool], tuple[Callable, tuple]]
+    # In the default `dualgraph compare --quick` run: the model workloads are opt-in there
+    # (--workload cnn), since their cold compile would dominate the quick start.
+    quick: bool = True
 
 
 def _scalar(quick: bool) -> tuple:
@@ -77,6 +80,145 @@ def chain_data(n: int) -> np.ndarray:
     return np.random.default_rng(0).standard_normal(n).astype(np.float32)
 
 
+# ------------------------------------------------------------------ cnn and transformer
+# name -> sizes of the model workloads (issue 12): the full size and the --quick one.
+CNN_SIZES: dict[str, dict[str, int]] = {
+    "cnn": {"batch": 64, "image": 28},
+    "cnn-quick": {"batch": 8, "image": 28},
+}
+TRANSFORMER_SIZES: dict[str, dict[str, int]] = {
+    "transformer": {"batch": 16, "seq": 64, "width": 128, "heads": 4, "vocab": 256},
+    "transformer-quick": {"batch": 4, "seq": 16, "width": 32, "heads": 2, "vocab": 64},
+}
+
+
+def cnn_model() -> nn.Module:
+    """LeNet-5 style (seeded): conv(1->6, 5x5, pad 2) -> ReLU -> max-pool 2 -> conv(6->16,
+    5x5) -> ReLU -> max-pool 2 -> flatten -> 400 -> 120 -> 84 -> 10."""
+    manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(16 * 5 * 5, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+        nn.Linear(84, 10),
+    )
+
+
+def cnn_data(batch: int, image: int = 28) -> tuple[np.ndarray, np.ndarray]:
+    """Synthetic 1 x image x image float32 images and int64 class labels in [0, 10)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, 1, image, image)).astype(np.float32)
+    return x, rng.integers(0, 10, batch)
+
+
+class EncoderBlock(nn.Module):
+    """A pre-norm transformer encoder block with a next-token head: token embedding plus a
+    learned position embedding, LayerNorm, causal multi-head self-attention through
+    `scaled_dot_product_attention`, a GELU MLP (4x width), residuals, a final LayerNorm
+    and a linear head over the vocabulary."""
+
+    def __init__(self, vocab: int, seq: int, width: int, heads: int) -> None:
+        super().__init__()
+        from .eager.tensor import randn
+
+        self.heads = heads
+        self.embed = nn.Embedding(vocab, width)
+        self.pos = nn.Parameter(randn(seq, width) * 0.02)
+        self.ln1 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.ln2 = nn.LayerNorm(width)
+        self.fc1 = nn.Linear(width, 4 * width)
+        self.fc2 = nn.Linear(4 * width, width)
+        self.ln_f = nn.LayerNorm(width)
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, tokens: Any) -> Any:
+        from .nn import functional as F
+
+        b, t = tokens.shape
+        w = self.pos.shape[1]
+        h, d = self.heads, w // self.heads
+        x = self.embed(tokens) + self.pos
+        q, k, v = self.qkv(self.ln1(x)).split(w, dim=-1)
+        q, k, v = (z.reshape(b, t, h, d).transpose(1, 2) for z in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, w))
+        x = x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+        return self.head(self.ln_f(x))
+
+
+def transformer_model(size: str = "transformer") -> EncoderBlock:
+    """The seeded `EncoderBlock` of the workload ``size`` (a key of `TRANSFORMER_SIZES`)."""
+    s = TRANSFORMER_SIZES[size]
+    manual_seed(0)
+    return EncoderBlock(s["vocab"], s["seq"], s["width"], s["heads"])
+
+
+def transformer_data(size: str = "transformer") -> tuple[np.ndarray, np.ndarray]:
+    """Token ids (batch, seq) and their next tokens (batch, seq), int64, seeded."""
+    s = TRANSFORMER_SIZES[size]
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, s["vocab"], (s["batch"], s["seq"] + 1))
+    return ids[:, :-1].copy(), ids[:, 1:].copy()
+
+
+def _model_loss(name: str, quick: bool) -> tuple:
+    """The forward loss of a model workload (for `compare`: value and parameter
+    gradients), its arguments and its module."""
+    from .nn import functional as F
+
+    size = f"{name}-quick" if quick else name
+    if name == "cnn":
+        net = cnn_model()
+        x, t = (tensor(a) for a in cnn_data(**CNN_SIZES[size]))
+
+        def cnn_loss(x, t):
+            return F.cross_entropy(net(x), t)
+
+        return cnn_loss, (x, t)
+    net = transformer_model(size)
+    x, t = (tensor(a) for a in transformer_data(size))
+
+    def transformer_loss(tokens, targets):
+        logits = net(tokens)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+    return transformer_loss, (x, t)
+
+
+def model_step(name: str, lr: float = 1e-3, quick: bool = False) -> tuple[Callable, tuple,
+                                                                          nn.Module]:
+    """One Adam training step of the model workload ``name`` (``"cnn"`` or
+    ``"transformer"``): ``step(x, t)`` zeroes the gradients, computes the cross-entropy,
+    back-propagates, updates and returns the loss. Returns the step, its arguments and the
+    module (so a hand-written reference can start from the same parameters)."""
+    from .nn import functional as F
+    from .optim import Adam
+
+    size = f"{name}-quick" if quick else name
+    if name == "cnn":
+        net = cnn_model()
+        data = cnn_data(**CNN_SIZES[size])
+    else:
+        net = transformer_model(size)
+        data = transformer_data(size)
+    opt = Adam(net.parameters(), lr=lr)
+    x, t = (tensor(a) for a in data)
+
+    def step(x, t):
+        opt.zero_grad()
+        out = net(x)
+        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), t.reshape(-1))
+        loss.backward()
+        opt.step()
+        return loss
+
+    step.__name__ = f"{name}_step"
+    return step, (x, t), net
+
+
 # name -> (layer sizes, batch, loss) of the MLP workloads.
 MLPS: dict[str, tuple[tuple[int, int, int], int, str]] = {
     "tinynet": ((2, 3, 1), 10, "mse"),
@@ -91,6 +233,11 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in [
     Workload("mlp", "MLP 784->256->10, cross-entropy, batch 64 (quick: 784->64->10, batch 32)",
              lambda q: _mlp(*MLPS["mlp-quick" if q else "mlp"])),
     Workload("chain", "sum(tanh(.5x+1)*sigmoid(x)+.1x^2) on 1M float32 (quick: 100K)", _chain),
+    Workload("cnn", "LeNet-5 style CNN, cross-entropy, batch 64 of 1x28x28 (quick: batch 8)",
+             lambda q: _model_loss("cnn", q), quick=False),
+    Workload("transformer", "pre-norm encoder block, batch 16 x seq 64 x width 128, vocab 256,"
+             " next-token cross-entropy (quick: 4 x 16 x 32, vocab 64)",
+             lambda q: _model_loss("transformer", q), quick=False),
 ]}
 
 
