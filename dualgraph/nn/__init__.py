@@ -47,3 +47,9 @@ __all__ += [
     "LogSigmoid", "LogSoftmax", "Mish", "ReLU6", "SiLU", "Softmax", "Softmin", "Softplus",
     "Softsign",
 ]
+
+# isort: split
+# Issue 12: losses and attention.
+from .modules import NLLLoss  # noqa: E402
+
+__all__ += ["NLLLoss"]

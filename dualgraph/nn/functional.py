@@ -7,15 +7,15 @@ from typing import Any
 
 import numpy as np
 
-from ..eager.internal import array_of
-from ..eager.tensor import Tensor, random_key
+from ..eager.tensor import random_key
+from ..errors import ShapeError
 from ..ops import elementwise as E
 from ..ops import linalg as L
 from ..ops import math as M
+from ..ops import nnops as N
 from ..ops import random as RND
 from ..ops import reduce as R
 from ..ops import shape as S
-from ..ops.composite import log_softmax, softmax
 from ..ops.mixin import TensorOps
 
 __all__ = [
@@ -76,36 +76,6 @@ def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Any:  # noqa: 
     _same_shape("mse_loss", input, target)
     # pow(d, 2), not d * d: d has one consumer, so backward needs no accumulation.
     return _reduce(E.pow(E.sub(input, target), 2), reduction)
-
-
-def cross_entropy(input: Any, target: Any, reduction: str = "mean") -> Any:  # noqa: A002
-    """Cross-entropy of logits ``input`` (N, C) against integer class ``target`` (N,).
-
-    The one-hot mask is built with registry ops (``eq`` against ``arange``), so a target
-    passed to a compiled step is a graph input, not a baked constant.
-    """
-    if not hasattr(target, "shape"):
-        target = np.asarray(target)
-    if input.ndim != 2:
-        raise ValueError(f"cross_entropy: logits must be (N, C), got shape {tuple(input.shape)}")
-    n, c = input.shape
-    if tuple(target.shape) != (n,):
-        raise ValueError(
-            f"cross_entropy: target shape {tuple(target.shape)} does not match logits shape "
-            f"{(n, c)}"
-        )
-    if target.dtype.kind not in "iu":
-        raise TypeError(f"cross_entropy: target must hold integer classes, got {target.dtype}")
-    # A tracer's values are unknown: only arrays and eager tensors are checked.
-    data = target if isinstance(target, np.ndarray) else (
-        array_of(target) if isinstance(target, Tensor) else None)
-    if data is not None and data.size and (data.min() < 0 or data.max() >= c):
-        raise ValueError(
-            f"cross_entropy: target classes must be in [0, {c}), got {data.min()}..{data.max()}"
-        )
-    hit = E.eq(S.reshape(target, (n, 1)), np.arange(c, dtype=target.dtype)[None, :])
-    picked = R.sum(E.mul(log_softmax(input, 1), S.astype(hit, input.dtype)), 1)
-    return _reduce(E.neg(picked), reduction)
 
 
 def binary_cross_entropy_with_logits(
@@ -266,3 +236,127 @@ __all__ += [
     "celu", "elu", "gelu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "logsigmoid",
     "mish", "normalize", "relu6", "selu", "silu", "softmin", "softplus", "softsign",
 ]
+
+
+# ============================================================================ issue 12
+# Losses and attention. softmax, log_softmax and nll_loss are primitives (ops/nnops.py):
+# cross_entropy with integer targets is two ops forward and two backward, as in PyTorch.
+
+
+def softmax(input: Any, dim: Any = None, _stacklevel: int = 3,  # noqa: A002
+            dtype: Any = None) -> Any:
+    """``exp(x) / sum(exp(x))`` along ``dim`` (PyTorch's ``F.softmax``)."""
+    return N.softmax(input, dim, dtype)
+
+
+def log_softmax(input: Any, dim: Any = None, _stacklevel: int = 3,  # noqa: A002
+                dtype: Any = None) -> Any:
+    """``x - logsumexp(x)`` along ``dim`` (PyTorch's ``F.log_softmax``)."""
+    return N.log_softmax(input, dim, dtype)
+
+
+def _legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
+    """PyTorch's deprecated ``size_average``/``reduce`` flags, when given, decide."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return ("mean" if size_average else "sum") if reduce else "none"
+
+
+def _check_input(name: str, x: Any) -> None:
+    if not isinstance(x, TensorOps):
+        raise TypeError(f"{name}: input must be a tensor, got {type(x).__name__}")
+
+
+def _target(target: Any) -> Any:
+    return target if hasattr(target, "shape") else np.asarray(target)
+
+
+def _class_shape(x: Any, class_dim: int) -> tuple:
+    """``(1, ..., C, ..., 1)``: a (C,) weight viewed to broadcast along ``class_dim``."""
+    return tuple(x.shape[class_dim] if i == class_dim else 1 for i in range(x.ndim))
+
+
+def nll_loss(input: Any, target: Any, weight: Any = None,  # noqa: A002
+             size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
+             reduction: str = "mean") -> Any:
+    """Negative log-likelihood of log-probabilities ``input`` (C,), (N, C) or
+    (N, C, d1, ...) at integer class ``target``; ``weight`` per class, targets equal to
+    ``ignore_index`` count for nothing (PyTorch's ``F.nll_loss``)."""
+    _check_input("nll_loss", input)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return N.nll_loss(input, _target(target), weight, ignore_index, reduction)
+
+
+def cross_entropy(input: Any, target: Any, weight: Any = None,  # noqa: A002
+                  size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Any:
+    """Cross-entropy of logits ``input`` (C,), (N, C) or (N, C, d1, ...) against integer
+    class ``target`` (``nll_loss(log_softmax(input, 1), ...)``) or class probabilities of
+    the input's shape, with PyTorch's ``weight``, ``ignore_index``, ``reduction`` and
+    ``label_smoothing``.
+
+    The target stays an operand of the ops (never a Python constant), so a target passed
+    to a compiled step is a runtime graph input.
+
+    >>> loss = dg.nn.functional.cross_entropy(logits, labels, label_smoothing=0.1)
+    """
+    _check_input("cross_entropy", input)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    N.check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    target = _target(target)
+    if input.ndim == 0:
+        raise ShapeError("cross_entropy: input must have at least 1 dimension (the classes), "
+                         "got a 0-d tensor")
+    class_dim = 0 if input.ndim == 1 else 1
+    logp = N.log_softmax(input, class_dim)
+    if tuple(target.shape) == tuple(input.shape):
+        return _cross_entropy_probs(logp, target, weight, ignore_index, reduction,
+                                    label_smoothing, class_dim)
+    loss = N.nll_loss(logp, target, weight, ignore_index, reduction)
+    if label_smoothing == 0.0:
+        return loss
+    # PyTorch's smoothing: (1 - eps) * nll + eps / C * (the loss of a uniform target),
+    # each weighted, ignored positions counting 0.
+    c = input.shape[class_dim]
+    wlogp = logp
+    if weight is not None:
+        wlogp = E.mul(logp, S.reshape(weight, _class_shape(input, class_dim)))
+    smooth = E.where(E.eq(target, ignore_index), 0.0, E.neg(R.sum(wlogp, class_dim)))
+    if reduction == "sum":
+        smooth = R.sum(smooth)
+    elif reduction == "mean":
+        # The summed weights of the counted targets: nll_loss of -1 everywhere, summed.
+        ones = S.broadcast_to(np.array(-1.0, dtype=logp.dtype), tuple(input.shape))
+        total = N.nll_loss(ones, target, weight, ignore_index, "sum")
+        smooth = E.div(R.sum(smooth), total)
+    return E.add(E.mul(loss, 1.0 - label_smoothing), E.mul(smooth, label_smoothing / c))
+
+
+def _cross_entropy_probs(logp: Any, target: Any, weight: Any, ignore_index: int,
+                         reduction: str, label_smoothing: float, class_dim: int) -> Any:
+    if np.dtype(target.dtype).kind != "f":
+        raise N.TargetDtypeError("Expected floating point type for target with class "
+                                 f"probabilities, got {target.dtype}")
+    if ignore_index >= 0:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    c = logp.shape[class_dim]
+    if label_smoothing > 0.0:
+        target = E.add(E.mul(target, 1.0 - label_smoothing), label_smoothing / c)
+    prod = E.mul(logp, target)
+    if weight is not None:
+        prod = E.mul(prod, S.reshape(weight, _class_shape(logp, class_dim)))
+    if reduction == "none":
+        return E.neg(R.sum(prod, class_dim))
+    total = E.neg(R.sum(prod))
+    if reduction == "sum":
+        return total
+    n = math.prod(logp.shape) // c if c else 0
+    # An empty batch: 0 / 0, nan (PyTorch).
+    return E.div(total, n) if n else E.mul(total, math.nan)
+
+
+__all__ += ["nll_loss"]

@@ -307,8 +307,21 @@ class MSELoss(_Loss):
 
 
 class CrossEntropyLoss(_Loss):
+    """``F.cross_entropy`` with PyTorch's arguments: class ``weight``, ``ignore_index``,
+    ``reduction`` and ``label_smoothing`` (``size_average``/``reduce`` are the deprecated
+    spellings of ``reduction``)."""
+
+    def __init__(self, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
+                 reduce: Any = None, reduction: str = "mean",
+                 label_smoothing: float = 0.0) -> None:
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        self.weight = weight
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
     def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
-        return F.cross_entropy(input, target, self.reduction)
+        return F.cross_entropy(input, target, self.weight, None, self.ignore_index, None,
+                               self.reduction, self.label_smoothing)
 
 
 class BCEWithLogitsLoss(_Loss):
@@ -467,3 +480,21 @@ class Softmin(_Activation):
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__(dim=dim)
+
+
+# ============================================================================ issue 12
+# Losses and attention.
+
+
+class NLLLoss(_Loss):
+    """``F.nll_loss`` with PyTorch's arguments (``weight``, ``ignore_index``, ``reduction``)."""
+
+    def __init__(self, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
+                 reduce: Any = None, reduction: str = "mean") -> None:
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        self.weight = weight
+        self.ignore_index = ignore_index
+
+    def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
+        return F.nll_loss(input, target, self.weight, None, self.ignore_index, None,
+                          self.reduction)
