@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..eager.tensor import random_key
+from ..eager.internal import array_of
+from ..eager.tensor import Tensor, random_key
 from ..errors import ShapeError
 from ..ops import elementwise as E
 from ..ops import linalg as L
@@ -278,6 +279,21 @@ def _class_shape(x: Any, class_dim: int) -> tuple:
     return tuple(x.shape[class_dim] if i == class_dim else 1 for i in range(x.ndim))
 
 
+def _check_classes(x: Any, target: Any, ignore_index: int) -> None:
+    """PyTorch's IndexError for a class target out of range, eagerly (a tracer's values
+    are unknown: compiled kernels check as they read)."""
+    data = target if isinstance(target, np.ndarray) else (
+        array_of(target) if isinstance(target, Tensor) else None)
+    if data is None or not data.size or data.dtype.kind not in "iu":
+        return
+    c = x.shape[0 if x.ndim == 1 else 1] if x.ndim else 0
+    if data.min() >= 0 and data.max() < c:
+        return
+    bad = data[(data != ignore_index) & ((data < 0) | (data >= c))]
+    if bad.size:
+        raise IndexError(f"Target {bad.flat[0]} is out of bounds.")
+
+
 def nll_loss(input: Any, target: Any, weight: Any = None,  # noqa: A002
              size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
              reduction: str = "mean") -> Any:
@@ -286,7 +302,9 @@ def nll_loss(input: Any, target: Any, weight: Any = None,  # noqa: A002
     ``ignore_index`` count for nothing (PyTorch's ``F.nll_loss``)."""
     _check_input("nll_loss", input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    return N.nll_loss(input, _target(target), weight, ignore_index, reduction)
+    target = _target(target)
+    _check_classes(input, target, ignore_index)
+    return N.nll_loss(input, target, weight, ignore_index, reduction)
 
 
 def cross_entropy(input: Any, target: Any, weight: Any = None,  # noqa: A002
@@ -313,9 +331,14 @@ def cross_entropy(input: Any, target: Any, weight: Any = None,  # noqa: A002
                          "got a 0-d tensor")
     class_dim = 0 if input.ndim == 1 else 1
     logp = N.log_softmax(input, class_dim)
+    if weight is not None and weight.dtype != logp.dtype:
+        # The weight takes the loss's dtype (PyTorch requires them equal).
+        weight = np.asarray(weight, logp.dtype) if isinstance(weight, np.ndarray) else \
+            S.astype(weight, logp.dtype)
     if tuple(target.shape) == tuple(input.shape):
         return _cross_entropy_probs(logp, target, weight, ignore_index, reduction,
                                     label_smoothing, class_dim)
+    _check_classes(input, target, ignore_index)
     loss = N.nll_loss(logp, target, weight, ignore_index, reduction)
     if label_smoothing == 0.0:
         return loss

@@ -920,3 +920,104 @@ def reductions_dtype(lib, F, x, k):
 def statistics_positional_unbiased(lib, F, x):
     # torch.var(x, False): the older (input, unbiased) overload.
     return x.var(False), lib.std(x, True), *lib.var_mean(x, False), x.var(1, False)
+
+
+# ============================================================================
+# Issue 12: losses and attention (dualgraph/ops/nnops.py).
+# ============================================================================
+I12L = "issue 12 losses"
+
+
+@program(grid((5, 3), -1.5, 2.0), const([0, 2, 1, -100, 2], "int64"), const([0.5, 2.0, 1.5]),
+         grid((2, 3, 4), -1.0, 1.5), const([[0, 2, 1, 1], [2, 0, 0, 1]], "int64"),
+         grid((5, 3), 0.0, 1.0, rg=False), grid((3,), -1.0, 1.0), source=I12L,
+         covers=("log_softmax", "softmax", "nll_loss"))
+def cross_entropy_forms(lib, F, x, k, w, x3, k3, p, v):
+    nn = lib.nn
+    return (F.cross_entropy(x, k), F.cross_entropy(x, k, reduction="sum"),
+            F.cross_entropy(x, k, reduction="none"), F.cross_entropy(x, k, weight=w),
+            F.cross_entropy(x3, k3, w, ignore_index=1, reduction="none"),
+            F.cross_entropy(x, k, label_smoothing=0.1),
+            F.cross_entropy(x, k, w, label_smoothing=0.3, reduction="none"),
+            F.cross_entropy(x, k, w, label_smoothing=0.2, reduction="sum"),
+            F.cross_entropy(x3, k3), F.cross_entropy(x3, k3, w, reduction="none"),
+            F.cross_entropy(x3, k3, ignore_index=0, label_smoothing=0.25),
+            F.cross_entropy(x, p), F.cross_entropy(x, p, w, reduction="none"),
+            F.cross_entropy(x, p, label_smoothing=0.3, reduction="sum"),
+            F.cross_entropy(v, k[1]), F.cross_entropy(v, p[0]),
+            nn.CrossEntropyLoss(weight=w, label_smoothing=0.1)(x, k),
+            nn.CrossEntropyLoss(reduction="none", ignore_index=2)(x3, k3))
+
+
+@program(grid((5, 3), -1.5, 0.0), const([0, 2, 1, -100, 2], "int64"), const([0.5, 2.0, 1.5]),
+         grid((2, 3, 2, 2), -2.0, 0.0), const([[[0, 2], [1, 1]], [[2, 0], [0, 1]]], "int64"),
+         source=I12L, covers=("nll_loss",))
+def nll_loss_forms(lib, F, x, k, w, x4, k4):
+    nn = lib.nn
+    return (F.nll_loss(x, k), F.nll_loss(x, k, w), F.nll_loss(x, k, w, reduction="sum"),
+            F.nll_loss(x, k, reduction="none"), F.nll_loss(x4, k4),
+            F.nll_loss(x4, k4, w, ignore_index=1, reduction="none"),
+            nn.NLLLoss(w, reduction="sum")(x, k), nn.NLLLoss(ignore_index=0)(x4, k4))
+
+
+@program(grid((3, 4), -2.0, 3.0), grid((2, 3, 2), -1.0, 1.0), source=I12L,
+         covers=("softmax", "log_softmax"))
+def softmax_dims(lib, F, x, y):
+    return (lib.softmax(x, 0), lib.log_softmax(x, -1), F.softmax(y, dim=1),
+            F.log_softmax(y, 1), y.softmax(-1), y.log_softmax(0),
+            F.softmax(x, 1, dtype=lib.float64), lib.nn.Softmax(dim=1)(y))
+
+
+@script(source=I12L, covers=("log_softmax_backward", "softmax_backward", "nll_loss_backward"))
+def loss_double_backward(lib, F):
+    x = lib.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], requires_grad=True)
+    k = lib.tensor([2, 0])
+    w = lib.tensor([0.5, 2.0, 1.5])
+    (g,) = grad_fn(lib)(F.cross_entropy(x, k, w), [x], create_graph=True)
+    (h,) = grad_fn(lib)(F.softmax(x, 1)[:, 0].sum(), [x], create_graph=True)
+    ((g * g).sum() + (h * x).sum()).backward()
+    return g, h, x.grad
+
+
+@script(source=I12L)
+def cross_entropy_all_ignored(lib, F):
+    x = lib.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], requires_grad=True)
+    k = lib.tensor([-100, -100])
+    loss = F.cross_entropy(x, k)
+    loss.backward()
+    return loss, x.grad, F.cross_entropy(x, k, reduction="sum")
+
+
+@script(source=I12L, match="out of bounds")
+def cross_entropy_target_out_of_bounds(lib, F):
+    return F.cross_entropy(lib.ones(2, 3), lib.tensor([0, 3]))
+
+
+@script(source=I12L, match="batch_size")
+def cross_entropy_batch_mismatch(lib, F):
+    return F.cross_entropy(lib.ones(4, 3), lib.tensor([0, 1]))
+
+
+@script(source=I12L, match="Long or Byte")
+def cross_entropy_float_class_target(lib, F):
+    return F.cross_entropy(lib.ones(2, 3), lib.ones(2))
+
+
+@script(source=I12L, match="ignore_index is not supported")
+def cross_entropy_probs_ignore_index(lib, F):
+    return F.cross_entropy(lib.ones(2, 3), lib.ones(2, 3) / 3, ignore_index=1)
+
+
+@script(source=I12L, match="label_smoothing must be between")
+def cross_entropy_bad_smoothing(lib, F):
+    return F.cross_entropy(lib.ones(2, 3), lib.tensor([0, 1]), label_smoothing=1.5)
+
+
+@script(source=I12L, match="not a valid value for reduction")
+def nll_loss_bad_reduction(lib, F):
+    return F.nll_loss(lib.ones(2, 3), lib.tensor([0, 1]), reduction="avg")
+
+
+@script(source=I12L, match="weight tensor should be defined")
+def nll_loss_bad_weight(lib, F):
+    return F.nll_loss(lib.ones(2, 3), lib.tensor([0, 1]), weight=lib.ones(2))
