@@ -383,3 +383,54 @@ def _cross_entropy_probs(logp: Any, target: Any, weight: Any, ignore_index: int,
 
 
 __all__ += ["nll_loss"]
+
+
+def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale: float | None = None, enable_gqa: bool = False) -> Any:
+    """``softmax(q @ k^T * scale + mask) @ v`` over (..., L, E) queries and (..., S, E) keys:
+    PyTorch's ``F.scaled_dot_product_attention``. A bool ``attn_mask`` marks the pairs that
+    take part (True), a float one is added to the scores; both broadcast over the batch and
+    head dims. ``is_causal`` is the top-left causal mask (query i sees keys 0..i). A query
+    row that every mask hides gives zeros, as PyTorch's math kernel does. A composition of
+    matmul, where, softmax (and dropout): it traces, fuses and compiles.
+
+    >>> out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    """
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        _check_input("scaled_dot_product_attention", t)
+        if t.ndim < 2:
+            raise ShapeError(f"scaled_dot_product_attention: {name} must have at least 2 "
+                             f"dimensions, got shape {tuple(t.shape)}")
+    if enable_gqa:
+        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                           "set when is_causal=True")
+    if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise ShapeError(f"scaled_dot_product_attention: query {tuple(query.shape)}, key "
+                         f"{tuple(key.shape)} and value {tuple(value.shape)} do not fit "
+                         "(need query[-1] == key[-1] and key[-2] == value[-2])")
+    n_q, n_k = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = E.mul(L.matmul(query, S.transpose(key, -2, -1)), scale)
+    masked = is_causal or attn_mask is not None
+    if is_causal:
+        attn_mask = np.tril(np.ones((n_q, n_k), np.bool_))
+    if attn_mask is not None:
+        if attn_mask.dtype == np.bool_:
+            scores = E.where(attn_mask, scores, -math.inf)
+        else:
+            scores = E.add(scores, attn_mask)
+    if masked:
+        # A row with no visible key: softmax of all -inf is nan; PyTorch gives zeros.
+        dead = E.eq(R.amax(scores, -1, keepdims=True), -math.inf)
+        attn = E.where(dead, 0.0, N.softmax(E.where(dead, 0.0, scores), -1))
+    else:
+        attn = N.softmax(scores, -1)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, training=True)
+    return L.matmul(attn, value)
+
+
+__all__ += ["scaled_dot_product_attention"]

@@ -1021,3 +1021,25 @@ def nll_loss_bad_reduction(lib, F):
 @script(source=I12L, match="weight tensor should be defined")
 def nll_loss_bad_weight(lib, F):
     return F.nll_loss(lib.ones(2, 3), lib.tensor([0, 1]), weight=lib.ones(2))
+
+
+_BOOL_MASK = [[True, False, True, True, False], [False] * 5, [True, True, False, True, True]]
+
+
+@program(grid((2, 2, 3, 4), -1.0, 1.0), grid((2, 2, 5, 4), -1.5, 1.0),
+         grid((2, 2, 5, 3), -1.0, 2.0), const(_BOOL_MASK, "bool"),
+         grid((2, 1, 3, 5), -2.0, 1.0, rg=False), source=I12L)
+def attention(lib, F, q, k, v, bm, fm):
+    # The bool mask hides every key of query 1: PyTorch gives zeros there.
+    return (F.scaled_dot_product_attention(q, k, v),
+            F.scaled_dot_product_attention(q, k, v, is_causal=True),
+            F.scaled_dot_product_attention(q, k, v, attn_mask=bm),
+            F.scaled_dot_product_attention(q, k, v, attn_mask=fm, scale=0.3),
+            F.scaled_dot_product_attention(q[0], k[0, :, :3], v[0, :, :3], is_causal=True),
+            F.scaled_dot_product_attention(q[1, 0], k[1, 0], v[1, 0], attn_mask=bm[2]))
+
+
+@script(source=I12L, match="should not be set when is_causal")
+def attention_mask_and_causal(lib, F):
+    q = lib.ones(1, 3, 4)
+    return F.scaled_dot_product_attention(q, q, q, attn_mask=lib.ones(3, 3) > 0, is_causal=True)
