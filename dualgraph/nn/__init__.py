@@ -50,6 +50,6 @@ __all__ += [
 
 # isort: split
 # Issue 12: losses and attention.
-from .modules import NLLLoss  # noqa: E402
+from .modules import MultiheadAttention, NLLLoss  # noqa: E402
 
-__all__ += ["NLLLoss"]
+__all__ += ["MultiheadAttention", "NLLLoss"]

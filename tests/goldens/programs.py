@@ -1043,3 +1043,33 @@ def attention(lib, F, q, k, v, bm, fm):
 def attention_mask_and_causal(lib, F):
     q = lib.ones(1, 3, 4)
     return F.scaled_dot_product_attention(q, q, q, attn_mask=lib.ones(3, 3) > 0, is_causal=True)
+
+
+def _mha(lib, e, h, **kwargs):
+    """An nn.MultiheadAttention with fixed weights (its random init differs by library)."""
+    m = lib.nn.MultiheadAttention(e, h, **kwargs)
+    w = np.sin(np.arange(3 * e * e, dtype=np.float32)).reshape(3 * e, e) * 0.5
+    with lib.no_grad():
+        m.in_proj_weight.copy_(lib.tensor(w))
+        m.in_proj_bias.copy_(lib.tensor(np.linspace(-0.2, 0.3, 3 * e, dtype=np.float32)))
+        m.out_proj.weight.copy_(lib.tensor(np.cos(w[:e]) * 0.3))
+        m.out_proj.bias.copy_(lib.tensor(np.linspace(0.1, -0.1, e, dtype=np.float32)))
+    return m
+
+
+@script(source=I12L)
+def multihead_attention(lib, F):
+    x = lib.tensor(np.linspace(-1, 1, 2 * 3 * 4, dtype=np.float32).reshape(3, 2, 4),
+                   requires_grad=True)
+    kv = lib.tensor(np.cos(np.arange(5 * 2 * 4, dtype=np.float32)).reshape(5, 2, 4),
+                    requires_grad=True)
+    m = _mha(lib, 4, 2)
+    out, w = m(x, kv, kv)
+    causal = lib.tensor(np.triu(np.ones((3, 5), bool), 1))
+    pad = lib.tensor(np.array([[False, False, False, True, True], [False] * 5]))
+    out2, w2 = m(x, kv, kv, attn_mask=causal, key_padding_mask=pad, average_attn_weights=False)
+    mb = _mha(lib, 4, 1, batch_first=True)
+    out3, _ = mb(x.transpose(0, 1), x.transpose(0, 1), x.transpose(0, 1), need_weights=False)
+    out4, w4 = m(x[:, 0], kv[:, 0], kv[:, 0])  # unbatched
+    (out.sum() + (out2 * out2).sum() + out3.sum() + out4.sum()).backward()
+    return out, w, out2, w2, out3, out4, w4, x.grad, kv.grad, m.in_proj_weight.grad

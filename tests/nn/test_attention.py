@@ -89,3 +89,24 @@ def test_compiled_equals_eager_and_traces_once():
         for a, b in zip(ts, te):
             np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-6)
     assert f.stats.traces == 1
+
+
+def test_multihead_attention_parameters_and_shapes():
+    dg.manual_seed(0)
+    m = dg.nn.MultiheadAttention(8, 2)
+    names = dict(m.named_parameters())
+    assert {k: tuple(v.shape) for k, v in names.items()} == {
+        "in_proj_weight": (24, 8), "in_proj_bias": (24,), "out_proj.weight": (8, 8),
+        "out_proj.bias": (8,)}
+    assert (names["in_proj_bias"].numpy() == 0).all()
+    assert np.abs(names["in_proj_weight"].numpy()).max() <= math.sqrt(6 / 32)
+    x = dg.randn(5, 3, 8)
+    out, w = m(x, x, x)
+    assert out.shape == (5, 3, 8) and w.shape == (3, 5, 5)
+    np.testing.assert_allclose(w.numpy().sum(-1), 1.0, rtol=1e-5)
+    _, w_heads = m(x, x, x, average_attn_weights=False)
+    assert w_heads.shape == (3, 2, 5, 5)
+    out_bf, none = dg.nn.MultiheadAttention(8, 2, batch_first=True)(x, x, x, need_weights=False)
+    assert out_bf.shape == (5, 3, 8) and none is None
+    with pytest.raises(AssertionError, match="divisible"):
+        dg.nn.MultiheadAttention(8, 3)
