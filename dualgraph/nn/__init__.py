@@ -50,6 +50,19 @@ __all__ += [
 
 # isort: split
 # Issue 12: losses and attention.
-from .modules import MultiheadAttention, NLLLoss  # noqa: E402
+from .modules import (  # noqa: E402
+    BCELoss,
+    CosineSimilarity,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MultiheadAttention,
+    NLLLoss,
+    PairwiseDistance,
+    SmoothL1Loss,
+    SoftMarginLoss,
+)
 
-__all__ += ["MultiheadAttention", "NLLLoss"]
+__all__ += ["BCELoss", "CosineSimilarity", "HuberLoss", "KLDivLoss", "L1Loss",
+            "MultiheadAttention", "NLLLoss", "PairwiseDistance", "SmoothL1Loss",
+            "SoftMarginLoss"]

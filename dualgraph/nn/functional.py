@@ -294,6 +294,15 @@ def _check_classes(x: Any, target: Any, ignore_index: int) -> None:
         raise IndexError(f"Target {bad.flat[0]} is out of bounds.")
 
 
+def _weight_as(weight: Any, dtype: Any) -> Any:
+    """A class weight in the loss's dtype (PyTorch requires them equal; we cast)."""
+    if weight is None or weight.dtype == dtype:
+        return weight
+    if isinstance(weight, np.ndarray):
+        return np.asarray(weight, dtype)
+    return S.astype(weight, dtype)
+
+
 def nll_loss(input: Any, target: Any, weight: Any = None,  # noqa: A002
              size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
              reduction: str = "mean") -> Any:
@@ -331,10 +340,7 @@ def cross_entropy(input: Any, target: Any, weight: Any = None,  # noqa: A002
                          "got a 0-d tensor")
     class_dim = 0 if input.ndim == 1 else 1
     logp = N.log_softmax(input, class_dim)
-    if weight is not None and weight.dtype != logp.dtype:
-        # The weight takes the loss's dtype (PyTorch requires them equal).
-        weight = np.asarray(weight, logp.dtype) if isinstance(weight, np.ndarray) else \
-            S.astype(weight, logp.dtype)
+    weight = _weight_as(weight, logp.dtype)
     if tuple(target.shape) == tuple(input.shape):
         return _cross_entropy_probs(logp, target, weight, ignore_index, reduction,
                                     label_smoothing, class_dim)
@@ -434,3 +440,122 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
 
 
 __all__ += ["scaled_dot_product_attention"]
+
+
+# Everyday losses, compositions of registry ops (they fuse into one loop when compiled).
+
+
+def _pointwise(name: str, input: Any, target: Any, size_average: Any, reduce: Any,  # noqa: A002
+               reduction: str) -> tuple[Any, str]:
+    _check_input(name, input)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    N.check_reduction(reduction)
+    target = _as_operand(target)
+    _same_shape(name, input, target)
+    return target, reduction
+
+
+def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,  # noqa: A002
+            reduction: str = "mean") -> Any:
+    """``|input - target|``, reduced."""
+    target, reduction = _pointwise("l1_loss", input, target, size_average, reduce, reduction)
+    return _reduce(E.abs(E.sub(input, target)), reduction)
+
+
+def smooth_l1_loss(input: Any, target: Any, size_average: Any = None,  # noqa: A002
+                   reduce: Any = None, reduction: str = "mean", beta: float = 1.0) -> Any:
+    """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (``d = input -
+    target``); ``beta=0`` is the L1 loss."""
+    target, reduction = _pointwise("smooth_l1_loss", input, target, size_average, reduce,
+                                   reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    d = E.abs(E.sub(input, target))
+    if beta == 0:
+        return _reduce(d, reduction)
+    quad = E.div(E.mul(E.mul(d, d), 0.5), beta)
+    return _reduce(E.where(E.lt(d, beta), quad, E.sub(d, 0.5 * beta)), reduction)
+
+
+def huber_loss(input: Any, target: Any, reduction: str = "mean",  # noqa: A002
+               delta: float = 1.0, weight: Any = None) -> Any:
+    """``0.5 d^2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
+    target, reduction = _pointwise("huber_loss", input, target, None, None, reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    d = E.abs(E.sub(input, target))
+    loss = E.where(E.lt(d, delta), E.mul(E.mul(d, d), 0.5), E.mul(E.sub(d, 0.5 * delta), delta))
+    return _reduce(loss if weight is None else E.mul(loss, weight), reduction)
+
+
+def binary_cross_entropy(input: Any, target: Any, weight: Any = None,  # noqa: A002
+                         size_average: Any = None, reduce: Any = None,
+                         reduction: str = "mean") -> Any:
+    """``-(y log x + (1 - y) log(1 - x))`` of probabilities ``input``, each log clamped at
+    -100 as PyTorch does (so ``x = 0`` or ``1`` gives a finite loss)."""
+    target, reduction = _pointwise("binary_cross_entropy", input, target, size_average, reduce,
+                                   reduction)
+    lx, l1x = _clamped_log(input), _clamped_log(E.sub(1.0, input))
+    loss = E.neg(E.add(E.mul(target, lx), E.mul(E.sub(1.0, target), l1x)))
+    weight = _weight_as(weight, input.dtype)
+    return _reduce(loss if weight is None else E.mul(loss, weight), reduction)
+
+
+def _clamped_log(x: Any) -> Any:
+    """``max(log x, -100)``, with no log of 0 evaluated (NumPy would warn)."""
+    pos = E.gt(x, 0)
+    return E.where(pos, E.maximum(E.log(E.where(pos, x, 1.0)), -100.0), -100.0)
+
+
+def kl_div(input: Any, target: Any, size_average: Any = None, reduce: Any = None,  # noqa: A002
+           reduction: str = "mean", log_target: bool = False) -> Any:
+    """``target * (log target - input)`` for log-probabilities ``input`` (``0`` where
+    ``target == 0``); ``log_target=True`` takes log-probability targets.
+    ``reduction='batchmean'`` divides the sum by the batch size."""
+    _check_input("kl_div", input)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    target = _as_operand(target)
+    if log_target:
+        loss = E.mul(E.exp(target), E.sub(target, input))
+    else:
+        pos = E.gt(target, 0)
+        # log of a safe value: the branch `where` drops must not make nan gradients.
+        xlogy = E.where(pos, E.mul(target, E.log(E.where(pos, target, 1.0))), 0.0)
+        loss = E.sub(xlogy, E.mul(target, input))
+    if reduction == "batchmean":
+        total = R.sum(loss)
+        return E.div(total, input.shape[0]) if input.ndim else total
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input: Any, target: Any, size_average: Any = None,  # noqa: A002
+                     reduce: Any = None, reduction: str = "mean") -> Any:
+    """``log(1 + exp(-target * input))`` for targets in {-1, 1}."""
+    target, reduction = _pointwise("soft_margin_loss", input, target, size_average, reduce,
+                                   reduction)
+    return _reduce(M.log1p(E.exp(E.neg(E.mul(target, input)))), reduction)
+
+
+def cosine_similarity(x1: Any, x2: Any, dim: int = 1, eps: float = 1e-8) -> Any:
+    """``x1 . x2 / sqrt(max(|x1|^2 |x2|^2, eps^2))`` along ``dim`` (PyTorch's formula)."""
+    w12 = R.sum(E.mul(x1, x2), dim)
+    w = E.mul(R.sum(E.mul(x1, x1), dim), R.sum(E.mul(x2, x2), dim))
+    return E.div(w12, E.sqrt(E.maximum(w, eps * eps)))
+
+
+def pairwise_distance(x1: Any, x2: Any, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Any:
+    """``||x1 - x2 + eps||_p`` along the last dim."""
+    d = E.add(E.sub(x1, x2), eps)
+    dim = max(max(x1.ndim, x2.ndim) - 1, 0)
+    if p == 2:
+        return E.sqrt(R.sum(E.mul(d, d), dim, keepdims=keepdim))
+    if p == 1:
+        return R.sum(E.abs(d), dim, keepdims=keepdim)
+    return E.pow(R.sum(E.pow(E.abs(d), p), dim, keepdims=keepdim), 1.0 / p)
+
+
+__all__ += ["binary_cross_entropy", "cosine_similarity", "huber_loss", "kl_div", "l1_loss",
+            "pairwise_distance", "smooth_l1_loss", "soft_margin_loss"]

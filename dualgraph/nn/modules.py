@@ -604,3 +604,71 @@ def _additive_mask(mask: Any, dtype: Any) -> Any:
     if mask.dtype == np.bool_:
         return E.where(mask, -math.inf, np.zeros((), dtype))
     return mask
+
+
+class L1Loss(_Loss):
+    def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+                 beta: float = 1.0) -> None:
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        self.beta = beta
+
+    def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction)
+        self.delta = delta
+
+    def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class BCELoss(_Loss):
+    def __init__(self, weight: Any = None, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        self.weight = weight
+
+    def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
+        return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
+
+
+class KLDivLoss(Module):
+    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+                 log_target: bool = False) -> None:
+        super().__init__()
+        self.reduction = F._legacy_reduction(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class SoftMarginLoss(_Loss):
+    def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class CosineSimilarity(Module):
+    def __init__(self, dim: int = 1, eps: float = 1e-8) -> None:
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1: Any, x2: Any) -> Any:
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> None:
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1: Any, x2: Any) -> Any:
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)

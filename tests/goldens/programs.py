@@ -1073,3 +1073,30 @@ def multihead_attention(lib, F):
     out4, w4 = m(x[:, 0], kv[:, 0], kv[:, 0])  # unbatched
     (out.sum() + (out2 * out2).sum() + out3.sum() + out4.sum()).backward()
     return out, w, out2, w2, out3, out4, w4, x.grad, kv.grad, m.in_proj_weight.grad
+
+
+@program(grid((3, 4), -2.1, 1.9), grid((3, 4), -1.0, 1.3, rg=False),
+         grid((3, 4), 0.05, 0.95), grid((3, 4), 0.0, 1.0, rg=False), const([0.5, 2.0, 1.0, 1.5]),
+         grid((3, 4), -3.0, -0.5), grid((3, 4), 0.0, 0.4, rg=False), source=I12L)
+def everyday_losses(lib, F, x, y, p, t, w, lp, q):
+    nn = lib.nn
+    sign = (y > 0).float() * 2 - 1
+    return (F.l1_loss(x, y), F.l1_loss(x, y, reduction="none"), F.smooth_l1_loss(x, y),
+            F.smooth_l1_loss(x, y, beta=0.5, reduction="sum"), F.smooth_l1_loss(x, y, beta=0.0),
+            F.huber_loss(x, y), F.huber_loss(x, y, delta=0.7, reduction="none"),
+            F.binary_cross_entropy(p, t), F.binary_cross_entropy(p, t, weight=w, reduction="sum"),
+            F.kl_div(lp, q, reduction="batchmean"), F.kl_div(lp, q, reduction="none"),
+            F.kl_div(lp, lp * 0.5, reduction="sum", log_target=True),
+            F.soft_margin_loss(x, sign), F.cosine_similarity(x, y), F.cosine_similarity(x, p, 0),
+            F.pairwise_distance(x, y), F.pairwise_distance(x, p, p=1.0, keepdim=True),
+            nn.L1Loss(reduction="sum")(x, y), nn.SmoothL1Loss(beta=2.0)(x, y),
+            nn.HuberLoss(delta=0.5)(x, y), nn.BCELoss(w)(p, t), nn.KLDivLoss("batchmean")(lp, q),
+            nn.SoftMarginLoss()(x, sign), nn.CosineSimilarity(dim=0)(x, y),
+            nn.PairwiseDistance(p=3.0)(x, y))
+
+
+@script(source=I12L)
+def binary_cross_entropy_at_zero_and_one(lib, F):
+    p = lib.tensor([0.0, 1.0, 0.5, 1.0])
+    t = lib.tensor([1.0, 0.0, 1.0, 1.0])
+    return F.binary_cross_entropy(p, t, reduction="none"), F.binary_cross_entropy(p, t)

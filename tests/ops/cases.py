@@ -828,3 +828,26 @@ COMPOSITES += [
     case("nll_loss", "module_weight", lambda x, k: dg.nn.NLLLoss(W3, ignore_index=0)(x, k),
          real(4, 3), labels(4), ref=lambda x, k: ce_ref(x, k, W3, 0, log_probs=True)),
 ]
+
+# Everyday losses (compositions): `sep` inputs keep finite differences off the kinks.
+COMPOSITES += [
+    case("l1_loss", "mean", F.l1_loss, sep(2, 3), grid(2, 3),
+         ref=lambda x, y: np.abs(x - y).mean()),
+    case("smooth_l1_loss", "beta", lambda x, y: F.smooth_l1_loss(x * 0.4, y, beta=0.3),
+         real(2, 3), real(2, 3), ref=lambda x, y: np.where(
+             np.abs(x * 0.4 - y) < 0.3, 0.5 * (x * 0.4 - y) ** 2 / 0.3,
+             np.abs(x * 0.4 - y) - 0.15).mean()),
+    case("huber_loss", "delta_none", lambda x, y: F.huber_loss(x, y, "none", 0.8), sep(2, 3),
+         grid(2, 3), ref=lambda x, y: np.where(np.abs(x - y) < 0.8, 0.5 * (x - y) ** 2,
+                                               0.8 * (np.abs(x - y) - 0.4))),
+    case("binary_cross_entropy", "weight", lambda p, t: F.binary_cross_entropy(
+        p * 0.2 + 0.5, t * 0.5, W3), real(2, 3), pos(2, 3), ref=lambda p, t: (-(
+            t * 0.5 * np.log(p * 0.2 + 0.5) + (1 - t * 0.5) * np.log(0.5 - p * 0.2))
+            * W3).mean().astype(p.dtype)),
+    case("kl_div", "batchmean", lambda x, t: F.kl_div(x, t, reduction="batchmean"), real(2, 3),
+         pos(2, 3), ref=lambda x, t: (t * (np.log(t) - x)).sum() / 2),
+    case("cosine_similarity", "dim1", F.cosine_similarity, real(2, 3), real(2, 3),
+         ref=lambda a, b: (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1))),
+    case("pairwise_distance", "p2", F.pairwise_distance, real(2, 3), real(2, 3),
+         ref=lambda a, b: np.sqrt(((a - b + 1e-6) ** 2).sum(-1))),
+]
