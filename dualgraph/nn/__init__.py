@@ -94,3 +94,20 @@ __all__ += [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
     "AvgPool1d", "AvgPool2d", "Flatten", "MaxPool1d", "MaxPool2d", "Unflatten", "Upsample",
 ]
+# Issue 12: losses and attention.
+from .modules import (  # noqa: E402
+    BCELoss,
+    CosineSimilarity,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MultiheadAttention,
+    NLLLoss,
+    PairwiseDistance,
+    SmoothL1Loss,
+    SoftMarginLoss,
+)
+
+__all__ += ["BCELoss", "CosineSimilarity", "HuberLoss", "KLDivLoss", "L1Loss",
+            "MultiheadAttention", "NLLLoss", "PairwiseDistance", "SmoothL1Loss",
+            "SoftMarginLoss"]

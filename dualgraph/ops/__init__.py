@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (importing each family registers its ops)
     index,
     linalg,
     math,
+    nnops,
     norm,
     pool,
     random,

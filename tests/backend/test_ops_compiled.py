@@ -539,3 +539,23 @@ CASES += [
                        _uniform(r, -1, 1, (4,), t), _uniform(r, -1, 1, (3, 3), t)]),
 ]
 ALL_CASES += [pytest.param(c, id=c.name) for c in CASES[-2:]]
+# ============================================================================ issue 12
+# Losses and attention (dualgraph/ops/nnops.py): one program over the softmax family and
+# every cross_entropy / nll_loss form; the backward ops appear in the backward graph.
+_W3 = np.array([0.5, 2.0, 1.5], np.float32)
+
+
+def losses(x, x3, p, k, k3):
+    return (F.cross_entropy(x, k), F.cross_entropy(x, k, _W3, ignore_index=1, reduction="none",
+                                                   label_smoothing=0.1),
+            F.nll_loss(F.log_softmax(x3, 1), k3, reduction="sum"),
+            F.cross_entropy(x, p, label_smoothing=0.2), F.cross_entropy(x3, k3, _W3),
+            F.softmax(x3, dim=1), dg.softmax(x, 0), x.log_softmax(0), F.cross_entropy(x[0], k[0]))
+
+
+CASES.append(Case("losses", ("log_softmax", "softmax", "nll_loss", "log_softmax_backward",
+                             "softmax_backward", "nll_loss_backward"), losses,
+                  lambda r, t: [_uniform(r, -2, 2, (5, 3), t), _uniform(r, -2, 2, (2, 3, 4), t),
+                                _uniform(r, 0, 1, (5, 3), t), r.integers(0, 3, 5),
+                                r.integers(0, 3, (2, 4))]))
+ALL_CASES.append(pytest.param(CASES[-1], id="losses"))

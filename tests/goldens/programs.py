@@ -1483,3 +1483,181 @@ def einsum_unknown_output_label(lib, F, x):
 @program(grid((3, 4), -1.0, 1.5), source=I12, match="Dimension out of range")
 def movedim_bad_dim(lib, F, x):
     return x.movedim(2, 0)
+# ============================================================================
+# Issue 12: losses and attention (dualgraph/ops/nnops.py).
+# ============================================================================
+I12L = "issue 12 losses"
+
+
+@program(grid((5, 3), -1.5, 2.0), const([0, 2, 1, -100, 2], "int64"), const([0.5, 2.0, 1.5]),
+         grid((2, 3, 4), -1.0, 1.5), const([[0, 2, 1, 1], [2, 0, 0, 1]], "int64"),
+         grid((5, 3), 0.0, 1.0, rg=False), grid((3,), -1.0, 1.0), source=I12L,
+         covers=("log_softmax", "softmax", "nll_loss"))
+def cross_entropy_forms(lib, F, x, k, w, x3, k3, p, v):
+    nn = lib.nn
+    return (F.cross_entropy(x, k), F.cross_entropy(x, k, reduction="sum"),
+            F.cross_entropy(x, k, reduction="none"), F.cross_entropy(x, k, weight=w),
+            F.cross_entropy(x3, k3, w, ignore_index=1, reduction="none"),
+            F.cross_entropy(x, k, label_smoothing=0.1),
+            F.cross_entropy(x, k, w, label_smoothing=0.3, reduction="none"),
+            F.cross_entropy(x, k, w, label_smoothing=0.2, reduction="sum"),
+            F.cross_entropy(x3, k3), F.cross_entropy(x3, k3, w, reduction="none"),
+            F.cross_entropy(x3, k3, ignore_index=0, label_smoothing=0.25),
+            F.cross_entropy(x, p), F.cross_entropy(x, p, w, reduction="none"),
+            F.cross_entropy(x, p, label_smoothing=0.3, reduction="sum"),
+            F.cross_entropy(v, k[1]), F.cross_entropy(v, p[0]),
+            nn.CrossEntropyLoss(weight=w, label_smoothing=0.1)(x, k),
+            nn.CrossEntropyLoss(reduction="none", ignore_index=2)(x3, k3))
+
+
+@program(grid((5, 3), -1.5, 0.0), const([0, 2, 1, -100, 2], "int64"), const([0.5, 2.0, 1.5]),
+         grid((2, 3, 2, 2), -2.0, 0.0), const([[[0, 2], [1, 1]], [[2, 0], [0, 1]]], "int64"),
+         source=I12L, covers=("nll_loss",))
+def nll_loss_forms(lib, F, x, k, w, x4, k4):
+    nn = lib.nn
+    return (F.nll_loss(x, k), F.nll_loss(x, k, w), F.nll_loss(x, k, w, reduction="sum"),
+            F.nll_loss(x, k, reduction="none"), F.nll_loss(x4, k4),
+            F.nll_loss(x4, k4, w, ignore_index=1, reduction="none"),
+            nn.NLLLoss(w, reduction="sum")(x, k), nn.NLLLoss(ignore_index=0)(x4, k4))
+
+
+@program(grid((3, 4), -2.0, 3.0), grid((2, 3, 2), -1.0, 1.0), source=I12L,
+         covers=("softmax", "log_softmax"))
+def softmax_dims(lib, F, x, y):
+    return (lib.softmax(x, 0), lib.log_softmax(x, -1), F.softmax(y, dim=1),
+            F.log_softmax(y, 1), y.softmax(-1), y.log_softmax(0),
+            F.softmax(x, 1, dtype=lib.float64), lib.nn.Softmax(dim=1)(y))
+
+
+@script(source=I12L, covers=("log_softmax_backward", "softmax_backward", "nll_loss_backward"))
+def loss_double_backward(lib, F):
+    x = lib.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], requires_grad=True)
+    k = lib.tensor([2, 0])
+    w = lib.tensor([0.5, 2.0, 1.5])
+    (g,) = grad_fn(lib)(F.cross_entropy(x, k, w), [x], create_graph=True)
+    (h,) = grad_fn(lib)(F.softmax(x, 1)[:, 0].sum(), [x], create_graph=True)
+    ((g * g).sum() + (h * x).sum()).backward()
+    return g, h, x.grad
+
+
+@script(source=I12L)
+def cross_entropy_all_ignored(lib, F):
+    x = lib.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], requires_grad=True)
+    k = lib.tensor([-100, -100])
+    loss = F.cross_entropy(x, k)
+    loss.backward()
+    return loss, x.grad, F.cross_entropy(x, k, reduction="sum")
+
+
+@script(source=I12L, match="out of bounds")
+def cross_entropy_target_out_of_bounds(lib, F):
+    return F.cross_entropy(lib.ones(2, 3), lib.tensor([0, 3]))
+
+
+@script(source=I12L, match="batch_size")
+def cross_entropy_batch_mismatch(lib, F):
+    return F.cross_entropy(lib.ones(4, 3), lib.tensor([0, 1]))
+
+
+@script(source=I12L, match="Long or Byte")
+def cross_entropy_float_class_target(lib, F):
+    return F.cross_entropy(lib.ones(2, 3), lib.ones(2))
+
+
+@script(source=I12L, match="ignore_index is not supported")
+def cross_entropy_probs_ignore_index(lib, F):
+    return F.cross_entropy(lib.ones(2, 3), lib.ones(2, 3) / 3, ignore_index=1)
+
+
+@script(source=I12L, match="label_smoothing must be between")
+def cross_entropy_bad_smoothing(lib, F):
+    return F.cross_entropy(lib.ones(2, 3), lib.tensor([0, 1]), label_smoothing=1.5)
+
+
+@script(source=I12L, match="not a valid value for reduction")
+def nll_loss_bad_reduction(lib, F):
+    return F.nll_loss(lib.ones(2, 3), lib.tensor([0, 1]), reduction="avg")
+
+
+@script(source=I12L, match="weight tensor should be defined")
+def nll_loss_bad_weight(lib, F):
+    return F.nll_loss(lib.ones(2, 3), lib.tensor([0, 1]), weight=lib.ones(2))
+
+
+_BOOL_MASK = [[True, False, True, True, False], [False] * 5, [True, True, False, True, True]]
+
+
+@program(grid((2, 2, 3, 4), -1.0, 1.0), grid((2, 2, 5, 4), -1.5, 1.0),
+         grid((2, 2, 5, 3), -1.0, 2.0), const(_BOOL_MASK, "bool"),
+         grid((2, 1, 3, 5), -2.0, 1.0, rg=False), source=I12L)
+def attention(lib, F, q, k, v, bm, fm):
+    # The bool mask hides every key of query 1: PyTorch gives zeros there.
+    return (F.scaled_dot_product_attention(q, k, v),
+            F.scaled_dot_product_attention(q, k, v, is_causal=True),
+            F.scaled_dot_product_attention(q, k, v, attn_mask=bm),
+            F.scaled_dot_product_attention(q, k, v, attn_mask=fm, scale=0.3),
+            F.scaled_dot_product_attention(q[0], k[0, :, :3], v[0, :, :3], is_causal=True),
+            F.scaled_dot_product_attention(q[1, 0], k[1, 0], v[1, 0], attn_mask=bm[2]))
+
+
+@script(source=I12L, match="should not be set when is_causal")
+def attention_mask_and_causal(lib, F):
+    q = lib.ones(1, 3, 4)
+    return F.scaled_dot_product_attention(q, q, q, attn_mask=lib.ones(3, 3) > 0, is_causal=True)
+
+
+def _mha(lib, e, h, **kwargs):
+    """An nn.MultiheadAttention with fixed weights (its random init differs by library)."""
+    m = lib.nn.MultiheadAttention(e, h, **kwargs)
+    w = np.sin(np.arange(3 * e * e, dtype=np.float32)).reshape(3 * e, e) * 0.5
+    with lib.no_grad():
+        m.in_proj_weight.copy_(lib.tensor(w))
+        m.in_proj_bias.copy_(lib.tensor(np.linspace(-0.2, 0.3, 3 * e, dtype=np.float32)))
+        m.out_proj.weight.copy_(lib.tensor(np.cos(w[:e]) * 0.3))
+        m.out_proj.bias.copy_(lib.tensor(np.linspace(0.1, -0.1, e, dtype=np.float32)))
+    return m
+
+
+@script(source=I12L)
+def multihead_attention(lib, F):
+    x = lib.tensor(np.linspace(-1, 1, 2 * 3 * 4, dtype=np.float32).reshape(3, 2, 4),
+                   requires_grad=True)
+    kv = lib.tensor(np.cos(np.arange(5 * 2 * 4, dtype=np.float32)).reshape(5, 2, 4),
+                    requires_grad=True)
+    m = _mha(lib, 4, 2)
+    out, w = m(x, kv, kv)
+    causal = lib.tensor(np.triu(np.ones((3, 5), bool), 1))
+    pad = lib.tensor(np.array([[False, False, False, True, True], [False] * 5]))
+    out2, w2 = m(x, kv, kv, attn_mask=causal, key_padding_mask=pad, average_attn_weights=False)
+    mb = _mha(lib, 4, 1, batch_first=True)
+    out3, _ = mb(x.transpose(0, 1), x.transpose(0, 1), x.transpose(0, 1), need_weights=False)
+    out4, w4 = m(x[:, 0], kv[:, 0], kv[:, 0])  # unbatched
+    (out.sum() + (out2 * out2).sum() + out3.sum() + out4.sum()).backward()
+    return out, w, out2, w2, out3, out4, w4, x.grad, kv.grad, m.in_proj_weight.grad
+
+
+@program(grid((3, 4), -2.1, 1.9), grid((3, 4), -1.0, 1.3, rg=False),
+         grid((3, 4), 0.05, 0.95), grid((3, 4), 0.0, 1.0, rg=False), const([0.5, 2.0, 1.0, 1.5]),
+         grid((3, 4), -3.0, -0.5), grid((3, 4), 0.0, 0.4, rg=False), source=I12L)
+def everyday_losses(lib, F, x, y, p, t, w, lp, q):
+    nn = lib.nn
+    sign = (y > 0).float() * 2 - 1
+    return (F.l1_loss(x, y), F.l1_loss(x, y, reduction="none"), F.smooth_l1_loss(x, y),
+            F.smooth_l1_loss(x, y, beta=0.5, reduction="sum"), F.smooth_l1_loss(x, y, beta=0.0),
+            F.huber_loss(x, y), F.huber_loss(x, y, delta=0.7, reduction="none"),
+            F.binary_cross_entropy(p, t), F.binary_cross_entropy(p, t, weight=w, reduction="sum"),
+            F.kl_div(lp, q, reduction="batchmean"), F.kl_div(lp, q, reduction="none"),
+            F.kl_div(lp, lp * 0.5, reduction="sum", log_target=True),
+            F.soft_margin_loss(x, sign), F.cosine_similarity(x, y), F.cosine_similarity(x, p, 0),
+            F.pairwise_distance(x, y), F.pairwise_distance(x, p, p=1.0, keepdim=True),
+            nn.L1Loss(reduction="sum")(x, y), nn.SmoothL1Loss(beta=2.0)(x, y),
+            nn.HuberLoss(delta=0.5)(x, y), nn.BCELoss(w)(p, t), nn.KLDivLoss("batchmean")(lp, q),
+            nn.SoftMarginLoss()(x, sign), nn.CosineSimilarity(dim=0)(x, y),
+            nn.PairwiseDistance(p=3.0)(x, y))
+
+
+@script(source=I12L)
+def binary_cross_entropy_at_zero_and_one(lib, F):
+    p = lib.tensor([0.0, 1.0, 0.5, 1.0])
+    t = lib.tensor([1.0, 0.0, 1.0, 1.0])
+    return F.binary_cross_entropy(p, t, reduction="none"), F.binary_cross_entropy(p, t)

@@ -1341,3 +1341,135 @@ COMPOSITES += [
     case("outer", "fn", dg.outer, real(3), real(2), ref=np.outer),
     case("kron", "2d", dg.kron, real(2, 3), real(2, 2), ref=np.kron),
 ]
+
+# ============================================================================ issue 12
+# Losses and attention (dualgraph/ops/nnops.py): softmax, log_softmax and nll_loss with
+# their backward ops, bound directly so double backward is gradient-checked too.
+W3 = np.array([0.5, 2.0, 1.5])  # a constant class weight (nll_loss has no weight gradient)
+
+
+def _log_softmax_ref(x: np.ndarray, axis: int) -> np.ndarray:
+    s = x - x.max(axis=axis, keepdims=True)
+    return s - np.log(np.exp(s).sum(axis=axis, keepdims=True))
+
+
+def ce_ref(x: np.ndarray, t: np.ndarray, w: Any = None, ignore: int = -100,
+           reduction: str = "mean", ls: float = 0.0, log_probs: bool = False) -> np.ndarray:
+    """PyTorch's cross_entropy (or nll_loss, ``log_probs=True``, with ``ls=0``) in NumPy."""
+    dim = 0 if x.ndim == 1 else 1
+    c = x.shape[dim]
+    lp = np.moveaxis(x if log_probs else _log_softmax_ref(x, dim), dim, -1)
+    wc = np.ones(c) if w is None else w
+    if t.shape == x.shape:  # class probabilities
+        q = np.moveaxis(t, dim, -1) * (1 - ls) + ls / c
+        loss = -(lp * q * wc).sum(-1)
+        n = loss.size
+        out = loss if reduction == "none" else loss.sum() / (n if reduction == "mean" else 1)
+        return np.asarray(out).astype(x.dtype)
+    keep = t != ignore
+    safe = np.where(keep, t, 0)
+    wt = wc[safe] * keep
+    nll = np.where(keep, -np.take_along_axis(lp, safe[..., None], -1)[..., 0] * wt, 0)
+    smooth = np.where(keep, -(lp * wc).sum(-1), 0)
+    if reduction == "none":
+        out = (1 - ls) * nll + ls / c * smooth
+    else:
+        out = (1 - ls) * nll.sum() + ls / c * smooth.sum()
+        if reduction == "mean":
+            out = out / wt.sum()
+    return np.asarray(out).astype(x.dtype)
+
+
+def nll_backward_ref(g: np.ndarray, t: np.ndarray, shape: tuple, w: Any = None,
+                     reduction: str = "mean") -> np.ndarray:
+    n, c = shape
+    wt = (np.ones(c) if w is None else w)[t]
+    scale = g / wt.sum() if reduction == "mean" else g
+    out = np.zeros(shape, g.dtype)
+    out[np.arange(n), t] = -wt * scale
+    return out
+
+
+def _nnops():
+    from dualgraph.ops import nnops
+
+    return nnops
+
+
+CASES += [
+    case("log_softmax", "dim1", lambda x: dg.log_softmax(x, dim=1), real(2, 3),
+         ref=lambda x: _log_softmax_ref(x, 1), node="LogSoftmaxBackward0"),
+    case("log_softmax", "middle_3d", lambda x: F.log_softmax(x, 1), real(2, 3, 2),
+         ref=lambda x: _log_softmax_ref(x, 1)),
+    case("log_softmax", "0d", lambda x: x.log_softmax(0), real(), ref=lambda x: x * 0),
+    case("softmax", "dim0", lambda x: dg.softmax(x, 0), real(3, 2),
+         ref=lambda x: np.exp(_log_softmax_ref(x, 0)), node="SoftmaxBackward0"),
+    case("softmax", "last_3d", lambda x: F.softmax(x, -1), real(2, 2, 3),
+         ref=lambda x: np.exp(_log_softmax_ref(x, -1))),
+    case("log_softmax_backward", "bind",
+         lambda g, y: bind(_nnops().LOG_SOFTMAX_BACKWARD, g, y, axis=1), real(2, 3), real(2, 3),
+         ref=lambda g, y: g - np.exp(y) * g.sum(1, keepdims=True),
+         node="LogSoftmaxBackwardDataBackward0"),
+    case("softmax_backward", "bind",
+         lambda g, y: bind(_nnops().SOFTMAX_BACKWARD, g, y, axis=0), real(3, 2), real(3, 2),
+         ref=lambda g, y: y * (g - (g * y).sum(0, keepdims=True)),
+         node="SoftmaxBackwardDataBackward0"),
+    case("nll_loss", "mean", F.nll_loss, real(4, 3), labels(4),
+         ref=lambda x, k: ce_ref(x, k, log_probs=True), node="NllLossBackward0"),
+    case("nll_loss", "weight_ignore_sum",
+         lambda x, k: F.nll_loss(x, k, W3, ignore_index=1, reduction="sum"), real(5, 3),
+         labels(5), ref=lambda x, k: ce_ref(x, k, W3, 1, "sum", log_probs=True)),
+    case("nll_loss", "nd_none", lambda x, k: F.nll_loss(x, k, reduction="none"), real(2, 3, 2),
+         labels(2, 2), ref=lambda x, k: ce_ref(x, k, reduction="none", log_probs=True),
+         node="NllLoss2DBackward0"),
+    case("nll_loss", "1d", F.nll_loss, real(3), labels(), ref=lambda x, k: -x[k]),
+    case("nll_loss_backward", "bind_mean",
+         lambda g, k: bind(_nnops().NLL_LOSS_BACKWARD, g, k, 1.0, shape=(4, 3),
+                           ignore_index=-100, reduction="mean"), real(), labels(4),
+         ref=lambda g, k: nll_backward_ref(g, k, (4, 3)), node="NllLossBackwardBackward0"),
+    case("nll_loss_backward", "bind_none_weight",
+         lambda g, k: bind(_nnops().NLL_LOSS_BACKWARD, g, k, W3, shape=(4, 3),
+                           ignore_index=-100, reduction="none"), real(4), labels(4),
+         ref=lambda g, k: nll_backward_ref(g, k, (4, 3), W3, "none")),
+]
+
+COMPOSITES += [
+    case("cross_entropy", "weight_smoothing",
+         lambda x, k: F.cross_entropy(x, k, W3, label_smoothing=0.2), real(5, 3), labels(5),
+         ref=lambda x, k: ce_ref(x, k, W3, ls=0.2)),
+    case("cross_entropy", "nd_ignore_none",
+         lambda x, k: F.cross_entropy(x, k, ignore_index=2, reduction="none"), real(2, 3, 2),
+         labels(2, 2), ref=lambda x, k: ce_ref(x, k, None, 2, "none")),
+    case("cross_entropy", "probs_smoothing", lambda x, p: F.cross_entropy(
+        x, p, label_smoothing=0.1), real(4, 3), pos(4, 3), ref=lambda x, p: ce_ref(x, p, ls=0.1)),
+    case("cross_entropy", "probs_weight_sum_module", lambda x, p: dg.nn.CrossEntropyLoss(
+        W3, reduction="sum")(x, p), real(4, 3), pos(4, 3),
+         ref=lambda x, p: ce_ref(x, p, W3, reduction="sum")),
+    case("cross_entropy", "1d", lambda x, k: F.cross_entropy(x, k[0]), real(3), labels(1),
+         ref=lambda x, k: ce_ref(x, k[0])),
+    case("nll_loss", "module_weight", lambda x, k: dg.nn.NLLLoss(W3, ignore_index=0)(x, k),
+         real(4, 3), labels(4), ref=lambda x, k: ce_ref(x, k, W3, 0, log_probs=True)),
+]
+
+# Everyday losses (compositions): `sep` inputs keep finite differences off the kinks.
+COMPOSITES += [
+    case("l1_loss", "mean", F.l1_loss, sep(2, 3), grid(2, 3),
+         ref=lambda x, y: np.abs(x - y).mean()),
+    case("smooth_l1_loss", "beta", lambda x, y: F.smooth_l1_loss(x * 0.4, y, beta=0.3),
+         real(2, 3), real(2, 3), ref=lambda x, y: np.where(
+             np.abs(x * 0.4 - y) < 0.3, 0.5 * (x * 0.4 - y) ** 2 / 0.3,
+             np.abs(x * 0.4 - y) - 0.15).mean()),
+    case("huber_loss", "delta_none", lambda x, y: F.huber_loss(x, y, "none", 0.8), sep(2, 3),
+         grid(2, 3), ref=lambda x, y: np.where(np.abs(x - y) < 0.8, 0.5 * (x - y) ** 2,
+                                               0.8 * (np.abs(x - y) - 0.4))),
+    case("binary_cross_entropy", "weight", lambda p, t: F.binary_cross_entropy(
+        p * 0.2 + 0.5, t * 0.5, W3), real(2, 3), pos(2, 3), ref=lambda p, t: (-(
+            t * 0.5 * np.log(p * 0.2 + 0.5) + (1 - t * 0.5) * np.log(0.5 - p * 0.2))
+            * W3).mean().astype(p.dtype)),
+    case("kl_div", "batchmean", lambda x, t: F.kl_div(x, t, reduction="batchmean"), real(2, 3),
+         pos(2, 3), ref=lambda x, t: (t * (np.log(t) - x)).sum() / 2),
+    case("cosine_similarity", "dim1", F.cosine_similarity, real(2, 3), real(2, 3),
+         ref=lambda a, b: (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1))),
+    case("pairwise_distance", "p2", F.pairwise_distance, real(2, 3), real(2, 3),
+         ref=lambda a, b: np.sqrt(((a - b + 1e-6) ** 2).sum(-1))),
+]

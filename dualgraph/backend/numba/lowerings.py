@@ -1421,3 +1421,158 @@ def _view_dtype(node: Node, args: list, out: str) -> list:
     n = math.prod(node.inputs[0].shape)
     return [f"{out} = np.ascontiguousarray({args[0]}).reshape({n}).view("
             f"{np_dtype(node.dtype)}).reshape({ishape(node)}).copy()"]
+
+
+# ---- issue 12: losses and attention
+# softmax/log_softmax and their backward ops view their operands as (A, n, B) with the
+# normalized axis in the middle (a C-order reshape, no transpose) and loop per line: max,
+# sum of exp, write. nll_loss views its input as (N, C, R) (`nnops.nll_layout`).
+
+
+def _around(shape: tuple, axis: int) -> tuple[int, int, int]:
+    if not shape:
+        return 1, 1, 1
+    return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+
+
+def _as3(node: Node, var: str, abc: tuple, dtype: np.dtype) -> str:
+    src = var if node.dtype == dtype else f"{var}.astype({np_dtype(dtype)})"
+    return f"np.ascontiguousarray({src}).reshape({abc})"
+
+
+def _softmax_lines(node: Node, args: list, out: str, log: bool) -> list:
+    a, n, b = abc = _around(tuple(node.shape), node.attrs["axis"])
+    dt = np_dtype(node.dtype)
+    x, m, s = f"{out}_x", f"{out}_m", f"{out}_s"
+    # The same steps as the NumPy kernel: shift by the max (nan wins), sum exp, then
+    # (x - max) - log(sum) or exp(x - max) / sum.
+    lines = [f"{x} = {_as3(node.inputs[0], args[0], abc, node.dtype)}",
+             f"{out} = np.empty({abc}, {dt})",
+             f"for {out}_i in range({a}):",
+             f"    for {out}_k in range({b}):",
+             f"        {m} = {x}[{out}_i, 0, {out}_k]" if n else f"        {m} = {dt}(0)",
+             f"        for {out}_j in range(1, {n}):",
+             f"            {out}_v = {x}[{out}_i, {out}_j, {out}_k]",
+             f"            if {out}_v > {m} or {out}_v != {out}_v:",
+             f"                {m} = {out}_v",
+             f"        {s} = 0.0",
+             f"        for {out}_j in range({n}):"]
+    at = f"[{out}_i, {out}_j, {out}_k]"
+    if log:
+        lines += [f"            {s} += np.exp({x}{at} - {m})",
+                  f"        {s} = np.log({s})",
+                  f"        for {out}_j in range({n}):",
+                  f"            {out}{at} = ({x}{at} - {m}) - {s}"]
+    else:
+        lines += [f"            {out}_e = np.exp({x}{at} - {m})",
+                  f"            {out}{at} = {out}_e",
+                  f"            {s} += {out}_e",
+                  f"        for {out}_j in range({n}):",
+                  f"            {out}{at} = {out}{at} / {s}"]
+    return lines + [f"{out} = {out}.reshape({ishape(node)})"]
+
+
+@lowers("log_softmax")
+def _log_softmax(node: Node, args: list, out: str) -> list:
+    return _softmax_lines(node, args, out, log=True)
+
+
+@lowers("softmax")
+def _softmax(node: Node, args: list, out: str) -> list:
+    return _softmax_lines(node, args, out, log=False)
+
+
+def _softmax_grad_lines(node: Node, args: list, out: str, log: bool) -> list:
+    a, n, b = abc = _around(tuple(node.shape), node.attrs["axis"])
+    g, y, s = f"{out}_g", f"{out}_y", f"{out}_s"
+    at = f"[{out}_i, {out}_j, {out}_k]"
+    # log: g - exp(y) * sum(g); plain: y * (g - sum(g * y)).
+    acc = f"{g}{at}" if log else f"{g}{at} * {y}{at}"
+    val = f"{g}{at} - np.exp({y}{at}) * {s}" if log else f"{y}{at} * ({g}{at} - {s})"
+    return [f"{g} = {_as3(node.inputs[0], args[0], abc, node.dtype)}",
+            f"{y} = {_as3(node.inputs[1], args[1], abc, node.dtype)}",
+            f"{out} = np.empty({abc}, {np_dtype(node.dtype)})",
+            f"for {out}_i in range({a}):",
+            f"    for {out}_k in range({b}):",
+            f"        {s} = 0.0",
+            f"        for {out}_j in range({n}):",
+            f"            {s} += {acc}",
+            f"        for {out}_j in range({n}):",
+            f"            {out}{at} = {val}",
+            f"{out} = {out}.reshape({ishape(node)})"]
+
+
+@lowers("log_softmax_backward")
+def _log_softmax_backward(node: Node, args: list, out: str) -> list:
+    return _softmax_grad_lines(node, args, out, log=True)
+
+
+@lowers("softmax_backward")
+def _softmax_backward(node: Node, args: list, out: str) -> list:
+    return _softmax_grad_lines(node, args, out, log=False)
+
+
+def _nll_prelude(node: Node, args: list, out: str, shape: tuple) -> tuple[list, str, tuple]:
+    """Lines binding ``{out}_t`` (targets as (N, R)) and the weight lookup expression;
+    the loop header over counted positions is left to the caller."""
+    from ...ops.nnops import nll_layout
+
+    n, c, r = nll_layout(shape)
+    weight = node.inputs[2]
+    lines = [f"{out}_t = np.ascontiguousarray({args[1]}).reshape(({n}, {r}))"]
+    if isinstance(weight, Node):
+        lines.append(f"{out}_w = np.ascontiguousarray({args[2]}).reshape({c})")
+        w = f"{np_dtype(node.dtype)}({out}_w[{out}_c])"
+    else:
+        w = f"{np_dtype(node.dtype)}({float(weight)!r})"
+    return lines, w, (n, c, r)
+
+
+def _nll_loop(out: str, n: int, c: int, r: int, ignore: int) -> list:
+    return [f"for {out}_n in range({n}):",
+            f"    for {out}_r in range({r}):",
+            f"        {out}_c = {out}_t[{out}_n, {out}_r]",
+            f"        if {out}_c == {ignore}:",
+            "            continue",
+            f"        if {out}_c < 0 or {out}_c >= {c}:",
+            "            raise IndexError('nll_loss: Target is out of bounds.')"]
+
+
+@lowers("nll_loss")
+def _nll_loss(node: Node, args: list, out: str) -> list:
+    x = node.inputs[0]
+    lines, w, (n, c, r) = _nll_prelude(node, args, out, tuple(x.shape))
+    dt = np_dtype(node.dtype)
+    reduction = node.attrs["reduction"]
+    lines += [f"{out}_x = np.ascontiguousarray({args[0]}).reshape(({n}, {c}, {r}))",
+              f"{out}_l = np.zeros(({n}, {r}), {dt})",
+              f"{out}_tw = 0.0"]
+    lines += _nll_loop(out, n, c, r, node.attrs["ignore_index"])
+    lines += [f"        {out}_wc = {w}",
+              f"        {out}_l[{out}_n, {out}_r] = -{out}_wc * {out}_x[{out}_n, {out}_c, {out}_r]",
+              f"        {out}_tw += {out}_wc"]
+    if reduction == "none":
+        return lines + [f"{out} = {out}_l.reshape({ishape(node)})"]
+    total = f"{out}_l.sum()"
+    if reduction == "mean":
+        total = f"np.float64({out}_l.sum()) / {out}_tw"  # error_model numpy: 0/0 is nan
+    return lines + [f"{out} = np.full((1,), {total}, {dt})"]
+
+
+@lowers("nll_loss_backward")
+def _nll_loss_backward(node: Node, args: list, out: str) -> list:
+    lines, w, (n, c, r) = _nll_prelude(node, args, out, tuple(node.attrs["shape"]))
+    dt = np_dtype(node.dtype)
+    reduction = node.attrs["reduction"]
+    g = f"{out}_g[{out}_n, {out}_r]" if reduction == "none" else f"{out}_g[0]"
+    lines += [f"{out}_g = np.ascontiguousarray({args[0]}).reshape("
+              f"{(n, r) if reduction == 'none' else (1,)})",
+              f"{out} = np.zeros(({n}, {c}, {r}), {dt})"]
+    if reduction == "mean":  # the summed weights first: every gradient is divided by them
+        lines += [f"{out}_tw = 0.0"] + _nll_loop(out, n, c, r, node.attrs["ignore_index"])
+        lines += [f"        {out}_tw += {w}"]
+        g = f"({g} / {out}_tw)"
+    lines += _nll_loop(out, n, c, r, node.attrs["ignore_index"])
+    lines += [f"        {out}[{out}_n, {out}_c, {out}_r] = -{w} * {g}",
+              f"{out} = {out}.reshape({ishape(node)})"]
+    return lines

@@ -1,0 +1,372 @@
+"""Softmax, log-softmax and the negative log-likelihood: primitives whose forward and
+gradient are one op each (issue 12 item 6; issue 14's eager target).
+
+As compositions, ``log_softmax`` + the class pick of ``cross_entropy`` were about ten small
+ops forward and as many backward; eager mode pays ~5 us of Python per op. Here the common
+cross-entropy step is two ops forward (``log_softmax``, ``nll_loss``) and two backward
+(``log_softmax_backward``, ``nll_loss_backward``), as in PyTorch. The backward ops are
+primitives too, with VJPs written in dualgraph ops, so double backward works:
+``nll_loss`` and ``nll_loss_backward`` are each other's adjoint (both are linear in the
+value they read at the targets), and ``softmax_backward`` is its own adjoint in ``g``.
+
+Layouts follow PyTorch: the class dim of ``nll_loss`` is dim 1, or dim 0 for (C,) input
+with a 0-d target; any trailing dims (N, C, d1, ...) are positions, each with a target.
+A missing ``weight`` is the literal ``1.0``, so every op has the same inputs.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..modes import bind
+from . import elementwise as E
+from . import reduce as R
+from .broadcast import float_dtype, normalize_dim
+from .registry import OpDef, register
+
+REDUCTIONS = ("none", "mean", "sum")
+
+
+class TargetDtypeError(RuntimeError, TypeError):
+    """A class target that is not integer: PyTorch's RuntimeError, and a TypeError."""
+
+
+# ------------------------------------------------------------- softmax family
+
+
+def _softmax_infer(x: Any, axis: int = 0) -> tuple:
+    return tuple(x.shape), float_dtype(np.dtype(x.dtype))
+
+
+def _as_float(x: np.ndarray) -> np.ndarray:
+    return x if x.dtype.kind == "f" else x.astype(np.float32)
+
+
+def _shifted(x: np.ndarray, axis: int) -> np.ndarray:
+    """``x - max(x)`` along ``axis``: exp of it never overflows."""
+    return x - np.maximum.reduce(x, axis=axis, keepdims=True)
+
+
+def _log_softmax_impl(x: np.ndarray, axis: int = 0) -> np.ndarray:
+    x = _as_float(x)
+    if x.size == 0:
+        return np.empty(x.shape, x.dtype)
+    if x.ndim == 0:
+        return np.zeros((), x.dtype)  # one element: log(1)
+    s = _shifted(x, axis)
+    s -= np.log(np.add.reduce(np.exp(s), axis=axis, keepdims=True))
+    return s
+
+
+def _softmax_impl(x: np.ndarray, axis: int = 0) -> np.ndarray:
+    x = _as_float(x)
+    if x.size == 0:
+        return np.empty(x.shape, x.dtype)
+    if x.ndim == 0:
+        return np.ones((), x.dtype)
+    e = np.exp(_shifted(x, axis))
+    e /= np.add.reduce(e, axis=axis, keepdims=True)
+    return e
+
+
+def _grad_infer(name: str):
+    def infer(g: Any, out: Any, axis: int = 0) -> tuple:
+        if tuple(g.shape) != tuple(out.shape):
+            raise ShapeError(f"{name}: gradient of shape {tuple(g.shape)} does not match the "
+                             f"output of shape {tuple(out.shape)}")
+        return tuple(out.shape), np.promote_types(g.dtype, out.dtype)
+
+    return infer
+
+
+def _keep_sum(a: np.ndarray, axis: int) -> np.ndarray:
+    return np.add.reduce(a, axis=axis if a.ndim else None, keepdims=True)
+
+
+def _log_softmax_backward_impl(g: np.ndarray, out: np.ndarray, axis: int = 0) -> np.ndarray:
+    return g - np.exp(out) * _keep_sum(g, axis)
+
+
+def _softmax_backward_impl(g: np.ndarray, out: np.ndarray, axis: int = 0) -> np.ndarray:
+    return out * (g - _keep_sum(g * out, axis))
+
+
+def _sum_keep(x: Any, axis: int, ndim: int) -> Any:
+    return R.sum(x, axis if ndim else None, keepdims=True)
+
+
+def _log_softmax_vjp(ctx, g):
+    return (bind(LOG_SOFTMAX_BACKWARD, g, ctx.out, axis=ctx.attrs["axis"]),)
+
+
+def _softmax_vjp(ctx, g):
+    return (bind(SOFTMAX_BACKWARD, g, ctx.out, axis=ctx.attrs["axis"]),)
+
+
+def _log_softmax_backward_vjp(ctx, h):
+    # y = g - p * S(g), p = exp(out), S = sum along the axis (kept):
+    # dL/dg = h - S(h * p); dL/dout = -h * p * S(g).
+    g, out = ctx.args
+    axis, ndim = ctx.attrs["axis"], len(ctx.inputs[1].shape)
+    ng, no = ctx.needs_input_grad
+    hp = E.mul(h, E.exp(out))
+    gg = E.sub(h, _sum_keep(hp, axis, ndim)) if ng else None
+    go = E.neg(E.mul(hp, _sum_keep(g, axis, ndim))) if no else None
+    return gg, go
+
+
+def _softmax_backward_vjp(ctx, h):
+    # y = out * (g - S(g * out)): linear and self-adjoint in g; for out,
+    # dL/dout = h * (g - S(g * out)) - g * S(h * out).
+    g, out = ctx.args
+    axis, ndim = ctx.attrs["axis"], len(ctx.inputs[1].shape)
+    ng, no = ctx.needs_input_grad
+    gg = bind(SOFTMAX_BACKWARD, h, out, axis=axis) if ng else None
+    go = None
+    if no:
+        go = E.sub(E.mul(h, E.sub(g, _sum_keep(E.mul(g, out), axis, ndim))),
+                   E.mul(g, _sum_keep(E.mul(h, out), axis, ndim)))
+    return gg, go
+
+
+LOG_SOFTMAX = register(OpDef(
+    "log_softmax", _log_softmax_impl, _softmax_infer, _log_softmax_vjp, "LogSoftmaxBackward0",
+    saves_out=True,
+))
+SOFTMAX = register(OpDef(
+    "softmax", _softmax_impl, _softmax_infer, _softmax_vjp, "SoftmaxBackward0",
+    saves_out=True,
+))
+LOG_SOFTMAX_BACKWARD = register(OpDef(
+    "log_softmax_backward", _log_softmax_backward_impl, _grad_infer("log_softmax_backward"),
+    _log_softmax_backward_vjp, "LogSoftmaxBackwardDataBackward0", saves=(0, 1),
+))
+SOFTMAX_BACKWARD = register(OpDef(
+    "softmax_backward", _softmax_backward_impl, _grad_infer("softmax_backward"),
+    _softmax_backward_vjp, "SoftmaxBackwardDataBackward0", saves=(0, 1),
+))
+
+
+def _softmax_dim(name: str, x: Any, dim: Any, axis: Any, stacklevel: int = 3) -> int:
+    if axis is not None:
+        if dim is not None:
+            raise TypeError(f"{name}: pass either axis= or its alias dim=, not both")
+        dim = axis
+    ndim = len(x.shape)
+    if dim is None:
+        # PyTorch's deprecated implicit choice (nn.functional._get_softmax_dim).
+        warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the "
+                      "call to include dim=X as an argument.", UserWarning,
+                      stacklevel=stacklevel + 1)
+        dim = 0 if ndim in (0, 1, 3) else 1
+    return normalize_dim(name, dim, ndim)
+
+
+def _cast(x: Any, dtype: Any) -> Any:
+    if dtype is None:
+        return x
+    from .shape import astype
+
+    return astype(x, dtype)
+
+
+def log_softmax(x: Any, dim: Any = None, dtype: Any = None, *, axis: Any = None) -> Any:
+    """``x - logsumexp(x)`` along ``dim``, in one op (``LogSoftmaxBackward0``); ``dtype=``
+    casts the input first. ``dg.log_softmax(logits, dim=1)``"""
+    x = _cast(x, dtype)
+    return bind(LOG_SOFTMAX, x, axis=_softmax_dim("log_softmax", x, dim, axis))
+
+
+def softmax(x: Any, dim: Any = None, dtype: Any = None, *, axis: Any = None) -> Any:
+    """``exp(x) / sum(exp(x))`` along ``dim``, shifted by the max so it never overflows, in
+    one op (``SoftmaxBackward0``). ``dg.softmax(x, dim=-1)``"""
+    x = _cast(x, dtype)
+    return bind(SOFTMAX, x, axis=_softmax_dim("softmax", x, dim, axis))
+
+
+# ------------------------------------------------------------------ nll_loss
+
+
+def nll_layout(shape: tuple) -> tuple[int, int, int]:
+    """(N, C, R): the input viewed as N samples, C classes and R positions per sample
+    (C-order, so a plain reshape); (C,) input is one sample."""
+    if len(shape) == 1:
+        return 1, shape[0], 1
+    return shape[0], shape[1], math.prod(shape[2:])
+
+
+def check_reduction(reduction: Any) -> None:
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _nll_check(x: Any, target: Any, weight: Any) -> None:
+    """PyTorch's shape and dtype errors of nll_loss (the infer rule and the public
+    functions share them)."""
+    xs, ts = tuple(x.shape), tuple(target.shape)
+    if np.dtype(target.dtype).kind not in "iu":
+        name = {"f": "Float", "b": "Bool"}.get(np.dtype(target.dtype).kind, str(target.dtype))
+        if np.dtype(target.dtype) == np.float64:
+            name = "Double"
+        raise TargetDtypeError(f"expected target dtype to be Long or Byte, but got {name} "
+                               "(class targets are integer classes)")
+    if np.dtype(x.dtype).kind != "f":
+        raise RuntimeError(f"nll_loss: input must be floating point, got {x.dtype}")
+    if len(xs) == 0:
+        raise ShapeError(f"nll_loss: input must have at least 1 dimension, got shape {xs}")
+    if len(xs) == 1:
+        if ts not in ((), (1,)):
+            raise ShapeError(f"nll_loss: for input of shape {xs} (one sample) the target "
+                             f"must be 0-d, got shape {ts}")
+    elif len(ts) != len(xs) - 1 or ts[:1] != xs[:1]:
+        if len(xs) == 2 and len(ts) == 1:
+            raise ShapeError(f"Expected input batch_size ({xs[0]}) to match target "
+                             f"batch_size ({ts[0]}): target of shape {ts}, input of shape {xs}")
+        if len(xs) == 2:
+            raise ShapeError("0D or 1D target tensor expected, multi-target not supported: "
+                             f"target of shape {ts}, input of shape {xs}")
+        raise ShapeError(f"Expected target size {list(xs[:1] + xs[2:])}, got {list(ts)} "
+                         f"(input of shape {xs})")
+    elif ts[1:] != xs[2:]:
+        raise ShapeError(f"Expected target size {list(xs[:1] + xs[2:])}, got {list(ts)} "
+                         f"(input of shape {xs})")
+    if not isinstance(weight, (int, float)):
+        c = xs[0] if len(xs) == 1 else xs[1]
+        if tuple(weight.shape) != (c,):
+            raise ShapeError(f"weight tensor should be defined either for all {c} classes or "
+                             f"no classes but got weight tensor of shape: "
+                             f"{list(weight.shape)}")
+
+
+def _nll_infer(x: Any, target: Any, weight: Any = 1.0, *, ignore_index: int = -100,
+               reduction: str = "mean") -> tuple:
+    check_reduction(reduction)
+    _nll_check(x, target, weight)
+    shape = loss_shape(tuple(x.shape)) if reduction == "none" else ()
+    return shape, np.dtype(x.dtype)
+
+
+def loss_shape(shape: tuple) -> tuple:
+    """The shape of ``nll_loss(..., reduction='none')`` for an input of ``shape``."""
+    return tuple(shape[:1]) + tuple(shape[2:]) if len(shape) > 1 else ()
+
+
+def _picks(shape: tuple, dtype: np.dtype, target: np.ndarray, weight: Any,
+           ignore_index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per (N, R) position of an input of ``shape``: whether it counts (its target is not
+    ``ignore_index``), its class index (0 where ignored) and its weight (0 where ignored).
+    Raises PyTorch's IndexError for a class out of range."""
+    n, c, r = nll_layout(shape)
+    t = target.reshape(n, r)
+    keep = t != ignore_index
+    bad = keep & ((t < 0) | (t >= c))
+    if bad.any():
+        raise IndexError(f"Target {t[bad][0]} is out of bounds.")
+    safe = np.where(keep, t, 0)
+    if isinstance(weight, (int, float)):
+        w = keep.astype(dtype)
+        if weight != 1.0:
+            w *= weight
+    else:
+        w = np.where(keep, weight.astype(dtype, copy=False)[safe], 0).astype(dtype)
+    return keep, safe, w
+
+
+def _nll_impl(x: np.ndarray, target: np.ndarray, weight: Any = 1.0, *,
+              ignore_index: int = -100, reduction: str = "mean") -> np.ndarray:
+    keep, safe, w = _picks(x.shape, x.dtype, target, weight, ignore_index)
+    n, c, r = nll_layout(x.shape)
+    picked = np.take_along_axis(x.reshape(n, c, r), safe[:, None, :], axis=1)[:, 0, :]
+    # where, not a product: an ignored position's -inf must not become nan.
+    loss = np.where(keep, picked * -w, 0).astype(x.dtype, copy=False)
+    if reduction == "none":
+        return loss.reshape(loss_shape(x.shape))
+    total = np.add.reduce(loss, axis=None)
+    if reduction == "sum":
+        return np.asarray(total, x.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(total / np.add.reduce(w, axis=None), x.dtype)
+
+
+def _nll_backward_infer(g: Any, target: Any, weight: Any = 1.0, *, shape: tuple = (),
+                        ignore_index: int = -100, reduction: str = "mean") -> tuple:
+    check_reduction(reduction)
+    want = loss_shape(tuple(shape)) if reduction == "none" else ()
+    if tuple(g.shape) != want:
+        raise ShapeError(f"nll_loss_backward: gradient of shape {tuple(g.shape)}, expected "
+                         f"{want}")
+    return tuple(shape), np.dtype(g.dtype)
+
+
+def _nll_backward_impl(g: np.ndarray, target: np.ndarray, weight: Any = 1.0, *,
+                       shape: tuple = (), ignore_index: int = -100,
+                       reduction: str = "mean") -> np.ndarray:
+    dtype = g.dtype
+    keep, safe, w = _picks(shape, dtype, target, weight, ignore_index)
+    n, c, r = nll_layout(tuple(shape))
+    if reduction == "none":
+        coef = -w * g.reshape(n, r)
+    elif reduction == "sum":
+        coef = -w * g
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            coef = -w * (g / np.add.reduce(w, axis=None))
+    coef = np.where(keep, coef, 0).astype(dtype, copy=False)  # ignored: exactly 0
+    out = np.zeros((n, c, r), dtype)
+    np.put_along_axis(out, safe[:, None, :], coef[:, None, :], axis=1)
+    return out.reshape(shape)
+
+
+def _nll_vjp(ctx, g):
+    x_node = ctx.inputs[0]
+    _, target, weight = ctx.args
+    a = ctx.attrs
+    gx = bind(NLL_LOSS_BACKWARD, g, target, weight, shape=tuple(x_node.shape),
+              ignore_index=a["ignore_index"], reduction=a["reduction"])
+    return gx, None, None
+
+
+def _nll_backward_vjp(ctx, h):
+    # Linear in g; its adjoint reads h at the targets with the same weights and scaling:
+    # nll_loss itself.
+    _, target, weight = ctx.args
+    a = ctx.attrs
+    gg = bind(NLL_LOSS, h, target, weight, ignore_index=a["ignore_index"],
+              reduction=a["reduction"])
+    return gg, None, None
+
+
+def _nll_name(node: Any) -> str:
+    return "NllLoss2DBackward0" if len(node.inputs[0].shape) >= 3 else "NllLossBackward0"
+
+
+NLL_LOSS = register(OpDef(
+    "nll_loss", _nll_impl, _nll_infer, _nll_vjp, _nll_name, saves=(1, 2), saves_for=(0, 0),
+))
+NLL_LOSS_BACKWARD = register(OpDef(
+    "nll_loss_backward", _nll_backward_impl, _nll_backward_infer, _nll_backward_vjp,
+    "NllLossBackwardBackward0", saves=(1, 2), saves_for=(0, 0),
+))
+
+
+def nll_loss(input: Any, target: Any, weight: Any = None, ignore_index: int = -100,  # noqa: A002
+             reduction: str = "mean") -> Any:
+    """The negative log-likelihood of log-probabilities ``input`` (C,), (N, C) or
+    (N, C, d1, ...) at integer class ``target`` (), (N,) or (N, d1, ...): PyTorch's
+    ``F.nll_loss``, one op (``NllLossBackward0``). The weighted mean divides by the summed
+    weights of the targets not equal to ``ignore_index``.
+
+    >>> loss = dg.nn.functional.nll_loss(dg.log_softmax(logits, 1), labels)
+    """
+    check_reduction(reduction)
+    if not hasattr(target, "shape"):
+        target = np.asarray(target)
+    w = 1.0 if weight is None else weight
+    _nll_check(input, target, w)
+    return bind(NLL_LOSS, input, target, w, ignore_index=int(ignore_index),
+                reduction=reduction)
