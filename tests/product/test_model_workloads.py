@@ -70,7 +70,14 @@ def test_whole_step_trains_and_compiled_equals_eager(name):
     assert losses[-1] < losses[0], f"{name}: loss did not fall: {losses}"
     assert compiled.stats.traces == 1
     for (k, pe), (_, pc) in zip(eager_net.named_parameters(), comp_net.named_parameters()):
-        assert_close(pc.numpy(), pe.numpy(), rtol=1e-3, atol=1e-4, msg=f"{name} param {k}")
+        e, c = pe.numpy(), pc.numpy()
+        if k == "qkv.bias":
+            # The key bias has an exactly zero gradient (softmax ignores a constant added
+            # to every score of a row), so both modes compute rounding noise there, and
+            # Adam's m / sqrt(v) turns noise of either sign into lr-sized steps.
+            width = e.shape[0] // 3
+            e, c = np.delete(e, np.s_[width:2 * width]), np.delete(c, np.s_[width:2 * width])
+        assert_close(c, e, rtol=1e-3, atol=1e-4, msg=f"{name} param {k}")
 
 
 def test_quick_compare_skips_the_model_workloads():
