@@ -129,7 +129,7 @@ def conv_norm_all(x: Any) -> Any:
     folded = F.fold(cols, (n, 1), (2, 1), padding=(1, 0))  # (1, 1, n, 1)
     normed = F.layer_norm(x.reshape(1, n), (n,), eps=0.5)  # a big eps: smooth near constant
     return (conv[:, :, :n].reshape(n) + folded.reshape(n) * 0.25
-            + normed.reshape(n) * 0.25 + cols.sum() * 0.0625 / n) * 0.5
+            + normed.reshape(n) * 0.25 + cols.sum() * 0.0625 / n + softmax_loss_all(x)) * 0.4
 
 
 def index_shape_all(x: Any) -> Any:
@@ -145,6 +145,22 @@ def index_shape_all(x: Any) -> Any:
     scans = (dg.cumsum(dg.tanh(flat), 0) / n + dg.cumprod(dg.tanh(flat) * 0.9, 0)
              + dg.logcumsumexp(dg.tanh(flat), 0) * 0.25)
     return (picked + put + diag + flipped + scans) * 0.2
+
+
+def softmax_loss_all(x: Any) -> Any:
+    """softmax, log_softmax and nll_loss on a value, and their backward ops applied to it
+    (smooth; bounded by ~3)."""
+    n = math.prod(x.shape)
+    row = dg.tanh(x.reshape(1, n))
+    target = dg.tensor(np.array([n - 1], dtype=np.int64))
+    logp = F.log_softmax(row, 1)
+    probs = F.softmax(row, 1)
+    nll = F.nll_loss(logp, target)
+    back = (bind(OPS["log_softmax_backward"], row, logp, axis=1)
+            + bind(OPS["softmax_backward"], row, probs, axis=1))
+    grad = bind(OPS["nll_loss_backward"], nll * 0.5, target, 1.0, shape=(1, n),
+                ignore_index=-100, reduction="mean")
+    return ((logp * 0.25 + probs + back * 0.25 + grad).reshape(n) + nll * 0.25) * 0.5
 
 
 def order_stats_all(p: Any) -> Any:
@@ -169,7 +185,8 @@ NAMESPACE = {"dg": dg, "F": F, "astype": astype, "scatter_into": scatter_into,
              "inplace_scale": inplace_scale, "no_grad_scale": no_grad_scale,
              "write_through_view": write_through_view, "pool_all": pool_all,
              "pool_transposes": pool_transposes, "conv_norm_all": conv_norm_all,
-             "index_shape_all": index_shape_all, "order_stats_all": order_stats_all}
+             "index_shape_all": index_shape_all, "order_stats_all": order_stats_all,
+             "softmax_loss_all": softmax_loss_all}
 
 
 # ------------------------------------------------------------------------- programs
