@@ -573,13 +573,13 @@ _REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 def scatter_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str, *,
                    include_self: bool = True) -> Any:
-    """``torch.scatter_reduce`` for ``reduce`` "sum" and "mean" (compositions of
-    `scatter_add`); "prod", "amax" and "amin" are not implemented yet."""
+    """``torch.scatter_reduce``: "sum" and "mean" are compositions of `scatter_add`;
+    "prod", "amax" and "amin" of a dense membership mask (`_scatter_fold`)."""
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, "
                            f"got {reduce}")
     if reduce not in ("sum", "mean"):
-        raise NotImplementedError(f"scatter_reduce(reduce={reduce!r}) is not supported yet")
+        return _scatter_fold(x, dim, index, src, reduce, include_self)
     base = x if include_self else scatter(x, dim, index, 0.0 if x.dtype.kind == "f" else 0)
     total = scatter_add(base, dim, index, src)
     if reduce == "sum":
@@ -593,6 +593,70 @@ def scatter_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str, *,
     if x.dtype.kind != "f":
         out = S.astype(out, x.dtype)
     return out
+
+
+def _scatter_fold(x: Any, dim: int, index: Any, src: Any, reduce: str,
+                  include_self: bool) -> Any:
+    """prod/amax/amin scatter as one reduction per target over a dense mask: element
+    ``(.., t, j)`` says whether source ``j`` (along ``dim``) lands on target ``t``. The
+    target's own value, when included, is one more element of the same reduction, so
+    ties split the gradient evenly among every tied element, self included (PyTorch's
+    rule), and `prod`'s gradient is the zero-aware one. Memory is targets x sources per
+    line: fine for the sizes scatter_reduce is used at, not for huge scatters."""
+    from . import math as M
+    from . import reduce as R
+    from .shape_extra import movedim
+
+    nd = len(x.shape)
+    dim = normalize_dim("scatter_reduce", dim, max(nd, 1))
+    if len(index.shape) != nd or len(src.shape) != nd:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self "
+                           "and src tensors")
+    ishape = tuple(index.shape)
+    for k in range(nd):
+        if ishape[k] > src.shape[k] or (k != dim and ishape[k] > x.shape[k]):
+            raise RuntimeError(f"Expected index {list(ishape)} to be smaller than self "
+                               f"{list(x.shape)} apart from dimension {dim} and to be smaller "
+                               f"than src {list(src.shape)}")
+    region = tuple(x.shape[k] if k == dim else ishape[k] for k in range(nd))
+    whole = region == tuple(x.shape)
+    xr = x if whole else x[tuple(slice(0, n) for n in region)]
+    sr = src[tuple(slice(0, n) for n in ishape)] if ishape != tuple(src.shape) else src
+    idx = index if index.dtype == _INT64 else S.astype(index, _INT64)
+    t = x.shape[dim]
+    # (..., T, J): targets before sources, both last.
+    idx_m = S.reshape(movedim(idx, dim, -1), tuple(np.delete(ishape, dim)) + (1, ishape[dim]))
+    targets = np.arange(t, dtype=np.int64).reshape(t, 1)
+    mask = E.eq(idx_m, targets)
+    src_m = S.reshape(movedim(sr, dim, -1), tuple(np.delete(ishape, dim)) + (1, ishape[dim]))
+    if reduce == "prod":
+        fill = np.ones((), x.dtype)
+    elif x.dtype.kind == "f":
+        fill = np.array(-np.inf if reduce == "amax" else np.inf, x.dtype)
+    else:
+        info = np.iinfo(x.dtype)
+        fill = np.array(info.min if reduce == "amax" else info.max, x.dtype)
+    vals = E.where(mask, src_m, fill)
+    self_m = S.reshape(movedim(xr, dim, -1), tuple(np.delete(region, dim)) + (t, 1))
+    fold = M.prod if reduce == "prod" else R.amax if reduce == "amax" else R.amin
+    if include_self:
+        vals = S.concatenate([self_m, vals], -1)
+    elif reduce != "prod":
+        # PyTorch counts a target's own value among the ties even when it is excluded
+        # (its share of the gradient is then dropped): a detached copy of it joins the
+        # fold where it equals the sources' extremum, which changes no value.
+        extreme = fold(vals, -1, True)
+        vals = S.concatenate([E.where(E.eq(self_m, extreme), self_m.detach(), fill), vals], -1)
+    folded = fold(vals, -1)
+    if not include_self:  # targets nothing lands on keep their value
+        hit = M.any(mask, -1)
+        folded = E.where(hit, folded, S.reshape(self_m, tuple(folded.shape)))
+    out = movedim(folded, -1, dim)
+    if whole:
+        return out
+    full = x.clone()
+    full[tuple(slice(0, n) for n in region)] = out
+    return full
 
 
 def _dim_index(name: str, x: Any, dim: int, index: Any) -> tuple[int, Any]:

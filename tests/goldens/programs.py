@@ -1110,6 +1110,21 @@ def indexing_family(lib, F, x, v, k):
             lib.index_put(x, (lib.tensor([1]), lib.tensor([2])), lib.tensor(9.0)))
 
 
+@program(leaf([[1.0, 2.0, 2.0, 0.5], [2.0, -1.0, 0.0, 0.0], [0.5, 0.5, 3.0, 1.0]]),
+         leaf([[2.0, 2.0, 1.0], [0.0, -1.0, 4.0], [3.0, 0.5, 0.5]]),
+         const([[1, 1, 3], [0, 0, 2], [2, 3, 2]], "int64"), covers=("index", "index_put"),
+         source=I12)
+def scatter_reduce_extremes(lib, F, x, v, k):
+    """amax/amin with ties (own value included or not) and prod with a zero."""
+    k0 = lib.tensor([[1, 0, 2], [0, 2, 2], [2, 1, 0]])
+    return (x.scatter_reduce(1, k, v, "amax"),
+            x.scatter_reduce(1, k, v, "amax", include_self=False),
+            x.scatter_reduce(0, k0, v, "amin"),
+            x.scatter_reduce(0, k0, v, "amin", include_self=False),
+            x.scatter_reduce(1, k, v, "prod"),
+            x.scatter_reduce(1, k, v, "prod", include_self=False))
+
+
 @program(grid((3, 4), -1.0, 1.0), const([[2, 0], [1, 2]], "int64"), source=I12)
 def embedding_one_hot(lib, F, w, k):
     return (F.embedding(k, w), F.embedding(k, w, padding_idx=2), F.one_hot(k, 4),

@@ -180,8 +180,12 @@ def test_scatter_family():
         [1.5, 1.0, 3.0]
     assert dg.ones(3).scatter_reduce(0, i, s, "sum", include_self=False).tolist() == \
         [3.0, 1.0, 3.0]
-    with pytest.raises(NotImplementedError):
-        dg.ones(3).scatter_reduce(0, i, s, "amax")
+    assert dg.ones(3).scatter_reduce(0, i, s, "amax").tolist() == [2.0, 1.0, 3.0]
+    assert dg.ones(3).scatter_reduce(0, i, s, "amin", include_self=False).tolist() == \
+        [1.0, 1.0, 3.0]
+    assert dg.full((3,), 2.0).scatter_reduce(0, i, s, "prod").tolist() == [4.0, 2.0, 6.0]
+    with pytest.raises(RuntimeError, match="reduce argument"):
+        dg.ones(3).scatter_reduce(0, i, s, "max")
     x = dg.zeros(3)
     x.scatter_add_(0, i, s).index_add_(0, dg.tensor([1]), dg.tensor([5.0]), alpha=2)
     assert x.tolist() == [3.0, 10.0, 3.0]
@@ -267,3 +271,19 @@ def test_compiled_traced_index_checks_bounds():
     assert f(x, dg.tensor([2, -1])).tolist() == [[8.0, 10.0], [8.0, 10.0]]
     with pytest.raises(IndexError, match="out of bounds"):
         f(x, dg.tensor([0, 3]))
+
+
+def test_scatter_reduce_extremes_split_ties_as_pytorch():
+    # PyTorch's rule, recorded from torch 2.13: the gradient of amax/amin is shared evenly
+    # by every element equal to the result, the target's own value included, and with
+    # include_self=False the own value still counts in the share (its part is dropped).
+    x = dg.tensor([1.0, 2.0, 0.0], dtype=dg.float64, requires_grad=True)
+    s = dg.tensor([2.0, 2.0, -1.0, 5.0], dtype=dg.float64, requires_grad=True)
+    i = dg.tensor([1, 1, 0, 2])
+    x.scatter_reduce(0, i, s, "amax").sum().backward()
+    assert x.grad.tolist() == [1.0, 1 / 3, 0.0]
+    assert s.grad.tolist() == [1 / 3, 1 / 3, 0.0, 1.0]
+    x.grad = s.grad = None
+    x.scatter_reduce(0, i, s, "amax", include_self=False).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+    assert s.grad.tolist() == [1 / 3, 1 / 3, 1.0, 1.0]
