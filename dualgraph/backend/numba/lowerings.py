@@ -1424,52 +1424,73 @@ def _view_dtype(node: Node, args: list, out: str) -> list:
 
 
 # ---- issue 12: losses and attention
-# softmax/log_softmax and their backward ops view their operands as (A, n, B) with the
-# normalized axis in the middle (a C-order reshape, no transpose) and loop per line: max,
-# sum of exp, write. nll_loss views its input as (N, C, R) (`nnops.nll_layout`).
+# softmax/log_softmax and their backward ops loop over their operands' own shapes, with
+# the normalized axis innermost per line: max, sum of exp, write. No reshape or
+# contiguous copy and no loop over a size-1 dim: each of those is Numba compile time.
+# nll_loss indexes its input as (N, C, positions...) (`nnops.nll_layout`'s dims).
 
 
-def _around(shape: tuple, axis: int) -> tuple[int, int, int]:
-    if not shape:
-        return 1, 1, 1
-    return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+def _axis_loops(shape: tuple, axis: int | None, out: str,
+                loop: bool = False) -> tuple[list, str, Callable]:
+    """Loop headers over every dim of ``shape`` but ``axis`` (a size-1 dim gets index 0,
+    not a loop), the indent inside them, and ``at(j)``: the index with ``j`` at ``axis``.
+    ``loop``: at least one loop, for a body that ``continue``s."""
+    heads, names = [], []
+    for d, size in enumerate(shape):
+        if d == axis:
+            names.append(None)
+        elif size == 1:
+            names.append("0")
+        else:
+            heads.append("    " * len(heads) + f"for {out}_i{d} in range({size}):")
+            names.append(f"{out}_i{d}")
+    if loop and not heads:
+        heads.append(f"for {out}_once in range(1):")
+    return heads, "    " * len(heads), lambda j: "[" + ", ".join(
+        j if n is None else n for n in names) + "]"
 
 
-def _as3(node: Node, var: str, abc: tuple, dtype: np.dtype) -> str:
-    src = var if node.dtype == dtype else f"{var}.astype({np_dtype(dtype)})"
-    return f"np.ascontiguousarray({src}).reshape({abc})"
+def _load(node: Node, src: Node, var: str, at: str) -> str:
+    """``var[at]`` as a scalar of ``node``'s dtype."""
+    return f"{var}{at}" if src.dtype == node.dtype else f"{np_dtype(node.dtype)}({var}{at})"
+
+
+def _norm_axis(node: Node) -> tuple[tuple, int]:
+    shape = tuple(node.shape)
+    return (shape, node.attrs["axis"]) if shape else ((1,), 0)
 
 
 def _softmax_lines(node: Node, args: list, out: str, log: bool) -> list:
-    a, n, b = abc = _around(tuple(node.shape), node.attrs["axis"])
+    shape, axis = _norm_axis(node)
+    n = shape[axis]
     dt = np_dtype(node.dtype)
-    x, m, s = f"{out}_x", f"{out}_m", f"{out}_s"
+    heads, ind, at = _axis_loops(shape, axis, out)
+    j = f"{out}_j"
+    x = node.inputs[0]
+    xv = _load(node, x, args[0], at(j))
+    m, s = f"{out}_m", f"{out}_s"
     # The same steps as the NumPy kernel: shift by the max (nan wins), sum exp, then
     # (x - max) - log(sum) or exp(x - max) / sum.
-    lines = [f"{x} = {_as3(node.inputs[0], args[0], abc, node.dtype)}",
-             f"{out} = np.empty({abc}, {dt})",
-             f"for {out}_i in range({a}):",
-             f"    for {out}_k in range({b}):",
-             f"        {m} = {x}[{out}_i, 0, {out}_k]" if n else f"        {m} = {dt}(0)",
-             f"        for {out}_j in range(1, {n}):",
-             f"            {out}_v = {x}[{out}_i, {out}_j, {out}_k]",
-             f"            if {out}_v > {m} or {out}_v != {out}_v:",
-             f"                {m} = {out}_v",
-             f"        {s} = 0.0",
-             f"        for {out}_j in range({n}):"]
-    at = f"[{out}_i, {out}_j, {out}_k]"
+    lines = [f"{out} = np.empty({shape}, {dt})", *heads,
+             f"{ind}{m} = {_load(node, x, args[0], at('0'))}" if n else f"{ind}{m} = {dt}(0)",
+             f"{ind}for {j} in range(1, {n}):",
+             f"{ind}    {out}_v = {xv}",
+             f"{ind}    if {out}_v > {m} or {out}_v != {out}_v:",
+             f"{ind}        {m} = {out}_v",
+             f"{ind}{s} = 0.0",
+             f"{ind}for {j} in range({n}):"]
     if log:
-        lines += [f"            {s} += np.exp({x}{at} - {m})",
-                  f"        {s} = np.log({s})",
-                  f"        for {out}_j in range({n}):",
-                  f"            {out}{at} = ({x}{at} - {m}) - {s}"]
+        lines += [f"{ind}    {s} += np.exp({xv} - {m})",
+                  f"{ind}{s} = np.log({s})",
+                  f"{ind}for {j} in range({n}):",
+                  f"{ind}    {out}{at(j)} = ({xv} - {m}) - {s}"]
     else:
-        lines += [f"            {out}_e = np.exp({x}{at} - {m})",
-                  f"            {out}{at} = {out}_e",
-                  f"            {s} += {out}_e",
-                  f"        for {out}_j in range({n}):",
-                  f"            {out}{at} = {out}{at} / {s}"]
-    return lines + [f"{out} = {out}.reshape({ishape(node)})"]
+        lines += [f"{ind}    {out}_e = np.exp({xv} - {m})",
+                  f"{ind}    {out}{at(j)} = {out}_e",
+                  f"{ind}    {s} += {out}_e",
+                  f"{ind}for {j} in range({n}):",
+                  f"{ind}    {out}{at(j)} = {out}{at(j)} / {s}"]
+    return lines
 
 
 @lowers("log_softmax")
@@ -1483,23 +1504,22 @@ def _softmax(node: Node, args: list, out: str) -> list:
 
 
 def _softmax_grad_lines(node: Node, args: list, out: str, log: bool) -> list:
-    a, n, b = abc = _around(tuple(node.shape), node.attrs["axis"])
-    g, y, s = f"{out}_g", f"{out}_y", f"{out}_s"
-    at = f"[{out}_i, {out}_j, {out}_k]"
+    shape, axis = _norm_axis(node)
+    n = shape[axis]
+    heads, ind, at = _axis_loops(shape, axis, out)
+    j = f"{out}_j"
+    g = _load(node, node.inputs[0], args[0], at(j))
+    y = _load(node, node.inputs[1], args[1], at(j))
+    s = f"{out}_s"
     # log: g - exp(y) * sum(g); plain: y * (g - sum(g * y)).
-    acc = f"{g}{at}" if log else f"{g}{at} * {y}{at}"
-    val = f"{g}{at} - np.exp({y}{at}) * {s}" if log else f"{y}{at} * ({g}{at} - {s})"
-    return [f"{g} = {_as3(node.inputs[0], args[0], abc, node.dtype)}",
-            f"{y} = {_as3(node.inputs[1], args[1], abc, node.dtype)}",
-            f"{out} = np.empty({abc}, {np_dtype(node.dtype)})",
-            f"for {out}_i in range({a}):",
-            f"    for {out}_k in range({b}):",
-            f"        {s} = 0.0",
-            f"        for {out}_j in range({n}):",
-            f"            {s} += {acc}",
-            f"        for {out}_j in range({n}):",
-            f"            {out}{at} = {val}",
-            f"{out} = {out}.reshape({ishape(node)})"]
+    acc = g if log else f"{g} * {y}"
+    val = f"{g} - np.exp({y}) * {s}" if log else f"{y} * ({g} - {s})"
+    return [f"{out} = np.empty({shape}, {np_dtype(node.dtype)})", *heads,
+            f"{ind}{s} = 0.0",
+            f"{ind}for {j} in range({n}):",
+            f"{ind}    {s} += {acc}",
+            f"{ind}for {j} in range({n}):",
+            f"{ind}    {out}{at(j)} = {val}"]
 
 
 @lowers("log_softmax_backward")
@@ -1512,67 +1532,74 @@ def _softmax_backward(node: Node, args: list, out: str) -> list:
     return _softmax_grad_lines(node, args, out, log=False)
 
 
-def _nll_prelude(node: Node, args: list, out: str, shape: tuple) -> tuple[list, str, tuple]:
-    """Lines binding ``{out}_t`` (targets as (N, R)) and the weight lookup expression;
-    the loop header over counted positions is left to the caller."""
-    from ...ops.nnops import nll_layout
-
-    n, c, r = nll_layout(shape)
+def _nll_frame(node: Node, args: list, out: str, xshape: tuple) -> tuple:
+    """The loop over target positions (headers, indent), the target, input and target
+    index functions, the weight lookup, and C. ``x[n, c, pos...]`` / ``t[n, pos...]``; a
+    1-D input is one sample (``x[c]``, ``t[0]``)."""
     weight = node.inputs[2]
-    lines = [f"{out}_t = np.ascontiguousarray({args[1]}).reshape(({n}, {r}))"]
+    c = xshape[0] if len(xshape) == 1 else xshape[1]
+    tshape = (1,) if len(xshape) == 1 else (xshape[0],) + tuple(xshape[2:])
+    heads, ind, tat = _axis_loops(tshape, None, out, loop=True)
+    names = tat("")[1:-1].split(", ")
+    xat = ((lambda k: f"[{k}]") if len(xshape) == 1
+           else (lambda k: "[" + ", ".join([names[0], k] + names[1:]) + "]"))
+    t = f"{out}_c"
     if isinstance(weight, Node):
-        lines.append(f"{out}_w = np.ascontiguousarray({args[2]}).reshape({c})")
-        w = f"{np_dtype(node.dtype)}({out}_w[{out}_c])"
+        w = _load(node, weight, args[2], f"[{t}]")
     else:
         w = f"{np_dtype(node.dtype)}({float(weight)!r})"
-    return lines, w, (n, c, r)
+    return heads, ind, tat(""), xat, w, c
 
 
-def _nll_loop(out: str, n: int, c: int, r: int, ignore: int) -> list:
-    return [f"for {out}_n in range({n}):",
-            f"    for {out}_r in range({r}):",
-            f"        {out}_c = {out}_t[{out}_n, {out}_r]",
-            f"        if {out}_c == {ignore}:",
-            "            continue",
-            f"        if {out}_c < 0 or {out}_c >= {c}:",
-            "            raise IndexError('nll_loss: Target is out of bounds.')"]
+def _nll_target(out: str, tvar: str, tat: str, ind: str, c: int, ignore: int,
+                on_ignore: list | None = None) -> list:
+    return [f"{ind}{out}_c = {tvar}{tat}",
+            f"{ind}if {out}_c == {ignore}:",
+            *[f"{ind}    {line}" for line in (on_ignore or [])],
+            f"{ind}    continue",
+            f"{ind}if {out}_c < 0 or {out}_c >= {c}:",
+            f"{ind}    raise IndexError('nll_loss: Target is out of bounds.')"]
 
 
 @lowers("nll_loss")
 def _nll_loss(node: Node, args: list, out: str) -> list:
-    x = node.inputs[0]
-    lines, w, (n, c, r) = _nll_prelude(node, args, out, tuple(x.shape))
+    xshape = tuple(node.inputs[0].shape)
+    heads, ind, tat, xat, w, c = _nll_frame(node, args, out, xshape)
     dt = np_dtype(node.dtype)
     reduction = node.attrs["reduction"]
-    lines += [f"{out}_x = np.ascontiguousarray({args[0]}).reshape(({n}, {c}, {r}))",
-              f"{out}_l = np.zeros(({n}, {r}), {dt})",
-              f"{out}_tw = 0.0"]
-    lines += _nll_loop(out, n, c, r, node.attrs["ignore_index"])
-    lines += [f"        {out}_wc = {w}",
-              f"        {out}_l[{out}_n, {out}_r] = -{out}_wc * {out}_x[{out}_n, {out}_c, {out}_r]",
-              f"        {out}_tw += {out}_wc"]
+    ignore = node.attrs["ignore_index"]
+    loss = f"-{out}_wc * {_load(node, node.inputs[0], args[0], xat(out + '_c'))}"
+    lines = [f"{out} = np.empty({ishape(node)}, {dt})"]
     if reduction == "none":
-        return lines + [f"{out} = {out}_l.reshape({ishape(node)})"]
-    total = f"{out}_l.sum()"
-    if reduction == "mean":
-        total = f"np.float64({out}_l.sum()) / {out}_tw"  # error_model numpy: 0/0 is nan
-    return lines + [f"{out} = np.full((1,), {total}, {dt})"]
+        return lines + heads + _nll_target(out, args[1], tat, ind, c, ignore,
+                                           [f"{out}{tat} = {dt}(0)"]) + [
+            f"{ind}{out}_wc = {w}",
+            f"{ind}{out}{tat} = {loss}"]
+    lines += [f"{out}_tot = 0.0", f"{out}_tw = 0.0"] + heads + _nll_target(
+        out, args[1], tat, ind, c, ignore)
+    lines += [f"{ind}{out}_wc = {w}",
+              f"{ind}{out}_tot += {dt}({loss})",
+              f"{ind}{out}_tw += {out}_wc"]
+    total = f"{out}_tot / {out}_tw" if reduction == "mean" else f"{out}_tot"
+    return lines + [f"{out}[0] = {dt}({total})"]  # error_model numpy: 0/0 is nan
 
 
 @lowers("nll_loss_backward")
 def _nll_loss_backward(node: Node, args: list, out: str) -> list:
-    lines, w, (n, c, r) = _nll_prelude(node, args, out, tuple(node.attrs["shape"]))
+    xshape = tuple(node.attrs["shape"])
+    heads, ind, tat, xat, w, c = _nll_frame(node, args, out, xshape)
     dt = np_dtype(node.dtype)
     reduction = node.attrs["reduction"]
-    g = f"{out}_g[{out}_n, {out}_r]" if reduction == "none" else f"{out}_g[0]"
-    lines += [f"{out}_g = np.ascontiguousarray({args[0]}).reshape("
-              f"{(n, r) if reduction == 'none' else (1,)})",
-              f"{out} = np.zeros(({n}, {c}, {r}), {dt})"]
+    ignore = node.attrs["ignore_index"]
+    g = (_load(node, node.inputs[0], args[0], tat) if reduction == "none"
+         else _load(node, node.inputs[0], args[0], "[0]"))
+    lines = [f"{out} = np.empty({ishape(node)}, {dt})"]
     if reduction == "mean":  # the summed weights first: every gradient is divided by them
-        lines += [f"{out}_tw = 0.0"] + _nll_loop(out, n, c, r, node.attrs["ignore_index"])
-        lines += [f"        {out}_tw += {w}"]
+        lines += [f"{out}_tw = 0.0"] + heads + _nll_target(out, args[1], tat, ind, c, ignore)
+        lines += [f"{ind}{out}_tw += {w}"]
         g = f"({g} / {out}_tw)"
-    lines += _nll_loop(out, n, c, r, node.attrs["ignore_index"])
-    lines += [f"        {out}[{out}_n, {out}_c, {out}_r] = -{w} * {g}",
-              f"{out} = {out}.reshape({ishape(node)})"]
+    # Each line of classes is zeroed as the loop reaches it: one loop nest, no np.zeros.
+    zero = [f"{ind}for {out}_z in range({c}):", f"{ind}    {out}{xat(out + '_z')} = {dt}(0)"]
+    lines += heads + zero + _nll_target(out, args[1], tat, ind, c, ignore)
+    lines += [f"{ind}{out}{xat(out + '_c')} = -{w} * {g}"]
     return lines
