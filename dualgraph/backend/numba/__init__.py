@@ -38,6 +38,10 @@ class Kernel:
         self.write_to = write_to
         self._in = [(tuple(n.shape), n.dtype) for n in graph.inputs]
         self._consts = tuple(lowered.consts)
+        self._scratch = [(tuple(shape), dtype) for shape, dtype in lowered.scratch]
+        # Work arrays are reused across calls; a call takes a set from the pool and gives
+        # it back (list pop/append are atomic, so threads never share a set).
+        self._pool: list = []
         self._outs = [(ishape(o), o.dtype, not o.shape) for k, o in enumerate(graph.outputs)
                       if k not in write_to]
 
@@ -58,19 +62,32 @@ class Kernel:
     def new_outputs(self) -> list:
         return [np.empty(s, d) for s, d, _ in self._outs]
 
+    def new_scratch(self) -> list:
+        return [np.empty(s, d) for s, d in self._scratch]
+
     def run(self, ins: list, outs: list) -> None:
-        self.fn(*ins, *self._consts, *outs)
+        if not self._scratch:
+            self.fn(*ins, *self._consts, *outs)
+            return
+        pool = self._pool
+        work = pool.pop() if pool else self.new_scratch()
+        try:
+            self.fn(*ins, *self._consts, *work, *outs)
+        finally:
+            pool.append(work)
 
     def signature(self, arrays: Any, prepared: bool = False) -> tuple:
         """The Numba argument types of a call with these inputs (consts and outputs
         included): what `compile` compiles for, and what a compile worker is sent."""
         ins = list(arrays) if prepared else self.prepare(arrays)
-        return tuple(numba.typeof(a) for a in ins + list(self._consts) + self.new_outputs())
+        return tuple(numba.typeof(a) for a in ins + list(self._consts) + self.new_scratch()
+                     + self.new_outputs())
 
     def signature_of(self, inputs: list) -> tuple:
         """`signature` for inputs described as in `array_type`, not given as arrays."""
         return (tuple(array_type(d) for d in inputs) + tuple(numba.typeof(a) for a in
-                self._consts) + tuple(numba.typeof(a) for a in self.new_outputs()))
+                self._consts) + tuple(numba.typeof(a) for a in self.new_scratch())
+                + tuple(numba.typeof(a) for a in self.new_outputs()))
 
     def compile(self, arrays: Any = None, prepared: bool = False,
                 sig: tuple | None = None) -> float:

@@ -14,8 +14,10 @@ reshapes at the boundary), which keeps every loop and index uniform.
 
 from __future__ import annotations
 
+import ast
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -67,6 +69,14 @@ class Lowered:
     output_shapes: list
     n_inputs: int
     line_of_node: dict
+    # Work arrays (shape, dtype) the caller allocates once and passes after the constants:
+    # an allocation inside the kernel costs Numba compile time and the runtime a fresh
+    # buffer per call.
+    scratch: list = field(default_factory=list)
+
+
+# A top-level allocation in generated code: ``name = np.empty((shape), np.dtype)``.
+_ALLOC = re.compile(r"^(\w+) = np\.empty\((\([\d, ]*\)|\d+), (np\.\w+)\)$")
 
 
 class _Writer:
@@ -79,6 +89,7 @@ class _Writer:
         self.lines: list[str] = []
         self.var: dict[int, str] = {}
         self.consts: list[np.ndarray] = []
+        self.scratch: list[tuple] = []
         self.ir_names = graph.names()
         self.line_of_node: dict[str, int] = {}
         self.tmp = 0
@@ -89,7 +100,18 @@ class _Writer:
 
     # ------------------------------------------------------------------ helpers
     def emit(self, line: str, indent: int = 1) -> None:
+        if indent == 1:
+            m = _ALLOC.match(line)
+            if m:
+                line = f"{m.group(1)} = {self.work(m.group(2), m.group(3))}"
         self.lines.append("    " * indent + line)
+
+    def work(self, shape: str, dtype: str) -> str:
+        """A new work array of ``shape`` and ``dtype`` (their source text), passed in."""
+        dims = ast.literal_eval(shape)
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        self.scratch.append((dims, np.dtype(dtype[3:].replace("bool_", "bool"))))
+        return f"w{len(self.scratch) - 1}"
 
     def comment(self, n: Node, indent: int = 1) -> None:
         text = self.graph.format_node(n, self.ir_names)
@@ -137,6 +159,7 @@ class _Writer:
                 self.copy_loop(f"a{self.write_to[k]}", outs[k], ishape(self.graph.outputs[k]))
         self.emit("return 0")
         params += [f"c{k}" for k in range(len(self.consts))]
+        params += [f"w{k}" for k in range(len(self.scratch))]
         params += [f"o{k}" for k in range(len(outs)) if k not in self.write_to]
         header = [f"def {self.name}({', '.join(params)}):"]
         body = self.lines[body_start:]
@@ -144,7 +167,7 @@ class _Writer:
         self.line_of_node = {k: v + offset for k, v in self.line_of_node.items()}
         return Lowered("\n".join(header + body), self.name, self.consts,
                        [tuple(o.shape) for o in self.graph.outputs], len(self.graph.inputs),
-                       self.line_of_node)
+                       self.line_of_node, self.scratch)
 
     def copy_loop(self, dst: str, src: str, shape: tuple) -> None:
         """``dst[...] = src`` as an explicit loop: slice assignment makes Numba compile its
@@ -228,7 +251,22 @@ class _Writer:
         op = OPS.get(n.op)
         if op is None:
             return False
-        return (op.loop_fusible and not op.view) or op.reduction is not None or op.contraction
+        return ((op.loop_fusible and not op.view) or op.reduction is not None
+                or op.contraction or self.fills_own(n))
+
+    @staticmethod
+    def fills_own(n: Node) -> bool:
+        """``n``'s kernel lowering allocates its result first, of its own shape and dtype,
+        and only fills it: it can fill a buffer it is given instead."""
+        if n.op in lowerings.NOT_LOWERABLE or n.op not in lowerings.LOWER:
+            return False
+        args = [f"x{k}" for k in range(len(n.inputs))]
+        try:
+            lines = lowerings.kernel_lowering(n.op)(n, args, "probe")
+        except Exception:  # noqa: BLE001 - a lowering that rejects the node says no
+            return False
+        return (bool(lines) and lines[0] == f"probe = np.empty({ishape(n)}, {np_dtype(n.dtype)})"
+                and not any(line.startswith("probe = ") for line in lines[1:]))
 
     @staticmethod
     def fresh_result(n: Node) -> bool:
@@ -277,17 +315,23 @@ class _Writer:
             else:
                 args = [self.var[id(i)] if isinstance(i, Node) else _py(i) for i in ins]
                 for line in self.into_buffer(lowerings.kernel_lowering(n.op)(n, args, out),
-                                             out):
+                                             out, n):
                     self.emit(line)
         self.var[id(n)] = out
         if into is not None and self.into is None:  # the lowering used the buffer
             self.filled.add(id(n))
         self.into = None
 
-    def into_buffer(self, lines: list[str], out: str) -> list[str]:
-        """A product that BLAS writes into a new array writes into ``self.into`` instead;
-        any other lowering keeps its own array (copied into the output at the end)."""
-        if self.into is None or not self.gemm_line(lines, out):
+    def into_buffer(self, lines: list[str], out: str, n: Node | None = None) -> list[str]:
+        """A product that BLAS writes into a new array, or a lowering that allocates its
+        result and fills it (`fills_own`), writes into ``self.into`` instead; any other
+        lowering keeps its own array (copied into the output at the end)."""
+        if self.into is None:
+            return lines
+        own = n is not None and lines and lines[0] == (
+            f"{out} = np.empty({ishape(n)}, {np_dtype(n.dtype)})") and not any(
+            line.startswith(f"{out} = ") for line in lines[1:])
+        if not own and not self.gemm_line(lines, out):
             return lines
         into, self.into = self.into, None
         return [f"{out} = {into}"] + lines[1:]
