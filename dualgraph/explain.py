@@ -43,6 +43,8 @@ class Explanation:
     backward_passes: PassStats = field(default_factory=PassStats)
     numba_source: str | None = None
     source_map: list[SourceLine] = field(default_factory=list)
+    # For a `dg.compile`d function: which tier serves its calls now (see `tier_of`).
+    tier: str | None = None
 
     def lines_for(self, user: str) -> list[SourceLine]:
         """Source-map rows whose user location ends with ``user`` (e.g. ``"model.py:12"``)."""
@@ -67,7 +69,8 @@ class Explanation:
         return out
 
     def __str__(self) -> str:
-        lines = self._stages("forward", self.traced, self.passes)
+        lines = [f"== tier: {self.tier}"] if self.tier else []
+        lines += self._stages("forward", self.traced, self.passes)
         kernels = sum(1 for n in self.optimized.nodes if n.op == "fused")
         lines.append(f"== forward: {op_count(self.traced)} traced nodes -> "
                      f"{op_count(self.optimized)} optimized nodes, {kernels} fused kernel(s)")
@@ -101,6 +104,7 @@ def explain(fn: Callable, *example_args: Any, wrt: Any = "auto") -> Explanation:
 
     >>> print(dg.explain(lambda x: (x * 2).exp().sum(), dg.randn(3)))   # doctest: +SKIP
     """
+    tier = tier_of(fn)
     traced = trace(fn, *example_args)
     traced.verify("trace")
     if wrt == "auto":
@@ -116,10 +120,39 @@ def explain(fn: Callable, *example_args: Any, wrt: Any = "auto") -> Explanation:
         fwd = optimize(d.forward, verify=True)
         bwd = optimize(d.backward, verify=True)
         source, smap = _lower_all([(fwd, "forward"), (bwd, "backward")])
-        return Explanation(traced, fwd, fwd.pass_stats, d, bwd, bwd.pass_stats, source, smap)
+        return Explanation(traced, fwd, fwd.pass_stats, d, bwd, bwd.pass_stats, source, smap,
+                           tier=tier)
     fwd = optimize(traced, verify=True)
     source, smap = _lower_all([(fwd, "kernel")])
-    return Explanation(traced, fwd, fwd.pass_stats, numba_source=source, source_map=smap)
+    return Explanation(traced, fwd, fwd.pass_stats, numba_source=source, source_map=smap,
+                       tier=tier)
+
+
+def tier_of(fn: Any) -> str | None:
+    """Which tier serves a compiled function's calls, in words (None for a plain function):
+    blocking, or tiered with its tier-0 and tier-1 call counts, the swap and any failure."""
+    stats = getattr(fn, "stats", None)
+    if stats is None or not hasattr(fn, "tiered"):
+        return None
+    from .compile.tiered import enabled
+
+    if not enabled(fn.tiered, fn.cache):
+        return ("blocking: the first call of each signature compiles the Numba kernels "
+                "(tiered=False, DUALGRAPH_TIERED=0 or cache=False)")
+    calls = stats.traces + stats.cache_hits
+    if not calls:
+        return "tiered, not called yet"
+    entries = fn.entries() if hasattr(fn, "entries") else []
+    now = "tier 1 (Numba kernels)"
+    if any(getattr(e, "tier0", False) for e in entries):
+        now = "tier 0 (NumPy interpreter" + (")" if stats.tier_failure
+                                              else "; the worker is compiling)")
+    text = (f"{now}; {stats.tier0_calls} call(s) at tier 0, {stats.tier1_calls} at tier 1")
+    if stats.swap_call is not None:
+        text += f"; swapped at call {stats.swap_call}, {stats.swap_seconds:.2f} s after the first"
+    if stats.tier_failure:
+        text += f"; tiering failed, staying at tier 0: {stats.tier_failure}"
+    return text
 
 
 def _short(loc: str | None) -> str:

@@ -56,6 +56,18 @@ _SWAP_LOCK = threading.Lock()
 _WORKER: _Worker | None = None
 _WORKER_LOCK = threading.Lock()
 _IDS = itertools.count(1)
+# A worker is replaced after this many jobs (once it is idle): Numba never gives back the
+# ~1 MB of native memory each compile takes, so only a fresh process bounds it.
+JOBS_ENV = "DUALGRAPH_WORKER_JOBS"
+DEFAULT_WORKER_JOBS = 100
+
+
+def job_limit() -> int:
+    """Jobs a compile worker serves before it is replaced (``DUALGRAPH_WORKER_JOBS``)."""
+    try:
+        return max(1, int(os.environ.get(JOBS_ENV, DEFAULT_WORKER_JOBS)))
+    except ValueError:
+        return DEFAULT_WORKER_JOBS
 _LEN = struct.Struct(">Q")  # a frame: its length, then a pickle (see the worker module)
 
 
@@ -116,6 +128,12 @@ def _out_desc(node: Any) -> tuple:
     return (np.dtype(node.dtype).str, max(len(node.shape), 1), "C", False)
 
 
+def _cot_desc(node: Any) -> tuple:
+    """A backward kernel's cotangent: C-contiguous and read-only, as
+    `CompiledFunctionBackward` always passes it (so one compile serves every call)."""
+    return (np.dtype(node.dtype).str, max(len(node.shape), 1), "C", True)
+
+
 class _Job:
     """One entry's kernels, compiled by the worker and loaded by the reader thread."""
 
@@ -165,6 +183,7 @@ class _Worker:
         self.pid = self.proc.pid
         self.owner = os.getpid()
         self.dead: str | None = None
+        self.submitted = 0
         self._jobs: dict[int, _Job] = {}
         self._lock = threading.Lock()
         self._out: queue.SimpleQueue = queue.SimpleQueue()
@@ -178,8 +197,14 @@ class _Worker:
             if self.dead is not None:
                 return False
             self._jobs[job.id] = job
+            self.submitted += 1
         self._out.put(payload)
         return True
+
+    def worn_out(self) -> bool:
+        """Served its `job_limit` and idle: time to replace it."""
+        with self._lock:
+            return self.submitted >= job_limit() and not self._jobs
 
     def _write(self) -> None:
         try:
@@ -277,11 +302,12 @@ def _exit_reason(rc: int | None, stderr: Any) -> str:
 
 def worker() -> _Worker:
     """The running worker of this process, started on first use (again after one died,
-    and in a child process after a fork)."""
+    in a child process after a fork, and in place of one that served its `job_limit`)."""
     global _WORKER
     with _WORKER_LOCK:
         w = _WORKER
-        if w is None or w.dead is not None or w.owner != os.getpid():
+        if (w is None or w.dead is not None or w.owner != os.getpid()
+                or w.worn_out()):
             if w is not None and w.owner == os.getpid():
                 w.stop(timeout=0.5)
             w = _WORKER = _Worker()
@@ -320,7 +346,7 @@ def start(entry: Any, arrays: list, user: list, name: str, parallel: bool,
         res = [describe(arrays[j]) if kind == "in" else _out_desc(outs[j])
                for kind, j in entry.residual_plan]
         specs.append(("bwd_kernel", entry.backward_graph, "backward", parallel, {},
-                      [_out_desc(o) for o in user] + res))
+                      [_cot_desc(o) for o in user] + res))
     job = _Job(specs)
     if "numba" in sys.modules and _load_now(job):
         for attr, k in job.kernels:

@@ -672,3 +672,25 @@ def test_backward_twice_without_retain_graph_raises():
     with pytest.raises(RuntimeError, match="retain_graph"):
         out.backward()
 
+
+
+def test_backward_kernel_compiles_once_whatever_the_cotangent():
+    """Cotangents reach the backward kernel C-contiguous and read-only, whether they are
+    backward()'s seed, a writable array of the user's or a transposed view: one Numba
+    signature serves them all (each extra one is a full compile)."""
+    x = dg.tensor(np.random.default_rng(0).random((3, 4)).astype(np.float32),
+                  requires_grad=True)
+    f = dg.compile(lambda x: x.tanh() * 2, tiered=False)
+    grads = []
+    for g in (np.ones((3, 4), np.float32), np.ones((4, 3), np.float32).T):
+        x.grad = None
+        f(x).backward(dg.tensor(g))
+        grads.append(x.grad.numpy().copy())
+    h = dg.compile(lambda x: (x.tanh() * 2).sum(), tiered=False)
+    x.grad = None
+    h(x).backward()
+    np.testing.assert_allclose(grads[0], grads[1])
+    np.testing.assert_allclose(x.grad.numpy(), grads[0], rtol=1e-6)
+    for fn in (f, h):
+        (entry,) = fn.entries()
+        assert len(entry.bwd_kernel.fn.signatures) == 1

@@ -24,6 +24,7 @@ import pytest
 
 import dualgraph as dg
 from dualgraph.compile import tiered
+from dualgraph.explain import tier_of
 from dualgraph.workloads import train_step
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,10 +53,24 @@ def step_run(cold_cache):
     eager, eargs = train_step("tinynet")
     step, args = train_step("tinynet")
     f = dg.compile(step)
+    fresh = tier_of(f)
     tier0 = [(f(*args).item(), eager(*eargs).item()) for _ in range(3)]
     entry = f.entries()[0]
     return {"f": f, "args": args, "eager": eager, "eargs": eargs, "tier0": tier0,
-            "entry": entry, "was_tier0": entry.tier0 and tiered.worker_pid() is not None}
+            "entry": entry, "was_tier0": entry.tier0 and tiered.worker_pid() is not None,
+            "tier_fresh": fresh, "tier_text": tier_of(f)}
+
+
+def test_explain_says_the_tier(step_run):
+    assert step_run["tier_fresh"] == "tiered, not called yet"
+    if step_run["was_tier0"]:
+        assert step_run["tier_text"].startswith("tier 0 (NumPy interpreter; the worker")
+        assert "3 call(s) at tier 0" in step_run["tier_text"]
+    f = dg.compile(lambda x: x * 2, tiered=False)
+    x = dg.ones(3)
+    f(x)
+    report = str(dg.explain(f, x))
+    assert report.startswith("== tier: blocking")
 
 
 def test_first_calls_are_tier0_with_eager_values(step_run):
@@ -77,6 +92,8 @@ def test_swap_to_tier1_then_same_values(step_run):
     assert st.swap_seconds > 0 and st.worker_seconds > 0
     assert st.tier1_calls == st.calls - st.tier0_calls
     assert "tier0_calls=" in str(st) and "swap at call" in str(st)
+    text = tier_of(f)
+    assert text.startswith("tier 1 (Numba kernels)") and f"swapped at call {st.swap_call}" in text
 
 
 def test_train_mode_backward_at_both_tiers(cold_cache):
@@ -200,3 +217,34 @@ def test_worker_stops_at_interpreter_exit(cold_cache):
             return
         time.sleep(0.05)
     pytest.fail(f"the compile worker {pid} outlived its interpreter")
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs /proc")
+def test_memory_plateaus_over_many_distinct_graphs(cold_cache, monkeypatch):
+    """The issue's loop (`dg.compile(lambda x, c=...: dg.tanh(x) * c)`) with an in-memory
+    limit of 4 kernels and a worker replaced every 3 jobs: this process only loads kernels
+    (evicted ones are freed) and the worker, where Numba's per-compile memory stays, is
+    recycled, so neither grows with the number of graphs."""
+    from dualgraph.backend.numba import cache as kernel_cache
+
+    monkeypatch.setattr(kernel_cache, "MAX_KERNELS", 4)
+    monkeypatch.setenv(tiered.JOBS_ENV, "3")
+    x = dg.tensor(np.linspace(-1, 1, 16))
+    pids, rss = set(), []
+    for k in range(14):
+        c = 1.0 + k / 64
+        f = dg.compile(lambda x, c=c: dg.tanh(x) * c)
+        f(x)
+        pids.add(tiered.worker_pid())
+        assert tiered.wait(f, TIMEOUT), f.stats.tier_failure
+        np.testing.assert_allclose(f(x).numpy(), np.tanh(x.numpy()) * c, rtol=1e-12)
+        del f
+        rss.append(_rss())
+    assert len(pids - {None}) >= 4  # replaced after every 3 jobs
+    growth = rss[-1] - rss[5]
+    assert growth < 4 * 2**20, [r // 1024 for r in rss]

@@ -163,6 +163,25 @@ def _drop_numba_cache(path: str) -> bool:
     return removed
 
 
+def float32_only(graph: Graph) -> bool:
+    """Whether every float value of ``graph`` (fused bodies included) is float32: such a
+    kernel may contract ``a * b + c`` to an FMA, which rounds once instead of twice. A
+    float64 kernel, the referee of the numerics tests, keeps NumPy's rounding exactly."""
+    seen = False
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        for n in list(g.inputs) + list(g.nodes):
+            kind = np.dtype(n.dtype).kind
+            if kind in "fc":
+                if np.dtype(n.dtype) != np.float32:
+                    return False
+                seen = True
+            if n.op == "fused":
+                stack.append(n.attrs["body"])
+    return seen
+
+
 def build(graph: Graph, parallel: bool = False, use_cache: bool = True,
           name: str = "kernel", write_to: dict[int, int] | None = None) -> Kernel:
     """Lower ``graph`` and load its njit function (from the caches when possible).
@@ -172,5 +191,6 @@ def build(graph: Graph, parallel: bool = False, use_cache: bool = True,
     """
     write_to = dict(write_to or {})
     lowered = lower(graph, name=name, parallel=parallel, write_to=write_to)
-    fn, source, path = cache.load(lowered.source, name, parallel, use_cache)
+    fn, source, path = cache.load(lowered.source, name, parallel, use_cache,
+                                  contract=float32_only(graph))
     return Kernel(graph, lowered, fn, source, path, write_to, parallel)

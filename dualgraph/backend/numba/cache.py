@@ -305,11 +305,15 @@ def on_disk(disp: Any, sig: tuple) -> bool:
         return False
 
 
-def module_source(body: str, name: str, parallel: bool, cache: bool) -> str:
+def module_source(body: str, name: str, parallel: bool, cache: bool,
+                  contract: bool = False) -> str:
+    """The kernel module's source. ``contract``: let LLVM fuse ``a * b + c`` into one FMA
+    (`fastmath={"contract"}` and nothing else of fast math), for float32-only kernels."""
     from ... import __version__
 
+    fm = ", fastmath={'contract'}" if contract else ""
     deco = (f"@dgc.njit(cache={cache}, error_model='numpy', parallel={parallel}, "
-            "nogil=True)\n")
+            f"nogil=True{fm})\n")
     from .blas import BACKEND
     from .kernels import source_digest
 
@@ -326,11 +330,12 @@ def _module_name(digest: str) -> str:
     return f"{_PACKAGE}.dg_{digest}"
 
 
-def load(body: str, name: str, parallel: bool, cache: bool) -> tuple[Any, str, str | None]:
+def load(body: str, name: str, parallel: bool, cache: bool,
+         contract: bool = False) -> tuple[Any, str, str | None]:
     """The njit dispatcher for ``body`` (a function named ``name``), its full source, and
     the file it lives in (``None`` without the disk cache)."""
     use_disk = cache and disk_cache_enabled()
-    source = module_source(body, name, parallel, use_disk)
+    source = module_source(body, name, parallel, use_disk, contract)
     digest = digest_of(source)
     with _LOCK:
         fn = _KERNELS.get(digest)

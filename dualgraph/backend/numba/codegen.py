@@ -416,9 +416,14 @@ class _Writer:
                          for j, d in enumerate(shape))
 
     def loops(self, shape: tuple, indent: int, parallel_ok: bool = True) -> tuple[list, int]:
+        """Loop headers over ``shape``: the index names and the indent inside. A size-1
+        dim gets index 0, not a loop (a loop is Numba compile time)."""
         idx = []
         for k, d in enumerate(shape):
             i = f"i{k}"
+            if d == 1:
+                idx.append("0")
+                continue
             rng = "range"
             if k == 0 and self.parallel and parallel_ok and math.prod(shape) >= PARALLEL_MIN_SIZE:
                 rng = "numba.prange"
@@ -426,6 +431,12 @@ class _Writer:
             idx.append(i)
             indent += 1
         return idx, indent
+
+    def fill(self, name: str, shape: tuple, value: str, dtype: np.dtype) -> None:
+        """``name = np.full(shape, value, dtype)`` as a work array and a fill loop."""
+        self.emit(f"{name} = np.empty({shape}, {np_dtype(dtype)})")
+        idx, indent = self.loops(shape, 1, parallel_ok=False)
+        self.emit(f"{name}[{', '.join(idx)}] = {value}", indent)
 
     def loop_group(self, members: list[Node], root: Node, env: dict, out: str,
                    shape: tuple, target: str | None = None, skip: set | None = None,
@@ -541,6 +552,9 @@ class _Writer:
                 iidx = []
                 for k, d in enumerate(inner_shape):
                     i = f"i{len(outer) + k}"
+                    if d == 1:
+                        iidx.append("0")
+                        continue
                     self.emit(f"for {i} in range({d}):", indent)
                     iidx.append(i)
                     indent += 1
@@ -561,7 +575,7 @@ class _Writer:
             return
         else:
             acc = self.fresh("acc")
-            self.emit(f"{acc} = np.full({keep}, {init}, {np_dtype(acc_t)})")
+            self.fill(acc, keep, f"{np_dtype(acc_t)}({init})", acc_t)
             idx, indent = self.loops(shape, 1, parallel_ok=False)
             sym = {}
             self.scalar_lines(body, env, shape, idx, sym, indent, set())
@@ -608,7 +622,10 @@ class _Writer:
         """
         lanes = self.fresh("lanes")
         i = f"i{len(oidx)}"
-        self.emit(f"{lanes} = np.full({LANES}, {init}, {np_dtype(acc_t)})", indent)
+        # One work array for every row's lanes: an np.full here would allocate per row.
+        self.emit(f"{lanes} = {self.work(str(LANES), np_dtype(acc_t))}", indent)
+        self.emit(f"for {i}l in range({LANES}):", indent)
+        self.emit(f"{lanes}[{i}l] = {np_dtype(acc_t)}({init})", indent + 1)
         self.emit(f"for {i}b in range({n // LANES}):", indent)
         self.emit(f"for {i}l in range({LANES}):", indent + 1)
         self.emit(f"{i} = {i}b * {LANES} + {i}l", indent + 2)
