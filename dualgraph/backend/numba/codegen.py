@@ -25,6 +25,7 @@ from ...ir.graph import Graph, Node
 from ...ops.broadcast import result_dtype
 from ...ops.registry import OPS
 from . import lowerings
+from .loopmerge import merge_loops
 from .lowerings import MATH, LoweringError, ishape, literal, missing, np_dtype
 
 __all__ = ["LANES", "Lowered", "LoweringError", "ishape", "lower", "np_dtype"]
@@ -162,9 +163,10 @@ class _Writer:
         params += [f"w{k}" for k in range(len(self.scratch))]
         params += [f"o{k}" for k in range(len(outs)) if k not in self.write_to]
         header = [f"def {self.name}({', '.join(params)}):"]
-        body = self.lines[body_start:]
+        tags = {line - body_start: name for name, line in self.line_of_node.items()}
+        body, lines_of = merge_loops(self.lines[body_start:], tags, set(params))
         offset = len(header)
-        self.line_of_node = {k: v + offset for k, v in self.line_of_node.items()}
+        self.line_of_node = {k: v + offset for k, v in lines_of.items()}
         return Lowered("\n".join(header + body), self.name, self.consts,
                        [tuple(o.shape) for o in self.graph.outputs], len(self.graph.inputs),
                        self.line_of_node, self.scratch)
