@@ -1,6 +1,8 @@
 """The ``dualgraph`` command (also ``python -m dualgraph``).
 
     dualgraph compare [--quick] [--workload NAME] [--json PATH] [--plot PNG] [--ablation]
+                      [--threads N]
+    dualgraph sweep --workload NAME --param NAME=V1,V2 [--modes ...] [--threads 1,2] ...
     dualgraph explain MODULE:FUNC [--shape 3,4 ...]
     dualgraph demo
 """
@@ -251,7 +253,7 @@ def _compare(args: argparse.Namespace) -> int:
         fn, fargs = WORKLOADS[name].build(args.quick)
         r = compare(fn, *fargs, name=name, repeats=5 if args.quick else 9,
                     budget=0.5 if args.quick else 2.0,
-                    cold_warm=not args.quick, ablation=args.ablation)
+                    cold_warm=not args.quick, ablation=args.ablation, threads=args.threads)
         reports.append(r)
     print(_table(reports, classifier, warm))
     if args.verbose:
@@ -316,6 +318,16 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="dualgraph",
@@ -328,6 +340,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmp_.add_argument("--json", metavar="PATH", help="write the reports as JSON")
     cmp_.add_argument("--plot", metavar="PNG", help="speed-up and break-even plot (matplotlib)")
     cmp_.add_argument("--ablation", action="store_true", help="also rerun with each pass off")
+    cmp_.add_argument("--threads", type=_positive_int, metavar="N",
+                      help="thread pools (BLAS, Numba) of N threads; compiled with "
+                      "parallel=True when N > 1 (default: single-threaded BLAS)")
     cmp_.add_argument("-v", "--verbose", action="store_true", help="print every full report")
     cmp_.set_defaults(func=_compare)
     exp = sub.add_parser("explain", help="trace, optimize and lower a function of yours")
