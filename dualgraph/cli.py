@@ -383,7 +383,9 @@ def _cpu_with_children() -> float:
 
 
 def _machines(path: str | None) -> dict:
-    if not path:
+    import os
+
+    if not path or not os.path.exists(path):
         return {}
     with open(path) as f:
         return json.load(f).get("machines", {})

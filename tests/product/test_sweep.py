@@ -80,10 +80,21 @@ def test_resume_runs_only_the_missing_cells(grid: tuple[list[dict], Path], tmp_p
     assert set(after) == set(before) | {dropped["key"]}
     assert {k: after[k] for k in before} == before, "finished cells were run again"
     assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
-    # --fresh starts over.
-    assert main(["sweep", "--workload", "scalar", "--modes", "eager", "--scheduler", cluster,
-                 "--out", str(partial), "--fresh", *FLAGS]) == 0
-    assert len(json.loads(partial.read_text())["cells"]) == 1
+
+
+def test_resume_is_the_default_and_fresh_starts_over(tmp_path: Path, monkeypatch:
+                                                     pytest.MonkeyPatch) -> None:
+    import dualgraph.sweeps as sweeps
+
+    seen = []
+    monkeypatch.setattr(sweeps, "sweep", lambda *a, **k: seen.append(k) or [])
+    args = ["sweep", "--workload", "scalar", "--out", str(tmp_path / "s.json")]
+    assert main(args) == 0 and main(args + ["--resume"]) == 0
+    assert main(args + ["--fresh"]) == 0
+    assert [k["fresh"] for k in seen] == [False, False, True]
+    out = tmp_path / "old.json"
+    out.write_text(json.dumps({"cells": [{"key": "k", "status": "ok"}]}))
+    assert sweeps.Store(str(out)).done("k") and not sweeps.Store(str(out), fresh=True).done("k")
 
 
 def test_a_killed_workers_cell_is_retried(cluster: str, tmp_path: Path) -> None:
