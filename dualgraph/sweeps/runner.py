@@ -94,8 +94,7 @@ def run_dask(specs: list[dict], store: Store, progress: Progress, retries: int,
     workers (one task at a time) are each pinned to their own cores."""
     import dask
 
-    with dask.config.set({"distributed.scheduler.allowed-failures": retries,
-                          "distributed.worker.daemon": False}):
+    with dask.config.set({"distributed.scheduler.allowed-failures": retries}):
         if scheduler:
             from distributed import Client
 
