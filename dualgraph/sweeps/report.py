@@ -176,6 +176,9 @@ def plot(rs: Sequence[Mapping[str, Any]], path: str) -> list[str]:
         for ax in (ax_sp, ax_be):
             if numeric and _spans_decades(values):
                 ax.set_xscale("log")
+            if numeric and len(values) <= 8:  # the swept values, not matplotlib's ticks
+                ax.set_xticks(values, [f"{v:g}" for v in values])
+                ax.minorticks_off()
             if not numeric:
                 ax.set_xticks(range(len(values)), [str(v) for v in values])
             ax.set_xlabel(x)
