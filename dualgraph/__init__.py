@@ -7,6 +7,8 @@
     z.backward()          # x.grad == 3, y.grad == 8
 """
 
+import typing as _typing
+
 from . import autograd, nn, ops, optim, passes, testing, viz
 from .compare import CompareReport, compare
 from .compile import RetraceLimitError, StaleTraceError, compile
@@ -190,9 +192,18 @@ cat = concatenate
 
 __version__ = "0.1.0"
 
+
+def sweep(*args: _typing.Any, **kwargs: _typing.Any) -> _typing.Any:
+    """Comparison grids on a Dask cluster: see `dualgraph.sweeps.sweep` (imported on
+    first call, so ``import dualgraph`` never imports Dask)."""
+    from .sweeps import sweep as run
+
+    return run(*args, **kwargs)
+
+
 __all__ = [
     "CompareReport", "Graph", "GraphError", "Node", "ShapeError", "Tensor", "TraceError",
-    "autograd", "compare", "compile",
+    "autograd", "compare", "compile", "sweep",
     "RetraceLimitError", "StaleTraceError", "detect_anomaly", "differentiate", "explain",
     "record_locations",
     "interpret", "passes", "trace", "viz", "abs", "arange", "backward", "bool", "bool_",

@@ -1,6 +1,8 @@
 """The ``dualgraph`` command (also ``python -m dualgraph``).
 
     dualgraph compare [--quick] [--workload NAME] [--json PATH] [--plot PNG] [--ablation]
+                      [--threads N]
+    dualgraph sweep --workload NAME --param NAME=V1,V2 [--modes ...] [--threads 1,2] ...
     dualgraph explain MODULE:FUNC [--shape 3,4 ...]
     dualgraph demo
 """
@@ -251,7 +253,7 @@ def _compare(args: argparse.Namespace) -> int:
         fn, fargs = WORKLOADS[name].build(args.quick)
         r = compare(fn, *fargs, name=name, repeats=5 if args.quick else 9,
                     budget=0.5 if args.quick else 2.0,
-                    cold_warm=not args.quick, ablation=args.ablation)
+                    cold_warm=not args.quick, ablation=args.ablation, threads=args.threads)
         reports.append(r)
     print(_table(reports, classifier, warm))
     if args.verbose:
@@ -316,6 +318,89 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from .sweeps import SweepError, cells, parse_param, plot, table
+
+    try:
+        params: dict[str, list[str]] = {}
+        for p in args.param or []:
+            name, values = parse_param(p)
+            params.setdefault(name, []).extend(values)
+        modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+        threads = [_positive_int(t) for t in args.threads.split(",") if t.strip()]
+        cells(args.workload or [], params, modes, threads)  # every check, before any run
+    except (SweepError, argparse.ArgumentTypeError) as e:
+        print(f"dualgraph sweep: {e}", file=sys.stderr)
+        return 2
+    for flag, path in (("--out", args.out), ("--plot", args.plot)):
+        problem = path and _check_writable(path, flag)
+        if problem:
+            print(f"dualgraph sweep: {problem}", file=sys.stderr)
+            return 2
+    if args.plot:
+        try:
+            _import_pyplot()
+        except ImportError:
+            print("dualgraph sweep: --plot needs matplotlib: pip install "
+                  "'dualgraph[sweep]'", file=sys.stderr)
+            return 2
+    from .sweeps import sweep
+
+    scheduler = "serial" if args.serial else args.scheduler
+    t0, c0 = time.perf_counter(), _cpu_with_children()
+    try:
+        rs = sweep(args.workload, params, modes=modes, threads=threads, repeats=args.repeats,
+                   budget=args.budget, out=args.out, fresh=args.fresh, scheduler=scheduler,
+                   workers=args.workers, retries=args.retries, cold_warm=args.cold_warm,
+                   cold_cache=args.cold_cache, timeout=args.timeout)
+    except SweepError as e:
+        print(f"dualgraph sweep: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        where = f"; finished cells are in {args.out} (rerun to resume)" if args.out else ""
+        print(f"\ndualgraph sweep: interrupted{where}", file=sys.stderr)
+        return 130
+    wall, cpu = time.perf_counter() - t0, _cpu_with_children() - c0
+    machines = _machines(args.out)
+    print(table(rs, machines))
+    failed = sum(r["status"] != "ok" for r in rs)
+    print(f"\n{len(rs)} cells ({failed} failed); {wall:.1f} s wall, {cpu:.1f} s CPU "
+          f"(this process and its children){'; serial' if args.serial else ''}")
+    if args.out:
+        print(f"wrote {args.out}")
+    if args.plot:
+        plot(rs, args.plot)
+        print(f"wrote {args.plot}")
+    return 1 if failed else 0
+
+
+def _cpu_with_children() -> float:
+    import resource
+
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+def _machines(path: str | None) -> dict:
+    import os
+
+    if not path or not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f).get("machines", {})
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="dualgraph",
@@ -328,8 +413,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmp_.add_argument("--json", metavar="PATH", help="write the reports as JSON")
     cmp_.add_argument("--plot", metavar="PNG", help="speed-up and break-even plot (matplotlib)")
     cmp_.add_argument("--ablation", action="store_true", help="also rerun with each pass off")
+    cmp_.add_argument("--threads", type=_positive_int, metavar="N",
+                      help="thread pools (BLAS, Numba) of N threads; compiled with "
+                      "parallel=True when N > 1 (default: single-threaded BLAS)")
     cmp_.add_argument("-v", "--verbose", action="store_true", help="print every full report")
     cmp_.set_defaults(func=_compare)
+    sw = sub.add_parser("sweep", help="a grid of compare cells on a Dask cluster "
+                        "(pip install 'dualgraph[sweep]')")
+    sw.add_argument("--workload", action="append", help="a workload (repeatable)")
+    sw.add_argument("--param", action="append", metavar="NAME=V1,V2",
+                    help="a parameter the workloads declare and its values (repeatable)")
+    sw.add_argument("--modes", default="eager,compiled", help="eager,compiled (default)")
+    sw.add_argument("--threads", default="1", help="thread counts, e.g. 1,2 (default 1)")
+    sw.add_argument("--repeats", type=_positive_int, default=5, help="timing rounds (min)")
+    sw.add_argument("--budget", type=float, default=0.5, help="seconds per timing (about)")
+    sw.add_argument("--out", metavar="JSON", help="results file (finished cells are kept)")
+    sw.add_argument("--plot", metavar="PNG", help="speed-up and break-even curves")
+    grp = sw.add_mutually_exclusive_group()
+    grp.add_argument("--resume", dest="fresh", action="store_false",
+                     help="skip cells already in --out (the default)")
+    grp.add_argument("--fresh", action="store_true", help="start over, ignore --out")
+    where = sw.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="an existing Dask scheduler, e.g. tcp://host:8786 "
+                       "(default: a local cluster, one pinned worker per core)")
+    where.add_argument("--serial", action="store_true",
+                       help="no Dask: the cells one after another (for comparison)")
+    sw.add_argument("--workers", type=_positive_int, help="local workers (default: cores)")
+    sw.add_argument("--retries", type=int, default=2, help="reruns of a cell that dies")
+    sw.add_argument("--timeout", type=float, help="seconds before a cell is killed")
+    sw.add_argument("--cold-warm", action="store_true",
+                    help="also measure cold and warm compiles in each compiled cell")
+    sw.add_argument("--cold-cache", action="store_true",
+                    help="every cell compiles with an empty kernel cache")
+    sw.set_defaults(func=_sweep, fresh=False)
     exp = sub.add_parser("explain", help="trace, optimize and lower a function of yours")
     exp.add_argument("target", help="MODULE:FUNC")
     exp.add_argument("--shape", action="append", help="an input's shape, e.g. 64,784")

@@ -98,6 +98,7 @@ class CompareReport:
     ablation: list = field(default_factory=list)
     trace_error: str | None = None
     notes: list = field(default_factory=list)
+    threads: int | None = None  # None: single-threaded BLAS, the default
 
     # ------------------------------------------------------------------- output
     def to_json(self, **kwargs: Any) -> str:
@@ -120,7 +121,8 @@ class CompareReport:
                        f"{n.eager_vs_f64:10.2e} {n.compiled_vs_f64:10.2e}  {n.closer}")
         for note in self.notes:
             out.append(f"  note: {note}")
-        out.append("time (median per call, [interquartile range], rounds x calls)")
+        out.append("time (median per call, [interquartile range], rounds x calls"
+                   + (f"; {self.threads} threads)" if self.threads else ")"))
         out.append(f"  eager            {_timing_line(self.timings.get('eager'), self.eager_time)}")
         if self.compiled_time is not None:
             out.append(f"  compiled         "
@@ -549,8 +551,8 @@ def _fresh_cache(directory: str):
 
 
 def compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5,
-            cold_warm: bool = True, ablation: bool = False, budget: float = 1.0
-            ) -> CompareReport:
+            cold_warm: bool = True, ablation: bool = False, budget: float = 1.0,
+            threads: int | None = None, compiled: bool = True) -> CompareReport:
     """Run ``fn(*args)`` eagerly and compiled and report the differences (see `_compare`).
 
     Each timing takes at least ``repeats`` rounds, and more (within ``budget`` seconds)
@@ -561,19 +563,48 @@ def compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5,
     Timings are single-threaded: NumPy (eager) and SciPy (whose BLAS the compiled kernels
     call) each bundle an OpenBLAS thread pool, and two pools spinning on a small machine
     slow each other down by orders of magnitude, which would measure the machine, not
-    dualgraph.
+    dualgraph. ``threads=N`` sets every thread pool (BLAS, OpenMP, Numba's) to ``N``
+    instead, and compiles with ``parallel=True`` when ``N > 1``. ``compiled=False``
+    measures the eager side only (no tracing, no compile).
     """
     from threadpoolctl import threadpool_limits
 
     warm_up()
-    with threadpool_limits(limits=1, user_api="blas"):
-        return _compare(fn, *args, name=name, repeats=repeats, cold_warm=cold_warm,
-                        ablation=ablation, budget=budget)
+    if threads is None:
+        with threadpool_limits(limits=1, user_api="blas"):
+            return _compare(fn, *args, name=name, repeats=repeats, cold_warm=cold_warm,
+                            ablation=ablation, budget=budget, compiled=compiled)
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ValueError(f"threads must be a positive int or None, got {threads!r}")
+    with threadpool_limits(limits=threads), _numba_threads(threads) as n:
+        report = _compare(fn, *args, name=name, repeats=repeats, cold_warm=cold_warm,
+                          ablation=ablation, budget=budget, compiled=compiled,
+                          parallel=threads > 1)
+    report.threads = threads
+    if n < threads:
+        report.notes.append(f"Numba has {n} threads at most in this process "
+                            f"(NUMBA_NUM_THREADS), not {threads}")
+    return report
+
+
+@contextlib.contextmanager
+def _numba_threads(n: int):
+    """Numba's thread count set to ``n`` (capped at its pool's size), then restored;
+    yields the count in effect."""
+    import numba
+
+    old = numba.get_num_threads()
+    k = min(n, numba.config.NUMBA_NUM_THREADS)
+    numba.set_num_threads(k)
+    try:
+        yield k
+    finally:
+        numba.set_num_threads(old)
 
 
 def _compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5,
-             cold_warm: bool = True, ablation: bool = False, budget: float = 1.0
-             ) -> CompareReport:
+             cold_warm: bool = True, ablation: bool = False, budget: float = 1.0,
+             compiled: bool = True, parallel: bool = False) -> CompareReport:
     """Run ``fn(*args)`` eagerly and compiled and report the differences.
 
     Gradients are of the sum of the outputs, for the arguments that require grad and the
@@ -590,7 +621,7 @@ def _compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5
     report = CompareReport(name or getattr(fn, "__name__", type(fn).__name__))
     traced = None
     try:
-        traced = trace(fn, *args)
+        traced = trace(fn, *args) if compiled else None
     except TraceError as e:
         report.trace_error = str(e)
     captured = list(traced.captured) if traced is not None else []
@@ -617,7 +648,8 @@ def _compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5
     with _as_float64(args, captured) as args64:
         leaves64 = _grad_leaves(args64, captured)
         r_vals, r_grads = _run(fn, args64, leaves64)
-    cf = CompiledFunction(fn, tiered=False)  # blocking: the compile is measured
+    # Blocking: the compile is measured.
+    cf = CompiledFunction(fn, tiered=False, parallel=parallel)
     before = _cache_counts()
     w0, c0 = _wall(), _cpu()
     c_vals, c_grads = _run(cf, args, leaves)
@@ -686,7 +718,7 @@ def _compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5
         with tempfile.TemporaryDirectory() as d:
             for attr in ("cold_compile_time", "warm_compile_time"):
                 with _fresh_cache(d):
-                    f2 = CompiledFunction(fn, tiered=False)
+                    f2 = CompiledFunction(fn, tiered=False, parallel=parallel)
                     _run(f2, args, leaves)
                     setattr(report, attr, f2.stats.compile_seconds)
     if ablation:

@@ -10,12 +10,13 @@ and, for the hand-written NumPy, Numba and peer versions, the same data (`mlp_da
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from . import nn
+from .eager.internal import array_of, set_array
 from .eager.tensor import manual_seed, tensor
 from .ops import elementwise as E
 
@@ -28,6 +29,49 @@ class Workload:
     # In the default `dualgraph compare --quick` run: the model workloads are opt-in there
     # (--workload cnn), since their cold compile would dominate the quick start.
     quick: bool = True
+    # The parameters a sweep may vary (name -> default) and the builder that takes them
+    # as keywords (`with_params`).
+    params: dict[str, Any] = field(default_factory=dict)
+    make: Callable[..., tuple[Callable, tuple]] | None = None
+
+    def with_params(self, **params: Any) -> tuple[Callable, tuple]:
+        """The function and arguments at one parameter point (the others at their
+        defaults); an undeclared name or a value of the wrong kind raises ValueError."""
+        values = {**self.params, **check_params(self, params)}
+        return self.make(**values)
+
+
+DTYPES = ("float32", "float64")
+
+
+def check_params(w: Workload, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` converted to the types of ``w``'s declared defaults (``"1e3"`` -> 1000
+    for an integer parameter); raises ValueError naming the valid parameters."""
+    out = {}
+    for name, value in params.items():
+        if name not in w.params:
+            valid = ", ".join(w.params) or "none"
+            raise ValueError(f"workload {w.name!r} has no parameter {name!r}; "
+                             f"its parameters: {valid}")
+        out[name] = _convert(w.name, name, w.params[name], value)
+    return out
+
+
+def _convert(workload: str, name: str, default: Any, value: Any) -> Any:
+    where = f"workload {workload!r} parameter {name!r}"
+    if name == "dtype":
+        if str(value) not in DTYPES:
+            raise ValueError(f"{where}: {value!r} is not one of {', '.join(DTYPES)}")
+        return str(value)
+    if isinstance(default, int):
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            f = float("nan")
+        if f != f or f != int(f) or f < 1:
+            raise ValueError(f"{where}: expected a positive integer, got {value!r}")
+        return int(f)
+    return type(default)(value)
 
 
 def _scalar(quick: bool) -> tuple:
@@ -66,12 +110,13 @@ def mlp_data(sizes: tuple, batch: int, loss: str) -> tuple[np.ndarray, np.ndarra
     return x, rng.integers(0, sizes[2], batch)
 
 
+def elementwise_chain(x: Any) -> Any:
+    """The ``chain`` workload: an elementwise chain summed to a scalar."""
+    return (E.tanh(x * 0.5 + 1) * E.sigmoid(x) + 0.1 * x ** 2).sum()
+
+
 def _chain(quick: bool) -> tuple:
     x = tensor(chain_data(100_000 if quick else 1_000_000), requires_grad=True)
-
-    def elementwise_chain(x):
-        return (E.tanh(x * 0.5 + 1) * E.sigmoid(x) + 0.1 * x ** 2).sum()
-
     return elementwise_chain, (x,)
 
 
@@ -226,18 +271,95 @@ MLPS: dict[str, tuple[tuple[int, int, int], int, str]] = {
     "mlp-quick": ((784, 64, 10), 32, "ce"),
 }
 
+# ------------------------------------------------------------- parametrized builders
+def _cast(dtype: str, *tensors: Any, modules: tuple = ()) -> None:
+    """Float tensors (arguments and module parameters) converted to ``dtype`` in place."""
+    ts = list(tensors) + [p for m in modules for p in m.parameters()]
+    for t in ts:
+        a = array_of(t)
+        if a.dtype.kind == "f" and a.dtype != dtype:
+            set_array(t, a.astype(dtype))
+
+
+def _scalar_p(dtype: str) -> tuple:
+    fn, args = _scalar(False)
+    _cast(dtype, *args)
+    return fn, args
+
+
+def _chain_p(n: int, dtype: str) -> tuple:
+    return elementwise_chain, (tensor(chain_data(n).astype(dtype), requires_grad=True),)
+
+
+def _mlp_p(inputs: int, width: int, classes: int, batch: int, loss: str, dtype: str
+           ) -> tuple:
+    sizes = (inputs, width, classes)
+    net, fn = mlp_model(sizes, loss)
+    x, t = (tensor(a) for a in mlp_data(sizes, batch, loss))
+    _cast(dtype, x, t, modules=(net,))
+
+    def step_loss(x, t):
+        return fn(net(x), t)
+
+    step_loss.__name__ = f"mlp_{sizes[0]}_{sizes[1]}_{sizes[2]}_loss"
+    return step_loss, (x, t)
+
+
+def _cnn_p(batch: int, dtype: str) -> tuple:
+    from .nn import functional as F
+
+    net = cnn_model()
+    x, t = (tensor(a) for a in cnn_data(batch))
+    _cast(dtype, x, modules=(net,))
+
+    def cnn_loss(x, t):
+        return F.cross_entropy(net(x), t)
+
+    return cnn_loss, (x, t)
+
+
+def _transformer_p(batch: int, seq: int, width: int, heads: int, vocab: int, dtype: str
+                   ) -> tuple:
+    from .nn import functional as F
+
+    if width % heads:
+        raise ValueError(f"workload 'transformer': width {width} is not a multiple of "
+                         f"heads {heads}")
+    manual_seed(0)
+    net = EncoderBlock(vocab, seq, width, heads)
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, vocab, (batch, seq + 1))
+    x, t = tensor(ids[:, :-1].copy()), tensor(ids[:, 1:].copy())
+    _cast(dtype, modules=(net,))
+
+    def transformer_loss(tokens, targets):
+        logits = net(tokens)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+    return transformer_loss, (x, t)
+
+
+_F32 = {"dtype": "float32"}
+
 WORKLOADS: dict[str, Workload] = {w.name: w for w in [
-    Workload("scalar", "z = x*y + y**2, value and gradients", _scalar),
+    Workload("scalar", "z = x*y + y**2, value and gradients", _scalar,
+             params=dict(_F32), make=_scalar_p),
     Workload("tinynet", "TinyNet 2->3->1, MSE, batch 10: loss and parameter gradients",
-             lambda q: _mlp(*MLPS["tinynet"])),
+             lambda q: _mlp(*MLPS["tinynet"]), params={"batch": 10, **_F32},
+             make=lambda batch, dtype: _mlp_p(2, 3, 1, batch, "mse", dtype)),
     Workload("mlp", "MLP 784->256->10, cross-entropy, batch 64 (quick: 784->64->10, batch 32)",
-             lambda q: _mlp(*MLPS["mlp-quick" if q else "mlp"])),
-    Workload("chain", "sum(tanh(.5x+1)*sigmoid(x)+.1x^2) on 1M float32 (quick: 100K)", _chain),
+             lambda q: _mlp(*MLPS["mlp-quick" if q else "mlp"]),
+             params={"batch": 64, "width": 256, **_F32},
+             make=lambda batch, width, dtype: _mlp_p(784, width, 10, batch, "ce", dtype)),
+    Workload("chain", "sum(tanh(.5x+1)*sigmoid(x)+.1x^2) on 1M float32 (quick: 100K)", _chain,
+             params={"n": 1_000_000, **_F32}, make=_chain_p),
     Workload("cnn", "LeNet-5 style CNN, cross-entropy, batch 64 of 1x28x28 (quick: batch 8)",
-             lambda q: _model_loss("cnn", q), quick=False),
+             lambda q: _model_loss("cnn", q), quick=False,
+             params={"batch": 64, **_F32}, make=_cnn_p),
     Workload("transformer", "pre-norm encoder block, batch 16 x seq 64 x width 128, vocab 256,"
              " next-token cross-entropy (quick: 4 x 16 x 32, vocab 64)",
-             lambda q: _model_loss("transformer", q), quick=False),
+             lambda q: _model_loss("transformer", q), quick=False,
+             params={**TRANSFORMER_SIZES["transformer"], **_F32}, make=_transformer_p),
 ]}
 
 

@@ -27,7 +27,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("backend",),  # the only code that writes source text
     ("compile",),  # dg.compile: trace, optimize, lower, run
     ("compare", "explain", "viz", "workloads"),  # tools over compiled and eager runs
-    ("cli", "__main__", "__init__", "autograd"),  # entry points and the public namespace
+    ("cli", "__main__", "__init__", "autograd", "sweeps"),  # entry points, public namespace,
+    # and sweeps (grids of compare cells run on Dask)
 ]
 LAYER_OF = {unit: k for k, units in enumerate(LAYERS) for unit in units}
 
