@@ -61,21 +61,10 @@ def available() -> list[str]:
 
 
 def one_thread() -> None:
-    """Pin the libraries already imported to one thread (the env vars that do the same for
-    BLAS, Numba and XLA must be set before they are imported; see `ONE_THREAD_ENV`)."""
-    import sys
+    """Pin PyTorch (and the BLAS pools) to one thread, as every single-core row is."""
+    from single_thread import limit
 
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(1)
-
-
-# Set before any library is imported (os.environ.setdefault): one thread for BLAS, Numba's
-# parallel layer and XLA's CPU client.
-ONE_THREAD_ENV = {
-    "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-    "NUMBA_NUM_THREADS": "1",
-    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
-}
+    limit()
 
 
 # ------------------------------------------------------------------------- reading back
