@@ -254,17 +254,18 @@ def table(data: dict) -> str:
             "| warm: first result, import included |",
             "|---|---|---|---|---|---|---|---|"]
     for w, per in data["results"].items():
-        for impl, s in per.items():
+        for k, (impl, s) in enumerate(per.items()):
             cold = _s(s["cold_first_s"])
             if impl == "dg-tiered" and cold:
                 cold += " (tier 0)"
             swap = _s(s["swap_s"])
             if s.get("errors"):
                 cold = cold or "failed"
-            rows.append(f"| {DESCRIPTION[w]} | {LABEL[impl]} | {_s(s['cold_import_s'])} "
+            rows.append(f"| {w if k == 0 else ''} | {LABEL[impl]} | {_s(s['cold_import_s'])} "
                         f"| {cold} | {_s(s['cold_cpu_s'])} | {_s(s['cold_tree_cpu_s'])} "
                         f"| {swap} | {_s(s['warm_first_s'])} |")
-    return "\n".join(rows)
+    legend = "; ".join(f"{w}: {DESCRIPTION[w]}" for w in data["results"])
+    return "\n".join(rows) + f"\n\n{legend}."
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -278,7 +279,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--table", action="store_true", help="print the markdown table")
     ap.add_argument("--json", help="write every measurement and the medians here")
     ap.add_argument("-q", "--quiet", action="store_true", help="no per-process lines")
+    ap.add_argument("--from-json", help="print the table of an earlier --json file")
     args = ap.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json) as f:
+            data = json.load(f)
+        print(table(data))
+        return
     data = run(args.workload or ["scalar", "mlp", "chain"], args.repeat, args.peers_python,
                not args.no_peers, verbose=not args.quiet)
     if args.json:
