@@ -143,6 +143,7 @@ def measure(python: str, impl: str, workload: str, cache: str, wait_swap: bool,
             timeout: float = 600.0) -> dict:
     """One fresh process; its own figures plus the whole process's wall seconds."""
     env = dict(os.environ, **_cache_env(impl, cache))
+    env.pop("DUALGRAPH_TIERED", None)  # the tiered row must tier, whatever the caller set
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     try:
