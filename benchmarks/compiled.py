@@ -9,13 +9,28 @@ Workloads (issue 4's table):
   W5tr    pre-norm transformer encoder block train step (next-token cross-entropy, Adam),
           batch 16 x seq 64 x width 128, vocab 256
 and the compile-time rows (fresh processes): cold compile of the MLP step, and the first
-result with a warm disk cache, import included.
+result with a warm disk cache, import included (``compile_latency.py`` has the full
+fresh-process comparison with the peers).
+
+Implementations: ``numpy`` and ``numba-hand`` (hand-written), dualgraph ``eager`` and
+``compiled``, and the peers ``torch`` (eager), ``torch.compile``, ``jax`` (``jax.jit``) and
+``pytensor`` (``mode="NUMBA"``), each only when its library is installed (``peers.py``;
+W4cnn/W5tr have NumPy, dualgraph and torch versions only).
+
+Every step's result is read back on every call (the loss with ``float()``/``.item()``, value
+and gradients with ``np.asarray``), as a training loop that logs its loss does: that is the
+default and the ratio table's mode. ``--no-readback`` only waits for the result (JAX's
+dispatch is asynchronous) and leaves it in the library's own type. Every library is pinned
+to one thread (``single_thread.py``: BLAS, ``NUMBA_NUM_THREADS=1``, ``torch.set_num_threads(1)``,
+XLA's ``--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1``).
 
     python benchmarks/compiled.py --fast --table -o compiled.json
     python benchmarks/compiled.py --compile-times          # the fresh-process rows only
+    python benchmarks/compiled.py --scaling --fast --table  # W3 and MLP step by size
 
-PyTorch and JAX columns appear when they are installed; otherwise they are skipped. The
-dualgraph programs and every implementation's data come from ``dualgraph.workloads``.
+``--scaling`` times W3 at 1e3..1e7 elements and the MLP step at batch 16..1024, and prints
+dualgraph-compiled against the best peer of the same run. Each step is built lazily in the
+pyperf worker that times it (the build, including any compile, is never timed).
 """
 
 from __future__ import annotations
@@ -23,8 +38,10 @@ from __future__ import annotations
 import os
 import sys
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")  # the targets are single-thread figures
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import single_thread  # noqa: E402
+
+single_thread.set_env()  # the targets are single-thread figures
 # Blocking compiles: the compile rows measure the compile itself, and a call must not be
 # timed while a background worker competes for the cores (pyperf's workers inherit it).
 os.environ.setdefault("DUALGRAPH_TIERED", "0")
@@ -38,31 +55,26 @@ import pyperf  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-import models_numpy  # noqa: E402  (benchmarks/ is sys.path[0] when run as a script)
+import models_numpy  # noqa: E402  (benchmarks/ is on sys.path)
+import peers  # noqa: E402
 
 import dualgraph as dg  # noqa: E402
+from dualgraph.optim import SGD  # noqa: E402
 from dualgraph.workloads import (  # noqa: E402
     MLPS,
     TRANSFORMER_SIZES,
     WORKLOADS,
     chain_data,
     mlp_data,
+    mlp_model,
     model_step,
-    train_step,
 )
 
-LR = 0.01
+LR = peers.LR
+PEERS = ("numpy", "numba-hand", "torch", "torch.compile", "jax", "pytensor")
 
 
-def _have(module: str) -> bool:
-    try:
-        __import__(module)
-        return True
-    except ImportError:
-        return False
-
-
-# ------------------------------------------------------------------------------- W1
+# ------------------------------------------------------------------ dualgraph's steps
 def w1_dualgraph(compiled: bool):
     def run():
         f, (x, y) = WORKLOADS["scalar"].build(False)
@@ -72,260 +84,52 @@ def w1_dualgraph(compiled: bool):
         def step():
             x.grad = None
             y.grad = None
-            f(x, y).backward()
+            z = f(x, y)
+            z.backward()
+            return z, x.grad, y.grad
 
         return step
     return run
 
 
-def w1_numpy():
-    x = np.array(2.0, np.float32)
-    y = np.array(3.0, np.float32)
-
-    def step():
-        z = x * y + y ** 2
-        g = np.ones_like(z)
-        return z, g * y, g * x + g * (y * 2.0)
-
-    return step
-
-
-def w1_torch():
-    import torch
-
-    x = torch.tensor(2.0, requires_grad=True)
-    y = torch.tensor(3.0, requires_grad=True)
-
-    def step():
-        x.grad = None
-        y.grad = None
-        (x * y + y ** 2).backward()
-
-    return step
-
-
-def w1_jax():
-    import jax
-    import jax.numpy as jnp
-
-    f = jax.jit(jax.value_and_grad(lambda x, y: x * y + y ** 2, argnums=(0, 1)))
-    x, y = jnp.float32(2.0), jnp.float32(3.0)
-
-    def step():
-        v, g = f(x, y)
-        g[0].block_until_ready()
-
-    return step
-
-
-# ------------------------------------------------------------------ W2 (tiny and MLP)
-# The benchmark's W2 names -> dualgraph.workloads.MLPS keys.
-_MLP = {"tiny": "tinynet", "mlp": "mlp"}
-
-
-def _data(kind: str):
-    sizes, batch, loss = MLPS[_MLP[kind]]
-    return (*mlp_data(sizes, batch, loss), sizes)
-
-
-def _init(sizes):
-    rng = np.random.default_rng(0)
-    b1, b2 = 1 / np.sqrt(sizes[0]), 1 / np.sqrt(sizes[1])
-    return [rng.uniform(-b1, b1, (sizes[1], sizes[0])).astype(np.float32),
-            rng.uniform(-b1, b1, sizes[1]).astype(np.float32),
-            rng.uniform(-b2, b2, (sizes[2], sizes[1])).astype(np.float32),
-            rng.uniform(-b2, b2, sizes[2]).astype(np.float32)]
-
-
-def w2_dualgraph(kind: str, compiled: bool):
+def mlp_dualgraph(sizes: tuple, batch: int, loss: str, compiled: bool):
+    """One SGD step of dualgraph.workloads' MLP ``sizes`` at batch ``batch``."""
     def run():
-        step, (x, t) = train_step(_MLP[kind], lr=LR)
-        f = dg.compile(step) if compiled else step
+        net, loss_fn = mlp_model(sizes, loss)
+        opt = SGD(net.parameters(), lr=LR)
+        x, t = (dg.tensor(a) for a in mlp_data(sizes, batch, loss))
+
+        def train(x, t):
+            opt.zero_grad()
+            out = loss_fn(net(x), t)
+            out.backward()
+            opt.step()
+            return out
+
+        f = dg.compile(train) if compiled else train
         return lambda: f(x, t)
     return run
 
 
-def w2_numpy(kind: str):
+def chain_dualgraph(n: int, compiled: bool):
     def run():
-        X, T, sizes = _data(kind)
-        W1, c1, W2, c2 = params = _init(sizes)
-        n = X.shape[0]
-        onehot = np.eye(sizes[2], dtype=np.float32)[T] if kind == "mlp" else None
-
-        def step():
-            h = X @ W1.T + c1
-            a = np.maximum(h, 0)
-            out = a @ W2.T + c2
-            if kind == "tiny":
-                d = out - T
-                gout = d * (2.0 / d.size)
-            else:
-                e = np.exp(out - out.max(axis=1, keepdims=True))
-                gout = (e / e.sum(axis=1, keepdims=True) - onehot) / n
-            gh = (gout @ W2) * (h > 0)
-            grads = (gh.T @ X, gh.sum(axis=0), gout.T @ a, gout.sum(axis=0))
-            for p, g in zip(params, grads):
-                p -= LR * g
-
-        return step
-    return run
-
-
-def w2_numba_hand(kind: str):
-    """A hand-written njit TinyNet step: the fastest anyone could write by hand."""
-    import numba
-
-    @numba.njit(cache=True)
-    def tiny_step(X, Y, W1, c1, W2, c2, lr):
-        n = X.shape[0]
-        h = np.empty((n, 3), np.float32)
-        out = np.empty((n, 1), np.float32)
-        for i in range(n):
-            for j in range(3):
-                h[i, j] = c1[j] + X[i, 0] * W1[j, 0] + X[i, 1] * W1[j, 1]
-            s = c2[0]
-            for j in range(3):
-                s += max(h[i, j], np.float32(0)) * W2[0, j]
-            out[i, 0] = s
-        gW1 = np.zeros_like(W1)
-        gc1 = np.zeros_like(c1)
-        gW2 = np.zeros_like(W2)
-        gc2 = np.zeros_like(c2)
-        for i in range(n):
-            go = (out[i, 0] - Y[i, 0]) * np.float32(2.0 / n)
-            gc2[0] += go
-            for j in range(3):
-                a = max(h[i, j], np.float32(0))
-                gW2[0, j] += go * a
-                if h[i, j] > 0:
-                    gh = go * W2[0, j]
-                    gc1[j] += gh
-                    gW1[j, 0] += gh * X[i, 0]
-                    gW1[j, 1] += gh * X[i, 1]
-        W1 -= lr * gW1
-        c1 -= lr * gc1
-        W2 -= lr * gW2
-        c2 -= lr * gc2
-
-    def run():
-        X, Y, sizes = _data(kind)
-        W1, c1, W2, c2 = _init(sizes)
-        lr = np.float32(LR)
-        return lambda: tiny_step(X, Y, W1, c1, W2, c2, lr)
-    return run
-
-
-def w2_torch(kind: str):
-    def run():
-        import torch
-
-        torch.set_num_threads(1)
-        X, T, sizes = _data(kind)
-        torch.manual_seed(0)
-        net = torch.nn.Sequential(torch.nn.Linear(sizes[0], sizes[1]), torch.nn.ReLU(),
-                                  torch.nn.Linear(sizes[1], sizes[2]))
-        opt = torch.optim.SGD(net.parameters(), lr=LR)
-        loss_fn = torch.nn.MSELoss() if kind == "tiny" else torch.nn.CrossEntropyLoss()
-        x, t = torch.from_numpy(X), torch.from_numpy(T)
-
-        def step():
-            opt.zero_grad()
-            loss_fn(net(x), t).backward()
-            opt.step()
-
-        return step
-    return run
-
-
-def w2_jax(kind: str):
-    def run():
-        import jax
-        import jax.numpy as jnp
-
-        X, T, sizes = _data(kind)
-        params = [jnp.asarray(p) for p in _init(sizes)]
-
-        def loss(params, x, t):
-            W1, c1, W2, c2 = params
-            out = jnp.maximum(x @ W1.T + c1, 0) @ W2.T + c2
-            if kind == "tiny":
-                return ((out - t) ** 2).mean()
-            return -jnp.mean(jax.nn.log_softmax(out)[jnp.arange(x.shape[0]), t])
-
-        @jax.jit
-        def step(params, x, t):
-            g = jax.grad(loss)(params, x, t)
-            return [p - LR * gp for p, gp in zip(params, g)]
-
-        state = {"p": params}
-        x, t = jnp.asarray(X), jnp.asarray(T)
-
-        def go():
-            state["p"] = step(state["p"], x, t)
-            state["p"][0].block_until_ready()
-
-        return go
-    return run
-
-
-# ------------------------------------------------------------------------------- W3
-def _w3_data():
-    return chain_data(1_000_000)
-
-
-def w3_dualgraph(compiled: bool):
-    def run():
-        f, (x,) = WORKLOADS["chain"].build(False)
+        f, _ = WORKLOADS["chain"].build(True)
+        x = dg.tensor(chain_data(n), requires_grad=True)
         if compiled:
             f = dg.compile(f)
 
         def step():
             x.grad = None
-            f(x).backward()
+            v = f(x)
+            v.backward()
+            return v, x.grad
 
         return step
     return run
 
 
-def w3_numpy():
-    x = _w3_data()
-
-    def step():
-        t = np.tanh(x * np.float32(0.5) + np.float32(1))
-        s = np.float32(0.5) + np.float32(0.5) * np.tanh(np.float32(0.5) * x)
-        y = (t * s + np.float32(0.1) * x * x).sum()
-        g = (1 - t * t) * np.float32(0.5) * s + t * s * (1 - s) + np.float32(0.2) * x
-        return y, g
-
-    return step
-
-
-def w3_jax():
-    import jax
-    import jax.numpy as jnp
-
-    f = jax.jit(jax.value_and_grad(
-        lambda x: jnp.sum(jnp.tanh(.5 * x + 1) * jax.nn.sigmoid(x) + .1 * x ** 2)))
-    x = jnp.asarray(_w3_data())
-
-    def step():
-        v, g = f(x)
-        g.block_until_ready()
-
-    return step
-
-
-def w3_torch():
-    import torch
-
-    torch.set_num_threads(1)
-    x = torch.from_numpy(_w3_data()).requires_grad_()
-
-    def step():
-        x.grad = None
-        (torch.tanh(.5 * x + 1) * torch.sigmoid(x) + .1 * x ** 2).sum().backward()
-
-    return step
+def _peer(impl: str, *params):
+    return lambda: peers.build(impl, *params)
 
 
 # --------------------------------------------------------------- W4 (cnn), W5 (transformer)
@@ -347,7 +151,7 @@ def wm_dualgraph(name: str, compiled: bool):
     def run():
         step, (x, t), _ = model_step(name, MODEL_LR)
         f = dg.compile(step, tiered=False) if compiled else step
-        return lambda: f(x, t).item()
+        return lambda: f(x, t)
     return run
 
 
@@ -410,8 +214,8 @@ def wm_torch(name: str, compiled: bool = False):
     def run():
         import torch
 
-        torch.set_num_threads(1)
         model, x, t = _torch_model(name)
+        peers.one_thread()
         opt = torch.optim.Adam(model.parameters(), lr=MODEL_LR)
 
         def loss_step(x, t):
@@ -424,48 +228,52 @@ def wm_torch(name: str, compiled: bool = False):
             return loss
 
         f = torch.compile(loss_step) if compiled else loss_step
-        return lambda: f(x, t).item()
+        return lambda: f(x, t)
     return run
 
 
-def _torch_compile_runs() -> bool:
-    """torch.compile needs a C++ toolchain; skip its column where it cannot build."""
-    try:
-        import torch
-
-        torch.compile(lambda a: a * 2)(torch.ones(2))
-        return True
-    except Exception:  # noqa: BLE001 - any failure means the column cannot run here
-        return False
+_MLP = {"W2tiny": MLPS["tinynet"], "W2mlp": MLPS["mlp"]}
+W3_N = 1_000_000
 
 
-def workloads() -> dict:
-    """workload -> {implementation: factory returning a zero-argument step}."""
-    table = {
-        "W1": {"numpy": w1_numpy, "eager": w1_dualgraph(False),
-               "compiled": w1_dualgraph(True), "torch": w1_torch, "jax": w1_jax},
-        "W2tiny": {"numpy": w2_numpy("tiny"), "numba-hand": w2_numba_hand("tiny"),
-                   "eager": w2_dualgraph("tiny", False), "compiled": w2_dualgraph("tiny", True),
-                   "torch": w2_torch("tiny"), "jax": w2_jax("tiny")},
-        "W2mlp": {"numpy": w2_numpy("mlp"), "eager": w2_dualgraph("mlp", False),
-                  "compiled": w2_dualgraph("mlp", True), "torch": w2_torch("mlp"),
-                  "jax": w2_jax("mlp")},
-        "W3": {"numpy": w3_numpy, "eager": w3_dualgraph(False), "compiled": w3_dualgraph(True),
-               "torch": w3_torch, "jax": w3_jax},
-    }
+def workloads(available: list[str]) -> dict:
+    """workload -> {implementation: factory returning a zero-argument step}, with the peers
+    in ``available`` only."""
+    table = {"W1": {"eager": w1_dualgraph(False), "compiled": w1_dualgraph(True),
+                    **{p: _peer(p, "scalar") for p in PEERS}}}
+    for wl, params in _MLP.items():
+        table[wl] = {"eager": mlp_dualgraph(*params, compiled=False),
+                     "compiled": mlp_dualgraph(*params, compiled=True),
+                     **{p: _peer(p, "mlp", *params) for p in PEERS}}
+    table["W3"] = {"eager": chain_dualgraph(W3_N, False), "compiled": chain_dualgraph(W3_N, True),
+                   **{p: _peer(p, "chain", W3_N) for p in PEERS}}
     for name, wl in _MODELS.items():
         table[wl] = {"numpy": wm_numpy(name), "eager": wm_dualgraph(name, False),
                      "compiled": wm_dualgraph(name, True), "torch": wm_torch(name),
                      "torch.compile": wm_torch(name, True)}
-    for peer in ("torch", "jax"):
-        if not _have(peer):
-            for impls in table.values():
-                impls.pop(peer, None)
-                impls.pop(f"{peer}.compile", None)
-    if _have("torch") and not _torch_compile_runs():
-        for impls in table.values():
-            impls.pop("torch.compile", None)
-    return table
+    return _only(table, available)
+
+
+SCALING_N = (1_000, 10_000, 100_000, 1_000_000, 10_000_000)
+SCALING_BATCH = (16, 64, 256, 1024)
+
+
+def scaling_workloads(available: list[str]) -> dict:
+    """W3 at each of `SCALING_N` elements and the MLP step at each of `SCALING_BATCH`."""
+    table = {}
+    for n in SCALING_N:
+        table[f"W3@{n:.0e}"] = {"compiled": chain_dualgraph(n, True),
+                                **{p: _peer(p, "chain", n) for p in PEERS}}
+    sizes, _, loss = MLPS["mlp"]
+    for b in SCALING_BATCH:
+        table[f"MLP@{b}"] = {"compiled": mlp_dualgraph(sizes, b, loss, True),
+                             **{p: _peer(p, "mlp", sizes, b, loss) for p in PEERS}}
+    return _only(table, available)
+
+
+def _only(table: dict, available: list[str]) -> dict:
+    return {wl: {i: f for i, f in impls.items() if i not in PEERS or i in available}
+            for wl, impls in table.items()}
 
 
 # ------------------------------------------------------------ compile-time (fresh process)
@@ -502,63 +310,137 @@ def compile_times(repeats: int = 3) -> dict:
 
 
 # ---------------------------------------------------------------------------- running
-def _loop(step):
+def _loop(factory, readback: bool):
+    """pyperf's time function: builds the step on its first call (in the worker that
+    times it; not timed), then times ``loops`` steps, each read back or waited for."""
+    state = {}
+    finish = peers.readback if readback else peers.sync
+
     def run(loops):
+        step = state.get("step")
+        if step is None:
+            step = state["step"] = factory()
+            single_thread.limit()  # libraries the build loaded
+            finish(step())  # compile / warm up outside the timings
         t0 = pyperf.perf_counter()
         for _ in range(loops):
-            step()
+            finish(step())
         return pyperf.perf_counter() - t0
     return run
 
 
-def print_table(suite, extra: dict | None = None) -> None:
+def _fmt(t: float | None) -> str:
+    if t is None:
+        return ""
+    if t < 1e-3:
+        return f"{t * 1e6:.1f} us"
+    return f"{t * 1e3:.3f} ms" if t < 1 else f"{t:.3f} s"
+
+
+def _best_peer(med: dict, wl: str, impls) -> tuple[str | None, float | None]:
+    times = {i: med[f"{wl}/{i}"] for i in impls if i in PEERS and f"{wl}/{i}" in med}
+    if not times:
+        return None, None
+    best = min(times, key=times.get)
+    return best, times[best]
+
+
+def print_table(suite, table: dict, readback: bool, extra: dict | None = None) -> None:
+    """Markdown: a row per workload, a column per implementation (ratio to hand NumPy),
+    and compiled against the best peer."""
     med = {b.get_name(): b.median() for b in suite.get_benchmarks()}
-    print(f"\n{'workload':8s} {'impl':11s} {'median':>12s} {'x numpy':>9s}")
-    for wl, impls in workloads().items():
+    impls = ["numpy", "numba-hand", "eager", "compiled", *PEERS[2:]]
+    impls = [i for i in impls if any(f"{wl}/{i}" in med for wl in table)]
+    print(f"\nresults {'read back on every call' if readback else 'not read back'}; "
+          "ratio to hand NumPy in brackets\n")
+    print("| workload | " + " | ".join(impls) + " | compiled / best peer |")
+    print("|---" * (len(impls) + 2) + "|")
+    for wl in table:
         base = med.get(f"{wl}/numpy")
-        for impl in impls:
-            t = med.get(f"{wl}/{impl}")
-            if t is None:
-                continue
-            unit = f"{t * 1e6:9.1f} us" if t < 1e-3 else f"{t * 1e3:9.3f} ms"
-            ratio = f"{t / base:8.2f}x" if base else ""
-            print(f"{wl:8s} {impl:11s} {unit:>12s} {ratio:>9s}")
+        cells = []
+        for i in impls:
+            t = med.get(f"{wl}/{i}")
+            cell = _fmt(t)
+            if t is not None and base:
+                cell += f" ({t / base:.2f}x)"
+            cells.append(f"**{cell}**" if i == "compiled" and cell else cell)
+        best, bt = _best_peer(med, wl, impls)
+        c = med.get(f"{wl}/compiled")
+        ratio = f"{c / bt:.2f}x ({best})" if c and bt else ""
+        print(f"| {wl} | " + " | ".join(cells) + f" | {ratio} |")
     for k, v in (extra or {}).items():
         print(f"{k:30s} {v:.2f} s")
 
 
+def print_scaling(suite, table: dict, readback: bool) -> None:
+    """Markdown: compiled time per size, every peer, and compiled / best peer."""
+    med = {b.get_name(): b.median() for b in suite.get_benchmarks()}
+    cols = [p for p in PEERS if any(f"{wl}/{p}" in med for wl in table)]
+    print(f"\nresults {'read back on every call' if readback else 'not read back'}\n")
+    print("| workload @ size | **dualgraph compiled** | " + " | ".join(cols)
+          + " | compiled / best peer |")
+    print("|---" * (len(cols) + 3) + "|")
+    for wl in table:
+        best, bt = _best_peer(med, wl, cols)
+        c = med.get(f"{wl}/compiled")
+        ratio = f"{c / bt:.2f}x ({best})" if c and bt else ""
+        print(f"| {wl} | **{_fmt(c)}** | " + " | ".join(_fmt(med.get(f"{wl}/{p}"))
+                                                         for p in cols) + f" | {ratio} |")
+
+
 def _worker_args(cmd: list, args) -> None:
-    """pyperf's workers are new processes: without the filter they would number the
-    benchmarks differently from the parent and run the wrong ones."""
+    """pyperf's workers are new processes: they must build the same list of benchmarks as
+    the parent (or they would number them differently and run the wrong ones)."""
     for w in args.workload or ():
         cmd.extend(["--workload", w])
+    cmd.extend(["--peers", args.peers])
+    if args.scaling:
+        cmd.append("--scaling")
+    if args.no_readback:
+        cmd.append("--no-readback")
 
 
 def main() -> None:
     runner = pyperf.Runner(add_cmdline_args=_worker_args)
-    runner.argparser.add_argument("--table", action="store_true", help="print the table")
-    runner.argparser.add_argument("--workload", action="append",
-                                  help="W1, W2tiny, W2mlp, W3, W4cnn, W5tr")
-    runner.argparser.add_argument("--compile-times", action="store_true",
-                                  help="only measure the fresh-process compile rows")
+    ap = runner.argparser
+    ap.add_argument("--table", action="store_true", help="print the table")
+    ap.add_argument("--workload", action="append",
+                    help="W1, W2tiny, W2mlp, W3, W4cnn, W5tr (with --scaling: W3@1e+03, "
+                    "MLP@64, ...)")
+    ap.add_argument("--compile-times", action="store_true",
+                    help="only measure the fresh-process compile rows")
+    ap.add_argument("--scaling", action="store_true",
+                    help="W3 at 1e3..1e7 elements and the MLP step at batch 16..1024")
+    ap.add_argument("--no-readback", action="store_true",
+                    help="do not read results back (only wait for them)")
+    ap.add_argument("--peers", help="comma-separated peers to run (default: every one that "
+                    "is installed: " + ",".join(PEERS) + ")")
     args = runner.parse_args()
     if args.compile_times:
         for k, v in compile_times().items():
             print(f"{k:24s} {v:.2f} s")
         return
+    if args.peers is None:  # the parent decides once; its workers get the list
+        args.peers = ",".join(peers.available())
+    available = [p for p in args.peers.split(",") if p]
+    single_thread.limit()
+    table = (scaling_workloads if args.scaling else workloads)(available)
+    if args.workload:
+        table = {wl: impls for wl, impls in table.items() if wl in args.workload}
+    readback = not args.no_readback
     suite = []
-    for wl, impls in workloads().items():
-        if args.workload and wl not in args.workload:
-            continue
+    for wl, impls in table.items():
         for impl, factory in impls.items():
-            step = factory()
-            step()  # compile / warm up outside the timings
-            b = runner.bench_time_func(f"{wl}/{impl}", _loop(step))
+            b = runner.bench_time_func(f"{wl}/{impl}", _loop(factory, readback))
             if b is not None:
                 suite.append(b)
-    if args.table and suite:
-        extra = None if args.workload else compile_times(1) if not runner.args.worker else None
-        print_table(pyperf.BenchmarkSuite(suite), extra)
+    if args.table and suite and not runner.args.worker:
+        suite = pyperf.BenchmarkSuite(suite)
+        if args.scaling:
+            print_scaling(suite, table, readback)
+        else:
+            extra = None if args.workload else compile_times(1)
+            print_table(suite, table, readback, extra)
 
 
 if __name__ == "__main__":
