@@ -54,11 +54,35 @@ def step_run(cold_cache):
     step, args = train_step("tinynet")
     f = dg.compile(step)
     fresh = tier_of(f)
+    before = _blas_threads()
     tier0 = [(f(*args).item(), eager(*eargs).item()) for _ in range(3)]
     entry = f.entries()[0]
+    deadline = time.monotonic() + 10
+    while (not tiered.BLAS_SHARE.limited and entry.pending is not None
+           and not entry.pending.done and time.monotonic() < deadline):
+        time.sleep(0.01)
+    during = _blas_threads() if entry.pending is not None and not entry.pending.done else None
     return {"f": f, "args": args, "eager": eager, "eargs": eargs, "tier0": tier0,
             "entry": entry, "was_tier0": entry.tier0 and tiered.worker_pid() is not None,
-            "tier_fresh": fresh, "tier_text": tier_of(f)}
+            "tier_fresh": fresh, "tier_text": tier_of(f), "blas": (before, during)}
+
+
+def _blas_threads() -> int:
+    from threadpoolctl import threadpool_info
+
+    return min((p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"),
+               default=1)
+
+
+def test_blas_shares_the_cores_while_compiling(step_run):
+    """Tier 0's BLAS gives the worker a core while it compiles, and gets it back."""
+    before, during = step_run["blas"]
+    cores = len(os.sched_getaffinity(0))
+    if during is not None and before > max(1, cores - 1):
+        assert during == max(1, cores - 1)
+    assert tiered.wait(step_run["f"], TIMEOUT)
+    assert not tiered.BLAS_SHARE.limited
+    assert _blas_threads() == before
 
 
 def test_explain_says_the_tier(step_run):
