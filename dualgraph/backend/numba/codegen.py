@@ -437,7 +437,8 @@ class _Writer:
             if d == 1:
                 continue
             rng = "range"
-            if k == order[0] and self.parallel and parallel_ok and math.prod(shape) >= PARALLEL_MIN_SIZE:
+            big = math.prod(shape) >= PARALLEL_MIN_SIZE
+            if k == order[0] and self.parallel and parallel_ok and big:
                 rng = "numba.prange"
             self.emit(f"for {i} in {rng}({d}):", indent)
             indent += 1
