@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .eager.grad_mode import no_grad
-from .eager.internal import array_of
+from .eager.internal import array_of, sub_scaled_
 from .eager.tensor import Tensor
 from .modes import current_trace
 
@@ -160,7 +160,9 @@ class SGD(Optimizer):
                 buf = state["momentum_buffer"] = Tensor(np.zeros_like(array_of(p)))
             buf.mul_(hparam(group, "momentum", p.dtype)).add_(g)
             g = buf
-        p.sub_(g * hparam(group, "lr", p.dtype))
+        lr = hparam(group, "lr", p.dtype)
+        if not sub_scaled_(p, g, lr):  # eagerly: one in-place update, no temporary tensor
+            p.sub_(g * lr)
 
 
 class Adam(Optimizer):

@@ -18,7 +18,9 @@ import numpy as np
 
 from .._location import user_location as _user_location
 from ..ir.graph import _UIDS, Node
+from ..modes import bind
 from ..ops.broadcast import fit_grad
+from ..ops.reduce import SUM
 from . import grad_mode
 
 # Eager nodes record the user's file:line only on request (dg.compare does): finding the
@@ -215,7 +217,7 @@ class Function(Node):
                 continue
             data = gi._data
             if data.shape != inp.shape or data.dtype != inp.dtype:
-                gi = fit_grad(gi, inp.shape, inp.dtype)
+                gi = _fit(gi, data, inp)
             out.append(gi)
         return out
 
@@ -247,6 +249,18 @@ class Function(Node):
 
 
 _GRAD_NODES = (Function, AccumulateGrad)
+
+
+def _fit(gi: Any, data: np.ndarray, inp: Node) -> Any:
+    """`fit_grad`; outside a recorded backward, a gradient that only has extra leading
+    dimensions (a bias's) is summed by one op, without the reshape after a keepdims sum
+    (PyTorch's sum_to records that view, so a create_graph backward keeps it)."""
+    shape = inp.shape
+    lead = data.ndim - len(shape)
+    if (lead > 0 and data.shape[lead:] == shape and data.dtype == inp.dtype
+            and not grad_mode.GRAD_ENABLED.value):
+        return bind(SUM, gi, axis=tuple(range(lead)), keepdims=False)
+    return fit_grad(gi, shape, inp.dtype)
 
 
 def _make(data: Any, rg: bool, grad_fn: Any) -> Any:

@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from ..modes import current_trace
 from .autograd import Function
+from .grad_mode import GRAD_ENABLED as _GRAD
 from .tensor import Tensor, _make
 
 # A new tensor from an array: ``make_tensor(array, requires_grad, grad_fn)``. An alias, not
@@ -65,3 +67,23 @@ def tape_node(t: Tensor) -> Any:
     """The node ``t`` is as an op input: its grad_fn, its leaf's ``AccumulateGrad``, or a
     ``const`` node."""
     return t._input_node()
+
+
+def sub_scaled_(p: Tensor, g: Tensor, scale: Any) -> bool:
+    """``p -= g * scale`` straight on the arrays, for an eager optimizer step outside
+    autograd, when it is exactly what ``p.sub_(g * scale)`` would compute: ``p`` a plain
+    (not view) float tensor, ``g`` of its shape and dtype, ``scale`` a Python number (weak:
+    the product keeps ``g``'s dtype), nothing recording. Returns False, doing nothing,
+    otherwise (the caller then writes the ops out). Saves the product's tensor and the two
+    dispatches: one in-place update per parameter."""
+    if (type(scale) is not float and type(scale) is not int) or _GRAD.value:
+        return False
+    if type(p) is not Tensor or not isinstance(g, Tensor) or current_trace() is not None:
+        return False
+    data = p._data
+    gd = g._data
+    if gd.dtype != data.dtype or gd.shape != data.shape or data.dtype.kind != "f":
+        return False
+    np.subtract(data, np.multiply(gd, scale), out=data)
+    p._version[0] += 1
+    return True

@@ -277,8 +277,42 @@ def _picks(shape: tuple, dtype: np.dtype, target: np.ndarray, weight: Any,
     return keep, safe, w
 
 
+def _plain_targets(shape: tuple, target: np.ndarray, weight: Any, ignore_index: int,
+                   reduction: str) -> bool:
+    """Whether a 2-D (N, C) nll_loss is the common case the fast paths below take: no class
+    weights, a reduction, N > 0, every target a class in range and none ignored (the
+    general path's masks and weights then change nothing, so both give the same bits)."""
+    if len(shape) != 2 or weight != 1.0 or reduction == "none" or target.ndim != 1:
+        return False
+    n, c = shape
+    if not n or target.shape[0] != n or 0 <= ignore_index < c:
+        return False
+    return bool(target.min() >= 0) and bool(target.max() < c)
+
+
+_ARANGE: dict = {}
+
+
+def _rows(n: int) -> np.ndarray:
+    """``np.arange(n)``, kept per ``n`` (read-only): every step of a training loop asks
+    for the same batch size."""
+    r = _ARANGE.get(n)
+    if r is None:
+        if len(_ARANGE) > 64:
+            _ARANGE.clear()
+        r = _ARANGE[n] = np.arange(n)
+        r.flags.writeable = False
+    return r
+
+
 def _nll_impl(x: np.ndarray, target: np.ndarray, weight: Any = 1.0, *,
               ignore_index: int = -100, reduction: str = "mean") -> np.ndarray:
+    if type(weight) is float and _plain_targets(x.shape, target, weight, ignore_index,
+                                                reduction):
+        total = np.add.reduce(np.negative(x[_rows(x.shape[0]), target]), axis=None)
+        if reduction == "mean":
+            total = total / x.dtype.type(x.shape[0])
+        return np.asarray(total, x.dtype)
     keep, safe, w = _picks(x.shape, x.dtype, target, weight, ignore_index)
     n, c, r = nll_layout(x.shape)
     picked = np.take_along_axis(x.reshape(n, c, r), safe[:, None, :], axis=1)[:, 0, :]
@@ -307,6 +341,12 @@ def _nll_backward_impl(g: np.ndarray, target: np.ndarray, weight: Any = 1.0, *,
                        shape: tuple = (), ignore_index: int = -100,
                        reduction: str = "mean") -> np.ndarray:
     dtype = g.dtype
+    if type(weight) is float and _plain_targets(tuple(shape), target, weight, ignore_index,
+                                                reduction):
+        n = shape[0]
+        out = np.zeros(shape, dtype)
+        out[_rows(n), target] = -(g / dtype.type(n)) if reduction == "mean" else -g
+        return out
     keep, safe, w = _picks(shape, dtype, target, weight, ignore_index)
     n, c, r = nll_layout(tuple(shape))
     if reduction == "none":

@@ -1,0 +1,96 @@
+"""The eager fast paths give the same bits as the general kernels they shortcut: addmm's
+transposed product (``nn.Linear``'s shape), nll_loss without weights or ignored targets,
+and the optimizer's in-place ``p -= lr * g``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+from dualgraph.eager.internal import array_of, sub_scaled_, version_of
+from dualgraph.ops import linalg as L
+from dualgraph.ops import nnops as N
+
+
+@pytest.mark.parametrize("m,k,n", [(64, 784, 256), (8, 784, 256), (16, 1024, 1024),
+                                   (64, 256, 10), (300, 300, 64)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_addmm_transposed_product_matches_plain(m, k, n, dtype):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((m, k)).astype(dtype)
+    w = rng.standard_normal((n, k)).astype(dtype)
+    b = rng.standard_normal(n).astype(dtype)
+    out = L._addmm_impl(b, x, w.T)  # w.T is Fortran-ordered: the nn.Linear layout
+    ref = x @ w.T + b
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    assert out.flags.c_contiguous
+    np.testing.assert_allclose(out, ref, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                               atol=1e-4 if dtype == np.float32 else 1e-10)
+
+
+def test_linear_layer_result_is_c_contiguous_and_grads_match():
+    dg.manual_seed(0)
+    lin = dg.nn.Linear(784, 256)
+    x = dg.randn(32, 784, requires_grad=True)
+    y = lin(x)
+    assert y.grad_fn.name() == "AddmmBackward0"
+    assert array_of(y).flags.c_contiguous
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.broadcast_to(
+        lin.weight.numpy().sum(0), (32, 784)), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(lin.bias.grad.numpy(), np.full(256, 32.0))
+
+
+@pytest.mark.parametrize("n,c", [(64, 10), (1, 3), (7, 5), (100, 37)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_nll_fast_path_matches_general_path(n, c, dtype, reduction):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((n, c)).astype(dtype)
+    t = rng.integers(0, c, n)
+    g = np.asarray(rng.standard_normal(), dtype)
+    # An int weight of 1 takes the general path (masks and weights) with the same meaning.
+    fast = N._nll_impl(x, t, 1.0, reduction=reduction)
+    slow = N._nll_impl(x, t, 1, reduction=reduction)
+    assert fast.dtype == slow.dtype and fast.shape == slow.shape == ()
+    np.testing.assert_array_equal(fast, slow)
+    bf = N._nll_backward_impl(g, t, 1.0, shape=(n, c), reduction=reduction)
+    bs = N._nll_backward_impl(g, t, 1, shape=(n, c), reduction=reduction)
+    assert bf.dtype == bs.dtype and bf.shape == (n, c)
+    np.testing.assert_array_equal(bf, bs)
+
+
+def test_nll_out_of_range_and_ignored_targets_still_take_the_general_path():
+    x = np.zeros((3, 4), np.float32)
+    with pytest.raises(IndexError, match="out of bounds"):
+        N._nll_impl(x, np.array([0, 4, 1]), 1.0)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    # class 2 ignored: mean over the two others
+    got = N._nll_impl(x, np.array([2, 1, 0]), 1.0, ignore_index=2)
+    assert got == -(x[1, 1] + x[2, 0]) / 2
+
+
+def test_sgd_step_updates_in_place_and_bumps_the_version():
+    p = dg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    data = array_of(p)
+    (p * p).sum().backward()
+    opt = dg.optim.SGD([p], lr=0.5)
+    v = version_of(p)
+    opt.step()
+    assert array_of(p) is data
+    assert version_of(p) == v + 1
+    np.testing.assert_array_equal(p.detach().numpy(), np.float32([0.0, 0.0, 0.0]))
+    assert p.grad_fn is None and p.requires_grad
+
+
+def test_sub_scaled_declines_what_it_cannot_do_exactly():
+    p = dg.tensor([1.0, 2.0], requires_grad=True)
+    g = dg.tensor([1.0, 1.0])
+    assert not sub_scaled_(p, g, 0.5)  # grad mode on: the ops must be recorded
+    with dg.no_grad():
+        assert not sub_scaled_(p, g, np.float64(0.5))  # a NumPy scalar may promote
+        assert not sub_scaled_(p, g.astype(np.float64), 0.5)
+        assert not sub_scaled_(p, dg.tensor([1.0]), 0.5)
+        assert sub_scaled_(p, g, 0.5)
+    np.testing.assert_array_equal(p.detach().numpy(), np.float32([0.5, 1.5]))
