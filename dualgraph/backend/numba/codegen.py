@@ -321,7 +321,8 @@ class _Writer:
             else:
                 args = [self.var[id(i)] if isinstance(i, Node) else _py(i) for i in ins]
                 lines = lowerings.kernel_lowering(n.op)(n, args, out)
-                if n.op == "matmul" and into is None and self.swap_product(n, args, lines):
+                if (op.contraction and not op.contraction_bias and into is None
+                        and self.swap_product(n, args, lines)):
                     lines = self.swapped_gemm(lines, out, args, n)
                 for line in self.into_buffer(lines, out, n):
                     self.emit(line)
@@ -539,7 +540,10 @@ class _Writer:
             return False
         y = self.node_of.get(ins[-1])
         m, n = anchor.shape
-        return y is not None and y.op == "transpose" and len(y.shape) == 2 and 0 < m < n
+        # A 2-D view that swaps the axes (a transpose), read off the traits.
+        swapped = (y is not None and y.op in OPS and OPS[y.op].view
+                   and tuple(y.attrs.get("axes", ())) == (1, 0))
+        return swapped and len(y.shape) == 2 and 0 < m < n
 
     @staticmethod
     def swapped_gemm(lines: list[str], mm: str, xy: list[str], anchor: Node) -> list[str]:
