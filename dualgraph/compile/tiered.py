@@ -30,6 +30,7 @@ worker is stopped (`shutdown`).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import os
 import pickle
@@ -206,6 +207,14 @@ class _Job:
     def load(self) -> None:
         """Build the kernels here and load the worker's machine code from the disk cache;
         raises if that would mean compiling (the worker's code is not there)."""
+        # The reader thread imports Numba and reads the cache: thousands of small file
+        # operations, each releasing the GIL. With the user's loop holding it for the whole
+        # switch interval (5 ms) after each, the load took seconds (the scalar step swapped
+        # 11 s after a 0.5 s compile); a short interval while loading keeps it brief.
+        with _short_switch_interval():
+            self._load()
+
+    def _load(self) -> None:
         from ..backend.numba import build
 
         t0 = time.perf_counter()
@@ -219,6 +228,28 @@ class _Job:
             kernels.append((attr, k))
         self.kernels = kernels
         self.load_seconds = time.perf_counter() - t0
+
+
+_SWITCH = {"depth": 0, "saved": 0.005}
+_SWITCH_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _short_switch_interval() -> Any:
+    """A 0.1 ms GIL switch interval while any load runs (the first in saves the user's,
+    the last out restores it: loads may overlap)."""
+    with _SWITCH_LOCK:
+        if _SWITCH["depth"] == 0:
+            _SWITCH["saved"] = sys.getswitchinterval()
+            sys.setswitchinterval(min(_SWITCH["saved"], 1e-4))
+        _SWITCH["depth"] += 1
+    try:
+        yield
+    finally:
+        with _SWITCH_LOCK:
+            _SWITCH["depth"] -= 1
+            if _SWITCH["depth"] == 0:
+                sys.setswitchinterval(_SWITCH["saved"])
 
 
 class _Worker:
