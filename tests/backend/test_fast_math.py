@@ -126,3 +126,23 @@ def test_special_values_are_exact(measured):
     # negative at 0. Equal as numbers; recorded here so that a change is noticed.
     np.testing.assert_array_equal(np.signbit(t[:2]), [False, False])
     np.testing.assert_array_equal(s, [0.5, 0.5, 1, 0, np.nan, 1, 1, 0, 0])
+
+
+def test_fma_contraction_only_for_float32_kernels():
+    """A kernel whose float values are all float32 may contract ``a * b + c`` to an FMA
+    (one rounding instead of two); any float64 value keeps NumPy's rounding exactly, since
+    float64 is the referee of every numerics test."""
+    from dualgraph.backend.numba import build, float32_only
+
+    def fn(x, y):
+        return x * y + 1.0
+
+    f32 = dg.trace(fn, dg.ones(4, dtype=dg.float32), dg.ones(4, dtype=dg.float32))
+    f64 = dg.trace(fn, dg.ones(4, dtype=dg.float64), dg.ones(4, dtype=dg.float64))
+    mixed = dg.trace(fn, dg.ones(4, dtype=dg.float32), dg.ones(4, dtype=dg.float64))
+    ints = dg.trace(lambda x: x * 3 + 1, dg.tensor([1, 2, 3]))
+    assert float32_only(f32)
+    assert not float32_only(f64) and not float32_only(mixed) and not float32_only(ints)
+    assert "fastmath={'contract'}" in build(f32).source
+    for g in (f64, mixed, ints):
+        assert "fastmath" not in build(g).source
