@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..eager import grad_mode
+from ..eager.compiled_node import readonly_cotangent
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor
 from ..ir.graph import Graph, Node
@@ -191,19 +192,10 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
         # Types only: running the forward here would apply its in-place writes twice.
         outs = entry.kernel.new_outputs()
         res = [arrays[j] if kind == "in" else outs[j] for kind, j in entry.residual_plan]
-        cot = [readonly(np.zeros(o.shape or (1,), o.dtype)) for o in user]
+        cot = [readonly_cotangent(np.zeros(o.shape or (1,), o.dtype)) for o in user]
         stats.numba_seconds += entry.bwd_kernel.compile(cot + res, prepared=True)
         stats.kernels += 1
     return entry
-
-
-def readonly(a: np.ndarray) -> np.ndarray:
-    """A read-only view of ``a``: cotangents reach the backward kernel read-only, whatever
-    their source, so Numba compiles it for one signature (not one per writability)."""
-    if a.flags.writeable:
-        a = a.view()
-        a.flags.writeable = False
-    return a
 
 
 class ModifiedSaved:

@@ -76,19 +76,23 @@ class CompiledFunctionBackward(Function):
         cot = []
         for k, (shape, dtype) in enumerate(self._outs):
             c = parts[k]._data if k in parts else np.zeros(shape, dtype)
-            c = c.reshape(1) if not shape else c
-            # Always C-contiguous and read-only (the kernel only reads it): one Numba
-            # signature for every call, the one the kernel was compiled for.
-            if not c.flags.c_contiguous:
-                c = np.ascontiguousarray(c)
-            if c.flags.writeable:
-                c = c.view()
-                c.flags.writeable = False
-            cot.append(c)
+            cot.append(readonly_cotangent(c.reshape(1) if not shape else c))
         outs = self._kernel.new_outputs()
         self._kernel.run(cot + list(self._saved), outs)
         return [_make(o if o.shape == shape else o.reshape(shape), False, None)
                 for o, shape in zip(outs, self._shapes)]
+
+
+def readonly_cotangent(c: np.ndarray) -> np.ndarray:
+    """``c`` as a backward kernel always receives it, C-contiguous and read-only (the
+    kernel only reads it): one Numba signature serves every call, the one it was compiled
+    for, whatever the gradient's source."""
+    if not c.flags.c_contiguous:
+        c = np.ascontiguousarray(c)
+    if c.flags.writeable:
+        c = c.view()
+        c.flags.writeable = False
+    return c
 
 
 def _tape_state(node: Function, saved: tuple) -> None:

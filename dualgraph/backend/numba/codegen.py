@@ -271,8 +271,13 @@ class _Writer:
             lines = lowerings.kernel_lowering(n.op)(n, args, "probe")
         except Exception:  # noqa: BLE001 - a lowering that rejects the node says no
             return False
-        return (bool(lines) and lines[0] == f"probe = np.empty({ishape(n)}, {np_dtype(n.dtype)})"
-                and not any(line.startswith("probe = ") for line in lines[1:]))
+        return _Writer.allocates_and_fills(lines, "probe", n)
+
+    @staticmethod
+    def allocates_and_fills(lines: list[str], out: str, n: Node) -> bool:
+        """``lines`` first allocate ``out`` with ``n``'s shape and dtype and never rebind it."""
+        return (bool(lines) and lines[0] == f"{out} = np.empty({ishape(n)}, {np_dtype(n.dtype)})"
+                and not any(line.startswith(f"{out} = ") for line in lines[1:]))
 
     @staticmethod
     def fresh_result(n: Node) -> bool:
@@ -338,9 +343,7 @@ class _Writer:
         lowering keeps its own array (copied into the output at the end)."""
         if self.into is None:
             return lines
-        own = n is not None and lines and lines[0] == (
-            f"{out} = np.empty({ishape(n)}, {np_dtype(n.dtype)})") and not any(
-            line.startswith(f"{out} = ") for line in lines[1:])
+        own = n is not None and self.allocates_and_fills(lines, out, n)
         if not own and not self.gemm_line(lines, out):
             return lines
         into, self.into = self.into, None
