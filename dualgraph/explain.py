@@ -14,7 +14,7 @@ from typing import Any
 
 from .ir.graph import Graph, Node
 from .passes import PassStats, fusion_groups, op_count, optimize
-from .trace.autodiff import Differentiated, differentiate
+from .trace.autodiff import Differentiated, differentiate, scalar_loss, value_and_grad
 from .trace.tracer import trace
 
 
@@ -45,6 +45,9 @@ class Explanation:
     source_map: list[SourceLine] = field(default_factory=list)
     # For a `dg.compile`d function: which tier serves its calls now (see `tier_of`).
     tier: str | None = None
+    # A scalar loss: the one graph `dg.compile` runs for it, forward and backward together
+    # (`trace.autodiff.value_and_grad`, optimized).
+    value_and_grad: Graph | None = None
 
     def lines_for(self, user: str) -> list[SourceLine]:
         """Source-map rows whose user location ends with ``user`` (e.g. ``"model.py:12"``)."""
@@ -82,6 +85,13 @@ class Explanation:
                 f"({d.residual_bytes} bytes); recomputed in the backward: "
                 f"{', '.join(d.recomputed) or 'nothing'} ({d.bytes_saved} bytes saved per step)"
             )
+        if self.value_and_grad is not None:
+            j = self.value_and_grad
+            kernels = sum(1 for n in j.nodes if n.op == "fused")
+            lines.append(f"== value and grad: a scalar loss, so dg.compile runs forward and "
+                         f"backward as one kernel: {op_count(j)} optimized nodes, {kernels} "
+                         "fused kernel(s)")
+            lines.append(str(j))
         lines.append("== fusion groups (forward):")
         lines += [f"   kernel {k}: {' -> '.join(g)}" for k, g in enumerate(self.fusion_groups)]
         lines.append("== Numba source (one njit function per graph):")
@@ -120,8 +130,11 @@ def explain(fn: Callable, *example_args: Any, wrt: Any = "auto") -> Explanation:
         fwd = optimize(d.forward, verify=True)
         bwd = optimize(d.backward, verify=True)
         source, smap = _lower_all([(fwd, "forward"), (bwd, "backward")])
+        joint = None
+        if scalar_loss(traced.outputs):
+            joint = optimize(value_and_grad(d, traced.outputs), verify=True)
         return Explanation(traced, fwd, fwd.pass_stats, d, bwd, bwd.pass_stats, source, smap,
-                           tier=tier)
+                           tier=tier, value_and_grad=joint)
     fwd = optimize(traced, verify=True)
     source, smap = _lower_all([(fwd, "kernel")])
     return Explanation(traced, fwd, fwd.pass_stats, numba_source=source, source_map=smap,

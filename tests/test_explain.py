@@ -107,3 +107,22 @@ def test_to_dot_of_an_unfused_graph_has_no_clusters():
     dot = dg.viz.to_dot(g)
     assert "cluster" not in dot
     assert 'label="mul\\nf32[3]' in dot and "-> out0" in dot
+
+
+def test_explain_shows_the_value_and_grad_kernel_of_a_scalar_loss(mlp_step):
+    """A scalar loss compiles to one kernel that returns the loss and its gradients: the
+    report prints that graph, and it computes what the forward and backward graphs do."""
+    net, step, x, y = mlp_step
+    report = dg.explain(step, x, y)
+    joint = report.value_and_grad
+    assert joint is not None and "== value and grad: a scalar loss" in str(report)
+    params = [p.numpy() for p in net.parameters()]
+    loss, *grads = dg.interpret(joint, x.numpy(), y.numpy(), *params)
+    net.zero_grad()
+    eager = step(x, y)
+    eager.backward()
+    np.testing.assert_allclose(loss, eager.item(), rtol=1e-6)
+    for g, p in zip(grads, net.parameters()):
+        np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-5, atol=1e-6)
+    vector = dg.explain(lambda x: x * 2, dg.ones(3, requires_grad=True))
+    assert vector.value_and_grad is None and "== value and grad" not in str(vector)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..eager import grad_mode
-from ..eager.compiled_node import attach_backward
+from ..eager.compiled_node import attach_backward, attach_gradients
 from ..eager.internal import array_of, bump_version, make_tensor, set_grad
 from ..eager.tensor import Tensor
 from .random_state import refresh_key
@@ -41,13 +41,17 @@ def run(entry: _Entry, args: tuple, arrays: list) -> Any:
     for o, n in zip(outs, entry.optimized.outputs[:entry.n_user]):
         results.append(make_tensor(o if o.shape == n.shape else o.reshape(n.shape), False, None))
     if entry.mode == "train" and grad_mode.GRAD_ENABLED.value:
-        res = tuple(ins[j] if kind == "in" else outs[j] for kind, j in entry.residual_plan)
         tensors = [a for a in args if isinstance(a, (Tensor, np.ndarray))]
         if entry.sources:
             tensors += [t if kind == "tensor" else t.grad if kind == "grad" else None
                         for kind, t in entry.sources]
-        attach_backward(entry.bwd_kernel, tensors, entry.wrt_tensors, res, results,
-                        entry.out_rg, entry.saved_inputs)
+        if entry.joint:
+            attach_gradients(tensors, entry.wrt_tensors, [outs[k] for k in entry.grad_out],
+                             results[0], entry.saved_inputs)
+        else:
+            res = tuple(ins[j] if kind == "in" else outs[j] for kind, j in entry.residual_plan)
+            attach_backward(entry.bwd_kernel, tensors, entry.wrt_tensors, res, results,
+                            entry.out_rg, entry.saved_inputs)
     single = entry.single
     if single is True:
         return results[0]

@@ -22,7 +22,7 @@ from ..eager.tensor import Tensor
 from ..ir.graph import Graph, Node
 from ..ops.registry import OPS
 from ..passes import optimize
-from ..trace.autodiff import differentiate
+from ..trace.autodiff import differentiate, scalar_loss, value_and_grad
 from .capture import trace_call
 from .random_state import uses_random
 from .signature import capture_guards
@@ -69,6 +69,10 @@ class _Entry:
     random: bool = False  # has random ops: each call draws a new key (`random_state`)
     tier0: bool = False  # kernels are `tiered.InterpretedKernel`s (see `tiered`)
     pending: Any = None  # the worker's job for the compiled kernels, while at tier 0
+    # A scalar loss in train mode: the one kernel also returns the gradients for seed one
+    # (`scalar_loss`); ``grad_out`` are their kernel output positions.
+    joint: bool = False
+    grad_out: tuple = ()
 
     def arrays(self, out: list) -> list:
         """The kernel's input arrays: ``out`` (a new list of the arrays of the call's tensor
@@ -179,8 +183,12 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
                                for kind, j in entry.residual_plan]
         entry.saved_inputs = tuple(sorted({j for kind, j in entry.residual_plan
                                            if kind == "in"}))
-    # A backward that must raise (`ModifiedSaved`) is already set and needs no kernel.
-    backward = bool(train) and entry.bwd_kernel is None
+        if entry.joint:
+            first = len(entry.optimized.outputs) - len(leaves)
+            entry.grad_out = tuple(entry._pos[first + i] for i in range(len(leaves)))
+    # A backward that must raise (`ModifiedSaved`) is already set and needs no kernel; the
+    # joint kernel of a scalar loss needs none either.
+    backward = bool(train) and entry.bwd_kernel is None and not entry.joint
     if tiered and tiered_start(entry, arrays, user, name, parallel, write_to, backward):
         stats.kernels += 1 + backward  # being compiled by the worker
         return entry
@@ -235,14 +243,22 @@ def lower_train(entry: _Entry, graph: Graph, user: list, extra: list, leaves: li
     # A residual that is an input is not an output: the backward gets the input's
     # array itself (version checks guard it against in-place changes).
     index_of = {id(n): j for j, n in enumerate(graph.inputs)}
-    computed = [r for r in residuals if id(r) not in index_of]
-    full = Graph(graph.inputs, graph.nodes, user + extra + computed)
-    entry.optimized = optimize(full, verify=verify)
-    entry.backward_graph = optimize(d.backward, verify=verify)
     entry.n_residuals = len(residuals)
     entry.wrt_tensors = leaves
     entry.differentiated = d
     first = len(user) + len(extra)
+    if not modified and scalar_loss(user, rg):
+        # A scalar loss: one kernel computes it and its gradients (seed one) in the same
+        # pass; the tape node hands them out when backward() comes (`PrecomputedBackward`).
+        entry.joint = True
+        entry.optimized = optimize(value_and_grad(d, user + extra), verify=verify)
+        entry.residual_plan = [("in", index_of[id(r)]) for r in residuals
+                               if id(r) in index_of]
+        return
+    computed = [r for r in residuals if id(r) not in index_of]
+    full = Graph(graph.inputs, graph.nodes, user + extra + computed)
+    entry.optimized = optimize(full, verify=verify)
+    entry.backward_graph = optimize(d.backward, verify=verify)
     k = 0
     for r in residuals:
         if id(r) in index_of:
@@ -250,3 +266,4 @@ def lower_train(entry: _Entry, graph: Graph, user: list, extra: list, leaves: li
         else:
             entry.residual_plan.append(("graph_out", first + k))
             k += 1
+

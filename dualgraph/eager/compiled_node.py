@@ -62,16 +62,8 @@ class CompiledFunctionBackward(Function):
         if self._freed:
             raise RuntimeError(_FREED_MSG)
         if grad_mode.GRAD_ENABLED.value:
-            raise RuntimeError("backward(create_graph=True) through a compiled function is not "
-                               "supported: its backward is a compiled kernel, not a graph of "
-                               "ops. Differentiate the eager function instead.")
-        for t, v in self._checks:
-            if t._version[0] != v:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified "
-                    f"by an inplace operation: an input of {self.name()} of shape {t.shape} "
-                    f"is at version {t._version[0]}; expected version {v} instead."
-                )
+            raise RuntimeError(_NO_DOUBLE_BACKWARD)
+        _check_versions(self, self._checks)
         parts = g.parts if isinstance(g, _Cotangents) else {0: g}
         cot = []
         for k, (shape, dtype) in enumerate(self._outs):
@@ -81,6 +73,67 @@ class CompiledFunctionBackward(Function):
         self._kernel.run(cot + list(self._saved), outs)
         return [_make(o if o.shape == shape else o.reshape(shape), False, None)
                 for o, shape in zip(outs, self._shapes)]
+
+
+class PrecomputedBackward(Function):
+    """The tape node of a compiled scalar loss whose kernel computed its gradients with its
+    value (seed one): backward hands them out, scaled when the seed is not one."""
+
+    __slots__ = ("_checks", "_shapes", "_handed")
+
+    def __init__(self, inputs: tuple, grads: list, out: Tensor, checks: list) -> None:
+        self._shapes = [tuple(n.shape) for n in inputs]
+        Node_init = super(Function, self).__init__  # noqa: N806 - the IR Node's __init__
+        Node_init("compiled", inputs, {}, tuple(out.shape), out.dtype)
+        _tape_state(self, tuple(grads))
+        self._checks = checks
+        self._handed = False
+
+    def apply(self, g: Any) -> list:
+        if self._freed:
+            raise RuntimeError(_FREED_MSG)
+        if grad_mode.GRAD_ENABLED.value:
+            raise RuntimeError(_NO_DOUBLE_BACKWARD)
+        _check_versions(self, self._checks)
+        seed = g._data.reshape(())
+        # Gradients are linear in the seed: another seed scales the seed-one gradients
+        # (a rounding of the product away from a backward seeded with it).
+        if seed != 1:
+            grads = [np.multiply(a, seed, dtype=a.dtype) for a in self._saved]
+        elif self._handed:  # a second backward (retain_graph): the first gave these away
+            grads = [a.copy() for a in self._saved]
+        else:
+            self._handed = True
+            grads = self._saved
+        return [_make(a if a.shape == shape else a.reshape(shape), False, None)
+                for a, shape in zip(grads, self._shapes)]
+
+
+def attach_gradients(tensors: list, wrt: list, grads: list, result: Tensor,
+                     saved: tuple) -> None:
+    """Record a compiled scalar loss on the tape: ``grads[i]`` is its gradient (seed one)
+    with respect to ``tensors[wrt[i]]``; ``saved`` the positions in ``tensors`` whose
+    values the gradients were computed from (changing one before backward raises, as in
+    eager mode)."""
+    inputs = tuple([tensors[i]._input_node() for i in wrt])
+    checks = [(t, t._version[0]) for t in (tensors[i] for i in saved) if isinstance(t, Tensor)]
+    result._rg = True
+    result.grad_fn = PrecomputedBackward(inputs, grads, result, checks)
+
+
+def _check_versions(node: Function, checks: list) -> None:
+    for t, v in checks:
+        if t._version[0] != v:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified "
+                f"by an inplace operation: an input of {node.name()} of shape {t.shape} "
+                f"is at version {t._version[0]}; expected version {v} instead."
+            )
+
+
+_NO_DOUBLE_BACKWARD = (
+    "backward(create_graph=True) through a compiled function is not supported: its backward "
+    "is a compiled kernel, not a graph of ops. Differentiate the eager function instead.")
 
 
 def readonly_cotangent(c: np.ndarray) -> np.ndarray:

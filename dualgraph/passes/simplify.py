@@ -17,6 +17,7 @@ import numpy as np
 from ..ir.graph import Graph, Node
 from ..ops.registry import OPS
 from ._util import rebuild
+from .constant_fold import MAX_GROWTH_BYTES
 
 
 def _is(x: Any, value: float) -> bool:
@@ -166,9 +167,91 @@ def fold_mul_zero(n: Node) -> Any:
     return None
 
 
+def _splat(x: Any) -> Any:
+    """The Python number every element of ``x`` holds, when ``x`` is a constant of one
+    repeated finite value (a ``const``, or a ``broadcast_to`` of one); else None."""
+    if not isinstance(x, Node):
+        return None
+    if x.op == "broadcast_to" and isinstance(x.inputs[0], Node):
+        x = x.inputs[0]
+    if x.op != "const":
+        return None
+    v = x.attrs["value"]
+    if v.size == 0 or v.dtype.kind not in "fiu":
+        return None
+    first = v.reshape(-1)[0]
+    if v.dtype.kind == "f" and not np.isfinite(first):
+        return None
+    # Equal values and equal sign bits: a mix of 0.0 and -0.0 is not one value.
+    if not (v == first).all() or (v.dtype.kind == "f" and (
+            np.signbit(v) != np.signbit(first)).any()):
+        return None
+    return first
+
+
+def _literal(value: Any, dtype: np.dtype) -> Any:
+    """``value`` (a NumPy scalar) as a Python literal for an op computing in ``dtype``. In
+    its own dtype, the shortest decimal that names it (0.1, not 0.10000000149011612 for a
+    float32), so the IR stays readable: the op converts the literal back to exactly these
+    bits. Promoted (a float32 constant in a float64 op), its exact value."""
+    if value.dtype.kind == "f" and value.dtype == dtype:
+        short = float(str(value))
+        if value.dtype.type(short) == value:
+            return short
+    return value.item()
+
+
+def _types_as(n: Node, inputs: tuple) -> bool:
+    """Whether ``n``'s op on ``inputs`` has ``n``'s shape and dtype (no broadcast or
+    promotion changed)."""
+    try:
+        shape, dtype = OPS[n.op].infer(*inputs, **n.attrs)
+    except (TypeError, ValueError):
+        return False
+    return tuple(shape) == tuple(n.shape) and np.dtype(dtype) == n.dtype
+
+
+def fold_splat_literal(n: Node) -> Any:
+    """An elementwise op's operand that is one repeated constant value -> that value as a
+    literal, when the op's type stays the same: exact (every element reads the same number,
+    and a literal converts to the op's dtype exactly, the type check rules out any other
+    promotion or broadcast). Autodiff of a scalar loss makes these (the seed one broadcast
+    by `sum`'s VJP); as literals they feed `fold_mul_one` and cost no memory reads."""
+    op = OPS.get(n.op)
+    if op is None or not op.elementwise:
+        return None
+    ins = tuple(_literal(_splat(i), n.dtype) if _splat(i) is not None else i
+                for i in n.inputs)
+    if all(a is b for a, b in zip(ins, n.inputs)) or not _types_as(n, ins):
+        return None
+    return Node(n.op, ins, n.attrs, n.shape, n.dtype, n.loc, n.uid)
+
+
+def fold_splat(n: Node) -> Any:
+    """An elementwise op whose every operand is one repeated constant value -> the constant
+    result (the registry's kernel on one element, repeated): exact, the same arithmetic on
+    each element. Only up to `MAX_GROWTH_BYTES`, as `constant_fold`; its users then take it
+    as a literal (`fold_splat_literal`)."""
+    op = OPS.get(n.op)
+    if op is None or not op.elementwise or not any(isinstance(i, Node) for i in n.inputs):
+        return None
+    values = [(_splat(i), i) if isinstance(i, Node) else (i, i) for i in n.inputs]
+    if any(v is None for v, _ in values):
+        return None
+    if int(np.prod(n.shape, dtype=np.int64)) * n.dtype.itemsize > MAX_GROWTH_BYTES:
+        return None
+    args = [np.asarray(v) if isinstance(i, Node) else v for v, i in values]
+    one = np.asarray(op.impl(*args, **n.attrs))
+    if one.shape != () or one.dtype != n.dtype:
+        return None
+    return Node("const", (), {"value": np.full(n.shape, one, n.dtype)}, n.shape, n.dtype,
+                n.loc, n.uid)
+
+
 RULES: list[Callable[[Node], Any]] = [
     fold_add_zero, fold_sub_zero, fold_mul_one, fold_div_one, fold_pow_one, fold_pow_two,
     cancel_neg_neg, fold_identity_view, cancel_transpose_transpose, fold_reshape_reshape,
+    fold_splat, fold_splat_literal,
 ]
 # Applied only with finite_math=True (fast-math semantics: no inf, no nan, the sign of a
 # zero does not matter): they are wrong for inf, nan or -0.0.

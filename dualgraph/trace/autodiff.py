@@ -201,6 +201,47 @@ def differentiate(fwd: Graph, wrt: Sequence[int] | None = None,
     )
 
 
+def scalar_loss(user: Sequence[Node], rg: set | None = None) -> bool:
+    """Whether ``user`` (a program's outputs) is one floating-point value of one element
+    that requires grad (``rg``: the ids of the nodes that do; None: all): a loss, whose
+    gradients `dg.compile` computes with its value (`value_and_grad`). Its ``backward()``
+    then needs no second kernel: the gradients for seed one are ready, and any other seed
+    ``s`` scales them (the gradient is linear in the seed)."""
+    if len(user) != 1:
+        return False
+    out = user[0]
+    return (np.dtype(out.dtype).kind == "f" and int(np.prod(out.shape, dtype=np.int64)) == 1
+            and (rg is None or id(out) in rg))
+
+
+def value_and_grad(d: Differentiated, outputs: Sequence[Node]) -> Graph:
+    """One graph that returns ``outputs`` (computed by ``d.forward``) and then the gradients
+    of ``d``'s outputs seeded with ones: the backward graph inlined into the forward, its
+    cotangent inputs replaced by constant ones and its residual inputs by the forward
+    values themselves. For a scalar loss this is JAX's ``value_and_grad`` as one program:
+    nothing is saved between two kernels, and the passes fuse the forward and backward
+    loops over the same elements (CSE merges the values the backward recomputes).
+    """
+    n = d.n_outputs
+    back = d.backward
+    mapping: dict[int, Node] = {}
+    ones: list[Node] = []
+    for c, o in zip(back.inputs[:n], d.forward.outputs[:n]):
+        one = Node("const", (), {"value": np.ones(o.shape, o.dtype)}, tuple(o.shape), o.dtype)
+        ones.append(one)
+        mapping[id(c)] = one
+    for ph, r in zip(back.inputs[n:], d.forward.outputs[n:]):
+        mapping[id(ph)] = r
+    nodes = list(d.forward.nodes) + ones
+    for m in back.nodes:
+        new = _remap(m, mapping)
+        if new is not m:
+            mapping[id(m)] = new
+        nodes.append(new)
+    grads = [mapping.get(id(g), g) for g in back.outputs]
+    return d.forward.replace(nodes=nodes, outputs=list(outputs) + grads)
+
+
 def reverse_accumulate(nodes: list[Node], active: set[int], ct: dict[int, Any],
                        residual: Any) -> dict[int, Any]:
     """Reverse-mode sweep: pull the cotangents in ``ct`` (node id -> traced gradient) back

@@ -204,6 +204,35 @@ class TestSimplify:
         notes = _identity_rewrite(fn)
         assert notes and all(n.startswith(rule) for n in notes), notes
 
+    def test_splat_constants_become_literals(self):
+        """A constant of one repeated value (an array, or a broadcast scalar) is a literal
+        to an elementwise op, which then folds: exact on inf, nan and -0.0 inputs."""
+        ones = np.ones((2, 4))
+        out = _simplified(lambda x: x * ones, t64(2, 4))
+        assert op_nodes(out) == [] and out.outputs[0] is out.inputs[0], str(out)
+        assert out.notes[:2] == ["fold_splat_literal: mul f64[2,4]", "fold_mul_one: mul f64[2,4]"]
+        out = _simplified(lambda x: x + broadcast_to(np.array(0.25), (2, 4)) * 2.0, t64(2, 4))
+        assert op_nodes(out) == ["add"] and "add %0, 0.5" in str(out), str(out)
+        # float32: the literal is the shortest decimal of the float32 value, exactly it
+        out = _simplified(lambda x: x * np.full((3,), 0.1, np.float32),
+                          dg.tensor(np.ones(3, np.float32)))
+        assert "mul %0, 0.1" in str(out) and np.float32(0.1) == np.float32(
+            out.nodes[-1].inputs[1])
+
+    @pytest.mark.parametrize("const,literal", [
+        # float64 x times a float32 array is float64 with or without the literal: exact
+        (np.full((2, 4), 2.0, np.float32), True),
+        (np.full((4,), 3.0), True),  # a row that broadcasts within x's shape
+        (np.array([[0.0, -0.0, 0.0, 0.0]] * 2), False),  # two values: +0.0 and -0.0
+        (np.full((2, 4), np.inf), False),  # not finite
+        (np.full((3, 2, 4), 2.0), False),  # it broadcasts x: the literal would not
+    ], ids=["promotes_anyway", "row", "signed_zeros", "inf", "broadcasts_x"])
+    def test_splat_literal_keeps_types_and_values(self, const, literal):
+        out = _simplified(lambda x: x * const, t64(2, 4))
+        lits = [i for n in out.nodes for i in n.inputs if not hasattr(i, "op")]
+        assert bool(lits) == literal, str(out)
+        assert out.outputs[0].shape == np.broadcast_shapes((2, 4), const.shape)
+
     def test_fold_pow_two(self):
         out = _simplified(lambda x: x ** 2, t64(5))
         assert str(out).splitlines()[1] == "  %1:f64[5] = mul %0, %0"
@@ -252,7 +281,8 @@ class TestSimplify:
         simplified = passes.simplify(g, finite_math=True).verify()
         assert any(n.startswith("fold_mul_zero") for n in simplified.notes)
         out = passes.dce(simplified)
-        assert op_nodes(out) == ["add"]
+        # the zeros are a literal to the add, and x + 0.0 is x under finite math
+        assert op_nodes(out) == []
         x = np.array([1.0, -2.0, 3.0, 0.5])
         assert_close(out(x), g(x), rtol=1e-12, atol=1e-12)
 
