@@ -88,6 +88,9 @@ class CompareReport:
     traced_nodes: int = 0
     optimized_nodes: int = 0
     backward_nodes: int = 0
+    # A scalar loss: forward and backward are one kernel (`value_and_grad`), nothing is
+    # kept between them, and `optimized_nodes` counts both.
+    value_and_grad: bool = False
     kernels: int = 0
     fused_kernels: int = 0
     eager_saved_bytes: int = 0
@@ -145,13 +148,17 @@ class CompareReport:
         if self.noisy:
             out.append(f"  NOISY: {'; '.join(self.noise_reasons)}")
         out.append("structure")
+        backward = ("(forward and backward: one value-and-grad kernel)" if self.value_and_grad
+                    else f"(+{self.backward_nodes} backward)")
         out.append(f"  eager tape nodes {self.eager_tape_nodes}   traced {self.traced_nodes}   "
-                   f"optimized {self.optimized_nodes} (+{self.backward_nodes} backward)   "
+                   f"optimized {self.optimized_nodes} {backward}   "
                    f"kernels {self.kernels} (Numba functions; {self.fused_kernels} fused "
                    "loop nests)")
         out.append("memory")
         out.append(f"  eager autograd saves {self.eager_saved_bytes} bytes for backward; "
-                   f"compiled keeps {self.compiled_residual_bytes} bytes of residuals")
+                   + ("compiled keeps none (its kernel computes the gradients with the value)"
+                      if self.value_and_grad else
+                      f"compiled keeps {self.compiled_residual_bytes} bytes of residuals"))
         if self.recomputed:
             out.append(f"  recomputed in the backward instead: {', '.join(self.recomputed)}")
         if self.diff:
@@ -702,6 +709,7 @@ def _compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 5
     entry = cf.entries()[0]
     report.traced_nodes = P.op_count(traced)
     report.optimized_nodes = P.op_count(entry.optimized)
+    report.value_and_grad = entry.joint
     if entry.backward_graph is not None:
         report.backward_nodes = P.op_count(entry.backward_graph)
         d = entry.differentiated

@@ -267,22 +267,38 @@ def test_structure_counts_match_graph_of_trace_and_optimize(report):
     assert report.traced_nodes == P.op_count(traced)
     # The dead value is traced but never reaches the outputs' tape.
     assert report.traced_nodes > report.eager_tape_nodes
-    # Optimization shrinks the graph; the compiled forward and backward are two functions.
+    # Optimization shrinks the graph; a scalar loss's forward and backward are one kernel.
     assert 0 < report.optimized_nodes < report.traced_nodes
-    assert report.backward_nodes > 0
-    assert report.kernels == 2
+    assert report.value_and_grad and report.backward_nodes == 0
+    assert report.kernels == 1
     assert report.fused_kernels >= len(report.fusion) > 0
+    assert "one value-and-grad kernel" in str(report)
+
+
+@pytest.fixture(scope="module")
+def vector_report():
+    x, y = progs.inputs()
+    return dg.compare(progs.every_fate_vector, x, y, repeats=3, budget=0.05, cold_warm=False)
+
+
+def test_vector_output_has_forward_and_backward_kernels(vector_report):
+    r = vector_report
+    assert not r.value_and_grad and r.kernels == 2 and r.backward_nodes > 0
+    assert r.max_rel_error < 1e-5
 
 
 # --------------------------------------------------------------------------- memory
-def test_memory_eager_saved_vs_compiled_residuals(report):
+def test_memory_eager_saved_vs_compiled_residuals(report, vector_report):
     nbytes = progs.N * 4
     assert report.eager_saved_bytes > 0 and report.eager_saved_bytes % nbytes == 0
-    assert 0 < report.compiled_residual_bytes < report.eager_saved_bytes
-    assert report.compiled_residual_bytes % nbytes == 0
+    # A scalar loss keeps nothing between forward and backward: they are one kernel.
+    assert report.compiled_residual_bytes == 0 and "compiled keeps none" in str(report)
+    r = vector_report
+    assert 0 < r.compiled_residual_bytes < r.eager_saved_bytes
+    assert r.compiled_residual_bytes % nbytes == 0
     # Cheap values the backward recomputes instead of keeping, named with their type.
-    assert report.recomputed and all("f32[64]" in r for r in report.recomputed)
-    assert any(r.startswith("sigmoid") for r in report.recomputed)
+    assert r.recomputed and all("f32[64]" in x for x in r.recomputed)
+    assert any(x.startswith("sigmoid") for x in r.recomputed)
 
 
 # ----------------------------------------------------------------- str and to_json
