@@ -41,3 +41,43 @@ def short_name(dtype: np.dtype) -> str:
 
 def is_floating(dtype: np.dtype) -> bool:
     return dtype.kind == "f"
+
+
+def to_target(args: tuple, kwargs: dict) -> np.dtype | None:
+    """The dtype a PyTorch-style ``.to(...)`` call asks for (None: keep the dtype).
+
+    Accepts ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)`` and
+    the keywords ``dtype=``, ``device=``, ``non_blocking=``, ``copy=``. dualgraph runs on
+    the CPU only: a device is accepted when it is the CPU and refused otherwise.
+    """
+    unknown = set(kwargs) - {"dtype", "device", "non_blocking", "copy", "memory_format"}
+    if unknown:
+        raise TypeError(f"to() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    dtype = kwargs.get("dtype")
+    device = kwargs.get("device")
+    for a in args:
+        if hasattr(a, "dtype") and hasattr(a, "shape"):  # to(other): its dtype
+            dtype = a.dtype
+        elif isinstance(a, str) and not _is_dtype_name(a) or _is_device(a):
+            device = a
+        elif a is not None:
+            dtype = a
+    if device is not None:
+        name = str(getattr(device, "type", device)).split(":")[0]
+        if name != "cpu":
+            raise RuntimeError(f"to({device!r}): dualgraph runs on the CPU only (NumPy and "
+                               "Numba); use 'cpu' or leave the device out")
+    return None if dtype is None else as_dtype(dtype)
+
+
+def _is_dtype_name(name: str) -> bool:
+    try:
+        np.dtype(name)
+    except TypeError:
+        return False
+    return True
+
+
+def _is_device(a: Any) -> bool:
+    return type(a).__name__ == "device" or isinstance(a, str) and a.split(":")[0] in (
+        "cpu", "cuda", "mps", "meta", "xpu")

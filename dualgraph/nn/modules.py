@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..eager.grad_mode import no_grad
-from ..eager.internal import array_of
+from ..eager.internal import array_of, bump_version, set_array, set_grad
 from ..eager.tensor import Tensor, _init, rng
 from ..modes import current_trace
 from ..ops.mixin import TensorOps
@@ -271,6 +271,51 @@ class Module:
         for m in self.children():
             m.apply(fn)
         fn(self)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> "Module":
+        """PyTorch's ``Module.to``: cast the floating-point parameters and buffers to a
+        dtype (``model.to(dg.float64)``), in place: each parameter stays the same object, so
+        optimizers and compiled functions that hold it see the new data (and its
+        ``.grad``, cast too). ``"cpu"`` is accepted, the only device."""
+        from ..dtypes import to_target
+
+        dtype = to_target(args, kwargs)
+        if dtype is not None:
+            self._cast(dtype)
+        return self
+
+    def float(self) -> "Module":
+        """Floating-point parameters and buffers to float32 (PyTorch's ``Module.float``)."""
+        return self._cast(np.dtype(np.float32))
+
+    def double(self) -> "Module":
+        """Floating-point parameters and buffers to float64 (PyTorch's ``Module.double``)."""
+        return self._cast(np.dtype(np.float64))
+
+    def half(self) -> "Module":
+        """Floating-point parameters and buffers to float16 (PyTorch's ``Module.half``)."""
+        return self._cast(np.dtype(np.float16))
+
+    def cpu(self) -> "Module":
+        """The module itself: dualgraph keeps everything on the CPU."""
+        return self
+
+    def _cast(self, dtype: np.dtype) -> "Module":
+        if dtype.kind != "f":
+            raise TypeError(f"Module.to() only casts to floating-point dtypes, got {dtype} "
+                            "(as PyTorch: integer parameters would lose their gradients)")
+        for m in self.modules():
+            for p in m._parameters.values():
+                if p is not None and p.dtype.kind == "f" and p.dtype != dtype:
+                    set_array(p, array_of(p).astype(dtype))
+                    bump_version(p)
+                    if p.grad is not None:
+                        set_grad(p, Tensor(array_of(p.grad).astype(dtype)))
+            for b in m._buffers.values():
+                if b is not None and b.dtype.kind == "f" and b.dtype != dtype:
+                    set_array(b, array_of(b).astype(dtype))
+                    bump_version(b)
         return self
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":

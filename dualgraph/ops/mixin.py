@@ -344,8 +344,14 @@ class TensorOps:
         dtype = as_dtype(dtype)
         return self if dtype == self.dtype else S.astype(self, dtype)
 
-    def to(self, dtype: Any) -> Any:
-        return self.astype(dtype)
+    def to(self, *args: Any, **kwargs: Any) -> Any:
+        """PyTorch's ``Tensor.to``: a dtype (``x.to(dg.float64)``, ``x.to(other)``) casts,
+        ``"cpu"`` is accepted (the only device); the tensor itself when nothing changes."""
+        from ..dtypes import to_target
+
+        dtype = to_target(args, kwargs)
+        out = self if dtype is None else self.astype(dtype)
+        return out.clone() if kwargs.get("copy") and out is self else out
 
     def float(self) -> Any:
         return self.astype(np.float32)

@@ -160,3 +160,61 @@ def test_apply_requires_grad_children_and_submodules():
     assert isinstance(net.extra, nn.Tanh)
     with pytest.raises(KeyError):
         net.add_module("a.b", nn.Tanh())
+
+
+def test_module_to_casts_float_parameters_and_buffers_in_place():
+    """PyTorch's ``model.to(dtype)`` / ``.double()`` / ``.float()``: floating-point
+    parameters, their gradients and buffers change dtype; each parameter stays the same
+    object (an optimizer holding it keeps working); integer buffers are left alone."""
+    dg.manual_seed(0)
+    net = dg.nn.Sequential(dg.nn.Linear(3, 4), dg.nn.BatchNorm1d(4), dg.nn.Linear(4, 1))
+    params = list(net.parameters())
+    opt = dg.optim.SGD(net.parameters(), lr=0.1)
+    x = dg.randn(5, 3)
+    net(x).sum().backward()
+    counts = {n: b.dtype for n, b in net.named_buffers() if b.dtype.kind != "f"}
+    assert net.to(dg.float64) is net and net.double() is net and net.cpu() is net
+    assert [p is q for p, q in zip(net.parameters(), params)] == [True] * len(params)
+    assert all(p.dtype == dg.float64 and p.grad.dtype == dg.float64 for p in params)
+    assert all(b.dtype == (counts.get(n) or dg.float64) for n, b in net.named_buffers())
+    before = params[0].numpy().copy()
+    opt.step()
+    assert params[0].dtype == dg.float64 and not np.array_equal(params[0].numpy(), before)
+    out = net(x.double())
+    assert out.dtype == dg.float64
+    net.float()
+    assert all(p.dtype == dg.float32 for p in params)
+    assert net.to("cpu", dtype=dg.float16).half() is net and params[0].dtype == dg.float16
+    with pytest.raises(RuntimeError, match="CPU only"):
+        net.to("cuda")
+    with pytest.raises(TypeError, match="floating-point"):
+        net.to(dg.int64)
+
+
+def test_compiled_module_follows_a_dtype_change():
+    """A compiled function over a module retraces when ``model.double()`` changes its
+    parameters' dtype, and its results are the float64 eager ones."""
+    dg.manual_seed(1)
+    net = dg.nn.Sequential(dg.nn.Linear(3, 4), dg.nn.Tanh(), dg.nn.Linear(4, 2))
+    f = dg.compile(lambda x: net(x), tiered=False)
+    x = dg.randn(6, 3)
+    assert f(x).dtype == dg.float32
+    net.double()
+    y = f(x.double())
+    assert y.dtype == dg.float64 and f.stats.traces == 2
+    np.testing.assert_allclose(y.numpy(), net(x.double()).numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_tensor_to_accepts_dtypes_devices_and_tensors():
+    x = dg.tensor([1.0, 2.0])
+    assert x.to("cpu") is x and x.to(dg.float32) is x
+    assert x.to(dg.float64).dtype == dg.float64
+    assert x.to(dg.tensor([1], dtype=dg.int64)).dtype == dg.int64
+    assert x.to("cpu", dg.float64).dtype == dg.float64
+    assert x.to(device="cpu", dtype="float16").dtype == dg.float16
+    c = x.to("cpu", copy=True)
+    assert c is not x and np.array_equal(c.numpy(), x.numpy())
+    with pytest.raises(RuntimeError, match="CPU only"):
+        x.to("cuda:0")
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        x.to(dtyp=dg.float64)
