@@ -139,3 +139,39 @@ def test_graph_has_no_seed_constants():
     assert not [n for n in entry.optimized.nodes if n.op == "const" and n.shape], str(
         entry.optimized)
     assert entry.kernel.lowered.consts == []
+
+
+def test_in_place_writes_random_ops_and_non_leaf_inputs():
+    """The one kernel also writes back what the loss changed in place, draws one dropout
+    mask for the value and the gradient, and a non-leaf input passes its gradient on to
+    the eager tape behind it."""
+    def write_loss(x, buf):
+        buf.add_(1.0)
+        return (dg.tanh(x) * buf).sum()
+
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((4, 3))
+    results = []
+    for fn in (write_loss, dg.compile(write_loss, tiered=False)):
+        x, buf = dg.tensor(data, requires_grad=True), dg.tensor(np.ones((4, 3)))
+        h = x * 2.0  # the compiled function's input is not a leaf
+        out = fn(h, buf)
+        out.backward()
+        results.append((out.item(), x.grad.numpy(), buf.numpy()))
+    (e_out, e_gx, e_buf), (c_out, c_gx, c_buf) = results
+    assert fn.entries()[0].joint
+    assert_close(c_out, e_out, **TOL)
+    assert_close(c_gx, e_gx, **TOL)
+    np.testing.assert_array_equal(c_buf, e_buf)
+    np.testing.assert_array_equal(c_buf, 2.0)
+
+    dg.manual_seed(3)
+    x = dg.tensor(np.ones(1000), requires_grad=True)
+    f = dg.compile(lambda x: (dg.nn.functional.dropout(x, 0.3, training=True) * 2).sum(),
+                   tiered=False)
+    out = f(x)
+    out.backward()
+    g = x.grad.numpy()
+    assert f.entries()[0].joint
+    assert set(np.unique(g)) == {0.0, 2 / 0.7} and 0.6 < np.mean(g > 0) < 0.8
+    assert_close(out.item(), g.sum(), **TOL)  # the value's mask is the gradient's mask
