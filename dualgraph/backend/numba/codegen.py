@@ -134,6 +134,8 @@ class _Writer:
             self.var[id(n)] = f"a{k}"
             params.append(f"a{k}")
         self.target, self.written = self.plan_targets()
+        clusters = self.plan_clusters()
+        inside = {id(m) for c in clusters.values() for m in c[0] + c[1]}
         body_start = len(self.lines)
         for n in self.graph.nodes:
             if n.op == "const":
@@ -142,7 +144,10 @@ class _Writer:
                 self.consts.append(value.reshape(ishape(n)))
                 self.var[id(n)] = name
                 continue
-            self.node(n)
+            if id(n) in clusters:
+                self.cluster(n, *clusters[id(n)])
+            elif id(n) not in inside:
+                self.node(n)
         # Results go into buffers the caller passes (o0, o1, ...), or straight into an
         # input's array for in-place state (write_to: output -> input): returning arrays
         # would cost a boxing step per array per call.
@@ -241,6 +246,181 @@ class _Writer:
             target[id(o)] = f"a{j}"
             written.add(id(o))
         return target, written
+
+    # ------------------------------------------------------------------ clusters
+    def plan_clusters(self) -> dict[int, tuple[list, list]]:
+        """Whole-array reductions that take their producers and siblings into their loop:
+        reduction node id -> (producers, siblings), each in program order.
+
+        A value and its gradient (`value_and_grad`) are a reduction and elementwise loops
+        over the same elements, reading the same intermediate values (``tanh(x)`` for the
+        loss and for its derivative). Fusion stores a value used by two groups rather than
+        recompute it; here the groups share one loop instead, so the value is a scalar in
+        that loop and never stored. A *producer* is an elementwise loop of the reduction's
+        length whose every consumer is in the cluster (so nothing else needs its array);
+        a *sibling* is a later elementwise loop of that length reading only values that
+        exist before the reduction (or cluster values), and writing an array of its own.
+        Only the one-thread lane reduction (`_lane_reduce`) takes a cluster.
+        """
+        if self.parallel:
+            return {}
+        nodes = self.graph.nodes
+        pos = {id(n): p for p, n in enumerate(nodes)}
+        users: dict[int, list[Node]] = {}
+        for n in nodes:
+            for i in n.inputs:
+                if isinstance(i, Node):
+                    users.setdefault(id(i), []).append(n)
+        out_ids = {id(o) for o in self.graph.outputs}
+        clusters: dict[int, tuple[list, list]] = {}
+        taken: set[int] = set()
+        for r in nodes:
+            length = self.whole_reduction(r)
+            if length is None or id(r) in taken:
+                continue
+            shape = (length,)
+            reads = {id(i) for i in self.reads_of(r)}
+            siblings: list[Node] = []
+            for s in nodes[pos[id(r)] + 1:]:
+                if (id(s) in taken or not self.loop_value(s) or ishape(s) != shape
+                        or not self.target.get(id(s), "o").startswith("o")):
+                    continue
+                ins = [i for i in s.inputs if isinstance(i, Node)]
+                if not all(pos.get(id(i), -1) < pos[id(r)] or i in siblings for i in ins):
+                    continue
+                if not ({id(i) for i in self.reads_of(s)} & reads):
+                    continue  # shares nothing with the reduction: no pass is saved
+                siblings.append(s)
+            members = {id(r)} | {id(s) for s in siblings}
+            producers: list[Node] = []
+            for p in reversed(nodes[:pos[id(r)]]):
+                if (id(p) in taken or not self.loop_value(p) or ishape(p) != shape
+                        or id(p) in out_ids or id(p) in self.target):
+                    continue
+                cs = users.get(id(p), [])
+                if cs and all(id(c) in members for c in cs):
+                    producers.insert(0, p)
+                    members.add(id(p))
+            if producers or siblings:
+                clusters[id(r)] = (producers, siblings)
+                taken |= members
+        return clusters
+
+    def whole_reduction(self, n: Node) -> int | None:
+        """The length of the one-dimensional array ``n`` reduces whole in a one-thread lane
+        reduction (a reduction group, or a lone reduction), else None."""
+        if n.op == "fused":
+            if n.attrs.get("kind") != "reduce":
+                return None
+            root = n.attrs["body"].outputs[0]
+        else:
+            op = OPS.get(n.op)
+            if op is None or op.reduction is None:
+                return None
+            root = n
+        src = root.inputs[0]
+        if not isinstance(src, Node) or len(src.shape) != 1 or src.shape[0] < 4 * LANES:
+            return None
+        axis = root.attrs.get("axis")
+        if axis is not None and tuple(axis) != (0,):
+            return None
+        return int(src.shape[0])
+
+    @staticmethod
+    def reads_of(n: Node) -> list[Node]:
+        return [i for i in n.inputs if isinstance(i, Node)]
+
+    def body_of(self, n: Node) -> tuple[Graph, list[Node]]:
+        """``n`` as a group body and the top-level values its inputs are (a lone loop op
+        is a group of one, as in `node`)."""
+        if n.op == "fused":
+            return n.attrs["body"], [i for i in n.inputs]
+        ins = [i for i in n.inputs if isinstance(i, Node)]
+        b_inputs = [Node("input", (), {}, tuple(i.shape), i.dtype) for i in ins]
+        it = iter(b_inputs)
+        b_ins = tuple(next(it) if isinstance(i, Node) else i for i in n.inputs)
+        bn = Node(n.op, b_ins, n.attrs, tuple(n.shape), n.dtype)
+        return Graph(b_inputs, [bn], [bn]), ins
+
+    def body_env(self, body: Graph, ins: list, scalars: dict) -> tuple[dict, dict]:
+        """A body's array names (``env``) and the symbols its inputs already have as
+        scalars of the current iteration (``scalars``: top-level node id -> symbol)."""
+        env: dict = {}
+        sym: dict = {}
+        for b, i in zip(body.inputs, ins):
+            if id(i) in scalars:
+                sym[id(b)] = scalars[id(i)]
+            else:
+                env[id(b)] = self.var[id(i)]
+        for m in body.nodes:
+            if m.op == "const":
+                env[id(m)] = f"c{len(self.consts)}"
+                self.consts.append(np.ascontiguousarray(m.attrs["value"]).reshape(ishape(m)))
+        return env, sym
+
+    def cluster(self, r: Node, producers: list[Node], siblings: list[Node]) -> None:
+        """The reduction ``r`` with its producers computed as scalars in its loop and its
+        siblings computed and stored there too (see `plan_clusters`)."""
+        for m in producers:
+            self.comment(m)
+        shape = ishape(siblings[0]) if siblings else ishape(producers[0])
+        stores = []
+        for s in siblings:
+            target = self.target.get(id(s))
+            out = f"v{self.ir_names[id(s)][1:]}"
+            if target is None:
+                self.emit(f"{out} = np.empty({shape}, {np_dtype(s.dtype)})")
+                target = out
+            else:
+                self.filled.add(id(s))
+            stores.append((s, out, target))
+        scalars: dict[int, str] = {}
+        r_body, r_ins = self.body_of(r)
+
+        def pre(idx: list, sym: dict, indent: int) -> None:
+            scalars.clear()
+            for p in producers:
+                body, ins = self.body_of(p)
+                env, local = self.body_env(body, ins, scalars)
+                members = [m for m in body.nodes if m.op != "const"]
+                self.scalar_lines(members, env, shape, idx, local, indent, set())
+                scalars[id(p)] = local[id(body.outputs[0])]
+            for b, i in zip(r_body.inputs, r_ins):
+                if id(i) in scalars:
+                    sym[id(b)] = scalars[id(i)]
+
+        emitted = []
+
+        def post(idx: list, sym: dict, indent: int) -> None:
+            emitted.append(indent)
+            for s, _, target in stores:
+                body, ins = self.body_of(s)
+                env, local = self.body_env(body, ins, scalars)
+                members = [m for m in body.nodes if m.op != "const"]
+                self.scalar_lines(members, env, shape, idx, local, indent, set())
+                scalars[id(s)] = local[id(body.outputs[0])]
+                self.emit(f"{target}[{', '.join(idx)}] = {scalars[id(s)]}", indent)
+
+        self.comment(r)
+        out = f"v{self.ir_names[id(r)][1:]}"
+        self.into = into = self.target.get(id(r))
+        env, _ = self.body_env(r_body, r_ins, {id(p): "" for p in producers})
+        members = [m for m in r_body.nodes if m.op != "const"]
+        self.reduce_group(members, r_body.outputs[0], env, out, pre, post)
+        if len(emitted) != 2:  # the blocked loop and the tail: anything else drops work
+            raise LoweringError(f"internal: the cluster of {self.ir_names[id(r)]} was not "
+                                "emitted as a lane reduction")
+        self.var[id(r)] = out
+        self.node_of[out] = r
+        if into is not None and self.into is None:
+            self.filled.add(id(r))
+        self.into = None
+        for s, out, target in stores:
+            self.comment(s)
+            if target != out:
+                self.emit(f"{out} = {target}")
+            self.var[id(s)] = out
+            self.node_of[out] = s
 
     def loop_value(self, n: Node) -> bool:
         """``n`` is computed by one loop nest over its own shape (an elementwise group)."""
@@ -564,7 +744,11 @@ class _Writer:
                 f"{mm}_lb, 0.0, {mm}t, {m})",
                 f"{mm} = {mm}t.T"]
 
-    def reduce_group(self, members: list[Node], root: Node, env: dict, out: str) -> None:
+    def reduce_group(self, members: list[Node], root: Node, env: dict, out: str,
+                     pre=None, post=None) -> None:
+        """A reduction group; ``pre(idx, sym, indent)`` and ``post(idx, sym, indent)``
+        (a `cluster`'s producers and siblings) emit more work into each iteration of a
+        whole-array lane reduction, before and after the reduced value."""
         src = root.inputs[0]
         shape = ishape(src)
         axis = root.attrs["axis"]
@@ -603,7 +787,7 @@ class _Writer:
             inner_shape = tuple(shape[d] for d in range(len(outer), nd))
             if len(inner_shape) == 1 and inner_shape[0] >= 4 * LANES:
                 self._lane_reduce(body, env, shape, oidx, inner_shape[0], acc, acc_t,
-                                  combine, init, src, indent)
+                                  combine, init, src, indent, pre, post)
             else:
                 iidx = []
                 for k, d in enumerate(inner_shape):
@@ -668,7 +852,7 @@ class _Writer:
 
     def _lane_reduce(self, body: list, env: dict, shape: tuple, oidx: list, n: int, acc: str,
                      acc_t: np.dtype, combine: _Fold, init: str, src: Node,
-                     indent: int) -> None:
+                     indent: int, pre=None, post=None) -> None:
         """Reduce a long innermost axis with LANES independent accumulators.
 
         A single accumulator is a loop-carried dependency that LLVM may not vectorize
@@ -690,15 +874,17 @@ class _Writer:
         self.emit(f"for {i}l in range({LANES}):", indent + 1)
         self.emit(f"{i} = {i}b * {LANES} + {i}l", indent + 2)
         idx = oidx + [i]
-        sym: dict = {}
-        self.scalar_lines(body, env, shape, idx, sym, indent + 2, set())
-        self._combine(f"{lanes}[{i}l]", self.value(src, sym, env, shape, idx), combine, acc_t,
-                      indent + 2)
-        self.emit(f"for {i} in range({n // LANES * LANES}, {n}):", indent)
-        sym = {}
-        self.scalar_lines(body, env, shape, idx, sym, indent + 1, set())
-        self._combine(f"{lanes}[0]", self.value(src, sym, env, shape, idx), combine, acc_t,
-                      indent + 1)
+        for lane, depth in ((f"{i}l", indent + 2), ("0", indent + 1)):
+            if lane == "0":
+                self.emit(f"for {i} in range({n // LANES * LANES}, {n}):", indent)
+            sym: dict = {}
+            if pre is not None:
+                pre(idx, sym, depth)
+            self.scalar_lines(body, env, shape, idx, sym, depth, set())
+            self._combine(f"{lanes}[{lane}]", self.value(src, sym, env, shape, idx), combine,
+                          acc_t, depth)
+            if post is not None:
+                post(idx, sym, depth)
         self.emit(f"for {i}l in range({LANES}):", indent)
         self._combine(acc, f"{lanes}[{i}l]", combine, acc_t, indent + 1)
 
