@@ -56,7 +56,8 @@ def to_target(args: tuple, kwargs: dict) -> np.dtype | None:
     dtype = kwargs.get("dtype")
     device = kwargs.get("device")
     for a in args:
-        if hasattr(a, "dtype") and hasattr(a, "shape"):  # to(other): its dtype
+        if (not isinstance(a, (type, np.dtype, str)) and hasattr(a, "dtype")
+                and hasattr(a, "shape")):  # to(other): its dtype (not np.float64 itself)
             dtype = a.dtype
         elif isinstance(a, str) and not _is_dtype_name(a) or _is_device(a):
             device = a

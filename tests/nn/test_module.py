@@ -211,6 +211,7 @@ def test_tensor_to_accepts_dtypes_devices_and_tensors():
     assert x.to(dg.float64).dtype == dg.float64
     assert x.to(dg.tensor([1], dtype=dg.int64)).dtype == dg.int64
     assert x.to("cpu", dg.float64).dtype == dg.float64
+    assert x.to(np.float64).dtype == dg.float64 and x.to(np.dtype("float16")).dtype == dg.float16
     assert x.to(device="cpu", dtype="float16").dtype == dg.float16
     c = x.to("cpu", copy=True)
     assert c is not x and np.array_equal(c.numpy(), x.numpy())
