@@ -85,17 +85,29 @@ def test_a_sibling_needed_after_the_loop_gets_an_array():
     _run(g, rng.standard_normal(N), rng.standard_normal(N))
 
 
-@pytest.mark.parametrize("case", ["rows", "short", "parallel", "unrelated"])
+def test_parallel_cluster_runs_in_the_chunked_prange():
+    g = _graph(_value_and_grad, (1 << 15,))
+    src = lower(g, parallel=True).source
+    body = src[src.index("numba.prange"):src.index("for i0 in range(32768, 32768)")
+               if "range(32768, 32768)" in src else None]
+    assert "tanh" in body and "o1[i0] =" in body, src
+    assert sum(1 for line in src.splitlines() if "prange" in line) == 1, src
+    x = np.random.default_rng(2).standard_normal(1 << 15)
+    expected = dg.interpret(g, x)
+    got = build(g, parallel=True, use_cache=False)(x)
+    for a, e in zip(got, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["rows", "short", "unrelated"])
 def test_no_cluster(case):
     if case == "rows":  # a reduction along one axis of a matrix: no whole-array loop
         g = _graph(lambda x: (dg.tanh(x).sum(1), dg.tanh(x) * 2.0), (4, N))
     elif case == "short":  # too short for lanes
         g = _graph(lambda x: (dg.tanh(x).sum(), dg.tanh(x) * 2.0), (10,))
-    elif case == "parallel":
-        g = _graph(lambda x: (dg.tanh(x).sum(), dg.tanh(x) * 2.0), (N,))
     else:  # a loop that reads nothing the reduction reads saves no pass
         g = _graph(lambda x, y: ((x * x).sum(), y * 2.0), (N,), (N,))
-    src = lower(g, parallel=case == "parallel").source
+    src = lower(g).source
     loops = [line for line in src.splitlines() if "for i0b" in line]
     body_writes = [line for line in src.splitlines() if line.startswith("            o1[")]
     assert not (loops and body_writes), src

@@ -260,10 +260,9 @@ class _Writer:
         length whose every consumer is in the cluster (so nothing else needs its array);
         a *sibling* is a later elementwise loop of that length reading only values that
         exist before the reduction (or cluster values), and writing an array of its own.
-        Only the one-thread lane reduction (`_lane_reduce`) takes a cluster.
+        Under ``parallel=True`` the cluster runs in the reduction's chunked ``prange`` (each
+        element is still written by one chunk only).
         """
-        if self.parallel:
-            return {}
         nodes = self.graph.nodes
         pos = {id(n): p for p, n in enumerate(nodes)}
         users: dict[int, list[Node]] = {}
@@ -307,8 +306,8 @@ class _Writer:
         return clusters
 
     def whole_reduction(self, n: Node) -> int | None:
-        """The length of the one-dimensional array ``n`` reduces whole in a one-thread lane
-        reduction (a reduction group, or a lone reduction), else None."""
+        """The length of the one-dimensional array ``n`` reduces whole in a lane reduction
+        (a reduction group, or a lone reduction), else None."""
         if n.op == "fused":
             if n.attrs.get("kind") != "reduce":
                 return None
@@ -862,7 +861,7 @@ class _Writer:
         """
         if not oidx and self.parallel and n >= PARALLEL_MIN_SIZE:
             self._parallel_lane_reduce(body, env, shape, n, acc, acc_t, combine, init, src,
-                                       indent)
+                                       indent, pre, post)
             return
         lanes = self.fresh("lanes")
         i = f"i{len(oidx)}"
@@ -890,7 +889,7 @@ class _Writer:
 
     def _parallel_lane_reduce(self, body: list, env: dict, shape: tuple, n: int, acc: str,
                               acc_t: np.dtype, combine: _Fold, init: str, src: Node,
-                              indent: int) -> None:
+                              indent: int, pre=None, post=None) -> None:
         """`_lane_reduce` of a whole array over a ``numba.prange`` of CHUNKS chunks: each
         chunk folds its blocks into its own row of LANES partials (no two threads write
         the same cell), then the partials are folded in order. The order of the fold does
@@ -907,14 +906,16 @@ class _Writer:
                   indent + 1)
         self.emit(f"for i0l in range({LANES}):", indent + 2)
         self.emit(f"i0 = i0b * {LANES} + i0l", indent + 3)
-        sym: dict = {}
-        self.scalar_lines(body, env, shape, ["i0"], sym, indent + 3, set())
-        self._combine(f"{parts}[i0c, i0l]", self.value(src, sym, env, shape, ["i0"]), combine,
-                      acc_t, indent + 3)
-        self.emit(f"for i0 in range({blocks * LANES}, {n}):", indent)
-        sym = {}
-        self.scalar_lines(body, env, shape, ["i0"], sym, indent + 1, set())
-        self._combine(acc, self.value(src, sym, env, shape, ["i0"]), combine, acc_t, indent + 1)
+        for part, depth in ((f"{parts}[i0c, i0l]", indent + 3), (acc, indent + 1)):
+            if part == acc:
+                self.emit(f"for i0 in range({blocks * LANES}, {n}):", indent)
+            sym: dict = {}
+            if pre is not None:
+                pre(["i0"], sym, depth)
+            self.scalar_lines(body, env, shape, ["i0"], sym, depth, set())
+            self._combine(part, self.value(src, sym, env, shape, ["i0"]), combine, acc_t, depth)
+            if post is not None:
+                post(["i0"], sym, depth)
         self.emit(f"for i0c in range({chunks}):", indent)
         self.emit(f"for i0l in range({LANES}):", indent + 1)
         self._combine(acc, f"{parts}[i0c, i0l]", combine, acc_t, indent + 2)
