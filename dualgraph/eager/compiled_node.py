@@ -49,21 +49,13 @@ class CompiledFunctionBackward(Function):
 
     def __init__(self, kernel: Any, inputs: tuple, residuals: tuple, outs: list,
                  checks: list) -> None:
-        self._shapes = [tuple(n.shape) for n in inputs]
         first = outs[0]
-        Node_init = super(Function, self).__init__  # noqa: N806 - the IR Node's __init__
-        Node_init("compiled", inputs, {}, tuple(first[0]), first[1])
-        _tape_state(self, residuals)
+        _compiled_node(self, inputs, tuple(first[0]), first[1], residuals, checks)
         self._kernel = kernel
         self._outs = outs
-        self._checks = checks
 
     def apply(self, g: Any) -> list:
-        if self._freed:
-            raise RuntimeError(_FREED_MSG)
-        if grad_mode.GRAD_ENABLED.value:
-            raise RuntimeError(_NO_DOUBLE_BACKWARD)
-        _check_versions(self, self._checks)
+        _check_ready(self)
         parts = g.parts if isinstance(g, _Cotangents) else {0: g}
         cot = []
         for k, (shape, dtype) in enumerate(self._outs):
@@ -82,19 +74,11 @@ class PrecomputedBackward(Function):
     __slots__ = ("_checks", "_shapes", "_handed")
 
     def __init__(self, inputs: tuple, grads: list, out: Tensor, checks: list) -> None:
-        self._shapes = [tuple(n.shape) for n in inputs]
-        Node_init = super(Function, self).__init__  # noqa: N806 - the IR Node's __init__
-        Node_init("compiled", inputs, {}, tuple(out.shape), out.dtype)
-        _tape_state(self, tuple(grads))
-        self._checks = checks
+        _compiled_node(self, inputs, tuple(out.shape), out.dtype, tuple(grads), checks)
         self._handed = False
 
     def apply(self, g: Any) -> list:
-        if self._freed:
-            raise RuntimeError(_FREED_MSG)
-        if grad_mode.GRAD_ENABLED.value:
-            raise RuntimeError(_NO_DOUBLE_BACKWARD)
-        _check_versions(self, self._checks)
+        _check_ready(self)
         seed = g._data.reshape(())
         # Gradients are linear in the seed: another seed scales the seed-one gradients
         # (a rounding of the product away from a backward seeded with it).
@@ -121,8 +105,25 @@ def attach_gradients(tensors: list, wrt: list, grads: list, result: Tensor,
     result.grad_fn = PrecomputedBackward(inputs, grads, result, checks)
 
 
-def _check_versions(node: Function, checks: list) -> None:
-    for t, v in checks:
+def _compiled_node(node: Any, inputs: tuple, shape: tuple, dtype: np.dtype, saved: tuple,
+                   checks: list) -> None:
+    """The fields of a compiled call's tape node over ``inputs`` (the tensors it gives
+    gradients to), whose output has ``shape`` and ``dtype``."""
+    node._shapes = [tuple(n.shape) for n in inputs]
+    Node_init = super(Function, node).__init__  # noqa: N806 - the IR Node's __init__
+    Node_init("compiled", inputs, {}, shape, dtype)
+    _tape_state(node, saved)
+    node._checks = checks
+
+
+def _check_ready(node: Any) -> None:
+    """A compiled call's backward may run: not freed, not asked for a graph of ops, and
+    every saved input unchanged since the call (as eager mode checks)."""
+    if node._freed:
+        raise RuntimeError(_FREED_MSG)
+    if grad_mode.GRAD_ENABLED.value:
+        raise RuntimeError(_NO_DOUBLE_BACKWARD)
+    for t, v in node._checks:
         if t._version[0] != v:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified "

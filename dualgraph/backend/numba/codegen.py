@@ -489,14 +489,8 @@ class _Writer:
             self.comment(n)
             ins = [i for i in n.inputs]
             if op.loop_fusible or op.reduction or op.contraction_bias:
-                # A lone loop op is a group of one.
-                b_inputs = [Node("input", (), {}, tuple(i.shape), i.dtype)
-                            for i in ins if isinstance(i, Node)]
-                it = iter(b_inputs)
-                b_ins = tuple(next(it) if isinstance(i, Node) else i for i in ins)
-                bn = Node(n.op, b_ins, n.attrs, tuple(n.shape), n.dtype)
-                body = Graph(b_inputs, [bn], [bn])
-                args = [self.var[id(i)] for i in ins if isinstance(i, Node)]
+                body, tops = self.body_of(n)  # a lone loop op is a group of one
+                args = [self.var[id(i)] for i in tops]
                 # A lone addmm is a matmul group without an epilogue: its bias is added
                 # by a loop, not by an array expression (which costs Numba more to compile).
                 kind = ("reduce" if op.reduction else "matmul" if op.contraction_bias
