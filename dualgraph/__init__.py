@@ -30,7 +30,7 @@ from .eager.tensor import (
     tensor,
     zeros,
 )
-from .errors import ShapeError, TraceError
+from .errors import EagerOnlyError, ShapeError, TraceError
 from .explain import explain
 from .ir import Graph, GraphError, Node, interpret
 from .ops.composite import log_softmax, softmax
@@ -202,7 +202,8 @@ def sweep(*args: _typing.Any, **kwargs: _typing.Any) -> _typing.Any:
 
 
 __all__ = [
-    "CompareReport", "Graph", "GraphError", "Node", "ShapeError", "Tensor", "TraceError",
+    "CompareReport", "EagerOnlyError", "Graph", "GraphError", "Node", "ShapeError", "Tensor",
+    "TraceError",
     "autograd", "compare", "compile", "sweep",
     "RetraceLimitError", "StaleTraceError", "detect_anomaly", "differentiate", "explain",
     "record_locations",

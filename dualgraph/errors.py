@@ -15,3 +15,10 @@ class ShapeError(RuntimeError, ValueError):
     Both a ``RuntimeError`` (what PyTorch raises) and a ``ValueError`` (what NumPy raises),
     so code written against either catches it (API.md A2).
     """
+
+
+class EagerOnlyError(TraceError):
+    """A call whose eager semantics a compiled graph cannot reproduce yet (an in-place op
+    on an argument that requires grad and is not a leaf, whose autograd history eager mode
+    rebases onto the op). ``dg.compile`` runs such calls eagerly, with a warning (and
+    raises with ``strict=True``); ``dg.trace`` raises it."""

@@ -13,6 +13,7 @@ import inspect
 import os
 import threading
 import types
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ import numpy as np
 from ..eager import grad_mode
 from ..eager.internal import array_of, make_tensor, requires_grad_of
 from ..eager.tensor import Tensor
+from ..errors import EagerOnlyError
 from ..modes import current_trace
 from .retrace import retrace_allowed
 from .run import run
@@ -104,6 +106,7 @@ class CompiledFunction:
         self._entries: dict[tuple, list[_Entry]] = {}
         self._last_sig: tuple | None = None
         self._eager_fallback = False
+        self._eager_sigs: set = set()  # signatures whose calls run eagerly (`EagerOnlyError`)
         # Tracing and compiling run under a lock: two threads calling the same function with
         # a new signature compile it once; cached calls take no lock.
         self._lock = threading.RLock()
@@ -146,7 +149,7 @@ class CompiledFunction:
             # Why the most recent entry of this signature no longer fits (None: new signature).
             entries = self._entries.get(sig)
             reason = entries[-1].guards.failure() if entries else None
-            if self._eager_fallback:
+            if self._eager_fallback or sig in self._eager_sigs:
                 return fn(*args)
             with self._lock:
                 for e in self._entries.get(sig, ()):  # another thread may have compiled it
@@ -165,8 +168,17 @@ class CompiledFunction:
                         return fn(*args)
                     if reason is not None:
                         self.stats.retrace_reasons.append(reason)
-                    entry = compile_entry(fn, args, self.stats, self.parallel, self.cache,
-                                          self.verify, tiered_enabled(self.tiered, self.cache))
+                    try:
+                        entry = compile_entry(fn, args, self.stats, self.parallel, self.cache,
+                                              self.verify,
+                                              tiered_enabled(self.tiered, self.cache))
+                    except EagerOnlyError as e:
+                        if self.strict:
+                            raise
+                        self._eager_sigs.add(sig)
+                        warnings.warn(f"dg.compile: {e} This signature runs eagerly.",
+                                      RuntimeWarning, stacklevel=2)
+                        return fn(*args)
                     self._entries.setdefault(sig, []).append(entry)
         else:
             self.stats.cache_hits += 1

@@ -184,8 +184,9 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
         entry.saved_inputs = tuple(sorted({j for kind, j in entry.residual_plan
                                            if kind == "in"}))
         if entry.joint:
-            first = len(entry.optimized.outputs) - len(leaves)
-            entry.grad_out = tuple(entry._pos[first + i] for i in range(len(leaves)))
+            n = len(entry.wrt_tensors)
+            first = len(entry.optimized.outputs) - n
+            entry.grad_out = tuple(entry._pos[first + i] for i in range(n))
     # A backward that must raise (`ModifiedSaved`) is already set and needs no kernel; the
     # joint kernel of a scalar loss needs none either.
     backward = bool(train) and entry.bwd_kernel is None and not entry.joint
@@ -231,6 +232,14 @@ def lower_train(entry: _Entry, graph: Graph, user: list, extra: list, leaves: li
     trace's set of nodes that require grad (values made under ``no_grad`` are not in it)."""
     fwd = Graph(graph.inputs, graph.nodes, user)
     d = differentiate(fwd, leaves, rg)
+    if d.absent:
+        # No gradient reaches these inputs (a class weight of nll_loss): as on the eager
+        # tape their .grad stays None, rather than receiving the graph's zeros.
+        keep = [k for k in range(len(leaves)) if k not in d.absent]
+        d.backward = d.backward.replace(outputs=[d.backward.outputs[k] for k in keep])
+        d.wrt = tuple(d.wrt[k] for k in keep)
+        d.absent = ()
+        leaves = [leaves[k] for k in keep]
     residuals = d.forward.outputs[len(user):]
     # As on the eager tape: an op whose VJP reads its own output (exp, tanh, sigmoid)
     # refuses a backward after that output was changed in place, even where this graph's

@@ -39,6 +39,10 @@ class Differentiated:
     residual_bytes: int = 0
     recomputed: list = field(default_factory=list)
     bytes_saved: int = 0
+    # Positions in ``wrt`` that no gradient reaches (every VJP on the way gave None, as
+    # ``nll_loss``'s does for class weights): their gradient is a zeros constant here,
+    # where the eager tape leaves ``.grad`` None.
+    absent: tuple = ()
 
     def __str__(self) -> str:
         lines = [
@@ -137,11 +141,13 @@ def differentiate(fwd: Graph, wrt: Sequence[int] | None = None,
                 ct[id(o)] = add(ct[id(o)], c) if id(o) in ct else c
         reverse_accumulate(fwd.nodes, active, ct, residual)
         grads_out = []
-        for i in wrt:
+        absent = []
+        for k, i in enumerate(wrt):
             node = fwd.inputs[i]
             g = ct.get(id(node))
             if g is None:
                 g = Tracer(bctx.const(np.zeros(node.shape, node.dtype)), bctx)
+                absent.append(k)
             grads_out.append(g.node)
 
     # Rematerialize: a saved elementwise or view result whose inputs are all free (forward
@@ -198,6 +204,7 @@ def differentiate(fwd: Graph, wrt: Sequence[int] | None = None,
         residual_bytes=sum(_nbytes(n) for n in kept if id(n) not in fwd_inputs),
         recomputed=[f"{n.op} {n.type_str}" for n in recomputed],
         bytes_saved=sum(_nbytes(n) for n in recomputed),
+        absent=tuple(absent),
     )
 
 

@@ -19,7 +19,7 @@ from .._location import source_line, user_location
 from ..eager.grad_mode import GRAD_ENABLED
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor
-from ..errors import ShapeError, TraceError
+from ..errors import EagerOnlyError, ShapeError, TraceError
 from ..ir.graph import Graph, Literal, Node
 from ..modes import Mode
 from ..ops.mixin import (
@@ -326,6 +326,7 @@ class TraceContext(Mode):
             raise leaf_inplace_error()
         if isinstance(t, Tracer) and t._vbase is not None and self._is_grad_leaf(t._vbase):
             raise view_leaf_inplace_error()
+        self._check_not_rebased(t)
         if op is None:
             return self.write(t, self._copy_source(t, other))
         check_inplace_shape(op.name, tuple(t.shape), shape_of(other))
@@ -337,8 +338,29 @@ class TraceContext(Mode):
             return False
         if isinstance(t, Tracer):
             t = self.arg_tensors.get(id(t.node))
-            return t is not None and t.requires_grad
+            return t is not None and t.requires_grad and t.grad_fn is None
         return t.requires_grad and t.grad_fn is None
+
+    def _check_not_rebased(self, t: Any) -> None:
+        """An in-place op on an argument (or a view of one) that requires grad and is not a
+        leaf: eager mode rebases the argument's autograd history onto the op, so a later
+        backward through it sees the change. The compiled call would write the new data
+        but keep the old history, a silently wrong gradient: refuse (`EagerOnlyError`)."""
+        if not GRAD_ENABLED.value or not isinstance(t, Tracer):
+            return
+        arg = self.arg_tensors.get(id(t.node))
+        if arg is None and isinstance(t._vbase, Tracer):
+            arg = self.arg_tensors.get(id(t._vbase.node))
+        if arg is None or not arg.requires_grad or arg.grad_fn is None:
+            return
+        loc = user_location(3)
+        code = source_line(loc)
+        raise EagerOnlyError(
+            f"{loc + ': ' if loc else ''}an in-place op on an argument of shape {arg.shape} "
+            f"that requires grad and is not a leaf (its grad_fn is {arg.grad_fn.name()})"
+            f"{': ' + code if code else ''}. Eager mode moves the argument's autograd "
+            "history onto the in-place op; a compiled call cannot yet. Change a copy inside "
+            "the function (h = h * 1), or pass a leaf.")
 
     def _copy_source(self, t: Any, src: Any) -> Tracer:
         """``src`` as the value ``t.copy_(src)`` (``t.fill_(src)`` for a number) gives."""

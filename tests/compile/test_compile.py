@@ -8,6 +8,8 @@ fixtures.
 
 from __future__ import annotations
 
+import warnings
+
 import numba
 import numpy as np
 import pytest
@@ -695,3 +697,49 @@ def test_backward_kernel_compiles_once_whatever_the_cotangent():
     assert len(entry.bwd_kernel.fn.signatures) == 1
     (entry,) = h.entries()  # a scalar loss: one kernel gives its value and gradient
     assert entry.joint and entry.bwd_kernel is None and len(entry.kernel.fn.signatures) == 1
+
+
+def test_in_place_on_a_non_leaf_argument_runs_eagerly():
+    """Eager mode moves a non-leaf argument's history onto an in-place op on it, so a later
+    backward through the argument sees the change; a compiled call cannot, so that
+    signature runs eagerly, with a warning that names the line (strict=True raises)."""
+    def fn(h, y):
+        h.add_(y)
+        return (h * y).sum()
+
+    def run(g):
+        x = dg.tensor(np.linspace(-1, 1, 6).reshape(2, 3), requires_grad=True)
+        y = dg.tensor(np.array([0.5, 1.5, 2.0]), requires_grad=True)
+        h = x * 1.0
+        out = g(h, y)
+        (out + (h * h).sum()).backward()  # through h's rebased history too
+        return out.item(), h.numpy(), x.grad.numpy(), y.grad.numpy()
+
+    f = dg.compile(fn, tiered=False)
+    with pytest.warns(RuntimeWarning, match=r"test_compile.py:\d+: an in-place op .* "
+                      "runs eagerly"):
+        got = run(f)
+    for a, e in zip(got, run(fn)):
+        assert_close(a, e, **B3[np.float64])
+    assert f.stats.kernels == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run(f)  # the same signature: eager again, without tracing or warning again
+    assert f.stats.traces == 0 and f.stats.calls == 2
+    with pytest.raises(dg.EagerOnlyError, match="not a leaf"):
+        run(dg.compile(fn, tiered=False, strict=True))
+
+
+def test_class_weight_requiring_grad_keeps_grad_none():
+    """nll_loss's VJP gives no gradient to the class weights: eager leaves ``w.grad`` None,
+    and so does the compiled call (not a gradient of zeros)."""
+    x0 = np.random.default_rng(0).standard_normal((4, 3))
+    results = []
+    for g in (F.cross_entropy, dg.compile(F.cross_entropy, tiered=False)):
+        x = dg.tensor(x0, requires_grad=True)
+        w = dg.tensor(np.array([0.5, 1.0, 2.0]), requires_grad=True)
+        g(x, dg.tensor(np.array([0, 2, 1, 2])), w).backward()
+        results.append((x.grad.numpy(), w.grad))
+    (ex, ew), (cx, cw) = results
+    assert ew is None and cw is None
+    assert_close(cx, ex, **B3[np.float64])
