@@ -672,7 +672,7 @@ def _check_classes(x: Any, target: Any, ignore_index: int) -> None:
     if data is None or not data.size or data.dtype.kind not in "iu":
         return
     c = x.shape[0 if x.ndim == 1 else 1] if x.ndim else 0
-    if data.min() >= 0 and data.max() < c:
+    if N.classes_in_range(data, c):
         return
     bad = data[(data != ignore_index) & ((data < 0) | (data >= c))]
     if bad.size:

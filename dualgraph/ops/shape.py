@@ -257,7 +257,9 @@ def _scatter_vjp(ctx, g):
 
 def view_step(op: Any, attrs: dict) -> tuple:
     """One step of a view chain: ``op`` applied with ``attrs``."""
-    return (op.name, tuple(sorted(attrs.items())))
+    items = tuple(attrs.items())
+    # Sorted so equal steps compare equal; one attribute (most views) is sorted already.
+    return (op.name, items if len(items) < 2 else tuple(sorted(items)))
 
 
 def replay_view(x: Any, chain: tuple) -> Any:
