@@ -280,15 +280,21 @@ def _new_view(op: Any, src: Tensor, attrs: dict, out: np.ndarray) -> Tensor:
     """The result tensor of view op ``op`` on ``src``: a `_ViewTensor` when ``out`` really
     shares ``src``'s memory (a reshape NumPy had to copy is a new tensor)."""
     base = out.base
-    # NumPy's view of the source array (or of its own base) shares memory for sure: only
-    # the other cases need the bounds test (a microsecond; VJPs make many transposes).
+    # A non-empty NumPy view of the source array (or of its own base) shares memory for
+    # sure: only the other cases need the bounds test (a microsecond; VJPs make many
+    # transposes).
     data = src._data
-    if base is None or (base is not data and (base is not data.base)):
+    if base is None or (base is not data and base is not data.base) or not out.size:
         if not np.may_share_memory(out, data):
             t = Tensor.__new__(Tensor)
             t._version = [0]
+            t.grad_fn = None
+            t._rg = False
             return t
     t = _ViewTensor.__new__(_ViewTensor)
+    # Through the slots: a view's grad_fn and _rg are properties, slower to set.
+    _GRAD_FN.__set__(t, None)
+    _RG.__set__(t, False)
     step = S.view_step(op, attrs)
     if type(src) is _ViewTensor:
         t._vbase = src._vbase
@@ -371,16 +377,12 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     else:
         t = Tensor.__new__(Tensor)
         t._version = [0]
+        t.grad_fn = None
+        t._rg = False
     t._data = out
     t._grad = None
     t._node = None
     if not rg or not _GRAD.value or not op.differentiable:
-        if type(t) is _ViewTensor:  # through the slots: its properties are slower to set
-            _GRAD_FN.__set__(t, None)
-            _RG.__set__(t, False)
-        else:
-            t.grad_fn = None
-            t._rg = False
         return t
     sf = op.saves_for
     if sf is None:
