@@ -129,8 +129,9 @@ class Optimizer:
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
-                    if p.grad is not None:
-                        self._update(p, p.grad, group, self.state.setdefault(p, {}))
+                    g = p.grad
+                    if g is not None:
+                        self._update(p, g, group, self.state.setdefault(p, {}))
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
         raise NotImplementedError
@@ -149,6 +150,11 @@ class SGD(Optimizer):
         super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        # Plain SGD outside a trace (nothing to guard or lift: `hflag` and `hparam` would
+        # return these very values): the in-place update, without their per-call plumbing.
+        if (not group["weight_decay"] and not group["momentum"] and current_trace() is None
+                and sub_scaled_(p, g, group["lr"])):
+            return
         if hflag(group, "weight_decay"):
             g = g + p * hparam(group, "weight_decay", p.dtype)
         if hflag(group, "momentum"):

@@ -17,7 +17,7 @@ import numpy as np
 from ..modes import current_trace
 from .autograd import Function
 from .grad_mode import GRAD_ENABLED as _GRAD
-from .tensor import Tensor, _make
+from .tensor import Tensor, _make, _ViewTensor
 
 # A new tensor from an array: ``make_tensor(array, requires_grad, grad_fn)``. An alias, not
 # a wrapper: the compiled call builds every output with it.
@@ -72,13 +72,15 @@ def tape_node(t: Tensor) -> Any:
 def sub_scaled_(p: Tensor, g: Tensor, scale: Any) -> bool:
     """``p -= g * scale`` straight on the arrays, for an eager optimizer step outside
     autograd, when it is exactly what ``p.sub_(g * scale)`` would compute: ``p`` a plain
-    (not view) float tensor, ``g`` of its shape and dtype, ``scale`` a Python number (weak:
-    the product keeps ``g``'s dtype), nothing recording. Returns False, doing nothing,
+    (not view) float tensor or parameter, ``g`` of its shape and dtype, ``scale`` a Python
+    number (weak: the product keeps ``g``'s dtype), nothing recording. Returns False, doing nothing,
     otherwise (the caller then writes the ops out). Saves the product's tensor and the two
     dispatches: one in-place update per parameter."""
     if (type(scale) is not float and type(scale) is not int) or _GRAD.value:
         return False
-    if type(p) is not Tensor or not isinstance(g, Tensor) or current_trace() is not None:
+    # An nn.Parameter is a plain tensor too (a subclass): only views are refused.
+    if (not isinstance(p, Tensor) or type(p) is _ViewTensor or not isinstance(g, Tensor)
+            or current_trace() is not None):
         return False
     data = p._data
     gd = g._data

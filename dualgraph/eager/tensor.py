@@ -279,11 +279,22 @@ class _ViewTensor(Tensor):
 def _new_view(op: Any, src: Tensor, attrs: dict, out: np.ndarray) -> Tensor:
     """The result tensor of view op ``op`` on ``src``: a `_ViewTensor` when ``out`` really
     shares ``src``'s memory (a reshape NumPy had to copy is a new tensor)."""
-    if not np.may_share_memory(out, src._data):
-        t = Tensor.__new__(Tensor)
-        t._version = [0]
-        return t
+    base = out.base
+    # A non-empty NumPy view of the source array (or of its own base) shares memory for
+    # sure: only the other cases need the bounds test (a microsecond; VJPs make many
+    # transposes).
+    data = src._data
+    if base is None or (base is not data and base is not data.base) or not out.size:
+        if not np.may_share_memory(out, data):
+            t = Tensor.__new__(Tensor)
+            t._version = [0]
+            t.grad_fn = None
+            t._rg = False
+            return t
     t = _ViewTensor.__new__(_ViewTensor)
+    # Through the slots: a view's grad_fn and _rg are properties, slower to set.
+    _GRAD_FN.__set__(t, None)
+    _RG.__set__(t, False)
     step = S.view_step(op, attrs)
     if type(src) is _ViewTensor:
         t._vbase = src._vbase
@@ -366,32 +377,32 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     else:
         t = Tensor.__new__(Tensor)
         t._version = [0]
+        t.grad_fn = None
+        t._rg = False
     t._data = out
     t._grad = None
     t._node = None
-    if rg and _GRAD.value and op.differentiable:
-        sf = op.saves_for
-        if sf is None:
-            saved = [args[i] for i in op.saves]
-        else:  # only what a wanted gradient reads
-            saved = []
-            for i, j in zip(op.saves, sf):
-                b = args[i] if j is None else args[j]
-                saved.append(args[i] if j is None or (isinstance(b, Tensor) and b._rg)
-                             else None)
-        versions = [s._version[0] if isinstance(s, Tensor) else None for s in saved]
-        out_version = None
-        if op.saves_out:
-            out_version = t._version
-            versions.append(out_version[0])
-        inputs = tuple([
-            (a.grad_fn or a._input_node()) if isinstance(a, Tensor) else a for a in args
-        ])
-        t.grad_fn = Function(op, inputs, attrs, out, tuple(saved), versions, out_version)
-        t._rg = True
-    else:
-        t.grad_fn = None
-        t._rg = False
+    if not rg or not _GRAD.value or not op.differentiable:
+        return t
+    sf = op.saves_for
+    if sf is None:
+        saved = [args[i] for i in op.saves]
+    else:  # only what a wanted gradient reads
+        saved = []
+        for i, j in zip(op.saves, sf):
+            b = args[i] if j is None else args[j]
+            saved.append(args[i] if j is None or (isinstance(b, Tensor) and b._rg)
+                         else None)
+    versions = [s._version[0] if isinstance(s, Tensor) else None for s in saved]
+    out_version = None
+    if op.saves_out:
+        out_version = t._version
+        versions.append(out_version[0])
+    inputs = tuple([
+        (a.grad_fn or a._input_node()) if isinstance(a, Tensor) else a for a in args
+    ])
+    t.grad_fn = Function(op, inputs, attrs, out, tuple(saved), versions, out_version)
+    t._rg = True
     return t
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor, random_key
 from ..errors import ShapeError
+from ..modes import bind
 from ..ops import elementwise as E
 from ..ops import linalg as L
 from ..ops import math as M
@@ -672,7 +673,7 @@ def _check_classes(x: Any, target: Any, ignore_index: int) -> None:
     if data is None or not data.size or data.dtype.kind not in "iu":
         return
     c = x.shape[0 if x.ndim == 1 else 1] if x.ndim else 0
-    if data.min() >= 0 and data.max() < c:
+    if N.classes_in_range(data, c):
         return
     bad = data[(data != ignore_index) & ((data < 0) | (data >= c))]
     if bad.size:
@@ -714,6 +715,11 @@ def cross_entropy(input: Any, target: Any, weight: Any = None,  # noqa: A002
 
     >>> loss = dg.nn.functional.cross_entropy(logits, labels, label_smoothing=0.1)
     """
+    if (weight is None and label_smoothing == 0.0 and size_average is None and reduce is None
+            and (reduction == "mean" or reduction == "sum")):
+        loss = _plain_cross_entropy(input, target, ignore_index, reduction)
+        if loss is not None:
+            return loss
     _check_input("cross_entropy", input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     N.check_reduction(reduction)
@@ -748,6 +754,24 @@ def cross_entropy(input: Any, target: Any, weight: Any = None,  # noqa: A002
         total = N.nll_loss(ones, target, weight, ignore_index, "sum")
         smooth = E.div(R.sum(smooth), total)
     return E.add(E.mul(loss, 1.0 - label_smoothing), E.mul(smooth, label_smoothing / c))
+
+
+def _plain_cross_entropy(input: Any, target: Any, ignore_index: int,  # noqa: A002
+                         reduction: str) -> Any:
+    """The training-loop case, float (N, C) logits against (N,) integer classes with no
+    weights or smoothing: the same two binds as the general path, without re-checking
+    what these conditions already settle (every step pays those checks, twice in-step
+    what they cost alone). ``None`` when the case does not apply."""
+    if not isinstance(input, TensorOps) or not hasattr(target, "shape"):
+        return None
+    shape, tshape = tuple(input.shape), tuple(target.shape)
+    if (len(shape) != 2 or tshape != shape[:1] or not shape[0]
+            or np.dtype(input.dtype).kind != "f" or np.dtype(target.dtype).kind not in "iu"):
+        return None
+    logp = bind(N.LOG_SOFTMAX, input, axis=1)
+    _check_classes(input, target, ignore_index)
+    return bind(N.NLL_LOSS, logp, target, 1.0, ignore_index=int(ignore_index),
+                reduction=reduction)
 
 
 def _cross_entropy_probs(logp: Any, target: Any, weight: Any, ignore_index: int,

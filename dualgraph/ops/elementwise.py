@@ -130,9 +130,44 @@ def _promoting(ufunc, floating: bool = False):
     return impl
 
 
+# Same-width integer dtypes, to select floats by their bits (`_select_or_zero`).
+_BITS = {2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}
+
+
+def _is_plus_zero(v: Any) -> bool:
+    return (type(v) is float or type(v) is int) and v == 0 and math.copysign(1.0, v) > 0
+
+
+def _select_or_zero(c: np.ndarray, x: np.ndarray, keep: bool) -> np.ndarray:
+    """``where(c, x, 0)`` (``keep``) or ``where(c, 0, x)``, bit for bit, as an AND of
+    ``x``'s bits with an all-ones/all-zeros mask: two plain integer passes instead of
+    ``np.where``'s scalar-broadcast select, about 2x faster. This is ReLU's (and ``where``'s
+    own) backward, so every eager training step runs it. +0.0 is all zero bits, and a NaN
+    or -0.0 in ``x`` is kept or dropped exactly as ``np.where`` would."""
+    bits = _BITS[x.dtype.itemsize]
+    out = np.empty(x.shape, x.dtype)  # owns its memory, as np.where's result does
+    mask = out.view(bits)
+    # c true -> -1 (all ones) for keep, 0 otherwise; c - 1 gives the opposite mask.
+    if keep:
+        np.subtract(0, c, dtype=bits, out=mask)
+    else:
+        np.subtract(c, 1, dtype=bits, out=mask)
+    np.bitwise_and(mask, x.view(bits), out=mask)
+    return out
+
+
 def _where_impl(c: Any, x: Any, y: Any) -> np.ndarray:
     if _needs_promotion(x, y):
         x, y = promote_arrays(x, y)
+    elif type(c) is np.ndarray and c.dtype == np.bool_ and c.flags.c_contiguous:
+        # Selecting an array against a literal +0 of the same shape (C-ordered, so the
+        # result's layout is np.where's): the bitwise select.
+        if (type(x) is np.ndarray and x.shape == c.shape and x.dtype.kind == "f"
+                and x.flags.c_contiguous and _is_plus_zero(y)):
+            return _select_or_zero(c, x, True)
+        if (type(y) is np.ndarray and y.shape == c.shape and y.dtype.kind == "f"
+                and y.flags.c_contiguous and _is_plus_zero(x)):
+            return _select_or_zero(c, y, False)
     return np.where(c, x, y)
 
 

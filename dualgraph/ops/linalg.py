@@ -11,7 +11,7 @@ from ..modes import bind
 from .broadcast import broadcast_shapes, promote_arrays, result_dtype
 from .elementwise import mul
 from .registry import OpDef, register
-from .shape import reshape, transpose
+from .shape import TRANSPOSE, reshape
 
 
 def _matmul_infer(a: Any, b: Any) -> tuple:
@@ -37,8 +37,10 @@ def _matmul_infer(a: Any, b: Any) -> tuple:
 
 
 def _swap(x: Any) -> Any:
+    # The axes are canonical already: bound directly, without `transpose`'s argument checks
+    # (a VJP calls this up to three times per product, on the eager per-op hot path).
     n = len(x.shape)
-    return transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
+    return bind(TRANSPOSE, x, axes=(1, 0) if n == 2 else tuple(range(n - 2)) + (n - 1, n - 2))
 
 
 def _matmul_vjp(ctx, g):

@@ -287,7 +287,16 @@ def _plain_targets(shape: tuple, target: np.ndarray, weight: Any, ignore_index: 
     n, c = shape
     if not n or target.shape[0] != n or 0 <= ignore_index < c:
         return False
-    return bool(target.min() >= 0) and bool(target.max() < c)
+    return classes_in_range(target, c)
+
+
+def classes_in_range(target: np.ndarray, c: int) -> bool:
+    """Whether every value of the non-empty integer array ``target`` is in ``[0, c)``: one
+    max over the values read as unsigned, where a negative one is huge (a min and a max
+    cost twice that, and every training step checks its targets)."""
+    if target.dtype.kind == "i":
+        target = target.view(np.dtype(f"u{target.dtype.itemsize}"))
+    return bool(target.max() < c)
 
 
 _ARANGE: dict = {}

@@ -210,3 +210,36 @@ def test_compiled_target_is_a_runtime_input():
     assert f.stats.traces == 1
     with pytest.raises(IndexError, match="out of bounds"):
         f(x, dg.tensor([0, 2, 1, 3]))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("ignore_index", [-100, 2])
+def test_plain_cross_entropy_records_what_the_general_path_records(reduction, ignore_index):
+    # F.cross_entropy's training-loop shortcut (float (N, C) logits, (N,) classes, no
+    # weight or smoothing) must give the general path's ops, bits and gradients.
+    rng = np.random.default_rng(3)
+    logits = rng.standard_normal((6, 4)).astype(np.float32)
+    classes = rng.integers(0, 4, 6)
+    x1 = dg.tensor(logits, requires_grad=True)
+    x2 = dg.tensor(logits, requires_grad=True)
+    fast = F.cross_entropy(x1, dg.tensor(classes), reduction=reduction,
+                           ignore_index=ignore_index)
+    general = dg.nn.functional.nll_loss(dg.log_softmax(x2, dim=1), dg.tensor(classes),
+                                        reduction=reduction, ignore_index=ignore_index)
+    assert fast.grad_fn.name() == "NllLossBackward0"
+    assert fast.grad_fn.next_functions[0][0].name() == "LogSoftmaxBackward0"
+    assert str(dg.graph_of(fast)) == str(dg.graph_of(general))
+    np.testing.assert_array_equal(fast.numpy(), general.numpy())
+    fast.backward()
+    general.backward()
+    np.testing.assert_array_equal(x1.grad.numpy(), x2.grad.numpy())
+
+
+def test_plain_cross_entropy_keeps_the_general_errors():
+    x = dg.zeros(3, 4, requires_grad=True)
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.cross_entropy(x, dg.tensor([0, 4, 1]))
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.cross_entropy(x, dg.tensor([0, -1, 1]))
+    with pytest.raises(ValueError, match="batch_size"):
+        F.cross_entropy(x, dg.tensor([0, 1]))

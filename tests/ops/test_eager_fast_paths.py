@@ -94,3 +94,82 @@ def test_sub_scaled_declines_what_it_cannot_do_exactly():
         assert not sub_scaled_(p, dg.tensor([1.0]), 0.5)
         assert sub_scaled_(p, g, 0.5)
     np.testing.assert_array_equal(p.detach().numpy(), np.float32([0.5, 1.5]))
+
+
+def _binds_during(fn) -> list[str]:
+    """The ops ``fn()`` binds (eagerly run)."""
+    from dualgraph import modes
+    from dualgraph.eager.tensor import eager_process
+
+    seen: list[str] = []
+
+    def record(op, args, attrs):
+        seen.append(op.name)
+        return eager_process(op, args, attrs)
+
+    modes.push_mode(record)
+    try:
+        fn()
+    finally:
+        modes.pop_mode()
+    return seen
+
+
+def test_sgd_on_module_parameters_takes_the_in_place_path():
+    # nn.Parameter is a Tensor subclass: the fast path once refused it (type(p) is Tensor),
+    # so every nn step paid a product tensor and two dispatches per parameter.
+    dg.manual_seed(0)
+    lin = dg.nn.Linear(5, 3)
+    lin(dg.randn(4, 5)).sum().backward()
+    expected = [array_of(p) - array_of(p.grad) * np.float32(0.1) for p in lin.parameters()]
+    opt = dg.optim.SGD(lin.parameters(), lr=0.1)
+    assert _binds_during(opt.step) == []
+    for p, want in zip(lin.parameters(), expected):
+        np.testing.assert_array_equal(array_of(p), want)
+
+
+_SAME_WIDTH_INT = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return a.view(_SAME_WIDTH_INT[a.dtype.itemsize])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("zero", [0.0, 0])
+def test_where_against_zero_selects_the_same_bits_as_np_where(dtype, zero):
+    from dualgraph.ops.elementwise import _where_impl
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((7, 33)).astype(dtype)
+    x.flat[:8] = [np.nan, -np.nan, np.inf, -np.inf, -0.0, 0.0, 1.0, -1.0]
+    c = rng.standard_normal((7, 33)) > 0
+    c.flat[:8] = [True] * 4 + [False] * 4  # the specials both kept and dropped
+    c.flat[8:16] = [False] * 4 + [True] * 4
+    for got, want in ((_where_impl(c, x, zero), np.where(c, x, zero)),
+                      (_where_impl(c, zero, x), np.where(c, zero, x))):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.flags.c_contiguous and got.flags.owndata
+        np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def test_where_fast_path_leaves_other_selects_to_np_where():
+    from dualgraph.ops.elementwise import _where_impl
+
+    x = np.array([[1.0, -2.0], [3.0, -4.0]], np.float32)
+    c = x > 0
+    # -0.0 is not all-zero bits; a broadcast condition and a strided operand keep
+    # np.where's own layout rules.
+    for args in ((c, x, -0.0), (c[0], x, 0.0), (c, x.T, 0.0), (c, x, 1.0)):
+        got, want = _where_impl(*args), np.where(*args)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def test_relu_gradient_is_zero_where_the_output_is_zero_even_for_nan_gradients():
+    x = dg.tensor([-1.0, 0.0, 2.0, 3.0], requires_grad=True)
+    y = dg.relu(x)
+    y.backward(dg.tensor([np.nan, np.inf, -0.0, np.nan]))
+    np.testing.assert_array_equal(_bits(x.grad.numpy()),
+                                  _bits(np.float32([0.0, 0.0, -0.0, np.nan])))
+    assert x.grad.grad_fn is None
