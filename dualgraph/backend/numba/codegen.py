@@ -37,6 +37,19 @@ PARALLEL_MIN_SIZE = 1 << 15
 # A parallel whole-array reduction folds this many chunks' partial sums (a fixed number,
 # so the result does not depend on the number of threads).
 CHUNKS = 64
+# A float32 sum's values go through a buffer of at most this many, folded into its lanes
+# by `kernels.fold_lanes` (4 KB: stays in L1 between the loop and the fold).
+FOLD_BLOCK = 1024
+
+
+def fold_block(whole: int) -> int:
+    """The buffer length for a sum of ``whole`` values (a multiple of LANES): the largest
+    multiple of LANES up to FOLD_BLOCK that divides it, so that every block has the same
+    literal length and there is no partial block to write a loop for."""
+    for block in range(FOLD_BLOCK, 0, -LANES):
+        if whole % block == 0:
+            return block
+    return LANES
 
 
 def _py(value: object) -> str:
@@ -686,6 +699,25 @@ class _Writer:
         self.emit(f"{lanes} = {self.work(str(LANES), np_dtype(acc_t))}", indent)
         self.emit(f"for {i}l in range({LANES}):", indent)
         self.emit(f"{lanes}[{i}l] = {np_dtype(acc_t)}({init})", indent + 1)
+        if (combine.how.better is None and acc_t == np.float64
+                and np.dtype(src.dtype) == np.float32):
+            self._fold_blocks(body, env, shape, oidx, n, lanes, src, indent)
+        else:
+            self._lane_blocks(body, env, shape, oidx, n, lanes, combine, acc_t, src, indent)
+        self.emit(f"for {i} in range({n // LANES * LANES}, {n}):", indent)
+        idx = oidx + [i]
+        sym: dict = {}
+        self.scalar_lines(body, env, shape, idx, sym, indent + 1, set())
+        self._combine(f"{lanes}[0]", self.value(src, sym, env, shape, idx), combine, acc_t,
+                      indent + 1)
+        self.emit(f"for {i}l in range({LANES}):", indent)
+        self._combine(acc, f"{lanes}[{i}l]", combine, acc_t, indent + 1)
+
+    def _lane_blocks(self, body: list, env: dict, shape: tuple, oidx: list, n: int,
+                     lanes: str, combine: _Fold, acc_t: np.dtype, src: Node,
+                     indent: int) -> None:
+        """The whole blocks of LANES values, each value combined into its lane."""
+        i = f"i{len(oidx)}"
         self.emit(f"for {i}b in range({n // LANES}):", indent)
         self.emit(f"for {i}l in range({LANES}):", indent + 1)
         self.emit(f"{i} = {i}b * {LANES} + {i}l", indent + 2)
@@ -694,13 +726,26 @@ class _Writer:
         self.scalar_lines(body, env, shape, idx, sym, indent + 2, set())
         self._combine(f"{lanes}[{i}l]", self.value(src, sym, env, shape, idx), combine, acc_t,
                       indent + 2)
-        self.emit(f"for {i} in range({n // LANES * LANES}, {n}):", indent)
-        sym = {}
-        self.scalar_lines(body, env, shape, idx, sym, indent + 1, set())
-        self._combine(f"{lanes}[0]", self.value(src, sym, env, shape, idx), combine, acc_t,
-                      indent + 1)
-        self.emit(f"for {i}l in range({LANES}):", indent)
-        self._combine(acc, f"{lanes}[{i}l]", combine, acc_t, indent + 1)
+
+    def _fold_blocks(self, body: list, env: dict, shape: tuple, oidx: list, n: int,
+                     lanes: str, src: Node, indent: int) -> None:
+        """`_lane_blocks` for a float32 sum: the loop stores its values in a buffer, one
+        block at a time, and `dgk.fold_lanes` adds them to the lanes in the same order.
+        The loop then vectorizes like an elementwise one, and the lanes stay in registers
+        during the fold."""
+        i = f"i{len(oidx)}"
+        whole = n // LANES * LANES
+        block = fold_block(whole)
+        buf = self.fresh("buf")
+        self.emit(f"{buf} = {self.work(str(block), 'np.float32')}", indent)
+        self.emit(f"for {i}c in range({whole // block}):", indent)
+        self.emit(f"for {i}k in range({block}):", indent + 1)
+        self.emit(f"{i} = {i}c * {block} + {i}k", indent + 2)
+        idx = oidx + [i]
+        sym: dict = {}
+        self.scalar_lines(body, env, shape, idx, sym, indent + 2, set())
+        self.emit(f"{buf}[{i}k] = {self.value(src, sym, env, shape, idx)}", indent + 2)
+        self.emit(f"dgk.fold_lanes({lanes}, {buf}, {block})", indent + 1)
 
     def _parallel_lane_reduce(self, body: list, env: dict, shape: tuple, n: int, acc: str,
                               acc_t: np.dtype, combine: _Fold, init: str, src: Node,
