@@ -37,6 +37,19 @@ PARALLEL_MIN_SIZE = 1 << 15
 # A parallel whole-array reduction folds this many chunks' partial sums (a fixed number,
 # so the result does not depend on the number of threads).
 CHUNKS = 64
+# A float32 sum's values go through a buffer of at most this many, folded into its lanes
+# by `kernels.fold_lanes` (4 KB: stays in L1 between the loop and the fold).
+FOLD_BLOCK = 1024
+
+
+def fold_block(whole: int) -> int:
+    """The buffer length for a sum of ``whole`` values (a multiple of LANES): the largest
+    multiple of LANES up to FOLD_BLOCK that divides it, so that every block has the same
+    literal length and there is no partial block to write a loop for."""
+    for block in range(FOLD_BLOCK, 0, -LANES):
+        if whole % block == 0:
+            return block
+    return LANES
 
 
 def _py(value: object) -> str:
@@ -863,23 +876,65 @@ class _Writer:
         self.emit(f"{lanes} = {self.work(str(LANES), np_dtype(acc_t))}", indent)
         self.emit(f"for {i}l in range({LANES}):", indent)
         self.emit(f"{lanes}[{i}l] = {np_dtype(acc_t)}({init})", indent + 1)
+        if (combine.how.better is None and acc_t == np.float64
+                and np.dtype(src.dtype) == np.float32):
+            self._fold_blocks(body, env, shape, oidx, n, lanes, src, indent, pre, post)
+        else:
+            self._lane_blocks(body, env, shape, oidx, n, lanes, combine, acc_t, src, indent,
+                              pre, post)
+        self.emit(f"for {i} in range({n // LANES * LANES}, {n}):", indent)
+        idx = oidx + [i]
+        self._element(body, env, shape, idx, src, f"{lanes}[0]", combine, acc_t, indent + 1,
+                      pre, post)
+        self.emit(f"for {i}l in range({LANES}):", indent)
+        self._combine(acc, f"{lanes}[{i}l]", combine, acc_t, indent + 1)
+
+    def _element(self, body: list, env: dict, shape: tuple, idx: list, src: Node, into: str,
+                 combine: _Fold | None, acc_t: np.dtype, indent: int, pre=None,
+                 post=None) -> None:
+        """One element of a reduction's loop: a cluster's producers (``pre``), the reduced
+        value combined into ``into`` (stored there when ``combine`` is None), then the
+        cluster's siblings (``post``)."""
+        sym: dict = {}
+        if pre is not None:
+            pre(idx, sym, indent)
+        self.scalar_lines(body, env, shape, idx, sym, indent, set())
+        value = self.value(src, sym, env, shape, idx)
+        if combine is None:
+            self.emit(f"{into} = {value}", indent)
+        else:
+            self._combine(into, value, combine, acc_t, indent)
+        if post is not None:
+            post(idx, sym, indent)
+
+    def _lane_blocks(self, body: list, env: dict, shape: tuple, oidx: list, n: int,
+                     lanes: str, combine: _Fold, acc_t: np.dtype, src: Node,
+                     indent: int, pre=None, post=None) -> None:
+        """The whole blocks of LANES values, each value combined into its lane."""
+        i = f"i{len(oidx)}"
         self.emit(f"for {i}b in range({n // LANES}):", indent)
         self.emit(f"for {i}l in range({LANES}):", indent + 1)
         self.emit(f"{i} = {i}b * {LANES} + {i}l", indent + 2)
-        idx = oidx + [i]
-        for lane, depth in ((f"{i}l", indent + 2), ("0", indent + 1)):
-            if lane == "0":
-                self.emit(f"for {i} in range({n // LANES * LANES}, {n}):", indent)
-            sym: dict = {}
-            if pre is not None:
-                pre(idx, sym, depth)
-            self.scalar_lines(body, env, shape, idx, sym, depth, set())
-            self._combine(f"{lanes}[{lane}]", self.value(src, sym, env, shape, idx), combine,
-                          acc_t, depth)
-            if post is not None:
-                post(idx, sym, depth)
-        self.emit(f"for {i}l in range({LANES}):", indent)
-        self._combine(acc, f"{lanes}[{i}l]", combine, acc_t, indent + 1)
+        self._element(body, env, shape, oidx + [i], src, f"{lanes}[{i}l]", combine, acc_t,
+                      indent + 2, pre, post)
+
+    def _fold_blocks(self, body: list, env: dict, shape: tuple, oidx: list, n: int,
+                     lanes: str, src: Node, indent: int, pre=None, post=None) -> None:
+        """`_lane_blocks` for a float32 sum: the loop stores its values in a buffer, one
+        block at a time, and `dgk.fold_lanes` adds them to the lanes in the same order.
+        The loop then vectorizes like an elementwise one, and the lanes stay in registers
+        during the fold."""
+        i = f"i{len(oidx)}"
+        whole = n // LANES * LANES
+        block = fold_block(whole)
+        buf = self.fresh("buf")
+        self.emit(f"{buf} = {self.work(str(block), 'np.float32')}", indent)
+        self.emit(f"for {i}c in range({whole // block}):", indent)
+        self.emit(f"for {i}k in range({block}):", indent + 1)
+        self.emit(f"{i} = {i}c * {block} + {i}k", indent + 2)
+        self._element(body, env, shape, oidx + [i], src, f"{buf}[{i}k]", None, np.float32,
+                      indent + 2, pre, post)
+        self.emit(f"dgk.fold_lanes({lanes}, {buf}, {block})", indent + 1)
 
     def _parallel_lane_reduce(self, body: list, env: dict, shape: tuple, n: int, acc: str,
                               acc_t: np.dtype, combine: _Fold, init: str, src: Node,
@@ -900,16 +955,10 @@ class _Writer:
                   indent + 1)
         self.emit(f"for i0l in range({LANES}):", indent + 2)
         self.emit(f"i0 = i0b * {LANES} + i0l", indent + 3)
-        for part, depth in ((f"{parts}[i0c, i0l]", indent + 3), (acc, indent + 1)):
-            if part == acc:
-                self.emit(f"for i0 in range({blocks * LANES}, {n}):", indent)
-            sym: dict = {}
-            if pre is not None:
-                pre(["i0"], sym, depth)
-            self.scalar_lines(body, env, shape, ["i0"], sym, depth, set())
-            self._combine(part, self.value(src, sym, env, shape, ["i0"]), combine, acc_t, depth)
-            if post is not None:
-                post(["i0"], sym, depth)
+        self._element(body, env, shape, ["i0"], src, f"{parts}[i0c, i0l]", combine, acc_t,
+                      indent + 3, pre, post)
+        self.emit(f"for i0 in range({blocks * LANES}, {n}):", indent)
+        self._element(body, env, shape, ["i0"], src, acc, combine, acc_t, indent + 1, pre, post)
         self.emit(f"for i0c in range({chunks}):", indent)
         self.emit(f"for i0l in range({LANES}):", indent + 1)
         self._combine(acc, f"{parts}[i0c, i0l]", combine, acc_t, indent + 2)
