@@ -144,5 +144,7 @@ def test_fma_contraction_only_for_float32_kernels():
     assert float32_only(f32)
     assert not float32_only(f64) and not float32_only(mixed) and not float32_only(ints)
     assert "fastmath={'contract'}" in build(f32).source
+    # without the disk cache too (the in-memory module is generated separately)
+    assert "fastmath={'contract'}" in build(f32, use_cache=False).source
     for g in (f64, mixed, ints):
         assert "fastmath" not in build(g).source

@@ -354,7 +354,7 @@ def load(body: str, name: str, parallel: bool, cache: bool,
         if path is not None:
             module = _import(digest, path, source)
         else:
-            source = module_source(body, name, parallel, False)
+            source = module_source(body, name, parallel, False, contract)
             module = types.ModuleType(_module_name(digest))
             exec(compile(source, f"<dualgraph kernel {digest}>", "exec"), module.__dict__)
         fn = getattr(module, name)
