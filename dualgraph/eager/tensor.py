@@ -494,6 +494,8 @@ class EagerMode(Mode):
             # the node a copy of the old value (with the old history) instead.
             old = _make(t._data.copy(), t._rg, t.grad_fn)
             old._node = t._node
+            # The node recorded t's version when it saved t: the copy stands for that value.
+            old._version[0] = t._version[0]
             fn._saved = tuple(old if s is t else s for s in fn._saved)
         view = type(t) is _ViewTensor and fn is not None
         if view:

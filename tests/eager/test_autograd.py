@@ -491,6 +491,23 @@ def test_inplace_on_non_leaf_is_recorded() -> None:
     np.testing.assert_array_equal(a.grad.numpy(), [4.0, 8.0])
 
 
+def test_saving_inplace_op_after_an_earlier_inplace_op() -> None:
+    # The node of ``h *= y`` saves h's value before the write; h was already at version 1
+    # (h += 1, or a constant made to require grad by h += y), and the saved copy must pass
+    # the version check (it raised "is at version 0; expected version 1").
+    a = dg.tensor([1.0, 2.0], requires_grad=True)
+    y = dg.tensor([3.0, 5.0], requires_grad=True)
+    h = a * 1.0
+    h += 1.0
+    h *= y  # h = (a + 1) y
+    c = dg.tensor(np.ones((2, 2)))
+    c += y
+    c[1] *= y  # row 1: (1 + y) y
+    (h.sum() + c.sum()).backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [3.0, 5.0])
+    np.testing.assert_array_equal(y.grad.numpy(), [2.0 + 1.0 + 7.0, 3.0 + 1.0 + 11.0])
+
+
 # ------------------------------------------------------------------- depth and memory
 
 
