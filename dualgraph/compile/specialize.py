@@ -275,4 +275,3 @@ def lower_train(entry: _Entry, graph: Graph, user: list, extra: list, leaves: li
         else:
             entry.residual_plan.append(("graph_out", first + k))
             k += 1
-

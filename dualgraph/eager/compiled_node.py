@@ -99,10 +99,19 @@ def attach_gradients(tensors: list, wrt: list, grads: list, result: Tensor,
     with respect to ``tensors[wrt[i]]``; ``saved`` the positions in ``tensors`` whose
     values the gradients were computed from (changing one before backward raises, as in
     eager mode)."""
-    inputs = tuple([tensors[i]._input_node() for i in wrt])
-    checks = [(t, t._version[0]) for t in (tensors[i] for i in saved) if isinstance(t, Tensor)]
+    inputs, checks = _inputs_and_checks(tensors, wrt, saved)
     result._rg = True
     result.grad_fn = PrecomputedBackward(inputs, grads, result, checks)
+
+
+def _inputs_and_checks(tensors: list, wrt: list, saved: tuple | None) -> tuple:
+    """A compiled call's tape inputs (the nodes of ``tensors[i]`` for ``i`` in ``wrt``) and
+    the version checks of the tensors at positions ``saved`` (default: all)."""
+    inputs = tuple([tensors[i]._input_node() for i in wrt])
+    # Inputs whose values the gradients are computed from: changing one in place before
+    # backward must raise, as in eager mode. An input the backward does not read may change.
+    kept = tensors if saved is None else [tensors[i] for i in saved]
+    return inputs, [(t, t._version[0]) for t in kept if isinstance(t, Tensor)]
 
 
 def _compiled_node(node: Any, inputs: tuple, shape: tuple, dtype: np.dtype, saved: tuple,
@@ -184,11 +193,7 @@ def attach_backward(kernel: Any, tensors: list, wrt: list, residuals: tuple, res
     of ``tensors[i]`` for ``i`` in ``wrt``. ``out_rg[k]`` says whether output ``k`` depends
     on an input that requires grad; ``saved`` (default: all) the positions in ``tensors``
     whose arrays are among the residuals."""
-    inputs = tuple([tensors[i]._input_node() for i in wrt])
-    # Residuals that are input arrays themselves: changing one in place before backward
-    # must raise, as in eager mode. An input the backward does not read may change freely.
-    kept = tensors if saved is None else [tensors[i] for i in saved]
-    checks = [(t, t._version[0]) for t in kept if isinstance(t, Tensor)]
+    inputs, checks = _inputs_and_checks(tensors, wrt, saved)
     outs = [(tuple(r.shape), r.dtype) for r in results]
     joint = CompiledFunctionBackward(kernel, inputs, residuals, outs, checks)
     for k, r in enumerate(results):

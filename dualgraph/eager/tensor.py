@@ -561,7 +561,7 @@ def _check_root(t: Tensor, gradient: Any, i: int = 0) -> tuple:
                 f"grad can be implicitly created only for scalar outputs (got shape {t.shape}); "
                 "pass gradient= of the same shape"
             )
-        g = _seed(t._data.shape, t._data.dtype)
+        g = _make(_ones(t._data.shape, t._data.dtype), False, None)
     else:
         g = gradient if isinstance(gradient, Tensor) else tensor(np.asarray(gradient))
         if g.shape != t.shape:
@@ -575,16 +575,6 @@ def _check_root(t: Tensor, gradient: Any, i: int = 0) -> tuple:
 
 
 _ONES: dict = {}
-_SEEDS: dict = {}
-
-
-def _seed(shape: tuple, dtype: np.dtype) -> Tensor:
-    """The implicit ``backward()`` seed: one shared tensor of ones per shape and dtype (its
-    array is read-only, so no hook or leaf can change it)."""
-    t = _SEEDS.get((shape, dtype))
-    if t is None:
-        t = _SEEDS[(shape, dtype)] = _make(_ones(shape, dtype), False, None)
-    return t
 
 
 def _ones(shape: tuple, dtype: np.dtype) -> np.ndarray:

@@ -416,7 +416,8 @@ class _Writer:
         self.comment(r)
         out = f"v{self.ir_names[id(r)][1:]}"
         self.into = into = self.target.get(id(r))
-        env, _ = self.body_env(r_body, r_ins, {id(p): "" for p in producers})
+        # The producers have no arrays: ``pre`` gives them to the body as scalars.
+        env, _ = self.body_env(r_body, r_ins, {id(p): None for p in producers})
         members = [m for m in r_body.nodes if m.op != "const"]
         self.reduce_group(members, r_body.outputs[0], env, out, pre, post)
         if len(emitted) != 2:  # the blocked loop and the tail: anything else drops work
