@@ -29,6 +29,10 @@ class Mode(abc.ABC):
       reads of every alias re-derived from the new base). Nothing above this layer needs
       to change for either.
     - `note_grad_write`: ``t.grad`` is about to be assigned.
+    - What code outside the ops reads, for a compiled call to guard or pass at run time:
+      `note_training`, `note_attr`, `note_module`, `guard_value`, `runtime_scalar`. The
+      base implementations do nothing (or return the value itself): only a mode that
+      records a program for later calls needs them.
 
     A mode is also callable as its `process`, so a plain function can stand in for one
     (`push_mode` wraps it; the wrapper hands everything else to the mode below it).
@@ -67,6 +71,33 @@ class Mode(abc.ABC):
         may take ``value``'s history over directly, without a copy node."""
         return self.inplace(t, None, value)
 
+    # ------------------------------------------ reads a compiled call guards or passes in
+    def note_training(self, module: Any, value: bool) -> None:
+        """``module.training`` was read and gave ``value``."""
+        return None
+
+    def note_attr(self, owner: Any, name: str, value: Any) -> None:
+        """``owner.name``, a parameter, buffer or submodule of module ``owner``, was read."""
+        return None
+
+    def note_module(self, module: Any) -> None:
+        """Module ``module`` is about to run its ``forward`` (or a container lists its
+        submodules): its plain Python attributes and its submodule table are read."""
+        return None
+
+    def guard_value(self, getter: Callable[[], Any], expected: Any, what: str,
+                    keep: Any = None) -> None:
+        """A Python value the program branched on: ``getter()`` gave ``expected``; ``what``
+        says in words what a different value means."""
+        return None
+
+    def runtime_scalar(self, key: Any, value: Callable[[], Any], dtype: Any,
+                       keep: Any = None) -> Any:
+        """A Python number ``value()`` used as a 0-d ``dtype`` operand (an optimizer
+        hyperparameter). The base mode returns the number itself; a recording mode may
+        return a 0-d input that reads ``value()`` on every later run (one per ``key``)."""
+        return value()
+
     def __call__(self, op: Any, args: tuple, attrs: dict) -> Any:
         return self.process(op, args, attrs)
 
@@ -95,6 +126,23 @@ class _FunctionMode(Mode):
 
     def assign(self, t: Any, value: Any) -> Any:
         return self.below.assign(t, value)
+
+    def note_training(self, module: Any, value: bool) -> None:
+        self.below.note_training(module, value)
+
+    def note_attr(self, owner: Any, name: str, value: Any) -> None:
+        self.below.note_attr(owner, name, value)
+
+    def note_module(self, module: Any) -> None:
+        self.below.note_module(module)
+
+    def guard_value(self, getter: Callable[[], Any], expected: Any, what: str,
+                    keep: Any = None) -> None:
+        self.below.guard_value(getter, expected, what, keep)
+
+    def runtime_scalar(self, key: Any, value: Callable[[], Any], dtype: Any,
+                       keep: Any = None) -> Any:
+        return self.below.runtime_scalar(key, value, dtype, keep)
 
 
 # The eager mode registers itself at import (the first push: the base mode); tracers push

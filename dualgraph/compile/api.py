@@ -27,7 +27,13 @@ from ..errors import EagerOnlyError
 from ..modes import current_trace
 from .retrace import retrace_allowed
 from .run import run
-from .signature import check_arguments, check_options, const_key, describe_change
+from .signature import (
+    check_arguments,
+    check_options,
+    const_key,
+    describe_change,
+    overlapping,
+)
 from .specialize import _Entry, compile_entry
 from .stale import check_stale
 from .tiered import enabled as tiered_enabled
@@ -138,22 +144,25 @@ class CompiledFunction:
                 key.append((a.shape, a.dtype))
             else:
                 key.append(const_key(a, len(key), self._keep))
-        sig = (tuple(key), grad_mode.GRAD_ENABLED.value, layout)
+        # Arguments that share memory (``f(x[1:3], x)``): which pairs is part of the key;
+        # a trace that writes one of them runs eagerly (`specialize.check_aliasing`).
+        alias = overlapping(arrays) if len(arrays) > 1 else None
+        sig = (tuple(key), grad_mode.GRAD_ENABLED.value, layout, alias)
         self.stats.calls += 1
         entry = None
         for e in self._entries.get(sig, ()):
-            if e.guards is None or e.guards.holds():
+            if e.guards is None or e.guards.holds(args):
                 entry = e
                 break
         if entry is None:
             # Why the most recent entry of this signature no longer fits (None: new signature).
             entries = self._entries.get(sig)
-            reason = entries[-1].guards.failure() if entries else None
+            reason = entries[-1].guards.failure(args) if entries else None
             if self._eager_fallback or sig in self._eager_sigs:
                 return fn(*args)
             with self._lock:
                 for e in self._entries.get(sig, ()):  # another thread may have compiled it
-                    if e.guards is None or e.guards.holds():
+                    if e.guards is None or e.guards.holds(args):
                         entry = e
                         self.stats.cache_hits += 1  # a waiting thread reuses the new kernel
                         break
@@ -171,7 +180,7 @@ class CompiledFunction:
                     try:
                         entry = compile_entry(fn, args, self.stats, self.parallel, self.cache,
                                               self.verify,
-                                              tiered_enabled(self.tiered, self.cache))
+                                              tiered_enabled(self.tiered, self.cache), alias)
                     except EagerOnlyError as e:
                         if self.strict:
                             raise

@@ -35,6 +35,7 @@ class CallTraceContext(TraceContext):
         self.reads: dict = {}
         self.runtime: list = []
         self._runtime_nodes: dict = {}
+        self.arg_index: dict = {}  # id of an argument tensor -> its position
 
     def note_attr(self, owner: Any, name: str, value: Any) -> None:
         """``owner.name`` (a parameter, buffer or submodule of the module ``owner``) was read:
@@ -60,6 +61,34 @@ class CallTraceContext(TraceContext):
                 lambda now: f"{type(module).__name__}.training is {now} (traced with {value})",
                 module)
 
+    def note_module(self, module: Any) -> None:
+        """``module`` runs (or lists its submodules): guard its submodule table (which
+        module under which name) and its plain Python attributes (``Dropout.p``,
+        ``BatchNorm.momentum``, ``eps``, a user's ``self.scale``), which the trace bakes in.
+        Every plain attribute is guarded, read or not: a module's ``__dict__`` reads are
+        not seen."""
+        key = ("module", id(module))
+        if key in self.reads:
+            return
+        d = module.__dict__
+        table = d["_modules"]
+        self.reads[key] = (
+            lambda: [(k, id(m)) for k, m in table.items()],
+            [(k, id(m)) for k, m in table.items()],
+            lambda now: f"the submodules of a {type(module).__name__} changed "
+                        f"(now {[k for k, _ in now]})",
+            (module, list(table.values())))
+        names = tuple(k for k, v in d.items() if k not in _MODULE_TABLES and plain_value(v))
+        if names:
+            before = tuple(d[k] for k in names)
+
+            def what(now: tuple) -> str:
+                k, old, new = next((k, a, b) for k, a, b in zip(names, before, now) if a != b)
+                return f"{type(module).__name__}.{k} is {new!r} (traced with {old!r})"
+
+            self.reads[("module attrs", id(module))] = (
+                lambda: tuple([d.get(k, _MISSING) for k in names]), before, what, module)
+
     def guard_value(self, getter: Callable[[], Any], expected: Any, what: str,
                     keep: Any = None) -> None:
         """A Python value the trace branched on: reuse the trace while ``getter()`` gives
@@ -81,6 +110,21 @@ class CallTraceContext(TraceContext):
         return Tracer(node, self)
 
 
+# A module's own tables (and the training flag, guarded by `note_training`).
+_MODULE_TABLES = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers",
+                            "_training"})
+_MISSING = object()
+_PLAIN = (bool, int, float, complex, str, bytes, type(None))
+
+
+def plain_value(v: Any) -> bool:
+    """A Python value a trace bakes in as a constant and can compare cheaply: numbers,
+    strings, ``None``, and tuples of them."""
+    if isinstance(v, _PLAIN):
+        return True
+    return type(v) is tuple and all(plain_value(e) for e in v)
+
+
 def trace_call(fn: Callable, args: tuple, with_outputs: bool = True) -> tuple:
     """Trace ``fn(*args)``; returns ``(ctx, outputs, single, grad_writes)``.
 
@@ -88,6 +132,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True) -> tuple:
     ``fn`` returned one value, ``grad_writes`` what `restore_grads` returned.
     """
     ctx = CallTraceContext()
+    ctx.arg_index = {id(a): i for i, a in enumerate(args) if isinstance(a, Tensor)}
     targs = [ctx.new_input(a.shape, a.dtype, a if isinstance(a, Tensor) else None)
              if isinstance(a, (Tensor, np.ndarray)) else a for a in args]
     outputs = single = None

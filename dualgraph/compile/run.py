@@ -23,27 +23,32 @@ def run(entry: _Entry, args: tuple, arrays: list) -> Any:
     node when grad mode is on); ``arrays`` is `arg_arrays(args)`, a new list."""
     if entry.random:
         refresh_key()
-    ins = entry.arrays(arrays)
+    ins = entry.arrays(arrays, args)
     kernel = entry.kernel
     outs = kernel.new_outputs()
     kernel.run(ins, outs)
+    # An int names an argument by position (`_Entry.refer_to_arguments`).
+    arg = args.__getitem__ if entry.arg_refs else None
     for t in entry.inplace:
-        bump_version(t)
+        bump_version(arg(t) if type(t) is int else t)
     for t, k in entry.copy_writes:
+        t = arg(t) if type(t) is int else t
         np.copyto(array_of(t), outs[k].reshape(t.shape))
         bump_version(t)
     for t, k in entry.grad_set:
+        t = arg(t) if type(t) is int else t
         o = outs[k]
         set_grad(t, make_tensor(o if o.shape == t.shape else o.reshape(t.shape), False, None))
     for t in entry.grad_none:
-        set_grad(t, None)
+        set_grad(arg(t) if type(t) is int else t, None)
     results = []
     for o, n in zip(outs, entry.optimized.outputs[:entry.n_user]):
         results.append(make_tensor(o if o.shape == n.shape else o.reshape(n.shape), False, None))
     if entry.mode == "train" and grad_mode.GRAD_ENABLED.value:
         tensors = [a for a in args if isinstance(a, (Tensor, np.ndarray))]
         if entry.sources:
-            tensors += [t if kind == "tensor" else t.grad if kind == "grad" else None
+            tensors += [t if kind == "tensor" else t.grad if kind == "grad" else
+                        args[t].grad if kind == "arg_grad" else None
                         for kind, t in entry.sources]
         if entry.joint:
             attach_gradients(tensors, entry.wrt_tensors, [outs[k] for k in entry.grad_out],

@@ -12,14 +12,17 @@ keeps guards on them, checked before the entry is reused.
 from __future__ import annotations
 
 import inspect
+import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..eager.internal import array_of
+from ..eager.internal import array_of, requires_grad_of
 from ..eager.tensor import Tensor
 from ..trace.tracer import TraceContext
+from .capture import plain_value
 
 _INT64 = (-(2 ** 63), 2 ** 63)
 # Array dtypes no kernel can take: caught before tracing, with the dtype named.
@@ -69,6 +72,28 @@ def const_key(a: Any, i: int, keep: dict) -> tuple:
         keep[id(a)] = a
         return (type(a), ("id", id(a)))
     return (type(a), a)
+
+
+def overlapping(arrays: list) -> tuple | None:
+    """The pairs ``(i, j)`` of arrays (tensor and array arguments, in order) whose memory
+    overlaps, or ``None``. Arrays with different base arrays cannot overlap, so the usual
+    call costs one ``.base`` read per array."""
+    roots = [id(a) if a.base is None else id(a.base) for a in arrays]
+    if len(set(roots)) == len(roots):
+        return None
+    pairs = []
+    for i in range(len(arrays)):
+        for j in range(i + 1, len(arrays)):
+            if roots[i] == roots[j] and _shares(arrays[i], arrays[j]):
+                pairs.append((i, j))
+    return tuple(pairs) or None
+
+
+def _shares(a: np.ndarray, b: np.ndarray) -> bool:
+    try:
+        return bool(np.shares_memory(a, b, max_work=10_000))
+    except np.exceptions.TooHardError:  # undecided quickly: assume they overlap
+        return True
 
 
 def check_arguments(args: tuple) -> None:
@@ -123,8 +148,13 @@ def _shown(k: tuple) -> Any:
 
 def describe_change(old: tuple, new: tuple, args: tuple) -> str:
     """Why a call's signature differs from the previous one, in words."""
-    old_args, old_grad, old_layout = old
-    new_args, new_grad, new_layout = new
+    old_args, old_grad, old_layout, old_alias = old
+    new_args, new_grad, new_layout, new_alias = new
+    if old_alias != new_alias:
+        def shown(alias: tuple | None) -> str:
+            return ", ".join(f"{i} and {j}" for i, j in alias) if alias else "none"
+        return (f"tensor arguments sharing memory: {shown(new_alias)} instead of "
+                f"{shown(old_alias)} (counted among tensor and array arguments)")
     if old_layout != new_layout:
         def kw(layout: tuple | None) -> str:
             return ", ".join(layout[1]) if layout and layout[1] else "none"
@@ -151,23 +181,37 @@ def describe_change(old: tuple, new: tuple, args: tuple) -> str:
 
 class Guards:
     """What must hold for a call to reuse an entry, checked as one tuple comparison: the
-    getters' values now against the values recorded when the entry was traced."""
+    getters' values now against the values recorded when the entry was traced. Getters
+    of the call's own arguments (``arg_items``: whether an argument's ``.grad`` is
+    ``None``) take the argument tuple: a fresh tensor each call is judged, not the one
+    the trace saw."""
 
-    __slots__ = ("getters", "expected", "whats", "keep")
+    __slots__ = ("getters", "expected", "whats", "keep", "arg_getters", "arg_expected",
+                 "arg_whats")
 
-    def __init__(self, items: list) -> None:
+    def __init__(self, items: list, arg_items: list = ()) -> None:
         self.getters = tuple(g for g, _, _, _ in items)
         self.expected = tuple(e for _, e, _, _ in items)
         self.whats = tuple(w for _, _, w, _ in items)
         self.keep = [k for _, _, _, k in items]  # keeps compared ids unique
+        self.arg_getters = tuple(g for g, _, _ in arg_items)
+        self.arg_expected = tuple(e for _, e, _ in arg_items)
+        self.arg_whats = tuple(w for _, _, w in arg_items)
 
-    def holds(self) -> bool:
-        return tuple([g() for g in self.getters]) == self.expected
+    def holds(self, args: tuple = ()) -> bool:
+        if tuple([g() for g in self.getters]) != self.expected:
+            return False
+        return not self.arg_getters or tuple([g(args) for g in self.arg_getters]) == \
+            self.arg_expected
 
-    def failure(self) -> str | None:
+    def failure(self, args: tuple = ()) -> str | None:
         """Why the guards fail now (``None`` when they all hold)."""
         for g, e, what in zip(self.getters, self.expected, self.whats):
             now = g()
+            if now != e:
+                return what(now)
+        for g, e, what in zip(self.arg_getters, self.arg_expected, self.arg_whats):
+            now = g(args)
             if now != e:
                 return what(now)
         return None
@@ -175,7 +219,7 @@ class Guards:
 
 def _type_of(t: Any) -> tuple:
     d = array_of(t)
-    return d.shape, d.dtype
+    return d.shape, d.dtype, requires_grad_of(t)
 
 
 def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[list, Guards | None]:
@@ -190,10 +234,17 @@ def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[list,
     Call it after the trace has put every ``.grad`` back.
     """
     entry_grads = {id(t): before for t, before in ctx.grad_before.values()}
-    sources, items = [], []
+    # Arguments are the call's own tensors: their .grad is judged on the tensor passed
+    # now (by position), so a fresh leaf per call reuses the trace.
+    arg_index = getattr(ctx, "arg_index", {})
+    sources, items, arg_items = [], [], []
     for t, _ in ctx.captured:
         owner = next((p for p, _ in ctx.captured + list(ctx.grad_before.values())
                       if entry_grads.get(id(p), p.grad) is t and p is not t), None)
+        if owner is not None and id(owner) in arg_index:
+            sources.append(("arg_grad", arg_index[id(owner)]))
+            arg_items.append(_arg_grad_none(owner, arg_index[id(owner)], False))
+            continue  # the argument's .grad: its type is the argument's (in the key)
         if owner is not None:
             sources.append(("grad", owner))
             items.append(_grad_none(owner, False))
@@ -201,19 +252,26 @@ def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[list,
             sources.append(("tensor", t))
         items.append(_type_guard(t))
     for t in ctx.grad_assumed_none:
-        items.append(_grad_none(t, True))
+        if id(t) in arg_index:
+            arg_items.append(_arg_grad_none(t, arg_index[id(t)], True))
+        else:
+            items.append(_grad_none(t, True))
     reads = getattr(ctx, "reads", {})
     items.extend(reads.values())
     if fn is not None:
         items.extend(_outside_names(fn))
     sources.extend(("value", make) for _, make in getattr(ctx, "runtime", ()))
-    return sources, (Guards(items) if items else None)
+    return sources, (Guards(items, arg_items) if items or arg_items else None)
 
 
 def _type_guard(t: Any) -> tuple:
-    shape, dtype = t.shape, t.dtype
-    return (lambda: _type_of(t), (shape, dtype),
-            lambda now: f"a captured tensor is {now[0]} {now[1]} instead of {shape} {dtype}", t)
+    shape, dtype, rg = t.shape, t.dtype, t.requires_grad
+
+    def what(now: tuple) -> str:
+        if now[2] != rg:
+            return f"a captured {shape} tensor has requires_grad={now[2]} (traced with {rg})"
+        return f"a captured tensor is {now[0]} {now[1]} instead of {shape} {dtype}"
+    return (lambda: _type_of(t), (shape, dtype, rg), what, t)
 
 
 def _grad_none(t: Any, expected: bool) -> tuple:
@@ -223,41 +281,104 @@ def _grad_none(t: Any, expected: bool) -> tuple:
     return (lambda: t.grad is None, expected, what, t)
 
 
+def _arg_grad_none(t: Any, i: int, expected: bool) -> tuple:
+    def what(now: bool) -> str:
+        state = "None" if now else "set"
+        return (f"the .grad of argument {i} ({t.shape} tensor) is {state} (it was "
+                f"{'not ' if now else ''}None at trace time)")
+    return (lambda args: _grad_is_none(args[i]), expected, what)
+
+
+def _grad_is_none(a: Any) -> bool:
+    return not isinstance(a, Tensor) or a.grad is None
+
+
 def _outside_names(fn: Callable) -> list:
-    """Identity guards on the tensors, modules and optimizers that ``fn`` names as globals
-    or closure variables: rebinding one (``w = dg.tensor(...)`` at module level) retraces
-    instead of running with the old object."""
+    """Guards on what ``fn`` (and the helper functions it calls by a global or closure
+    name, recursively) names as globals or closure variables: the identity of tensors,
+    modules and optimizers (rebinding ``w = dg.tensor(...)`` at module level retraces
+    instead of running with the old object), and the value of plain Python values
+    (numbers, strings, tuples of them), which the trace bakes in."""
     from ..eager.tensor import Tensor
     from ..nn.modules import Module
     from ..optim import Optimizer
 
-    fn = inspect.unwrap(getattr(fn, "__func__", fn))
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return []
     watched = (Tensor, Module, Optimizer)
-    items = []
-    names: set[str] = set()
-    stack = [code]
-    while stack:  # nested functions and lambdas share fn's globals
-        c = stack.pop()
-        names.update(c.co_names)
-        stack.extend(k for k in c.co_consts if inspect.iscode(k))
-    g = getattr(fn, "__globals__", {})
-    for name in sorted(names):
-        v = g.get(name)
+    items: list = []
+    seen: set = set()
+
+    def guard(name: str, v: Any, get: Callable[[], Any], kind: str) -> None:
         if isinstance(v, watched):
-            items.append((lambda name=name: id(g.get(name)), id(v),
-                          lambda now, name=name: f"global {name!r} was rebound", v))
-    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
-        try:
-            v = cell.cell_contents
-        except ValueError:
-            continue
-        if isinstance(v, watched):
-            items.append((lambda cell=cell: id(_cell_value(cell)), id(v),
-                          lambda now, name=name: f"closure variable {name!r} was rebound", v))
+            items.append((lambda: id(get()), id(v),
+                          lambda now: f"{kind} {name!r} was rebound", v))
+        elif plain_value(v):
+            items.append((lambda: _value_key(get()), _value_key(v),
+                          lambda now: f"{kind} {name!r} is {_shown_value(now)!r} (traced "
+                                      f"with {v!r}, a baked-in constant)", None))
+
+    def visit(f: Any) -> None:
+        f = inspect.unwrap(getattr(f, "__func__", f))
+        code = getattr(f, "__code__", None)
+        if code is None or id(code) in seen or len(seen) > _MAX_HELPERS:
+            return
+        seen.add(id(code))
+        names: set[str] = set()
+        stack = [code]
+        while stack:  # nested functions and lambdas share f's globals
+            c = stack.pop()
+            names.update(c.co_names)
+            stack.extend(k for k in c.co_consts if inspect.iscode(k))
+        g = getattr(f, "__globals__", {})
+        for name in sorted(names):
+            if name not in g:
+                continue
+            v = g[name]
+            guard(name, v, lambda g=g, name=name: g.get(name), "global")
+            if _is_user_function(v):
+                visit(v)
+        for name, cell in zip(code.co_freevars, f.__closure__ or ()):
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            guard(name, v, lambda cell=cell: _cell_value(cell), "closure variable")
+            if _is_user_function(v):
+                visit(v)
+
+    visit(fn)
     return items
+
+
+# How many helper functions `_outside_names` follows (a bound on trace-time work).
+_MAX_HELPERS = 64
+# Functions of these packages (and of the standard library) are not followed: their
+# globals are library state, not the user's program.
+_LIBRARIES = frozenset({"dualgraph", "numpy", "numba", "scipy", "torch", "jax"})
+
+
+def _is_user_function(v: Any) -> bool:
+    """A Python function of the user's program (not of dualgraph, NumPy or the standard
+    library): a helper whose globals the compiled function depends on."""
+    if not isinstance(v, types.FunctionType):
+        return False
+    root = (getattr(v, "__module__", None) or "").partition(".")[0]
+    return root not in _LIBRARIES and root not in sys.stdlib_module_names
+
+
+def _value_key(v: Any) -> Any:
+    """A plain value as a guard compares it: floats by their bits (``-0.0`` is not ``0.0``,
+    a NaN equals itself), anything else by type and value."""
+    if isinstance(v, float):
+        return (float, v.hex())
+    if type(v) is tuple:
+        return (tuple, tuple(_value_key(e) for e in v))
+    return (type(v), v)
+
+
+def _shown_value(k: Any) -> Any:
+    if k[0] is float:
+        return float.fromhex(k[1])
+    return k[1]
 
 
 def _cell_value(cell: Any) -> Any:

@@ -19,6 +19,7 @@ from ..eager import grad_mode
 from ..eager.compiled_node import readonly_cotangent
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor
+from ..errors import EagerOnlyError
 from ..ir.graph import Graph, Node
 from ..ops.registry import OPS
 from ..passes import optimize
@@ -67,6 +68,9 @@ class _Entry:
     out_rg: tuple = ()  # per user output: depends on an input that requires grad
     saved_inputs: tuple = ()  # kernel input positions the backward reads (version-checked)
     random: bool = False  # has random ops: each call draws a new key (`random_state`)
+    # Whether ``inplace``, ``copy_writes``, ``grad_set`` or ``grad_none`` name an argument
+    # by its position (an int) instead of the tensor the trace saw (`refer_to_arguments`).
+    arg_refs: bool = False
     tier0: bool = False  # kernels are `tiered.InterpretedKernel`s (see `tiered`)
     pending: Any = None  # the worker's job for the compiled kernels, while at tier 0
     # A scalar loss in train mode: the one kernel also returns the gradients for seed one
@@ -74,12 +78,14 @@ class _Entry:
     joint: bool = False
     grad_out: tuple = ()
 
-    def arrays(self, out: list) -> list:
+    def arrays(self, out: list, args: tuple = ()) -> list:
         """The kernel's input arrays: ``out`` (a new list of the arrays of the call's tensor
-        and array arguments, see `arg_arrays`) extended in place with the captured ones."""
+        and array arguments, see `arg_arrays`) extended in place with the captured ones
+        (``args``: the call's arguments, for an argument's ``.grad``)."""
         for kind, t in self.sources:
             out.append(array_of(t) if kind == "tensor" else
-                       array_of(t.grad) if kind == "grad" else t())
+                       array_of(t.grad) if kind == "grad" else
+                       array_of(args[t].grad) if kind == "arg_grad" else t())
         for j in self.scalar_in:
             out[j] = out[j].reshape(1)
         return out
@@ -109,6 +115,20 @@ class _Entry:
         self._pos = pos
         return write_to
 
+    def refer_to_arguments(self, arg_index: dict) -> None:
+        """Name the argument tensors the call writes (data, ``.grad``) by their position,
+        so each call writes the tensors it was given, not those of the traced call."""
+        def ref(t: Any) -> Any:
+            i = arg_index.get(id(t))
+            if i is None:
+                return t
+            self.arg_refs = True
+            return i
+        self.inplace = [ref(t) for t in self.inplace]
+        self.copy_writes = [(ref(t), k) for t, k in self.copy_writes]
+        self.grad_set = [(ref(t), k) for t, k in self.grad_set]
+        self.grad_none = [ref(t) for t in self.grad_none]
+
 
 def arg_arrays(args: tuple) -> list:
     """The arrays of the tensor and NumPy array arguments, in order (a new list)."""
@@ -129,14 +149,16 @@ def _differentiable_ancestors(outputs: list, rg: set) -> set:
 
 
 def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: bool,
-                  verify: bool, tiered: bool = False) -> _Entry:
+                  verify: bool, tiered: bool = False, alias: tuple | None = None) -> _Entry:
     """Trace ``fn(*args)``, specialise it, optimise and build its kernels; counts into
     ``stats`` (a `CompileStats`). ``tiered``: the entry starts at tier 0 while a worker
-    compiles its kernels, when it can (`tiered.start`)."""
+    compiles its kernels, when it can (`tiered.start`). ``alias``: the pairs of array
+    arguments that share memory (`signature.overlapping`)."""
     t0 = time.perf_counter()
     if stats.first_call_at is None:
         stats.first_call_at = t0
     ctx, outputs, single, grad_writes = trace_call(fn, args)
+    check_aliasing(ctx, args, alias)
     user = list(outputs)
     writes = list(ctx.writes.values())
     extra = [n for _, n in writes] + [n for t, kind, n in grad_writes if kind == "set"]
@@ -175,8 +197,9 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     else:
         entry.optimized = optimize(graph, verify=verify)
     write_to = entry.plan(entry.optimized, len(user), n_grads, write_inputs)
+    entry.refer_to_arguments(ctx.arg_index)
     stats.passes_seconds += time.perf_counter() - t1
-    arrays = entry.arrays(arg_arrays(args))
+    arrays = entry.arrays(arg_arrays(args), args)
     name = "forward" if train else "kernel"
     if train:
         entry.residual_plan = [(kind, j if kind == "in" else entry._pos[j])
@@ -205,6 +228,39 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
         stats.numba_seconds += entry.bwd_kernel.compile(cot + res, prepared=True)
         stats.kernels += 1
     return entry
+
+
+def check_aliasing(ctx: Any, args: tuple, alias: tuple | None) -> None:
+    """A trace that writes a tensor in place while another input shares its memory
+    (``h(x[1:3], x)`` with ``v.fill_(0)`` inside, or an argument that is a view of a
+    parameter the step updates) would read the other input as if it were independent:
+    eager mode sees the write through both. Raise `EagerOnlyError` so the call runs
+    eagerly (the caller warns), never computing a different answer."""
+    written = {id(t) for t, _ in ctx.writes.values()}
+    if not written:
+        return
+    tensors = [a for a in args if isinstance(a, (Tensor, np.ndarray))]
+    for i, j in alias or ():
+        for k in (i, j):
+            if id(tensors[k]) in written:
+                other = j if k == i else i
+                raise EagerOnlyError(
+                    f"tensor argument {k} is changed in place and shares memory with "
+                    f"tensor argument {other} (counted among tensor and array arguments): "
+                    "a compiled call would read the other one as an independent input.")
+    # An argument that shares memory with a captured tensor (a parameter) either of them
+    # changing in place.
+    captured = [t for t, _ in ctx.captured if isinstance(t, Tensor)]
+    for k, a in enumerate(tensors):
+        d = array_of(a) if isinstance(a, Tensor) else a
+        for t in captured:
+            if t is a or not (id(t) in written or id(a) in written):
+                continue
+            if np.may_share_memory(d, array_of(t)):
+                raise EagerOnlyError(
+                    f"tensor argument {k} shares memory with a tensor the function captures "
+                    "(a parameter or global), and one of them is changed in place: a "
+                    "compiled call would read them as independent inputs.")
 
 
 class ModifiedSaved:

@@ -42,6 +42,14 @@ def _type_name(value: Any) -> str:
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
+def _note_table(m: "Module") -> None:
+    """A container's submodules are listed or indexed: while `dg.compile` traces, its
+    table (which module sits where) is guarded, so ``net[2] = Linear(...)`` retraces."""
+    trace = current_trace()
+    if trace is not None:
+        trace.note_module(m)
+
+
 class Module:
     """Base class of layers and models: parameters and submodules are found by attribute."""
 
@@ -58,9 +66,9 @@ class Module:
     @property
     def training(self) -> bool:
         value = self.__dict__.get("_training", True)
-        note = getattr(current_trace(), "note_training", None)
-        if note is not None:
-            note(self, value)
+        trace = current_trace()
+        if trace is not None:
+            trace.note_training(self, value)
         return value
 
     @training.setter
@@ -120,9 +128,9 @@ class Module:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         # While `dg.compile` traces: the trace guards the identity of what it read here, so
         # rebinding `m.weight = Parameter(...)` (or a submodule) retraces.
-        note = getattr(current_trace(), "note_attr", None)
-        if note is not None:
-            note(self, name, value)
+        trace = current_trace()
+        if trace is not None:
+            trace.note_attr(self, name, value)
         return value
 
     def __delattr__(self, name: str) -> None:
@@ -226,6 +234,11 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # While `dg.compile` traces: the trace guards the Python numbers this module holds
+        # (``Dropout.p``, ``BatchNorm.momentum``) and its submodule table.
+        trace = current_trace()
+        if trace is not None:
+            trace.note_module(self)
         return self.forward(*args, **kwargs)
 
     # ----------------------------------------------------------------- traversal
@@ -500,6 +513,7 @@ class Sequential(Module):
         return list(self._modules)[i % n]
 
     def __getitem__(self, i: Any) -> Any:
+        _note_table(self)
         if isinstance(i, slice):
             return type(self)(OrderedDict(list(self._modules.items())[i]))
         return self._modules[self._key(i)]
@@ -513,9 +527,11 @@ class Sequential(Module):
             del self._modules[k]
 
     def __len__(self) -> int:
+        _note_table(self)
         return len(self._modules)
 
     def __iter__(self) -> Iterator[Module]:
+        _note_table(self)
         return iter(self._modules.values())
 
     def append(self, module: Module) -> "Sequential":
@@ -770,6 +786,7 @@ class ModuleList(Module):
         return str(i % n)
 
     def __getitem__(self, i: Any) -> Any:
+        _note_table(self)
         if isinstance(i, slice):
             return ModuleList(list(self._modules.values())[i])
         return self._modules[self._key(i)]
@@ -785,9 +802,11 @@ class ModuleList(Module):
             self.add_module(str(k), m)
 
     def __len__(self) -> int:
+        _note_table(self)
         return len(self._modules)
 
     def __iter__(self) -> Iterator[Module]:
+        _note_table(self)
         return iter(self._modules.values())
 
     def __iadd__(self, modules: Any) -> "ModuleList":
@@ -831,6 +850,7 @@ class ModuleDict(Module):
             self.update(modules)
 
     def __getitem__(self, key: str) -> Module:
+        _note_table(self)
         return self._modules[key]
 
     def __setitem__(self, key: str, module: Module) -> None:
@@ -840,21 +860,27 @@ class ModuleDict(Module):
         del self._modules[key]
 
     def __len__(self) -> int:
+        _note_table(self)
         return len(self._modules)
 
     def __iter__(self) -> Iterator[str]:
+        _note_table(self)
         return iter(self._modules)
 
     def __contains__(self, key: str) -> bool:
+        _note_table(self)
         return key in self._modules
 
     def keys(self) -> Any:
+        _note_table(self)
         return self._modules.keys()
 
     def items(self) -> Any:
+        _note_table(self)
         return self._modules.items()
 
     def values(self) -> Any:
+        _note_table(self)
         return self._modules.values()
 
     def clear(self) -> None:

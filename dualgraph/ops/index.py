@@ -238,9 +238,9 @@ def _mask_value(m: Any, tracing: bool) -> Any:
         a = np.array(m, copy=True)
     except TraceError:
         return m
-    guard = getattr(current_trace(), "guard_value", None)
-    if guard is not None:
-        guard(lambda: (np.shape(m), np.asarray(m).tobytes()), (a.shape, a.tobytes()),
+    trace = current_trace()
+    if trace is not None:
+        trace.guard_value(lambda: (np.shape(m), np.asarray(m).tobytes()), (a.shape, a.tobytes()),
               "a boolean index mask changed", m)
     return a
 

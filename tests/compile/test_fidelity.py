@@ -1,0 +1,366 @@
+"""State that eager mode reads on every call and a compiled call must notice: captured
+parameters' ``requires_grad``, container modules' contents, Python numbers held by modules
+and named by globals (also inside helper functions), arguments that share memory, and
+fresh leaves each call.
+
+Each scenario runs eagerly, compiled blocking and compiled tiered; the tiered run waits
+after every call until the entry's kernels have swapped in, so later calls of the same
+signature are served by the compiled kernels.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+from dualgraph.compile import tiered as tiering
+
+nn = dg.nn
+TIMEOUT = 300.0
+MODES = ["eager", "blocking", "tiered"]
+
+
+@pytest.fixture(scope="module")
+def private_cache(tmp_path_factory: pytest.TempPathFactory):
+    """A kernel cache of this module's own, so tiered entries really go through tier 0."""
+    saved = os.environ.get("DUALGRAPH_CACHE_DIR")
+    os.environ["DUALGRAPH_CACHE_DIR"] = str(tmp_path_factory.mktemp("fidelity-kernels"))
+    yield
+    tiering.shutdown()
+    if saved is None:
+        os.environ.pop("DUALGRAPH_CACHE_DIR", None)
+    else:
+        os.environ["DUALGRAPH_CACHE_DIR"] = saved
+
+
+class Runner:
+    """Calls ``fn`` in one of the three modes; the tiered one settles after each call."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    def __call__(self, fn):
+        if self.mode == "eager":
+            return fn
+        f = dg.compile(fn, tiered=self.mode == "tiered")
+        if self.mode == "blocking":
+            return f
+        stats = f.stats
+
+        def call(*args):
+            out = f(*args)
+            assert tiering.wait(f, TIMEOUT), stats.tier_failure
+            return out
+
+        call.stats = stats
+        return call
+
+
+@pytest.fixture(params=MODES)
+def runner(request, private_cache, monkeypatch):
+    monkeypatch.setenv("DUALGRAPH_TIERED", "1" if request.param == "tiered" else "0")
+    return Runner(request.param)
+
+
+def traces(f) -> int:
+    return getattr(getattr(f, "stats", None), "traces", 0)
+
+
+# ---------------------------------------------------------- captured requires_grad
+def test_freezing_a_captured_parameter_stops_its_update(runner):
+    dg.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 2), nn.Linear(2, 1))
+    opt = dg.optim.SGD(net.parameters(), lr=0.1)
+    x = dg.randn(4, 3)
+
+    def step(x):
+        opt.zero_grad()
+        loss = net(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    f = runner(step)
+    f(x)
+    net[0].weight.requires_grad_(False)
+    frozen = net[0].weight.numpy().copy()
+    f(x)
+    f(x)
+    assert np.array_equal(net[0].weight.numpy(), frozen)
+    assert net[0].weight.grad is None
+    # And back: unfrozen, it gets gradients and moves again.
+    net[0].weight.requires_grad_(True)
+    f(x)
+    assert net[0].weight.grad is not None
+    assert not np.array_equal(net[0].weight.numpy(), frozen)
+    if runner.mode != "eager":
+        assert traces(f) == 2  # the unfrozen entry is reused
+        assert "requires_grad=False" in " ".join(f.stats.retrace_reasons)
+
+
+def test_a_layer_compiled_frozen_gets_gradients_once_unfrozen(runner):
+    dg.manual_seed(1)
+    lin = nn.Linear(3, 1)
+    lin.weight.requires_grad_(False)
+    x = dg.randn(2, 3)
+    f = runner(lambda x: lin(x).sum())
+    f(x).backward()
+    assert lin.weight.grad is None
+    lin.weight.requires_grad_(True)
+    f(x).backward()
+    np.testing.assert_allclose(lin.weight.grad.numpy(), x.numpy().sum(0, keepdims=True),
+                               rtol=1e-6)
+
+
+# ---------------------------------------------------------- containers
+def _eager_of(net, x):
+    return net(x).numpy()
+
+
+@pytest.mark.parametrize("change", ["setitem", "append", "insert", "delitem"])
+def test_sequential_mutation_runs_the_new_layers(runner, change):
+    dg.manual_seed(2)
+    net = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 3))
+    x = dg.randn(2, 3)
+    f = runner(net)
+    f(x)
+    if change == "setitem":
+        net[2] = nn.Linear(3, 3)
+    elif change == "append":
+        net.append(nn.Tanh())
+    elif change == "insert":
+        net.insert(1, nn.Sigmoid())
+    else:
+        del net[1]
+    for _ in range(2):
+        np.testing.assert_allclose(f(x).numpy(), _eager_of(net, x), rtol=1e-5, atol=1e-6)
+    if runner.mode != "eager":
+        assert traces(f) == 2
+        assert "submodules of a Sequential changed" in f.stats.retrace_reasons[0]
+
+
+class _ListNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(3, 3), nn.Linear(3, 3)])
+        self.heads = nn.ModuleDict({"a": nn.Linear(3, 1), "b": nn.Linear(3, 2)})
+
+    def forward(self, x):
+        for m in self.layers:
+            x = m(x).relu()
+        return self.heads["a"](x)
+
+
+@pytest.mark.parametrize("change", ["list_setitem", "list_append", "dict_setitem"])
+def test_module_list_and_dict_mutation_runs_the_new_layers(runner, change):
+    dg.manual_seed(3)
+    net = _ListNet()
+    x = dg.randn(2, 3)
+    f = runner(net)
+    f(x)
+    if change == "list_setitem":
+        net.layers[1] = nn.Linear(3, 3)
+    elif change == "list_append":
+        net.layers.append(nn.Linear(3, 3))
+    else:
+        net.heads["a"] = nn.Linear(3, 1)
+    for _ in range(2):
+        np.testing.assert_allclose(f(x).numpy(), _eager_of(net, x), rtol=1e-5, atol=1e-6)
+    if runner.mode != "eager":
+        assert traces(f) == 2
+
+
+# ---------------------------------------------------------- Python numbers of modules
+def test_dropout_p_changed_between_calls(runner):
+    drop = nn.Dropout(0.5)
+    f = runner(lambda x: drop(x))
+    x = dg.ones(2000)
+    assert (f(x).numpy() == 0).mean() > 0.3
+    drop.p = 0.0
+    for _ in range(2):
+        np.testing.assert_array_equal(f(x).numpy(), np.ones(2000, np.float32))
+    drop.p = 1.0
+    np.testing.assert_array_equal(f(x).numpy(), np.zeros(2000, np.float32))
+    if runner.mode != "eager":
+        assert "Dropout.p is 0.0 (traced with 0.5)" in f.stats.retrace_reasons
+
+
+def test_batchnorm_momentum_changed_between_calls(runner):
+    bn = nn.BatchNorm1d(2)
+    x = dg.tensor([[1.0, 2.0], [3.0, 6.0]])
+    f = runner(lambda x: bn(x))
+    f(x)
+    bn.momentum = 0.5
+    f(x)
+    # Eager reference: the same two calls with the same momentum changes.
+    ref = nn.BatchNorm1d(2)
+    ref(x)
+    ref.momentum = 0.5
+    ref(x)
+    np.testing.assert_allclose(bn.running_mean.numpy(), ref.running_mean.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(bn.running_var.numpy(), ref.running_var.numpy(), rtol=1e-6)
+    if runner.mode != "eager":
+        assert any("momentum" in r for r in f.stats.retrace_reasons)
+
+
+class _Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = 2.0
+
+    def forward(self, x):
+        return x * self.scale
+
+
+def test_a_user_module_number_is_guarded(runner):
+    m = _Scaled()
+    f = runner(m)
+    x = dg.ones(2)
+    assert f(x).tolist() == [2.0, 2.0]
+    m.scale = 3.0
+    assert f(x).tolist() == [3.0, 3.0]
+    m.scale = 2.0
+    assert f(x).tolist() == [2.0, 2.0]
+    if runner.mode != "eager":
+        assert traces(f) == 2  # back to 2.0 reuses the first entry
+
+
+# ---------------------------------------------------------- Python numbers in globals
+SCALE = 2.0
+
+
+def _scaled_by_global(x):
+    return x * SCALE
+
+
+def _calls_helper(x):
+    return _scaled_by_global(x) + 1
+
+
+@pytest.mark.parametrize("fn", [_scaled_by_global, _calls_helper])
+def test_a_global_number_is_guarded_also_inside_a_helper(runner, fn):
+    global SCALE
+    f = runner(fn)
+    x = dg.ones(2)
+    extra = 0.0 if fn is _scaled_by_global else 1.0
+    try:
+        assert f(x).tolist() == [2.0 + extra] * 2
+        SCALE = -0.0
+        assert f(x).tolist() == [-0.0 + extra] * 2
+        assert np.signbit(f(x).numpy()).all() == (extra == 0.0)
+        SCALE = 5.0
+        assert f(x).tolist() == [5.0 + extra] * 2
+    finally:
+        SCALE = 2.0
+    if runner.mode != "eager":
+        assert traces(f) == 3
+        assert "global 'SCALE' is -0.0 (traced with 2.0" in f.stats.retrace_reasons[0]
+
+
+def test_a_helper_names_a_rebound_global_tensor(runner):
+    g = {"W": dg.tensor([1.0, 2.0])}
+    exec("def helper(x):\n    return x * W\n", g)
+    helper = g["helper"]
+    f = runner(lambda x: helper(x).sum())
+    x = dg.ones(2)
+    assert f(x).item() == 3.0
+    g["W"] = dg.tensor([10.0, 20.0])
+    assert f(x).item() == 30.0
+
+
+# ---------------------------------------------------------- aliased arguments
+def _fill_then_sum(v, a):
+    v.fill_(0.0)
+    return a.sum()
+
+
+def _mul_then_copy(v, w):
+    v.mul_(10)
+    return w * 1
+
+
+def test_arguments_sharing_memory_give_eager_answers(runner):
+    f = runner(_fill_then_sum)
+    x = dg.tensor([1.0, 2.0, 3.0, 4.0, 5.0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert f(x[1:3], x).item() == 10.0
+        x = dg.tensor([1.0, 2.0, 3.0, 4.0])
+        g = runner(_mul_then_copy)
+        assert g(x[0:3], x[1:4]).tolist() == [20.0, 30.0, 4.0]
+    if runner.mode != "eager":
+        assert any("shares memory" in str(w.message) for w in caught)
+
+
+def test_disjoint_views_of_one_tensor_still_compile(runner):
+    g = runner(_mul_then_copy)
+    for _ in range(3):
+        x = dg.tensor([1.0, 2.0, 3.0, 4.0])
+        assert g(x[0:2], x[2:4]).tolist() == [3.0, 4.0]
+        assert x.tolist() == [10.0, 20.0, 3.0, 4.0]
+    if runner.mode != "eager":
+        assert traces(g) == 1
+
+
+def test_an_argument_that_is_a_view_of_an_updated_parameter(runner):
+    p = nn.Parameter(np.array([1.0, 2.0, 3.0], np.float32))
+
+    def step(v):
+        with dg.no_grad():
+            p.mul_(2.0)
+        return v * 1
+
+    f = runner(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert f(p.detach()[1:]).tolist() == [4.0, 6.0]
+
+
+def test_the_same_tensor_twice_written_through_one(runner):
+    def f(a, b):
+        a.add_(1.0)
+        return b * 2
+
+    g = runner(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = dg.tensor([1.0, 2.0])
+        assert g(x, x).tolist() == [4.0, 6.0]
+        y = dg.tensor([1.0, 2.0])
+        assert g(y, dg.tensor([1.0, 2.0])).tolist() == [2.0, 4.0]
+
+
+# ---------------------------------------------------------- fresh leaves each call
+def _loss_and_backward(x):
+    loss = (x * x).sum()
+    loss.backward()
+    return loss
+
+
+def test_fresh_leaves_each_call_do_not_retrace(runner):
+    f = runner(_loss_and_backward)
+    leaves = []
+    for i in range(4):
+        x = dg.tensor([float(i + 1)], requires_grad=True)
+        leaves.append(x)
+        f(x)
+    assert [t.grad.tolist() for t in leaves] == [[2.0], [4.0], [6.0], [8.0]]
+    if runner.mode != "eager":
+        assert traces(f) == 1
+
+
+def test_a_leaf_with_a_gradient_accumulates_per_call(runner):
+    f = runner(_loss_and_backward)
+    a = dg.tensor([1.0], requires_grad=True)
+    f(a)
+    f(a)
+    b = dg.tensor([3.0], requires_grad=True)
+    f(b)
+    f(b)
+    assert a.grad.tolist() == [4.0] and b.grad.tolist() == [12.0]
+    if runner.mode != "eager":
+        assert traces(f) == 2  # .grad None, then .grad set: the leaf itself is not keyed
