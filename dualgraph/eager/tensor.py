@@ -756,7 +756,14 @@ def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
 
 
 def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """A tensor of ``shape`` filled with ``value``."""
+    """A tensor of ``shape`` filled with ``value`` (a real number or bool, as PyTorch's
+    ``full`` takes; a string, ``None`` or complex number is a `TypeError`)."""
+    if isinstance(value, (Tensor, np.ndarray)) and value.shape == ():
+        value = value.item()  # a 0-d tensor is a number, as in PyTorch
+    if isinstance(value, (complex, np.complexfloating)) or not isinstance(
+            value, (bool, int, float, np.bool_, np.number)):
+        raise TypeError(f"full(): fill_value must be a real number or bool, got "
+                        f"{type(value).__name__} {value!r}")
     shape = _shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
     if dtype is None:
         dtype = np.array(value).dtype

@@ -18,6 +18,7 @@ from ..ops import nnops as N
 from ..ops import random as RND
 from ..ops import reduce as R
 from ..ops import shape as S
+from ..ops.broadcast import add_axis_aliases
 from ..ops.mixin import TensorOps
 
 __all__ = [
@@ -167,7 +168,9 @@ def selu(x: Any, inplace: bool = False) -> Any:
 def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
     bx = E.mul(x, beta) if beta != 1 else x
-    soft = M.log1p(E.exp(bx))
+    # The soft branch sees 0 where it is not taken: its gradient there is zero, never
+    # 0 * (inf / inf) = NaN from an exp that overflowed.
+    soft = M.log1p(E.exp(E.where(E.gt(bx, threshold), 0.0, bx)))
     if beta != 1:
         soft = E.div(soft, beta)
     return E.where(E.gt(bx, threshold), x, soft)
@@ -224,13 +227,25 @@ def softmin(x: Any, dim: Any = None) -> Any:
 
 
 def normalize(x: Any, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Any:
-    """``x / max(||x||_p, eps)`` along ``dim``."""
-    if p == 2:
-        norm = E.sqrt(R.sum(E.mul(x, x), dim, keepdims=True))
-    elif p == 1:
+    """``x / max(||x||_p, eps)`` along ``dim``; ``p`` 0 counts the non-zeros and ``p``
+    ``±inf`` takes the largest (smallest) magnitude, as ``torch.linalg.vector_norm``. An
+    all-zero line gives zeros, and its gradient is ``1 / eps`` times the seed, as PyTorch's
+    (the norm's root passes no gradient at zero instead of ``0 * inf``)."""
+    if p == 1:
         norm = R.sum(E.abs(x), dim, keepdims=True)
+    elif p == 0:
+        norm = R.sum(E.ne(x, 0.0).astype(x.dtype), dim, keepdims=True)
+    elif p == math.inf:
+        norm = R.amax(E.abs(x), dim, keepdims=True)
+    elif p == -math.inf:
+        norm = R.amin(E.abs(x), dim, keepdims=True)
     else:
-        norm = E.pow(R.sum(E.pow(E.abs(x), p), dim, keepdims=True), 1.0 / p)
+        total = R.sum(E.mul(x, x) if p == 2 else E.pow(E.abs(x), p), dim, keepdims=True)
+        nonzero = E.gt(total, 0.0)
+        # The root of 1 where the total is 0, then 0 put back: no inf in the gradient.
+        safe = E.where(nonzero, total, 1.0)
+        root = E.sqrt(safe) if p == 2 else E.pow(safe, 1.0 / p)
+        norm = E.where(nonzero, root, 0.0)
     return E.div(x, E.maximum(norm, eps))
 
 
@@ -968,3 +983,6 @@ def pairwise_distance(x1: Any, x2: Any, p: float = 2.0, eps: float = 1e-6,
 
 __all__ += ["binary_cross_entropy", "cosine_similarity", "huber_loss", "kl_div", "l1_loss",
             "pairwise_distance", "smooth_l1_loss", "soft_margin_loss"]
+
+# ``axis=`` is ``dim=`` for every function that takes ``dim`` (PyTorch's parser).
+add_axis_aliases(globals())

@@ -18,10 +18,16 @@ from . import (  # noqa: F401  (importing each family registers its ops)
 )
 
 # Importing the op modules registers their ops.
+from .broadcast import add_axis_aliases
 from .registry import OPS, OpDef, register
 
 # The IR checks and runs graphs with the registry's rules, but must not import ops/ (ops/
 # imports the IR), so the registry is handed to it here.
 install_ops(OPS)
+
+# ``axis=`` is ``dim=`` for every public function that takes ``dim`` (PyTorch's parser).
+for _family in (conv, elementwise, index, linalg, math, nnops, norm, pool, random, reduce, scan,
+                shape, shape_extra):
+    add_axis_aliases(vars(_family))
 
 __all__ = ["OPS", "OpDef", "register"]

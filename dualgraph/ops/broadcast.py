@@ -173,3 +173,39 @@ def fit_grad(g: Any, shape: tuple, dtype: Any) -> Any:
     if g.dtype != dtype:
         g = bind(OPS["astype"], g, dtype=dtype)
     return g
+
+
+def axis_alias(fn: Any) -> Any:
+    """``fn`` also taking ``axis=`` as the alias of its ``dim`` parameter, as PyTorch's
+    argument parser does everywhere (``x.var(axis=1)``, ``dg.cumsum(x, axis=0)``)."""
+    import functools
+
+    name = getattr(fn, "__name__", "function")
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if "axis" in kwargs:
+            if "dim" in kwargs:
+                raise TypeError(f"{name}() got both dim and its alias axis")
+            kwargs["dim"] = kwargs.pop("axis")
+        return fn(*args, **kwargs)
+
+    return call
+
+
+def add_axis_aliases(namespace: dict) -> None:
+    """Wrap, in place, every public function defined in ``namespace`` (a module's globals
+    or a class's dict) that has a ``dim`` parameter and no ``axis`` one with `axis_alias`."""
+    import inspect
+
+    home = namespace.get("__name__") or namespace.get("__module__")
+    for key, fn in list(namespace.items()):
+        if (key.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != home
+                or hasattr(fn, "__wrapped__")):
+            continue
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            continue
+        if "dim" in params and "axis" not in params:
+            namespace[key] = axis_alias(fn)

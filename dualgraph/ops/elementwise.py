@@ -395,12 +395,15 @@ def _cos_vjp(ctx, g):
 
 
 def _minmax_vjp(pick):
+    # PyTorch's rule: an input gets nothing only where the other one is picked strictly,
+    # half on a tie, and all of it otherwise, so where the result is NaN (x or y is NaN,
+    # and no comparison holds) both inputs get the full gradient.
     def vjp(ctx, g):
         x, y = ctx.args
         half = mul(g, 0.5)
         tie = eq(x, y)
-        gx = where(pick(x, y), g, where(tie, half, 0.0))
-        gy = where(pick(y, x), g, where(tie, half, 0.0))
+        gx = where(pick(y, x), 0.0, where(tie, half, g))
+        gy = where(pick(x, y), 0.0, where(tie, half, g))
         return gx, gy
 
     return vjp

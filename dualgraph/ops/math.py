@@ -180,7 +180,11 @@ def _atan2_vjp(ctx, g):
     y, x = ctx.args
     ny, nx = ctx.needs_input_grad
     r = E.add(E.mul(x, x), E.mul(y, y))
-    return (E.div(E.mul(g, x), r) if ny else None), (E.neg(E.div(E.mul(g, y), r)) if nx else None)
+    # At the origin the gradient is zero, as PyTorch makes it (1 / r taken as 0 there).
+    zero = E.eq(r, 0.0)
+    inv = E.where(zero, 0.0, E.div(1.0, E.where(zero, 1.0, r)))
+    return ((E.mul(E.mul(g, x), inv) if ny else None),
+            (E.neg(E.mul(E.mul(g, y), inv)) if nx else None))
 
 
 # ---------------------------------------------------------------------- registry
@@ -566,10 +570,27 @@ def lerp(start: Any, end: Any, weight: Any) -> Any:
     return E.where(near_start, E.add(start, E.mul(diff, w)), E.sub(end, E.mul(diff, E.sub(1.0, w))))
 
 
+def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A001, A002
+    """``input`` limited to ``[min, max]`` (``torch.clamp``): ``dg.clamp(x, 0.0, 1.0)``.
+    Bounds may be numbers or tensors; see `Tensor.clamp` for the gradient at a bound."""
+    method = getattr(type(input), "clamp", None)  # a tensor or a tracer (ops/mixin.py)
+    if method is None:
+        raise TypeError(f"clamp(): argument 'input' must be a tensor, not {type(input).__name__}")
+    return method(input, min, max)
+
+
+clip = clamp
+
+
 def logaddexp(x: Any, y: Any) -> Any:
-    """``log(exp(x) + exp(y))`` without overflow: ``max + log1p(exp(-|x - y|))``."""
+    """``log(exp(x) + exp(y))`` without overflow: ``max + log1p(exp(-|x - y|))``.
+
+    Equal inputs take ``x - y`` as 0, so two equal infinities give that infinity
+    (``inf - inf`` would be NaN)."""
     m = E.maximum(x, y)
-    return E.add(m, log1p(E.exp(E.neg(E.abs(E.sub(x, y))))))
+    tie = E.eq(x, y)
+    d = E.sub(E.where(tie, 0.0, x), E.where(tie, 0.0, y))
+    return E.add(m, log1p(E.exp(E.neg(E.abs(d)))))
 
 
 # ------------------------------------------------------------------ tests, logic

@@ -837,3 +837,17 @@ def _cast(t: TensorOps, dtype: Any) -> Any:
 
 
 _FAST = (TensorOps, float, int)
+
+
+def _add_axis_aliases() -> None:
+    """``axis=`` is ``dim=`` for every method that takes ``dim`` (PyTorch's parser)."""
+    from .broadcast import add_axis_aliases
+
+    methods = {k: v for k, v in vars(TensorOps).items()}
+    add_axis_aliases(methods)
+    for k, v in methods.items():
+        if v is not vars(TensorOps)[k]:
+            setattr(TensorOps, k, v)
+
+
+_add_axis_aliases()

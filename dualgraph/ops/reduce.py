@@ -25,7 +25,8 @@ def _reduced_shape(shape: tuple, axis: tuple | None, keepdims: bool) -> tuple:
 
 
 def _sum_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tuple:
-    dtype = x.dtype if x.dtype.kind in "fc" else np.sum(np.zeros(1, x.dtype)).dtype
+    # PyTorch's rule: every bool and integer sum (uint8 too) is int64.
+    dtype = x.dtype if x.dtype.kind in "fc" else np.dtype(np.int64)
     return _reduced_shape(tuple(x.shape), axis, keepdims), dtype
 
 
@@ -108,7 +109,7 @@ def _lowest(dtype: np.dtype) -> Any:
 # ufunc.reduce directly: np.sum/np.mean/np.max add microseconds of Python dispatch per call.
 def _sum_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) -> np.ndarray:
     if x.dtype.kind in "biu":
-        return np.sum(x, axis=axis, keepdims=keepdims)
+        return np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64)
     return np.add.reduce(x, axis=axis, keepdims=keepdims)
 
 
@@ -327,6 +328,8 @@ def _values_indices(arg: OpDef, result: type, x: Any, dim: Any, keepdim: bool) -
 
 def _extremum(op: OpDef, arg: OpDef, result: type, x: Any, dim: Any, keepdim: Any,
               axis: Any, keepdims: Any) -> Any:
+    if dim is None and axis is not None and not isinstance(axis, (tuple, list)):
+        dim, axis = axis, None  # PyTorch reads axis= as dim=: values and indices
     if dim is not None:
         if axis is not None:
             raise TypeError(f"{op.name}: pass either dim (PyTorch: values and indices) or "
@@ -343,8 +346,9 @@ def max(x: Any, dim: Any = None, keepdim: bool | None = None, *,  # noqa: A001
         axis: Any = None, keepdims: bool | None = None) -> Any:
     """The max of all elements; with one int ``dim`` (positional or ``dim=``), PyTorch's
     named tuple ``(values, indices)`` (``v, i = dg.max(x, 1)``; ``keepdim=`` keeps the dim),
-    whose gradient goes to the index returned. NumPy's ``axis=`` (int or tuple) and a tuple
-    ``dim`` give the values only, as ``np.max``/``torch.amax``, ties sharing the gradient."""
+    whose gradient goes to the index returned; ``axis=1`` is ``dim=1``, as in PyTorch. A
+    tuple ``axis`` or ``dim`` gives the values only, as ``torch.amax``, ties sharing the
+    gradient."""
     return _extremum(MAX, ARGMAX, max_result, x, dim, keepdim, axis, keepdims)
 
 

@@ -64,7 +64,8 @@ def _to_lines(a: np.ndarray, axis: int) -> np.ndarray:
     if a.ndim == 0:
         return a.reshape(1, 1)
     moved = np.moveaxis(a, axis, -1)
-    return np.ascontiguousarray(moved).reshape(-1, a.shape[axis])
+    # The line count spelled out: reshape(-1, 0) is ambiguous for an empty axis.
+    return np.ascontiguousarray(moved).reshape(math.prod(moved.shape[:-1]), a.shape[axis])
 
 
 def _from_lines(lines: np.ndarray, shape: tuple, axis: int) -> np.ndarray:

@@ -395,6 +395,10 @@ def stack(tensors: Any, axis: int = 0, *, dim: int | None = None) -> Any:
     if not tensors:
         raise ValueError("stack: needs at least one tensor")
     axis = dim if dim is not None else axis
+    for i, t in enumerate(tensors):
+        if not hasattr(t, "shape") or isinstance(t, np.generic):
+            raise TypeError(f"stack(): argument 'tensors' must be a sequence of tensors, but "
+                            f"element {i} is {type(t).__name__}")
     ndim = len(tensors[0].shape) + 1
     return bind(STACK, *tensors, axis=normalize_dim("stack", axis, ndim))
 

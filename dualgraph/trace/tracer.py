@@ -108,6 +108,12 @@ class Tracer(TensorOps):
     def __index__(self) -> int:
         raise _trace_error("using a tensor as an index")
 
+    def __format__(self, spec: str) -> str:
+        # f"{x:.3f}" formats the value; a plain f"{x}" shows the tracer, as print does.
+        if spec:
+            raise _trace_error(f"formatting with {spec!r} (an f-string or format())")
+        return repr(self)
+
     def item(self) -> Any:
         raise _trace_error(".item()")
 

@@ -1676,3 +1676,84 @@ def binary_cross_entropy_at_zero_and_one(lib, F):
     p = lib.tensor([0.0, 1.0, 0.5, 1.0])
     t = lib.tensor([1.0, 0.0, 1.0, 1.0])
     return F.binary_cross_entropy(p, t, reduction="none"), F.binary_cross_entropy(p, t)
+
+
+# ============================================================================
+# IEEE and dtype edges: infinities, NaN, signed zeros, integer sums, axis= spellings.
+# ============================================================================
+IEEE = "ieee edges"
+INF, NAN = math.inf, math.nan
+
+
+@program(const([-INF, INF, INF, -INF, 1.0, -INF]), const([-INF, INF, -INF, 0.0, 1.0, 2.0]),
+         source=IEEE)
+def logaddexp_infinities(lib, F, a, b):
+    return lib.logaddexp(a, b), lib.logaddexp(b, a)
+
+
+@program(leaf([1.0, -2.0, 3.0, 0.5]), leaf([1.0, 3.0, -1.0, 0.5]), source=IEEE)
+def logaddexp_ties_gradient(lib, F, a, b):
+    return lib.logaddexp(a, b)
+
+
+@program(leaf([NAN, 1.0, 2.0, NAN, -1.0]), leaf([1.0, NAN, 2.0, NAN, 3.0]), source=IEEE)
+def maximum_minimum_nan_gradient(lib, F, a, b):
+    return lib.maximum(a, b) * 2 + lib.minimum(a, b)
+
+
+@program(leaf([0.0, 0.0, 1.0, -0.0, 2.0]), leaf([0.0, -0.0, 0.0, 0.0, -1.0]), source=IEEE)
+def atan2_at_the_origin(lib, F, y, x):
+    return lib.atan2(y, x)
+
+
+@program(const([200, 100, 255, 7], "uint8"), const([[True, False], [True, True]], "bool"),
+         const([100, 100, -128], "int8"), source=IEEE)
+def integer_sums_are_int64(lib, F, u, b, i):
+    return u.sum(), u.sum(0), b.sum(), b.sum(1), i.sum()
+
+
+@program(leaf([300.0, 350.0, 400.0, 21.0, 19.0, -5.0, -400.0]), source=IEEE)
+def softplus_large_inputs(lib, F, x):
+    return F.softplus(x), F.softplus(x, beta=2.0, threshold=10.0)
+
+
+@program(grid((3, 4), -1.5, 2.5), source=IEEE)
+def axis_spelling_of_dim(lib, F, x):
+    values, indices = x.max(axis=1)
+    low = x.min(axis=0)
+    return (values, indices, low[0], low[1], x.max(axis=1)[0], x.var(axis=1), x.std(axis=0),
+            lib.std_mean(x, axis=1), (x > 0).any(axis=1), (x > 0).all(axis=0),
+            x.argmax(axis=1), lib.cumsum(x, axis=1), x.logsumexp(axis=1),
+            x.softmax(axis=1))
+
+
+@script(source=IEEE)
+def cummax_cummin_empty_axis(lib, F):
+    x = lib.zeros(2, 0)
+    return lib.cummax(x, 1), lib.cummin(x, 1), lib.cummax(lib.zeros(0, 3), 0)
+
+
+@program(leaf([[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]]), source=IEEE)
+def normalize_zero_row(lib, F, x):
+    return (F.normalize(x), F.normalize(x, p=1.0), F.normalize(x, p=0.0),
+            F.normalize(x, p=INF), F.normalize(x, p=3.0))
+
+
+@program(leaf([-2.0, -0.5, 0.0, 0.5, 2.0, NAN]), source=IEEE)
+def clamp_function(lib, F, x):
+    return lib.clamp(x, -0.5, 0.5), lib.clamp(x, min=0.0), lib.clamp(x, max=-1.0)
+
+
+@script(match="element 0", source=IEEE)
+def stack_of_numbers_is_a_type_error(lib, F):
+    return lib.stack([1.0, 2.0])
+
+
+@script(match="must be", source=IEEE)
+def full_with_a_string_is_a_type_error(lib, F):
+    return lib.full((2,), "a")
+
+
+@script(match="must be", source=IEEE)
+def full_with_none_is_a_type_error(lib, F):
+    return lib.full((2,), None)
