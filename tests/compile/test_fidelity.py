@@ -10,64 +10,16 @@ signature are served by the compiled kernels.
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import numpy as np
 import pytest
 
 import dualgraph as dg
-from dualgraph.compile import tiered as tiering
+
+from .conftest import traces
 
 nn = dg.nn
-TIMEOUT = 300.0
-MODES = ["eager", "blocking", "tiered"]
-
-
-@pytest.fixture(scope="module")
-def private_cache(tmp_path_factory: pytest.TempPathFactory):
-    """A kernel cache of this module's own, so tiered entries really go through tier 0."""
-    saved = os.environ.get("DUALGRAPH_CACHE_DIR")
-    os.environ["DUALGRAPH_CACHE_DIR"] = str(tmp_path_factory.mktemp("fidelity-kernels"))
-    yield
-    tiering.shutdown()
-    if saved is None:
-        os.environ.pop("DUALGRAPH_CACHE_DIR", None)
-    else:
-        os.environ["DUALGRAPH_CACHE_DIR"] = saved
-
-
-class Runner:
-    """Calls ``fn`` in one of the three modes; the tiered one settles after each call."""
-
-    def __init__(self, mode: str) -> None:
-        self.mode = mode
-
-    def __call__(self, fn):
-        if self.mode == "eager":
-            return fn
-        f = dg.compile(fn, tiered=self.mode == "tiered")
-        if self.mode == "blocking":
-            return f
-        stats = f.stats
-
-        def call(*args):
-            out = f(*args)
-            assert tiering.wait(f, TIMEOUT), stats.tier_failure
-            return out
-
-        call.stats = stats
-        return call
-
-
-@pytest.fixture(params=MODES)
-def runner(request, private_cache, monkeypatch):
-    monkeypatch.setenv("DUALGRAPH_TIERED", "1" if request.param == "tiered" else "0")
-    return Runner(request.param)
-
-
-def traces(f) -> int:
-    return getattr(getattr(f, "stats", None), "traces", 0)
 
 
 # ---------------------------------------------------------- captured requires_grad
