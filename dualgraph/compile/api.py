@@ -56,6 +56,10 @@ class CompileStats:
     # number and the seconds after the first call of the first swap to compiled kernels,
     # the worker's Numba seconds, and why tiering failed (the function stays at tier 0).
     tier0_calls: int = 0
+    # Calls served by compiled kernels (blocking, or tier 1 after the swap): counted as
+    # they run, not derived from the other counters (which a concurrent call may be
+    # between updating).
+    tier1_calls: int = 0
     swap_call: int | None = None
     swap_seconds: float | None = None
     worker_seconds: float = 0.0
@@ -68,10 +72,6 @@ class CompileStats:
         only loading the worker's kernels)."""
         return self.trace_seconds + self.passes_seconds + self.numba_seconds
 
-    @property
-    def tier1_calls(self) -> int:
-        """Calls served by compiled kernels (not eager fallbacks, not tier 0)."""
-        return self.traces + self.cache_hits - self.tier0_calls
 
     def __str__(self) -> str:
         return (f"calls={self.calls} traces={self.traces} cache_hits={self.cache_hits} "
@@ -198,6 +198,8 @@ class CompiledFunction:
                 check_stale(fn, entry, args)
         if entry.tier0:
             poll(entry, self.stats)
+        if not entry.tier0:
+            self.stats.tier1_calls += 1
         return run(entry, args, arrays)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:

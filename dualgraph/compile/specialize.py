@@ -8,6 +8,7 @@ and gradients the function changed).
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,9 +34,25 @@ from .tiered import start as tiered_start
 def build(*args: Any, **kwargs: Any) -> Any:
     """The Numba backend's `build`, imported on first use: ``import dualgraph`` stays light
     (Numba's import alone is ~0.2 s) until something is compiled."""
-    from ..backend.numba import build as _build
+    return import_backend().build(*args, **kwargs)
 
-    return _build(*args, **kwargs)
+
+def import_backend() -> Any:
+    """``dualgraph.backend.numba``, imported so that an interrupted import (Ctrl-C while
+    Numba loads, the first compiled call's second or so) leaves nothing half-imported: the
+    modules it added are dropped, so the next call imports them again instead of finding
+    a ``numba`` without its ``core``."""
+    backend = sys.modules.get("dualgraph.backend.numba")
+    if backend is not None and getattr(backend, "build", None) is not None:
+        return backend
+    before = set(sys.modules)
+    try:
+        from ..backend import numba as backend
+    except BaseException:
+        for name in set(sys.modules) - before:
+            sys.modules.pop(name, None)
+        raise
+    return backend
 
 
 @dataclass

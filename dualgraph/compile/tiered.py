@@ -252,20 +252,55 @@ def _short_switch_interval() -> Any:
                 sys.setswitchinterval(_SWITCH["saved"])
 
 
+def _package_root() -> str:
+    """The directory holding this ``dualgraph`` package."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+# Run by the worker's interpreter before anything else: its import path is the
+# interpreter's own (standard library, site-packages) plus the directory holding this very
+# dualgraph (its kernel sources carry the version), never the caller's working directory,
+# so a `pickle.py` or `numpy.py` there cannot run inside the worker.
+_BOOTSTRAP = (
+    "import sys\n"
+    "sys.path[:] = [{root!r}] + [p for p in sys.path if p and p != '.']\n"
+    "import runpy\n"
+    "runpy.run_module('dualgraph.backend.numba.worker', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def worker_command() -> list:
+    """The compile worker's command line: `_BOOTSTRAP` with ``-P`` where Python has it
+    (3.11+: no unsafe path entry), run from the file system root (`_Worker`)."""
+    safe = ["-P"] if sys.version_info >= (3, 11) else []
+    return [sys.executable, *safe, "-c", _BOOTSTRAP.format(root=_package_root())]
+
+
+def worker_env() -> dict:
+    """The worker's environment: the caller's, with relative ``PYTHONPATH`` entries
+    dropped (they would name the caller's working directory) and the cache locations made
+    absolute (the worker runs elsewhere)."""
+    env = dict(os.environ)
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(p)]
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+    else:
+        env.pop("PYTHONPATH", None)
+    for key in ("DUALGRAPH_CACHE_DIR", "XDG_CACHE_HOME", "NUMBA_CACHE_DIR"):
+        if env.get(key):
+            env[key] = os.path.abspath(env[key])
+    return env
+
+
 class _Worker:
     """The compile worker process and the two daemon threads that feed and read it (the
     calling thread never blocks on its pipes)."""
 
     def __init__(self) -> None:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ)
-        # The worker must import this very dualgraph: its kernel sources carry the version.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self._stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dualgraph.backend.numba.worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
-            close_fds=True)
+            worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self._stderr, env=worker_env(), cwd=os.path.abspath(os.sep), close_fds=True)
         self.pid = self.proc.pid
         self.owner = os.getpid()
         self.dead: str | None = None
