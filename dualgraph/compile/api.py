@@ -130,6 +130,10 @@ class CompiledFunction:
             args, fn, layout = self._bind(args, kwargs)
         if self.dynamic:
             args = self._lift_dynamic(args)
+        for a in args:
+            if type(a) in _CONTAINERS or isinstance(a, _CONTAINERS):
+                args, fn = _flatten_arguments(args, fn)
+                break
         # The signature is built inline, and the arguments' arrays gathered on the way (the
         # kernel's first inputs, `specialize.arg_arrays`): this runs on every call.
         key = []
@@ -300,6 +304,73 @@ def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool =
     if not callable(fn):
         raise TypeError(f"dg.compile expects a function or a module, got {type(fn).__name__}")
     return CompiledFunction(fn, **options)
+
+
+_CONTAINERS = (tuple, list, dict)
+
+
+class _Slot:
+    """Where a tensor sat inside a tuple, list or dict argument (`_flatten_arguments`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<tensor>"
+
+
+_SLOT = _Slot()
+
+
+def _template(a: Any, leaves: list) -> Any:
+    """``a`` with each tensor and array inside it replaced by `_SLOT` (appended to
+    ``leaves``); the same object when it holds none."""
+    if isinstance(a, (Tensor, np.ndarray)):
+        leaves.append(a)
+        return _SLOT
+    if isinstance(a, (tuple, list)):
+        n = len(leaves)
+        items = [_template(e, leaves) for e in a]
+        if len(leaves) == n:
+            return a
+        if hasattr(a, "_fields"):  # a named tuple
+            return type(a)(*items)
+        return type(a)(items)
+    if isinstance(a, dict):
+        n = len(leaves)
+        items = {k: _template(v, leaves) for k, v in a.items()}
+        return a if len(leaves) == n else type(a)(items)
+    return a
+
+
+def _fill(t: Any, leaves: Any) -> Any:
+    if t is _SLOT:
+        return next(leaves)
+    if isinstance(t, (tuple, list)):
+        items = [_fill(e, leaves) for e in t]
+        return type(t)(*items) if hasattr(t, "_fields") else type(t)(items)
+    if isinstance(t, dict):
+        return type(t)({k: _fill(v, leaves) for k, v in t.items()})
+    return t
+
+
+def _flatten_arguments(args: tuple, fn: Callable) -> tuple:
+    """Tensors inside tuple, list and dict arguments become arguments of their own, after
+    the others (as ``jax.tree_util`` flattens a pytree); each container is replaced by a
+    template (its structure and other values, keyed as a constant). Returns ``(flat
+    arguments, a function taking them)``: it rebuilds the containers around the values
+    it is given (tracers while tracing)."""
+    leaves: list = []
+    templates = tuple(_template(a, leaves) for a in args)
+    if not leaves:
+        return args, fn
+    n = len(args)
+
+    def call(*flat: Any) -> Any:
+        it = iter(flat[n:])
+        return fn(*[_fill(t, it) for t in flat[:n]])
+
+    functools.update_wrapper(call, fn, updated=())
+    return templates + tuple(leaves), call
 
 
 def _read_signature(fn: Callable) -> tuple:

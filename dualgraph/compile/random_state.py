@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+import numpy as np
+
 from ..eager.internal import set_array
 from ..eager.tensor import TRACE_KEY, draw_key, rng
 from ..ir.graph import Graph, Node
@@ -25,9 +27,13 @@ def uses_random(graph: Graph) -> bool:
     return any(is_random(n.op) for n in graph.nodes)
 
 
-def refresh_key() -> None:
-    """Give the trace key a new value from dualgraph's generator (one draw)."""
-    set_array(TRACE_KEY, draw_key())
+def refresh_key() -> np.ndarray:
+    """A new key from dualgraph's generator (one draw), also made the trace key's value;
+    a call passes the returned array to its kernel (another thread may set the trace key
+    again before the kernel reads it)."""
+    key = draw_key()
+    set_array(TRACE_KEY, key)
+    return key
 
 
 def random_outputs(graph: Graph) -> list[bool]:

@@ -21,9 +21,9 @@ from .specialize import _Entry
 def run(entry: _Entry, args: tuple, arrays: list) -> Any:
     """The outputs of ``entry``'s kernel for ``args`` (a train entry also records its tape
     node when grad mode is on); ``arrays`` is `arg_arrays(args)`, a new list."""
-    if entry.random:
-        refresh_key()
-    ins = entry.arrays(arrays, args)
+    # The key is this call's own, passed to the kernel directly: two threads calling at
+    # once must not both read the shared trace key the later one set.
+    ins = entry.arrays(arrays, args, refresh_key() if entry.random else None)
     kernel = entry.kernel
     outs = kernel.new_outputs()
     kernel.run(ins, outs)
@@ -57,6 +57,8 @@ def run(entry: _Entry, args: tuple, arrays: list) -> Any:
             res = tuple(ins[j] if kind == "in" else outs[j] for kind, j in entry.residual_plan)
             attach_backward(entry.bwd_kernel, tensors, entry.wrt_tensors, res, results,
                             entry.out_rg, entry.saved_inputs)
+    for k, i in entry.passthrough:
+        results[k] = args[i]
     single = entry.single
     if single is True:
         return results[0]

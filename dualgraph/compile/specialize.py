@@ -19,7 +19,7 @@ import numpy as np
 from ..eager import grad_mode
 from ..eager.compiled_node import readonly_cotangent
 from ..eager.internal import array_of
-from ..eager.tensor import Tensor
+from ..eager.tensor import TRACE_KEY, Tensor
 from ..errors import EagerOnlyError
 from ..ir.graph import Graph, Node
 from ..ops.registry import OPS
@@ -85,6 +85,8 @@ class _Entry:
     out_rg: tuple = ()  # per user output: depends on an input that requires grad
     saved_inputs: tuple = ()  # kernel input positions the backward reads (version-checked)
     random: bool = False  # has random ops: each call draws a new key (`random_state`)
+    key_source: int | None = None  # the trace key's position in ``sources``
+    passthrough: tuple = ()  # (user output, argument position): return the argument itself
     # Whether ``inplace``, ``copy_writes``, ``grad_set`` or ``grad_none`` name an argument
     # by its position (an int) instead of the tensor the trace saw (`refer_to_arguments`).
     arg_refs: bool = False
@@ -95,14 +97,18 @@ class _Entry:
     joint: bool = False
     grad_out: tuple = ()
 
-    def arrays(self, out: list, args: tuple = ()) -> list:
+    def arrays(self, out: list, args: tuple = (), key: Any = None) -> list:
         """The kernel's input arrays: ``out`` (a new list of the arrays of the call's tensor
         and array arguments, see `arg_arrays`) extended in place with the captured ones
-        (``args``: the call's arguments, for an argument's ``.grad``)."""
+        (``args``: the call's arguments, for an argument's ``.grad``; ``key``: this call's
+        random key, in place of the trace key's current value)."""
+        first = len(out)
         for kind, t in self.sources:
             out.append(array_of(t) if kind == "tensor" else
                        array_of(t.grad) if kind == "grad" else
                        array_of(args[t].grad) if kind == "arg_grad" else t())
+        if key is not None and self.key_source is not None:
+            out[first + self.key_source] = key
         for j in self.scalar_in:
             out[j] = out[j].reshape(1)
         return out
@@ -199,7 +205,13 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
         grad_writes=[(t, kind) for t, kind, _ in grad_writes], guards=guards,
     )
     entry.out_rg = tuple(id(n) in ctx.rg for n in user)
+    # An output that is an argument tensor's value at the end of the call (``return x``,
+    # also after ``x.add_(1)``) is returned as that tensor itself, as eager mode does.
+    owner = [ctx.arg_index.get(id(ctx.arg_tensors.get(id(n)))) for n in user]
+    entry.passthrough = tuple((k, i) for k, i in enumerate(owner) if i is not None)
     entry.random = uses_random(graph)
+    entry.key_source = next((i for i, (kind, t) in enumerate(sources)
+                             if kind == "tensor" and t is TRACE_KEY), None)
     index_of = {id(n): j for j, n in enumerate(graph.inputs)}
     captured_node = {id(t): n for t, n in ctx.captured}
     for node_id, t in ctx.arg_tensors.items():  # arguments changed in place

@@ -109,14 +109,14 @@ def dropout(input: Any, p: float = 0.5, training: bool = True,  # noqa: A002
     """
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p!r}")
-    if inplace:
-        raise NotImplementedError("dropout(inplace=True) is not supported; use inplace=False")
     if not training or p == 0.0:
         return input
     if not isinstance(input, TensorOps):
         raise TypeError(f"dropout: input must be a tensor, got {type(input).__name__}")
     key, stream = random_key()
-    return RND.dropout(input, key, p, stream)
+    # inplace=True writes the result into ``input`` (its gradient regenerates the mask from
+    # the key, so the overwritten input is never needed).
+    return _inplace(input, RND.dropout(input, key, p, stream), inplace)
 
 
 # ============================================================================ issue 12
