@@ -316,3 +316,83 @@ def test_a_leaf_with_a_gradient_accumulates_per_call(runner):
     assert a.grad.tolist() == [4.0] and b.grad.tolist() == [12.0]
     if runner.mode != "eager":
         assert traces(f) == 2  # .grad None, then .grad set: the leaf itself is not keyed
+
+
+# ---------------------------------------------------------- tensors inside containers
+def _weighted(pair, opts, scale):
+    a, b = pair
+    return a * b * scale + opts["bias"].sum()
+
+
+def test_tensors_inside_tuples_lists_and_dicts_are_inputs(runner):
+    f = runner(_weighted)
+    a, b, bias = dg.ones(2), dg.tensor([2.0, 3.0]), dg.tensor([0.5, 0.5])
+    assert f([a, b], {"bias": bias}, 2.0).tolist() == [5.0, 7.0]
+    b2 = dg.tensor([4.0, 5.0])
+    assert f([a, b2], {"bias": bias}, 2.0).tolist() == [9.0, 11.0]  # new values, no retrace
+    assert f((a, b2), {"bias": bias}, 3.0).tolist() == [13.0, 16.0]
+    if runner.mode != "eager":
+        # The container's kind and the number are baked in: (list, 2.0) and (tuple, 3.0).
+        assert traces(f) == 2
+
+
+def test_in_place_updates_of_tensors_in_a_list(runner):
+    def scale_all(ps):
+        for p in ps:
+            p.mul_(2.0)
+        return ps[0] + 0
+
+    f = runner(scale_all)
+    ps = [dg.ones(2), dg.ones(3)]
+    f(ps)
+    f(ps)
+    assert ps[0].tolist() == [4.0, 4.0] and ps[1].tolist() == [4.0, 4.0, 4.0]
+
+
+def test_gradients_reach_leaves_inside_a_tuple(runner):
+    f = runner(lambda t: (t[0] * t[1]).sum())
+    for _ in range(2):
+        x = dg.tensor([1.0, 2.0], requires_grad=True)
+        y = dg.tensor([3.0, 4.0], requires_grad=True)
+        f((x, y)).backward()
+        assert x.grad.tolist() == [3.0, 4.0] and y.grad.tolist() == [1.0, 2.0]
+
+
+# ---------------------------------------------------------- returning an argument
+def test_returning_an_argument_returns_that_tensor(runner):
+    f = runner(lambda x, y: (x, y * 2))
+    x, y = dg.ones(2), dg.ones(2)
+    for _ in range(2):
+        a, b = f(x, y)
+        assert a is x and b.tolist() == [2.0, 2.0]
+    g = runner(lambda x: x.add_(1.0))
+    z = dg.zeros(2)
+    assert g(z) is z and g(z) is z and z.tolist() == [2.0, 2.0]
+
+
+def test_returning_a_leaf_that_requires_grad(runner):
+    f = runner(lambda x: (x, (x * 3).sum()))
+    x = dg.ones(2, requires_grad=True)
+    same, loss = f(x)
+    assert same is x
+    loss.backward()
+    assert x.grad.tolist() == [3.0, 3.0]
+
+
+# ---------------------------------------------------------- in-place dropout
+def test_dropout_inplace(runner):
+    F = dg.nn.functional
+
+    def fn(x):
+        h = x * 1
+        F.dropout(h, 0.5, training=True, inplace=True)
+        return h
+
+    f = runner(fn)
+    out = f(dg.ones(1000)).numpy()
+    assert set(np.unique(out)) <= {0.0, 2.0} and 0.3 < (out == 0).mean() < 0.7
+    z = dg.ones(100)
+    assert runner(lambda x: F.dropout(x, 0.5, inplace=True))(z) is z
+    assert set(np.unique(z.numpy())) <= {0.0, 2.0}
+    with pytest.raises(RuntimeError, match="leaf"):
+        F.dropout(dg.ones(2, requires_grad=True), 0.5, inplace=True)
