@@ -125,8 +125,8 @@ def reductions(x, long):
     # ``long`` has a long last axis (70 = 4 * 16 + 6): reduced with several accumulators
     # and a remainder loop in the generated code.
     return (x.sum(), x.sum(axis=0), x.sum(axis=(0, 2), keepdims=True), x.mean(axis=1),
-            x.mean(), x.max(), x.max(axis=1), x.max(axis=0, keepdims=True), x.max(axis=2),
-            long.sum(axis=1), long.max(axis=1), long.mean(), dg.exp(long).sum())
+            x.mean(), x.max(), x.amax(axis=1), x.amax(axis=0, keepdims=True), x.amax(axis=2),
+            long.sum(axis=1), long.amax(axis=1), long.mean(), dg.exp(long).sum())
 
 
 def random_ops(x, k):
@@ -141,7 +141,7 @@ def arg_reductions(x, long):
     v, i = x.max(dim=1)
     w, j = x.min(0, keepdim=True)
     return (v, i, w, j, x.min(), x.amin(dim=(0, 2)), x.argmax(), x.argmin(dim=-1),
-            long.max(dim=1).values, long.argmin(dim=1, keepdim=True), long.min(axis=1))
+            long.max(dim=1).values, long.argmin(dim=1, keepdim=True), long.amin(axis=1))
 
 
 def _with_ties(r, t):

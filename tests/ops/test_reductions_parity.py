@@ -52,9 +52,10 @@ def test_max_dim_is_a_named_tuple_of_values_and_indices():
     assert i.dtype == dg.int64 and i.numpy().tolist() == [1, 0]
     r = dg.min(x, 0, keepdim=True)
     assert type(r).__name__ == "min" and r.values.shape == (1, 3) and r.indices.shape == (1, 3)
-    # The full reductions give the value; a tuple of dims (or NumPy's axis=) the values only.
+    # The full reductions give the value; a tuple of dims the values only; axis= is dim=.
     assert x.max().item() == 3.0 and x.min().item() == 1.0 and dg.min(x).item() == 1.0
-    assert x.max(dim=(0, 1)).shape == () and x.max(axis=1).shape == (2,)
+    assert x.max(dim=(0, 1)).shape == () and x.max(axis=1).values.shape == (2,)
+    assert type(x.min(axis=0)).__name__ == "min"
 
 
 def test_max_min_dim_eager_equals_compiled_and_gradient_goes_to_the_index():

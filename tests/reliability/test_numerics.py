@@ -35,8 +35,8 @@ def elementwise(x, y):
 
 def reductions(x):
     m = x.reshape(3, 4)
-    return (x.sum(), x.mean(), x.max(), m.sum(axis=1), m.mean(axis=0), m.max(axis=1),
-            m.max(axis=0, keepdims=True), dg.abs(m).max(axis=1))
+    return (x.sum(), x.mean(), x.max(), m.sum(axis=1), m.mean(axis=0), m.amax(axis=1),
+            m.amax(axis=0, keepdims=True), dg.abs(m).amax(axis=1))
 
 
 def products(a, b):

@@ -111,7 +111,7 @@ def _whole_api(x, y, m, w):
         x != y).astype(dg.float64)
     mm = dg.matmul(a, w) + a @ w - (u @ w) * 0.5
     red = (v.sum() + v.sum(axis=0).mean() + v.sum(axis=(0, 1), keepdims=True).sum()
-           + u.mean(axis=1, keepdims=True).max() + u.max(axis=0).sum() + dg.sum(cmp)
+           + u.mean(axis=1, keepdims=True).max() + u.amax(axis=0).sum() + dg.sum(cmp)
            + dg.mean(u, dim=1).sum() + dg.max(v, dim=-1).values.sum() + u.sum(dim=0).sum())
     shp = (a.reshape(3, 2).T + a.transpose(1, 0).T + a.reshape(-1).reshape(3, 2).T)
     idx = a[0] + a[1, 1:].sum() + a[None, :, ::2][0, 1].sum() + a[..., -1].sum()
