@@ -45,8 +45,10 @@ class SGD(Optimizer):
         self._check_grads()
         with no_grad():
             for group in self.param_groups:
+                # As PyTorch, state exists only with momentum (state_dict shows it).
+                with_state = group["momentum"] != 0
                 for p in self._params_with_grad(group):
-                    self._update(p, p.grad, group, self.state[p])
+                    self._update(p, p.grad, group, self.state[p] if with_state else {})
         return loss
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
