@@ -57,18 +57,22 @@ class ParamGroup(dict):
     """One entry of ``param_groups``: a dict whose reads, while a compiled call is traced,
     are reported to the trace (a number becomes a runtime input, anything else a guard)."""
 
-    __slots__ = ("_ver",)
+    __slots__ = ("_ver", "_opt")
 
-    def __init__(self, ver: _Version, items: dict) -> None:
+    def __init__(self, ver: _Version, items: dict, opt: Any = None) -> None:
         super().__init__(items)
         self._ver = ver
+        self._opt = opt
 
     def __getitem__(self, key: Any) -> Any:
         value = dict.__getitem__(self, key)
-        if key == "params":
-            return value
         hooks = T.trace_hooks()
         if hooks is None:
+            return value
+        if self._opt is not None:
+            # Code outside the optimizer's own methods may iterate the groups too.
+            self._opt._guard_structure(hooks)
+        if key == "params":
             return value
         return T.read(hooks, self, key, value, lambda: dict.__getitem__(self, key),
                       f"param_groups[...][{key!r}]")
@@ -389,7 +393,7 @@ class Optimizer:
         items = dict(g)
         if isinstance(items.get("params"), list) and not isinstance(items["params"], _Params):
             items["params"] = _Params(self._ver, items["params"])
-        return ParamGroup(self._ver, items)
+        return ParamGroup(self._ver, items, self)
 
     def __getstate__(self) -> dict:
         return {"defaults": self.defaults, "state": dict(self.state),
@@ -415,7 +419,7 @@ class Optimizer:
         """What the guard compares: the change counter, and the contents of any plain
         containers a user put in (whose changes the counter cannot see)."""
         groups, state = self.__dict__["_groups"], self.__dict__["_state"]
-        plain = [tuple(map(id, g["params"])) for g in groups
+        plain = [tuple(map(id, dict.__getitem__(g, "params"))) for g in groups
                  if not isinstance(dict.__getitem__(g, "params"), _Params)]
         plain += [tuple((k, id(v)) for k, v in s.items()) for s in dict.values(state)
                   if not isinstance(s, _ParamState)]
