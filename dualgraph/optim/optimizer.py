@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -33,16 +34,20 @@ class _Required:
 required = _Required()
 
 
+_TICKS = itertools.count(1)
+
+
 class _Version:
-    """One optimizer's change counter, shared by all its containers."""
+    """One optimizer's change counter, shared by all its containers. Its values are unique
+    across all optimizers, so a replaced counter never repeats a value a guard expects."""
 
     __slots__ = ("n",)
 
     def __init__(self) -> None:
-        self.n = 0
+        self.n = next(_TICKS)
 
     def bump(self) -> None:
-        self.n += 1
+        self.n = next(_TICKS)
 
 
 def _changed(ver: _Version, what: str) -> None:
@@ -415,22 +420,30 @@ class Optimizer:
         return "\n".join(lines) + "\n)"
 
     # ------------------------------------------------------- compiled-step support
-    def _fingerprint(self) -> Any:
-        """What the guard compares: the change counter, and the contents of any plain
-        containers a user put in (whose changes the counter cannot see)."""
+    def _plain_containers(self) -> list:
+        """Containers a user put in as plain lists or dicts (their changes bypass the
+        counter): each group's parameter list, each parameter's state dict."""
         groups, state = self.__dict__["_groups"], self.__dict__["_state"]
-        plain = [tuple(map(id, dict.__getitem__(g, "params"))) for g in groups
-                 if not isinstance(dict.__getitem__(g, "params"), _Params)]
-        plain += [tuple((k, id(v)) for k, v in s.items()) for s in dict.values(state)
-                  if not isinstance(s, _ParamState)]
-        return (self._ver.n, id(groups), id(state), tuple(plain)) if plain else \
-            (self._ver.n, id(groups), id(state))
+        out = [p for p in (dict.__getitem__(g, "params") for g in groups)
+               if not isinstance(p, _Params)]
+        return out + [s for s in dict.values(state) if not isinstance(s, _ParamState)]
+
+    def _fingerprint(self) -> Any:
+        """The change counter, and what the plain containers hold."""
+        plain = self._plain_containers()
+        return (self._ver.n, tuple(tuple(map(id, c)) if isinstance(c, list) else
+                                   tuple((k, id(v)) for k, v in c.items()) for c in plain))
 
     def _guard_structure(self, hooks: tuple) -> None:
         guard, _ = hooks
-        guard(self._fingerprint, self._fingerprint(),
-              f"{type(self).__name__}'s state or parameter groups changed (state cleared "
-              "or replaced, parameters or groups added or changed)", self)
+        what = (f"{type(self).__name__}'s state or parameter groups changed (state cleared "
+                "or replaced, parameters or groups added or changed)")
+        if self._plain_containers():
+            guard(self._fingerprint, self._fingerprint(), what, self)
+        else:
+            # Every container is tracked: the counter alone says whether anything changed
+            # (one attribute read per call).
+            guard(lambda: self._ver.n, self._ver.n, what, self)
 
     def _hold(self, value: Any) -> Tensor:
         """An eager tensor standing for a state value the trace computed; the compiled call

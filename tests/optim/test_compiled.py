@@ -98,30 +98,30 @@ class HalvingEvery(dg.optim.lr_scheduler.LRScheduler):
 
 
 S = dg.optim.lr_scheduler
-O = dg.optim
+optim = dg.optim
 CASES = {
-    "sgd_nesterov/step": (lambda ps: O.SGD(ps, lr=0.1, momentum=0.9, nesterov=True,
+    "sgd_nesterov/step": (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True,
                                            weight_decay=0.01),
                           lambda o: S.StepLR(o, step_size=2, gamma=0.5)),
-    "sgd_maximize/exp": (lambda ps: O.SGD(ps, lr=0.05, maximize=True), lambda o: S.ExponentialLR(
-        o, 0.7)),
-    "adam_amsgrad/cosine": (lambda ps: O.Adam(ps, lr=0.05, amsgrad=True),
+    "sgd_maximize/exp": (lambda ps: optim.SGD(ps, lr=0.05, maximize=True),
+                         lambda o: S.ExponentialLR(o, 0.7)),
+    "adam_amsgrad/cosine": (lambda ps: optim.Adam(ps, lr=0.05, amsgrad=True),
                             lambda o: S.CosineAnnealingLR(o, T_max=3)),
-    "adamw_groups/onecycle": (lambda ps: O.AdamW([{"params": ps[:1]},
+    "adamw_groups/onecycle": (lambda ps: optim.AdamW([{"params": ps[:1]},
                                                   {"params": ps[1:], "weight_decay": 0.0}],
                                                  lr=0.05, weight_decay=0.1),
                               lambda o: S.OneCycleLR(o, max_lr=0.1, total_steps=STEPS + 1)),
-    "sgd_momentum/onecycle": (lambda ps: O.SGD(ps, lr=0.1, momentum=0.9),
+    "sgd_momentum/onecycle": (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9),
                               lambda o: S.OneCycleLR(o, max_lr=0.2, total_steps=STEPS + 1)),
-    "rmsprop_centered/multistep": (lambda ps: O.RMSprop(ps, lr=0.01, centered=True,
+    "rmsprop_centered/multistep": (lambda ps: optim.RMSprop(ps, lr=0.01, centered=True,
                                                         momentum=0.5),
                                    lambda o: S.MultiStepLR(o, [2, 5], 0.3)),
-    "adagrad/lambda": (lambda ps: O.Adagrad(ps, lr=0.1, lr_decay=0.01),
+    "adagrad/lambda": (lambda ps: optim.Adagrad(ps, lr=0.1, lr_decay=0.01),
                        lambda o: S.LambdaLR(o, lambda e: 1 / (1 + e))),
-    "adadelta/step": (lambda ps: O.Adadelta(ps, lr=0.5, weight_decay=0.01),
+    "adadelta/step": (lambda ps: optim.Adadelta(ps, lr=0.5, weight_decay=0.01),
                       lambda o: S.StepLR(o, 3, 0.5)),
-    "adamax/linear": (lambda ps: O.Adamax(ps, lr=0.05), lambda o: S.LinearLR(o, 0.5, 1.0, 4)),
-    "nadam/step": (lambda ps: O.NAdam(ps, lr=0.05, weight_decay=0.01),
+    "adamax/linear": (lambda ps: optim.Adamax(ps, lr=0.05), lambda o: S.LinearLR(o, 0.5, 1.0, 4)),
+    "nadam/step": (lambda ps: optim.NAdam(ps, lr=0.05, weight_decay=0.01),
                    lambda o: S.StepLR(o, 2, 0.5)),
     "user_adam/step": (lambda ps: SignAdam(ps, lr=0.05, weight_decay=0.01),
                        lambda o: S.StepLR(o, step_size=2, gamma=0.5)),
@@ -234,7 +234,7 @@ def test_scheduler_inside_the_compiled_step_runs_eagerly() -> None:
     trace; that call runs eagerly instead (with a warning), so the schedule is kept."""
     def run(mode):
         net, x, y = _setup()
-        opt = O.SGD(net.parameters(), lr=0.1)
+        opt = optim.SGD(net.parameters(), lr=0.1)
         sched = S.StepLR(opt, 1, 0.5)
 
         def step(x, y):
@@ -258,7 +258,7 @@ def test_scheduler_inside_the_compiled_step_runs_eagerly() -> None:
 
 def test_an_update_written_in_the_compiled_function_reads_the_lr_each_call() -> None:
     net, x, y = _setup()
-    opt = O.SGD(net.parameters(), lr=0.1)
+    opt = optim.SGD(net.parameters(), lr=0.1)
 
     def step(x, y):
         loss = ((net(x) - y) ** 2).mean()
@@ -273,7 +273,7 @@ def test_an_update_written_in_the_compiled_function_reads_the_lr_each_call() -> 
 
     f = dg.compile(step)
     eager_net, ex, ey = _setup()
-    eager_opt = O.SGD(eager_net.parameters(), lr=0.1)
+    eager_opt = optim.SGD(eager_net.parameters(), lr=0.1)
     for k in range(5):
         lr = 0.1 * 0.5 ** k
         opt.param_groups[0]["lr"] = eager_opt.param_groups[0]["lr"] = lr

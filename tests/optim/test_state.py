@@ -14,7 +14,7 @@ from dualgraph import nn
 
 from ..compile_helpers import assert_b3
 
-O = dg.optim
+optim = dg.optim
 
 
 def _setup():
@@ -56,7 +56,7 @@ def _zeros_like_state(opt, params):
 
 
 def _load_fresh(opt, params):
-    fresh = O.Adam(params, lr=0.05)
+    fresh = optim.Adam(params, lr=0.05)
     opt.load_state_dict(fresh.state_dict())
 
 
@@ -77,26 +77,26 @@ def _plain_params(opt, params):
 
 
 CHANGES = {
-    "adam_state_clear": (lambda ps: O.Adam(ps, lr=0.05),
+    "adam_state_clear": (lambda ps: optim.Adam(ps, lr=0.05),
                          {2: lambda o, ps: o.state.clear()}),
     "sgd_state_del_and_reassign": (
-        lambda ps: O.SGD(ps, lr=0.1, momentum=0.9),
+        lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9),
         {1: lambda o, ps: o.state.__delitem__(ps[0]),
          3: lambda o, ps: o.state.__setitem__(ps[2], {})}),
-    "adam_state_entry_reassigned": (lambda ps: O.Adam(ps, lr=0.05), {2: _zeros_like_state}),
+    "adam_state_entry_reassigned": (lambda ps: optim.Adam(ps, lr=0.05), {2: _zeros_like_state}),
     "sgd_params_replaced": (
-        lambda ps: O.SGD(ps, lr=0.1, momentum=0.9),
+        lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9),
         {1: lambda o, ps: o.param_groups[0].__setitem__("params", ps[:2]),
          3: lambda o, ps: o.param_groups[0]["params"].append(ps[3])}),
     "adam_add_param_group": (
-        lambda ps: O.Adam(ps[:2], lr=0.05),
+        lambda ps: optim.Adam(ps[:2], lr=0.05),
         {1: lambda o, ps: o.add_param_group({"params": ps[2:], "lr": 0.01})}),
-    "adamw_load_state_dict": (lambda ps: O.AdamW(ps, lr=0.05), {2: _load_fresh}),
+    "adamw_load_state_dict": (lambda ps: optim.AdamW(ps, lr=0.05), {2: _load_fresh}),
     "sgd_plain_state_dict_changed_later": (
-        lambda ps: O.SGD(ps, lr=0.1, momentum=0.9),
+        lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9),
         {1: _plain_state_dict, 3: _then_fill_plain}),
     "sgd_plain_params_list_changed_later": (
-        lambda ps: O.SGD(ps, lr=0.1),
+        lambda ps: optim.SGD(ps, lr=0.1),
         {1: _plain_params, 3: lambda o, ps: o._lst.pop()}),
 }
 
@@ -115,13 +115,13 @@ def test_compiled_step_notices_state_and_group_changes(case) -> None:
 
 
 def test_unchanged_optimizer_does_not_retrace() -> None:
-    _, run = drive(True, lambda ps: O.Adam(ps, lr=0.05), {})
+    _, run = drive(True, lambda ps: optim.Adam(ps, lr=0.05), {})
     assert run.stats.traces == 1
 
 
 def test_changing_state_inside_the_compiled_step_runs_eagerly() -> None:
     def build(ps):
-        return O.Adam(ps, lr=0.05)
+        return optim.Adam(ps, lr=0.05)
 
     net, x, y = _setup()
     opt = build(list(net.parameters()))
@@ -148,10 +148,10 @@ def _trained(opt_cls, steps=3, **kw):
     return net, x, y, opt
 
 
-@pytest.mark.parametrize("opt_cls", [O.SGD, O.Adam, O.AdamW, O.RMSprop, O.Adagrad, O.Adadelta,
-                                     O.Adamax, O.NAdam])
+@pytest.mark.parametrize("opt_cls", [optim.SGD, optim.Adam, optim.AdamW, optim.RMSprop,
+                                     optim.Adagrad, optim.Adadelta, optim.Adamax, optim.NAdam])
 def test_state_dict_round_trip_continues_the_same_trajectory(opt_cls) -> None:
-    kw = {"lr": 0.05, "momentum": 0.9} if opt_cls in (O.SGD, O.RMSprop) else {"lr": 0.05}
+    kw = {"lr": 0.05, "momentum": 0.9} if opt_cls in (optim.SGD, optim.RMSprop) else {"lr": 0.05}
     net, x, y, opt = _trained(opt_cls, **kw)
     sd = opt.state_dict()
     assert set(sd) == {"state", "param_groups"}
@@ -176,7 +176,7 @@ def test_state_dict_round_trip_continues_the_same_trajectory(opt_cls) -> None:
 
 
 def test_state_dict_tensors_are_the_optimizers_own() -> None:
-    _, _, _, opt = _trained(O.Adam, lr=0.1)
+    _, _, _, opt = _trained(optim.Adam, lr=0.1)
     sd = opt.state_dict()
     p = opt.param_groups[0]["params"][0]
     assert sd["state"][0]["exp_avg"] is opt.state[p]["exp_avg"]
@@ -184,22 +184,22 @@ def test_state_dict_tensors_are_the_optimizers_own() -> None:
 
 
 def test_load_state_dict_refuses_other_shapes_of_groups() -> None:
-    _, _, _, opt = _trained(O.SGD, lr=0.1, momentum=0.9)
+    _, _, _, opt = _trained(optim.SGD, lr=0.1, momentum=0.9)
     a = nn.Parameter(dg.ones(2))
     with pytest.raises(ValueError, match="doesn't match the size"):
-        O.SGD([a], lr=0.1).load_state_dict(opt.state_dict())
+        optim.SGD([a], lr=0.1).load_state_dict(opt.state_dict())
     with pytest.raises(ValueError, match="number of parameter groups"):
-        O.SGD([{"params": [a]}, {"params": [nn.Parameter(dg.ones(1))]}],
+        optim.SGD([{"params": [a]}, {"params": [nn.Parameter(dg.ones(1))]}],
               lr=0.1).load_state_dict(opt.state_dict())
 
 
 def test_load_state_dict_casts_state_to_the_parameters_dtype() -> None:
     p = nn.Parameter(dg.tensor(np.ones(2, np.float64)))
-    opt = O.Adam([p])
+    opt = optim.Adam([p])
     p.grad = dg.tensor(np.ones(2))
     opt.step()
     q = nn.Parameter(dg.tensor(np.ones(2, np.float32)))
-    opt2 = O.Adam([q])
+    opt2 = optim.Adam([q])
     opt2.load_state_dict(opt.state_dict())
     assert opt2.state[q]["exp_avg"].dtype == np.float32
     assert opt2.state[q]["step"].dtype == np.float32
@@ -207,7 +207,7 @@ def test_load_state_dict_casts_state_to_the_parameters_dtype() -> None:
 
 def test_add_param_group_fills_defaults_and_refuses_duplicates() -> None:
     a, b = nn.Parameter(dg.ones(2)), nn.Parameter(dg.ones(3))
-    opt = O.SGD([a], lr=0.1, momentum=0.9)
+    opt = optim.SGD([a], lr=0.1, momentum=0.9)
     opt.add_param_group({"params": b, "lr": 0.5})
     g = opt.param_groups[1]
     assert g["lr"] == 0.5 and g["momentum"] == 0.9 and g["nesterov"] is False
@@ -222,7 +222,7 @@ def test_add_param_group_fills_defaults_and_refuses_duplicates() -> None:
 
 def test_zero_grad_set_to_none_false_keeps_zero_tensors() -> None:
     a = nn.Parameter(dg.ones(2))
-    opt = O.SGD([a], lr=0.1)
+    opt = optim.SGD([a], lr=0.1)
     (a * 3).sum().backward()
     opt.zero_grad(set_to_none=False)
     assert a.grad is not None and a.grad.tolist() == [0.0, 0.0]
@@ -245,9 +245,9 @@ def test_state_dict_matches_torch_after_loading_torchs() -> None:
                     for i, s in tsd["state"].items()},
           "param_groups": tsd["param_groups"]}
     p = nn.Parameter(dg.tensor(tp.detach().numpy().copy()))
-    opt = O.AdamW([p])
+    opt = optim.AdamW([p])
     opt.load_state_dict(sd)
-    for k in range(2):
+    for _ in range(2):
         tp.grad = torch.full((3, 2), -0.2, dtype=torch.float64)
         topt.step()
         p.grad = dg.tensor(np.full((3, 2), -0.2))
