@@ -408,7 +408,9 @@ class Optimizer:
         self._ver = _Version()
         self._held = []
         self.defaults = d["defaults"]
-        self.state = d["state"]
+        # The dicts are this optimizer's own (a copy's): track them like its own state.
+        self.state = {p: s if isinstance(s, _ParamState) else _ParamState(self._ver, self, s)
+                      for p, s in d["state"].items()}
         self.param_groups = d["param_groups"]
 
     def __repr__(self) -> str:
