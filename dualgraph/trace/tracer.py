@@ -269,6 +269,11 @@ class TraceContext(Mode):
             return self.lift(a)
         if isinstance(a, (np.ndarray, np.generic)):
             return self.const(np.asarray(a))
+        # A number that is a runtime input of the call (an optimizer hyperparameter read
+        # from a parameter group) turns itself into one.
+        trace_value = getattr(a, "trace_value", None)
+        if trace_value is not None:
+            return self.as_node(trace_value())
         raise TypeError(f"expected a tensor, NumPy array or Python number, got {type(a).__name__}")
 
     def process(self, op: Any, args: tuple, attrs: dict) -> Tracer:

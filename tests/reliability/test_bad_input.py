@@ -104,7 +104,7 @@ CATALOGUE = [
         r"\(2, 3\).*\(3,\)"),
     # optim
     Bad("sgd_negative_lr", lambda: dg.optim.SGD([_rg(2)], lr=-1), ValueError, "learning rate"),
-    Bad("sgd_missing_lr", lambda: dg.optim.SGD([_rg(2)]), TypeError, "lr"),
+    Bad("sgd_none_lr", lambda: dg.optim.SGD([_rg(2)], lr=None), TypeError, "lr"),
     Bad("sgd_no_params", lambda: dg.optim.SGD([], lr=0.1), ValueError, "empty parameter list"),
     Bad("sgd_not_tensors", lambda: dg.optim.SGD([1.0], lr=0.1), TypeError, "float"),
     Bad("sgd_momentum", lambda: dg.optim.SGD([_rg(2)], lr=0.1, momentum=-0.5), ValueError,

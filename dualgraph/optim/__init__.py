@@ -1,0 +1,21 @@
+"""`dg.optim`: PyTorch's optimizers and learning-rate schedulers.
+
+Updates are written with tensor ops applied in place under ``no_grad`` (not raw NumPy), so
+a traced training step sees them as ops too. Hyperparameters are read from
+``param_groups``: eagerly Python numbers; in a compiled step runtime inputs (or guards,
+where Python branches on them), so a learning-rate schedule runs one kernel.
+"""
+
+from . import lr_scheduler
+from .adadelta import Adadelta
+from .adagrad import Adagrad
+from .adam import Adam
+from .adamax import Adamax
+from .adamw import AdamW
+from .nadam import NAdam
+from .optimizer import Optimizer
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = ["Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam", "Optimizer", "RMSprop",
+           "SGD", "lr_scheduler"]

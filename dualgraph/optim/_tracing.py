@@ -1,0 +1,224 @@
+"""How optimizer code talks to a compiled call's trace.
+
+Everything an optimizer or scheduler reads from ``param_groups`` while a call is traced is
+reported here: a number becomes a `TracedNumber` (a runtime input when it meets a tensor, a
+guard when Python branches on it), any other value a guard. The two trace hooks are
+reached only through `trace_hooks`.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import EagerOnlyError
+from ..modes import current_trace
+from ..ops.mixin import TensorOps
+
+_NUMBER = (int, float, np.integer, np.floating)
+
+
+def trace_hooks() -> tuple[Callable[..., None], Callable[..., Any]] | None:
+    """``(guard_value, runtime_scalar)`` of the call being traced, or ``None`` eagerly (and
+    under a plain `dg.trace`, which guards nothing and bakes values in)."""
+    trace = current_trace()
+    if trace is None:
+        return None
+    guard = getattr(trace, "guard_value", None)
+    lift = getattr(trace, "runtime_scalar", None)
+    if guard is None or lift is None:
+        return None
+    return guard, lift
+
+
+def tracing() -> bool:
+    """Whether a trace is recording (ops are not run now, so Python side effects happen
+    once, not on every compiled call)."""
+    return current_trace() is not None
+
+
+def eager_only(what: str) -> EagerOnlyError:
+    return EagerOnlyError(
+        f"{what} inside a compiled function: a Python side effect happens once, when the "
+        "call is traced, not on every compiled call. Do it outside the compiled function.")
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, (*_NUMBER, TracedNumber)) and not isinstance(v, (bool, np.bool_))
+
+
+def read(hooks: tuple, owner: Any, key: Any, value: Any, get: Callable[[], Any],
+         where: str) -> Any:
+    """What a traced read of ``value`` (``get()`` reads it again on a later call) returns:
+    numbers as `TracedNumber`, tuples element by element, anything else guarded by value
+    (or by identity when it cannot be compared)."""
+    guard, _ = hooks
+    if isinstance(value, TracedNumber):
+        return value
+    if isinstance(value, _NUMBER) and not isinstance(value, (bool, np.bool_)):
+        return TracedNumber(hooks, ("read", id(owner), key), get, where, owner)
+    if isinstance(value, tuple):
+        guard(lambda: _len(get()), len(value), f"{where} changed length", owner)
+        return tuple(read(hooks, owner, (key, i), v, lambda i=i: get()[i], f"{where}[{i}]")
+                     for i, v in enumerate(value))
+    if value is None or isinstance(value, (bool, np.bool_, str)):
+        guard(lambda: _plain(get()), value, f"{where} changed (traced with {value!r})", owner)
+        return value
+    if isinstance(value, TensorOps):
+        return value
+    guard(lambda: id(get()), id(value), f"{where} was rebound", (owner, value))
+    return value
+
+
+def _len(v: Any) -> int:
+    return len(v) if isinstance(v, tuple) else -1
+
+
+def _plain(v: Any) -> Any:
+    return v if v is None or isinstance(v, (bool, np.bool_, str)) else ("other", id(v))
+
+
+_MISSING = object()
+
+
+def guarded_get(owner: dict, key: Any) -> Any:
+    """``owner[key]`` for a later call's guard: a missing key reads as a marker."""
+    return dict.get(owner, key, _MISSING)
+
+
+class TracedNumber:
+    """A Python number read from a parameter group while a compiled call traces.
+
+    Arithmetic with Python numbers gives another `TracedNumber` (computed in double
+    precision on every call, as eager mode computes it); meeting a tensor it becomes a 0-d
+    runtime input of the call, so a new value takes effect without a retrace. Where Python
+    needs a plain value (``if lr > 0``, ``float(lr)``, ``math.sqrt``) the trace guards that
+    value and retraces when it changes.
+    """
+
+    __slots__ = ("_hooks", "_key", "_get", "_where", "_keep")
+
+    def __init__(self, hooks: tuple, key: Any, get: Callable[[], Any], where: str,
+                 keep: Any) -> None:
+        self._hooks, self._key, self._get, self._where, self._keep = hooks, key, get, where, keep
+
+    @property
+    def value(self) -> Any:
+        """The value now (eager semantics: what the untraced program would compute)."""
+        return self._get()
+
+    # -------------------------------------------------------------- into the graph
+    def lift(self, dtype: Any = None) -> Any:
+        """The value as a 0-d ``dtype`` input the compiled call reads on every call
+        (``dtype``: float64 for a float, int64 for an int)."""
+        v = self._get()
+        is_float = isinstance(v, (float, np.floating))
+        if dtype is None or (is_float and np.dtype(dtype).kind != "f"):
+            dtype = np.float64 if is_float else np.int64
+        dtype = np.dtype(dtype)
+        guard, lift = self._hooks
+        # The input's dtype was chosen from the value's kind: a float becoming an int (or
+        # the reverse) changes what eager mode computes, so it retraces.
+        guard(lambda: isinstance(self._get(), (float, np.floating)), is_float,
+              f"{self._where} changed between int and float", self._keep)
+        return lift(("traced", self._key, dtype.str), self._get, dtype, self._keep)
+
+    def trace_value(self) -> Any:
+        """The tracer's hook: this number used as an op operand (``t.mul_(lr)``)."""
+        return self.lift()
+
+    def _concrete(self) -> Any:
+        v = self._get()
+        guard, _ = self._hooks
+        guard(self._get, v, f"{self._where} changed (a Python value the trace used: "
+              f"{v!r})", self._keep)
+        return v
+
+    # -------------------------------------------------------------- arithmetic
+    def _bin(self, other: Any, fn: Callable, name: str, reflected: bool = False) -> Any:
+        if isinstance(other, TensorOps):
+            dtype = other.dtype if other.dtype.kind == "f" else None
+            a = self.lift(dtype)
+            return fn(other, a) if reflected else fn(a, other)
+        if isinstance(other, TracedNumber):
+            og, okey = other._get, other._key
+        elif isinstance(other, _NUMBER) and not isinstance(other, (bool, np.bool_)):
+            og, okey = (lambda: other), ("const", type(other).__name__, repr(other))
+        else:
+            return NotImplemented
+        sg = self._get
+        get = (lambda: fn(og(), sg())) if reflected else (lambda: fn(sg(), og()))
+        key = (name, okey, self._key) if reflected else (name, self._key, okey)
+        return TracedNumber(self._hooks, key, get, self._where, self._keep)
+
+    def _un(self, fn: Callable, name: str) -> TracedNumber:
+        sg = self._get
+        return TracedNumber(self._hooks, (name, self._key), lambda: fn(sg()), self._where,
+                            self._keep)
+
+    def __add__(self, o): return self._bin(o, operator.add, "add")  # noqa: E704
+    def __radd__(self, o): return self._bin(o, operator.add, "add", True)  # noqa: E704
+    def __sub__(self, o): return self._bin(o, operator.sub, "sub")  # noqa: E704
+    def __rsub__(self, o): return self._bin(o, operator.sub, "sub", True)  # noqa: E704
+    def __mul__(self, o): return self._bin(o, operator.mul, "mul")  # noqa: E704
+    def __rmul__(self, o): return self._bin(o, operator.mul, "mul", True)  # noqa: E704
+    def __truediv__(self, o): return self._bin(o, operator.truediv, "div")  # noqa: E704
+    def __rtruediv__(self, o): return self._bin(o, operator.truediv, "div", True)  # noqa: E704
+    def __floordiv__(self, o): return self._bin(o, operator.floordiv, "fdiv")  # noqa: E704
+    def __rfloordiv__(self, o): return self._bin(o, operator.floordiv, "fdiv", True)  # noqa: E704,E501
+    def __mod__(self, o): return self._bin(o, operator.mod, "mod")  # noqa: E704
+    def __rmod__(self, o): return self._bin(o, operator.mod, "mod", True)  # noqa: E704
+    def __pow__(self, o): return self._bin(o, operator.pow, "pow")  # noqa: E704
+    def __rpow__(self, o): return self._bin(o, operator.pow, "pow", True)  # noqa: E704
+    def __neg__(self): return self._un(operator.neg, "neg")  # noqa: E704
+    def __pos__(self): return self  # noqa: E704
+    def __abs__(self): return self._un(abs, "abs")  # noqa: E704
+
+    # ------------------------------------------------- where Python needs the value
+    def _cmp(self, other: Any, fn: Callable) -> Any:
+        if isinstance(other, TensorOps):
+            return fn(self.lift(other.dtype if other.dtype.kind == "f" else None), other)
+        if isinstance(other, TracedNumber):
+            og = other._get
+        elif isinstance(other, _NUMBER):
+            og = lambda: other  # noqa: E731
+        else:
+            return NotImplemented
+        sg = self._get
+        now = bool(fn(sg(), og()))
+        guard, _ = self._hooks
+        guard(lambda: bool(fn(sg(), og())), now,
+              f"{self._where} changed a Python comparison the trace branched on", self._keep)
+        return now
+
+    def __lt__(self, o): return self._cmp(o, operator.lt)  # noqa: E704
+    def __le__(self, o): return self._cmp(o, operator.le)  # noqa: E704
+    def __gt__(self, o): return self._cmp(o, operator.gt)  # noqa: E704
+    def __ge__(self, o): return self._cmp(o, operator.ge)  # noqa: E704
+    def __eq__(self, o): return self._cmp(o, operator.eq)  # noqa: E704
+    def __ne__(self, o): return self._cmp(o, operator.ne)  # noqa: E704
+
+    def __bool__(self) -> bool:
+        sg = self._get
+        now = bool(sg())
+        guard, _ = self._hooks
+        guard(lambda: bool(sg()), now,
+              f"{self._where} became {'non-' if not now else ''}zero", self._keep)
+        return now
+
+    def __float__(self) -> float: return float(self._concrete())  # noqa: E704
+    def __int__(self) -> int: return int(self._concrete())  # noqa: E704
+    def __index__(self) -> int: return operator.index(self._concrete())  # noqa: E704
+    def __hash__(self) -> int: return hash(self._concrete())  # noqa: E704
+    def __round__(self, n=None): return round(self._concrete(), n)  # noqa: E704
+    def __trunc__(self): return math.trunc(self._concrete())  # noqa: E704
+    def __floor__(self): return math.floor(self._concrete())  # noqa: E704
+    def __ceil__(self): return math.ceil(self._concrete())  # noqa: E704
+    def __format__(self, spec: str) -> str: return format(self._concrete(), spec)  # noqa: E704
+
+    def __repr__(self) -> str:
+        return f"TracedNumber({self._where}={self._get()!r})"

@@ -1,0 +1,75 @@
+"""`Adagrad`, as ``torch.optim.Adagrad``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from ..eager.grad_mode import no_grad
+from ..eager.tensor import Tensor
+from ._functional import as_dtype, with_weight_decay
+from .optimizer import Optimizer, full_state, run_closure, step_state
+
+
+class Adagrad(Optimizer):
+    """``sum += g**2``; ``p -= clr * g / (sqrt(sum) + eps)`` with
+    ``clr = lr / (1 + (step - 1) * lr_decay)``. State exists from construction, as in
+    PyTorch.
+
+    >>> opt = Adagrad(model.parameters(), lr=1e-2)  # doctest: +SKIP
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0,
+                 weight_decay: float = 0, initial_accumulator_value: float = 0,
+                 eps: float = 1e-10, foreach: bool | None = None, *, maximize: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError("Invalid initial_accumulator_value value: "
+                             f"{initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        super().__init__(params, {
+            "lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
+            "initial_accumulator_value": initial_accumulator_value, "foreach": foreach,
+            "maximize": maximize, "differentiable": differentiable, "fused": fused})
+        for group in self.param_groups:
+            for p in dict.__getitem__(group, "params"):
+                self._init_state(p, dict.__getitem__(group, "initial_accumulator_value"))
+
+    def _init_state(self, p: Tensor, init: float) -> None:
+        state = self.state[p]
+        state["step"] = step_state()
+        state["sum"] = full_state(p, init)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = run_closure(closure)
+        self._check_grads()
+        with no_grad():
+            for group in self.param_groups:
+                for p in self._params_with_grad(group):
+                    state = self.state[p]
+                    if len(state) == 0:  # a group added later
+                        self._init_state(p, float(group["initial_accumulator_value"]))
+                    self._update(p, p.grad, group, state)
+        return loss
+
+    def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        if group["maximize"]:
+            g = -g
+        step = state["step"]
+        step += 1
+        g = with_weight_decay(p, g, group)
+        step64 = step.astype(np.float64)
+        clr = as_dtype(group["lr"] / (1 + (step64 - 1) * group["lr_decay"]), p.dtype)
+        s = state["sum"]
+        s.add_(g * g)
+        std = s.sqrt() + group["eps"]
+        p.sub_(g / std * clr)

@@ -1,0 +1,99 @@
+"""`Adam` (and, with decoupled weight decay, `AdamW`'s rule), as ``torch.optim.Adam``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from ..eager.grad_mode import no_grad
+from ..eager.tensor import Tensor
+from ._functional import as_dtype, lerp_, max_
+from .optimizer import Optimizer, run_closure, step_state, zeros_state
+
+
+def check_betas(name: str, betas: Any) -> tuple:
+    if (not isinstance(betas, (tuple, list)) or len(betas) != 2
+            or not all(isinstance(b, (int, float, np.number, Tensor)) for b in betas)):
+        raise TypeError(f"{name}: betas must be a pair of numbers, got {betas!r}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    return tuple(betas)
+
+
+def check_common(lr: Any, eps: Any, weight_decay: Any) -> None:
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba) with bias correction; ``amsgrad`` keeps the running maximum of
+    the second moment; ``decoupled_weight_decay=True`` is AdamW's rule. The step count is
+    a float32 tensor in ``state["step"]``, as PyTorch keeps it.
+
+    >>> opt = Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999))  # doctest: +SKIP
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None,
+                 decoupled_weight_decay: bool = False) -> None:
+        betas = check_betas(type(self).__name__, betas)
+        check_common(lr, eps, weight_decay)
+        super().__init__(params, {
+            "lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+            "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
+            "capturable": capturable, "differentiable": differentiable, "fused": fused,
+            "decoupled_weight_decay": decoupled_weight_decay})
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = run_closure(closure)
+        self._check_grads()
+        with no_grad():
+            for group in self.param_groups:
+                for p in self._params_with_grad(group):
+                    self._update(p, p.grad, group, self.state[p])
+        return loss
+
+    def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        if group["maximize"]:
+            g = -g
+        amsgrad = group["amsgrad"]
+        if len(state) == 0:
+            state["step"] = step_state()
+            state["exp_avg"] = zeros_state(p)
+            state["exp_avg_sq"] = zeros_state(p)
+            if amsgrad:
+                state["max_exp_avg_sq"] = zeros_state(p)
+        step, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+        step += 1
+        lr, wd = group["lr"], group["weight_decay"]
+        if wd != 0:
+            if group["decoupled_weight_decay"]:
+                p.mul_(1 - lr * wd)
+            else:
+                g = g + p * wd
+        beta1, beta2 = group["betas"]
+        lerp_(m, g, 1 - beta1)
+        v.mul_(beta2).add_(g * (1 - beta2) * g)
+        # Bias corrections in float64 from the float32 step, rounded to the parameter's
+        # dtype once: PyTorch computes them from a Python-float step.
+        step64 = step.astype(np.float64)
+        bc1 = 1 - beta1 ** step64
+        bc2_sqrt = as_dtype((1 - beta2 ** step64).sqrt(), p.dtype)
+        step_size = as_dtype(lr / bc1, p.dtype)
+        if amsgrad:
+            vmax = state["max_exp_avg_sq"]
+            max_(vmax, v)
+            v = vmax
+        denom = v.sqrt() / bc2_sqrt + group["eps"]
+        p.sub_(m / denom * step_size)

@@ -1,0 +1,61 @@
+"""`Adamax`, as ``torch.optim.Adamax``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from ..eager.grad_mode import no_grad
+from ..eager.tensor import Tensor
+from ..ops.elementwise import maximum
+from ._functional import as_dtype, lerp_, with_weight_decay
+from .adam import check_betas, check_common
+from .optimizer import Optimizer, run_closure, step_state, zeros_state
+
+
+class Adamax(Optimizer):
+    """Adam with the infinity norm: ``u = max(beta2 * u, |g| + eps)``;
+    ``p -= lr / (1 - beta1**t) * m / u``.
+
+    >>> opt = Adamax(model.parameters(), lr=2e-3)  # doctest: +SKIP
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 2e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, foreach: bool | None = None, *,
+                 maximize: bool = False, differentiable: bool = False,
+                 capturable: bool = False) -> None:
+        betas = check_betas("Adamax", betas)
+        check_common(lr, eps, weight_decay)
+        super().__init__(params, {
+            "lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+            "foreach": foreach, "maximize": maximize, "differentiable": differentiable,
+            "capturable": capturable})
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = run_closure(closure)
+        self._check_grads()
+        with no_grad():
+            for group in self.param_groups:
+                for p in self._params_with_grad(group):
+                    self._update(p, p.grad, group, self.state[p])
+        return loss
+
+    def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        if group["maximize"]:
+            g = -g
+        if len(state) == 0:
+            state["step"] = step_state()
+            state["exp_avg"] = zeros_state(p)
+            state["exp_inf"] = zeros_state(p)
+        step = state["step"]
+        step += 1
+        g = with_weight_decay(p, g, group)
+        beta1, beta2 = group["betas"]
+        m, u = state["exp_avg"], state["exp_inf"]
+        lerp_(m, g, 1 - beta1)
+        u.copy_(maximum(u * beta2, g.abs() + group["eps"]))
+        clr = as_dtype(group["lr"] / (1 - beta1 ** step.astype(np.float64)), p.dtype)
+        p.sub_(m / u * clr)

@@ -1,0 +1,80 @@
+"""`NAdam`, as ``torch.optim.NAdam``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from ..eager.grad_mode import no_grad
+from ..eager.tensor import Tensor
+from ._functional import as_dtype, lerp_
+from .adam import check_betas, check_common
+from .optimizer import Optimizer, run_closure, step_state, zeros_state
+
+
+class NAdam(Optimizer):
+    """Adam with Nesterov momentum (Dozat), with the momentum schedule
+    ``mu_t = beta1 * (1 - 0.5 * 0.96 ** (t * momentum_decay))``.
+
+    >>> opt = NAdam(model.parameters(), lr=2e-3)  # doctest: +SKIP
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 2e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, momentum_decay: float = 4e-3,
+                 decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
+        betas = check_betas("NAdam", betas)
+        check_common(lr, eps, weight_decay)
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        super().__init__(params, {
+            "lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+            "momentum_decay": momentum_decay, "decoupled_weight_decay": decoupled_weight_decay,
+            "maximize": maximize, "foreach": foreach, "capturable": capturable,
+            "differentiable": differentiable})
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = run_closure(closure)
+        self._check_grads()
+        with no_grad():
+            for group in self.param_groups:
+                for p in self._params_with_grad(group):
+                    self._update(p, p.grad, group, self.state[p])
+        return loss
+
+    def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        if group["maximize"]:
+            g = -g
+        if len(state) == 0:
+            state["step"] = step_state()
+            state["mu_product"] = Tensor(np.ones((), np.float32))
+            state["exp_avg"] = zeros_state(p)
+            state["exp_avg_sq"] = zeros_state(p)
+        step, mu_product = state["step"], state["mu_product"]
+        step += 1
+        lr, wd = group["lr"], group["weight_decay"]
+        if wd != 0:
+            if group["decoupled_weight_decay"]:
+                p.mul_(1 - lr * wd)
+            else:
+                g = g + p * wd
+        beta1, beta2 = group["betas"]
+        t = step.astype(np.float64)
+        bc2 = 1 - beta2 ** t
+        decay = group["momentum_decay"]
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * decay))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * decay))
+        mu_product.mul_(mu.astype(np.float32))
+        prod = mu_product.astype(np.float64)
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        lerp_(m, g, 1 - beta1)
+        v.mul_(beta2).add_(g * (1 - beta2) * g)
+        denom = (v / as_dtype(bc2, p.dtype)).sqrt() + group["eps"]
+        c_grad = as_dtype(lr * (1.0 - mu) / (1.0 - prod), p.dtype)
+        c_avg = as_dtype(lr * mu_next / (1.0 - prod * mu_next), p.dtype)
+        p.sub_(g / denom * c_grad)
+        p.sub_(m / denom * c_avg)

@@ -1,0 +1,629 @@
+"""`Optimizer`: parameter groups, per-parameter state, ``state_dict``, as PyTorch's.
+
+The containers (``param_groups``, each group and its ``params`` list, ``state`` and each
+parameter's state dict) count their changes in one version number that a compiled training
+step guards, so ``opt.state.clear()``, a new group or a changed parameter list retraces
+instead of running with what the trace saw. Hyperparameters read from a group while a call
+is traced are runtime inputs or guards (`dualgraph.optim._tracing`), whoever reads them.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import itertools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from ..eager.grad_mode import no_grad
+from ..eager.internal import array_of
+from ..eager.tensor import Tensor
+from ..ops.mixin import TensorOps
+from . import _tracing as T
+
+
+class _Required:
+    """The default of a hyperparameter that every group must give (PyTorch's ``required``)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+_TICKS = itertools.count(1)
+
+
+class _Version:
+    """One optimizer's change counter, shared by all its containers. Its values are unique
+    across all optimizers, so a replaced counter never repeats a value a guard expects."""
+
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = next(_TICKS)
+
+    def bump(self) -> None:
+        self.n = next(_TICKS)
+
+
+def _changed(ver: _Version, what: str) -> None:
+    """A container changed: eagerly count it; during a trace refuse (a compiled call would
+    not repeat the change)."""
+    if T.tracing():
+        raise T.eager_only(f"changing the optimizer's {what}")
+    ver.bump()
+
+
+class ParamGroup(dict):
+    """One entry of ``param_groups``: a dict whose reads, while a compiled call is traced,
+    are reported to the trace (a number becomes a runtime input, anything else a guard)."""
+
+    __slots__ = ("_ver", "_opt")
+
+    def __init__(self, ver: _Version, items: dict, opt: Any = None) -> None:
+        super().__init__(items)
+        self._ver = ver
+        self._opt = opt
+
+    def __getitem__(self, key: Any) -> Any:
+        value = dict.__getitem__(self, key)
+        hooks = T.trace_hooks()
+        if hooks is None:
+            return value
+        if self._opt is not None:
+            # Code outside the optimizer's own methods may iterate the groups too.
+            self._opt._guard_structure(hooks)
+        if key == "params":
+            return value
+        return T.read(hooks, self, key, value, lambda: dict.__getitem__(self, key),
+                      f"param_groups[...][{key!r}]")
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if T.tracing():
+            raise T.eager_only(f"setting param_groups[...][{key!r}]")
+        if key == "params" or key not in self:
+            # The parameter list, or which keys a group has, changed: what a traced step
+            # iterated over or branched on (``"momentum" in group``).
+            self._ver.bump()
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        _changed(self._ver, f"param_groups[...][{key!r}]")
+        dict.__delitem__(self, key)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for k, v in dict(*args, **kwargs).items():
+            self[k] = v
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        if key in self:
+            _changed(self._ver, f"param_groups[...][{key!r}]")
+        return dict.pop(self, key, *default)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return dict, (dict(self),)
+
+    def __deepcopy__(self, memo: dict) -> dict:
+        return {k: copy.deepcopy(v, memo) for k, v in dict.items(self)}
+
+
+class _TrackedList(list):
+    """A list that counts its changes in the optimizer's version."""
+
+    __slots__ = ("_ver",)
+    _what = "parameter groups"
+
+    def __init__(self, ver: _Version, items: Iterable = ()) -> None:
+        super().__init__(items)
+        self._ver = ver
+
+    def _changed(self) -> None:
+        _changed(self._ver, self._what)
+
+    def __setitem__(self, i: Any, v: Any) -> None:
+        self._changed()
+        list.__setitem__(self, i, v)
+
+    def __delitem__(self, i: Any) -> None:
+        self._changed()
+        list.__delitem__(self, i)
+
+    def __iadd__(self, other: Iterable) -> Any:
+        self._changed()
+        return list.__iadd__(self, other)
+
+    def __imul__(self, n: int) -> Any:
+        self._changed()
+        return list.__imul__(self, n)
+
+    def append(self, v: Any) -> None:
+        self._changed()
+        list.append(self, v)
+
+    def extend(self, vs: Iterable) -> None:
+        self._changed()
+        list.extend(self, vs)
+
+    def insert(self, i: int, v: Any) -> None:
+        self._changed()
+        list.insert(self, i, v)
+
+    def pop(self, i: int = -1) -> Any:
+        self._changed()
+        return list.pop(self, i)
+
+    def remove(self, v: Any) -> None:
+        self._changed()
+        list.remove(self, v)
+
+    def clear(self) -> None:
+        self._changed()
+        list.clear(self)
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        self._changed()
+        list.sort(self, *args, **kwargs)
+
+    def reverse(self) -> None:
+        self._changed()
+        list.reverse(self)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return list, (list(self),)
+
+    def __deepcopy__(self, memo: dict) -> list:
+        return [copy.deepcopy(v, memo) for v in self]
+
+
+class _Params(_TrackedList):
+    __slots__ = ()
+    _what = "parameter list"
+
+
+class _Groups(_TrackedList):
+    __slots__ = ()
+
+
+class _ParamState(dict):
+    """One parameter's state. During a trace a new entry may be added (the state a first
+    step creates); a tensor computed by the trace is stored as an eager tensor the compiled
+    call writes, and the step retraces once, as it took its first-step path."""
+
+    __slots__ = ("_ver", "_opt")
+
+    def __init__(self, ver: _Version, opt: Any, items: Any = ()) -> None:
+        super().__init__(items)
+        self._ver = ver
+        self._opt = opt
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        old = dict.get(self, key, T._MISSING)
+        if old is value:
+            return
+        if not T.tracing():
+            self._ver.bump()
+        elif isinstance(value, Tensor) and old is T._MISSING:
+            pass  # new eager state, created the same way on the first and later steps
+        elif isinstance(value, TensorOps):
+            value = self._opt._hold(value)
+            self._ver.bump()  # the trace took the state's first-step path: retrace next call
+        else:
+            raise T.eager_only(f"storing {type(value).__name__} {value!r} in optimizer state "
+                               f"[{key!r}] (keep numbers that change in state as tensors)")
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        _changed(self._ver, "state")
+        dict.__delitem__(self, key)
+
+    def clear(self) -> None:
+        _changed(self._ver, "state")
+        dict.clear(self)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        if key in self:
+            _changed(self._ver, "state")
+        return dict.pop(self, key, *default)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return dict.__getitem__(self, key)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for k, v in dict(*args, **kwargs).items():
+            self[k] = v
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return dict, (dict(self),)
+
+    def __deepcopy__(self, memo: dict) -> dict:
+        return {k: copy.deepcopy(v, memo) for k, v in dict.items(self)}
+
+
+class _State(dict):
+    """``opt.state``: parameter -> its state dict, created on first use (PyTorch's
+    ``defaultdict(dict)``)."""
+
+    __slots__ = ("_ver", "_opt")
+
+    def __init__(self, ver: _Version, opt: Any, items: Any = ()) -> None:
+        super().__init__()
+        self._ver = ver
+        self._opt = opt
+        for k, v in dict(items).items():
+            self[k] = v
+
+    def __missing__(self, key: Any) -> dict:
+        value = _ParamState(self._ver, self._opt)
+        dict.__setitem__(self, key, value)
+        if not T.tracing():
+            self._ver.bump()
+        return value
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if dict.get(self, key, T._MISSING) is value:
+            return
+        if T.tracing():
+            raise T.eager_only("replacing a parameter's optimizer state")
+        # A plain dict is kept as given (the caller may change it later): the guard's
+        # fallback reads its entries.
+        self._ver.bump()
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        _changed(self._ver, "state")
+        dict.__delitem__(self, key)
+
+    def clear(self) -> None:
+        _changed(self._ver, "state")
+        dict.clear(self)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        if key in self:
+            _changed(self._ver, "state")
+        return dict.pop(self, key, *default)
+
+    def popitem(self) -> Any:
+        _changed(self._ver, "state")
+        return dict.popitem(self)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = {} if default is None else default
+        return dict.__getitem__(self, key)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for k, v in dict(*args, **kwargs).items():
+            self[k] = v
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return dict, (dict(self),)
+
+    def __deepcopy__(self, memo: dict) -> dict:
+        return {k: copy.deepcopy(v, memo) for k, v in dict.items(self)}
+
+
+def _traced_method(fn: Callable) -> Callable:
+    """Wrap ``step``/``zero_grad``: while a call is traced, guard what the optimizer's
+    containers hold, and afterwards write the state tensors the trace computed."""
+    if getattr(fn, "_dg_optim_wrapped", False):
+        return fn
+
+    @functools.wraps(fn)
+    def wrapper(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+        hooks = T.trace_hooks()
+        if hooks is None:
+            return fn(self, *args, **kwargs)
+        self._guard_structure(hooks)
+        try:
+            return fn(self, *args, **kwargs)
+        finally:
+            self._flush_held()
+    wrapper._dg_optim_wrapped = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+class Optimizer:
+    """Base class of all optimizers: ``param_groups``, ``state``, ``zero_grad``,
+    ``state_dict``/``load_state_dict``, ``add_param_group``.
+
+    A subclass implements ``step()``, reading hyperparameters from ``group[...]`` as
+    PyTorch's optimizers do; inside a compiled training step those reads are runtime inputs
+    or guards, so a learning-rate schedule changes the compiled step's learning rate.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ("step", "zero_grad"):
+            if name in cls.__dict__:
+                setattr(cls, name, _traced_method(cls.__dict__[name]))
+
+    def __init__(self, params: Iterable[Any], defaults: dict) -> None:
+        if isinstance(params, TensorOps):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            "Tensors or dicts, but got " + type(params).__name__)
+        if isinstance(params, (set, frozenset)):
+            raise TypeError("optimizer parameters need to be organized in ordered "
+                            "collections, but the ordering of tensors in sets will change "
+                            "between runs. Please use a list instead.")
+        self._ver = _Version()
+        self._held: list = []
+        self.defaults = dict(defaults)
+        self.state = {}
+        self.param_groups = []
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for g in groups:
+            self.add_param_group(g)
+
+    # ---------------------------------------------------------------- containers
+    @property
+    def state(self) -> dict:
+        return self._state
+
+    @state.setter
+    def state(self, value: dict) -> None:
+        self._ver.bump()
+        self._state = value if isinstance(value, _State) else _State(self._ver, self, value)
+
+    @property
+    def param_groups(self) -> list:
+        return self._groups
+
+    @param_groups.setter
+    def param_groups(self, value: list) -> None:
+        self._ver.bump()
+        groups = _Groups(self._ver)
+        for g in value:
+            list.append(groups, g if isinstance(g, ParamGroup) else self._as_group(g))
+        self._groups = groups
+
+    def _as_group(self, g: dict) -> ParamGroup:
+        items = dict(g)
+        if isinstance(items.get("params"), list) and not isinstance(items["params"], _Params):
+            items["params"] = _Params(self._ver, items["params"])
+        return ParamGroup(self._ver, items, self)
+
+    def __getstate__(self) -> dict:
+        return {"defaults": self.defaults, "state": dict(self.state),
+                "param_groups": [dict(g) for g in self.param_groups]}
+
+    def __setstate__(self, d: dict) -> None:
+        self._ver = _Version()
+        self._held = []
+        self.defaults = d["defaults"]
+        # The dicts are this optimizer's own (a copy's): track them like its own state.
+        self.state = {p: s if isinstance(s, _ParamState) else _ParamState(self._ver, self, s)
+                      for p, s in d["state"].items()}
+        self.param_groups = d["param_groups"]
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(k for k in group if k != "params"):
+                lines.append(f"    {key}: {dict.__getitem__(group, key)}")
+        return "\n".join(lines) + "\n)"
+
+    # ------------------------------------------------------- compiled-step support
+    def _plain_containers(self) -> list:
+        """Containers a user put in as plain lists or dicts (their changes bypass the
+        counter): each group's parameter list, each parameter's state dict."""
+        groups, state = self.__dict__["_groups"], self.__dict__["_state"]
+        out = [p for p in (dict.__getitem__(g, "params") for g in groups)
+               if not isinstance(p, _Params)]
+        return out + [s for s in dict.values(state) if not isinstance(s, _ParamState)]
+
+    def _fingerprint(self) -> Any:
+        """The change counter, and what the plain containers hold."""
+        plain = self._plain_containers()
+        return (self._ver.n, tuple(tuple(map(id, c)) if isinstance(c, list) else
+                                   tuple((k, id(v)) for k, v in c.items()) for c in plain))
+
+    def _guard_structure(self, hooks: tuple) -> None:
+        guard, _ = hooks
+        what = (f"{type(self).__name__}'s state or parameter groups changed (state cleared "
+                "or replaced, parameters or groups added or changed)")
+        if self._plain_containers():
+            guard(self._fingerprint, self._fingerprint(), what, self)
+        else:
+            # Every container is tracked: the counter alone says whether anything changed
+            # (one attribute read per call).
+            guard(lambda: self._ver.n, self._ver.n, what, self)
+
+    def _hold(self, value: Any) -> Tensor:
+        """An eager tensor standing for a state value the trace computed; the compiled call
+        writes the value into it. The step may go on changing ``value`` in place: then
+        `_flush_held` writes its final value."""
+        holder = Tensor(np.zeros(tuple(value.shape), value.dtype))
+        with no_grad():
+            holder.copy_(value)
+        self._held.append((holder, value, getattr(value, "node", None)))
+        return holder
+
+    def _flush_held(self) -> None:
+        held, self._held = self._held, []
+        with no_grad():
+            for holder, value, node in held:
+                if getattr(value, "node", None) is not node:
+                    holder.copy_(value)
+
+    # ------------------------------------------------------------------ the API
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group of parameters, with its own hyperparameters (the optimizer's
+        defaults fill in the rest): ``opt.add_param_group({"params": head, "lr": 1e-4})``."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group.get("params")
+        if params is None:
+            raise TypeError("a parameter group must be a dict with a 'params' entry")
+        if isinstance(params, TensorOps):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise TypeError("optimizer parameters need to be organized in ordered "
+                            "collections, but the ordering of tensors in sets will change "
+                            "between runs. Please use a list instead.")
+        else:
+            params = list(params)
+        k = len(self.param_groups)
+        seen = {id(p): i for i, g in enumerate(self.param_groups) for p in g["params"]}
+        for i, p in enumerate(params):
+            if not isinstance(p, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params "
+                                f"is {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+            # A parameter listed twice would be stepped twice per step(). PyTorch raises
+            # across groups and warns within one; both are refused here.
+            if id(p) in seen:
+                what = ("some parameters appear in more than one parameter group"
+                        if seen[id(p)] != k else
+                        "optimizer contains a parameter group with duplicate parameters")
+                raise ValueError(f"{what}: parameter {i} of group {k} (shape "
+                                 f"{tuple(p.shape)}) is listed before")
+            seen[id(p)] = k
+        group = {**param_group, "params": params}
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError("parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            group.setdefault(name, default)
+        self._check_group(group)
+        self.param_groups.append(self._as_group(group))
+
+    def _check_group(self, group: dict) -> None:
+        """Hyperparameters are numbers (flags are bools): a string would fail later, inside
+        a step."""
+        for k, v in group.items():
+            if k == "params" or isinstance(self.defaults.get(k), (bool, str, type(None))):
+                continue
+            if v is required:
+                continue
+            for x in v if isinstance(v, tuple) else (v,):
+                if isinstance(x, bool) or not isinstance(x, (int, float, np.number, Tensor)):
+                    raise TypeError(f"{type(self).__name__}: {k} must be a number, got {x!r}")
+        if group.get("lr", 0) < 0:
+            raise ValueError(f"Invalid learning rate: {group['lr']}")
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all parameters: to ``None`` (the default), or to zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if set_to_none:
+                    p.grad = None
+                elif p.grad is not None:
+                    p.grad = p.grad.detach() * 0
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient. ``closure`` (re-evaluates the
+        loss) is called first, under grad mode, and its result returned."""
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        """``{"state": {index: state}, "param_groups": [group with "params": [index]]}``,
+        PyTorch's format: parameters are numbered across groups in order. The state
+        tensors are the optimizer's own (not copies)."""
+        index: dict[int, int] = {}
+        groups = []
+        for g in self.param_groups:
+            packed = {k: v for k, v in dict.items(g) if k != "params"}
+            ids = []
+            for p in dict.__getitem__(g, "params"):
+                index.setdefault(id(p), len(index))
+                ids.append(index[id(p)])
+            packed["params"] = ids
+            groups.append(packed)
+        state = {index[id(p)]: dict(s) for p, s in dict.items(self.state) if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Load what `state_dict` returned (of an optimizer over parameters of the same
+        shapes, in the same groups). State tensors are copied and cast to their
+        parameter's dtype (``step`` keeps its own)."""
+        state_dict = copy.deepcopy(state_dict)
+        groups, saved = self.param_groups, state_dict.get("param_groups")
+        if not isinstance(saved, list) or "state" not in state_dict:
+            raise ValueError("optimizer state_dict must have 'state' and 'param_groups'")
+        if len(groups) != len(saved):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        for g, s in zip(groups, saved):
+            if len(dict.__getitem__(g, "params")) != len(s["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't "
+                                 "match the size of optimizer's group")
+        id_map = {old: p for g, s in zip(groups, saved)
+                  for old, p in zip(s["params"], dict.__getitem__(g, "params"))}
+        state = {}
+        for k, v in state_dict["state"].items():
+            p = id_map.get(k)
+            if p is None:
+                continue
+            entry = {}
+            for name, value in dict(v).items():
+                if isinstance(value, Tensor) and name != "step":
+                    value = Tensor(np.array(array_of(value), dtype=p.dtype))
+                elif isinstance(value, Tensor):
+                    value = Tensor(np.array(array_of(value)))
+                entry[name] = value
+            state[p] = _ParamState(self._ver, self, entry)
+        new_groups = [{**s, "params": list(dict.__getitem__(g, "params"))}
+                      for g, s in zip(groups, saved)]
+        self.state = _State(self._ver, self, state)
+        self.param_groups = new_groups
+
+    # ------------------------------------------------------------- for subclasses
+    def _params_with_grad(self, group: dict) -> list:
+        """The group's parameters that have a gradient, checked before anything changes:
+        an error must leave all parameters and state as they were."""
+        return [p for p in dict.__getitem__(group, "params") if p.grad is not None]
+
+    def _check_grads(self) -> None:
+        for group in self.param_groups:
+            for p in dict.__getitem__(group, "params"):
+                g = p.grad
+                if g is not None and tuple(g.shape) != tuple(p.shape):
+                    raise RuntimeError(
+                        f"{type(self).__name__}.step(): the gradient of a parameter of shape "
+                        f"{tuple(p.shape)} has shape {tuple(g.shape)}; nothing was updated")
+
+
+Optimizer.zero_grad = _traced_method(Optimizer.zero_grad)  # type: ignore[method-assign]
+
+
+def zeros_state(p: Tensor, dtype: Any = None) -> Tensor:
+    """A state tensor of zeros shaped like ``p``: an eager tensor even while a step is
+    traced (the trace then reads and writes it like any captured tensor)."""
+    return Tensor(np.zeros(tuple(p.shape), p.dtype if dtype is None else dtype))
+
+
+def full_state(p: Tensor, value: float) -> Tensor:
+    return Tensor(np.full(tuple(p.shape), value, p.dtype))
+
+
+def step_state() -> Tensor:
+    """A step counter as PyTorch keeps it: a float32 0-d tensor (exact to 2**24 steps)."""
+    return Tensor(np.zeros((), np.float32))
+
+
+def run_closure(closure: Callable[[], Any] | None) -> Any:
+    if closure is None:
+        return None
+    from ..eager.grad_mode import enable_grad
+
+    with enable_grad():
+        return closure()

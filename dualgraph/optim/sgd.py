@@ -1,0 +1,81 @@
+"""`SGD`: stochastic gradient descent with momentum, dampening, Nesterov momentum and
+weight decay, as ``torch.optim.SGD``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..eager.grad_mode import no_grad
+from ..eager.internal import sub_scaled_
+from ..eager.tensor import Tensor
+from . import _tracing as T
+from .optimizer import Optimizer, run_closure, zeros_state
+
+
+class SGD(Optimizer):
+    """``buf = momentum * buf + (1 - dampening) * g`` (``buf = g`` on the first step);
+    ``p -= lr * (g + momentum * buf if nesterov else buf)``, with ``g`` the gradient plus
+    ``weight_decay * p`` (negated when ``maximize``).
+
+    >>> opt = SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)  # doctest: +SKIP
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0,
+                 dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
+                 maximize: bool = False, foreach: bool | None = None,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        if not isinstance(lr, (int, float, Tensor)) or isinstance(lr, bool):
+            raise TypeError(f"SGD: lr must be a number, got {lr!r}")
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, {
+            "lr": lr, "momentum": momentum, "dampening": dampening,
+            "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
+            "foreach": foreach, "differentiable": differentiable, "fused": fused})
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = run_closure(closure)
+        self._check_grads()
+        with no_grad():
+            for group in self.param_groups:
+                # As PyTorch, state exists only with momentum (state_dict shows it).
+                with_state = group["momentum"] != 0
+                for p in self._params_with_grad(group):
+                    self._update(p, p.grad, group, self.state[p] if with_state else {})
+        return loss
+
+    def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        lr = group["lr"]
+        if group["maximize"]:
+            g = -g
+        momentum = group["momentum"]
+        # Plain SGD eagerly: one in-place update, without a product tensor.
+        if (type(lr) is not T.TracedNumber and not momentum and not group["weight_decay"]
+                and sub_scaled_(p, g, lr)):
+            return
+        wd = group["weight_decay"]
+        if wd != 0:
+            g = g + p * wd
+        if momentum != 0:
+            dampening = group["dampening"]
+            buf = state.get("momentum_buffer")
+            if buf is None and dampening == 0:
+                # PyTorch starts the buffer at g; 0 * momentum + g is g exactly, and keeps
+                # the first step's ops those of later steps (a traced step is then right
+                # for both).
+                buf = state["momentum_buffer"] = zeros_state(p)
+                buf.mul_(momentum).add_(g)
+            elif buf is None:
+                buf = state["momentum_buffer"] = g.clone()
+            else:
+                buf.mul_(momentum).add_(g, alpha=1 - dampening)
+            g = g + buf * momentum if group["nesterov"] else buf
+        if not sub_scaled_(p, g, lr):
+            p.sub_(g * lr)
