@@ -49,55 +49,70 @@ def _check_size(name: str, value: Any) -> None:
         raise ValueError(f"{name} must be greater than zero")
 
 
-def _linear_t(x: Any, w: Any, b: Any) -> Any:
-    """``x @ w.T + b`` for 2-D ``x``: one ``addmm`` with a bias, one ``matmul`` without."""
-    wt = S.transpose(w)
-    return L.matmul(x, wt) if b is None else L.addmm(b, x, wt)
-
-
 def _cols(x: Any, k: int, n: int) -> Any:
     """Columns ``k*n .. (k+1)*n`` of a 2-D tensor: gate ``k`` of a packed gate matrix."""
     return x[:, k * n:(k + 1) * n]
 
 
-# ----------------------------------------------------------------- one time step
-# Each step function takes the input and state at one step, (batch, features), and the
-# layer's weights; they are shared by the cells and the sequence layers.
+# ------------------------------------------------------------------ one time step
+# A layer's two products, ``x @ W_ih.T + b_ih`` and ``h @ W_hh.T + b_hh``, are one product
+# of ``[x, h]`` with the weights side by side, packed once per call: each time step then
+# costs one matrix product forward and two backward (not two and four), which is what the
+# unrolled loop's compiled code grows by.
 
 
-def _rnn_step(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
-              relu: bool) -> Any:
-    pre = E.add(_linear_t(x, w_ih, b_ih), _linear_t(h, w_hh, b_hh))
-    return E.relu(pre) if relu else E.tanh(pre)
+def _pack(mode: str, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -> tuple[Any, Any]:
+    """``(W.T, b)`` such that the step's gates are ``[x, h] @ W.T + b``. For the GRU the
+    new gate needs its two halves apart (the reset gate scales the hidden half, bias
+    included), so the packed gates are ``[r, z, W_in x + b_in, W_hn h + b_hn]``."""
+    if mode != "GRU":
+        w = S.concatenate((w_ih, w_hh), axis=1)
+        b = None if b_ih is None else E.add(b_ih, b_hh)
+        return S.transpose(w), b
+    n, n_in = w_hh.shape[0] // 3, w_ih.shape[1]
+    zeros_in = zeros(n, n_in, dtype=w_ih.dtype)
+    zeros_h = zeros(n, n, dtype=w_hh.dtype)
+    left = S.concatenate((w_ih, zeros_in), axis=0)
+    right = S.concatenate((w_hh[:2 * n], zeros_h, w_hh[2 * n:]), axis=0)
+    w = S.concatenate((left, right), axis=1)
+    b = None
+    if b_ih is not None:
+        b = S.concatenate((E.add(b_ih[:2 * n], b_hh[:2 * n]), b_ih[2 * n:], b_hh[2 * n:]))
+    return S.transpose(w), b
 
 
-def _lstm_step(x: Any, h: Any, c: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
-               w_hr: Any = None) -> tuple[Any, Any]:
-    # PyTorch's gate order: input, forget, cell, output.
-    n = w_hh.shape[0] // 4
-    gates = E.add(_linear_t(x, w_ih, b_ih), _linear_t(h, w_hh, b_hh))
-    i = E.sigmoid(_cols(gates, 0, n))
-    f = E.sigmoid(_cols(gates, 1, n))
-    g = E.tanh(_cols(gates, 2, n))
-    o = E.sigmoid(_cols(gates, 3, n))
-    c = E.add(E.mul(f, c), E.mul(i, g))
-    h = E.mul(o, E.tanh(c))
-    if w_hr is not None:
-        h = L.matmul(h, S.transpose(w_hr))
-    return h, c
+def _gates(x: Any, h: Any, wt: Any, b: Any) -> Any:
+    xh = S.concatenate((x, h), axis=1)
+    return L.matmul(xh, wt) if b is None else L.addmm(b, xh, wt)
 
 
-def _gru_step(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -> Any:
-    # PyTorch's gate order: reset, update, new; the reset gate scales the hidden part of
-    # the new gate including its bias: n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).
-    n = w_hh.shape[0] // 3
-    gi = _linear_t(x, w_ih, b_ih)
-    gh = _linear_t(h, w_hh, b_hh)
-    r = E.sigmoid(E.add(_cols(gi, 0, n), _cols(gh, 0, n)))
-    z = E.sigmoid(E.add(_cols(gi, 1, n), _cols(gh, 1, n)))
-    new = E.tanh(E.add(_cols(gi, 2, n), E.mul(r, _cols(gh, 2, n))))
-    # h' = (1 - z) * n + z * h, written as PyTorch's kernel computes it.
-    return E.add(E.mul(E.sub(h, new), z), new)
+def _step(mode: str, x: Any, state: Any, wt: Any, b: Any, w_hr: Any = None) -> Any:
+    """One time step: the new state (a tensor, or ``(h, c)`` for the LSTM) from the input
+    and state, (batch, features) each, and the packed weights."""
+    if mode == "LSTM":
+        h, c = state
+        g = _gates(x, h, wt, b)
+        n = g.shape[1] // 4
+        # PyTorch's gate order: input, forget, cell, output.
+        i = E.sigmoid(_cols(g, 0, n))
+        f = E.sigmoid(_cols(g, 1, n))
+        cell = E.tanh(_cols(g, 2, n))
+        o = E.sigmoid(_cols(g, 3, n))
+        c = E.add(E.mul(f, c), E.mul(i, cell))
+        h = E.mul(o, E.tanh(c))
+        if w_hr is not None:
+            h = L.matmul(h, S.transpose(w_hr))
+        return h, c
+    g = _gates(x, state, wt, b)
+    if mode == "GRU":
+        n = g.shape[1] // 4
+        # PyTorch's gates: reset, update, new; n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).
+        r = E.sigmoid(_cols(g, 0, n))
+        z = E.sigmoid(_cols(g, 1, n))
+        new = E.tanh(E.add(_cols(g, 2, n), E.mul(r, _cols(g, 3, n))))
+        # h' = (1 - z) * n + z * h, written as PyTorch's kernel computes it.
+        return E.add(E.mul(E.sub(state, new), z), new)
+    return E.relu(g) if mode == "RNN_RELU" else E.tanh(g)
 
 
 # ------------------------------------------------------------------ sequence layers
@@ -261,22 +276,13 @@ class RNNBase(Module):
             w_ih, w_hh, b_ih, b_hh = weights[:4]
         else:
             (w_ih, w_hh), b_ih, b_hh = weights[:2], None, None
+        w_hr = weights[-1] if self.proj_size else None
+        wt, b = _pack(self.mode, w_ih, w_hh, b_ih, b_hh)
         ys = []
-        if self.mode == "LSTM":
-            w_hr = weights[-1] if self.proj_size else None
-            h, c = state
-            for x in steps:
-                h, c = _lstm_step(x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr)
-                ys.append(h)
-            return ys, (h, c)
-        h = state
         for x in steps:
-            if self.mode == "GRU":
-                h = _gru_step(x, h, w_ih, w_hh, b_ih, b_hh)
-            else:
-                h = _rnn_step(x, h, w_ih, w_hh, b_ih, b_hh, self.mode == "RNN_RELU")
-            ys.append(h)
-        return ys, h
+            state = _step(self.mode, x, state, wt, b, w_hr)
+            ys.append(state[0] if self.mode == "LSTM" else state)
+        return ys, state
 
     def _prepare(self, x: Any) -> tuple[Any, bool]:
         """``x`` as (time, batch, features) and whether the input had a batch dim."""
@@ -448,6 +454,9 @@ class RNNCellBase(Module):
             s += f", nonlinearity={self.nonlinearity}"
         return s
 
+    def _packed(self, mode: str) -> tuple[Any, Any]:
+        return _pack(mode, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+
     def _batched(self, x: Any, states: tuple) -> tuple[Any, list, bool]:
         """``x`` and each state with a batch dim, zeros for missing states."""
         name = type(self).__name__
@@ -499,8 +508,8 @@ class RNNCell(RNNCellBase):
 
     def forward(self, input: Any, hx: Any = None) -> Any:  # noqa: A002
         x, (h,), batched = self._batched(input, (hx,))
-        h = _rnn_step(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh,
-                      self.nonlinearity == "relu")
+        mode = "RNN_RELU" if self.nonlinearity == "relu" else "RNN_TANH"
+        h = _step(mode, x, h, *self._packed(mode))
         return h if batched else h.squeeze(0)
 
 
@@ -520,7 +529,7 @@ class LSTMCell(RNNCellBase):
         if len(states) != 2:
             raise TypeError("LSTMCell: hx must be a tuple (h, c)")
         x, (h, c), batched = self._batched(input, states)
-        h, c = _lstm_step(x, h, c, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        h, c = _step("LSTM", x, (h, c), *self._packed("LSTM"))
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -537,5 +546,5 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input: Any, hx: Any = None) -> Any:  # noqa: A002
         x, (h,), batched = self._batched(input, (hx,))
-        h = _gru_step(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        h = _step("GRU", x, h, *self._packed("GRU"))
         return h if batched else h.squeeze(0)
