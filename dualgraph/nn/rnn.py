@@ -286,10 +286,10 @@ class RNNBase(Module):
 
     def _prepare(self, x: Any) -> tuple[Any, bool]:
         """``x`` as (time, batch, features) and whether the input had a batch dim."""
-        self._check_input(x)
-        if x.ndim not in (2, 3):
+        if isinstance(x, TensorOps) and x.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
                              f"{x.ndim}D tensor instead")
+        self._check_input(x)
         batched = x.ndim == 3
         if not batched:
             x = x.unsqueeze(1)
