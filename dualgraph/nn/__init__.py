@@ -111,3 +111,18 @@ from .modules import (  # noqa: E402
 __all__ += ["BCELoss", "CosineSimilarity", "HuberLoss", "KLDivLoss", "L1Loss",
             "MultiheadAttention", "NLLLoss", "PairwiseDistance", "SmoothL1Loss",
             "SoftMarginLoss"]
+# Recurrent layers.
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
+
+__all__ += ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase"]
+# Transformer layers.
+from .transformer import (  # noqa: E402
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
+
+__all__ += ["Transformer", "TransformerDecoder", "TransformerDecoderLayer",
+            "TransformerEncoder", "TransformerEncoderLayer"]

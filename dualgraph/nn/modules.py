@@ -106,14 +106,18 @@ class Module:
         if name in modules and value is not None and not isinstance(value, Module):
             raise TypeError(f"cannot assign '{_type_name(value)}' as child module '{name}' "
                             "(dg.nn.Module or None expected)")
-        params.pop(name, None)
-        modules.pop(name, None)
+        # A parameter or submodule assigned again keeps its place in the order (PyTorch's
+        # dict assignment), which `parameters()` and `state_dict()` follow.
         self.__dict__.pop(name, None)
         if isinstance(value, Parameter):
+            modules.pop(name, None)
             params[name] = value
         elif isinstance(value, Module):
+            params.pop(name, None)
             modules[name] = value
         else:
+            params.pop(name, None)
+            modules.pop(name, None)
             object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str) -> Any:
