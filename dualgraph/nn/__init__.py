@@ -111,3 +111,8 @@ from .modules import (  # noqa: E402
 __all__ += ["BCELoss", "CosineSimilarity", "HuberLoss", "KLDivLoss", "L1Loss",
             "MultiheadAttention", "NLLLoss", "PairwiseDistance", "SmoothL1Loss",
             "SoftMarginLoss"]
+# Initialisation, gradient clipping, data-parallel wrappers.
+from . import init, parallel, utils  # noqa: E402
+from .parallel import DataParallel  # noqa: E402
+
+__all__ += ["DataParallel", "init", "parallel", "utils"]
