@@ -75,7 +75,7 @@ def save(obj: Any, f: Any, pickle_module: Any = None, pickle_protocol: int = 2,
         zf.writestr(MANIFEST, json.dumps(manifest, allow_nan=False))
         for i, arr in enumerate(enc.arrays):
             buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
+            np.lib.format.write_array(buf, np.asarray(arr, order="C"), allow_pickle=False)
             zf.writestr(f"arrays/{i}.npy", buf.getvalue())
         for i, data in enumerate(enc.pickles):
             zf.writestr(f"pickles/{i}.pkl", data)
