@@ -227,3 +227,20 @@ def test_training_loop_with_a_dataloader_and_a_compiled_step() -> None:
 
     losses = [train(False), train(True)]
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+
+
+def test_torchs_submodule_paths_and_a_huge_replacement_sampler() -> None:
+    """minGPT's trainer: ``from torch.utils.data.dataloader import DataLoader`` and a
+    RandomSampler(replacement=True, num_samples=int(1e10)) of which it reads a few
+    batches (drawn lazily, never all at once)."""
+    from dualgraph.utils.data.dataloader import DataLoader as DL
+    from dualgraph.utils.data.sampler import RandomSampler as RS
+
+    ds = Squares(6)
+    loader = DL(ds, sampler=RS(ds, replacement=True, num_samples=int(1e10)), shuffle=False,
+                pin_memory=True, batch_size=4, num_workers=4)
+    it = iter(loader)
+    xs, ys = next(it)
+    assert xs.shape == (4, 2) and set(ys.tolist()) <= set(range(6))
+    assert len(next(it)[1]) == 4
+    assert dg.utils.data.dataset.TensorDataset is TensorDataset

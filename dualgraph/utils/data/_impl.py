@@ -1,24 +1,4 @@
-"""`dg.utils.data`: datasets, samplers and `DataLoader`, as ``torch.utils.data``.
-
-A map-style `Dataset` answers ``dataset[i]`` and ``len(dataset)``; an `IterableDataset`
-yields samples. `DataLoader` draws indices from a sampler (`SequentialSampler`, or
-`RandomSampler` with ``shuffle=True``), groups them with a `BatchSampler`, fetches the
-samples and merges them with ``collate_fn`` (`default_collate`: tensors, NumPy arrays
-and numbers are stacked into tensors, tuples, lists and dicts are collated field by
-field).
-
-Samples are always loaded in the calling process: ``num_workers`` may be any
-non-negative int (and ``pin_memory``, ``prefetch_factor``, ``persistent_workers``,
-``timeout``, ``worker_init_fn``, ``multiprocessing_context`` are accepted), but no worker
-process is started, so a loader gives the same batches, in the same order, whatever
-``num_workers`` says. Shuffling draws from the ``generator`` given (a `dg.Generator`) or
-from dualgraph's default generator: reproducible under `dg.manual_seed`, but not the
-order PyTorch's generator would give.
-
->>> ds = dg.utils.data.TensorDataset(dg.arange(6.0).reshape(3, 2), dg.tensor([0, 1, 0]))
->>> [tuple(x.shape) for x, y in dg.utils.data.DataLoader(ds, batch_size=2)]
-[(2, 2), (1, 2)]
-"""
+"""The implementation of `dg.utils.data` (see the package docstring)."""
 
 from __future__ import annotations
 
@@ -30,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..eager.creation import Generator, default_generator, multinomial, randint, randperm
-from ..eager.tensor import Tensor, tensor
-from ..ops.shape import stack
+from ...eager.creation import Generator, default_generator, multinomial, randint, randperm
+from ...eager.tensor import Tensor, tensor
+from ...ops.shape import stack
 
 __all__ = [
     "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset", "RandomSampler",
@@ -219,7 +199,10 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         gen = _epoch_generator(self.generator)
         if self.replacement:
-            yield from randint(0, n, (self.num_samples,), generator=gen).tolist()
+            # In chunks: minGPT asks for num_samples=1e10 and reads only a few batches.
+            for start in range(0, self.num_samples, 32):
+                k = min(32, self.num_samples - start)
+                yield from randint(0, n, (k,), generator=gen).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from randperm(n, generator=gen).tolist()
