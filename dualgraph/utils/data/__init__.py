@@ -20,7 +20,7 @@ order PyTorch's generator would give.
 [(2, 2), (1, 2)]
 """
 
-from . import dataloader, dataset, sampler  # noqa: E402 - after the names they re-export
+from . import dataloader, dataset, sampler
 from ._impl import (
     BatchSampler,
     ConcatDataset,
