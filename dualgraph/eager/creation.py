@@ -176,10 +176,12 @@ class _DefaultGenerator(Generator):
 default_generator = _DefaultGenerator()
 
 
-def manual_seed(seed: int) -> Generator:
+def manual_seed(seed: int) -> None:
     """Seed dualgraph's default generator (``randn``/``rand``, dropout, ``nn``
-    initialisation, compiled random ops) for reproducible runs; returns it."""
-    return default_generator.manual_seed(seed)
+    initialisation, compiled random ops) for reproducible runs. PyTorch returns the
+    generator; this returns None, so ``>>> dg.manual_seed(0)`` prints nothing (the
+    generator is ``dg.default_generator``)."""
+    default_generator.manual_seed(seed)
 
 
 def seed() -> int:

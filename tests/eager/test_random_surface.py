@@ -32,9 +32,9 @@ def test_generator_state_round_trips() -> None:
         g.set_state(dg.tensor([1, 2, 3], dtype=dg.uint8))
 
 
-def test_manual_seed_returns_the_default_generator() -> None:
-    g = dg.manual_seed(5)
-    assert g is dg.default_generator and dg.initial_seed() == 5
+def test_manual_seed_seeds_the_default_generator() -> None:
+    assert dg.manual_seed(5) is None and dg.initial_seed() == 5
+    assert dg.default_generator.initial_seed() == 5
     x = dg.randn(3).numpy()
     state = dg.get_rng_state()
     y = dg.randn(3).numpy()

@@ -233,11 +233,11 @@ def test_torchs_submodule_paths_and_a_huge_replacement_sampler() -> None:
     """minGPT's trainer: ``from torch.utils.data.dataloader import DataLoader`` and a
     RandomSampler(replacement=True, num_samples=int(1e10)) of which it reads a few
     batches (drawn lazily, never all at once)."""
-    from dualgraph.utils.data.dataloader import DataLoader as DL
-    from dualgraph.utils.data.sampler import RandomSampler as RS
+    from dualgraph.utils.data.dataloader import DataLoader as Loader
+    from dualgraph.utils.data.sampler import RandomSampler as Random
 
     ds = Squares(6)
-    loader = DL(ds, sampler=RS(ds, replacement=True, num_samples=int(1e10)), shuffle=False,
+    loader = Loader(ds, sampler=Random(ds, replacement=True, num_samples=int(1e10)), shuffle=False,
                 pin_memory=True, batch_size=4, num_workers=4)
     it = iter(loader)
     xs, ys = next(it)
