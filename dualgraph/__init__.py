@@ -9,6 +9,8 @@
 
 import typing as _typing
 
+import numpy as _np
+
 from . import autograd, nn, ops, optim, passes, testing, viz
 from .compare import CompareReport, compare
 from .compile import RetraceLimitError, StaleTraceError, compile
@@ -23,7 +25,6 @@ from .eager.tensor import (
     from_numpy,
     full,
     grad,
-    manual_seed,
     ones,
     rand,
     randn,
@@ -270,4 +271,59 @@ __all__ += [
     "ger", "hstack", "kron", "meshgrid", "moveaxis", "movedim", "narrow", "outer",
     "repeat_interleave", "roll", "rot90", "row_stack", "split", "swapaxes", "swapdims",
     "tensor_split", "tile", "tril", "triu", "unbind", "unflatten", "vstack",
+]
+
+# isort: split
+# Devices (CPU only), dtype aliases, random generators, inference mode, data loading and
+# serialization: PyTorch's everyday surface.
+from . import accelerator, backends, cuda, utils  # noqa: E402
+from .dtypes import device, int8, int16, uint8  # noqa: E402
+from .eager.creation import (  # noqa: E402
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    multinomial,
+    rand_like,
+    randint,
+    randint_like,
+    randn_like,
+    randperm,
+    seed,
+    set_rng_state,
+)
+from .eager.grad_mode import inference_mode, is_inference_mode_enabled  # noqa: E402
+from .ops.mixin import TensorOps as _TensorOps  # noqa: E402
+from .serialization import load, save  # noqa: E402
+
+# PyTorch's alternative dtype spellings: `dg.long is dg.int64`, `dg.float is dg.float32`.
+long = int64
+int = int32  # noqa: A001
+float = float32  # noqa: A001
+double = float64
+half = float16
+short = int16
+dtype = _np.dtype
+mm = _TensorOps.mm  # dg.mm(a, b): 2-D only, as torch.mm
+bmm = _TensorOps.bmm
+
+
+def get_default_dtype() -> _typing.Any:
+    """The dtype Python floats and the float factories give: float32."""
+    return float32
+
+
+def is_tensor(obj: _typing.Any) -> bool:
+    """Whether ``obj`` is a dualgraph tensor."""
+    return isinstance(obj, Tensor)
+
+
+__all__ += [
+    "Generator", "accelerator", "backends", "bmm", "cuda", "default_generator", "device",
+    "double", "dtype",
+    "float", "get_default_dtype", "get_rng_state", "half", "inference_mode", "initial_seed",
+    "int", "int8", "int16", "is_inference_mode_enabled", "is_tensor", "load", "long", "mm",
+    "multinomial", "rand_like", "randint", "randint_like", "randn_like", "randperm", "save",
+    "seed", "set_rng_state", "short", "uint8", "utils",
 ]

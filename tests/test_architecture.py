@@ -21,7 +21,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("modes",),  # the bind() dispatch: which mode receives an op
     ("ops",),  # the OpDef registry and the public op functions
     ("eager",),  # Tensor, tape autograd, grad mode
-    ("nn", "optim", "testing"),  # libraries written over eager tensors
+    ("nn", "optim", "testing", "utils", "serialization", "cuda", "backends",
+     "accelerator"),  # libraries
+    # written over eager tensors: nn, optimizers, data loading, save/load, device queries
     ("trace",),  # tracer and graph autodiff
     ("passes",),  # Graph -> Graph rewrites
     ("backend",),  # the only code that writes source text

@@ -43,7 +43,8 @@ _ATTRS = {"LOAD_ATTR", "LOAD_METHOD"}
 
 def _ours(obj: Any) -> bool:
     mod = getattr(obj, "__module__", "") or ""
-    return mod.startswith(("dualgraph.ops", "dualgraph.nn"))
+    # eager.creation: the random constructors (multinomial, randint, ...) bind random ops.
+    return mod.startswith(("dualgraph.ops", "dualgraph.nn", "dualgraph.eager.creation"))
 
 
 class Walker:

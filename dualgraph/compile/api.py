@@ -273,7 +273,9 @@ class CompiledModule:
 
 def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool = True,  # noqa: A001
             strict: bool = False, verify: bool = False, max_retraces: int = 8,
-            dynamic: Sequence[int] = (), tiered: bool = True) -> Any:
+            dynamic: Sequence[int] | bool | None = (), tiered: bool = True,
+            fullgraph: bool = False, backend: Any = "inductor", mode: str | None = None,
+            options: dict | None = None, disable: bool = False) -> Any:
     """Compile a function or a module to Numba, once per argument signature.
 
     >>> @dg.compile
@@ -290,7 +292,19 @@ def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool =
     optimized graph in NumPy while a background process compiles; later calls run the
     compiled kernels. ``tiered=False``, ``DUALGRAPH_TIERED=0`` or ``cache=False`` compile
     blocking).
+
+    ``torch.compile``'s keywords are accepted too: ``fullgraph=True`` is ``strict=True``
+    (dualgraph always captures the whole call as one graph; strict makes the cases that
+    would run eagerly raise instead); ``dynamic=True``/``False``/``None`` keep shapes
+    specialized (a new shape traces again, torch's ``dynamic=False``); ``backend`` names
+    (``"inductor"``, ``"eager"``, ``"aot_eager"``, ``"cudagraphs"``) and ``mode``
+    (``"default"``, ``"reduce-overhead"``, ``"max-autotune"``,
+    ``"max-autotune-no-cudagraphs"``) are accepted and all compile to Numba; ``options``
+    (inductor's settings) are accepted and unused; ``disable=True`` returns ``fn`` itself.
     """
+    dynamic, strict = torch_options(dynamic, strict, fullgraph, backend, mode, options)
+    if disable:
+        return fn if fn is not None else (lambda f: f)
     check_options(parallel=parallel, cache=cache, strict=strict, verify=verify,
                   max_retraces=max_retraces, dynamic=dynamic, tiered=tiered)
     options = {"parallel": parallel, "cache": cache, "strict": strict, "verify": verify,
@@ -371,6 +385,26 @@ def _flatten_arguments(args: tuple, fn: Callable) -> tuple:
 
     functools.update_wrapper(call, fn, updated=())
     return templates + tuple(leaves), call
+_BACKENDS = ("inductor", "eager", "aot_eager", "cudagraphs")
+_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def torch_options(dynamic: Any, strict: bool, fullgraph: Any, backend: Any, mode: Any,
+                  options: Any) -> tuple:
+    """``(dynamic, strict)`` after checking ``torch.compile``'s keywords (see `compile`)."""
+    if not isinstance(fullgraph, (bool, np.bool_)):
+        raise TypeError(f"dg.compile: fullgraph must be True or False, got {fullgraph!r}")
+    if backend not in _BACKENDS:
+        raise ValueError(f"dg.compile: backend {backend!r} is not supported: dualgraph compiles "
+                         f"to Numba; the names {', '.join(_BACKENDS)} are accepted")
+    if mode not in _MODES:
+        raise RuntimeError(f"dg.compile: unrecognized mode={mode!r}, should be one of: "
+                           + ", ".join(m for m in _MODES if m))
+    if options is not None and not isinstance(options, dict):
+        raise TypeError(f"dg.compile: options must be a dict, got {type(options).__name__}")
+    if dynamic is None or isinstance(dynamic, (bool, np.bool_)):
+        dynamic = ()
+    return dynamic, bool(strict or fullgraph)
 
 
 def _read_signature(fn: Callable) -> tuple:

@@ -99,3 +99,60 @@ class set_grad_enabled(_GradMode):  # noqa: N801 - PyTorch's name
                 return fn(*args, **kwargs)
 
         return wrapper
+
+
+class inference_mode(_GradMode):  # noqa: N801 - PyTorch's name
+    """PyTorch's ``inference_mode``: a context manager and decorator (``@dg.inference_mode``
+    or ``@dg.inference_mode()``) that turns recording off, as `no_grad` does; with
+    ``mode=False`` it changes nothing. dualgraph has no separate inference tensors: what
+    PyTorch gains from them (no version counters, no view tracking) is already cheap here.
+
+    >>> with dg.inference_mode():
+    ...     y = model(x)        # y.requires_grad is False
+    """
+
+    def __new__(cls, mode: Any = True) -> Any:
+        if callable(mode) and not isinstance(mode, bool):  # bare @dg.inference_mode
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode: bool = True) -> None:
+        super().__init__()
+        self._enabled = bool(mode)
+
+    def __enter__(self) -> "inference_mode":
+        self._prev.append(GRAD_ENABLED.value)
+        INFERENCE.value = INFERENCE.value + [self._enabled]
+        if self._enabled:
+            GRAD_ENABLED.value = False
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        GRAD_ENABLED.value = self._prev.pop()
+        INFERENCE.value = INFERENCE.value[:-1]
+
+    def __call__(self, fn: Callable) -> Callable:
+        enabled = self._enabled
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with inference_mode(enabled):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+    def clone(self) -> "inference_mode":
+        return inference_mode(self._enabled)
+
+
+class _ModeStack(threading.local):
+    def __init__(self) -> None:
+        self.value: list[bool] = []
+
+
+INFERENCE = _ModeStack()
+
+
+def is_inference_mode_enabled() -> bool:
+    """Whether the innermost `inference_mode` block is on."""
+    return bool(INFERENCE.value and INFERENCE.value[-1])

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import modes
-from ..dtypes import as_dtype
+from ..dtypes import as_dtype, check_device
 from ..ir.graph import Literal, Node
 from ..modes import Mode
 from ..ops import random as R
@@ -64,6 +64,72 @@ class Tensor(TensorOps):
     def data(self) -> "Tensor":
         """A tensor sharing this one's data, outside autograd (PyTorch's ``.data``)."""
         return self.detach()
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        # PyTorch's `p.data = t`: p keeps its identity (and autograd flags) and now shares
+        # t's data, whose shape and dtype it takes.
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if type(self) is _ViewTensor:
+            raise RuntimeError("setting .data of a view is not supported: set it on the base")
+        if self._rg and value._data.dtype.kind not in "fc":
+            raise TypeError(f"cannot set .data of a tensor that requires grad to data of "
+                            f"dtype {value._data.dtype}: only floating point tensors can "
+                            "require gradients")
+        self._data = value._data
+        self._version[0] += 1
+        self._node = None
+
+    def contiguous(self, memory_format: Any = None) -> "Tensor":
+        """The tensor itself when its data is C-ordered, else a C-ordered copy (recorded
+        as a copy when it requires grad), as PyTorch."""
+        if self._data.flags.c_contiguous:
+            return self
+        if self._rg and _GRAD.value:
+            return self.clone()
+        return _make(np.ascontiguousarray(self._data), False, None)
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def squeeze_(self, dim: Any = None) -> "Tensor":
+        """`squeeze` in place: this tensor takes the squeezed shape (and, when recorded,
+        the view's history), as PyTorch."""
+        return self._reshape_inplace(self.squeeze(dim))
+
+    def unsqueeze_(self, dim: int) -> "Tensor":
+        """`unsqueeze` in place (see `squeeze_`)."""
+        return self._reshape_inplace(self.unsqueeze(dim))
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> "Tensor":
+        """Fill with samples uniform in ``[a, b)`` from ``generator`` (a `dg.Generator`) or
+        the default one; an in-place write, so a leaf that requires grad needs ``no_grad``."""
+        return self._fill_random(numpy_generator(generator).uniform(a, b, self.shape))
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *,
+                generator: Any = None) -> "Tensor":
+        """Fill with normal samples of ``mean`` and ``std`` (see `uniform_`)."""
+        if std < 0:
+            raise RuntimeError(f"normal_ expects std >= 0.0, but found std {std}")
+        return self._fill_random(numpy_generator(generator).normal(mean, std, self.shape))
+
+    def _fill_random(self, values: np.ndarray) -> "Tensor":
+        if self._data.dtype.kind != "f":
+            raise TypeError(f"random fill of a {self._data.dtype} tensor: floating point only")
+        return self.copy_(_make(np.asarray(values).astype(self._data.dtype), False, None))
+
+    def _reshape_inplace(self, view: "Tensor") -> "Tensor":
+        if self._rg and _GRAD.value and self.grad_fn is None:
+            raise leaf_inplace_error()
+        if type(self) is _ViewTensor:
+            raise RuntimeError("squeeze_/unsqueeze_ of a view is not supported: use "
+                               "x = x.squeeze(...) instead")
+        self._data = view._data
+        if view.grad_fn is not None:
+            self.grad_fn = view.grad_fn
+            self._node = None
+        return self
 
     @property
     def grad(self) -> "Tensor | None":
@@ -693,7 +759,8 @@ def _from_python(data: Any, dtype: Any) -> np.ndarray:
     return arr
 
 
-def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, *, device: Any = None,
+           pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (number, nested list, NumPy array).
 
     Python floats become float32 and ints int64; NumPy arrays keep their dtype. Object,
@@ -703,6 +770,7 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     >>> dg.tensor([2.0, 3.0], requires_grad=True)
     tensor([2., 3.], requires_grad=True)
     """
+    check_device(device, "tensor()")
     if isinstance(data, Tensor):
         arr = data._data.copy()
     elif isinstance(data, (np.ndarray, np.generic)):
@@ -745,19 +813,25 @@ def _filled(arr: np.ndarray, requires_grad: bool) -> Tensor:
     return t.requires_grad_(True) if requires_grad else t
 
 
-def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+          **kwargs: Any) -> Tensor:
     """A tensor of zeros: ``dg.zeros(2, 3)`` or ``dg.zeros((2, 3))``."""
+    factory_options("zeros()", device, kwargs)
     return _filled(np.zeros(_shape_arg(shape), as_dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
 
 
-def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+         **kwargs: Any) -> Tensor:
     """A tensor of ones: ``dg.ones(2, 3)`` or ``dg.ones((2, 3))``."""
+    factory_options("ones()", device, kwargs)
     return _filled(np.ones(_shape_arg(shape), as_dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
 
 
-def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False, *,
+         device: Any = None, **kwargs: Any) -> Tensor:
     """A tensor of ``shape`` filled with ``value`` (a real number or bool, as PyTorch's
     ``full`` takes; a string, ``None`` or complex number is a `TypeError`)."""
+    factory_options("full()", device, kwargs)
     if isinstance(value, (Tensor, np.ndarray)) and value.shape == ():
         value = value.item()  # a 0-d tensor is a number, as in PyTorch
     if isinstance(value, (complex, np.complexfloating)) or not isinstance(
@@ -772,8 +846,9 @@ def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
-           requires_grad: bool = False) -> Tensor:
+           requires_grad: bool = False, *, device: Any = None, **kwargs: Any) -> Tensor:
     """Evenly spaced values in ``[start, end)``; ints give int64, floats float32."""
+    factory_options("arange()", device, kwargs)
     if end is None:
         start, end = 0, start
     for name, v in (("start", start), ("end", end), ("step", step)):
@@ -809,22 +884,63 @@ def rng() -> np.random.Generator:
     return _RNG.gen
 
 
-def randn(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples (float32 unless ``dtype`` says otherwise)."""
+def set_rng(gen: np.random.Generator) -> None:
+    """Replace dualgraph's default generator (`dg.default_generator.set_state`)."""
+    _RNG.gen = gen
+
+
+def numpy_generator(generator: Any) -> np.random.Generator:
+    """The NumPy generator behind a `dg.Generator` (None: dualgraph's default one)."""
+    if generator is None:
+        return _RNG.gen
+    gen = getattr(generator, "_np", None)
+    if not isinstance(gen, np.random.Generator):
+        raise TypeError(f"generator must be a dg.Generator, got {type(generator).__name__}")
+    return gen
+
+
+# PyTorch's factory keywords with nothing to do on a CPU-only, strided-only library.
+_FACTORY_KEYWORDS = frozenset({"layout", "pin_memory", "memory_format", "out"})
+
+
+def factory_options(fn: str, device: Any, kwargs: dict) -> None:
+    """Check a factory's ``device=`` (the CPU only) and its other PyTorch keywords:
+    ``layout`` (strided only), ``pin_memory`` and ``memory_format`` (accepted: there is no
+    pinned or channels-last memory), ``out`` (refused: results are always new tensors)."""
+    check_device(device, fn)
+    unknown = set(kwargs) - _FACTORY_KEYWORDS
+    if unknown:
+        raise TypeError(f"{fn} got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    if kwargs.get("out") is not None:
+        raise TypeError(f"{fn}: out= is not supported; assign the result instead")
+    layout = kwargs.get("layout")
+    if layout is not None and str(layout).rpartition(".")[2] != "strided":
+        raise RuntimeError(f"{fn}: layout {layout!r} is not supported (strided only)")
+
+
+def randn(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+          generator: Any = None, **kwargs: Any) -> Tensor:
+    """Standard normal samples (float32 unless ``dtype`` says otherwise), from
+    ``generator`` (a `dg.Generator`) or dualgraph's default one."""
+    factory_options("randn()", device, kwargs)
     shape = _shape_arg(shape)
     dtype = as_dtype(dtype or _DEFAULT_FLOAT)
     if modes.current_trace() is not None:
-        return _traced_draw(R.randn, shape, dtype, requires_grad)
-    return _filled(_RNG.gen.standard_normal(shape).astype(dtype), requires_grad)
+        return _traced_draw(R.randn, shape, dtype, requires_grad, generator)
+    return _filled(numpy_generator(generator).standard_normal(shape).astype(dtype),
+                   requires_grad)
 
 
-def rand(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Uniform samples in ``[0, 1)`` (float32 unless ``dtype`` says otherwise)."""
+def rand(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+         generator: Any = None, **kwargs: Any) -> Tensor:
+    """Uniform samples in ``[0, 1)`` (float32 unless ``dtype`` says otherwise), from
+    ``generator`` (a `dg.Generator`) or dualgraph's default one."""
+    factory_options("rand()", device, kwargs)
     shape = _shape_arg(shape)
     dtype = as_dtype(dtype or _DEFAULT_FLOAT)
     if modes.current_trace() is not None:
-        return _traced_draw(R.rand, shape, dtype, requires_grad)
-    return _filled(_RNG.gen.random(shape).astype(dtype), requires_grad)
+        return _traced_draw(R.rand, shape, dtype, requires_grad, generator)
+    return _filled(numpy_generator(generator).random(shape).astype(dtype), requires_grad)
 
 
 # Random ops in a trace read this 0-d int64 tensor as their key: the trace lifts it like
@@ -851,7 +967,14 @@ def random_key() -> tuple[Any, int]:
     return TRACE_KEY, count
 
 
-def _traced_draw(draw: Callable, shape: tuple, dtype: np.dtype, requires_grad: bool) -> Any:
+def _traced_draw(draw: Callable, shape: tuple, dtype: np.dtype, requires_grad: bool,
+                 generator: Any = None) -> Any:
+    if generator is not None:
+        from ..errors import TraceError
+
+        raise TraceError("generator= inside a compiled function: its random ops draw from "
+                         "dualgraph's default generator (seed it with dg.manual_seed), or "
+                         "draw the numbers outside and pass them in")
     if requires_grad:
         from ..errors import TraceError
 

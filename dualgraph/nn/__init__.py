@@ -126,3 +126,8 @@ from .transformer import (  # noqa: E402
 
 __all__ += ["Transformer", "TransformerDecoder", "TransformerDecoderLayer",
             "TransformerEncoder", "TransformerEncoderLayer"]
+# Initialisation, gradient clipping, data-parallel wrappers.
+from . import init, parallel, utils  # noqa: E402
+from .parallel import DataParallel  # noqa: E402
+
+__all__ += ["DataParallel", "init", "parallel", "utils"]

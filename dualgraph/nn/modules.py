@@ -373,16 +373,15 @@ class Module:
 
     # ----------------------------------------------------------------- state dict
     def _state_items(self) -> Iterator[tuple[str, Tensor]]:
-        """PyTorch's order: per module, its parameters then its persistent buffers."""
-        seen: set[int] = set()
+        """PyTorch's order: per module, its parameters then its persistent buffers. A
+        tensor held by two modules (tied weights) appears under both names, as in
+        PyTorch, so a checkpoint of a tied model loads with ``strict=True``."""
         for mp, m in self.named_modules():
             items = list(m._parameters.items()) + [
                 (k, b) for k, b in m._buffers.items() if k not in m._non_persistent_buffers]
             for name, t in items:
-                if t is None or id(t) in seen:
-                    continue
-                seen.add(id(t))
-                yield (f"{mp}.{name}" if mp else name), t
+                if t is not None:
+                    yield (f"{mp}.{name}" if mp else name), t
 
     def state_dict(self, keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
         """Name -> tensor sharing the data of each parameter and persistent buffer
@@ -470,8 +469,17 @@ class Linear(Module):
 
 
 class ReLU(Module):
+    """``max(x, 0)``; ``ReLU(True)`` (``inplace``) writes the result into ``x``."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
     def forward(self, x: Any) -> Any:
-        return F.relu(x)
+        return x.relu_() if self.inplace else F.relu(x)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class Sigmoid(Module):

@@ -810,6 +810,87 @@ class TensorOps:
         return SX.kron(self, other)
     # ---- end issue 12: shape
 
+    # ---- devices (CPU only, as a CPU build of PyTorch) and memory layout
+    @property
+    def device(self) -> Any:
+        """Where the tensor lives: always ``dg.device("cpu")``."""
+        from ..dtypes import CPU
+
+        return CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    @property
+    def is_cpu(self) -> bool:
+        return True
+
+    def get_device(self) -> int:
+        """PyTorch's ``-1`` for a CPU tensor."""
+        return -1
+
+    def cpu(self, memory_format: Any = None) -> Any:
+        """The tensor itself: it is on the CPU already."""
+        return self
+
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> Any:
+        from ..dtypes import check_device
+
+        check_device(f"cuda:{device}" if isinstance(device, int) else device or "cuda",
+                     "cuda()")
+        return self
+
+    def contiguous(self, memory_format: Any = None) -> Any:
+        """Eager tensors copy when their data is not C-ordered; a traced value has no
+        layout (the compiler chooses it), so it is returned as it is."""
+        return self
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        return True
+
+    def is_floating_point(self) -> bool:
+        return np.dtype(self.dtype).kind == "f"
+
+    def mm(self, mat2: Any) -> Any:
+        """The matrix product of two 2-D tensors (`matmul` without broadcasting)."""
+        _check_ndim("mm", self, 2, "self")
+        _check_ndim("mm", mat2, 2, "mat2")
+        return L.matmul(self, mat2)
+
+    def bmm(self, mat2: Any) -> Any:
+        """Batched matrix product of two 3-D tensors with the same batch size."""
+        _check_ndim("bmm", self, 3, "batch1")
+        _check_ndim("bmm", mat2, 3, "batch2")
+        if self.shape[0] != mat2.shape[0]:
+            raise _shape_error(f"bmm: batch sizes differ: {tuple(self.shape)} and "
+                               f"{tuple(mat2.shape)}")
+        return L.matmul(self, mat2)
+
+    def squeeze_(self, dim: Any = None) -> Any:
+        from ..errors import TraceError
+
+        raise TraceError("squeeze_() changes a tensor's shape in place, which a compiled "
+                         "function cannot do; use x = x.squeeze(...)")
+
+    def unsqueeze_(self, dim: int) -> Any:
+        from ..errors import TraceError
+
+        raise TraceError("unsqueeze_() changes a tensor's shape in place, which a compiled "
+                         "function cannot do; use x = x.unsqueeze(...)")
+
+
+def _shape_error(msg: str) -> Exception:
+    from ..errors import ShapeError
+
+    return ShapeError(msg)
+
+
+def _check_ndim(fn: str, x: Any, ndim: int, name: str) -> None:
+    if len(x.shape) != ndim:
+        raise _shape_error(f"{fn}: {name} must be a {ndim}-D tensor, got shape "
+                           f"{tuple(x.shape)}")
+
 
 _BASIC = frozenset({int, slice, type(None), type(Ellipsis)})
 

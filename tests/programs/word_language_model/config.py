@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.programs.harness import import_program
+from tests.programs.harness import import_program_file
 
 HERE = Path(__file__).resolve().parent
 
@@ -33,8 +33,8 @@ def setup(torch: Any, variant: str, seed: int = 1111) -> tuple[ModuleType, Modul
     and criterion for ``variant`` and bind them into step.py; returns the two modules and
     the token data (main.py's batchify layout: (time, batch) int64)."""
     tag = torch.__name__.replace(".", "_")
-    model_mod = import_program(HERE / "model.py", torch, f"wlm_model_{tag}_{variant}")
-    step = import_program(HERE / "step.py", torch, f"wlm_step_{tag}_{variant}")
+    model_mod = import_program_file(HERE / "model.py", torch, f"wlm_model_{tag}_{variant}")
+    step = import_program_file(HERE / "step.py", torch, f"wlm_step_{tag}_{variant}")
     args = args_for(variant)
     torch.manual_seed(seed)
     if variant == "Transformer":

@@ -1,0 +1,351 @@
+"""The program runs the tests compare: each runs a vendored program (or its training step)
+on small synthetic data with ``torch`` bound to real torch (to record goldens) or to
+dualgraph, and returns its losses. With ``weights=None`` a run first returns the model's
+initial weights (the recorder saves torch's); given weights, they are loaded first.
+
+Dropout probabilities are set to 0 in the configurations (the programs' own config
+fields), so losses are deterministic: the two libraries' random streams differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+import numpy as np
+
+from .harness import (
+    MNIST,
+    Sequence,
+    import_program,
+    load_arrays,
+    state_arrays,
+    token_batches,
+)
+
+STEPS = 10
+
+
+def _compile(torch: Any, fn: Any) -> Any:
+    return torch.compile(fn, fullgraph=True)
+
+
+# ------------------------------------------------------------------------ minGPT
+
+
+def mingpt(torch: Any, weights: Any = None, compiled: bool = False) -> dict:
+    """minGPT's GPT trained by its own ``Trainer.run`` (eager), or by the trainer's step
+    (the body of ``Trainer.run``'s loop) as one compiled function."""
+    model_mod, trainer_mod = import_program(torch, "mingpt.model", "mingpt.trainer")
+    cfg = model_mod.GPT.get_default_config()
+    cfg.model_type = None
+    cfg.n_layer, cfg.n_head, cfg.n_embd = 2, 2, 16
+    cfg.vocab_size, cfg.block_size = 11, 8
+    cfg.embd_pdrop = cfg.resid_pdrop = cfg.attn_pdrop = 0.0
+    torch.manual_seed(0)
+    model = model_mod.GPT(cfg)
+    out: dict = {}
+    if weights is None:
+        out["weights"] = state_arrays(model.state_dict())
+    else:
+        load_arrays(torch, model, weights)
+    tcfg = trainer_mod.Trainer.get_default_config()
+    tcfg.max_iters, tcfg.batch_size, tcfg.learning_rate, tcfg.num_workers = STEPS, 4, 1e-2, 0
+    batches = token_batches(0, STEPS, 4, 8, 11)
+    losses: list[float] = []
+    if not compiled:
+        samples = [(torch.tensor(x[i]), torch.tensor(y[i])) for x, y in batches
+                   for i in range(len(x))]
+        trainer = trainer_mod.Trainer(tcfg, model, Sequence(torch, samples))
+        trainer.set_callback("on_batch_end", lambda tr: losses.append(tr.loss.item()))
+        trainer.run()
+    else:
+        optimizer = model.configure_optimizers(tcfg)
+
+        def step(x, y):  # mingpt/trainer.py, Trainer.run: one iteration of its loop
+            logits, loss = model(x, y)
+            model.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg.grad_norm_clip)
+            optimizer.step()
+            return loss
+
+        run = _compile(torch, step)
+        model.train()
+        losses = [run(torch.tensor(x), torch.tensor(y)).item() for x, y in batches]
+        out["compiled"] = run
+    out["losses"] = losses
+    return out
+
+
+# ----------------------------------------------------------------------- nanoGPT
+
+# train.py's learning-rate schedule, with small iteration counts (train.py, get_lr).
+LEARNING_RATE, WARMUP_ITERS, LR_DECAY_ITERS, MIN_LR = 1e-2, 3, 10, 1e-3
+
+
+def _nanogpt_lr(it: int) -> float:
+    if it < WARMUP_ITERS:
+        return LEARNING_RATE * (it + 1) / (WARMUP_ITERS + 1)
+    if it > LR_DECAY_ITERS:
+        return MIN_LR
+    ratio = (it - WARMUP_ITERS) / (LR_DECAY_ITERS - WARMUP_ITERS)
+    coeff = 0.5 * (1.0 + math.cos(math.pi * ratio))
+    return MIN_LR + coeff * (LEARNING_RATE - MIN_LR)
+
+
+def nanogpt(torch: Any, weights: Any = None, compiled: bool = False) -> dict:
+    """nanoGPT's model.py trained by train.py's step: the learning rate set on every
+    parameter group, two micro-steps of gradient accumulation, ``clip_grad_norm_``,
+    ``optimizer.step()``, ``zero_grad(set_to_none=True)``. train.py is a script that reads
+    its data from disk, so its loop body is reproduced here (on the CPU its GradScaler
+    is disabled and its autocast context is a nullcontext, so both are left out)."""
+    m = import_program(torch, "nanogpt.model")
+    conf = m.GPTConfig(block_size=8, vocab_size=11, n_layer=2, n_head=2, n_embd=16,
+                       dropout=0.0, bias=True)
+    torch.manual_seed(0)
+    model = m.GPT(conf)
+    out: dict = {}
+    if weights is None:
+        out["weights"] = state_arrays(model.state_dict())
+    else:
+        load_arrays(torch, model, weights)
+    optimizer = model.configure_optimizers(1e-1, LEARNING_RATE, (0.9, 0.95), "cpu")
+    accumulation, grad_clip = 2, 1.0
+    batches = token_batches(1, STEPS * accumulation, 4, 8, 11)
+
+    def step(xs, ys):  # xs, ys: the micro-batches stacked, (accumulation, batch, block)
+        for micro_step in range(accumulation):
+            logits, loss = model(xs[micro_step], ys[micro_step])
+            loss = loss / accumulation
+            loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss * accumulation
+
+    run = _compile(torch, step) if compiled else step
+    model.train()
+    losses = []
+    for it in range(STEPS):
+        for param_group in optimizer.param_groups:
+            param_group["lr"] = _nanogpt_lr(it)
+        pair = batches[it * accumulation:(it + 1) * accumulation]
+        xs = torch.tensor(np.stack([x for x, _ in pair]))
+        ys = torch.tensor(np.stack([y for _, y in pair]))
+        losses.append(run(xs, ys).item())
+    out["losses"] = losses
+    if compiled:
+        out["compiled"] = run
+    return out
+
+
+# ------------------------------------------------------------------ pytorch/examples
+
+
+def _images(seed: int, n: int, sigmoid: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 1, 28, 28)).astype(np.float32)
+    if sigmoid:
+        x = 1.0 / (1.0 + np.exp(-x))
+    return x, rng.integers(0, 10, size=n)
+
+
+class _Recorder:
+    """Stands in for a module (a program's ``F``) and records ``float`` of what one of its
+    functions returns, outside compiled code."""
+
+    def __init__(self, module: Any, name: str, sink: list) -> None:
+        self._module, self._name, self._sink = module, name, sink
+
+    def __getattr__(self, attr: str) -> Any:
+        fn = getattr(self._module, attr)
+        if attr != self._name:
+            return fn
+
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            value = fn(*args, **kwargs)
+            self._sink.append(value.item())
+            return value
+
+        return recorded
+
+
+def mnist(torch: Any, weights: Any = None, compiled: bool = False) -> dict:
+    """pytorch/examples mnist: its ``Net`` trained by its own ``train()`` for two epochs of
+    five batches, with the optimizer and schedule its ``main()`` makes (Adadelta,
+    lr=1.0, StepLR(step_size=1, gamma=0.7)); compiled, the model is ``torch.compile``d."""
+    mn = import_program(torch, "examples.mnist_main")
+    torch.manual_seed(0)
+    model = mn.Net()
+    model.dropout1.p = model.dropout2.p = 0.0
+    out: dict = {}
+    if weights is None:
+        out["weights"] = state_arrays(model.state_dict())
+    else:
+        load_arrays(torch, model, weights)
+    x, y = _images(2, 20)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.tensor(x), torch.tensor(y)), batch_size=4)
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
+    scheduler = mn.StepLR(optimizer, step_size=1, gamma=0.7)
+    losses: list[float] = []
+    mn.F = _Recorder(mn.F, "nll_loss", losses)
+    net = _compile(torch, model) if compiled else model
+    args = argparse.Namespace(log_interval=10 ** 6, dry_run=False)
+    for epoch in (1, 2):
+        mn.train(args, net, torch.device("cpu"), loader, optimizer, epoch)
+        scheduler.step()
+    out["losses"] = losses
+    if compiled:
+        out["compiled"] = net
+    return out
+
+
+class Replay:
+    """Stands in for a program's ``torch`` and serves ``randn_like`` from numbers recorded
+    from torch, through one tensor refilled before each step (see the harness docstring):
+    `next_step` loads the next draw, and runs when the program calls
+    ``optimizer.zero_grad()`` (after the previous step's backward, which reads the noise).
+    With ``draws=None`` it draws with the real ``randn_like`` and records the draws."""
+
+    def __init__(self, torch: Any, draws: Any) -> None:
+        self._torch, self.draws, self.recorded = torch, draws, []
+        self.buffer = None if draws is None else torch.tensor(np.asarray(draws[0]))
+        self.step = -1
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._torch, name)
+
+    def randn_like(self, x: Any) -> Any:
+        if self.draws is None:
+            eps = self._torch.randn_like(x)
+            self.recorded.append(eps.detach().numpy().copy())
+            return eps
+        return self.buffer
+
+    def next_step(self) -> None:
+        self.step += 1
+        if self.draws is not None and self.step < len(self.draws):
+            with self._torch.no_grad():
+                self.buffer.copy_(self._torch.tensor(np.asarray(self.draws[self.step])))
+
+
+class _StepHook:
+    """Stands in for the program's optimizer: ``zero_grad`` first advances `Replay`."""
+
+    def __init__(self, optimizer: Any, replay: Replay) -> None:
+        self._optimizer, self._replay = optimizer, replay
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._optimizer, name)
+
+    def zero_grad(self, *args: Any, **kwargs: Any) -> None:
+        self._replay.next_step()
+        self._optimizer.zero_grad(*args, **kwargs)
+
+
+def vae(torch: Any, weights: Any = None, compiled: bool = False, draws: Any = None) -> dict:
+    """pytorch/examples vae: the script imported as it is (``--batch-size 4``; its
+    loaders read the stub MNIST, a `Sequence` of 40 synthetic images), its model given
+    torch's initial weights, then its own ``train(1)``: ten steps of Adam. The
+    reparameterisation noise is torch's (`Replay`)."""
+    x, y = _images(3, 40, sigmoid=True)
+    MNIST["dataset"] = Sequence(torch, [(torch.tensor(x[i]), int(y[i])) for i in range(40)])
+    v = import_program(torch, "examples.vae_main",
+                       argv=["--batch-size", "4", "--epochs", "1", "--log-interval", "1000"])
+    out: dict = {}
+    if weights is None:
+        out["weights"] = state_arrays(v.model.state_dict())
+    else:
+        load_arrays(torch, v.model, weights)
+    replay = Replay(torch, draws)
+    v.torch = replay
+    v.optimizer = _StepHook(v.optimizer, replay)
+    losses: list[float] = []
+    loss_function = v.loss_function
+
+    def recorded_loss(*args: Any) -> Any:
+        loss = loss_function(*args)
+        losses.append(loss.item())
+        return loss
+
+    v.loss_function = recorded_loss
+    if compiled:
+        v.model = out["compiled"] = _compile(torch, v.model)
+    v.train(1)
+    out["losses"] = losses
+    out["draws"] = replay.recorded
+    return out
+
+
+# ---------------------------------------------------------------------- regression
+
+
+class _RegressionTorch:
+    """The ``torch`` the regression script imports: the bound library, except that
+    ``randn`` replays torch's recorded draws (the target polynomial and every batch) and
+    ``nn.Linear`` starts from torch's recorded weights (compiled: it is ``dg.compile``d);
+    with nothing recorded yet it draws and records. The script builds and trains its model
+    at import time, so these are the only places to give it torch's numbers."""
+
+    def __init__(self, torch: Any, draws: Any, weights: Any, compiled: bool) -> None:
+        self._torch, self._draws, self.recorded = torch, draws, []
+        self.losses: list[float] = []
+        self.compiled = None
+        parent = self
+
+        class _NN:
+            functional = _Recorder(torch.nn.functional, "smooth_l1_loss", self.losses)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(torch.nn, name)
+
+            @staticmethod
+            def Linear(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 - torch's name
+                layer = torch.nn.Linear(*args, **kwargs)
+                if weights is None:
+                    parent.weights = state_arrays(layer.state_dict())
+                else:
+                    load_arrays(torch, layer, weights)
+                if compiled:
+                    layer = parent.compiled = _compile(torch, layer)
+                return layer
+
+        self.nn = _NN()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._torch, name)
+
+    def randn(self, *shape: Any) -> Any:
+        if self._draws is None:
+            x = self._torch.randn(*shape)
+            self.recorded.append(x.numpy().copy())
+            return x
+        self._next = getattr(self, "_next", 0) + 1
+        return self._torch.tensor(np.asarray(self._draws[self._next - 1]))
+
+
+def regression(torch: Any, weights: Any = None, compiled: bool = False, draws: Any = None,
+               ) -> dict:
+    """pytorch/examples regression, run as the script it is (it fits a random degree-4
+    polynomial until the loss is below 1e-3 and prints the result)."""
+    import contextlib
+    import importlib
+    import io
+    import sys
+
+    from .harness import bound_torch
+
+    proxy = _RegressionTorch(torch, draws, weights, compiled)
+    printed = io.StringIO()
+    with bound_torch(torch, ("examples",)):
+        sys.modules["torch"] = proxy  # type: ignore[assignment]
+        with contextlib.redirect_stdout(printed):
+            importlib.import_module("examples.regression_main")
+    out = {"losses": proxy.losses, "printed": printed.getvalue(), "draws": proxy.recorded,
+           "compiled": proxy.compiled}
+    if weights is None:
+        out["weights"] = proxy.weights
+    return out
