@@ -21,13 +21,7 @@ from .harness import GOLDENS
 
 GOLD = json.loads((GOLDENS / "losses.json").read_text())["programs"]
 
-# What a program needs that is built elsewhere and not in this branch yet: its tests are
-# expected to fail until then (strict, so a pass is noticed and the mark removed).
-NEEDS = {
-    "mingpt": "needs dg.optim.AdamW (with parameter groups)",
-    "nanogpt": "needs dg.optim.AdamW (with parameter groups)",
-    "mnist": "needs dg.optim.Adadelta and dg.optim.lr_scheduler.StepLR",
-}
+NEEDS: dict[str, str] = {}
 
 
 def _cases() -> list:
