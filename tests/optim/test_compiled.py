@@ -289,3 +289,24 @@ def test_an_update_written_in_the_compiled_function_reads_the_lr_each_call() -> 
     for p, q in zip(net.parameters(), eager_net.parameters()):
         assert_b3(p.numpy(), q.numpy())
     assert f.stats.traces == 1
+
+
+class MomentumThenPythonCount(MomentumSGD):
+    """Creates a buffer from a traced value, then stores a Python number: the traced step
+    fails after the buffer was stored."""
+
+    @dg.no_grad()
+    def step(self):
+        super().step()
+        for p in self.param_groups[0]["params"]:
+            self.state[p]["calls"] = self.state[p].get("calls", 0) + 1
+
+
+def test_a_failed_traced_step_leaves_no_unfilled_state() -> None:
+    make_sched = CASES["user_momentum/step"][1]
+    want, _ = train("eager", lambda ps: MomentumThenPythonCount(ps, lr=0.1), make_sched,
+                    steps=4)
+    with pytest.warns(RuntimeWarning, match="optimizer state"):
+        got, _ = train("blocking", lambda ps: MomentumThenPythonCount(ps, lr=0.1), make_sched,
+                       steps=4)
+    _compare(got, want)
