@@ -292,14 +292,22 @@ def test_an_update_written_in_the_compiled_function_reads_the_lr_each_call() -> 
 
 
 class MomentumThenPythonCount(MomentumSGD):
-    """Creates a buffer from a traced value, then stores a Python number: the traced step
-    fails after the buffer was stored."""
+    """A dampened momentum buffer created from a traced value (``buf = g`` on the first step,
+    ``buf = momentum * buf + g / 2`` later), then a Python number stored in state: the
+    traced step fails after the buffer was stored, and the call runs eagerly."""
 
     @dg.no_grad()
     def step(self):
-        super().step()
-        for p in self.param_groups[0]["params"]:
-            self.state[p]["calls"] = self.state[p].get("calls", 0) + 1
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    buf = state["momentum_buffer"] = p.grad.clone()
+                else:
+                    buf = state["momentum_buffer"]
+                    buf.mul_(group["momentum"]).add_(p.grad * 0.5)
+                p.sub_(buf * group["lr"])
+                state["calls"] = state.get("calls", 0) + 1
 
 
 def test_a_failed_traced_step_leaves_no_unfilled_state() -> None:
