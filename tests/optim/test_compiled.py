@@ -103,6 +103,8 @@ CASES = {
     "sgd_nesterov/step": (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True,
                                            weight_decay=0.01),
                           lambda o: S.StepLR(o, step_size=2, gamma=0.5)),
+    "sgd_dampening/step": (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.5),
+                           lambda o: S.StepLR(o, step_size=2, gamma=0.5)),
     "sgd_maximize/exp": (lambda ps: optim.SGD(ps, lr=0.05, maximize=True),
                          lambda o: S.ExponentialLR(o, 0.7)),
     "adam_amsgrad/cosine": (lambda ps: optim.Adam(ps, lr=0.05, amsgrad=True),
@@ -130,8 +132,9 @@ CASES = {
     "user_momentum/step": (lambda ps: MomentumSGD(ps, lr=0.1),
                            lambda o: S.StepLR(o, step_size=2, gamma=0.5)),
 }
-# The user's momentum optimizer takes its first-step branch once: a second trace, then none.
-TRACES = {"user_momentum/step": 2}
+# A momentum buffer that starts at the gradient but is then dampened (the user's optimizer,
+# SGD with dampening) takes its first-step branch once: a second trace, then none.
+TRACES = {"user_momentum/step": 2, "sgd_dampening/step": 2}
 
 
 def _setup():
