@@ -598,6 +598,27 @@ class Optimizer:
         self.param_groups = new_groups
 
     # ------------------------------------------------------------- for subclasses
+    def _run_updates(self, closure: Callable[[], Any] | None) -> Any:
+        """The built-in optimizers' ``step``: ``self._update(p, g, group, state)`` for
+        every parameter with a gradient, after checking them all. Eagerly each group's
+        values are read once (a plain copy); while tracing, from the group itself, so the
+        trace sees the reads."""
+        loss = run_closure(closure)
+        self._check_grads()
+        tracing = T.tracing()
+        with no_grad():
+            for group in self.param_groups:
+                hp = group if tracing else dict.copy(group)
+                for p in self._params_with_grad(group):
+                    self._update(p, p.grad, hp, self._state_of(p, hp))
+        return loss
+
+    def _state_of(self, p: Tensor, group: dict) -> dict:
+        return self.state[p]
+
+    def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        raise NotImplementedError
+
     def _params_with_grad(self, group: dict) -> list:
         """The group's parameters that have a gradient, checked before anything changes:
         an error must leave all parameters and state as they were."""
