@@ -7,10 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from ..eager.grad_mode import no_grad
 from ..eager.tensor import Tensor
 from ._functional import as_dtype, with_weight_decay
-from .optimizer import Optimizer, full_state, run_closure, step_state
+from .optimizer import Optimizer, full_state, step_state
 
 
 class Adagrad(Optimizer):
@@ -50,16 +49,14 @@ class Adagrad(Optimizer):
         state["sum"] = full_state(p, init)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = run_closure(closure)
-        self._check_grads()
-        with no_grad():
-            for group in self.param_groups:
-                for p in self._params_with_grad(group):
-                    state = self.state[p]
-                    if len(state) == 0:  # a group added later
-                        self._init_state(p, float(group["initial_accumulator_value"]))
-                    self._update(p, p.grad, group, state)
-        return loss
+        """One update of every parameter that has a gradient; returns ``closure()``."""
+        return self._run_updates(closure)
+
+    def _state_of(self, p: Tensor, group: dict) -> dict:
+        state = self.state[p]
+        if len(state) == 0:  # a group added after construction
+            self._init_state(p, float(group["initial_accumulator_value"]))
+        return state
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
         if group["maximize"]:

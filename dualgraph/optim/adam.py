@@ -7,10 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from ..eager.grad_mode import no_grad
 from ..eager.tensor import Tensor
 from ._functional import as_dtype, lerp_, max_
-from .optimizer import Optimizer, run_closure, step_state, zeros_state
+from .optimizer import Optimizer, step_state, zeros_state
 
 
 def check_betas(name: str, betas: Any) -> tuple:
@@ -56,13 +55,8 @@ class Adam(Optimizer):
             "decoupled_weight_decay": decoupled_weight_decay})
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = run_closure(closure)
-        self._check_grads()
-        with no_grad():
-            for group in self.param_groups:
-                for p in self._params_with_grad(group):
-                    self._update(p, p.grad, group, self.state[p])
-        return loss
+        """One update of every parameter that has a gradient; returns ``closure()``."""
+        return self._run_updates(closure)
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
         if group["maximize"]:

@@ -217,7 +217,7 @@ class _ParamState(dict):
         elif isinstance(value, Tensor) and old is T._MISSING:
             pass  # new eager state, created the same way on the first and later steps
         elif isinstance(value, TensorOps):
-            value = self._opt._hold(value)
+            value = self._opt._hold(value, self, key)
             self._ver.bump()  # the trace took the state's first-step path: retrace next call
         else:
             raise T.eager_only(f"storing {type(value).__name__} {value!r} in optimizer state "
@@ -329,9 +329,12 @@ def _traced_method(fn: Callable) -> Callable:
             return fn(self, *args, **kwargs)
         self._guard_structure(hooks)
         try:
-            return fn(self, *args, **kwargs)
-        finally:
-            self._flush_held()
+            out = fn(self, *args, **kwargs)
+        except BaseException:
+            self._drop_held()
+            raise
+        self._flush_held()
+        return out
     wrapper._dg_optim_wrapped = True  # type: ignore[attr-defined]
     return wrapper
 
@@ -447,22 +450,30 @@ class Optimizer:
             # (one attribute read per call).
             guard(lambda: self._ver.n, self._ver.n, what, self)
 
-    def _hold(self, value: Any) -> Tensor:
+    def _hold(self, value: Any, state: dict, key: Any) -> Tensor:
         """An eager tensor standing for a state value the trace computed; the compiled call
         writes the value into it. The step may go on changing ``value`` in place: then
         `_flush_held` writes its final value."""
         holder = Tensor(np.zeros(tuple(value.shape), value.dtype))
         with no_grad():
             holder.copy_(value)
-        self._held.append((holder, value, getattr(value, "node", None)))
+        self._held.append((holder, value, getattr(value, "node", None), state, key))
         return holder
 
     def _flush_held(self) -> None:
         held, self._held = self._held, []
         with no_grad():
-            for holder, value, node in held:
+            for holder, value, node, _, _ in held:
                 if getattr(value, "node", None) is not node:
                     holder.copy_(value)
+
+    def _drop_held(self) -> None:
+        """The traced step failed: no compiled call will fill the held tensors, so they
+        leave the state (an eager step then takes its first-step path again)."""
+        held, self._held = self._held, []
+        for holder, _, _, state, key in held:
+            if dict.get(state, key) is holder:
+                dict.__delitem__(state, key)
 
     # ------------------------------------------------------------------ the API
     def add_param_group(self, param_group: dict) -> None:
@@ -587,6 +598,27 @@ class Optimizer:
         self.param_groups = new_groups
 
     # ------------------------------------------------------------- for subclasses
+    def _run_updates(self, closure: Callable[[], Any] | None) -> Any:
+        """The built-in optimizers' ``step``: ``self._update(p, g, group, state)`` for
+        every parameter with a gradient, after checking them all. Eagerly each group's
+        values are read once (a plain copy); while tracing, from the group itself, so the
+        trace sees the reads."""
+        loss = run_closure(closure)
+        self._check_grads()
+        tracing = T.tracing()
+        with no_grad():
+            for group in self.param_groups:
+                hp = group if tracing else dict.copy(group)
+                for p in self._params_with_grad(group):
+                    self._update(p, p.grad, hp, self._state_of(p, hp))
+        return loss
+
+    def _state_of(self, p: Tensor, group: dict) -> dict:
+        return self.state[p]
+
+    def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
+        raise NotImplementedError
+
     def _params_with_grad(self, group: dict) -> list:
         """The group's parameters that have a gradient, checked before anything changes:
         an error must leave all parameters and state as they were."""

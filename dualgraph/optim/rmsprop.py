@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..eager.grad_mode import no_grad
 from ..eager.tensor import Tensor
 from ._functional import lerp_, with_weight_decay
-from .optimizer import Optimizer, run_closure, step_state, zeros_state
+from .optimizer import Optimizer, step_state, zeros_state
 
 
 class RMSprop(Optimizer):
@@ -40,13 +39,8 @@ class RMSprop(Optimizer):
             "maximize": maximize, "differentiable": differentiable})
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = run_closure(closure)
-        self._check_grads()
-        with no_grad():
-            for group in self.param_groups:
-                for p in self._params_with_grad(group):
-                    self._update(p, p.grad, group, self.state[p])
-        return loss
+        """One update of every parameter that has a gradient; returns ``closure()``."""
+        return self._run_updates(closure)
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
         if group["maximize"]:

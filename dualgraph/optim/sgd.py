@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..eager.grad_mode import no_grad
 from ..eager.internal import sub_scaled_
 from ..eager.tensor import Tensor
 from . import _tracing as T
-from .optimizer import Optimizer, run_closure, zeros_state
+from .optimizer import Optimizer, zeros_state
 
 
 class SGD(Optimizer):
@@ -41,15 +40,12 @@ class SGD(Optimizer):
             "foreach": foreach, "differentiable": differentiable, "fused": fused})
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = run_closure(closure)
-        self._check_grads()
-        with no_grad():
-            for group in self.param_groups:
-                # As PyTorch, state exists only with momentum (state_dict shows it).
-                with_state = group["momentum"] != 0
-                for p in self._params_with_grad(group):
-                    self._update(p, p.grad, group, self.state[p] if with_state else {})
-        return loss
+        """One update of every parameter that has a gradient; returns ``closure()``."""
+        return self._run_updates(closure)
+
+    def _state_of(self, p: Tensor, group: dict) -> dict:
+        # As PyTorch, state exists only with momentum (state_dict shows it).
+        return self.state[p] if group["momentum"] != 0 else {}
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
         lr = group["lr"]

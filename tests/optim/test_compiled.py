@@ -103,6 +103,8 @@ CASES = {
     "sgd_nesterov/step": (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True,
                                            weight_decay=0.01),
                           lambda o: S.StepLR(o, step_size=2, gamma=0.5)),
+    "sgd_dampening/step": (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.5),
+                           lambda o: S.StepLR(o, step_size=2, gamma=0.5)),
     "sgd_maximize/exp": (lambda ps: optim.SGD(ps, lr=0.05, maximize=True),
                          lambda o: S.ExponentialLR(o, 0.7)),
     "adam_amsgrad/cosine": (lambda ps: optim.Adam(ps, lr=0.05, amsgrad=True),
@@ -130,24 +132,26 @@ CASES = {
     "user_momentum/step": (lambda ps: MomentumSGD(ps, lr=0.1),
                            lambda o: S.StepLR(o, step_size=2, gamma=0.5)),
 }
-# The user's momentum optimizer takes its first-step branch once: a second trace, then none.
-TRACES = {"user_momentum/step": 2}
+# A momentum buffer that starts at the gradient but is then dampened (the user's optimizer,
+# SGD with dampening) takes its first-step branch once: a second trace, then none.
+TRACES = {"user_momentum/step": 2, "sgd_dampening/step": 2}
 
 
-def _setup():
+def _setup(batch: int = 5):
     rng = np.random.default_rng(0)
     net = dg.nn.Sequential(dg.nn.Linear(3, 4), dg.nn.Tanh(), dg.nn.Linear(4, 2))
     with dg.no_grad():
         for p in net.parameters():
             p.copy_(dg.tensor(rng.normal(size=p.shape).astype(np.float32)))
-    x = dg.tensor(rng.normal(size=(5, 3)).astype(np.float32))
-    y = dg.tensor(rng.normal(size=(5, 2)).astype(np.float32))
+    x = dg.tensor(rng.normal(size=(batch, 3)).astype(np.float32))
+    y = dg.tensor(rng.normal(size=(batch, 2)).astype(np.float32))
     return net, x, y
 
 
-def train(mode: str, make_opt, make_sched, steps: int = STEPS, by_hand: bool = False):
+def train(mode: str, make_opt, make_sched, steps: int = STEPS, by_hand: bool = False,
+          batch: int = 5):
     """Losses and parameters after each step; ``mode`` is eager, blocking or tiered."""
-    net, x, y = _setup()
+    net, x, y = _setup(batch)
     params = list(net.parameters())
     opt = make_opt(params)
     sched = make_sched(opt)
@@ -213,8 +217,9 @@ def cold_tiered(tmp_path_factory: pytest.TempPathFactory):
 @pytest.mark.parametrize("case", ["adamw_groups/onecycle", "user_adam/step"])
 def test_tiered_step_follows_the_schedule_at_both_tiers(cold_tiered, case) -> None:
     make_opt, make_sched = CASES[case]
-    want, _ = train("eager", make_opt, make_sched)
-    got, run = train("tiered", make_opt, make_sched)
+    # A batch size no other test compiles: kernels already in memory would skip tier 0.
+    want, _ = train("eager", make_opt, make_sched, batch=7)
+    got, run = train("tiered", make_opt, make_sched, batch=7)
     _compare(got, want)
     st = run.stats
     assert st.traces == 1 and st.tier0_calls >= 1 and st.swap_call is not None
@@ -289,3 +294,32 @@ def test_an_update_written_in_the_compiled_function_reads_the_lr_each_call() -> 
     for p, q in zip(net.parameters(), eager_net.parameters()):
         assert_b3(p.numpy(), q.numpy())
     assert f.stats.traces == 1
+
+
+class MomentumThenPythonCount(MomentumSGD):
+    """A dampened momentum buffer created from a traced value (``buf = g`` on the first step,
+    ``buf = momentum * buf + g / 2`` later), then a Python number stored in state: the
+    traced step fails after the buffer was stored, and the call runs eagerly."""
+
+    @dg.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    buf = state["momentum_buffer"] = p.grad.clone()
+                else:
+                    buf = state["momentum_buffer"]
+                    buf.mul_(group["momentum"]).add_(p.grad * 0.5)
+                p.sub_(buf * group["lr"])
+                state["calls"] = state.get("calls", 0) + 1
+
+
+def test_a_failed_traced_step_leaves_no_unfilled_state() -> None:
+    make_sched = CASES["user_momentum/step"][1]
+    want, _ = train("eager", lambda ps: MomentumThenPythonCount(ps, lr=0.1), make_sched,
+                    steps=4)
+    with pytest.warns(RuntimeWarning, match="optimizer state"):
+        got, _ = train("blocking", lambda ps: MomentumThenPythonCount(ps, lr=0.1), make_sched,
+                       steps=4)
+    _compare(got, want)
