@@ -82,7 +82,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         fn, args = WORKLOADS[spec["workload"]].with_params(**spec["params"])
         report = compare(fn, *args, name=spec["workload"], repeats=spec.get("repeats", 5),
                          budget=spec.get("budget", 0.5),
-                         cold_warm=bool(spec.get("cold_warm")) and spec["mode"] == "compiled",
+                         cold_warm=bool(spec.get("cold_warm")) and spec["mode"] == "compiled", roofline=False,
                          threads=threads, compiled=spec["mode"] == "compiled")
         d = json.loads(report.to_json())
         record["report"] = {k: v for k, v in d.items() if k not in _DROP}
@@ -95,6 +95,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     record["cpu_seconds"] = ru.ru_utime + ru.ru_stime
     record["cores"] = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
         else None
+    # The threads the cell really had: its label may ask for more cores than it may use.
+    usable = len(record["cores"]) if record["cores"] else (os.cpu_count() or 1)
+    record["threads_used"] = min(int(spec["threads"]), usable)
     record["pid"] = os.getpid()
     return record
 
