@@ -82,8 +82,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         fn, args = WORKLOADS[spec["workload"]].with_params(**spec["params"])
         report = compare(fn, *args, name=spec["workload"], repeats=spec.get("repeats", 5),
                          budget=spec.get("budget", 0.5),
-                         cold_warm=bool(spec.get("cold_warm")) and spec["mode"] == "compiled", roofline=False,
-                         threads=threads, compiled=spec["mode"] == "compiled")
+                         cold_warm=bool(spec.get("cold_warm")) and spec["mode"] == "compiled",
+                         threads=threads, compiled=spec["mode"] == "compiled", roofline=False)
         d = json.loads(report.to_json())
         record["report"] = {k: v for k, v in d.items() if k not in _DROP}
     except Exception as e:  # a failed cell is recorded, not raised
