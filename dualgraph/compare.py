@@ -348,6 +348,7 @@ BUSY_CPU = 0.8  # a side with less CPU than this per wall second waited for othe
 MIN_ROUNDS = 6  # the fewest rounds whose extreme values bracket the median at 95%
 NOISY_INTERVAL = 0.15  # an interval wider than this share of the speed-up either side: noisy
 _SETTLED = 0.04  # stop adding rounds (past the minimum) once the interval is this tight
+WALL_CAP = 4.0  # a paired timing takes at most this many times its budget in wall time
 
 
 @dataclass
@@ -422,15 +423,18 @@ class Paired:
                       float(np.median(getattr(self, f"{side}_cpu"))))
 
 
-def _calibrate(calls: list[Callable[[], Any]], target: float) -> int:
-    """Calls per side per round: doubled until one round of every side lasts ``target``."""
+def _calibrate(calls: list[Callable[[], Any]], target: float,
+               cpu: Callable[[], float] | None = None) -> int:
+    """Calls per side per round: doubled until one round of every side lasts ``target``
+    seconds (of CPU time when ``cpu`` is given: a busy machine gets the same count)."""
+    clock = cpu or _wall
     n = 1
     while True:
-        t0 = _wall()
+        t0 = clock()
         for call in calls:
             for _ in range(n):
                 call()
-        if _wall() - t0 > target or n >= 1 << 16:
+        if clock() - t0 > target or n >= 1 << 16:
             return n
         n *= 2
 
@@ -474,14 +478,15 @@ def measure_paired(eager: Callable[[], Any], compiled: Callable[[], Any], repeat
     Round k runs eager then compiled when k is even, compiled then eager when it is odd,
     so a trend in the machine's load hits both sides alike and cancels out of each
     round's ratio. Rounds continue past ``repeats`` until the 95% interval of the median
-    ratio (of the clock the verdict will use) is within 4% or ``budget`` seconds are spent.
+    ratio (of the clock the verdict will use) is within 4% or ``budget`` seconds of CPU
+    time are spent (at most `WALL_CAP` times that in wall time).
     """
     cpu = _cpu if threads == 1 else _process_cpu
     eager()
     compiled()
-    n = _calibrate([eager, compiled], target)
+    n = _calibrate([eager, compiled], target, cpu if threads == 1 else None)
     p = Paired(n)
-    w0 = _wall()
+    w0, c0 = _wall(), cpu()
     while True:
         order = ("eager", "compiled") if p.rounds % 2 == 0 else ("compiled", "eager")
         for side in order:
@@ -491,7 +496,11 @@ def measure_paired(eager: Callable[[], Any], compiled: Callable[[], Any], repeat
         if tick is not None:
             tick()
         k = p.rounds
-        if k >= max_rounds or (k >= repeats and _wall() - w0 > budget):
+        # The budget is of this process's CPU time: on a busy machine the rounds take
+        # longer in wall time, but as many are run as on an idle one (up to 4x the wall).
+        spent = min(_wall() - w0, (cpu() - c0) / threads)
+        if k >= max_rounds or (k >= repeats and (spent > budget
+                                                 or _wall() - w0 > WALL_CAP * budget)):
             break
         if k >= max(repeats, MIN_ROUNDS):
             med, lo, hi = median_interval(p.ratios(_basis(p, threads)))
@@ -563,9 +572,12 @@ def _break_even(compile_time: float, compile_spread: tuple, per_call: float,
 
 
 def _approx(x: float) -> str:
-    """Two significant figures, as a reader says them: 137 -> '140', 0.0613 -> '0.061'."""
+    """Two significant figures, as a reader says them: 137 -> '140', 0.0613 -> '0.061';
+    whole numbers from 1 to 10 (calls): 1.2 -> '2'."""
     if x <= 0 or not math.isfinite(x):
         return f"{x:g}"
+    if 1 <= x < 10:
+        return f"{math.ceil(x)}"  # whole calls
     digits = 1 - int(math.floor(math.log10(x)))
     v = round(x, digits)
     return f"{v:,.0f}" if v >= 10 else f"{v:g}"

@@ -31,9 +31,10 @@ class SourceLine:
     numba_text: str
 
 
-@dataclass
+@dataclass(repr=False)
 class Explanation:
-    """The report of `explain`; ``str()`` prints every stage."""
+    """The report of `explain`; ``str()`` (and the interpreter's echo) shows every stage,
+    ``print(dg.explain(...))`` in a script."""
 
     traced: Graph
     optimized: Graph
@@ -89,6 +90,9 @@ class Explanation:
             out.append(f"   {k.graph} {k.index}: {k.what}: {_size(k.bytes, 'B')}, "
                        f"{_size(k.flops, 'FLOP')}")
         return out
+
+    def __repr__(self) -> str:
+        return str(self)
 
     def __str__(self) -> str:
         lines = [f"== tier: {self.tier}"] if self.tier else []

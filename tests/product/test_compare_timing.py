@@ -214,3 +214,21 @@ def test_no_progress_bar_when_off(capsys):
     x, y = progs.inputs()
     dg.compare(progs.every_fate, x, y, repeats=6, budget=0.05, roofline=False, progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_the_budget_is_cpu_time_so_a_busy_machine_runs_as_many_rounds(monkeypatch):
+    monkeypatch.setattr(C, "_SETTLED", 0.0)  # never settled: the budget decides
+
+    def rounds(share: float) -> int:
+        rng = np.random.default_rng(2)
+        m = Machine(share=lambda now: share)
+        m.install(monkeypatch)
+        p = C.measure_paired(lambda: m.spend(10e-6 * rng.uniform(0.5, 2.0)),
+                             lambda: m.spend(2e-6 * rng.uniform(0.5, 2.0)), repeats=6,
+                             budget=0.2, max_rounds=10_000, target=1e-3)
+        return p.rounds
+
+    idle = rounds(1.0)
+    assert idle > C.MIN_ROUNDS and rounds(0.5) == idle
+    # Past `WALL_CAP` times the budget in wall time it stops anyway.
+    assert rounds(0.1) < idle
