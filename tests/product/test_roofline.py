@@ -120,6 +120,22 @@ def test_limits_are_measured_once_per_machine(monkeypatch, tmp_path):
     assert len(calls) == 3
 
 
+def test_busy_measurements_are_retaken_and_the_best_kept(monkeypatch, tmp_path):
+    monkeypatch.setenv("DUALGRAPH_CACHE_DIR", str(tmp_path))
+    figures = iter([3e9, 8e9, 5e9, 99e9])
+
+    def measure(repeats: int = 5) -> C.MachineLimits:
+        return C.MachineLimits(next(figures), {"float32": 1e9, "float64": 1e9},
+                               C._machine_key(), cpu_share=0.3)
+
+    monkeypatch.setattr(C, "measure_limits", measure)
+    seen = []
+    for _ in range(C.BUSY_REMEASURES + 1):  # a new process each time
+        monkeypatch.setattr(C, "_LIMITS", None)
+        seen.append(C.machine_limits().bandwidth)
+    assert seen == [3e9, 8e9, 8e9, 8e9]  # the best of three, then no more measuring
+
+
 def test_measure_limits_gives_plausible_figures():
     lim = C.measure_limits(repeats=2)
     assert 1e8 < lim.bandwidth < 1e12
