@@ -1412,7 +1412,7 @@ def _compare_into(report: CompareReport, bar: _Progress, fn: Callable, args: tup
         if entry.backward_graph is not None:
             graphs.append((entry.backward_graph, "backward"))
         report.roofline = [asdict(k) for k in kernel_roofline(
-            graphs, limits, budget=min(0.05, budget / 10), tick=bar.tick)]
+            graphs, limits, budget=min(0.02, budget / 20), tick=bar.tick)]
     if cold_warm:
         bar.stage("cold and warm compiles")
         with tempfile.TemporaryDirectory() as d:
