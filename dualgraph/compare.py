@@ -573,10 +573,10 @@ def _break_even(compile_time: float, compile_spread: tuple, per_call: float,
 
 def _approx(x: float, whole: bool = True) -> str:
     """Two significant figures, as a reader says them: 137 -> '140', 0.0613 -> '0.061',
-    209.6 -> '210'; with ``whole`` (a count of calls) 1 to 10 round up: 1.2 -> '2'."""
+    209.6 -> '210'; with ``whole`` (a count of calls) below 10 round up: 0.7 -> '1'."""
     if x <= 0 or not math.isfinite(x):
         return f"{x:g}"
-    if whole and 1 <= x < 10:
+    if whole and x < 10:
         return f"{math.ceil(x)}"
     digits = 1 - int(math.floor(math.log10(x)))
     v = round(x, digits)
