@@ -598,7 +598,7 @@ def verdict(r: CompareReport) -> str:
             text += (f"; compiling ({_approx(r.compile_time, whole=False)} s, "
                      f"{r.compile_cache} cache) pays "
                      f"after ~{_approx(r.break_even_calls)} calls, about "
-                     f"{_approx(loop)} s of your loop")
+                     f"{_approx(loop, whole=False)} s of your loop")
     elif hi < 1:
         text = (f"compiled is {1 / s:.3g}x slower ({1 / hi:.3g}-{1 / lo:.3g}); compiling "
                 "does not pay")
