@@ -1,8 +1,9 @@
 """The ``dualgraph`` command (also ``python -m dualgraph``).
 
     dualgraph compare [--quick] [--workload NAME] [--json PATH] [--plot PNG] [--ablation]
-                      [--threads N]
-    dualgraph sweep --workload NAME --param NAME=V1,V2 [--modes ...] [--threads 1,2] ...
+                      [--threads N] [--budget S] [--cold-warm] [-v]
+    dualgraph sweep --workload NAME --param NAME=V1,V2 [--modes ...] [--threads 1,2]
+                    [--out JSON] [--plot PNG] ...
     dualgraph explain MODULE:FUNC [--shape 3,4 ...]
     dualgraph demo
 """
@@ -12,28 +13,80 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
+_IMPORTED_AT = time.perf_counter()
 
-def _progress(items: list, desc: str) -> Any:
+
+def _process_seconds() -> float:
+    """Wall seconds since this process started (Python's start-up and every import
+    included), from the kernel's record of the start; since this module's import
+    elsewhere."""
     try:
-        from tqdm import tqdm
-    except ImportError:  # a plain line per item still shows progress
-        def plain(xs):
-            for i, x in enumerate(xs):
-                print(f"[{i + 1}/{len(xs)}] {desc} {x}", file=sys.stderr, flush=True)
-                yield x
-        return plain(items)
-    bar = tqdm(items, desc=desc, file=sys.stderr, leave=False)
+        with open("/proc/self/stat") as f:
+            start = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return time.perf_counter() - _IMPORTED_AT
 
-    def named(xs):  # the bar says which workload is running: compiles take seconds
-        for x in xs:
-            bar.set_postfix_str(str(x))
-            yield x
-    return named(bar)
+
+TIMES_FILE = "compare-times.json"  # seconds each workload took last time, for the ETA
+_DEFAULT_GUESS = 10.0  # a workload never run here: its compile is unknown
+
+
+class _Eta:
+    """A progress bar over the workloads, in seconds: each workload's share is what it
+    took the last time it ran here (compile included, as measured), so the time left is
+    an estimate from this machine's own history; a workload never run counts as
+    `_DEFAULT_GUESS` seconds. Plain lines without tqdm."""
+
+    def __init__(self, names: list[str], key: str) -> None:
+        from .compare import _read_state
+
+        self.key = key
+        self.past = _read_state(TIMES_FILE)
+        self.guess = {n: float(self.past.get(f"{key}:{n}", _DEFAULT_GUESS)) for n in names}
+        self.names = names
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            self.bar = None
+        else:
+            self.bar = tqdm(total=round(sum(self.guess.values()), 1), desc="compare",
+                            file=sys.stderr, leave=False, unit="s",
+                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix} "
+                            "[{elapsed}<{remaining} est.]")
+
+    def __iter__(self):
+        done = 0.0
+        for i, name in enumerate(self.names):
+            if self.bar is None:
+                print(f"[{i + 1}/{len(self.names)}] compare {name}", file=sys.stderr,
+                      flush=True)
+            else:
+                self.bar.set_postfix_str(name)
+            t0 = time.perf_counter()
+            yield name
+            took = time.perf_counter() - t0
+            self.past[f"{self.key}:{name}"] = round(took, 2)
+            done += took
+            if self.bar is not None:
+                # Re-base on what was measured: done so far plus the estimates left.
+                left = sum(self.guess[n] for n in self.names[i + 1:])
+                self.bar.total = round(done + left, 1)
+                self.bar.n = round(done, 1)
+                self.bar.refresh()
+        if self.bar is not None:
+            self.bar.close()
+        from .compare import _write_state
+
+        _write_state(TIMES_FILE, self.past)
 
 
 def _fmt_t(s: float | None) -> str:
@@ -66,7 +119,8 @@ def _table(reports: list, classifier: dict | None, warm_up: float | None = None)
     head = (f"{'workload':10s} {'eager':>14s} {'compiled':>14s} {'speed-up':>18s} "
             f"{'compile':>12s} {'break-even':>22s} {'max rel err':>11s} "
             f"{'nodes t/tr/opt/k':>17s}")
-    lines = [head, "-" * len(head)]
+    lines = [f"{r.name}: {r.verdict}" for r in reports]
+    lines += ["", head, "-" * len(head)]
     notes = []
     for r in reports:
         if r.trace_error:
@@ -75,7 +129,8 @@ def _table(reports: list, classifier: dict | None, warm_up: float | None = None)
         eager = f"{_fmt_t(r.eager_time)} {_pm(r.timings.get('eager'))}"
         comp = f"{_fmt_t(r.compiled_time)} {_pm(r.timings.get('compiled'))}"
         lo, hi = r.speedup_spread
-        speed = f"{r.speedup:.2f}x ({lo:.1f}-{hi:.1f})"
+        cpu = "c" if r.speedup_basis == "CPU time" else ""
+        speed = f"{r.speedup:.2f}x ({lo:.1f}-{hi:.1f}){cpu}"
         compile_ = f"{r.compile_time:.2f}s {r.compile_cache}"
         if r.break_even_calls is None:
             be = "never"
@@ -94,7 +149,7 @@ def _table(reports: list, classifier: dict | None, warm_up: float | None = None)
             notes.append(f"  {r.name}: {'; '.join(r.noise_reasons)}")
     if notes:
         lines.append("")
-        lines.append("NOISY rows (do not trust their speed-up or break-even):")
+        lines.append("NOISY rows (their causes, and what to do):")
         lines.extend(notes)
     if classifier:
         e, c = classifier["eager"], classifier["compiled"]
@@ -106,12 +161,15 @@ def _table(reports: list, classifier: dict | None, warm_up: float | None = None)
                      f"compile) {c['first_step_seconds']:.2f} s, then "
                      f"{_steps(c['step_seconds'][1:])} per step; accuracy {c['accuracy']:.3f}")
     lines.append("")
-    lines.append("times: median per call, ± half the interquartile range over the rounds.  "
-                 "speed-up: median (range from the quartiles).")
+    lines.append("times: median wall time per call, ± half the interquartile range over the "
+                 "rounds.  speed-up: median of the ratios of alternating eager and compiled "
+                 "rounds (95% interval); 'c': of CPU time (other processes took the CPU).")
     lines.append("compile: cold = Numba compiled the kernels, warm = loaded from the disk "
                  "cache or already in memory.")
     lines.append("break-even: calls after which blocking compilation has paid for itself "
                  "(range).  nodes: eager tape / traced / optimized / kernels.")
+    lines.append("compile: measured once, as it happened (--cold-warm also measures an empty "
+                 "and a warm kernel cache, as a new process).")
     if warm_up:
         lines.append(f"process warm-up (imports, Numba's first-use initialisation): "
                      f"{warm_up:.2f} s, charged to no workload.")
@@ -188,8 +246,6 @@ def _plot(reports: list, path: str) -> None:
 def _check_writable(path: str, flag: str) -> str | None:
     """Why ``path`` cannot be written (None if it can), found before a run that would
     otherwise end with its results lost to a traceback."""
-    import os
-
     if os.path.isdir(path):
         return f"{flag} {path}: is a directory"
     parent = os.path.dirname(os.path.abspath(path))
@@ -242,25 +298,26 @@ def _compare(args: argparse.Namespace) -> int:
 
     reports = []
     classifier = None
-    t0 = time.perf_counter()
     warm = warm_up()  # before any timing: no workload pays for the process's start-up
-    for name in _progress(names, "compare"):
+    key = f"{'quick' if args.quick else 'full'}:{args.threads or 1}:{args.budget}"
+    for name in _Eta(names, key):
         if name == "classifier":
             epochs = 3 if args.quick else 10
             classifier = {"eager": train_classifier(False, epochs),
                           "compiled": train_classifier(True, epochs)}
             continue
         fn, fargs = WORKLOADS[name].build(args.quick)
-        r = compare(fn, *fargs, name=name, repeats=5 if args.quick else 9,
-                    budget=0.5 if args.quick else 2.0,
-                    cold_warm=not args.quick, ablation=args.ablation, threads=args.threads)
+        budget = args.budget if args.budget is not None else (0.5 if args.quick else 2.0)
+        r = compare(fn, *fargs, name=name, repeats=10, budget=budget,
+                    cold_warm=args.cold_warm, ablation=args.ablation, threads=args.threads,
+                    progress=False)
         reports.append(r)
     print(_table(reports, classifier, warm))
     if args.verbose:
         for r in reports:
             print()
             print(r)
-    print(f"\n({time.perf_counter() - t0:.1f} s in all)")
+    print(f"\n({_process_seconds():.1f} s in all, start-up and imports included)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"workloads": [json.loads(r.to_json()) for r in reports],
@@ -319,7 +376,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from .sweeps import SweepError, cells, parse_param, plot, table
+    from .sweeps import SweepError, cells, parse_param, plot, short_threads, table
 
     try:
         params: dict[str, list[str]] = {}
@@ -337,6 +394,17 @@ def _sweep(args: argparse.Namespace) -> int:
         if problem:
             print(f"dualgraph sweep: {problem}", file=sys.stderr)
             return 2
+    if args.out:  # even --fresh never overwrites a file that is not a results file
+        from .sweeps import check_results_file
+
+        try:
+            check_results_file(args.out)
+        except SweepError as e:
+            print(f"dualgraph sweep: {e}", file=sys.stderr)
+            return 2
+    short = short_threads(threads)
+    if short:
+        print(f"dualgraph sweep: warning: {short}", file=sys.stderr)
     if args.plot:
         try:
             _import_pyplot()
@@ -348,11 +416,16 @@ def _sweep(args: argparse.Namespace) -> int:
 
     scheduler = "serial" if args.serial else args.scheduler
     t0, c0 = time.perf_counter(), _cpu_with_children()
+    import warnings
+
     try:
-        rs = sweep(args.workload, params, modes=modes, threads=threads, repeats=args.repeats,
-                   budget=args.budget, out=args.out, fresh=args.fresh, scheduler=scheduler,
-                   workers=args.workers, retries=args.retries, cold_warm=args.cold_warm,
-                   cold_cache=args.cold_cache, timeout=args.timeout)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="this process may use")  # said above
+            rs = sweep(args.workload, params, modes=modes, threads=threads, repeats=args.repeats,
+                       budget=args.budget, out=args.out, fresh=args.fresh,
+                       scheduler=scheduler, workers=args.workers, retries=args.retries,
+                       cold_warm=args.cold_warm, cold_cache=args.cold_cache,
+                       timeout=args.timeout)
     except SweepError as e:
         print(f"dualgraph sweep: {e}", file=sys.stderr)
         return 2
@@ -383,12 +456,33 @@ def _cpu_with_children() -> float:
 
 
 def _machines(path: str | None) -> dict:
-    import os
-
     if not path or not os.path.exists(path):
         return {}
-    with open(path) as f:
-        return json.load(f).get("machines", {})
+    try:
+        with open(path) as f:
+            return json.load(f).get("machines", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _positive_float(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        x = float("nan")
+    if not x > 0 or x == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return x
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got {text!r}")
+    return n
 
 
 def _positive_int(text: str) -> int:
@@ -416,6 +510,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmp_.add_argument("--threads", type=_positive_int, metavar="N",
                       help="thread pools (BLAS, Numba) of N threads; compiled with "
                       "parallel=True when N > 1 (default: single-threaded BLAS)")
+    cmp_.add_argument("--budget", type=_positive_float, metavar="S",
+                      help="seconds of timing rounds per workload (default 0.5 quick, 2 full)")
+    cmp_.add_argument("--cold-warm", action="store_true",
+                      help="also compile each workload as a new process would, with an "
+                      "empty kernel cache and then a warm one (slow for cnn, transformer)")
     cmp_.add_argument("-v", "--verbose", action="store_true", help="print every full report")
     cmp_.set_defaults(func=_compare)
     sw = sub.add_parser("sweep", help="a grid of compare cells on a Dask cluster "
@@ -426,7 +525,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sw.add_argument("--modes", default="eager,compiled", help="eager,compiled (default)")
     sw.add_argument("--threads", default="1", help="thread counts, e.g. 1,2 (default 1)")
     sw.add_argument("--repeats", type=_positive_int, default=5, help="timing rounds (min)")
-    sw.add_argument("--budget", type=float, default=0.5, help="seconds per timing (about)")
+    sw.add_argument("--budget", type=_positive_float, default=0.5,
+                    help="seconds per timing (about)")
     sw.add_argument("--out", metavar="JSON", help="results file (finished cells are kept)")
     sw.add_argument("--plot", metavar="PNG", help="speed-up and break-even curves")
     grp = sw.add_mutually_exclusive_group()
@@ -440,8 +540,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     where.add_argument("--serial", action="store_true",
                        help="no Dask: the cells one after another (for comparison)")
     sw.add_argument("--workers", type=_positive_int, help="local workers (default: cores)")
-    sw.add_argument("--retries", type=int, default=2, help="reruns of a cell that dies")
-    sw.add_argument("--timeout", type=float, help="seconds before a cell is killed")
+    sw.add_argument("--retries", type=_nonnegative_int, default=2,
+                    help="reruns of a cell that dies")
+    sw.add_argument("--timeout", type=_positive_float, help="seconds before a cell is killed")
     sw.add_argument("--cold-warm", action="store_true",
                     help="also measure cold and warm compiles in each compiled cell")
     sw.add_argument("--cold-cache", action="store_true",

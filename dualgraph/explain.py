@@ -31,9 +31,10 @@ class SourceLine:
     numba_text: str
 
 
-@dataclass
+@dataclass(repr=False)
 class Explanation:
-    """The report of `explain`; ``str()`` prints every stage."""
+    """The report of `explain`; ``str()`` (and the interpreter's echo) shows every stage,
+    ``print(dg.explain(...))`` in a script."""
 
     traced: Graph
     optimized: Graph
@@ -48,6 +49,10 @@ class Explanation:
     # A scalar loss: the one graph `dg.compile` runs for it, forward and backward together
     # (`trace.autodiff.value_and_grad`, optimized).
     value_and_grad: Graph | None = None
+    # Bytes and flops of each kernel of the graphs `dg.compile` runs (`compare.KernelCost`);
+    # with ``roofline=True`` also each one's time alone and share of the machine's limit.
+    kernel_costs: list = field(default_factory=list)
+    limits: dict | None = None
 
     def lines_for(self, user: str) -> list[SourceLine]:
         """Source-map rows whose user location ends with ``user`` (e.g. ``"model.py:12"``)."""
@@ -71,6 +76,24 @@ class Explanation:
                 out.append("   (graph unchanged)")
         return out
 
+    def _kernel_lines(self) -> list[str]:
+        if not self.kernel_costs:
+            return []
+        from .compare import _size, roofline_lines
+
+        if self.limits:
+            return ["== kernels against the machine's limits"] + roofline_lines(
+                self.kernel_costs, self.limits)[1:]
+        out = ["== kernels: bytes moved and flops (explain(..., roofline=True) times each "
+               "against the machine's limits)"]
+        for k in self.kernel_costs:
+            out.append(f"   {k.graph} {k.index}: {k.what}: {_size(k.bytes, 'B')}, "
+                       f"{_size(k.flops, 'FLOP')}")
+        return out
+
+    def __repr__(self) -> str:
+        return str(self)
+
     def __str__(self) -> str:
         lines = [f"== tier: {self.tier}"] if self.tier else []
         lines += self._stages("forward", self.traced, self.passes)
@@ -92,6 +115,7 @@ class Explanation:
                          f"backward as one kernel: {op_count(j)} optimized nodes, {kernels} "
                          "fused kernel(s)")
             lines.append(str(j))
+        lines += self._kernel_lines()
         lines.append("== fusion groups (forward):")
         lines += [f"   kernel {k}: {' -> '.join(g)}" for k, g in enumerate(self.fusion_groups)]
         lines.append("== Numba source (one njit function per graph):")
@@ -106,14 +130,34 @@ class Explanation:
         return "\n".join(lines)
 
 
-def explain(fn: Callable, *example_args: Any, wrt: Any = "auto") -> Explanation:
+def explain(fn: Callable, *example_args: Any, wrt: Any = "auto",
+            roofline: bool = False) -> Explanation:
     """Trace ``fn``, optimize it pass by pass, and differentiate it.
 
     The backward graph is built for the inputs that require grad (tensor arguments with
-    ``requires_grad=True`` and captured module parameters); ``wrt=None`` skips it.
+    ``requires_grad=True`` and captured module parameters); ``wrt=None`` skips it. Each
+    kernel's bytes and flops are listed; ``roofline=True`` also compiles and times each
+    one alone against the machine's measured limits (`dualgraph.compare.machine_limits`).
+    The result prints every stage: ``print(dg.explain(...))``.
 
     >>> print(dg.explain(lambda x: (x * 2).exp().sum(), dg.randn(3)))   # doctest: +SKIP
     """
+    e = _explain(fn, *example_args, wrt=wrt)
+    from .compare import asdict, kernel_costs, kernel_roofline, machine_limits
+
+    graphs = ([(e.value_and_grad, "step")] if e.value_and_grad is not None else
+              [(e.optimized, "forward")] + ([(e.backward_optimized, "backward")]
+                                           if e.backward_optimized is not None else []))
+    if roofline:
+        limits = machine_limits()
+        e.limits = asdict(limits)
+        e.kernel_costs = kernel_roofline(graphs, limits)
+    else:
+        e.kernel_costs = [k for g, name in graphs for k in kernel_costs(g, name)]
+    return e
+
+
+def _explain(fn: Callable, *example_args: Any, wrt: Any = "auto") -> Explanation:
     tier = tier_of(fn)
     traced = trace(fn, *example_args)
     traced.verify("trace")

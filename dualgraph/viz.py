@@ -2,8 +2,9 @@
 
 Nodes made by the same line of user code share a colour, in every picture, so an eager
 tape and its optimized graph can be read side by side; fused kernels are clusters.
-Rendering needs the ``graphviz`` Python package (``pip install 'dualgraph[viz]'``) and the
-Graphviz ``dot`` program; without them the DOT source is still written.
+Drawing needs the ``graphviz`` Python package (``pip install 'dualgraph[viz]'``) and the
+Graphviz ``dot`` program; without them the DOT source is still there (``.source``, or
+written next to the picture by `render`), and drawing raises one error naming both.
 """
 
 from __future__ import annotations
@@ -109,18 +110,9 @@ def render(x: Any, path: str, format: str = "png", params: dict | None = None) -
     with open(dot_path, "w") as f:
         f.write(dot)
     try:
-        import graphviz
-    except ImportError:
-        raise RuntimeError(
-            "rendering needs the graphviz Python package: pip install graphviz (or "
-            f"'dualgraph[viz]'); the DOT source was written to {dot_path}") from None
-    try:
-        out = graphviz.Source(dot).render(outfile=path, format=format, cleanup=True)
-    except graphviz.ExecutableNotFound:
-        raise RuntimeError(
-            "rendering needs the Graphviz 'dot' program (apt-get install graphviz, brew "
-            f"install graphviz); the DOT source was written to {dot_path}") from None
-    return out
+        return _drawable(dot).render(outfile=path, format=format, cleanup=True)
+    except RuntimeError as e:
+        raise RuntimeError(f"{e} The DOT source was written to {dot_path}.") from None
 
 
 def _size_str(shape: tuple) -> str:
@@ -185,15 +177,66 @@ def make_dot_source(y: Any, params: dict | None = None, show_attrs: bool = False
     return "\n".join(lines)
 
 
-def make_dot(y: Any, params: dict | None = None, show_attrs: bool = False) -> Any:
-    """torchviz's call and picture: a ``graphviz.Source`` of the tape behind ``y``, with
-    backward names (``MulBackward0``) and ``AccumulateGrad`` leaves named by ``params``
-    (e.g. ``dict(model.named_parameters())``); `make_dot_source` gives the DOT text."""
-    dot = make_dot_source(y, params=params, show_attrs=show_attrs)
+INSTALL = ("drawing needs both Graphviz installs: the Python package (pip install graphviz, "
+           "or pip install 'dualgraph[viz]') and the dot program (apt-get install graphviz, "
+           "or brew install graphviz); {missing}. The DOT text is available without them "
+           "(.source, or dg.viz.to_dot).")
+
+
+class DotSource:
+    """DOT text with `graphviz.Source`'s drawing methods, for a machine without the
+    graphviz package: ``.source`` works, drawing raises the error naming both installs."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def __str__(self) -> str:
+        return self.source
+
+    def _missing(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(INSTALL.format(missing="the graphviz Python package is missing"))
+
+    render = pipe = view = _missing
+
+
+_SOURCE_CLASS: Any = None
+
+
+def _drawable(dot: str) -> Any:
+    """A `graphviz.Source` of ``dot`` whose drawing methods turn a missing ``dot`` program
+    into the error naming both installs (Graphviz's own `ExecutableNotFound` names neither
+    package), or a `DotSource` when the graphviz package is missing."""
+    global _SOURCE_CLASS
     try:
         import graphviz
     except ImportError:
-        raise RuntimeError("make_dot needs the graphviz Python package: pip install graphviz "
-                           "(or 'dualgraph[viz]'); dg.viz.make_dot_source(y) or "
-                           "dg.viz.to_dot(y) give the DOT source without it") from None
-    return graphviz.Source(dot)
+        return DotSource(dot)
+    if _SOURCE_CLASS is None:
+        def guard(method: Any) -> Any:
+            def drawing(self: Any, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    return method(self, *args, **kwargs)
+                except graphviz.ExecutableNotFound:
+                    raise RuntimeError(INSTALL.format(
+                        missing="the dot program is not on PATH")) from None
+            drawing.__name__ = method.__name__
+            drawing.__doc__ = method.__doc__
+            return drawing
+
+        _SOURCE_CLASS = type("Source", (graphviz.Source,), {
+            "__doc__": graphviz.Source.__doc__, "__module__": __name__,
+            **{m: guard(getattr(graphviz.Source, m))
+               for m in ("render", "pipe", "view", "_repr_mimebundle_")}})
+    return _SOURCE_CLASS(dot)
+
+
+def make_dot(y: Any, params: dict | None = None, show_attrs: bool = False) -> Any:
+    """torchviz's call and picture: a ``graphviz.Source`` of the tape behind ``y``, with
+    backward names (``MulBackward0``) and ``AccumulateGrad`` leaves named by ``params``
+    (e.g. ``dict(model.named_parameters())``).
+
+    ``.source`` is the DOT text on any machine; drawing (``render``, ``pipe``, a notebook's
+    display) needs the graphviz package and the ``dot`` program, and without either raises
+    a `RuntimeError` naming both installs. Without the package the result is a `DotSource`.
+    """
+    return _drawable(make_dot_source(y, params=params, show_attrs=show_attrs))

@@ -126,3 +126,10 @@ def test_explain_shows_the_value_and_grad_kernel_of_a_scalar_loss(mlp_step):
         np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-5, atol=1e-6)
     vector = dg.explain(lambda x: x * 2, dg.ones(3, requires_grad=True))
     assert vector.value_and_grad is None and "== value and grad" not in str(vector)
+
+
+def test_the_report_echoes_as_its_text():
+    """At the interpreter's prompt ``dg.explain(...)`` shows the report, not a dataclass
+    dump; in a script, ``print`` it."""
+    e = dg.explain(lambda x: (x * 2).exp().sum(), dg.randn(3))
+    assert repr(e) == str(e) and repr(e).startswith("== forward: traced")

@@ -9,8 +9,29 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .grid import MODES, Store, SweepError, cell_key, cells, parse_param
+from .grid import MODES, Store, SweepError, cell_key, cells, check_results_file, parse_param
 from .report import plot, rows, table
+
+
+def usable_cores() -> int:
+    """How many cores this process may run on (its CPU affinity, not the machine's)."""
+    import os
+
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def short_threads(threads: Sequence[int]) -> str | None:
+    """A warning when a thread count exceeds the cores this process may use (None if
+    none does): such cells run on fewer cores, and record the count they really had."""
+    cores = usable_cores()
+    over = sorted({t for t in threads if t > cores})
+    if not over:
+        return None
+    return (f"this process may use {cores} core(s) (its CPU affinity), fewer than "
+            f"--threads {','.join(map(str, over))}: those cells run on {cores} core(s), and "
+            "their records say so (threads_used)")
 
 
 def sweep(workloads: str | Sequence[str], params: Mapping[str, Any] | None = None, *,
@@ -32,11 +53,23 @@ def sweep(workloads: str | Sequence[str], params: Mapping[str, Any] | None = Non
     ``fresh``. A cell whose process dies is retried ``retries`` times, then recorded as
     failed. ``cold_cache``: every cell compiles with an empty kernel cache.
     """
+    import warnings
+
     from . import runner
 
     names = [workloads] if isinstance(workloads, str) else list(workloads)
     specs = cells(names, params or {}, list(modes), list(threads))
+    if as_frame:  # checked now: the grid may take minutes, and would be lost at the end
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            raise SweepError("as_frame=True needs pandas: pip install pandas (or "
+                             "'dualgraph[sweep]'), or leave as_frame off for a list of "
+                             "dicts") from None
     store = Store(out, fresh=fresh)
+    short = short_threads(threads)
+    if short:
+        warnings.warn(short, RuntimeWarning, stacklevel=2)
     options = {"repeats": repeats, "budget": budget, "cold_warm": cold_warm,
                "cold_cache": cold_cache, "timeout": timeout, **(cell_options or {})}
     todo = [{**s, **options} for s in specs if not store.done(s["key"])]
@@ -57,5 +90,5 @@ def sweep(workloads: str | Sequence[str], params: Mapping[str, Any] | None = Non
     return table_rows
 
 
-__all__ = ["MODES", "Store", "SweepError", "cell_key", "cells", "parse_param", "plot",
-           "rows", "sweep", "table"]
+__all__ = ["MODES", "Store", "SweepError", "cell_key", "cells", "check_results_file",
+           "parse_param", "plot", "rows", "short_threads", "sweep", "table", "usable_cores"]

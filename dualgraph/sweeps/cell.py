@@ -83,7 +83,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         report = compare(fn, *args, name=spec["workload"], repeats=spec.get("repeats", 5),
                          budget=spec.get("budget", 0.5),
                          cold_warm=bool(spec.get("cold_warm")) and spec["mode"] == "compiled",
-                         threads=threads, compiled=spec["mode"] == "compiled")
+                         threads=threads, compiled=spec["mode"] == "compiled", roofline=False)
         d = json.loads(report.to_json())
         record["report"] = {k: v for k, v in d.items() if k not in _DROP}
     except Exception as e:  # a failed cell is recorded, not raised
@@ -95,6 +95,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     record["cpu_seconds"] = ru.ru_utime + ru.ru_stime
     record["cores"] = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
         else None
+    # The threads the cell really had: its label may ask for more cores than it may use.
+    usable = len(record["cores"]) if record["cores"] else (os.cpu_count() or 1)
+    record["threads_used"] = min(int(spec["threads"]), usable)
     record["pid"] = os.getpid()
     return record
 

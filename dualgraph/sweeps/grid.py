@@ -85,19 +85,57 @@ def cell_key(spec: Mapping[str, Any]) -> str:
                        spec["threads"]])
 
 
+FORMAT = "dualgraph-sweep"  # the results file's "format" field
+
+
+def read_results(path: str) -> dict[str, Any]:
+    """The results file at ``path`` (``{"machines": ..., "cells": [...]}``); a file that is
+    not one, or is damaged, raises `SweepError` naming it, so it is never overwritten."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except UnicodeDecodeError:
+        raise SweepError(f"{path} is not a sweep results file (not JSON text); give "
+                         "another --out, or remove it") from None
+    except json.JSONDecodeError as e:
+        raise SweepError(f"{path} is damaged or not a sweep results file (not JSON: {e}); "
+                         "give another --out, or remove it") from None
+    except OSError as e:
+        raise SweepError(f"{path}: cannot read it ({e.strerror or e})") from None
+    if not (isinstance(data, dict) and data.get("format", FORMAT) == FORMAT
+            and isinstance(data.get("cells"), list) and isinstance(data.get("machines"), dict)
+            and "version" in data):
+        raise SweepError(f"{path} is not a sweep results file (a JSON file without its "
+                         "format, version, machines and cells); give another --out, or "
+                         "remove it")
+    for c in data["cells"]:
+        if not (isinstance(c, dict) and isinstance(c.get("key"), str)):
+            raise SweepError(f"{path} is damaged: a cell without its key; give another "
+                             "--out, or remove it")
+    return data
+
+
+def check_results_file(path: str) -> None:
+    """Raise `SweepError` unless ``path`` is missing, empty or a sweep results file."""
+    if os.path.exists(path) and os.path.getsize(path) > 0:
+        read_results(path)
+
+
 class Store:
     """The results file: finished cells and their machines, rewritten atomically (a
-    temporary file, then `os.replace`) after every cell."""
+    temporary file, then `os.replace`) after every cell. An existing file that is not a
+    results file raises `SweepError` (even with ``fresh``: it is never overwritten)."""
 
     def __init__(self, path: str | None, fresh: bool = False) -> None:
         self.path = path
         self.machines: dict[str, dict] = {}
         self.cells: dict[str, dict] = {}
-        if path and not fresh and os.path.exists(path):
-            with open(path) as f:
-                data = json.load(f)
-            self.machines = data.get("machines", {})
-            self.cells = {c["key"]: c for c in data.get("cells", [])}
+        if path:
+            check_results_file(path)
+        if path and not fresh and os.path.exists(path) and os.path.getsize(path) > 0:
+            data = read_results(path)
+            self.machines = data["machines"]
+            self.cells = {c["key"]: c for c in data["cells"]}
 
     def done(self, key: str) -> bool:
         """Finished (a failed cell is run again)."""
@@ -119,7 +157,7 @@ class Store:
         fd, tmp = tempfile.mkstemp(prefix=".sweep-", suffix=".json", dir=d)
         try:
             with os.fdopen(fd, "w") as f:
-                json.dump({"version": 1, "machines": self.machines,
+                json.dump({"format": FORMAT, "version": 1, "machines": self.machines,
                            "cells": list(self.cells.values())}, f, indent=1)
             os.replace(tmp, self.path)
         except BaseException:

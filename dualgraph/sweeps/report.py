@@ -36,7 +36,10 @@ def rows(records: Sequence[Mapping[str, Any]], machines: Mapping[str, Mapping] |
             break_even=rep.get("break_even_calls"), break_even_lo=be[0], break_even_hi=be[1],
             max_abs_error=rep.get("max_abs_error"), max_rel_error=rep.get("max_rel_error"),
             noisy=rep.get("noisy"), trace_error=rep.get("trace_error"),
-            wall_seconds=c.get("wall_seconds"), cpu_seconds=c.get("cpu_seconds"))
+            speedup_basis=rep.get("speedup_basis"), wall_speedup=rep.get("wall_speedup"),
+            cpu_speedup=rep.get("cpu_speedup"), verdict=rep.get("verdict"),
+            wall_seconds=c.get("wall_seconds"), cpu_seconds=c.get("cpu_seconds"),
+            threads_used=c.get("threads_used"))
         if machines and c.get("machine") in machines:
             r["host"] = machines[c["machine"]].get("host")
         out.append(r)
@@ -101,24 +104,29 @@ def table(rs: Sequence[Mapping[str, Any]], machines: Mapping[str, Mapping] | Non
                          r["mode"])
         for r in sorted(grp, key=key):
             point = " ".join(f"{n}={r[n]}" for n in names if r.get(n) is not None)
+            used = r.get("threads_used")
+            thr = (f"{r['threads']}({used})" if used is not None and used != r["threads"]
+                   else str(r["threads"]))
             if r["status"] != "ok":
-                lines.append(f"{r['workload']:10s} {point:24s} {r['threads']:>3} "
+                lines.append(f"{r['workload']:10s} {point:24s} {thr:>3} "
                              f"{r['mode']:8s} FAILED: {r['error']}")
                 continue
+            cpu = "c" if r.get("speedup_basis") == "CPU time" else ""
             sp = ("-" if r["speedup"] is None else
-                  f"{r['speedup']:.2f}x ({r['speedup_lo']:.1f}-{r['speedup_hi']:.1f})")
+                  f"{r['speedup']:.2f}x ({r['speedup_lo']:.1f}-{r['speedup_hi']:.1f}){cpu}")
             comp = ("-" if r["compile_time"] is None else
                     f"{r['compile_time']:.2f}s {r['compile_cache']}")
             err = "-" if r["mode"] != "compiled" or r["max_rel_error"] is None else \
                 f"{r['max_rel_error']:.1e}"
-            lines.append(f"{r['workload']:10s} {point:24s} {r['threads']:>3} {r['mode']:8s} "
+            lines.append(f"{r['workload']:10s} {point:24s} {thr:>3} {r['mode']:8s} "
                          f"{_t(r['eager_time']):>9s} {_t(r['compiled_time']):>9s} {sp:>16s} "
                          f"{comp:>10s} {_be(r):>22s} {err:>8s}"
                          + ("  NOISY" if r.get("noisy") else ""))
         lines.append("")
-    lines.append("speed-up: eager / compiled median per call, measured in the same cell "
-                 "(range from the quartiles); break-even: calls until blocking compilation "
-                 "pays.")
+    lines.append("speed-up: median of the ratios of alternating eager and compiled rounds, in "
+                 "the same cell (95% interval; 'c': of CPU time, other processes took the "
+                 "CPU); break-even: calls until blocking compilation pays.  thr: threads "
+                 "asked for (and, in brackets, the cores the cell really had when fewer).")
     return "\n".join(lines)
 
 

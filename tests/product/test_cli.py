@@ -30,18 +30,22 @@ def test_compare_quick_prints_the_table(capsys, monkeypatch):
     assert main(SCALAR) == 0
     out, err = capsys.readouterr()
     lines = out.splitlines()
-    assert lines[0].split()[:4] == ["workload", "eager", "compiled", "speed-up"]
-    row = next(line for line in lines if line.startswith("scalar"))
+    # The verdict first, then the table.
+    assert lines[0].startswith(("scalar: compiled ", "scalar: uncertain"))
+    assert lines[1] == ""
+    assert lines[2].split()[:4] == ["workload", "eager", "compiled", "speed-up"]
+    row = next(line for line in lines[3:] if line.startswith("scalar"))
     assert "x" in row and "trace failed" not in row
     # Nodes: the tape of x*y + y**2 has three nodes, like its trace.
     (nodes,) = [t for t in row.split() if t.count("/") == 3]  # a NOISY flag may follow
     assert nodes.startswith("3/3/")
-    assert "break-even" in out and "s in all)" in out
-    assert "1/1" in err  # progress (tqdm or plain lines) to stderr, the table to stdout
+    assert "break-even" in out and "s in all, start-up and imports included)" in out
+    assert "compare" in err and "scalar" in err  # progress to stderr, the table to stdout
     # Spreads, the compile's cache state, the break-even range; warm-up charged to no row.
     assert row.count("±") == 2 and ("cold" in row or "warm" in row)
-    assert row.split("x (")[1].split(")")[0].count("-") == 1  # speed-up range
+    assert row.split("x (")[1].split(")")[0].count("-") == 1  # speed-up interval
     assert "interquartile range" in out and "process warm-up" in out
+    assert "95% interval" in out
     if "NOISY" in row:
         assert "NOISY rows" in out and "  scalar: " in out
 
@@ -186,11 +190,35 @@ def test_python_dash_m_dualgraph(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "dualgraph", *SCALAR, "--json", str(js)],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("workload")
+    assert proc.stdout.startswith("scalar: ")
     assert json.loads(js.read_text())["workloads"][0]["name"] == "scalar"
     bad = subprocess.run([sys.executable, "-m", "dualgraph", "compare", "--workload", "x"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "valid workloads" in bad.stderr
+
+
+def test_the_total_is_the_process_wall_time_start_up_included():
+    # A second spent before dualgraph is imported is in the "(N s in all)" figure.
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    code = ("import time; time.sleep(1.0); from dualgraph.cli import _process_seconds; "
+            "print(_process_seconds())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=120).stdout
+    assert float(out) >= 1.0
+
+
+def test_eta_remembers_what_each_workload_took(tmp_path, monkeypatch, capsys):
+    from dualgraph import cli
+
+    monkeypatch.setenv("DUALGRAPH_CACHE_DIR", str(tmp_path))
+    assert main(SCALAR) == 0
+    past = json.loads((tmp_path / cli.TIMES_FILE).read_text())
+    (key,) = [k for k in past if k.endswith(":scalar")]
+    assert key.startswith("quick:") and past[key] > 0
+    # The next run's estimate for that workload is what it took, not the default guess.
+    eta = cli._Eta(["scalar", "chain"], key.rsplit(":", 1)[0])
+    assert eta.guess == {"scalar": past[key], "chain": cli._DEFAULT_GUESS}
+    list(eta)
 
 
 def test_workloads_build_and_run_eagerly():

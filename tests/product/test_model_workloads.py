@@ -1,4 +1,4 @@
-"""The cnn and transformer workloads (issue 12): they train, eager equals compiled, and
+"""The cnn and transformer workloads: they train, eager equals compiled, and
 their gradients equal the hand-written NumPy references that the benchmarks time.
 
 The NumPy references (``benchmarks/models_numpy.py``) were checked against PyTorch to 1e-16

@@ -93,7 +93,8 @@ def test_resume_is_the_default_and_fresh_starts_over(tmp_path: Path, monkeypatch
     assert main(args + ["--fresh"]) == 0
     assert [k["fresh"] for k in seen] == [False, False, True]
     out = tmp_path / "old.json"
-    out.write_text(json.dumps({"cells": [{"key": "k", "status": "ok"}]}))
+    out.write_text(json.dumps({"version": 1, "machines": {},
+                               "cells": [{"key": "k", "status": "ok"}]}))
     assert sweeps.Store(str(out)).done("k") and not sweeps.Store(str(out), fresh=True).done("k")
 
 

@@ -78,16 +78,32 @@ def test_make_dot_names_parameters_like_torchviz():
     assert "MmBackward0" in src.source and "AccumulateGrad" in src.source
 
 
+BOTH = r"pip install graphviz.*apt-get install graphviz"  # one message, both installs
+
+
 def test_render_without_the_dot_program_is_a_clear_error_and_writes_dot(tmp_path,
                                                                         monkeypatch,
                                                                         tape_output):
     pytest.importorskip("graphviz")
     monkeypatch.setenv("PATH", str(tmp_path / "no-such-bin"))
-    with pytest.raises(RuntimeError, match=r"Graphviz 'dot' program.*apt-get install graphviz"):
+    with pytest.raises(RuntimeError, match=BOTH + ".*dot program is not on PATH"):
         dg.viz.render(tape_output, str(tmp_path / "tape.png"))
     written = (tmp_path / "tape.dot").read_text()
     assert written == dg.viz.to_dot(tape_output)
     assert not (tmp_path / "tape.png").exists()
+
+
+def test_make_dot_source_without_the_dot_program(tmp_path, monkeypatch, tape_output):
+    graphviz = pytest.importorskip("graphviz")
+    monkeypatch.setenv("PATH", str(tmp_path / "no-such-bin"))
+    src = dg.viz.make_dot(tape_output)
+    assert isinstance(src, graphviz.Source)
+    assert src.source.rstrip() == dg.viz.make_dot_source(tape_output)  # as torchviz's does
+    for draw in (lambda: src.render(str(tmp_path / "t"), format="png"),
+                 lambda: src.pipe(format="svg"), src._repr_mimebundle_):
+        with pytest.raises(RuntimeError, match=BOTH) as e:
+            draw()
+        assert not isinstance(e.value, graphviz.ExecutableNotFound)
 
 
 def test_render_without_the_graphviz_package(tmp_path, monkeypatch, tape_output):
@@ -99,11 +115,13 @@ def test_render_without_the_graphviz_package(tmp_path, monkeypatch, tape_output)
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_graphviz)
-    with pytest.raises(RuntimeError, match="pip install graphviz"):
+    with pytest.raises(RuntimeError, match=BOTH + ".*Python package is missing"):
         dg.viz.render(tape_output, str(tmp_path / "t.svg"), format="svg")
     assert (tmp_path / "t.dot").exists()
-    with pytest.raises(RuntimeError, match="to_dot"):
-        dg.viz.make_dot(tape_output)
+    src = dg.viz.make_dot(tape_output)  # still the DOT text, and one clear error to draw
+    assert src.source == dg.viz.make_dot_source(tape_output) == str(src)
+    with pytest.raises(RuntimeError, match=BOTH):
+        src.render("t.png")
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="the Graphviz dot program is missing")
