@@ -90,6 +90,37 @@ class Tensor(TensorOps):
             return self.clone()
         return _make(np.ascontiguousarray(self._data), False, None)
 
+    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False, **kwargs: Any) -> "Tensor":
+        """Zeros of ``size`` with this tensor's dtype unless ``dtype`` is given (PyTorch's
+        ``Tensor.new_zeros``)."""
+        return zeros(*size, dtype=self.dtype if dtype is None else dtype, device=device,
+                     requires_grad=requires_grad, **kwargs)
+
+    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False, **kwargs: Any) -> "Tensor":
+        """Ones of ``size`` with this tensor's dtype unless ``dtype`` is given."""
+        return ones(*size, dtype=self.dtype if dtype is None else dtype, device=device,
+                    requires_grad=requires_grad, **kwargs)
+
+    def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False, **kwargs: Any) -> "Tensor":
+        """``fill_value`` in ``size`` with this tensor's dtype unless ``dtype`` is given."""
+        return full(size, fill_value, dtype=self.dtype if dtype is None else dtype,
+                    device=device, requires_grad=requires_grad, **kwargs)
+
+    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False, **kwargs: Any) -> "Tensor":
+        """`new_zeros` (dualgraph never hands out uninitialised memory)."""
+        return self.new_zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad,
+                              **kwargs)
+
+    def new_tensor(self, data: Any, *, dtype: Any = None, device: Any = None,
+                   requires_grad: bool = False) -> "Tensor":
+        """A copy of ``data`` with this tensor's dtype unless ``dtype`` is given."""
+        return tensor(data, dtype=self.dtype if dtype is None else dtype, device=device,
+                      requires_grad=requires_grad)
+
     def is_contiguous(self, memory_format: Any = None) -> bool:
         return bool(self._data.flags.c_contiguous)
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EagerOnlyError
-from ..modes import current_trace
+from ..modes import Mode, current_trace
 from ..ops.mixin import TensorOps
 
 _NUMBER = (int, float, np.integer, np.floating)
@@ -26,13 +26,10 @@ def trace_hooks() -> tuple[Callable[..., None], Callable[..., Any]] | None:
     """``(guard_value, runtime_scalar)`` of the call being traced, or ``None`` eagerly (and
     under a plain `dg.trace`, which guards nothing and bakes values in)."""
     trace = current_trace()
-    if trace is None:
+    # A mode that keeps the base defaults (a plain `dg.trace`) bakes values in.
+    if trace is None or type(trace).runtime_scalar is Mode.runtime_scalar:
         return None
-    guard = getattr(trace, "guard_value", None)
-    lift = getattr(trace, "runtime_scalar", None)
-    if guard is None or lift is None:
-        return None
-    return guard, lift
+    return trace.guard_value, trace.runtime_scalar
 
 
 def tracing() -> bool:
