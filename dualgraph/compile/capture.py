@@ -135,6 +135,13 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True) -> tuple:
     ctx.arg_index = {id(a): i for i, a in enumerate(args) if isinstance(a, Tensor)}
     targs = [ctx.new_input(a.shape, a.dtype, a if isinstance(a, Tensor) else None)
              if isinstance(a, (Tensor, np.ndarray)) else a for a in args]
+    # A module passed as a constant argument (the ``self`` of a compiled method): its
+    # Python values and submodules are guarded as if it had been called.
+    from ..nn.modules import Module
+
+    for a in args:
+        if isinstance(a, Module):
+            ctx.note_module(a)
     outputs = single = None
     try:
         with ctx:

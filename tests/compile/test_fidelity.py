@@ -396,3 +396,21 @@ def test_dropout_inplace(runner):
     assert set(np.unique(z.numpy())) <= {0.0, 2.0}
     with pytest.raises(RuntimeError, match="leaf"):
         F.dropout(dg.ones(2, requires_grad=True), 0.5, inplace=True)
+
+
+class _Temperature(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.t = 2.0
+
+    @dg.compile
+    def scaled(self, x):
+        return x / self.t
+
+
+def test_a_compiled_method_sees_its_modules_numbers():
+    m = _Temperature()
+    x = dg.ones(2)
+    assert m.scaled(x).tolist() == [0.5, 0.5]
+    m.t = 4.0
+    assert m.scaled(x).tolist() == [0.25, 0.25]
