@@ -72,12 +72,14 @@ class CallTraceContext(TraceContext):
             return
         d = module.__dict__
         table = d["_modules"]
+        # Names and the modules themselves: tuples compare their items by identity first,
+        # and modules do not define ``__eq__``, so this is an identity check.
         self.reads[key] = (
-            lambda: [(k, id(m)) for k, m in table.items()],
-            [(k, id(m)) for k, m in table.items()],
+            lambda: (tuple(table), tuple(table.values())),
+            (tuple(table), tuple(table.values())),
             lambda now: f"the submodules of a {type(module).__name__} changed "
-                        f"(now {[k for k, _ in now]})",
-            (module, list(table.values())))
+                        f"(now {list(now[0])})",
+            module)
         names = tuple(k for k, v in d.items() if k not in _MODULE_TABLES and plain_value(v))
         if names:
             before = tuple(d[k] for k in names)

@@ -150,11 +150,6 @@ def describe_change(old: tuple, new: tuple, args: tuple) -> str:
     """Why a call's signature differs from the previous one, in words."""
     old_args, old_grad, old_layout, old_alias = old
     new_args, new_grad, new_layout, new_alias = new
-    if old_alias != new_alias:
-        def shown(alias: tuple | None) -> str:
-            return ", ".join(f"{i} and {j}" for i, j in alias) if alias else "none"
-        return (f"tensor arguments sharing memory: {shown(new_alias)} instead of "
-                f"{shown(old_alias)} (counted among tensor and array arguments)")
     if old_layout != new_layout:
         def kw(layout: tuple | None) -> str:
             return ", ".join(layout[1]) if layout and layout[1] else "none"
@@ -176,6 +171,11 @@ def describe_change(old: tuple, new: tuple, args: tuple) -> str:
             if a[k] != b[k]:
                 return f"argument {i} ({kind}): {what} {b[k]} instead of {a[k]}"
         return f"argument {i}: requires_grad={b[2]} instead of {a[2]}"
+    if old_alias != new_alias:
+        def shown(alias: tuple | None) -> str:
+            return ", ".join(f"{i} and {j}" for i, j in alias) if alias else "none"
+        return (f"tensor arguments sharing memory: {shown(new_alias)} instead of "
+                f"{shown(old_alias)} (counted among tensor and array arguments)")
     return f"grad mode {'on' if new_grad else 'off'} instead of {'on' if old_grad else 'off'}"
 
 
