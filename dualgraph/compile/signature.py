@@ -358,9 +358,12 @@ _LIBRARIES = frozenset({"dualgraph", "numpy", "numba", "scipy", "torch", "jax"})
 
 def _is_user_function(v: Any) -> bool:
     """A Python function of the user's program (not of dualgraph, NumPy or the standard
-    library): a helper whose globals the compiled function depends on."""
+    library): a helper whose globals the compiled function depends on. A compiled
+    function counts by the function it wraps (called inside a trace, it is inlined)."""
     if not isinstance(v, types.FunctionType):
-        return False
+        v = getattr(v, "__wrapped__", None)
+        if not isinstance(v, types.FunctionType):
+            return False
     root = (getattr(v, "__module__", None) or "").partition(".")[0]
     return root not in _LIBRARIES and root not in sys.stdlib_module_names
 
