@@ -383,7 +383,8 @@ def gen_reduce(draw, b: Builder) -> Var | None:
     n, r = x.name, len(x.shape)
     size = math.prod(x.shape)
     kind = draw(st.sampled_from(["sum", "mean", "max", "min"]))
-    # max(dim)/min(dim) with one int dim is PyTorch's (values, indices) named tuple.
+    # max(dim)/min(dim) (or axis=) with one int dim is PyTorch's (values, indices) named
+    # tuple.
     values = ".values" if kind in ("max", "min") else ""
     if r == 0:
         call = draw(st.sampled_from([f"{n}.{kind}()", f"dg.{kind}({n}, dim=0){values}"]))
@@ -393,7 +394,9 @@ def gen_reduce(draw, b: Builder) -> Var | None:
         axis = axes[0] if len(axes) == 1 else tuple(axes)
         keep = draw(st.booleans())
         call = draw(st.sampled_from([
-            f"{n}.{kind}()", f"{n}.{kind}(axis={axis!r}, keepdims={keep})",
+            f"{n}.{kind}()",
+            f"{n}.{kind}(axis={axis!r}, keepdims={keep})" + (values if isinstance(axis, int)
+                                                             else ""),
             f"dg.{kind}({n}, dim={axis!r})" + (values if isinstance(axis, int) else ""),
         ]))
     bound = x.bound * size if kind == "sum" else x.bound

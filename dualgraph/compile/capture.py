@@ -72,12 +72,14 @@ class CallTraceContext(TraceContext):
             return
         d = module.__dict__
         table = d["_modules"]
+        # Names and the modules themselves: tuples compare their items by identity first,
+        # and modules do not define ``__eq__``, so this is an identity check.
         self.reads[key] = (
-            lambda: [(k, id(m)) for k, m in table.items()],
-            [(k, id(m)) for k, m in table.items()],
+            lambda: (tuple(table), tuple(table.values())),
+            (tuple(table), tuple(table.values())),
             lambda now: f"the submodules of a {type(module).__name__} changed "
-                        f"(now {[k for k, _ in now]})",
-            (module, list(table.values())))
+                        f"(now {list(now[0])})",
+            module)
         names = tuple(k for k, v in d.items() if k not in _MODULE_TABLES and plain_value(v))
         if names:
             before = tuple(d[k] for k in names)
@@ -135,6 +137,13 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True) -> tuple:
     ctx.arg_index = {id(a): i for i, a in enumerate(args) if isinstance(a, Tensor)}
     targs = [ctx.new_input(a.shape, a.dtype, a if isinstance(a, Tensor) else None)
              if isinstance(a, (Tensor, np.ndarray)) else a for a in args]
+    # A module passed as a constant argument (the ``self`` of a compiled method): its
+    # Python values and submodules are guarded as if it had been called.
+    from ..nn.modules import Module
+
+    for a in args:
+        if isinstance(a, Module):
+            ctx.note_module(a)
     outputs = single = None
     try:
         with ctx:

@@ -150,11 +150,6 @@ def describe_change(old: tuple, new: tuple, args: tuple) -> str:
     """Why a call's signature differs from the previous one, in words."""
     old_args, old_grad, old_layout, old_alias = old
     new_args, new_grad, new_layout, new_alias = new
-    if old_alias != new_alias:
-        def shown(alias: tuple | None) -> str:
-            return ", ".join(f"{i} and {j}" for i, j in alias) if alias else "none"
-        return (f"tensor arguments sharing memory: {shown(new_alias)} instead of "
-                f"{shown(old_alias)} (counted among tensor and array arguments)")
     if old_layout != new_layout:
         def kw(layout: tuple | None) -> str:
             return ", ".join(layout[1]) if layout and layout[1] else "none"
@@ -176,6 +171,11 @@ def describe_change(old: tuple, new: tuple, args: tuple) -> str:
             if a[k] != b[k]:
                 return f"argument {i} ({kind}): {what} {b[k]} instead of {a[k]}"
         return f"argument {i}: requires_grad={b[2]} instead of {a[2]}"
+    if old_alias != new_alias:
+        def shown(alias: tuple | None) -> str:
+            return ", ".join(f"{i} and {j}" for i, j in alias) if alias else "none"
+        return (f"tensor arguments sharing memory: {shown(new_alias)} instead of "
+                f"{shown(old_alias)} (counted among tensor and array arguments)")
     return f"grad mode {'on' if new_grad else 'off'} instead of {'on' if old_grad else 'off'}"
 
 
@@ -358,9 +358,12 @@ _LIBRARIES = frozenset({"dualgraph", "numpy", "numba", "scipy", "torch", "jax"})
 
 def _is_user_function(v: Any) -> bool:
     """A Python function of the user's program (not of dualgraph, NumPy or the standard
-    library): a helper whose globals the compiled function depends on."""
+    library): a helper whose globals the compiled function depends on. A compiled
+    function counts by the function it wraps (called inside a trace, it is inlined)."""
     if not isinstance(v, types.FunctionType):
-        return False
+        v = getattr(v, "__wrapped__", None)
+        if not isinstance(v, types.FunctionType):
+            return False
     root = (getattr(v, "__module__", None) or "").partition(".")[0]
     return root not in _LIBRARIES and root not in sys.stdlib_module_names
 

@@ -602,16 +602,20 @@ def test_wrong_number_of_arguments_is_python_s_type_error():
     assert f.stats.kernels == 0
 
 
-@pytest.mark.parametrize("bad", [(dg.ones(3),), [dg.ones(3)], {"a": np.ones(3)}],
+@pytest.mark.parametrize("box", [lambda t: (t,), lambda t: [t], lambda t: {"a": t}],
                          ids=["tuple", "list", "dict"])
-def test_tensors_inside_containers_raise_type_error(bad):
-    # Non-tensor arguments (strings, lists of numbers, objects) are baked-in constants
-    # (tests/compile/test_calling.py); a tensor inside one cannot be.
-    f = dg.compile(lambda x, y: x * 2.0)
-    with pytest.raises(TypeError, match="argument 1") as info:
-        f(_randn(3), bad)
-    assert "own argument" in str(info.value)
-    assert f.stats.traces == 0
+def test_tensors_inside_containers_are_inputs(box):
+    # Tensors inside tuple, list and dict arguments are flattened into inputs
+    # (tests/compile/test_fidelity.py has the scenarios): new values, same kernel.
+    def fn(x, y):
+        inner = y["a"] if isinstance(y, dict) else y[0]
+        return x * 2.0 + inner
+
+    f = dg.compile(fn)
+    for _ in range(3):
+        x, y = _randn(3), _randn(3)
+        assert_close(f(x, box(y)).numpy(), (x * 2.0 + y).numpy())
+    assert f.stats.traces == 1
 
 
 def test_data_dependent_control_flow_raises_trace_error():

@@ -396,3 +396,41 @@ def test_dropout_inplace(runner):
     assert set(np.unique(z.numpy())) <= {0.0, 2.0}
     with pytest.raises(RuntimeError, match="leaf"):
         F.dropout(dg.ones(2, requires_grad=True), 0.5, inplace=True)
+
+
+class _Temperature(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.t = 2.0
+
+    @dg.compile
+    def scaled(self, x):
+        return x / self.t
+
+
+def test_a_compiled_method_sees_its_modules_numbers():
+    m = _Temperature()
+    x = dg.ones(2)
+    assert m.scaled(x).tolist() == [0.5, 0.5]
+    m.t = 4.0
+    assert m.scaled(x).tolist() == [0.25, 0.25]
+
+
+OFFSET = 1.0
+
+
+@dg.compile
+def _compiled_helper(x):
+    return x + OFFSET
+
+
+def test_a_global_read_by_an_inlined_compiled_helper(runner):
+    global OFFSET
+    f = runner(lambda x: _compiled_helper(x) * 2)
+    x = dg.zeros(2)
+    try:
+        assert f(x).tolist() == [2.0, 2.0]
+        OFFSET = 3.0
+        assert f(x).tolist() == [6.0, 6.0]
+    finally:
+        OFFSET = 1.0
