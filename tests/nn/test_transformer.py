@@ -99,6 +99,7 @@ def test_errors() -> None:
         dg.nn.Transformer.generate_square_subsequent_mask(3, device="cuda")
 
 
+@pytest.mark.slow  # a cold compile of this step took 20 minutes on a loaded machine
 def test_compiled_training_step_equals_eager() -> None:
     """A causal encoder layer's training step, compiled (one trace) and eager, from the same
     weights: losses and updated parameters agree within B3's float32 tolerance."""
