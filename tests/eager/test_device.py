@@ -41,6 +41,7 @@ def test_tensor_device_and_cuda_flags() -> None:
     lambda: dg.ones(2).to(dg.device("cuda", 0)), lambda: dg.zeros(2, device="cuda"),
     lambda: dg.tensor([1.0], device="cuda:1"), lambda: dg.randn(2, device="mps"),
     lambda: dg.arange(3, device="xla"), lambda: dg.nn.Linear(2, 2).to("cuda"),
+    lambda: dg.nn.Linear(2, 2).cuda(), lambda: dg.ones(2).cuda(1),
 ])
 def test_any_other_device_raises_naming_it(call) -> None:
     with pytest.raises(RuntimeError, match=r"device '(cuda|mps|xla)(:\d)?' is not available"):

@@ -30,11 +30,19 @@ NEEDS = {
 }
 
 
+# Cold compiles of these steps take minutes today (the mnist CNN: 281 s on a loaded
+# two-core machine), so their compiled runs are in the slow set (pytest -m slow); a rerun
+# loads the kernels from the on-disk cache.
+SLOW_COMPILE = ("mingpt", "nanogpt", "mnist")
+
+
 def _cases() -> list:
     cases = []
     for name in ("mingpt", "nanogpt", "mnist", "vae"):
         for compiled in (False, True):
             marks = []
+            if compiled and name in SLOW_COMPILE:
+                marks.append(pytest.mark.slow)
             if name in NEEDS:
                 marks.append(pytest.mark.xfail(strict=True, reason=NEEDS[name]))
             cases.append(pytest.param(name, compiled, marks=marks,
