@@ -106,6 +106,20 @@ def test_backends_flags_are_settable_and_accelerators_absent() -> None:
     assert dg.backends.cudnn.enabled is True
 
 
+def test_backends_and_cuda_amp_are_modules_like_torchs() -> None:
+    """``import torch.backends.cudnn as cudnn`` (DCGAN) and ``from torch.cuda.amp import
+    GradScaler`` need real submodules."""
+    import importlib
+
+    cudnn = importlib.import_module("dualgraph.backends.cudnn")
+    cudnn.benchmark = True
+    assert dg.backends.cudnn.benchmark is True
+    cudnn.benchmark = False
+    amp = importlib.import_module("dualgraph.cuda.amp")
+    assert amp.GradScaler is dg.amp.GradScaler and amp.autocast is dg.amp.autocast
+    assert dg.backends.cuda.is_built() is False and dg.backends.cpu.get_cpu_capability()
+
+
 def test_accelerator_namespace() -> None:
     assert dg.accelerator.is_available() is False
     assert dg.accelerator.device_count() == 0

@@ -11,13 +11,9 @@ anything that needs a device raises `RuntimeError` naming it.
 
 from __future__ import annotations
 
-import types
 from typing import Any, NoReturn
 
-from . import amp as _amp
-
-# ``torch.cuda.amp.GradScaler`` / ``autocast``: the (disabled) mixed-precision tools.
-amp = types.SimpleNamespace(GradScaler=_amp.GradScaler, autocast=_amp.autocast)
+from . import amp  # noqa: F401 - torch.cuda.amp
 
 
 def is_available() -> bool:
