@@ -276,8 +276,8 @@ __all__ += [
 # isort: split
 # Devices (CPU only), dtype aliases, random generators, inference mode, data loading and
 # serialization: PyTorch's everyday surface.
-from . import accelerator, backends, cuda, utils  # noqa: E402
-from .dtypes import device, int8, int16, uint8  # noqa: E402
+from . import accelerator, amp, backends, cuda, distributed, utils  # noqa: E402
+from .dtypes import bfloat16, device, int8, int16, uint8  # noqa: E402
 from .eager.creation import (  # noqa: E402
     Generator,
     default_generator,
@@ -320,8 +320,8 @@ def is_tensor(obj: _typing.Any) -> bool:
 
 
 __all__ += [
-    "Generator", "accelerator", "backends", "bmm", "cuda", "default_generator", "device",
-    "double", "dtype",
+    "Generator", "accelerator", "amp", "backends", "bfloat16", "bmm", "cuda",
+    "default_generator", "device", "distributed", "double", "dtype",
     "float", "get_default_dtype", "get_rng_state", "half", "inference_mode", "initial_seed",
     "int", "int8", "int16", "is_inference_mode_enabled", "is_tensor", "load", "long", "mm",
     "multinomial", "rand_like", "randint", "randint_like", "randn_like", "randperm", "save",

@@ -35,8 +35,25 @@ _SHORT = {
 }
 
 
+class UnsupportedDtype:
+    """A PyTorch dtype NumPy cannot hold (``dg.bfloat16``): the name exists, so code that
+    only mentions it runs, and using it raises `TypeError` naming it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"dg.{self.name}"
+
+
+bfloat16 = UnsupportedDtype("bfloat16")
+
+
 def as_dtype(dtype: Any) -> np.dtype:
     """Turn a NumPy dtype, a Python type or a name (``"float32"``) into a NumPy dtype."""
+    if isinstance(dtype, UnsupportedDtype):
+        raise TypeError(f"dtype {dtype!r} is not supported: NumPy has no {dtype.name} (use "
+                        "dg.float32 or dg.float16)")
     try:
         return np.dtype(dtype)
     except TypeError as e:

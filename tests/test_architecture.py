@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("ops",),  # the OpDef registry and the public op functions
     ("eager",),  # Tensor, tape autograd, grad mode
     ("nn", "optim", "testing", "utils", "serialization", "cuda", "backends",
-     "accelerator"),  # libraries
+     "accelerator", "amp", "distributed"),  # libraries
     # written over eager tensors: nn, optimizers, data loading, save/load, device queries
     ("trace",),  # tracer and graph autodiff
     ("passes",),  # Graph -> Graph rewrites

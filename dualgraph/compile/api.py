@@ -404,7 +404,7 @@ def torch_options(dynamic: Any, strict: bool, fullgraph: Any, backend: Any, mode
         raise TypeError(f"dg.compile: options must be a dict, got {type(options).__name__}")
     if dynamic is None or isinstance(dynamic, (bool, np.bool_)):
         dynamic = ()
-    return dynamic, bool(strict or fullgraph)
+    return dynamic, (True if fullgraph else strict)  # strict itself is checked later
 
 
 def _read_signature(fn: Callable) -> tuple:

@@ -205,9 +205,9 @@ def set_rng_state(state: Any) -> None:
 def _key(generator: Any) -> tuple[Any, int]:
     """``(key, stream)`` for a composed random op: eagerly a fresh key drawn from
     ``generator``; in a trace, the trace key (a ``generator`` there is refused)."""
-    if generator is None or current_trace() is None:
-        if generator is None:
-            return random_key()
+    if generator is None:
+        return random_key()
+    if current_trace() is None:
         return tensor(np.array(numpy_generator(generator).integers(0, 2 ** 63 - 1))), 0
     raise TraceError("generator= inside a compiled function: its random ops draw from "
                      "dualgraph's default generator (seed it with dg.manual_seed), or draw "

@@ -233,6 +233,14 @@ class Tensor(TensorOps):
     def __int__(self) -> int:
         return int(self.item())
 
+    def __index__(self) -> int:
+        # A one-element integer tensor indexes Python and NumPy sequences (nanoGPT's
+        # `data[i:i + block_size]` with `i` from a tensor), as in PyTorch.
+        if self._data.size != 1 or self._data.dtype.kind not in "iub":
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self._data.reshape(()).item())
+
     def __bool__(self) -> bool:
         if self._data.size != 1:
             raise RuntimeError(

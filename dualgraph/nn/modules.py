@@ -318,6 +318,14 @@ class Module:
         """The module itself: dualgraph keeps everything on the CPU."""
         return self
 
+    def cuda(self, device: Any = None) -> "Module":
+        """Raises `RuntimeError`: there is no CUDA device (dualgraph runs on the CPU)."""
+        from ..dtypes import check_device
+
+        check_device(f"cuda:{device}" if isinstance(device, int) else device or "cuda",
+                     "Module.cuda()")
+        return self
+
     def _cast(self, dtype: np.dtype) -> "Module":
         if dtype.kind != "f":
             raise TypeError(f"Module.to() only casts to floating-point dtypes, got {dtype} "

@@ -867,6 +867,18 @@ class TensorOps:
                                f"{tuple(mat2.shape)}")
         return L.matmul(self, mat2)
 
+    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Any:
+        from ..errors import TraceError
+
+        raise TraceError("uniform_() fills a tensor with NumPy draws, eagerly: initialise "
+                         "parameters outside the compiled function")
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Any:
+        from ..errors import TraceError
+
+        raise TraceError("normal_() fills a tensor with NumPy draws, eagerly: initialise "
+                         "parameters outside the compiled function (or use dg.randn_like)")
+
     def squeeze_(self, dim: Any = None) -> Any:
         from ..errors import TraceError
 

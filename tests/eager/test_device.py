@@ -41,6 +41,7 @@ def test_tensor_device_and_cuda_flags() -> None:
     lambda: dg.ones(2).to(dg.device("cuda", 0)), lambda: dg.zeros(2, device="cuda"),
     lambda: dg.tensor([1.0], device="cuda:1"), lambda: dg.randn(2, device="mps"),
     lambda: dg.arange(3, device="xla"), lambda: dg.nn.Linear(2, 2).to("cuda"),
+    lambda: dg.nn.Linear(2, 2).cuda(), lambda: dg.ones(2).cuda(1),
 ])
 def test_any_other_device_raises_naming_it(call) -> None:
     with pytest.raises(RuntimeError, match=r"device '(cuda|mps|xla)(:\d)?' is not available"):
@@ -105,6 +106,20 @@ def test_backends_flags_are_settable_and_accelerators_absent() -> None:
     assert dg.backends.cudnn.enabled is True
 
 
+def test_backends_and_cuda_amp_are_modules_like_torchs() -> None:
+    """``import torch.backends.cudnn as cudnn`` (DCGAN) and ``from torch.cuda.amp import
+    GradScaler`` need real submodules."""
+    import importlib
+
+    cudnn = importlib.import_module("dualgraph.backends.cudnn")
+    cudnn.benchmark = True
+    assert dg.backends.cudnn.benchmark is True
+    cudnn.benchmark = False
+    amp = importlib.import_module("dualgraph.cuda.amp")
+    assert amp.GradScaler is dg.amp.GradScaler and amp.autocast is dg.amp.autocast
+    assert dg.backends.cuda.is_built() is False and dg.backends.cpu.get_cpu_capability()
+
+
 def test_accelerator_namespace() -> None:
     assert dg.accelerator.is_available() is False
     assert dg.accelerator.device_count() == 0
@@ -159,3 +174,49 @@ def test_device_plumbing_inside_a_compiled_function() -> None:
     np.testing.assert_allclose(g(x).numpy(), f(x).numpy(), rtol=1e-6)
     np.testing.assert_allclose(g(x).numpy(), f(x).numpy(), rtol=1e-6)
     assert g.stats.traces == 1 and g.stats.kernels >= 1
+
+
+def test_mixed_precision_tools_are_disabled_as_without_cuda() -> None:
+    with pytest.warns(UserWarning, match="Disabling"):
+        scaler = dg.cuda.amp.GradScaler(enabled=True)
+    assert not scaler.is_enabled()
+    lin = dg.nn.Linear(2, 1)
+    opt = dg.optim.SGD(lin.parameters(), lr=0.1)
+    loss = lin(dg.ones(3, 2)).sum()
+    assert scaler.scale(loss) is loss
+    scaler.scale(loss).backward()
+    scaler.unscale_(opt)
+    before = lin.weight.numpy().copy()
+    scaler.step(opt)
+    scaler.update()
+    assert not np.array_equal(lin.weight.numpy(), before)
+    assert not dg.amp.GradScaler("cuda", enabled=False).is_enabled()
+    with pytest.warns(UserWarning, match="Disabling autocast"):
+        with dg.amp.autocast(device_type="cuda", dtype=dg.float16):
+            assert (dg.ones(2) * 2).dtype == np.float32
+
+
+def test_distributed_is_absent() -> None:
+    assert not dg.distributed.is_available() and not dg.distributed.is_initialized()
+    with pytest.raises(RuntimeError, match="process group"):
+        dg.distributed.init_process_group(backend="gloo")
+
+
+def test_bfloat16_is_a_name_that_refuses_use() -> None:
+    table = {"float32": dg.float32, "bfloat16": dg.bfloat16, "float16": dg.float16}
+    assert table["float32"] == np.float32 and repr(dg.bfloat16) == "dg.bfloat16"
+    with pytest.raises(TypeError, match="NumPy has no bfloat16"):
+        dg.zeros(2, dtype=dg.bfloat16)
+    with pytest.raises(TypeError, match="NumPy has no bfloat16"):
+        dg.ones(2).to(dg.bfloat16)
+
+
+def test_integer_tensors_index_python_and_numpy_sequences() -> None:
+    data = np.arange(10)
+    i = dg.randint(0, 5, (3,))[0]
+    np.testing.assert_array_equal(data[i:i + 3], data[int(i):int(i) + 3])
+    assert [10, 20, 30][dg.tensor(1)] == 20 and range(5)[dg.tensor([4])] == 4
+    with pytest.raises(TypeError, match="only integer tensors of a single element"):
+        [1, 2][dg.tensor(1.0)]
+    with pytest.raises(TypeError, match="only integer tensors of a single element"):
+        [1, 2][dg.tensor([0, 1])]

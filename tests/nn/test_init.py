@@ -110,3 +110,9 @@ def test_apply_init_like_mingpt() -> None:
 
     net.apply(init)
     assert not net[0].bias.numpy().any() and net[2].weight.numpy().std() < 0.05
+
+
+def test_initialising_inside_a_compiled_function_says_where_to_do_it() -> None:
+    f = dg.compile(lambda w: dg.nn.init.normal_(w) * 2, strict=True)
+    with pytest.raises(dg.TraceError, match="outside the compiled function"):
+        f(dg.ones(2))

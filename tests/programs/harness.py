@@ -41,8 +41,9 @@ GOLDENS = HERE / "goldens"
 # ``import torch.X`` finds them in sys.modules.
 _SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.parallel", "optim",
                "optim.lr_scheduler", "utils", "utils.data", "utils.data.dataloader",
-               "utils.data.dataset", "utils.data.sampler", "cuda", "backends", "autograd",
-               "accelerator", "serialization")
+               "utils.data.dataset", "utils.data.sampler", "cuda", "cuda.amp", "backends",
+               "backends.cudnn", "backends.cuda", "backends.mps", "autograd", "accelerator",
+               "amp", "distributed", "serialization")
 
 
 # What the stub ``torchvision.datasets.MNIST(...)`` returns: set by a runner before it

@@ -349,3 +349,52 @@ def regression(torch: Any, weights: Any = None, compiled: bool = False, draws: A
     if weights is None:
         out["weights"] = proxy.weights
     return out
+
+
+# ------------------------------------------------------------- nanoGPT's train.py
+
+
+def nanogpt_train(torch: Any, workdir: Any, compile: bool = False) -> str:  # noqa: A002
+    """nanoGPT's train.py run as the script it is, in ``workdir`` (which gets its
+    configurator.py, a tiny dataset ``data/tiny/{train,val}.bin`` and ``meta.pkl``), with
+    command-line overrides for a tiny CPU run of 10 iterations that evaluates and saves a
+    checkpoint every 5. Returns what it printed."""
+    import contextlib
+    import io
+    import os
+    import pickle
+    import runpy
+    import shutil
+    import sys
+    from pathlib import Path
+
+    from .harness import VENDOR, bound_torch
+
+    work = Path(workdir)
+    shutil.copy(VENDOR / "nanogpt" / "configurator.py", work / "configurator.py")
+    data = work / "data" / "tiny"
+    data.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(4)
+    for split in ("train", "val"):
+        rng.integers(0, 11, size=2000).astype(np.uint16).tofile(data / f"{split}.bin")
+    with open(data / "meta.pkl", "wb") as f:
+        pickle.dump({"vocab_size": 11}, f)
+    argv = ["train.py", "--dataset=tiny", "--device=cpu", f"--compile={compile}",
+            "--max_iters=10", "--eval_interval=5", "--eval_iters=2", "--log_interval=1",
+            "--block_size=8", "--batch_size=4", "--n_layer=2", "--n_head=2", "--n_embd=16",
+            "--dropout=0.0", "--bias=True", "--gradient_accumulation_steps=2",
+            "--learning_rate=0.01", "--warmup_iters=2", "--lr_decay_iters=10",
+            "--min_lr=0.001"]
+    printed = io.StringIO()
+    old_cwd, old_argv = os.getcwd(), sys.argv
+    sys.path.insert(0, str(VENDOR / "nanogpt"))
+    try:
+        os.chdir(work)
+        sys.argv = argv
+        with bound_torch(torch, ("model",)), contextlib.redirect_stdout(printed):
+            runpy.run_path(str(VENDOR / "nanogpt" / "train.py"), run_name="__main__")
+    finally:
+        os.chdir(old_cwd)
+        sys.argv = old_argv
+        sys.path.remove(str(VENDOR / "nanogpt"))
+    return printed.getvalue()

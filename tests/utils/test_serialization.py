@@ -188,3 +188,16 @@ def test_state_dict_keeps_both_names_of_a_tied_weight_like_torch() -> None:
 def test_save_refuses_what_cannot_be_pickled() -> None:
     with pytest.raises(TypeError, match="cannot save an object of type"):
         dg.save({"f": lambda: 1}, io.BytesIO())
+
+
+def test_a_whole_model_is_pickled_and_loads_only_when_asked(tmp_path) -> None:
+    """``torch.save(model, path)``: the module object is pickled into the file; loading it
+    needs ``weights_only=False``, as in PyTorch 2.6 and later."""
+    net = dg.nn.Sequential(dg.nn.Linear(2, 3), dg.nn.ReLU())
+    dg.save(net, tmp_path / "net.pt")
+    with pytest.raises(ValueError, match="dualgraph.nn.modules.Sequential"):
+        dg.load(tmp_path / "net.pt")
+    back = dg.load(tmp_path / "net.pt", weights_only=False)
+    x = dg.ones(4, 2)
+    np.testing.assert_array_equal(back(x).numpy(), net(x).numpy())
+    assert back[0].weight.requires_grad and isinstance(back[0].weight, dg.nn.Parameter)

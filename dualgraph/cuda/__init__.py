@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from . import amp  # noqa: F401 - torch.cuda.amp
+
 
 def is_available() -> bool:
     """False: dualgraph runs on the CPU only."""

@@ -1,0 +1,9 @@
+"""``torch.backends.mkl``: not available in dualgraph."""
+
+
+def is_available() -> bool:
+    return False
+
+
+def is_built() -> bool:
+    return False
