@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import grad_mode
-from .autograd import _FREED_MSG, Function
+from .autograd import _FREED_MSG, ANOMALY, AccumulateGrad, Function, accumulate_array
 from .tensor import Tensor, _make
 
 
@@ -72,6 +72,7 @@ class PrecomputedBackward(Function):
     value (seed one): backward hands them out, scaled when the seed is not one."""
 
     __slots__ = ("_checks", "_shapes", "_handed")
+    hands_out = True
 
     def __init__(self, inputs: tuple, grads: list, out: Tensor, checks: list) -> None:
         _compiled_node(self, inputs, tuple(out.shape), out.dtype, tuple(grads), checks)
@@ -79,7 +80,10 @@ class PrecomputedBackward(Function):
 
     def apply(self, g: Any) -> list:
         _check_ready(self)
-        seed = g._data.reshape(())
+        return [_make(a, False, None) for a in self._gradients(g._data.reshape(()))]
+
+    def _gradients(self, seed: Any) -> list:
+        """The input gradients for output gradient ``seed`` (a scalar), in input shapes."""
         # Gradients are linear in the seed: another seed scales the seed-one gradients
         # (a rounding of the product away from a backward seeded with it).
         if seed != 1:
@@ -89,8 +93,30 @@ class PrecomputedBackward(Function):
         else:
             self._handed = True
             grads = self._saved
-        return [_make(a if a.shape == shape else a.reshape(shape), False, None)
+        return [a if a.shape == shape else a.reshape(shape)
                 for a, shape in zip(grads, self._shapes)]
+
+    def hand_out(self, retain_graph: bool) -> bool:
+        """``loss.backward()`` (seed one, no graph recorded) without the engine: the
+        gradients go straight to the leaves' ``.grad``, as the engine would put them
+        there. False, doing nothing, when anything needs the engine: a hook or retained
+        gradient on this node or on an input, an input that is not a leaf, anomaly mode,
+        or a node already freed (the engine raises)."""
+        if self._freed or self._hooks or self._retain is not None or ANOMALY[0]:
+            return False
+        inputs = self.inputs
+        for inp in inputs:
+            if type(inp) is not AccumulateGrad or inp._hooks:
+                return False
+        _check_versions(self)
+        handed: set = set()
+        for inp, a in zip(inputs, self._gradients(1)):
+            var = inp._var()
+            if var is not None:
+                accumulate_array(var, a, handed)
+        if not retain_graph:
+            self.release()
+        return True
 
 
 def attach_gradients(tensors: list, wrt: list, grads: list, result: Tensor,
@@ -132,6 +158,11 @@ def _check_ready(node: Any) -> None:
         raise RuntimeError(_FREED_MSG)
     if grad_mode.GRAD_ENABLED.value:
         raise RuntimeError(_NO_DOUBLE_BACKWARD)
+    _check_versions(node)
+
+
+def _check_versions(node: Any) -> None:
+    """Every input the gradients were computed from is unchanged since the call."""
     for t, v in node._checks:
         if t._version[0] != v:
             raise RuntimeError(

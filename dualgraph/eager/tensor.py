@@ -202,6 +202,10 @@ class Tensor(TensorOps):
         create_graph: bool = False,
     ) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad``."""
+        fn = self.grad_fn
+        if (gradient is None and not create_graph and fn is not None and fn.hands_out
+                and fn.hand_out(bool(retain_graph))):
+            return
         backward(self, gradient, retain_graph, create_graph)
 
     def _input_node(self) -> Node:
@@ -349,6 +353,41 @@ def _lift(a: Any) -> Any:
     raise TypeError(f"expected a Tensor, NumPy array or Python number, got {type(a).__name__}")
 
 
+# Signatures (op, argument shapes and dtypes, literals, attributes) whose shape rule has
+# accepted them. The NumPy kernel computes the result's shape and dtype itself, so eager
+# mode needs no shape inference; but a rule may refuse what NumPy accepts (layer_norm of an
+# integer tensor), and eager must raise what tracing raises. The rule depends only on
+# those (it runs on tracers, which have no values), so it runs once per signature: a
+# training loop repeats its signatures and pays a dictionary lookup per op.
+_CHECKED: dict = {}
+_CHECKED_MAX = 4096  # literals that change every step (a schedule) must not grow it forever
+
+
+def _check_signature(op: Any, args: tuple, datas: list, attrs: dict) -> None:
+    """Run ``op``'s shape rule on ``args`` unless their signature passed it before."""
+    key: list = [op]
+    for d in datas:
+        if type(d) is np.ndarray:
+            key.append(d.shape)
+            key.append(d.dtype)
+        else:  # a literal: its type too, as 1, 1.0 and True are equal keys
+            key.append(type(d))
+            key.append(d)
+    if attrs:
+        key.append(tuple(attrs.items()))
+    try:
+        sig = tuple(key)
+        if sig in _CHECKED:
+            return
+    except TypeError:  # an unhashable attribute (an array): check every time
+        op.infer(*args, **attrs)
+        return
+    op.infer(*args, **attrs)
+    if len(_CHECKED) >= _CHECKED_MAX:
+        _CHECKED.clear()
+    _CHECKED[sig] = True
+
+
 def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     """Run ``op`` now with its NumPy kernel; record a tape node if a result needs grad."""
     # This is the per-op cost every eager user pays: keep it to one pass over the args and
@@ -370,6 +409,7 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     except Exception as e:
         op.infer(*args, **attrs)  # raises the clear error when the shapes are at fault
         raise RuntimeError(f"{op.name}: {e}") from e
+    _check_signature(op, args, datas, attrs)
     if type(out) is not np.ndarray:
         out = np.asarray(out)
     if op.view:
