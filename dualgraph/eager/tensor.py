@@ -363,29 +363,13 @@ _CHECKED: dict = {}
 _CHECKED_MAX = 4096  # literals that change every step (a schedule) must not grow it forever
 
 
-def _check_signature(op: Any, args: tuple, datas: list, attrs: dict) -> None:
-    """Run ``op``'s shape rule on ``args`` unless their signature passed it before."""
-    key: list = [op]
-    for d in datas:
-        if type(d) is np.ndarray:
-            key.append(d.shape)
-            key.append(d.dtype)
-        else:  # a literal: its type too, as 1, 1.0 and True are equal keys
-            key.append(type(d))
-            key.append(d)
-    if attrs:
-        key.append(tuple(attrs.items()))
-    try:
-        sig = tuple(key)
-        if sig in _CHECKED:
-            return
-    except TypeError:  # an unhashable attribute (an array): check every time
-        op.infer(*args, **attrs)
-        return
+def _check_signature(op: Any, args: tuple, attrs: dict, sig: tuple | None) -> None:
+    """Run ``op``'s shape rule on ``args``; remember signature ``sig`` if it passes."""
     op.infer(*args, **attrs)
-    if len(_CHECKED) >= _CHECKED_MAX:
-        _CHECKED.clear()
-    _CHECKED[sig] = True
+    if sig is not None:
+        if len(_CHECKED) >= _CHECKED_MAX:
+            _CHECKED.clear()
+        _CHECKED[sig] = True
 
 
 def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
@@ -393,14 +377,20 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     # This is the per-op cost every eager user pays: keep it to one pass over the args and
     # no generator expressions.
     datas = []
+    key = [op]  # the signature the shape rule sees (see _CHECKED)
     rg = False
     for a in args:
         if isinstance(a, Tensor):
-            datas.append(a._data)
+            d = a._data
+            datas.append(d)
+            key.append(d.shape)
+            key.append(d.dtype)
             if a._rg:
                 rg = True
         elif isinstance(a, Literal):
             datas.append(a)
+            key.append(type(a))  # 1, 1.0 and True are equal keys
+            key.append(a)
         else:
             args = tuple([b if isinstance(b, (Tensor,) + Literal) else _lift(b) for b in args])
             return eager_process(op, args, attrs)
@@ -409,7 +399,16 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     except Exception as e:
         op.infer(*args, **attrs)  # raises the clear error when the shapes are at fault
         raise RuntimeError(f"{op.name}: {e}") from e
-    _check_signature(op, args, datas, attrs)
+    if attrs:
+        key.append(tuple(attrs.items()))
+    try:
+        sig = tuple(key)
+        checked = sig in _CHECKED
+    except TypeError:  # an unhashable attribute (an array): check every time
+        sig = None
+        checked = False
+    if not checked:
+        _check_signature(op, args, attrs, sig)
     if type(out) is not np.ndarray:
         out = np.asarray(out)
     if op.view:
@@ -424,24 +423,29 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     t._node = None
     if not rg or not _GRAD.value or not op.differentiable:
         return t
-    sf = op.saves_for
-    if sf is None:
-        saved = [args[i] for i in op.saves]
-    else:  # only what a wanted gradient reads
-        saved = []
-        for i, j in zip(op.saves, sf):
-            b = args[i] if j is None else args[j]
-            saved.append(args[i] if j is None or (isinstance(b, Tensor) and b._rg)
-                         else None)
-    versions = [s._version[0] if isinstance(s, Tensor) else None for s in saved]
+    saves = op.saves
     out_version = None
-    if op.saves_out:
-        out_version = t._version
-        versions.append(out_version[0])
+    if not saves and not op.saves_out:
+        saved = versions = ()
+    else:
+        sf = op.saves_for
+        if sf is None:
+            saved = tuple([args[i] for i in saves])
+        else:  # only what a wanted gradient reads
+            kept = []
+            for i, j in zip(saves, sf):
+                b = args[i] if j is None else args[j]
+                kept.append(args[i] if j is None or (isinstance(b, Tensor) and b._rg)
+                            else None)
+            saved = tuple(kept)
+        versions = [s._version[0] if isinstance(s, Tensor) else None for s in saved]
+        if op.saves_out:
+            out_version = t._version
+            versions.append(out_version[0])
     inputs = tuple([
         (a.grad_fn or a._input_node()) if isinstance(a, Tensor) else a for a in args
     ])
-    t.grad_fn = Function(op, inputs, attrs, out, tuple(saved), versions, out_version)
+    t.grad_fn = Function(op, inputs, attrs, out, saved, versions, out_version)
     t._rg = True
     return t
 
