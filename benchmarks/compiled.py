@@ -333,6 +333,8 @@ def _worker_args(cmd: list, args) -> None:
     for w in args.workload or ():
         cmd.extend(["--workload", w])
     cmd.extend(["--peers", args.peers])
+    if args.impls:
+        cmd.extend(["--impls", args.impls])
     if args.scaling:
         cmd.append("--scaling")
     if args.no_readback:
@@ -376,6 +378,8 @@ def main() -> None:
                     help="do not read results back (only wait for them)")
     ap.add_argument("--peers", help="comma-separated peers to run (default: every one that "
                     "is installed: " + ",".join(PEERS) + ")")
+    ap.add_argument("--impls", help="comma-separated implementations to run (default: all; "
+                    "e.g. eager,torch)")
     ap.add_argument("--interleaved", action="store_true",
                     help="time every implementation of a workload in this one process, "
                     "alternating them round by round (no pyperf workers)")
@@ -395,6 +399,10 @@ def main() -> None:
     table = (scaling_workloads if args.scaling else workloads)(available)
     if args.workload:
         table = {wl: impls for wl, impls in table.items() if wl in args.workload}
+    if args.impls:
+        keep = args.impls.split(",")
+        table = {wl: {i: f for i, f in impls.items() if i in keep}
+                 for wl, impls in table.items()}
     if args.interleaved:
         run_interleaved(table, args)
         return
