@@ -358,7 +358,9 @@ def run_interleaved(table: dict, args) -> None:
     print(f"\n{meta}; {args.rounds} rounds; results "
           f"{'not ' if args.no_readback else ''}read back; median per-round ratio "
           "(interquartile range)\n")
-    print(interleaved.table(results, INTERLEAVED_PAIRS, PEERS))
+    for clock in ("wall", "cpu"):
+        print(f"\n{clock} time\n")
+        print(interleaved.table(results, INTERLEAVED_PAIRS, PEERS, clock=clock))
     if args.json:
         interleaved.save(args.json, results, meta)
 

@@ -294,7 +294,10 @@ def run_interleaved(args) -> None:
         results[wl] = interleaved.measure(impls, args.rounds, args.block, peers.readback)
     meta["load_after"] = interleaved.machine().get("load")
     print(f"\n{meta}; {args.rounds} rounds; median per-round ratio (interquartile range)\n")
-    print(interleaved.table(results, [("dualgraph", "torch"), ("dualgraph", "numpy")]))
+    for clock in ("wall", "cpu"):
+        print(f"\n{clock} time\n")
+        print(interleaved.table(results, [("dualgraph", "torch"), ("dualgraph", "numpy")],
+                                clock=clock))
     if args.json:
         interleaved.save(args.json, results, meta)
 

@@ -63,7 +63,8 @@ def _block(step: Callable, loops: int, finish: Callable) -> tuple[float, float]:
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def ratio(times: dict, a: str, b: str, peers: tuple = (), clock: str = "wall") -> dict | None:
+def ratio(times: dict, a: str, b: str, peers: tuple = (),
+          clock: str = "wall") -> dict | None:
     """Median and interquartile range of ``a``'s per-round time over ``b``'s (``b`` may be
     `BEST`: the fastest of ``peers`` in each round, named by its most frequent winner)."""
     if a not in times:
@@ -100,9 +101,11 @@ def fmt_ratio(r: dict | None) -> str:
     return f"{r['median']:.2f}x ({r['q1']:.2f}-{r['q3']:.2f})"
 
 
-def table(results: dict, pairs: list[tuple[str, str]], peers: tuple = ()) -> str:
+def table(results: dict, pairs: list[tuple[str, str]], peers: tuple = (),
+          clock: str = "wall") -> str:
     """Markdown: a row per workload, the median per-call time of each implementation, then
-    each pair's median per-round ratio with its interquartile range."""
+    each pair's median per-round ratio with its interquartile range, by ``clock`` ("wall",
+    or "cpu": the process's CPU seconds, which a loaded machine's waiting does not count)."""
     impls: list[str] = []
     for times in results.values():
         impls += [i for i in times if i not in impls]
@@ -110,10 +113,10 @@ def table(results: dict, pairs: list[tuple[str, str]], peers: tuple = ()) -> str
     lines = ["| workload | " + " | ".join(impls + head) + " |",
              "|---" * (len(impls) + len(head) + 1) + "|"]
     for wl, times in results.items():
-        cells = [fmt_time(float(np.median(times[i]["wall"]))) if i in times else ""
+        cells = [fmt_time(float(np.median(times[i][clock]))) if i in times else ""
                  for i in impls]
         for a, b in pairs:
-            r = ratio(times, a, b, peers)
+            r = ratio(times, a, b, peers, clock)
             cell = fmt_ratio(r)
             if r is not None and b == BEST:
                 cell += f" {r['b']}"
