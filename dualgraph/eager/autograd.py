@@ -10,6 +10,7 @@ ordinary eager ops: with ``create_graph=True`` the backward pass is itself recor
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -29,6 +30,17 @@ RECORD_LOCATIONS = [False]
 
 
 ANOMALY = [False]
+
+
+class _RulesRunning(threading.local):
+    """Per thread, whether the engine is running gradient rules (user hooks excepted): the
+    ops they issue take their arguments from forward ops already checked, so eager mode
+    skips their shape-rule check (tracing the same rules still runs every rule)."""
+
+    value = False
+
+
+RULES_RUNNING = _RulesRunning()
 
 
 class detect_anomaly:  # noqa: N801 - PyTorch's name
@@ -377,7 +389,9 @@ def run_backward(
     nothing is accumulated and the gradient reaching each target node is returned.
     """
     prev = grad_mode.GRAD_ENABLED.value
+    prev_rules = RULES_RUNNING.value
     grad_mode.GRAD_ENABLED.value = create_graph
+    RULES_RUNNING.value = True
     try:
         if targets is None and len(roots) == 1 and _over_leaves(roots[0]):
             _run_one(roots[0], grads[0], retain_graph, create_graph)
@@ -385,6 +399,7 @@ def run_backward(
         return _Walk(roots, grads, retain_graph, create_graph, targets).run(allow_unused)
     finally:
         grad_mode.GRAD_ENABLED.value = prev
+        RULES_RUNNING.value = prev_rules
 
 
 def _over_leaves(node: Any) -> bool:
@@ -503,11 +518,16 @@ class _Walk:
 
 
 def _run_hooks(hooks: list, g: Any) -> Any:
-    for hook in list(hooks):
-        r = hook(g)
-        if r is not None:
-            _check_hook_result(hook, g, r)
-            g = r
+    prev = RULES_RUNNING.value
+    RULES_RUNNING.value = False  # a hook is user code: its ops are checked
+    try:
+        for hook in list(hooks):
+            r = hook(g)
+            if r is not None:
+                _check_hook_result(hook, g, r)
+                g = r
+    finally:
+        RULES_RUNNING.value = prev
     return g
 
 

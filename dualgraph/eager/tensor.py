@@ -26,9 +26,10 @@ from ..ops.mixin import (
     writes_expanded,
 )
 from . import grad_mode
-from .autograd import AccumulateGrad, Function, RemovableHandle, run_backward
+from .autograd import RULES_RUNNING, AccumulateGrad, Function, RemovableHandle, run_backward
 
 _GRAD = grad_mode.GRAD_ENABLED
+_RULES = RULES_RUNNING
 
 
 class Tensor(TensorOps):
@@ -377,20 +378,23 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     # This is the per-op cost every eager user pays: keep it to one pass over the args and
     # no generator expressions.
     datas = []
-    key = [op]  # the signature the shape rule sees (see _CHECKED)
+    # The signature the shape rule sees (see _CHECKED); not for a gradient rule's ops.
+    key = None if _RULES.value else [op]
     rg = False
     for a in args:
         if isinstance(a, Tensor):
             d = a._data
             datas.append(d)
-            key.append(d.shape)
-            key.append(d.dtype)
+            if key is not None:
+                key.append(d.shape)
+                key.append(d.dtype)
             if a._rg:
                 rg = True
         elif isinstance(a, Literal):
             datas.append(a)
-            key.append(type(a))  # 1, 1.0 and True are equal keys
-            key.append(a)
+            if key is not None:
+                key.append(type(a))  # 1, 1.0 and True are equal keys
+                key.append(a)
         else:
             args = tuple([b if isinstance(b, (Tensor,) + Literal) else _lift(b) for b in args])
             return eager_process(op, args, attrs)
@@ -399,16 +403,17 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     except Exception as e:
         op.infer(*args, **attrs)  # raises the clear error when the shapes are at fault
         raise RuntimeError(f"{op.name}: {e}") from e
-    if attrs:
-        key.append(tuple(attrs.items()))
-    try:
-        sig = tuple(key)
-        checked = sig in _CHECKED
-    except TypeError:  # an unhashable attribute (an array): check every time
-        sig = None
-        checked = False
-    if not checked:
-        _check_signature(op, args, attrs, sig)
+    if key is not None:
+        if attrs:
+            key.append(tuple(attrs.items()))
+        try:
+            sig = tuple(key)
+            checked = sig in _CHECKED
+        except TypeError:  # an unhashable attribute (an array): check every time
+            sig = None
+            checked = False
+        if not checked:
+            _check_signature(op, args, attrs, sig)
     if type(out) is not np.ndarray:
         out = np.asarray(out)
     if op.view:

@@ -75,3 +75,25 @@ def test_the_cache_is_bounded(counted_rule, monkeypatch):
         dg.modes.bind(op, x, 1.0, float(k), ndim=1, eps=1e-5)
     assert len(eager_tensor._CHECKED) <= 4
     assert len(calls) == 10
+
+
+def test_gradient_rules_ops_are_not_rechecked(monkeypatch):
+    monkeypatch.setattr(eager_tensor, "_CHECKED", {})
+    x = dg.randn(4, 3, requires_grad=True)
+    loss = (F.layer_norm(x, (3,)) * x).sum()
+    forward = set(eager_tensor._CHECKED)
+    loss.backward()  # the rules' ops take checked forward values: no new signatures
+    assert set(eager_tensor._CHECKED) == forward
+    assert x.grad is not None
+
+
+def test_a_hooks_ops_are_checked():
+    x = dg.randn(2, 3, requires_grad=True)
+    bad = dg.tensor([[1, 2, 3]])
+
+    def hook(g):
+        F.layer_norm(bad, (3,))  # user code inside backward: the rule still refuses it
+
+    x.register_hook(hook)
+    with pytest.raises(TypeError, match="layer_norm"):
+        (x * 2).sum().backward()
