@@ -1,6 +1,6 @@
 """Compiled dualgraph against eager, hand-written NumPy and Numba, and peers when installed.
 
-Workloads (issue 4's table):
+Workloads:
   W1      scalar  z = x*y + y**2, forward + backward
   W2tiny  TinyNet 2->3->1 train step (MSE, SGD), batch 10, whole step compiled
   W2mlp   MLP 784->256->10 train step (cross-entropy, SGD), batch 64, whole step compiled
@@ -15,7 +15,7 @@ fresh-process comparison with the peers).
 Implementations: ``numpy`` and ``numba-hand`` (hand-written), dualgraph ``eager`` and
 ``compiled``, and the peers ``torch`` (eager), ``torch.compile``, ``jax`` (``jax.jit``) and
 ``pytensor`` (``mode="NUMBA"``), each only when its library is installed (``peers.py``;
-W4cnn/W5tr have NumPy, dualgraph and torch versions only).
+W4cnn/W5tr have NumPy, dualgraph, torch, ``torch.compile`` and ``jax.jit`` versions).
 
 Every step's result is read back on every call (the loss with ``float()``/``.item()``, value
 and gradients with ``np.asarray``), as a training loop that logs its loss does: that is the
@@ -27,6 +27,13 @@ XLA's ``--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1``).
     python benchmarks/compiled.py --fast --table -o compiled.json
     python benchmarks/compiled.py --compile-times          # the fresh-process rows only
     python benchmarks/compiled.py --scaling --fast --table  # W3 and MLP step by size
+    python benchmarks/compiled.py --interleaved --workload W1   # the ratio tables' method
+
+``--interleaved`` times every implementation of a workload in one process, pinned to one
+CPU, alternating them round by round, and reports each ratio as the median of per-round
+ratios with its interquartile range (``interleaved.py``): the method behind the ratio
+tables in ``docs/benchmarks.md``, since pyperf's workers run one implementation after
+another and a shared machine's load drifts between them.
 
 ``--scaling`` times W3 at 1e3..1e7 elements and the MLP step at batch 16..1024, and prints
 dualgraph-compiled against the best peer of the same run. Each step is built lazily in the
@@ -55,7 +62,8 @@ import pyperf  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-import models_numpy  # noqa: E402  (benchmarks/ is on sys.path)
+import interleaved  # noqa: E402  (benchmarks/ is on sys.path)
+import models_numpy  # noqa: E402
 import peers  # noqa: E402
 
 import dualgraph as dg  # noqa: E402
@@ -133,7 +141,7 @@ def _peer(impl: str, *params):
 
 
 # --------------------------------------------------------------- W4 (cnn), W5 (transformer)
-MODEL_LR = 1e-3
+MODEL_LR = peers.MODEL_LR
 _MODELS = {"cnn": "W4cnn", "transformer": "W5tr"}
 
 
@@ -163,75 +171,6 @@ def wm_numpy(name: str):
     return run
 
 
-def _torch_model(name: str):
-    """The torch twin of a model workload, with dualgraph's initial parameters."""
-    import torch
-
-    _, (x, t), net = model_step(name, MODEL_LR)
-    tnn, F = torch.nn, torch.nn.functional
-    if name == "cnn":
-        model = tnn.Sequential(
-            tnn.Conv2d(1, 6, 5, padding=2), tnn.ReLU(), tnn.MaxPool2d(2),
-            tnn.Conv2d(6, 16, 5), tnn.ReLU(), tnn.MaxPool2d(2), tnn.Flatten(),
-            tnn.Linear(400, 120), tnn.ReLU(), tnn.Linear(120, 84), tnn.ReLU(),
-            tnn.Linear(84, 10))
-    else:
-        s = TRANSFORMER_SIZES[name]
-
-        class Block(tnn.Module):
-            def __init__(self, vocab, seq, width, heads):
-                super().__init__()
-                self.heads = heads
-                self.embed = tnn.Embedding(vocab, width)
-                self.pos = tnn.Parameter(torch.zeros(seq, width))
-                self.ln1, self.ln2, self.ln_f = (tnn.LayerNorm(width) for _ in range(3))
-                self.qkv = tnn.Linear(width, 3 * width)
-                self.proj = tnn.Linear(width, width)
-                self.fc1 = tnn.Linear(width, 4 * width)
-                self.fc2 = tnn.Linear(4 * width, width)
-                self.head = tnn.Linear(width, vocab)
-
-            def forward(self, tokens):
-                b, n = tokens.shape
-                w = self.pos.shape[1]
-                h, d = self.heads, w // self.heads
-                x = self.embed(tokens) + self.pos
-                q, k, v = self.qkv(self.ln1(x)).split(w, dim=-1)
-                q, k, v = (z.reshape(b, n, h, d).transpose(1, 2) for z in (q, k, v))
-                a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-                x = x + self.proj(a.transpose(1, 2).reshape(b, n, w))
-                x = x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
-                return self.head(self.ln_f(x))
-
-        model = Block(s["vocab"], s["seq"], s["width"], s["heads"])
-    with torch.no_grad():
-        for k, p in model.named_parameters():
-            p.copy_(torch.from_numpy(dict(net.named_parameters())[k].numpy()))
-    return model, torch.from_numpy(x.numpy()), torch.from_numpy(t.numpy())
-
-
-def wm_torch(name: str, compiled: bool = False):
-    def run():
-        import torch
-
-        model, x, t = _torch_model(name)
-        peers.one_thread()
-        opt = torch.optim.Adam(model.parameters(), lr=MODEL_LR)
-
-        def loss_step(x, t):
-            opt.zero_grad()
-            out = model(x)
-            loss = torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]),
-                                                     t.reshape(-1))
-            loss.backward()
-            opt.step()
-            return loss
-
-        f = torch.compile(loss_step) if compiled else loss_step
-        return lambda: f(x, t)
-    return run
-
-
 _MLP = {"W2tiny": MLPS["tinynet"], "W2mlp": MLPS["mlp"]}
 W3_N = 1_000_000
 
@@ -249,8 +188,8 @@ def workloads(available: list[str]) -> dict:
                    **{p: _peer(p, "chain", W3_N) for p in PEERS}}
     for name, wl in _MODELS.items():
         table[wl] = {"numpy": wm_numpy(name), "eager": wm_dualgraph(name, False),
-                     "compiled": wm_dualgraph(name, True), "torch": wm_torch(name),
-                     "torch.compile": wm_torch(name, True)}
+                     "compiled": wm_dualgraph(name, True),
+                     **{p: _peer(p, name) for p in PEERS if peers.has(p, name)}}
     return _only(table, available)
 
 
@@ -394,10 +333,36 @@ def _worker_args(cmd: list, args) -> None:
     for w in args.workload or ():
         cmd.extend(["--workload", w])
     cmd.extend(["--peers", args.peers])
+    if args.impls:
+        cmd.extend(["--impls", args.impls])
     if args.scaling:
         cmd.append("--scaling")
     if args.no_readback:
         cmd.append("--no-readback")
+
+
+INTERLEAVED_PAIRS = [("compiled", interleaved.BEST), ("eager", "torch"),
+                     ("compiled", "eager"), ("compiled", "numpy")]
+
+
+def run_interleaved(table: dict, args) -> None:
+    """Every implementation of a workload in this process, alternated round by round;
+    the table gives median per-round ratios (see ``interleaved.py``)."""
+    finish = peers.readback if not args.no_readback else peers.sync
+    results = {}
+    meta = interleaved.machine()
+    for wl, impls in table.items():
+        print(f"{wl}: {', '.join(impls)}", flush=True)
+        results[wl] = interleaved.measure(impls, args.rounds, args.block, finish)
+    meta["load_after"] = interleaved.machine().get("load")
+    print(f"\n{meta}; {args.rounds} rounds; results "
+          f"{'not ' if args.no_readback else ''}read back; median per-round ratio "
+          "(interquartile range)\n")
+    for clock in ("wall", "cpu"):
+        print(f"\n{clock} time\n")
+        print(interleaved.table(results, INTERLEAVED_PAIRS, PEERS, clock=clock))
+    if args.json:
+        interleaved.save(args.json, results, meta)
 
 
 def main() -> None:
@@ -415,6 +380,15 @@ def main() -> None:
                     help="do not read results back (only wait for them)")
     ap.add_argument("--peers", help="comma-separated peers to run (default: every one that "
                     "is installed: " + ",".join(PEERS) + ")")
+    ap.add_argument("--impls", help="comma-separated implementations to run (default: all; "
+                    "e.g. eager,torch)")
+    ap.add_argument("--interleaved", action="store_true",
+                    help="time every implementation of a workload in this one process, "
+                    "alternating them round by round (no pyperf workers)")
+    ap.add_argument("--rounds", type=int, default=15, help="--interleaved: rounds")
+    ap.add_argument("--block", type=float, default=0.05,
+                    help="--interleaved: seconds per block of calls")
+    ap.add_argument("--json", help="--interleaved: write the per-round times here")
     args = runner.parse_args()
     if args.compile_times:
         for k, v in compile_times().items():
@@ -427,6 +401,13 @@ def main() -> None:
     table = (scaling_workloads if args.scaling else workloads)(available)
     if args.workload:
         table = {wl: impls for wl, impls in table.items() if wl in args.workload}
+    if args.impls:
+        keep = args.impls.split(",")
+        table = {wl: {i: f for i, f in impls.items() if i in keep}
+                 for wl, impls in table.items()}
+    if args.interleaved:
+        run_interleaved(table, args)
+        return
     readback = not args.no_readback
     suite = []
     for wl, impls in table.items():

@@ -4,11 +4,19 @@ Workloads (each beside a hand-written NumPy version of exactly the same step):
   scalar  z = x*y + y**2; z.backward()
   tiny    TinyNet 2->3->1, batch 10, MSE, SGD: one training step
   mlp     MLP 784->256->10, batch 64, cross-entropy, SGD: one training step
+  fwdbwd  forward and backward of a two-layer ReLU MLP at batch 16, 16-32-4 and 784-256-10
+          (``fwdbwd16``, ``fwdbwd784``), gradients reset between steps
+  affine  ``(x * 2 + 1).sum()`` on 100 elements with grad, and its backward
 PyTorch eager columns are added when torch is installed. The dualgraph programs and every
 implementation's data come from ``dualgraph.workloads``.
 
     python benchmarks/eager_overhead.py -o eager.json     # pyperf options work
     python benchmarks/eager_overhead.py --fast --table     # quick run + ratio table
+    python benchmarks/eager_overhead.py --interleaved      # one process, alternating rounds
+
+``--interleaved`` is the ratio tables' method (see ``interleaved.py``): every
+implementation of a workload in one process pinned to one CPU, alternated round by round,
+each ratio the median of per-round ratios with its interquartile range.
 """
 
 from __future__ import annotations
@@ -25,7 +33,12 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 import pyperf  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import interleaved  # noqa: E402
+import peers  # noqa: E402
+
+import dualgraph as dg  # noqa: E402
 from dualgraph.workloads import MLPS, WORKLOADS, mlp_data, train_step  # noqa: E402
 
 LR = 0.01
@@ -150,6 +163,75 @@ def scalar_torch():
     return step
 
 
+# ------------------------------------------------------------- forward and backward only
+def _fwdbwd_params(sizes):
+    return peers.init_params(sizes), np.random.default_rng(1).standard_normal(
+        (16, sizes[0])).astype(np.float32)
+
+
+def fwdbwd_dg(sizes):
+    (w1, c1, w2, c2), x = _fwdbwd_params(sizes)
+    params = [dg.tensor(a, requires_grad=True) for a in (w1, c1, w2, c2)]
+    xt = dg.tensor(x)
+    F = dg.nn.functional
+
+    def step():
+        for p in params:
+            p.grad = None
+        a = F.relu(F.linear(xt, params[0], params[1]))
+        loss = F.linear(a, params[2], params[3]).sum()
+        loss.backward()
+        return loss
+
+    return step
+
+
+def fwdbwd_torch(sizes):
+    import torch
+
+    torch.set_num_threads(1)
+    (w1, c1, w2, c2), x = _fwdbwd_params(sizes)
+    params = [torch.tensor(a, requires_grad=True) for a in (w1, c1, w2, c2)]
+    xt = torch.from_numpy(x)
+    F = torch.nn.functional
+
+    def step():
+        for p in params:
+            p.grad = None
+        a = F.relu(F.linear(xt, params[0], params[1]))
+        loss = F.linear(a, params[2], params[3]).sum()
+        loss.backward()
+        return loss
+
+    return step
+
+
+def affine_dg():
+    x = dg.tensor(np.linspace(-1, 1, 100, dtype=np.float32), requires_grad=True)
+
+    def step():
+        x.grad = None
+        y = (x * 2 + 1).sum()
+        y.backward()
+        return y
+
+    return step
+
+
+def affine_torch():
+    import torch
+
+    x = torch.linspace(-1, 1, 100, requires_grad=True)
+
+    def step():
+        x.grad = None
+        y = (x * 2 + 1).sum()
+        y.backward()
+        return y
+
+    return step
+
+
 def workloads() -> dict:
     """name -> {impl: zero-argument factory returning the step callable}."""
     table = {"scalar": {"dualgraph": scalar_dg, "numpy": scalar_numpy, "torch": scalar_torch}}
@@ -157,6 +239,10 @@ def workloads() -> dict:
         table[wl] = {"dualgraph": functools.partial(_dg_step, name),
                      "numpy": functools.partial(_hand, _numpy_step, name),
                      "torch": functools.partial(_hand, _torch_step, name)}
+    for wl, sizes in (("fwdbwd16", (16, 32, 4)), ("fwdbwd784", (784, 256, 10))):
+        table[wl] = {"dualgraph": functools.partial(fwdbwd_dg, sizes),
+                     "torch": functools.partial(fwdbwd_torch, sizes)}
+    table["affine"] = {"dualgraph": affine_dg, "torch": affine_torch}
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -196,13 +282,43 @@ def _worker_args(cmd: list, args) -> None:
         cmd.extend(["--workload", w])
 
 
+def run_interleaved(args) -> None:
+    """Every implementation of a workload in this process, alternated round by round."""
+    interleaved.single_thread.limit()
+    results = {}
+    meta = interleaved.machine()
+    for wl, impls in workloads().items():
+        if args.workload and wl not in args.workload:
+            continue
+        print(f"{wl}: {', '.join(impls)}", flush=True)
+        results[wl] = interleaved.measure(impls, args.rounds, args.block, peers.readback)
+    meta["load_after"] = interleaved.machine().get("load")
+    print(f"\n{meta}; {args.rounds} rounds; median per-round ratio (interquartile range)\n")
+    for clock in ("wall", "cpu"):
+        print(f"\n{clock} time\n")
+        print(interleaved.table(results, [("dualgraph", "torch"), ("dualgraph", "numpy")],
+                                clock=clock))
+    if args.json:
+        interleaved.save(args.json, results, meta)
+
+
 def main() -> None:
     runner = pyperf.Runner(add_cmdline_args=_worker_args)
     runner.argparser.add_argument("--table", action="store_true",
                                   help="print the ratio table at the end")
     runner.argparser.add_argument("--workload", action="append",
-                                  help="only these workloads (scalar, tiny, mlp)")
+                                  help="only these workloads (scalar, tiny, mlp, fwdbwd16, "
+                                  "fwdbwd784, affine)")
+    runner.argparser.add_argument("--interleaved", action="store_true",
+                                  help="one process, implementations alternated by round")
+    runner.argparser.add_argument("--rounds", type=int, default=21)
+    runner.argparser.add_argument("--block", type=float, default=0.05,
+                                  help="--interleaved: seconds per block of calls")
+    runner.argparser.add_argument("--json", help="--interleaved: per-round times here")
     args = runner.parse_args()
+    if args.interleaved:
+        run_interleaved(args)
+        return
     suite = []
     for wl, impls in workloads().items():
         if args.workload and wl not in args.workload:

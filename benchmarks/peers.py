@@ -9,6 +9,9 @@ its Numba backend (``mode="NUMBA"``). Workloads:
                 one SGD training step of sizes[0] -> sizes[1] -> ReLU -> sizes[2], loss
                 "mse" (TinyNet) or "ce" (cross-entropy against class indices)
   chain(n)      sum(tanh(.5x+1)*sigmoid(x)+.1x^2) of n float32 values, value and gradient
+  cnn           one Adam step of a LeNet-5 style CNN, batch 64 of 1x28x28, cross-entropy
+  transformer   one Adam step of a pre-norm transformer encoder block with a next-token
+                head (batch 16 x seq 64 x width 128, 4 heads, vocab 256), cross-entropy
 
 ``build(impl, workload, **params)`` returns a zero-argument ``step``: one call runs one step
 and returns what a training loop would read (the loss, or the value and gradients), still
@@ -17,7 +20,10 @@ in the library's own type; ``readback(result)`` turns it into Python floats and 
 ``sync(result)`` only waits for it (JAX dispatches asynchronously). Data and initial
 parameters come from ``dualgraph.workloads``, so every implementation computes the same step.
 Building a step compiles nothing: the first call does (except PyTensor, whose
-``pytensor.function`` compiles).
+``pytensor.function`` compiles). The model steps (``cnn``, ``transformer``) have NumPy
+(``models_numpy.py``, timed by ``compiled.py``), PyTorch, ``torch.compile`` and ``jax.jit``
+versions, each written here from the model's description, starting from dualgraph's
+initial parameters.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dualgraph.workloads import chain_data, mlp_data
+from dualgraph.workloads import TRANSFORMER_SIZES, chain_data, mlp_data, model_step
 
 LR = 0.01
 IMPLS = ("numpy", "numba-hand", "torch", "torch.compile", "jax", "pytensor")
@@ -361,6 +367,176 @@ def chain_pytensor(n: int):
     return lambda: fn(data)
 
 
+# -------------------------------------------------------------------- cnn, transformer
+MODEL_LR = 1e-3
+ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
+
+
+def model_init(name: str) -> tuple[dict, np.ndarray, np.ndarray]:
+    """The initial parameters (by PyTorch's names) and data of model workload ``name``."""
+    _, (x, t), net = model_step(name, MODEL_LR)
+    params = {k: v.numpy().copy() for k, v in net.named_parameters()}
+    return params, x.numpy().copy(), t.numpy().copy()
+
+
+def _torch_model(name: str):
+    import torch
+
+    params, x, t = model_init(name)
+    tnn, F = torch.nn, torch.nn.functional
+    if name == "cnn":
+        model = tnn.Sequential(
+            tnn.Conv2d(1, 6, 5, padding=2), tnn.ReLU(), tnn.MaxPool2d(2),
+            tnn.Conv2d(6, 16, 5), tnn.ReLU(), tnn.MaxPool2d(2), tnn.Flatten(),
+            tnn.Linear(400, 120), tnn.ReLU(), tnn.Linear(120, 84), tnn.ReLU(),
+            tnn.Linear(84, 10))
+    else:
+        s = TRANSFORMER_SIZES[name]
+
+        class Block(tnn.Module):
+            def __init__(self, vocab, seq, width, heads):
+                super().__init__()
+                self.heads = heads
+                self.embed = tnn.Embedding(vocab, width)
+                self.pos = tnn.Parameter(torch.zeros(seq, width))
+                self.ln1, self.ln2, self.ln_f = (tnn.LayerNorm(width) for _ in range(3))
+                self.qkv = tnn.Linear(width, 3 * width)
+                self.proj = tnn.Linear(width, width)
+                self.fc1 = tnn.Linear(width, 4 * width)
+                self.fc2 = tnn.Linear(4 * width, width)
+                self.head = tnn.Linear(width, vocab)
+
+            def forward(self, tokens):
+                b, n = tokens.shape
+                w = self.pos.shape[1]
+                h, d = self.heads, w // self.heads
+                x = self.embed(tokens) + self.pos
+                q, k, v = self.qkv(self.ln1(x)).split(w, dim=-1)
+                q, k, v = (z.reshape(b, n, h, d).transpose(1, 2) for z in (q, k, v))
+                a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                x = x + self.proj(a.transpose(1, 2).reshape(b, n, w))
+                x = x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+                return self.head(self.ln_f(x))
+
+        model = Block(s["vocab"], s["seq"], s["width"], s["heads"])
+    with torch.no_grad():
+        for k, p in model.named_parameters():
+            p.copy_(torch.from_numpy(params[k]))
+    return model, torch.from_numpy(x), torch.from_numpy(t)
+
+
+def _model_torch(name: str, compiled: bool):
+    import torch
+
+    one_thread()
+    model, x, t = _torch_model(name)
+    opt = torch.optim.Adam(model.parameters(), lr=MODEL_LR, betas=ADAM_BETAS, eps=ADAM_EPS)
+
+    def train(x, t):
+        opt.zero_grad()
+        out = model(x)
+        loss = torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), t.reshape(-1))
+        loss.backward()
+        opt.step()
+        return loss
+
+    f = torch.compile(train) if compiled else train
+    return lambda: f(x, t)
+
+
+def _jax_cnn(p: dict, x, jax, jnp):
+    conv = jax.lax.conv_general_dilated
+
+    def pool(z):  # 2x2 max, stride 2
+        return jax.lax.reduce_window(z, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2),
+                                     "VALID")
+
+    def dense(z, k):
+        return z @ p[f"{k}.weight"].T + p[f"{k}.bias"]
+
+    dims = ("NCHW", "OIHW", "NCHW")
+    z = conv(x, p["0.weight"], (1, 1), ((2, 2), (2, 2)), dimension_numbers=dims)
+    z = pool(jax.nn.relu(z + p["0.bias"][None, :, None, None]))
+    z = conv(z, p["3.weight"], (1, 1), "VALID", dimension_numbers=dims)
+    z = pool(jax.nn.relu(z + p["3.bias"][None, :, None, None]))
+    z = z.reshape(z.shape[0], -1)
+    z = jax.nn.relu(dense(z, 7))
+    z = jax.nn.relu(dense(z, 9))
+    return dense(z, 11)
+
+
+def _jax_transformer(p: dict, tokens, heads: int, jax, jnp):
+    def norm(z, k):
+        mu = z.mean(-1, keepdims=True)
+        var = ((z - mu) ** 2).mean(-1, keepdims=True)
+        return (z - mu) / jnp.sqrt(var + 1e-5) * p[f"{k}.weight"] + p[f"{k}.bias"]
+
+    def dense(z, k):
+        return z @ p[f"{k}.weight"].T + p[f"{k}.bias"]
+
+    b, n = tokens.shape
+    w = p["pos"].shape[1]
+    d = w // heads
+    x = p["embed.weight"][tokens] + p["pos"]
+    q, k, v = jnp.split(dense(norm(x, "ln1"), "qkv"), 3, axis=-1)
+    q, k, v = (z.reshape(b, n, heads, d).transpose(0, 2, 1, 3) for z in (q, k, v))
+    scores = q @ k.transpose(0, 1, 3, 2) / jnp.sqrt(jnp.float32(d))
+    causal = jnp.tril(jnp.ones((n, n), bool))
+    attn = jax.nn.softmax(jnp.where(causal, scores, -jnp.inf), axis=-1) @ v
+    x = x + dense(attn.transpose(0, 2, 1, 3).reshape(b, n, w), "proj")
+    x = x + dense(jax.nn.gelu(dense(norm(x, "ln2"), "fc1"), approximate=False), "fc2")
+    return dense(norm(x, "ln_f"), "head")
+
+
+def model_jax(name: str):
+    """One Adam step (PyTorch's update rule, bias-corrected moments) under ``jax.jit``."""
+    import jax
+    import jax.numpy as jnp
+
+    params, x, t = model_init(name)
+    if name == "cnn":
+        def forward(p, x):
+            return _jax_cnn(p, x, jax, jnp)
+    else:
+        heads = TRANSFORMER_SIZES[name]["heads"]
+
+        def forward(p, x):
+            return _jax_transformer(p, x, heads, jax, jnp)
+
+    def loss_fn(p, x, t):
+        logits = forward(p, x)
+        logits = logits.reshape(-1, logits.shape[-1])
+        logp = jax.nn.log_softmax(logits)
+        return -jnp.mean(jnp.take_along_axis(logp, t.reshape(-1, 1), axis=1))
+
+    b1, b2 = ADAM_BETAS
+
+    @jax.jit
+    def train(p, m, v, step, x, t):
+        value, g = jax.value_and_grad(loss_fn)(p, x, t)
+        step = step + 1
+        m = jax.tree.map(lambda mi, gi: b1 * mi + (1 - b1) * gi, m, g)
+        v = jax.tree.map(lambda vi, gi: b2 * vi + (1 - b2) * gi * gi, v, g)
+        c1 = 1 - b1 ** step
+        c2 = 1 - b2 ** step
+        p = jax.tree.map(
+            lambda pi, mi, vi: pi - MODEL_LR * (mi / c1) / (jnp.sqrt(vi / c2) + ADAM_EPS),
+            p, m, v)
+        return value, p, m, v, step
+
+    zeros = {k: jnp.zeros_like(a) for k, a in params.items()}
+    state = {"p": {k: jnp.asarray(a) for k, a in params.items()}, "m": zeros, "v": zeros,
+             "step": jnp.float32(0)}
+    xj, tj = jnp.asarray(x), jnp.asarray(t)
+
+    def step():
+        value, state["p"], state["m"], state["v"], state["step"] = train(
+            state["p"], state["m"], state["v"], state["step"], xj, tj)
+        return value
+
+    return step
+
+
 # ------------------------------------------------------------------------------ table
 _BUILDERS: dict[str, dict[str, Callable]] = {
     "scalar": {"numpy": scalar_numpy, "numba-hand": scalar_numba,
@@ -375,10 +551,19 @@ _BUILDERS: dict[str, dict[str, Callable]] = {
               "torch": lambda n: _chain_torch(n, False),
               "torch.compile": lambda n: _chain_torch(n, True),
               "jax": chain_jax, "pytensor": chain_pytensor},
+    **{name: {"torch": lambda n=name: _model_torch(n, False),
+              "torch.compile": lambda n=name: _model_torch(n, True),
+              "jax": lambda n=name: model_jax(n)}
+       for name in ("cnn", "transformer")},
 }
 
 
 def build(impl: str, workload: str, *params) -> Callable[[], object]:
     """The step of ``impl`` for ``workload`` ("scalar"; "mlp" with sizes, batch, loss;
-    "chain" with n)."""
+    "chain" with n; "cnn", "transformer")."""
     return _BUILDERS[workload][impl](*params)
+
+
+def has(impl: str, workload: str) -> bool:
+    """Whether ``impl`` has a version of ``workload``."""
+    return impl in _BUILDERS[workload]

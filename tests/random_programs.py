@@ -27,6 +27,7 @@ from dualgraph.modes import bind
 from dualgraph.nn import functional as F
 from dualgraph.ops import OPS
 from dualgraph.ops import random as RND
+from dualgraph.ops.elementwise import threshold_backward
 from dualgraph.ops.shape import astype, normalize_index
 
 
@@ -180,6 +181,7 @@ def order_stats_all(p: Any) -> Any:
 
 
 NAMESPACE = {"dg": dg, "F": F, "astype": astype, "scatter_into": scatter_into,
+             "threshold_backward": threshold_backward,
              "dropout_fixed": dropout_fixed, "randn_fixed": randn_fixed,
              "rand_fixed": rand_fixed, "inplace_add": inplace_add,
              "inplace_scale": inplace_scale, "no_grad_scale": no_grad_scale,
@@ -341,6 +343,9 @@ def gen_binary(draw, b: Builder) -> Var | None:
         (f"{p} * 2.5", 2.5 * x.bound), (f"1.5 - {p}", 1.5 + x.bound),
         (f"{p} / 4.0", x.bound / 4), (f"0.5 + {p}", 0.5 + x.bound),
         (f"dg.where({p} > {q}, {p}, {q})", max(x.bound, y.bound)),
+        # ReLU's backward op, bound directly (no public spelling); its saved output kept
+        # above the threshold, so the selection never jumps under a finite difference.
+        (f"threshold_backward({p}, {q} * {q} + 0.5, 0.25)", x.bound),
     ]
     if x.bound <= 3 and y.bound <= 2:
         base = x.bound ** 2 + 0.5

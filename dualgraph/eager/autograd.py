@@ -10,6 +10,7 @@ ordinary eager ops: with ``create_graph=True`` the backward pass is itself recor
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -29,6 +30,17 @@ RECORD_LOCATIONS = [False]
 
 
 ANOMALY = [False]
+
+
+class _RulesRunning(threading.local):
+    """Per thread, whether the engine is running gradient rules (user hooks excepted): the
+    ops they issue take their arguments from forward ops already checked, so eager mode
+    skips their shape-rule check (tracing the same rules still runs every rule)."""
+
+    value = False
+
+
+RULES_RUNNING = _RulesRunning()
 
 
 class detect_anomaly:  # noqa: N801 - PyTorch's name
@@ -124,6 +136,9 @@ class Function(Node):
 
     __slots__ = ("_def", "_saved", "_versions", "_out", "_out_version", "_freed", "_hooks",
                  "_retain")
+    # Whether the node has ``hand_out(retain_graph)``: a backward from it that can skip
+    # the engine (a compiled scalar loss whose gradients were computed with its value).
+    hands_out = False
 
     def __init__(self, opdef: Any, inputs: tuple, attrs: dict, out: np.ndarray,
                  saved: tuple, versions: tuple, out_version: list | None) -> None:
@@ -330,28 +345,34 @@ def _accumulate(acc: AccumulateGrad, g: Any, create_graph: bool, handed: set) ->
     var = acc._var()
     if var is None:
         return
+    if create_graph:
+        old = var._grad
+        var._grad = g if old is None else old + g
+        return
+    accumulate_array(var, g._data, handed)
+
+
+def accumulate_array(var: Any, d: np.ndarray, handed: set) -> None:
+    """Add gradient array ``d`` into leaf ``var``'s ``.grad`` (outside a recorded backward).
+
+    ``handed`` holds the ids of arrays that something else may still hold: the caller's
+    seed, and what this backward already gave to another leaf or a retained non-leaf."""
     old = var._grad
-    if old is None:
-        if create_graph:
-            var._grad = g
-            return
-        d = g._data
-        base = d.base
-        # The gradient array becomes the leaf's own unless something else may hold its
-        # memory: it was handed out already in this backward (the same array can flow to
-        # two leaves), it is read-only (a broadcast), or a strided view.
-        if (id(d) in handed or not d.flags.writeable or (base is not None and (
-                id(base) in handed or not d.flags.c_contiguous))):
-            d = np.array(d, copy=True)
-            base = None
-        handed.add(id(d))
-        if base is not None:
-            handed.add(id(base))
-        var._grad = _make(d, False, None)
-    elif create_graph:
-        var._grad = old + g
-    else:
-        var._grad = _make(old._data + g._data, False, None)
+    if old is not None:
+        var._grad = _make(old._data + d, False, None)
+        return
+    base = d.base
+    # The gradient array becomes the leaf's own unless something else may hold its
+    # memory: it was handed out already in this backward (the same array can flow to
+    # two leaves), it is read-only (a broadcast), or a strided view.
+    if (id(d) in handed or not d.flags.writeable or (base is not None and (
+            id(base) in handed or not d.flags.c_contiguous))):
+        d = np.array(d, copy=True)
+        base = None
+    handed.add(id(d))
+    if base is not None:
+        handed.add(id(base))
+    var._grad = _make(d, False, None)
 
 
 def run_backward(
@@ -368,96 +389,145 @@ def run_backward(
     nothing is accumulated and the gradient reaching each target node is returned.
     """
     prev = grad_mode.GRAD_ENABLED.value
+    prev_rules = RULES_RUNNING.value
     grad_mode.GRAD_ENABLED.value = create_graph
+    RULES_RUNNING.value = True
     try:
-        return _run(roots, grads, retain_graph, create_graph, targets, allow_unused)
+        if targets is None and len(roots) == 1 and _over_leaves(roots[0]):
+            _run_one(roots[0], grads[0], retain_graph, create_graph)
+            return None
+        return _Walk(roots, grads, retain_graph, create_graph, targets).run(allow_unused)
     finally:
         grad_mode.GRAD_ENABLED.value = prev
+        RULES_RUNNING.value = prev_rules
 
 
-def _run(roots, grads, retain_graph, create_graph, targets, allow_unused):
-    if targets is None and len(roots) == 1:
-        node = roots[0]
-        if isinstance(node, Function) and not node._hooks and node._retain is None and not any(
-                isinstance(i, Function) for i in node.inputs):
-            # One op over leaves (a compiled call, or x * y): no graph to walk.
-            handed = {id(grads[0]._data)}
-            in_grads = node.apply(grads[0])
-            if ANOMALY[0]:
-                _check_anomaly(node, in_grads)
-            for inp, gi in zip(node.inputs, in_grads):
-                if gi is not None and isinstance(inp, AccumulateGrad):
-                    _accumulate(inp, gi, create_graph, handed)
-            if not retain_graph:
-                node.release()
+def _over_leaves(node: Any) -> bool:
+    """Whether ``node`` is one op whose inputs are leaves and constants, with no hook or
+    retained gradient of its own: its backward needs no graph walk."""
+    return (isinstance(node, Function) and not node._hooks and node._retain is None
+            and not any(isinstance(i, Function) for i in node.inputs))
+
+
+def _run_one(node: "Function", g: Any, retain_graph: bool, create_graph: bool) -> None:
+    """The backward of one op over leaves (a compiled call, or ``x * y``)."""
+    handed = {id(g._data)}
+    in_grads = node.apply(g)
+    if ANOMALY[0]:
+        _check_anomaly(node, in_grads)
+    for inp, gi in zip(node.inputs, in_grads):
+        if gi is not None and isinstance(inp, AccumulateGrad):
+            _accumulate(inp, gi, create_graph, handed)
+    if not retain_graph:
+        node.release()
+
+
+class _Walk:
+    """One backward pass over the tape: nodes run once every consumer has sent its
+    gradient (counted by `_discover`), gradients summed per node in ``buffers``.
+
+    Without ``targets`` leaves accumulate into ``.grad``; with them (``dg.grad``) only the
+    nodes that reach a target run, and the gradient arriving at each target is captured.
+    """
+
+    def __init__(self, roots: Sequence[Node], grads: Sequence[Any], retain_graph: bool,
+                 create_graph: bool, targets: Sequence[Node] | None) -> None:
+        self.retain_graph = retain_graph
+        self.create_graph = create_graph
+        self.targets = targets
+        self.deps = _discover(roots)
+        self.buffers: dict = {}
+        for r, g in zip(roots, grads):
+            self.buffers[r] = self.buffers[r] + g if r in self.buffers else g
+        self.capture: dict | None = None
+        self.needed: set | None = None
+        if targets is not None:
+            self.capture = {t: None for t in targets}
+            self.needed = _needed(roots, set(targets))
+        self.ready = [r for r in dict.fromkeys(roots) if self.deps.get(r, 0) == 0]
+        self.handed = {id(g._data) for g in grads}  # arrays a caller may still hold
+
+    def run(self, allow_unused: bool) -> tuple | None:
+        ready = self.ready
+        while ready:
+            node = ready.pop()
+            g = self.buffers.pop(node, None)
+            if isinstance(node, AccumulateGrad):
+                self._leaf(node, g)
+            else:
+                self._propagate(node, self._node_grads(node, g))
+        return self._captured(allow_unused)
+
+    def _leaf(self, node: AccumulateGrad, g: Any) -> None:
+        if g is None:
+            return
+        if self.capture is None:
+            _accumulate(node, g, self.create_graph, self.handed)
+        elif node in self.capture:
+            self.capture[node] = _run_hooks(node._hooks, g)
+
+    def _node_grads(self, node: "Function", g: Any) -> Any:
+        """The gradients ``node`` sends its inputs (``None`` when it does not run: no
+        gradient reached it, or no target lies below it); runs hooks, keeps a retained
+        gradient, captures a target's."""
+        if g is None or (self.needed is not None and node not in self.needed):
             return None
-    deps = _discover(roots)
-    buffers: dict = {}
-    for r, g in zip(roots, grads):
-        buffers[r] = buffers[r] + g if r in buffers else g
-    capture: dict | None = None
-    needed: set | None = None
-    if targets is not None:
-        capture = {t: None for t in targets}
-        needed = _needed(roots, set(targets))
-    ready = [r for r in dict.fromkeys(roots) if deps.get(r, 0) == 0]
-    handed = {id(g._data) for g in grads}  # arrays a caller may still hold
-    while ready:
-        node = ready.pop()
-        g = buffers.pop(node, None)
-        if isinstance(node, AccumulateGrad):
-            if capture is not None:
-                if node in capture and g is not None:
-                    capture[node] = _run_hooks(node._hooks, g)
-            elif g is not None:
-                _accumulate(node, g, create_graph, handed)
-            continue
-        run = g is not None and (needed is None or node in needed)
-        if run:
-            if node._hooks:
-                g = _run_hooks(node._hooks, g)
-            if node._retain is not None:
-                t = node._retain()
-                if t is not None:
-                    handed.add(id(g._data))
-                    t._grad = g if t._grad is None else t._grad + g
-            if capture is not None and node in capture:
-                capture[node] = g
-            in_grads = node.apply(g)
-            if ANOMALY[0]:
-                _check_anomaly(node, in_grads)
-        else:
-            in_grads = (None,) * len(node.inputs)
-        for inp, gi in zip(node.inputs, in_grads):
+        if node._hooks:
+            g = _run_hooks(node._hooks, g)
+        if node._retain is not None:
+            t = node._retain()
+            if t is not None:
+                self.handed.add(id(g._data))
+                t._grad = g if t._grad is None else t._grad + g
+        if self.capture is not None and node in self.capture:
+            self.capture[node] = g
+        in_grads = node.apply(g)
+        if ANOMALY[0]:
+            _check_anomaly(node, in_grads)
+        if not self.retain_graph:
+            node.release()
+        return in_grads
+
+    def _propagate(self, node: "Function", in_grads: Any) -> None:
+        """Send each input its gradient; an input whose consumers have all sent is ready."""
+        deps, buffers = self.deps, self.buffers
+        for k, inp in enumerate(node.inputs):
             if not isinstance(inp, _GRAD_NODES):
                 continue
-            if gi is not None:
+            gi = None if in_grads is None else in_grads[k]
+            if gi is not None:  # summed where several consumers send one
                 buffers[inp] = buffers[inp] + gi if inp in buffers else gi
             deps[inp] -= 1
             if deps[inp] == 0:
-                ready.append(inp)
-        if run and not retain_graph:
-            node.release()
-    if capture is None:
-        return None
-    result = []
-    for t in targets:
-        g = capture[t]
-        if g is None and not allow_unused:
-            raise RuntimeError(
-                "One of the differentiated Tensors appears to not have been used in the "
-                "graph. Set allow_unused=True if this is the desired behavior."
-            )
-        result.append(g)
-    return tuple(result)
+                self.ready.append(inp)
+
+    def _captured(self, allow_unused: bool) -> tuple | None:
+        """``dg.grad``'s result: the gradient of each target, in order."""
+        if self.capture is None:
+            return None
+        result = []
+        for t in self.targets:
+            g = self.capture[t]
+            if g is None and not allow_unused:
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the "
+                    "graph. Set allow_unused=True if this is the desired behavior."
+                )
+            result.append(g)
+        return tuple(result)
 
 
 def _run_hooks(hooks: list, g: Any) -> Any:
-    for hook in list(hooks):
-        r = hook(g)
-        if r is not None:
-            _check_hook_result(hook, g, r)
-            g = r
+    prev = RULES_RUNNING.value
+    RULES_RUNNING.value = False  # a hook is user code: its ops are checked
+    try:
+        for hook in list(hooks):
+            r = hook(g)
+            if r is not None:
+                _check_hook_result(hook, g, r)
+                g = r
+    finally:
+        RULES_RUNNING.value = prev
     return g
 
 

@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from ..ir.graph import _UIDS
 from . import grad_mode
-from .autograd import _FREED_MSG, Function
+from .autograd import _FREED_MSG, ANOMALY, AccumulateGrad, Function, accumulate_array
 from .tensor import Tensor, _make
 
 
@@ -69,17 +70,18 @@ class CompiledFunctionBackward(Function):
 
 class PrecomputedBackward(Function):
     """The tape node of a compiled scalar loss whose kernel computed its gradients with its
-    value (seed one): backward hands them out, scaled when the seed is not one."""
+    value (seed one): backward hands them out, scaled when the seed is not one. Built by
+    `attach_gradients`."""
 
     __slots__ = ("_checks", "_shapes", "_handed")
-
-    def __init__(self, inputs: tuple, grads: list, out: Tensor, checks: list) -> None:
-        _compiled_node(self, inputs, tuple(out.shape), out.dtype, tuple(grads), checks)
-        self._handed = False
+    hands_out = True
 
     def apply(self, g: Any) -> list:
         _check_ready(self)
-        seed = g._data.reshape(())
+        return [_make(a, False, None) for a in self._gradients(g._data.reshape(()))]
+
+    def _gradients(self, seed: Any) -> list:
+        """The input gradients for output gradient ``seed`` (a scalar), in input shapes."""
         # Gradients are linear in the seed: another seed scales the seed-one gradients
         # (a rounding of the product away from a backward seeded with it).
         if seed != 1:
@@ -89,8 +91,40 @@ class PrecomputedBackward(Function):
         else:
             self._handed = True
             grads = self._saved
-        return [_make(a if a.shape == shape else a.reshape(shape), False, None)
+        return [a if a.shape == shape else a.reshape(shape)
                 for a, shape in zip(grads, self._shapes)]
+
+    def hand_out(self, retain_graph: bool) -> bool:
+        """``loss.backward()`` (seed one, no graph recorded) without the engine: the
+        gradients go straight to the leaves' ``.grad``, as the engine would put them
+        there. False, doing nothing, when anything needs the engine: a hook or retained
+        gradient on this node or on an input, an input that is not a leaf, anomaly mode,
+        or a node already freed (the engine raises)."""
+        # Python calls are the cost of this path (a scalar step is a few microseconds):
+        # the checks and the common case of `_gradients` are written out here.
+        if self._freed or self._hooks or self._retain is not None or ANOMALY[0]:
+            return False
+        inputs = self.inputs
+        for inp in inputs:
+            if type(inp) is not AccumulateGrad or inp._hooks:
+                return False
+        for t, v in self._checks:
+            if t._version[0] != v:
+                _check_versions(self)  # raises the engine's error
+        if self._handed:
+            grads = self._gradients(1)
+        else:
+            self._handed = True
+            grads = self._saved
+        handed: set = set()
+        for inp, a, shape in zip(inputs, grads, self._shapes):
+            var = inp._var()
+            if var is not None:
+                accumulate_array(var, a if a.shape == shape else a.reshape(shape), handed)
+        if not retain_graph:
+            self._saved = ()
+            self._freed = True
+        return True
 
 
 def attach_gradients(tensors: list, wrt: list, grads: list, result: Tensor,
@@ -99,9 +133,45 @@ def attach_gradients(tensors: list, wrt: list, grads: list, result: Tensor,
     with respect to ``tensors[wrt[i]]``; ``saved`` the positions in ``tensors`` whose
     values the gradients were computed from (changing one before backward raises, as in
     eager mode)."""
-    inputs, checks = _inputs_and_checks(tensors, wrt, saved)
+    # One tape node per training step: built field by field, without the IR node's
+    # constructor chain (the compiled call's Python calls are its cost).
+    node = PrecomputedBackward.__new__(PrecomputedBackward)
+    inputs = []
+    shapes = []
+    for i in wrt:
+        t = tensors[i]
+        n = t.grad_fn
+        if n is None:
+            n = t._node
+            if n is None:
+                n = t._input_node()
+        inputs.append(n)
+        shapes.append(n.shape)
+    node.op = "compiled"
+    node.inputs = tuple(inputs)
+    node.attrs = {}
+    node.shape = result._data.shape
+    node.dtype = result._data.dtype
+    node.loc = None
+    node.uid = next(_UIDS)
+    node._def = _CompiledOp
+    node._saved = tuple(grads)
+    node._versions = ()
+    node._out = None
+    node._out_version = None
+    node._freed = False
+    node._hooks = None
+    node._retain = None
+    node._shapes = shapes
+    checks = []
+    for i in saved:
+        t = tensors[i]
+        if isinstance(t, Tensor):
+            checks.append((t, t._version[0]))
+    node._checks = checks
+    node._handed = False
     result._rg = True
-    result.grad_fn = PrecomputedBackward(inputs, grads, result, checks)
+    result.grad_fn = node
 
 
 def _inputs_and_checks(tensors: list, wrt: list, saved: tuple | None) -> tuple:
@@ -132,6 +202,11 @@ def _check_ready(node: Any) -> None:
         raise RuntimeError(_FREED_MSG)
     if grad_mode.GRAD_ENABLED.value:
         raise RuntimeError(_NO_DOUBLE_BACKWARD)
+    _check_versions(node)
+
+
+def _check_versions(node: Any) -> None:
+    """Every input the gradients were computed from is unchanged since the call."""
     for t, v in node._checks:
         if t._version[0] != v:
             raise RuntimeError(

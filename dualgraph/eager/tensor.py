@@ -26,9 +26,10 @@ from ..ops.mixin import (
     writes_expanded,
 )
 from . import grad_mode
-from .autograd import AccumulateGrad, Function, RemovableHandle, run_backward
+from .autograd import RULES_RUNNING, AccumulateGrad, Function, RemovableHandle, run_backward
 
 _GRAD = grad_mode.GRAD_ENABLED
+_RULES = RULES_RUNNING
 
 
 class Tensor(TensorOps):
@@ -307,6 +308,10 @@ class Tensor(TensorOps):
         create_graph: bool = False,
     ) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad``."""
+        fn = self.grad_fn
+        if (gradient is None and not create_graph and fn is not None and fn.hands_out
+                and fn.hand_out(bool(retain_graph))):
+            return
         backward(self, gradient, retain_graph, create_graph)
 
     def _input_node(self) -> Node:
@@ -454,19 +459,47 @@ def _lift(a: Any) -> Any:
     raise TypeError(f"expected a Tensor, NumPy array or Python number, got {type(a).__name__}")
 
 
+# Signatures (op, argument shapes and dtypes, literals, attributes) whose shape rule has
+# accepted them. The NumPy kernel computes the result's shape and dtype itself, so eager
+# mode needs no shape inference; but a rule may refuse what NumPy accepts (layer_norm of an
+# integer tensor), and eager must raise what tracing raises. The rule depends only on
+# those (it runs on tracers, which have no values), so it runs once per signature: a
+# training loop repeats its signatures and pays a dictionary lookup per op.
+_CHECKED: dict = {}
+_CHECKED_MAX = 4096  # literals that change every step (a schedule) must not grow it forever
+
+
+def _check_signature(op: Any, args: tuple, attrs: dict, sig: tuple | None) -> None:
+    """Run ``op``'s shape rule on ``args``; remember signature ``sig`` if it passes."""
+    op.infer(*args, **attrs)
+    if sig is not None:
+        if len(_CHECKED) >= _CHECKED_MAX:
+            _CHECKED.clear()
+        _CHECKED[sig] = True
+
+
 def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     """Run ``op`` now with its NumPy kernel; record a tape node if a result needs grad."""
     # This is the per-op cost every eager user pays: keep it to one pass over the args and
     # no generator expressions.
     datas = []
+    # The signature the shape rule sees (see _CHECKED); not for a gradient rule's ops.
+    key = None if _RULES.value else [op]
     rg = False
     for a in args:
         if isinstance(a, Tensor):
-            datas.append(a._data)
+            d = a._data
+            datas.append(d)
+            if key is not None:
+                key.append(d.shape)
+                key.append(d.dtype)
             if a._rg:
                 rg = True
         elif isinstance(a, Literal):
             datas.append(a)
+            if key is not None:
+                key.append(type(a))  # 1, 1.0 and True are equal keys
+                key.append(a)
         else:
             args = tuple([b if isinstance(b, (Tensor,) + Literal) else _lift(b) for b in args])
             return eager_process(op, args, attrs)
@@ -475,6 +508,17 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     except Exception as e:
         op.infer(*args, **attrs)  # raises the clear error when the shapes are at fault
         raise RuntimeError(f"{op.name}: {e}") from e
+    if key is not None:
+        if attrs:
+            key.append(tuple(attrs.items()))
+        try:
+            sig = tuple(key)
+            checked = sig in _CHECKED
+        except TypeError:  # an unhashable attribute (an array): check every time
+            sig = None
+            checked = False
+        if not checked:
+            _check_signature(op, args, attrs, sig)
     if type(out) is not np.ndarray:
         out = np.asarray(out)
     if op.view:
@@ -489,24 +533,29 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     t._node = None
     if not rg or not _GRAD.value or not op.differentiable:
         return t
-    sf = op.saves_for
-    if sf is None:
-        saved = [args[i] for i in op.saves]
-    else:  # only what a wanted gradient reads
-        saved = []
-        for i, j in zip(op.saves, sf):
-            b = args[i] if j is None else args[j]
-            saved.append(args[i] if j is None or (isinstance(b, Tensor) and b._rg)
-                         else None)
-    versions = [s._version[0] if isinstance(s, Tensor) else None for s in saved]
+    saves = op.saves
     out_version = None
-    if op.saves_out:
-        out_version = t._version
-        versions.append(out_version[0])
+    if not saves and not op.saves_out:
+        saved = versions = ()
+    else:
+        sf = op.saves_for
+        if sf is None:
+            saved = tuple([args[i] for i in saves])
+        else:  # only what a wanted gradient reads
+            kept = []
+            for i, j in zip(saves, sf):
+                b = args[i] if j is None else args[j]
+                kept.append(args[i] if j is None or (isinstance(b, Tensor) and b._rg)
+                            else None)
+            saved = tuple(kept)
+        versions = [s._version[0] if isinstance(s, Tensor) else None for s in saved]
+        if op.saves_out:
+            out_version = t._version
+            versions.append(out_version[0])
     inputs = tuple([
         (a.grad_fn or a._input_node()) if isinstance(a, Tensor) else a for a in args
     ])
-    t.grad_fn = Function(op, inputs, attrs, out, tuple(saved), versions, out_version)
+    t.grad_fn = Function(op, inputs, attrs, out, saved, versions, out_version)
     t._rg = True
     return t
 

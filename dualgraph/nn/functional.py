@@ -40,6 +40,13 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Any:
         )
     if bias is not None and x.ndim == 2:
         return L.addmm(bias, x, S.transpose(weight))
+    if bias is not None and x.ndim > 2 and weight.ndim == 2:
+        # As PyTorch's linear: the leading dimensions fold into one, so the product is one
+        # GEMM (addmm) and so is the weight's gradient (not a batch of them summed).
+        lead = tuple(x.shape[:-1])
+        rows = math.prod(lead)
+        out = L.addmm(bias, S.reshape(x, (rows, x.shape[-1])), S.transpose(weight))
+        return S.reshape(out, lead + (weight.shape[0],))
     out = L.matmul(x, S.transpose(weight))
     return out if bias is None else E.add(out, bias)
 

@@ -144,10 +144,46 @@ def _max_indices_infer(x: Any, **attrs: Any) -> tuple:
     return shape[:-2] + (len(h), len(w)), np.dtype(np.int64)
 
 
+def _tiles(win: Windows) -> int:
+    """The window length when the windows tile the dimension from 0 (stride == kernel, no
+    padding or dilation, every window full), else 0."""
+    k = win.count[0] if win.count else 0
+    if (not k or win.step != 1 or win.count != (k,) * len(win)
+            or win.start != tuple(range(0, k * len(win), k))):
+        return 0
+    return k
+
+
+def _tiled_max_indices(x: np.ndarray, oh: int, kh: int, ow: int, kw: int) -> np.ndarray:
+    """`_max_indices_impl` for windows that tile the plane (``MaxPool2d(2)``): a running
+    maximum over the kh * kw strided views of the plane, one per window offset, taken in
+    window order and replaced only by a strictly greater value, so the first maximum (the
+    lowest position, PyTorch's choice among ties) wins. (An argmax over a last axis of
+    length 4 is several times slower.) The caller sends planes holding a nan to the
+    general path."""
+    width = x.shape[-1]
+    best = x[..., 0:oh * kh:kh, 0:ow * kw:kw]
+    offset = np.zeros(best.shape, np.int64)
+    for a in range(kh):
+        for b in range(kw):
+            if a or b:
+                v = x[..., a:oh * kh:kh, b:ow * kw:kw]
+                greater = v > best
+                best = np.where(greater, v, best)
+                offset[greater] = a * width + b
+    rows = np.arange(oh, dtype=np.int64)[:, None] * (kh * width)
+    cols = np.arange(ow, dtype=np.int64)[None, :] * kw
+    return offset + (rows + cols)
+
+
 def _max_indices_impl(x: np.ndarray, **attrs: Any) -> np.ndarray:
     shape = x.shape
     h, w = pool_windows(attrs, shape[-2:])
     width = shape[-1]
+    kh, kw = _tiles(h), _tiles(w)
+    # A nan makes PyTorch take the window's last nan: the general path below knows that.
+    if kh and kw and x.size and x.dtype.kind == "f" and not np.isnan(x.max()):
+        return _tiled_max_indices(x, len(h), kh, len(w), kw)
     # Every (window, slot) position; slots past a window's count repeat its first position,
     # which never changes which position wins (ties go to the lowest position anyway).
     def slots(win: Windows) -> np.ndarray:

@@ -186,7 +186,7 @@ def unary_math(lib, F, x):
     return lib.exp(x), x.log(), lib.sqrt(x), x.tanh(), lib.sigmoid(x), x.sin(), lib.cos(x)
 
 
-@program(grid((2, 3), -2.1, 1.9), covers=("relu", "abs", "neg"))
+@program(grid((2, 3), -2.1, 1.9), covers=("relu", "threshold_backward", "abs", "neg"))
 def unary_kinks(lib, F, x):
     return lib.relu(x), x.abs(), -x, F.relu(x), x.neg()
 

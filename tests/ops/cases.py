@@ -26,6 +26,7 @@ from dualgraph.modes import bind
 from dualgraph.nn import functional as F
 from dualgraph.ops import OPS
 from dualgraph.ops import random as RND
+from dualgraph.ops.elementwise import threshold_backward
 from dualgraph.ops.linalg import addmm
 from dualgraph.ops.shape import astype, normalize_index
 
@@ -318,6 +319,11 @@ CASES: list[OpCase] = [
     case("relu", "fn", dg.relu, sep(2, 3), ref=relu_ref, node="ReluBackward0"),
     case("relu", "functional", F.relu, sep(5), ref=relu_ref, node="ReluBackward0"),
     case("relu", "module", dg.nn.ReLU(), sep(2, 2), ref=relu_ref, node="ReluBackward0"),
+    case("threshold_backward", "fn", lambda g, y: threshold_backward(g, y, 0.0),
+         real(2, 3), sep(2, 3), ref=lambda g, y: np.where(y > 0, g, 0).astype(g.dtype),
+         node="ThresholdBackwardBackward0"),
+    case("threshold_backward", "bcast", lambda g, y: threshold_backward(g, y, 0.5),
+         real(3), sep(2, 3), ref=lambda g, y: np.where(y > 0.5, g, 0).astype(g.dtype)),
     case("sqrt", "fn", dg.sqrt, pos(2, 3), ref=np.sqrt),
     case("sqrt", "method_0d", lambda x: x.sqrt(), pos(), ref=np.sqrt),
     case("abs", "fn", dg.abs, sep(2, 3), ref=np.abs),

@@ -73,6 +73,7 @@ SCALAR: dict[str, str] = {
     "maximum": "({0} if ({0} >= {1} or {0} != {0}) else {1})",
     "minimum": "({0} if ({0} <= {1} or {0} != {0}) else {1})",
     "where": "({1} if {0} else {2})",
+    "threshold_backward": "({0} if {1} > {2} else {zero})",
     "lt": "({0} < {1})",
     "le": "({0} <= {1})",
     "gt": "({0} > {1})",
