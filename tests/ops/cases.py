@@ -1473,3 +1473,22 @@ COMPOSITES += [
     case("pairwise_distance", "p2", F.pairwise_distance, real(2, 3), real(2, 3),
          ref=lambda a, b: np.sqrt(((a - b + 1e-6) ** 2).sum(-1))),
 ]
+
+
+# A user-defined autograd Function: its node's gradient is the user's backward.
+class SoftSign(dg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x / (1 + x.abs())
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g / (1 + x.abs()) ** 2
+
+
+CASES += [
+    case("custom_function", "softsign", SoftSign.apply, sep(2, 3),
+         ref=lambda x: x / (1 + np.abs(x)), node="SoftSignBackward"),
+]
