@@ -29,10 +29,8 @@ import numpy as np
 from ..eager.grad_mode import GRAD_ENABLED, no_grad
 from ..eager.internal import version_of
 from ..eager.tensor import Tensor, zeros
-from ..modes import bind
-from ..ops.custom import CUSTOM_FUNCTION
+from ..ops.custom import custom_function, pack, unpack
 from ..ops.mixin import TensorOps
-from ..ops.shape import astype, concatenate, reshape
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
@@ -166,17 +164,7 @@ class _Call:
     def _output_grads(self, g: Any) -> list:
         """One gradient per output tensor: the packed ``g`` split back, zeros (or None)
         for outputs without one."""
-        per: dict[int, Any] = {}
-        if len(self.diff) == 1:
-            per[self.diff[0]] = g
-        else:
-            start = 0
-            for k in self.diff:
-                shape, dtype = self.outs[k]
-                n = int(np.prod(shape, dtype=np.int64))
-                part = reshape(g[start:start + n], shape)
-                per[k] = part if part.dtype == dtype else astype(part, dtype)
-                start += n
+        per = dict(zip(self.diff, unpack(g, [self.outs[k] for k in self.diff])))
         out = []
         for k, meta in enumerate(self.outs):
             if k in per:
@@ -274,25 +262,12 @@ class Function:
                 if np.dtype(outs[k].dtype).kind == "f" and id(outs[k]) not in marked]
         if not diff:
             return out
-        if len(diff) == 1:
-            packed = outs[diff[0]]
-        else:
-            dtype = np.result_type(*[outs[k].dtype for k in diff])
-            packed = concatenate([astype(reshape(outs[k], -1), dtype) for k in diff])
         saved = list(ctx.to_save)
         metas = [(tuple(o.shape), o.dtype) if isinstance(o, TensorOps) else None for o in outs]
         call = _Call(cls, ctx, len(args), grad_args, saved, metas, diff)
-        node = bind(CUSTOM_FUNCTION, packed, *[args[i] for i in grad_args],
-                    *[s for s in saved if s is not None], _fn=call)
+        node = custom_function(pack([outs[k] for k in diff]), [args[i] for i in grad_args],
+                               [s for s in saved if s is not None], call)
         results = list(outs)
-        if len(diff) == 1:
-            results[diff[0]] = node
-        else:
-            start = 0
-            for k in diff:
-                shape, dtype = tuple(outs[k].shape), outs[k].dtype
-                n = int(np.prod(shape, dtype=np.int64))
-                part = reshape(node[start:start + n], shape)
-                results[k] = part if part.dtype == dtype else astype(part, dtype)
-                start += n
+        for k, r in zip(diff, unpack(node, [metas[k] for k in diff])):
+            results[k] = r
         return results[0] if single else tuple(results)

@@ -15,6 +15,7 @@ from ..eager.tensor import Tensor, _init, rng
 from ..modes import current_trace
 from ..ops.mixin import TensorOps
 from . import functional as F
+from .hooks import ModuleHooks, RemovableHandle
 
 
 class Parameter(Tensor):
@@ -226,7 +227,45 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        hooks = self.__dict__.get("_hooks")
+        if hooks:
+            return hooks.call(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # ------------------------------------------------------------------ hooks
+    def _hook_table(self) -> ModuleHooks:
+        hooks = self.__dict__.get("_hooks")
+        if hooks is None:
+            hooks = self.__dict__["_hooks"] = ModuleHooks()
+        return hooks
+
+    def register_forward_pre_hook(self, hook: Any, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """``hook(module, args)`` (``with_kwargs``: ``hook(module, args, kwargs)``) runs
+        before ``forward``; a value it returns replaces the arguments (``(args, kwargs)``
+        with ``with_kwargs``)."""
+        flags = ("pre_with_kwargs",) if with_kwargs else ()
+        return self._hook_table().add("forward_pre", hook, prepend, *flags)
+
+    def register_forward_hook(self, hook: Any, *, prepend: bool = False,
+                              with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """``hook(module, args, output)`` (``with_kwargs``: ``hook(module, args, kwargs,
+        output)``) runs after ``forward``; a value it returns replaces the output."""
+        flags = (("with_kwargs",) if with_kwargs else ()) + (
+            ("always_call",) if always_call else ())
+        return self._hook_table().add("forward", hook, prepend, *flags)
+
+    def register_full_backward_hook(self, hook: Any, prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_input, grad_output)`` runs when the gradients of the module's
+        positional tensor inputs are computed; a tuple it returns replaces them."""
+        return self._hook_table().add("backward", hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook: Any,
+                                        prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_output)`` runs when the gradients of the module's outputs are
+        known; a tuple it returns replaces them."""
+        return self._hook_table().add("backward_pre", hook, prepend)
 
     # ----------------------------------------------------------------- traversal
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:

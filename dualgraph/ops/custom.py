@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from ..modes import bind
 from .registry import OpDef, register
+from .shape import astype, concatenate, reshape
 
 
 def _impl(y: np.ndarray, *rest: Any, _fn: Any) -> np.ndarray:
@@ -39,3 +41,33 @@ def _name(node: Any) -> str:
 
 
 CUSTOM_FUNCTION = register(OpDef("custom_function", _impl, _infer, _vjp, _name))
+
+
+def custom_function(value: Any, grad_inputs: Any, saved: Any, record: Any) -> Any:
+    """The ``custom_function`` node: ``value``, whose gradient rule is ``record.vjp``
+    (``record.node_name`` names the tape node), differentiated in ``grad_inputs``."""
+    return bind(CUSTOM_FUNCTION, value, *grad_inputs, *saved, _fn=record)
+
+
+def pack(values: list) -> Any:
+    """Several tensors as one flat tensor of their common dtype (one node can then carry
+    all of them); one tensor as itself."""
+    if len(values) == 1:
+        return values[0]
+    dtype = np.result_type(*[v.dtype for v in values])
+    return concatenate([astype(reshape(v, -1), dtype) for v in values])
+
+
+def unpack(packed: Any, metas: list) -> list:
+    """The tensors `pack` joined, from ``packed`` (or its gradient): ``metas`` gives each
+    one's ``(shape, dtype)``."""
+    if len(metas) == 1:
+        return [packed]
+    out = []
+    start = 0
+    for shape, dtype in metas:
+        n = int(np.prod(shape, dtype=np.int64))
+        part = reshape(packed[start:start + n], shape)
+        out.append(part if part.dtype == dtype else astype(part, dtype))
+        start += n
+    return out
