@@ -111,3 +111,17 @@ from .modules import (  # noqa: E402
 __all__ += ["BCELoss", "CosineSimilarity", "HuberLoss", "KLDivLoss", "L1Loss",
             "MultiheadAttention", "NLLLoss", "PairwiseDistance", "SmoothL1Loss",
             "SoftMarginLoss"]
+# Volumetric convolution and pooling, unpooling, gated and pixel-rearranging layers.
+from .modules import (  # noqa: E402
+    GLU,
+    AvgPool3d,
+    Conv3d,
+    ConvTranspose3d,
+    MaxPool3d,
+    MaxUnpool2d,
+    PixelShuffle,
+    PixelUnshuffle,
+)
+
+__all__ += ["GLU", "AvgPool3d", "Conv3d", "ConvTranspose3d", "MaxPool3d", "MaxUnpool2d",
+            "PixelShuffle", "PixelUnshuffle"]
