@@ -268,6 +268,6 @@ class Function:
         node = custom_function(pack([outs[k] for k in diff]), [args[i] for i in grad_args],
                                [s for s in saved if s is not None], call)
         results = list(outs)
-        for k, r in zip(diff, unpack(node, [metas[k] for k in diff])):
+        for k, r in zip(diff, unpack(node, [metas[k] for k in diff], call.node_name)):
             results[k] = r
         return results[0] if single else tuple(results)

@@ -142,7 +142,7 @@ class _BackwardState:
         self.in_metas = [_meta(x) for x in xs]
         node = custom_function(pack(xs), xs, (), _InputNode(self))
         new = list(args)
-        for i, x in zip(self.grad_pos, unpack(node, self.in_metas)):
+        for i, x in zip(self.grad_pos, unpack(node, self.in_metas, _HookNode.node_name)):
             new[i] = x
         return tuple(new)
 
@@ -157,7 +157,7 @@ class _BackwardState:
         ys = [outs[k] for k in pos]
         self.out_metas = [_meta(y) for y in ys]
         node = custom_function(pack(ys), ys, (), _OutputNode(self))
-        for k, y in zip(pos, unpack(node, self.out_metas)):
+        for k, y in zip(pos, unpack(node, self.out_metas, _HookNode.node_name)):
             outs[k] = y
         return outs[0] if single else type(out)(outs)
 

@@ -58,16 +58,43 @@ def pack(values: list) -> Any:
     return concatenate([astype(reshape(v, -1), dtype) for v in values])
 
 
-def unpack(packed: Any, metas: list) -> list:
+def unpack(packed: Any, metas: list, node_name: str | None = None) -> list:
     """The tensors `pack` joined, from ``packed`` (or its gradient): ``metas`` gives each
-    one's ``(shape, dtype)``."""
+    one's ``(shape, dtype)``. With ``node_name``, each part is a ``custom_function`` node
+    of that name (a Function's every output has the Function's node as its grad_fn, as in
+    PyTorch) whose gradient is its own gradient placed into the pack's."""
     if len(metas) == 1:
         return [packed]
     out = []
     start = 0
+    total = int(np.prod(packed.shape, dtype=np.int64))
     for shape, dtype in metas:
         n = int(np.prod(shape, dtype=np.int64))
         part = reshape(packed[start:start + n], shape)
-        out.append(part if part.dtype == dtype else astype(part, dtype))
+        part = part if part.dtype == dtype else astype(part, dtype)
+        if node_name is not None:
+            part = custom_function(part, [packed], (), _Part(node_name, start, n, total,
+                                                             np.dtype(packed.dtype)))
+        out.append(part)
         start += n
     return out
+
+
+class _Part:
+    """The gradient rule of one unpacked part: its gradient, zero elsewhere in the pack."""
+
+    def __init__(self, node_name: str, start: int, n: int, total: int,
+                 dtype: np.dtype) -> None:
+        self.node_name = node_name
+        self.start, self.n, self.total, self.dtype = start, n, total, dtype
+
+    def __repr__(self) -> str:
+        return self.node_name.removesuffix("Backward")
+
+    def vjp(self, ctx: Any, g: Any) -> tuple:
+        from .pool import pad
+
+        flat = reshape(g, (self.n,))
+        if flat.dtype != self.dtype:
+            flat = astype(flat, self.dtype)
+        return None, pad(flat, (self.start, self.total - self.start - self.n))
