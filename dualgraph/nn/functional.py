@@ -1261,7 +1261,11 @@ def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
     planes = _depth_padded(planes, p[0], (out[0] - 1) * s[0] + d[0] * (k[0] - 1) + 1,
                            -math.inf)
     parts = _depth_slices(planes, k[0], s[0], d[0], out[0])
-    res = parts[0] if len(parts) == 1 else R.amax(S.stack(parts, -1), -1)
+    if len(parts) == 1:
+        res = parts[0]
+    else:  # the max over the depth offsets, as one 2-D reduction
+        shape = tuple(parts[0].shape)
+        res = S.reshape(R.amax(S.reshape(S.stack(parts, -1), (-1, len(parts))), -1), shape)
     return S.reshape(res, tuple(res.shape[1:])) if added else res
 
 
