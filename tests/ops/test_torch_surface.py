@@ -212,3 +212,60 @@ def test_layers_match_torch():
             theirs.bias.copy_(torch.tensor(ours.bias.numpy()))
         assert_close(ours(dg.tensor(x)).numpy(), theirs(torch.tensor(x)).detach().numpy(),
                      rtol=1e-5, atol=1e-5)
+
+
+def _compiled_vs_eager(fn, arrays, rtol=1e-10, atol=1e-12):
+    """Outputs and input gradients of ``fn`` compiled equal eager (float64), one trace."""
+    def run(f):
+        ts = [dg.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+        out = f(*ts)
+        out.backward()
+        return out.numpy(), [t.grad.numpy() for t in ts if t.requires_grad]
+
+    compiled = dg.compile(fn)
+    (e, eg), (c, cg) = run(fn), run(compiled)
+    assert_close(c, e, rtol=rtol, atol=atol)
+    for a, b in zip(cg, eg):
+        assert_close(a, b, rtol=rtol, atol=atol)
+    assert compiled.stats.traces == 1
+
+
+def test_surface_compositions_compiled_equal_eager():
+    rng = np.random.default_rng(5)
+
+    def f(x, q, k, p, y):
+        idx = dg.tensor([[0, 1, 0, 1]])
+        parts = (F.glu(x, 1).sum(), F.pixel_unshuffle(F.pixel_shuffle(x, 2) * 2.0, 2).pow(2)
+                 .sum(), F.scaled_dot_product_attention(q, k, k, enable_gqa=True).sum(),
+                 F.binary_cross_entropy_with_logits(p, y, pos_weight=y[0] + 0.5),
+                 F.interpolate(x, scale_factor=1.5, mode="nearest-exact").pow(2).sum(),
+                 x.clip(-0.5, 0.5).sum(),
+                 x[0, :2, 0].scatter(0, idx[:, :2], x[0, 2:, 0, :2], reduce="multiply").sum())
+        total = parts[0]
+        for t in parts[1:]:
+            total = total + t
+        return total
+
+    arrays = [rng.standard_normal((2, 4, 2, 4)), rng.standard_normal((1, 4, 3, 4)),
+              rng.standard_normal((1, 2, 5, 4)), rng.standard_normal((3, 4)),
+              rng.uniform(0, 1, (3, 4))]
+    _compiled_vs_eager(f, arrays)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fn", [
+    lambda x, w: F.conv3d(x, w, stride=(2, 1, 1), padding=1, groups=2).pow(2).sum(),
+    lambda x, w: F.conv_transpose3d(x, w, stride=2, padding=1, output_padding=1,
+                                    groups=2).pow(2).sum(),
+    lambda x, w: F.avg_pool3d(x * w.sum(), 3, 2, 1, ceil_mode=True,
+                              count_include_pad=False).pow(2).sum(),
+    lambda x, w: F.max_pool3d(x * w.sum(), 2).pow(2).sum(),
+    lambda x, w: F.interpolate(x * w.sum(), scale_factor=1.5, mode="trilinear").pow(2).sum(),
+    lambda x, w: F.max_unpool2d(*F.max_pool2d(x[:, :, 0] * w.sum(), 2, return_indices=True),
+                                2).pow(2).sum(),
+], ids=["conv3d", "conv_transpose3d", "avg_pool3d", "max_pool3d", "trilinear",
+        "max_unpool2d"])
+def test_volumetric_compiled_equal_eager(fn):
+    rng = np.random.default_rng(6)
+    _compiled_vs_eager(fn, [rng.standard_normal((1, 2, 3, 4, 4)),
+                            rng.standard_normal((2, 1, 2, 2, 2))])
