@@ -327,3 +327,19 @@ __all__ += [
     "multinomial", "rand_like", "randint", "randint_like", "randn_like", "randperm", "save",
     "seed", "set_rng_state", "short", "uint8", "utils",
 ]
+# PyTorch's out= keyword on the elementwise functions (written into out, resized if needed;
+# not differentiable): `dualgraph.ops.composite.with_out`.
+from .ops.composite import with_out as _with_out  # noqa: E402
+
+for _name in (
+    "abs", "acos", "acosh", "add", "arctan2", "asin", "asinh", "atan", "atan2", "atanh",
+    "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift",
+    "bitwise_xor", "ceil", "clamp", "clip", "copysign", "cos", "cosh", "div", "divide", "erf",
+    "exp", "exp2", "expm1", "floor", "floor_divide", "fmod", "frac", "lerp", "log", "log1p",
+    "log2", "log10", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor",
+    "maximum", "minimum", "mul", "multiply", "pow", "reciprocal", "remainder", "round",
+    "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "sub", "subtract", "tan",
+    "tanh", "true_divide", "trunc",
+):
+    globals()[_name] = _with_out(globals()[_name])
+del _name

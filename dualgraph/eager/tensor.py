@@ -276,6 +276,21 @@ class Tensor(TensorOps):
         self._node = None
         return self
 
+    def resize_(self, *sizes: Any) -> "Tensor":
+        """Give this tensor shape ``sizes`` in place, keeping its leading elements in flat
+        order (new ones are zero); what an ``out=`` argument of the wrong shape gets."""
+        shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+        shape = tuple(int(n) for n in shape)
+        if self._rg:
+            raise RuntimeError("cannot resize variables that require grad")
+        if shape != self._data.shape:
+            new = np.zeros(shape, self._data.dtype)
+            n = min(new.size, self._data.size)
+            new.reshape(-1)[:n] = self._data.reshape(-1)[:n]
+            self._data = new
+            self._version[0] += 1
+        return self
+
     def clone(self) -> "Tensor":
         return self * 1 if self._rg else _make(self._data.copy(), False, None)
 

@@ -131,3 +131,17 @@ from . import init, parallel, utils  # noqa: E402
 from .parallel import DataParallel  # noqa: E402
 
 __all__ += ["DataParallel", "init", "parallel", "utils"]
+# Volumetric convolution and pooling, unpooling, gated and pixel-rearranging layers.
+from .modules import (  # noqa: E402
+    GLU,
+    AvgPool3d,
+    Conv3d,
+    ConvTranspose3d,
+    MaxPool3d,
+    MaxUnpool2d,
+    PixelShuffle,
+    PixelUnshuffle,
+)
+
+__all__ += ["GLU", "AvgPool3d", "Conv3d", "ConvTranspose3d", "MaxPool3d", "MaxUnpool2d",
+            "PixelShuffle", "PixelUnshuffle"]

@@ -89,13 +89,26 @@ def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Any:  # noqa: 
 
 
 def binary_cross_entropy_with_logits(
-    input: Any, target: Any, reduction: str = "mean"  # noqa: A002
+    input: Any, target: Any, weight: Any = None, size_average: Any = None,  # noqa: A002
+    reduce: Any = None, reduction: str = "mean", pos_weight: Any = None,
 ) -> Any:
-    """``max(x, 0) - x * y + log(1 + exp(-|x|))``: stable for any logit."""
+    """``max(x, 0) - x * y + log(1 + exp(-|x|))``: stable for any logit. ``weight``
+    scales each element's loss; ``pos_weight`` (broadcast along the last dim, one per
+    class) scales the positive term: ``(1 - y) x + (1 + (p - 1) y) (log(1 + exp(-|x|)) +
+    max(-x, 0))``, as PyTorch."""
     target = _as_operand(target)
     _same_shape("binary_cross_entropy_with_logits", input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     soft = E.log(E.add(E.exp(E.neg(E.abs(input))), 1.0))
-    return _reduce(E.add(E.sub(E.relu(input), E.mul(input, target)), soft), reduction)
+    if pos_weight is None:
+        loss = E.add(E.sub(E.relu(input), E.mul(input, target)), soft)
+    else:
+        scale = E.add(E.mul(E.sub(_as_operand(pos_weight), 1.0), target), 1.0)
+        loss = E.add(E.mul(E.sub(1.0, target), input),
+                     E.mul(scale, E.add(soft, E.relu(E.neg(input)))))
+    if weight is not None:
+        loss = E.mul(loss, _as_operand(weight))
+    return _reduce(loss, reduction)
 
 
 def _as_operand(x: Any) -> Any:
@@ -840,7 +853,7 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
             raise ShapeError(f"scaled_dot_product_attention: {name} must have at least 2 "
                              f"dimensions, got shape {tuple(t.shape)}")
     if enable_gqa:
-        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported")
+        key, value = _repeat_kv_heads(query, key), _repeat_kv_heads(query, value)
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
                            "set when is_causal=True")
@@ -868,6 +881,23 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, training=True)
     return L.matmul(attn, value)
+
+
+def _repeat_kv_heads(query: Any, kv: Any) -> Any:
+    """Grouped-query attention: each of ``kv``'s heads (dim -3) serves ``Hq / Hkv``
+    consecutive query heads (PyTorch's ``repeat_interleave``), by a broadcast view."""
+    if query.ndim < 3 or kv.ndim < 3:
+        return kv
+    hq, hk = query.shape[-3], kv.shape[-3]
+    if hq == hk:
+        return kv
+    if hk == 0 or hq % hk:
+        raise RuntimeError(f"scaled_dot_product_attention: number of heads in key/value "
+                           f"({hk}) must divide the number of heads in query ({hq})")
+    lead, (s_len, e) = tuple(kv.shape[:-3]), tuple(kv.shape[-2:])
+    wide = S.broadcast_to(S.reshape(kv, lead + (hk, 1, s_len, e)),
+                          lead + (hk, hq // hk, s_len, e))
+    return S.reshape(wide, lead + (hq, s_len, e))
 
 
 __all__ += ["scaled_dot_product_attention"]
@@ -993,3 +1023,303 @@ __all__ += ["binary_cross_entropy", "cosine_similarity", "huber_loss", "kl_div",
 
 # ``axis=`` is ``dim=`` for every function that takes ``dim`` (PyTorch's parser).
 add_axis_aliases(globals())
+
+# Gated and rearranging layers: compositions of slicing, sigmoid, reshape and permute.
+
+
+def glu(input: Any, dim: int = -1) -> Any:  # noqa: A002
+    """Gated linear unit: ``a * sigmoid(b)`` for the halves ``a``, ``b`` of ``input`` along
+    ``dim`` (PyTorch's ``F.glu``)."""
+    _check_input("glu", input)
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = dim % input.ndim if -input.ndim <= dim < input.ndim else None
+    if d is None:
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-input.ndim}, {input.ndim - 1}], but got {dim})")
+    n = input.shape[d]
+    if n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
+    lead = (slice(None),) * d
+    a = input[lead + (slice(0, n // 2),)]
+    b = input[lead + (slice(n // 2, n),)]
+    return E.mul(a, E.sigmoid(b))
+
+
+def _factor(name: str, r: Any) -> int:
+    if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r <= 0:
+        raise RuntimeError(f"{name}: factor must be a positive integer, but got {r!r}")
+    return int(r)
+
+
+def pixel_shuffle(input: Any, upscale_factor: int) -> Any:  # noqa: A002
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r): sub-pixel convolution's rearrangement."""
+    r = _factor("pixel_shuffle", upscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
+    lead, k = tuple(lead), len(lead)
+    x = S.reshape(input, lead + (c // (r * r), r, r, h, w))
+    x = S.permute(x, *range(k), k, k + 3, k + 1, k + 4, k + 2)
+    return S.reshape(x, lead + (c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input: Any, downscale_factor: int) -> Any:  # noqa: A002
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W): the inverse of `pixel_shuffle`."""
+    r = _factor("pixel_unshuffle", downscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, "
+                           f"but got input with {input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "
+                           f"downscale_factor, but input.size(-2)={h}, input.size(-1)={w} and "
+                           f"downscale_factor={r}")
+    lead, k = tuple(lead), len(lead)
+    x = S.reshape(input, lead + (c, h // r, r, w // r, r))
+    x = S.permute(x, *range(k), k, k + 2, k + 4, k + 1, k + 3)
+    return S.reshape(x, lead + (c * r * r, h // r, w // r))
+
+
+__all__ += ["glu", "pixel_shuffle", "pixel_unshuffle"]
+
+
+# Volumetric convolution and pooling, and max unpooling: compositions of the 2-D primitives
+# (one 2-D op per kernel offset along the depth, summed or max-reduced), so they trace,
+# differentiate and compile with no primitive of their own.
+from ..ops import index as I  # noqa: E402
+from ..ops.pool import pooled_size as _pooled_size  # noqa: E402
+
+
+def _depth_slices(x: Any, k: int, s: int, d: int, n_out: int) -> list:
+    """The ``k`` strided views of dim 2 that a depth window of size ``k`` (dilation ``d``,
+    stride ``s``) reads at its ``n_out`` positions."""
+    return [x[:, :, i * d:i * d + s * (n_out - 1) + 1:s] for i in range(k)]
+
+
+def _planes(x: Any) -> tuple[Any, tuple]:
+    """(N, C, D, H, W) as (N*D, C, H, W) (each depth slice an image), and (N, D)."""
+    n, c, dd, h, w = x.shape
+    return S.reshape(S.permute(x, 0, 2, 1, 3, 4), (n * dd, c, h, w)), (n, dd)
+
+
+def _volumes(y: Any, nd: tuple) -> Any:
+    """The inverse of `_planes`: (N*D, C, H, W) back to (N, C, D, H, W)."""
+    _, c, h, w = y.shape
+    return S.permute(S.reshape(y, nd + (c, h, w)), 0, 2, 1, 3, 4)
+
+
+def conv3d(input: Any, weight: Any, bias: Any = None, stride: Any = 1,  # noqa: A002
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Any:
+    """3-D convolution of (N, C, D, H, W) or (C, D, H, W) input with weight
+    (out_channels, C/groups, kD, kH, kW): the sum over depth offsets of 2-D convolutions of
+    the depth slices each offset reads. ``F.conv3d(x, w, padding=1)``"""
+    x, added = _batched("conv3d", input, 3)
+    _weight("conv3d", weight, 5)
+    stride, dilation = _ints("stride", stride, 3), _ints("dilation", dilation, 3)
+    _positive(stride, dilation, groups)
+    kd = weight.shape[2]
+    pads = _conv_padding(padding, tuple(weight.shape[2:]), stride, dilation)
+    if x.shape[1] != weight.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, "
+                           f"expected input{list(x.shape)} to have {weight.shape[1] * groups} "
+                           f"channels, but got {x.shape[1]} channels instead")
+    if any(pads[0]):
+        x = pad(x, (0, 0, 0, 0) + tuple(pads[0]))
+    n_out = (x.shape[2] - dilation[0] * (kd - 1) - 1) // stride[0] + 1
+    if n_out < 1:
+        raise RuntimeError(f"conv3d: the input's depth {x.shape[2]} (padded) is smaller than "
+                           f"the kernel's {dilation[0] * (kd - 1) + 1}")
+    total = None
+    for i, part in enumerate(_depth_slices(x, kd, stride[0], dilation[0], n_out)):
+        planes, nd = _planes(part)
+        y = C.conv2d(planes, weight[:, :, i], None, stride[1:], pads[1:], dilation[1:], groups)
+        total = y if total is None else E.add(total, y)
+    out = _volumes(total, nd)
+    if bias is not None:
+        out = E.add(out, S.reshape(bias, (-1, 1, 1, 1)))
+    return _unbatched(out, added)
+
+
+def conv_transpose3d(input: Any, weight: Any, bias: Any = None, stride: Any = 1,  # noqa: A002
+                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Any:
+    """Transposed 3-D convolution of (N, C_in, D, H, W) input with weight
+    (C_in, C_out/groups, kD, kH, kW): per depth offset, a transposed 2-D convolution of
+    every depth slice, spread along the output depth by the stride and summed."""
+    x, added = _batched("conv_transpose3d", input, 3)
+    _weight("conv_transpose3d", weight, 5)
+    if isinstance(padding, str):
+        raise TypeError("conv_transpose3d(): argument 'padding' must be tuple of ints, not str")
+    stride, dilation = _ints("stride", stride, 3), _ints("dilation", dilation, 3)
+    pads, opad = _ints("padding", padding, 3), _ints("output_padding", output_padding, 3)
+    _positive(stride, dilation, groups)
+    if min(pads) < 0:
+        raise RuntimeError("negative padding is not supported")
+    if any(op >= max(s, d) or op < 0 for op, s, d in zip(opad, stride, dilation)):
+        raise RuntimeError("output padding must be smaller than either stride or dilation, "
+                           f"but got output_padding={opad}, stride={stride}, "
+                           f"dilation={dilation}")
+    kd = weight.shape[2]
+    (sd, dd, pd, od), depth = (stride[0], dilation[0], pads[0], opad[0]), x.shape[2]
+    full = (depth - 1) * sd + dd * (kd - 1) + 1 + od
+    n_out = full - 2 * pd
+    if n_out < 1:
+        raise RuntimeError(f"conv_transpose3d: the output depth {n_out} of input "
+                           f"{list(x.shape)} is too small")
+    planes, nd = _planes(x)
+    spread = (depth - 1) * sd + 1
+    total = None
+    for i in range(kd):
+        y = conv_transpose2d(planes, weight[:, :, i], None, stride[1:], pads[1:], opad[1:],
+                             groups, dilation[1:])  # (N*D, C_out, H', W')
+        c, h, w = y.shape[1:]
+        z = S.reshape(y, nd + (1, c * h * w))
+        if sd > 1:  # the stride's gaps: zeros between the depth slices
+            z = S.reshape(pad(z, (0, 0, 0, sd - 1)), (nd[0], depth * sd, c * h * w))
+            z = z[:, :spread]
+        else:
+            z = S.reshape(z, (nd[0], depth, c * h * w))
+        z = pad(z, (0, 0, i * dd, full - i * dd - spread))
+        total = z if total is None else E.add(total, z)
+    total = total[:, pd:pd + n_out]
+    out = S.permute(S.reshape(total, (nd[0], n_out, c, h, w)), 0, 2, 1, 3, 4)
+    if bias is not None:
+        out = E.add(out, S.reshape(bias, (-1, 1, 1, 1)))
+    return _unbatched(out, added)
+
+
+def _pool3d_args(name: str, x: Any, kernel_size: Any, stride: Any, padding: Any,
+                 dilation: Any, ceil_mode: bool) -> tuple:
+    if x.ndim not in (4, 5) or 0 in tuple(x.shape)[-4:]:
+        raise RuntimeError(f"{name}: non-empty 4D or 5D (batch mode) tensor expected for input")
+    k = _ints("kernel_size", kernel_size, 3, "pooling")
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and not stride) else \
+        _ints("stride", stride, 3, "pooling")
+    p, d = _ints("padding", padding, 3, "pooling"), _ints("dilation", dilation, 3, "pooling")
+    if min(k) <= 0 or min(s) <= 0 or min(d) <= 0:
+        raise RuntimeError(f"{name}: kernel_size, stride and dilation must be greater than "
+                           f"zero, got {k}, {s}, {d}")
+    for i in range(3):
+        if p[i] < 0 or 2 * p[i] > (k[i] - 1) * d[i] + 1:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={p[i]}, kernel_size={k[i]} and dilation={d[i]}")
+    size = tuple(x.shape)[-3:]
+    out = tuple(_pooled_size(size[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(3))
+    if min(out) < 1:
+        raise RuntimeError(f"{name}: given input size {size}, calculated output size {out} is "
+                           "too small")
+    return k, s, p, d, out
+
+
+def _as5d(x: Any) -> tuple[Any, bool]:
+    return (S.reshape(x, (1,) + tuple(x.shape)), True) if x.ndim == 4 else (x, False)
+
+
+def _depth_padded(x: Any, before: int, n_needed: int, value: float) -> Any:
+    """``x`` padded along dim 2 by ``before`` and at the end up to ``n_needed`` positions."""
+    after = max(n_needed - x.shape[2] - before, 0)
+    return pad(x, (0, 0, 0, 0, before, after), value=value) if before or after else x
+
+
+def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Any:
+    """3-D average pooling of (N, C, D, H, W) or (C, D, H, W) input, as PyTorch: window sums
+    (2-D sum pooling, then sums over the depth offsets) over each window's divisor.
+    ``F.avg_pool3d(x, 2)``"""
+    _check_input("avg_pool3d", input)
+    k, s, p, _, out = _pool3d_args("avg_pool3d", input, kernel_size, stride, padding, 1,
+                                   ceil_mode)
+    if divisor_override is not None and int(divisor_override) == 0:
+        raise RuntimeError("divisor must be not zero")
+    x, added = _as5d(input)
+    n, c, dd, h, w = x.shape
+    sums = avg_pool2d(S.reshape(x, (n, c * dd, h, w)), k[1:], s[1:], p[1:], ceil_mode, True, 1)
+    sums = S.reshape(sums, (n, c, dd) + out[1:])
+    sums = _depth_padded(sums, p[0], (out[0] - 1) * s[0] + k[0], 0.0)
+    total = None
+    for part in _depth_slices(sums, k[0], s[0], 1, out[0]):
+        total = part if total is None else E.add(total, part)
+    if divisor_override is not None:
+        res = E.div(total, float(divisor_override))
+    else:
+        counts = [_window_counts(size, kk, ss, pp, o, count_include_pad)
+                  for size, kk, ss, pp, o in zip((dd, h, w), k, s, p, out)]
+        div = counts[0][:, None, None] * counts[1][None, :, None] * counts[2][None, None, :]
+        res = E.div(total, div.astype(np.dtype(x.dtype)))
+    return S.reshape(res, tuple(res.shape[1:])) if added else res
+
+
+def _window_counts(size: int, k: int, s: int, p: int, n_out: int, include_pad: bool
+                   ) -> np.ndarray:
+    """Per output position of one dim, how many elements its window averages (PyTorch's
+    rule: padding counts, when included, but not beyond the padded end)."""
+    start = np.arange(n_out) * s - p
+    end = np.minimum(start + k, size + p)
+    if include_pad:
+        return (end - start).astype(np.float64)
+    return (np.minimum(end, size) - np.maximum(start, 0)).astype(np.float64)
+
+
+def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """3-D max pooling of (N, C, D, H, W) or (C, D, H, W) input, as PyTorch: 2-D max
+    pooling of each depth slice, then the max over each window's depth offsets.
+    ``F.max_pool3d(x, 2)``"""
+    _check_input("max_pool3d", input)
+    if return_indices:
+        raise NotImplementedError("max_pool3d: return_indices=True is not supported (use "
+                                  "max_pool2d's indices, or pool without them)")
+    k, s, p, d, out = _pool3d_args("max_pool3d", input, kernel_size, stride, padding,
+                                   dilation, ceil_mode)
+    x, added = _as5d(input)
+    n, c, dd, h, w = x.shape
+    planes = max_pool2d(S.reshape(x, (n, c * dd, h, w)), k[1:], s[1:], p[1:], d[1:], ceil_mode)
+    planes = S.reshape(planes, (n, c, dd) + out[1:])
+    planes = _depth_padded(planes, p[0], (out[0] - 1) * s[0] + d[0] * (k[0] - 1) + 1,
+                           -math.inf)
+    parts = _depth_slices(planes, k[0], s[0], d[0], out[0])
+    if len(parts) == 1:
+        res = parts[0]
+    else:  # the max over the depth offsets, as one 2-D reduction
+        shape = tuple(parts[0].shape)
+        res = S.reshape(R.amax(S.reshape(S.stack(parts, -1), (-1, len(parts))), -1), shape)
+    return S.reshape(res, tuple(res.shape[1:])) if added else res
+
+
+def max_unpool2d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,  # noqa: A002
+                 padding: Any = 0, output_size: Any = None) -> Any:
+    """The inverse of `max_pool2d` with ``return_indices``: each value put back at its
+    index in a zero (N, C, H_out, W_out) plane, ``H_out = (H - 1) * stride - 2 * padding +
+    kernel_size`` unless ``output_size`` says otherwise.
+    ``F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2)``"""
+    _check_input("max_unpool2d", input)
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"max_unpool2d: expected a 3-D or 4-D input, got shape "
+                           f"{tuple(input.shape)}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({tuple(input.shape)}) but got indices tensor with shape: "
+                           f"{tuple(indices.shape)}")
+    k = _ints("kernel_size", kernel_size, 2, "pooling")
+    s = k if stride is None else _ints("stride", stride, 2, "pooling")
+    p = _ints("padding", padding, 2, "pooling")
+    h, w = input.shape[-2:]
+    size = tuple((n - 1) * ss - 2 * pp + kk for n, ss, pp, kk in zip((h, w), s, p, k))
+    if output_size is not None:
+        size = tuple(int(v) for v in tuple(output_size)[-2:])
+    lead = tuple(input.shape[:-2])
+    flat_x = S.reshape(input, lead + (h * w,))
+    flat_i = S.reshape(indices, lead + (h * w,))
+    zeros = np.zeros(lead + (size[0] * size[1],), np.dtype(input.dtype))
+    out = I.scatter(zeros, -1, flat_i, flat_x)
+    return S.reshape(out, lead + size)
+
+
+__all__ += ["avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d", "max_unpool2d"]

@@ -15,6 +15,7 @@ from ..eager.tensor import Tensor, _init, rng
 from ..modes import current_trace
 from ..ops.mixin import TensorOps
 from . import functional as F
+from .hooks import ModuleHooks, RemovableHandle
 
 
 class Parameter(Tensor):
@@ -243,7 +244,45 @@ class Module:
         trace = current_trace()
         if trace is not None:
             trace.note_module(self)
+        hooks = self.__dict__.get("_hooks")
+        if hooks:
+            return hooks.call(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # ------------------------------------------------------------------ hooks
+    def _hook_table(self) -> ModuleHooks:
+        hooks = self.__dict__.get("_hooks")
+        if hooks is None:
+            hooks = self.__dict__["_hooks"] = ModuleHooks()
+        return hooks
+
+    def register_forward_pre_hook(self, hook: Any, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """``hook(module, args)`` (``with_kwargs``: ``hook(module, args, kwargs)``) runs
+        before ``forward``; a value it returns replaces the arguments (``(args, kwargs)``
+        with ``with_kwargs``)."""
+        flags = ("pre_with_kwargs",) if with_kwargs else ()
+        return self._hook_table().add("forward_pre", hook, prepend, *flags)
+
+    def register_forward_hook(self, hook: Any, *, prepend: bool = False,
+                              with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """``hook(module, args, output)`` (``with_kwargs``: ``hook(module, args, kwargs,
+        output)``) runs after ``forward``; a value it returns replaces the output."""
+        flags = (("with_kwargs",) if with_kwargs else ()) + (
+            ("always_call",) if always_call else ())
+        return self._hook_table().add("forward", hook, prepend, *flags)
+
+    def register_full_backward_hook(self, hook: Any, prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_input, grad_output)`` runs when the gradients of the module's
+        positional tensor inputs are computed; a tuple it returns replaces them."""
+        return self._hook_table().add("backward", hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook: Any,
+                                        prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_output)`` runs when the gradients of the module's outputs are
+        known; a tuple it returns replaces them."""
+        return self._hook_table().add("backward_pre", hook, prepend)
 
     # ----------------------------------------------------------------- traversal
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
@@ -613,8 +652,16 @@ class CrossEntropyLoss(_Loss):
 
 
 class BCEWithLogitsLoss(_Loss):
+    def __init__(self, weight: Any = None, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean", pos_weight: Any = None) -> None:
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        self.weight = weight
+        self.pos_weight = pos_weight
+
     def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
-        return F.binary_cross_entropy_with_logits(input, target, self.reduction)
+        return F.binary_cross_entropy_with_logits(input, target, self.weight,
+                                                  reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)
 
 
 class Dropout(Module):
@@ -1148,7 +1195,7 @@ def _pad_last(x: Any, before: int, after: int, mode: str, axis: int) -> Any:
                            f"{list(x.shape)}")
 
     def take(sl: slice) -> Any:
-        return x[(Ellipsis, sl) if axis == -1 else (Ellipsis, sl, slice(None))]
+        return x[(Ellipsis, sl) + (slice(None),) * (-axis - 1)]
 
     def edge(i: int, k: int) -> Any:  # replicate: the edge element k times
         e = take(slice(i, i + 1 if i != -1 else None))
@@ -1780,3 +1827,134 @@ class PairwiseDistance(Module):
 
     def forward(self, x1: Any, x2: Any) -> Any:
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+# ============================================================================
+# Volumetric convolution and pooling, unpooling, gated and pixel-rearranging layers
+# (functional compositions in `dualgraph.nn.functional`).
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution layer: weight ``(out_channels, in_channels/groups, kD, kH, kW)``,
+    PyTorch's init. ``nn.Conv3d(1, 4, 3, padding=1)``"""
+
+    _n = 3
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros") -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode)
+
+    def forward(self, x: Any) -> Any:
+        x, padding = self._padded(x)
+        return F.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
+
+
+class ConvTranspose3d(_ConvNd):
+    """Transposed 3-D convolution layer: weight ``(in_channels, out_channels/groups, kD, kH,
+    kW)``; only ``padding_mode='zeros'`` (as PyTorch)."""
+
+    _n = 3
+    _transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = "zeros") -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, output_padding)
+
+    def forward(self, x: Any) -> Any:
+        return F.conv_transpose3d(x, self.weight, self.bias, self.stride, self.padding,
+                                  self.output_padding, self.groups, self.dilation)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """`F.max_pool3d` as a module. ``nn.MaxPool3d(2)``"""
+
+    def forward(self, x: Any) -> Any:
+        return F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
+
+
+class AvgPool3d(Module):
+    """`F.avg_pool3d` as a module. ``nn.AvgPool3d(2)``"""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 ceil_mode: bool = False, count_include_pad: bool = True,
+                 divisor_override: int | None = None) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, x: Any) -> Any:
+        return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool2d(Module):
+    """`F.max_unpool2d` as a module: ``unpool(*pool(x))`` with ``pool =
+    nn.MaxPool2d(2, return_indices=True)`` and ``unpool = nn.MaxUnpool2d(2)``."""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+
+    def forward(self, x: Any, indices: Any, output_size: Any = None) -> Any:
+        return F.max_unpool2d(x, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class GLU(Module):
+    """`F.glu` as a module. ``nn.GLU(dim=-1)``"""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Any) -> Any:
+        return F.glu(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class PixelShuffle(Module):
+    """`F.pixel_shuffle` as a module. ``nn.PixelShuffle(2)``"""
+
+    def __init__(self, upscale_factor: int) -> None:
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, x: Any) -> Any:
+        return F.pixel_shuffle(x, self.upscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """`F.pixel_unshuffle` as a module. ``nn.PixelUnshuffle(2)``"""
+
+    def __init__(self, downscale_factor: int) -> None:
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, x: Any) -> Any:
+        return F.pixel_unshuffle(x, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"downscale_factor={self.downscale_factor}"

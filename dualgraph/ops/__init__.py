@@ -3,6 +3,7 @@
 from ..ir.optable import install_ops
 from . import (  # noqa: F401  (importing each family registers its ops)
     conv,
+    custom,
     elementwise,
     index,
     linalg,

@@ -555,12 +555,22 @@ def _scatter(name: str, x: Any, dim: int, index: Any, src: Any, accumulate: bool
     return bind(INDEX_PUT, x, v, idx, dims=dims, accumulate=accumulate, api=api)
 
 
-def scatter(x: Any, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Any:
+def scatter(x: Any, dim: int, index: Any, src: Any = None, *, value: Any = None,
+            reduce: str | None = None) -> Any:
     """``torch.scatter``: ``x`` with ``out[index[i][j]][j] = src[i][j]`` along ``dim``;
-    ``src`` may be a number (or pass ``value=``)."""
+    ``src`` may be a number (or pass ``value=``). ``reduce="add"`` adds and
+    ``reduce="multiply"`` multiplies into ``x`` instead (repeated indices combine)."""
     if src is None:
         src = value
-    return _scatter("scatter", x, dim, index, src, False)
+    if reduce is None:
+        return _scatter("scatter", x, dim, index, src, False)
+    if reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    if not _is_tensor(src):
+        src = S.broadcast_to(np.full((), src, np.dtype(x.dtype)), tuple(index.shape))
+    if reduce == "add":
+        return _scatter("scatter", x, dim, index, src, True)
+    return scatter_reduce(x, dim, index, src, "prod")
 
 
 def scatter_add(x: Any, dim: int, index: Any, src: Any) -> Any:

@@ -598,11 +598,14 @@ class TensorOps:
     def masked_select(self, mask: Any) -> Any:
         return I.masked_select(self, mask)
 
-    def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Any:
-        return I.scatter(self, dim, index, src, value=value)
+    def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None,
+                reduce: str | None = None) -> Any:
+        return I.scatter(self, dim, index, src, value=value, reduce=reduce)
 
-    def scatter_(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Any:
-        return current_mode().assign(self, I.scatter(self, dim, index, src, value=value))
+    def scatter_(self, dim: int, index: Any, src: Any = None, *, value: Any = None,
+                 reduce: str | None = None) -> Any:
+        return current_mode().assign(self, I.scatter(self, dim, index, src, value=value,
+                                                     reduce=reduce))
 
     def scatter_add(self, dim: int, index: Any, src: Any) -> Any:
         return I.scatter_add(self, dim, index, src)
@@ -809,6 +812,35 @@ class TensorOps:
     def kron(self, other: Any) -> Any:
         return SX.kron(self, other)
     # ---- end issue 12: shape
+
+    # ---------------------------------------------- PyTorch aliases and in-place forms
+    def clip(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+        """PyTorch's alias of `clamp`."""
+        return self.clamp(min, max)
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+        return current_mode().assign(self, self.clamp(min, max))
+
+    def clip_(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+        return current_mode().assign(self, self.clamp(min, max))
+
+    def bitwise_left_shift(self, o: Any) -> Any:
+        return M.bitwise_left_shift(self, o)
+
+    def bitwise_right_shift(self, o: Any) -> Any:
+        return M.bitwise_right_shift(self, o)
+
+    def bitwise_left_shift_(self, o: Any) -> Any:
+        return current_mode().assign(self, M.bitwise_left_shift(self, o))
+
+    def bitwise_right_shift_(self, o: Any) -> Any:
+        return current_mode().assign(self, M.bitwise_right_shift(self, o))
+
+    def __ilshift__(self, o: Any) -> Any:
+        return current_mode().assign(self, M.bitwise_left_shift(self, o))
+
+    def __irshift__(self, o: Any) -> Any:
+        return current_mode().assign(self, M.bitwise_right_shift(self, o))
 
     # ---- devices (CPU only, as a CPU build of PyTorch) and memory layout
     @property

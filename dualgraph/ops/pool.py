@@ -215,6 +215,11 @@ _GATHER_NAMES = {
     "nearest": "UpsampleNearest2DBackward0",
     "linear": "UpsampleLinear1DBackward0",
     "bilinear": "UpsampleBilinear2DBackward0",
+    "trilinear": "UpsampleTrilinear3DBackward0",
+    "nearest3d": "UpsampleNearest3DBackward0",
+    "nearest-exact1d": "UpsampleNearestExact1DBackward0",
+    "nearest-exact2d": "UpsampleNearestExact2DBackward0",
+    "nearest-exact3d": "UpsampleNearestExact3DBackward0",
 }
 
 
@@ -798,9 +803,11 @@ def _lerp_last(x: Any, n_out: int, scale: float | None, corners: bool, source: s
 def interpolate(input: Any, size: Any = None, scale_factor: Any = None,  # noqa: A002
                 mode: str = "nearest", align_corners: bool | None = None,
                 recompute_scale_factor: bool | None = None, antialias: bool = False) -> Any:
-    """Resample the spatial dims of a 3-D ``(N, C, L)`` or 4-D ``(N, C, H, W)`` input to
-    ``size`` or by ``scale_factor``: ``nearest`` (3-D, 4-D), ``linear`` (3-D), ``bilinear``
-    (4-D), with ``align_corners``. ``F.interpolate(x, scale_factor=2, mode="bilinear")``"""
+    """Resample the spatial dims of a 3-D ``(N, C, L)``, 4-D ``(N, C, H, W)`` or 5-D
+    ``(N, C, D, H, W)`` input to ``size`` or by ``scale_factor``: ``nearest`` and
+    ``nearest-exact`` (3-D to 5-D), ``area`` (3-D, 4-D), ``linear`` (3-D), ``bilinear``
+    (4-D), ``trilinear`` (5-D), with ``align_corners``.
+    ``F.interpolate(x, scale_factor=2, mode="bilinear")``"""
     shape = tuple(input.shape)
     spatial = shape[2:]
     if mode not in _INTERP_MODES:
@@ -838,18 +845,22 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None,  # noqa:
         out = tuple(math.floor(n * f) for n, f in zip(spatial, scales))
         if recompute_scale_factor:
             scales = (None,) * k
-    want = {"linear": 3, "bilinear": 4}.get(mode)
+    want = {"linear": 3, "bilinear": 4, "trilinear": 5}.get(mode)
     if want is not None and len(shape) != want:
         raise NotImplementedError(f"Got {len(shape)}D input, but {mode} mode needs {want}D "
                                   f"input")
-    if mode not in ("nearest", "linear", "bilinear") or len(shape) not in (3, 4) or antialias:
+    if mode == "bicubic" or len(shape) not in (3, 4, 5) or antialias or (
+            mode == "area" and len(shape) == 5):
         raise NotImplementedError(f"interpolate: mode={mode!r} on a {len(shape)}-D input is "
-                                  f"not supported (nearest on 3-D/4-D, linear on 3-D, "
-                                  f"bilinear on 4-D)")
+                                  f"not supported (nearest and nearest-exact on 3-D to 5-D, "
+                                  f"area on 3-D/4-D, linear on 3-D, bilinear on 4-D, "
+                                  f"trilinear on 5-D)")
     if input.dtype.kind != "f":
         raise NotImplementedError(f'"compute_indices_weights_{mode}" not implemented for '
                                   f"'{input.dtype}'")
-    if mode == "nearest":
+    if mode == "area":  # PyTorch's area mode is adaptive average pooling
+        return (adaptive_avg_pool1d if k == 1 else adaptive_avg_pool2d)(input, out)
+    if mode == "nearest" and k < 3:
         if k == 1:
             idx = _nearest_index(spatial[0], out[0], scales[0])[None, :]
             x = reshape(input, shape[:2] + (1, spatial[0]))
@@ -858,10 +869,36 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None,  # noqa:
         iw = _nearest_index(spatial[1], out[1], scales[1])
         return pool_gather(input, ih[:, None] * spatial[1] + iw[None, :], "nearest")
     corners = bool(align_corners)
-    if k == 1:
+    if k == 1 and mode == "linear":
         x = reshape(input, shape[:2] + (1, spatial[0]))
         return reshape(_lerp_last(x, out[0], scales[0], corners, "linear"), shape[:2] + out)
-    # Along W, then along H (H moved last and back), PyTorch's order of the products.
-    y = _lerp_last(input, out[1], scales[1], corners, "bilinear")
-    y = _lerp_last(transpose(y, -1, -2), out[0], scales[0], corners, "bilinear")
-    return transpose(y, -1, -2)
+    # One spatial dim at a time (separable): the dim is moved last, resampled and moved
+    # back; the last dim goes last, so the result's node is the resampling's own.
+    y = input
+    for a in range(k):
+        axis = 2 + a
+        last = axis == len(shape) - 1
+        if not last:
+            y = transpose(y, axis, -1)
+        if mode in ("nearest", "nearest-exact"):
+            y = _nearest_last(y, out[a], scales[a], mode == "nearest-exact", f"{mode}{k}d")
+        else:
+            y = _lerp_last(y, out[a], scales[a], corners, mode)
+        if not last:
+            y = transpose(y, axis, -1)
+    return y
+
+
+def _nearest_last(x: Any, n_out: int, scale: float | None, exact: bool, source: str) -> Any:
+    """Nearest resampling of the last dim of ``x`` (at least 2-D): one gather. ``exact``
+    is PyTorch's ``nearest-exact``: the source of output ``i`` is ``floor((i + 0.5) *
+    in / out)``, not ``floor(i * in / out)``."""
+    rows, n_in = tuple(x.shape[-2:])
+    if exact:
+        s = np.float32(1.0 / scale) if scale is not None else np.float32(n_in) / np.float32(n_out)
+        src = np.floor((np.arange(n_out, dtype=np.float32) + np.float32(0.5)) * s)
+        idx = np.minimum(src.astype(np.int64), n_in - 1)
+    else:
+        idx = _nearest_index(n_in, n_out, scale)
+    base = np.arange(rows, dtype=np.int64)[:, None] * n_in
+    return pool_gather(x, base + idx, source)

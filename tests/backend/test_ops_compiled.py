@@ -562,3 +562,24 @@ CASES.append(Case("losses", ("log_softmax", "softmax", "nll_loss", "log_softmax_
                                 _uniform(r, 0, 1, (5, 3), t), r.integers(0, 3, 5),
                                 r.integers(0, 3, (2, 4))]))
 ALL_CASES.append(pytest.param(CASES[-1], id="losses"))
+
+
+class _Softsign(dg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x / (1 + x.abs())
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g / (1 + x.abs()) ** 2
+
+
+def custom_functions(x):
+    return _Softsign.apply(x), _Softsign.apply(x * x).sum(0)
+
+
+CASES.append(Case("custom_function", ("custom_function",), custom_functions,
+                  lambda r, t: [_uniform(r, -1, 1, (3, 4), t)]))
+ALL_CASES.append(pytest.param(CASES[-1], id=CASES[-1].name))

@@ -1757,3 +1757,205 @@ def full_with_a_string_is_a_type_error(lib, F):
 @script(match="must be", source=IEEE)
 def full_with_none_is_a_type_error(lib, F):
     return lib.full((2,), None)
+
+
+
+
+# ============================================================================
+# PyTorch programs' surface: custom autograd Functions, autograd.functional, module hooks,
+# and the ops PyTorch code uses (volumetric conv/pooling, unpooling, resampling modes,
+# gated and pixel layers, scatter reductions, clip, shifts, out=).
+# ============================================================================
+SURF = "torch surface"
+SURF_OPS = "ops"  # compiled runs of the heavy volumetric programs are marked slow
+
+
+def _square_fn(lib):
+    class Square(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, scale):
+            ctx.save_for_backward(x)
+            ctx.scale = scale
+            return x * x * scale, x.sum()
+
+        @staticmethod
+        def backward(ctx, g, gs):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g * ctx.scale + gs, None
+
+    return Square
+
+
+@program(grid((2, 3), -1.5, 1.3), covers=("custom_function",), source=SURF)
+def autograd_function_two_outputs(lib, F, x):
+    y, s = _square_fn(lib).apply(x.tanh(), 1.5)
+    return y, s
+
+
+@script(source=SURF)
+def autograd_function_node_names(lib, F):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y, s = _square_fn(lib).apply(x, 2.0)
+    z, t = _square_fn(lib).apply(lib.tensor([1.0]), 2.0)
+    return y.grad_fn.name(), s.grad_fn.name(), z.requires_grad, z.grad_fn is None
+
+
+@script(source=SURF)
+def autograd_function_needs_input_grad_and_double_backward(lib, F):
+    seen = []
+
+    class Cube(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return x ** 3 * w
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(tuple(ctx.needs_input_grad))
+            x, w = ctx.saved_tensors
+            return 3 * x ** 2 * w * g, (x ** 3 * g if ctx.needs_input_grad[1] else None)
+
+    x = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    w = lib.tensor([1.0, 2.0, 3.0])
+    (g,) = grad_fn(lib)(Cube.apply(x, w).sum(), [x], create_graph=True)
+    (gg,) = grad_fn(lib)(g.sum(), [x])
+    return g.detach(), gg, len(seen), seen[0][0], seen[0][1]
+
+
+@script(source=SURF)
+def autograd_functional(lib, F):
+    AF = lib.autograd.functional
+    x = lib.tensor([0.3, -1.2, 2.0])
+    y = lib.tensor([0.5, 0.1, -0.7])
+    v = lib.tensor([1.0, -2.0, 0.5])
+
+    def f(a, b):
+        return a ** 2 * b.sin()
+
+    def s(a):
+        return (a ** 3).sum() * a.sum()
+
+    return (AF.jacobian(f, (x, y)), AF.hessian(s, x), AF.vjp(lambda a: a.exp() * a, x, v),
+            AF.jvp(lambda a: a.exp() * a, x, v), AF.hvp(s, x, v), AF.vhp(s, x, v),
+            AF.hessian(lambda a, b: (a * a * b.exp()).sum(), (x, y)))
+
+
+def _fixed_linear(lib):
+    lin = lib.nn.Linear(3, 2)
+    with lib.no_grad():
+        lin.weight.copy_(lib.tensor([[0.5, -1.0, 0.25], [1.5, 0.75, -0.5]]))
+        lin.bias.copy_(lib.tensor([0.1, -0.2]))
+    return lin
+
+
+@script(source=SURF)
+def module_hooks(lib, F):
+    lin = _fixed_linear(lib)
+    got = []
+    lin.register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+    lin.register_forward_hook(lambda m, args, out: out.tanh())
+    lin.register_full_backward_pre_hook(lambda m, go: (go[0] * 3,))
+    lin.register_full_backward_hook(lambda m, gi, go: got.append((gi[0], go[0])) or
+                                    (gi[0] * 0.5,))
+    h = lin.register_forward_hook(lambda m, args, out: out + 100.0)
+    h.remove()
+    x = lib.tensor([[0.1, 0.2, -0.3], [1.0, -0.5, 0.25]], requires_grad=True)
+    y = lin(x)
+    (y * lib.tensor([[1.0, 2.0], [-1.0, 0.5]])).sum().backward()
+    return y, x.grad, got[0][0], got[0][1], lin.weight.grad
+
+
+@program(grid((2, 3), -2.0, 2.0), source=SURF)
+def clip_and_clamp(lib, F, x):
+    return x.clip(-1.0, 1.2), lib.clip(x, min=-0.5), lib.clamp(x, max=0.3), x.clamp(-1.1, 0.9)
+
+
+@script(source=SURF)
+def shifts_and_out(lib, F):
+    x = lib.tensor([1, -8, 3, 12])
+    a, b = x.bitwise_left_shift(2), x.bitwise_right_shift(1)
+    c = lib.bitwise_left_shift(x, lib.tensor([0, 1, 2, 3]))
+    y = x.clone()
+    y <<= 1
+    out = lib.zeros(4)
+    r = lib.add(lib.ones(4), lib.tensor([1.0, 2.0, 3.0, 4.0]), out=out)
+    empty = lib.zeros(0)
+    lib.exp(lib.tensor([[0.0, 1.0], [2.0, -1.0]]), out=empty)
+    return a, b, c, y, r, out, empty
+
+
+@program(grid((2, 3), 0.5, 2.0), grid((2, 3), -1.0, 1.5), source=SURF)
+def scatter_with_reduce(lib, F, x, s):
+    idx = lib.tensor([[0, 1, 0], [1, 1, 0]])
+    return (x.detach().scatter(0, idx, s.detach(), reduce="add"),
+            x.detach().scatter(0, idx, s.detach(), reduce="multiply"),
+            x.detach().scatter(1, idx[:1], 2.5, reduce="multiply"))
+
+
+@program(grid((2, 4, 3), -1.5, 1.5), grid((1, 8, 2, 3), -1.0, 1.0), source=SURF)
+def glu_and_pixel_shuffle(lib, F, x, p):
+    return (F.glu(x, 1), F.glu(x), lib.nn.GLU(1)(x), F.pixel_shuffle(p, 2),
+            F.pixel_unshuffle(F.pixel_shuffle(p, 2) * 2.0, 2), lib.nn.PixelShuffle(2)(p),
+            lib.nn.PixelUnshuffle(2)(p[:, :, :, :2]))
+
+
+@program(grid((3, 4), -2.0, 2.5), const([[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.0],
+                                         [1.0, 1.0, 0.0, 1.0]]),
+         const([0.5, 2.0, 3.0, 1.0]), grid((3, 4), 0.2, 1.5, rg=False), source=SURF)
+def bce_with_logits_pos_weight(lib, F, x, y, pw, w):
+    return (F.binary_cross_entropy_with_logits(x, y, pos_weight=pw),
+            F.binary_cross_entropy_with_logits(x, y, w, reduction="none", pos_weight=pw),
+            lib.nn.BCEWithLogitsLoss(weight=w, pos_weight=pw, reduction="sum")(x, y))
+
+
+@program(grid((2, 4, 3, 5), -1.0, 1.0), grid((2, 2, 6, 5), -1.2, 0.8),
+         grid((2, 2, 6, 5), -0.5, 1.5), source=SURF)
+def sdpa_grouped_query(lib, F, q, k, v):
+    return (F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+            F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True))
+
+
+@program(grid((1, 2, 3, 4, 5), -1.0, 1.0), grid((2, 3, 5, 4), -2.0, 2.0), source=SURF_OPS)
+def interpolate_modes(lib, F, v, x):
+    return (F.interpolate(v, size=(5, 3, 7), mode="trilinear"),
+            F.interpolate(v, scale_factor=2, mode="trilinear", align_corners=True),
+            F.interpolate(v, size=(2, 6, 3), mode="nearest"),
+            F.interpolate(v, size=(4, 3, 8), mode="nearest-exact"),
+            F.interpolate(x, scale_factor=1.7, mode="nearest-exact"),
+            F.interpolate(x[:, :, 0], size=9, mode="nearest-exact"),
+            F.interpolate(x, size=(3, 2), mode="area"))
+
+
+@program(grid((2, 4, 5, 6, 4), -1.0, 1.0), grid((6, 2, 3, 2, 3), -0.5, 0.5),
+         grid((6,), -0.2, 0.3), source=SURF_OPS)
+def conv3d_forms(lib, F, x, w, b):
+    return (F.conv3d(x, w, b, stride=(2, 1, 2), padding=(1, 0, 1), dilation=(1, 2, 1),
+                     groups=2),
+            F.conv3d(x[:, :2], w[:, :1, :1].expand(6, 2, 1, 2, 3), padding="same"))
+
+
+@program(grid((1, 4, 3, 4, 3), -1.0, 1.0), grid((4, 3, 3, 2, 2), -0.5, 0.5),
+         grid((6,), -0.2, 0.3), source=SURF_OPS)
+def conv_transpose3d_forms(lib, F, x, w, b):
+    return (F.conv_transpose3d(x, w, b, stride=(2, 1, 2), padding=(1, 0, 1),
+                               output_padding=(1, 0, 0), groups=2, dilation=(1, 2, 1)),
+            F.conv_transpose3d(x, w[:, :2]))
+
+
+@program(grid((2, 3, 5, 6, 7), -2.0, 2.0), source=SURF_OPS)
+def pool3d_forms(lib, F, x):
+    return (F.avg_pool3d(x, 2), F.avg_pool3d(x, 3, stride=2, padding=1),
+            F.avg_pool3d(x, (3, 2, 3), stride=2, padding=1, ceil_mode=True,
+                         count_include_pad=False),
+            F.avg_pool3d(x, 2, divisor_override=3), F.max_pool3d(x, 2),
+            F.max_pool3d(x, (3, 2, 3), stride=2, padding=1, dilation=(2, 1, 1),
+                         ceil_mode=True),
+            lib.nn.MaxPool3d(2)(x[0]), lib.nn.AvgPool3d(3, 1, 1)(x))
+
+
+@program(grid((2, 3, 6, 8), -3.0, 2.0), source=SURF)
+def max_unpool(lib, F, x):
+    pooled, idx = F.max_pool2d(x, 2, return_indices=True)
+    return (F.max_unpool2d(pooled, idx, 2), F.max_unpool2d(pooled, idx, 2, output_size=(7, 9)),
+            lib.nn.MaxUnpool2d(2)(pooled * 2.0, idx))

@@ -1479,3 +1479,129 @@ COMPOSITES += [
     case("pairwise_distance", "p2", F.pairwise_distance, real(2, 3), real(2, 3),
          ref=lambda a, b: np.sqrt(((a - b + 1e-6) ** 2).sum(-1))),
 ]
+
+
+# A user-defined autograd Function: its node's gradient is the user's backward.
+class SoftSign(dg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x / (1 + x.abs())
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g / (1 + x.abs()) ** 2
+
+
+CASES += [
+    case("custom_function", "softsign", SoftSign.apply, sep(2, 3),
+         ref=lambda x: x / (1 + np.abs(x)), node="SoftSignBackward"),
+]
+
+
+# PyTorch surface compositions: gated and rearranging layers, volumetric conv and pooling,
+# unpooling, resampling modes, scatter reductions, clip.
+def _conv3d_ref(x: np.ndarray, w: np.ndarray, stride: tuple, pad: tuple,
+                groups: int = 1) -> np.ndarray:
+    x = np.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in pad))
+    n, c = x.shape[:2]
+    o, cg, *k = w.shape
+    outs = [(x.shape[2 + i] - k[i]) // stride[i] + 1 for i in range(3)]
+    out = np.zeros((n, o) + tuple(outs), x.dtype)
+    og = o // groups
+    for oc in range(o):
+        g = oc // og
+        xs = x[:, g * cg:(g + 1) * cg]
+        for idx in np.ndindex(*outs):
+            sl = tuple(slice(i * s, i * s + kk) for i, s, kk in zip(idx, stride, k))
+            out[(slice(None), oc) + idx] = np.einsum("ncdhw,cdhw->n", xs[(Ellipsis,) + sl],
+                                                     w[oc])
+    return out
+
+
+def _pool3d_ref(x: np.ndarray, k: int, fn: Callable) -> np.ndarray:
+    w = np.lib.stride_tricks.sliding_window_view(x, (k, k, k), axis=(-3, -2, -1))
+    w = w[..., ::k, ::k, ::k, :, :, :]
+    return fn(w.reshape(w.shape[:-3] + (-1,)), -1).astype(x.dtype)
+
+
+def _pixel_shuffle_ref(x: np.ndarray, r: int) -> np.ndarray:
+    n, c, h, w = x.shape
+    out = np.zeros((n, c // (r * r), h * r, w * r), x.dtype)
+    for ch in range(c):
+        oc, rem = divmod(ch, r * r)
+        i, j = divmod(rem, r)
+        out[:, oc, i::r, j::r] = x[:, ch]
+    return out
+
+
+def _nearest_exact_ref(x: np.ndarray, n_out: int) -> np.ndarray:
+    n_in = x.shape[-1]
+    src = np.minimum(np.floor((np.arange(n_out) + 0.5) * n_in / n_out).astype(int), n_in - 1)
+    return x[..., src]
+
+
+def _unpool_ref(v: np.ndarray, i: np.ndarray) -> np.ndarray:
+    out = np.zeros(v.shape[:2] + (16,), v.dtype)
+    for a in range(v.shape[0]):
+        for b in range(v.shape[1]):
+            out[a, b, i[a, b].ravel()] = v[a, b].ravel()
+    return out.reshape(v.shape[:2] + (4, 4))
+
+
+_UNPOOL_IDX = np.array([[[[0, 3], [9, 15]], [[5, 6], [10, 12]]]], np.int64)
+_SCATTER_IDX = np.array([[0, 1, 0], [1, 1, 0]], np.int64)
+_PW = np.array([0.5, 2.0, 3.0])
+
+
+def _scatter_mul_ref(x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    for i in range(2):
+        for j in range(3):
+            out[_SCATTER_IDX[i, j], j] *= s[i, j]
+    return out
+
+
+def _bce_pos_ref(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    lw = 1 + (_PW - 1) * y
+    return ((1 - y) * x + lw * np.logaddexp(0, -x)).mean().astype(x.dtype)
+
+
+COMPOSITES += [
+    case("glu", "dim1", lambda x: F.glu(x, 1), real(2, 4, 3),
+         ref=lambda x: x[:, :2] / (1 + np.exp(-x[:, 2:]))),
+    case("pixel_shuffle", "r2", lambda x: F.pixel_shuffle(x, 2), real(1, 8, 2, 3),
+         ref=lambda x: _pixel_shuffle_ref(x, 2)),
+    case("pixel_unshuffle", "r2", lambda x: F.pixel_unshuffle(F.pixel_shuffle(x, 2), 2) * 1,
+         real(1, 8, 2, 3), ref=lambda x: x),
+    case("bce_with_logits", "pos_weight", lambda x, y: F.binary_cross_entropy_with_logits(
+        x, y, pos_weight=dg.tensor(_PW.astype(x.dtype))), real(2, 3), Input((2, 3), "mask"),
+         ref=_bce_pos_ref),
+    case("clip", "method", lambda x: x.clip(-0.6, 1.1), sep(2, 3),
+         ref=lambda x: np.clip(x, -0.6, 1.1)),
+    case("conv3d", "stride_pad_groups", lambda x, w: F.conv3d(x, w, None, (2, 1, 1), 1, 1, 2),
+         real(1, 4, 3, 4, 3), real(4, 2, 2, 2, 3),
+         ref=lambda x, w: _conv3d_ref(x, w, (2, 1, 1), (1, 1, 1), 2)),
+    case("conv_transpose3d", "stride2", lambda g: F.conv_transpose3d(
+        g, dg.tensor(np.linspace(-1, 1, 36).reshape(2, 1, 2, 3, 3).astype(g.dtype)),
+        stride=(2, 1, 2), padding=(0, 1, 1)),
+         real(1, 2, 2, 3, 2), ref=_transpose_ref(lambda x: _conv3d_ref(
+             x, np.linspace(-1, 1, 36).reshape(2, 1, 2, 3, 3).astype(x.dtype), (2, 1, 2),
+             (0, 1, 1)), (1, 1, 4, 3, 3))),
+    case("avg_pool3d", "k2", lambda x: F.avg_pool3d(x, 2), real(1, 2, 4, 4, 2),
+         ref=lambda x: _pool3d_ref(x, 2, np.mean)),
+    case("max_pool3d", "k2", lambda x: F.max_pool3d(x, 2), sep(1, 2, 4, 2, 4),
+         ref=lambda x: _pool3d_ref(x, 2, np.max)),
+    case("max_unpool2d", "k2", lambda v: F.max_unpool2d(v, dg.tensor(_UNPOOL_IDX), 2),
+         real(1, 2, 2, 2), ref=lambda v: _unpool_ref(v, _UNPOOL_IDX)),
+    case("interpolate", "nearest_exact", lambda x: F.interpolate(x, size=7,
+                                                                 mode="nearest-exact"),
+         real(1, 2, 5), ref=lambda x: _nearest_exact_ref(x, 7)),
+    case("interpolate", "trilinear_corners", lambda x: F.interpolate(
+        x, size=(3, 3, 3), mode="trilinear", align_corners=True), real(1, 1, 2, 2, 2),
+         ref=lambda x: _lerp_corners(_lerp_corners(_lerp_corners(x, 3, 2), 3, 3), 3, 4)),
+    case("scatter_reduce", "scatter_multiply", lambda x, s: x.scatter(
+        0, dg.tensor(_SCATTER_IDX), s, reduce="multiply"), real(2, 3), real(2, 3),
+         ref=_scatter_mul_ref),
+]

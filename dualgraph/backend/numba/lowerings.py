@@ -241,6 +241,13 @@ def _reshape(node: Node, args: list, out: str) -> list:
     return [f"{out} = np.ascontiguousarray({args[0]}).reshape({ishape(node)})"]
 
 
+@lowers("custom_function")
+def _custom_function(node: Node, args: list, out: str) -> list:
+    """A user-defined autograd Function: its value is its first input (its forward was
+    traced into the graph; the other inputs only carry gradients and saved values)."""
+    return [f"{out} = np.ascontiguousarray({args[0]}).reshape({ishape(node)})"]
+
+
 @lowers("transpose")
 def _transpose(node: Node, args: list, out: str) -> list:
     axes = node.attrs["axes"]
