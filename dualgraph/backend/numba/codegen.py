@@ -26,7 +26,8 @@ from ...ops.broadcast import result_dtype
 from ...ops.registry import OPS
 from . import lowerings
 from .loopmerge import merge_loops
-from .lowerings import MATH, LoweringError, ishape, literal, missing, np_dtype
+from .lowerings import LoweringError, identity_literal, ishape, missing, np_dtype
+from .printer import MATH, literal
 
 __all__ = ["LANES", "Lowered", "LoweringError", "ishape", "lower", "np_dtype"]
 
@@ -53,19 +54,15 @@ def fold_block(whole: int) -> int:
 
 
 def _py(value: object) -> str:
-    """Source for a Python literal; inf and nan have no literal, ``repr`` gives bare names."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "np.nan" if value != value else ("np.inf" if value > 0 else "-np.inf")
-    return repr(value)
+    """Source for a Python literal (`printer.literal`: inf and nan as NumPy names)."""
+    return literal(value)
 
 
 def _typed(value: object, dtype: np.dtype) -> str:
     """A literal as a constant of ``dtype``: a bare 2.0 would make a float32 loop float64."""
-    if dtype == np.bool_:
-        return "True" if value else "False"
-    if dtype.kind == "f":
-        return f"{np_dtype(dtype)}({_py(float(value))})"
-    return f"{np_dtype(dtype)}({int(value)})"
+    if np.dtype(dtype).kind in "iu":
+        return f"{np_dtype(dtype)}({int(value)})"
+    return literal(value, dtype)
 
 
 @dataclass(frozen=True)
@@ -765,7 +762,7 @@ class _Writer:
         combine = _Fold(lowerings.combine_of(OPS[root.op]), spec.nan_propagates)
         acc_t = combine.how.accumulator(root.dtype)
         count = math.prod(src.shape[a] for a in axes) if nd else 1
-        init = literal(spec.identity(acc_t))
+        init = identity_literal(spec.identity(acc_t))
         body = [m for m in members if m is not root]
         outer = [d for d in range(nd) if d not in axes]
         suffix = all(a > o for a in axes for o in outer)  # reduce over trailing dims

@@ -27,6 +27,7 @@ from ...ir.graph import Node
 from ...ops.registry import OpDef
 from ...ops.shape import to_numpy_index
 from .blas import HAVE_CBLAS
+from .printer import dtype_name, literal
 
 
 class LoweringError(NotImplementedError):
@@ -44,8 +45,7 @@ def ishape(n: Node) -> tuple:
     return tuple(n.shape) or (1,)
 
 
-def np_dtype(dtype: np.dtype) -> str:
-    return "np.bool_" if dtype == np.bool_ else f"np.{np.dtype(dtype).name}"
+np_dtype = dtype_name
 
 
 # ------------------------------------------------------------------------- loop ops
@@ -97,7 +97,10 @@ SCALAR: dict[str, str] = {
     "log10": "np.log10({0})",
     "log1p": "np.log1p({0})",
     "expm1": "np.expm1({0})",
-    "sign": "np.sign({0})",
+    # NumPy's sign (the eager kernel): +0.0 for either zero (Numba's np.sign keeps -0.0),
+    # nan for nan.
+    "sign": "({one} if {0} > {zero} else (-{one} if {0} < {zero} else "
+            "({zero} if {0} == {zero} else {0})))",
     "floor": "np.floor({0})",
     "ceil": "np.ceil({0})",
     "round": "np.rint({0})",
@@ -117,14 +120,6 @@ SCALAR: dict[str, str] = {
     "right_shift": "({0} >> {1})",
     # --- end issue 12 math primitives ---
 }
-
-# The math functions the templates name: float32 gets dualgraph's vectorizable versions
-# (see kernels.py), everything else NumPy's (scalar libm calls).
-MATH = {
-    True: {"exp": "dgk.exp_f32", "tanh": "dgk.tanh_f32", "sigmoid": "dgk.sigmoid_f32"},
-    False: {"exp": "np.exp", "tanh": "np.tanh", "sigmoid": "dgk.sigmoid_f64"},
-}
-
 
 def scalar_template(op: str) -> str:
     """The scalar expression template of loop op ``op``."""
@@ -174,19 +169,13 @@ def combine_of(op: OpDef) -> Combine:
     return COMBINE[spec.combine]
 
 
-def literal(value: Any) -> str:
+def identity_literal(value: Any) -> str:
     """Source for a reduction's identity: an integral value is written as an int (the
-    accumulator's constructor casts it), infinities as ``np.inf``."""
+    accumulator's constructor casts it), anything else by `printer.literal`."""
     value = value.item() if isinstance(value, np.generic) else value
-    if isinstance(value, bool):
-        return repr(value)
-    if isinstance(value, float):
-        if math.isinf(value):
-            return "np.inf" if value > 0 else "-np.inf"
-        if value.is_integer():
-            return str(int(value))
-        return "np.nan" if value != value else repr(value)
-    return repr(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return literal(value)
 
 
 # --------------------------------------------------------------------- kernel ops
@@ -495,7 +484,7 @@ def _rand(node: Node, args: list, out: str) -> list:
     # float32 takes 24 bits (exact, never rounded up to 1.0), float64 53.
     drop, unit = (40, 2.0 ** -24) if node.dtype == np.float32 else (11, 2.0 ** -53)
     return _draw_loop(node, args[0], out, _words_at(out, f"{out}_i", h, "    ") + [
-        f"    {out}[{out}_i] = {dt}(np.float64({h} >> {_u64(drop)}) * {unit!r})"])
+        f"    {out}[{out}_i] = {dt}(np.float64({h} >> {_u64(drop)}) * {literal(unit)})"])
 
 
 @lowers("randn")
@@ -504,10 +493,10 @@ def _randn(node: Node, args: list, out: str) -> list:
     return _draw_loop(node, args[0], out, (
         _words_at(out, f"2 * {out}_i", h, "    ")
         + _words_at(out, f"2 * {out}_i + 1", h2, "    ")
-        + [f"    {out}_u = 1.0 - np.float64({h} >> {_u64(11)}) * {2.0 ** -53!r}",
-           f"    {out}_v = np.float64({h2} >> {_u64(11)}) * {2.0 ** -53!r}",
+        + [f"    {out}_u = 1.0 - np.float64({h} >> {_u64(11)}) * {literal(2.0 ** -53)}",
+           f"    {out}_v = np.float64({h2} >> {_u64(11)}) * {literal(2.0 ** -53)}",
            f"    {out}[{out}_i] = {dt}(np.sqrt(-2.0 * np.log({out}_u)) * "
-           f"np.cos({2.0 * math.pi!r} * {out}_v))"]))
+           f"np.cos({literal(2.0 * math.pi)} * {out}_v))"]))
 
 
 @lowers("dropout")
@@ -522,11 +511,11 @@ def _dropout(node: Node, args: list, out: str) -> list:
     return (_random_base(node, args[1], out) + [
         f"{out}_x = np.ascontiguousarray({args[0]}).reshape({n})",
         f"{out} = np.empty({n}, {dt})",
-        f"{out}_s = {dt}({scale!r})",
+        f"{out}_s = {literal(scale, node.dtype)}",
         f"{out}_0 = {dt}(0.0)",
         f"for {out}_i in range({n}):",
     ] + _words_at(out, f"{out}_i", h, "    ") + [
-        f"    if np.float64({h} >> {_u64(11)}) * {2.0 ** -53!r} >= {p!r}:",
+        f"    if np.float64({h} >> {_u64(11)}) * {literal(2.0 ** -53)} >= {literal(p)}:",
         f"        {out}[{out}_i] = {out}_x[{out}_i] * {out}_s",
         "    else:",
         f"        {out}[{out}_i] = {out}_x[{out}_i] * {out}_0",
@@ -657,7 +646,7 @@ def _layer_norm(node: Node, args: list, out: str) -> list:
         f"    for {out}_j in range({n}):",
         f"        {out}_d = {out}_x[{out}_i, {out}_j] - {out}_mu",
         f"        {out}_v += {out}_d * {out}_d",
-        f"    {out}_r = 1.0 / np.sqrt({out}_v / {n} + {node.attrs['eps']!r})",
+        f"    {out}_r = 1.0 / np.sqrt({out}_v / {n} + {literal(float(node.attrs['eps']))})",
         f"    for {out}_j in range({n}):",
         f"        {out}[{out}_i, {out}_j] = {value}",
         f"{out} = {out}.reshape({ishape(node)})",
@@ -1085,8 +1074,8 @@ def _histc(node: Node, args: list, out: str) -> list:
     bins, lo, hi = node.attrs["bins"], float(node.attrs["lo"]), float(node.attrs["hi"])
     n = math.prod(node.inputs[0].shape)
     lines = [f"{out}_x = np.ascontiguousarray({args[0]}).reshape({n})",
-             f"{out}_lo = {lo!r}",
-             f"{out}_hi = {hi!r}"]
+             f"{out}_lo = {literal(lo)}",
+             f"{out}_hi = {literal(hi)}"]
     if lo == hi:
         # The data's range (finite values only), as the NumPy kernel and PyTorch.
         lines += [
@@ -1260,7 +1249,7 @@ def _avg_pool_backward(node: Node, args: list, out: str) -> list:
 def _pad(node: Node, args: list, out: str) -> list:
     x = node.inputs[0]
     dt = np_dtype(node.dtype)
-    lines = [f"{out} = np.full({ishape(node)}, {dt}({node.attrs['value']!r}), {dt})"]
+    lines = [f"{out} = np.full({ishape(node)}, {literal(node.attrs['value'], node.dtype)}, {dt})"]
     src, dst = [], []
     for n, (b, a) in zip(x.shape, node.attrs["pad"]):
         lo, hi = max(-b, 0), n - max(-a, 0)
@@ -1547,7 +1536,7 @@ def _nll_frame(node: Node, args: list, out: str, xshape: tuple) -> tuple:
     if isinstance(weight, Node):
         w = _load(node, weight, args[2], f"[{t}]")
     else:
-        w = f"{np_dtype(node.dtype)}({float(weight)!r})"
+        w = literal(float(weight), node.dtype)
     return heads, ind, tat(""), xat, w, c
 
 
