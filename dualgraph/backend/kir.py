@@ -277,12 +277,20 @@ class Accum:
 @dataclass(frozen=True)
 class Operand:
     """A matrix for `Gemm`: ``buf`` from element ``offset``, rows ``ld`` elements apart,
-    consecutive batch items ``batch_stride`` elements apart (0: the same matrix)."""
+    consecutive batch items ``batch_stride`` elements apart (0: the same matrix).
+
+    ``ld=None``: ``buf`` is a 2-D matrix whose strides are known only when the target
+    types the kernel (an argument, or a view of one); the target then reads it in place,
+    transposed or not by its layout, and copies it only where no BLAS layout fits."""
 
     buf: Buffer
-    ld: int
+    ld: int | None
     offset: Any = 0
     batch_stride: int = 0
+
+    @property
+    def resolved(self) -> bool:
+        return self.ld is not None
 
 
 @dataclass(frozen=True)
@@ -533,6 +541,14 @@ def _verify_gemm(g: Gemm, bufs: dict) -> None:
                                 ("b", g.b, *((g.n, g.k) if g.tb else (g.k, g.n))),
                                 ("c", g.c, g.m, g.n)):
         _use(bufs, o.buf, f"GEMM operand {name}")
+        if not o.resolved:
+            if (name == "a" and g.ta) or (name == "b" and g.tb) or name == "c" or g.batch != 1:
+                raise IRError(f"GEMM operand {name}: a layout resolved by the target needs "
+                              "no transpose flag, a single product, and an input operand")
+            if o.buf.shape != (rows, cols):
+                raise IRError(f"GEMM operand {name}: {o.buf.name}{list(o.buf.shape)} is not "
+                              f"[{rows}, {cols}]")
+            continue
         if o.buf.layout != "C":
             raise IRError(f"GEMM operand {name} ({o.buf.name}) is not C-ordered: pass its "
                           "C-ordered base with a transpose flag")
@@ -588,6 +604,8 @@ def _buf(b: Buffer) -> str:
 
 
 def _op(o: Operand) -> str:
+    if not o.resolved:
+        return f"{o.buf.name} ld=?"
     extra = f"+{format_expr(const(o.offset))}" if o.offset != 0 else ""
     batch = f" bs={o.batch_stride}" if o.batch_stride else ""
     return f"{o.buf.name}{extra} ld={o.ld}{batch}"

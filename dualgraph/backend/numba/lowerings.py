@@ -26,6 +26,7 @@ import numpy as np
 from ...ir.graph import Node
 from ...ops.registry import OpDef
 from ...ops.shape import to_numpy_index
+from .. import kir
 from .blas import HAVE_CBLAS
 from .printer import dtype_name, literal
 
@@ -353,83 +354,157 @@ def _stack(node: Node, args: list, out: str) -> list:
 SMALL_MATMUL = 4096
 
 
-def _loop_matmul(out: str, x: str, y: str, m: int, k: int, n: int, dtype: np.dtype) -> list:
-    return [
-        f"{out} = np.zeros(({m}, {n}), np.{dtype.name})",
-        f"for _i in range({m}):",
-        f"    for _p in range({k}):",
-        f"        _x = {x}[_i, _p]",
-        f"        for _j in range({n}):",
-        f"            {out}[_i, _j] += _x * {y}[_p, _j]",
-    ]
+class Arg(str):
+    """An operand as a lowering receives it: its variable name (what a source-line lowering
+    formats) carrying its kernel IR buffer (``.buf``: shape, dtype, layout, what an IR
+    builder reads)."""
+
+    buf: kir.Buffer
+
+    def __new__(cls, buf: kir.Buffer) -> Arg:
+        a = str.__new__(cls, buf.name)
+        a.buf = buf
+        return a
 
 
-def _cast(var: str, node_dtype: np.dtype, x: Node) -> str:
-    return var if x.dtype == node_dtype else f"{var}.astype(np.{node_dtype.name})"
+def _converted(block: kir.Block, arg: Any, x: Node, dtype: np.dtype, name: str) -> kir.Buffer:
+    """Operand ``arg`` as a buffer of ``dtype``: itself, or a C-ordered converted copy."""
+    buf = arg.buf
+    if x.dtype == dtype:
+        return buf
+    conv = kir.Buffer(name, buf.shape, dtype)
+    block.add(kir.Alloc(conv), *copy_loops(conv, buf))
+    return conv
+
+
+def copy_loops(dst: kir.Buffer, src: kir.Buffer) -> list:
+    """``dst[...] = dtype(src[...])`` over their common shape."""
+    idx = [kir.Var(f"{dst.name}_i{d}") for d in range(len(dst.shape))]
+    at = tuple(idx) or (kir.const(0),)
+    value = src[at] if src.dtype == dst.dtype else kir.Cast(src[at], dst.dtype)
+    body: tuple = (kir.Store(dst, at, value),)
+    for v, n in reversed(list(zip(idx, dst.shape))):
+        body = (kir.Loop(v, n, body),)
+    return list(body)
+
+
+def _loop_matmul(block: kir.Block, res: kir.Buffer, x: kir.Buffer, y: kir.Buffer) -> None:
+    """A small product as loops (a BLAS call's fixed cost would dominate)."""
+    m, k = x.shape
+    n = y.shape[1]
+    i, p, j = (kir.Var(f"{res.name}_{c}") for c in "ipj")
+    xv = kir.Var(f"{res.name}_x", res.dtype)
+    zero = kir.const(0, res.dtype)
+    block.add(kir.Loop(i, m, (
+        kir.Loop(j, n, (kir.Store(res, (i, j), zero),)),
+        kir.Loop(p, k, (kir.Let(xv, x[i, p]),
+                        kir.Loop(j, n, (kir.Store(res, (i, j), xv * y[p, j], "+"),)))),
+    )))
+
+
+def _item_view(block: kir.Block, buf: kir.Buffer, name: str, batch: tuple, items: list,
+               shape: tuple) -> kir.Buffer:
+    """The matrix of batch item ``items`` of a batched operand (a broadcast batch dim
+    reads item 0): a strided view, read in place by BLAS."""
+    lead = len(batch) - (len(buf.shape) - 2)
+    idx = tuple(kir.const(0) if d == 1 and batch[lead + j] != 1 else items[lead + j]
+                for j, d in enumerate(buf.shape[:-2]))
+    view = kir.Buffer(name, shape, buf.dtype, kir.VIEW, layout="A")
+    block.add(kir.View(view, buf, "slice", idx + ((0, None, 1), (0, None, 1))))
+    return view
+
+
+def _reshaped(block: kir.Block, buf: kir.Buffer, shape: tuple, name: str) -> kir.Buffer:
+    view = kir.Buffer(name, shape, buf.dtype, kir.VIEW)
+    block.add(kir.View(view, buf, "reshape"))
+    return view
+
+
+def matmul_block(node: Node, args: list, out: str) -> kir.Block:
+    """``x @ y`` as kernel IR: one BLAS product where the batch folds into the rows (a
+    batched ``x`` against a matrix ``y``: PyTorch's linear layer on 3-D input), else one
+    per batch item on strided views of the operands (never a copy BLAS does not need)."""
+    a, b = node.inputs
+    dtype = np.dtype(node.dtype)
+    res = kir.Buffer(out, ishape(node), dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    x = _converted(block, args[0], a, dtype, f"{out}_x")
+    y = _converted(block, args[1], b, dtype, f"{out}_y")
+    ra, rb = len(a.shape), len(b.shape)
+    if ra == rb == 1:  # a dot product, stored as (1,)
+        p, acc = kir.Var(f"{out}_p"), kir.Var(f"{out}_s", dtype)
+        block.add(kir.Let(acc, kir.const(0, dtype)),
+                  kir.Loop(p, a.shape[0], (kir.Accum(acc, "add", x[p] * y[p]),)),
+                  kir.Store(res, (kir.const(0),), acc))
+        return block
+    if ra == 1:  # (k,) @ (..., k, n): a row vector
+        x = _reshaped(block, x, (1, a.shape[0]), f"{out}_xr")
+    if rb == 1:  # (..., m, k) @ (k,): a column vector
+        y = _reshaped(block, y, (b.shape[0], 1), f"{out}_yr")
+    m, k = x.shape[-2:]
+    n = y.shape[-1]
+    batch = tuple(node.shape[: len(node.shape) - (ra > 1) - (rb > 1)])
+    rows = math.prod(batch) * m
+    c2 = res if res.shape == (rows, n) else _reshaped(block, res, (rows, n), f"{out}_r")
+    if len(x.shape) == len(y.shape) == 2 and m * k * n <= SMALL_MATMUL:
+        _loop_matmul(block, c2, x, y)
+        return block
+    if k == 0 or rows == 0 or n == 0:
+        if k == 0 and rows and n:
+            i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
+            block.add(kir.Loop(i, rows, (kir.Loop(j, n, (
+                kir.Store(c2, (i, j), kir.const(0, dtype)),)),)))
+        return block
+    if len(y.shape) == 2:
+        # The batch folds into the rows of x: one product. (A C-ordered x is reshaped in
+        # place; another layout is copied once, which BLAS would need per item anyway.)
+        x2 = x if x.shape == (rows, k) else _reshaped(block, x, (rows, k), f"{out}_x2")
+        block.add(kir.Gemm(rows, n, k, kir.Operand(x2, None), kir.Operand(y, None),
+                           kir.Operand(c2, n)))
+        return block
+    # One product per batch item, each operand read in place through a strided view.
+    items = [kir.Var(f"{out}_b{d}") for d in range(len(batch))]
+    body = kir.Block()
+    xi = _item_view(body, x, f"{out}_xi", batch, items, (m, k)) if len(x.shape) > 2 else x
+    yi = _item_view(body, y, f"{out}_yi", batch, items, (k, n))
+    flat_item: kir.Expr = kir.const(0)
+    for v, d in zip(items, batch):
+        flat_item = flat_item * d + v
+    body.add(kir.Gemm(m, n, k, kir.Operand(xi, None), kir.Operand(yi, None),
+                      kir.Operand(c2, n, offset=flat_item * (m * n))))
+    nest: tuple = tuple(body.stmts)
+    for v, d in reversed(list(zip(items, batch))):
+        nest = (kir.Loop(v, d, nest),)
+    block.add(*nest)
+    return block
 
 
 @lowers("matmul")
-def _matmul(node: Node, args: list, out: str) -> list:
-    a, b = node.inputs
-    x, y = _cast(args[0], node.dtype, a), _cast(args[1], node.dtype, b)
-    ra, rb = len(a.shape), len(b.shape)
-    if ra == rb == 2 and math.prod(a.shape) * b.shape[1] <= SMALL_MATMUL:
-        return _loop_matmul(out, x, y, a.shape[0], a.shape[1], b.shape[1], node.dtype)
-    if ra <= 2 and rb <= 2:
-        if ra == rb == 1:  # np.dot of vectors is a scalar; values are stored as (1,)
-            return [f"{out} = np.full((1,), np.dot({x}, {y}), np.{node.dtype.name})"]
-        if ra == rb == 2:  # the backend's GEMM (NumPy's BLAS where it can find it)
-            m, k, n = a.shape[0], a.shape[1], b.shape[1]
-            alloc = f"{out} = np.empty(({m}, {n}), np.{node.dtype.name})"
-            if not HAVE_CBLAS:
-                return [f"{out} = dgb.gemm({x}, {y}, np.empty(({m}, {n}), "
-                        f"np.{node.dtype.name}), 0.0)"]
-            if k == 0:
-                return [f"{out} = np.zeros(({m}, {n}), np.{node.dtype.name})"]
-            if m == 0 or n == 0:
-                return [alloc]
-            # Operand layouts are resolved when Numba types the kernel (`dgb.operand`).
-            return [alloc,
-                    f"{out}_a, {out}_ta, {out}_la = dgb.operand({x})",
-                    f"{out}_b, {out}_tb, {out}_lb = dgb.operand({y})",
-                    f"dgb.gemm_call({out}_ta, {out}_tb, {m}, {n}, {k}, {out}_a, {out}_la, "
-                    f"{out}_b, {out}_lb, 0.0, {out}, {n})"]
-        return [f"{out} = np.dot({x}, {y})"]
-    # Batched: one BLAS call per batch element, operands broadcast over the batch dims.
-    sa = (1,) + tuple(a.shape) if ra == 1 else tuple(a.shape)
-    sb = tuple(b.shape) + (1,) if rb == 1 else tuple(b.shape)
-    batch = tuple(node.shape[: len(node.shape) - (ra > 1) - (rb > 1)])
-    m, n = sa[-2], sb[-1]
-    lines = [
-        f"_a = np.ascontiguousarray({x}).reshape({sa})",
-        f"_b = np.ascontiguousarray({y}).reshape({sb})",
-        f"{out}3 = np.empty({batch + (m, n)}, np.{node.dtype.name})",
-        f"for _k in np.ndindex({batch}):",
-    ]
-    ia = _batch_index(sa[:-2], batch)
-    ib = _batch_index(sb[:-2], batch)
-    opa = f"_a[{ia}]" if ia else "_a"
-    opb = f"_b[{ib}]" if ib else "_b"
-    lines.append(f"    {out}3[_k] = np.dot({opa}, {opb})")
-    lines.append(f"{out} = {out}3.reshape({ishape(node)})")
-    return lines
+def _matmul(node: Node, args: list, out: str) -> kir.Block:
+    return matmul_block(node, args, out)
 
 
-def _batch_index(shape: tuple, batch: tuple) -> str:
-    """Index expression into an operand's batch dims (broadcast ones read index 0); empty
-    for an operand without batch dims, which is used whole (Numba cannot index ``x[...]``)."""
-    lead = len(batch) - len(shape)
-    parts = [("0" if d == 1 and batch[lead + j] != 1 else f"_k[{lead + j}]")
-             for j, d in enumerate(shape)]
-    return ", ".join(parts + [":", ":"]) if parts else ""
+def addmm_product(node: Node) -> Node:
+    """The product an ``addmm`` node adds its bias to (the one place that says so)."""
+    _, a, b = node.inputs
+    return Node("matmul", (a, b), {}, tuple(node.shape), node.dtype)
 
 
 @lowers("addmm")
-def _addmm(node: Node, args: list, out: str) -> list:
-    bias, a, b = node.inputs
-    x, y = _cast(args[1], node.dtype, a), _cast(args[2], node.dtype, b)
-    prod = Node("matmul", (a, b), {}, tuple(node.shape), node.dtype)
-    return _matmul(prod, [x, y], out) + [f"{out} = {out} + {_cast(args[0], node.dtype, bias)}"]
+def _addmm(node: Node, args: list, out: str) -> kir.Block:
+    """``bias + x @ y``: the product, then the bias added in one loop over it."""
+    bias = node.inputs[0]
+    block = matmul_block(addmm_product(node), args[1:], out)
+    res = block.result
+    m, n = res.shape
+    i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
+    lead = 2 - len(bias.shape)
+    at = tuple((i, j)[lead + d] if size != 1 else kir.const(0)
+               for d, size in enumerate(bias.shape)) or (kir.const(0),)
+    load = args[0].buf[at]
+    value = load if bias.dtype == node.dtype else kir.Cast(load, node.dtype)
+    block.add(kir.Loop(i, m, (kir.Loop(j, n, (kir.Store(res, (i, j), value, "+"),)),)))
+    return block
 
 
 # ------------------------------------------------------------------------ random ops

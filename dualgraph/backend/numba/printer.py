@@ -244,6 +244,25 @@ class Printer:
                 self.emit(f"for _i in range({g.m}):", indent)
                 self.emit(f"{flat}[_i * {c.ld}:_i * {c.ld} + {g.n}] = 0", indent + 1)
             return
+        if not (g.a.resolved and g.b.resolved):
+            # Operand layouts known when Numba types the kernel (`dgb.operand`).
+            if not HAVE_CBLAS:
+                self.emit(f"dgb.gemm({g.a.buf.name}, {g.b.buf.name}, "
+                          f"{_operand(c, item)}.reshape(({g.m}, {g.n})), "
+                          f"{literal(float(g.beta))})", indent)
+                return
+            ops = []
+            for o, t in ((g.a, g.ta), (g.b, g.tb)):
+                name = o.buf.name
+                if o.resolved:
+                    ops.append((_operand(o, item), str(TRANS if t else NO_TRANS), str(o.ld)))
+                else:
+                    self.emit(f"{name}_o, {name}_t, {name}_l = dgb.operand({name})", indent)
+                    ops.append((f"{name}_o", f"{name}_t", f"{name}_l"))
+            (a, ta, la), (b, tb, lb) = ops
+            self.emit(f"dgb.gemm_call({ta}, {tb}, {g.m}, {g.n}, {g.k}, {a}, {la}, {b}, {lb}, "
+                      f"{literal(float(g.beta))}, {_operand(c, item)}, {c.ld})", indent)
+            return
         if HAVE_CBLAS:
             self.emit(f"dgb.gemm_call({TRANS if g.ta else NO_TRANS}, "
                       f"{TRANS if g.tb else NO_TRANS}, {g.m}, {g.n}, {g.k}, "
