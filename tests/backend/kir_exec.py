@@ -66,8 +66,19 @@ def value(e: Any, env: dict, sc: dict) -> Any:
     raise TypeError(e)
 
 
-def _flat(env: dict, o: kir.Operand, item: int) -> tuple[np.ndarray, int]:
-    return env[o.buf.name].reshape(-1), int(o.offset) + item * o.batch_stride
+def _flat(env: dict, o: kir.Operand, item: int, sc: dict) -> tuple[np.ndarray, int]:
+    offset = int(value(kir.const(o.offset), env, sc))
+    return env[o.buf.name].reshape(-1), offset + item * o.batch_stride
+
+
+def _matrix(env: dict, o: kir.Operand, item: int, shape: tuple, sc: dict) -> np.ndarray:
+    """A GEMM operand as a 2-D array: read through its leading dimension, or (``ld``
+    None) the buffer itself."""
+    if not o.resolved:
+        return np.asarray(env[o.buf.name]).reshape(shape)
+    flat, off = _flat(env, o, item, sc)
+    rows, cols = shape
+    return np.stack([flat[off + r * o.ld: off + r * o.ld + cols] for r in range(rows)])
 
 
 def _block(stmts: Any, env: dict, sc: dict) -> None:  # noqa: C901 - one case per statement
@@ -84,7 +95,8 @@ def _block(stmts: Any, env: dict, sc: dict) -> None:  # noqa: C901 - one case pe
             elif s.how == "transpose":
                 env[s.buf.name] = np.transpose(base, s.arg)
             else:
-                env[s.buf.name] = base[tuple(slice(*e) if isinstance(e, tuple) else e
+                env[s.buf.name] = base[tuple(slice(*e) if isinstance(e, tuple) else
+                                             int(value(kir.const(e), env, sc))
                                              for e in s.arg)]
         elif isinstance(s, kir.Let):
             sc[s.var.name] = value(s.value, env, sc)
@@ -119,13 +131,9 @@ def _block(stmts: Any, env: dict, sc: dict) -> None:  # noqa: C901 - one case pe
             sc[s.var.name] = np.array(acc).astype(s.var.dtype)[()]
         elif isinstance(s, kir.Gemm):
             for item in range(s.batch):
-                a, oa = _flat(env, s.a, item)
-                b, ob = _flat(env, s.b, item)
-                c, oc = _flat(env, s.c, item)
-                ra, ca = (s.k, s.m) if s.ta else (s.m, s.k)
-                rb, cb = (s.n, s.k) if s.tb else (s.k, s.n)
-                am = np.stack([a[oa + r * s.a.ld: oa + r * s.a.ld + ca] for r in range(ra)])
-                bm = np.stack([b[ob + r * s.b.ld: ob + r * s.b.ld + cb] for r in range(rb)])
+                am = _matrix(env, s.a, item, (s.k, s.m) if s.ta else (s.m, s.k), sc)
+                bm = _matrix(env, s.b, item, (s.n, s.k) if s.tb else (s.k, s.n), sc)
+                c, oc = _flat(env, s.c, item, sc)
                 prod = (am.T if s.ta else am) @ (bm.T if s.tb else bm)
                 for r in range(s.m):
                     row = c[oc + r * s.c.ld: oc + r * s.c.ld + s.n]
