@@ -27,7 +27,6 @@ from ...ir.graph import Node
 from ...ops.registry import OpDef
 from ...ops.shape import to_numpy_index
 from .. import kir
-from .blas import HAVE_CBLAS
 from .printer import dtype_name, literal
 
 
@@ -694,133 +693,167 @@ def _prod(node: Node, args: list, out: str) -> list:
 
 # ---- issue 12: normalisation and modules
 @lowers("layer_norm")
-def _layer_norm(node: Node, args: list, out: str) -> list:
+def _layer_norm(node: Node, args: list, out: str) -> kir.Block:
     """Rows of ``n`` elements (the normalised dims, flattened): two passes per row for the
     mean and the variance, accumulated in float64, then one pass writing the result."""
     x, weight, bias = node.inputs
     shape = tuple(x.shape)
     n = math.prod(shape[len(shape) - node.attrs["ndim"]:])
     m = math.prod(shape) // n if n else 0
-    dtype = np_dtype(node.dtype)
-    lines = [f"{out}_x = np.ascontiguousarray({args[0]}).reshape(({m}, {n}))"]
-    value = f"({out}_x[{out}_i, {out}_j] - {out}_mu) * {out}_r"
+    f8 = np.dtype(np.float64)
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    xr = _reshaped(block, args[0].buf, (m, n), f"{out}_x")
+    rows = _reshaped(block, res, (m, n), f"{out}_r")
+    i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
+    s, mu, v, d, r = (kir.Var(f"{out}_{c}", f8) for c in ("s", "mu", "v", "d", "rs"))
+    count = kir.const(float(n), f8)
+    value = (xr[i, j] - mu) * r
     if isinstance(weight, Node):
-        lines.append(f"{out}_w = np.ascontiguousarray({args[1]}).reshape({n})")
-        value = f"{value} * {out}_w[{out}_j]"
+        value = value * _reshaped(block, args[1].buf, (n,), f"{out}_w")[j]
     if isinstance(bias, Node):
-        lines.append(f"{out}_b = np.ascontiguousarray({args[2]}).reshape({n})")
-        value = f"{value} + {out}_b[{out}_j]"
-    return lines + [
-        f"{out} = np.empty(({m}, {n}), {dtype})",
-        f"for {out}_i in range({m}):",
-        f"    {out}_s = 0.0",
-        f"    for {out}_j in range({n}):",
-        f"        {out}_s += {out}_x[{out}_i, {out}_j]",
-        f"    {out}_mu = {out}_s / {n}",
-        f"    {out}_v = 0.0",
-        f"    for {out}_j in range({n}):",
-        f"        {out}_d = {out}_x[{out}_i, {out}_j] - {out}_mu",
-        f"        {out}_v += {out}_d * {out}_d",
-        f"    {out}_r = 1.0 / np.sqrt({out}_v / {n} + {literal(float(node.attrs['eps']))})",
-        f"    for {out}_j in range({n}):",
-        f"        {out}[{out}_i, {out}_j] = {value}",
-        f"{out} = {out}.reshape({ishape(node)})",
-    ]
+        value = value + _reshaped(block, args[2].buf, (n,), f"{out}_b")[j]
+    block.add(kir.Loop(i, m, (
+        kir.Let(s, kir.const(0.0, f8)),
+        kir.Loop(j, n, (kir.Accum(s, "add", xr[i, j]),)),
+        kir.Let(mu, s / count),
+        kir.Let(v, kir.const(0.0, f8)),
+        kir.Loop(j, n, (kir.Let(d, xr[i, j] - mu), kir.Accum(v, "add", d * d))),
+        kir.Let(r, kir.const(1.0, f8) / kir.Call(
+            "sqrt", (v / count + kir.const(float(node.attrs["eps"]), f8),), f8)),
+        kir.Loop(j, n, (kir.Store(rows, (i, j), value),)),
+    )))
+    return block
+
+
 # ---- issue 12: convolution
 # Plain loops gather (im2col) and scatter-add (col2im) the sliding windows; conv2d is im2col
 # into a scratch buffer, then one BLAS product per (sample, group) written in place into
 # the output, which is already in (N, O, oH, oW) order.
 
 
-def _window_loops(node_in: tuple, attrs: dict, cols: tuple, body: str) -> list:
+def _window_loops(node_in: tuple, attrs: dict, cols: tuple, out: str,
+                  body: Callable[[tuple, tuple], kir.Stmt]) -> kir.Loop:
     """Loops over every (sample, channel, kernel offset, window position) reading an image
-    element that lies inside the unpadded input; ``body`` uses ``_n, _c, _h, _w`` (image)
-    and ``_r, _l`` (column row and position). The columns a kernel offset reads inside the
-    image are a range computed once (``_lo``, ``_hi``): no test in the innermost loop."""
+    element that lies inside the unpadded input; ``body(image index, column index)`` is
+    the statement for one element. The columns a kernel offset reads inside the image
+    are a range computed once (``lo``, ``hi``): no test in the innermost loop."""
     _, c, h, w = node_in
     kh, kw = attrs["kernel_size"]
     dh, dw = attrs["dilation"]
     sh, sw = attrs["stride"]
     (pt, _), (pl, _) = attrs["padding"]
     n, oh, ow = cols
-    return [
-        f"for _n in range({n}):",
-        f"    for _c in range({c}):",
-        f"        for _ki in range({kh}):",
-        f"            for _kj in range({kw}):",
-        f"                _r = (_c * {kh} + _ki) * {kw} + _kj",
-        f"                _b = _kj * {dw} - {pl}",
-        f"                _lo = max(0, ({sw - 1} - _b) // {sw})",
-        f"                _hi = min({ow}, ({w - 1} - _b) // {sw} + 1)",
-        f"                for _oy in range({oh}):",
-        f"                    _h = _oy * {sh} + _ki * {dh} - {pt}",
-        f"                    if _h < 0 or _h >= {h}:",
-        "                        continue",
-        "                    for _ox in range(_lo, _hi):",
-        f"                        _w = _ox * {sw} + _b",
-        f"                        _l = _oy * {ow} + _ox",
-        f"                        {body}",
-    ]
+    v = {name: kir.Var(f"{out}_{name}") for name in
+         ("n", "c", "ki", "kj", "r", "b", "lo", "hi", "oy", "h", "ox", "w", "l")}
+    inner = kir.Loop(v["ox"], v["hi"], (
+        kir.Let(v["w"], v["ox"] * sw + v["b"]),
+        kir.Let(v["l"], v["oy"] * ow + v["ox"]),
+        body((v["n"], v["c"], v["h"], v["w"]), (v["n"], v["r"], v["l"])),
+    ), start=v["lo"])
+    rows = kir.Loop(v["oy"], oh, (
+        kir.Let(v["h"], v["oy"] * sh + v["ki"] * dh - pt),
+        kir.If(kir.Bin("or", kir.Bin("<", v["h"], kir.const(0)),
+                       kir.Bin(">=", v["h"], kir.const(h))), (kir.Jump("continue"),)),
+        inner,
+    ))
+    offsets = kir.Loop(v["kj"], kw, (
+        kir.Let(v["r"], (v["c"] * kh + v["ki"]) * kw + v["kj"]),
+        kir.Let(v["b"], v["kj"] * dw - pl),
+        kir.Let(v["lo"], kir.Call("max", (kir.const(0), (kir.const(sw - 1) - v["b"]) // sw),
+                                  kir.INDEX)),
+        kir.Let(v["hi"], kir.Call("min", (kir.const(ow), (kir.const(w - 1) - v["b"]) // sw
+                                          + 1), kir.INDEX)),
+        rows,
+    ))
+    return kir.Loop(v["n"], n, (kir.Loop(v["c"], c, (kir.Loop(v["ki"], kh, (offsets,)),)),))
 
 
-def _im2col_lines(x_node: Node, x: str, attrs: dict, out: str) -> list:
+def _im2col_into(block: kir.Block, x_node: Node, x: kir.Buffer, attrs: dict,
+                 cols: kir.Buffer) -> None:
+    """Fill ``cols`` (n, c*kh*kw, oh*ow) with the sliding windows of image ``x``: zeros
+    first, as window elements in the padding are never written."""
     from ...ops.conv import out_size
 
-    n, c, h, w = x_node.shape
-    kh, kw = attrs["kernel_size"]
-    oh, ow = out_size((h, w), (kh, kw), attrs["dilation"], attrs["padding"], attrs["stride"])
-    # zeros: window elements in the padding are never written.
-    return ([f"{out} = np.zeros(({n}, {c * kh * kw}, {oh * ow}), {np_dtype(x_node.dtype)})"]
-            + _window_loops(tuple(x_node.shape), attrs, (n, oh, ow),
-                            f"{out}[_n, _r, _l] = {x}[_n, _c, _h, _w]"))
+    n, _, h, w = x_node.shape
+    oh, ow = out_size((h, w), attrs["kernel_size"], attrs["dilation"], attrs["padding"],
+                      attrs["stride"])
+    flat = _reshaped(block, cols, (cols.size,), f"{cols.name}_f")
+    z = kir.Var(f"{cols.name}_z")
+    block.add(kir.Loop(z, cols.size, (kir.Store(flat, (z,), kir.const(0, cols.dtype)),)),
+              _window_loops(tuple(x_node.shape), attrs, (n, oh, ow), cols.name,
+                            lambda img, col: kir.Store(cols, col, x[img])))
 
 
 @lowers("im2col")
-def _im2col(node: Node, args: list, out: str) -> list:
-    return _im2col_lines(node.inputs[0], args[0], node.attrs, out)
+def _im2col(node: Node, args: list, out: str) -> kir.Block:
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    _im2col_into(block, node.inputs[0], args[0].buf, node.attrs, res)
+    return block
 
 
 @lowers("col2im")
-def _col2im(node: Node, args: list, out: str) -> list:
+def _col2im(node: Node, args: list, out: str) -> kir.Block:
     from ...ops.conv import out_size
 
     a = node.attrs
     n, c, h, w = node.shape
     oh, ow = out_size((h, w), a["kernel_size"], a["dilation"], a["padding"], a["stride"])
-    return ([f"{out} = np.zeros({tuple(node.shape)}, {np_dtype(node.dtype)})"]
-            + _window_loops(tuple(node.shape), a, (n, oh, ow),
-                            f"{out}[_n, _c, _h, _w] += {args[0]}[_n, _r, _l]"))
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    flat = _reshaped(block, res, (res.size,), f"{out}_f")
+    z = kir.Var(f"{out}_z")
+    cols = args[0].buf
+    block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, res.dtype)),)),
+              _window_loops(tuple(node.shape), a, (n, oh, ow), out,
+                            lambda img, col: kir.Store(res, img, cols[col], "+")))
+    return block
 
 
 @lowers("conv2d")
-def _conv2d(node: Node, args: list, out: str) -> list:
+def _conv2d(node: Node, args: list, out: str) -> kir.Block:
+    """im2col into a scratch buffer, then the products of every (sample, group) as one
+    strided batch of BLAS calls writing the output in its (N, O, oH, oW) order, then the
+    bias added in one loop."""
     x, w = node.inputs[:2]
     n, o, oh, ow = node.shape
     _, cg, kh, kw = w.shape
     g = node.attrs["groups"]
     og, k, length = o // g, cg * kh * kw, oh * ow
-    dt = np_dtype(node.dtype)
-    attrs = dict(node.attrs, kernel_size=(kh, kw))
-    lines = _im2col_lines(x, args[0], attrs, f"{out}_c") + [
-        f"{out}_c = {out}_c.reshape(({n}, {g}, {k}, {length}))",
-        f"{out}_w = np.ascontiguousarray({args[1]}).reshape(({g}, {og}, {k}))",
-        f"{out} = np.empty(({n}, {g}, {og}, {length}), {dt})",
-        f"for _n in range({n}):",
-        f"    for _g in range({g}):",
-        # Every operand is a C-ordered slice of an array made just above, so the BLAS
-        # call's layout is known here (no per-call-site layout helper to compile).
-        (f"        dgb.gemm_call(111, 111, {og}, {length}, {k}, {out}_w[_g], {k}, "
-         f"{out}_c[_n, _g], {length}, 0.0, {out}[_n, _g], {length})"
-         if HAVE_CBLAS and og and length and k else
-         f"        dgb.gemm({out}_w[_g], {out}_c[_n, _g], {out}[_n, _g], 0.0)"),
-        f"{out} = {out}.reshape(({n}, {o}, {length}))",
-    ]
+    dtype = np.dtype(node.dtype)
+    res = kir.Buffer(out, ishape(node), dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    cols = kir.Buffer(f"{out}_c", (n, g * k, length), dtype)
+    block.add(kir.Alloc(cols))
+    _im2col_into(block, x, args[0].buf, dict(node.attrs, kernel_size=(kh, kw)), cols)
+    wc = _reshaped(block, args[1].buf, (o * k,), f"{out}_w")  # C-ordered (copied if not)
+    item = kir.Var(f"{out}_g")
+    if og and length and k:
+        # (sample, group) pairs in order: item = sample * g + group.
+        if g == 1:
+            block.add(kir.Gemm(og, length, k, kir.Operand(wc, k, batch_stride=0),
+                               kir.Operand(cols, length, batch_stride=k * length),
+                               kir.Operand(res, length, batch_stride=og * length),
+                               batch=n))
+        if g > 1:
+            group = kir.Bin("%", item, kir.const(g))
+            block.add(kir.Loop(item, n * g, (kir.Gemm(
+                og, length, k, kir.Operand(wc, k, offset=group * (og * k)),
+                kir.Operand(cols, length, offset=item * (k * length)),
+                kir.Operand(res, length, offset=item * (og * length))),)))
+    elif n * o * length:
+        flat = _reshaped(block, res, (res.size,), f"{out}_z")
+        z = kir.Var(f"{out}_zi")
+        block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, dtype)),)))
     if len(args) == 3:
-        lines += [f"for _n in range({n}):",
-                  f"    for _o in range({o}):",
-                  f"        for _l in range({length}):",
-                  f"            {out}[_n, _o, _l] += {args[2]}[_o]"]
-    return lines + [f"{out} = {out}.reshape({tuple(node.shape)})"]
+        i, c, p = kir.Var(f"{out}_n"), kir.Var(f"{out}_o"), kir.Var(f"{out}_l")
+        r3 = _reshaped(block, res, (n, o, length), f"{out}_r")
+        block.add(kir.Loop(i, n, (kir.Loop(c, o, (kir.Loop(p, length, (
+            kir.Store(r3, (i, c, p), args[2].buf[(c,)], "+"),)),)),)))
+    return block
+
+
 # ---- issue 12: indexing
 # `index` and `index_put` (dualgraph/ops/index.py) view the operand as (P, A, Q): the
 # result's leading kept dims, the indexed dims (flattened), the trailing kept dims. With
@@ -1321,20 +1354,29 @@ def _avg_pool_backward(node: Node, args: list, out: str) -> list:
 
 
 @lowers("pad")
-def _pad(node: Node, args: list, out: str) -> list:
+def _pad(node: Node, args: list, out: str) -> kir.Block:
+    """The fill value everywhere, then the kept part of the input copied in by loops (a
+    slice assignment costs Numba a generic setitem to compile)."""
     x = node.inputs[0]
-    dt = np_dtype(node.dtype)
-    lines = [f"{out} = np.full({ishape(node)}, {literal(node.attrs['value'], node.dtype)}, {dt})"]
-    src, dst = [], []
-    for n, (b, a) in zip(x.shape, node.attrs["pad"]):
-        lo, hi = max(-b, 0), n - max(-a, 0)
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res, fill=node.attrs["value"])], res)
+    src_at, dst_at, extents = [], [], []
+    for d, (size, (b, a)) in enumerate(zip(x.shape, node.attrs["pad"])):
+        lo, hi = max(-b, 0), size - max(-a, 0)
         if hi <= lo:
-            return lines  # everything was cropped: only the fill value is left
-        src.append(f"{lo}:{hi}")
-        dst.append(f"{max(b, 0)}:{max(b, 0) + hi - lo}")
-    if src:
-        lines.append(f"{out}[{', '.join(dst)}] = {args[0]}[{', '.join(src)}]")
-    return lines
+            return block  # everything was cropped: only the fill value is left
+        v = kir.Var(f"{out}_i{d}")
+        src_at.append(v + lo if lo else v)
+        dst_at.append(v + max(b, 0) if b > 0 else v)
+        extents.append((v, hi - lo))
+    if not extents:
+        return block
+    load = args[0].buf[tuple(src_at)]
+    value = load if x.dtype == node.dtype else kir.Cast(load, node.dtype)
+    nest: tuple = (kir.Store(res, tuple(dst_at), value),)
+    for v, e in reversed(extents):
+        nest = (kir.Loop(v, e, nest),)
+    return block.add(*nest)
 
 
 def _pad_loops(out: str, outer: tuple, stmt: str) -> list:

@@ -117,7 +117,8 @@ def _operand(o: kir.Operand, item: str | None, flat: bool = False) -> str:
     (``flat``: always a 1-D view)."""
     off = kir.const(o.offset)
     if item is not None and o.batch_stride:
-        off = off + kir.Bin("*", kir.Var(item), kir.const(o.batch_stride))
+        step = kir.Bin("*", kir.Var(item), kir.const(o.batch_stride))
+        off = step if off == kir.const(0) else off + step
     if off == kir.const(0) and o.buf.layout == "C" and not flat:
         return o.buf.name
     return f"{o.buf.name}.reshape({o.buf.size})[{expr(off)}:]"
