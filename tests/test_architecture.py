@@ -190,3 +190,18 @@ def test_ir_imports_nothing_from_ops() -> None:
            for path in sorted((PKG / "ir").rglob("*.py")) for mod in _imports(path)
            if mod.split(".")[:2] == ["dualgraph", "ops"]]
     assert not bad, "\n".join(bad)
+
+
+# Backend modules that still read or rewrite generated source text with regular
+# expressions. The kernel IR stays data until the printer: this set only shrinks.
+TEXT_PROBING_BACKEND = {"numba/codegen.py", "numba/loopmerge.py"}
+
+
+def test_the_backend_decides_on_structure_not_text() -> None:
+    """No new backend module searches source text (`re`): decisions are made on the
+    kernel IR (`backend/kir.py`), and `backend/numba/printer.py` writes text last."""
+    users = {str(path.relative_to(PKG / "backend")) for path in (PKG / "backend").rglob("*.py")
+             if "re" in _imports(path)}
+    new = users - TEXT_PROBING_BACKEND
+    assert not new, f"new regex use in the backend: {sorted(new)}"
+    assert TEXT_PROBING_BACKEND <= users, "a module stopped using re: drop it from the list"

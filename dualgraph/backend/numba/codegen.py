@@ -24,9 +24,11 @@ import numpy as np
 from ...ir.graph import Graph, Node
 from ...ops.broadcast import result_dtype
 from ...ops.registry import OPS
-from . import lowerings
+from .. import kir, schedule
+from . import lowerings, printer
 from .loopmerge import merge_loops
-from .lowerings import MATH, LoweringError, ishape, literal, missing, np_dtype
+from .lowerings import LoweringError, identity_literal, ishape, missing, np_dtype
+from .printer import MATH, literal
 
 __all__ = ["LANES", "Lowered", "LoweringError", "ishape", "lower", "np_dtype"]
 
@@ -53,19 +55,15 @@ def fold_block(whole: int) -> int:
 
 
 def _py(value: object) -> str:
-    """Source for a Python literal; inf and nan have no literal, ``repr`` gives bare names."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "np.nan" if value != value else ("np.inf" if value > 0 else "-np.inf")
-    return repr(value)
+    """Source for a Python literal (`printer.literal`: inf and nan as NumPy names)."""
+    return literal(value)
 
 
 def _typed(value: object, dtype: np.dtype) -> str:
     """A literal as a constant of ``dtype``: a bare 2.0 would make a float32 loop float64."""
-    if dtype == np.bool_:
-        return "True" if value else "False"
-    if dtype.kind == "f":
-        return f"{np_dtype(dtype)}({_py(float(value))})"
-    return f"{np_dtype(dtype)}({int(value)})"
+    if np.dtype(dtype).kind in "iu":
+        return f"{np_dtype(dtype)}({int(value)})"
+    return literal(value, dtype)
 
 
 @dataclass(frozen=True)
@@ -149,6 +147,8 @@ class _Writer:
         self.target, self.written = self.plan_targets()
         clusters = self.plan_clusters()
         inside = {id(m) for c in clusters.values() for m in c[0] + c[1]}
+        folds = self.plan_batch_sums(inside)
+        inside |= {id(f[0]) for f in folds.values()}
         body_start = len(self.lines)
         for n in self.graph.nodes:
             if n.op == "const":
@@ -159,6 +159,8 @@ class _Writer:
                 continue
             if id(n) in clusters:
                 self.cluster(n, *clusters[id(n)])
+            elif id(n) in folds:
+                self.batch_sum(n, *folds[id(n)])
             elif id(n) not in inside:
                 self.node(n)
         # Results go into buffers the caller passes (o0, o1, ...), or straight into an
@@ -318,6 +320,81 @@ class _Writer:
                 taken |= members
         return clusters
 
+    def plan_batch_sums(self, taken: set) -> dict[int, tuple[Node, Node, Node]]:
+        """Sums over the batch of a batched product that are one product: sum node id ->
+        (the product, the base of its left operand, its right operand).
+
+        ``sum_b x[b].T @ g[b]`` (a weight gradient over batch x sequence: x of shape
+        (B, k, m), g of (B, k, n)) is ``X.T @ G`` with X = x as (B*k, m) and G = g as
+        (B*k, n): one GEMM over the folded batch instead of B products and a sum. It
+        applies when the product's only reader is the sum, its left operand is a view
+        swapping the last two axes, and both operands have the whole batch."""
+        users: dict[int, list[Node]] = {}
+        for n in self.graph.nodes:
+            for i in n.inputs:
+                if isinstance(i, Node):
+                    users.setdefault(id(i), []).append(n)
+        outputs = {id(o) for o in self.graph.outputs}
+        folds: dict[int, tuple[Node, Node, Node]] = {}
+        for r in self.graph.nodes:
+            op = OPS.get(r.op)
+            spec = op.reduction if op is not None else None
+            if spec is None or spec.combine != "add" or spec.finalize is not None:
+                continue
+            p = r.inputs[0]
+            pop = OPS.get(p.op) if isinstance(p, Node) else None
+            if (pop is None or not pop.contraction or pop.contraction_bias or id(p) in taken
+                    or id(p) in outputs or [id(u) for u in users.get(id(p), [])] != [id(r)]):
+                continue
+            nb = len(p.shape) - 2
+            left, right = p.inputs
+            if (nb < 1 or r.attrs.get("keepdims") or tuple(r.attrs["axis"] or ()) !=
+                    tuple(range(nb)) or not isinstance(left, Node)
+                    or not isinstance(right, Node)
+                    or len(left.shape) != len(p.shape) or len(right.shape) != len(p.shape)
+                    or tuple(left.shape[:nb]) != tuple(p.shape[:nb])
+                    or tuple(right.shape[:nb]) != tuple(p.shape[:nb])):
+                continue
+            lop = OPS.get(left.op)
+            swap = tuple(range(nb)) + (nb + 1, nb)
+            if lop is None or not lop.view or tuple(left.attrs.get("axes", ())) != swap:
+                continue
+            base = left.inputs[0]
+            if not isinstance(base, Node) or len({np.dtype(v.dtype) for v in (
+                    r, p, base, right)}) != 1 or np.dtype(r.dtype).kind != "f":
+                continue
+            folds[id(r)] = (p, base, right)
+        return folds
+
+    def batch_sum(self, r: Node, p: Node, base: Node, right: Node) -> None:
+        """A batch-summed product (`plan_batch_sums`) as one GEMM."""
+        self.comment(p)
+        self.comment(r)
+        out = f"v{self.ir_names[id(r)][1:]}"
+        self.into = self.target.get(id(r))
+        m, n = r.shape
+        k = math.prod(base.shape[:-1])
+        res = kir.Buffer(out, (m, n), r.dtype)
+        x = self.arg(base).buf
+        g = self.arg(right).buf
+        x2 = kir.Buffer(f"{out}_x", (k, m), r.dtype, kir.VIEW)
+        g2 = kir.Buffer(f"{out}_g", (k, n), r.dtype, kir.VIEW)
+        block = kir.Block([kir.Alloc(res), kir.View(x2, x, "reshape"),
+                           kir.View(g2, g, "reshape"),
+                           kir.Gemm(m, n, k, kir.Operand(x2, m), kir.Operand(g2, n),
+                                    kir.Operand(res, n), ta=True)], res)
+        if k == 0:
+            i = kir.Var(f"{out}_i")
+            flat = kir.Buffer(f"{out}_f", (m * n,), r.dtype, kir.VIEW)
+            block = kir.Block([kir.Alloc(res), kir.View(flat, res, "reshape"), kir.Loop(
+                i, m * n, (kir.Store(flat, (i,), kir.const(0, r.dtype)),))], res)
+        self.emit_block(self.schedule(block, product=False))
+        self.var[id(r)] = out
+        self.node_of[out] = r
+        if self.target.get(id(r)) is not None and self.into is None:
+            self.filled.add(id(r))
+        self.into = None
+
     def whole_reduction(self, n: Node) -> int | None:
         """The length of the one-dimensional array ``n`` reduces whole in a lane reduction
         (a reduction group, or a lone reduction), else None."""
@@ -459,12 +536,16 @@ class _Writer:
         and only fills it: it can fill a buffer it is given instead."""
         if n.op in lowerings.NOT_LOWERABLE or n.op not in lowerings.LOWER:
             return False
-        args = [f"x{k}" for k in range(len(n.inputs))]
+        args = [lowerings.Arg(kir.Buffer(f"x{k}", ishape(i), i.dtype, kir.ARG, "A"))
+                if isinstance(i, Node) else _py(i) for k, i in enumerate(n.inputs)]
         try:
-            lines = lowerings.kernel_lowering(n.op)(n, args, "probe")
+            built = lowerings.kernel_lowering(n.op)(n, args, "probe")
         except Exception:  # noqa: BLE001 - a lowering that rejects the node says no
             return False
-        return _Writer.allocates_and_fills(lines, "probe", n)
+        if isinstance(built, kir.Block):
+            return built.result is not None and built.fills(built.result) and (
+                built.result.shape == ishape(n) and built.result.dtype == n.dtype)
+        return _Writer.allocates_and_fills(built, "probe", n)
 
     @staticmethod
     def allocates_and_fills(lines: list[str], out: str, n: Node) -> bool:
@@ -511,18 +592,94 @@ class _Writer:
                         else "elementwise")
                 self.group(body, args, out, kind)
             else:
-                args = [self.var[id(i)] if isinstance(i, Node) else _py(i) for i in ins]
-                lines = lowerings.kernel_lowering(n.op)(n, args, out)
-                if (op.contraction and not op.contraction_bias and into is None
-                        and self.swap_product(n, args, lines)):
-                    lines = self.swapped_gemm(lines, out, args, n)
-                for line in self.into_buffer(lines, out, n):
-                    self.emit(line)
+                args = [self.arg(i) if isinstance(i, Node) else _py(i) for i in ins]
+                built = lowerings.kernel_lowering(n.op)(n, args, out)
+                if isinstance(built, kir.Block):
+                    self.emit_block(self.schedule(built, op.contraction))
+                else:
+                    for line in self.into_buffer(built, out, n):
+                        self.emit(line)
         self.var[id(n)] = out
         self.node_of[out] = n
         if into is not None and self.into is None:  # the lowering used the buffer
             self.filled.add(id(n))
         self.into = None
+
+    def arg(self, n: Node, var: str | None = None) -> lowerings.Arg:
+        """Value ``n`` (held in ``var``, by default its variable) as a lowering's operand."""
+        var = var or self.var[id(n)]
+        return lowerings.Arg(kir.Buffer(var, ishape(n), n.dtype, kir.ARG, self.layout(n)))
+
+    def layout(self, n: Node | None) -> str:
+        """What this kernel knows of ``n``'s array layout: "C" for an array it allocates
+        (or an output buffer), "F" for a 2-D transposed view, else "A" (an argument's
+        layout is known only when Numba types the kernel)."""
+        if n is None or n.op == "input":
+            return "A"
+        op = OPS.get(n.op)
+        if (op is not None and op.view and len(n.shape) == 2
+                and tuple(n.attrs.get("axes", ())) == (1, 0)):
+            # The transpose of a C array, or of an argument (C-ordered but for a caller's
+            # strided view): only "C" promises a layout the printer relies on.
+            base = n.inputs[0]
+            return "F" if isinstance(base, Node) and self.layout(base) in "CA" else "A"
+        written = self.target.get(id(n), "o").startswith("a")
+        return "C" if self.fresh_result(n) and not written else "A"
+
+    def schedule(self, block: kir.Block, product: bool) -> kir.Block:
+        """A built block with the buffer plan applied: written into ``self.into`` where it
+        only fills its result, else (a lone product) transposed where that packs faster."""
+        if self.into is not None:
+            res = block.result
+            target = kir.Buffer(self.into, res.shape, res.dtype, kir.OUT)
+            placed = schedule.write_into(block, target)
+            if placed is not None:
+                self.into = None
+                return placed
+            return block
+        if product:
+            return schedule.swap_product(block) or block
+        return block
+
+    def emit_block(self, block: kir.Block) -> None:
+        """Print a kernel IR block at the function's top level; its top-level allocations
+        become work arrays the caller passes."""
+        kir.verify(block, self.block_params(block))
+        for line in printer.block_lines(block, 1, work=self.work_array):
+            self.lines.append(line)
+
+    def block_params(self, block: kir.Block) -> list:
+        """The buffers a block reads without defining them (its operands)."""
+        defined = {s.buf.name for s in kir.walk(block.stmts)
+                   if isinstance(s, (kir.Alloc, kir.View))}
+        seen: dict = {}
+
+        def note(b: kir.Buffer) -> None:
+            if b.name not in defined:
+                seen[b.name] = b
+
+        for s in kir.walk(block.stmts):
+            for e in kir.exprs_of(s):
+                for x in kir.subexprs(e):
+                    if isinstance(x, kir.Load):
+                        note(x.buf)
+            if isinstance(s, kir.View):
+                note(s.base)
+            elif isinstance(s, kir.Store):
+                note(s.buf)
+            elif isinstance(s, kir.Gemm):
+                for o in (s.a, s.b, s.c):
+                    note(o.buf)
+            elif isinstance(s, kir.LibCall):
+                for b in s.args + s.outs:
+                    if isinstance(b, kir.Buffer):
+                        note(b)
+        return list(seen.values())
+
+    def work_array(self, buf: kir.Buffer) -> str:
+        """A work array for a top-level allocation of ``buf`` (see `work`)."""
+        self.scratch.append((tuple(buf.shape) or (1,), np.dtype(buf.dtype)))
+        return f"w{len(self.scratch) - 1}"
 
     def into_buffer(self, lines: list[str], out: str, n: Node | None = None) -> list[str]:
         """A product that BLAS writes into a new array, or a lowering that allocates its
@@ -670,28 +827,27 @@ class _Writer:
         if not in_place:
             # The epilogue loop writes the output buffer; the product gets its own.
             self.into, into = into, None
+        args = [lowerings.Arg(kir.Buffer(v, ishape(i), i.dtype, kir.ARG,
+                                         self.layout(self.node_of.get(v))))
+                if isinstance(i, Node) else v for i, v in zip(anchor.inputs, ins)]
         if op.contraction_bias:
             # The bias is part of the epilogue loop: BLAS computes only the product.
-            a, b = anchor.inputs[1], anchor.inputs[2]
-            prod = Node("matmul", (a, b), {}, tuple(anchor.shape), anchor.dtype)
-            lines = lowerings.kernel_lowering("matmul")(prod, ins[1:], mm)
+            prod = lowerings.addmm_product(anchor)
+            block = lowerings.matmul_block(prod, args[1:], mm)
             bias = anchor.inputs[0]
             bias_ref = f"{ins[0]}[{{}}]"
         else:
-            lines = lowerings.kernel_lowering(anchor.op)(anchor, ins, mm)
+            block = lowerings.kernel_lowering(anchor.op)(anchor, args, mm)
             bias, bias_ref = None, None
-        if into is not None and self.gemm_line(lines, mm):
-            self.into = into
-            lines = self.into_buffer(lines, mm)
-        elif into is not None:
+        epilogue_target, self.into = self.into, into
+        block = self.schedule(block, product=into is None)
+        if into is not None and self.into is not None:
             # The product keeps its own array; the epilogue writes the output buffer.
             in_place = False
-            self.into = into
-        swapped = into is None and self.swap_product(anchor, ins, lines)
-        if swapped:
-            lines = self.swapped_gemm(lines, mm, ins[-2:], anchor)
-        for line in lines:
-            self.emit(line)
+        elif into is None:
+            self.into = epilogue_target
+        swapped = block.result.layout == "F"
+        self.emit_block(block)
         if not in_place:
             if self.into is not None:
                 target, self.into = self.into, None
@@ -715,42 +871,6 @@ class _Writer:
         if target != out:
             self.emit(f"{out} = {target}")
 
-    def swap_product(self, anchor: Node, ins: list[str], lines: list[str]) -> bool:
-        """Whether to compute ``x @ y`` as the transposed product ``(y.T @ x.T).T`` when
-        ``y`` is a transposed view (PyTorch's ``x @ W.T``, W of layout (out, in)).
-
-        OpenBLAS packs its first column-major operand; for ``x @ W.T`` written row-major
-        that operand is W read across its rows, and packing it is slow enough to dominate
-        when x has few rows. Written transposed, the product packs W along its rows and x
-        across them. Measured (single-core OpenBLAS 0.3.31, float32, k=784, n=256): m=16
-        157 -> 82 us, m=64 336 -> 276 us, m=128 580 -> 535 us, m=256 even, m=512 +4%; at
-        n=10 and m >= 128, +60%: so only when x has fewer rows than the product columns.
-        """
-        if not self.gemm_line(lines, lines[0].split(" = ")[0]) or len(anchor.shape) != 2:
-            return False
-        y = self.node_of.get(ins[-1])
-        m, n = anchor.shape
-        # A 2-D view that swaps the axes (a transpose), read off the traits.
-        swapped = (y is not None and y.op in OPS and OPS[y.op].view
-                   and tuple(y.attrs.get("axes", ())) == (1, 0))
-        return swapped and len(y.shape) == 2 and 0 < m < n
-
-    @staticmethod
-    def swapped_gemm(lines: list[str], mm: str, xy: list[str], anchor: Node) -> list[str]:
-        """The product ``mm`` computed as its transpose into a (n, m) array, ``mm`` the
-        (F-ordered) view of it; the same operands, transposed and swapped."""
-        m, n = anchor.shape
-        call = next(line for line in lines if line.startswith("dgb.gemm_call("))
-        k = call.split(", ")[4]
-        dtype = lines[0].split(", ")[-1].rstrip(")")
-        x, y = xy
-        return [f"{mm}t = np.empty(({n}, {m}), {dtype})",
-                f"{mm}_a, {mm}_ta, {mm}_la = dgb.operand(({y}).T)",
-                f"{mm}_b, {mm}_tb, {mm}_lb = dgb.operand(({x}).T)",
-                f"dgb.gemm_call({mm}_ta, {mm}_tb, {n}, {m}, {k}, {mm}_a, {mm}_la, {mm}_b, "
-                f"{mm}_lb, 0.0, {mm}t, {m})",
-                f"{mm} = {mm}t.T"]
-
     def reduce_group(self, members: list[Node], root: Node, env: dict, out: str,
                      pre=None, post=None) -> None:
         """A reduction group; ``pre(idx, sym, indent)`` and ``post(idx, sym, indent)``
@@ -765,7 +885,7 @@ class _Writer:
         combine = _Fold(lowerings.combine_of(OPS[root.op]), spec.nan_propagates)
         acc_t = combine.how.accumulator(root.dtype)
         count = math.prod(src.shape[a] for a in axes) if nd else 1
-        init = literal(spec.identity(acc_t))
+        init = identity_literal(spec.identity(acc_t))
         body = [m for m in members if m is not root]
         outer = [d for d in range(nd) if d not in axes]
         suffix = all(a > o for a in axes for o in outer)  # reduce over trailing dims

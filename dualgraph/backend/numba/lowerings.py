@@ -26,7 +26,8 @@ import numpy as np
 from ...ir.graph import Node
 from ...ops.registry import OpDef
 from ...ops.shape import to_numpy_index
-from .blas import HAVE_CBLAS
+from .. import kir
+from .printer import dtype_name, literal
 
 
 class LoweringError(NotImplementedError):
@@ -44,8 +45,7 @@ def ishape(n: Node) -> tuple:
     return tuple(n.shape) or (1,)
 
 
-def np_dtype(dtype: np.dtype) -> str:
-    return "np.bool_" if dtype == np.bool_ else f"np.{np.dtype(dtype).name}"
+np_dtype = dtype_name
 
 
 # ------------------------------------------------------------------------- loop ops
@@ -98,7 +98,10 @@ SCALAR: dict[str, str] = {
     "log10": "np.log10({0})",
     "log1p": "np.log1p({0})",
     "expm1": "np.expm1({0})",
-    "sign": "np.sign({0})",
+    # NumPy's sign (the eager kernel): +0.0 for either zero (Numba's np.sign keeps -0.0),
+    # nan for nan.
+    "sign": "({one} if {0} > {zero} else (-{one} if {0} < {zero} else "
+            "({zero} if {0} == {zero} else {0})))",
     "floor": "np.floor({0})",
     "ceil": "np.ceil({0})",
     "round": "np.rint({0})",
@@ -118,14 +121,6 @@ SCALAR: dict[str, str] = {
     "right_shift": "({0} >> {1})",
     # --- end issue 12 math primitives ---
 }
-
-# The math functions the templates name: float32 gets dualgraph's vectorizable versions
-# (see kernels.py), everything else NumPy's (scalar libm calls).
-MATH = {
-    True: {"exp": "dgk.exp_f32", "tanh": "dgk.tanh_f32", "sigmoid": "dgk.sigmoid_f32"},
-    False: {"exp": "np.exp", "tanh": "np.tanh", "sigmoid": "dgk.sigmoid_f64"},
-}
-
 
 def scalar_template(op: str) -> str:
     """The scalar expression template of loop op ``op``."""
@@ -175,19 +170,13 @@ def combine_of(op: OpDef) -> Combine:
     return COMBINE[spec.combine]
 
 
-def literal(value: Any) -> str:
+def identity_literal(value: Any) -> str:
     """Source for a reduction's identity: an integral value is written as an int (the
-    accumulator's constructor casts it), infinities as ``np.inf``."""
+    accumulator's constructor casts it), anything else by `printer.literal`."""
     value = value.item() if isinstance(value, np.generic) else value
-    if isinstance(value, bool):
-        return repr(value)
-    if isinstance(value, float):
-        if math.isinf(value):
-            return "np.inf" if value > 0 else "-np.inf"
-        if value.is_integer():
-            return str(int(value))
-        return "np.nan" if value != value else repr(value)
-    return repr(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return literal(value)
 
 
 # --------------------------------------------------------------------- kernel ops
@@ -372,83 +361,157 @@ def _stack(node: Node, args: list, out: str) -> list:
 SMALL_MATMUL = 4096
 
 
-def _loop_matmul(out: str, x: str, y: str, m: int, k: int, n: int, dtype: np.dtype) -> list:
-    return [
-        f"{out} = np.zeros(({m}, {n}), np.{dtype.name})",
-        f"for _i in range({m}):",
-        f"    for _p in range({k}):",
-        f"        _x = {x}[_i, _p]",
-        f"        for _j in range({n}):",
-        f"            {out}[_i, _j] += _x * {y}[_p, _j]",
-    ]
+class Arg(str):
+    """An operand as a lowering receives it: its variable name (what a source-line lowering
+    formats) carrying its kernel IR buffer (``.buf``: shape, dtype, layout, what an IR
+    builder reads)."""
+
+    buf: kir.Buffer
+
+    def __new__(cls, buf: kir.Buffer) -> Arg:
+        a = str.__new__(cls, buf.name)
+        a.buf = buf
+        return a
 
 
-def _cast(var: str, node_dtype: np.dtype, x: Node) -> str:
-    return var if x.dtype == node_dtype else f"{var}.astype(np.{node_dtype.name})"
+def _converted(block: kir.Block, arg: Any, x: Node, dtype: np.dtype, name: str) -> kir.Buffer:
+    """Operand ``arg`` as a buffer of ``dtype``: itself, or a C-ordered converted copy."""
+    buf = arg.buf
+    if x.dtype == dtype:
+        return buf
+    conv = kir.Buffer(name, buf.shape, dtype)
+    block.add(kir.Alloc(conv), *copy_loops(conv, buf))
+    return conv
+
+
+def copy_loops(dst: kir.Buffer, src: kir.Buffer) -> list:
+    """``dst[...] = dtype(src[...])`` over their common shape."""
+    idx = [kir.Var(f"{dst.name}_i{d}") for d in range(len(dst.shape))]
+    at = tuple(idx) or (kir.const(0),)
+    value = src[at] if src.dtype == dst.dtype else kir.Cast(src[at], dst.dtype)
+    body: tuple = (kir.Store(dst, at, value),)
+    for v, n in reversed(list(zip(idx, dst.shape))):
+        body = (kir.Loop(v, n, body),)
+    return list(body)
+
+
+def _loop_matmul(block: kir.Block, res: kir.Buffer, x: kir.Buffer, y: kir.Buffer) -> None:
+    """A small product as loops (a BLAS call's fixed cost would dominate)."""
+    m, k = x.shape
+    n = y.shape[1]
+    i, p, j = (kir.Var(f"{res.name}_{c}") for c in "ipj")
+    xv = kir.Var(f"{res.name}_x", res.dtype)
+    zero = kir.const(0, res.dtype)
+    block.add(kir.Loop(i, m, (
+        kir.Loop(j, n, (kir.Store(res, (i, j), zero),)),
+        kir.Loop(p, k, (kir.Let(xv, x[i, p]),
+                        kir.Loop(j, n, (kir.Store(res, (i, j), xv * y[p, j], "+"),)))),
+    )))
+
+
+def _item_view(block: kir.Block, buf: kir.Buffer, name: str, batch: tuple, items: list,
+               shape: tuple) -> kir.Buffer:
+    """The matrix of batch item ``items`` of a batched operand (a broadcast batch dim
+    reads item 0): a strided view, read in place by BLAS."""
+    lead = len(batch) - (len(buf.shape) - 2)
+    idx = tuple(kir.const(0) if d == 1 and batch[lead + j] != 1 else items[lead + j]
+                for j, d in enumerate(buf.shape[:-2]))
+    view = kir.Buffer(name, shape, buf.dtype, kir.VIEW, layout="A")
+    block.add(kir.View(view, buf, "slice", idx + ((0, None, 1), (0, None, 1))))
+    return view
+
+
+def _reshaped(block: kir.Block, buf: kir.Buffer, shape: tuple, name: str) -> kir.Buffer:
+    view = kir.Buffer(name, shape, buf.dtype, kir.VIEW)
+    block.add(kir.View(view, buf, "reshape"))
+    return view
+
+
+def matmul_block(node: Node, args: list, out: str) -> kir.Block:
+    """``x @ y`` as kernel IR: one BLAS product where the batch folds into the rows (a
+    batched ``x`` against a matrix ``y``: PyTorch's linear layer on 3-D input), else one
+    per batch item on strided views of the operands (never a copy BLAS does not need)."""
+    a, b = node.inputs
+    dtype = np.dtype(node.dtype)
+    res = kir.Buffer(out, ishape(node), dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    x = _converted(block, args[0], a, dtype, f"{out}_x")
+    y = _converted(block, args[1], b, dtype, f"{out}_y")
+    ra, rb = len(a.shape), len(b.shape)
+    if ra == rb == 1:  # a dot product, stored as (1,)
+        p, acc = kir.Var(f"{out}_p"), kir.Var(f"{out}_s", dtype)
+        block.add(kir.Let(acc, kir.const(0, dtype)),
+                  kir.Loop(p, a.shape[0], (kir.Accum(acc, "add", x[p] * y[p]),)),
+                  kir.Store(res, (kir.const(0),), acc))
+        return block
+    if ra == 1:  # (k,) @ (..., k, n): a row vector
+        x = _reshaped(block, x, (1, a.shape[0]), f"{out}_xr")
+    if rb == 1:  # (..., m, k) @ (k,): a column vector
+        y = _reshaped(block, y, (b.shape[0], 1), f"{out}_yr")
+    m, k = x.shape[-2:]
+    n = y.shape[-1]
+    batch = tuple(node.shape[: len(node.shape) - (ra > 1) - (rb > 1)])
+    rows = math.prod(batch) * m
+    c2 = res if res.shape == (rows, n) else _reshaped(block, res, (rows, n), f"{out}_r")
+    if len(x.shape) == len(y.shape) == 2 and m * k * n <= SMALL_MATMUL:
+        _loop_matmul(block, c2, x, y)
+        return block
+    if k == 0 or rows == 0 or n == 0:
+        if k == 0 and rows and n:
+            i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
+            block.add(kir.Loop(i, rows, (kir.Loop(j, n, (
+                kir.Store(c2, (i, j), kir.const(0, dtype)),)),)))
+        return block
+    if len(y.shape) == 2:
+        # The batch folds into the rows of x: one product. (A C-ordered x is reshaped in
+        # place; another layout is copied once, which BLAS would need per item anyway.)
+        x2 = x if x.shape == (rows, k) else _reshaped(block, x, (rows, k), f"{out}_x2")
+        block.add(kir.Gemm(rows, n, k, kir.Operand(x2, None), kir.Operand(y, None),
+                           kir.Operand(c2, n)))
+        return block
+    # One product per batch item, each operand read in place through a strided view.
+    items = [kir.Var(f"{out}_b{d}") for d in range(len(batch))]
+    body = kir.Block()
+    xi = _item_view(body, x, f"{out}_xi", batch, items, (m, k)) if len(x.shape) > 2 else x
+    yi = _item_view(body, y, f"{out}_yi", batch, items, (k, n))
+    flat_item: kir.Expr = kir.const(0)
+    for v, d in zip(items, batch):
+        flat_item = flat_item * d + v
+    body.add(kir.Gemm(m, n, k, kir.Operand(xi, None), kir.Operand(yi, None),
+                      kir.Operand(c2, n, offset=flat_item * (m * n))))
+    nest: tuple = tuple(body.stmts)
+    for v, d in reversed(list(zip(items, batch))):
+        nest = (kir.Loop(v, d, nest),)
+    block.add(*nest)
+    return block
 
 
 @lowers("matmul")
-def _matmul(node: Node, args: list, out: str) -> list:
-    a, b = node.inputs
-    x, y = _cast(args[0], node.dtype, a), _cast(args[1], node.dtype, b)
-    ra, rb = len(a.shape), len(b.shape)
-    if ra == rb == 2 and math.prod(a.shape) * b.shape[1] <= SMALL_MATMUL:
-        return _loop_matmul(out, x, y, a.shape[0], a.shape[1], b.shape[1], node.dtype)
-    if ra <= 2 and rb <= 2:
-        if ra == rb == 1:  # np.dot of vectors is a scalar; values are stored as (1,)
-            return [f"{out} = np.full((1,), np.dot({x}, {y}), np.{node.dtype.name})"]
-        if ra == rb == 2:  # the backend's GEMM (NumPy's BLAS where it can find it)
-            m, k, n = a.shape[0], a.shape[1], b.shape[1]
-            alloc = f"{out} = np.empty(({m}, {n}), np.{node.dtype.name})"
-            if not HAVE_CBLAS:
-                return [f"{out} = dgb.gemm({x}, {y}, np.empty(({m}, {n}), "
-                        f"np.{node.dtype.name}), 0.0)"]
-            if k == 0:
-                return [f"{out} = np.zeros(({m}, {n}), np.{node.dtype.name})"]
-            if m == 0 or n == 0:
-                return [alloc]
-            # Operand layouts are resolved when Numba types the kernel (`dgb.operand`).
-            return [alloc,
-                    f"{out}_a, {out}_ta, {out}_la = dgb.operand({x})",
-                    f"{out}_b, {out}_tb, {out}_lb = dgb.operand({y})",
-                    f"dgb.gemm_call({out}_ta, {out}_tb, {m}, {n}, {k}, {out}_a, {out}_la, "
-                    f"{out}_b, {out}_lb, 0.0, {out}, {n})"]
-        return [f"{out} = np.dot({x}, {y})"]
-    # Batched: one BLAS call per batch element, operands broadcast over the batch dims.
-    sa = (1,) + tuple(a.shape) if ra == 1 else tuple(a.shape)
-    sb = tuple(b.shape) + (1,) if rb == 1 else tuple(b.shape)
-    batch = tuple(node.shape[: len(node.shape) - (ra > 1) - (rb > 1)])
-    m, n = sa[-2], sb[-1]
-    lines = [
-        f"_a = np.ascontiguousarray({x}).reshape({sa})",
-        f"_b = np.ascontiguousarray({y}).reshape({sb})",
-        f"{out}3 = np.empty({batch + (m, n)}, np.{node.dtype.name})",
-        f"for _k in np.ndindex({batch}):",
-    ]
-    ia = _batch_index(sa[:-2], batch)
-    ib = _batch_index(sb[:-2], batch)
-    opa = f"_a[{ia}]" if ia else "_a"
-    opb = f"_b[{ib}]" if ib else "_b"
-    lines.append(f"    {out}3[_k] = np.dot({opa}, {opb})")
-    lines.append(f"{out} = {out}3.reshape({ishape(node)})")
-    return lines
+def _matmul(node: Node, args: list, out: str) -> kir.Block:
+    return matmul_block(node, args, out)
 
 
-def _batch_index(shape: tuple, batch: tuple) -> str:
-    """Index expression into an operand's batch dims (broadcast ones read index 0); empty
-    for an operand without batch dims, which is used whole (Numba cannot index ``x[...]``)."""
-    lead = len(batch) - len(shape)
-    parts = [("0" if d == 1 and batch[lead + j] != 1 else f"_k[{lead + j}]")
-             for j, d in enumerate(shape)]
-    return ", ".join(parts + [":", ":"]) if parts else ""
+def addmm_product(node: Node) -> Node:
+    """The product an ``addmm`` node adds its bias to (the one place that says so)."""
+    _, a, b = node.inputs
+    return Node("matmul", (a, b), {}, tuple(node.shape), node.dtype)
 
 
 @lowers("addmm")
-def _addmm(node: Node, args: list, out: str) -> list:
-    bias, a, b = node.inputs
-    x, y = _cast(args[1], node.dtype, a), _cast(args[2], node.dtype, b)
-    prod = Node("matmul", (a, b), {}, tuple(node.shape), node.dtype)
-    return _matmul(prod, [x, y], out) + [f"{out} = {out} + {_cast(args[0], node.dtype, bias)}"]
+def _addmm(node: Node, args: list, out: str) -> kir.Block:
+    """``bias + x @ y``: the product, then the bias added in one loop over it."""
+    bias = node.inputs[0]
+    block = matmul_block(addmm_product(node), args[1:], out)
+    res = block.result
+    m, n = res.shape
+    i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
+    lead = 2 - len(bias.shape)
+    at = tuple((i, j)[lead + d] if size != 1 else kir.const(0)
+               for d, size in enumerate(bias.shape)) or (kir.const(0),)
+    load = args[0].buf[at]
+    value = load if bias.dtype == node.dtype else kir.Cast(load, node.dtype)
+    block.add(kir.Loop(i, m, (kir.Loop(j, n, (kir.Store(res, (i, j), value, "+"),)),)))
+    return block
 
 
 # ------------------------------------------------------------------------ random ops
@@ -503,7 +566,7 @@ def _rand(node: Node, args: list, out: str) -> list:
     # float32 takes 24 bits (exact, never rounded up to 1.0), float64 53.
     drop, unit = (40, 2.0 ** -24) if node.dtype == np.float32 else (11, 2.0 ** -53)
     return _draw_loop(node, args[0], out, _words_at(out, f"{out}_i", h, "    ") + [
-        f"    {out}[{out}_i] = {dt}(np.float64({h} >> {_u64(drop)}) * {unit!r})"])
+        f"    {out}[{out}_i] = {dt}(np.float64({h} >> {_u64(drop)}) * {literal(unit)})"])
 
 
 @lowers("randn")
@@ -512,10 +575,10 @@ def _randn(node: Node, args: list, out: str) -> list:
     return _draw_loop(node, args[0], out, (
         _words_at(out, f"2 * {out}_i", h, "    ")
         + _words_at(out, f"2 * {out}_i + 1", h2, "    ")
-        + [f"    {out}_u = 1.0 - np.float64({h} >> {_u64(11)}) * {2.0 ** -53!r}",
-           f"    {out}_v = np.float64({h2} >> {_u64(11)}) * {2.0 ** -53!r}",
+        + [f"    {out}_u = 1.0 - np.float64({h} >> {_u64(11)}) * {literal(2.0 ** -53)}",
+           f"    {out}_v = np.float64({h2} >> {_u64(11)}) * {literal(2.0 ** -53)}",
            f"    {out}[{out}_i] = {dt}(np.sqrt(-2.0 * np.log({out}_u)) * "
-           f"np.cos({2.0 * math.pi!r} * {out}_v))"]))
+           f"np.cos({literal(2.0 * math.pi)} * {out}_v))"]))
 
 
 @lowers("dropout")
@@ -530,11 +593,11 @@ def _dropout(node: Node, args: list, out: str) -> list:
     return (_random_base(node, args[1], out) + [
         f"{out}_x = np.ascontiguousarray({args[0]}).reshape({n})",
         f"{out} = np.empty({n}, {dt})",
-        f"{out}_s = {dt}({scale!r})",
+        f"{out}_s = {literal(scale, node.dtype)}",
         f"{out}_0 = {dt}(0.0)",
         f"for {out}_i in range({n}):",
     ] + _words_at(out, f"{out}_i", h, "    ") + [
-        f"    if np.float64({h} >> {_u64(11)}) * {2.0 ** -53!r} >= {p!r}:",
+        f"    if np.float64({h} >> {_u64(11)}) * {literal(2.0 ** -53)} >= {literal(p)}:",
         f"        {out}[{out}_i] = {out}_x[{out}_i] * {out}_s",
         "    else:",
         f"        {out}[{out}_i] = {out}_x[{out}_i] * {out}_0",
@@ -638,133 +701,167 @@ def _prod(node: Node, args: list, out: str) -> list:
 
 # ---- issue 12: normalisation and modules
 @lowers("layer_norm")
-def _layer_norm(node: Node, args: list, out: str) -> list:
+def _layer_norm(node: Node, args: list, out: str) -> kir.Block:
     """Rows of ``n`` elements (the normalised dims, flattened): two passes per row for the
     mean and the variance, accumulated in float64, then one pass writing the result."""
     x, weight, bias = node.inputs
     shape = tuple(x.shape)
     n = math.prod(shape[len(shape) - node.attrs["ndim"]:])
     m = math.prod(shape) // n if n else 0
-    dtype = np_dtype(node.dtype)
-    lines = [f"{out}_x = np.ascontiguousarray({args[0]}).reshape(({m}, {n}))"]
-    value = f"({out}_x[{out}_i, {out}_j] - {out}_mu) * {out}_r"
+    f8 = np.dtype(np.float64)
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    xr = _reshaped(block, args[0].buf, (m, n), f"{out}_x")
+    rows = _reshaped(block, res, (m, n), f"{out}_r")
+    i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
+    s, mu, v, d, r = (kir.Var(f"{out}_{c}", f8) for c in ("s", "mu", "v", "d", "rs"))
+    count = kir.const(float(n), f8)
+    value = (xr[i, j] - mu) * r
     if isinstance(weight, Node):
-        lines.append(f"{out}_w = np.ascontiguousarray({args[1]}).reshape({n})")
-        value = f"{value} * {out}_w[{out}_j]"
+        value = value * _reshaped(block, args[1].buf, (n,), f"{out}_w")[j]
     if isinstance(bias, Node):
-        lines.append(f"{out}_b = np.ascontiguousarray({args[2]}).reshape({n})")
-        value = f"{value} + {out}_b[{out}_j]"
-    return lines + [
-        f"{out} = np.empty(({m}, {n}), {dtype})",
-        f"for {out}_i in range({m}):",
-        f"    {out}_s = 0.0",
-        f"    for {out}_j in range({n}):",
-        f"        {out}_s += {out}_x[{out}_i, {out}_j]",
-        f"    {out}_mu = {out}_s / {n}",
-        f"    {out}_v = 0.0",
-        f"    for {out}_j in range({n}):",
-        f"        {out}_d = {out}_x[{out}_i, {out}_j] - {out}_mu",
-        f"        {out}_v += {out}_d * {out}_d",
-        f"    {out}_r = 1.0 / np.sqrt({out}_v / {n} + {node.attrs['eps']!r})",
-        f"    for {out}_j in range({n}):",
-        f"        {out}[{out}_i, {out}_j] = {value}",
-        f"{out} = {out}.reshape({ishape(node)})",
-    ]
+        value = value + _reshaped(block, args[2].buf, (n,), f"{out}_b")[j]
+    block.add(kir.Loop(i, m, (
+        kir.Let(s, kir.const(0.0, f8)),
+        kir.Loop(j, n, (kir.Accum(s, "add", xr[i, j]),)),
+        kir.Let(mu, s / count),
+        kir.Let(v, kir.const(0.0, f8)),
+        kir.Loop(j, n, (kir.Let(d, xr[i, j] - mu), kir.Accum(v, "add", d * d))),
+        kir.Let(r, kir.const(1.0, f8) / kir.Call(
+            "sqrt", (v / count + kir.const(float(node.attrs["eps"]), f8),), f8)),
+        kir.Loop(j, n, (kir.Store(rows, (i, j), value),)),
+    )))
+    return block
+
+
 # ---- issue 12: convolution
 # Plain loops gather (im2col) and scatter-add (col2im) the sliding windows; conv2d is im2col
 # into a scratch buffer, then one BLAS product per (sample, group) written in place into
 # the output, which is already in (N, O, oH, oW) order.
 
 
-def _window_loops(node_in: tuple, attrs: dict, cols: tuple, body: str) -> list:
+def _window_loops(node_in: tuple, attrs: dict, cols: tuple, out: str,
+                  body: Callable[[tuple, tuple], kir.Stmt]) -> kir.Loop:
     """Loops over every (sample, channel, kernel offset, window position) reading an image
-    element that lies inside the unpadded input; ``body`` uses ``_n, _c, _h, _w`` (image)
-    and ``_r, _l`` (column row and position). The columns a kernel offset reads inside the
-    image are a range computed once (``_lo``, ``_hi``): no test in the innermost loop."""
+    element that lies inside the unpadded input; ``body(image index, column index)`` is
+    the statement for one element. The columns a kernel offset reads inside the image
+    are a range computed once (``lo``, ``hi``): no test in the innermost loop."""
     _, c, h, w = node_in
     kh, kw = attrs["kernel_size"]
     dh, dw = attrs["dilation"]
     sh, sw = attrs["stride"]
     (pt, _), (pl, _) = attrs["padding"]
     n, oh, ow = cols
-    return [
-        f"for _n in range({n}):",
-        f"    for _c in range({c}):",
-        f"        for _ki in range({kh}):",
-        f"            for _kj in range({kw}):",
-        f"                _r = (_c * {kh} + _ki) * {kw} + _kj",
-        f"                _b = _kj * {dw} - {pl}",
-        f"                _lo = max(0, ({sw - 1} - _b) // {sw})",
-        f"                _hi = min({ow}, ({w - 1} - _b) // {sw} + 1)",
-        f"                for _oy in range({oh}):",
-        f"                    _h = _oy * {sh} + _ki * {dh} - {pt}",
-        f"                    if _h < 0 or _h >= {h}:",
-        "                        continue",
-        "                    for _ox in range(_lo, _hi):",
-        f"                        _w = _ox * {sw} + _b",
-        f"                        _l = _oy * {ow} + _ox",
-        f"                        {body}",
-    ]
+    v = {name: kir.Var(f"{out}_{name}") for name in
+         ("n", "c", "ki", "kj", "r", "b", "lo", "hi", "oy", "h", "ox", "w", "l")}
+    inner = kir.Loop(v["ox"], v["hi"], (
+        kir.Let(v["w"], v["ox"] * sw + v["b"]),
+        kir.Let(v["l"], v["oy"] * ow + v["ox"]),
+        body((v["n"], v["c"], v["h"], v["w"]), (v["n"], v["r"], v["l"])),
+    ), start=v["lo"])
+    rows = kir.Loop(v["oy"], oh, (
+        kir.Let(v["h"], v["oy"] * sh + v["ki"] * dh - pt),
+        kir.If(kir.Bin("or", kir.Bin("<", v["h"], kir.const(0)),
+                       kir.Bin(">=", v["h"], kir.const(h))), (kir.Jump("continue"),)),
+        inner,
+    ))
+    offsets = kir.Loop(v["kj"], kw, (
+        kir.Let(v["r"], (v["c"] * kh + v["ki"]) * kw + v["kj"]),
+        kir.Let(v["b"], v["kj"] * dw - pl),
+        kir.Let(v["lo"], kir.Call("max", (kir.const(0), (kir.const(sw - 1) - v["b"]) // sw),
+                                  kir.INDEX)),
+        kir.Let(v["hi"], kir.Call("min", (kir.const(ow), (kir.const(w - 1) - v["b"]) // sw
+                                          + 1), kir.INDEX)),
+        rows,
+    ))
+    return kir.Loop(v["n"], n, (kir.Loop(v["c"], c, (kir.Loop(v["ki"], kh, (offsets,)),)),))
 
 
-def _im2col_lines(x_node: Node, x: str, attrs: dict, out: str) -> list:
+def _im2col_into(block: kir.Block, x_node: Node, x: kir.Buffer, attrs: dict,
+                 cols: kir.Buffer) -> None:
+    """Fill ``cols`` (n, c*kh*kw, oh*ow) with the sliding windows of image ``x``: zeros
+    first, as window elements in the padding are never written."""
     from ...ops.conv import out_size
 
-    n, c, h, w = x_node.shape
-    kh, kw = attrs["kernel_size"]
-    oh, ow = out_size((h, w), (kh, kw), attrs["dilation"], attrs["padding"], attrs["stride"])
-    # zeros: window elements in the padding are never written.
-    return ([f"{out} = np.zeros(({n}, {c * kh * kw}, {oh * ow}), {np_dtype(x_node.dtype)})"]
-            + _window_loops(tuple(x_node.shape), attrs, (n, oh, ow),
-                            f"{out}[_n, _r, _l] = {x}[_n, _c, _h, _w]"))
+    n, _, h, w = x_node.shape
+    oh, ow = out_size((h, w), attrs["kernel_size"], attrs["dilation"], attrs["padding"],
+                      attrs["stride"])
+    flat = _reshaped(block, cols, (cols.size,), f"{cols.name}_f")
+    z = kir.Var(f"{cols.name}_z")
+    block.add(kir.Loop(z, cols.size, (kir.Store(flat, (z,), kir.const(0, cols.dtype)),)),
+              _window_loops(tuple(x_node.shape), attrs, (n, oh, ow), cols.name,
+                            lambda img, col: kir.Store(cols, col, x[img])))
 
 
 @lowers("im2col")
-def _im2col(node: Node, args: list, out: str) -> list:
-    return _im2col_lines(node.inputs[0], args[0], node.attrs, out)
+def _im2col(node: Node, args: list, out: str) -> kir.Block:
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    _im2col_into(block, node.inputs[0], args[0].buf, node.attrs, res)
+    return block
 
 
 @lowers("col2im")
-def _col2im(node: Node, args: list, out: str) -> list:
+def _col2im(node: Node, args: list, out: str) -> kir.Block:
     from ...ops.conv import out_size
 
     a = node.attrs
     n, c, h, w = node.shape
     oh, ow = out_size((h, w), a["kernel_size"], a["dilation"], a["padding"], a["stride"])
-    return ([f"{out} = np.zeros({tuple(node.shape)}, {np_dtype(node.dtype)})"]
-            + _window_loops(tuple(node.shape), a, (n, oh, ow),
-                            f"{out}[_n, _c, _h, _w] += {args[0]}[_n, _r, _l]"))
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    flat = _reshaped(block, res, (res.size,), f"{out}_f")
+    z = kir.Var(f"{out}_z")
+    cols = args[0].buf
+    block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, res.dtype)),)),
+              _window_loops(tuple(node.shape), a, (n, oh, ow), out,
+                            lambda img, col: kir.Store(res, img, cols[col], "+")))
+    return block
 
 
 @lowers("conv2d")
-def _conv2d(node: Node, args: list, out: str) -> list:
+def _conv2d(node: Node, args: list, out: str) -> kir.Block:
+    """im2col into a scratch buffer, then the products of every (sample, group) as one
+    strided batch of BLAS calls writing the output in its (N, O, oH, oW) order, then the
+    bias added in one loop."""
     x, w = node.inputs[:2]
     n, o, oh, ow = node.shape
     _, cg, kh, kw = w.shape
     g = node.attrs["groups"]
     og, k, length = o // g, cg * kh * kw, oh * ow
-    dt = np_dtype(node.dtype)
-    attrs = dict(node.attrs, kernel_size=(kh, kw))
-    lines = _im2col_lines(x, args[0], attrs, f"{out}_c") + [
-        f"{out}_c = {out}_c.reshape(({n}, {g}, {k}, {length}))",
-        f"{out}_w = np.ascontiguousarray({args[1]}).reshape(({g}, {og}, {k}))",
-        f"{out} = np.empty(({n}, {g}, {og}, {length}), {dt})",
-        f"for _n in range({n}):",
-        f"    for _g in range({g}):",
-        # Every operand is a C-ordered slice of an array made just above, so the BLAS
-        # call's layout is known here (no per-call-site layout helper to compile).
-        (f"        dgb.gemm_call(111, 111, {og}, {length}, {k}, {out}_w[_g], {k}, "
-         f"{out}_c[_n, _g], {length}, 0.0, {out}[_n, _g], {length})"
-         if HAVE_CBLAS and og and length and k else
-         f"        dgb.gemm({out}_w[_g], {out}_c[_n, _g], {out}[_n, _g], 0.0)"),
-        f"{out} = {out}.reshape(({n}, {o}, {length}))",
-    ]
+    dtype = np.dtype(node.dtype)
+    res = kir.Buffer(out, ishape(node), dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    cols = kir.Buffer(f"{out}_c", (n, g * k, length), dtype)
+    block.add(kir.Alloc(cols))
+    _im2col_into(block, x, args[0].buf, dict(node.attrs, kernel_size=(kh, kw)), cols)
+    wc = _reshaped(block, args[1].buf, (o * k,), f"{out}_w")  # C-ordered (copied if not)
+    item = kir.Var(f"{out}_g")
+    if og and length and k:
+        # (sample, group) pairs in order: item = sample * g + group.
+        if g == 1:
+            block.add(kir.Gemm(og, length, k, kir.Operand(wc, k, batch_stride=0),
+                               kir.Operand(cols, length, batch_stride=k * length),
+                               kir.Operand(res, length, batch_stride=og * length),
+                               batch=n))
+        if g > 1:
+            group = kir.Bin("%", item, kir.const(g))
+            block.add(kir.Loop(item, n * g, (kir.Gemm(
+                og, length, k, kir.Operand(wc, k, offset=group * (og * k)),
+                kir.Operand(cols, length, offset=item * (k * length)),
+                kir.Operand(res, length, offset=item * (og * length))),)))
+    elif n * o * length:
+        flat = _reshaped(block, res, (res.size,), f"{out}_z")
+        z = kir.Var(f"{out}_zi")
+        block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, dtype)),)))
     if len(args) == 3:
-        lines += [f"for _n in range({n}):",
-                  f"    for _o in range({o}):",
-                  f"        for _l in range({length}):",
-                  f"            {out}[_n, _o, _l] += {args[2]}[_o]"]
-    return lines + [f"{out} = {out}.reshape({tuple(node.shape)})"]
+        i, c, p = kir.Var(f"{out}_n"), kir.Var(f"{out}_o"), kir.Var(f"{out}_l")
+        r3 = _reshaped(block, res, (n, o, length), f"{out}_r")
+        block.add(kir.Loop(i, n, (kir.Loop(c, o, (kir.Loop(p, length, (
+            kir.Store(r3, (i, c, p), args[2].buf[(c,)], "+"),)),)),)))
+    return block
+
+
 # ---- issue 12: indexing
 # `index` and `index_put` (dualgraph/ops/index.py) view the operand as (P, A, Q): the
 # result's leading kept dims, the indexed dims (flattened), the trailing kept dims. With
@@ -1093,8 +1190,8 @@ def _histc(node: Node, args: list, out: str) -> list:
     bins, lo, hi = node.attrs["bins"], float(node.attrs["lo"]), float(node.attrs["hi"])
     n = math.prod(node.inputs[0].shape)
     lines = [f"{out}_x = np.ascontiguousarray({args[0]}).reshape({n})",
-             f"{out}_lo = {lo!r}",
-             f"{out}_hi = {hi!r}"]
+             f"{out}_lo = {literal(lo)}",
+             f"{out}_hi = {literal(hi)}"]
     if lo == hi:
         # The data's range (finite values only), as the NumPy kernel and PyTorch.
         lines += [
@@ -1265,20 +1362,29 @@ def _avg_pool_backward(node: Node, args: list, out: str) -> list:
 
 
 @lowers("pad")
-def _pad(node: Node, args: list, out: str) -> list:
+def _pad(node: Node, args: list, out: str) -> kir.Block:
+    """The fill value everywhere, then the kept part of the input copied in by loops (a
+    slice assignment costs Numba a generic setitem to compile)."""
     x = node.inputs[0]
-    dt = np_dtype(node.dtype)
-    lines = [f"{out} = np.full({ishape(node)}, {dt}({node.attrs['value']!r}), {dt})"]
-    src, dst = [], []
-    for n, (b, a) in zip(x.shape, node.attrs["pad"]):
-        lo, hi = max(-b, 0), n - max(-a, 0)
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res, fill=node.attrs["value"])], res)
+    src_at, dst_at, extents = [], [], []
+    for d, (size, (b, a)) in enumerate(zip(x.shape, node.attrs["pad"])):
+        lo, hi = max(-b, 0), size - max(-a, 0)
         if hi <= lo:
-            return lines  # everything was cropped: only the fill value is left
-        src.append(f"{lo}:{hi}")
-        dst.append(f"{max(b, 0)}:{max(b, 0) + hi - lo}")
-    if src:
-        lines.append(f"{out}[{', '.join(dst)}] = {args[0]}[{', '.join(src)}]")
-    return lines
+            return block  # everything was cropped: only the fill value is left
+        v = kir.Var(f"{out}_i{d}")
+        src_at.append(v + lo if lo else v)
+        dst_at.append(v + max(b, 0) if b > 0 else v)
+        extents.append((v, hi - lo))
+    if not extents:
+        return block
+    load = args[0].buf[tuple(src_at)]
+    value = load if x.dtype == node.dtype else kir.Cast(load, node.dtype)
+    nest: tuple = (kir.Store(res, tuple(dst_at), value),)
+    for v, e in reversed(extents):
+        nest = (kir.Loop(v, e, nest),)
+    return block.add(*nest)
 
 
 def _pad_loops(out: str, outer: tuple, stmt: str) -> list:
@@ -1555,7 +1661,7 @@ def _nll_frame(node: Node, args: list, out: str, xshape: tuple) -> tuple:
     if isinstance(weight, Node):
         w = _load(node, weight, args[2], f"[{t}]")
     else:
-        w = f"{np_dtype(node.dtype)}({float(weight)!r})"
+        w = literal(float(weight), node.dtype)
     return heads, ind, tat(""), xat, w, c
 
 

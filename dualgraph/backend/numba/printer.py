@@ -1,0 +1,315 @@
+"""Kernel IR to Numba source: the one place where the backend turns values into Python text.
+
+Generated source is read by people (``dg.explain`` prints it), so statements print as a
+person would write them: loops as ``for i in range(n):``, a scalar as a named local, a
+typed constant as ``np.float32(0.5)``. `literal` is the only literal printer: infinities
+and nan have no Python literal (``repr`` gives a bare ``inf``, a ``NameError`` in the
+generated module), so they print as ``np.inf`` and ``np.nan``.
+
+The module namespace the source runs in (`cache.load`'s header) provides ``np``, ``math``,
+``numba``, ``dgb`` (BLAS), ``dgk`` (vectorizable math) and ``dgc``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import kir
+from .blas import HAVE_CBLAS
+
+__all__ = ["MATH", "block_lines", "dtype_name", "expr", "literal"]
+
+# cblas transpose flags.
+NO_TRANS, TRANS = 111, 112
+
+
+def dtype_name(dtype: Any) -> str:
+    """The NumPy dtype as generated code names it (``np.float32``, ``np.bool_``)."""
+    dtype = np.dtype(dtype)
+    return "np.bool_" if dtype == np.bool_ else f"np.{dtype.name}"
+
+
+def literal(value: Any, dtype: Any = None) -> str:
+    """``value`` as source: with ``dtype``, a constant of that dtype (a bare ``2.0`` would
+    make a float32 loop float64; an index-typed int stays bare); without, a plain Python
+    literal. Infinities and nan print as ``np.inf``/``np.nan``, never as bare names."""
+    value = value.item() if isinstance(value, np.generic) else value
+    if dtype is None:
+        if isinstance(value, float) and not math.isfinite(value):
+            return "np.nan" if value != value else ("np.inf" if value > 0 else "-np.inf")
+        return repr(value)
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return "True" if value else "False"
+    if dtype.kind == "f":
+        return f"{dtype_name(dtype)}({literal(float(value))})"
+    if dtype.kind == "c":
+        return f"{dtype_name(dtype)}({literal(complex(value))})"
+    if dtype == kir.INDEX:
+        return str(int(value))
+    return f"{dtype_name(dtype)}({int(value)})"
+
+
+# The math functions a `kir.Call` names, by dtype: float32 gets dualgraph's vectorizable
+# versions (see kernels.py), everything else NumPy's (scalar libm calls in a loop).
+MATH = {
+    True: {"exp": "dgk.exp_f32", "tanh": "dgk.tanh_f32", "sigmoid": "dgk.sigmoid_f32"},
+    False: {"exp": "np.exp", "tanh": "np.tanh", "sigmoid": "dgk.sigmoid_f64"},
+}
+_CALLS = {"abs": "abs", "erf": "math.erf", "min": "min", "max": "max", "int": "int",
+          "float": "float", "bool": "bool"}
+
+
+def call_name(fn: str, dtype: Any) -> str:
+    """The generated name of math function ``fn`` at ``dtype``."""
+    table = MATH[np.dtype(dtype) == np.float32]
+    return table.get(fn) or _CALLS.get(fn) or f"np.{fn}"
+
+
+def expr(e: Any) -> str:
+    """An expression as Numba source (fully parenthesised where it nests)."""
+    if isinstance(e, kir.Const):
+        return literal(e.value, e.dtype)
+    if isinstance(e, kir.Var):
+        return e.name
+    if isinstance(e, kir.Load):
+        return f"{e.buf.name}[{', '.join(expr(i) for i in e.index)}]"
+    if isinstance(e, kir.Bin):
+        return f"({expr(e.a)} {e.op} {expr(e.b)})"
+    if isinstance(e, kir.Un):
+        return f"({e.op}{' ' if e.op == 'not' else ''}{expr(e.a)})"
+    if isinstance(e, kir.Call):
+        return f"{call_name(e.fn, e.dtype)}({', '.join(expr(a) for a in e.args)})"
+    if isinstance(e, kir.Select):
+        return f"({expr(e.a)} if {expr(e.cond)} else {expr(e.b)})"
+    if isinstance(e, kir.Cast):
+        if e.dtype == np.bool_:
+            return f"bool({expr(e.a)})"
+        return f"{dtype_name(e.dtype)}({expr(e.a)})"
+    if isinstance(e, kir.Buffer):
+        return e.name
+    if isinstance(e, (int, float, bool, np.generic)):
+        return literal(e)
+    raise TypeError(f"not a kernel IR expression: {e!r}")
+
+
+def _shape(shape: tuple) -> str:
+    return repr(tuple(shape) or (1,))
+
+
+def _slice(arg: tuple) -> str:
+    parts = []
+    for e in arg:
+        if isinstance(e, tuple):
+            start, stop, step = e
+            parts.append(f"{start}:{'' if stop is None else stop}:{step}")
+        else:
+            parts.append(expr(kir.const(e)))
+    return ", ".join(parts)
+
+
+def _operand(o: kir.Operand, item: str | None, flat: bool = False) -> str:
+    """A GEMM operand as the array whose first element is the matrix's first element
+    (``flat``: always a 1-D view)."""
+    off = kir.const(o.offset)
+    if item is not None and o.batch_stride:
+        step = kir.Bin("*", kir.Var(item), kir.const(o.batch_stride))
+        off = step if off == kir.const(0) else off + step
+    if off == kir.const(0) and o.buf.layout == "C" and not flat:
+        return o.buf.name
+    return f"{o.buf.name}.reshape({o.buf.size})[{expr(off)}:]"
+
+
+class Printer:
+    """Prints statements as indented lines. ``work(buf)``, when given, names the work
+    array a top-level allocation takes (an array the caller passes once instead of an
+    allocation per call) or returns None to allocate in the kernel."""
+
+    def __init__(self, work: Callable[[kir.Buffer], str | None] | None = None) -> None:
+        self.work = work
+        self.lines: list[str] = []
+        self.tmp = 0
+
+    def emit(self, text: str, indent: int) -> None:
+        self.lines.append("    " * indent + text)
+
+    def block(self, stmts: Any, indent: int) -> None:
+        for s in stmts:
+            self.stmt(s, indent)
+
+    def stmt(self, s: Any, indent: int) -> None:  # noqa: C901 - one case per statement
+        if isinstance(s, kir.Alloc):
+            b = s.buf
+            if s.fill is None:
+                name = self.work(b) if self.work is not None and indent == 1 else None
+                self.emit(f"{b.name} = {name}" if name else
+                          f"{b.name} = np.empty({_shape(b.shape)}, {dtype_name(b.dtype)})",
+                          indent)
+            else:
+                self.emit(f"{b.name} = np.full({_shape(b.shape)}, "
+                          f"{literal(s.fill, b.dtype)}, {dtype_name(b.dtype)})", indent)
+        elif isinstance(s, kir.View):
+            self.emit(f"{s.buf.name} = {self.view(s)}", indent)
+        elif isinstance(s, kir.Let):
+            self.emit(f"{s.var.name} = {expr(s.value)}", indent)
+        elif isinstance(s, kir.Store):
+            op = f"{s.combine}=" if s.combine else "="
+            idx = ", ".join(expr(i) for i in s.index) or "0"
+            self.emit(f"{s.buf.name}[{idx}] {op} {expr(s.value)}", indent)
+        elif isinstance(s, kir.Loop):
+            rng = "numba.prange" if s.parallel else "range"
+            bounds = [expr(kir.const(s.extent))]
+            if s.start != 0 or s.step != 1:
+                bounds.insert(0, expr(kir.const(s.start)))
+            if s.step != 1:
+                bounds.append(str(s.step))
+            self.emit(f"for {s.var.name} in {rng}({', '.join(bounds)}):", indent)
+            self.block(s.body, indent + 1)
+            if not s.body:
+                self.emit("pass", indent + 1)
+        elif isinstance(s, kir.If):
+            self.emit(f"if {expr(s.cond)}:", indent)
+            self.block(s.then, indent + 1)
+            if not s.then:
+                self.emit("pass", indent + 1)
+            if s.orelse:
+                self.emit("else:", indent)
+                self.block(s.orelse, indent + 1)
+        elif isinstance(s, kir.Accum):
+            self.accum(s, indent)
+        elif isinstance(s, kir.Gemm):
+            self.gemm(s, indent)
+        elif isinstance(s, kir.LibCall):
+            self.libcall(s, indent)
+        elif isinstance(s, kir.Raise):
+            self.emit(f"raise {s.kind}({s.message!r})", indent)
+        elif isinstance(s, kir.Jump):
+            self.emit(s.kind, indent)
+        elif isinstance(s, kir.Comment):
+            self.emit(f"# {s.text}", indent)
+        else:
+            raise TypeError(f"not a kernel IR statement: {s!r}")
+
+    def view(self, s: kir.View) -> str:
+        base = s.base.name
+        if s.how == "alias":
+            return base
+        if s.how == "reshape":
+            src = base if s.base.layout == "C" else f"np.ascontiguousarray({base})"
+            return f"{src}.reshape({_shape(s.buf.shape)})"
+        if s.how == "transpose":
+            axes = tuple(s.arg)
+            if len(axes) < 2:
+                return base
+            if axes == tuple(reversed(range(len(axes)))):
+                # .T keeps Numba's layout exact (C becomes F).
+                return f"{base}.T"
+            return f"np.transpose({base}, {axes})"
+        return f"{base}[{_slice(s.arg)}]"
+
+    def accum(self, s: kir.Accum, indent: int) -> None:
+        acc = s.var.name
+        if s.combine in ("add", "mul"):
+            op = "+=" if s.combine == "add" else "*="
+            value = s.value
+            if value.dtype != s.var.dtype:
+                value = kir.Cast(value, s.var.dtype)
+            self.emit(f"{acc} {op} {expr(value)}", indent)
+            return
+        better = ">" if s.combine == "maximum" else "<"
+        self.tmp += 1
+        tmp = f"{acc}_m{self.tmp}"
+        self.emit(f"{tmp} = {expr(s.value)}", indent)
+        # A comparison is false against nan: where nan must win (np.max), test for it.
+        nan = f" or {tmp} != {tmp}" if s.nan_propagates else ""
+        self.emit(f"if {tmp} {better} {acc}{nan}:", indent)
+        self.emit(f"{acc} = {tmp}", indent + 1)
+
+    def gemm(self, g: kir.Gemm, indent: int) -> None:
+        if g.m == 0 or g.n == 0 or g.batch == 0:
+            return
+        item = None
+        if g.batch != 1:
+            self.tmp += 1
+            item = f"_g{self.tmp}"
+            self.emit(f"for {item} in range({g.batch}):", indent)
+            indent += 1
+        c = g.c
+        if g.k == 0:
+            if g.beta == 0:
+                flat = _operand(c, item, flat=True)
+                self.emit(f"for _i in range({g.m}):", indent)
+                self.emit(f"{flat}[_i * {c.ld}:_i * {c.ld} + {g.n}] = 0", indent + 1)
+            return
+        if not (g.a.resolved and g.b.resolved):
+            # Operand layouts known when Numba types the kernel (`dgb.operand`).
+            if not HAVE_CBLAS:
+                self.emit(f"dgb.gemm({g.a.buf.name}, {g.b.buf.name}, "
+                          f"{_operand(c, item)}.reshape(({g.m}, {g.n})), "
+                          f"{literal(float(g.beta))})", indent)
+                return
+            ops = []
+            for o, t in ((g.a, g.ta), (g.b, g.tb)):
+                name = o.buf.name
+                if o.resolved:
+                    ops.append((_operand(o, item), str(TRANS if t else NO_TRANS), str(o.ld)))
+                else:
+                    self.emit(f"{name}_o, {name}_t, {name}_l = dgb.operand({name})", indent)
+                    ops.append((f"{name}_o", f"{name}_t", f"{name}_l"))
+            (a, ta, la), (b, tb, lb) = ops
+            self.emit(f"dgb.gemm_call({ta}, {tb}, {g.m}, {g.n}, {g.k}, {a}, {la}, {b}, {lb}, "
+                      f"{literal(float(g.beta))}, {_operand(c, item)}, {c.ld})", indent)
+            return
+        if HAVE_CBLAS:
+            self.emit(f"dgb.gemm_call({TRANS if g.ta else NO_TRANS}, "
+                      f"{TRANS if g.tb else NO_TRANS}, {g.m}, {g.n}, {g.k}, "
+                      f"{_operand(g.a, item)}, {g.a.ld}, {_operand(g.b, item)}, {g.b.ld}, "
+                      f"{literal(float(g.beta))}, {_operand(c, item)}, {c.ld})", indent)
+            return
+        # No cblas: the product as loops over flat views (a fallback, not a fast path).
+        a, b, cc = (_operand(o, item, flat=True) for o in (g.a, g.b, c))
+        at = (lambda i, p: f"{a}[{p} * {g.a.ld} + {i}]") if g.ta else (
+            lambda i, p: f"{a}[{i} * {g.a.ld} + {p}]")
+        bt = (lambda p, j: f"{b}[{j} * {g.b.ld} + {p}]") if g.tb else (
+            lambda p, j: f"{b}[{p} * {g.b.ld} + {j}]")
+        self.emit(f"for _i in range({g.m}):", indent)
+        self.emit(f"for _j in range({g.n}):", indent + 1)
+        init = f"{cc}[_i * {c.ld} + _j]" if g.beta else literal(0, c.buf.dtype)
+        self.emit(f"_s = {init}", indent + 2)
+        self.emit(f"for _p in range({g.k}):", indent + 2)
+        self.emit(f"_s += {at('_i', '_p')} * {bt('_p', '_j')}", indent + 3)
+        self.emit(f"{cc}[_i * {c.ld} + _j] = _s", indent + 2)
+
+    def libcall(self, s: kir.LibCall, indent: int) -> None:
+        try:
+            template = LIBRARY[s.fn]
+        except KeyError:
+            raise TypeError(f"the Numba printer has no library routine {s.fn!r}") from None
+        args = [expr(a) if isinstance(a, (kir.Expr, kir.Buffer)) else literal(a)
+                for a in s.args]
+        outs = [b.name for b in s.outs]
+        self.emit(template.format(*args, out=outs[0] if outs else None), indent)
+
+
+# Library routines a `kir.LibCall` names: the source template over its arguments ({0},
+# {1}, ...) and its first output ({out}).
+LIBRARY: dict[str, str] = {
+    # adds a float32 block to its float64 lanes as one vector (kernels.fold_lanes)
+    "fold_lanes": "dgk.fold_lanes({out}, {0}, {1})",
+    # a stable sort's permutation of a 1-D buffer
+    "argsort": "{out}[:] = np.argsort({0}, kind='mergesort')",
+    # the copy of a whole buffer into another of the same size
+    "copy": "{out}.reshape({out}.size)[:] = np.ascontiguousarray({0}).reshape({0}.size)",
+}
+
+
+def block_lines(stmts: Any, indent: int = 1,
+                work: Callable[[kir.Buffer], str | None] | None = None) -> list[str]:
+    """Statements (a `kir.Block` or a list) as source lines at ``indent``."""
+    p = Printer(work)
+    p.block(stmts.stmts if isinstance(stmts, kir.Block) else stmts, indent)
+    return p.lines

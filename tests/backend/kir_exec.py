@@ -1,0 +1,158 @@
+"""A plain NumPy/Python executor of the kernel IR, for tests only.
+
+It gives every statement its meaning directly (a loop runs, a store writes one element, a
+GEMM multiplies strided matrices), with no generated source in between: a block printed
+for Numba and the same block run here must agree, which checks that the IR means what it
+says and that the printer prints what the IR means.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dualgraph.backend import kir
+
+_BIN = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b, "//": lambda a, b: a // b, "%": lambda a, b: a % b,
+    "**": lambda a, b: a ** b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
+    "^": lambda a, b: a ^ b, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+    "and": lambda a, b: a and b, "or": lambda a, b: a or b,
+}
+_CALL = {"erf": math.erf, "abs": abs, "min": min, "max": max,
+         "sigmoid": lambda x: 1 / (1 + np.exp(-x))}
+
+
+class _JumpError(Exception):
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+
+def run(stmts: Any, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Execute ``stmts`` with ``arrays`` bound to the parameter buffers' names; returns
+    every buffer by name (parameters written in place)."""
+    env: dict[str, Any] = dict(arrays)
+    _block(stmts.stmts if isinstance(stmts, kir.Block) else stmts, env, {})
+    return env
+
+
+def value(e: Any, env: dict, sc: dict) -> Any:
+    if isinstance(e, kir.Const):
+        return np.array(e.value, e.dtype)[()] if e.dtype != kir.INDEX else int(e.value)
+    if isinstance(e, kir.Var):
+        return sc[e.name]
+    if isinstance(e, kir.Load):
+        idx = tuple(int(value(i, env, sc)) for i in e.index)
+        arr = env[e.buf.name]
+        return arr.reshape(-1)[0] if arr.ndim == 0 or not e.buf.shape else arr[idx]
+    if isinstance(e, kir.Bin):
+        return _BIN[e.op](value(e.a, env, sc), value(e.b, env, sc))
+    if isinstance(e, kir.Un):
+        a = value(e.a, env, sc)
+        return -a if e.op == "-" else (~a if e.op == "~" else not a)
+    if isinstance(e, kir.Call):
+        args = [value(a, env, sc) for a in e.args]
+        fn = _CALL.get(e.fn) or getattr(np, e.fn)
+        return np.array(fn(*args)).astype(e.dtype)[()]
+    if isinstance(e, kir.Select):
+        return value(e.a, env, sc) if value(e.cond, env, sc) else value(e.b, env, sc)
+    if isinstance(e, kir.Cast):
+        return np.array(value(e.a, env, sc)).astype(e.dtype)[()]
+    raise TypeError(e)
+
+
+def _flat(env: dict, o: kir.Operand, item: int, sc: dict) -> tuple[np.ndarray, int]:
+    offset = int(value(kir.const(o.offset), env, sc))
+    return env[o.buf.name].reshape(-1), offset + item * o.batch_stride
+
+
+def _matrix(env: dict, o: kir.Operand, item: int, shape: tuple, sc: dict) -> np.ndarray:
+    """A GEMM operand as a 2-D array: read through its leading dimension, or (``ld``
+    None) the buffer itself."""
+    if not o.resolved:
+        return np.asarray(env[o.buf.name]).reshape(shape)
+    flat, off = _flat(env, o, item, sc)
+    rows, cols = shape
+    return np.stack([flat[off + r * o.ld: off + r * o.ld + cols] for r in range(rows)])
+
+
+def _block(stmts: Any, env: dict, sc: dict) -> None:  # noqa: C901 - one case per statement
+    for s in stmts:
+        if isinstance(s, kir.Alloc):
+            env[s.buf.name] = (np.empty(s.buf.shape or (1,), s.buf.dtype) if s.fill is None
+                               else np.full(s.buf.shape or (1,), s.fill, s.buf.dtype))
+        elif isinstance(s, kir.View):
+            base = env[s.base.name]
+            if s.how == "alias":
+                env[s.buf.name] = base
+            elif s.how == "reshape":
+                env[s.buf.name] = np.ascontiguousarray(base).reshape(s.buf.shape or (1,))
+            elif s.how == "transpose":
+                env[s.buf.name] = np.transpose(base, s.arg)
+            else:
+                env[s.buf.name] = base[tuple(slice(*e) if isinstance(e, tuple) else
+                                             int(value(kir.const(e), env, sc))
+                                             for e in s.arg)]
+        elif isinstance(s, kir.Let):
+            sc[s.var.name] = value(s.value, env, sc)
+        elif isinstance(s, kir.Store):
+            arr = env[s.buf.name]
+            idx = tuple(int(value(i, env, sc)) for i in s.index)
+            v = value(s.value, env, sc)
+            if s.combine:
+                v = _BIN[s.combine](arr[idx], v)
+            arr[idx] = v
+        elif isinstance(s, kir.Loop):
+            start, stop = int(value(kir.const(s.start), env, sc)), int(
+                value(kir.const(s.extent), env, sc))
+            for i in range(start, stop, s.step):
+                sc[s.var.name] = i
+                try:
+                    _block(s.body, env, sc)
+                except _JumpError as j:
+                    if j.kind == "break":
+                        break
+        elif isinstance(s, kir.If):
+            _block(s.then if value(s.cond, env, sc) else s.orelse, env, sc)
+        elif isinstance(s, kir.Accum):
+            acc, v = sc[s.var.name], value(s.value, env, sc)
+            if s.combine == "add":
+                acc = acc + v
+            elif s.combine == "mul":
+                acc = acc * v
+            elif (v > acc if s.combine == "maximum" else v < acc) or (
+                    s.nan_propagates and v != v):
+                acc = v
+            sc[s.var.name] = np.array(acc).astype(s.var.dtype)[()]
+        elif isinstance(s, kir.Gemm):
+            for item in range(s.batch):
+                am = _matrix(env, s.a, item, (s.k, s.m) if s.ta else (s.m, s.k), sc)
+                bm = _matrix(env, s.b, item, (s.n, s.k) if s.tb else (s.k, s.n), sc)
+                c, oc = _flat(env, s.c, item, sc)
+                prod = (am.T if s.ta else am) @ (bm.T if s.tb else bm)
+                for r in range(s.m):
+                    row = c[oc + r * s.c.ld: oc + r * s.c.ld + s.n]
+                    row[:] = prod[r] + (s.beta * row if s.beta else 0)
+        elif isinstance(s, kir.LibCall):
+            args = [env[a.name] if isinstance(a, kir.Buffer) else
+                    value(a, env, sc) if isinstance(a, kir.Expr) else a for a in s.args]
+            out = env[s.outs[0].name] if s.outs else None
+            if s.fn == "argsort":
+                out[:] = np.argsort(args[0], kind="mergesort")
+            elif s.fn == "copy":
+                out.reshape(-1)[:] = np.ascontiguousarray(args[0]).reshape(-1)
+            elif s.fn == "fold_lanes":
+                lanes = out
+                for j in range(int(args[1])):
+                    lanes[j % lanes.size] += np.float64(args[0][j])
+            else:
+                raise TypeError(f"no library routine {s.fn!r}")
+        elif isinstance(s, kir.Raise):
+            raise {"IndexError": IndexError, "ValueError": ValueError}[s.kind](s.message)
+        elif isinstance(s, kir.Jump):
+            raise _JumpError(s.kind)

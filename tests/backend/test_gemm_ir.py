@@ -1,0 +1,114 @@
+"""Products as kernel IR GEMMs: a batch folded into the rows (a linear layer on 3-D input)
+or into the inner dimension (a weight gradient summed over the batch) is one BLAS call;
+other batched products are one call per item on strided views, never a copy."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import dualgraph as dg
+from dualgraph.backend import kir, schedule
+
+from ..compile_helpers import assert_b3
+
+
+def _source(fn, *arrays) -> str:
+    return dg.explain(fn, *(dg.tensor(a) for a in arrays)).numba_source
+
+
+def _check(fn, *arrays) -> None:
+    f = dg.compile(fn)
+    ts = [dg.tensor(a) for a in arrays]
+    got = f(*ts)
+    assert f.stats.kernels >= 1
+    want = fn(*ts)
+    for g, w in zip(got if isinstance(got, tuple) else (got,),
+                    want if isinstance(want, tuple) else (want,)):
+        assert_b3(g.numpy(), w.numpy())
+
+
+def _rng(*shape: int, dtype=np.float32) -> np.ndarray:
+    return np.random.default_rng(sum(shape)).standard_normal(shape).astype(dtype)
+
+
+def linear3d(x, w):
+    return x @ w.T
+
+
+def test_a_batch_against_a_matrix_is_one_product():
+    x, w = _rng(4, 16, 32), _rng(24, 32)
+    src = _source(linear3d, x, w)
+    assert src.count("dgb.gemm_call(") == 1
+    assert "gemm_call(" in src and "np.dot" not in src
+    assert "_b0 in range" not in src  # no loop over the batch
+    _check(linear3d, x, w)
+
+
+def weight_grad(x, g):
+    return (x.transpose(1, 2) @ g).sum(0)
+
+
+def test_a_batch_summed_product_is_one_product():
+    # float64: one sum in another order than eager's per-item products and sum (float32
+    # differs in the last bits, as any two BLAS orders do)
+    x, g = _rng(4, 16, 32, dtype=np.float64), _rng(4, 16, 24, dtype=np.float64)
+    src = _source(weight_grad, x, g)
+    assert src.count("dgb.gemm_call(112, 111, 32, 24, 64,") == 1  # x.T @ g over 4 x 16 rows
+    assert "_b0 in range" not in src
+    _check(weight_grad, x, g)
+
+
+def weight_grad_and_product(x, g):
+    p = x.transpose(1, 2) @ g
+    return p.sum(0), p * 2.0
+
+
+def test_a_product_read_elsewhere_is_not_folded():
+    x, g = _rng(4, 16, 32, dtype=np.float64), _rng(4, 16, 24, dtype=np.float64)
+    src = _source(weight_grad_and_product, x, g)
+    assert "_b0 in range(4)" in src  # per item: the products themselves are needed
+    _check(weight_grad_and_product, x, g)
+
+
+def attention_scores(q, k):
+    # q's heads come out of a (batch, seq, heads, dim) layout: a strided view
+    return q.transpose(1, 2) @ k.transpose(-2, -1)
+
+
+def test_batched_products_read_strided_views_in_place():
+    q, k = _rng(2, 16, 3, 8), _rng(2, 3, 16, 8)
+    src = _source(attention_scores, q, k)
+    assert "ascontiguousarray" not in src
+    assert "dgb.operand(" in src
+    _check(attention_scores, q, k)
+
+
+def test_swap_product_is_a_pass_on_structure():
+    x = kir.Buffer("x", (4, 16), np.float32, kir.ARG)
+    wt = kir.Buffer("w", (16, 32), np.float32, kir.ARG, layout="F")
+    res = kir.Buffer("r", (4, 32), np.float32)
+    block = kir.Block([kir.Alloc(res), kir.Gemm(4, 32, 16, kir.Operand(x, None),
+                                                kir.Operand(wt, None), kir.Operand(res, 32))],
+                      res)
+    swapped = schedule.swap_product(block)
+    assert swapped is not None and swapped.result.layout == "F"
+    kir.verify(swapped, [x, wt])
+    assert "gemm NN 32x4x16 rt ld=4 = r_yt ld=? @ r_xt ld=?" in kir.format_block(swapped)
+    wide = kir.Buffer("r", (64, 32), np.float32)
+    xs = kir.Buffer("x", (64, 16), np.float32, kir.ARG)
+    tall = kir.Block([kir.Alloc(wide), kir.Gemm(64, 32, 16, kir.Operand(xs, None),
+                                                kir.Operand(wt, None),
+                                                kir.Operand(wide, 32))], wide)
+    assert schedule.swap_product(tall) is None  # more rows than columns: as it is
+
+
+def test_write_into_replaces_the_allocation():
+    res = kir.Buffer("r", (3,), np.float64)
+    out = kir.Buffer("o0", (3,), np.float64, kir.OUT)
+    i = kir.Var("i")
+    block = kir.Block([kir.Alloc(res), kir.Loop(i, 3, (kir.Store(res, (i,), kir.const(
+        1.0, np.float64)),))], res)
+    placed = schedule.write_into(block, out)
+    assert placed is not None
+    assert placed.stmts[0] == kir.View(res, out, "alias")
+    assert schedule.write_into(block, kir.Buffer("o0", (4,), np.float64, kir.OUT)) is None
