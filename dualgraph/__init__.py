@@ -55,7 +55,7 @@ from .trace.autodiff import differentiate
 from .trace.tracer import trace
 
 # isort: split
-# Issue 12: math, tests, bitwise ops, casts and constructors (ops/math.py, eager/creation.py).
+# math, tests, bitwise ops, casts and constructors (ops/math.py, eager/creation.py).
 from .eager.creation import empty, empty_like, eye, full_like, linspace, ones_like, zeros_like
 from .ops.math import (
     acos,
@@ -128,8 +128,8 @@ from .ops.math import (
 )
 
 # isort: split
-# Issue 12: scans and sorting (ops/scan.py).
-# Issue 12: shape ops (ops/shape_extra.py, ops/einsum.py). The matrix trace is only the
+# scans and sorting (ops/scan.py).
+# shape ops (ops/shape_extra.py, ops/einsum.py). The matrix trace is only the
 # method t.trace(): dg.trace is the tracer (API.md B1).
 from .ops.einsum import einsum
 from .ops.scan import (
@@ -219,7 +219,7 @@ __all__ = [
     "sigmoid", "sin", "softmax", "sqrt", "stack", "sum", "tanh", "tensor", "testing", "transpose",
     "where", "zeros",
 ]
-# Issue 12 (ops/math.py, eager/creation.py).
+# Math and constructors (ops/math.py, eager/creation.py).
 __all__ += [
     "empty", "empty_like", "eye", "full_like", "linspace", "ones_like", "zeros_like", "acos",
     "acosh", "add", "all", "allclose", "amax", "amin", "any", "arctan2", "asin", "asinh",
@@ -234,7 +234,7 @@ __all__ += [
 ]
 
 # isort: split
-# Issue 12: indexing (ops/index.py). dg.where also takes the condition alone (nonzero).
+# indexing (ops/index.py). dg.where also takes the condition alone (nonzero).
 from .ops.index import (  # noqa: E402
     argwhere,
     gather,
@@ -259,7 +259,7 @@ __all__ += [
     "take_along_dim",
 ]
 
-# Issue 12: scans and sorting (ops/scan.py).
+# scans and sorting (ops/scan.py).
 __all__ += [
     "argsort", "bucketize", "count_nonzero", "cummax", "cummin", "cumprod", "cumsum", "histc",
     "kthvalue", "logcumsumexp", "median", "msort", "nanmedian", "searchsorted", "sort", "topk",

@@ -126,7 +126,7 @@ def chain_data(n: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ cnn and transformer
-# name -> sizes of the model workloads (issue 12): the full size and the --quick one.
+# name -> sizes of the model workloads: the full size and the --quick one.
 CNN_SIZES: dict[str, dict[str, int]] = {
     "cnn": {"batch": 64, "image": 28},
     "cnn-quick": {"batch": 8, "image": 28},

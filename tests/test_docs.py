@@ -74,3 +74,13 @@ def test_page_names_no_issue_or_machine_path(page: Path) -> None:
 ])
 def test_the_check_catches_what_it_should(text: str, bad: bool) -> None:
     assert bool(forbidden_phrases(text)) == bad
+
+
+SOURCES = sorted((ROOT / "dualgraph").rglob("*.py"))
+
+
+def test_package_source_names_no_issue_or_machine_path() -> None:
+    """Code, comments and docstrings describe what is, like the pages."""
+    found = [f"{p.relative_to(ROOT).as_posix()}:{hit}"
+             for p in SOURCES for hit in forbidden_phrases(p.read_text())]
+    assert not found, "the package reads like a lab notebook:\n" + "\n".join(found)

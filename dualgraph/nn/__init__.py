@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 # isort: split
-# Issue 12: activation modules.
+# activation modules.
 from .modules import (  # noqa: E402
     CELU,
     ELU,
@@ -49,7 +49,7 @@ __all__ += [
 ]
 
 # isort: split
-# Issue 12: normalisation and modules.
+# normalisation and modules.
 from .modules import (  # noqa: E402
     BatchNorm1d,
     BatchNorm2d,
@@ -67,15 +67,15 @@ __all__ += [
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "Identity", "InstanceNorm1d",
     "InstanceNorm2d", "LayerNorm", "ModuleDict", "ModuleList",
 ]
-# Issue 12: convolution modules.
+# convolution modules.
 from .modules import Conv1d, Conv2d, ConvTranspose2d, Fold, Unfold  # noqa: E402
 
 __all__ += ["Conv1d", "Conv2d", "ConvTranspose2d", "Fold", "Unfold"]
-# Issue 12: indexing.
+# indexing.
 from .modules import Embedding  # noqa: E402
 
 __all__ += ["Embedding"]
-# Issue 12: pooling, resampling and reshaping modules.
+# pooling, resampling and reshaping modules.
 from .modules import (  # noqa: E402
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -94,7 +94,7 @@ __all__ += [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
     "AvgPool1d", "AvgPool2d", "Flatten", "MaxPool1d", "MaxPool2d", "Unflatten", "Upsample",
 ]
-# Issue 12: losses and attention.
+# losses and attention.
 from .modules import (  # noqa: E402
     BCELoss,
     CosineSimilarity,

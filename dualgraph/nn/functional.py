@@ -139,7 +139,7 @@ def dropout(input: Any, p: float = 0.5, training: bool = True,  # noqa: A002
     return _inplace(input, RND.dropout(input, key, p, stream), inplace)
 
 
-# ============================================================================ issue 12
+# =====================================================================================
 # Activations, all compositions of registry ops (ops/elementwise.py, ops/math.py): they need
 # no lowering of their own and fuse into one loop when compiled. Where PyTorch's gradient at
 # a kink is a convention, the `where` branches pick the same side as PyTorch.
@@ -275,7 +275,7 @@ __all__ += [
 ]
 
 
-# ---- issue 12: normalisation and modules
+# ---- normalisation and modules
 # `layer_norm` is a registry primitive (ops/norm.py); batch, group and instance norm are
 # compositions. Running statistics are updated in place under `no_grad`, so a compiled call
 # writes them back exactly as an eager call changes them (see `Module.register_buffer`).
@@ -401,7 +401,7 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
 
 
 __all__ += ["batch_norm", "group_norm", "instance_norm", "layer_norm"]
-# ============================================================== issue 12: convolution
+# ============================================================== convolution
 # conv2d is one primitive (ops/conv.py, PyTorch's ConvolutionBackward0); conv1d runs it with
 # a unit height; conv_transpose2d, unfold and fold are matrix products and im2col / col2im.
 # Arguments are checked here with PyTorch's messages, then made canonical: pairs, and
@@ -610,7 +610,7 @@ def fold(input: Any, output_size: Any, kernel_size: Any, dilation: Any = 1,  # n
 
 
 __all__ += ["conv1d", "conv2d", "conv_transpose2d", "fold", "unfold"]
-# ---- issue 12: indexing (dualgraph/ops/index.py)
+# ---- indexing (dualgraph/ops/index.py)
 def one_hot(tensor: Any, num_classes: int = -1) -> Any:
     """int64 one-hot encoding, ``tensor.shape + (num_classes,)``; the default
     ``num_classes=-1`` (``max + 1``) depends on the data, so it runs eagerly only."""
@@ -633,7 +633,7 @@ def embedding(input: Any, weight: Any, padding_idx: int | None = None,  # noqa: 
 
 
 __all__ += ["embedding", "one_hot"]
-# ============================================================ issue 12: pooling and padding
+# ============================================================ pooling and padding
 # Pooling, padding and resampling live in `dualgraph.ops.pool` (primitives and the argument
 # rules); these are PyTorch's functional spellings of them.
 from ..ops.pool import (  # noqa: E402
@@ -660,7 +660,7 @@ __all__ += [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
     "avg_pool1d", "avg_pool2d", "interpolate", "max_pool1d", "max_pool2d", "pad", "upsample",
 ]
-# ============================================================================ issue 12
+# =====================================================================================
 # Losses and attention. softmax, log_softmax and nll_loss are primitives (ops/nnops.py):
 # cross_entropy with integer targets is two ops forward and two backward, as in PyTorch.
 

@@ -681,7 +681,7 @@ class Dropout(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
-# ============================================================================ issue 12
+# =====================================================================================
 # Activation modules: each holds its hyperparameters and calls `functional`.
 
 
@@ -817,7 +817,7 @@ class Softmin(_Activation):
         super().__init__(dim=dim)
 
 
-# ---- issue 12: normalisation and modules
+# ---- normalisation and modules
 # Containers, `Identity`, and the normalisation layers (their functions are in
 # `functional`; BatchNorm's running statistics are buffers, see `Module.register_buffer`).
 
@@ -1173,7 +1173,7 @@ class InstanceNorm2d(_InstanceNorm):
     """Instance norm of ``(N, C, H, W)`` (or unbatched ``(C, H, W)``) input."""
 
     _spatial = 2
-# ============================================================== issue 12: convolution
+# ============================================================== convolution
 from ..ops.shape import concatenate as _concatenate  # noqa: E402
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -1401,7 +1401,7 @@ class Fold(Module):
     def extra_repr(self) -> str:
         return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
                 f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
-# ---- issue 12: indexing
+# ---- indexing
 class Embedding(Module):
     """A lookup table: ``Embedding(num_embeddings, embedding_dim)(idx)`` is
     ``weight[idx]``. Initialised like PyTorch: N(0, 1), row ``padding_idx`` zero (and it
@@ -1431,7 +1431,7 @@ class Embedding(Module):
     def extra_repr(self) -> str:
         pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
         return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
-# ============================================================ issue 12: pooling and padding
+# ============================================================ pooling and padding
 # Pooling, resampling and reshaping modules: each holds PyTorch's constructor arguments
 # (printed as PyTorch prints them) and calls `functional`.
 
@@ -1637,7 +1637,7 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
-# ============================================================================ issue 12
+# =====================================================================================
 # Losses and attention.
 
 

@@ -1,4 +1,4 @@
-"""PyTorch's everyday math surface (issue 12, items 5 and 8): primitives and compositions.
+"""PyTorch's everyday math surface: primitives and compositions.
 
 Primitives here are elementwise ops whose value (or gradient) no composition of existing
 ops gives exactly: the inverse trigonometric and hyperbolic functions, ``erf``, ``log2``,

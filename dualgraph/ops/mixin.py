@@ -395,7 +395,7 @@ class TensorOps:
     def numel(self) -> int:
         return int(np.prod(self.shape))
 
-    # ======================================================================= issue 12
+    # ================================================================================
     # Math, tests, bitwise and casts (dualgraph/ops/math.py). Methods are the functions;
     # in-place forms compute then `copy_` (one recorded op, as PyTorch's history shows).
     def __mod__(self, o): return _bin(M.REMAINDER, self, o)  # noqa: E704
@@ -573,9 +573,8 @@ class TensorOps:
 
     def type(self, dtype: Any) -> Any:
         return _cast(self, dtype)
-    # ===================================================================== end issue 12
 
-    # ---- issue 12: indexing (dualgraph/ops/index.py). In-place forms compute the new
+    # ---- indexing (dualgraph/ops/index.py). In-place forms compute the new
     # value from self and `assign` it (one IndexPut-like node, as PyTorch records).
     def gather(self, dim: int, index: Any) -> Any:
         return I.gather(self, dim, index)
@@ -651,9 +650,9 @@ class TensorOps:
 
     def argwhere(self) -> Any:
         return I.argwhere(self)
-    # ---- end issue 12: indexing
+    # ---- end of indexing
 
-    # ---- issue 12: scans and sorting (dualgraph/ops/scan.py)
+    # ---- scans and sorting (dualgraph/ops/scan.py)
     def cumsum(self, dim: int, *, dtype: Any = None) -> Any:
         return SC.cumsum(self, dim, dtype=dtype)
 
@@ -703,12 +702,12 @@ class TensorOps:
 
     def histc(self, bins: int = 100, min: float = 0, max: float = 0) -> Any:  # noqa: A002
         return SC.histc(self, bins, min, max)
-    # ---- end issue 12: scans and sorting
-    # ---- issue 12: pooling and padding
+    # ---- end of scans and sorting
+    # ---- pooling and padding
     def unfold(self, dimension: int, size: int, step: int) -> Any:
         """Windows of ``size`` along ``dimension``, ``step`` apart, as a new last dim."""
         return P.unfold(self, dimension, size, step)
-    # ---- issue 12: shape (dualgraph/ops/shape_extra.py, ops/einsum.py). Views stay views.
+    # ---- shape (dualgraph/ops/shape_extra.py, ops/einsum.py). Views stay views.
     def unflatten(self, dim: int, sizes: Any) -> Any:
         return SX.unflatten(self, dim, sizes)
 
@@ -811,7 +810,7 @@ class TensorOps:
 
     def kron(self, other: Any) -> Any:
         return SX.kron(self, other)
-    # ---- end issue 12: shape
+    # ---- end of shape
 
     # ---------------------------------------------- PyTorch aliases and in-place forms
     def clip(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002

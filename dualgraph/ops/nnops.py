@@ -1,5 +1,5 @@
 """Softmax, log-softmax and the negative log-likelihood: primitives whose forward and
-gradient are one op each (issue 12 item 6; issue 14's eager target).
+gradient are one op each.
 
 As compositions, ``log_softmax`` + the class pick of ``cross_entropy`` were about ten small
 ops forward and as many backward; eager mode pays ~5 us of Python per op. Here the common

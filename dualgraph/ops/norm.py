@@ -1,4 +1,4 @@
-"""Normalisation primitives (issue 12, item 7).
+"""Normalisation primitives.
 
 ``layer_norm`` is a primitive: the transformer workload calls it on every block, and one
 kernel (one NumPy pass per statistic eagerly, one loop nest compiled) beats the nine ops of

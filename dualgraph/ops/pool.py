@@ -1,4 +1,4 @@
-"""Pooling, padding, resampling and sliding windows (issue 12).
+"""Pooling, padding, resampling and sliding windows.
 
 Primitives, each with a backward op whose own VJP is the forward again, so double backward
 works:

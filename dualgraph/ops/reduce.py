@@ -269,7 +269,7 @@ def mean(x: Any, axis: Any = None, keepdims: bool | None = None, *,
 
 
 def _cast_input(x: Any, dtype: Any) -> Any:
-    """PyTorch's ``dtype=`` on a reduction: the input is cast before reducing (issue 12)."""
+    """PyTorch's ``dtype=`` on a reduction: the input is cast before reducing."""
     if dtype is None or np.dtype(dtype) == x.dtype:
         return x
     return astype(x, dtype)

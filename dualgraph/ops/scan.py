@@ -1,4 +1,4 @@
-"""Scans and sorting (issue 12, item 4): cumulative ops, sort and its relatives, searching.
+"""Scans and sorting: cumulative ops, sort and its relatives, searching.
 
 Primitives:
 

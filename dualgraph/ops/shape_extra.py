@@ -1,4 +1,4 @@
-"""Issue 12's shape ops: PyTorch's flatten/split/chunk/movedim/repeat/roll/tril/diag/meshgrid
+"""Shape ops: PyTorch's flatten/split/chunk/movedim/repeat/roll/tril/diag/meshgrid
 family, `view(dtype)` and small products (`outer`, `kron`, `cross`, `diff`).
 
 Most are compositions of the view primitives of `dualgraph.ops.shape` (``reshape``,

@@ -83,7 +83,7 @@ SCALAR: dict[str, str] = {
     "stop_gradient": "{0}",
     "broadcast_to": "{0}",
     "astype": "{0}",
-    # --- issue 12 math primitives (dualgraph/ops/math.py) ---
+    # --- math primitives (dualgraph/ops/math.py) ---
     "tan": "np.tan({0})",
     "asin": "np.arcsin({0})",
     "acos": "np.arccos({0})",
@@ -119,7 +119,7 @@ SCALAR: dict[str, str] = {
     "bitwise_not": "np.invert({0})",
     "left_shift": "({0} << {1})",
     "right_shift": "({0} >> {1})",
-    # --- end issue 12 math primitives ---
+    # --- end of math primitives ---
 }
 
 def scalar_template(op: str) -> str:
@@ -671,7 +671,7 @@ def _take_along_axis(node: Node, args: list, out: str) -> list:
     ]
 
 
-# ------------------------------------------------------------------ issue 12: prod
+# ------------------------------------------------------------------ prod
 @lowers("prod")
 def _prod(node: Node, args: list, out: str) -> list:
     """Reduced axes moved last and flattened: one running product per kept element."""
@@ -699,7 +699,7 @@ def _prod(node: Node, args: list, out: str) -> list:
     ]
 
 
-# ---- issue 12: normalisation and modules
+# ---- normalisation and modules
 @lowers("layer_norm")
 def _layer_norm(node: Node, args: list, out: str) -> kir.Block:
     """Rows of ``n`` elements (the normalised dims, flattened): two passes per row for the
@@ -734,7 +734,7 @@ def _layer_norm(node: Node, args: list, out: str) -> kir.Block:
     return block
 
 
-# ---- issue 12: convolution
+# ---- convolution
 # Plain loops gather (im2col) and scatter-add (col2im) the sliding windows; conv2d is im2col
 # into a scratch buffer, then one BLAS product per (sample, group) written in place into
 # the output, which is already in (N, O, oH, oW) order.
@@ -862,7 +862,7 @@ def _conv2d(node: Node, args: list, out: str) -> kir.Block:
     return block
 
 
-# ---- issue 12: indexing
+# ---- indexing
 # `index` and `index_put` (dualgraph/ops/index.py) view the operand as (P, A, Q): the
 # result's leading kept dims, the indexed dims (flattened), the trailing kept dims. With
 # adjacent indexed dims that is a plain reshape; separated ones go first (PyTorch's rule),
@@ -968,7 +968,7 @@ def _index_put(node: Node, args: list, out: str) -> list:
     moved = tuple(shape[d] for d in perm)
     return lines + [f"{out} = np.ascontiguousarray(np.transpose({out}_o.reshape({moved}), "
                     f"{inverse})).reshape({ishape(node)})"]
-# ---- issue 12: scans and sorting (dualgraph/ops/scan.py)
+# ---- scans and sorting (dualgraph/ops/scan.py)
 # Every op works on lines: the operand viewed as a C-contiguous (lines, length) array with
 # its axis last (`_lines`), one small loop per line, and the result moved back.
 
@@ -1219,7 +1219,7 @@ def _histc(node: Node, args: list, out: str) -> list:
         f"        {out}[{out}_k] += 1",
     ]
 
-# ---- issue 12: pooling and padding
+# ---- pooling and padding
 # Plain loops over the operand viewed as (batch, H, W) (or (batch, ...) for padding and
 # unfold). Window tables come from `pool_windows`, the same description the NumPy kernels
 # read, written into the source as small int64 arrays; every variable carries the output's
@@ -1466,7 +1466,7 @@ def _unfold_backward(node: Node, args: list, out: str) -> list:
     ]
 
 
-# ---- issue 12: shape
+# ---- shape
 # diagonal / diag_scatter move (dim1, dim2) last and view the operand as (planes, n, m);
 # each is one loop over the planes' diagonals. flip is a negative-step slice, copied.
 
@@ -1537,7 +1537,7 @@ def _view_dtype(node: Node, args: list, out: str) -> list:
             f"{np_dtype(node.dtype)}).reshape({ishape(node)}).copy()"]
 
 
-# ---- issue 12: losses and attention
+# ---- losses and attention
 # softmax/log_softmax and their backward ops loop over their operands' own shapes, with
 # the normalized axis innermost per line: max, sum of exp, write. No reshape or
 # contiguous copy and no loop over a size-1 dim: each of those is Numba compile time.
