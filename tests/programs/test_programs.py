@@ -21,9 +21,6 @@ from .harness import GOLDENS
 
 GOLD = json.loads((GOLDENS / "losses.json").read_text())["programs"]
 
-NEEDS: dict[str, str] = {}
-
-
 # Cold compiles of these steps take minutes today (the mnist CNN: 281 s on a loaded
 # two-core machine), so their compiled runs are in the slow set (pytest -m slow); a rerun
 # loads the kernels from the on-disk cache.
@@ -37,8 +34,6 @@ def _cases() -> list:
             marks = []
             if compiled and name in SLOW_COMPILE:
                 marks.append(pytest.mark.slow)
-            if name in NEEDS:
-                marks.append(pytest.mark.xfail(strict=True, reason=NEEDS[name]))
             cases.append(pytest.param(name, compiled, marks=marks,
                                       id=f"{name}-{'compiled' if compiled else 'eager'}"))
     return cases
@@ -105,13 +100,9 @@ def test_regression_example_runs_as_a_script_with_torchs_losses(compiled: bool) 
         assert stats.traces == 1 and stats.tier1_calls == stats.calls == len(out["losses"])
 
 
-TRAIN_NEEDS = "needs dg.optim.AdamW (with parameter groups) and Optimizer.state_dict"
-
-
 @pytest.mark.parametrize("compile_flag", [
-    pytest.param(False, id="eager", marks=pytest.mark.xfail(strict=True, reason=TRAIN_NEEDS)),
-    pytest.param(True, id="compile", marks=[pytest.mark.slow,
-                                            pytest.mark.xfail(strict=True, reason=TRAIN_NEEDS)]),
+    pytest.param(False, id="eager"),
+    pytest.param(True, id="compile", marks=pytest.mark.slow),
 ])
 def test_nanogpt_train_script_runs_unchanged(tmp_path, compile_flag: bool) -> None:
     """nanoGPT's train.py as a script (its configurator, its memmap data loader, its
