@@ -180,8 +180,23 @@ def order_stats_all(p: Any) -> Any:
             + ranks * (0.5 / n) + hist.sum() / n + moved + bits) * 0.25
 
 
+class Softsign(dg.autograd.Function):
+    """A user-defined autograd Function (the ``custom_function`` op): ``x / (1 + |x|)``."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return x / (dg.abs(x) + 1.0)
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        d = dg.abs(x) + 1.0
+        return g / (d * d)
+
+
 NAMESPACE = {"dg": dg, "F": F, "astype": astype, "scatter_into": scatter_into,
-             "threshold_backward": threshold_backward,
+             "threshold_backward": threshold_backward, "softsign_fn": Softsign.apply,
              "dropout_fixed": dropout_fixed, "randn_fixed": randn_fixed,
              "rand_fixed": rand_fixed, "inplace_add": inplace_add,
              "inplace_scale": inplace_scale, "no_grad_scale": no_grad_scale,
@@ -319,6 +334,7 @@ def gen_unary(draw, b: Builder) -> Var | None:
         (f"astype({n}, dg.float64)", a.bound),
         (f"{n}.clamp(-0.5, 0.5)", 0.5), (f"dg.maximum({n}, 0.25)", max(a.bound, 0.25)),
         (f"dg.minimum({n}, -0.5)", max(a.bound, 0.5)),
+        (f"softsign_fn({n})", 1.0),
     ]
     if a.bound <= 7:
         rows.insert(0, (f"{n} ** 2", a.bound ** 2))
