@@ -211,7 +211,15 @@ LOG10 = _unary("log10", _floatify(np.log10), _log_base_vjp(10.0), "Log10Backward
 LOG1P = _unary("log1p", _floatify(np.log1p), _log1p_vjp, "Log1PBackward0")
 EXPM1 = _unary("expm1", _floatify(np.expm1), _expm1_vjp, "Expm1Backward0", saves=(),
                saves_out=True)
-SIGN = _unary("sign", np.sign, _zero_vjp, "SignBackward0", infer=_same_infer, saves=())
+def _sign_impl(x: np.ndarray) -> np.ndarray:
+    """PyTorch's sign: 0 for nan (NumPy gives nan), +0.0 for either zero."""
+    r = np.sign(x)
+    if r.dtype.kind == "f":
+        r = np.where(np.isnan(r), r.dtype.type(0), r)
+    return r
+
+
+SIGN = _unary("sign", _sign_impl, _zero_vjp, "SignBackward0", infer=_same_infer, saves=())
 FLOOR = _unary("floor", _rounding(np.floor), _zero_vjp, "FloorBackward0", infer=_same_infer,
                saves=())
 CEIL = _unary("ceil", _rounding(np.ceil), _zero_vjp, "CeilBackward0", infer=_same_infer,

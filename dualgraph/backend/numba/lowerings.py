@@ -98,10 +98,9 @@ SCALAR: dict[str, str] = {
     "log10": "np.log10({0})",
     "log1p": "np.log1p({0})",
     "expm1": "np.expm1({0})",
-    # NumPy's sign (the eager kernel): +0.0 for either zero (Numba's np.sign keeps -0.0),
-    # nan for nan.
-    "sign": "({one} if {0} > {zero} else (-{one} if {0} < {zero} else "
-            "({zero} if {0} == {zero} else {0})))",
+    # PyTorch's sign (the eager kernel): +0.0 for either zero (Numba's np.sign keeps -0.0)
+    # and for nan.
+    "sign": "({one} if {0} > {zero} else (-{one} if {0} < {zero} else {zero}))",
     "floor": "np.floor({0})",
     "ceil": "np.ceil({0})",
     "round": "np.rint({0})",
