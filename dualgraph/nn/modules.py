@@ -1469,8 +1469,9 @@ class MaxPool1d(_MaxPoolNd):
                             self.ceil_mode, self.return_indices)
 
 
-class AvgPool2d(Module):
-    """`F.avg_pool2d` as a module. ``nn.AvgPool2d(3, stride=1, padding=1)``"""
+class _AvgPoolNd(Module):
+    """The hyperparameters that `AvgPool2d` and `AvgPool3d` share (PyTorch's
+    ``_AvgPoolNd``); subclasses give ``forward``."""
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
                  ceil_mode: bool = False, count_include_pad: bool = True,
@@ -1483,12 +1484,16 @@ class AvgPool2d(Module):
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
 
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
+    """`F.avg_pool2d` as a module. ``nn.AvgPool2d(3, stride=1, padding=1)``"""
+
     def forward(self, x: Any) -> Any:
         return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AvgPool1d(Module):
@@ -1878,26 +1883,12 @@ class MaxPool3d(_MaxPoolNd):
                             self.ceil_mode, self.return_indices)
 
 
-class AvgPool3d(Module):
+class AvgPool3d(_AvgPoolNd):
     """`F.avg_pool3d` as a module. ``nn.AvgPool3d(2)``"""
-
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                 ceil_mode: bool = False, count_include_pad: bool = True,
-                 divisor_override: int | None = None) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
-        self.divisor_override = divisor_override
 
     def forward(self, x: Any) -> Any:
         return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class MaxUnpool2d(Module):
