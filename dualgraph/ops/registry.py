@@ -4,7 +4,7 @@ An entry carries the IR name, PyTorch's autograd node name, the NumPy kernel (re
 semantics), the shape/dtype rule (the source of clear errors), the VJP rule written in
 dualgraph ops (so it can be traced and differentiated again) and traits that passes and
 backends read. The registry knows no backend: each backend keeps its own lowerings, keyed
-by op name (the Numba one in ``dualgraph/backend/numba/lowerings.py``).
+by op name (the Numba one in ``dualgraph/backend/numba/lowerings/``).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class OpDef:
       but free inside a fused loop, e.g. a broadcast, which is index arithmetic).
 
     How a backend runs an op is the backend's business: it looks its lowering up by
-    ``name`` (for Numba, ``dualgraph/backend/numba/lowerings.py``).
+    ``name`` (for Numba, ``dualgraph/backend/numba/lowerings/``).
     """
 
     name: str

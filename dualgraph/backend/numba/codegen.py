@@ -2,7 +2,7 @@
 
 The source is meant to be read (``dg.explain`` prints it): one block per IR node with the IR
 line as a comment above it. What each op becomes is looked up by its name in
-``lowerings.py``: fused groups become one loop nest, each member an inlined scalar
+``lowerings/``: fused groups become one loop nest, each member an inlined scalar
 expression; broadcasting is index arithmetic (a dimension of size 1 reads index 0), never
 a materialized copy. Reductions fold with their op's `Reduction` spec and accumulate in
 float64 (float32 input) so long sums stay accurate; matmuls go to BLAS with the fused

@@ -1,0 +1,138 @@
+"""Convolution: im2col, col2im and conv2d as window loops and GEMMs in the kernel IR."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ....ir.graph import Node
+from ... import kir
+from . import _reshaped, ishape, lowers
+
+# ---- convolution
+# Plain loops gather (im2col) and scatter-add (col2im) the sliding windows; conv2d is im2col
+# into a scratch buffer, then one BLAS product per (sample, group) written in place into
+# the output, which is already in (N, O, oH, oW) order.
+
+
+def _window_loops(node_in: tuple, attrs: dict, cols: tuple, out: str,
+                  body: Callable[[tuple, tuple], kir.Stmt]) -> kir.Loop:
+    """Loops over every (sample, channel, kernel offset, window position) reading an image
+    element that lies inside the unpadded input; ``body(image index, column index)`` is
+    the statement for one element. The columns a kernel offset reads inside the image
+    are a range computed once (``lo``, ``hi``): no test in the innermost loop."""
+    _, c, h, w = node_in
+    kh, kw = attrs["kernel_size"]
+    dh, dw = attrs["dilation"]
+    sh, sw = attrs["stride"]
+    (pt, _), (pl, _) = attrs["padding"]
+    n, oh, ow = cols
+    v = {name: kir.Var(f"{out}_{name}") for name in
+         ("n", "c", "ki", "kj", "r", "b", "lo", "hi", "oy", "h", "ox", "w", "l")}
+    inner = kir.Loop(v["ox"], v["hi"], (
+        kir.Let(v["w"], v["ox"] * sw + v["b"]),
+        kir.Let(v["l"], v["oy"] * ow + v["ox"]),
+        body((v["n"], v["c"], v["h"], v["w"]), (v["n"], v["r"], v["l"])),
+    ), start=v["lo"])
+    rows = kir.Loop(v["oy"], oh, (
+        kir.Let(v["h"], v["oy"] * sh + v["ki"] * dh - pt),
+        kir.If(kir.Bin("or", kir.Bin("<", v["h"], kir.const(0)),
+                       kir.Bin(">=", v["h"], kir.const(h))), (kir.Jump("continue"),)),
+        inner,
+    ))
+    offsets = kir.Loop(v["kj"], kw, (
+        kir.Let(v["r"], (v["c"] * kh + v["ki"]) * kw + v["kj"]),
+        kir.Let(v["b"], v["kj"] * dw - pl),
+        kir.Let(v["lo"], kir.Call("max", (kir.const(0), (kir.const(sw - 1) - v["b"]) // sw),
+                                  kir.INDEX)),
+        kir.Let(v["hi"], kir.Call("min", (kir.const(ow), (kir.const(w - 1) - v["b"]) // sw
+                                          + 1), kir.INDEX)),
+        rows,
+    ))
+    return kir.Loop(v["n"], n, (kir.Loop(v["c"], c, (kir.Loop(v["ki"], kh, (offsets,)),)),))
+
+
+def _im2col_into(block: kir.Block, x_node: Node, x: kir.Buffer, attrs: dict,
+                 cols: kir.Buffer) -> None:
+    """Fill ``cols`` (n, c*kh*kw, oh*ow) with the sliding windows of image ``x``: zeros
+    first, as window elements in the padding are never written."""
+    from ....ops.conv import out_size
+
+    n, _, h, w = x_node.shape
+    oh, ow = out_size((h, w), attrs["kernel_size"], attrs["dilation"], attrs["padding"],
+                      attrs["stride"])
+    flat = _reshaped(block, cols, (cols.size,), f"{cols.name}_f")
+    z = kir.Var(f"{cols.name}_z")
+    block.add(kir.Loop(z, cols.size, (kir.Store(flat, (z,), kir.const(0, cols.dtype)),)),
+              _window_loops(tuple(x_node.shape), attrs, (n, oh, ow), cols.name,
+                            lambda img, col: kir.Store(cols, col, x[img])))
+
+
+@lowers("im2col")
+def _im2col(node: Node, args: list, out: str) -> kir.Block:
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    _im2col_into(block, node.inputs[0], args[0].buf, node.attrs, res)
+    return block
+
+
+@lowers("col2im")
+def _col2im(node: Node, args: list, out: str) -> kir.Block:
+    from ....ops.conv import out_size
+
+    a = node.attrs
+    n, c, h, w = node.shape
+    oh, ow = out_size((h, w), a["kernel_size"], a["dilation"], a["padding"], a["stride"])
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    flat = _reshaped(block, res, (res.size,), f"{out}_f")
+    z = kir.Var(f"{out}_z")
+    cols = args[0].buf
+    block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, res.dtype)),)),
+              _window_loops(tuple(node.shape), a, (n, oh, ow), out,
+                            lambda img, col: kir.Store(res, img, cols[col], "+")))
+    return block
+
+
+@lowers("conv2d")
+def _conv2d(node: Node, args: list, out: str) -> kir.Block:
+    """im2col into a scratch buffer, then the products of every (sample, group) as one
+    strided batch of BLAS calls writing the output in its (N, O, oH, oW) order, then the
+    bias added in one loop."""
+    x, w = node.inputs[:2]
+    n, o, oh, ow = node.shape
+    _, cg, kh, kw = w.shape
+    g = node.attrs["groups"]
+    og, k, length = o // g, cg * kh * kw, oh * ow
+    dtype = np.dtype(node.dtype)
+    res = kir.Buffer(out, ishape(node), dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    cols = kir.Buffer(f"{out}_c", (n, g * k, length), dtype)
+    block.add(kir.Alloc(cols))
+    _im2col_into(block, x, args[0].buf, dict(node.attrs, kernel_size=(kh, kw)), cols)
+    wc = _reshaped(block, args[1].buf, (o * k,), f"{out}_w")  # C-ordered (copied if not)
+    item = kir.Var(f"{out}_g")
+    if og and length and k:
+        # (sample, group) pairs in order: item = sample * g + group.
+        if g == 1:
+            block.add(kir.Gemm(og, length, k, kir.Operand(wc, k, batch_stride=0),
+                               kir.Operand(cols, length, batch_stride=k * length),
+                               kir.Operand(res, length, batch_stride=og * length),
+                               batch=n))
+        if g > 1:
+            group = kir.Bin("%", item, kir.const(g))
+            block.add(kir.Loop(item, n * g, (kir.Gemm(
+                og, length, k, kir.Operand(wc, k, offset=group * (og * k)),
+                kir.Operand(cols, length, offset=item * (k * length)),
+                kir.Operand(res, length, offset=item * (og * length))),)))
+    elif n * o * length:
+        flat = _reshaped(block, res, (res.size,), f"{out}_z")
+        z = kir.Var(f"{out}_zi")
+        block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, dtype)),)))
+    if len(args) == 3:
+        i, c, p = kir.Var(f"{out}_n"), kir.Var(f"{out}_o"), kir.Var(f"{out}_l")
+        r3 = _reshaped(block, res, (n, o, length), f"{out}_r")
+        block.add(kir.Loop(i, n, (kir.Loop(c, o, (kir.Loop(p, length, (
+            kir.Store(r3, (i, c, p), args[2].buf[(c,)], "+"),)),)),)))
+    return block
