@@ -42,6 +42,8 @@ def run(stmts: Any, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def value(e: Any, env: dict, sc: dict) -> Any:
+    if isinstance(e, (int, np.integer)):
+        return int(e)  # a plain int index, as `kir.const` would read it
     if isinstance(e, kir.Const):
         return np.array(e.value, e.dtype)[()] if e.dtype != kir.INDEX else int(e.value)
     if isinstance(e, kir.Var):
