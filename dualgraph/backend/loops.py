@@ -78,6 +78,11 @@ class Memory:
             if isinstance(s, (kir.Alloc, kir.View)):
                 name = s.buf.name
                 self.defs[name] = None if name in self.defs else s
+            elif not isinstance(s, _UNDERSTOOD + _MOVABLE):
+                # A statement this module does not know (transitional source text) may
+                # bind the buffers it declares to anything.
+                for b in getattr(s, "defines", ()):
+                    self.defs[b.name] = None
 
     def locate(self, buf: kir.Buffer, coords: tuple | None) -> tuple[str | None, tuple | None]:
         """The array ``buf`` lives in (None: unknown, may be any) and ``coords`` (the
@@ -227,16 +232,47 @@ def _scan(stmts: Iterable, keep: Callable, bound: frozenset = frozenset(),
     return sc
 
 
+def _key(coords: tuple | None) -> tuple | None:
+    """Coordinates (affine forms) in a hashable form: ((var, coeff) pairs, const)."""
+    if coords is None:
+        return None
+    return tuple(None if f is None else (tuple(sorted(f[0].items())), f[1]) for f in coords)
+
+
 def _aligned(a: tuple | None, b: tuple | None, var: str, outer: frozenset) -> bool:
-    """Two accesses at these coordinates can touch the same element only in the same
-    iteration of ``var``: one dimension reads the same affine form in both, a multiple
-    of ``var`` plus enclosing loop variables (fixed while the two loops run)."""
+    """Two accesses at these coordinates (`_key`) can touch the same element only in the
+    same iteration of ``var``: one dimension reads the same affine form in both, a
+    multiple of ``var`` plus enclosing loop variables (fixed while the two loops run)."""
     if a is None or b is None:
         return False
     for fa, fb in zip(a, b):
-        if fa is not None and fa == fb and fa[0].get(var, 0) and set(fa[0]) - {var} <= outer:
-            return True
+        if fa is not None and fa == fb:
+            coeffs = dict(fa[0])
+            if coeffs.get(var) and set(coeffs) - {var} <= outer:
+                return True
     return False
+
+
+@dataclass
+class _Nest:
+    """A loop's body as merging sees it: `_Scan`'s names, and its accesses located in
+    their arrays, each (write?, `_key` coordinates) once per array (None: unknown)."""
+
+    ok: bool
+    binds: set
+    free: set
+    buffers: set
+    at: dict
+
+    def written(self) -> set:
+        return {r for r, accs in self.at.items() if any(w for w, _ in accs)}
+
+    def __or__(self, o: _Nest) -> _Nest:
+        at = {r: set(accs) for r, accs in self.at.items()}
+        for r, accs in o.at.items():
+            at.setdefault(r, set()).update(accs)
+        return _Nest(self.ok and o.ok, self.binds | o.binds, self.free | o.free,
+                     self.buffers | o.buffers, at)
 
 
 def _same_bound(x: Any, y: Any, outer: frozenset) -> bool:
@@ -261,6 +297,7 @@ class _Merger:
     def __init__(self, memory: Memory, keep: Callable) -> None:
         self.memory = memory
         self.keep = keep
+        self.nests: dict = {}  # id(loop) -> (loop, its _Nest)
 
     def level(self, stmts: list, outer: frozenset) -> list:
         """One statement list merged (``outer``: the enclosing loops' variables), then
@@ -303,6 +340,20 @@ class _Merger:
                            orelse=tuple(self.level(list(s.orelse), outer)))
         return s
 
+    def nest(self, loop: kir.Loop) -> _Nest:
+        """``loop``'s body summarised (cached: a loop that keeps merging is read once)."""
+        hit = self.nests.get(id(loop))
+        if hit is not None and hit[0] is loop:
+            return hit[1]
+        sc = _scan(loop.body, self.keep, frozenset({loop.var.name}))
+        at: dict = {}
+        for w, b, index in sc.accesses:
+            root, coords = self.memory.locate(b, _forms(index))
+            at.setdefault(root, set()).add((w, _key(coords)))
+        nest = _Nest(sc.ok, sc.binds, sc.free, sc.buffers, at)
+        self.nests[id(loop)] = (loop, nest)
+        return nest
+
     def join(self, a: kir.Loop, gap: list, b: kir.Loop,
              outer: frozenset) -> tuple[list, kir.Loop] | None:
         """(the statements moved above ``a``, ``a`` and ``b`` as one loop), or None when
@@ -312,70 +363,69 @@ class _Merger:
                 or not _same_bound(a.start, b.start, outer)):
             return None
         var = a.var.name
-        sa = _scan([a], self.keep)
+        sa = self.nest(a)
         if not sa.ok or not all(self.movable(g, a, sa) for g in gap):
             return None
-        sb = _scan(b.body, self.keep, frozenset({b.var.name}))
+        sb = self.nest(b)
         if b.var.name != var:
             if var in sb.free or var in sb.binds:
                 return None  # the name would be captured
             b = replace(b, var=a.var, body=_rename(b.body, b.var.name, var))
-            sb = _scan(b.body, self.keep, frozenset({var}))
-        sa = _scan(a.body, self.keep, frozenset({var}))
+            sb = self.nest(b)
         if not sb.ok or sa.binds & sb.free or sb.binds & sa.free or (
                 sa.binds | sb.binds) & (outer | {var}):
             return None
-        if not self.independent(sa.accesses, sb.accesses, var, outer):
+        if not self.independent(sa.at, sb.at, var, outer):
             return None
         # The comments after the last statement moved head b's statements in the body.
         tail = len(gap)
         while tail > 0 and isinstance(gap[tail - 1], kir.Comment):
             tail -= 1
-        return gap[:tail], replace(a, body=tuple(a.body) + tuple(gap[tail:]) + tuple(b.body))
+        loop = replace(a, body=tuple(a.body) + tuple(gap[tail:]) + tuple(b.body))
+        self.nests[id(loop)] = (loop, sa | sb)
+        return gap[:tail], loop
 
-    def independent(self, xs: list, ys: list, var: str, outer: frozenset) -> bool:
-        """Every pair of accesses, one of ``xs`` and one of ``ys``, at least one a write,
-        to memory that may overlap, is aligned on ``var``."""
-        loc = self.memory.locate
-        at_x = [(w, *loc(b, _forms(i))) for w, b, i in xs]
-        at_y = [(w, *loc(b, _forms(i))) for w, b, i in ys]
-        for wx, rx, cx in at_x:
-            for wy, ry, cy in at_y:
-                if not (wx or wy):
-                    continue
-                if (rx is None or ry is None or rx == ry) and not _aligned(cx, cy, var, outer):
-                    return False
+    @staticmethod
+    def independent(xs: dict, ys: dict, var: str, outer: frozenset) -> bool:
+        """Every pair of accesses (`_Nest.at`), one of ``xs`` and one of ``ys``, at least
+        one a write, to memory that may overlap, is aligned on ``var``."""
+        for ry, at_y in ys.items():
+            cands = xs.values() if ry is None else (xs.get(ry, ()), xs.get(None, ()))
+            for at_x in cands:
+                for wx, cx in at_x:
+                    for wy, cy in at_y:
+                        if (wx or wy) and not _aligned(cx, cy, var, outer):
+                            return False
         return True
 
-    def movable(self, g: Any, a: kir.Loop, sa: _Scan) -> bool:
+    def movable(self, g: Any, a: kir.Loop, sa: _Nest) -> bool:
         """``g``, standing between ``a`` and the next loop, may move above ``a``: it
-        neither names what ``a`` binds nor reads what ``a`` writes."""
+        neither names what ``a`` binds or reads nor reads what ``a`` writes."""
         if self.keep(g) or not isinstance(g, _MOVABLE):
             return False
         if isinstance(g, kir.Comment):
             return True
         if isinstance(g, kir.Alloc):
             return g.buf.name not in sa.buffers
-        written = [self.memory.locate(b, None)[0] for w, b, _ in sa.accesses if w]
+        written = sa.written()
+
+        def clash(buf: kir.Buffer) -> bool:
+            root = self.memory.locate(buf, None)[0]
+            return bool(written) and (root is None or None in written or root in written)
+
         if isinstance(g, kir.View):
             if g.buf.name in sa.buffers:
                 return False
-            if g.how != "reshape" or g.base.layout == "C":
-                return True
-            root = self.memory.locate(g.base, None)[0]  # a copy: reads the base now
-            return not any(r is None or root is None or r == root for r in written)
+            # A reshape of a non-C array copies it where it stands: it reads the base.
+            return g.how != "reshape" or g.base.layout == "C" or not clash(g.base)
         # Let
-        names = sa.binds | sa.free
-        if g.var.name in names:
+        bounds = _scan([kir.Let(kir.Var("_"), kir.const(e)) for e in (a.extent, a.start)],
+                       self.keep)
+        if g.var.name in sa.binds | sa.free | bounds.free | {a.var.name}:
             return False
         sg = _scan([kir.Let(kir.Var("_"), g.value)], self.keep)
-        if sg.free & sa.binds:
-            return False
-        for _, b, _ in sg.accesses:
-            root = self.memory.locate(b, None)[0]
-            if any(r is None or root is None or r == root for r in written):
-                return False
-        return True
+        return not (sg.free & (sa.binds | {a.var.name})
+                    or any(clash(b) for _, b, _ in sg.accesses))
 
 
 def _forms(index: tuple) -> tuple:

@@ -24,8 +24,8 @@ _BIN = {
     ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
     "and": lambda a, b: a and b, "or": lambda a, b: a or b,
 }
-_CALL = {"erf": math.erf, "abs": abs, "min": min, "max": max,
-         "sigmoid": lambda x: 1 / (1 + np.exp(-x))}
+_CALL = {"erf": math.erf, "abs": abs, "min": min, "max": max, "int": int, "float": float,
+         "bool": bool, "sigmoid": lambda x: 1 / (1 + np.exp(-x))}
 
 
 class _JumpError(Exception):

@@ -442,3 +442,22 @@ def test_a_slice_fixing_a_dimension_maps_the_rest():
     dyn = kir.Buffer("dyn", (6,), F8, kir.VIEW)
     assert Memory([kir.View(dyn, x, "slice", (kir.Var("n"),))]).locate(
         dyn, (f(i),)) == ("x", (None, f(i)))
+
+
+class Opaque:
+    """A statement the pass does not know that binds ``defines`` (as transitional source
+    text does)."""
+
+    def __init__(self, *defines: kir.Buffer) -> None:
+        self.defines = defines
+
+
+def test_a_buffer_an_unknown_statement_binds_may_be_any_array():
+    """``t`` is allocated, then rebound by a statement the pass cannot read (it may now be
+    a view of ``x``): the nests around its use stay apart."""
+    x, y = arg("x", 4), arg("y", 4, role=kir.OUT)
+    t = kir.Buffer("t", (4,), F8)
+    tail = [kir.Loop(i, 4, (kir.Store(x, (i,), x[i] + kir.const(1.0, F8)),)),
+            kir.Loop(i, 4, (kir.Store(y, (i,), t[3 - i]),))]
+    assert top_loops(merge_loops([kir.Alloc(t, 0.0), Opaque(t)] + tail)) == 2
+    assert top_loops(merge_loops([kir.Alloc(t, 0.0), Opaque()] + tail)) == 1
