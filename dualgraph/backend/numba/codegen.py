@@ -909,6 +909,9 @@ class _Writer:
             if into is None:
                 self.emit(f"{res} = np.empty({out_shape}, {np_dtype(root.dtype)})")
             oidx, indent = self.loops(outer_shape, 1) if outer_shape else ([], 1)
+            # The store goes after the inner loops, at the outer loops' body: a size-1 outer
+            # dim has no loop, so the indent is not 1 + len(oidx).
+            store_at = indent
             acc = self.fresh("acc")
             self.emit(f"{acc} = {np_dtype(acc_t)}({init})", indent)
             inner_shape = tuple(shape[d] for d in range(len(outer), nd))
@@ -936,7 +939,7 @@ class _Writer:
             else:
                 ridx = ", ".join(oidx) if oidx else "0"
             self.emit(f"{res}[{ridx}] = {self._store(acc, acc_t, root.dtype, scale)}",
-                      1 + len(oidx))
+                      store_at)
             if res != out:
                 self.emit(f"{out} = {res}")
             return
