@@ -909,6 +909,9 @@ class _Writer:
             if into is None:
                 self.emit(f"{res} = np.empty({out_shape}, {np_dtype(root.dtype)})")
             oidx, indent = self.loops(outer_shape, 1) if outer_shape else ([], 1)
+            # The store goes after the inner loops, at the outer loops' body: a size-1 outer
+            # dim has no loop, so the indent is not 1 + len(oidx).
+            store_at = indent
             acc = self.fresh("acc")
             self.emit(f"{acc} = {np_dtype(acc_t)}({init})", indent)
             inner_shape = tuple(shape[d] for d in range(len(outer), nd))
@@ -936,7 +939,7 @@ class _Writer:
             else:
                 ridx = ", ".join(oidx) if oidx else "0"
             self.emit(f"{res}[{ridx}] = {self._store(acc, acc_t, root.dtype, scale)}",
-                      1 + len(oidx))
+                      store_at)
             if res != out:
                 self.emit(f"{out} = {res}")
             return
@@ -997,7 +1000,7 @@ class _Writer:
         self.emit(f"{lanes} = {self.work(str(LANES), np_dtype(acc_t))}", indent)
         self.emit(f"for {i}l in range({LANES}):", indent)
         self.emit(f"{lanes}[{i}l] = {np_dtype(acc_t)}({init})", indent + 1)
-        if (combine.how.better is None and acc_t == np.float64
+        if (combine.how.better is None and combine.how.update == "+" and acc_t == np.float64
                 and np.dtype(src.dtype) == np.float32):
             self._fold_blocks(body, env, shape, oidx, n, lanes, src, indent, pre, post)
         else:
@@ -1087,8 +1090,8 @@ class _Writer:
     def _combine(self, acc: str, val: str, combine: _Fold, acc_t: np.dtype,
                  indent: int) -> None:
         better = combine.how.better
-        if better is None:  # a sum: nan propagates through the arithmetic
-            self.emit(f"{acc} += {np_dtype(acc_t)}({val})", indent)
+        if better is None:  # a sum or product: nan propagates through the arithmetic
+            self.emit(f"{acc} {combine.how.update}= {np_dtype(acc_t)}({val})", indent)
             return
         tmp = self.fresh("m")
         self.emit(f"{tmp} = {val}", indent)

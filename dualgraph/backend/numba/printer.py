@@ -201,6 +201,9 @@ class Printer:
         if s.how == "reshape":
             src = base if s.base.layout == "C" else f"np.ascontiguousarray({base})"
             return f"{src}.reshape({_shape(s.buf.shape)})"
+        if s.how == "bitcast":
+            return (f"np.ascontiguousarray({base}).reshape({s.base.size}).view("
+                    f"{dtype_name(s.buf.dtype)}).reshape({_shape(s.buf.shape)})")
         if s.how == "transpose":
             axes = tuple(s.arg)
             if len(axes) < 2:

@@ -138,11 +138,13 @@ class Combine:
 
     ``widen``: partial results are kept in float64 / int64 (long float32 sums stay
     accurate); otherwise in the output dtype. ``better``: the comparison that makes the new
-    element replace the partial result (``None``: the partial result is added to).
+    element replace the partial result (``None``: the element is folded in by ``update``,
+    the arithmetic operator of an in-place update: ``+`` or ``*``).
     """
 
     widen: bool
     better: str | None = None
+    update: str = "+"
 
     def accumulator(self, out: np.dtype) -> np.dtype:
         if not self.widen:
@@ -152,6 +154,8 @@ class Combine:
 
 COMBINE: dict[str, Combine] = {
     "add": Combine(widen=True),
+    # A product in the output dtype, as NumPy's multiply.reduce (no pairwise widening).
+    "mul": Combine(widen=False, update="*"),
     "maximum": Combine(widen=False, better=">"),
     "minimum": Combine(widen=False, better="<"),
 }
