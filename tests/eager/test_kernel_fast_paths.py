@@ -205,3 +205,29 @@ def test_where_with_a_uniform_broadcast_condition_matches_np_where(c_shape, fill
         got, want = _where_impl(*args), np.where(*args)
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def test_adam_step_on_module_parameters_binds_no_ops():
+    # Eagerly the whole update runs on the arrays: no tensor op, no tape, per parameter.
+    from dualgraph import modes
+    from dualgraph.eager.tensor import eager_process
+
+    dg.manual_seed(0)
+    lin = dg.nn.Linear(5, 3)
+    opt = dg.optim.Adam(lin.parameters(), lr=0.1, amsgrad=True, weight_decay=0.01)
+    seen: list[str] = []
+
+    def record(op, args, attrs):
+        seen.append(op.name)
+        return eager_process(op, args, attrs)
+
+    for _ in range(2):
+        opt.zero_grad()
+        lin(dg.randn(4, 5)).sum().backward()
+        modes.push_mode(record)
+        try:
+            opt.step()
+        finally:
+            modes.pop_mode()
+    assert seen == []
+    assert all(float(opt.state[p]["step"]) == 2.0 for p in lin.parameters())
