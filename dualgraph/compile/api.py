@@ -158,6 +158,7 @@ class CompiledFunction:
         if entry is None:
             entry = self._new_entry(sig, args, fn)
             if entry is None:
+                self._fast = _miss
                 return fn(*args)  # runs eagerly (`_new_entry` says why)
         else:
             self.stats.cache_hits += 1
@@ -172,8 +173,9 @@ class CompiledFunction:
         code = self._code(entry, sig, fn)
         if not entry.tier0:
             self.stats.tier1_calls += 1
-            if plain:
-                self._fast = code.fast
+        # The fast path serves only the entry of the last call (so `_last_sig` stays that
+        # call's): a plain call at tier 1.
+        self._fast = code.fast if plain and not entry.tier0 else _miss
         return code.run(args)
 
     def _key(self, args: tuple, layout: tuple | None) -> tuple:

@@ -257,7 +257,6 @@ def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
     """Run the kernel, write back, wrap the outputs, record the tape node, return."""
     kernel = plan.kernel
     gen.ns["new_outputs"], gen.ns["kernel_run"] = kernel.new_outputs, kernel.run
-    shapes = [o.shape for o in kernel.new_outputs()]
     ins = [f"d{i}" for i in arrays] + [f"c{j}" for j in range(len(plan.sources))]
     for j in plan.scalar_in:
         src = j - len(arrays)
@@ -265,7 +264,9 @@ def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
             ins[j] += ".reshape(1)"
 
     def out(k: int, shape: tuple) -> str:
-        return f"outs[{k}]" if shapes[k] == tuple(shape) else f"outs[{k}].reshape({shape!r})"
+        # Kernels store a 0-d output with shape (1,), as they take 0-d inputs.
+        shape = tuple(shape)
+        return f"outs[{k}]" if shape else f"outs[{k}].reshape(())"
 
     lines = [f"ins = [{', '.join(ins)}]", "outs = new_outputs()",
              "kernel_run(ins, outs)"]

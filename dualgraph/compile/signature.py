@@ -1,12 +1,13 @@
 """Which compiled entry a call may use: its signature key, and guards on captured tensors.
 
-A call's key is ``(per-argument keys, grad mode)``, built inline in
-`CompiledFunction.__call__` because it runs on every call. An argument's key is
+A call's key is ``(per-argument keys, grad mode, keyword layout, shared memory)``, built by
+`CompiledFunction._key` on the general path; each entry's generated call path
+(`callgen`) checks the same key inline. An argument's key is
 ``(shape, dtype, requires_grad)`` for a tensor, ``(shape, dtype)`` for a NumPy array and
 ``(type, value)`` for a Python scalar or ``None`` (baked into the graph as a constant).
 
 Tensors the function captures (module parameters, globals) are not arguments: each entry
-keeps guards on them, checked before the entry is reused.
+keeps guards on them (`guards`), checked before the entry is reused.
 """
 
 from __future__ import annotations
