@@ -87,11 +87,11 @@ def test_a_compiled_call_runs_its_generated_call_path_in_few_calls():
     for _ in range(2):
         _w1_step(x, y)
     n, names = _count(lambda: F(x, y))
-    # The lambda, __call__, current_trace, the generated call path, the argument arrays
-    # and flags (4), the kernel (new_outputs and its list, run, the njit function), the
-    # result and its tape node.
+    # Besides the lambda: __call__, current_trace, the generated call path, the argument
+    # arrays and flags (4), the kernel (new_outputs and its list, run, the njit
+    # function), the result and its tape node.
     assert ("<dg.compile call path of _scalar>", "fast") in names, names
-    assert n <= 14, (n, names)
+    assert n <= 1 + 13, (n, names)
 
 
 def test_a_compiled_scalar_training_step_makes_few_calls():
@@ -99,7 +99,9 @@ def test_a_compiled_scalar_training_step_makes_few_calls():
     for _ in range(2):
         _w1_step(x, y)
     n, names = _count(lambda: _w1_step(x, y))
-    assert n <= 27, names
+    # The lambda and the step itself, then the calls the step makes: 13 in the compiled
+    # call, the rest on the eager side (the .grad setters, backward).
+    assert n <= 2 + 25, (n, names)
     assert x.grad.item() == 3.0 and y.grad.item() == 8.0
 
 
