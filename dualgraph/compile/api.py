@@ -141,9 +141,13 @@ class CompiledFunction:
         entry, run its call path."""
         fn = self.fn
         layout = None
-        if kwargs or (len(args) != self._npos and self._npos != -2):
+        given = len(args)
+        if kwargs or (given != self._npos and self._npos != -2):
             args, fn, layout = self._bind(args, kwargs)
-        plain = layout is None and not self.dynamic
+        # A call the fast path can check as it comes: positional, nothing bound (or every
+        # parameter given, no keyword-only one), nothing lifted.
+        plain = not kwargs and not self.dynamic and (
+            layout is None or (layout == (given, ()) and len(args) == given))
         if self.dynamic:
             args = self._lift_dynamic(args)
         for a in args:

@@ -161,3 +161,17 @@ def test_calls_with_keywords_or_containers_use_the_entrys_call_path():
         np.testing.assert_array_equal(f(x, scale=3.0).numpy(), [3.0, 3.0])
         np.testing.assert_array_equal(f(x, 2.0, (x, x)).numpy(), [4.0, 4.0])
     assert f.stats.traces == 2 and f.stats.cache_hits == 2
+
+
+def test_a_function_with_defaults_called_with_every_argument_takes_the_fast_path():
+    def g(x, scale=2.0):
+        return x * scale
+
+    f = dg.compile(g, tiered=False)
+    x = dg.ones(2)
+    f(x, 3.0)
+    assert _served_by_call_path(lambda: f(x, 3.0))
+    np.testing.assert_array_equal(f(x, 3.0).numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(f(x).numpy(), [2.0, 2.0])  # bound: the general path
+    np.testing.assert_array_equal(f(x, 3.0).numpy(), [3.0, 3.0])
+    assert f.stats.traces == 2
