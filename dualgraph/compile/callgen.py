@@ -205,9 +205,12 @@ def _alias_check(arrays: list, alias: tuple | None, gen: _Emitter) -> list[str]:
     lines = []
     for i in arrays:
         lines += [f"b{i} = d{i}.base", f"if b{i} is None:", f"    b{i} = d{i}"]
-    roots = ", ".join(f"id(b{i})" for i in arrays)
-    return lines + [f"if len({{{roots}}}) != {len(arrays)} and overlapping([{ds}]) is not None:",
-                    "    return MISS"]
+    if len(arrays) <= 4:  # a few identity tests are cheaper than a set of ids
+        same = " or ".join(f"b{i} is b{j}" for k, i in enumerate(arrays)
+                           for j in arrays[k + 1:])
+    else:
+        same = f"len({{{', '.join(f'id(b{i})' for i in arrays)}}}) != {len(arrays)}"
+    return lines + [f"if ({same}) and overlapping([{ds}]) is not None:", "    return MISS"]
 
 
 def _gather_captured(plan: Plan, gen: _Emitter) -> tuple[list[str], list[str]]:

@@ -175,3 +175,23 @@ def test_a_function_with_defaults_called_with_every_argument_takes_the_fast_path
     np.testing.assert_array_equal(f(x).numpy(), [2.0, 2.0])  # bound: the general path
     np.testing.assert_array_equal(f(x, 3.0).numpy(), [3.0, 3.0])
     assert f.stats.traces == 2
+
+
+@pytest.mark.parametrize("n", [3, 6])
+def test_many_arguments_that_share_memory_are_keyed(n):
+    def g(*xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = out + x
+        return out
+
+    f = dg.compile(g, tiered=False)
+    base = dg.arange(float(2 * n + 2))
+    apart = [base[2 * k:2 * k + 2] for k in range(n)]
+    f(*apart)
+    assert _served_by_call_path(lambda: f(*apart))
+    overlapping = apart[:-1] + [base[2 * n - 3:2 * n - 1]]  # overlaps the one before
+    expected = sum(x.numpy() for x in overlapping)
+    np.testing.assert_array_equal(f(*overlapping).numpy(), expected)
+    assert f.stats.traces == 2
+    assert "sharing memory" in f.stats.retrace_reasons[-1]
