@@ -113,12 +113,9 @@ def test_compiled_row_gradients_equal_eager():
     def loss(x):
         return (F.softmax(x, -1) * dg.tensor(g)).sum() + (F.log_softmax(x, 0) * 0.5).sum()
 
-    def grads(x):
-        x.grad = None
-        loss(x).backward()
-        return x.grad
-
-    compiled = dg.compile(grads, tiered=False)
-    got = compiled(dg.tensor(x, requires_grad=True))
-    want = grads(dg.tensor(x, requires_grad=True))
-    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    compiled = dg.compile(loss, tiered=False)
+    xc, xe = dg.tensor(x, requires_grad=True), dg.tensor(x, requires_grad=True)
+    compiled(xc).backward()
+    loss(xe).backward()
+    assert compiled.stats.kernels >= 1
+    np.testing.assert_allclose(xc.grad.numpy(), xe.grad.numpy(), rtol=1e-5, atol=1e-6)
