@@ -51,7 +51,7 @@ np_dtype = dtype_name
 # ------------------------------------------------------------------------- loop ops
 # A scalar expression per op, formatted with the operands' scalar expressions ({0}, {1},
 # ...), {zero}, {one}, {half} as constants of the node's dtype (a float64 literal would
-# promote a float32 loop), and {exp}, {tanh}, {sigmoid} as the math functions for that
+# promote a float32 loop), and {exp}, {tanh}, {sigmoid}, {erf} as the math functions for that
 # dtype (`MATH`). Each must propagate nan like the op's NumPy kernel. "{0}" alone marks an
 # identity (a cast, a broadcast): the writer casts only where the dtype changes.
 SCALAR: dict[str, str] = {
@@ -93,7 +93,7 @@ SCALAR: dict[str, str] = {
     "asinh": "np.arcsinh({0})",
     "acosh": "np.arccosh({0})",
     "atanh": "np.arctanh({0})",
-    "erf": "math.erf({0})",
+    "erf": "{erf}({0})",
     "log2": "np.log2({0})",
     "log10": "np.log10({0})",
     "log1p": "np.log1p({0})",
