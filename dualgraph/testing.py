@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .eager.internal import array_of
-from .eager.tensor import Tensor, _make
+from .eager.internal import array_of, make_tensor
+from .eager.tensor import Tensor
 from .eager.tensor import grad as _grad
 
 
@@ -38,9 +38,9 @@ def gradcheck(
     for x in inputs:
         arr = array_of(x) if isinstance(x, Tensor) else np.asarray(x)
         if arr.dtype.kind == "f":
-            leaves.append(_make(arr.astype(np.float64), False, None).requires_grad_(True))
+            leaves.append(make_tensor(arr.astype(np.float64), False, None).requires_grad_(True))
         else:
-            leaves.append(_make(np.array(arr), False, None))
+            leaves.append(make_tensor(np.array(arr), False, None))
     diff = [i for i, t in enumerate(leaves) if t.requires_grad]
     if not diff:
         raise ValueError("gradcheck: no floating-point input to differentiate")
@@ -80,7 +80,7 @@ def gradcheck(
 
 
 def _detached(t: Tensor) -> Tensor:
-    return _make(array_of(t), False, None)
+    return make_tensor(array_of(t), False, None)
 
 
 # ---------------------------------------------------------------------------- assert_close

@@ -17,7 +17,7 @@ from ..eager.internal import set_grad
 from ..eager.tensor import Tensor
 from ..errors import TraceError
 from ..ir.graph import Node
-from ..trace.tracer import TraceContext, Tracer, _outputs
+from ..trace.tracer import TraceContext, Tracer, graph_outputs
 from .guards import Identity, ModuleAttrs, ModuleTable, Value
 from .plan import RuntimeScalar
 
@@ -132,7 +132,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True) -> tuple:
         with ctx:
             out = fn(*targs)
         if with_outputs:
-            outputs, single = _outputs(ctx, out, fn)
+            outputs, single = graph_outputs(ctx, out, fn)
     finally:
         grad_writes = restore_grads(ctx)
     return ctx, outputs, single, grad_writes

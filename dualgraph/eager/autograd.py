@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._location import user_location as _user_location
-from ..ir.graph import _UIDS, Node
+from ..ir.graph import Node, next_uid
 from ..modes import bind
 from ..ops.broadcast import fit_grad
 from ..ops.reduce import SUM
@@ -149,7 +149,7 @@ class Function(Node):
         self.dtype = out.dtype
         self.loc = _user_location(3) if RECORD_LOCATIONS[0] else None
         # Creation order: graph_of lists the tape in the order the program ran it.
-        self.uid = next(_UIDS)
+        self.uid = next_uid()
         self._def = opdef
         self._saved = saved
         self._versions = versions

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.graph import _UIDS
+from ..ir.graph import next_uid
 from . import grad_mode
 from .autograd import _FREED_MSG, ANOMALY, AccumulateGrad, Function, accumulate_array
 from .tensor import Tensor, _make
@@ -153,7 +153,7 @@ def attach_gradients(tensors: list, wrt: list, grads: list, result: Tensor,
     node.shape = result._data.shape
     node.dtype = result._data.dtype
     node.loc = None
-    node.uid = next(_UIDS)
+    node.uid = next_uid()
     node._def = _CompiledOp
     node._saved = tuple(grads)
     node._versions = ()

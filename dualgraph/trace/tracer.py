@@ -600,6 +600,3 @@ def trace(fn: Callable, *example_args: Any) -> Graph:
     return Graph(ctx.inputs + [n for _, n in ctx.captured], ctx.nodes, outputs,
                  captured=[t for t, _ in ctx.captured], n_args=len(ctx.inputs),
                  single_output=single, no_grad=ctx.no_grad)
-
-
-_outputs = graph_outputs  # the name compile/capture.py still imports
