@@ -114,58 +114,60 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     home = {id(n): c for c, chunk in enumerate(chunks) for n in chunk}
     input_index = {id(n): j for j, n in enumerate(graph.inputs)}
 
-    # Pass 1: what each chunk reads from outside (graph inputs, values of earlier chunks),
-    # with views and constants recomputed where read.
-    reads: list[list[tuple[str, int]]] = []
+    # What each chunk reads from outside (graph inputs, values of earlier chunks), with
+    # views and constants recomputed where read.
+    reads: list[dict[tuple[str, int], None]] = [{} for _ in chunks]
+
+    def visit(x: Node, c: int) -> None:
+        if id(x) in input_index:
+            reads[c].setdefault(("in", input_index[id(x)]))
+        elif id(x) in home:
+            if home[id(x)] != c:
+                reads[c].setdefault(("val", id(x)))
+        else:  # a view or constant
+            for i in x.inputs:
+                if isinstance(i, Node):
+                    visit(i, c)
+
     for c, chunk in enumerate(chunks):
-        seen: dict[tuple[str, int], None] = {}
-
-        def visit(x: Node, c: int = c, seen: dict = seen) -> None:
-            if id(x) in input_index:
-                seen.setdefault(("in", input_index[id(x)]))
-            elif id(x) in home and home[id(x)] != c:
-                seen.setdefault(("val", id(x)))
-            elif _free(x):
-                for i in x.inputs:
-                    if isinstance(i, Node):
-                        visit(i)
-
         for n in chunk:
             for i in n.inputs:
                 if isinstance(i, Node):
-                    visit(i)
-        reads.append(list(seen))
-    last_reader: dict[int, int] = {}
-    for c, rs in enumerate(reads):
-        for kind, j in rs:
-            if kind == "in":
-                last_reader[j] = c
+                    visit(i, c)
 
     # Where each graph output is produced: the chunk computing it, or, for an in-place
     # write whose input a later chunk still reads, that last reader (the value is passed
-    # to it); outputs that are inputs, constants or views go to the last chunk.
+    # to it); outputs that are inputs, constants or views go to the last chunk. Placing
+    # an output may add reads to its chunk, so this repeats until nothing moves.
     last = len(chunks) - 1
     owner: dict[int, int] = {}
-    for k, o in enumerate(graph.outputs):
-        c = home.get(id(o), last)
-        if k in write_to:
-            c = max(c, last_reader.get(write_to[k], -1))
-        owner[k] = c
+    while True:
+        last_reader: dict[int, int] = {}
+        for c, rs in enumerate(reads):
+            for kind, j in rs:
+                if kind == "in":
+                    last_reader[j] = c
+        moved = False
+        for k, o in enumerate(graph.outputs):
+            c = home.get(id(o), last)
+            if k in write_to:
+                c = max(c, last_reader.get(write_to[k], -1))
+            if owner.get(k) != c:
+                owner[k] = c
+                moved = True
+                visit(o, c)
+        if not moved:
+            break
     needed: dict[int, set[int]] = {}  # value -> chunks that read it from another chunk
     for c, rs in enumerate(reads):
         for kind, v in rs:
             if kind == "val":
                 needed.setdefault(v, set()).add(c)
     by_id = {id(n): n for n in graph.nodes}
-    for k, o in enumerate(graph.outputs):
-        if id(o) in home and owner[k] != home[id(o)]:
-            needed.setdefault(id(o), set()).add(owner[k])
-            reads[owner[k]].append(("val", id(o)))
-
     plan = Plan([])
     for c, chunk in enumerate(chunks):
-        plan.segments.append(_segment(graph, c, chunk, reads[c], owner, needed, write_to,
-                                      home, input_index, by_id))
+        plan.segments.append(_segment(graph, c, chunk, list(reads[c]), owner, needed,
+                                      write_to, home, input_index, by_id))
     for seg in plan.segments:
         for kind, v in seg.dests:
             if kind == "val":
@@ -200,6 +202,7 @@ def _segment(graph: Graph, c: int, chunk: list[Node], reads: list, owner: dict,
             inputs.append(p)
             sources.append(src)
         else:  # a view or constant of this segment's own, recomputed here
+            assert _free(x) or home.get(id(x)) == c, "a value read across a cut unplanned"
             p = clone(x)
         new[id(x)] = p
         return p

@@ -187,3 +187,20 @@ def test_segment_lines_setting(monkeypatch, env, parts):
     monkeypatch.setenv("DUALGRAPH_SEGMENT_LINES", env)
     g, arrays = _layers(4)
     assert bool(build(g).parts) is parts
+
+
+def test_parts_compile_in_parallel_in_helper_processes(tmp_path, monkeypatch):
+    from dualgraph.backend.numba import worker
+
+    monkeypatch.setenv("DUALGRAPH_COMPILE_JOBS", "2")
+    monkeypatch.setattr(worker, "PARALLEL_MIN_LINES", 0)
+    g, arrays = _layers(5)
+    with cache.isolated(str(tmp_path)):
+        k = build(g, segment_lines=12)
+        distinct = len({d for d, _ in k.dispatchers()})
+        k.compile(arrays)
+        # A helper compiled a share into the disk cache; this process loaded it.
+        assert 0 < k.helper_parts < distinct
+        assert k.loaded_parts == k.helper_parts
+        (want,) = interpret(g, *arrays)
+        np.testing.assert_allclose(k(*arrays)[0], want, rtol=1e-12)

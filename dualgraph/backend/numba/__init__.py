@@ -48,7 +48,9 @@ class Kernel:
         # the disk cache.
         self.shared_parts = 0
         self.loaded_parts = 0
+        self.helper_parts = 0  # of those loaded: compiled by helper processes
         self.write_to = write_to
+        self.contract = float32_only(graph)
         self.parts = parts or []
         self._in = [(tuple(n.shape), n.dtype) for n in graph.inputs]
         self._consts = tuple(lowered.consts) if not self.parts else ()
@@ -181,23 +183,42 @@ class Kernel:
                 sig: tuple | None = None) -> float:
         """Compile (or load from Numba's cache) for these inputs, or for the argument types
         ``sig``; returns the seconds. ``prepared``: the arrays are already as `run` takes
-        them."""
+        them. A split kernel's distinct parts compile in parallel in helper processes
+        when there are cores (`worker.compile_parallel`)."""
         if sig is None:
             sig = self.signature(arrays, prepared)
         t0 = time.perf_counter()
         if not self.parts:
             compile_dispatcher(self.fn, self.path, sig)
         else:
+            from .worker import compile_parallel
+
+            tasks = self.compile_tasks(sig)
+            self.helper_parts = compile_parallel(tasks) if len(tasks) > 1 else 0
             self.shared_parts = self.loaded_parts = 0
             for part, s in zip(self.parts, sig):
                 if tuple(s) in part.fn.overloads:
                     self.shared_parts += 1
                     continue
-                hits = sum(part.fn.stats.cache_hits.values())
+                hits = cache.hits_misses(part.fn)[0]
                 compile_dispatcher(part.fn, part.path, s)
-                self.loaded_parts += sum(part.fn.stats.cache_hits.values()) > hits
+                self.loaded_parts += cache.hits_misses(part.fn)[0] > hits
         self.numba_seconds = time.perf_counter() - t0
         return self.numba_seconds
+
+    def compile_tasks(self, sig: tuple) -> list[tuple[Any, tuple]]:
+        """What compiling for ``sig`` would compile, not load: (this kernel or a part,
+        its argument types), one per distinct function."""
+        pairs = [(self, sig)] if not self.parts else list(zip(self.parts, sig))
+        out, seen = [], set()
+        for owner, s in pairs:
+            key = (id(owner.fn), tuple(s))
+            if key in seen or tuple(s) in owner.fn.overloads:
+                continue
+            seen.add(key)
+            if owner.path is None or not cache.on_disk(owner.fn, s):
+                out.append((owner, s))
+        return out
 
     def on_disk(self, sig: tuple) -> bool:
         """Whether Numba's disk cache holds this kernel's machine code for ``sig`` (a
@@ -225,13 +246,16 @@ class Part:
     """One njit function of a split kernel: its lowering, module source, dispatcher and
     file, and its argument positions in the kernel's call (see `Kernel._wire`)."""
 
-    __slots__ = ("lowered", "fn", "source", "path", "args")
+    __slots__ = ("lowered", "fn", "source", "path", "parallel", "contract", "args")
 
-    def __init__(self, lowered: Lowered, fn: Any, source: str, path: str | None) -> None:
+    def __init__(self, lowered: Lowered, fn: Any, source: str, path: str | None,
+                 parallel: bool, contract: bool) -> None:
         self.lowered = lowered
         self.fn = fn
         self.source = source
         self.path = path
+        self.parallel = parallel
+        self.contract = contract
         self.args: tuple = ()
 
 
@@ -266,12 +290,10 @@ def compile_graph(graph: Graph, name: str, parallel: bool, write_to: dict[int, i
     ``inputs`` (see `array_type`): what the compile worker process runs, through the same
     checked kernel files and signed Numba cache as `build`. Returns the kernel and its
     argument types."""
-    kernel = build(graph, parallel, True, name, write_to)
-    if kernel.path is None:
-        raise RuntimeError("no usable disk kernel cache to hand the kernel over")
-    sig = kernel.signature_of(inputs)
-    kernel.compile(sig=sig)
-    return kernel, sig
+    from .worker import compile_graphs
+
+    (kernel,) = compile_graphs([(graph, name, parallel, write_to, inputs)])
+    return kernel, kernel.signature_of(inputs)
 
 
 def _drop_numba_cache(path: str) -> bool:
@@ -369,9 +391,10 @@ def _build_parts(graph: Graph, lowered: Lowered, plan: Plan, parallel: bool,
     parts = []
     for seg in plan.segments:
         low = lower(seg.graph, name=PART_NAME, parallel=parallel, write_to=seg.write_to)
+        contract = float32_only(seg.graph)
         fn, source, path = cache.load(low.source, PART_NAME, parallel, use_cache,
-                                      contract=float32_only(seg.graph))
-        parts.append(Part(low, fn, source, path))
+                                      contract=contract)
+        parts.append(Part(low, fn, source, path, parallel, contract))
     paths = [p.path for p in parts]
     source = "\n\n".join(p.source for p in parts)
     return Kernel(graph, lowered, None, source, None if None in paths else paths[0],
