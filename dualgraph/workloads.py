@@ -264,10 +264,11 @@ def _model_loss(name: str, quick: bool) -> tuple:
 
 def model_step(name: str, lr: float = 1e-3, quick: bool = False) -> tuple[Callable, tuple,
                                                                           nn.Module]:
-    """One Adam training step of the model workload ``name`` (``"cnn"`` or
-    ``"transformer"``): ``step(x, t)`` zeroes the gradients, computes the cross-entropy,
-    back-propagates, updates and returns the loss. Returns the step, its arguments and the
-    module (so a hand-written reference can start from the same parameters)."""
+    """One Adam training step of the model workload ``name`` (``"cnn"``,
+    ``"transformer"`` or ``"transformer-4"``, four blocks): ``step(x, t)`` zeroes the
+    gradients, computes the cross-entropy, back-propagates, updates and returns the loss.
+    Returns the step, its arguments and the module (so a hand-written reference can start
+    from the same parameters)."""
     from .nn import functional as F
     from .optim import Adam
 

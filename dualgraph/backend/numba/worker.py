@@ -167,8 +167,10 @@ def compile_parallel(tasks: list[tuple[Any, tuple]], jobs: int | None = None) ->
                   owner.contract, tuple(sig)) for owner, sig in share]
         # A helper that fails leaves its share to `Kernel.compile`, which compiles it in
         # this process (and reports any error there).
+        # The directory the kernel files are in (absolute: the helper runs elsewhere).
+        directory = os.path.dirname(os.path.abspath(share[0][0].path))
         with contextlib.suppress(OSError, RuntimeError, EOFError):
-            helper.run((next(_IDS), os.environ.get("DUALGRAPH_CACHE_DIR"), specs))
+            helper.run((next(_IDS), directory, specs))
 
     threads = [threading.Thread(target=send, args=(h, sh), daemon=True)
                for h, sh in zip(helpers, shares[1:])]
