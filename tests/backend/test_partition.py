@@ -204,3 +204,43 @@ def test_parts_compile_in_parallel_in_helper_processes(tmp_path, monkeypatch):
         assert k.loaded_parts == k.helper_parts
         (want,) = interpret(g, *arrays)
         np.testing.assert_allclose(k(*arrays)[0], want, rtol=1e-12)
+
+
+def _step_graph(monkeypatch, workload: str) -> tuple:
+    """The optimized graph (and in-place writes) of a model workload's quick Adam step,
+    taken where `dg.compile` hands it to the backend, without compiling it."""
+    import dualgraph.backend.numba as backend
+    from dualgraph.workloads import model_step
+
+    seen = []
+
+    class Taken(Exception):
+        pass
+
+    def take(graph, parallel=False, use_cache=True, name="kernel", write_to=None, **kw):
+        seen.append((graph, dict(write_to or {})))
+        raise Taken
+
+    monkeypatch.setattr(backend, "build", take)
+    step, args, _ = model_step(workload, quick=True)
+    with pytest.raises(Taken):
+        dg.compile(step, tiered=False)(*args)
+    return seen[0]
+
+
+def test_four_transformer_blocks_cost_little_more_source_than_one(monkeypatch):
+    from dualgraph.backend.numba import _line_weights
+    from dualgraph.backend.numba.codegen import lower
+
+    distinct_lines = {}
+    for workload in ("transformer", "transformer-4"):
+        g, write_to = _step_graph(monkeypatch, workload)
+        plan = P.partition(g, write_to, _line_weights(g, lower(g, write_to=write_to)), 150)
+        sources = {lower(s.graph, name="part", write_to=s.write_to).source
+                   for s in plan.segments}
+        distinct_lines[workload] = sum(s.count("\n") for s in sources)
+        if workload == "transformer-4":
+            assert len(sources) < len(plan.segments) // 2
+    # Four blocks hold four times the nodes, but the repeated blocks, their backward and
+    # their parameters' updates are identical parts.
+    assert distinct_lines["transformer-4"] < 1.6 * distinct_lines["transformer"]
