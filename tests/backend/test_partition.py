@@ -214,16 +214,16 @@ def _step_graph(monkeypatch, workload: str) -> tuple:
 
     seen = []
 
-    class Taken(Exception):
+    class TakenError(Exception):
         pass
 
     def take(graph, parallel=False, use_cache=True, name="kernel", write_to=None, **kw):
         seen.append((graph, dict(write_to or {})))
-        raise Taken
+        raise TakenError
 
     monkeypatch.setattr(backend, "build", take)
     step, args, _ = model_step(workload, quick=True)
-    with pytest.raises(Taken):
+    with pytest.raises(TakenError):
         dg.compile(step, tiered=False)(*args)
     return seen[0]
 

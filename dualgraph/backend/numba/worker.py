@@ -3,7 +3,8 @@
 Run as ``python -m dualgraph.backend.numba.worker`` by `dualgraph.compile.tiered`, which
 talks to it over its stdin and stdout in frames (an 8-byte big-endian length, then a
 pickle). A job is ``(job_id, cache directory, [(graph, name, parallel, write_to, inputs),
-...])``: the optimized graphs of one compiled entry, lowered and compiled through
+...], settings)``, ``settings`` the caller's compile environment variables (how kernels
+are split): the optimized graphs of one compiled entry, lowered and compiled through
 `compile_graphs`, i.e. the same checked kernel files and HMAC-signed Numba cache as a
 blocking compile. The reply is ``(job_id, error or None, numba_seconds)``. The worker exits
 at the end of its input (its parent closed the pipe or died) and on SIGTERM; it ignores
@@ -229,11 +230,13 @@ def main() -> None:
         job = read_frame(inp)
         if job is None:
             return
-        job_id, cache_dir, kernels = job
-        if cache_dir is None:
-            os.environ.pop("DUALGRAPH_CACHE_DIR", None)
-        else:
-            os.environ["DUALGRAPH_CACHE_DIR"] = cache_dir
+        job_id, cache_dir, kernels, *rest = job
+        for key, value in {"DUALGRAPH_CACHE_DIR": cache_dir, **(rest[0] if rest else {})
+                           }.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         t0 = time.perf_counter()
         error = None
         try:
