@@ -62,6 +62,8 @@ class Kernel:
                       if k not in write_to]
         if self.parts:
             self._wire(plan)
+            # The call path of a split kernel (a one-function kernel's `run` stays as it is).
+            self.run = self._run_parts
 
     def _wire(self, plan: Plan) -> None:
         """Each part's arguments as positions in one list: the inputs, the outputs, the
@@ -133,9 +135,6 @@ class Kernel:
         return [np.empty(s, d) for s, d in self._scratch]
 
     def run(self, ins: list, outs: list) -> None:
-        if self.parts:
-            self._run_parts(ins, outs)
-            return
         if not self._scratch:
             self.fn(*ins, *self._consts, *outs)
             return
