@@ -990,14 +990,7 @@ def _cache_counts() -> dict[str, tuple[int, int]]:
     """Numba's disk-cache (hits, misses) of every kernel loaded in this process."""
     from .backend.numba import cache
 
-    return {d: _hits_misses(fn) for d, fn in list(cache._KERNELS.items())}
-
-
-def _hits_misses(fn: Any) -> tuple[int, int]:
-    st = getattr(fn, "stats", None)
-    if st is None:
-        return 0, 0
-    return sum(st.cache_hits.values()), sum(st.cache_misses.values())
+    return {d: cache.hits_misses(fn) for d, fn in cache.loaded()}
 
 
 def _cache_source(entry: Any, before: dict[str, tuple[int, int]]) -> str:
@@ -1008,11 +1001,13 @@ def _cache_source(entry: Any, before: dict[str, tuple[int, int]]) -> str:
 
     hits = misses = 0
     for k in (entry.kernel, getattr(entry, "bwd_kernel", None)):
-        if k is None:
+        if k is None or not hasattr(k, "dispatchers"):
             continue
-        h0, m0 = before.get(cache.digest_of(k.source), (0, 0))
-        h1, m1 = _hits_misses(k.fn)
-        hits, misses = hits + h1 - h0, misses + m1 - m0
+        # A split kernel's identical parts are one dispatcher: count it once.
+        for digest, fn in dict(k.dispatchers()).items():
+            h0, m0 = before.get(digest, (0, 0))
+            h1, m1 = cache.hits_misses(fn)
+            hits, misses = hits + h1 - h0, misses + m1 - m0
     return "numba" if misses else ("disk" if hits else "memory")
 
 
@@ -1140,28 +1135,11 @@ def _fusion_report(graph: Graph) -> list[dict]:
 
 
 # ---------------------------------------------------------------------- compare
-@contextlib.contextmanager
-def _fresh_cache(directory: str):
+def _fresh_cache(directory: str) -> Any:
     """Compile as a new process would against ``directory``: no in-memory kernels."""
     from .backend.numba import cache
 
-    old_env = os.environ.get("DUALGRAPH_CACHE_DIR")
-    old_kernels = dict(cache._KERNELS)
-    os.environ["DUALGRAPH_CACHE_DIR"] = directory
-    cache._KERNELS.clear()
-    mods = {k: v for k, v in sys.modules.items() if k.startswith("dualgraph_kernels.")}
-    for k in mods:
-        del sys.modules[k]
-    try:
-        yield
-    finally:
-        cache._KERNELS.clear()
-        cache._KERNELS.update(old_kernels)
-        sys.modules.update(mods)
-        if old_env is None:
-            os.environ.pop("DUALGRAPH_CACHE_DIR", None)
-        else:
-            os.environ["DUALGRAPH_CACHE_DIR"] = old_env
+    return cache.isolated(directory)
 
 
 def _unwrap(fn: Callable) -> tuple[Callable, str | None]:

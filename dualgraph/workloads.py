@@ -134,6 +134,12 @@ CNN_SIZES: dict[str, dict[str, int]] = {
 TRANSFORMER_SIZES: dict[str, dict[str, int]] = {
     "transformer": {"batch": 16, "seq": 64, "width": 128, "heads": 4, "vocab": 256},
     "transformer-quick": {"batch": 4, "seq": 16, "width": 32, "heads": 2, "vocab": 64},
+    # Four blocks: what compiling a deeper model costs over one block (identical blocks
+    # compile once, see `dualgraph.backend.partition`).
+    "transformer-4": {"batch": 16, "seq": 64, "width": 128, "heads": 4, "vocab": 256,
+                      "blocks": 4},
+    "transformer-4-quick": {"batch": 4, "seq": 16, "width": 32, "heads": 2, "vocab": 64,
+                            "blocks": 4},
 }
 
 
@@ -161,9 +167,10 @@ class EncoderBlock(nn.Module):
     """A pre-norm transformer encoder block with a next-token head: token embedding plus a
     learned position embedding, LayerNorm, causal multi-head self-attention through
     `scaled_dot_product_attention`, a GELU MLP (4x width), residuals, a final LayerNorm
-    and a linear head over the vocabulary."""
+    and a linear head over the vocabulary. ``blocks > 1`` stacks that many blocks (the
+    first one's layers are attributes of this module, the others in ``more``)."""
 
-    def __init__(self, vocab: int, seq: int, width: int, heads: int) -> None:
+    def __init__(self, vocab: int, seq: int, width: int, heads: int, blocks: int = 1) -> None:
         super().__init__()
         from .eager.tensor import randn
 
@@ -176,29 +183,51 @@ class EncoderBlock(nn.Module):
         self.ln2 = nn.LayerNorm(width)
         self.fc1 = nn.Linear(width, 4 * width)
         self.fc2 = nn.Linear(4 * width, width)
+        if blocks > 1:
+            self.more = nn.ModuleList([_Block(width) for _ in range(blocks - 1)])
         self.ln_f = nn.LayerNorm(width)
         self.head = nn.Linear(width, vocab)
 
     def forward(self, tokens: Any) -> Any:
-        from .nn import functional as F
-
-        b, t = tokens.shape
-        w = self.pos.shape[1]
-        h, d = self.heads, w // self.heads
         x = self.embed(tokens) + self.pos
-        q, k, v = self.qkv(self.ln1(x)).split(w, dim=-1)
-        q, k, v = (z.reshape(b, t, h, d).transpose(1, 2) for z in (q, k, v))
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(a.transpose(1, 2).reshape(b, t, w))
-        x = x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+        x = _block(self, x, self.heads)
+        for block in getattr(self, "more", ()):
+            x = _block(block, x, self.heads)
         return self.head(self.ln_f(x))
+
+
+class _Block(nn.Module):
+    """The layers of one more block of `EncoderBlock`."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.ln2 = nn.LayerNorm(width)
+        self.fc1 = nn.Linear(width, 4 * width)
+        self.fc2 = nn.Linear(4 * width, width)
+
+
+def _block(m: Any, x: Any, heads: int) -> Any:
+    """One pre-norm block (attention, then MLP, each with its residual) with the layers
+    of ``m``."""
+    from .nn import functional as F
+
+    b, t, w = x.shape
+    h, d = heads, w // heads
+    q, k, v = m.qkv(m.ln1(x)).split(w, dim=-1)
+    q, k, v = (z.reshape(b, t, h, d).transpose(1, 2) for z in (q, k, v))
+    a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    x = x + m.proj(a.transpose(1, 2).reshape(b, t, w))
+    return x + m.fc2(F.gelu(m.fc1(m.ln2(x))))
 
 
 def transformer_model(size: str = "transformer") -> EncoderBlock:
     """The seeded `EncoderBlock` of the workload ``size`` (a key of `TRANSFORMER_SIZES`)."""
     s = TRANSFORMER_SIZES[size]
     manual_seed(0)
-    return EncoderBlock(s["vocab"], s["seq"], s["width"], s["heads"])
+    return EncoderBlock(s["vocab"], s["seq"], s["width"], s["heads"], s.get("blocks", 1))
 
 
 def transformer_data(size: str = "transformer") -> tuple[np.ndarray, np.ndarray]:
@@ -235,10 +264,11 @@ def _model_loss(name: str, quick: bool) -> tuple:
 
 def model_step(name: str, lr: float = 1e-3, quick: bool = False) -> tuple[Callable, tuple,
                                                                           nn.Module]:
-    """One Adam training step of the model workload ``name`` (``"cnn"`` or
-    ``"transformer"``): ``step(x, t)`` zeroes the gradients, computes the cross-entropy,
-    back-propagates, updates and returns the loss. Returns the step, its arguments and the
-    module (so a hand-written reference can start from the same parameters)."""
+    """One Adam training step of the model workload ``name`` (``"cnn"``,
+    ``"transformer"`` or ``"transformer-4"``, four blocks): ``step(x, t)`` zeroes the
+    gradients, computes the cross-entropy, back-propagates, updates and returns the loss.
+    Returns the step, its arguments and the module (so a hand-written reference can start
+    from the same parameters)."""
     from .nn import functional as F
     from .optim import Adam
 

@@ -496,11 +496,19 @@ def start(entry: Any, arrays: list, user: list, name: str, parallel: bool,
     return True
 
 
+# Settings the worker must share with this process at the time of the job: the kernels it
+# compiles must be the ones this process then builds and loads (split the same way).
+_JOB_SETTINGS = ("DUALGRAPH_SEGMENT_LINES", "DUALGRAPH_COMPILE_JOBS")
+
+
 def _payload(job: _Job) -> bytes:
-    """The job's frame for the worker: its graphs, and this process's cache directory (the
-    worker was started with the environment of its time, which may have changed)."""
+    """The job's frame for the worker: its graphs, this process's cache directory and
+    compile settings (the worker was started with the environment of its time, which may
+    have changed)."""
+    settings = {k: os.environ.get(k) for k in _JOB_SETTINGS}
     return pickle.dumps((job.id, os.environ.get("DUALGRAPH_CACHE_DIR"),
-                         [spec[1:] for spec in job.specs]), protocol=pickle.HIGHEST_PROTOCOL)
+                         [spec[1:] for spec in job.specs], settings),
+                        protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _load_now(job: _Job) -> bool:

@@ -214,9 +214,9 @@ def test_compile_failure_leaves_tier0_with_one_warning(cold_cache, monkeypatch):
     real = tiered._payload
 
     def broken(job):
-        job_id, cache_dir, specs = pickle.loads(real(job))
+        job_id, cache_dir, specs, settings = pickle.loads(real(job))
         specs[0][0].nodes[-1].op = "no_such_op_for_the_worker"  # LoweringError there
-        return pickle.dumps((job_id, cache_dir, specs))
+        return pickle.dumps((job_id, cache_dir, specs, settings))
 
     monkeypatch.setattr(tiered, "_payload", broken)
     f = dg.compile(lambda x: x * 3.0 + 0.5)

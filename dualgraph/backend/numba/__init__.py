@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import os
 import time
 import warnings
@@ -11,10 +12,11 @@ import numba
 import numpy as np
 
 from ...ir.graph import Graph
+from ..partition import Plan, partition
 from . import cache
 from .codegen import Lowered, LoweringError, ishape, lower
 
-__all__ = ["Kernel", "LoweringError", "build", "compile_graph"]
+__all__ = ["Kernel", "LoweringError", "Part", "build", "compile_graph", "split_lines"]
 
 
 class Kernel:
@@ -24,10 +26,16 @@ class Kernel:
     written in place). ``run(ins, outs)`` is the unchecked fast path `dg.compile` uses:
     inputs already of the graph's dtypes with 0-d values as shape (1,), and ``outs`` from
     ``new_outputs()``.
+
+    A large graph is split (`dualgraph.backend.partition`) into ``parts``, one njit
+    function each, run in order; values passed between them live in work arrays like
+    the scratch of a one-function kernel. ``lowered`` is then the graph's one-function
+    lowering (what `dg.explain` shows), ``source`` the parts' sources, and ``fn`` None.
     """
 
     def __init__(self, graph: Graph, lowered: Lowered, fn: Any, source: str,
-                 path: str | None, write_to: dict[int, int], parallel: bool = False) -> None:
+                 path: str | None, write_to: dict[int, int], parallel: bool = False,
+                 parts: list[Part] | None = None, plan: Plan | None = None) -> None:
         self.graph = graph
         self.parallel = parallel
         self.lowered = lowered
@@ -35,15 +43,76 @@ class Kernel:
         self.source = source
         self.path = path
         self.numba_seconds = 0.0
+        # Of `parts`: how many the last `compile` found compiled already in this process
+        # (an identical segment of this or another kernel) and how many it loaded from
+        # the disk cache.
+        self.shared_parts = 0
+        self.loaded_parts = 0
+        self.helper_parts = 0  # of those loaded: compiled by helper processes
         self.write_to = write_to
+        self.contract = float32_only(graph)
+        self.parts = parts or []
         self._in = [(tuple(n.shape), n.dtype) for n in graph.inputs]
-        self._consts = tuple(lowered.consts)
+        self._consts = tuple(lowered.consts) if not self.parts else ()
         self._scratch = [(tuple(shape), dtype) for shape, dtype in lowered.scratch]
         # Work arrays are reused across calls; a call takes a set from the pool and gives
         # it back (list pop/append are atomic, so threads never share a set).
         self._pool: list = []
         self._outs = [(ishape(o), o.dtype, not o.shape) for k, o in enumerate(graph.outputs)
                       if k not in write_to]
+        if self.parts:
+            self._wire(plan)
+            # The call path of a split kernel (a one-function kernel's `run` stays as it is).
+            self.run = self._run_parts
+
+    def _wire(self, plan: Plan) -> None:
+        """Each part's arguments as positions in one list: the inputs, the outputs, the
+        work arrays (values between parts, then each part's scratch), the constants."""
+        n_in, n_out = len(self._in), len(self._outs)
+        out_pos = {}
+        for k in range(len(self.graph.outputs)):
+            if k not in self.write_to:
+                out_pos[k] = len(out_pos)
+        work: list[tuple] = []
+        consts: list = []
+        slot: dict[int, int] = {}  # value id -> its position
+        for v, (shape, dtype) in plan.values.items():
+            slot[v] = -1 - len(work)  # work positions are fixed up below
+            work.append((tuple(shape) or (1,), dtype))
+        args_of = []
+        for part, seg in zip(self.parts, plan.segments):
+            args = []
+            for kind, j in seg.sources:
+                args.append(j if kind == "in" else slot[j])
+            for c in part.lowered.consts:
+                args.append(("c", len(consts)))
+                consts.append(c)
+            for shape, dtype in part.lowered.scratch:
+                args.append(-1 - len(work))
+                work.append((tuple(shape), dtype))
+            for kind, j in seg.dests:
+                if kind == "out":
+                    args.append(n_in + out_pos[j])
+                    slot.setdefault(id(self.graph.outputs[j]), n_in + out_pos[j])
+                elif kind == "val":
+                    args.append(slot[j])
+            args_of.append(args)
+        base = n_in + n_out
+        n_work = len(work)
+
+        def pos(a: Any) -> int:
+            if isinstance(a, tuple):
+                return base + n_work + a[1]
+            return base - 1 - a if a < 0 else a
+
+        self._scratch = work
+        self._part_consts = consts
+        self._calls = []
+        for part, args in zip(self.parts, args_of):
+            part.args = tuple(pos(a) for a in args)
+            get = (operator.itemgetter(*part.args) if len(part.args) > 1 else
+                   (lambda env, i=part.args[0]: (env[i],)))
+            self._calls.append((part.fn, get))
 
     def prepare(self, arrays: Any) -> list:
         """Inputs as the kernel takes them: the graph's dtypes, 0-d values as shape (1,)."""
@@ -76,40 +145,117 @@ class Kernel:
         finally:
             pool.append(work)
 
+    def _run_parts(self, ins: list, outs: list) -> None:
+        pool = self._pool
+        work = pool.pop() if pool else self.new_scratch()
+        try:
+            env = [*ins, *outs, *work, *self._part_consts]
+            for fn, get in self._calls:
+                fn(*get(env))
+        finally:
+            pool.append(work)
+
+    def _types(self, in_types: tuple) -> tuple:
+        """Numba types of every argument position (see `_wire`), or of the one function's
+        arguments."""
+        if not self.parts:
+            return (in_types + tuple(numba.typeof(a) for a in self._consts)
+                    + tuple(numba.typeof(a) for a in self.new_scratch())
+                    + tuple(numba.typeof(a) for a in self.new_outputs()))
+        env = (in_types + tuple(numba.typeof(a) for a in self.new_outputs())
+               + tuple(numba.typeof(a) for a in self.new_scratch())
+               + tuple(numba.typeof(a) for a in self._part_consts))
+        return tuple(tuple(env[i] for i in p.args) for p in self.parts)
+
     def signature(self, arrays: Any, prepared: bool = False) -> tuple:
         """The Numba argument types of a call with these inputs (consts and outputs
-        included): what `compile` compiles for, and what a compile worker is sent."""
+        included): what `compile` compiles for, and what a compile worker is sent. A split
+        kernel's signature is one such tuple per part."""
         ins = list(arrays) if prepared else self.prepare(arrays)
-        return tuple(numba.typeof(a) for a in ins + list(self._consts) + self.new_scratch()
-                     + self.new_outputs())
+        return self._types(tuple(numba.typeof(a) for a in ins))
 
     def signature_of(self, inputs: list) -> tuple:
         """`signature` for inputs described as in `array_type`, not given as arrays."""
-        return (tuple(array_type(d) for d in inputs) + tuple(numba.typeof(a) for a in
-                self._consts) + tuple(numba.typeof(a) for a in self.new_scratch())
-                + tuple(numba.typeof(a) for a in self.new_outputs()))
+        return self._types(tuple(array_type(d) for d in inputs))
 
     def compile(self, arrays: Any = None, prepared: bool = False,
                 sig: tuple | None = None) -> float:
         """Compile (or load from Numba's cache) for these inputs, or for the argument types
         ``sig``; returns the seconds. ``prepared``: the arrays are already as `run` takes
-        them."""
+        them. A split kernel's distinct parts compile in parallel in helper processes
+        when there are cores (`worker.compile_parallel`)."""
         if sig is None:
             sig = self.signature(arrays, prepared)
         t0 = time.perf_counter()
-        compile_dispatcher(self.fn, self.path, sig)
+        if not self.parts:
+            compile_dispatcher(self.fn, self.path, sig)
+        else:
+            from .worker import compile_parallel
+
+            tasks = self.compile_tasks(sig)
+            self.helper_parts = compile_parallel(tasks) if len(tasks) > 1 else 0
+            self.shared_parts = self.loaded_parts = 0
+            for part, s in zip(self.parts, sig):
+                if tuple(s) in part.fn.overloads:
+                    self.shared_parts += 1
+                    continue
+                hits = cache.hits_misses(part.fn)[0]
+                compile_dispatcher(part.fn, part.path, s)
+                self.loaded_parts += cache.hits_misses(part.fn)[0] > hits
         self.numba_seconds = time.perf_counter() - t0
         return self.numba_seconds
+
+    def compile_tasks(self, sig: tuple) -> list[tuple[Any, tuple]]:
+        """What compiling for ``sig`` would compile, not load: (this kernel or a part,
+        its argument types), one per distinct function."""
+        pairs = [(self, sig)] if not self.parts else list(zip(self.parts, sig))
+        out, seen = [], set()
+        for owner, s in pairs:
+            key = (id(owner.fn), tuple(s))
+            if key in seen or tuple(s) in owner.fn.overloads:
+                continue
+            seen.add(key)
+            if owner.path is None or not cache.on_disk(owner.fn, s):
+                out.append((owner, s))
+        return out
 
     def on_disk(self, sig: tuple) -> bool:
         """Whether Numba's disk cache holds this kernel's machine code for ``sig`` (a
         `compile` would load it, not compile it)."""
-        return self.path is not None and cache.on_disk(self.fn, sig)
+        if not self.parts:
+            return self.path is not None and cache.on_disk(self.fn, sig)
+        return all(p.path is not None and (tuple(s) in p.fn.overloads or
+                                           cache.on_disk(p.fn, s))
+                   for p, s in zip(self.parts, sig))
+
+    def dispatchers(self) -> list[tuple[str, Any]]:
+        """The njit dispatchers this kernel calls, with the digests the kernel cache knows
+        them by (one, or one per part)."""
+        if not self.parts:
+            return [(cache.digest_of(self.source), self.fn)]
+        return [(cache.digest_of(p.source), p.fn) for p in self.parts]
 
     def __call__(self, *arrays: Any) -> tuple:
         outs = self.new_outputs()
         self.run(self.prepare(arrays), outs)
         return tuple(o.reshape(()) if scalar else o for o, (_, _, scalar) in zip(outs, self._outs))
+
+
+class Part:
+    """One njit function of a split kernel: its lowering, module source, dispatcher and
+    file, and its argument positions in the kernel's call (see `Kernel._wire`)."""
+
+    __slots__ = ("lowered", "fn", "source", "path", "parallel", "contract", "args")
+
+    def __init__(self, lowered: Lowered, fn: Any, source: str, path: str | None,
+                 parallel: bool, contract: bool) -> None:
+        self.lowered = lowered
+        self.fn = fn
+        self.source = source
+        self.path = path
+        self.parallel = parallel
+        self.contract = contract
+        self.args: tuple = ()
 
 
 def compile_dispatcher(fn: Any, path: str | None, sig: tuple) -> None:
@@ -143,12 +289,10 @@ def compile_graph(graph: Graph, name: str, parallel: bool, write_to: dict[int, i
     ``inputs`` (see `array_type`): what the compile worker process runs, through the same
     checked kernel files and signed Numba cache as `build`. Returns the kernel and its
     argument types."""
-    kernel = build(graph, parallel, True, name, write_to)
-    if kernel.path is None:
-        raise RuntimeError("no usable disk kernel cache to hand the kernel over")
-    sig = kernel.signature_of(inputs)
-    kernel.compile(sig=sig)
-    return kernel, sig
+    from .worker import compile_graphs
+
+    (kernel,) = compile_graphs([(graph, name, parallel, write_to, inputs)])
+    return kernel, kernel.signature_of(inputs)
 
 
 def _drop_numba_cache(path: str) -> bool:
@@ -183,8 +327,11 @@ def float32_only(graph: Graph) -> bool:
 
 
 def build(graph: Graph, parallel: bool = False, use_cache: bool = True,
-          name: str = "kernel", write_to: dict[int, int] | None = None) -> Kernel:
-    """Lower ``graph`` and load its njit function (from the caches when possible).
+          name: str = "kernel", write_to: dict[int, int] | None = None,
+          segment_lines: int | None = None) -> Kernel:
+    """Lower ``graph`` and load its njit function (from the caches when possible), or
+    its parts' functions when its one function would be large (``segment_lines``: the
+    target lines per part, default `split_lines`; 0 never splits).
 
     ``write_to`` maps output positions to input positions whose arrays receive those
     outputs in place (a training step's parameters and optimizer state).
@@ -197,6 +344,57 @@ def build(graph: Graph, parallel: bool = False, use_cache: bool = True,
         # reads this when Numba first starts its threads; a user's own setting wins.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     lowered = lower(graph, name=name, parallel=parallel, write_to=write_to)
+    limit = split_lines() if segment_lines is None else segment_lines
+    if limit and lowered.source.count("\n") > SPLIT_FACTOR * limit:
+        plan = partition(graph, write_to, _line_weights(graph, lowered), limit)
+        if plan is not None:
+            return _build_parts(graph, lowered, plan, parallel, use_cache, write_to)
     fn, source, path = cache.load(lowered.source, name, parallel, use_cache,
                                   contract=float32_only(graph))
     return Kernel(graph, lowered, fn, source, path, write_to, parallel)
+
+
+# The name of every part's function: identical segments of different kernels (a forward
+# and a backward, two steps) then have identical sources.
+PART_NAME = "part"
+SEGMENT_ENV = "DUALGRAPH_SEGMENT_LINES"
+# A part holds about this many lines of generated source; a graph is split when its one
+# function would be longer than SPLIT_FACTOR times that.
+SEGMENT_LINES = 150
+SPLIT_FACTOR = 2
+
+
+def split_lines() -> int:
+    """The target lines of source per part of a split kernel (``DUALGRAPH_SEGMENT_LINES``;
+    0 never splits)."""
+    try:
+        return max(0, int(os.environ.get(SEGMENT_ENV, SEGMENT_LINES)))
+    except ValueError:
+        return SEGMENT_LINES
+
+
+def _line_weights(graph: Graph, lowered: Lowered) -> dict[int, int]:
+    """Node id -> the lines of the one-function source its block spans (blocks start at
+    their IR comment; nodes folded into another's block count one)."""
+    names = graph.names()
+    starts = sorted((line, name) for name, line in lowered.line_of_node.items())
+    span = {}
+    total = lowered.source.count("\n") + 1
+    for k, (line, name) in enumerate(starts):
+        span[name] = (starts[k + 1][0] if k + 1 < len(starts) else total) - line
+    return {id(n): max(1, span.get(names[id(n)], 1)) for n in graph.nodes}
+
+
+def _build_parts(graph: Graph, lowered: Lowered, plan: Plan, parallel: bool,
+                 use_cache: bool, write_to: dict[int, int]) -> Kernel:
+    parts = []
+    for seg in plan.segments:
+        low = lower(seg.graph, name=PART_NAME, parallel=parallel, write_to=seg.write_to)
+        contract = float32_only(seg.graph)
+        fn, source, path = cache.load(low.source, PART_NAME, parallel, use_cache,
+                                      contract=contract)
+        parts.append(Part(low, fn, source, path, parallel, contract))
+    paths = [p.path for p in parts]
+    source = "\n\n".join(p.source for p in parts)
+    return Kernel(graph, lowered, None, source, None if None in paths else paths[0],
+                  write_to, parallel, parts, plan)

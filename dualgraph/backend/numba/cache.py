@@ -366,6 +366,50 @@ def load(body: str, name: str, parallel: bool, cache: bool,
         return fn, source, fn._dg_path
 
 
+def loaded() -> list[tuple[str, Any]]:
+    """The kernels loaded in this process: (digest of the module source, njit dispatcher),
+    least recently used first."""
+    with _LOCK:
+        return list(_KERNELS.items())
+
+
+def hits_misses(fn: Any) -> tuple[int, int]:
+    """An njit dispatcher's disk-cache (hits, misses) so far: a miss is a compile."""
+    st = getattr(fn, "stats", None)
+    if st is None:
+        return 0, 0
+    return sum(st.cache_hits.values()), sum(st.cache_misses.values())
+
+
+@contextlib.contextmanager
+def isolated(directory: str | None = None) -> Any:
+    """Build kernels as a new process would: none loaded in this process is found, and
+    with ``directory`` the disk cache is there (an empty one times a cold compile).
+    Afterwards the process's kernels and cache directory are as before."""
+    old_env = os.environ.get("DUALGRAPH_CACHE_DIR")
+    with _LOCK:
+        old_kernels = dict(_KERNELS)
+        _KERNELS.clear()
+    mods = {k: v for k, v in sys.modules.items() if k.startswith(_PACKAGE + ".")}
+    for k in mods:
+        del sys.modules[k]
+    if directory is not None:
+        os.environ["DUALGRAPH_CACHE_DIR"] = directory
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _KERNELS.clear()
+            _KERNELS.update(old_kernels)
+        for k in [k for k in sys.modules if k.startswith(_PACKAGE + ".")]:
+            del sys.modules[k]
+        sys.modules.update(mods)
+        if old_env is None:
+            os.environ.pop("DUALGRAPH_CACHE_DIR", None)
+        else:
+            os.environ["DUALGRAPH_CACHE_DIR"] = old_env
+
+
 def _release(digest: str, fn: Any) -> None:
     """Let an evicted kernel be freed once no compiled function uses it any more.
 

@@ -3,11 +3,18 @@
 Run as ``python -m dualgraph.backend.numba.worker`` by `dualgraph.compile.tiered`, which
 talks to it over its stdin and stdout in frames (an 8-byte big-endian length, then a
 pickle). A job is ``(job_id, cache directory, [(graph, name, parallel, write_to, inputs),
-...])``: the optimized graphs of one compiled entry, lowered and compiled in order through
-`compile_graph`, i.e. the same checked kernel files and HMAC-signed Numba cache as a
+...], settings)``, ``settings`` the caller's compile environment variables (how kernels
+are split): the optimized graphs of one compiled entry, lowered and compiled through
+`compile_graphs`, i.e. the same checked kernel files and HMAC-signed Numba cache as a
 blocking compile. The reply is ``(job_id, error or None, numba_seconds)``. The worker exits
 at the end of its input (its parent closed the pipe or died) and on SIGTERM; it ignores
 SIGINT, so a Ctrl-C meant for the user's loop does not kill the compiler.
+
+Numba compiles one function at a time per process (its compiler holds a global lock), so
+the independent functions of a job (the parts of split kernels, a forward and a backward)
+are shared out among helper processes when the machine has the cores (`compile_jobs`):
+each is this same module, sent jobs of ``("fn", body, name, parallel, contract, sig)``
+specs, which it compiles into the disk cache. Blocking compiles use the same helpers.
 
 Frames come only from the parent process that started this one through a private pipe, so
 unpickling them trusts no one else.
@@ -15,15 +22,24 @@ unpickling them trusts no one else.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import itertools
 import os
 import pickle
 import signal
 import struct
+import subprocess
 import sys
+import threading
 import time
 from typing import Any, BinaryIO
 
 _LEN = struct.Struct(">Q")
+JOBS_ENV = "DUALGRAPH_COMPILE_JOBS"  # processes compiling at once; 1 turns helpers off
+# Below this many lines of source to compile, starting and feeding helpers costs more
+# than it saves (a helper takes seconds to import Numba).
+PARALLEL_MIN_LINES = 300
 
 
 def read_frame(f: BinaryIO) -> Any:
@@ -49,6 +65,158 @@ def _terminate(signum: int, frame: Any) -> None:
     raise SystemExit(0)
 
 
+def compile_jobs() -> int:
+    """How many processes compile at once: ``DUALGRAPH_COMPILE_JOBS``, else the cores
+    this process may use."""
+    try:
+        return max(1, int(os.environ[JOBS_ENV]))
+    except (KeyError, ValueError):
+        cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                 else os.cpu_count() or 1)
+        return max(1, cores)
+
+
+# Run by a helper's interpreter: the import path is the interpreter's own plus the
+# directory holding this dualgraph, never the caller's working directory.
+_BOOTSTRAP = (
+    "import sys\n"
+    "sys.path[:] = [{root!r}] + [p for p in sys.path if p and p != '.']\n"
+    "import runpy\n"
+    "runpy.run_module('dualgraph.backend.numba.worker', run_name='__main__', alter_sys=True)\n"
+)
+
+
+class _Helper:
+    """One helper process and its pipes; `run` sends a job and waits for its reply."""
+
+    def __init__(self) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))))
+        safe = ["-P"] if sys.version_info >= (3, 11) else []
+        self.proc = subprocess.Popen(
+            [sys.executable, *safe, "-c", _BOOTSTRAP.format(root=root)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=os.path.abspath(os.sep), close_fds=True)
+
+    def run(self, job: Any) -> Any:
+        write_frame(self.proc.stdin, job)
+        reply = read_frame(self.proc.stdout)
+        if reply is None:
+            raise RuntimeError(f"a compile helper exited (status {self.proc.poll()})")
+        return reply
+
+    def stop(self) -> None:
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+_HELPERS: list[_Helper] = []
+_HELPERS_LOCK = threading.Lock()
+_IDS = itertools.count(1)
+
+
+def _helpers(n: int) -> list[_Helper]:
+    """``n`` running helper processes of this process (started on first use)."""
+    with _HELPERS_LOCK:
+        _HELPERS[:] = [h for h in _HELPERS if h.proc.poll() is None]
+        while len(_HELPERS) < n:
+            _HELPERS.append(_Helper())
+        return _HELPERS[:n]
+
+
+@atexit.register
+def stop_helpers() -> None:
+    """Stop this process's helpers (at exit: no orphan process)."""
+    with _HELPERS_LOCK:
+        helpers, _HELPERS[:] = list(_HELPERS), []
+    for h in helpers:
+        h.stop()
+
+
+def compile_parallel(tasks: list[tuple[Any, tuple]], jobs: int | None = None) -> int:
+    """Compile njit functions into the disk cache, up to ``jobs`` at once: ``tasks`` are
+    (`Kernel` or `Part`, argument types). This process compiles one share, helper
+    processes the others; afterwards every task's code is on disk (or compiled here), so
+    a `Kernel.compile` only loads it. Returns how many went to helpers (0: none did,
+    because of ``jobs``, the size of the work, or a missing disk cache)."""
+    from . import compile_dispatcher
+
+    jobs = compile_jobs() if jobs is None else jobs
+    lines = [t[0].lowered.source.count("\n") for t in tasks]
+    if (jobs < 2 or len(tasks) < 2 or sum(lines) < PARALLEL_MIN_LINES
+            or any(t[0].path is None for t in tasks)):
+        return 0
+    # Largest first, each to the least loaded share; share 0 is this process's.
+    shares: list[list] = [[] for _ in range(min(jobs, len(tasks)))]
+    load = [0] * len(shares)
+    for k in sorted(range(len(tasks)), key=lambda k: -lines[k]):
+        j = load.index(min(load))
+        shares[j].append(tasks[k])
+        load[j] += lines[k]
+    helpers = _helpers(len(shares) - 1)
+
+    def send(helper: _Helper, share: list) -> None:
+        specs = [("fn", owner.lowered.source, owner.lowered.name, owner.parallel,
+                  owner.contract, tuple(sig)) for owner, sig in share]
+        # A helper that fails leaves its share to `Kernel.compile`, which compiles it in
+        # this process (and reports any error there).
+        # The directory the kernel files are in (absolute: the helper runs elsewhere).
+        directory = os.path.dirname(os.path.abspath(share[0][0].path))
+        with contextlib.suppress(OSError, RuntimeError, EOFError):
+            helper.run((next(_IDS), directory, specs))
+
+    threads = [threading.Thread(target=send, args=(h, sh), daemon=True)
+               for h, sh in zip(helpers, shares[1:])]
+    for t in threads:
+        t.start()
+    for owner, sig in shares[0]:
+        compile_dispatcher(owner.fn, owner.path, tuple(sig))
+    for t in threads:
+        t.join()
+    return sum(len(sh) for sh in shares[1:])
+
+
+def compile_graphs(specs: list) -> list:
+    """Build and compile ``specs`` (``(graph, name, parallel, write_to, inputs)``, as
+    `compile_graph` takes them): the distinct functions not yet compiled or on disk are
+    compiled in parallel first (`compile_parallel`). Returns the kernels."""
+    from . import build
+
+    built = []
+    for graph, name, parallel, write_to, inputs in specs:
+        k = build(graph, parallel, True, name, write_to)
+        if k.path is None:
+            raise RuntimeError("no usable disk kernel cache to hand the kernel over")
+        built.append((k, k.signature_of(inputs)))
+    tasks: dict = {}
+    for k, sig in built:
+        for owner, s in k.compile_tasks(sig):
+            tasks.setdefault((id(owner.fn), tuple(s)), (owner, s))
+    compile_parallel(list(tasks.values()))
+    for k, sig in built:
+        k.compile(sig=sig)
+    return [k for k, _ in built]
+
+
+def _compile_function(body: str, name: str, parallel: bool, contract: bool,
+                      sig: tuple) -> None:
+    """A helper's task: one function of a kernel, into the disk cache."""
+    from . import cache, compile_dispatcher
+
+    fn, _, path = cache.load(body, name, parallel, True, contract)
+    if path is None:
+        raise RuntimeError("no usable disk kernel cache")
+    compile_dispatcher(fn, path, sig)
+
+
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminate)
@@ -57,22 +225,26 @@ def main() -> None:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     inp = sys.stdin.buffer
-    from . import compile_graph
 
     while True:
         job = read_frame(inp)
         if job is None:
             return
-        job_id, cache_dir, kernels = job
-        if cache_dir is None:
-            os.environ.pop("DUALGRAPH_CACHE_DIR", None)
-        else:
-            os.environ["DUALGRAPH_CACHE_DIR"] = cache_dir
+        job_id, cache_dir, kernels, *rest = job
+        for key, value in {"DUALGRAPH_CACHE_DIR": cache_dir, **(rest[0] if rest else {})
+                           }.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         t0 = time.perf_counter()
         error = None
         try:
-            for spec in kernels:
-                compile_graph(*spec)
+            if kernels and kernels[0][0] == "fn":
+                for spec in kernels:
+                    _compile_function(*spec[1:])
+            else:
+                compile_graphs(kernels)
         except Exception as e:  # noqa: BLE001 - reported to the parent, which warns
             error = f"{type(e).__name__}: {e}".strip()
         try:

@@ -1,0 +1,52 @@
+"""Tiered compiles of a step split into parts: the worker compiles the parts (in
+parallel, in helper processes, when allowed two jobs) and the caller loads them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import dualgraph as dg
+from dualgraph.compile import tiered as tiers
+
+
+def _adam_step():
+    dg.manual_seed(0)
+    net = dg.nn.Sequential(dg.nn.Linear(8, 16), dg.nn.Tanh(), dg.nn.Linear(16, 16),
+                           dg.nn.Tanh(), dg.nn.Linear(16, 3))
+    opt = dg.optim.Adam(net.parameters(), lr=1e-2)
+
+    def step(x, t):
+        opt.zero_grad()
+        loss = dg.nn.functional.cross_entropy(net(x), t)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return net, step
+
+
+def test_worker_compiles_a_split_step_and_the_caller_loads_its_parts(tiered, monkeypatch,
+                                                                    tmp_path):
+    from dualgraph.backend.numba import worker
+
+    # Set after the worker may have started: the job carries them.
+    monkeypatch.setenv("DUALGRAPH_SEGMENT_LINES", "30")
+    monkeypatch.setenv("DUALGRAPH_COMPILE_JOBS", "2")
+    monkeypatch.setenv("DUALGRAPH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(worker, "PARALLEL_MIN_LINES", 0)  # this process's blocking side
+    rng = np.random.default_rng(1)
+    x = dg.tensor(rng.standard_normal((10, 8)).astype(np.float32))
+    t = dg.tensor(rng.integers(0, 3, 10))
+    net_e, step_e = _adam_step()
+    net_c, step_c = _adam_step()
+    f = dg.compile(step_c, tiered=True)
+    np.testing.assert_allclose(f(x, t).numpy(), step_e(x, t).numpy(), rtol=1e-5)
+    assert tiers.wait(f, 600), f.stats.tier_failure
+    (entry,) = f.entries()
+    assert not entry.tier0 and len(entry.kernel.parts) > 1
+    # Every part came from the disk cache the worker (and its helper) filled.
+    assert entry.kernel.loaded_parts == len({d for d, _ in entry.kernel.dispatchers()})
+    for _ in range(2):
+        np.testing.assert_allclose(f(x, t).numpy(), step_e(x, t).numpy(), rtol=1e-5)
+    for pe, pc in zip(net_e.parameters(), net_c.parameters()):
+        np.testing.assert_allclose(pc.numpy(), pe.numpy(), rtol=1e-4, atol=1e-6)
