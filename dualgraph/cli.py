@@ -47,10 +47,10 @@ class _Eta:
     `_DEFAULT_GUESS` seconds. Plain lines without tqdm."""
 
     def __init__(self, names: list[str], key: str) -> None:
-        from .compare import _read_state
+        from .compare import read_state
 
         self.key = key
-        self.past = _read_state(TIMES_FILE)
+        self.past = read_state(TIMES_FILE)
         self.guess = {n: float(self.past.get(f"{key}:{n}", _DEFAULT_GUESS)) for n in names}
         self.names = names
         try:
@@ -84,9 +84,9 @@ class _Eta:
                 self.bar.refresh()
         if self.bar is not None:
             self.bar.close()
-        from .compare import _write_state
+        from .compare import write_state
 
-        _write_state(TIMES_FILE, self.past)
+        write_state(TIMES_FILE, self.past)
 
 
 def _fmt_t(s: float | None) -> str:

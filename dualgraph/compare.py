@@ -767,7 +767,8 @@ def _state_dir() -> Path:
     return Path(base) / "dualgraph"
 
 
-def _read_state(name: str) -> dict:
+def read_state(name: str) -> dict:
+    """The JSON state file ``name`` in dualgraph's state directory ({} when missing)."""
     try:
         with open(_state_dir() / name) as f:
             data = json.load(f)
@@ -776,7 +777,8 @@ def _read_state(name: str) -> dict:
         return {}  # missing or damaged: measured again
 
 
-def _write_state(name: str, data: dict) -> None:
+def write_state(name: str, data: dict) -> None:
+    """Write ``data`` as the JSON state file ``name`` (best effort: a read-only home is fine)."""
     d = _state_dir()
     try:
         d.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -817,7 +819,7 @@ def machine_limits(refresh: bool = False) -> MachineLimits:
     key = _machine_key()
     if _LIMITS is not None and _LIMITS.key == key and not refresh:
         return _LIMITS
-    data = {} if refresh else _read_state(LIMITS_FILE)
+    data = {} if refresh else read_state(LIMITS_FILE)
     try:
         old = MachineLimits(float(data["bandwidth"]),
                             {k: float(v) for k, v in data["gemm_peak"].items()},
@@ -837,7 +839,7 @@ def machine_limits(refresh: bool = False) -> MachineLimits:
                                 for k, v in limits.gemm_peak.items()}
             limits.cpu_share = max(limits.cpu_share, old.cpu_share)
             limits.measurements = old.measurements + 1
-        _write_state(LIMITS_FILE, asdict(limits))
+        write_state(LIMITS_FILE, asdict(limits))
     _LIMITS = limits
     return limits
 
@@ -953,7 +955,8 @@ def kernel_roofline(graphs: list[tuple[Graph, str]], limits: MachineLimits | Non
     return rows
 
 
-def _size(b: float, unit: str) -> str:
+def format_size(b: float, unit: str) -> str:
+    """``b`` with a k/M/G prefix and ``unit`` (bytes or FLOP counts in reports)."""
     for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if b >= scale:
             return f"{b / scale:.1f} {prefix}{unit}"
@@ -976,8 +979,8 @@ def roofline_lines(rows: list, limits: dict, call_time: float | None = None) -> 
                 share += " (in cache)" if r["bound"] == "memory" else ""
         else:
             share = f"{r['bound']}-bound, not timed alone"
-        out.append(f"  {what:44s} {_size(r['bytes'], 'B'):>9s} {_size(r['flops'], 'FLOP'):>10s} "
-                   f"{_t(r['time']):>10s}  {share}")
+        size, flops = format_size(r["bytes"], "B"), format_size(r["flops"], "FLOP")
+        out.append(f"  {what:44s} {size:>9s} {flops:>10s} {_t(r['time']):>10s}  {share}")
     ideal = sum(r["ideal"] or 0.0 for r in rows)
     if call_time:
         out.append(f"  all kernels at the limits: {_t(ideal).strip()}; a compiled call takes "

@@ -82,7 +82,7 @@ class Explanation:
     def _kernel_lines(self) -> list[str]:
         if not self.kernel_costs:
             return []
-        from .compare import _size, roofline_lines
+        from .compare import format_size, roofline_lines
 
         if self.limits:
             return ["== kernels against the machine's limits"] + roofline_lines(
@@ -90,8 +90,8 @@ class Explanation:
         out = ["== kernels: bytes moved and flops (explain(..., roofline=True) times each "
                "against the machine's limits)"]
         for k in self.kernel_costs:
-            out.append(f"   {k.graph} {k.index}: {k.what}: {_size(k.bytes, 'B')}, "
-                       f"{_size(k.flops, 'FLOP')}")
+            out.append(f"   {k.graph} {k.index}: {k.what}: {format_size(k.bytes, 'B')}, "
+                       f"{format_size(k.flops, 'FLOP')}")
         return out
 
     def __repr__(self) -> str:

@@ -97,3 +97,54 @@ def test_the_check_sees_reads_writes_and_getattr(tmp_path: Path) -> None:
         "dualgraph/user.py:4: ._saved",
         "dualgraph/user.py:10: ._version",
     ]
+
+
+def private_names_across_units(root: Path) -> list[str]:
+    """Every private name (``_x``, not dunders) one unit of ``root`` imports from another
+    unit (``from ..compare import _size``), or reads off another unit's module
+    (``cache._KERNELS``). A unit is a top-level module or package of ``root``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).with_suffix("").parts
+        here = rel[0] if len(rel) > 1 or rel[0] != "__init__" else "__init__"
+        pkg = rel[:-1]
+        tree = ast.parse(path.read_text())
+        module_unit: dict[str, str] = {}  # local name of an imported module -> its unit
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = list(pkg[: len(pkg) - node.level + 1])
+                target = base + (node.module.split(".") if node.module else [])
+                for a in node.names:
+                    unit = (target + [a.name])[0]
+                    if a.name.startswith("_") and not a.name.startswith("__") and unit != here:
+                        found.append(f"dualgraph/{'/'.join(rel)}.py:{node.lineno}: "
+                                     f"imports {a.name} from {'.'.join(target)}")
+                    module_unit[a.asname or a.name] = unit
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and module_unit.get(node.value.id, here) != here
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                found.append(f"dualgraph/{'/'.join(rel)}.py:{node.lineno}: "
+                             f"{node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_private_names_cross_units() -> None:
+    found = private_names_across_units(PKG)
+    assert not found, ("make the name public (and documented) where it is defined, or keep "
+                       "its use inside its own package:\n" + "\n".join(found))
+
+
+def test_the_name_check_sees_imports_and_module_attributes(tmp_path: Path) -> None:
+    (tmp_path / "backend").mkdir()
+    (tmp_path / "backend" / "cache.py").write_text("_KERNELS = {}\n")
+    (tmp_path / "backend" / "user.py").write_text("from .cache import _KERNELS\n")  # own unit
+    (tmp_path / "compare.py").write_text(
+        "from .backend import cache\n"
+        "from .backend.cache import _KERNELS\n"
+        "cache._KERNELS, cache.loaded, cache.__name__\n"
+    )
+    assert private_names_across_units(tmp_path) == [
+        "dualgraph/compare.py:2: imports _KERNELS from backend.cache",
+        "dualgraph/compare.py:3: cache._KERNELS",
+    ]

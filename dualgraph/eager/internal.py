@@ -19,11 +19,14 @@ import numpy as np
 from ..modes import current_trace
 from .autograd import Function
 from .grad_mode import GRAD_ENABLED as _GRAD
-from .tensor import Tensor, _make, _ViewTensor
+from .tensor import Tensor, _init, _make, _ViewTensor
 
 # A new tensor from an array: ``make_tensor(array, requires_grad, grad_fn)``. An alias, not
 # a wrapper: the compiled call builds every output with it.
 make_tensor = _make
+# Fill in a tensor object built without Tensor.__init__ (`nn.Parameter` does):
+# ``init_tensor(t, array, requires_grad, grad_fn)``.
+init_tensor = _init
 
 
 # The compiled call reads these for every argument: attrgetters run in C, with no Python
