@@ -13,11 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from .._location import user_location
 from ..eager.internal import set_grad
 from ..eager.tensor import Tensor
 from ..errors import TraceError
 from ..ir.graph import Node
 from ..trace.tracer import TraceContext, Tracer, _outputs
+from .baked import BakedArray
 from .guards import Identity, ModuleAttrs, ModuleTable, Value
 from .plan import RuntimeScalar
 
@@ -37,6 +39,17 @@ class CallTraceContext(TraceContext):
         self.runtime: list = []
         self._runtime_nodes: dict = {}
         self.arg_index: dict = {}  # id of an argument tensor -> its position
+        self.baked: list = []  # captured NumPy arrays made constants (`baked.BakedArray`)
+        self._baked_ids: set = set()
+
+    def as_node(self, a: Any) -> Any:
+        node = super().as_node(a)
+        # A captured array is snapshotted into a constant: record it, so the call path
+        # can notice (and say) when it changes later.
+        if isinstance(a, np.ndarray) and id(a) not in self._baked_ids and node.op == "const":
+            self._baked_ids.add(id(a))
+            self.baked.append(BakedArray(a, node.attrs["value"], user_location(2)))
+        return node
 
     def note_attr(self, owner: Any, name: str, value: Any) -> None:
         """``owner.name`` (a parameter, buffer or submodule of the module ``owner``) was read:
