@@ -11,6 +11,8 @@ import pytest
 import dualgraph as dg
 from dualgraph.compile.baked import CHECK_EVERY
 
+from .conftest import MODES
+
 COMPILED = ["blocking", "tiered"]
 
 
@@ -68,3 +70,65 @@ def test_arrays_that_do_not_change_never_warn(runner):
         for _ in range(4 * CHECK_EVERY):
             f(x)
     assert _baked_warnings(record) == []
+
+
+# ---------------------------------------------------------- aliased arguments
+def _fill_then_sum(v, a):
+    v.fill_(0.0)
+    return a.sum()
+
+
+def _mul_then_copy(v, w):
+    v.mul_(10)
+    return w * 1
+
+
+def test_overlapping_arguments_written_in_place_match_eager_on_every_call(runner):
+    h = runner(_fill_then_sum)
+    f = runner(_mul_then_copy)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):  # the first call, and the calls after it (tiered: after waiting)
+            x = dg.arange(6, dtype=dg.float32)
+            assert h(x[1:3], x).item() == 12.0
+            assert x.tolist() == [0.0, 0.0, 0.0, 3.0, 4.0, 5.0]
+            y = dg.tensor([1.0, 2.0, 3.0, 4.0])
+            assert f(y[0:3], y[1:4]).tolist() == [20.0, 30.0, 4.0]
+            assert y.tolist() == [10.0, 20.0, 30.0, 4.0]
+            # The same functions on arguments that do not overlap run compiled.
+            z = dg.arange(6, dtype=dg.float32)
+            assert h(z[0:2], z[2:6]).item() == 14.0
+    if runner.mode != "eager":
+        shared = [str(w.message) for w in caught if "shares memory" in str(w.message)]
+        assert len(shared) == 2, shared  # once per function and signature, not per call
+        # Only the calls whose arguments do not overlap ran a kernel.
+        assert h.stats.tier0_calls + h.stats.tier1_calls == 3
+        assert f.stats.tier0_calls + f.stats.tier1_calls == 0
+
+
+@pytest.mark.parametrize("tiered", [False, True])
+def test_strict_refuses_overlapping_arguments_written_in_place(tiered, private_cache):
+    h = dg.compile(_fill_then_sum, strict=True, tiered=tiered)
+    x = dg.arange(6, dtype=dg.float32)
+    with pytest.raises(dg.EagerOnlyError, match="argument 0 is changed in place and shares "
+                                                 "memory with tensor argument 1"):
+        h(x[1:3], x)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]  # refused before running anything
+
+
+# ---------------------------------------------------------- IEEE edges across the tier swap
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sign_of_zeros_and_nan_before_and_after_the_swap(runner, dtype):
+    f = runner(lambda x: dg.sign(x) * 1.0)
+    # Each mode its own shape: a kernel another mode put in the cache would skip tier 0.
+    reps = MODES.index(runner.mode) + 1
+    x = dg.tensor(np.tile(np.array([-0.0, 0.0, np.nan, -np.inf, np.inf, -3.5, 2.0], dtype),
+                          reps))
+    expected = np.tile(np.array([0.0, 0.0, 0.0, -1.0, 1.0, -1.0, 1.0], dtype),  # PyTorch's
+                       reps)
+    for _ in range(3):  # tiered: tier 0, then the swapped-in kernel
+        got = f(x).numpy()
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+    if runner.mode == "tiered":
+        assert f.stats.tier0_calls == 1 and f.stats.tier1_calls == 2
