@@ -117,10 +117,26 @@ _PLAIN = (bool, int, float, complex, str, bytes, type(None))
 
 def plain_value(v: Any) -> bool:
     """A Python value a trace bakes in as a constant and can compare cheaply: numbers,
-    strings, ``None``, and tuples of them."""
+    strings, ``None``, tuples of them, and short lists and dicts of those (a guard keeps
+    a copy, `guards.snapshot`, so a change in place is seen)."""
+    if _immutable_value(v):
+        return True
+    if type(v) is list:
+        return len(v) <= MAX_GUARDED_ITEMS and all(_immutable_value(e) for e in v)
+    if type(v) is dict:
+        return len(v) <= MAX_GUARDED_ITEMS and all(
+            _immutable_value(k) and _immutable_value(e) for k, e in v.items())
+    return False
+
+
+# The longest list or dict a guard compares item by item on every call.
+MAX_GUARDED_ITEMS = 16
+
+
+def _immutable_value(v: Any) -> bool:
     if isinstance(v, _PLAIN):
         return True
-    return type(v) is tuple and all(plain_value(e) for e in v)
+    return type(v) is tuple and all(_immutable_value(e) for e in v)
 
 
 def trace_call(fn: Callable, args: tuple, with_outputs: bool = True) -> tuple:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dualgraph as dg
+import dualgraph.nn as nn
 from dualgraph.compile.baked import CHECK_EVERY
 
 from .conftest import MODES
@@ -132,3 +133,60 @@ def test_sign_of_zeros_and_nan_before_and_after_the_swap(runner, dtype):
         np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
     if runner.mode == "tiered":
         assert f.stats.tier0_calls == 1 and f.stats.tier1_calls == 2
+
+
+# ---------------------------------------------------------- short lists and dicts, guarded
+class _Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scales = [1.0, 2.0]
+        self.table = {"bias": 0.5}
+
+    def forward(self, x):
+        return x * self.scales[1] + self.table["bias"]
+
+
+def test_a_module_list_or_dict_changed_in_place_retraces(runner):
+    m = _Scaled()
+    f = runner(m)
+    x = dg.ones(2)
+    assert f(x).tolist() == [2.5, 2.5]
+    m.scales[1] = 5.0
+    assert f(x).tolist() == [5.5, 5.5]
+    m.table["bias"] = -1.0
+    assert f(x).tolist() == [4.0, 4.0]
+    if runner.mode != "eager":
+        assert f.stats.traces == 3
+        assert "_Scaled.scales is [1.0, 5.0] (traced with [1.0, 2.0])" in \
+            f.stats.retrace_reasons
+
+
+_SETTINGS = {"gain": 2.0}
+_SHIFTS = [0.0, 1.0]
+
+
+def test_a_global_list_or_dict_changed_in_place_retraces(runner):
+    f = runner(lambda x: x * _SETTINGS["gain"] + _SHIFTS[1])
+    x = dg.ones(2)
+    try:
+        assert f(x).tolist() == [3.0, 3.0]
+        _SETTINGS["gain"] = 3.0
+        assert f(x).tolist() == [4.0, 4.0]
+        _SHIFTS[1] = -0.0
+        assert np.signbit(f(-x).numpy()).tolist() == [True, True]
+        if runner.mode != "eager":
+            assert f.stats.traces == 3
+            assert any("global '_SETTINGS' is {'gain': 3.0} (traced with {'gain': 2.0}" in r
+                       for r in f.stats.retrace_reasons)
+    finally:
+        _SETTINGS["gain"], _SHIFTS[1] = 2.0, 1.0
+
+
+def test_long_lists_are_not_guarded(runner):
+    m = _Scaled()
+    m.scales = [1.0] * 17  # beyond MAX_GUARDED_ITEMS: baked in, as documented
+    f = runner(m)
+    x = dg.ones(2)
+    assert f(x).tolist() == [1.5, 1.5]
+    m.scales[1] = 5.0
+    assert f(x).tolist() == ([5.5, 5.5] if runner.mode == "eager" else [1.5, 1.5])
