@@ -106,6 +106,7 @@ class CompiledFunction:
         self._signature, self._npos = _read_signature(fn)
         self._callers: dict = {}
         self._keep: dict = {}  # unhashable constant arguments, keyed by id (ids stay unique)
+        self._baked_warned: set = set()  # captured arrays warned about (`baked.check_baked`)
         self.parallel = parallel
         self.cache = cache
         self.strict = strict
@@ -252,7 +253,7 @@ class CompiledFunction:
         if code is None or code.kernel is not entry.kernel or \
                 code.bwd_kernel is not entry.bwd_kernel:
             code = entry.code = generate(entry, sig, fn, self.stats, self.verify, self._keep,
-                                         check_stale)
+                                         check_stale, self._baked_warned)
         return code
 
     def call_source(self, *args: Any, **kwargs: Any) -> str | None:

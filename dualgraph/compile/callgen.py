@@ -28,6 +28,7 @@ from ..eager import grad_mode
 from ..eager.compiled_node import attach_backward, attach_gradients
 from ..eager.internal import array_of, bump_version, make_tensor, requires_grad_of, set_grad
 from ..eager.tensor import Tensor
+from .baked import CHECK_EVERY, check_baked
 from .guards import MISSING, value_key
 from .plan import (
     Argument,
@@ -105,11 +106,13 @@ class _Emitter:
 
 
 def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
-             keep: dict, check_stale: Callable | None = None) -> CallPath:
+             keep: dict, check_stale: Callable | None = None,
+             warned: set | None = None) -> CallPath:
     """The call path of ``plan`` for calls of signature ``sig`` (``(argument keys, grad
     mode, layout, alias)``) with flat arguments: ``fn`` is the function taking them
     (for ``verify``'s checks, `stale.check_stale`), ``stats`` the function's
-    `CompileStats`, ``keep`` its table of unhashable constant arguments."""
+    `CompileStats`, ``keep`` its table of unhashable constant arguments, ``warned`` the
+    captured arrays it has warned about (`baked.check_baked`)."""
     gen = _Emitter(plan)
     keys, grad_on, _, alias = sig
     n = len(keys)
@@ -131,8 +134,9 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
         gen.ns["check_stale"], gen.ns["FN"], gen.ns["PLAN"] = check_stale, fn, plan
         fast += ["PLAN.calls += 1", "if PLAN.calls & (PLAN.calls - 1) == 0:",
                  "    check_stale(FN, PLAN, args)"]
-    fast += later + body
-    run = [*unpack, *gather_args, *gathered, *later, *body]
+    baked = _baked_check(plan, gen, fn, warned)
+    fast += baked + later + body
+    run = [*unpack, *gather_args, *gathered, *baked, *later, *body]
     gen.ns["stats"] = stats
     gen.ns["KEEP"] = keep
     source = "\n".join(["def fast(args):", *_indent(fast), "", "",
@@ -141,6 +145,20 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
     code = compile(source, f"<dg.compile call path of {name}>", "exec")
     exec(code, gen.ns)  # noqa: S102 - our own generated source, built from the plan
     return CallPath(source, gen.ns["fast"], gen.ns["run"], plan.kernel, plan.bwd_kernel)
+
+
+def _baked_check(plan: Plan, gen: _Emitter, fn: Callable, warned: set | None) -> list[str]:
+    """Compare the captured NumPy arrays with their trace-time copies on every
+    `baked.CHECK_EVERY`-th call: the others pay one counter test."""
+    if not plan.baked:
+        return []
+    gen.ns["check_baked"], gen.ns["ENTRY"] = check_baked, plan
+    baked = gen.const(plan.baked, "baked")
+    seen = gen.const(set() if warned is None else warned, "warned")
+    name = gen.const(getattr(fn, "__name__", "the function"), "name")
+    return ["nb = ENTRY.baked_calls = ENTRY.baked_calls + 1",
+            f"if not nb & {CHECK_EVERY - 1}:",
+            f"    check_baked({baked}, {seen}, {name})"]
 
 
 def _indent(lines: list[str]) -> list[str]:

@@ -13,11 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from .._location import user_location
 from ..eager.internal import set_grad
 from ..eager.tensor import Tensor
 from ..errors import TraceError
 from ..ir.graph import Node
 from ..trace.tracer import TraceContext, Tracer, graph_outputs
+from .baked import BakedArray
 from .guards import Identity, ModuleAttrs, ModuleTable, Value
 from .plan import RuntimeScalar
 
@@ -37,6 +39,17 @@ class CallTraceContext(TraceContext):
         self.runtime: list = []
         self._runtime_nodes: dict = {}
         self.arg_index: dict = {}  # id of an argument tensor -> its position
+        self.baked: list = []  # captured NumPy arrays made constants (`baked.BakedArray`)
+        self._baked_ids: set = set()
+
+    def as_node(self, a: Any) -> Any:
+        node = super().as_node(a)
+        # A captured array is snapshotted into a constant: record it, so the call path
+        # can notice (and say) when it changes later.
+        if isinstance(a, np.ndarray) and id(a) not in self._baked_ids and node.op == "const":
+            self._baked_ids.add(id(a))
+            self.baked.append(BakedArray(a, node.attrs["value"], user_location(2)))
+        return node
 
     def note_attr(self, owner: Any, name: str, value: Any) -> None:
         """``owner.name`` (a parameter, buffer or submodule of the module ``owner``) was read:
@@ -104,10 +117,26 @@ _PLAIN = (bool, int, float, complex, str, bytes, type(None))
 
 def plain_value(v: Any) -> bool:
     """A Python value a trace bakes in as a constant and can compare cheaply: numbers,
-    strings, ``None``, and tuples of them."""
+    strings, ``None``, tuples of them, and short lists and dicts of those (a guard keeps
+    a copy, `guards.snapshot`, so a change in place is seen)."""
+    if _immutable_value(v):
+        return True
+    if type(v) is list:
+        return len(v) <= MAX_GUARDED_ITEMS and all(_immutable_value(e) for e in v)
+    if type(v) is dict:
+        return len(v) <= MAX_GUARDED_ITEMS and all(
+            _immutable_value(k) and _immutable_value(e) for k, e in v.items())
+    return False
+
+
+# The longest list or dict a guard compares item by item on every call.
+MAX_GUARDED_ITEMS = 16
+
+
+def _immutable_value(v: Any) -> bool:
     if isinstance(v, _PLAIN):
         return True
-    return type(v) is tuple and all(plain_value(e) for e in v)
+    return type(v) is tuple and all(_immutable_value(e) for e in v)
 
 
 def trace_call(fn: Callable, args: tuple, with_outputs: bool = True) -> tuple:

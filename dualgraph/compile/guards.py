@@ -276,7 +276,7 @@ class ModuleAttrs(Guard):
     def __init__(self, module: Any, names: tuple) -> None:
         self.module, self.names = module, names
         d = module.__dict__
-        self.expected = tuple(d[k] for k in names)
+        self.expected = tuple(snapshot(d[k]) for k in names)
 
     def now(self, args: tuple) -> tuple:
         d = self.module.__dict__
@@ -306,9 +306,21 @@ def value_key(v: Any) -> Any:
     a NaN equals itself), anything else by type and value."""
     if isinstance(v, float):
         return (float, v.hex())
-    if type(v) is tuple:
-        return (tuple, tuple(value_key(e) for e in v))
+    if type(v) in (tuple, list):  # a list's key is a copy: a change in place is seen
+        return (type(v), tuple(value_key(e) for e in v))
+    if type(v) is dict:
+        return (dict, tuple((k, value_key(e)) for k, e in v.items()))
     return (type(v), v)
+
+
+def snapshot(v: Any) -> Any:
+    """``v`` as a guard keeps it: a copy of a list or dict (of immutable values), so a
+    change in place no longer equals it; anything else as it is."""
+    if type(v) is list:
+        return list(v)
+    if type(v) is dict:
+        return dict(v)
+    return v
 
 
 def cell_value(cell: Any) -> Any:

@@ -150,4 +150,6 @@ class Plan:
     tier0: bool = False
     pending: Any = None
     calls: int = 0  # counted with ``verify=True`` (`stale`)
+    baked: tuple = ()  # captured NumPy arrays baked in as constants (`baked.BakedArray`)
+    baked_calls: int = 0  # calls counted for their checks (`baked.CHECK_EVERY`)
     code: Any = None  # the generated call path (`callgen.CallPath`) for ``kernel``

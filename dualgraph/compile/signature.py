@@ -35,6 +35,7 @@ from .guards import (
     Identity,
     PlainValue,
     cell_value,
+    snapshot,
 )
 from .plan import ArgumentGrad, CapturedGrad, CapturedTensor
 
@@ -259,9 +260,10 @@ def _outside_names(fn: Callable) -> list:
         elif plain_value(v):
             get = ((lambda: cell_value(table)) if kind == "closure variable"
                    else (lambda: table.get(name)))
+            was = snapshot(v)  # a list or dict may change in place after this
             items.append(PlainValue(
                 get, v, lambda now: f"{kind} {name!r} is {_shown_value(now)!r} (traced "
-                                    f"with {v!r}, a baked-in constant)"))
+                                    f"with {was!r}, a baked-in constant)"))
 
     def visit(f: Any) -> None:
         f = inspect.unwrap(getattr(f, "__func__", f))
@@ -316,6 +318,11 @@ def _is_user_function(v: Any) -> bool:
 
 
 def _shown_value(k: Any) -> Any:
+    """The value a `guards.value_key` stands for."""
     if k[0] is float:
         return float.fromhex(k[1])
+    if k[0] in (tuple, list):
+        return k[0](_shown_value(e) for e in k[1])
+    if k[0] is dict:
+        return {name: _shown_value(e) for name, e in k[1]}
     return k[1]

@@ -169,6 +169,7 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
             Kind.STEP if writes or grad_writes or ctx.backward_called else Kind.INFERENCE)
     plan = Plan(mode=kind, graph=graph, sources=sources, n_user=len(user), single=single,
                 guards=guards)
+    plan.baked = tuple(ctx.baked)
     plan.out_rg = tuple(id(n) in ctx.rg for n in user)
     # An output that is an argument tensor's value at the end of the call (``return x``,
     # also after ``x.add_(1)``) is returned as that tensor itself, as eager mode does.

@@ -8,6 +8,7 @@ fixtures.
 
 from __future__ import annotations
 
+import types
 import warnings
 
 import numba
@@ -247,11 +248,11 @@ def test_integer_and_bool_values():
 
 
 def test_verify_catches_a_stale_baked_value():
-    hyper = {"scale": 2.0}
-    f = dg.compile(lambda x: x * hyper["scale"], verify=True)
+    hyper = types.SimpleNamespace(scale=2.0)  # a plain object's attribute: not guarded
+    f = dg.compile(lambda x: x * hyper.scale, verify=True)
     x = _randn(3)
     assert_close(f(x).numpy(), x.numpy() * 2.0, **B3[np.float64])
-    hyper["scale"] = 3.0  # baked into the trace: the compiled code still multiplies by 2
+    hyper.scale = 3.0  # baked into the trace: the compiled code still multiplies by 2
     with pytest.raises(dg.StaleTraceError, match="baked"):
         f(x)
     assert f.stats.traces == 1

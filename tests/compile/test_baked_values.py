@@ -1,0 +1,192 @@
+"""Values a compiled call bakes in, aliased arguments written in place, and IEEE edges
+across the tier swap: same answer as eager, or a warning that says what to do."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+import dualgraph.nn as nn
+from dualgraph.compile.baked import CHECK_EVERY
+
+from .conftest import MODES
+
+COMPILED = ["blocking", "tiered"]
+
+
+def _baked_warnings(record) -> list[str]:
+    return [str(w.message) for w in record if "captured a NumPy array" in str(w.message)]
+
+
+@pytest.mark.parametrize("runner", COMPILED, indirect=True)
+def test_a_changed_captured_array_warns_once(runner):
+    table = np.array([1.0, 2.0, 3.0], np.float32)
+    f = runner(lambda x: x * table)
+    x = dg.ones(3)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(2 * CHECK_EVERY):
+            assert f(x).tolist() == [1.0, 2.0, 3.0]
+        assert _baked_warnings(record) == []
+        table[0] = 10.0
+        for _ in range(3 * CHECK_EVERY):
+            f(x)
+    msgs = _baked_warnings(record)
+    assert len(msgs) == 1, msgs
+    assert "test_baked_values.py" in msgs[0]  # where the trace read it
+    assert "Pass it as an argument" in msgs[0]
+    assert record[[str(w.message) for w in record].index(msgs[0])].category is RuntimeWarning
+
+
+@pytest.mark.parametrize("runner", ["blocking"], indirect=True)
+def test_each_changed_array_warns_once_per_function(runner):
+    a = np.zeros(2)
+    b = np.zeros(2)
+    f = runner(lambda x: x + a + b)
+    g = runner(lambda x: x - a)
+    x = dg.ones(2, dtype=dg.float64)
+    f(x), g(x)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        a[0] = -0.0  # a new bit pattern is a change: the kernel would see it
+        for _ in range(2 * CHECK_EVERY):
+            f(x), g(x)
+        assert len(_baked_warnings(record)) == 2  # once for f, once for g
+        b[1] = np.nan
+        for _ in range(2 * CHECK_EVERY):
+            f(x), g(x)
+        assert len(_baked_warnings(record)) == 3  # b, in f only
+
+
+@pytest.mark.parametrize("runner", ["blocking"], indirect=True)
+def test_arrays_that_do_not_change_never_warn(runner):
+    c = np.array([np.nan, -0.0])
+    f = runner(lambda x: x * c)
+    x = dg.ones(2, dtype=dg.float64)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(4 * CHECK_EVERY):
+            f(x)
+    assert _baked_warnings(record) == []
+
+
+# ---------------------------------------------------------- aliased arguments
+def _fill_then_sum(v, a):
+    v.fill_(0.0)
+    return a.sum()
+
+
+def _mul_then_copy(v, w):
+    v.mul_(10)
+    return w * 1
+
+
+def test_overlapping_arguments_written_in_place_match_eager_on_every_call(runner):
+    h = runner(_fill_then_sum)
+    f = runner(_mul_then_copy)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):  # the first call, and the calls after it (tiered: after waiting)
+            x = dg.arange(6, dtype=dg.float32)
+            assert h(x[1:3], x).item() == 12.0
+            assert x.tolist() == [0.0, 0.0, 0.0, 3.0, 4.0, 5.0]
+            y = dg.tensor([1.0, 2.0, 3.0, 4.0])
+            assert f(y[0:3], y[1:4]).tolist() == [20.0, 30.0, 4.0]
+            assert y.tolist() == [10.0, 20.0, 30.0, 4.0]
+            # The same functions on arguments that do not overlap run compiled.
+            z = dg.arange(6, dtype=dg.float32)
+            assert h(z[0:2], z[2:6]).item() == 14.0
+    if runner.mode != "eager":
+        shared = [str(w.message) for w in caught if "shares memory" in str(w.message)]
+        assert len(shared) == 2, shared  # once per function and signature, not per call
+        # Only the calls whose arguments do not overlap ran a kernel.
+        assert h.stats.tier0_calls + h.stats.tier1_calls == 3
+        assert f.stats.tier0_calls + f.stats.tier1_calls == 0
+
+
+@pytest.mark.parametrize("tiered", [False, True])
+def test_strict_refuses_overlapping_arguments_written_in_place(tiered, private_cache):
+    h = dg.compile(_fill_then_sum, strict=True, tiered=tiered)
+    x = dg.arange(6, dtype=dg.float32)
+    with pytest.raises(dg.EagerOnlyError, match="argument 0 is changed in place and shares "
+                                                 "memory with tensor argument 1"):
+        h(x[1:3], x)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]  # refused before running anything
+
+
+# ---------------------------------------------------------- IEEE edges across the tier swap
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sign_of_zeros_and_nan_before_and_after_the_swap(runner, dtype):
+    f = runner(lambda x: dg.sign(x) * 1.0)
+    # Each mode its own shape: a kernel another mode put in the cache would skip tier 0.
+    reps = MODES.index(runner.mode) + 1
+    x = dg.tensor(np.tile(np.array([-0.0, 0.0, np.nan, -np.inf, np.inf, -3.5, 2.0], dtype),
+                          reps))
+    expected = np.tile(np.array([0.0, 0.0, 0.0, -1.0, 1.0, -1.0, 1.0], dtype),  # PyTorch's
+                       reps)
+    for _ in range(3):  # tiered: tier 0, then the swapped-in kernel
+        got = f(x).numpy()
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+    if runner.mode == "tiered":
+        assert f.stats.tier0_calls == 1 and f.stats.tier1_calls == 2
+
+
+# ---------------------------------------------------------- short lists and dicts, guarded
+class _Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scales = [1.0, 2.0]
+        self.table = {"bias": 0.5}
+
+    def forward(self, x):
+        return x * self.scales[1] + self.table["bias"]
+
+
+def test_a_module_list_or_dict_changed_in_place_retraces(runner):
+    m = _Scaled()
+    f = runner(m)
+    x = dg.ones(2)
+    assert f(x).tolist() == [2.5, 2.5]
+    m.scales[1] = 5.0
+    assert f(x).tolist() == [5.5, 5.5]
+    m.table["bias"] = -1.0
+    assert f(x).tolist() == [4.0, 4.0]
+    if runner.mode != "eager":
+        assert f.stats.traces == 3
+        assert "_Scaled.scales is [1.0, 5.0] (traced with [1.0, 2.0])" in \
+            f.stats.retrace_reasons
+
+
+_SETTINGS = {"gain": 2.0}
+_SHIFTS = [0.0, 1.0]
+
+
+def test_a_global_list_or_dict_changed_in_place_retraces(runner):
+    f = runner(lambda x: x * _SETTINGS["gain"] + _SHIFTS[1])
+    x = dg.ones(2)
+    try:
+        assert f(x).tolist() == [3.0, 3.0]
+        _SETTINGS["gain"] = 3.0
+        assert f(x).tolist() == [4.0, 4.0]
+        _SHIFTS[1] = -0.0
+        assert np.signbit(f(-x).numpy()).tolist() == [True, True]
+        if runner.mode != "eager":
+            assert f.stats.traces == 3
+            assert any("global '_SETTINGS' is {'gain': 3.0} (traced with {'gain': 2.0}" in r
+                       for r in f.stats.retrace_reasons)
+    finally:
+        _SETTINGS["gain"], _SHIFTS[1] = 2.0, 1.0
+
+
+def test_long_lists_are_not_guarded(runner):
+    m = _Scaled()
+    m.scales = [1.0] * 17  # beyond MAX_GUARDED_ITEMS: baked in, as documented
+    f = runner(m)
+    x = dg.ones(2)
+    assert f(x).tolist() == [1.5, 1.5]
+    m.scales[1] = 5.0
+    assert f(x).tolist() == ([5.5, 5.5] if runner.mode == "eager" else [1.5, 1.5])
