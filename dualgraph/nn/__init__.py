@@ -138,10 +138,12 @@ from .modules import (  # noqa: E402
     Conv3d,
     ConvTranspose3d,
     MaxPool3d,
+    MaxUnpool1d,
     MaxUnpool2d,
+    MaxUnpool3d,
     PixelShuffle,
     PixelUnshuffle,
 )
 
-__all__ += ["GLU", "AvgPool3d", "Conv3d", "ConvTranspose3d", "MaxPool3d", "MaxUnpool2d",
-            "PixelShuffle", "PixelUnshuffle"]
+__all__ += ["GLU", "AvgPool3d", "Conv3d", "ConvTranspose3d", "MaxPool3d", "MaxUnpool1d",
+            "MaxUnpool2d", "MaxUnpool3d", "PixelShuffle", "PixelUnshuffle"]

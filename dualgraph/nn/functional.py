@@ -1271,26 +1271,87 @@ def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """3-D max pooling of (N, C, D, H, W) or (C, D, H, W) input, as PyTorch: 2-D max
     pooling of each depth slice, then the max over each window's depth offsets.
+    ``return_indices`` adds the int64 index of each max in the flattened ``D*H*W`` volume
+    (ties: the first in depth, then row, then column order, as PyTorch's CPU kernel).
     ``F.max_pool3d(x, 2)``"""
     _check_input("max_pool3d", input)
-    if return_indices:
-        raise NotImplementedError("max_pool3d: return_indices=True is not supported (use "
-                                  "max_pool2d's indices, or pool without them)")
     k, s, p, d, out = _pool3d_args("max_pool3d", input, kernel_size, stride, padding,
                                    dilation, ceil_mode)
     x, added = _as5d(input)
     n, c, dd, h, w = x.shape
-    planes = max_pool2d(S.reshape(x, (n, c * dd, h, w)), k[1:], s[1:], p[1:], d[1:], ceil_mode)
-    planes = S.reshape(planes, (n, c, dd) + out[1:])
-    planes = _depth_padded(planes, p[0], (out[0] - 1) * s[0] + d[0] * (k[0] - 1) + 1,
-                           -math.inf)
+    planes = max_pool2d(S.reshape(x, (n, c * dd, h, w)), k[1:], s[1:], p[1:], d[1:], ceil_mode,
+                        return_indices)
+    if return_indices:
+        planes, where = planes
+    span = (out[0] - 1) * s[0] + d[0] * (k[0] - 1) + 1
+    planes = _depth_padded(S.reshape(planes, (n, c, dd) + out[1:]), p[0], span, -math.inf)
     parts = _depth_slices(planes, k[0], s[0], d[0], out[0])
     if len(parts) == 1:
-        res = parts[0]
+        res, offset = parts[0], None
     else:  # the max over the depth offsets, as one 2-D reduction
         shape = tuple(parts[0].shape)
-        res = S.reshape(R.amax(S.reshape(S.stack(parts, -1), (-1, len(parts))), -1), shape)
-    return S.reshape(res, tuple(res.shape[1:])) if added else res
+        stacked = S.reshape(S.stack(parts, -1), (-1, len(parts)))
+        res = S.reshape(R.amax(stacked, -1), shape)
+        offset = S.reshape(R.argmax(stacked, -1), shape) if return_indices else None
+    if not return_indices:
+        return S.reshape(res, tuple(res.shape[1:])) if added else res
+    where = _depth_padded(S.reshape(where, (n, c, dd) + out[1:]), p[0], span, 0)
+    iparts = _depth_slices(where, k[0], s[0], d[0], out[0])
+    first = np.arange(out[0], dtype=np.int64)[:, None, None] * s[0] - p[0]
+    if offset is None:
+        plane_index, depth = iparts[0], first
+    else:  # the chosen offset's plane index, and its depth
+        stacked = S.reshape(S.stack(iparts, -1), (-1, len(iparts)))
+        pick = S.reshape(offset, (-1, 1))
+        plane_index = S.reshape(I.gather(stacked, 1, pick), tuple(res.shape))
+        depth = E.add(E.mul(offset, d[0]), first)
+    index = E.add(E.mul(depth, h * w), plane_index)
+    if added:
+        return S.reshape(res, tuple(res.shape[1:])), S.reshape(index, tuple(index.shape[1:]))
+    return res, index
+
+
+def _max_unpool(name: str, input: Any, indices: Any, kernel_size: Any, stride: Any,  # noqa: A002
+                padding: Any, output_size: Any, dims: int) -> Any:
+    """Each value of ``input`` put at its index (as pooling returned it) in a zero tensor
+    whose last ``dims`` dims are ``(n - 1) * stride - 2 * padding + kernel_size``, or
+    ``output_size``."""
+    _check_input(name, input)
+    if input.ndim not in (dims + 1, dims + 2):
+        raise RuntimeError(f"{name}: expected a {dims + 1}-D or {dims + 2}-D input, got "
+                           f"shape {tuple(input.shape)}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({tuple(input.shape)}) but got indices tensor with shape: "
+                           f"{tuple(indices.shape)}")
+    k = _ints("kernel_size", kernel_size, dims, "pooling")
+    s = k if stride is None else _ints("stride", stride, dims, "pooling")
+    p = _ints("padding", padding, dims, "pooling")
+    spatial = tuple(input.shape[-dims:])
+    size = tuple((n - 1) * ss - 2 * pp + kk for n, ss, pp, kk in zip(spatial, s, p, k))
+    if output_size is not None:
+        given = tuple(int(v) for v in tuple(output_size))
+        if len(given) not in (dims, input.ndim):
+            raise ValueError(f"output_size should be a sequence containing {dims} or "
+                             f"{input.ndim} elements, but it has a length of '{len(given)}'")
+        for i, (v, default, ss) in enumerate(zip(given[-dims:], size, s)):
+            if not default - ss < v < default + ss:
+                raise ValueError(f'invalid output_size "{given}" (dim {i} must be between '
+                                 f'{default - ss} and {default + ss})')
+        size = given[-dims:]
+    lead = tuple(input.shape[:-dims])
+    count = int(np.prod(spatial))
+    if isinstance(indices, Tensor) and indices.numel():  # traced indices are not known here
+        worst = array_of(indices)
+        bad = worst[(worst < 0) | (worst >= int(np.prod(size)))]
+        if bad.size:
+            raise RuntimeError(f"Found an invalid max index: {int(bad.flat[0])} (output "
+                               f"volumes are of size {'x'.join(map(str, size))})")
+    flat_x = S.reshape(input, lead + (count,))
+    flat_i = S.reshape(indices, lead + (count,))
+    zeros = np.zeros(lead + (int(np.prod(size)),), np.dtype(input.dtype))
+    out = I.scatter(zeros, -1, flat_i, flat_x)
+    return S.reshape(out, lead + size)
 
 
 def max_unpool2d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,  # noqa: A002
@@ -1299,27 +1360,24 @@ def max_unpool2d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
     index in a zero (N, C, H_out, W_out) plane, ``H_out = (H - 1) * stride - 2 * padding +
     kernel_size`` unless ``output_size`` says otherwise.
     ``F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2)``"""
-    _check_input("max_unpool2d", input)
-    if input.ndim not in (3, 4):
-        raise RuntimeError(f"max_unpool2d: expected a 3-D or 4-D input, got shape "
-                           f"{tuple(input.shape)}")
-    if tuple(indices.shape) != tuple(input.shape):
-        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
-                           f"({tuple(input.shape)}) but got indices tensor with shape: "
-                           f"{tuple(indices.shape)}")
-    k = _ints("kernel_size", kernel_size, 2, "pooling")
-    s = k if stride is None else _ints("stride", stride, 2, "pooling")
-    p = _ints("padding", padding, 2, "pooling")
-    h, w = input.shape[-2:]
-    size = tuple((n - 1) * ss - 2 * pp + kk for n, ss, pp, kk in zip((h, w), s, p, k))
-    if output_size is not None:
-        size = tuple(int(v) for v in tuple(output_size)[-2:])
-    lead = tuple(input.shape[:-2])
-    flat_x = S.reshape(input, lead + (h * w,))
-    flat_i = S.reshape(indices, lead + (h * w,))
-    zeros = np.zeros(lead + (size[0] * size[1],), np.dtype(input.dtype))
-    out = I.scatter(zeros, -1, flat_i, flat_x)
-    return S.reshape(out, lead + size)
+    return _max_unpool("max_unpool2d", input, indices, kernel_size, stride, padding,
+                       output_size, 2)
 
 
-__all__ += ["avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d", "max_unpool2d"]
+def max_unpool3d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,  # noqa: A002
+                 padding: Any = 0, output_size: Any = None) -> Any:
+    """The inverse of `max_pool3d` with ``return_indices``, over (N, C, D, H, W) or
+    (C, D, H, W). ``F.max_unpool3d(*F.max_pool3d(x, 2, return_indices=True), 2)``"""
+    return _max_unpool("max_unpool3d", input, indices, kernel_size, stride, padding,
+                       output_size, 3)
+
+
+def max_unpool1d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,  # noqa: A002
+                 padding: Any = 0, output_size: Any = None) -> Any:
+    """The inverse of `max_pool1d` with ``return_indices``, over (N, C, L) or (C, L)."""
+    return _max_unpool("max_unpool1d", input, indices, kernel_size, stride, padding,
+                       output_size, 1)
+
+
+__all__ += ["avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d", "max_unpool1d",
+            "max_unpool2d", "max_unpool3d"]

@@ -1891,9 +1891,11 @@ class AvgPool3d(_AvgPoolNd):
                             self.count_include_pad, self.divisor_override)
 
 
-class MaxUnpool2d(Module):
-    """`F.max_unpool2d` as a module: ``unpool(*pool(x))`` with ``pool =
+class _MaxUnpoolNd(Module):
+    """What the unpooling modules share: ``unpool(*pool(x))`` with ``pool =
     nn.MaxPool2d(2, return_indices=True)`` and ``unpool = nn.MaxUnpool2d(2)``."""
+
+    _fn = ""
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
         super().__init__()
@@ -1902,11 +1904,29 @@ class MaxUnpool2d(Module):
         self.padding = padding
 
     def forward(self, x: Any, indices: Any, output_size: Any = None) -> Any:
-        return F.max_unpool2d(x, indices, self.kernel_size, self.stride, self.padding,
-                              output_size)
+        return getattr(F, self._fn)(x, indices, self.kernel_size, self.stride, self.padding,
+                                    output_size)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """`F.max_unpool1d` as a module. ``nn.MaxUnpool1d(2)``"""
+
+    _fn = "max_unpool1d"
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """`F.max_unpool2d` as a module. ``nn.MaxUnpool2d(2)``"""
+
+    _fn = "max_unpool2d"
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """`F.max_unpool3d` as a module. ``nn.MaxUnpool3d(2)``"""
+
+    _fn = "max_unpool3d"
 
 
 class GLU(Module):

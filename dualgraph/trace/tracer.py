@@ -457,7 +457,10 @@ class TraceContext(Mode):
                     # The graph assigns instead of accumulating: valid only while the
                     # tensor enters the call with no gradient (a guard of the compiled call).
                     self.grad_assumed_none.append(t)
-                t.grad = g if t.grad is None else Tracer(
+                # A tracer of its own: two leaves can get the same gradient value (the two
+                # inputs of an add), and an in-place op on one's .grad (clip_grad_norm_'s
+                # mul_) must not change the other's, as in eager mode.
+                t.grad = Tracer(self.as_node(g), self) if t.grad is None else Tracer(
                     self.process(_add_op(), (t.grad, g), {}).node, self)
         finally:
             GRAD_ENABLED.value = prev

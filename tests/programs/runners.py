@@ -398,3 +398,157 @@ def nanogpt_train(torch: Any, workdir: Any, compile: bool = False) -> str:  # no
         sys.argv = old_argv
         sys.path.remove(str(VENDOR / "nanogpt"))
     return printed.getvalue()
+
+
+# -------------------------------------------------------------------------- DCGAN
+
+# The DCGAN example's command line for a tiny CPU run: its fake dataset (the stub's
+# `Sequence` of 40 synthetic 64x64 images, the size its layers are built for), batches of
+# 4 (ten steps in its one epoch), small latent and filter counts, no worker processes.
+def _dcgan_argv(niter: int) -> list[str]:
+    return ["--dataset", "fake", "--batchSize", "4", "--nz", "8", "--ngf", "4", "--ndf", "4",
+            "--niter", str(niter), "--workers", "0", "--manualSeed", "1"]
+
+
+DCGAN_IMAGES = 40
+
+
+class _DcganTorch:
+    """The ``torch`` the DCGAN script imports: the bound library, except that ``randn``
+    replays torch's recorded draws (its fixed noise, then each step's noise; with nothing
+    recorded it draws and records) and ``nn.BCELoss`` records every loss it returns."""
+
+    def __init__(self, torch: Any, draws: Any) -> None:
+        self._torch, self._draws, self.recorded = torch, draws, []
+        self.losses: list[float] = []
+        losses = self.losses
+
+        class _NN:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(torch.nn, name)
+
+            @staticmethod
+            def BCELoss(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 - torch's name
+                criterion = torch.nn.BCELoss(*args, **kwargs)
+
+                def recorded(output: Any, target: Any) -> Any:
+                    loss = criterion(output, target)
+                    losses.append(loss.item())
+                    return loss
+
+                return recorded
+
+        self.nn = _NN()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._torch, name)
+
+    def randn(self, *shape: Any, **kwargs: Any) -> Any:
+        if self._draws is None:
+            x = self._torch.randn(*shape, **kwargs)
+            self.recorded.append(x.numpy().copy())
+            return x
+        self._next = getattr(self, "_next", 0) + 1
+        return self._torch.tensor(np.asarray(self._draws[self._next - 1]))
+
+
+def _dcgan_images() -> np.ndarray:
+    rng = np.random.default_rng(5)
+    return np.tanh(rng.standard_normal((DCGAN_IMAGES, 3, 64, 64))).astype(np.float32)
+
+
+def _dcgan_import(torch: Any, proxy: Any, workdir: Any, argv: list) -> Any:
+    """Run the DCGAN script (it trains at import) with ``torch`` bound to ``proxy``."""
+    import contextlib
+    import importlib
+    import io
+    import sys
+
+    from .harness import FAKE, bound_torch
+
+    if torch.__name__ == "torch":
+        # torch's optimizers import torch._dynamo lazily, which must not see the proxy.
+        importlib.import_module("torch._dynamo")
+    x = _dcgan_images()
+    FAKE["dataset"] = Sequence(torch, [(torch.tensor(x[i]), i % 10) for i in range(len(x))])
+    old_argv = sys.argv
+    sys.argv = ["main.py", *argv, "--outf", str(workdir)]
+    try:
+        with bound_torch(torch, ("examples",)):
+            sys.modules["torch"] = proxy  # type: ignore[assignment]
+            with contextlib.redirect_stdout(io.StringIO()):
+                return importlib.import_module("examples.dcgan_main")
+    finally:
+        sys.argv = old_argv
+
+
+def dcgan(torch: Any, weights: Any = None, compiled: bool = False, draws: Any = None) -> dict:
+    """pytorch/examples dcgan, run as the script it is for one epoch of ten steps: both
+    networks start from torch's initial weights through the script's own ``--netG`` /
+    ``--netD`` options (files written with the bound library's ``save``), its noise is
+    torch's (`_DcganTorch`). The losses are each step's ``errD_real``, ``errD_fake`` and
+    ``errG``. Compiled, the script is imported with ``--niter 0`` (it builds its networks,
+    criterion and optimizers and trains nothing) and the body of its training loop, as a
+    function of the real batch and the noise, runs under ``torch.compile``."""
+    import tempfile
+    from pathlib import Path
+
+    out: dict = {"losses": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        if weights is None:
+            proxy = _DcganTorch(torch, None)
+            d = _dcgan_import(torch, proxy, work, _dcgan_argv(0))
+            out["weights"] = {f"G.{k}": v for k, v in state_arrays(d.netG.state_dict()).items()}
+            out["weights"].update({f"D.{k}": v
+                                   for k, v in state_arrays(d.netD.state_dict()).items()})
+        else:
+            out["weights"] = {k: np.asarray(weights[k]) for k in weights.files
+                              if not k.startswith("__")}
+        for net in ("G", "D"):
+            torch.save({k[2:]: torch.tensor(v) for k, v in out["weights"].items()
+                        if k.startswith(net + ".")}, work / f"net{net}.pth")
+        nets = ["--netG", str(work / "netG.pth"), "--netD", str(work / "netD.pth")]
+        proxy = _DcganTorch(torch, draws)
+        if not compiled:
+            _dcgan_import(torch, proxy, work, _dcgan_argv(1) + nets)
+            out["losses"], out["draws"] = proxy.losses, proxy.recorded
+            return out
+        d = _dcgan_import(torch, proxy, work, _dcgan_argv(0) + nets)
+        # The script's criterion, unwrapped: the recording one reads .item() of each loss.
+        netD, netG, criterion = d.netD, d.netG, torch.nn.BCELoss()
+        optimizerD, optimizerG, device = d.optimizerD, d.optimizerG, d.device
+        real_label, fake_label = d.real_label, d.fake_label
+
+        def step(real_cpu, noise):  # dcgan/main.py: the body of its training loop
+            netD.zero_grad()
+            batch_size = real_cpu.size(0)
+            label = torch.full((batch_size,), real_label,
+                               dtype=real_cpu.dtype, device=device)
+
+            output = netD(real_cpu)
+            errD_real = criterion(output, label)
+            errD_real.backward()
+
+            fake = netG(noise)
+            label.fill_(fake_label)
+            output = netD(fake.detach())
+            errD_fake = criterion(output, label)
+            errD_fake.backward()
+            optimizerD.step()
+
+            netG.zero_grad()
+            label.fill_(real_label)
+            output = netD(fake)
+            errG = criterion(output, label)
+            errG.backward()
+            optimizerG.step()
+            return errD_real, errD_fake, errG
+
+        run = out["compiled"] = _compile(torch, step)
+        images = _dcgan_images()
+        for i in range(DCGAN_IMAGES // 4):
+            noise = torch.tensor(np.asarray(draws[1 + i]))
+            for loss in run(torch.tensor(images[4 * i:4 * i + 4]), noise):
+                out["losses"].append(loss.item())
+    return out

@@ -1,5 +1,6 @@
 """Real PyTorch programs run unchanged with ``torch`` bound to dualgraph: minGPT (its model
-and trainer), nanoGPT (model.py and train.py's step), and pytorch/examples mnist and vae.
+and trainer), nanoGPT (model.py and train.py's step), and pytorch/examples mnist, vae and
+dcgan.
 
 Each starts from torch's initial weights and must reproduce torch's per-step losses (to
 1e-5, float32) over ten steps, eagerly and with its training step under ``dg.compile``
@@ -24,12 +25,12 @@ GOLD = json.loads((GOLDENS / "losses.json").read_text())["programs"]
 # Cold compiles of these steps take minutes today (the mnist CNN: 281 s on a loaded
 # two-core machine), so their compiled runs are in the slow set (pytest -m slow); a rerun
 # loads the kernels from the on-disk cache.
-SLOW_COMPILE = ("mingpt", "nanogpt", "mnist")
+SLOW_COMPILE = ("mingpt", "nanogpt", "mnist", "dcgan")
 
 
 def _cases() -> list:
     cases = []
-    for name in ("mingpt", "nanogpt", "mnist", "vae"):
+    for name in ("mingpt", "nanogpt", "mnist", "vae", "dcgan"):
         for compiled in (False, True):
             marks = []
             if compiled and name in SLOW_COMPILE:
@@ -44,6 +45,8 @@ def _run(name: str, compiled: bool) -> dict:
     extra = {}
     if name == "vae":
         extra["draws"] = [weights[f"__draw{i}"] for i in range(runners.STEPS)]
+    if name == "dcgan":  # its fixed noise, then one draw per step
+        extra["draws"] = [weights[f"__draw{i}"] for i in range(runners.STEPS + 1)]
     return getattr(runners, name)(dg, weights=weights, compiled=compiled, **extra)
 
 
@@ -51,7 +54,8 @@ def _run(name: str, compiled: bool) -> dict:
 def test_program_losses_equal_torchs(name: str, compiled: bool) -> None:
     out = _run(name, compiled)
     want = GOLD[name]["losses"]
-    assert len(out["losses"]) == len(want) == runners.STEPS
+    # DCGAN has three losses a step: errD_real, errD_fake, errG.
+    assert len(out["losses"]) == len(want) == runners.STEPS * (3 if name == "dcgan" else 1)
     np.testing.assert_allclose(out["losses"], want, rtol=1e-5)
     if compiled:
         stats = out["compiled"].stats
