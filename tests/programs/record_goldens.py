@@ -16,7 +16,15 @@ import numpy as np
 from . import runners
 from .harness import GOLDENS
 
-PROGRAMS = ("mingpt", "nanogpt", "mnist", "vae", "regression", "dcgan")
+PROGRAMS = ("mingpt", "nanogpt", "mnist", "vae", "regression", "dcgan") + tuple(
+    f"makemore-{t}" for t in runners.MAKEMORE_TYPES)
+
+
+def run(torch: object, name: str) -> dict:
+    """Program ``name`` under ``torch`` (``makemore-<type>`` is makemore's model type)."""
+    program, _, variant = name.partition("-")
+    kwargs = {"model_type": variant} if variant else {}
+    return getattr(runners, program)(torch, **kwargs)
 
 
 def main(names: list[str]) -> None:
@@ -28,7 +36,7 @@ def main(names: list[str]) -> None:
         {"torch": torch.__version__, "programs": {}}
     for name in names or PROGRAMS:
         torch.manual_seed(0)
-        out = getattr(runners, name)(torch)
+        out = run(torch, name)
         if name == "regression":
             # What torch would draw next, for a run that takes a few more batches to reach
             # the script's stopping criterion (rounding differs after hundreds of steps).

@@ -552,3 +552,97 @@ def dcgan(torch: Any, weights: Any = None, compiled: bool = False, draws: Any = 
             for loss in run(torch.tensor(images[4 * i:4 * i + 4]), noise):
                 out["losses"].append(loss.item())
     return out
+
+
+# ------------------------------------------------------------------------ makemore
+
+MAKEMORE_TYPES = ("bigram", "mlp", "rnn", "gru", "bow", "transformer")
+# Short words, so that the recurrent models' unrolled loops are short (block size 6).
+MAKEMORE_WORDS = ["emma", "olivia", "ava", "mia", "luna", "ella", "zoe", "ivy", "nora", "lily",
+                  "aria", "mila", "leo", "max", "noah", "liam", "jack", "owen", "eli", "ezra"]
+
+
+def _makemore_module(torch: Any) -> Any:
+    if torch.__name__ == "torch":
+        import importlib
+        import sys
+
+        try:
+            importlib.import_module("torch.utils.tensorboard")
+        except ImportError:  # torch's writer needs the tensorboard package; unused here
+            import types
+
+            stub = types.ModuleType("torch.utils.tensorboard")
+            stub.SummaryWriter = None
+            sys.modules["torch.utils.tensorboard"] = stub
+    return import_program(torch, "makemore.makemore")
+
+
+def makemore(torch: Any, weights: Any = None, compiled: bool = False,
+             model_type: str = "transformer") -> dict:
+    """Karpathy's makemore: its ``CharDataset`` over a fixed word list, the model
+    ``--type model_type`` builds (tiny sizes), its AdamW, and the body of its training
+    loop (``model(X, Y)``, ``zero_grad(set_to_none=True)``, ``backward``, ``step``) for ten
+    batches of four words in order (the script samples batches with replacement)."""
+    mm = _makemore_module(torch)
+    chars = sorted(set("".join(MAKEMORE_WORDS)))
+    longest = max(len(w) for w in MAKEMORE_WORDS)
+    dataset = mm.CharDataset(MAKEMORE_WORDS, chars, longest)
+    config = mm.ModelConfig(vocab_size=dataset.get_vocab_size(),
+                            block_size=dataset.get_output_length(), n_layer=1, n_head=2,
+                            n_embd=16, n_embd2=16)
+    torch.manual_seed(0)
+    model = {"transformer": lambda: mm.Transformer(config), "bigram": lambda: mm.Bigram(config),
+             "mlp": lambda: mm.MLP(config), "rnn": lambda: mm.RNN(config, cell_type="rnn"),
+             "gru": lambda: mm.RNN(config, cell_type="gru"),
+             "bow": lambda: mm.BoW(config)}[model_type]()
+    out: dict = {}
+    if weights is None:
+        out["weights"] = state_arrays(model.state_dict())
+    else:
+        load_arrays(torch, model, weights)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3, weight_decay=0.01,
+                                  betas=(0.9, 0.99), eps=1e-8)
+
+    def step(X, Y):  # makemore.py: the body of its training loop
+        logits, loss = model(X, Y)
+        model.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    run = _compile(torch, step) if compiled else step
+    loader = torch.utils.data.DataLoader(dataset, batch_size=4)
+    batches = [batch for _, batch in zip(range(STEPS // 2), loader)] * 2
+    out["losses"] = [run(*batch).item() for batch in batches]
+    if compiled:
+        out["compiled"] = run
+    return out
+
+
+def makemore_script(torch: Any, workdir: Any, model_type: str, steps: int = 11) -> str:
+    """makemore.py run as the script it is (its argument parser, its dataset split, its
+    infinite loader over ``RandomSampler(replacement=True)``, its TensorBoard writer) in
+    ``workdir`` with a small word list; returns what it printed."""
+    import contextlib
+    import io
+    import runpy
+    import sys
+    from pathlib import Path
+
+    from .harness import VENDOR, bound_torch
+
+    work = Path(workdir)
+    (work / "names.txt").write_text("\n".join(MAKEMORE_WORDS * 3) + "\n")
+    argv = ["makemore.py", "-i", str(work / "names.txt"), "-o", str(work / "out"),
+            "--type", model_type, "--max-steps", str(steps), "--n-layer", "1",
+            "--n-head", "2", "--n-embd", "16", "--n-embd2", "16", "-b", "4"]
+    printed = io.StringIO()
+    old_argv = sys.argv
+    try:
+        sys.argv = argv
+        with bound_torch(torch, ("makemore",)), contextlib.redirect_stdout(printed):
+            runpy.run_path(str(VENDOR / "makemore" / "makemore.py"), run_name="__main__")
+    finally:
+        sys.argv = old_argv
+    return printed.getvalue()
