@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -32,24 +30,9 @@ from .autograd import RULES_RUNNING, AccumulateGrad, Function, RemovableHandle, 
 
 _GRAD = grad_mode.GRAD_ENABLED
 _RULES = RULES_RUNNING
-_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
-class _TensorType(type):
-    """``isinstance(v, dg.Tensor)`` is True for a traced value when the user's code asks
-    (PyTorch programs test ``isinstance(h, torch.Tensor)`` inside compiled functions);
-    dualgraph's own code, which tells eager tensors from traced values this way, still
-    gets False. An exact ``Tensor`` never reaches this method (CPython answers it first)."""
-
-    def __instancecheck__(cls, obj: Any) -> bool:
-        if type.__instancecheck__(cls, obj):
-            return True
-        if cls is not Tensor or not isinstance(obj, TensorOps):
-            return False
-        return not sys._getframe(1).f_code.co_filename.startswith(_PKG)
-
-
-class Tensor(TensorOps, metaclass=_TensorType):
+class Tensor(TensorOps):
     """An eager tensor: a NumPy array plus autograd state, PyTorch-style.
 
     >>> x = dg.tensor(2.0, requires_grad=True)

@@ -1381,3 +1381,105 @@ def max_unpool1d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
 
 __all__ += ["avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d", "max_unpool1d",
             "max_unpool2d", "max_unpool3d"]
+
+
+# Channel dropout, PReLU, the shrinking activations and the transposed 1-D convolution
+# (their modules are in nn/layers_extra.py).
+
+
+def _channel_dropout(name: str, x: Any, p: float, training: bool, inplace: bool,
+                     dims: int) -> Any:
+    """Zero whole channels (every element of a (batch, channel) pair, or of a channel for
+    unbatched input) with probability ``p``, scaling the rest by ``1 / (1 - p)``."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p!r}")
+    if x.ndim not in (dims + 1, dims + 2):
+        raise RuntimeError(f"{name}: Expected {dims + 1}D or {dims + 2}D input, but received "
+                           f"a {x.ndim}D input")
+    if not training or p == 0.0:
+        return x
+    lead = tuple(x.shape[:x.ndim - dims])
+    mask = dropout(Tensor(np.ones(lead, np.dtype(x.dtype))), p, True)
+    out = E.mul(x, S.reshape(mask, lead + (1,) * dims))
+    return x.copy_(out) if inplace else out
+
+
+def dropout1d(input: Any, p: float = 0.5, training: bool = True,  # noqa: A002
+              inplace: bool = False) -> Any:
+    """Channel dropout of (N, C, L) or (C, L) input. ``F.dropout1d(x, 0.2)``"""
+    return _channel_dropout("dropout1d", input, p, training, inplace, 1)
+
+
+def dropout2d(input: Any, p: float = 0.5, training: bool = True,  # noqa: A002
+              inplace: bool = False) -> Any:
+    """Channel dropout of (N, C, H, W) or (C, H, W) input. ``F.dropout2d(x, 0.2)``"""
+    return _channel_dropout("dropout2d", input, p, training, inplace, 2)
+
+
+def dropout3d(input: Any, p: float = 0.5, training: bool = True,  # noqa: A002
+              inplace: bool = False) -> Any:
+    """Channel dropout of (N, C, D, H, W) or (C, D, H, W) input."""
+    return _channel_dropout("dropout3d", input, p, training, inplace, 3)
+
+
+def prelu(input: Any, weight: Any) -> Any:  # noqa: A002
+    """``x`` where positive, else ``weight * x``; a weight of ``C`` values applies per
+    channel (dim 1). ``F.prelu(x, w)``"""
+    w = weight
+    if w.ndim != 1:
+        raise RuntimeError(f"prelu: weight must be 1-D, got shape {tuple(w.shape)}")
+    if w.shape[0] != 1:
+        if input.ndim < 2 or input.shape[1] != w.shape[0]:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {w.shape[0]} and channel size = "
+                               f"{input.shape[1] if input.ndim >= 2 else 1}.")
+        w = S.reshape(w, (w.shape[0],) + (1,) * (input.ndim - 2))
+    elif input.ndim:
+        w = S.reshape(w, ())
+    return E.where(E.gt(input, 0), input, E.mul(w, input))
+
+
+def threshold(input: Any, threshold: float, value: float, inplace: bool = False) -> Any:  # noqa: A002
+    """``x`` where ``x > threshold``, else ``value``."""
+    out = E.where(E.gt(input, threshold), input, float(value))
+    return input.copy_(out) if inplace else out
+
+
+def hardshrink(input: Any, lambd: float = 0.5) -> Any:  # noqa: A002
+    """``x`` where ``|x| > lambd``, else 0."""
+    return E.where(E.gt(E.abs(input), lambd), input, 0.0)
+
+
+def softshrink(input: Any, lambd: float = 0.5) -> Any:  # noqa: A002
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return E.where(E.gt(input, lambd), E.sub(input, lambd),
+                   E.where(E.lt(input, -lambd), E.add(input, lambd), 0.0))
+
+
+def tanhshrink(input: Any) -> Any:  # noqa: A002
+    """``x - tanh(x)``."""
+    return E.sub(input, E.tanh(input))
+
+
+def conv_transpose1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1,  # noqa: A002
+                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Any:
+    """Transposed 1-D convolution of (N, C_in, L) or (C_in, L) input with weight
+    (C_in, C_out/groups, k): the 2-D one over a height of 1."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"conv_transpose1d: expected 2D or 3D input, got {input.ndim}D")
+
+    def one(v: Any) -> int:
+        return int(v[0] if isinstance(v, (tuple, list)) else v)
+
+    x = S.reshape(input, tuple(input.shape[:-1]) + (1, input.shape[-1]))
+    w = S.reshape(weight, tuple(weight.shape[:2]) + (1, weight.shape[2]))
+    y = conv_transpose2d(x, w, bias, (1, one(stride)), (0, one(padding)),
+                           (0, one(output_padding)), groups, (1, one(dilation)))
+    return S.reshape(y, tuple(y.shape[:-2]) + (y.shape[-1],))
+
+
+__all__ += ["conv_transpose1d", "dropout1d", "dropout2d", "dropout3d", "hardshrink", "prelu",
+            "softshrink", "tanhshrink", "threshold"]

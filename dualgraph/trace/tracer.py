@@ -9,13 +9,14 @@ Python scalars stay literals.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .. import modes
-from .._location import source_line, user_location
+from .._location import PKG, source_line, user_location
 from ..eager.grad_mode import GRAD_ENABLED
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor
@@ -64,6 +65,17 @@ class Tracer(TensorOps):
         self.node = node
         self._ctx = ctx
         self._vbase = None
+
+    @property
+    def __class__(self) -> type:  # noqa: D105
+        # ``isinstance(v, dg.Tensor)`` consults ``__class__`` when the type itself does not
+        # match: the user's code (PyTorch programs test ``isinstance(h, torch.Tensor)``)
+        # sees a tensor; dualgraph's own code, which tells traced values from eager tensors
+        # this way, sees a tracer. Eager tensors never reach this, so eager checks cost
+        # nothing more.
+        if sys._getframe(1).f_code.co_filename.startswith(PKG):
+            return Tracer
+        return Tensor
 
     @property
     def shape(self) -> tuple:
