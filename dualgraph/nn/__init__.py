@@ -160,6 +160,7 @@ from .layers_extra import (  # noqa: E402  # noqa: E402
     Dropout1d,
     Dropout2d,
     Dropout3d,
+    EmbeddingBag,
     Hardshrink,
     ParameterDict,
     ParameterList,
@@ -180,7 +181,7 @@ from .layers_extra import (  # noqa: E402  # noqa: E402
 
 __all__ += ["CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d",
             "ConstantPad3d", "ConvTranspose1d", "Dropout1d", "Dropout2d", "Dropout3d",
-            "Hardshrink", "PReLU", "ParameterDict", "ParameterList", "ReflectionPad1d",
-            "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
-            "ReplicationPad3d", "Softshrink", "Tanhshrink", "Threshold", "ZeroPad1d",
-            "ZeroPad2d", "ZeroPad3d"]
+            "EmbeddingBag", "Hardshrink", "PReLU", "ParameterDict", "ParameterList",
+            "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
+            "ReplicationPad2d", "ReplicationPad3d", "Softshrink", "Tanhshrink", "Threshold",
+            "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]

@@ -356,3 +356,50 @@ __all__ = [
     "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
     "Softshrink", "Tanhshrink", "Threshold", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
 ]
+
+
+class EmbeddingBag(Module):
+    """``EmbeddingBag(num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
+    scale_grad_by_freq=False, mode='mean', sparse=False, _weight=None,
+    include_last_offset=False, padding_idx=None)``: `F.embedding_bag` over a weight
+    initialised N(0, 1); ``forward(input, offsets=None, per_sample_weights=None)``."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+                 sparse: bool = False, _weight: Any = None, include_last_offset: bool = False,
+                 padding_idx: int | None = None, device: Any = None, dtype: Any = None) -> None:
+        from ..eager.tensor import rng
+
+        super().__init__()
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise NotImplementedError("EmbeddingBag: max_norm, scale_grad_by_freq and sparse "
+                                      "gradients are not supported")
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.mode, self.include_last_offset = mode, include_last_offset
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise AssertionError("padding_idx must be within num_embeddings")
+            padding_idx %= num_embeddings
+        self.padding_idx = padding_idx
+        dt = np.dtype(np.float32) if dtype is None else np.dtype(dtype)
+        if _weight is None:
+            w = rng().standard_normal((num_embeddings, embedding_dim)).astype(dt)
+            if padding_idx is not None:
+                w[padding_idx] = 0.0
+        else:
+            w = np.array(_weight.numpy() if hasattr(_weight, "numpy") else _weight)
+        self.weight = Parameter(w)
+
+    def forward(self, input: Any, offsets: Any = None,  # noqa: A002
+                per_sample_weights: Any = None) -> Any:
+        return F.embedding_bag(input, self.weight, offsets, mode=self.mode,
+                               per_sample_weights=per_sample_weights,
+                               include_last_offset=self.include_last_offset,
+                               padding_idx=self.padding_idx)
+
+    def extra_repr(self) -> str:
+        pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
+        return f"{self.num_embeddings}, {self.embedding_dim}, mode='{self.mode}'{pad}"
+
+
+__all__ += ["EmbeddingBag"]

@@ -50,3 +50,34 @@ def run(torch, i: int, weights: dict | None = None) -> dict:
         out[f"grad.{k}"] = p.grad.numpy()
     out.update({f"param.{k}": v.detach().numpy() for k, v in module.state_dict().items()})
     return out
+
+
+# (name, EmbeddingBag keywords, input, offsets, per_sample_weights?)
+BAGS = [
+    ("mean-offsets", {"mode": "mean"}, [1, 2, 4, 5, 4, 3, 2, 9], [0, 2, 2, 5], False),
+    ("sum-offsets-weights", {"mode": "sum"}, [1, 2, 4, 5, 4, 3, 2, 9], [0, 3, 4], True),
+    ("max-offsets", {"mode": "max"}, [1, 2, 4, 5, 4, 3, 2, 9], [0, 1, 1, 6], False),
+    ("mean-2d-padding", {"mode": "mean", "padding_idx": 0}, [[1, 0, 3], [0, 0, 0], [4, 4, 2]],
+     None, False),
+    ("sum-last-offset", {"mode": "sum", "include_last_offset": True},
+     [1, 2, 4, 5, 4, 3, 2, 9], [0, 2, 5, 8], False),
+]
+
+
+def run_bag(torch, i: int, weight: np.ndarray | None = None) -> dict:
+    _, kwargs, idx, offsets, weighted = BAGS[i]
+    torch.manual_seed(i)
+    bag = torch.nn.EmbeddingBag(10, 3, **kwargs).double()
+    if weight is not None:
+        bag.load_state_dict({"weight": torch.tensor(weight)})
+    rng = np.random.default_rng(200 + i)
+    psw = torch.tensor(rng.standard_normal(len(idx)), requires_grad=True) if weighted else None
+    off = None if offsets is None else torch.tensor(offsets)
+    y = bag(torch.tensor(idx), off, per_sample_weights=psw)
+    cot = rng.standard_normal(tuple(y.shape))
+    (y * torch.tensor(cot)).sum().backward()
+    out = {"y": y.detach().numpy(), "grad.weight": bag.weight.grad.numpy(),
+           "weight": bag.weight.detach().numpy()}
+    if weighted:
+        out["grad.psw"] = psw.grad.numpy()
+    return out

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .extra_cases import CASES, run
+from .extra_cases import BAGS, CASES, run, run_bag
 
 OUT = Path(__file__).with_name("extra_goldens.npz")
 
@@ -22,6 +22,9 @@ def main() -> None:
     for i, (name, _, _) in enumerate(CASES):
         for k, v in run(torch, i).items():
             arrays[f"{name}/{k}"] = v
+    for i, (name, *_) in enumerate(BAGS):
+        for k, v in run_bag(torch, i).items():
+            arrays[f"bag-{name}/{k}"] = v
     np.savez_compressed(OUT, **arrays)
     print(len(arrays), "arrays", "torch", torch.__version__)
 

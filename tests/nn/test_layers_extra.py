@@ -11,7 +11,7 @@ import pytest
 
 import dualgraph as dg
 
-from .extra_cases import CASES, run
+from .extra_cases import BAGS, CASES, run, run_bag
 
 GOLD = np.load(Path(__file__).with_name("extra_goldens.npz"))
 
@@ -71,3 +71,24 @@ def test_module_reprs_and_errors() -> None:
         dg.nn.PReLU(4)(dg.ones(2, 3))
     with pytest.raises(ValueError, match="must be an int or a 4-tuple"):
         dg.nn.ReflectionPad2d((1, 2))
+
+
+@pytest.mark.parametrize("i", range(len(BAGS)), ids=[b[0] for b in BAGS])
+def test_embedding_bag_matches_torch(i: int) -> None:
+    key = f"bag-{BAGS[i][0]}/"
+    want = {k[len(key):]: GOLD[k] for k in GOLD.files if k.startswith(key)}
+    got = run_bag(dg, i, want["weight"])
+    assert sorted(got) == sorted(want)
+    for k, v in want.items():
+        np.testing.assert_allclose(got[k], v, rtol=1e-10, atol=1e-12, err_msg=k)
+
+
+def test_embedding_keywords_and_from_pretrained() -> None:
+    e = dg.nn.Embedding(5, 3, sparse=False, dtype=dg.float64)
+    assert e.weight.dtype == np.float64
+    w = dg.tensor(np.arange(6.0).reshape(3, 2))
+    frozen = dg.nn.Embedding.from_pretrained(w)
+    assert not frozen.weight.requires_grad and frozen(dg.tensor([2])).tolist() == [[4.0, 5.0]]
+    assert dg.nn.Embedding.from_pretrained(w, freeze=False).weight.requires_grad
+    with pytest.raises(NotImplementedError, match="sparse"):
+        dg.nn.Embedding(5, 3, sparse=True)
