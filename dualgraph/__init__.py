@@ -315,8 +315,8 @@ def get_default_dtype() -> _typing.Any:
 
 
 def is_tensor(obj: _typing.Any) -> bool:
-    """Whether ``obj`` is a dualgraph tensor."""
-    return isinstance(obj, Tensor)
+    """Whether ``obj`` is a dualgraph tensor (a traced value inside ``dg.compile`` too)."""
+    return isinstance(obj, _TensorOps)
 
 
 __all__ += [

@@ -6,7 +6,8 @@ import linecache
 import os
 import sys
 
-_PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
+PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PKG = PKG
 
 
 def user_frame(depth: int = 1):

@@ -138,10 +138,50 @@ from .modules import (  # noqa: E402
     Conv3d,
     ConvTranspose3d,
     MaxPool3d,
+    MaxUnpool1d,
     MaxUnpool2d,
+    MaxUnpool3d,
     PixelShuffle,
     PixelUnshuffle,
 )
 
-__all__ += ["GLU", "AvgPool3d", "Conv3d", "ConvTranspose3d", "MaxPool3d", "MaxUnpool2d",
-            "PixelShuffle", "PixelUnshuffle"]
+__all__ += ["GLU", "AvgPool3d", "Conv3d", "ConvTranspose3d", "MaxPool3d", "MaxUnpool1d",
+            "MaxUnpool2d", "MaxUnpool3d", "PixelShuffle", "PixelUnshuffle"]
+# Padding modules, channel dropout, PReLU and the shrinking activations, ConvTranspose1d,
+# parameter containers.
+from .layers_extra import (  # noqa: E402  # noqa: E402
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ConvTranspose1d,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    EmbeddingBag,
+    Hardshrink,
+    ParameterDict,
+    ParameterList,
+    PReLU,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    Softshrink,
+    Tanhshrink,
+    Threshold,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
+
+__all__ += ["CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d",
+            "ConstantPad3d", "ConvTranspose1d", "Dropout1d", "Dropout2d", "Dropout3d",
+            "EmbeddingBag", "Hardshrink", "PReLU", "ParameterDict", "ParameterList",
+            "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
+            "ReplicationPad2d", "ReplicationPad3d", "Softshrink", "Tanhshrink", "Threshold",
+            "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]

@@ -1271,26 +1271,87 @@ def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """3-D max pooling of (N, C, D, H, W) or (C, D, H, W) input, as PyTorch: 2-D max
     pooling of each depth slice, then the max over each window's depth offsets.
+    ``return_indices`` adds the int64 index of each max in the flattened ``D*H*W`` volume
+    (ties: the first in depth, then row, then column order, as PyTorch's CPU kernel).
     ``F.max_pool3d(x, 2)``"""
     _check_input("max_pool3d", input)
-    if return_indices:
-        raise NotImplementedError("max_pool3d: return_indices=True is not supported (use "
-                                  "max_pool2d's indices, or pool without them)")
     k, s, p, d, out = _pool3d_args("max_pool3d", input, kernel_size, stride, padding,
                                    dilation, ceil_mode)
     x, added = _as5d(input)
     n, c, dd, h, w = x.shape
-    planes = max_pool2d(S.reshape(x, (n, c * dd, h, w)), k[1:], s[1:], p[1:], d[1:], ceil_mode)
-    planes = S.reshape(planes, (n, c, dd) + out[1:])
-    planes = _depth_padded(planes, p[0], (out[0] - 1) * s[0] + d[0] * (k[0] - 1) + 1,
-                           -math.inf)
+    planes = max_pool2d(S.reshape(x, (n, c * dd, h, w)), k[1:], s[1:], p[1:], d[1:], ceil_mode,
+                        return_indices)
+    if return_indices:
+        planes, where = planes
+    span = (out[0] - 1) * s[0] + d[0] * (k[0] - 1) + 1
+    planes = _depth_padded(S.reshape(planes, (n, c, dd) + out[1:]), p[0], span, -math.inf)
     parts = _depth_slices(planes, k[0], s[0], d[0], out[0])
     if len(parts) == 1:
-        res = parts[0]
+        res, offset = parts[0], None
     else:  # the max over the depth offsets, as one 2-D reduction
         shape = tuple(parts[0].shape)
-        res = S.reshape(R.amax(S.reshape(S.stack(parts, -1), (-1, len(parts))), -1), shape)
-    return S.reshape(res, tuple(res.shape[1:])) if added else res
+        stacked = S.reshape(S.stack(parts, -1), (-1, len(parts)))
+        res = S.reshape(R.amax(stacked, -1), shape)
+        offset = S.reshape(R.argmax(stacked, -1), shape) if return_indices else None
+    if not return_indices:
+        return S.reshape(res, tuple(res.shape[1:])) if added else res
+    where = _depth_padded(S.reshape(where, (n, c, dd) + out[1:]), p[0], span, 0)
+    iparts = _depth_slices(where, k[0], s[0], d[0], out[0])
+    first = np.arange(out[0], dtype=np.int64)[:, None, None] * s[0] - p[0]
+    if offset is None:
+        plane_index, depth = iparts[0], first
+    else:  # the chosen offset's plane index, and its depth
+        stacked = S.reshape(S.stack(iparts, -1), (-1, len(iparts)))
+        pick = S.reshape(offset, (-1, 1))
+        plane_index = S.reshape(I.gather(stacked, 1, pick), tuple(res.shape))
+        depth = E.add(E.mul(offset, d[0]), first)
+    index = E.add(E.mul(depth, h * w), plane_index)
+    if added:
+        return S.reshape(res, tuple(res.shape[1:])), S.reshape(index, tuple(index.shape[1:]))
+    return res, index
+
+
+def _max_unpool(name: str, input: Any, indices: Any, kernel_size: Any, stride: Any,  # noqa: A002
+                padding: Any, output_size: Any, dims: int) -> Any:
+    """Each value of ``input`` put at its index (as pooling returned it) in a zero tensor
+    whose last ``dims`` dims are ``(n - 1) * stride - 2 * padding + kernel_size``, or
+    ``output_size``."""
+    _check_input(name, input)
+    if input.ndim not in (dims + 1, dims + 2):
+        raise RuntimeError(f"{name}: expected a {dims + 1}-D or {dims + 2}-D input, got "
+                           f"shape {tuple(input.shape)}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({tuple(input.shape)}) but got indices tensor with shape: "
+                           f"{tuple(indices.shape)}")
+    k = _ints("kernel_size", kernel_size, dims, "pooling")
+    s = k if stride is None else _ints("stride", stride, dims, "pooling")
+    p = _ints("padding", padding, dims, "pooling")
+    spatial = tuple(input.shape[-dims:])
+    size = tuple((n - 1) * ss - 2 * pp + kk for n, ss, pp, kk in zip(spatial, s, p, k))
+    if output_size is not None:
+        given = tuple(int(v) for v in tuple(output_size))
+        if len(given) not in (dims, input.ndim):
+            raise ValueError(f"output_size should be a sequence containing {dims} or "
+                             f"{input.ndim} elements, but it has a length of '{len(given)}'")
+        for i, (v, default, ss) in enumerate(zip(given[-dims:], size, s)):
+            if not default - ss < v < default + ss:
+                raise ValueError(f'invalid output_size "{given}" (dim {i} must be between '
+                                 f'{default - ss} and {default + ss})')
+        size = given[-dims:]
+    lead = tuple(input.shape[:-dims])
+    count = int(np.prod(spatial))
+    if isinstance(indices, Tensor) and indices.numel():  # traced indices are not known here
+        worst = array_of(indices)
+        bad = worst[(worst < 0) | (worst >= int(np.prod(size)))]
+        if bad.size:
+            raise RuntimeError(f"Found an invalid max index: {int(bad.flat[0])} (output "
+                               f"volumes are of size {'x'.join(map(str, size))})")
+    flat_x = S.reshape(input, lead + (count,))
+    flat_i = S.reshape(indices, lead + (count,))
+    zeros = np.zeros(lead + (int(np.prod(size)),), np.dtype(input.dtype))
+    out = I.scatter(zeros, -1, flat_i, flat_x)
+    return S.reshape(out, lead + size)
 
 
 def max_unpool2d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,  # noqa: A002
@@ -1299,27 +1360,189 @@ def max_unpool2d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
     index in a zero (N, C, H_out, W_out) plane, ``H_out = (H - 1) * stride - 2 * padding +
     kernel_size`` unless ``output_size`` says otherwise.
     ``F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2)``"""
-    _check_input("max_unpool2d", input)
-    if input.ndim not in (3, 4):
-        raise RuntimeError(f"max_unpool2d: expected a 3-D or 4-D input, got shape "
-                           f"{tuple(input.shape)}")
-    if tuple(indices.shape) != tuple(input.shape):
-        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
-                           f"({tuple(input.shape)}) but got indices tensor with shape: "
-                           f"{tuple(indices.shape)}")
-    k = _ints("kernel_size", kernel_size, 2, "pooling")
-    s = k if stride is None else _ints("stride", stride, 2, "pooling")
-    p = _ints("padding", padding, 2, "pooling")
-    h, w = input.shape[-2:]
-    size = tuple((n - 1) * ss - 2 * pp + kk for n, ss, pp, kk in zip((h, w), s, p, k))
-    if output_size is not None:
-        size = tuple(int(v) for v in tuple(output_size)[-2:])
-    lead = tuple(input.shape[:-2])
-    flat_x = S.reshape(input, lead + (h * w,))
-    flat_i = S.reshape(indices, lead + (h * w,))
-    zeros = np.zeros(lead + (size[0] * size[1],), np.dtype(input.dtype))
-    out = I.scatter(zeros, -1, flat_i, flat_x)
-    return S.reshape(out, lead + size)
+    return _max_unpool("max_unpool2d", input, indices, kernel_size, stride, padding,
+                       output_size, 2)
 
 
-__all__ += ["avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d", "max_unpool2d"]
+def max_unpool3d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,  # noqa: A002
+                 padding: Any = 0, output_size: Any = None) -> Any:
+    """The inverse of `max_pool3d` with ``return_indices``, over (N, C, D, H, W) or
+    (C, D, H, W). ``F.max_unpool3d(*F.max_pool3d(x, 2, return_indices=True), 2)``"""
+    return _max_unpool("max_unpool3d", input, indices, kernel_size, stride, padding,
+                       output_size, 3)
+
+
+def max_unpool1d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,  # noqa: A002
+                 padding: Any = 0, output_size: Any = None) -> Any:
+    """The inverse of `max_pool1d` with ``return_indices``, over (N, C, L) or (C, L)."""
+    return _max_unpool("max_unpool1d", input, indices, kernel_size, stride, padding,
+                       output_size, 1)
+
+
+__all__ += ["avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d", "max_unpool1d",
+            "max_unpool2d", "max_unpool3d"]
+
+
+# Channel dropout, PReLU, the shrinking activations and the transposed 1-D convolution
+# (their modules are in nn/layers_extra.py).
+
+
+def _channel_dropout(name: str, x: Any, p: float, training: bool, inplace: bool,
+                     dims: int) -> Any:
+    """Zero whole channels (every element of a (batch, channel) pair, or of a channel for
+    unbatched input) with probability ``p``, scaling the rest by ``1 / (1 - p)``."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p!r}")
+    if x.ndim not in (dims + 1, dims + 2):
+        raise RuntimeError(f"{name}: Expected {dims + 1}D or {dims + 2}D input, but received "
+                           f"a {x.ndim}D input")
+    if not training or p == 0.0:
+        return x
+    lead = tuple(x.shape[:x.ndim - dims])
+    mask = dropout(Tensor(np.ones(lead, np.dtype(x.dtype))), p, True)
+    out = E.mul(x, S.reshape(mask, lead + (1,) * dims))
+    return x.copy_(out) if inplace else out
+
+
+def dropout1d(input: Any, p: float = 0.5, training: bool = True,  # noqa: A002
+              inplace: bool = False) -> Any:
+    """Channel dropout of (N, C, L) or (C, L) input. ``F.dropout1d(x, 0.2)``"""
+    return _channel_dropout("dropout1d", input, p, training, inplace, 1)
+
+
+def dropout2d(input: Any, p: float = 0.5, training: bool = True,  # noqa: A002
+              inplace: bool = False) -> Any:
+    """Channel dropout of (N, C, H, W) or (C, H, W) input. ``F.dropout2d(x, 0.2)``"""
+    return _channel_dropout("dropout2d", input, p, training, inplace, 2)
+
+
+def dropout3d(input: Any, p: float = 0.5, training: bool = True,  # noqa: A002
+              inplace: bool = False) -> Any:
+    """Channel dropout of (N, C, D, H, W) or (C, D, H, W) input."""
+    return _channel_dropout("dropout3d", input, p, training, inplace, 3)
+
+
+def prelu(input: Any, weight: Any) -> Any:  # noqa: A002
+    """``x`` where positive, else ``weight * x``; a weight of ``C`` values applies per
+    channel (dim 1). ``F.prelu(x, w)``"""
+    w = weight
+    if w.ndim != 1:
+        raise RuntimeError(f"prelu: weight must be 1-D, got shape {tuple(w.shape)}")
+    if w.shape[0] != 1:
+        if input.ndim < 2 or input.shape[1] != w.shape[0]:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {w.shape[0]} and channel size = "
+                               f"{input.shape[1] if input.ndim >= 2 else 1}.")
+        w = S.reshape(w, (w.shape[0],) + (1,) * (input.ndim - 2))
+    elif input.ndim:
+        w = S.reshape(w, ())
+    return E.where(E.gt(input, 0), input, E.mul(w, input))
+
+
+def threshold(input: Any, threshold: float, value: float, inplace: bool = False) -> Any:  # noqa: A002
+    """``x`` where ``x > threshold``, else ``value``."""
+    out = E.where(E.gt(input, threshold), input, float(value))
+    return input.copy_(out) if inplace else out
+
+
+def hardshrink(input: Any, lambd: float = 0.5) -> Any:  # noqa: A002
+    """``x`` where ``|x| > lambd``, else 0."""
+    return E.where(E.gt(E.abs(input), lambd), input, 0.0)
+
+
+def softshrink(input: Any, lambd: float = 0.5) -> Any:  # noqa: A002
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return E.where(E.gt(input, lambd), E.sub(input, lambd),
+                   E.where(E.lt(input, -lambd), E.add(input, lambd), 0.0))
+
+
+def tanhshrink(input: Any) -> Any:  # noqa: A002
+    """``x - tanh(x)``."""
+    return E.sub(input, E.tanh(input))
+
+
+def conv_transpose1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1,  # noqa: A002
+                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Any:
+    """Transposed 1-D convolution of (N, C_in, L) or (C_in, L) input with weight
+    (C_in, C_out/groups, k): the 2-D one over a height of 1."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"conv_transpose1d: expected 2D or 3D input, got {input.ndim}D")
+
+    def one(v: Any) -> int:
+        return int(v[0] if isinstance(v, (tuple, list)) else v)
+
+    x = S.reshape(input, tuple(input.shape[:-1]) + (1, input.shape[-1]))
+    w = S.reshape(weight, tuple(weight.shape[:2]) + (1, weight.shape[2]))
+    y = conv_transpose2d(x, w, bias, (1, one(stride)), (0, one(padding)),
+                           (0, one(output_padding)), groups, (1, one(dilation)))
+    return S.reshape(y, tuple(y.shape[:-2]) + (y.shape[-1],))
+
+
+__all__ += ["conv_transpose1d", "dropout1d", "dropout2d", "dropout3d", "hardshrink", "prelu",
+            "softshrink", "tanhshrink", "threshold"]
+
+
+def embedding_bag(input: Any, weight: Any, offsets: Any = None,  # noqa: A002
+                  max_norm: float | None = None, norm_type: float = 2.0,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Any = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Any:
+    """Sums, means or maxima of bags of embedding rows: a 2-D ``input`` (B, L) is B bags of
+    L indices; a 1-D ``input`` with ``offsets`` (the start of each bag) is bags of any
+    size. Empty bags give zeros; ``padding_idx`` entries are left out of their bag;
+    ``per_sample_weights`` scale the rows (``mode='sum'`` only).
+    ``F.embedding_bag(text, weight, offsets)``"""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: max_norm, scale_grad_by_freq and sparse "
+                                  "gradients are not supported")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences.")
+        n_bags, length = input.shape
+        flat = S.reshape(input, (-1,))
+        seg = np.repeat(np.arange(n_bags), length)
+    elif input.ndim == 1:
+        if offsets is None or offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor but got None" if offsets is None
+                             else f"offsets has to be a 1D Tensor, got {offsets.ndim}D")
+        flat = input
+        n_bags = offsets.shape[0] - (1 if include_last_offset else 0)
+        # Bag of each index: how many offsets are at or before its position, minus one.
+        pos = np.arange(input.shape[0])[:, None]
+        seg = E.sub(R.sum(S.astype(E.ge(pos, S.reshape(offsets, (1, -1))[:, :n_bags]),
+                                    np.int64), axis=1), 1)
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    rows = embedding(flat, weight, padding_idx)  # (N, D); padding rows are zero
+    member = E.eq(S.reshape(seg, (-1, 1)), np.arange(n_bags)[None, :])  # (N, bags)
+    if padding_idx is not None:
+        keep = E.ne(S.reshape(flat, (-1, 1)), padding_idx % weight.shape[0])
+        member = M.logical_and(member, keep)
+    if mode == "max":
+        masked = E.where(S.reshape(member, member.shape + (1,)), S.reshape(
+            rows, (rows.shape[0], 1, rows.shape[1])), -math.inf)
+        best = R.amax(masked, 0) if rows.shape[0] else None
+        empty = M.logical_not(M.any(member, 0)) if rows.shape[0] else None
+        return E.where(S.reshape(empty, (-1, 1)), 0.0, best)
+    weights = S.astype(member, weight.dtype)
+    if per_sample_weights is not None:
+        weights = E.mul(weights, S.reshape(per_sample_weights, (-1, 1)))
+    total = L.matmul(S.transpose(weights), rows)  # (bags, D)
+    if mode == "sum":
+        return total
+    count = R.sum(S.astype(member, weight.dtype), 0)
+    return E.div(total, S.reshape(E.maximum(count, 1.0), (-1, 1)))
+
+
+__all__ += ["embedding_bag"]

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import as_dtype
 from ..eager.grad_mode import no_grad
 from ..eager.internal import array_of, bump_version, set_array, set_grad
 from ..eager.tensor import Tensor, _init, rng
@@ -1408,7 +1409,13 @@ class Embedding(Module):
     gets no gradient)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int,
-                 padding_idx: int | None = None, _weight: Any = None) -> None:
+                 padding_idx: int | None = None, max_norm: float | None = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                 sparse: bool = False, _weight: Any = None, _freeze: bool = False,
+                 device: Any = None, dtype: Any = None) -> None:
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse "
+                                      "gradients are not supported")
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -1423,7 +1430,22 @@ class Embedding(Module):
                 w[padding_idx] = 0.0
         else:
             w = array_of(_weight) if isinstance(_weight, Tensor) else np.asarray(_weight)
-        self.weight = Parameter(w)
+        if dtype is not None:
+            w = w.astype(as_dtype(dtype))
+        self.weight = Parameter(w, requires_grad=not _freeze)
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Any, freeze: bool = True,
+                        padding_idx: int | None = None, max_norm: float | None = None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> Embedding:
+        """An embedding holding the 2-D ``embeddings`` (a copy), frozen unless told."""
+        if len(tuple(embeddings.shape)) != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        w = np.array(array_of(embeddings) if isinstance(embeddings, Tensor) else embeddings)
+        return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                   _weight=w, _freeze=freeze)
 
     def forward(self, x: Any) -> Any:
         return F.embedding(x, self.weight, self.padding_idx)
@@ -1891,9 +1913,11 @@ class AvgPool3d(_AvgPoolNd):
                             self.count_include_pad, self.divisor_override)
 
 
-class MaxUnpool2d(Module):
-    """`F.max_unpool2d` as a module: ``unpool(*pool(x))`` with ``pool =
+class _MaxUnpoolNd(Module):
+    """What the unpooling modules share: ``unpool(*pool(x))`` with ``pool =
     nn.MaxPool2d(2, return_indices=True)`` and ``unpool = nn.MaxUnpool2d(2)``."""
+
+    _fn = ""
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
         super().__init__()
@@ -1902,11 +1926,29 @@ class MaxUnpool2d(Module):
         self.padding = padding
 
     def forward(self, x: Any, indices: Any, output_size: Any = None) -> Any:
-        return F.max_unpool2d(x, indices, self.kernel_size, self.stride, self.padding,
-                              output_size)
+        return getattr(F, self._fn)(x, indices, self.kernel_size, self.stride, self.padding,
+                                    output_size)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """`F.max_unpool1d` as a module. ``nn.MaxUnpool1d(2)``"""
+
+    _fn = "max_unpool1d"
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """`F.max_unpool2d` as a module. ``nn.MaxUnpool2d(2)``"""
+
+    _fn = "max_unpool2d"
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """`F.max_unpool3d` as a module. ``nn.MaxUnpool3d(2)``"""
+
+    _fn = "max_unpool3d"
 
 
 class GLU(Module):

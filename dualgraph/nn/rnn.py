@@ -7,9 +7,11 @@ PyTorch's own CPU algorithm, and under `dg.compile` the trace is one graph with 
 the step per time step (docs/rnn.md gives the design and what it costs to compile).
 
 The time loop is written so that its graph, forward and backward, grows by a fixed number
-of nodes per step: the layer's input is taken apart once (`unbind`), each layer hands the
-next one its list of per-step outputs (no stack and re-slice between layers), and the
-sequence output is one ``stack``, whose gradient is a view per step.
+of nodes per step: the layer's input is taken apart once (cut as a tree of halves, so that
+the slices' gradients cost O(T log T), see `split_rows`), each layer hands the next one its
+list of per-step outputs (no stack and re-slice between layers), and the sequence output is
+one ``stack``, whose gradient is a view per step. A `PackedSequence` input runs the same
+loop with a batch that shrinks as its sequences end.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ..ops import shape_extra as SX
 from ..ops.mixin import TensorOps
 from . import functional as F
 from .modules import Module, Parameter, _uniform
+from .utils.rnn import PackedSequence, split_rows, split_steps
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
@@ -52,6 +55,28 @@ def _check_size(name: str, value: Any) -> None:
 def _cols(x: Any, k: int, n: int) -> Any:
     """Columns ``k*n .. (k+1)*n`` of a 2-D tensor: gate ``k`` of a packed gate matrix."""
     return x[:, k * n:(k + 1) * n]
+
+
+# A layer's state is one (batch, hidden) tensor, or the LSTM's (h, c) pair of them.
+
+
+def _rows(state: Any) -> int:
+    return (state[0] if isinstance(state, tuple) else state).shape[0]
+
+
+def _slice(state: Any, start: int, stop: int) -> Any:
+    if isinstance(state, tuple):
+        return tuple(s[start:stop] for s in state)
+    return state[start:stop]
+
+
+def _join(states: list) -> Any:
+    states = [s for s in states if _rows(s)]
+    if len(states) == 1:
+        return states[0]
+    if isinstance(states[0], tuple):
+        return tuple(S.concatenate(parts, axis=0) for parts in zip(*states))
+    return S.concatenate(states, axis=0)
 
 
 # ------------------------------------------------------------------ one time step
@@ -246,12 +271,12 @@ class RNNBase(Module):
         if tuple(h.shape) != expected:
             raise RuntimeError(f"Expected {what} {expected}, got {list(h.shape)}")
 
-    def _run(self, x: Any, states: list) -> tuple[Any, list]:
-        """Run all layers over ``x`` (time, batch, features). ``states`` holds one state per
-        layer and direction: a tensor (RNN, GRU) or an ``(h, c)`` pair (LSTM). Returns the
-        output sequence and the final states in the same layout."""
+    def _run(self, steps: list, states: list) -> tuple[list, list]:
+        """Run all layers over ``steps``, one (batch, features) tensor per time step (for a
+        packed sequence, the batch shrinks as sequences end). ``states`` holds one state
+        per layer and direction: a tensor (RNN, GRU) or an ``(h, c)`` pair (LSTM). Returns
+        the last layer's per-step outputs and the final states in the same layout."""
         directions = 2 if self.bidirectional else 1
-        steps = list(SX.unbind(x, 0))
         final = []
         dropping = self.training and self.dropout > 0
         for layer in range(self.num_layers):
@@ -269,23 +294,47 @@ class RNNBase(Module):
                 steps = outs[0]
             else:
                 steps = [S.concatenate((a, b), axis=-1) for a, b in zip(*outs)]
-        return S.stack(steps, 0), final
+        return steps, final
 
     def _run_direction(self, steps: list, state: Any, weights: list) -> tuple[list, Any]:
+        """One layer and direction over ``steps``. When the steps' batch sizes change (a
+        packed sequence: decreasing forward, increasing reversed), the state keeps the rows
+        of the running sequences: a sequence that ends sets its final state aside, one
+        that starts takes its rows of the initial state."""
         if self.bias:
             w_ih, w_hh, b_ih, b_hh = weights[:4]
         else:
             (w_ih, w_hh), b_ih, b_hh = weights[:2], None, None
         w_hr = weights[-1] if self.proj_size else None
         wt, b = _pack(self.mode, w_ih, w_hh, b_ih, b_hh)
+        initial, ended = state, []
+        rows = _rows(state)
+        if steps and steps[0].shape[0] < rows:  # reversed packed: the shortest run first
+            rows = steps[0].shape[0]
+            state = _slice(state, 0, rows)
         ys = []
         for x in steps:
+            n = x.shape[0]
+            if n < rows:
+                ended.append(_slice(state, n, rows))
+                state = _slice(state, 0, n)
+            elif n > rows:
+                state = _join([state, _slice(initial, rows, n)])
+            rows = n
             state = _step(self.mode, x, state, wt, b, w_hr)
             ys.append(state[0] if self.mode == "LSTM" else state)
+        if ended:
+            # Rows in batch order: the running ones, then those that ended, latest first.
+            state = _join([state, *ended[::-1]])
         return ys, state
 
-    def _prepare(self, x: Any) -> tuple[Any, bool]:
-        """``x`` as (time, batch, features) and whether the input had a batch dim."""
+    def _prepare(self, x: Any) -> tuple[list, int, bool, Any]:
+        """The input as a list of per-step (batch, features) tensors, the batch size,
+        whether the input had a batch dim, and the `PackedSequence` it was (or None)."""
+        if isinstance(x, PackedSequence):
+            self._check_input(x.data)
+            steps = split_steps(x)
+            return steps, steps[0].shape[0] if steps else 0, True, x
         if isinstance(x, TensorOps) and x.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
                              f"{x.ndim}D tensor instead")
@@ -295,12 +344,23 @@ class RNNBase(Module):
             x = x.unsqueeze(1)
         elif self.batch_first:
             x = S.transpose(x, 0, 1)
-        return x, batched
+        return split_rows(x, [(t, t + 1) for t in range(x.shape[0])], select=True), \
+            x.shape[1], batched, None
 
-    def _finish(self, y: Any, batched: bool) -> Any:
+    def _finish(self, ys: list, batched: bool, packed: Any) -> Any:
+        """The output from the last layer's per-step outputs, in the input's layout."""
+        if packed is not None:
+            return packed._replace(data=S.concatenate(ys, axis=0))
+        y = S.stack(ys, 0)
         if not batched:
             return y.squeeze(1)
         return S.transpose(y, 0, 1) if self.batch_first else y
+
+    @staticmethod
+    def _permute(h: Any, packed: Any, which: str) -> Any:
+        """A state's batch in the packed (sorted) order, or back in the user's order."""
+        index = None if packed is None else getattr(packed, which)
+        return h if index is None else h.index_select(1, index)
 
     def _zeros(self, shape: tuple, like: Any) -> Any:
         return zeros(*shape, dtype=like.dtype)
@@ -311,10 +371,10 @@ class RNNBase(Module):
     def forward(self, input: Any, hx: Any = None) -> tuple:  # noqa: A002
         """``(output, h_n)``: output (time, batch, directions * hidden) (batch first with
         ``batch_first``), h_n (layers * directions, batch, hidden)."""
-        x, batched = self._prepare(input)
-        expected = self._state_shape(x.shape[1])
+        steps, batch, batched, packed = self._prepare(input)
+        expected = self._state_shape(batch)
         if hx is None:
-            hx = self._zeros(expected, x)
+            hx = self._zeros(expected, steps[0])
         else:
             if hx.ndim != (3 if batched else 2):
                 raise RuntimeError(
@@ -323,9 +383,10 @@ class RNNBase(Module):
             if not batched:
                 hx = hx.unsqueeze(1)
             self._check_state(hx, expected)
-        y, final = self._run(x, self._states_of(hx))
-        h_n = S.stack(final, 0)
-        return self._finish(y, batched), (h_n if batched else h_n.squeeze(1))
+            hx = self._permute(hx, packed, "sorted_indices")
+        ys, final = self._run(steps, self._states_of(hx))
+        h_n = self._permute(S.stack(final, 0), packed, "unsorted_indices")
+        return self._finish(ys, batched, packed), (h_n if batched else h_n.squeeze(1))
 
 
 class RNN(RNNBase):
@@ -387,11 +448,11 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def forward(self, input: Any, hx: Any = None) -> tuple:  # noqa: A002
-        x, batched = self._prepare(input)
-        h_shape = self._state_shape(x.shape[1])
-        c_shape = self._state_shape(x.shape[1], cell=True)
+        steps, batch, batched, packed = self._prepare(input)
+        h_shape = self._state_shape(batch)
+        c_shape = self._state_shape(batch, cell=True)
         if hx is None:
-            h0, c0 = self._zeros(h_shape, x), self._zeros(c_shape, x)
+            h0, c0 = self._zeros(h_shape, steps[0]), self._zeros(c_shape, steps[0])
         else:
             if not isinstance(hx, (tuple, list)) or len(hx) != 2:
                 raise TypeError("LSTM: hx must be a tuple (h_0, c_0)")
@@ -405,13 +466,15 @@ class LSTM(RNNBase):
                 h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
             self._check_state(h0, h_shape)
             self._check_state(c0, c_shape, "hidden[1] size")
+            h0 = self._permute(h0, packed, "sorted_indices")
+            c0 = self._permute(c0, packed, "sorted_indices")
         states = list(zip(self._states_of(h0), self._states_of(c0)))
-        y, final = self._run(x, states)
-        h_n = S.stack([h for h, _ in final], 0)
-        c_n = S.stack([c for _, c in final], 0)
+        ys, final = self._run(steps, states)
+        h_n = self._permute(S.stack([h for h, _ in final], 0), packed, "unsorted_indices")
+        c_n = self._permute(S.stack([c for _, c in final], 0), packed, "unsorted_indices")
         if not batched:
             h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
-        return self._finish(y, batched), (h_n, c_n)
+        return self._finish(ys, batched, packed), (h_n, c_n)
 
 
 # -------------------------------------------------------------------------- cells

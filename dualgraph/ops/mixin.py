@@ -857,6 +857,19 @@ class TensorOps:
     def is_cpu(self) -> bool:
         return True
 
+    # The other accelerators a CPU build of PyTorch asks about (``x.is_cuda or x.is_xpu``).
+    @property
+    def is_xpu(self) -> bool:
+        return False
+
+    @property
+    def is_mps(self) -> bool:
+        return False
+
+    @property
+    def is_meta(self) -> bool:
+        return False
+
     def get_device(self) -> int:
         """PyTorch's ``-1`` for a CPU tensor."""
         return -1

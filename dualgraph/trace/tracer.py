@@ -9,13 +9,14 @@ Python scalars stay literals.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .. import modes
-from .._location import source_line, user_location
+from .._location import PKG, source_line, user_location
 from ..eager.grad_mode import GRAD_ENABLED
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor
@@ -64,6 +65,17 @@ class Tracer(TensorOps):
         self.node = node
         self._ctx = ctx
         self._vbase = None
+
+    @property
+    def __class__(self) -> type:  # noqa: D105
+        # ``isinstance(v, dg.Tensor)`` consults ``__class__`` when the type itself does not
+        # match: the user's code (PyTorch programs test ``isinstance(h, torch.Tensor)``)
+        # sees a tensor; dualgraph's own code, which tells traced values from eager tensors
+        # this way, sees a tracer. Eager tensors never reach this, so eager checks cost
+        # nothing more.
+        if sys._getframe(1).f_code.co_filename.startswith(PKG):
+            return Tracer
+        return Tensor
 
     @property
     def shape(self) -> tuple:
@@ -457,7 +469,10 @@ class TraceContext(Mode):
                     # The graph assigns instead of accumulating: valid only while the
                     # tensor enters the call with no gradient (a guard of the compiled call).
                     self.grad_assumed_none.append(t)
-                t.grad = g if t.grad is None else Tracer(
+                # A tracer of its own: two leaves can get the same gradient value (the two
+                # inputs of an add), and an in-place op on one's .grad (clip_grad_norm_'s
+                # mul_) must not change the other's, as in eager mode.
+                t.grad = Tracer(self.as_node(g), self) if t.grad is None else Tracer(
                     self.process(_add_op(), (t.grad, g), {}).node, self)
         finally:
             GRAD_ENABLED.value = prev

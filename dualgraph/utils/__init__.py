@@ -1,5 +1,6 @@
-"""`dg.utils`: PyTorch's utilities (`dg.utils.data`: datasets, samplers, `DataLoader`)."""
+"""`dg.utils`: PyTorch's utilities (`dg.utils.data`: datasets, samplers, `DataLoader`;
+`dg.utils.tensorboard`: a `SummaryWriter` for scalars)."""
 
-from . import data
+from . import data, tensorboard
 
-__all__ = ["data"]
+__all__ = ["data", "tensorboard"]

@@ -202,3 +202,28 @@ def test_warns_nothing_on_plain_use() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         dg.nn.LSTM(2, 3, num_layers=2, dropout=0.1)(dg.randn(2, 1, 2))
+
+
+def _input_gradient_scatter_elements(steps: int) -> int:
+    """Elements the backward of an RNN's input gradient writes with scatters (the
+    gradients of the slices the layer cuts its input into)."""
+    rnn = dg.nn.RNN(3, 4)
+    x = dg.randn(steps, 2, 3, requires_grad=True)
+    y, _ = rnn(x)
+    (g,) = dg.autograd.grad(y.sum(), [x], create_graph=True)
+    return sum(int(np.prod(n.shape)) for n in dg.graph_of(g).nodes if n.op == "scatter")
+
+
+def test_input_gradient_is_cut_as_a_tree() -> None:
+    """The slices' gradients add up to O(T log T) elements, not O(T^2): cutting every step
+    from the whole (T, 2, 3) input would write T * T * 6 elements."""
+    counts = {t: _input_gradient_scatter_elements(t) for t in (4, 16, 64)}
+    assert counts[4] == 4 * 4 * 6  # short sequences: one slice per step
+    assert counts[16] == 768 and counts[64] == 4608
+    assert counts[64] < 64 * 64 * 6 / 5
+
+
+def test_tree_cut_input_gradient_matches_finite_differences() -> None:
+    lstm = dg.nn.LSTM(2, 3, bidirectional=True).double()
+    x = dg.tensor(np.random.default_rng(3).standard_normal((9, 1, 2)), requires_grad=True)
+    assert gradcheck(lambda t: lstm(t)[0], x)

@@ -39,16 +39,19 @@ GOLDENS = HERE / "goldens"
 
 # Submodules a program may import as torch.<name>: imported before binding so that
 # ``import torch.X`` finds them in sys.modules.
-_SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.parallel", "optim",
-               "optim.lr_scheduler", "utils", "utils.data", "utils.data.dataloader",
-               "utils.data.dataset", "utils.data.sampler", "cuda", "cuda.amp", "backends",
-               "backends.cudnn", "backends.cuda", "backends.mps", "autograd", "accelerator",
-               "amp", "distributed", "serialization")
+_SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.utils.rnn", "nn.parallel",
+               "optim", "optim.lr_scheduler", "utils", "utils.data", "utils.data.dataloader",
+               "utils.data.dataset", "utils.data.sampler", "utils.tensorboard", "cuda",
+               "cuda.amp", "backends", "backends.cudnn", "backends.cuda", "backends.mps",
+               "autograd", "accelerator", "amp", "distributed", "serialization")
 
 
 # What the stub ``torchvision.datasets.MNIST(...)`` returns: set by a runner before it
 # imports a program that builds its loaders at import time (the VAE example).
 MNIST: dict[str, Any] = {"dataset": None}
+# What the stub ``torchvision.datasets.FakeData(...)`` returns (the DCGAN example's
+# ``--dataset fake``).
+FAKE: dict[str, Any] = {"dataset": None}
 
 
 def _torchvision() -> dict[str, types.ModuleType]:
@@ -59,6 +62,7 @@ def _torchvision() -> dict[str, types.ModuleType]:
     transforms = types.ModuleType("torchvision.transforms")
     utils = types.ModuleType("torchvision.utils")
     datasets.MNIST = lambda *a, **k: MNIST["dataset"]
+    datasets.FakeData = lambda *a, **k: FAKE["dataset"]
     transforms.Compose = lambda steps: None
     transforms.ToTensor = lambda: None
     transforms.Normalize = lambda *a, **k: None

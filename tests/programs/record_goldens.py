@@ -1,27 +1,42 @@
 """Record torch's side of tests/programs: initial weights and per-step losses.
 
 Run from the repository root with a Python that has torch:
-``python -m tests.programs.record_goldens`` (writes tests/programs/goldens/).
+``python -m tests.programs.record_goldens [NAME ...]`` (writes tests/programs/goldens/).
+With names, only those programs are recorded and added to losses.json; the other entries
+are kept as they are (re-recording one changes its last digits).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 
 from . import runners
 from .harness import GOLDENS
 
+PROGRAMS = ("mingpt", "nanogpt", "mnist", "vae", "regression", "dcgan") + tuple(
+    f"makemore-{t}" for t in runners.MAKEMORE_TYPES)
 
-def main() -> None:
+
+def run(torch: object, name: str) -> dict:
+    """Program ``name`` under ``torch`` (``makemore-<type>`` is makemore's model type)."""
+    program, _, variant = name.partition("-")
+    kwargs = {"model_type": variant} if variant else {}
+    return getattr(runners, program)(torch, **kwargs)
+
+
+def main(names: list[str]) -> None:
     import torch
 
     GOLDENS.mkdir(exist_ok=True)
-    meta = {"torch": torch.__version__, "programs": {}}
-    for name in ("mingpt", "nanogpt", "mnist", "vae", "regression"):
+    path = GOLDENS / "losses.json"
+    meta = json.loads(path.read_text()) if names and path.exists() else \
+        {"torch": torch.__version__, "programs": {}}
+    for name in names or PROGRAMS:
         torch.manual_seed(0)
-        out = getattr(runners, name)(torch)
+        out = run(torch, name)
         if name == "regression":
             # What torch would draw next, for a run that takes a few more batches to reach
             # the script's stopping criterion (rounding differs after hundreds of steps).
@@ -32,8 +47,8 @@ def main() -> None:
         np.savez(GOLDENS / f"{name}.npz", **arrays)
         meta["programs"][name] = {"losses": out["losses"], "printed": out.get("printed")}
         print(name, len(out["losses"]), out["losses"][:10])
-    (GOLDENS / "losses.json").write_text(json.dumps(meta, indent=1))
+    path.write_text(json.dumps(meta, indent=1))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

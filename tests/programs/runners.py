@@ -398,3 +398,251 @@ def nanogpt_train(torch: Any, workdir: Any, compile: bool = False) -> str:  # no
         sys.argv = old_argv
         sys.path.remove(str(VENDOR / "nanogpt"))
     return printed.getvalue()
+
+
+# -------------------------------------------------------------------------- DCGAN
+
+# The DCGAN example's command line for a tiny CPU run: its fake dataset (the stub's
+# `Sequence` of 40 synthetic 64x64 images, the size its layers are built for), batches of
+# 4 (ten steps in its one epoch), small latent and filter counts, no worker processes.
+def _dcgan_argv(niter: int) -> list[str]:
+    return ["--dataset", "fake", "--batchSize", "4", "--nz", "8", "--ngf", "4", "--ndf", "4",
+            "--niter", str(niter), "--workers", "0", "--manualSeed", "1"]
+
+
+DCGAN_IMAGES = 40
+
+
+class _DcganTorch:
+    """The ``torch`` the DCGAN script imports: the bound library, except that ``randn``
+    replays torch's recorded draws (its fixed noise, then each step's noise; with nothing
+    recorded it draws and records) and ``nn.BCELoss`` records every loss it returns."""
+
+    def __init__(self, torch: Any, draws: Any) -> None:
+        self._torch, self._draws, self.recorded = torch, draws, []
+        self.losses: list[float] = []
+        losses = self.losses
+
+        class _NN:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(torch.nn, name)
+
+            @staticmethod
+            def BCELoss(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 - torch's name
+                criterion = torch.nn.BCELoss(*args, **kwargs)
+
+                def recorded(output: Any, target: Any) -> Any:
+                    loss = criterion(output, target)
+                    losses.append(loss.item())
+                    return loss
+
+                return recorded
+
+        self.nn = _NN()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._torch, name)
+
+    def randn(self, *shape: Any, **kwargs: Any) -> Any:
+        if self._draws is None:
+            x = self._torch.randn(*shape, **kwargs)
+            self.recorded.append(x.numpy().copy())
+            return x
+        self._next = getattr(self, "_next", 0) + 1
+        return self._torch.tensor(np.asarray(self._draws[self._next - 1]))
+
+
+def _dcgan_images() -> np.ndarray:
+    rng = np.random.default_rng(5)
+    return np.tanh(rng.standard_normal((DCGAN_IMAGES, 3, 64, 64))).astype(np.float32)
+
+
+def _dcgan_import(torch: Any, proxy: Any, workdir: Any, argv: list) -> Any:
+    """Run the DCGAN script (it trains at import) with ``torch`` bound to ``proxy``."""
+    import contextlib
+    import importlib
+    import io
+    import sys
+
+    from .harness import FAKE, bound_torch
+
+    if torch.__name__ == "torch":
+        # torch's optimizers import torch._dynamo lazily, which must not see the proxy.
+        importlib.import_module("torch._dynamo")
+    x = _dcgan_images()
+    FAKE["dataset"] = Sequence(torch, [(torch.tensor(x[i]), i % 10) for i in range(len(x))])
+    old_argv = sys.argv
+    sys.argv = ["main.py", *argv, "--outf", str(workdir)]
+    try:
+        with bound_torch(torch, ("examples",)):
+            sys.modules["torch"] = proxy  # type: ignore[assignment]
+            with contextlib.redirect_stdout(io.StringIO()):
+                return importlib.import_module("examples.dcgan_main")
+    finally:
+        sys.argv = old_argv
+
+
+def dcgan(torch: Any, weights: Any = None, compiled: bool = False, draws: Any = None) -> dict:
+    """pytorch/examples dcgan, run as the script it is for one epoch of ten steps: both
+    networks start from torch's initial weights through the script's own ``--netG`` /
+    ``--netD`` options (files written with the bound library's ``save``), its noise is
+    torch's (`_DcganTorch`). The losses are each step's ``errD_real``, ``errD_fake`` and
+    ``errG``. Compiled, the script is imported with ``--niter 0`` (it builds its networks,
+    criterion and optimizers and trains nothing) and the body of its training loop, as a
+    function of the real batch and the noise, runs under ``torch.compile``."""
+    import tempfile
+    from pathlib import Path
+
+    out: dict = {"losses": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        if weights is None:
+            proxy = _DcganTorch(torch, None)
+            d = _dcgan_import(torch, proxy, work, _dcgan_argv(0))
+            out["weights"] = {f"G.{k}": v for k, v in state_arrays(d.netG.state_dict()).items()}
+            out["weights"].update({f"D.{k}": v
+                                   for k, v in state_arrays(d.netD.state_dict()).items()})
+        else:
+            out["weights"] = {k: np.asarray(weights[k]) for k in weights.files
+                              if not k.startswith("__")}
+        for net in ("G", "D"):
+            torch.save({k[2:]: torch.tensor(v) for k, v in out["weights"].items()
+                        if k.startswith(net + ".")}, work / f"net{net}.pth")
+        nets = ["--netG", str(work / "netG.pth"), "--netD", str(work / "netD.pth")]
+        proxy = _DcganTorch(torch, draws)
+        if not compiled:
+            _dcgan_import(torch, proxy, work, _dcgan_argv(1) + nets)
+            out["losses"], out["draws"] = proxy.losses, proxy.recorded
+            return out
+        d = _dcgan_import(torch, proxy, work, _dcgan_argv(0) + nets)
+        # The script's criterion, unwrapped: the recording one reads .item() of each loss.
+        netD, netG, criterion = d.netD, d.netG, torch.nn.BCELoss()
+        optimizerD, optimizerG, device = d.optimizerD, d.optimizerG, d.device
+        real_label, fake_label = d.real_label, d.fake_label
+
+        def step(real_cpu, noise):  # dcgan/main.py: the body of its training loop
+            netD.zero_grad()
+            batch_size = real_cpu.size(0)
+            label = torch.full((batch_size,), real_label,
+                               dtype=real_cpu.dtype, device=device)
+
+            output = netD(real_cpu)
+            errD_real = criterion(output, label)
+            errD_real.backward()
+
+            fake = netG(noise)
+            label.fill_(fake_label)
+            output = netD(fake.detach())
+            errD_fake = criterion(output, label)
+            errD_fake.backward()
+            optimizerD.step()
+
+            netG.zero_grad()
+            label.fill_(real_label)
+            output = netD(fake)
+            errG = criterion(output, label)
+            errG.backward()
+            optimizerG.step()
+            return errD_real, errD_fake, errG
+
+        run = out["compiled"] = _compile(torch, step)
+        images = _dcgan_images()
+        for i in range(DCGAN_IMAGES // 4):
+            noise = torch.tensor(np.asarray(draws[1 + i]))
+            for loss in run(torch.tensor(images[4 * i:4 * i + 4]), noise):
+                out["losses"].append(loss.item())
+    return out
+
+
+# ------------------------------------------------------------------------ makemore
+
+MAKEMORE_TYPES = ("bigram", "mlp", "rnn", "gru", "bow", "transformer")
+# Short words, so that the recurrent models' unrolled loops are short (block size 6).
+MAKEMORE_WORDS = ["emma", "olivia", "ava", "mia", "luna", "ella", "zoe", "ivy", "nora", "lily",
+                  "aria", "mila", "leo", "max", "noah", "liam", "jack", "owen", "eli", "ezra"]
+
+
+def _makemore_module(torch: Any) -> Any:
+    if torch.__name__ == "torch":
+        import importlib
+        import sys
+
+        try:
+            importlib.import_module("torch.utils.tensorboard")
+        except ImportError:  # torch's writer needs the tensorboard package; unused here
+            import types
+
+            stub = types.ModuleType("torch.utils.tensorboard")
+            stub.SummaryWriter = None
+            sys.modules["torch.utils.tensorboard"] = stub
+    return import_program(torch, "makemore.makemore")
+
+
+def makemore(torch: Any, weights: Any = None, compiled: bool = False,
+             model_type: str = "transformer") -> dict:
+    """Karpathy's makemore: its ``CharDataset`` over a fixed word list, the model
+    ``--type model_type`` builds (tiny sizes), its AdamW, and the body of its training
+    loop (``model(X, Y)``, ``zero_grad(set_to_none=True)``, ``backward``, ``step``) for ten
+    batches of four words in order (the script samples batches with replacement)."""
+    mm = _makemore_module(torch)
+    chars = sorted(set("".join(MAKEMORE_WORDS)))
+    longest = max(len(w) for w in MAKEMORE_WORDS)
+    dataset = mm.CharDataset(MAKEMORE_WORDS, chars, longest)
+    config = mm.ModelConfig(vocab_size=dataset.get_vocab_size(),
+                            block_size=dataset.get_output_length(), n_layer=1, n_head=2,
+                            n_embd=16, n_embd2=16)
+    torch.manual_seed(0)
+    model = {"transformer": lambda: mm.Transformer(config), "bigram": lambda: mm.Bigram(config),
+             "mlp": lambda: mm.MLP(config), "rnn": lambda: mm.RNN(config, cell_type="rnn"),
+             "gru": lambda: mm.RNN(config, cell_type="gru"),
+             "bow": lambda: mm.BoW(config)}[model_type]()
+    out: dict = {}
+    if weights is None:
+        out["weights"] = state_arrays(model.state_dict())
+    else:
+        load_arrays(torch, model, weights)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3, weight_decay=0.01,
+                                  betas=(0.9, 0.99), eps=1e-8)
+
+    def step(X, Y):  # makemore.py: the body of its training loop
+        logits, loss = model(X, Y)
+        model.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    run = _compile(torch, step) if compiled else step
+    loader = torch.utils.data.DataLoader(dataset, batch_size=4)
+    batches = [batch for _, batch in zip(range(STEPS // 2), loader)] * 2
+    out["losses"] = [run(*batch).item() for batch in batches]
+    if compiled:
+        out["compiled"] = run
+    return out
+
+
+def makemore_script(torch: Any, workdir: Any, model_type: str, steps: int = 11) -> str:
+    """makemore.py run as the script it is (its argument parser, its dataset split, its
+    infinite loader over ``RandomSampler(replacement=True)``, its TensorBoard writer) in
+    ``workdir`` with a small word list; returns what it printed."""
+    import contextlib
+    import io
+    import runpy
+    import sys
+    from pathlib import Path
+
+    from .harness import VENDOR, bound_torch
+
+    work = Path(workdir)
+    (work / "names.txt").write_text("\n".join(MAKEMORE_WORDS * 3) + "\n")
+    argv = ["makemore.py", "-i", str(work / "names.txt"), "-o", str(work / "out"),
+            "--type", model_type, "--max-steps", str(steps), "--n-layer", "1",
+            "--n-head", "2", "--n-embd", "16", "--n-embd2", "16", "-b", "4"]
+    printed = io.StringIO()
+    old_argv = sys.argv
+    try:
+        sys.argv = argv
+        with bound_torch(torch, ("makemore",)), contextlib.redirect_stdout(printed):
+            runpy.run_path(str(VENDOR / "makemore" / "makemore.py"), run_name="__main__")
+    finally:
+        sys.argv = old_argv
+    return printed.getvalue()

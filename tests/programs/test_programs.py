@@ -1,5 +1,6 @@
 """Real PyTorch programs run unchanged with ``torch`` bound to dualgraph: minGPT (its model
-and trainer), nanoGPT (model.py and train.py's step), and pytorch/examples mnist and vae.
+and trainer), nanoGPT (model.py and train.py's step), pytorch/examples mnist, vae and
+dcgan, and makemore's six character-level language models.
 
 Each starts from torch's initial weights and must reproduce torch's per-step losses (to
 1e-5, float32) over ten steps, eagerly and with its training step under ``dg.compile``
@@ -24,12 +25,14 @@ GOLD = json.loads((GOLDENS / "losses.json").read_text())["programs"]
 # Cold compiles of these steps take minutes today (the mnist CNN: 281 s on a loaded
 # two-core machine), so their compiled runs are in the slow set (pytest -m slow); a rerun
 # loads the kernels from the on-disk cache.
-SLOW_COMPILE = ("mingpt", "nanogpt", "mnist")
+SLOW_COMPILE = ("mingpt", "nanogpt", "mnist", "dcgan") + tuple(
+    f"makemore-{t}" for t in runners.MAKEMORE_TYPES)
 
 
 def _cases() -> list:
     cases = []
-    for name in ("mingpt", "nanogpt", "mnist", "vae"):
+    for name in ("mingpt", "nanogpt", "mnist", "vae", "dcgan",
+                 *(f"makemore-{t}" for t in runners.MAKEMORE_TYPES)):
         for compiled in (False, True):
             marks = []
             if compiled and name in SLOW_COMPILE:
@@ -44,14 +47,20 @@ def _run(name: str, compiled: bool) -> dict:
     extra = {}
     if name == "vae":
         extra["draws"] = [weights[f"__draw{i}"] for i in range(runners.STEPS)]
-    return getattr(runners, name)(dg, weights=weights, compiled=compiled, **extra)
+    if name == "dcgan":  # its fixed noise, then one draw per step
+        extra["draws"] = [weights[f"__draw{i}"] for i in range(runners.STEPS + 1)]
+    program, _, variant = name.partition("-")
+    if variant:
+        extra["model_type"] = variant
+    return getattr(runners, program)(dg, weights=weights, compiled=compiled, **extra)
 
 
 @pytest.mark.parametrize("name, compiled", _cases())
 def test_program_losses_equal_torchs(name: str, compiled: bool) -> None:
     out = _run(name, compiled)
     want = GOLD[name]["losses"]
-    assert len(out["losses"]) == len(want) == runners.STEPS
+    # DCGAN has three losses a step: errD_real, errD_fake, errG.
+    assert len(out["losses"]) == len(want) == runners.STEPS * (3 if name == "dcgan" else 1)
     np.testing.assert_allclose(out["losses"], want, rtol=1e-5)
     if compiled:
         stats = out["compiled"].stats
@@ -120,3 +129,16 @@ def test_nanogpt_train_script_runs_unchanged(tmp_path, compile_flag: bool) -> No
     m = runners.import_program(dg, "nanogpt.model")
     model = m.GPT(m.GPTConfig(**ckpt["model_args"]))
     assert model.load_state_dict(ckpt["model"]) == ([], [])
+
+
+@pytest.mark.parametrize("model_type", ["transformer", "gru"])
+def test_makemore_script_runs_unchanged(tmp_path, model_type: str) -> None:
+    """makemore.py as a script: its data split (``torch.randperm``), its infinite loader
+    (``RandomSampler(replacement=True, num_samples=int(1e10))``, ``pin_memory``, four
+    workers), its ``SummaryWriter``; eleven training steps. Its batches are random, so the
+    printed losses are checked for sanity (a 27-way guess costs about 3.3)."""
+    printed = runners.makemore_script(dg, tmp_path, model_type)
+    losses = [float(line.split("loss ")[1].split(" ")[0]) for line in printed.splitlines()
+              if line.startswith("step ")]
+    assert len(losses) == 2 and all(2.0 < x < 4.5 for x in losses)
+    assert any(p.name.startswith("events.out.tfevents.") for p in (tmp_path / "out").iterdir())

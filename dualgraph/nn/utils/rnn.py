@@ -1,0 +1,243 @@
+"""Variable-length sequences for the recurrent layers, as ``torch.nn.utils.rnn``:
+`PackedSequence`, `pack_padded_sequence`, `pad_packed_sequence`, `pad_sequence`,
+`pack_sequence`, `unpad_sequence` and `unpack_sequence`.
+
+A packed sequence holds the steps of a batch of sequences sorted by decreasing length,
+time-major: ``data`` is the rows of step 0 (one per sequence), then of step 1 (one per
+sequence still running), and so on; ``batch_sizes[t]`` counts the rows of step ``t``.
+The batch sizes are what the layers loop over, so they are concrete (Python-side) values
+even inside ``dg.compile``; the lengths a sequence is packed with must be concrete too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ...eager.tensor import Tensor, full, tensor
+from ...ops import shape as S
+from ...ops.mixin import TensorOps
+
+
+class PackedSequence(NamedTuple):
+    """``(data, batch_sizes, sorted_indices, unsorted_indices)`` as PyTorch's: ``data``
+    (total steps, *features), ``batch_sizes`` an int64 tensor (one count per time step),
+    ``sorted_indices`` the batch order packing used (``None`` when the input was sorted)
+    and ``unsorted_indices`` its inverse."""
+
+    data: Any
+    batch_sizes: Any
+    sorted_indices: Any = None
+    unsorted_indices: Any = None
+
+    def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        """``data`` converted as ``Tensor.to`` does; the indices stay int64."""
+        return self._replace(data=self.data.to(*args, **kwargs))
+
+    def cpu(self) -> PackedSequence:
+        return self
+
+    def double(self) -> PackedSequence:
+        return self._replace(data=self.data.double())
+
+    def float(self) -> PackedSequence:  # noqa: A003 - PyTorch's name
+        return self._replace(data=self.data.float())
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    def is_pinned(self) -> bool:
+        return False
+
+
+def _concrete_lengths(lengths: Any) -> np.ndarray:
+    if isinstance(lengths, TensorOps) and not isinstance(lengths, Tensor):
+        raise TypeError("pack_padded_sequence: `lengths` must be concrete (a list or an "
+                        "eager tensor): inside dg.compile, pass the lengths as a Python list "
+                        "or compute them outside the compiled function")
+    arr = np.asarray(lengths.numpy() if isinstance(lengths, Tensor) else lengths)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor or a list of "
+                           f"ints, but got {arr.ndim}D {arr.dtype} values")
+    return arr.astype(np.int64)
+
+
+def batch_sizes_of(lengths: np.ndarray) -> np.ndarray:
+    """``batch_sizes[t]``: how many of the (decreasingly sorted) lengths exceed ``t``."""
+    steps = np.arange(int(lengths.max()) if lengths.size else 0)
+    return (lengths[None, :] > steps[:, None]).sum(axis=1).astype(np.int64)
+
+
+def _invert(perm: np.ndarray) -> np.ndarray:
+    inv = np.empty_like(perm)
+    inv[perm] = np.arange(perm.size, dtype=perm.dtype)
+    return inv
+
+
+def pack_padded_sequence(input: Any, lengths: Any, batch_first: bool = False,  # noqa: A002
+                         enforce_sorted: bool = True) -> PackedSequence:
+    """Pack a padded batch (time, batch, *) (``batch_first``: (batch, time, *)) whose
+    sequence ``b`` has ``lengths[b]`` valid steps. With ``enforce_sorted`` the lengths must
+    be decreasing; otherwise the batch is sorted here and the order kept in the result."""
+    lens = _concrete_lengths(lengths)
+    batch_dim = 0 if batch_first else 1
+    if not isinstance(input, TensorOps):
+        raise TypeError(f"pack_padded_sequence: input must be a tensor, got "
+                        f"{type(input).__name__}")
+    if input.ndim < 2:
+        raise ValueError(f"pack_padded_sequence: input must have a time and a batch dim, "
+                         f"got shape {tuple(input.shape)}")
+    if lens.size != input.shape[batch_dim]:
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got "
+                           f"{lens.size} (batch_size={input.shape[batch_dim]})")
+    if lens.size and lens.min() <= 0:
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an "
+                           "element in 'lengths' that is <= 0")
+    if lens.size and lens.max() > input.shape[1 - batch_dim]:
+        raise RuntimeError(f"pack_padded_sequence: a length ({int(lens.max())}) exceeds the "
+                           f"input's {input.shape[1 - batch_dim]} time steps")
+    sorted_indices = unsorted_indices = None
+    if enforce_sorted:
+        if np.any(np.diff(lens) > 0):
+            raise RuntimeError(
+                "`lengths` array must be sorted in decreasing order when `enforce_sorted` is "
+                "True. You can pass `enforce_sorted=False` to pack_padded_sequence and/or "
+                "pack_sequence to sidestep this requirement if you do not need ONNX "
+                "exportability.")
+    else:
+        order = np.argsort(-lens, kind="stable").astype(np.int64)
+        lens = lens[order]
+        sorted_indices, unsorted_indices = tensor(order), tensor(_invert(order))
+    x = input if sorted_indices is None else input.index_select(batch_dim, sorted_indices)
+    if batch_first:
+        x = S.transpose(x, 0, 1)
+    sizes = batch_sizes_of(lens)
+    data = S.concatenate([x[t, :int(b)] for t, b in enumerate(sizes)], axis=0)
+    return PackedSequence(data, tensor(sizes), sorted_indices, unsorted_indices)
+
+
+def _sizes(sequence: PackedSequence) -> list[int]:
+    b = sequence.batch_sizes
+    if isinstance(b, TensorOps) and not isinstance(b, Tensor):
+        raise TypeError("PackedSequence.batch_sizes must be concrete: build the packed "
+                        "sequence inside the compiled function, or outside it and pass its "
+                        "data")
+    return [int(v) for v in np.asarray(b.numpy() if isinstance(b, Tensor) else b)]
+
+
+# Taking a tensor apart into its T time steps: the gradient of each piece is a scatter into
+# zeros of the shape it was cut from, and the T of them are summed. Cut from the whole
+# tensor, that is T whole-size scatters (O(T^2) work in backward); cut as a balanced tree of
+# halves, each level's scatters add up to one whole tensor, O(T log T). Leaves of up to
+# _LEAF pieces are cut directly (short sequences keep one node per step).
+_LEAF = 4
+
+
+def split_rows(x: Any, bounds: list[tuple[int, int]], select: bool = False) -> list:
+    """``[x[a:b] for a, b in bounds]`` (``x[a]`` with ``select``) along dim 0, for
+    consecutive ``bounds``, cut as a tree of halves so that backward is O(T log T)."""
+
+    def cut(part: Any, start: int, pieces: list) -> list:
+        if len(pieces) <= _LEAF:
+            return [part[a - start] if select else part[a - start:b - start]
+                    for a, b in pieces]
+        mid = len(pieces) // 2
+        m, end = pieces[mid][0], pieces[-1][1]
+        return (cut(part[:m - start], start, pieces[:mid])
+                + cut(part[m - start:end - start], m, pieces[mid:]))
+
+    if not bounds:
+        return []
+    first, last = bounds[0][0], bounds[-1][1]
+    whole = x if (first, last) == (0, x.shape[0]) or len(bounds) <= _LEAF else x[first:last]
+    return cut(whole, 0 if whole is x else first, bounds)
+
+
+def split_steps(sequence: PackedSequence) -> list:
+    """The rows of each time step of a packed sequence: (batch_sizes[t], *) tensors."""
+    ends = np.cumsum([0] + _sizes(sequence))
+    return split_rows(sequence.data, list(zip(ends[:-1].tolist(), ends[1:].tolist())))
+
+
+def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
+                        padding_value: float = 0.0, total_length: int | None = None,
+                        ) -> tuple[Any, Any]:
+    """The inverse of `pack_padded_sequence`: ``(padded, lengths)`` with the batch in its
+    original order, padded with ``padding_value`` to the longest sequence (or to
+    ``total_length``); ``lengths`` is an int64 tensor."""
+    sizes = _sizes(sequence)
+    steps = split_steps(sequence)
+    batch = sizes[0] if sizes else 0
+    if total_length is not None:
+        if total_length < len(sizes):
+            raise ValueError(f"Expected total_length to be at least the length of the "
+                             f"longest sequence in input, but got total_length="
+                             f"{total_length} and max sequence length being {len(sizes)}")
+    data = sequence.data
+    feat = tuple(data.shape[1:])
+    rows = []
+    for x, b in zip(steps, sizes):
+        if b < batch:
+            x = S.concatenate((x, full((batch - b,) + feat, padding_value, dtype=data.dtype)))
+        rows.append(x)
+    for _ in range((total_length or len(sizes)) - len(sizes)):
+        rows.append(full((batch,) + feat, padding_value, dtype=data.dtype))
+    padded = S.stack(rows, 0)
+    lengths = (np.asarray(sizes)[None, :] > np.arange(batch)[:, None]).sum(axis=1)
+    if sequence.unsorted_indices is not None:
+        unsorted = sequence.unsorted_indices
+        padded = padded.index_select(1, unsorted)
+        lengths = lengths[np.asarray(unsorted.numpy())]
+    if batch_first:
+        padded = S.transpose(padded, 0, 1)
+    return padded, tensor(lengths.astype(np.int64))
+
+
+def pad_sequence(sequences: Iterable[Any], batch_first: bool = False,
+                 padding_value: float = 0.0, padding_side: str = "right") -> Any:
+    """Stack tensors of shapes (L_i, *) into (max L, batch, *) (``batch_first``: (batch,
+    max L, *)), padding each with ``padding_value`` on ``padding_side``."""
+    seqs = list(sequences)
+    if padding_side not in ("left", "right"):
+        raise ValueError(f"Expected padding_side to be one of left or right, but got "
+                         f"{padding_side}.")
+    if not seqs:
+        raise RuntimeError("received an empty list of sequences")
+    longest = max(s.shape[0] for s in seqs)
+    out = []
+    for s in seqs:
+        extra = longest - s.shape[0]
+        if extra:
+            pad = full((extra,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype)
+            s = S.concatenate((s, pad) if padding_side == "right" else (pad, s))
+        out.append(s)
+    return S.stack(out, 0 if batch_first else 1)
+
+
+def pack_sequence(sequences: Iterable[Any], enforce_sorted: bool = True) -> PackedSequence:
+    """Pack a list of (L_i, *) tensors (decreasing lengths unless ``enforce_sorted`` is
+    False)."""
+    seqs = list(sequences)
+    lengths = [s.shape[0] for s in seqs]
+    return pack_padded_sequence(pad_sequence(seqs), lengths, enforce_sorted=enforce_sorted)
+
+
+def unpad_sequence(padded_sequences: Any, lengths: Any, batch_first: bool = False) -> list:
+    """The list of sequences ``padded[:lengths[b], b]`` (the inverse of `pad_sequence`)."""
+    lens = _concrete_lengths(lengths)
+    if not batch_first:
+        padded_sequences = S.transpose(padded_sequences, 0, 1)
+    return [padded_sequences[b, :int(n)] for b, n in enumerate(lens)]
+
+
+def unpack_sequence(packed_sequences: PackedSequence) -> list:
+    """The list of sequences a packed sequence holds (the inverse of `pack_sequence`)."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)
+
+
+__all__ = ["PackedSequence", "pack_padded_sequence", "pack_sequence", "pad_packed_sequence",
+           "pad_sequence", "unpack_sequence", "unpad_sequence"]
