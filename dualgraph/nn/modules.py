@@ -11,8 +11,8 @@ import numpy as np
 
 from ..dtypes import as_dtype
 from ..eager.grad_mode import no_grad
-from ..eager.internal import array_of, bump_version, set_array, set_grad
-from ..eager.tensor import Tensor, _init, rng
+from ..eager.internal import array_of, bump_version, init_tensor, set_array, set_grad
+from ..eager.tensor import Tensor, rng
 from ..modes import current_trace
 from ..ops.mixin import TensorOps
 from . import functional as F
@@ -31,7 +31,7 @@ class Parameter(Tensor):
             arr = array_of(data)
         else:
             arr = np.asarray(data)
-        _init(self, arr, False, None)
+        init_tensor(self, arr, False, None)
         if requires_grad:
             self.requires_grad_(True)
 
