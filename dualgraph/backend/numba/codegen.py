@@ -544,35 +544,21 @@ class _Writer:
         op = OPS.get(n.op)
         return op is not None and op.loop_fusible and not op.reduction
 
-    def direct(self, n: Node) -> bool:
-        """``n``'s array is allocated by its own loop, reduction or product, so that loop
-        can write into an output buffer instead."""
+    @staticmethod
+    def direct(n: Node) -> bool:
+        """``n``'s array may be allocated by its own loop, reduction, product or kernel
+        block, so that it can write into an output buffer instead. A kernel op's block
+        decides when it is built (`schedule.write_into`: it only fills a result it
+        allocates); one that cannot keeps its array, copied into the output at the end."""
         if n.op == "fused":
             return True
         op = OPS.get(n.op)
         if op is None:
             return False
         return ((op.loop_fusible and not op.view) or op.reduction is not None
-                or op.contraction or self.fills_own(n))
+                or op.contraction or n.op in lowerings.LOWER)
 
     @staticmethod
-
-    @staticmethod
-    def fills_own(n: Node) -> bool:
-        """``n``'s kernel lowering builds a block that allocates its result first, of its
-        own shape and dtype, and only fills it (`kir.Block.fills`): it can fill a buffer
-        it is given instead."""
-        if n.op in lowerings.NOT_LOWERABLE or n.op not in lowerings.LOWER:
-            return False
-        args = [lowerings.Arg(kir.Buffer(f"x{k}", ishape(i), i.dtype, kir.ARG, "A"))
-                if isinstance(i, Node) else _py(i) for k, i in enumerate(n.inputs)]
-        try:
-            built = lowerings.kernel_lowering(n.op)(n, args, "probe")
-        except Exception:  # noqa: BLE001 - a lowering that rejects the node says no
-            return False
-        return isinstance(built, kir.Block) and built.result is not None and built.fills(
-            built.result) and (built.result.shape == ishape(n)
-                               and built.result.dtype == n.dtype)
 
     @staticmethod
     def fresh_result(n: Node) -> bool:
