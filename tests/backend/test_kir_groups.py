@@ -145,6 +145,16 @@ def test_parallel_chunked_reduction_runs_as_ir(monkeypatch):
     assert any(isinstance(s, kir.Loop) and s.parallel for s in lowered.ir)
 
 
+def test_rows_reduced_on_several_threads_have_their_own_lanes(monkeypatch):
+    monkeypatch.setattr(codegen, "PARALLEL_MIN_SIZE", 4)
+    x = _rng(8, 100)
+    lowered = _run_ir(_graph(lambda t: (t * 2.0).sum(1), x), [x], parallel=True)
+    rows = next(s for s in lowered.ir if isinstance(s, kir.Loop) and s.parallel)
+    lanes = [s for s in kir.walk(rows.body) if isinstance(s, kir.Alloc)]
+    assert lanes and all(a.buf.role == kir.LOCAL for a in lanes)
+    assert "np.empty((16,), np.float64)" in lowered.source
+
+
 def test_cluster_of_a_value_and_its_gradient_runs_as_ir():
     x = _rng(200)
     graph = _graph(lambda t: (dg.tanh(t * 0.5 + 1) * dg.sigmoid(t) + 0.1 * t ** 2).sum(), x,

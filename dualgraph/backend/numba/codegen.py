@@ -874,8 +874,11 @@ class _Writer:
             stmts: list = [kir.Let(acc, init)]
             inner_shape = tuple(shape[d] for d in range(len(outer), nd))
             if len(inner_shape) == 1 and inner_shape[0] >= 4 * LANES:
+                # Rows on several threads each need their own lanes: a work array would
+                # be shared by them.
+                role = kir.LOCAL if any(s.parallel for s in wrap([])) else kir.SCRATCH
                 stmts += self._lane_reduce(body, env, shape, oidx, inner_shape[0], acc, acc_t,
-                                           fold, init, src, pre, post)
+                                           fold, init, src, pre, post, role)
             else:
                 iidx = [kir.const(0) if d == 1 else kir.Var(f"i{len(outer) + k}")
                         for k, d in enumerate(inner_shape)]
@@ -933,7 +936,8 @@ class _Writer:
 
     def _lane_reduce(self, body: list, env: dict, shape: tuple, oidx: list, n: int,
                      acc: kir.Var, acc_t: np.dtype, fold: _Fold, init: kir.Expr, src: Node,
-                     pre: Pre | None = None, post: Pre | None = None) -> list:
+                     pre: Pre | None = None, post: Pre | None = None,
+                     role: str = kir.SCRATCH) -> list:
         """Reduce a long innermost axis with LANES independent accumulators.
 
         A single accumulator is a loop-carried dependency that LLVM may not vectorize
@@ -946,8 +950,9 @@ class _Writer:
                                               src, pre, post)
         i = f"i{len(oidx)}"
         il = kir.Var(f"{i}l")
-        # One work array for every row's lanes: an allocation here would be one per row.
-        lanes = kir.Buffer(self.fresh("lanes"), (LANES,), acc_t, kir.SCRATCH)
+        # One work array for every row's lanes (an allocation here would be one per row),
+        # unless rows run on several threads (``role``).
+        lanes = kir.Buffer(self.fresh("lanes"), (LANES,), acc_t, role)
         stmts: list = [kir.Alloc(lanes), kir.Loop(il, LANES, (kir.Store(lanes, (il,), init),))]
         if fold.how.better is None and acc_t == np.float64 and np.dtype(src.dtype) == np.float32:
             stmts += self._fold_blocks(body, env, shape, oidx, n, lanes, src, pre, post)
@@ -1002,7 +1007,7 @@ class _Writer:
         ic, ik, iv = kir.Var(f"{i}c"), kir.Var(f"{i}k"), kir.Var(i)
         whole = n // LANES * LANES
         block = fold_block(whole)
-        buf = kir.Buffer(self.fresh("buf"), (block,), np.float32, kir.SCRATCH)
+        buf = kir.Buffer(self.fresh("buf"), (block,), np.float32, lanes.role)
         inner = [kir.Let(iv, ic * block + ik)] + self._element(
             body, env, shape, oidx + [iv], src, (buf, (ik,)), None, np.float32, pre, post)
         return [kir.Alloc(buf), kir.Loop(ic, whole // block, (
