@@ -4,6 +4,7 @@ registry is the single source of truth (no op-name dispatch outside ``ops/``).""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -13,25 +14,26 @@ FORBIDDEN = ("eager", "trace", "backend", "nn", "optim", "compile")
 # simplify.py is a table of algebraic identities, each about particular ops by nature.
 EXEMPT = {"simplify.py"}
 
-# The layers, lowest first: a unit (a top-level module or package of dualgraph) may import
-# from its own layer or a lower one, never a higher one, at module level or inside a function.
-LAYERS: list[tuple[str, ...]] = [
-    ("dtypes", "errors", "_location"),  # leaves: no dualgraph imports
-    ("ir",),  # Graph, Node, printer, reference interpreter
-    ("modes",),  # the bind() dispatch: which mode receives an op
-    ("ops",),  # the OpDef registry and the public op functions
-    ("eager",),  # Tensor, tape autograd, grad mode
-    ("nn", "optim", "testing", "utils", "serialization", "cuda", "backends",
-     "accelerator", "amp", "distributed"),  # libraries
-    # written over eager tensors: nn, optimizers, data loading, save/load, device queries
-    ("trace",),  # tracer and graph autodiff
-    ("passes",),  # Graph -> Graph rewrites
-    ("backend",),  # the only code that writes source text
-    ("compile",),  # dg.compile: trace, optimize, lower, run
-    ("compare", "explain", "viz", "workloads"),  # tools over compiled and eager runs
-    ("cli", "__main__", "__init__", "autograd", "sweeps"),  # entry points, public namespace,
-    # and sweeps (grids of compare cells run on Dask)
-]
+DOC = PKG.parent / "docs" / "architecture.md"
+
+
+def _layers_from_doc() -> list[tuple[str, ...]]:
+    """The layers, lowest first, read from the table under "## Layering" in
+    docs/architecture.md (the one place they are written): a unit (a top-level module or
+    package of dualgraph) may import from its own layer or a lower one, never a higher one,
+    at module level or inside a function."""
+    text = DOC.read_text().split("## Layering", 1)[1].split("\n## ", 1)[0]
+    layers = []
+    for row in text.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) < 2 or not cells[0].isdigit():
+            continue
+        assert int(cells[0]) == len(layers), f"layer rows out of order at {row!r}"
+        layers.append(tuple(u.rstrip("/") for u in re.findall(r"`([^`]+)`", cells[1])))
+    return layers
+
+
+LAYERS: list[tuple[str, ...]] = _layers_from_doc()
 LAYER_OF = {unit: k for k, units in enumerate(LAYERS) for unit in units}
 
 # Deliberate upward imports, as (importing unit, imported unit): each says why.
@@ -102,8 +104,8 @@ def test_every_unit_has_a_layer():
     """A new top-level module or package must be placed in LAYERS."""
     units = {p.stem if p.is_file() else p.name for p in PKG.iterdir()
              if (p.suffix == ".py" or (p / "__init__.py").exists())}
-    assert units - set(LAYER_OF) == set(), "add these to LAYERS"
-    assert set(LAYER_OF) - units == set(), "LAYERS names units that do not exist"
+    assert units - set(LAYER_OF) == set(), "add these to the layer table in docs/architecture.md"
+    assert set(LAYER_OF) - units == set(), "the layer table names units that do not exist"
 
 
 def test_no_module_imports_from_a_higher_layer():
@@ -163,19 +165,52 @@ def test_ir_and_ops_do_not_import_modes_or_backends(layer: str) -> None:
 
 
 def test_no_op_name_dispatch_outside_the_registry() -> None:
-    """Passes and engines read traits; nothing outside ops/ says `if op == "mul"`."""
+    """Passes and engines read traits; nothing outside ops/ asks which op a node is, in any
+    spelling: ``op == "mul"``, ``op in ("mul", "add")``, ``op.startswith("mul")``,
+    ``{"mul": ...}[op]`` or ``match op: case "mul"``."""
+    names = _op_names()
     bad = []
     for path in sorted(PKG.rglob("*.py")):
         if "ops" in path.relative_to(PKG).parts or path.name in EXEMPT:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Compare) and any(
-                isinstance(c, ast.Constant) and c.value in _op_names() for c in node.comparators
-            ):
-                left = ast.unparse(node.left)
-                if left.endswith(".op") or left == "op":
-                    bad.append(f"{path.relative_to(PKG.parent)}:{node.lineno}: {ast.unparse(node)}")
+            if _names_an_op(node, names):
+                bad.append(f"{path.relative_to(PKG.parent)}:{node.lineno}: {ast.unparse(node)}")
     assert not bad, "\n".join(bad)
+
+
+def _is_op(expr: ast.AST) -> bool:
+    """``expr`` reads a node's op name (``n.op``, ``op``)."""
+    text = ast.unparse(expr)
+    return text == "op" or text.endswith(".op")
+
+
+def _literal_names(expr: ast.AST) -> set:
+    """The string constants ``expr`` spells out: one, or a tuple/list/set/frozenset of them."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return {expr.value}
+    if isinstance(expr, ast.Call) and ast.unparse(expr.func) in ("frozenset", "set", "tuple"):
+        return set().union(*(_literal_names(a) for a in expr.args)) if expr.args else set()
+    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+        return {e.value for e in expr.elts
+                if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return set()
+
+
+def _names_an_op(node: ast.AST, names: set) -> bool:
+    if isinstance(node, ast.Compare):
+        sides = [node.left, *node.comparators]
+        return any(_is_op(x) for x in sides) and any(
+            _literal_names(x) & names for x in sides if not _is_op(x))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return (node.func.attr in ("startswith", "endswith") and _is_op(node.func.value)
+                and any(_literal_names(a) for a in node.args))
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Dict):
+        return _is_op(node.slice) and any(_literal_names(k) & names
+                                          for k in node.value.keys if k is not None)
+    if isinstance(node, ast.Match):
+        return _is_op(node.subject)
+    return False
 
 
 def _op_names() -> set[str]:
@@ -205,3 +240,24 @@ def test_the_backend_decides_on_structure_not_text() -> None:
     new = users - TEXT_PROBING_BACKEND
     assert not new, f"new regex use in the backend: {sorted(new)}"
     assert TEXT_PROBING_BACKEND <= users, "a module stopped using re: drop it from the list"
+
+
+@pytest.mark.parametrize("snippet, flagged", [
+    ('n.op == "mul"', True),
+    ('op != "add"', True),
+    ('n.op in ("mul", "add")', True),
+    ('n.op in frozenset({"mul"})', True),
+    ('n.op.startswith("max_pool")', True),
+    ('{"mul": 1, "add": 2}[n.op]', True),
+    ('n.op == "input"', False),  # graph inputs and constants are not ops
+    ('n.op in LOOP_OPS', False),  # a set named elsewhere: read through its traits
+    ('x.name == "mul"', False),
+])
+def test_the_dispatch_check_sees_every_spelling(snippet: str, flagged: bool) -> None:
+    node = ast.parse(snippet, mode="eval").body
+    assert _names_an_op(node, _op_names()) is flagged
+
+
+def test_the_dispatch_check_sees_match_statements() -> None:
+    tree = ast.parse('match n.op:\n    case "mul":\n        pass\n')
+    assert any(_names_an_op(x, _op_names()) for x in ast.walk(tree))

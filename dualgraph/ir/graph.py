@@ -23,6 +23,11 @@ Literal = (bool, int, float)
 _UIDS = itertools.count(1)
 
 
+def next_uid() -> int:
+    """A fresh node uid (tape nodes and graph nodes share one sequence)."""
+    return next(_UIDS)
+
+
 class Node:
     """One SSA value: ``%3:f32[2,3] = mul %1, %2``.
 
@@ -86,7 +91,7 @@ class GraphError(ValueError):
     """A graph is malformed (a value used before it is defined, a wrong type, ...)."""
 
 
-def _attr_key(value: Any) -> Any:
+def attr_key(value: Any) -> Any:
     """A hashable, structural stand-in for an attribute value."""
     if isinstance(value, np.ndarray):
         digest = hashlib.sha1(np.ascontiguousarray(value).tobytes()).hexdigest()
@@ -96,9 +101,9 @@ def _attr_key(value: Any) -> Any:
     if isinstance(value, np.dtype):
         return ("dtype", value.str)
     if isinstance(value, (tuple, list)):
-        return tuple(_attr_key(v) for v in value)
+        return tuple(attr_key(v) for v in value)
     if isinstance(value, dict):
-        return tuple(sorted((k, _attr_key(v)) for k, v in value.items()))
+        return tuple(sorted((k, attr_key(v)) for k, v in value.items()))
     return value
 
 
@@ -207,7 +212,7 @@ class Graph:
                 else ("?",) if isinstance(i, Node) else ("lit", type(i).__name__, i)
                 for i in n.inputs
             )
-            parts.append((n.op, ins, _attr_key(n.attrs), tuple(n.shape), n.dtype.str))
+            parts.append((n.op, ins, attr_key(n.attrs), tuple(n.shape), n.dtype.str))
             index[id(n)] = len(index)
         outs = tuple(index.get(id(o), -1) for o in self.outputs)
         return tuple(parts), outs

@@ -395,11 +395,12 @@ def _threshold_backward_impl(g: Any, y: np.ndarray, threshold: Any) -> np.ndarra
 
 def _threshold_backward_vjp(ctx, gg):
     # Linear in the gradient; the output's gradient is zero (PyTorch's zeros_like): the
-    # same op with an infinite threshold, which selects nothing (nan in gg included).
+    # same op with an infinite threshold, which selects nothing (nan in gg included). It
+    # compares gg with itself: y is saved only when the gradient's own gradient needs it.
     _, y, threshold = ctx.args
     ng, ny, _ = ctx.needs_input_grad
     return (threshold_backward(gg, y, threshold) if ng else None,
-            threshold_backward(gg, y, math.inf) if ny else None, None)
+            threshold_backward(gg, gg, math.inf) if ny else None, None)
 
 
 def _sqrt_vjp(ctx, g):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.graph import Graph, Node, _attr_key
+from ..ir.graph import Graph, Node, attr_key
 from ..ops.registry import OPS
 from ._util import rebuild
 
@@ -30,7 +30,7 @@ def cse(graph: Graph) -> Graph:
         op = OPS.get(n.op)
         if op is not None and op.commutative:
             ins = tuple(sorted(ins, key=repr))
-        key = (n.op, ins, _attr_key(n.attrs), tuple(n.shape), n.dtype.str)
+        key = (n.op, ins, attr_key(n.attrs), tuple(n.shape), n.dtype.str)
         first = seen.get(key)
         if first is not None:
             notes.append(f"merged {n.op} {n.type_str} into an equal node")

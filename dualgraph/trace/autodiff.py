@@ -107,94 +107,16 @@ def differentiate(fwd: Graph, wrt: Sequence[int] | None = None,
     for i in wrt:
         if not 0 <= i < len(fwd.inputs):
             raise IndexError(f"differentiate: no input {i} (the graph has {len(fwd.inputs)})")
-    active: set[int] = {id(fwd.inputs[i]) for i in wrt}
-    for n in fwd.nodes:
-        if n.op == "fused":
-            raise ValueError("differentiate the graph before fusing it")
-        op = OPS.get(n.op)
-        if n.uid in fwd.no_grad:
-            continue  # recorded under no_grad: a constant, as on the eager tape
-        if op is not None and op.differentiable and (rg is None or id(n) in rg) and any(
-            isinstance(i, Node) and id(i) in active for i in n.inputs
-        ):
-            active.add(id(n))
-
-    bctx = TraceContext()
-    cotangents = [bctx.new_input(o.shape, o.dtype) for o in fwd.outputs]
-    placeholders: dict[int, Tracer] = {}
-    saved: list[Node] = []  # forward nodes behind the backward's residual inputs, in order
-
-    def residual(n: Node) -> Tracer:
-        if n.op == "const":
-            return Tracer(bctx.const(n.attrs["value"]), bctx)
-        t = placeholders.get(id(n))
-        if t is None:
-            t = Tracer(Node("input", (), {}, tuple(n.shape), n.dtype), bctx)
-            placeholders[id(n)] = t
-            saved.append(n)
-        return t
-
-    ct: dict[int, Tracer] = {}
-    with bctx:
-        for o, c in zip(fwd.outputs, cotangents):
-            if id(o) in active:
-                ct[id(o)] = add(ct[id(o)], c) if id(o) in ct else c
-        reverse_accumulate(fwd.nodes, active, ct, residual)
-        grads_out = []
-        absent = []
-        for k, i in enumerate(wrt):
-            node = fwd.inputs[i]
-            g = ct.get(id(node))
-            if g is None:
-                g = Tracer(bctx.const(np.zeros(node.shape, node.dtype)), bctx)
-                absent.append(k)
-            grads_out.append(g.node)
-
-    # Rematerialize: a saved elementwise or view result whose inputs are all free (forward
-    # inputs, constants) or saved anyway is recomputed in the backward: one cheap pass
-    # instead of its bytes kept alive between forward and backward. Decided in forward
-    # order, so a recomputed value may feed the next one.
+    bwd = _Backward(fwd)
+    grads_out, absent = bwd.accumulate(_active(fwd, wrt, rg), wrt)
+    recomputed = _rematerializable(fwd, bwd.saved)
+    bwd_nodes, grads_out = bwd.recompute(recomputed, grads_out)
     fwd_inputs = {id(n) for n in fwd.inputs}
-    position = {id(n): k for k, n in enumerate(fwd.nodes)}
-    recomputed: list[Node] = []
-    ok = fwd_inputs | {id(n) for n in saved}
-    for n in sorted((s for s in saved if id(s) in position), key=lambda s: position[id(s)]):
-        op = OPS.get(n.op)
-        srcs = [i for i in n.inputs if isinstance(i, Node)]
-        if op is not None and (op.elementwise or op.view) and all(
-            id(i) in ok or i.op == "const" for i in srcs
-        ):
-            recomputed.append(n)
-    front: list[Node] = []
-    mapping: dict[int, Node] = {}  # old backward node id -> its replacement
-    for n in recomputed:
-        ins = []
-        for i in n.inputs:
-            if not isinstance(i, Node):
-                ins.append(i)
-            elif i.op == "const":
-                c = Node("const", (), dict(i.attrs), tuple(i.shape), i.dtype)
-                front.append(c)
-                ins.append(c)
-            else:
-                ph = residual(i).node
-                ins.append(mapping.get(id(ph), ph))
-        c = Node(n.op, tuple(ins), n.attrs, tuple(n.shape), n.dtype, n.loc, n.uid)
-        front.append(c)
-        mapping[id(placeholders[id(n)].node)] = c
-    bwd_nodes = front
-    for m in bctx.nodes:
-        new = _remap(m, mapping)
-        if new is not m:
-            mapping[id(m)] = new
-        bwd_nodes.append(new)
-    grads_out = [mapping.get(id(g), g) for g in grads_out]
-
-    kept = [n for n in saved if id(n) not in {id(r) for r in recomputed}]
+    kept = [n for n in bwd.saved if id(n) not in {id(r) for r in recomputed}]
     used = _used_ids(bwd_nodes, grads_out)
-    kept = [n for n in kept if id(placeholders[id(n)].node) in used]
-    res_inputs = [placeholders[id(n)].node for n in kept]
-    backward = Graph([c.node for c in cotangents] + res_inputs, bwd_nodes, grads_out)
+    kept = [n for n in kept if id(bwd.placeholders[id(n)].node) in used]
+    res_inputs = [bwd.placeholders[id(n)].node for n in kept]
+    backward = Graph([c.node for c in bwd.cotangents] + res_inputs, bwd_nodes, grads_out)
     forward = fwd.replace(outputs=list(fwd.outputs) + kept)
     return Differentiated(
         forward=forward,
@@ -206,6 +128,111 @@ def differentiate(fwd: Graph, wrt: Sequence[int] | None = None,
         bytes_saved=sum(_nbytes(n) for n in recomputed),
         absent=tuple(absent),
     )
+
+
+def _active(fwd: Graph, wrt: tuple, rg: set[int] | None) -> set[int]:
+    """Ids of the nodes whose value depends differentiably on the inputs ``wrt``."""
+    active: set[int] = {id(fwd.inputs[i]) for i in wrt}
+    for n in fwd.nodes:
+        if n.op == "fused":
+            raise ValueError("differentiate the graph before fusing it")
+        op = OPS.get(n.op)
+        if n.uid in fwd.no_grad:
+            continue  # recorded under no_grad: a constant, as on the eager tape
+        if op is not None and op.differentiable and (rg is None or id(n) in rg) and any(
+            isinstance(i, Node) and id(i) in active for i in n.inputs
+        ):
+            active.add(id(n))
+    return active
+
+
+class _Backward:
+    """The backward trace of a forward graph: its cotangent inputs, and the forward values
+    it reads, each seen through one placeholder input (a residual)."""
+
+    def __init__(self, fwd: Graph) -> None:
+        self.fwd = fwd
+        self.ctx = TraceContext()
+        self.cotangents = [self.ctx.new_input(o.shape, o.dtype) for o in fwd.outputs]
+        self.placeholders: dict[int, Tracer] = {}
+        self.saved: list[Node] = []  # forward nodes behind the residual inputs, in order
+
+    def residual(self, n: Node) -> Tracer:
+        """Forward value ``n`` as the backward reads it: a constant, or a residual input."""
+        if n.op == "const":
+            return Tracer(self.ctx.const(n.attrs["value"]), self.ctx)
+        t = self.placeholders.get(id(n))
+        if t is None:
+            t = Tracer(Node("input", (), {}, tuple(n.shape), n.dtype), self.ctx)
+            self.placeholders[id(n)] = t
+            self.saved.append(n)
+        return t
+
+    def accumulate(self, active: set[int], wrt: tuple) -> tuple[list[Node], list[int]]:
+        """Trace the VJPs in reverse: the gradient node of each input in ``wrt``, and the
+        positions in ``wrt`` of those that get none (a zero constant stands in)."""
+        ct: dict[int, Tracer] = {}
+        grads_out, absent = [], []
+        with self.ctx:
+            for o, c in zip(self.fwd.outputs, self.cotangents):
+                if id(o) in active:
+                    ct[id(o)] = add(ct[id(o)], c) if id(o) in ct else c
+            reverse_accumulate(self.fwd.nodes, active, ct, self.residual)
+            for k, i in enumerate(wrt):
+                node = self.fwd.inputs[i]
+                g = ct.get(id(node))
+                if g is None:
+                    g = Tracer(self.ctx.const(np.zeros(node.shape, node.dtype)), self.ctx)
+                    absent.append(k)
+                grads_out.append(g.node)
+        return grads_out, absent
+
+    def recompute(self, recomputed: list[Node], grads_out: list[Node]
+                  ) -> tuple[list[Node], list[Node]]:
+        """The backward's nodes with each of ``recomputed`` computed at its front instead of
+        read from a residual, and the gradient nodes remapped accordingly."""
+        front: list[Node] = []
+        mapping: dict[int, Node] = {}  # old backward node id -> its replacement
+        for n in recomputed:
+            ins = []
+            for i in n.inputs:
+                if not isinstance(i, Node):
+                    ins.append(i)
+                elif i.op == "const":
+                    c = Node("const", (), dict(i.attrs), tuple(i.shape), i.dtype)
+                    front.append(c)
+                    ins.append(c)
+                else:
+                    ph = self.residual(i).node
+                    ins.append(mapping.get(id(ph), ph))
+            c = Node(n.op, tuple(ins), n.attrs, tuple(n.shape), n.dtype, n.loc, n.uid)
+            front.append(c)
+            mapping[id(self.placeholders[id(n)].node)] = c
+        nodes = front
+        for m in self.ctx.nodes:
+            new = _remap(m, mapping)
+            if new is not m:
+                mapping[id(m)] = new
+            nodes.append(new)
+        return nodes, [mapping.get(id(g), g) for g in grads_out]
+
+
+def _rematerializable(fwd: Graph, saved: list[Node]) -> list[Node]:
+    """Saved values the backward recomputes instead: an elementwise or view result whose
+    inputs are all free (forward inputs, constants) or saved anyway costs one cheap pass,
+    not its bytes kept alive between forward and backward. Decided in forward order, so a
+    recomputed value may feed the next one."""
+    position = {id(n): k for k, n in enumerate(fwd.nodes)}
+    ok = {id(n) for n in fwd.inputs} | {id(n) for n in saved}
+    recomputed: list[Node] = []
+    for n in sorted((s for s in saved if id(s) in position), key=lambda s: position[id(s)]):
+        op = OPS.get(n.op)
+        srcs = [i for i in n.inputs if isinstance(i, Node)]
+        if op is not None and (op.elementwise or op.view) and all(
+            id(i) in ok or i.op == "const" for i in srcs
+        ):
+            recomputed.append(n)
+    return recomputed
 
 
 def scalar_loss(user: Sequence[Node], rg: set | None = None) -> bool:

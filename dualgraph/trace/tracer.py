@@ -544,7 +544,7 @@ def flatten_outputs(out: Any) -> list:
     return [out]
 
 
-def _outputs(ctx: TraceContext, out: Any, fn: Callable) -> tuple[list[Node], Any]:
+def graph_outputs(ctx: TraceContext, out: Any, fn: Callable) -> tuple[list[Node], Any]:
     """The output nodes, and ``single``: True for one tensor, False for a flat tuple, an
     `OutputTree` for nested or named tuples and lists."""
     name = getattr(fn, "__name__", type(fn).__name__)
@@ -596,7 +596,10 @@ def trace(fn: Callable, *example_args: Any) -> Graph:
     args = [_example_input(ctx, a, i) for i, a in enumerate(example_args)]
     with ctx:
         out = fn(*args)
-    outputs, single = _outputs(ctx, out, fn)
+    outputs, single = graph_outputs(ctx, out, fn)
     return Graph(ctx.inputs + [n for _, n in ctx.captured], ctx.nodes, outputs,
                  captured=[t for t, _ in ctx.captured], n_args=len(ctx.inputs),
                  single_output=single, no_grad=ctx.no_grad)
+
+
+_outputs = graph_outputs  # the name compile/capture.py still imports

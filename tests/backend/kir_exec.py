@@ -24,8 +24,8 @@ _BIN = {
     ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
     "and": lambda a, b: a and b, "or": lambda a, b: a or b,
 }
-_CALL = {"erf": math.erf, "abs": abs, "min": min, "max": max,
-         "sigmoid": lambda x: 1 / (1 + np.exp(-x))}
+_CALL = {"erf": math.erf, "abs": abs, "min": min, "max": max, "int": int, "float": float,
+         "bool": bool, "sigmoid": lambda x: 1 / (1 + np.exp(-x))}
 
 
 class _JumpError(Exception):
@@ -42,6 +42,8 @@ def run(stmts: Any, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def value(e: Any, env: dict, sc: dict) -> Any:
+    if isinstance(e, (int, np.integer)):
+        return int(e)  # a plain int index, as `kir.const` would read it
     if isinstance(e, kir.Const):
         return np.array(e.value, e.dtype)[()] if e.dtype != kir.INDEX else int(e.value)
     if isinstance(e, kir.Var):
