@@ -177,3 +177,23 @@ def test_kernel_ir_marks_each_node_for_the_source_map():
     for name, line in lowered.line_of_node.items():
         assert lines[line - 1].lstrip().startswith(f"# {name}"), (name, lines[line - 1])
     assert any(isinstance(s, kir.Comment) and s.node for s in lowered.ir)
+
+
+def test_work_arrays_are_bound_first_so_each_comment_stays_with_its_merged_loop():
+    from dualgraph.backend import loops, schedule
+
+    x = kir.Buffer("a0", (4,), F4, kir.ARG)
+    v1, v2 = kir.Buffer("v1", (4,), F4), kir.Buffer("v2", (4,), F4)
+    i = kir.Var("i0")
+    stmts = [kir.Comment("%1 = exp %0", "%1"), kir.Alloc(v1),
+             kir.Loop(i, 4, (kir.Store(v1, (i,), x[i] * 2.0),)),
+             kir.Comment("%2 = neg %0", "%2"), kir.Alloc(v2),
+             kir.Loop(i, 4, (kir.Store(v2, (i,), -x[i]),))]
+    hoisted = schedule.hoist_allocations(stmts)
+    assert hoisted[:2] == [kir.Alloc(v1), kir.Alloc(v2)]
+    out = loops.merge_loops(hoisted)
+    assert [type(s) for s in out] == [kir.Alloc, kir.Alloc, kir.Comment, kir.Loop]
+    assert out[3].body[1] == kir.Comment("%2 = neg %0", "%2")
+    lines, marks = printer.function("k", lambda: ["a0"], out)
+    assert lines[marks["%2"] - 1].strip() == "# %2 = neg %0"
+    assert lines[marks["%2"]].strip().startswith("v2[i0] =")

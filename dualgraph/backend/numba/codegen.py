@@ -7,9 +7,9 @@ index 0), never a materialized copy. Reductions fold with their op's `Reduction`
 (`kir.Accum`) and accumulate in float64 (float32 input) so long sums stay accurate;
 matmuls go to BLAS (`kir.Gemm`) with the fused epilogue applied in one pass over the
 result. Every other op's block comes from its ``@lowers`` builder. The buffer plan
-(results written straight into outputs, in-place updates) and the GEMM layout are
-decided on those blocks (`schedule`); the list is printed once, at the end
-(`printer.function`), with the graph line as a comment above each node's statements.
+(results written straight into outputs, in-place updates), the GEMM layout (`schedule`)
+and loop merging (`loops`) are decided on those blocks; the list is printed once, at the
+end (`printer.function`), with the graph line as a comment above each node's statements.
 
 Values are stored as arrays; a 0-d value is stored with shape ``(1,)`` (the runtime
 reshapes at the boundary), which keeps every loop and index uniform.
@@ -25,7 +25,7 @@ import numpy as np
 
 from ...ir.graph import Graph, Node
 from ...ops.registry import OPS
-from .. import kir, schedule
+from .. import kir, loops, schedule
 from . import lowerings, printer
 from .loopmerge import merge_loops as merge_text_loops
 from .lowerings import LoweringError, ishape, missing, np_dtype
@@ -176,11 +176,11 @@ class _Writer:
         params += [f"c{k}" for k in range(len(self.consts))]
         outs = [f"o{k}" for k in range(len(self.graph.outputs)) if k not in self.write_to]
         kir.verify(self.stmts, [self.bufs[p] for p in params + outs])
-        stmts = merge_ir(self.stmts)
+        stmts = loops.merge_loops(schedule.hoist_allocations(self.stmts))
         lines, marks = printer.function(
             self.name, lambda: params + [f"w{k}" for k in range(len(self.scratch))] + outs,
             stmts, work=self.work_array)
-        if needs_text_merge(stmts):
+        if transitional_text(stmts):
             # TRANSITIONAL: lowerings still written as source lines are merged as text.
             tags = {line - 1: name for name, line in marks.items()}
             work = [f"w{k}" for k in range(len(self.scratch))]
@@ -1065,17 +1065,10 @@ class _Writer:
         return let + [kir.If(cond, (kir.Store(buf, index, value),))]
 
 
-def merge_ir(stmts: list) -> list:
-    """The kernel's statements with adjacent loop nests of the same ranges merged on the
-    IR (Numba's compile time grows with every nest): here the statements as they are,
-    since every kernel's nests are merged on its printed source (`needs_text_merge`)."""
-    return stmts
-
-
-def needs_text_merge(stmts: list) -> bool:
-    """TRANSITIONAL: whether the printed kernel's loop nests are merged as text
-    (`loopmerge.py`)."""
-    return True
+def transitional_text(stmts: list) -> bool:
+    """TRANSITIONAL: the kernel holds source lines of a lowering not yet written as kernel
+    IR (`kir.Source`), so its printed loop nests are merged as text too."""
+    return any(isinstance(s, kir.Source) for s in kir.walk(stmts))
 
 
 def lower(graph: Graph, name: str = "kernel", parallel: bool = False,
