@@ -53,6 +53,9 @@ class Explanation:
     # with ``roofline=True`` also each one's time alone and share of the machine's limit.
     kernel_costs: list = field(default_factory=list)
     limits: dict | None = None
+    # For a `dg.compile`d function already called with arguments of this signature: the
+    # Python call path generated for it (`compile.callgen`).
+    call_path: str | None = None
 
     def lines_for(self, user: str) -> list[SourceLine]:
         """Source-map rows whose user location ends with ``user`` (e.g. ``"model.py:12"``)."""
@@ -118,6 +121,10 @@ class Explanation:
         lines += self._kernel_lines()
         lines.append("== fusion groups (forward):")
         lines += [f"   kernel {k}: {' -> '.join(g)}" for k, g in enumerate(self.fusion_groups)]
+        if self.call_path:
+            lines.append("== call path (generated Python: checks the signature and guards, "
+                         "gathers the inputs, runs the kernel, wraps the outputs):")
+            lines.append(self.call_path.rstrip())
         lines.append("== Numba source (one njit function per graph):")
         lines.append(self.numba_source or "(not generated)")
         if self.source_map:
@@ -143,6 +150,8 @@ def explain(fn: Callable, *example_args: Any, wrt: Any = "auto",
     >>> print(dg.explain(lambda x: (x * 2).exp().sum(), dg.randn(3)))   # doctest: +SKIP
     """
     e = _explain(fn, *example_args, wrt=wrt)
+    if hasattr(fn, "call_source"):
+        e.call_path = fn.call_source(*example_args)
     from .compare import asdict, kernel_costs, kernel_roofline, machine_limits
 
     graphs = ([(e.value_and_grad, "step")] if e.value_and_grad is not None else

@@ -220,7 +220,8 @@ class Alloc:
 class View:
     """``buf`` is ``base`` seen differently: ``how`` is "reshape" (a contiguous copy when
     ``base`` is not C-ordered), "transpose" (``arg``: the axes), "slice" (``arg``: one
-    (start, stop, step) or int per dim) or "alias" (the same array under a new name)."""
+    (start, stop, step) or int per dim), "bitcast" (the bytes of ``base`` in C order read
+    as ``buf``'s dtype and shape) or "alias" (the same array under a new name)."""
 
     buf: Buffer
     base: Buffer
@@ -526,7 +527,10 @@ def _verify(stmts: list, bufs: dict, scope: set) -> None:
                               f"{list(s.buf.shape)}")
             if s.how == "transpose" and sorted(s.arg) != list(range(len(s.base.shape))):
                 raise IRError(f"transpose of {s.base.name} by {s.arg}")
-            if s.how not in ("reshape", "transpose", "slice", "alias"):
+            if s.how == "bitcast" and (s.buf.size * s.buf.dtype.itemsize
+                                       != s.base.size * s.base.dtype.itemsize):
+                raise IRError(f"bitcast of {s.base.name} to {_buf(s.buf)}: not the same bytes")
+            if s.how not in ("reshape", "transpose", "slice", "bitcast", "alias"):
                 raise IRError(f"unknown view {s.how!r}")
             _define(bufs, s.buf)
         elif isinstance(s, Let):

@@ -15,11 +15,14 @@ The modules, in the order a call meets them:
 ==============  ===========================================================================
 `api`           the `compile` decorator, `CompiledFunction` (the per-call path),
                 `CompiledModule`, `CompileStats`
-`signature`     the signature key in words (`describe_change`), guards on captured tensors
+`signature`     the signature key in words (`describe_change`), the guards an entry keeps
+`guards`        the typed guards, each checked in Python or emitted as source
 `retrace`       the retrace budget, `RetraceLimitError`
 `capture`       tracing one call, putting back the ``.grad`` values it changed
-`specialize`    inference/train/step, the entry and its call plan, the residual plan
-`run`           running an entry (the compiled call's tape node is in `eager.compiled_node`)
+`specialize`    inference/train/step, building an entry's plan and kernels
+`plan`          the typed plan of an entry: kind, kernel inputs, writes, residuals
+`callgen`       the entry's generated call path (the compiled call's tape node is in
+                `eager.compiled_node`)
 `tiered`        tier 0 (the optimized graphs in NumPy) while a worker process compiles,
                 the swap to the compiled kernels (tier 1)
 `stale`         ``verify=True`` checks, `StaleTraceError`

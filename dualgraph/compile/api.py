@@ -1,7 +1,9 @@
 """The public entry point: the `compile` decorator, `CompiledFunction`, `CompiledModule`.
 
-`CompiledFunction.__call__` is the per-call path: it builds the signature key inline, picks
-a cached entry (`signature`), and runs it (`run`); a new signature is traced and built once
+`CompiledFunction.__call__` is the per-call path. A plain positional call first tries the
+generated call path of the entry the previous call used (`callgen`), which checks the
+signature and the guards itself. Otherwise the general path builds the key, picks a cached
+entry (`signature`), and runs its call path; a new signature is traced and built once
 (`specialize`), within the retrace budget (`retrace`), and ``verify=True`` now and then
 checks that the trace is not stale (`stale`).
 """
@@ -25,8 +27,9 @@ from ..eager.internal import array_of, make_tensor, requires_grad_of
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError
 from ..modes import current_trace
+from .callgen import MISS, CallPath, generate
+from .plan import Plan
 from .retrace import retrace_allowed
-from .run import run
 from .signature import (
     check_arguments,
     check_options,
@@ -34,7 +37,7 @@ from .signature import (
     describe_change,
     overlapping,
 )
-from .specialize import _Entry, compile_entry
+from .specialize import compile_entry
 from .stale import check_stale
 from .tiered import enabled as tiered_enabled
 from .tiered import poll
@@ -109,13 +112,14 @@ class CompiledFunction:
         self.verify = verify or os.environ.get("DUALGRAPH_VERIFY", "") not in ("", "0")
         self.max_retraces = max_retraces
         self.stats = CompileStats()
-        self._entries: dict[tuple, list[_Entry]] = {}
+        self._entries: dict[tuple, list[Plan]] = {}
         self._last_sig: tuple | None = None
         self._eager_fallback = False
         self._eager_sigs: set = set()  # signatures whose calls run eagerly (`EagerOnlyError`)
         # Tracing and compiling run under a lock: two threads calling the same function with
         # a new signature compile it once; cached calls take no lock.
         self._lock = threading.RLock()
+        self._fast: Callable[[tuple], Any] = _miss
         functools.update_wrapper(self, fn, updated=())
 
     # ------------------------------------------------------------------- calls
@@ -124,18 +128,63 @@ class CompiledFunction:
             # Called while a function is traced (another compiled function, or this one
             # recursively): run the Python function, so its ops join the outer trace.
             return self.fn(*args, **kwargs)
+        if not kwargs:
+            # The generated call path of the entry the last plain call used (`callgen`):
+            # it checks the key and the guards itself and returns MISS when they differ.
+            out = self._fast(args)
+            if out is not MISS:
+                return out
+        return self._call(args, kwargs)
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
+        """The general call: flatten the arguments, build the key, find (or trace) the
+        entry, run its call path."""
         fn = self.fn
         layout = None
-        if kwargs or (len(args) != self._npos and self._npos != -2):
+        given = len(args)
+        if kwargs or (given != self._npos and self._npos != -2):
             args, fn, layout = self._bind(args, kwargs)
+        # A call the fast path can check as it comes: positional, nothing bound (or every
+        # parameter given, no keyword-only one), nothing lifted.
+        plain = not kwargs and not self.dynamic and (
+            layout is None or (layout == (given, ()) and len(args) == given))
         if self.dynamic:
             args = self._lift_dynamic(args)
         for a in args:
             if type(a) in _CONTAINERS or isinstance(a, _CONTAINERS):
+                n = len(args)
                 args, fn = _flatten_arguments(args, fn)
+                plain = plain and len(args) == n  # no tensor inside: nothing flattened
                 break
-        # The signature is built inline, and the arguments' arrays gathered on the way (the
-        # kernel's first inputs, `specialize.arg_arrays`): this runs on every call.
+        sig = self._key(args, layout)
+        self.stats.calls += 1
+        entry = self._find(sig, args)
+        if entry is None:
+            entry = self._new_entry(sig, args, fn)
+            if entry is None:
+                self._fast = _miss
+                return fn(*args)  # runs eagerly (`_new_entry` says why)
+        else:
+            self.stats.cache_hits += 1
+        self._last_sig = sig
+        if self.verify:
+            entry.calls += 1
+            if entry.calls & (entry.calls - 1) == 0:  # calls 1, 2, 4, 8, ...: occasionally
+                self._code(entry, sig, fn)
+                check_stale(fn, entry, args)
+        if entry.tier0:
+            poll(entry, self.stats)
+        code = self._code(entry, sig, fn)
+        if not entry.tier0:
+            self.stats.tier1_calls += 1
+        # The fast path serves only the entry of the last call (so `_last_sig` stays that
+        # call's): a plain call at tier 1.
+        self._fast = code.fast if plain and not entry.tier0 else _miss
+        return code.run(args)
+
+    def _key(self, args: tuple, layout: tuple | None) -> tuple:
+        """The signature key of flat ``args``: ``(per-argument keys, grad mode, layout,
+        which array arguments share memory)``."""
         key = []
         arrays = []
         for a in args:
@@ -151,60 +200,75 @@ class CompiledFunction:
         # Arguments that share memory (``f(x[1:3], x)``): which pairs is part of the key;
         # a trace that writes one of them runs eagerly (`specialize.check_aliasing`).
         alias = overlapping(arrays) if len(arrays) > 1 else None
-        sig = (tuple(key), grad_mode.GRAD_ENABLED.value, layout, alias)
-        self.stats.calls += 1
-        entry = None
+        return (tuple(key), grad_mode.GRAD_ENABLED.value, layout, alias)
+
+    def _find(self, sig: tuple, args: tuple) -> Plan | None:
         for e in self._entries.get(sig, ()):
             if e.guards is None or e.guards.holds(args):
-                entry = e
-                break
-        if entry is None:
-            # Why the most recent entry of this signature no longer fits (None: new signature).
-            entries = self._entries.get(sig)
-            reason = entries[-1].guards.failure(args) if entries else None
-            if self._eager_fallback or sig in self._eager_sigs:
-                return fn(*args)
-            with self._lock:
-                for e in self._entries.get(sig, ()):  # another thread may have compiled it
-                    if e.guards is None or e.guards.holds(args):
-                        entry = e
-                        self.stats.cache_hits += 1  # a waiting thread reuses the new kernel
-                        break
-                if entry is None:
-                    check_arguments(args)
-                    if reason is None and self._last_sig is not None and sig != self._last_sig:
-                        reason = describe_change(self._last_sig, sig, args)
-                    if self.stats.traces > 0 and not retrace_allowed(
-                            getattr(self.fn, "__name__", "compiled function"), self.stats,
-                            self.max_retraces, self.strict, reason):
-                        self._eager_fallback = True
-                        return fn(*args)
-                    if reason is not None:
-                        self.stats.retrace_reasons.append(reason)
-                    try:
-                        entry = compile_entry(fn, args, self.stats, self.parallel, self.cache,
-                                              self.verify,
-                                              tiered_enabled(self.tiered, self.cache), alias)
-                    except EagerOnlyError as e:
-                        if self.strict:
-                            raise
-                        self._eager_sigs.add(sig)
-                        warnings.warn(f"dg.compile: {e} This signature runs eagerly.",
-                                      RuntimeWarning, stacklevel=2)
-                        return fn(*args)
-                    self._entries.setdefault(sig, []).append(entry)
-        else:
-            self.stats.cache_hits += 1
-        self._last_sig = sig
-        if self.verify:
-            entry.calls += 1
-            if entry.calls & (entry.calls - 1) == 0:  # calls 1, 2, 4, 8, ...: occasionally
-                check_stale(fn, entry, args)
-        if entry.tier0:
-            poll(entry, self.stats)
-        if not entry.tier0:
-            self.stats.tier1_calls += 1
-        return run(entry, args, arrays)
+                return e
+        return None
+
+    def _new_entry(self, sig: tuple, args: tuple, fn: Callable) -> Plan | None:
+        """Trace and build the entry of a new signature (or one whose guards failed),
+        within the retrace budget; None when the call must run eagerly."""
+        # Why the most recent entry of this signature no longer fits (None: new signature).
+        entries = self._entries.get(sig)
+        reason = entries[-1].guards.failure(args) if entries else None
+        if self._eager_fallback or sig in self._eager_sigs:
+            return None
+        with self._lock:
+            entry = self._find(sig, args)  # another thread may have compiled it
+            if entry is not None:
+                self.stats.cache_hits += 1  # a waiting thread reuses the new kernel
+                return entry
+            check_arguments(args)
+            if reason is None and self._last_sig is not None and sig != self._last_sig:
+                reason = describe_change(self._last_sig, sig, args)
+            if self.stats.traces > 0 and not retrace_allowed(
+                    getattr(self.fn, "__name__", "compiled function"), self.stats,
+                    self.max_retraces, self.strict, reason):
+                self._eager_fallback = True
+                return None
+            if reason is not None:
+                self.stats.retrace_reasons.append(reason)
+            try:
+                entry = compile_entry(fn, args, self.stats, self.parallel, self.cache,
+                                      self.verify, tiered_enabled(self.tiered, self.cache),
+                                      sig[3])
+            except EagerOnlyError as e:
+                if self.strict:
+                    raise
+                self._eager_sigs.add(sig)
+                warnings.warn(f"dg.compile: {e} This signature runs eagerly.",
+                              RuntimeWarning, stacklevel=4)
+                return None
+            self._entries.setdefault(sig, []).append(entry)
+            return entry
+
+    def _code(self, entry: Plan, sig: tuple, fn: Callable) -> CallPath:
+        """The entry's generated call path, for the kernels it has now (a tier swap
+        replaces them: generated again)."""
+        code = entry.code
+        if code is None or code.kernel is not entry.kernel or \
+                code.bwd_kernel is not entry.bwd_kernel:
+            code = entry.code = generate(entry, sig, fn, self.stats, self.verify, self._keep,
+                                         check_stale)
+        return code
+
+    def call_source(self, *args: Any, **kwargs: Any) -> str | None:
+        """The source of the generated call path that serves ``f(*args, **kwargs)`` now,
+        or None when no entry serves it yet (``dg.explain`` prints it)."""
+        fn = self.fn
+        layout = None
+        if kwargs or (len(args) != self._npos and self._npos != -2):
+            args, fn, layout = self._bind(args, kwargs)
+        if self.dynamic:
+            args = self._lift_dynamic(args)
+        if any(isinstance(a, _CONTAINERS) for a in args):
+            args, fn = _flatten_arguments(args, fn)
+        sig = self._key(args, layout)
+        entry = self._find(sig, args)
+        return None if entry is None else self._code(entry, sig, fn).source
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         """``@dg.compile`` on a method: the bound method passes the instance as argument 0,
@@ -321,6 +385,11 @@ def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool =
 
 
 _CONTAINERS = (tuple, list, dict)
+
+
+def _miss(args: tuple) -> Any:
+    """The call path before any call: serves nothing."""
+    return MISS
 
 
 class _Slot:

@@ -18,16 +18,17 @@ from ..eager.tensor import Tensor
 from ..errors import TraceError
 from ..ir.graph import Node
 from ..trace.tracer import TraceContext, Tracer, _outputs
+from .guards import Identity, ModuleAttrs, ModuleTable, Value
+from .plan import RuntimeScalar
 
 
 class CallTraceContext(TraceContext):
     """The trace of one compiled call: it also records what the function read from outside
     (for guards) and the hyperparameters it reads at run time.
 
-    ``reads`` maps a key to ``(getter, expected, what, keep)``: the call may reuse the trace
-    while ``getter() == expected``; ``what(now)`` says why not; ``keep`` holds the objects
-    whose ids are compared, so the ids stay unique. ``runtime`` lists ``(node, value)``:
-    0-d inputs whose array ``value()`` makes on every call.
+    ``reads`` maps a key to a `guards.Guard`: the call may reuse the trace while each
+    holds. ``runtime`` lists ``(node, scalar)``: 0-d inputs (a `plan.RuntimeScalar`) read
+    on every call.
     """
 
     def __init__(self) -> None:
@@ -47,16 +48,15 @@ class CallTraceContext(TraceContext):
             d = owner.__dict__
             store = next((s for s in (d["_parameters"], d.get("_buffers", {})) if name in s),
                          d["_modules"])
-            self.reads[key] = (
-                lambda: id(store.get(name)), id(value),
-                lambda now: f"{type(owner).__name__}.{name} was rebound to another object",
-                (owner, value))
+            self.reads[key] = Identity(
+                store, name, value, f"{type(owner).__name__}.{name} was rebound to another "
+                                    "object")
 
     def note_training(self, module: Any, value: bool) -> None:
         """``module.training`` was read: guard its value."""
         key = ("training", id(module))
         if key not in self.reads:
-            self.reads[key] = (
+            self.reads[key] = Value(
                 lambda: module.training, value,
                 lambda now: f"{type(module).__name__}.training is {now} (traced with {value})",
                 module)
@@ -70,33 +70,18 @@ class CallTraceContext(TraceContext):
         key = ("module", id(module))
         if key in self.reads:
             return
+        self.reads[key] = ModuleTable(module)
         d = module.__dict__
-        table = d["_modules"]
-        # Names and the modules themselves: tuples compare their items by identity first,
-        # and modules do not define ``__eq__``, so this is an identity check.
-        self.reads[key] = (
-            lambda: (tuple(table), tuple(table.values())),
-            (tuple(table), tuple(table.values())),
-            lambda now: f"the submodules of a {type(module).__name__} changed "
-                        f"(now {list(now[0])})",
-            module)
         names = tuple(k for k, v in d.items() if k not in _MODULE_TABLES and plain_value(v))
         if names:
-            before = tuple(d[k] for k in names)
-
-            def what(now: tuple) -> str:
-                k, old, new = next((k, a, b) for k, a, b in zip(names, before, now) if a != b)
-                return f"{type(module).__name__}.{k} is {new!r} (traced with {old!r})"
-
-            self.reads[("module attrs", id(module))] = (
-                lambda: tuple([d.get(k, _MISSING) for k in names]), before, what, module)
+            self.reads[("module attrs", id(module))] = ModuleAttrs(module, names)
 
     def guard_value(self, getter: Callable[[], Any], expected: Any, what: str,
                     keep: Any = None) -> None:
         """A Python value the trace branched on: reuse the trace while ``getter()`` gives
         ``expected`` (compared with ``==``)."""
         self.reads.setdefault(("value", what, id(keep)),
-                              (getter, expected, lambda now: what, keep))
+                              Value(getter, expected, lambda now: what, keep))
 
     def runtime_scalar(self, key: Any, value: Callable[[], Any], dtype: Any,
                        keep: Any = None) -> Tracer:
@@ -105,8 +90,7 @@ class CallTraceContext(TraceContext):
         node = self._runtime_nodes.get(key)
         if node is None:
             node = Node("input", (), {}, (), np.dtype(dtype))
-            dt = np.dtype(dtype)
-            self.runtime.append((node, lambda: np.full(1, value(), dt)))
+            self.runtime.append((node, RuntimeScalar(value, np.dtype(dtype))))
             self._runtime_nodes[key] = node
             self._keep.append(keep)
         return Tracer(node, self)
@@ -115,7 +99,6 @@ class CallTraceContext(TraceContext):
 # A module's own tables (and the training flag, guarded by `note_training`).
 _MODULE_TABLES = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers",
                             "_training"})
-_MISSING = object()
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))
 
 
@@ -157,7 +140,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True) -> tuple:
 
 def restore_grads(ctx: TraceContext) -> list:
     """Put back every ``.grad`` the trace changed; return what the call must write:
-    ``(tensor, "set", node)`` or ``(tensor, "none", None)``."""
+    ``(tensor, node)``, the new ``.grad``'s node or None (``.grad`` set to None)."""
     out: list[Any] = []
     for t, before in ctx.grad_before.values():
         after = t.grad
@@ -165,9 +148,9 @@ def restore_grads(ctx: TraceContext) -> list:
         if after is before:
             continue
         if isinstance(after, Tracer):
-            out.append((t, "set", ctx.as_node(after)))
+            out.append((t, ctx.as_node(after)))
         elif after is None:
-            out.append((t, "none", None))
+            out.append((t, None))
         else:
             raise TraceError("a compiled function assigned an eager tensor to .grad; "
                              "assign the result of an op on traced values instead")

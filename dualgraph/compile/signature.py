@@ -1,12 +1,13 @@
 """Which compiled entry a call may use: its signature key, and guards on captured tensors.
 
-A call's key is ``(per-argument keys, grad mode)``, built inline in
-`CompiledFunction.__call__` because it runs on every call. An argument's key is
+A call's key is ``(per-argument keys, grad mode, keyword layout, shared memory)``, built by
+`CompiledFunction._key` on the general path; each entry's generated call path
+(`callgen`) checks the same key inline. An argument's key is
 ``(shape, dtype, requires_grad)`` for a tensor, ``(shape, dtype)`` for a NumPy array and
 ``(type, value)`` for a Python scalar or ``None`` (baked into the graph as a constant).
 
 Tensors the function captures (module parameters, globals) are not arguments: each entry
-keeps guards on them, checked before the entry is reused.
+keeps guards on them (`guards`), checked before the entry is reused.
 """
 
 from __future__ import annotations
@@ -19,10 +20,23 @@ from typing import Any
 
 import numpy as np
 
-from ..eager.internal import array_of, requires_grad_of
+from ..eager.internal import array_of
 from ..eager.tensor import Tensor
 from ..trace.tracer import TraceContext
 from .capture import plain_value
+from .guards import (
+    ArgGradNone,
+    CapturedGradType,
+    CapturedType,
+    CellIdentity,
+    GradNone,
+    Guard,
+    Guards,
+    Identity,
+    PlainValue,
+    cell_value,
+)
+from .plan import ArgumentGrad, CapturedGrad, CapturedTensor
 
 _INT64 = (-(2 ** 63), 2 ** 63)
 # Array dtypes no kernel can take: caught before tracing, with the dtype named.
@@ -179,118 +193,47 @@ def describe_change(old: tuple, new: tuple, args: tuple) -> str:
     return f"grad mode {'on' if new_grad else 'off'} instead of {'on' if old_grad else 'off'}"
 
 
-class Guards:
-    """What must hold for a call to reuse an entry, checked as one tuple comparison: the
-    getters' values now against the values recorded when the entry was traced. Getters
-    of the call's own arguments (``arg_items``: whether an argument's ``.grad`` is
-    ``None``) take the argument tuple: a fresh tensor each call is judged, not the one
-    the trace saw."""
-
-    __slots__ = ("getters", "expected", "whats", "keep", "arg_getters", "arg_expected",
-                 "arg_whats")
-
-    def __init__(self, items: list, arg_items: list = ()) -> None:
-        self.getters = tuple(g for g, _, _, _ in items)
-        self.expected = tuple(e for _, e, _, _ in items)
-        self.whats = tuple(w for _, _, w, _ in items)
-        self.keep = [k for _, _, _, k in items]  # keeps compared ids unique
-        self.arg_getters = tuple(g for g, _, _ in arg_items)
-        self.arg_expected = tuple(e for _, e, _ in arg_items)
-        self.arg_whats = tuple(w for _, _, w in arg_items)
-
-    def holds(self, args: tuple = ()) -> bool:
-        if tuple([g() for g in self.getters]) != self.expected:
-            return False
-        return not self.arg_getters or tuple([g(args) for g in self.arg_getters]) == \
-            self.arg_expected
-
-    def failure(self, args: tuple = ()) -> str | None:
-        """Why the guards fail now (``None`` when they all hold)."""
-        for g, e, what in zip(self.getters, self.expected, self.whats):
-            now = g()
-            if now != e:
-                return what(now)
-        for g, e, what in zip(self.arg_getters, self.arg_expected, self.arg_whats):
-            now = g(args)
-            if now != e:
-                return what(now)
-        return None
-
-
-def _type_of(t: Any) -> tuple:
-    d = array_of(t)
-    return d.shape, d.dtype, requires_grad_of(t)
-
-
-def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[list, Guards | None]:
+def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[tuple, Guards | None]:
     """Where each captured input comes from, and what must hold to reuse the trace.
 
-    Returns ``(sources, guards)``: per captured input ``("tensor", t)`` (its data),
-    ``("grad", p)`` (the ``.grad`` of ``p``) or ``("value", make)`` (a runtime 0-d input,
-    ``make()`` gives its array); ``guards`` a `Guards` (``None`` when nothing is guarded):
-    captured tensors' shapes and dtypes, whether a ``.grad`` is ``None``, and what the
-    trace read from outside (module attributes and ``training`` flags, the tensors and
-    modules ``fn``'s globals and closure name, Python values an optimizer branched on).
-    Call it after the trace has put every ``.grad`` back.
+    Returns ``(sources, guards)``: per captured kernel input a `plan.Source`, and
+    `Guards` (``None`` when nothing is guarded): captured tensors' shapes, dtypes and
+    ``requires_grad``, whether a ``.grad`` is ``None``, and what the trace read from
+    outside (module attributes and ``training`` flags, the tensors and modules ``fn``'s
+    globals and closure name, Python values an optimizer branched on). Call it after the
+    trace has put every ``.grad`` back.
     """
     entry_grads = {id(t): before for t, before in ctx.grad_before.values()}
     # Arguments are the call's own tensors: their .grad is judged on the tensor passed
     # now (by position), so a fresh leaf per call reuses the trace.
     arg_index = getattr(ctx, "arg_index", {})
-    sources, items, arg_items = [], [], []
+    sources: list = []
+    items: list[Guard] = []
     for t, _ in ctx.captured:
         owner = next((p for p, _ in ctx.captured + list(ctx.grad_before.values())
                       if entry_grads.get(id(p), p.grad) is t and p is not t), None)
         if owner is not None and id(owner) in arg_index:
-            sources.append(("arg_grad", arg_index[id(owner)]))
-            arg_items.append(_arg_grad_none(owner, arg_index[id(owner)], False))
+            sources.append(ArgumentGrad(arg_index[id(owner)]))
+            items.append(ArgGradNone(owner, arg_index[id(owner)], False))
             continue  # the argument's .grad: its type is the argument's (in the key)
         if owner is not None:
-            sources.append(("grad", owner))
-            items.append(_grad_none(owner, False))
+            # The array the kernel reads is the .grad's at each call: guard that one.
+            sources.append(CapturedGrad(owner))
+            items.append(GradNone(owner, False))
+            items.append(CapturedGradType(owner))
         else:
-            sources.append(("tensor", t))
-        items.append(_type_guard(t))
+            sources.append(CapturedTensor(t))
+            items.append(CapturedType(t))
     for t in ctx.grad_assumed_none:
         if id(t) in arg_index:
-            arg_items.append(_arg_grad_none(t, arg_index[id(t)], True))
+            items.append(ArgGradNone(t, arg_index[id(t)], True))
         else:
-            items.append(_grad_none(t, True))
-    reads = getattr(ctx, "reads", {})
-    items.extend(reads.values())
+            items.append(GradNone(t, True))
+    items.extend(getattr(ctx, "reads", {}).values())
     if fn is not None:
         items.extend(_outside_names(fn))
-    sources.extend(("value", make) for _, make in getattr(ctx, "runtime", ()))
-    return sources, (Guards(items, arg_items) if items or arg_items else None)
-
-
-def _type_guard(t: Any) -> tuple:
-    shape, dtype, rg = t.shape, t.dtype, t.requires_grad
-
-    def what(now: tuple) -> str:
-        if now[2] != rg:
-            return f"a captured {shape} tensor has requires_grad={now[2]} (traced with {rg})"
-        return f"a captured tensor is {now[0]} {now[1]} instead of {shape} {dtype}"
-    return (lambda: _type_of(t), (shape, dtype, rg), what, t)
-
-
-def _grad_none(t: Any, expected: bool) -> tuple:
-    def what(now: bool) -> str:
-        state = "None" if now else "set"
-        return f"the .grad of a {t.shape} tensor is {state} (it was not at trace time)"
-    return (lambda: t.grad is None, expected, what, t)
-
-
-def _arg_grad_none(t: Any, i: int, expected: bool) -> tuple:
-    def what(now: bool) -> str:
-        state = "None" if now else "set"
-        return (f"the .grad of argument {i} ({t.shape} tensor) is {state} (it was "
-                f"{'not ' if now else ''}None at trace time)")
-    return (lambda args: _grad_is_none(args[i]), expected, what)
-
-
-def _grad_is_none(a: Any) -> bool:
-    return not isinstance(a, Tensor) or a.grad is None
+    sources.extend(make for _, make in getattr(ctx, "runtime", ()))
+    return tuple(sources), (Guards(items) if items else None)
 
 
 def _outside_names(fn: Callable) -> list:
@@ -304,17 +247,21 @@ def _outside_names(fn: Callable) -> list:
     from ..optim import Optimizer
 
     watched = (Tensor, Module, Optimizer)
-    items: list = []
+    items: list[Guard] = []
     seen: set = set()
 
-    def guard(name: str, v: Any, get: Callable[[], Any], kind: str) -> None:
+    def guard(name: str, v: Any, table: Any, kind: str) -> None:
+        """``table``: the globals dict holding ``name``, or the closure cell."""
         if isinstance(v, watched):
-            items.append((lambda: id(get()), id(v),
-                          lambda now: f"{kind} {name!r} was rebound", v))
+            what = f"{kind} {name!r} was rebound"
+            items.append(CellIdentity(table, v, what) if kind == "closure variable"
+                         else Identity(table, name, v, what))
         elif plain_value(v):
-            items.append((lambda: _value_key(get()), _value_key(v),
-                          lambda now: f"{kind} {name!r} is {_shown_value(now)!r} (traced "
-                                      f"with {v!r}, a baked-in constant)", None))
+            get = ((lambda: cell_value(table)) if kind == "closure variable"
+                   else (lambda: table.get(name)))
+            items.append(PlainValue(
+                get, v, lambda now: f"{kind} {name!r} is {_shown_value(now)!r} (traced "
+                                    f"with {v!r}, a baked-in constant)"))
 
     def visit(f: Any) -> None:
         f = inspect.unwrap(getattr(f, "__func__", f))
@@ -333,7 +280,7 @@ def _outside_names(fn: Callable) -> list:
             if name not in g:
                 continue
             v = g[name]
-            guard(name, v, lambda g=g, name=name: g.get(name), "global")
+            guard(name, v, g, "global")
             if _is_user_function(v):
                 visit(v)
         for name, cell in zip(code.co_freevars, f.__closure__ or ()):
@@ -341,7 +288,7 @@ def _outside_names(fn: Callable) -> list:
                 v = cell.cell_contents
             except ValueError:
                 continue
-            guard(name, v, lambda cell=cell: _cell_value(cell), "closure variable")
+            guard(name, v, cell, "closure variable")
             if _is_user_function(v):
                 visit(v)
 
@@ -368,24 +315,7 @@ def _is_user_function(v: Any) -> bool:
     return root not in _LIBRARIES and root not in sys.stdlib_module_names
 
 
-def _value_key(v: Any) -> Any:
-    """A plain value as a guard compares it: floats by their bits (``-0.0`` is not ``0.0``,
-    a NaN equals itself), anything else by type and value."""
-    if isinstance(v, float):
-        return (float, v.hex())
-    if type(v) is tuple:
-        return (tuple, tuple(_value_key(e) for e in v))
-    return (type(v), v)
-
-
 def _shown_value(k: Any) -> Any:
     if k[0] is float:
         return float.fromhex(k[1])
     return k[1]
-
-
-def _cell_value(cell: Any) -> Any:
-    try:
-        return cell.cell_contents
-    except ValueError:  # deleted since the trace
-        return None

@@ -1,4 +1,4 @@
-"""Turn one traced call into an entry: its kind, its kernels, and how to feed and unpack them.
+"""Turn one traced call into a `plan.Plan`: its kind, its kernels, how to feed and unpack them.
 
 A call is one of three kinds, decided when it is traced (see the package docstring):
 inference (one kernel), train (a forward kernel that also returns the residuals, and a
@@ -11,7 +11,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,6 +25,18 @@ from ..ops.registry import OPS
 from ..passes import optimize
 from ..trace.autodiff import differentiate, scalar_loss, value_and_grad
 from .capture import trace_call
+from .plan import (
+    Argument,
+    ArgumentGrad,
+    CapturedGrad,
+    CapturedTensor,
+    CopyWrite,
+    From,
+    GradSet,
+    Kind,
+    Plan,
+    Residual,
+)
 from .random_state import uses_random
 from .signature import capture_guards
 from .tiered import start as tiered_start
@@ -55,102 +66,59 @@ def import_backend() -> Any:
     return backend
 
 
-@dataclass
-class _Entry:
-    """One traced signature: its kernels and how to feed and unpack them."""
+def _plan_writes(plan: Plan, n_user: int, writes: list, write_inputs: list,
+                 grad_writes: list, arg_index: dict) -> tuple[dict, dict]:
+    """Fill the plan's writes from the trace's; returns write_to (kernel output -> the
+    input it overwrites in place) and pos (graph output -> kernel output). ``writes``:
+    the tensors whose data the call changes, ``write_inputs`` the kernel input of each
+    (None: not an input, copied back); ``grad_writes``: ``(tensor, node or None)``, a new
+    ``.grad`` or None. A tensor that is an argument is named by its position
+    (`plan.Argument`)."""
+    graph = plan.optimized
+    write_to = {n_user + k: j for k, j in enumerate(write_inputs) if j is not None}
+    pos, p = {}, 0
+    for k in range(len(graph.outputs)):
+        if k not in write_to:
+            pos[k] = p
+            p += 1
 
-    mode: str
-    graph: Graph
-    sources: list  # per captured input: ("tensor", t), ("grad", p) or ("value", make)
-    n_user: int
-    single: Any  # True: one tensor; False: a flat tuple; an OutputTree: nested
-    writes: list  # tensors whose data the call overwrites
-    grad_writes: list  # (tensor, "set" | "none")
-    guards: Any  # a `signature.Guards`, or None
-    kernel: Any = None
-    bwd_kernel: Any = None
-    wrt_tensors: list = field(default_factory=list)
-    n_residuals: int = 0
-    optimized: Graph | None = None
-    backward_graph: Graph | None = None
-    # Call plan, precomputed so a call does only what it must.
-    scalar_in: tuple = ()  # input positions holding 0-d values (passed as shape (1,))
-    inplace: list = field(default_factory=list)  # tensors the kernel writes in place
-    copy_writes: list = field(default_factory=list)  # (tensor, kernel output position)
-    grad_set: list = field(default_factory=list)  # (tensor, kernel output position)
-    grad_none: list = field(default_factory=list)
-    residual_plan: list = field(default_factory=list)  # ("in", j) | ("out", position)
-    _pos: dict = field(default_factory=dict)  # graph output index -> kernel output position
-    calls: int = 0
-    out_rg: tuple = ()  # per user output: depends on an input that requires grad
-    saved_inputs: tuple = ()  # kernel input positions the backward reads (version-checked)
-    random: bool = False  # has random ops: each call draws a new key (`random_state`)
-    key_source: int | None = None  # the trace key's position in ``sources``
-    passthrough: tuple = ()  # (user output, argument position): return the argument itself
-    # Whether ``inplace``, ``copy_writes``, ``grad_set`` or ``grad_none`` name an argument
-    # by its position (an int) instead of the tensor the trace saw (`refer_to_arguments`).
-    arg_refs: bool = False
-    tier0: bool = False  # kernels are `tiered.InterpretedKernel`s (see `tiered`)
-    pending: Any = None  # the worker's job for the compiled kernels, while at tier 0
-    # A scalar loss in train mode: the one kernel also returns the gradients for seed one
-    # (`scalar_loss`); ``grad_out`` are their kernel output positions.
-    joint: bool = False
-    grad_out: tuple = ()
+    def target(t: Any) -> Any:
+        i = arg_index.get(id(t))
+        return t if i is None else Argument(i)
 
-    def arrays(self, out: list, args: tuple = (), key: Any = None) -> list:
-        """The kernel's input arrays: ``out`` (a new list of the arrays of the call's tensor
-        and array arguments, see `arg_arrays`) extended in place with the captured ones
-        (``args``: the call's arguments, for an argument's ``.grad``; ``key``: this call's
-        random key, in place of the trace key's current value)."""
-        first = len(out)
-        for kind, t in self.sources:
-            out.append(array_of(t) if kind == "tensor" else
-                       array_of(t.grad) if kind == "grad" else
-                       array_of(args[t].grad) if kind == "arg_grad" else t())
-        if key is not None and self.key_source is not None:
-            out[first + self.key_source] = key
-        for j in self.scalar_in:
-            out[j] = out[j].reshape(1)
-        return out
+    inplace, copies = [], []
+    for k, (t, j) in enumerate(zip(writes, write_inputs)):
+        if j is None:
+            copies.append(CopyWrite(target(t), pos[n_user + k], tuple(t.shape)))
+        else:
+            inplace.append(target(t))
+    grads, nones = [], []
+    k = n_user + len(writes)
+    for t, node in grad_writes:
+        if node is not None:
+            grads.append(GradSet(target(t), pos[k], tuple(t.shape)))
+            k += 1
+        else:
+            nones.append(target(t))
+    plan.scalar_in = tuple(j for j, n in enumerate(graph.inputs) if not n.shape)
+    plan.inplace, plan.copy_writes = tuple(inplace), tuple(copies)
+    plan.grad_set, plan.grad_none = tuple(grads), tuple(nones)
+    return write_to, pos
 
-    def plan(self, graph: Graph, n_user: int, n_grads: int, write_inputs: list) -> dict:
-        """Fill the call plan; returns write_to (kernel output -> input it overwrites)."""
-        self.scalar_in = tuple(j for j, n in enumerate(graph.inputs) if not n.shape)
-        write_to = {n_user + k: j for k, j in enumerate(write_inputs) if j is not None}
-        pos, p = {}, 0
-        for k in range(len(graph.outputs)):
-            if k not in write_to:
-                pos[k] = p
-                p += 1
-        for k, (t, j) in enumerate(zip(self.writes, write_inputs)):
-            if j is None:
-                self.copy_writes.append((t, pos[n_user + k]))
-            else:
-                self.inplace.append(t)
-        first_grad = n_user + len(self.writes)
-        k = first_grad
-        for t, kind in self.grad_writes:
-            if kind == "set":
-                self.grad_set.append((t, pos[k]))
-                k += 1
-            else:
-                self.grad_none.append(t)
-        self._pos = pos
-        return write_to
 
-    def refer_to_arguments(self, arg_index: dict) -> None:
-        """Name the argument tensors the call writes (data, ``.grad``) by their position,
-        so each call writes the tensors it was given, not those of the traced call."""
-        def ref(t: Any) -> Any:
-            i = arg_index.get(id(t))
-            if i is None:
-                return t
-            self.arg_refs = True
-            return i
-        self.inplace = [ref(t) for t in self.inplace]
-        self.copy_writes = [(ref(t), k) for t, k in self.copy_writes]
-        self.grad_set = [(ref(t), k) for t, k in self.grad_set]
-        self.grad_none = [ref(t) for t in self.grad_none]
+def kernel_inputs(plan: Plan, args: tuple) -> list:
+    """The kernel's input arrays for a call with ``args`` as `run` takes them (the trace
+    key's current value as the random key): for compiling, and for the tier-0 worker's
+    description of the inputs."""
+    out = arg_arrays(args)
+    for src in plan.sources:
+        out.append(array_of(src.tensor) if isinstance(src, CapturedTensor) else
+                   array_of(src.owner.grad) if isinstance(src, CapturedGrad) else
+                   array_of(args[src.position].grad) if isinstance(src, ArgumentGrad) else
+                   src())
+    for j in plan.scalar_in:
+        out[j] = out[j].reshape(1)
+    return out
 
 
 def arg_arrays(args: tuple) -> list:
@@ -172,7 +140,7 @@ def _differentiable_ancestors(outputs: list, rg: set) -> set:
 
 
 def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: bool,
-                  verify: bool, tiered: bool = False, alias: tuple | None = None) -> _Entry:
+                  verify: bool, tiered: bool = False, alias: tuple | None = None) -> Plan:
     """Trace ``fn(*args)``, specialise it, optimise and build its kernels; counts into
     ``stats`` (a `CompileStats`). ``tiered``: the entry starts at tier 0 while a worker
     compiles its kernels, when it can (`tiered.start`). ``alias``: the pairs of array
@@ -184,7 +152,7 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     check_aliasing(ctx, args, alias)
     user = list(outputs)
     writes = list(ctx.writes.values())
-    extra = [n for _, n in writes] + [n for t, kind, n in grad_writes if kind == "set"]
+    extra = [n for _, n in writes] + [n for _, n in grad_writes if n is not None]
     sources, guards = capture_guards(ctx, fn)
     graph = Graph(ctx.inputs + [n for _, n in ctx.captured] + [n for n, _ in ctx.runtime],
                   ctx.nodes, user + extra)
@@ -195,68 +163,84 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     reached = _differentiable_ancestors(user, ctx.rg)
     leaves = [i for i, n in enumerate(graph.inputs)
               if id(n) in ctx.leaves and id(n) in reached]
-    train = (not ctx.backward_called and grad_mode.GRAD_ENABLED.value and leaves
-             and any(id(n) in ctx.rg for n in user))
-    entry = _Entry(
-        mode="train" if train else ("step" if (writes or grad_writes or
-                                               ctx.backward_called) else "inference"),
-        graph=graph, sources=sources, n_user=len(user), single=single,
-        writes=[t for t, _ in writes],
-        grad_writes=[(t, kind) for t, kind, _ in grad_writes], guards=guards,
-    )
-    entry.out_rg = tuple(id(n) in ctx.rg for n in user)
+    train = bool(not ctx.backward_called and grad_mode.GRAD_ENABLED.value and leaves
+                 and any(id(n) in ctx.rg for n in user))
+    kind = (Kind.TRAIN if train else
+            Kind.STEP if writes or grad_writes or ctx.backward_called else Kind.INFERENCE)
+    plan = Plan(mode=kind, graph=graph, sources=sources, n_user=len(user), single=single,
+                guards=guards)
+    plan.out_rg = tuple(id(n) in ctx.rg for n in user)
     # An output that is an argument tensor's value at the end of the call (``return x``,
     # also after ``x.add_(1)``) is returned as that tensor itself, as eager mode does.
     owner = [ctx.arg_index.get(id(ctx.arg_tensors.get(id(n)))) for n in user]
-    entry.passthrough = tuple((k, i) for k, i in enumerate(owner) if i is not None)
-    entry.random = uses_random(graph)
-    entry.key_source = next((i for i, (kind, t) in enumerate(sources)
-                             if kind == "tensor" and t is TRACE_KEY), None)
+    plan.passthrough = tuple((k, i) for k, i in enumerate(owner) if i is not None)
+    plan.random = uses_random(graph)
+    plan.key_source = next((i for i, src in enumerate(sources)
+                            if isinstance(src, CapturedTensor) and src.tensor is TRACE_KEY),
+                           None)
+    t1 = time.perf_counter()
+    residuals: list = []
+    if train:
+        residuals = lower_train(plan, graph, user, extra, leaves, verify, ctx.rg,
+                                ctx.overwritten)
+    else:
+        plan.optimized = optimize(graph, verify=verify)
+    write_to, pos = _plan_writes(plan, len(user), [t for t, _ in writes],
+                                 _write_inputs(ctx, graph, writes), grad_writes,
+                                 ctx.arg_index)
+    stats.passes_seconds += time.perf_counter() - t1
+    if train:
+        _plan_residuals(plan, residuals, pos)
+    return _build_kernels(plan, kernel_inputs(plan, args), user, write_to, parallel, cache,
+                          tiered, stats)
+
+
+def _write_inputs(ctx: Any, graph: Graph, writes: list) -> list:
+    """Per tensor the call changes in place, the kernel input holding it (None: not an
+    input, its new value is copied back)."""
     index_of = {id(n): j for j, n in enumerate(graph.inputs)}
     captured_node = {id(t): n for t, n in ctx.captured}
     for node_id, t in ctx.arg_tensors.items():  # arguments changed in place
         node = next((n for n in ctx.inputs if id(n) == node_id), None)
         if node is not None:
             captured_node.setdefault(id(t), node)
-    write_inputs = [index_of.get(id(captured_node.get(id(t))), None) for t in entry.writes]
-    n_grads = sum(1 for _, kind in entry.grad_writes if kind == "set")
-    t1 = time.perf_counter()
-    if train:
-        lower_train(entry, graph, user, extra, leaves, verify, ctx.rg, ctx.overwritten)
-    else:
-        entry.optimized = optimize(graph, verify=verify)
-    write_to = entry.plan(entry.optimized, len(user), n_grads, write_inputs)
-    entry.refer_to_arguments(ctx.arg_index)
-    stats.passes_seconds += time.perf_counter() - t1
-    arrays = entry.arrays(arg_arrays(args), args)
+    return [index_of.get(id(captured_node.get(id(t))), None) for t, _ in writes]
+
+
+def _plan_residuals(plan: Plan, residuals: list, pos: dict) -> None:
+    """Train: the residuals as kernel inputs and outputs (``residuals`` gives outputs by
+    graph output index), the version-checked inputs, the joint kernel's gradients."""
+    plan.residual_plan = [Residual(k, j if k is From.INPUT else pos[j]) for k, j in residuals]
+    plan.saved_inputs = tuple(sorted({j for k, j in plan.residual_plan if k is From.INPUT}))
+    if plan.joint:
+        n = len(plan.wrt)
+        first = len(plan.optimized.outputs) - n
+        plan.grad_out = tuple(pos[first + i] for i in range(n))
+
+
+def _build_kernels(plan: Plan, arrays: list, user: list, write_to: dict, parallel: bool,
+                   cache: bool, tiered: bool, stats: Any) -> Plan:
+    """Build (or start compiling at tier 0) the plan's kernels for the inputs ``arrays``."""
+    train = plan.mode is Kind.TRAIN
     name = "forward" if train else "kernel"
-    if train:
-        entry.residual_plan = [(kind, j if kind == "in" else entry._pos[j])
-                               for kind, j in entry.residual_plan]
-        entry.saved_inputs = tuple(sorted({j for kind, j in entry.residual_plan
-                                           if kind == "in"}))
-        if entry.joint:
-            n = len(entry.wrt_tensors)
-            first = len(entry.optimized.outputs) - n
-            entry.grad_out = tuple(entry._pos[first + i] for i in range(n))
     # A backward that must raise (`ModifiedSaved`) is already set and needs no kernel; the
     # joint kernel of a scalar loss needs none either.
-    backward = bool(train) and entry.bwd_kernel is None and not entry.joint
-    if tiered and tiered_start(entry, arrays, user, name, parallel, write_to, backward):
+    backward = train and plan.bwd_kernel is None and not plan.joint
+    if tiered and tiered_start(plan, arrays, user, name, parallel, write_to, backward):
         stats.kernels += 1 + backward  # being compiled by the worker
-        return entry
-    entry.kernel = build(entry.optimized, parallel, cache, name, write_to)
-    stats.numba_seconds += entry.kernel.compile(arrays, prepared=True)
+        return plan
+    plan.kernel = build(plan.optimized, parallel, cache, name, write_to)
+    stats.numba_seconds += plan.kernel.compile(arrays, prepared=True)
     stats.kernels += 1
     if backward:
-        entry.bwd_kernel = build(entry.backward_graph, parallel, cache, "backward")
+        plan.bwd_kernel = build(plan.backward_graph, parallel, cache, "backward")
         # Types only: running the forward here would apply its in-place writes twice.
-        outs = entry.kernel.new_outputs()
-        res = [arrays[j] if kind == "in" else outs[j] for kind, j in entry.residual_plan]
+        outs = plan.kernel.new_outputs()
+        res = [arrays[j] if k is From.INPUT else outs[j] for k, j in plan.residual_plan]
         cot = [readonly_cotangent(np.zeros(o.shape or (1,), o.dtype)) for o in user]
-        stats.numba_seconds += entry.bwd_kernel.compile(cot + res, prepared=True)
+        stats.numba_seconds += plan.bwd_kernel.compile(cot + res, prepared=True)
         stats.kernels += 1
-    return entry
+    return plan
 
 
 def check_aliasing(ctx: Any, args: tuple, alias: tuple | None) -> None:
@@ -310,11 +294,13 @@ class ModifiedSaved:
         self.new_outputs()
 
 
-def lower_train(entry: _Entry, graph: Graph, user: list, extra: list, leaves: list,
-                verify: bool, rg: set | None = None, overwritten: set | None = None) -> None:
+def lower_train(entry: Plan, graph: Graph, user: list, extra: list, leaves: list,
+                verify: bool, rg: set | None = None, overwritten: set | None = None) -> list:
     """The train kind: differentiate the user outputs with respect to ``leaves``; the
     forward graph also returns the residuals the backward graph reads. ``rg`` is the
-    trace's set of nodes that require grad (values made under ``no_grad`` are not in it)."""
+    trace's set of nodes that require grad (values made under ``no_grad`` are not in it).
+    Returns the residuals: ``(From.INPUT, kernel input)`` or ``(From.OUTPUT, graph output
+    index)``."""
     fwd = Graph(graph.inputs, graph.nodes, user)
     d = differentiate(fwd, leaves, rg)
     if d.absent:
@@ -337,8 +323,7 @@ def lower_train(entry: _Entry, graph: Graph, user: list, extra: list, leaves: li
     # A residual that is an input is not an output: the backward gets the input's
     # array itself (version checks guard it against in-place changes).
     index_of = {id(n): j for j, n in enumerate(graph.inputs)}
-    entry.n_residuals = len(residuals)
-    entry.wrt_tensors = leaves
+    entry.wrt = tuple(leaves)
     entry.differentiated = d
     first = len(user) + len(extra)
     if not modified and scalar_loss(user, rg):
@@ -346,17 +331,16 @@ def lower_train(entry: _Entry, graph: Graph, user: list, extra: list, leaves: li
         # pass; the tape node hands them out when backward() comes (`PrecomputedBackward`).
         entry.joint = True
         entry.optimized = optimize(value_and_grad(d, user + extra), verify=verify)
-        entry.residual_plan = [("in", index_of[id(r)]) for r in residuals
-                               if id(r) in index_of]
-        return
+        return [(From.INPUT, index_of[id(r)]) for r in residuals if id(r) in index_of]
     computed = [r for r in residuals if id(r) not in index_of]
     full = Graph(graph.inputs, graph.nodes, user + extra + computed)
     entry.optimized = optimize(full, verify=verify)
     entry.backward_graph = optimize(d.backward, verify=verify)
-    k = 0
+    out, k = [], 0
     for r in residuals:
         if id(r) in index_of:
-            entry.residual_plan.append(("in", index_of[id(r)]))
+            out.append((From.INPUT, index_of[id(r)]))
         else:
-            entry.residual_plan.append(("graph_out", first + k))
+            out.append((From.OUTPUT, first + k))
             k += 1
+    return out

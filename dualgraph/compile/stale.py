@@ -11,16 +11,15 @@ from ..eager.internal import array_of
 from ..errors import TraceError
 from ..trace.tracer import flatten_outputs
 from .capture import trace_call
+from .plan import Kind, Plan
 from .random_state import generator_preserved, random_outputs
-from .run import run
-from .specialize import _Entry, arg_arrays
 
 
 class StaleTraceError(TraceError):
     """``verify=True`` found that the compiled trace no longer matches the Python program."""
 
 
-def check_stale(fn: Callable, entry: _Entry, args: tuple) -> None:
+def check_stale(fn: Callable, entry: Plan, args: tuple) -> None:
     """Trace again and compare with the compiled trace: a Python branch baked into the
     trace that now goes the other way changes the op sequence. Functions without side
     effects also run eagerly, and their results are compared."""
@@ -42,12 +41,12 @@ def check_stale(fn: Callable, entry: _Entry, args: tuple) -> None:
             f"{new[k][0] if k < len(new) else 'nothing'} runs now). A Python branch or "
             "value baked into the trace changed; make it a tensor input or use dg.where."
         )
-    if entry.mode != "step":
+    if entry.mode is not Kind.STEP:
         # The check must not change what the program draws next; and values that depend
         # on random ops differ between eager and compiled by design: not compared.
         with grad_mode.no_grad(), generator_preserved():
             expected = fn(*args)
-            got = run(entry, args, arg_arrays(args))
+            got = entry.code.run(args)
         exp = flatten_outputs(expected)
         res = flatten_outputs(got)
         random = random_outputs(entry.graph) if entry.random else [False] * len(res)

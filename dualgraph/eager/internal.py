@@ -10,6 +10,8 @@ where each is a single attribute access behind one call.
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,14 +26,13 @@ from .tensor import Tensor, _make, _ViewTensor
 make_tensor = _make
 
 
-def array_of(t: Tensor) -> np.ndarray:
-    """The array holding ``t``'s data (shared, never copied)."""
-    return t._data
+# The compiled call reads these for every argument: attrgetters run in C, with no Python
+# frame per read.
+array_of: Callable[[Tensor], np.ndarray] = operator.attrgetter("_data")
+"""The array holding a tensor's data (shared, never copied)."""
 
-
-def requires_grad_of(t: Tensor) -> bool:
-    """``t.requires_grad``, without the property's cost (the compiled call's key reads it)."""
-    return t._rg
+requires_grad_of: Callable[[Tensor], bool] = operator.attrgetter("_rg")
+"""A tensor's ``requires_grad``, without the property's cost."""
 
 
 def set_array(t: Tensor, array: np.ndarray) -> None:
@@ -87,5 +88,87 @@ def sub_scaled_(p: Tensor, g: Tensor, scale: Any) -> bool:
     if gd.dtype != data.dtype or gd.shape != data.shape or data.dtype.kind != "f":
         return False
     np.subtract(data, np.multiply(gd, scale), out=data)
+    p._version[0] += 1
+    return True
+
+
+def _plain_float(t: Any, dtype: np.dtype | None = None) -> bool:
+    """``t`` a tensor (not a view) holding a float array (of ``dtype``, when given)."""
+    return (isinstance(t, Tensor) and type(t) is not _ViewTensor
+            and t._data.dtype.kind == "f" and (dtype is None or t._data.dtype == dtype))
+
+
+def adam_update_(p: Tensor, g: Tensor, state: dict, lr: Any, betas: tuple, eps: Any,
+                 weight_decay: Any, decoupled: bool, maximize: bool, amsgrad: bool) -> bool:
+    """One `Adam` update of ``p`` (state ``step``, ``exp_avg``, ``exp_avg_sq`` and, with
+    ``amsgrad``, ``max_exp_avg_sq``, all present) straight on the arrays, for an eager step
+    outside autograd: the same NumPy operations, in the same order and dtypes, as the
+    update written with tensor ops (``Adam._update``), so the same bits, with one version
+    bump per in-place op as those ops make; temporaries are reused in place. Returns
+    False, doing nothing, unless every operand is a plain float tensor of ``p``'s dtype,
+    the hyperparameters Python numbers (weak scalars: they keep the arrays' dtype) and
+    nothing records."""
+    beta1, beta2 = betas
+    for h in (lr, beta1, beta2, eps, weight_decay):
+        if type(h) is not float and type(h) is not int:
+            return False
+    if _GRAD.value or current_trace() is not None:
+        return False
+    dtype = p._data.dtype if isinstance(p, Tensor) else None
+    step, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+    vmax = state["max_exp_avg_sq"] if amsgrad else None
+    if (not _plain_float(p) or not _plain_float(g, dtype) or not _plain_float(m, dtype)
+            or not _plain_float(v, dtype) or not _plain_float(step)
+            or step._data.shape != () or (amsgrad and not _plain_float(vmax, dtype))):
+        return False
+    pd, gd, md, vd = p._data, g._data, m._data, v._data
+    if not (gd.shape == pd.shape == md.shape == vd.shape):
+        return False
+    if maximize:
+        gd = np.negative(gd)
+    sd = step._data
+    np.add(sd, 1, out=sd)
+    step._version[0] += 1
+    if weight_decay != 0:
+        if decoupled:
+            np.multiply(pd, 1 - lr * weight_decay, out=pd)
+            p._version[0] += 1
+        else:
+            gd = gd + pd * weight_decay
+    # One scratch array for every temporary (a 0-d result would be a NumPy scalar).
+    t = np.empty_like(pd)
+    # lerp_(m, g, 1 - beta1), from the nearer end.
+    w = 1 - beta1
+    np.subtract(gd, md, out=t)
+    if w < 0.5:
+        np.multiply(t, w, out=t)
+        np.add(md, t, out=md)
+    else:
+        np.multiply(t, 1 - w, out=t)
+        np.subtract(gd, t, out=md)
+    m._version[0] += 1
+    np.multiply(vd, beta2, out=vd)
+    v._version[0] += 1
+    np.multiply(gd, 1 - beta2, out=t)
+    np.multiply(t, gd, out=t)
+    np.add(vd, t, out=vd)
+    v._version[0] += 1
+    step64 = sd.astype(np.float64)
+    bc1 = np.subtract(1, np.power(beta1, step64))
+    bc2_sqrt = np.sqrt(np.subtract(1, np.power(beta2, step64)))
+    step_size = np.true_divide(lr, bc1)
+    if dtype != np.float64:
+        bc2_sqrt = bc2_sqrt.astype(dtype)
+        step_size = step_size.astype(dtype)
+    if amsgrad:
+        np.maximum(vmax._data, vd, out=vmax._data)
+        vmax._version[0] += 1
+        vd = vmax._data
+    denom = np.sqrt(vd, out=t)
+    np.true_divide(denom, bc2_sqrt, out=denom)
+    np.add(denom, eps, out=denom)
+    np.true_divide(md, denom, out=denom)
+    np.multiply(denom, step_size, out=denom)
+    np.subtract(pd, denom, out=pd)
     p._version[0] += 1
     return True

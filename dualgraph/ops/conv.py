@@ -45,22 +45,39 @@ def _window(i: int, d: int, s: int, n: int) -> slice:
 # ----------------------------------------------------------------------- im2col / col2im
 
 
-def _im2col_impl(x: np.ndarray, kernel_size: Pair, dilation: Pair, padding: Pads,
-                 stride: Pair) -> np.ndarray:
-    n, c, h, w = x.shape
+def _windows_view(x: np.ndarray, kernel_size: Pair, dilation: Pair, padding: Pads,
+                  stride: Pair) -> np.ndarray:
+    """Every sliding window of ``x`` (N, C, H, W) as a strided view (N, C, oH, oW, kH, kW)
+    of the padded input: no copy beyond the padding."""
     (kh, kw), (dh, dw), (sh, sw) = kernel_size, dilation, stride
-    oh, ow = out_size((h, w), kernel_size, dilation, padding, stride)
+    oh, ow = out_size(x.shape[2:], kernel_size, dilation, padding, stride)
     # A negative end padding (conv_transpose2d's output_padding beyond its padding) means
     # the windows stop short of the end: nothing to pad there.
     pads = tuple((p0, max(p1, 0)) for p0, p1 in padding)
     if any(p for pair in pads for p in pair):
         x = np.pad(x, ((0, 0), (0, 0)) + pads)
-    cols = np.empty((n, c, kh, kw, oh, ow), x.dtype)
-    # One strided copy per kernel offset: kh * kw NumPy calls, whatever the image size.
-    for i in range(kh):
-        for j in range(kw):
-            cols[:, :, i, j] = x[:, :, _window(i, dh, sh, oh), _window(j, dw, sw, ow)]
-    return cols.reshape(n, c * kh * kw, oh * ow)
+    span = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
+    v = np.lib.stride_tricks.sliding_window_view(x, span, axis=(2, 3))
+    return v[:, :, 0:(oh - 1) * sh + 1:sh, 0:(ow - 1) * sw + 1:sw, ::dh, ::dw]
+
+
+def _columns(x: np.ndarray, kernel_size: Pair, dilation: Pair, padding: Pads,
+             stride: Pair) -> np.ndarray:
+    """The columns of ``x`` laid out (C*kH*kW, N, oH*oW): one strided copy, and the
+    convolution's product over the whole batch is then one GEMM."""
+    n, c = x.shape[:2]
+    v = _windows_view(x, kernel_size, dilation, padding, stride)
+    oh, ow = v.shape[2:4]
+    cols = np.empty((c, kernel_size[0], kernel_size[1], n, oh, ow), x.dtype)
+    np.copyto(cols, v.transpose(1, 4, 5, 0, 2, 3))
+    return cols.reshape(c * kernel_size[0] * kernel_size[1], n, oh * ow)
+
+
+def _im2col_impl(x: np.ndarray, kernel_size: Pair, dilation: Pair, padding: Pads,
+                 stride: Pair) -> np.ndarray:
+    # (N, C*kH*kW, L) as a transposed view of the (C*kH*kW, N, L) columns: each sample's
+    # (K, L) block is still a BLAS operand (unit stride along L).
+    return _columns(x, kernel_size, dilation, padding, stride).transpose(1, 0, 2)
 
 
 def _col2im_impl(cols: np.ndarray, output_size: Pair, kernel_size: Pair, dilation: Pair,
@@ -71,11 +88,33 @@ def _col2im_impl(cols: np.ndarray, output_size: Pair, kernel_size: Pair, dilatio
     c = cols.shape[1] // (kh * kw)
     oh, ow = out_size(output_size, kernel_size, dilation, padding, stride)
     (pt, pb), (pl, pr) = padding
-    out = np.zeros((n, c, h + pt + max(pb, 0), w + pl + max(pr, 0)), cols.dtype)
+    hp, wp = h + pt + max(pb, 0), w + pl + max(pr, 0)
     cols = cols.reshape(n, c, kh, kw, oh, ow)
-    for i in range(kh):
-        for j in range(kw):
-            out[:, :, _window(i, dh, sh, oh), _window(j, dw, sw, ow)] += cols[:, :, i, j]
+    if sh == 1 and sw == 1 and oh and ow:
+        # Stride 1: lay each kernel offset's columns over the whole padded plane (zeros
+        # where no window starts), so that offset (i, j) adds one contiguous run per
+        # channel, shifted by i*dh*Wp + j*dw, into the flat (C, N*Hp*Wp) image: kH*kW*C
+        # long additions in place of kH*kW*N*C*oH short ones. The offsets add in the same
+        # order as below. The layout (C, kH, kW, N, ...) is the one the convolution's
+        # gradient hands over, so the copy into it reads in order.
+        plane = np.empty((c, kh, kw, n, hp, wp), cols.dtype)
+        plane[..., oh:, :] = 0
+        plane[..., :oh, ow:] = 0
+        np.copyto(plane[..., :oh, :ow], cols.transpose(1, 2, 3, 0, 4, 5))
+        plane = plane.reshape(c, kh, kw, n * hp * wp)
+        m = plane.shape[3]
+        flat = np.zeros((c, m + (kh - 1) * dh * wp + (kw - 1) * dw), cols.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                s = i * dh * wp + j * dw
+                flat[:, s:s + m] += plane[:, i, j]
+        out = flat[:, :m].reshape(c, n, hp, wp).transpose(1, 0, 2, 3)
+        return np.ascontiguousarray(out[:, :, pt:pt + h, pl:pl + w])
+    else:
+        out = np.zeros((n, c, hp, wp), cols.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                out[:, :, _window(i, dh, sh, oh), _window(j, dw, sw, ow)] += cols[:, :, i, j]
     if pt or pb > 0 or pl or pr > 0:
         out = np.ascontiguousarray(out[:, :, pt:pt + h, pl:pl + w])
     return out
@@ -169,16 +208,20 @@ def _conv2d_impl(x: np.ndarray, w: np.ndarray, *bias: np.ndarray, stride: Pair,
                   groups=groups)
     n = x.shape[0]
     o, cg, kh, kw = w.shape
-    cols = _im2col_impl(x, (kh, kw), dilation, padding, stride)
+    cols = _columns(x, (kh, kw), dilation, padding, stride)  # (G*K, N, L)
     oh, ow = out_size(x.shape[2:], (kh, kw), dilation, padding, stride)
-    # (G, Og, K) @ (N, G, K, L): one BLAS product per (sample, group), written contiguously
-    # into (N, G, Og, L), which is already the (N, O, oH, oW) layout.
-    out = np.matmul(w.reshape(groups, o // groups, cg * kh * kw),
-                    cols.reshape(n, groups, cg * kh * kw, oh * ow))
-    out = out.reshape(n, o, oh, ow)
+    length = oh * ow
+    # One GEMM per group over the whole batch: (G, Og, K) @ (G, K, N*L).
+    prod = np.matmul(w.reshape(groups, o // groups, cg * kh * kw),
+                     cols.reshape(groups, cg * kh * kw, n * length))
+    # (O, N, L) -> (N, O, L), the bias added in the same pass.
+    prod = prod.reshape(o, n, length).transpose(1, 0, 2)
+    out = np.empty((n, o, length), prod.dtype)
     if bias:
-        out += bias[0].reshape(o, 1, 1)
-    return out
+        np.add(prod, bias[0].reshape(o, 1), out=out)
+    else:
+        np.copyto(out, prod)
+    return out.reshape(n, o, oh, ow)
 
 
 def _conv2d_infer(x: Any, w: Any, *bias: Any, stride: Pair, padding: Pads, dilation: Pair,
@@ -229,20 +272,22 @@ def _conv2d_vjp(ctx, g):
     o, cg, kh, kw = ctx.inputs[1].shape
     k, og = cg * kh * kw, o // groups
     length = g.shape[2] * g.shape[3]
-    g4 = reshape(g, (n, groups, og, length))
+    # The gradient with the batch folded into the product's long side, (G, Og, N*L): each
+    # product below is then one GEMM per group over the whole batch, and the weight's
+    # gradient needs no sum over samples.
+    gt = reshape(transpose(reshape(g, (n, groups, og, length)), (1, 2, 0, 3)),
+                 (groups, og, n * length))
     geometry = ((kh, kw), a["dilation"], a["padding"], a["stride"])
     gx = gw = None
     if needs[0]:
         wt = transpose(reshape(w, (groups, og, k)), (0, 2, 1))
-        gcols = reshape(matmul(wt, g4), (n, groups * k, length))  # (N, G*K, L)
-        gx = col2im(gcols, (h, wd), *geometry)
+        gcols = reshape(matmul(wt, gt), (groups * k, n, length))  # (G*K, N, L)
+        gx = col2im(transpose(gcols, (1, 0, 2)), (h, wd), *geometry)
     if needs[1]:
-        cols = reshape(im2col(x, *geometry), (n, groups, k, length))
-        # gw^T = cols @ g^T: the transposed operand is the gradient, smaller than the
-        # columns whenever out_channels < in_channels/groups * kH * kW (a compiled batched
-        # product copies a transposed operand).
-        gwt = _sum(matmul(cols, transpose(g4, (0, 1, 3, 2))), 0)  # (G, K, Og)
-        gw = reshape(transpose(gwt, (0, 2, 1)), (o, cg, kh, kw))
+        # (N, G*K, L) columns as (G, K, N*L): free when laid out (G*K, N, L), as eager
+        # im2col lays them out.
+        cols = reshape(transpose(im2col(x, *geometry), (1, 0, 2)), (groups, k, n * length))
+        gw = reshape(matmul(gt, transpose(cols, (0, 2, 1))), (o, cg, kh, kw))
     if len(needs) == 2:
         return gx, gw
     return gx, gw, (_sum(g, (0, 2, 3)) if needs[2] else None)

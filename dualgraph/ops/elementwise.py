@@ -168,6 +168,19 @@ def _where_impl(c: Any, x: Any, y: Any) -> np.ndarray:
         if (type(y) is np.ndarray and y.shape == c.shape and y.dtype.kind == "f"
                 and y.flags.c_contiguous and _is_plus_zero(x)):
             return _select_or_zero(c, y, False)
+    if type(c) is np.ndarray and c.dtype == np.bool_ and c.ndim:
+        # A condition that broadcasts (one flag per row: "this row is all masked") is
+        # usually uniform; then the result is one operand broadcast, a plain copy, where
+        # np.where would step through the short broadcast rows.
+        shape = np.broadcast_shapes(c.shape, np.shape(x), np.shape(y))
+        if c.size < math.prod(shape):
+            pick = x if c.all() else y if not c.any() else None
+            if pick is not None:
+                # np.where's result dtype, from one element of each operand.
+                one = [a.reshape(-1)[:1] if type(a) is np.ndarray else a for a in (x, y)]
+                out = np.empty(shape, np.where(True, *one).dtype)
+                np.copyto(out, pick)
+                return out
     return np.where(c, x, y)
 
 

@@ -120,6 +120,10 @@ def _put_impl(x: Any, v: Any, idx: np.ndarray, dims: tuple, accumulate: bool = F
               api: str = "", shape: tuple | None = None) -> np.ndarray:
     if shape is not None:  # x is a number filling a new array of v's dtype
         out = np.full(shape, x, np.asarray(v).dtype)
+        if (accumulate and dims == (0,) and x == 0 and type(v) is np.ndarray
+                and idx.shape[0] == 1 and idx.size and out.size):
+            if _add_rows(out, v, idx[0]):
+                return out
     else:
         out = np.array(x, copy=True, order="C")
     key = _key(out.ndim, idx, dims)
@@ -128,6 +132,32 @@ def _put_impl(x: Any, v: Any, idx: np.ndarray, dims: tuple, accumulate: bool = F
     else:
         out[key] = v  # the last of repeated indices wins (NumPy's and PyTorch's CPU rule)
     return out
+
+
+def _add_rows(out: np.ndarray, v: np.ndarray, rows: np.ndarray) -> bool:
+    """``np.add.at(out, rows, v)`` along the first axis (an embedding's or a row gather's
+    gradient), by rounds: the values sorted by row (stably), round ``k`` adds every row's
+    ``k``-th value with one NumPy operation. Each row's values are added in their original
+    order, one at a time, as `np.add.at` adds them, so the bits are the same; `np.add.at`
+    takes one slow step per index. Returns False, doing nothing, when some row repeats so
+    often that the rounds would cost more."""
+    n = out.shape[0]
+    _check_bounds(rows, n, 0)
+    vals = np.broadcast_to(v, rows.shape + out.shape[1:]).reshape(rows.size, -1)
+    rows = rows.reshape(-1)
+    rows = np.where(rows < 0, rows + n, rows)
+    order = np.argsort(rows, kind="stable")
+    srt = rows[order]
+    starts = np.flatnonzero(np.concatenate(([True], srt[1:] != srt[:-1])))
+    counts = np.diff(np.append(starts, srt.size))
+    if counts.max() > 32:
+        return False
+    flat = out.reshape(n, -1)
+    for k in range(int(counts.max())):
+        live = counts > k
+        at = starts[live] + k
+        flat[srt[at]] += vals[order[at]]
+    return True
 
 
 def _put_infer(x: Any, v: Any, idx: Any, dims: tuple, accumulate: bool = False,

@@ -20,7 +20,7 @@ from . import elementwise as E
 from . import reduce as R
 from .broadcast import float_dtype, normalize_axis, result_dtype, shape_of
 from .elementwise import _binary_infer, _float_infer, _floatify, _promoting, _same_infer
-from .registry import OpDef, register
+from .registry import OpDef, Reduction, register
 
 # ---------------------------------------------------------------------- kernels
 
@@ -273,8 +273,12 @@ BITWISE_NOT = register(OpDef(
 ))
 
 
-# prod is a kernel op, not a `Reduction`: the backend's reduce writer only adds and
-# compares, and a product's gradient needs the zero count anyway.
+# prod is a `Reduction` folding by "mul" from 1 (in the output dtype, as NumPy's
+# multiply.reduce); its gradient counts the zeros of each slice.
+
+
+def _one(dtype: Any) -> Any:
+    return np.dtype(dtype).type(1)
 
 
 def _prod_out_shape(shape: tuple, axis: tuple | None, keepdims: bool) -> tuple:
@@ -321,7 +325,7 @@ def _prod_vjp(ctx, g):
 PROD = register(OpDef(
     "prod", _prod_impl, _prod_infer, _prod_vjp,
     lambda node: "ProdBackward0" if node.attrs["axis"] is None else "ProdBackward1",
-    saves=(0,), saves_out=True,
+    saves=(0,), saves_out=True, reduction=Reduction("mul", _one),
 ))
 
 

@@ -155,25 +155,33 @@ def _tiles(win: Windows) -> int:
 
 
 def _tiled_max_indices(x: np.ndarray, oh: int, kh: int, ow: int, kw: int) -> np.ndarray:
-    """`_max_indices_impl` for windows that tile the plane (``MaxPool2d(2)``): a running
-    maximum over the kh * kw strided views of the plane, one per window offset, taken in
-    window order and replaced only by a strictly greater value, so the first maximum (the
-    lowest position, PyTorch's choice among ties) wins. (An argmax over a last axis of
-    length 4 is several times slower.) The caller sends planes holding a nan to the
-    general path."""
+    """`_max_indices_impl` for windows that tile the plane (``MaxPool2d(2)``). One copy
+    lays the plane out as one contiguous slab per window offset, (kh*kw, ..., oh, ow);
+    then a running maximum over the slabs, taken in window order and replaced only by a
+    strictly greater value, so the first maximum (the lowest position, PyTorch's choice
+    among ties) wins; each step is one long NumPy loop where strided views of the plane
+    made thousands of short ones. (An argmax over a last axis of length kh*kw is several
+    times slower.) The caller sends planes holding a nan to the general path."""
     width = x.shape[-1]
-    best = x[..., 0:oh * kh:kh, 0:ow * kw:kw]
-    offset = np.zeros(best.shape, np.int64)
-    for a in range(kh):
-        for b in range(kw):
-            if a or b:
-                v = x[..., a:oh * kh:kh, b:ow * kw:kw]
-                greater = v > best
-                best = np.where(greater, v, best)
-                offset[greater] = a * width + b
-    rows = np.arange(oh, dtype=np.int64)[:, None] * (kh * width)
-    cols = np.arange(ow, dtype=np.int64)[None, :] * kw
-    return offset + (rows + cols)
+    lead = x.shape[:-2]
+    nl = len(lead)
+    windows = x[..., :oh * kh, :ow * kw].reshape(lead + (oh, kh, ow, kw))
+    slabs = np.empty((kh, kw) + lead + (oh, ow), x.dtype)
+    np.copyto(slabs, windows.transpose((nl + 1, nl + 3) + tuple(range(nl)) + (nl, nl + 2)))
+    slabs = slabs.reshape(kh * kw, -1)
+    best = slabs[0].copy()
+    # The offset (a * kw + b) of each window's maximum so far.
+    code = np.zeros(best.shape, np.int8 if kh * kw < 128 else np.int64)
+    greater = np.empty(best.shape, np.bool_)
+    for k in range(1, kh * kw):
+        np.greater(slabs[k], best, out=greater)
+        np.maximum(best, slabs[k], out=best)
+        np.copyto(code, k, where=greater)
+    offsets = np.array([a * width + b for a in range(kh) for b in range(kw)], np.int64)
+    out = offsets[code].reshape(lead + (oh, ow))
+    out += (np.arange(oh, dtype=np.int64)[:, None] * (kh * width)
+            + np.arange(ow, dtype=np.int64)[None, :] * kw)
+    return out
 
 
 def _max_indices_impl(x: np.ndarray, **attrs: Any) -> np.ndarray:

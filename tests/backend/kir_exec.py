@@ -96,6 +96,9 @@ def _block(stmts: Any, env: dict, sc: dict) -> None:  # noqa: C901 - one case pe
                 env[s.buf.name] = np.ascontiguousarray(base).reshape(s.buf.shape or (1,))
             elif s.how == "transpose":
                 env[s.buf.name] = np.transpose(base, s.arg)
+            elif s.how == "bitcast":
+                env[s.buf.name] = np.ascontiguousarray(base).reshape(-1).view(
+                    s.buf.dtype).reshape(s.buf.shape or (1,))
             else:
                 env[s.buf.name] = base[tuple(slice(*e) if isinstance(e, tuple) else
                                              int(value(kir.const(e), env, sc))

@@ -1,4 +1,4 @@
-"""The float32 ``exp``, ``tanh`` and ``sigmoid`` that compiled float32 code uses
+"""The float32 ``exp``, ``tanh``, ``sigmoid`` and ``erf`` that compiled float32 code uses
 (``dualgraph/backend/numba/kernels.py``), measured in ulp against float64 NumPy rounded to
 float32, over a dense sweep of float32 and its edges.
 
@@ -7,6 +7,8 @@ inlines the backend's functions), not a copy of them.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -38,7 +40,9 @@ def _inputs() -> np.ndarray:
                       np.inf, -np.inf, np.nan], np.float32)
     windows = [_window(c) for c in (EXP_OVERFLOW, EXP_UNDERFLOW, EXP_DENORMAL,
                                     -EXP_OVERFLOW, 0.625, -0.625, 9.0, -9.0, 1e-3,
-                                    9.05, -9.05, 9.5, -9.5)]
+                                    9.05, -9.05, 9.5, -9.5,
+                                    # erf's two fits meet at 1; it is 1 past 3.92
+                                    1.0, -1.0, 3.92, -3.92)]
     # Past the point where tanh and sigmoid saturate, and the smallest denormals.
     windows += [np.float32([v]) for v in (10.0, 20.0, 50.0, 1e10, -1e10, 1e30)]
     windows.append(np.arange(1, 4096, dtype=np.int32).view(np.float32))
@@ -63,7 +67,9 @@ def _reference(name: str, x: np.ndarray) -> np.ndarray:
     x64 = x.astype(np.float64)
     with np.errstate(over="ignore"):
         ref = {"exp": np.exp, "tanh": np.tanh,
-               "sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v))}[name](x64)
+               "sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v)),
+               "erf": lambda v: np.frompyfunc(math.erf, 1, 1)(v).astype(np.float64),
+               }[name](x64)
         return ref.astype(np.float32)
 
 
@@ -71,12 +77,12 @@ def _reference(name: str, x: np.ndarray) -> np.ndarray:
 def measured() -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """name -> (inputs, compiled float32 result, float64 reference rounded to float32)."""
     x = _inputs()
-    f = dg.compile(lambda t: (dg.exp(t), dg.tanh(t), dg.sigmoid(t)))
+    f = dg.compile(lambda t: (dg.exp(t), dg.tanh(t), dg.sigmoid(t), dg.erf(t)))
     with dg.no_grad():
         outs = f(dg.tensor(x))
     assert f.stats.kernels >= 1, "the sweep must run compiled code"
     out = {}
-    for name, o in zip(("exp", "tanh", "sigmoid"), outs):
+    for name, o in zip(("exp", "tanh", "sigmoid", "erf"), outs):
         got = o.numpy()
         assert got.dtype == np.float32
         out[name] = (x, got, _reference(name, x))
@@ -90,7 +96,8 @@ def _worst(x: np.ndarray, got: np.ndarray, ref: np.ndarray, mask: np.ndarray) ->
 
 
 # The claims of kernels.py's docstring: the maximum ulp error of each function.
-@pytest.mark.parametrize(("name", "max_ulp"), [("exp", 1), ("tanh", 4), ("sigmoid", 2)])
+@pytest.mark.parametrize(("name", "max_ulp"), [("exp", 1), ("tanh", 4), ("sigmoid", 2),
+                                                  ("erf", 3)])
 def test_ulp_error_where_the_result_is_normal(measured, name, max_ulp):
     x, got, ref = measured[name]
     normal = ~np.isfinite(ref) | (ref == 0) | (np.abs(ref) >= F32.tiny)
@@ -126,6 +133,25 @@ def test_special_values_are_exact(measured):
     # tanh keeps the sign of zero, as NumPy does: x P(x^2) / Q(x^2) is -0 for x = -0.
     np.testing.assert_array_equal(np.signbit(t[:2]), [False, True])
     np.testing.assert_array_equal(s, [0.5, 0.5, 1, 0, np.nan, 1, 1, 0, 0])
+
+
+def test_erf_special_values_are_exact():
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 3.92, 4.0, -1e30], np.float32)
+    f = dg.compile(lambda t: dg.erf(t))
+    with dg.no_grad():
+        got = f(dg.tensor(x)).numpy()
+    np.testing.assert_array_equal(got, [0, 0, 1, -1, np.nan, 1, 1, -1])
+    np.testing.assert_array_equal(np.signbit(got[:2]), [False, True])
+
+
+def test_float64_erf_is_libm():
+    """Only float32 gets the approximation: float64 erf is math.erf, bit for bit."""
+    x = np.linspace(-5, 5, 10001)
+    f = dg.compile(lambda t: dg.erf(t))
+    with dg.no_grad():
+        got = f(dg.tensor(x)).numpy()
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, [math.erf(v) for v in x])
 
 
 def test_fma_contraction_only_for_float32_kernels():

@@ -7,26 +7,29 @@ import threading
 import numpy as np
 
 import dualgraph as dg
-from dualgraph.compile import random_state, specialize
+from dualgraph.compile import callgen, random_state
 
 
 def test_each_call_uses_the_key_it_drew(monkeypatch):
     """Another thread drawing a key between this call's draw and its kernel's read (made
-    to happen here: the entry's input gathering draws once more) must not change the numbers
-    this call gets."""
-    f = dg.compile(lambda x: x + dg.rand(4), tiered=False)
+    to happen here: each draw of the generated call path is followed by another) must not
+    change the numbers this call gets."""
     x = dg.zeros(4)
+    plain = dg.compile(lambda x: x + dg.rand(4), tiered=False)
+    plain(x)
+    dg.manual_seed(5)
+    first = plain(x).tolist()
+    draw = callgen._BUILTINS["refresh_key"]
+
+    def interleaved():
+        key = draw()
+        random_state.refresh_key()  # another thread's call, between draw and read
+        return key
+
+    monkeypatch.setitem(callgen._BUILTINS, "refresh_key", interleaved)
+    f = dg.compile(lambda x: x + dg.rand(4), tiered=False)  # generated with the patch
     f(x)
     dg.manual_seed(5)
-    first = f(x).tolist()
-    dg.manual_seed(5)
-    arrays = specialize._Entry.arrays
-
-    def interleaved(self, out, args=(), key=None):
-        random_state.refresh_key()  # another thread's call, between draw and read
-        return arrays(self, out, args, key)
-
-    monkeypatch.setattr(specialize._Entry, "arrays", interleaved)
     assert f(x).tolist() == first
 
 

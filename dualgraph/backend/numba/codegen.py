@@ -954,7 +954,8 @@ class _Writer:
         # unless rows run on several threads (``role``).
         lanes = kir.Buffer(self.fresh("lanes"), (LANES,), acc_t, role)
         stmts: list = [kir.Alloc(lanes), kir.Loop(il, LANES, (kir.Store(lanes, (il,), init),))]
-        if fold.how.better is None and acc_t == np.float64 and np.dtype(src.dtype) == np.float32:
+        if (fold.how.better is None and fold.how.update == "+" and acc_t == np.float64
+                and np.dtype(src.dtype) == np.float32):
             stmts += self._fold_blocks(body, env, shape, oidx, n, lanes, src, pre, post)
         else:
             stmts += self._lane_blocks(body, env, shape, oidx, n, lanes, fold, acc_t, src,
@@ -1050,9 +1051,9 @@ class _Writer:
         if isinstance(into, kir.Var):
             return [kir.Accum(into, fold.name, value, fold.nan_propagates)]
         buf, index = into
-        if fold.how.better is None:  # a sum: nan propagates through the arithmetic
+        if fold.how.better is None:  # a sum or product: nan propagates through the arithmetic
             value = value if value.dtype == acc_t else kir.Cast(value, acc_t)
-            return [kir.Store(buf, index, value, "+")]
+            return [kir.Store(buf, index, value, fold.how.update)]
         if not isinstance(value, kir.Var):
             v = kir.Var(self.fresh("m"), value.dtype)
             let, value = [kir.Let(v, value)], v

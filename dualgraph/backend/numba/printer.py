@@ -57,8 +57,9 @@ def literal(value: Any, dtype: Any = None) -> str:
 # The math functions a `kir.Call` names, by dtype: float32 gets dualgraph's vectorizable
 # versions (see kernels.py), everything else NumPy's (scalar libm calls in a loop).
 MATH = {
-    True: {"exp": "dgk.exp_f32", "tanh": "dgk.tanh_f32", "sigmoid": "dgk.sigmoid_f32"},
-    False: {"exp": "np.exp", "tanh": "np.tanh", "sigmoid": "dgk.sigmoid_f64"},
+    True: {"exp": "dgk.exp_f32", "tanh": "dgk.tanh_f32", "sigmoid": "dgk.sigmoid_f32",
+           "erf": "dgk.erf_f32"},
+    False: {"exp": "np.exp", "tanh": "np.tanh", "sigmoid": "dgk.sigmoid_f64", "erf": "math.erf"},
 }
 _CALLS = {"abs": "abs", "erf": "math.erf", "min": "min", "max": "max", "int": "int",
           "float": "float", "bool": "bool"}
@@ -216,6 +217,9 @@ class Printer:
         if s.how == "reshape":
             src = base if s.base.layout == "C" else f"np.ascontiguousarray({base})"
             return f"{src}.reshape({_shape(s.buf.shape)})"
+        if s.how == "bitcast":
+            return (f"np.ascontiguousarray({base}).reshape({s.base.size}).view("
+                    f"{dtype_name(s.buf.dtype)}).reshape({_shape(s.buf.shape)})")
         if s.how == "transpose":
             axes = tuple(s.arg)
             if len(axes) < 2:

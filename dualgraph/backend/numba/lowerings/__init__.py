@@ -19,7 +19,6 @@ fails when a registered op has none, so a new op cannot silently lack one.
 from __future__ import annotations
 
 import importlib
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -217,11 +216,13 @@ class Combine:
 
     ``widen``: partial results are kept in float64 / int64 (long float32 sums stay
     accurate); otherwise in the output dtype. ``better``: the comparison that makes the new
-    element replace the partial result (``None``: the partial result is added to).
+    element replace the partial result (``None``: the element is folded in by ``update``,
+    the arithmetic operator of an in-place update: ``+`` or ``*``).
     """
 
     widen: bool
     better: str | None = None
+    update: str = "+"
 
     def accumulator(self, out: np.dtype) -> np.dtype:
         if not self.widen:
@@ -231,6 +232,8 @@ class Combine:
 
 COMBINE: dict[str, Combine] = {
     "add": Combine(widen=True),
+    # A product in the output dtype, as NumPy's multiply.reduce (no pairwise widening).
+    "mul": Combine(widen=False, update="*"),
     "maximum": Combine(widen=False, better=">"),
     "minimum": Combine(widen=False, better="<"),
 }
@@ -308,19 +311,6 @@ def _reshaped(block: kir.Block, buf: kir.Buffer, shape: tuple, name: str) -> kir
     view = kir.Buffer(name, shape, buf.dtype, kir.VIEW)
     block.add(kir.View(view, buf, "reshape"))
     return view
-
-
-def _lines(node: Node, var: str, axis: int | None) -> tuple[str, int, int]:
-    """Source for ``var`` as a C-contiguous (lines, length) array with ``axis`` last."""
-    shape = tuple(node.shape)
-    if axis is None or not shape:
-        n = math.prod(shape)
-        return f"np.ascontiguousarray({var}).reshape((1, {n}))", 1, n
-    perm = tuple(d for d in range(len(shape)) if d != axis) + (axis,)
-    n = shape[axis]
-    m = math.prod(shape) // n if n else 0
-    moved = var if perm == tuple(range(len(shape))) else f"np.transpose({var}, {perm})"
-    return f"np.ascontiguousarray({moved}).reshape(({m}, {n}))", m, n
 
 
 # The op families register their builders with `lowers` when imported.

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ....ir.graph import Node
-from . import ishape, lowers, np_dtype
+from ... import kir
+from . import ishape, lowers
+from .shape import as_dtype, fresh, nest, reshaped, transposed, view
 
 # ---- indexing
 # `index` and `index_put` (dualgraph/ops/index.py) view the operand as (P, A, Q): the
@@ -28,88 +32,88 @@ def _index_layout(shape: tuple, dims: tuple) -> tuple[tuple, int, int, int]:
             math.prod(shape[d] for d in post))
 
 
-def _flat_position(out: str, shape: tuple, dims: tuple) -> list:
-    """Lines (indented for the loop over ``{out}_b``) setting ``{out}_a``: the flat
-    position among the indexed dims, each index wrapped if negative and bounds-checked."""
-    lines = [f"    {out}_a = 0"]
+def _flat_position(out: str, keys: kir.Buffer, b: kir.Var, shape: tuple,
+                   dims: tuple) -> tuple[kir.Var, list]:
+    """Statements setting ``{out}_a``, the flat position among the indexed dims of the
+    ``b``-th index, each index wrapped if negative and bounds-checked."""
+    a, i = kir.Var(f"{out}_a"), kir.Var(f"{out}_i")
+    stmts: list = [kir.Let(a, kir.const(0))]
     for j, d in enumerate(dims):
         n = shape[d]
-        lines += [f"    {out}_i = {out}_k[{j}, {out}_b]",
-                  f"    if {out}_i < 0:",
-                  f"        {out}_i += {n}",
-                  f"    if {out}_i < 0 or {out}_i >= {n}:",
-                  f"        raise IndexError('index out of bounds for dimension {d} with "
-                  f"size {n}')",
-                  f"    {out}_a = {out}_a * {n} + {out}_i"]
-    return lines
+        stmts += [
+            kir.Let(i, keys[kir.const(j), b]),
+            kir.If(kir.Bin("<", i, kir.const(0)), (kir.Let(i, i + n),)),
+            kir.If(kir.Bin("or", kir.Bin("<", i, kir.const(0)), kir.Bin(">=", i, kir.const(n))),
+                   (kir.Raise("IndexError",
+                              f"index out of bounds for dimension {d} with size {n}"),)),
+            kir.Let(a, a * n + i),
+        ]
+    return a, stmts
 
 
-def _operand_pqa(var: str, perm: tuple, p: int, a: int, q: int) -> str:
-    moved = var if perm == tuple(range(len(perm))) else f"np.transpose({var}, {perm})"
-    return f"np.ascontiguousarray({moved}).reshape(({p}, {a}, {q}))"
+def _operand_pqa(block: kir.Block, buf: kir.Buffer, perm: tuple, p: int, a: int, q: int,
+                 name: str) -> kir.Buffer:
+    return reshaped(block, transposed(block, buf, perm, f"{name}m"), (p, a, q), name)
 
 
 @lowers("index")
-def _index(node: Node, args: list, out: str) -> list:
+def _index(node: Node, args: list, out: str) -> kir.Block:
     x, idx = node.inputs
     dims = node.attrs["dims"]
     perm, p, a, q = _index_layout(tuple(x.shape), dims)
     nb = math.prod(idx.shape[1:])
-    return [
-        f"{out}_x = {_operand_pqa(args[0], perm, p, a, q)}",
-        f"{out}_k = np.ascontiguousarray({args[1]}).reshape(({len(dims)}, {nb}))",
-        f"{out} = np.empty(({p}, {nb}, {q}), {np_dtype(node.dtype)})",
-        f"for {out}_b in range({nb}):",
-        *_flat_position(out, tuple(x.shape), dims),
-        f"    for {out}_p in range({p}):",
-        f"        for {out}_q in range({q}):",
-        f"            {out}[{out}_p, {out}_b, {out}_q] = {out}_x[{out}_p, {out}_a, {out}_q]",
-        f"{out} = {out}.reshape({ishape(node)})",
-    ]
+    block, res = fresh(node, out)
+    r = reshaped(block, res, (p, nb, q), f"{out}_r")
+    xs = _operand_pqa(block, args[0].buf, perm, p, a, q, f"{out}_x")
+    keys = reshaped(block, args[1].buf, (len(dims), nb), f"{out}_k")
+    b, pv, qv = kir.Var(f"{out}_b"), kir.Var(f"{out}_p"), kir.Var(f"{out}_q")
+    pos, find = _flat_position(out, keys, b, tuple(x.shape), dims)
+    return block.add(kir.Loop(b, nb, (*find, kir.Loop(pv, p, (kir.Loop(qv, q, (
+        kir.Store(r, (pv, b, qv), xs[pv, pos, qv]),)),)))))
 
 
 @lowers("index_put")
-def _index_put(node: Node, args: list, out: str) -> list:
+def _index_put(node: Node, args: list, out: str) -> kir.Block:
+    from ....ops.index import indexed_shape
+
     x, v, idx = node.inputs
     dims = node.attrs["dims"]
     shape = tuple(node.shape)
     perm, p, a, q = _index_layout(shape, dims)
     nb = math.prod(idx.shape[1:])
-    dt = np_dtype(node.dtype)
+    dt = np.dtype(node.dtype)
+    o = kir.Buffer(f"{out}_o", (p, a, q), dt)
+    block = kir.Block()
     if isinstance(x, Node):
-        start = f"{_operand_pqa(args[0], perm, p, a, q)}.copy()"
+        block.add(kir.Alloc(o), kir.LibCall(
+            "copy", (_operand_pqa(block, args[0].buf, perm, p, a, q, f"{out}_x"),), (o,)))
     else:  # a number filling the new array (index's gradient: zeros)
-        start = f"np.full(({p}, {a}, {q}), {dt}({args[0]}))"
-    lines = [f"{out}_o = {start}",
-             f"{out}_k = np.ascontiguousarray({args[2]}).reshape(({len(dims)}, {nb}))"]
+        block.add(kir.Alloc(o, fill=x))
+    keys = reshaped(block, args[2].buf, (len(dims), nb), f"{out}_k")
+    b, pv, qv = kir.Var(f"{out}_b"), kir.Var(f"{out}_p"), kir.Var(f"{out}_q")
     if isinstance(v, Node):
-        target = (p, nb, q)
-        val = args[1] if v.dtype == node.dtype else f"{args[1]}.astype({dt})"
         # v broadcasts to the indexed shape, whose (P, B, Q) order is the loop's.
-        from ....ops.index import indexed_shape
-
         full = indexed_shape(shape, dims, tuple(idx.shape[1:])) or (1,)
         vshape = (1,) * (len(full) - len(v.shape)) + tuple(v.shape) if v.shape else (1,)
-        if vshape == full:
-            lines.append(f"{out}_v = np.ascontiguousarray({val}).reshape({target})")
-        else:
-            lines.append(f"{out}_v = np.ascontiguousarray(np.broadcast_to("
-                         f"np.ascontiguousarray({val}).reshape({vshape}), {full}))"
-                         f".reshape({target})")
-        src = f"{out}_v[{out}_p, {out}_b, {out}_q]"
+        vb = args[1].buf
+        if vshape != full:
+            vb = kir.Buffer(f"{out}_vb", full, v.dtype)
+            src = reshaped(block, args[1].buf, vshape, f"{out}_vs")
+            block.add(kir.Alloc(vb), *nest(full, f"{out}_v", lambda at: [kir.Store(
+                vb, at, src[tuple(kir.const(0) if d == 1 else i
+                                  for d, i in zip(vshape, at))])]))
+        vals = reshaped(block, vb, (p, nb, q), f"{out}_v")
+        value: kir.Expr = as_dtype(vals[pv, b, qv], dt)
     else:
-        src = f"{dt}({args[1]})"
-    op = "+=" if node.attrs.get("accumulate") else "="
-    lines += [
-        f"for {out}_b in range({nb}):",
-        *_flat_position(out, shape, dims),
-        f"    for {out}_p in range({p}):",
-        f"        for {out}_q in range({q}):",
-        f"            {out}_o[{out}_p, {out}_a, {out}_q] {op} {src}",
-    ]
+        value = kir.const(v, dt)
+    pos, find = _flat_position(out, keys, b, shape, dims)
+    block.add(kir.Loop(b, nb, (*find, kir.Loop(pv, p, (kir.Loop(qv, q, (
+        kir.Store(o, (pv, pos, qv), value, "+" if node.attrs.get("accumulate") else None),
+    )),)))))
     if perm == tuple(range(len(perm))):
-        return lines + [f"{out} = {out}_o.reshape({ishape(node)})"]
+        block.result = view(block, o, "reshape", ishape(node), out, layout="C")
+        return block
     inverse = tuple(perm.index(d) for d in range(len(perm)))
-    moved = tuple(shape[d] for d in perm)
-    return lines + [f"{out} = np.ascontiguousarray(np.transpose({out}_o.reshape({moved}), "
-                    f"{inverse})).reshape({ishape(node)})"]
+    moved = reshaped(block, o, tuple(shape[d] for d in perm), f"{out}_m")
+    block.result = view(block, moved, "transpose", shape, out, inverse)
+    return block

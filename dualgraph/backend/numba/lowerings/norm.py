@@ -17,43 +17,193 @@ from . import _reshaped, ishape, lowers, np_dtype
 # ---- normalisation and modules
 @lowers("layer_norm")
 def _layer_norm(node: Node, args: list, out: str) -> kir.Block:
-    """Rows of ``n`` elements (the normalised dims, flattened): two passes per row for the
-    mean and the variance, accumulated in float64, then one pass writing the result."""
+    """Rows of ``n`` elements (the normalised dims, flattened), each in three vectorizable
+    passes over a row-sized work array: the row copied in and summed for the mean, the
+    squared deviations written and summed for the variance (two passes: no cancellation
+    when the mean is large against the spread), then the normalised row written in the
+    input's dtype, as the NumPy kernel computes it. Sums are float64 (`_row_sum`)."""
     x, weight, bias = node.inputs
     shape = tuple(x.shape)
     n = math.prod(shape[len(shape) - node.attrs["ndim"]:])
     m = math.prod(shape) // n if n else 0
+    dtype = np.dtype(node.dtype)
     f8 = np.dtype(np.float64)
-    res = kir.Buffer(out, ishape(node), node.dtype)
+    res = kir.Buffer(out, ishape(node), dtype)
     block = kir.Block([kir.Alloc(res)], res)
+    if m == 0 or n == 0:
+        return block
+    row, lanes = _row_work(block, node, n, out)
     xr = _reshaped(block, args[0].buf, (m, n), f"{out}_x")
     rows = _reshaped(block, res, (m, n), f"{out}_r")
     i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
-    s, mu, v, d, r = (kir.Var(f"{out}_{c}", f8) for c in ("s", "mu", "v", "d", "rs"))
+    s, v = kir.Var(f"{out}_s", f8), kir.Var(f"{out}_v", f8)
+    mu, r = kir.Var(f"{out}_mu", dtype), kir.Var(f"{out}_rs", dtype)
     count = kir.const(float(n), f8)
-    value = (xr[i, j] - mu) * r
+    xv = _as(xr[i, j], dtype)
+    value = (xv - mu) * r
     if isinstance(weight, Node):
-        value = value * _reshaped(block, args[1].buf, (n,), f"{out}_w")[j]
+        value = value * _as(_reshaped(block, args[1].buf, (n,), f"{out}_w")[j], dtype)
     if isinstance(bias, Node):
-        value = value + _reshaped(block, args[2].buf, (n,), f"{out}_b")[j]
+        value = value + _as(_reshaped(block, args[2].buf, (n,), f"{out}_b")[j], dtype)
+    d = kir.Var(f"{out}_d", dtype)
     block.add(kir.Loop(i, m, (
-        kir.Let(s, kir.const(0.0, f8)),
-        kir.Loop(j, n, (kir.Accum(s, "add", xr[i, j]),)),
-        kir.Let(mu, s / count),
-        kir.Let(v, kir.const(0.0, f8)),
-        kir.Loop(j, n, (kir.Let(d, xr[i, j] - mu), kir.Accum(v, "add", d * d))),
-        kir.Let(r, kir.const(1.0, f8) / kir.Call(
-            "sqrt", (v / count + kir.const(float(node.attrs["eps"]), f8),), f8)),
+        kir.Loop(j, n, (kir.Store(row, (j,), xv),)),
+        *_row_sum(row, n, s, lanes, f"{out}_a"),
+        kir.Let(mu, kir.Cast(s / count, dtype)),
+        kir.Loop(j, n, (kir.Let(d, xv - mu), kir.Store(row, (j,), d * d))),
+        *_row_sum(row, n, v, lanes, f"{out}_q"),
+        kir.Let(r, kir.Cast(kir.const(1.0, f8) / kir.Call(
+            "sqrt", (v / count + kir.const(float(node.attrs["eps"]), f8),), f8), dtype)),
         kir.Loop(j, n, (kir.Store(rows, (i, j), value),)),
     )))
     return block
 
 
 # ---- losses and attention
-# softmax/log_softmax and their backward ops loop over their operands' own shapes, with
-# the normalized axis innermost per line: max, sum of exp, write. No reshape or
-# contiguous copy and no loop over a size-1 dim: each of those is Numba compile time.
+# softmax/log_softmax and their backward ops work row by row over their operands' own
+# shapes and strides (no reshape or contiguous copy; no loop over a size-1 dim), the
+# normalized axis innermost. Each row is a few short passes, each either a vectorizable
+# loop (an exp from `MATH` and a store into a row-sized work array) or a sum of that
+# work array: float32 rows are summed 16 lanes at a time in float64 (`fold_lanes`), so no
+# pass is a serial chain of dependent additions.
 # nll_loss indexes its input as (N, C, positions...) (`nnops.nll_layout`'s dims).
+
+_LANES = 16
+
+
+def _norm_axis(node: Node) -> tuple[tuple, int]:
+    shape = tuple(node.shape)
+    return (shape, node.attrs["axis"]) if shape else ((1,), 0)
+
+
+def _rows(shape: tuple, axis: int, out: str, body: list) -> list:
+    """``body`` inside loops over every dim of ``shape`` but ``axis`` (a size-1 dim is
+    index 0, not a loop)."""
+    nest = tuple(body)
+    for d in reversed(range(len(shape))):
+        if d != axis and shape[d] != 1:
+            nest = (kir.Loop(kir.Var(f"{out}_i{d}"), shape[d], nest),)
+    return list(nest)
+
+
+def _at(shape: tuple, axis: int, out: str, j: kir.Expr) -> tuple:
+    """The index of element ``j`` of the current row."""
+    return tuple(j if d == axis else kir.const(0) if size == 1 else kir.Var(f"{out}_i{d}")
+                 for d, size in enumerate(shape))
+
+
+def _as(e: kir.Expr, dtype: np.dtype) -> kir.Expr:
+    return e if e.dtype == dtype else kir.Cast(e, dtype)
+
+
+def _row_sum(row: kir.Buffer, n: int, acc: kir.Var, lanes: kir.Buffer | None,
+             out: str) -> list:
+    """``acc`` (float64) = the sum of ``row[:n]``: blocks of 16 float32 values added to
+    16 float64 lanes (`fold_lanes`), then the lanes and the remainder; a float64 row is
+    added in order."""
+    f8 = np.dtype(np.float64)
+    j = kir.Var(f"{out}_k")
+    stmts: list = [kir.Let(acc, kir.const(0.0, f8))]
+    start = 0
+    if lanes is not None:
+        start = n - n % _LANES
+        lane = kir.Var(f"{out}_l")
+        stmts += [kir.Loop(lane, _LANES, (kir.Store(lanes, (lane,), kir.const(0.0, f8)),)),
+                  kir.LibCall("fold_lanes", (row, start), (lanes,)),
+                  kir.Loop(lane, _LANES, (kir.Accum(acc, "add", lanes[lane]),))]
+    if start < n:
+        stmts.append(kir.Loop(j, n, (kir.Accum(acc, "add", _as(row[j], f8)),), start=start))
+    return stmts
+
+
+def _row_work(block: kir.Block, node: Node, n: int, out: str) -> tuple:
+    """The row work array (and the lanes of its sum, for float32 rows of 16 or more)."""
+    dtype = np.dtype(node.dtype)
+    row = kir.Buffer(f"{out}_e", (max(n, 1),), dtype)
+    block.add(kir.Alloc(row))
+    lanes = None
+    if dtype == np.float32 and n >= _LANES:
+        lanes = kir.Buffer(f"{out}_ln", (_LANES,), np.float64)
+        block.add(kir.Alloc(lanes))
+    return row, lanes
+
+
+def _softmax_block(node: Node, args: list, out: str, log: bool) -> kir.Block:
+    """Per row: the max (the shift that keeps exp finite), exp of the shifted row into the
+    work array, its sum, then the row written. A nan anywhere makes the sum nan, so every
+    element of its row is nan, as in the NumPy kernel."""
+    shape, axis = _norm_axis(node)
+    n = shape[axis]
+    dtype = np.dtype(node.dtype)
+    f8 = np.dtype(np.float64)
+    res = kir.Buffer(out, ishape(node), dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    if n == 0 or math.prod(shape) == 0:
+        return block
+    row, lanes = _row_work(block, node, n, out)
+    x = args[0].buf
+    j = kir.Var(f"{out}_j")
+    m, s, t = kir.Var(f"{out}_m", dtype), kir.Var(f"{out}_s", f8), kir.Var(f"{out}_t", dtype)
+
+    def xv(k: kir.Expr) -> kir.Expr:
+        return _as(x[_at(shape, axis, out, k)], dtype)
+
+    body = [kir.Let(m, xv(kir.const(0))),
+            kir.Loop(j, n, (kir.Accum(m, "maximum", xv(j), nan_propagates=False),), start=1),
+            kir.Loop(j, n, (kir.Store(row, (j,), kir.Call("exp", (xv(j) - m,), dtype)),)),
+            *_row_sum(row, n, s, lanes, out)]
+    if log:
+        body += [kir.Let(t, kir.Cast(kir.Call("log", (s,), f8), dtype)),
+                 kir.Loop(j, n, (kir.Store(res, _at(shape, axis, out, j), (xv(j) - m) - t),))]
+    else:
+        body += [kir.Let(t, kir.Cast(s, dtype)),
+                 kir.Loop(j, n, (kir.Store(res, _at(shape, axis, out, j), row[j] / t),))]
+    return block.add(*_rows(shape, axis, out, body))
+
+
+@lowers("log_softmax")
+def _log_softmax(node: Node, args: list, out: str) -> kir.Block:
+    return _softmax_block(node, args, out, log=True)
+
+
+@lowers("softmax")
+def _softmax(node: Node, args: list, out: str) -> kir.Block:
+    return _softmax_block(node, args, out, log=False)
+
+
+def _softmax_grad_block(node: Node, args: list, out: str, log: bool) -> kir.Block:
+    """log: ``g - exp(y) * sum(g)``; plain: ``y * (g - sum(g * y))``, per row: the summed
+    terms into the work array, their sum, then the row written."""
+    shape, axis = _norm_axis(node)
+    n = shape[axis]
+    dtype = np.dtype(node.dtype)
+    f8 = np.dtype(np.float64)
+    res = kir.Buffer(out, ishape(node), dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    if n == 0 or math.prod(shape) == 0:
+        return block
+    row, lanes = _row_work(block, node, n, out)
+    j = kir.Var(f"{out}_j")
+    s, t = kir.Var(f"{out}_s", f8), kir.Var(f"{out}_t", dtype)
+    at = _at(shape, axis, out, j)
+    g, y = (_as(a.buf[at], dtype) for a in args[:2])
+    term = g if log else g * y
+    value = g - kir.Call("exp", (y,), dtype) * t if log else y * (g - t)
+    body = [kir.Loop(j, n, (kir.Store(row, (j,), term),)),
+            *_row_sum(row, n, s, lanes, out),
+            kir.Let(t, kir.Cast(s, dtype)),
+            kir.Loop(j, n, (kir.Store(res, at, value),))]
+    return block.add(*_rows(shape, axis, out, body))
+
+
+@lowers("log_softmax_backward")
+def _log_softmax_backward(node: Node, args: list, out: str) -> kir.Block:
+    return _softmax_grad_block(node, args, out, log=True)
+
+
+@lowers("softmax_backward")
+def _softmax_backward(node: Node, args: list, out: str) -> kir.Block:
+    return _softmax_grad_block(node, args, out, log=False)
 
 
 def _axis_loops(shape: tuple, axis: int | None, out: str,
@@ -79,83 +229,6 @@ def _axis_loops(shape: tuple, axis: int | None, out: str,
 def _load(node: Node, src: Node, var: str, at: str) -> str:
     """``var[at]`` as a scalar of ``node``'s dtype."""
     return f"{var}{at}" if src.dtype == node.dtype else f"{np_dtype(node.dtype)}({var}{at})"
-
-
-def _norm_axis(node: Node) -> tuple[tuple, int]:
-    shape = tuple(node.shape)
-    return (shape, node.attrs["axis"]) if shape else ((1,), 0)
-
-
-def _softmax_lines(node: Node, args: list, out: str, log: bool) -> list:
-    shape, axis = _norm_axis(node)
-    n = shape[axis]
-    dt = np_dtype(node.dtype)
-    heads, ind, at = _axis_loops(shape, axis, out)
-    j = f"{out}_j"
-    x = node.inputs[0]
-    xv = _load(node, x, args[0], at(j))
-    m, s = f"{out}_m", f"{out}_s"
-    # The same steps as the NumPy kernel: shift by the max (nan wins), sum exp, then
-    # (x - max) - log(sum) or exp(x - max) / sum.
-    lines = [f"{out} = np.empty({shape}, {dt})", *heads,
-             f"{ind}{m} = {_load(node, x, args[0], at('0'))}" if n else f"{ind}{m} = {dt}(0)",
-             f"{ind}for {j} in range(1, {n}):",
-             f"{ind}    {out}_v = {xv}",
-             f"{ind}    if {out}_v > {m} or {out}_v != {out}_v:",
-             f"{ind}        {m} = {out}_v",
-             f"{ind}{s} = 0.0",
-             f"{ind}for {j} in range({n}):"]
-    if log:
-        lines += [f"{ind}    {s} += np.exp({xv} - {m})",
-                  f"{ind}{s} = np.log({s})",
-                  f"{ind}for {j} in range({n}):",
-                  f"{ind}    {out}{at(j)} = ({xv} - {m}) - {s}"]
-    else:
-        lines += [f"{ind}    {out}_e = np.exp({xv} - {m})",
-                  f"{ind}    {out}{at(j)} = {out}_e",
-                  f"{ind}    {s} += {out}_e",
-                  f"{ind}for {j} in range({n}):",
-                  f"{ind}    {out}{at(j)} = {out}{at(j)} / {s}"]
-    return lines
-
-
-@lowers("log_softmax")
-def _log_softmax(node: Node, args: list, out: str) -> list:
-    return _softmax_lines(node, args, out, log=True)
-
-
-@lowers("softmax")
-def _softmax(node: Node, args: list, out: str) -> list:
-    return _softmax_lines(node, args, out, log=False)
-
-
-def _softmax_grad_lines(node: Node, args: list, out: str, log: bool) -> list:
-    shape, axis = _norm_axis(node)
-    n = shape[axis]
-    heads, ind, at = _axis_loops(shape, axis, out)
-    j = f"{out}_j"
-    g = _load(node, node.inputs[0], args[0], at(j))
-    y = _load(node, node.inputs[1], args[1], at(j))
-    s = f"{out}_s"
-    # log: g - exp(y) * sum(g); plain: y * (g - sum(g * y)).
-    acc = g if log else f"{g} * {y}"
-    val = f"{g} - np.exp({y}) * {s}" if log else f"{y} * ({g} - {s})"
-    return [f"{out} = np.empty({shape}, {np_dtype(node.dtype)})", *heads,
-            f"{ind}{s} = 0.0",
-            f"{ind}for {j} in range({n}):",
-            f"{ind}    {s} += {acc}",
-            f"{ind}for {j} in range({n}):",
-            f"{ind}    {out}{at(j)} = {val}"]
-
-
-@lowers("log_softmax_backward")
-def _log_softmax_backward(node: Node, args: list, out: str) -> list:
-    return _softmax_grad_lines(node, args, out, log=True)
-
-
-@lowers("softmax_backward")
-def _softmax_backward(node: Node, args: list, out: str) -> list:
-    return _softmax_grad_lines(node, args, out, log=False)
 
 
 def _nll_frame(node: Node, args: list, out: str, xshape: tuple) -> tuple:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ....ir.graph import Node
 from ... import kir
-from . import ishape, lowers, np_dtype
+from . import _reshaped, ishape, lowers, np_dtype
 
 # ---- pooling and padding
 # Plain loops over the operand viewed as (batch, H, W) (or (batch, ...) for padding and
@@ -38,14 +40,61 @@ def _window_tables(out: str, node: Node, hw: tuple, divisors: bool = False) -> t
     return lines, h, w
 
 
-@lowers("max_pool2d_indices", "adaptive_max_pool2d_indices")
-def _max_pool_indices(node: Node, args: list, out: str) -> list:
+def _regular(win) -> tuple[int, int] | None:
+    """(first start, stride) when every window has the same count and the starts step
+    evenly (any pool without padding or ceil_mode cropping a window), else None."""
+    if not len(win) or len(set(win.count)) != 1:
+        return None
+    stride = win.start[1] - win.start[0] if len(win) > 1 else 1
+    if any(b - a != stride for a, b in zip(win.start, win.start[1:])):
+        return None
+    return win.start[0], stride
+
+
+def _max_pool_indices_block(node: Node, args: list, out: str, h, w) -> kir.Block:
+    """Regular windows: every window offset is affine in the output position, so the
+    loops have constant extents and no table is read."""
     shape = tuple(node.inputs[0].shape)
+    (hh, ww), b = shape[-2:], _batch(shape, 2)
+    (h0, sh), (w0, sw) = _regular(h), _regular(w)
+    res = kir.Buffer(out, ishape(node), np.int64)
+    block = kir.Block([kir.Alloc(res)], res)
+    if not (b and len(h) and len(w)):
+        return block
+    x = _reshaped(block, args[0].buf, (b, hh, ww), f"{out}_x")
+    r3 = _reshaped(block, res, (b, len(h), len(w)), f"{out}_r")
+    n, i, j, a, c = (kir.Var(f"{out}_{v}") for v in ("b", "i", "j", "a", "c"))
+    p0, q0, p, q, k = (kir.Var(f"{out}_{v}") for v in ("p0", "q0", "p", "q", "k"))
+    v, e = kir.Var(f"{out}_v", x.dtype), kir.Var(f"{out}_e", x.dtype)
+    # The first position of the window starts; a larger value or any nan takes over
+    # (PyTorch's rule: ties keep the first max, the last nan wins).
+    take = kir.Bin("or", kir.Bin(">", e, v), kir.Bin("!=", e, e))
+    block.add(kir.Loop(n, b, (kir.Loop(i, len(h), (kir.Loop(j, len(w), (
+        kir.Let(p0, i * sh + h0), kir.Let(q0, j * sw + w0),
+        kir.Let(v, x[n, p0, q0]), kir.Let(k, p0 * ww + q0),
+        kir.Loop(a, h.count[0], (
+            kir.Let(p, p0 + a * h.step),
+            kir.Loop(c, w.count[0], (
+                kir.Let(q, q0 + c * w.step), kir.Let(e, x[n, p, q]),
+                kir.If(take, (kir.Let(v, e), kir.Let(k, p * ww + q))),
+            )),
+        )),
+        kir.Store(r3, (n, i, j), k),
+    )),)),)))
+    return block
+
+
+@lowers("max_pool2d_indices", "adaptive_max_pool2d_indices")
+def _max_pool_indices(node: Node, args: list, out: str) -> kir.Block | list:
+    from ....ops.pool import pool_windows
+
+    shape = tuple(node.inputs[0].shape)
+    h, w = pool_windows(node.attrs, shape[-2:])
+    if _regular(h) and _regular(w):
+        return _max_pool_indices_block(node, args, out, h, w)
     (hh, ww), b = shape[-2:], _batch(shape, 2)
     tables, h, w = _window_tables(out, node, (hh, ww))
     o = out
-    # The first position of the window starts; a larger value or any nan takes over
-    # (PyTorch's rule: ties keep the first max, the last nan wins).
     return tables + [
         f"{o}_x = np.ascontiguousarray({args[0]}).reshape(({b}, {hh}, {ww}))",
         f"{o} = np.empty(({b}, {len(h)}, {len(w)}), np.int64)",
@@ -69,44 +118,51 @@ def _max_pool_indices(node: Node, args: list, out: str) -> list:
     ]
 
 
-def _gather_operands(node: Node, src: Node, idx: Node, args: list, out: str) -> tuple:
-    """Lines viewing the plane operand as (batch, plane) and the indices as (batch or 1,
-    m); also the batch, the indices' row expression and m."""
+def _gather_views(block: kir.Block, src: Node, idx: Node, args: list, out: str) -> tuple:
+    """The plane operand as (batch, plane) and the indices as (batch or 1, m) views; the
+    batch, the indices' row index function and m."""
     shape = tuple(src.shape)
     b = _batch(shape, 2)
-    plane = math.prod(shape[-2:])
     m = math.prod(idx.shape[-2:])
     rows = b if len(idx.shape) > 2 else 1
-    lines = [f"{out}_x = np.ascontiguousarray({args[0]}).reshape(({b}, {plane}))",
-             f"{out}_k = np.ascontiguousarray({args[1]}).reshape(({rows}, {m}))"]
-    return lines, b, (f"{out}_b" if rows > 1 else "0"), m
+    x = _reshaped(block, args[0].buf, (b, math.prod(shape[-2:])), f"{out}_x")
+    k = _reshaped(block, args[1].buf, (rows, m), f"{out}_k")
+    return x, k, b, m, (lambda n: n if rows > 1 else kir.const(0))
 
 
 @lowers("pool_gather")
-def _pool_gather(node: Node, args: list, out: str) -> list:
-    x, idx = node.inputs
-    lines, b, row, m = _gather_operands(node, x, idx, args, out)
-    return lines + [
-        f"{out} = np.empty(({b}, {m}), {np_dtype(node.dtype)})",
-        f"for {out}_b in range({b}):",
-        f"    for {out}_m in range({m}):",
-        f"        {out}[{out}_b, {out}_m] = {out}_x[{out}_b, {out}_k[{row}, {out}_m]]",
-        f"{out} = {out}.reshape({ishape(node)})",
-    ]
+def _pool_gather(node: Node, args: list, out: str) -> kir.Block:
+    """``out[b, m] = x[b, idx[b, m]]``: the values at the saved argmax positions."""
+    x_node, idx = node.inputs
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    x, k, b, m, row = _gather_views(block, x_node, idx, args, out)
+    if not (b and m):
+        return block
+    r2 = _reshaped(block, res, (b, m), f"{out}_r")
+    n, j = kir.Var(f"{out}_b"), kir.Var(f"{out}_m")
+    load = x[n, k[row(n), j]]
+    value = load if x.dtype == res.dtype else kir.Cast(load, res.dtype)
+    return block.add(kir.Loop(n, b, (kir.Loop(j, m, (kir.Store(r2, (n, j), value),)),)))
 
 
 @lowers("pool_scatter")
-def _pool_scatter(node: Node, args: list, out: str) -> list:
+def _pool_scatter(node: Node, args: list, out: str) -> kir.Block:
+    """The gradient of `pool_gather`: each value added at its saved argmax position, no
+    dense mask (zeros, then one scatter-add per output element)."""
     g, idx = node.inputs
-    lines, b, row, m = _gather_operands(node, g, idx, args, out)
     plane = math.prod(node.attrs["size"])
-    return lines + [
-        f"{out} = np.zeros(({b}, {plane}), {np_dtype(node.dtype)})",
-        f"for {out}_b in range({b}):",
-        f"    for {out}_m in range({m}):",
-        f"        {out}[{out}_b, {out}_k[{row}, {out}_m]] += {out}_x[{out}_b, {out}_m]",
-        f"{out} = {out}.reshape({ishape(node)})",
-    ]
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res, fill=0)], res)
+    gv, k, b, m, row = _gather_views(block, g, idx, args, out)
+    if not (b and m and plane):
+        return block
+    r2 = _reshaped(block, res, (b, plane), f"{out}_r")
+    n, j = kir.Var(f"{out}_b"), kir.Var(f"{out}_m")
+    load = gv[n, j]
+    value = load if gv.dtype == res.dtype else kir.Cast(load, res.dtype)
+    return block.add(kir.Loop(n, b, (kir.Loop(j, m, (
+        kir.Store(r2, (n, k[row(n), j]), value, "+"),)),)))
 
 
 @lowers("avg_pool2d", "adaptive_avg_pool2d")

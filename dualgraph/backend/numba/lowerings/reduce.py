@@ -1,90 +1,57 @@
-"""Reductions that are not a plain fold: arg reductions, their gather, and prod."""
+"""Reductions that are not a fold of a `Reduction` spec: arg reductions and their gather."""
 
 from __future__ import annotations
 
-import math
-
 from ....ir.graph import Node
-from . import _lines, ishape, lowers, np_dtype
+from ... import kir
+from . import lowers
+from .shape import fresh, lines, reshaped
 
 # ------------------------------------------------------- arg reductions and their gather
 # Both move the reduced axis last and view the operand as (lines, length): a size-1 axis
 # can be moved anywhere without changing the C-order layout, so results are plain reshapes.
 
 
-
-
 @lowers("argmax")
-def _argmax(node: Node, args: list, out: str) -> list:
+def _argmax(node: Node, args: list, out: str) -> kir.Block:
     return _argextremum(node, args, out, ">")
 
 
 @lowers("argmin")
-def _argmin(node: Node, args: list, out: str) -> list:
+def _argmin(node: Node, args: list, out: str) -> kir.Block:
     return _argextremum(node, args, out, "<")
 
 
-def _argextremum(node: Node, args: list, out: str, better: str) -> list:
+def _argextremum(node: Node, args: list, out: str, better: str) -> kir.Block:
     src = node.inputs[0]
-    lines_src, m, n = _lines(src, args[0], node.attrs["axis"])
+    block, res = fresh(node, out, fill=0)
+    t, m, n = lines(block, args[0].buf, tuple(src.shape), node.attrs["axis"], f"{out}_t")
+    r = reshaped(block, res, (m,), f"{out}_r")
+    i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
+    b, v = kir.Var(f"{out}_b", src.dtype), kir.Var(f"{out}_v", src.dtype)
+    nan = kir.Bin("!=", v, v)
     # The first extremum wins; the first nan wins over everything (np.argmax's rule and
     # PyTorch's): a nan found stops the line.
-    return [
-        f"{out}_t = {lines_src}",
-        f"{out} = np.zeros({m}, np.int64)",
-        f"for {out}_i in range({m}):",
-        f"    {out}_b = {out}_t[{out}_i, 0]",
-        f"    if {out}_b != {out}_b:",
-        "        continue",
-        f"    for {out}_j in range(1, {n}):",
-        f"        {out}_v = {out}_t[{out}_i, {out}_j]",
-        f"        if {out}_v != {out}_v or {out}_v {better} {out}_b:",
-        f"            {out}[{out}_i] = {out}_j",
-        f"            {out}_b = {out}_v",
-        f"            if {out}_v != {out}_v:",
-        "                break",
-        f"{out} = {out}.reshape({ishape(node)})",
-    ]
+    return block.add(kir.Loop(i, m, (
+        kir.Let(b, t[i, kir.const(0)]),
+        kir.If(kir.Bin("!=", b, b), (kir.Jump("continue"),)),
+        kir.Loop(j, n, (
+            kir.Let(v, t[i, j]),
+            kir.If(kir.Bin("or", nan, kir.Bin(better, v, b)), (
+                kir.Store(r, (i,), j),
+                kir.Let(b, v),
+                kir.If(nan, (kir.Jump("break"),)),
+            )),
+        ), start=1),
+    )))
 
 
 @lowers("take_along_axis")
-def _take_along_axis(node: Node, args: list, out: str) -> list:
-    x, idx = node.inputs
-    axis = node.attrs["axis"]
-    lines_src, m, _ = _lines(x, args[0], axis)
-    return [
-        f"{out}_t = {lines_src}",
-        f"{out}_k = np.ascontiguousarray({args[1]}).reshape({m})",
-        f"{out} = np.empty({m}, {np_dtype(node.dtype)})",
-        f"for {out}_i in range({m}):",
-        f"    {out}[{out}_i] = {out}_t[{out}_i, {out}_k[{out}_i]]",
-        f"{out} = {out}.reshape({ishape(node)})",
-    ]
-
-
-# ------------------------------------------------------------------ prod
-@lowers("prod")
-def _prod(node: Node, args: list, out: str) -> list:
-    """Reduced axes moved last and flattened: one running product per kept element."""
-    src = node.inputs[0]
-    shape = tuple(src.shape)
-    axis = node.attrs["axis"]
-    axis = tuple(range(len(shape))) if axis is None else axis
-    kept = tuple(i for i in range(len(shape)) if i not in axis)
-    n_kept = math.prod(shape[i] for i in kept)
-    n_red = math.prod(shape[i] for i in axis)
-    dtype = np_dtype(node.dtype)
-    x = args[0] if src.dtype == node.dtype else f"{args[0]}.astype({dtype})"
-    lines = [f"_p = np.ascontiguousarray({x}).reshape({ishape(src)})"]
-    if shape and kept + axis != tuple(range(len(shape))):
-        lines.append(f"_p = np.ascontiguousarray(np.transpose(_p, {kept + axis}))")
-    return lines + [
-        f"_p = _p.reshape(({n_kept}, {n_red}))",
-        f"{out} = np.empty(({n_kept},), {dtype})",
-        f"for _i in range({n_kept}):",
-        f"    _acc = {dtype}(1)",
-        f"    for _j in range({n_red}):",
-        "        _acc *= _p[_i, _j]",
-        f"    {out}[_i] = _acc",
-        f"{out} = {out}.reshape({ishape(node)})",
-    ]
+def _take_along_axis(node: Node, args: list, out: str) -> kir.Block:
+    x = node.inputs[0]
+    block, res = fresh(node, out)
+    t, m, _ = lines(block, args[0].buf, tuple(x.shape), node.attrs["axis"], f"{out}_t")
+    r = reshaped(block, res, (m,), f"{out}_r")
+    k = reshaped(block, args[1].buf, (m,), f"{out}_k")
+    i = kir.Var(f"{out}_i")
+    return block.add(kir.Loop(i, m, (kir.Store(r, (i,), t[i, k[i]]),)))

@@ -4,148 +4,166 @@ gather/scatter along an axis, searchsorted, histc."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from ....ir.graph import Node
-from ..printer import literal
-from . import _lines, ishape, lowers, np_dtype
+from ... import kir
+from . import ishape, lowers
+from .shape import as_dtype, finish_lines, is_last, line_result, lines, reshaped
 
 # ---- scans and sorting (dualgraph/ops/scan.py)
-# Every op works on lines: the operand viewed as a C-contiguous (lines, length) array with
-# its axis last (`_lines`), one small loop per line, and the result moved back.
+# Every op works on lines: the operand viewed as a (lines, length) array with its axis last
+# (`shape.lines`), one small loop per line, and the result moved back (a view) unless the
+# axis is last, when the lines are the result's own array.
+
+F8 = np.dtype(np.float64)
+I8 = kir.INDEX
 
 
-def _unlines(node: Node, var: str, axis: int, out: str) -> list:
-    """Lines setting ``out`` to the (lines, length) array ``var`` in ``node``'s shape, with
-    the last axis moved back to ``axis``."""
-    shape = tuple(node.shape)
-    if not shape or axis == len(shape) - 1:
-        return [f"{out} = {var}.reshape({ishape(node)})"]
-    moved = tuple(d for i, d in enumerate(shape) if i != axis) + (shape[axis],)
-    back = tuple(range(axis)) + (len(shape) - 1,) + tuple(range(axis, len(shape) - 1))
-    return [f"{out} = np.ascontiguousarray(np.transpose({var}.reshape({moved}), {back}))"]
+def _or(a: kir.Expr, b: kir.Expr) -> kir.Expr:
+    return kir.Bin("or", a, b)
 
 
-def _index_lines(idx: Node, var: str, axis: int, m: int, squeezed: bool) -> str:
-    """Indices as (lines, count); a squeezed index (the axis dropped) has one per line."""
-    if squeezed:
-        return f"np.ascontiguousarray({var}).reshape(({m}, 1))"
-    return _lines(idx, var, axis)[0]
+def _and(a: kir.Expr, b: kir.Expr) -> kir.Expr:
+    return kir.Bin("and", a, b)
 
 
-def _scan_source(node: Node, args: list, out: str) -> tuple[list, int, int, int]:
+def _isnan(a: kir.Expr) -> kir.Expr:
+    return kir.Bin("!=", a, a)
+
+
+def before(a: kir.Expr, b: kir.Expr, descending: bool = False) -> kir.Expr:
+    """Element ``a`` strictly comes before ``b`` in a sorted line, NaN-aware (NaN is the
+    largest value, NumPy's and PyTorch's rule)."""
+    if descending:
+        return _or(kir.Bin(">", a, b), _and(_isnan(a), kir.Bin("==", b, b)))
+    return _or(kir.Bin("<", a, b), _and(_isnan(b), kir.Bin("==", a, a)))
+
+
+def _scan(node: Node, args: list, out: str, start: float,
+          step: Callable[[kir.Expr, kir.Expr], kir.Expr]) -> kir.Block:
     src = node.inputs[0]
     axis = node.attrs["axis"]
-    var = args[0] if src.dtype == node.dtype else f"{args[0]}.astype({np_dtype(node.dtype)})"
-    lines_src, m, n = _lines(src, var, axis)
-    return [f"{out}_t = {lines_src}"], m, n, axis
-
-
-def _scan(node: Node, args: list, out: str, start: str, step: str) -> list:
-    lines, m, n, axis = _scan_source(node, args, out)
-    js = f"range({n} - 1, -1, -1)" if node.attrs.get("reverse") else f"range({n})"
-    dt = np_dtype(node.dtype)
-    return lines + [
-        f"{out}_r = np.empty(({m}, {n}), {dt})",
-        f"for {out}_i in range({m}):",
-        f"    {out}_a = {start}",
-        f"    for {out}_j in {js}:",
-        f"        {out}_a = {step.format(a=f'{out}_a', v=f'{out}_t[{out}_i, {out}_j]')}",
-        f"        {out}_r[{out}_i, {out}_j] = {out}_a",
-    ] + _unlines(node, f"{out}_r", axis, out)
+    dt = np.dtype(node.dtype)
+    n = src.shape[axis] if src.shape else 1
+    m = math.prod(src.shape) // n if n else 0
+    block, r = line_result(node, is_last(node, axis), out, m, n)
+    t, _, _ = lines(block, args[0].buf, tuple(src.shape), axis, f"{out}_t")
+    i, j, a = kir.Var(f"{out}_i"), kir.Var(f"{out}_j"), kir.Var(f"{out}_a", dt)
+    rev = bool(node.attrs.get("reverse"))
+    block.add(kir.Loop(i, m, (
+        kir.Let(a, kir.const(start, dt)),
+        kir.Loop(j, -1 if rev else n, (
+            kir.Let(a, step(a, as_dtype(t[i, j], dt))),
+            kir.Store(r, (i, j), a),
+        ), start=n - 1 if rev else 0, step=-1 if rev else 1),
+    )))
+    return finish_lines(block, r, node, axis, out)
 
 
 @lowers("cumsum")
-def _cumsum(node: Node, args: list, out: str) -> list:
-    return _scan(node, args, out, f"{np_dtype(node.dtype)}(0)", "{a} + {v}")
+def _cumsum(node: Node, args: list, out: str) -> kir.Block:
+    return _scan(node, args, out, 0, lambda a, v: a + v)
 
 
 @lowers("cumprod")
-def _cumprod(node: Node, args: list, out: str) -> list:
-    return _scan(node, args, out, f"{np_dtype(node.dtype)}(1)", "{a} * {v}")
+def _cumprod(node: Node, args: list, out: str) -> kir.Block:
+    return _scan(node, args, out, 1, lambda a, v: a * v)
 
 
 @lowers("logcumsumexp")
-def _logcumsumexp(node: Node, args: list, out: str) -> list:
+def _logcumsumexp(node: Node, args: list, out: str) -> kir.Block:
     # logaddexp(-inf, x) is x exactly, so starting from -inf equals NumPy's accumulate.
-    return _scan(node, args, out, f"{np_dtype(node.dtype)}(-np.inf)", "np.logaddexp({a}, {v})")
-
-
-# NaN-aware orders (NaN is the largest value, NumPy's and PyTorch's rule): whether element
-# {a} strictly comes before {b} in the sorted line.
-_BEFORE = {False: "({a} < {b} or ({b} != {b} and {a} == {a}))",
-           True: "({a} > {b} or ({a} != {a} and {b} == {b}))"}
+    return _scan(node, args, out, -math.inf,
+                 lambda a, v: kir.Call("logaddexp", (a, v), a.dtype))
 
 
 @lowers("argsort")
-def _argsort(node: Node, args: list, out: str) -> list:
+def _argsort(node: Node, args: list, out: str) -> kir.Block:
     """A bottom-up merge sort of each line's indices: stable, and a plain loop (Numba's
-    np.argsort(kind='mergesort') costs ~10 s of compile per kernel)."""
+    np.argsort(kind='mergesort') costs ~10 s of compile per kernel). The runs being merged
+    and the merged runs take turns in the two rows of one index buffer."""
     src = node.inputs[0]
     axis = node.attrs["axis"]
-    var = f"{args[0]}.astype(np.uint8)" if src.dtype == np.bool_ else args[0]
-    lines_src, m, n = _lines(src, var, axis)
+    n = src.shape[axis] if src.shape else 1
+    m = math.prod(src.shape) // n if n else 0
+    block, r = line_result(node, is_last(node, axis), out, m, n, I8)
+    t, _, _ = lines(block, args[0].buf, tuple(src.shape), axis, f"{out}_t")
+    u = kir.Buffer(f"{out}_u", (2, max(n, 1)), I8)
+    block.add(kir.Alloc(u))
     o = out
-    before = _BEFORE[bool(node.attrs["descending"])].format(
-        a=f"{o}_t[{o}_i, {o}_s[{o}_q]]", b=f"{o}_t[{o}_i, {o}_s[{o}_p]]")
-    return [
-        f"{o}_t = {lines_src}",
-        f"{o}_r = np.empty(({m}, {n}), np.int64)",
-        f"{o}_u = np.empty({n}, np.int64)",
-        f"{o}_e = np.empty({n}, np.int64)",
-        f"for {o}_i in range({m}):",
-        f"    for {o}_j in range({n}):",
-        f"        {o}_u[{o}_j] = {o}_j",
-        f"    {o}_s, {o}_d = {o}_u, {o}_e",
-        f"    {o}_w = 1",
-        f"    while {o}_w < {n}:",
-        f"        for {o}_lo in range(0, {n}, 2 * {o}_w):",
-        f"            {o}_mid = min({o}_lo + {o}_w, {n})",
-        f"            {o}_hi = min({o}_lo + 2 * {o}_w, {n})",
-        f"            {o}_p, {o}_q = {o}_lo, {o}_mid",
-        f"            for {o}_j in range({o}_lo, {o}_hi):",
-        # The right run's element goes first only if strictly before: a stable merge.
-        f"                if {o}_q < {o}_hi and ({o}_p >= {o}_mid or {before}):",
-        f"                    {o}_d[{o}_j] = {o}_s[{o}_q]",
-        f"                    {o}_q += 1",
-        "                else:",
-        f"                    {o}_d[{o}_j] = {o}_s[{o}_p]",
-        f"                    {o}_p += 1",
-        f"        {o}_s, {o}_d = {o}_d, {o}_s",
-        f"        {o}_w *= 2",
-        f"    {o}_r[{o}_i, :] = {o}_s",
-    ] + _unlines(node, f"{o}_r", axis, out)
+    i, j, ps, c = (kir.Var(f"{o}_{x}") for x in ("i", "j", "ps", "c"))
+    w, sr, dr, lo, mid, hi, p, q = (kir.Var(f"{o}_{x}") for x in (
+        "w", "sr", "dr", "lo", "mid", "hi", "p", "q"))
+    passes = (n - 1).bit_length() if n > 1 else 0  # widths 1, 2, 4, ... below n
+
+    def val(k: kir.Expr) -> kir.Expr:
+        v = t[i, u[sr, k]]
+        return kir.Cast(v, np.uint8) if src.dtype == np.bool_ else v
+
+    # The right run's element goes first only if strictly before: a stable merge. (Select,
+    # not `and`/`or`: an index past its run is never read.)
+    right = kir.Select(kir.Bin("<", q, hi), kir.Select(
+        kir.Bin(">=", p, mid), kir.const(True),
+        before(val(q), val(p), bool(node.attrs["descending"]))), kir.const(False))
+    block.add(kir.Loop(i, m, (
+        kir.Loop(j, n, (kir.Store(u, (kir.const(0), j), j),)),
+        kir.Loop(ps, passes, (
+            kir.Let(w, kir.Bin("<<", kir.const(1), ps)),
+            kir.Let(sr, kir.Bin("%", ps, kir.const(2))),
+            kir.Let(dr, kir.const(1) - sr),
+            kir.Loop(c, (n + 2 * w - 1) // (2 * w), (
+                kir.Let(lo, c * (2 * w)),
+                kir.Let(mid, kir.Call("min", (lo + w, kir.const(n)), I8)),
+                kir.Let(hi, kir.Call("min", (lo + 2 * w, kir.const(n)), I8)),
+                kir.Let(p, lo),
+                kir.Let(q, mid),
+                kir.Loop(j, hi, (kir.If(right, (
+                    kir.Store(u, (dr, j), u[sr, q]),
+                    kir.Let(q, q + 1),
+                ), (
+                    kir.Store(u, (dr, j), u[sr, p]),
+                    kir.Let(p, p + 1),
+                )),), start=lo),
+            )),
+        )),
+        kir.Loop(j, n, (kir.Store(r, (i, j), u[kir.const(passes % 2), j]),)),
+    )))
+    return finish_lines(block, r, node, axis, out)
 
 
-def _argcum(node: Node, args: list, out: str, better: str) -> list:
+def _argcum(node: Node, args: list, out: str, better: str) -> kir.Block:
     src = node.inputs[0]
     axis = node.attrs["axis"]
-    lines_src, m, n = _lines(src, args[0], axis)
-    lines = [f"{out}_t = {lines_src}", f"{out}_r = np.zeros(({m}, {n}), np.int64)"]
+    n = src.shape[axis] if src.shape else 1
+    m = math.prod(src.shape) // n if n else 0
+    block, r = line_result(node, is_last(node, axis), out, m, n, I8, fill=0)
+    t, _, _ = lines(block, args[0].buf, tuple(src.shape), axis, f"{out}_t")
     if n:
+        i, j, k = kir.Var(f"{out}_i"), kir.Var(f"{out}_j"), kir.Var(f"{out}_k")
+        b, v = kir.Var(f"{out}_b", src.dtype), kir.Var(f"{out}_v", src.dtype)
         # A tie moves to the later index; a NaN always takes over (PyTorch).
-        lines += [
-            f"for {out}_i in range({m}):",
-            f"    {out}_b = {out}_t[{out}_i, 0]",
-            f"    {out}_k = 0",
-            f"    for {out}_j in range({n}):",
-            f"        {out}_v = {out}_t[{out}_i, {out}_j]",
-            f"        if {out}_v {better} {out}_b or {out}_v != {out}_v:",
-            f"            {out}_b = {out}_v",
-            f"            {out}_k = {out}_j",
-            f"        {out}_r[{out}_i, {out}_j] = {out}_k",
-        ]
-    return lines + _unlines(node, f"{out}_r", axis, out)
+        block.add(kir.Loop(i, m, (
+            kir.Let(b, t[i, kir.const(0)]),
+            kir.Let(k, kir.const(0)),
+            kir.Loop(j, n, (
+                kir.Let(v, t[i, j]),
+                kir.If(_or(kir.Bin(better, v, b), _isnan(v)), (kir.Let(b, v), kir.Let(k, j))),
+                kir.Store(r, (i, j), k),
+            )),
+        )))
+    return finish_lines(block, r, node, axis, out)
 
 
 @lowers("argcummax")
-def _argcummax(node: Node, args: list, out: str) -> list:
+def _argcummax(node: Node, args: list, out: str) -> kir.Block:
     return _argcum(node, args, out, ">=")
 
 
 @lowers("argcummin")
-def _argcummin(node: Node, args: list, out: str) -> list:
+def _argcummin(node: Node, args: list, out: str) -> kir.Block:
     return _argcum(node, args, out, "<=")
 
 
@@ -153,111 +171,121 @@ def _squeezed_index(idx: Node, full: Node) -> bool:
     return len(full.shape) > 0 and len(idx.shape) == len(full.shape) - 1
 
 
+def _index_lines(block: kir.Block, idx: Node, buf: kir.Buffer, axis: int, m: int,
+                 squeezed: bool, name: str) -> kir.Buffer:
+    """Indices as (lines, count); a squeezed index (the axis dropped) has one per line."""
+    if squeezed:
+        return reshaped(block, buf, (m, 1), name)
+    return lines(block, buf, tuple(idx.shape), axis, name)[0]
+
+
 @lowers("gather_axis")
-def _gather_axis(node: Node, args: list, out: str) -> list:
+def _gather_axis(node: Node, args: list, out: str) -> kir.Block:
     x, idx = node.inputs
     axis = node.attrs["axis"]
     squeezed = _squeezed_index(idx, x)
-    lines_x, m, _ = _lines(x, args[0], axis)
+    n = x.shape[axis] if x.shape else 1
+    m = math.prod(x.shape) // n if n else 0
     k = 1 if squeezed or not idx.shape else idx.shape[axis]
-    lines = [
-        f"{out}_t = {lines_x}",
-        f"{out}_k = {_index_lines(idx, args[1], axis, m, squeezed)}",
-        f"{out}_r = np.empty(({m}, {k}), {np_dtype(node.dtype)})",
-        f"for {out}_i in range({m}):",
-        f"    for {out}_j in range({k}):",
-        f"        {out}_r[{out}_i, {out}_j] = {out}_t[{out}_i, {out}_k[{out}_i, {out}_j]]",
-    ]
-    if squeezed:
-        return lines + [f"{out} = {out}_r.reshape({ishape(node)})"]
-    return lines + _unlines(node, f"{out}_r", axis, out)
+    block, r = line_result(node, squeezed or is_last(node, axis), out, m, k)
+    t, _, _ = lines(block, args[0].buf, tuple(x.shape), axis, f"{out}_t")
+    ks = _index_lines(block, idx, args[1].buf, axis, m, squeezed, f"{out}_k")
+    i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
+    block.add(kir.Loop(i, m, (kir.Loop(j, k, (
+        kir.Store(r, (i, j), as_dtype(t[i, ks[i, j]], node.dtype)),)),)))
+    return finish_lines(block, r, node, axis, out)
 
 
 @lowers("scatter_add_axis")
-def _scatter_add_axis(node: Node, args: list, out: str) -> list:
+def _scatter_add_axis(node: Node, args: list, out: str) -> kir.Block:
     src, idx = node.inputs
     axis, size = node.attrs["axis"], node.attrs["size"]
     squeezed = node.attrs.get("squeezed", False)
     if squeezed:
-        m = math.prod(src.shape)
-        lines_src = f"np.ascontiguousarray({args[0]}).reshape(({m}, 1))"
-        k = 1
+        m, k = math.prod(src.shape), 1
     else:
-        lines_src, m, k = _lines(src, args[0], axis)
-    return [
-        f"{out}_t = {lines_src}",
-        f"{out}_k = {_index_lines(idx, args[1], axis, m, squeezed)}",
-        f"{out}_r = np.zeros(({m}, {size}), {np_dtype(node.dtype)})",
-        f"for {out}_i in range({m}):",
-        f"    for {out}_j in range({k}):",
-        f"        {out}_r[{out}_i, {out}_k[{out}_i, {out}_j]] += {out}_t[{out}_i, {out}_j]",
-    ] + _unlines(node, f"{out}_r", axis, out)
+        k = src.shape[axis] if src.shape else 1
+        m = math.prod(src.shape) // k if k else 0
+    block, r = line_result(node, is_last(node, axis), out, m, size, fill=0)
+    if squeezed:
+        t = reshaped(block, args[0].buf, (m, 1), f"{out}_t")
+    else:
+        t = lines(block, args[0].buf, tuple(src.shape), axis, f"{out}_t")[0]
+    ks = _index_lines(block, idx, args[1].buf, axis, m, squeezed, f"{out}_k")
+    i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
+    block.add(kir.Loop(i, m, (kir.Loop(j, k, (
+        kir.Store(r, (i, ks[i, j]), as_dtype(t[i, j], node.dtype), "+"),)),)))
+    return finish_lines(block, r, node, axis, out)
 
 
 @lowers("searchsorted")
-def _searchsorted(node: Node, args: list, out: str) -> list:
-    """A binary search per value, NaN-aware as np.searchsorted (NaN sorts last)."""
+def _searchsorted(node: Node, args: list, out: str) -> kir.Block:
+    """A binary search per value, NaN-aware as np.searchsorted (NaN sorts last): at most
+    ``n.bit_length()`` halvings of the interval, the loop left once it is empty."""
     seq, values = node.inputs
     common = np.result_type(seq.dtype, values.dtype)
-    s = args[0] if seq.dtype == common else f"{args[0]}.astype({np_dtype(common)})"
-    v = args[1] if values.dtype == common else f"{args[1]}.astype({np_dtype(common)})"
     n = seq.shape[-1]
     rows = math.prod(seq.shape[:-1])
     k = math.prod(values.shape) // rows if rows else 0
+    block, r = line_result(node, True, out, rows, k, I8)
+    s = reshaped(block, args[0].buf, (rows, n), f"{out}_s")
+    x = reshaped(block, args[1].buf, (rows, k), f"{out}_x")
     o = out
-    a, b = f"{o}_s[{o}_i, {o}_mid]", f"{o}_v"
+    i, j, step = kir.Var(f"{o}_i"), kir.Var(f"{o}_j"), kir.Var(f"{o}_h")
+    lo, hi, mid = kir.Var(f"{o}_lo"), kir.Var(f"{o}_hi"), kir.Var(f"{o}_mid")
+    v = kir.Var(f"{o}_v", common)
+    a = as_dtype(s[i, mid], common)
     # left: the first place whose element is not before v; right: the first place after v.
-    go_right = (f"not {_BEFORE[False].format(a=b, b=a)}" if node.attrs["right"]
-                else _BEFORE[False].format(a=a, b=b))
-    return [
-        f"{o}_s = np.ascontiguousarray({s}).reshape(({rows}, {n}))",
-        f"{o}_x = np.ascontiguousarray({v}).reshape(({rows}, {k}))",
-        f"{o}_r = np.empty(({rows}, {k}), np.int64)",
-        f"for {o}_i in range({rows}):",
-        f"    for {o}_j in range({k}):",
-        f"        {o}_v = {o}_x[{o}_i, {o}_j]",
-        f"        {o}_lo, {o}_hi = 0, {n}",
-        f"        while {o}_lo < {o}_hi:",
-        f"            {o}_mid = ({o}_lo + {o}_hi) // 2",
-        f"            if {go_right}:",
-        f"                {o}_lo = {o}_mid + 1",
-        "            else:",
-        f"                {o}_hi = {o}_mid",
-        f"        {o}_r[{o}_i, {o}_j] = {o}_lo",
-        f"{o} = {o}_r.reshape({ishape(node)})",
-    ]
+    go_right = (kir.Un("not", before(v, a)) if node.attrs["right"] else before(a, v))
+    block.add(kir.Loop(i, rows, (kir.Loop(j, k, (
+        kir.Let(v, as_dtype(x[i, j], common)),
+        kir.Let(lo, kir.const(0)),
+        kir.Let(hi, kir.const(n)),
+        kir.Loop(step, n.bit_length(), (
+            kir.If(kir.Bin(">=", lo, hi), (kir.Jump("break"),)),
+            kir.Let(mid, (lo + hi) // 2),
+            kir.If(go_right, (kir.Let(lo, mid + 1),), (kir.Let(hi, mid),)),
+        )),
+        kir.Store(r, (i, j), lo),
+    )),)))
+    return block
 
 
 @lowers("histc")
-def _histc(node: Node, args: list, out: str) -> list:
-    bins, lo, hi = node.attrs["bins"], float(node.attrs["lo"]), float(node.attrs["hi"])
+def _histc(node: Node, args: list, out: str) -> kir.Block:
+    bins, lo0, hi0 = node.attrs["bins"], float(node.attrs["lo"]), float(node.attrs["hi"])
     n = math.prod(node.inputs[0].shape)
-    lines = [f"{out}_x = np.ascontiguousarray({args[0]}).reshape({n})",
-             f"{out}_lo = {literal(lo)}",
-             f"{out}_hi = {literal(hi)}"]
-    if lo == hi:
+    o = out
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res, fill=0)], res)
+    x = reshaped(block, args[0].buf, (n,), f"{o}_x")
+    lo, hi, v = kir.Var(f"{o}_lo", F8), kir.Var(f"{o}_hi", F8), kir.Var(f"{o}_v", F8)
+    j, k = kir.Var(f"{o}_j"), kir.Var(f"{o}_k")
+    block.add(kir.Let(lo, kir.const(lo0, F8)), kir.Let(hi, kir.const(hi0, F8)))
+    if lo0 == hi0:
         # The data's range (finite values only), as the NumPy kernel and PyTorch.
-        lines += [
-            f"{out}_a = np.inf",
-            f"{out}_b = -np.inf",
-            f"for {out}_j in range({n}):",
-            f"    {out}_v = np.float64({out}_x[{out}_j])",
-            f"    if np.isfinite({out}_v):",
-            f"        {out}_a = min({out}_a, {out}_v)",
-            f"        {out}_b = max({out}_b, {out}_v)",
-            f"if {out}_a <= {out}_b:",
-            f"    {out}_lo = {out}_a",
-            f"    {out}_hi = {out}_b",
-        ]
-    return lines + [
-        f"if {out}_lo == {out}_hi:",
-        f"    {out}_lo -= 1.0",
-        f"    {out}_hi += 1.0",
-        f"{out} = np.zeros({bins}, {np_dtype(node.dtype)})",
-        f"for {out}_j in range({n}):",
-        f"    {out}_v = np.float64({out}_x[{out}_j])",
-        f"    if {out}_v >= {out}_lo and {out}_v <= {out}_hi:",
-        f"        {out}_k = min(int(({out}_v - {out}_lo) * {bins} / ({out}_hi - {out}_lo)), "
-        f"{bins - 1})",
-        f"        {out}[{out}_k] += 1",
-    ]
+        a, b = kir.Var(f"{o}_a", F8), kir.Var(f"{o}_b", F8)
+        block.add(
+            kir.Let(a, kir.const(math.inf, F8)),
+            kir.Let(b, kir.const(-math.inf, F8)),
+            kir.Loop(j, n, (
+                kir.Let(v, kir.Cast(x[j], F8)),
+                kir.If(kir.Call("isfinite", (v,), np.dtype(np.bool_)), (
+                    kir.Let(a, kir.Call("min", (a, v), F8)),
+                    kir.Let(b, kir.Call("max", (b, v), F8)),
+                )),
+            )),
+            kir.If(kir.Bin("<=", a, b), (kir.Let(lo, a), kir.Let(hi, b))),
+        )
+    one = kir.const(1.0, F8)
+    bin_of = kir.Cast((v - lo) * kir.const(float(bins), F8) / (hi - lo), I8)
+    return block.add(
+        kir.If(kir.Bin("==", lo, hi), (kir.Let(lo, lo - one), kir.Let(hi, hi + one))),
+        kir.Loop(j, n, (
+            kir.Let(v, kir.Cast(x[j], F8)),
+            kir.If(_and(kir.Bin(">=", v, lo), kir.Bin("<=", v, hi)), (
+                kir.Let(k, kir.Call("min", (bin_of, kir.const(bins - 1)), I8)),
+                kir.Store(res, (k,), kir.const(1, node.dtype), "+"),
+            )),
+        )),
+    )

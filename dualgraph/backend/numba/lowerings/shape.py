@@ -1,55 +1,163 @@
 """Shape ops: reshape, transpose, indexing views and their scatters, concatenation, stacking,
-diagonals, flips and dtype views."""
+diagonals, flips and dtype views; and the loop and view helpers the other families share.
+
+Views (reshape, transpose, basic slices) are `kir.View` statements: a reshape of an array
+whose layout the kernel does not know is a contiguous copy when Numba runs it, anything
+else reads the operand's memory. Everything that makes new values is loops over kernel IR
+buffers; a loop over a size-1 dim is index 0 instead (a loop is Numba compile time).
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ....ir.graph import Node
 from ....ops.shape import to_numpy_index
-from . import ishape, kernel_lowering, lowers, missing, np_dtype
+from ... import kir
+from . import Arg, ishape, kernel_lowering, lowers, missing
+
+# ------------------------------------------------------------------------ helpers
+
+
+def nest(shape: tuple, prefix: str, body: Callable[[tuple], Any]) -> list:
+    """Loops over ``shape`` (index variables ``{prefix}{d}``; a size-1 dim reads index 0
+    and has no loop) around ``body(index)``'s statements."""
+    idx = tuple(kir.const(0) if d == 1 else kir.Var(f"{prefix}{k}")
+                for k, d in enumerate(shape))
+    stmts = tuple(body(idx or (kir.const(0),)))
+    for k in reversed(range(len(shape))):
+        if shape[k] != 1:
+            stmts = (kir.Loop(idx[k], shape[k], stmts),)
+    return list(stmts)
+
+
+def as_dtype(e: kir.Expr, dtype: Any) -> kir.Expr:
+    """``e`` cast to ``dtype`` where it has another dtype."""
+    return e if e.dtype == np.dtype(dtype) else kir.Cast(e, np.dtype(dtype))
+
+
+def view(block: kir.Block, base: kir.Buffer, how: str, shape: tuple, name: str,
+         arg: Any = None, layout: str = "A") -> kir.Buffer:
+    """A view of ``base`` named ``name`` (`kir.View`), added to ``block``."""
+    buf = kir.Buffer(name, shape, base.dtype, kir.VIEW, layout)
+    block.add(kir.View(buf, base, how, arg))
+    return buf
+
+
+def reshaped(block: kir.Block, base: kir.Buffer, shape: tuple, name: str) -> kir.Buffer:
+    """``base`` as ``shape`` (itself when it has that shape already)."""
+    shape = tuple(shape) or (1,)
+    if tuple(base.shape) == shape:
+        return base
+    return view(block, base, "reshape", shape, name, layout="C")
+
+
+def transposed(block: kir.Block, base: kir.Buffer, axes: tuple, name: str) -> kir.Buffer:
+    """``base`` with its dims permuted by ``axes`` (itself for the identity)."""
+    axes = tuple(axes)
+    if axes == tuple(range(len(axes))):
+        return base
+    rev = axes == tuple(reversed(range(len(axes))))
+    layout = "F" if rev and len(axes) == 2 and base.layout == "C" else "A"
+    return view(block, base, "transpose", tuple(base.shape[a] for a in axes), name, axes,
+                layout)
+
+
+def lines(block: kir.Block, buf: kir.Buffer, shape: tuple, axis: int | None,
+          name: str) -> tuple[kir.Buffer, int, int]:
+    """``buf`` (holding a value of ``shape``) as a (lines, length) array with ``axis`` last
+    (a flat single line for ``axis`` None), and the two sizes."""
+    shape = tuple(shape)
+    if axis is None or not shape:
+        n = math.prod(shape)
+        return reshaped(block, buf, (1, n), name), 1, n
+    perm = tuple(d for d in range(len(shape)) if d != axis) + (axis,)
+    n = shape[axis]
+    m = math.prod(shape) // n if n else 0
+    moved = transposed(block, buf, perm, f"{name}m")
+    return reshaped(block, moved, (m, n), name), m, n
+
+
+def unlines(block: kir.Block, rows: kir.Buffer, node: Node, axis: int | None,
+            out: str) -> kir.Buffer:
+    """The (lines, length) result ``rows`` as ``node``'s value named ``out``: the last
+    axis moved back to ``axis`` (a view)."""
+    shape = tuple(node.shape)
+    if not shape or axis is None or axis == len(shape) - 1:
+        return view(block, rows, "reshape", ishape(node), out, layout="C")
+    moved = tuple(d for i, d in enumerate(shape) if i != axis) + (shape[axis],)
+    back = tuple(range(axis)) + (len(shape) - 1,) + tuple(range(axis, len(shape) - 1))
+    m = view(block, rows, "reshape", moved, f"{out}_m", layout="C")
+    return view(block, m, "transpose", shape, out, back)
+
+
+def line_result(node: Node, last: bool, out: str, m: int, n: int, dtype: Any = None,
+                fill: Any = None) -> tuple[kir.Block, kir.Buffer]:
+    """A block starting with the allocation of a (lines, length) result of ``m`` by ``n``:
+    ``node``'s own array viewed as lines when the lines' axis is last (``last``; the
+    block's result is then set), else a scratch array that `finish_lines` moves back."""
+    dtype = np.dtype(dtype or node.dtype)
+    if last:
+        res = kir.Buffer(out, ishape(node), dtype)
+        block = kir.Block([kir.Alloc(res, fill)], res)
+        return block, reshaped(block, res, (m, n), f"{out}_r")
+    rows = kir.Buffer(f"{out}_r", (m, n), dtype)
+    return kir.Block([kir.Alloc(rows, fill)]), rows
+
+
+def finish_lines(block: kir.Block, rows: kir.Buffer, node: Node, axis: int | None,
+                 out: str) -> kir.Block:
+    """`line_result`'s block with its result: the lines moved back to ``axis``."""
+    if block.result is None:
+        block.result = unlines(block, rows, node, axis, out)
+    return block
+
+
+def is_last(node: Node, axis: int | None) -> bool:
+    """The lines of ``node`` along ``axis`` are its own C order."""
+    return not node.shape or axis is None or axis == len(node.shape) - 1
+
+
+def fresh(node: Node, out: str, fill: Any = None) -> tuple[kir.Block, kir.Buffer]:
+    """A block whose first statement allocates ``node``'s result ``out``."""
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    return kir.Block([kir.Alloc(res, fill)], res), res
+
 
 # ----------------------------------------------------------------------- shape ops
 
 
 @lowers("reshape")
-def _reshape(node: Node, args: list, out: str) -> list:
-    return [f"{out} = np.ascontiguousarray({args[0]}).reshape({ishape(node)})"]
+def _reshape(node: Node, args: list, out: str) -> kir.Block:
+    block = kir.Block()
+    block.result = view(block, args[0].buf, "reshape", ishape(node), out, layout="C")
+    return block
 
 
 @lowers("custom_function")
-def _custom_function(node: Node, args: list, out: str) -> list:
+def _custom_function(node: Node, args: list, out: str) -> kir.Block:
     """A user-defined autograd Function: its value is its first input (its forward was
     traced into the graph; the other inputs only carry gradients and saved values)."""
-    return [f"{out} = np.ascontiguousarray({args[0]}).reshape({ishape(node)})"]
+    return _reshape(node, args, out)
 
 
 @lowers("transpose")
-def _transpose(node: Node, args: list, out: str) -> list:
-    axes = node.attrs["axes"]
+def _transpose(node: Node, args: list, out: str) -> kir.Block:
+    block = kir.Block()
+    base = args[0].buf
+    axes = tuple(node.attrs["axes"])
     if len(node.shape) < 2:
-        return [f"{out} = {args[0]}"]
-    if axes == tuple(reversed(range(len(axes)))):
-        # .T keeps Numba's layout exact (C becomes F): np.dot then calls BLAS directly
-        # instead of copying an 'A'-layout operand.
-        return [f"{out} = {args[0]}.T"]
-    return [f"{out} = np.transpose({args[0]}, {axes})"]
-
-
-def _index_code(index: tuple) -> str:
-    parts = []
-    for e in index:
-        if e is None:
-            continue
-        if isinstance(e, tuple):
-            start, stop, step = e
-            parts.append(f"{start}:{'' if stop is None else stop}:{step}")
-        else:
-            parts.append(str(e))
-    return ", ".join(parts)
+        block.result = view(block, base, "alias", base.shape, out, layout=base.layout)
+        return block
+    rev = axes == tuple(reversed(range(len(axes))))
+    # .T of a C array is F-ordered: Numba then calls BLAS on it directly.
+    layout = "F" if rev and len(axes) == 2 and base.layout == "C" else "A"
+    block.result = view(block, base, "transpose", ishape(node), out, axes, layout)
+    return block
 
 
 def _one_element(index: tuple, source: Any) -> bool:
@@ -59,95 +167,146 @@ def _one_element(index: tuple, source: Any) -> bool:
     return ints == len(source.shape) and all(isinstance(e, int) or e is None for e in index)
 
 
+def _sliced_shape(shape: tuple, index: tuple) -> tuple:
+    """The shape of ``x[index]`` without its new axes."""
+    return np.empty(shape, np.bool_)[to_numpy_index(index)].shape
+
+
 @lowers("getitem")
-def _getitem(node: Node, args: list, out: str) -> list:
-    index = node.attrs["index"]
-    code = _index_code(index)
-    if not code:
-        return [f"{out} = np.ascontiguousarray({args[0]}).reshape({ishape(node)})"]
-    if _one_element(index, node.inputs[0]):
-        return [f"{out} = np.full({ishape(node)}, {args[0]}[{code}], "
-                f"{np_dtype(node.dtype)})"]
-    return [f"{out} = np.ascontiguousarray({args[0]}[{code}]).reshape({ishape(node)})"]
+def _getitem(node: Node, args: list, out: str) -> kir.Block:
+    """A strided view of the operand (a copy only where the result's shape needs a
+    reshape of a view that is not contiguous)."""
+    index = tuple(e for e in node.attrs["index"] if e is not None)
+    x = args[0].buf
+    if _one_element(index, node.inputs[0]) and index:
+        block, res = fresh(node, out)
+        zeros = tuple(kir.const(0) for _ in res.shape)
+        return block.add(kir.Store(res, zeros, x[tuple(kir.const(e) for e in index)]))
+    block = kir.Block()
+    if not index:
+        how = "alias" if x.shape == ishape(node) else "reshape"
+        block.result = view(block, x, how, ishape(node), out, layout="C" if how == "reshape"
+                            else x.layout)
+        return block
+    shape = _sliced_shape(tuple(node.inputs[0].shape), index)
+    if shape == ishape(node):
+        block.result = view(block, x, "slice", shape, out, index)
+        return block
+    src = view(block, x, "slice", shape, f"{out}_s", index)
+    block.result = view(block, src, "reshape", ishape(node), out, layout="C")
+    return block
 
 
 @lowers("scatter")
-def _scatter(node: Node, args: list, out: str) -> list:
-    index, shape = node.attrs["index"], node.attrs["shape"]
-    code = _index_code(index)
-    lines = [f"{out} = np.zeros({ishape(node)}, {np_dtype(node.dtype)})"]
-    if not code:
-        return lines + [f"{out}[:] = np.ascontiguousarray({args[0]}).reshape({ishape(node)})"]
+def _scatter(node: Node, args: list, out: str) -> kir.Block:
+    index = tuple(e for e in node.attrs["index"] if e is not None)
+    g = args[0].buf
+    if not index:
+        block, res = fresh(node, out)
+        src = reshaped(block, g, res.shape, f"{out}_g")
+        return block.add(*nest(res.shape, f"{out}_i", lambda at: [
+            kir.Store(res, at, as_dtype(src[at], res.dtype))]))
+    block, res = fresh(node, out, fill=0)
     if _one_element(index, node):
-        return lines + [f"{out}[{code}] = {args[0]}.ravel()[0]"]
-    target = np.zeros(shape, np.bool_)[to_numpy_index(tuple(e for e in index if e is not None))]
-    return lines + [f"{out}[{code}] = np.ascontiguousarray({args[0]}).reshape({target.shape})"]
+        zeros = tuple(kir.const(0) for _ in g.shape)
+        return block.add(kir.Store(res, tuple(kir.const(e) for e in index), g[zeros]))
+    shape = _sliced_shape(tuple(node.attrs["shape"]), index)
+    dst = view(block, res, "slice", shape, f"{out}_s", index)
+    src = reshaped(block, g, shape, f"{out}_g")
+    return block.add(*nest(shape, f"{out}_i", lambda at: [kir.Store(dst, at, src[at])]))
+
+
+def _broadcast_block(node: Node, args: list, out: str) -> kir.Block:
+    """``broadcast_to`` as a copy (a view chain's step over an index map)."""
+    block, res = fresh(node, out)
+    x = args[0].buf
+    lead = len(res.shape) - len(x.shape)
+
+    def body(at: tuple) -> list:
+        src = tuple(kir.const(0) if d == 1 else at[lead + k] for k, d in enumerate(x.shape))
+        return [kir.Store(res, at, x[src or (kir.const(0),)])]
+
+    return block.add(*nest(res.shape, f"{out}_i", body))
 
 
 @lowers("view_scatter")
-def _view_scatter(node: Node, args: list, out: str) -> list:
+def _view_scatter(node: Node, args: list, out: str) -> kir.Block:
     """Copy the base, then write the value through the view's flat index map: the map is
     the view chain replayed (by the view ops' own lowerings) on ``arange(base.size)``, so
     any chain of slices, transposes and reshapes writes exactly where eager would."""
     from ....ops.registry import OPS
 
-    base, value = node.inputs
+    value = node.inputs[1]
     n = math.prod(node.shape)
     int64 = np.dtype(np.int64)
-    lines = [f"{out} = np.empty({ishape(node)}, {np_dtype(node.dtype)})",
-             f"{out}_f = {out}.reshape({n})",
-             f"{out}_f[:] = np.ascontiguousarray({args[0]}).reshape({n})"]
+    block, res = fresh(node, out)
+    block.add(kir.LibCall("copy", (args[0].buf,), (res,)))
+    flat = view(block, res, "reshape", (n,), f"{out}_f", layout="C")
+    imap = kir.Buffer(f"{out}_i0", ishape(node), int64)
+    iflat = kir.Buffer(f"{out}_i0f", (n,), int64, kir.VIEW)
+    j = kir.Var(f"{out}_j")
+    block.add(kir.Alloc(imap), kir.View(iflat, imap, "reshape"),
+              kir.Loop(j, n, (kir.Store(iflat, (j,), j),)))
     cur = Node("input", (), {}, tuple(node.shape), int64)
-    var = f"{out}_i0"
-    lines.append(f"{var} = np.arange({n}).reshape({ishape(node)})")
+    buf = imap
     for k, (name, attrs) in enumerate(node.attrs["chain"]):
         attrs = dict(attrs)
         shape = tuple(OPS[name].infer(cur, **attrs)[0])
         step = Node(name, (cur,), attrs, shape, int64)
         nxt = f"{out}_i{k + 1}"
         if name == "broadcast_to":
-            lines.append(f"{nxt} = np.ascontiguousarray(np.broadcast_to({var}, {ishape(step)}))")
+            built = _broadcast_block(step, [Arg(buf)], nxt)
         else:
-            lines += kernel_lowering(name)(step, [var], nxt)
-        cur, var = step, nxt
+            built = kernel_lowering(name)(step, [Arg(buf)], nxt)
+        block.add(*built.stmts)
+        cur, buf = step, built.result
     m = math.prod(cur.shape)
-    lines.append(f"{out}_k = np.ascontiguousarray({var}).reshape({m})")
+    keys = view(block, buf, "reshape", (m,), f"{out}_k", layout="C")
     if isinstance(value, Node):
         if math.prod(value.shape) != m:
             raise missing("view_scatter", "a value that is broadcast to the view")
-        src = f"{out}_v[_j]"
-        lines.append(f"{out}_v = np.ascontiguousarray({args[1]}).reshape({m})")
+        vals = view(block, args[1].buf, "reshape", (m,), f"{out}_v", layout="C")
+        src: kir.Expr = as_dtype(vals[j], node.dtype)
     else:
-        src = args[1]
-    lines += [f"for _j in range({m}):",
-              f"    {out}_f[{out}_k[_j]] = {src}"]
-    return lines
+        src = kir.const(value, node.dtype)
+    return block.add(kir.Loop(j, m, (kir.Store(flat, (keys[j],), src),)))
 
 
-def _same_dtype(node: Node, args: list) -> list:
-    """Operands cast to the node's dtype (an int beside a float tensor: `result_dtype`)."""
-    return [a if i.dtype == node.dtype else f"{a}.astype(np.{node.dtype.name})"
-            for i, a in zip(node.inputs, args)]
+def _join(node: Node, args: list, out: str, at: Callable[[int, tuple], tuple]) -> kir.Block:
+    """Each operand copied (cast to the result's dtype) into the result at ``at(k, i)``."""
+    block, res = fresh(node, out)
+    for k, a in enumerate(args):
+        x = a.buf
+        block.add(*nest(x.shape, f"{out}_{k}i", lambda i, x=x, k=k: [
+            kir.Store(res, at(k, i), as_dtype(x[i], res.dtype))]))
+    return block
 
 
 @lowers("concatenate")
-def _concatenate(node: Node, args: list, out: str) -> list:
-    args = _same_dtype(node, args)
-    return [f"{out} = np.concatenate(({', '.join(args)},), {node.attrs['axis']})"]
+def _concatenate(node: Node, args: list, out: str) -> kir.Block:
+    axis = node.attrs["axis"]
+    starts = np.cumsum([0] + [i.shape[axis] for i in node.inputs]).tolist()
+
+    def at(k: int, i: tuple) -> tuple:
+        j = i[axis]
+        if starts[k]:
+            j = kir.const(j.value + starts[k]) if isinstance(j, kir.Const) else j + starts[k]
+        return i[:axis] + (j,) + i[axis + 1:]
+
+    return _join(node, args, out, at)
 
 
 @lowers("stack")
-def _stack(node: Node, args: list, out: str) -> list:
-    args = _same_dtype(node, args)
+def _stack(node: Node, args: list, out: str) -> kir.Block:
+    axis = node.attrs["axis"]
     if not node.inputs[0].shape:  # 0-d values are stored as (1,): join them flat
-        return [f"{out} = np.concatenate(({', '.join(args)},), 0)"]
-    return [f"{out} = np.ascontiguousarray(np.stack(({', '.join(args)},), "
-            f"{node.attrs['axis']})).reshape({ishape(node)})"]
+        return _join(node, args, out, lambda k, i: (kir.const(k),))
+    return _join(node, args, out, lambda k, i: i[:axis] + (kir.const(k),) + i[axis:])
 
 
-# ---- shape
+# ---- diagonals, flips, dtype views
 # diagonal / diag_scatter move (dim1, dim2) last and view the operand as (planes, n, m);
-# each is one loop over the planes' diagonals. flip is a negative-step slice, copied.
+# each is one loop over the planes' diagonals.
 
 
 def _planes(shape: tuple, dim1: int, dim2: int) -> tuple[tuple, int, int, int]:
@@ -164,53 +323,63 @@ def _diag_loop(node_attrs: dict, n: int, m: int) -> tuple[int, int, int]:
     return r0, c0, max(min(n - r0, m - c0), 0)
 
 
+def _diag_body(out: str, b: int, ln: int, stmt: Callable[[kir.Var, kir.Var], Any]) -> list:
+    pb, pi = kir.Var(f"{out}_b"), kir.Var(f"{out}_i")
+    return [kir.Loop(pb, b, (kir.Loop(pi, ln, (stmt(pb, pi),)),))]
+
+
 @lowers("diagonal")
-def _diagonal(node: Node, args: list, out: str) -> list:
+def _diagonal(node: Node, args: list, out: str) -> kir.Block:
     src = node.inputs[0]
     perm, b, n, m = _planes(tuple(src.shape), node.attrs["dim1"], node.attrs["dim2"])
     r0, c0, ln = _diag_loop(node.attrs, n, m)
-    moved = args[0] if perm == tuple(range(len(perm))) else f"np.transpose({args[0]}, {perm})"
-    return [
-        f"{out}_t = np.ascontiguousarray({moved}).reshape(({b}, {n}, {m}))",
-        f"{out} = np.empty(({b}, {ln}), {np_dtype(node.dtype)})",
-        f"for {out}_b in range({b}):",
-        f"    for {out}_i in range({ln}):",
-        f"        {out}[{out}_b, {out}_i] = {out}_t[{out}_b, {out}_i + {r0}, {out}_i + {c0}]",
-        f"{out} = {out}.reshape({ishape(node)})",
-    ]
+    block, res = fresh(node, out)
+    planes = reshaped(block, transposed(block, args[0].buf, perm, f"{out}_p"), (b, n, m),
+                      f"{out}_t")
+    diag = reshaped(block, res, (b, ln), f"{out}_d")
+    return block.add(*_diag_body(out, b, ln, lambda pb, pi: kir.Store(
+        diag, (pb, pi), planes[pb, pi + r0 if r0 else pi, pi + c0 if c0 else pi])))
 
 
 @lowers("diag_scatter")
-def _diag_scatter(node: Node, args: list, out: str) -> list:
+def _diag_scatter(node: Node, args: list, out: str) -> kir.Block:
     shape = tuple(node.shape)
     perm, b, n, m = _planes(shape, node.attrs["dim1"], node.attrs["dim2"])
     r0, c0, ln = _diag_loop(node.attrs, n, m)
-    lines = [
-        f"{out}_g = np.ascontiguousarray({args[0]}).reshape(({b}, {ln}))",
-        f"{out}_t = np.zeros(({b}, {n}, {m}), {np_dtype(node.dtype)})",
-        f"for {out}_b in range({b}):",
-        f"    for {out}_i in range({ln}):",
-        f"        {out}_t[{out}_b, {out}_i + {r0}, {out}_i + {c0}] = {out}_g[{out}_b, {out}_i]",
-    ]
+    block = kir.Block()
+    planes = kir.Buffer(f"{out}_t", (b, n, m), node.dtype)
+    block.add(kir.Alloc(planes, fill=0))
+    g = reshaped(block, args[0].buf, (b, ln), f"{out}_g")
+    block.add(*_diag_body(out, b, ln, lambda pb, pi: kir.Store(
+        planes, (pb, pi + r0 if r0 else pi, pi + c0 if c0 else pi), g[pb, pi])))
     if perm == tuple(range(len(perm))):
-        return lines + [f"{out} = {out}_t.reshape({ishape(node)})"]
+        block.result = view(block, planes, "reshape", ishape(node), out, layout="C")
+        return block
     inverse = tuple(perm.index(d) for d in range(len(perm)))
-    moved = tuple(shape[d] for d in perm)
-    return lines + [f"{out} = np.ascontiguousarray(np.transpose({out}_t.reshape({moved}), "
-                    f"{inverse}))"]
+    moved = view(block, planes, "reshape", tuple(shape[d] for d in perm), f"{out}_m",
+                 layout="C")
+    block.result = view(block, moved, "transpose", shape, out, inverse)
+    return block
 
 
 @lowers("flip")
-def _flip(node: Node, args: list, out: str) -> list:
-    axes = node.attrs["axes"]
-    if not axes or not node.shape:
-        return [f"{out} = {args[0]}.copy()"]
-    code = ", ".join("::-1" if d in axes else ":" for d in range(len(node.shape)))
-    return [f"{out} = np.ascontiguousarray({args[0]}[{code}])"]
+def _flip(node: Node, args: list, out: str) -> kir.Block:
+    axes = node.attrs["axes"] if node.shape else ()
+    block, res = fresh(node, out)
+    x = args[0].buf
+    last = [d - 1 for d in res.shape]
+
+    def body(at: tuple) -> list:
+        src = tuple(kir.const(last[d]) - i if d in axes else i for d, i in enumerate(at))
+        return [kir.Store(res, at, x[src])]
+
+    return block.add(*nest(res.shape, f"{out}_i", body))
 
 
 @lowers("view_dtype")
-def _view_dtype(node: Node, args: list, out: str) -> list:
-    n = math.prod(node.inputs[0].shape)
-    return [f"{out} = np.ascontiguousarray({args[0]}).reshape({n}).view("
-            f"{np_dtype(node.dtype)}).reshape({ishape(node)}).copy()"]
+def _view_dtype(node: Node, args: list, out: str) -> kir.Block:
+    """The operand's bytes read as the new dtype, copied (the op makes a new array)."""
+    block, res = fresh(node, out)
+    bits = kir.Buffer(f"{out}_v", ishape(node), node.dtype, kir.VIEW)
+    return block.add(kir.View(bits, args[0].buf, "bitcast"),
+                     kir.LibCall("copy", (bits,), (res,)))

@@ -1,0 +1,319 @@
+"""The call path of one compiled signature, generated as Python source, as its kernel is.
+
+For each `plan.Plan` (and the kernels it has now), `generate` writes two small functions:
+
+- ``fast(args)``: the whole compiled call for a plain positional call. It checks the
+  arguments' signature key and all the entry's guards, each as one tuple comparison,
+  gathers the argument and captured arrays, calls the kernel, writes back what the call
+  changed, wraps the outputs and records the tape node. Anything unexpected (another
+  signature, a guard that fails, a guard that raises) returns `MISS`, and the caller
+  takes the general path (`CompiledFunction.__call__`), which finds the right entry, says
+  why it retraces, or raises as eager mode would.
+- ``run(args)``: the same call without the checks, for the general path once it has
+  chosen this entry (and for ``verify=True``).
+
+No dicts, lists or dispatch on kinds per call: every decision the plan makes is made
+here, once. ``dg.explain`` prints the source (`CallPath.source`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..eager import grad_mode
+from ..eager.compiled_node import attach_backward, attach_gradients
+from ..eager.internal import array_of, bump_version, make_tensor, requires_grad_of, set_grad
+from ..eager.tensor import Tensor
+from .guards import MISSING, value_key
+from .plan import (
+    Argument,
+    ArgumentGrad,
+    CapturedGrad,
+    CapturedTensor,
+    From,
+    Kind,
+    Plan,
+    RuntimeScalar,
+)
+from .random_state import refresh_key
+from .signature import const_key, overlapping
+
+
+class _Miss:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISS"
+
+
+# What ``fast`` returns when this entry does not serve the call.
+MISS = _Miss()
+
+
+@dataclass(slots=True, eq=False)
+class CallPath:
+    """The generated call path of a plan, for the kernels it was generated with."""
+
+    source: str
+    fast: Callable[[tuple], Any]
+    run: Callable[[tuple], Any]
+    kernel: Any
+    bwd_kernel: Any
+
+
+# Names every generated call may use.
+_BUILTINS = {
+    "MISS": MISS, "MISSING": MISSING, "GRAD": grad_mode.GRAD_ENABLED, "array_of": array_of,
+    "requires_grad_of": requires_grad_of, "bump_version": bump_version,
+    "make_tensor": make_tensor, "set_grad": set_grad, "refresh_key": refresh_key,
+    "attach_gradients": attach_gradients, "attach_backward": attach_backward,
+    "const_key": const_key, "overlapping": overlapping, "value_key": value_key,
+    "new_array": np.array,
+}
+_PLAIN_CONSTANTS = (bool, int, str, type(None))
+
+
+class _Emitter:
+    """Names for the constants the generated source refers to (`guards.Emitter`)."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.ns: dict[str, Any] = dict(_BUILTINS)
+        self._names: dict[int, str] = {}
+        self._captured: dict[tuple, str] = {}
+        for j, src in enumerate(plan.sources):
+            if isinstance(src, CapturedTensor):
+                self._captured[(id(src.tensor), False)] = f"c{j}"
+            elif isinstance(src, CapturedGrad):
+                self._captured[(id(src.owner), True)] = f"c{j}"
+
+    def const(self, value: Any, hint: str = "k") -> str:
+        name = self._names.get(id(value))
+        if name is None:
+            name = self._names[id(value)] = f"{hint.upper()}{len(self._names)}"
+            self.ns[name] = value
+        return name
+
+    def arg(self, position: int) -> str:
+        return f"a{position}"
+
+    def captured_array(self, t: Any, grad: bool = False) -> str | None:
+        return self._captured.get((id(t), grad))
+
+
+def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
+             keep: dict, check_stale: Callable | None = None) -> CallPath:
+    """The call path of ``plan`` for calls of signature ``sig`` (``(argument keys, grad
+    mode, layout, alias)``) with flat arguments: ``fn`` is the function taking them
+    (for ``verify``'s checks, `stale.check_stale`), ``stats`` the function's
+    `CompileStats`, ``keep`` its table of unhashable constant arguments."""
+    gen = _Emitter(plan)
+    keys, grad_on, _, alias = sig
+    n = len(keys)
+    arrays = [i for i, k in enumerate(keys) if not _is_constant(k)]
+    unpack = [f"{', '.join(f'a{i}' for i in range(n))}{',' if n == 1 else ''} = args"] \
+        if n else []
+    gather_args = [f"d{i} = array_of(a{i})" if len(keys[i]) == 3 else f"d{i} = a{i}"
+                   for i in arrays]
+    gathered, later = _gather_captured(plan, gen)
+    body = _body(plan, gen, arrays)
+    checks = (gather_args + _key_check(keys, grad_on, gen) + _alias_check(arrays, alias, gen)
+              + gathered + _guard_check(plan, gen))
+    fast = [f"if len(args) != {n}:", "    return MISS", *unpack, *_type_checks(keys, gen),
+            "try:", *_indent(checks),
+            "except Exception:  # a guard that cannot be read: the general path says why",
+            "    return MISS",
+            "stats.calls += 1", "stats.cache_hits += 1", "stats.tier1_calls += 1"]
+    if verify and check_stale is not None:
+        gen.ns["check_stale"], gen.ns["FN"], gen.ns["PLAN"] = check_stale, fn, plan
+        fast += ["PLAN.calls += 1", "if PLAN.calls & (PLAN.calls - 1) == 0:",
+                 "    check_stale(FN, PLAN, args)"]
+    fast += later + body
+    run = [*unpack, *gather_args, *gathered, *later, *body]
+    gen.ns["stats"] = stats
+    gen.ns["KEEP"] = keep
+    source = "\n".join(["def fast(args):", *_indent(fast), "", "",
+                        "def run(args):", *_indent(run), ""])
+    name = getattr(fn, "__name__", "fn")
+    code = compile(source, f"<dg.compile call path of {name}>", "exec")
+    exec(code, gen.ns)  # noqa: S102 - our own generated source, built from the plan
+    return CallPath(source, gen.ns["fast"], gen.ns["run"], plan.kernel, plan.bwd_kernel)
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return ["    " + line for line in lines]
+
+
+def _is_constant(k: tuple) -> bool:
+    """A constant argument's key is ``(type, value)``; an array's ``(shape, dtype)`` and a
+    tensor's ``(shape, dtype, requires_grad)``."""
+    return len(k) == 2 and isinstance(k[0], type)
+
+
+def _type_checks(keys: tuple, gen: _Emitter) -> list[str]:
+    """Each tensor or array argument is one (as the general path's key sees it: any
+    tensor class), each plain constant of its exact type (``True`` is not ``1``)."""
+    conds = []
+    for i, k in enumerate(keys):
+        if _is_constant(k):
+            if k[0] in _PLAIN_CONSTANTS or k[0] is float:
+                conds.append(f"type(a{i}) is not {gen.const(k[0], 'type')}")
+        else:
+            conds.append(f"not isinstance(a{i}, {'Tensor' if len(k) == 3 else 'ndarray'})")
+            gen.ns["Tensor"], gen.ns["ndarray"] = Tensor, np.ndarray
+    if not conds:
+        return []
+    return [f"if {' or '.join(conds)}:", "    return MISS"]
+
+
+def _key_check(keys: tuple, grad_on: bool, gen: _Emitter) -> list[str]:
+    """The signature key as one tuple comparison: shapes, dtypes, ``requires_grad``,
+    constants, grad mode."""
+    exprs, expected = [], []
+    for i, k in enumerate(keys):
+        if not _is_constant(k):
+            exprs += [f"d{i}.shape", f"d{i}.dtype"]
+            expected += [k[0], k[1]]
+            if len(k) == 3:
+                exprs.append(f"requires_grad_of(a{i})")
+                expected.append(k[2])
+        elif k[0] in _PLAIN_CONSTANTS:
+            exprs.append(f"a{i}")  # its exact type was checked
+            expected.append(k[1])
+        elif k[0] is float:
+            exprs.append(f"a{i}.hex()")  # by its bits, as `signature.const_key`
+            expected.append(k[1])
+        else:
+            exprs.append(f"const_key(a{i}, {i}, KEEP)")
+            expected.append(k)
+    exprs.append("GRAD.value")
+    expected.append(grad_on)
+    return _compare(exprs, gen.const(tuple(expected), "key"))
+
+
+def _alias_check(arrays: list, alias: tuple | None, gen: _Emitter) -> list[str]:
+    """Which array arguments share memory is part of the key (`signature.overlapping`):
+    arrays with different base arrays cannot, so the usual call reads one ``.base`` each."""
+    if len(arrays) < 2:
+        return []
+    ds = ", ".join(f"d{i}" for i in arrays)
+    if alias is not None:
+        return [f"if overlapping([{ds}]) != {gen.const(alias, 'alias')}:", "    return MISS"]
+    lines = []
+    for i in arrays:
+        lines += [f"b{i} = d{i}.base", f"if b{i} is None:", f"    b{i} = d{i}"]
+    if len(arrays) <= 4:  # a few identity tests are cheaper than a set of ids
+        same = " or ".join(f"b{i} is b{j}" for k, i in enumerate(arrays)
+                           for j in arrays[k + 1:])
+    else:
+        same = f"len({{{', '.join(f'id(b{i})' for i in arrays)}}}) != {len(arrays)}"
+    return lines + [f"if ({same}) and overlapping([{ds}]) is not None:", "    return MISS"]
+
+
+def _gather_captured(plan: Plan, gen: _Emitter) -> tuple[list[str], list[str]]:
+    """The captured kernel inputs: ``(read before the guards, read after them)``. Tensors
+    and gradients are read first (the guards check their arrays); hyperparameters (the
+    user's getters) and the random key (a draw advances the generator) only for a call
+    this entry serves."""
+    before, after = [], []
+    for j, src in enumerate(plan.sources):
+        if j == plan.key_source and plan.random:
+            after.append(f"c{j} = refresh_key()")
+        elif isinstance(src, CapturedTensor):
+            before.append(f"c{j} = array_of({gen.const(src.tensor, 't')})")
+        elif isinstance(src, CapturedGrad):
+            before.append(f"c{j} = array_of({gen.const(src.owner, 't')}.grad)")
+        elif isinstance(src, ArgumentGrad):
+            before.append(f"c{j} = array_of(a{src.position}.grad)")
+        elif isinstance(src, RuntimeScalar):
+            after.append(f"c{j} = new_array(({gen.const(src.get, 'get')}(),), "
+                         f"{gen.const(src.dtype, 'dtype')})")
+        else:  # pragma: no cover - every source kind is above
+            raise TypeError(f"unknown kernel input source {src!r}")
+    return before, after
+
+
+def _guard_check(plan: Plan, gen: _Emitter) -> list[str]:
+    if plan.guards is None:
+        return []
+    exprs, expected = [], []
+    for g in plan.guards.items:
+        e, v = g.emit(gen)
+        exprs.append(e)
+        expected.append(v)
+    return _compare(exprs, gen.const(tuple(expected), "guards"))
+
+
+def _compare(exprs: list[str], expected: str) -> list[str]:
+    """``if (expr, ...) != expected: return MISS``, one expression per line."""
+    return ["if (", *[f"    {e}," for e in exprs], f") != {expected}:", "    return MISS"]
+
+
+def _target(t: Any, gen: _Emitter) -> str:
+    return f"a{t.position}" if isinstance(t, Argument) else gen.const(t, "t")
+
+
+def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
+    """Run the kernel, write back, wrap the outputs, record the tape node, return."""
+    kernel = plan.kernel
+    gen.ns["new_outputs"], gen.ns["kernel_run"] = kernel.new_outputs, kernel.run
+    ins = [f"d{i}" for i in arrays] + [f"c{j}" for j in range(len(plan.sources))]
+    for j in plan.scalar_in:
+        src = j - len(arrays)
+        if not (0 <= src < len(plan.sources) and isinstance(plan.sources[src], RuntimeScalar)):
+            ins[j] += ".reshape(1)"
+
+    def out(k: int, shape: tuple) -> str:
+        # Kernels store a 0-d output with shape (1,), as they take 0-d inputs.
+        shape = tuple(shape)
+        return f"outs[{k}]" if shape else f"outs[{k}].reshape(())"
+
+    lines = [f"ins = [{', '.join(ins)}]", "outs = new_outputs()",
+             "kernel_run(ins, outs)"]
+    lines += [f"bump_version({_target(t, gen)})" for t in plan.inplace]
+    for w in plan.copy_writes:
+        t = _target(w.target, gen)
+        lines += [f"array_of({t})[...] = {out(w.out, w.shape)}", f"bump_version({t})"]
+    for w in plan.grad_set:
+        lines.append(f"set_grad({_target(w.target, gen)}, "
+                     f"make_tensor({out(w.out, w.shape)}, False, None))")
+    lines += [f"set_grad({_target(t, gen)}, None)" for t in plan.grad_none]
+    results = [f"r{k}" for k in range(plan.n_user)]
+    for k, node in enumerate(plan.optimized.outputs[:plan.n_user]):
+        lines.append(f"r{k} = make_tensor({out(k, node.shape)}, False, None)")
+    if plan.mode is Kind.TRAIN:
+        lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays))]
+    for k, i in plan.passthrough:
+        lines.append(f"r{k} = a{i}")
+    if plan.single is True:
+        lines.append("return r0")
+    elif plan.single is False:
+        lines.append(f"return ({', '.join(results)}{',' if len(results) == 1 else ''})")
+    else:
+        tree = gen.const(plan.single, "tree")
+        lines.append(f"return {tree}.unflatten([{', '.join(results)}])")
+    return lines
+
+
+def _tape(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
+    """Record the call's tape node: the precomputed gradients of a scalar loss, or the
+    backward kernel with its residuals."""
+    tensors = [f"a{i}" for i in arrays]
+    for src in plan.sources:
+        tensors.append(gen.const(src.tensor, "t") if isinstance(src, CapturedTensor) else
+                       f"{gen.const(src.owner, 't')}.grad" if isinstance(src, CapturedGrad) else
+                       f"a{src.position}.grad" if isinstance(src, ArgumentGrad) else "None")
+    common = (f"[{', '.join(tensors)}], {gen.const(plan.wrt, 'wrt')}")
+    saved = gen.const(plan.saved_inputs, "saved")
+    if plan.joint:
+        grads = ", ".join(f"outs[{k}]" for k in plan.grad_out)
+        return [f"attach_gradients({common}, [{grads}], r0, {saved})"]
+    res = ", ".join(f"ins[{j}]" if kind is From.INPUT else f"outs[{j}]"
+                    for kind, j in plan.residual_plan)
+    results = ", ".join(f"r{k}" for k in range(plan.n_user))
+    return [f"attach_backward({gen.const(plan.bwd_kernel, 'backward')}, {common}, "
+            f"({res}{',' if len(plan.residual_plan) == 1 else ''}), [{results}], "
+            f"{gen.const(plan.out_rg, 'out_rg')}, {saved})"]

@@ -1,0 +1,318 @@
+"""Guards: what a call must find as its trace found it to reuse a compiled entry.
+
+Each guard is a small typed object with the value it expects. It reads its value now in
+Python (`Guard.now`, for the general call path and for saying why a retrace happened) and
+gives the same check as source (`Guard.emit`) for the call path generated per entry
+(`callgen`), where all of an entry's guards are one tuple comparison.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..eager.internal import array_of, requires_grad_of
+from ..eager.tensor import Tensor
+
+
+class Emitter(Protocol):
+    """What a guard needs from the code generator (`callgen`): names for constants, the
+    generated name of an argument, and of a captured tensor's (or its ``.grad``'s)
+    gathered array, if the call gathers it."""
+
+    def const(self, value: Any, hint: str = "k") -> str: ...
+
+    def arg(self, position: int) -> str: ...
+
+    def captured_array(self, t: Any, grad: bool = False) -> str | None: ...
+
+
+class Guard:
+    """One thing a call must find as its trace found it: ``now(args)`` (the value now, for
+    a call's arguments ``args``) equals ``expected``. ``emit`` gives the same check as
+    source for the generated call path (`callgen`): ``(expression, expected value)``."""
+
+    __slots__ = ("expected",)
+
+    def now(self, args: tuple) -> Any:
+        raise NotImplementedError
+
+    def describe(self, now: Any) -> str:
+        raise NotImplementedError
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        return f"{gen.const(self.now, 'guard')}(args)", self.expected
+
+
+class CapturedType(Guard):
+    """A captured tensor's shape, dtype and ``requires_grad``."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, t: Any) -> None:
+        self.tensor = t
+        self.expected = _type_of(t)
+
+    def now(self, args: tuple) -> tuple:
+        return _type_of(self.tensor)
+
+    def describe(self, now: tuple) -> str:
+        shape, dtype, rg = self.expected
+        if now[2] != rg:
+            return f"a captured {shape} tensor has requires_grad={now[2]} (traced with {rg})"
+        return f"a captured tensor is {now[0]} {now[1]} instead of {shape} {dtype}"
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        t = gen.const(self.tensor, "t")
+        d = gen.captured_array(self.tensor) or f"array_of({t})"
+        return f"({d}.shape, {d}.dtype, requires_grad_of({t}))", self.expected
+
+
+class CapturedGradType(Guard):
+    """The shape, dtype and ``requires_grad`` of a captured tensor's ``.grad`` (a kernel
+    input), or None."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: Any) -> None:
+        self.owner = owner
+        self.expected = _type_of(owner.grad)
+
+    def now(self, args: tuple) -> tuple | None:
+        g = self.owner.grad
+        return None if g is None else _type_of(g)
+
+    def describe(self, now: tuple | None) -> str:
+        shape, dtype, rg = self.expected
+        if now is None:
+            return f"the .grad of a {self.owner.shape} tensor is None (it was not at trace time)"
+        if now[2] != rg:
+            return f"a captured {shape} .grad has requires_grad={now[2]} (traced with {rg})"
+        return f"a captured .grad is {now[0]} {now[1]} instead of {shape} {dtype}"
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        t = gen.const(self.owner, "t")
+        d = gen.captured_array(self.owner, grad=True) or f"array_of({t}.grad)"
+        return f"({d}.shape, {d}.dtype, requires_grad_of({t}.grad))", self.expected
+
+
+class GradNone(Guard):
+    """Whether a captured tensor's ``.grad`` is ``None``."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, t: Any, expected: bool) -> None:
+        self.tensor = t
+        self.expected = expected
+
+    def now(self, args: tuple) -> bool:
+        return self.tensor.grad is None
+
+    def describe(self, now: bool) -> str:
+        state = "None" if now else "set"
+        return f"the .grad of a {self.tensor.shape} tensor is {state} (it was not at trace time)"
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        return f"{gen.const(self.tensor, 't')}.grad is None", self.expected
+
+
+class ArgGradNone(Guard):
+    """Whether the ``.grad`` of the tensor passed at argument ``position`` is ``None``: a
+    fresh tensor each call is judged, not the one the trace saw."""
+
+    __slots__ = ("position", "shape")
+
+    def __init__(self, t: Any, position: int, expected: bool) -> None:
+        self.position = position
+        self.shape = t.shape
+        self.expected = expected
+
+    def now(self, args: tuple) -> bool:
+        a = args[self.position]
+        return not isinstance(a, Tensor) or a.grad is None
+
+    def describe(self, now: bool) -> str:
+        state = "None" if now else "set"
+        return (f"the .grad of argument {self.position} ({self.shape} tensor) is {state} "
+                f"(it was {'not ' if now else ''}None at trace time)")
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        # The generated call has checked the argument's type: it is this tensor class.
+        return f"{gen.arg(self.position)}.grad is None", self.expected
+
+
+class Identity(Guard):
+    """``table.get(name)`` (a module's parameter, buffer or submodule table, a function's
+    globals) is still ``value``."""
+
+    __slots__ = ("table", "name", "value", "what")
+
+    def __init__(self, table: dict, name: str, value: Any, what: str) -> None:
+        self.table, self.name, self.value, self.what = table, name, value, what
+        self.expected = True
+
+    def now(self, args: tuple) -> bool:
+        return self.table.get(self.name) is self.value
+
+    def describe(self, now: bool) -> str:
+        return self.what
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        return (f"{gen.const(self.table, 'table')}.get({gen.const(self.name, 'name')}) is "
+                f"{gen.const(self.value, 'v')}", True)
+
+
+class CellIdentity(Guard):
+    """A closure variable still names ``value``."""
+
+    __slots__ = ("cell", "value", "what")
+
+    def __init__(self, cell: Any, value: Any, what: str) -> None:
+        self.cell, self.value, self.what = cell, value, what
+        self.expected = True
+
+    def now(self, args: tuple) -> bool:
+        return cell_value(self.cell) is self.value
+
+    def describe(self, now: bool) -> str:
+        return self.what
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        # An emptied cell raises ValueError: the generated call then takes the general
+        # path, which reads it as None.
+        return f"{gen.const(self.cell, 'cell')}.cell_contents is {gen.const(self.value, 'v')}", \
+            True
+
+
+class PlainValue(Guard):
+    """A plain Python value (number, string, tuple of them) read through ``get()``, by its
+    `_value_key` (floats by their bits)."""
+
+    __slots__ = ("get", "what")
+
+    def __init__(self, get: Callable[[], Any], value: Any, what: Callable[[Any], str]) -> None:
+        self.get, self.what = get, what
+        self.expected = value_key(value)
+
+    def now(self, args: tuple) -> Any:
+        return value_key(self.get())
+
+    def describe(self, now: Any) -> str:
+        return self.what(now)
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        return f"value_key({gen.const(self.get, 'get')}())", self.expected
+
+
+class Value(Guard):
+    """Any value read through ``get()``, compared with ``==`` (a Python value a trace
+    branched on: ``module.training``, an optimizer's flag; a module's submodule table)."""
+
+    __slots__ = ("get", "what", "keep")
+
+    def __init__(self, get: Callable[[], Any], expected: Any, what: Callable[[Any], str],
+                 keep: Any = None) -> None:
+        self.get, self.expected, self.what, self.keep = get, expected, what, keep
+
+    def now(self, args: tuple) -> Any:
+        return self.get()
+
+    def describe(self, now: Any) -> str:
+        return self.what(now)
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        return f"{gen.const(self.get, 'get')}()", self.expected
+
+
+class Guards:
+    """What must hold for a call to reuse an entry, checked as one tuple comparison."""
+
+    __slots__ = ("items", "expected")
+
+    def __init__(self, items: list[Guard]) -> None:
+        self.items = tuple(items)
+        self.expected = tuple(g.expected for g in self.items)
+
+    def holds(self, args: tuple = ()) -> bool:
+        return tuple([g.now(args) for g in self.items]) == self.expected
+
+    def failure(self, args: tuple = ()) -> str | None:
+        """Why the guards fail now (``None`` when they all hold)."""
+        for g in self.items:
+            now = g.now(args)
+            if now != g.expected:
+                return g.describe(now)
+        return None
+
+
+class ModuleTable(Guard):
+    """A module's submodule table: names and modules, in order. Tuples compare their items
+    by identity first and modules do not define ``__eq__``: an identity check."""
+
+    __slots__ = ("module", "table")
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+        self.table = module.__dict__["_modules"]
+        self.expected = (tuple(self.table), tuple(self.table.values()))
+
+    def now(self, args: tuple) -> tuple:
+        return (tuple(self.table), tuple(self.table.values()))
+
+    def describe(self, now: tuple) -> str:
+        return f"the submodules of a {type(self.module).__name__} changed (now {list(now[0])})"
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        t = gen.const(self.table, "table")
+        return f"(tuple({t}), tuple({t}.values()))", self.expected
+
+
+class ModuleAttrs(Guard):
+    """A module's plain Python attributes (``Dropout.p``, a user's ``self.scale``), by value:
+    missing ones read as a marker."""
+
+    __slots__ = ("module", "names")
+
+    def __init__(self, module: Any, names: tuple) -> None:
+        self.module, self.names = module, names
+        d = module.__dict__
+        self.expected = tuple(d[k] for k in names)
+
+    def now(self, args: tuple) -> tuple:
+        d = self.module.__dict__
+        return tuple([d.get(k, MISSING) for k in self.names])
+
+    def describe(self, now: tuple) -> str:
+        k, old, new = next((k, a, b) for k, a, b in zip(self.names, self.expected, now)
+                           if a != b)
+        return f"{type(self.module).__name__}.{k} is {new!r} (traced with {old!r})"
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        d = gen.const(self.module.__dict__, "attrs")
+        items = "".join(f"{d}.get({gen.const(k, 'name')}, MISSING), " for k in self.names)
+        return f"({items})", self.expected
+
+
+MISSING = object()
+
+
+def _type_of(t: Any) -> tuple:
+    d = array_of(t)
+    return d.shape, d.dtype, requires_grad_of(t)
+
+
+def value_key(v: Any) -> Any:
+    """A plain value as a guard compares it: floats by their bits (``-0.0`` is not ``0.0``,
+    a NaN equals itself), anything else by type and value."""
+    if isinstance(v, float):
+        return (float, v.hex())
+    if type(v) is tuple:
+        return (tuple, tuple(value_key(e) for e in v))
+    return (type(v), v)
+
+
+def cell_value(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # deleted since the trace
+        return None

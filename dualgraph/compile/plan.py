@@ -1,0 +1,153 @@
+"""The typed plan of one compiled signature: its kind, graphs, kernels, and how a call feeds
+the kernels and unpacks their outputs.
+
+`specialize` builds a `Plan` when a signature is traced; `callgen` turns it into the
+signature's generated call path. Nothing here is read by name or by a string tag: each
+kind of input, write and residual is its own small class.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Union
+
+import numpy as np
+
+from ..eager.tensor import Tensor
+from ..ir.graph import Graph
+
+
+class Kind(str, enum.Enum):
+    """What a compiled call runs (see the package docstring). A ``str`` enum, so that
+    ``plan.mode == "train"`` reads as it says."""
+
+    INFERENCE = "inference"
+    TRAIN = "train"
+    STEP = "step"
+
+
+# ------------------------------------------------------------------ captured inputs
+@dataclass(frozen=True, slots=True, eq=False)
+class CapturedTensor:
+    """A tensor the function captures (a parameter, a global): its data, each call."""
+
+    tensor: Tensor
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CapturedGrad:
+    """The ``.grad`` of a captured tensor (a training step reading gradients)."""
+
+    owner: Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentGrad:
+    """The ``.grad`` of the tensor passed at argument ``position``."""
+
+    position: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RuntimeScalar:
+    """A 0-d input read on every call (an optimizer hyperparameter): ``get()`` as
+    ``dtype``."""
+
+    get: Callable[[], Any]
+    dtype: np.dtype
+
+    def __call__(self) -> np.ndarray:
+        return np.full(1, self.get(), self.dtype)
+
+
+Source = Union[CapturedTensor, CapturedGrad, ArgumentGrad, RuntimeScalar]
+
+
+# ------------------------------------------------------------------ writes
+@dataclass(frozen=True, slots=True)
+class Argument:
+    """The tensor passed at argument ``position`` (each call writes the tensors it is
+    given, not those of the traced call)."""
+
+    position: int
+
+
+Target = Union[Tensor, Argument]
+
+
+class CopyWrite(NamedTuple):
+    """``target``'s data := kernel output ``out`` (reshaped to ``shape``)."""
+
+    target: Target
+    out: int
+    shape: tuple
+
+
+class GradSet(NamedTuple):
+    """``target.grad`` := a new tensor of kernel output ``out`` (reshaped to ``shape``)."""
+
+    target: Target
+    out: int
+    shape: tuple
+
+
+class From(str, enum.Enum):
+    """Where the backward's residual comes from."""
+
+    INPUT = "in"  # a kernel input (the backward version-checks it)
+    OUTPUT = "out"  # a kernel output of the forward
+
+
+class Residual(NamedTuple):
+    """One value the backward kernel reads: kernel input or output number ``index``."""
+
+    kind: From
+    index: int
+
+
+@dataclass(slots=True, eq=False)
+class Plan:
+    """One traced signature: its kernels and how a call feeds and unpacks them."""
+
+    mode: Kind
+    graph: Graph  # the traced graph
+    sources: tuple  # per captured kernel input (after the arguments): a `Source`
+    n_user: int  # the function's outputs (the first kernel outputs)
+    single: Any  # True: one tensor; False: a flat tuple; an OutputTree: nested
+    guards: Any  # a `guards.Guards`, or None
+    optimized: Graph | None = None  # the graph the (forward) kernel runs
+    backward_graph: Graph | None = None
+    differentiated: Any = None  # train: `trace.autodiff.differentiate`'s result
+    kernel: Any = None
+    bwd_kernel: Any = None
+    # The kernel's inputs: 0-d ones are passed as shape (1,); ``key_source`` is the
+    # position in ``sources`` of the random key, drawn anew each call when ``random``.
+    scalar_in: tuple = ()
+    random: bool = False
+    key_source: int | None = None
+    # What the call writes back: tensors the kernel updates in place, data copied from a
+    # kernel output, new ``.grad`` values, ``.grad`` set to None.
+    inplace: tuple = ()
+    copy_writes: tuple = ()
+    grad_set: tuple = ()
+    grad_none: tuple = ()
+    # Outputs: (user output, argument position) returned as the argument itself.
+    passthrough: tuple = ()
+    # Train: per user output, whether it depends on an input that requires grad; the
+    # positions (among arguments and sources) of the inputs differentiated; the backward's
+    # residuals; kernel input positions it reads (version-checked).
+    out_rg: tuple = ()
+    wrt: tuple = ()
+    residual_plan: list = field(default_factory=list)
+    saved_inputs: tuple = ()
+    # A scalar loss in train mode: the one kernel also returns the gradients for seed one
+    # (`trace.autodiff.value_and_grad`) at kernel outputs ``grad_out``.
+    joint: bool = False
+    grad_out: tuple = ()
+    # Tiered execution (`tiered`): kernels are interpreted while ``pending`` compiles.
+    tier0: bool = False
+    pending: Any = None
+    calls: int = 0  # counted with ``verify=True`` (`stale`)
+    code: Any = None  # the generated call path (`callgen.CallPath`) for ``kernel``

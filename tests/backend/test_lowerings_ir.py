@@ -1,0 +1,158 @@
+"""Kernel-op lowerings build kernel IR, and the reduce path's generated code.
+
+Every op registered in the shape, index, scan, random and reduce lowering modules returns
+a `kir.Block` that `kir.verify` accepts, and that block, run by the plain NumPy executor
+(`kir_exec`), gives what the op's NumPy kernel gives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+from dualgraph.backend import kir
+from dualgraph.backend.numba.lowerings import LOWER, Arg, ishape, kernel_lowering
+from dualgraph.backend.numba.printer import literal
+from dualgraph.ir.graph import Node
+from dualgraph.ops import OPS
+
+from ..ops.cases import CASES
+from .kir_exec import run
+from .test_kir import compiled
+
+
+# --------------------------------------------------------------- the reduce path's code
+def test_reduction_over_trailing_axis_with_unit_outer_dims_compiles():
+    # Outer dims of size 1 have no loop: the store after the inner loop must be indented
+    # by the loops there are, not by the number of outer dims (an IndentationError, or a
+    # store inside the max's `if` that a row of -inf never reached).
+    x = np.random.default_rng(0).standard_normal((1, 2, 1, 2, 2, 2))
+    x[0, 1, 0, 1, 1, :] = -np.inf
+    f = dg.compile(lambda t: (t.amax(-1).sum(), t.amax(-1)), tiered=False)
+    total, rows = f(dg.tensor(x))
+    np.testing.assert_array_equal(rows.numpy(), x.max(-1))
+    assert total.item() == x.max(-1).sum()
+
+
+def test_reduction_gradient_over_unit_outer_dims_matches_eager():
+    x0 = np.random.default_rng(1).standard_normal((1, 2, 1, 2, 2, 2))
+
+    def step(t):
+        y = t.amax(-1).sum()
+        y.backward()
+        return y
+
+    x = dg.tensor(x0, requires_grad=True)
+    dg.compile(step, tiered=False)(x)
+    xe = dg.tensor(x0, requires_grad=True)
+    step(xe)
+    np.testing.assert_array_equal(x.grad.numpy(), xe.grad.numpy())
+
+
+# ------------------------------------------------------------ prod is a reduction
+def test_prod_goes_through_its_reduction_spec():
+    from dualgraph.backend.numba import lowerings
+
+    spec = OPS["prod"].reduction
+    assert spec is not None and spec.combine == "mul" and spec.identity(np.float32) == 1
+    assert lowerings.path(OPS["prod"]) == "reduce" and "prod" not in LOWER
+
+
+def test_compiled_prod_over_long_and_empty_axes_and_integers():
+    # A row of 100 is a lane reduction (independent partial products); integers give int64.
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.9, 1.1, (3, 100))
+    x[1, 7] = 0.0
+    k = rng.integers(-3, 4, (4, 5)).astype(np.int32)
+    e = np.zeros((2, 0))
+    f = dg.compile(lambda a, b, c: (a.prod(1), a.prod(), b.prod(0), c.prod(1),
+                                    dg.prod(a, (0, 1), keepdim=True)), tiered=False)
+    rows, whole, ints, empty, kept = f(dg.tensor(x), dg.tensor(k), dg.tensor(e))
+    np.testing.assert_allclose(rows.numpy(), x.prod(1), rtol=1e-12)
+    np.testing.assert_allclose(whole.numpy(), x.prod(), rtol=1e-12)
+    assert ints.numpy().dtype == np.int64
+    np.testing.assert_array_equal(ints.numpy(), k.prod(0, dtype=np.int64))
+    np.testing.assert_array_equal(empty.numpy(), np.ones(2))
+    np.testing.assert_allclose(kept.numpy(), x.prod(keepdims=True), rtol=1e-12)
+
+
+# ------------------------------------------------------------------ bitcast views
+def test_bitcast_view_prints_what_the_executor_does():
+    x = kir.Buffer("x", (2, 3), np.dtype(np.float32), kir.ARG, "A")
+    out = kir.Buffer("out", (6,), np.dtype(np.int32), kir.OUT)
+    v = kir.Buffer("v", (3, 2), np.dtype(np.int32), kir.VIEW)
+    i = kir.Var("i")
+    flat = kir.Buffer("vf", (6,), np.dtype(np.int32), kir.VIEW)
+    stmts = [kir.View(v, x, "bitcast"), kir.View(flat, v, "reshape"),
+             kir.Loop(i, 6, (kir.Store(out, (i,), flat[i]),))]
+    kir.verify(stmts, [x, out])
+    a = np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2).T  # not C-ordered
+    expected = np.ascontiguousarray(a).view(np.int32).reshape(6)
+    assert (run(stmts, {"x": a, "out": np.zeros(6, np.int32)})["out"] == expected).all()
+    fn, _ = compiled([x, out], stmts)
+    got = np.zeros(6, np.int32)
+    fn(a, got)
+    assert (got == expected).all()
+
+
+def test_verify_rejects_a_bitcast_of_other_bytes():
+    x = kir.Buffer("x", (2, 3), np.dtype(np.float32), kir.ARG)
+    v = kir.Buffer("v", (6,), np.dtype(np.int64), kir.VIEW)
+    with pytest.raises(kir.IRError, match="bitcast"):
+        kir.verify([kir.View(v, x, "bitcast")], [x])
+
+
+# ------------------------------------------------------- lowerings build kernel IR
+FAMILIES = ("shape", "index", "scan", "random", "reduce")
+OURS = sorted(name for name, fn in LOWER.items()
+              if fn.__module__.rsplit(".", 1)[-1] in FAMILIES)
+
+
+def _samples(op: str) -> list:
+    """(node, input values by node id) for every ``op`` node of the op cases' traced
+    forward graphs (float64 inputs)."""
+    out = []
+    for k, case in enumerate(c for c in CASES if c.op == op):
+        arrays = case.arrays(np.random.default_rng(k), np.float64)
+        try:
+            graph = dg.trace(case.fn, *[dg.tensor(a, requires_grad=a.dtype.kind == "f")
+                                         for a in arrays])
+        except dg.TraceError:  # a case that takes gradients itself
+            continue
+        env = {id(i): np.asarray(a) for i, a in zip(graph.inputs, arrays)}
+        for n in graph.nodes:
+            ins = [env[id(i)] if isinstance(i, Node) else i for i in n.inputs]
+            env[id(n)] = np.asarray(n.attrs["value"] if n.op == "const"
+                                    else OPS[n.op].impl(*ins, **n.attrs))
+            if n.op == op:
+                out.append((n, env))
+    return out
+
+
+def test_every_lowering_here_has_a_sample():
+    assert OURS, "no lowerings registered from the families"
+    missing = [op for op in OURS if not _samples(op)]
+    assert not missing, f"no traced op case for {missing}"
+
+
+@pytest.mark.parametrize("op", OURS)
+def test_lowering_builds_verified_ir_that_computes_the_kernel(op):
+    for node, env in _samples(op):
+        args, arrays = [], {}
+        for k, i in enumerate(node.inputs):
+            if isinstance(i, Node):
+                buf = kir.Buffer(f"x{k}", ishape(i), i.dtype, kir.ARG, "A")
+                args.append(Arg(buf))
+                arrays[buf.name] = env[id(i)].reshape(ishape(i)).copy()
+            else:
+                args.append(literal(i))
+        block = kernel_lowering(op)(node, args, "r")
+        assert isinstance(block, kir.Block), f"{op} returned {type(block).__name__}"
+        assert block.result is not None and block.result.name == "r"
+        kir.verify(block, [a.buf for a in args if isinstance(a, Arg)])
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            got = run(block, arrays)["r"]
+        want = env[id(node)]
+        assert got.shape == ishape(node) and got.dtype == want.dtype
+        np.testing.assert_array_equal(got.reshape(want.shape), want, err_msg=op)

@@ -1,0 +1,197 @@
+"""The generated call path of a compiled signature: it serves repeated plain calls, and
+every way a call can differ from the traced one (another key, a failing or unreadable
+guard) falls back to the general path with the same answer as eager mode."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+
+
+def _served_by_call_path(call) -> bool:
+    """Whether running ``call()`` entered a generated call path's ``fast`` function."""
+    seen = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "fast" and \
+                frame.f_code.co_filename.startswith("<dg.compile call path"):
+            seen.append(frame.f_code.co_filename)
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return bool(seen)
+
+
+def _leaf(*values):
+    return dg.tensor(np.array(values, np.float32), requires_grad=True)
+
+
+def _scalar(x, y):
+    return (x * y + y ** 2).sum()
+
+
+def test_repeated_calls_take_the_generated_path_and_match_eager():
+    f = dg.compile(_scalar, tiered=False)
+    x, y = _leaf(1.0, 2.0), _leaf(3.0, 4.0)
+    f(x, y).backward()
+    gx, gy = x.grad.numpy().copy(), y.grad.numpy().copy()
+    x.grad = y.grad = None
+    assert _served_by_call_path(lambda: f(x, y).backward())
+    np.testing.assert_array_equal(x.grad.numpy(), gx)
+    np.testing.assert_array_equal(y.grad.numpy(), gy)
+    assert f.stats.traces == 1 and f.stats.cache_hits == 1 and f.stats.calls == 2
+    assert f.stats.tier1_calls == 2
+
+
+def test_explain_prints_the_call_path():
+    f = dg.compile(_scalar, tiered=False)
+    x, y = _leaf(1.0), _leaf(2.0)
+    assert dg.explain(f, x, y).call_path is None  # not called with this signature yet
+    f(x, y)
+    text = str(dg.explain(f, x, y))
+    assert "== call path" in text
+    assert "def fast(args):" in text and "attach_gradients" in text
+
+
+def test_another_signature_misses_and_retraces():
+    f = dg.compile(_scalar, tiered=False)
+    x, y = _leaf(1.0, 2.0), _leaf(3.0, 4.0)
+    f(x, y)
+    f(x, y)
+    out = f(_leaf(1.0, 2.0, 3.0), _leaf(1.0, 1.0, 1.0))  # another shape
+    assert out.item() == pytest.approx(9.0)
+    assert f.stats.traces == 2
+    assert "shape (3,) instead of (2,)" in f.stats.retrace_reasons[-1]
+    with dg.no_grad():  # grad mode is part of the key
+        assert f(x, y).grad_fn is None
+    assert f.stats.traces == 3
+
+
+def test_a_parameter_argument_is_served_like_a_tensor():
+    f = dg.compile(lambda x: x * 2, tiered=False)
+    f(dg.ones(2))
+    p = dg.nn.Parameter(dg.ones(2).numpy(), requires_grad=False)
+    assert _served_by_call_path(lambda: f(p))
+    np.testing.assert_array_equal(f(p).numpy(), [2.0, 2.0])
+    assert f.stats.traces == 1
+
+
+@pytest.mark.parametrize("first, second", [(0.0, -0.0), (1, True), (2, 2.0), ("a", "b"),
+                                           (None, 0)])
+def test_constants_are_keyed_by_type_and_value(first, second):
+    f = dg.compile(lambda x, c: x * (1.0 if c is None else float(c) + 1.0), tiered=False)
+    x = dg.ones(1)
+    if isinstance(first, str):
+        f = dg.compile(lambda x, c: x * len(c), tiered=False)
+    f(x, first)
+    f(x, first)
+    assert f.stats.traces == 1
+    f(x, second)
+    assert f.stats.traces == 2
+
+
+def test_arguments_that_share_memory_are_keyed():
+    def g(a, b):
+        return a + b
+
+    f = dg.compile(g, tiered=False)
+    base = dg.arange(6.0)
+    f(base[0:2], base[2:4])  # one base array, no overlap: the usual key
+    f(base[0:2], base[2:4])
+    assert f.stats.traces == 1
+    np.testing.assert_array_equal(f(base[0:2], base[1:3]).numpy(), [1.0, 3.0])
+    assert f.stats.traces == 2
+
+
+def test_a_rebound_parameter_misses_and_retraces():
+    net = dg.nn.Linear(2, 1)
+
+    @dg.compile(tiered=False)
+    def f(x):
+        return net(x).sum()
+
+    x = dg.ones(3, 2)
+    f(x)
+    f(x)
+    net.weight = dg.nn.Parameter(np.full((1, 2), 2.0, np.float32))
+    expected = net(x).sum().item()
+    assert f(x).item() == pytest.approx(expected)
+    assert f.stats.traces == 2
+    assert "Linear.weight was rebound" in f.stats.retrace_reasons[-1]
+
+
+def test_a_guard_that_cannot_be_read_takes_the_general_path():
+    w = dg.ones(2)
+
+    def make():
+        v = w
+
+        def g(x):
+            return x * v
+
+        return g, g.__closure__[0]
+
+    g, cell = make()
+    f = dg.compile(g, tiered=False)
+    x = dg.ones(2)
+    f(x)
+    f(x)
+    del cell.cell_contents  # the cell is empty now: the generated check raises
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(NameError):  # as eager mode does
+            f(x)
+
+
+def test_calls_with_keywords_or_containers_use_the_entrys_call_path():
+    def g(x, scale=2.0, extra=()):
+        return x * scale + sum(extra, dg.zeros(2))
+
+    f = dg.compile(g, tiered=False)
+    x = dg.ones(2)
+    for _ in range(2):
+        np.testing.assert_array_equal(f(x, scale=3.0).numpy(), [3.0, 3.0])
+        np.testing.assert_array_equal(f(x, 2.0, (x, x)).numpy(), [4.0, 4.0])
+    assert f.stats.traces == 2 and f.stats.cache_hits == 2
+
+
+def test_a_function_with_defaults_called_with_every_argument_takes_the_fast_path():
+    def g(x, scale=2.0):
+        return x * scale
+
+    f = dg.compile(g, tiered=False)
+    x = dg.ones(2)
+    f(x, 3.0)
+    assert _served_by_call_path(lambda: f(x, 3.0))
+    np.testing.assert_array_equal(f(x, 3.0).numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(f(x).numpy(), [2.0, 2.0])  # bound: the general path
+    np.testing.assert_array_equal(f(x, 3.0).numpy(), [3.0, 3.0])
+    assert f.stats.traces == 2
+
+
+@pytest.mark.parametrize("n", [3, 6])
+def test_many_arguments_that_share_memory_are_keyed(n):
+    def g(*xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = out + x
+        return out
+
+    f = dg.compile(g, tiered=False)
+    base = dg.arange(float(2 * n + 2))
+    apart = [base[2 * k:2 * k + 2] for k in range(n)]
+    f(*apart)
+    assert _served_by_call_path(lambda: f(*apart))
+    overlapping = apart[:-1] + [base[2 * n - 3:2 * n - 1]]  # overlaps the one before
+    expected = sum(x.numpy() for x in overlapping)
+    np.testing.assert_array_equal(f(*overlapping).numpy(), expected)
+    assert f.stats.traces == 2
+    assert "sharing memory" in f.stats.retrace_reasons[-1]

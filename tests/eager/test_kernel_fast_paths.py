@@ -1,0 +1,233 @@
+"""Eager fast paths that must give the same bits as the general code they shortcut: the
+Adam update on the arrays (against the same update written with tensor ops), and the
+convolution and pooling kernels (against direct loops over the definition)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+from dualgraph.eager import internal
+from dualgraph.eager.internal import array_of, version_of
+from dualgraph.ops import conv as C
+from dualgraph.ops import pool as P
+
+_INT = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    return a.view(_INT[a.dtype.itemsize])
+
+
+def _adam_run(fast: bool, dtype, steps: int, monkeypatch, **kw) -> tuple:
+    dg.manual_seed(0)
+    params = [dg.tensor(np.random.default_rng(i).standard_normal(s).astype(dtype),
+                        requires_grad=True) for i, s in enumerate([(3, 4), (5,), ()])]
+    opt = dg.optim.Adam(params, **kw)
+    calls = []
+    real = internal.adam_update_
+
+    def spy(*a, **k):
+        done = real(*a, **k) if fast else False
+        calls.append(done)
+        return done
+
+    monkeypatch.setattr("dualgraph.optim.adam.adam_update_", spy)
+    for k in range(steps):
+        opt.zero_grad()
+        loss = sum(((p * (k + 1.5)) ** 2).sum() + p.sum() for p in params)
+        loss.backward()
+        opt.step()
+    state = [[array_of(v) for _, v in sorted(opt.state[p].items())] for p in params]
+    return ([array_of(p).copy() for p in params], state,
+            [version_of(p) for p in params], calls)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kw", [
+    {},
+    {"lr": 0.01, "amsgrad": True},
+    {"maximize": True, "weight_decay": 0.1},
+    {"weight_decay": 0.1, "decoupled_weight_decay": True, "eps": 1e-6},
+    {"betas": (0.3, 0.5), "lr": 1},  # lerp from the other end; an int lr
+])
+def test_adam_array_update_gives_the_bits_of_the_tensor_ops(dtype, kw, monkeypatch):
+    fast = _adam_run(True, dtype, 4, monkeypatch, **kw)
+    slow = _adam_run(False, dtype, 4, monkeypatch, **kw)
+    assert all(fast[3]) and len(fast[3]) == 12  # the array path ran for every update
+    for a, b in zip(fast[0], slow[0]):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(_bits(a), _bits(b))
+    for sa, sb in zip(fast[1], slow[1]):
+        for a, b in zip(sa, sb):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(_bits(a), _bits(b))
+    assert fast[2] == slow[2]  # the same version bumps
+
+
+def test_adam_array_update_declines_what_it_cannot_do_exactly():
+    p = dg.tensor([1.0, 2.0], requires_grad=True)
+    g = dg.tensor([0.5, 0.5])
+    state = {"step": dg.tensor(0.0), "exp_avg": dg.zeros(2), "exp_avg_sq": dg.zeros(2)}
+    args = (0.1, (0.9, 0.999), 1e-8, 0, False, False, False)
+    assert not internal.adam_update_(p, g, state, *args)  # grad mode on
+    with dg.no_grad():
+        assert not internal.adam_update_(p, g, state, np.float64(0.1), *args[1:])
+        assert not internal.adam_update_(p, g.double(), state, *args)
+        assert not internal.adam_update_(p, g, state, dg.tensor(0.1), *args[1:])
+        assert array_of(state["step"]) == 0 and version_of(p) == 0
+        assert internal.adam_update_(p, g, state, *args)
+    assert array_of(state["step"]) == 1 and version_of(p) == 1
+
+
+def _conv_reference(x, w, b, stride, padding, dilation, groups):
+    """The convolution by its definition, one window at a time, in float64."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    (pt, pb), (pl, pr) = padding
+    xp = np.zeros((n, c, h + pt + pb, wd + pl + pr))
+    xp[:, :, pt:pt + h, pl:pl + wd] = x
+    oh, ow = C.out_size((h, wd), (kh, kw), dilation, padding, stride)
+    out = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for i, j in itertools.product(range(oh), range(ow)):
+        win = xp[:, :, i * stride[0]:i * stride[0] + dilation[0] * (kh - 1) + 1:dilation[0],
+                 j * stride[1]:j * stride[1] + dilation[1] * (kw - 1) + 1:dilation[1]]
+        for gi in range(groups):
+            part = win[:, gi * cg:(gi + 1) * cg]
+            out[:, gi * og:(gi + 1) * og, i, j] = np.einsum(
+                "nckl,ockl->no", part, w[gi * og:(gi + 1) * og])
+    return out + b.reshape(1, o, 1, 1)
+
+
+_GEOMETRIES = [
+    # (input shape, out channels, kernel, stride, padding, dilation, groups)
+    ((2, 1, 8, 8), 3, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
+    ((3, 4, 7, 9), 6, (2, 3), (2, 1), ((0, 1), (2, 0)), (1, 2), 2),
+    ((1, 2, 6, 5), 2, (3, 2), (1, 3), ((0, 0), (0, 0)), (2, 1), 1),
+]
+
+
+@pytest.mark.parametrize("shape,o,k,stride,padding,dilation,groups", _GEOMETRIES)
+def test_conv2d_kernel_matches_the_definition(shape, o, k, stride, padding, dilation,
+                                              groups):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape)
+    w = rng.standard_normal((o, shape[1] // groups) + k)
+    b = rng.standard_normal(o)
+    got = C._conv2d_impl(x, w, b, stride=stride, padding=padding, dilation=dilation,
+                         groups=groups)
+    assert got.flags.c_contiguous
+    np.testing.assert_allclose(got, _conv_reference(x, w, b, stride, padding, dilation,
+                                                    groups), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape,o,k,stride,padding,dilation,groups", _GEOMETRIES)
+def test_col2im_is_the_transpose_of_im2col(shape, o, k, stride, padding, dilation,
+                                           groups):
+    # <im2col(x), c> == <x, col2im(c)> for every x, c: col2im is im2col's adjoint.
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape)
+    cols = C._im2col_impl(x, k, dilation, padding, stride)
+    c = rng.standard_normal(cols.shape)
+    back = C._col2im_impl(c, shape[2:], k, dilation, padding, stride)
+    assert back.shape == shape and back.flags.c_contiguous
+    np.testing.assert_allclose((cols * c).sum(), (x * back).sum(), rtol=1e-12)
+    # and each column is its window, in (C, kH, kW) order
+    n, _, length = cols.shape
+    view = C._windows_view(x, k, dilation, padding, stride)
+    np.testing.assert_array_equal(
+        cols, view.transpose(0, 1, 4, 5, 2, 3).reshape(n, -1, length))
+
+
+@pytest.mark.parametrize("shape,k", [((4, 3, 8, 8), (2, 2)), ((2, 5, 9, 7), (2, 3)),
+                                     ((6, 6, 3), (3, 3)), ((2, 1, 4, 4), (1, 2))])
+def test_tiled_max_pool_indices_match_the_general_path(shape, k):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[..., 0, :] = 1.0  # ties: the first maximum wins
+    x.flat[::7] = -0.0
+    oh, ow = shape[-2] // k[0], shape[-1] // k[1]
+    attrs = {"kernel_size": k, "stride": k, "padding": (0, 0), "dilation": (1, 1),
+             "ceil_mode": False}
+    got = P._max_indices_impl(x, **attrs)
+    h, w = P.pool_windows(attrs, shape[-2:])
+    # the general path: an argmax over every window's positions
+    flat = x.reshape(shape[:-2] + (-1,))
+    want = np.empty(shape[:-2] + (oh, ow), np.int64)
+    for i, j in itertools.product(range(oh), range(ow)):
+        pos = np.array([(h.start[i] + a) * shape[-1] + w.start[j] + b
+                        for a in range(k[0]) for b in range(k[1])])
+        want[..., i, j] = pos[np.argmax(flat[..., pos], axis=-1)]
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("rows,n,v_shape,tail", [
+    ((16, 64), 256, (16, 64, 128), (128,)),   # an embedding's gradient
+    ((1000,), 5, (1000, 3, 4), (3, 4)),        # rows repeated many times
+    ((7,), 3, (4,), (4,)),                     # values broadcast over the rows
+    ((2, 3), 4, (1, 3, 2), (2,)),
+    ((50,), 2, (50,), ()),                     # past the rounds' limit: np.add.at itself
+])
+def test_row_scatter_add_gives_the_bits_of_np_add_at(rows, n, v_shape, tail):
+    from dualgraph.ops.index import _put_impl
+
+    rng = np.random.default_rng(3)
+    idx = rng.integers(-n, n, (1,) + rows)
+    v = rng.standard_normal(v_shape).astype(np.float32)
+    v.flat[::5] = -0.0
+    got = _put_impl(0.0, v, idx, (0,), accumulate=True, shape=(n,) + tail)
+    want = np.zeros((n,) + tail, np.float32)
+    np.add.at(want, (idx[0],), v)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+    with pytest.raises(IndexError, match="out of bounds"):
+        _put_impl(0.0, v, idx + 3 * n, (0,), accumulate=True, shape=(n,) + tail)
+
+
+@pytest.mark.parametrize("c_shape", [(2, 3, 4, 1), (1, 5), (5,)])
+@pytest.mark.parametrize("fill", [False, True])
+def test_where_with_a_uniform_broadcast_condition_matches_np_where(c_shape, fill):
+    from dualgraph.ops.elementwise import _where_impl
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    x.flat[::3] = -0.0
+    x.flat[1] = np.nan
+    c = np.full(c_shape, fill)
+    for args in ((c, 0.0, x), (c, x, 0.0), (c, x, x * 2), (c, 1, x),
+                 (c, x.astype(np.float64), x)):
+        got, want = _where_impl(*args), np.where(*args)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def test_adam_step_on_module_parameters_binds_no_ops():
+    # Eagerly the whole update runs on the arrays: no tensor op, no tape, per parameter.
+    from dualgraph import modes
+    from dualgraph.eager.tensor import eager_process
+
+    dg.manual_seed(0)
+    lin = dg.nn.Linear(5, 3)
+    opt = dg.optim.Adam(lin.parameters(), lr=0.1, amsgrad=True, weight_decay=0.01)
+    seen: list[str] = []
+
+    def record(op, args, attrs):
+        seen.append(op.name)
+        return eager_process(op, args, attrs)
+
+    for _ in range(2):
+        opt.zero_grad()
+        lin(dg.randn(4, 5)).sum().backward()
+        modes.push_mode(record)
+        try:
+            opt.step()
+        finally:
+            modes.pop_mode()
+    assert seen == []
+    assert all(float(opt.state[p]["step"]) == 2.0 for p in lin.parameters())
