@@ -11,6 +11,8 @@ one (or None where the pass does not apply), each decided on the block's structu
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from . import kir
 
 __all__ = ["hoist_allocations", "swap_product", "write_into"]
@@ -33,9 +35,13 @@ def _flip(layout: str) -> str:
     return {"C": "F", "F": "C"}.get(layout, "A")
 
 
-def swap_product(block: kir.Block) -> kir.Block | None:
+def swap_product(block: kir.Block,
+                 layout: Callable[[kir.Buffer], str] | None = None) -> kir.Block | None:
     """A lone 2-D product ``x @ y`` with ``y`` F-ordered (a transposed view) and fewer
     rows than columns, as its transpose ``(y.T @ x.T).T`` into a (n, m) array.
+    ``layout(buf)``: the layout the caller expects a buffer to have when the kernel runs
+    (the transpose of an argument, known only as "A", is F-ordered unless the argument is
+    a strided view); the operands are read in place by their actual layout either way.
 
     OpenBLAS packs its first column-major operand; for ``x @ W.T`` written row-major that
     operand is W read across its rows, and packing it is slow enough to dominate when x
@@ -55,7 +61,7 @@ def swap_product(block: kir.Block) -> kir.Block | None:
             or g.a.resolved or g.b.resolved or len(res.shape) != 2):
         return None
     x, y = g.a.buf, g.b.buf
-    if y.layout != "F" or not 0 < g.m < g.n:
+    if (layout or (lambda b: b.layout))(y) != "F" or not 0 < g.m < g.n:
         return None
     name = res.name
     res_t = kir.Buffer(f"{name}t", (g.n, g.m), res.dtype, res.role)

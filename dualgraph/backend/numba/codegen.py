@@ -103,6 +103,9 @@ class _Writer:
         self.stmts: list = []  # the kernel's top-level statements, in program order
         self.var: dict[int, str] = {}
         self.bufs: dict[str, kir.Buffer] = {}  # variable -> the buffer it names
+        # variable -> the layout the plan expects it to have (`layout`), where its buffer
+        # says less ("A": an argument's transpose is F-ordered but for a strided view)
+        self.planned: dict[str, str] = {}
         self.consts: list[np.ndarray] = []
         self.scratch: list[tuple] = []
         self.ir_names = graph.names()
@@ -176,7 +179,7 @@ class _Writer:
         params += [f"c{k}" for k in range(len(self.consts))]
         outs = [f"o{k}" for k in range(len(self.graph.outputs)) if k not in self.write_to]
         kir.verify(self.stmts, [self.bufs[p] for p in params + outs])
-        stmts = loops.merge_loops(schedule.hoist_allocations(self.stmts))
+        stmts = loops.merge_loops(schedule.hoist_allocations(self.stmts), keep=folds_scalar)
         lines, marks = printer.function(
             self.name, lambda: params + [f"w{k}" for k in range(len(self.scratch))] + outs,
             stmts, work=self.work_array)
@@ -609,6 +612,7 @@ class _Writer:
                     buf = kir.Buffer(out, ishape(n), n.dtype, kir.LOCAL, self.layout(n))
                     self.add(kir.Source(tuple(built), (self.define(buf),)))
         self.var[id(n)] = out
+        self.planned[out] = self.layout(n)
         if into is not None and self.into is None:  # the lowering used the buffer
             self.filled.add(id(n))
         self.into = None
@@ -644,7 +648,8 @@ class _Writer:
                 return placed
             return block
         if product:
-            return schedule.swap_product(block) or block
+            return schedule.swap_product(block, lambda b: self.planned.get(b.name, b.layout)
+                                         ) or block
         return block
 
     def emit_block(self, block: kir.Block) -> None:
@@ -1064,6 +1069,13 @@ class _Writer:
         if fold.nan_propagates:
             cond = kir.Bin("or", cond, kir.Bin("!=", value, value))
         return let + [kir.If(cond, (kir.Store(buf, index, value),))]
+
+
+def folds_scalar(s: object) -> bool:
+    """A loop whose own body folds into a scalar (`kir.Accum`) stays a loop of its own:
+    merged with an elementwise pass, its loop-carried fold would keep LLVM from
+    vectorizing that pass (a row kernel's exp into a work array, then its sum)."""
+    return isinstance(s, kir.Loop) and any(isinstance(b, kir.Accum) for b in s.body)
 
 
 def transitional_text(stmts: list) -> bool:
