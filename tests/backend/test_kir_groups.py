@@ -197,3 +197,13 @@ def test_work_arrays_are_bound_first_so_each_comment_stays_with_its_merged_loop(
     lines, marks = printer.function("k", lambda: ["a0"], out)
     assert lines[marks["%2"] - 1].strip() == "# %2 = neg %0"
     assert lines[marks["%2"]].strip().startswith("v2[i0] =")
+
+
+def test_a_scalar_fold_is_not_merged_into_an_elementwise_pass():
+    x = _rng(64, 10)
+    lowered = _run_ir(_graph(lambda t: dg.log_softmax(t * 2.0, 1), x), [x])
+    folds = [s for s in kir.walk(lowered.ir)
+             if isinstance(s, kir.Loop) and any(isinstance(b, kir.Accum) for b in s.body)]
+    assert folds
+    for loop in folds:
+        assert not any(isinstance(b, kir.Store) for b in loop.body), kir.format_block([loop])
