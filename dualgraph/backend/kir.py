@@ -14,7 +14,8 @@ made on structure:
   `Loop` (extent, parallel flag), `If`, `Accum` (fold a value into a scalar with a
   `Reduction` combine), `Gemm` (a library call with transpose flags, leading dimensions and
   batch strides), `LibCall` (any other library routine: sort, searchsorted, fold_lanes),
-  `Raise`, `Jump` and `Comment` (the graph line a block comes from).
+  `Raise`, `Jump` and `Comment` (the graph line a block comes from); `Source` is the
+  transitional wrapper of a lowering that still writes source lines.
 
 ``verify(block, params)`` checks a block is well formed; ``format_block`` prints it
 readably (``dg.explain`` shows it beside the source); ``digest`` content-addresses it.
@@ -32,9 +33,9 @@ import numpy as np
 __all__ = [
     "ARG", "LOCAL", "OUT", "ROLES", "SCRATCH", "VIEW", "Accum", "Alloc", "Bin", "Block",
     "Buffer", "Call", "Cast", "Comment", "Const", "Expr", "Gemm", "If", "IRError", "Jump",
-    "Let", "LibCall", "Load", "Loop", "Operand", "Raise", "Select", "Stmt", "Store", "Un",
-    "Var", "View", "affine", "const", "digest", "format_block", "format_expr", "verify",
-    "walk",
+    "Let", "LibCall", "Load", "Loop", "Operand", "Raise", "Select", "Source", "Stmt", "Store",
+    "Un", "Var", "View", "affine", "const", "digest", "format_block", "format_expr",
+    "verify", "walk",
 ]
 
 ARG, OUT, SCRATCH, LOCAL, VIEW = "arg", "out", "scratch", "local", "view"
@@ -230,8 +231,12 @@ class View:
 
 @dataclass(frozen=True)
 class Let:
+    """``var = value``; ``note`` names what it computes (the graph op of a fused member),
+    printed beside it so a reader, and `dg.explain`'s source map, can find it."""
+
     var: Var
     value: Expr
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -334,10 +339,25 @@ class Jump:
 
 @dataclass(frozen=True)
 class Comment:
+    """A line for the reader; ``node``: the graph value (``%3``) whose block starts here,
+    which the printer's source map records."""
+
     text: str
+    node: str | None = None
 
 
-Stmt = Union[Alloc, View, Let, Store, Loop, If, Accum, Gemm, LibCall, Raise, Jump, Comment]
+@dataclass(frozen=True)
+class Source:
+    """TRANSITIONAL: the source lines of a lowering not yet written as kernel IR, printed
+    as they are; ``defines``: the buffers they bind. Every pass treats it as a barrier
+    that reads and writes every buffer. Goes when the last text lowering does."""
+
+    lines: tuple
+    defines: tuple = ()
+
+
+Stmt = Union[Alloc, View, Let, Store, Loop, If, Accum, Gemm, LibCall, Raise, Jump, Comment,
+             Source]
 
 
 @dataclass
@@ -536,6 +556,9 @@ def _verify(stmts: list, bufs: dict, scope: set) -> None:
                     _use(bufs, a, f"{s.fn}'s argument")
         elif isinstance(s, Jump) and s.kind not in ("break", "continue"):
             raise IRError(f"unknown jump {s.kind!r}")
+        elif isinstance(s, Source):
+            for b in s.defines:
+                _define(bufs, b)
         elif not isinstance(s, (Raise, Jump, Comment)):
             raise IRError(f"not a kernel IR statement: {s!r}")
 
@@ -632,7 +655,8 @@ def _format(stmts: list, depth: int) -> list:
             arg = "" if s.arg is None else f" {s.arg}"
             out.append(f"{pad}{_buf(s.buf)} = {s.how} {s.base.name}{arg}")
         elif isinstance(s, Let):
-            out.append(f"{pad}{s.var.name} = {format_expr(s.value)}")
+            note = f"  # {s.note}" if s.note else ""
+            out.append(f"{pad}{s.var.name} = {format_expr(s.value)}{note}")
         elif isinstance(s, Store):
             op = f"{s.combine}=" if s.combine else "="
             idx = ", ".join(format_expr(i) for i in s.index)
@@ -669,6 +693,8 @@ def _format(stmts: list, depth: int) -> list:
             out.append(f"{pad}{s.kind}")
         elif isinstance(s, Comment):
             out.append(f"{pad}# {s.text}")
+        elif isinstance(s, Source):
+            out += [f"{pad}source: {line}" for line in s.lines]
     return out
 
 

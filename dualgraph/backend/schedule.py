@@ -3,15 +3,19 @@ one (or None where the pass does not apply), each decided on the block's structu
 
 - `write_into`: a block that allocates its result and only fills it writes an array it is
   given instead (an output buffer): the allocation and the copy at the end go.
+- `hoist_allocations`: a kernel's top-level allocations (its work arrays) are bound at
+  its entry.
 - `swap_product`: ``x @ W.T`` (W a C-ordered (out, in) weight, so ``W.T`` is F-ordered)
   computed as ``(W @ x.T).T`` when x has fewer rows than the product has columns.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from . import kir
 
-__all__ = ["swap_product", "write_into"]
+__all__ = ["hoist_allocations", "swap_product", "write_into"]
 
 
 def write_into(block: kir.Block, target: kir.Buffer) -> kir.Block | None:
@@ -31,9 +35,13 @@ def _flip(layout: str) -> str:
     return {"C": "F", "F": "C"}.get(layout, "A")
 
 
-def swap_product(block: kir.Block) -> kir.Block | None:
+def swap_product(block: kir.Block,
+                 layout: Callable[[kir.Buffer], str] | None = None) -> kir.Block | None:
     """A lone 2-D product ``x @ y`` with ``y`` F-ordered (a transposed view) and fewer
     rows than columns, as its transpose ``(y.T @ x.T).T`` into a (n, m) array.
+    ``layout(buf)``: the layout the caller expects a buffer to have when the kernel runs
+    (the transpose of an argument, known only as "A", is F-ordered unless the argument is
+    a strided view); the operands are read in place by their actual layout either way.
 
     OpenBLAS packs its first column-major operand; for ``x @ W.T`` written row-major that
     operand is W read across its rows, and packing it is slow enough to dominate when x
@@ -53,7 +61,7 @@ def swap_product(block: kir.Block) -> kir.Block | None:
             or g.a.resolved or g.b.resolved or len(res.shape) != 2):
         return None
     x, y = g.a.buf, g.b.buf
-    if y.layout != "F" or not 0 < g.m < g.n:
+    if (layout or (lambda b: b.layout))(y) != "F" or not 0 < g.m < g.n:
         return None
     name = res.name
     res_t = kir.Buffer(f"{name}t", (g.n, g.m), res.dtype, res.role)
@@ -68,3 +76,14 @@ def swap_product(block: kir.Block) -> kir.Block | None:
                  kir.Operand(res_t, g.m)),
         kir.View(out, res_t, "transpose", (1, 0)),
     ], out)
+
+
+
+def hoist_allocations(stmts: list) -> list:
+    """``stmts`` (a kernel's top-level statements) with their unfilled top-level
+    allocations first, in order: they are the work arrays the caller passes, bound before
+    anything runs. Standing between a graph node's comment and its loop, an allocation
+    would keep the two apart when loops merge (the comment moves with the allocation
+    above the merged loop, away from the statements it heads)."""
+    allocs = [s for s in stmts if isinstance(s, kir.Alloc) and s.fill is None]
+    return allocs + [s for s in stmts if not (isinstance(s, kir.Alloc) and s.fill is None)]

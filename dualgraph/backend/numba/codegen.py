@@ -1,12 +1,15 @@
-"""Lower an optimized `Graph` to the source of one ``numba.njit`` function.
+"""Lower an optimized `Graph` to one ``numba.njit`` function, through the kernel IR.
 
-The source is meant to be read (``dg.explain`` prints it): one block per IR node with the IR
-line as a comment above it. What each op becomes is looked up by its name in
-``lowerings/``: fused groups become one loop nest, each member an inlined scalar
-expression; broadcasting is index arithmetic (a dimension of size 1 reads index 0), never
-a materialized copy. Reductions fold with their op's `Reduction` spec and accumulate in
-float64 (float32 input) so long sums stay accurate; matmuls go to BLAS with the fused
-epilogue applied in one pass over the result.
+Each top-level node becomes kernel IR statements (`backend/kir.py`), appended in program
+order to one list: fused groups become one loop nest, each member a scalar `kir.Let`
+(`lowerings.scalar_expr`); broadcasting is index arithmetic (a dimension of size 1 reads
+index 0), never a materialized copy. Reductions fold with their op's `Reduction` spec
+(`kir.Accum`) and accumulate in float64 (float32 input) so long sums stay accurate;
+matmuls go to BLAS (`kir.Gemm`) with the fused epilogue applied in one pass over the
+result. Every other op's block comes from its ``@lowers`` builder. The buffer plan
+(results written straight into outputs, in-place updates), the GEMM layout (`schedule`)
+and loop merging (`loops`) are decided on those blocks; the list is printed once, at the
+end (`printer.function`), with the graph line as a comment above each node's statements.
 
 Values are stored as arrays; a 0-d value is stored with shape ``(1,)`` (the runtime
 reshapes at the boundary), which keeps every loop and index uniform.
@@ -14,21 +17,19 @@ reshapes at the boundary), which keeps every loop and index uniform.
 
 from __future__ import annotations
 
-import ast
 import math
-import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...ir.graph import Graph, Node
-from ...ops.broadcast import result_dtype
 from ...ops.registry import OPS
-from .. import kir, schedule
+from .. import kir, loops, schedule
 from . import lowerings, printer
-from .loopmerge import merge_loops
-from .lowerings import LoweringError, identity_literal, ishape, missing, np_dtype
-from .printer import MATH, literal
+from .loopmerge import merge_loops as merge_text_loops
+from .lowerings import LoweringError, ishape, missing, np_dtype
+from .printer import literal
 
 __all__ = ["LANES", "Lowered", "LoweringError", "ishape", "lower", "np_dtype"]
 
@@ -55,23 +56,17 @@ def fold_block(whole: int) -> int:
 
 
 def _py(value: object) -> str:
-    """Source for a Python literal (`printer.literal`: inf and nan as NumPy names)."""
+    """Source for a literal operand of a lowering that still writes source lines."""
     return literal(value)
-
-
-def _typed(value: object, dtype: np.dtype) -> str:
-    """A literal as a constant of ``dtype``: a bare 2.0 would make a float32 loop float64."""
-    if np.dtype(dtype).kind in "iu":
-        return f"{np_dtype(dtype)}({int(value)})"
-    return literal(value, dtype)
 
 
 @dataclass(frozen=True)
 class _Fold:
-    """A reduction's combine as the writer emits it."""
+    """A reduction's combine: the backend's `Combine` and the `Reduction` spec's name."""
 
     how: lowerings.Combine
     nan_propagates: bool
+    name: str
 
 
 @dataclass
@@ -88,10 +83,14 @@ class Lowered:
     # an allocation inside the kernel costs Numba compile time and the runtime a fresh
     # buffer per call.
     scratch: list = field(default_factory=list)
+    # The scheduled kernel IR the source was printed from: top-level statements over the
+    # parameters ``a{k}`` (inputs), ``c{k}`` (constants) and ``o{k}`` (outputs); its
+    # top-level allocations are the work arrays.
+    ir: list = field(default_factory=list)
 
 
-# A top-level allocation in generated code: ``name = np.empty((shape), np.dtype)``.
-_ALLOC = re.compile(r"^(\w+) = np\.empty\((\([\d, ]*\)|\d+), (np\.\w+)\)$")
+Stmts = list
+Pre = Callable[[list, dict], list]
 
 
 class _Writer:
@@ -101,61 +100,74 @@ class _Writer:
         self.write_to = write_to or {}
         self.name = name
         self.parallel = parallel
-        self.lines: list[str] = []
+        self.stmts: list = []  # the kernel's top-level statements, in program order
         self.var: dict[int, str] = {}
+        self.bufs: dict[str, kir.Buffer] = {}  # variable -> the buffer it names
+        # variable -> the layout the plan expects it to have (`layout`), where its buffer
+        # says less ("A": an argument's transpose is F-ordered but for a strided view)
+        self.planned: dict[str, str] = {}
         self.consts: list[np.ndarray] = []
         self.scratch: list[tuple] = []
         self.ir_names = graph.names()
-        self.line_of_node: dict[str, int] = {}
         self.tmp = 0
         self.into: str | None = None  # the array the node being written must fill
         self.target: dict[int, str] = {}
         self.written: set[int] = set()
         self.filled: set[int] = set()  # nodes whose target (above) holds their value
-        self.node_of: dict[str, Node] = {}  # variable -> the node whose value it holds
 
     # ------------------------------------------------------------------ helpers
-    def emit(self, line: str, indent: int = 1) -> None:
-        if indent == 1:
-            m = _ALLOC.match(line)
-            if m:
-                line = f"{m.group(1)} = {self.work(m.group(2), m.group(3))}"
-        self.lines.append("    " * indent + line)
+    def add(self, *stmts: object) -> None:
+        self.stmts.extend(stmts)
 
-    def work(self, shape: str, dtype: str) -> str:
-        """A new work array of ``shape`` and ``dtype`` (their source text), passed in."""
-        dims = ast.literal_eval(shape)
-        dims = (dims,) if isinstance(dims, int) else tuple(dims)
-        self.scratch.append((dims, np.dtype(dtype[3:].replace("bool_", "bool"))))
-        return f"w{len(self.scratch) - 1}"
-
-    def comment(self, n: Node, indent: int = 1) -> None:
+    def comment(self, n: Node) -> None:
         text = self.graph.format_node(n, self.ir_names)
-        self.line_of_node[self.ir_names[id(n)]] = len(self.lines) + 1
-        self.emit(f"# {text}", indent)
+        self.add(kir.Comment(text, self.ir_names[id(n)]))
 
     def fresh(self, prefix: str = "t") -> str:
         self.tmp += 1
         return f"{prefix}{self.tmp}"
+
+    def define(self, buf: kir.Buffer) -> kir.Buffer:
+        self.bufs[buf.name] = buf
+        return buf
+
+    def alloc(self, name: str, shape: tuple, dtype: np.dtype) -> kir.Buffer:
+        """A new array at the top level (the printer makes it a work array)."""
+        buf = self.define(kir.Buffer(name, shape, dtype))
+        self.add(kir.Alloc(buf))
+        return buf
+
+    def alias(self, name: str, target: kir.Buffer) -> None:
+        """``name`` is another name for ``target`` (a value written into an output)."""
+        buf = self.define(kir.Buffer(name, target.shape, target.dtype, kir.VIEW,
+                                     target.layout))
+        self.add(kir.View(buf, target, "alias"))
+
+    def const(self, value: np.ndarray, shape: tuple) -> str:
+        name = f"c{len(self.consts)}"
+        value = np.ascontiguousarray(value).reshape(shape)
+        self.consts.append(value)
+        self.define(kir.Buffer(name, shape, value.dtype, kir.ARG))
+        return name
 
     # ------------------------------------------------------------------- driver
     def run(self) -> Lowered:
         params = []
         for k, n in enumerate(self.graph.inputs):
             self.var[id(n)] = f"a{k}"
+            self.define(kir.Buffer(f"a{k}", ishape(n), n.dtype, kir.ARG, "A"))
             params.append(f"a{k}")
+        for k, o in enumerate(self.graph.outputs):
+            if k not in self.write_to:
+                self.define(kir.Buffer(f"o{k}", ishape(o), o.dtype, kir.OUT))
         self.target, self.written = self.plan_targets()
         clusters = self.plan_clusters()
         inside = {id(m) for c in clusters.values() for m in c[0] + c[1]}
         folds = self.plan_batch_sums(inside)
         inside |= {id(f[0]) for f in folds.values()}
-        body_start = len(self.lines)
         for n in self.graph.nodes:
             if n.op == "const":
-                name = f"c{len(self.consts)}"
-                value = np.ascontiguousarray(n.attrs["value"])
-                self.consts.append(value.reshape(ishape(n)))
-                self.var[id(n)] = name
+                self.var[id(n)] = self.const(n.attrs["value"], ishape(n))
                 continue
             if id(n) in clusters:
                 self.cluster(n, *clusters[id(n)])
@@ -163,44 +175,58 @@ class _Writer:
                 self.batch_sum(n, *folds[id(n)])
             elif id(n) not in inside:
                 self.node(n)
-        # Results go into buffers the caller passes (o0, o1, ...), or straight into an
-        # input's array for in-place state (write_to: output -> input): returning arrays
-        # would cost a boxing step per array per call.
+        self.outputs()
+        params += [f"c{k}" for k in range(len(self.consts))]
+        outs = [f"o{k}" for k in range(len(self.graph.outputs)) if k not in self.write_to]
+        kir.verify(self.stmts, [self.bufs[p] for p in params + outs])
+        stmts = loops.merge_loops(schedule.hoist_allocations(self.stmts), keep=folds_scalar)
+        lines, marks = printer.function(
+            self.name, lambda: params + [f"w{k}" for k in range(len(self.scratch))] + outs,
+            stmts, work=self.work_array)
+        if transitional_text(stmts):
+            # TRANSITIONAL: lowerings still written as source lines are merged as text.
+            tags = {line - 1: name for name, line in marks.items()}
+            work = [f"w{k}" for k in range(len(self.scratch))]
+            body, lines_of = merge_text_loops(lines[1:], tags, set(params + work + outs))
+            lines = lines[:1] + body
+            marks = {k: v + 1 for k, v in lines_of.items()}
+        return Lowered("\n".join(lines), self.name, self.consts,
+                       [tuple(o.shape) for o in self.graph.outputs], len(self.graph.inputs),
+                       marks, self.scratch, stmts)
+
+    def outputs(self) -> None:
+        """Results go into buffers the caller passes (o0, o1, ...), or straight into an
+        input's array for in-place state (write_to: output -> input): returning arrays
+        would cost a boxing step per array per call. Values not computed in place are
+        copied there here."""
         outs = [self.var[id(o)] for o in self.graph.outputs]
         pending = [k for k, o in enumerate(self.graph.outputs)
                    if id(o) not in self.filled or self.target[id(o)] != (
                        f"a{self.write_to[k]}" if k in self.write_to else f"o{k}")]
         if pending:
-            self.emit("# outputs")
+            self.add(kir.Comment("outputs"))
         for k in pending:
             if k not in self.write_to:
-                self.copy_loop(f"o{k}", outs[k], ishape(self.graph.outputs[k]))
+                self.copy_loop(self.bufs[f"o{k}"], self.bufs[outs[k]])
+        snapshot: dict[str, kir.Buffer] = {}
         for k in pending:
-            if k in self.write_to and not self.fresh_value(self.graph.outputs[k]):
+            o = self.graph.outputs[k]
+            if k in self.write_to and not self.fresh_value(o) and outs[k] not in snapshot:
                 # May alias an input that another write changes first: snapshot it.
-                self.emit(f"{outs[k]} = {outs[k]}.copy()")
+                src = self.bufs[outs[k]]
+                snapshot[outs[k]] = self.alloc(self.fresh(f"{outs[k]}_s"), src.shape,
+                                               src.dtype)
+                self.copy_loop(snapshot[outs[k]], src)
         for k in pending:
             if k in self.write_to:
-                self.copy_loop(f"a{self.write_to[k]}", outs[k], ishape(self.graph.outputs[k]))
-        self.emit("return 0")
-        params += [f"c{k}" for k in range(len(self.consts))]
-        params += [f"w{k}" for k in range(len(self.scratch))]
-        params += [f"o{k}" for k in range(len(outs)) if k not in self.write_to]
-        header = [f"def {self.name}({', '.join(params)}):"]
-        tags = {line - body_start: name for name, line in self.line_of_node.items()}
-        body, lines_of = merge_loops(self.lines[body_start:], tags, set(params))
-        offset = len(header)
-        self.line_of_node = {k: v + offset for k, v in lines_of.items()}
-        return Lowered("\n".join(header + body), self.name, self.consts,
-                       [tuple(o.shape) for o in self.graph.outputs], len(self.graph.inputs),
-                       self.line_of_node, self.scratch)
+                src = snapshot.get(outs[k]) or self.bufs[outs[k]]
+                self.copy_loop(self.bufs[f"a{self.write_to[k]}"], src)
 
-    def copy_loop(self, dst: str, src: str, shape: tuple) -> None:
+    def copy_loop(self, dst: kir.Buffer, src: kir.Buffer) -> None:
         """``dst[...] = src`` as an explicit loop: slice assignment makes Numba compile its
         generic broadcasting setitem for every distinct signature (~0.5 s each)."""
-        idx, indent = self.loops(shape, 1)
-        at = ", ".join(idx)
-        self.emit(f"{dst}[{at}] = {src}[{at}]", indent)
+        idx, wrap = self.loops(dst.shape)
+        self.add(*wrap([kir.Store(dst, tuple(idx), src[tuple(idx)])]))
 
     def plan_targets(self) -> tuple[dict[int, str], set[int]]:
         """Where values are computed straight into their final arrays (memory planning):
@@ -366,6 +392,7 @@ class _Writer:
             folds[id(r)] = (p, base, right)
         return folds
 
+
     def batch_sum(self, r: Node, p: Node, base: Node, right: Node) -> None:
         """A batch-summed product (`plan_batch_sums`) as one GEMM."""
         self.comment(p)
@@ -390,7 +417,6 @@ class _Writer:
                 i, m * n, (kir.Store(flat, (i,), kir.const(0, r.dtype)),))], res)
         self.emit_block(self.schedule(block, product=False))
         self.var[id(r)] = out
-        self.node_of[out] = r
         if self.target.get(id(r)) is not None and self.into is None:
             self.filled.add(id(r))
         self.into = None
@@ -431,6 +457,7 @@ class _Writer:
         bn = Node(n.op, b_ins, n.attrs, tuple(n.shape), n.dtype)
         return Graph(b_inputs, [bn], [bn]), ins
 
+
     def body_env(self, body: Graph, ins: list, scalars: dict) -> tuple[dict, dict]:
         """A body's array names (``env``) and the symbols its inputs already have as
         scalars of the current iteration (``scalars``: top-level node id -> symbol)."""
@@ -443,8 +470,7 @@ class _Writer:
                 env[id(b)] = self.var[id(i)]
         for m in body.nodes:
             if m.op == "const":
-                env[id(m)] = f"c{len(self.consts)}"
-                self.consts.append(np.ascontiguousarray(m.attrs["value"]).reshape(ishape(m)))
+                env[id(m)] = self.const(m.attrs["value"], ishape(m))
         return env, sym
 
     def cluster(self, r: Node, producers: list[Node], siblings: list[Node]) -> None:
@@ -458,37 +484,41 @@ class _Writer:
             target = self.target.get(id(s))
             out = f"v{self.ir_names[id(s)][1:]}"
             if target is None:
-                self.emit(f"{out} = np.empty({shape}, {np_dtype(s.dtype)})")
-                target = out
+                buf = self.alloc(out, shape, s.dtype)
             else:
+                buf = self.bufs[target]
                 self.filled.add(id(s))
-            stores.append((s, out, target))
-        scalars: dict[int, str] = {}
+            stores.append((s, out, buf))
+        scalars: dict[int, kir.Expr] = {}
         r_body, r_ins = self.body_of(r)
 
-        def pre(idx: list, sym: dict, indent: int) -> None:
+        def pre(idx: list, sym: dict) -> list:
             scalars.clear()
+            stmts: list = []
             for p in producers:
                 body, ins = self.body_of(p)
                 env, local = self.body_env(body, ins, scalars)
                 members = [m for m in body.nodes if m.op != "const"]
-                self.scalar_lines(members, env, shape, idx, local, indent, set())
+                stmts += self.scalar_stmts(members, env, shape, idx, local)
                 scalars[id(p)] = local[id(body.outputs[0])]
             for b, i in zip(r_body.inputs, r_ins):
                 if id(i) in scalars:
                     sym[id(b)] = scalars[id(i)]
+            return stmts
 
         emitted = []
 
-        def post(idx: list, sym: dict, indent: int) -> None:
-            emitted.append(indent)
-            for s, _, target in stores:
+        def post(idx: list, sym: dict) -> list:
+            emitted.append(idx)
+            stmts: list = []
+            for s, _, buf in stores:
                 body, ins = self.body_of(s)
                 env, local = self.body_env(body, ins, scalars)
                 members = [m for m in body.nodes if m.op != "const"]
-                self.scalar_lines(members, env, shape, idx, local, indent, set())
+                stmts += self.scalar_stmts(members, env, shape, idx, local)
                 scalars[id(s)] = local[id(body.outputs[0])]
-                self.emit(f"{target}[{', '.join(idx)}] = {scalars[id(s)]}", indent)
+                stmts.append(kir.Store(buf, tuple(idx), scalars[id(s)]))
+            return stmts
 
         self.comment(r)
         out = f"v{self.ir_names[id(r)][1:]}"
@@ -497,20 +527,18 @@ class _Writer:
         env, _ = self.body_env(r_body, r_ins, {id(p): None for p in producers})
         members = [m for m in r_body.nodes if m.op != "const"]
         self.reduce_group(members, r_body.outputs[0], env, out, pre, post)
-        if len(emitted) != 2:  # the blocked loop and the tail: anything else drops work
+        if not emitted:  # not a lane reduction: the producers' and siblings' work is lost
             raise LoweringError(f"internal: the cluster of {self.ir_names[id(r)]} was not "
                                 "emitted as a lane reduction")
         self.var[id(r)] = out
-        self.node_of[out] = r
         if into is not None and self.into is None:
             self.filled.add(id(r))
         self.into = None
-        for s, out, target in stores:
+        for s, out, buf in stores:
             self.comment(s)
-            if target != out:
-                self.emit(f"{out} = {target}")
+            if buf.name != out:
+                self.alias(out, buf)
             self.var[id(s)] = out
-            self.node_of[out] = s
 
     def loop_value(self, n: Node) -> bool:
         """``n`` is computed by one loop nest over its own shape (an elementwise group)."""
@@ -519,39 +547,21 @@ class _Writer:
         op = OPS.get(n.op)
         return op is not None and op.loop_fusible and not op.reduction
 
-    def direct(self, n: Node) -> bool:
-        """``n``'s array is allocated by its own loop, reduction or product, so that loop
-        can write into an output buffer instead."""
+    @staticmethod
+    def direct(n: Node) -> bool:
+        """``n``'s array may be allocated by its own loop, reduction, product or kernel
+        block, so that it can write into an output buffer instead. A kernel op's block
+        decides when it is built (`schedule.write_into`: it only fills a result it
+        allocates); one that cannot keeps its array, copied into the output at the end."""
         if n.op == "fused":
             return True
         op = OPS.get(n.op)
         if op is None:
             return False
         return ((op.loop_fusible and not op.view) or op.reduction is not None
-                or op.contraction or self.fills_own(n))
+                or op.contraction or n.op in lowerings.LOWER)
 
     @staticmethod
-    def fills_own(n: Node) -> bool:
-        """``n``'s kernel lowering allocates its result first, of its own shape and dtype,
-        and only fills it: it can fill a buffer it is given instead."""
-        if n.op in lowerings.NOT_LOWERABLE or n.op not in lowerings.LOWER:
-            return False
-        args = [lowerings.Arg(kir.Buffer(f"x{k}", ishape(i), i.dtype, kir.ARG, "A"))
-                if isinstance(i, Node) else _py(i) for k, i in enumerate(n.inputs)]
-        try:
-            built = lowerings.kernel_lowering(n.op)(n, args, "probe")
-        except Exception:  # noqa: BLE001 - a lowering that rejects the node says no
-            return False
-        if isinstance(built, kir.Block):
-            return built.result is not None and built.fills(built.result) and (
-                built.result.shape == ishape(n) and built.result.dtype == n.dtype)
-        return _Writer.allocates_and_fills(built, "probe", n)
-
-    @staticmethod
-    def allocates_and_fills(lines: list[str], out: str, n: Node) -> bool:
-        """``lines`` first allocate ``out`` with ``n``'s shape and dtype and never rebind it."""
-        return (bool(lines) and lines[0] == f"{out} = np.empty({ishape(n)}, {np_dtype(n.dtype)})"
-                and not any(line.startswith(f"{out} = ") for line in lines[1:]))
 
     @staticmethod
     def fresh_result(n: Node) -> bool:
@@ -568,6 +578,7 @@ class _Writer:
             return False
         op = OPS.get(n.op)
         return not (op is not None and op.view)
+
 
     def node(self, n: Node) -> None:
         out = f"v{self.ir_names[id(n)][1:]}"
@@ -597,18 +608,18 @@ class _Writer:
                 if isinstance(built, kir.Block):
                     self.emit_block(self.schedule(built, op.contraction))
                 else:
-                    for line in self.into_buffer(built, out, n):
-                        self.emit(line)
+                    # TRANSITIONAL: a lowering still written as source lines.
+                    buf = kir.Buffer(out, ishape(n), n.dtype, kir.LOCAL, self.layout(n))
+                    self.add(kir.Source(tuple(built), (self.define(buf),)))
         self.var[id(n)] = out
-        self.node_of[out] = n
+        self.planned[out] = self.layout(n)
         if into is not None and self.into is None:  # the lowering used the buffer
             self.filled.add(id(n))
         self.into = None
 
-    def arg(self, n: Node, var: str | None = None) -> lowerings.Arg:
-        """Value ``n`` (held in ``var``, by default its variable) as a lowering's operand."""
-        var = var or self.var[id(n)]
-        return lowerings.Arg(kir.Buffer(var, ishape(n), n.dtype, kir.ARG, self.layout(n)))
+    def arg(self, n: Node) -> lowerings.Arg:
+        """Value ``n`` as a lowering's operand."""
+        return lowerings.Arg(self.bufs[self.var[id(n)]])
 
     def layout(self, n: Node | None) -> str:
         """What this kernel knows of ``n``'s array layout: "C" for an array it allocates
@@ -626,27 +637,28 @@ class _Writer:
         written = self.target.get(id(n), "o").startswith("a")
         return "C" if self.fresh_result(n) and not written else "A"
 
+
     def schedule(self, block: kir.Block, product: bool) -> kir.Block:
         """A built block with the buffer plan applied: written into ``self.into`` where it
         only fills its result, else (a lone product) transposed where that packs faster."""
         if self.into is not None:
-            res = block.result
-            target = kir.Buffer(self.into, res.shape, res.dtype, kir.OUT)
-            placed = schedule.write_into(block, target)
+            placed = schedule.write_into(block, self.bufs[self.into])
             if placed is not None:
                 self.into = None
                 return placed
             return block
         if product:
-            return schedule.swap_product(block) or block
+            return schedule.swap_product(block, lambda b: self.planned.get(b.name, b.layout)
+                                         ) or block
         return block
 
     def emit_block(self, block: kir.Block) -> None:
-        """Print a kernel IR block at the function's top level; its top-level allocations
-        become work arrays the caller passes."""
+        """Append a lowered block at the function's top level (its top-level allocations
+        become work arrays the caller passes)."""
         kir.verify(block, self.block_params(block))
-        for line in printer.block_lines(block, 1, work=self.work_array):
-            self.lines.append(line)
+        self.add(*block.stmts)
+        if block.result is not None:
+            self.define(block.result)
 
     def block_params(self, block: kir.Block) -> list:
         """The buffers a block reads without defining them (its operands)."""
@@ -677,27 +689,10 @@ class _Writer:
         return list(seen.values())
 
     def work_array(self, buf: kir.Buffer) -> str:
-        """A work array for a top-level allocation of ``buf`` (see `work`)."""
+        """The work array a top-level allocation of ``buf`` takes: allocated once by the
+        caller and passed in (``w{k}``)."""
         self.scratch.append((tuple(buf.shape) or (1,), np.dtype(buf.dtype)))
         return f"w{len(self.scratch) - 1}"
-
-    def into_buffer(self, lines: list[str], out: str, n: Node | None = None) -> list[str]:
-        """A product that BLAS writes into a new array, or a lowering that allocates its
-        result and fills it (`fills_own`), writes into ``self.into`` instead; any other
-        lowering keeps its own array (copied into the output at the end)."""
-        if self.into is None:
-            return lines
-        own = n is not None and self.allocates_and_fills(lines, out, n)
-        if not own and not self.gemm_line(lines, out):
-            return lines
-        into, self.into = self.into, None
-        return [f"{out} = {into}"] + lines[1:]
-
-    @staticmethod
-    def gemm_line(lines: list[str], out: str) -> bool:
-        """The lowering allocates the product's array first and BLAS fills it."""
-        return (lines[0].startswith(f"{out} = np.empty(")
-                and any(line.startswith("dgb.gemm_call(") for line in lines))
 
     # ------------------------------------------------------------- fused groups
     def group(self, body: Graph, args: list[str], out: str, kind: str) -> None:
@@ -706,9 +701,7 @@ class _Writer:
         members = [m for m in body.nodes if m.op != "const"]
         for m in body.nodes:
             if m.op == "const":
-                name = f"c{len(self.consts)}"
-                self.consts.append(np.ascontiguousarray(m.attrs["value"]).reshape(ishape(m)))
-                env[id(m)] = name
+                env[id(m)] = self.const(m.attrs["value"], ishape(m))
         if kind == "matmul":
             anchor = next(m for m in members if OPS[m.op].contraction)
             self.matmul_group(body, members, anchor, env, out)
@@ -717,101 +710,76 @@ class _Writer:
         else:
             self.loop_group(members, root, env, out, ishape(root))
 
-    def scalar_lines(self, members: list[Node], env: dict, loop_shape: tuple,
-                     idx: list[str], sym: dict, indent: int, skip: set) -> None:
-        """Scalar statements for ``members`` at loop index ``idx`` over ``loop_shape``."""
+    def scalar_stmts(self, members: list[Node], env: dict, loop_shape: tuple, idx: list,
+                     sym: dict, skip: set | None = None) -> list:
+        """A scalar `kir.Let` per member at loop index ``idx`` over ``loop_shape``; ``sym``
+        (node id -> expression) gains each member's variable."""
+        out = []
         for m in members:
-            if id(m) in skip:
+            if skip and id(m) in skip:
                 continue
-            vals = []
-            for i in m.inputs:
-                if not isinstance(i, Node):
-                    # A literal takes the node's dtype; a comparison's (bool) result says
-                    # nothing about its operands, so there it takes their common dtype
-                    # (`i64 < 2.5` compares with 2.5, not with int64(2.5) == 2).
-                    ref = m.dtype
-                    if ref == np.bool_:
-                        ref = result_dtype(*m.inputs)
-                    vals.append(_typed(i, ref))
-                elif id(i) in sym:
-                    vals.append(sym[id(i)])
-                else:
-                    vals.append(f"{env[id(i)]}[{self.index(i, loop_shape, idx)}]")
-            s = self.fresh("s")
-            tmpl = lowerings.scalar_template(m.op)
-            if m.dtype.kind == "f":
-                consts = {k: _typed(v, m.dtype) for k, v in (("zero", 0), ("one", 1),
-                                                              ("half", 0.5))}
-            else:
-                consts = {"zero": "0", "one": "1", "half": "0.5"}
-            expr = tmpl.format(*vals, **consts, **MATH[m.dtype == np.float32])
-            # The scalar must have its node's dtype, as the NumPy kernel's result has. The
-            # cast is left out where Numba's typing already gives that dtype (operands of
-            # the node's dtype, typed literals, no ** whose exponent may widen it): every
-            # cast is a call Numba has to type, and compile time is a product cost.
-            same = all(x.dtype == m.dtype for x in m.inputs if isinstance(x, Node))
-            if tmpl == "{0}":  # identity (astype, broadcast): cast when the dtype changes
-                if not same:
-                    expr = f"bool({expr})" if m.dtype == np.bool_ else (
-                        f"{np_dtype(m.dtype)}({expr})")
-            elif m.dtype != np.bool_ and (not same or "**" in tmpl or m.dtype.kind != "f"):
-                expr = f"{np_dtype(m.dtype)}({expr})"
-            self.emit(f"{s} = {expr}  # {m.op}", indent)
-            sym[id(m)] = s
+            operands = [i if not isinstance(i, Node) else self.value(i, sym, env, loop_shape,
+                                                                        idx)
+                        for i in m.inputs]
+            v = kir.Var(self.fresh("s"), m.dtype)
+            out.append(kir.Let(v, lowerings.scalar_expr(m, operands), m.op))
+            sym[id(m)] = v
+        return out
 
-    def value(self, n: Node, sym: dict, env: dict, shape: tuple, idx: list[str]) -> str:
+    def value(self, n: Node, sym: dict, env: dict, shape: tuple, idx: list) -> kir.Expr:
         """``n`` at the current loop index: a scalar computed in the loop, or a load."""
-        return sym[id(n)] if id(n) in sym else f"{env[id(n)]}[{self.index(n, shape, idx)}]"
+        if id(n) in sym:
+            return sym[id(n)]
+        return self.bufs[env[id(n)]][self.index(n, shape, idx)]
 
     @staticmethod
-    def index(n: Node, loop_shape: tuple, idx: list[str]) -> str:
+    def index(n: Node, loop_shape: tuple, idx: list) -> tuple:
         shape = ishape(n)
         if not n.shape:
-            return "0"
+            return (kir.const(0),)
         lead = len(loop_shape) - len(shape)
-        return ", ".join(idx[lead + j] if d == loop_shape[lead + j] and d != 1 else "0"
-                         for j, d in enumerate(shape))
+        return tuple(idx[lead + j] if d == loop_shape[lead + j] and d != 1 else kir.const(0)
+                     for j, d in enumerate(shape))
 
-    def loops(self, shape: tuple, indent: int, parallel_ok: bool = True,
-              reverse: bool = False) -> tuple[list, int]:
-        """Loop headers over ``shape``: the index names and the indent inside. A size-1
-        dim gets index 0, not a loop (a loop is Numba compile time). ``reverse``: the
-        last dim outermost (an F-ordered array's own order)."""
-        idx = ["0" if d == 1 else f"i{k}" for k, d in enumerate(shape)]
+    def loops(self, shape: tuple, parallel_ok: bool = True, reverse: bool = False
+              ) -> tuple[list, Callable[[list], list]]:
+        """A loop nest over ``shape``: the index of each dim, and a function that wraps a
+        body in the loops. A size-1 dim gets index 0, not a loop (a loop is Numba compile
+        time). ``reverse``: the last dim outermost (an F-ordered array's own order)."""
+        idx = [kir.const(0) if d == 1 else kir.Var(f"i{k}") for k, d in enumerate(shape)]
         order = list(range(len(shape)))[::-1] if reverse else list(range(len(shape)))
-        for k in order:
-            d = shape[k]
-            i = f"i{k}"
-            if d == 1:
-                continue
-            rng = "range"
-            big = math.prod(shape) >= PARALLEL_MIN_SIZE
-            if k == order[0] and self.parallel and parallel_ok and big:
-                rng = "numba.prange"
-            self.emit(f"for {i} in {rng}({d}):", indent)
-            indent += 1
-        return idx, indent
+        par = self.parallel and parallel_ok and math.prod(shape) >= PARALLEL_MIN_SIZE
 
-    def fill(self, name: str, shape: tuple, value: str, dtype: np.dtype) -> None:
-        """``name = np.full(shape, value, dtype)`` as a work array and a fill loop."""
-        self.emit(f"{name} = np.empty({shape}, {np_dtype(dtype)})")
-        idx, indent = self.loops(shape, 1, parallel_ok=False)
-        self.emit(f"{name}[{', '.join(idx)}] = {value}", indent)
+        def wrap(body: list) -> list:
+            nest = tuple(body)
+            for k in reversed(order):
+                if shape[k] != 1:
+                    nest = (kir.Loop(kir.Var(f"i{k}"), shape[k], nest,
+                                     parallel=par and k == order[0]),)
+            return list(nest)
+
+        return idx, wrap
+
+    def fill(self, name: str, shape: tuple, value: kir.Expr, dtype: np.dtype) -> kir.Buffer:
+        """A work array of ``shape`` filled with ``value`` by a loop."""
+        buf = self.alloc(name, shape, dtype)
+        idx, wrap = self.loops(shape, parallel_ok=False)
+        self.add(*wrap([kir.Store(buf, tuple(idx), value)]))
+        return buf
 
     def loop_group(self, members: list[Node], root: Node, env: dict, out: str,
-                   shape: tuple, target: str | None = None, skip: set | None = None,
-                   sym: dict | None = None) -> None:
-        if target is None and self.into is not None:
-            target, self.into = self.into, None
-        if target is None:
-            self.emit(f"{out} = np.empty({shape}, {np_dtype(root.dtype)})")
-            target = out
-        idx, indent = self.loops(shape, 1)
-        sym = dict(sym or {})
-        self.scalar_lines(members, env, shape, idx, sym, indent, skip or set())
-        self.emit(f"{target}[{', '.join(idx)}] = {sym[id(root)]}", indent)
-        if target != out:
-            self.emit(f"{out} = {target}")
+                   shape: tuple) -> None:
+        if self.into is not None:
+            target, self.into = self.bufs[self.into], None
+        else:
+            target = self.alloc(out, shape, root.dtype)
+        idx, wrap = self.loops(shape)
+        sym: dict = {}
+        body = self.scalar_stmts(members, env, shape, idx, sym)
+        body.append(kir.Store(target, tuple(idx), sym[id(root)]))
+        self.add(*wrap(body))
+        if target.name != out:
+            self.alias(out, target)
 
     def matmul_group(self, body: Graph, members: list[Node], anchor: Node, env: dict,
                      out: str) -> None:
@@ -827,18 +795,16 @@ class _Writer:
         if not in_place:
             # The epilogue loop writes the output buffer; the product gets its own.
             self.into, into = into, None
-        args = [lowerings.Arg(kir.Buffer(v, ishape(i), i.dtype, kir.ARG,
-                                         self.layout(self.node_of.get(v))))
-                if isinstance(i, Node) else v for i, v in zip(anchor.inputs, ins)]
+        args = [lowerings.Arg(self.bufs[v]) if isinstance(i, Node) else v
+                for i, v in zip(anchor.inputs, ins)]
         if op.contraction_bias:
             # The bias is part of the epilogue loop: BLAS computes only the product.
             prod = lowerings.addmm_product(anchor)
             block = lowerings.matmul_block(prod, args[1:], mm)
             bias = anchor.inputs[0]
-            bias_ref = f"{ins[0]}[{{}}]"
         else:
             block = lowerings.kernel_lowering(anchor.op)(anchor, args, mm)
-            bias, bias_ref = None, None
+            bias = None
         epilogue_target, self.into = self.into, into
         block = self.schedule(block, product=into is None)
         if into is not None and self.into is not None:
@@ -846,46 +812,48 @@ class _Writer:
             in_place = False
         elif into is None:
             self.into = epilogue_target
-        swapped = block.result.layout == "F"
+        product = block.result
         self.emit_block(block)
         if not in_place:
             if self.into is not None:
-                target, self.into = self.into, None
+                target, self.into = self.bufs[self.into], None
             else:
-                self.emit(f"{out} = np.empty({shape}, {np_dtype(root.dtype)})")
-                target = out
+                target = self.alloc(out, shape, root.dtype)
         else:
-            target = mm
+            target = product
         # A transposed product is read and written down its columns: its own order.
-        idx, indent = self.loops(shape, 1, reverse=swapped and in_place)
+        idx, wrap = self.loops(shape, reverse=product.layout == "F" and in_place)
         sym: dict = {}
-        mm_at = f"{mm}[{self.index(anchor, shape, idx)}]"
+        stmts = []
+        mm_at = product[self.index(anchor, shape, idx)]
         if bias is not None:
-            sym[id(anchor)] = self.fresh("s")
-            self.emit(f"{sym[id(anchor)]} = {np_dtype(anchor.dtype)}("
-                      f"{mm_at} + {bias_ref.format(self.index(bias, shape, idx))})", indent)
+            s = kir.Var(self.fresh("s"), anchor.dtype)
+            bias_at = self.bufs[ins[0]][self.index(bias, shape, idx)]
+            stmts.append(kir.Let(s, kir.Cast(kir.Bin("+", mm_at, bias_at), anchor.dtype)))
+            sym[id(anchor)] = s
         else:
             sym[id(anchor)] = mm_at
-        self.scalar_lines(members, env, shape, idx, sym, indent, {id(anchor)})
-        self.emit(f"{target}[{', '.join(idx)}] = {sym[id(root)]}", indent)
-        if target != out:
-            self.emit(f"{out} = {target}")
+        stmts += self.scalar_stmts(members, env, shape, idx, sym, {id(anchor)})
+        stmts.append(kir.Store(target, tuple(idx), sym[id(root)]))
+        self.add(*wrap(stmts))
+        if target.name != out:
+            self.alias(out, target)
 
     def reduce_group(self, members: list[Node], root: Node, env: dict, out: str,
-                     pre=None, post=None) -> None:
-        """A reduction group; ``pre(idx, sym, indent)`` and ``post(idx, sym, indent)``
-        (a `cluster`'s producers and siblings) emit more work into each iteration of a
-        whole-array lane reduction, before and after the reduced value."""
+                     pre: Pre | None = None, post: Pre | None = None) -> None:
+        """A reduction group; ``pre(idx, sym)`` and ``post(idx, sym)`` (a `cluster`'s
+        producers and siblings) return more work for each iteration of a whole-array lane
+        reduction, before and after the reduced value."""
         src = root.inputs[0]
         shape = ishape(src)
         axis = root.attrs["axis"]
         nd = len(src.shape)
         axes = tuple(range(nd)) if axis is None else axis
         spec = OPS[root.op].reduction
-        combine = _Fold(lowerings.combine_of(OPS[root.op]), spec.nan_propagates)
-        acc_t = combine.how.accumulator(root.dtype)
+        fold = _Fold(lowerings.combine_of(OPS[root.op]), spec.nan_propagates, spec.combine)
+        acc_t = fold.how.accumulator(root.dtype)
         count = math.prod(src.shape[a] for a in axes) if nd else 1
-        init = identity_literal(spec.identity(acc_t))
+        init = kir.const(spec.identity(acc_t), acc_t)
         body = [m for m in members if m is not root]
         outer = [d for d in range(nd) if d not in axes]
         suffix = all(a > o for a in axes for o in outer)  # reduce over trailing dims
@@ -898,91 +866,83 @@ class _Writer:
         expected = keep if keepdims else (tuple(shape[d] for d in outer) or (1,))
         scale = (1.0 / count if count else math.nan) if spec.finalize == "mean" else None
         into, self.into = self.into, None
-        val = None
         if suffix and expected == out_shape:
             # A scalar accumulator per outer index, stored once, cast to the result's
             # dtype and scaled (a mean) as it is stored: the hot loop touches no memory
             # but its inputs, and no array-wide astype/reshape follows (each costs Numba
             # as much to compile as a loop).
             outer_shape = tuple(shape[d] for d in outer)
-            res = into or self.fresh("r")
-            if into is None:
-                self.emit(f"{res} = np.empty({out_shape}, {np_dtype(root.dtype)})")
-            oidx, indent = self.loops(outer_shape, 1) if outer_shape else ([], 1)
-            # The store goes after the inner loops, at the outer loops' body: a size-1 outer
-            # dim has no loop, so the indent is not 1 + len(oidx).
-            store_at = indent
-            acc = self.fresh("acc")
-            self.emit(f"{acc} = {np_dtype(acc_t)}({init})", indent)
+            res = self.bufs[into] if into else self.alloc(self.fresh("r"), out_shape,
+                                                           root.dtype)
+            oidx, wrap = self.loops(outer_shape) if outer_shape else ([], list)
+            acc = kir.Var(self.fresh("acc"), acc_t)
+            stmts: list = [kir.Let(acc, init)]
             inner_shape = tuple(shape[d] for d in range(len(outer), nd))
             if len(inner_shape) == 1 and inner_shape[0] >= 4 * LANES:
-                self._lane_reduce(body, env, shape, oidx, inner_shape[0], acc, acc_t,
-                                  combine, init, src, indent, pre, post)
+                # Rows on several threads each need their own lanes: a work array would
+                # be shared by them.
+                role = kir.LOCAL if any(s.parallel for s in wrap([])) else kir.SCRATCH
+                stmts += self._lane_reduce(body, env, shape, oidx, inner_shape[0], acc, acc_t,
+                                           fold, init, src, pre, post, role)
             else:
-                iidx = []
-                for k, d in enumerate(inner_shape):
-                    i = f"i{len(outer) + k}"
-                    if d == 1:
-                        iidx.append("0")
-                        continue
-                    self.emit(f"for {i} in range({d}):", indent)
-                    iidx.append(i)
-                    indent += 1
-                idx = oidx + iidx if nd else ["0"]
+                iidx = [kir.const(0) if d == 1 else kir.Var(f"i{len(outer) + k}")
+                        for k, d in enumerate(inner_shape)]
+                idx = oidx + iidx if nd else [kir.const(0)]
                 sym: dict = {}
-                self.scalar_lines(body, env, shape, idx, sym, indent, set())
-                val = self.value(src, sym, env, shape, idx)
-                self._combine(acc, val, combine, acc_t, indent)
+                inner = self.scalar_stmts(body, env, shape, idx, sym)
+                inner += self.combine(acc, self.value(src, sym, env, shape, idx), fold, acc_t)
+                nest = tuple(inner)
+                for v, d in reversed(list(zip(iidx, inner_shape))):
+                    if d != 1:
+                        nest = (kir.Loop(v, d, nest),)
+                stmts += nest
             if keepdims:
                 it = iter(oidx)
-                ridx = ", ".join(next(it) if d in outer else "0" for d in range(nd))
+                ridx = tuple(next(it) if d in outer else kir.const(0) for d in range(nd))
             else:
-                ridx = ", ".join(oidx) if oidx else "0"
-            self.emit(f"{res}[{ridx}] = {self._store(acc, acc_t, root.dtype, scale)}",
-                      store_at)
-            if res != out:
-                self.emit(f"{out} = {res}")
+                ridx = tuple(oidx) or (kir.const(0),)
+            stmts.append(kir.Store(res, ridx, self._store(acc, acc_t, root.dtype, scale)))
+            self.add(*wrap(stmts))
+            if res.name != out:
+                self.alias(out, res)
             return
-        else:
-            acc = self.fresh("acc")
-            self.fill(acc, keep, f"{np_dtype(acc_t)}({init})", acc_t)
-            idx, indent = self.loops(shape, 1, parallel_ok=False)
-            sym = {}
-            self.scalar_lines(body, env, shape, idx, sym, indent, set())
-            val = self.value(src, sym, env, shape, idx)
-            ridx = ", ".join("0" if d in axes else idx[d] for d in range(nd))
-            self._combine(f"{acc}[{ridx}]", val, combine, acc_t, indent)
-            final = acc
+        acc = self.fill(self.fresh("acc"), keep, init, acc_t)
+        idx, wrap = self.loops(shape, parallel_ok=False)
+        sym = {}
+        stmts = self.scalar_stmts(body, env, shape, idx, sym)
+        ridx = tuple(kir.const(0) if d in axes else idx[d] for d in range(nd))
+        stmts += self.combine((acc, ridx), self.value(src, sym, env, shape, idx), fold, acc_t)
+        self.add(*wrap(stmts))
         if scale is None and acc_t == root.dtype and keep == out_shape and into is None:
-            self.emit(f"{out} = {final}")
+            self.alias(out, acc)
             return
         # Store the accumulators cast (and scaled) into the result's array, in one loop.
-        res = into or self.fresh("r")
-        if into is None:
-            self.emit(f"{res} = np.empty({out_shape}, {np_dtype(root.dtype)})")
-        kidx, indent = self.loops(keep, 1, parallel_ok=False)
+        res = self.bufs[into] if into else self.alloc(self.fresh("r"), out_shape, root.dtype)
+        kidx, wrap = self.loops(keep, parallel_ok=False)
         if keepdims or not nd:
-            ridx = ", ".join(kidx)
+            ridx = tuple(kidx)
         else:
-            ridx = ", ".join(kidx[d] for d in outer) or "0"
-        src_at = f"{final}[{', '.join(kidx)}]"
-        self.emit(f"{res}[{ridx}] = {self._store(src_at, acc_t, root.dtype, scale)}", indent)
-        if res != out:
-            self.emit(f"{out} = {res}")
+            ridx = tuple(kidx[d] for d in outer) or (kir.const(0),)
+        value = self._store(acc[tuple(kidx)], acc_t, root.dtype, scale)
+        self.add(*wrap([kir.Store(res, ridx, value)]))
+        if res.name != out:
+            self.alias(out, res)
 
     @staticmethod
-    def _store(acc: str, acc_t: np.dtype, dtype: np.dtype, scale: float | None) -> str:
+    def _store(acc: kir.Expr, acc_t: np.dtype, dtype: np.dtype,
+               scale: float | None) -> kir.Expr:
         """An accumulator as a value of the result's dtype (a mean scaled first: an empty
         mean is 0/0, nan, like NumPy's)."""
         if scale is not None:
-            acc = f"{acc} * {_py(scale)}"
+            acc = kir.Bin("*", acc, kir.const(scale, np.float64))
         if acc_t == dtype and scale is None:
             return acc
-        return f"bool({acc})" if dtype == np.bool_ else f"{np_dtype(dtype)}({acc})"
+        return kir.Cast(acc, dtype)
 
-    def _lane_reduce(self, body: list, env: dict, shape: tuple, oidx: list, n: int, acc: str,
-                     acc_t: np.dtype, combine: _Fold, init: str, src: Node,
-                     indent: int, pre=None, post=None) -> None:
+    def _lane_reduce(self, body: list, env: dict, shape: tuple, oidx: list, n: int,
+                     acc: kir.Var, acc_t: np.dtype, fold: _Fold, init: kir.Expr, src: Node,
+                     pre: Pre | None = None, post: Pre | None = None,
+                     role: str = kir.SCRATCH) -> list:
         """Reduce a long innermost axis with LANES independent accumulators.
 
         A single accumulator is a loop-carried dependency that LLVM may not vectorize
@@ -991,121 +951,145 @@ class _Writer:
         partial sums is also more accurate.
         """
         if not oidx and self.parallel and n >= PARALLEL_MIN_SIZE:
-            self._parallel_lane_reduce(body, env, shape, n, acc, acc_t, combine, init, src,
-                                       indent, pre, post)
-            return
-        lanes = self.fresh("lanes")
+            return self._parallel_lane_reduce(body, env, shape, n, acc, acc_t, fold, init,
+                                              src, pre, post)
         i = f"i{len(oidx)}"
-        # One work array for every row's lanes: an np.full here would allocate per row.
-        self.emit(f"{lanes} = {self.work(str(LANES), np_dtype(acc_t))}", indent)
-        self.emit(f"for {i}l in range({LANES}):", indent)
-        self.emit(f"{lanes}[{i}l] = {np_dtype(acc_t)}({init})", indent + 1)
-        if (combine.how.better is None and combine.how.update == "+" and acc_t == np.float64
+        il = kir.Var(f"{i}l")
+        # One work array for every row's lanes (an allocation here would be one per row),
+        # unless rows run on several threads (``role``).
+        lanes = kir.Buffer(self.fresh("lanes"), (LANES,), acc_t, role)
+        stmts: list = [kir.Alloc(lanes), kir.Loop(il, LANES, (kir.Store(lanes, (il,), init),))]
+        if (fold.how.better is None and fold.how.update == "+" and acc_t == np.float64
                 and np.dtype(src.dtype) == np.float32):
-            self._fold_blocks(body, env, shape, oidx, n, lanes, src, indent, pre, post)
+            stmts += self._fold_blocks(body, env, shape, oidx, n, lanes, src, pre, post)
         else:
-            self._lane_blocks(body, env, shape, oidx, n, lanes, combine, acc_t, src, indent,
-                              pre, post)
-        self.emit(f"for {i} in range({n // LANES * LANES}, {n}):", indent)
-        idx = oidx + [i]
-        self._element(body, env, shape, idx, src, f"{lanes}[0]", combine, acc_t, indent + 1,
-                      pre, post)
-        self.emit(f"for {i}l in range({LANES}):", indent)
-        self._combine(acc, f"{lanes}[{i}l]", combine, acc_t, indent + 1)
+            stmts += self._lane_blocks(body, env, shape, oidx, n, lanes, fold, acc_t, src,
+                                       pre, post)
+        whole = n // LANES * LANES
+        if whole < n:
+            iv = kir.Var(i)
+            stmts.append(kir.Loop(iv, n, tuple(self._element(
+                body, env, shape, oidx + [iv], src, (lanes, (kir.const(0),)), fold, acc_t,
+                pre, post)), start=whole))
+        stmts.append(kir.Loop(il, LANES, tuple(self.combine(acc, lanes[il], fold, acc_t))))
+        return stmts
 
-    def _element(self, body: list, env: dict, shape: tuple, idx: list, src: Node, into: str,
-                 combine: _Fold | None, acc_t: np.dtype, indent: int, pre=None,
-                 post=None) -> None:
+    def _element(self, body: list, env: dict, shape: tuple, idx: list, src: Node,
+                 into: kir.Var | tuple, fold: _Fold | None, acc_t: np.dtype,
+                 pre: Pre | None = None, post: Pre | None = None) -> list:
         """One element of a reduction's loop: a cluster's producers (``pre``), the reduced
-        value combined into ``into`` (stored there when ``combine`` is None), then the
-        cluster's siblings (``post``)."""
+        value combined into ``into`` (a scalar, or a (buffer, index) cell; stored there
+        when ``fold`` is None), then the cluster's siblings (``post``)."""
         sym: dict = {}
-        if pre is not None:
-            pre(idx, sym, indent)
-        self.scalar_lines(body, env, shape, idx, sym, indent, set())
+        stmts = pre(idx, sym) if pre is not None else []
+        stmts += self.scalar_stmts(body, env, shape, idx, sym)
         value = self.value(src, sym, env, shape, idx)
-        if combine is None:
-            self.emit(f"{into} = {value}", indent)
+        if fold is None:
+            stmts.append(kir.Store(*into, value))
         else:
-            self._combine(into, value, combine, acc_t, indent)
+            stmts += self.combine(into, value, fold, acc_t)
         if post is not None:
-            post(idx, sym, indent)
+            stmts += post(idx, sym)
+        return stmts
 
     def _lane_blocks(self, body: list, env: dict, shape: tuple, oidx: list, n: int,
-                     lanes: str, combine: _Fold, acc_t: np.dtype, src: Node,
-                     indent: int, pre=None, post=None) -> None:
+                     lanes: kir.Buffer, fold: _Fold, acc_t: np.dtype, src: Node,
+                     pre: Pre | None = None, post: Pre | None = None) -> list:
         """The whole blocks of LANES values, each value combined into its lane."""
         i = f"i{len(oidx)}"
-        self.emit(f"for {i}b in range({n // LANES}):", indent)
-        self.emit(f"for {i}l in range({LANES}):", indent + 1)
-        self.emit(f"{i} = {i}b * {LANES} + {i}l", indent + 2)
-        self._element(body, env, shape, oidx + [i], src, f"{lanes}[{i}l]", combine, acc_t,
-                      indent + 2, pre, post)
+        ib, il, iv = kir.Var(f"{i}b"), kir.Var(f"{i}l"), kir.Var(i)
+        inner = [kir.Let(iv, ib * LANES + il)] + self._element(
+            body, env, shape, oidx + [iv], src, (lanes, (il,)), fold, acc_t, pre, post)
+        return [kir.Loop(ib, n // LANES, (kir.Loop(il, LANES, tuple(inner)),))]
 
     def _fold_blocks(self, body: list, env: dict, shape: tuple, oidx: list, n: int,
-                     lanes: str, src: Node, indent: int, pre=None, post=None) -> None:
+                     lanes: kir.Buffer, src: Node, pre: Pre | None = None,
+                     post: Pre | None = None) -> list:
         """`_lane_blocks` for a float32 sum: the loop stores its values in a buffer, one
         block at a time, and `dgk.fold_lanes` adds them to the lanes in the same order.
         The loop then vectorizes like an elementwise one, and the lanes stay in registers
         during the fold."""
         i = f"i{len(oidx)}"
+        ic, ik, iv = kir.Var(f"{i}c"), kir.Var(f"{i}k"), kir.Var(i)
         whole = n // LANES * LANES
         block = fold_block(whole)
-        buf = self.fresh("buf")
-        self.emit(f"{buf} = {self.work(str(block), 'np.float32')}", indent)
-        self.emit(f"for {i}c in range({whole // block}):", indent)
-        self.emit(f"for {i}k in range({block}):", indent + 1)
-        self.emit(f"{i} = {i}c * {block} + {i}k", indent + 2)
-        self._element(body, env, shape, oidx + [i], src, f"{buf}[{i}k]", None, np.float32,
-                      indent + 2, pre, post)
-        self.emit(f"dgk.fold_lanes({lanes}, {buf}, {block})", indent + 1)
+        buf = kir.Buffer(self.fresh("buf"), (block,), np.float32, lanes.role)
+        inner = [kir.Let(iv, ic * block + ik)] + self._element(
+            body, env, shape, oidx + [iv], src, (buf, (ik,)), None, np.float32, pre, post)
+        return [kir.Alloc(buf), kir.Loop(ic, whole // block, (
+            kir.Loop(ik, block, tuple(inner)),
+            kir.LibCall("fold_lanes", (buf, kir.const(block)), (lanes,))))]
 
-    def _parallel_lane_reduce(self, body: list, env: dict, shape: tuple, n: int, acc: str,
-                              acc_t: np.dtype, combine: _Fold, init: str, src: Node,
-                              indent: int, pre=None, post=None) -> None:
+    def _parallel_lane_reduce(self, body: list, env: dict, shape: tuple, n: int,
+                              acc: kir.Var, acc_t: np.dtype, fold: _Fold, init: kir.Expr,
+                              src: Node, pre: Pre | None = None,
+                              post: Pre | None = None) -> list:
         """`_lane_reduce` of a whole array over a ``numba.prange`` of CHUNKS chunks: each
         chunk folds its blocks into its own row of LANES partials (no two threads write
         the same cell), then the partials are folded in order. The order of the fold does
         not depend on the number of threads, so the result does not either."""
-        parts = self.fresh("parts")
         blocks = n // LANES
         chunks = min(CHUNKS, blocks)
         per = -(-blocks // chunks)
-        self.emit(f"{parts} = {self.work(str((chunks, LANES)), np_dtype(acc_t))}", indent)
-        self.emit(f"for i0c in numba.prange({chunks}):", indent)
-        self.emit(f"for i0l in range({LANES}):", indent + 1)
-        self.emit(f"{parts}[i0c, i0l] = {np_dtype(acc_t)}({init})", indent + 2)
-        self.emit(f"for i0b in range(i0c * {per}, min(i0c * {per} + {per}, {blocks})):",
-                  indent + 1)
-        self.emit(f"for i0l in range({LANES}):", indent + 2)
-        self.emit(f"i0 = i0b * {LANES} + i0l", indent + 3)
-        self._element(body, env, shape, ["i0"], src, f"{parts}[i0c, i0l]", combine, acc_t,
-                      indent + 3, pre, post)
-        self.emit(f"for i0 in range({blocks * LANES}, {n}):", indent)
-        self._element(body, env, shape, ["i0"], src, acc, combine, acc_t, indent + 1, pre, post)
-        self.emit(f"for i0c in range({chunks}):", indent)
-        self.emit(f"for i0l in range({LANES}):", indent + 1)
-        self._combine(acc, f"{parts}[i0c, i0l]", combine, acc_t, indent + 2)
+        parts = kir.Buffer(self.fresh("parts"), (chunks, LANES), acc_t, kir.SCRATCH)
+        ic, il, ib, iv = (kir.Var(f"i0{c}") for c in ("c", "l", "b", ""))
+        stop = kir.Call("min", (ic * per + per, kir.const(blocks)), kir.INDEX)
+        inner = [kir.Let(iv, ib * LANES + il)] + self._element(
+            body, env, shape, [iv], src, (parts, (ic, il)), fold, acc_t, pre, post)
+        stmts: list = [kir.Alloc(parts), kir.Loop(ic, chunks, (
+            kir.Loop(il, LANES, (kir.Store(parts, (ic, il), init),)),
+            kir.Loop(ib, stop, (kir.Loop(il, LANES, tuple(inner)),), start=ic * per),
+        ), parallel=True)]
+        if blocks * LANES < n:
+            stmts.append(kir.Loop(iv, n, tuple(self._element(
+                body, env, shape, [iv], src, acc, fold, acc_t, pre, post)),
+                start=blocks * LANES))
+        stmts.append(kir.Loop(ic, chunks, (kir.Loop(il, LANES, tuple(
+            self.combine(acc, parts[ic, il], fold, acc_t))),)))
+        return stmts
 
-    def _combine(self, acc: str, val: str, combine: _Fold, acc_t: np.dtype,
-                 indent: int) -> None:
-        better = combine.how.better
-        if better is None:  # a sum or product: nan propagates through the arithmetic
-            self.emit(f"{acc} {combine.how.update}= {np_dtype(acc_t)}({val})", indent)
-            return
-        tmp = self.fresh("m")
-        self.emit(f"{tmp} = {val}", indent)
+    def combine(self, into: kir.Var | tuple, value: kir.Expr, fold: _Fold,
+                acc_t: np.dtype) -> list:
+        """Fold ``value`` into a scalar accumulator (`kir.Accum`) or a (buffer, index)
+        cell: added (cast to the accumulator's dtype), or compared, a nan winning where
+        the spec says it propagates."""
+        if isinstance(into, kir.Var):
+            return [kir.Accum(into, fold.name, value, fold.nan_propagates)]
+        buf, index = into
+        if fold.how.better is None:  # a sum or product: nan propagates through the arithmetic
+            value = value if value.dtype == acc_t else kir.Cast(value, acc_t)
+            return [kir.Store(buf, index, value, fold.how.update)]
+        if not isinstance(value, kir.Var):
+            v = kir.Var(self.fresh("m"), value.dtype)
+            let, value = [kir.Let(v, value)], v
+        else:
+            let = []
         # A comparison is false against nan: where nan must win (np.max), test for it.
-        nan = f" or {tmp} != {tmp}" if combine.nan_propagates else ""
-        self.emit(f"if {tmp} {better} {acc}{nan}:", indent)
-        self.emit(f"    {acc} = {tmp}", indent)
+        cond = kir.Bin(fold.how.better, value, buf[index])
+        if fold.nan_propagates:
+            cond = kir.Bin("or", cond, kir.Bin("!=", value, value))
+        return let + [kir.If(cond, (kir.Store(buf, index, value),))]
+
+
+def folds_scalar(s: object) -> bool:
+    """A loop whose own body folds into a scalar (`kir.Accum`) stays a loop of its own:
+    merged with an elementwise pass, its loop-carried fold would keep LLVM from
+    vectorizing that pass (a row kernel's exp into a work array, then its sum)."""
+    return isinstance(s, kir.Loop) and any(isinstance(b, kir.Accum) for b in s.body)
+
+
+def transitional_text(stmts: list) -> bool:
+    """TRANSITIONAL: the kernel holds source lines of a lowering not yet written as kernel
+    IR (`kir.Source`), so its printed loop nests are merged as text too."""
+    return any(isinstance(s, kir.Source) for s in kir.walk(stmts))
 
 
 def lower(graph: Graph, name: str = "kernel", parallel: bool = False,
           write_to: dict[int, int] | None = None) -> Lowered:
     """Generate the source of one njit function computing ``graph``.
 
-    The function takes the inputs, the constants, then one output buffer per output that
-    is not in ``write_to`` (output index -> input index whose array receives it in place).
+    The function takes the inputs, the constants, the work arrays, then one output buffer
+    per output that is not in ``write_to`` (output index -> input index whose array
+    receives it in place).
     """
     return _Writer(graph, name, parallel, write_to).run()

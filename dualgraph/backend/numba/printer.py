@@ -21,7 +21,7 @@ import numpy as np
 from .. import kir
 from .blas import HAVE_CBLAS
 
-__all__ = ["MATH", "block_lines", "dtype_name", "expr", "literal"]
+__all__ = ["MATH", "block_lines", "dtype_name", "expr", "function", "literal"]
 
 # cblas transpose flags.
 NO_TRANS, TRANS = 111, 112
@@ -84,18 +84,24 @@ def expr(e: Any) -> str:
     if isinstance(e, kir.Un):
         return f"({e.op}{' ' if e.op == 'not' else ''}{expr(e.a)})"
     if isinstance(e, kir.Call):
-        return f"{call_name(e.fn, e.dtype)}({', '.join(expr(a) for a in e.args)})"
+        return f"{call_name(e.fn, e.dtype)}({', '.join(_bare(a) for a in e.args)})"
     if isinstance(e, kir.Select):
         return f"({expr(e.a)} if {expr(e.cond)} else {expr(e.b)})"
     if isinstance(e, kir.Cast):
         if e.dtype == np.bool_:
-            return f"bool({expr(e.a)})"
-        return f"{dtype_name(e.dtype)}({expr(e.a)})"
+            return f"bool({_bare(e.a)})"
+        return f"{dtype_name(e.dtype)}({_bare(e.a)})"
     if isinstance(e, kir.Buffer):
         return e.name
     if isinstance(e, (int, float, bool, np.generic)):
         return literal(e)
     raise TypeError(f"not a kernel IR expression: {e!r}")
+
+
+def _bare(e: Any) -> str:
+    """An argument of a call: without the parentheses a nested expression prints with."""
+    text = expr(e)
+    return text[1:-1] if isinstance(e, (kir.Bin, kir.Un, kir.Select)) else text
 
 
 def _shape(shape: tuple) -> str:
@@ -127,12 +133,14 @@ def _operand(o: kir.Operand, item: str | None, flat: bool = False) -> str:
 
 class Printer:
     """Prints statements as indented lines. ``work(buf)``, when given, names the work
-    array a top-level allocation takes (an array the caller passes once instead of an
-    allocation per call) or returns None to allocate in the kernel."""
+    array a top-level allocation (or a scratch buffer's, at any depth) takes: an array the
+    caller passes once instead of an allocation per call; None allocates in the kernel.
+    ``marks``: the 1-based line of each `kir.Comment` that names a graph node."""
 
     def __init__(self, work: Callable[[kir.Buffer], str | None] | None = None) -> None:
         self.work = work
         self.lines: list[str] = []
+        self.marks: dict[str, int] = {}
         self.tmp = 0
 
     def emit(self, text: str, indent: int) -> None:
@@ -146,7 +154,8 @@ class Printer:
         if isinstance(s, kir.Alloc):
             b = s.buf
             if s.fill is None:
-                name = self.work(b) if self.work is not None and indent == 1 else None
+                top = indent == 1 or b.role == kir.SCRATCH
+                name = self.work(b) if self.work is not None and top else None
                 self.emit(f"{b.name} = {name}" if name else
                           f"{b.name} = np.empty({_shape(b.shape)}, {dtype_name(b.dtype)})",
                           indent)
@@ -156,16 +165,17 @@ class Printer:
         elif isinstance(s, kir.View):
             self.emit(f"{s.buf.name} = {self.view(s)}", indent)
         elif isinstance(s, kir.Let):
-            self.emit(f"{s.var.name} = {expr(s.value)}", indent)
+            note = f"  # {s.note}" if s.note else ""
+            self.emit(f"{s.var.name} = {expr(s.value)}{note}", indent)
         elif isinstance(s, kir.Store):
             op = f"{s.combine}=" if s.combine else "="
             idx = ", ".join(expr(i) for i in s.index) or "0"
             self.emit(f"{s.buf.name}[{idx}] {op} {expr(s.value)}", indent)
         elif isinstance(s, kir.Loop):
             rng = "numba.prange" if s.parallel else "range"
-            bounds = [expr(kir.const(s.extent))]
+            bounds = [_bare(kir.const(s.extent))]
             if s.start != 0 or s.step != 1:
-                bounds.insert(0, expr(kir.const(s.start)))
+                bounds.insert(0, _bare(kir.const(s.start)))
             if s.step != 1:
                 bounds.append(str(s.step))
             self.emit(f"for {s.var.name} in {rng}({', '.join(bounds)}):", indent)
@@ -191,7 +201,12 @@ class Printer:
         elif isinstance(s, kir.Jump):
             self.emit(s.kind, indent)
         elif isinstance(s, kir.Comment):
+            if s.node is not None:
+                self.marks[s.node] = len(self.lines) + 1
             self.emit(f"# {s.text}", indent)
+        elif isinstance(s, kir.Source):
+            for line in s.lines:
+                self.emit(line, indent)
         else:
             raise TypeError(f"not a kernel IR statement: {s!r}")
 
@@ -317,3 +332,16 @@ def block_lines(stmts: Any, indent: int = 1,
     p = Printer(work)
     p.block(stmts.stmts if isinstance(stmts, kir.Block) else stmts, indent)
     return p.lines
+
+
+def function(name: str, params: Callable[[], list[str]], stmts: Any,
+             work: Callable[[kir.Buffer], str | None] | None = None
+             ) -> tuple[list[str], dict[str, int]]:
+    """A kernel: ``def name(params):``, the statements, ``return 0``. ``params()`` is
+    called after the body is printed (the work arrays are named while printing). Returns
+    the lines and the 1-based line of each graph node's comment (`Printer.marks`)."""
+    p = Printer(work)
+    p.block(stmts, 1)
+    p.emit("return 0", 1)
+    lines = [f"def {name}({', '.join(params())}):"] + p.lines
+    return lines, {k: v + 1 for k, v in p.marks.items()}

@@ -3,11 +3,13 @@
 An op reaches generated code by one of three paths:
 
 - **loop**: elementwise and loop-fusible ops (`OpDef.loop_fusible`) are a scalar expression
-  inside a loop nest, from the `SCALAR` table; fused groups inline several of them.
+  inside a loop nest, built by the `SCALAR` table (`scalar_expr`); fused groups inline
+  several of them.
 - **reduce**: reductions are a loop that folds elements with the op's `Reduction` spec;
   the backend supports the combines in `COMBINE` and the finalizers in `FINALIZE`.
 - **kernel**: every other op (shape ops, contractions) has a function registered with
-  ``@lowers(name)`` that returns the source lines computing it.
+  ``@lowers(name)`` that returns the `kir.Block` computing it (a lowering not yet
+  written as kernel IR returns source lines, which the writer wraps in `kir.Source`).
 
 `NOT_LOWERABLE` names ops this backend declines on purpose. Compiling a graph with an op
 that has no path raises `LoweringError` naming it; ``tests/compile/test_lowerings.py``
@@ -17,7 +19,6 @@ fails when a registered op has none, so a new op cannot silently lack one.
 from __future__ import annotations
 
 import importlib
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,9 +26,10 @@ from typing import Any
 import numpy as np
 
 from ....ir.graph import Node
+from ....ops.broadcast import result_dtype
 from ....ops.registry import OpDef
 from ... import kir
-from ..printer import dtype_name, literal
+from ..printer import dtype_name
 
 
 class LoweringError(NotImplementedError):
@@ -49,84 +51,160 @@ np_dtype = dtype_name
 
 
 # ------------------------------------------------------------------------- loop ops
-# A scalar expression per op, formatted with the operands' scalar expressions ({0}, {1},
-# ...), {zero}, {one}, {half} as constants of the node's dtype (a float64 literal would
-# promote a float32 loop), and {exp}, {tanh}, {sigmoid}, {erf} as the math functions for that
-# dtype (`MATH`). Each must propagate nan like the op's NumPy kernel. "{0}" alone marks an
-# identity (a cast, a broadcast): the writer casts only where the dtype changes.
-SCALAR: dict[str, str] = {
-    "add": "({0} + {1})",
-    "sub": "({0} - {1})",
-    "mul": "({0} * {1})",
-    "div": "({0} / {1})",
-    "pow": "({0} ** {1})",
-    "neg": "(-{0})",
-    "exp": "{exp}({0})",
-    "log": "np.log({0})",
-    "tanh": "{tanh}({0})",
-    "sigmoid": "{sigmoid}({0})",
-    "relu": "({0} if not ({0} <= {zero}) else {zero})",
-    "sqrt": "np.sqrt({0})",
-    "abs": "abs({0})",
-    "sin": "np.sin({0})",
-    "cos": "np.cos({0})",
-    "maximum": "({0} if ({0} >= {1} or {0} != {0}) else {1})",
-    "minimum": "({0} if ({0} <= {1} or {0} != {0}) else {1})",
-    "where": "({1} if {0} else {2})",
-    "threshold_backward": "({0} if {1} > {2} else {zero})",
-    "lt": "({0} < {1})",
-    "le": "({0} <= {1})",
-    "gt": "({0} > {1})",
-    "ge": "({0} >= {1})",
-    "eq": "({0} == {1})",
-    "ne": "({0} != {1})",
-    "stop_gradient": "{0}",
-    "broadcast_to": "{0}",
-    "astype": "{0}",
-    # --- math primitives (dualgraph/ops/math.py) ---
-    "tan": "np.tan({0})",
-    "asin": "np.arcsin({0})",
-    "acos": "np.arccos({0})",
-    "atan": "np.arctan({0})",
-    "sinh": "np.sinh({0})",
-    "cosh": "np.cosh({0})",
-    "asinh": "np.arcsinh({0})",
-    "acosh": "np.arccosh({0})",
-    "atanh": "np.arctanh({0})",
-    "erf": "{erf}({0})",
-    "log2": "np.log2({0})",
-    "log10": "np.log10({0})",
-    "log1p": "np.log1p({0})",
-    "expm1": "np.expm1({0})",
+# A scalar expression per op: a builder of a `kir.Expr` from the operands' expressions and
+# the node's dtype. Constants are of the node's dtype (a float64 literal would promote a
+# float32 loop); math functions are `kir.Call`s by their NumPy name, and the printer picks
+# the target's version for the dtype (`printer.MATH`: vectorizable float32 exp, tanh,
+# sigmoid). Each must propagate nan like the op's NumPy kernel. `scalar_expr` applies a
+# builder with the casting rules.
+Builder = Callable[[list, np.dtype], kir.Expr]
+
+
+def _k(value: Any, dtype: np.dtype) -> kir.Expr:
+    """A constant of the node's dtype."""
+    return kir.Const(float(value) if dtype.kind == "f" else int(value), dtype)
+
+
+def _bin(op: str) -> Builder:
+    return lambda a, t: kir.Bin(op, a[0], a[1])
+
+
+def _call(fn: str) -> Builder:
+    return lambda a, t: kir.Call(fn, tuple(a), t)
+
+
+def _same(a: list, t: np.dtype) -> kir.Expr:
+    """An identity (a cast, a broadcast): `scalar_expr` casts only where the dtype changes."""
+    return a[0]
+
+
+def _relu(a: list, t: np.dtype) -> kir.Expr:
+    x, zero = a[0], _k(0, t)
+    return kir.Select(kir.Un("not", kir.Bin("<=", x, zero)), x, zero)
+
+
+def _pick(cmp: str) -> Builder:
+    """maximum/minimum: the first operand where it wins or is nan (nan propagates)."""
+    def build(a: list, t: np.dtype) -> kir.Expr:
+        x, y = a[0], a[1]
+        return kir.Select(kir.Bin("or", kir.Bin(cmp, x, y), kir.Bin("!=", x, x)), x, y)
+    return build
+
+
+def _sign(a: list, t: np.dtype) -> kir.Expr:
     # PyTorch's sign (the eager kernel): +0.0 for either zero (Numba's np.sign keeps -0.0)
     # and for nan.
-    "sign": "({one} if {0} > {zero} else (-{one} if {0} < {zero} else {zero}))",
-    "floor": "np.floor({0})",
-    "ceil": "np.ceil({0})",
-    "round": "np.rint({0})",
-    "trunc": "np.trunc({0})",
-    "copysign": "np.copysign({0}, {1})",
+    x, zero = a[0], _k(0, t)
+    return kir.Select(kir.Bin(">", x, zero), _k(1, t),
+                      kir.Select(kir.Bin("<", x, zero), _k(-1, t), zero))
+
+
+def _fmod(a: list, t: np.dtype) -> kir.Expr:
     # Numba's integer np.fmod takes the divisor's sign (Python's %); on magnitudes the two
     # agree, and the dividend's sign is C's rule (exact for floats too, -0.0 included).
-    "fmod": "(np.fmod(abs({0}), abs({1})) * np.sign({0}))",
-    "remainder": "np.remainder({0}, {1})",
-    "floor_divide": "np.floor_divide({0}, {1})",
-    "atan2": "np.arctan2({0}, {1})",
-    "bitwise_and": "({0} & {1})",
-    "bitwise_or": "({0} | {1})",
-    "bitwise_xor": "({0} ^ {1})",
-    "bitwise_not": "np.invert({0})",
-    "left_shift": "({0} << {1})",
-    "right_shift": "({0} >> {1})",
+    x, y = a[0], a[1]
+    mag = kir.Call("fmod", (kir.Call("abs", (x,), x.dtype), kir.Call("abs", (y,), y.dtype)), t)
+    return kir.Bin("*", mag, kir.Call("sign", (x,), x.dtype))
+
+
+SCALAR: dict[str, Builder] = {
+    "add": _bin("+"),
+    "sub": _bin("-"),
+    "mul": _bin("*"),
+    "div": _bin("/"),
+    "pow": _bin("**"),
+    "neg": lambda a, t: kir.Un("-", a[0]),
+    "exp": _call("exp"),
+    "log": _call("log"),
+    "tanh": _call("tanh"),
+    "sigmoid": _call("sigmoid"),
+    "relu": _relu,
+    "sqrt": _call("sqrt"),
+    "abs": _call("abs"),
+    "sin": _call("sin"),
+    "cos": _call("cos"),
+    "maximum": _pick(">="),
+    "minimum": _pick("<="),
+    "where": lambda a, t: kir.Select(a[0], a[1], a[2]),
+    "threshold_backward": lambda a, t: kir.Select(kir.Bin(">", a[1], a[2]), a[0], _k(0, t)),
+    "lt": _bin("<"),
+    "le": _bin("<="),
+    "gt": _bin(">"),
+    "ge": _bin(">="),
+    "eq": _bin("=="),
+    "ne": _bin("!="),
+    "stop_gradient": _same,
+    "broadcast_to": _same,
+    "astype": _same,
+    # --- math primitives (dualgraph/ops/math.py) ---
+    "tan": _call("tan"),
+    "asin": _call("arcsin"),
+    "acos": _call("arccos"),
+    "atan": _call("arctan"),
+    "sinh": _call("sinh"),
+    "cosh": _call("cosh"),
+    "asinh": _call("arcsinh"),
+    "acosh": _call("arccosh"),
+    "atanh": _call("arctanh"),
+    "erf": _call("erf"),
+    "log2": _call("log2"),
+    "log10": _call("log10"),
+    "log1p": _call("log1p"),
+    "expm1": _call("expm1"),
+    "sign": _sign,
+    "floor": _call("floor"),
+    "ceil": _call("ceil"),
+    "round": _call("rint"),
+    "trunc": _call("trunc"),
+    "copysign": _call("copysign"),
+    "fmod": _fmod,
+    "remainder": _call("remainder"),
+    "floor_divide": _call("floor_divide"),
+    "atan2": _call("arctan2"),
+    "bitwise_and": _bin("&"),
+    "bitwise_or": _bin("|"),
+    "bitwise_xor": _bin("^"),
+    "bitwise_not": _call("invert"),
+    "left_shift": _bin("<<"),
+    "right_shift": _bin(">>"),
     # --- end of math primitives ---
 }
+# Ops whose Numba result may have another dtype than operands of the node's dtype (an
+# integer power may widen): always cast.
+WIDENING = frozenset({"pow"})
 
-def scalar_template(op: str) -> str:
-    """The scalar expression template of loop op ``op``."""
+
+def scalar_builder(op: str) -> Builder:
+    """The scalar expression builder of loop op ``op``."""
     try:
         return SCALAR[op]
     except KeyError:
         raise missing(op, "no scalar expression for a loop") from None
+
+
+def scalar_expr(node: Node, operands: list) -> kir.Expr:
+    """Loop op ``node`` at one index, given its operands there (an expression for each
+    value input; literal inputs are passed as they are and typed here).
+
+    A literal takes the node's dtype; a comparison's (bool) result says nothing about its
+    operands, so there it takes their common dtype (``i64 < 2.5`` compares with 2.5, not
+    with int64(2.5) == 2). The result must have the node's dtype, as the NumPy kernel's
+    has; the cast is left out where Numba's typing already gives that dtype (operands of
+    the node's dtype, typed literals, no op in `WIDENING`): every cast is a call Numba
+    has to type, and compile time is a product cost."""
+    dtype = np.dtype(node.dtype)
+    ref = np.dtype(result_dtype(*node.inputs)) if dtype == np.bool_ else dtype
+    args = [x if isinstance(x, kir.Expr) else
+            kir.Const(bool(x), ref) if ref == np.bool_ else _k(x, ref) if ref.kind in "iuf"
+            else kir.const(x, ref) for x in operands]
+    build = scalar_builder(node.op)
+    e = build(args, dtype)
+    same = all(x.dtype == dtype for x in operands if isinstance(x, kir.Expr))
+    if build is _same:
+        return e if same else kir.Cast(e, dtype)
+    if dtype != np.bool_ and (not same or node.op in WIDENING or dtype.kind != "f"):
+        return kir.Cast(e, dtype)
+    return e
 
 
 # ----------------------------------------------------------------------- reductions
@@ -173,18 +251,9 @@ def combine_of(op: OpDef) -> Combine:
     return COMBINE[spec.combine]
 
 
-def identity_literal(value: Any) -> str:
-    """Source for a reduction's identity: an integral value is written as an int (the
-    accumulator's constructor casts it), anything else by `printer.literal`."""
-    value = value.item() if isinstance(value, np.generic) else value
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return literal(value)
-
-
 # --------------------------------------------------------------------- kernel ops
-# Each returns the source lines computing `node` into variable `out` from `args` (its
-# operands' variables, or literals' source).
+# Each returns the `kir.Block` computing `node` into a buffer named `out` from `args` (its
+# operands as `Arg`s, or literals' source), or (transitional) source lines doing so.
 
 LOWER: dict[str, Callable[[Node, list, str], list]] = {}
 
@@ -242,19 +311,6 @@ def _reshaped(block: kir.Block, buf: kir.Buffer, shape: tuple, name: str) -> kir
     view = kir.Buffer(name, shape, buf.dtype, kir.VIEW)
     block.add(kir.View(view, buf, "reshape"))
     return view
-
-
-def _lines(node: Node, var: str, axis: int | None) -> tuple[str, int, int]:
-    """Source for ``var`` as a C-contiguous (lines, length) array with ``axis`` last."""
-    shape = tuple(node.shape)
-    if axis is None or not shape:
-        n = math.prod(shape)
-        return f"np.ascontiguousarray({var}).reshape((1, {n}))", 1, n
-    perm = tuple(d for d in range(len(shape)) if d != axis) + (axis,)
-    n = shape[axis]
-    m = math.prod(shape) // n if n else 0
-    moved = var if perm == tuple(range(len(shape))) else f"np.transpose({var}, {perm})"
-    return f"np.ascontiguousarray({moved}).reshape(({m}, {n}))", m, n
 
 
 # The op families register their builders with `lowers` when imported.
