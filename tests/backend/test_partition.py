@@ -240,7 +240,8 @@ def test_four_transformer_blocks_cost_little_more_source_than_one(monkeypatch):
                    for s in plan.segments}
         distinct_lines[workload] = sum(s.count("\n") for s in sources)
         if workload == "transformer-4":
-            assert len(sources) < len(plan.segments) // 2
+            # The three repeated blocks share most of their parts with the first.
+            assert len(sources) <= 0.6 * len(plan.segments)
     # Four blocks hold four times the nodes, but the repeated blocks, their backward and
     # their parameters' updates are identical parts.
     assert distinct_lines["transformer-4"] < 1.6 * distinct_lines["transformer"]

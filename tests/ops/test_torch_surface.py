@@ -160,8 +160,8 @@ def test_volumetric_layers_shapes_and_errors():
     assert dg.nn.AvgPool3d(3, stride=2, padding=1, ceil_mode=True)(x).shape == (2, 3, 3, 4, 4)
     with pytest.raises(RuntimeError, match="4D or 5D"):
         F.avg_pool3d(dg.ones(2, 2, 2), 2)
-    with pytest.raises(NotImplementedError, match="return_indices"):
-        F.max_pool3d(x, 2, return_indices=True)
+    pooled, idx = F.max_pool3d(x, 2, return_indices=True)
+    assert pooled.shape == idx.shape == (2, 3, 2, 3, 3) and idx.dtype == dg.int64
     with pytest.raises(RuntimeError, match="expected a 5-D weight"):
         F.conv3d(x, dg.ones(4, 3, 3, 3))
     with pytest.raises(RuntimeError, match="channels"):
