@@ -68,3 +68,23 @@ def compile_and_check(f: Any, x: np.ndarray, expected: np.ndarray) -> tuple:
     assert compiled.stats.kernels == 1
     (entry,) = compiled.entries()
     return entry.kernel, [str(w.message) for w in record]
+
+
+def adam_mlp_step() -> tuple:
+    """A small Tanh MLP with its Adam training step (in-place parameter and state updates),
+    seeded: two calls give two identical networks to run eager and compiled."""
+    import dualgraph as dg
+
+    dg.manual_seed(0)
+    net = dg.nn.Sequential(dg.nn.Linear(8, 16), dg.nn.Tanh(), dg.nn.Linear(16, 16),
+                           dg.nn.Tanh(), dg.nn.Linear(16, 3))
+    opt = dg.optim.Adam(net.parameters(), lr=1e-2)
+
+    def step(x, t):
+        opt.zero_grad()
+        loss = dg.nn.functional.cross_entropy(net(x), t)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return net, step

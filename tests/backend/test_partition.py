@@ -18,6 +18,8 @@ from dualgraph.ir.graph import Graph, Node
 from dualgraph.ir.interpret import interpret
 from dualgraph.passes import optimize
 
+from ..compile_helpers import adam_mlp_step
+
 
 def _input(shape, dtype=np.float64):
     return Node("input", (), {}, shape, np.dtype(dtype))
@@ -124,26 +126,11 @@ def test_split_training_step_equals_eager(monkeypatch):
     """An Adam step (in-place parameter and state updates) split into small parts."""
     monkeypatch.setenv("DUALGRAPH_SEGMENT_LINES", "30")
 
-    def make():
-        dg.manual_seed(0)
-        net = dg.nn.Sequential(dg.nn.Linear(8, 16), dg.nn.Tanh(), dg.nn.Linear(16, 16),
-                               dg.nn.Tanh(), dg.nn.Linear(16, 3))
-        opt = dg.optim.Adam(net.parameters(), lr=1e-2)
-
-        def step(x, t):
-            opt.zero_grad()
-            loss = dg.nn.functional.cross_entropy(net(x), t)
-            loss.backward()
-            opt.step()
-            return loss
-
-        return net, step
-
     rng = np.random.default_rng(1)
     x = dg.tensor(rng.standard_normal((10, 8)).astype(np.float32))
     t = dg.tensor(rng.integers(0, 3, 10))
-    net_e, step_e = make()
-    net_c, step_c = make()
+    net_e, step_e = adam_mlp_step()
+    net_c, step_c = adam_mlp_step()
     compiled = dg.compile(step_c, tiered=False)
     for _ in range(3):
         le, lc = step_e(x, t), compiled(x, t)

@@ -8,21 +8,7 @@ import numpy as np
 import dualgraph as dg
 from dualgraph.compile import tiered as tiers
 
-
-def _adam_step():
-    dg.manual_seed(0)
-    net = dg.nn.Sequential(dg.nn.Linear(8, 16), dg.nn.Tanh(), dg.nn.Linear(16, 16),
-                           dg.nn.Tanh(), dg.nn.Linear(16, 3))
-    opt = dg.optim.Adam(net.parameters(), lr=1e-2)
-
-    def step(x, t):
-        opt.zero_grad()
-        loss = dg.nn.functional.cross_entropy(net(x), t)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return net, step
+from ..compile_helpers import adam_mlp_step
 
 
 def test_worker_compiles_a_split_step_and_the_caller_loads_its_parts(tiered, monkeypatch,
@@ -37,8 +23,8 @@ def test_worker_compiles_a_split_step_and_the_caller_loads_its_parts(tiered, mon
     rng = np.random.default_rng(1)
     x = dg.tensor(rng.standard_normal((10, 8)).astype(np.float32))
     t = dg.tensor(rng.integers(0, 3, 10))
-    net_e, step_e = _adam_step()
-    net_c, step_c = _adam_step()
+    net_e, step_e = adam_mlp_step()
+    net_c, step_c = adam_mlp_step()
     f = dg.compile(step_c, tiered=True)
     np.testing.assert_allclose(f(x, t).numpy(), step_e(x, t).numpy(), rtol=1e-5)
     assert tiers.wait(f, 600), f.stats.tier_failure

@@ -128,19 +128,28 @@ def _row_work(block: kir.Block, node: Node, n: int, out: str) -> tuple:
     return row, lanes
 
 
+def _row_frame(node: Node, out: str) -> tuple:
+    """A row op's result block, its shape and axis, and the row work buffers (`_row_work`);
+    the buffers are None when there is no row to write (the block is then complete)."""
+    shape, axis = _norm_axis(node)
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    n = shape[axis]
+    if n == 0 or math.prod(shape) == 0:
+        return block, shape, axis, None, None
+    return (block, shape, axis, *_row_work(block, node, n, out))
+
+
 def _softmax_block(node: Node, args: list, out: str, log: bool) -> kir.Block:
     """Per row: the max (the shift that keeps exp finite), exp of the shifted row into the
     work array, its sum, then the row written. A nan anywhere makes the sum nan, so every
     element of its row is nan, as in the NumPy kernel."""
-    shape, axis = _norm_axis(node)
-    n = shape[axis]
+    block, shape, axis, row, lanes = _row_frame(node, out)
+    if row is None:
+        return block
+    res, n = block.result, shape[axis]
     dtype = np.dtype(node.dtype)
     f8 = np.dtype(np.float64)
-    res = kir.Buffer(out, ishape(node), dtype)
-    block = kir.Block([kir.Alloc(res)], res)
-    if n == 0 or math.prod(shape) == 0:
-        return block
-    row, lanes = _row_work(block, node, n, out)
     x = args[0].buf
     j = kir.Var(f"{out}_j")
     m, s, t = kir.Var(f"{out}_m", dtype), kir.Var(f"{out}_s", f8), kir.Var(f"{out}_t", dtype)
@@ -174,15 +183,12 @@ def _softmax(node: Node, args: list, out: str) -> kir.Block:
 def _softmax_grad_block(node: Node, args: list, out: str, log: bool) -> kir.Block:
     """log: ``g - exp(y) * sum(g)``; plain: ``y * (g - sum(g * y))``, per row: the summed
     terms into the work array, their sum, then the row written."""
-    shape, axis = _norm_axis(node)
-    n = shape[axis]
+    block, shape, axis, row, lanes = _row_frame(node, out)
+    if row is None:
+        return block
+    res, n = block.result, shape[axis]
     dtype = np.dtype(node.dtype)
     f8 = np.dtype(np.float64)
-    res = kir.Buffer(out, ishape(node), dtype)
-    block = kir.Block([kir.Alloc(res)], res)
-    if n == 0 or math.prod(shape) == 0:
-        return block
-    row, lanes = _row_work(block, node, n, out)
     j = kir.Var(f"{out}_j")
     s, t = kir.Var(f"{out}_s", f8), kir.Var(f"{out}_t", dtype)
     at = _at(shape, axis, out, j)
