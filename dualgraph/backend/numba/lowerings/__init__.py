@@ -316,4 +316,4 @@ def _reshaped(block: kir.Block, buf: kir.Buffer, shape: tuple, name: str) -> kir
 # The op families register their builders with `lowers` when imported.
 for _family in ("conv", "index", "linalg", "norm", "pool", "random", "reduce", "scan", "shape"):
     importlib.import_module(f"{__name__}.{_family}")
-from .linalg import SMALL_MATMUL, addmm_product, copy_loops, matmul_block  # noqa: E402, F401
+from .linalg import addmm_product, matmul_block  # noqa: E402, F401  (codegen builds addmm groups)
