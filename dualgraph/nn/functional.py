@@ -13,11 +13,12 @@ from ..errors import ShapeError
 from ..modes import bind
 from ..ops import elementwise as E
 from ..ops import linalg as L
+from ..ops import loss as N
 from ..ops import math as M
-from ..ops import nnops as N
 from ..ops import random as RND
 from ..ops import reduce as R
 from ..ops import shape as S
+from ..ops import softmax as SM
 from ..ops.broadcast import add_axis_aliases
 from ..ops.mixin import TensorOps
 
@@ -661,20 +662,21 @@ __all__ += [
     "avg_pool1d", "avg_pool2d", "interpolate", "max_pool1d", "max_pool2d", "pad", "upsample",
 ]
 # =====================================================================================
-# Losses and attention. softmax, log_softmax and nll_loss are primitives (ops/nnops.py):
-# cross_entropy with integer targets is two ops forward and two backward, as in PyTorch.
+# Losses and attention. softmax, log_softmax and nll_loss are primitives (ops/softmax.py,
+# ops/loss.py): cross_entropy with integer targets is two ops forward and two backward, as
+# in PyTorch.
 
 
 def softmax(input: Any, dim: Any = None, _stacklevel: int = 3,  # noqa: A002
             dtype: Any = None) -> Any:
     """``exp(x) / sum(exp(x))`` along ``dim`` (PyTorch's ``F.softmax``)."""
-    return N.softmax(input, dim, dtype)
+    return SM.softmax(input, dim, dtype)
 
 
 def log_softmax(input: Any, dim: Any = None, _stacklevel: int = 3,  # noqa: A002
                 dtype: Any = None) -> Any:
     """``x - logsumexp(x)`` along ``dim`` (PyTorch's ``F.log_softmax``)."""
-    return N.log_softmax(input, dim, dtype)
+    return SM.log_softmax(input, dim, dtype)
 
 
 def _legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
@@ -765,7 +767,7 @@ def cross_entropy(input: Any, target: Any, weight: Any = None,  # noqa: A002
         raise ShapeError("cross_entropy: input must have at least 1 dimension (the classes), "
                          "got a 0-d tensor")
     class_dim = 0 if input.ndim == 1 else 1
-    logp = N.log_softmax(input, class_dim)
+    logp = SM.log_softmax(input, class_dim)
     weight = _weight_as(weight, logp.dtype)
     if tuple(target.shape) == tuple(input.shape):
         return _cross_entropy_probs(logp, target, weight, ignore_index, reduction,
@@ -803,7 +805,7 @@ def _plain_cross_entropy(input: Any, target: Any, ignore_index: int,  # noqa: A0
     if (len(shape) != 2 or tshape != shape[:1] or not shape[0]
             or np.dtype(input.dtype).kind != "f" or np.dtype(target.dtype).kind not in "iu"):
         return None
-    logp = bind(N.LOG_SOFTMAX, input, axis=1)
+    logp = bind(SM.LOG_SOFTMAX, input, axis=1)
     _check_classes(input, target, ignore_index)
     return bind(N.NLL_LOSS, logp, target, 1.0, ignore_index=int(ignore_index),
                 reduction=reduction)
@@ -875,9 +877,9 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     if masked:
         # A row with no visible key: softmax of all -inf is nan; PyTorch gives zeros.
         dead = E.eq(R.amax(scores, -1, keepdims=True), -math.inf)
-        attn = E.where(dead, 0.0, N.softmax(E.where(dead, 0.0, scores), -1))
+        attn = E.where(dead, 0.0, SM.softmax(E.where(dead, 0.0, scores), -1))
     else:
-        attn = N.softmax(scores, -1)
+        attn = SM.softmax(scores, -1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, training=True)
     return L.matmul(attn, value)
