@@ -1384,7 +1384,7 @@ __all__ += ["avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d", "max_unpoo
 
 
 # Channel dropout, PReLU, the shrinking activations and the transposed 1-D convolution
-# (their modules are in nn/layers_extra.py).
+# (their modules are in nn/modules/: dropout.py, activation.py, conv.py).
 
 
 def _channel_dropout(name: str, x: Any, p: float, training: bool, inplace: bool,

@@ -20,7 +20,8 @@ from ..eager.internal import set_array
 from ..eager.tensor import full
 from ..ops import shape_extra as SX
 from . import functional as F
-from .modules import Dropout, LayerNorm, Linear, Module, ModuleList, MultiheadAttention, _uniform
+from .modules import Dropout, LayerNorm, Linear, Module, ModuleList, MultiheadAttention
+from .modules.module import _uniform
 from .rnn import _factory_dtype
 
 
