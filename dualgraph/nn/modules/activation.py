@@ -11,9 +11,9 @@ from .module import Module, Parameter
 
 __all__ = [
     "CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
-    "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU", "ReLU6", "SELU", "SiLU",
-    "Sigmoid", "Softmax", "Softmin", "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink",
-    "Threshold",
+    "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "RReLU", "ReLU", "ReLU6", "SELU",
+    "SiLU", "Sigmoid", "Softmax", "Softmax2d", "Softmin", "Softplus", "Softshrink", "Softsign",
+    "Tanh", "Tanhshrink", "Threshold",
 ]
 
 
@@ -245,3 +245,27 @@ class Tanhshrink(Module):
 
     def forward(self, x: Any) -> Any:
         return F.tanhshrink(x)
+
+
+class Softmax2d(Module):
+    """``softmax`` over the channels of (N, C, H, W) or (C, H, W) input."""
+
+    def forward(self, x: Any) -> Any:
+        return F.softmax2d(x)
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: in training each negative input is scaled by a slope drawn
+    from ``U(lower, upper)``; in eval mode by their mean."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+                 inplace: bool = False) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, x: Any) -> Any:
+        return F.rrelu(x, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace
+                                                            else "")

@@ -7,7 +7,7 @@ from typing import Any
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout"]
 
 
 class Dropout(Module):
@@ -59,3 +59,16 @@ class Dropout3d(_DropoutNd):
     """`dropout3d` in training mode, the identity in eval mode."""
 
     _fn = "dropout3d"
+
+
+class AlphaDropout(_DropoutNd):
+    """`alpha_dropout` in training mode (keeps SELU's mean and variance), the identity in
+    eval mode."""
+
+    _fn = "alpha_dropout"
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """`feature_alpha_dropout`: alpha dropout of whole channels, in training mode."""
+
+    _fn = "feature_alpha_dropout"

@@ -13,7 +13,7 @@ from .module import Module, Parameter
 
 __all__ = [
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
-    "LayerNorm",
+    "InstanceNorm3d", "LayerNorm", "LocalResponseNorm", "RMSNorm",
 ]
 
 
@@ -220,3 +220,49 @@ class InstanceNorm2d(_InstanceNorm):
     """Instance norm of ``(N, C, H, W)`` (or unbatched ``(C, H, W)``) input."""
 
     _spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance norm of ``(N, C, D, H, W)`` (or unbatched ``(C, D, H, W)``) input."""
+
+    _spatial = 3
+
+
+class RMSNorm(Module):
+    """`F.rms_norm` over the last ``len(normalized_shape)`` dims, with a learnable
+    ``weight`` (ones) when ``elementwise_affine``. ``nn.RMSNorm(512)``"""
+
+    def __init__(self, normalized_shape: Any, eps: float | None = None,
+                 elementwise_affine: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.normalized_shape = _norm_shape(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            dt = np.float32 if dtype is None else np.dtype(dtype)
+            self.weight = Parameter(np.ones(self.normalized_shape, dt))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, x: Any) -> Any:
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class LocalResponseNorm(Module):
+    """`F.local_response_norm` across channels. ``nn.LocalResponseNorm(2)``"""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, x: Any) -> Any:
+        return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -7,7 +7,7 @@ from typing import Any
 from .. import functional as F
 from .module import Module
 
-__all__ = ["PixelShuffle", "PixelUnshuffle"]
+__all__ = ["ChannelShuffle", "PixelShuffle", "PixelUnshuffle"]
 
 
 class PixelShuffle(Module):
@@ -36,3 +36,17 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """`F.channel_shuffle` as a module. ``nn.ChannelShuffle(2)``"""
+
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, x: Any) -> Any:
+        return F.channel_shuffle(x, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"

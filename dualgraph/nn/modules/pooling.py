@@ -8,9 +8,10 @@ from .. import functional as F
 from .module import Module
 
 __all__ = [
-    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-    "AvgPool1d", "AvgPool2d", "AvgPool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d",
-    "MaxUnpool2d", "MaxUnpool3d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "LPPool1d",
+    "LPPool2d", "LPPool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d",
+    "MaxUnpool3d",
 ]
 
 
@@ -194,3 +195,54 @@ class MaxUnpool3d(_MaxUnpoolNd):
     """`F.max_unpool3d` as a module. ``nn.MaxUnpool3d(2)``"""
 
     _fn = "max_unpool3d"
+
+
+class AdaptiveAvgPool3d(_AdaptivePool):
+    """`F.adaptive_avg_pool3d` as a module."""
+
+    _fn = "adaptive_avg_pool3d"
+
+    def __init__(self, output_size: Any) -> None:
+        super().__init__(output_size)
+
+
+class AdaptiveMaxPool3d(_AdaptivePool):
+    """`F.adaptive_max_pool3d` as a module."""
+
+    _fn = "adaptive_max_pool3d"
+
+
+class _LPPoolNd(Module):
+    _fn = ""
+
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None,
+                 ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+    def forward(self, x: Any) -> Any:
+        return getattr(F, self._fn)(x, float(self.norm_type), self.kernel_size, self.stride,
+                                    self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """`F.lp_pool1d` as a module: power-average pooling. ``nn.LPPool1d(2, 3)``"""
+
+    _fn = "lp_pool1d"
+
+
+class LPPool2d(_LPPoolNd):
+    """`F.lp_pool2d` as a module."""
+
+    _fn = "lp_pool2d"
+
+
+class LPPool3d(_LPPoolNd):
+    """`F.lp_pool3d` as a module."""
+
+    _fn = "lp_pool3d"

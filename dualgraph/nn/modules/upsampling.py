@@ -7,7 +7,7 @@ from typing import Any
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Upsample"]
+__all__ = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
 
 
 class Upsample(Module):
@@ -32,3 +32,17 @@ class Upsample(Module):
         head = (f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None
                 else f"size={self.size!r}")
         return f"{head}, mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """`Upsample` with ``mode='nearest'``. ``nn.UpsamplingNearest2d(scale_factor=2)``"""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """`Upsample` with ``mode='bilinear'`` and ``align_corners=True``."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
