@@ -31,7 +31,8 @@ from ..ops import linalg as L
 from ..ops import shape as S
 from ..ops.mixin import TensorOps
 from . import functional as F
-from .modules import Module, Parameter, _uniform
+from .modules import Module, Parameter
+from .modules.module import _uniform
 from .utils.rnn import PackedSequence, split_rows, split_steps
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}

@@ -20,7 +20,8 @@ from ..eager.creation import full
 from ..eager.internal import set_array
 from ..ops import shape as S
 from . import functional as F
-from .modules import Dropout, LayerNorm, Linear, Module, ModuleList, MultiheadAttention, _uniform
+from .modules import Dropout, LayerNorm, Linear, Module, ModuleList, MultiheadAttention
+from .modules.module import _uniform
 from .rnn import _factory_dtype
 
 
