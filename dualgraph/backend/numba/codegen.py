@@ -656,7 +656,11 @@ class _Writer:
         """Append a lowered block at the function's top level (its top-level allocations
         become work arrays the caller passes)."""
         kir.verify(block, self.block_params(block))
-        self.add(*block.stmts)
+        for s in block.stmts:
+            if isinstance(s, kir.Table):  # a constant the caller passes, built once
+                c = self.const(np.array(s.values, s.buf.dtype), s.buf.shape)
+                s = kir.View(s.buf, self.bufs[c], "alias")
+            self.add(s)
         if block.result is not None:
             self.define(block.result)
 
