@@ -36,7 +36,7 @@ __all__ = [
     "Buffer", "Call", "Cast", "Comment", "Const", "Expr", "Gemm", "If", "IRError", "Jump",
     "Let", "LibCall", "Load", "Loop", "Operand", "Raise", "Select", "Stmt", "Store", "Table",
     "Un", "Var", "View", "affine", "const", "digest", "format_block", "format_expr", "table",
-    "verify", "walk", "Source",
+    "verify", "walk",
 ]
 
 ARG, OUT, SCRATCH, LOCAL, VIEW = "arg", "out", "scratch", "local", "view"
@@ -368,14 +368,6 @@ def table(name: str, values: Any, dtype: Any = INDEX) -> tuple[Table, Buffer]:
     return Table(buf, values), buf
 
 
-@dataclass(frozen=True)
-class Source:
-    """TRANSITIONAL: goes in the next commit."""
-
-    lines: tuple
-    defines: tuple = ()
-
-
 Stmt = Union[Alloc, View, Let, Store, Loop, If, Accum, Gemm, LibCall, Table, Raise, Jump,
              Comment]
 
@@ -576,9 +568,6 @@ def _verify(stmts: list, bufs: dict, scope: set) -> None:
                     _use(bufs, a, f"{s.fn}'s argument")
         elif isinstance(s, Jump) and s.kind not in ("break", "continue"):
             raise IRError(f"unknown jump {s.kind!r}")
-        elif isinstance(s, Source):
-            for b in s.defines:
-                _define(bufs, b)
         elif isinstance(s, Table):
             if s.buf.role != LOCAL or len(s.buf.shape) != 1 or len(s.values) != s.buf.size:
                 raise IRError(f"table {_buf(s.buf)}: a local 1-D buffer of its "

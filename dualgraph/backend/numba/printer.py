@@ -210,9 +210,6 @@ class Printer:
             if s.node is not None:
                 self.marks[s.node] = len(self.lines) + 1
             self.emit(f"# {s.text}", indent)
-        elif isinstance(s, kir.Source):
-            for line in s.lines:
-                self.emit(line, indent)
         else:
             raise TypeError(f"not a kernel IR statement: {s!r}")
 
