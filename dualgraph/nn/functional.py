@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from ..eager.creation import rand
 from ..eager.internal import array_of
-from ..eager.tensor import Tensor, rand, random_key
+from ..eager.tensor import Tensor, random_key
 from ..errors import ShapeError
 from ..modes import bind
 from ..ops import elementwise as E
