@@ -8,14 +8,19 @@ from . import (  # noqa: F401  (importing each family registers its ops)
     index,
     linalg,
     math,
+    matrix,
     nnops,
     norm,
+    pointwise,
     pool,
+    products,
     random,
     reduce,
     scan,
     shape,
     shape_extra,
+    special,
+    statistics,
 )
 
 # Importing the op modules registers their ops.
@@ -27,8 +32,8 @@ from .registry import OPS, OpDef, register
 install_ops(OPS)
 
 # ``axis=`` is ``dim=`` for every public function that takes ``dim`` (PyTorch's parser).
-for _family in (conv, elementwise, index, linalg, math, nnops, norm, pool, random, reduce, scan,
-                shape, shape_extra):
+for _family in (conv, elementwise, index, linalg, math, matrix, nnops, norm, pointwise, pool,
+                products, random, reduce, scan, shape, shape_extra, special, statistics):
     add_axis_aliases(vars(_family))
 
 __all__ = ["OPS", "OpDef", "register"]
