@@ -16,21 +16,10 @@ from .compare import CompareReport, compare
 from .compile import RetraceLimitError, StaleTraceError, compile
 from .dtypes import bool_, float16, float32, float64, int32, int64
 from .eager.autograd import detect_anomaly, record_locations
+from .eager.creation import arange, full, ones, rand, randn, zeros
 from .eager.export import graph_of
 from .eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .eager.tensor import (
-    Tensor,
-    arange,
-    backward,
-    from_numpy,
-    full,
-    grad,
-    ones,
-    rand,
-    randn,
-    tensor,
-    zeros,
-)
+from .eager.tensor import Tensor, backward, from_numpy, grad, tensor
 from .errors import EagerOnlyError, ShapeError, TraceError
 from .explain import explain
 from .ir import Graph, GraphError, Node, interpret
@@ -129,9 +118,10 @@ from .ops.math import (
 
 # isort: split
 # scans and sorting (ops/scan.py).
-# shape ops (ops/shape_extra.py, ops/einsum.py). The matrix trace is only the
+# shape ops (ops/shape.py, ops/linalg.py, ops/einsum.py). The matrix trace is only the
 # method t.trace(): dg.trace is the tracer (API.md B1).
 from .ops.einsum import einsum
+from .ops.linalg import cross, ger, kron, outer
 from .ops.scan import (
     argsort,
     bucketize,
@@ -150,13 +140,12 @@ from .ops.scan import (
     sort,
     topk,
 )
-from .ops.shape_extra import (
+from .ops.shape import (
     atleast_1d,
     atleast_2d,
     atleast_3d,
     chunk,
     column_stack,
-    cross,
     diag,
     diag_embed,
     diagonal,
@@ -166,14 +155,11 @@ from .ops.shape_extra import (
     flip,
     fliplr,
     flipud,
-    ger,
     hstack,
-    kron,
     meshgrid,
     moveaxis,
     movedim,
     narrow,
-    outer,
     repeat_interleave,
     roll,
     rot90,

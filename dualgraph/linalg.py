@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .ops.linalg import cross as _cross
 from .ops.linalg import matmul
 from .ops.matrix import (
     LinAlgError,
@@ -26,9 +27,8 @@ from .ops.matrix import (
     vector_norm,
 )
 from .ops.products import multi_dot
+from .ops.shape import diagonal as _diagonal
 from .ops.shape import stop_gradient
-from .ops.shape_extra import cross as _cross
-from .ops.shape_extra import diagonal as _diagonal
 
 
 def cross(input: Any, other: Any, *, dim: int = -1) -> Any:  # noqa: A002

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from .dtypes import as_dtype
-from .eager.tensor import Tensor, tensor, zeros
+from .eager.creation import zeros
+from .eager.tensor import Tensor, tensor
 
 
 class _TensorType(type):

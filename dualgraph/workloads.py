@@ -172,7 +172,7 @@ class EncoderBlock(nn.Module):
 
     def __init__(self, vocab: int, seq: int, width: int, heads: int, blocks: int = 1) -> None:
         super().__init__()
-        from .eager.tensor import randn
+        from .eager.creation import randn
 
         self.heads = heads
         self.embed = nn.Embedding(vocab, width)

@@ -227,19 +227,74 @@ def test_ir_imports_nothing_from_ops() -> None:
     assert not bad, "\n".join(bad)
 
 
-# Backend modules that still read or rewrite generated source text with regular
-# expressions. The kernel IR stays data until the printer: this set only shrinks.
-TEXT_PROBING_BACKEND = {"numba/loopmerge.py"}
-
-
 def test_the_backend_decides_on_structure_not_text() -> None:
-    """No new backend module searches source text (`re`): decisions are made on the
-    kernel IR (`backend/kir.py`), and `backend/numba/printer.py` writes text last."""
-    users = {str(path.relative_to(PKG / "backend")) for path in (PKG / "backend").rglob("*.py")
-             if "re" in _imports(path)}
-    new = users - TEXT_PROBING_BACKEND
-    assert not new, f"new regex use in the backend: {sorted(new)}"
-    assert TEXT_PROBING_BACKEND <= users, "a module stopped using re: drop it from the list"
+    """No backend module searches or rewrites text with regular expressions: decisions are
+    made on the kernel IR (`backend/kir.py`), and `backend/numba/printer.py` writes text
+    last."""
+    users = sorted(str(path.relative_to(PKG / "backend"))
+                   for path in (PKG / "backend").rglob("*.py")
+                   if any(m.split(".")[0] in ("re", "regex") for m in _imports(path)))
+    assert not users, f"regular expressions in the backend: {users}"
+
+
+def _lowerings() -> dict:
+    from dualgraph.backend.numba.lowerings import LOWER
+
+    return LOWER
+
+
+def test_lowerings_are_annotated_to_return_kernel_ir() -> None:
+    """Every registered lowering says it returns a `kir.Block` (never source lines)."""
+    bad = sorted(f"{name}: {fn.__module__}.{fn.__name__} -> {fn.__annotations__.get('return')}"
+                 for name, fn in _lowerings().items()
+                 if fn.__annotations__.get("return") not in ("kir.Block", "Block"))
+    assert not bad, "\n".join(bad)
+
+
+def _sample_nodes() -> dict:
+    """A node of each kernel op from the traced forward graphs of the op cases, with
+    the values of its inputs."""
+    import numpy as np
+
+    import dualgraph as dg
+    from dualgraph.ops import OPS
+
+    from .ops.cases import CASES
+
+    lower, found = _lowerings(), {}
+    for k, case in enumerate(c for c in CASES if c.op in lower and c.op not in found):
+        arrays = case.arrays(np.random.default_rng(k), np.float64)
+        try:
+            graph = dg.trace(case.fn, *[dg.tensor(a, requires_grad=a.dtype.kind == "f")
+                                         for a in arrays])
+        except dg.TraceError:  # a case that takes gradients itself
+            continue
+        for n in graph.nodes:
+            if n.op in lower and n.op not in found and n.op in OPS:
+                found[n.op] = n
+    return found
+
+
+def test_every_lowering_builds_kernel_ir() -> None:
+    """Run every registered lowering on a sample node (literal inputs as kernel IR
+    constants): each returns a `kir.Block` that `kir.verify` accepts."""
+    from dualgraph.backend import kir
+    from dualgraph.backend.numba.lowerings import Arg, ishape
+    from dualgraph.ir.graph import Node
+
+    samples = _sample_nodes()
+    assert set(_lowerings()) <= set(samples), \
+        f"no op case traces {sorted(set(_lowerings()) - set(samples))}"
+    bad = []
+    for name, node in sorted(samples.items()):
+        args = [Arg(kir.Buffer(f"x{k}", ishape(i), i.dtype, kir.ARG, "A"))
+                if isinstance(i, Node) else kir.const(i) for k, i in enumerate(node.inputs)]
+        built = _lowerings()[name](node, args, "r")
+        if not isinstance(built, kir.Block):
+            bad.append(f"{name} returned {type(built).__name__}")
+            continue
+        kir.verify(built, [a.buf for a in args if isinstance(a, Arg)])
+    assert not bad, "\n".join(bad)
 
 
 @pytest.mark.parametrize("snippet, flagged", [

@@ -26,9 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from ..eager.creation import zeros
 from ..eager.grad_mode import GRAD_ENABLED, no_grad
 from ..eager.internal import version_of
-from ..eager.tensor import Tensor, zeros
+from ..eager.tensor import Tensor
 from ..ops.custom import custom_function, pack, unpack
 from ..ops.mixin import TensorOps
 

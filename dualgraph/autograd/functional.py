@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..eager.creation import ones, zeros
 from ..eager.grad_mode import enable_grad
-from ..eager.tensor import Tensor, grad, ones, zeros
+from ..eager.tensor import Tensor, grad
 from ..ops.shape import reshape, stack
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]

@@ -14,8 +14,9 @@ made on structure:
   `Loop` (extent, parallel flag), `If`, `Accum` (fold a value into a scalar with a
   `Reduction` combine), `Gemm` (a library call with transpose flags, leading dimensions and
   batch strides), `LibCall` (any other library routine: sort, searchsorted, fold_lanes),
-  `Raise`, `Jump` and `Comment` (the graph line a block comes from); `Source` is the
-  transitional wrapper of a lowering that still writes source lines.
+  `Table` (a constant 1-D table the lowering computed, such as window starts; a target
+  passes it as a kernel constant), `Raise`, `Jump` and `Comment` (the graph line a block
+  comes from).
 
 ``verify(block, params)`` checks a block is well formed; ``format_block`` prints it
 readably (``dg.explain`` shows it beside the source); ``digest`` content-addresses it.
@@ -33,8 +34,8 @@ import numpy as np
 __all__ = [
     "ARG", "LOCAL", "OUT", "ROLES", "SCRATCH", "VIEW", "Accum", "Alloc", "Bin", "Block",
     "Buffer", "Call", "Cast", "Comment", "Const", "Expr", "Gemm", "If", "IRError", "Jump",
-    "Let", "LibCall", "Load", "Loop", "Operand", "Raise", "Select", "Source", "Stmt", "Store",
-    "Un", "Var", "View", "affine", "const", "digest", "format_block", "format_expr",
+    "Let", "LibCall", "Load", "Loop", "Operand", "Raise", "Select", "Stmt", "Store", "Table",
+    "Un", "Var", "View", "affine", "const", "digest", "format_block", "format_expr", "table",
     "verify", "walk",
 ]
 
@@ -347,17 +348,28 @@ class Comment:
 
 
 @dataclass(frozen=True)
-class Source:
-    """TRANSITIONAL: the source lines of a lowering not yet written as kernel IR, printed
-    as they are; ``defines``: the buffers they bind. Every pass treats it as a barrier
-    that reads and writes every buffer. Goes when the last text lowering does."""
+class Table:
+    """``buf`` (1-D, role local) holds the constant ``values``: data a lowering computed
+    when it built the block (window starts, a padding map). A target passes it to the
+    kernel as a constant, built once, not per call."""
 
-    lines: tuple
-    defines: tuple = ()
+    buf: Buffer
+    values: tuple
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", tuple(
+            v.item() if isinstance(v, np.generic) else v for v in self.values))
 
 
-Stmt = Union[Alloc, View, Let, Store, Loop, If, Accum, Gemm, LibCall, Raise, Jump, Comment,
-             Source]
+def table(name: str, values: Any, dtype: Any = INDEX) -> tuple[Table, Buffer]:
+    """A `Table` statement of ``values`` as ``dtype`` and its buffer."""
+    values = tuple(np.asarray(values, dtype).reshape(-1).tolist())
+    buf = Buffer(name, (len(values),), dtype)
+    return Table(buf, values), buf
+
+
+Stmt = Union[Alloc, View, Let, Store, Loop, If, Accum, Gemm, LibCall, Table, Raise, Jump,
+             Comment]
 
 
 @dataclass
@@ -556,9 +568,11 @@ def _verify(stmts: list, bufs: dict, scope: set) -> None:
                     _use(bufs, a, f"{s.fn}'s argument")
         elif isinstance(s, Jump) and s.kind not in ("break", "continue"):
             raise IRError(f"unknown jump {s.kind!r}")
-        elif isinstance(s, Source):
-            for b in s.defines:
-                _define(bufs, b)
+        elif isinstance(s, Table):
+            if s.buf.role != LOCAL or len(s.buf.shape) != 1 or len(s.values) != s.buf.size:
+                raise IRError(f"table {_buf(s.buf)}: a local 1-D buffer of its "
+                              f"{len(s.values)} values")
+            _define(bufs, s.buf)
         elif not isinstance(s, (Raise, Jump, Comment)):
             raise IRError(f"not a kernel IR statement: {s!r}")
 
@@ -693,8 +707,8 @@ def _format(stmts: list, depth: int) -> list:
             out.append(f"{pad}{s.kind}")
         elif isinstance(s, Comment):
             out.append(f"{pad}# {s.text}")
-        elif isinstance(s, Source):
-            out += [f"{pad}source: {line}" for line in s.lines]
+        elif isinstance(s, Table):
+            out.append(f"{pad}table {_buf(s.buf)} = {s.values!r}")
     return out
 
 

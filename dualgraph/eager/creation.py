@@ -1,12 +1,13 @@
-"""PyTorch's remaining constructors: ``*_like``, ``empty``, ``eye``, ``linspace``, and the
-random ones with their `Generator` (``randint``, ``randperm``, ``multinomial``,
-``randn_like``, ...). Built on the eager constructors; inside a traced function the
-deterministic ones give constants of the graph, as ``dg.zeros`` does, and the random ones
-are random ops drawing fresh numbers on every compiled call."""
+"""PyTorch's constructors beside ``tensor`` and ``from_numpy``: ``zeros``, ``ones``,
+``full``, ``arange``, ``*_like``, ``empty``, ``eye``, ``linspace``, and the random ones with
+their `Generator` (``randn``, ``rand``, ``randint``, ``randperm``, ``multinomial``,
+``randn_like``, ...). Inside a traced function the deterministic ones give constants of the
+graph, and the random ones are random ops drawing fresh numbers on every compiled call."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,19 +21,141 @@ from ..ops import random as R
 from ..ops.scan import argsort, cumsum, searchsorted, topk
 from ..ops.shape import stop_gradient
 from .tensor import (
+    _DEFAULT_FLOAT,
     Tensor,
-    factory_options,
-    full,
+    _filled,
     numpy_generator,
-    ones,
-    rand,
-    randn,
     random_key,
     rng,
     set_rng,
     tensor,
-    zeros,
 )
+
+
+def _shape_arg(shape: tuple) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    for d in shape:
+        if not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):
+            raise TypeError(f"invalid shape {shape}: dimensions must be non-negative ints, "
+                            f"got {type(d).__name__} {d!r}")
+        if d < 0:
+            raise ValueError(f"invalid shape {shape}: dimensions must be non-negative ints")
+    return tuple(int(d) for d in shape)
+
+
+def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+          **kwargs: Any) -> Tensor:
+    """A tensor of zeros: ``dg.zeros(2, 3)`` or ``dg.zeros((2, 3))``."""
+    factory_options("zeros()", device, kwargs)
+    return _filled(np.zeros(_shape_arg(shape), as_dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
+
+
+def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+         **kwargs: Any) -> Tensor:
+    """A tensor of ones: ``dg.ones(2, 3)`` or ``dg.ones((2, 3))``."""
+    factory_options("ones()", device, kwargs)
+    return _filled(np.ones(_shape_arg(shape), as_dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
+
+
+def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False, *,
+         device: Any = None, **kwargs: Any) -> Tensor:
+    """A tensor of ``shape`` filled with ``value`` (a real number or bool, as PyTorch's
+    ``full`` takes; a string, ``None`` or complex number is a `TypeError`)."""
+    factory_options("full()", device, kwargs)
+    if isinstance(value, (Tensor, np.ndarray)) and value.shape == ():
+        value = value.item()  # a 0-d tensor is a number, as in PyTorch
+    if isinstance(value, (complex, np.complexfloating)) or not isinstance(
+            value, (bool, int, float, np.bool_, np.number)):
+        raise TypeError(f"full(): fill_value must be a real number or bool, got "
+                        f"{type(value).__name__} {value!r}")
+    shape = _shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
+    if dtype is None:
+        dtype = np.array(value).dtype
+        dtype = _DEFAULT_FLOAT if dtype == np.float64 else dtype
+    return _filled(np.full(shape, value, as_dtype(dtype)), requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
+           requires_grad: bool = False, *, device: Any = None, **kwargs: Any) -> Tensor:
+    """Evenly spaced values in ``[start, end)``; ints give int64, floats float32."""
+    factory_options("arange()", device, kwargs)
+    if end is None:
+        start, end = 0, start
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
+            raise TypeError(f"arange: {name} must be a number, got {type(v).__name__} {v!r}")
+        if not np.isfinite(v):
+            raise RuntimeError(f"arange: unsupported range: {start} -> {end} (step {step})")
+    # PyTorch's checks, where NumPy raises ZeroDivisionError or returns an empty array.
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+                           f"(start {start}, end {end}, step {step})")
+    arr = np.arange(start, end, step)
+    if dtype is None and arr.dtype == np.float64:
+        dtype = _DEFAULT_FLOAT
+    if dtype is not None:
+        arr = arr.astype(as_dtype(dtype))
+    return _filled(arr, requires_grad)
+
+
+# PyTorch's factory keywords with nothing to do on a CPU-only, strided-only library.
+_FACTORY_KEYWORDS = frozenset({"layout", "pin_memory", "memory_format", "out"})
+
+
+def factory_options(fn: str, device: Any, kwargs: dict) -> None:
+    """Check a factory's ``device=`` (the CPU only) and its other PyTorch keywords:
+    ``layout`` (strided only), ``pin_memory`` and ``memory_format`` (accepted: there is no
+    pinned or channels-last memory), ``out`` (refused: results are always new tensors)."""
+    check_device(device, fn)
+    unknown = set(kwargs) - _FACTORY_KEYWORDS
+    if unknown:
+        raise TypeError(f"{fn} got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    if kwargs.get("out") is not None:
+        raise TypeError(f"{fn}: out= is not supported; assign the result instead")
+    layout = kwargs.get("layout")
+    if layout is not None and str(layout).rpartition(".")[2] != "strided":
+        raise RuntimeError(f"{fn}: layout {layout!r} is not supported (strided only)")
+
+
+def randn(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+          generator: Any = None, **kwargs: Any) -> Tensor:
+    """Standard normal samples (float32 unless ``dtype`` says otherwise), from
+    ``generator`` (a `dg.Generator`) or dualgraph's default one."""
+    factory_options("randn()", device, kwargs)
+    shape = _shape_arg(shape)
+    dtype = as_dtype(dtype or _DEFAULT_FLOAT)
+    if current_trace() is not None:
+        return _traced_draw(R.randn, shape, dtype, requires_grad, generator)
+    return _filled(numpy_generator(generator).standard_normal(shape).astype(dtype),
+                   requires_grad)
+
+
+def rand(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+         generator: Any = None, **kwargs: Any) -> Tensor:
+    """Uniform samples in ``[0, 1)`` (float32 unless ``dtype`` says otherwise), from
+    ``generator`` (a `dg.Generator`) or dualgraph's default one."""
+    factory_options("rand()", device, kwargs)
+    shape = _shape_arg(shape)
+    dtype = as_dtype(dtype or _DEFAULT_FLOAT)
+    if current_trace() is not None:
+        return _traced_draw(R.rand, shape, dtype, requires_grad, generator)
+    return _filled(numpy_generator(generator).random(shape).astype(dtype), requires_grad)
+
+
+def _traced_draw(draw: Callable, shape: tuple, dtype: np.dtype, requires_grad: bool,
+                 generator: Any = None) -> Any:
+    if generator is not None:
+        raise TraceError("generator= inside a compiled function: its random ops draw from "
+                         "dualgraph's default generator (seed it with dg.manual_seed), or "
+                         "draw the numbers outside and pass them in")
+    if requires_grad:
+        raise TraceError("a random tensor with requires_grad=True inside a compiled function "
+                         "would be a new leaf on every call; create it outside and pass it in")
+    key, stream = random_key()
+    return draw(key, shape, dtype, stream)
 
 
 def _like_dtype(x: Any, dtype: Any) -> np.dtype:

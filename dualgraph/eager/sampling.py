@@ -15,8 +15,8 @@ from ..modes import current_trace
 from ..ops import elementwise as E
 from ..ops import random as R
 from ..ops import shape as S
-from .creation import _key, _size_arg
-from .tensor import Tensor, factory_options, numpy_generator, tensor
+from .creation import _key, _size_arg, factory_options
+from .tensor import Tensor, numpy_generator, tensor
 
 
 def _probabilities(x: Any) -> Any:

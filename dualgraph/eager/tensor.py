@@ -12,7 +12,6 @@ from .. import modes
 from ..dtypes import as_dtype, check_device
 from ..ir.graph import Literal, Node
 from ..modes import Mode
-from ..ops import random as R
 from ..ops import shape as S
 from ..ops.broadcast import normalize_dim
 from ..ops.elementwise import impl_into
@@ -96,18 +95,24 @@ class Tensor(TensorOps):
                   requires_grad: bool = False, **kwargs: Any) -> "Tensor":
         """Zeros of ``size`` with this tensor's dtype unless ``dtype`` is given (PyTorch's
         ``Tensor.new_zeros``)."""
+        from .creation import zeros  # creation.py builds on Tensor: imported on use
+
         return zeros(*size, dtype=self.dtype if dtype is None else dtype, device=device,
                      requires_grad=requires_grad, **kwargs)
 
     def new_ones(self, *size: Any, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False, **kwargs: Any) -> "Tensor":
         """Ones of ``size`` with this tensor's dtype unless ``dtype`` is given."""
+        from .creation import ones
+
         return ones(*size, dtype=self.dtype if dtype is None else dtype, device=device,
                     requires_grad=requires_grad, **kwargs)
 
     def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False, **kwargs: Any) -> "Tensor":
         """``fill_value`` in ``size`` with this tensor's dtype unless ``dtype`` is given."""
+        from .creation import full
+
         return full(size, fill_value, dtype=self.dtype if dtype is None else dtype,
                     device=device, requires_grad=requires_grad, **kwargs)
 
@@ -895,7 +900,7 @@ def grad(
     return run_backward(roots, gs, retain_graph, create_graph, targets, allow_unused)
 
 
-# --------------------------------------------------------------------------- creation
+# ------------------------------------------------------------ tensors from data
 _DEFAULT_FLOAT = np.dtype(np.float32)
 
 
@@ -982,78 +987,9 @@ def from_numpy(a: np.ndarray, dtype: Any = None, requires_grad: bool = False) ->
     return t.requires_grad_(True) if requires_grad else t
 
 
-def _shape_arg(shape: tuple) -> tuple:
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    for d in shape:
-        if not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):
-            raise TypeError(f"invalid shape {shape}: dimensions must be non-negative ints, "
-                            f"got {type(d).__name__} {d!r}")
-        if d < 0:
-            raise ValueError(f"invalid shape {shape}: dimensions must be non-negative ints")
-    return tuple(int(d) for d in shape)
-
-
 def _filled(arr: np.ndarray, requires_grad: bool) -> Tensor:
     t = _make(arr, False, None)
     return t.requires_grad_(True) if requires_grad else t
-
-
-def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
-          **kwargs: Any) -> Tensor:
-    """A tensor of zeros: ``dg.zeros(2, 3)`` or ``dg.zeros((2, 3))``."""
-    factory_options("zeros()", device, kwargs)
-    return _filled(np.zeros(_shape_arg(shape), as_dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
-
-
-def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
-         **kwargs: Any) -> Tensor:
-    """A tensor of ones: ``dg.ones(2, 3)`` or ``dg.ones((2, 3))``."""
-    factory_options("ones()", device, kwargs)
-    return _filled(np.ones(_shape_arg(shape), as_dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
-
-
-def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False, *,
-         device: Any = None, **kwargs: Any) -> Tensor:
-    """A tensor of ``shape`` filled with ``value`` (a real number or bool, as PyTorch's
-    ``full`` takes; a string, ``None`` or complex number is a `TypeError`)."""
-    factory_options("full()", device, kwargs)
-    if isinstance(value, (Tensor, np.ndarray)) and value.shape == ():
-        value = value.item()  # a 0-d tensor is a number, as in PyTorch
-    if isinstance(value, (complex, np.complexfloating)) or not isinstance(
-            value, (bool, int, float, np.bool_, np.number)):
-        raise TypeError(f"full(): fill_value must be a real number or bool, got "
-                        f"{type(value).__name__} {value!r}")
-    shape = _shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
-    if dtype is None:
-        dtype = np.array(value).dtype
-        dtype = _DEFAULT_FLOAT if dtype == np.float64 else dtype
-    return _filled(np.full(shape, value, as_dtype(dtype)), requires_grad)
-
-
-def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
-           requires_grad: bool = False, *, device: Any = None, **kwargs: Any) -> Tensor:
-    """Evenly spaced values in ``[start, end)``; ints give int64, floats float32."""
-    factory_options("arange()", device, kwargs)
-    if end is None:
-        start, end = 0, start
-    for name, v in (("start", start), ("end", end), ("step", step)):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
-            raise TypeError(f"arange: {name} must be a number, got {type(v).__name__} {v!r}")
-        if not np.isfinite(v):
-            raise RuntimeError(f"arange: unsupported range: {start} -> {end} (step {step})")
-    # PyTorch's checks, where NumPy raises ZeroDivisionError or returns an empty array.
-    if step == 0:
-        raise RuntimeError("arange: step must be nonzero")
-    if (step > 0 and end < start) or (step < 0 and end > start):
-        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
-                           f"(start {start}, end {end}, step {step})")
-    arr = np.arange(start, end, step)
-    if dtype is None and arr.dtype == np.float64:
-        dtype = _DEFAULT_FLOAT
-    if dtype is not None:
-        arr = arr.astype(as_dtype(dtype))
-    return _filled(arr, requires_grad)
 
 
 class _RNG:
@@ -1085,50 +1021,6 @@ def numpy_generator(generator: Any) -> np.random.Generator:
     return gen
 
 
-# PyTorch's factory keywords with nothing to do on a CPU-only, strided-only library.
-_FACTORY_KEYWORDS = frozenset({"layout", "pin_memory", "memory_format", "out"})
-
-
-def factory_options(fn: str, device: Any, kwargs: dict) -> None:
-    """Check a factory's ``device=`` (the CPU only) and its other PyTorch keywords:
-    ``layout`` (strided only), ``pin_memory`` and ``memory_format`` (accepted: there is no
-    pinned or channels-last memory), ``out`` (refused: results are always new tensors)."""
-    check_device(device, fn)
-    unknown = set(kwargs) - _FACTORY_KEYWORDS
-    if unknown:
-        raise TypeError(f"{fn} got an unexpected keyword argument {sorted(unknown)[0]!r}")
-    if kwargs.get("out") is not None:
-        raise TypeError(f"{fn}: out= is not supported; assign the result instead")
-    layout = kwargs.get("layout")
-    if layout is not None and str(layout).rpartition(".")[2] != "strided":
-        raise RuntimeError(f"{fn}: layout {layout!r} is not supported (strided only)")
-
-
-def randn(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
-          generator: Any = None, **kwargs: Any) -> Tensor:
-    """Standard normal samples (float32 unless ``dtype`` says otherwise), from
-    ``generator`` (a `dg.Generator`) or dualgraph's default one."""
-    factory_options("randn()", device, kwargs)
-    shape = _shape_arg(shape)
-    dtype = as_dtype(dtype or _DEFAULT_FLOAT)
-    if modes.current_trace() is not None:
-        return _traced_draw(R.randn, shape, dtype, requires_grad, generator)
-    return _filled(numpy_generator(generator).standard_normal(shape).astype(dtype),
-                   requires_grad)
-
-
-def rand(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
-         generator: Any = None, **kwargs: Any) -> Tensor:
-    """Uniform samples in ``[0, 1)`` (float32 unless ``dtype`` says otherwise), from
-    ``generator`` (a `dg.Generator`) or dualgraph's default one."""
-    factory_options("rand()", device, kwargs)
-    shape = _shape_arg(shape)
-    dtype = as_dtype(dtype or _DEFAULT_FLOAT)
-    if modes.current_trace() is not None:
-        return _traced_draw(R.rand, shape, dtype, requires_grad, generator)
-    return _filled(numpy_generator(generator).random(shape).astype(dtype), requires_grad)
-
-
 # Random ops in a trace read this 0-d int64 tensor as their key: the trace lifts it like
 # any captured tensor (a compiled graph input), and the compiled call gives it a fresh value
 # drawn from the generator before every call (`dualgraph.compile.random_state`). Each op in
@@ -1151,23 +1043,6 @@ def random_key() -> tuple[Any, int]:
     count = _STREAMS.get(ctx, 0)
     _STREAMS[ctx] = count + 1
     return TRACE_KEY, count
-
-
-def _traced_draw(draw: Callable, shape: tuple, dtype: np.dtype, requires_grad: bool,
-                 generator: Any = None) -> Any:
-    if generator is not None:
-        from ..errors import TraceError
-
-        raise TraceError("generator= inside a compiled function: its random ops draw from "
-                         "dualgraph's default generator (seed it with dg.manual_seed), or "
-                         "draw the numbers outside and pass them in")
-    if requires_grad:
-        from ..errors import TraceError
-
-        raise TraceError("a random tensor with requires_grad=True inside a compiled function "
-                         "would be a new leaf on every call; create it outside and pass it in")
-    key, stream = random_key()
-    return draw(key, shape, dtype, stream)
 
 
 # ------------------------------------------------------------------------------ repr

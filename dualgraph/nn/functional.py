@@ -7,17 +7,19 @@ from typing import Any
 
 import numpy as np
 
+from ..eager.creation import rand
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor, random_key
 from ..errors import ShapeError
 from ..modes import bind
 from ..ops import elementwise as E
 from ..ops import linalg as L
+from ..ops import loss as N
 from ..ops import math as M
-from ..ops import nnops as N
 from ..ops import random as RND
 from ..ops import reduce as R
 from ..ops import shape as S
+from ..ops import softmax as SM
 from ..ops.broadcast import add_axis_aliases
 from ..ops.mixin import TensorOps
 
@@ -661,20 +663,21 @@ __all__ += [
     "avg_pool1d", "avg_pool2d", "interpolate", "max_pool1d", "max_pool2d", "pad", "upsample",
 ]
 # =====================================================================================
-# Losses and attention. softmax, log_softmax and nll_loss are primitives (ops/nnops.py):
-# cross_entropy with integer targets is two ops forward and two backward, as in PyTorch.
+# Losses and attention. softmax, log_softmax and nll_loss are primitives (ops/softmax.py,
+# ops/loss.py): cross_entropy with integer targets is two ops forward and two backward, as
+# in PyTorch.
 
 
 def softmax(input: Any, dim: Any = None, _stacklevel: int = 3,  # noqa: A002
             dtype: Any = None) -> Any:
     """``exp(x) / sum(exp(x))`` along ``dim`` (PyTorch's ``F.softmax``)."""
-    return N.softmax(input, dim, dtype)
+    return SM.softmax(input, dim, dtype)
 
 
 def log_softmax(input: Any, dim: Any = None, _stacklevel: int = 3,  # noqa: A002
                 dtype: Any = None) -> Any:
     """``x - logsumexp(x)`` along ``dim`` (PyTorch's ``F.log_softmax``)."""
-    return N.log_softmax(input, dim, dtype)
+    return SM.log_softmax(input, dim, dtype)
 
 
 def _legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
@@ -765,7 +768,7 @@ def cross_entropy(input: Any, target: Any, weight: Any = None,  # noqa: A002
         raise ShapeError("cross_entropy: input must have at least 1 dimension (the classes), "
                          "got a 0-d tensor")
     class_dim = 0 if input.ndim == 1 else 1
-    logp = N.log_softmax(input, class_dim)
+    logp = SM.log_softmax(input, class_dim)
     weight = _weight_as(weight, logp.dtype)
     if tuple(target.shape) == tuple(input.shape):
         return _cross_entropy_probs(logp, target, weight, ignore_index, reduction,
@@ -803,7 +806,7 @@ def _plain_cross_entropy(input: Any, target: Any, ignore_index: int,  # noqa: A0
     if (len(shape) != 2 or tshape != shape[:1] or not shape[0]
             or np.dtype(input.dtype).kind != "f" or np.dtype(target.dtype).kind not in "iu"):
         return None
-    logp = bind(N.LOG_SOFTMAX, input, axis=1)
+    logp = bind(SM.LOG_SOFTMAX, input, axis=1)
     _check_classes(input, target, ignore_index)
     return bind(N.NLL_LOSS, logp, target, 1.0, ignore_index=int(ignore_index),
                 reduction=reduction)
@@ -875,9 +878,9 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     if masked:
         # A row with no visible key: softmax of all -inf is nan; PyTorch gives zeros.
         dead = E.eq(R.amax(scores, -1, keepdims=True), -math.inf)
-        attn = E.where(dead, 0.0, N.softmax(E.where(dead, 0.0, scores), -1))
+        attn = E.where(dead, 0.0, SM.softmax(E.where(dead, 0.0, scores), -1))
     else:
-        attn = N.softmax(scores, -1)
+        attn = SM.softmax(scores, -1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, training=True)
     return L.matmul(attn, value)
@@ -1093,6 +1096,7 @@ __all__ += ["glu", "pixel_shuffle", "pixel_unshuffle"]
 # (one 2-D op per kernel offset along the depth, summed or max-reduced), so they trace,
 # differentiate and compile with no primitive of their own.
 from ..ops import index as I  # noqa: E402
+from ..ops import scan as SC  # noqa: E402
 from ..ops.pool import pooled_size as _pooled_size  # noqa: E402
 
 
@@ -1384,7 +1388,7 @@ __all__ += ["avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d", "max_unpoo
 
 
 # Channel dropout, PReLU, the shrinking activations and the transposed 1-D convolution
-# (their modules are in nn/layers_extra.py).
+# (their modules are in nn/modules/: dropout.py, activation.py, conv.py).
 
 
 def _channel_dropout(name: str, x: Any, p: float, training: bool, inplace: bool,
@@ -1546,3 +1550,772 @@ def embedding_bag(input: Any, weight: Any, offsets: Any = None,  # noqa: A002
 
 
 __all__ += ["embedding_bag"]
+
+
+# In-place activations: PyTorch's ``F.relu_`` family, each the activation with
+# ``inplace=True``.
+
+
+def relu_(input: Any) -> Any:  # noqa: A002
+    """``F.relu(input, inplace=True)``."""
+    return input.relu_()
+
+
+def elu_(input: Any, alpha: float = 1.0) -> Any:  # noqa: A002
+    return elu(input, alpha, inplace=True)
+
+
+def celu_(input: Any, alpha: float = 1.0) -> Any:  # noqa: A002
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input: Any) -> Any:  # noqa: A002
+    return selu(input, inplace=True)
+
+
+def leaky_relu_(input: Any, negative_slope: float = 0.01) -> Any:  # noqa: A002
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input: Any, min_val: float = -1.0, max_val: float = 1.0) -> Any:  # noqa: A002
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input: Any, threshold: float, value: float) -> Any:  # noqa: A002
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+def rrelu(input: Any, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A002
+          training: bool = False, inplace: bool = False) -> Any:
+    """Randomized leaky ReLU: negative inputs scaled by a slope drawn from
+    ``U(lower, upper)`` per element in training, by ``(lower + upper) / 2`` otherwise."""
+    if training:
+        u = rand(*tuple(input.shape), dtype=input.dtype)
+        slope = E.add(E.mul(u, upper - lower), lower)
+    else:
+        slope = (lower + upper) / 2
+    return _inplace(input, E.where(E.ge(input, 0), input, E.mul(input, slope)), inplace)
+
+
+def rrelu_(input: Any, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A002
+           training: bool = False) -> Any:
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def gumbel_softmax(logits: Any, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Any:
+    """Samples of the Gumbel-softmax distribution: ``softmax((logits + g) / tau)`` with
+    ``g`` standard Gumbel noise; ``hard=True`` returns the one-hot of the argmax whose
+    gradient is the soft sample's (straight-through)."""
+    u = rand(*tuple(logits.shape), dtype=logits.dtype)
+    # -log(Exp(1)) is Gumbel(0, 1); 1 - u is in (0, 1], so the exponential is finite.
+    gumbels = E.neg(E.log(E.neg(E.log(E.sub(1.0, u)))))
+    y_soft = N.softmax(E.div(E.add(logits, gumbels), tau), dim)
+    if not hard:
+        return y_soft
+    index = R.argmax(y_soft, dim, keepdim=True)
+    y_hard = I.scatter(np.zeros(tuple(logits.shape), np.dtype(logits.dtype)), dim, index,
+                       value=1.0)
+    return E.add(E.sub(y_hard, S.stop_gradient(y_soft)), y_soft)
+
+
+def softmax2d(input: Any) -> Any:  # noqa: A002
+    """``softmax`` over the channels (dim -3) of (N, C, H, W) or (C, H, W) input."""
+    if input.ndim not in (3, 4):
+        raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
+    return N.softmax(input, -3)
+
+
+__all__ += ["celu_", "elu_", "gumbel_softmax", "hardtanh_", "leaky_relu_", "relu_", "rrelu",
+            "rrelu_", "selu_", "threshold_"]
+
+
+# Dropout variants that keep SELU's self-normalisation: dropped elements take SELU's
+# negative saturation value, and an affine map restores the mean and variance.
+
+_ALPHA_PRIME = -_SELU_ALPHA * _SELU_SCALE
+
+
+def _alpha_dropout(name: str, x: Any, p: float, training: bool, inplace: bool,
+                   feature: bool) -> Any:
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p!r}")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return _inplace(x, E.mul(x, 0.0), inplace)
+    if feature and x.ndim < 2:
+        raise RuntimeError(f"{name}: Feature dropout requires at least 2 dimensions in the "
+                           "input")
+    shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2) if feature else tuple(x.shape)
+    keep = S.astype(E.ge(rand(*shape, dtype=x.dtype), p), x.dtype)
+    a = 1.0 / math.sqrt((_ALPHA_PRIME ** 2 * p + 1) * (1 - p))
+    b = E.add(E.mul(E.sub(keep, 1.0), _ALPHA_PRIME * a), _ALPHA_PRIME * a * p)
+    return _inplace(x, E.add(E.mul(x, E.mul(keep, a)), b), inplace)
+
+
+def alpha_dropout(input: Any, p: float = 0.5, training: bool = False,  # noqa: A002
+                  inplace: bool = False) -> Any:
+    """Alpha dropout of each element (PyTorch's ``F.alpha_dropout``; off unless
+    ``training``)."""
+    return _alpha_dropout("alpha_dropout", input, p, training, inplace, False)
+
+
+def feature_alpha_dropout(input: Any, p: float = 0.5, training: bool = False,  # noqa: A002
+                          inplace: bool = False) -> Any:
+    """Alpha dropout of whole channels (every element of a (batch, channel) pair)."""
+    return _alpha_dropout("feature_alpha_dropout", input, p, training, inplace, True)
+
+
+__all__ += ["alpha_dropout", "feature_alpha_dropout"]
+
+
+# Normalisation over the feature dims and across channels, and channel rearranging.
+
+
+def rms_norm(input: Any, normalized_shape: Any, weight: Any = None,  # noqa: A002
+             eps: float | None = None) -> Any:
+    """``x / sqrt(mean(x ** 2) + eps) * weight`` over the last ``len(normalized_shape)``
+    dims; ``eps`` defaults to the dtype's machine epsilon, as PyTorch's."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else \
+        tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or tuple(input.shape[input.ndim - k:]) != shape or input.ndim < k:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size"
+                           f"{list(input.shape)}")
+    if eps is None:
+        eps = float(np.finfo(np.dtype(input.dtype)).eps)
+    axes = tuple(range(input.ndim - k, input.ndim))
+    out = E.mul(input, M.rsqrt(E.add(R.mean(E.mul(input, input), axes, keepdims=True), eps)))
+    return out if weight is None else E.mul(out, weight)
+
+
+def local_response_norm(input: Any, size: int, alpha: float = 1e-4,  # noqa: A002
+                        beta: float = 0.75, k: float = 1.0) -> Any:
+    """``x / (k + alpha * mean of x ** 2 over size neighbouring channels) ** beta``, the
+    window centred as PyTorch's (``size // 2`` channels before, ``(size - 1) // 2``
+    after, zero beyond the ends)."""
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
+                         "dimensions)")
+    if math.prod(input.shape) == 0:
+        return input
+    c = input.shape[1]
+    sq = E.mul(input, input)
+    before, after = size // 2, (size - 1) // 2
+    spec = [(0, 0)] * input.ndim
+    spec[1] = (before, after)
+    flat = [p for pair in reversed(spec) for p in pair]
+    padded = pad(sq, tuple(flat))
+    total = None
+    for i in range(size):
+        part = padded[:, i:i + c]
+        total = part if total is None else E.add(total, part)
+    div = E.pow(E.add(E.mul(E.div(total, float(size)), alpha), k), beta)
+    return E.div(input, div)
+
+
+def channel_shuffle(input: Any, groups: int) -> Any:  # noqa: A002
+    """(N, C, *) with the channels of ``groups`` groups interleaved: viewed as (N, g, C/g,
+    *), the two group dims swapped."""
+    if input.ndim < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but "
+                           f"got input with sizes {list(input.shape)}")
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value "
+                           f"of groups:{groups}")
+    n, c, *rest = input.shape
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} "
+                           f"channels and {groups} groups.")
+    x = S.reshape(input, (n, groups, c // groups, *rest))
+    return S.reshape(S.transpose(x, 1, 2), tuple(input.shape))
+
+
+native_channel_shuffle = channel_shuffle
+
+__all__ += ["channel_shuffle", "local_response_norm", "native_channel_shuffle", "rms_norm",
+            "softmax2d"]
+
+
+def bilinear(input1: Any, input2: Any, weight: Any, bias: Any = None) -> Any:
+    """``y_k = x1 @ weight[k] @ x2 + bias[k]`` over the last dims of ``input1`` (…, in1) and
+    ``input2`` (…, in2), with weight (out, in1, in2)."""
+    if weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-dimensional, got shape "
+                           f"{tuple(weight.shape)}")
+    if input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input sizes {tuple(input1.shape)} and "
+                           f"{tuple(input2.shape)} do not match weight of shape "
+                           f"{tuple(weight.shape)}")
+    if tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
+                           f"{tuple(input1.shape[:-1])} and {tuple(input2.shape[:-1])}")
+    lead = tuple(input1.shape[:-1])
+    x1 = S.reshape(input1, (-1, weight.shape[1]))
+    x2 = S.reshape(input2, (-1, weight.shape[2]))
+    o, i1, i2 = weight.shape
+    # (B, in1) @ (in1, out*in2): one GEMM, then a row-wise product with x2.
+    t = L.matmul(x1, S.reshape(S.permute(weight, 1, 0, 2), (i1, o * i2)))
+    out = R.sum(E.mul(S.reshape(t, (-1, o, i2)), S.reshape(x2, (-1, 1, i2))), -1)
+    if bias is not None:
+        out = E.add(out, bias)
+    return S.reshape(out, lead + (o,))
+
+
+__all__ += ["bilinear"]
+
+
+# Margin, ranking, embedding and likelihood losses: compositions of registry ops.
+
+
+def _loss_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0,
+                        size_average: Any = None, reduce: Any = None,
+                        reduction: str = "mean") -> Any:
+    """``max(0, -target * (input1 - input2) + margin)`` for targets in {1, -1}."""
+    reduction = _loss_reduction(size_average, reduce, reduction)
+    target = _as_operand(target)
+    if not input1.ndim == input2.ndim == target.ndim:
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same "
+                           f"dimension but got sizes: input1: {tuple(input1.shape)}, input2: "
+                           f"{tuple(input2.shape)}, target: {tuple(target.shape)} ")
+    loss = E.relu(E.add(E.mul(E.neg(target), E.sub(input1, input2)), margin))
+    return _reduce(loss, reduction)
+
+
+def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0,  # noqa: A002
+                         size_average: Any = None, reduce: Any = None,
+                         reduction: str = "mean") -> Any:
+    """``x`` where ``target == 1``, ``max(0, margin - x)`` where ``target == -1``."""
+    reduction = _loss_reduction(size_average, reduce, reduction)
+    target = _as_operand(target)
+    hinge = E.where(E.ne(target, 1), E.relu(E.sub(margin, input)), 0.0)
+    return _reduce(E.add(hinge, E.where(E.ne(target, -1), input, 0.0)), reduction)
+
+
+def multilabel_soft_margin_loss(input: Any, target: Any, weight: Any = None,  # noqa: A002
+                                size_average: Any = None, reduce: Any = None,
+                                reduction: str = "mean") -> Any:
+    """One-versus-all logistic loss per class, averaged over the classes (the last dim)."""
+    reduction = _loss_reduction(size_average, reduce, reduction)
+    target = _as_operand(target)
+    loss = E.neg(E.add(E.mul(target, logsigmoid(input)),
+                       E.mul(E.sub(1.0, target), logsigmoid(E.neg(input)))))
+    if weight is not None:
+        loss = E.mul(loss, weight)
+    c = input.shape[-1] if input.ndim else 1
+    loss = E.div(R.sum(loss, input.ndim - 1) if input.ndim else loss, c)
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0,
+                          size_average: Any = None, reduce: Any = None,
+                          reduction: str = "mean") -> Any:
+    """``1 - cos(x1, x2)`` where ``target == 1``, ``max(0, cos(x1, x2) - margin)`` where
+    ``target == -1``, the cosine along the last dim."""
+    reduction = _loss_reduction(size_average, reduce, reduction)
+    target = _as_operand(target)
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input1.ndim != input2.ndim or input1.ndim != target.ndim + 1:
+        raise RuntimeError(f"cosine_embedding_loss: expected {target.ndim + 1}D inputs for a "
+                           f"{target.ndim}D target, but got input1 {tuple(input1.shape)} and "
+                           f"input2 {tuple(input2.shape)}")
+    dim = input1.ndim - 1
+    eps = 1e-12
+    prod = R.sum(E.mul(input1, input2), dim)
+    mag1 = E.add(R.sum(E.mul(input1, input1), dim), eps)
+    mag2 = E.add(R.sum(E.mul(input2, input2), dim), eps)
+    cos = E.div(prod, E.sqrt(E.mul(mag1, mag2)))
+    pos = E.where(E.eq(target, 1), E.sub(1.0, cos), 0.0)
+    neg = E.where(E.eq(target, -1), E.relu(E.sub(cos, margin)), 0.0)
+    return _reduce(E.add(pos, neg), reduction)
+
+
+def poisson_nll_loss(input: Any, target: Any, log_input: bool = True,  # noqa: A002
+                     full: bool = False, size_average: Any = None, eps: float = 1e-8,
+                     reduce: Any = None, reduction: str = "mean") -> Any:
+    """Poisson negative log-likelihood: ``exp(x) - target * x`` for log-rates (``log_input``),
+    ``x - target * log(x + eps)`` for rates; ``full`` adds Stirling's term for targets above
+    1."""
+    reduction = _loss_reduction(size_average, reduce, reduction)
+    target = _as_operand(target)
+    if log_input:
+        loss = E.sub(E.exp(input), E.mul(target, input))
+    else:
+        loss = E.sub(input, E.mul(target, E.log(E.add(input, eps))))
+    if full:
+        big = E.gt(target, 1)
+        t = E.where(big, target, 2.0)  # a safe value where the term is masked out
+        stirling = E.add(E.sub(E.mul(t, E.log(t)), t), E.mul(E.log(E.mul(t, 2 * math.pi)), 0.5))
+        loss = E.add(loss, E.where(big, stirling, 0.0))
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input: Any, target: Any, var: Any, full: bool = False,  # noqa: A002
+                      eps: float = 1e-6, reduction: str = "mean") -> Any:
+    """Gaussian negative log-likelihood ``0.5 * (log(var) + (input - target) ** 2 / var)``,
+    ``var`` clamped at ``eps`` (the clamp passes the gradient through, as PyTorch's in-place
+    clamp under ``no_grad`` does); ``var`` may have one dim fewer, or one dim of size 1."""
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = E.add(E.mul(input, 0.0), float(var))
+    elif isinstance(var, Tensor) and (array_of(var) < 0).any():
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = S.reshape(var, tuple(var.shape) + (1,))
+        elif not (input.ndim == var.ndim and sum(
+                y for x, y in zip(input.shape, var.shape) if x != y) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    var = E.add(var, S.stop_gradient(E.sub(M.clamp(var, eps), var)))
+    d = E.sub(input, target)
+    loss = E.mul(E.add(E.log(var), E.div(E.mul(d, d), var)), 0.5)
+    if full:
+        loss = E.add(loss, 0.5 * math.log(2 * math.pi))
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float = 1.0,
+                        p: float = 2.0, eps: float = 1e-6, swap: bool = False,
+                        size_average: Any = None, reduce: Any = None,
+                        reduction: str = "mean") -> Any:
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with the ``p``-norm `pairwise_distance`;
+    ``swap`` uses ``min(d(a, n), d(p, n))``."""
+    reduction = _loss_reduction(size_average, reduce, reduction)
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
+                           f"the same number of dimensions, but got: anchor {anchor.ndim}D, "
+                           f"positive {positive.ndim}D, and negative {negative.ndim}D inputs")
+    return triplet_margin_with_distance_loss(
+        anchor, positive, negative,
+        distance_function=lambda x, y: pairwise_distance(x, y, p, eps), margin=margin,
+        swap=swap, reduction=reduction)
+
+
+def triplet_margin_with_distance_loss(anchor: Any, positive: Any, negative: Any, *,
+                                      distance_function: Any = None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Any:
+    """`triplet_margin_loss` with any ``distance_function(x, y)`` (default
+    `pairwise_distance`)."""
+    if margin <= 0:
+        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
+                         f"than 0, got {margin} instead")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    dist = pairwise_distance if distance_function is None else distance_function
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = E.minimum(d_neg, dist(positive, negative))
+    return _reduce(E.relu(E.add(E.sub(d_pos, d_neg), margin)), reduction)
+
+
+def _class_scores(name: str, input: Any, target: Any) -> tuple[Any, Any, bool]:  # noqa: A002
+    """(N, C) scores and (N,)-shaped integer targets, and whether the input was 1-D."""
+    if input.ndim not in (1, 2) or (input.ndim == 2 and input.shape[1] == 0):
+        raise RuntimeError(f"{name}: Expected non-empty vector or matrix with optional "
+                           f"0-dim batch size, but got: {list(input.shape)}")
+    single = input.ndim == 1
+    return (S.reshape(input, (1, -1)) if single else input), target, single
+
+
+def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0,  # noqa: A002
+                      weight: Any = None, size_average: Any = None, reduce: Any = None,
+                      reduction: str = "mean") -> Any:
+    """Multi-class hinge loss: ``sum_{j != y} max(0, margin - x[y] + x[j]) ** p / C`` per
+    sample, ``weight[y]`` scaling each term."""
+    reduction = _loss_reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x, target, single = _class_scores("multi_margin_loss", input, _target(target))
+    n, c = x.shape
+    t = S.reshape(target, (n, 1))
+    _check_classes(x, S.reshape(target, (n,)) if isinstance(target, TensorOps) else
+                   np.reshape(target, (n,)), -100)
+    x_y = I.gather(x, 1, t)
+    z = E.relu(E.add(E.sub(x, x_y), margin))
+    if p == 2:
+        z = E.mul(z, z)
+    if weight is not None:
+        z = E.mul(z, S.reshape(I.gather(weight, 0, S.reshape(t, (n,))), (n, 1)))
+    is_y = E.eq(t, np.arange(c)[None, :])
+    loss = E.div(R.sum(E.where(is_y, 0.0, z), 1), c)
+    if single:
+        loss = S.reshape(loss, ())
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input: Any, target: Any, size_average: Any = None,  # noqa: A002
+                           reduce: Any = None, reduction: str = "mean") -> Any:
+    """Multi-label hinge loss: ``target`` lists each sample's classes, ended by the first
+    -1; ``sum over listed j and unlisted k of max(0, 1 - (x[j] - x[k])) / C``."""
+    reduction = _loss_reduction(size_average, reduce, reduction)
+    x, target, single = _class_scores("multilabel_margin_loss", input, _target(target))
+    n, c = x.shape
+    t = S.reshape(target, (n, c))
+    # Slots before the first -1 count; later slots are ignored whatever they hold.
+    valid = E.eq(SC.cumsum(S.astype(E.eq(t, -1), np.int64), 1), 0)
+    safe = E.where(valid, t, 0)
+    listed = M.any(M.logical_and(E.eq(S.reshape(safe, (n, c, 1)), np.arange(c)[None, None, :]),
+                                 S.reshape(valid, (n, c, 1))), 1)  # (N, C): class k listed
+    x_j = I.gather(x, 1, safe)  # (N, slots)
+    hinge = E.relu(E.add(E.sub(S.reshape(x, (n, 1, c)), S.reshape(x_j, (n, c, 1))), 1.0))
+    pair = M.logical_and(S.reshape(valid, (n, c, 1)),
+                         S.reshape(M.logical_not(listed), (n, 1, c)))
+    loss = E.div(R.sum(E.where(pair, hinge, 0.0), (1, 2)), c)
+    if single:
+        loss = S.reshape(loss, ())
+    return _reduce(loss, reduction)
+
+
+def _logsumexp3(a: Any, b: Any, c: Any) -> Any:
+    """``log(exp(a) + exp(b) + exp(c))`` where all three may be -inf, with finite
+    gradients (zero where every term is -inf)."""
+    m = S.stop_gradient(E.maximum(E.maximum(a, b), c))
+    m = E.where(E.eq(m, -math.inf), 0.0, m)
+    s = E.add(E.add(E.exp(E.sub(a, m)), E.exp(E.sub(b, m))), E.exp(E.sub(c, m)))
+    pos = E.gt(s, 0.0)
+    return E.where(pos, E.add(E.log(E.where(pos, s, 1.0)), m), -math.inf)
+
+
+def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any,
+             blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> Any:
+    """Connectionist temporal classification loss of ``log_probs`` (T, N, C) or (T, C)
+    (log-softmax outputs) against ``targets`` (N, S) padded, or 1-D concatenated, with
+    per-sample ``input_lengths`` and ``target_lengths``. The forward (alpha) recursion
+    runs in log space over the time steps; the gradient is its reverse. ``'mean'`` divides
+    each loss by its target length, then averages over the batch, as PyTorch."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    unbatched = log_probs.ndim == 2
+    if log_probs.ndim not in (2, 3):
+        raise RuntimeError(f"ctc_loss: expected log_probs to be 2D or 3D, got shape "
+                           f"{tuple(log_probs.shape)}")
+    lp = S.reshape(log_probs, (log_probs.shape[0], 1, -1)) if unbatched else log_probs
+    n_t, n, c = lp.shape
+    if not 0 <= blank < c:
+        raise RuntimeError("blank must be in label range")
+
+    def lengths(v: Any) -> Any:
+        if isinstance(v, (int, np.integer)):
+            v = [v]
+        arr = v if isinstance(v, TensorOps) else np.asarray(v, np.int64)
+        return S.reshape(S.astype(arr, np.int64), (n,))
+
+    in_len, tgt_len = lengths(input_lengths), lengths(target_lengths)
+    tg = _target(targets)
+    if unbatched or tg.ndim == 1:
+        if not unbatched:  # concatenated targets: split them by the (known) lengths
+            tl = array_of(tgt_len) if isinstance(tgt_len, Tensor) else None
+            if tl is None:
+                raise RuntimeError("ctc_loss: 1-D concatenated targets need concrete "
+                                   "target_lengths; pass (N, S) padded targets instead")
+            width = int(tl.max()) if tl.size else 0
+            starts = np.concatenate([[0], np.cumsum(tl)[:-1]]).astype(np.int64)
+            pos = np.minimum(starts[:, None] + np.arange(width)[None, :],
+                             max(int(tg.shape[0]) - 1, 0))
+            tg = I.gather(S.reshape(tg, (1, -1)), 1, pos.reshape(1, -1)) if width else \
+                np.zeros((n, 0), np.int64)
+            tg = S.reshape(tg, (n, width))
+        else:
+            tg = S.reshape(tg, (1, -1))
+    s_max = tg.shape[1]
+    width = 2 * s_max + 1
+    # The extended label sequence: blank, l1, blank, l2, ..., blank.
+    blanks = np.full((n, s_max), blank, np.int64)
+    ext = S.reshape(S.stack([blanks, S.astype(tg, np.int64)], -1), (n, 2 * s_max)) \
+        if s_max else np.zeros((n, 0), np.int64)
+    ext = S.concatenate([ext, np.full((n, 1), blank, np.int64)], 1)
+    # A label may follow the one two places back when it is not blank and differs from it.
+    prev2 = S.concatenate([np.full((n, 2), blank, np.int64), ext[:, :-2]], 1)
+    skip = M.logical_and(E.ne(ext, blank), E.ne(ext, prev2))
+    neg_inf = np.full((n, 1), -math.inf, np.dtype(lp.dtype))
+    neg_inf2 = np.full((n, 2), -math.inf, np.dtype(lp.dtype))
+    start = np.full((n, width), -math.inf, np.dtype(lp.dtype))
+    start[:, :2] = 0.0
+    t_idx = np.arange(n_t)
+    alpha, final = None, None
+    for t in range(n_t):
+        emit = I.gather(lp[t], 1, ext)
+        if alpha is None:
+            alpha = E.add(start, emit)
+        else:
+            a1 = S.concatenate([neg_inf, alpha[:, :-1]], 1)
+            a2 = E.where(skip, S.concatenate([neg_inf2, alpha[:, :-2]], 1), -math.inf)
+            alpha = E.add(_logsumexp3(alpha, a1, a2), emit)
+        at_end = S.reshape(E.eq(E.sub(in_len, 1), int(t_idx[t])), (n, 1))
+        final = E.where(at_end, alpha, -math.inf if final is None else final)
+    # The paths end at the last label or the blank after it.
+    last = S.reshape(E.mul(tgt_len, 2), (n, 1))
+    end_blank = I.gather(final, 1, last)
+    end_label = E.where(E.gt(last, 0), I.gather(final, 1, E.maximum(E.sub(last, 1), 0)),
+                        -math.inf)
+    loss = S.reshape(E.neg(_logsumexp3(end_blank, end_label, neg_inf)), (n,))
+    if zero_infinity:
+        loss = E.where(E.eq(loss, math.inf), 0.0, loss)
+    if unbatched:
+        loss = S.reshape(loss, ())
+    if reduction == "mean":
+        per = E.div(loss, S.astype(E.maximum(S.reshape(tgt_len, tuple(loss.shape)), 1),
+                                   loss.dtype))
+        return R.mean(per)
+    return _reduce(loss, reduction)
+
+
+__all__ += ["cosine_embedding_loss", "ctc_loss", "gaussian_nll_loss", "hinge_embedding_loss",
+            "margin_ranking_loss", "multi_margin_loss", "multilabel_margin_loss",
+            "multilabel_soft_margin_loss", "poisson_nll_loss", "triplet_margin_loss",
+            "triplet_margin_with_distance_loss"]
+
+
+# Distances between all pairs of rows.
+
+
+def pdist(input: Any, p: float = 2.0) -> Any:  # noqa: A002
+    """The ``p``-norm distances between the rows of (N, M) ``input``, pairs ``i < j`` in
+    row-major order: ``N * (N - 1) / 2`` values. A zero distance has a zero gradient."""
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    i, j = np.triu_indices(input.shape[0], 1)
+    d = E.abs(E.sub(input[i], input[j]))
+    if p == 0:
+        return R.sum(S.astype(E.ne(d, 0.0), input.dtype), 1)
+    if p == math.inf:
+        return R.amax(d, 1)
+    if p == 1:
+        return R.sum(d, 1)
+    total = R.sum(E.mul(d, d) if p == 2 else E.pow(d, p), 1)
+    nonzero = E.gt(total, 0.0)
+    safe = E.where(nonzero, total, 1.0)
+    return E.where(nonzero, E.sqrt(safe) if p == 2 else E.pow(safe, 1.0 / p), 0.0)
+
+
+__all__ += ["pdist"]
+
+
+# Power-average and volumetric adaptive pooling, and the fixed-mode resampling spellings.
+
+
+def _lp_finish(out: Any, norm_type: float, window: int) -> Any:
+    """``(sign(s) * relu(|s|) * window) ** (1 / p)`` of the averaged powers, as PyTorch."""
+    return E.pow(E.mul(E.mul(M.sign(out), E.relu(E.abs(out))), float(window)), 1.0 / norm_type)
+
+
+def lp_pool1d(input: Any, norm_type: float, kernel_size: int, stride: Any = None,  # noqa: A002
+              ceil_mode: bool = False) -> Any:
+    """Power-average pooling ``(sum over the window of x ** p) ** (1 / p)`` over the last
+    dim of (N, C, L) or (C, L) input."""
+    k = _ints("kernel_size", kernel_size, 1, "pooling")[0]
+    s = k if stride is None else _ints("stride", stride, 1, "pooling")[0]
+    out = avg_pool1d(E.pow(input, norm_type), k, s, 0, ceil_mode)
+    return _lp_finish(out, norm_type, k)
+
+
+def lp_pool2d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None,  # noqa: A002
+              ceil_mode: bool = False) -> Any:
+    """Power-average pooling over the last two dims of (N, C, H, W) or (C, H, W) input."""
+    kh, kw = _ints("kernel_size", kernel_size, 2, "pooling")
+    s = (kh, kw) if stride is None else _ints("stride", stride, 2, "pooling")
+    out = avg_pool2d(E.pow(input, norm_type), (kh, kw), s, 0, ceil_mode)
+    return _lp_finish(out, norm_type, kh * kw)
+
+
+def lp_pool3d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None,  # noqa: A002
+              ceil_mode: bool = False) -> Any:
+    """Power-average pooling over the last three dims of a 5-D or 4-D input."""
+    k = _ints("kernel_size", kernel_size, 3, "pooling")
+    s = k if stride is None else _ints("stride", stride, 3, "pooling")
+    out = avg_pool3d(E.pow(input, norm_type), k, s, 0, ceil_mode)
+    return _lp_finish(out, norm_type, k[0] * k[1] * k[2])
+
+
+def _adaptive3d(name: str, input: Any, output_size: Any) -> tuple:  # noqa: A002
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"{name}(): Expected 4D or 5D tensor, but got "
+                           f"{list(input.shape)}")
+    if 0 in tuple(input.shape[-3:]):
+        raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                           f"dimensions, but input has sizes {list(input.shape)}")
+    if isinstance(output_size, (int, np.integer)) or output_size is None:
+        output_size = (output_size,) * 3
+    out = tuple(int(o) if o is not None else int(n)
+                for o, n in zip(output_size, input.shape[-3:]))
+    x, added = _as5d(input)
+    return x, added, out
+
+
+def _windows(size: int, n_out: int) -> list:
+    """PyTorch's adaptive windows ``[floor(i * size / n), ceil((i + 1) * size / n))``."""
+    return [(i * size // n_out, -(-(i + 1) * size // n_out)) for i in range(n_out)]
+
+
+def adaptive_avg_pool3d(input: Any, output_size: Any) -> Any:  # noqa: A002
+    """Average pooling of (N, C, D, H, W) or (C, D, H, W) input to ``output_size``: 2-D
+    adaptive pooling of the depth slices, then the mean over each depth window."""
+    x, added, (od, oh, ow) = _adaptive3d("adaptive_avg_pool3d", input, output_size)
+    n, c, dd, h, w = x.shape
+    planes = S.reshape(adaptive_avg_pool2d(S.reshape(x, (n, c * dd, h, w)), (oh, ow)),
+                       (n, c, dd, oh, ow))
+    parts = [R.mean(planes[:, :, a:b], 2) for a, b in _windows(dd, od)]
+    out = S.stack(parts, 2)
+    return S.reshape(out, tuple(out.shape[1:])) if added else out
+
+
+def adaptive_max_pool3d(input: Any, output_size: Any,  # noqa: A002
+                        return_indices: bool = False) -> Any:
+    """Max pooling of (N, C, D, H, W) or (C, D, H, W) input to ``output_size``;
+    ``return_indices`` adds each max's index in the flattened ``D*H*W`` volume."""
+    x, added, (od, oh, ow) = _adaptive3d("adaptive_max_pool3d", input, output_size)
+    n, c, dd, h, w = x.shape
+    planes, where = adaptive_max_pool2d(S.reshape(x, (n, c * dd, h, w)), (oh, ow), True)
+    planes = S.reshape(planes, (n, c, dd, oh, ow))
+    where = S.reshape(where, (n, c, dd, oh, ow))
+    values, indices = [], []
+    for a, b in _windows(dd, od):
+        win = planes[:, :, a:b]
+        values.append(R.amax(win, 2))
+        if return_indices:
+            pick = R.argmax(win, 2, keepdim=True)  # the first max in depth, as PyTorch
+            plane_index = S.reshape(I.gather(where[:, :, a:b], 2, pick), (n, c, oh, ow))
+            depth = S.reshape(E.add(pick, a), (n, c, oh, ow))
+            indices.append(E.add(E.mul(depth, h * w), plane_index))
+    out = S.stack(values, 2)
+    if added:
+        out = S.reshape(out, tuple(out.shape[1:]))
+    if not return_indices:
+        return out
+    idx = S.stack(indices, 2)
+    return out, (S.reshape(idx, tuple(idx.shape[1:])) if added else idx)
+
+
+def upsample_nearest(input: Any, size: Any = None, scale_factor: Any = None) -> Any:  # noqa: A002
+    """`interpolate` with ``mode='nearest'`` (the deprecated spelling)."""
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Any, size: Any = None, scale_factor: Any = None) -> Any:  # noqa: A002
+    """`interpolate` with ``mode='bilinear'`` and ``align_corners=True``."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+__all__ += ["adaptive_avg_pool3d", "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d",
+            "lp_pool3d", "upsample_bilinear", "upsample_nearest"]
+
+
+# Spatial transformers: sampling grids from affine matrices, and sampling at them.
+
+
+def _base_coords(n: int, align_corners: bool) -> np.ndarray:
+    """The normalized coordinates in [-1, 1] of ``n`` pixel centres (or corners)."""
+    if n <= 1:
+        return np.zeros((max(n, 0),))
+    c = np.linspace(-1.0, 1.0, n)
+    return c if align_corners else c * (n - 1) / n
+
+
+def affine_grid(theta: Any, size: Any, align_corners: bool | None = None) -> Any:
+    """The (N, H, W, 2) sampling grid of 2-D affine matrices ``theta`` (N, 2, 3) for an
+    output of ``size`` (N, C, H, W): ``theta @ (x, y, 1)`` at each output pixel."""
+    align = bool(align_corners)
+    size = tuple(int(v) for v in size)
+    if len(size) != 4:
+        raise NotImplementedError("affine_grid only supports 4D sizes, for 2D affine "
+                                  f"transformations, got size {list(size)}")
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3):
+        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                         f"{list(size)}. Got {list(theta.shape)}.")
+    n, _, h, w = size
+    if theta.shape[0] != n:
+        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                         f"{list(size)}. Got {list(theta.shape)}.")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {list(size)}")
+    xs, ys = _base_coords(w, align), _base_coords(h, align)
+    base = np.stack([np.broadcast_to(xs[None, :], (h, w)), np.broadcast_to(ys[:, None], (h, w)),
+                     np.ones((h, w))], -1).reshape(1, h * w, 3).astype(np.dtype(theta.dtype))
+    grid = L.matmul(base, S.transpose(theta, 1, 2))  # (N, H*W, 2)
+    return S.reshape(grid, (n, h, w, 2))
+
+
+def _unnormalize(coord: Any, size: int, align_corners: bool) -> Any:
+    if align_corners:
+        return E.mul(E.add(coord, 1.0), (size - 1) / 2)
+    return E.div(E.sub(E.mul(E.add(coord, 1.0), size), 1.0), 2.0)
+
+
+def grid_sample(input: Any, grid: Any, mode: str = "bilinear",  # noqa: A002
+                padding_mode: str = "zeros", align_corners: bool | None = None) -> Any:
+    """Sample (N, C, H, W) ``input`` at the normalized (x, y) locations of ``grid``
+    (N, Ho, Wo, 2), ``-1`` and ``1`` the edges (pixel centres with ``align_corners``):
+    ``mode`` ``'bilinear'`` or ``'nearest'``; ``padding_mode`` ``'zeros'`` (outside reads 0)
+    or ``'border'`` (clamped to the edge). Differentiable in ``input`` and, for bilinear,
+    ``grid``."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if mode == "bicubic" or padding_mode == "reflection":
+        raise NotImplementedError(f"grid_sample: mode={mode!r} with "
+                                  f"padding_mode={padding_mode!r} is not supported (bilinear "
+                                  "or nearest, zeros or border padding)")
+    if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2:
+        raise RuntimeError(f"grid_sample(): expected 4D input and grid with last dimension 2 "
+                           f"(2-D sampling), but got input of shape {list(input.shape)} and "
+                           f"grid of shape {list(grid.shape)}")
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch "
+                           f"size, but got input with sizes {list(input.shape)} and grid with "
+                           f"sizes {list(grid.shape)}")
+    align = bool(align_corners)
+    n, c, h, w = input.shape
+    _, ho, wo, _ = grid.shape
+    x = _unnormalize(grid[..., 0], w, align)
+    y = _unnormalize(grid[..., 1], h, align)
+    if padding_mode == "border":
+        x = M.clamp(x, 0.0, float(w - 1))
+        y = M.clamp(y, 0.0, float(h - 1))
+    flat = S.reshape(input, (n, c, h * w))
+
+    def tap(xi: Any, yi: Any) -> Any:
+        """input[n, :, yi, xi] (N, C, Ho, Wo), 0 where (xi, yi) is outside."""
+        inside = M.logical_and(M.logical_and(E.ge(xi, 0), E.le(xi, w - 1)),
+                               M.logical_and(E.ge(yi, 0), E.le(yi, h - 1)))
+        idx = E.add(E.mul(M.clamp(yi, 0, h - 1), w), M.clamp(xi, 0, w - 1))
+        idx = S.broadcast_to(S.reshape(S.astype(idx, np.int64), (n, 1, ho * wo)),
+                             (n, c, ho * wo))
+        vals = S.reshape(I.gather(flat, 2, idx), (n, c, ho, wo))
+        return E.where(S.reshape(inside, (n, 1, ho, wo)), vals, 0.0)
+
+    if mode == "nearest":
+        return tap(M.round(S.stop_gradient(x)), M.round(S.stop_gradient(y)))
+    x0, y0 = M.floor(S.stop_gradient(x)), M.floor(S.stop_gradient(y))
+    x1, y1 = E.add(x0, 1.0), E.add(y0, 1.0)
+    wx1, wy1 = E.sub(x, x0), E.sub(y, y0)
+    wx0, wy0 = E.sub(1.0, wx1), E.sub(1.0, wy1)
+
+    def weight(a: Any, b: Any) -> Any:
+        return S.reshape(E.mul(a, b), (n, 1, ho, wo))
+
+    out = E.mul(tap(x0, y0), weight(wx0, wy0))
+    out = E.add(out, E.mul(tap(x1, y0), weight(wx1, wy0)))
+    out = E.add(out, E.mul(tap(x0, y1), weight(wx0, wy1)))
+    return E.add(out, E.mul(tap(x1, y1), weight(wx1, wy1)))
+
+
+__all__ += ["affine_grid", "grid_sample"]

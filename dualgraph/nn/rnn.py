@@ -24,15 +24,15 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import as_dtype
+from ..eager.creation import zeros
 from ..eager.internal import set_array
-from ..eager.tensor import zeros
 from ..ops import elementwise as E
 from ..ops import linalg as L
 from ..ops import shape as S
-from ..ops import shape_extra as SX
 from ..ops.mixin import TensorOps
 from . import functional as F
-from .modules import Module, Parameter, _uniform
+from .modules import Module, Parameter
+from .modules.module import _uniform
 from .utils.rnn import PackedSequence, split_rows, split_steps
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
@@ -366,7 +366,7 @@ class RNNBase(Module):
         return zeros(*shape, dtype=like.dtype)
 
     def _states_of(self, h: Any) -> list:
-        return list(SX.unbind(h, 0))
+        return list(S.unbind(h, 0))
 
     def forward(self, input: Any, hx: Any = None) -> tuple:  # noqa: A002
         """``(output, h_n)``: output (time, batch, directions * hidden) (batch first with

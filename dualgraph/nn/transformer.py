@@ -16,11 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from ..eager.creation import full
 from ..eager.internal import set_array
-from ..eager.tensor import full
-from ..ops import shape_extra as SX
+from ..ops import shape as S
 from . import functional as F
-from .modules import Dropout, LayerNorm, Linear, Module, ModuleList, MultiheadAttention, _uniform
+from .modules import Dropout, LayerNorm, Linear, Module, ModuleList, MultiheadAttention
+from .modules.module import _uniform
 from .rnn import _factory_dtype
 
 
@@ -55,7 +56,7 @@ def _clones(module: Module, n: int) -> ModuleList:
 def generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = None) -> Any:
     """A ``(sz, sz)`` causal mask: ``-inf`` above the diagonal, ``0.`` elsewhere."""
     dt = _factory_dtype(device, dtype)
-    return SX.triu(full((sz, sz), -math.inf, dtype=dt), diagonal=1)
+    return S.triu(full((sz, sz), -math.inf, dtype=dt), diagonal=1)
 
 
 class TransformerEncoderLayer(Module):

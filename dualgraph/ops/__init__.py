@@ -7,9 +7,9 @@ from . import (  # noqa: F401  (importing each family registers its ops)
     elementwise,
     index,
     linalg,
+    loss,
     math,
     matrix,
-    nnops,
     norm,
     pointwise,
     pool,
@@ -18,7 +18,7 @@ from . import (  # noqa: F401  (importing each family registers its ops)
     reduce,
     scan,
     shape,
-    shape_extra,
+    softmax,
     special,
     statistics,
 )
@@ -32,8 +32,8 @@ from .registry import OPS, OpDef, register
 install_ops(OPS)
 
 # ``axis=`` is ``dim=`` for every public function that takes ``dim`` (PyTorch's parser).
-for _family in (conv, elementwise, index, linalg, math, matrix, nnops, norm, pointwise, pool,
-                products, random, reduce, scan, shape, shape_extra, special, statistics):
+for _family in (conv, elementwise, index, linalg, loss, math, matrix, norm, pointwise, pool,
+                products, random, reduce, scan, shape, softmax, special, statistics):
     add_axis_aliases(vars(_family))
 
 __all__ = ["OPS", "OpDef", "register"]

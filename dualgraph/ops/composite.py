@@ -1,7 +1,6 @@
-"""Compositions of primitives that tensors and tracers both expose (no new primitives).
-
-``softmax`` and ``log_softmax`` are primitives now (`dualgraph.ops.nnops`); these names stay
-for the callers that import them from here, with the ``axis=``-first signature."""
+"""Public forms that tensors and tracers both expose over existing primitives: ``softmax``
+and ``log_softmax`` with the ``axis=``-first signature (`dualgraph.ops.softmax` holds the
+primitives), and PyTorch's ``out=`` keyword."""
 
 from __future__ import annotations
 
@@ -12,17 +11,17 @@ from typing import Any
 
 import numpy as np
 
-from . import nnops
+from . import softmax as SM
 
 
 def log_softmax(x: Any, axis: Any = None, *, dim: Any = None, dtype: Any = None) -> Any:
-    """``x - logsumexp(x)`` along ``axis`` (alias ``dim``): `nnops.log_softmax`."""
-    return nnops.log_softmax(x, dim, dtype, axis=axis)
+    """``x - logsumexp(x)`` along ``axis`` (alias ``dim``): `SM.log_softmax`."""
+    return SM.log_softmax(x, dim, dtype, axis=axis)
 
 
 def softmax(x: Any, axis: Any = None, *, dim: Any = None, dtype: Any = None) -> Any:
-    """``exp(x) / sum(exp(x))`` along ``axis`` (alias ``dim``): `nnops.softmax`."""
-    return nnops.softmax(x, dim, dtype, axis=axis)
+    """``exp(x) / sum(exp(x))`` along ``axis`` (alias ``dim``): `SM.softmax`."""
+    return SM.softmax(x, dim, dtype, axis=axis)
 
 
 # -------------------------------------------------------------------------------- out=

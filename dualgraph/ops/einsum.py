@@ -20,7 +20,6 @@ from . import elementwise as E
 from . import linalg as L
 from . import reduce as R
 from . import shape as S
-from .shape_extra import diagonal
 
 _LETTERS = set(string.ascii_letters)
 
@@ -126,7 +125,7 @@ def _take_diagonals(x: Any, labels: list) -> tuple[Any, list]:
         c = next(c for c in labels if labels.count(c) > 1)
         i = labels.index(c)
         j = labels.index(c, i + 1)
-        x = diagonal(x, 0, i, j)
+        x = S.diagonal(x, 0, i, j)
         labels = [c2 for k, c2 in enumerate(labels) if k not in (i, j)] + [c]
     return x, labels
 

@@ -645,7 +645,7 @@ def _scatter_fold(x: Any, dim: int, index: Any, src: Any, reduce: str,
     line: fine for the sizes scatter_reduce is used at, not for huge scatters."""
     from . import math as M
     from . import reduce as R
-    from .shape_extra import movedim
+    from .shape import movedim
 
     nd = len(x.shape)
     dim = normalize_dim("scatter_reduce", dim, max(nd, 1))

@@ -1,4 +1,5 @@
-"""Matrix products: ``matmul`` (NumPy semantics) and ``addmm`` (``nn.Linear`` on 2-D input)."""
+"""Matrix products: ``matmul`` (NumPy semantics), ``addmm`` (``nn.Linear`` on 2-D input), and
+the compositions ``outer``, ``kron``, ``cross`` and the matrix ``trace``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..modes import bind
-from .broadcast import broadcast_shapes, promote_arrays, result_dtype
+from . import elementwise as E
+from . import reduce as R
+from . import shape as S
+from .broadcast import broadcast_shapes, normalize_dim, promote_arrays, result_dtype
 from .elementwise import mul
 from .registry import OpDef, register
 from .shape import TRANSPOSE, reshape
@@ -156,3 +160,59 @@ def matmul(a: Any, b: Any) -> Any:
 def addmm(bias: Any, a: Any, b: Any) -> Any:
     """``bias + a @ b`` for 2-D ``a`` and ``b`` in one op (what ``nn.Linear`` records)."""
     return bind(ADDMM, bias, a, b)
+
+
+# --------------------------------------------------- outer, Kronecker and cross products
+
+
+def outer(a: Any, b: Any) -> Any:
+    """The outer product of two 1-D tensors: ``a[i] * b[j]``."""
+    if len(a.shape) != 1 or len(b.shape) != 1:
+        raise RuntimeError(f"outer: expected 1-D tensors, got shapes {tuple(a.shape)} and "
+                           f"{tuple(b.shape)}")
+    return E.mul(S.reshape(a, (a.shape[0], 1)), b)
+
+
+ger = outer
+
+
+def kron(a: Any, b: Any) -> Any:
+    """The Kronecker product: blocks ``a[i, j] * b``; the ranks are padded to the larger."""
+    n = max(len(a.shape), len(b.shape))
+    sa = (1,) * (n - len(a.shape)) + tuple(a.shape)
+    sb = (1,) * (n - len(b.shape)) + tuple(b.shape)
+    ia = tuple(v for s in sa for v in (s, 1))
+    ib = tuple(v for s in sb for v in (1, s))
+    prod = E.mul(S.reshape(a, ia), S.reshape(b, ib))
+    return S.reshape(prod, tuple(x * y for x, y in zip(sa, sb)))
+
+
+def cross(a: Any, b: Any, dim: int | None = None) -> Any:
+    """The 3-vector cross product along ``dim`` (default: the first dim of size 3), with
+    broadcasting between inputs of the same rank."""
+    if len(a.shape) != len(b.shape):
+        raise ShapeError(f"linalg.cross: inputs must have the same number of dimensions, got "
+                         f"shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    shape = broadcast_shapes("cross", tuple(a.shape), tuple(b.shape))
+    if dim is None:
+        dim = next((i for i, s in enumerate(shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    d = normalize_dim("cross", dim, len(shape))
+    if shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    a = S.broadcast_to(a, shape) if tuple(a.shape) != shape else a
+    b = S.broadcast_to(b, shape) if tuple(b.shape) != shape else b
+    a0, a1, a2 = (S._select(a, d, i) for i in range(3))
+    b0, b1, b2 = (S._select(b, d, i) for i in range(3))
+    return S.stack([E.sub(E.mul(a1, b2), E.mul(a2, b1)), E.sub(E.mul(a2, b0), E.mul(a0, b2)),
+                    E.sub(E.mul(a0, b1), E.mul(a1, b0))], d)
+
+
+def trace(x: Any) -> Any:
+    """The sum of a matrix's main diagonal."""
+    if len(x.shape) != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {len(x.shape)}")
+    return R.sum(S.diagonal(x))
+

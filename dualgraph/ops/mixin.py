@@ -24,7 +24,6 @@ from . import pool as P
 from . import reduce as R
 from . import scan as SC
 from . import shape as S
-from . import shape_extra as SX
 from .broadcast import normalize_axis, normalize_dim
 from .size import Size, strided
 
@@ -290,11 +289,11 @@ class TensorOps:
     def view(self, *shape: Any, dtype: Any = None) -> Any:
         """``view(*shape)`` reshapes; ``view(dtype)`` reinterprets the bits (`view_dtype`)."""
         if dtype is not None or (len(shape) == 1 and _is_dtype(shape[0])):
-            return SX.view_dtype(self, shape[0] if dtype is None else dtype)
+            return S.view_dtype(self, shape[0] if dtype is None else dtype)
         return S.reshape(self, *shape)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
-        return SX.flatten(self, start_dim, end_dim)
+        return S.flatten(self, start_dim, end_dim)
 
     def unsqueeze(self, dim: int) -> Any:
         shape = list(self.shape)
@@ -397,7 +396,112 @@ class TensorOps:
     def numel(self) -> int:
         return int(np.prod(self.shape))
 
-    # ================================================================================
+    # ---- PyTorch's shape family (dualgraph/ops/shape.py, ops/linalg.py, ops/einsum.py).
+    # Views stay views.
+    def unflatten(self, dim: int, sizes: Any) -> Any:
+        return S.unflatten(self, dim, sizes)
+
+    def movedim(self, source: Any, destination: Any) -> Any:
+        return S.movedim(self, source, destination)
+
+    moveaxis = movedim
+
+    def swapaxes(self, axis0: int, axis1: int) -> Any:
+        return S.swapaxes(self, axis0, axis1)
+
+    swapdims = swapaxes
+
+    def split(self, split_size: Any, dim: int = 0) -> tuple:
+        return S.split(self, split_size, dim)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+        return S.chunk(self, chunks, dim)
+
+    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
+        return S.tensor_split(self, indices_or_sections, dim)
+
+    def unbind(self, dim: int = 0) -> tuple:
+        return S.unbind(self, dim)
+
+    def narrow(self, dim: int, start: Any, length: int) -> Any:
+        return S.narrow(self, dim, start, length)
+
+    def expand_as(self, other: Any) -> Any:
+        return self.expand(tuple(other.shape))
+
+    def view_as(self, other: Any) -> Any:
+        return S.reshape(self, tuple(other.shape))
+
+    def reshape_as(self, other: Any) -> Any:
+        return S.reshape(self, tuple(other.shape))
+
+    def type_as(self, other: Any) -> Any:
+        return _cast(self, other.dtype)
+
+    def repeat(self, *sizes: Any) -> Any:
+        return S.repeat(self, *sizes)
+
+    def repeat_interleave(self, repeats: Any, dim: int | None = None, *,
+                          output_size: int | None = None) -> Any:
+        return S.repeat_interleave(self, repeats, dim, output_size=output_size)
+
+    def tile(self, dims: Any) -> Any:
+        return S.tile(self, dims)
+
+    def roll(self, shifts: Any, dims: Any = None) -> Any:
+        return S.roll(self, shifts, dims)
+
+    def flip(self, *dims: Any) -> Any:
+        return S.flip(self, *dims)
+
+    def fliplr(self) -> Any:
+        return S.fliplr(self)
+
+    def flipud(self) -> Any:
+        return S.flipud(self)
+
+    def rot90(self, k: int = 1, dims: Any = (0, 1)) -> Any:
+        return S.rot90(self, k, dims)
+
+    def tril(self, diagonal: int = 0) -> Any:
+        return S.tril(self, diagonal)
+
+    def triu(self, diagonal: int = 0) -> Any:
+        return S.triu(self, diagonal)
+
+    def tril_(self, diagonal: int = 0) -> Any:
+        return self.copy_(S.tril(self, diagonal))
+
+    def triu_(self, diagonal: int = 0) -> Any:
+        return self.copy_(S.triu(self, diagonal))
+
+    def diag(self, diagonal: int = 0) -> Any:
+        return S.diag(self, diagonal)
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+        return S.diagonal(self, offset, dim1, dim2)
+
+    def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
+        return S.diag_embed(self, offset, dim1, dim2)
+
+    def trace(self) -> Any:
+        return L.trace(self)
+
+    def diff(self, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Any:
+        return S.diff(self, n, dim, prepend, append)
+
+    def cross(self, other: Any, dim: int | None = None) -> Any:
+        return L.cross(self, other, dim)
+
+    def outer(self, other: Any) -> Any:
+        return L.outer(self, other)
+
+    ger = outer
+
+    def kron(self, other: Any) -> Any:
+        return L.kron(self, other)
+
+    # ------------------------------------------------- math, tests, bitwise and casts
     # Math, tests, bitwise and casts (dualgraph/ops/math.py). Methods are the functions;
     # in-place forms compute then `copy_` (one recorded op, as PyTorch's history shows).
     def __mod__(self, o): return _bin(M.REMAINDER, self, o)  # noqa: E704
@@ -715,110 +819,6 @@ class TensorOps:
     def unfold(self, dimension: int, size: int, step: int) -> Any:
         """Windows of ``size`` along ``dimension``, ``step`` apart, as a new last dim."""
         return P.unfold(self, dimension, size, step)
-    # ---- shape (dualgraph/ops/shape_extra.py, ops/einsum.py). Views stay views.
-    def unflatten(self, dim: int, sizes: Any) -> Any:
-        return SX.unflatten(self, dim, sizes)
-
-    def movedim(self, source: Any, destination: Any) -> Any:
-        return SX.movedim(self, source, destination)
-
-    moveaxis = movedim
-
-    def swapaxes(self, axis0: int, axis1: int) -> Any:
-        return SX.swapaxes(self, axis0, axis1)
-
-    swapdims = swapaxes
-
-    def split(self, split_size: Any, dim: int = 0) -> tuple:
-        return SX.split(self, split_size, dim)
-
-    def chunk(self, chunks: int, dim: int = 0) -> tuple:
-        return SX.chunk(self, chunks, dim)
-
-    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
-        return SX.tensor_split(self, indices_or_sections, dim)
-
-    def unbind(self, dim: int = 0) -> tuple:
-        return SX.unbind(self, dim)
-
-    def narrow(self, dim: int, start: Any, length: int) -> Any:
-        return SX.narrow(self, dim, start, length)
-
-    def expand_as(self, other: Any) -> Any:
-        return self.expand(tuple(other.shape))
-
-    def view_as(self, other: Any) -> Any:
-        return S.reshape(self, tuple(other.shape))
-
-    def reshape_as(self, other: Any) -> Any:
-        return S.reshape(self, tuple(other.shape))
-
-    def type_as(self, other: Any) -> Any:
-        return _cast(self, other.dtype)
-
-    def repeat(self, *sizes: Any) -> Any:
-        return SX.repeat(self, *sizes)
-
-    def repeat_interleave(self, repeats: Any, dim: int | None = None, *,
-                          output_size: int | None = None) -> Any:
-        return SX.repeat_interleave(self, repeats, dim, output_size=output_size)
-
-    def tile(self, dims: Any) -> Any:
-        return SX.tile(self, dims)
-
-    def roll(self, shifts: Any, dims: Any = None) -> Any:
-        return SX.roll(self, shifts, dims)
-
-    def flip(self, *dims: Any) -> Any:
-        return SX.flip(self, *dims)
-
-    def fliplr(self) -> Any:
-        return SX.fliplr(self)
-
-    def flipud(self) -> Any:
-        return SX.flipud(self)
-
-    def rot90(self, k: int = 1, dims: Any = (0, 1)) -> Any:
-        return SX.rot90(self, k, dims)
-
-    def tril(self, diagonal: int = 0) -> Any:
-        return SX.tril(self, diagonal)
-
-    def triu(self, diagonal: int = 0) -> Any:
-        return SX.triu(self, diagonal)
-
-    def tril_(self, diagonal: int = 0) -> Any:
-        return self.copy_(SX.tril(self, diagonal))
-
-    def triu_(self, diagonal: int = 0) -> Any:
-        return self.copy_(SX.triu(self, diagonal))
-
-    def diag(self, diagonal: int = 0) -> Any:
-        return SX.diag(self, diagonal)
-
-    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
-        return SX.diagonal(self, offset, dim1, dim2)
-
-    def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
-        return SX.diag_embed(self, offset, dim1, dim2)
-
-    def trace(self) -> Any:
-        return SX.trace(self)
-
-    def diff(self, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Any:
-        return SX.diff(self, n, dim, prepend, append)
-
-    def cross(self, other: Any, dim: int | None = None) -> Any:
-        return SX.cross(self, other, dim)
-
-    def outer(self, other: Any) -> Any:
-        return SX.outer(self, other)
-
-    ger = outer
-
-    def kron(self, other: Any) -> Any:
-        return SX.kron(self, other)
-    # ---- end of shape
 
     # ---------------------------------------------- PyTorch aliases and in-place forms
     def clip(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002

@@ -184,13 +184,13 @@ def sinc(input: Any) -> Any:  # noqa: A002
 
 
 def softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002
-    from .nnops import softmax as softmax_
+    from .softmax import softmax as softmax_
 
     return softmax_(input, dim, dtype)
 
 
 def log_softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002
-    from .nnops import log_softmax as log_softmax_
+    from .softmax import log_softmax as log_softmax_
 
     return log_softmax_(input, dim, dtype)
 

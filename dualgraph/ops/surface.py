@@ -21,7 +21,6 @@ from . import products as PR
 from . import reduce as R
 from . import scan as SC
 from . import shape as S
-from . import shape_extra as SX
 from . import special as SP
 from . import statistics as ST
 from .broadcast import normalize_dim
@@ -165,7 +164,7 @@ def cartesian_prod(*tensors: Any) -> Any:
             raise RuntimeError("Expect a 1D vector, but got shape " + str(list(t.shape)))
     if len(tensors) == 1:
         return tensors[0]
-    grids = SX.meshgrid(*tensors, indexing="ij")
+    grids = S.meshgrid(*tensors, indexing="ij")
     return S.stack([S.reshape(g, (-1,)) for g in grids], 1)
 
 
@@ -206,7 +205,7 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype:
 
 def diagflat(input: Any, offset: int = 0) -> Any:  # noqa: A002
     """The flattened ``input`` on the ``offset`` diagonal of a square matrix."""
-    return SX.diag(S.reshape(input, (-1,)), offset)
+    return S.diag(S.reshape(input, (-1,)), offset)
 
 
 def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:  # noqa: N803
@@ -226,14 +225,14 @@ def _spacing(x: Any, dx: float | None, d: int, ndim: int) -> Any:
     if len(x.shape) == 1:
         shape = [1] * ndim
         shape[d] = x.shape[0] - 1
-        return S.reshape(SX.diff(x), tuple(shape))
-    return SX.diff(x, dim=d)
+        return S.reshape(S.diff(x), tuple(shape))
+    return S.diff(x, dim=d)
 
 
 def _midpoints(fn: str, y: Any, dim: int) -> tuple:
     d = normalize_dim(fn, dim, len(y.shape))
     n = max(y.shape[d] - 1, 0)
-    return E.mul(E.add(SX.narrow(y, d, 0, n), SX.narrow(y, d, 1, n)), 0.5), d
+    return E.mul(E.add(S.narrow(y, d, 0, n), S.narrow(y, d, 1, n)), 0.5), d
 
 
 def trapezoid(y: Any, x: Any = None, *, dx: float | None = None, dim: int = -1) -> Any:
@@ -348,7 +347,7 @@ def _split_by(fn: str, dim: int, min_dim: int) -> Any:
             raise RuntimeError(f"torch.{fn} attempted to split along dimension {d}, but the "
                                f"size of the dimension {input.shape[d]} is not divisible by "
                                f"the split_size {indices_or_sections}!")
-        return SX.tensor_split(input, indices_or_sections, d)
+        return S.tensor_split(input, indices_or_sections, d)
     split.__name__ = fn
     split.__doc__ = f"`tensor_split` along dim {dim} (sections must divide it evenly)."
     return split
@@ -360,7 +359,7 @@ dsplit = _split_by("dsplit", 2, 3)
 
 
 def split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> tuple:  # noqa: A002
-    return SX.split(input, list(split_sizes), dim)
+    return S.split(input, list(split_sizes), dim)
 
 
 # ---------------------------------------------------------------- Tensor methods

@@ -157,6 +157,8 @@ def _block(stmts: Any, env: dict, sc: dict) -> None:  # noqa: C901 - one case pe
                     lanes[j % lanes.size] += np.float64(args[0][j])
             else:
                 raise TypeError(f"no library routine {s.fn!r}")
+        elif isinstance(s, kir.Table):
+            env[s.buf.name] = np.array(s.values, s.buf.dtype).reshape(s.buf.shape)
         elif isinstance(s, kir.Raise):
             raise {"IndexError": IndexError, "ValueError": ValueError}[s.kind](s.message)
         elif isinstance(s, kir.Jump):

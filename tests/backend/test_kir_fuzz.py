@@ -324,13 +324,13 @@ def _params_of(stmts: list) -> dict:
 
 
 _KNOWN = (kir.Alloc, kir.View, kir.Let, kir.Store, kir.Loop, kir.If, kir.Accum, kir.Gemm,
-          kir.LibCall, kir.Raise, kir.Jump, kir.Comment)
+          kir.LibCall, kir.Table, kir.Raise, kir.Jump, kir.Comment)
 
 
 def lowered_ir(graph: Any) -> tuple[Any, list, list]:
     """``graph`` lowered (no Numba compile), its scheduled kernel IR, and the statements
-    in it that are not kernel IR (transitional source text); skips the test while the
-    code generator does not expose the IR (``Lowered.ir``)."""
+    in it that are not kernel IR (there must be none); skips the test while the code
+    generator does not expose the IR (``Lowered.ir``)."""
     from dualgraph.backend.numba.codegen import lower
 
     low = lower(graph)
@@ -363,13 +363,11 @@ def run_lowered(low: Any, stmts: list, args: list) -> list:
     return [env[n] for n in outs]
 
 
-def check_lowered(graph: Any, args: list, report: str) -> bool:
+def check_lowered(graph: Any, args: list, report: str) -> None:
     """The kernel IR of ``graph`` run by the executor equals the graph interpreter's
-    outputs, with its loops merged or not; False (nothing checked) while the IR holds
-    transitional text."""
+    outputs, with its loops merged or not."""
     low, stmts, opaque = lowered_ir(graph)
-    if opaque:
-        return False
+    assert not opaque, f"statements that are not kernel IR: {opaque}\n{report}"
     expected = dg.interpret(graph, *args)
     got = run_lowered(low, stmts, args)
     assert len(got) == len(expected), report
@@ -384,7 +382,6 @@ def check_lowered(graph: Any, args: list, report: str) -> bool:
                 e, 2e-4 if e.dtype == np.float32 else 1e-9))
         else:
             np.testing.assert_array_equal(g.reshape(e.shape), e, err_msg=msg)
-    return True
 
 
 def _graph(fn: Any, *args: Any) -> Any:
@@ -400,16 +397,14 @@ def test_a_training_shaped_program_kernel_ir_matches_the_interpreter() -> None:
         h = dg.tanh(x @ w) * 2.0 + 1.0
         return h - dg.amax(h, 1, keepdim=True), (h * h).sum() + h.mean(axis=0)
 
-    if not check_lowered(_graph(fn, x, w), [x, w], "tanh(x @ w) program"):
-        pytest.skip("this program's kernel IR still holds transitional source text")
+    check_lowered(_graph(fn, x, w), [x, w], "tanh(x @ w) program")
 
 
 @settings(max_examples=30, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(programs(max_statements=5))
 def test_fuzz_programs_kernel_ir_matches_the_interpreter(prog: Any) -> None:
-    """Each fuzz program's kernel IR, where it holds no transitional text."""
+    """Each fuzz program's kernel IR."""
     arrays = prog.arrays()
     args = [arrays[k] for k in prog.arg_of]
-    checked = check_lowered(_graph(prog.function(), *args), args, prog.report())
-    event("checked" if checked else "transitional text: not checked")
+    check_lowered(_graph(prog.function(), *args), args, prog.report())

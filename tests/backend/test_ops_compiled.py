@@ -505,7 +505,7 @@ CASES.append(Case("pooling", ("max_pool2d_indices", "adaptive_max_pool2d_indices
                   lambda r, t: [_uniform(r, -1, 1, (2, 3, 6, 5), t),
                                 _uniform(r, -1, 1, (2, 3, 6), t)]))
 ALL_CASES.append(pytest.param(CASES[-1], id="pooling"))
-# ---- issue 12: shape (dualgraph/ops/shape_extra.py, ops/einsum.py)
+# ---- shape (dualgraph/ops/shape.py, ops/linalg.py, ops/einsum.py)
 def shape_extra(x, v, w):
     # x (2, 3, 4); v, w (3,). Views, copies and products, then writes through new views.
     a, b = x.split([1, 3], dim=2)
@@ -543,8 +543,8 @@ CASES += [
 ]
 ALL_CASES += [pytest.param(c, id=c.name) for c in CASES[-2:]]
 # ============================================================================ issue 12
-# Losses and attention (dualgraph/ops/nnops.py): one program over the softmax family and
-# every cross_entropy / nll_loss form; the backward ops appear in the backward graph.
+# Losses and attention (dualgraph/ops/softmax.py, ops/loss.py): one program over the softmax
+# family and every cross_entropy / nll_loss form; the backward ops appear in the backward graph.
 _W3 = np.array([0.5, 2.0, 1.5], np.float32)
 
 

@@ -1378,7 +1378,7 @@ def unfold_size_too_large(lib, F, x):
          match="only one of size or scale_factor should be defined")
 def interpolate_size_and_scale(lib, F, x):
     return F.interpolate(x, size=3, scale_factor=2)
-# ---- issue 12: shape (dualgraph/ops/shape_extra.py, ops/einsum.py)
+# ---- shape (dualgraph/ops/shape.py, ops/linalg.py, ops/einsum.py)
 
 
 @program(grid((2, 3, 4), -1.2, 1.1), grid((3,), 0.5, 1.5), source=I12)
@@ -1499,7 +1499,7 @@ def einsum_unknown_output_label(lib, F, x):
 def movedim_bad_dim(lib, F, x):
     return x.movedim(2, 0)
 # ============================================================================
-# Issue 12: losses and attention (dualgraph/ops/nnops.py).
+# Losses and attention (dualgraph/ops/softmax.py, ops/loss.py).
 # ============================================================================
 I12L = "issue 12 losses"
 

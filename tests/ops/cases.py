@@ -1259,7 +1259,7 @@ COMPOSITES += [
          ref=lambda x: x.reshape(3, 2, 2)),
 ]
 
-# ---- issue 12: shape (dualgraph/ops/shape_extra.py, ops/einsum.py)
+# ---- shape (dualgraph/ops/shape.py, ops/linalg.py, ops/einsum.py)
 CASES += [
     case("diagonal", "method", lambda x: x.diagonal(), real(3, 4), ref=np.diagonal,
          node="DiagonalBackward0"),
@@ -1349,8 +1349,8 @@ COMPOSITES += [
 ]
 
 # ============================================================================ issue 12
-# Losses and attention (dualgraph/ops/nnops.py): softmax, log_softmax and nll_loss with
-# their backward ops, bound directly so double backward is gradient-checked too.
+# Losses and attention (dualgraph/ops/softmax.py, ops/loss.py): softmax, log_softmax and
+# nll_loss with their backward ops, bound directly so double backward is gradient-checked too.
 W3 = np.array([0.5, 2.0, 1.5])  # a constant class weight (nll_loss has no weight gradient)
 
 
@@ -1396,10 +1396,10 @@ def nll_backward_ref(g: np.ndarray, t: np.ndarray, shape: tuple, w: Any = None,
     return out
 
 
-def _nnops():
-    from dualgraph.ops import nnops
+def _ops(name):
+    import importlib
 
-    return nnops
+    return importlib.import_module(f"dualgraph.ops.{name}")
 
 
 CASES += [
@@ -1413,11 +1413,12 @@ CASES += [
     case("softmax", "last_3d", lambda x: F.softmax(x, -1), real(2, 2, 3),
          ref=lambda x: np.exp(_log_softmax_ref(x, -1))),
     case("log_softmax_backward", "bind",
-         lambda g, y: bind(_nnops().LOG_SOFTMAX_BACKWARD, g, y, axis=1), real(2, 3), real(2, 3),
+         lambda g, y: bind(_ops("softmax").LOG_SOFTMAX_BACKWARD, g, y, axis=1),
+         real(2, 3), real(2, 3),
          ref=lambda g, y: g - np.exp(y) * g.sum(1, keepdims=True),
          node="LogSoftmaxBackwardDataBackward0"),
     case("softmax_backward", "bind",
-         lambda g, y: bind(_nnops().SOFTMAX_BACKWARD, g, y, axis=0), real(3, 2), real(3, 2),
+         lambda g, y: bind(_ops("softmax").SOFTMAX_BACKWARD, g, y, axis=0), real(3, 2), real(3, 2),
          ref=lambda g, y: y * (g - (g * y).sum(0, keepdims=True)),
          node="SoftmaxBackwardDataBackward0"),
     case("nll_loss", "mean", F.nll_loss, real(4, 3), labels(4),
@@ -1430,11 +1431,11 @@ CASES += [
          node="NllLoss2DBackward0"),
     case("nll_loss", "1d", F.nll_loss, real(3), labels(), ref=lambda x, k: -x[k]),
     case("nll_loss_backward", "bind_mean",
-         lambda g, k: bind(_nnops().NLL_LOSS_BACKWARD, g, k, 1.0, shape=(4, 3),
+         lambda g, k: bind(_ops("loss").NLL_LOSS_BACKWARD, g, k, 1.0, shape=(4, 3),
                            ignore_index=-100, reduction="mean"), real(), labels(4),
          ref=lambda g, k: nll_backward_ref(g, k, (4, 3)), node="NllLossBackwardBackward0"),
     case("nll_loss_backward", "bind_none_weight",
-         lambda g, k: bind(_nnops().NLL_LOSS_BACKWARD, g, k, W3, shape=(4, 3),
+         lambda g, k: bind(_ops("loss").NLL_LOSS_BACKWARD, g, k, W3, shape=(4, 3),
                            ignore_index=-100, reduction="none"), real(4), labels(4),
          ref=lambda g, k: nll_backward_ref(g, k, (4, 3), W3, "none")),
 ]

@@ -10,7 +10,7 @@ import pytest
 import dualgraph as dg
 from dualgraph.eager.internal import array_of, sub_scaled_, version_of
 from dualgraph.ops import linalg as L
-from dualgraph.ops import nnops as N
+from dualgraph.ops import loss as N
 
 
 @pytest.mark.parametrize("m,k,n", [(64, 784, 256), (8, 784, 256), (16, 1024, 1024),

@@ -1,5 +1,5 @@
-"""Issue 12's shape ops (dualgraph/ops/shape_extra.py): PyTorch's views, copies, edge cases
-and errors. Values here were checked against torch 2.13; the goldens compare the same ops
+"""PyTorch's shape ops (dualgraph/ops/shape.py, ops/linalg.py): views, copies, edge cases and
+errors. Values here were checked against torch 2.13; the goldens compare the same ops
 with PyTorch directly."""
 
 from __future__ import annotations

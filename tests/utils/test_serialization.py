@@ -195,7 +195,7 @@ def test_a_whole_model_is_pickled_and_loads_only_when_asked(tmp_path) -> None:
     needs ``weights_only=False``, as in PyTorch 2.6 and later."""
     net = dg.nn.Sequential(dg.nn.Linear(2, 3), dg.nn.ReLU())
     dg.save(net, tmp_path / "net.pt")
-    with pytest.raises(ValueError, match="dualgraph.nn.modules.Sequential"):
+    with pytest.raises(ValueError, match="dualgraph.nn.modules.container.Sequential"):
         dg.load(tmp_path / "net.pt")
     back = dg.load(tmp_path / "net.pt", weights_only=False)
     x = dg.ones(4, 2)

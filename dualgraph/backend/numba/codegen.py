@@ -27,7 +27,6 @@ from ...ir.graph import Graph, Node
 from ...ops.registry import OPS
 from .. import kir, loops, schedule
 from . import lowerings, printer
-from .loopmerge import merge_loops as merge_text_loops
 from .lowerings import LoweringError, ishape, missing, np_dtype
 from .printer import literal
 
@@ -183,13 +182,6 @@ class _Writer:
         lines, marks = printer.function(
             self.name, lambda: params + [f"w{k}" for k in range(len(self.scratch))] + outs,
             stmts, work=self.work_array)
-        if transitional_text(stmts):
-            # TRANSITIONAL: lowerings still written as source lines are merged as text.
-            tags = {line - 1: name for name, line in marks.items()}
-            work = [f"w{k}" for k in range(len(self.scratch))]
-            body, lines_of = merge_text_loops(lines[1:], tags, set(params + work + outs))
-            lines = lines[:1] + body
-            marks = {k: v + 1 for k, v in lines_of.items()}
         return Lowered("\n".join(lines), self.name, self.consts,
                        [tuple(o.shape) for o in self.graph.outputs], len(self.graph.inputs),
                        marks, self.scratch, stmts)
@@ -605,12 +597,7 @@ class _Writer:
             else:
                 args = [self.arg(i) if isinstance(i, Node) else _py(i) for i in ins]
                 built = lowerings.kernel_lowering(n.op)(n, args, out)
-                if isinstance(built, kir.Block):
-                    self.emit_block(self.schedule(built, op.contraction))
-                else:
-                    # TRANSITIONAL: a lowering still written as source lines.
-                    buf = kir.Buffer(out, ishape(n), n.dtype, kir.LOCAL, self.layout(n))
-                    self.add(kir.Source(tuple(built), (self.define(buf),)))
+                self.emit_block(self.schedule(built, op.contraction))
         self.var[id(n)] = out
         self.planned[out] = self.layout(n)
         if into is not None and self.into is None:  # the lowering used the buffer
@@ -656,7 +643,11 @@ class _Writer:
         """Append a lowered block at the function's top level (its top-level allocations
         become work arrays the caller passes)."""
         kir.verify(block, self.block_params(block))
-        self.add(*block.stmts)
+        for s in block.stmts:
+            if isinstance(s, kir.Table):  # a constant the caller passes, built once
+                c = self.const(np.array(s.values, s.buf.dtype), s.buf.shape)
+                s = kir.View(s.buf, self.bufs[c], "alias")
+            self.add(s)
         if block.result is not None:
             self.define(block.result)
 
@@ -1076,12 +1067,6 @@ def folds_scalar(s: object) -> bool:
     merged with an elementwise pass, its loop-carried fold would keep LLVM from
     vectorizing that pass (a row kernel's exp into a work array, then its sum)."""
     return isinstance(s, kir.Loop) and any(isinstance(b, kir.Accum) for b in s.body)
-
-
-def transitional_text(stmts: list) -> bool:
-    """TRANSITIONAL: the kernel holds source lines of a lowering not yet written as kernel
-    IR (`kir.Source`), so its printed loop nests are merged as text too."""
-    return any(isinstance(s, kir.Source) for s in kir.walk(stmts))
 
 
 def lower(graph: Graph, name: str = "kernel", parallel: bool = False,

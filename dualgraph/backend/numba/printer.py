@@ -197,6 +197,12 @@ class Printer:
             self.gemm(s, indent)
         elif isinstance(s, kir.LibCall):
             self.libcall(s, indent)
+        elif isinstance(s, kir.Table):
+            # A kernel's tables are constants it is passed (the writer lifts them); a
+            # table printed here is built where it stands.
+            values = ", ".join(literal(v) for v in s.values)
+            self.emit(f"{s.buf.name} = np.array([{values}], {dtype_name(s.buf.dtype)})",
+                      indent)
         elif isinstance(s, kir.Raise):
             self.emit(f"raise {s.kind}({s.message!r})", indent)
         elif isinstance(s, kir.Jump):
@@ -205,9 +211,6 @@ class Printer:
             if s.node is not None:
                 self.marks[s.node] = len(self.lines) + 1
             self.emit(f"# {s.text}", indent)
-        elif isinstance(s, kir.Source):
-            for line in s.lines:
-                self.emit(line, indent)
         else:
             raise TypeError(f"not a kernel IR statement: {s!r}")
 

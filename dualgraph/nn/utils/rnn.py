@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ...eager.tensor import Tensor, full, tensor
+from ...eager.creation import full
+from ...eager.tensor import Tensor, tensor
 from ...ops import shape as S
 from ...ops.mixin import TensorOps
 

@@ -7,9 +7,10 @@ An op reaches generated code by one of three paths:
   several of them.
 - **reduce**: reductions are a loop that folds elements with the op's `Reduction` spec;
   the backend supports the combines in `COMBINE` and the finalizers in `FINALIZE`.
-- **kernel**: every other op (shape ops, contractions) has a function registered with
-  ``@lowers(name)`` that returns the `kir.Block` computing it (a lowering not yet
-  written as kernel IR returns source lines, which the writer wraps in `kir.Source`).
+- **kernel**: every other op (shape ops, contractions, pools, losses) has a function
+  registered with ``@lowers(name)`` that returns the `kir.Block` computing it.
+
+Every path builds kernel IR; none writes source text (the printer does, last).
 
 `NOT_LOWERABLE` names ops this backend declines on purpose. Compiling a graph with an op
 that has no path raises `LoweringError` naming it; ``tests/compile/test_lowerings.py``
@@ -257,10 +258,10 @@ def combine_of(op: OpDef) -> Combine:
 
 
 # --------------------------------------------------------------------- kernel ops
-# Each returns the `kir.Block` computing `node` into a buffer named `out` from `args` (its
-# operands as `Arg`s, or literals' source), or (transitional) source lines doing so.
+# Each returns the `kir.Block` computing `node` into a buffer named `out` (the block's
+# `result`) from `args`: its operands as `Arg`s, literal inputs as `kir.Const`s.
 
-LOWER: dict[str, Callable[[Node, list, str], list]] = {}
+LOWER: dict[str, Callable[[Node, list, str], kir.Block]] = {}
 
 
 def lowers(*names: str) -> Callable:
@@ -275,7 +276,7 @@ def lowers(*names: str) -> Callable:
     return register
 
 
-def kernel_lowering(op: str) -> Callable[[Node, list, str], list]:
+def kernel_lowering(op: str) -> Callable[[Node, list, str], kir.Block]:
     try:
         return LOWER[op]
     except KeyError:

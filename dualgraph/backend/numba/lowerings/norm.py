@@ -10,8 +10,8 @@ import numpy as np
 
 from ....ir.graph import Node
 from ... import kir
-from ..printer import literal
-from . import _reshaped, ishape, lowers, np_dtype
+from . import _reshaped, ishape, lowers
+from .shape import as_dtype, nest
 
 
 # ---- normalisation and modules
@@ -212,99 +212,88 @@ def _softmax_backward(node: Node, args: list, out: str) -> kir.Block:
     return _softmax_grad_block(node, args, out, log=False)
 
 
-def _axis_loops(shape: tuple, axis: int | None, out: str,
-                loop: bool = False) -> tuple[list, str, Callable]:
-    """Loop headers over every dim of ``shape`` but ``axis`` (a size-1 dim gets index 0,
-    not a loop), the indent inside them, and ``at(j)``: the index with ``j`` at ``axis``.
-    ``loop``: at least one loop, for a body that ``continue``s."""
-    heads, names = [], []
-    for d, size in enumerate(shape):
-        if d == axis:
-            names.append(None)
-        elif size == 1:
-            names.append("0")
-        else:
-            heads.append("    " * len(heads) + f"for {out}_i{d} in range({size}):")
-            names.append(f"{out}_i{d}")
-    if loop and not heads:
-        heads.append(f"for {out}_once in range(1):")
-    return heads, "    " * len(heads), lambda j: "[" + ", ".join(
-        j if n is None else n for n in names) + "]"
-
-
-def _load(node: Node, src: Node, var: str, at: str) -> str:
-    """``var[at]`` as a scalar of ``node``'s dtype."""
-    return f"{var}{at}" if src.dtype == node.dtype else f"{np_dtype(node.dtype)}({var}{at})"
+# ---- losses
+# nll_loss views the input as (N, C, R) and the target as (N, R) (`nll_layout`); one loop
+# nest over the target positions reads each position's class.
 
 
 def _nll_frame(node: Node, args: list, out: str, xshape: tuple) -> tuple:
-    """The loop over target positions (headers, indent), the target, input and target
-    index functions, the weight lookup, and C. ``x[n, c, pos...]`` / ``t[n, pos...]``; a
-    1-D input is one sample (``x[c]``, ``t[0]``)."""
+    """The block allocating the result, the (N, R) target view, C, the loop nest over
+    target positions around ``body(at, cls, wc)`` (``cls``: the class, ``wc``: its weight,
+    run only where the class is not ignored and after its bounds check), and the
+    variables it binds."""
+    from ....ops.loss import nll_layout
+
+    n, c, r = nll_layout(xshape)
+    dt = np.dtype(node.dtype)
+    res = kir.Buffer(out, ishape(node), dt)
+    block = kir.Block([kir.Alloc(res)], res)
+    t = _reshaped(block, args[1].buf, (n, r), f"{out}_t")
+    cls = kir.Var(f"{out}_c", t.dtype)
     weight = node.inputs[2]
-    c = xshape[0] if len(xshape) == 1 else xshape[1]
-    tshape = (1,) if len(xshape) == 1 else (xshape[0],) + tuple(xshape[2:])
-    heads, ind, tat = _axis_loops(tshape, None, out, loop=True)
-    names = tat("")[1:-1].split(", ")
-    xat = ((lambda k: f"[{k}]") if len(xshape) == 1
-           else (lambda k: "[" + ", ".join([names[0], k] + names[1:]) + "]"))
-    t = f"{out}_c"
-    if isinstance(weight, Node):
-        w = _load(node, weight, args[2], f"[{t}]")
-    else:
-        w = literal(float(weight), node.dtype)
-    return heads, ind, tat(""), xat, w, c
+    wc = (as_dtype(args[2].buf[cls], dt) if isinstance(weight, Node)
+          else kir.Const(float(weight), dt))
+    ignore = kir.const(node.attrs["ignore_index"])
+    bad = kir.Bin("or", kir.Bin("<", cls, kir.const(0)), kir.Bin(">=", cls, kir.const(c)))
 
+    def loops(body: Callable, ignored: Callable = lambda at: (), before: Callable =
+              lambda at: ()) -> list:
+        return nest((n, r), f"{out}_i", lambda at: [*before(at), kir.Let(cls, t[at]), kir.If(
+            kir.Bin("!=", cls, ignore),
+            (kir.If(bad, (kir.Raise("IndexError", "nll_loss: Target is out of bounds."),)),
+             *body(at, cls, wc)), tuple(ignored(at)))])
 
-def _nll_target(out: str, tvar: str, tat: str, ind: str, c: int, ignore: int,
-                on_ignore: list | None = None) -> list:
-    return [f"{ind}{out}_c = {tvar}{tat}",
-            f"{ind}if {out}_c == {ignore}:",
-            *[f"{ind}    {line}" for line in (on_ignore or [])],
-            f"{ind}    continue",
-            f"{ind}if {out}_c < 0 or {out}_c >= {c}:",
-            f"{ind}    raise IndexError('nll_loss: Target is out of bounds.')"]
+    return block, res, (n, c, r), loops
 
 
 @lowers("nll_loss")
-def _nll_loss(node: Node, args: list, out: str) -> list:
-    xshape = tuple(node.inputs[0].shape)
-    heads, ind, tat, xat, w, c = _nll_frame(node, args, out, xshape)
-    dt = np_dtype(node.dtype)
-    reduction = node.attrs["reduction"]
-    ignore = node.attrs["ignore_index"]
-    loss = f"-{out}_wc * {_load(node, node.inputs[0], args[0], xat(out + '_c'))}"
-    lines = [f"{out} = np.empty({ishape(node)}, {dt})"]
-    if reduction == "none":
-        return lines + heads + _nll_target(out, args[1], tat, ind, c, ignore,
-                                           [f"{out}{tat} = {dt}(0)"]) + [
-            f"{ind}{out}_wc = {w}",
-            f"{ind}{out}{tat} = {loss}"]
-    lines += [f"{out}_tot = 0.0", f"{out}_tw = 0.0"] + heads + _nll_target(
-        out, args[1], tat, ind, c, ignore)
-    lines += [f"{ind}{out}_wc = {w}",
-              f"{ind}{out}_tot += {dt}({loss})",
-              f"{ind}{out}_tw += {out}_wc"]
-    total = f"{out}_tot / {out}_tw" if reduction == "mean" else f"{out}_tot"
-    return lines + [f"{out}[0] = {dt}({total})"]  # error_model numpy: 0/0 is nan
+def _nll_loss(node: Node, args: list, out: str) -> kir.Block:
+    """The picked log-probabilities times minus their weights; reduced, a float64 total
+    (over the float64 total weight for the mean)."""
+    block, res, (n, c, r), loops = _nll_frame(node, args, out, tuple(node.inputs[0].shape))
+    dt = res.dtype
+    x = _reshaped(block, args[0].buf, (n, c, r), f"{out}_x")
+
+    def loss(at: tuple, cls: kir.Var, wc: kir.Expr) -> kir.Expr:
+        return -wc * as_dtype(x[at[0], cls, at[1]], dt)
+
+    if node.attrs["reduction"] == "none":
+        rows = _reshaped(block, res, (n, r), f"{out}_r")
+        return block.add(*loops(
+            lambda at, cls, wc: [kir.Store(rows, at, loss(at, cls, wc))],
+            lambda at: [kir.Store(rows, at, kir.Const(0.0, dt))]))
+    f8 = np.dtype(np.float64)
+    tot, tw = kir.Var(f"{out}_tot", f8), kir.Var(f"{out}_tw", f8)
+    block.add(kir.Let(tot, kir.Const(0.0, f8)), kir.Let(tw, kir.Const(0.0, f8)), *loops(
+        lambda at, cls, wc: [kir.Accum(tot, "add", loss(at, cls, wc)),
+                             kir.Accum(tw, "add", wc)]))
+    total = tot / tw if node.attrs["reduction"] == "mean" else tot
+    # error_model numpy: an all-ignored mean is 0/0, nan
+    return block.add(kir.Store(res, (kir.const(0),), kir.Cast(total, dt)))
 
 
 @lowers("nll_loss_backward")
-def _nll_loss_backward(node: Node, args: list, out: str) -> list:
-    xshape = tuple(node.attrs["shape"])
-    heads, ind, tat, xat, w, c = _nll_frame(node, args, out, xshape)
-    dt = np_dtype(node.dtype)
+def _nll_loss_backward(node: Node, args: list, out: str) -> kir.Block:
+    """Zero but at each position's class: minus its weight times the gradient (over the
+    total weight for the mean). Each line of classes is zeroed as the loop reaches it."""
+    block, res, (n, c, r), loops = _nll_frame(node, args, out, tuple(node.attrs["shape"]))
+    dt = res.dtype
     reduction = node.attrs["reduction"]
-    ignore = node.attrs["ignore_index"]
-    g = (_load(node, node.inputs[0], args[0], tat) if reduction == "none"
-         else _load(node, node.inputs[0], args[0], "[0]"))
-    lines = [f"{out} = np.empty({ishape(node)}, {dt})"]
+    rows = _reshaped(block, res, (n, c, r), f"{out}_r")
+    if reduction == "none":
+        gs = _reshaped(block, args[0].buf, (n, r), f"{out}_g")
+        grad: Callable = lambda at: as_dtype(gs[at], dt)  # noqa: E731
+    else:
+        g0 = as_dtype(args[0].buf[kir.const(0)], dt)
+        grad = lambda at: g0  # noqa: E731
     if reduction == "mean":  # the summed weights first: every gradient is divided by them
-        lines += [f"{out}_tw = 0.0"] + heads + _nll_target(out, args[1], tat, ind, c, ignore)
-        lines += [f"{ind}{out}_tw += {w}"]
-        g = f"({g} / {out}_tw)"
-    # Each line of classes is zeroed as the loop reaches it: one loop nest, no np.zeros.
-    zero = [f"{ind}for {out}_z in range({c}):", f"{ind}    {out}{xat(out + '_z')} = {dt}(0)"]
-    lines += heads + zero + _nll_target(out, args[1], tat, ind, c, ignore)
-    lines += [f"{ind}{out}{xat(out + '_c')} = -{w} * {g}"]
-    return lines
+        tw = kir.Var(f"{out}_tw", np.float64)
+        block.add(kir.Let(tw, kir.Const(0.0, np.float64)),
+                  *loops(lambda at, cls, wc: [kir.Accum(tw, "add", wc)]))
+        scaled = grad
+        grad = lambda at: scaled(at) / tw  # noqa: E731
+    z = kir.Var(f"{out}_z")
+    return block.add(*loops(
+        lambda at, cls, wc: [kir.Store(rows, (at[0], cls, at[1]), as_dtype(-wc * grad(at), dt))],
+        before=lambda at: [kir.Loop(z, c, (kir.Store(rows, (at[0], z, at[1]),
+                                                     kir.Const(0.0, dt)),))]))

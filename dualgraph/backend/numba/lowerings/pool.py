@@ -4,40 +4,56 @@ backward ops, pad, unfold."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ....ir.graph import Node
 from ... import kir
-from . import _reshaped, ishape, lowers, np_dtype
+from . import _reshaped, ishape, lowers
+from .shape import as_dtype, nest
 
 # ---- pooling and padding
 # Plain loops over the operand viewed as (batch, H, W) (or (batch, ...) for padding and
-# unfold). Window tables come from `pool_windows`, the same description the NumPy kernels
-# read, written into the source as small int64 arrays; every variable carries the output's
-# name as a prefix, so two lowerings in one function never share a name.
-
-
-def _table(values: tuple, dtype: str = "np.int64") -> str:
-    if not values:
-        return f"np.zeros(0, {dtype})"
-    return f"np.array({tuple(values)!r}, {dtype})"
+# unfold). The windows come from `pool_windows`, the same description the NumPy kernels
+# read: where they are regular, a window's start is affine in the output position and its
+# length a constant; otherwise they are read from small `kir.Table`s (kernel constants).
+# Every variable carries the output's name as a prefix, so two lowerings in one function
+# never share a name.
 
 
 def _batch(shape: tuple, trailing: int) -> int:
     return math.prod(shape[:len(shape) - trailing])
 
 
-def _window_tables(out: str, node: Node, hw: tuple, divisors: bool = False) -> tuple:
-    from ....ops.pool import pool_windows
+@dataclass(frozen=True)
+class _Dim:
+    """The windows of one pooled dimension at output position ``o`` as expressions: the
+    first position read, the number read, and the divisor factor (average pools)."""
 
-    h, w = pool_windows(node.attrs, hw)
-    lines = [f"{out}_hs = {_table(h.start)}", f"{out}_hc = {_table(h.count)}",
-             f"{out}_ws = {_table(w.start)}", f"{out}_wc = {_table(w.count)}"]
-    if divisors:
-        lines += [f"{out}_hd = {_table(tuple(float(d) for d in h.div), 'np.float64')}",
-                  f"{out}_wd = {_table(tuple(float(d) for d in w.div), 'np.float64')}"]
-    return lines, h, w
+    start: kir.Expr
+    count: kir.Expr
+    div: kir.Expr
+
+
+def _dim(block: kir.Block, win: Any, o: kir.Var, name: str, divisor: bool = False) -> _Dim:
+    """``win``'s windows at ``o``: affine where they are regular, else table lookups
+    (``divisor``: the divisor factor too, else a constant 1)."""
+    def values(vals: tuple, suffix: str) -> kir.Expr:
+        if len(set(vals)) <= 1:
+            return kir.const(int(vals[0]) if vals else 0)
+        stmt, buf = kir.table(f"{name}{suffix}", vals)
+        block.add(stmt)
+        return buf[o]
+
+    div = values(win.div, "d") if divisor else kir.const(1)
+    reg = _regular(win)
+    if reg is None:
+        return _Dim(values(win.start, "s"), values(win.count, "c"), div)
+    first, stride = reg
+    start = o if stride == 1 else o * stride
+    return _Dim(start + first if first else start, kir.const(int(win.count[0])), div)
 
 
 def _regular(win) -> tuple[int, int] | None:
@@ -51,71 +67,43 @@ def _regular(win) -> tuple[int, int] | None:
     return win.start[0], stride
 
 
-def _max_pool_indices_block(node: Node, args: list, out: str, h, w) -> kir.Block:
-    """Regular windows: every window offset is affine in the output position, so the
-    loops have constant extents and no table is read."""
+@lowers("max_pool2d_indices", "adaptive_max_pool2d_indices")
+def _max_pool_indices(node: Node, args: list, out: str) -> kir.Block:
+    """Each window's first largest value's flat position in its plane. Regular windows
+    have constant extents and starts affine in the output position; others read theirs
+    from tables."""
+    from ....ops.pool import pool_windows
+
     shape = tuple(node.inputs[0].shape)
     (hh, ww), b = shape[-2:], _batch(shape, 2)
-    (h0, sh), (w0, sw) = _regular(h), _regular(w)
+    h, w = pool_windows(node.attrs, (hh, ww))
     res = kir.Buffer(out, ishape(node), np.int64)
     block = kir.Block([kir.Alloc(res)], res)
     if not (b and len(h) and len(w)):
         return block
-    x = _reshaped(block, args[0].buf, (b, hh, ww), f"{out}_x")
-    r3 = _reshaped(block, res, (b, len(h), len(w)), f"{out}_r")
     n, i, j, a, c = (kir.Var(f"{out}_{v}") for v in ("b", "i", "j", "a", "c"))
     p0, q0, p, q, k = (kir.Var(f"{out}_{v}") for v in ("p0", "q0", "p", "q", "k"))
+    hd, wd = _dim(block, h, i, f"{out}_h"), _dim(block, w, j, f"{out}_w")
+    x = _reshaped(block, args[0].buf, (b, hh, ww), f"{out}_x")
+    r3 = _reshaped(block, res, (b, len(h), len(w)), f"{out}_r")
     v, e = kir.Var(f"{out}_v", x.dtype), kir.Var(f"{out}_e", x.dtype)
     # The first position of the window starts; a larger value or any nan takes over
     # (PyTorch's rule: ties keep the first max, the last nan wins).
     take = kir.Bin("or", kir.Bin(">", e, v), kir.Bin("!=", e, e))
     block.add(kir.Loop(n, b, (kir.Loop(i, len(h), (kir.Loop(j, len(w), (
-        kir.Let(p0, i * sh + h0), kir.Let(q0, j * sw + w0),
+        kir.Let(p0, hd.start), kir.Let(q0, wd.start),
         kir.Let(v, x[n, p0, q0]), kir.Let(k, p0 * ww + q0),
-        kir.Loop(a, h.count[0], (
-            kir.Let(p, p0 + a * h.step),
-            kir.Loop(c, w.count[0], (
-                kir.Let(q, q0 + c * w.step), kir.Let(e, x[n, p, q]),
+        kir.Loop(a, hd.count, (
+            kir.Let(p, p0 + a * h.step if h.step != 1 else p0 + a),
+            kir.Loop(c, wd.count, (
+                kir.Let(q, q0 + c * w.step if w.step != 1 else q0 + c),
+                kir.Let(e, x[n, p, q]),
                 kir.If(take, (kir.Let(v, e), kir.Let(k, p * ww + q))),
             )),
         )),
         kir.Store(r3, (n, i, j), k),
     )),)),)))
     return block
-
-
-@lowers("max_pool2d_indices", "adaptive_max_pool2d_indices")
-def _max_pool_indices(node: Node, args: list, out: str) -> kir.Block | list:
-    from ....ops.pool import pool_windows
-
-    shape = tuple(node.inputs[0].shape)
-    h, w = pool_windows(node.attrs, shape[-2:])
-    if _regular(h) and _regular(w):
-        return _max_pool_indices_block(node, args, out, h, w)
-    (hh, ww), b = shape[-2:], _batch(shape, 2)
-    tables, h, w = _window_tables(out, node, (hh, ww))
-    o = out
-    return tables + [
-        f"{o}_x = np.ascontiguousarray({args[0]}).reshape(({b}, {hh}, {ww}))",
-        f"{o} = np.empty(({b}, {len(h)}, {len(w)}), np.int64)",
-        f"for {o}_b in range({b}):",
-        f"    for {o}_i in range({len(h)}):",
-        f"        for {o}_j in range({len(w)}):",
-        f"            {o}_p0 = {o}_hs[{o}_i]",
-        f"            {o}_q0 = {o}_ws[{o}_j]",
-        f"            {o}_v = {o}_x[{o}_b, {o}_p0, {o}_q0]",
-        f"            {o}_k = {o}_p0 * {ww} + {o}_q0",
-        f"            for {o}_a in range({o}_hc[{o}_i]):",
-        f"                {o}_p = {o}_p0 + {o}_a * {h.step}",
-        f"                for {o}_c in range({o}_wc[{o}_j]):",
-        f"                    {o}_q = {o}_q0 + {o}_c * {w.step}",
-        f"                    {o}_e = {o}_x[{o}_b, {o}_p, {o}_q]",
-        f"                    if {o}_e > {o}_v or {o}_e != {o}_e:",
-        f"                        {o}_v = {o}_e",
-        f"                        {o}_k = {o}_p * {ww} + {o}_q",
-        f"            {o}[{o}_b, {o}_i, {o}_j] = {o}_k",
-        f"{o} = {o}.reshape({ishape(node)})",
-    ]
 
 
 def _gather_views(block: kir.Block, src: Node, idx: Node, args: list, out: str) -> tuple:
@@ -165,46 +153,75 @@ def _pool_scatter(node: Node, args: list, out: str) -> kir.Block:
         kir.Store(r2, (n, k[row(n), j]), value, "+"),)),)))
 
 
+def _zero(buf: kir.Buffer, prefix: str) -> list:
+    """Loops writing zeros into ``buf`` (an allocation the caller may pass, where a
+    zero-filled one would be a new array per call)."""
+    return nest(buf.shape, prefix, lambda at: [kir.Store(buf, at, kir.Const(0, buf.dtype))])
+
+
+def _divisor(hd: _Dim, wd: _Dim, dtype: np.dtype) -> kir.Expr:
+    """The averaging divisor in ``dtype``, as the NumPy kernel forms it."""
+    return kir.Cast(hd.div * wd.div, dtype)
+
+
 @lowers("avg_pool2d", "adaptive_avg_pool2d")
-def _avg_pool(node: Node, args: list, out: str) -> list:
+def _avg_pool(node: Node, args: list, out: str) -> kir.Block:
+    """Each window's sum, row by row (the NumPy kernel's order), over its divisor."""
+    from ....ops.pool import pool_windows
+
     shape = tuple(node.inputs[0].shape)
     (hh, ww), b = shape[-2:], _batch(shape, 2)
-    tables, h, w = _window_tables(out, node, (hh, ww), divisors=True)
-    dt, o = np_dtype(node.dtype), out
-    return tables + [
-        f"{o}_x = np.ascontiguousarray({args[0]}).reshape(({b}, {hh}, {ww}))",
-        f"{o} = np.empty(({b}, {len(h)}, {len(w)}), {dt})",
-        f"for {o}_b in range({b}):",
-        f"    for {o}_i in range({len(h)}):",
-        f"        for {o}_j in range({len(w)}):",
-        f"            {o}_s = {dt}(0)",
-        f"            for {o}_p in range({o}_hs[{o}_i], {o}_hs[{o}_i] + {o}_hc[{o}_i]):",
-        f"                for {o}_q in range({o}_ws[{o}_j], {o}_ws[{o}_j] + {o}_wc[{o}_j]):",
-        f"                    {o}_s += {o}_x[{o}_b, {o}_p, {o}_q]",
-        f"            {o}[{o}_b, {o}_i, {o}_j] = {o}_s / {dt}({o}_hd[{o}_i] * {o}_wd[{o}_j])",
-        f"{o} = {o}.reshape({ishape(node)})",
-    ]
+    h, w = pool_windows(node.attrs, (hh, ww))
+    dt = np.dtype(node.dtype)
+    res = kir.Buffer(out, ishape(node), dt)
+    block = kir.Block([kir.Alloc(res)], res)
+    if not (b and len(h) and len(w)):
+        return block
+    n, i, j, p, q = (kir.Var(f"{out}_{v}") for v in ("b", "i", "j", "p", "q"))
+    hd, wd = _dim(block, h, i, f"{out}_h", True), _dim(block, w, j, f"{out}_w", True)
+    x = _reshaped(block, args[0].buf, (b, hh, ww), f"{out}_x")
+    r3 = _reshaped(block, res, (b, len(h), len(w)), f"{out}_r")
+    total, row = kir.Var(f"{out}_s", dt), kir.Var(f"{out}_t", dt)
+    zero = kir.Const(0.0, dt)
+    return block.add(kir.Loop(n, b, (kir.Loop(i, len(h), (kir.Loop(j, len(w), (
+        kir.Let(total, zero),
+        kir.Loop(p, hd.start + hd.count, (
+            kir.Let(row, zero),
+            kir.Loop(q, wd.start + wd.count, (kir.Accum(row, "add", x[n, p, q]),),
+                     start=wd.start),
+            kir.Accum(total, "add", row),
+        ), start=hd.start),
+        kir.Store(r3, (n, i, j), total / _divisor(hd, wd, dt)),
+    )),)),)))
 
 
 @lowers("avg_pool2d_backward", "adaptive_avg_pool2d_backward")
-def _avg_pool_backward(node: Node, args: list, out: str) -> list:
+def _avg_pool_backward(node: Node, args: list, out: str) -> kir.Block:
+    """Each gradient over its window's divisor, added over the window."""
+    from ....ops.pool import pool_windows
+
     gshape = tuple(node.inputs[0].shape)
     (oh, ow), b = gshape[-2:], _batch(gshape, 2)
     hh, ww = node.attrs["size"]
-    tables, h, w = _window_tables(out, node, (hh, ww), divisors=True)
-    dt, o = np_dtype(node.dtype), out
-    return tables + [
-        f"{o}_g = np.ascontiguousarray({args[0]}).reshape(({b}, {oh}, {ow}))",
-        f"{o} = np.zeros(({b}, {hh}, {ww}), {dt})",
-        f"for {o}_b in range({b}):",
-        f"    for {o}_i in range({oh}):",
-        f"        for {o}_j in range({ow}):",
-        f"            {o}_v = {o}_g[{o}_b, {o}_i, {o}_j] / {dt}({o}_hd[{o}_i] * {o}_wd[{o}_j])",
-        f"            for {o}_p in range({o}_hs[{o}_i], {o}_hs[{o}_i] + {o}_hc[{o}_i]):",
-        f"                for {o}_q in range({o}_ws[{o}_j], {o}_ws[{o}_j] + {o}_wc[{o}_j]):",
-        f"                    {o}[{o}_b, {o}_p, {o}_q] += {o}_v",
-        f"{o} = {o}.reshape({ishape(node)})",
-    ]
+    h, w = pool_windows(node.attrs, (hh, ww))
+    dt = np.dtype(node.dtype)
+    res = kir.Buffer(out, ishape(node), dt)
+    block = kir.Block([kir.Alloc(res)], res)
+    r3 = _reshaped(block, res, (b, hh, ww), f"{out}_r")
+    block.add(*_zero(r3, f"{out}_z"))
+    if not (b and oh and ow):
+        return block
+    n, i, j, p, q = (kir.Var(f"{out}_{v}") for v in ("b", "i", "j", "p", "q"))
+    hd, wd = _dim(block, h, i, f"{out}_h", True), _dim(block, w, j, f"{out}_w", True)
+    g = _reshaped(block, args[0].buf, (b, oh, ow), f"{out}_g")
+    v = kir.Var(f"{out}_v", dt)
+    return block.add(kir.Loop(n, b, (kir.Loop(i, oh, (kir.Loop(j, ow, (
+        kir.Let(v, g[n, i, j] / _divisor(hd, wd, dt)),
+        kir.Loop(p, hd.start + hd.count, (
+            kir.Loop(q, wd.start + wd.count, (kir.Store(r3, (n, p, q), v, "+"),),
+                     start=wd.start),
+        ), start=hd.start),
+    )),)),)))
 
 
 @lowers("pad")
@@ -233,18 +250,11 @@ def _pad(node: Node, args: list, out: str) -> kir.Block:
     return block.add(*nest)
 
 
-def _pad_loops(out: str, outer: tuple, stmt: str) -> list:
-    """Loops over ``outer`` (the batch, then the padded output dims) running ``stmt``, with
-    ``{out}_a`` and ``{out}_i{d}`` the loop variables."""
-    lines = [f"for {out}_a in range({outer[0]}):"]
-    for d, n in enumerate(outer[1:]):
-        lines.append("    " * (d + 1) + f"for {out}_i{d} in range({n}):")
-    lines.append("    " * len(outer) + stmt)
-    return lines
-
-
 @lowers("pad_index", "pad_index_backward")
-def _pad_index(node: Node, args: list, out: str) -> list:
+def _pad_index(node: Node, args: list, out: str) -> kir.Block:
+    """Reflect, replicate and circular padding as a copy through one position table per
+    padded dim (`pad_map`, the NumPy kernel's); the backward op adds each element of the
+    padded gradient into the input position it copied."""
     from ....ops.pool import pad_map
 
     pad, mode = node.attrs["pad"], node.attrs["mode"]
@@ -253,21 +263,28 @@ def _pad_index(node: Node, args: list, out: str) -> list:
     small = tuple(node.attrs["size"]) if backward else tuple(node.inputs[0].shape[-k:])
     big = tuple(s + b + a for s, (b, a) in zip(small, pad))
     lead = _batch(tuple(node.shape), k)
-    dt, o = np_dtype(node.dtype), out
-    lines = [f"{o}_m{d} = {_table(tuple(int(v) for v in pad_map(small[d], b, a, mode)))}"
-             for d, (b, a) in enumerate(pad)]
-    at_big = ", ".join([f"{o}_a"] + [f"{o}_i{d}" for d in range(k)])
-    at_small = ", ".join([f"{o}_a"] + [f"{o}_m{d}[{o}_i{d}]" for d in range(k)])
-    src = f"{o}_x"
-    lines.append(f"{src} = np.ascontiguousarray({args[0]}).reshape("
-                 f"{(lead,) + (big if backward else small)})")
-    if backward:  # every output element of the pad adds into the input element it copied
-        lines.append(f"{o} = np.zeros({(lead,) + small}, {dt})")
-        lines += _pad_loops(o, (lead,) + big, f"{o}[{at_small}] += {src}[{at_big}]")
-    else:
-        lines.append(f"{o} = np.empty({(lead,) + big}, {dt})")
-        lines += _pad_loops(o, (lead,) + big, f"{o}[{at_big}] = {src}[{at_small}]")
-    return lines + [f"{o} = {o}.reshape({ishape(node)})"]
+    dt = np.dtype(node.dtype)
+    res = kir.Buffer(out, ishape(node), dt)
+    block = kir.Block([kir.Alloc(res)], res)
+    r = _reshaped(block, res, (lead,) + (small if backward else big), f"{out}_r")
+    if backward:
+        block.add(*_zero(r, f"{out}_z"))
+    if not math.prod((lead,) + big):
+        return block
+    maps = []
+    for d, (b, a) in enumerate(pad):
+        stmt, buf = kir.table(f"{out}_m{d}", pad_map(small[d], b, a, mode))
+        block.add(stmt)
+        maps.append(buf)
+    src = _reshaped(block, args[0].buf, (lead,) + (big if backward else small), f"{out}_x")
+
+    def body(at: tuple) -> list:
+        mapped = at[:1] + tuple(m[i] for m, i in zip(maps, at[1:]))
+        if backward:
+            return [kir.Store(r, mapped, as_dtype(src[at], dt), "+")]
+        return [kir.Store(r, at, as_dtype(src[mapped], dt))]
+
+    return block.add(*nest((lead,) + big, f"{out}_i", body))
 
 
 def _unfold_dims(shape: tuple, dim: int) -> tuple:
@@ -275,38 +292,29 @@ def _unfold_dims(shape: tuple, dim: int) -> tuple:
 
 
 @lowers("unfold")
-def _unfold(node: Node, args: list, out: str) -> list:
+def _unfold(node: Node, args: list, out: str) -> kir.Block:
+    """``out[a, l, c, k] = x[a, l * step + k, c]``: the windows along one dim."""
     d, size, step = node.attrs["dimension"], node.attrs["size"], node.attrs["step"]
     a, n, c = _unfold_dims(tuple(node.inputs[0].shape), d)
     windows = node.shape[d]
-    o = out
-    return [
-        f"{o}_x = np.ascontiguousarray({args[0]}).reshape(({a}, {n}, {c}))",
-        f"{o} = np.empty(({a}, {windows}, {c}, {size}), {np_dtype(node.dtype)})",
-        f"for {o}_a in range({a}):",
-        f"    for {o}_l in range({windows}):",
-        f"        for {o}_c in range({c}):",
-        f"            for {o}_k in range({size}):",
-        f"                {o}[{o}_a, {o}_l, {o}_c, {o}_k] = "
-        f"{o}_x[{o}_a, {o}_l * {step} + {o}_k, {o}_c]",
-        f"{o} = {o}.reshape({ishape(node)})",
-    ]
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    x = _reshaped(block, args[0].buf, (a, n, c), f"{out}_x")
+    r = _reshaped(block, res, (a, windows, c, size), f"{out}_r")
+    return block.add(*nest((a, windows, c, size), f"{out}_i", lambda at: [kir.Store(
+        r, at, as_dtype(x[at[0], at[1] * step + at[3], at[2]], res.dtype))]))
 
 
 @lowers("unfold_backward")
-def _unfold_backward(node: Node, args: list, out: str) -> list:
+def _unfold_backward(node: Node, args: list, out: str) -> kir.Block:
+    """Each window element's gradient added at the position it was read from."""
     d, size, step = node.attrs["dimension"], node.attrs["size"], node.attrs["step"]
     a, n, c = _unfold_dims(tuple(node.shape), d)
     windows = node.inputs[0].shape[d]
-    o = out
-    return [
-        f"{o}_g = np.ascontiguousarray({args[0]}).reshape(({a}, {windows}, {c}, {size}))",
-        f"{o} = np.zeros(({a}, {n}, {c}), {np_dtype(node.dtype)})",
-        f"for {o}_a in range({a}):",
-        f"    for {o}_l in range({windows}):",
-        f"        for {o}_c in range({c}):",
-        f"            for {o}_k in range({size}):",
-        f"                {o}[{o}_a, {o}_l * {step} + {o}_k, {o}_c] += "
-        f"{o}_g[{o}_a, {o}_l, {o}_c, {o}_k]",
-        f"{o} = {o}.reshape({ishape(node)})",
-    ]
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    r = _reshaped(block, res, (a, n, c), f"{out}_r")
+    block.add(*_zero(r, f"{out}_z"))
+    g = _reshaped(block, args[0].buf, (a, windows, c, size), f"{out}_g")
+    return block.add(*nest((a, windows, c, size), f"{out}_i", lambda at: [kir.Store(
+        r, (at[0], at[1] * step + at[3], at[2]), as_dtype(g[at], res.dtype), "+")]))

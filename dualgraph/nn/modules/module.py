@@ -1,0 +1,487 @@
+"""`Module`, the base class of layers and models, and `Parameter`."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ...eager.grad_mode import no_grad
+from ...eager.internal import array_of, bump_version, init_tensor, set_array, set_grad
+from ...eager.tensor import Tensor, rng
+from ...modes import current_trace
+from ...ops.mixin import TensorOps
+from ..hooks import ModuleHooks, RemovableHandle
+
+__all__ = ["Module", "Parameter"]
+
+
+class Parameter(Tensor):
+    """A tensor that a `Module` registers as a parameter; requires grad by default."""
+
+    __slots__ = ()
+
+    def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
+        if data is None:
+            arr = np.zeros((0,), np.float32)
+        elif isinstance(data, Tensor):
+            arr = array_of(data)
+        else:
+            arr = np.asarray(data)
+        init_tensor(self, arr, False, None)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+
+def _type_name(value: Any) -> str:
+    t = type(value)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _note_table(m: "Module") -> None:
+    """A container's submodules are listed or indexed: while `dg.compile` traces, its
+    table (which module sits where) is guarded, so ``net[2] = Linear(...)`` retraces."""
+    trace = current_trace()
+    if trace is not None:
+        trace.note_module(m)
+
+
+class Module:
+    """Base class of layers and models: parameters and submodules are found by attribute."""
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    # `training` is a property so that a compiled call can guard the flags its trace read:
+    # while `dg.compile` traces, each read is reported to the trace (its `note_training`),
+    # and a changed flag retraces instead of running the other mode's graph.
+    @property
+    def training(self) -> bool:
+        value = self.__dict__.get("_training", True)
+        trace = current_trace()
+        if trace is not None:
+            trace.note_training(self, value)
+        return value
+
+    @training.setter
+    def training(self, mode: bool) -> None:
+        self.__dict__["_training"] = bool(mode)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(
+                "cannot assign attributes before Module.__init__() call "
+                "(call super().__init__() first)"
+            )
+        params, modules = self.__dict__["_parameters"], self.__dict__["_modules"]
+        buffers = self.__dict__["_buffers"]
+        if name in buffers:
+            if value is not None and not isinstance(value, TensorOps):
+                raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
+                                "(dg.Tensor or None expected)")
+            old = buffers[name]
+            # While `dg.compile` traces, `self.buf = new` (a traced value) is written into the
+            # existing buffer instead: the compiled call writes it back after each call, as
+            # it does for in-place updates, and the guard on the buffer's identity holds.
+            if (isinstance(value, TensorOps) and not isinstance(value, Tensor)
+                    and isinstance(old, Tensor) and tuple(value.shape) == old.shape):
+                with no_grad():
+                    old.copy_(value)
+                return
+            buffers[name] = value
+            return
+        # PyTorch's rule: a registered parameter or submodule name takes only its own kind
+        # (or None); `lin.weight = 5` would otherwise be accepted and fail much later.
+        if name in params and value is not None and not isinstance(value, Parameter):
+            raise TypeError(f"cannot assign '{_type_name(value)}' as parameter '{name}' "
+                            "(dg.nn.Parameter or None expected)")
+        if name in modules and value is not None and not isinstance(value, Module):
+            raise TypeError(f"cannot assign '{_type_name(value)}' as child module '{name}' "
+                            "(dg.nn.Module or None expected)")
+        # A parameter or submodule assigned again keeps its place in the order (PyTorch's
+        # dict assignment), which `parameters()` and `state_dict()` follow.
+        self.__dict__.pop(name, None)
+        if isinstance(value, Parameter):
+            modules.pop(name, None)
+            params[name] = value
+        elif isinstance(value, Module):
+            params.pop(name, None)
+            modules[name] = value
+        else:
+            params.pop(name, None)
+            modules.pop(name, None)
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        if name in d.get("_parameters", {}):
+            value = d["_parameters"][name]
+        elif name in d.get("_buffers", {}):
+            value = d["_buffers"][name]
+        elif name in d.get("_modules", {}):
+            value = d["_modules"][name]
+        else:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        # While `dg.compile` traces: the trace guards the identity of what it read here, so
+        # rebinding `m.weight = Parameter(...)` (or a submodule) retraces.
+        trace = current_trace()
+        if trace is not None:
+            trace.note_attr(self, name, value)
+        return value
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers.discard(name)
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        if param is None:
+            self._parameters.pop(name, None)
+            object.__setattr__(self, name, None)
+        else:
+            setattr(self, name, param)
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Register ``tensor`` as buffer ``name``: module state that is not a parameter
+        (BatchNorm's running statistics). Buffers are read by attribute, listed by
+        `buffers`, saved by `state_dict` when ``persistent``, and a compiled module reads
+        their current values and writes back changes made to them in ``forward``.
+
+        >>> m.register_buffer("running_mean", dg.zeros(3))
+        """
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"buffer name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError('buffer name can\'t contain "."')
+        if name == "":
+            raise KeyError('buffer name can\'t be empty string ""')
+        if name not in self._buffers and (
+                name in self.__dict__ or name in self._parameters or name in self._modules
+                or hasattr(type(self), name)):
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' "
+                            "(dg.Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers.discard(name)
+        else:
+            self._non_persistent_buffers.add(name)
+
+    def add_module(self, name: str, module: "Module | None") -> None:
+        """Register ``module`` as the child ``name`` (``setattr`` for names that are not
+        identifiers, as `Sequential` and `ModuleList` use)."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{_type_name(module)} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        if name not in self._modules and (hasattr(type(self), name) or name in self.__dict__):
+            raise KeyError(f"attribute '{name}' already exists")
+        if module is None:
+            self._parameters.pop(name, None)
+            self._buffers.pop(name, None)
+            self._modules[name] = None
+        else:
+            setattr(self, name, module)
+
+    register_module = add_module
+
+    def get_submodule(self, target: str) -> "Module":
+        """The submodule at the dotted path ``target`` (``""`` is the module itself)."""
+        if target == "":
+            return self
+        mod: Module = self
+        for item in target.split("."):
+            if not isinstance(mod, Module) or item not in mod._modules:
+                raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
+            mod = mod._modules[item]
+        return mod
+
+    def _owner_of(self, target: str, table: str, what: str) -> tuple["Module", str]:
+        path, _, name = target.rpartition(".")
+        mod = self.get_submodule(path)
+        if name not in getattr(mod, table):
+            raise AttributeError(f"{type(mod).__name__} has no {what} `{name}`")
+        return mod, name
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path ``target``."""
+        mod, name = self._owner_of(target, "_parameters", "parameter")
+        return mod._parameters[name]
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at the dotted path ``target``."""
+        mod, name = self._owner_of(target, "_buffers", "buffer")
+        return mod._buffers[name]
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # While `dg.compile` traces: the trace guards the Python numbers this module holds
+        # (``Dropout.p``, ``BatchNorm.momentum``) and its submodule table.
+        trace = current_trace()
+        if trace is not None:
+            trace.note_module(self)
+        hooks = self.__dict__.get("_hooks")
+        if hooks:
+            return hooks.call(self, args, kwargs)
+        return self.forward(*args, **kwargs)
+
+    # ------------------------------------------------------------------ hooks
+    def _hook_table(self) -> ModuleHooks:
+        hooks = self.__dict__.get("_hooks")
+        if hooks is None:
+            hooks = self.__dict__["_hooks"] = ModuleHooks()
+        return hooks
+
+    def register_forward_pre_hook(self, hook: Any, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """``hook(module, args)`` (``with_kwargs``: ``hook(module, args, kwargs)``) runs
+        before ``forward``; a value it returns replaces the arguments (``(args, kwargs)``
+        with ``with_kwargs``)."""
+        flags = ("pre_with_kwargs",) if with_kwargs else ()
+        return self._hook_table().add("forward_pre", hook, prepend, *flags)
+
+    def register_forward_hook(self, hook: Any, *, prepend: bool = False,
+                              with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """``hook(module, args, output)`` (``with_kwargs``: ``hook(module, args, kwargs,
+        output)``) runs after ``forward``; a value it returns replaces the output."""
+        flags = (("with_kwargs",) if with_kwargs else ()) + (
+            ("always_call",) if always_call else ())
+        return self._hook_table().add("forward", hook, prepend, *flags)
+
+    def register_full_backward_hook(self, hook: Any, prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_input, grad_output)`` runs when the gradients of the module's
+        positional tensor inputs are computed; a tuple it returns replaces them."""
+        return self._hook_table().add("backward", hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook: Any,
+                                        prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_output)`` runs when the gradients of the module's outputs are
+        known; a tuple it returns replaces them."""
+        return self._hook_table().add("backward_pre", hook, prepend)
+
+    # ----------------------------------------------------------------- traversal
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is not None:
+                yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def modules(self) -> Iterator["Module"]:
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        seen: set[int] = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+
+    def children(self) -> Iterator["Module"]:
+        for _, m in self.named_children():
+            yield m
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True
+                      ) -> Iterator[tuple[str, Tensor]]:
+        seen: set[int] = set()
+        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for mp, m in mods:
+            for name, b in m._buffers.items():
+                if b is None or id(b) in seen:
+                    continue
+                seen.add(id(b))
+                yield (f"{mp}.{name}" if mp else name), b
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def apply(self, fn: Any) -> "Module":
+        """Call ``fn`` on every submodule (children first) and then on this module, as
+        PyTorch does for custom initialisation: ``model.apply(init_weights)``."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> "Module":
+        """PyTorch's ``Module.to``: cast the floating-point parameters and buffers to a
+        dtype (``model.to(dg.float64)``), in place: each parameter stays the same object, so
+        optimizers and compiled functions that hold it see the new data (and its
+        ``.grad``, cast too). ``"cpu"`` is accepted, the only device."""
+        from ...dtypes import to_target
+
+        dtype = to_target(args, kwargs)
+        if dtype is not None:
+            self._cast(dtype)
+        return self
+
+    def float(self) -> "Module":
+        """Floating-point parameters and buffers to float32 (PyTorch's ``Module.float``)."""
+        return self._cast(np.dtype(np.float32))
+
+    def double(self) -> "Module":
+        """Floating-point parameters and buffers to float64 (PyTorch's ``Module.double``)."""
+        return self._cast(np.dtype(np.float64))
+
+    def half(self) -> "Module":
+        """Floating-point parameters and buffers to float16 (PyTorch's ``Module.half``)."""
+        return self._cast(np.dtype(np.float16))
+
+    def cpu(self) -> "Module":
+        """The module itself: dualgraph keeps everything on the CPU."""
+        return self
+
+    def cuda(self, device: Any = None) -> "Module":
+        """Raises `RuntimeError`: there is no CUDA device (dualgraph runs on the CPU)."""
+        from ...dtypes import check_device
+
+        check_device(f"cuda:{device}" if isinstance(device, int) else device or "cuda",
+                     "Module.cuda()")
+        return self
+
+    def _cast(self, dtype: np.dtype) -> "Module":
+        if dtype.kind != "f":
+            raise TypeError(f"Module.to() only casts to floating-point dtypes, got {dtype} "
+                            "(as PyTorch: integer parameters would lose their gradients)")
+        for m in self.modules():
+            for p in m._parameters.values():
+                if p is not None and p.dtype.kind == "f" and p.dtype != dtype:
+                    set_array(p, array_of(p).astype(dtype))
+                    bump_version(p)
+                    if p.grad is not None:
+                        set_grad(p, Tensor(array_of(p.grad).astype(dtype)))
+            for b in m._buffers.values():
+                if b is not None and b.dtype.kind == "f" and b.dtype != dtype:
+                    set_array(b, array_of(b).astype(dtype))
+                    bump_version(b)
+        return self
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        """Set ``requires_grad`` on every parameter (freezing a layer: ``False``)."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True
+                         ) -> Iterator[tuple[str, Parameter]]:
+        seen: set[int] = set()
+        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for mp, m in mods:
+            for name, p in m._parameters.items():
+                if id(p) in seen:
+                    continue
+                seen.add(id(p))
+                yield (f"{mp}.{name}" if mp else name), p
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parameters():
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad = p.grad.detach() * 0
+
+    def train(self, mode: bool = True) -> "Module":
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self) -> "Module":
+        return self.train(False)
+
+    # ----------------------------------------------------------------- state dict
+    def _state_items(self) -> Iterator[tuple[str, Tensor]]:
+        """PyTorch's order: per module, its parameters then its persistent buffers. A
+        tensor held by two modules (tied weights) appears under both names, as in
+        PyTorch, so a checkpoint of a tied model loads with ``strict=True``."""
+        for mp, m in self.named_modules():
+            items = list(m._parameters.items()) + [
+                (k, b) for k, b in m._buffers.items() if k not in m._non_persistent_buffers]
+            for name, t in items:
+                if t is not None:
+                    yield (f"{mp}.{name}" if mp else name), t
+
+    def state_dict(self, keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
+        """Name -> tensor sharing the data of each parameter and persistent buffer
+        (detached unless ``keep_vars``)."""
+        return OrderedDict((name, t if keep_vars else t.detach())
+                           for name, t in self._state_items())
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True) -> tuple:
+        """Copy parameters and persistent buffers in; every key and shape is checked before
+        anything is written."""
+        own = dict(self._state_items())
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        errors = []
+        if strict and unexpected:
+            keys = ", ".join(f'"{k}"' for k in unexpected)
+            errors.append(f"Unexpected key(s) in state_dict: {keys}")
+        if strict and missing:
+            errors.append("Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing))
+        values = {}
+        for k, p in own.items():
+            if k not in state_dict:
+                continue
+            v = state_dict[k]
+            arr = array_of(v) if isinstance(v, Tensor) else np.asarray(v)
+            if arr.shape != p.shape:
+                errors.append(
+                    f"size mismatch for {k}: copying a param with shape {arr.shape} from "
+                    f"checkpoint, the shape in current model is {p.shape}."
+                )
+            values[k] = arr
+        if errors:
+            raise RuntimeError(
+                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
+                + "\n\t".join(errors)
+            )
+        with no_grad():
+            for k, arr in values.items():
+                own[k].copy_(Tensor(arr))
+        return missing, unexpected
+
+    # ---------------------------------------------------------------------- repr
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [f"({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()
+                 if m is not None]
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        if not lines:
+            return head + ")"
+        return head + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _uniform(shape: tuple, bound: float) -> np.ndarray:
+    return rng().uniform(-bound, bound, size=shape).astype(np.float32)
