@@ -1606,3 +1606,48 @@ COMPOSITES += [
         0, dg.tensor(_SCATTER_IDX), s, reduce="multiply"), real(2, 3), real(2, 3),
          ref=_scatter_mul_ref),
 ]
+
+
+# Special functions and square-matrix primitives (ops/special.py, ops/matrix.py).
+def _scipy_special(name: str) -> Callable:
+    """SciPy's ``name`` as a reference, in the dtype of its last (array) argument."""
+    def ref(*args: Any) -> np.ndarray:
+        import scipy.special
+
+        return np.asarray(getattr(scipy.special, name)(*args), np.asarray(args[-1]).dtype)
+    return ref
+
+
+def _well_conditioned(x: Any) -> Any:
+    """A batch of 3x3 matrices near 2I: invertible, with a positive determinant."""
+    return x * 0.3 + 2.0 * dg.eye(3, dtype=x.dtype)
+
+
+def _well_conditioned_ref(x: np.ndarray) -> np.ndarray:
+    return x * 0.3 + 2.0 * np.eye(3, dtype=x.dtype)
+
+
+CASES += [
+    case("lgamma", "fn", dg.lgamma, pos(2, 3), ref=_scipy_special("gammaln"),
+         node="LgammaBackward0"),
+    case("lgamma", "method_negative", lambda x: (x - 0.4).lgamma(), pos(4),
+         ref=lambda x: _scipy_special("gammaln")(x - np.asarray(0.4, x.dtype))),
+    case("polygamma", "digamma", dg.digamma, pos(2, 3), ref=_scipy_special("psi"),
+         node="DigammaBackward0"),
+    case("polygamma", "trigamma", lambda x: dg.polygamma(1, x), pos(2, 3),
+         ref=lambda x: _scipy_special("polygamma")(1, x).astype(x.dtype),
+         node="PolygammaBackward0"),
+    case("erfc", "fn", dg.erfc, real(2, 3), ref=_scipy_special("erfc"), node="ErfcBackward0"),
+    case("erfinv", "fn", lambda x: dg.erfinv(x * 0.4), real(2, 3),
+         ref=lambda x: _scipy_special("erfinv")(x * np.asarray(0.4, x.dtype)),
+         node="ErfinvBackward0"),
+    case("inv", "batched", lambda x: dg.linalg.inv(_well_conditioned(x)), real(2, 3, 3),
+         ref=lambda x: np.linalg.inv(_well_conditioned_ref(x)), node="LinalgInvExBackward0"),
+    case("inv", "method", lambda x: _well_conditioned(x).inverse(), real(3, 3),
+         ref=lambda x: np.linalg.inv(_well_conditioned_ref(x))),
+    case("det", "batched", lambda x: dg.det(_well_conditioned(x)), real(2, 3, 3),
+         ref=lambda x: np.linalg.det(_well_conditioned_ref(x)).astype(x.dtype),
+         node="LinalgDetBackward0"),
+    case("det", "matrix", lambda x: dg.linalg.det(x), real(3, 3),
+         ref=lambda x: np.asarray(np.linalg.det(x), x.dtype)),
+]

@@ -169,10 +169,15 @@ SCALAR: dict[str, Builder] = {
     "left_shift": _bin("<<"),
     "right_shift": _bin(">>"),
     # --- end of math primitives ---
+    # --- special functions (dualgraph/ops/special.py); scalar float64 functions ---
+    "lgamma": _call("lgamma"),
+    "erfc": _call("erfc"),
+    "erfinv": _call("erfinv"),
+    "polygamma": _call("polygamma"),
 }
 # Ops whose Numba result may have another dtype than operands of the node's dtype (an
 # integer power may widen): always cast.
-WIDENING = frozenset({"pow"})
+WIDENING = frozenset({"pow", "lgamma", "erfc", "erfinv", "polygamma"})
 
 
 def scalar_builder(op: str) -> Builder:
@@ -315,6 +320,7 @@ def _reshaped(block: kir.Block, buf: kir.Buffer, shape: tuple, name: str) -> kir
 
 
 # The op families register their builders with `lowers` when imported.
-for _family in ("conv", "index", "linalg", "norm", "pool", "random", "reduce", "scan", "shape"):
+for _family in ("conv", "index", "linalg", "matrix", "norm", "pool", "random", "reduce", "scan",
+                "shape"):
     importlib.import_module(f"{__name__}.{_family}")
 from .linalg import addmm_product, matmul_block  # noqa: E402, F401  (codegen builds addmm groups)

@@ -222,7 +222,7 @@ def _nll_frame(node: Node, args: list, out: str, xshape: tuple) -> tuple:
     target positions around ``body(at, cls, wc)`` (``cls``: the class, ``wc``: its weight,
     run only where the class is not ignored and after its bounds check), and the
     variables it binds."""
-    from ....ops.nnops import nll_layout
+    from ....ops.loss import nll_layout
 
     n, c, r = nll_layout(xshape)
     dt = np.dtype(node.dtype)
