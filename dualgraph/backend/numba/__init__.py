@@ -262,7 +262,7 @@ def compile_dispatcher(fn: Any, path: str | None, sig: tuple) -> None:
     """``fn.compile(sig)`` for a kernel dispatcher defined in ``path``: a damaged Numba
     cache file is dropped and the kernel compiled again, with a warning."""
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), cache.optimisation(getattr(fn, "_dg_opt", None)):
             # Layout advice on generated code (np.dot on a batch slice) is not
             # actionable for users.
             warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
@@ -272,7 +272,8 @@ def compile_dispatcher(fn: Any, path: str | None, sig: tuple) -> None:
             raise
         warnings.warn(f"dualgraph: Numba's cache for {path} was unreadable ({e!r}); "
                       "removed it and compiled again", RuntimeWarning, stacklevel=3)
-        fn.compile(sig)
+        with cache.optimisation(getattr(fn, "_dg_opt", None)):
+            fn.compile(sig)
 
 
 def array_type(desc: tuple) -> Any:
@@ -328,10 +329,11 @@ def float32_only(graph: Graph) -> bool:
 
 def build(graph: Graph, parallel: bool = False, use_cache: bool = True,
           name: str = "kernel", write_to: dict[int, int] | None = None,
-          segment_lines: int | None = None) -> Kernel:
+          segment_lines: int | None = None, opt: int | None = None) -> Kernel:
     """Lower ``graph`` and load its njit function (from the caches when possible), or
     its parts' functions when its one function would be large (``segment_lines``: the
-    target lines per part, default `split_lines`; 0 never splits).
+    target lines per part, default `split_lines`; 0 never splits). ``opt``: the LLVM
+    optimisation level to compile at (default: `cache.optimisation`'s, Numba's own).
 
     ``write_to`` maps output positions to input positions whose arrays receive those
     outputs in place (a training step's parameters and optimizer state).
@@ -348,9 +350,9 @@ def build(graph: Graph, parallel: bool = False, use_cache: bool = True,
     if limit and lowered.source.count("\n") > SPLIT_FACTOR * limit:
         plan = partition(graph, write_to, _line_weights(graph, lowered), limit)
         if plan is not None:
-            return _build_parts(graph, lowered, plan, parallel, use_cache, write_to)
+            return _build_parts(graph, lowered, plan, parallel, use_cache, write_to, opt)
     fn, source, path = cache.load(lowered.source, name, parallel, use_cache,
-                                  contract=float32_only(graph))
+                                  contract=float32_only(graph), opt=opt)
     return Kernel(graph, lowered, fn, source, path, write_to, parallel)
 
 
@@ -386,13 +388,14 @@ def _line_weights(graph: Graph, lowered: Lowered) -> dict[int, int]:
 
 
 def _build_parts(graph: Graph, lowered: Lowered, plan: Plan, parallel: bool,
-                 use_cache: bool, write_to: dict[int, int]) -> Kernel:
+                 use_cache: bool, write_to: dict[int, int], opt: int | None = None
+                 ) -> Kernel:
     parts = []
     for seg in plan.segments:
         low = lower(seg.graph, name=PART_NAME, parallel=parallel, write_to=seg.write_to)
         contract = float32_only(seg.graph)
         fn, source, path = cache.load(low.source, PART_NAME, parallel, use_cache,
-                                      contract=contract)
+                                      contract=contract, opt=opt)
         parts.append(Part(low, fn, source, path, parallel, contract))
     paths = [p.path for p in parts]
     source = "\n\n".join(p.source for p in parts)
