@@ -5,9 +5,10 @@ loaded for another), Numba compiles at it, and the answers are the same."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import dualgraph as dg
-from dualgraph.backend.numba import build, cache
+from dualgraph.backend.numba import build, cache, llvm_opt
 from dualgraph.ir.interpret import interpret
 from dualgraph.passes import optimize
 
@@ -56,3 +57,14 @@ def test_a_level_is_its_own_module_and_compiles_at_that_level(tmp_path, monkeypa
         np.testing.assert_allclose(full(x)[0], want, rtol=1e-12)
     # Compiling the level-1 kernel asked for level 1, the other for Numba's own.
     assert 1 in levels and None in levels
+
+
+@pytest.mark.parametrize("value, level", [("1", 1), ("0", 0), ("", None), ("fast", None)])
+def test_the_level_comes_from_dualgraph_llvm_opt(tmp_path, monkeypatch, value, level):
+    monkeypatch.setenv("DUALGRAPH_LLVM_OPT", value)
+    assert llvm_opt() == level
+    g, _ = _graph()
+    with cache.isolated(str(tmp_path)):
+        k = build(g)
+    assert k.fn._dg_opt == level
+    assert ("# LLVM optimisation level" in k.source) == (level is not None)

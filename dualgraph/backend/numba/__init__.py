@@ -16,7 +16,8 @@ from ..partition import Plan, partition
 from . import cache
 from .codegen import Lowered, LoweringError, ishape, lower
 
-__all__ = ["Kernel", "LoweringError", "Part", "build", "compile_graph", "split_lines"]
+__all__ = ["Kernel", "LoweringError", "Part", "build", "compile_graph", "llvm_opt",
+           "split_lines"]
 
 
 class Kernel:
@@ -333,12 +334,13 @@ def build(graph: Graph, parallel: bool = False, use_cache: bool = True,
     """Lower ``graph`` and load its njit function (from the caches when possible), or
     its parts' functions when its one function would be large (``segment_lines``: the
     target lines per part, default `split_lines`; 0 never splits). ``opt``: the LLVM
-    optimisation level to compile at (default: `cache.optimisation`'s, Numba's own).
+    optimisation level `Kernel.compile` compiles at (default `llvm_opt`).
 
     ``write_to`` maps output positions to input positions whose arrays receive those
     outputs in place (a training step's parameters and optimizer state).
     """
     write_to = dict(write_to or {})
+    opt = llvm_opt() if opt is None else opt
     if parallel:
         # Numba's OpenMP workers spin after each parallel loop and starve OpenBLAS's threads
         # on the same cores: the batch-1024 MLP step ran 2.5x slower with parallel=True
@@ -364,6 +366,17 @@ SEGMENT_ENV = "DUALGRAPH_SEGMENT_LINES"
 # function would be longer than SPLIT_FACTOR times that.
 SEGMENT_LINES = 150
 SPLIT_FACTOR = 2
+
+
+OPT_ENV = "DUALGRAPH_LLVM_OPT"
+
+
+def llvm_opt() -> int | None:
+    """The LLVM optimisation level kernels are compiled at: ``DUALGRAPH_LLVM_OPT`` (0-3),
+    else None, Numba's own (``NUMBA_OPT``, 3 by default). A level is part of the kernel's
+    module, so kernels of two levels never share machine code in the disk cache."""
+    value = os.environ.get(OPT_ENV, "")
+    return int(value) if value in ("0", "1", "2", "3") else None
 
 
 def split_lines() -> int:
