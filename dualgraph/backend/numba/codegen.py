@@ -172,7 +172,8 @@ class _Writer:
         params += [f"c{k}" for k in range(len(self.consts))]
         outs = [f"o{k}" for k in range(len(self.graph.outputs)) if k not in self.write_to]
         kir.verify(self.stmts, [self.bufs[p] for p in params + outs])
-        stmts = loops.merge_loops(schedule.hoist_allocations(self.stmts), keep=folds_scalar)
+        stmts = loops.hoist_invariants(loops.merge_loops(
+            schedule.hoist_allocations(self.stmts), keep=folds_scalar))
         lines, marks = printer.function(
             self.name, lambda: params + [f"w{k}" for k in range(len(self.scratch))] + outs,
             stmts, work=self.work_array)
