@@ -212,6 +212,7 @@ def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[tuple
     items: list[Guard] = []
     for t, _ in ctx.captured:
         owner = next((p for p, _ in ctx.captured + list(ctx.grad_before.values())
+                      + [(a, None) for a in getattr(ctx, "arg_tensors", {}).values()]
                       if entry_grads.get(id(p), p.grad) is t and p is not t), None)
         if owner is not None and id(owner) in arg_index:
             sources.append(ArgumentGrad(arg_index[id(owner)]))

@@ -434,3 +434,36 @@ def test_a_global_read_by_an_inlined_compiled_helper(runner):
         assert f(x).tolist() == [6.0, 6.0]
     finally:
         OFFSET = 1.0
+
+
+# ---------------------------------------------------------- arguments' .grad
+def _clipped_step(x, p, q):
+    loss = ((p + q) * x).sum()
+    loss.backward()
+    nn.utils.clip_grad_norm_([p, q], 0.5)
+    return loss
+
+
+def test_clipping_the_gradients_of_parameters_passed_as_arguments(runner):
+    """Inside the trace ``p.grad`` of an argument is its gradient, so the in-place
+    ``mul_`` of clip_grad_norm_ reaches the ``.grad`` written back."""
+    f = runner(_clipped_step)
+    p, q = nn.Parameter(dg.zeros(3)), nn.Parameter(dg.zeros(3))
+    for _ in range(3):
+        p.grad = q.grad = None
+        f(dg.tensor([1.0, 2.0, 2.0]), p, q)
+        expected = np.array([1.0, 2.0, 2.0]) * 0.5 / (3 * 2 ** 0.5)
+        np.testing.assert_allclose(p.grad.numpy(), expected, rtol=1e-5)
+        np.testing.assert_allclose(q.grad.numpy(), expected, rtol=1e-5)
+    if runner.mode != "eager":
+        assert traces(f) == 1
+
+
+def test_an_arguments_existing_gradient_is_read_on_every_call(runner):
+    f = runner(lambda p: p.grad * 2)
+    for i in range(3):
+        p = dg.ones(2, requires_grad=True)
+        p.grad = dg.full((2,), float(i))
+        assert f(p).tolist() == [2.0 * i, 2.0 * i]
+    if runner.mode != "eager":
+        assert traces(f) == 1
