@@ -31,6 +31,7 @@ from ..eager.tensor import Tensor
 from .baked import CHECK_EVERY, check_baked
 from .guards import MISSING, value_key
 from .plan import (
+    SLOT,
     Argument,
     ArgumentGrad,
     CapturedGrad,
@@ -67,19 +68,6 @@ class CallPath:
     # The call path of each other way of calling this signature (`CallForm`), by its
     # ``(given, keywords)``: ``(fast, source)``, generated when first used.
     forms: dict = field(default_factory=dict)
-
-
-class Slot:
-    """Where a tensor sat inside a tuple, list or dict argument: the containers'
-    templates hold it (`CompiledFunction` flattens such arguments)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<tensor>"
-
-
-SLOT = Slot()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -287,7 +275,8 @@ def _baked_check(plan: Plan, gen: _Emitter, fn: Callable, warned: set | None) ->
     gen.ns["check_baked"], gen.ns["ENTRY"] = check_baked, plan
     baked = gen.const(plan.baked, "baked")
     seen = gen.const(set() if warned is None else warned, "warned")
-    name = gen.const(getattr(fn, "__name__", "the function"), "name")
+    name = gen.const(getattr(fn, "__name__", None) or f"the compiled {type(fn).__name__}",
+                     "name")
     return ["nb = ENTRY.baked_calls = ENTRY.baked_calls + 1",
             f"if not nb & {CHECK_EVERY - 1}:",
             f"    check_baked({baked}, {seen}, {name})"]
