@@ -34,6 +34,7 @@ from .guards import (
     Guard,
     Guards,
     Identity,
+    ModuleTable,
     PlainValue,
     cell_value,
     snapshot,
@@ -237,7 +238,11 @@ def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[tuple
     names: set = set()
     codes: list = []
     if fn is not None:
-        items.extend(_outside_names(fn, roots, names, codes))
+        # The methods of the user's modules that ran are helpers too (`forward` reading a
+        # global number).
+        modules = [g.module for g in getattr(ctx, "reads", {}).values()
+                   if isinstance(g, ModuleTable)]
+        items.extend(_outside_names(fn, roots, names, codes, modules))
     if hasattr(ctx, "baked"):
         ctx.baked.extend(_baked_values(ctx, roots, names, codes))
     sources.extend(make for _, make in getattr(ctx, "runtime", ()))
@@ -282,7 +287,8 @@ def _code_names(code: Any) -> set:
     return names
 
 
-def _outside_names(fn: Callable, roots: list, names: set, codes: list) -> list:
+def _outside_names(fn: Callable, roots: list, names: set, codes: list,
+                   modules: list = ()) -> list:
     """Guards on what ``fn`` (and the helper functions it calls by a global or closure
     name, recursively) names as globals or closure variables: the identity of tensors,
     modules and optimizers (rebinding ``w = dg.tensor(...)`` at module level retraces
@@ -343,6 +349,20 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list) -> list:
                 visit(v)
 
     visit(fn)
+    # A user module's ``forward``, and the methods it calls through ``self``, by name.
+    for klass in {type(m): None for m in modules}:
+        methods: dict = {}
+        for c in reversed(klass.__mro__):
+            methods.update((k, v) for k, v in vars(c).items() if _is_user_function(v))
+        todo, done = ["forward"], set()
+        while todo:
+            name = todo.pop()
+            if name in done or name not in methods:
+                continue
+            done.add(name)
+            visit(methods[name])
+            code = getattr(inspect.unwrap(methods[name]), "__code__", None)
+            todo.extend(_code_names(code) if code is not None else ())
     return items
 
 

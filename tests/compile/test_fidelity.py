@@ -467,3 +467,39 @@ def test_an_arguments_existing_gradient_is_read_on_every_call(runner):
         assert f(p).tolist() == [2.0 * i, 2.0 * i]
     if runner.mode != "eager":
         assert traces(f) == 1
+
+
+# ---------------------------------------------------------- globals read by modules
+GAIN = 2.0
+
+
+def _gained(x):
+    return x * GAIN
+
+
+class _GlobalReader(nn.Module):
+    def forward(self, x):
+        return self._shift(_gained(x))
+
+    def _shift(self, x):
+        return x + GAIN
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_global_number_read_in_a_modules_forward_is_guarded(runner, wrapped):
+    """``forward`` and the methods it calls through ``self`` are helpers: the globals
+    they name are guarded, whether the module itself or a function calling it is
+    compiled."""
+    global GAIN
+    m = _GlobalReader()
+    f = runner((lambda x: m(x)) if wrapped else m)
+    x = dg.ones(2)
+    try:
+        assert f(x).tolist() == [4.0, 4.0]
+        GAIN = 3.0
+        assert f(x).tolist() == [6.0, 6.0]
+        assert f(x).tolist() == [6.0, 6.0]
+    finally:
+        GAIN = 2.0
+    if runner.mode != "eager":
+        assert traces(f) == 2
