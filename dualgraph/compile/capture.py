@@ -21,7 +21,7 @@ from ..errors import TraceError
 from ..ir.graph import Node
 from ..trace.tracer import TraceContext, Tracer, graph_outputs
 from .baked import BakedArray
-from .guards import Identity, ModuleAttrs, ModuleTable, Value
+from .guards import Identity, ModuleAttrs, ModuleHookTable, ModuleTable, Value
 from .plan import RuntimeScalar, Slot
 
 
@@ -88,6 +88,8 @@ class CallTraceContext(TraceContext):
         if key in self.reads:
             return
         self.reads[key] = ModuleTable(module)
+        # Hooks registered or removed later change what a call runs, as in eager mode.
+        self.reads[("module hooks", id(module))] = ModuleHookTable(module)
         d = module.__dict__
         names = tuple(k for k, v in d.items() if k not in _MODULE_TABLES and plain_value(v))
         if names:
@@ -122,9 +124,10 @@ class CallTraceContext(TraceContext):
         return Tracer(node, self)
 
 
-# A module's own tables (and the training flag, guarded by `note_training`).
+# A module's own tables (the training flag and hooks: guarded by `note_training` and
+# `guards.ModuleHookTable`).
 _MODULE_TABLES = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers",
-                            "_training"})
+                            "_training", "_hooks"})
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))
 
 

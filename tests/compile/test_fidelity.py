@@ -503,3 +503,21 @@ def test_a_global_number_read_in_a_modules_forward_is_guarded(runner, wrapped):
         GAIN = 2.0
     if runner.mode != "eager":
         assert traces(f) == 2
+
+
+# ---------------------------------------------------------- module hooks
+def test_hooks_registered_or_removed_after_compiling_run_as_in_eager(runner):
+    dg.manual_seed(0)
+    net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    f = runner(lambda x: net(x))
+    x = dg.ones(1, 2)
+    plain = f(x).tolist()
+    handle = net[0].register_forward_hook(lambda m, i, out: out * 0 + 1.5)
+    assert f(x).tolist() == [[1.5, 1.5]]
+    assert f(x).tolist() == [[1.5, 1.5]]
+    pre = net.register_forward_pre_hook(lambda m, args: (args[0] * 0 - 1.0,))
+    assert f(x).tolist() == [[1.5, 1.5]]
+    handle.remove()
+    assert f(x).tolist() == net(-dg.ones(1, 2)).tolist()
+    pre.remove()
+    assert f(x).tolist() == plain
