@@ -1,0 +1,84 @@
+"""An op's array form of its VJP (``OpDef.vjp_arrays``, layer norm's) runs in an eager
+backward that records nothing, and gives the bits of the op-by-op VJP; a recorded
+backward (``create_graph``) and mixed dtypes use the op-by-op form."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+from dualgraph.ops import norm as N
+
+F = dg.nn.functional
+
+
+@pytest.fixture
+def vjp_calls():
+    """Counts the op-by-op VJP's runs."""
+    calls = []
+    real = N.LAYER_NORM.vjp
+
+    def counted(ctx, g):
+        calls.append(1)
+        return real(ctx, g)
+
+    object.__setattr__(N.LAYER_NORM, "vjp", counted)  # an OpDef is frozen
+    yield calls
+    object.__setattr__(N.LAYER_NORM, "vjp", real)
+
+
+def _grads(shape, norm, with_w, with_b, dtype, x_grad=True, w_dtype=None, array_form=True):
+    rng = np.random.default_rng(hash((shape, norm)) % 2 ** 32)
+    x = dg.tensor(rng.standard_normal(shape).astype(dtype) * 3 + 1, requires_grad=x_grad)
+    wd = w_dtype or dtype
+    w = dg.tensor(rng.standard_normal(norm).astype(wd), requires_grad=True) if with_w else None
+    b = dg.tensor(rng.standard_normal(norm).astype(dtype), requires_grad=True) if with_b else None
+    g = dg.tensor(rng.standard_normal(shape).astype(dtype))
+    saved = N.LAYER_NORM.vjp_arrays
+    if not array_form:
+        object.__setattr__(N.LAYER_NORM, "vjp_arrays", None)
+    try:
+        F.layer_norm(x, norm, w, b).backward(g)
+    finally:
+        object.__setattr__(N.LAYER_NORM, "vjp_arrays", saved)
+    return [None if t is None or t.grad is None else t.grad.numpy() for t in (x, w, b)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,norm", [((4, 6, 8), (8,)), ((3, 5, 4), (5, 4)), ((7, 3), (3,))])
+@pytest.mark.parametrize("with_w,with_b,x_grad", [(True, True, True), (False, False, True),
+                                                  (True, False, True), (False, True, True),
+                                                  (True, True, False)])
+def test_array_form_gives_the_op_forms_bits(vjp_calls, dtype, shape, norm, with_w, with_b,
+                                            x_grad):
+    fast = _grads(shape, norm, with_w, with_b, dtype, x_grad)
+    assert vjp_calls == []  # the array form ran
+    slow = _grads(shape, norm, with_w, with_b, dtype, x_grad, array_form=False)
+    assert len(vjp_calls) == 1
+    for a, b in zip(fast, slow):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def test_mixed_dtypes_use_the_op_form(vjp_calls):
+    fast = _grads((4, 8), (8,), True, True, np.float32, w_dtype=np.float64)
+    assert len(vjp_calls) == 1
+    assert fast[0].dtype == np.float32 and fast[1].dtype == np.float64
+
+
+def test_create_graph_records_the_op_form(vjp_calls):
+    x = dg.tensor(np.random.default_rng(3).standard_normal((5, 6)), requires_grad=True)
+    w = dg.tensor(np.linspace(0.5, 1.5, 6), requires_grad=True)
+    (gx,) = dg.autograd.grad(F.layer_norm(x, (6,), w).pow(2).sum(), [x], create_graph=True)
+    assert len(vjp_calls) == 1 and gx.grad_fn is not None
+    gx.sum().backward()  # the second-order gradient goes through the recorded ops
+    assert x.grad is not None and np.isfinite(x.grad.numpy()).all()
+
+
+def test_layer_norm_gradients_float64():
+    rng = np.random.default_rng(5)
+    x, w, b = rng.standard_normal((3, 4, 6)), rng.standard_normal(6), rng.standard_normal(6)
+    assert dg.testing.gradcheck(lambda x, w, b: F.layer_norm(x, (6,), w, b), x, w, b)
+    assert dg.testing.gradcheck(lambda x: F.layer_norm(x, (4, 6)), x)
