@@ -276,7 +276,7 @@ def _vjp_arrays(node: Function, opdef: Any, g: Any) -> list | None:
     """``opdef.vjp_arrays`` on ``node``'s saved arrays, its results as tensors (None:
     the op asks for its op-by-op VJP)."""
     args = [getattr(a, "_data", a) for a in node.args]
-    grads = opdef.vjp_arrays(args, node.attrs, g._data, node.needs_input_grad)
+    grads = opdef.vjp_arrays(node, args, g._data)
     if grads is None:
         return None
     return [None if a is None else _make(a, False, None) for a in grads]

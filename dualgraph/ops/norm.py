@@ -85,16 +85,16 @@ def _ln_vjp(ctx, g):
     return gx, gweight, gbias
 
 
-def _ln_vjp_arrays(args: list, attrs: dict, g: np.ndarray, needs: tuple) -> tuple | None:
+def _ln_vjp_arrays(ctx: Any, args: list, g: np.ndarray) -> tuple | None:
     """`_ln_vjp` on arrays: its NumPy operations in its order (the same bits), with the
     temporaries reused in place (PyTorch's ``native_layer_norm_backward``)."""
     x, w, _ = args
     dtype = x.dtype
     if g.dtype != dtype or (isinstance(w, np.ndarray) and w.dtype != dtype):
         return None  # mixed dtypes promote op by op: the op form casts as they do
-    ndim, eps = attrs["ndim"], attrs["eps"]
+    ndim, eps = ctx.attrs["ndim"], ctx.attrs["eps"]
     axes, lead = _axes(x.ndim, ndim), tuple(range(x.ndim - ndim))
-    need_x, need_w, need_b = needs
+    need_x, need_w, need_b = ctx.needs_input_grad
     n = math.prod(x.shape[x.ndim - ndim:]) or np.nan
     xhat = np.subtract(x, np.true_divide(np.add.reduce(x, axes, keepdims=True), n))
     t = np.multiply(xhat, xhat)

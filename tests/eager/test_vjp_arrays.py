@@ -1,6 +1,7 @@
-"""An op's array form of its VJP (``OpDef.vjp_arrays``, layer norm's) runs in an eager
-backward that records nothing, and gives the bits of the op-by-op VJP; a recorded
-backward (``create_graph``) and mixed dtypes use the op-by-op form."""
+"""An op's array form of its VJP (``OpDef.vjp_arrays``: layer norm's, addmm's,
+transpose's) runs in an eager backward that records nothing, and gives the bits of the
+op-by-op VJP; a recorded backward (``create_graph``) and mixed dtypes use the op-by-op
+form."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 import dualgraph as dg
+from dualgraph.ops import OPS
 from dualgraph.ops import norm as N
 
 F = dg.nn.functional
@@ -82,3 +84,53 @@ def test_layer_norm_gradients_float64():
     x, w, b = rng.standard_normal((3, 4, 6)), rng.standard_normal(6), rng.standard_normal(6)
     assert dg.testing.gradcheck(lambda x, w, b: F.layer_norm(x, (6,), w, b), x, w, b)
     assert dg.testing.gradcheck(lambda x: F.layer_norm(x, (4, 6)), x)
+
+
+def _op_by_op(fn):
+    """``fn()`` with every op's array form switched off."""
+    saved = {name: op.vjp_arrays for name, op in OPS.items()}
+    for op in OPS.values():
+        object.__setattr__(op, "vjp_arrays", None)
+    try:
+        return fn()
+    finally:
+        for name, op in OPS.items():
+            object.__setattr__(op, "vjp_arrays", saved[name])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("lead", [(5,), (2, 3)])
+@pytest.mark.parametrize("x_grad", [True, False])
+def test_linear_and_transpose_array_forms_give_the_op_forms_bits(dtype, lead, x_grad):
+    rng = np.random.default_rng(len(lead))
+    xa = rng.standard_normal(lead + (7,)).astype(dtype)
+    wa, ba = rng.standard_normal((4, 7)).astype(dtype), rng.standard_normal(4).astype(dtype)
+    va, ga = rng.standard_normal((7, 4)).astype(dtype), rng.standard_normal(lead + (4,))
+
+    def grads():
+        x = dg.tensor(xa, requires_grad=x_grad)
+        w, b, v = (dg.tensor(a, requires_grad=True) for a in (wa, ba, va))
+        y = F.linear(x, w, b) + dg.matmul(x, v) + F.linear(x, v.transpose(0, 1))
+        y.backward(dg.tensor(ga.astype(dtype)))
+        return [t.grad.numpy() for t in (x, w, b, v) if t.grad is not None]
+
+    fast, slow = grads(), _op_by_op(grads)
+    assert len(fast) == len(slow) == (4 if x_grad else 3)
+    for a, b in zip(fast, slow):
+        assert a.dtype == b.dtype and a.flags.c_contiguous == b.flags.c_contiguous
+        assert a.tobytes() == b.tobytes()
+    assert fast[-1].shape == (7, 4) and fast[-1].flags.c_contiguous  # W.grad C-ordered
+
+
+def test_addmm_mixed_dtypes_use_the_op_form():
+    x = dg.tensor(np.ones((3, 5), np.float32), requires_grad=True)
+    w = dg.tensor(np.ones((2, 5), np.float64), requires_grad=True)
+    F.linear(x, w).sum().backward()
+    assert x.grad.dtype == np.float32 and w.grad.dtype == np.float64
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((2, 5), 3.0))
+
+
+def test_linear_gradients_float64():
+    rng = np.random.default_rng(2)
+    x, w, b = rng.standard_normal((2, 3, 5)), rng.standard_normal((4, 5)), rng.standard_normal(4)
+    assert dg.testing.gradcheck(F.linear, x, w, b)
