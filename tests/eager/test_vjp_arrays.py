@@ -1,5 +1,5 @@
 """An op's array form of its VJP (``OpDef.vjp_arrays``: layer norm's, addmm's,
-transpose's) runs in an eager backward that records nothing, and gives the bits of the
+transpose's, mul's, sum's) runs in an eager backward that records nothing, and gives the bits of the
 op-by-op VJP; a recorded backward (``create_graph``) and mixed dtypes use the op-by-op
 form."""
 
@@ -134,3 +134,29 @@ def test_linear_gradients_float64():
     rng = np.random.default_rng(2)
     x, w, b = rng.standard_normal((2, 3, 5)), rng.standard_normal((4, 5)), rng.standard_normal(4)
     assert dg.testing.gradcheck(F.linear, x, w, b)
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_mul_and_sum_array_forms_give_the_op_forms_bits(case):
+    rng = np.random.default_rng(case)
+    a32 = rng.standard_normal((3, 4)).astype(np.float32)
+    b32 = rng.standard_normal((4,)).astype(np.float32)
+    b64 = rng.standard_normal((3, 1))
+
+    def grads():
+        x = dg.tensor(a32, requires_grad=True)
+        y = dg.tensor(b32, requires_grad=case % 2 == 0)
+        z = dg.tensor(b64, requires_grad=True)
+        out = [lambda: (x * y).sum(),                        # broadcast: y's grad summed
+               lambda: (x * 2 + 1).sum(),                    # a literal operand
+               lambda: (x * z).sum(axis=1).sum(),            # float32 * float64
+               lambda: (x * x).sum(axis=0, keepdims=True).sum(),
+               lambda: (x.sum(axis=(0, 1)) * 3.0),
+               lambda: (x * y).sum(axis=1).mul(x.sum(axis=1)).sum()][case]()
+        out.backward()
+        return [t.grad.numpy() for t in (x, y, z) if t.grad is not None]
+
+    fast, slow = grads(), _op_by_op(grads)
+    assert len(fast) == len(slow) > 0
+    for a, b in zip(fast, slow):
+        assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
