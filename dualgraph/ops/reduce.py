@@ -157,6 +157,14 @@ def _sum_vjp(ctx, g):
     return (broadcast_to(_keepdims_grad(ctx, g), ctx.inputs[0].shape),)
 
 
+def _sum_vjp_arrays(ctx, args, g):
+    shape = ctx.inputs[0].shape
+    axis = ctx.attrs["axis"]
+    if not ctx.attrs["keepdims"] and axis is not None:
+        g = g.reshape(_reduced_shape(shape, axis, True))
+    return (np.broadcast_to(g, shape),)
+
+
 def _mean_vjp(ctx, g):
     shape = ctx.inputs[0].shape
     n = _count(shape, ctx.attrs["axis"])
@@ -200,7 +208,7 @@ def _reduce_name(full: str, partial: str):
 SUM = register(OpDef(
     "sum", _sum_impl, _sum_infer, _sum_vjp,
     _reduce_name("SumBackward0", "SumBackward1"),
-    reduction=Reduction("add", _zero),
+    reduction=Reduction("add", _zero), vjp_arrays=_sum_vjp_arrays,
 ))
 MEAN = register(OpDef(
     "mean", _mean_impl, _mean_infer, _mean_vjp,
