@@ -22,8 +22,7 @@ import numpy as np
 
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor
-from ..trace.tracer import TraceContext
-from .capture import plain_value
+from .capture import CallTraceContext, plain_value
 from .guards import (
     ArgGradNone,
     CapturedGradType,
@@ -194,7 +193,8 @@ def describe_change(old: tuple, new: tuple, args: tuple) -> str:
     return f"grad mode {'on' if new_grad else 'off'} instead of {'on' if old_grad else 'off'}"
 
 
-def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[tuple, Guards | None]:
+def capture_guards(ctx: CallTraceContext,
+                   fn: Callable | None = None) -> tuple[tuple, Guards | None]:
     """Where each captured input comes from, and what must hold to reuse the trace.
 
     Returns ``(sources, guards)``: per captured kernel input a `plan.Source`, and
@@ -207,7 +207,7 @@ def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[tuple
     entry_grads = {id(t): before for t, before in ctx.grad_before.values()}
     # Arguments are the call's own tensors: their .grad is judged on the tensor passed
     # now (by position), so a fresh leaf per call reuses the trace.
-    arg_index = getattr(ctx, "arg_index", {})
+    arg_index = ctx.arg_index
     sources: list = []
     items: list[Guard] = []
     for t, _ in ctx.captured:
@@ -230,10 +230,10 @@ def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[tuple
             items.append(ArgGradNone(t, arg_index[id(t)], True))
         else:
             items.append(GradNone(t, True))
-    items.extend(getattr(ctx, "reads", {}).values())
+    items.extend(ctx.reads.values())
     if fn is not None:
         items.extend(_outside_names(fn))
-    sources.extend(make for _, make in getattr(ctx, "runtime", ()))
+    sources.extend(make for _, make in ctx.runtime)
     return tuple(sources), (Guards(items) if items else None)
 
 
