@@ -24,7 +24,7 @@ from ..eager.internal import array_of
 from ..eager.tensor import Tensor
 from ..trace.tracer import TraceContext
 from .baked import BakedValue, fingerprint, trivial
-from .capture import plain_value
+from .capture import CallTraceContext, plain_value
 from .guards import (
     ArgGradNone,
     CapturedGradType,
@@ -196,7 +196,8 @@ def describe_change(old: tuple, new: tuple, args: tuple) -> str:
     return f"grad mode {'on' if new_grad else 'off'} instead of {'on' if old_grad else 'off'}"
 
 
-def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[tuple, Guards | None]:
+def capture_guards(ctx: CallTraceContext,
+                   fn: Callable | None = None) -> tuple[tuple, Guards | None]:
     """Where each captured input comes from, and what must hold to reuse the trace.
 
     Returns ``(sources, guards)``: per captured kernel input a `plan.Source`, and
@@ -209,12 +210,12 @@ def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[tuple
     entry_grads = {id(t): before for t, before in ctx.grad_before.values()}
     # Arguments are the call's own tensors: their .grad is judged on the tensor passed
     # now (by position), so a fresh leaf per call reuses the trace.
-    arg_index = getattr(ctx, "arg_index", {})
+    arg_index = ctx.arg_index
     sources: list = []
     items: list[Guard] = []
     for t, _ in ctx.captured:
         owner = next((p for p, _ in ctx.captured + list(ctx.grad_before.values())
-                      + [(a, None) for a in getattr(ctx, "arg_tensors", {}).values()]
+                      + [(a, None) for a in ctx.arg_tensors.values()]
                       if entry_grads.get(id(p), p.grad) is t and p is not t), None)
         if owner is not None and id(owner) in arg_index:
             sources.append(ArgumentGrad(arg_index[id(owner)]))
@@ -233,19 +234,18 @@ def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[tuple
             items.append(ArgGradNone(t, arg_index[id(t)], True))
         else:
             items.append(GradNone(t, True))
-    items.extend(getattr(ctx, "reads", {}).values())
-    roots = list(getattr(ctx, "baked_roots", ()))
+    items.extend(ctx.reads.values())
+    roots = list(ctx.baked_roots)
     names: set = set()
     codes: list = []
     if fn is not None:
         # The methods of the user's modules that ran are helpers too (`forward` reading a
         # global number).
-        modules = [g.module for g in getattr(ctx, "reads", {}).values()
+        modules = [g.module for g in ctx.reads.values()
                    if isinstance(g, ModuleTable)]
         items.extend(_outside_names(fn, roots, names, codes, modules))
-    if hasattr(ctx, "baked"):
-        ctx.baked.extend(_baked_values(ctx, roots, names, codes))
-    sources.extend(make for _, make in getattr(ctx, "runtime", ()))
+    ctx.baked.extend(_baked_values(ctx, roots, names, codes))
+    sources.extend(make for _, make in ctx.runtime)
     return tuple(sources), (Guards(items) if items else None)
 
 
