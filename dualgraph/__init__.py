@@ -292,6 +292,7 @@ half = float16
 short = int16
 dtype = _np.dtype
 mm = _TensorOps.mm  # dg.mm(a, b): 2-D only, as torch.mm
+spmm = _TensorOps.mm  # torch.spmm of dense matrices is mm (there are no sparse tensors)
 bmm = _TensorOps.bmm
 
 
@@ -309,7 +310,7 @@ __all__ += [
     "Generator", "accelerator", "amp", "backends", "bfloat16", "bmm", "cuda", "distributions",
     "default_generator", "device", "distributed", "double", "dtype",
     "float", "get_default_dtype", "get_rng_state", "half", "inference_mode", "initial_seed",
-    "int", "int8", "int16", "is_inference_mode_enabled", "is_tensor", "load", "long", "mm",
+    "int", "int8", "int16", "is_inference_mode_enabled", "is_tensor", "load", "long", "mm", "spmm",
     "multinomial", "rand_like", "randint", "randint_like", "randn_like", "randperm", "save",
     "seed", "set_rng_state", "short", "uint8", "utils",
 ]

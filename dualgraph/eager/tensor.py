@@ -43,7 +43,16 @@ class Tensor(TensorOps):
 
     __slots__ = ("_data", "_rg", "_grad", "grad_fn", "_version", "_node", "__weakref__")
 
-    def __init__(self, data: Any, requires_grad: bool = False) -> None:
+    def __init__(self, data: Any = None, *sizes: int, requires_grad: bool = False) -> None:
+        if sizes or data is None or type(data) is int:
+            # PyTorch's legacy form ``torch.Tensor(3, 2)`` / ``torch.Tensor(5)``: a float32
+            # tensor of that shape (uninitialised in PyTorch, zeros here), the idiom of
+            # ``nn.Parameter(torch.Tensor(n_in, n_out))`` followed by an init.
+            dims = () if data is None else (data, *sizes)
+            if not all(type(d) is int and d >= 0 for d in dims):
+                raise TypeError(f"Tensor(): expected data or non-negative int sizes, got "
+                                f"{dims!r}")
+            data = np.zeros(dims if dims else (0,), np.float32)
         _init(self, np.asarray(data), False, None)
         if requires_grad:
             self.requires_grad_(True)
@@ -607,7 +616,9 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
             args = tuple([b if isinstance(b, (Tensor,) + Literal) else _lift(b) for b in args])
             return eager_process(op, args, attrs)
     try:
-        out = op.impl(*datas, **attrs)
+        # PyTorch computes inf and NaN silently (log(0), 0 / 0): no NumPy warnings.
+        with np.errstate(all="ignore"):
+            out = op.impl(*datas, **attrs)
     except Exception as e:
         op.infer(*args, **attrs)  # raises the clear error when the shapes are at fault
         raise RuntimeError(f"{op.name}: {e}") from e

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -1416,8 +1417,22 @@ def dropout1d(input: Any, p: float = 0.5, training: bool = True,  # noqa: A002
 
 def dropout2d(input: Any, p: float = 0.5, training: bool = True,  # noqa: A002
               inplace: bool = False) -> Any:
-    """Channel dropout of (N, C, H, W) or (C, H, W) input. ``F.dropout2d(x, 0.2)``"""
-    return _channel_dropout("dropout2d", input, p, training, inplace, 2)
+    """Channel dropout of (N, C, H, W) input. ``F.dropout2d(x, 0.2)``
+
+    As PyTorch's, it zeroes along the first two dimensions whatever the rank: a 3-D input
+    is read as (N, C, L) and a 2-D one as (N, C) (element-wise), with a warning for ranks
+    other than 4 (pytorch/examples mnist_rnn applies it to (N, C) features)."""
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is "
+                      "deprecated; use dropout instead", UserWarning, stacklevel=2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted "
+                      "as shape (N, C, L)", UserWarning, stacklevel=2)
+    if input.ndim < 2:
+        raise RuntimeError(f"dropout2d: Feature dropout requires at least 2 dimensions in "
+                           f"the input, but received a {input.ndim}D input")
+    return _channel_dropout("dropout2d", input, p, training, inplace, input.ndim - 2)
 
 
 def dropout3d(input: Any, p: float = 0.5, training: bool = True,  # noqa: A002

@@ -4,7 +4,10 @@ differently from PyTorch."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+import pytest
 
 import dualgraph as torch
 
@@ -88,3 +91,47 @@ def test_clipping_the_gradients_of_arguments_in_a_compiled_step() -> None:
         fn(torch.tensor([1.0, 2.0, 2.0]))
         grads.append([p.grad.tolist() for p in params])
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
+
+
+def test_legacy_tensor_constructor_of_sizes() -> None:
+    """pytorch/examples gcn and gat: ``nn.Parameter(torch.Tensor(n_in, n_out))`` then an
+    init; ``torch.Tensor(5)`` is a 1-D float tensor of 5 elements, not the number 5."""
+    w = torch.nn.Parameter(torch.Tensor(3, 2))
+    torch.nn.init.xavier_uniform_(w)
+    assert w.shape == (3, 2) and w.dtype == torch.float32 and w.requires_grad
+    assert torch.Tensor(5).shape == (5,) and torch.Tensor().shape == (0,)
+    assert torch.Tensor([1.0, 2.0]).tolist() == [1.0, 2.0]
+    with pytest.raises(TypeError, match="sizes"):
+        torch.Tensor(3, 2.5)
+
+
+def test_spmm_of_dense_matrices_is_mm() -> None:
+    """pytorch/examples gcn calls ``torch.spmm(adj, support)``."""
+    a = torch.tensor([[1.0, 2.0], [0.0, 1.0]])
+    assert torch.spmm(a, torch.eye(2)).tolist() == a.tolist()
+
+
+def test_inf_and_nan_results_are_silent() -> None:
+    """The word language model's mask is ``torch.log(torch.tril(torch.ones(n, n)))``:
+    PyTorch gives -inf without a warning, so must dualgraph (no NumPy RuntimeWarning)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mask = torch.log(torch.tril(torch.ones(3, 3)))
+        nan = torch.tensor([0.0]) / 0
+    assert mask[0, 1].item() == -float("inf") and mask[1, 0].item() == 0.0
+    assert np.isnan(nan.item())
+
+
+def test_dropout2d_of_features_drops_elements() -> None:
+    """pytorch/examples mnist_rnn applies ``nn.Dropout2d`` to (N, C) features: PyTorch
+    warns and zeroes along the first two dimensions, here element by element."""
+    torch.manual_seed(0)
+    with pytest.warns(UserWarning, match="2-D input"):
+        out = torch.nn.Dropout2d(0.5)(torch.ones(64, 32)).numpy()
+    assert set(np.unique(out)) == {0.0, 2.0}
+    assert not all((row == row[0]).all() for row in out)  # not whole rows
+    torch.manual_seed(0)  # 3-D input is (N, C, L): whole (n, c) rows are zeroed
+    with pytest.warns(UserWarning, match="3D input"):
+        out3 = torch.nn.functional.dropout2d(torch.ones(8, 16, 5), 0.5).numpy()
+    assert all(len(set(row)) == 1 for row in out3.reshape(-1, 5))
+    assert len(set(out3[:, :, 0].ravel())) == 2
