@@ -66,6 +66,7 @@ def _torchvision() -> dict[str, types.ModuleType]:
     transforms.Compose = lambda steps: None
     transforms.ToTensor = lambda: None
     transforms.Normalize = lambda *a, **k: None
+    transforms.Lambda = lambda fn: None
     utils.save_image = lambda *a, **k: None
     tv.datasets, tv.transforms, tv.utils = datasets, transforms, utils
     return {"torchvision": tv, "torchvision.datasets": datasets,

@@ -135,3 +135,33 @@ def test_dropout2d_of_features_drops_elements() -> None:
         out3 = torch.nn.functional.dropout2d(torch.ones(8, 16, 5), 0.5).numpy()
     assert all(len(set(row)) == 1 for row in out3.reshape(-1, 5))
     assert len(set(out3[:, :, 0].ravel())) == 2
+
+
+class _Layer(torch.nn.Linear):
+    """pytorch/examples mnist_forward_forward's layer, as it subclasses Linear."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__(in_features, out_features, bias, device, dtype)
+
+
+def test_layers_take_device_and_dtype_keywords() -> None:
+    """``nn.Conv2d(..., device=device, dtype=...)``: the device is checked, the
+    floating-point parameters and buffers are made in the dtype (integer buffers stay)."""
+    nn = torch.nn
+    makers = [lambda **k: nn.Linear(3, 4, **k), lambda **k: nn.Conv1d(3, 4, 3, **k),
+              lambda **k: nn.Conv2d(3, 4, 3, **k), lambda **k: nn.ConvTranspose2d(3, 4, 3, **k),
+              lambda **k: nn.LayerNorm(4, **k), lambda **k: nn.GroupNorm(2, 4, **k),
+              lambda **k: nn.BatchNorm1d(4, **k), lambda **k: nn.BatchNorm2d(4, **k),
+              lambda **k: nn.InstanceNorm2d(4, affine=True, **k),
+              lambda **k: nn.MultiheadAttention(4, 2, **k), lambda **k: _Layer(3, 4, **k)]
+    for make in makers:
+        m = make(device=torch.device("cpu"), dtype=torch.float64)
+        tensors = list(m.parameters()) + list(m.buffers())
+        assert tensors and all(t.dtype == torch.float64 for t in tensors
+                               if t.dtype.kind == "f"), m
+        assert next(make(device="cpu").parameters()).dtype == torch.float32
+        with pytest.raises(RuntimeError, match="'cuda'"):
+            make(device="cuda")
+    assert nn.BatchNorm2d(4, dtype=torch.float64).num_batches_tracked.dtype == torch.int64
+    layer = _Layer(3, 2, True, "cpu", torch.float64)
+    assert layer(torch.ones(1, 3, dtype=torch.float64)).dtype == torch.float64

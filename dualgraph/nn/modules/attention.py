@@ -9,11 +9,12 @@ import numpy as np
 
 from .. import functional as F
 from .linear import Linear
-from .module import Module, Parameter, _uniform
+from .module import Module, Parameter, _uniform, accepts_device_dtype
 
 __all__ = ["MultiheadAttention"]
 
 
+@accepts_device_dtype
 class MultiheadAttention(Module):
     """PyTorch's ``nn.MultiheadAttention``: one packed input projection (``in_proj_weight``
     (3E, E), ``in_proj_bias``), ``num_heads`` heads of scaled dot-product attention and

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...ops.shape import concatenate as _concatenate
 from .. import functional as F
-from .module import Module, Parameter, _uniform
+from .module import Module, Parameter, _uniform, accepts_device_dtype
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
@@ -137,6 +137,7 @@ class _ConvNd(Module):
         return s
 
 
+@accepts_device_dtype
 class Conv2d(_ConvNd):
     """2-D convolution layer: weight ``(out_channels, in_channels/groups, kH, kW)``, bias
     ``(out_channels,)``, both uniform in ``±1/sqrt(fan_in)`` as in PyTorch.
@@ -156,6 +157,7 @@ class Conv2d(_ConvNd):
                         self.groups)
 
 
+@accepts_device_dtype
 class Conv1d(_ConvNd):
     """1-D convolution layer: weight ``(out_channels, in_channels/groups, k)``."""
 
@@ -173,6 +175,7 @@ class Conv1d(_ConvNd):
                         self.groups)
 
 
+@accepts_device_dtype
 class ConvTranspose2d(_ConvNd):
     """Transposed 2-D convolution layer: weight ``(in_channels, out_channels/groups, kH,
     kW)``; only ``padding_mode='zeros'`` (as PyTorch)."""
@@ -207,6 +210,7 @@ class ConvTranspose2d(_ConvNd):
         return tuple(out)
 
 
+@accepts_device_dtype
 class Conv3d(_ConvNd):
     """3-D convolution layer: weight ``(out_channels, in_channels/groups, kD, kH, kW)``,
     PyTorch's init. ``nn.Conv3d(1, 4, 3, padding=1)``"""
@@ -225,6 +229,7 @@ class Conv3d(_ConvNd):
                         self.groups)
 
 
+@accepts_device_dtype
 class ConvTranspose3d(_ConvNd):
     """Transposed 3-D convolution layer: weight ``(in_channels, out_channels/groups, kD, kH,
     kW)``; only ``padding_mode='zeros'`` (as PyTorch)."""

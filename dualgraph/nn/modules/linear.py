@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ...dtypes import as_dtype
+from ...dtypes import as_dtype, check_device
 from ...eager.grad_mode import no_grad
 from ...eager.internal import set_array
 from .. import functional as F
@@ -22,7 +22,9 @@ class Linear(Module):
     Initialised like PyTorch: uniform in ``±1/sqrt(in_features)`` for weight and bias.
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        check_device(device, "Linear()")
         for name, n in (("in_features", in_features), ("out_features", out_features)):
             if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
                 raise ValueError(f"Linear: {name} must be a non-negative int, got {n!r}")
@@ -35,6 +37,8 @@ class Linear(Module):
             self.bias = Parameter(_uniform((out_features,), bound))
         else:
             self.register_parameter("bias", None)
+        if dtype is not None:
+            self._cast(as_dtype(dtype))
 
     def forward(self, x: Any) -> Any:
         return F.linear(x, self.weight, self.bias)

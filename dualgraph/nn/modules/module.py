@@ -485,3 +485,24 @@ class Module:
 
 def _uniform(shape: tuple, bound: float) -> np.ndarray:
     return rng().uniform(-bound, bound, size=shape).astype(np.float32)
+
+
+def accepts_device_dtype(cls: type) -> type:
+    """Give layer class ``cls`` PyTorch's ``device=`` and ``dtype=`` constructor keywords
+    (``nn.Conv2d(3, 8, 3, device=device, dtype=torch.float64)``): the device must be the
+    CPU, and the floating-point parameters and buffers are made in ``dtype``."""
+    init = cls.__init__
+
+    def init_on(self: Module, *args: Any, device: Any = None, dtype: Any = None,
+                **kwargs: Any) -> None:
+        from ...dtypes import as_dtype, check_device
+
+        check_device(device, f"{cls.__name__}()")
+        init(self, *args, **kwargs)
+        if dtype is not None:
+            self._cast(as_dtype(dtype))
+
+    init_on.__doc__ = init.__doc__
+    init_on.__wrapped__ = init  # type: ignore[attr-defined]
+    cls.__init__ = init_on
+    return cls

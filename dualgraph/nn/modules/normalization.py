@@ -9,7 +9,7 @@ import numpy as np
 from ...eager.grad_mode import no_grad
 from ...eager.tensor import Tensor
 from .. import functional as F
-from .module import Module, Parameter
+from .module import Module, Parameter, accepts_device_dtype
 
 __all__ = [
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
@@ -23,6 +23,7 @@ def _norm_shape(normalized_shape: Any) -> tuple:
     return tuple(int(d) for d in normalized_shape)
 
 
+@accepts_device_dtype
 class LayerNorm(Module):
     """`F.layer_norm` over the last dims ``normalized_shape``, with a learnt elementwise
     ``weight`` (ones) and ``bias`` (zeros) when ``elementwise_affine``.
@@ -54,6 +55,7 @@ class LayerNorm(Module):
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
+@accepts_device_dtype
 class GroupNorm(Module):
     """`F.group_norm` with ``num_groups`` groups of ``num_channels`` channels and a learnt
     per-channel affine when ``affine``."""
@@ -166,6 +168,7 @@ class _BatchNorm(_NormBase):
                             training, factor, self.eps)
 
 
+@accepts_device_dtype
 class BatchNorm1d(_BatchNorm):
     """Batch norm of ``(N, C)`` or ``(N, C, L)`` input (`F.batch_norm`): batch statistics
     in training, which also update the running ones; the running ones in eval.
@@ -176,12 +179,14 @@ class BatchNorm1d(_BatchNorm):
     _dims = (2, 3)
 
 
+@accepts_device_dtype
 class BatchNorm2d(_BatchNorm):
     """Batch norm of ``(N, C, H, W)`` input; see `BatchNorm1d`."""
 
     _dims = (4,)
 
 
+@accepts_device_dtype
 class BatchNorm3d(_BatchNorm):
     """Batch norm of ``(N, C, D, H, W)`` input; see `BatchNorm1d`."""
 
@@ -209,6 +214,7 @@ class _InstanceNorm(_NormBase):
         return out.reshape(tuple(out.shape)[1:]) if unbatched else out
 
 
+@accepts_device_dtype
 class InstanceNorm1d(_InstanceNorm):
     """Instance norm of ``(N, C, L)`` (or unbatched ``(C, L)``) input: each channel of each
     sample over its length (`F.instance_norm`)."""
@@ -216,12 +222,14 @@ class InstanceNorm1d(_InstanceNorm):
     _spatial = 1
 
 
+@accepts_device_dtype
 class InstanceNorm2d(_InstanceNorm):
     """Instance norm of ``(N, C, H, W)`` (or unbatched ``(C, H, W)``) input."""
 
     _spatial = 2
 
 
+@accepts_device_dtype
 class InstanceNorm3d(_InstanceNorm):
     """Instance norm of ``(N, C, D, H, W)`` (or unbatched ``(C, D, H, W)``) input."""
 
