@@ -355,6 +355,8 @@ def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = No
         if high is None:
             raise TypeError("randint() missing the size argument")
         low, high, size = 0, low, high
+    elif high is None:  # randint(high, size=(n,))
+        low, high = 0, low
     shape = _size_arg(size, "randint()")
     if high <= low:
         raise RuntimeError(f"randint(): random_ expects 'from' to be less than 'to', but got "

@@ -165,3 +165,10 @@ def test_layers_take_device_and_dtype_keywords() -> None:
     assert nn.BatchNorm2d(4, dtype=torch.float64).num_batches_tracked.dtype == torch.int64
     layer = _Layer(3, 2, True, "cpu", torch.float64)
     assert layer(torch.ones(1, 3, dtype=torch.float64)).dtype == torch.float64
+
+
+def test_randint_of_high_with_size_keyword() -> None:
+    """pytorch/examples mnist_forward_forward: ``torch.randint(9, size=(1,))``."""
+    torch.manual_seed(0)
+    draws = torch.cat([torch.randint(3, size=(1,)) for _ in range(60)])
+    assert draws.dtype == torch.int64 and set(draws.tolist()) == {0, 1, 2}
