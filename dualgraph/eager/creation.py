@@ -47,6 +47,7 @@ def _shape_arg(shape: tuple) -> tuple:
 def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
           **kwargs: Any) -> Tensor:
     """A tensor of zeros: ``dg.zeros(2, 3)`` or ``dg.zeros((2, 3))``."""
+    shape = _size_keyword(shape, kwargs, "zeros()")
     factory_options("zeros()", device, kwargs)
     return _filled(np.zeros(_shape_arg(shape), as_dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
 
@@ -54,6 +55,7 @@ def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: A
 def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
          **kwargs: Any) -> Tensor:
     """A tensor of ones: ``dg.ones(2, 3)`` or ``dg.ones((2, 3))``."""
+    shape = _size_keyword(shape, kwargs, "ones()")
     factory_options("ones()", device, kwargs)
     return _filled(np.ones(_shape_arg(shape), as_dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
 
@@ -105,6 +107,16 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
 _FACTORY_KEYWORDS = frozenset({"layout", "pin_memory", "memory_format", "out"})
 
 
+def _size_keyword(shape: tuple, kwargs: dict, fn: str) -> tuple:
+    """The shape of a ``*size`` factory, given as PyTorch's ``size=`` keyword too
+    (``torch.empty(size=(3, 4))``, as pytorch/examples gat writes it)."""
+    if "size" not in kwargs:
+        return shape
+    if shape:
+        raise TypeError(f"{fn} got multiple values for argument 'size'")
+    return (kwargs.pop("size"),)
+
+
 def factory_options(fn: str, device: Any, kwargs: dict) -> None:
     """Check a factory's ``device=`` (the CPU only) and its other PyTorch keywords:
     ``layout`` (strided only), ``pin_memory`` and ``memory_format`` (accepted: there is no
@@ -124,6 +136,7 @@ def randn(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: A
           generator: Any = None, **kwargs: Any) -> Tensor:
     """Standard normal samples (float32 unless ``dtype`` says otherwise), from
     ``generator`` (a `dg.Generator`) or dualgraph's default one."""
+    shape = _size_keyword(shape, kwargs, "randn()")
     factory_options("randn()", device, kwargs)
     shape = _shape_arg(shape)
     dtype = as_dtype(dtype or _DEFAULT_FLOAT)
@@ -137,6 +150,7 @@ def rand(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: An
          generator: Any = None, **kwargs: Any) -> Tensor:
     """Uniform samples in ``[0, 1)`` (float32 unless ``dtype`` says otherwise), from
     ``generator`` (a `dg.Generator`) or dualgraph's default one."""
+    shape = _size_keyword(shape, kwargs, "rand()")
     factory_options("rand()", device, kwargs)
     shape = _shape_arg(shape)
     dtype = as_dtype(dtype or _DEFAULT_FLOAT)
@@ -188,6 +202,7 @@ def full_like(x: Any, fill_value: Any, *, dtype: Any = None,
 def empty(*shape: Any, dtype: Any = None, requires_grad: bool = False,
           device: Any = None, **kwargs: Any) -> Tensor:
     """An uninitialised tensor in PyTorch; zeros here, so results never depend on garbage."""
+    shape = _size_keyword(shape, kwargs, "empty()")
     factory_options("empty()", device, kwargs)
     return zeros(*shape, dtype=dtype, requires_grad=requires_grad)
 

@@ -172,3 +172,12 @@ def test_randint_of_high_with_size_keyword() -> None:
     torch.manual_seed(0)
     draws = torch.cat([torch.randint(3, size=(1,)) for _ in range(60)])
     assert draws.dtype == torch.int64 and set(draws.tolist()) == {0, 1, 2}
+
+
+def test_factories_take_the_size_keyword() -> None:
+    """pytorch/examples gat: ``nn.Parameter(torch.empty(size=(n_in, n_out)))``."""
+    for make in (torch.zeros, torch.ones, torch.empty, torch.rand, torch.randn):
+        assert make(size=(2, 3)).shape == (2, 3) and make(size=[4]).shape == (4,)
+    assert torch.ones(size=(2,), dtype=torch.float64).dtype == torch.float64
+    with pytest.raises(TypeError, match="multiple values"):
+        torch.zeros(2, size=(2,))
