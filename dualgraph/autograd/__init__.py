@@ -8,12 +8,26 @@ points the names PyTorch code imports them by, and adds custom ops (`Function`) 
 >>> dg.autograd.backward([y], [dg.ones(3)])
 """
 
+from typing import Any
+
 from ..eager.autograd import detect_anomaly
 from ..eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ..eager.tensor import backward, grad
 from . import functional
 from .function import Function, FunctionCtx, once_differentiable
 
-__all__ = ["Function", "FunctionCtx", "backward", "detect_anomaly", "enable_grad",
+__all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad",
            "functional", "grad", "is_grad_enabled", "no_grad", "once_differentiable",
            "set_grad_enabled"]
+
+
+def Variable(data: Any, requires_grad: bool = False, volatile: bool = False) -> Any:  # noqa: N802
+    """PyTorch's deprecated wrapper, kept for old tutorials (``Variable(x,
+    requires_grad=True)``): a tensor sharing ``data``'s values, a leaf that requires grad
+    if asked; ``volatile`` is accepted and ignored, as PyTorch does."""
+    from ..eager.tensor import Tensor
+
+    if not isinstance(data, Tensor):
+        raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+    out = data.detach() if data.requires_grad or requires_grad else data
+    return out.requires_grad_(True) if requires_grad else out

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..modes import bind
 from .broadcast import float_dtype, normalize_axis, normalize_dim
-from .elementwise import div, eq, gt, mul, ne, where
+from .elementwise import div, eq, gt, maximum, minimum, mul, ne, where
 from .index import gather_axis
 from .registry import OpDef, Reduction, register
 from .shape import astype, broadcast_to, reshape
@@ -323,15 +323,25 @@ def max(x: Any, dim: Any = None, keepdim: bool | None = None, *,  # noqa: A001
     named tuple ``(values, indices)`` (``v, i = dg.max(x, 1)``; ``keepdim=`` keeps the dim),
     whose gradient goes to the index returned; ``axis=1`` is ``dim=1``, as in PyTorch. A
     tuple ``axis`` or ``dim`` gives the values only, as ``torch.amax``, ties sharing the
-    gradient."""
+    gradient. ``dg.max(a, b)`` with a tensor ``b`` is `maximum`, as in PyTorch."""
+    if _is_other(dim):
+        return maximum(x, dim)
     return _extremum(MAX, ARGMAX, max_result, x, dim, keepdim, axis, keepdims)
 
 
 def min(x: Any, dim: Any = None, keepdim: bool | None = None, *,  # noqa: A001
         axis: Any = None, keepdims: bool | None = None) -> Any:
     """The min, or ``(values, indices)`` for one int ``dim``, as `max`.
-    ``dg.min(x, dim=0).indices``"""
+    ``dg.min(x, dim=0).indices``; ``dg.min(a, b)`` with a tensor ``b`` is `minimum` (PPO's
+    clipped objective ``torch.min(surr1, surr2)``)."""
+    if _is_other(dim):
+        return minimum(x, dim)
     return _extremum(MIN, ARGMIN, min_result, x, dim, keepdim, axis, keepdims)
+
+
+def _is_other(dim: Any) -> bool:
+    """Whether max/min's second argument is a tensor (PyTorch's ``max(input, other)``)."""
+    return hasattr(dim, "shape") and hasattr(dim, "dtype") and not isinstance(dim, np.generic)
 
 
 def amax(x: Any, axis: Any = None, keepdims: bool | None = None, *,

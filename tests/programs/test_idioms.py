@@ -181,3 +181,27 @@ def test_factories_take_the_size_keyword() -> None:
     assert torch.ones(size=(2,), dtype=torch.float64).dtype == torch.float64
     with pytest.raises(TypeError, match="multiple values"):
         torch.zeros(2, size=(2,))
+
+
+def test_max_and_min_of_two_tensors_are_elementwise() -> None:
+    """PPO's clipped objective ``-torch.min(surr1, surr2)``: a tensor second argument is
+    PyTorch's ``max(input, other)``, with the gradient going to the chosen side."""
+    a = torch.tensor([1.0, 3.0], requires_grad=True)
+    b = torch.tensor([2.0, 2.0])
+    assert torch.max(a, b).tolist() == [2.0, 3.0] and a.min(b).tolist() == [1.0, 2.0]
+    torch.min(a, b).sum().backward()
+    assert a.grad.tolist() == [1.0, 0.0]
+    assert torch.max(a, 0).indices.item() == 1  # an int is still a dim
+
+    @torch.compile
+    def clipped(x, y):
+        return torch.min(x, y) + torch.max(x, y)
+
+    assert clipped(torch.tensor([1.0, 5.0]), torch.tensor([2.0, 2.0])).tolist() == [3.0, 7.0]
+
+
+def test_autograd_variable_of_old_tutorials() -> None:
+    x = torch.autograd.Variable(torch.ones(2), requires_grad=True)
+    (x * 3).sum().backward()
+    assert x.requires_grad and x.grad.tolist() == [3.0, 3.0]
+    assert not torch.autograd.Variable(torch.ones(2)).requires_grad
