@@ -69,8 +69,12 @@ def _torchvision() -> dict[str, types.ModuleType]:
     transforms.Lambda = lambda fn: None
     utils.save_image = lambda *a, **k: None
     tv.datasets, tv.transforms, tv.utils = datasets, transforms, utils
+    # pytorch/examples gat imports requests (to download Cora) at module level; the tests
+    # build their own graph, and requests need not be installed.
+    requests = types.ModuleType("torchvision.requests")
     return {"torchvision": tv, "torchvision.datasets": datasets,
-            "torchvision.transforms": transforms, "torchvision.utils": utils}
+            "torchvision.transforms": transforms, "torchvision.utils": utils,
+            "requests": requests}
 
 
 @contextlib.contextmanager
@@ -85,6 +89,7 @@ def bound_torch(module: Any, vendored: tuple[str, ...] = ()) -> Iterator[None]:
                 importlib.import_module(f"{base}.{sub}")
     saved = {k: v for k, v in sys.modules.items()
              if k == "torch" or k.startswith("torch.") or k.startswith("torchvision")
+             or k == "requests"
              or any(k == v_ or k.startswith(v_ + ".") for v_ in vendored)}
     for k in saved:
         del sys.modules[k]
@@ -102,7 +107,7 @@ def bound_torch(module: Any, vendored: tuple[str, ...] = ()) -> Iterator[None]:
     finally:
         sys.path.remove(str(VENDOR))
         for k in [k for k in sys.modules if k == "torch" or k.startswith("torch.")
-                  or k.startswith("torchvision")
+                  or k.startswith("torchvision") or k == "requests"
                   or any(k == v_ or k.startswith(v_ + ".") for v_ in vendored)]:
             del sys.modules[k]
         sys.modules.update(saved)

@@ -16,7 +16,8 @@ import numpy as np
 from . import runners
 from .harness import GOLDENS
 
-PROGRAMS = ("mingpt", "nanogpt", "mnist", "vae", "regression", "dcgan") + tuple(
+PROGRAMS = ("mingpt", "nanogpt", "mnist", "vae", "regression", "dcgan", "mnist_rnn",
+            "gat") + tuple(
     f"makemore-{t}" for t in runners.MAKEMORE_TYPES)
 
 

@@ -646,3 +646,75 @@ def makemore_script(torch: Any, workdir: Any, model_type: str, steps: int = 11) 
     finally:
         sys.argv = old_argv
     return printed.getvalue()
+
+
+def mnist_rnn(torch: Any, weights: Any = None, compiled: bool = False) -> dict:
+    """pytorch/examples mnist_rnn: its LSTM ``Net`` (BatchNorm1d, Dropout2d on (N, C)
+    features) trained by its own ``train()`` for two epochs of five batches with its
+    ``main()``'s Adadelta(lr=0.1) and StepLR(gamma=0.7); dropout off (torch's and
+    dualgraph's random streams differ)."""
+    mn = import_program(torch, "examples.mnist_rnn_main")
+    torch.manual_seed(0)
+    model = mn.Net()
+    model.dropout1.p = model.dropout2.p = 0.0
+    out: dict = {}
+    if weights is None:
+        out["weights"] = state_arrays(model.state_dict())
+    else:
+        load_arrays(torch, model, weights)
+    x, y = _images(3, 20)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.tensor(x), torch.tensor(y)), batch_size=4)
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=0.1)
+    scheduler = mn.StepLR(optimizer, step_size=1, gamma=0.7)
+    losses: list[float] = []
+    mn.F = _Recorder(mn.F, "nll_loss", losses)
+    net = _compile(torch, model) if compiled else model
+    args = argparse.Namespace(log_interval=10 ** 6, dry_run=False)
+    for epoch in (1, 2):
+        mn.train(args, net, torch.device("cpu"), loader, optimizer, epoch)
+        scheduler.step()
+    out["losses"] = losses
+    if compiled:
+        out["compiled"] = net
+    return out
+
+
+class _Criterion:
+    """A loss module that records ``float`` of each loss it computes."""
+
+    def __init__(self, criterion: Any, sink: list) -> None:
+        self._criterion, self._sink = criterion, sink
+
+    def __call__(self, *args: Any) -> Any:
+        value = self._criterion(*args)
+        self._sink.append(value.item())
+        return value
+
+
+def gat(torch: Any, weights: Any = None, compiled: bool = False) -> dict:
+    """pytorch/examples gat: its two-layer, multi-head ``GAT`` on a random 12-node graph,
+    trained by its own ``train_iter`` (which also evaluates on the training and
+    validation masks: three losses a step) with its ``main()``'s Adam(lr=0.005,
+    weight_decay=5e-4); attention dropout off."""
+    ga = import_program(torch, "examples.gat_main")
+    torch.manual_seed(0)
+    model = ga.GAT(in_features=10, n_hidden=8, n_heads=2, num_classes=3, dropout=0.0)
+    out: dict = {}
+    if weights is None:
+        out["weights"] = state_arrays(model.state_dict())
+    else:
+        load_arrays(torch, model, weights)
+    rng = np.random.default_rng(4)
+    features = torch.tensor(rng.standard_normal((12, 10)).astype(np.float32))
+    adj = torch.tensor((np.eye(12) + (rng.random((12, 12)) < 0.3)).clip(0, 1).astype(np.int64))
+    labels = torch.tensor(rng.integers(0, 3, size=12))
+    mask_train, mask_val = torch.arange(0, 8), torch.arange(8, 12)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.005, weight_decay=5e-4)
+    losses: list[float] = []
+    criterion = _Criterion(torch.nn.NLLLoss(), losses)
+    for epoch in range(1, STEPS + 1):
+        ga.train_iter(epoch, model, optimizer, criterion, (features, adj), labels,
+                      mask_train, mask_val, print_every=10 ** 6)
+    out["losses"] = losses
+    return out

@@ -1,0 +1,34 @@
+"""More pytorch/examples programs run unchanged with ``torch`` bound to dualgraph, from
+torch's initial weights, against torch's per-step losses (goldens/, recorded by
+``record_goldens.py``): mnist_rnn (an LSTM over image rows, BatchNorm1d, Dropout2d on
+(N, C) features, Adadelta and StepLR) and gat (a multi-head graph attention network built
+from ``torch.Tensor``-era idioms: ``torch.empty(size=...)``, masked softmax, Adam with
+weight decay)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+
+from . import runners
+from .harness import GOLDENS
+
+GOLD = json.loads((GOLDENS / "losses.json").read_text())["programs"]
+
+
+@pytest.mark.parametrize("name", ["mnist_rnn", "gat"])
+def test_example_losses_equal_torchs_eagerly(name: str) -> None:
+    weights = np.load(GOLDENS / f"{name}.npz")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # mnist_rnn's Dropout2d of (N, C)
+        out = getattr(runners, name)(dg, weights=weights)
+    want = GOLD[name]["losses"]
+    # gat's train_iter computes three losses a step: training, then evaluation on the
+    # training and validation masks.
+    assert len(out["losses"]) == len(want) == runners.STEPS * (3 if name == "gat" else 1)
+    np.testing.assert_allclose(out["losses"], want, rtol=1e-5)
