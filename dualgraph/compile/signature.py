@@ -92,9 +92,11 @@ def const_key(a: Any, i: int, keep: dict) -> tuple:
 
 
 def overlapping(arrays: list) -> tuple | None:
-    """The pairs ``(i, j)`` of arrays (tensor and array arguments, in order) whose memory
-    overlaps, or ``None``. Arrays with different base arrays cannot overlap, so the usual
-    call costs one ``.base`` read per array."""
+    """The pairs ``(i, j, where)`` of arrays (tensor and array arguments, in order) whose
+    memory overlaps, or ``None``; ``where`` places the two in their memory: the byte
+    offset of ``j`` from ``i``, and both strides (a trace may read one as a view of the
+    other, `basic_view`, valid only for the same placement). Arrays with different base
+    arrays cannot overlap, so the usual call costs one ``.base`` read per array."""
     roots = [id(a) if a.base is None else id(a.base) for a in arrays]
     if len(set(roots)) == len(roots):
         return None
@@ -102,8 +104,61 @@ def overlapping(arrays: list) -> tuple | None:
     for i in range(len(arrays)):
         for j in range(i + 1, len(arrays)):
             if roots[i] == roots[j] and _shares(arrays[i], arrays[j]):
-                pairs.append((i, j))
+                a, b = arrays[i], arrays[j]
+                where = (_address(b) - _address(a), a.strides, b.strides)
+                pairs.append((i, j, where))
     return tuple(pairs) or None
+
+
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def basic_view(base: np.ndarray, view: np.ndarray) -> tuple | None:
+    """An index (ints, slices with a positive step, ``None``) such that ``base[index]``
+    is exactly ``view``'s memory (same start, shape and strides), or None when there is
+    none (another dtype, a transposed or reshaped view): ``h(x[1:3], x)`` is traced as
+    ``h(x[1:3], x)``, so a write through one is seen through the other."""
+    if base.dtype != view.dtype or base.ndim == 0:
+        return None
+    off = _address(view) - _address(base)
+    shape, strides = base.shape, base.strides
+    if off < 0 or any(t <= 0 for n, t in zip(shape, strides) if n > 1):
+        return None
+    start = [0] * base.ndim
+    rest = off
+    for e in sorted(range(base.ndim), key=lambda e: -strides[e]):
+        if shape[e] > 1:
+            start[e] = min(rest // strides[e], shape[e] - 1)
+            rest -= start[e] * strides[e]
+    if rest != 0:
+        return None
+    index: list = []
+    e = 0  # the next base dimension to place
+    for n, t in zip(view.shape, view.strides):
+        if n == 1:
+            index.append(None)
+            continue
+        # The first base dimension left whose stride divides this one.
+        while e < base.ndim and not (shape[e] > 1 and t > 0 and t % strides[e] == 0):
+            index.append(start[e])
+            e += 1
+        if e == base.ndim:
+            return None
+        k = t // strides[e]
+        index.append(slice(start[e], start[e] + (n - 1) * k + 1, k))
+        e += 1
+    index += start[e:]
+    index = tuple(index)
+    try:
+        got = base[index]
+    except IndexError:
+        return None
+    def placed(a: np.ndarray) -> tuple:  # a size-1 dimension's stride is never used
+        return (a.shape, tuple(t for n, t in zip(a.shape, a.strides) if n > 1),
+                _address(a))
+
+    return index if placed(got) == placed(view) else None
 
 
 def _shares(a: np.ndarray, b: np.ndarray) -> bool:
@@ -190,7 +245,7 @@ def describe_change(old: tuple, new: tuple, args: tuple) -> str:
         return f"argument {i}: requires_grad={b[2]} instead of {a[2]}"
     if old_alias != new_alias:
         def shown(alias: tuple | None) -> str:
-            return ", ".join(f"{i} and {j}" for i, j in alias) if alias else "none"
+            return ", ".join(f"{i} and {j}" for i, j, _ in alias) if alias else "none"
         return (f"tensor arguments sharing memory: {shown(new_alias)} instead of "
                 f"{shown(old_alias)} (counted among tensor and array arguments)")
     return f"grad mode {'on' if new_grad else 'off'} instead of {'on' if old_grad else 'off'}"

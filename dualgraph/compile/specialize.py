@@ -148,7 +148,7 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     t0 = time.perf_counter()
     if stats.first_call_at is None:
         stats.first_call_at = t0
-    ctx, outputs, single, grad_writes = trace_call(fn, args)
+    ctx, outputs, single, grad_writes = trace_call(fn, args, alias=alias)
     check_aliasing(ctx, args, alias)
     user = list(outputs)
     writes = list(ctx.writes.values())
@@ -254,7 +254,9 @@ def check_aliasing(ctx: Any, args: tuple, alias: tuple | None) -> None:
     if not written:
         return
     tensors = [a for a in args if isinstance(a, (Tensor, np.ndarray))]
-    for i, j in alias or ():
+    for i, j, _ in alias or ():
+        if (i, j) in getattr(ctx, "traced_alias", ()):
+            continue  # traced as a view of one another: writes are seen through both
         for k in (i, j):
             if id(tensors[k]) in written:
                 other = j if k == i else i
