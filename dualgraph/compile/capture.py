@@ -21,7 +21,7 @@ from ..errors import TraceError
 from ..ir.graph import Node
 from ..trace.tracer import TraceContext, Tracer, graph_outputs
 from .baked import BakedArray
-from .guards import Identity, ModuleAttrs, ModuleHookTable, ModuleTable, Value
+from .guards import ArgPlacement, Identity, ModuleAttrs, ModuleHookTable, ModuleTable, Value
 from .plan import RuntimeScalar, Slot
 
 
@@ -216,11 +216,11 @@ def _trace_views(ctx: CallTraceContext, args: tuple, targs: list, alias: tuple) 
     (`signature.basic_view`: ints, slices, new axes) and neither requires grad, the
     trace reads it as that view of the other's input, so a write through either is seen
     through both, as in eager mode; the pair goes to ``ctx.traced_alias``."""
-    from .signature import basic_view
+    from .signature import basic_view, placement
 
     arrays = [k for k, a in enumerate(args) if isinstance(a, (Tensor, np.ndarray))]
     viewed: dict = {}
-    for i, j, _ in alias:
+    for i, j in alias:
         ki, kj = arrays[i], arrays[j]
         if any(isinstance(args[k], Tensor) and args[k].requires_grad for k in (ki, kj)):
             continue
@@ -234,6 +234,10 @@ def _trace_views(ctx: CallTraceContext, args: tuple, targs: list, alias: tuple) 
                 viewed[kv] = kb
                 targs[kv] = targs[kb][index]
                 ctx.traced_alias.add((i, j))
+                # The trace holds for this placement only (``x[2:4]`` after ``x[1:3]``
+                # is another view): a guard, so read-only overlaps stay one entry.
+                ctx.reads[("placement", kb, kv)] = ArgPlacement(
+                    kb, kv, placement(args[kb], args[kv]), placement)
                 break
 
 

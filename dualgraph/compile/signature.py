@@ -92,11 +92,9 @@ def const_key(a: Any, i: int, keep: dict) -> tuple:
 
 
 def overlapping(arrays: list) -> tuple | None:
-    """The pairs ``(i, j, where)`` of arrays (tensor and array arguments, in order) whose
-    memory overlaps, or ``None``; ``where`` places the two in their memory: the byte
-    offset of ``j`` from ``i``, and both strides (a trace may read one as a view of the
-    other, `basic_view`, valid only for the same placement). Arrays with different base
-    arrays cannot overlap, so the usual call costs one ``.base`` read per array."""
+    """The pairs ``(i, j)`` of arrays (tensor and array arguments, in order) whose memory
+    overlaps, or ``None``. Arrays with different base arrays cannot overlap, so the usual
+    call costs one ``.base`` read per array."""
     roots = [id(a) if a.base is None else id(a.base) for a in arrays]
     if len(set(roots)) == len(roots):
         return None
@@ -104,14 +102,19 @@ def overlapping(arrays: list) -> tuple | None:
     for i in range(len(arrays)):
         for j in range(i + 1, len(arrays)):
             if roots[i] == roots[j] and _shares(arrays[i], arrays[j]):
-                a, b = arrays[i], arrays[j]
-                where = (_address(b) - _address(a), a.strides, b.strides)
-                pairs.append((i, j, where))
+                pairs.append((i, j))
     return tuple(pairs) or None
 
 
 def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
+
+
+def placement(base: Any, view: Any) -> tuple:
+    """Where ``view``'s memory sits in ``base``'s: the byte offset and both strides."""
+    b = array_of(base) if isinstance(base, Tensor) else base
+    v = array_of(view) if isinstance(view, Tensor) else view
+    return (_address(v) - _address(b), b.strides, v.strides)
 
 
 def basic_view(base: np.ndarray, view: np.ndarray) -> tuple | None:
@@ -245,7 +248,7 @@ def describe_change(old: tuple, new: tuple, args: tuple) -> str:
         return f"argument {i}: requires_grad={b[2]} instead of {a[2]}"
     if old_alias != new_alias:
         def shown(alias: tuple | None) -> str:
-            return ", ".join(f"{i} and {j}" for i, j, _ in alias) if alias else "none"
+            return ", ".join(f"{i} and {j}" for i, j in alias) if alias else "none"
         return (f"tensor arguments sharing memory: {shown(new_alias)} instead of "
                 f"{shown(old_alias)} (counted among tensor and array arguments)")
     return f"grad mode {'on' if new_grad else 'off'} instead of {'on' if old_grad else 'off'}"

@@ -160,6 +160,15 @@ def test_another_placement_of_a_view_argument_retraces():
         expected = 15.0 - start - (start + 1)
         assert f(x[start:start + 2], x).item() == expected
     assert f.stats.traces == 3
+    assert "another view of argument 1" in f.stats.retrace_reasons[-1]
+
+
+def test_overlapping_arguments_only_read_are_one_entry_for_any_placement():
+    f = dg.compile(lambda w, x: (w * x.sum()).sum(), tiered=False)
+    x = dg.arange(6, dtype=dg.float32)
+    for start in range(4):
+        assert f(x[start:start + 2], x).item() == 15.0 * (2 * start + 1)
+    assert f.stats.traces == 1
 
 
 # ---------------------------------------------------------- IEEE edges across the tier swap
