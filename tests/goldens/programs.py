@@ -2033,7 +2033,8 @@ def pointwise_names(lib, F, x, p):
             lib.broadcast_tensors(x, p[:1]),
             x.where(x > 0, p), lib.trapezoid(x), lib.trapezoid(x, dx=0.5, dim=0),
             lib.cumulative_trapezoid(x), lib.vander(x[0].detach(), 4), lib.diagflat(x[0], -1),
-            lib.block_diag(x, p[0]), lib.cartesian_prod(x[0], p[1, :2]), lib.clone(x), lib.t(x), lib.squeeze(x[None]),
+            lib.block_diag(x, p[0]), lib.cartesian_prod(x[0], p[1, :2]), lib.clone(x), lib.t(x),
+            lib.squeeze(x[None]),
             lib.unsqueeze(x, 1), lib.permute(x, (1, 0)), lib.ravel(x), lib.real(x))
 
 
