@@ -238,7 +238,13 @@ DET = register(OpDef("det", _det_impl, _det_infer, _det_vjp, "LinalgDetBackward0
 def inv(A: Any) -> Any:  # noqa: N803
     """The inverse of each square matrix in ``A`` (``torch.linalg.inv``); a singular one
     raises `LinAlgError`."""
-    return bind(INV, A)
+    try:
+        return bind(INV, A)
+    except RuntimeError as e:
+        # The eager engine wraps a kernel's error; a singular matrix keeps PyTorch's type.
+        if isinstance(e.__cause__, LinAlgError):
+            raise e.__cause__ from None
+        raise
 
 
 def det(A: Any) -> Any:  # noqa: N803
