@@ -262,7 +262,7 @@ __all__ += [
 # isort: split
 # Devices (CPU only), dtype aliases, random generators, inference mode, data loading and
 # serialization: PyTorch's everyday surface.
-from . import accelerator, amp, backends, cuda, distributed, utils  # noqa: E402
+from . import accelerator, amp, backends, cuda, distributed, distributions, utils  # noqa: E402
 from .dtypes import bfloat16, device, int8, int16, uint8  # noqa: E402
 from .eager.creation import (  # noqa: E402
     Generator,
@@ -306,7 +306,7 @@ def is_tensor(obj: _typing.Any) -> bool:
 
 
 __all__ += [
-    "Generator", "accelerator", "amp", "backends", "bfloat16", "bmm", "cuda",
+    "Generator", "accelerator", "amp", "backends", "bfloat16", "bmm", "cuda", "distributions",
     "default_generator", "device", "distributed", "double", "dtype",
     "float", "get_default_dtype", "get_rng_state", "half", "inference_mode", "initial_seed",
     "int", "int8", "int16", "is_inference_mode_enabled", "is_tensor", "load", "long", "mm",

@@ -25,7 +25,7 @@ from ..ops.mixin import (
     view_leaf_inplace_error,
     writes_expanded,
 )
-from . import grad_mode
+from . import allocator, grad_mode
 from .autograd import RULES_RUNNING, AccumulateGrad, Function, RemovableHandle, run_backward
 
 _GRAD = grad_mode.GRAD_ENABLED
@@ -811,6 +811,7 @@ def _check_view_write(t: _ViewTensor) -> None:
 
 EAGER = EagerMode()
 modes.push_mode(EAGER)
+allocator.tune()  # eager temporaries reuse freed heap instead of faulting pages in again
 
 
 # --------------------------------------------------------------------------- backward

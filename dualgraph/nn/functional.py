@@ -1610,7 +1610,7 @@ def gumbel_softmax(logits: Any, tau: float = 1.0, hard: bool = False, eps: float
     u = rand(*tuple(logits.shape), dtype=logits.dtype)
     # -log(Exp(1)) is Gumbel(0, 1); 1 - u is in (0, 1], so the exponential is finite.
     gumbels = E.neg(E.log(E.neg(E.log(E.sub(1.0, u)))))
-    y_soft = N.softmax(E.div(E.add(logits, gumbels), tau), dim)
+    y_soft = SM.softmax(E.div(E.add(logits, gumbels), tau), dim)
     if not hard:
         return y_soft
     index = R.argmax(y_soft, dim, keepdim=True)
@@ -1623,7 +1623,7 @@ def softmax2d(input: Any) -> Any:  # noqa: A002
     """``softmax`` over the channels (dim -3) of (N, C, H, W) or (C, H, W) input."""
     if input.ndim not in (3, 4):
         raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
-    return N.softmax(input, -3)
+    return SM.softmax(input, -3)
 
 
 __all__ += ["celu_", "elu_", "gumbel_softmax", "hardtanh_", "leaky_relu_", "relu_", "rrelu",

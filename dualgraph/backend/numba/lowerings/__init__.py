@@ -300,17 +300,12 @@ def path(op: OpDef) -> str | None:
     return "kernel" if op.name in LOWER else None
 
 
-class Arg(str):
-    """An operand as a lowering receives it: its variable name (what a source-line lowering
-    formats) carrying its kernel IR buffer (``.buf``: shape, dtype, layout, what an IR
-    builder reads)."""
+@dataclass(frozen=True)
+class Arg:
+    """A value operand as a lowering receives it: the kernel IR buffer holding it
+    (``.buf``: name, shape, dtype, layout). A literal operand arrives as a `kir.Const`."""
 
     buf: kir.Buffer
-
-    def __new__(cls, buf: kir.Buffer) -> Arg:
-        a = str.__new__(cls, buf.name)
-        a.buf = buf
-        return a
 
 
 def _reshaped(block: kir.Block, buf: kir.Buffer, shape: tuple, name: str) -> kir.Buffer:

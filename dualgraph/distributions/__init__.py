@@ -1,0 +1,17 @@
+"""`dg.distributions`: probability distributions with PyTorch's API (``sample``,
+``rsample``, ``log_prob``, ``entropy``, ``mean``, ``variance``) and `kl_divergence`.
+
+Everything is written with tensor ops, so ``log_prob``, ``entropy``, ``rsample`` and the KL
+divergences differentiate, and run inside `dg.compile`. Draws come from dualgraph's
+generator: `dg.manual_seed` makes them reproducible.
+"""
+
+from . import constraints, kl
+from .bernoulli import Bernoulli
+from .categorical import Categorical, OneHotCategorical
+from .distribution import Distribution
+from .kl import kl_divergence, register_kl
+from .normal import Normal, Uniform
+
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "OneHotCategorical",
+           "Uniform", "constraints", "kl", "kl_divergence", "register_kl"]

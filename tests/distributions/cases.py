@@ -1,0 +1,91 @@
+"""Distributions built the same way with torch and dualgraph (``lib`` is either), for
+test_distributions.py; record_goldens.py records torch's values and gradients.
+
+A case is ``(name, make(lib, *params) -> distribution, params, value)``: ``params`` are
+float64 arrays that require grad (or ``("const", array)``), ``value`` the argument of
+``log_prob``. A KL case is ``(name, make_p, make_q, params)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+R = np.random.default_rng(7)
+PROBS = R.uniform(0.1, 1.0, (2, 3))
+LOGITS = R.standard_normal((2, 3))
+BIN = R.uniform(0.1, 0.9, (4,))
+LOC, SCALE = R.standard_normal((3,)), R.uniform(0.5, 2.0, (3,))
+LOW, HIGH = R.uniform(-2, -1, (3,)), R.uniform(1, 2, (3,))
+
+
+def _D(lib):  # noqa: N802
+    return lib.distributions
+
+
+CASES = [
+    ("categorical-probs", lambda lib, p: _D(lib).Categorical(probs=p), [PROBS],
+     np.array([[0, 2], [1, 1], [2, 0]])),
+    ("categorical-logits", lambda lib, lg: _D(lib).Categorical(logits=lg), [LOGITS],
+     np.array([1, 0])),
+    ("onehot-logits", lambda lib, lg: _D(lib).OneHotCategorical(logits=lg), [LOGITS],
+     np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])),
+    ("bernoulli-probs", lambda lib, p: _D(lib).Bernoulli(probs=p), [BIN],
+     np.array([1.0, 0.0, 1.0, 1.0])),
+    ("bernoulli-logits", lambda lib, lg: _D(lib).Bernoulli(logits=lg), [LOGITS],
+     np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]])),
+    ("normal", lambda lib, m, s: _D(lib).Normal(m, s), [LOC, SCALE],
+     R.standard_normal((2, 3))),
+    ("normal-scalar-scale", lambda lib, m: _D(lib).Normal(m, 0.7), [LOC],
+     R.standard_normal((3,))),
+    ("uniform", lambda lib, lo, hi: _D(lib).Uniform(lo, hi), [LOW, HIGH],
+     R.uniform(-0.9, 0.9, (2, 3))),
+]
+
+KL = [
+    ("categorical", lambda lib, a, b: _D(lib).Categorical(probs=a),
+     lambda lib, a, b: _D(lib).Categorical(logits=b), [PROBS, LOGITS]),
+    ("onehot", lambda lib, a, b: _D(lib).OneHotCategorical(probs=a),
+     lambda lib, a, b: _D(lib).OneHotCategorical(probs=b), [PROBS, PROBS[::-1].copy()]),
+    ("bernoulli", lambda lib, a, b: _D(lib).Bernoulli(probs=a),
+     lambda lib, a, b: _D(lib).Bernoulli(logits=b), [BIN, R.standard_normal((4,))]),
+    ("normal", lambda lib, a, b: _D(lib).Normal(a, b),
+     lambda lib, a, b: _D(lib).Normal(b, a * a + 0.5), [LOC, SCALE]),
+    ("uniform", lambda lib, a, b: _D(lib).Uniform(a, b),
+     lambda lib, a, b: _D(lib).Uniform(a - 0.5, b + 1.0), [LOW, HIGH]),
+    ("uniform-normal", lambda lib, a, b: _D(lib).Uniform(a, b),
+     lambda lib, a, b: _D(lib).Normal(b, b - a), [LOW, HIGH]),
+]
+
+PROPERTIES = ("mean", "variance", "stddev")
+
+
+def run(lib, i: int) -> dict:
+    """Case ``i``: log_prob, entropy, mean, variance (and cdf where defined), and the
+    gradient of ``log_prob.sum() + entropy.sum()`` w.r.t. each parameter."""
+    _, make, params, value = CASES[i]
+    ts = [lib.tensor(p, requires_grad=True) for p in params]
+    d = make(lib, *ts)
+    out = {}
+    lp = d.log_prob(lib.tensor(value))
+    ent = d.entropy()
+    out["log_prob"], out["entropy"] = lp.detach().numpy(), ent.detach().numpy()
+    for name in PROPERTIES:
+        out[name] = getattr(d, name).detach().numpy()
+    if hasattr(d, "loc") or hasattr(d, "low"):
+        out["cdf"] = d.cdf(lib.tensor(value)).detach().numpy()
+    (lp.sum() + ent.sum()).backward()
+    for k, t in enumerate(ts):
+        out[f"grad{k}"] = t.grad.numpy()
+    return out
+
+
+def run_kl(lib, i: int) -> dict:
+    _, make_p, make_q, params = KL[i]
+    ts = [lib.tensor(p, requires_grad=True) for p in params]
+    kl = _D(lib).kl_divergence(make_p(lib, *ts), make_q(lib, *ts))
+    (kl * lib.tensor(np.linspace(0.5, 1.5, kl.numel()).reshape(tuple(kl.shape)))).sum() \
+        .backward()
+    out = {"kl": kl.detach().numpy()}
+    for k, t in enumerate(ts):
+        out[f"grad{k}"] = t.grad.numpy()
+    return out
