@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from .dtypes import as_dtype
-from .eager.creation import zeros
-from .eager.tensor import Tensor, tensor
+from .eager.creation import legacy_construct
+from .eager.tensor import Tensor
 
 
 class _TensorType(type):
@@ -33,18 +33,7 @@ class _TensorType(type):
         from .dtypes import check_device
 
         check_device(device, f"{cls.__name__}()")
-        if not args:
-            return zeros(0, dtype=cls.dtype)
-        if len(args) == 1 and isinstance(args[0], Tensor):
-            return args[0].astype(cls.dtype)
-        if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
-            return zeros(*args, dtype=cls.dtype)
-        if len(args) == 1 and isinstance(args[0], tuple) and all(
-                isinstance(a, (int, np.integer)) for a in args[0]) and type(args[0]) is not tuple:
-            return zeros(*args[0], dtype=cls.dtype)  # a dg.Size
-        if len(args) != 1:
-            raise TypeError(f"{cls.__name__}(): expected data or sizes, got {args!r}")
-        return tensor(args[0], dtype=cls.dtype)
+        return legacy_construct(cls.dtype, cls.__name__, args)
 
 
 def _make(name: str, dtype: Any) -> type:

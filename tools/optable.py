@@ -1,6 +1,7 @@
 """The supported op surface, generated from the registry: a Markdown table for docs/eager.md.
 
-For each public `dg` function, tensor method or operator, `dg.nn.functional` function and
+For each public `dg` function (and those of `dg.linalg` and `dg.special`), tensor method or
+operator, `dg.nn.functional` function and
 `dg.nn` module, the registry ops it binds are found by reading its bytecode (and that of the
 dualgraph functions it calls, transitively): globals and attribute chains that resolve to
 an `OpDef` (``bind(LAYER_NORM, ...)``, ``E.mul(...)``), methods called on a tensor
@@ -55,7 +56,7 @@ class Walker:
         from dualgraph.ops.mixin import TensorOps
 
         self.OPS, self.OpDef, self.TensorOps = OPS, OpDef, TensorOps
-        self._memo: dict[int, frozenset] = {}
+        self._memo: dict[tuple, frozenset] = {}
 
     def ops_of(self, fn: Any) -> frozenset:
         fn = inspect.unwrap(getattr(fn, "__func__", fn))
@@ -65,7 +66,9 @@ class Walker:
         return self._code(code, getattr(fn, "__globals__", {}), fn.__closure__ or ())
 
     def _code(self, code: types.CodeType, globs: dict, closure: tuple) -> frozenset:
-        key = id(code)
+        # One code object serves many closures (generated methods): the cells are part of
+        # the key.
+        key = (id(code),) + tuple(id(c) for c in closure)
         if key in self._memo:
             return self._memo[key]
         self._memo[key] = frozenset()  # recursion guard
@@ -151,8 +154,12 @@ def surface() -> list[tuple[str, list[tuple[str, frozenset]]]]:
     mods = [(f"nn.{n}", _module_ops(w, getattr(nn, n))) for n in sorted(nn.__all__)
             if inspect.isclass(getattr(nn, n)) and issubclass(getattr(nn, n), Module)
             and getattr(nn, n) is not Module]
-    return [("`dg` functions", funcs), ("Tensor methods and operators", methods),
-            ("`dg.nn.functional`", fns), ("`dg.nn` modules", mods)]
+    spaces = [(f"dg.{ns}.{n}", w.ops_of(getattr(getattr(dg, ns), n)))
+              for ns in ("linalg", "special") for n in sorted(getattr(dg, ns).__all__)
+              if inspect.isfunction(getattr(getattr(dg, ns), n))]
+    return [("`dg` functions", funcs), ("`dg.linalg` and `dg.special`", spaces),
+            ("Tensor methods and operators", methods), ("`dg.nn.functional`", fns),
+            ("`dg.nn` modules", mods)]
 
 
 def _row(api: str, ops: frozenset) -> str:

@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 
 from .._location import user_location
-from ..eager.internal import set_grad
+from ..eager.internal import array_of, set_grad
 from ..eager.tensor import Tensor
 from ..errors import TraceError
 from ..ir.graph import Node
 from ..trace.tracer import TraceContext, Tracer, graph_outputs
 from .baked import BakedArray
-from .guards import Identity, ModuleAttrs, ModuleHookTable, ModuleTable, Value
+from .guards import ArgPlacement, Identity, ModuleAttrs, ModuleHookTable, ModuleTable, Value
 from .plan import RuntimeScalar, Slot
 
 
@@ -44,6 +44,8 @@ class CallTraceContext(TraceContext):
         # Other values the trace may bake in, to be fingerprinted once it ends
         # (`signature.capture_guards`): ``(what, get, load name, code objects)``.
         self.baked_roots: list = []
+        # Pairs of array arguments sharing memory traced as a view of one another.
+        self.traced_alias: set = set()
         self._baked_ids: set = set()
 
     def as_node(self, a: Any) -> Any:
@@ -172,11 +174,14 @@ def _keyed_by_value(a: Any) -> bool:
     return False
 
 
-def trace_call(fn: Callable, args: tuple, with_outputs: bool = True) -> tuple:
+def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
+               alias: tuple | None = None) -> tuple:
     """Trace ``fn(*args)``; returns ``(ctx, outputs, single, grad_writes)``.
 
     ``outputs`` are the output nodes (``None`` unless ``with_outputs``), ``single`` whether
-    ``fn`` returned one value, ``grad_writes`` what `restore_grads` returned.
+    ``fn`` returned one value, ``grad_writes`` what `restore_grads` returned. ``alias``:
+    the array arguments that share memory (`signature.overlapping`); one that is a plain
+    view of another (``h(x[1:3], x)``) is traced as that view of it (`_trace_views`).
     """
     ctx = CallTraceContext()
     ctx.arg_index = {id(a): i for i, a in enumerate(args) if isinstance(a, Tensor)}
@@ -196,12 +201,44 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True) -> tuple:
     outputs = single = None
     try:
         with ctx:
+            if alias:
+                _trace_views(ctx, args, targs, alias)
             out = fn(*targs)
         if with_outputs:
             outputs, single = graph_outputs(ctx, out, fn)
     finally:
         grad_writes = restore_grads(ctx)
     return ctx, outputs, single, grad_writes
+
+
+def _trace_views(ctx: CallTraceContext, args: tuple, targs: list, alias: tuple) -> None:
+    """Arguments that share memory: where one is a plain view of the other
+    (`signature.basic_view`: ints, slices, new axes) and neither requires grad, the
+    trace reads it as that view of the other's input, so a write through either is seen
+    through both, as in eager mode; the pair goes to ``ctx.traced_alias``."""
+    from .signature import basic_view, placement
+
+    arrays = [k for k, a in enumerate(args) if isinstance(a, (Tensor, np.ndarray))]
+    viewed: dict = {}
+    for i, j in alias:
+        ki, kj = arrays[i], arrays[j]
+        if any(isinstance(args[k], Tensor) and args[k].requires_grad for k in (ki, kj)):
+            continue
+        for kb, kv in ((ki, kj), (kj, ki)):
+            if kb in viewed or kv in viewed:
+                continue
+            d = [array_of(args[k]) if isinstance(args[k], Tensor) else args[k]
+                 for k in (kb, kv)]
+            index = basic_view(d[0], d[1])
+            if index is not None:
+                viewed[kv] = kb
+                targs[kv] = targs[kb][index]
+                ctx.traced_alias.add((i, j))
+                # The trace holds for this placement only (``x[2:4]`` after ``x[1:3]``
+                # is another view): a guard, so read-only overlaps stay one entry.
+                ctx.reads[("placement", kb, kv)] = ArgPlacement(
+                    kb, kv, placement(args[kb], args[kv]), placement)
+                break
 
 
 def restore_grads(ctx: TraceContext) -> list:

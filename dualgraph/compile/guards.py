@@ -141,6 +141,29 @@ class ArgGradNone(Guard):
         return f"{gen.arg(self.position)}.grad is None", self.expected
 
 
+class ArgPlacement(Guard):
+    """Where argument ``view`` sits in argument ``base``'s memory (`signature.placement`):
+    a trace that read one as a view of the other holds for that placement only."""
+
+    __slots__ = ("base", "view", "place")
+
+    def __init__(self, base: int, view: int, expected: tuple,
+                 place: Callable[[Any, Any], tuple]) -> None:
+        self.base, self.view, self.place = base, view, place
+        self.expected = expected
+
+    def now(self, args: tuple) -> tuple:
+        return self.place(args[self.base], args[self.view])
+
+    def describe(self, now: tuple) -> str:
+        return (f"argument {self.view} is another view of argument {self.base} (byte offset "
+                f"{now[0]} instead of {self.expected[0]})")
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        return (f"{gen.const(self.place, 'place')}({gen.arg(self.base)}, "
+                f"{gen.arg(self.view)})", self.expected)
+
+
 class Identity(Guard):
     """``table.get(name)`` (a module's parameter, buffer or submodule table, a function's
     globals) is still ``value``."""

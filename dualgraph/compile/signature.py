@@ -106,6 +106,64 @@ def overlapping(arrays: list) -> tuple | None:
     return tuple(pairs) or None
 
 
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def placement(base: Any, view: Any) -> tuple:
+    """Where ``view``'s memory sits in ``base``'s: the byte offset and both strides."""
+    b = array_of(base) if isinstance(base, Tensor) else base
+    v = array_of(view) if isinstance(view, Tensor) else view
+    return (_address(v) - _address(b), b.strides, v.strides)
+
+
+def basic_view(base: np.ndarray, view: np.ndarray) -> tuple | None:
+    """An index (ints, slices with a positive step, ``None``) such that ``base[index]``
+    is exactly ``view``'s memory (same start, shape and strides), or None when there is
+    none (another dtype, a transposed or reshaped view): ``h(x[1:3], x)`` is traced as
+    ``h(x[1:3], x)``, so a write through one is seen through the other."""
+    if base.dtype != view.dtype or base.ndim == 0:
+        return None
+    off = _address(view) - _address(base)
+    shape, strides = base.shape, base.strides
+    if off < 0 or any(t <= 0 for n, t in zip(shape, strides) if n > 1):
+        return None
+    start = [0] * base.ndim
+    rest = off
+    for e in sorted(range(base.ndim), key=lambda e: -strides[e]):
+        if shape[e] > 1:
+            start[e] = min(rest // strides[e], shape[e] - 1)
+            rest -= start[e] * strides[e]
+    if rest != 0:
+        return None
+    index: list = []
+    e = 0  # the next base dimension to place
+    for n, t in zip(view.shape, view.strides):
+        if n == 1:
+            index.append(None)
+            continue
+        # The first base dimension left whose stride divides this one.
+        while e < base.ndim and not (shape[e] > 1 and t > 0 and t % strides[e] == 0):
+            index.append(start[e])
+            e += 1
+        if e == base.ndim:
+            return None
+        k = t // strides[e]
+        index.append(slice(start[e], start[e] + (n - 1) * k + 1, k))
+        e += 1
+    index += start[e:]
+    index = tuple(index)
+    try:
+        got = base[index]
+    except IndexError:
+        return None
+    def placed(a: np.ndarray) -> tuple:  # a size-1 dimension's stride is never used
+        return (a.shape, tuple(t for n, t in zip(a.shape, a.strides) if n > 1),
+                _address(a))
+
+    return index if placed(got) == placed(view) else None
+
+
 def _shares(a: np.ndarray, b: np.ndarray) -> bool:
     try:
         return bool(np.shares_memory(a, b, max_work=10_000))

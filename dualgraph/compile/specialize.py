@@ -149,6 +149,14 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     if stats.first_call_at is None:
         stats.first_call_at = t0
     ctx, outputs, single, grad_writes = trace_call(fn, args)
+    if alias:
+        try:
+            check_aliasing(ctx, args, alias)
+        except EagerOnlyError:
+            # Arguments that share memory, one written: trace again, reading an argument
+            # that is a view of another as that view (only then: the trace is guarded on
+            # their placement, which read-only overlaps need not be).
+            ctx, outputs, single, grad_writes = trace_call(fn, args, alias=alias)
     check_aliasing(ctx, args, alias)
     user = list(outputs)
     writes = list(ctx.writes.values())
@@ -255,6 +263,8 @@ def check_aliasing(ctx: Any, args: tuple, alias: tuple | None) -> None:
         return
     tensors = [a for a in args if isinstance(a, (Tensor, np.ndarray))]
     for i, j in alias or ():
+        if (i, j) in getattr(ctx, "traced_alias", ()):
+            continue  # traced as a view of one another: writes are seen through both
         for k in (i, j):
             if id(tensors[k]) in written:
                 other = j if k == i else i

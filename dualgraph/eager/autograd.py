@@ -19,7 +19,6 @@ import numpy as np
 
 from .._location import user_location as _user_location
 from ..ir.graph import Node, next_uid
-from ..modes import bind
 from ..ops.broadcast import fit_grad
 from ..ops.reduce import SUM
 from . import grad_mode
@@ -276,7 +275,7 @@ def _vjp_arrays(node: Function, opdef: Any, g: Any) -> list | None:
     """``opdef.vjp_arrays`` on ``node``'s saved arrays, its results as tensors (None:
     the op asks for its op-by-op VJP)."""
     args = [getattr(a, "_data", a) for a in node.args]
-    grads = opdef.vjp_arrays(node, args, g._data)
+    grads = opdef.vjp_arrays(node, args, node._out, g._data)
     if grads is None:
         return None
     return [None if a is None else _make(a, False, None) for a in grads]
@@ -290,7 +289,8 @@ def _fit(gi: Any, data: np.ndarray, inp: Node) -> Any:
     lead = data.ndim - len(shape)
     if (lead > 0 and data.shape[lead:] == shape and data.dtype == inp.dtype
             and not grad_mode.GRAD_ENABLED.value):
-        return bind(SUM, gi, axis=tuple(range(lead)), keepdims=False)
+        # The sum's kernel, without an op: nothing records.
+        return _make(SUM.impl(data, axis=tuple(range(lead)), keepdims=False), False, None)
     return fit_grad(gi, shape, inp.dtype)
 
 

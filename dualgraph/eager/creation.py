@@ -489,3 +489,21 @@ def _check_weights(w: np.ndarray, num_samples: int, replacement: bool) -> None:
     if not replacement and np.any((w2 > 0).sum(axis=1) < num_samples):
         raise RuntimeError("multinomial: invalid multinomial distribution (with "
                            "replacement=False, not enough non-negative category to sample)")
+
+
+def legacy_construct(dtype: np.dtype, name: str, args: tuple) -> Tensor:
+    """The legacy constructors' rule: no arguments give an empty tensor, ints or a
+    `dg.Size` a zero-filled one of that shape, a tensor is cast, anything else is data."""
+    from ..ops.size import Size
+
+    if not args:
+        return zeros(0, dtype=dtype)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0].astype(dtype)
+    if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
+        return zeros(*args, dtype=dtype)
+    if len(args) == 1 and isinstance(args[0], Size):
+        return zeros(*args[0], dtype=dtype)
+    if len(args) != 1:
+        raise TypeError(f"{name}(): expected data or sizes, got {args!r}")
+    return tensor(args[0], dtype=dtype)

@@ -223,6 +223,17 @@ class Tensor(TensorOps):
         flat = [callable(a, b) for a, b in zip(self._data.reshape(-1).tolist(), o)]
         return self._fill_any(np.asarray(flat).reshape(self.shape))
 
+    def new(self, *args: Any, **kwargs: Any) -> "Tensor":
+        """The legacy constructor: ``x.new(2, 3)`` (zeros of that shape) or
+        ``x.new(data)``, in this tensor's dtype."""
+        from .creation import legacy_construct
+
+        return legacy_construct(self._data.dtype, "new", args)
+
+    def resize_as_(self, other: "Tensor") -> "Tensor":
+        """`resize_` to ``other``'s shape."""
+        return self.resize_(tuple(other.shape))
+
     def stride(self, dim: int | None = None) -> Any:
         """The step in elements between neighbours along each dim of the underlying
         array (a transposed view's strides are swapped, as in PyTorch)."""

@@ -5,6 +5,7 @@ primitives), and PyTorch's ``out=`` keyword."""
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -35,16 +36,40 @@ def with_out(fn: Callable) -> Callable:
     requires grad raises ``RuntimeError``.
 
     >>> dg.add(a, b, out=buf)
+
+    It also takes PyTorch's keyword spellings of the tensor arguments, ``input=`` and
+    ``other=`` (`tensor_keywords`), so a public function needs one wrapper, not two.
     """
     name = fn.__name__
+    second = _second_parameter(fn)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, out: Any = None, **kwargs: Any) -> Any:
+        if kwargs:
+            args = tensor_keywords(args, kwargs, second)
         if out is None:
             return fn(*args, **kwargs)
         return write_out(name, out, fn, args, kwargs)
 
+    wrapper.accepts_input_keyword = True
     return wrapper
+
+
+def _second_parameter(fn: Callable) -> str | None:
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    names = code.co_varnames[:code.co_argcount] if code is not None else ()
+    return names[1] if len(names) > 1 else None
+
+
+def tensor_keywords(args: tuple, kwargs: dict, second: str | None) -> tuple:
+    """``args`` with PyTorch's ``input=`` (the first tensor) and ``other=`` (the second)
+    moved out of ``kwargs`` into place, for a function whose parameters are named
+    otherwise (``x``, ``y``); ``second``: the name of its second parameter."""
+    if "input" in kwargs:
+        args = (kwargs.pop("input"),) + args
+    if "other" in kwargs and second not in (None, "other") and len(args) == 1:
+        args = args + (kwargs.pop("other"),)
+    return args
 
 
 def write_out(name: str, out: Any, fn: Callable, args: tuple, kwargs: dict) -> Any:

@@ -335,7 +335,7 @@ def _mul_vjp(ctx, g):
     return (mul(g, y) if nx else None), (mul(g, x) if ny else None)
 
 
-def _mul_vjp_arrays(ctx, args, g):
+def _mul_vjp_arrays(ctx, args, out, g):
     x, y = args
     nx, ny = ctx.needs_input_grad
     return (_MUL_IMPL(g, y) if nx else None), (_MUL_IMPL(g, x) if ny else None)
@@ -403,6 +403,10 @@ def _sigmoid_vjp(ctx, g):
 
 def _relu_vjp(ctx, g):
     return (threshold_backward(g, ctx.out, 0.0),)
+
+
+def _relu_vjp_arrays(ctx, args, out, g):
+    return (_threshold_backward_impl(g, out, 0.0),)
 
 
 def _threshold_backward_infer(g: Any, y: Any, threshold: Any) -> tuple:
@@ -509,7 +513,7 @@ SIGMOID = register(OpDef(
 ))
 RELU = register(OpDef(
     "relu", _relu_impl, _same_infer, _relu_vjp, "ReluBackward0",
-    saves_out=True, elementwise=True,
+    saves_out=True, elementwise=True, vjp_arrays=_relu_vjp_arrays,
 ))
 SQRT = register(OpDef(
     "sqrt", _floatify(np.sqrt), _float_infer, _sqrt_vjp, "SqrtBackward0",

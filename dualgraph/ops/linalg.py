@@ -141,7 +141,7 @@ def _addmm_vjp(ctx, g):
     return g, (matmul(g, _swap(b)) if na else None), (_rhs_grad(ctx, a, g, 2) if nb else None)
 
 
-def _addmm_vjp_arrays(ctx, args, g):
+def _addmm_vjp_arrays(ctx, args, out, g):
     """`_addmm_vjp`'s products on arrays (the kernels ``matmul`` runs, so the same bits)."""
     _, a, b = args
     if len({x.dtype for x in (g, a, b) if x is not None}) != 1:

@@ -70,7 +70,8 @@ def vector_norm(x: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,
     if ord == -math.inf:
         return R.amin(E.abs(x), axes, keepdim)
     if ord == 0:
-        return S.astype(R.sum(E.ne(x, 0.0), axes, keepdim), np.dtype(x.dtype))
+        # The count of nonzeros, recorded as a function of x (zero gradient), as PyTorch's.
+        return R.sum(E.where(E.ne(x, 0.0), 1.0, E.mul(x, 0.0)), axes, keepdim)
     if ord == 1:
         return R.sum(E.abs(x), axes, keepdim)
     if ord == 2:
@@ -237,7 +238,13 @@ DET = register(OpDef("det", _det_impl, _det_infer, _det_vjp, "LinalgDetBackward0
 def inv(A: Any) -> Any:  # noqa: N803
     """The inverse of each square matrix in ``A`` (``torch.linalg.inv``); a singular one
     raises `LinAlgError`."""
-    return bind(INV, A)
+    try:
+        return bind(INV, A)
+    except RuntimeError as e:
+        # The eager engine wraps a kernel's error; a singular matrix keeps PyTorch's type.
+        if isinstance(e.__cause__, LinAlgError):
+            raise e.__cause__ from None
+        raise
 
 
 def det(A: Any) -> Any:  # noqa: N803
@@ -248,7 +255,7 @@ def det(A: Any) -> Any:  # noqa: N803
 def slogdet(A: Any) -> Any:  # noqa: N803
     """``(sign, logabsdet)`` of each square matrix, as a named tuple."""
     d = det(A)
-    return slogdet_result(M.sign(S.stop_gradient(d)), E.log(E.abs(d)))
+    return slogdet_result(M.sign(d), E.log(E.abs(d)))
 
 
 def logdet(A: Any) -> Any:  # noqa: N803
@@ -286,9 +293,9 @@ def matrix_power(A: Any, n: int) -> Any:  # noqa: N803
         raise ShapeError(f"linalg.matrix_power: A must be batches of square matrices, got "
                          f"shape {shape}")
     if n == 0:
-        k = A.shape[-1]
-        eye = np.broadcast_to(np.eye(k, dtype=np.dtype(A.dtype)), tuple(A.shape))
-        return S.stop_gradient(np.ascontiguousarray(eye))
+        # The identity, recorded as a function of A (with a zero gradient), as PyTorch's.
+        eye = np.eye(A.shape[-1], dtype=np.dtype(A.dtype))
+        return E.add(E.mul(A, 0), eye)
     base = inv(A) if n < 0 else A
     n = abs(n)
     out = None

@@ -391,7 +391,7 @@ class TensorOps:
 
     def size(self, dim: int | None = None) -> Any:
         """The shape as a `dg.Size` (a tuple), or the size of dim ``dim``."""
-        return Size(self.shape) if dim is None else self.shape[dim]
+        return Size.of(tuple(self.shape)) if dim is None else self.shape[dim]
 
     def numel(self) -> int:
         return int(np.prod(self.shape))

@@ -85,7 +85,7 @@ def _ln_vjp(ctx, g):
     return gx, gweight, gbias
 
 
-def _ln_vjp_arrays(ctx: Any, args: list, g: np.ndarray) -> tuple | None:
+def _ln_vjp_arrays(ctx: Any, args: list, out: Any, g: np.ndarray) -> tuple | None:
     """`_ln_vjp` on arrays: its NumPy operations in its order (the same bits), with the
     temporaries reused in place (PyTorch's ``native_layer_norm_backward``)."""
     x, w, _ = args

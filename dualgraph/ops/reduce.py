@@ -145,7 +145,7 @@ def _sum_vjp(ctx, g):
     return (broadcast_to(_keepdims_grad(ctx, g), ctx.inputs[0].shape),)
 
 
-def _sum_vjp_arrays(ctx, args, g):
+def _sum_vjp_arrays(ctx, args, out, g):
     shape = ctx.inputs[0].shape
     axis = ctx.attrs["axis"]
     if not ctx.attrs["keepdims"] and axis is not None:

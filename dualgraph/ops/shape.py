@@ -145,7 +145,7 @@ def _transpose_vjp(ctx, g):
     return (bind(TRANSPOSE, g, axes=tuple(inverse)),)  # a valid permutation: no checks
 
 
-def _transpose_vjp_arrays(ctx, args, g):
+def _transpose_vjp_arrays(ctx, args, out, g):
     axes = ctx.attrs["axes"]
     inverse = [0] * len(axes)
     for i, a in enumerate(axes):

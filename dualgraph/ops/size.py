@@ -9,7 +9,9 @@ from typing import Any
 
 
 class Size(tuple):
-    """A tensor's shape: a tuple of ints that prints as ``dg.Size([2, 3])``.
+    """A tensor's shape: a tuple of ints that prints as ``dg.Size([2, 3])``. ``x.size()``
+    returns one; ``x.shape`` stays a plain tuple (it is read on every op's hot path, and a
+    Size costs a construction there).
 
     >>> dg.ones(2, 3).size()
     dg.Size([2, 3])
@@ -19,6 +21,8 @@ class Size(tuple):
 
     def __new__(cls, sizes: Any = ()) -> Size:
         sizes = tuple(sizes)
+        if all(type(s) is int for s in sizes):
+            return tuple.__new__(cls, sizes)
         for s in sizes:
             if isinstance(s, bool) or not hasattr(s, "__index__"):
                 raise TypeError(f"Size(): expected a tuple of ints, but got an element of type "
@@ -35,6 +39,11 @@ class Size(tuple):
     def __getitem__(self, index: Any) -> Any:
         out = tuple.__getitem__(self, index)
         return Size(out) if isinstance(index, slice) else out
+
+    @classmethod
+    def of(cls, shape: tuple) -> Size:
+        """``shape`` (a tuple of Python ints, as an array's) as a Size, unchecked."""
+        return tuple.__new__(cls, shape)
 
     def __add__(self, other: Any) -> Size:
         return Size(tuple(self) + tuple(other))

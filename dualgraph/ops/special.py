@@ -143,12 +143,17 @@ def expit(input: Any) -> Any:  # noqa: A002
 
 
 def logit(input: Any, eps: float | None = None) -> Any:  # noqa: A002
-    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given
+    (the gradient is then 0 outside that range; without ``eps`` it is NaN outside [0, 1],
+    as PyTorch's)."""
     x = input
     if np.dtype(x.dtype).kind != "f":
         x = S.astype(x, np.dtype(np.float32))
     if eps is not None:
         x = M.clamp(x, eps, 1.0 - eps)
+    else:
+        outside = M.logical_or(E.lt(x, 0.0), E.gt(x, 1.0))
+        x = E.add(x, E.where(outside, math.nan, 0.0))
     return E.log(E.div(x, E.sub(1.0, x)))
 
 

@@ -194,8 +194,7 @@ def corrcoef(input: Any) -> Any:  # noqa: A002
     c = cov(input)
     if not c.shape:
         return E.div(c, c)
-    d = E.sqrt(S.reshape(S.getitem(c, (np.arange(c.shape[0]), np.arange(c.shape[0]))),
-                         (-1,)))
+    d = E.sqrt(S.diagonal(c))
     r = E.div(E.div(c, S.reshape(d, (-1, 1))), S.reshape(d, (1, -1)))
     return E.maximum(E.minimum(r, 1.0), -1.0)
 

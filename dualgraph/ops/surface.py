@@ -458,12 +458,16 @@ class _AcceptInputKeyword:
     def applies(self, fn: Any) -> bool:
         import types
 
+        if getattr(fn, "accepts_input_keyword", False):  # `with_out` handles them already
+            return False
         code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
         return (isinstance(fn, types.FunctionType) and code is not None
                 and code.co_argcount > 0 and code.co_varnames[0] in self.FIRST)
 
     def __call__(self, fn: Any) -> Any:
         import functools
+
+        from .composite import tensor_keywords
 
         inner = getattr(fn, "__wrapped__", fn)
         names = inner.__code__.co_varnames[:inner.__code__.co_argcount]
@@ -472,12 +476,10 @@ class _AcceptInputKeyword:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if kwargs:
-                if "input" in kwargs:
-                    args = (kwargs.pop("input"),) + args
-                if "other" in kwargs and second not in (None, "other") and len(args) == 1:
-                    args = args + (kwargs.pop("other"),)
+                args = tensor_keywords(args, kwargs, second)
             return fn(*args, **kwargs)
 
+        wrapper.accepts_input_keyword = True
         return wrapper
 
 

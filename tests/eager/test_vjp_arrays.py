@@ -1,7 +1,7 @@
 """An op's array form of its VJP (``OpDef.vjp_arrays``: layer norm's, addmm's,
-transpose's, mul's, sum's) runs in an eager backward that records nothing, and gives the bits of the
-op-by-op VJP; a recorded backward (``create_graph``) and mixed dtypes use the op-by-op
-form."""
+transpose's, mul's, sum's, relu's) runs in an eager backward that records nothing, and
+gives the bits of the op-by-op VJP; a recorded backward (``create_graph``) and mixed
+dtypes use the op-by-op form."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def test_linear_and_transpose_array_forms_give_the_op_forms_bits(dtype, lead, x_
     def grads():
         x = dg.tensor(xa, requires_grad=x_grad)
         w, b, v = (dg.tensor(a, requires_grad=True) for a in (wa, ba, va))
-        y = F.linear(x, w, b) + dg.matmul(x, v) + F.linear(x, v.transpose(0, 1))
+        y = F.relu(F.linear(x, w, b)) + dg.matmul(x, v) + F.linear(x, v.transpose(0, 1))
         y.backward(dg.tensor(ga.astype(dtype)))
         return [t.grad.numpy() for t in (x, w, b, v) if t.grad is not None]
 

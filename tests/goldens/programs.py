@@ -1959,3 +1959,147 @@ def max_unpool(lib, F, x):
     pooled, idx = F.max_pool2d(x, 2, return_indices=True)
     return (F.max_unpool2d(pooled, idx, 2), F.max_unpool2d(pooled, idx, 2, output_size=(7, 9)),
             lib.nn.MaxUnpool2d(2)(pooled * 2.0, idx))
+
+
+# ============================================================================
+# PyTorch's wider top-level and Tensor surface: special functions, linear algebra,
+# products, elementwise compositions, statistics, factories and queries.
+# ============================================================================
+NAMES = "torch names"
+
+
+@program(grid((2, 3), 0.3, 2.7), grid((2, 3), -0.9, 0.9), source=SURF_OPS,
+         covers=("lgamma", "polygamma", "erfc", "erfinv"))
+def special_functions(lib, F, p, u):
+    S = lib.special
+    return (lib.lgamma(p), (p - 3.1).lgamma(), lib.digamma(p), (p - 3.1).digamma(),
+            lib.polygamma(1, p), p.polygamma(2), lib.erfc(u * 3.0), lib.erfinv(u),
+            S.gammaln(p), S.psi(p), S.expit(u), S.logit(p / 3.0), S.logit(u, eps=0.2),
+            S.ndtr(u), S.ndtri(p / 3.0), S.log_ndtr(u), S.entr(p), S.xlogy(p, u.abs() + 0.1),
+            S.xlog1py(u, p), S.multigammaln(p + 1.0, 3), lib.mvlgamma(p + 1.0, 2),
+            S.erfcx(u), S.sinc(u), S.erfinv(u * 0.99), S.round(u * 10.0, decimals=1),
+            lib.erfc(u).erfinv())
+
+
+@program(grid((2, 3, 3), -1.0, 1.0), grid((3, 2), -1.0, 1.0), grid((4, 3), -2.0, 2.0),
+         source=SURF_OPS, covers=("inv", "det"))
+def matrix_functions(lib, F, a, b, x):
+    L = lib.linalg
+    m = a * 0.3 + 2.0 * lib.eye(3)
+    return (L.inv(m), lib.inverse(m[0]), L.det(m), lib.det(m[1]), lib.logdet(m),
+            L.slogdet(m).logabsdet, L.slogdet(m).sign, L.solve(m[0], b), L.solve(m, b[:, 0]),
+            L.matrix_power(m[0], 3), L.matrix_power(m[0], -2), L.matrix_power(m, 0),
+            L.vector_norm(x), L.vector_norm(x, 1, dim=1), L.vector_norm(x, float("inf"), dim=0,
+                                                                        keepdim=True),
+            L.vector_norm(x, 3.0), L.vector_norm(x, -1, dim=1), L.vector_norm(x, 0),
+            L.matrix_norm(x), L.matrix_norm(x, 1), L.matrix_norm(x, -float("inf")),
+            L.norm(x), L.norm(x, "fro"), L.norm(x[0], 3), L.norm(x, dim=(0, 1), keepdim=True),
+            x.norm(), lib.norm(x, dim=1), lib.norm(x, p=1, dim=0, keepdim=True), x.norm(2, 1),
+            x.renorm(2, 0, 2.0), x.renorm(1, 1, 3.0), lib.cdist(x, x[:2] * 0.5),
+            lib.cdist(x, x[1:] + 0.1, p=1), lib.dist(x, x.flip(0)), lib.dist(x, x * 0.5, 3),
+            L.multi_dot([x, x.T, x]), L.vecdot(x, x.flip(1)), x.mT, m.mT, x.H)
+
+
+@program(grid((3, 4), -1.0, 1.0), grid((4, 2), -1.5, 1.0), grid((2, 3, 4), -1.0, 1.0),
+         grid((2, 4, 2), -1.0, 0.5), grid((3, 2), 0.1, 1.0), source=SURF_OPS)
+def products(lib, F, a, b, ba, bb, c):
+    return (lib.addmm(c, a, b), lib.addmm(c, a, b, beta=0.5, alpha=2.0), c.addmm(a, b, beta=0),
+            lib.baddbmm(c, ba, bb, alpha=0.5), ba.bmm(bb).baddbmm(ba, bb, beta=2.0),
+            lib.addbmm(c, ba, bb), lib.addmv(c[:, 0], a, b[:, 0]), lib.addr(c, c[:, 0], c[0]),
+            lib.mv(a, b[:, 1]), a.mv(b[:, 0]), lib.dot(a[0], a[1]), lib.vdot(a[0], a[2]),
+            lib.inner(a, a), a.inner(b.T), lib.tensordot(ba, bb, dims=([0, 2], [0, 1])),
+            lib.tensordot(a, b, dims=1), lib.tensordot(ba, ba, 3), lib.chain_matmul(a, b, b.T))
+
+
+@program(grid((2, 3), -1.5, 1.5), grid((2, 3), 0.5, 2.0), source=SURF_OPS)
+def pointwise_names(lib, F, x, p):
+    return (lib.addcmul(x, x, p, value=0.5), lib.addcdiv(x, x, p, value=-2),
+            x.addcmul(p, p), lib.hypot(x, p), lib.signbit(x),
+            lib.heaviside(x.detach(), p.detach()),
+            lib.fmax(x, p), lib.fmin(x, p), lib.float_power(p, 2.5), lib.logaddexp2(x, p),
+            lib.xlogy(p, p), lib.xlogy(x * 0.0, p), lib.sinc(x), lib.deg2rad(x), lib.rad2deg(x),
+            lib.clamp_min(x, 0.1), lib.clamp_max(x, 0.2), x.clamp_min(-0.5),
+            lib.ldexp(x, lib.tensor([1, 2, 3])), lib.rsub(x, p, alpha=2),
+            x.masked_scatter(x > 0, p * 3.0), lib.take(x, lib.tensor([[0, 5], [3, 2]])),
+            x.put(lib.tensor([1, 4]), p[0, :2]), x.put(lib.tensor([1, 1]), p[0, :2],
+                                                        accumulate=True),
+            x.select(1, 2), lib.select(x, 0, -1), x.sum_to_size(1, 3), x.sum_to_size((2, 1)),
+            x.ravel(), lib.nan_to_num(x), lib.nan_to_num(p * 2.0, 1.5),
+            lib.isin(x, x[0]), lib.isreal(x), x.absolute(), (x * 0.5).arccos(), x.arctan(),
+            x.negative(), x.sgn(), x.true_divide(p), lib.subtract(x, p, alpha=3),
+            lib.multiply(x, p), lib.divide(x, p, rounding_mode="floor"), x.greater(0.2),
+            lib.less_equal(x, p), x.not_equal(p), lib.positive(x), (x * 0.3 + 0.5).logit(),
+            x.lgamma(),
+            lib.broadcast_tensors(x, p[:1]),
+            x.where(x > 0, p), lib.trapezoid(x), lib.trapezoid(x, dx=0.5, dim=0),
+            lib.cumulative_trapezoid(x), lib.vander(x[0].detach(), 4), lib.diagflat(x[0], -1),
+            lib.block_diag(x, p[0]), lib.cartesian_prod(x[0], p[1, :2]), lib.clone(x), lib.t(x),
+            lib.squeeze(x[None]),
+            lib.unsqueeze(x, 1), lib.permute(x, (1, 0)), lib.ravel(x), lib.real(x))
+
+
+@program(grid((3, 5), -2.0, 2.1), source=SURF_OPS)
+def statistics_names(lib, F, x):
+    y = lib.where(x > 1.0, lib.tensor(float("nan")), x)
+    return (lib.nansum(y), lib.nanmean(y, 1), y.nansum(0, keepdim=True), lib.nanmean(y),
+            lib.aminmax(x).min, lib.aminmax(x, dim=1, keepdim=True).max,
+            lib.quantile(x, 0.3), lib.quantile(x, 0.75, dim=1, keepdim=True),
+            x.quantile(0.5, dim=0, interpolation="lower"),
+            lib.quantile(x, 0.4, 1, interpolation="nearest"),
+            lib.quantile(x, 0.45, 1, interpolation="midpoint"),
+            lib.quantile(x, 0.45, 1, interpolation="higher"),
+            lib.nanquantile(y, 0.5, dim=1), lib.quantile(y, 0.5, dim=1),
+            lib.nanquantile(y, 0.2), lib.cov(x), lib.corrcoef(x), x.cov(correction=0),
+            lib.cov(x[0]))
+
+
+@script(source=NAMES)
+def eager_only_names(lib, F):
+    x = lib.tensor([[1, 2, 2, 1, 3], [4, 4, 0, 0, 1]])
+    v = lib.tensor([3.0, 1.0, 1.0, 2.0, 5.0])
+    q = lib.tensor([[1.0, -2.0, 0.5, 3.0], [2.0, 0.0, -1.0, 4.0]], requires_grad=True)
+    m = lib.mode(x, 1)
+    u, inv, cnt = lib.unique(x, return_inverse=True, return_counts=True)
+    mq = lib.mode(q.round(), 1).values.sum()
+    qs = lib.quantile(q, lib.tensor([0.25, 0.5, 0.9]), dim=1, keepdim=True)
+    (mq + qs.sum()).backward()
+    return (m.values, m.indices, lib.mode(v), x.mode(0), u, inv, cnt, lib.unique(x, dim=1),
+            v.unique(), lib.unique_consecutive(lib.tensor([1, 1, 2, 2, 3, 1, 1])),
+            lib.unique_consecutive(lib.tensor([1, 1, 2, 2, 3, 1, 1]), return_inverse=True,
+                                   return_counts=True),
+            lib.bincount(lib.tensor([0, 2, 2, 5])),
+            lib.bincount(lib.tensor([0, 2, 2]), weights=lib.tensor([0.5, 1.0, 2.0]), minlength=5),
+            qs, q.grad,
+            lib.tril_indices(3, 4, 1), lib.triu_indices(4, 3, -1), lib.logspace(0, 2, 5),
+            lib.logspace(1, 3, 4, base=2.0), lib.hann_window(5), lib.hamming_window(6, False),
+            lib.blackman_window(7), lib.bartlett_window(5), lib.kaiser_window(6),
+            lib.unravel_index(lib.tensor([4, 7, 11]), (3, 4)),
+            lib.nan_to_num(lib.tensor([float("nan"), float("inf"), -float("inf"), 1.0])),
+            lib.nan_to_num(lib.tensor([float("nan"), float("inf"), -float("inf")]), 2.0, 3.0, -4.0),
+            lib.isposinf(lib.tensor([1.0, float("inf"), -float("inf")])),
+            lib.isneginf(lib.tensor([1.0, float("inf"), -float("inf")])),
+            lib.signbit(lib.tensor([-0.0, 0.0, -1.0, 2.0])),
+            lib.finfo(lib.float32).eps, lib.finfo(lib.float64).max, lib.finfo().tiny,
+            lib.finfo(lib.float16).bits, lib.iinfo(lib.int32).min, lib.iinfo(lib.uint8).max,
+            lib.promote_types(lib.int32, lib.float32) == lib.float32,
+            lib.promote_types(lib.uint8, lib.int8) == lib.int16,
+            lib.can_cast(lib.float32, lib.int32), lib.can_cast(lib.int32, lib.float64),
+            lib.result_type(lib.tensor([1, 2]), 1.5) == lib.float32,
+            lib.is_floating_point(v), lib.is_nonzero(lib.tensor([1.5])),
+            lib.equal(v, v.clone()), lib.equal(v, v[:2]), lib.numel(x), x.size(),
+            x.size().numel(), x.size()[1:], x.stride(), x.t().stride(), x.element_size(),
+            v.nelement(), x.ndimension(), lib.LongTensor([1, 2]), lib.FloatTensor(2, 3).shape,
+            isinstance(v, lib.FloatTensor), isinstance(v, lib.LongTensor), v.type(),
+            v.type(lib.LongTensor), x.type(lib.DoubleTensor), lib.as_tensor([1.5, 2.0]),
+            lib.as_tensor(v) is v, lib.scalar_tensor(3), lib.bernoulli(lib.tensor([0.0, 1.0])),
+            lib.normal(lib.tensor([1.0, 2.0]), 0.0), lib.normal(2.0, 0.0, size=(2,)),
+            lib.poisson(lib.zeros(3)), lib.zeros(2, 3).fill_diagonal_(5.0),
+            lib.zeros(5, 2).fill_diagonal_(1.0, wrap=True), x.byte(), x.char(), x.short(),
+            lib.sum(input=v), lib.maximum(v, other=v.flip(0)), lib.mean(input=v, dim=0),
+            v.clone().addcmul_(v, v, value=2.0), v.clone().lerp_(v * 2.0, 0.25),
+            v.clone().clamp_max_(2.0), v.clone().hypot_(v), v.clone().eq_(1.0),
+            lib.zeros(3).bernoulli_(1.0), lib.zeros(3).random_(5, 6), v.new(2, 3).shape,
+            lib.dsplit(lib.ones(1, 2, 4), 2)[1], lib.vsplit(lib.ones(4, 2), [1, 3])[2],
+            lib.hsplit(lib.ones(2, 4), 2)[0], lib.broadcast_shapes((2, 1), (1, 3)),
+            lib.combinations(v, 2),
+            lib.combinations(v[:3], with_replacement=True), lib.combinations(v, 4))
