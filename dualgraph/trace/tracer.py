@@ -171,6 +171,14 @@ class Tracer(TensorOps):
         """A copy: a new value in the graph (later in-place ops on it leave ``self`` alone)."""
         return self * 1
 
+    # ``x.new_zeros(shape)`` (the SNLI encoder's initial state) and its family: constants
+    # of this value's dtype, made exactly as the eager tensor's methods make them.
+    new_zeros = Tensor.new_zeros
+    new_ones = Tensor.new_ones
+    new_full = Tensor.new_full
+    new_empty = Tensor.new_empty
+    new_tensor = Tensor.new_tensor
+
     def requires_grad_(self, requires_grad: bool = True) -> "Tracer":
         """A no-op when the value already is (or is not) differentiated; turning it on or
         off inside a compiled function would need a new leaf, which a kernel cannot give

@@ -205,3 +205,16 @@ def test_autograd_variable_of_old_tutorials() -> None:
     (x * 3).sum().backward()
     assert x.requires_grad and x.grad.tolist() == [3.0, 3.0]
     assert not torch.autograd.Variable(torch.ones(2)).requires_grad
+
+
+def test_new_factories_of_a_traced_value() -> None:
+    """pytorch/examples legacy snli: ``h0 = c0 = inputs.new_zeros(state_shape)`` in the
+    encoder's forward, inside a compiled step."""
+
+    @torch.compile
+    def f(x):
+        h0 = x.new_zeros((2, 3))
+        return x + h0 + x.new_ones(2, 3) + x.new_full((2, 3), 2.0) + x.new_tensor([1.0, 0, 0])
+
+    out = f(torch.ones(2, 3, dtype=torch.float64))
+    assert out.dtype == torch.float64 and out.tolist() == [[5.0, 4.0, 4.0]] * 2
