@@ -10,7 +10,7 @@ points the names PyTorch code imports them by, and adds custom ops (`Function`) 
 
 from typing import Any
 
-from ..eager.autograd import detect_anomaly
+from ..eager.autograd import detect_anomaly, set_detect_anomaly
 from ..eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ..eager.tensor import backward, grad
 from . import functional
@@ -18,7 +18,7 @@ from .function import Function, FunctionCtx, once_differentiable
 
 __all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad",
            "functional", "grad", "is_grad_enabled", "no_grad", "once_differentiable",
-           "set_grad_enabled"]
+           "set_detect_anomaly", "set_grad_enabled"]
 
 
 def Variable(data: Any, requires_grad: bool = False, volatile: bool = False) -> Any:  # noqa: N802

@@ -60,6 +60,22 @@ class detect_anomaly:  # noqa: N801 - PyTorch's name
         ANOMALY[0], RECORD_LOCATIONS[0] = self._prev
 
 
+class set_detect_anomaly:  # noqa: N801 - PyTorch's name
+    """Anomaly mode on or off: as a call (``torch.autograd.set_detect_anomaly(True)`` at
+    the top of a script, for the rest of the run) or as a context manager (restoring the
+    previous mode on exit). ``check_nan`` is accepted; nan is what it checks."""
+
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        self._prev = (ANOMALY[0], RECORD_LOCATIONS[0])
+        ANOMALY[0] = RECORD_LOCATIONS[0] = bool(mode)
+
+    def __enter__(self) -> "set_detect_anomaly":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        ANOMALY[0], RECORD_LOCATIONS[0] = self._prev
+
+
 def _check_anomaly(node: "Function", grads: Any) -> None:
     for k, gi in enumerate(grads):
         data = getattr(gi, "_data", None)

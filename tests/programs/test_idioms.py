@@ -218,3 +218,22 @@ def test_new_factories_of_a_traced_value() -> None:
 
     out = f(torch.ones(2, 3, dtype=torch.float64))
     assert out.dtype == torch.float64 and out.tolist() == [[5.0, 4.0, 4.0]] * 2
+
+
+def test_set_detect_anomaly_as_a_call_and_a_block() -> None:
+    x = torch.tensor([0.0, 1.0], requires_grad=True)
+
+    def nan_backward():
+        (torch.sqrt(x) * 0).sum().backward()  # 0 * inf: a nan gradient
+
+    with torch.autograd.set_detect_anomaly(True):
+        with pytest.raises(RuntimeError, match="nan"):
+            nan_backward()
+    nan_backward()  # the block restored the mode: no error
+    torch.autograd.set_detect_anomaly(True)
+    try:
+        with pytest.raises(RuntimeError, match="nan"):
+            nan_backward()
+    finally:
+        torch.autograd.set_detect_anomaly(False)
+    nan_backward()
