@@ -55,27 +55,3 @@ def test_parallel_kernels_ask_openmp_to_wait_passively(monkeypatch):
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     build(graph, parallel=True)
     assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
-
-
-def test_parallel_float32_sum_folds_vector_lanes_in_a_fixed_order():
-    # 40_000 values: 2_500 blocks of 16 in 64 chunks of 40, the last chunks past the end
-    # (empty); 40_007 adds a tail of 7 values after the blocks.
-    for n in (40_000, 40_007):
-        x = (np.random.default_rng(n).standard_normal(n) * 1e3).astype(np.float32)
-        f = dg.compile(lambda t: (t * 2.0).sum(), tiered=False, parallel=True)
-        got = float(f(dg.tensor(x)).numpy())
-        src = f.entries()[0].kernel.source
-        prange = src.index("numba.prange(64)")
-        assert "dgk.fold_lanes(" in src[prange:], src  # the chunk's blocks folded as vectors
-        # The order the kernel documents: per chunk, 16 lanes each adding its values in
-        # order; the tail into the total first, then the chunks' lanes in order.
-        v = (x * np.float32(2.0)).astype(np.float64)
-        blocks = n // 16
-        per = -(-blocks // 64)
-        whole = np.zeros(64 * per * 16)  # zeros past the end add nothing
-        whole[:blocks * 16] = v[:blocks * 16]
-        lanes = np.cumsum(whole.reshape(64, per, 16), axis=1)[:, -1, :]
-        total = 0.0
-        for value in list(v[blocks * 16:]) + list(lanes.reshape(-1)):
-            total += value
-        assert got == np.float32(total)

@@ -1027,42 +1027,19 @@ class _Writer:
         """`_lane_reduce` of a whole array over a ``numba.prange`` of CHUNKS chunks: each
         chunk folds its blocks into its own row of LANES partials (no two threads write
         the same cell), then the partials are folded in order. The order of the fold does
-        not depend on the number of threads, so the result does not either. A float32
-        sum goes through `_fold_blocks`' buffer and `fold_lanes`, one buffer row per chunk:
-        the same additions in the same order, in vector registers."""
+        not depend on the number of threads, so the result does not either."""
         blocks = n // LANES
         chunks = min(CHUNKS, blocks)
         per = -(-blocks // chunks)
         parts = kir.Buffer(self.fresh("parts"), (chunks, LANES), acc_t, kir.SCRATCH)
         ic, il, ib, iv = (kir.Var(f"i0{c}") for c in ("c", "l", "b", ""))
         stop = kir.Call("min", (ic * per + per, kir.const(blocks)), kir.INDEX)
-        stmts: list = [kir.Alloc(parts)]
-        chunk: list = [kir.Loop(il, LANES, (kir.Store(parts, (ic, il), init),))]
-        first = ic * per  # the chunk's first block
-        if (fold.how.better is None and fold.how.update == "+" and acc_t == np.float64
-                and np.dtype(src.dtype) == np.float32):
-            block = fold_block(per * LANES)
-            buf = kir.Buffer(self.fresh("buf"), (chunks, block), np.float32, kir.SCRATCH)
-            row = kir.Buffer(f"{buf.name}_r", (block,), np.float32, kir.VIEW)
-            lanes = kir.Buffer(f"{parts.name}_r", (LANES,), acc_t, kir.VIEW)
-            ik, iw = kir.Var("i0k"), kir.Var("i0w")
-            # Whole buffers in this chunk (none in a chunk past the end: the chunks
-            # round the blocks up).
-            whole = kir.Call("max", (kir.const(0), (stop - first) * LANES // block),
-                             kir.INDEX)
-            inner = [kir.Let(iv, first * LANES + iw * block + ik)] + self._element(
-                body, env, shape, [iv], src, (row, (ik,)), None, np.float32, pre, post)
-            stmts.append(kir.Alloc(buf))
-            chunk = [kir.View(row, buf, "slice", (ic,)),
-                     kir.View(lanes, parts, "slice", (ic,)), *chunk,
-                     kir.Loop(iw, whole, (kir.Loop(ik, block, tuple(inner)),
-                                          kir.LibCall("fold_lanes", (row, kir.const(block)),
-                                                      (lanes,)))),]
-            first = first + whole * (block // LANES)  # the blocks left after the buffers
         inner = [kir.Let(iv, ib * LANES + il)] + self._element(
             body, env, shape, [iv], src, (parts, (ic, il)), fold, acc_t, pre, post)
-        chunk.append(kir.Loop(ib, stop, (kir.Loop(il, LANES, tuple(inner)),), start=first))
-        stmts.append(kir.Loop(ic, chunks, tuple(chunk), parallel=True))
+        stmts: list = [kir.Alloc(parts), kir.Loop(ic, chunks, (
+            kir.Loop(il, LANES, (kir.Store(parts, (ic, il), init),)),
+            kir.Loop(ib, stop, (kir.Loop(il, LANES, tuple(inner)),), start=ic * per),
+        ), parallel=True)]
         if blocks * LANES < n:
             stmts.append(kir.Loop(iv, n, tuple(self._element(
                 body, env, shape, [iv], src, acc, fold, acc_t, pre, post)),
