@@ -47,10 +47,19 @@ def test_im2col_columns_are_kernel_offset_major():
     view = block.stmts[-1]
     assert isinstance(view, kir.View) and view.how == "transpose" and view.arg == (1, 0, 2)
     assert block.result.shape == (4, 27, 64) and block.result.layout == "A"
+    zeros = [s for s in kir.walk(block.stmts) if isinstance(s, kir.Store)
+             and isinstance(s.value, kir.Const)]
+    assert len(zeros) == 1  # padding: the columns start at zero
+    unpadded = Node("im2col", (x,), dict(GEOMETRY, kernel_size=(3, 3), stride=(2, 2),
+                                         padding=((0, 0), (0, 0))), (4, 27, 9), "float32")
+    block = lowerings.kernel_lowering("im2col")(unpadded, _args(x), "c")
+    assert not [s for s in kir.walk(block.stmts) if isinstance(s, kir.Store)
+                and isinstance(s.value, kir.Const)]  # every column element is written
 
 
 def conv_step(x, w, b):
-    return F.conv2d(x, w, b, padding=1).relu().sum()
+    return (F.conv2d(x, w, b, padding=1).relu().sum()
+            + F.conv2d(x, w, b, stride=2).tanh().sum())
 
 
 def test_conv_gradients_compiled_equal_eager():
