@@ -2404,3 +2404,44 @@ def multi_head_attention_forward(
 
 
 __all__ += ["multi_head_attention_forward"]
+
+
+# PyTorch's ``*_with_indices`` spellings: the pools with ``return_indices=True``.
+
+
+def max_pool1d_with_indices(input: Any, kernel_size: Any, stride: Any = None,  # noqa: A002
+                            padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = True) -> tuple:
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input: Any, kernel_size: Any, stride: Any = None,  # noqa: A002
+                            padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = True) -> tuple:
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input: Any, kernel_size: Any, stride: Any = None,  # noqa: A002
+                            padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = True) -> tuple:
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input: Any, output_size: Any,  # noqa: A002
+                                     return_indices: bool = True) -> tuple:
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input: Any, output_size: Any,  # noqa: A002
+                                     return_indices: bool = True) -> tuple:
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input: Any, output_size: Any,  # noqa: A002
+                                     return_indices: bool = True) -> tuple:
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+__all__ += ["adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+            "adaptive_max_pool3d_with_indices", "max_pool1d_with_indices",
+            "max_pool2d_with_indices", "max_pool3d_with_indices"]
