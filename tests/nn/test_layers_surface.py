@@ -242,3 +242,16 @@ def test_with_indices_spellings_and_adaptive_max_pool3d_indices() -> None:
                 flat = ((dd + d0) * h + hh + h0) * w + ww + w0
                 assert (idx.numpy()[:, :, i, j, k] == flat).all()
                 assert_close(out.numpy()[:, :, i, j, k], box.max(-1))
+
+
+def test_buffer_assigned_as_an_attribute_is_registered() -> None:
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.mask = nn.Buffer(dg.ones(3))
+            self.scratch = nn.Buffer(dg.zeros(2), persistent=False)
+
+    net = Net()
+    assert [n for n, _ in net.named_buffers()] == ["mask", "scratch"]
+    assert list(net.state_dict()) == ["mask"] and not net.mask.requires_grad
+    assert list(net.parameters()) == []
