@@ -188,6 +188,9 @@ LBFGS_RUNS: list[tuple[str, dict]] = [
     ("default", {}),
     ("short-history", {"lr": 0.5, "max_iter": 4, "history_size": 2}),
     ("one-iter", {"max_iter": 1, "tolerance_change": 1e-12}),
+    ("strong-wolfe", {"line_search_fn": "strong_wolfe"}),
+    ("strong-wolfe-short", {"lr": 0.3, "max_iter": 5, "history_size": 3,
+                            "line_search_fn": "strong_wolfe"}),
 ]
 
 
