@@ -7,8 +7,9 @@ Workloads (each beside a hand-written NumPy version of exactly the same step):
   fwdbwd  forward and backward of a two-layer ReLU MLP at batch 16, 16-32-4 and 784-256-10
           (``fwdbwd16``, ``fwdbwd784``), gradients reset between steps
   affine  ``(x * 2 + 1).sum()`` on 100 elements with grad, and its backward
-PyTorch eager columns are added when torch is installed. The dualgraph programs and every
-implementation's data come from ``dualgraph.workloads``.
+PyTorch eager columns are added when torch is installed. Each workload has one builder for
+dualgraph and PyTorch (the same program through the API they share); the programs' data
+come from ``dualgraph.workloads`` and ``peers``.
 
     python benchmarks/eager_overhead.py -o eager.json     # pyperf options work
     python benchmarks/eager_overhead.py --fast --table     # quick run + ratio table
@@ -39,14 +40,27 @@ import interleaved  # noqa: E402
 import peers  # noqa: E402
 
 import dualgraph as dg  # noqa: E402
-from dualgraph.workloads import MLPS, WORKLOADS, mlp_data, train_step  # noqa: E402
+from dualgraph.workloads import MLPS, WORKLOADS, mlp_data  # noqa: E402
 
 LR = 0.01
 
 
-# --------------------------------------------------------------------------- scalar
-def scalar_dg():
-    f, (x, y) = WORKLOADS["scalar"].build(False)
+def _library(impl: str):
+    """dualgraph or torch (one thread): the builders below use only the API they share."""
+    if impl == "dualgraph":
+        return dg
+    import torch
+
+    torch.set_num_threads(1)
+    return torch
+
+
+# One builder per workload for both libraries, so the two run exactly the same program.
+def scalar_step(impl: str):
+    lib = _library(impl)
+    f = WORKLOADS["scalar"].build(False)[0]
+    x = lib.tensor(2.0, requires_grad=True)
+    y = lib.tensor(3.0, requires_grad=True)
 
     def step():
         x.grad = None
@@ -58,6 +72,60 @@ def scalar_dg():
     return step
 
 
+def train_step(impl: str, name: str):
+    """One SGD step of the MLP workload ``name`` of dualgraph.workloads."""
+    lib = _library(impl)
+    sizes, batch, loss_name = MLPS[name]
+    nn = lib.nn
+    net = nn.Sequential(nn.Linear(sizes[0], sizes[1]), nn.ReLU(), nn.Linear(sizes[1], sizes[2]))
+    for p, a in zip(net.parameters(), peers.init_params(sizes)):  # the same start everywhere
+        p.data = lib.tensor(a)
+    loss_fn = nn.MSELoss() if loss_name == "mse" else nn.CrossEntropyLoss()
+    opt = lib.optim.SGD(net.parameters(), lr=LR)
+    X, T = (lib.tensor(a) for a in mlp_data(sizes, batch, loss_name))
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(net(X), T)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def fwdbwd_step(impl: str, sizes: tuple):
+    """Forward and backward of a two-layer ReLU MLP at batch 16, no optimizer."""
+    lib = _library(impl)
+    params = [lib.tensor(a, requires_grad=True) for a in peers.init_params(sizes)]
+    xt = lib.tensor(np.random.default_rng(1).standard_normal((16, sizes[0])).astype(np.float32))
+    F = lib.nn.functional
+
+    def step():
+        for p in params:
+            p.grad = None
+        a = F.relu(F.linear(xt, params[0], params[1]))
+        loss = F.linear(a, params[2], params[3]).sum()
+        loss.backward()
+        return loss
+
+    return step
+
+
+def affine_step(impl: str):
+    lib = _library(impl)
+    x = lib.tensor(np.linspace(-1, 1, 100, dtype=np.float32), requires_grad=True)
+
+    def step():
+        x.grad = None
+        y = (x * 2 + 1).sum()
+        y.backward()
+        return y
+
+    return step
+
+
+# ------------------------------------------------------------- hand-written NumPy steps
 def scalar_numpy():
     x = np.array(2.0, np.float32)
     y = np.array(3.0, np.float32)
@@ -74,27 +142,10 @@ def scalar_numpy():
     return step
 
 
-# ----------------------------------------------------------------------------- data
-def _dg_step(name):
-    step, args = train_step(name, lr=LR)
-    return lambda: step(*args)
-
-
-def _hand(make_step, name):
-    """``make_step(sizes, loss, data)`` for the workload ``name`` of dualgraph.workloads."""
-    sizes, batch, loss = MLPS[name]
-    return make_step(sizes, loss, mlp_data(sizes, batch, loss))
-
-
-def _numpy_step(sizes, loss_name, data):
-    rng = np.random.default_rng(0)
-    b1 = 1 / np.sqrt(sizes[0])
-    b2 = 1 / np.sqrt(sizes[1])
-    W1 = rng.uniform(-b1, b1, (sizes[1], sizes[0])).astype(np.float32)
-    c1 = rng.uniform(-b1, b1, sizes[1]).astype(np.float32)
-    W2 = rng.uniform(-b2, b2, (sizes[2], sizes[1])).astype(np.float32)
-    c2 = rng.uniform(-b2, b2, sizes[2]).astype(np.float32)
-    X, T = data
+def train_numpy(name: str):
+    sizes, batch, loss_name = MLPS[name]
+    W1, c1, W2, c2 = peers.init_params(sizes)
+    X, T = mlp_data(sizes, batch, loss_name)
     n = X.shape[0]
     onehot = np.eye(sizes[2], dtype=np.float32)[T] if loss_name == "ce" else None
 
@@ -125,129 +176,21 @@ def _numpy_step(sizes, loss_name, data):
     return step
 
 
-def _torch_step(sizes, loss_name, data):
-    import torch
-
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(sizes[0], sizes[1]), torch.nn.ReLU(),
-                              torch.nn.Linear(sizes[1], sizes[2]))
-    opt = torch.optim.SGD(net.parameters(), lr=LR)
-    X, T = data
-    X = torch.from_numpy(X)
-    T = torch.from_numpy(T)
-    loss_fn = torch.nn.MSELoss() if loss_name == "mse" else torch.nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad()
-        loss = loss_fn(net(X), T)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step
-
-
-def scalar_torch():
-    import torch
-
-    x = torch.tensor(2.0, requires_grad=True)
-    y = torch.tensor(3.0, requires_grad=True)
-
-    def step():
-        x.grad = None
-        y.grad = None
-        z = x * y + y ** 2
-        z.backward()
-
-    return step
-
-
-# ------------------------------------------------------------- forward and backward only
-def _fwdbwd_params(sizes):
-    return peers.init_params(sizes), np.random.default_rng(1).standard_normal(
-        (16, sizes[0])).astype(np.float32)
-
-
-def fwdbwd_dg(sizes):
-    (w1, c1, w2, c2), x = _fwdbwd_params(sizes)
-    params = [dg.tensor(a, requires_grad=True) for a in (w1, c1, w2, c2)]
-    xt = dg.tensor(x)
-    F = dg.nn.functional
-
-    def step():
-        for p in params:
-            p.grad = None
-        a = F.relu(F.linear(xt, params[0], params[1]))
-        loss = F.linear(a, params[2], params[3]).sum()
-        loss.backward()
-        return loss
-
-    return step
-
-
-def fwdbwd_torch(sizes):
-    import torch
-
-    torch.set_num_threads(1)
-    (w1, c1, w2, c2), x = _fwdbwd_params(sizes)
-    params = [torch.tensor(a, requires_grad=True) for a in (w1, c1, w2, c2)]
-    xt = torch.from_numpy(x)
-    F = torch.nn.functional
-
-    def step():
-        for p in params:
-            p.grad = None
-        a = F.relu(F.linear(xt, params[0], params[1]))
-        loss = F.linear(a, params[2], params[3]).sum()
-        loss.backward()
-        return loss
-
-    return step
-
-
-def affine_dg():
-    x = dg.tensor(np.linspace(-1, 1, 100, dtype=np.float32), requires_grad=True)
-
-    def step():
-        x.grad = None
-        y = (x * 2 + 1).sum()
-        y.backward()
-        return y
-
-    return step
-
-
-def affine_torch():
-    import torch
-
-    x = torch.linspace(-1, 1, 100, requires_grad=True)
-
-    def step():
-        x.grad = None
-        y = (x * 2 + 1).sum()
-        y.backward()
-        return y
-
-    return step
-
-
 def workloads() -> dict:
     """name -> {impl: zero-argument factory returning the step callable}."""
-    table = {"scalar": {"dualgraph": scalar_dg, "numpy": scalar_numpy, "torch": scalar_torch}}
-    for wl, name in (("tiny", "tinynet"), ("mlp", "mlp")):
-        table[wl] = {"dualgraph": functools.partial(_dg_step, name),
-                     "numpy": functools.partial(_hand, _numpy_step, name),
-                     "torch": functools.partial(_hand, _torch_step, name)}
-    for wl, sizes in (("fwdbwd16", (16, 32, 4)), ("fwdbwd784", (784, 256, 10))):
-        table[wl] = {"dualgraph": functools.partial(fwdbwd_dg, sizes),
-                     "torch": functools.partial(fwdbwd_torch, sizes)}
-    table["affine"] = {"dualgraph": affine_dg, "torch": affine_torch}
     try:
         import torch  # noqa: F401
+
+        libs = ("dualgraph", "torch")
     except ImportError:
-        for impls in table.values():
-            del impls["torch"]
+        libs = ("dualgraph",)
+    P = functools.partial
+    table = {"scalar": {"numpy": scalar_numpy, **{i: P(scalar_step, i) for i in libs}}}
+    for wl, name in (("tiny", "tinynet"), ("mlp", "mlp")):
+        table[wl] = {"numpy": P(train_numpy, name), **{i: P(train_step, i, name) for i in libs}}
+    for wl, sizes in (("fwdbwd16", (16, 32, 4)), ("fwdbwd784", (784, 256, 10))):
+        table[wl] = {i: P(fwdbwd_step, i, sizes) for i in libs}
+    table["affine"] = {i: P(affine_step, i) for i in libs}
     return table
 
 

@@ -329,3 +329,310 @@ for _name in (
 ):
     globals()[_name] = _with_out(globals()[_name])
 del _name
+
+# isort: split
+# The rest of PyTorch's top-level surface: linear algebra, special functions, statistics,
+# sampling, dtype queries, settings, legacy tensor types, the ``linalg``/``special``/``jit``
+# namespaces, and functions of tensor methods (``dg.t``, ``dg.squeeze``, ...).
+import math as _math  # noqa: E402
+
+from . import jit, linalg, special  # noqa: E402
+from .eager.sampling import bernoulli, normal, poisson  # noqa: E402
+from .nn import functional as _F  # noqa: E402
+from .ops.matrix import det, logdet, matrix_power, renorm, slogdet  # noqa: E402
+from .ops.matrix import inv as inverse  # noqa: E402
+from .ops.matrix import torch_norm as norm  # noqa: E402
+from .ops.pointwise import (  # noqa: E402
+    addcdiv,
+    addcmul,
+    clamp_max,
+    clamp_min,
+    deg2rad,
+    float_power,
+    fmax,
+    fmin,
+    heaviside,
+    hypot,
+    isin,
+    isneginf,
+    isposinf,
+    isreal,
+    ldexp,
+    logaddexp2,
+    nan_to_num,
+    rad2deg,
+    rsub,
+    signbit,
+    sinc,
+    xlogy,
+)
+from .ops.products import (  # noqa: E402
+    addbmm,
+    addmm,
+    addmv,
+    addr,
+    baddbmm,
+    cdist,
+    chain_matmul,
+    dist,
+    dot,
+    inner,
+    mv,
+    tensordot,
+    vdot,
+)
+from .ops.size import (  # noqa: E402
+    Size,
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    layout,
+    memory_format,
+    preserve_format,
+    strided,
+)
+from .ops.special import digamma, erfc, erfinv, lgamma, logit, polygamma  # noqa: E402
+from .ops.special import multigammaln as mvlgamma  # noqa: E402
+from .ops.statistics import (  # noqa: E402
+    aminmax,
+    bincount,
+    corrcoef,
+    cov,
+    mode,
+    nanmean,
+    nanquantile,
+    nansum,
+    quantile,
+    unique,
+    unique_consecutive,
+)
+from .ops.surface import FUNCTION_METHODS as _FUNCTION_METHODS  # noqa: E402
+from .ops.surface import (  # noqa: E402
+    bartlett_window,
+    blackman_window,
+    block_diag,
+    broadcast_shapes,
+    broadcast_tensors,
+    cartesian_prod,
+    combinations,
+    cumulative_trapezoid,
+    diagflat,
+    dsplit,
+    equal,
+    function_of_method,
+    hamming_window,
+    hann_window,
+    hsplit,
+    is_nonzero,
+    kaiser_window,
+    logspace,
+    masked_scatter,
+    put,
+    ravel,
+    real,
+    select,
+    split_with_sizes,
+    take,
+    trapezoid,
+    tril_indices,
+    triu_indices,
+    unravel_index,
+    vander,
+    vsplit,
+)
+from .settings import (  # noqa: E402
+    are_deterministic_algorithms_enabled,
+    get_default_device,
+    get_float32_matmul_precision,
+    get_num_interop_threads,
+    get_num_threads,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_default_device,
+    set_default_dtype,
+    set_default_tensor_type,
+    set_float32_matmul_precision,
+    set_flush_denormal,
+    set_num_interop_threads,
+    set_num_threads,
+    set_printoptions,
+    use_deterministic_algorithms,
+)
+from .tensor_types import (  # noqa: E402
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
+from .typeinfo import (  # noqa: E402
+    can_cast,
+    finfo,
+    iinfo,
+    is_complex,
+    is_floating_point,
+    is_signed,
+    promote_types,
+    result_type,
+)
+
+for _name in _FUNCTION_METHODS:
+    globals()[_name] = function_of_method(_name)
+del _name
+
+uint16 = _np.dtype(_np.uint16)
+uint32 = _np.dtype(_np.uint32)
+uint64 = _np.dtype(_np.uint64)
+e = _math.e
+pi = _math.pi
+inf = _math.inf
+nan = _math.nan
+newaxis = None
+trapz = trapezoid
+concat = concatenate
+absolute = abs
+arccos, arcsin, arctan = acos, asin, atan
+arccosh, arcsinh, arctanh = acosh, asinh, atanh
+negative = globals()["neg"]
+sgn = sign
+greater, greater_equal = globals()["gt"], globals()["ge"]
+less, less_equal, not_equal = globals()["lt"], globals()["le"], globals()["ne"]
+
+
+autocast = amp.autocast
+
+
+def scalar_tensor(s: _typing.Any, *, dtype: _typing.Any = None, device: _typing.Any = None,
+                  requires_grad: bool = False, **kwargs: _typing.Any) -> _typing.Any:
+    """A 0-d tensor of the number ``s`` (float32 unless ``dtype`` says otherwise)."""
+    return full((), s, dtype=dtype or float32, device=device, requires_grad=requires_grad)
+
+
+def _pool(fn: _typing.Any) -> _typing.Any:
+    """``torch.max_pool2d`` and kin: `nn.functional`'s, where an empty ``stride`` (the
+    default of PyTorch's signature) means the kernel size."""
+    def pool(input: _typing.Any, kernel_size: _typing.Any, stride: _typing.Any = (),  # noqa: A002
+             *args: _typing.Any, **kwargs: _typing.Any) -> _typing.Any:
+        return fn(input, kernel_size, None if stride in ((), []) else stride, *args, **kwargs)
+
+    pool.__name__ = fn.__name__
+    pool.__doc__ = fn.__doc__
+    return pool
+
+
+max_pool1d = _pool(_F.max_pool1d)
+max_pool2d = _pool(_F.max_pool2d)
+max_pool3d = _pool(_F.max_pool3d)
+avg_pool1d = _pool(_F.avg_pool1d)
+
+
+def numel(input: _typing.Any) -> int:  # noqa: A002
+    """The number of elements of ``input``."""
+    return input.numel()
+
+
+def positive(input: _typing.Any) -> _typing.Any:  # noqa: A002
+    """``input`` itself (``+input``)."""
+    return input
+
+
+def as_tensor(data: _typing.Any, dtype: _typing.Any = None,
+              device: _typing.Any = None) -> _typing.Any:
+    """``data`` as a tensor, without a copy when it already is one of ``dtype``."""
+    from .dtypes import as_dtype, check_device
+
+    check_device(device, "as_tensor()")
+    if is_tensor(data):
+        return data if dtype is None or as_dtype(dtype) == _np.dtype(data.dtype) else \
+            data.to(dtype)
+    return tensor(data, dtype=dtype)
+
+
+asarray = as_tensor
+
+
+def typename(obj: _typing.Any) -> str:
+    """PyTorch's type name: ``"torch.FloatTensor"`` for a float32 tensor."""
+    return obj.type() if is_tensor(obj) else type(obj).__name__
+
+
+def dropout(input: _typing.Any, p: float = 0.5, train: bool = True) -> _typing.Any:  # noqa: A002
+    """``torch.dropout``: `nn.functional.dropout` with PyTorch's ``train`` spelling."""
+    return _F.dropout(input, p, train)
+
+
+def layer_norm(input: _typing.Any, normalized_shape: _typing.Any,  # noqa: A002
+               weight: _typing.Any = None, bias: _typing.Any = None, eps: float = 1e-5,
+               cudnn_enable: bool = True) -> _typing.Any:
+    """``torch.layer_norm``: `nn.functional.layer_norm`."""
+    return _F.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def group_norm(input: _typing.Any, num_groups: int, weight: _typing.Any = None,  # noqa: A002
+               bias: _typing.Any = None, eps: float = 1e-5,
+               cudnn_enabled: bool = True) -> _typing.Any:
+    """``torch.group_norm``: `nn.functional.group_norm`."""
+    return _F.group_norm(input, num_groups, weight, bias, eps)
+
+
+def embedding(weight: _typing.Any, indices: _typing.Any, padding_idx: int = -1,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> _typing.Any:
+    """``torch.embedding(weight, indices)``: the rows of ``weight`` (note the order)."""
+    return _F.embedding(indices, weight, None if padding_idx < 0 else padding_idx)
+
+
+# nn.functional's ops that torch also exports at the top level with the same signature.
+for _name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+              "conv_transpose3d", "pixel_shuffle", "pixel_unshuffle", "prelu", "selu", "celu",
+              "cosine_similarity", "pairwise_distance", "threshold", "hardshrink",
+              "adaptive_avg_pool1d", "adaptive_max_pool1d"):
+    globals()[_name] = getattr(_F, _name)
+del _name
+
+__all__ += [
+    "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",
+    "IntTensor", "LongTensor", "ShortTensor", "Size", "absolute", "adaptive_avg_pool1d",
+    "adaptive_max_pool1d", "autocast", "avg_pool1d", "bartlett_window", "blackman_window",
+    "channels_last", "channels_last_3d", "combinations", "contiguous_format", "hamming_window",
+    "hann_window", "kaiser_window", "max_pool1d", "max_pool2d", "max_pool3d", "memory_format",
+    "preserve_format", "real", "scalar_tensor", "unravel_index", "addbmm", "addcdiv",
+    "addcmul", "addmm", "addmv", "addr", "aminmax", "arccos", "arccosh", "arcsin", "arcsinh",
+    "arctan", "arctanh", "are_deterministic_algorithms_enabled", "as_tensor", "asarray",
+    "baddbmm", "bernoulli", "bincount", "block_diag", "broadcast_shapes", "broadcast_tensors",
+    "can_cast", "cartesian_prod", "cdist", "celu", "chain_matmul", "clamp_max", "clamp_min",
+    "concat", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose3d", "corrcoef", "cosine_similarity", "cov", "cumulative_trapezoid",
+    "deg2rad", "det", "diagflat", "digamma", "dist", "dot", "dropout", "dsplit", "e",
+    "embedding", "equal", "erfc", "erfinv", "finfo", "float_power", "fmax", "fmin",
+    "get_default_device", "get_float32_matmul_precision", "get_num_interop_threads",
+    "get_num_threads", "greater", "greater_equal", "group_norm", "hardshrink", "heaviside",
+    "hsplit", "hypot", "iinfo", "inf", "inner", "inverse", "is_complex",
+    "is_deterministic_algorithms_warn_only_enabled", "is_floating_point", "is_nonzero",
+    "is_signed", "isin", "isneginf", "isposinf", "isreal", "jit", "layer_norm", "layout",
+    "ldexp", "less", "less_equal", "lgamma", "linalg", "logaddexp2", "logdet", "logit",
+    "logspace", "masked_scatter", "matrix_power", "mode", "mv", "mvlgamma", "nan",
+    "nan_to_num", "nanmean", "nanquantile", "nansum", "negative", "newaxis", "norm",
+    "normal", "not_equal", "numel", "pairwise_distance", "pi", "pixel_shuffle",
+    "pixel_unshuffle", "poisson", "polygamma", "positive", "prelu", "promote_types", "put",
+    "quantile", "rad2deg", "ravel", "renorm", "result_type", "rsub", "select", "selu",
+    "set_default_device", "set_default_dtype", "set_default_tensor_type",
+    "set_float32_matmul_precision", "set_flush_denormal", "set_num_interop_threads",
+    "set_num_threads", "set_printoptions", "sgn", "signbit", "sinc", "slogdet", "special",
+    "split_with_sizes", "strided", "take", "tensordot", "threshold", "trapezoid", "trapz",
+    "tril_indices", "triu_indices", "typename", "uint16", "uint32", "uint64", "unique",
+    "unique_consecutive", "use_deterministic_algorithms", "vander", "vdot", "vsplit", "xlogy",
+    *_FUNCTION_METHODS,
+]
+
+# PyTorch's keyword spellings of the tensor arguments, ``dg.sum(input=x)`` and
+# ``dg.maximum(x, other=y)``, for the functions whose parameters are named otherwise.
+from .ops.surface import accept_input_keyword as _accept_input_keyword  # noqa: E402
+
+for _name in __all__:
+    _fn = globals().get(_name)
+    if _accept_input_keyword.applies(_fn):
+        globals()[_name] = _accept_input_keyword(_fn)
+del _name, _fn

@@ -316,3 +316,78 @@ def test_the_dispatch_check_sees_every_spelling(snippet: str, flagged: bool) -> 
 def test_the_dispatch_check_sees_match_statements() -> None:
     tree = ast.parse('match n.op:\n    case "mul":\n        pass\n')
     assert any(_names_an_op(x, _op_names()) for x in ast.walk(tree))
+
+
+# ------------------------------------------------------------- declared hooks on modes
+MODE_GETTERS = ("current_trace", "current_mode")
+PROBES = ("getattr", "hasattr")
+
+
+def _mode_classes() -> set[str]:
+    """The names of `dualgraph.modes.Mode` and every subclass of it in the package."""
+    import dualgraph  # noqa: F401  (imports every mode)
+    import dualgraph.compile.capture  # noqa: F401
+    from dualgraph.modes import Mode
+
+    found, todo = set(), [Mode]
+    while todo:
+        cls = todo.pop()
+        found.add(cls.__name__)
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+def _is_mode_getter(expr: ast.AST) -> bool:
+    return (isinstance(expr, ast.Call)
+            and ast.unparse(expr.func).rpartition(".")[2] in MODE_GETTERS)
+
+
+def _mode_probes(tree: ast.AST, modes: set[str]) -> list[ast.Call]:
+    """``getattr``/``hasattr`` calls on a mode: on ``current_trace()`` or ``current_mode()``
+    itself, on a name bound from one, or on a parameter annotated with a mode class."""
+    found = []
+    scopes = [tree] + [n for n in ast.walk(tree)
+                       if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for scope in scopes:
+        names: set[str] = set()
+        if not isinstance(scope, ast.Module):
+            for a in scope.args.args + scope.args.kwonlyargs + scope.args.posonlyargs:
+                ann = ast.unparse(a.annotation) if a.annotation else ""
+                if set(re.findall(r"\w+", ann)) & modes:
+                    names.add(a.arg)
+        for n in ast.walk(scope):
+            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and _is_mode_getter(
+                    n.value):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                names.update(t.id for t in targets if isinstance(t, ast.Name))
+        for n in ast.walk(scope):
+            if (isinstance(n, ast.Call) and ast.unparse(n.func) in PROBES and n.args
+                    and (_is_mode_getter(n.args[0])
+                         or isinstance(n.args[0], ast.Name) and n.args[0].id in names)):
+                found.append(n)
+    return found
+
+
+def test_no_getattr_probing_of_a_mode() -> None:
+    """A hook a lower layer calls on the current mode is declared in the `Mode` protocol
+    with a default on the base mode (``note_training``, ``guard_value``, ...), and what a
+    compiled call's trace records is read from its own class: no code asks a mode with
+    ``getattr``/``hasattr`` whether it happens to have something."""
+    modes = _mode_classes()
+    bad = sorted({f"{path.relative_to(PKG.parent)}:{n.lineno}: {ast.unparse(n)}"
+                  for path in sorted(PKG.rglob("*.py"))
+                  for n in _mode_probes(ast.parse(path.read_text()), modes)})
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("snippet, flagged", [
+    ('getattr(current_trace(), "note_training", None)', True),
+    ('hasattr(modes.current_mode(), "guard_value")', True),
+    ('ctx = current_trace()\nf = getattr(ctx, "note_attr", None)', True),
+    ('def f(ctx: TraceContext):\n    return getattr(ctx, "reads", {})', True),
+    ('def f(ctx: "CallTraceContext | None"):\n    return getattr(ctx, "runtime", ())', True),
+    ('def f(m):\n    return getattr(m, "_fn", "")', False),  # not known to be a mode
+    ('getattr(module, "training", True)', False),
+])
+def test_the_probe_check_sees_every_spelling(snippet: str, flagged: bool) -> None:
+    assert bool(_mode_probes(ast.parse(snippet), _mode_classes())) is flagged

@@ -45,7 +45,7 @@ import numpy as np
 
 from . import kir
 
-__all__ = ["Memory", "merge_loops"]
+__all__ = ["Memory", "hoist_invariants", "merge_loops"]
 
 # Statements a loop body may hold for its accesses to be understood.
 _UNDERSTOOD = (kir.Comment, kir.Let, kir.Store, kir.Loop, kir.If, kir.Accum)
@@ -430,3 +430,156 @@ class _Merger:
 
 def _forms(index: tuple) -> tuple:
     return tuple(kir.affine(kir.const(i)) for i in index)
+
+
+# -------------------------------------------------------------------------- hoisting
+def hoist_invariants(stmts: Iterable) -> list:
+    """``stmts`` (a kernel's statements, or a `kir.Block`) with the work that is the same
+    in every iteration of a loop done once, before it; a new list, ``stmts`` untouched.
+
+    A loop body's top-level `kir.Let` moves above the loop when its value reads no
+    variable the loop binds (its index, an accumulator, a let that stays) and no array
+    the loop writes (located through views by `Memory`), and it is bound once in the
+    body. Inside the lets and stores that stay, the largest invariant subexpressions that
+    do work (a load, a math call, a power) become lets of their own and move too. Loops
+    are processed innermost first, so work rises as far as it is invariant: Adam's bias
+    corrections (two float64 powers of the 0-d step count per element, as the fused group
+    reads them) are computed once per kernel call.
+
+    Nothing moves out of a loop that might run no iteration (a bound not known to be
+    positive), since a load moved out would then read an element the loop never reads;
+    nor out of a loop whose body holds a statement merging does not understand (a
+    library call, a GEMM, opaque text, a jump). The values are the same expressions, in
+    the same order of operations: results are bit for bit those of the original.
+    """
+    stmts = list(stmts.stmts if isinstance(stmts, kir.Block) else stmts)
+    names = {x.name for s in kir.walk(stmts) for e in kir.exprs_of(s)
+             for x in kir.subexprs(e) if isinstance(x, kir.Var)}
+    names |= {s.var.name for s in kir.walk(stmts) if isinstance(s, (kir.Let, kir.Loop,
+                                                                       kir.Accum))}
+    return _Hoister(Memory(stmts), names).level(stmts)
+
+
+def _trips(loop: kir.Loop) -> int | None:
+    start, stop = _int(loop.start), _int(loop.extent)
+    if start is None or stop is None or not loop.step:
+        return None
+    return len(range(start, stop, loop.step))
+
+
+class _Hoister:
+    def __init__(self, memory: Memory, taken: set) -> None:
+        self.memory = memory
+        self.taken = set(taken)
+        self.count = 0
+
+    def fresh(self, dtype: np.dtype) -> kir.Var:
+        while True:
+            self.count += 1
+            name = f"inv{self.count}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return kir.Var(name, dtype)
+
+    def level(self, stmts: list) -> list:
+        out: list = []
+        for s in stmts:
+            if isinstance(s, kir.Loop):
+                body = self.level(list(s.body))
+                lifted, body = self.lift(s, body)
+                out += lifted
+                out.append(replace(s, body=tuple(body)))
+            elif isinstance(s, kir.If):
+                out.append(replace(s, then=tuple(self.level(list(s.then))),
+                                   orelse=tuple(self.level(list(s.orelse)))))
+            else:
+                out.append(s)
+        return out
+
+    def lift(self, loop: kir.Loop, body: list) -> tuple[list, list]:
+        """(the lets moved above ``loop``, its new body)."""
+        trips = _trips(loop)
+        sc = _scan(body, lambda s: False, frozenset({loop.var.name}))
+        if not trips or trips <= 0 or not sc.ok:
+            return [], body
+        written = {self.memory.locate(b, None)[0] for w, b, _ in sc.accesses if w}
+        once = _bound_once(body)
+        # Names whose value may change between iterations: the loop's index and every
+        # name bound in the body except the top-level lets decided below.
+        variant = {loop.var.name} | (sc.binds - {s.var.name for s in body
+                                                 if isinstance(s, kir.Let)})
+        read_before: set = set()
+
+        def invariant(e: kir.Expr) -> bool:
+            for x in kir.subexprs(e):
+                if isinstance(x, kir.Var) and x.name in variant:
+                    return False
+                if isinstance(x, kir.Load) and written and (
+                        None in written or self.memory.locate(x.buf, None)[0] in written
+                        or self.memory.locate(x.buf, None)[0] is None):
+                    return False
+            return True
+
+        lifted: list = []
+        kept: list = []
+        for s in body:
+            if (isinstance(s, kir.Let) and s.var.name in once
+                    and s.var.name not in read_before and invariant(s.value)):
+                lifted.append(s)
+                continue
+            if isinstance(s, kir.Let):
+                s = replace(s, value=self.extract(s.value, invariant, lifted))
+                variant.add(s.var.name)
+            elif isinstance(s, kir.Store):
+                s = replace(s, value=self.extract(s.value, invariant, lifted))
+            kept.append(s)
+            read_before |= {x.name for e in _reads(s) for x in kir.subexprs(e)
+                            if isinstance(x, kir.Var)}
+        return lifted, kept
+
+    def extract(self, e: kir.Expr, invariant: Callable, lifted: list) -> kir.Expr:
+        """``e`` with its largest invariant subexpressions that do work bound to new
+        lets (appended to ``lifted``)."""
+        if invariant(e):
+            if not _works(e):
+                return e
+            v = self.fresh(e.dtype)
+            lifted.append(kir.Let(v, e, "loop-invariant"))
+            return v
+        # Only operands evaluated whenever ``e`` is: not a load's index (a load is
+        # invariant whole or not at all), not the branches of a select nor the right
+        # side of ``and``/``or``, which may be skipped (and guard what they read).
+        if isinstance(e, (kir.Un, kir.Cast)):
+            return replace(e, a=self.extract(e.a, invariant, lifted))
+        if isinstance(e, kir.Bin):
+            b = e.b if e.op in kir.LOGIC else self.extract(e.b, invariant, lifted)
+            return replace(e, a=self.extract(e.a, invariant, lifted), b=b)
+        if isinstance(e, kir.Call):
+            return replace(e, args=tuple(self.extract(a, invariant, lifted)
+                                         if isinstance(a, kir.Expr) else a for a in e.args))
+        if isinstance(e, kir.Select):
+            return replace(e, cond=self.extract(e.cond, invariant, lifted))
+        return e
+
+
+def _works(e: kir.Expr) -> bool:
+    """``e`` costs something to evaluate: it loads, calls a math function or raises to a
+    power (a constant, a variable or a cast of them is free)."""
+    return any(isinstance(x, (kir.Load, kir.Call)) or (isinstance(x, kir.Bin) and x.op == "**")
+               for x in kir.subexprs(e))
+
+
+def _bound_once(body: list) -> set:
+    """Names a `kir.Let` binds exactly once in ``body`` (nested statements included), and
+    nothing else binds."""
+    seen: dict = {}
+    for s in kir.walk(body):
+        if isinstance(s, (kir.Let, kir.Accum, kir.Loop)):
+            seen[s.var.name] = seen.get(s.var.name, 0) + (1 if isinstance(s, kir.Let) else 2)
+    return {n for n, c in seen.items() if c == 1}
+
+
+def _reads(s: Any) -> list:
+    """The expressions statement ``s`` reads, nested statements included."""
+    return [e for t in kir.walk([s]) for e in kir.exprs_of(t)] + (
+        [s.var] if isinstance(s, kir.Accum) else [])

@@ -27,7 +27,17 @@ from ..eager.internal import array_of, make_tensor, requires_grad_of
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError
 from ..modes import current_trace
-from .callgen import MISS, CallPath, generate
+from .callgen import (
+    DEFAULT,
+    KEYWORD,
+    MISS,
+    POSITIONAL,
+    SLOT,
+    CallForm,
+    CallPath,
+    generate,
+    has_slot,
+)
 from .plan import Plan
 from .retrace import retrace_allowed
 from .signature import (
@@ -121,6 +131,10 @@ class CompiledFunction:
         # a new signature compile it once; cached calls take no lock.
         self._lock = threading.RLock()
         self._fast: Callable[[tuple], Any] = _miss
+        self._fast_kw: Callable[[tuple, dict], Any] = _miss_kw
+        self._kinds = "" if self._signature is None else "".join(
+            "**" if p.kind is inspect.Parameter.VAR_KEYWORD else "."
+            for p in self._signature.parameters.values())
         functools.update_wrapper(self, fn, updated=())
 
     # ------------------------------------------------------------------- calls
@@ -129,12 +143,12 @@ class CompiledFunction:
             # Called while a function is traced (another compiled function, or this one
             # recursively): run the Python function, so its ops join the outer trace.
             return self.fn(*args, **kwargs)
-        if not kwargs:
-            # The generated call path of the entry the last plain call used (`callgen`):
-            # it checks the key and the guards itself and returns MISS when they differ.
-            out = self._fast(args)
-            if out is not MISS:
-                return out
+        # The generated call path of the entry the last call used (`callgen`), for calls
+        # made as that one was (with keywords or without): it checks the key and the
+        # guards itself and returns MISS when they differ.
+        out = self._fast_kw(args, kwargs) if kwargs else self._fast(args)
+        if out is not MISS:
+            return out
         return self._call(args, kwargs)
 
     def _call(self, args: tuple, kwargs: dict) -> Any:
@@ -145,17 +159,21 @@ class CompiledFunction:
         given = len(args)
         if kwargs or (given != self._npos and self._npos != -2):
             args, fn, layout = self._bind(args, kwargs)
-        # A call the fast path can check as it comes: positional, nothing bound (or every
-        # parameter given, no keyword-only one), nothing lifted.
-        plain = not kwargs and not self.dynamic and (
+        # A call the plain call path can check as it comes: positional, nothing bound (or
+        # every parameter given, no keyword-only one), nothing lifted, nothing flattened.
+        plain = not kwargs and (
             layout is None or (layout == (given, ()) and len(args) == given))
+        lifted, dtype, templates = (), None, None
         if self.dynamic:
-            args = self._lift_dynamic(args)
+            args, lifted, dtype = self._lift_dynamic(args)
+            plain = plain and not lifted
         for a in args:
             if type(a) in _CONTAINERS or isinstance(a, _CONTAINERS):
                 n = len(args)
                 args, fn = _flatten_arguments(args, fn)
-                plain = plain and len(args) == n  # no tensor inside: nothing flattened
+                if len(args) != n:
+                    templates = tuple(t if _has_slot(t) else None for t in args[:n])
+                    plain = False
                 break
         sig = self._key(args, layout)
         self.stats.calls += 1
@@ -176,12 +194,51 @@ class CompiledFunction:
         if entry.tier0:
             poll(entry, self.stats)
         code = self._code(entry, sig, fn)
+        # The fast path serves only the entry of the last call (so `_last_sig` stays that
+        # call's), at tier 1, for calls made as this one was.
+        self._fast, self._fast_kw = _miss, _miss_kw
         if not entry.tier0:
             self.stats.tier1_calls += 1
-        # The fast path serves only the entry of the last call (so `_last_sig` stays that
-        # call's): a plain call at tier 1.
-        self._fast = code.fast if plain and not entry.tier0 else _miss
+            if plain:
+                self._fast = code.fast
+            elif self._signature is not None or layout is None:
+                form = CallForm(given, tuple(kwargs), self._binding(layout, given, kwargs),
+                                "**" in self._kinds, lifted, dtype, templates)
+                fast = self._form_fast(entry, code, sig, fn, form)[0]
+                if kwargs:
+                    self._fast_kw = fast
+                else:
+                    self._fast = fast
         return code.run(args)
+
+    def _binding(self, layout: tuple | None, given: int, kwargs: dict) -> tuple | None:
+        """Where each bound argument of a call with ``given`` positional arguments and
+        these keywords comes from (`callgen.CallForm.binding`); None when not bound."""
+        if layout is None:
+            return None
+        bound = self._signature.bind(*[_Given(i) for i in range(given)],
+                                     **{k: _Given(k) for k in kwargs})
+        bound.apply_defaults()
+        out = []
+        for v in bound.args + tuple(bound.kwargs.values()):
+            if isinstance(v, _Given):
+                out.append((POSITIONAL if isinstance(v.at, int) else KEYWORD, v.at))
+            else:
+                out.append((DEFAULT, v))
+        return tuple(out)
+
+    def _form_fast(self, entry: Plan, code: CallPath, sig: tuple, fn: Callable,
+                   form: CallForm) -> tuple:
+        """``(fast, source)``: the generated call path of ``entry`` for calls made as
+        ``form`` says."""
+        # Within one entry (one key: its templates, which numbers were lifted) the
+        # positional count and the keyword names decide the rest of the form.
+        made = code.forms.get((form.given, form.keywords))
+        if made is None:
+            other = generate(entry, sig, fn, self.stats, self.verify, self._keep,
+                             check_stale, self._baked_warned, form)
+            made = code.forms[form.given, form.keywords] = (other.fast, other.source)
+        return made
 
     def _key(self, args: tuple, layout: tuple | None) -> tuple:
         """The signature key of flat ``args``: ``(per-argument keys, grad mode, layout,
@@ -261,15 +318,27 @@ class CompiledFunction:
         or None when no entry serves it yet (``dg.explain`` prints it)."""
         fn = self.fn
         layout = None
+        given, lifted, dtype, templates = len(args), (), None, None
         if kwargs or (len(args) != self._npos and self._npos != -2):
             args, fn, layout = self._bind(args, kwargs)
         if self.dynamic:
-            args = self._lift_dynamic(args)
+            args, lifted, dtype = self._lift_dynamic(args)
         if any(isinstance(a, _CONTAINERS) for a in args):
+            n = len(args)
             args, fn = _flatten_arguments(args, fn)
+            if len(args) != n:
+                templates = tuple(t if _has_slot(t) else None for t in args[:n])
         sig = self._key(args, layout)
         entry = self._find(sig, args)
-        return None if entry is None else self._code(entry, sig, fn).source
+        if entry is None:
+            return None
+        code = self._code(entry, sig, fn)
+        if not (kwargs or lifted or templates or (layout is not None and (
+                layout != (given, ()) or len(args) != given))):
+            return code.source
+        form = CallForm(given, tuple(kwargs), self._binding(layout, given, kwargs),
+                        "**" in self._kinds, lifted, dtype, templates)
+        return self._form_fast(entry, code, sig, fn, form)[1]
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         """``@dg.compile`` on a method: the bound method passes the instance as argument 0,
@@ -301,14 +370,16 @@ class CompiledFunction:
         """Python numbers at the ``dynamic`` positions become 0-d tensors: graph inputs, so a
         new value is a new input, not a new constant and a retrace. They take the dtype of
         the first floating-point tensor argument (float32 without one), as a weak Python
-        scalar would have."""
+        scalar would have. Returns ``(arguments, positions lifted, dtype)``."""
         dtype = next((a.dtype for a in args
-                      if isinstance(a, Tensor) and a.dtype.kind == "f"), np.float32)
+                      if isinstance(a, Tensor) and a.dtype.kind == "f"), np.dtype(np.float32))
         out = list(args)
-        for i in self.dynamic:
+        lifted = []
+        for i in sorted(self.dynamic):
             if i < len(out) and isinstance(out[i], (int, float)) and not isinstance(out[i], bool):
                 out[i] = make_tensor(np.asarray(out[i], dtype), False, None)
-        return tuple(out)
+                lifted.append(i)
+        return tuple(out), tuple(lifted), dtype
 
     def entries(self) -> list:
         return [e for es in self._entries.values() for e in es]
@@ -393,16 +464,21 @@ def _miss(args: tuple) -> Any:
     return MISS
 
 
-class _Slot:
-    """Where a tensor sat inside a tuple, list or dict argument (`_flatten_arguments`)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<tensor>"
+def _miss_kw(args: tuple, kwargs: dict) -> Any:
+    return MISS
 
 
-_SLOT = _Slot()
+class _Given:
+    """A stand-in for a passed argument while binding (`CompiledFunction._binding`)."""
+
+    __slots__ = ("at",)
+
+    def __init__(self, at: int | str) -> None:
+        self.at = at
+
+
+_SLOT = SLOT
+_has_slot = has_slot
 
 
 def _template(a: Any, leaves: list) -> Any:

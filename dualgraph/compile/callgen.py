@@ -19,7 +19,7 @@ here, once. ``dg.explain`` prints the source (`CallPath.source`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ from ..eager.tensor import Tensor
 from .baked import CHECK_EVERY, check_baked
 from .guards import MISSING, value_key
 from .plan import (
+    SLOT,
     Argument,
     ArgumentGrad,
     CapturedGrad,
@@ -64,6 +65,35 @@ class CallPath:
     run: Callable[[tuple], Any]
     kernel: Any
     bwd_kernel: Any
+    # The call path of each other way of calling this signature (`CallForm`), by its
+    # ``(given, keywords)``: ``(fast, source)``, generated when first used.
+    forms: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CallForm:
+    """How a call other than a plain positional one becomes the flat arguments the entry
+    was traced with.
+
+    ``given`` positional arguments and the keyword names ``keywords`` were passed;
+    ``binding`` (None: the positional arguments as they are) gives each bound argument
+    as ``(POSITIONAL, i)``, ``(KEYWORD, name)`` or ``(DEFAULT, value)``; ``ordered``:
+    the keywords must come in this order (the function takes ``**kwargs``); ``lifted``:
+    bound positions whose Python number becomes a 0-d ``dtype`` tensor (``dynamic=``);
+    ``templates``: per bound argument the container template with `SLOT` for each
+    tensor (None: not flattened).
+    """
+
+    given: int
+    keywords: tuple
+    binding: tuple | None
+    ordered: bool
+    lifted: tuple
+    dtype: Any
+    templates: tuple | None
+
+
+POSITIONAL, KEYWORD, DEFAULT = "positional", "keyword", "default"
 
 
 # Names every generated call may use.
@@ -107,12 +137,14 @@ class _Emitter:
 
 def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
              keep: dict, check_stale: Callable | None = None,
-             warned: set | None = None) -> CallPath:
+             warned: set | None = None, form: CallForm | None = None) -> CallPath:
     """The call path of ``plan`` for calls of signature ``sig`` (``(argument keys, grad
     mode, layout, alias)``) with flat arguments: ``fn`` is the function taking them
     (for ``verify``'s checks, `stale.check_stale`), ``stats`` the function's
     `CompileStats`, ``keep`` its table of unhashable constant arguments, ``warned`` the
-    captured arrays it has warned about (`baked.check_baked`)."""
+    captured arrays it has warned about (`baked.check_baked`). With ``form``, ``fast``
+    takes the call as it comes (``fast(args)``, or ``fast(args, kwargs)`` when keywords
+    were passed) and turns it into the flat arguments itself."""
     gen = _Emitter(plan)
     keys, grad_on, _, alias = sig
     n = len(keys)
@@ -123,9 +155,15 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
                    for i in arrays]
     gathered, later = _gather_captured(plan, gen)
     body = _body(plan, gen, arrays)
-    checks = (gather_args + _key_check(keys, grad_on, gen) + _alias_check(arrays, alias, gen)
-              + gathered + _guard_check(plan, gen))
-    fast = [f"if len(args) != {n}:", "    return MISS", *unpack, *_type_checks(keys, gen),
+    verified: set = set()
+    if form is None:
+        head, enter = ["def fast(args):"], [f"if len(args) != {n}:", "    return MISS",
+                                            *unpack]
+    else:
+        head, enter = _enter(form, n, gen, keep, verified)
+    checks = (gather_args + _key_check(keys, grad_on, gen, verified)
+              + _alias_check(arrays, alias, gen) + gathered + _guard_check(plan, gen))
+    fast = [*enter, *_type_checks(keys, gen),
             "try:", *_indent(checks),
             "except Exception:  # a guard that cannot be read: the general path says why",
             "    return MISS",
@@ -139,12 +177,94 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
     run = [*unpack, *gather_args, *gathered, *baked, *later, *body]
     gen.ns["stats"] = stats
     gen.ns["KEEP"] = keep
-    source = "\n".join(["def fast(args):", *_indent(fast), "", "",
+    source = "\n".join([*head, *_indent(fast), "", "",
                         "def run(args):", *_indent(run), ""])
     name = getattr(fn, "__name__", "fn")
     code = compile(source, f"<dg.compile call path of {name}>", "exec")
     exec(code, gen.ns)  # noqa: S102 - our own generated source, built from the plan
     return CallPath(source, gen.ns["fast"], gen.ns["run"], plan.kernel, plan.bwd_kernel)
+
+
+def _enter(form: CallForm, n: int, gen: _Emitter, keep: dict,
+           verified: set) -> tuple[list[str], list[str]]:
+    """``(def line, lines)`` that turn a call of ``form`` into the flat arguments
+    ``a0, ...`` (and ``args``, their tuple), or return `MISS` when it is another form:
+    bind keywords and defaults, lift ``dynamic=`` numbers, take tensors out of
+    containers. Constant arguments whose value the lines check go into ``verified``."""
+    kw = bool(form.keywords)
+    head = ["def fast(args, kwargs):" if kw else "def fast(args):"]
+    counted = f" or len(kwargs) != {len(form.keywords)}" if kw else ""
+    lines = [f"if len(args) != {form.given}{counted}:", "    return MISS"]
+    if form.ordered:
+        lines += [f"if tuple(kwargs) != {gen.const(form.keywords, 'names')}:", "    return MISS"]
+    binding = form.binding
+    if binding is None:
+        binding = tuple((POSITIONAL, i) for i in range(form.given))
+    inner = []  # inside try: a missing keyword or a short container is a KeyError or IndexError
+    for j, (kind, what) in enumerate(binding):
+        if kind == POSITIONAL:
+            inner.append(f"b{j} = args[{what}]")
+        elif kind == KEYWORD:
+            inner.append(f"b{j} = kwargs[{gen.const(what, 'name')}]")
+        else:
+            inner.append(f"b{j} = {gen.const(what, 'default')}")
+    if form.lifted:
+        dtype = gen.const(form.dtype, "dtype")
+        for j in form.lifted:
+            inner += [f"if type(b{j}) is not float and type(b{j}) is not int:",
+                      "    return MISS",
+                      f"b{j} = make_tensor(new_array(b{j}, {dtype}), False, None)"]
+    leaves: list[str] = []
+    templates = form.templates or (None,) * len(binding)
+    for j, t in enumerate(templates):
+        if t is not None:
+            _unpack(t, f"b{j}", leaves, inner, gen, keep)
+            inner.append(f"b{j} = {gen.const(t, 'template')}")
+            verified.add(j)
+    names = [f"b{j}" for j in range(len(binding))] + leaves
+    if len(names) != n:  # pragma: no cover - the form is built from the call that traced
+        raise AssertionError("call form and signature disagree")
+    inner.append(f"args = ({', '.join(names)}{',' if n == 1 else ''})")
+    if n:
+        inner.append(f"{', '.join(f'a{i}' for i in range(n))}{',' if n == 1 else ''} = args")
+    return head, lines + ["try:", *_indent(inner), "except (KeyError, IndexError):",
+                          "    return MISS"]
+
+
+def has_slot(t: Any) -> bool:
+    """Whether a container template holds a tensor (`SLOT`)."""
+    if t is SLOT:
+        return True
+    if isinstance(t, (tuple, list)):
+        return any(has_slot(e) for e in t)
+    if isinstance(t, dict):
+        return any(has_slot(e) for e in t.values())
+    return False
+
+
+def _unpack(t: Any, expr: str, leaves: list, lines: list, gen: _Emitter, keep: dict) -> None:
+    """Lines that check that ``expr`` has template ``t``'s structure and constants, and
+    bind each tensor in it to a new leaf name (appended to ``leaves``, in the order
+    the general path flattens them)."""
+    if t is SLOT:
+        leaves.append(f"l{len(leaves)}")
+        lines.append(f"{leaves[-1]} = {expr}")
+        return
+    if not has_slot(t):
+        lines += [f"if const_key({expr}, 0, KEEP) != {gen.const(const_key(t, 0, keep), 'key')}:",
+                  "    return MISS"]
+        return
+    v = f"v{len(lines)}"
+    lines += [f"{v} = {expr}",
+              f"if type({v}) is not {gen.const(type(t), 'type')} or len({v}) != {len(t)}:",
+              "    return MISS"]
+    if isinstance(t, dict):
+        lines += [f"if tuple({v}) != {gen.const(tuple(t), 'names')}:", "    return MISS"]
+        for k, e in t.items():
+            _unpack(e, f"{v}[{gen.const(k, 'name')}]", leaves, lines, gen, keep)
+    else:
+        for k, e in enumerate(t):
+            _unpack(e, f"{v}[{k}]", leaves, lines, gen, keep)
 
 
 def _baked_check(plan: Plan, gen: _Emitter, fn: Callable, warned: set | None) -> list[str]:
@@ -155,7 +275,8 @@ def _baked_check(plan: Plan, gen: _Emitter, fn: Callable, warned: set | None) ->
     gen.ns["check_baked"], gen.ns["ENTRY"] = check_baked, plan
     baked = gen.const(plan.baked, "baked")
     seen = gen.const(set() if warned is None else warned, "warned")
-    name = gen.const(getattr(fn, "__name__", "the function"), "name")
+    name = gen.const(getattr(fn, "__name__", None) or f"the compiled {type(fn).__name__}",
+                     "name")
     return ["nb = ENTRY.baked_calls = ENTRY.baked_calls + 1",
             f"if not nb & {CHECK_EVERY - 1}:",
             f"    check_baked({baked}, {seen}, {name})"]
@@ -187,11 +308,14 @@ def _type_checks(keys: tuple, gen: _Emitter) -> list[str]:
     return [f"if {' or '.join(conds)}:", "    return MISS"]
 
 
-def _key_check(keys: tuple, grad_on: bool, gen: _Emitter) -> list[str]:
+def _key_check(keys: tuple, grad_on: bool, gen: _Emitter,
+               verified: set = frozenset()) -> list[str]:
     """The signature key as one tuple comparison: shapes, dtypes, ``requires_grad``,
-    constants, grad mode."""
+    constants (but those in ``verified``: already checked), grad mode."""
     exprs, expected = [], []
     for i, k in enumerate(keys):
+        if i in verified:
+            continue
         if not _is_constant(k):
             exprs += [f"d{i}.shape", f"d{i}.dtype"]
             expected += [k[0], k[1]]

@@ -8,6 +8,7 @@ new values and `restore_grads` puts the old ones back, for the compiled call to 
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -20,8 +21,8 @@ from ..errors import TraceError
 from ..ir.graph import Node
 from ..trace.tracer import TraceContext, Tracer, graph_outputs
 from .baked import BakedArray
-from .guards import Identity, ModuleAttrs, ModuleTable, Value
-from .plan import RuntimeScalar
+from .guards import Identity, ModuleAttrs, ModuleHookTable, ModuleTable, Value
+from .plan import RuntimeScalar, Slot
 
 
 class CallTraceContext(TraceContext):
@@ -40,6 +41,9 @@ class CallTraceContext(TraceContext):
         self._runtime_nodes: dict = {}
         self.arg_index: dict = {}  # id of an argument tensor -> its position
         self.baked: list = []  # captured NumPy arrays made constants (`baked.BakedArray`)
+        # Other values the trace may bake in, to be fingerprinted once it ends
+        # (`signature.capture_guards`): ``(what, get, load name, code objects)``.
+        self.baked_roots: list = []
         self._baked_ids: set = set()
 
     def as_node(self, a: Any) -> Any:
@@ -84,10 +88,21 @@ class CallTraceContext(TraceContext):
         if key in self.reads:
             return
         self.reads[key] = ModuleTable(module)
+        # Hooks registered or removed later change what a call runs, as in eager mode.
+        self.reads[("module hooks", id(module))] = ModuleHookTable(module)
         d = module.__dict__
         names = tuple(k for k, v in d.items() if k not in _MODULE_TABLES and plain_value(v))
         if names:
             self.reads[("module attrs", id(module))] = ModuleAttrs(module, names)
+        # Its other attributes (arrays, objects, long or nested lists) are baked in:
+        # checked now and then (`baked.BakedValue`).
+        forward = getattr(getattr(type(module), "forward", None), "__code__", None)
+        for k, v in d.items():
+            if k not in _MODULE_TABLES and not plain_value(v) and \
+                    not isinstance(v, _NOT_BAKED):
+                self.baked_roots.append((f"{type(module).__name__}.{k}",
+                                         lambda d=d, k=k: d.get(k), k,
+                                         (forward,) if forward is not None else ()))
 
     def guard_value(self, getter: Callable[[], Any], expected: Any, what: str,
                     keep: Any = None) -> None:
@@ -109,9 +124,10 @@ class CallTraceContext(TraceContext):
         return Tracer(node, self)
 
 
-# A module's own tables (and the training flag, guarded by `note_training`).
+# A module's own tables (the training flag and hooks: guarded by `note_training` and
+# `guards.ModuleHookTable`).
 _MODULE_TABLES = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers",
-                            "_training"})
+                            "_training", "_hooks"})
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))
 
 
@@ -139,6 +155,23 @@ def _immutable_value(v: Any) -> bool:
     return type(v) is tuple and all(_immutable_value(e) for e in v)
 
 
+# Named or held values that are not baked in: functions, classes and Python modules are
+# code; tensors, modules and optimizers are guarded or read on every call.
+_NOT_BAKED = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+              types.ModuleType, type, Tensor)
+
+
+def _keyed_by_value(a: Any) -> bool:
+    """An argument the signature key compares by value in full (`signature.const_key`)."""
+    if isinstance(a, (*_PLAIN, np.generic, Slot, *_NOT_BAKED)):
+        return True
+    if isinstance(a, (tuple, list)):
+        return all(_keyed_by_value(e) for e in a)
+    if isinstance(a, dict):
+        return all(_keyed_by_value(k) and _keyed_by_value(e) for k, e in a.items())
+    return False
+
+
 def trace_call(fn: Callable, args: tuple, with_outputs: bool = True) -> tuple:
     """Trace ``fn(*args)``; returns ``(ctx, outputs, single, grad_writes)``.
 
@@ -153,9 +186,13 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True) -> tuple:
     # Python values and submodules are guarded as if it had been called.
     from ..nn.modules import Module
 
-    for a in args:
+    for i, a in enumerate(args):
         if isinstance(a, Module):
             ctx.note_module(a)
+        elif not isinstance(a, (Tensor, np.ndarray)) and not _keyed_by_value(a):
+            # An object passed as a constant is keyed by identity: its contents are baked.
+            ctx.baked_roots.append((f"argument {i} ({type(a).__name__})",
+                                    lambda a=a: a, None, None))
     outputs = single = None
     try:
         with ctx:

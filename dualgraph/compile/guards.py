@@ -293,6 +293,39 @@ class ModuleAttrs(Guard):
         return f"({items})", self.expected
 
 
+class ModuleHookTable(Guard):
+    """A module's hooks (`nn.hooks.ModuleHooks`): which functions, in which order, with
+    which flags. Without hooks (the usual case) the generated check is one dict read."""
+
+    __slots__ = ("module",)
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+        self.expected = hooks_key(module.__dict__.get("_hooks"))
+
+    def now(self, args: tuple) -> Any:
+        return hooks_key(self.module.__dict__.get("_hooks"))
+
+    def describe(self, now: Any) -> str:
+        return f"the hooks of a {type(self.module).__name__} changed"
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        if self.expected is None:
+            return f"({gen.const(self.module.__dict__, 'attrs')}.get('_hooks') or None)", None
+        return super().emit(gen)
+
+
+_HOOK_TABLES = ("forward_pre", "forward", "backward", "backward_pre", "pre_with_kwargs",
+                "with_kwargs", "always_call")
+
+
+def hooks_key(hooks: Any) -> Any:
+    """A module's hook table as a guard compares it (None: no hooks)."""
+    if not hooks:
+        return None
+    return tuple(tuple(getattr(hooks, t).items()) for t in _HOOK_TABLES)
+
+
 MISSING = object()
 
 

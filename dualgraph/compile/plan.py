@@ -65,6 +65,19 @@ class RuntimeScalar:
 Source = Union[CapturedTensor, CapturedGrad, ArgumentGrad, RuntimeScalar]
 
 
+class Slot:
+    """Where a tensor sat inside a tuple, list or dict argument: the containers'
+    templates hold it (`CompiledFunction` flattens such arguments)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<tensor>"
+
+
+SLOT = Slot()
+
+
 # ------------------------------------------------------------------ writes
 @dataclass(frozen=True, slots=True)
 class Argument:

@@ -23,7 +23,8 @@ import numpy as np
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor
 from ..trace.tracer import TraceContext
-from .capture import plain_value
+from .baked import BakedValue, fingerprint, trivial
+from .capture import CallTraceContext, plain_value
 from .guards import (
     ArgGradNone,
     CapturedGradType,
@@ -33,6 +34,7 @@ from .guards import (
     Guard,
     Guards,
     Identity,
+    ModuleTable,
     PlainValue,
     cell_value,
     snapshot,
@@ -194,7 +196,8 @@ def describe_change(old: tuple, new: tuple, args: tuple) -> str:
     return f"grad mode {'on' if new_grad else 'off'} instead of {'on' if old_grad else 'off'}"
 
 
-def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[tuple, Guards | None]:
+def capture_guards(ctx: CallTraceContext,
+                   fn: Callable | None = None) -> tuple[tuple, Guards | None]:
     """Where each captured input comes from, and what must hold to reuse the trace.
 
     Returns ``(sources, guards)``: per captured kernel input a `plan.Source`, and
@@ -207,11 +210,12 @@ def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[tuple
     entry_grads = {id(t): before for t, before in ctx.grad_before.values()}
     # Arguments are the call's own tensors: their .grad is judged on the tensor passed
     # now (by position), so a fresh leaf per call reuses the trace.
-    arg_index = getattr(ctx, "arg_index", {})
+    arg_index = ctx.arg_index
     sources: list = []
     items: list[Guard] = []
     for t, _ in ctx.captured:
         owner = next((p for p, _ in ctx.captured + list(ctx.grad_before.values())
+                      + [(a, None) for a in ctx.arg_tensors.values()]
                       if entry_grads.get(id(p), p.grad) is t and p is not t), None)
         if owner is not None and id(owner) in arg_index:
             sources.append(ArgumentGrad(arg_index[id(owner)]))
@@ -230,19 +234,68 @@ def capture_guards(ctx: TraceContext, fn: Callable | None = None) -> tuple[tuple
             items.append(ArgGradNone(t, arg_index[id(t)], True))
         else:
             items.append(GradNone(t, True))
-    items.extend(getattr(ctx, "reads", {}).values())
+    items.extend(ctx.reads.values())
+    roots = list(ctx.baked_roots)
+    names: set = set()
+    codes: list = []
     if fn is not None:
-        items.extend(_outside_names(fn))
-    sources.extend(make for _, make in getattr(ctx, "runtime", ()))
+        # The methods of the user's modules that ran are helpers too (`forward` reading a
+        # global number).
+        modules = [g.module for g in ctx.reads.values()
+                   if isinstance(g, ModuleTable)]
+        items.extend(_outside_names(fn, roots, names, codes, modules))
+    ctx.baked.extend(_baked_values(ctx, roots, names, codes))
+    sources.extend(make for _, make in ctx.runtime)
     return tuple(sources), (Guards(items) if items else None)
 
 
-def _outside_names(fn: Callable) -> list:
+def _baked_values(ctx: TraceContext, roots: list, names: set, codes: list) -> list:
+    """The values no guard covers that the trace may have read (`baked.BakedValue`):
+    fingerprinted now, after the trace, for the call path to compare now and then.
+    ``roots``: ``(what, get, load name, code objects or None)``; ``names``: the
+    attribute and global names the function's code (and its helpers', and the modules'
+    ``forward``) use, the only attributes of plain objects followed."""
+    for _, _, _, own in roots:
+        for code in own or ():
+            names.update(_code_names(code))
+    frozen = frozenset(names)
+    skip = {id(b.array) for b in ctx.baked}  # captured arrays: checked as operands
+    out = []
+    for what, get, load, own in roots:
+        try:
+            v = get()
+            if id(v) in skip:
+                continue
+            snap = fingerprint(v, frozen)
+        except Exception:  # noqa: BLE001 - a value that cannot be read is not checked
+            continue
+        if not trivial(snap):
+            path = what.split(" ")[-1].strip("'") if what.startswith(("global", "closure")) \
+                else what
+            out.append(BakedValue(what, get, frozen, snap, tuple(own or codes), load, path))
+    return out
+
+
+def _code_names(code: Any) -> set:
+    """The names ``code`` and the functions nested in it use (globals, attributes)."""
+    names: set = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if inspect.iscode(k))
+    return names
+
+
+def _outside_names(fn: Callable, roots: list, names: set, codes: list,
+                   modules: list = ()) -> list:
     """Guards on what ``fn`` (and the helper functions it calls by a global or closure
     name, recursively) names as globals or closure variables: the identity of tensors,
     modules and optimizers (rebinding ``w = dg.tensor(...)`` at module level retraces
     instead of running with the old object), and the value of plain Python values
-    (numbers, strings, tuples of them), which the trace bakes in."""
+    (numbers, strings, tuples of them), which the trace bakes in. Other values (plain
+    objects, long or nested containers, arrays) go to ``roots`` (`_baked_values`); the
+    names the visited code uses to ``names``, its code objects to ``codes``."""
     from ..eager.tensor import Tensor
     from ..nn.modules import Module
     from ..optim import Optimizer
@@ -264,6 +317,10 @@ def _outside_names(fn: Callable) -> list:
             items.append(PlainValue(
                 get, v, lambda now: f"{kind} {name!r} is {_shown_value(now)!r} (traced "
                                     f"with {was!r}, a baked-in constant)"))
+        elif not isinstance(v, _NOT_BAKED) and not _is_user_function(v):
+            get = ((lambda: cell_value(table)) if kind == "closure variable"
+                   else (lambda: table.get(name)))
+            roots.append((f"{kind} {name!r}", get, name, None))
 
     def visit(f: Any) -> None:
         f = inspect.unwrap(getattr(f, "__func__", f))
@@ -271,14 +328,11 @@ def _outside_names(fn: Callable) -> list:
         if code is None or id(code) in seen or len(seen) > _MAX_HELPERS:
             return
         seen.add(id(code))
-        names: set[str] = set()
-        stack = [code]
-        while stack:  # nested functions and lambdas share f's globals
-            c = stack.pop()
-            names.update(c.co_names)
-            stack.extend(k for k in c.co_consts if inspect.iscode(k))
+        codes.append(code)
+        used = _code_names(code)  # nested functions and lambdas share f's globals
+        names.update(used)
         g = getattr(f, "__globals__", {})
-        for name in sorted(names):
+        for name in sorted(used):
             if name not in g:
                 continue
             v = g[name]
@@ -295,9 +349,26 @@ def _outside_names(fn: Callable) -> list:
                 visit(v)
 
     visit(fn)
+    # A user module's ``forward``, and the methods it calls through ``self``, by name.
+    for klass in {type(m): None for m in modules}:
+        methods: dict = {}
+        for c in reversed(klass.__mro__):
+            methods.update((k, v) for k, v in vars(c).items() if _is_user_function(v))
+        todo, done = ["forward"], set()
+        while todo:
+            name = todo.pop()
+            if name in done or name not in methods:
+                continue
+            done.add(name)
+            visit(methods[name])
+            code = getattr(inspect.unwrap(methods[name]), "__code__", None)
+            todo.extend(_code_names(code) if code is not None else ())
     return items
 
 
+# Named values that are not baked in: functions, classes and Python modules are code.
+_NOT_BAKED = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+              types.ModuleType, type)
 # How many helper functions `_outside_names` follows (a bound on trace-time work).
 _MAX_HELPERS = 64
 # Functions of these packages (and of the standard library) are not followed: their

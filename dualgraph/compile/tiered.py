@@ -498,7 +498,7 @@ def start(entry: Any, arrays: list, user: list, name: str, parallel: bool,
 
 # Settings the worker must share with this process at the time of the job: the kernels it
 # compiles must be the ones this process then builds and loads (split the same way).
-_JOB_SETTINGS = ("DUALGRAPH_SEGMENT_LINES", "DUALGRAPH_COMPILE_JOBS")
+_JOB_SETTINGS = ("DUALGRAPH_SEGMENT_LINES", "DUALGRAPH_COMPILE_JOBS", "DUALGRAPH_LLVM_OPT")
 
 
 def _payload(job: _Job) -> bytes:

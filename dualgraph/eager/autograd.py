@@ -224,7 +224,13 @@ class Function(Node):
             raise RuntimeError(_FREED_MSG)
         if self._versions:
             self._check_saved_versions()
-        grads = self._def.vjp(self, g)
+        opdef = self._def
+        grads = None
+        if opdef.vjp_arrays is not None and not grad_mode.GRAD_ENABLED.value:
+            # Nothing records (no create_graph): the op's one-kernel form of its VJP.
+            grads = _vjp_arrays(self, opdef, g)
+        if grads is None:
+            grads = opdef.vjp(self, g)
         out = []
         for inp, gi in zip(self.inputs, grads):
             if gi is None or not isinstance(inp, _GRAD_NODES):
@@ -264,6 +270,16 @@ class Function(Node):
 
 
 _GRAD_NODES = (Function, AccumulateGrad)
+
+
+def _vjp_arrays(node: Function, opdef: Any, g: Any) -> list | None:
+    """``opdef.vjp_arrays`` on ``node``'s saved arrays, its results as tensors (None:
+    the op asks for its op-by-op VJP)."""
+    args = [getattr(a, "_data", a) for a in node.args]
+    grads = opdef.vjp_arrays(node, args, g._data)
+    if grads is None:
+        return None
+    return [None if a is None else _make(a, False, None) for a in grads]
 
 
 def _fit(gi: Any, data: np.ndarray, inp: Node) -> Any:

@@ -13,6 +13,7 @@ from ..dtypes import as_dtype, check_device
 from ..ir.graph import Literal, Node
 from ..modes import Mode
 from ..ops import shape as S
+from ..ops.broadcast import normalize_dim
 from ..ops.elementwise import impl_into
 from ..ops.mixin import (
     TensorOps,
@@ -24,7 +25,7 @@ from ..ops.mixin import (
     view_leaf_inplace_error,
     writes_expanded,
 )
-from . import grad_mode
+from . import allocator, grad_mode
 from .autograd import RULES_RUNNING, AccumulateGrad, Function, RemovableHandle, run_backward
 
 _GRAD = grad_mode.GRAD_ENABLED
@@ -150,6 +151,88 @@ class Tensor(TensorOps):
         if std < 0:
             raise RuntimeError(f"normal_ expects std >= 0.0, but found std {std}")
         return self._fill_random(numpy_generator(generator).normal(mean, std, self.shape))
+
+    def bernoulli_(self, p: Any = 0.5, *, generator: Any = None) -> "Tensor":
+        """Fill with 0/1 draws that are 1 with probability ``p`` (a number or a tensor)."""
+        prob = np.asarray(p.numpy() if isinstance(p, Tensor) else p, np.float64)
+        if np.any((prob < 0) | (prob > 1)):
+            raise RuntimeError("bernoulli_ expects p to be in [0, 1]")
+        draws = numpy_generator(generator).random(self.shape) < prob
+        return self._fill_any(draws)
+
+    def exponential_(self, lambd: float = 1.0, *, generator: Any = None) -> "Tensor":
+        """Fill with exponential samples of rate ``lambd``."""
+        if lambd <= 0:
+            raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+        return self._fill_random(numpy_generator(generator).exponential(1.0 / lambd,
+                                                                          self.shape))
+
+    def geometric_(self, p: float, *, generator: Any = None) -> "Tensor":
+        """Fill with the number of Bernoulli(``p``) trials up to the first success."""
+        if not 0 < p < 1:
+            raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+        return self._fill_any(numpy_generator(generator).geometric(p, self.shape))
+
+    def log_normal_(self, mean: float = 1.0, std: float = 2.0, *,
+                    generator: Any = None) -> "Tensor":
+        """Fill with ``exp`` of normal samples of ``mean`` and ``std``."""
+        return self._fill_random(numpy_generator(generator).lognormal(mean, std, self.shape))
+
+    def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *,
+                generator: Any = None) -> "Tensor":
+        """Fill with Cauchy samples of ``median`` and scale ``sigma``."""
+        draws = numpy_generator(generator).standard_cauchy(self.shape)
+        return self._fill_random(median + sigma * draws)
+
+    def random_(self, from_: int = 0, to: Any = None, *, generator: Any = None) -> "Tensor":
+        """Fill with integers uniform in ``[from_, to)``; ``random_(to)`` is ``[0, to)``,
+        and without bounds the range is ``[0, 2**mantissa]`` for floats (as PyTorch) or the
+        dtype's for integers."""
+        if to is None and from_ != 0:
+            from_, to = 0, from_
+        dtype = self._data.dtype
+        if to is None:
+            if dtype.kind == "f":
+                to = 2 ** (np.finfo(dtype).nmant + 1) + 1
+            elif dtype.kind == "b":
+                to = 2
+            else:
+                to = int(np.iinfo(dtype).max) + 1
+        if to <= from_:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                               f"from={from_} >= to={to}")
+        return self._fill_any(numpy_generator(generator).integers(from_, to, self.shape))
+
+    def apply_(self, callable: Callable) -> "Tensor":  # noqa: A002
+        """Apply ``callable`` to each element (a Python number) in place; slow, CPU only."""
+        flat = [callable(v) for v in self._data.reshape(-1).tolist()]
+        return self._fill_any(np.asarray(flat).reshape(self.shape))
+
+    def map_(self, other: "Tensor", callable: Callable) -> "Tensor":  # noqa: A002
+        """``self[i] = callable(self[i], other[i])`` in place (``other`` broadcasts)."""
+        o = np.broadcast_to(np.asarray(other), self.shape).reshape(-1).tolist()
+        flat = [callable(a, b) for a, b in zip(self._data.reshape(-1).tolist(), o)]
+        return self._fill_any(np.asarray(flat).reshape(self.shape))
+
+    def stride(self, dim: int | None = None) -> Any:
+        """The step in elements between neighbours along each dim of the underlying
+        array (a transposed view's strides are swapped, as in PyTorch)."""
+        item = self._data.dtype.itemsize
+        st = tuple(s // item for s in self._data.strides)
+        if dim is None:
+            return st
+        return st[normalize_dim("stride", dim, self._data.ndim)] if self._data.ndim else 1
+
+    def data_ptr(self) -> int:
+        """The address of the first element."""
+        return int(self._data.__array_interface__["data"][0])
+
+    def untyped_storage(self) -> Any:
+        raise NotImplementedError("dualgraph tensors have no separate storage object: use "
+                                  "data_ptr() or numpy()")
+
+    def _fill_any(self, values: np.ndarray) -> "Tensor":
+        return self.copy_(_make(np.asarray(values).astype(self._data.dtype), False, None))
 
     def _fill_random(self, values: np.ndarray) -> "Tensor":
         if self._data.dtype.kind != "f":
@@ -717,6 +800,7 @@ def _check_view_write(t: _ViewTensor) -> None:
 
 EAGER = EagerMode()
 modes.push_mode(EAGER)
+allocator.tune()  # eager temporaries reuse freed heap instead of faulting pages in again
 
 
 # --------------------------------------------------------------------------- backward
@@ -980,12 +1064,21 @@ def _format_tensor(t: Tensor) -> str:
     return "tensor(" + body + "".join(", " + e for e in extras) + ")"
 
 
+# `dg.set_printoptions` (dualgraph/settings.py) writes these.
+PRINT_OPTIONS: dict = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80,
+                       "sci_mode": None}
+
+
 def _format_data(data: np.ndarray) -> str:
     """PyTorch's float formatting: integral values as ``2.``, scientific notation when the
-    nonzero finite values span more than 1000x (or exceed 1e8, or go below 1e-4), else four
-    decimals; the column width comes from the nonzero finite values only."""
+    nonzero finite values span more than 1000x (or exceed 1e8, or go below 1e-4), else
+    `PRINT_OPTIONS`' precision (four decimals); the column width comes from the nonzero
+    finite values only."""
+    opts = PRINT_OPTIONS
+    layout = {"threshold": opts["threshold"], "edgeitems": opts["edgeitems"],
+              "max_line_width": opts["linewidth"]}
     if data.dtype.kind != "f":
-        return np.array2string(data, separator=", ", prefix="tensor(")
+        return np.array2string(data, separator=", ", prefix="tensor(", **layout)
     vals = np.abs(data[np.isfinite(data) & (data != 0)]).astype(np.float64)
     if vals.size:
         lo, hi = float(vals.min()), float(vals.max())
@@ -993,13 +1086,16 @@ def _format_data(data: np.ndarray) -> str:
         sci = hi / lo > 1000.0 or hi > 1e8 or (not integral and lo < 1e-4)
     else:
         integral, sci = True, False
+    if opts["sci_mode"] is not None:
+        sci = bool(opts["sci_mode"])
+    digits = opts["precision"]
 
     def fmt(v: float) -> str:
         if not np.isfinite(v):
             return str(v)
         if sci:
-            return f"{v:.4e}"
-        return f"{v:.0f}." if integral else f"{v:.4f}"
+            return f"{v:.{digits}e}"
+        return f"{v:.0f}." if integral else f"{v:.{digits}f}"
 
     if data.ndim == 0:
         return fmt(float(data))
@@ -1009,5 +1105,5 @@ def _format_data(data: np.ndarray) -> str:
     width = max(width, signed)
     return np.array2string(
         data, separator=", ", prefix="tensor(",
-        formatter={"float_kind": lambda v: fmt(float(v)).rjust(width)},
+        formatter={"float_kind": lambda v: fmt(float(v)).rjust(width)}, **layout,
     )

@@ -9,13 +9,18 @@ from . import (  # noqa: F401  (importing each family registers its ops)
     linalg,
     loss,
     math,
+    matrix,
     norm,
+    pointwise,
     pool,
+    products,
     random,
     reduce,
     scan,
     shape,
     softmax,
+    special,
+    statistics,
 )
 
 # Importing the op modules registers their ops.
@@ -27,8 +32,8 @@ from .registry import OPS, OpDef, register
 install_ops(OPS)
 
 # ``axis=`` is ``dim=`` for every public function that takes ``dim`` (PyTorch's parser).
-for _family in (conv, elementwise, index, linalg, loss, math, norm, pool, random, reduce, scan,
-                shape, softmax):
+for _family in (conv, elementwise, index, linalg, loss, math, matrix, norm, pointwise, pool,
+                products, random, reduce, scan, shape, softmax, special, statistics):
     add_axis_aliases(vars(_family))
 
 __all__ = ["OPS", "OpDef", "register"]

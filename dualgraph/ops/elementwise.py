@@ -335,6 +335,15 @@ def _mul_vjp(ctx, g):
     return (mul(g, y) if nx else None), (mul(g, x) if ny else None)
 
 
+def _mul_vjp_arrays(ctx, args, g):
+    x, y = args
+    nx, ny = ctx.needs_input_grad
+    return (_MUL_IMPL(g, y) if nx else None), (_MUL_IMPL(g, x) if ny else None)
+
+
+_MUL_IMPL = _promoting(np.multiply)
+
+
 def _div_vjp(ctx, g):
     # The quotient is recomputed rather than saved (PyTorch's rule: a division by a
     # constant saves no output, so `y = x / 2; y += 1` can still backward).
@@ -466,8 +475,9 @@ SUB = register(OpDef(
     elementwise=True,
 ))
 MUL = register(OpDef(
-    "mul", _promoting(np.multiply), _binary_infer("mul"), _mul_vjp, "MulBackward0",
+    "mul", _MUL_IMPL, _binary_infer("mul"), _mul_vjp, "MulBackward0",
     saves=(0, 1), saves_for=(1, 0), elementwise=True, commutative=True,
+    vjp_arrays=_mul_vjp_arrays,
 ))
 DIV = register(OpDef(
     "div", _promoting(np.true_divide, floating=True), _div_infer, _div_vjp, "DivBackward0",

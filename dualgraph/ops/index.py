@@ -1,6 +1,6 @@
 """Advanced indexing and the gather/scatter family (PyTorch's surface).
 
-Two primitives carry every op here:
+Four primitives carry every op here:
 
 - ``index(x, idx, dims)``: ``idx`` is int64 of shape ``(k,) + B``, the k index arrays
   already broadcast to ``B``, applied at dims ``dims`` of ``x`` (the others taken whole).
@@ -9,10 +9,15 @@ Two primitives carry every op here:
 - ``index_put(x, v, idx, dims, accumulate)``: ``x`` with those elements replaced by ``v``
   (or, with ``accumulate``, increased by it: repeated indices add up), ``v`` broadcast to
   the indexed shape. It is the gradient of ``index`` and the value of ``x[idx] = v``.
+- ``gather_axis(x, idx, axis)``: ``out[..., k, ...] = x[..., idx[..., k, ...], ...]`` along
+  one axis, ``idx`` of ``x``'s shape except along it, so no index arrays are built for the
+  other dims; ``scatter_add_axis`` is its transpose, and each is the other's VJP. They carry
+  ``gather``, ``take_along_dim``, the values of ``max(dim)``/``min(dim)`` and of the sort
+  family (`dualgraph.ops.scan`), and any other lookup of one index per line.
 
 ``x[idx]`` first applies the basic part of the index (ints, slices, None) as a view, as
-PyTorch does, then ``index`` on that view; ``gather``, ``index_select``, ``embedding``,
-``scatter``, ``index_add``... are compositions. An ``api`` attribute names the public op
+PyTorch does, then ``index`` on that view; ``index_select``, ``embedding``, ``scatter``,
+``index_add``... are compositions. An ``api`` attribute names the public op
 that made a node, only so that ``grad_fn.name()`` is PyTorch's (``GatherBackward0``).
 Ops whose output shape depends on the data (``nonzero``, ``masked_select``, ``x[mask]``
 with a traced mask) run eagerly and raise `TraceError` in a traced function.
@@ -20,6 +25,7 @@ with a traced mask) run eagerly and raise `TraceError` in a traced function.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -479,6 +485,115 @@ def index_put_(x: Any, indices: Any, values: Any, accumulate: bool = False) -> A
     return x
 
 
+# -------------------------------------------------- gather and scatter-add along one axis
+# gather_axis: out[..., k, ...] = x[..., idx[..., k, ...], ...]; idx has x's shape except
+# along the axis (or, squeezed, lacks the axis: one index per line). scatter_add_axis is
+# its transpose, and each is the other's VJP.
+
+
+def _to_lines(a: np.ndarray, axis: int) -> np.ndarray:
+    """``a`` as a C-contiguous (lines, length) array with ``axis`` last."""
+    if a.ndim == 0:
+        return a.reshape(1, 1)
+    moved = np.moveaxis(a, axis, -1)
+    # The line count spelled out: reshape(-1, 0) is ambiguous for an empty axis.
+    return np.ascontiguousarray(moved).reshape(math.prod(moved.shape[:-1]), a.shape[axis])
+
+
+def _from_lines(lines: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
+    """The inverse of `_to_lines` for a result of ``shape``."""
+    if not shape:
+        return lines.reshape(())
+    moved = tuple(d for i, d in enumerate(shape) if i != axis) + (shape[axis],)
+    return np.ascontiguousarray(np.moveaxis(lines.reshape(moved), -1, axis))
+
+
+def _squeezed(idx: Any, shape: tuple) -> bool:
+    """One index per line with the axis dropped (``keepdim=False``): idx has one dim less."""
+    return len(shape) > 0 and len(idx.shape) == len(shape) - 1
+
+
+def _gather_impl(x: np.ndarray, idx: np.ndarray, axis: int = 0,
+                 grad_fn: str = "GatherBackward0") -> np.ndarray:
+    if x.ndim == 0:
+        return x.copy()
+    if _squeezed(idx, x.shape):
+        return np.take_along_axis(x, np.expand_dims(idx, axis), axis=axis).squeeze(axis)
+    return np.take_along_axis(x, idx, axis=axis)
+
+
+def _check_axis_index(name: str, shape: tuple, idx: Any, axis: int) -> None:
+    ks = tuple(idx.shape)
+    if _squeezed(idx, shape):
+        ks = ks[:axis] + (1,) + ks[axis:]
+    if (np.dtype(idx.dtype) != np.int64 or len(ks) != len(shape)
+            or any(a != b for i, (a, b) in enumerate(zip(ks, shape)) if i != axis)):
+        raise ShapeError(f"{name}: indices must be int64 of the shape {shape} except along "
+                         f"axis {axis} (or without it), got {idx.dtype} {tuple(idx.shape)}")
+
+
+def _gather_infer(x: Any, idx: Any, axis: int = 0, grad_fn: str = "") -> tuple:
+    _check_axis_index("gather_axis", tuple(x.shape), idx, axis)
+    return tuple(idx.shape), np.dtype(x.dtype)
+
+
+def _scatter_add_impl(src: np.ndarray, idx: np.ndarray, axis: int = 0,
+                      size: int = 1, squeezed: bool = False) -> np.ndarray:
+    if squeezed:
+        src, idx = np.expand_dims(src, axis), np.expand_dims(idx, axis)
+    if src.ndim == 0:
+        return src.copy()
+    shape = src.shape[:axis] + (size,) + src.shape[axis + 1:]
+    s, k = _to_lines(src, axis), _to_lines(idx, axis)
+    out = np.zeros((s.shape[0], size), src.dtype)
+    # Adds in line order, as the compiled loop does, so repeated indices sum identically.
+    np.add.at(out, (np.arange(s.shape[0])[:, None], k), s)
+    return _from_lines(out, shape, axis)
+
+
+def _scatter_add_infer(src: Any, idx: Any, axis: int = 0, size: int = 1,
+                       squeezed: bool = False) -> tuple:
+    shape = tuple(src.shape)
+    if tuple(idx.shape) != shape or np.dtype(idx.dtype) != np.int64:
+        raise ShapeError(f"scatter_add_axis: int64 indices of shape {shape} expected for "
+                         f"values of shape {shape}, got {idx.dtype} {tuple(idx.shape)}")
+    if squeezed:
+        return shape[:axis] + (size,) + shape[axis:], np.dtype(src.dtype)
+    if not shape:
+        return (), np.dtype(src.dtype)
+    return shape[:axis] + (size,) + shape[axis + 1:], np.dtype(src.dtype)
+
+
+def _gather_vjp(ctx, g):
+    _, idx = ctx.args
+    axis = ctx.attrs["axis"]
+    shape = tuple(ctx.inputs[0].shape)
+    size = shape[axis] if shape else 1
+    squeezed = _squeezed(ctx.inputs[1], shape)
+    return bind(SCATTER_ADD_AXIS, g, idx, axis=axis, size=size, squeezed=squeezed), None
+
+
+def _scatter_add_vjp(ctx, g):
+    _, idx = ctx.args
+    return gather_axis(g, idx, ctx.attrs["axis"]), None
+
+
+GATHER_AXIS = register(OpDef(
+    "gather_axis", _gather_impl, _gather_infer, _gather_vjp,
+    lambda node: node.attrs["grad_fn"], saves=(1,),
+))
+SCATTER_ADD_AXIS = register(OpDef(
+    "scatter_add_axis", _scatter_add_impl, _scatter_add_infer, _scatter_add_vjp,
+    "ScatterAddBackward0", saves=(1,),
+))
+
+
+def gather_axis(x: Any, idx: Any, axis: int, grad_fn: str = "GatherBackward0") -> Any:
+    """``out[..., k, ...] = x[..., idx[..., k, ...], ...]`` along ``axis``; its tape node is
+    named ``grad_fn`` (PyTorch's name for the op whose values it gathers)."""
+    return bind(GATHER_AXIS, x, idx, axis=axis, grad_fn=grad_fn)
+
+
 # ----------------------------------------------------------- gather and scatter family
 
 
@@ -533,8 +648,11 @@ def gather(x: Any, dim: int, index: Any) -> Any:
     dim = _check_index_tensor("gather", x, dim, index)
     if not x.shape:
         return S.reshape(gather(S.reshape(x, (1,)), 0, S.reshape(index, (1,))), ())
-    idx, dims = _grid(tuple(index.shape), dim, index)
-    return bind(INDEX, x, idx, dims=dims, api="gather")
+    ks = tuple(index.shape)
+    if any(n != x.shape[d] for d, n in enumerate(ks) if d != dim):
+        # The index may be smaller than x outside dim: gather from that corner (a view).
+        x = S.getitem(x, tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(ks)))
+    return gather_axis(x, index, dim)
 
 
 def take_along_dim(x: Any, indices: Any, dim: int | None = None) -> Any:

@@ -141,13 +141,26 @@ def _addmm_vjp(ctx, g):
     return g, (matmul(g, _swap(b)) if na else None), (_rhs_grad(ctx, a, g, 2) if nb else None)
 
 
+def _addmm_vjp_arrays(ctx, args, g):
+    """`_addmm_vjp`'s products on arrays (the kernels ``matmul`` runs, so the same bits)."""
+    _, a, b = args
+    if len({x.dtype for x in (g, a, b) if x is not None}) != 1:
+        return None  # mixed dtypes: matmul's promotion, op by op
+    _, na, nb = ctx.needs_input_grad
+    ga = np.matmul(g, b.T) if na else None
+    gb = None
+    if nb:
+        gb = np.matmul(g.T, a).T if ctx.inputs[2].op == "transpose" else np.matmul(a.T, g)
+    return g, ga, gb
+
+
 MATMUL = register(OpDef(
     "matmul", _matmul_impl, _matmul_infer, _matmul_vjp, _matmul_name, saves=(0, 1),
     contraction=True,
 ))
 ADDMM = register(OpDef(
     "addmm", _addmm_impl, _addmm_infer, _addmm_vjp, "AddmmBackward0", saves=(1, 2),
-    saves_for=(2, 1),
+    saves_for=(2, 1), vjp_arrays=_addmm_vjp_arrays,
     contraction=True, contraction_bias=True,
 ))
 

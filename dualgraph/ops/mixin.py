@@ -25,6 +25,7 @@ from . import reduce as R
 from . import scan as SC
 from . import shape as S
 from .broadcast import normalize_axis, normalize_dim
+from .size import Size, strided
 
 
 def _operand(x: Any) -> Any:
@@ -389,7 +390,8 @@ class TensorOps:
         return len(self.shape)
 
     def size(self, dim: int | None = None) -> Any:
-        return tuple(self.shape) if dim is None else self.shape[dim]
+        """The shape as a `dg.Size` (a tuple), or the size of dim ``dim``."""
+        return Size(self.shape) if dim is None else self.shape[dim]
 
     def numel(self) -> int:
         return int(np.prod(self.shape))
@@ -675,7 +677,13 @@ class TensorOps:
     def half(self) -> Any:
         return _cast(self, np.float16)
 
-    def type(self, dtype: Any) -> Any:
+    def type(self, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+        """With no argument, PyTorch's type name (``"torch.FloatTensor"``); else the tensor
+        cast to ``dtype``: a dtype, a legacy type (``dg.LongTensor``) or its name."""
+        if dtype is None:
+            return _TYPE_NAMES.get(np.dtype(self.dtype), f"torch.{np.dtype(self.dtype)}")
+        if isinstance(dtype, str) and dtype.split(".")[-1] in _LEGACY:
+            dtype = _LEGACY[dtype.split(".")[-1]]
         return _cast(self, dtype)
 
     # ---- indexing (dualgraph/ops/index.py). In-place forms compute the new
@@ -948,6 +956,12 @@ def _check_ndim(fn: str, x: Any, ndim: int, name: str) -> None:
                            f"{tuple(x.shape)}")
 
 
+# PyTorch's legacy type names, by dtype, and the dtypes of those names.
+_LEGACY = {"FloatTensor": np.float32, "DoubleTensor": np.float64, "HalfTensor": np.float16,
+           "LongTensor": np.int64, "IntTensor": np.int32, "ShortTensor": np.int16,
+           "CharTensor": np.int8, "ByteTensor": np.uint8, "BoolTensor": np.bool_}
+_TYPE_NAMES = {np.dtype(v): "torch." + k for k, v in _LEGACY.items()}
+
 _BASIC = frozenset({int, slice, type(None), type(Ellipsis)})
 
 
@@ -988,3 +1002,187 @@ def _add_axis_aliases() -> None:
 
 
 _add_axis_aliases()
+
+
+# ------------------------------------------------------------------------------------
+# PyTorch's remaining method surface (`ops/surface.py`): functions as methods, their
+# in-place forms, and the layout and storage queries of a CPU tensor.
+
+
+def _method(fn: Any, name: str) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = getattr(fn, "__doc__", None)
+    return method
+
+
+def _inplace_method(fn: Any, name: str) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return self.copy_(fn(self, *args, **kwargs))
+
+    method.__name__ = name + "_"
+    method.__doc__ = f"In-place `{name}`: the result is written into the tensor."
+    return method
+
+
+def _contiguous_strides(shape: tuple) -> tuple:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(int(d), 1)
+    return tuple(reversed(strides))
+
+
+class _Layout:
+    """Layout and storage queries, as a C-ordered CPU tensor answers them (an eager tensor
+    reports its own array's strides; see `dualgraph.eager.tensor.Tensor.stride`)."""
+
+    def stride(self, dim: int | None = None) -> Any:
+        st = _contiguous_strides(tuple(self.shape))
+        return st if dim is None else st[normalize_dim("stride", dim, len(self.shape))]
+
+    def storage_offset(self) -> int:
+        return 0
+
+    def element_size(self) -> int:
+        return np.dtype(self.dtype).itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.dtype).itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return np.dtype(self.dtype).itemsize * math.prod(self.shape)
+
+    def nelement(self) -> int:
+        return math.prod(self.shape)
+
+    def ndimension(self) -> int:
+        return len(self.shape)
+
+    def byte(self) -> Any:
+        return _cast(self, np.uint8)
+
+    def char(self) -> Any:
+        return _cast(self, np.int8)
+
+    def short(self) -> Any:
+        return _cast(self, np.int16)
+
+    @property
+    def mT(self) -> Any:  # noqa: N802 - PyTorch's name
+        """The matrices transposed: the last two dims swapped."""
+        if len(self.shape) < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of "
+                               f"matrices. Got {len(self.shape)}-D tensor.")
+        return self.transpose(-2, -1)
+
+    @property
+    def mH(self) -> Any:  # noqa: N802 - PyTorch's name
+        """The conjugate transpose of the matrices: `mT` for real tensors."""
+        return self.mT
+
+    @property
+    def H(self) -> Any:  # noqa: N802 - PyTorch's name
+        """The conjugate transpose of a matrix: `T` of a 2-D (or 0-d) real tensor."""
+        if len(self.shape) not in (0, 2):
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                               f"{len(self.shape)}-D tensor.")
+        return self if not self.shape else self.transpose(0, 1)
+
+    def adjoint(self) -> Any:
+        return self.mT
+
+    def is_complex(self) -> bool:
+        return False
+
+    def is_signed(self) -> bool:
+        return np.dtype(self.dtype).kind in "if"
+
+    def is_pinned(self, device: Any = None) -> bool:
+        return False
+
+    def pin_memory(self, device: Any = None) -> Any:
+        """The tensor itself (pinned memory is a CUDA transfer optimisation)."""
+        return self
+
+    def share_memory_(self) -> Any:
+        """The tensor itself (CPU tensors of one process need no sharing)."""
+        return self
+
+    def is_shared(self) -> bool:
+        return False
+
+    def is_set_to(self, tensor: Any) -> bool:
+        return self is tensor
+
+    def is_same_size(self, other: Any) -> bool:
+        return tuple(self.shape) == tuple(other.shape)
+
+    @property
+    def is_sparse(self) -> bool:
+        return False
+
+    @property
+    def is_quantized(self) -> bool:
+        return False
+
+    @property
+    def is_nested(self) -> bool:
+        return False
+
+    def is_inference(self) -> bool:
+        return False
+
+    def is_conj(self) -> bool:
+        return False
+
+    def is_neg(self) -> bool:
+        return False
+
+    def conj(self) -> Any:
+        return self
+
+    def resolve_conj(self) -> Any:
+        return self
+
+    def resolve_neg(self) -> Any:
+        return self
+
+    @property
+    def real(self) -> Any:
+        return self
+
+    @property
+    def layout(self) -> Any:
+        return strided
+
+    def lerp_(self, end: Any, weight: Any) -> Any:
+        return self.copy_(self.lerp(end, weight))
+
+    def clamp_min_(self, min: Any) -> Any:  # noqa: A002
+        return self.copy_(self.clamp(min=min))
+
+    def clamp_max_(self, max: Any) -> Any:  # noqa: A002
+        return self.copy_(self.clamp(max=max))
+
+
+def _install_surface() -> None:
+    from .surface import INPLACE, METHODS
+
+    own = vars(TensorOps)
+    for name, member in vars(_Layout).items():
+        if not name.startswith("__") and name not in own:
+            setattr(TensorOps, name, member)
+    for name, fn in METHODS.items():
+        if name not in own:
+            setattr(TensorOps, name, _method(fn, name))
+    for name in INPLACE:
+        if name + "_" not in own:
+            setattr(TensorOps, name + "_", _inplace_method(METHODS[name], name))
+
+
+_install_surface()

@@ -12,6 +12,7 @@ Batch, group and instance normalisation are compositions in `dualgraph.nn.functi
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -84,9 +85,43 @@ def _ln_vjp(ctx, g):
     return gx, gweight, gbias
 
 
+def _ln_vjp_arrays(ctx: Any, args: list, g: np.ndarray) -> tuple | None:
+    """`_ln_vjp` on arrays: its NumPy operations in its order (the same bits), with the
+    temporaries reused in place (PyTorch's ``native_layer_norm_backward``)."""
+    x, w, _ = args
+    dtype = x.dtype
+    if g.dtype != dtype or (isinstance(w, np.ndarray) and w.dtype != dtype):
+        return None  # mixed dtypes promote op by op: the op form casts as they do
+    ndim, eps = ctx.attrs["ndim"], ctx.attrs["eps"]
+    axes, lead = _axes(x.ndim, ndim), tuple(range(x.ndim - ndim))
+    need_x, need_w, need_b = ctx.needs_input_grad
+    n = math.prod(x.shape[x.ndim - ndim:]) or np.nan
+    xhat = np.subtract(x, np.true_divide(np.add.reduce(x, axes, keepdims=True), n))
+    t = np.multiply(xhat, xhat)
+    var = np.true_divide(np.add.reduce(t, axes, keepdims=True), n)
+    rstd = np.true_divide(1.0, np.sqrt(np.add(var, eps)))
+    np.multiply(xhat, rstd, out=xhat)
+    gx = None
+    if need_x:
+        gw = np.multiply(g, w) if isinstance(w, np.ndarray) else g
+        mean_gw = np.true_divide(np.add.reduce(gw, axes, keepdims=True), n)
+        np.multiply(gw, xhat, out=t)
+        mean_gwx = np.true_divide(np.add.reduce(t, axes, keepdims=True), n)
+        gx = np.subtract(gw, mean_gw)
+        np.multiply(xhat, mean_gwx, out=t)
+        np.subtract(gx, t, out=gx)
+        np.multiply(gx, rstd, out=gx)
+    gweight = None
+    if need_w:
+        np.multiply(g, xhat, out=t)
+        gweight = np.add.reduce(t, lead)
+    gbias = np.add.reduce(g, lead) if need_b else None
+    return gx, gweight, gbias
+
+
 LAYER_NORM = register(OpDef(
     "layer_norm", _ln_impl, _ln_infer, _ln_vjp, "NativeLayerNormBackward0",
-    saves=(0, 1), saves_for=(None, 0),
+    saves=(0, 1), saves_for=(None, 0), vjp_arrays=_ln_vjp_arrays,
 ))
 
 

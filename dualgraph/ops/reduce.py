@@ -1,5 +1,5 @@
-"""Reductions: sum, mean, max, min, argmax, argmin, and the gather that gives ``max(dim)``
-its values. Axis attributes are canonical (sorted, non-negative)."""
+"""Reductions: sum, mean, max, min, argmax, argmin; ``max(dim)`` takes its values with a
+``gather_axis`` at the arg index. Axis attributes are canonical (sorted, non-negative)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from ..errors import ShapeError
 from ..modes import bind
 from .broadcast import float_dtype, normalize_axis, normalize_dim
 from .elementwise import div, eq, gt, mul, ne, where
+from .index import gather_axis
 from .registry import OpDef, Reduction, register
 from .shape import astype, broadcast_to, reshape
 
@@ -73,15 +74,6 @@ def _arg_infer(name: str):
     return infer
 
 
-def _take_infer(x: Any, idx: Any, axis: int = 0) -> tuple:
-    xs, ks = tuple(x.shape), tuple(idx.shape)
-    want = xs[:axis] + (1,) + xs[axis + 1:]
-    if ks != want or idx.dtype != np.int64:
-        raise ShapeError(f"take_along_axis: indices must be int64 of shape {want} (one index "
-                         f"per line along axis {axis} of {xs}), got {idx.dtype} {ks}")
-    return ks, x.dtype
-
-
 def _highest(dtype: np.dtype) -> Any:
     """The identity of ``minimum``: the largest value of ``dtype`` (inf for floats)."""
     dtype = np.dtype(dtype)
@@ -136,10 +128,6 @@ def _argmin_impl(x: np.ndarray, axis: int | None = None, keepdims: bool = False)
     return np.asarray(np.argmin(x, axis=axis, keepdims=keepdims), np.int64)
 
 
-def _take_impl(x: np.ndarray, idx: np.ndarray, axis: int = 0) -> np.ndarray:
-    return np.take_along_axis(x, idx, axis=axis)
-
-
 def _count(shape: tuple, axis: tuple | None) -> int:
     return math.prod(shape if axis is None else [shape[i] for i in axis])
 
@@ -155,6 +143,14 @@ def _keepdims_grad(ctx, g):
 
 def _sum_vjp(ctx, g):
     return (broadcast_to(_keepdims_grad(ctx, g), ctx.inputs[0].shape),)
+
+
+def _sum_vjp_arrays(ctx, args, g):
+    shape = ctx.inputs[0].shape
+    axis = ctx.attrs["axis"]
+    if not ctx.attrs["keepdims"] and axis is not None:
+        g = g.reshape(_reduced_shape(shape, axis, True))
+    return (np.broadcast_to(g, shape),)
 
 
 def _mean_vjp(ctx, g):
@@ -179,20 +175,6 @@ def _extremum_vjp(ctx, g):
     return (where(gt(mask, 0.0), broadcast_to(share, shape), 0.0),)
 
 
-def _take_vjp(ctx, g):
-    # The gradient goes to the one element each index picked: a one-hot mask along the axis
-    # (an arange compared with the indices), built from existing ops.
-    x_node, idx_node = ctx.inputs
-    (_, idx) = ctx.args
-    axis = ctx.attrs["axis"]
-    shape = tuple(x_node.shape)
-    line = [1] * len(shape)
-    line[axis] = shape[axis]
-    iota = np.arange(shape[axis], dtype=np.int64).reshape(line)
-    mask = eq(broadcast_to(idx, shape), iota)
-    return where(mask, broadcast_to(g, shape), 0.0), None
-
-
 def _reduce_name(full: str, partial: str):
     return lambda node: full if node.attrs["axis"] is None else partial
 
@@ -200,7 +182,7 @@ def _reduce_name(full: str, partial: str):
 SUM = register(OpDef(
     "sum", _sum_impl, _sum_infer, _sum_vjp,
     _reduce_name("SumBackward0", "SumBackward1"),
-    reduction=Reduction("add", _zero),
+    reduction=Reduction("add", _zero), vjp_arrays=_sum_vjp_arrays,
 ))
 MEAN = register(OpDef(
     "mean", _mean_impl, _mean_infer, _mean_vjp,
@@ -225,13 +207,6 @@ ARGMAX = register(OpDef(
 ARGMIN = register(OpDef(
     "argmin", _argmin_impl, _arg_infer("argmin"), None, "ArgminBackward0",
     differentiable=False,
-))
-# values[..., 0, ...] = x[..., idx, ...] along ``axis``, one index per line: the values of
-# max(dim)/min(dim), whose gradient goes to the element the index names (PyTorch's rule:
-# not shared among ties, unlike amax).
-TAKE_ALONG_AXIS = register(OpDef(
-    "take_along_axis", _take_impl, _take_infer, _take_vjp, "GatherBackward0",
-    saves=(1,),
 ))
 
 
@@ -319,7 +294,7 @@ def _values_indices(arg: OpDef, result: type, x: Any, dim: Any, keepdim: bool) -
         idx = bind(arg, x, axis=None, keepdims=False)
         return result(x, idx)
     idx = bind(arg, x, axis=d, keepdims=True)
-    values = bind(TAKE_ALONG_AXIS, x, idx, axis=d)
+    values = gather_axis(x, idx, d)
     if not keepdim:
         shape = tuple(n for i, n in enumerate(x.shape) if i != d)
         values, idx = reshape(values, shape), reshape(idx, shape)

@@ -55,6 +55,10 @@ class OpDef:
       read (PyTorch's rule: ``x * 2`` saves nothing, ``y += 1`` after it is fine).
       Gradients may come back in a broadcast shape or wider dtype: the autograd engine
       sums them back to each input's shape and casts to its dtype, for every op at once.
+    - ``vjp_arrays(ctx, args, g) -> tuple | None``: optional, the same gradients with
+      the same kernels on NumPy arrays (``args`` is ``ctx.args`` as arrays, ``g`` an
+      array), for an eager backward that records nothing: no op, tensor or tape work per
+      step of ``vjp``. ``None`` back: use ``vjp``.
     - ``torch_name``: PyTorch's node name, or a function of the node giving it.
     - traits: ``elementwise`` (one output element from the same-index input elements,
       after broadcasting), ``commutative``, ``reduction`` (a `Reduction` spec, ``None``
@@ -84,6 +88,7 @@ class OpDef:
     contraction_bias: bool = False
     fusible: bool = False
     differentiable: bool = True
+    vjp_arrays: Callable[..., tuple | None] | None = None
 
     @property
     def loop_fusible(self) -> bool:

@@ -7,12 +7,11 @@ Primitives:
 - ``argsort`` (always stable: PyTorch's ``stable=True`` order, NaN last ascending and first
   descending), ``argcummax``/``argcummin`` (the indices of ``cummax``/``cummin``),
   ``searchsorted``, ``histc``: integer results, not differentiable.
-- ``gather_axis`` / ``scatter_add_axis``: ``out[..., k] = x[..., idx[..., k]]`` along one
-  axis and its transpose, each the other's VJP. Every "values" result (``sort``, ``topk``,
-  ``cummax``, ``kthvalue``, ``median``) is a gather of the input by the returned indices,
-  so its gradient goes to exactly those indices, as PyTorch's. The gather carries PyTorch's
-  node name of the op it serves (``grad_fn``), so ``sort(x).values.grad_fn`` is
-  ``SortBackward0``.
+
+Every "values" result (``sort``, ``topk``, ``cummax``, ``kthvalue``, ``median``) is a
+``gather_axis`` (`dualgraph.ops.index`) of the input by the returned indices, so its
+gradient goes to exactly those indices, as PyTorch's. The gather carries PyTorch's node
+name of the op it serves (``grad_fn``), so ``sort(x).values.grad_fn`` is ``SortBackward0``.
 
 Everything else (``sort``, ``topk``, ``kthvalue``, ``median``, ``nanmedian``, ``msort``,
 ``bucketize``, ``count_nonzero``) composes these.
@@ -32,6 +31,7 @@ from . import elementwise as E
 from . import reduce as R
 from . import shape as S
 from .broadcast import normalize_axis, normalize_dim, shape_of
+from .index import _from_lines, _to_lines, gather_axis
 from .registry import OpDef, register
 
 # ------------------------------------------------------------------ result types
@@ -57,23 +57,6 @@ def _scan_dtype(dtype: Any) -> np.dtype:
     """PyTorch's rule for cumsum/cumprod: integer and bool inputs accumulate in int64."""
     dtype = np.dtype(dtype)
     return dtype if dtype.kind in "fc" else np.dtype(np.int64)
-
-
-def _to_lines(a: np.ndarray, axis: int) -> np.ndarray:
-    """``a`` as a C-contiguous (lines, length) array with ``axis`` last."""
-    if a.ndim == 0:
-        return a.reshape(1, 1)
-    moved = np.moveaxis(a, axis, -1)
-    # The line count spelled out: reshape(-1, 0) is ambiguous for an empty axis.
-    return np.ascontiguousarray(moved).reshape(math.prod(moved.shape[:-1]), a.shape[axis])
-
-
-def _from_lines(lines: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
-    """The inverse of `_to_lines` for a result of ``shape``."""
-    if not shape:
-        return lines.reshape(())
-    moved = tuple(d for i, d in enumerate(shape) if i != axis) + (shape[axis],)
-    return np.ascontiguousarray(np.moveaxis(lines.reshape(moved), -1, axis))
 
 
 def _flip(a: np.ndarray, axis: int, reverse: bool) -> np.ndarray:
@@ -224,76 +207,6 @@ def _index_infer(x: Any, axis: int = 0, **attrs: Any) -> tuple:
     return tuple(x.shape), np.dtype(np.int64)
 
 
-def _squeezed(idx: Any, shape: tuple) -> bool:
-    """One index per line with the axis dropped (``keepdim=False``): idx has one dim less."""
-    return len(shape) > 0 and len(idx.shape) == len(shape) - 1
-
-
-def _gather_impl(x: np.ndarray, idx: np.ndarray, axis: int = 0,
-                 grad_fn: str = "GatherBackward0") -> np.ndarray:
-    if x.ndim == 0:
-        return x.copy()
-    if _squeezed(idx, x.shape):
-        return np.take_along_axis(x, np.expand_dims(idx, axis), axis=axis).squeeze(axis)
-    return np.take_along_axis(x, idx, axis=axis)
-
-
-def _check_index(name: str, shape: tuple, idx: Any, axis: int) -> None:
-    ks = tuple(idx.shape)
-    if _squeezed(idx, shape):
-        ks = ks[:axis] + (1,) + ks[axis:]
-    if (np.dtype(idx.dtype) != np.int64 or len(ks) != len(shape)
-            or any(a != b for i, (a, b) in enumerate(zip(ks, shape)) if i != axis)):
-        raise ShapeError(f"{name}: indices must be int64 of the shape {shape} except along "
-                         f"axis {axis} (or without it), got {idx.dtype} {tuple(idx.shape)}")
-
-
-def _gather_infer(x: Any, idx: Any, axis: int = 0, grad_fn: str = "") -> tuple:
-    _check_index("gather_axis", tuple(x.shape), idx, axis)
-    return tuple(idx.shape), np.dtype(x.dtype)
-
-
-def _scatter_add_impl(src: np.ndarray, idx: np.ndarray, axis: int = 0,
-                      size: int = 1, squeezed: bool = False) -> np.ndarray:
-    if squeezed:
-        src, idx = np.expand_dims(src, axis), np.expand_dims(idx, axis)
-    if src.ndim == 0:
-        return src.copy()
-    shape = src.shape[:axis] + (size,) + src.shape[axis + 1:]
-    s, k = _to_lines(src, axis), _to_lines(idx, axis)
-    out = np.zeros((s.shape[0], size), src.dtype)
-    # Adds in line order, as the compiled loop does, so repeated indices sum identically.
-    np.add.at(out, (np.arange(s.shape[0])[:, None], k), s)
-    return _from_lines(out, shape, axis)
-
-
-def _scatter_add_infer(src: Any, idx: Any, axis: int = 0, size: int = 1,
-                       squeezed: bool = False) -> tuple:
-    shape = tuple(src.shape)
-    if tuple(idx.shape) != shape or np.dtype(idx.dtype) != np.int64:
-        raise ShapeError(f"scatter_add_axis: int64 indices of shape {shape} expected for "
-                         f"values of shape {shape}, got {idx.dtype} {tuple(idx.shape)}")
-    if squeezed:
-        return shape[:axis] + (size,) + shape[axis:], np.dtype(src.dtype)
-    if not shape:
-        return (), np.dtype(src.dtype)
-    return shape[:axis] + (size,) + shape[axis + 1:], np.dtype(src.dtype)
-
-
-def _gather_vjp(ctx, g):
-    _, idx = ctx.args
-    axis = ctx.attrs["axis"]
-    shape = tuple(ctx.inputs[0].shape)
-    size = shape[axis] if shape else 1
-    squeezed = _squeezed(ctx.inputs[1], shape)
-    return bind(SCATTER_ADD_AXIS, g, idx, axis=axis, size=size, squeezed=squeezed), None
-
-
-def _scatter_add_vjp(ctx, g):
-    _, idx = ctx.args
-    return gather_axis(g, idx, ctx.attrs["axis"]), None
-
-
 ARGSORT = register(OpDef(
     "argsort", _argsort_impl, _index_infer, None, "", differentiable=False,
 ))
@@ -303,20 +216,7 @@ ARGCUMMAX = register(OpDef(
 ARGCUMMIN = register(OpDef(
     "argcummin", _argcum_impl(np.less_equal), _index_infer, None, "", differentiable=False,
 ))
-GATHER_AXIS = register(OpDef(
-    "gather_axis", _gather_impl, _gather_infer, _gather_vjp,
-    lambda node: node.attrs["grad_fn"], saves=(1,),
-))
-SCATTER_ADD_AXIS = register(OpDef(
-    "scatter_add_axis", _scatter_add_impl, _scatter_add_infer, _scatter_add_vjp,
-    "ScatterAddBackward0", saves=(1,),
-))
 
-
-def gather_axis(x: Any, idx: Any, axis: int, grad_fn: str = "GatherBackward0") -> Any:
-    """``out[..., k, ...] = x[..., idx[..., k, ...], ...]`` along ``axis``; its tape node is
-    named ``grad_fn`` (PyTorch's name for the op whose values it gathers)."""
-    return bind(GATHER_AXIS, x, idx, axis=axis, grad_fn=grad_fn)
 
 
 # ----------------------------------------------------------------- searching

@@ -145,6 +145,14 @@ def _transpose_vjp(ctx, g):
     return (bind(TRANSPOSE, g, axes=tuple(inverse)),)  # a valid permutation: no checks
 
 
+def _transpose_vjp_arrays(ctx, args, g):
+    axes = ctx.attrs["axes"]
+    inverse = [0] * len(axes)
+    for i, a in enumerate(axes):
+        inverse[a] = i
+    return (g.transpose(inverse),)
+
+
 def _transpose_impl(x: Any, axes: tuple) -> Any:
     # The array method: np.transpose is a Python wrapper around it (a microsecond per view).
     return x.transpose(axes) if type(x) is np.ndarray else np.transpose(x, axes)
@@ -1144,6 +1152,7 @@ RESHAPE = register(OpDef(
 ))
 TRANSPOSE = register(OpDef(
     "transpose", _transpose_impl, _transpose_infer, _transpose_vjp, _transpose_name, view=True,
+    vjp_arrays=_transpose_vjp_arrays,
 ))
 BROADCAST_TO = register(OpDef(
     "broadcast_to", np.broadcast_to, _broadcast_to_infer, _broadcast_to_vjp,

@@ -91,8 +91,27 @@ class Tracer(TensorOps):
         return id(self._ctx.as_node(self)) in self._ctx.rg
 
     @property
-    def grad(self) -> None:
-        return None
+    def grad(self) -> Any:
+        """An argument's ``.grad``: the caller's tensor's, as eager mode would read it (a
+        traced value once ``backward()`` ran inside the trace, so ``clip_grad_norm_`` on
+        parameters passed as arguments changes the gradient that is written back). Other
+        traced values have none."""
+        owner = self._argument()
+        return None if owner is None else owner.grad
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        owner = self._argument()
+        if owner is None:
+            raise TraceError("assigning .grad of a value computed inside a compiled function "
+                             "is not supported; assign the .grad of an argument or of a "
+                             "captured tensor")
+        owner.grad = value
+
+    def _argument(self) -> Any:
+        """The caller's tensor this tracer stands for, if it is an argument."""
+        tensors = getattr(self._ctx, "arg_tensors", None)
+        return None if tensors is None else tensors.get(id(self.node))
 
     def backward(self, gradient: Any = None, retain_graph: bool | None = None,
                  create_graph: bool = False) -> None:

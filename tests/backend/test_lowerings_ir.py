@@ -1,7 +1,8 @@
 """Kernel-op lowerings build kernel IR, and the reduce path's generated code.
 
-Every op registered in the shape, index, scan, random and reduce lowering modules returns
-a `kir.Block` that `kir.verify` accepts, and that block, run by the plain NumPy executor
+Every op registered in the shape, index, scan, random, reduce and pool lowering modules,
+and nll_loss with its backward, returns a `kir.Block` that `kir.verify` accepts (literal
+inputs passed as `kir.Const`s), and that block, run by the plain NumPy executor
 (`kir_exec`), gives what the op's NumPy kernel gives.
 """
 
@@ -13,7 +14,6 @@ import pytest
 import dualgraph as dg
 from dualgraph.backend import kir
 from dualgraph.backend.numba.lowerings import LOWER, Arg, ishape, kernel_lowering
-from dualgraph.backend.numba.printer import literal
 from dualgraph.ir.graph import Node
 from dualgraph.ops import OPS
 
@@ -151,7 +151,7 @@ def test_lowering_builds_verified_ir_that_computes_the_kernel(op):
                 args.append(Arg(buf))
                 arrays[buf.name] = env[id(i)].reshape(ishape(i)).copy()
             else:
-                args.append(literal(i))
+                args.append(kir.const(i))
         block = kernel_lowering(op)(node, args, "r")
         assert isinstance(block, kir.Block), f"{op} returned {type(block).__name__}"
         assert block.result is not None and block.result.name == "r"
@@ -175,7 +175,7 @@ def _traced(fn, *arrays) -> list:
 
 def _block_of(node: Node) -> kir.Block:
     args = [Arg(kir.Buffer(f"x{k}", ishape(i), i.dtype, kir.ARG, "A")) if isinstance(i, Node)
-            else i for k, i in enumerate(node.inputs)]
+            else kir.const(i) for k, i in enumerate(node.inputs)]
     return kernel_lowering(node.op)(node, args, "r")
 
 
@@ -197,3 +197,39 @@ def test_regular_windows_are_affine_and_others_read_tables(pool, regular):
         assert not tables and all(kir.affine(b) is not None for b in bounds)
     else:
         assert tables and all(t.buf.dtype == np.int64 for t in tables)
+
+
+# ------------------------------------------------------------------ literal inputs
+def test_literal_inputs_reach_lowerings_as_kernel_ir_constants(monkeypatch):
+    from dualgraph.backend.numba import codegen
+    from dualgraph.backend.numba.printer import block_lines
+
+    seen = []
+    real = LOWER["nll_loss"]
+
+    def spy(node, args, out):
+        seen.append(args)
+        return real(node, args, out)
+
+    monkeypatch.setitem(LOWER, "nll_loss", spy)
+    x = np.log(np.random.default_rng(0).dirichlet(np.ones(3), 4))
+    t = np.array([0, 2, 1, 2])
+    graph = dg.trace(lambda x, t: dg.nn.functional.nll_loss(x, t), dg.tensor(x),
+                     dg.tensor(t))
+    node = next(n for n in graph.nodes if n.op == "nll_loss")
+    assert not isinstance(node.inputs[2], Node)  # the weight is a literal
+    codegen.lower(graph)
+    (args,) = seen
+    assert isinstance(args[0], Arg) and isinstance(args[1], Arg)
+    assert args[2] == kir.const(node.inputs[2])
+
+    # A non-finite literal prints as NumPy's name for it (a bare inf is a NameError).
+    inf_args = [Arg(kir.Buffer("x0", x.shape, x.dtype, kir.ARG)),
+                Arg(kir.Buffer("x1", t.shape, t.dtype, kir.ARG)), kir.const(-np.inf)]
+    block = real(node, inf_args, "r")
+    text = "\n".join(block_lines(block))
+    assert "np.float64(-np.inf)" in text and " inf" not in text.replace("np.inf", "")
+    with np.errstate(invalid="ignore"):
+        got = run(block, {"x0": x, "x1": t})["r"]
+        want = OPS["nll_loss"].impl(x, t, -np.inf, **node.attrs)
+    np.testing.assert_array_equal(got.reshape(want.shape), want)

@@ -137,7 +137,7 @@ def random_ops(x, k):
 
 
 def arg_reductions(x, long):
-    # max(dim)/min(dim): argmax/argmin, then a gather whose backward is a one-hot mask.
+    # max(dim)/min(dim): argmax/argmin, then a gather whose backward is a scatter-add.
     v, i = x.max(dim=1)
     w, j = x.min(0, keepdim=True)
     return (v, i, w, j, x.min(), x.amin(dim=(0, 2)), x.argmax(), x.argmin(dim=-1),
@@ -175,7 +175,8 @@ CASES = [
          lambda r, t: [_uniform(r, -1, 1, (2, 3, 4), t), _uniform(r, -1, 1, (2, 4, 2), t)]),
     Case("reductions", ("sum", "mean", "max"), reductions,
          lambda r, t: [_uniform(r, -1, 1, (3, 4, 5), t), _uniform(r, -1, 1, (3, 70), t)]),
-    Case("arg_reductions", ("min", "argmax", "argmin", "take_along_axis"), arg_reductions,
+    Case("arg_reductions", ("min", "argmax", "argmin", "gather_axis", "scatter_add_axis"),
+         arg_reductions,
          lambda r, t: [_uniform(r, -1, 1, (3, 4, 5), t), _uniform(r, -1, 1, (3, 70), t)]),
 ]
 # Formerly known bugs (a partial int index, a batched @ unbatched matmul), fixed: kept as
@@ -435,7 +436,7 @@ CASES.append(Case("convolution", ("conv2d", "im2col", "col2im"), convolutions,
                                 _uniform(r, -1, 1, (2, 4, 7), t),
                                 _uniform(r, -1, 1, (4, 2, 3, 3), t)]))
 ALL_CASES.append(pytest.param(CASES[-1], id="convolution"))
-# ---- issue 12: indexing. One program for index / index_put through their spellings:
+# ---- indexing. One program for index / index_put / gather_axis through their spellings:
 # constant and traced (k) indices, repeats (the backward accumulates), a write through a
 # basic-index view, and a traced mask written to (a where).
 def indexing(x, w, v, k):
@@ -453,7 +454,7 @@ def indexing(x, w, v, k):
 
 
 CASES += [
-    Case("indexing", ("index", "index_put", "view_scatter"), indexing,
+    Case("indexing", ("index", "index_put", "view_scatter", "gather_axis"), indexing,
          lambda r, t: [_uniform(r, -1, 1, (3, 4), t), _uniform(r, -1, 1, (5, 3), t),
                        _uniform(r, -1, 1, (2, 4), t), np.array([2, -1, 0])]),
 ]

@@ -190,3 +190,137 @@ def test_long_lists_are_not_guarded(runner):
     assert f(x).tolist() == [1.5, 1.5]
     m.scales[1] = 5.0
     assert f(x).tolist() == ([5.5, 5.5] if runner.mode == "eager" else [1.5, 1.5])
+
+
+# ------------------------------------------------------------ other baked values warn
+def _value_warnings(record) -> list[str]:
+    return [str(w.message) for w in record if "was traced with the value of" in str(w.message)]
+
+
+def _calls_then_change(f, x, change) -> list[str]:
+    """``f(x)`` for two check periods, ``change()``, two more: the baked-value warnings
+    (none may come before the change)."""
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(2 * CHECK_EVERY):
+            f(x)
+        assert _value_warnings(record) == []
+        change()
+        for _ in range(3 * CHECK_EVERY):
+            f(x)
+    return _value_warnings(record)
+
+
+class _Config:
+    def __init__(self) -> None:
+        self.lr = 0.5
+        self.steps = 0  # not read by the function: changing it never warns
+
+
+_CFG = _Config()
+_NESTED = [[1.0], [2.0]]
+_TABLE = np.array([1.0, 2.0])
+
+
+def _read_config(x):
+    return x * _CFG.lr
+
+
+def _read_nested(x):
+    return x + _NESTED[1][0]
+
+
+def _read_out_of_array(x):
+    return x * float(_TABLE[1])  # a value read out of an array in Python
+
+
+@pytest.mark.parametrize("runner", COMPILED, indirect=True)
+@pytest.mark.parametrize("case", ["object", "nested", "array"])
+def test_a_changed_baked_value_warns_once_naming_the_line(runner, case):
+    fn, change, path = {
+        "object": (_read_config, lambda: setattr(_CFG, "lr", 0.25), "_CFG.lr"),
+        "nested": (_read_nested, lambda: _NESTED[1].__setitem__(0, 7.0), "_NESTED[1][0]"),
+        "array": (_read_out_of_array, lambda: _TABLE.__setitem__(1, 9.0), "_TABLE"),
+    }[case]
+    saved = (_CFG.lr, _NESTED[1][0], _TABLE.copy())
+    try:
+        f = runner(lambda x: fn(x))  # read inside a helper
+        _CFG.steps += 1
+        msgs = _calls_then_change(f, dg.ones(2, dtype=dg.float64), change)
+    finally:
+        _CFG.lr, _NESTED[1][0], _TABLE[:] = saved
+    assert len(msgs) == 1, msgs
+    assert f"{path} has changed since" in msgs[0]
+    line = {"object": "x * _CFG.lr", "nested": "x + _NESTED[1][0]",
+            "array": "x * float(_TABLE[1])"}[case]
+    src = open(__file__).read().splitlines()
+    lineno = next(i + 1 for i, s in enumerate(src) if line in s)
+    assert f"test_baked_values.py:{lineno})" in msgs[0], msgs[0]
+    assert "dynamic=" in msgs[0]  # the fix
+
+
+def test_an_attribute_the_function_does_not_name_never_warns():
+    f = dg.compile(_read_config, tiered=False)
+    msgs = _calls_then_change(f, dg.ones(2), lambda: setattr(_CFG, "steps", _CFG.steps + 1))
+    assert msgs == []
+
+
+class _WithArrays(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.offsets = np.zeros(2, np.float32)
+        self.cfg = _Config()
+
+    def forward(self, x):
+        return x * self.cfg.lr + float(self.offsets[0])
+
+
+@pytest.mark.parametrize("runner", COMPILED, indirect=True)
+def test_a_modules_array_or_object_attribute_changed_warns(runner):
+    m = _WithArrays()
+    f = runner(m)
+    x = dg.ones(2)
+
+    def change():
+        m.offsets[0] = 1.0
+        m.cfg.lr = 2.0
+
+    msgs = _calls_then_change(f, x, change)
+    assert len(msgs) == 2, msgs
+    assert any("_WithArrays.offsets has changed" in s for s in msgs)
+    assert any("_WithArrays.cfg.lr has changed" in s for s in msgs)
+
+
+class _DuckOptimizer:
+    """An optimizer of the user's own, not a dg.optim.Optimizer."""
+
+    def __init__(self, params, lr) -> None:
+        self.param_groups = [{"params": list(params), "lr": lr}]
+
+
+def test_a_duck_typed_optimizers_learning_rate_changed_warns():
+    lin = nn.Linear(2, 1)
+    opt = _DuckOptimizer(lin.parameters(), 0.1)
+
+    def step(x):
+        lin.zero_grad()
+        loss = lin(x).sum()
+        loss.backward()
+        with dg.no_grad():
+            for group in opt.param_groups:
+                for p in group["params"]:
+                    p.sub_(group["lr"] * p.grad)
+        return loss
+
+    f = dg.compile(step, tiered=False)
+    msgs = _calls_then_change(f, dg.ones(1, 2),
+                              lambda: opt.param_groups[0].__setitem__("lr", 0.01))
+    assert len(msgs) == 1 and "opt.param_groups[0]['lr'] has changed" in msgs[0], msgs
+
+
+def test_an_object_passed_as_an_argument_changed_warns():
+    f = dg.compile(lambda x, cfg: x * cfg.lr, tiered=False)
+    cfg = _Config()
+    msgs = _calls_then_change(lambda x: f(x, cfg), dg.ones(2),
+                              lambda: setattr(cfg, "lr", 3.0))
+    assert len(msgs) == 1 and "argument 1 (_Config).lr has changed" in msgs[0], msgs

@@ -195,3 +195,88 @@ def test_many_arguments_that_share_memory_are_keyed(n):
     np.testing.assert_array_equal(f(*overlapping).numpy(), expected)
     assert f.stats.traces == 2
     assert "sharing memory" in f.stats.retrace_reasons[-1]
+
+
+def _profiled_calls(call) -> list:
+    names = []
+
+    def profile(frame, event, arg):
+        if event == "call":
+            names.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return names
+
+
+def _shifted(x, scale=2.0, *, shift=0.0):
+    return x * scale + shift
+
+
+def test_a_keyword_call_takes_its_generated_call_path_in_few_calls():
+    f = dg.compile(_shifted, tiered=False)
+    x = dg.ones(2)
+    for _ in range(2):
+        f(x, scale=3.0, shift=1.0)
+    names = _profiled_calls(lambda: f(x, shift=1.0, scale=3.0))  # any keyword order
+    assert "fast" in names and "_call" not in names and "bind" not in names, names
+    # The lambda, __call__, current_trace, fast, the kernel (4) and the result.
+    assert len(names) <= 1 + 9, names
+    np.testing.assert_array_equal(f(x, scale=3.0, shift=1.0).numpy(), [4.0, 4.0])
+    # Another value, a missing keyword (its default), an unknown one: as eager mode.
+    np.testing.assert_array_equal(f(x, scale=5.0, shift=1.0).numpy(), [6.0, 6.0])
+    np.testing.assert_array_equal(f(x, shift=1.0).numpy(), [3.0, 3.0])
+    with pytest.raises(TypeError):
+        f(x, shift=1.0, scal=3.0)
+    assert f.stats.traces == 3
+
+
+def test_a_dynamic_number_takes_the_generated_call_path():
+    f = dg.compile(lambda x, s: x * s, dynamic=(1,), tiered=False)
+    x = dg.ones(2, dtype=dg.float64)
+    f(x, 2.0)
+    for s in (3.0, 4, 0.5):
+        names = _profiled_calls(lambda s=s: f(x, s))
+        assert "fast" in names and "_call" not in names, names
+        out = f(x, s)
+        assert out.dtype == np.float64 and out.tolist() == [float(s)] * 2
+    assert f(x, True).tolist() == [1.0, 1.0]  # a bool is not lifted: a constant
+    assert f(x, dg.full((2,), 3.0, dtype=dg.float64)).tolist() == [3.0, 3.0]
+    assert f.stats.traces == 3
+
+
+def test_tensors_in_containers_take_the_generated_call_path():
+    def g(pair, opts):
+        return pair[0] * pair[1] + opts["w"] * opts["k"]
+
+    f = dg.compile(g, tiered=False)
+    a, b, w = dg.ones(2), dg.full((2,), 2.0), dg.full((2,), 3.0)
+    f([a, b], {"w": w, "k": 2})
+    c = dg.full((2,), 2.0)
+    names = _profiled_calls(lambda: f([b, c], {"w": a, "k": 2}))
+    assert "fast" in names and "_call" not in names, names
+    assert f([b, c], {"w": a, "k": 2}).tolist() == [6.0, 6.0]
+    # Another structure, kind, constant or key order: the general path, as eager.
+    assert f((a, b), {"w": w, "k": 2}).tolist() == [8.0, 8.0]
+    assert f([a, b], {"w": w, "k": 3}).tolist() == [11.0, 11.0]
+    assert f([a, b], {"k": 2, "w": w}).tolist() == [8.0, 8.0]
+    assert f([a, b, a], {"w": w, "k": 2}).tolist() == [8.0, 8.0]
+    assert f.stats.traces == 5
+    with pytest.raises(IndexError):  # as eager mode
+        f([a], {"w": w, "k": 2})
+
+
+def test_keywords_into_var_keyword_keep_their_order():
+    def g(x, **opts):
+        return x * list(opts.values())[0]
+
+    f = dg.compile(g, tiered=False)
+    x = dg.ones(1)
+    for _ in range(2):
+        assert f(x, a=2.0, b=3.0).tolist() == [2.0]
+        assert f(x, b=3.0, a=2.0).tolist() == [3.0]
+    names = _profiled_calls(lambda: f(x, b=3.0, a=2.0))
+    assert "fast" in names and "_call" not in names, names

@@ -434,3 +434,90 @@ def test_a_global_read_by_an_inlined_compiled_helper(runner):
         assert f(x).tolist() == [6.0, 6.0]
     finally:
         OFFSET = 1.0
+
+
+# ---------------------------------------------------------- arguments' .grad
+def _clipped_step(x, p, q):
+    loss = ((p + q) * x).sum()
+    loss.backward()
+    nn.utils.clip_grad_norm_([p, q], 0.5)
+    return loss
+
+
+def test_clipping_the_gradients_of_parameters_passed_as_arguments(runner):
+    """Inside the trace ``p.grad`` of an argument is its gradient, so the in-place
+    ``mul_`` of clip_grad_norm_ reaches the ``.grad`` written back."""
+    f = runner(_clipped_step)
+    p, q = nn.Parameter(dg.zeros(3)), nn.Parameter(dg.zeros(3))
+    for _ in range(3):
+        p.grad = q.grad = None
+        f(dg.tensor([1.0, 2.0, 2.0]), p, q)
+        expected = np.array([1.0, 2.0, 2.0]) * 0.5 / (3 * 2 ** 0.5)
+        np.testing.assert_allclose(p.grad.numpy(), expected, rtol=1e-5)
+        np.testing.assert_allclose(q.grad.numpy(), expected, rtol=1e-5)
+    if runner.mode != "eager":
+        assert traces(f) == 1
+
+
+def test_an_arguments_existing_gradient_is_read_on_every_call(runner):
+    f = runner(lambda p: p.grad * 2)
+    for i in range(3):
+        p = dg.ones(2, requires_grad=True)
+        p.grad = dg.full((2,), float(i))
+        assert f(p).tolist() == [2.0 * i, 2.0 * i]
+    if runner.mode != "eager":
+        assert traces(f) == 1
+
+
+# ---------------------------------------------------------- globals read by modules
+GAIN = 2.0
+
+
+def _gained(x):
+    return x * GAIN
+
+
+class _GlobalReader(nn.Module):
+    def forward(self, x):
+        return self._shift(_gained(x))
+
+    def _shift(self, x):
+        return x + GAIN
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_global_number_read_in_a_modules_forward_is_guarded(runner, wrapped):
+    """``forward`` and the methods it calls through ``self`` are helpers: the globals
+    they name are guarded, whether the module itself or a function calling it is
+    compiled."""
+    global GAIN
+    m = _GlobalReader()
+    f = runner((lambda x: m(x)) if wrapped else m)
+    x = dg.ones(2)
+    try:
+        assert f(x).tolist() == [4.0, 4.0]
+        GAIN = 3.0
+        assert f(x).tolist() == [6.0, 6.0]
+        assert f(x).tolist() == [6.0, 6.0]
+    finally:
+        GAIN = 2.0
+    if runner.mode != "eager":
+        assert traces(f) == 2
+
+
+# ---------------------------------------------------------- module hooks
+def test_hooks_registered_or_removed_after_compiling_run_as_in_eager(runner):
+    dg.manual_seed(0)
+    net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    f = runner(lambda x: net(x))
+    x = dg.ones(1, 2)
+    plain = f(x).tolist()
+    handle = net[0].register_forward_hook(lambda m, i, out: out * 0 + 1.5)
+    assert f(x).tolist() == [[1.5, 1.5]]
+    assert f(x).tolist() == [[1.5, 1.5]]
+    pre = net.register_forward_pre_hook(lambda m, args: (args[0] * 0 - 1.0,))
+    assert f(x).tolist() == [[1.5, 1.5]]
+    handle.remove()
+    assert f(x).tolist() == net(-dg.ones(1, 2)).tolist()
+    pre.remove()
+    assert f(x).tolist() == plain

@@ -548,7 +548,7 @@ def max_dim_keepdim(lib, F, x):
 
 
 @program(grid((3, 4), -1.0, 2.0), source=S3,
-         covers=("argmax", "argmin", "min", "take_along_axis"))
+         covers=("argmax", "argmin", "gather_axis", "min"))
 def arg_reductions(lib, F, x):
     v, i = x.min(dim=0)
     return (v, i, x.max(1, keepdim=True).values, lib.argmax(x), x.argmax(dim=1),

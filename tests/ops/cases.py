@@ -25,7 +25,9 @@ import dualgraph as dg
 from dualgraph.modes import bind
 from dualgraph.nn import functional as F
 from dualgraph.ops import OPS
+from dualgraph.ops import loss as LOSS
 from dualgraph.ops import random as RND
+from dualgraph.ops import softmax as SM
 from dualgraph.ops.elementwise import threshold_backward
 from dualgraph.ops.linalg import addmm
 from dualgraph.ops.shape import astype, normalize_index
@@ -476,10 +478,10 @@ CASES: list[OpCase] = [
          sep(2, 3, 4), ref=lambda x: np.min(x, axis=(0, 2), keepdims=True)),
     case("min", "ints", lambda k: k.amin(dim=0), ints(2, 3), grad=False,
          ref=lambda k: k.min(axis=0)),
-    # max(dim)/min(dim) values: a gather of x at the arg index (its gradient a one-hot).
-    case("take_along_axis", "max_dim_keepdim", lambda x: x.max(dim=1, keepdim=True).values,
+    # max(dim)/min(dim) values: a gather of x at the arg index (its gradient a scatter-add).
+    case("gather_axis", "max_dim_keepdim", lambda x: x.max(dim=1, keepdim=True).values,
          sep(2, 3), ref=lambda x: x.max(axis=1, keepdims=True)),
-    case("take_along_axis", "min_dim_keepdim", lambda x: x.min(0, keepdim=True)[0],
+    case("gather_axis", "min_dim_keepdim", lambda x: x.min(0, keepdim=True)[0],
          sep(3, 2), ref=lambda x: x.min(axis=0, keepdims=True)),
     case("argmax", "all", lambda x: dg.argmax(x), sep(2, 3), grad=False,
          ref=lambda x: np.argmax(x)),
@@ -944,9 +946,11 @@ CASES += [
     case("index", "separated_first", lambda x: x[_COLS // 3, :, _COLS[:, 0]], real(2, 3, 4),
          ref=lambda x: x[_COLS // 3, :, _COLS[:, 0]]),
     case("index", "bool_mask_array", lambda x: x[_MASK], real(3, 2), ref=lambda x: x[_MASK]),
-    case("index", "gather", lambda x: x.gather(1, dg.tensor(_PICK)), real(2, 4),
+    case("gather_axis", "gather", lambda x: x.gather(1, dg.tensor(_PICK)), real(2, 4),
          ref=lambda x: np.take_along_axis(x, _PICK, 1), node="GatherBackward0"),
-    case("index", "take_along_dim", lambda x: dg.take_along_dim(x, dg.tensor(_COLS), 1),
+    case("gather_axis", "gather_index_smaller_outside_dim", lambda x: x.gather(1, dg.tensor(_PICK)),
+         real(3, 4), ref=lambda x: np.take_along_axis(x[:2], _PICK, 1), node="GatherBackward0"),
+    case("gather_axis", "take_along_dim", lambda x: dg.take_along_dim(x, dg.tensor(_COLS), 1),
          real(2, 4), ref=lambda x: np.take_along_axis(x, _COLS, 1)),
     case("index", "index_select", lambda x: dg.index_select(x, -1, dg.tensor(_I3)),
          real(2, 3), ref=lambda x: x[:, _I3], node="IndexSelectBackward0"),
@@ -1396,12 +1400,6 @@ def nll_backward_ref(g: np.ndarray, t: np.ndarray, shape: tuple, w: Any = None,
     return out
 
 
-def _ops(name):
-    import importlib
-
-    return importlib.import_module(f"dualgraph.ops.{name}")
-
-
 CASES += [
     case("log_softmax", "dim1", lambda x: dg.log_softmax(x, dim=1), real(2, 3),
          ref=lambda x: _log_softmax_ref(x, 1), node="LogSoftmaxBackward0"),
@@ -1413,12 +1411,12 @@ CASES += [
     case("softmax", "last_3d", lambda x: F.softmax(x, -1), real(2, 2, 3),
          ref=lambda x: np.exp(_log_softmax_ref(x, -1))),
     case("log_softmax_backward", "bind",
-         lambda g, y: bind(_ops("softmax").LOG_SOFTMAX_BACKWARD, g, y, axis=1),
+         lambda g, y: bind(SM.LOG_SOFTMAX_BACKWARD, g, y, axis=1),
          real(2, 3), real(2, 3),
          ref=lambda g, y: g - np.exp(y) * g.sum(1, keepdims=True),
          node="LogSoftmaxBackwardDataBackward0"),
     case("softmax_backward", "bind",
-         lambda g, y: bind(_ops("softmax").SOFTMAX_BACKWARD, g, y, axis=0), real(3, 2), real(3, 2),
+         lambda g, y: bind(SM.SOFTMAX_BACKWARD, g, y, axis=0), real(3, 2), real(3, 2),
          ref=lambda g, y: y * (g - (g * y).sum(0, keepdims=True)),
          node="SoftmaxBackwardDataBackward0"),
     case("nll_loss", "mean", F.nll_loss, real(4, 3), labels(4),
@@ -1431,11 +1429,11 @@ CASES += [
          node="NllLoss2DBackward0"),
     case("nll_loss", "1d", F.nll_loss, real(3), labels(), ref=lambda x, k: -x[k]),
     case("nll_loss_backward", "bind_mean",
-         lambda g, k: bind(_ops("loss").NLL_LOSS_BACKWARD, g, k, 1.0, shape=(4, 3),
+         lambda g, k: bind(LOSS.NLL_LOSS_BACKWARD, g, k, 1.0, shape=(4, 3),
                            ignore_index=-100, reduction="mean"), real(), labels(4),
          ref=lambda g, k: nll_backward_ref(g, k, (4, 3)), node="NllLossBackwardBackward0"),
     case("nll_loss_backward", "bind_none_weight",
-         lambda g, k: bind(_ops("loss").NLL_LOSS_BACKWARD, g, k, W3, shape=(4, 3),
+         lambda g, k: bind(LOSS.NLL_LOSS_BACKWARD, g, k, W3, shape=(4, 3),
                            ignore_index=-100, reduction="none"), real(4), labels(4),
          ref=lambda g, k: nll_backward_ref(g, k, (4, 3), W3, "none")),
 ]
@@ -1605,4 +1603,49 @@ COMPOSITES += [
     case("scatter_reduce", "scatter_multiply", lambda x, s: x.scatter(
         0, dg.tensor(_SCATTER_IDX), s, reduce="multiply"), real(2, 3), real(2, 3),
          ref=_scatter_mul_ref),
+]
+
+
+# Special functions and square-matrix primitives (ops/special.py, ops/matrix.py).
+def _scipy_special(name: str) -> Callable:
+    """SciPy's ``name`` as a reference, in the dtype of its last (array) argument."""
+    def ref(*args: Any) -> np.ndarray:
+        import scipy.special
+
+        return np.asarray(getattr(scipy.special, name)(*args), np.asarray(args[-1]).dtype)
+    return ref
+
+
+def _well_conditioned(x: Any) -> Any:
+    """A batch of 3x3 matrices near 2I: invertible, with a positive determinant."""
+    return x * 0.3 + 2.0 * dg.eye(3, dtype=x.dtype)
+
+
+def _well_conditioned_ref(x: np.ndarray) -> np.ndarray:
+    return x * 0.3 + 2.0 * np.eye(3, dtype=x.dtype)
+
+
+CASES += [
+    case("lgamma", "fn", dg.lgamma, pos(2, 3), ref=_scipy_special("gammaln"),
+         node="LgammaBackward0"),
+    case("lgamma", "method_negative", lambda x: (x - 0.4).lgamma(), pos(4),
+         ref=lambda x: _scipy_special("gammaln")(x - np.asarray(0.4, x.dtype))),
+    case("polygamma", "digamma", dg.digamma, pos(2, 3), ref=_scipy_special("psi"),
+         node="DigammaBackward0"),
+    case("polygamma", "trigamma", lambda x: dg.polygamma(1, x), pos(2, 3),
+         ref=lambda x: _scipy_special("polygamma")(1, x).astype(x.dtype),
+         node="PolygammaBackward0"),
+    case("erfc", "fn", dg.erfc, real(2, 3), ref=_scipy_special("erfc"), node="ErfcBackward0"),
+    case("erfinv", "fn", lambda x: dg.erfinv(x * 0.4), real(2, 3),
+         ref=lambda x: _scipy_special("erfinv")(x * np.asarray(0.4, x.dtype)),
+         node="ErfinvBackward0"),
+    case("inv", "batched", lambda x: dg.linalg.inv(_well_conditioned(x)), real(2, 3, 3),
+         ref=lambda x: np.linalg.inv(_well_conditioned_ref(x)), node="LinalgInvExBackward0"),
+    case("inv", "method", lambda x: _well_conditioned(x).inverse(), real(3, 3),
+         ref=lambda x: np.linalg.inv(_well_conditioned_ref(x))),
+    case("det", "batched", lambda x: dg.det(_well_conditioned(x)), real(2, 3, 3),
+         ref=lambda x: np.linalg.det(_well_conditioned_ref(x)).astype(x.dtype),
+         node="LinalgDetBackward0"),
+    case("det", "matrix", lambda x: dg.linalg.det(x), real(3, 3),
+         ref=lambda x: np.asarray(np.linalg.det(x), x.dtype)),
 ]

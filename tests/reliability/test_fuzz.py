@@ -9,7 +9,8 @@ each program:
   the pipeline switched off;
 - the eager gradient equals float64 central finite differences (`gradcheck`);
 - compiled (`dg.compile`) == eager, forward and gradients, with the default pipeline or with
-  one pass switched off.
+  one pass switched off; and the weighted loss compiled whole (a scalar loss over leaves,
+  whose ``backward()`` skips the autograd engine) gives the eager gradients.
 
 Budgets: the default run checks ~100 programs with the interpreter and a dozen compiled
 (each new program costs about a second of Numba compilation; the kernels persist in the
@@ -34,6 +35,7 @@ from hypothesis import strategies as st
 
 import dualgraph as dg
 from dualgraph import passes as P
+from dualgraph.eager import tensor as eager_tensor
 from dualgraph.ops import OPS
 from dualgraph.testing import assert_close, gradcheck
 
@@ -149,6 +151,36 @@ def check_compiled(prog: Program, fn: Callable, arrays: list, outs: tuple, weigh
             assert_close(t.grad, e, **tol(e, dt), msg=f"compiled gradient {k}")
 
 
+def check_compiled_loss(prog: Program, fn: Callable, arrays: list, weights: list,
+                        eager_grads: list, off: str | None) -> None:
+    """The weighted loss compiled as one function: a scalar loss over leaves, whose
+    ``backward()`` hands its precomputed gradients to ``.grad`` without the autograd
+    engine (`PrecomputedBackward.hand_out`); they must be the eager gradients."""
+    if not any(w is not None for w in weights):
+        return
+
+    def loss_fn(*ts):
+        return weighted_loss(prog.call(fn, list(ts)), weights)
+
+    with passes_off(off):
+        compiled = dg.compile(loss_fn)
+        leaves = [dg.tensor(a.copy(), requires_grad=True) for a in arrays]
+        loss = compiled(*leaves)
+    if loss is None or not loss.requires_grad:
+        return
+    assert loss.grad_fn.hands_out, loss.grad_fn.name()
+    with mock.patch.object(eager_tensor, "run_backward") as engine:
+        loss.backward()
+    assert not engine.called, "the compiled scalar loss went through the engine"
+    dt = prog.dtype
+    for k, (t, e) in enumerate(zip(leaves, eager_grads)):
+        if e is None:
+            assert t.grad is None, f"gradient {k}: compiled loss gives a gradient, eager None"
+        else:
+            assert t.grad is not None, f"gradient {k}: compiled loss gives None"
+            assert_close(t.grad, e, **tol(e, dt), msg=f"compiled loss gradient {k}")
+
+
 def run_program(prog: Program, compiled_off: Any = False) -> None:
     """All checks for one program; ``compiled_off`` False skips compiling, else it names
     the pass to switch off (None: the whole pipeline runs)."""
@@ -160,6 +192,7 @@ def run_program(prog: Program, compiled_off: Any = False) -> None:
         check_finite_differences(prog, fn, arrays, weights, outs)
         if compiled_off is not False:
             check_compiled(prog, fn, arrays, outs, weights, eager_grads, compiled_off)
+            check_compiled_loss(prog, fn, arrays, weights, eager_grads, compiled_off)
     except Exception as e:
         # Shown for the final (shrunk) example: the program as Python and as IR.
         raise AssertionError(

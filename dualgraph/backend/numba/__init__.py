@@ -16,7 +16,8 @@ from ..partition import Plan, partition
 from . import cache
 from .codegen import Lowered, LoweringError, ishape, lower
 
-__all__ = ["Kernel", "LoweringError", "Part", "build", "compile_graph", "split_lines"]
+__all__ = ["Kernel", "LoweringError", "Part", "build", "compile_graph", "llvm_opt",
+           "split_lines"]
 
 
 class Kernel:
@@ -262,7 +263,7 @@ def compile_dispatcher(fn: Any, path: str | None, sig: tuple) -> None:
     """``fn.compile(sig)`` for a kernel dispatcher defined in ``path``: a damaged Numba
     cache file is dropped and the kernel compiled again, with a warning."""
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), cache.optimisation(getattr(fn, "_dg_opt", None)):
             # Layout advice on generated code (np.dot on a batch slice) is not
             # actionable for users.
             warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
@@ -272,7 +273,8 @@ def compile_dispatcher(fn: Any, path: str | None, sig: tuple) -> None:
             raise
         warnings.warn(f"dualgraph: Numba's cache for {path} was unreadable ({e!r}); "
                       "removed it and compiled again", RuntimeWarning, stacklevel=3)
-        fn.compile(sig)
+        with cache.optimisation(getattr(fn, "_dg_opt", None)):
+            fn.compile(sig)
 
 
 def array_type(desc: tuple) -> Any:
@@ -328,15 +330,17 @@ def float32_only(graph: Graph) -> bool:
 
 def build(graph: Graph, parallel: bool = False, use_cache: bool = True,
           name: str = "kernel", write_to: dict[int, int] | None = None,
-          segment_lines: int | None = None) -> Kernel:
+          segment_lines: int | None = None, opt: int | None = None) -> Kernel:
     """Lower ``graph`` and load its njit function (from the caches when possible), or
     its parts' functions when its one function would be large (``segment_lines``: the
-    target lines per part, default `split_lines`; 0 never splits).
+    target lines per part, default `split_lines`; 0 never splits). ``opt``: the LLVM
+    optimisation level `Kernel.compile` compiles at (default `llvm_opt`).
 
     ``write_to`` maps output positions to input positions whose arrays receive those
     outputs in place (a training step's parameters and optimizer state).
     """
     write_to = dict(write_to or {})
+    opt = llvm_opt() if opt is None else opt
     if parallel:
         # Numba's OpenMP workers spin after each parallel loop and starve OpenBLAS's threads
         # on the same cores: the batch-1024 MLP step ran 2.5x slower with parallel=True
@@ -348,9 +352,9 @@ def build(graph: Graph, parallel: bool = False, use_cache: bool = True,
     if limit and lowered.source.count("\n") > SPLIT_FACTOR * limit:
         plan = partition(graph, write_to, _line_weights(graph, lowered), limit)
         if plan is not None:
-            return _build_parts(graph, lowered, plan, parallel, use_cache, write_to)
+            return _build_parts(graph, lowered, plan, parallel, use_cache, write_to, opt)
     fn, source, path = cache.load(lowered.source, name, parallel, use_cache,
-                                  contract=float32_only(graph))
+                                  contract=float32_only(graph), opt=opt)
     return Kernel(graph, lowered, fn, source, path, write_to, parallel)
 
 
@@ -362,6 +366,17 @@ SEGMENT_ENV = "DUALGRAPH_SEGMENT_LINES"
 # function would be longer than SPLIT_FACTOR times that.
 SEGMENT_LINES = 150
 SPLIT_FACTOR = 2
+
+
+OPT_ENV = "DUALGRAPH_LLVM_OPT"
+
+
+def llvm_opt() -> int | None:
+    """The LLVM optimisation level kernels are compiled at: ``DUALGRAPH_LLVM_OPT`` (0-3),
+    else None, Numba's own (``NUMBA_OPT``, 3 by default). A level is part of the kernel's
+    module, so kernels of two levels never share machine code in the disk cache."""
+    value = os.environ.get(OPT_ENV, "")
+    return int(value) if value in ("0", "1", "2", "3") else None
 
 
 def split_lines() -> int:
@@ -386,13 +401,14 @@ def _line_weights(graph: Graph, lowered: Lowered) -> dict[int, int]:
 
 
 def _build_parts(graph: Graph, lowered: Lowered, plan: Plan, parallel: bool,
-                 use_cache: bool, write_to: dict[int, int]) -> Kernel:
+                 use_cache: bool, write_to: dict[int, int], opt: int | None = None
+                 ) -> Kernel:
     parts = []
     for seg in plan.segments:
         low = lower(seg.graph, name=PART_NAME, parallel=parallel, write_to=seg.write_to)
         contract = float32_only(seg.graph)
         fn, source, path = cache.load(low.source, PART_NAME, parallel, use_cache,
-                                      contract=contract)
+                                      contract=contract, opt=opt)
         parts.append(Part(low, fn, source, path, parallel, contract))
     paths = [p.path for p in parts]
     source = "\n\n".join(p.source for p in parts)

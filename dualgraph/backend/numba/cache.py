@@ -306,9 +306,12 @@ def on_disk(disp: Any, sig: tuple) -> bool:
 
 
 def module_source(body: str, name: str, parallel: bool, cache: bool,
-                  contract: bool = False) -> str:
+                  contract: bool = False, opt: int | None = None) -> str:
     """The kernel module's source. ``contract``: let LLVM fuse ``a * b + c`` into one FMA
-    (`fastmath={"contract"}` and nothing else of fast math), for float32-only kernels."""
+    (`fastmath={"contract"}` and nothing else of fast math), for float32-only kernels.
+    ``opt``: the LLVM optimisation level its machine code is made at, when not Numba's
+    own (a line of the header, so that code of another level is another module, with
+    its own disk cache entry)."""
     from ... import __version__
 
     fm = ", fastmath={'contract'}" if contract else ""
@@ -319,6 +322,8 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
 
     header = _HEADER.format(dg=__version__, nb=numba.__version__, kd=source_digest(),
                             blas=BACKEND)
+    if opt is not None:
+        header += f"# LLVM optimisation level {int(opt)}\n"
     return header + deco + body + "\n"
 
 
@@ -331,11 +336,12 @@ def _module_name(digest: str) -> str:
 
 
 def load(body: str, name: str, parallel: bool, cache: bool,
-         contract: bool = False) -> tuple[Any, str, str | None]:
+         contract: bool = False, opt: int | None = None) -> tuple[Any, str, str | None]:
     """The njit dispatcher for ``body`` (a function named ``name``), its full source, and
-    the file it lives in (``None`` without the disk cache)."""
+    the file it lives in (``None`` without the disk cache). ``opt``: compile it at this
+    LLVM optimisation level (`optimisation`) instead of Numba's."""
     use_disk = cache and disk_cache_enabled()
-    source = module_source(body, name, parallel, use_disk, contract)
+    source = module_source(body, name, parallel, use_disk, contract, opt)
     digest = digest_of(source)
     with _LOCK:
         fn = _KERNELS.get(digest)
@@ -354,16 +360,38 @@ def load(body: str, name: str, parallel: bool, cache: bool,
         if path is not None:
             module = _import(digest, path, source)
         else:
-            source = module_source(body, name, parallel, False, contract)
+            source = module_source(body, name, parallel, False, contract, opt)
             module = types.ModuleType(_module_name(digest))
             exec(compile(source, f"<dualgraph kernel {digest}>", "exec"), module.__dict__)
         fn = getattr(module, name)
         fn._dg_path = str(path) if path else None
+        fn._dg_opt = opt
         _KERNELS[digest] = fn
         while len(_KERNELS) > MAX_KERNELS:
             old, old_fn = _KERNELS.popitem(last=False)
             _release(old, old_fn)
         return fn, source, fn._dg_path
+
+
+@contextlib.contextmanager
+def optimisation(level: int | None) -> Any:
+    """Numba compiles at LLVM optimisation ``level`` inside the block (None: its own,
+    ``NUMBA_OPT``, 3 by default). Numba reads the level each time it optimises a
+    function, so this holds its compiler lock throughout: no other thread compiles at
+    the changed level."""
+    if level is None:
+        yield
+        return
+    from numba.core import config
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:
+        old = config.OPT
+        config.OPT = type(old)(int(level))
+        try:
+            yield
+        finally:
+            config.OPT = old
 
 
 def loaded() -> list[tuple[str, Any]]:

@@ -28,7 +28,6 @@ from ...ops.registry import OPS
 from .. import kir, loops, schedule
 from . import lowerings, printer
 from .lowerings import LoweringError, ishape, missing, np_dtype
-from .printer import literal
 
 __all__ = ["LANES", "Lowered", "LoweringError", "ishape", "lower", "np_dtype"]
 
@@ -52,11 +51,6 @@ def fold_block(whole: int) -> int:
         if whole % block == 0:
             return block
     return LANES
-
-
-def _py(value: object) -> str:
-    """Source for a literal operand of a lowering that still writes source lines."""
-    return literal(value)
 
 
 @dataclass(frozen=True)
@@ -178,7 +172,8 @@ class _Writer:
         params += [f"c{k}" for k in range(len(self.consts))]
         outs = [f"o{k}" for k in range(len(self.graph.outputs)) if k not in self.write_to]
         kir.verify(self.stmts, [self.bufs[p] for p in params + outs])
-        stmts = loops.merge_loops(schedule.hoist_allocations(self.stmts), keep=folds_scalar)
+        stmts = loops.hoist_invariants(loops.merge_loops(
+            schedule.hoist_allocations(self.stmts), keep=folds_scalar))
         lines, marks = printer.function(
             self.name, lambda: params + [f"w{k}" for k in range(len(self.scratch))] + outs,
             stmts, work=self.work_array)
@@ -595,7 +590,7 @@ class _Writer:
                         else "elementwise")
                 self.group(body, args, out, kind)
             else:
-                args = [self.arg(i) if isinstance(i, Node) else _py(i) for i in ins]
+                args = [self.arg(i) if isinstance(i, Node) else kir.const(i) for i in ins]
                 built = lowerings.kernel_lowering(n.op)(n, args, out)
                 self.emit_block(self.schedule(built, op.contraction))
         self.var[id(n)] = out
@@ -775,7 +770,7 @@ class _Writer:
     def matmul_group(self, body: Graph, members: list[Node], anchor: Node, env: dict,
                      out: str) -> None:
         op = OPS[anchor.op]
-        ins = [env[id(i)] if isinstance(i, Node) else _py(i) for i in anchor.inputs]
+        ins = [env[id(i)] if isinstance(i, Node) else kir.const(i) for i in anchor.inputs]
         mm = self.fresh("mm")
         root = body.outputs[0]
         shape = ishape(root)

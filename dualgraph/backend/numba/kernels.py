@@ -31,6 +31,7 @@ both evaluated and one selected (no branch, so the loop vectorizes): ``x P(x^2)`
 
 from __future__ import annotations
 
+import math
 import os
 
 import numba
@@ -244,6 +245,135 @@ def sigmoid_f32(x):
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def sigmoid_f64(x):
     return 1.0 / (1.0 + np.exp(-x))
+
+
+# --------------------------------------------------------------- special functions
+# Scalar float64 functions the special-function ops lower to (``ops/special.py``); float32
+# nodes cast their result. They are branchy series, not vector code, so they are not
+# inlined. polygamma(n, x) is (-1)^(n+1) n! zeta(n + 1, x) for n >= 1, with the Hurwitz zeta
+# summed directly until the argument reaches ``_ZETA_SHIFT + n`` and finished by
+# Euler-Maclaurin; digamma (n = 0) shifts the same way and uses its asymptotic series, with
+# reflection for negative arguments. erfinv starts from Giles' single-precision
+# approximation ("Approximating the erfinv function", GPU Computing Gems, 2011) and takes
+# Newton steps until they stop changing it: on erf in the body, on log(erfc) in the
+# tails (where 1 - |y| is exact and erf's slope vanishes).
+_BERNOULLI = (1.0 / 6.0, -1.0 / 30.0, 1.0 / 42.0, -1.0 / 30.0, 5.0 / 66.0, -691.0 / 2730.0,
+              7.0 / 6.0, -3617.0 / 510.0)
+_ZETA_SHIFT = 12.0
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _digamma(x):
+    if x == 0.0:
+        return -math.copysign(math.inf, x)
+    acc = 0.0
+    if x < 0.0:  # reflection, psi(x) = psi(1 - x) - pi / tan(pi x); no recursion in Numba
+        if x == math.floor(x):
+            return math.nan
+        acc = -math.pi / math.tan(math.pi * x)
+        x = 1.0 - x
+    while x < _ZETA_SHIFT:
+        acc -= 1.0 / x
+        x += 1.0
+    inv2 = 1.0 / (x * x)
+    series = 0.0
+    power = inv2
+    for k in range(len(_BERNOULLI)):
+        series += _BERNOULLI[k] / (2.0 * (k + 1)) * power
+        power *= inv2
+    return acc + math.log(x) - 0.5 / x - series
+
+
+@numba.njit(cache=True, error_model="numpy")
+def polygamma(n, x):
+    n = int(n)
+    x = float(x)
+    if math.isnan(x):
+        return math.nan
+    if n == 0:
+        return _digamma(x)
+    sign = 1.0 if n % 2 == 1 else -1.0
+    if x <= 0.0 and x == math.floor(x):
+        return sign * math.inf
+    s = n + 1.0
+    total = 0.0
+    while x < _ZETA_SHIFT + n:
+        total += x ** -s
+        x += 1.0
+    total += x ** (1.0 - s) / (s - 1.0) + 0.5 * x ** -s
+    rising = s  # s (s+1) ... (s+2j-2)
+    fact = 2.0  # (2j)!
+    power = x ** (-s - 1.0)
+    for j in range(len(_BERNOULLI)):
+        total += _BERNOULLI[j] / fact * rising * power
+        rising *= (s + 2 * j + 1) * (s + 2 * j + 2)
+        fact *= (2 * j + 3) * (2 * j + 4)
+        power /= x * x
+    return sign * math.gamma(n + 1.0) * total
+
+
+@numba.njit(cache=True, error_model="numpy")
+def erfinv(y):
+    y = float(y)
+    if math.isnan(y) or y < -1.0 or y > 1.0:
+        return math.nan
+    if y == 1.0 or y == -1.0:
+        return math.copysign(math.inf, y)
+    w = -math.log((1.0 - y) * (1.0 + y))
+    if w < 5.0:
+        w -= 2.5
+        p = 2.81022636e-08
+        p = 3.43273939e-07 + p * w
+        p = -3.5233877e-06 + p * w
+        p = -4.39150654e-06 + p * w
+        p = 0.00021858087 + p * w
+        p = -0.00125372503 + p * w
+        p = -0.00417768164 + p * w
+        p = 0.246640727 + p * w
+        p = 1.50140941 + p * w
+    else:
+        w = math.sqrt(w) - 3.0
+        p = -0.000200214257
+        p = 0.000100950558 + p * w
+        p = 0.00134934322 + p * w
+        p = -0.00367342844 + p * w
+        p = 0.00573950773 + p * w
+        p = -0.0076224613 + p * w
+        p = 0.00943887047 + p * w
+        p = 1.00167406 + p * w
+        p = 2.83297682 + p * w
+    x = abs(p * y)
+    a = abs(y)
+    t = 1.0 - a  # exact for a >= 0.5
+    for _ in range(8):
+        e = math.exp(-x * x) * 1.1283791670955126  # erf'(x)
+        if a > 0.5:
+            # Newton on log(erfc(x)) = log(1 - |y|): nearly linear in the tail, where the
+            # plain equation's slope vanishes and Newton on it crawls.
+            c = math.erfc(x)
+            step = (math.log(t) - math.log(c)) * c / e
+        else:
+            step = (math.erf(x) - a) / e
+        x -= step
+        if abs(step) <= 1e-16 * x:
+            break
+    return math.copysign(x, y)
+
+
+# ------------------------------------------------------ batched inverse and determinant
+# One (batch, n, n) operand; LAPACK through Numba's np.linalg per matrix.
+
+
+@numba.njit(cache=True)
+def batched_inv(a, out):
+    for b in range(a.shape[0]):
+        out[b] = np.linalg.inv(np.ascontiguousarray(a[b]))
+
+
+@numba.njit(cache=True)
+def batched_det(a, out):
+    for b in range(a.shape[0]):
+        out[b] = np.linalg.det(np.ascontiguousarray(a[b]))
 
 
 def source_digest() -> str:

@@ -62,7 +62,8 @@ MATH = {
     False: {"exp": "np.exp", "tanh": "np.tanh", "sigmoid": "dgk.sigmoid_f64", "erf": "math.erf"},
 }
 _CALLS = {"abs": "abs", "erf": "math.erf", "min": "min", "max": "max", "int": "int",
-          "float": "float", "bool": "bool"}
+          "float": "float", "bool": "bool", "lgamma": "math.lgamma", "erfc": "math.erfc",
+          "polygamma": "dgk.polygamma", "erfinv": "dgk.erfinv"}
 
 
 def call_name(fn: str, dtype: Any) -> str:
@@ -326,6 +327,9 @@ LIBRARY: dict[str, str] = {
     "argsort": "{out}[:] = np.argsort({0}, kind='mergesort')",
     # the copy of a whole buffer into another of the same size
     "copy": "{out}.reshape({out}.size)[:] = np.ascontiguousarray({0}).reshape({0}.size)",
+    # the inverse / determinant of each matrix of a (batch, n, n) buffer
+    "inv": "dgk.batched_inv({0}, {out})",
+    "det": "dgk.batched_det({0}, {out})",
 }
 
 

@@ -13,8 +13,8 @@ SIGINT, so a Ctrl-C meant for the user's loop does not kill the compiler.
 Numba compiles one function at a time per process (its compiler holds a global lock), so
 the independent functions of a job (the parts of split kernels, a forward and a backward)
 are shared out among helper processes when the machine has the cores (`compile_jobs`):
-each is this same module, sent jobs of ``("fn", body, name, parallel, contract, sig)``
-specs, which it compiles into the disk cache. Blocking compiles use the same helpers.
+each is this same module, sent jobs of ``("fn", body, name, parallel, contract, sig,
+opt)`` specs, which it compiles into the disk cache. Blocking compiles use the same helpers.
 
 Frames come only from the parent process that started this one through a private pipe, so
 unpickling them trusts no one else.
@@ -165,7 +165,8 @@ def compile_parallel(tasks: list[tuple[Any, tuple]], jobs: int | None = None) ->
 
     def send(helper: _Helper, share: list) -> None:
         specs = [("fn", owner.lowered.source, owner.lowered.name, owner.parallel,
-                  owner.contract, tuple(sig)) for owner, sig in share]
+                  owner.contract, tuple(sig), getattr(owner.fn, "_dg_opt", None))
+                 for owner, sig in share]
         # A helper that fails leaves its share to `Kernel.compile`, which compiles it in
         # this process (and reports any error there).
         # The directory the kernel files are in (absolute: the helper runs elsewhere).
@@ -207,11 +208,11 @@ def compile_graphs(specs: list) -> list:
 
 
 def _compile_function(body: str, name: str, parallel: bool, contract: bool,
-                      sig: tuple) -> None:
+                      sig: tuple, opt: int | None = None) -> None:
     """A helper's task: one function of a kernel, into the disk cache."""
     from . import cache, compile_dispatcher
 
-    fn, _, path = cache.load(body, name, parallel, True, contract)
+    fn, _, path = cache.load(body, name, parallel, True, contract, opt)
     if path is None:
         raise RuntimeError("no usable disk kernel cache")
     compile_dispatcher(fn, path, sig)

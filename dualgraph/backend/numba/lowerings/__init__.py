@@ -169,10 +169,15 @@ SCALAR: dict[str, Builder] = {
     "left_shift": _bin("<<"),
     "right_shift": _bin(">>"),
     # --- end of math primitives ---
+    # --- special functions (dualgraph/ops/special.py); scalar float64 functions ---
+    "lgamma": _call("lgamma"),
+    "erfc": _call("erfc"),
+    "erfinv": _call("erfinv"),
+    "polygamma": _call("polygamma"),
 }
 # Ops whose Numba result may have another dtype than operands of the node's dtype (an
 # integer power may widen): always cast.
-WIDENING = frozenset({"pow"})
+WIDENING = frozenset({"pow", "lgamma", "erfc", "erfinv", "polygamma"})
 
 
 def scalar_builder(op: str) -> Builder:
@@ -295,17 +300,12 @@ def path(op: OpDef) -> str | None:
     return "kernel" if op.name in LOWER else None
 
 
-class Arg(str):
-    """An operand as a lowering receives it: its variable name (what a source-line lowering
-    formats) carrying its kernel IR buffer (``.buf``: shape, dtype, layout, what an IR
-    builder reads)."""
+@dataclass(frozen=True)
+class Arg:
+    """A value operand as a lowering receives it: the kernel IR buffer holding it
+    (``.buf``: name, shape, dtype, layout). A literal operand arrives as a `kir.Const`."""
 
     buf: kir.Buffer
-
-    def __new__(cls, buf: kir.Buffer) -> Arg:
-        a = str.__new__(cls, buf.name)
-        a.buf = buf
-        return a
 
 
 def _reshaped(block: kir.Block, buf: kir.Buffer, shape: tuple, name: str) -> kir.Buffer:
@@ -315,6 +315,7 @@ def _reshaped(block: kir.Block, buf: kir.Buffer, shape: tuple, name: str) -> kir
 
 
 # The op families register their builders with `lowers` when imported.
-for _family in ("conv", "index", "linalg", "norm", "pool", "random", "reduce", "scan", "shape"):
+for _family in ("conv", "index", "linalg", "matrix", "norm", "pool", "random", "reduce", "scan",
+                "shape"):
     importlib.import_module(f"{__name__}.{_family}")
 from .linalg import addmm_product, matmul_block  # noqa: E402, F401  (codegen builds addmm groups)

@@ -88,7 +88,7 @@ def _index_put(node: Node, args: list, out: str) -> kir.Block:
         block.add(kir.Alloc(o), kir.LibCall(
             "copy", (_operand_pqa(block, args[0].buf, perm, p, a, q, f"{out}_x"),), (o,)))
     else:  # a number filling the new array (index's gradient: zeros)
-        block.add(kir.Alloc(o, fill=x))
+        block.add(kir.Alloc(o, fill=args[0].value))
     keys = reshaped(block, args[2].buf, (len(dims), nb), f"{out}_k")
     b, pv, qv = kir.Var(f"{out}_b"), kir.Var(f"{out}_p"), kir.Var(f"{out}_q")
     if isinstance(v, Node):
@@ -105,7 +105,7 @@ def _index_put(node: Node, args: list, out: str) -> kir.Block:
         vals = reshaped(block, vb, (p, nb, q), f"{out}_v")
         value: kir.Expr = as_dtype(vals[pv, b, qv], dt)
     else:
-        value = kir.const(v, dt)
+        value = kir.Const(args[1].value, dt)
     pos, find = _flat_position(out, keys, b, shape, dims)
     block.add(kir.Loop(b, nb, (*find, kir.Loop(pv, p, (kir.Loop(qv, q, (
         kir.Store(o, (pv, pos, qv), value, "+" if node.attrs.get("accumulate") else None),

@@ -66,7 +66,7 @@ def _layer_norm(node: Node, args: list, out: str) -> kir.Block:
 # loop (an exp from `MATH` and a store into a row-sized work array) or a sum of that
 # work array: float32 rows are summed 16 lanes at a time in float64 (`fold_lanes`), so no
 # pass is a serial chain of dependent additions.
-# nll_loss indexes its input as (N, C, positions...) (`nnops.nll_layout`'s dims).
+# nll_loss indexes its input as (N, C, positions...) (`loss.nll_layout`'s dims).
 
 _LANES = 16
 
@@ -213,55 +213,60 @@ def _softmax_backward(node: Node, args: list, out: str) -> kir.Block:
 
 
 # ---- losses
-# nll_loss views the input as (N, C, R) and the target as (N, R) (`nll_layout`); one loop
-# nest over the target positions reads each position's class.
+# nll_loss reads its input as (N, C, positions...) and its target as (N, positions...) in
+# their own shapes (no reshape: an argument's reshape may be a copy); a 1-D input is one
+# sample, ``x[c]`` with a 0-d target. One loop nest over the target positions reads each
+# position's class.
 
 
 def _nll_frame(node: Node, args: list, out: str, xshape: tuple) -> tuple:
-    """The block allocating the result, the (N, R) target view, C, the loop nest over
-    target positions around ``body(at, cls, wc)`` (``cls``: the class, ``wc``: its weight,
-    run only where the class is not ignored and after its bounds check), and the
-    variables it binds."""
-    from ....ops.nnops import nll_layout
+    """The block allocating the result; the input's index of class ``cls`` at target
+    position ``at``; the loop nest over target positions around ``body(at, cls, wc)``
+    (``wc``: the class's weight), run only where the class is not ignored and after its
+    bounds check."""
+    from ....ops.loss import nll_layout
 
-    n, c, r = nll_layout(xshape)
+    _, c, _ = nll_layout(xshape)
     dt = np.dtype(node.dtype)
     res = kir.Buffer(out, ishape(node), dt)
     block = kir.Block([kir.Alloc(res)], res)
-    t = _reshaped(block, args[1].buf, (n, r), f"{out}_t")
+    positions = (1,) if len(xshape) == 1 else (xshape[0],) + tuple(xshape[2:])
+    t = args[1].buf
     cls = kir.Var(f"{out}_c", t.dtype)
-    weight = node.inputs[2]
-    wc = (as_dtype(args[2].buf[cls], dt) if isinstance(weight, Node)
-          else kir.Const(float(weight), dt))
+    weight = args[2]  # class weights, or one literal weight for every class
+    wc = (kir.Const(float(weight.value), dt) if isinstance(weight, kir.Const)
+          else as_dtype(weight.buf[cls], dt))
     ignore = kir.const(node.attrs["ignore_index"])
     bad = kir.Bin("or", kir.Bin("<", cls, kir.const(0)), kir.Bin(">=", cls, kir.const(c)))
 
+    def xat(at: tuple, k: kir.Expr) -> tuple:
+        return (k,) if len(xshape) == 1 else (at[0], k) + at[1:]
+
     def loops(body: Callable, ignored: Callable = lambda at: (), before: Callable =
               lambda at: ()) -> list:
-        return nest((n, r), f"{out}_i", lambda at: [*before(at), kir.Let(cls, t[at]), kir.If(
+        return nest(positions, f"{out}_i", lambda at: [*before(at), kir.Let(cls, t[at]), kir.If(
             kir.Bin("!=", cls, ignore),
             (kir.If(bad, (kir.Raise("IndexError", "nll_loss: Target is out of bounds."),)),
              *body(at, cls, wc)), tuple(ignored(at)))])
 
-    return block, res, (n, c, r), loops
+    return block, res, c, xat, loops
 
 
 @lowers("nll_loss")
 def _nll_loss(node: Node, args: list, out: str) -> kir.Block:
     """The picked log-probabilities times minus their weights; reduced, a float64 total
     (over the float64 total weight for the mean)."""
-    block, res, (n, c, r), loops = _nll_frame(node, args, out, tuple(node.inputs[0].shape))
+    block, res, c, xat, loops = _nll_frame(node, args, out, tuple(node.inputs[0].shape))
     dt = res.dtype
-    x = _reshaped(block, args[0].buf, (n, c, r), f"{out}_x")
+    x = args[0].buf
 
     def loss(at: tuple, cls: kir.Var, wc: kir.Expr) -> kir.Expr:
-        return -wc * as_dtype(x[at[0], cls, at[1]], dt)
+        return -wc * as_dtype(x[xat(at, cls)], dt)
 
     if node.attrs["reduction"] == "none":
-        rows = _reshaped(block, res, (n, r), f"{out}_r")
         return block.add(*loops(
-            lambda at, cls, wc: [kir.Store(rows, at, loss(at, cls, wc))],
-            lambda at: [kir.Store(rows, at, kir.Const(0.0, dt))]))
+            lambda at, cls, wc: [kir.Store(res, at, loss(at, cls, wc))],
+            lambda at: [kir.Store(res, at, kir.Const(0.0, dt))]))
     f8 = np.dtype(np.float64)
     tot, tw = kir.Var(f"{out}_tot", f8), kir.Var(f"{out}_tw", f8)
     block.add(kir.Let(tot, kir.Const(0.0, f8)), kir.Let(tw, kir.Const(0.0, f8)), *loops(
@@ -276,15 +281,14 @@ def _nll_loss(node: Node, args: list, out: str) -> kir.Block:
 def _nll_loss_backward(node: Node, args: list, out: str) -> kir.Block:
     """Zero but at each position's class: minus its weight times the gradient (over the
     total weight for the mean). Each line of classes is zeroed as the loop reaches it."""
-    block, res, (n, c, r), loops = _nll_frame(node, args, out, tuple(node.attrs["shape"]))
+    block, res, c, xat, loops = _nll_frame(node, args, out, tuple(node.attrs["shape"]))
     dt = res.dtype
     reduction = node.attrs["reduction"]
-    rows = _reshaped(block, res, (n, c, r), f"{out}_r")
+    g = args[0].buf
     if reduction == "none":
-        gs = _reshaped(block, args[0].buf, (n, r), f"{out}_g")
-        grad: Callable = lambda at: as_dtype(gs[at], dt)  # noqa: E731
+        grad: Callable = lambda at: as_dtype(g[at], dt)  # noqa: E731
     else:
-        g0 = as_dtype(args[0].buf[kir.const(0)], dt)
+        g0 = as_dtype(g[kir.const(0)], dt)
         grad = lambda at: g0  # noqa: E731
     if reduction == "mean":  # the summed weights first: every gradient is divided by them
         tw = kir.Var(f"{out}_tw", np.float64)
@@ -294,6 +298,5 @@ def _nll_loss_backward(node: Node, args: list, out: str) -> kir.Block:
         grad = lambda at: scaled(at) / tw  # noqa: E731
     z = kir.Var(f"{out}_z")
     return block.add(*loops(
-        lambda at, cls, wc: [kir.Store(rows, (at[0], cls, at[1]), as_dtype(-wc * grad(at), dt))],
-        before=lambda at: [kir.Loop(z, c, (kir.Store(rows, (at[0], z, at[1]),
-                                                     kir.Const(0.0, dt)),))]))
+        lambda at, cls, wc: [kir.Store(res, xat(at, cls), as_dtype(-wc * grad(at), dt))],
+        before=lambda at: [kir.Loop(z, c, (kir.Store(res, xat(at, z), kir.Const(0.0, dt)),))]))

@@ -44,14 +44,3 @@ def _argextremum(node: Node, args: list, out: str, better: str) -> kir.Block:
             )),
         ), start=1),
     )))
-
-
-@lowers("take_along_axis")
-def _take_along_axis(node: Node, args: list, out: str) -> kir.Block:
-    x = node.inputs[0]
-    block, res = fresh(node, out)
-    t, m, _ = lines(block, args[0].buf, tuple(x.shape), node.attrs["axis"], f"{out}_t")
-    r = reshaped(block, res, (m,), f"{out}_r")
-    k = reshaped(block, args[1].buf, (m,), f"{out}_k")
-    i = kir.Var(f"{out}_i")
-    return block.add(kir.Loop(i, m, (kir.Store(r, (i,), t[i, k[i]]),)))

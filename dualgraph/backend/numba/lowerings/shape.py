@@ -268,7 +268,7 @@ def _view_scatter(node: Node, args: list, out: str) -> kir.Block:
         vals = view(block, args[1].buf, "reshape", (m,), f"{out}_v", layout="C")
         src: kir.Expr = as_dtype(vals[j], node.dtype)
     else:
-        src = kir.const(value, node.dtype)
+        src = kir.Const(args[1].value, np.dtype(node.dtype))
     return block.add(kir.Loop(j, m, (kir.Store(flat, (keys[j],), src),)))
 
 

@@ -1,0 +1,303 @@
+"""Statistics and counting as compositions: ``nansum``, ``nanmean``, ``aminmax``,
+``quantile``/``nanquantile``, ``cov``, ``corrcoef``, and the eager-only ones whose result
+shape depends on the data: ``mode``'s indices, ``bincount``, ``unique``,
+``unique_consecutive`` (each raises `TraceError` inside a compiled function)."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from ..errors import ShapeError, TraceError
+from ..modes import current_trace
+from . import elementwise as E
+from . import reduce as R
+from . import shape as S
+from .broadcast import normalize_dim
+from .index import take_along_dim
+from .math import ceil, floor
+from .math import round as round_
+from .scan import sort
+
+aminmax_result = namedtuple("aminmax", ["min", "max"])
+mode_result = namedtuple("mode", ["values", "indices"])
+
+
+def _constant(a: np.ndarray) -> Any:
+    """A NumPy result as a constant of the active mode."""
+    return S.stop_gradient(a)
+
+
+def _eager_only(what: str) -> None:
+    if current_trace() is not None:
+        raise TraceError(f"{what} has a result whose shape or value depends on the data, "
+                         "which a static graph cannot capture: run this part eagerly")
+
+
+def _keep(dim: Any, keepdim: bool) -> dict:
+    return {"dim": dim, "keepdim": keepdim}
+
+
+def nansum(input: Any, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+           dtype: Any = None) -> Any:
+    """`sum` treating NaN as zero."""
+    x = input if dtype is None else S.astype(input, np.dtype(dtype))
+    if np.dtype(x.dtype).kind == "f":
+        x = E.where(E.ne(x, x), 0.0, x)
+    return R.sum(x, **_keep(dim, keepdim))
+
+
+def nanmean(input: Any, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+            dtype: Any = None) -> Any:
+    """`mean` of the non-NaN elements (NaN where all are NaN)."""
+    x = input if dtype is None else S.astype(input, np.dtype(dtype))
+    if np.dtype(x.dtype).kind != "f":
+        raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
+                           f"{np.dtype(x.dtype)}")
+    count = R.sum(E.eq(x, x), **_keep(dim, keepdim))
+    return E.div(nansum(x, dim, keepdim), S.astype(count, np.dtype(x.dtype)))
+
+
+def aminmax(input: Any, *, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A002
+    """``(min, max)`` of all elements, or along ``dim``, as a named tuple."""
+    if dim is not None and not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"aminmax(): dim must be an int, got {dim!r}")
+    return aminmax_result(R.amin(input, **_keep(dim, keepdim)),
+                          R.amax(input, **_keep(dim, keepdim)))
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(fn: str, input: Any, q: Any, dim: Any, keepdim: bool,  # noqa: A002
+              interpolation: str, ignore_nan: bool) -> Any:
+    dtype = np.dtype(input.dtype)
+    if dtype.kind != "f":
+        raise RuntimeError(f"{fn}() input tensor must be either float or double dtype")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"{fn}() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest. Got {interpolation}")
+    scalar_q = not hasattr(q, "shape")
+    qs = np.atleast_1d(np.asarray(q, np.float64))
+    if qs.ndim > 1:
+        raise RuntimeError(f"{fn}() q must be a scalar or 1D tensor")
+    if np.any((qs < 0) | (qs > 1)):
+        raise RuntimeError(f"{fn}() q values must be in the range [0, 1]")
+    x = input
+    if dim is None:
+        x = S.reshape(x, (-1,))
+        d = 0
+    else:
+        d = normalize_dim(fn, dim, len(x.shape))
+        if not x.shape:
+            x = S.reshape(x, (1,))
+    n = x.shape[d]
+    if n == 0:
+        raise RuntimeError(f"{fn}() input tensor must be non-empty")
+    values = sort(x, d).values  # NaN sorts last
+    nan = E.ne(x, x)
+    count = R.sum(E.eq(x, x), d, True) if ignore_nan else None
+    outs = []
+    for qv in qs:
+        if ignore_nan:
+            last = S.astype(E.sub(count, 1), np.dtype(np.float64))
+            last = E.maximum(last, 0.0)
+            pos = E.mul(last, float(qv))
+        else:
+            pos = float(qv) * (n - 1)
+        outs.append(_interpolate(values, pos, d, interpolation, dtype, ignore_nan))
+    out = S.stack(outs, 0)
+    if ignore_nan:
+        allnan = E.eq(count, 0)
+        out = E.where(allnan, float("nan"), out)
+    else:
+        anynan = R.sum(nan, d, True)
+        out = E.where(E.gt(anynan, 0), float("nan"), out)
+    if not keepdim:
+        out = S.reshape(out, tuple(s for i, s in enumerate(out.shape) if i != d + 1))
+    elif dim is None:
+        out = S.reshape(out, (len(qs),) + (1,) * len(input.shape))
+    return S.reshape(out, tuple(out.shape[1:])) if scalar_q else out
+
+
+def _interpolate(values: Any, pos: Any, d: int, how: str, dtype: np.dtype,
+                 per_line: bool) -> Any:
+    """The value at fractional rank ``pos`` (a number, or a keepdim tensor per line) of the
+    sorted ``values`` along ``d``, keeping ``d`` as size 1."""
+    if not per_line:
+        lo, hi = int(np.floor(pos)), int(np.ceil(pos))
+        a = S.getitem(values, (slice(None),) * d + (slice(lo, lo + 1),))
+        b = S.getitem(values, (slice(None),) * d + (slice(hi, hi + 1),))
+        frac = pos - lo
+        if how == "lower":
+            return a
+        if how == "higher":
+            return b
+        if how == "nearest":
+            return b if np.round(pos) == hi else a
+        if how == "midpoint":
+            return E.add(a, E.mul(E.sub(b, a), 0.5))
+        return E.add(a, E.mul(E.sub(b, a), frac)) if frac else a
+    lo, hi = floor(pos), ceil(pos)
+    a = take_along_dim(values, S.astype(lo, np.dtype(np.int64)), d)
+    b = take_along_dim(values, S.astype(hi, np.dtype(np.int64)), d)
+    if how == "lower":
+        return a
+    if how == "higher":
+        return b
+    if how == "nearest":
+        return E.where(E.eq(round_(pos), hi), b, a)
+    w = 0.5 if how == "midpoint" else S.astype(E.sub(pos, lo), dtype)
+    return E.add(a, E.mul(E.sub(b, a), w))
+
+
+def quantile(input: Any, q: Any, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+             interpolation: str = "linear", out: Any = None) -> Any:
+    """The ``q``-quantiles (a number or a 1-D tensor in [0, 1]) of all elements or along
+    ``dim``, interpolating between ranks as ``interpolation`` says. With a tensor ``q`` the
+    quantiles form a new leading dim. NaN in a line gives NaN."""
+    if out is not None:
+        raise TypeError("quantile(): out= is not supported; assign the result instead")
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(input: Any, q: Any, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+                interpolation: str = "linear", out: Any = None) -> Any:
+    """`quantile` ignoring NaN (NaN only where a line is all NaN)."""
+    if out is not None:
+        raise TypeError("nanquantile(): out= is not supported; assign the result instead")
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
+
+
+def cov(input: Any, *, correction: int = 1, fweights: Any = None,  # noqa: A002
+        aweights: Any = None) -> Any:
+    """The covariance matrix of the variables in the rows of ``input`` (observations in
+    the columns); a 1-D input is one variable."""
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("cov(): fweights and aweights are not supported")
+    x = input if len(input.shape) == 2 else S.reshape(input, (1, -1))
+    if len(input.shape) > 2:
+        raise ShapeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                         f"input with {len(input.shape)} dimensions")
+    if np.dtype(x.dtype).kind != "f":
+        x = S.astype(x, np.dtype(np.float32))
+    n = x.shape[1]
+    centred = E.sub(x, R.mean(x, 1, True))
+    c = E.div(centred @ S.transpose(centred, 0, 1), float(max(n - correction, 0)))
+    return S.reshape(c, ()) if x.shape[0] == 1 else c
+
+
+def corrcoef(input: Any) -> Any:  # noqa: A002
+    """Pearson's correlation coefficients of the rows of ``input``, clipped to [-1, 1]."""
+    c = cov(input)
+    if not c.shape:
+        return E.div(c, c)
+    d = E.sqrt(S.reshape(S.getitem(c, (np.arange(c.shape[0]), np.arange(c.shape[0]))),
+                         (-1,)))
+    r = E.div(E.div(c, S.reshape(d, (-1, 1))), S.reshape(d, (1, -1)))
+    return E.maximum(E.minimum(r, 1.0), -1.0)
+
+
+# ------------------------------------------------------ eager only (data-dependent)
+
+
+def mode(input: Any, dim: int = -1, keepdim: bool = False) -> Any:  # noqa: A002
+    """The most frequent value along ``dim`` (the smallest among ties) and the index of its
+    last occurrence, as ``(values, indices)``; the gradient reaches that element. Eager
+    only: which element is picked depends on the data."""
+    _eager_only("mode")
+    a = np.asarray(input)
+    d = normalize_dim("mode", dim, a.ndim)
+    line = np.moveaxis(a.reshape(1) if a.ndim == 0 else a, d, -1)
+    flat = line.reshape(-1, line.shape[-1])
+    if flat.shape[-1] == 0:
+        raise IndexError("mode(): Expected reduction dim to have non-zero size")
+    idx = np.empty(flat.shape[0], np.int64)
+    for r, row in enumerate(flat):
+        vals, counts = np.unique(row, return_counts=True)
+        best = vals[np.argmax(counts)]  # np.unique sorts: the first max is the smallest
+        idx[r] = np.flatnonzero(row == best)[-1]
+    idx = idx.reshape(line.shape[:-1])
+    x = input if a.ndim else S.reshape(input, (1,))
+    indices = _constant(np.expand_dims(idx, d) if a.ndim else idx.reshape(1))
+    values = take_along_dim(x, indices, d)
+    if not keepdim or not a.ndim:
+        shape = idx.shape if a.ndim else ()
+        values = S.reshape(values, shape)
+        indices = S.reshape(indices, shape)
+    return mode_result(values, indices)
+
+
+def bincount(input: Any, weights: Any = None, minlength: int = 0) -> Any:  # noqa: A002
+    """The count of each value of a 1-D non-negative int tensor (summing ``weights`` when
+    given), of length ``max(input) + 1`` or ``minlength``. Eager only."""
+    _eager_only("bincount")
+    a = np.asarray(input)
+    if a.ndim != 1 or a.dtype.kind not in "iub":
+        raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs, got a "
+                           f"{a.ndim}-d {a.dtype} tensor")
+    if a.size and a.min() < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if weights is None:
+        return _constant(np.bincount(a, minlength=minlength).astype(np.int64))
+    w = np.asarray(weights)
+    if w.shape != a.shape:
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    out = np.bincount(a, w.astype(np.float64), minlength=minlength)
+    return _constant(out.astype(w.dtype if w.dtype.kind == "f" else np.float64))
+
+
+def unique(input: Any, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+           return_counts: bool = False, dim: int | None = None) -> Any:
+    """The distinct values of ``input`` (or distinct slices along ``dim``), sorted, with the
+    inverse indices and counts on request. Eager only."""
+    _eager_only("unique")
+    a = np.asarray(input)
+    if dim is None:
+        vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True)
+        inv = inv.reshape(a.shape)
+    else:
+        d = normalize_dim("unique", dim, a.ndim)
+        vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, axis=d)
+        inv = inv.reshape(-1)
+    out = [_constant(vals)]
+    if return_inverse:
+        out.append(_constant(inv.astype(np.int64)))
+    if return_counts:
+        out.append(_constant(counts.astype(np.int64)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def unique_consecutive(input: Any, return_inverse: bool = False,  # noqa: A002
+                       return_counts: bool = False, dim: int | None = None) -> Any:
+    """``input`` with each run of equal consecutive values (or slices along ``dim``) kept
+    once, with the inverse indices and run lengths on request. Eager only."""
+    _eager_only("unique_consecutive")
+    a = np.asarray(input)
+    if dim is None:
+        flat = a.reshape(-1)
+        change = np.concatenate(([True], flat[1:] != flat[:-1])) if flat.size else \
+            np.zeros(0, bool)
+        vals = flat[change]
+        inv_shape = a.shape
+    else:
+        d = normalize_dim("unique_consecutive", dim, a.ndim)
+        moved = np.moveaxis(a, d, 0)
+        rows = moved.reshape(moved.shape[0], -1)
+        change = np.concatenate(([True], np.any(rows[1:] != rows[:-1], axis=1))) \
+            if rows.shape[0] else np.zeros(0, bool)
+        vals = np.moveaxis(moved[change], 0, d)
+        inv_shape = (moved.shape[0],)
+    starts = np.flatnonzero(change)
+    inv = (np.cumsum(change) - 1).reshape(inv_shape)
+    counts = np.diff(np.append(starts, change.size))
+    out = [_constant(np.ascontiguousarray(vals))]
+    if return_inverse:
+        out.append(_constant(inv.astype(np.int64)))
+    if return_counts:
+        out.append(_constant(counts.astype(np.int64)))
+    return out[0] if len(out) == 1 else tuple(out)

@@ -1,0 +1,484 @@
+"""The rest of PyTorch's function and ``Tensor`` method surface: small compositions
+(``masked_scatter``, ``take``, ``put``, ``select``, ``sum_to_size``, ``ravel``, ``equal``,
+``broadcast_tensors``, ``block_diag``, ``cartesian_prod``, ``tril_indices``, ``logspace``,
+...) and `METHODS`, the table from which `ops/mixin.py` makes ``Tensor`` methods of
+functions (``x.addmm(a, b)`` is ``addmm(x, a, b)``, ``x.addmm_(a, b)`` writes it back)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import ShapeError
+from . import elementwise as E
+from . import index as I
+from . import math as M
+from . import matrix as MX
+from . import pointwise as PW
+from . import products as PR
+from . import reduce as R
+from . import scan as SC
+from . import shape as S
+from . import special as SP
+from . import statistics as ST
+from .broadcast import normalize_dim
+
+
+def _is_tensor(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def masked_scatter(input: Any, mask: Any, source: Any) -> Any:  # noqa: A002
+    """``input`` with the elements where ``mask`` (broadcast to its shape) is true replaced,
+    in order, by the leading elements of ``source``. The gradient reaches both."""
+    if np.dtype(mask.dtype) != np.bool_:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
+                           f"dtype {np.dtype(mask.dtype)}")
+    shape = tuple(input.shape)
+    m = S.broadcast_to(mask, shape) if tuple(mask.shape) != shape else mask
+    flat = S.reshape(m, (-1,))
+    n_src = math.prod(source.shape)
+    if n_src == 0:
+        return input
+    pos = E.sub(SC.cumsum(S.astype(flat, np.dtype(np.int64)), 0), 1)
+    pos = M.clamp(pos, 0, n_src - 1)  # positions past the mask's count are never selected
+    taken = S.reshape(I.getitem(S.reshape(source, (-1,)), pos), shape)
+    return E.where(m, taken, input)
+
+
+def take(input: Any, index: Any) -> Any:  # noqa: A002
+    """The elements of ``input`` at the flat positions ``index`` (shape of ``index``)."""
+    return I.getitem(S.reshape(input, (-1,)), index)
+
+
+def put(input: Any, index: Any, source: Any, accumulate: bool = False) -> Any:  # noqa: A002
+    """``input`` with the flat positions ``index`` set to (or increased by) ``source``."""
+    flat = I.index_put(S.reshape(input, (-1,)), (S.reshape(index, (-1,)),),
+                       S.reshape(source, (-1,)), accumulate)
+    return S.reshape(flat, tuple(input.shape))
+
+
+def select(input: Any, dim: int, index: int) -> Any:  # noqa: A002
+    """The slice at ``index`` along ``dim`` (that dim removed): a view."""
+    d = normalize_dim("select", dim, len(input.shape))
+    size = input.shape[d]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{tuple(input.shape)} at dimension {dim}")
+    return I.getitem(input, (slice(None),) * d + (int(index),))
+
+
+def sum_to_size(input: Any, *size: Any) -> Any:  # noqa: A002
+    """``input`` summed down to ``size`` (to which it must be expandable)."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    size = tuple(int(s) for s in size)
+    shape = tuple(input.shape)
+    lead = len(shape) - len(size)
+    ok = lead >= 0 and all(s in (1, d) for s, d in zip(size, shape[lead:]))
+    if not ok:
+        raise RuntimeError(f"size {list(size)} is not expandable to size {list(shape)}")
+    axes = tuple(range(lead)) + tuple(lead + i for i, (s, d) in
+                                      enumerate(zip(size, shape[lead:])) if s == 1 and d != 1)
+    out = R.sum(input, axes, keepdim=True) if axes else input
+    return S.reshape(out, size) if tuple(out.shape) != size else out
+
+
+def ravel(input: Any) -> Any:  # noqa: A002
+    return S.reshape(input, (-1,))
+
+
+def real(input: Any) -> Any:  # noqa: A002
+    """``input`` itself: a real tensor is its own real part."""
+    return input
+
+
+def equal(input: Any, other: Any) -> bool:  # noqa: A002
+    """Whether the two tensors have the same shape and elements (a Python bool)."""
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return bool(M.all(E.eq(input, other)))
+
+
+def is_nonzero(input: Any) -> bool:  # noqa: A002
+    """The truth of a one-element tensor."""
+    n = math.prod(input.shape)
+    if n != 1:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if n == 0
+                           else "Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input)
+
+
+def broadcast_shapes(*shapes: Any) -> tuple:
+    """The shape the given shapes broadcast to."""
+    shapes = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ShapeError(f"Shape mismatch: objects cannot be broadcast to a single shape: "
+                         f"{shapes}") from None
+
+
+def broadcast_tensors(*tensors: Any) -> tuple:
+    """The tensors expanded to their common shape (views)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tuple(tensors[0])
+    shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    return tuple(t if tuple(t.shape) == shape else S.broadcast_to(t, shape) for t in tensors)
+
+
+def block_diag(*tensors: Any) -> Any:
+    """The block-diagonal matrix of the given 0-, 1- or 2-D tensors."""
+    mats = []
+    for t in tensors:
+        if len(t.shape) > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
+                               f"dimensions. Input has {len(t.shape)} dimensions")
+        mats.append(S.reshape(t, (1, -1)) if len(t.shape) < 2 else t)
+    if not mats:
+        return S.stop_gradient(np.zeros((0, 0), np.float32))
+    dtype = np.result_type(*(np.dtype(m.dtype) for m in mats))
+    cols = sum(m.shape[1] for m in mats)
+    rows, start = [], 0
+    for m in mats:
+        r, c = m.shape
+        m = S.astype(m, dtype) if np.dtype(m.dtype) != dtype else m
+        parts = []
+        if start:
+            parts.append(S.stop_gradient(np.zeros((r, start), dtype)))
+        parts.append(m)
+        if cols - start - c:
+            parts.append(S.stop_gradient(np.zeros((r, cols - start - c), dtype)))
+        rows.append(S.concatenate(parts, 1) if len(parts) > 1 else parts[0])
+        start += c
+    return S.concatenate(rows, 0)
+
+
+def cartesian_prod(*tensors: Any) -> Any:
+    """The Cartesian product of 1-D tensors, one row per combination (``itertools.product``
+    order); a single tensor is returned as it is."""
+    for t in tensors:
+        if len(t.shape) != 1:
+            raise RuntimeError("Expect a 1D vector, but got shape " + str(list(t.shape)))
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = S.meshgrid(*tensors, indexing="ij")
+    return S.stack([S.reshape(g, (-1,)) for g in grids], 1)
+
+
+def _tri_indices(fn: str, row: int, col: int, offset: int, dtype: Any, lower: bool) -> Any:
+    from ..dtypes import as_dtype
+
+    if row < 0 or col < 0:
+        raise RuntimeError(f"{fn}: row and col must be non-negative, got {row} and {col}")
+    mask = np.tri(row, col, offset, dtype=bool)
+    r, c = np.nonzero(mask if lower else ~np.tri(row, col, offset - 1, dtype=bool))
+    return S.stop_gradient(np.stack([r, c]).astype(as_dtype(dtype or np.int64)))
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None,
+                 device: Any = None, layout: Any = None) -> Any:
+    """The ``(2, n)`` row and column indices of the lower triangle of a ``row x col``
+    matrix (diagonals up to ``offset``), row by row."""
+    return _tri_indices("tril_indices", row, col, offset, dtype, True)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None,
+                 device: Any = None, layout: Any = None) -> Any:
+    """The ``(2, n)`` indices of the upper triangle (diagonals from ``offset`` on)."""
+    return _tri_indices("triu_indices", row, col, offset, dtype, False)
+
+
+def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype: Any = None,
+             device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Any:
+    """``base ** linspace(start, end, steps)``, float32 by default."""
+    from ..dtypes import as_dtype, check_device
+
+    check_device(device, "logspace()")
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    a = np.power(float(base), np.linspace(float(start), float(end), int(steps)))
+    return S.stop_gradient(a.astype(as_dtype(dtype or np.float32)))
+
+
+def diagflat(input: Any, offset: int = 0) -> Any:  # noqa: A002
+    """The flattened ``input`` on the ``offset`` diagonal of a square matrix."""
+    return S.diag(S.reshape(input, (-1,)), offset)
+
+
+def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:  # noqa: N803
+    """The Vandermonde matrix of the 1-D ``x``: columns ``x ** (N-1) ... x ** 0``."""
+    n = x.shape[0] if N is None else int(N)
+    powers = range(n) if increasing else range(n - 1, -1, -1)
+    cols = [E.pow(x, p) if p else E.add(E.mul(x, 0), 1) for p in powers]
+    return S.stack(cols, 1) if cols else S.stop_gradient(np.zeros((x.shape[0], 0),
+                                                                  np.dtype(x.dtype)))
+
+
+def _spacing(x: Any, dx: float | None, d: int, ndim: int) -> Any:
+    """The sample spacing along dim ``d``: ``diff(x)`` (a 1-D ``x`` laid along ``d``) or
+    the number ``dx``."""
+    if x is None:
+        return 1.0 if dx is None else dx
+    if len(x.shape) == 1:
+        shape = [1] * ndim
+        shape[d] = x.shape[0] - 1
+        return S.reshape(S.diff(x), tuple(shape))
+    return S.diff(x, dim=d)
+
+
+def _midpoints(fn: str, y: Any, dim: int) -> tuple:
+    d = normalize_dim(fn, dim, len(y.shape))
+    n = max(y.shape[d] - 1, 0)
+    return E.mul(E.add(S.narrow(y, d, 0, n), S.narrow(y, d, 1, n)), 0.5), d
+
+
+def trapezoid(y: Any, x: Any = None, *, dx: float | None = None, dim: int = -1) -> Any:
+    """The trapezoid rule along ``dim``, with sample points ``x`` or spacing ``dx``."""
+    avg, d = _midpoints("trapezoid", y, dim)
+    return R.sum(E.mul(avg, _spacing(x, dx, d, len(y.shape))), d)
+
+
+def cumulative_trapezoid(y: Any, x: Any = None, *, dx: float | None = None,
+                         dim: int = -1) -> Any:
+    """The running trapezoid rule along ``dim``."""
+    avg, d = _midpoints("cumulative_trapezoid", y, dim)
+    return SC.cumsum(E.mul(avg, _spacing(x, dx, d, len(y.shape))), d)
+
+
+def _window(fn: str, make: Any) -> Any:
+    def window(window_length: int, periodic: bool = True, *, dtype: Any = None,
+               device: Any = None, layout: Any = None, requires_grad: bool = False,
+               **kwargs: Any) -> Any:
+        from ..dtypes import as_dtype, check_device
+
+        check_device(device, f"{fn}()")
+        if window_length < 0:
+            raise RuntimeError(f"{fn} requires non-negative window_length, got "
+                               f"window_length={window_length}")
+        n = window_length + 1 if periodic and window_length > 1 else window_length
+        w = make(n, **kwargs)[:window_length] if n else np.zeros(0)
+        return S.stop_gradient(np.asarray(w).astype(as_dtype(dtype or np.float32)))
+
+    window.__name__ = fn
+    window.__doc__ = (f"The {fn.split('_')[0]} window of ``window_length`` points; "
+                      "``periodic=True`` (PyTorch's default) drops the last point of the "
+                      "symmetric window one longer.")
+    return window
+
+
+hann_window = _window("hann_window", lambda n: np.hanning(n) if n > 1 else np.ones(n))
+hamming_window = _window("hamming_window", lambda n, alpha=0.54, beta=0.46: (
+    alpha - beta * np.cos(2 * np.pi * np.arange(n) / (n - 1)) if n > 1 else np.ones(n)))
+blackman_window = _window("blackman_window", lambda n: np.blackman(n) if n > 1 else np.ones(n))
+bartlett_window = _window("bartlett_window", lambda n: np.bartlett(n) if n > 1 else np.ones(n))
+kaiser_window = _window("kaiser_window", lambda n, beta=12.0: np.kaiser(n, beta) if n > 1
+                        else np.ones(n))
+
+
+def unravel_index(indices: Any, shape: Any) -> tuple:
+    """The coordinates of flat ``indices`` in an array of ``shape``, one tensor per dim."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if not hasattr(indices, "shape"):
+        indices = S.stop_gradient(np.asarray(indices, np.int64))
+    if np.dtype(indices.dtype).kind not in "iu":
+        raise TypeError("unravel_index: expected 'indices' to be an integer tensor")
+    out, rest = [], indices
+    for size in reversed(shape):
+        out.append(M.remainder(rest, size))
+        rest = M.floor_divide(rest, size)
+    return tuple(reversed(out))
+
+
+def combinations(input: Any, r: int = 2, with_replacement: bool = False) -> Any:  # noqa: A002
+    """The ``r``-element combinations of the 1-D ``input``'s elements, one per row, in
+    ``itertools`` order."""
+    import itertools
+
+    if len(input.shape) != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    n = input.shape[0]
+    make = itertools.combinations_with_replacement if with_replacement else \
+        itertools.combinations
+    idx = np.asarray(list(make(range(n), r)), np.int64).reshape(-1, r)
+    if idx.shape[0] == 0:
+        return I.getitem(input, S.stop_gradient(np.zeros(0, np.int64)))
+    return I.getitem(input, S.stop_gradient(idx))
+
+
+def fill_diagonal(input: Any, fill_value: Any, wrap: bool = False) -> Any:  # noqa: A002
+    """``input`` (at least 2-D, all dims equal beyond 2-D) with its main diagonal set to
+    ``fill_value``; ``wrap`` continues below a tall matrix every ``cols + 1`` rows."""
+    shape = tuple(input.shape)
+    if len(shape) < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if len(shape) > 2 and len(set(shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    if len(shape) == 2:
+        rows, cols = shape
+        n = min(rows, cols)
+        r = list(range(n))
+        c = list(range(n))
+        if wrap and rows > cols:
+            start = cols + 1
+            while start < rows:
+                extra = min(cols, rows - start)
+                r += list(range(start, start + extra))
+                c += list(range(extra))
+                start += cols + 1
+        idx = (S.stop_gradient(np.asarray(r, np.int64)), S.stop_gradient(np.asarray(c, np.int64)))
+    else:
+        d = np.arange(shape[0], dtype=np.int64)
+        idx = tuple(S.stop_gradient(d) for _ in shape)
+    values = S.stop_gradient(np.asarray(fill_value, np.dtype(input.dtype)))
+    return I.index_put(input, idx, values)
+
+
+def _split_by(fn: str, dim: int, min_dim: int) -> Any:
+    def split(input: Any, indices_or_sections: Any) -> tuple:  # noqa: A002
+        if len(input.shape) < min_dim:
+            raise RuntimeError(f"torch.{fn} requires a tensor with at least {min_dim} "
+                               f"dimension, but got a tensor with {len(input.shape)} dimensions!")
+        d = 0 if fn == "hsplit" and len(input.shape) == 1 else dim
+        if isinstance(indices_or_sections, (int, np.integer)) and \
+                input.shape[d] % indices_or_sections:
+            raise RuntimeError(f"torch.{fn} attempted to split along dimension {d}, but the "
+                               f"size of the dimension {input.shape[d]} is not divisible by "
+                               f"the split_size {indices_or_sections}!")
+        return S.tensor_split(input, indices_or_sections, d)
+    split.__name__ = fn
+    split.__doc__ = f"`tensor_split` along dim {dim} (sections must divide it evenly)."
+    return split
+
+
+hsplit = _split_by("hsplit", 1, 1)
+vsplit = _split_by("vsplit", 0, 2)
+dsplit = _split_by("dsplit", 2, 3)
+
+
+def split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> tuple:  # noqa: A002
+    return S.split(input, list(split_sizes), dim)
+
+
+# ---------------------------------------------------------------- Tensor methods
+# name -> function whose first argument is the tensor. `ops/mixin.py` installs each as a
+# method (unless the class defines it), and ``name_`` as its in-place form where PyTorch
+# has one (the names in `INPLACE`).
+METHODS: dict[str, Any] = {
+    "addbmm": PR.addbmm, "addcdiv": PW.addcdiv, "addcmul": PW.addcmul, "addmm": PR.addmm,
+    "addmv": PR.addmv, "addr": PR.addr, "baddbmm": PR.baddbmm, "dot": PR.dot,
+    "inner": PR.inner, "mv": PR.mv, "vdot": PR.vdot,
+    "hypot": PW.hypot, "nan_to_num": PW.nan_to_num, "signbit": PW.signbit,
+    "heaviside": PW.heaviside, "fmax": PW.fmax, "fmin": PW.fmin, "float_power": PW.float_power,
+    "logaddexp2": PW.logaddexp2, "xlogy": PW.xlogy, "sinc": PW.sinc, "deg2rad": PW.deg2rad,
+    "rad2deg": PW.rad2deg, "clamp_min": PW.clamp_min, "clamp_max": PW.clamp_max,
+    "isposinf": PW.isposinf, "isneginf": PW.isneginf, "isreal": PW.isreal, "ldexp": PW.ldexp,
+    "lgamma": SP.lgamma, "digamma": SP.digamma, "erfc": SP.erfc, "erfinv": SP.erfinv,
+    "logit": SP.logit, "mvlgamma": SP.multigammaln,
+    "polygamma": lambda x, n: SP.polygamma(n, x),
+    "det": MX.det, "logdet": MX.logdet, "slogdet": MX.slogdet, "inverse": MX.inv,
+    "matrix_power": MX.matrix_power, "norm": MX.torch_norm, "renorm": MX.renorm,
+    "dist": PR.dist,
+    "nansum": ST.nansum, "nanmean": ST.nanmean, "aminmax": ST.aminmax, "quantile": ST.quantile,
+    "nanquantile": ST.nanquantile, "mode": ST.mode, "bincount": ST.bincount,
+    "unique": ST.unique, "unique_consecutive": ST.unique_consecutive,
+    "masked_scatter": masked_scatter, "take": take, "put": put, "select": select,
+    "sum_to_size": sum_to_size, "ravel": ravel, "equal": equal, "is_nonzero": is_nonzero,
+    "diagflat": diagflat, "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit,
+    "split_with_sizes": split_with_sizes, "cov": ST.cov, "corrcoef": ST.corrcoef,
+    # in-place forms of existing methods (below, in INPLACE)
+    "eq": E.eq, "ne": E.ne, "lt": E.lt, "le": E.le, "gt": E.gt, "ge": E.ge,
+    "logical_and": M.logical_and, "logical_or": M.logical_or, "logical_xor": M.logical_xor,
+    "logical_not": M.logical_not, "bitwise_and": M.bitwise_and, "bitwise_or": M.bitwise_or,
+    "bitwise_xor": M.bitwise_xor, "bitwise_not": M.bitwise_not, "pow": M.pow,
+    "remainder": M.remainder, "fmod": M.fmod, "copysign": M.copysign, "atan2": M.atan2,
+    "floor_divide": M.floor_divide,
+    # PyTorch's alternative names of existing methods
+    "absolute": E.abs, "arccos": M.acos, "arcsin": M.asin, "arctan": M.atan,
+    "arccosh": M.acosh, "arcsinh": M.asinh, "arctanh": M.atanh, "arctan2": M.atan2,
+    "fix": M.trunc, "negative": E.neg, "positive": lambda x: x, "sgn": M.sign,
+    "multiply": M.mul, "divide": M.div, "true_divide": M.div, "subtract": M.sub,
+    "greater": E.gt, "greater_equal": E.ge, "less": E.lt, "less_equal": E.le,
+    "not_equal": E.ne, "maximum": E.maximum, "minimum": E.minimum,
+    "where": lambda x, condition, y: I.where(condition, x, y),
+    "fill_diagonal": fill_diagonal,
+}
+# The in-place forms ``name_`` PyTorch has (each computes, then writes back with copy_).
+INPLACE = (
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+    "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "pow",
+    "remainder", "fmod", "copysign", "atan2", "floor_divide", "fill_diagonal",
+    "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "addr", "baddbmm", "hypot",
+    "nan_to_num", "heaviside", "float_power", "xlogy", "sinc", "deg2rad", "rad2deg",
+    "clamp_min", "clamp_max", "ldexp", "lgamma", "digamma", "erfc", "erfinv", "logit",
+    "mvlgamma", "polygamma", "renorm", "masked_scatter", "put", "absolute", "arccos", "arcsin",
+    "arctan", "arccosh", "arcsinh", "arctanh", "arctan2", "fix", "negative", "sgn", "multiply",
+    "divide", "true_divide", "subtract", "greater", "greater_equal", "less", "less_equal",
+    "not_equal",
+)
+
+
+def function_of_method(name: str) -> Any:
+    """``dg.<name>(input, ...)``: the tensor method ``name`` as a function (``torch.t``,
+    ``torch.squeeze``, ``torch.clone``, ...)."""
+    def function(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        method = getattr(type(input), name, None)
+        if method is None:
+            raise TypeError(f"{name}(): argument 'input' must be Tensor, not "
+                            f"{type(input).__name__}")
+        return method(input, *args, **kwargs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"``input.{name}(...)`` (see the tensor method)."
+    return function
+
+
+# The tensor methods PyTorch also has as functions of the same signature.
+FUNCTION_METHODS = (
+    "clone", "detach", "detach_", "numel", "permute", "squeeze", "unsqueeze", "t", "eq", "ne",
+    "ge", "gt", "le", "lt", "neg", "is_same_size", "broadcast_to", "fill_", "zero_",
+    "index_put_", "clamp_", "clip_", "masked_scatter", "relu_", "sigmoid_", "tanh_", "exp_",
+    "log_", "sqrt_", "abs_", "sin_", "cos_", "neg_", "abs_", "ceil_", "floor_", "round_",
+    "trunc_", "frac_", "rsqrt_", "square_", "reciprocal_", "erf_", "exp2_", "expm1_",
+    "log10_", "log1p_", "log2_", "sinh_", "cosh_", "tan_", "asin_", "acos_", "atan_",
+    "asinh_", "acosh_", "atanh_", "sign", "get_device", "swapaxes", "conj", "resolve_conj",
+    "resolve_neg", "is_conj", "is_neg", "is_inference", "adjoint", "cov", "corrcoef",
+    "nanmean", "nansum",
+)
+
+
+class _AcceptInputKeyword:
+    """Wraps a function whose first parameter is not named ``input`` (``x``, ``a``, ...)
+    so that PyTorch's keyword spellings ``input=`` (and ``other=`` for the second) work."""
+
+    FIRST = frozenset({"x", "a", "y", "self", "start"})
+
+    def applies(self, fn: Any) -> bool:
+        import types
+
+        code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+        return (isinstance(fn, types.FunctionType) and code is not None
+                and code.co_argcount > 0 and code.co_varnames[0] in self.FIRST)
+
+    def __call__(self, fn: Any) -> Any:
+        import functools
+
+        inner = getattr(fn, "__wrapped__", fn)
+        names = inner.__code__.co_varnames[:inner.__code__.co_argcount]
+        second = names[1] if len(names) > 1 else None
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if kwargs:
+                if "input" in kwargs:
+                    args = (kwargs.pop("input"),) + args
+                if "other" in kwargs and second not in (None, "other") and len(args) == 1:
+                    args = args + (kwargs.pop("other"),)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+
+accept_input_keyword = _AcceptInputKeyword()

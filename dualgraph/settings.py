@@ -1,0 +1,137 @@
+"""Process-wide settings under PyTorch's names: threads, print options, the default dtype
+and the determinism and matmul-precision flags a CPU build accepts.
+
+    >>> dg.get_num_threads() >= 1
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .dtypes import as_dtype, float32
+from .eager.tensor import PRINT_OPTIONS
+
+_FLAGS = {"deterministic": False, "warn_only": False, "matmul_precision": "highest"}
+
+
+def get_num_threads() -> int:
+    """The threads compiled kernels may use (``dg.compile(parallel=True)``): Numba's."""
+    import numba
+
+    return int(numba.get_num_threads())
+
+
+def set_num_threads(n: int) -> None:
+    """Set the threads compiled kernels use (at most the number Numba started with)."""
+    import numba
+
+    if int(n) < 1:
+        raise RuntimeError(f"set_num_threads expects a positive integer, got {n}")
+    numba.set_num_threads(min(int(n), numba.config.NUMBA_NUM_THREADS))
+
+
+def get_num_interop_threads() -> int:
+    return 1
+
+
+def set_num_interop_threads(n: int) -> None:
+    """Accepted: dualgraph runs no inter-op thread pool."""
+    if int(n) < 1:
+        raise RuntimeError(f"set_num_interop_threads expects a positive integer, got {n}")
+
+
+def set_printoptions(precision: int | None = None, threshold: int | None = None,
+                     edgeitems: int | None = None, linewidth: int | None = None,
+                     profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """How tensors print, as ``torch.set_printoptions``: digits after the point
+    (``precision``, 4), the element count past which the middle is summarized
+    (``threshold``, 1000) keeping ``edgeitems`` (3) at each end, the line width (80),
+    and ``sci_mode`` (None: decided by the values). ``profile`` ``"default"``, ``"short"``
+    or ``"full"`` sets them all first."""
+    if profile is not None:
+        presets = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80),
+                   "full": (4, 2 ** 63 - 1, 3, 80)}
+        if profile not in presets:
+            raise ValueError(f"set_printoptions: unknown profile {profile!r}")
+        p, t, e, w = presets[profile]
+        PRINT_OPTIONS.update(precision=p, threshold=t, edgeitems=e, linewidth=w, sci_mode=None)
+    for key, value in (("precision", precision), ("threshold", threshold),
+                       ("edgeitems", edgeitems), ("linewidth", linewidth)):
+        if value is not None:
+            PRINT_OPTIONS[key] = int(value)
+    if sci_mode is not None or profile is not None:
+        PRINT_OPTIONS["sci_mode"] = sci_mode
+
+
+def set_default_dtype(d: Any) -> None:
+    """Accepts float32, dualgraph's default; any other dtype raises `NotImplementedError`
+    (Python floats always make float32 tensors here: pass ``dtype=`` explicitly)."""
+    dtype = as_dtype(d)
+    if dtype.kind != "f":
+        raise TypeError(f"only floating-point types are supported as the default type, got "
+                        f"{dtype}")
+    if dtype != float32:
+        raise NotImplementedError(f"set_default_dtype({dtype}): dualgraph's default floating "
+                                  "dtype is fixed at float32; pass dtype= to the factories "
+                                  "or convert with .double()")
+
+
+def set_default_tensor_type(t: Any) -> None:
+    """`set_default_dtype` of a legacy tensor type (``dg.FloatTensor``) or its name."""
+    name = t if isinstance(t, str) else getattr(t, "__name__", "")
+    set_default_dtype(float32 if name.split(".")[-1] == "FloatTensor" else
+                      getattr(t, "dtype", "float64"))
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """Accepted and recorded: dualgraph's CPU kernels are deterministic already."""
+    _FLAGS["deterministic"] = bool(mode)
+    _FLAGS["warn_only"] = bool(warn_only)
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    return _FLAGS["deterministic"]
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    return _FLAGS["warn_only"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Accepted and recorded (``"highest"``, ``"high"``, ``"medium"``): float32 products
+    always run in float32 here."""
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"Invalid precision {precision!r}: expected highest, high or medium")
+    _FLAGS["matmul_precision"] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    return _FLAGS["matmul_precision"]
+
+
+def set_default_device(device: Any) -> None:
+    """Accepts the CPU (the only device); any other raises naming it."""
+    from .dtypes import check_device
+
+    check_device(device, "set_default_device()")
+
+
+def get_default_device() -> Any:
+    from .dtypes import CPU
+
+    return CPU
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """False: flushing denormals is not supported (PyTorch's answer on such CPUs)."""
+    return False
+
+
+__all__ = [
+    "are_deterministic_algorithms_enabled", "get_default_device", "get_float32_matmul_precision",
+    "get_num_interop_threads", "get_num_threads", "is_deterministic_algorithms_warn_only_enabled",
+    "set_default_device", "set_default_dtype", "set_default_tensor_type",
+    "set_float32_matmul_precision", "set_flush_denormal", "set_num_interop_threads",
+    "set_num_threads", "set_printoptions", "use_deterministic_algorithms",
+]

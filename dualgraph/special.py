@@ -1,0 +1,44 @@
+"""``torch.special``: special functions under PyTorch's names.
+
+    >>> dg.special.erfinv(dg.tensor([0.0, 0.5]))
+    tensor([0.0000, 0.4769])
+"""
+
+from __future__ import annotations
+
+from .ops.elementwise import exp as _exp
+from .ops.math import erf, exp2, expm1, log1p
+from .ops.pointwise import sinc, xlog1py, xlogy
+from .ops.special import (
+    digamma,
+    entr,
+    erfc,
+    erfinv,
+    expit,
+    lgamma,
+    log_ndtr,
+    log_softmax,
+    logit,
+    logsumexp,
+    multigammaln,
+    ndtr,
+    ndtri,
+    polygamma,
+    round,  # noqa: A004 - torch.special.round
+    softmax,
+)
+
+gammaln = lgamma
+psi = digamma
+
+
+def erfcx(input):  # noqa: A002, ANN001, ANN201
+    """The scaled complementary error function ``exp(x**2) * erfc(x)``."""
+    return _exp(input * input) * erfc(input)
+
+
+__all__ = [
+    "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln",
+    "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
+    "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy",
+]

@@ -1,0 +1,70 @@
+"""Kernels compiled at a chosen LLVM optimisation level: the level is part of the kernel's
+module (its own source file and disk cache entry, so code made at one level is never
+loaded for another), Numba compiles at it, and the answers are the same."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+from dualgraph.backend.numba import build, cache, llvm_opt
+from dualgraph.ir.interpret import interpret
+from dualgraph.passes import optimize
+
+
+def _graph():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 7))
+
+    def f(x):
+        return (dg.tanh(x * 2.0 + 1.0) * x).sum(axis=1)
+
+    return optimize(dg.trace(f, dg.tensor(x))), x
+
+
+def test_optimisation_sets_numbas_level_only_inside_the_block():
+    from numba.core import config
+
+    before = int(config.OPT)
+    with cache.optimisation(1):
+        assert int(config.OPT) == 1
+    assert int(config.OPT) == before
+    with cache.optimisation(None):
+        assert int(config.OPT) == before
+
+
+def test_a_level_is_its_own_module_and_compiles_at_that_level(tmp_path, monkeypatch):
+    g, x = _graph()
+    levels = []
+    real = cache.optimisation
+
+    def spy(level):
+        levels.append(level)
+        return real(level)
+
+    monkeypatch.setattr(cache, "optimisation", spy)
+    with cache.isolated(str(tmp_path)):
+        full = build(g)
+        quick = build(g, opt=1)
+        assert quick.source != full.source and quick.path != full.path
+        assert "# LLVM optimisation level 1" in quick.source
+        assert quick.fn is not full.fn
+        quick.compile([x])
+        full.compile([x])
+        (want,) = interpret(g, x)
+        np.testing.assert_allclose(quick(x)[0], want, rtol=1e-12)
+        np.testing.assert_allclose(full(x)[0], want, rtol=1e-12)
+    # Compiling the level-1 kernel asked for level 1, the other for Numba's own.
+    assert 1 in levels and None in levels
+
+
+@pytest.mark.parametrize("value, level", [("1", 1), ("0", 0), ("", None), ("fast", None)])
+def test_the_level_comes_from_dualgraph_llvm_opt(tmp_path, monkeypatch, value, level):
+    monkeypatch.setenv("DUALGRAPH_LLVM_OPT", value)
+    assert llvm_opt() == level
+    g, _ = _graph()
+    with cache.isolated(str(tmp_path)):
+        k = build(g)
+    assert k.fn._dg_opt == level
+    assert ("# LLVM optimisation level" in k.source) == (level is not None)

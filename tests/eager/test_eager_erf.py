@@ -1,0 +1,90 @@
+"""Eager float32 ``erf`` (and so ``gelu``) is whole-array NumPy passes
+(``dualgraph/ops/erf32.py``), not a scalar loop: at most 2 ulp from ``math.erf`` rounded to
+float32, its special values exact, without SciPy; float64 stays correctly rounded."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+from dualgraph.ops.erf32 import erf_f32
+
+ULP_BOUND = 2
+
+
+def _ordered(a: np.ndarray) -> np.ndarray:
+    """float32 bits as integers in value order: their distance is the distance in ulp."""
+    b = a.view(np.int32).astype(np.int64)
+    return np.where(b < 0, -(b & 0x7FFFFFFF), b)
+
+
+def _window(center: float, n: int = 2048) -> np.ndarray:
+    bits = np.array([abs(center)], np.float32).view(np.int32)[0]
+    w = (bits + np.arange(-n, n, dtype=np.int64)).astype(np.int32).view(np.float32)
+    return -w if center < 0 else w
+
+
+def _sweep() -> np.ndarray:
+    # Every 1024th finite float32 bit pattern (denormals included), and every value near
+    # where the two fits meet (1), where erf becomes 1 (3.92) and near 0.
+    x = np.arange(0, 2 ** 32, 1024, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    x = x[np.isfinite(x)]
+    return np.concatenate([x] + [_window(c) for c in (1.0, -1.0, 3.92, -3.92, 1e-3, 0.5)])
+
+
+def _reference(x: np.ndarray) -> np.ndarray:
+    return np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)).astype(np.float32)
+
+
+def test_float32_erf_within_the_ulp_bound():
+    x = _sweep()
+    got = dg.erf(dg.tensor(x)).numpy()
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, erf_f32(x))  # the vectorised form, not SciPy's
+    ulp = np.abs(_ordered(got) - _ordered(_reference(x)))
+    assert ulp.max() <= ULP_BOUND, (ulp.max(), x[ulp.argmax()])
+
+
+def test_special_values_and_shapes():
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 3.92, -3.93, 1e30, -1e30], np.float32)
+    got = dg.erf(dg.tensor(x)).numpy()
+    np.testing.assert_array_equal(got, [0, 0, 1, -1, np.nan, 1, -1, 1, -1])
+    assert np.signbit(got[1]) and not np.signbit(got[0])
+    s = dg.erf(dg.tensor(np.float32(-2.0)))  # 0-d
+    assert s.shape == () and s.numpy() == np.float32(math.erf(-2.0))
+    # A strided input gives the values of its contiguous copy.
+    a = np.random.default_rng(0).standard_normal((6, 8, 5)).astype(np.float32) * 2
+    v = dg.tensor(a)[:, ::2].transpose(0, 2)
+    np.testing.assert_array_equal(dg.erf(v).numpy(), erf_f32(np.ascontiguousarray(v.numpy())))
+
+
+def test_other_dtypes():
+    assert dg.erf(dg.tensor([1, -2, 0])).dtype == np.float32  # integers: float32 (PyTorch)
+    h = dg.erf(dg.tensor(np.array([0.5, -1.5], np.float16)))
+    assert h.dtype == np.float16
+    np.testing.assert_allclose(h.numpy(), [math.erf(0.5), math.erf(-1.5)], rtol=1e-3)
+    d = dg.erf(dg.tensor(np.array([0.3, 2.5], np.float64))).numpy()
+    assert d.tolist() == [math.erf(0.3), math.erf(2.5)]  # float64 correctly rounded
+
+
+def test_float32_erf_needs_no_scipy(monkeypatch):
+    monkeypatch.setitem(sys.modules, "scipy.special", None)  # importing it now raises
+    x = np.linspace(-5, 5, 101, dtype=np.float32)
+    np.testing.assert_array_equal(dg.erf(dg.tensor(x)).numpy(), erf_f32(x))
+    with pytest.raises(RuntimeError, match="erf"):  # float64 does import it
+        dg.erf(dg.tensor(x.astype(np.float64)))
+
+
+def test_gelu_gradient_float64_and_float32():
+    F = dg.nn.functional
+    x64 = np.random.default_rng(1).standard_normal(40) * 2
+    assert dg.testing.gradcheck(F.gelu, x64)
+    x = dg.tensor(x64.astype(np.float32), requires_grad=True)
+    F.gelu(x).sum().backward()
+    ref = 0.5 * (1 + np.vectorize(math.erf)(x64 / math.sqrt(2))) \
+        + x64 * np.exp(-x64 * x64 / 2) / math.sqrt(2 * math.pi)
+    np.testing.assert_allclose(x.grad.numpy(), ref, rtol=1e-5, atol=1e-6)

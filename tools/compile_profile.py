@@ -1,0 +1,262 @@
+"""Where a model step's cold compile goes: each distinct function of its kernels compiled
+alone, in this process, from an empty cache, timed by this thread's CPU time (a loaded
+machine's waiting is not counted), with Numba's own split of it (``llvm``: the time spent
+holding its LLVM lock, i.e. optimising and emitting machine code; the rest is typing and
+lowering to LLVM IR) and what the function holds, counted on its kernel IR.
+
+    python -m tools.compile_profile [cnn|transformer|transformer-4] [--segment-lines N]
+        [--json FILE]
+
+Prints one Markdown row per function, then the totals by construct.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from typing import Any
+
+
+def step_graphs(workload: str, quick: bool = False) -> list[tuple[Any, dict]]:
+    """The optimized graphs (and in-place writes) `dg.compile` hands the backend for the
+    workload's Adam step, taken without compiling them."""
+    import dualgraph as dg
+    import dualgraph.backend.numba as backend
+    from dualgraph.workloads import model_step
+
+    seen: list = []
+
+    class TakenError(Exception):
+        pass
+
+    def take(graph, parallel=False, use_cache=True, name="kernel", write_to=None, **kw):
+        seen.append((graph, dict(write_to or {})))
+        raise TakenError
+
+    real = backend.build
+    backend.build = take
+    try:
+        step, args, _ = model_step(workload, quick=quick)
+        try:
+            dg.compile(step, tiered=False)(*args)
+        except TakenError:
+            pass
+    finally:
+        backend.build = real
+    return seen
+
+
+def counts(stmts: list) -> Counter:
+    """What a kernel's IR holds: loop nests (top-level loops), loops, scalar lets, math
+    calls by name, GEMMs (batched ones by their item count), library calls, views."""
+    from dualgraph.backend import kir
+
+    c: Counter = Counter()
+    for s in stmts:
+        if isinstance(s, kir.Loop):
+            c["nests"] += 1
+    for s in kir.walk(stmts):
+        if isinstance(s, kir.Loop):
+            c["loops"] += 1
+        elif isinstance(s, kir.Let):
+            c["lets"] += 1
+        elif isinstance(s, kir.Gemm):
+            c["gemm" if s.batch == 1 else "gemm-batched"] += 1
+        elif isinstance(s, kir.LibCall):
+            c[f"lib:{s.fn}"] += 1
+        elif isinstance(s, kir.View):
+            c["views"] += 1
+        elif isinstance(s, kir.Source):
+            c["text-lowerings"] += 1
+        for e in kir.exprs_of(s):
+            for x in kir.subexprs(e):
+                if isinstance(x, kir.Call):
+                    c[f"call:{x.fn}"] += 1
+                elif isinstance(x, kir.Bin) and x.op == "**":
+                    c["pow"] += 1
+    return c
+
+
+class _LlvmCpu:
+    """This thread's CPU seconds inside Numba's LLVM lock (optimising and emitting code)."""
+
+    def __init__(self) -> None:
+        from numba.core import event
+
+        self.seconds = 0.0
+        self._t0 = 0.0
+        outer = self
+
+        class L(event.Listener):
+            def on_start(self, ev: Any) -> None:
+                outer._t0 = time.thread_time()
+
+            def on_end(self, ev: Any) -> None:
+                outer.seconds += time.thread_time() - outer._t0
+
+        event.register("numba:llvm_lock", L())
+
+
+def warm_up() -> float:
+    """CPU seconds of Numba's first compile in a process (its own start), on a function
+    that calls the helpers generated kernels use, so no part below is charged for it."""
+    import numba
+    import numpy as np
+
+    from dualgraph.backend.numba import blas as dgb  # noqa: F401 - typed on first use
+    from dualgraph.backend.numba import kernels as dgk
+
+    t0 = time.thread_time()
+
+    @numba.njit(error_model="numpy", nogil=True)
+    def first(x, o):
+        for i in range(x.shape[0]):
+            o[i] = dgk.exp_f32(x[i])
+        return 0
+
+    first(np.zeros(4, np.float32), np.zeros(4, np.float32))
+    return time.thread_time() - t0
+
+
+def profile(workload: str, segment_lines: int | None = None, quick: bool = False) -> list:
+    from dualgraph.backend.numba import build, cache, compile_dispatcher
+
+    rows = []
+    llvm = _LlvmCpu()
+    with tempfile.TemporaryDirectory() as d, cache.isolated(d):
+        rows.append({"warm_up": warm_up()})
+        graphs = step_graphs(workload, quick)
+        seen: set = set()
+        for gi, (graph, write_to) in enumerate(graphs):
+            k = build(graph, write_to=write_to, segment_lines=segment_lines)
+            # Argument types of the step's own call: arrays as the runtime passes them.
+            import numpy as np
+
+            arrays = [np.zeros(tuple(n.shape) or (1,), n.dtype) for n in graph.inputs]
+            sig = k.signature(arrays, prepared=True)
+            owners = [(k, sig)] if not k.parts else list(zip(k.parts, sig))
+            for pi, (owner, s) in enumerate(owners):
+                digest = cache.digest_of(owner.source)
+                if digest in seen:
+                    rows.append({"graph": gi, "part": pi, "shared": True})
+                    continue
+                seen.add(digest)
+                t0, w0, l0 = time.thread_time(), time.perf_counter(), llvm.seconds
+                compile_dispatcher(owner.fn, owner.path, tuple(s))
+                cpu, wall = time.thread_time() - t0, time.perf_counter() - w0
+                first = next((c.text for c in owner.lowered.ir
+                              if type(c).__name__ == "Comment" and c.node), "")
+                rows.append({"graph": gi, "part": pi, "shared": False, "cpu": cpu,
+                             "wall": wall, "llvm": llvm.seconds - l0,
+                             "lines": owner.lowered.source.count("\n") + 1,
+                             "first": first[:60], "counts": dict(counts(owner.lowered.ir))})
+    return rows
+
+
+def opt_levels(workload: str, levels: list[int], rounds: int, quick: bool = False) -> None:
+    """The step's kernels compiled cold at each LLVM optimisation level (CPU seconds of
+    this thread, each level in an empty cache of its own), then run in interleaved rounds:
+    per round, one call of each level's kernels timed by CPU time; prints the median
+    compile time and the median per-round run-time ratio to the first level."""
+    import statistics
+
+    import numpy as np
+
+    from dualgraph.backend.numba import build, cache, compile_dispatcher
+
+    (graph, write_to), *_ = step_graphs(workload, quick)
+    rng = np.random.default_rng(0)
+    base = [np.abs(rng.standard_normal(tuple(n.shape) or (1,))).astype(n.dtype) * 0.1
+            if np.dtype(n.dtype).kind == "f" else np.zeros(tuple(n.shape) or (1,), n.dtype)
+            for n in graph.inputs]
+    warm_up()
+    kernels, compile_cpu = {}, {}
+    for level in levels:
+        with tempfile.TemporaryDirectory() as d, cache.isolated(d):
+            k = build(graph, write_to=write_to, opt=level)
+            sig = k.signature([a.copy() for a in base], prepared=True)
+            t0 = time.thread_time()
+            for owner, s in ([(k, sig)] if not k.parts else zip(k.parts, sig)):
+                if tuple(s) not in owner.fn.overloads:
+                    compile_dispatcher(owner.fn, owner.path, tuple(s))
+            compile_cpu[level] = time.thread_time() - t0
+            kernels[level] = k
+        print(f"opt {level}: compile {compile_cpu[level]:.1f} s CPU, load "
+              f"{os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+    state = {lv: ([a.copy() for a in base], k.new_outputs()) for lv, k in kernels.items()}
+    times: dict = {lv: [] for lv in levels}
+    for r in range(rounds):
+        order = levels[r % len(levels):] + levels[:r % len(levels)]
+        for lv in order:
+            ins, outs = state[lv]
+            t0 = time.thread_time()
+            for _ in range(3):
+                kernels[lv].run(ins, outs)
+            times[lv].append((time.thread_time() - t0) / 3)
+    first = levels[0]
+    print(f"load average {os.getloadavg()}")
+    print("| LLVM level | cold compile, CPU s | step, CPU ms (median) | step / level "
+          f"{first} (median per round, IQR) |")
+    print("|---|---|---|---|")
+    for lv in levels:
+        ratios = sorted(t / f for t, f in zip(times[lv], times[first]))
+        q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+        print(f"| {lv} | {compile_cpu[lv]:.1f} | {statistics.median(times[lv]) * 1e3:.1f} | "
+              f"{statistics.median(ratios):.3f} ({q[0]:.3f}-{q[2]:.3f}) |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("workload", nargs="?", default="transformer")
+    ap.add_argument("--segment-lines", type=int, default=None)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json")
+    ap.add_argument("--opt-levels", help="comma-separated LLVM levels to compare, e.g. 3,1")
+    ap.add_argument("--rounds", type=int, default=15)
+    a = ap.parse_args()
+    os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+    os.environ["DUALGRAPH_COMPILE_JOBS"] = "1"
+    if a.opt_levels:
+        opt_levels(a.workload, [int(x) for x in a.opt_levels.split(",")], a.rounds, a.quick)
+        return
+    t0 = time.process_time()
+    rows = profile(a.workload, a.segment_lines, a.quick)
+    total_cpu = time.process_time() - t0
+    print(f"load average {os.getloadavg()}; process CPU {total_cpu:.1f} s", file=sys.stderr)
+    print("| kernel.part | lines | CPU s | of it LLVM s | nests | loops | lets | GEMMs | "
+          "math calls | first node |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    tot: Counter = Counter()
+    for r in rows:
+        if "warm_up" in r:
+            print(f"| Numba's first compile | | {r['warm_up']:.2f} | | | | | | | |")
+            continue
+        if r["shared"]:
+            print(f"| {r['graph']}.{r['part']} | shared | | | | | | | | |")
+            continue
+        c = Counter(r["counts"])
+        tot.update(c)
+        tot["cpu"] += r["cpu"]
+        tot["llvm"] += r["llvm"]
+        tot["lines"] += r["lines"]
+        calls = ", ".join(f"{k[5:]} {v}" for k, v in sorted(c.items()) if k.startswith("call:"))
+        if c["pow"]:
+            calls += f", ** {c['pow']}"
+        print(f"| {r['graph']}.{r['part']} | {r['lines']} | {r['cpu']:.2f} | {r['llvm']:.2f} | "
+              f"{c['nests']} | {c['loops']} | {c['lets']} | "
+              f"{c['gemm'] + c['gemm-batched']} | {calls} | `{r['first']}` |")
+    print(f"| total | {tot['lines']} | {tot['cpu']:.2f} | {tot['llvm']:.2f} | {tot['nests']} | "
+          f"{tot['loops']} | {tot['lets']} | {tot['gemm'] + tot['gemm-batched']} | | |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"rows": rows, "process_cpu": total_cpu,
+                       "load": os.getloadavg()}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
