@@ -121,6 +121,10 @@ CASES = [
      [("f", (3, 4)), ("f", (4, 4)), ("f", (4, 4)), ("f", (4, 4)), ("f", (4, 4))]),
     ("grid_sample-nearest", lambda lib, x, g: _F(lib).grid_sample(x, g, mode="nearest"),
      [("f", (1, 2, 4, 5)), ("g", (1, 3, 3, 2))]),
+    ("soft_margin", lambda lib, x, t: lib.nn.SoftMarginLoss()(x, t),
+     [("f", (3, 4)), ("s", (3, 4))]),
+    ("soft_margin-none", lambda lib, x, t: _F(lib).soft_margin_loss(x, t, reduction="none"),
+     [("f", (3, 4)), ("s", (3, 4))]),
 ]
 
 
