@@ -180,6 +180,18 @@ def order_stats_all(p: Any) -> Any:
             + ranks * (0.5 / n) + hist.sum() / n + moved + bits) * 0.25
 
 
+def special_all(p: Any) -> Any:
+    """The special functions, fmod/copysign and a 2x2 matrix's det and inverse of a
+    parameter (piecewise parts on parameters only, so steps agree in every mode)."""
+    n = math.prod(p.shape)
+    t = dg.tanh(p.reshape(n))
+    pos = t * t + 1.5
+    m = dg.eye(2, dtype=p.dtype) * (t.mean() + 2.0) + 0.25
+    return (dg.copysign(t, t - 0.1) + dg.erfc(t) + dg.erfinv(t * 0.9) + dg.fmod(t * 3.0, 0.75)
+            + dg.lgamma(pos) * 0.5 + dg.polygamma(1, pos) * 0.5 + dg.digamma(pos) * 0.5
+            + dg.linalg.det(m) * 0.125 + dg.linalg.inv(m).sum() * 0.125) * 0.25
+
+
 class Softsign(dg.autograd.Function):
     """A user-defined autograd Function (the ``custom_function`` op): ``x / (1 + |x|)``."""
 
@@ -203,7 +215,7 @@ NAMESPACE = {"dg": dg, "F": F, "astype": astype, "scatter_into": scatter_into,
              "write_through_view": write_through_view, "pool_all": pool_all,
              "pool_transposes": pool_transposes, "conv_norm_all": conv_norm_all,
              "index_shape_all": index_shape_all, "order_stats_all": order_stats_all,
-             "softmax_loss_all": softmax_loss_all}
+             "softmax_loss_all": softmax_loss_all, "special_all": special_all}
 
 
 # ------------------------------------------------------------------------- programs
@@ -633,6 +645,8 @@ def gen_issue12(draw, b: Builder) -> Var | None:
     p = _pick(draw, [v for v in b.prog.params if v.is_float])
     if p is None:
         return None
+    if draw(st.booleans()):
+        return b.emit(f"special_all({p.name})", 2.0)
     return b.emit(f"order_stats_all({p.name})", p.bound + 2.0)
 
 

@@ -10,8 +10,9 @@ from . import constraints, kl
 from .bernoulli import Bernoulli
 from .categorical import Categorical, OneHotCategorical
 from .distribution import Distribution
+from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .normal import Normal, Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "OneHotCategorical",
-           "Uniform", "constraints", "kl", "kl_divergence", "register_kl"]
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Independent", "Normal",
+           "OneHotCategorical", "Uniform", "constraints", "kl", "kl_divergence", "register_kl"]

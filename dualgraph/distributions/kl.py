@@ -11,6 +11,7 @@ from ..nn.functional import softplus
 from .bernoulli import Bernoulli
 from .categorical import Categorical, OneHotCategorical
 from .distribution import Distribution
+from .independent import Independent, _sum_rightmost
 from .normal import Normal, Uniform
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -105,3 +106,10 @@ def _kl_uniform_normal(p: Uniform, q: Normal) -> Any:
     t2 = width.pow(2) / 12
     t3 = ((p.high + p.low - 2 * q.loc) / 2).pow(2)
     return t1 + 0.5 * (t2 + t3) / q.scale.pow(2)
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p: Independent, q: Independent) -> Any:
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError
+    return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)

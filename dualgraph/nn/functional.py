@@ -2334,3 +2334,129 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear",  # noqa: A002
 
 
 __all__ += ["affine_grid", "grid_sample"]
+
+
+# Multi-head attention: `nn.MultiheadAttention`'s computation on explicit weights.
+
+
+def _additive_mask(mask: Any, dtype: Any) -> Any:
+    """A bool mask (True: may not attend) as 0 / -inf; a float mask as it is."""
+    if mask is None or mask.dtype != np.bool_:
+        return mask
+    return E.where(mask, -math.inf, np.zeros((), dtype))
+
+
+def multi_head_attention_forward(
+    query: Any, key: Any, value: Any, embed_dim_to_check: int, num_heads: int,
+    in_proj_weight: Any, in_proj_bias: Any, bias_k: Any, bias_v: Any, add_zero_attn: bool,
+    dropout_p: float, out_proj_weight: Any, out_proj_bias: Any, training: bool = True,
+    key_padding_mask: Any = None, need_weights: bool = True, attn_mask: Any = None,
+    use_separate_proj_weight: bool = False, q_proj_weight: Any = None,
+    k_proj_weight: Any = None, v_proj_weight: Any = None, static_k: Any = None,
+    static_v: Any = None, average_attn_weights: bool = True, is_causal: bool = False,
+) -> tuple:
+    """PyTorch's ``F.multi_head_attention_forward`` over (L, N, E) (or unbatched (L, E))
+    inputs: the input projections (packed ``in_proj_weight`` (3E, E), or
+    ``q/k/v_proj_weight`` with ``use_separate_proj_weight``), ``num_heads`` heads of
+    scaled dot-product attention and the output projection. Returns ``(output, weights)``,
+    the weights averaged over heads unless ``average_attn_weights=False`` (``None`` when
+    ``need_weights=False``). A bool ``attn_mask`` or ``key_padding_mask`` marks the pairs
+    that may NOT attend; a float one is added to the scores."""
+    if bias_k is not None or bias_v is not None or add_zero_attn or static_k is not None \
+            or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward: bias_k/bias_v, "
+                                  "add_zero_attn and static_k/static_v are not supported")
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use "
+                           "the Transformer module method `generate_square_subsequent_mask`"
+                           " to create this mask.")
+    batched = query.ndim == 3
+    if not batched:  # (L, E): one sequence
+        query, key, value = (S.reshape(t, (t.shape[0], 1, t.shape[1]))
+                             for t in (query, key, value))
+        if key_padding_mask is not None:
+            key_padding_mask = S.reshape(key_padding_mask, (1, -1))
+    e = query.shape[2]
+    if e != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, "
+                             f"but got {e}")
+    h = num_heads
+    d = e // h
+    if d * h != e:
+        raise AssertionError(f"embed_dim {e} not divisible by num_heads {h}")
+    if use_separate_proj_weight:
+        weights = (q_proj_weight, k_proj_weight, v_proj_weight)
+    else:
+        weights = tuple(in_proj_weight[i * e:(i + 1) * e] for i in range(3))
+    biases = (None,) * 3 if in_proj_bias is None else \
+        tuple(in_proj_bias[i * e:(i + 1) * e] for i in range(3))
+    parts = [linear(t, w, b) for t, w, b in zip((query, key, value), weights, biases)]
+    n_l, n, n_s = query.shape[0], query.shape[1], key.shape[0]
+    # (T, N, E) -> (N, H, T, D)
+    q, k, v = (S.permute(S.reshape(p, (p.shape[0], n, h, d)), 1, 2, 0, 3) for p in parts)
+    scores = E.mul(L.matmul(q, S.transpose(k, -2, -1)), 1.0 / math.sqrt(d))
+    mask = _additive_mask(attn_mask, scores.dtype)
+    if mask is not None:
+        if mask.ndim == 3:  # (N * H, L, S)
+            mask = S.reshape(mask, (n, h, n_l, n_s))
+        scores = E.add(scores, mask)
+    if key_padding_mask is not None:
+        pad_mask = _additive_mask(key_padding_mask, scores.dtype)
+        scores = E.add(scores, S.reshape(pad_mask, (n, 1, 1, n_s)))
+    attn = SM.softmax(scores, -1)
+    if training and dropout_p > 0.0:
+        attn = dropout(attn, dropout_p)
+    out = S.reshape(S.permute(L.matmul(attn, v), 2, 0, 1, 3), (n_l, n, e))
+    out = linear(out, out_proj_weight, out_proj_bias)
+    if not batched:
+        out = S.reshape(out, (n_l, e))
+    if not need_weights:
+        return out, None
+    weights_out = R.mean(attn, 1) if average_attn_weights else attn
+    if not batched:
+        weights_out = S.reshape(weights_out, tuple(weights_out.shape[1:]))
+    return out, weights_out
+
+
+__all__ += ["multi_head_attention_forward"]
+
+
+# PyTorch's ``*_with_indices`` spellings: the pools with ``return_indices=True``.
+
+
+def max_pool1d_with_indices(input: Any, kernel_size: Any, stride: Any = None,  # noqa: A002
+                            padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = True) -> tuple:
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input: Any, kernel_size: Any, stride: Any = None,  # noqa: A002
+                            padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = True) -> tuple:
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input: Any, kernel_size: Any, stride: Any = None,  # noqa: A002
+                            padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = True) -> tuple:
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input: Any, output_size: Any,  # noqa: A002
+                                     return_indices: bool = True) -> tuple:
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input: Any, output_size: Any,  # noqa: A002
+                                     return_indices: bool = True) -> tuple:
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input: Any, output_size: Any,  # noqa: A002
+                                     return_indices: bool = True) -> tuple:
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+__all__ += ["adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+            "adaptive_max_pool3d_with_indices", "max_pool1d_with_indices",
+            "max_pool2d_with_indices", "max_pool3d_with_indices"]

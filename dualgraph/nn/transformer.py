@@ -59,7 +59,52 @@ def generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = No
     return S.triu(full((sz, sz), -math.inf, dtype=dt), diagonal=1)
 
 
-class TransformerEncoderLayer(Module):
+class _TransformerLayer(Module):
+    """What the encoder and decoder layers share: self-attention, the feed-forward block,
+    one LayerNorm and one dropout per residual block (``_blocks`` of them), and the
+    residual wiring (the norm after each block, or before it with ``norm_first``).
+    Submodules are created in PyTorch's order, so parameter names and order match."""
+
+    _blocks = 2
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation: str | Callable = F.relu,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first)
+        if self._blocks == 3:
+            self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
+                                                     bias=bias, batch_first=batch_first)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias)
+        self.norm_first = norm_first
+        for i in range(1, self._blocks + 1):
+            setattr(self, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias))
+        for i in range(1, self._blocks + 1):
+            setattr(self, f"dropout{i}", Dropout(dropout))
+        self.activation = _activation(activation)
+        _cast(self, device, dtype)
+
+    def _residual(self, x: Any, norm: Module, block: Callable, *args: Any) -> Any:
+        if self.norm_first:
+            return x + block(norm(x), *args)
+        return norm(x + block(x, *args))
+
+    def _sa_block(self, x: Any, mask: Any, key_padding_mask: Any, is_causal: bool) -> Any:
+        x = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=key_padding_mask,
+                           need_weights=False, is_causal=bool(is_causal))[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x: Any) -> Any:
+        last = getattr(self, f"dropout{self._blocks}")
+        return last(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+class TransformerEncoderLayer(_TransformerLayer):
     """Self-attention and a feed-forward block, each with a residual connection and a
     LayerNorm (after the block; before it with ``norm_first=True``).
 
@@ -67,44 +112,16 @@ class TransformerEncoderLayer(Module):
     >>> out = layer(dg.randn(5, 2, 16))   # (seq, batch, d_model)
     """
 
-    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation: str | Callable = F.relu,
-                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
-                 norm_first: bool = False, bias: bool = True, device: Any = None,
-                 dtype: Any = None) -> None:
-        super().__init__()
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.activation = _activation(activation)
-        _cast(self, device, dtype)
+    _blocks = 2
 
     def forward(self, src: Any, src_mask: Any = None, src_key_padding_mask: Any = None,
                 is_causal: bool = False) -> Any:
-        x = src
-        if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
-            return x + self._ff_block(self.norm2(x))
-        x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
-        return self.norm2(x + self._ff_block(x))
-
-    def _sa_block(self, x: Any, mask: Any, key_padding_mask: Any, is_causal: bool) -> Any:
-        x = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=key_padding_mask,
-                           need_weights=False, is_causal=bool(is_causal))[0]
-        return self.dropout1(x)
-
-    def _ff_block(self, x: Any) -> Any:
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        x = self._residual(src, self.norm1, self._sa_block, src_mask, src_key_padding_mask,
+                           is_causal)
+        return self._residual(x, self.norm2, self._ff_block)
 
 
-class TransformerDecoderLayer(Module):
+class TransformerDecoderLayer(_TransformerLayer):
     """Self-attention over the target, attention over the encoder's output (``memory``) and
     a feed-forward block, each with a residual connection and a LayerNorm.
 
@@ -112,56 +129,22 @@ class TransformerDecoderLayer(Module):
     >>> out = layer(dg.randn(3, 2, 16), dg.randn(5, 2, 16))
     """
 
-    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation: str | Callable = F.relu,
-                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
-                 norm_first: bool = False, bias: bool = True, device: Any = None,
-                 dtype: Any = None) -> None:
-        super().__init__()
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                                 batch_first=batch_first)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = _activation(activation)
-        _cast(self, device, dtype)
+    _blocks = 3
 
     def forward(self, tgt: Any, memory: Any, tgt_mask: Any = None, memory_mask: Any = None,
                 tgt_key_padding_mask: Any = None, memory_key_padding_mask: Any = None,
                 tgt_is_causal: bool = False, memory_is_causal: bool = False) -> Any:
-        x = tgt
-        if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
-            x = x + self._mha_block(self.norm2(x), memory, memory_mask,
-                                    memory_key_padding_mask, memory_is_causal)
-            return x + self._ff_block(self.norm3(x))
-        x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
-        x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask,
-                                           memory_is_causal))
-        return self.norm3(x + self._ff_block(x))
-
-    def _sa_block(self, x: Any, mask: Any, key_padding_mask: Any, is_causal: bool) -> Any:
-        x = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=key_padding_mask,
-                           need_weights=False, is_causal=bool(is_causal))[0]
-        return self.dropout1(x)
+        x = self._residual(tgt, self.norm1, self._sa_block, tgt_mask, tgt_key_padding_mask,
+                           tgt_is_causal)
+        x = self._residual(x, self.norm2, self._mha_block, memory, memory_mask,
+                           memory_key_padding_mask, memory_is_causal)
+        return self._residual(x, self.norm3, self._ff_block)
 
     def _mha_block(self, x: Any, mem: Any, mask: Any, key_padding_mask: Any,
                    is_causal: bool) -> Any:
         x = self.multihead_attn(x, mem, mem, attn_mask=mask, key_padding_mask=key_padding_mask,
                                 need_weights=False, is_causal=bool(is_causal))[0]
         return self.dropout2(x)
-
-    def _ff_block(self, x: Any) -> Any:
-        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
 class TransformerEncoder(Module):

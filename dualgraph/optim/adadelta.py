@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from ..eager.tensor import Tensor
 from ._functional import with_weight_decay
-from .optimizer import Optimizer, step_state, zeros_state
+from .optimizer import Optimizer, check_nonnegative, step_state, zeros_state
 
 
 class Adadelta(Optimizer):
@@ -22,22 +22,13 @@ class Adadelta(Optimizer):
                  eps: float = 1e-6, weight_decay: float = 0, foreach: bool | None = None, *,
                  capturable: bool = False, maximize: bool = False,
                  differentiable: bool = False) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= rho <= 1.0:
+        check_nonnegative(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay)
+        if rho > 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         super().__init__(params, {
             "lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay,
             "maximize": maximize, "capturable": capturable, "foreach": foreach,
             "differentiable": differentiable})
-
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient; returns ``closure()``."""
-        return self._run_updates(closure)
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
         if group["maximize"]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -11,27 +11,7 @@ from ..eager.internal import adam_update_
 from ..eager.tensor import Tensor
 from . import _tracing as T
 from ._functional import as_dtype, lerp_, max_
-from .optimizer import Optimizer, step_state, zeros_state
-
-
-def check_betas(name: str, betas: Any) -> tuple:
-    if (not isinstance(betas, (tuple, list)) or len(betas) != 2
-            or not all(isinstance(b, (int, float, np.number, Tensor)) for b in betas)):
-        raise TypeError(f"{name}: betas must be a pair of numbers, got {betas!r}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    return tuple(betas)
-
-
-def check_common(lr: Any, eps: Any, weight_decay: Any) -> None:
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if not 0.0 <= eps:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+from .optimizer import Optimizer, check_betas, check_nonnegative, step_state, zeros_state
 
 
 class Adam(Optimizer):
@@ -49,16 +29,12 @@ class Adam(Optimizer):
                  differentiable: bool = False, fused: bool | None = None,
                  decoupled_weight_decay: bool = False) -> None:
         betas = check_betas(type(self).__name__, betas)
-        check_common(lr, eps, weight_decay)
+        check_nonnegative(lr=lr, eps=eps, weight_decay=weight_decay)
         super().__init__(params, {
             "lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
             "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
             "capturable": capturable, "differentiable": differentiable, "fused": fused,
             "decoupled_weight_decay": decoupled_weight_decay})
-
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient; returns ``closure()``."""
-        return self._run_updates(closure)
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
         amsgrad = group["amsgrad"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -10,8 +10,7 @@ import numpy as np
 from ..eager.tensor import Tensor
 from ..ops.elementwise import maximum
 from ._functional import as_dtype, lerp_, with_weight_decay
-from .adam import check_betas, check_common
-from .optimizer import Optimizer, step_state, zeros_state
+from .optimizer import Optimizer, check_betas, check_nonnegative, step_state, zeros_state
 
 
 class Adamax(Optimizer):
@@ -27,15 +26,11 @@ class Adamax(Optimizer):
                  maximize: bool = False, differentiable: bool = False,
                  capturable: bool = False) -> None:
         betas = check_betas("Adamax", betas)
-        check_common(lr, eps, weight_decay)
+        check_nonnegative(lr=lr, eps=eps, weight_decay=weight_decay)
         super().__init__(params, {
             "lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
             "foreach": foreach, "maximize": maximize, "differentiable": differentiable,
             "capturable": capturable})
-
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient; returns ``closure()``."""
-        return self._run_updates(closure)
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
         if group["maximize"]:

@@ -21,8 +21,18 @@ from .optimizer import Optimizer
 __all__ = [
     "LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
     "LinearLR", "ExponentialLR", "SequentialLR", "CosineAnnealingLR", "ReduceLROnPlateau",
-    "OneCycleLR",
+    "OneCycleLR", "CosineAnnealingWarmRestarts", "CyclicLR", "PolynomialLR", "ChainedScheduler",
 ]
+
+
+def _lambdas(optimizer: Optimizer, lr_lambda: Any) -> list:
+    """One function per group: the one given, or the list of them."""
+    if isinstance(lr_lambda, (list, tuple)):
+        if len(lr_lambda) != len(optimizer.param_groups):
+            raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
+                             f"{len(lr_lambda)}")
+        return list(lr_lambda)
+    return [lr_lambda] * len(optimizer.param_groups)
 
 
 def _group_value(group: dict, key: str) -> Any:
@@ -103,6 +113,14 @@ class LRScheduler:
             values = closed() if closed is not None else self.get_lr()
         self._write(values)
 
+    def _scaled_lrs(self, factor: Any) -> list:
+        """Each group's current ``lr`` times ``factor`` (the recursive forms)."""
+        return [lr * factor for lr in _lrs(self.optimizer)]
+
+    def _scaled_base_lrs(self, factor: Any) -> list:
+        """Each group's ``base_lr`` times ``factor`` (the closed forms)."""
+        return [b * factor for b in self.base_lrs]
+
     def _write(self, values: list) -> None:
         groups = self.optimizer.param_groups
         if len(values) != len(groups):
@@ -120,13 +138,7 @@ class LambdaLR(LRScheduler):
                  lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
                  last_epoch: int = -1) -> None:
         self.optimizer = optimizer
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
-                                 f"{len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self) -> dict:
@@ -156,13 +168,7 @@ class MultiplicativeLR(LRScheduler):
                  lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
                  last_epoch: int = -1) -> None:
         self.optimizer = optimizer
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
-                                 f"{len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
@@ -187,10 +193,10 @@ class StepLR(LRScheduler):
     def get_lr(self) -> list:
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return _lrs(self.optimizer)
-        return [lr * self.gamma for lr in _lrs(self.optimizer)]
+        return self._scaled_lrs(self.gamma)
 
     def _get_closed_form_lr(self) -> list:
-        return [b * self.gamma ** (self.last_epoch // self.step_size) for b in self.base_lrs]
+        return self._scaled_base_lrs(self.gamma ** (self.last_epoch // self.step_size))
 
 
 class MultiStepLR(LRScheduler):
@@ -206,11 +212,11 @@ class MultiStepLR(LRScheduler):
         if self.last_epoch not in self.milestones:
             return _lrs(self.optimizer)
         k = self.milestones[self.last_epoch]
-        return [lr * self.gamma ** k for lr in _lrs(self.optimizer)]
+        return self._scaled_lrs(self.gamma ** k)
 
     def _get_closed_form_lr(self) -> list:
         ms = sorted(self.milestones.elements())
-        return [b * self.gamma ** bisect_right(ms, self.last_epoch) for b in self.base_lrs]
+        return self._scaled_base_lrs(self.gamma ** bisect_right(ms, self.last_epoch))
 
 
 class ConstantLR(LRScheduler):
@@ -226,14 +232,14 @@ class ConstantLR(LRScheduler):
 
     def get_lr(self) -> list:
         if self.last_epoch == 0:
-            return [lr * self.factor for lr in _lrs(self.optimizer)]
+            return self._scaled_lrs(self.factor)
         if self.last_epoch != self.total_iters:
             return _lrs(self.optimizer)
-        return [lr * (1.0 / self.factor) for lr in _lrs(self.optimizer)]
+        return self._scaled_lrs(1.0 / self.factor)
 
     def _get_closed_form_lr(self) -> list:
         on = self.last_epoch >= self.total_iters
-        return [b * (self.factor + on * (1 - self.factor)) for b in self.base_lrs]
+        return self._scaled_base_lrs(self.factor + on * (1 - self.factor))
 
 
 class LinearLR(LRScheduler):
@@ -254,18 +260,18 @@ class LinearLR(LRScheduler):
 
     def get_lr(self) -> list:
         if self.last_epoch == 0:
-            return [lr * self.start_factor for lr in _lrs(self.optimizer)]
+            return self._scaled_lrs(self.start_factor)
         if self._is_initial or self.last_epoch > self.total_iters:
             return _lrs(self.optimizer)
         span = self.end_factor - self.start_factor
         ratio = 1.0 + span / (self.total_iters * self.start_factor
                               + (self.last_epoch - 1) * span)
-        return [lr * ratio for lr in _lrs(self.optimizer)]
+        return self._scaled_lrs(ratio)
 
     def _get_closed_form_lr(self) -> list:
         frac = min(self.total_iters, self.last_epoch) / self.total_iters
-        return [b * (self.start_factor + (self.end_factor - self.start_factor) * frac)
-                for b in self.base_lrs]
+        return self._scaled_base_lrs(self.start_factor
+                                     + (self.end_factor - self.start_factor) * frac)
 
 
 class ExponentialLR(LRScheduler):
@@ -278,10 +284,10 @@ class ExponentialLR(LRScheduler):
     def get_lr(self) -> list:
         if self._is_initial:
             return _lrs(self.optimizer)
-        return [lr * self.gamma for lr in _lrs(self.optimizer)]
+        return self._scaled_lrs(self.gamma)
 
     def _get_closed_form_lr(self) -> list:
-        return [b * self.gamma ** self.last_epoch for b in self.base_lrs]
+        return self._scaled_base_lrs(self.gamma ** self.last_epoch)
 
 
 class SequentialLR(LRScheduler):
@@ -329,16 +335,25 @@ class SequentialLR(LRScheduler):
         self._last_lr = s.get_last_lr()
 
     def state_dict(self) -> dict:
-        out = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        out["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return out
+        return _nested_state(self)
 
     def load_state_dict(self, state_dict: dict) -> None:
-        state_dict = dict(state_dict)
-        saved = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for s, d in zip(self._schedulers, saved):
-            s.load_state_dict(d)
+        _load_nested_state(self, state_dict)
+
+
+def _nested_state(sched: Any) -> dict:
+    """A scheduler of schedulers: its own entries and each inner one's state."""
+    out = {k: v for k, v in sched.__dict__.items() if k not in ("optimizer", "_schedulers")}
+    out["_schedulers"] = [s.state_dict() for s in sched._schedulers]
+    return out
+
+
+def _load_nested_state(sched: Any, state_dict: dict) -> None:
+    state_dict = dict(state_dict)
+    saved = state_dict.pop("_schedulers")
+    sched.__dict__.update(state_dict)
+    for s, d in zip(sched._schedulers, saved):
+        s.load_state_dict(d)
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -540,10 +555,7 @@ class OneCycleLR(LRScheduler):
             bases = _per_group("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
                 for m, b, group in zip(maxs, bases, optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (m, *_group_value(group, "betas")[1:])
-                    else:
-                        group["momentum"] = m
+                    _set_momentum(group, m, self.use_beta1)
                     group["max_momentum"] = m
                     group["base_momentum"] = b
         super().__init__(optimizer, last_epoch)
@@ -574,10 +586,7 @@ class OneCycleLR(LRScheduler):
                 start = end
             lrs.append(lr)
             if self.cycle_momentum:
-                if self.use_beta1:
-                    group["betas"] = (mom, *g["betas"][1:])
-                else:
-                    group["momentum"] = mom
+                _set_momentum(group, mom, self.use_beta1)
         return lrs
 
 
@@ -593,3 +602,210 @@ def _per_group(name: str, optimizer: Optimizer, value: Any) -> list:
             raise ValueError(f"expected {n} values for {name}, got {len(value)}")
         return list(value)
     return [value] * n
+
+
+class PolynomialLR(LRScheduler):
+    """``lr = base_lr * (1 - epoch / total_iters) ** power`` until ``total_iters``, then
+    constant. ``PolynomialLR(opt, total_iters=100, power=2.0)``"""
+
+    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0,
+                 last_epoch: int = -1) -> None:
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        e, n = self.last_epoch, self.total_iters
+        if e == 0 or e > n:
+            return _lrs(self.optimizer)
+        return self._scaled_lrs(((1.0 - e / n) / (1.0 - (e - 1) / n)) ** self.power)
+
+    def _get_closed_form_lr(self) -> list:
+        frac = min(self.total_iters, self.last_epoch) / self.total_iters
+        return self._scaled_base_lrs((1.0 - frac) ** self.power)
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from ``base_lr`` to ``eta_min`` over ``T_i`` epochs, restarting at
+    ``base_lr`` each time; the period starts at ``T_0`` and is multiplied by ``T_mult`` at
+    every restart (SGDR). ``step(epoch)`` may give a fractional epoch.
+
+    >>> sched = CosineAnnealingWarmRestarts(opt, T_0=10, T_mult=2)  # doctest: +SKIP
+    """
+
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1,  # noqa: N803
+                 eta_min: float = 0.0, last_epoch: int = -1) -> None:
+        if not isinstance(T_0, int) or T_0 <= 0:
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if not isinstance(T_mult, int) or T_mult < 1:
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type "
+                             f"{type(eta_min)}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        c = (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+        return [self.eta_min + (b - self.eta_min) * c for b in self.base_lrs]
+
+    def step(self, epoch: float | None = None) -> None:
+        """The next epoch, or ``epoch`` (the restart it falls in found in closed form)."""
+        self._step_count += 1
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur += 1
+            if self.T_cur >= self.T_i:
+                self.T_cur -= self.T_i
+                self.T_i *= self.T_mult
+        elif epoch < 0:
+            raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+        elif epoch >= self.T_0:
+            if self.T_mult == 1:
+                self.T_cur = epoch % self.T_0
+            else:
+                n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+                self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                self.T_i = self.T_0 * self.T_mult ** n
+        else:
+            self.T_i, self.T_cur = self.T_0, epoch
+        self.last_epoch = math.floor(epoch)
+        self._write(self.get_lr())
+
+
+class CyclicLR(LRScheduler):
+    """The cyclical learning rate policy (Smith): ``lr`` climbs from ``base_lr`` to
+    ``max_lr`` over ``step_size_up`` steps and back over ``step_size_down``; ``mode``
+    scales each cycle's amplitude (``'triangular'``: constant, ``'triangular2'``: halved
+    per cycle, ``'exp_range'``: ``gamma ** iteration``), or ``scale_fn`` does. Momentum
+    (or Adam's beta1) cycles the other way. Step it once per batch.
+
+    >>> sched = CyclicLR(opt, base_lr=0.01, max_lr=0.1, step_size_up=2000)  # doctest: +SKIP
+    """
+
+    def __init__(self, optimizer: Optimizer, base_lr: float | list[float],
+                 max_lr: float | list[float], step_size_up: int = 2000,
+                 step_size_down: int | None = None, mode: str = "triangular",
+                 gamma: float = 1.0, scale_fn: Callable[[float], float] | None = None,
+                 scale_mode: str = "cycle", cycle_momentum: bool = True,
+                 base_momentum: float | list[float] = 0.8,
+                 max_momentum: float | list[float] = 0.9, last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = _per_group("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                _set_group_value(group, "lr", lr)
+        self.max_lrs = _per_group("max_lr", optimizer, max_lr)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        if scale_fn is None:
+            self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for m, b, group in zip(self.max_momentums, self.base_momentums,
+                                       optimizer.param_groups):
+                    _set_momentum(group, m, self.use_beta1)
+                    group["max_momentum"] = m
+                    group["base_momentum"] = b
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def scale_fn(self, x: float) -> float:
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma ** x
+
+    def get_lr(self) -> list:
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            factor = x / self.step_ratio
+        else:
+            factor = (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [b + (m - b) * factor * scale for b, m in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, b, m in zip(self.optimizer.param_groups, self.base_momentums,
+                                   self.max_momentums):
+                _set_momentum(group, m - (m - b) * factor * scale, self.use_beta1)
+        return lrs
+
+    def state_dict(self) -> dict:
+        """As the base, without a custom ``scale_fn`` (a function is not state)."""
+        out = super().state_dict()
+        out.pop("_scale_fn_custom", None)
+        return out
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        fn = self._scale_fn_custom
+        super().load_state_dict(state_dict)
+        self._scale_fn_custom = fn
+
+
+def _set_momentum(group: dict, value: float, use_beta1: bool) -> None:
+    if use_beta1:
+        group["betas"] = (value, *_group_value(group, "betas")[1:])
+    else:
+        group["momentum"] = value
+
+
+class ChainedScheduler(LRScheduler):
+    """Several schedulers of one optimizer stepped together, each on the learning rates
+    the previous one wrote. ``ChainedScheduler([warmup, decay])``"""
+
+    def __init__(self, schedulers: list, optimizer: Optimizer | None = None) -> None:
+        if len(schedulers) < 1:
+            raise ValueError("ChainedScheduler expects at least one scheduler to be chained, "
+                             "but got no scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        for i, s in enumerate(schedulers):
+            if not hasattr(s, "optimizer"):
+                raise TypeError(f"ChainedScheduler at index {i} should have `optimizer` as "
+                                "its attribute.")
+            if isinstance(s, ReduceLROnPlateau):
+                raise ValueError("ChainedScheduler does not support `ReduceLROnPlateau` "
+                                 "scheduler as it requires additional kwargs to be specified "
+                                 "when calling `step`, but got one at index "
+                                 f"{i} in the given schedulers sequence.")
+            if s.optimizer is not optimizer:
+                raise ValueError(f"ChainedScheduler expects all schedulers to belong to the "
+                                 f"same optimizer, but got scheduler {type(s).__name__} at "
+                                 f"index {i} has {s.optimizer}, which is different from "
+                                 f"{type(optimizer).__name__}.")
+        self._schedulers = list(schedulers)
+        self.optimizer = optimizer
+        self._last_lr = _lrs(self._schedulers[-1].optimizer)
+
+    def step(self) -> None:  # type: ignore[override]
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = _lrs(self._schedulers[-1].optimizer)
+
+    def state_dict(self) -> dict:
+        return _nested_state(self)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        _load_nested_state(self, state_dict)

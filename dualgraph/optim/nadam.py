@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from ..eager.tensor import Tensor
 from ._functional import as_dtype, lerp_
-from .adam import check_betas, check_common
-from .optimizer import Optimizer, step_state, zeros_state
+from .optimizer import Optimizer, check_betas, check_nonnegative, step_state, zeros_state
 
 
 class NAdam(Optimizer):
@@ -27,18 +26,13 @@ class NAdam(Optimizer):
                  maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False) -> None:
         betas = check_betas("NAdam", betas)
-        check_common(lr, eps, weight_decay)
-        if not 0.0 <= momentum_decay:
-            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        check_nonnegative(lr=lr, eps=eps, weight_decay=weight_decay,
+                          momentum_decay=momentum_decay)
         super().__init__(params, {
             "lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
             "momentum_decay": momentum_decay, "decoupled_weight_decay": decoupled_weight_decay,
             "maximize": maximize, "foreach": foreach, "capturable": capturable,
             "differentiable": differentiable})
-
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient; returns ``closure()``."""
-        return self._run_updates(closure)
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
         if group["maximize"]:

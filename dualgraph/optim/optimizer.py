@@ -543,8 +543,11 @@ class Optimizer:
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient. ``closure`` (re-evaluates the
-        loss) is called first, under grad mode, and its result returned."""
-        raise NotImplementedError
+        loss) is called first, under grad mode, and its result returned. A subclass gives
+        its rule for one parameter as ``_update``, or overrides ``step``."""
+        if type(self)._update is Optimizer._update:
+            raise NotImplementedError
+        return self._run_updates(closure)
 
     def state_dict(self) -> dict:
         """``{"state": {index: state}, "param_groups": [group with "params": [index]]}``,
@@ -635,6 +638,29 @@ class Optimizer:
 
 
 Optimizer.zero_grad = _traced_method(Optimizer.zero_grad)  # type: ignore[method-assign]
+Optimizer.step = _traced_method(Optimizer.step)  # type: ignore[method-assign]
+
+
+_LABELS = {"lr": "learning rate", "eps": "epsilon value"}
+
+
+def check_nonnegative(**values: Any) -> None:
+    """PyTorch's constructor checks: each hyperparameter at least 0, else ``ValueError``
+    ("Invalid learning rate: -1", "Invalid momentum value: -1")."""
+    for name, v in values.items():
+        if not 0.0 <= v:
+            raise ValueError(f"Invalid {_LABELS.get(name, name + ' value')}: {v}")
+
+
+def check_betas(name: str, betas: Any) -> tuple:
+    """A pair of numbers in ``[0, 1)``."""
+    if (not isinstance(betas, (tuple, list)) or len(betas) != 2
+            or not all(isinstance(b, (int, float, np.number, Tensor)) for b in betas)):
+        raise TypeError(f"{name}: betas must be a pair of numbers, got {betas!r}")
+    for i, b in enumerate(betas):
+        if not 0.0 <= b < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+    return tuple(betas)
 
 
 def zeros_state(p: Tensor, dtype: Any = None) -> Tensor:

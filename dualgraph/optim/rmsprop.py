@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from ..eager.tensor import Tensor
 from ._functional import lerp_, with_weight_decay
-from .optimizer import Optimizer, step_state, zeros_state
+from .optimizer import Optimizer, check_nonnegative, step_state, zeros_state
 
 
 class RMSprop(Optimizer):
@@ -23,24 +23,12 @@ class RMSprop(Optimizer):
                  centered: bool = False, capturable: bool = False,
                  foreach: bool | None = None, maximize: bool = False,
                  differentiable: bool = False) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        check_nonnegative(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay,
+                          alpha=alpha)
         super().__init__(params, {
             "lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps, "centered": centered,
             "weight_decay": weight_decay, "capturable": capturable, "foreach": foreach,
             "maximize": maximize, "differentiable": differentiable})
-
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient; returns ``closure()``."""
-        return self._run_updates(closure)
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
         if group["maximize"]:

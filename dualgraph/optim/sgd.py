@@ -3,13 +3,13 @@ weight decay, as ``torch.optim.SGD``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from ..eager.internal import sub_scaled_
 from ..eager.tensor import Tensor
 from . import _tracing as T
-from .optimizer import Optimizer, zeros_state
+from .optimizer import Optimizer, check_nonnegative, zeros_state
 
 
 class SGD(Optimizer):
@@ -26,22 +26,13 @@ class SGD(Optimizer):
                  differentiable: bool = False, fused: bool | None = None) -> None:
         if not isinstance(lr, (int, float, Tensor)) or isinstance(lr, bool):
             raise TypeError(f"SGD: lr must be a number, got {lr!r}")
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_nonnegative(lr=lr, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, {
             "lr": lr, "momentum": momentum, "dampening": dampening,
             "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
             "foreach": foreach, "differentiable": differentiable, "fused": fused})
-
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient; returns ``closure()``."""
-        return self._run_updates(closure)
 
     def _state_of(self, p: Tensor, group: dict) -> dict:
         # As PyTorch, state exists only with momentum (state_dict shows it).

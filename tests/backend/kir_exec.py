@@ -151,6 +151,8 @@ def _block(stmts: Any, env: dict, sc: dict) -> None:  # noqa: C901 - one case pe
                 out[:] = np.argsort(args[0], kind="mergesort")
             elif s.fn == "copy":
                 out.reshape(-1)[:] = np.ascontiguousarray(args[0]).reshape(-1)
+            elif s.fn == "gemm_batched":
+                out[...] = np.matmul(args[0], args[1]).reshape(out.shape)
             elif s.fn == "fold_lanes":
                 lanes = out
                 for j in range(int(args[1])):

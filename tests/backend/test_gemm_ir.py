@@ -1,6 +1,7 @@
 """Products as kernel IR GEMMs: a batch folded into the rows (a linear layer on 3-D input)
 or into the inner dimension (a weight gradient summed over the batch) is one BLAS call;
-other batched products are one call per item on strided views, never a copy."""
+other batched products are one ``gemm_batched`` library call reading the operands in
+place (transposed views with the transpose flag), never a copy."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def weight_grad_and_product(x, g):
 def test_a_product_read_elsewhere_is_not_folded():
     x, g = _rng(4, 16, 32, dtype=np.float64), _rng(4, 16, 24, dtype=np.float64)
     src = _source(weight_grad_and_product, x, g)
-    assert "_b0 in range(4)" in src  # per item: the products themselves are needed
+    assert "dgb.gemm_batched(" in src  # the products themselves are needed: not folded
     _check(weight_grad_and_product, x, g)
 
 
@@ -75,12 +76,48 @@ def attention_scores(q, k):
     return q.transpose(1, 2) @ k.transpose(-2, -1)
 
 
-def test_batched_products_read_strided_views_in_place():
+def test_batched_products_are_one_library_call_on_strided_views():
     q, k = _rng(2, 16, 3, 8), _rng(2, 3, 16, 8)
     src = _source(attention_scores, q, k)
     assert "ascontiguousarray" not in src
-    assert "dgb.operand(" in src
+    assert src.count("dgb.gemm_batched(") == 1 and "_b0 in range" not in src
     _check(attention_scores, q, k)
+
+
+def test_a_batched_product_is_one_gemm_batched_node():
+    from dualgraph.backend.numba import lowerings
+    from dualgraph.backend.numba.lowerings.linalg import matmul_block
+    from dualgraph.ir.graph import Node
+
+    x = Node("input", (), {}, (2, 3, 16, 8), "float32")
+    y = Node("input", (), {}, (1, 3, 8, 16), "float32")  # broadcast over the first axis
+    node = Node("matmul", (x, y), {}, (2, 3, 16, 16), "float32")
+    args = [lowerings.Arg(kir.Buffer(n, s.shape, np.float32, kir.ARG, "A"))
+            for n, s in (("x", x), ("y", y))]
+    block = matmul_block(node, args, "r")
+    calls = [s for s in kir.walk(block.stmts) if isinstance(s, kir.LibCall)]
+    assert [c.fn for c in calls] == ["gemm_batched"]
+    assert not any(isinstance(s, (kir.Loop, kir.Gemm)) for s in kir.walk(block.stmts))
+    assert calls[0].outs == (block.result,)
+
+
+def test_gemm_batched_reads_every_layout_in_place_or_copies_once():
+    from dualgraph.backend.numba import blas
+
+    rng = np.random.default_rng(0)
+    qkv = rng.standard_normal((2, 16, 72)).astype(np.float32)
+    q = qkv[:, :, :24].reshape(2, 16, 3, 8).transpose(0, 2, 1, 3)  # rows 72 apart
+    k = np.ascontiguousarray(qkv[:, :, 24:48]).reshape(2, 16, 3, 8).transpose(0, 2, 3, 1)
+    cases = [(q, k),  # row-major items against transposed ones (the transpose flag)
+             (rng.standard_normal((4, 1, 5, 6)), rng.standard_normal((3, 6, 7))),  # broadcast
+             (rng.standard_normal((5, 6)), rng.standard_normal((3, 7, 6)).transpose(0, 2, 1)),
+             (rng.standard_normal((3, 5, 12))[:, :, ::2], rng.standard_normal((3, 6, 7))),
+             (rng.standard_normal((3, 5, 0)), rng.standard_normal((3, 0, 7)))]  # k = 0
+    for a, b in cases:
+        want = a @ b
+        c = np.full(want.shape, np.nan, want.dtype)
+        blas.gemm_batched(a, b, c)
+        np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
 
 
 def test_swap_product_is_a_pass_on_structure():

@@ -39,6 +39,8 @@ CASES = [
      R.standard_normal((3,))),
     ("uniform", lambda lib, lo, hi: _D(lib).Uniform(lo, hi), [LOW, HIGH],
      R.uniform(-0.9, 0.9, (2, 3))),
+    ("independent-normal", lambda lib, m, s: _D(lib).Independent(_D(lib).Normal(m, s), 1),
+     [LOC, SCALE], R.standard_normal((2, 3))),
 ]
 
 KL = [
@@ -54,6 +56,9 @@ KL = [
      lambda lib, a, b: _D(lib).Uniform(a - 0.5, b + 1.0), [LOW, HIGH]),
     ("uniform-normal", lambda lib, a, b: _D(lib).Uniform(a, b),
      lambda lib, a, b: _D(lib).Normal(b, b - a), [LOW, HIGH]),
+    ("independent", lambda lib, a, b: _D(lib).Independent(_D(lib).Bernoulli(probs=a), 1),
+     lambda lib, a, b: _D(lib).Independent(_D(lib).Bernoulli(logits=b), 1),
+     [BIN, R.standard_normal((4,))]),
 ]
 
 PROPERTIES = ("mean", "variance", "stddev")
@@ -71,7 +76,7 @@ def run(lib, i: int) -> dict:
     out["log_prob"], out["entropy"] = lp.detach().numpy(), ent.detach().numpy()
     for name in PROPERTIES:
         out[name] = getattr(d, name).detach().numpy()
-    if hasattr(d, "loc") or hasattr(d, "low"):
+    if isinstance(d, (lib.distributions.Normal, lib.distributions.Uniform)):
         out["cdf"] = d.cdf(lib.tensor(value)).detach().numpy()
     (lp.sum() + ent.sum()).backward()
     for k, t in enumerate(ts):

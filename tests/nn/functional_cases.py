@@ -107,8 +107,24 @@ CASES = [
      [("f", (1, 2, 4, 5)), ("g", (1, 3, 4, 2))]),
     ("grid_sample-zeros-outside", lambda lib, x, g: _F(lib).grid_sample(x, g * 1.4),
      [("f", (1, 1, 3, 4)), ("g", (1, 4, 4, 2))]),
+    ("mha_forward", lambda lib, q, k, v, w, b, ow, ob: _F(lib).multi_head_attention_forward(
+        q, k, v, 6, 2, w, b, None, None, False, 0.0, ow, ob,
+        key_padding_mask=lib.tensor([[False, False, True, False], [False] * 4]),
+        attn_mask=lib.tensor(np.triu(np.ones((3, 4)), 2) > 0))[0],
+     [("f", (3, 2, 6)), ("f", (4, 2, 6)), ("f", (4, 2, 6)), ("f", (18, 6)), ("f", (18,)),
+      ("f", (6, 6)), ("f", (6,))]),
+    ("mha_forward-weights-separate", lambda lib, q, wq, wk, wv, ow: _F(lib)
+     .multi_head_attention_forward(q, q, q, 4, 2, None, None, None, None, False, 0.0, ow, None,
+                                   use_separate_proj_weight=True, q_proj_weight=wq,
+                                   k_proj_weight=wk, v_proj_weight=wv,
+                                   average_attn_weights=False)[1],
+     [("f", (3, 4)), ("f", (4, 4)), ("f", (4, 4)), ("f", (4, 4)), ("f", (4, 4))]),
     ("grid_sample-nearest", lambda lib, x, g: _F(lib).grid_sample(x, g, mode="nearest"),
      [("f", (1, 2, 4, 5)), ("g", (1, 3, 3, 2))]),
+    ("soft_margin", lambda lib, x, t: lib.nn.SoftMarginLoss()(x, t),
+     [("f", (3, 4)), ("s", (3, 4))]),
+    ("soft_margin-none", lambda lib, x, t: _F(lib).soft_margin_loss(x, t, reduction="none"),
+     [("f", (3, 4)), ("s", (3, 4))]),
 ]
 
 

@@ -213,3 +213,45 @@ def test_new_layers_and_losses_in_a_compiled_training_step() -> None:
 @pytest.mark.slow
 def test_every_new_layer_and_loss_in_one_compiled_training_step() -> None:
     _check_compiled_step(everything=True)
+
+
+def test_with_indices_spellings_and_adaptive_max_pool3d_indices() -> None:
+    dg.manual_seed(0)
+    x = dg.randn(2, 2, 6, 6)
+    for got, want in [(F.max_pool2d_with_indices(x, 2), F.max_pool2d(x, 2, return_indices=True)),
+                      (F.adaptive_max_pool2d_with_indices(x, 4),
+                       F.adaptive_max_pool2d(x, 4, return_indices=True)),
+                      (F.max_pool1d_with_indices(x[0], 3),
+                       F.max_pool1d(x[0], 3, return_indices=True))]:
+        assert_close(got[0], want[0])
+        assert got[1].tolist() == want[1].tolist()
+    vol = dg.randn(2, 2, 5, 3, 4)
+    out, idx = F.adaptive_max_pool3d_with_indices(vol, (3, 2, 3))
+    a = vol.numpy()
+    d, h, w = a.shape[2:]
+
+    def windows(n, k):
+        return [(i * n // k, -(-(i + 1) * n // k)) for i in range(k)]
+
+    for i, (d0, d1) in enumerate(windows(d, 3)):
+        for j, (h0, h1) in enumerate(windows(h, 2)):
+            for k, (w0, w1) in enumerate(windows(w, 3)):
+                box = a[:, :, d0:d1, h0:h1, w0:w1].reshape(2, 2, -1)
+                arg = box.argmax(-1)
+                dd, hh, ww = np.unravel_index(arg, (d1 - d0, h1 - h0, w1 - w0))
+                flat = ((dd + d0) * h + hh + h0) * w + ww + w0
+                assert (idx.numpy()[:, :, i, j, k] == flat).all()
+                assert_close(out.numpy()[:, :, i, j, k], box.max(-1))
+
+
+def test_buffer_assigned_as_an_attribute_is_registered() -> None:
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.mask = nn.Buffer(dg.ones(3))
+            self.scratch = nn.Buffer(dg.zeros(2), persistent=False)
+
+    net = Net()
+    assert [n for n, _ in net.named_buffers()] == ["mask", "scratch"]
+    assert list(net.state_dict()) == ["mask"] and not net.mask.requires_grad
+    assert list(net.parameters()) == []

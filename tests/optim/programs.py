@@ -41,6 +41,14 @@ OPTIMIZERS: list[tuple[str, dict]] = [
     ("NAdam", {}),
     ("NAdam", {"lr": 0.01, "weight_decay": 0.1}),
     ("NAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("RAdam", {}),
+    ("RAdam", {"lr": 0.01, "weight_decay": 0.1, "betas": (0.8, 0.9)}),
+    ("RAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True,
+               "maximize": True}),
+    ("Rprop", {}),
+    ("Rprop", {"lr": 0.05, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.06), "maximize": True}),
+    ("ASGD", {}),
+    ("ASGD", {"lr": 0.05, "lambd": 0.01, "alpha": 0.5, "t0": 2, "weight_decay": 0.1}),
 ]
 
 
@@ -131,6 +139,24 @@ def schedulers(lib: Any) -> dict:
                 o, max_lr=0.5, total_steps=12, anneal_strategy="linear", three_phase=True), 11),
         "ReduceLROnPlateau": ("SGD", {"lr": 0.1}, lambda o: S.ReduceLROnPlateau(
             o, patience=2, cooldown=1, factor=0.5), 13),
+        "CosineAnnealingWarmRestarts": ("SGD", {"lr": 0.1}, lambda o: S.CosineAnnealingWarmRestarts(
+            o, T_0=3, T_mult=2, eta_min=0.01), 14),
+        "CosineAnnealingWarmRestarts/T_mult1": ("SGD", {"lr": 0.1}, lambda o:
+                                                S.CosineAnnealingWarmRestarts(o, T_0=4), 10),
+        "CyclicLR/triangular": ("SGD", {"lr": 0.1, "momentum": 0.9}, lambda o: S.CyclicLR(
+            o, base_lr=0.01, max_lr=0.1, step_size_up=3), 13),
+        "CyclicLR/triangular2": ("SGD", {"lr": 0.1, "momentum": 0.9}, lambda o: S.CyclicLR(
+            o, base_lr=[0.01, 0.02], max_lr=0.1, step_size_up=2, step_size_down=3,
+            mode="triangular2", cycle_momentum=False), 13),
+        "CyclicLR/exp_range_adam": ("Adam", {"lr": 0.1}, lambda o: S.CyclicLR(
+            o, base_lr=0.01, max_lr=0.1, step_size_up=2, mode="exp_range", gamma=0.9), 11),
+        "CyclicLR/scale_fn": ("SGD", {"lr": 0.1, "momentum": 0.9}, lambda o: S.CyclicLR(
+            o, base_lr=0.01, max_lr=0.1, step_size_up=2, scale_fn=lambda x: 0.5 ** x,
+            scale_mode="iterations"), 9),
+        "PolynomialLR": ("SGD", {"lr": 0.1}, lambda o: S.PolynomialLR(o, total_iters=5,
+                                                                     power=2.0), 8),
+        "ChainedScheduler": ("SGD", {"lr": 0.1}, lambda o: S.ChainedScheduler(
+            [S.ConstantLR(o, factor=0.5, total_iters=2), S.ExponentialLR(o, gamma=0.9)]), 6),
         "ReduceLROnPlateau/max_abs": ("SGD", {"lr": 0.1}, lambda o: S.ReduceLROnPlateau(
             o, mode="max", threshold_mode="abs", threshold=0.01, patience=1, min_lr=0.03), 13),
     }
@@ -154,3 +180,39 @@ def run_scheduler(lib: Any, name: str) -> dict:
                                 float(g.get("momentum", 0.0)) for g in opt.param_groups])
     out["group_lr"] = [float(g["lr"]) for g in opt.param_groups]
     return out
+
+
+# (name, LBFGS keyword arguments): each run takes STEPS steps of a closure over a
+# Rosenbrock valley and a quadratic bowl.
+LBFGS_RUNS: list[tuple[str, dict]] = [
+    ("default", {}),
+    ("short-history", {"lr": 0.5, "max_iter": 4, "history_size": 2}),
+    ("one-iter", {"max_iter": 1, "tolerance_change": 1e-12}),
+    ("strong-wolfe", {"line_search_fn": "strong_wolfe"}),
+    ("strong-wolfe-short", {"lr": 0.3, "max_iter": 5, "history_size": 3,
+                            "line_search_fn": "strong_wolfe"}),
+]
+
+
+def run_lbfgs(lib: Any, kw: dict, dtype: str) -> dict:
+    """Parameters and the returned loss after every ``step(closure)``, and the number of
+    function evaluations."""
+    xy = lib.nn.Parameter(lib.tensor(np.array([-1.2, 1.0], dtype)))
+    w = lib.nn.Parameter(lib.tensor(np.linspace(-1.0, 1.0, 6).reshape(2, 3).astype(dtype)))
+    target = lib.tensor(np.arange(6.0).reshape(2, 3).astype(dtype))
+    opt = lib.optim.LBFGS([xy, w], **kw)
+
+    def closure():
+        opt.zero_grad()
+        rosen = (1 - xy[0]) ** 2 + 10 * (xy[1] - xy[0] ** 2) ** 2
+        loss = rosen + ((w - target) ** 2 * (w + 2)).sum() * 0.1
+        loss.backward()
+        return loss
+
+    steps, losses = [], []
+    for _ in range(STEPS):
+        losses.append(float(opt.step(closure)))
+        steps.append([to_json(p) for p in (xy, w)])
+    return {"steps": steps, "losses": losses,
+            "func_evals": int(opt.state[xy]["func_evals"]),
+            "n_iter": int(opt.state[xy]["n_iter"])}

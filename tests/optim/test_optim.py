@@ -289,3 +289,32 @@ def test_training_steps_match_torch(name, kw) -> None:
     for (k, pd), pt in zip(net.named_parameters(), tnet.parameters()):
         np.testing.assert_allclose(pd.numpy(), pt.detach().numpy(), rtol=1e-5, atol=1e-6,
                                    err_msg=k)
+
+
+def test_lbfgs_needs_a_closure_one_group_and_eager_mode() -> None:
+    w = dg.nn.Parameter(dg.tensor([1.0, 2.0]))
+    with pytest.raises(ValueError, match="per-parameter options"):
+        dg.optim.LBFGS([{"params": [w]}, {"params": [dg.nn.Parameter(dg.ones(1))]}])
+    with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
+        dg.optim.LBFGS([w], line_search_fn="armijo")
+    opt = dg.optim.LBFGS([w])
+    with pytest.raises(RuntimeError, match="requires a closure"):
+        opt.step()
+
+    def closure():
+        opt.zero_grad()
+        loss = ((w - 3.0) ** 2).sum()
+        loss.backward()
+        return loss
+
+    assert opt.step(closure).item() == 5.0  # the loss before the step, as torch returns
+    np.testing.assert_allclose(w.numpy(), [3.0, 3.0], atol=1e-5)
+
+    @dg.compile
+    def step():
+        return opt.step(closure)
+
+    # Inside a compiled function its step cannot be traced: that signature runs eagerly.
+    with pytest.warns(RuntimeWarning, match="LBFGS.step"):
+        step()
+    np.testing.assert_allclose(w.numpy(), [3.0, 3.0], atol=1e-5)

@@ -104,6 +104,43 @@ def _gemm_call(typingctx, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
     return sig, codegen
 
 
+@intrinsic
+def _gemm_at(typingctx, ta, tb, m, n, k, a, ia, lda, b, ib, ldb, beta, c, ic, ldc):
+    """`_gemm_call` with each matrix starting ``ia``/``ib``/``ic`` elements into its
+    array's memory (an item of a batch), whatever the array's shape and strides."""
+    sig = types.void(ta, tb, m, n, k, a, ia, lda, b, ib, ldb, beta, c, ic, ldc)
+
+    def codegen(context, builder, signature, args):
+        ta_, tb_, m_, n_, k_, a_, ia_, lda_, b_, ib_, ldb_, beta_, c_, ic_, ldc_ = args
+        dtype = signature.args[12].dtype
+        fl = ir.FloatType() if dtype == types.float32 else ir.DoubleType()
+        ptr = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i32, _INT, _INT, _INT, fl, ptr, _INT,
+                                               ptr, _INT, fl, ptr, _INT])
+        name = "dualgraph_sgemm" if dtype == types.float32 else "dualgraph_dgemm"
+        fn = cgutils.get_or_insert_function(builder.module, fnty, name)
+
+        def data(arr, ty, off, offty):
+            ary = context.make_array(ty)(context, builder, arr)
+            off = context.cast(builder, off, offty, types.intp)
+            return builder.bitcast(builder.gep(ary.data, [off]), ptr)
+
+        def integer(v):
+            return builder.trunc(v, _INT) if _INT.width < 64 else v
+
+        s = signature.args
+        beta_v = context.cast(builder, beta_, s[11], dtype)
+        builder.call(fn, [
+            ir.Constant(i32, _ROW_MAJOR), builder.trunc(ta_, i32), builder.trunc(tb_, i32),
+            integer(m_), integer(n_), integer(k_), ir.Constant(fl, 1.0),
+            data(a_, s[5], ia_, s[6]), integer(lda_), data(b_, s[8], ib_, s[9]),
+            integer(ldb_), beta_v, data(c_, s[12], ic_, s[13]), integer(ldc_)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 @numba.njit(inline="always", cache=True)
 def _operand(x):
     """(array, transpose flag, leading dimension) for a row-major BLAS operand: a C-ordered
@@ -170,3 +207,58 @@ def _operand_by_layout(x):
 # code, after `operand` (NumPy's BLAS only: HAVE_CBLAS).
 gemm_call = _gemm_call
 HAVE_CBLAS = _FOUND is not None
+
+
+@numba.njit(cache=True)
+def _layout(x, rows, cols):
+    """(array, cblas transpose flag, leading dimension) for the matrices in the last two
+    axes of ``x`` (``rows`` x ``cols``): read in place when every item is row-major or
+    every item column-major (a transposed view), else ``x`` copied C-ordered once."""
+    size = x.itemsize
+    s0, s1 = x.strides[x.ndim - 2], x.strides[x.ndim - 1]
+    if (s1 == size or cols <= 1) and s0 % size == 0 and s0 >= max(cols, 1) * size:
+        return x, _NO_TRANS, s0 // size
+    if (s0 == size or rows <= 1) and s1 % size == 0 and s1 >= max(rows, 1) * size:
+        return x, _TRANS, s1 // size
+    c = np.ascontiguousarray(x)
+    return c, _NO_TRANS, max(cols, 1)
+
+
+@numba.njit(cache=True)
+def _item_offset(x, t, shape):
+    """Element offset of batch item ``t`` (numbered over the result's batch ``shape``) in
+    ``x``, whose batch axes align with the trailing ones of ``shape``; an axis of size
+    1 is broadcast (read at 0)."""
+    nb = x.ndim - 2
+    lead = len(shape) - nb
+    off = 0
+    for d in range(len(shape) - 1, -1, -1):
+        i = t % shape[d]
+        t //= shape[d]
+        if d >= lead and x.shape[d - lead] != 1:
+            off += i * (x.strides[d - lead] // x.itemsize)
+    return off
+
+
+@numba.njit(cache=True)
+def gemm_batched(x, y, c):
+    """``c[...] = x @ y`` for batched float operands (each with its own batch axes,
+    aligned to the right, a size-1 axis broadcast; ``c`` C-ordered): one BLAS call per
+    item on the operands' memory, each operand's layout decided once for the whole batch
+    (in generated code ``dgb.gemm_batched``; NumPy's BLAS only: HAVE_CBLAS)."""
+    m, k = x.shape[-2], x.shape[-1]
+    n = y.shape[-1]
+    batch = c.shape[:-2]
+    count = c.size // max(m * n, 1)
+    if m == 0 or n == 0 or count == 0:
+        return
+    if k == 0:
+        c.reshape(c.size)[:] = 0
+        return
+    xa, tx, lx = _layout(x, m, k)
+    ya, ty, ly = _layout(y, k, n)
+    for t in range(count):
+        _gemm_at(tx, ty, m, n, k, xa, _item_offset(xa, t, batch), lx,
+                 ya, _item_offset(ya, t, batch), ly, 0.0, c, t * m * n, n)
+
+

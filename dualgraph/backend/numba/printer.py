@@ -325,6 +325,9 @@ LIBRARY: dict[str, str] = {
     "fold_lanes": "dgk.fold_lanes({out}, {0}, {1})",
     # a stable sort's permutation of a 1-D buffer
     "argsort": "{out}[:] = np.argsort({0}, kind='mergesort')",
+    # ``out = x @ y`` over a batch: one BLAS call per item on the operands' memory, each
+    # operand's layout (transpose flag, leading dimension) decided once (blas.gemm_batched)
+    "gemm_batched": "dgb.gemm_batched({0}, {1}, {out})",
     # the copy of a whole buffer into another of the same size
     "copy": "{out}.reshape({out}.size)[:] = np.ascontiguousarray({0}).reshape({0}.size)",
     # the inverse / determinant of each matrix of a (batch, n, n) buffer

@@ -60,62 +60,19 @@ class MultiheadAttention(Module):
     def forward(self, query: Any, key: Any, value: Any, key_padding_mask: Any = None,
                 need_weights: bool = True, attn_mask: Any = None,
                 average_attn_weights: bool = True, is_causal: bool = False) -> tuple:
-        if is_causal and attn_mask is None:
-            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use "
-                               "the Transformer module method `generate_square_subsequent_mask`"
-                               " to create this mask.")
         batched = query.ndim == 3
-        if not batched:  # (L, E): one sequence
-            query, key, value = (t.reshape(t.shape[0], 1, t.shape[1])
-                                 for t in (query, key, value))
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.reshape(1, -1)
-        elif self.batch_first:
+        if batched and self.batch_first:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        # Now (L, N, E), PyTorch's own layout.
-        e, h, d = self.embed_dim, self.num_heads, self.head_dim
-        w, b = self.in_proj_weight, self.in_proj_bias
-        parts = [F.linear(t, w[i * e:(i + 1) * e], None if b is None else b[i * e:(i + 1) * e])
-                 for i, t in enumerate((query, key, value))]
-        n_l, n = query.shape[0], query.shape[1]
-        n_s = key.shape[0]
-        # (T, N, E) -> (N, H, T, D)
-        q, k, v = (p.reshape(p.shape[0], n, h, d).permute(1, 2, 0, 3) for p in parts)
-        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
-        mask = _additive_mask(attn_mask, scores.dtype)
-        if mask is not None:
-            if mask.ndim == 3:  # (N * H, L, S)
-                mask = mask.reshape(n, h, n_l, n_s)
-            scores = scores + mask
-        if key_padding_mask is not None:
-            pad = _additive_mask(key_padding_mask, scores.dtype)
-            scores = scores + pad.reshape(n, 1, 1, n_s)
-        attn = F.softmax(scores, -1)
-        if self.training and self.dropout > 0.0:
-            attn = F.dropout(attn, self.dropout)
-        out = (attn @ v).permute(2, 0, 1, 3).reshape(n_l, n, e)
-        out = self.out_proj(out)
-        if not batched:
-            out = out.reshape(n_l, e)
-        elif self.batch_first:
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, None, None, False, self.dropout, self.out_proj.weight,
+            self.out_proj.bias, training=self.training, key_padding_mask=key_padding_mask,
+            need_weights=need_weights, attn_mask=attn_mask,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if batched and self.batch_first:
             out = out.transpose(0, 1)
-        if not need_weights:
-            return out, None
-        weights = attn.mean(1) if average_attn_weights else attn
-        if not batched:
-            weights = weights.reshape(weights.shape[1:])
         return out, weights
 
     def extra_repr(self) -> str:
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
 
-
-def _additive_mask(mask: Any, dtype: Any) -> Any:
-    """A bool mask (True: may not attend) as 0 / -inf; a float mask as it is."""
-    if mask is None:
-        return None
-    from ...ops import elementwise as E
-
-    if mask.dtype == np.bool_:
-        return E.where(mask, -math.inf, np.zeros((), dtype))
-    return mask

@@ -15,7 +15,7 @@ from ...modes import current_trace
 from ...ops.mixin import TensorOps
 from ..hooks import ModuleHooks, RemovableHandle
 
-__all__ = ["Module", "Parameter"]
+__all__ = ["Buffer", "Module", "Parameter"]
 
 
 class Parameter(Tensor):
@@ -36,6 +36,23 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
+
+
+class Buffer(Tensor):
+    """A tensor that a `Module` registers as a buffer when assigned as an attribute
+    (``self.mask = nn.Buffer(dg.ones(3))``), ``persistent`` as in `register_buffer`."""
+
+    __slots__ = ("persistent",)
+
+    def __init__(self, data: Any = None, *, persistent: bool = True) -> None:
+        if data is None:
+            arr = np.zeros((0,), np.float32)
+        elif isinstance(data, Tensor):
+            arr = array_of(data)
+        else:
+            arr = np.asarray(data)
+        init_tensor(self, arr, False, None)
+        self.persistent = persistent
 
 
 def _type_name(value: Any) -> str:
@@ -84,6 +101,12 @@ class Module:
             )
         params, modules = self.__dict__["_parameters"], self.__dict__["_modules"]
         buffers = self.__dict__["_buffers"]
+        if isinstance(value, Buffer):
+            self.__dict__.pop(name, None)
+            params.pop(name, None)
+            modules.pop(name, None)
+            self.register_buffer(name, value, value.persistent)
+            return
         if name in buffers:
             if value is not None and not isinstance(value, TensorOps):
                 raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "

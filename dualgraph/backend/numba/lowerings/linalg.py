@@ -9,6 +9,7 @@ import numpy as np
 
 from ....ir.graph import Node
 from ... import kir
+from ..blas import HAVE_CBLAS
 from . import _reshaped, ishape, lowers
 
 # --------------------------------------------------------------------- contractions
@@ -71,7 +72,7 @@ def _item_view(block: kir.Block, buf: kir.Buffer, name: str, batch: tuple, items
 def matmul_block(node: Node, args: list, out: str) -> kir.Block:
     """``x @ y`` as kernel IR: one BLAS product where the batch folds into the rows (a
     batched ``x`` against a matrix ``y``: PyTorch's linear layer on 3-D input), else one
-    per batch item on strided views of the operands (never a copy BLAS does not need)."""
+    ``gemm_batched`` library call over the batch (never a copy BLAS does not need)."""
     a, b = node.inputs
     dtype = np.dtype(node.dtype)
     res = kir.Buffer(out, ishape(node), dtype)
@@ -109,6 +110,14 @@ def matmul_block(node: Node, args: list, out: str) -> kir.Block:
         x2 = x if x.shape == (rows, k) else _reshaped(block, x, (rows, k), f"{out}_x2")
         block.add(kir.Gemm(rows, n, k, kir.Operand(x2, None), kir.Operand(y, None),
                            kir.Operand(c2, n)))
+        return block
+    if HAVE_CBLAS:
+        # One library call for the whole batch: each operand's layout (row-major, or a
+        # transposed view read with the transpose flag) decided once when the kernel
+        # runs, then one BLAS call per item at its offset in the operand's memory.
+        c3 = res if len(res.shape) == len(batch) + 2 else _reshaped(
+            block, res, batch + (m, n), f"{out}_c")
+        block.add(kir.LibCall("gemm_batched", (x, y), (c3,)))
         return block
     # One product per batch item, each operand read in place through a strided view.
     items = [kir.Var(f"{out}_b{d}") for d in range(len(batch))]
