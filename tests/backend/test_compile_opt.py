@@ -68,3 +68,22 @@ def test_the_level_comes_from_dualgraph_llvm_opt(tmp_path, monkeypatch, value, l
         k = build(g)
     assert k.fn._dg_opt == level
     assert ("# LLVM optimisation level" in k.source) == (level is not None)
+
+
+def test_the_tiered_worker_compiles_at_the_callers_level(tiered, monkeypatch, tmp_path):
+    from dualgraph.compile import tiered as tiers
+
+    # Set after the worker may have started: the job carries it.
+    monkeypatch.setenv("DUALGRAPH_LLVM_OPT", "1")
+    monkeypatch.setenv("DUALGRAPH_CACHE_DIR", str(tmp_path))
+    x = dg.tensor(np.linspace(-1.0, 1.0, 12).reshape(3, 4))
+    f = dg.compile(lambda x: (dg.tanh(x * 3.0) * x).sum(axis=0), tiered=True)
+    want = (np.tanh(x.numpy() * 3.0) * x.numpy()).sum(axis=0)
+    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
+    assert tiers.wait(f, 600), f.stats.tier_failure
+    (entry,) = f.entries()
+    assert not entry.tier0
+    # The caller loaded the worker's level-1 code from the disk cache.
+    assert entry.kernel.fn._dg_opt == 1 and "# LLVM optimisation level 1" in entry.kernel.source
+    assert cache.hits_misses(entry.kernel.fn)[0] >= 1
+    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
