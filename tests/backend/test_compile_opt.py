@@ -59,7 +59,8 @@ def test_a_level_is_its_own_module_and_compiles_at_that_level(tmp_path, monkeypa
     assert 1 in levels and None in levels
 
 
-@pytest.mark.parametrize("value, level", [("1", 1), ("0", 0), ("", None), ("fast", None)])
+@pytest.mark.parametrize("value, level", [("1", 1), ("2", 2), ("0", None), ("", None),
+                                          ("fast", None)])
 def test_the_level_comes_from_dualgraph_llvm_opt(tmp_path, monkeypatch, value, level):
     monkeypatch.setenv("DUALGRAPH_LLVM_OPT", value)
     assert llvm_opt() == level

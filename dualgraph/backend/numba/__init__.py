@@ -372,11 +372,13 @@ OPT_ENV = "DUALGRAPH_LLVM_OPT"
 
 
 def llvm_opt() -> int | None:
-    """The LLVM optimisation level kernels are compiled at: ``DUALGRAPH_LLVM_OPT`` (0-3),
+    """The LLVM optimisation level kernels are compiled at: ``DUALGRAPH_LLVM_OPT`` (1-3),
     else None, Numba's own (``NUMBA_OPT``, 3 by default). A level is part of the kernel's
-    module, so kernels of two levels never share machine code in the disk cache."""
+    module, so kernels of two levels never share machine code in the disk cache. Level 0
+    is not offered: its code keeps the BLAS routine's address as a dynamic global, which
+    Numba refuses to cache, so a compile worker could not hand it over."""
     value = os.environ.get(OPT_ENV, "")
-    return int(value) if value in ("0", "1", "2", "3") else None
+    return int(value) if value in ("1", "2", "3") else None
 
 
 def split_lines() -> int:
