@@ -375,8 +375,8 @@ def llvm_opt() -> int | None:
     """The LLVM optimisation level kernels are compiled at: ``DUALGRAPH_LLVM_OPT`` (1-3),
     else None, Numba's own (``NUMBA_OPT``, 3 by default). A level is part of the kernel's
     module, so kernels of two levels never share machine code in the disk cache. Level 0
-    is not offered: its code keeps the BLAS routine's address as a dynamic global, which
-    Numba refuses to cache, so a compile worker could not hand it over."""
+    is not offered: Numba refused to cache a transformer step's part compiled at it ("uses
+    dynamic globals"), and a compile worker hands kernels over through that cache."""
     value = os.environ.get(OPT_ENV, "")
     return int(value) if value in ("1", "2", "3") else None
 
