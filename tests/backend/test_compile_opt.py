@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dualgraph as dg
-from dualgraph.backend.numba import build, cache, llvm_opt
+from dualgraph.backend.numba import DEFAULT_OPT, build, cache, llvm_opt
 from dualgraph.ir.interpret import interpret
 from dualgraph.passes import optimize
 
@@ -55,16 +55,42 @@ def test_a_level_is_its_own_module_and_compiles_at_that_level(tmp_path, monkeypa
         (want,) = interpret(g, x)
         np.testing.assert_allclose(quick(x)[0], want, rtol=1e-12)
         np.testing.assert_allclose(full(x)[0], want, rtol=1e-12)
-    # Compiling the level-1 kernel asked for level 1, the other for Numba's own.
-    assert 1 in levels and None in levels
+    # Compiling the level-1 kernel asked for level 1, the other for the default level.
+    assert 1 in levels and llvm_opt() in levels
 
 
-@pytest.mark.parametrize("value, level", [("1", 1), ("0", 0), ("", None), ("fast", None)])
-def test_the_level_comes_from_dualgraph_llvm_opt(tmp_path, monkeypatch, value, level):
+@pytest.mark.parametrize("value, numba_opt, level", [
+    ("1", "", 1), ("3", "", 3), ("0", "", DEFAULT_OPT), ("", "", DEFAULT_OPT),
+    ("fast", "", DEFAULT_OPT), ("", "3", None), ("1", "3", 1)])
+def test_the_level_comes_from_dualgraph_llvm_opt(tmp_path, monkeypatch, value, numba_opt,
+                                                 level):
     monkeypatch.setenv("DUALGRAPH_LLVM_OPT", value)
+    if numba_opt:
+        monkeypatch.setenv("NUMBA_OPT", numba_opt)  # the user chose Numba's level
+    else:
+        monkeypatch.delenv("NUMBA_OPT", raising=False)
     assert llvm_opt() == level
     g, _ = _graph()
     with cache.isolated(str(tmp_path)):
         k = build(g)
     assert k.fn._dg_opt == level
     assert ("# LLVM optimisation level" in k.source) == (level is not None)
+
+
+def test_the_tiered_worker_compiles_at_the_callers_level(tiered, monkeypatch, tmp_path):
+    from dualgraph.compile import tiered as tiers
+
+    # Set after the worker may have started: the job carries it.
+    monkeypatch.setenv("DUALGRAPH_LLVM_OPT", "1")
+    monkeypatch.setenv("DUALGRAPH_CACHE_DIR", str(tmp_path))
+    x = dg.tensor(np.linspace(-1.0, 1.0, 12).reshape(3, 4))
+    f = dg.compile(lambda x: (dg.tanh(x * 3.0) * x).sum(axis=0), tiered=True)
+    want = (np.tanh(x.numpy() * 3.0) * x.numpy()).sum(axis=0)
+    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
+    assert tiers.wait(f, 600), f.stats.tier_failure
+    (entry,) = f.entries()
+    assert not entry.tier0
+    # The caller loaded the worker's level-1 code from the disk cache.
+    assert entry.kernel.fn._dg_opt == 1 and "# LLVM optimisation level 1" in entry.kernel.source
+    assert cache.hits_misses(entry.kernel.fn)[0] >= 1
+    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
