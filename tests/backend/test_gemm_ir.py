@@ -9,7 +9,7 @@ import numpy as np
 import dualgraph as dg
 from dualgraph.backend import kir, schedule
 
-from ..compile_helpers import assert_b3
+from .._support.compiled import assert_b3
 
 
 def _source(fn, *arrays) -> str:

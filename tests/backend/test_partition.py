@@ -18,7 +18,7 @@ from dualgraph.ir.graph import Graph, Node
 from dualgraph.ir.interpret import interpret
 from dualgraph.passes import optimize
 
-from ..compile_helpers import adam_mlp_step
+from .._support.compiled import adam_mlp_step
 
 
 def _input(shape, dtype=np.float64):

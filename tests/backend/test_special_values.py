@@ -12,7 +12,7 @@ import pytest
 import dualgraph as dg
 from dualgraph.nn import functional as F
 
-from ..compile_helpers import assert_b3
+from .._support.compiled import assert_b3
 
 
 def _run(fn, *arrays):

@@ -21,8 +21,8 @@ from dualgraph.nn import functional as F
 from dualgraph.passes import optimize
 from dualgraph.testing import assert_close
 
-from ..compile_helpers import B3, RTOL
-from ..tolerance import tolerance
+from .._support.compiled import B3, RTOL
+from .._support.tolerance import tolerance
 
 
 def _randn(*shape, dtype=np.float64, seed=0, requires_grad=False):

@@ -12,7 +12,7 @@ import pytest
 
 import dualgraph as dg
 
-from ..compile_helpers import assert_b3 as assert_close
+from .._support.compiled import assert_b3 as assert_close
 
 
 # ------------------------------------------------------------------ no_grad and detach

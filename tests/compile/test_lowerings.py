@@ -19,7 +19,7 @@ from dualgraph.modes import bind
 from dualgraph.ops.registry import OPS, OpDef
 from dualgraph.testing import assert_close
 
-from ..compile_helpers import B3
+from .._support.compiled import B3
 
 OPS_DIR = Path(dg.__file__).parent / "ops"
 # A scalar-expression placeholder: an operand ({0}) or a backend constant or function.

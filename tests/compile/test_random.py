@@ -11,7 +11,7 @@ from dualgraph.compare import RANDOM_NOTE
 from dualgraph.nn import functional as F
 from dualgraph.ops import random as RND
 
-from ..compile_helpers import graph_ops
+from .._support.compiled import graph_ops
 
 ZEROS = np.zeros(1000, np.float32)
 

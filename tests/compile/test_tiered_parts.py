@@ -8,7 +8,7 @@ import numpy as np
 import dualgraph as dg
 from dualgraph.compile import tiered as tiers
 
-from ..compile_helpers import adam_mlp_step
+from .._support.compiled import adam_mlp_step
 
 
 def test_worker_compiles_a_split_step_and_the_caller_loads_its_parts(tiered, monkeypatch,

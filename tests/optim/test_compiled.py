@@ -13,7 +13,7 @@ import pytest
 import dualgraph as dg
 from dualgraph.compile import tiered
 
-from ..compile_helpers import assert_b3
+from .._support.compiled import assert_b3
 
 STEPS = 8
 TIMEOUT = 300.0  # bound on waiting for the tiered worker (a loaded machine compiles slowly)

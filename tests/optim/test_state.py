@@ -12,7 +12,7 @@ import pytest
 import dualgraph as dg
 from dualgraph import nn
 
-from ..compile_helpers import assert_b3
+from .._support.compiled import assert_b3
 
 optim = dg.optim
 

@@ -26,7 +26,7 @@ import dualgraph as dg
 from dualgraph.backend.numba import build
 from dualgraph.backend.numba import cache as kernel_cache
 
-from ..compile_helpers import compile_and_check, forget_kernel
+from .._support.compiled import compile_and_check, forget_kernel
 
 X = np.linspace(-1.0, 1.0, 6)
 

@@ -17,7 +17,7 @@ RTOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-10}
 # floor of a tenth of it for elements near zero, which carry the rounding error of the
 # larger terms summed into them (BLAS vs a loop, float64 accumulators). (The tests' arrays
 # reach magnitudes of 0.15 or more, so the floor is no looser than B3's "rtol times the
-# largest magnitude"; arrays that span many magnitudes use tests/tolerance.py.)
+# largest magnitude"; arrays that span many magnitudes use tests/_support/tolerance.py.)
 B3 = {np.dtype(np.float32): {"rtol": 1e-5, "atol": 1e-6},
       np.dtype(np.float64): {"rtol": 1e-10, "atol": 1e-11}}
 B3.update({np.dtype(dt): {"rtol": 0.0, "atol": 0.0} for dt in (np.int32, np.int64, np.bool_)})
