@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from dualgraph.ir.graph import Graph
+from dualgraph.testing import assert_close
 
 # Tolerances of API.md B3: compiled equals eager within these (relative).
 RTOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-10}
@@ -35,15 +36,6 @@ def graph_ops(graph: Graph | None) -> Iterator[str]:
             yield from graph_ops(body)
 
 
-def assert_b3(actual: Any, expected: Any, what: str = "") -> None:
-    """Compiled against eager within API.md B3's tolerance of the dtype (nan equals nan)."""
-    from dualgraph.testing import assert_close
-
-    exp = np.asarray(expected)
-    tol = B3.get(exp.dtype, {"rtol": 0.0, "atol": 0.0})
-    assert_close(np.asarray(actual), exp, equal_nan=True, msg=what or None, **tol)
-
-
 def forget_kernel(path: str) -> None:
     """Drop the loaded kernel whose source file is ``path`` from memory, so the next compile
     of its graph goes to the disk cache again."""
@@ -64,7 +56,7 @@ def compile_and_check(f: Any, x: np.ndarray, expected: np.ndarray) -> tuple:
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         out = compiled(dg.tensor(x))
-    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
+    assert_close(out.numpy(), expected, rtol=1e-12, atol=0, equal_nan=True, check_dtype=False)
     assert compiled.stats.kernels == 1
     (entry,) = compiled.entries()
     return entry.kernel, [str(w.message) for w in record]

@@ -169,12 +169,14 @@ def test_explained_graphs_compute_the_step(mlp_step):
     d = report.differentiated
     outs = dg.interpret(report.optimized, x.numpy(), y.numpy(), *params)
     loss = step(x, y)
-    np.testing.assert_allclose(outs[0], loss.numpy(), rtol=1e-6)
+    dg.testing.assert_close(outs[0], loss.numpy(), rtol=1e-6, atol=0, equal_nan=True,
+                            check_dtype=False)
     grads = dg.interpret(report.backward_optimized, np.ones((), np.float32), *outs[1:])
     net.zero_grad()
     loss.backward()
     for gr, p in zip(grads, net.parameters()):
-        np.testing.assert_allclose(gr, p.grad.numpy(), rtol=1e-5, atol=1e-6)
+        dg.testing.assert_close(gr, p.grad.numpy(), rtol=1e-5, atol=1e-6, equal_nan=True,
+                                check_dtype=False)
     assert d.n_outputs == 1
 
 
@@ -198,9 +200,11 @@ def test_explain_shows_the_value_and_grad_kernel_of_a_scalar_loss(mlp_step):
     net.zero_grad()
     eager = step(x, y)
     eager.backward()
-    np.testing.assert_allclose(loss, eager.item(), rtol=1e-6)
+    dg.testing.assert_close(loss, eager.item(), rtol=1e-6, atol=0, equal_nan=True,
+                            check_dtype=False)
     for g, p in zip(grads, net.parameters()):
-        np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-5, atol=1e-6)
+        dg.testing.assert_close(g, p.grad.numpy(), rtol=1e-5, atol=1e-6, equal_nan=True,
+                                check_dtype=False)
     vector = dg.explain(lambda x: x * 2, dg.ones(3, requires_grad=True))
     assert vector.value_and_grad is None and "== value and grad" not in str(vector)
 
