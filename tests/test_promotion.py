@@ -152,7 +152,9 @@ def test_binary_ops_promote_like_pytorch_eager_and_traced(op, fn, a, b, expected
     with _Recorded() as eager_ops:
         out = fn(x, y)
     assert out.dtype == DTYPES[expected]
-    dg.testing.assert_close(out.numpy(), _reference(op, a, b, DTYPES[compute]), rtol=1e-6, atol=0,
+    # The reference is broadcast to (3,); a 0-d result stands for every element.
+    want = _reference(op, a, b, DTYPES[compute])
+    dg.testing.assert_close(np.broadcast_to(out.numpy(), want.shape), want, rtol=1e-6, atol=0,
                             equal_nan=True, check_dtype=False)
     # Traced: the same dtype, and the same ops as eager (no cast in one spelling only).
     tensors = [v for v in (x, y) if isinstance(v, dg.Tensor)]
