@@ -136,27 +136,28 @@ def randn(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: A
           generator: Any = None, **kwargs: Any) -> Tensor:
     """Standard normal samples (float32 unless ``dtype`` says otherwise), from
     ``generator`` (a `dg.Generator`) or dualgraph's default one."""
-    shape = _size_keyword(shape, kwargs, "randn()")
-    factory_options("randn()", device, kwargs)
-    shape = _shape_arg(shape)
-    dtype = as_dtype(dtype or _DEFAULT_FLOAT)
-    if current_trace() is not None:
-        return _traced_draw(R.randn, shape, dtype, requires_grad, generator)
-    return _filled(numpy_generator(generator).standard_normal(shape).astype(dtype),
-                   requires_grad)
+    return _sampled("randn()", R.randn, lambda gen, size: gen.standard_normal(size), shape,
+                    dtype, requires_grad, device, generator, kwargs)
 
 
 def rand(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
          generator: Any = None, **kwargs: Any) -> Tensor:
     """Uniform samples in ``[0, 1)`` (float32 unless ``dtype`` says otherwise), from
     ``generator`` (a `dg.Generator`) or dualgraph's default one."""
-    shape = _size_keyword(shape, kwargs, "rand()")
-    factory_options("rand()", device, kwargs)
+    return _sampled("rand()", R.rand, lambda gen, size: gen.random(size), shape, dtype,
+                    requires_grad, device, generator, kwargs)
+
+
+def _sampled(fn: str, op: Callable, sample: Callable, shape: tuple, dtype: Any,
+             requires_grad: bool, device: Any, generator: Any, kwargs: dict) -> Tensor:
+    """``randn``/``rand``: NumPy's stream eagerly; in a trace, the random op ``op``."""
+    shape = _size_keyword(shape, kwargs, fn)
+    factory_options(fn, device, kwargs)
     shape = _shape_arg(shape)
     dtype = as_dtype(dtype or _DEFAULT_FLOAT)
     if current_trace() is not None:
-        return _traced_draw(R.rand, shape, dtype, requires_grad, generator)
-    return _filled(numpy_generator(generator).random(shape).astype(dtype), requires_grad)
+        return _traced_draw(op, shape, dtype, requires_grad, generator)
+    return _filled(sample(numpy_generator(generator), shape).astype(dtype), requires_grad)
 
 
 def _traced_draw(draw: Callable, shape: tuple, dtype: np.dtype, requires_grad: bool,

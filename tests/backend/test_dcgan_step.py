@@ -72,15 +72,17 @@ def test_dcgan_step_compiles_split_and_matches_eager():
     for _ in range(3):
         de, ge = step_e(real, noise)
         dc, gc = compiled(real, noise)
-        np.testing.assert_allclose(dc.numpy(), de.numpy(), rtol=2e-4, atol=1e-5)
-        np.testing.assert_allclose(gc.numpy(), ge.numpy(), rtol=2e-4, atol=1e-5)
+        dg.testing.assert_close(dc.numpy(), de.numpy(), rtol=2e-4, atol=1e-5, equal_nan=True,
+                                check_dtype=False)
+        dg.testing.assert_close(gc.numpy(), ge.numpy(), rtol=2e-4, atol=1e-5, equal_nan=True,
+                                check_dtype=False)
     assert compiled.stats.traces == 1
     (entry,) = compiled.entries()
     assert len(entry.kernel.parts) > 1
     for ne, nc in zip(nets_e, nets_c):
         for (name, pe), (_, pc) in zip(ne.named_parameters(), nc.named_parameters()):
-            np.testing.assert_allclose(pc.numpy(), pe.numpy(), rtol=1e-3, atol=1e-5,
-                                       err_msg=name)
+            dg.testing.assert_close(pc.numpy(), pe.numpy(), rtol=1e-3, atol=1e-5, equal_nan=True,
+                                    check_dtype=False, msg=name)
         for (name, be), (_, bc) in zip(ne.named_buffers(), nc.named_buffers()):
-            np.testing.assert_allclose(bc.numpy(), be.numpy(), rtol=1e-4, atol=1e-6,
-                                       err_msg=name)
+            dg.testing.assert_close(bc.numpy(), be.numpy(), rtol=1e-4, atol=1e-6, equal_nan=True,
+                                    check_dtype=False, msg=name)

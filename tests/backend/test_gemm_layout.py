@@ -35,7 +35,7 @@ def test_x_at_w_t_matches_numpy_and_is_transposed_only_for_few_rows(rows, out, b
     compiled = dg.compile(f, tiered=False)
     got = compiled(*(dg.tensor(a) for a in arrays)).numpy()
     want = f(*(dg.tensor(a) for a in arrays)).numpy()
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    dg.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, equal_nan=True, check_dtype=False)
     src = compiled.entries()[0].kernel.source
     swapped = any(line.strip().endswith("t.T") for line in src.splitlines())
     assert swapped == (rows < out), src
@@ -68,5 +68,7 @@ def test_mlp_step_with_transposed_first_layer_matches_eager():
     src = compiled.entries()[0].kernel.source
     assert any(line.strip().endswith("t.T") for line in src.splitlines()), src
     for pc, pe in zip(net_c.parameters(), net_e.parameters()):
-        np.testing.assert_allclose(pc.numpy(), pe.numpy(), rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(pc.grad.numpy(), pe.grad.numpy(), rtol=1e-4, atol=1e-6)
+        dg.testing.assert_close(pc.numpy(), pe.numpy(), rtol=1e-5, atol=1e-6, equal_nan=True,
+                                check_dtype=False)
+        dg.testing.assert_close(pc.grad.numpy(), pe.grad.numpy(), rtol=1e-4, atol=1e-6,
+                                equal_nan=True, check_dtype=False)

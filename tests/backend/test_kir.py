@@ -14,6 +14,7 @@ from dualgraph.backend import kir
 from dualgraph.backend.numba import blas as dgb
 from dualgraph.backend.numba import kernels as dgk
 from dualgraph.backend.numba import printer
+from dualgraph.testing import assert_close
 
 from .kir_exec import run
 
@@ -111,9 +112,9 @@ def test_gemm_transpose_flags(ta: bool, tb: bool):
     fn(a, b, got)
     am = a[0].T if ta else a[0]
     bm = b[0].T if tb else b[0]
-    np.testing.assert_allclose(got[0], am @ bm, rtol=1e-12)
+    assert_close(got[0], am @ bm, rtol=1e-12, atol=0, equal_nan=True, check_dtype=False)
     ref = run(body, {"a": a, "b": b, "c": np.zeros(params[2].shape)})["c"]
-    np.testing.assert_allclose(got, ref, rtol=1e-12)
+    assert_close(got, ref, rtol=1e-12, atol=0, equal_nan=True, check_dtype=False)
     assert "ascontiguousarray" not in src  # no operand is copied
 
 
@@ -125,7 +126,7 @@ def test_batched_gemm_with_a_broadcast_operand():
     fn, _ = compiled(params, body)
     got = np.zeros(params[2].shape)
     fn(a, b, got)
-    np.testing.assert_allclose(got, a @ b[0].T, rtol=1e-12)
+    assert_close(got, a @ b[0].T, rtol=1e-12, atol=0, equal_nan=True, check_dtype=False)
     assert "gemm x3 NT 3x4x5" in kir.format_block(body)
 
 

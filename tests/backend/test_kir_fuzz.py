@@ -6,7 +6,7 @@
   indices chosen to meet or miss each other (the loop's own cell, a shifted or reversed
   one, a transposed one, a constant). `kir.verify` accepts them and rejects each of them
   corrupted; `loops.merge_loops` leaves their results unchanged, element for element.
-- The fuzz programs of the project (`tests/random_programs.py`), lowered to kernel IR
+- The fuzz programs of the project (`tests/_support/random_programs.py`), lowered to kernel IR
   without compiling anything, run through the executor and agree with the graph
   interpreter.
 """
@@ -26,8 +26,8 @@ from dualgraph import passes as P
 from dualgraph.backend import kir
 from dualgraph.backend.loops import merge_loops
 
-from ..random_programs import programs
-from ..tolerance import tolerance
+from .._support.random_programs import programs
+from .._support.tolerance import tolerance
 from .kir_exec import run
 
 F8 = np.dtype(np.float64)
@@ -378,7 +378,8 @@ def check_lowered(graph: Any, args: list, report: str) -> None:
         e = np.asarray(e)
         msg = f"output {k}\n{report}\n{kir.format_block(stmts)}"
         if e.dtype.kind == "f":  # the fuzz tests' tolerances between modes
-            np.testing.assert_allclose(g.reshape(e.shape), e, err_msg=msg, **tolerance(
+            dg.testing.assert_close(g.reshape(e.shape), e, equal_nan=True, check_dtype=False,
+                                    msg=msg, **tolerance(
                 e, 2e-4 if e.dtype == np.float32 else 1e-9))
         else:
             np.testing.assert_array_equal(g.reshape(e.shape), e, err_msg=msg)

@@ -69,12 +69,15 @@ def test_compiled_prod_over_long_and_empty_axes_and_integers():
     f = dg.compile(lambda a, b, c: (a.prod(1), a.prod(), b.prod(0), c.prod(1),
                                     dg.prod(a, (0, 1), keepdim=True)), tiered=False)
     rows, whole, ints, empty, kept = f(dg.tensor(x), dg.tensor(k), dg.tensor(e))
-    np.testing.assert_allclose(rows.numpy(), x.prod(1), rtol=1e-12)
-    np.testing.assert_allclose(whole.numpy(), x.prod(), rtol=1e-12)
+    dg.testing.assert_close(rows.numpy(), x.prod(1), rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)
+    dg.testing.assert_close(whole.numpy(), x.prod(), rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)
     assert ints.numpy().dtype == np.int64
     np.testing.assert_array_equal(ints.numpy(), k.prod(0, dtype=np.int64))
     np.testing.assert_array_equal(empty.numpy(), np.ones(2))
-    np.testing.assert_allclose(kept.numpy(), x.prod(keepdims=True), rtol=1e-12)
+    dg.testing.assert_close(kept.numpy(), x.prod(keepdims=True), rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 # ------------------------------------------------------------------ bitcast views

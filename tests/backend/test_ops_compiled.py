@@ -27,7 +27,7 @@ from dualgraph.ops import random as RND
 from dualgraph.ops.shape import SCATTER
 from dualgraph.testing import assert_close
 
-from ..compile_helpers import B3, graph_ops
+from .._support.compiled import B3, graph_ops
 
 DTYPES = (np.float32, np.float64)
 

@@ -21,7 +21,7 @@ import dualgraph as dg
 from dualgraph.nn import functional as F
 from dualgraph.testing import assert_close
 
-from ..compile_helpers import B3, graph_ops
+from .._support.compiled import B3, graph_ops
 from .test_ops_compiled import DTYPES, Case, _as_tuple, _compare, _uniform
 
 IDS = ["f32", "f64"]

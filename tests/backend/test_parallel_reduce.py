@@ -29,7 +29,8 @@ def test_parallel_sum_matches_serial_and_is_a_prange(n):
     ref = (np.tanh(xd * 0.5 + 1) / (1 + np.exp(-xd)) + 0.1 * xd ** 2).sum()
     assert got[True][0] == pytest.approx(ref, rel=1e-6)
     assert got[True][0] == pytest.approx(got[False][0], rel=1e-6)
-    np.testing.assert_allclose(got[True][1], got[False][1], rtol=1e-6)
+    dg.testing.assert_close(got[True][1], got[False][1], rtol=1e-6, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 def test_parallel_max_propagates_nan_and_finds_the_maximum():

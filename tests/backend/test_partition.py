@@ -18,7 +18,7 @@ from dualgraph.ir.graph import Graph, Node
 from dualgraph.ir.interpret import interpret
 from dualgraph.passes import optimize
 
-from ..compile_helpers import adam_mlp_step
+from .._support.compiled import adam_mlp_step
 
 
 def _input(shape, dtype=np.float64):
@@ -63,8 +63,10 @@ def test_split_kernel_equals_the_interpreter_and_shares_identical_layers():
     split.compile(arrays)
     assert split.shared_parts == len(split.parts) - len(distinct)
     (want,) = interpret(g, *arrays)
-    np.testing.assert_allclose(split(*arrays)[0], want, rtol=1e-12)
-    np.testing.assert_allclose(whole(*arrays)[0], want, rtol=1e-12)
+    dg.testing.assert_close(split(*arrays)[0], want, rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)
+    dg.testing.assert_close(whole(*arrays)[0], want, rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 def test_cuts_fall_at_the_same_places_in_repeated_structure():
@@ -95,9 +97,9 @@ def test_in_place_write_waits_for_the_last_reader_of_the_old_value():
     ins = k.prepare([v.copy() for v in arrays])
     outs = k.new_outputs()
     k.run(ins, outs)
-    np.testing.assert_allclose(ins[0], want[0])
-    np.testing.assert_allclose(outs[0], want[1])
-    np.testing.assert_allclose(outs[1], want[2])
+    dg.testing.assert_close(ins[0], want[0], rtol=1e-7, atol=0, equal_nan=True, check_dtype=False)
+    dg.testing.assert_close(outs[0], want[1], rtol=1e-7, atol=0, equal_nan=True, check_dtype=False)
+    dg.testing.assert_close(outs[1], want[2], rtol=1e-7, atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_outputs_that_are_inputs_views_or_scalars_cross_cuts():
@@ -119,7 +121,7 @@ def test_outputs_that_are_inputs_views_or_scalars_cross_cuts():
     assert len(k.parts) > 2
     got = k(*arrays)
     for w, o in zip(want, got):
-        np.testing.assert_allclose(o, w, rtol=1e-12)
+        dg.testing.assert_close(o, w, rtol=1e-12, atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_split_training_step_equals_eager(monkeypatch):
@@ -134,11 +136,13 @@ def test_split_training_step_equals_eager(monkeypatch):
     compiled = dg.compile(step_c, tiered=False)
     for _ in range(3):
         le, lc = step_e(x, t), compiled(x, t)
-        np.testing.assert_allclose(lc.numpy(), le.numpy(), rtol=1e-5)
+        dg.testing.assert_close(lc.numpy(), le.numpy(), rtol=1e-5, atol=0, equal_nan=True,
+                                check_dtype=False)
     (entry,) = compiled.entries()
     assert len(entry.kernel.parts) > 1
     for pe, pc in zip(net_e.parameters(), net_c.parameters()):
-        np.testing.assert_allclose(pc.numpy(), pe.numpy(), rtol=1e-4, atol=1e-6)
+        dg.testing.assert_close(pc.numpy(), pe.numpy(), rtol=1e-4, atol=1e-6, equal_nan=True,
+                                check_dtype=False)
 
 
 def test_split_kernel_runs_from_threads_at_once():
@@ -151,7 +155,7 @@ def test_split_kernel_runs_from_threads_at_once():
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda _: k(*arrays)[0], range(16)))
     for o in got:
-        np.testing.assert_allclose(o, want, rtol=1e-12)
+        dg.testing.assert_close(o, want, rtol=1e-12, atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_parts_load_from_the_disk_cache_in_a_new_process(tmp_path, monkeypatch):
@@ -190,7 +194,8 @@ def test_parts_compile_in_parallel_in_helper_processes(tmp_path, monkeypatch):
         assert 0 < k.helper_parts < distinct
         assert k.loaded_parts == k.helper_parts
         (want,) = interpret(g, *arrays)
-        np.testing.assert_allclose(k(*arrays)[0], want, rtol=1e-12)
+        dg.testing.assert_close(k(*arrays)[0], want, rtol=1e-12, atol=0, equal_nan=True,
+                                check_dtype=False)
 
 
 def _step_graph(monkeypatch, workload: str) -> tuple:

@@ -61,8 +61,8 @@ def test_regular_max_pool_is_kernel_ir_that_means_the_op(shape, k, s, d):
     _, scatter, sargs = _node("pool_scatter", [grad, want], sattrs)
     kir.verify(scatter, [a.buf for a in sargs])
     got = run(scatter, {"a0": grad, "a1": want})["r"]
-    np.testing.assert_allclose(got.reshape(shape),
-                               OPS["pool_scatter"].impl(grad, want, **sattrs), rtol=1e-6)
+    dg.testing.assert_close(got.reshape(shape), OPS["pool_scatter"].impl(grad, want, **sattrs),
+                            rtol=1e-6, atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_padded_pool_reads_its_windows_from_tables():
@@ -90,5 +90,7 @@ def test_compiled_max_pool_and_gradient_equal_eager(padding):
     lc.backward()
     le.backward()
     assert compiled.stats.kernels >= 1
-    np.testing.assert_allclose(lc.numpy(), le.numpy(), rtol=1e-6, equal_nan=True)
-    np.testing.assert_allclose(xc.grad.numpy(), xe.grad.numpy(), rtol=1e-6, equal_nan=True)
+    dg.testing.assert_close(lc.numpy(), le.numpy(), rtol=1e-6, atol=0, equal_nan=True,
+                            check_dtype=False)
+    dg.testing.assert_close(xc.grad.numpy(), xe.grad.numpy(), rtol=1e-6, atol=0, equal_nan=True,
+                            check_dtype=False)

@@ -50,7 +50,8 @@ def test_softmax_family_ir_means_the_op(op, shape, axis, dtype):
     got = run(block, {f"a{k}": a for k, a in enumerate(arrays)})["r"]
     want = OPS[op].impl(*arrays, axis=axis)
     tol = 1e-5 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=tol, atol=tol)
+    dg.testing.assert_close(got.reshape(want.shape), want, rtol=tol, atol=tol, equal_nan=True,
+                            check_dtype=False)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -67,7 +68,8 @@ def test_layer_norm_ir_means_the_op(shape, ndim, dtype):
     got = run(block, {"a0": x, "a1": w, "a2": b})["r"]
     want = OPS["layer_norm"].impl(x, w, b, **attrs)
     tol = 2e-4 if dtype == np.float32 else 1e-10
-    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=tol, atol=tol)
+    dg.testing.assert_close(got.reshape(want.shape), want, rtol=tol, atol=tol, equal_nan=True,
+                            check_dtype=False)
 
 
 @pytest.mark.parametrize("op", ["softmax", "log_softmax", "softmax_backward",
@@ -102,7 +104,8 @@ def test_compiled_rows_equal_eager_with_nan_and_inf():
         want = rows(dg.tensor(x), dg.tensor(w))
     assert compiled.stats.kernels >= 1
     for g, e in zip(got, want):
-        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-5, atol=1e-6)
+        dg.testing.assert_close(g.numpy(), e.numpy(), rtol=1e-5, atol=1e-6, equal_nan=True,
+                                check_dtype=False)
 
 
 def test_compiled_row_gradients_equal_eager():
@@ -118,4 +121,5 @@ def test_compiled_row_gradients_equal_eager():
     compiled(xc).backward()
     loss(xe).backward()
     assert compiled.stats.kernels >= 1
-    np.testing.assert_allclose(xc.grad.numpy(), xe.grad.numpy(), rtol=1e-5, atol=1e-6)
+    dg.testing.assert_close(xc.grad.numpy(), xe.grad.numpy(), rtol=1e-5, atol=1e-6, equal_nan=True,
+                            check_dtype=False)

@@ -64,8 +64,8 @@ def test_a_layer_compiled_frozen_gets_gradients_once_unfrozen(runner):
     assert lin.weight.grad is None
     lin.weight.requires_grad_(True)
     f(x).backward()
-    np.testing.assert_allclose(lin.weight.grad.numpy(), x.numpy().sum(0, keepdims=True),
-                               rtol=1e-6)
+    dg.testing.assert_close(lin.weight.grad.numpy(), x.numpy().sum(0, keepdims=True), rtol=1e-6,
+                            atol=0, equal_nan=True, check_dtype=False)
 
 
 # ---------------------------------------------------------- containers
@@ -89,7 +89,8 @@ def test_sequential_mutation_runs_the_new_layers(runner, change):
     else:
         del net[1]
     for _ in range(2):
-        np.testing.assert_allclose(f(x).numpy(), _eager_of(net, x), rtol=1e-5, atol=1e-6)
+        dg.testing.assert_close(f(x).numpy(), _eager_of(net, x), rtol=1e-5, atol=1e-6,
+                                equal_nan=True, check_dtype=False)
     if runner.mode != "eager":
         assert traces(f) == 2
         assert "submodules of a Sequential changed" in f.stats.retrace_reasons[0]
@@ -121,7 +122,8 @@ def test_module_list_and_dict_mutation_runs_the_new_layers(runner, change):
     else:
         net.heads["a"] = nn.Linear(3, 1)
     for _ in range(2):
-        np.testing.assert_allclose(f(x).numpy(), _eager_of(net, x), rtol=1e-5, atol=1e-6)
+        dg.testing.assert_close(f(x).numpy(), _eager_of(net, x), rtol=1e-5, atol=1e-6,
+                                equal_nan=True, check_dtype=False)
     if runner.mode != "eager":
         assert traces(f) == 2
 
@@ -153,8 +155,10 @@ def test_batchnorm_momentum_changed_between_calls(runner):
     ref(x)
     ref.momentum = 0.5
     ref(x)
-    np.testing.assert_allclose(bn.running_mean.numpy(), ref.running_mean.numpy(), rtol=1e-6)
-    np.testing.assert_allclose(bn.running_var.numpy(), ref.running_var.numpy(), rtol=1e-6)
+    dg.testing.assert_close(bn.running_mean.numpy(), ref.running_mean.numpy(), rtol=1e-6, atol=0,
+                            equal_nan=True, check_dtype=False)
+    dg.testing.assert_close(bn.running_var.numpy(), ref.running_var.numpy(), rtol=1e-6, atol=0,
+                            equal_nan=True, check_dtype=False)
     if runner.mode != "eager":
         assert any("momentum" in r for r in f.stats.retrace_reasons)
 

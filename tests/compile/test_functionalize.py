@@ -12,7 +12,7 @@ import pytest
 import dualgraph as dg
 from dualgraph.testing import assert_close
 
-from ..compile_helpers import graph_ops
+from .._support.compiled import graph_ops
 
 LEAF_VIEW = "a view of a leaf Variable that requires grad is being used in an in-place"
 

@@ -12,7 +12,7 @@ import pytest
 
 import dualgraph as dg
 
-from ..compile_helpers import assert_b3 as assert_close
+from .._support.compiled import B3
 
 
 # ------------------------------------------------------------------ no_grad and detach
@@ -34,8 +34,9 @@ def test_no_grad_values_are_constants_in_train_mode(fn):
     x.grad = None
     f = dg.compile(fn)
     f(x).backward()
-    assert_close(x.grad.numpy(), expected)
-    assert_close(expected, np.array([2.0, 4.0, 6.0], np.float32))
+    dg.testing.assert_close(x.grad.numpy(), expected, equal_nan=True, **B3[expected.dtype])
+    dg.testing.assert_close(expected, np.array([2.0, 4.0, 6.0], np.float32), equal_nan=True,
+                            **B3[np.float32])
     assert f.stats.traces == 1
 
 
@@ -49,7 +50,8 @@ def test_no_grad_values_are_constants_in_step_mode():
     f = dg.compile(step)
     f(x)
     assert f.stats.traces == 1
-    assert_close(x.grad.numpy(), np.array([2.0, 4.0, 6.0], np.float32))
+    dg.testing.assert_close(x.grad.numpy(), np.array([2.0, 4.0, 6.0], np.float32), equal_nan=True,
+                            **B3[np.float32])
 
 
 # ------------------------------------------------------------------ module state guards
@@ -163,9 +165,10 @@ def test_hyperparameter_schedule_runs_one_kernel_and_matches_eager(make_opt):
     eager_losses, eager_params = _run_schedule(False, make_opt)[:2]
     losses, params, run = _run_schedule(True, make_opt)
     assert run.stats.traces == 1
-    np.testing.assert_allclose(losses, eager_losses, rtol=1e-5)
+    dg.testing.assert_close(losses, eager_losses, rtol=1e-5, atol=0, equal_nan=True,
+                            check_dtype=False)
     for p, q in zip(params, eager_params):
-        assert_close(p, q)
+        dg.testing.assert_close(p, q, equal_nan=True, **B3[q.dtype])
 
 
 def test_turning_weight_decay_on_retraces():

@@ -19,7 +19,7 @@ from dualgraph.modes import bind
 from dualgraph.ops.registry import OPS, OpDef
 from dualgraph.testing import assert_close
 
-from ..compile_helpers import B3
+from .._support.compiled import B3
 
 OPS_DIR = Path(dg.__file__).parent / "ops"
 # A scalar-expression placeholder: an operand ({0}) or a backend constant or function.
@@ -192,4 +192,5 @@ def test_products_build_kernel_ir_that_means_a_matmul(shapes) -> None:
     kir.verify(block, [a.buf for a in args])
     got = run(block, {f"a{k}": x for k, x in enumerate(xs)})["r"]
     want = np.matmul(*xs)
-    np.testing.assert_allclose(got.reshape(np.shape(want)), want, rtol=1e-12)
+    assert_close(got.reshape(np.shape(want)), want, rtol=1e-12, atol=0, equal_nan=True,
+                 check_dtype=False)

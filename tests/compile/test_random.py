@@ -11,7 +11,7 @@ from dualgraph.compare import RANDOM_NOTE
 from dualgraph.nn import functional as F
 from dualgraph.ops import random as RND
 
-from ..compile_helpers import graph_ops
+from .._support.compiled import graph_ops
 
 ZEROS = np.zeros(1000, np.float32)
 
@@ -40,7 +40,9 @@ def test_eager_dropout_statistics_and_reproducibility():
     zeroed = float(np.mean(y == 0))
     assert abs(zeroed - 0.3) < 0.01
     assert abs(float(y.mean()) - 1.0) < 0.02
-    np.testing.assert_allclose(y[y != 0], 1 / 0.7, rtol=1e-6)
+    kept = y[y != 0]
+    dg.testing.assert_close(kept, np.full_like(kept, 1 / 0.7), rtol=1e-6, atol=0, equal_nan=True,
+                            check_dtype=False)
     dg.manual_seed(1)
     np.testing.assert_array_equal(F.dropout(x, p=0.3).numpy(), y)
     assert not np.array_equal(F.dropout(x, p=0.3).numpy(), y)  # the generator advanced
@@ -52,7 +54,8 @@ def test_eager_dropout_gradient_is_the_mask():
     assert y.grad_fn.name() == "MulBackward0"
     y.backward(dg.ones(1000))
     kept = (y.numpy() != 0) | (x.numpy() == 0)
-    np.testing.assert_allclose(x.grad.numpy(), np.where(kept, 1 / 0.6, 0.0), rtol=1e-6)
+    dg.testing.assert_close(x.grad.numpy(), np.where(kept, 1 / 0.6, 0.0), rtol=1e-6, atol=0,
+                            equal_nan=True, check_dtype=False)
 
 
 def test_dropout_edge_cases_and_eval_identity():
@@ -118,7 +121,8 @@ def test_compiled_random_ops_match_the_interpreter_for_the_same_key():
     expected = dg.interpret(graph, key.numpy(), x.numpy())
     got = dg.compile(draws)(key, x)
     np.testing.assert_array_equal(got[0].numpy(), expected[0])
-    np.testing.assert_allclose(got[1].numpy(), expected[1], rtol=1e-15, atol=1e-15)
+    dg.testing.assert_close(got[1].numpy(), expected[1], rtol=1e-15, atol=1e-15, equal_nan=True,
+                            check_dtype=False)
     np.testing.assert_array_equal(got[2].numpy(), expected[2])
 
 
@@ -133,7 +137,8 @@ def test_compiled_dropout_statistics_and_gradient():
     assert abs(float(v1.mean()) - 1.0) < 0.02
     assert not np.array_equal(v1, y2.numpy())
     y1.backward(dg.ones(100_000))
-    np.testing.assert_allclose(x.grad.numpy(), v1, rtol=1e-6)  # mask / (1 - p), x = 1
+    dg.testing.assert_close(x.grad.numpy(), v1, rtol=1e-6, atol=0, equal_nan=True,
+                            check_dtype=False)  # mask / (1 - p), x = 1
     assert f.stats.traces == 1 and f.stats.kernels == 2
     (entry,) = f.entries()
     assert "dropout" in graph_ops(entry.backward_graph)
@@ -162,7 +167,7 @@ def test_compiled_training_step_with_dropout_matches_mask_gradient():
         return y
 
     y = step(dg.ones(2000)).numpy()
-    np.testing.assert_allclose(w.grad.numpy(), y, rtol=1e-6)
+    dg.testing.assert_close(w.grad.numpy(), y, rtol=1e-6, atol=0, equal_nan=True, check_dtype=False)
     assert 0.45 < float(np.mean(y == 0)) < 0.55
 
 

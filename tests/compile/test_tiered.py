@@ -110,7 +110,8 @@ def test_swap_to_tier1_then_same_values(step_run):
     assert not entry.tier0 and entry.pending is None
     assert not isinstance(entry.kernel, tiered.InterpretedKernel)
     for _ in range(3):
-        np.testing.assert_allclose(f(*args).item(), eager(*eargs).item(), rtol=1e-5)
+        dg.testing.assert_close(f(*args).item(), eager(*eargs).item(), rtol=1e-5, atol=0,
+                                equal_nan=True, check_dtype=False)
     st = f.stats
     assert st.tier0_calls >= 3 and st.swap_call is not None and st.swap_call > 3
     assert st.swap_seconds > 0 and st.worker_seconds > 0
@@ -151,8 +152,8 @@ def test_train_mode_backward_at_both_tiers(cold_cache, loss):
     assert tiered.wait(f, TIMEOUT), f.stats.tier_failure
     c_out, c_grad = grads(f)
     assert f.stats.tier0_calls == 1 and f.stats.tier1_calls == 1
-    np.testing.assert_allclose(c_out, e_out, rtol=1e-10)
-    np.testing.assert_allclose(c_grad, e_grad, rtol=1e-10)
+    dg.testing.assert_close(c_out, e_out, rtol=1e-10, atol=0, equal_nan=True, check_dtype=False)
+    dg.testing.assert_close(c_grad, e_grad, rtol=1e-10, atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_random_ops_draw_the_same_numbers_at_both_tiers(cold_cache):
@@ -165,7 +166,7 @@ def test_random_ops_draw_the_same_numbers_at_both_tiers(cold_cache):
     dg.manual_seed(3)
     b = f(x).numpy()
     assert f.stats.tier0_calls == 1
-    np.testing.assert_allclose(a, b, rtol=1e-6)
+    dg.testing.assert_close(a, b, rtol=1e-6, atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_blocking_when_asked(cold_cache, monkeypatch):
@@ -273,7 +274,8 @@ def test_memory_plateaus_over_many_distinct_graphs(cold_cache, monkeypatch):
         f(x)
         pids.add(tiered.worker_pid())
         assert tiered.wait(f, TIMEOUT), f.stats.tier_failure
-        np.testing.assert_allclose(f(x).numpy(), np.tanh(x.numpy()) * c, rtol=1e-12)
+        dg.testing.assert_close(f(x).numpy(), np.tanh(x.numpy()) * c, rtol=1e-12, atol=0,
+                                equal_nan=True, check_dtype=False)
         del f
         rss.append(_rss())
     assert len(pids - {None}) >= 4  # replaced after every 3 jobs

@@ -12,7 +12,7 @@ import pytest
 import dualgraph as dg
 from dualgraph.testing import assert_close
 
-from ..compile_helpers import B3
+from .._support.compiled import B3
 
 TOL = B3[np.float64]
 

@@ -144,17 +144,21 @@ def test_broadcast_gradients_are_summed_to_input_shape() -> None:
     out.sum().backward()
     assert a.grad.shape == (3, 1) and b.grad.shape == (1, 4)
     assert c.grad.shape == () and d.grad.shape == (4,)
-    np.testing.assert_allclose(a.grad.numpy(), np.full((3, 1), 0.0 + 1 + 2 + 3))
-    np.testing.assert_allclose(b.grad.numpy(), np.full((1, 4), 0.0 + 1 + 2))
+    dg.testing.assert_close(a.grad.numpy(), np.full((3, 1), 0.0 + 1 + 2 + 3), rtol=1e-7, atol=0,
+                            equal_nan=True, check_dtype=False)
+    dg.testing.assert_close(b.grad.numpy(), np.full((1, 4), 0.0 + 1 + 2), rtol=1e-7, atol=0,
+                            equal_nan=True, check_dtype=False)
     assert c.grad.item() == 12.0
-    np.testing.assert_allclose(d.grad.numpy(), (np.arange(3.0)[:, None] * np.arange(4.0) + 2)
-                               .sum(axis=0))
+    dg.testing.assert_close(d.grad.numpy(), (np.arange(3.0)[:, None] * np.arange(4.0) + 2)
+                               .sum(axis=0),
+                            rtol=1e-7, atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_backward_with_explicit_gradient() -> None:
     a = dg.tensor([1.0, 2.0], requires_grad=True)
     (a * a).backward(dg.tensor([1.0, 10.0]))
-    np.testing.assert_allclose(a.grad.numpy(), [2.0, 40.0])
+    dg.testing.assert_close(a.grad.numpy(), [2.0, 40.0], rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 def test_non_scalar_backward_needs_gradient() -> None:
@@ -237,7 +241,8 @@ def test_dg_grad_does_not_touch_dot_grad() -> None:
 def test_dg_grad_with_grad_outputs() -> None:
     a = dg.tensor([1.0, 2.0], requires_grad=True)
     (g,) = dg.grad(a * a, a, grad_outputs=dg.tensor([1.0, 10.0]))
-    np.testing.assert_allclose(g.numpy(), [2.0, 40.0])
+    dg.testing.assert_close(g.numpy(), [2.0, 40.0], rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)
     with pytest.raises(RuntimeError, match="scalar outputs"):
         dg.grad(a * a, a)
 
@@ -248,7 +253,8 @@ def test_dg_grad_allow_unused() -> None:
     with pytest.raises(RuntimeError, match="allow_unused"):
         dg.grad((a * 3).sum(), [a, u])
     ga, gu = dg.grad((a * 3).sum(), [a, u], allow_unused=True)
-    np.testing.assert_allclose(ga.numpy(), [3.0, 3.0])
+    dg.testing.assert_close(ga.numpy(), [3.0, 3.0], rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)
     assert gu is None
 
 
@@ -257,9 +263,11 @@ def test_dg_grad_with_respect_to_non_leaf() -> None:
     h = a * 2
     out = (h * h).sum()
     (gh,) = dg.grad(out, h, retain_graph=True)
-    np.testing.assert_allclose(gh.numpy(), [4.0, 8.0])  # 2h
+    dg.testing.assert_close(gh.numpy(), [4.0, 8.0], rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)  # 2h
     (ga,) = dg.grad(out, a)
-    np.testing.assert_allclose(ga.numpy(), [8.0, 16.0])  # 8a
+    dg.testing.assert_close(ga.numpy(), [8.0, 16.0], rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)  # 8a
     assert a.grad is None and h.grad is None
 
 
@@ -607,8 +615,9 @@ def test_graph_of_prints_the_program() -> None:
     assert str(dg.graph_of(y)) == expected
     # Exporting leaves the tape usable.
     y.backward()
-    np.testing.assert_allclose(x.grad.numpy(), np.exp(np.array([1.5, -1.0, 7.0])) * mask
-                               * np.array([0.5, -1.0, 2.0]), rtol=1e-6)
+    dg.testing.assert_close(x.grad.numpy(), np.exp(np.array([1.5, -1.0, 7.0])) * mask
+                               * np.array([0.5, -1.0, 2.0]),
+                            rtol=1e-6, atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_graph_of_classic_example_and_constant_tensor() -> None:
@@ -680,13 +689,16 @@ def test_matches_torch_values_gradients_and_node_structure(prog) -> None:
     xt, yt = torch.tensor(xv, requires_grad=True), torch.tensor(yv, requires_grad=True)
     od = prog(dg, xd, yd, dg.tensor(cv))
     ot = prog(torch, xt, yt, torch.tensor(cv))
-    np.testing.assert_allclose(od.numpy(), ot.detach().numpy(), rtol=1e-12)
+    dg.testing.assert_close(od.numpy(), ot.detach().numpy(), rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)
     assert _structure(od.grad_fn, _dg_name) == _structure(ot.grad_fn, _torch_name)
     gd = dg.tensor(np.linspace(1.0, 2.0, od.numpy().size).reshape(od.shape))
     od.backward(gd if od.ndim else None)
     ot.backward(torch.tensor(gd.numpy()) if ot.ndim else None)
-    np.testing.assert_allclose(xd.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
-    np.testing.assert_allclose(yd.grad.numpy(), yt.grad.numpy(), rtol=1e-12)
+    dg.testing.assert_close(xd.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)
+    dg.testing.assert_close(yd.grad.numpy(), yt.grad.numpy(), rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 def test_classic_example_matches_torch() -> None:
@@ -713,5 +725,7 @@ def test_higher_order_matches_torch() -> None:
         (g1,) = (dg.grad if m is dg else torch.autograd.grad)(y, x, create_graph=True)
         (g2,) = (dg.grad if m is dg else torch.autograd.grad)(g1.sum(), x)
         out.append((g1.detach().numpy(), g2.numpy()))
-    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-12)
-    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-12)
+    dg.testing.assert_close(out[0][0], out[1][0], rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)
+    dg.testing.assert_close(out[0][1], out[1][1], rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)

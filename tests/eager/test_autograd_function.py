@@ -8,7 +8,7 @@ import pytest
 import dualgraph as dg
 from dualgraph.testing import assert_close
 
-from ..compile_helpers import graph_ops
+from .._support.compiled import graph_ops
 
 
 class Exp(dg.autograd.Function):

@@ -122,8 +122,9 @@ def test_conv2d_kernel_matches_the_definition(shape, o, k, stride, padding, dila
     got = C._conv2d_impl(x, w, b, stride=stride, padding=padding, dilation=dilation,
                          groups=groups)
     assert got.flags.c_contiguous
-    np.testing.assert_allclose(got, _conv_reference(x, w, b, stride, padding, dilation,
-                                                    groups), rtol=1e-12, atol=1e-12)
+    dg.testing.assert_close(got, _conv_reference(x, w, b, stride, padding, dilation,
+                                                    groups),
+                            rtol=1e-12, atol=1e-12, equal_nan=True, check_dtype=False)
 
 
 @pytest.mark.parametrize("shape,o,k,stride,padding,dilation,groups", _GEOMETRIES)
@@ -136,7 +137,8 @@ def test_col2im_is_the_transpose_of_im2col(shape, o, k, stride, padding, dilatio
     c = rng.standard_normal(cols.shape)
     back = C._col2im_impl(c, shape[2:], k, dilation, padding, stride)
     assert back.shape == shape and back.flags.c_contiguous
-    np.testing.assert_allclose((cols * c).sum(), (x * back).sum(), rtol=1e-12)
+    dg.testing.assert_close((cols * c).sum(), (x * back).sum(), rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)
     # and each column is its window, in (C, kH, kW) order
     n, _, length = cols.shape
     view = C._windows_view(x, k, dilation, padding, stride)

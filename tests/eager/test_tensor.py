@@ -273,37 +273,46 @@ def test_operators_with_numbers_and_arrays(fn, ref) -> None:
     assert isinstance(out, dg.Tensor)  # also when a NumPy array is on the left
     assert out.dtype == np.float32  # Python scalars do not widen float32
     assert out.requires_grad and out.grad_fn is not None
-    np.testing.assert_allclose(out.numpy(), ref(x), rtol=1e-6)
+    dg.testing.assert_close(out.numpy(), ref(x), rtol=1e-6, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 def test_reflected_operators_differentiate() -> None:
     a = dg.tensor([1.0, 2.0], dtype=dg.float64, requires_grad=True)
     (2 - a).sum().backward()
-    np.testing.assert_allclose(a.grad.numpy(), [-1.0, -1.0])
+    dg.testing.assert_close(a.grad.numpy(), [-1.0, -1.0], rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)
     a.grad = None
     (2 / a).sum().backward()
-    np.testing.assert_allclose(a.grad.numpy(), [-2.0, -0.5])
+    dg.testing.assert_close(a.grad.numpy(), [-2.0, -0.5], rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)
     a.grad = None
     (np.array([3.0, 5.0]) * a).sum().backward()
-    np.testing.assert_allclose(a.grad.numpy(), [3.0, 5.0])
+    dg.testing.assert_close(a.grad.numpy(), [3.0, 5.0], rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)
     a.grad = None
     (np.array([2.0, 3.0]) ** a).sum().backward()
-    np.testing.assert_allclose(a.grad.numpy(), [2.0 * np.log(2.0), 9.0 * np.log(3.0)])
+    dg.testing.assert_close(a.grad.numpy(), [2.0 * np.log(2.0), 9.0 * np.log(3.0)], rtol=1e-7,
+                            atol=0, equal_nan=True, check_dtype=False)
 
 
 @pytest.mark.parametrize("base", [2, 2.0])
 def test_python_number_to_tensor_power_differentiates(base) -> None:
     a = dg.tensor([1.0, 2.0], dtype=dg.float64, requires_grad=True)
     (base**a).sum().backward()
-    np.testing.assert_allclose(a.grad.numpy(), 2.0 ** np.array([1.0, 2.0]) * np.log(2.0))
+    dg.testing.assert_close(a.grad.numpy(), 2.0 ** np.array([1.0, 2.0]) * np.log(2.0), rtol=1e-7,
+                            atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_matmul_with_arrays() -> None:
     m = np.arange(6.0, dtype=np.float32).reshape(2, 3)
     a = dg.tensor(np.ones((3, 2), np.float32), requires_grad=True)
-    np.testing.assert_allclose((m @ a).numpy(), m @ np.ones((3, 2)))
-    np.testing.assert_allclose((a @ m).numpy(), np.ones((3, 2)) @ m)
-    np.testing.assert_allclose(dg.matmul(dg.tensor(m), a).numpy(), m @ np.ones((3, 2)))
+    dg.testing.assert_close((m @ a).numpy(), m @ np.ones((3, 2)), rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)
+    dg.testing.assert_close((a @ m).numpy(), np.ones((3, 2)) @ m, rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)
+    dg.testing.assert_close(dg.matmul(dg.tensor(m), a).numpy(), m @ np.ones((3, 2)), rtol=1e-7,
+                            atol=0, equal_nan=True, check_dtype=False)
 
 
 @pytest.mark.parametrize(
@@ -472,14 +481,16 @@ def test_reductions_accept_dim_alias(name, kw) -> None:
     for out in (getattr(t, name)(**kw), getattr(dg, name)(t, **kw)):
         if isinstance(out, tuple):  # max(dim) for one int dim: (values, indices), PyTorch's
             out = out.values
-        np.testing.assert_allclose(out.numpy(), ref)
+        dg.testing.assert_close(out.numpy(), ref, rtol=1e-7, atol=0, equal_nan=True,
+                                check_dtype=False)
     # dim= and axis= mean the same thing.
     if axis is not None:
         akw = {"axis": axis, "keepdims": kw.get("keepdims", False)}
         out = getattr(t, name)(**akw)
         if isinstance(out, tuple):  # axis= is dim=, so max(axis=int) is (values, indices)
             out = out.values
-        np.testing.assert_allclose(out.numpy(), ref)
+        dg.testing.assert_close(out.numpy(), ref, rtol=1e-7, atol=0, equal_nan=True,
+                                check_dtype=False)
 
 
 def test_reduction_rejects_both_axis_and_dim() -> None:
@@ -508,9 +519,11 @@ def test_softmax_and_log_softmax_dim_alias(axis) -> None:
     t = dg.tensor(X)
     ref = _np_softmax(X, axis)
     for out in (dg.softmax(t, dim=axis), t.softmax(dim=axis), dg.softmax(t, axis)):
-        np.testing.assert_allclose(out.numpy(), ref, rtol=1e-12)
+        dg.testing.assert_close(out.numpy(), ref, rtol=1e-12, atol=0, equal_nan=True,
+                                check_dtype=False)
     for out in (dg.log_softmax(t, dim=axis), t.log_softmax(dim=axis), dg.log_softmax(t, axis)):
-        np.testing.assert_allclose(out.numpy(), np.log(ref), rtol=1e-12)
+        dg.testing.assert_close(out.numpy(), np.log(ref), rtol=1e-12, atol=0, equal_nan=True,
+                                check_dtype=False)
 
 
 # ------------------------------------------------------------------------------- torch
@@ -532,11 +545,13 @@ def test_operators_and_reductions_match_torch() -> None:
         td = dg.tensor(x, requires_grad=True)
         tt = torch.tensor(x, requires_grad=True)
         od, ot = prog(dg, td), prog(torch, tt)
-        np.testing.assert_allclose(od.numpy(), ot.detach().numpy(), rtol=1e-12)
+        dg.testing.assert_close(od.numpy(), ot.detach().numpy(), rtol=1e-12, atol=0, equal_nan=True,
+                                check_dtype=False)
         w = np.linspace(0.5, 1.5, od.numpy().size).reshape(od.shape)
         (od * w).sum().backward()
         (ot * torch.tensor(w)).sum().backward()
-        np.testing.assert_allclose(td.grad.numpy(), tt.grad.numpy(), rtol=1e-12, atol=1e-14)
+        dg.testing.assert_close(td.grad.numpy(), tt.grad.numpy(), rtol=1e-12, atol=1e-14,
+                                equal_nan=True, check_dtype=False)
 
 
 def test_int_and_float_tensors_promote_like_pytorch():
@@ -572,4 +587,5 @@ def test_int_float_promotion_matches_torch():
         ours = dg.tensor(a) * dg.tensor(b)
         theirs = torch.tensor(a) * torch.tensor(b)
         assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
-        np.testing.assert_allclose(ours.numpy(), theirs.numpy())
+        dg.testing.assert_close(ours.numpy(), theirs.numpy(), rtol=1e-7, atol=0, equal_nan=True,
+                                check_dtype=False)

@@ -32,12 +32,15 @@ def test_contiguous_keeps_the_gradient() -> None:
 
 def test_mm_and_bmm_values_gradients_and_checks() -> None:
     a, b = RNG.standard_normal((3, 4)), RNG.standard_normal((4, 2))
-    np.testing.assert_allclose(dg.tensor(a).mm(dg.tensor(b)).numpy(), a @ b)
-    np.testing.assert_allclose(dg.mm(dg.tensor(a), dg.tensor(b)).numpy(), a @ b)
+    dg.testing.assert_close(dg.tensor(a).mm(dg.tensor(b)).numpy(), a @ b, rtol=1e-7, atol=0,
+                            equal_nan=True, check_dtype=False)
+    dg.testing.assert_close(dg.mm(dg.tensor(a), dg.tensor(b)).numpy(), a @ b, rtol=1e-7, atol=0,
+                            equal_nan=True, check_dtype=False)
     assert dg.tensor(a, requires_grad=True).mm(dg.tensor(b)).grad_fn.name() == "MmBackward0"
     assert gradcheck(lambda x, y: x.mm(y), a, b)
     p, q = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((2, 4, 5))
-    np.testing.assert_allclose(dg.bmm(dg.tensor(p), dg.tensor(q)).numpy(), p @ q)
+    dg.testing.assert_close(dg.bmm(dg.tensor(p), dg.tensor(q)).numpy(), p @ q, rtol=1e-7, atol=0,
+                            equal_nan=True, check_dtype=False)
     assert gradcheck(lambda x, y: x.bmm(y), p, q)
     with pytest.raises(RuntimeError, match="mm: self must be a 2-D tensor"):
         dg.tensor(p).mm(dg.tensor(b))
@@ -90,7 +93,8 @@ def test_data_add_updates_like_the_regression_example() -> None:
     w = dg.nn.Parameter(dg.tensor([1.0, 2.0]))
     (w * w).sum().backward()
     w.data.add_(-0.1 * w.grad)
-    np.testing.assert_allclose(w.numpy(), [0.8, 1.6], rtol=1e-6)
+    dg.testing.assert_close(w.numpy(), [0.8, 1.6], rtol=1e-6, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 @pytest.mark.parametrize("form", ["call", "bare", "false", "nested"])
@@ -151,8 +155,9 @@ def test_activation_inplace_given_positionally(cls, args) -> None:
     h = dg.tensor(x0, requires_grad=True) * 1.0  # a non-leaf, as in a network
     out = m(h)
     ref = cls(*args[:-1])(dg.tensor(x0)).numpy()
-    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-6)
-    np.testing.assert_allclose(h.numpy(), ref, rtol=1e-6)  # written into the input
+    dg.testing.assert_close(out.numpy(), ref, rtol=1e-6, atol=0, equal_nan=True, check_dtype=False)
+    # written into the input
+    dg.testing.assert_close(h.numpy(), ref, rtol=1e-6, atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_relu_inplace_gradient_and_compiled() -> None:
@@ -163,11 +168,13 @@ def test_relu_inplace_gradient_and_compiled() -> None:
     w = dg.tensor(RNG.standard_normal((3, 2)).astype(np.float32), requires_grad=True)
     f(x, w).backward()
     eager = w.grad.numpy().copy()
-    np.testing.assert_allclose(eager, x.numpy().T @ ((x.numpy() @ w.numpy()) > 0), rtol=1e-6)
+    dg.testing.assert_close(eager, x.numpy().T @ ((x.numpy() @ w.numpy()) > 0), rtol=1e-6, atol=0,
+                            equal_nan=True, check_dtype=False)
     w.grad = None
     g = dg.compile(f)
     g(x, w).backward()
-    np.testing.assert_allclose(w.grad.numpy(), eager, rtol=1e-6)
+    dg.testing.assert_close(w.grad.numpy(), eager, rtol=1e-6, atol=0, equal_nan=True,
+                            check_dtype=False)
     assert g.stats.traces == 1
 
 
@@ -221,5 +228,6 @@ def test_tensor_methods_inside_a_compiled_function_match_eager() -> None:
     a = dg.tensor(RNG.standard_normal((3, 3)).astype(np.float32))
     b = dg.tensor(RNG.standard_normal((3, 3)).astype(np.float32))
     g = dg.compile(f)
-    np.testing.assert_allclose(g(a, b).numpy(), f(a, b).numpy(), rtol=1e-5)
+    dg.testing.assert_close(g(a, b).numpy(), f(a, b).numpy(), rtol=1e-5, atol=0, equal_nan=True,
+                            check_dtype=False)
     assert g.stats.traces == 1

@@ -9,7 +9,7 @@ import dualgraph as dg
 from dualgraph.passes import fuse, optimize
 from dualgraph.testing import assert_close
 
-from ..graph_helpers import all_ops, arrays_for
+from .._support.graphs import all_ops, arrays_for
 
 RNG = np.random.default_rng(3)
 

@@ -27,25 +27,25 @@ def _ref(q, k, v, mask=None, scale=None):
 
 def test_plain_and_causal_match_reference():
     q, k, v = dg.tensor(Q), dg.tensor(K), dg.tensor(V)
-    np.testing.assert_allclose(F.scaled_dot_product_attention(q, k, v).numpy(), _ref(Q, K, V),
-                               rtol=1e-12)
+    dg.testing.assert_close(F.scaled_dot_product_attention(q, k, v).numpy(), _ref(Q, K, V),
+                            rtol=1e-12, atol=0, equal_nan=True, check_dtype=False)
     causal = np.tril(np.ones((3, 5), bool))  # top-left: query i sees keys 0..i
-    np.testing.assert_allclose(
-        F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy(),
-        _ref(Q, K, V, causal), rtol=1e-12)
+    dg.testing.assert_close(F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy(),
+                            _ref(Q, K, V, causal), rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 def test_bool_mask_broadcasts_and_float_mask_adds():
     q, k, v = dg.tensor(Q), dg.tensor(K), dg.tensor(V)
     mask = RNG.random((5,)) > 0.3
     mask[0] = True
-    np.testing.assert_allclose(
-        F.scaled_dot_product_attention(q, k, v, attn_mask=dg.tensor(mask)).numpy(),
-        _ref(Q, K, V, mask), rtol=1e-12)
+    got = F.scaled_dot_product_attention(q, k, v, attn_mask=dg.tensor(mask)).numpy()
+    dg.testing.assert_close(got, _ref(Q, K, V, mask), rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)
     bias = np.where(mask, 0.0, -np.inf)
-    np.testing.assert_allclose(
-        F.scaled_dot_product_attention(q, k, v, attn_mask=dg.tensor(bias), scale=0.7).numpy(),
-        _ref(Q, K, V, mask, 0.7), rtol=1e-12)
+    got = F.scaled_dot_product_attention(q, k, v, attn_mask=dg.tensor(bias), scale=0.7).numpy()
+    dg.testing.assert_close(got, _ref(Q, K, V, mask, 0.7), rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 def test_fully_masked_row_is_zero_with_finite_gradients():
@@ -83,11 +83,13 @@ def test_compiled_equals_eager_and_traces_once():
         ts = [dg.tensor(a, requires_grad=True) for a in args]
         te = [dg.tensor(a, requires_grad=True) for a in args]
         out, ref = f(*ts), attend(*te)
-        np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-5, atol=1e-6)
+        dg.testing.assert_close(out.numpy(), ref.numpy(), rtol=1e-5, atol=1e-6, equal_nan=True,
+                                check_dtype=False)
         out.sum().backward()
         ref.sum().backward()
         for a, b in zip(ts, te):
-            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-6)
+            dg.testing.assert_close(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-6,
+                                    equal_nan=True, check_dtype=False)
     assert f.stats.traces == 1
 
 
@@ -103,7 +105,9 @@ def test_multihead_attention_parameters_and_shapes():
     x = dg.randn(5, 3, 8)
     out, w = m(x, x, x)
     assert out.shape == (5, 3, 8) and w.shape == (3, 5, 5)
-    np.testing.assert_allclose(w.numpy().sum(-1), 1.0, rtol=1e-5)
+    sums = w.numpy().sum(-1)
+    dg.testing.assert_close(sums, np.ones_like(sums), rtol=1e-5, atol=0, equal_nan=True,
+                            check_dtype=False)
     _, w_heads = m(x, x, x, average_attn_weights=False)
     assert w_heads.shape == (3, 2, 5, 5)
     out_bf, none = dg.nn.MultiheadAttention(8, 2, batch_first=True)(x, x, x, need_weights=False)

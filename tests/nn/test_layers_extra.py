@@ -24,7 +24,8 @@ def test_matches_torch(i: int) -> None:
     got = run(dg, i, weights)
     assert sorted(got) == sorted(want)
     for k, v in want.items():
-        np.testing.assert_allclose(got[k], v, rtol=1e-10, atol=1e-12, err_msg=k)
+        dg.testing.assert_close(got[k], v, rtol=1e-10, atol=1e-12, equal_nan=True,
+                                check_dtype=False, msg=k)
 
 
 def test_channel_dropout_zeroes_whole_channels() -> None:
@@ -80,7 +81,8 @@ def test_embedding_bag_matches_torch(i: int) -> None:
     got = run_bag(dg, i, want["weight"])
     assert sorted(got) == sorted(want)
     for k, v in want.items():
-        np.testing.assert_allclose(got[k], v, rtol=1e-10, atol=1e-12, err_msg=k)
+        dg.testing.assert_close(got[k], v, rtol=1e-10, atol=1e-12, equal_nan=True,
+                                check_dtype=False, msg=k)
 
 
 def test_embedding_keywords_and_from_pretrained() -> None:

@@ -50,7 +50,8 @@ def test_cross_entropy_gradient_is_softmax_minus_onehot():
     onehot[np.arange(3), k[:3]] = 1
     expected = (p - onehot) / 3
     expected[3] = 0.0  # the ignored row gets no gradient
-    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12, atol=1e-15)
+    dg.testing.assert_close(x.grad.numpy(), expected, rtol=1e-12, atol=1e-15, equal_nan=True,
+                            check_dtype=False)
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
@@ -59,8 +60,8 @@ def test_weighted_ignore_index_matches_reference(reduction, smoothing):
     k = np.array([0, 2, 1, 1])
     out = F.cross_entropy(dg.tensor(LOGITS), dg.tensor(k), dg.tensor(W), ignore_index=1,
                           reduction=reduction, label_smoothing=smoothing)
-    np.testing.assert_allclose(out.numpy(), ce_ref(LOGITS, k, W, 1, reduction, smoothing),
-                               rtol=1e-12)
+    dg.testing.assert_close(out.numpy(), ce_ref(LOGITS, k, W, 1, reduction, smoothing), rtol=1e-12,
+                            atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_all_targets_ignored_gives_nan_mean_and_zero_gradient():
@@ -86,7 +87,8 @@ def test_one_dimensional_logits_and_legacy_flags():
     v = dg.tensor(LOGITS[0], requires_grad=True)
     loss = F.cross_entropy(v, dg.tensor(2))
     assert loss.shape == () and loss.grad_fn.name() == "NllLossBackward0"
-    np.testing.assert_allclose(loss.item(), ce_ref(LOGITS[0], np.array(2)), rtol=1e-12)
+    dg.testing.assert_close(loss.item(), ce_ref(LOGITS[0], np.array(2)), rtol=1e-12, atol=0,
+                            equal_nan=True, check_dtype=False)
     assert F.cross_entropy(v, dg.tensor([2]), reduction="none").shape == ()
     # size_average=False is reduction="sum"; reduce=False is "none".
     x, k = dg.tensor(LOGITS), dg.tensor([0, 2, 1, 1])
@@ -101,7 +103,8 @@ def test_nd_logits_take_class_dim_one():
     k = rng.integers(0, 3, (2, 4, 5))
     out = F.cross_entropy(dg.tensor(x, requires_grad=True), dg.tensor(k), reduction="none")
     assert out.shape == (2, 4, 5)
-    np.testing.assert_allclose(out.numpy(), ce_ref(x, k, reduction="none"), rtol=1e-12)
+    dg.testing.assert_close(out.numpy(), ce_ref(x, k, reduction="none"), rtol=1e-12, atol=0,
+                            equal_nan=True, check_dtype=False)
     assert F.nll_loss(dg.tensor(x, requires_grad=True), dg.tensor(k)).grad_fn.name() == \
         "NllLoss2DBackward0"
 
@@ -157,7 +160,8 @@ def test_softmax_implicit_dim_warns_like_pytorch():
     x = dg.tensor(LOGITS)
     with pytest.warns(UserWarning, match="Implicit dimension choice for softmax"):
         out = F.softmax(x)
-    np.testing.assert_allclose(out.numpy(), F.softmax(x, 1).numpy())
+    dg.testing.assert_close(out.numpy(), F.softmax(x, 1).numpy(), rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 def test_softmax_of_empty_0d_and_ints():
@@ -200,13 +204,15 @@ def test_compiled_target_is_a_runtime_input():
     for k in ([0, 2, 1, 1], [2, 2, 0, -100]):
         got = f(x, dg.tensor(k))
         want = F.cross_entropy(x, dg.tensor(k), label_smoothing=0.1)
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+        dg.testing.assert_close(got.numpy(), want.numpy(), rtol=1e-6, atol=0, equal_nan=True,
+                                check_dtype=False)
         x.grad = None
         got.backward()
         g = x.grad.numpy()
         x.grad = None
         want.backward()
-        np.testing.assert_allclose(g, x.grad.numpy(), rtol=1e-5, atol=1e-7)
+        dg.testing.assert_close(g, x.grad.numpy(), rtol=1e-5, atol=1e-7, equal_nan=True,
+                                check_dtype=False)
     assert f.stats.traces == 1
     with pytest.raises(IndexError, match="out of bounds"):
         f(x, dg.tensor([0, 2, 1, 3]))

@@ -87,12 +87,12 @@ def test_compiled_module_reads_and_writes_back_buffers():
     m1, f, compiled = _run(True)
     assert f.stats.traces == 1 and f.stats.cache_hits == 2
     for a, b in zip(eager, compiled):
-        np.testing.assert_allclose(a, b, rtol=1e-6)
+        dg.testing.assert_close(a, b, rtol=1e-6, atol=0, equal_nan=True, check_dtype=False)
     for name in ("total", "scratch"):
-        np.testing.assert_allclose(getattr(m0, name).numpy(), getattr(m1, name).numpy(),
-                                   rtol=1e-6)
-    np.testing.assert_allclose(m0.lin.weight.grad.numpy(), m1.lin.weight.grad.numpy(),
-                               rtol=1e-5)
+        dg.testing.assert_close(getattr(m0, name).numpy(), getattr(m1, name).numpy(), rtol=1e-6,
+                                atol=0, equal_nan=True, check_dtype=False)
+    dg.testing.assert_close(m0.lin.weight.grad.numpy(), m1.lin.weight.grad.numpy(), rtol=1e-5,
+                            atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_compiled_module_sees_buffer_changes_and_rebinding():
@@ -100,12 +100,14 @@ def test_compiled_module_sees_buffer_changes_and_rebinding():
     x = dg.ones(1, 3)
     with dg.no_grad():
         m.total.fill_(2.0)
-    np.testing.assert_allclose(f(x).numpy(), m.lin(x).detach().numpy() * m.total.numpy())
+    dg.testing.assert_close(f(x).numpy(), m.lin(x).detach().numpy() * m.total.numpy(), rtol=1e-7,
+                            atol=0, equal_nan=True, check_dtype=False)
     m.total = dg.full((2,), 7.0)  # a new object: the trace's identity guard retraces
     traces = f.stats.traces
     out = f(x)
     assert f.stats.traces == traces + 1
-    np.testing.assert_allclose(out.numpy(), m.lin(x).detach().numpy() * m.total.numpy())
+    dg.testing.assert_close(out.numpy(), m.lin(x).detach().numpy() * m.total.numpy(), rtol=1e-7,
+                            atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_module_list_and_dict():
@@ -140,8 +142,8 @@ def test_sequential_slicing_and_growth():
     named = nn.Sequential(OrderedDict([("first", nn.ReLU()), ("second", nn.Tanh())]))
     assert list(named._modules) == ["first", "second"] and isinstance(named.second, nn.Tanh)
     x = dg.tensor([-1.0, 2.0])
-    np.testing.assert_allclose(nn.Sequential(nn.ReLU(), nn.Identity(7, k=2))(x).numpy(),
-                               [0.0, 2.0])
+    dg.testing.assert_close(nn.Sequential(nn.ReLU(), nn.Identity(7, k=2))(x).numpy(), [0.0, 2.0],
+                            rtol=1e-7, atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_apply_requires_grad_children_and_submodules():
@@ -202,7 +204,8 @@ def test_compiled_module_follows_a_dtype_change():
     net.double()
     y = f(x.double())
     assert y.dtype == dg.float64 and f.stats.traces == 2
-    np.testing.assert_allclose(y.numpy(), net(x.double()).numpy(), rtol=1e-12, atol=1e-15)
+    dg.testing.assert_close(y.numpy(), net(x.double()).numpy(), rtol=1e-12, atol=1e-15,
+                            equal_nan=True, check_dtype=False)
 
 
 def test_tensor_to_accepts_dtypes_devices_and_tensors():

@@ -84,7 +84,8 @@ def test_sequential_names_indexing_and_forward() -> None:
     x = dg.tensor(np.array([[1.0, -2.0], [0.5, 0.25]], np.float32))
     h = np.maximum(x.numpy() @ net[0].weight.numpy().T + net[0].bias.numpy(), 0)
     ref = h @ net[2].weight.numpy().T + net[2].bias.numpy()
-    np.testing.assert_allclose(net(x).numpy(), ref, rtol=1e-6)
+    dg.testing.assert_close(net(x).numpy(), ref, rtol=1e-6, atol=0, equal_nan=True,
+                            check_dtype=False)
     with pytest.raises(TypeError):
         nn.Sequential(nn.ReLU(), "not a module")
 
@@ -204,16 +205,20 @@ def test_linear_forward_backward_and_node_names() -> None:
     out = lin(dg.tensor(xv))
     assert out.grad_fn.name() == "AddmmBackward0"
     w, b = lin.weight.numpy(), lin.bias.numpy()
-    np.testing.assert_allclose(out.numpy(), xv @ w.T + b, rtol=1e-6)
+    dg.testing.assert_close(out.numpy(), xv @ w.T + b, rtol=1e-6, atol=0, equal_nan=True,
+                            check_dtype=False)
     out.sum().backward()
-    np.testing.assert_allclose(lin.weight.grad.numpy(), np.ones((2, 2)) @ xv, rtol=1e-6)
-    np.testing.assert_allclose(lin.bias.grad.numpy(), [2.0, 2.0])
+    dg.testing.assert_close(lin.weight.grad.numpy(), np.ones((2, 2)) @ xv, rtol=1e-6, atol=0,
+                            equal_nan=True, check_dtype=False)
+    dg.testing.assert_close(lin.bias.grad.numpy(), [2.0, 2.0], rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)
     # 1-D input and no bias work too.
-    np.testing.assert_allclose(lin(dg.tensor(xv[0])).numpy(), xv[0] @ w.T + b, rtol=1e-6)
+    dg.testing.assert_close(lin(dg.tensor(xv[0])).numpy(), xv[0] @ w.T + b, rtol=1e-6, atol=0,
+                            equal_nan=True, check_dtype=False)
     nob = nn.Linear(3, 2, bias=False)
     assert [n for n, _ in nob.named_parameters()] == ["weight"]
-    np.testing.assert_allclose(nob(dg.tensor(xv)).numpy(), xv @ nob.weight.numpy().T,
-                               rtol=1e-6)
+    dg.testing.assert_close(nob(dg.tensor(xv)).numpy(), xv @ nob.weight.numpy().T, rtol=1e-6,
+                            atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_linear_shape_error() -> None:
@@ -232,17 +237,20 @@ def test_linear_shape_error() -> None:
 )
 def test_activations(module, fn, ref) -> None:
     x = np.array([-2.0, -0.5, 0.0, 0.5, 3.0])
-    np.testing.assert_allclose(module(dg.tensor(x)).numpy(), ref(x), rtol=1e-12)
-    np.testing.assert_allclose(fn(dg.tensor(x)).numpy(), ref(x), rtol=1e-12)
+    dg.testing.assert_close(module(dg.tensor(x)).numpy(), ref(x), rtol=1e-12, atol=0,
+                            equal_nan=True, check_dtype=False)
+    dg.testing.assert_close(fn(dg.tensor(x)).numpy(), ref(x), rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 def test_functional_softmax_log_softmax() -> None:
     x = np.array([[1.0, 2.0, 3.0], [0.0, -1.0, 5.0]])
     e = np.exp(x - x.max(1, keepdims=True))
     sm = e / e.sum(1, keepdims=True)
-    np.testing.assert_allclose(F.softmax(dg.tensor(x), dim=1).numpy(), sm, rtol=1e-12)
-    np.testing.assert_allclose(F.log_softmax(dg.tensor(x), dim=1).numpy(), np.log(sm),
-                               rtol=1e-12)
+    dg.testing.assert_close(F.softmax(dg.tensor(x), dim=1).numpy(), sm, rtol=1e-12, atol=0,
+                            equal_nan=True, check_dtype=False)
+    dg.testing.assert_close(F.log_softmax(dg.tensor(x), dim=1).numpy(), np.log(sm), rtol=1e-12,
+                            atol=0, equal_nan=True, check_dtype=False)
 
 
 # -------------------------------------------------------------------------------- losses
@@ -274,7 +282,8 @@ def test_mse_loss(reduction) -> None:
     x.grad = None
     loss.backward()
     n = PRED.size if reduction == "mean" else 1
-    np.testing.assert_allclose(x.grad.numpy(), 2 * (PRED - TARGET) / n, rtol=1e-12)
+    dg.testing.assert_close(x.grad.numpy(), 2 * (PRED - TARGET) / n, rtol=1e-12, atol=0,
+                            equal_nan=True, check_dtype=False)
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
@@ -288,8 +297,8 @@ def test_cross_entropy_loss(reduction) -> None:
     loss.backward()
     onehot = np.eye(4)[CLASSES]
     n = 5 if reduction == "mean" else 1
-    np.testing.assert_allclose(x.grad.numpy(), (np.exp(_log_softmax(LOGITS)) - onehot) / n,
-                               rtol=1e-10, atol=1e-14)
+    dg.testing.assert_close(x.grad.numpy(), (np.exp(_log_softmax(LOGITS)) - onehot) / n, rtol=1e-10,
+                            atol=1e-14, equal_nan=True, check_dtype=False)
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
@@ -303,7 +312,8 @@ def test_bce_with_logits_loss(reduction) -> None:
     x.grad = None
     loss.backward()
     n = PRED.size if reduction == "mean" else 1
-    np.testing.assert_allclose(x.grad.numpy(), (sig - BIN) / n, rtol=1e-10)
+    dg.testing.assert_close(x.grad.numpy(), (sig - BIN) / n, rtol=1e-10, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 def test_losses_reject_unknown_reduction() -> None:
@@ -324,13 +334,14 @@ def test_cross_entropy_and_log_softmax_stay_finite_for_large_logits() -> None:
     ls = F.log_softmax(x, dim=1)
     assert np.isfinite(ls.numpy()).all()
     ln2 = np.log(2)
-    np.testing.assert_allclose(ls.numpy(), [[0.0, -1e4, -2e4], [-1e4 - ln2, -ln2, -ln2]],
-                               rtol=1e-6)
+    dg.testing.assert_close(ls.numpy(), [[0.0, -1e4, -2e4], [-1e4 - ln2, -ln2, -ln2]], rtol=1e-6,
+                            atol=0, equal_nan=True, check_dtype=False)
     loss = F.cross_entropy(x, dg.tensor([0, 2]))
     assert loss.item() == pytest.approx(np.log(2) / 2, rel=1e-5)
     loss.backward()
     assert np.isfinite(x.grad.numpy()).all()
-    np.testing.assert_allclose(x.grad.numpy(), [[0, 0, 0], [0, 0.25, -0.25]], atol=1e-6)
+    dg.testing.assert_close(x.grad.numpy(), [[0, 0, 0], [0, 0.25, -0.25]], rtol=1e-7, atol=1e-6,
+                            equal_nan=True, check_dtype=False)
     # The wrong class with a huge margin: a large but finite loss.
     loss = F.cross_entropy(dg.tensor(logits), dg.tensor([2, 0]))
     assert loss.item() == pytest.approx((2e4 + 1e4 + np.log(2)) / 2, rel=1e-6)
@@ -342,7 +353,8 @@ def test_bce_with_logits_stable_for_large_logits() -> None:
     loss = F.binary_cross_entropy_with_logits(z, y, reduction="sum")
     assert loss.item() == pytest.approx(2e4, rel=1e-6)  # 0 + 0 + 1e4 + 1e4
     loss.backward()
-    np.testing.assert_allclose(z.grad.numpy(), [0.0, 0.0, 1.0, -1.0])
+    dg.testing.assert_close(z.grad.numpy(), [0.0, 0.0, 1.0, -1.0], rtol=1e-7, atol=0,
+                            equal_nan=True, check_dtype=False)
 
 
 # ---------------------------------------------------------------------------------- torch
@@ -371,14 +383,15 @@ def test_sequential_matches_torch() -> None:
     _copy_to_torch(torch, net, tnet)
     x = np.random.default_rng(1).standard_normal((6, 3)).astype(np.float32)
     od, ot = net(dg.tensor(x)), tnet(torch.from_numpy(x))
-    np.testing.assert_allclose(od.numpy(), ot.detach().numpy(), rtol=1e-5, atol=1e-6)
+    dg.testing.assert_close(od.numpy(), ot.detach().numpy(), rtol=1e-5, atol=1e-6, equal_nan=True,
+                            check_dtype=False)
     assert _structure(od.grad_fn, lambda f: f.name()) == _structure(
         ot.grad_fn, lambda f: type(f).__name__)
     od.sum().backward()
     ot.sum().backward()
     for (k, pd), pt in zip(net.named_parameters(), tnet.parameters()):
-        np.testing.assert_allclose(pd.grad.numpy(), pt.grad.numpy(), rtol=1e-5, atol=1e-6,
-                                   err_msg=k)
+        dg.testing.assert_close(pd.grad.numpy(), pt.grad.numpy(), rtol=1e-5, atol=1e-6,
+                                equal_nan=True, check_dtype=False, msg=k)
     assert list(net.state_dict()) == list(tnet.state_dict())
 
 
@@ -402,7 +415,8 @@ def test_losses_match_torch(reduction) -> None:
         assert ld.item() == pytest.approx(lt.item(), rel=1e-12)
         ld.backward()
         lt.backward()
-        np.testing.assert_allclose(xd.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-15)
+        dg.testing.assert_close(xd.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-15,
+                                equal_nan=True, check_dtype=False)
 
 
 def test_linear_init_distribution_matches_torch_bounds() -> None:

@@ -40,11 +40,12 @@ def test_whole_step_running_stats_equal_eager(momentum):
     m0, _, eager = _train(False, momentum)
     m1, f, compiled = _train(True, momentum)
     assert f.stats.traces == 1 and f.stats.cache_hits == 3
-    np.testing.assert_allclose(eager, compiled, rtol=1e-5)
+    dg.testing.assert_close(eager, compiled, rtol=1e-5, atol=0, equal_nan=True, check_dtype=False)
     s0, s1 = m0.state_dict(), m1.state_dict()
     assert list(s0) == list(s1)
     for k in s0:
-        np.testing.assert_allclose(s0[k].numpy(), s1[k].numpy(), rtol=1e-5, atol=1e-7)
+        dg.testing.assert_close(s0[k].numpy(), s1[k].numpy(), rtol=1e-5, atol=1e-7, equal_nan=True,
+                                check_dtype=False)
     assert int(m1[1].num_batches_tracked.item()) == 4
 
 
@@ -54,13 +55,15 @@ def test_compiled_module_train_then_eval():
     rng = np.random.default_rng(1)
     for _ in range(3):
         x = dg.tensor(rng.standard_normal((5, 4)).astype(np.float32))
-        np.testing.assert_allclose(f(x).numpy(), eager(x).numpy(), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(comp[1].running_var.numpy(), eager[1].running_var.numpy(),
-                               rtol=1e-6)
+        dg.testing.assert_close(f(x).numpy(), eager(x).numpy(), rtol=1e-5, atol=1e-6,
+                                equal_nan=True, check_dtype=False)
+    dg.testing.assert_close(comp[1].running_var.numpy(), eager[1].running_var.numpy(), rtol=1e-6,
+                            atol=0, equal_nan=True, check_dtype=False)
     eager.eval()
     comp.eval()  # the training flag is guarded: eval retraces
     x = dg.tensor(rng.standard_normal((2, 4)).astype(np.float32))
-    np.testing.assert_allclose(f(x).numpy(), eager(x).numpy(), rtol=1e-5, atol=1e-6)
+    dg.testing.assert_close(f(x).numpy(), eager(x).numpy(), rtol=1e-5, atol=1e-6, equal_nan=True,
+                            check_dtype=False)
     assert f.stats.traces == 2
     assert int(comp[1].num_batches_tracked.item()) == 3
 
@@ -69,8 +72,10 @@ def test_running_var_uses_unbiased_variance():
     x = dg.tensor([[1.0, 2.0], [3.0, 6.0], [5.0, 7.0]])
     bn = nn.BatchNorm1d(2, momentum=1.0)
     bn(x)
-    np.testing.assert_allclose(bn.running_var.numpy(), np.var(x.numpy(), 0, ddof=1), rtol=1e-6)
-    np.testing.assert_allclose(bn.running_mean.numpy(), x.numpy().mean(0), rtol=1e-6)
+    dg.testing.assert_close(bn.running_var.numpy(), np.var(x.numpy(), 0, ddof=1), rtol=1e-6, atol=0,
+                            equal_nan=True, check_dtype=False)
+    dg.testing.assert_close(bn.running_mean.numpy(), x.numpy().mean(0), rtol=1e-6, atol=0,
+                            equal_nan=True, check_dtype=False)
 
 
 def test_batch_norm_without_running_stats_and_shapes():
@@ -78,7 +83,9 @@ def test_batch_norm_without_running_stats_and_shapes():
     assert bn.running_mean is None and list(bn.state_dict()) == []
     x = dg.randn(2, 3, 4, 5)
     y = bn.eval()(x)  # no running statistics: batch statistics even in eval
-    np.testing.assert_allclose(y.numpy().mean((0, 2, 3)), 0.0, atol=1e-5)
+    means = y.numpy().mean((0, 2, 3))
+    dg.testing.assert_close(means, np.zeros_like(means), rtol=1e-7, atol=1e-5, equal_nan=True,
+                            check_dtype=False)
     assert nn.BatchNorm1d(3)(dg.randn(4, 3, 7)).shape == (4, 3, 7)
     assert repr(nn.BatchNorm2d(3, momentum=None)) == (
         "BatchNorm2d(3, eps=1e-05, momentum=None, affine=True, bias=True, "
@@ -111,7 +118,9 @@ def test_layer_norm_module_and_node_name():
     x = dg.randn(4, 2, 3, requires_grad=True)
     y = ln(x)
     assert y.grad_fn.name() == "NativeLayerNormBackward0"
-    np.testing.assert_allclose(y.detach().numpy().reshape(4, 6).std(1), 1.0, rtol=1e-3)
+    stds = y.detach().numpy().reshape(4, 6).std(1)
+    dg.testing.assert_close(stds, np.ones_like(stds), rtol=1e-3, atol=0, equal_nan=True,
+                            check_dtype=False)
     assert nn.LayerNorm(3, elementwise_affine=False).weight is None
 
 
@@ -131,11 +140,14 @@ def test_instance_norm_modules_and_running_stats():
     x = dg.tensor(np.random.default_rng(0).standard_normal((2, 3, 5)).astype(np.float32))
     m = nn.InstanceNorm1d(3, track_running_stats=True)
     y = m(x)
-    np.testing.assert_allclose(y.numpy().mean(2), 0.0, atol=1e-6)
+    means = y.numpy().mean(2)
+    dg.testing.assert_close(means, np.zeros_like(means), rtol=1e-7, atol=1e-6, equal_nan=True,
+                            check_dtype=False)
     per = x.numpy()
-    np.testing.assert_allclose(m.running_mean.numpy(), 0.1 * per.mean(2).mean(0), rtol=1e-5)
-    np.testing.assert_allclose(m.running_var.numpy(),
-                               0.9 + 0.1 * per.var(2, ddof=1).mean(0), rtol=1e-5)
+    dg.testing.assert_close(m.running_mean.numpy(), 0.1 * per.mean(2).mean(0), rtol=1e-5, atol=0,
+                            equal_nan=True, check_dtype=False)
+    dg.testing.assert_close(m.running_var.numpy(), 0.9 + 0.1 * per.var(2, ddof=1).mean(0),
+                            rtol=1e-5, atol=0, equal_nan=True, check_dtype=False)
     assert nn.InstanceNorm2d(3)(dg.randn(3, 4, 4)).shape == (3, 4, 4)  # unbatched
     g = nn.GroupNorm(2, 4)
     assert [n for n, _ in g.named_parameters()] == ["weight", "bias"]

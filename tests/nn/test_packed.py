@@ -29,7 +29,8 @@ def test_packed_layers_match_torch(case: dict) -> None:
     got = run(dg, case, seed, weights)
     assert sorted(got) == sorted(want)
     for k, v in want.items():
-        np.testing.assert_allclose(got[k], v, rtol=1e-10, atol=1e-12, err_msg=k)
+        dg.testing.assert_close(got[k], v, rtol=1e-10, atol=1e-12, equal_nan=True,
+                                check_dtype=False, msg=k)
 
 
 def test_pad_and_pack_sequence_helpers() -> None:
@@ -93,7 +94,8 @@ def test_compiled_step_over_a_packed_batch_equals_eager() -> None:
     assert compiled(x).item() == pytest.approx(eager, rel=1e-5)
     assert compiled.stats.traces == 1 and compiled.stats.kernels >= 1
     for p, g in zip(params, eager_grads):
-        np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-4, atol=1e-6)
+        dg.testing.assert_close(p.grad.numpy(), g, rtol=1e-4, atol=1e-6, equal_nan=True,
+                                check_dtype=False)
 
 
 def test_traced_lengths_are_refused_with_the_way_out() -> None:

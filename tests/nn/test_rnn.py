@@ -44,7 +44,8 @@ def test_matches_torch(case: str) -> None:
     expected = {k for k in golden if k.startswith(("out.", "grad."))}
     assert expected == {k for k in got if k.startswith(("out.", "grad."))}
     for key in sorted(expected):
-        np.testing.assert_allclose(got[key], golden[key], rtol=1e-10, atol=1e-12, err_msg=key)
+        dg.testing.assert_close(got[key], golden[key], rtol=1e-10, atol=1e-12, equal_nan=True,
+                                check_dtype=False, msg=key)
 
 
 def test_parameter_names_shapes_and_init() -> None:
@@ -185,9 +186,10 @@ def test_compiled_training_step_equals_eager(kind: str) -> None:
             assert fn.stats.traces == 1 and fn.stats.kernels >= 1
         results.append((losses, [p.numpy().copy() for p in rnn.parameters()]))
     (eager_losses, eager_params), (comp_losses, comp_params) = results
-    np.testing.assert_allclose(comp_losses, eager_losses, rtol=1e-5)
+    dg.testing.assert_close(comp_losses, eager_losses, rtol=1e-5, atol=0, equal_nan=True,
+                            check_dtype=False)
     for a, b in zip(comp_params, eager_params):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        dg.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, equal_nan=True, check_dtype=False)
 
 
 def test_trace_grows_by_a_fixed_number_of_nodes_per_step() -> None:

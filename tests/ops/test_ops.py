@@ -101,7 +101,8 @@ def test_forward_matches_numpy(case: OpCase, dtype):
     assert out.shape == expected.shape
     if expected.dtype.kind == "f":
         rtol, atol = TOL[expected.dtype]
-        np.testing.assert_allclose(out.numpy(), expected, rtol=rtol, atol=atol)
+        dg.testing.assert_close(out.numpy(), expected, rtol=rtol, atol=atol, equal_nan=True,
+                                check_dtype=False)
     else:
         np.testing.assert_array_equal(out.numpy(), expected)
 
@@ -134,7 +135,7 @@ def test_gradient_has_input_shape_and_dtype(case: OpCase):
                 assert t.grad.dtype == t.dtype, f"input {k}"
         grads[dtype] = [t.grad.numpy() for t in tensors if t.requires_grad]
     for g32, g64 in zip(grads[np.float32], grads[np.float64]):
-        np.testing.assert_allclose(g32, g64, rtol=1e-4, atol=1e-5)
+        dg.testing.assert_close(g32, g64, rtol=1e-4, atol=1e-5, equal_nan=True, check_dtype=False)
 
 
 # ------------------------------------------------------------------------- infer rules
@@ -320,9 +321,11 @@ def test_create_graph_records_the_backward():
     x = dg.tensor([0.5, -1.0, 2.0], dtype=dg.float64, requires_grad=True)
     (g,) = dg.grad((x ** 3).sum(), [x], create_graph=True)
     assert g.requires_grad and g.grad_fn is not None
-    np.testing.assert_allclose(g.numpy(), 3 * x.numpy() ** 2)
+    dg.testing.assert_close(g.numpy(), 3 * x.numpy() ** 2, rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)
     (gg,) = dg.grad(g.sum(), [x])
-    np.testing.assert_allclose(gg.numpy(), 6 * x.numpy())
+    dg.testing.assert_close(gg.numpy(), 6 * x.numpy(), rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)
     (g_plain,) = dg.grad((x ** 3).sum(), [x])
     assert not g_plain.requires_grad and g_plain.grad_fn is None
 
@@ -392,7 +395,8 @@ def test_ties_and_kinks_follow_pytorch(fn: Callable, values: list, expected: lis
     with np.errstate(divide="ignore", invalid="ignore"):
         grads = _grads(fn, *values)
     for got, want in zip(grads, expected):
-        np.testing.assert_allclose(got, np.array(want, dtype=np.float64), rtol=1e-15)
+        dg.testing.assert_close(got, np.array(want, dtype=np.float64), rtol=1e-15, atol=0,
+                                equal_nan=True, check_dtype=False)
 
 
 @pytest.mark.parametrize(("torch_fn", "values", "expected"),
@@ -404,12 +408,13 @@ def test_tie_expectations_match_pytorch(torch_fn: Callable, values: list, expect
     out = torch_fn(*xs)
     out.backward(torch.ones_like(out))
     for x, want in zip(xs, expected):
-        np.testing.assert_allclose(x.grad.numpy(), np.array(want, dtype=np.float64),
-                                   rtol=1e-15)
+        dg.testing.assert_close(x.grad.numpy(), np.array(want, dtype=np.float64), rtol=1e-15,
+                                atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_max_tie_gradient_under_create_graph():
     """The split is itself differentiable: recorded with create_graph, same values."""
     x = dg.tensor([[1.0, 3.0, 3.0]], dtype=F64, requires_grad=True)
     (g,) = dg.grad(x.amax(axis=1).sum(), [x], create_graph=True)
-    np.testing.assert_allclose(g.numpy(), [[0, 0.5, 0.5]])
+    dg.testing.assert_close(g.numpy(), [[0, 0.5, 0.5]], rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)

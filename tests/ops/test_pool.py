@@ -16,7 +16,7 @@ from dualgraph import nn
 from dualgraph.nn import functional as F
 from dualgraph.testing import assert_close, gradcheck
 
-from ..compile_helpers import B3
+from .._support.compiled import B3
 
 
 def t(values, dtype=np.float64, rg: bool = False) -> dg.Tensor:

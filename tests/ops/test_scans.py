@@ -101,8 +101,9 @@ def test_cumprod_gradient_matches_pytorch_values():
     x = _t([[1.0, 0.0, 3.0, 0.0], [2.0, 3.0, 0.0, 4.0], [0.5, 2.0, 3.0, 1.0]],
            dtype=dg.float64, requires_grad=True)
     x.cumprod(1).backward(dg.ones(3, 4, dtype=dg.float64))
-    np.testing.assert_allclose(x.grad.numpy(), [[1.0, 4.0, 0.0, 0.0], [4.0, 2.0, 30.0, 0.0],
-                                                [15.0, 3.5, 2.0, 3.0]])
+    dg.testing.assert_close(x.grad.numpy(), [[1.0, 4.0, 0.0, 0.0], [4.0, 2.0, 30.0, 0.0],
+                                                [15.0, 3.5, 2.0, 3.0]],
+                            rtol=1e-7, atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_cumprod_double_backward():
@@ -117,7 +118,8 @@ def test_cumprod_double_backward():
         gp = _grad_cumprod_sq(x.numpy() + d)
         gm = _grad_cumprod_sq(x.numpy() - d)
         num[i] = (gp.sum() - gm.sum()) / (2 * eps)
-    np.testing.assert_allclose(gg.numpy(), num, rtol=1e-5, atol=1e-6)
+    dg.testing.assert_close(gg.numpy(), num, rtol=1e-5, atol=1e-6, equal_nan=True,
+                            check_dtype=False)
 
 
 def _grad_cumprod_sq(a: np.ndarray) -> np.ndarray:
@@ -135,7 +137,8 @@ def test_logcumsumexp_is_stable_for_large_inputs():
     x = _t([-1000.0, 0.0, 1000.0], requires_grad=True)
     dg.logcumsumexp(x, 0).backward(_t([1.0, -2.0, 3.0]))
     # PyTorch: [1.0000, -2.0000, 3.0001]
-    np.testing.assert_allclose(x.grad.numpy(), [1.0, -2.0, 3.0], atol=2e-4)
+    dg.testing.assert_close(x.grad.numpy(), [1.0, -2.0, 3.0], rtol=1e-7, atol=2e-4, equal_nan=True,
+                            check_dtype=False)
     assert gradcheck(lambda t: dg.logcumsumexp(t * 50.0, 1), np.linspace(-2, 2, 8).reshape(2, 4))
 
 
@@ -220,7 +223,8 @@ def test_sort_gradient_is_a_scatter_by_indices():
     assert gradcheck(lambda t: dg.topk(t * t, 2).values, x.numpy())
     (g,) = dg.grad((dg.sort(x, 1).values ** 3).sum(), [x], create_graph=True)
     (gg,) = dg.grad(g.sum(), [x])
-    np.testing.assert_allclose(gg.numpy(), 6 * x.numpy())
+    dg.testing.assert_close(gg.numpy(), 6 * x.numpy(), rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 # ------------------------------------------------------------------------ searching
@@ -281,6 +285,7 @@ def test_compiled_edge_cases_equal_eager():
     for k, (a, e) in enumerate(zip(compiled, eager)):
         np.testing.assert_array_equal(a.numpy(), e.numpy(), err_msg=f"output {k}")
     compiled[0].backward(dg.ones(3, 4, dtype=dg.float64))
-    np.testing.assert_allclose(xs.grad.numpy(), [[1.0, 4.0, 0.0, 0.0], [4.0, 2.0, 30.0, 0.0],
-                                                 [15.0, 3.5, 2.0, 3.0]])
+    dg.testing.assert_close(xs.grad.numpy(), [[1.0, 4.0, 0.0, 0.0], [4.0, 2.0, 30.0, 0.0],
+                                                 [15.0, 3.5, 2.0, 3.0]],
+                            rtol=1e-7, atol=0, equal_nan=True, check_dtype=False)
     assert f.stats.traces == 1

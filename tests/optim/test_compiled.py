@@ -13,7 +13,7 @@ import pytest
 import dualgraph as dg
 from dualgraph.compile import tiered
 
-from ..compile_helpers import assert_b3
+from .._support.compiled import B3
 
 STEPS = 8
 TIMEOUT = 300.0  # bound on waiting for the tiered worker (a loaded machine compiles slowly)
@@ -188,9 +188,10 @@ def train(mode: str, make_opt, make_sched, steps: int = STEPS, by_hand: bool = F
 
 def _compare(got, want) -> None:
     for k, ((loss, ps), (eloss, eps)) in enumerate(zip(got, want)):
-        np.testing.assert_allclose(loss, eloss, rtol=1e-5, err_msg=f"step {k}")
+        dg.testing.assert_close(loss, eloss, rtol=1e-5, atol=0, equal_nan=True, check_dtype=False,
+                                msg=f"step {k}")
         for p, q in zip(ps, eps):
-            assert_b3(p, q, f"step {k}")
+            dg.testing.assert_close(p, q, equal_nan=True, msg=f"step {k}", **B3[q.dtype])
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -265,7 +266,7 @@ def test_scheduler_inside_the_compiled_step_runs_eagerly() -> None:
         got = run("blocking")
     assert got[1] == want[1] == 0.1 * 0.5 ** 4
     for p, q in zip(got[0], want[0]):
-        assert_b3(p, q)
+        dg.testing.assert_close(p, q, equal_nan=True, **B3[q.dtype])
 
 
 def test_an_update_written_in_the_compiled_function_reads_the_lr_each_call() -> None:
@@ -297,9 +298,10 @@ def test_an_update_written_in_the_compiled_function_reads_the_lr_each_call() -> 
         with dg.no_grad():
             for p in eager_net.parameters():
                 p -= lr * p.grad
-        np.testing.assert_allclose(a, loss.item(), rtol=1e-5)
+        dg.testing.assert_close(a, loss.item(), rtol=1e-5, atol=0, equal_nan=True,
+                                check_dtype=False)
     for p, q in zip(net.parameters(), eager_net.parameters()):
-        assert_b3(p.numpy(), q.numpy())
+        dg.testing.assert_close(p.numpy(), q.numpy(), equal_nan=True, **B3[q.dtype])
     assert f.stats.traces == 1
 
 

@@ -81,9 +81,11 @@ def test_sgd_matches_reference(kw) -> None:
     ref = ref_sgd(P0, GRADS, **kw)
     got, opt, p = _run(dg.optim.SGD, np.float64, **kw)
     for step, (a, b) in enumerate(zip(got, ref)):
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15, err_msg=f"step {step}")
+        dg.testing.assert_close(a, b, rtol=1e-12, atol=1e-15, equal_nan=True, check_dtype=False,
+                                msg=f"step {step}")
     got32, _, _ = _run(dg.optim.SGD, np.float32, **kw)
-    np.testing.assert_allclose(got32[-1], ref[-1], rtol=1e-5, atol=1e-6)
+    dg.testing.assert_close(got32[-1], ref[-1], rtol=1e-5, atol=1e-6, equal_nan=True,
+                            check_dtype=False)
 
 
 def test_sgd_momentum_buffer_state() -> None:
@@ -92,7 +94,7 @@ def test_sgd_momentum_buffer_state() -> None:
     expected = GRADS[0]
     for g in GRADS[1:]:
         expected = 0.9 * expected + g
-    np.testing.assert_allclose(buf, expected, rtol=1e-12)
+    dg.testing.assert_close(buf, expected, rtol=1e-12, atol=0, equal_nan=True, check_dtype=False)
 
 
 # --------------------------------------------------------------------------------- Adam
@@ -103,22 +105,26 @@ def test_adam_matches_reference(kw) -> None:
     ref = ref_adam(P0, GRADS, **kw)
     got, opt, p = _run(dg.optim.Adam, np.float64, **kw)
     for step, (a, (b, _, _)) in enumerate(zip(got, ref)):
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15, err_msg=f"step {step}")
+        dg.testing.assert_close(a, b, rtol=1e-12, atol=1e-15, equal_nan=True, check_dtype=False,
+                                msg=f"step {step}")
     state = opt.state[p]
     assert float(np.asarray(state["step"])) == STEPS
-    np.testing.assert_allclose(np.asarray(state["exp_avg"]), ref[-1][1], rtol=1e-12)
-    np.testing.assert_allclose(np.asarray(state["exp_avg_sq"]), ref[-1][2], rtol=1e-12)
+    dg.testing.assert_close(np.asarray(state["exp_avg"]), ref[-1][1], rtol=1e-12, atol=0,
+                            equal_nan=True, check_dtype=False)
+    dg.testing.assert_close(np.asarray(state["exp_avg_sq"]), ref[-1][2], rtol=1e-12, atol=0,
+                            equal_nan=True, check_dtype=False)
     # float32 stays as close to the exact rule as torch's float32 Adam (~1e-7 here): the
     # bias corrections must not be computed as 1 - 0.999 ** t in float32.
     got32, _, _ = _run(dg.optim.Adam, np.float32, **kw)
-    np.testing.assert_allclose(got32[-1], ref[-1][0], rtol=1e-6, atol=5e-7)
+    dg.testing.assert_close(got32[-1], ref[-1][0], rtol=1e-6, atol=5e-7, equal_nan=True,
+                            check_dtype=False)
 
 
 def test_adam_float32_bias_correction_with_beta2_close_to_one() -> None:
     kw = {"lr": 0.1, "betas": (0.9, 0.9999)}
     ref = ref_adam(P0, GRADS, **kw)[-1][0]
     got32, _, _ = _run(dg.optim.Adam, np.float32, **kw)
-    np.testing.assert_allclose(got32[-1], ref, rtol=1e-6, atol=5e-7)
+    dg.testing.assert_close(got32[-1], ref, rtol=1e-6, atol=5e-7, equal_nan=True, check_dtype=False)
 
 
 def test_adam_defaults() -> None:
@@ -129,7 +135,8 @@ def test_adam_defaults() -> None:
     p.grad = dg.tensor([1.0, -4.0])
     opt.step()
     # The first Adam step moves every coordinate by lr against its gradient's sign.
-    np.testing.assert_allclose(p.numpy(), [1 - 1e-3, 1 + 1e-3], rtol=1e-5)
+    dg.testing.assert_close(p.numpy(), [1 - 1e-3, 1 + 1e-3], rtol=1e-5, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 # ----------------------------------------------------------------------- common behaviour
@@ -241,8 +248,8 @@ def test_optimizer_trajectory_matches_torch(name, kw) -> None:
         opt.zero_grad()
         p.grad = torch.tensor(g)
         opt.step()
-        np.testing.assert_allclose(got[step], p.detach().numpy(), rtol=1e-12, atol=1e-15,
-                                   err_msg=f"step {step}")
+        dg.testing.assert_close(got[step], p.detach().numpy(), rtol=1e-12, atol=1e-15,
+                                equal_nan=True, check_dtype=False, msg=f"step {step}")
 
 
 @pytest.mark.parametrize("name", ["SGD", "Adam"])
@@ -255,8 +262,8 @@ def test_float32_trajectory_matches_torch(name) -> None:
     for step, g in enumerate(GRADS):
         p.grad = torch.tensor(g, dtype=torch.float32)
         opt.step()
-        np.testing.assert_allclose(got[step], p.detach().numpy(), rtol=1e-6, atol=5e-7,
-                                   err_msg=f"step {step}")
+        dg.testing.assert_close(got[step], p.detach().numpy(), rtol=1e-6, atol=5e-7, equal_nan=True,
+                                check_dtype=False, msg=f"step {step}")
 
 
 @pytest.mark.parametrize(
@@ -287,8 +294,8 @@ def test_training_steps_match_torch(name, kw) -> None:
         topt.step()
         assert loss.item() == pytest.approx(tloss.item(), rel=1e-5)
     for (k, pd), pt in zip(net.named_parameters(), tnet.parameters()):
-        np.testing.assert_allclose(pd.numpy(), pt.detach().numpy(), rtol=1e-5, atol=1e-6,
-                                   err_msg=k)
+        dg.testing.assert_close(pd.numpy(), pt.detach().numpy(), rtol=1e-5, atol=1e-6,
+                                equal_nan=True, check_dtype=False, msg=k)
 
 
 def test_lbfgs_needs_a_closure_one_group_and_eager_mode() -> None:
@@ -308,7 +315,7 @@ def test_lbfgs_needs_a_closure_one_group_and_eager_mode() -> None:
         return loss
 
     assert opt.step(closure).item() == 5.0  # the loss before the step, as torch returns
-    np.testing.assert_allclose(w.numpy(), [3.0, 3.0], atol=1e-5)
+    dg.testing.assert_close(w.numpy(), np.array([3.0, 3.0], dtype=np.float32), rtol=0, atol=1e-5)
 
     @dg.compile
     def step():
@@ -317,4 +324,4 @@ def test_lbfgs_needs_a_closure_one_group_and_eager_mode() -> None:
     # Inside a compiled function its step cannot be traced: that signature runs eagerly.
     with pytest.warns(RuntimeWarning, match="LBFGS.step"):
         step()
-    np.testing.assert_allclose(w.numpy(), [3.0, 3.0], atol=1e-5)
+    dg.testing.assert_close(w.numpy(), np.array([3.0, 3.0], dtype=np.float32), rtol=0, atol=1e-5)

@@ -12,7 +12,7 @@ import pytest
 import dualgraph as dg
 from dualgraph import nn
 
-from ..compile_helpers import assert_b3
+from .._support.compiled import B3
 
 optim = dg.optim
 
@@ -107,9 +107,11 @@ def test_compiled_step_notices_state_and_group_changes(case) -> None:
     want, _ = drive(False, build, changes)
     got, run = drive(True, build, changes)
     for k, ((loss, ps), (eloss, eps)) in enumerate(zip(got, want)):
-        np.testing.assert_allclose(loss, eloss, rtol=1e-5, err_msg=f"step {k}")
+        dg.testing.assert_close(loss, eloss, rtol=1e-5, atol=0, equal_nan=True, check_dtype=False,
+                                msg=f"step {k}")
         for i, (p, q) in enumerate(zip(ps, eps)):
-            assert_b3(p, q, f"step {k}, parameter {i}")
+            dg.testing.assert_close(p, q, equal_nan=True,
+                                    msg=f"step {k}, parameter {i}", **B3[q.dtype])
     assert run.stats.traces >= 2
     assert any("state or parameter groups changed" in r for r in run.stats.retrace_reasons)
 
@@ -252,4 +254,5 @@ def test_state_dict_matches_torch_after_loading_torchs() -> None:
         topt.step()
         p.grad = dg.tensor(np.full((3, 2), -0.2))
         opt.step()
-    np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-12)
+    dg.testing.assert_close(p.numpy(), tp.detach().numpy(), rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)

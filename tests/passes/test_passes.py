@@ -17,7 +17,7 @@ from dualgraph.ops import OPS
 from dualgraph.ops.shape import astype, broadcast_to
 from dualgraph.testing import assert_close
 
-from ..graph_helpers import all_ops, assert_convex, op_nodes, snapshot
+from .._support.graphs import all_ops, assert_convex, op_nodes, snapshot
 
 F64 = dg.float64
 SPECIAL = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1.5, -2.0, 1e308])

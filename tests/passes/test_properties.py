@@ -1,4 +1,4 @@
-"""Property tests: random float64 programs (tests/random_programs.py, shared with the fuzz
+"""Property tests: random float64 programs (tests/_support/random_programs.py, shared with the fuzz
 tests) through the tracer, the passes and the reference interpreter.
 
 For each program: eager == interpreter(traced) == interpreter(optimized) to 1e-12, fusion
@@ -16,9 +16,9 @@ import dualgraph as dg
 from dualgraph.passes import optimize
 from dualgraph.testing import assert_close
 
-from ..graph_helpers import assert_convex
-from ..random_programs import Program, eager_run, grads_by_leaf, programs
-from ..tolerance import tolerance
+from .._support.graphs import assert_convex
+from .._support.random_programs import Program, eager_run, grads_by_leaf, programs
+from .._support.tolerance import tolerance
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

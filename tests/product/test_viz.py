@@ -129,3 +129,29 @@ def test_render_with_graphviz(tmp_path, tape_output):
     pytest.importorskip("graphviz")  # the optional [viz] extra
     out = dg.viz.render(tape_output, str(tmp_path / "tape.png"))
     assert open(out, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_to_dot_has_a_cluster_per_fused_kernel():
+    def prog(x, w, b):
+        h = dg.relu(x @ w + b)
+        return (h * 2).exp().sum(axis=1), h.max()
+
+    g = P.optimize(dg.trace(prog, dg.ones(4, 3), dg.ones(3, 5), dg.ones(5)))
+    kernels = [n for n in g.nodes if n.op == "fused"]
+    assert len(kernels) >= 2
+    dot = dg.viz.to_dot(g)
+    assert dot.startswith('digraph "dualgraph" {') and dot.rstrip().endswith("}")
+    assert dot.count("subgraph cluster_") == len(kernels)
+    for n in kernels:
+        assert f"fused kernel ({n.attrs['kind']})" in dot
+    for op in ("matmul", "relu", "exp", "max"):
+        assert f'label="{op}' in dot
+    assert dot.count("shape=box, style=dashed") == len(g.outputs)
+    assert dot.count("{") == dot.count("}")
+
+
+def test_to_dot_of_an_unfused_graph_has_no_clusters():
+    g = dg.trace(lambda x: (x * 2).exp(), dg.ones(3))
+    dot = dg.viz.to_dot(g)
+    assert "cluster" not in dot
+    assert 'label="mul\\nf32[3]' in dot and "-> out0" in dot

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import dualgraph as torch
+from dualgraph.testing import assert_close
 
 
 def repackage_hidden(h):
@@ -77,9 +78,9 @@ def test_clipping_gradients_that_share_a_value_in_a_compiled_step() -> None:
         results.append((b_ih.grad.tolist(), b_hh.grad.tolist()))
     eager, compiled_grads = results
     # |[g, g]| = 3 * sqrt(2): each gradient scaled by 0.5 / (3 * sqrt(2)) once.
-    np.testing.assert_allclose(eager[0], np.array([1.0, 2.0, 2.0]) * 0.5 / (3 * 2 ** 0.5),
-                               rtol=1e-6)
-    np.testing.assert_allclose(compiled_grads, eager, rtol=1e-6)
+    assert_close(eager[0], np.array([1.0, 2.0, 2.0]) * 0.5 / (3 * 2 ** 0.5), rtol=1e-6, atol=0,
+                 equal_nan=True, check_dtype=False)
+    assert_close(compiled_grads, eager, rtol=1e-6, atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_clipping_the_gradients_of_arguments_in_a_compiled_step() -> None:
@@ -90,7 +91,7 @@ def test_clipping_the_gradients_of_arguments_in_a_compiled_step() -> None:
         fn, params = _biases_step(compiled, as_arguments=True)
         fn(torch.tensor([1.0, 2.0, 2.0]))
         grads.append([p.grad.tolist() for p in params])
-    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
+    assert_close(grads[1], grads[0], rtol=1e-6, atol=0, equal_nan=True, check_dtype=False)
 
 
 def test_legacy_tensor_constructor_of_sizes() -> None:

@@ -61,7 +61,8 @@ def test_program_losses_equal_torchs(name: str, compiled: bool) -> None:
     want = GOLD[name]["losses"]
     # DCGAN has three losses a step: errD_real, errD_fake, errG.
     assert len(out["losses"]) == len(want) == runners.STEPS * (3 if name == "dcgan" else 1)
-    np.testing.assert_allclose(out["losses"], want, rtol=1e-5)
+    dg.testing.assert_close(out["losses"], want, rtol=1e-5, atol=0, equal_nan=True,
+                            check_dtype=False)
     if compiled:
         stats = out["compiled"].stats
         assert stats.traces == 1 and stats.kernels >= 1
@@ -100,7 +101,8 @@ def test_regression_example_runs_as_a_script_with_torchs_losses(compiled: bool) 
              f"__draw{i}" in weights.files]
     out = runners.regression(dg, weights=weights, compiled=compiled, draws=draws)
     want = GOLD["regression"]["losses"]
-    np.testing.assert_allclose(out["losses"][:100], want[:100], rtol=1e-5)
+    dg.testing.assert_close(out["losses"][:100], want[:100], rtol=1e-5, atol=0, equal_nan=True,
+                            check_dtype=False)
     assert out["losses"][-1] < 1e-3 <= min(out["losses"][:-1])
     assert out["printed"].startswith(f"Loss: {out['losses'][-1]:.6f} after "
                                      f"{len(out['losses'])} batches\n==> Learned function:\ty = ")

@@ -26,7 +26,7 @@ import dualgraph as dg
 from dualgraph.backend.numba import build
 from dualgraph.backend.numba import cache as kernel_cache
 
-from ..compile_helpers import compile_and_check, forget_kernel
+from .._support.compiled import compile_and_check, forget_kernel
 
 X = np.linspace(-1.0, 1.0, 6)
 
@@ -167,7 +167,8 @@ def test_processes_compiling_the_same_graph_at_once(tmp_path):
         assert p.returncode == 0, err
         reports.append(json.loads(out.strip().splitlines()[-1]))
     for r in reports:
-        np.testing.assert_allclose(r["out"], _expected_child(), rtol=1e-12)
+        dg.testing.assert_close(r["out"], _expected_child(), rtol=1e-12, atol=0, equal_nan=True,
+                                check_dtype=False)
     assert len({r["path"] for r in reports}) == 1
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []  # no leftovers
     # What they left behind is a good cache: a later process loads it.
@@ -175,7 +176,8 @@ def test_processes_compiling_the_same_graph_at_once(tmp_path):
                            text=True, timeout=180)
     assert after.returncode == 0, after.stderr
     report = json.loads(after.stdout.strip().splitlines()[-1])
-    np.testing.assert_allclose(report["out"], _expected_child(), rtol=1e-12)
+    dg.testing.assert_close(report["out"], _expected_child(), rtol=1e-12, atol=0, equal_nan=True,
+                            check_dtype=False)
     assert report["hits"] == 1
     assert "Warning" not in after.stderr, after.stderr
 
@@ -200,7 +202,8 @@ def test_in_memory_cache_is_a_bounded_lru(monkeypatch):
     # Kernels still in use keep working after their cache entry was evicted.
     k2 = kernels[1]  # graph 2, evicted by now
     k2.compile([X])
-    np.testing.assert_allclose(k2(X)[0], X * consts[2])
+    dg.testing.assert_close(k2(X)[0], X * consts[2], rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 def test_compiled_function_called_from_several_threads():
@@ -221,7 +224,8 @@ def test_compiled_function_called_from_several_threads():
             for i in range(50):
                 x, y = data[(k + i) % len(data)]
                 out = compiled(dg.tensor(x), dg.tensor(y)).numpy()
-                np.testing.assert_allclose(out, (np.tanh(x * c) * y).sum(axis=1), rtol=1e-12)
+                dg.testing.assert_close(out, (np.tanh(x * c) * y).sum(axis=1), rtol=1e-12, atol=0,
+                                        equal_nan=True, check_dtype=False)
         except BaseException as e:  # noqa: BLE001 - reported by the main thread
             errors.append(e)
 
@@ -255,7 +259,8 @@ def test_gradients_from_several_threads():
     for k, g in results.items():
         x = np.full(3, 0.1 * (k + 1))
         s = 1 / (1 + np.exp(-x * wv))
-        np.testing.assert_allclose(g, 2 * s * s * (1 - s) * wv, rtol=1e-12)
+        dg.testing.assert_close(g, 2 * s * s * (1 - s) * wv, rtol=1e-12, atol=0, equal_nan=True,
+                                check_dtype=False)
     assert len(results) == 6 and compiled.stats.traces == 1
     assert compiled.stats.cache_hits == 6
 

@@ -1,6 +1,6 @@
 """Differential fuzzing: random programs, every mode, the same answers.
 
-The random programs (float32 and float64) come from tests/random_programs.py, shared with
+The random programs (float32 and float64) come from tests/_support/random_programs.py, shared with
 the property tests. A failing case prints exactly what ran, both as Python and as IR. For
 each program:
 
@@ -39,7 +39,7 @@ from dualgraph.eager import tensor as eager_tensor
 from dualgraph.ops import OPS
 from dualgraph.testing import assert_close, gradcheck
 
-from ..random_programs import (
+from .._support.random_programs import (
     NAMESPACE,
     Builder,
     Program,
@@ -48,7 +48,7 @@ from ..random_programs import (
     programs,
     weighted_loss,
 )
-from ..tolerance import tolerance
+from .._support.tolerance import tolerance
 from .conftest import PROGRAMS
 
 COMPILE_MODULE = importlib.import_module("dualgraph.compile.specialize")  # runs optimize

@@ -23,7 +23,8 @@ def _same(actual: np.ndarray, expected: np.ndarray, what: str, rtol: float) -> N
     np.testing.assert_array_equal(np.isinf(actual), inf, err_msg=f"{what}: inf")
     np.testing.assert_array_equal(actual[inf], expected[inf], err_msg=f"{what}: inf sign")
     fin = np.isfinite(expected)
-    np.testing.assert_allclose(actual[fin], expected[fin], rtol=rtol, atol=0, err_msg=what)
+    dg.testing.assert_close(actual[fin], expected[fin], rtol=rtol, atol=0, equal_nan=True,
+                            check_dtype=False, msg=what)
 
 
 def elementwise(x, y):
@@ -131,15 +132,18 @@ def test_large_logits_stay_finite_and_equal(dtype):
     for k, (c, e) in enumerate(zip(outs[1], outs[0])):
         assert np.isfinite(e).all(), f"eager output {k} is not finite: {e}"
         assert np.isfinite(c).all(), f"compiled output {k} is not finite: {c}"
-        np.testing.assert_allclose(c, e, rtol=rtol, atol=rtol, err_msg=f"output {k}")
+        dg.testing.assert_close(c, e, rtol=rtol, atol=rtol, equal_nan=True, check_dtype=False,
+                                msg=f"output {k}")
     softmax = outs[0][0]
-    np.testing.assert_allclose(softmax[0], [1.0, 0.0, 0.0], atol=1e-6)
-    np.testing.assert_allclose(outs[0][1][0], [0.0, -1e4, -2e4], rtol=1e-6)
+    dg.testing.assert_close(softmax[0], [1.0, 0.0, 0.0], rtol=1e-7, atol=1e-6, equal_nan=True,
+                            check_dtype=False)
+    dg.testing.assert_close(outs[0][1][0], [0.0, -1e4, -2e4], rtol=1e-6, atol=0, equal_nan=True,
+                            check_dtype=False)
     zz = z.astype(np.float64)
     top = zz.max(axis=1, keepdims=True)
     lse = (top + np.log(np.exp(zz - top).sum(axis=1, keepdims=True)))[:, 0]
     ce = (lse - zz[np.arange(3), labels]).mean()  # ~5000.41: large but exact
-    np.testing.assert_allclose(outs[0][2], ce, rtol=1e-6)
+    dg.testing.assert_close(outs[0][2], ce, rtol=1e-6, atol=0, equal_nan=True, check_dtype=False)
 
 
 # ------------------------------------------------------------------- anomaly mode
@@ -196,7 +200,8 @@ def test_detect_anomaly_restores_state_and_is_quiet_when_finite():
     x = dg.tensor(np.array([1.0, 4.0]), requires_grad=True)
     with dg.detect_anomaly():
         dg.sqrt(x).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [0.5, 0.25])
+    dg.testing.assert_close(x.grad.numpy(), [0.5, 0.25], rtol=1e-7, atol=0, equal_nan=True,
+                            check_dtype=False)
     assert (autograd.ANOMALY[0], autograd.RECORD_LOCATIONS[0]) == before
     with pytest.raises(ValueError), dg.detect_anomaly():
         raise ValueError("restored on errors too")

@@ -9,7 +9,7 @@ import dualgraph as dg
 from dualgraph.nn import functional as F
 from dualgraph.testing import assert_close
 
-from ..graph_helpers import arrays_for
+from .._support.graphs import arrays_for
 
 
 def _leaves(*arrays):

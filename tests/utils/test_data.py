@@ -226,7 +226,8 @@ def test_training_loop_with_a_dataloader_and_a_compiled_step() -> None:
         return out
 
     losses = [train(False), train(True)]
-    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+    dg.testing.assert_close(losses[1], losses[0], rtol=1e-5, atol=0, equal_nan=True,
+                            check_dtype=False)
 
 
 def test_torchs_submodule_paths_and_a_huge_replacement_sampler() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from dualgraph.ir.graph import Graph
+from dualgraph.testing import assert_close
 
 # Tolerances of API.md B3: compiled equals eager within these (relative).
 RTOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-10}
@@ -17,7 +18,7 @@ RTOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-10}
 # floor of a tenth of it for elements near zero, which carry the rounding error of the
 # larger terms summed into them (BLAS vs a loop, float64 accumulators). (The tests' arrays
 # reach magnitudes of 0.15 or more, so the floor is no looser than B3's "rtol times the
-# largest magnitude"; arrays that span many magnitudes use tests/tolerance.py.)
+# largest magnitude"; arrays that span many magnitudes use tests/_support/tolerance.py.)
 B3 = {np.dtype(np.float32): {"rtol": 1e-5, "atol": 1e-6},
       np.dtype(np.float64): {"rtol": 1e-10, "atol": 1e-11}}
 B3.update({np.dtype(dt): {"rtol": 0.0, "atol": 0.0} for dt in (np.int32, np.int64, np.bool_)})
@@ -33,15 +34,6 @@ def graph_ops(graph: Graph | None) -> Iterator[str]:
         body = n.attrs.get("body") if n.op == "fused" else None
         if body is not None:
             yield from graph_ops(body)
-
-
-def assert_b3(actual: Any, expected: Any, what: str = "") -> None:
-    """Compiled against eager within API.md B3's tolerance of the dtype (nan equals nan)."""
-    from dualgraph.testing import assert_close
-
-    exp = np.asarray(expected)
-    tol = B3.get(exp.dtype, {"rtol": 0.0, "atol": 0.0})
-    assert_close(np.asarray(actual), exp, equal_nan=True, msg=what or None, **tol)
 
 
 def forget_kernel(path: str) -> None:
@@ -64,7 +56,7 @@ def compile_and_check(f: Any, x: np.ndarray, expected: np.ndarray) -> tuple:
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         out = compiled(dg.tensor(x))
-    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
+    assert_close(out.numpy(), expected, rtol=1e-12, atol=0, equal_nan=True, check_dtype=False)
     assert compiled.stats.kernels == 1
     (entry,) = compiled.entries()
     return entry.kernel, [str(w.message) for w in record]
