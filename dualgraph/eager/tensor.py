@@ -32,6 +32,27 @@ _GRAD = grad_mode.GRAD_ENABLED
 _RULES = RULES_RUNNING
 
 
+
+try:
+    # NumPy 2 keeps its floating-point error state in one context variable: setting it to a
+    # prebuilt "ignore all" state costs ~0.2 us an op, `np.errstate()` ~2 us.
+    from numpy._core.umath import _extobj_contextvar, _make_extobj
+
+    _QUIET = _make_extobj(all="ignore")
+    _set_errstate = _extobj_contextvar.set
+    _reset_errstate = _extobj_contextvar.reset
+except ImportError:  # another NumPy layout: the public context manager
+    _QUIET = None
+
+    def _set_errstate(_: Any) -> Any:
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+
+    def _reset_errstate(state: Any) -> None:
+        state.__exit__(None, None, None)
+
+
 class Tensor(TensorOps):
     """An eager tensor: a NumPy array plus autograd state, PyTorch-style.
 
@@ -626,13 +647,15 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
         else:
             args = tuple([b if isinstance(b, (Tensor,) + Literal) else _lift(b) for b in args])
             return eager_process(op, args, attrs)
+    # PyTorch computes inf and NaN silently (log(0), 0 / 0): no NumPy warnings.
+    quiet = _set_errstate(_QUIET)
     try:
-        # PyTorch computes inf and NaN silently (log(0), 0 / 0): no NumPy warnings.
-        with np.errstate(all="ignore"):
-            out = op.impl(*datas, **attrs)
+        out = op.impl(*datas, **attrs)
     except Exception as e:
         op.infer(*args, **attrs)  # raises the clear error when the shapes are at fault
         raise RuntimeError(f"{op.name}: {e}") from e
+    finally:
+        _reset_errstate(quiet)
     if key is not None:
         if attrs:
             key.append(tuple(attrs.items()))
