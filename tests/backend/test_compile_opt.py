@@ -53,8 +53,10 @@ def test_a_level_is_its_own_module_and_compiles_at_that_level(tmp_path, monkeypa
         quick.compile([x])
         full.compile([x])
         (want,) = interpret(g, x)
-        np.testing.assert_allclose(quick(x)[0], want, rtol=1e-12)
-        np.testing.assert_allclose(full(x)[0], want, rtol=1e-12)
+        dg.testing.assert_close(quick(x)[0], want, rtol=1e-12, atol=0,
+                                equal_nan=True, check_dtype=False)
+        dg.testing.assert_close(full(x)[0], want, rtol=1e-12, atol=0,
+                                equal_nan=True, check_dtype=False)
     # Compiling the level-1 kernel asked for level 1, the other for the default level.
     assert 1 in levels and llvm_opt() in levels
 
@@ -86,11 +88,13 @@ def test_the_tiered_worker_compiles_at_the_callers_level(tiered, monkeypatch, tm
     x = dg.tensor(np.linspace(-1.0, 1.0, 12).reshape(3, 4))
     f = dg.compile(lambda x: (dg.tanh(x * 3.0) * x).sum(axis=0), tiered=True)
     want = (np.tanh(x.numpy() * 3.0) * x.numpy()).sum(axis=0)
-    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
+    dg.testing.assert_close(f(x).numpy(), want, rtol=1e-12, atol=0,
+                            equal_nan=True, check_dtype=False)
     assert tiers.wait(f, 600), f.stats.tier_failure
     (entry,) = f.entries()
     assert not entry.tier0
     # The caller loaded the worker's level-1 code from the disk cache.
     assert entry.kernel.fn._dg_opt == 1 and "# LLVM optimisation level 1" in entry.kernel.source
     assert cache.hits_misses(entry.kernel.fn)[0] >= 1
-    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-12)
+    dg.testing.assert_close(f(x).numpy(), want, rtol=1e-12, atol=0,
+                            equal_nan=True, check_dtype=False)

@@ -164,8 +164,8 @@ def test_lowering_builds_verified_ir_that_computes_the_kernel(op):
         want = env[id(node)]
         assert got.shape == ishape(node) and got.dtype == want.dtype
         if op in REORDERED:
-            np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-13, atol=1e-15,
-                                       err_msg=op)
+            dg.testing.assert_close(got.reshape(want.shape), want, rtol=1e-13, atol=1e-15,
+                                       msg=op, equal_nan=True, check_dtype=False)
         else:
             np.testing.assert_array_equal(got.reshape(want.shape), want, err_msg=op)
 
