@@ -484,6 +484,18 @@ CASES += [
          sorting, lambda r, t: [_uniform(r, -1, 1, (4, 5), t), _uniform(r, -1, 1, (6,), t)]),
 ]
 ALL_CASES += [pytest.param(c, id=c.name) for c in CASES[-2:]]
+# ---- special functions and small matrices (dualgraph/ops/math.py, ops/matrix.py)
+def special_matrix(x, p, m):
+    # x (2, 3) in (-0.9, 0.9); p (2, 3) positive; m (2, 3, 3) well conditioned.
+    return (dg.erfc(x), dg.erfinv(x), dg.lgamma(p), dg.digamma(p), dg.polygamma(1, p),
+            dg.linalg.det(m), dg.linalg.inv(m))
+
+
+CASES.append(Case(
+    "special_matrix", ("erfc", "erfinv", "lgamma", "polygamma", "det", "inv"), special_matrix,
+    lambda r, t: [_uniform(r, -0.9, 0.9, (2, 3), t), _uniform(r, 0.5, 3.0, (2, 3), t),
+                  (np.eye(3) * 3.0 + r.uniform(-0.5, 0.5, (2, 3, 3))).astype(t)]))
+ALL_CASES.append(pytest.param(CASES[-1], id="special_matrix"))
 # ---- end issue 12: scans and sorting
 # ---- issue 12: pooling and padding (dualgraph/ops/pool.py): every pooling, padding and
 # resampling primitive in one program (one compile per dtype).
