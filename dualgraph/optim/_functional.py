@@ -35,8 +35,13 @@ def as_dtype(x: Any, dtype: Any) -> Any:
 
 
 def with_weight_decay(p: Any, g: Any, group: dict) -> Any:
-    """``g + weight_decay * p`` when weight decay is on (a Python branch: guarded)."""
+    """``g + weight_decay * p`` when weight decay is on (a Python branch: guarded); with
+    the group's ``decoupled_weight_decay`` on (AdamW's form), ``p`` shrinks by
+    ``lr * weight_decay`` in place instead and ``g`` comes back unchanged."""
     wd = group["weight_decay"]
     if wd != 0:
+        if group.get("decoupled_weight_decay", False):
+            p.mul_(1 - group["lr"] * wd)
+            return g
         return g + p * wd
     return g

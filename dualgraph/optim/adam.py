@@ -10,7 +10,7 @@ import numpy as np
 from ..eager.internal import adam_update_
 from ..eager.tensor import Tensor
 from . import _tracing as T
-from ._functional import as_dtype, lerp_, max_
+from ._functional import as_dtype, lerp_, max_, with_weight_decay
 from .optimizer import Optimizer, check_betas, check_nonnegative, step_state, zeros_state
 
 
@@ -55,12 +55,8 @@ class Adam(Optimizer):
             g = -g
         step, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
         step += 1
-        lr, wd = group["lr"], group["weight_decay"]
-        if wd != 0:
-            if group["decoupled_weight_decay"]:
-                p.mul_(1 - lr * wd)
-            else:
-                g = g + p * wd
+        lr = group["lr"]
+        g = with_weight_decay(p, g, group)
         beta1, beta2 = group["betas"]
         lerp_(m, g, 1 - beta1)
         v.mul_(beta2).add_(g * (1 - beta2) * g)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..eager.tensor import Tensor
-from ._functional import as_dtype, lerp_
+from ._functional import as_dtype, lerp_, with_weight_decay
 from .optimizer import Optimizer, check_betas, check_nonnegative, step_state, zeros_state
 
 
@@ -44,12 +44,8 @@ class NAdam(Optimizer):
             state["exp_avg_sq"] = zeros_state(p)
         step, mu_product = state["step"], state["mu_product"]
         step += 1
-        lr, wd = group["lr"], group["weight_decay"]
-        if wd != 0:
-            if group["decoupled_weight_decay"]:
-                p.mul_(1 - lr * wd)
-            else:
-                g = g + p * wd
+        lr = group["lr"]
+        g = with_weight_decay(p, g, group)
         beta1, beta2 = group["betas"]
         t = step.astype(np.float64)
         bc2 = 1 - beta2 ** t

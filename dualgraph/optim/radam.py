@@ -10,7 +10,7 @@ import numpy as np
 
 from ..eager.tensor import Tensor
 from ..ops.elementwise import where
-from ._functional import as_dtype, lerp_
+from ._functional import as_dtype, lerp_, with_weight_decay
 from .optimizer import Optimizer, check_betas, check_nonnegative, step_state, zeros_state
 
 
@@ -44,12 +44,8 @@ class RAdam(Optimizer):
             state["exp_avg_sq"] = zeros_state(p)
         step = state["step"]
         step += 1
-        lr, wd = group["lr"], group["weight_decay"]
-        if wd != 0:
-            if group["decoupled_weight_decay"]:
-                p.mul_(1 - lr * wd)
-            else:
-                g = g + p * wd
+        lr = group["lr"]
+        g = with_weight_decay(p, g, group)
         beta1, beta2 = group["betas"]
         m, v = state["exp_avg"], state["exp_avg_sq"]
         lerp_(m, g, 1 - beta1)
