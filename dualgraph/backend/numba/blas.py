@@ -69,6 +69,27 @@ else:
     _INT = ir.IntType(64)
 
 
+def _emit_gemm(context, builder, dtype, ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc):
+    """The call ``cblas_?gemm(RowMajor, ta, tb, m, n, k, 1, pa, lda, pb, ldb, beta, pc,
+    ldc)`` in LLVM: ``pa``/``pb``/``pc`` are i8 pointers to the first elements, ``beta``
+    is already of ``dtype``, the rest are LLVM integers."""
+    fl = ir.FloatType() if dtype == types.float32 else ir.DoubleType()
+    i32 = ir.IntType(32)
+    ptr = ir.IntType(8).as_pointer()
+    fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i32, _INT, _INT, _INT, fl, ptr, _INT,
+                                           ptr, _INT, fl, ptr, _INT])
+    name = "dualgraph_sgemm" if dtype == types.float32 else "dualgraph_dgemm"
+    fn = cgutils.get_or_insert_function(builder.module, fnty, name)
+
+    def integer(v):
+        return builder.trunc(v, _INT) if _INT.width < 64 else v
+
+    builder.call(fn, [
+        ir.Constant(i32, _ROW_MAJOR), builder.trunc(ta, i32), builder.trunc(tb, i32),
+        integer(m), integer(n), integer(k), ir.Constant(fl, 1.0), pa, integer(lda), pb,
+        integer(ldb), beta, pc, integer(ldc)])
+
+
 @intrinsic
 def _gemm_call(typingctx, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
     """cblas_?gemm(RowMajor, ta, tb, m, n, k, 1, a, lda, b, ldb, beta, c, ldc): a, b, c
@@ -78,27 +99,16 @@ def _gemm_call(typingctx, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
 
     def codegen(context, builder, signature, args):
         ta_, tb_, m_, n_, k_, a_, lda_, b_, ldb_, beta_, c_, ldc_ = args
-        fl = ir.FloatType() if dtype == types.float32 else ir.DoubleType()
         ptr = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i32, _INT, _INT, _INT, fl, ptr, _INT,
-                                               ptr, _INT, fl, ptr, _INT])
-        name = "dualgraph_sgemm" if dtype == types.float32 else "dualgraph_dgemm"
-        fn = cgutils.get_or_insert_function(builder.module, fnty, name)
 
         def data(arr, ty):
             ary = context.make_array(ty)(context, builder, arr)
             return builder.bitcast(ary.data, ptr)
 
-        def integer(v):
-            return builder.trunc(v, _INT) if _INT.width < 64 else v
-
-        beta_v = context.cast(builder, beta_, signature.args[9], signature.args[10].dtype)
-        builder.call(fn, [
-            ir.Constant(i32, _ROW_MAJOR), builder.trunc(ta_, i32), builder.trunc(tb_, i32),
-            integer(m_), integer(n_), integer(k_), ir.Constant(fl, 1.0),
-            data(a_, signature.args[5]), integer(lda_), data(b_, signature.args[7]),
-            integer(ldb_), beta_v, data(c_, signature.args[10]), integer(ldc_)])
+        s = signature.args
+        beta_v = context.cast(builder, beta_, s[9], s[10].dtype)
+        _emit_gemm(context, builder, dtype, ta_, tb_, m_, n_, k_, data(a_, s[5]), lda_,
+                   data(b_, s[7]), ldb_, beta_v, data(c_, s[10]), ldc_)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -113,29 +123,18 @@ def _gemm_at(typingctx, ta, tb, m, n, k, a, ia, lda, b, ib, ldb, beta, c, ic, ld
     def codegen(context, builder, signature, args):
         ta_, tb_, m_, n_, k_, a_, ia_, lda_, b_, ib_, ldb_, beta_, c_, ic_, ldc_ = args
         dtype = signature.args[12].dtype
-        fl = ir.FloatType() if dtype == types.float32 else ir.DoubleType()
         ptr = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i32, _INT, _INT, _INT, fl, ptr, _INT,
-                                               ptr, _INT, fl, ptr, _INT])
-        name = "dualgraph_sgemm" if dtype == types.float32 else "dualgraph_dgemm"
-        fn = cgutils.get_or_insert_function(builder.module, fnty, name)
 
         def data(arr, ty, off, offty):
             ary = context.make_array(ty)(context, builder, arr)
             off = context.cast(builder, off, offty, types.intp)
             return builder.bitcast(builder.gep(ary.data, [off]), ptr)
 
-        def integer(v):
-            return builder.trunc(v, _INT) if _INT.width < 64 else v
-
         s = signature.args
         beta_v = context.cast(builder, beta_, s[11], dtype)
-        builder.call(fn, [
-            ir.Constant(i32, _ROW_MAJOR), builder.trunc(ta_, i32), builder.trunc(tb_, i32),
-            integer(m_), integer(n_), integer(k_), ir.Constant(fl, 1.0),
-            data(a_, s[5], ia_, s[6]), integer(lda_), data(b_, s[8], ib_, s[9]),
-            integer(ldb_), beta_v, data(c_, s[12], ic_, s[13]), integer(ldc_)])
+        _emit_gemm(context, builder, dtype, ta_, tb_, m_, n_, k_, data(a_, s[5], ia_, s[6]),
+                   lda_, data(b_, s[8], ib_, s[9]), ldb_, beta_v, data(c_, s[12], ic_, s[13]),
+                   ldc_)
         return context.get_dummy_value()
 
     return sig, codegen
