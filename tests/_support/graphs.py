@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -61,3 +61,17 @@ def assert_convex(graph: Graph) -> None:
             seen.add(id(n))
             assert id(n) not in inside, f"group with {n.op} is not convex"
             stack.extend(users.get(id(n), []))
+
+
+def traced_cases(cases: Iterable) -> Iterator[tuple]:
+    """``(case, arrays, graph)`` for each op case in ``cases``: its float64 inputs (the
+    k-th case's drawn with seed k) and its traced forward graph. A case that takes
+    gradients itself cannot be traced and is skipped."""
+    for k, case in enumerate(cases):
+        arrays = case.arrays(np.random.default_rng(k), np.float64)
+        try:
+            graph = dg.trace(case.fn, *[dg.tensor(a, requires_grad=a.dtype.kind == "f")
+                                         for a in arrays])
+        except dg.TraceError:
+            continue
+        yield case, arrays, graph

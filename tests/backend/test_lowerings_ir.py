@@ -17,6 +17,7 @@ from dualgraph.backend.numba.lowerings import LOWER, Arg, ishape, kernel_lowerin
 from dualgraph.ir.graph import Node
 from dualgraph.ops import OPS
 
+from .._support.graphs import traced_cases
 from ..ops.cases import CASES
 from .kir_exec import run
 from .test_kir import compiled
@@ -116,13 +117,7 @@ def _samples(op: str) -> list:
     """(node, input values by node id) for every ``op`` node of the op cases' traced
     forward graphs (float64 inputs)."""
     out = []
-    for k, case in enumerate(c for c in CASES if c.op == op):
-        arrays = case.arrays(np.random.default_rng(k), np.float64)
-        try:
-            graph = dg.trace(case.fn, *[dg.tensor(a, requires_grad=a.dtype.kind == "f")
-                                         for a in arrays])
-        except dg.TraceError:  # a case that takes gradients itself
-            continue
+    for _, arrays, graph in traced_cases(c for c in CASES if c.op == op):
         env = {id(i): np.asarray(a) for i, a in zip(graph.inputs, arrays)}
         for n in graph.nodes:
             ins = [env[id(i)] if isinstance(i, Node) else i for i in n.inputs]
