@@ -176,7 +176,16 @@ def mnist(torch: Any, weights: Any = None, compiled: bool = False) -> dict:
     """pytorch/examples mnist: its ``Net`` trained by its own ``train()`` for two epochs of
     five batches, with the optimizer and schedule its ``main()`` makes (Adadelta,
     lr=1.0, StepLR(step_size=1, gamma=0.7)); compiled, the model is ``torch.compile``d."""
-    mn = import_program(torch, "examples.mnist_main")
+    return _mnist_training(torch, "examples.mnist_main", 2, 1.0, weights, compiled)
+
+
+def _mnist_training(torch: Any, program: str, seed: int, lr: float, weights: Any,
+                    compiled: bool) -> dict:
+    """The pytorch/examples MNIST programs' own ``train()``: two epochs of five batches
+    of synthetic images (drawn with ``seed``), Adadelta(``lr``) and StepLR(gamma=0.7) as
+    their ``main()`` makes them, dropout off (torch's and dualgraph's random streams
+    differ); compiled, the model is ``torch.compile``d."""
+    mn = import_program(torch, program)
     torch.manual_seed(0)
     model = mn.Net()
     model.dropout1.p = model.dropout2.p = 0.0
@@ -185,10 +194,10 @@ def mnist(torch: Any, weights: Any = None, compiled: bool = False) -> dict:
         out["weights"] = state_arrays(model.state_dict())
     else:
         load_arrays(torch, model, weights)
-    x, y = _images(2, 20)
+    x, y = _images(seed, 20)
     loader = torch.utils.data.DataLoader(
         torch.utils.data.TensorDataset(torch.tensor(x), torch.tensor(y)), batch_size=4)
-    optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=lr)
     scheduler = mn.StepLR(optimizer, step_size=1, gamma=0.7)
     losses: list[float] = []
     mn.F = _Recorder(mn.F, "nll_loss", losses)
@@ -653,31 +662,7 @@ def mnist_rnn(torch: Any, weights: Any = None, compiled: bool = False) -> dict:
     features) trained by its own ``train()`` for two epochs of five batches with its
     ``main()``'s Adadelta(lr=0.1) and StepLR(gamma=0.7); dropout off (torch's and
     dualgraph's random streams differ)."""
-    mn = import_program(torch, "examples.mnist_rnn_main")
-    torch.manual_seed(0)
-    model = mn.Net()
-    model.dropout1.p = model.dropout2.p = 0.0
-    out: dict = {}
-    if weights is None:
-        out["weights"] = state_arrays(model.state_dict())
-    else:
-        load_arrays(torch, model, weights)
-    x, y = _images(3, 20)
-    loader = torch.utils.data.DataLoader(
-        torch.utils.data.TensorDataset(torch.tensor(x), torch.tensor(y)), batch_size=4)
-    optimizer = torch.optim.Adadelta(model.parameters(), lr=0.1)
-    scheduler = mn.StepLR(optimizer, step_size=1, gamma=0.7)
-    losses: list[float] = []
-    mn.F = _Recorder(mn.F, "nll_loss", losses)
-    net = _compile(torch, model) if compiled else model
-    args = argparse.Namespace(log_interval=10 ** 6, dry_run=False)
-    for epoch in (1, 2):
-        mn.train(args, net, torch.device("cpu"), loader, optimizer, epoch)
-        scheduler.step()
-    out["losses"] = losses
-    if compiled:
-        out["compiled"] = net
-    return out
+    return _mnist_training(torch, "examples.mnist_rnn_main", 3, 0.1, weights, compiled)
 
 
 class _Criterion:
