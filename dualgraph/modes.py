@@ -98,6 +98,12 @@ class Mode(abc.ABC):
         return a 0-d input that reads ``value()`` on every later run (one per ``key``)."""
         return value()
 
+    def grad(self, outputs: Any, inputs: Any, grad_outputs: Any = None,
+             create_graph: bool = False, allow_unused: bool = False) -> tuple:
+        """``dg.grad`` while this mode records a program (the eager engine answers it
+        otherwise): the gradients as this mode's tensors."""
+        raise RuntimeError(f"dg.grad is not supported while {type(self).__name__} is active")
+
     def __call__(self, op: Any, args: tuple, attrs: dict) -> Any:
         return self.process(op, args, attrs)
 
@@ -143,6 +149,10 @@ class _FunctionMode(Mode):
     def runtime_scalar(self, key: Any, value: Callable[[], Any], dtype: Any,
                        keep: Any = None) -> Any:
         return self.below.runtime_scalar(key, value, dtype, keep)
+
+    def grad(self, outputs: Any, inputs: Any, grad_outputs: Any = None,
+             create_graph: bool = False, allow_unused: bool = False) -> tuple:
+        return self.below.grad(outputs, inputs, grad_outputs, create_graph, allow_unused)
 
 
 # The eager mode registers itself at import (the first push: the base mode); tracers push

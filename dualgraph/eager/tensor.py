@@ -925,12 +925,9 @@ def grad(
 
     >>> (gx,) = dg.grad(x * x, [x])
     """
-    if modes.current_trace() is not None:
-        from ..errors import TraceError
-
-        raise TraceError("dg.grad inside a compiled (traced) function is not supported: call "
-                         "loss.backward() inside it (gradients go to .grad), or call dg.grad "
-                         "eagerly")
+    trace = modes.current_trace()
+    if trace is not None:  # differentiate the traced graph
+        return trace.grad(outputs, inputs, grad_outputs, create_graph, allow_unused)
     outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     single = isinstance(inputs, Tensor)
     inputs = [inputs] if single else list(inputs)

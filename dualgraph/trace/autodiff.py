@@ -277,14 +277,17 @@ def value_and_grad(d: Differentiated, outputs: Sequence[Node]) -> Graph:
 
 
 def reverse_accumulate(nodes: list[Node], active: set[int], ct: dict[int, Any],
-                       residual: Any) -> dict[int, Any]:
+                       residual: Any, keep: dict[int, Any] | None = None) -> dict[int, Any]:
     """Reverse-mode sweep: pull the cotangents in ``ct`` (node id -> traced gradient) back
     through ``nodes`` with each op's VJP rule, traced into the current trace context.
 
     Only ``active`` nodes (those that depend on a differentiated input) are visited;
     ``residual(node)`` gives the traced value of a forward node for the rules to read.
     On return ``ct`` holds the gradients of the values that are not produced by ``nodes``
-    (the inputs). Shared by `differentiate` and ``backward()`` inside a traced function.
+    (the inputs). ``keep`` maps ids of nodes among ``nodes`` whose own gradient the caller
+    wants (a value made a leaf with ``requires_grad_``, a ``dg.grad`` input) to ``None``;
+    each gets its complete gradient when the sweep reaches it. Shared by `differentiate`,
+    ``backward()`` and ``dg.grad`` inside a traced function.
     """
     ctx = current_mode()
     tctx = ctx if isinstance(ctx, TraceContext) else None
@@ -292,6 +295,8 @@ def reverse_accumulate(nodes: list[Node], active: set[int], ct: dict[int, Any],
     try:
         for n in reversed(nodes):
             g = ct.pop(id(n), None)
+            if keep is not None and id(n) in keep:
+                keep[id(n)] = g
             if g is None or id(n) not in active:
                 continue
             if tctx is not None:

@@ -97,7 +97,9 @@ class Tracer(TensorOps):
         parameters passed as arguments changes the gradient that is written back). Other
         traced values have none."""
         owner = self._argument()
-        return None if owner is None else owner.grad
+        if owner is None:
+            return self._ctx.leaf_grads.get(id(self.node))
+        return owner.grad
 
     @grad.setter
     def grad(self, value: Any) -> None:
@@ -180,15 +182,32 @@ class Tracer(TensorOps):
     new_tensor = Tensor.new_tensor
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tracer":
-        """A no-op when the value already is (or is not) differentiated; turning it on or
-        off inside a compiled function would need a new leaf, which a kernel cannot give
-        a ``.grad``: raise `TraceError` saying so."""
-        if bool(requires_grad) != self.requires_grad:
-            raise TraceError(
-                f"requires_grad_({bool(requires_grad)}) on a value inside a compiled function "
-                "is not supported: pass a tensor that requires grad as an argument instead, "
-                "or run this part eagerly")
-        return self
+        """A no-op when the value already is (or is not) differentiated. Turning it on for
+        a value computed inside the function makes that value a leaf of the trace
+        (``t = x.clone().requires_grad_()``): ``dg.grad`` and ``backward()`` differentiate
+        the traced graph with respect to it. Turning it on for an argument (whose caller's
+        tensor eager mode would change) or off for a differentiated value raises
+        `TraceError`."""
+        if bool(requires_grad) == self.requires_grad:
+            return self
+        if requires_grad and self._argument() is None:
+            self._ctx.make_leaf(self)
+            return self
+        what = ("an argument of a compiled function (eager mode would change the caller's "
+                "tensor)" if requires_grad else "a value inside a compiled function")
+        raise TraceError(
+            f"requires_grad_({bool(requires_grad)}) on {what} is not supported: pass a "
+            "tensor that requires grad as an argument, make a copy inside the function "
+            "(x.clone().requires_grad_()), or run this part eagerly")
+
+    @property
+    def is_leaf(self) -> bool:
+        """Whether the value has no history to differentiate through, as eager's
+        ``is_leaf``: it does not require grad, or it is an argument, or it was made a leaf
+        with ``requires_grad_``."""
+        node = self._ctx.as_node(self)
+        return (id(node) not in self._ctx.rg or id(node) in self._ctx.leaf_grads
+                or self._argument() is not None)
 
 
 def _reshape_is_view(base_shape: tuple, chain: tuple) -> bool:
@@ -246,6 +265,9 @@ class TraceContext(Mode):
         self.grad_assumed_none: list[Tensor] = []  # backward() found .grad None on entry
         self.arg_tensors: dict[int, Tensor] = {}  # argument input node id -> caller's tensor
         self.backward_called = False
+        # Values made leaves inside the trace (``requires_grad_``): node id -> their
+        # gradient (None until a backward reaches them), which ``.grad`` reads.
+        self.leaf_grads: dict[int, Any] = {}
         # Set while a VJP rule runs: the backward nodes it records carry the user line of
         # the forward op they differentiate, not the line that asked for the gradient.
         self.loc_override: str | None = None
@@ -469,25 +491,82 @@ class TraceContext(Mode):
             self.grad_before[id(t)] = (t, t.grad)
             self._keep.append(t)
 
+    def make_leaf(self, t: Tracer) -> None:
+        """``t.requires_grad_()`` on a computed value that does not require grad: its node
+        becomes a leaf that gradients are taken with respect to."""
+        node = self.as_node(t)
+        self.rg.add(id(node))
+        self.leaf_grads[id(node)] = None
+        self._keep.append(node)
+
+    def _seed(self, root: Any, gradient: Any, k: int = 0) -> tuple[Node, Tracer]:
+        """The root's node and its incoming gradient (ones for a one-element root)."""
+        node = self.as_node(root)
+        if id(node) not in self.rg:
+            raise RuntimeError(f"element {k} of tensors does not require grad and does not "
+                               "have a grad_fn")
+        if gradient is None:
+            if tuple(node.shape) not in ((), (1,)):
+                raise RuntimeError("grad can be implicitly created only for scalar outputs "
+                                   f"(got shape {tuple(node.shape)}); pass gradient=")
+            return node, Tracer(self.const(np.ones(node.shape, node.dtype)), self)
+        return node, gradient if isinstance(gradient, Tracer) else Tracer(
+            self.as_node(gradient), self)
+
+    def grad(self, outputs: Any, inputs: Any, grad_outputs: Any = None,
+             create_graph: bool = False, allow_unused: bool = False) -> tuple:
+        """``dg.grad`` inside the trace: the gradients of ``outputs`` with respect to
+        ``inputs`` (arguments, captured tensors or values computed in the function), traced
+        into the same graph. With ``create_graph=True`` the gradient nodes are
+        differentiable themselves, so a later ``backward()`` goes through them."""
+        from .autodiff import reverse_accumulate
+
+        outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        if grad_outputs is None or not isinstance(grad_outputs, (list, tuple)):
+            grad_outputs = [grad_outputs] * len(outputs)
+        targets = []
+        for x in inputs:
+            if not isinstance(x, (Tracer, Tensor)) or id(self.as_node(x)) not in self.rg:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            targets.append(self.as_node(x))
+        ct: dict[int, Any] = {}
+        for k, (o, g) in enumerate(zip(outputs, grad_outputs)):
+            node, seed = self._seed(o, g, k)
+            ct[id(node)] = seed if id(node) not in ct else ct[id(node)] + seed
+        keep: dict[int, Any] = {id(n): None for n in targets}
+        prev = GRAD_ENABLED.value
+        GRAD_ENABLED.value = bool(create_graph) and prev
+        try:
+            ct = reverse_accumulate(list(self.nodes), self.rg, ct, lambda n: Tracer(n, self),
+                                    keep)
+        finally:
+            GRAD_ENABLED.value = prev
+        result = []
+        for n in targets:
+            g = keep[id(n)] if keep[id(n)] is not None else ct.get(id(n))
+            if g is None and not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have "
+                                   "been used in the graph. Set allow_unused=True if this is "
+                                   "the desired behavior.")
+            result.append(None if g is None else Tracer(self.as_node(g), self))
+        return tuple(result)
+
     def backward(self, root: Tracer, gradient: Any) -> None:
         from .autodiff import reverse_accumulate
 
-        if id(self.as_node(root)) not in self.rg:
-            raise RuntimeError("element 0 of tensors does not require grad and does not "
-                               "have a grad_fn")
-        if gradient is None:
-            if root.shape not in ((), (1,)):
-                raise RuntimeError("grad can be implicitly created only for scalar outputs "
-                                   f"(got shape {root.shape}); pass gradient=")
-            seed = Tracer(self.const(np.ones(root.shape, root.dtype)), self)
-        else:
-            seed = gradient if isinstance(gradient, Tracer) else Tracer(
-                self.as_node(gradient), self)
+        node, seed = self._seed(root, gradient)
+        keep: dict[int, Any] = dict.fromkeys(self.leaf_grads)
         prev = GRAD_ENABLED.value
         GRAD_ENABLED.value = False  # the backward pass itself is not differentiated
         try:
-            ct = reverse_accumulate(list(self.nodes), self.rg, {id(self.as_node(root)): seed},
-                                    lambda n: Tracer(n, self))
+            ct = reverse_accumulate(list(self.nodes), self.rg, {id(node): seed},
+                                    lambda n: Tracer(n, self), keep)
+            for nid, g in keep.items():
+                if g is not None:
+                    old = self.leaf_grads[nid]
+                    self.leaf_grads[nid] = Tracer(self.as_node(g), self) if old is None else \
+                        Tracer(self.process(_add_op(), (old, g), {}).node, self)
             for nid, t in self.leaves.items():
                 g = ct.get(nid)
                 if g is None:
