@@ -421,7 +421,11 @@ class Tensor(TensorOps):
         return self
 
     def clone(self) -> "Tensor":
-        return self * 1 if self._rg else _make(self._data.copy(), False, None)
+        # While tracing, a copy is a graph value: a buffer written earlier in the trace
+        # (power iteration's ``u.copy_``) must be cloned with its new value, not its data.
+        if self._rg or modes.current_trace() is not None:
+            return self * 1
+        return _make(self._data.copy(), False, None)
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf tensor after backward."""

@@ -1,9 +1,13 @@
-"""`dg.nn.utils`: gradient clipping, parameter/vector conversion and packed sequences
-(`rnn`), as PyTorch's."""
+"""`dg.nn.utils`: gradient clipping, parameter/vector conversion, packed sequences
+(`rnn`), parametrizations (`parametrize`, `parametrizations`) and the hook-based weight and
+spectral normalisation, as PyTorch's."""
 
-from . import rnn
+from . import parametrizations, parametrize, rnn
 from .clip_grad import clip_grad_norm_, clip_grad_value_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
+from .spectral_norm import remove_spectral_norm, spectral_norm
+from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = ["rnn", "clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector",
-           "vector_to_parameters"]
+           "vector_to_parameters", "parametrizations", "parametrize", "remove_spectral_norm",
+           "remove_weight_norm", "spectral_norm", "weight_norm"]

@@ -1,0 +1,104 @@
+"""Weight and spectral normalisation (old-style hooks and parametrizations) written the same
+way for torch and dualgraph: ``run(t)`` with ``t`` either module gives a dict of float64
+arrays (outputs, gradients, power-iteration buffers, state dict keys as a joined string).
+Recorded from torch by record_norm_param_goldens.py."""
+
+from __future__ import annotations
+
+import numpy as np
+
+_R = np.random.default_rng(7)
+W = _R.standard_normal((3, 4))
+B = _R.standard_normal(3)
+X = _R.standard_normal((5, 4))
+CW = _R.standard_normal((3, 2, 3))  # Conv1d(2, 3, 3)
+CX = _R.standard_normal((2, 2, 6))
+U3 = _R.standard_normal(3)
+V4 = _R.standard_normal(4)
+V6 = _R.standard_normal(6)
+
+
+def _unit(a: np.ndarray) -> np.ndarray:
+    return a / np.linalg.norm(a)
+
+
+def _linear(t):
+    m = t.nn.Linear(4, 3).double()
+    with t.no_grad():
+        m.weight.copy_(t.tensor(W))
+        m.bias.copy_(t.tensor(B))
+    return m
+
+
+def _conv(t):
+    m = t.nn.Conv1d(2, 3, 3).double()
+    with t.no_grad():
+        m.weight.copy_(t.tensor(CW))
+        m.bias.zero_()
+    return m
+
+
+def _set(t, buf, value) -> None:
+    with t.no_grad():
+        buf.copy_(t.tensor(value))
+
+
+def _record(out: dict, name: str, m, y) -> None:
+    y.pow(2).sum().backward()
+    out[f"{name}/y"] = y.detach().numpy()
+    for k, p in m.named_parameters():
+        out[f"{name}/grad/{k}"] = p.grad.numpy()
+    for k, v in m.state_dict().items():
+        out[f"{name}/state/{k}"] = v.numpy()
+    out[f"{name}/keys"] = np.array(" ".join(m.state_dict()))
+
+
+def run(t) -> dict:
+    out: dict = {}
+    x = t.tensor(X)
+    P = t.nn.utils.parametrizations
+    for dim in (0, 1, None):
+        m = P.weight_norm(_linear(t), dim=dim)
+        _record(out, f"param_weight_norm_{dim}", m, m(x))
+        m = t.nn.utils.weight_norm(_linear(t), dim=dim)
+        _record(out, f"hook_weight_norm_{dim}", m, m(x))
+    m = P.weight_norm(_conv(t), dim=1)
+    _record(out, "param_weight_norm_conv", m, m(t.tensor(CX)))
+
+    # Spectral norm: the random start vectors are replaced by fixed ones, then three
+    # training-mode forwards (one power-iteration step each) and one in eval mode.
+    m = P.spectral_norm(_linear(t))
+    sn = m.parametrizations.weight[0]
+    _set(t, sn._u, _unit(U3))
+    _set(t, sn._v, _unit(V4))
+    ys = [m(x) for _ in range(3)]
+    m.eval()
+    ys.append(m(x))
+    _record(out, "param_spectral_norm", m, sum(y * (k + 1) for k, y in enumerate(ys)))
+
+    m = t.nn.utils.spectral_norm(_linear(t))
+    _set(t, m.weight_u, _unit(U3))
+    _set(t, m.weight_v, _unit(V4))
+    ys = [m(x) for _ in range(3)]
+    m.eval()
+    ys.append(m(x))
+    _record(out, "hook_spectral_norm", m, sum(y * (k + 1) for k, y in enumerate(ys)))
+
+    m = P.spectral_norm(_conv(t), n_power_iterations=2)
+    sn = m.parametrizations.weight[0]
+    _set(t, sn._u, _unit(U3))
+    _set(t, sn._v, _unit(V6))
+    _record(out, "param_spectral_norm_conv", m, m(t.tensor(CX)))
+
+    # Removing keeps the normalised weight as a plain parameter.
+    m = P.weight_norm(_linear(t))
+    t.nn.utils.parametrize.remove_parametrizations(m, "weight")
+    out["removed_param/keys"] = np.array(" ".join(m.state_dict()))
+    out["removed_param/weight"] = m.weight.detach().numpy()
+    m = t.nn.utils.spectral_norm(_linear(t))
+    _set(t, m.weight_u, _unit(U3))
+    _set(t, m.weight_v, _unit(V4))
+    t.nn.utils.remove_spectral_norm(m)
+    out["removed_hook/keys"] = np.array(" ".join(m.state_dict()))
+    out["removed_hook/weight"] = m.weight.detach().numpy()
+    return out
