@@ -626,12 +626,25 @@ def embedding(input: Any, weight: Any, padding_idx: int | None = None,  # noqa: 
               max_norm: Any = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
               sparse: bool = False) -> Any:
     """Rows of ``weight`` picked by int ``input``: ``weight[input]``. The gradient
-    scatter-adds into the rows; row ``padding_idx`` gets none."""
+    scatter-adds into the rows; row ``padding_idx`` gets none. With ``max_norm``, each
+    looked-up row whose ``norm_type``-norm exceeds it is first scaled in place (under
+    ``no_grad``) by ``max_norm / (norm + 1e-7)``, as PyTorch's ``embedding_renorm_``."""
     from ..ops.index import embedding as _embedding
 
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are "
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse gradients are "
                                   "not supported")
+    if max_norm is not None:
+        with no_grad():
+            idx = S.reshape(input, (-1,))
+            rows = _embedding(idx, weight)
+            a = E.abs(rows)
+            p = float(norm_type)
+            norm = (R.amax(a, 1) if p == math.inf else R.sum(E.ne(a, 0.0), 1) if p == 0
+                    else R.sum(a, 1) if p == 1 else E.sqrt(R.sum(E.mul(a, a), 1)) if p == 2
+                    else E.pow(R.sum(E.pow(a, p), 1), 1.0 / p))
+            scale = E.where(E.gt(norm, max_norm), E.div(max_norm, E.add(norm, 1e-7)), 1.0)
+            weight[idx] = E.mul(rows, S.reshape(scale.astype(rows.dtype), (-1, 1)))
     return _embedding(input, weight, padding_idx)
 
 

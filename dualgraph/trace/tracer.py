@@ -268,6 +268,13 @@ class TraceContext(Mode):
         # Values made leaves inside the trace (``requires_grad_``): node id -> their
         # gradient (None until a backward reaches them), which ``.grad`` reads.
         self.leaf_grads: dict[int, Any] = {}
+        # Leaves that require grad written under no_grad (Embedding's max_norm renorm, an
+        # optimizer step): id -> (their new value's node, their input node). Eager mode
+        # keeps such a tensor a leaf, so a later differentiable read is the new value with
+        # the gradient passed straight to the input (`_straight_read`).
+        self._straight: dict[int, tuple[Node, Node]] = {}
+        self._straight_reads: dict[int, Node] = {}
+        self._input_of: dict[int, Node] = {}
         # Set while a VJP rule runs: the backward nodes it records carry the user line of
         # the forward op they differentiate, not the line that asked for the gradient.
         self.loc_override: str | None = None
@@ -297,6 +304,8 @@ class TraceContext(Mode):
         return node
 
     def lift(self, t: Tensor) -> Node:
+        if id(t) in self._straight and GRAD_ENABLED.value:
+            return self._straight_read(t)
         node = self._lifted.get(id(t))
         if node is not None:
             return node
@@ -306,12 +315,31 @@ class TraceContext(Mode):
             if t.requires_grad:
                 self.rg.add(id(node))
                 self.leaves[id(node)] = t
+                self._input_of[id(t)] = node
         else:
             node = Node("const", (), {"value": array_of(t)}, t.shape, t.dtype)
             self.nodes.append(node)
         self._lifted[id(t)] = node
         self._keep.append(t)
         return node
+
+    def _straight_read(self, t: Tensor) -> Node:
+        """A differentiable read of leaf ``t`` after a write under no_grad: the new value
+        plus ``input - stop_gradient(input)`` (exactly zero), so the value is the written
+        one and the gradient reaches ``t``'s input node, as it reaches the leaf in eager
+        mode."""
+        new, inp = self._straight[id(t)]
+        read = self._straight_reads.get(id(new))
+        if read is None:
+            from ..ops.registry import OPS
+
+            x = Tracer(inp, self)
+            zero = self.process(OPS["sub"], (x, self.process(OPS["stop_gradient"], (x,), {})),
+                                {})
+            read = self.process(OPS["add"], (Tracer(new, self), zero), {}).node
+            self._straight_reads[id(new)] = read
+            self._keep.append(new)
+        return read
 
     def as_node(self, a: Any) -> Any:
         if isinstance(a, Tracer):
@@ -480,6 +508,12 @@ class TraceContext(Mode):
                 self.overwritten.add(id(t.node))
             t.node = node
             return t
+        if not GRAD_ENABLED.value and t.requires_grad and t.grad_fn is None:
+            if id(t) not in self._lifted:
+                self.lift(t)
+            inp = self._input_of.get(id(t))
+            if inp is not None:
+                self._straight[id(t)] = (node, inp)
         self.writes[id(t)] = (t, node)
         self._lifted[id(t)] = node
         self._keep.append(t)

@@ -102,3 +102,35 @@ def run(t) -> dict:
     out["removed_hook/keys"] = np.array(" ".join(m.state_dict()))
     out["removed_hook/weight"] = m.weight.detach().numpy()
     return out
+
+
+EW = _R.standard_normal((6, 4)) * 0.8
+IDX = np.array([[0, 2, 2], [5, 1, 0]])
+COEF = _R.standard_normal((2, 3, 4))
+
+
+def run_embedding(t) -> dict:
+    """``Embedding(max_norm=)`` and ``F.embedding(max_norm=)``: the looked-up rows are
+    renormalised in place before the lookup; the gradient goes to the weight."""
+    out: dict = {}
+    idx = t.tensor(IDX)
+    for p in (2.0, 1.0, 3.0, float("inf")):
+        e = t.nn.Embedding(6, 4, max_norm=1.0, norm_type=p).double()
+        with t.no_grad():
+            e.weight.copy_(t.tensor(EW))
+        y = e(idx)
+        (y * t.tensor(COEF)).sum().backward()
+        out[f"emb_{p}/y"] = y.detach().numpy()
+        out[f"emb_{p}/weight"] = e.weight.detach().numpy()
+        out[f"emb_{p}/grad"] = e.weight.grad.numpy()
+        out[f"emb_{p}/repr"] = np.array(repr(e))
+    w = t.tensor(EW, requires_grad=True)
+    with t.no_grad():
+        w2 = w * 1.0
+    w2.requires_grad_()
+    y = t.nn.functional.embedding(idx, w2, padding_idx=2, max_norm=0.5)
+    (y * t.tensor(COEF)).sum().backward()
+    out["emb_functional/y"] = y.detach().numpy()
+    out["emb_functional/weight"] = w2.detach().numpy()
+    out["emb_functional/grad"] = w2.grad.numpy()
+    return out

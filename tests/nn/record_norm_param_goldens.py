@@ -1,4 +1,5 @@
-"""Record torch's numbers for tests/nn/test_norm_params.py.
+"""Record torch's numbers for tests/nn/test_norm_params.py and
+tests/nn/test_embedding_renorm.py.
 
 Run from the repository root with a Python that has torch:
 ``python -m tests.nn.record_norm_param_goldens`` (writes tests/nn/norm_param_goldens.npz).
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .norm_param_cases import run
+from .norm_param_cases import run, run_embedding
 
 OUT = Path(__file__).with_name("norm_param_goldens.npz")
 
@@ -20,7 +21,8 @@ def main() -> None:
     import torch
 
     warnings.simplefilter("ignore", FutureWarning)  # torch's old weight_norm is deprecated
-    np.savez_compressed(OUT, torch=np.array(torch.__version__), **run(torch))
+    np.savez_compressed(OUT, torch=np.array(torch.__version__), **run(torch),
+             **run_embedding(torch))
 
 
 if __name__ == "__main__":

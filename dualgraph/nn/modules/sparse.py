@@ -25,12 +25,14 @@ class Embedding(Module):
                  norm_type: float = 2.0, scale_grad_by_freq: bool = False,
                  sparse: bool = False, _weight: Any = None, _freeze: bool = False,
                  device: Any = None, dtype: Any = None) -> None:
-        if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse "
-                                      "gradients are not supported")
+        if scale_grad_by_freq or sparse:
+            raise NotImplementedError("Embedding: scale_grad_by_freq and sparse gradients are "
+                                      "not supported")
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise AssertionError("Padding_idx must be within num_embeddings")
@@ -60,11 +62,14 @@ class Embedding(Module):
                    _weight=w, _freeze=freeze)
 
     def forward(self, x: Any) -> Any:
-        return F.embedding(x, self.weight, self.padding_idx)
+        return F.embedding(x, self.weight, self.padding_idx, self.max_norm, self.norm_type)
 
     def extra_repr(self) -> str:
         pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
-        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+        norm = f", max_norm={self.max_norm}" if self.max_norm is not None else ""
+        if self.norm_type != 2:
+            norm += f", norm_type={self.norm_type}"
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}{norm}"
 
 
 class EmbeddingBag(Module):
