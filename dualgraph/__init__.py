@@ -12,6 +12,7 @@ import typing as _typing
 import numpy as _np
 
 from . import autograd, nn, ops, optim, passes, testing, viz
+from . import dtypes as _dtypes
 from .compare import CompareReport, compare
 from .compile import RetraceLimitError, StaleTraceError, compile
 from .dtypes import bool_, float16, float32, float64, int32, int64
@@ -297,8 +298,8 @@ bmm = _TensorOps.bmm
 
 
 def get_default_dtype() -> _typing.Any:
-    """The dtype Python floats and the float factories give: float32."""
-    return float32
+    """The dtype Python floats and the float factories give (`set_default_dtype`)."""
+    return _dtypes.default_float()
 
 
 def is_tensor(obj: _typing.Any) -> bool:

@@ -48,6 +48,16 @@ class UnsupportedDtype:
 
 bfloat16 = UnsupportedDtype("bfloat16")
 
+# The default floating dtype (``dg.set_default_dtype``): what Python floats, the float
+# factories and new layers' parameters give. One mutable cell, read on every use, so a
+# compiled call's key can include it (`default_float`).
+DEFAULT_FLOAT = [float32]
+
+
+def default_float() -> np.dtype:
+    """The default floating dtype: float32 unless ``dg.set_default_dtype`` changed it."""
+    return DEFAULT_FLOAT[0]
+
 
 def as_dtype(dtype: Any) -> np.dtype:
     """Turn a NumPy dtype, a Python type or a name (``"float32"``) into a NumPy dtype."""

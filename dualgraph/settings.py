@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .dtypes import as_dtype, float32
+from .dtypes import DEFAULT_FLOAT, as_dtype, default_float, float16, float32, float64
 from .eager.tensor import PRINT_OPTIONS
 
 _FLAGS = {"deterministic": False, "warn_only": False, "matmul_precision": "highest"}
@@ -65,23 +65,41 @@ def set_printoptions(precision: int | None = None, threshold: int | None = None,
 
 
 def set_default_dtype(d: Any) -> None:
-    """Accepts float32, dualgraph's default; any other dtype raises `NotImplementedError`
-    (Python floats always make float32 tensors here: pass ``dtype=`` explicitly)."""
+    """Set the default floating dtype, as ``torch.set_default_dtype``: Python floats,
+    the float factories (``zeros``, ``randn``, ``tensor([1.0])``, ``arange(0.5, 2)``),
+    integer inputs to float ops and new layers' parameters take it. float16, float32
+    (the initial default) or float64; a compiled function traces again for a new default.
+
+    >>> dg.set_default_dtype(dg.float64); dg.tensor([1.0]).dtype
+    dtype('float64')
+    >>> dg.set_default_dtype(dg.float32)
+    """
     dtype = as_dtype(d)
     if dtype.kind != "f":
         raise TypeError(f"only floating-point types are supported as the default type, got "
                         f"{dtype}")
-    if dtype != float32:
-        raise NotImplementedError(f"set_default_dtype({dtype}): dualgraph's default floating "
-                                  "dtype is fixed at float32; pass dtype= to the factories "
-                                  "or convert with .double()")
+    DEFAULT_FLOAT[0] = dtype
+
+
+def get_default_dtype() -> Any:
+    """The default floating dtype (float32 unless `set_default_dtype` changed it)."""
+    return default_float()
+
+
+_TENSOR_TYPES = {"FloatTensor": float32, "DoubleTensor": float64, "HalfTensor": float16}
 
 
 def set_default_tensor_type(t: Any) -> None:
-    """`set_default_dtype` of a legacy tensor type (``dg.FloatTensor``) or its name."""
+    """`set_default_dtype` of a legacy floating tensor type (``dg.DoubleTensor``) or its
+    name (``"torch.DoubleTensor"``)."""
     name = t if isinstance(t, str) else getattr(t, "__name__", "")
-    set_default_dtype(float32 if name.split(".")[-1] == "FloatTensor" else
-                      getattr(t, "dtype", "float64"))
+    if name.startswith("torch.cuda.") or name.startswith("dualgraph.cuda."):
+        raise TypeError(f"set_default_tensor_type({name!r}): dualgraph runs on the CPU only")
+    dtype = _TENSOR_TYPES.get(name.split(".")[-1])
+    if dtype is None:
+        raise TypeError(f"invalid type: {name or t!r} (expected FloatTensor, DoubleTensor or "
+                        "HalfTensor)")
+    set_default_dtype(dtype)
 
 
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
@@ -131,7 +149,7 @@ def set_flush_denormal(mode: bool) -> bool:
 __all__ = [
     "are_deterministic_algorithms_enabled", "get_default_device", "get_float32_matmul_precision",
     "get_num_interop_threads", "get_num_threads", "is_deterministic_algorithms_warn_only_enabled",
-    "set_default_device", "set_default_dtype", "set_default_tensor_type",
+    "get_default_dtype", "set_default_device", "set_default_dtype", "set_default_tensor_type",
     "set_float32_matmul_precision", "set_flush_denormal", "set_num_interop_threads",
     "set_num_threads", "set_printoptions", "use_deterministic_algorithms",
 ]

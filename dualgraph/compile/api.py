@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import DEFAULT_FLOAT
 from ..eager import grad_mode
 from ..eager.internal import array_of, make_tensor, requires_grad_of
 from ..eager.tensor import Tensor
@@ -258,7 +259,8 @@ class CompiledFunction:
         # Arguments that share memory (``f(x[1:3], x)``): which pairs is part of the key;
         # a trace that writes one of them runs eagerly (`specialize.check_aliasing`).
         alias = overlapping(arrays) if len(arrays) > 1 else None
-        return (tuple(key), grad_mode.GRAD_ENABLED.value, layout, alias)
+        # The default float dtype shapes what a trace builds (Python floats, factories).
+        return (tuple(key), (grad_mode.GRAD_ENABLED.value, DEFAULT_FLOAT[0]), layout, alias)
 
     def _find(self, sig: tuple, args: tuple) -> Plan | None:
         for e in self._entries.get(sig, ()):

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import DEFAULT_FLOAT
 from ..eager import grad_mode
 from ..eager.compiled_node import attach_backward, attach_gradients
 from ..eager.internal import array_of, bump_version, make_tensor, requires_grad_of, set_grad
@@ -98,7 +99,8 @@ POSITIONAL, KEYWORD, DEFAULT = "positional", "keyword", "default"
 
 # Names every generated call may use.
 _BUILTINS = {
-    "MISS": MISS, "MISSING": MISSING, "GRAD": grad_mode.GRAD_ENABLED, "array_of": array_of,
+    "MISS": MISS, "MISSING": MISSING, "GRAD": grad_mode.GRAD_ENABLED,
+    "DEFAULT_FLOAT": DEFAULT_FLOAT, "array_of": array_of,
     "requires_grad_of": requires_grad_of, "bump_version": bump_version,
     "make_tensor": make_tensor, "set_grad": set_grad, "refresh_key": refresh_key,
     "attach_gradients": attach_gradients, "attach_backward": attach_backward,
@@ -331,8 +333,8 @@ def _key_check(keys: tuple, grad_on: bool, gen: _Emitter,
         else:
             exprs.append(f"const_key(a{i}, {i}, KEEP)")
             expected.append(k)
-    exprs.append("GRAD.value")
-    expected.append(grad_on)
+    exprs += ["GRAD.value", "DEFAULT_FLOAT[0]"]  # grad mode, default float dtype
+    expected += list(grad_on)
     return _compare(exprs, gen.const(tuple(expected), "key"))
 
 

@@ -1,6 +1,7 @@
 """Which compiled entry a call may use: its signature key, and guards on captured tensors.
 
-A call's key is ``(per-argument keys, grad mode, keyword layout, shared memory)``, built by
+A call's key is ``(per-argument keys, (grad mode, default float dtype), keyword layout,
+shared memory)``, built by
 `CompiledFunction._key` on the general path; each entry's generated call path
 (`callgen`) checks the same key inline. An argument's key is
 ``(shape, dtype, requires_grad)`` for a tensor, ``(shape, dtype)`` for a NumPy array and
@@ -251,7 +252,10 @@ def describe_change(old: tuple, new: tuple, args: tuple) -> str:
             return ", ".join(f"{i} and {j}" for i, j in alias) if alias else "none"
         return (f"tensor arguments sharing memory: {shown(new_alias)} instead of "
                 f"{shown(old_alias)} (counted among tensor and array arguments)")
-    return f"grad mode {'on' if new_grad else 'off'} instead of {'on' if old_grad else 'off'}"
+    if old_grad[1] != new_grad[1]:
+        return f"default dtype {new_grad[1]} instead of {old_grad[1]} (dg.set_default_dtype)"
+    return (f"grad mode {'on' if new_grad[0] else 'off'} instead of "
+            f"{'on' if old_grad[0] else 'off'}")
 
 
 def capture_guards(ctx: CallTraceContext,

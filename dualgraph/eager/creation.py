@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import CPU, as_dtype, check_device
+from ..dtypes import CPU, as_dtype, check_device, default_float
 from ..errors import TraceError
 from ..modes import current_trace
 from ..ops import elementwise as E
@@ -21,7 +21,6 @@ from ..ops import random as R
 from ..ops.scan import argsort, cumsum, searchsorted, topk
 from ..ops.shape import stop_gradient
 from .tensor import (
-    _DEFAULT_FLOAT,
     Tensor,
     _filled,
     numpy_generator,
@@ -49,7 +48,7 @@ def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: A
     """A tensor of zeros: ``dg.zeros(2, 3)`` or ``dg.zeros((2, 3))``."""
     shape = _size_keyword(shape, kwargs, "zeros()")
     factory_options("zeros()", device, kwargs)
-    return _filled(np.zeros(_shape_arg(shape), as_dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
+    return _filled(np.zeros(_shape_arg(shape), as_dtype(dtype or default_float())), requires_grad)
 
 
 def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
@@ -57,7 +56,7 @@ def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: An
     """A tensor of ones: ``dg.ones(2, 3)`` or ``dg.ones((2, 3))``."""
     shape = _size_keyword(shape, kwargs, "ones()")
     factory_options("ones()", device, kwargs)
-    return _filled(np.ones(_shape_arg(shape), as_dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
+    return _filled(np.ones(_shape_arg(shape), as_dtype(dtype or default_float())), requires_grad)
 
 
 def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False, *,
@@ -74,13 +73,14 @@ def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False,
     shape = _shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
     if dtype is None:
         dtype = np.array(value).dtype
-        dtype = _DEFAULT_FLOAT if dtype == np.float64 else dtype
+        dtype = default_float() if dtype == np.float64 else dtype
     return _filled(np.full(shape, value, as_dtype(dtype)), requires_grad)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
            requires_grad: bool = False, *, device: Any = None, **kwargs: Any) -> Tensor:
-    """Evenly spaced values in ``[start, end)``; ints give int64, floats float32."""
+    """Evenly spaced values in ``[start, end)``; ints give int64, floats the default dtype
+    (float32 unless ``dg.set_default_dtype`` says otherwise)."""
     factory_options("arange()", device, kwargs)
     if end is None:
         start, end = 0, start
@@ -97,7 +97,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
                            f"(start {start}, end {end}, step {step})")
     arr = np.arange(start, end, step)
     if dtype is None and arr.dtype == np.float64:
-        dtype = _DEFAULT_FLOAT
+        dtype = default_float()
     if dtype is not None:
         arr = arr.astype(as_dtype(dtype))
     return _filled(arr, requires_grad)
@@ -154,7 +154,7 @@ def _sampled(fn: str, op: Callable, sample: Callable, shape: tuple, dtype: Any,
     shape = _size_keyword(shape, kwargs, fn)
     factory_options(fn, device, kwargs)
     shape = _shape_arg(shape)
-    dtype = as_dtype(dtype or _DEFAULT_FLOAT)
+    dtype = as_dtype(dtype or default_float())
     if current_trace() is not None:
         return _traced_draw(op, shape, dtype, requires_grad, generator)
     return _filled(sample(numpy_generator(generator), shape).astype(dtype), requires_grad)
@@ -220,7 +220,7 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None,
         device: Any = None, **kwargs: Any) -> Tensor:
     """The ``n x m`` identity matrix (``m`` defaults to ``n``), float32 by default."""
     factory_options("eye()", device, kwargs)
-    a = np.eye(n, n if m is None else m, dtype=as_dtype(dtype or np.float32))
+    a = np.eye(n, n if m is None else m, dtype=as_dtype(dtype or default_float()))
     return tensor(a, requires_grad=requires_grad)
 
 
@@ -233,7 +233,7 @@ def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
     factory_options("linspace()", device, kwargs)
     if not isinstance(steps, (int, np.integer)) or steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps!r}")
-    a = np.linspace(start, end, int(steps)).astype(as_dtype(dtype or np.float32))
+    a = np.linspace(start, end, int(steps)).astype(as_dtype(dtype or default_float()))
     return tensor(a, requires_grad=requires_grad)
 
 

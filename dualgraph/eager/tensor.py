@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import modes
-from ..dtypes import as_dtype, check_device
+from ..dtypes import as_dtype, check_device, default_float
 from ..ir.graph import Literal, Node
 from ..modes import Mode
 from ..ops import shape as S
@@ -73,7 +73,7 @@ class Tensor(TensorOps):
             if not all(type(d) is int and d >= 0 for d in dims):
                 raise TypeError(f"Tensor(): expected data or non-negative int sizes, got "
                                 f"{dims!r}")
-            data = np.zeros(dims if dims else (0,), np.float32)
+            data = np.zeros(dims if dims else (0,), default_float())
         _init(self, np.asarray(data), False, None)
         if requires_grad:
             self.requires_grad_(True)
@@ -948,7 +948,6 @@ def grad(
 
 
 # ------------------------------------------------------------ tensors from data
-_DEFAULT_FLOAT = np.dtype(np.float32)
 
 
 # Kinds NumPy can hold but a tensor cannot: object, str/bytes, void (records),
@@ -981,7 +980,7 @@ def _from_python(data: Any, dtype: Any) -> np.ndarray:
     except ValueError as e:
         raise ValueError(f"tensor(): cannot build a tensor from {data!r}: {e}") from None
     if arr.dtype == np.float64 and dtype is None:
-        return arr.astype(_DEFAULT_FLOAT)
+        return arr.astype(default_float())
     if arr.dtype == np.uint64 or arr.dtype.kind == "O":
         # NumPy makes uint64 (or object) for ints beyond int64, where PyTorch raises.
         target = np.int64 if dtype is None else as_dtype(dtype)

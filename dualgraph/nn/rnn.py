@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import as_dtype
+from ..dtypes import as_dtype, default_float
 from ..eager.creation import zeros
 from ..eager.internal import set_array
 from ..ops import elementwise as E
@@ -42,7 +42,7 @@ def _factory_dtype(device: Any, dtype: Any) -> np.dtype:
     """The parameters' dtype; ``device`` may only name the CPU (a CPU build's devices)."""
     if device is not None and str(device).split(":")[0] != "cpu":
         raise RuntimeError(f"dualgraph runs on the CPU only; got device={device!r}")
-    return np.dtype(np.float32) if dtype is None else as_dtype(dtype)
+    return default_float() if dtype is None else as_dtype(dtype)
 
 
 def _check_size(name: str, value: Any) -> None:

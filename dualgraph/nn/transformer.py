@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import default_float
 from ..eager.creation import full
 from ..eager.internal import set_array
 from ..ops import shape as S
@@ -42,7 +43,7 @@ def _activation(activation: str | Callable) -> Callable:
 
 def _cast(module: Module, device: Any, dtype: Any) -> None:
     dt = _factory_dtype(device, dtype)
-    if dt != np.float32:
+    if dt != default_float():
         module.to(dt)
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import default_float
 from ..errors import ShapeError
 from ..ir.graph import Literal
 from ..modes import bind
@@ -23,8 +24,8 @@ def shape_of(x: Any) -> tuple:
 # PyTorch's type categories: a higher category always wins, whatever the sizes.
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
 # The dtype a Python scalar of a higher category than every tensor gives (PyTorch's
-# defaults: ``int_tensor * 2.5`` is float32, ``bool_tensor + 1`` int64).
-_SCALAR_DEFAULT = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32))
+# defaults: ``int_tensor * 2.5`` is the default float dtype, ``bool_tensor + 1`` int64).
+_SCALAR_DEFAULT = (np.dtype(np.bool_), np.dtype(np.int64))
 
 
 def _scalar_category(v: Any) -> int:
@@ -58,7 +59,7 @@ def result_dtype(*args: Any) -> np.dtype:
     scalar_top = max([_scalar_category(a) for a in args if isinstance(a, Literal)],
                      default=-1)
     if scalar_top > max(cats, default=-1):
-        return _SCALAR_DEFAULT[scalar_top]
+        return _SCALAR_DEFAULT[scalar_top] if scalar_top < 2 else default_float()
     first = dtypes[0]
     if all(d == first for d in dtypes):
         return first
@@ -94,8 +95,9 @@ def cast_operands(dtype: np.dtype, xs: tuple) -> tuple:
 
 def float_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype a float-valued op (``exp``, ``mean``, ``/``) gives for an input dtype:
-    integers and bools give float32, PyTorch's default float dtype (NumPy would say f64)."""
-    return dtype if dtype.kind == "f" else np.dtype(np.float32)
+    integers and bools give PyTorch's default float dtype (float32 unless
+    ``dg.set_default_dtype`` says otherwise; NumPy would say f64)."""
+    return dtype if dtype.kind == "f" else default_float()
 
 
 def broadcast_shapes(name: str, *shapes: tuple) -> tuple:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import default_float
 from ..errors import ShapeError
 from . import elementwise as E
 from . import index as I
@@ -200,7 +201,7 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype:
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     a = np.power(float(base), np.linspace(float(start), float(end), int(steps)))
-    return S.stop_gradient(a.astype(as_dtype(dtype or np.float32)))
+    return S.stop_gradient(a.astype(as_dtype(dtype or default_float())))
 
 
 def diagflat(input: Any, offset: int = 0) -> Any:  # noqa: A002
@@ -260,7 +261,7 @@ def _window(fn: str, make: Any) -> Any:
                                f"window_length={window_length}")
         n = window_length + 1 if periodic and window_length > 1 else window_length
         w = make(n, **kwargs)[:window_length] if n else np.zeros(0)
-        return S.stop_gradient(np.asarray(w).astype(as_dtype(dtype or np.float32)))
+        return S.stop_gradient(np.asarray(w).astype(as_dtype(dtype or default_float())))
 
     window.__name__ = fn
     window.__doc__ = (f"The {fn.split('_')[0]} window of ``window_length`` points; "

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ...dtypes import default_float
 from .. import functional as F
 from .module import Module, Parameter
 
@@ -195,7 +196,7 @@ class PReLU(Module):
                  dtype: Any = None) -> None:
         super().__init__()
         self.num_parameters = num_parameters
-        dt = np.float32 if dtype is None else np.dtype(dtype)
+        dt = default_float() if dtype is None else np.dtype(dtype)
         self.weight = Parameter(np.full((num_parameters,), init, dt))
 
     def forward(self, x: Any) -> Any:

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ...dtypes import default_float
 from .. import functional as F
 from .linear import Linear
 from .module import Module, Parameter, _uniform, accepts_device_dtype
@@ -50,12 +51,12 @@ class MultiheadAttention(Module):
         bound = math.sqrt(6.0 / (embed_dim + 3 * embed_dim))
         self.in_proj_weight = Parameter(_uniform((3 * embed_dim, embed_dim), bound))
         if bias:
-            self.in_proj_bias = Parameter(np.zeros(3 * embed_dim, np.float32))
+            self.in_proj_bias = Parameter(np.zeros(3 * embed_dim, default_float()))
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias)
         if bias:
-            self.out_proj.bias = Parameter(np.zeros(embed_dim, np.float32))
+            self.out_proj.bias = Parameter(np.zeros(embed_dim, default_float()))
 
     def forward(self, query: Any, key: Any, value: Any, key_padding_mask: Any = None,
                 need_weights: bool = True, attn_mask: Any = None,

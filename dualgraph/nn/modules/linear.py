@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ...dtypes import as_dtype, check_device
+from ...dtypes import as_dtype, check_device, default_float
 from ...eager.grad_mode import no_grad
 from ...eager.internal import set_array
 from .. import functional as F
@@ -69,7 +69,7 @@ class Bilinear(Module):
         self.in1_features, self.in2_features = in1_features, in2_features
         self.out_features = out_features
         bound = 1.0 / math.sqrt(in1_features) if in1_features > 0 else 0.0
-        dt = np.float32 if dtype is None else as_dtype(dtype)
+        dt = default_float() if dtype is None else as_dtype(dtype)
         self.weight = Parameter(
             _uniform((out_features, in1_features, in2_features), bound).astype(dt))
         if bias:
@@ -93,7 +93,7 @@ class LazyLinear(Linear):
     def __init__(self, out_features: int, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__(0, out_features, bias)
-        self._dtype = np.float32 if dtype is None else as_dtype(dtype)
+        self._dtype = default_float() if dtype is None else as_dtype(dtype)
 
     def initialize_parameters(self, x: Any) -> None:
         """Shape and initialise the parameters for input ``x`` (the first call does it)."""

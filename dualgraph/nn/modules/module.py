@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ...dtypes import default_float
 from ...eager.grad_mode import no_grad
 from ...eager.internal import array_of, bump_version, init_tensor, set_array, set_grad
 from ...eager.tensor import Tensor, rng
@@ -25,7 +26,7 @@ class Parameter(Tensor):
 
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
         if data is None:
-            arr = np.zeros((0,), np.float32)
+            arr = np.zeros((0,), default_float())
         elif isinstance(data, Tensor):
             arr = array_of(data)
         else:
@@ -46,7 +47,7 @@ class Buffer(Tensor):
 
     def __init__(self, data: Any = None, *, persistent: bool = True) -> None:
         if data is None:
-            arr = np.zeros((0,), np.float32)
+            arr = np.zeros((0,), default_float())
         elif isinstance(data, Tensor):
             arr = array_of(data)
         else:
@@ -507,7 +508,7 @@ class Module:
 
 
 def _uniform(shape: tuple, bound: float) -> np.ndarray:
-    return rng().uniform(-bound, bound, size=shape).astype(np.float32)
+    return rng().uniform(-bound, bound, size=shape).astype(default_float())
 
 
 def accepts_device_dtype(cls: type) -> type:

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ...dtypes import default_float
 from ...eager.grad_mode import no_grad
 from ...eager.tensor import Tensor
 from .. import functional as F
@@ -38,9 +39,9 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(np.ones(self.normalized_shape, np.float32))
+            self.weight = Parameter(np.ones(self.normalized_shape, default_float()))
             if bias:
-                self.bias = Parameter(np.zeros(self.normalized_shape, np.float32))
+                self.bias = Parameter(np.zeros(self.normalized_shape, default_float()))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -71,9 +72,9 @@ class GroupNorm(Module):
         self.eps = eps
         self.affine = affine
         if affine:
-            self.weight = Parameter(np.ones(num_channels, np.float32))
+            self.weight = Parameter(np.ones(num_channels, default_float()))
             if bias:
-                self.bias = Parameter(np.zeros(num_channels, np.float32))
+                self.bias = Parameter(np.zeros(num_channels, default_float()))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -103,17 +104,17 @@ class _NormBase(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         if affine:
-            self.weight = Parameter(np.ones(num_features, np.float32))
+            self.weight = Parameter(np.ones(num_features, default_float()))
             if bias:
-                self.bias = Parameter(np.zeros(num_features, np.float32))
+                self.bias = Parameter(np.zeros(num_features, default_float()))
             else:
                 self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", Tensor(np.zeros(num_features, np.float32)))
-            self.register_buffer("running_var", Tensor(np.ones(num_features, np.float32)))
+            self.register_buffer("running_mean", Tensor(np.zeros(num_features, default_float())))
+            self.register_buffer("running_var", Tensor(np.ones(num_features, default_float())))
             self.register_buffer("num_batches_tracked", Tensor(np.zeros((), np.int64)))
         else:
             for name in ("running_mean", "running_var", "num_batches_tracked"):
@@ -248,7 +249,7 @@ class RMSNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            dt = np.float32 if dtype is None else np.dtype(dtype)
+            dt = default_float() if dtype is None else np.dtype(dtype)
             self.weight = Parameter(np.ones(self.normalized_shape, dt))
         else:
             self.register_parameter("weight", None)

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ...dtypes import as_dtype
+from ...dtypes import as_dtype, default_float
 from ...eager.internal import array_of
 from ...eager.tensor import Tensor, rng
 from .. import functional as F
@@ -39,7 +39,7 @@ class Embedding(Module):
             padding_idx %= num_embeddings
         self.padding_idx = padding_idx
         if _weight is None:
-            w = rng().standard_normal((num_embeddings, embedding_dim)).astype(np.float32)
+            w = rng().standard_normal((num_embeddings, embedding_dim)).astype(default_float())
             if padding_idx is not None:
                 w[padding_idx] = 0.0
         else:
@@ -93,7 +93,7 @@ class EmbeddingBag(Module):
                 raise AssertionError("padding_idx must be within num_embeddings")
             padding_idx %= num_embeddings
         self.padding_idx = padding_idx
-        dt = np.dtype(np.float32) if dtype is None else np.dtype(dtype)
+        dt = default_float() if dtype is None else np.dtype(dtype)
         if _weight is None:
             w = rng().standard_normal((num_embeddings, embedding_dim)).astype(dt)
             if padding_idx is not None:
