@@ -87,3 +87,31 @@ def test_traced_grad_errors() -> None:
 
     with pytest.raises(dg.TraceError, match=r"clone\(\)\.requires_grad_"):
         dg.compile(argument_flag)(dg.ones(3))
+
+
+def test_two_steps_in_one_call_equal_eager() -> None:
+    """The second step's forward reads parameters the first step's optimizer wrote under
+    no_grad: they stay leaves, so its backward reaches them, as eagerly."""
+    rng = np.random.default_rng(4)
+    x = dg.tensor(rng.standard_normal((6, 1)))
+    runs = []
+    for compiled in (False, True):
+        net = _net(np.float64)
+        opt = dg.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+
+        def two(x, net=net, opt=opt):
+            losses = []
+            for _ in range(2):
+                opt.zero_grad()
+                loss = (net(x) ** 2).mean()
+                loss.backward()
+                opt.step()
+                losses.append(loss)
+            return losses[0], losses[1]
+
+        f = dg.compile(two) if compiled else two
+        out = [v.item() for _ in range(2) for v in f(x)]
+        runs.append((out, [p.detach().numpy().copy() for p in net.parameters()]))
+    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=1e-12)
+    for a, b in zip(runs[0][1], runs[1][1]):
+        np.testing.assert_allclose(b, a, rtol=1e-12)
