@@ -5,6 +5,8 @@ trace (the power-iteration buffers written back), state dicts that round-trip.""
 
 from __future__ import annotations
 
+import copy
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +86,11 @@ def test_parametrize_api() -> None:
     with parametrize.cached():
         assert m.weight is m.weight
     assert m.weight is not m.weight
+    c = copy.deepcopy(m)
+    assert type(c) is type(m) and c.parametrizations.weight.original is not w0
+    np.testing.assert_array_equal(c.weight.numpy(), m.weight.numpy())
+    with pytest.raises(RuntimeError, match="only supported through state_dict"):
+        pickle.dumps(m)
     parametrize.remove_parametrizations(m, "weight")
     assert type(m) is dg.nn.Linear and "weight" in dict(m.named_parameters())
     np.testing.assert_array_equal(m.weight.numpy(), m.weight.numpy().T)

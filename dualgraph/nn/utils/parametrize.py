@@ -20,6 +20,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -174,8 +175,19 @@ def _inject_new_class(module: Module) -> None:
         else:
             cls.__setattr__(self, name, value)
 
-    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,),
-                            {"__getstate__": getstate, "__setattr__": setattr_})
+    def deepcopy(self: Module, memo: dict) -> Module:
+        # A copy of the instance dict, class kept (``__getstate__`` refuses pickling).
+        if id(self) in memo:
+            return memo[id(self)]
+        replica = object.__new__(type(self))
+        memo[id(self)] = replica
+        object.__setattr__(replica, "__dict__", copy.deepcopy(self.__dict__, memo))
+        return replica
+
+    dct = {"__getstate__": getstate, "__setattr__": setattr_}
+    if not hasattr(cls, "__deepcopy__"):
+        dct["__deepcopy__"] = deepcopy
+    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), dct)
 
 
 def _inject_property(module: Module, tensor_name: str) -> None:
