@@ -1098,7 +1098,7 @@ def _format_tensor(t: Tensor) -> str:
     data = t._data
     body = _format_data(data)
     extras = []
-    if data.dtype not in (np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.bool_)):
+    if data.dtype not in (default_float(), np.dtype(np.int64), np.dtype(np.bool_)):
         extras.append(f"dtype=dg.{data.dtype.name}")
     if data.size == 0 and data.ndim != 1:
         extras.insert(0, f"size={data.shape}")

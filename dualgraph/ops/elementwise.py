@@ -62,7 +62,7 @@ def _div_infer(x: Any, y: Any) -> tuple:
 
 
 def _floatify(ufunc):
-    """Integer inputs to a float-valued ufunc become float32 (PyTorch), not NumPy's f64/f16."""
+    """Integer inputs to a float-valued ufunc become the default float dtype (PyTorch), not NumPy's f64/f16."""
 
     def impl(x: np.ndarray) -> np.ndarray:
         if x.dtype.kind != "f":

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import default_float
 from . import elementwise as E
 from . import math as M
 from . import reduce as R
@@ -132,7 +133,7 @@ def xlog1py(input: Any, other: Any) -> Any:  # noqa: A002
 
 def sinc(input: Any) -> Any:  # noqa: A002
     """The normalized sinc, ``sin(pi x) / (pi x)``, 1 at 0."""
-    x = input if _is_float(input) else S.astype(input, np.dtype(np.float32))
+    x = input if _is_float(input) else S.astype(input, default_float())
     zero = E.eq(x, 0.0)
     px = E.mul(E.where(zero, 1.0, x), math.pi)
     return E.where(zero, 1.0, E.div(E.sin(px), px))
@@ -185,7 +186,7 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
 
 def ldexp(input: Any, other: Any) -> Any:  # noqa: A002
     """``input * 2**other``."""
-    x = input if _is_float(input) else S.astype(input, np.dtype(np.float32))
+    x = input if _is_float(input) else S.astype(input, default_float())
     return E.mul(x, E.pow(2.0, other))
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import default_float
 from ..errors import ShapeError
 from ..modes import bind
 from . import elementwise as E
@@ -26,7 +27,7 @@ def _softmax_infer(x: Any, axis: int = 0) -> tuple:
 
 
 def _as_float(x: np.ndarray) -> np.ndarray:
-    return x if x.dtype.kind == "f" else x.astype(np.float32)
+    return x if x.dtype.kind == "f" else x.astype(default_float())
 
 
 def _shifted(x: np.ndarray, axis: int) -> np.ndarray:

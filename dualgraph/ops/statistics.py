@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import default_float
 from ..errors import ShapeError, TraceError
 from ..modes import current_trace
 from . import elementwise as E
@@ -182,7 +183,7 @@ def cov(input: Any, *, correction: int = 1, fweights: Any = None,  # noqa: A002
         raise ShapeError(f"cov(): expected input to have two or fewer dimensions but got an "
                          f"input with {len(input.shape)} dimensions")
     if np.dtype(x.dtype).kind != "f":
-        x = S.astype(x, np.dtype(np.float32))
+        x = S.astype(x, default_float())
     n = x.shape[1]
     centred = E.sub(x, R.mean(x, 1, True))
     c = E.div(centred @ S.transpose(centred, 0, 1), float(max(n - correction, 0)))

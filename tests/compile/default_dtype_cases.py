@@ -47,6 +47,8 @@ def run(t) -> dict:
     try:
         out = {k: _name(v.dtype) for k, v in expressions(t).items()}
         out["get_default_dtype"] = _name(t.get_default_dtype())
+        for name, x in (("repr_f64", t.tensor([1.5])), ("repr_f32", t.ones(1, dtype=t.float32))):
+            out[name] = repr(x).replace("torch.", "").replace("dg.", "")
         t.set_default_tensor_type("torch.FloatTensor")
         out["after_tensor_type"] = _name(t.get_default_dtype())
         t.set_default_tensor_type(t.DoubleTensor)
