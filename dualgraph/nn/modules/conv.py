@@ -10,6 +10,7 @@ import numpy as np
 
 from ...ops.shape import concatenate as _concatenate
 from .. import functional as F
+from ..functional.conv import _conv_padding, _ints
 from .module import Module, Parameter, _uniform, accepts_device_dtype
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
@@ -83,15 +84,15 @@ class _ConvNd(Module):
         super().__init__()
         n = self._n
         name = type(self).__name__
-        self.kernel_size = F._ints("kernel_size", kernel_size, n)
-        self.stride = F._ints("stride", stride, n)
-        self.dilation = F._ints("dilation", dilation, n)
-        self.output_padding = F._ints("output_padding", output_padding, n)
+        self.kernel_size = _ints("kernel_size", kernel_size, n)
+        self.stride = _ints("stride", stride, n)
+        self.dilation = _ints("dilation", dilation, n)
+        self.output_padding = _ints("output_padding", output_padding, n)
         _check_conv_args(name, in_channels, out_channels, groups, padding, self.stride,
                          padding_mode)
         if self._transposed and padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {name}')
-        self.padding = padding if isinstance(padding, str) else F._ints("padding", padding, n)
+        self.padding = padding if isinstance(padding, str) else _ints("padding", padding, n)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.groups, self.padding_mode = groups, padding_mode
         if self._transposed:
@@ -113,7 +114,7 @@ class _ConvNd(Module):
         input here and convolves without padding (as PyTorch's modules do)."""
         if self.padding_mode == "zeros":
             return x, self.padding
-        pads = F._conv_padding(self.padding, self.kernel_size, self.stride, self.dilation)
+        pads = _conv_padding(self.padding, self.kernel_size, self.stride, self.dilation)
         for k, (before, after) in enumerate(pads):
             x = _pad_last(x, before, after, self.padding_mode, k - len(pads))
         return x, 0
