@@ -166,8 +166,9 @@ def test_ir_and_ops_do_not_import_modes_or_backends(layer: str) -> None:
 
 def test_no_op_name_dispatch_outside_the_registry() -> None:
     """Passes and engines read traits; nothing outside ops/ asks which op a node is, in any
-    spelling: ``op == "mul"``, ``op in ("mul", "add")``, ``op.startswith("mul")``,
-    ``{"mul": ...}[op]`` or ``match op: case "mul"``."""
+    spelling: ``op == "mul"``, ``op.name == "mul"``, ``op is OPS["mul"]``,
+    ``op in ("mul", "add")``, ``op.startswith("mul")``, ``{"mul": ...}[op]`` or
+    ``match op: case "mul"``."""
     names = _op_names()
     bad = []
     for path in sorted(PKG.rglob("*.py")):
@@ -180,9 +181,9 @@ def test_no_op_name_dispatch_outside_the_registry() -> None:
 
 
 def _is_op(expr: ast.AST) -> bool:
-    """``expr`` reads a node's op name (``n.op``, ``op``)."""
+    """``expr`` reads a node's op or an op's name (``n.op``, ``op``, ``op.name``)."""
     text = ast.unparse(expr)
-    return text == "op" or text.endswith(".op")
+    return text in ("op", "op.name") or text.endswith((".op", ".op.name"))
 
 
 def _literal_names(expr: ast.AST) -> set:
@@ -192,8 +193,9 @@ def _literal_names(expr: ast.AST) -> set:
     if isinstance(expr, ast.Call) and ast.unparse(expr.func) in ("frozenset", "set", "tuple"):
         return set().union(*(_literal_names(a) for a in expr.args)) if expr.args else set()
     if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
-        return {e.value for e in expr.elts
-                if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+        return set().union(*(_literal_names(e) for e in expr.elts)) if expr.elts else set()
+    if isinstance(expr, ast.Subscript) and ast.unparse(expr.value) == "OPS":
+        return _literal_names(expr.slice)  # the registry entry of a named op
     return set()
 
 
@@ -299,6 +301,11 @@ def test_every_lowering_builds_kernel_ir() -> None:
     ('n.op == "input"', False),  # graph inputs and constants are not ops
     ('n.op in LOOP_OPS', False),  # a set named elsewhere: read through its traits
     ('x.name == "mul"', False),
+    ('op.name == "reshape"', True),
+    ('node.op.name != "mul"', True),
+    ('op is OPS["reshape"]', True),
+    ('n.op in (OPS["mul"], OPS["add"])', True),
+    ('op is OPS[name]', False),
 ])
 def test_the_dispatch_check_sees_every_spelling(snippet: str, flagged: bool) -> None:
     node = ast.parse(snippet, mode="eval").body

@@ -1,6 +1,6 @@
-"""PyTorch parity at the API's edges and bad input stopped where it enters (issue 11,
-sections 3 and 4): dims as PyTorch reads them, PyTorch's exception types, grad-mode and
-formatting API, duplicate backward roots, hooks, modules and optimizers, creation functions.
+"""PyTorch parity at the API's edges and bad input stopped where it enters: dims as PyTorch
+reads them, PyTorch's exception types, grad-mode and formatting API, duplicate backward
+roots, hooks, modules and optimizers, creation functions.
 """
 
 from __future__ import annotations

@@ -64,9 +64,11 @@ class OpDef:
     - traits: ``elementwise`` (one output element from the same-index input elements,
       after broadcasting), ``commutative``, ``reduction`` (a `Reduction` spec, ``None``
       for other ops; its axes are the ``axis`` attribute), ``view`` (output aliases the
-      input in eager mode), ``contraction`` (matmul-like: fusion may add an elementwise
-      epilogue; ``contraction_bias``: input 0 is a bias added to the product of inputs 1
-      and 2, which the backend folds into the epilogue), ``fusible`` (not elementwise
+      input in eager mode; ``view_may_copy``: unless NumPy cannot view the input's layout
+      that way, and copies, as ``reshape`` of a transposed array), ``contraction``
+      (matmul-like: fusion may add an elementwise epilogue; ``contraction_bias``: input 0
+      is a bias added to the product of inputs 1 and 2, which the backend folds into the
+      epilogue), ``fusible`` (not elementwise
       but free inside a fused loop, e.g. a broadcast, which is index arithmetic).
 
     How a backend runs an op is the backend's business: it looks its lowering up by
@@ -85,6 +87,7 @@ class OpDef:
     commutative: bool = False
     reduction: Reduction | None = None
     view: bool = False
+    view_may_copy: bool = False
     contraction: bool = False
     contraction_bias: bool = False
     fusible: bool = False

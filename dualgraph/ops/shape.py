@@ -1149,6 +1149,7 @@ STOP_GRADIENT = register(OpDef(
 ))
 RESHAPE = register(OpDef(
     "reshape", np.reshape, _reshape_infer, _reshape_vjp, "ViewBackward0", view=True,
+    view_may_copy=True,
 ))
 TRANSPOSE = register(OpDef(
     "transpose", _transpose_impl, _transpose_infer, _transpose_vjp, _transpose_name, view=True,

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..eager.tensor import Tensor
 from ._functional import with_weight_decay
-from .optimizer import Optimizer, check_nonnegative, step_state, zeros_state
+from .optimizer import Optimizer, begin_update, check_nonnegative, zeros_state
 
 
 class Adadelta(Optimizer):
@@ -31,13 +31,8 @@ class Adadelta(Optimizer):
             "differentiable": differentiable})
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
-        if group["maximize"]:
-            g = -g
-        if len(state) == 0:
-            state["step"] = step_state()
-            state["square_avg"] = zeros_state(p)
-            state["acc_delta"] = zeros_state(p)
-        state["step"] += 1
+        g, _ = begin_update(g, group, state, lambda: {
+            "square_avg": zeros_state(p), "acc_delta": zeros_state(p)})
         g = with_weight_decay(p, g, group)
         rho, eps = group["rho"], group["eps"]
         sq, acc = state["square_avg"], state["acc_delta"]

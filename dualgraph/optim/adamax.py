@@ -10,7 +10,7 @@ import numpy as np
 from ..eager.tensor import Tensor
 from ..ops.elementwise import maximum
 from ._functional import as_dtype, lerp_, with_weight_decay
-from .optimizer import Optimizer, check_betas, check_nonnegative, step_state, zeros_state
+from .optimizer import Optimizer, begin_update, check_betas, check_nonnegative, zeros_state
 
 
 class Adamax(Optimizer):
@@ -33,14 +33,8 @@ class Adamax(Optimizer):
             "capturable": capturable})
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
-        if group["maximize"]:
-            g = -g
-        if len(state) == 0:
-            state["step"] = step_state()
-            state["exp_avg"] = zeros_state(p)
-            state["exp_inf"] = zeros_state(p)
-        step = state["step"]
-        step += 1
+        g, step = begin_update(g, group, state, lambda: {
+            "exp_avg": zeros_state(p), "exp_inf": zeros_state(p)})
         g = with_weight_decay(p, g, group)
         beta1, beta2 = group["betas"]
         m, u = state["exp_avg"], state["exp_inf"]

@@ -10,7 +10,7 @@ import numpy as np
 from ..eager.tensor import Tensor
 from ..ops.elementwise import maximum, where
 from ._functional import as_dtype
-from .optimizer import Optimizer, check_nonnegative, step_state, zeros_state
+from .optimizer import Optimizer, begin_update, check_nonnegative, zeros_state
 
 
 class ASGD(Optimizer):
@@ -32,17 +32,11 @@ class ASGD(Optimizer):
             "differentiable": differentiable, "capturable": capturable})
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
-        if group["maximize"]:
-            g = -g
-        if len(state) == 0:
-            state["step"] = step_state()
-            # Seeded from the lr the group holds now, read past the trace (a later lr
-            # reaches eta through the update below, not through this seed).
-            state["eta"] = Tensor(np.array(float(dict.__getitem__(group, "lr")), np.float32))
-            state["mu"] = Tensor(np.ones((), np.float32))
-            state["ax"] = zeros_state(p)
-        step = state["step"]
-        step += 1
+        # eta is seeded from the lr the group holds now, read past the trace (a later lr
+        # reaches eta through the update below, not through this seed).
+        g, step = begin_update(g, group, state, lambda: {
+            "eta": Tensor(np.array(float(dict.__getitem__(group, "lr")), np.float32)),
+            "mu": Tensor(np.ones((), np.float32)), "ax": zeros_state(p)})
         wd = group["weight_decay"]
         if wd != 0:
             g = g + p * wd

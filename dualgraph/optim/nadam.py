@@ -9,7 +9,7 @@ import numpy as np
 
 from ..eager.tensor import Tensor
 from ._functional import as_dtype, lerp_, with_weight_decay
-from .optimizer import Optimizer, check_betas, check_nonnegative, step_state, zeros_state
+from .optimizer import Optimizer, begin_update, check_betas, check_nonnegative, zeros_state
 
 
 class NAdam(Optimizer):
@@ -35,15 +35,10 @@ class NAdam(Optimizer):
             "differentiable": differentiable})
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
-        if group["maximize"]:
-            g = -g
-        if len(state) == 0:
-            state["step"] = step_state()
-            state["mu_product"] = Tensor(np.ones((), np.float32))
-            state["exp_avg"] = zeros_state(p)
-            state["exp_avg_sq"] = zeros_state(p)
-        step, mu_product = state["step"], state["mu_product"]
-        step += 1
+        g, step = begin_update(g, group, state, lambda: {
+            "mu_product": Tensor(np.ones((), np.float32)), "exp_avg": zeros_state(p),
+            "exp_avg_sq": zeros_state(p)})
+        mu_product = state["mu_product"]
         lr = group["lr"]
         g = with_weight_decay(p, g, group)
         beta1, beta2 = group["betas"]

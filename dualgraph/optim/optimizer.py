@@ -678,6 +678,22 @@ def step_state() -> Tensor:
     return Tensor(np.zeros((), np.float32))
 
 
+def begin_update(g: Tensor, group: dict, state: dict,
+                 init: Callable[[], dict[str, Tensor]]) -> tuple[Tensor, Tensor]:
+    """The common start of an ``_update``: the gradient negated when the group maximizes,
+    the state made on the parameter's first step (a step counter, then ``init()``'s
+    tensors, in that order, as PyTorch's state dict lists them), and the step counter
+    advanced in place. Returns the gradient and the step counter."""
+    if group["maximize"]:
+        g = -g
+    if len(state) == 0:
+        state["step"] = step_state()
+        state.update(init())
+    step = state["step"]
+    step += 1
+    return g, step
+
+
 def run_closure(closure: Callable[[], Any] | None) -> Any:
     if closure is None:
         return None

@@ -11,7 +11,7 @@ import numpy as np
 from ..eager.tensor import Tensor
 from ..ops.elementwise import where
 from ._functional import as_dtype, lerp_, with_weight_decay
-from .optimizer import Optimizer, check_betas, check_nonnegative, step_state, zeros_state
+from .optimizer import Optimizer, begin_update, check_betas, check_nonnegative, zeros_state
 
 
 class RAdam(Optimizer):
@@ -36,14 +36,8 @@ class RAdam(Optimizer):
             "differentiable": differentiable})
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
-        if group["maximize"]:
-            g = -g
-        if len(state) == 0:
-            state["step"] = step_state()
-            state["exp_avg"] = zeros_state(p)
-            state["exp_avg_sq"] = zeros_state(p)
-        step = state["step"]
-        step += 1
+        g, step = begin_update(g, group, state, lambda: {
+            "exp_avg": zeros_state(p), "exp_avg_sq": zeros_state(p)})
         lr = group["lr"]
         g = with_weight_decay(p, g, group)
         beta1, beta2 = group["betas"]

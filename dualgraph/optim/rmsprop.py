@@ -7,7 +7,7 @@ from typing import Any
 
 from ..eager.tensor import Tensor
 from ._functional import lerp_, with_weight_decay
-from .optimizer import Optimizer, check_nonnegative, step_state, zeros_state
+from .optimizer import Optimizer, begin_update, check_nonnegative, zeros_state
 
 
 class RMSprop(Optimizer):
@@ -31,17 +31,11 @@ class RMSprop(Optimizer):
             "maximize": maximize, "differentiable": differentiable})
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
-        if group["maximize"]:
-            g = -g
         momentum, centered = group["momentum"], group["centered"]
-        if len(state) == 0:
-            state["step"] = step_state()
-            state["square_avg"] = zeros_state(p)
-            if momentum > 0:
-                state["momentum_buffer"] = zeros_state(p)
-            if centered:
-                state["grad_avg"] = zeros_state(p)
-        state["step"] += 1
+        g, _ = begin_update(g, group, state, lambda: {
+            "square_avg": zeros_state(p),
+            **({"momentum_buffer": zeros_state(p)} if momentum > 0 else {}),
+            **({"grad_avg": zeros_state(p)} if centered else {})})
         g = with_weight_decay(p, g, group)
         alpha = group["alpha"]
         sq = state["square_avg"]

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..eager.tensor import Tensor
 from ..ops.elementwise import where
-from .optimizer import Optimizer, check_nonnegative, full_state, step_state, zeros_state
+from .optimizer import Optimizer, begin_update, check_nonnegative, full_state, zeros_state
 
 
 class Rprop(Optimizer):
@@ -34,15 +34,12 @@ class Rprop(Optimizer):
             "capturable": capturable})
 
     def _update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> None:
-        if group["maximize"]:
-            g = -g
-        if len(state) == 0:
-            state["step"] = step_state()
-            state["prev"] = zeros_state(p)
-            # The lr as the group holds it now, read past the trace: it only seeds the
-            # state (PyTorch reads it once), so a later lr is no reason to retrace.
-            state["step_size"] = full_state(p, float(dict.__getitem__(group, "lr")))
-        state["step"] += 1
+        # step_size is seeded from the lr as the group holds it now, read past the trace:
+        # it only seeds the state (PyTorch reads it once), so a later lr is no reason to
+        # retrace.
+        g, _ = begin_update(g, group, state, lambda: {
+            "prev": zeros_state(p),
+            "step_size": full_state(p, float(dict.__getitem__(group, "lr")))})
         etaminus, etaplus = group["etas"]
         lo, hi = group["step_sizes"]
         prev, step_size = state["prev"], state["step_size"]

@@ -394,7 +394,7 @@ class TraceContext(Mode):
             base, chain = src._vbase, src._vchain + (step,)
         else:
             base, chain = src, (step,)
-        if op.name == "reshape" and not _reshape_is_view(tuple(base.shape), chain):
+        if op.view_may_copy and not _reshape_is_view(tuple(base.shape), chain):
             return  # eager reshape copies here (NumPy could not view): a new value
         out._vbase, out._vchain = base, chain
         out._vsrc = self.as_node(out._vbase)

@@ -84,7 +84,7 @@ def write_through_view(x: Any, index: tuple, scale: float, transposed: bool) -> 
     return y
 
 
-# ---- issue 12: pooling and padding. Any value, seen as a (1, 1, N, 1) plane, goes through
+# ---- pooling and padding. Any value, seen as a (1, 1, N, 1) plane, goes through
 # every pooling/padding primitive (`pool_all`) and every backward op bound directly
 # (`pool_transposes`: they have no public spelling, as `scatter_into`).
 def _plane(x: Any) -> tuple[Any, int]:
@@ -563,7 +563,7 @@ def gen_state(draw, b: Builder) -> Var | None:
     return b.emit(expr, bound)
 
 
-# ---------------------------------------------------------------- issue 12 math ops
+# ------------------------------------------------------------------------ math ops
 # Smooth functions take any float value, mapped into their domain; step functions
 # (rounding, sign, fmod, %, //, integer casts for the bitwise ops) take only parameters,
 # whose values are the same in every mode (a computed value could differ by an ulp and
@@ -633,7 +633,7 @@ def gen_pool(draw, b: Builder) -> Var | None:
     return b.emit(expr, a.bound)
 
 
-def gen_issue12(draw, b: Builder) -> Var | None:
+def gen_layers(draw, b: Builder) -> Var | None:
     """Convolution, norms, indexing, shape ops and scans on a value (flat results), or the
     order statistics of a parameter."""
     if draw(st.booleans()):
@@ -651,9 +651,10 @@ def gen_issue12(draw, b: Builder) -> Var | None:
 
 
 def gen_math(draw, b: Builder) -> Var | None:
-    """One issue-12 statement (one slot in GENERATORS, so the older ops keep their share)."""
+    """One statement of the math, bitwise, pooling or layer ops (one slot in GENERATORS, so
+    the elementwise, reduction and shape ops keep their share)."""
     return draw(st.sampled_from([gen_math_unary, gen_math_unary, gen_math_steps, gen_bitwise,
-                                 gen_pool, gen_issue12]))(draw, b)
+                                 gen_pool, gen_layers]))(draw, b)
 
 
 GENERATORS = (gen_unary, gen_unary, gen_binary, gen_binary, gen_compare, gen_where,

@@ -1,4 +1,4 @@
-"""Matrix products by operand layout (issue 14): ``x @ W.T`` with few rows of x is
+"""Matrix products by operand layout: ``x @ W.T`` with few rows of x is
 computed as its transpose, so OpenBLAS packs the weight along its rows (a slow pack of W
 across its rows cost the MLP step at batch 16 a quarter of its time); everything that
 reads the product then reads an F-ordered view, and must still see the same numbers.

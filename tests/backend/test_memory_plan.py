@@ -1,4 +1,4 @@
-"""Memory planning in generated kernels (issue 13 §2, issue 14): values are computed
+"""Memory planning in generated kernels: values are computed
 straight into the output buffers and parameter updates straight into the parameters'
 arrays, when that is safe; otherwise the kernel keeps its own array and copies at the end.
 

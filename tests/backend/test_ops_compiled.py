@@ -335,7 +335,7 @@ def test_reductions_propagate_nan(dtype, compiled_cases):
     assert f.stats.traces == 1  # new data, same signature: no retrace
 
 
-# ============================================================================ issue 12
+# ============================================================================ math
 # The math primitives of dualgraph/ops/math.py, and one function over many compositions
 # (activations, statistics, tests): compositions need no lowering, but must compile.
 def math_unary(x, s):
@@ -406,7 +406,7 @@ CASES.append(Case("prod", ("prod",), prods,
 ALL_CASES.append(pytest.param(CASES[-1], id="prod"))
 
 
-# ---- issue 12: normalisation and modules
+# ---- normalisation and modules
 def norms(x, w, b, v):
     return (F.layer_norm(x, (4,), w, b), F.layer_norm(x, (3, 4)), F.layer_norm(x, 4, None, b),
             F.group_norm(v, 2, w, b), F.batch_norm(v, None, None, w, b, training=True),
@@ -417,7 +417,7 @@ CASES.append(Case("norms", ("layer_norm",), norms,
                   lambda r, t: [_uniform(r, -2, 2, (2, 3, 4), t), _uniform(r, 0.5, 1.5, (4,), t),
                                 _uniform(r, -1, 1, (4,), t), _uniform(r, -2, 2, (2, 4, 3), t)]))
 ALL_CASES.append(pytest.param(CASES[-1], id="norms"))
-# ---- issue 12: convolution. One program over conv2d (bias, stride, padding, groups,
+# ---- convolution. One program over conv2d (bias, stride, padding, groups,
 # dilation, 'same'), conv1d, conv_transpose2d, unfold and fold; its backward holds im2col,
 # col2im and batched matmuls.
 def convolutions(x, w, b, wg, s, wt):
@@ -459,7 +459,7 @@ CASES += [
                        _uniform(r, -1, 1, (2, 4), t), np.array([2, -1, 0])]),
 ]
 ALL_CASES += [pytest.param(CASES[-1], id=CASES[-1].name)]
-# ---- issue 12: scans and sorting
+# ---- scans and sorting
 def scans(x, y):
     cm, cn = x.cummax(1), dg.cummin(x, 0)
     return (x.cumsum(1), dg.cumsum(x, 0), x.cumprod(1), dg.logcumsumexp(x * 30.0, 1),
@@ -496,8 +496,7 @@ CASES.append(Case(
     lambda r, t: [_uniform(r, -0.9, 0.9, (2, 3), t), _uniform(r, 0.5, 3.0, (2, 3), t),
                   (np.eye(3) * 3.0 + r.uniform(-0.5, 0.5, (2, 3, 3))).astype(t)]))
 ALL_CASES.append(pytest.param(CASES[-1], id="special_matrix"))
-# ---- end issue 12: scans and sorting
-# ---- issue 12: pooling and padding (dualgraph/ops/pool.py): every pooling, padding and
+# ---- pooling and padding (dualgraph/ops/pool.py): every pooling, padding and
 # resampling primitive in one program (one compile per dtype).
 def pooling(x, s):
     v, i = F.max_pool2d(x, 3, 2, 1, return_indices=True)
@@ -555,7 +554,7 @@ CASES += [
                        _uniform(r, -1, 1, (4,), t), _uniform(r, -1, 1, (3, 3), t)]),
 ]
 ALL_CASES += [pytest.param(c, id=c.name) for c in CASES[-2:]]
-# ============================================================================ issue 12
+# ============================================================================ losses
 # Losses and attention (dualgraph/ops/softmax.py, ops/loss.py): one program over the softmax
 # family and every cross_entropy / nll_loss form; the backward ops appear in the backward graph.
 _W3 = np.array([0.5, 2.0, 1.5], np.float32)

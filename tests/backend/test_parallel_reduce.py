@@ -1,4 +1,4 @@
-"""Whole-array reductions under ``parallel=True`` (issue 14, "Two cores"): a ``prange``
+"""Whole-array reductions under ``parallel=True``: a ``prange``
 over fixed chunks, each folding its own row of partials, so the result is right, does not
 depend on the number of threads, and the reduction is not left serial."""
 

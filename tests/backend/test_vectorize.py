@@ -1,4 +1,4 @@
-"""The float32 ``exp``, ``tanh`` and ``sigmoid`` of generated loops vectorize (issue 14).
+"""The float32 ``exp``, ``tanh`` and ``sigmoid`` of generated loops vectorize.
 
 A scalar libm call (``expf``, ``tanhf``) in a loop keeps LLVM from vectorizing the whole
 loop, and nothing in the results shows it: only the machine code does. These tests read

@@ -1,4 +1,4 @@
-"""Calling conventions of compiled functions (API.md B3, issue 11 s2): keyword arguments
+"""Calling conventions of compiled functions (API.md B3): keyword arguments
 and defaults, methods, compiled functions calling compiled functions, non-tensor constant
 arguments, the tracer's eager API, IEEE and dtype edges of the key, option checks."""
 

@@ -1,4 +1,4 @@
-"""Writes through views under `dg.compile` (issue 11 section 2): the trace is
+"""Writes through views under `dg.compile`: the trace is
 functionalised. A write through a view becomes a ``view_scatter`` into its base, later
 reads of every alias see it, and writes into an argument are written back to the caller's
 tensor: compiled results and gradients equal eager ones.

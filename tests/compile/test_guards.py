@@ -1,4 +1,4 @@
-"""What a compiled function guards, passes in at run time, and treats as constant (issue 11).
+"""What a compiled function guards, passes in at run time, and treats as constant.
 
 Each test compiles a small function, changes something the trace read (a module flag, a
 rebound tensor, a hyperparameter) and checks that the compiled result follows eager mode,

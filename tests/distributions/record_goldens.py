@@ -6,27 +6,25 @@ Run from the repository root with a Python that has torch:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-
+from .._support.recording import record_arrays
 from .cases import CASES, KL, run, run_kl
 
 OUT = Path(__file__).with_name("goldens.npz")
 
 
-def main() -> None:
-    import torch
-
-    arrays = {}
+def results(torch: Any) -> Iterator[tuple[str, dict]]:
     for i, case in enumerate(CASES):
-        for k, v in run(torch, i).items():
-            arrays[f"{case[0]}/{k}"] = v
+        yield case[0], run(torch, i)
     for i, case in enumerate(KL):
-        for k, v in run_kl(torch, i).items():
-            arrays[f"kl-{case[0]}/{k}"] = v
-    np.savez_compressed(OUT, **arrays)
-    print(len(arrays), "arrays", "torch", torch.__version__)
+        yield f"kl-{case[0]}", run_kl(torch, i)
+
+
+def main() -> None:
+    record_arrays(OUT, results)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Views and in-place ops in eager mode (issue 11 section 1), PyTorch's model.
+"""Views and in-place ops in eager mode, PyTorch's model.
 
 A view shares its base's storage and version counter; an in-place op through a view
 rebases the base's history (``CopySlices``); a view made before a write to its base (or a

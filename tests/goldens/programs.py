@@ -57,7 +57,7 @@ class Program:
     covers: tuple[str, ...] = ()
     compile: bool = True
     match: str | None = None
-    source: str = ""  # where the program comes from: "ops", "issue 11 s1", "API A3", ...
+    source: str = ""  # the program's group: "ops" (registry ops), "views", "losses", ...
 
     def build_inputs(self, lib: Any) -> tuple:
         out = []
@@ -215,7 +215,7 @@ def maximum_minimum(lib, F, a, b):
     return lib.maximum(a, b), lib.minimum(a, b)
 
 
-@program(leaf([1.0, -2.0, 3.0, 0.5, -1.0]), source="API A2")
+@program(leaf([1.0, -2.0, 3.0, 0.5, -1.0]), source="autograd")
 def clamp_at_bounds(lib, F, x):
     # 1.0 and -1.0 sit on the bounds: PyTorch's clamp passes their whole gradient
     return x.clamp(-1.0, 1.0), x.clamp(min=0.0), x.clamp(max=0.75)
@@ -295,7 +295,7 @@ def losses(lib, F, x, y, labels, targets):
             F.binary_cross_entropy_with_logits(x, targets))
 
 
-@script(covers=("scatter",), source="API A3")
+@script(covers=("scatter",), source="autograd")
 def getitem_double_backward(lib, F):
     x = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
     (g,) = grad_fn(lib)((x[1:3] ** 2).sum(), [x], create_graph=True)
@@ -304,33 +304,33 @@ def getitem_double_backward(lib, F):
 
 
 # ============================================================================
-# Issue 11 section 1: views and in-place ops (eager), and section 2: the same compiled.
+# Views and in-place ops, eager and compiled.
 # ============================================================================
-S1 = "issue 11 s1"
+VIEWS = "views"
 
 
-@program(leaf([1.0, 2.0, 3.0]), source=S1, covers=("view_scatter",))
+@program(leaf([1.0, 2.0, 3.0]), source=VIEWS, covers=("view_scatter",))
 def inplace_mul_through_view(lib, F, x):
     y = x * 1
     y[0:2].mul_(10)
     return y
 
 
-@program(leaf([1.0, 2.0, 3.0]), source=S1)
+@program(leaf([1.0, 2.0, 3.0]), source=VIEWS)
 def inplace_mul_through_view_sum(lib, F, x):
     y = x * 1
     y[0:2].mul_(10)
     return y.sum()
 
 
-@program(leaf([1.0, 2.0, 3.0]), leaf([5.0, 7.0]), source=S1, covers=("view_scatter",))
+@program(leaf([1.0, 2.0, 3.0]), leaf([5.0, 7.0]), source=VIEWS, covers=("view_scatter",))
 def copy_into_view(lib, F, x, w):
     y = x * 1
     y[0:2].copy_(w)
     return y
 
 
-@program(leaf([1.0, 2.0, 3.0]), source=S1)
+@program(leaf([1.0, 2.0, 3.0]), source=VIEWS)
 def view_sees_base_inplace(lib, F, x):
     y = x * 1
     v = y[0:2]
@@ -338,14 +338,14 @@ def view_sees_base_inplace(lib, F, x):
     return (v * 3).sum()
 
 
-@program(leaf([1.0, 2.0, 3.0]), source=S1,
+@program(leaf([1.0, 2.0, 3.0]), source=VIEWS,
          match="leaf Variable that requires grad is being used in an in-place operation")
 def inplace_on_view_of_leaf(lib, F, a):
     a[0:1].mul_(2)
     return a
 
 
-@program(grid((2, 2), 1.0, 4.0), source=S1,
+@program(grid((2, 2), 1.0, 4.0), source=VIEWS,
          match="leaf Variable that requires grad is being used in an in-place operation")
 def iadd_on_transpose_of_leaf(lib, F, a):
     t = a.T
@@ -353,7 +353,7 @@ def iadd_on_transpose_of_leaf(lib, F, a):
     return t
 
 
-@program(grid((3, 4), -1.0, 2.0), grid((3,), 0.5, 1.5), source=S1, covers=("view_scatter",))
+@program(grid((3, 4), -1.0, 2.0), grid((3,), 0.5, 1.5), source=VIEWS, covers=("view_scatter",))
 def write_through_transposed_view(lib, F, x, w):
     y = x * 1
     t = y.T
@@ -362,7 +362,7 @@ def write_through_transposed_view(lib, F, x, w):
     return y * y
 
 
-@program(grid((6,), -1.0, 1.5), source=S1)
+@program(grid((6,), -1.0, 1.5), source=VIEWS)
 def view_of_view_overlapping_write(lib, F, x):
     y = x * 2
     v = y.reshape(2, 3)[1]
@@ -370,7 +370,7 @@ def view_of_view_overlapping_write(lib, F, x):
     return y * y
 
 
-@program(grid((4,), 0.5, 2.0), source=S1)
+@program(grid((4,), 0.5, 2.0), source=VIEWS)
 def sibling_views_see_writes(lib, F, x):
     y = x * 1
     a, b = y[0:3], y[1:4]
@@ -381,7 +381,7 @@ def sibling_views_see_writes(lib, F, x):
     return a * a, z
 
 
-@program(grid((2, 3), -1.0, 1.0), grid((3,), 0.5, 1.5), source=S1)
+@program(grid((2, 3), -1.0, 1.0), grid((3,), 0.5, 1.5), source=VIEWS)
 def setitem_rows(lib, F, x, w):
     y = x * 1
     y[0] = w
@@ -389,14 +389,14 @@ def setitem_rows(lib, F, x, w):
     return y * 3
 
 
-@program(leaf([1.0, 2.0, 3.0]), source=S1,
+@program(leaf([1.0, 2.0, 3.0]), source=VIEWS,
          match="leaf Variable that requires grad is being used in an in-place operation")
 def inplace_on_leaf(lib, F, a):
     a.mul_(2)
     return a
 
 
-@script(source=S1)
+@script(source=VIEWS)
 def backward_same_output_twice(lib, F):
     x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * 2
@@ -405,33 +405,33 @@ def backward_same_output_twice(lib, F):
     return x.grad
 
 
-@program(leaf(3.0), source=S1)
+@program(leaf(3.0), source=VIEWS)
 def div_then_iadd(lib, F, x):
     y = x / 2.0
     y += 1
     return y
 
 
-@program(leaf([1.0, 2.0]), source=S1)
+@program(leaf([1.0, 2.0]), source=VIEWS)
 def pow_then_iadd(lib, F, x):
     y = x ** 2
     y += 1
     return y
 
 
-@program(leaf([1.0, 2.0]), source=S1, match="modified by an inplace operation")
+@program(leaf([1.0, 2.0]), source=VIEWS, match="modified by an inplace operation")
 def exp_then_iadd(lib, F, x):
     y = x.exp()  # exp's gradient reads its output: changing it must raise
     y += 1
     return y
 
 
-@program(leaf([1.0, float("nan"), 3.0]), source=S1)
+@program(leaf([1.0, float("nan"), 3.0]), source=VIEWS)
 def max_with_nan(lib, F, x):
     return x.max()
 
 
-@script(source=S1, match="has changed the type of value")
+@script(source=VIEWS, match="has changed the type of value")
 def hook_changes_grad_dtype(lib, F):
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     y = x * 2
@@ -440,7 +440,7 @@ def hook_changes_grad_dtype(lib, F):
     return x.grad
 
 
-@script(source=S1)
+@script(source=VIEWS)
 def zero_dim_grad_zero_(lib, F):
     x = lib.tensor(2.0, requires_grad=True)
     (x * x).backward()
@@ -449,7 +449,7 @@ def zero_dim_grad_zero_(lib, F):
     return before, x.grad
 
 
-@script(source=S1)
+@script(source=VIEWS)
 def zero_dim_grad_inplace_add(lib, F):
     x = lib.tensor(2.0, requires_grad=True)
     (x * x).backward()
@@ -461,93 +461,93 @@ def zero_dim_grad_inplace_add(lib, F):
 
 
 # ============================================================================
-# Issue 11 section 2: programs about values (compiled and eager must both match).
+# Programs about values (compiled and eager must both match).
 # ============================================================================
-S2 = "issue 11 s2"
+VALUES = "values"
 
 
-@program(grid((3,), 0.5, 1.5), source=S2)
+@program(grid((3,), 0.5, 1.5), source=VALUES)
 def no_grad_block(lib, F, x):
     with lib.no_grad():
         c = x * 2
     return (x * c).sum()
 
 
-@program(const([-0.0, 1.0, -2.0, 0.0]), source=S2)
+@program(const([-0.0, 1.0, -2.0, 0.0]), source=VALUES)
 def add_zero_keeps_ieee(lib, F, x):
     return x + 0.0, x - 0.0, 0.0 + x
 
 
-@program(const([1, 2, 3], "int64"), source=S2, match="negative integer powers")
+@program(const([1, 2, 3], "int64"), source=VALUES, match="negative integer powers")
 def int_pow_negative(lib, F, x):
     return x ** -1
 
 
-@program(grid((3,), 0.5, 1.5), source=S2)
+@program(grid((3,), 0.5, 1.5), source=VALUES)
 def clone_and_data(lib, F, x):
     return x.clone() * 2, x.data * 3 + x
 
 
 # ============================================================================
-# Issue 11 section 3: silent divergences from PyTorch.
+# Where a library could silently diverge from PyTorch.
 # ============================================================================
-S3 = "issue 11 s3"
+DIVERGENCES = "divergences"
 
 
-@program(grid((2, 3), -1.0, 1.0), source=S3, covers=("transpose",))
+@program(grid((2, 3), -1.0, 1.0), source=DIVERGENCES, covers=("transpose",))
 def transpose_2d(lib, F, x):
     return x.transpose(0, 1)
 
 
-@program(grid((2, 3, 4), -1.0, 1.0), source=S3, covers=("transpose",))
+@program(grid((2, 3, 4), -1.0, 1.0), source=DIVERGENCES, covers=("transpose",))
 def transpose_3d(lib, F, x):
     return x.transpose(0, 1), x.transpose(0, 2), x.transpose(-1, -2), x.transpose(1, 1)
 
 
-@program(grid((2, 3), -1.0, 1.0), source=S3, match="out of range")
+@program(grid((2, 3), -1.0, 1.0), source=DIVERGENCES, match="out of range")
 def transpose_dim_out_of_range(lib, F, x):
     return x.transpose(0, 5)
 
 
-@program(grid((3, 4, 2), -1.0, 1.0), source=S3)
+@program(grid((3, 4, 2), -1.0, 1.0), source=DIVERGENCES)
 def permute_3d(lib, F, x):
     return x.permute(2, 0, 1), x.permute(0, 2, 1)
 
 
-@program(grid((2, 3), -1.0, 2.0), source=S3)
+@program(grid((2, 3), -1.0, 2.0), source=DIVERGENCES)
 def max_dim(lib, F, x):
     values, indices = x.max(dim=1)
     return values, indices
 
 
-@program(grid((2, 3), -1.0, 2.0), source=S3)
+@program(grid((2, 3), -1.0, 2.0), source=DIVERGENCES)
 def max_dim_named(lib, F, x):
     r = x.max(dim=0)
     return r.values, r.indices
 
 
-@program(grid((2, 3), -1.0, 2.0), source=S3)
+@program(grid((2, 3), -1.0, 2.0), source=DIVERGENCES)
 def max_dim_positional(lib, F, x):
     return lib.max(x, 1), x.max(-1)
 
 
-@program(grid((2, 3), -1.0, 2.0), source=S3)
+@program(grid((2, 3), -1.0, 2.0), source=DIVERGENCES)
 def min_dim(lib, F, x):
     values, indices = x.min(dim=1)
     return values, indices
 
 
-@program(grid((2, 3), -1.0, 2.0), source=S3)
+@program(grid((2, 3), -1.0, 2.0), source=DIVERGENCES)
 def min_full(lib, F, x):
     return x.min(), lib.min(x)
 
 
-@program(grid((2, 3), -1.0, 2.0), source=S3)
+@program(grid((2, 3), -1.0, 2.0), source=DIVERGENCES)
 def max_dim_keepdim(lib, F, x):
     return x.max(dim=1, keepdim=True)
 
 
-@program(grid((3, 4), -1.0, 2.0), source=S3,
+@program(grid((3, 4), -1.0, 2.0), source=DIVERGENCES,
          covers=("argmax", "argmin", "gather_axis", "min"))
 def arg_reductions(lib, F, x):
     v, i = x.min(dim=0)
@@ -555,71 +555,71 @@ def arg_reductions(lib, F, x):
             lib.argmin(x, dim=0, keepdim=True), x.argmin(), lib.min(x), x.amin(dim=(0, 1)))
 
 
-@program(leaf([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]]), source=S3)
+@program(leaf([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]]), source=DIVERGENCES)
 def max_min_dim_ties(lib, F, x):
     # The values' gradient goes to the index returned (the first occurrence), not shared.
     return x.max(dim=1).values * lib.tensor([1.0, 2.0]), x.min(0).values, x.argmax(dim=1)
 
 
-@program(leaf([[1.0, float("nan"), 3.0], [2.0, 5.0, float("nan")]]), source=S3)
+@program(leaf([[1.0, float("nan"), 3.0], [2.0, 5.0, float("nan")]]), source=DIVERGENCES)
 def argmax_nan(lib, F, x):
     # A nan is the max (and the min): its index is returned and the gradient goes to it.
     return x.argmax(dim=1), x.argmin(dim=1), x.max(dim=1).values.sum() * 1, x.argmax()
 
 
-@program(grid((2, 3), -1.0, 2.0), source=S3)
+@program(grid((2, 3), -1.0, 2.0), source=DIVERGENCES)
 def sum_mean_keepdim(lib, F, x):
     return x.sum(dim=1, keepdim=True), x.mean(dim=0, keepdim=True), \
         lib.sum(x, dim=(0, 1), keepdim=True)
 
 
-@program(grid((2, 1, 3), -1.0, 1.0), source=S3)
+@program(grid((2, 1, 3), -1.0, 1.0), source=DIVERGENCES)
 def squeeze_unsqueeze(lib, F, x):
     return x.squeeze(1), x.squeeze(0), x.squeeze(), x.unsqueeze(-1), x.unsqueeze(3), \
         x.squeeze(-2)
 
 
-@program(grid((2, 1), -1.0, 1.0), source=S3, match="out of range")
+@program(grid((2, 1), -1.0, 1.0), source=DIVERGENCES, match="out of range")
 def squeeze_dim_out_of_range(lib, F, x):
     return x.squeeze(5)
 
 
-@program(grid((2, 3), -1.0, 1.0), source=S3, match="out of range")
+@program(grid((2, 3), -1.0, 1.0), source=DIVERGENCES, match="out of range")
 def unsqueeze_dim_out_of_range(lib, F, x):
     return x.unsqueeze(4)
 
 
-@program(grid((2, 3), -1.0, 1.0), source=S3, match="out of range")
+@program(grid((2, 3), -1.0, 1.0), source=DIVERGENCES, match="out of range")
 def sum_dim_out_of_range(lib, F, x):
     return x.sum(dim=2)
 
 
-@program(grid((3,), -1.0, 1.0), source=S3, match="out of bounds")
+@program(grid((3,), -1.0, 1.0), source=DIVERGENCES, match="out of bounds")
 def index_out_of_range(lib, F, x):
     return x[3]
 
 
-@program(grid((2, 3), -1.0, 1.0), grid((4,), 0.0, 1.0), source=S3)
+@program(grid((2, 3), -1.0, 1.0), grid((4,), 0.0, 1.0), source=DIVERGENCES)
 def shape_mismatch_add(lib, F, a, b):
     return a + b
 
 
-@program(grid((2, 3), -1.0, 1.0), grid((4, 2), 0.0, 1.0), source=S3)
+@program(grid((2, 3), -1.0, 1.0), grid((4, 2), 0.0, 1.0), source=DIVERGENCES)
 def shape_mismatch_matmul(lib, F, a, b):
     return a @ b
 
 
-@program(grid((2, 3), -1.0, 1.0), source=S3)
+@program(grid((2, 3), -1.0, 1.0), source=DIVERGENCES)
 def shape_mismatch_reshape(lib, F, x):
     return x.reshape(4, 2)
 
 
-@program(grid((2, 3), -1.0, 1.0), grid((2, 2), 0.0, 1.0), source=S3)
+@program(grid((2, 3), -1.0, 1.0), grid((2, 2), 0.0, 1.0), source=DIVERGENCES)
 def shape_mismatch_cat(lib, F, a, b):
     return lib.cat([a, b], dim=0)
 
 
-@program(grid((3,), 0.5, 1.5), source=S3)
+@program(grid((3,), 0.5, 1.5), source=DIVERGENCES)
 def set_grad_enabled_context(lib, F, x):
     with lib.set_grad_enabled(False):
         y = x * 2
@@ -627,7 +627,7 @@ def set_grad_enabled_context(lib, F, x):
     return y, z
 
 
-@script(source=S3)
+@script(source=DIVERGENCES)
 def set_grad_enabled_function(lib, F):
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     lib.set_grad_enabled(False)
@@ -638,14 +638,14 @@ def set_grad_enabled_function(lib, F):
     return y, x * 3
 
 
-@script(source=S3)
+@script(source=DIVERGENCES)
 def autograd_grad_alias(lib, F):
     x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
     (g,) = lib.autograd.grad((x * x).sum(), [x])
     return g, x.grad
 
 
-@script(source=S3)
+@script(source=DIVERGENCES)
 def autograd_backward_alias(lib, F):
     x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * x
@@ -653,7 +653,7 @@ def autograd_backward_alias(lib, F):
     return x.grad
 
 
-@script(source=S3)
+@script(source=DIVERGENCES)
 def format_zero_dim(lib, F):
     t = lib.tensor(2.5)
     x = lib.tensor(1.25, requires_grad=True)
@@ -664,34 +664,34 @@ def format_zero_dim(lib, F):
 # a 0-d tensor of the same category never widens a dimensioned tensor).
 
 
-@program(const([1, 2, 3], "int64"), const([2, 2, 2], "int64"), source=S3)
+@program(const([1, 2, 3], "int64"), const([2, 2, 2], "int64"), source=DIVERGENCES)
 def promote_int_with_python_scalars(lib, F, i, j):
     return i * 2.5, i + 2, i * 2.0, i ** 0.5, i ** 2, i / j, i / 2, 2.5 - i
 
 
 @program(const([1, 2, 3], "int64"), grid((3,), 0.5, 1.5), grid((3,), 0.5, 1.5, "float64"),
-         source=S3)
+         source=DIVERGENCES)
 def promote_int_with_float_tensors(lib, F, i, f, d):
     return i * f, i * d, f + i, lib.where(i > 1, i, f), lib.cat([i, f])
 
 
-@program(grid((3,), 0.5, 1.5), leaf(2.0, "float64"), leaf(3.0, "float32"), source=S3)
+@program(grid((3,), 0.5, 1.5), leaf(2.0, "float64"), leaf(3.0, "float32"), source=DIVERGENCES)
 def promote_zero_dim_double(lib, F, f, d0, f0):
     return f * d0, d0 + f, f0 * d0, f + f0
 
 
 @program(const([True, False, True], "bool"), const([1, 2, 3], "int64"),
-         const([1, 2, 3], "int32"), source=S3)
+         const([1, 2, 3], "int32"), source=DIVERGENCES)
 def promote_bool_and_int_widths(lib, F, b, i, i32):
     return b + i, b * 1.5, i32 + i, i32 * 2, i32.sum(), i.sum(), b.sum()
 
 
-@program(const([1, 2, 3], "int64"), source=S3, match="floating point")
+@program(const([1, 2, 3], "int64"), source=DIVERGENCES, match="floating point")
 def int_mean_raises(lib, F, i):
     return i.mean()
 
 
-@script(source=S3)
+@script(source=DIVERGENCES)
 def creation_dtypes(lib, F):
     return (lib.tensor(2.0), lib.tensor([1, 2]), lib.tensor(True), lib.arange(5),
             lib.arange(0.0, 1.0, 0.25), lib.zeros(2, 3), lib.ones(2, dtype=lib.float64),
@@ -699,18 +699,18 @@ def creation_dtypes(lib, F):
 
 
 # ============================================================================
-# API A3 autograd behaviours PyTorch defines (not in the issue, cheap to pin).
+# Autograd behaviours PyTorch defines (API.md A2, A3).
 # ============================================================================
-A3 = "API A3"
+AUTOGRAD = "autograd"
 
 
-@script(source=A3, match="grad can be implicitly created only for scalar outputs")
+@script(source=AUTOGRAD, match="grad can be implicitly created only for scalar outputs")
 def backward_non_scalar_raises(lib, F):
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     (x * 2).backward()
 
 
-@script(source=A3, match="retain_graph")
+@script(source=AUTOGRAD, match="retain_graph")
 def backward_twice_raises(lib, F):
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     y = (x * x).sum()
@@ -718,7 +718,7 @@ def backward_twice_raises(lib, F):
     y.backward()
 
 
-@script(source=A3, match="modified by an inplace operation")
+@script(source=AUTOGRAD, match="modified by an inplace operation")
 def saved_tensor_modified_raises(lib, F):
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     y = x * 1
@@ -727,7 +727,7 @@ def saved_tensor_modified_raises(lib, F):
     z.backward()
 
 
-@script(source=A3)
+@script(source=AUTOGRAD)
 def retain_grad_non_leaf(lib, F):
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     y = x * 2
@@ -736,7 +736,7 @@ def retain_grad_non_leaf(lib, F):
     return y.grad, x.grad
 
 
-@script(source=A3)
+@script(source=AUTOGRAD)
 def grad_of_grad(lib, F):
     x = lib.tensor(1.5, requires_grad=True)
     (g,) = grad_fn(lib)(x ** 3, [x], create_graph=True)
@@ -744,7 +744,7 @@ def grad_of_grad(lib, F):
     return g, x.grad
 
 
-@script(source=A3)
+@script(source=AUTOGRAD)
 def grad_accumulates(lib, F):
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     (x * 3).sum().backward()
@@ -754,28 +754,28 @@ def grad_accumulates(lib, F):
 
 
 # ============================================================================
-# Issue 12: math, tests and bitwise ops, statistics, casts, constructors, activations.
+# Math, tests and bitwise ops, statistics, casts, constructors, activations.
 # Inputs stay off every kink (no integer or half for the rounding ops, no bound of a
 # clipped activation), where the two libraries' gradient conventions could differ.
 # ============================================================================
-I12 = "issue 12"
+SURFACE = "surface"
 
 
 @program(grid((2, 3), 0.15, 0.85), covers=("tan", "asin", "acos", "atan", "sinh", "cosh",
-                                           "asinh", "acosh", "atanh", "erf"), source=I12)
+                                           "asinh", "acosh", "atanh", "erf"), source=SURFACE)
 def unary_trig_hyperbolic(lib, F, x):
     return (lib.tan(x), x.asin(), lib.acos(x), x.atan(), lib.sinh(x), x.cosh(), lib.asinh(x),
             (x + 1.0).acosh(), lib.atanh(x), lib.erf(x - 0.5), x.erf())
 
 
-@program(grid((2, 3), 0.3, 2.0), covers=("log2", "log10", "log1p", "expm1"), source=I12)
+@program(grid((2, 3), 0.3, 2.0), covers=("log2", "log10", "log1p", "expm1"), source=SURFACE)
 def unary_logs_exps(lib, F, x):
     return (lib.log2(x), x.log10(), lib.log1p(x), x.expm1(), lib.exp2(x), x.rsqrt(),
             lib.square(x), x.reciprocal(), lib.rsqrt(x), x.square(), x.exp2())
 
 
 @program(leaf([[-2.25, -1.75, -0.25], [0.25, 1.5, 2.5]]), const([-3, 0, 4], "int64"),
-         covers=("sign", "floor", "ceil", "round", "trunc"), source=I12)
+         covers=("sign", "floor", "ceil", "round", "trunc"), source=SURFACE)
 def unary_rounding(lib, F, x, k):
     # 1.5 and 2.5 round half to even; the rounding functions' gradient is 0.
     return (lib.sign(x), x.floor(), lib.ceil(x), x.round(), lib.trunc(x), x.frac(),
@@ -784,7 +784,7 @@ def unary_rounding(lib, F, x, k):
 
 @program(grid((2, 3), -1.9, 2.1), grid((3,), 0.6, 1.4), const([7, -7, 5, -5], "int64"),
          const([2, 2, -3, -3], "int64"),
-         covers=("copysign", "fmod", "remainder", "floor_divide", "atan2"), source=I12)
+         covers=("copysign", "fmod", "remainder", "floor_divide", "atan2"), source=SURFACE)
 def binary_rounding_ops(lib, F, x, y, k, j):
     return (lib.copysign(x, y - 1.0), x.copysign(-1.0), lib.fmod(x, y), x.fmod(-y),
             x % y, x % -y, lib.remainder(x, y), 2.5 % y.detach(), lib.atan2(x, y - 1.0),
@@ -793,14 +793,14 @@ def binary_rounding_ops(lib, F, x, y, k, j):
 
 
 @program(const([[2.75, -2.75, 1.25], [-0.5, 3.5, -3.5]]), const([1.5, -1.5, 2.0]),
-         source=I12)
+         source=SURFACE)
 def floor_trunc_division(lib, F, x, y):
     return (x // y, lib.floor_divide(x, y), lib.div(x, y, rounding_mode="floor"),
             lib.div(x, y, rounding_mode="trunc"), x.div(y, rounding_mode="trunc"), x // 2,
             lib.div(x, y))
 
 
-@program(grid((2, 3), -1.5, 1.5), grid((3,), -1.0, 2.0), grid((3,), 0.1, 0.9), source=I12)
+@program(grid((2, 3), -1.5, 1.5), grid((3,), -1.0, 2.0), grid((3,), 0.1, 0.9), source=SURFACE)
 def binary_compositions(lib, F, a, b, w):
     return (lib.lerp(a, b, 0.3), a.lerp(b, 0.8), lib.lerp(a, b, w), lib.logaddexp(a, b),
             a.logaddexp(b * 3.0), lib.add(a, b, alpha=2.0), lib.sub(a, b, alpha=0.5),
@@ -809,14 +809,14 @@ def binary_compositions(lib, F, a, b, w):
 
 
 @program(const([1.0, float("nan"), float("inf"), -float("inf"), 0.0, -2.5]),
-         const([1.0, float("nan"), float("inf"), float("inf"), 1e-9, -2.5000001]), source=I12)
+         const([1.0, float("nan"), float("inf"), float("inf"), 1e-9, -2.5000001]), source=SURFACE)
 def tests_nan_inf_close(lib, F, x, y):
     return (lib.isnan(x), x.isinf(), lib.isfinite(x), lib.isclose(x, y),
             x.isclose(y, equal_nan=True), lib.isclose(x, y, rtol=0.0, atol=1e-6),
             lib.isnan(lib.tensor([1, 2])), lib.isfinite(lib.tensor([1, 2])))
 
 
-@script(source=I12)
+@script(source=SURFACE)
 def allclose_bool(lib, F):
     a = lib.tensor([1.0, 2.0, 3.0])
     return (lib.allclose(a, a + 1e-7), lib.allclose(a, a + 1e-3), a.allclose(a * 1.001, rtol=0.01),
@@ -826,7 +826,7 @@ def allclose_bool(lib, F):
 @program(const([5, -7, 3, 12], "int64"), const([6, 1, -2, 3], "int64"),
          const([True, False, True, False], "bool"), const([True, True, False, False], "bool"),
          covers=("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift",
-                 "right_shift"), source=I12)
+                 "right_shift"), source=SURFACE)
 def bitwise_ops(lib, F, k, j, a, b):
     return (k & j, k | j, k ^ j, ~k, k << 2, k >> 1, a & b, a | b, a ^ b, ~a, k & 3, 1 | k,
             lib.bitwise_and(k, j), lib.bitwise_or(a, b), lib.bitwise_xor(k, 5),
@@ -834,13 +834,13 @@ def bitwise_ops(lib, F, k, j, a, b):
 
 
 @program(const([0.0, 1.5, -2.0, 0.0]), const([1, 0, 3, 0], "int64"),
-         const([True, False, True, False], "bool"), source=I12)
+         const([True, False, True, False], "bool"), source=SURFACE)
 def logical_ops(lib, F, x, k, a):
     return (lib.logical_and(x, k), lib.logical_or(x, a), lib.logical_xor(k, a),
             lib.logical_not(x), x.logical_and(a), k.logical_or(x), lib.logical_not(a))
 
 
-@program(grid((3, 4), -1.5, 2.0), source=I12)
+@program(grid((3, 4), -1.5, 2.0), source=SURFACE)
 def statistics(lib, F, x):
     return (x.var(), x.std(), lib.var(x, 1), lib.std(x, 0, unbiased=False),
             x.var(dim=1, keepdim=True), lib.var(x, dim=(0, 1), correction=0),
@@ -849,20 +849,20 @@ def statistics(lib, F, x):
             lib.logsumexp(x, (0, 1)))
 
 
-@program(grid((3, 4), -1.5, 2.0), const([[0, 1, 2], [0, 0, 0]], "int64"), source=I12)
+@program(grid((3, 4), -1.5, 2.0), const([[0, 1, 2], [0, 0, 0]], "int64"), source=SURFACE)
 def any_all_amax_amin(lib, F, x, k):
     return (lib.any(x > 1.5), (x > -2).all(), x.gt(1.0).any(dim=1), lib.all(x > 0, dim=0),
             k.any(1), k.all(), lib.any(k, 0, keepdim=True), lib.amax(x, 1), x.amin(0),
             lib.amin(x), x.amax(dim=(0, 1), keepdim=True))
 
 
-@program(grid((2, 3), -2.6, 2.4), const([1, 0, 3], "int64"), source=I12)
+@program(grid((2, 3), -2.6, 2.4), const([1, 0, 3], "int64"), source=SURFACE)
 def casts(lib, F, x, k):
     return (x.int(), x.long(), x.bool(), x.type(lib.float64), k.bool(),
             k.type(lib.float32) * x, x.double().int(), x.long() * x, x.type(lib.int64))
 
 
-@script(source=I12)
+@script(source=SURFACE)
 def half_cast(lib, F):
     # Eager only: the Numba backend has no float16 arithmetic.
     x = lib.tensor([1.0, -2.5, 65504.0, 1e-8], requires_grad=True)
@@ -870,13 +870,13 @@ def half_cast(lib, F):
     return x.half(), k.half() * 2, x.half().float() * x
 
 
-@program(grid((2, 3), -1.0, 1.0), source=I12)
+@program(grid((2, 3), -1.0, 1.0), source=SURFACE)
 def like_constructors(lib, F, x):
     return (lib.zeros_like(x), lib.ones_like(x), lib.full_like(x, 2.5), x + lib.ones_like(x),
             lib.zeros_like(x, dtype=lib.int64), lib.full_like(x, 7, dtype=lib.float64))
 
 
-@script(source=I12)
+@script(source=SURFACE)
 def constructors(lib, F):
     return (lib.eye(3), lib.eye(2, 3), lib.eye(3, dtype=lib.float64), lib.linspace(0, 1, 5),
             lib.linspace(-1.0, 2.0, 7), lib.linspace(0, 1, 1), lib.linspace(3, 1, 4),
@@ -884,7 +884,7 @@ def constructors(lib, F):
             lib.empty((4,)).shape, lib.empty_like(lib.ones(2, 1)).shape)
 
 
-@program(grid((3, 5), -3.7, 3.3), source=I12)
+@program(grid((3, 5), -3.7, 3.3), source=SURFACE)
 def activations(lib, F, x):
     return (F.gelu(x), F.gelu(x, approximate="tanh"), F.silu(x), F.elu(x), F.elu(x, 0.5),
             F.celu(x, 0.7), F.selu(x), F.softplus(x), F.softplus(x, beta=2.0, threshold=3.0),
@@ -894,7 +894,7 @@ def activations(lib, F, x):
             F.normalize(x, p=1.0, dim=0))
 
 
-@program(grid((3, 5), -3.7, 3.3), source=I12)
+@program(grid((3, 5), -3.7, 3.3), source=SURFACE)
 def activation_modules(lib, F, x):
     nn = lib.nn
     mods = [nn.GELU(), nn.GELU(approximate="tanh"), nn.SiLU(), nn.ELU(alpha=0.5), nn.CELU(),
@@ -905,30 +905,30 @@ def activation_modules(lib, F, x):
 
 
 @program(leaf([[1.0, 0.0, 3.0], [2.0, 0.0, 0.0], [1.5, 2.0, -1.0]]),
-         const([[1, 2], [3, 4]], "int64"), covers=("prod",), source=I12)
+         const([[1, 2], [3, 4]], "int64"), covers=("prod",), source=SURFACE)
 def prod_with_zeros(lib, F, x, k):
     # Rows with no, one and two zeros: PyTorch's three gradient cases.
     return x.prod(1), lib.prod(x), x.prod(0, keepdim=True), k.prod(), lib.prod(k, 1)
 
 
-@program(grid((2, 3), -1.0, 2.0), const([[1, 2, 3], [4, 5, 6]], "int64"), source=I12)
+@program(grid((2, 3), -1.0, 2.0), const([[1, 2, 3], [4, 5, 6]], "int64"), source=SURFACE)
 def reductions_dtype(lib, F, x, k):
     return (x.sum(dtype=lib.float64), lib.sum(x, 1, dtype=lib.float64),
             x.mean(dim=0, dtype=lib.float64), k.sum(dtype=lib.float32), k.mean(dtype=lib.float64),
             lib.mean(k, 1, keepdim=True, dtype=lib.float32))
 
 
-@program(grid((2, 3), -1.0, 2.0), source=I12)
+@program(grid((2, 3), -1.0, 2.0), source=SURFACE)
 def statistics_positional_unbiased(lib, F, x):
     # torch.var(x, False): the older (input, unbiased) overload.
     return x.var(False), lib.std(x, True), *lib.var_mean(x, False), x.var(1, False)
 
 
-# ---- issue 12: normalisation and modules
+# ---- normalisation and modules
 
 
 @program(grid((2, 3, 4), -2.0, 3.0), grid((4,), 0.5, 1.5), grid((4,), -0.3, 0.4),
-         covers=("layer_norm",), source=I12)
+         covers=("layer_norm",), source=SURFACE)
 def layer_norms(lib, F, x, w, b):
     return (F.layer_norm(x, (4,), w, b), F.layer_norm(x, [3, 4]), F.layer_norm(x, (4,), None, b),
             F.layer_norm(x, (4,), w, eps=0.5), F.layer_norm(x * 1000.0 + 5.0, (4,)))
@@ -936,7 +936,7 @@ def layer_norms(lib, F, x, w, b):
 
 
 @program(grid((4, 3, 2), -1.5, 2.5), grid((3,), 0.5, 1.5), grid((3,), -0.3, 0.4),
-         const([0.1, -0.2, 0.3]), const([1.0, 2.0, 0.5]), source=I12)
+         const([0.1, -0.2, 0.3]), const([1.0, 2.0, 0.5]), source=SURFACE)
 def batch_norm_functional(lib, F, x, w, b, rm, rv):
     train = F.batch_norm(x, rm, rv, w, b, training=True, momentum=0.2)
     stats_after = (rm * 1.0, rv * 1.0)
@@ -947,7 +947,7 @@ def batch_norm_functional(lib, F, x, w, b, rm, rv):
 # float64: a normalisation's input gradient is a difference of terms scaled by 1 / std,
 # so float32 rounding (PyTorch's and ours, ~1e-5 here) exceeds the float32 tolerance.
 @program(grid((2, 4, 6), -2.0, 2.0, "float64"), grid((4,), 0.5, 1.5, "float64"),
-         grid((4,), -0.3, 0.4, "float64"), source=I12)
+         grid((4,), -0.3, 0.4, "float64"), source=SURFACE)
 def group_instance_norms(lib, F, x, w, b):
     # exp: channels of evenly spaced values would centre to exact zeros (signs of zero).
     x = lib.exp(x)
@@ -955,12 +955,12 @@ def group_instance_norms(lib, F, x, w, b):
 
 
 @program(grid((2, 3, 8), -2.0, 2.0, "float64"), grid((3,), 0.5, 1.5, "float64"),
-         grid((3,), -0.3, 0.4, "float64"), source=I12)
+         grid((3,), -0.3, 0.4, "float64"), source=SURFACE)
 def instance_norms(lib, F, x, w, b):
     return F.instance_norm(lib.exp(x), weight=w, bias=b)
 
 
-@script(source=I12)
+@script(source=SURFACE)
 def batch_norm_modules_train_eval(lib, F):
     # Running statistics over three training steps (momentum 0.1 and cumulative), then eval.
     nn = lib.nn
@@ -981,7 +981,7 @@ def batch_norm_modules_train_eval(lib, F):
     return out + [y, bn2.running_var, x4.grad, bn2.weight.grad, bn2.bias.grad]
 
 
-@script(source=I12)
+@script(source=SURFACE)
 def norm_module_errors(lib, F):
     nn = lib.nn
     out = []
@@ -995,9 +995,9 @@ def norm_module_errors(lib, F):
         except Exception as e:  # noqa: BLE001 - the error type is the result
             out.append("RuntimeError" if isinstance(e, RuntimeError) else type(e).__name__)
     return out
-# ---- issue 12: convolution
+# ---- convolution
 @program(grid((2, 4, 5, 6), -1.0, 1.0), grid((6, 2, 3, 2), -0.5, 0.7), grid((6,), -0.3, 0.3),
-         grid((3, 4, 2, 3), -0.6, 0.4), covers=("conv2d",), source=I12)
+         grid((3, 4, 2, 3), -0.6, 0.4), covers=("conv2d",), source=SURFACE)
 def conv2d_options(lib, F, x, w, b, w2):
     return (F.conv2d(x, w, b, stride=2, padding=1, groups=2),
             F.conv2d(x, w2, padding="same", dilation=(2, 1)),
@@ -1006,14 +1006,14 @@ def conv2d_options(lib, F, x, w, b, w2):
 
 
 @program(grid((2, 4, 7), -1.0, 1.0), grid((3, 2, 3), -0.5, 0.7), grid((3,), -0.3, 0.3),
-         grid((3, 4, 2), -0.6, 0.4), source=I12)
+         grid((3, 4, 2), -0.6, 0.4), source=SURFACE)
 def conv1d_options(lib, F, x, w, b, w2):
     return (F.conv1d(x, w, b, stride=2, padding=1, groups=2),
             F.conv1d(x, w2, padding="same", dilation=2), F.conv1d(x[1], w2, b))
 
 
 @program(grid((2, 4, 3, 3), -1.0, 1.0), grid((4, 3, 3, 2), -0.5, 0.7), grid((6,), -0.3, 0.3),
-         source=I12)
+         source=SURFACE)
 def conv_transpose2d_options(lib, F, x, w, b):
     # dilation 2 with output_padding 1 > padding 0: the last row and column get no input.
     return (F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1, groups=2),
@@ -1022,14 +1022,14 @@ def conv_transpose2d_options(lib, F, x, w, b):
 
 
 @program(grid((2, 3, 5, 4), -1.0, 1.0), grid((2, 12, 6), -1.0, 1.0),
-         covers=("im2col", "col2im"), source=I12)
+         covers=("im2col", "col2im"), source=SURFACE)
 def unfold_fold(lib, F, x, c):
     return (F.unfold(x, (2, 3), dilation=(2, 1), padding=1, stride=(1, 2)),
             F.fold(F.unfold(x, 2) * 1.5, (5, 4), 2), F.unfold(x[0], 3, padding=(1, 0)),
             F.fold(c, (4, 6), (2, 3), padding=(1, 0), stride=(2, 3)), F.fold(c[1], (3, 4), 2))
 
 
-@script(source=I12)
+@script(source=SURFACE)
 def conv_modules(lib, F):
     nn = lib.nn
     x = lib.tensor(np.linspace(-1.0, 1.0, 2 * 2 * 5 * 4, dtype=np.float32).reshape(2, 2, 5, 4),
@@ -1056,30 +1056,30 @@ def conv_modules(lib, F):
     return tuple(outs) + (x.grad,)
 
 
-@program(grid((2, 4, 5, 5), -1.0, 1.0), grid((6, 3, 3, 3), -1.0, 1.0), source=I12,
+@program(grid((2, 4, 5, 5), -1.0, 1.0), grid((6, 3, 3, 3), -1.0, 1.0), source=SURFACE,
          match="to have 3 channels, but got 4 channels instead")
 def conv2d_channel_mismatch(lib, F, x, w):
     return F.conv2d(x, w)
 
 
-@program(grid((2, 4, 5, 5), -1.0, 1.0), grid((6, 4, 3, 3), -1.0, 1.0), source=I12,
+@program(grid((2, 4, 5, 5), -1.0, 1.0), grid((6, 4, 3, 3), -1.0, 1.0), source=SURFACE,
          match="padding='same' is not supported for strided convolutions")
 def conv2d_same_strided(lib, F, x, w):
     return F.conv2d(x, w, padding="same", stride=2)
 
 
-@program(grid((2, 4, 3, 3), -1.0, 1.0), grid((6, 4, 5, 5), -1.0, 1.0), source=I12,
+@program(grid((2, 4, 3, 3), -1.0, 1.0), grid((6, 4, 5, 5), -1.0, 1.0), source=SURFACE,
          match="Kernel size can't be greater than actual input size")
 def conv2d_kernel_too_large(lib, F, x, w):
     return F.conv2d(x, w)
-# ---- issue 12: indexing (dualgraph/ops/index.py)
-@program(grid((3, 2), -1.0, 1.0), compile=False, source=I12)
+# ---- indexing (dualgraph/ops/index.py)
+@program(grid((3, 2), -1.0, 1.0), compile=False, source=SURFACE)
 def advanced_indexing_data_mask(lib, F, x):
     return x[x[:, 0] > 0], x[x > 0.5], lib.masked_select(x, x < 0.0)
 
 
 @program(grid((2, 3, 4), -1.0, 1.0), const([[0], [3]], "int64"), covers=("index",),
-         source=I12)
+         source=SURFACE)
 def advanced_indexing_shapes(lib, F, x, k):
     # Ints select first, then the index tensors' block goes in place when they are
     # adjacent, first when a slice separates them (PyTorch's rule, not NumPy's).
@@ -1089,7 +1089,7 @@ def advanced_indexing_shapes(lib, F, x, k):
 
 
 @program(grid((3, 4), -1.0, 1.0), grid((2, 4), 0.5, 1.5),
-         const([[0, 2], [1, 1], [3, 0]], "int64"), covers=("index", "index_put"), source=I12)
+         const([[0, 2], [1, 1], [3, 0]], "int64"), covers=("index", "index_put"), source=SURFACE)
 def indexing_family(lib, F, x, v, k):
     y = x * 1.0
     y[lib.tensor([2, 0])] = v
@@ -1113,7 +1113,7 @@ def indexing_family(lib, F, x, v, k):
 @program(leaf([[1.0, 2.0, 2.0, 0.5], [2.0, -1.0, 0.0, 0.0], [0.5, 0.5, 3.0, 1.0]]),
          leaf([[2.0, 2.0, 1.0], [0.0, -1.0, 4.0], [3.0, 0.5, 0.5]]),
          const([[1, 1, 3], [0, 0, 2], [2, 3, 2]], "int64"), covers=("index", "index_put"),
-         source=I12)
+         source=SURFACE)
 def scatter_reduce_extremes(lib, F, x, v, k):
     """amax/amin with ties (own value included or not) and prod with a zero."""
     k0 = lib.tensor([[1, 0, 2], [0, 2, 2], [2, 1, 0]])
@@ -1125,63 +1125,63 @@ def scatter_reduce_extremes(lib, F, x, v, k):
             x.scatter_reduce(1, k, v, "prod", include_self=False))
 
 
-@program(grid((3, 4), -1.0, 1.0), const([[2, 0], [1, 2]], "int64"), source=I12)
+@program(grid((3, 4), -1.0, 1.0), const([[2, 0], [1, 2]], "int64"), source=SURFACE)
 def embedding_one_hot(lib, F, w, k):
     return (F.embedding(k, w), F.embedding(k, w, padding_idx=2), F.one_hot(k, 4),
             F.one_hot(k[0], 3) * w[0, :3])
 
 
-@program(grid((3, 4), -1.0, 1.0), compile=False, source=I12)
+@program(grid((3, 4), -1.0, 1.0), compile=False, source=SURFACE)
 def nonzero_family(lib, F, x):
     m = x > 0.2
     return (lib.nonzero(m), lib.nonzero(m, as_tuple=True), lib.where(m), lib.argwhere(m),
             F.one_hot(lib.tensor([0, 3, 1])), m.nonzero(), x[lib.nonzero(m, as_tuple=True)])
 
 
-@program(grid((3, 2), -1.0, 1.0), match="out of bounds", source=I12)
+@program(grid((3, 2), -1.0, 1.0), match="out of bounds", source=SURFACE)
 def index_tensor_out_of_range(lib, F, x):
     return x[lib.tensor([0, 3])]
 
 
-@program(grid((3, 2), -1.0, 1.0), match="out of bounds", source=I12)
+@program(grid((3, 2), -1.0, 1.0), match="out of bounds", source=SURFACE)
 def index_negative_out_of_range(lib, F, x):
     return x[:, [-3]]
 
 
-@program(grid((3, 2), -1.0, 1.0), match="broadcast", source=I12)
+@program(grid((3, 2), -1.0, 1.0), match="broadcast", source=SURFACE)
 def index_put_shape_mismatch(lib, F, x):
     y = x * 1.0
     y[lib.tensor([0, 1])] = lib.ones(3, 2)
     return y
 
 
-@program(grid((3,), -1.0, 1.0), match="in-place", source=I12)
+@program(grid((3,), -1.0, 1.0), match="in-place", source=SURFACE)
 def index_put_leaf(lib, F, x):
     x[lib.tensor([0])] = 1.0
     return x
-# ---- issue 12: scans and sorting (dualgraph/ops/scan.py)
+# ---- scans and sorting (dualgraph/ops/scan.py)
 @program(leaf([[1.0, 0.0, 3.0, 0.0], [2.0, 3.0, 0.0, 4.0], [0.5, 2.0, 3.0, 1.0]]),
-         const([[1, 2, 3], [4, 5, 6]], "int32"), covers=("cumsum", "cumprod"), source=I12)
+         const([[1, 2, 3], [4, 5, 6]], "int32"), covers=("cumsum", "cumprod"), source=SURFACE)
 def cumulative(lib, F, x, k):
     # Rows with two zeros, one zero and none: cumprod's three gradient cases.
     return (x.cumsum(1), lib.cumsum(x, 0), x.cumprod(1), lib.cumprod(x, -2), k.cumsum(1),
             k.cumprod(0), lib.cumsum(k, 1, dtype=lib.float32), x.cumsum(dim=-1, dtype=lib.float64))
 
 
-@program(grid((2, 5), -3.0, 2.0), covers=("logcumsumexp",), source=I12)
+@program(grid((2, 5), -3.0, 2.0), covers=("logcumsumexp",), source=SURFACE)
 def logcumsumexp_large(lib, F, x):
     return lib.logcumsumexp(x, 1), (x * 500.0).logcumsumexp(1), lib.logcumsumexp(x - 800.0, 0)
 
 
 @program(leaf([[2.0, 1.0, 1.0, 3.0, 3.0, 0.0, 0.0], [1.0, 3.0, 3.0, 2.0, 5.0, 3.0, 4.0]]),
-         covers=("argcummax", "argcummin", "gather_axis", "scatter_add_axis"), source=I12)
+         covers=("argcummax", "argcummin", "gather_axis", "scatter_add_axis"), source=SURFACE)
 def cummax_ties(lib, F, x):
     # Ties move the index to the later element; each value's gradient goes to its index.
     a, b = x.cummax(1), lib.cummin(x, 1)
     return a.values, a.indices, b.values, b.indices, lib.cummax(x, 0)[0]
 
 
-@program(const([[1.0, 3.0, math.nan, 2.0, 5.0, math.nan, 3.0]]), source=I12)
+@program(const([[1.0, 3.0, math.nan, 2.0, 5.0, math.nan, 3.0]]), source=SURFACE)
 def scans_with_nan(lib, F, x):
     a, b = lib.cummax(x, 1), x.cummin(-1)
     return (a.values, a.indices, b.values, b.indices, x.cumsum(1), lib.logcumsumexp(x, 1),
@@ -1191,7 +1191,7 @@ def scans_with_nan(lib, F, x):
 
 
 @program(leaf([[2.0, 1.0, 1.0, 3.0, 3.0, 0.0], [1.0, 1.0, 1.0, 1.0, 0.5, 0.5]]),
-         covers=("argsort", "gather_axis", "scatter_add_axis"), source=I12)
+         covers=("argsort", "gather_axis", "scatter_add_axis"), source=SURFACE)
 def sort_stable_ties(lib, F, x):
     s = lib.sort(x, stable=True)
     d = x.sort(dim=1, descending=True, stable=True)
@@ -1199,7 +1199,7 @@ def sort_stable_ties(lib, F, x):
             x.argsort(descending=True, stable=True), lib.msort(x))
 
 
-@program(grid((3, 5), -2.0, 1.5), source=I12)
+@program(grid((3, 5), -2.0, 1.5), source=SURFACE)
 def topk_kthvalue_median(lib, F, x):
     t, u = lib.topk(x, 2), x.topk(3, dim=0, largest=False)
     kv = lib.kthvalue(x, 2, 1)
@@ -1211,7 +1211,7 @@ def topk_kthvalue_median(lib, F, x):
 
 @program(const([[1.0, 2.0, 2.0, 3.0], [0.0, 5.0, 6.0, 7.0]]),
          const([[2.0, 0.5, math.nan], [5.0, 9.0, -1.0]]), const([1.0, 2.0, 2.0, 3.0]),
-         covers=("searchsorted",), source=I12)
+         covers=("searchsorted",), source=SURFACE)
 def searchsorted_bucketize(lib, F, seq, v, b):
     return (lib.searchsorted(seq, v), lib.searchsorted(seq, v, right=True),
             lib.searchsorted(b, v, side="right"), lib.searchsorted(b, v, out_int32=True),
@@ -1219,28 +1219,28 @@ def searchsorted_bucketize(lib, F, seq, v, b):
 
 
 @program(const([[0.0, 1.0, 2.0, 3.0, 3.0], [0.5, -1.0, 7.0, 2.5, 0.0]]), covers=("histc",),
-         source=I12)
+         source=SURFACE)
 def histc_count_nonzero(lib, F, x):
     return (lib.histc(x, bins=4, min=0, max=3), x.histc(3), lib.count_nonzero(x),
             lib.count_nonzero(x, 1), x.count_nonzero(dim=(0, 1)))
 
 
-@script(match="out of range", source=I12)
+@script(match="out of range", source=SURFACE)
 def topk_k_too_large(lib, F):
     return lib.topk(lib.tensor([1.0, 2.0]), 3)
 
 
-@script(match="out of range", source=I12)
+@script(match="out of range", source=SURFACE)
 def kthvalue_k_too_large(lib, F):
     return lib.kthvalue(lib.tensor([1.0, 2.0]), 3)
 
 
-@script(source=I12)
+@script(source=SURFACE)
 def cumsum_bad_dim(lib, F):
     return lib.cumsum(lib.tensor([1.0, 2.0]), 1)
 
 
-@script(source=I12)
+@script(source=SURFACE)
 def cumsum_inplace(lib, F):
     k = lib.tensor([3, 1, 2], dtype=lib.int32)
     k.cumsum_(0)
@@ -1250,13 +1250,12 @@ def cumsum_inplace(lib, F):
     y.cumprod_(0)
     y.sum().backward()
     return k, y, x.grad
-# ---- end issue 12: scans and sorting
-# ---- issue 12: pooling and padding
+# ---- pooling and padding
 
 
 @program(leaf([[[[1.0, 3.0, 3.0, 0.0, 2.0], [3.0, 1.0, 2.0, 2.0, -1.0],
                  [0.0, 0.5, 3.0, 4.0, 4.0], [2.0, 2.0, 1.0, 4.0, -2.0]]]]),
-         covers=("max_pool2d_indices", "pool_gather", "pool_scatter"), source=I12)
+         covers=("max_pool2d_indices", "pool_gather", "pool_scatter"), source=SURFACE)
 def max_pool2d_ties(lib, F, x):
     # Ties keep the first max; overlapping windows add their gradients up.
     v, i = F.max_pool2d(x, 2, 1, return_indices=True)
@@ -1265,14 +1264,14 @@ def max_pool2d_ties(lib, F, x):
     return v, i, w, j, F.max_pool2d(x[0], 3, 2, 1), lib.nn.MaxPool2d(2, ceil_mode=True)(x)
 
 
-@program(grid((2, 3, 7), -2.0, 3.0), source=I12)
+@program(grid((2, 3, 7), -2.0, 3.0), source=SURFACE)
 def max_pool1d_adaptive_max(lib, F, x):
     v, i = F.max_pool1d(x, 3, 2, 1, return_indices=True)
     a, k = F.adaptive_max_pool1d(x, 3, return_indices=True)
     return v, i, a, k, lib.nn.MaxPool1d(2)(x), F.adaptive_max_pool2d(x, (2, 4))
 
 
-@program(grid((2, 2, 5, 7), -2.0, 3.0), covers=("adaptive_max_pool2d_indices",), source=I12)
+@program(grid((2, 2, 5, 7), -2.0, 3.0), covers=("adaptive_max_pool2d_indices",), source=SURFACE)
 def adaptive_max_pool2d_indices(lib, F, x):
     v, i = F.adaptive_max_pool2d(x, (3, 4), return_indices=True)
     return v, i, lib.nn.AdaptiveMaxPool2d((None, 2))(x)
@@ -1280,7 +1279,7 @@ def adaptive_max_pool2d_indices(lib, F, x):
 
 @program(grid((2, 2, 5, 7), -2.0, 3.0),
          covers=("avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d",
-                 "adaptive_avg_pool2d_backward"), source=I12)
+                 "adaptive_avg_pool2d_backward"), source=SURFACE)
 def avg_pools(lib, F, x):
     return (F.avg_pool2d(x, 2), F.avg_pool2d(x, 3, 2, 1),
             F.avg_pool2d(x, (3, 2), (2, 3), (1, 1), ceil_mode=True, count_include_pad=False),
@@ -1289,7 +1288,7 @@ def avg_pools(lib, F, x):
             lib.nn.AdaptiveAvgPool2d(1)(x), lib.nn.AvgPool2d(3, 1, 1)(x))
 
 
-@program(grid((2, 3, 7), -2.0, 3.0), source=I12)
+@program(grid((2, 3, 7), -2.0, 3.0), source=SURFACE)
 def avg_pools_1d(lib, F, x):
     return (F.avg_pool1d(x, 3, 2, 1), F.avg_pool1d(x, 2, ceil_mode=True,
                                                   count_include_pad=False),
@@ -1297,7 +1296,7 @@ def avg_pools_1d(lib, F, x):
 
 
 @program(grid((2, 3, 4, 5), -2.0, 3.0), grid((2, 3, 6), -1.0, 1.0),
-         covers=("pad", "pad_index", "pad_index_backward"), source=I12)
+         covers=("pad", "pad_index", "pad_index_backward"), source=SURFACE)
 def pads(lib, F, x, s):
     return (F.pad(x, (1, 2)), F.pad(x, (1, -2, 0, 3), value=0.5), F.pad(x, (1, 1, 1, 1, 1, 1)),
             F.pad(x, (-1, -1, -1, -1), mode="constant"),
@@ -1308,18 +1307,18 @@ def pads(lib, F, x, s):
             F.pad(s, (-1, 2), mode="circular"), F.pad(s[0], (2, 2), mode="reflect"))
 
 
-@program(const([[1, 2, 3], [4, 5, 6]], "int64"), const([True, False]), source=I12)
+@program(const([[1, 2, 3], [4, 5, 6]], "int64"), const([True, False]), source=SURFACE)
 def pad_integers_and_bools(lib, F, k, m):
     return F.pad(k, (1, 2), value=2.7), F.pad(k, (0, 0, 1, 0)), F.pad(m, (1, 1), value=1)
 
 
-@program(grid((2, 7, 3), -2.0, 3.0), covers=("unfold", "unfold_backward"), source=I12)
+@program(grid((2, 7, 3), -2.0, 3.0), covers=("unfold", "unfold_backward"), source=SURFACE)
 def unfolds(lib, F, x):
     return (x.unfold(1, 3, 2), x.unfold(-1, 2, 1), x.unfold(0, 1, 1), x.unfold(1, 7, 3),
             x[0, :, 0].unfold(0, 4, 1))
 
 
-@program(grid((2, 3, 4, 5), -2.0, 3.0), grid((2, 3, 5), -1.0, 1.0), source=I12)
+@program(grid((2, 3, 4, 5), -2.0, 3.0), grid((2, 3, 5), -1.0, 1.0), source=SURFACE)
 def interpolates(lib, F, x, s):
     return (F.interpolate(x, scale_factor=2), F.interpolate(x, size=(5, 9)),
             F.interpolate(x, scale_factor=1.7), F.interpolate(x, scale_factor=(0.5, 2.5)),
@@ -1332,7 +1331,7 @@ def interpolates(lib, F, x, s):
             lib.nn.Upsample(scale_factor=2, mode="bilinear")(x))
 
 
-@program(grid((2, 3, 4), -2.0, 3.0), source=I12)
+@program(grid((2, 3, 4), -2.0, 3.0), source=SURFACE)
 def flatten_unflatten_modules(lib, F, x):
     nn = lib.nn
     return (nn.Flatten()(x), nn.Flatten(0, 1)(x), nn.Flatten(-2)(x),
@@ -1340,7 +1339,7 @@ def flatten_unflatten_modules(lib, F, x):
             nn.Sequential(nn.Flatten(), nn.Unflatten(1, (4, 3)))(x))
 
 
-@script(source=I12)
+@script(source=SURFACE)
 def pooling_double_backward(lib, F):
     # The backward ops' own VJPs (each the forward again), through create_graph.
     x = lib.tensor(np.linspace(-2.0, 3.0, 60).astype("float32").reshape(1, 3, 4, 5),
@@ -1353,35 +1352,35 @@ def pooling_double_backward(lib, F):
     return g, x.grad
 
 
-@program(grid((1, 1, 5), -1.0, 1.0), source=I12, match="Padding size should be less than")
+@program(grid((1, 1, 5), -1.0, 1.0), source=SURFACE, match="Padding size should be less than")
 def pad_reflect_too_wide(lib, F, x):
     return F.pad(x, (5, 0), mode="reflect")
 
 
-@program(grid((1, 2, 5, 5), -1.0, 1.0), source=I12,
+@program(grid((1, 2, 5, 5), -1.0, 1.0), source=SURFACE,
          match="pad should be at most half of effective kernel size")
 def max_pool2d_pad_too_wide(lib, F, x):
     return F.max_pool2d(x, 2, padding=2)
 
 
-@program(grid((2, 1, 1), -1.0, 1.0), source=I12, match="Output size is too small")
+@program(grid((2, 1, 1), -1.0, 1.0), source=SURFACE, match="Output size is too small")
 def avg_pool2d_output_too_small(lib, F, x):
     return F.avg_pool2d(x, 2)
 
 
-@program(grid((2, 3, 7), -1.0, 1.0), source=I12, match="maximum size for tensor at dimension")
+@program(grid((2, 3, 7), -1.0, 1.0), source=SURFACE, match="maximum size for tensor at dimension")
 def unfold_size_too_large(lib, F, x):
     return x.unfold(2, 8, 1)
 
 
-@program(grid((1, 1, 3, 3), -1.0, 1.0), source=I12,
+@program(grid((1, 1, 3, 3), -1.0, 1.0), source=SURFACE,
          match="only one of size or scale_factor should be defined")
 def interpolate_size_and_scale(lib, F, x):
     return F.interpolate(x, size=3, scale_factor=2)
 # ---- shape (dualgraph/ops/shape.py, ops/linalg.py, ops/einsum.py)
 
 
-@program(grid((2, 3, 4), -1.2, 1.1), grid((3,), 0.5, 1.5), source=I12)
+@program(grid((2, 3, 4), -1.2, 1.1), grid((3,), 0.5, 1.5), source=SURFACE)
 def shape_views_and_stacks(lib, F, x, v):
     a, b = x.split([1, 3], dim=2)
     c = x.chunk(2, 1)
@@ -1396,7 +1395,7 @@ def shape_views_and_stacks(lib, F, x, v):
             lib.atleast_3d(v), lib.atleast_2d(v[0]))
 
 
-@program(grid((2, 3), -1.0, 1.5), grid((2, 3, 4), 0.1, 2.4), source=I12, covers=("flip",))
+@program(grid((2, 3), -1.0, 1.5), grid((2, 3, 4), 0.1, 2.4), source=SURFACE, covers=("flip",))
 def shape_repeats_rolls_flips(lib, F, x, y):
     return (x.repeat(2, 1), x.repeat(1, 2, 2), lib.tile(x, (2,)), x.tile((2, 1, 1)),
             x.repeat_interleave(2), x.repeat_interleave(3, dim=1), lib.repeat_interleave(x, 2, 0),
@@ -1405,7 +1404,7 @@ def shape_repeats_rolls_flips(lib, F, x, y):
             x.rot90(4))
 
 
-@program(grid((3, 4), -1.0, 1.5), grid((2, 3, 3), 0.1, 2.4), grid((3,), 0.5, 1.5), source=I12,
+@program(grid((3, 4), -1.0, 1.5), grid((2, 3, 3), 0.1, 2.4), grid((3,), 0.5, 1.5), source=SURFACE,
          covers=("diagonal", "diag_scatter"))
 def shape_triangles_diagonals(lib, F, x, y, v):
     return (x.tril(), lib.tril(x, 1), x.triu(-1), lib.triu(y, 1), y.tril(-1), x.diagonal(),
@@ -1416,14 +1415,14 @@ def shape_triangles_diagonals(lib, F, x, y, v):
 
 
 @program(const([[1.0, -2.5, 0.0], [3.25, 1e-3, -7.0]]), const([[1, -2], [300, 70000]], "int32"),
-         source=I12, covers=("view_dtype",))
+         source=SURFACE, covers=("view_dtype",))
 def shape_view_dtype(lib, F, x, k):
     return (x.view(lib.int32), x.view(lib.float32), k.view(lib.float32), x.T.view(lib.int32),
             x.double().view(lib.int64), k.view(lib.int64), x.reshape(3, 2).view(lib.float64))
 
 
 @program(grid((2, 3, 4), -1.0, 1.0), grid((2, 4, 5), -0.5, 1.5), grid((4,), 0.5, 2.0),
-         grid((3, 3), -2.0, 1.0), source=I12)
+         grid((3, 3), -2.0, 1.0), source=SURFACE)
 def einsum_table(lib, F, a, b, c, s):
     return (lib.einsum("bij,bjk->bik", a, b), lib.einsum("bij,bjk", a, b),
             lib.einsum("ii->i", s), lib.einsum("ii", s), lib.einsum("ij->ji", s),
@@ -1435,7 +1434,7 @@ def einsum_table(lib, F, a, b, c, s):
             lib.einsum("ab,cd->abcd", s[:2, :2], s[1:, 1:]), lib.einsum("ji", s))
 
 
-@program(grid((3, 4), -1.0, 1.5), grid((2, 3), 0.1, 2.4), grid((3,), 0.5, 1.5), source=I12)
+@program(grid((3, 4), -1.0, 1.5), grid((2, 3), 0.1, 2.4), grid((3,), 0.5, 1.5), source=SURFACE)
 def shape_products_differences(lib, F, x, y, v):
     return (lib.diff(x), x.diff(2, 0), lib.diff(x, dim=0, prepend=x[:1], append=x[1:]),
             lib.cross(y, y.flip(1), dim=1), lib.cross(v, v * v, dim=0),
@@ -1444,7 +1443,7 @@ def shape_products_differences(lib, F, x, y, v):
             lib.kron(v, v), lib.diff(lib.tensor([True, False, False, True])))
 
 
-@program(grid((3, 4), -1.0, 1.5), grid((2, 3, 3), 0.1, 2.4), grid((4,), 0.5, 1.5), source=I12,
+@program(grid((3, 4), -1.0, 1.5), grid((2, 3, 3), 0.1, 2.4), grid((4,), 0.5, 1.5), source=SURFACE,
          covers=("diagonal", "view_scatter"))
 def shape_writes_through_views(lib, F, x, y, w):
     # PyTorch returns views from all of these: writes must reach the base and its gradient.
@@ -1463,7 +1462,7 @@ def shape_writes_through_views(lib, F, x, y, w):
     return a, b, c, d, a.unflatten(1, (2, 2))[:, 1].sum()
 
 
-@program(grid((3, 4), -1.0, 1.5, rg=False), grid((4,), 0.5, 1.5, rg=False), source=I12)
+@program(grid((3, 4), -1.0, 1.5, rg=False), grid((4,), 0.5, 1.5, rg=False), source=SURFACE)
 def shape_writes_through_split_views(lib, F, x, w):
     # Outputs of split/chunk/unbind are views of their base. (With grad, PyTorch refuses
     # in-place writes to them; dualgraph allows them and gets the gradient right.)
@@ -1475,38 +1474,38 @@ def shape_writes_through_split_views(lib, F, x, w):
     return a
 
 
-@program(grid((3, 4), -1.0, 1.5), source=I12, match="split_with_sizes expects split_sizes")
+@program(grid((3, 4), -1.0, 1.5), source=SURFACE, match="split_with_sizes expects split_sizes")
 def split_sizes_must_add_up(lib, F, x):
     return x.split([1, 1], dim=0)
 
 
-@program(grid((3, 4), -1.0, 1.5), source=I12, match="exceeds dimension size")
+@program(grid((3, 4), -1.0, 1.5), source=SURFACE, match="exceeds dimension size")
 def narrow_out_of_range(lib, F, x):
     return x.narrow(1, 3, 2)
 
 
-@program(grid((3, 4), -1.0, 1.5), source=I12, match="start_dim cannot come after end_dim")
+@program(grid((3, 4), -1.0, 1.5), source=SURFACE, match="start_dim cannot come after end_dim")
 def flatten_dims_reversed(lib, F, x):
     return x.flatten(1, 0)
 
 
-@program(grid((3, 4), -1.0, 1.5), source=I12, match="does not appear in the equation")
+@program(grid((3, 4), -1.0, 1.5), source=SURFACE, match="does not appear in the equation")
 def einsum_unknown_output_label(lib, F, x):
     return lib.einsum("ij->ijk", x)
 
 
-@program(grid((3, 4), -1.0, 1.5), source=I12, match="Dimension out of range")
+@program(grid((3, 4), -1.0, 1.5), source=SURFACE, match="Dimension out of range")
 def movedim_bad_dim(lib, F, x):
     return x.movedim(2, 0)
 # ============================================================================
 # Losses and attention (dualgraph/ops/softmax.py, ops/loss.py).
 # ============================================================================
-I12L = "issue 12 losses"
+LOSSES = "losses"
 
 
 @program(grid((5, 3), -1.5, 2.0), const([0, 2, 1, -100, 2], "int64"), const([0.5, 2.0, 1.5]),
          grid((2, 3, 4), -1.0, 1.5), const([[0, 2, 1, 1], [2, 0, 0, 1]], "int64"),
-         grid((5, 3), 0.0, 1.0, rg=False), grid((3,), -1.0, 1.0), source=I12L,
+         grid((5, 3), 0.0, 1.0, rg=False), grid((3,), -1.0, 1.0), source=LOSSES,
          covers=("log_softmax", "softmax", "nll_loss"))
 def cross_entropy_forms(lib, F, x, k, w, x3, k3, p, v):
     nn = lib.nn
@@ -1527,7 +1526,7 @@ def cross_entropy_forms(lib, F, x, k, w, x3, k3, p, v):
 
 @program(grid((5, 3), -1.5, 0.0), const([0, 2, 1, -100, 2], "int64"), const([0.5, 2.0, 1.5]),
          grid((2, 3, 2, 2), -2.0, 0.0), const([[[0, 2], [1, 1]], [[2, 0], [0, 1]]], "int64"),
-         source=I12L, covers=("nll_loss",))
+         source=LOSSES, covers=("nll_loss",))
 def nll_loss_forms(lib, F, x, k, w, x4, k4):
     nn = lib.nn
     return (F.nll_loss(x, k), F.nll_loss(x, k, w), F.nll_loss(x, k, w, reduction="sum"),
@@ -1536,7 +1535,7 @@ def nll_loss_forms(lib, F, x, k, w, x4, k4):
             nn.NLLLoss(w, reduction="sum")(x, k), nn.NLLLoss(ignore_index=0)(x4, k4))
 
 
-@program(grid((3, 4), -2.0, 3.0), grid((2, 3, 2), -1.0, 1.0), source=I12L,
+@program(grid((3, 4), -2.0, 3.0), grid((2, 3, 2), -1.0, 1.0), source=LOSSES,
          covers=("softmax", "log_softmax"))
 def softmax_dims(lib, F, x, y):
     return (lib.softmax(x, 0), lib.log_softmax(x, -1), F.softmax(y, dim=1),
@@ -1544,7 +1543,7 @@ def softmax_dims(lib, F, x, y):
             F.softmax(x, 1, dtype=lib.float64), lib.nn.Softmax(dim=1)(y))
 
 
-@script(source=I12L, covers=("log_softmax_backward", "softmax_backward", "nll_loss_backward"))
+@script(source=LOSSES, covers=("log_softmax_backward", "softmax_backward", "nll_loss_backward"))
 def loss_double_backward(lib, F):
     x = lib.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], requires_grad=True)
     k = lib.tensor([2, 0])
@@ -1555,7 +1554,7 @@ def loss_double_backward(lib, F):
     return g, h, x.grad
 
 
-@script(source=I12L)
+@script(source=LOSSES)
 def cross_entropy_all_ignored(lib, F):
     x = lib.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], requires_grad=True)
     k = lib.tensor([-100, -100])
@@ -1564,37 +1563,37 @@ def cross_entropy_all_ignored(lib, F):
     return loss, x.grad, F.cross_entropy(x, k, reduction="sum")
 
 
-@script(source=I12L, match="out of bounds")
+@script(source=LOSSES, match="out of bounds")
 def cross_entropy_target_out_of_bounds(lib, F):
     return F.cross_entropy(lib.ones(2, 3), lib.tensor([0, 3]))
 
 
-@script(source=I12L, match="batch_size")
+@script(source=LOSSES, match="batch_size")
 def cross_entropy_batch_mismatch(lib, F):
     return F.cross_entropy(lib.ones(4, 3), lib.tensor([0, 1]))
 
 
-@script(source=I12L, match="Long or Byte")
+@script(source=LOSSES, match="Long or Byte")
 def cross_entropy_float_class_target(lib, F):
     return F.cross_entropy(lib.ones(2, 3), lib.ones(2))
 
 
-@script(source=I12L, match="ignore_index is not supported")
+@script(source=LOSSES, match="ignore_index is not supported")
 def cross_entropy_probs_ignore_index(lib, F):
     return F.cross_entropy(lib.ones(2, 3), lib.ones(2, 3) / 3, ignore_index=1)
 
 
-@script(source=I12L, match="label_smoothing must be between")
+@script(source=LOSSES, match="label_smoothing must be between")
 def cross_entropy_bad_smoothing(lib, F):
     return F.cross_entropy(lib.ones(2, 3), lib.tensor([0, 1]), label_smoothing=1.5)
 
 
-@script(source=I12L, match="not a valid value for reduction")
+@script(source=LOSSES, match="not a valid value for reduction")
 def nll_loss_bad_reduction(lib, F):
     return F.nll_loss(lib.ones(2, 3), lib.tensor([0, 1]), reduction="avg")
 
 
-@script(source=I12L, match="weight tensor should be defined")
+@script(source=LOSSES, match="weight tensor should be defined")
 def nll_loss_bad_weight(lib, F):
     return F.nll_loss(lib.ones(2, 3), lib.tensor([0, 1]), weight=lib.ones(2))
 
@@ -1604,7 +1603,7 @@ _BOOL_MASK = [[True, False, True, True, False], [False] * 5, [True, True, False,
 
 @program(grid((2, 2, 3, 4), -1.0, 1.0), grid((2, 2, 5, 4), -1.5, 1.0),
          grid((2, 2, 5, 3), -1.0, 2.0), const(_BOOL_MASK, "bool"),
-         grid((2, 1, 3, 5), -2.0, 1.0, rg=False), source=I12L)
+         grid((2, 1, 3, 5), -2.0, 1.0, rg=False), source=LOSSES)
 def attention(lib, F, q, k, v, bm, fm):
     # The bool mask hides every key of query 1: PyTorch gives zeros there.
     return (F.scaled_dot_product_attention(q, k, v),
@@ -1615,7 +1614,7 @@ def attention(lib, F, q, k, v, bm, fm):
             F.scaled_dot_product_attention(q[1, 0], k[1, 0], v[1, 0], attn_mask=bm[2]))
 
 
-@script(source=I12L, match="should not be set when is_causal")
+@script(source=LOSSES, match="should not be set when is_causal")
 def attention_mask_and_causal(lib, F):
     q = lib.ones(1, 3, 4)
     return F.scaled_dot_product_attention(q, q, q, attn_mask=lib.ones(3, 3) > 0, is_causal=True)
@@ -1633,7 +1632,7 @@ def _mha(lib, e, h, **kwargs):
     return m
 
 
-@script(source=I12L)
+@script(source=LOSSES)
 def multihead_attention(lib, F):
     x = lib.tensor(np.linspace(-1, 1, 2 * 3 * 4, dtype=np.float32).reshape(3, 2, 4),
                    requires_grad=True)
@@ -1653,7 +1652,7 @@ def multihead_attention(lib, F):
 
 @program(grid((3, 4), -2.1, 1.9), grid((3, 4), -1.0, 1.3, rg=False),
          grid((3, 4), 0.05, 0.95), grid((3, 4), 0.0, 1.0, rg=False), const([0.5, 2.0, 1.0, 1.5]),
-         grid((3, 4), -3.0, -0.5), grid((3, 4), 0.0, 0.4, rg=False), source=I12L)
+         grid((3, 4), -3.0, -0.5), grid((3, 4), 0.0, 0.4, rg=False), source=LOSSES)
 def everyday_losses(lib, F, x, y, p, t, w, lp, q):
     nn = lib.nn
     sign = (y > 0).float() * 2 - 1
@@ -1671,7 +1670,7 @@ def everyday_losses(lib, F, x, y, p, t, w, lp, q):
             nn.PairwiseDistance(p=3.0)(x, y))
 
 
-@script(source=I12L)
+@script(source=LOSSES)
 def binary_cross_entropy_at_zero_and_one(lib, F):
     p = lib.tensor([0.0, 1.0, 0.5, 1.0])
     t = lib.tensor([1.0, 0.0, 1.0, 1.0])

@@ -31,24 +31,6 @@ from .programs import PROGRAMS, Program, execute
 GOLDENS: dict = json.loads((Path(__file__).parent / "goldens.json").read_text())
 TOLERANCES = {"float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
 
-_TRANSPOSE_2D = ("issue 11 s3: transpose(0, 1) is read as NumPy's axes permutation: a 2-D "
-                 "tensor comes back unchanged")
-_TRANSPOSE_3D = ("issue 11 s3: transpose(0, 1) on 3-D raises ValueError 'axes do not match' "
-                 "instead of swapping two dims")
-_TRANSPOSE_RANGE = "issue 11 s3: transpose(0, 5) is taken modulo the rank, no IndexError"
-_SQUEEZE_RANGE = "issue 11 s3: squeeze/unsqueeze take an out-of-range dim modulo the rank"
-_SUM_RANGE = "issue 11 s3: a bad reduction dim raises ValueError, PyTorch IndexError"
-_SHAPE_ERR = ("issue 11 s3: a shape mismatch raises ValueError only; PyTorch raises "
-              "RuntimeError (API A2: both)")
-_SET_GRAD = "issue 11 s3: dg.set_grad_enabled is not a context manager"
-_AUTOGRAD = "issue 11 s3: dg.autograd (grad, backward aliases) does not exist"
-_FORMAT = "issue 11 s3: f'{t:.4f}' on a 0-d tensor raises TypeError"
-_HOOK_DTYPE = ("issue 11 s1: a hook returning a float64 gradient for a float32 tensor is "
-               "accepted; PyTorch raises RuntimeError")
-_BACKWARD_DUP = "issue 11 s1: dg.backward([y, y], [g, g]) leaves x.grad None, no accumulation"
-_EXP_INPLACE_C = ("issue 11 s2: compiled, changing exp's output in place inside the function "
-                  "is not caught (PyTorch raises 'modified by an inplace operation')")
-
 # (program, mode) -> what dualgraph gets wrong. Each reason says what differs: this table is
 # the parity bug list.
 KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {}

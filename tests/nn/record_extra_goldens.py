@@ -6,27 +6,25 @@ Run from the repository root with a Python that has torch:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-
+from .._support.recording import record_arrays
 from .extra_cases import BAGS, CASES, run, run_bag
 
 OUT = Path(__file__).with_name("extra_goldens.npz")
 
 
-def main() -> None:
-    import torch
-
-    arrays = {}
+def results(torch: Any) -> Iterator[tuple[str, dict]]:
     for i, (name, _, _) in enumerate(CASES):
-        for k, v in run(torch, i).items():
-            arrays[f"{name}/{k}"] = v
+        yield name, run(torch, i)
     for i, (name, *_) in enumerate(BAGS):
-        for k, v in run_bag(torch, i).items():
-            arrays[f"bag-{name}/{k}"] = v
-    np.savez_compressed(OUT, **arrays)
-    print(len(arrays), "arrays", "torch", torch.__version__)
+        yield f"bag-{name}", run_bag(torch, i)
+
+
+def main() -> None:
+    record_arrays(OUT, results)
 
 
 if __name__ == "__main__":

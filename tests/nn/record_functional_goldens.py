@@ -6,25 +6,24 @@ Run from the repository root with a Python that has torch:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-
+from .._support.recording import record_arrays
 from .functional_cases import CASES, run
 
 OUT = Path(__file__).with_name("functional_goldens.npz")
 
 
-def main() -> None:
-    import torch
-
+def results(torch: Any) -> Iterator[tuple[str, dict]]:
     torch.set_default_dtype(torch.float64)
-    arrays = {}
     for i, (name, _, _) in enumerate(CASES):
-        for k, v in run(torch, i).items():
-            arrays[f"{name}/{k}"] = v
-    np.savez_compressed(OUT, **arrays)
-    print(len(arrays), "arrays", "torch", torch.__version__)
+        yield name, run(torch, i)
+
+
+def main() -> None:
+    record_arrays(OUT, results)
 
 
 if __name__ == "__main__":

@@ -6,25 +6,24 @@ Run from the repository root with a Python that has torch:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-
+from .._support.recording import record_arrays
 from .packed_cases import cases, name, run
 
 OUT = Path(__file__).with_name("packed_goldens.npz")
 
 
-def main() -> None:
-    import torch
-
+def results(torch: Any) -> Iterator[tuple[str, dict]]:
     torch.manual_seed(0)
-    arrays = {}
     for i, case in enumerate(cases()):
-        for k, v in run(torch, case, seed=i).items():
-            arrays[f"{name(case)}/{k}"] = v
-    np.savez_compressed(OUT, **arrays)
-    print(len(arrays), "arrays", "torch", torch.__version__)
+        yield name(case), run(torch, case, seed=i)
+
+
+def main() -> None:
+    record_arrays(OUT, results)
 
 
 if __name__ == "__main__":

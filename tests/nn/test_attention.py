@@ -1,4 +1,4 @@
-"""F.scaled_dot_product_attention (issue 12 item 6): masks, causal, errors, compiled. Values
+"""F.scaled_dot_product_attention: masks, causal, errors, compiled. Values
 and gradients against PyTorch are the golden program `attention`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Losses (issue 12 item 6, issue 14 eager): cross_entropy, nll_loss and the softmax family
+"""Losses (eager): cross_entropy, nll_loss and the softmax family
 as single ops, with PyTorch's arguments, edge cases and errors. Values against PyTorch are in
 tests/goldens (programs `cross_entropy_forms`, `nll_loss_forms`, ...); these tests pin the
 structure (one op forward, one backward), the compiled target input and the edge cases."""

@@ -525,7 +525,7 @@ COMPOSITES: list[OpCase] = [
 ]
 
 
-# ============================================================================ issue 12
+# ============================================================================ math
 # Math primitives (dualgraph/ops/math.py). Inputs are mapped into each function's domain
 # inside the case (asin on x * 0.4); rounding ops and sign take `sep` values (never on an
 # integer or a half), so finite differences see their zero gradient.
@@ -728,7 +728,7 @@ CASES += [
 ]
 
 
-# ---- issue 12: normalisation and modules
+# ---- normalisation and modules
 
 
 def _norm_ref(x: np.ndarray, axes: tuple, eps: float = 1e-5) -> np.ndarray:
@@ -766,7 +766,7 @@ COMPOSITES += [
          ref=lambda x: _norm_ref(x, (2,))),
 ]
 
-# ---- issue 12: convolution. References are direct loops over output positions (no im2col)
+# ---- convolution. References are direct loops over output positions (no im2col)
 # computed in float64, so they share nothing with the kernels they check.
 def _conv_ref(x: np.ndarray, w: np.ndarray, b: Any = None, stride: tuple = (1, 1),
               pads: tuple = ((0, 0), (0, 0)), dil: tuple = (1, 1), groups: int = 1) -> np.ndarray:
@@ -867,7 +867,7 @@ COMPOSITES += [
                                        ((0, 0), (2, 2)))[:, :, 0]),
 ]
 
-# ---- issue 12: indexing (dualgraph/ops/index.py): `index` and `index_put` through every
+# ---- indexing (dualgraph/ops/index.py): `index` and `index_put` through every
 # public spelling that binds them. Index arrays are fixed, in range, and (for writes that
 # replace) without repeats, where finite differences could not see the overwritten copy.
 _I3 = np.array([2, 0, 2])
@@ -980,7 +980,7 @@ COMPOSITES += [
     case("one_hot", "classes", lambda k: F.one_hot(dg.tensor(_PICK), 4).astype(k.dtype) * k,
          real(1), ref=lambda k: np.eye(4, dtype=k.dtype)[_PICK] * k),
 ]
-# ---- issue 12: scans and sorting (dualgraph/ops/scan.py)
+# ---- scans and sorting (dualgraph/ops/scan.py)
 def _rev_cumsum_ref(x: np.ndarray, axis: int) -> np.ndarray:
     return np.flip(np.cumsum(np.flip(x, axis), axis), axis)
 
@@ -1093,8 +1093,7 @@ COMPOSITES += [
     case("count_nonzero", "all_method", lambda k: k.count_nonzero(), ints(3, 4), grad=False,
          ref=lambda k: np.asarray(np.count_nonzero(k), np.int64)),
 ]
-# ---- end issue 12: scans and sorting
-# ---- issue 12: pooling and padding (dualgraph/ops/pool.py). References are naive loops
+# ---- pooling and padding (dualgraph/ops/pool.py). References are naive loops
 # over PyTorch's window definitions, written independently of the kernels.
 def _pool_ref(x: np.ndarray, k: int, s: int, p: int, fn: str) -> np.ndarray:
     """2-D pooling of the last two dims, square kernel, PyTorch's windows (no ceil mode);
@@ -1352,7 +1351,7 @@ COMPOSITES += [
     case("kron", "2d", dg.kron, real(2, 3), real(2, 2), ref=np.kron),
 ]
 
-# ============================================================================ issue 12
+# ============================================================================ losses
 # Losses and attention (dualgraph/ops/softmax.py, ops/loss.py): softmax, log_softmax and
 # nll_loss with their backward ops, bound directly so double backward is gradient-checked too.
 W3 = np.array([0.5, 2.0, 1.5])  # a constant class weight (nll_loss has no weight gradient)

@@ -1,4 +1,4 @@
-"""Convolutions (issue 12): PyTorch's argument rules and errors, the tape, double backward,
+"""Convolutions: PyTorch's argument rules and errors, the tape, double backward,
 the layers' parameters and initialisation, and a compiled CNN step equal to eager.
 
 Values against PyTorch itself are in tests/goldens (conv2d_options, conv_modules, ...);

@@ -1,4 +1,4 @@
-"""Issue 12's math surface beyond the case table: in-place forms, errors, casts and the
+"""The math surface beyond the case table: in-place forms, errors, casts and the
 gradient conventions of prod and the step functions (PyTorch's values, pinned)."""
 
 from __future__ import annotations

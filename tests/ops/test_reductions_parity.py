@@ -1,4 +1,4 @@
-"""Reductions and value-level edges as PyTorch computes them, eager == compiled (issue 11).
+"""Reductions and value-level edges as PyTorch computes them, eager == compiled.
 
 The expected values are PyTorch's (torch 2.13; the same programs are in tests/goldens).
 """

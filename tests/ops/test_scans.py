@@ -1,4 +1,4 @@
-"""Scans and sorting (issue 12, item 4): PyTorch's edge cases, eager and compiled.
+"""Scans and sorting: PyTorch's edge cases, eager and compiled.
 
 The values come from PyTorch 2.13 runs (quoted where they are not obvious): tie rules,
 NaN placement, cumprod's gradient at zeros, dtype promotion, errors.

@@ -1,4 +1,4 @@
-"""Passes keep IEEE semantics bit for bit: signed zeros, inf and nan (issue 11 s2).
+"""Passes keep IEEE semantics bit for bit: signed zeros, inf and nan.
 
 `assert_close` treats -0.0 and +0.0 as equal, so these tests compare sign bits."""
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...ops.shape import concatenate as _concatenate
 from .. import functional as F
+from ..functional.conv import _conv_padding, _ints
 from .module import Module, Parameter, _uniform, accepts_device_dtype
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
@@ -72,7 +73,7 @@ def _check_conv_args(name: str, in_channels: int, out_channels: int, groups: int
 
 
 class _ConvNd(Module):
-    """Shared by `Conv1d` and `Conv2d`: PyTorch's parameters, init and repr."""
+    """Shared by the convolution layers: PyTorch's parameters, init and repr."""
 
     _n = 2
     _transposed = False
@@ -83,15 +84,15 @@ class _ConvNd(Module):
         super().__init__()
         n = self._n
         name = type(self).__name__
-        self.kernel_size = F._ints("kernel_size", kernel_size, n)
-        self.stride = F._ints("stride", stride, n)
-        self.dilation = F._ints("dilation", dilation, n)
-        self.output_padding = F._ints("output_padding", output_padding, n)
+        self.kernel_size = _ints("kernel_size", kernel_size, n)
+        self.stride = _ints("stride", stride, n)
+        self.dilation = _ints("dilation", dilation, n)
+        self.output_padding = _ints("output_padding", output_padding, n)
         _check_conv_args(name, in_channels, out_channels, groups, padding, self.stride,
                          padding_mode)
         if self._transposed and padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {name}')
-        self.padding = padding if isinstance(padding, str) else F._ints("padding", padding, n)
+        self.padding = padding if isinstance(padding, str) else _ints("padding", padding, n)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.groups, self.padding_mode = groups, padding_mode
         if self._transposed:
@@ -113,7 +114,7 @@ class _ConvNd(Module):
         input here and convolves without padding (as PyTorch's modules do)."""
         if self.padding_mode == "zeros":
             return x, self.padding
-        pads = F._conv_padding(self.padding, self.kernel_size, self.stride, self.dilation)
+        pads = _conv_padding(self.padding, self.kernel_size, self.stride, self.dilation)
         for k, (before, after) in enumerate(pads):
             x = _pad_last(x, before, after, self.padding_mode, k - len(pads))
         return x, 0
@@ -137,13 +138,8 @@ class _ConvNd(Module):
         return s
 
 
-@accepts_device_dtype
-class Conv2d(_ConvNd):
-    """2-D convolution layer: weight ``(out_channels, in_channels/groups, kH, kW)``, bias
-    ``(out_channels,)``, both uniform in ``±1/sqrt(fan_in)`` as in PyTorch.
-
-    >>> conv = dg.nn.Conv2d(3, 8, 3, padding=1)   # (N, 3, H, W) -> (N, 8, H, W)
-    """
+class _Conv(_ConvNd):
+    """The direct convolutions' constructor."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
@@ -151,34 +147,10 @@ class Conv2d(_ConvNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode)
 
-    def forward(self, x: Any) -> Any:
-        x, padding = self._padded(x)
-        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation,
-                        self.groups)
 
-
-@accepts_device_dtype
-class Conv1d(_ConvNd):
-    """1-D convolution layer: weight ``(out_channels, in_channels/groups, k)``."""
-
-    _n = 1
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
-                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros") -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode)
-
-    def forward(self, x: Any) -> Any:
-        x, padding = self._padded(x)
-        return F.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation,
-                        self.groups)
-
-
-@accepts_device_dtype
-class ConvTranspose2d(_ConvNd):
-    """Transposed 2-D convolution layer: weight ``(in_channels, out_channels/groups, kH,
-    kW)``; only ``padding_mode='zeros'`` (as PyTorch)."""
+class _ConvTranspose(_ConvNd):
+    """The transposed convolutions' constructor; only ``padding_mode='zeros'`` (as
+    PyTorch)."""
 
     _transposed = True
 
@@ -187,6 +159,38 @@ class ConvTranspose2d(_ConvNd):
                  dilation: Any = 1, padding_mode: str = "zeros") -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, output_padding)
+
+
+@accepts_device_dtype
+class Conv2d(_Conv):
+    """2-D convolution layer: weight ``(out_channels, in_channels/groups, kH, kW)``, bias
+    ``(out_channels,)``, both uniform in ``±1/sqrt(fan_in)`` as in PyTorch.
+
+    >>> conv = dg.nn.Conv2d(3, 8, 3, padding=1)   # (N, 3, H, W) -> (N, 8, H, W)
+    """
+
+    def forward(self, x: Any) -> Any:
+        x, padding = self._padded(x)
+        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
+
+
+@accepts_device_dtype
+class Conv1d(_Conv):
+    """1-D convolution layer: weight ``(out_channels, in_channels/groups, k)``."""
+
+    _n = 1
+
+    def forward(self, x: Any) -> Any:
+        x, padding = self._padded(x)
+        return F.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
+
+
+@accepts_device_dtype
+class ConvTranspose2d(_ConvTranspose):
+    """Transposed 2-D convolution layer: weight ``(in_channels, out_channels/groups, kH,
+    kW)``; only ``padding_mode='zeros'`` (as PyTorch)."""
 
     def forward(self, x: Any, output_size: Any = None) -> Any:
         opad = self.output_padding
@@ -211,17 +215,11 @@ class ConvTranspose2d(_ConvNd):
 
 
 @accepts_device_dtype
-class Conv3d(_ConvNd):
+class Conv3d(_Conv):
     """3-D convolution layer: weight ``(out_channels, in_channels/groups, kD, kH, kW)``,
     PyTorch's init. ``nn.Conv3d(1, 4, 3, padding=1)``"""
 
     _n = 3
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
-                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros") -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode)
 
     def forward(self, x: Any) -> Any:
         x, padding = self._padded(x)
@@ -230,18 +228,11 @@ class Conv3d(_ConvNd):
 
 
 @accepts_device_dtype
-class ConvTranspose3d(_ConvNd):
+class ConvTranspose3d(_ConvTranspose):
     """Transposed 3-D convolution layer: weight ``(in_channels, out_channels/groups, kD, kH,
     kW)``; only ``padding_mode='zeros'`` (as PyTorch)."""
 
     _n = 3
-    _transposed = True
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
-                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
-                 dilation: Any = 1, padding_mode: str = "zeros") -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, output_padding)
 
     def forward(self, x: Any) -> Any:
         return F.conv_transpose3d(x, self.weight, self.bias, self.stride, self.padding,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import functional as F
+from ..functional.loss import _legacy_reduction
 from .module import Module
 
 __all__ = [
@@ -40,7 +41,7 @@ class CrossEntropyLoss(_Loss):
     def __init__(self, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
                  reduce: Any = None, reduction: str = "mean",
                  label_smoothing: float = 0.0) -> None:
-        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        super().__init__(_legacy_reduction(size_average, reduce, reduction))
         self.weight = weight
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
@@ -53,7 +54,7 @@ class CrossEntropyLoss(_Loss):
 class BCEWithLogitsLoss(_Loss):
     def __init__(self, weight: Any = None, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean", pos_weight: Any = None) -> None:
-        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        super().__init__(_legacy_reduction(size_average, reduce, reduction))
         self.weight = weight
         self.pos_weight = pos_weight
 
@@ -68,7 +69,7 @@ class NLLLoss(_Loss):
 
     def __init__(self, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
                  reduce: Any = None, reduction: str = "mean") -> None:
-        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        super().__init__(_legacy_reduction(size_average, reduce, reduction))
         self.weight = weight
         self.ignore_index = ignore_index
 
@@ -85,7 +86,7 @@ class L1Loss(_Loss):
 class SmoothL1Loss(_Loss):
     def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
                  beta: float = 1.0) -> None:
-        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        super().__init__(_legacy_reduction(size_average, reduce, reduction))
         self.beta = beta
 
     def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
@@ -104,7 +105,7 @@ class HuberLoss(_Loss):
 class BCELoss(_Loss):
     def __init__(self, weight: Any = None, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
-        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        super().__init__(_legacy_reduction(size_average, reduce, reduction))
         self.weight = weight
 
     def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
@@ -115,7 +116,7 @@ class KLDivLoss(Module):
     def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
                  log_target: bool = False) -> None:
         super().__init__()
-        self.reduction = F._legacy_reduction(size_average, reduce, reduction)
+        self.reduction = _legacy_reduction(size_average, reduce, reduction)
         self.log_target = log_target
 
     def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
@@ -138,7 +139,7 @@ class _MarginLoss(_Loss):
 
     def __init__(self, margin: float = 0.0, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
-        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        super().__init__(_legacy_reduction(size_average, reduce, reduction))
         self.margin = margin
 
     def forward(self, *args: Any) -> Any:
@@ -172,7 +173,7 @@ class MultiLabelMarginLoss(_Loss):
 
     def __init__(self, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
-        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        super().__init__(_legacy_reduction(size_average, reduce, reduction))
 
     def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
@@ -183,7 +184,7 @@ class MultiLabelSoftMarginLoss(_Loss):
 
     def __init__(self, weight: Any = None, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
-        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        super().__init__(_legacy_reduction(size_average, reduce, reduction))
         self.weight = weight
 
     def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
@@ -196,7 +197,7 @@ class MultiMarginLoss(_Loss):
 
     def __init__(self, p: int = 1, margin: float = 1.0, weight: Any = None,
                  size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> None:
-        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        super().__init__(_legacy_reduction(size_average, reduce, reduction))
         if p not in (1, 2):
             raise ValueError("only p == 1 and p == 2 supported")
         if weight is not None and weight.ndim != 1:
@@ -214,7 +215,7 @@ class PoissonNLLLoss(_Loss):
 
     def __init__(self, log_input: bool = True, full: bool = False, size_average: Any = None,
                  eps: float = 1e-8, reduce: Any = None, reduction: str = "mean") -> None:
-        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        super().__init__(_legacy_reduction(size_average, reduce, reduction))
         self.log_input, self.full, self.eps = log_input, full, eps
 
     def forward(self, log_input: Any, target: Any) -> Any:
@@ -241,7 +242,7 @@ class TripletMarginLoss(_Loss):
     def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
                  swap: bool = False, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
-        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        super().__init__(_legacy_reduction(size_average, reduce, reduction))
         if margin <= 0:
             raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got "
                              f"{margin} instead")

@@ -24,6 +24,20 @@ def _norm_shape(normalized_shape: Any) -> tuple:
     return tuple(int(d) for d in normalized_shape)
 
 
+def _affine_parameters(module: Module, shape: Any, affine: bool, bias: bool) -> None:
+    """A learnt ``weight`` (ones) and ``bias`` (zeros) of ``shape`` when ``affine`` (no
+    bias when not ``bias``); parameters registered as None otherwise."""
+    if affine:
+        module.weight = Parameter(np.ones(shape, default_float()))
+        if bias:
+            module.bias = Parameter(np.zeros(shape, default_float()))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
 @accepts_device_dtype
 class LayerNorm(Module):
     """`F.layer_norm` over the last dims ``normalized_shape``, with a learnt elementwise
@@ -38,15 +52,7 @@ class LayerNorm(Module):
         self.normalized_shape = _norm_shape(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(np.ones(self.normalized_shape, default_float()))
-            if bias:
-                self.bias = Parameter(np.zeros(self.normalized_shape, default_float()))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, bias)
 
     def forward(self, x: Any) -> Any:
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -71,15 +77,7 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(np.ones(num_channels, default_float()))
-            if bias:
-                self.bias = Parameter(np.zeros(num_channels, default_float()))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, num_channels, affine, bias)
 
     def forward(self, x: Any) -> Any:
         return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
@@ -103,15 +101,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(np.ones(num_features, default_float()))
-            if bias:
-                self.bias = Parameter(np.zeros(num_features, default_float()))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, num_features, affine, bias)
         if track_running_stats:
             self.register_buffer("running_mean", Tensor(np.zeros(num_features, default_float())))
             self.register_buffer("running_var", Tensor(np.ones(num_features, default_float())))

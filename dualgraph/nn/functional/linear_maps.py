@@ -1,0 +1,66 @@
+"""Linear and bilinear maps."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ...ops import elementwise as E
+from ...ops import linalg as L
+from ...ops import reduce as R
+from ...ops import shape as S
+from ...ops.mixin import TensorOps
+
+__all__ = [
+    "bilinear", "linear",
+]
+
+
+def linear(x: Any, weight: Any, bias: Any = None) -> Any:
+    """``x @ weight.T + bias``; on 2-D input with a bias one ``addmm`` (``AddmmBackward0``)."""
+    if not isinstance(x, TensorOps):
+        raise TypeError(f"linear: input must be a tensor, got {type(x).__name__}")
+    if x.ndim < 1:
+        raise ValueError(f"linear: input must have at least 1 dimension, got shape {x.shape}")
+    if x.shape[-1] != weight.shape[-1]:
+        raise ValueError(
+            f"linear: input of shape {tuple(x.shape)} does not match weight of shape "
+            f"{tuple(weight.shape)} (in_features {weight.shape[-1]})"
+        )
+    if bias is not None and x.ndim == 2:
+        return L.addmm(bias, x, S.transpose(weight))
+    if bias is not None and x.ndim > 2 and weight.ndim == 2:
+        # As PyTorch's linear: the leading dimensions fold into one, so the product is one
+        # GEMM (addmm) and so is the weight's gradient (not a batch of them summed).
+        lead = tuple(x.shape[:-1])
+        rows = math.prod(lead)
+        out = L.addmm(bias, S.reshape(x, (rows, x.shape[-1])), S.transpose(weight))
+        return S.reshape(out, lead + (weight.shape[0],))
+    out = L.matmul(x, S.transpose(weight))
+    return out if bias is None else E.add(out, bias)
+
+
+def bilinear(input1: Any, input2: Any, weight: Any, bias: Any = None) -> Any:
+    """``y_k = x1 @ weight[k] @ x2 + bias[k]`` over the last dims of ``input1`` (…, in1) and
+    ``input2`` (…, in2), with weight (out, in1, in2)."""
+    if weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-dimensional, got shape "
+                           f"{tuple(weight.shape)}")
+    if input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input sizes {tuple(input1.shape)} and "
+                           f"{tuple(input2.shape)} do not match weight of shape "
+                           f"{tuple(weight.shape)}")
+    if tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
+                           f"{tuple(input1.shape[:-1])} and {tuple(input2.shape[:-1])}")
+    lead = tuple(input1.shape[:-1])
+    x1 = S.reshape(input1, (-1, weight.shape[1]))
+    x2 = S.reshape(input2, (-1, weight.shape[2]))
+    o, i1, i2 = weight.shape
+    # (B, in1) @ (in1, out*in2): one GEMM, then a row-wise product with x2.
+    t = L.matmul(x1, S.reshape(S.permute(weight, 1, 0, 2), (i1, o * i2)))
+    out = R.sum(E.mul(S.reshape(t, (-1, o, i2)), S.reshape(x2, (-1, 1, i2))), -1)
+    if bias is not None:
+        out = E.add(out, bias)
+    return S.reshape(out, lead + (o,))
+
