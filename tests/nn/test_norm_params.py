@@ -171,3 +171,11 @@ def test_state_dict_round_trip() -> None:
     assert_close(b(x), a(x))
     with pytest.raises(RuntimeError, match="Missing key"):
         b.load_state_dict({k: v for k, v in a.state_dict().items() if "original0" not in k})
+
+
+def test_cached_cannot_be_traced() -> None:
+    m = P.weight_norm(dg.nn.Linear(2, 2))
+    f = dg.compile(lambda x: m(x))
+    with parametrize.cached(), pytest.raises(RuntimeError, match="Cannot trace a model while "
+                                                                  "caching"):
+        f(dg.ones(1, 2))
