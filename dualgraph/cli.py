@@ -129,7 +129,7 @@ def _table(reports: list, classifier: dict | None, warm_up: float | None = None)
         eager = f"{_fmt_t(r.eager_time)} {_pm(r.timings.get('eager'))}"
         comp = f"{_fmt_t(r.compiled_time)} {_pm(r.timings.get('compiled'))}"
         lo, hi = r.speedup_spread
-        cpu = "c" if r.speedup_basis == "CPU time" else ""
+        cpu = {"CPU time": "c", "undisturbed rounds": "u"}.get(r.speedup_basis, "")
         speed = f"{r.speedup:.2f}x ({lo:.1f}-{hi:.1f}){cpu}"
         compile_ = f"{r.compile_time:.2f}s {r.compile_cache}"
         if r.break_even_calls is None:
@@ -163,7 +163,8 @@ def _table(reports: list, classifier: dict | None, warm_up: float | None = None)
     lines.append("")
     lines.append("times: median wall time per call, ± half the interquartile range over the "
                  "rounds.  speed-up: median of the ratios of alternating eager and compiled "
-                 "rounds (95% interval); 'c': of CPU time (other processes took the CPU).")
+                 "rounds (95% interval); other processes took the CPU: 'u' of the rounds "
+                 "none of them entered, 'c' of CPU time (too few such rounds).")
     lines.append("compile: cold = Numba compiled the kernels, warm = loaded from the disk "
                  "cache or already in memory.")
     lines.append("break-even: calls after which blocking compilation has paid for itself "
