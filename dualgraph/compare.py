@@ -354,7 +354,7 @@ BUSY_CPU = 0.8  # a side with less CPU than this per wall second waited for othe
 # preempted: its time is what the call costs on a quiet machine. Preemption inflates CPU
 # time too (the caches refill after the other process ran), and more for a side that
 # streams over memory, so on a busy machine the ratio of such rounds is the honest one.
-CLEAN_SHARE = 0.95
+CLEAN_SHARE = 0.9
 MIN_ROUNDS = 6  # the fewest rounds whose extreme values bracket the median at 95%
 NOISY_INTERVAL = 0.15  # an interval wider than this share of the speed-up either side: noisy
 _SETTLED = 0.04  # stop adding rounds (past the minimum) once the interval is this tight
@@ -420,13 +420,15 @@ class Paired:
     def rounds(self) -> int:
         return len(self.eager_wall)
 
-    def clean(self) -> list[bool]:
-        """Per round: whether both sides had the CPU throughout (`CLEAN_SHARE`)."""
+    def clean(self, start: int = 0) -> list[bool]:
+        """Per round from ``start``: whether both sides had the CPU throughout (at least
+        `CLEAN_SHARE` of the round's wall time)."""
         def had_it(w: float, c: float) -> bool:
             return w <= 0 or c >= CLEAN_SHARE * w
 
         return [had_it(ew, ec) and had_it(cw, cc) for ew, ec, cw, cc in
-                zip(self.eager_wall, self.eager_cpu, self.compiled_wall, self.compiled_cpu)]
+                zip(self.eager_wall[start:], self.eager_cpu[start:],
+                    self.compiled_wall[start:], self.compiled_cpu[start:])]
 
     def ratios(self, clock: str) -> list[float]:
         """Per-round ratios, eager over compiled: of ``wall`` or ``cpu`` time, or of wall
@@ -455,18 +457,28 @@ class Paired:
 
 def _calibrate(calls: list[Callable[[], Any]], target: float,
                cpu: Callable[[], float] | None = None) -> int:
-    """Calls per side per round: doubled until one round of every side lasts ``target``
-    seconds (of CPU time when ``cpu`` is given: a busy machine gets the same count)."""
+    """Calls per side per round, so that one round of every side lasts about ``target``
+    seconds (of CPU time when ``cpu`` is given: a busy machine gets the same count). The
+    count is doubled until a round lasts a quarter of that, then scaled from the faster of
+    two such rounds: a preempted measurement (whose CPU time includes refilling the
+    caches) would otherwise halve or double the count from run to run."""
     clock = cpu or _wall
-    n = 1
-    while True:
+
+    def seconds(n: int) -> float:
         t0 = clock()
         for call in calls:
             for _ in range(n):
                 call()
-        if clock() - t0 > target or n >= 1 << 16:
-            return n
+        return clock() - t0
+
+    n = 1
+    while True:
+        t = seconds(n)
+        if t > target / 4 or n >= 1 << 16:
+            break
         n *= 2
+    t = min(t, seconds(n))
+    return max(1, min(1 << 16, round(n * target / t))) if t > 0 else n
 
 
 def _round(call: Callable[[], Any], n: int, cpu: Callable[[], float]) -> tuple[float, float]:
@@ -519,6 +531,7 @@ def measure_paired(eager: Callable[[], Any], compiled: Callable[[], Any], repeat
     n = _calibrate([eager, compiled], target, cpu if threads == 1 else None)
     p = Paired(n)
     w0, c0 = _wall(), cpu()
+    clean = 0
     while True:
         order = ("eager", "compiled") if p.rounds % 2 == 0 else ("compiled", "eager")
         for side in order:
@@ -528,11 +541,15 @@ def measure_paired(eager: Callable[[], Any], compiled: Callable[[], Any], repeat
         if tick is not None:
             tick()
         k = p.rounds
+        clean += p.clean(k - 1)[0]
         # The budget is of this process's CPU time: on a busy machine the rounds take
         # longer in wall time, but as many are run as on an idle one (up to 4x the wall).
+        # While the undisturbed rounds are too few for their own interval, the wall-time
+        # cap doubles: the CPU-time ratio they would leave is biased.
         spent = min(_wall() - w0, (cpu() - c0) / threads)
-        if k >= max_rounds or (k >= repeats and (spent > budget
-                                                 or _wall() - w0 > WALL_CAP * budget)):
+        short = threads == 1 and clean < 2 * MIN_ROUNDS and _basis(p, threads) != "wall"
+        cap = WALL_CAP * budget * (2 if short else 1)
+        if k >= max_rounds or (k >= repeats and (spent > budget or _wall() - w0 > cap)):
             break
         if k >= max(repeats, MIN_ROUNDS):
             med, lo, hi = median_interval(p.ratios(_basis(p, threads)))

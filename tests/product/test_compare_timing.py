@@ -178,7 +178,7 @@ def test_a_drifting_ratio_is_noisy_and_says_so(monkeypatch):
     m = Machine()
     m.install(monkeypatch)
     # The compiled call gets 3x slower halfway through (a kernel swapped, say).
-    p = _paired(m, 10e-6, lambda now: 2e-6 if now < 0.14 else 6e-6, repeats=20,
+    p = _paired(m, 10e-6, lambda now: 2e-6 if now < 0.11 else 6e-6, repeats=20,
                 budget=0.1, max_rounds=20, target=0.01)
     (reason,) = C._noise(p, "wall", 0.1)
     assert "drifted between rounds" in reason and "run it again" in reason
