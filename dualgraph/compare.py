@@ -1273,8 +1273,9 @@ def compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 10
 
     Eager and compiled are timed in alternating rounds of the same call count, at least
     ``repeats`` rounds and more, within ``budget`` seconds, until the 95% interval of the
-    speed-up settles; the speed-up is the median of the per-round ratios, of wall time, or
-    of CPU time when other processes took the CPU. A wide interval or too few rounds flags
+    speed-up settles; the speed-up is the median of the per-round ratios of wall time; when
+    other processes took the CPU, of the rounds that none of them entered (or of CPU time
+    when too few were undisturbed, see `_basis`). A wide interval or too few rounds flags
     the report ``noisy``, with the cause and what to do. The process's one-off start-up
     costs (`warm_up`) are paid before anything is timed.
 

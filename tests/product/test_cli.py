@@ -192,6 +192,9 @@ def test_python_dash_m_dualgraph(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("scalar: ")
     assert json.loads(js.read_text())["workloads"][0]["name"] == "scalar"
+    # The total comes last: writing the files is part of the command's time.
+    *_, wrote, total = [line for line in proc.stdout.splitlines() if line]
+    assert wrote == f"wrote {js}" and total.endswith(" s in all, start-up and imports included)")
     bad = subprocess.run([sys.executable, "-m", "dualgraph", "compare", "--workload", "x"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "valid workloads" in bad.stderr
