@@ -39,20 +39,27 @@ def _process_seconds() -> float:
 
 TIMES_FILE = "compare-times.json"  # seconds each workload took last time, for the ETA
 _DEFAULT_GUESS = 10.0  # a workload never run here: its compile is unknown
+# ... except that the model workloads' first compile is known to take tens of seconds (on
+# one core of a 2-core machine: docs/comparison.md), so a first run's estimate is not off
+# by minutes.
+_FIRST_GUESS = {"cnn": 30.0, "transformer": 50.0}
 
 
 class _Eta:
     """A progress bar over the workloads, in seconds: each workload's share is what it
     took the last time it ran here (compile included, as measured), so the time left is
     an estimate from this machine's own history; a workload never run counts as
-    `_DEFAULT_GUESS` seconds. Plain lines without tqdm."""
+    `_DEFAULT_GUESS` seconds (`_FIRST_GUESS` for the model workloads). Plain lines without
+    tqdm."""
 
     def __init__(self, names: list[str], key: str) -> None:
         from .compare import read_state
 
         self.key = key
         self.past = read_state(TIMES_FILE)
-        self.guess = {n: float(self.past.get(f"{key}:{n}", _DEFAULT_GUESS)) for n in names}
+        self.guess = {n: float(self.past.get(f"{key}:{n}",
+                                             _FIRST_GUESS.get(n, _DEFAULT_GUESS)))
+                      for n in names}
         self.names = names
         try:
             from tqdm import tqdm
