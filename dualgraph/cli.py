@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
 import os
@@ -38,20 +39,27 @@ def _process_seconds() -> float:
 
 TIMES_FILE = "compare-times.json"  # seconds each workload took last time, for the ETA
 _DEFAULT_GUESS = 10.0  # a workload never run here: its compile is unknown
+# ... except that the model workloads' first compile is known to take tens of seconds (on
+# one core of a 2-core machine: docs/comparison.md), so a first run's estimate is not off
+# by minutes.
+_FIRST_GUESS = {"cnn": 30.0, "transformer": 50.0}
 
 
 class _Eta:
     """A progress bar over the workloads, in seconds: each workload's share is what it
     took the last time it ran here (compile included, as measured), so the time left is
     an estimate from this machine's own history; a workload never run counts as
-    `_DEFAULT_GUESS` seconds. Plain lines without tqdm."""
+    `_DEFAULT_GUESS` seconds (`_FIRST_GUESS` for the model workloads). Plain lines without
+    tqdm."""
 
     def __init__(self, names: list[str], key: str) -> None:
         from .compare import read_state
 
         self.key = key
         self.past = read_state(TIMES_FILE)
-        self.guess = {n: float(self.past.get(f"{key}:{n}", _DEFAULT_GUESS)) for n in names}
+        self.guess = {n: float(self.past.get(f"{key}:{n}",
+                                             _FIRST_GUESS.get(n, _DEFAULT_GUESS)))
+                      for n in names}
         self.names = names
         try:
             from tqdm import tqdm
@@ -129,7 +137,7 @@ def _table(reports: list, classifier: dict | None, warm_up: float | None = None)
         eager = f"{_fmt_t(r.eager_time)} {_pm(r.timings.get('eager'))}"
         comp = f"{_fmt_t(r.compiled_time)} {_pm(r.timings.get('compiled'))}"
         lo, hi = r.speedup_spread
-        cpu = "c" if r.speedup_basis == "CPU time" else ""
+        cpu = {"CPU time": "c", "undisturbed rounds": "u"}.get(r.speedup_basis, "")
         speed = f"{r.speedup:.2f}x ({lo:.1f}-{hi:.1f}){cpu}"
         compile_ = f"{r.compile_time:.2f}s {r.compile_cache}"
         if r.break_even_calls is None:
@@ -163,7 +171,8 @@ def _table(reports: list, classifier: dict | None, warm_up: float | None = None)
     lines.append("")
     lines.append("times: median wall time per call, ± half the interquartile range over the "
                  "rounds.  speed-up: median of the ratios of alternating eager and compiled "
-                 "rounds (95% interval); 'c': of CPU time (other processes took the CPU).")
+                 "rounds (95% interval); other processes took the CPU: 'u' of the rounds "
+                 "none of them entered, 'c' of CPU time (too few such rounds).")
     lines.append("compile: cold = Numba compiled the kernels, warm = loaded from the disk "
                  "cache or already in memory.")
     lines.append("break-even: calls after which blocking compilation has paid for itself "
@@ -317,7 +326,6 @@ def _compare(args: argparse.Namespace) -> int:
         for r in reports:
             print()
             print(r)
-    print(f"\n({_process_seconds():.1f} s in all, start-up and imports included)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"workloads": [json.loads(r.to_json()) for r in reports],
@@ -326,6 +334,8 @@ def _compare(args: argparse.Namespace) -> int:
     if args.plot:
         _plot(reports, args.plot)
         print(f"wrote {args.plot}")
+    # Last, so that writing the files (and the plot's matplotlib import) is counted.
+    print(f"\n({_process_seconds():.1f} s in all, start-up and imports included)")
     return 0
 
 
@@ -555,7 +565,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="the eager engine on the classic autograd example")
     demo.set_defaults(func=_demo)
     args = parser.parse_args(argv)
-    return args.func(args)
+    rc = args.func(args)
+    if argv is None:
+        # Run as the command: the process ends now. Without this, the interpreter's last
+        # garbage collection walks every object the compiles left (Numba's and LLVM's),
+        # seconds after the "in all" line; frozen objects are not collected at exit.
+        gc.freeze()
+    return rc
 
 
 if __name__ == "__main__":

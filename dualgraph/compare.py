@@ -88,8 +88,9 @@ class CompareReport:
     compile_breakdown: dict = field(default_factory=dict)
     cold_compile_time: float | None = None
     warm_compile_time: float | None = None
-    # The speed-up the verdict uses: of wall time, or of CPU time when other processes
-    # took the CPU (`speedup_basis`); both are kept beside it.
+    # The speed-up the verdict uses (`speedup_basis`, see `_basis`): of wall time; or,
+    # when other processes took the CPU, of the wall time of the undisturbed rounds, or of
+    # CPU time when too few rounds were undisturbed. All three are kept beside it.
     speedup: float | None = None
     speedup_spread: tuple | None = None
     speedup_basis: str | None = None
@@ -97,6 +98,9 @@ class CompareReport:
     wall_speedup_spread: tuple | None = None
     cpu_speedup: float | None = None
     cpu_speedup_spread: tuple | None = None
+    clean_speedup: float | None = None
+    clean_speedup_spread: tuple | None = None
+    clean_rounds: int = 0  # rounds in which no other process took the CPU from either side
     cpu_share: dict = field(default_factory=dict)
     break_even_calls: float | None = None
     break_even_spread: tuple | None = None
@@ -142,9 +146,10 @@ class CompareReport:
                        f"{_timing_line(self.timings.get('compiled'), self.compiled_time)}")
             wall = _ratio(self.wall_speedup, self.wall_speedup_spread)
             cpu = _ratio(self.cpu_speedup, self.cpu_speedup_spread)
-            out.append(f"  speed-up         wall {wall}   CPU time {cpu}   "
-                       f"(median of per-round ratios, 95% interval; {self.speedup_basis} "
-                       "used)")
+            clean = _ratio(self.clean_speedup, self.clean_speedup_spread)
+            out.append(f"  speed-up         wall {wall}   CPU time {cpu}   undisturbed "
+                       f"{clean} in {self.clean_rounds} rounds   (median of per-round "
+                       f"ratios, 95% interval; {self.speedup_basis} used)")
             share = ", ".join(f"{k} {v:.0%}" for k, v in self.cpu_share.items())
             out.append(f"  CPU share        {share} (CPU time over wall time while measured)")
             b = self.compile_breakdown
@@ -345,10 +350,18 @@ _cpu = time.thread_time
 _process_cpu = time.process_time
 
 BUSY_CPU = 0.8  # a side with less CPU than this per wall second waited for other processes
+# A round in which a side had at least this share of the wall time ran without being
+# preempted: its time is what the call costs on a quiet machine. Preemption inflates CPU
+# time too (the caches refill after the other process ran), and more for a side that
+# streams over memory, so on a busy machine the ratio of such rounds is the honest one.
+CLEAN_SHARE = 0.9
 MIN_ROUNDS = 6  # the fewest rounds whose extreme values bracket the median at 95%
 NOISY_INTERVAL = 0.15  # an interval wider than this share of the speed-up either side: noisy
 _SETTLED = 0.04  # stop adding rounds (past the minimum) once the interval is this tight
 WALL_CAP = 4.0  # a paired timing takes at most this many times its budget in wall time
+# Seconds of CPU per paired round (both sides): short, so that on a busy machine many
+# rounds fall between two preemptions (a scheduler's time slice is a few milliseconds).
+ROUND = 0.002
 
 
 @dataclass
@@ -363,6 +376,7 @@ class Timing:
     number: int
     cpu_ratio: float
     cpu_median: float = float("nan")
+    clean_median: float = float("nan")  # wall time in the rounds no other process entered
 
     @property
     def iqr_ratio(self) -> float:
@@ -406,9 +420,25 @@ class Paired:
     def rounds(self) -> int:
         return len(self.eager_wall)
 
+    def clean(self, start: int = 0) -> list[bool]:
+        """Per round from ``start``: whether both sides had the CPU throughout (at least
+        `CLEAN_SHARE` of the round's wall time)."""
+        def had_it(w: float, c: float) -> bool:
+            return w <= 0 or c >= CLEAN_SHARE * w
+
+        return [had_it(ew, ec) and had_it(cw, cc) for ew, ec, cw, cc in
+                zip(self.eager_wall[start:], self.eager_cpu[start:],
+                    self.compiled_wall[start:], self.compiled_cpu[start:])]
+
     def ratios(self, clock: str) -> list[float]:
-        e, c = ((self.eager_wall, self.compiled_wall) if clock == "wall"
-                else (self.eager_cpu, self.compiled_cpu))
+        """Per-round ratios, eager over compiled: of ``wall`` or ``cpu`` time, or of wall
+        time in the ``clean`` rounds only."""
+        e, c = ((self.eager_cpu, self.compiled_cpu) if clock == "cpu"
+                else (self.eager_wall, self.compiled_wall))
+        if clock == "clean":
+            keep = self.clean()
+            e = [v for v, k in zip(e, keep) if k]
+            c = [v for v, k in zip(c, keep) if k]
         return [a / b if b > 0 else float("inf") for a, b in zip(e, c)]
 
     def share(self, side: str, threads: int = 1) -> float:
@@ -419,24 +449,36 @@ class Paired:
     def timing(self, side: str, threads: int = 1) -> Timing:
         wall = getattr(self, f"{side}_wall")
         q1, med, q3 = (float(v) for v in np.percentile(wall, [25, 50, 75]))
+        clean = [w for w, k in zip(wall, self.clean()) if k]
         return Timing(med, q1, q3, len(wall), self.number, self.share(side, threads),
-                      float(np.median(getattr(self, f"{side}_cpu"))))
+                      float(np.median(getattr(self, f"{side}_cpu"))),
+                      float(np.median(clean)) if clean else float("nan"))
 
 
 def _calibrate(calls: list[Callable[[], Any]], target: float,
                cpu: Callable[[], float] | None = None) -> int:
-    """Calls per side per round: doubled until one round of every side lasts ``target``
-    seconds (of CPU time when ``cpu`` is given: a busy machine gets the same count)."""
+    """Calls per side per round, so that one round of every side lasts about ``target``
+    seconds (of CPU time when ``cpu`` is given: a busy machine gets the same count). The
+    count is doubled until a round lasts a quarter of that, then scaled from the faster of
+    two such rounds: a preempted measurement (whose CPU time includes refilling the
+    caches) would otherwise halve or double the count from run to run."""
     clock = cpu or _wall
-    n = 1
-    while True:
+
+    def seconds(n: int) -> float:
         t0 = clock()
         for call in calls:
             for _ in range(n):
                 call()
-        if clock() - t0 > target or n >= 1 << 16:
-            return n
+        return clock() - t0
+
+    n = 1
+    while True:
+        t = seconds(n)
+        if t > target / 4 or n >= 1 << 16:
+            break
         n *= 2
+    t = min(t, seconds(n))
+    return max(1, min(1 << 16, round(n * target / t))) if t > 0 else n
 
 
 def _round(call: Callable[[], Any], n: int, cpu: Callable[[], float]) -> tuple[float, float]:
@@ -471,15 +513,17 @@ def _measure(call: Callable[[], Any], repeats: int = MIN_ROUNDS, budget: float =
 
 
 def measure_paired(eager: Callable[[], Any], compiled: Callable[[], Any], repeats: int = 10,
-                   budget: float = 1.0, target: float = 0.01, max_rounds: int = 400,
+                   budget: float = 1.0, target: float = ROUND, max_rounds: int = 400,
                    threads: int = 1, tick: Callable[[], None] | None = None) -> Paired:
     """Eager and compiled in alternating rounds of the same calibrated call count.
 
     Round k runs eager then compiled when k is even, compiled then eager when it is odd,
     so a trend in the machine's load hits both sides alike and cancels out of each
-    round's ratio. Rounds continue past ``repeats`` until the 95% interval of the median
-    ratio (of the clock the verdict will use) is within 4% or ``budget`` seconds of CPU
-    time are spent (at most `WALL_CAP` times that in wall time).
+    round's ratio. Rounds are short (`ROUND` seconds of CPU), so that on a busy machine
+    many of them run between two preemptions (`Paired.clean`). Rounds continue past
+    ``repeats`` until the 95% interval of the median ratio (of the rounds and clock the
+    verdict will use, `_basis`) is within 4% or ``budget`` seconds of CPU time are spent
+    (at most `WALL_CAP` times that in wall time).
     """
     cpu = _cpu if threads == 1 else _process_cpu
     eager()
@@ -487,6 +531,7 @@ def measure_paired(eager: Callable[[], Any], compiled: Callable[[], Any], repeat
     n = _calibrate([eager, compiled], target, cpu if threads == 1 else None)
     p = Paired(n)
     w0, c0 = _wall(), cpu()
+    clean = 0
     while True:
         order = ("eager", "compiled") if p.rounds % 2 == 0 else ("compiled", "eager")
         for side in order:
@@ -496,11 +541,15 @@ def measure_paired(eager: Callable[[], Any], compiled: Callable[[], Any], repeat
         if tick is not None:
             tick()
         k = p.rounds
+        clean += p.clean(k - 1)[0]
         # The budget is of this process's CPU time: on a busy machine the rounds take
         # longer in wall time, but as many are run as on an idle one (up to 4x the wall).
+        # While the undisturbed rounds are too few for their own interval, the wall-time
+        # cap doubles: the CPU-time ratio they would leave is biased.
         spent = min(_wall() - w0, (cpu() - c0) / threads)
-        if k >= max_rounds or (k >= repeats and (spent > budget
-                                                 or _wall() - w0 > WALL_CAP * budget)):
+        short = threads == 1 and clean < 2 * MIN_ROUNDS and _basis(p, threads) != "wall"
+        cap = WALL_CAP * budget * (2 if short else 1)
+        if k >= max_rounds or (k >= repeats and (spent > budget or _wall() - w0 > cap)):
             break
         if k >= max(repeats, MIN_ROUNDS):
             med, lo, hi = median_interval(p.ratios(_basis(p, threads)))
@@ -510,13 +559,21 @@ def measure_paired(eager: Callable[[], Any], compiled: Callable[[], Any], repeat
 
 
 def _basis(p: Paired, threads: int = 1) -> str:
-    """The clock to trust: wall time when both sides had the CPU, CPU time when other
-    processes took it (single-threaded only: a threaded side's CPU time is summed over
-    its threads and says little about waiting)."""
+    """The rounds and clock to trust: ``wall`` (every round's wall time) when both sides
+    had the CPU; when other processes took it, ``clean`` (the wall time of the rounds
+    that no other process entered, `Paired.clean`) if there are at least `MIN_ROUNDS`
+    of them, else ``cpu`` (every round's CPU time, which counts no waiting but does
+    count the caches refilling after each preemption: it overstates a memory-bound
+    side's cost). Threaded runs use wall time: a threaded side's CPU time is summed over
+    its threads and says little about waiting."""
     if threads > 1:
         return "wall"
-    busy = min(p.share("eager"), p.share("compiled")) < BUSY_CPU
-    return "cpu" if busy else "wall"
+    if min(p.share("eager"), p.share("compiled")) >= BUSY_CPU:
+        return "wall"
+    return "clean" if sum(p.clean()) >= MIN_ROUNDS else "cpu"
+
+
+BASIS_NAMES = {"wall": "wall time", "cpu": "CPU time", "clean": "undisturbed rounds"}
 
 
 def _noise(p: Paired, basis: str, budget: float, threads: int = 1) -> list[str]:
@@ -544,8 +601,10 @@ def _noise(p: Paired, basis: str, budget: float, threads: int = 1) -> list[str]:
                            "run it again, or raise repeats")
         elif min(shares.values()) < BUSY_CPU:
             got = ", ".join(f"{s} {v:.0%}" for s, v in shares.items())
+            used = {"cpu": "; the CPU-time ratio is used",
+                    "clean": "; the ratio of the undisturbed rounds is used"}.get(basis, "")
             reasons.append(f"{where}: other processes took the CPU ({got} of the wall "
-                           f"time){'; the CPU-time ratio is used' if basis == 'cpu' else ''}; "
+                           f"time){used}; "
                            "stop other work, or pin the run to an idle core "
                            "(taskset -c N), or raise the budget")
         else:
@@ -605,9 +664,12 @@ def verdict(r: CompareReport) -> str:
     else:
         text = (f"uncertain: compiled runs at {s:.3g}x eager's speed ({lo:.3g}-{hi:.3g}), "
                 "an interval that spans 1, so neither is clearly faster")
-    if r.speedup_basis == "CPU time":
+    if r.speedup_basis in ("CPU time", "undisturbed rounds"):
         got = ", ".join(f"{k} {v:.0%}" for k, v in r.cpu_share.items())
-        text += f"; measured on a busy machine (CPU share {got}), CPU-time ratio used"
+        used = ("CPU-time ratio used" if r.speedup_basis == "CPU time" else
+                f"ratio of the {r.clean_rounds} of {r.rounds} rounds no other process "
+                "entered used")
+        text += f"; measured on a busy machine (CPU share {got}), {used}"
     else:
         text += "; measured with the CPU to itself, wall-time ratio used"
     if r.noisy:
@@ -618,7 +680,8 @@ def verdict(r: CompareReport) -> str:
 def _per_call(r: CompareReport, side: str) -> float:
     """Seconds per call on the verdict's clock."""
     t = r.timings[side]
-    return t["cpu_median"] if r.speedup_basis == "CPU time" else t["median"]
+    key = {"CPU time": "cpu_median", "undisturbed rounds": "clean_median"}
+    return t[key.get(r.speedup_basis, "median")]
 
 
 def _apply_timing(r: CompareReport, p: Paired, compile_cpu: float, budget: float,
@@ -634,14 +697,20 @@ def _apply_timing(r: CompareReport, p: Paired, compile_cpu: float, budget: float
     r.wall_speedup, r.wall_speedup_spread = med, (lo, hi)
     med, lo, hi = median_interval(p.ratios("cpu"))
     r.cpu_speedup, r.cpu_speedup_spread = med, (lo, hi)
+    clean = p.ratios("clean")
+    r.clean_rounds = len(clean)
+    if clean:
+        med, lo, hi = median_interval(clean)
+        r.clean_speedup, r.clean_speedup_spread = med, (lo, hi)
     basis = _basis(p, threads)
-    r.speedup_basis = "wall time" if basis == "wall" else "CPU time"
+    r.speedup_basis = BASIS_NAMES[basis]
     if basis == "wall":
         r.speedup, r.speedup_spread = r.wall_speedup, r.wall_speedup_spread
         compile_t, compile_spread = r.compile_time, r.compile_spread
     else:
         # The compile's CPU time, like the calls': what it costs without the other load.
-        r.speedup, r.speedup_spread = r.cpu_speedup, r.cpu_speedup_spread
+        r.speedup, r.speedup_spread = ((r.cpu_speedup, r.cpu_speedup_spread) if basis == "cpu"
+                                       else (r.clean_speedup, r.clean_speedup_spread))
         compile_t = r.compile_time * compile_cpu
         compile_spread = (compile_t, compile_t)
     r.break_even_calls, r.break_even_spread = _break_even(
@@ -1204,8 +1273,9 @@ def compare(fn: Callable, *args: Any, name: str | None = None, repeats: int = 10
 
     Eager and compiled are timed in alternating rounds of the same call count, at least
     ``repeats`` rounds and more, within ``budget`` seconds, until the 95% interval of the
-    speed-up settles; the speed-up is the median of the per-round ratios, of wall time, or
-    of CPU time when other processes took the CPU. A wide interval or too few rounds flags
+    speed-up settles; the speed-up is the median of the per-round ratios of wall time; when
+    other processes took the CPU, of the rounds that none of them entered (or of CPU time
+    when too few were undisturbed, see `_basis`). A wide interval or too few rounds flags
     the report ``noisy``, with the cause and what to do. The process's one-off start-up
     costs (`warm_up`) are paid before anything is timed.
 

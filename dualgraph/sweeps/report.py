@@ -111,7 +111,7 @@ def table(rs: Sequence[Mapping[str, Any]], machines: Mapping[str, Mapping] | Non
                 lines.append(f"{r['workload']:10s} {point:24s} {thr:>3} "
                              f"{r['mode']:8s} FAILED: {r['error']}")
                 continue
-            cpu = "c" if r.get("speedup_basis") == "CPU time" else ""
+            cpu = {"CPU time": "c", "undisturbed rounds": "u"}.get(r.get("speedup_basis"), "")
             sp = ("-" if r["speedup"] is None else
                   f"{r['speedup']:.2f}x ({r['speedup_lo']:.1f}-{r['speedup_hi']:.1f}){cpu}")
             comp = ("-" if r["compile_time"] is None else
@@ -124,8 +124,9 @@ def table(rs: Sequence[Mapping[str, Any]], machines: Mapping[str, Mapping] | Non
                          + ("  NOISY" if r.get("noisy") else ""))
         lines.append("")
     lines.append("speed-up: median of the ratios of alternating eager and compiled rounds, in "
-                 "the same cell (95% interval; 'c': of CPU time, other processes took the "
-                 "CPU); break-even: calls until blocking compilation pays.  thr: threads "
+                 "the same cell (95% interval; other processes took the CPU: 'u' of the "
+                 "rounds none of them entered, 'c' of CPU time); break-even: calls until "
+                 "blocking compilation pays.  thr: threads "
                  "asked for (and, in brackets, the cores the cell really had when fewer).")
     return "\n".join(lines)
 

@@ -192,6 +192,9 @@ def test_python_dash_m_dualgraph(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("scalar: ")
     assert json.loads(js.read_text())["workloads"][0]["name"] == "scalar"
+    # The total comes last: writing the files is part of the command's time.
+    *_, wrote, total = [line for line in proc.stdout.splitlines() if line]
+    assert wrote == f"wrote {js}" and total.endswith(" s in all, start-up and imports included)")
     bad = subprocess.run([sys.executable, "-m", "dualgraph", "compare", "--workload", "x"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "valid workloads" in bad.stderr
@@ -218,6 +221,8 @@ def test_eta_remembers_what_each_workload_took(tmp_path, monkeypatch, capsys):
     # The next run's estimate for that workload is what it took, not the default guess.
     eta = cli._Eta(["scalar", "chain"], key.rsplit(":", 1)[0])
     assert eta.guess == {"scalar": past[key], "chain": cli._DEFAULT_GUESS}
+    # A model workload never run here: its first compile takes tens of seconds.
+    assert cli._Eta(["cnn"], "full:1:None").guess["cnn"] == cli._FIRST_GUESS["cnn"] > 20
     list(eta)
 
 

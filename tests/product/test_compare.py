@@ -87,9 +87,13 @@ def test_time_fields_are_consistent(report):
                              (report.wall_speedup, report.wall_speedup_spread),
                              (report.cpu_speedup, report.cpu_speedup_spread)]:
         assert lo <= median <= hi
-    # The verdict's figure is one of the two paired ratios, named by its basis.
-    assert report.speedup_basis in ("wall time", "CPU time")
-    chosen = report.wall_speedup if report.speedup_basis == "wall time" else report.cpu_speedup
+    assert 0 <= report.clean_rounds <= report.rounds
+    if report.clean_rounds:
+        lo, hi = report.clean_speedup_spread
+        assert lo <= report.clean_speedup <= hi
+    # The verdict's figure is one of the three paired ratios, named by its basis.
+    chosen = {"wall time": report.wall_speedup, "CPU time": report.cpu_speedup,
+              "undisturbed rounds": report.clean_speedup}[report.speedup_basis]
     assert report.speedup == chosen
     assert set(report.cpu_share) == {"eager", "compiled"}
     b = report.compile_breakdown
@@ -120,7 +124,8 @@ def test_spread_fields_are_present_and_sane(report):
     for name, median in (("eager", report.eager_time), ("compiled", report.compiled_time)):
         t = report.timings[name]
         assert set(t) == {"median", "q1", "q3", "repeats", "number", "cpu_ratio",
-                          "cpu_median"}
+                          "cpu_median", "clean_median"}
+        assert (t["clean_median"] > 0) == (report.clean_rounds > 0)
         assert t["median"] == median and 0 < t["q1"] <= t["median"] <= t["q3"]
         assert t["cpu_median"] > 0 and 0 < t["cpu_ratio"] < 2
     assert report.eager_spread == (report.timings["eager"]["q1"], report.timings["eager"]["q3"])

@@ -77,7 +77,7 @@ def test_load_drift_cancels_out_of_the_paired_ratio(monkeypatch):
     # absolute times grow fivefold, but each round's ratio stays 5.
     m = Machine(share=lambda now: max(0.2, 1.0 - now))
     m.install(monkeypatch)
-    p = _paired(m, 10e-6, 2e-6, repeats=40, budget=100.0, max_rounds=40)
+    p = _paired(m, 10e-6, 2e-6, repeats=40, budget=100.0, max_rounds=40, target=0.01)
     e = p.timing("eager")
     assert e.iqr_ratio > C.NOISY_INTERVAL  # the eager time alone is all over the place
     med, lo, hi = C.median_interval(p.ratios("wall"))
@@ -116,12 +116,70 @@ def test_the_figure_and_basis_follow_the_cpu_share(monkeypatch):
     assert C._basis(_paired(m2, 10e-6, 2e-6, repeats=10, budget=10.0)) == "wall"
 
 
+class Preempting(Machine):
+    """A fake busy machine that preempts the process now and then, as a scheduler does:
+    a call that is preempted waits (wall time passes, CPU time does not) and also pays
+    ``refill`` times its own CPU time again for the caches that the other process
+    evicted. Whether a call is preempted is drawn per call, with probability growing with
+    its length (``rate`` preemptions per CPU second)."""
+
+    def __init__(self, rate: float, refill: float, seed: int = 0) -> None:
+        super().__init__()
+        self.rng = np.random.default_rng(seed)
+        self.rate, self.refill = rate, refill
+
+    def spend(self, seconds: float) -> None:
+        if self.rng.random() < 1 - np.exp(-self.rate * seconds):
+            self.wall += 3e-3  # another process's time slice
+            seconds *= 1 + self.refill
+        self.wall += seconds
+        self.cpu += seconds
+
+
+def test_a_busy_machine_uses_the_rounds_no_other_process_entered(monkeypatch):
+    # Eager calls take 2 ms, compiled 0.4 ms: five times faster on a quiet machine. A
+    # preemption costs the preempted call 60% more CPU (the caches refill), and the long
+    # eager rounds are preempted far more often, so the CPU-time ratio overstates the
+    # speed-up; the rounds that no preemption entered measure it.
+    m = Preempting(rate=800.0, refill=0.6)
+    m.install(monkeypatch)
+    p = _paired(m, 2e-3, 4e-4, repeats=60, budget=10.0, max_rounds=60)
+    assert p.number == 1  # the rounds are one call each: many fall between preemptions
+    assert C.median_interval(p.ratios("cpu"))[0] > 6.0  # the biased figure
+    assert C._basis(p) == "clean"
+    r = dg.CompareReport("f", compile_time=0.1, compile_spread=(0.1, 0.1))
+    C._apply_timing(r, p, compile_cpu=1.0, budget=1.0)
+    assert r.speedup_basis == "undisturbed rounds" and r.speedup == r.clean_speedup
+    assert r.speedup == pytest.approx(5.0) and r.speedup_spread[1] - r.speedup_spread[0] < 1e-6
+    assert C.MIN_ROUNDS <= r.clean_rounds < r.rounds
+    assert r.timings["eager"]["clean_median"] == pytest.approx(2e-3)
+    r.verdict = C.verdict(r)
+    assert f"ratio of the {r.clean_rounds} of {r.rounds} rounds no other process entered" \
+        in r.verdict and "measured on a busy machine" in r.verdict
+
+
+def test_too_few_undisturbed_rounds_fall_back_to_cpu_time(monkeypatch):
+    # Every eager call is preempted (rounds longer than any time slice): no clean rounds.
+    m = Preempting(rate=1e6, refill=0.0)
+    m.install(monkeypatch)
+    p = _paired(m, 2e-3, 4e-4, repeats=10, budget=0.5)
+    assert sum(p.clean()) == 0 and C._basis(p) == "cpu"
+    assert C.median_interval(p.ratios("cpu"))[0] == pytest.approx(5.0)
+
+
+def test_a_round_is_clean_when_both_sides_had_the_cpu():
+    p = C.Paired(1, eager_wall=[1.0, 1.0, 2.0], eager_cpu=[0.99, 1.0, 1.0],
+                 compiled_wall=[0.2, 0.5, 0.2], compiled_cpu=[0.2, 0.2, 0.2])
+    assert p.clean() == [True, False, False]
+    assert p.ratios("clean") == [pytest.approx(5.0)]
+
+
 def test_a_drifting_ratio_is_noisy_and_says_so(monkeypatch):
     m = Machine()
     m.install(monkeypatch)
     # The compiled call gets 3x slower halfway through (a kernel swapped, say).
-    p = _paired(m, 10e-6, lambda now: 2e-6 if now < 0.14 else 6e-6, repeats=20,
-                budget=0.1, max_rounds=20)
+    p = _paired(m, 10e-6, lambda now: 2e-6 if now < 0.11 else 6e-6, repeats=20,
+                budget=0.1, max_rounds=20, target=0.01)
     (reason,) = C._noise(p, "wall", 0.1)
     assert "drifted between rounds" in reason and "run it again" in reason
 
