@@ -517,7 +517,8 @@ def measure_paired(eager: Callable[[], Any], compiled: Callable[[], Any], repeat
                    threads: int = 1, tick: Callable[[], None] | None = None) -> Paired:
     """Eager and compiled in alternating rounds of the same calibrated call count.
 
-    Round k runs eager then compiled when k is even, compiled then eager when it is odd,
+    Round k runs eager then compiled when k is even, compiled then eager when it is odd
+    (each side one untimed call before its timed ones),
     so a trend in the machine's load hits both sides alike and cancels out of each
     round's ratio. Rounds are short (`ROUND` seconds of CPU), so that on a busy machine
     many of them run between two preemptions (`Paired.clean`). Rounds continue past
@@ -535,7 +536,11 @@ def measure_paired(eager: Callable[[], Any], compiled: Callable[[], Any], repeat
     while True:
         order = ("eager", "compiled") if p.rounds % 2 == 0 else ("compiled", "eager")
         for side in order:
-            w, c = _round(eager if side == "eager" else compiled, n, cpu)
+            call = eager if side == "eager" else compiled
+            # One untimed call first: a short round would otherwise pay for the caches
+            # the other side just filled, which a loop of one side never does.
+            call()
+            w, c = _round(call, n, cpu)
             getattr(p, f"{side}_wall").append(w)
             getattr(p, f"{side}_cpu").append(c)
         if tick is not None:

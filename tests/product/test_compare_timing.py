@@ -62,12 +62,13 @@ def test_eager_and_compiled_alternate_with_the_same_call_count(monkeypatch):
     p = C.measure_paired(side("e", 10e-6), side("c", 2e-6), repeats=6, budget=10.0,
                          tick=lambda: order.append("|"))
     assert len(p.eager_wall) == len(p.compiled_wall) == p.rounds >= C.MIN_ROUNDS
-    # Each round (ended by a tick) is n eager calls and n compiled ones, the first side
-    # alternating; before the first round: one call each and the calibration.
+    # Each round (ended by a tick) is one untimed and n timed eager calls and the same
+    # compiled, the first side alternating; before the first round: one call each and
+    # the calibration.
     first, *rounds, end = "".join(order).split("|")
     n = p.number
     assert end == "" and len(rounds) == p.rounds - 1
-    expected = ["e" * n + "c" * n if k % 2 == 0 else "c" * n + "e" * n
+    expected = ["e" * (n + 1) + "c" * (n + 1) if k % 2 == 0 else "c" * (n + 1) + "e" * (n + 1)
                 for k in range(p.rounds)]
     assert first.endswith(expected[0]) and rounds == expected[1:]
 
