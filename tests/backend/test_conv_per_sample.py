@@ -45,6 +45,8 @@ def test_no_zero_fill_without_padding_and_grouped_keeps_the_batch_columns():
     block = _lowered(((0, 0), (0, 0)), bias=False)
     (samples,) = [s for s in block.stmts if isinstance(s, kir.Loop)]
     assert [type(s).__name__ for s in samples.body] == ["Loop", "Loop", "Gemm"]
+    assert not [s for s in kir.walk(samples.body) if isinstance(s, kir.Store)
+                and isinstance(s.value, kir.Const) and s.buf.name == "r_c"]
     grouped = _lowered(((1, 1), (1, 1)), groups=2)
     allocs = {s.buf.name: s.buf.shape for s in grouped.stmts if isinstance(s, kir.Alloc)}
     assert allocs["r_c"] == (4, 2 * 3 * 3, 7 * 6)
@@ -52,8 +54,8 @@ def test_no_zero_fill_without_padding_and_grouped_keeps_the_batch_columns():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_compiled_equals_eager(dtype):
-    """Padding on one side only, stride, dilation, with and without bias, in one compiled
-    function: forward and gradients against eager."""
+    """Padding on one side only, stride, dilation, padding wider than the kernel, with and
+    without bias, in one compiled function: forward and gradients against eager."""
     rng = np.random.default_rng(1)
     x = dg.tensor(rng.standard_normal((3, 2, 9, 8)).astype(dtype), requires_grad=True)
     w = dg.tensor(rng.standard_normal((4, 2, 3, 2)).astype(dtype), requires_grad=True)
@@ -62,7 +64,14 @@ def test_compiled_equals_eager(dtype):
     def f(x, w, b):
         y1 = F.conv2d(x, w, b, stride=(2, 1), padding=(1, 0))
         y2 = F.conv2d(x, w, dilation=(2, 2), padding=2)
-        return (dg.relu(y1) ** 2).sum() + (y2 * y2.tanh()).sum()
+        # padding wider than the kernel and a stride: some kernel offsets read no image
+        # column at all in a row of windows (their range is empty, lo > hi)
+        y3 = F.conv2d(x, w, b, stride=(3, 4), padding=(4, 5))
+        # 'same' with an even dilated kernel on a 2-wide image: the second kernel offset
+        # lies wholly in the right padding (its range ends before 0)
+        y4 = F.conv2d(x[..., :2], w, padding="same", dilation=(1, 5))
+        return ((dg.relu(y1) ** 2).sum() + (y2 * y2.tanh()).sum()
+                + (y3 * y3).mean() + (y4 * y4).sum())
 
     def grads(fn):
         for t in (x, w, b):
