@@ -29,7 +29,9 @@ def test_conv2d_bias_starts_the_products():
     node = Node("conv2d", (x, w, b), dict(GEOMETRY, groups=1), (4, 5, 8, 8), "float32")
     block = lowerings.kernel_lowering("conv2d")(node, _args(x, w, b), "r")
     gemms = [s for s in kir.walk(block.stmts) if isinstance(s, kir.Gemm)]
-    assert len(gemms) == 1 and gemms[0].beta == 1.0 and gemms[0].batch == 4
+    assert len(gemms) == 1 and gemms[0].beta == 1.0  # in the loop over the 4 samples
+    (samples,) = [s for s in block.stmts if isinstance(s, kir.Loop)]
+    assert samples.extent == 4 and gemms[0] in samples.body
     # the bias is read once per output element, by the store that starts the products
     bias_reads = [s for s in kir.walk(block.stmts) if isinstance(s, kir.Store)
                   and any(isinstance(e, kir.Load) and e.buf.name == "a2"

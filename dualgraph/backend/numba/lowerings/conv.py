@@ -17,11 +17,13 @@ from . import _reshaped, ishape, lowers
 
 
 def _window_loops(node_in: tuple, attrs: dict, cols: tuple, out: str,
-                  body: Callable[[tuple, tuple], kir.Stmt]) -> kir.Loop:
+                  body: Callable[[tuple, tuple], kir.Stmt],
+                  sample: kir.Expr | None = None) -> kir.Loop:
     """Loops over every (sample, channel, kernel offset, window position) reading an image
     element that lies inside the unpadded input; ``body(image index, column index)`` is
     the statement for one element. The columns a kernel offset reads inside the image
-    are a range computed once (``lo``, ``hi``): no test in the innermost loop."""
+    are a range computed once (``lo``, ``hi``): no test in the innermost loop. With
+    ``sample``, the loops of that one sample only (no loop over the batch)."""
     _, c, h, w = node_in
     kh, kw = attrs["kernel_size"]
     dh, dw = attrs["dilation"]
@@ -30,10 +32,11 @@ def _window_loops(node_in: tuple, attrs: dict, cols: tuple, out: str,
     n, oh, ow = cols
     v = {name: kir.Var(f"{out}_{name}") for name in
          ("n", "c", "ki", "kj", "r", "b", "lo", "hi", "oy", "h", "ox", "w", "l")}
+    at = v["n"] if sample is None else sample
     inner = kir.Loop(v["ox"], v["hi"], (
         kir.Let(v["w"], v["ox"] * sw + v["b"]),
         kir.Let(v["l"], v["oy"] * ow + v["ox"]),
-        body((v["n"], v["c"], v["h"], v["w"]), (v["n"], v["r"], v["l"])),
+        body((at, v["c"], v["h"], v["w"]), (at, v["r"], v["l"])),
     ), start=v["lo"])
     rows = kir.Loop(v["oy"], oh, (
         kir.Let(v["h"], v["oy"] * sh + v["ki"] * dh - pt),
@@ -50,7 +53,12 @@ def _window_loops(node_in: tuple, attrs: dict, cols: tuple, out: str,
                                           + 1), kir.INDEX)),
         rows,
     ))
-    return kir.Loop(v["n"], n, (kir.Loop(v["c"], c, (kir.Loop(v["ki"], kh, (offsets,)),)),))
+    channels = kir.Loop(v["c"], c, (kir.Loop(v["ki"], kh, (offsets,)),))
+    return channels if sample is not None else kir.Loop(v["n"], n, (channels,))
+
+
+def _padded(attrs: dict) -> bool:
+    return any(p for pair in attrs["padding"] for p in pair)
 
 
 def _im2col_into(block: kir.Block, x_node: Node, x: kir.Buffer, attrs: dict,
@@ -63,7 +71,7 @@ def _im2col_into(block: kir.Block, x_node: Node, x: kir.Buffer, attrs: dict,
     n, _, h, w = x_node.shape
     oh, ow = out_size((h, w), attrs["kernel_size"], attrs["dilation"], attrs["padding"],
                       attrs["stride"])
-    if any(p for pair in attrs["padding"] for p in pair):
+    if _padded(attrs):
         # Without padding every window element lies inside the image and is written.
         flat = _reshaped(block, cols, (cols.size,), f"{cols.name}_f")
         z = kir.Var(f"{cols.name}_z")
@@ -118,10 +126,11 @@ def _col2im(node: Node, args: list, out: str) -> kir.Block:
 
 @lowers("conv2d")
 def _conv2d(node: Node, args: list, out: str) -> kir.Block:
-    """im2col into a scratch buffer, then the products of every (sample, group) as one
-    strided batch of BLAS calls writing the output in its (N, O, oH, oW) order. The bias
-    is the output's initial value, which the products add to (``beta=1``): no pass over
-    the output of its own."""
+    """Sample by sample (ungrouped): the sample's columns gathered into a (K, L) buffer
+    that stays in cache, its output started at the bias, and one BLAS product adding
+    to it (``beta=1``). Gathering the whole batch's columns first (5 MB for LeNet's first
+    layer) and then multiplying reads them back from memory. Grouped: im2col of the whole
+    batch, then one product per (sample, group)."""
     x, w = node.inputs[:2]
     n, o, oh, ow = node.shape
     _, cg, kh, kw = w.shape
@@ -130,30 +139,47 @@ def _conv2d(node: Node, args: list, out: str) -> kir.Block:
     dtype = np.dtype(node.dtype)
     res = kir.Buffer(out, ishape(node), dtype)
     bias = args[2].buf if len(args) == 3 else None
-    block = kir.Block([kir.Comment(f"conv2d as im2col + GEMM (a window of {k} elements)"),
+    block = kir.Block([kir.Comment(f"conv2d as im2col + GEMM (a window of {k} elements"
+                                   f"{', per sample' if g == 1 else ''})"),
                        kir.Alloc(res)], res)
-    cols = kir.Buffer(f"{out}_c", (n, g * k, length), dtype)
-    block.add(kir.Alloc(cols))
-    _im2col_into(block, x, args[0].buf, dict(node.attrs, kernel_size=(kh, kw)), cols)
     wc = _reshaped(block, args[1].buf, (o * k,), f"{out}_w")  # C-ordered (copied if not)
     r3 = _reshaped(block, res, (n, o, length), f"{out}_r")
+    attrs = dict(node.attrs, kernel_size=(kh, kw))
+    i, c, p = kir.Var(f"{out}_n"), kir.Var(f"{out}_o"), kir.Var(f"{out}_l")
+    init = bias[(c,)] if bias is not None else kir.const(0, dtype)
+    start = kir.Loop(c, o, (kir.Loop(p, length, (kir.Store(r3, (i, c, p), init),)),))
+    if g == 1:
+        cols = kir.Buffer(f"{out}_c", (k, length), dtype)
+        block.add(kir.Alloc(cols))
+        if not (n * o * length):
+            return block
+        body: list = []
+        if _padded(attrs):
+            # Window elements in the padding are never written: zeros first.
+            flat = _reshaped(block, cols, (cols.size,), f"{cols.name}_f")
+            z = kir.Var(f"{cols.name}_z")
+            body.append(kir.Loop(z, cols.size, (
+                kir.Store(flat, (z,), kir.const(0, dtype)),)))
+        body.append(_window_loops(tuple(x.shape), attrs, (n, oh, ow), cols.name,
+                                  lambda img, col: kir.Store(cols, col[1:], args[0].buf[img]),
+                                  sample=i))
+        body.append(start)
+        if k:
+            body.append(kir.Gemm(o, length, k, kir.Operand(wc, k), kir.Operand(cols, length),
+                                 kir.Operand(res, length, offset=i * (o * length)),
+                                 beta=1.0))
+        return block.add(kir.Loop(i, n, tuple(body)))
+    cols = kir.Buffer(f"{out}_c", (n, g * k, length), dtype)
+    block.add(kir.Alloc(cols))
+    _im2col_into(block, x, args[0].buf, attrs, cols)
     if n * o * length:
-        i, c, p = kir.Var(f"{out}_n"), kir.Var(f"{out}_o"), kir.Var(f"{out}_l")
-        init = bias[(c,)] if bias is not None else kir.const(0, dtype)
-        block.add(kir.Loop(i, n, (kir.Loop(c, o, (kir.Loop(p, length, (
-            kir.Store(r3, (i, c, p), init),)),)),)))
+        block.add(kir.Loop(i, n, (start,)))
     item = kir.Var(f"{out}_g")
     if og and length and k:
         # (sample, group) pairs in order: item = sample * g + group.
-        if g == 1:
-            block.add(kir.Gemm(og, length, k, kir.Operand(wc, k, batch_stride=0),
-                               kir.Operand(cols, length, batch_stride=k * length),
-                               kir.Operand(res, length, batch_stride=og * length),
-                               beta=1.0, batch=n))
-        if g > 1:
-            group = kir.Bin("%", item, kir.const(g))
-            block.add(kir.Loop(item, n * g, (kir.Gemm(
-                og, length, k, kir.Operand(wc, k, offset=group * (og * k)),
-                kir.Operand(cols, length, offset=item * (k * length)),
-                kir.Operand(res, length, offset=item * (og * length)), beta=1.0),)))
+        group = kir.Bin("%", item, kir.const(g))
+        block.add(kir.Loop(item, n * g, (kir.Gemm(
+            og, length, k, kir.Operand(wc, k, offset=group * (og * k)),
+            kir.Operand(cols, length, offset=item * (k * length)),
+            kir.Operand(res, length, offset=item * (og * length)), beta=1.0),)))
     return block
