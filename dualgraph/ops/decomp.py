@@ -192,9 +192,10 @@ def cholesky_info(A: Any) -> Any:  # noqa: N803
 
 
 def _substitute(A: np.ndarray, B: np.ndarray, upper: bool, unit: bool) -> np.ndarray:  # noqa: N803
+    """Forward or back substitution in float64 (as NumPy's LAPACK calls compute float32)."""
     n = A.shape[-1]
     X = np.empty(np.broadcast_shapes(A.shape[:-2], B.shape[:-2]) + B.shape[-2:],  # noqa: N806
-                 np.result_type(A, B))
+                 np.float64)
     order = range(n - 1, -1, -1) if upper else range(n)
     for i in order:
         done = slice(i + 1, n) if upper else slice(0, i)
@@ -206,7 +207,7 @@ def _substitute(A: np.ndarray, B: np.ndarray, upper: bool, unit: bool) -> np.nda
 def _solve_triangular_impl(A: np.ndarray, B: np.ndarray, upper: bool,  # noqa: N803
                            unitriangular: bool) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):  # a zero pivot gives inf, as LAPACK
-        return _substitute(A, B, upper, unitriangular)
+        return _substitute(A, B, upper, unitriangular).astype(A.dtype, copy=False)
 
 
 def _solve_triangular_infer(A: Any, B: Any, upper: bool, unitriangular: bool) -> tuple:  # noqa: N803
