@@ -117,3 +117,30 @@ def pinv(lib) -> dict:
 
 PROGRAMS: dict[str, Callable] = {f.__name__: f for f in (cholesky, triangular, eigh, svd, qr,
                                                         pinv)}
+
+
+# One program over every decomposition op, forward and backward, for the compiled tests.
+
+
+def decompositions(a, x, w, b):
+    """Every decomposition op in one program."""
+    import dualgraph as dg
+
+    spd = a @ a.mT + 4.0 * dg.eye(4, dtype=a.dtype)
+    L = dg.linalg.cholesky(spd)  # noqa: N806
+    ev, vec = dg.linalg.eigh(spd)
+    s = dg.linalg.svdvals(x)
+    u, s_wide, vh = dg.linalg.svd(w, full_matrices=False)
+    q, r = dg.linalg.qr(x)
+    t = dg.linalg.solve_triangular(L, b, upper=False)
+    p = dg.linalg.pinv(x)
+    info = dg.linalg.cholesky_ex(spd).info
+    sign = r.diagonal(0, -2, -1).sign()
+    weighted = vec @ dg.diag_embed(dg.arange(4.0, dtype=a.dtype)) @ vec.mT
+    return (L, ev, weighted, s, u @ vh, s_wide, q * sign[..., None, :], t, p,
+            info.to(a.dtype), dg.cholesky_solve(b, L))
+
+
+def decompositions_inputs(rng: np.random.Generator, dtype) -> list:
+    return [rng.standard_normal(s).astype(dtype) for s in ((2, 4, 4), (2, 5, 3), (3, 5),
+                                                           (2, 4, 2))]

@@ -13,7 +13,8 @@ import pytest
 import dualgraph as dg
 from dualgraph.testing import assert_close, gradcheck
 
-from .decomp_programs import PROGRAMS
+from .._support.compiled import B3
+from .decomp_programs import PROGRAMS, decompositions, decompositions_inputs
 
 GOLD = np.load(Path(__file__).with_name("decomp_goldens.npz"))
 
@@ -96,27 +97,10 @@ def test_pinv_gradient_is_finite_for_repeated_singular_values() -> None:
 # ------------------------------------------------------------------------- compiled
 
 
-def decompositions(a, x, w, b):
-    """Every decomposition op, forward and backward, in one program."""
-    spd = a @ a.mT + 4.0 * dg.eye(4, dtype=a.dtype)
-    L = dg.linalg.cholesky(spd)  # noqa: N806
-    ev, vec = dg.linalg.eigh(spd)
-    s = dg.linalg.svdvals(x)
-    u, s_wide, vh = dg.linalg.svd(w, full_matrices=False)
-    q, r = dg.linalg.qr(x)
-    t = dg.linalg.solve_triangular(L, b, upper=False)
-    p = dg.linalg.pinv(x)
-    info = dg.linalg.cholesky_ex(spd).info
-    sign = r.diagonal(0, -2, -1).sign()
-    return (L, ev, vec @ vec.mT, s, u @ vh, s_wide, q * sign[..., None, :], t, p,
-            info.to(a.dtype), dg.cholesky_solve(b, L))
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 def test_compiled_equals_eager(dtype) -> None:
     rng = np.random.default_rng(5)
-    arrays = [rng.standard_normal(s).astype(dtype) for s in ((2, 4, 4), (2, 5, 3), (3, 5),
-                                                            (2, 4, 2))]
+    arrays = decompositions_inputs(rng, dtype)
     weights = [rng.standard_normal(o.shape) for o in decompositions(*map(dg.tensor, arrays))]
 
     def run(f):
@@ -128,9 +112,8 @@ def test_compiled_equals_eager(dtype) -> None:
 
     compiled = dg.compile(decompositions)
     want, got = run(decompositions), run(compiled)
-    tol = {"rtol": 2e-4, "atol": 2e-5} if dtype == np.float32 else {"rtol": 1e-9, "atol": 1e-10}
     for g, w in zip(got, want):
-        assert_close(g, w, **tol)
+        assert_close(g, w, **B3[np.dtype(dtype)])
     assert compiled.stats.traces == 1 and compiled.stats.kernels >= 1
 
 
