@@ -57,8 +57,8 @@ def check_matrix(fn: str, A: Any, square: bool = False) -> tuple:  # noqa: N803
                          f"{shape[-2]} by {shape[-1]} matrices (shape {shape})")
     dtype = np.dtype(A.dtype)
     if dtype.kind != "f":
-        raise TypeError(f"linalg.{fn}: Expected a floating point tensor as input (float32 or "
-                        f"float64). Got {dtype}")
+        raise RuntimeError(f"linalg.{fn}: Expected a floating point tensor as input (float32 "
+                           f"or float64). Got {dtype}")
     return shape, dtype
 
 
@@ -214,8 +214,8 @@ def _solve_triangular_infer(A: Any, B: Any, upper: bool, unitriangular: bool) ->
     sa, da = check_matrix("solve_triangular", A, square=True)
     sb, db = check_matrix("solve_triangular", B)
     if da != db:
-        raise TypeError(f"linalg.solve_triangular: Expected A and B to have the same dtype, "
-                        f"but found A of type {da} and B of type {db} instead")
+        raise RuntimeError(f"linalg.solve_triangular: Expected A and B to have the same dtype, "
+                           f"but found A of type {da} and B of type {db} instead")
     if sa[:-2] != sb[:-2] or sb[-2] != sa[-1]:
         raise ShapeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the "
                          f"equation AX = B ({sa} and {sb})")
@@ -689,9 +689,9 @@ def lstsq(A: Any, B: Any, rcond: Any = None, *, driver: Any = None) -> Any:  # n
                            f"gelsy, gelsd, gelss), got {driver!r}")
     sa, dtype = check_matrix("lstsq", A)
     if np.dtype(B.dtype) != dtype:
-        raise TypeError(f"torch.linalg.lstsq: Expected input and other to have the same "
-                        f"dtype, but got input's dtype {dtype} and other's dtype "
-                        f"{np.dtype(B.dtype)}")
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
+                           f"dtype, but got input's dtype {dtype} and other's dtype "
+                           f"{np.dtype(B.dtype)}")
     vector = len(B.shape) == len(A.shape) - 1
     Bm = S.reshape(B, tuple(B.shape) + (1,)) if vector else B  # noqa: N806
     if len(Bm.shape) < 2 or Bm.shape[-2] != sa[-2]:

@@ -115,8 +115,20 @@ def pinv(lib) -> dict:
             **_grads(lib, loss, {"a": a, "b": b, "r": r})}
 
 
+def spectral_norms(lib) -> dict:
+    a, b = _leaf(lib, "tall"), _leaf(lib, "wide")
+    n2 = lib.linalg.matrix_norm(a, 2)
+    nm2 = lib.linalg.matrix_norm(a, -2, keepdim=True)
+    nuc = lib.linalg.matrix_norm(b, "nuc")
+    old = lib.norm(b, "nuc")
+    dims = lib.linalg.norm(a, 2, dim=(0, 2))
+    loss = n2.sum() + nm2.sum() + nuc + old + dims.sum()
+    return {"two": _np(n2), "minus_two": _np(nm2), "nuc": _np(nuc), "old_nuc": _np(old),
+            "dims": _np(dims), **_grads(lib, loss, {"a": a, "b": b})}
+
+
 PROGRAMS: dict[str, Callable] = {f.__name__: f for f in (cholesky, triangular, eigh, svd, qr,
-                                                        pinv)}
+                                                        pinv, spectral_norms)}
 
 
 # One program over every decomposition op, forward and backward, for the compiled tests.

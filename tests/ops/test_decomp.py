@@ -148,7 +148,7 @@ def test_non_square(fn) -> None:
 @pytest.mark.parametrize("fn", [dg.linalg.cholesky, dg.linalg.eigh, dg.linalg.svd,
                                 dg.linalg.qr, dg.linalg.pinv, dg.linalg.svdvals])
 def test_integer_or_vector_input(fn) -> None:
-    with pytest.raises(TypeError, match="Expected a floating point tensor"):
+    with pytest.raises(RuntimeError, match="Expected a floating point tensor"):
         fn(dg.ones(3, 3, dtype=dg.int64))
     with pytest.raises(ValueError, match="at least 2 dimensions"):
         fn(dg.ones(3))
@@ -160,7 +160,7 @@ def test_bad_arguments() -> None:
         dg.linalg.qr(a, mode="full")
     with pytest.raises(RuntimeError, match="UPLO"):
         dg.linalg.eigh(a, UPLO="X")
-    with pytest.raises(TypeError, match="same dtype"):
+    with pytest.raises(RuntimeError, match="same dtype"):
         dg.linalg.solve_triangular(a, dg.eye(3, dtype=dg.float64), upper=True)
     with pytest.raises(ValueError, match="Incompatible shapes"):
         dg.linalg.solve_triangular(a, dg.ones(2, 1), upper=True)
