@@ -343,6 +343,7 @@ from .nn import functional as _F  # noqa: E402
 from .ops.decomp import (  # noqa: E402
     cholesky_inverse,
     cholesky_solve,
+    matrix_exp,
     pinverse,
     triangular_solve,
 )
@@ -636,8 +637,8 @@ __all__ += [
     "unique_consecutive", "use_deterministic_algorithms", "vander", "vdot", "vsplit", "xlogy",
     *_FUNCTION_METHODS,
 ]
-__all__ += ["cholesky", "cholesky_inverse", "cholesky_solve", "pinverse", "qr", "svd",
-            "triangular_solve"]
+__all__ += ["cholesky", "cholesky_inverse", "cholesky_solve", "matrix_exp", "pinverse", "qr",
+            "svd", "triangular_solve"]
 
 # PyTorch's keyword spellings of the tensor arguments, ``dg.sum(input=x)`` and
 # ``dg.maximum(x, other=y)``, for the functions whose parameters are named otherwise.

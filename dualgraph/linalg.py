@@ -1,7 +1,7 @@
-"""``torch.linalg``: norms, inverse, determinant, solve, the products and the
-decompositions (``cholesky``, ``qr``, ``eigh``, ``svd``) and what is built on them
-(``solve_triangular``, ``pinv``, ``lstsq``, ``matrix_rank``), under PyTorch's names,
-returning PyTorch's named tuples (``U, S, Vh = dg.linalg.svd(A)``).
+"""``torch.linalg``: norms, inverse, determinant, solve, the products, the decompositions
+(``cholesky``, ``qr``, ``eigh``, ``svd``) and what is built on them (``solve_triangular``,
+``pinv``, ``lstsq``, ``matrix_rank``), and ``matrix_exp``, under PyTorch's names, returning
+PyTorch's named tuples (``U, S, Vh = dg.linalg.svd(A)``).
 
     >>> dg.linalg.vector_norm(dg.tensor([3.0, 4.0]))
     tensor(5.)
@@ -20,6 +20,7 @@ from .ops.decomp import (
     eigh,
     eigvalsh,
     lstsq,
+    matrix_exp,
     matrix_rank,
     pinv,
     qr,
@@ -77,7 +78,7 @@ solve_ex_result = namedtuple("solve_ex", ["result", "info"])
 
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "diagonal", "eigh", "eigvalsh",
-    "inv", "inv_ex", "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank",
+    "inv", "inv_ex", "lstsq", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
     "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular",
     "svd", "svdvals", "vecdot", "vector_norm",
 ]

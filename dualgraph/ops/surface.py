@@ -385,6 +385,7 @@ METHODS: dict[str, Any] = {
     "cholesky": DC.torch_cholesky, "cholesky_solve": DC.cholesky_solve,
     "cholesky_inverse": DC.cholesky_inverse, "svd": DC.torch_svd, "qr": DC.torch_qr,
     "triangular_solve": DC.triangular_solve, "pinverse": DC.pinverse,
+    "matrix_exp": DC.matrix_exp,
     "nansum": ST.nansum, "nanmean": ST.nanmean, "aminmax": ST.aminmax, "quantile": ST.quantile,
     "nanquantile": ST.nanquantile, "mode": ST.mode, "bincount": ST.bincount,
     "unique": ST.unique, "unique_consecutive": ST.unique_consecutive,

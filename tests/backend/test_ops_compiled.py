@@ -601,6 +601,6 @@ ALL_CASES.append(pytest.param(CASES[-1], id=CASES[-1].name))
 
 # The matrix decompositions (their program is shared with tests/ops/test_decomp.py).
 CASES.append(Case("decompositions", ("cholesky", "cholesky_info", "eigh", "svd", "qr",
-                                     "solve_triangular", "pinv"), decompositions,
+                                     "solve_triangular", "pinv", "matrix_exp"), decompositions,
                   decompositions_inputs))
 ALL_CASES.append(pytest.param(CASES[-1], id=CASES[-1].name))

@@ -127,8 +127,16 @@ def spectral_norms(lib) -> dict:
             "dims": _np(dims), **_grads(lib, loss, {"a": a, "b": b})}
 
 
+def matrix_exp(lib) -> dict:
+    a, s = _leaf(lib, "rhs"), _leaf(lib, "spd")
+    e = lib.linalg.matrix_exp(s * 0.3)  # norms above 1: squarings
+    f = lib.matrix_exp(a[:, :2, :] * 0.5)
+    loss = (e * e.cos()).sum() + (f ** 2).sum()
+    return {"exp": _np(e), "small": _np(f), **_grads(lib, loss, {"a": a, "s": s})}
+
+
 PROGRAMS: dict[str, Callable] = {f.__name__: f for f in (cholesky, triangular, eigh, svd, qr,
-                                                        pinv, spectral_norms)}
+                                                        pinv, spectral_norms, matrix_exp)}
 
 
 # One program over every decomposition op, forward and backward, for the compiled tests.
@@ -150,7 +158,7 @@ def decompositions(a, x, w, b):
     sign = r.diagonal(0, -2, -1).sign()
     weighted = vec @ dg.diag_embed(dg.arange(4.0, dtype=a.dtype)) @ vec.mT
     return (L, ev, weighted, s, u @ vh, s_wide, q * sign[..., None, :], t, p,
-            info.to(a.dtype), dg.cholesky_solve(b, L))
+            info.to(a.dtype), dg.cholesky_solve(b, L), dg.linalg.matrix_exp(a * 0.7))
 
 
 def decompositions_inputs(rng: np.random.Generator, dtype) -> list:

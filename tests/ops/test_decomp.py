@@ -79,6 +79,7 @@ GRADIENTS = {
     "pinv_tall": (lambda x: dg.linalg.pinv(x), TALL),
     "pinv_wide": (lambda x: dg.pinverse(x), WIDE),
     "lstsq": (lambda a, b: dg.linalg.lstsq(a, b).solution, TALL, TALL[:, :, :2]),
+    "matrix_exp": (lambda x: dg.linalg.matrix_exp(x * 2.0), SPD),
 }
 
 

@@ -241,3 +241,51 @@ def pinv(a, out, atol, rtol):
                         acc += vt[p, i] * u[j, p] / s[p]
                 out[b, i, j] = acc
     return 0
+
+
+@numba.njit(cache=True, nogil=True)
+def matrix_exp(a, out):
+    """exp of each (n, n) matrix of ``a``: `dualgraph.ops.decomp`'s scaling and squaring
+    with the same degree-18 Taylor polynomial, in float64, by loops (np.dot in a kernel
+    would need SciPy's BLAS)."""
+    n = a.shape[1]
+    x = np.empty((n, n))
+    acc = np.empty((n, n))
+    tmp = np.empty((n, n))
+    for b in range(a.shape[0]):
+        norm1 = 0.0
+        for j in range(n):
+            c = 0.0
+            for i in range(n):
+                c += abs(np.float64(a[b, i, j]))
+            norm1 = max(norm1, c)
+        s = max(0, int(np.ceil(np.log2(norm1)))) if norm1 > 1 else 0
+        scale = 2.0 ** s
+        for i in range(n):
+            for j in range(n):
+                x[i, j] = np.float64(a[b, i, j]) / scale
+                acc[i, j] = 1.0 if i == j else 0.0
+        for k in range(18, 0, -1):
+            _matmul_into(x, acc, tmp)
+            for i in range(n):
+                for j in range(n):
+                    acc[i, j] = (1.0 if i == j else 0.0) + tmp[i, j] / k
+        for _ in range(s):
+            _matmul_into(acc, acc, tmp)
+            acc[:] = tmp
+        for i in range(n):
+            for j in range(n):
+                out[b, i, j] = acc[i, j]
+    return 0
+
+
+@numba.njit(cache=True, nogil=True)
+def _matmul_into(x, y, out):
+    n, k, m = x.shape[0], x.shape[1], y.shape[1]
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = 0.0
+        for p in range(k):
+            xv = x[i, p]
+            for j in range(m):
+                out[i, j] += xv * y[p, j]

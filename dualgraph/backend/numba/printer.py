@@ -343,6 +343,7 @@ LIBRARY: dict[str, str] = {
     "svd": "dgl.svd({0}, {out}, {1})",
     "qr": "dgl.qr({0}, {out}, {1})",
     "pinv": "dgl.pinv({0}, {out}, {1}, {2})",
+    "matrix_exp": "dgl.matrix_exp({0}, {out})",
 }
 
 

@@ -1,7 +1,8 @@
 """Matrix decompositions (``cholesky``, ``solve_triangular``, ``eigh``, ``svd``, ``qr``,
-``pinv``) as library calls over (batch, m, n) views: each is a loop over the batch in
-`dualgraph.backend.numba.lapack`, calling the LAPACKE routines of NumPy's bundled OpenBLAS
-(no SciPy). The outputs are the ops' packed layouts, written whole."""
+``pinv``) and ``matrix_exp`` as library calls over (batch, m, n) views: each is a loop
+over the batch in `dualgraph.backend.numba.lapack`, calling the LAPACKE routines of
+NumPy's bundled OpenBLAS (no SciPy; ``matrix_exp`` by loops). The outputs are the ops'
+packed layouts, written whole."""
 
 from __future__ import annotations
 
@@ -67,3 +68,8 @@ def _qr(node: Node, args: list, out: str) -> kir.Block:
 def _pinv(node: Node, args: list, out: str) -> kir.Block:
     a = node.attrs
     return _batched(node, args, out, "pinv", (float(a["atol"]), float(a["rtol"])))
+
+
+@lowers("matrix_exp")
+def _matrix_exp(node: Node, args: list, out: str) -> kir.Block:
+    return _batched(node, args, out, "matrix_exp", ())
