@@ -341,6 +341,16 @@ import math as _math  # noqa: E402
 from . import jit, linalg, special  # noqa: E402
 from .eager.sampling import bernoulli, normal, poisson  # noqa: E402
 from .nn import functional as _F  # noqa: E402
+from .ops.decomp import (  # noqa: E402
+    cholesky_inverse,
+    cholesky_solve,
+    matrix_exp,
+    pinverse,
+    triangular_solve,
+)
+from .ops.decomp import torch_cholesky as cholesky  # noqa: E402
+from .ops.decomp import torch_qr as qr  # noqa: E402
+from .ops.decomp import torch_svd as svd  # noqa: E402
 from .ops.matrix import det, logdet, matrix_power, renorm, slogdet  # noqa: E402
 from .ops.matrix import inv as inverse  # noqa: E402
 from .ops.matrix import torch_norm as norm  # noqa: E402
@@ -628,6 +638,8 @@ __all__ += [
     "unique_consecutive", "use_deterministic_algorithms", "vander", "vdot", "vsplit", "xlogy",
     *_FUNCTION_METHODS,
 ]
+__all__ += ["cholesky", "cholesky_inverse", "cholesky_solve", "matrix_exp", "pinverse", "qr",
+            "svd", "triangular_solve"]
 
 # PyTorch's keyword spellings of the tensor arguments, ``dg.sum(input=x)`` and
 # ``dg.maximum(x, other=y)``, for the functions whose parameters are named otherwise.

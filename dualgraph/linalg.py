@@ -1,6 +1,7 @@
-"""``torch.linalg``: norms, inverse, determinant, solve and the products, under PyTorch's
-names. Decompositions (``svd``, ``eigh``, ``qr``, ``cholesky``, ...) and the norms built on
-singular values are not provided.
+"""``torch.linalg``: norms, inverse, determinant, solve, the products, the decompositions
+(``cholesky``, ``qr``, ``eigh``, ``svd``) and what is built on them (``solve_triangular``,
+``pinv``, ``lstsq``, ``matrix_rank``), and ``matrix_exp``, under PyTorch's names, returning
+PyTorch's named tuples (``U, S, Vh = dg.linalg.svd(A)``).
 
     >>> dg.linalg.vector_norm(dg.tensor([3.0, 4.0]))
     tensor(5.)
@@ -13,6 +14,20 @@ from typing import Any
 
 import numpy as np
 
+from .ops.decomp import (
+    cholesky,
+    cholesky_ex,
+    eigh,
+    eigvalsh,
+    lstsq,
+    matrix_exp,
+    matrix_rank,
+    pinv,
+    qr,
+    solve_triangular,
+    svd,
+    svdvals,
+)
 from .ops.linalg import cross as _cross
 from .ops.linalg import matmul
 from .ops.matrix import (
@@ -62,7 +77,8 @@ inv_ex_result = namedtuple("inv_ex", ["inverse", "info"])
 solve_ex_result = namedtuple("solve_ex", ["result", "info"])
 
 __all__ = [
-    "LinAlgError", "cross", "det", "diagonal", "inv", "inv_ex", "matmul", "matrix_norm",
-    "matrix_power", "multi_dot", "norm", "slogdet", "solve", "solve_ex", "vecdot",
-    "vector_norm",
+    "LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "diagonal", "eigh", "eigvalsh",
+    "inv", "inv_ex", "lstsq", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
+    "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular",
+    "svd", "svdvals", "vecdot", "vector_norm",
 ]

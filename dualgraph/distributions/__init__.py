@@ -12,7 +12,9 @@ from .categorical import Categorical, OneHotCategorical
 from .distribution import Distribution
 from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .multivariate_normal import MultivariateNormal
 from .normal import Normal, Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Independent", "Normal",
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Independent", "MultivariateNormal",
+           "Normal",
            "OneHotCategorical", "Uniform", "constraints", "kl", "kl_divergence", "register_kl"]

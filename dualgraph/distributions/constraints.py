@@ -9,11 +9,12 @@ from typing import Any
 from ..ops import elementwise as E
 from ..ops import math as M
 from ..ops import reduce as R
+from ..ops import shape as S
 
 __all__ = [
     "Constraint", "boolean", "greater_than", "greater_than_eq", "half_open_interval",
-    "integer_interval", "interval", "nonnegative_integer", "one_hot", "positive", "real",
-    "simplex", "unit_interval",
+    "integer_interval", "interval", "lower_cholesky", "nonnegative_integer", "one_hot",
+    "positive", "positive_definite", "real", "real_vector", "simplex", "unit_interval",
 ]
 
 
@@ -112,7 +113,39 @@ class _OneHot(Constraint):
         return M.logical_and(binary, E.eq(R.sum(value, -1), 1))
 
 
+class _RealVector(Constraint):
+    event_dim = 1
+
+    def check(self, value: Any) -> Any:
+        return M.all(E.eq(value, value), -1)
+
+
+class _LowerCholesky(Constraint):
+    """Lower-triangular with a positive diagonal."""
+
+    event_dim = 2
+
+    def check(self, value: Any) -> Any:
+        lower = M.all(M.all(E.eq(S.triu(value, 1), 0.0), -1), -1)
+        return M.logical_and(lower, M.all(E.gt(S.diagonal(value, 0, -2, -1), 0.0), -1))
+
+
+class _PositiveDefinite(Constraint):
+    """Symmetric, with a Cholesky factorization."""
+
+    event_dim = 2
+
+    def check(self, value: Any) -> Any:
+        from ..ops.decomp import cholesky_info
+
+        sym = M.all(M.all(M.isclose(value, S.swapaxes(value, -1, -2), atol=1e-6), -1), -1)
+        return M.logical_and(sym, E.eq(cholesky_info(value), 0))
+
+
 real = _Real()
+real_vector = _RealVector()
+lower_cholesky = _LowerCholesky()
+positive_definite = _PositiveDefinite()
 boolean = _Boolean()
 positive = _GreaterThan(0.0)
 nonnegative_integer = _IntegerGreaterThan(0)

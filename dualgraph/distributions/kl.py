@@ -12,6 +12,7 @@ from .bernoulli import Bernoulli
 from .categorical import Categorical, OneHotCategorical
 from .distribution import Distribution
 from .independent import Independent, _sum_rightmost
+from .multivariate_normal import MultivariateNormal, kl_mvn_mvn
 from .normal import Normal, Uniform
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -113,3 +114,6 @@ def _kl_independent_independent(p: Independent, q: Independent) -> Any:
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
         raise NotImplementedError
     return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+register_kl(MultivariateNormal, MultivariateNormal)(kl_mvn_mvn)

@@ -4,6 +4,7 @@ from ..ir.optable import install_ops
 from . import (  # noqa: F401  (importing each family registers its ops)
     conv,
     custom,
+    decomp,
     elementwise,
     index,
     linalg,
@@ -32,7 +33,7 @@ from .registry import OPS, OpDef, register
 install_ops(OPS)
 
 # ``axis=`` is ``dim=`` for every public function that takes ``dim`` (PyTorch's parser).
-for _family in (conv, elementwise, index, linalg, loss, math, matrix, norm, pointwise, pool,
+for _family in (conv, decomp, elementwise, index, linalg, loss, math, matrix, norm, pointwise, pool,
                 products, random, reduce, scan, shape, softmax, special, statistics):
     add_axis_aliases(vars(_family))
 

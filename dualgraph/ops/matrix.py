@@ -6,8 +6,7 @@ the primitives ``inv`` and ``det`` and what is built on them (``slogdet``, ``log
 A norm's gradient at zero is zero, as PyTorch's is (``sqrt(sum(x**2))`` composed naively
 would give ``0/0``): the sum is replaced by 1 where it is zero before the root, and the
 root's value by 0 there, so no branch the gradient can see divides by zero. Norms built on
-singular values (``ord=2``/``-2``/``'nuc'`` of a matrix) are not supported: they raise
-`NotImplementedError`."""
+singular values (``ord=2``/``-2``/``'nuc'`` of a matrix) use `decomp.svdvals`."""
 
 from __future__ import annotations
 
@@ -95,9 +94,15 @@ def matrix_norm(A: Any, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = F
     if ord == "fro":
         return vector_norm(A, 2, (r, c), keepdim)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, "
-                                  "which dualgraph does not compute; use 'fro', 1, -1, inf or "
-                                  "-inf")
+        from .decomp import svdvals  # decomp builds on this module
+
+        nd = len(A.shape)
+        others = tuple(i for i in range(nd) if i not in (r, c))
+        s = svdvals(S.permute(A, others + (r, c)))
+        out = R.sum(s, -1) if ord == "nuc" else (R.amax if ord == 2 else R.amin)(s, -1)
+        if keepdim:
+            out = S.reshape(out, tuple(1 if i in (r, c) else A.shape[i] for i in range(nd)))
+        return out
     if ord in (1, -1, math.inf, -math.inf):
         inner, outer = (r, c) if ord in (1, -1) else (c, r)
         sums = R.sum(E.abs(A), inner, True)
@@ -134,15 +139,18 @@ def norm(A: Any, ord: Any = None, dim: Any = None, keepdim: bool = False, *,  # 
 def torch_norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False,  # noqa: A002
                out: Any = None, dtype: Any = None) -> Any:
     """``torch.norm`` (and ``Tensor.norm``): ``'fro'`` and numbers give a vector norm over
-    ``dim`` (all dims by default); ``'nuc'`` is not supported."""
+    ``dim`` (all dims by default); ``'nuc'`` the nuclear norm of the matrices in the last
+    two dims (or the two in ``dim``)."""
     if out is not None:
         raise TypeError("norm(): out= is not supported; assign the result instead")
     if p is None:
         p = 2
     if isinstance(p, str):
+        if p == "nuc":
+            return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim,
+                               dtype=dtype)
         if p != "fro":
-            raise NotImplementedError(f"norm: p={p!r} needs singular values, which dualgraph "
-                                      "does not compute")
+            raise RuntimeError(f"norm: unsupported p={p!r}; use 'fro', 'nuc' or a number")
         p = 2
     return vector_norm(input, p, dim, keepdim, dtype=dtype)
 

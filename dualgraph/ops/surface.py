@@ -13,6 +13,7 @@ import numpy as np
 
 from ..dtypes import default_float
 from ..errors import ShapeError
+from . import decomp as DC
 from . import elementwise as E
 from . import index as I
 from . import math as M
@@ -382,6 +383,10 @@ METHODS: dict[str, Any] = {
     "det": MX.det, "logdet": MX.logdet, "slogdet": MX.slogdet, "inverse": MX.inv,
     "matrix_power": MX.matrix_power, "norm": MX.torch_norm, "renorm": MX.renorm,
     "dist": PR.dist,
+    "cholesky": DC.torch_cholesky, "cholesky_solve": DC.cholesky_solve,
+    "cholesky_inverse": DC.cholesky_inverse, "svd": DC.torch_svd, "qr": DC.torch_qr,
+    "triangular_solve": DC.triangular_solve, "pinverse": DC.pinverse,
+    "matrix_exp": DC.matrix_exp,
     "nansum": ST.nansum, "nanmean": ST.nanmean, "aminmax": ST.aminmax, "quantile": ST.quantile,
     "nanquantile": ST.nanquantile, "mode": ST.mode, "bincount": ST.bincount,
     "unique": ST.unique, "unique_consecutive": ST.unique_consecutive,

@@ -28,6 +28,7 @@ from dualgraph.ops.shape import SCATTER
 from dualgraph.testing import assert_close
 
 from .._support.compiled import B3, graph_ops
+from ..ops.decomp_programs import decompositions, decompositions_inputs
 
 DTYPES = (np.float32, np.float64)
 
@@ -594,4 +595,11 @@ def custom_functions(x):
 
 CASES.append(Case("custom_function", ("custom_function",), custom_functions,
                   lambda r, t: [_uniform(r, -1, 1, (3, 4), t)]))
+ALL_CASES.append(pytest.param(CASES[-1], id=CASES[-1].name))
+
+
+# The matrix decompositions (their program is shared with tests/ops/test_decomp.py).
+CASES.append(Case("decompositions", ("cholesky", "cholesky_info", "eigh", "svd", "qr",
+                                     "solve_triangular", "pinv", "matrix_exp"), decompositions,
+                  decompositions_inputs))
 ALL_CASES.append(pytest.param(CASES[-1], id=CASES[-1].name))

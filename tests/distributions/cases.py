@@ -94,3 +94,33 @@ def run_kl(lib, i: int) -> dict:
     for k, t in enumerate(ts):
         out[f"grad{k}"] = t.grad.numpy()
     return out
+
+
+# ------------------------------------------------------------ multivariate normal
+# (their own generator, so the draws above keep their values)
+_MVN = np.random.default_rng(11)
+MLOC, MA, MB = (_MVN.standard_normal((2, 3)), _MVN.standard_normal((3, 3)),
+                _MVN.standard_normal((2, 3, 3)))
+
+
+def _spd(lib, a):
+    return a @ a.mT + 0.5 * lib.eye(3, dtype=a.dtype)
+
+
+def _tril(lib, a):
+    return a.tril(-1) + lib.diag_embed(a.diagonal(0, -2, -1).exp())
+
+
+CASES += [
+    ("mvn-covariance", lambda lib, m, a: _D(lib).MultivariateNormal(
+        m, covariance_matrix=_spd(lib, a)), [MLOC, MA], _MVN.standard_normal((4, 2, 3))),
+    ("mvn-scale-tril", lambda lib, m, b: _D(lib).MultivariateNormal(
+        m, scale_tril=_tril(lib, b)), [MLOC, MB], _MVN.standard_normal((2, 3))),
+    ("mvn-precision", lambda lib, m, a: _D(lib).MultivariateNormal(
+        m[0], precision_matrix=_spd(lib, a)), [MLOC, MA], _MVN.standard_normal((3,))),
+]
+KL += [
+    ("mvn", lambda lib, m, a, b: _D(lib).MultivariateNormal(m, covariance_matrix=_spd(lib, a)),
+     lambda lib, m, a, b: _D(lib).MultivariateNormal(m.flip(0) * 0.5, scale_tril=_tril(lib, b)),
+     [MLOC, MA, MB]),
+]

@@ -1648,3 +1648,64 @@ CASES += [
     case("det", "matrix", lambda x: dg.linalg.det(x), real(3, 3),
          ref=lambda x: np.asarray(np.linalg.det(x), x.dtype)),
 ]
+
+
+# ------------------------------------------------------------------ decompositions
+# The packed ops (eigh, svd, qr) are called through their functional forms in
+# dualgraph/ops/decomp.py, so the case's result is the op's own node; the public
+# functions that slice them are tested in tests/ops/test_decomp.py.
+
+
+def _spd(x: Any) -> Any:
+    """``x xᵀ + 3I``: symmetric positive-definite, with distinct eigenvalues for these
+    inputs."""
+    return x @ x.mT + 3.0 * dg.eye(x.shape[-1], dtype=x.dtype)
+
+
+def _spd_ref(x: np.ndarray) -> np.ndarray:
+    return x @ np.swapaxes(x, -1, -2) + np.asarray(3.0, x.dtype) * np.eye(x.shape[-1],
+                                                                          dtype=x.dtype)
+
+
+def _packed_qr_ref(x: np.ndarray) -> np.ndarray:
+    q, r = np.linalg.qr(x)
+    return np.concatenate([q, np.concatenate([r, np.zeros((x.shape[0] - r.shape[0],
+                                                           r.shape[1]), x.dtype)])], -1)
+
+
+def _packed_svd_ref(x: np.ndarray) -> np.ndarray:
+    u, s, vh = np.linalg.svd(x, full_matrices=False)
+    b = x.shape[:-2]
+    return np.concatenate([u.reshape(b + (-1,)), s, vh.reshape(b + (-1,))], -1)
+
+
+def _decomp():
+    from dualgraph.ops import decomp as DC
+
+    return DC
+
+
+CASES += [
+    case("cholesky", "batched", lambda x: dg.linalg.cholesky(_spd(x)), real(2, 3, 3),
+         ref=lambda x: np.linalg.cholesky(_spd_ref(x)), node="LinalgCholeskyExBackward0"),
+    case("cholesky_info", "ex", lambda x: dg.linalg.cholesky_ex(_spd(x)).info, real(2, 3, 3),
+         grad=False, ref=lambda x: np.zeros(2, np.int32)),
+    case("solve_triangular", "lower", lambda a, b: dg.linalg.solve_triangular(
+        _well_conditioned(a), b, upper=False), real(2, 3, 3), real(2, 3, 2),
+         ref=lambda a, b: np.linalg.solve(np.tril(_well_conditioned_ref(a)), b),
+         node="LinalgSolveTriangularBackward0"),
+    case("eigh", "packed", lambda x: _decomp().eigh_packed(_spd(x)), real(2, 3, 3),
+         ref=lambda x: np.concatenate([np.linalg.eigh(_spd_ref(x))[0][:, None],
+                                       np.linalg.eigh(_spd_ref(x))[1]], 1),
+         node="LinalgEighBackward0"),
+    case("svd", "packed", lambda x: _decomp().svd_packed(x, False), real(2, 4, 3),
+         ref=_packed_svd_ref, node="LinalgSvdBackward0"),
+    case("qr", "packed", lambda x: _decomp().qr_packed(x, False), real(4, 3),
+         ref=_packed_qr_ref, node="LinalgQrBackward0"),
+    case("pinv", "tall", lambda x: dg.linalg.pinv(x), real(2, 4, 3),
+         ref=lambda x: np.linalg.pinv(x), node="LinalgPinvBackward0"),
+    case("matrix_exp", "batched", lambda x: dg.linalg.matrix_exp(x), real(2, 3, 3),
+         ref=lambda x: _decomp()._matrix_exp_impl(x), node="LinalgMatrixExpBackward0"),
+    case("matrix_exp", "method_scaled", lambda x: (x * 2.0).matrix_exp(), real(3, 3),
+         ref=lambda x: _decomp()._matrix_exp_impl(x * np.asarray(2.0, x.dtype))),
+]

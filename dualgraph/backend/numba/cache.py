@@ -55,6 +55,7 @@ import numpy as np
 from dualgraph.backend.numba import blas as dgb  # matrix products ({blas})
 from dualgraph.backend.numba import cache as dgc  # njit with an authenticated disk cache
 from dualgraph.backend.numba import kernels as dgk  # math functions (source {kd})
+from dualgraph.backend.numba import lapack as dgl  # matrix decompositions
 
 '''
 _LOCK = threading.Lock()

@@ -7,7 +7,8 @@ and nan have no Python literal (``repr`` gives a bare ``inf``, a ``NameError`` i
 generated module), so they print as ``np.inf`` and ``np.nan``.
 
 The module namespace the source runs in (`cache.load`'s header) provides ``np``, ``math``,
-``numba``, ``dgb`` (BLAS), ``dgk`` (vectorizable math) and ``dgc``.
+``numba``, ``dgb`` (BLAS), ``dgk`` (vectorizable math), ``dgl`` (LAPACK) and
+``dgc``.
 """
 
 from __future__ import annotations
@@ -333,6 +334,16 @@ LIBRARY: dict[str, str] = {
     # the inverse / determinant of each matrix of a (batch, n, n) buffer
     "inv": "dgk.batched_inv({0}, {out})",
     "det": "dgk.batched_det({0}, {out})",
+    # the decompositions of each matrix of (batch, m, n) buffers, into the ops' packed
+    # layouts, through NumPy's LAPACKE (lapack.py)
+    "cholesky": "dgl.cholesky({0}, {out}, {1})",
+    "cholesky_info": "dgl.cholesky_info({0}, {out})",
+    "solve_triangular": "dgl.solve_triangular({0}, {1}, {out}, {2}, {3})",
+    "eigh": "dgl.eigh({0}, {out}, {1})",
+    "svd": "dgl.svd({0}, {out}, {1})",
+    "qr": "dgl.qr({0}, {out}, {1})",
+    "pinv": "dgl.pinv({0}, {out}, {1}, {2})",
+    "matrix_exp": "dgl.matrix_exp({0}, {out})",
 }
 
 
