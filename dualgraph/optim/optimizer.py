@@ -196,12 +196,42 @@ class _Groups(_TrackedList):
     __slots__ = ()
 
 
-class _ParamState(dict):
+class _StateDict(dict):
+    """A dict of optimizer state whose changes bump the optimizer's version (so a compiled
+    step sees them); every write goes through ``__setitem__``."""
+
+    __slots__ = ("_ver", "_opt")
+
+    def __delitem__(self, key: Any) -> None:
+        _changed(self._ver, "state")
+        dict.__delitem__(self, key)
+
+    def clear(self) -> None:
+        _changed(self._ver, "state")
+        dict.clear(self)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        if key in self:
+            _changed(self._ver, "state")
+        return dict.pop(self, key, *default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for k, v in dict(*args, **kwargs).items():
+            self[k] = v
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return dict, (dict(self),)
+
+    def __deepcopy__(self, memo: dict) -> dict:
+        return {k: copy.deepcopy(v, memo) for k, v in dict.items(self)}
+
+
+class _ParamState(_StateDict):
     """One parameter's state. During a trace a new entry may be added (the state a first
     step creates); a tensor computed by the trace is stored as an eager tensor the compiled
     call writes, and the step retraces once, as it took its first-step path."""
 
-    __slots__ = ("_ver", "_opt")
+    __slots__ = ()
 
     def __init__(self, ver: _Version, opt: Any, items: Any = ()) -> None:
         super().__init__(items)
@@ -224,40 +254,19 @@ class _ParamState(dict):
                                f"[{key!r}] (keep numbers that change in state as tensors)")
         dict.__setitem__(self, key, value)
 
-    def __delitem__(self, key: Any) -> None:
-        _changed(self._ver, "state")
-        dict.__delitem__(self, key)
-
-    def clear(self) -> None:
-        _changed(self._ver, "state")
-        dict.clear(self)
-
-    def pop(self, key: Any, *default: Any) -> Any:
-        if key in self:
-            _changed(self._ver, "state")
-        return dict.pop(self, key, *default)
 
     def setdefault(self, key: Any, default: Any = None) -> Any:
         if key not in self:
             self[key] = default
         return dict.__getitem__(self, key)
 
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        for k, v in dict(*args, **kwargs).items():
-            self[k] = v
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        return dict, (dict(self),)
-
-    def __deepcopy__(self, memo: dict) -> dict:
-        return {k: copy.deepcopy(v, memo) for k, v in dict.items(self)}
 
 
-class _State(dict):
+class _State(_StateDict):
     """``opt.state``: parameter -> its state dict, created on first use (PyTorch's
     ``defaultdict(dict)``)."""
 
-    __slots__ = ("_ver", "_opt")
+    __slots__ = ()
 
     def __init__(self, ver: _Version, opt: Any, items: Any = ()) -> None:
         super().__init__()
@@ -283,18 +292,6 @@ class _State(dict):
         self._ver.bump()
         dict.__setitem__(self, key, value)
 
-    def __delitem__(self, key: Any) -> None:
-        _changed(self._ver, "state")
-        dict.__delitem__(self, key)
-
-    def clear(self) -> None:
-        _changed(self._ver, "state")
-        dict.clear(self)
-
-    def pop(self, key: Any, *default: Any) -> Any:
-        if key in self:
-            _changed(self._ver, "state")
-        return dict.pop(self, key, *default)
 
     def popitem(self) -> Any:
         _changed(self._ver, "state")
@@ -305,15 +302,6 @@ class _State(dict):
             self[key] = {} if default is None else default
         return dict.__getitem__(self, key)
 
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        for k, v in dict(*args, **kwargs).items():
-            self[k] = v
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        return dict, (dict(self),)
-
-    def __deepcopy__(self, memo: dict) -> dict:
-        return {k: copy.deepcopy(v, memo) for k, v in dict.items(self)}
 
 
 def _traced_method(fn: Callable) -> Callable:
