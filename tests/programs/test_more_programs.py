@@ -26,16 +26,21 @@ from .record_goldens import runner
 
 GOLD = json.loads((GOLDENS / "losses.json").read_text())["programs"]
 
-# Programs whose compiled run compiles a big graph: a minute or more of cold compile on a
+# Programs whose compiled run compiles big graphs: a minute or more of cold compile on a
 # loaded two-core machine (the TransformerNet's 13 convolutions and instance norms; the
-# spatial transformer's two CNNs and grid sampling).
-SLOW_COMPILE = ("fast_neural_style", "spatial_transformer")
+# spatial transformer's two CNNs and grid sampling; the time-sequence model's two
+# LSTMCells unrolled over 23 steps, forward and backward, several minutes; seq2seq's five
+# traces of GRU steps, about a minute).
+SLOW_COMPILE = ("fast_neural_style", "spatial_transformer", "time_sequence", "seq2seq")
 
 # How many traces each compiled function makes: one per distinct input signature, as
 # torch.compile guards. The seq2seq encoder's first hidden state is a zeros tensor, the
 # later ones require grad; its decoder is called with the start token (1, 1),
-# teacher-forced targets (1,) and its own ``topk`` guesses squeezed to ().
-TRACES = {"seq2seq": [2, 3], "forward_forward": [1, 1]}
+# teacher-forced targets (1,) and its own ``topk`` guesses squeezed to (). The second
+# forward-forward layer is trained on detached inputs and predicts from the first
+# layer's output, which requires grad. The text classifier trains, then evaluates under
+# ``no_grad``.
+TRACES = {"seq2seq": [2, 3], "forward_forward": [1, 2], "text_classification": [2]}
 
 EAGER = runners_examples.PROGRAMS + runners_tutorials.PROGRAMS
 COMPILED = ("time_sequence", "super_resolution", "fast_neural_style", "forward_forward",
