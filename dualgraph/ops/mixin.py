@@ -9,6 +9,7 @@ are written here once.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -111,6 +112,18 @@ def cast_error(name: str, result: np.dtype, dtype: np.dtype) -> RuntimeError:
     return RuntimeError(f"in-place {name}: result type {result} can't be cast to {dtype}")
 
 
+def _alpha_first(name: str, o: Any, alpha: Any) -> tuple[Any, Any]:
+    """PyTorch's deprecated ``add_(Number alpha, Tensor other)`` (old tutorials'
+    ``p.data.add_(-lr, p.grad.data)``): a number then a tensor are the scale and the
+    tensor, with PyTorch's deprecation warning."""
+    if isinstance(alpha, TensorOps) and not isinstance(o, TensorOps):
+        warnings.warn(f"This overload of {name} is deprecated: {name}(Number alpha, Tensor "
+                      f"other). Consider using {name}(Tensor other, *, Number alpha) instead.",
+                      UserWarning, stacklevel=3)
+        return alpha, o
+    return o, alpha
+
+
 class TensorOps:
     """Arithmetic, comparisons, reductions and shape methods, all via ``bind``."""
 
@@ -176,10 +189,12 @@ class TensorOps:
     def __imul__(self, o): return current_mode().inplace(self, E.MUL, o)  # noqa: E704
     def __itruediv__(self, o): return current_mode().inplace(self, E.DIV, o)  # noqa: E704
 
-    def add_(self, o: Any, alpha: float = 1) -> Any:
+    def add_(self, o: Any, alpha: Any = 1) -> Any:
+        o, alpha = _alpha_first("add_", o, alpha)
         return current_mode().inplace(self, E.ADD, o if alpha == 1 else o * alpha)
 
-    def sub_(self, o: Any, alpha: float = 1) -> Any:
+    def sub_(self, o: Any, alpha: Any = 1) -> Any:
+        o, alpha = _alpha_first("sub_", o, alpha)
         return current_mode().inplace(self, E.SUB, o if alpha == 1 else o * alpha)
 
     def mul_(self, o: Any) -> Any:

@@ -166,8 +166,11 @@ class Tracer(TensorOps):
 
     @property
     def data(self) -> "Tracer":
-        """The value outside autograd, as ``Tensor.data``."""
-        return self.detach()
+        """The value outside autograd, as ``Tensor.data``: a detached alias, so an in-place
+        op on it (``p.data.add_(g)``) changes this value too, as it does eagerly."""
+        out = self.detach()
+        self._ctx.alias_detached(out, self)
+        return out
 
     def clone(self) -> "Tracer":
         """A copy: a new value in the graph (later in-place ops on it leave ``self`` alone)."""
@@ -400,6 +403,18 @@ class TraceContext(Mode):
         out._vsrc = self.as_node(out._vbase)
         out._vgrad = GRAD_ENABLED.value
 
+    def alias_detached(self, out: Tracer, src: Tracer) -> None:
+        """Make ``out`` (``src`` detached) an alias of ``src``: writes through it reach
+        ``src``'s base; re-read after a change of the base, it stays detached (its
+        ``_vgrad`` is None)."""
+        if src._vbase is not None:
+            self.as_node(src)
+            out._vbase, out._vchain = src._vbase, src._vchain
+        else:
+            out._vbase, out._vchain = src, ()
+        out._vsrc = self.as_node(out._vbase)
+        out._vgrad = None
+
     def _refresh_view(self, v: Tracer) -> None:
         """Re-derive view ``v`` from its base's current node if that changed since."""
         cur = self.as_node(v._vbase)
@@ -408,12 +423,14 @@ class TraceContext(Mode):
         from ..ops.registry import OPS
 
         prev = GRAD_ENABLED.value
-        GRAD_ENABLED.value = v._vgrad
+        GRAD_ENABLED.value = bool(v._vgrad)
         try:
             # process, not bind: outputs are resolved after the trace's mode is popped.
             fresh = Tracer(cur, self)
             for name, attrs in v._vchain:
                 fresh = self.process(OPS[name], (fresh,), dict(attrs))
+            if v._vgrad is None:  # a detached alias (``.data``)
+                fresh = self.process(OPS["stop_gradient"], (fresh,), {})
         finally:
             GRAD_ENABLED.value = prev
         v.node, v._vsrc = fresh.node, cur
@@ -493,6 +510,14 @@ class TraceContext(Mode):
             if writes_expanded(t._vchain):
                 raise expanded_write_error(name)
             base = t._vbase
+            if t._vgrad is None and id(self.as_node(base)) in self.rg:
+                # Eagerly, a write through ``.data`` keeps the value's autograd history;
+                # here the base would become the detached value, dropping its gradient.
+                loc = user_location(3)
+                raise EagerOnlyError(
+                    f"{loc + ': ' if loc else ''}an in-place {name} through the .data of a "
+                    "value that requires grad inside a compiled function. Write to the "
+                    "value itself under torch.no_grad(), or run this part eagerly.")
             new = self.process(VIEW_SCATTER, (base, Tracer(node, self)), {"chain": t._vchain})
             self.write(base, new)
             return t

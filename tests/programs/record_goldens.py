@@ -13,19 +13,29 @@ import sys
 
 import numpy as np
 
-from . import runners
+from . import runners, runners_examples, runners_tutorials
 from .harness import GOLDENS
 
 PROGRAMS = ("mingpt", "nanogpt", "mnist", "vae", "regression", "dcgan", "mnist_rnn",
             "gat") + tuple(
-    f"makemore-{t}" for t in runners.MAKEMORE_TYPES)
+    f"makemore-{t}" for t in runners.MAKEMORE_TYPES) + runners_examples.PROGRAMS + \
+    runners_tutorials.PROGRAMS
+
+
+def runner(name: str) -> object:
+    """The function that runs program ``name`` (``makemore-<type>``: makemore's)."""
+    program = name.partition("-")[0]
+    for module in (runners, runners_examples, runners_tutorials):
+        if hasattr(module, program):
+            return getattr(module, program)
+    raise KeyError(name)
 
 
 def run(torch: object, name: str) -> dict:
     """Program ``name`` under ``torch`` (``makemore-<type>`` is makemore's model type)."""
-    program, _, variant = name.partition("-")
+    variant = name.partition("-")[2]
     kwargs = {"model_type": variant} if variant else {}
-    return getattr(runners, program)(torch, **kwargs)
+    return runner(name)(torch, **kwargs)
 
 
 def main(names: list[str]) -> None:

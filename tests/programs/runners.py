@@ -681,7 +681,8 @@ def gat(torch: Any, weights: Any = None, compiled: bool = False) -> dict:
     """pytorch/examples gat: its two-layer, multi-head ``GAT`` on a random 12-node graph,
     trained by its own ``train_iter`` (which also evaluates on the training and
     validation masks: three losses a step) with its ``main()``'s Adam(lr=0.005,
-    weight_decay=5e-4); attention dropout off."""
+    weight_decay=5e-4); attention dropout off. Compiled, the model is ``torch.compile``d
+    (traced once for training and once for evaluation under ``no_grad``)."""
     ga = import_program(torch, "examples.gat_main")
     torch.manual_seed(0)
     model = ga.GAT(in_features=10, n_hidden=8, n_heads=2, num_classes=3, dropout=0.0)
@@ -698,8 +699,11 @@ def gat(torch: Any, weights: Any = None, compiled: bool = False) -> dict:
     optimizer = torch.optim.Adam(model.parameters(), lr=0.005, weight_decay=5e-4)
     losses: list[float] = []
     criterion = _Criterion(torch.nn.NLLLoss(), losses)
+    net = _compile(torch, model) if compiled else model
     for epoch in range(1, STEPS + 1):
-        ga.train_iter(epoch, model, optimizer, criterion, (features, adj), labels,
+        ga.train_iter(epoch, net, optimizer, criterion, (features, adj), labels,
                       mask_train, mask_val, print_every=10 ** 6)
     out["losses"] = losses
+    if compiled:
+        out["compiled"] = net
     return out

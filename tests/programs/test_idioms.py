@@ -242,3 +242,54 @@ def test_set_detect_anomaly_as_a_call_and_a_block() -> None:
     finally:
         torch.autograd.set_detect_anomaly(False)
     nan_backward()
+
+
+def test_add_with_the_scale_first_of_old_tutorials() -> None:
+    """pytorch/tutorials' first char-RNN classifier updates its parameters with
+    ``p.data.add_(-learning_rate, p.grad.data)``: PyTorch's deprecated
+    ``add_(Number alpha, Tensor other)``, still accepted with a warning. Eager and in a
+    compiled step, as ``sub_`` too."""
+
+    def update(p, g):
+        p.data.add_(-0.5, g)
+        p.sub_(2.0, g)
+        return p
+
+    for fn in (update, torch.compile(update)):
+        p = torch.tensor([1.0, 2.0, 3.0])
+        with pytest.warns(UserWarning, match=r"add_\(Number alpha, Tensor other\)"):
+            out = fn(p, torch.tensor([2.0, 0.0, -2.0]))
+        assert out.tolist() == [-4.0, 2.0, 8.0] and p.tolist() == [-4.0, 2.0, 8.0]
+
+
+def test_writes_through_data_of_a_traced_value() -> None:
+    """``x.data.add_(...)`` of an argument or an intermediate inside a compiled function
+    changes the value itself, as it does eagerly (``.data`` is a detached alias); through
+    the ``.data`` of a value that requires grad the signature runs eagerly (the compiled
+    call could not keep its autograd history), with the same results."""
+
+    def step(p, g):
+        q = p * 2
+        q.data.add_(g, alpha=-0.5)
+        p[0].data.mul_(10)
+        return q, q.data * 3
+
+    def grad_step(x):
+        y = x * 2
+        y.data.add_(1.0)
+        (y.data * 3 + y * y).sum().backward()
+        return y
+
+    results = []
+    for compiled in (False, True):
+        p = torch.tensor([1.0, 2.0])
+        q, r = (torch.compile(step) if compiled else step)(p, torch.tensor([2.0, 2.0]))
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            y = (torch.compile(grad_step) if compiled else grad_step)(x)
+        assert compiled == any(".data of a value that requires grad" in str(w.message)
+                               for w in caught)
+        results.append([p.tolist(), q.tolist(), r.tolist(), y.tolist(), x.grad.tolist()])
+    assert results[0] == results[1] == [[10.0, 2.0], [1.0, 3.0], [3.0, 9.0], [3.0, 5.0],
+                                        [12.0, 20.0]]
