@@ -71,8 +71,6 @@ def counts(stmts: list) -> Counter:
             c[f"lib:{s.fn}"] += 1
         elif isinstance(s, kir.View):
             c["views"] += 1
-        elif isinstance(s, kir.Source):
-            c["text-lowerings"] += 1
         for e in kir.exprs_of(s):
             for x in kir.subexprs(e):
                 if isinstance(x, kir.Call):

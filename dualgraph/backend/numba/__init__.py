@@ -353,7 +353,7 @@ def build(graph: Graph, parallel: bool = False, use_cache: bool = True,
         plan = partition(graph, write_to, _line_weights(graph, lowered), limit)
         if plan is not None:
             return _build_parts(graph, lowered, plan, parallel, use_cache, write_to, opt)
-    fn, source, path = cache.load(lowered.source, name, parallel, use_cache,
+    fn, source, path = cache.load(lowered.code, name, parallel, use_cache,
                                   contract=float32_only(graph), opt=opt)
     return Kernel(graph, lowered, fn, source, path, write_to, parallel)
 
@@ -419,7 +419,7 @@ def _build_parts(graph: Graph, lowered: Lowered, plan: Plan, parallel: bool,
     for seg in plan.segments:
         low = lower(seg.graph, name=PART_NAME, parallel=parallel, write_to=seg.write_to)
         contract = float32_only(seg.graph)
-        fn, source, path = cache.load(low.source, PART_NAME, parallel, use_cache,
+        fn, source, path = cache.load(low.code, PART_NAME, parallel, use_cache,
                                       contract=contract, opt=opt)
         parts.append(Part(low, fn, source, path, parallel, contract))
     paths = [p.path for p in parts]
