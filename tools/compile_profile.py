@@ -176,7 +176,7 @@ def profile(workload: str, segment_lines: int | None = None, quick: bool = False
             sig = k.signature(arrays, prepared=True)
             owners = [(k, sig)] if not k.parts else list(zip(k.parts, sig))
             for pi, (owner, s) in enumerate(owners):
-                digest = cache.digest_of(owner.source)
+                digest = cache.digest_of(owner.code)
                 if digest in seen:
                     rows.append({"graph": gi, "part": pi, "shared": True})
                     continue
