@@ -75,6 +75,7 @@ def test_small_sizes_stay_literal_and_large_ones_are_read_from_arguments():
     g, _ = _layer(40, 8, 12)
     src = build(g, segment_lines=0).lowered.code
     assert "n0 = a0.shape[0]" in src  # the 40 rows
+    assert "n0 = a0.shape[0]  # 40" in build(g, segment_lines=0).lowered.source
     assert "range(40)" not in src
     assert "range(8)" in src or "range(12)" in src  # at most KEEP_LITERAL: literal
 
@@ -87,6 +88,7 @@ def test_sizes_name_argument_dimensions_then_products_in_order_of_use():
     assert sz(7000) == "7000"  # no argument has it
     assert sz(50) == "n0"
     assert sz.defs == ["n0 = a0.shape[2]", "n1 = a0.shape[0] * a0.shape[1]"]
+    assert sz.values == [50, 120]
     # A float holding a size (a mean's divisor) reads it too, in its dtype.
     e = kir.Bin("/", kir.Var("s", np.float64), kir.Const(50.0, np.dtype(np.float64)))
     assert printer.expr(e, sz) == "(s / np.float64(n0))"

@@ -92,6 +92,7 @@ class Sizes:
                         f"{name}.shape[{d}]" for d in range(i, j)))
         self.names: dict[int, str] = {}
         self.defs: list[str] = []
+        self.values: list[int] = []  # the size each of `defs` binds
 
     def symbol(self, n: Any) -> str | None:
         """The local holding ``n``, or None when ``n`` prints as a literal."""
@@ -104,6 +105,7 @@ class Sizes:
         if name is None:
             name = self.names[n] = f"n{len(self.names)}"
             self.defs.append(f"{name} = {self.known[n]}")
+            self.values.append(n)
         return name
 
     def __call__(self, n: Any) -> str:
@@ -448,7 +450,10 @@ def function(name: str, params: Callable[[], list[str]], stmts: Any,
     p.block(stmts, 1)
     p.emit("return 0", 1)
     head = [f"def {name}({', '.join(params())}):"]
-    head += ["    " + d for d in (sizes.defs if sizes is not None else [])]
+    defs = list(zip(sizes.defs, sizes.values)) if sizes is not None else []
     if code is not None:
-        code[:] = head + [p.code.get(k, line) for k, line in enumerate(p.lines)]
+        code[:] = head + ["    " + d for d, _ in defs] + [p.code.get(k, line)
+                                                           for k, line in enumerate(p.lines)]
+    # The reader's copy says what each size is here.
+    head += [f"    {d}  # {v}" for d, v in defs]
     return head + p.lines, {k: v + len(head) for k, v in p.marks.items()}
