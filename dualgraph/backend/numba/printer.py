@@ -9,7 +9,8 @@ generated module), so they print as ``np.inf`` and ``np.nan``.
 Sizes are read from the kernel's arrays when it runs (`Sizes`): a loop over 384 rows of
 an argument prints as ``for i in range(n0):`` with ``n0 = a2.shape[0]`` at the function's
 top, so kernels that differ only in their sizes (Adam's update of every parameter shape,
-the same layer at two widths) print the same source and share one compiled function.
+the same layer at two widths) print the same code (`function`'s ``code``: comments name
+the graph node only) and share one compiled function.
 Extents of at most `KEEP_LITERAL` stay literal: a short inner loop with a known trip count
 is unrolled and vectorized by LLVM without a remainder loop.
 
