@@ -7,7 +7,9 @@ lowering to LLVM IR) and what the function holds, counted on its kernel IR.
     python -m tools.compile_profile [cnn|transformer|transformer-4] [--segment-lines N]
         [--json FILE]
 
-Prints one Markdown row per function, then the totals by construct.
+Prints one Markdown row per function, then the totals by construct, then where Numba's
+compile time went by function compiled: the kernel parts, and each helper they pull in
+(typed once per process and argument types, so every compile process pays it again).
 """
 
 from __future__ import annotations
@@ -71,8 +73,6 @@ def counts(stmts: list) -> Counter:
             c[f"lib:{s.fn}"] += 1
         elif isinstance(s, kir.View):
             c["views"] += 1
-        elif isinstance(s, kir.Source):
-            c["text-lowerings"] += 1
         for e in kir.exprs_of(s):
             for x in kir.subexprs(e):
                 if isinstance(x, kir.Call):
@@ -102,6 +102,40 @@ class _LlvmCpu:
         event.register("numba:llvm_lock", L())
 
 
+class _ByFunction:
+    """This thread's CPU seconds per function Numba compiles (``numba:compile`` events,
+    nested ones subtracted from their caller): the generated kernels, grouped as "kernel
+    parts", and each helper they pull in (dualgraph's BLAS and math helpers, Numba's
+    implementations of NumPy functions), typed once per process and argument types."""
+
+    def __init__(self) -> None:
+        from collections import defaultdict
+
+        from numba.core import event
+
+        self.own: dict = defaultdict(float)
+        self.count: Counter = Counter()
+        stack: list = []
+        outer = self
+
+        class L(event.Listener):
+            def on_start(self, ev: Any) -> None:
+                stack.append([time.thread_time(), 0.0])
+
+            def on_end(self, ev: Any) -> None:
+                t0, nested = stack.pop()
+                spent = time.thread_time() - t0
+                fn = ev.data["dispatcher"].py_func
+                key = ("kernel parts" if fn.__module__.startswith("dualgraph_kernels") else
+                       f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__qualname__}")
+                outer.own[key] += spent - nested
+                outer.count[key] += 1
+                if stack:
+                    stack[-1][1] += spent
+
+        event.register("numba:compile", L())
+
+
 def warm_up() -> float:
     """CPU seconds of Numba's first compile in a process (its own start), on a function
     that calls the helpers generated kernels use, so no part below is charged for it."""
@@ -128,6 +162,7 @@ def profile(workload: str, segment_lines: int | None = None, quick: bool = False
 
     rows = []
     llvm = _LlvmCpu()
+    by_fn = _ByFunction()
     with tempfile.TemporaryDirectory() as d, cache.isolated(d):
         rows.append({"warm_up": warm_up()})
         graphs = step_graphs(workload, quick)
@@ -141,7 +176,7 @@ def profile(workload: str, segment_lines: int | None = None, quick: bool = False
             sig = k.signature(arrays, prepared=True)
             owners = [(k, sig)] if not k.parts else list(zip(k.parts, sig))
             for pi, (owner, s) in enumerate(owners):
-                digest = cache.digest_of(owner.source)
+                digest = cache.digest_of(owner.code)
                 if digest in seen:
                     rows.append({"graph": gi, "part": pi, "shared": True})
                     continue
@@ -155,6 +190,7 @@ def profile(workload: str, segment_lines: int | None = None, quick: bool = False
                              "wall": wall, "llvm": llvm.seconds - l0,
                              "lines": owner.lowered.source.count("\n") + 1,
                              "first": first[:60], "counts": dict(counts(owner.lowered.ir))})
+    rows.append({"by_function": {k: (by_fn.count[k], v) for k, v in by_fn.own.items()}})
     return rows
 
 
@@ -233,6 +269,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     tot: Counter = Counter()
     for r in rows:
+        if "by_function" in r:
+            continue
         if "warm_up" in r:
             print(f"| Numba's first compile | | {r['warm_up']:.2f} | | | | | | | |")
             continue
@@ -252,6 +290,15 @@ def main() -> None:
               f"{c['gemm'] + c['gemm-batched']} | {calls} | `{r['first']}` |")
     print(f"| total | {tot['lines']} | {tot['cpu']:.2f} | {tot['llvm']:.2f} | {tot['nests']} | "
           f"{tot['loops']} | {tot['lets']} | {tot['gemm'] + tot['gemm-batched']} | | |")
+    funcs = rows[-1]["by_function"]
+    print("\n| function Numba compiled (own CPU, nested compiles excluded) | compiles | CPU s |")
+    print("|---|---|---|")
+    shown = sorted(funcs.items(), key=lambda kv: -kv[1][1])
+    for k, (n, sec) in shown[:12]:
+        print(f"| `{k}` | {n} | {sec:.2f} |")
+    rest = shown[12:]
+    print(f"| {len(rest)} others | {sum(n for _, (n, _) in rest)} | "
+          f"{sum(sec for _, (_, sec) in rest):.2f} |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"rows": rows, "process_cpu": total_cpu,

@@ -54,7 +54,13 @@ def test_a_batch_summed_product_is_one_product():
     # differs in the last bits, as any two BLAS orders do)
     x, g = _rng(4, 16, 32, dtype=np.float64), _rng(4, 16, 24, dtype=np.float64)
     src = _source(weight_grad, x, g)
-    assert src.count("dgb.gemm_call(112, 111, 32, 24, 64,") == 1  # x.T @ g over 4 x 16 rows
+    # x.T @ g over 4 x 16 rows: m, n, k = 32, 24, 64 (sizes read from the arguments)
+    (call,) = [line.strip() for line in src.splitlines() if "dgb.gemm_call(" in line]
+    m, n, k = call.split(", ")[2:5]
+    sizes = {line.split()[0]: line.split("# ")[-1] for line in src.splitlines()
+             if ".shape[" in line}
+    assert call.startswith("dgb.gemm_call(112, 111, ")
+    assert [sizes[m], sizes[n], sizes[k]] == ["32", "24", "64"]
     assert "_b0 in range" not in src
     _check(weight_grad, x, g)
 

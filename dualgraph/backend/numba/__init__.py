@@ -32,16 +32,22 @@ class Kernel:
     function each, run in order; values passed between them live in work arrays like
     the scratch of a one-function kernel. ``lowered`` is then the graph's one-function
     lowering (what `dg.explain` shows), ``source`` the parts' sources, and ``fn`` None.
+
+    ``source`` is the kernel module as a reader wants it (each graph line above its
+    code); ``code`` the module as compiled and cached, whose comments name the graph
+    nodes only, so that kernels of other sizes share it (`Lowered.code`).
     """
 
     def __init__(self, graph: Graph, lowered: Lowered, fn: Any, source: str,
                  path: str | None, write_to: dict[int, int], parallel: bool = False,
-                 parts: list[Part] | None = None, plan: Plan | None = None) -> None:
+                 parts: list[Part] | None = None, plan: Plan | None = None,
+                 code: str | None = None) -> None:
         self.graph = graph
         self.parallel = parallel
         self.lowered = lowered
         self.fn = fn
         self.source = source
+        self.code = source if code is None else code
         self.path = path
         self.numba_seconds = 0.0
         # Of `parts`: how many the last `compile` found compiled already in this process
@@ -233,8 +239,8 @@ class Kernel:
         """The njit dispatchers this kernel calls, with the digests the kernel cache knows
         them by (one, or one per part)."""
         if not self.parts:
-            return [(cache.digest_of(self.source), self.fn)]
-        return [(cache.digest_of(p.source), p.fn) for p in self.parts]
+            return [(cache.digest_of(self.code), self.fn)]
+        return [(cache.digest_of(p.code), p.fn) for p in self.parts]
 
     def __call__(self, *arrays: Any) -> tuple:
         outs = self.new_outputs()
@@ -243,16 +249,18 @@ class Kernel:
 
 
 class Part:
-    """One njit function of a split kernel: its lowering, module source, dispatcher and
-    file, and its argument positions in the kernel's call (see `Kernel._wire`)."""
+    """One njit function of a split kernel: its lowering, module source (as read and as
+    compiled: see `Kernel`), dispatcher and file, and its argument positions in the
+    kernel's call (see `Kernel._wire`)."""
 
-    __slots__ = ("lowered", "fn", "source", "path", "parallel", "contract", "args")
+    __slots__ = ("lowered", "fn", "source", "code", "path", "parallel", "contract", "args")
 
     def __init__(self, lowered: Lowered, fn: Any, source: str, path: str | None,
-                 parallel: bool, contract: bool) -> None:
+                 parallel: bool, contract: bool, code: str | None = None) -> None:
         self.lowered = lowered
         self.fn = fn
         self.source = source
+        self.code = source if code is None else code
         self.path = path
         self.parallel = parallel
         self.contract = contract
@@ -353,9 +361,10 @@ def build(graph: Graph, parallel: bool = False, use_cache: bool = True,
         plan = partition(graph, write_to, _line_weights(graph, lowered), limit)
         if plan is not None:
             return _build_parts(graph, lowered, plan, parallel, use_cache, write_to, opt)
-    fn, source, path = cache.load(lowered.source, name, parallel, use_cache,
-                                  contract=float32_only(graph), opt=opt)
-    return Kernel(graph, lowered, fn, source, path, write_to, parallel)
+    fn, code, path = cache.load(lowered.code, name, parallel, use_cache,
+                                contract=float32_only(graph), opt=opt)
+    return Kernel(graph, lowered, fn, cache.shown(code, lowered), path, write_to, parallel,
+                  code=code)
 
 
 # The name of every part's function: identical segments of different kernels (a forward
@@ -419,10 +428,10 @@ def _build_parts(graph: Graph, lowered: Lowered, plan: Plan, parallel: bool,
     for seg in plan.segments:
         low = lower(seg.graph, name=PART_NAME, parallel=parallel, write_to=seg.write_to)
         contract = float32_only(seg.graph)
-        fn, source, path = cache.load(low.source, PART_NAME, parallel, use_cache,
-                                      contract=contract, opt=opt)
-        parts.append(Part(low, fn, source, path, parallel, contract))
+        fn, code, path = cache.load(low.code, PART_NAME, parallel, use_cache,
+                                    contract=contract, opt=opt)
+        parts.append(Part(low, fn, cache.shown(code, low), path, parallel, contract, code))
     paths = [p.path for p in parts]
     source = "\n\n".join(p.source for p in parts)
     return Kernel(graph, lowered, None, source, None if None in paths else paths[0],
-                  write_to, parallel, parts, plan)
+                  write_to, parallel, parts, plan, code="\n\n".join(p.code for p in parts))

@@ -328,6 +328,13 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
     return header + deco + body + "\n"
 
 
+def shown(module: str, lowered: Any) -> str:
+    """The kernel module ``module`` (from `load`, made of ``lowered.code``) as a reader
+    wants it: the same header and lines, with ``lowered.source``'s comments (each graph
+    line above the code it became)."""
+    return module[:len(module) - len(lowered.code) - 1] + lowered.source + "\n"
+
+
 def digest_of(source: str) -> str:
     return hashlib.sha1(source.encode()).hexdigest()[:24]
 

@@ -80,6 +80,11 @@ class Lowered:
     # parameters ``a{k}`` (inputs), ``c{k}`` (constants) and ``o{k}`` (outputs); its
     # top-level allocations are the work arrays.
     ir: list = field(default_factory=list)
+    # The function as the compiled module holds it: ``source`` with each graph-line
+    # comment reduced to the node's name. Sizes are read from the arguments
+    # (`printer.Sizes`), so kernels that differ only in their shapes have the same code,
+    # one module and one compiled function.
+    code: str = ""
 
 
 Stmts = list
@@ -174,12 +179,14 @@ class _Writer:
         kir.verify(self.stmts, [self.bufs[p] for p in params + outs])
         stmts = loops.hoist_invariants(loops.merge_loops(
             schedule.hoist_allocations(self.stmts), keep=folds_scalar))
+        sizes = printer.Sizes([(p, self.bufs[p].shape) for p in params + outs])
+        code: list[str] = []
         lines, marks = printer.function(
             self.name, lambda: params + [f"w{k}" for k in range(len(self.scratch))] + outs,
-            stmts, work=self.work_array)
+            stmts, work=self.work_array, sizes=sizes, code=code)
         return Lowered("\n".join(lines), self.name, self.consts,
                        [tuple(o.shape) for o in self.graph.outputs], len(self.graph.inputs),
-                       marks, self.scratch, stmts)
+                       marks, self.scratch, stmts, "\n".join(code))
 
     def outputs(self) -> None:
         """Results go into buffers the caller passes (o0, o1, ...), or straight into an

@@ -165,6 +165,46 @@ def fold_lanes(typingctx, lanes, values, count):
     return types.void(lanes, values, count), codegen
 
 
+@intrinsic
+def permuted(typingctx, x, axes):
+    """``np.transpose(x, axes)`` for generated code: a view of ``x`` (layout "A") with its
+    shape and strides permuted by ``axes`` (valid axes, as the graph's transpose holds).
+
+    Numba's own transpose with axes checks them with a helper it compiles once per
+    process and rank, whose error path formats strings: about 5 s of the transformer
+    step's cold compile (`tools/compile_profile.py`), paid again by every compile
+    process. This only loads and stores the shape and stride words."""
+    if not (isinstance(x, types.Array) and isinstance(axes, types.BaseTuple)
+            and len(axes) == x.ndim and all(isinstance(t, types.Integer) for t in axes)):
+        return None
+    from numba.core import cgutils
+    from numba.core.imputils import impl_ret_borrowed
+    from numba.np.arrayobj import populate_array
+
+    def codegen(context, builder, signature, args):
+        aryty, axty = signature.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        intp = context.get_value_type(types.intp)
+        words = ir.ArrayType(intp, aryty.ndim)
+        zero = ir.Constant(ir.IntType(32), 0)
+        shape, strides = cgutils.alloca_once(builder, words), cgutils.alloca_once(builder, words)
+        builder.store(ary.shape, shape)
+        builder.store(ary.strides, strides)
+        new_shape, new_strides = [], []
+        for i in range(aryty.ndim):
+            axis = context.cast(builder, builder.extract_value(args[1], i), axty[i],
+                                types.intp)
+            new_shape.append(builder.load(builder.gep(shape, [zero, axis])))
+            new_strides.append(builder.load(builder.gep(strides, [zero, axis])))
+        out = context.make_array(signature.return_type)(context, builder)
+        populate_array(out, data=ary.data, shape=cgutils.pack_array(builder, new_shape),
+                       strides=cgutils.pack_array(builder, new_strides),
+                       itemsize=ary.itemsize, meminfo=ary.meminfo, parent=ary.parent)
+        return impl_ret_borrowed(context, builder, signature.return_type, out._getvalue())
+
+    return x.copy(layout="A")(x, axes), codegen
+
+
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def exp_f32(x):
     xc = x if x < _EXP_HI else _EXP_HI

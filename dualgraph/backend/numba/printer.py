@@ -6,6 +6,14 @@ typed constant as ``np.float32(0.5)``. `literal` is the only literal printer: in
 and nan have no Python literal (``repr`` gives a bare ``inf``, a ``NameError`` in the
 generated module), so they print as ``np.inf`` and ``np.nan``.
 
+Sizes are read from the kernel's arrays when it runs (`Sizes`): a loop over 384 rows of
+an argument prints as ``for i in range(n0):`` with ``n0 = a2.shape[0]`` at the function's
+top, so kernels that differ only in their sizes (Adam's update of every parameter shape,
+the same layer at two widths) print the same code (`function`'s ``code``: comments name
+the graph node only) and share one compiled function.
+Extents of at most `KEEP_LITERAL` stay literal: a short inner loop with a known trip count
+is unrolled and vectorized by LLVM without a remainder loop.
+
 The module namespace the source runs in (`cache.load`'s header) provides ``np``, ``math``,
 ``numba``, ``dgb`` (BLAS), ``dgk`` (vectorizable math), ``dgl`` (LAPACK) and
 ``dgc``.
@@ -22,7 +30,8 @@ import numpy as np
 from .. import kir
 from .blas import HAVE_CBLAS
 
-__all__ = ["MATH", "block_lines", "dtype_name", "expr", "function", "literal"]
+__all__ = ["KEEP_LITERAL", "MATH", "Sizes", "block_lines", "dtype_name", "expr", "function",
+           "literal"]
 
 # cblas transpose flags.
 NO_TRANS, TRANS = 111, 112
@@ -55,6 +64,60 @@ def literal(value: Any, dtype: Any = None) -> str:
     return f"{dtype_name(dtype)}({int(value)})"
 
 
+# Sizes up to this stay literals in generated code (the lanes of a reduction, a head's
+# width, a pooling window), larger ones are read from the arrays (`Sizes`).
+KEEP_LITERAL = 16
+
+
+class Sizes:
+    """The sizes a kernel reads from its array arguments instead of printing them: each
+    dimension of each argument, then each product of consecutive dimensions (a flattened
+    view's length), first found first. ``sizes(n)`` is the source of the integer ``n``: a
+    local bound at the function's top (``n0 = a1.shape[0]``, in order of first use) when
+    an argument has that size and ``n > KEEP_LITERAL``, else the literal.
+
+    Any choice is correct: the local holds ``n`` whenever the kernel runs on arrays of the
+    shapes it was generated for, and two kernels that print the same source compute the
+    same function of their arrays. Choosing by argument position makes kernels of the same
+    structure print the same names."""
+
+    def __init__(self, arrays: list[tuple[str, tuple]], keep: int = KEEP_LITERAL) -> None:
+        self.keep = keep
+        self.known: dict[int, str] = {}
+        for name, shape in arrays:
+            for d, n in enumerate(shape):
+                self.known.setdefault(int(n), f"{name}.shape[{d}]")
+        for name, shape in arrays:
+            for i in range(len(shape)):
+                for j in range(i + 2, len(shape) + 1):
+                    self.known.setdefault(math.prod(shape[i:j]), " * ".join(
+                        f"{name}.shape[{d}]" for d in range(i, j)))
+        self.names: dict[int, str] = {}
+        self.defs: list[str] = []
+        self.values: list[int] = []  # the size each of `defs` binds
+
+    def symbol(self, n: Any) -> str | None:
+        """The local holding ``n``, or None when ``n`` prints as a literal."""
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+            return None
+        n = int(n)
+        if n <= self.keep or n not in self.known:
+            return None
+        name = self.names.get(n)
+        if name is None:
+            name = self.names[n] = f"n{len(self.names)}"
+            self.defs.append(f"{name} = {self.known[n]}")
+            self.values.append(n)
+        return name
+
+    def __call__(self, n: Any) -> str:
+        return self.symbol(n) or str(n)
+
+
+def _literal_size(n: Any) -> str:
+    return str(n)
+
+
 # The math functions a `kir.Call` names, by dtype: float32 gets dualgraph's vectorizable
 # versions (see kernels.py), everything else NumPy's (scalar libm calls in a loop).
 MATH = {
@@ -73,26 +136,40 @@ def call_name(fn: str, dtype: Any) -> str:
     return table.get(fn) or _CALLS.get(fn) or f"np.{fn}"
 
 
-def expr(e: Any) -> str:
-    """An expression as Numba source (fully parenthesised where it nests)."""
+def _const(e: kir.Const, sz: Callable[[Any], str]) -> str:
+    if isinstance(sz, Sizes):
+        dtype = np.dtype(e.dtype)
+        if dtype == kir.INDEX:
+            return sz(e.value)
+        if dtype.kind == "f" and isinstance(e.value, float) and e.value.is_integer():
+            # A count as a float (a mean's divisor): exact in float32 up to 2**24.
+            name = sz.symbol(int(e.value)) if abs(e.value) < 2 ** 24 else None
+            if name is not None:
+                return f"{dtype_name(dtype)}({name})"
+    return literal(e.value, e.dtype)
+
+
+def expr(e: Any, sz: Callable[[Any], str] = _literal_size) -> str:
+    """An expression as Numba source (fully parenthesised where it nests); ``sz`` prints
+    index constants (a `Sizes` reads them from the arguments)."""
     if isinstance(e, kir.Const):
-        return literal(e.value, e.dtype)
+        return _const(e, sz)
     if isinstance(e, kir.Var):
         return e.name
     if isinstance(e, kir.Load):
-        return f"{e.buf.name}[{', '.join(expr(i) for i in e.index)}]"
+        return f"{e.buf.name}[{', '.join(expr(i, sz) for i in e.index)}]"
     if isinstance(e, kir.Bin):
-        return f"({expr(e.a)} {e.op} {expr(e.b)})"
+        return f"({expr(e.a, sz)} {e.op} {expr(e.b, sz)})"
     if isinstance(e, kir.Un):
-        return f"({e.op}{' ' if e.op == 'not' else ''}{expr(e.a)})"
+        return f"({e.op}{' ' if e.op == 'not' else ''}{expr(e.a, sz)})"
     if isinstance(e, kir.Call):
-        return f"{call_name(e.fn, e.dtype)}({', '.join(_bare(a) for a in e.args)})"
+        return f"{call_name(e.fn, e.dtype)}({', '.join(_bare(a, sz) for a in e.args)})"
     if isinstance(e, kir.Select):
-        return f"({expr(e.a)} if {expr(e.cond)} else {expr(e.b)})"
+        return f"({expr(e.a, sz)} if {expr(e.cond, sz)} else {expr(e.b, sz)})"
     if isinstance(e, kir.Cast):
         if e.dtype == np.bool_:
-            return f"bool({_bare(e.a)})"
-        return f"{dtype_name(e.dtype)}({_bare(e.a)})"
+            return f"bool({_bare(e.a, sz)})"
+        return f"{dtype_name(e.dtype)}({_bare(e.a, sz)})"
     if isinstance(e, kir.Buffer):
         return e.name
     if isinstance(e, (int, float, bool, np.generic)):
@@ -100,28 +177,30 @@ def expr(e: Any) -> str:
     raise TypeError(f"not a kernel IR expression: {e!r}")
 
 
-def _bare(e: Any) -> str:
+def _bare(e: Any, sz: Callable[[Any], str] = _literal_size) -> str:
     """An argument of a call: without the parentheses a nested expression prints with."""
-    text = expr(e)
+    text = expr(e, sz)
     return text[1:-1] if isinstance(e, (kir.Bin, kir.Un, kir.Select)) else text
 
 
-def _shape(shape: tuple) -> str:
-    return repr(tuple(shape) or (1,))
+def _shape(shape: tuple, sz: Callable[[Any], str] = _literal_size) -> str:
+    dims = [sz(d) for d in tuple(shape) or (1,)]
+    return f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
 
 
-def _slice(arg: tuple) -> str:
+def _slice(arg: tuple, sz: Callable[[Any], str] = _literal_size) -> str:
     parts = []
     for e in arg:
         if isinstance(e, tuple):
             start, stop, step = e
-            parts.append(f"{start}:{'' if stop is None else stop}:{step}")
+            parts.append(f"{sz(start)}:{'' if stop is None else sz(stop)}:{step}")
         else:
-            parts.append(expr(kir.const(e)))
+            parts.append(expr(kir.const(e), sz))
     return ", ".join(parts)
 
 
-def _operand(o: kir.Operand, item: str | None, flat: bool = False) -> str:
+def _operand(o: kir.Operand, item: str | None, flat: bool = False,
+             sz: Callable[[Any], str] = _literal_size) -> str:
     """A GEMM operand as the array whose first element is the matrix's first element
     (``flat``: always a 1-D view)."""
     off = kir.const(o.offset)
@@ -130,19 +209,25 @@ def _operand(o: kir.Operand, item: str | None, flat: bool = False) -> str:
         off = step if off == kir.const(0) else off + step
     if off == kir.const(0) and o.buf.layout == "C" and not flat:
         return o.buf.name
-    return f"{o.buf.name}.reshape({o.buf.size})[{expr(off)}:]"
+    return f"{o.buf.name}.reshape({sz(o.buf.size)})[{expr(off, sz)}:]"
 
 
 class Printer:
     """Prints statements as indented lines. ``work(buf)``, when given, names the work
     array a top-level allocation (or a scratch buffer's, at any depth) takes: an array the
     caller passes once instead of an allocation per call; None allocates in the kernel.
-    ``marks``: the 1-based line of each `kir.Comment` that names a graph node."""
+    ``sizes`` prints the integer sizes (`Sizes`: read from the arguments). ``marks``: the
+    1-based line of each `kir.Comment` that names a graph node. ``code``: the comment
+    lines as the compiled module has them (index -> text): the node's name, not its graph
+    line, whose shapes and attributes would keep kernels of the same code apart."""
 
-    def __init__(self, work: Callable[[kir.Buffer], str | None] | None = None) -> None:
+    def __init__(self, work: Callable[[kir.Buffer], str | None] | None = None,
+                 sizes: Callable[[Any], str] = _literal_size) -> None:
         self.work = work
+        self.sz = sizes
         self.lines: list[str] = []
         self.marks: dict[str, int] = {}
+        self.code: dict[int, str] = {}
         self.tmp = 0
 
     def emit(self, text: str, indent: int) -> None:
@@ -159,25 +244,25 @@ class Printer:
                 top = indent == 1 or b.role == kir.SCRATCH
                 name = self.work(b) if self.work is not None and top else None
                 self.emit(f"{b.name} = {name}" if name else
-                          f"{b.name} = np.empty({_shape(b.shape)}, {dtype_name(b.dtype)})",
+                          f"{b.name} = np.empty({_shape(b.shape, self.sz)}, {dtype_name(b.dtype)})",
                           indent)
             else:
-                self.emit(f"{b.name} = np.full({_shape(b.shape)}, "
+                self.emit(f"{b.name} = np.full({_shape(b.shape, self.sz)}, "
                           f"{literal(s.fill, b.dtype)}, {dtype_name(b.dtype)})", indent)
         elif isinstance(s, kir.View):
             self.emit(f"{s.buf.name} = {self.view(s)}", indent)
         elif isinstance(s, kir.Let):
             note = f"  # {s.note}" if s.note else ""
-            self.emit(f"{s.var.name} = {expr(s.value)}{note}", indent)
+            self.emit(f"{s.var.name} = {expr(s.value, self.sz)}{note}", indent)
         elif isinstance(s, kir.Store):
             op = f"{s.combine}=" if s.combine else "="
-            idx = ", ".join(expr(i) for i in s.index) or "0"
-            self.emit(f"{s.buf.name}[{idx}] {op} {expr(s.value)}", indent)
+            idx = ", ".join(expr(i, self.sz) for i in s.index) or "0"
+            self.emit(f"{s.buf.name}[{idx}] {op} {expr(s.value, self.sz)}", indent)
         elif isinstance(s, kir.Loop):
             rng = "numba.prange" if s.parallel else "range"
-            bounds = [_bare(kir.const(s.extent))]
+            bounds = [_bare(kir.const(s.extent), self.sz)]
             if s.start != 0 or s.step != 1:
-                bounds.insert(0, _bare(kir.const(s.start)))
+                bounds.insert(0, _bare(kir.const(s.start), self.sz))
             if s.step != 1:
                 bounds.append(str(s.step))
             self.emit(f"for {s.var.name} in {rng}({', '.join(bounds)}):", indent)
@@ -185,7 +270,7 @@ class Printer:
             if not s.body:
                 self.emit("pass", indent + 1)
         elif isinstance(s, kir.If):
-            self.emit(f"if {expr(s.cond)}:", indent)
+            self.emit(f"if {expr(s.cond, self.sz)}:", indent)
             self.block(s.then, indent + 1)
             if not s.then:
                 self.emit("pass", indent + 1)
@@ -211,6 +296,7 @@ class Printer:
         elif isinstance(s, kir.Comment):
             if s.node is not None:
                 self.marks[s.node] = len(self.lines) + 1
+            self.code[len(self.lines)] = "    " * indent + (f"# {s.node}" if s.node else "#")
             self.emit(f"# {s.text}", indent)
         else:
             raise TypeError(f"not a kernel IR statement: {s!r}")
@@ -221,10 +307,10 @@ class Printer:
             return base
         if s.how == "reshape":
             src = base if s.base.layout == "C" else f"np.ascontiguousarray({base})"
-            return f"{src}.reshape({_shape(s.buf.shape)})"
+            return f"{src}.reshape({_shape(s.buf.shape, self.sz)})"
         if s.how == "bitcast":
-            return (f"np.ascontiguousarray({base}).reshape({s.base.size}).view("
-                    f"{dtype_name(s.buf.dtype)}).reshape({_shape(s.buf.shape)})")
+            return (f"np.ascontiguousarray({base}).reshape({self.sz(s.base.size)}).view("
+                    f"{dtype_name(s.buf.dtype)}).reshape({_shape(s.buf.shape, self.sz)})")
         if s.how == "transpose":
             axes = tuple(s.arg)
             if len(axes) < 2:
@@ -232,8 +318,8 @@ class Printer:
             if axes == tuple(reversed(range(len(axes)))):
                 # .T keeps Numba's layout exact (C becomes F).
                 return f"{base}.T"
-            return f"np.transpose({base}, {axes})"
-        return f"{base}[{_slice(s.arg)}]"
+            return f"dgk.permuted({base}, {axes})"
+        return f"{base}[{_slice(s.arg, self.sz)}]"
 
     def accum(self, s: kir.Accum, indent: int) -> None:
         acc = s.var.name
@@ -242,12 +328,12 @@ class Printer:
             value = s.value
             if value.dtype != s.var.dtype:
                 value = kir.Cast(value, s.var.dtype)
-            self.emit(f"{acc} {op} {expr(value)}", indent)
+            self.emit(f"{acc} {op} {expr(value, self.sz)}", indent)
             return
         better = ">" if s.combine == "maximum" else "<"
         self.tmp += 1
         tmp = f"{acc}_m{self.tmp}"
-        self.emit(f"{tmp} = {expr(s.value)}", indent)
+        self.emit(f"{tmp} = {expr(s.value, self.sz)}", indent)
         # A comparison is false against nan: where nan must win (np.max), test for it.
         nan = f" or {tmp} != {tmp}" if s.nan_propagates else ""
         self.emit(f"if {tmp} {better} {acc}{nan}:", indent)
@@ -256,64 +342,70 @@ class Printer:
     def gemm(self, g: kir.Gemm, indent: int) -> None:
         if g.m == 0 or g.n == 0 or g.batch == 0:
             return
+        sz = self.sz
+        m, n, k = sz(g.m), sz(g.n), sz(g.k)
         item = None
         if g.batch != 1:
             self.tmp += 1
             item = f"_g{self.tmp}"
-            self.emit(f"for {item} in range({g.batch}):", indent)
+            self.emit(f"for {item} in range({sz(g.batch)}):", indent)
             indent += 1
         c = g.c
+        ldc = sz(c.ld) if c.ld is not None else None
         if g.k == 0:
             if g.beta == 0:
-                flat = _operand(c, item, flat=True)
-                self.emit(f"for _i in range({g.m}):", indent)
-                self.emit(f"{flat}[_i * {c.ld}:_i * {c.ld} + {g.n}] = 0", indent + 1)
+                flat = _operand(c, item, flat=True, sz=sz)
+                self.emit(f"for _i in range({m}):", indent)
+                self.emit(f"{flat}[_i * {ldc}:_i * {ldc} + {n}] = 0", indent + 1)
             return
+        beta = literal(float(g.beta))
         if not (g.a.resolved and g.b.resolved):
             # Operand layouts known when Numba types the kernel (`dgb.operand`).
             if not HAVE_CBLAS:
                 self.emit(f"dgb.gemm({g.a.buf.name}, {g.b.buf.name}, "
-                          f"{_operand(c, item)}.reshape(({g.m}, {g.n})), "
-                          f"{literal(float(g.beta))})", indent)
+                          f"{_operand(c, item, sz=sz)}.reshape(({m}, {n})), {beta})", indent)
                 return
             ops = []
             for o, t in ((g.a, g.ta), (g.b, g.tb)):
                 name = o.buf.name
                 if o.resolved:
-                    ops.append((_operand(o, item), str(TRANS if t else NO_TRANS), str(o.ld)))
+                    ops.append((_operand(o, item, sz=sz), str(TRANS if t else NO_TRANS),
+                                sz(o.ld)))
                 else:
                     self.emit(f"{name}_o, {name}_t, {name}_l = dgb.operand({name})", indent)
                     ops.append((f"{name}_o", f"{name}_t", f"{name}_l"))
             (a, ta, la), (b, tb, lb) = ops
-            self.emit(f"dgb.gemm_call({ta}, {tb}, {g.m}, {g.n}, {g.k}, {a}, {la}, {b}, {lb}, "
-                      f"{literal(float(g.beta))}, {_operand(c, item)}, {c.ld})", indent)
+            self.emit(f"dgb.gemm_call({ta}, {tb}, {m}, {n}, {k}, {a}, {la}, {b}, {lb}, "
+                      f"{beta}, {_operand(c, item, sz=sz)}, {ldc})", indent)
             return
+        lda, ldb = sz(g.a.ld), sz(g.b.ld)
         if HAVE_CBLAS:
             self.emit(f"dgb.gemm_call({TRANS if g.ta else NO_TRANS}, "
-                      f"{TRANS if g.tb else NO_TRANS}, {g.m}, {g.n}, {g.k}, "
-                      f"{_operand(g.a, item)}, {g.a.ld}, {_operand(g.b, item)}, {g.b.ld}, "
-                      f"{literal(float(g.beta))}, {_operand(c, item)}, {c.ld})", indent)
+                      f"{TRANS if g.tb else NO_TRANS}, {m}, {n}, {k}, "
+                      f"{_operand(g.a, item, sz=sz)}, {lda}, {_operand(g.b, item, sz=sz)}, "
+                      f"{ldb}, {beta}, {_operand(c, item, sz=sz)}, {ldc})", indent)
             return
         # No cblas: the product as loops over flat views (a fallback, not a fast path).
-        a, b, cc = (_operand(o, item, flat=True) for o in (g.a, g.b, c))
-        at = (lambda i, p: f"{a}[{p} * {g.a.ld} + {i}]") if g.ta else (
-            lambda i, p: f"{a}[{i} * {g.a.ld} + {p}]")
-        bt = (lambda p, j: f"{b}[{j} * {g.b.ld} + {p}]") if g.tb else (
-            lambda p, j: f"{b}[{p} * {g.b.ld} + {j}]")
-        self.emit(f"for _i in range({g.m}):", indent)
-        self.emit(f"for _j in range({g.n}):", indent + 1)
-        init = f"{cc}[_i * {c.ld} + _j]" if g.beta else literal(0, c.buf.dtype)
+        a, b, cc = (_operand(o, item, flat=True, sz=sz) for o in (g.a, g.b, c))
+        at = (lambda i, p: f"{a}[{p} * {lda} + {i}]") if g.ta else (
+            lambda i, p: f"{a}[{i} * {lda} + {p}]")
+        bt = (lambda p, j: f"{b}[{j} * {ldb} + {p}]") if g.tb else (
+            lambda p, j: f"{b}[{p} * {ldb} + {j}]")
+        self.emit(f"for _i in range({m}):", indent)
+        self.emit(f"for _j in range({n}):", indent + 1)
+        init = f"{cc}[_i * {ldc} + _j]" if g.beta else literal(0, c.buf.dtype)
         self.emit(f"_s = {init}", indent + 2)
-        self.emit(f"for _p in range({g.k}):", indent + 2)
+        self.emit(f"for _p in range({k}):", indent + 2)
         self.emit(f"_s += {at('_i', '_p')} * {bt('_p', '_j')}", indent + 3)
-        self.emit(f"{cc}[_i * {c.ld} + _j] = _s", indent + 2)
+        self.emit(f"{cc}[_i * {ldc} + _j] = _s", indent + 2)
 
     def libcall(self, s: kir.LibCall, indent: int) -> None:
         try:
             template = LIBRARY[s.fn]
         except KeyError:
             raise TypeError(f"the Numba printer has no library routine {s.fn!r}") from None
-        args = [expr(a) if isinstance(a, (kir.Expr, kir.Buffer)) else literal(a)
+        args = [expr(a, self.sz) if isinstance(a, (kir.Expr, kir.Buffer)) else
+                self.sz(a) if isinstance(a, int) and not isinstance(a, bool) else literal(a)
                 for a in s.args]
         outs = [b.name for b in s.outs]
         self.emit(template.format(*args, out=outs[0] if outs else None), indent)
@@ -356,13 +448,24 @@ def block_lines(stmts: Any, indent: int = 1,
 
 
 def function(name: str, params: Callable[[], list[str]], stmts: Any,
-             work: Callable[[kir.Buffer], str | None] | None = None
+             work: Callable[[kir.Buffer], str | None] | None = None,
+             sizes: Sizes | None = None, code: list | None = None
              ) -> tuple[list[str], dict[str, int]]:
-    """A kernel: ``def name(params):``, the statements, ``return 0``. ``params()`` is
-    called after the body is printed (the work arrays are named while printing). Returns
-    the lines and the 1-based line of each graph node's comment (`Printer.marks`)."""
-    p = Printer(work)
+    """A kernel: ``def name(params):``, the sizes it reads from its arguments (``sizes``;
+    None prints them as literals), the statements, ``return 0``. ``params()`` is called
+    after the body is printed (the work arrays are named while printing). Returns the
+    lines and the 1-based line of each graph node's comment (`Printer.marks`); ``code``,
+    when given, receives the lines as the compiled module has them: the same lines with
+    comments reduced to the node's name, so that kernels differing only in their sizes
+    and comments are one module."""
+    p = Printer(work, sizes if sizes is not None else _literal_size)
     p.block(stmts, 1)
     p.emit("return 0", 1)
-    lines = [f"def {name}({', '.join(params())}):"] + p.lines
-    return lines, {k: v + 1 for k, v in p.marks.items()}
+    head = [f"def {name}({', '.join(params())}):"]
+    defs = list(zip(sizes.defs, sizes.values)) if sizes is not None else []
+    if code is not None:
+        code[:] = head + ["    " + d for d, _ in defs] + [p.code.get(k, line)
+                                                           for k, line in enumerate(p.lines)]
+    # The reader's copy says what each size is here.
+    head += [f"    {d}  # {v}" for d, v in defs]
+    return head + p.lines, {k: v + len(head) for k, v in p.marks.items()}

@@ -164,7 +164,7 @@ def compile_parallel(tasks: list[tuple[Any, tuple]], jobs: int | None = None) ->
     helpers = _helpers(len(shares) - 1)
 
     def send(helper: _Helper, share: list) -> None:
-        specs = [("fn", owner.lowered.source, owner.lowered.name, owner.parallel,
+        specs = [("fn", owner.lowered.code, owner.lowered.name, owner.parallel,
                   owner.contract, tuple(sig), getattr(owner.fn, "_dg_opt", None))
                  for owner, sig in share]
         # A helper that fails leaves its share to `Kernel.compile`, which compiles it in
