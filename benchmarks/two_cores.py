@@ -6,7 +6,9 @@ Rows (each step reads its result back, as `compiled.py` does):
   MLP     one SGD step of the 784-256-10 MLP at batch 1024
   W4cnn, W5tr  the model steps (``--models``; their cold compile takes minutes)
 Columns: dualgraph compiled on one thread (``parallel=False``), ``parallel=True`` on one
-and on two Numba threads, and each peer that imports: ``torch`` eager on one and on two
+and on two Numba threads, for W3 a hand-written Numba ``prange`` reference
+(`numba_hand.chain_step_prange`) on one and two threads (what two threads give a careful
+hand kernel on this machine), and each peer that imports: ``torch`` eager on one and on two
 threads, ``jax.jit`` (XLA picks its own threads: both CPUs). BLAS runs one thread in the
 one-thread columns and two in the others (threadpoolctl, when installed).
 
@@ -124,6 +126,17 @@ def model_dualgraph(name: str, parallel: bool):
     return build
 
 
+def chain_numba_prange(n: int):
+    """The hand-written reference: one fused pass, a ``prange`` of 64 chunks."""
+    def build():
+        from numba_hand import chain_step_prange
+
+        x = chain_data(n)
+        g = x.copy()
+        return lambda: (chain_step_prange(x, g), g)
+    return build
+
+
 def _peer(impl: str, *params):
     return lambda: peers.build(impl, *params)
 
@@ -134,7 +147,9 @@ def rows(models: bool, available: list[str]) -> dict:
     table = {
         "W3 1e7": ({"dg 1 thread": _with_threads(1, chain_dualgraph(W3_N, False)),
                     "dg parallel 1 thread": _with_threads(1, chain_dualgraph(W3_N, True)),
-                    "dg parallel 2 threads": _with_threads(2, chain_dualgraph(W3_N, True))},
+                    "dg parallel 2 threads": _with_threads(2, chain_dualgraph(W3_N, True)),
+                    "numba prange 1 thread": _with_threads(1, chain_numba_prange(W3_N)),
+                    "numba prange 2 threads": _with_threads(2, chain_numba_prange(W3_N))},
                    ("chain", W3_N)),
         f"MLP b{MLP_BATCH}": (
             {"dg 1 thread": _with_threads(1, mlp_dualgraph(MLP_BATCH, False)),
@@ -191,8 +206,10 @@ def main() -> None:
     base = "dg parallel 2 threads"
     for clock in ("wall", "cpu"):
         print(f"\n{clock} time\n")
-        print(interleaved.table(results, [(base, "dg 1 thread"), (base, "torch 2 threads"),
-                                          (base, "jax.jit")], clock=clock))
+        print(interleaved.table(results, [
+            (base, "dg 1 thread"), ("dg parallel 2 threads", "dg parallel 1 thread"),
+            ("numba prange 2 threads", "numba prange 1 thread"), (base, "torch 2 threads"),
+            (base, "jax.jit")], clock=clock))
     if args.json:
         interleaved.save(args.json, results, meta)
 
