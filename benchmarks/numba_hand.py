@@ -136,3 +136,24 @@ def chain_step(x, g):
         total += t * s + F32(0.1) * v * v
         g[i] = (F32(1) - t * t) * F32(0.5) * s + t * s * (F32(1) - s) + F32(0.2) * v
     return total
+
+
+@numba.njit(cache=True, parallel=True)
+def chain_step_prange(x, g):
+    """`chain_step` over a ``numba.prange`` of 64 chunks (a partial sum each, added in
+    chunk order): the two-core reference for dualgraph's ``parallel=True`` kernel, run on
+    one thread or two by ``numba.set_num_threads``."""
+    n = x.size
+    chunks = 64
+    per = (n + chunks - 1) // chunks
+    parts = np.zeros(chunks)
+    for c in numba.prange(chunks):
+        total = 0.0
+        for i in range(c * per, min(n, c * per + per)):
+            v = x[i]
+            t = np.tanh(v * F32(0.5) + F32(1))
+            s = F32(1) / (F32(1) + np.exp(-v))
+            total += t * s + F32(0.1) * v * v
+            g[i] = (F32(1) - t * t) * F32(0.5) * s + t * s * (F32(1) - s) + F32(0.2) * v
+        parts[c] = total
+    return parts.sum()

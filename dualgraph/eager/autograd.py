@@ -240,12 +240,14 @@ class Function(Node):
         if self._versions:
             self._check_saved_versions()
         opdef = self._def
-        grads = None
         if opdef.vjp_arrays is not None and not grad_mode.GRAD_ENABLED.value:
-            # Nothing records (no create_graph): the op's one-kernel form of its VJP.
-            grads = _vjp_arrays(self, opdef, g)
-        if grads is None:
-            grads = opdef.vjp(self, g)
+            # Nothing records (no create_graph): the op's one-kernel form of its VJP, its
+            # arrays fitted to the inputs before they become tensors (one tensor each).
+            args = [getattr(a, "_data", a) for a in self.args]
+            arrays = opdef.vjp_arrays(self, args, self._out, g._data)
+            if arrays is not None:
+                return _array_grads(self.inputs, arrays)
+        grads = opdef.vjp(self, g)
         out = []
         for inp, gi in zip(self.inputs, grads):
             if gi is None or not isinstance(inp, _GRAD_NODES):
@@ -253,7 +255,8 @@ class Function(Node):
                 continue
             data = gi._data
             if data.shape != inp.shape or data.dtype != inp.dtype:
-                gi = _fit(gi, data, inp)
+                gi = (fit_grad(gi, inp.shape, inp.dtype) if grad_mode.GRAD_ENABLED.value
+                      else _fit_array(data, inp))
             out.append(gi)
         return out
 
@@ -287,27 +290,33 @@ class Function(Node):
 _GRAD_NODES = (Function, AccumulateGrad)
 
 
-def _vjp_arrays(node: Function, opdef: Any, g: Any) -> list | None:
-    """``opdef.vjp_arrays`` on ``node``'s saved arrays, its results as tensors (None:
-    the op asks for its op-by-op VJP)."""
-    args = [getattr(a, "_data", a) for a in node.args]
-    grads = opdef.vjp_arrays(node, args, node._out, g._data)
-    if grads is None:
-        return None
-    return [None if a is None else _make(a, False, None) for a in grads]
+def _array_grads(inputs: tuple, arrays: Any) -> list:
+    """An array-form VJP's gradients as tensors, one per input (``None`` where the input
+    takes none), each fitted to its input's shape and dtype."""
+    out = []
+    for inp, a in zip(inputs, arrays):
+        if a is None or not isinstance(inp, _GRAD_NODES):
+            out.append(None)
+            continue
+        if type(a) is not np.ndarray:
+            a = np.asarray(a)
+        if a.shape == inp.shape and a.dtype == inp.dtype:
+            out.append(_make(a, False, None))
+        else:
+            out.append(_fit_array(a, inp))
+    return out
 
 
-def _fit(gi: Any, data: np.ndarray, inp: Node) -> Any:
-    """`fit_grad`; outside a recorded backward, a gradient that only has extra leading
-    dimensions (a bias's) is summed by one op, without the reshape after a keepdims sum
-    (PyTorch's sum_to records that view, so a create_graph backward keeps it)."""
+def _fit_array(data: np.ndarray, inp: Node) -> Any:
+    """`fit_grad` of gradient array ``data`` outside a recorded backward: one that only has
+    extra leading dimensions (a bias's) is summed by one kernel, without the reshape after
+    a keepdims sum (PyTorch's sum_to records that view, so a create_graph backward keeps
+    it)."""
     shape = inp.shape
     lead = data.ndim - len(shape)
-    if (lead > 0 and data.shape[lead:] == shape and data.dtype == inp.dtype
-            and not grad_mode.GRAD_ENABLED.value):
-        # The sum's kernel, without an op: nothing records.
+    if lead > 0 and data.shape[lead:] == shape and data.dtype == inp.dtype:
         return _make(SUM.impl(data, axis=tuple(range(lead)), keepdims=False), False, None)
-    return fit_grad(gi, shape, inp.dtype)
+    return fit_grad(_make(data, False, None), shape, inp.dtype)
 
 
 def _make(data: Any, rg: bool, grad_fn: Any) -> Any:
@@ -480,58 +489,54 @@ class _Walk:
         self.handed = {id(g._data) for g in grads}  # arrays a caller may still hold
 
     def run(self, allow_unused: bool) -> tuple | None:
-        ready = self.ready
+        # One loop, its steps inlined: per node a backward pays this loop, not a call per
+        # step (the per-op cost of a small model's backward).
+        ready, buffers, deps = self.ready, self.buffers, self.deps
+        capture, needed, handed = self.capture, self.needed, self.handed
+        create_graph, retain_graph = self.create_graph, self.retain_graph
         while ready:
             node = ready.pop()
-            g = self.buffers.pop(node, None)
+            g = buffers.pop(node, None)
             if isinstance(node, AccumulateGrad):
-                self._leaf(node, g)
-            else:
-                self._propagate(node, self._node_grads(node, g))
-        return self._captured(allow_unused)
-
-    def _leaf(self, node: AccumulateGrad, g: Any) -> None:
-        if g is None:
-            return
-        if self.capture is None:
-            _accumulate(node, g, self.create_graph, self.handed)
-        elif node in self.capture:
-            self.capture[node] = _run_hooks(node._hooks, g)
-
-    def _node_grads(self, node: "Function", g: Any) -> Any:
-        """The gradients ``node`` sends its inputs (``None`` when it does not run: no
-        gradient reached it, or no target lies below it); runs hooks, keeps a retained
-        gradient, captures a target's."""
-        if g is None or (self.needed is not None and node not in self.needed):
-            return None
-        if node._hooks:
-            g = _run_hooks(node._hooks, g)
-        if node._retain is not None:
-            t = node._retain()
-            if t is not None:
-                self.handed.add(id(g._data))
-                t._grad = g if t._grad is None else t._grad + g
-        if self.capture is not None and node in self.capture:
-            self.capture[node] = g
-        in_grads = node.apply(g)
-        if ANOMALY[0]:
-            _check_anomaly(node, in_grads)
-        if not self.retain_graph:
-            node.release()
-        return in_grads
-
-    def _propagate(self, node: "Function", in_grads: Any) -> None:
-        """Send each input its gradient; an input whose consumers have all sent is ready."""
-        deps, buffers = self.deps, self.buffers
-        for k, inp in enumerate(node.inputs):
-            if not isinstance(inp, _GRAD_NODES):
+                if g is None:
+                    continue
+                if capture is None:
+                    _accumulate(node, g, create_graph, handed)
+                elif node in capture:
+                    capture[node] = _run_hooks(node._hooks, g)
                 continue
-            gi = None if in_grads is None else in_grads[k]
-            if gi is not None:  # summed where several consumers send one
-                buffers[inp] = buffers[inp] + gi if inp in buffers else gi
-            deps[inp] -= 1
-            if deps[inp] == 0:
-                self.ready.append(inp)
+            # The gradients the node sends its inputs; none when no gradient reached it or
+            # no target lies below it. Runs hooks, keeps a retained gradient, captures a
+            # target's.
+            in_grads = None
+            if g is not None and (needed is None or node in needed):
+                if node._hooks:
+                    g = _run_hooks(node._hooks, g)
+                if node._retain is not None:
+                    t = node._retain()
+                    if t is not None:
+                        handed.add(id(g._data))
+                        t._grad = g if t._grad is None else t._grad + g
+                if capture is not None and node in capture:
+                    capture[node] = g
+                in_grads = node.apply(g)
+                if ANOMALY[0]:
+                    _check_anomaly(node, in_grads)
+                if not retain_graph:
+                    node.release()
+            # Send each input its gradient (summed where several consumers send one); an
+            # input whose consumers have all sent is ready.
+            for k, inp in enumerate(node.inputs):
+                if not isinstance(inp, _GRAD_NODES):
+                    continue
+                gi = None if in_grads is None else in_grads[k]
+                if gi is not None:
+                    buffers[inp] = buffers[inp] + gi if inp in buffers else gi
+                n = deps[inp] - 1
+                deps[inp] = n
+                if n == 0:
+                    ready.append(inp)
+        return self._captured(allow_unused)
 
     def _captured(self, allow_unused: bool) -> tuple | None:
         """``dg.grad``'s result: the gradient of each target, in order."""

@@ -150,7 +150,32 @@ def _sum_vjp_arrays(ctx, args, out, g):
     axis = ctx.attrs["axis"]
     if not ctx.attrs["keepdims"] and axis is not None:
         g = g.reshape(_reduced_shape(shape, axis, True))
-    return (np.broadcast_to(g, shape),)
+    return (_broadcast_view(g, shape),)
+
+
+def _broadcast_view(g: np.ndarray, shape: tuple) -> np.ndarray:
+    """``np.broadcast_to(g, shape)`` (a read-only view of ``g``) for a C-ordered ``g`` of
+    ``shape``'s rank or 0-d, made directly with its strides: np.broadcast_to builds an
+    iterator to check them, which costs as much as the rest of a small backward node."""
+    ndim = len(shape)
+    if (type(g) is not np.ndarray or (g.ndim != ndim and g.ndim) or not g.flags.c_contiguous
+            or not g.size or 0 in shape):
+        return np.broadcast_to(g, shape)
+    if g.ndim:
+        gshape, gstrides = g.shape, g.strides
+        strides = []
+        for i in range(ndim):
+            if gshape[i] == shape[i]:
+                strides.append(gstrides[i])
+            elif gshape[i] == 1:
+                strides.append(0)
+            else:
+                return np.broadcast_to(g, shape)  # raises NumPy's error
+    else:
+        strides = (0,) * ndim
+    view = np.ndarray(shape, g.dtype, buffer=g, strides=tuple(strides))
+    view.flags.writeable = False
+    return view
 
 
 def _mean_vjp(ctx, g):

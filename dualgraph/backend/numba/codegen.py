@@ -1027,12 +1027,16 @@ class _Writer:
         parts = kir.Buffer(self.fresh("parts"), (chunks, LANES), acc_t, kir.SCRATCH)
         ic, il, ib, iv = (kir.Var(f"i0{c}") for c in ("c", "l", "b", ""))
         stop = kir.Call("min", (ic * per + per, kir.const(blocks)), kir.INDEX)
-        inner = [kir.Let(iv, ib * LANES + il)] + self._element(
-            body, env, shape, [iv], src, (parts, (ic, il)), fold, acc_t, pre, post)
-        stmts: list = [kir.Alloc(parts), kir.Loop(ic, chunks, (
-            kir.Loop(il, LANES, (kir.Store(parts, (ic, il), init),)),
-            kir.Loop(ib, stop, (kir.Loop(il, LANES, tuple(inner)),), start=ic * per),
-        ), parallel=True)]
+        if (fold.how.better is None and fold.how.update == "+" and acc_t == np.float64
+                and np.dtype(src.dtype) == np.float32):
+            chunk = self._chunk_fold(body, env, shape, src, per, stop, ic, parts, init,
+                                     pre, post)
+        else:
+            inner = [kir.Let(iv, ib * LANES + il)] + self._element(
+                body, env, shape, [iv], src, (parts, (ic, il)), fold, acc_t, pre, post)
+            chunk = (kir.Loop(il, LANES, (kir.Store(parts, (ic, il), init),)),
+                     kir.Loop(ib, stop, (kir.Loop(il, LANES, tuple(inner)),), start=ic * per))
+        stmts: list = [kir.Alloc(parts), kir.Loop(ic, chunks, chunk, parallel=True)]
         if blocks * LANES < n:
             stmts.append(kir.Loop(iv, n, tuple(self._element(
                 body, env, shape, [iv], src, acc, fold, acc_t, pre, post)),
@@ -1040,6 +1044,35 @@ class _Writer:
         stmts.append(kir.Loop(ic, chunks, (kir.Loop(il, LANES, tuple(
             self.combine(acc, parts[ic, il], fold, acc_t))),)))
         return stmts
+
+    def _chunk_fold(self, body: list, env: dict, shape: tuple, src: Node, per: int,
+                    stop: kir.Expr, ic: kir.Var, parts: kir.Buffer, init: kir.Expr,
+                    pre: Pre | None, post: Pre | None) -> tuple:
+        """One chunk of `_parallel_lane_reduce` for a float32 sum, as `_fold_blocks`: the
+        chunk's values go through a buffer of its own, a block at a time, and
+        `dgk.fold_lanes` adds them to lanes of its own kept in registers, in the order the
+        lane loop would (so the sum is the same); the lanes then go to the chunk's row of
+        ``parts``. Adding into ``parts`` directly kept every partial sum in memory."""
+        ik, iq, iv = kir.Var("i0k"), kir.Var("i0q"), kir.Var("i0")
+        lo, count = kir.Var("i0lo"), kir.Var("i0n")
+        il = kir.Var("i0l")
+        block = fold_block(per * LANES)  # divides a whole chunk; the last may be shorter
+        lanes = kir.Buffer(self.fresh("lanes"), (LANES,), np.float64, kir.LOCAL)
+        buf = kir.Buffer(self.fresh("buf"), (block,), np.float32, kir.LOCAL)
+        inner = [kir.Let(iv, lo + ik)] + self._element(
+            body, env, shape, [iv], src, (buf, (ik,)), None, np.float32, pre, post)
+        return (
+            kir.Alloc(lanes), kir.Alloc(buf),
+            kir.Loop(il, LANES, (kir.Store(lanes, (il,), init),)),
+            kir.Loop(iq, per * LANES // block, (
+                kir.Let(lo, ic * (per * LANES) + iq * block),
+                # Past the end of a short last chunk the count is <= 0: nothing runs.
+                kir.Let(count, kir.Call("min", (kir.const(block), stop * LANES - lo),
+                                        kir.INDEX)),
+                kir.Loop(ik, count, tuple(inner)),
+                kir.LibCall("fold_lanes", (buf, count), (lanes,)))),
+            kir.Loop(il, LANES, (kir.Store(parts, (ic, il), lanes[il]),)),
+        )
 
     def combine(self, into: kir.Var | tuple, value: kir.Expr, fold: _Fold,
                 acc_t: np.dtype) -> list:

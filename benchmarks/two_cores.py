@@ -1,0 +1,218 @@
+"""Two cores: dualgraph ``parallel=True`` against its one-thread kernel, jax.jit and
+PyTorch with two threads, in one process, interleaved round by round.
+
+Rows (each step reads its result back, as `compiled.py` does):
+  W3      1e7 float32 value and gradient of the ``chain`` workload
+  MLP     one SGD step of the 784-256-10 MLP at batch 1024
+  W4cnn, W5tr  the model steps (``--models``; their cold compile takes minutes)
+Columns: dualgraph compiled on one thread (``parallel=False``), ``parallel=True`` on one
+and on two Numba threads, for W3 a hand-written Numba ``prange`` reference
+(`numba_hand.chain_step_prange`) on one and two threads (what two threads give a careful
+hand kernel on this machine), and each peer that imports: ``torch`` eager on one and on two
+threads, ``jax.jit`` (XLA picks its own threads: both CPUs). BLAS runs one thread in the
+one-thread columns and two in the others (threadpoolctl, when installed).
+
+    python benchmarks/two_cores.py                       # W3 and MLP, 9 rounds
+    python benchmarks/two_cores.py --rounds 15 --models --json two_cores.json
+
+The process may use both CPUs; every other load on the machine shows in the two-thread
+columns (wall time waits for the slower thread), so they are figures of a quiet machine
+only. Each row gives wall and CPU time (the CPU time of a two-thread column is both
+threads' sum: against the one-thread column it shows the work added by running in
+parallel, not the speed-up). Ratios are medians of per-round ratios with their
+interquartile range (``interleaved.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+# Two threads for every pool; the one-thread columns narrow them per block of calls.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "2")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import interleaved  # noqa: E402
+import numba  # noqa: E402
+import peers  # noqa: E402
+import single_thread  # noqa: E402
+
+import dualgraph as dg  # noqa: E402
+from dualgraph.workloads import MLPS, WORKLOADS, chain_data, mlp_data  # noqa: E402
+
+W3_N = 10_000_000
+MLP_BATCH = 1024
+CPUS = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+_NOW = [0]  # the thread count the pools are set to
+
+
+def _threads(n: int) -> None:
+    """Numba, BLAS/OpenMP and PyTorch pools at ``n`` threads, the process on all CPUs."""
+    _NOW[0] = n
+    if CPUS:
+        os.sched_setaffinity(0, set(CPUS))
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(n)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(n)
+
+
+def _with_threads(n: int, build):
+    """A factory whose step runs with ``n`` threads (set before every call: cheap, and the
+    rounds alternate columns of different thread counts)."""
+    def factory():
+        step = build()
+        _threads(n)
+
+        def run():
+            if _NOW[0] != n:
+                _threads(n)
+            return step()
+        return run
+    return factory
+
+
+def chain_dualgraph(n: int, parallel: bool):
+    def build():
+        f, _ = WORKLOADS["chain"].build(True)
+        x = dg.tensor(chain_data(n), requires_grad=True)
+        f = dg.compile(f, parallel=parallel)
+
+        def step():
+            x.grad = None
+            v = f(x)
+            v.backward()
+            return v, x.grad
+        return step
+    return build
+
+
+def mlp_dualgraph(batch: int, parallel: bool):
+    sizes, _, loss = MLPS["mlp"]
+
+    def build():
+        from compiled import mlp_model
+
+        net, loss_fn = mlp_model(sizes, loss)
+        opt = dg.optim.SGD(net.parameters(), lr=peers.LR)
+        x, t = (dg.tensor(a) for a in mlp_data(sizes, batch, loss))
+
+        def train(x, t):
+            opt.zero_grad()
+            out = loss_fn(net(x), t)
+            out.backward()
+            opt.step()
+            return out
+
+        f = dg.compile(train, parallel=parallel)
+        return lambda: f(x, t)
+    return build
+
+
+def model_dualgraph(name: str, parallel: bool):
+    def build():
+        from compiled import MODEL_LR, model_step
+
+        step, (x, t), _ = model_step(name, MODEL_LR)
+        f = dg.compile(step, tiered=False, parallel=parallel)
+        return lambda: f(x, t)
+    return build
+
+
+def chain_numba_prange(n: int):
+    """The hand-written reference: one fused pass, a ``prange`` of 64 chunks."""
+    def build():
+        from numba_hand import chain_step_prange
+
+        x = chain_data(n)
+        g = x.copy()
+        return lambda: (chain_step_prange(x, g), g)
+    return build
+
+
+def _peer(impl: str, *params):
+    return lambda: peers.build(impl, *params)
+
+
+def rows(models: bool, available: list[str]) -> dict:
+    """row -> {column: factory}."""
+    sizes, _, loss = MLPS["mlp"]
+    table = {
+        "W3 1e7": ({"dg 1 thread": _with_threads(1, chain_dualgraph(W3_N, False)),
+                    "dg parallel 1 thread": _with_threads(1, chain_dualgraph(W3_N, True)),
+                    "dg parallel 2 threads": _with_threads(2, chain_dualgraph(W3_N, True)),
+                    "numba prange 1 thread": _with_threads(1, chain_numba_prange(W3_N)),
+                    "numba prange 2 threads": _with_threads(2, chain_numba_prange(W3_N))},
+                   ("chain", W3_N)),
+        f"MLP b{MLP_BATCH}": (
+            {"dg 1 thread": _with_threads(1, mlp_dualgraph(MLP_BATCH, False)),
+             "dg parallel 2 threads": _with_threads(2, mlp_dualgraph(MLP_BATCH, True))},
+            ("mlp", sizes, MLP_BATCH, loss)),
+    }
+    if models:
+        for name, row in (("cnn", "W4cnn"), ("transformer", "W5tr")):
+            table[row] = ({"dg 1 thread": _with_threads(1, model_dualgraph(name, False)),
+                           "dg parallel 2 threads": _with_threads(2, model_dualgraph(name,
+                                                                                     True))},
+                          (name,))
+    out = {}
+    for row, (cols, params) in table.items():
+        if "torch" in available and peers.has("torch", params[0]):
+            cols["torch 1 thread"] = _with_threads(1, _peer("torch", *params))
+            cols["torch 2 threads"] = _with_threads(2, _peer("torch", *params))
+        if "jax" in available and peers.has("jax", params[0]):
+            cols["jax.jit"] = _with_threads(2, _peer("jax", *params))
+        out[row] = cols
+    return out
+
+
+def _available() -> list[str]:
+    found = []
+    for impl, module in (("torch", "torch"), ("jax", "jax")):
+        try:
+            __import__(module)
+            found.append(impl)
+        except ImportError:
+            pass
+    return found
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--block", type=float, default=0.3, help="seconds per block of calls")
+    ap.add_argument("--models", action="store_true", help="also the cnn and transformer steps")
+    ap.add_argument("--row", action="append", help="only these rows (W3, MLP, W4cnn, W5tr)")
+    ap.add_argument("--json", help="per-round times here")
+    args = ap.parse_args()
+    single_thread.limit = lambda: None  # the peers' builders must not pin this process
+    meta = interleaved.machine()
+    meta["cpus"] = CPUS
+    results = {}
+    for row, cols in rows(args.models, _available()).items():
+        if args.row and not any(row.startswith(r) for r in args.row):
+            continue
+        print(f"{row}: {', '.join(cols)}", flush=True)
+        results[row] = interleaved.measure(cols, args.rounds, args.block, peers.readback)
+    meta["load_after"] = interleaved.machine().get("load")
+    print(f"\n{meta}; {args.rounds} rounds; median per-round ratio (interquartile range)")
+    base = "dg parallel 2 threads"
+    for clock in ("wall", "cpu"):
+        print(f"\n{clock} time\n")
+        print(interleaved.table(results, [
+            (base, "dg 1 thread"), ("dg parallel 2 threads", "dg parallel 1 thread"),
+            ("numba prange 2 threads", "numba prange 1 thread"), (base, "torch 2 threads"),
+            (base, "jax.jit")], clock=clock))
+    if args.json:
+        interleaved.save(args.json, results, meta)
+
+
+if __name__ == "__main__":
+    main()
