@@ -181,15 +181,28 @@ def order_stats_all(p: Any) -> Any:
 
 
 def special_all(p: Any) -> Any:
-    """The special functions, fmod/copysign and a 2x2 matrix's det and inverse of a
-    parameter (piecewise parts on parameters only, so steps agree in every mode)."""
+    """The special functions, fmod/copysign and a 2x2 matrix's det, inverse and
+    decompositions of a parameter (piecewise parts on parameters only, so steps agree in
+    every mode)."""
     n = math.prod(p.shape)
     t = dg.tanh(p.reshape(n))
     pos = t * t + 1.5
     m = dg.eye(2, dtype=p.dtype) * (t.mean() + 2.0) + 0.25
     return (dg.copysign(t, t - 0.1) + dg.erfc(t) + dg.erfinv(t * 0.9) + dg.fmod(t * 3.0, 0.75)
             + dg.lgamma(pos) * 0.5 + dg.polygamma(1, pos) * 0.5 + dg.digamma(pos) * 0.5
-            + dg.linalg.det(m) * 0.125 + dg.linalg.inv(m).sum() * 0.125) * 0.25
+            + dg.linalg.det(m) * 0.125 + dg.linalg.inv(m).sum() * 0.125
+            + decompositions(m) * 0.0625) * 0.25
+
+
+def decompositions(m: Any) -> Any:
+    """Sign-free values of the decompositions of a symmetric positive-definite 2x2 matrix
+    with distinct eigenvalues."""
+    L = dg.linalg
+    low = L.cholesky_ex(m).L
+    qr = L.qr(m)
+    return (L.eigh(m).eigenvalues.sum() + L.svdvals(m).sum() + (qr.Q @ qr.R).sum()
+            + L.solve_triangular(low, m, upper=False).sum() + L.pinv(m).sum()
+            + L.matrix_exp(m * 0.25).sum())
 
 
 class Softsign(dg.autograd.Function):

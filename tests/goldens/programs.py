@@ -1980,6 +1980,22 @@ def special_functions(lib, F, p, u):
             lib.erfc(u).erfinv())
 
 
+@program(grid((3, 3), -1.0, 1.0), grid((3, 2), -1.0, 1.0), source=SURF_OPS,
+         covers=("cholesky", "cholesky_info", "solve_triangular", "eigh", "svd", "qr", "pinv",
+                 "matrix_exp"))
+def decompositions(lib, F, a, b):
+    # Only values that do not depend on the sign of an eigen- or singular vector, so the
+    # gradients are the same whatever sign LAPACK picks.
+    L = lib.linalg
+    c = a + 1.5 * lib.eye(3)
+    m = c @ c.mT * 0.25 + lib.eye(3)
+    low = L.cholesky(m)
+    qr = L.qr(c)
+    return (low, L.cholesky_ex(m).L, L.solve_triangular(low, b, upper=False),
+            L.eigvalsh(m), L.eigh(m).eigenvalues, L.svdvals(c), qr.Q @ qr.R, L.pinv(c),
+            L.matrix_exp(c * 0.3))
+
+
 @program(grid((2, 3, 3), -1.0, 1.0), grid((3, 2), -1.0, 1.0), grid((4, 3), -2.0, 2.0),
          source=SURF_OPS, covers=("inv", "det"))
 def matrix_functions(lib, F, a, b, x):
