@@ -103,6 +103,12 @@ class CallTraceContext(TraceContext):
         names = tuple(k for k, v in d.items() if k not in _MODULE_TABLES and plain_value(v))
         if names:
             self.reads[("module attrs", id(module))] = ModuleAttrs(module, names)
+        # Its plain tensor attributes (``self.mask``, not a parameter or buffer) are captured
+        # inputs: guard which tensor each names, as for parameters.
+        for k, v in d.items():
+            if isinstance(v, Tensor):
+                self.reads[("attr value", id(module), k)] = Identity(
+                    d, k, v, f"{type(module).__name__}.{k} was rebound to another tensor")
         # Its other attributes (arrays, objects, long or nested lists) are baked in:
         # checked now and then (`baked.BakedValue`).
         forward = getattr(getattr(type(module), "forward", None), "__code__", None)

@@ -95,3 +95,20 @@ def test_attribute_requiring_grad_is_refused_clearly() -> None:
     with pytest.raises(TraceError, match=r"Keep\.h .*detach"):
         dg.compile(m)(dg.ones(2))
     assert m.h is None
+
+
+def test_tensor_attribute_rebound_outside_retraces() -> None:
+    class Offset(dg.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.h = dg.ones(2)
+
+        def forward(self, x: dg.Tensor) -> dg.Tensor:
+            return (self.h + x).sum()
+
+    m = Offset()
+    f = dg.compile(m)
+    assert f(dg.ones(2)).item() == 4.0
+    m.h = dg.full((2,), 10.0)
+    assert f(dg.ones(2)).item() == m(dg.ones(2)).item() == 22.0
+    assert f.stats.traces == 2
