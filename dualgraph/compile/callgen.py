@@ -425,6 +425,10 @@ def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
         lines.append(f"set_grad({_target(w.target, gen)}, "
                      f"make_tensor({out(w.out, w.shape)}, False, None))")
     lines += [f"set_grad({_target(t, gen)}, None)" for t in plan.grad_none]
+    for w in plan.attr_set:
+        value = f"a{w.arg}" if w.out is None else \
+            f"make_tensor({out(w.out, w.shape)}, False, None)"
+        lines.append(f"{gen.const(w.owner, 'o')}.__dict__[{w.name!r}] = {value}")
     results = [f"r{k}" for k in range(plan.n_user)]
     for k, node in enumerate(plan.optimized.outputs[:plan.n_user]):
         lines.append(f"r{k} = make_tensor({out(k, node.shape)}, False, None)")

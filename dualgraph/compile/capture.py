@@ -47,6 +47,12 @@ class CallTraceContext(TraceContext):
         # Pairs of array arguments sharing memory traced as a view of one another.
         self.traced_alias: set = set()
         self._baked_ids: set = set()
+        # Objects whose attributes the function may set (the modules that ran, objects
+        # passed as arguments): id -> (object, its ``__dict__`` before). After the trace,
+        # ``attr_writes`` lists ``(object, name, node)``: attributes set to a traced value,
+        # which the compiled call sets to the real value (`restore_attrs`).
+        self.attrs_before: dict = {}
+        self.attr_writes: list = []
 
     def as_node(self, a: Any) -> Any:
         node = super().as_node(a)
@@ -89,6 +95,7 @@ class CallTraceContext(TraceContext):
         key = ("module", id(module))
         if key in self.reads:
             return
+        self.attrs_before.setdefault(id(module), (module, dict(module.__dict__)))
         self.reads[key] = ModuleTable(module)
         # Hooks registered or removed later change what a call runs, as in eager mode.
         self.reads[("module hooks", id(module))] = ModuleHookTable(module)
@@ -96,6 +103,12 @@ class CallTraceContext(TraceContext):
         names = tuple(k for k, v in d.items() if k not in _MODULE_TABLES and plain_value(v))
         if names:
             self.reads[("module attrs", id(module))] = ModuleAttrs(module, names)
+        # Its plain tensor attributes (``self.mask``, not a parameter or buffer) are captured
+        # inputs: guard which tensor each names, as for parameters.
+        for k, v in d.items():
+            if isinstance(v, Tensor):
+                self.reads[("attr value", id(module), k)] = Identity(
+                    d, k, v, f"{type(module).__name__}.{k} was rebound to another tensor")
         # Its other attributes (arrays, objects, long or nested lists) are baked in:
         # checked now and then (`baked.BakedValue`).
         forward = getattr(getattr(type(module), "forward", None), "__code__", None)
@@ -198,6 +211,8 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             # An object passed as a constant is keyed by identity: its contents are baked.
             ctx.baked_roots.append((f"argument {i} ({type(a).__name__})",
                                     lambda a=a: a, None, None))
+            if isinstance(getattr(a, "__dict__", None), dict):
+                ctx.attrs_before.setdefault(id(a), (a, dict(a.__dict__)))
     outputs = single = None
     try:
         with ctx:
@@ -208,6 +223,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             outputs, single = graph_outputs(ctx, out, fn)
     finally:
         grad_writes = restore_grads(ctx)
+        ctx.attr_writes = restore_attrs(ctx)
     return ctx, outputs, single, grad_writes
 
 
@@ -239,6 +255,41 @@ def _trace_views(ctx: CallTraceContext, args: tuple, targs: list, alias: tuple) 
                 ctx.reads[("placement", kb, kv)] = ArgPlacement(
                     kb, kv, placement(args[kb], args[kv]), placement)
                 break
+
+
+def restore_attrs(ctx: CallTraceContext) -> list:
+    """Put back every attribute the trace set to a traced value (``self.mask = mask``)
+    on an object in ``ctx.attrs_before``; return ``(object, name, node)`` per such
+    attribute, for the compiled call to set to the real value, as eager mode leaves it.
+
+    The trace is also guarded on the attribute still holding what it held before, so a
+    call after the write-back traces again when it would branch differently. A value
+    that requires grad is refused: the compiled call's tape cannot hand it out.
+    """
+    out: list = []
+    for obj, before in ctx.attrs_before.values():
+        d = obj.__dict__
+        for name, v in list(d.items()):
+            if not isinstance(v, Tracer) or v._ctx is not ctx:
+                continue
+            node = ctx.as_node(v)
+            old = before.get(name)
+            if isinstance(old, Tracer):
+                old = None  # set by the function before this object was first seen
+            if name in before:
+                d[name] = old
+            else:
+                d.pop(name)
+            what = f"{type(obj).__name__}.{name}"
+            if id(node) in ctx.rg:
+                raise TraceError(
+                    f"{what} was set to a value that requires grad inside a compiled "
+                    f"function; store a detached value ({what} = value.detach()) or return "
+                    "it from the function instead")
+            out.append((obj, name, node))
+            ctx.reads[("attr value", id(obj), name)] = Identity(
+                d, name, d.get(name), f"{what} was set to another value")
+    return out
 
 
 def restore_grads(ctx: TraceContext) -> list:

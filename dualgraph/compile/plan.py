@@ -106,6 +106,18 @@ class GradSet(NamedTuple):
     shape: tuple
 
 
+class AttrSet(NamedTuple):
+    """``owner.name`` := a new tensor of kernel output ``out`` (reshaped to ``shape``), or
+    the argument tensor at position ``arg`` when the function stored an argument itself
+    (``out`` is then None)."""
+
+    owner: Any
+    name: str
+    out: int | None
+    shape: tuple
+    arg: int | None = None
+
+
 class From(str, enum.Enum):
     """Where the backward's residual comes from."""
 
@@ -146,6 +158,7 @@ class Plan:
     copy_writes: tuple = ()
     grad_set: tuple = ()
     grad_none: tuple = ()
+    attr_set: tuple = ()  # attributes set to a traced value (`AttrSet`)
     # Outputs: (user output, argument position) returned as the argument itself.
     passthrough: tuple = ()
     # Train: per user output, whether it depends on an input that requires grad; the

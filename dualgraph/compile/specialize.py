@@ -28,6 +28,7 @@ from .capture import trace_call
 from .plan import (
     Argument,
     ArgumentGrad,
+    AttrSet,
     CapturedGrad,
     CapturedTensor,
     CopyWrite,
@@ -160,7 +161,11 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     check_aliasing(ctx, args, alias)
     user = list(outputs)
     writes = list(ctx.writes.values())
-    extra = [n for _, n in writes] + [n for _, n in grad_writes if n is not None]
+    # An attribute set to an argument itself is set to that tensor; others are outputs.
+    attr_args = [ctx.arg_index.get(id(ctx.arg_tensors.get(id(n)))) for _, _, n in
+                 ctx.attr_writes]
+    extra = [n for _, n in writes] + [n for _, n in grad_writes if n is not None] + \
+        [n for (_, _, n), i in zip(ctx.attr_writes, attr_args) if i is None]
     sources, guards = capture_guards(ctx, fn)
     graph = Graph(ctx.inputs + [n for _, n in ctx.captured] + [n for n, _ in ctx.runtime],
                   ctx.nodes, user + extra)
@@ -197,6 +202,12 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     write_to, pos = _plan_writes(plan, len(user), [t for t, _ in writes],
                                  _write_inputs(ctx, graph, writes), grad_writes,
                                  ctx.arg_index)
+    k = len(user) + len(writes) + sum(n is not None for _, n in grad_writes)
+    attrs = []
+    for (obj, name, node), i in zip(ctx.attr_writes, attr_args):
+        attrs.append(AttrSet(obj, name, pos[k] if i is None else None, node.shape, i))
+        k += i is None
+    plan.attr_set = tuple(attrs)
     stats.passes_seconds += time.perf_counter() - t1
     if train:
         _plan_residuals(plan, residuals, pos)

@@ -47,7 +47,7 @@ def test_eager_losses_match_torch(variant: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["LSTM", "Transformer"])
 def test_compiled_losses_match_torch(variant: str) -> None:
-    """main.py's step under `dg.compile`: one trace for the ten steps, PyTorch's losses."""
+    """main.py's step under `dg.compile`: PyTorch's losses for the ten steps."""
     step, source = _prepare(variant)
     if variant == "Transformer":
         compiled = dg.compile(lambda data, targets: step.train_step(data, targets)[0])
@@ -64,4 +64,7 @@ def test_compiled_losses_match_torch(variant: str) -> None:
         losses.append(loss.item())
     dg.testing.assert_close(losses, GOLDENS[f"{variant}/losses"], rtol=1e-5, atol=0, equal_nan=True,
                             check_dtype=False)
-    assert compiled.stats.traces == 1
+    # The Transformer caches its mask on `self` in the first call, so the second call
+    # branches the other way and traces again, as torch.compile recompiles on its guard
+    # `self.src_mask is None`.
+    assert compiled.stats.traces == (2 if variant == "Transformer" else 1)
