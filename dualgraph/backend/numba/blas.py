@@ -32,30 +32,38 @@ from numba.core.extending import intrinsic, overload
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 
 
-def _find_numpy_gemm() -> tuple[int, int, int] | None:
-    """Addresses of NumPy's ``cblas_sgemm`` and ``cblas_dgemm`` and their integer width, or
-    ``None``. NumPy >= 2 wheels bundle ``scipy_openblas64_`` (ILP64, ``64_`` suffix)."""
-    if os.environ.get("DUALGRAPH_BLAS", "") == "numba":  # opt out: np.dot everywhere
-        return None
+def numpy_openblas(patterns: list[tuple[str, int]], keys: str | tuple) -> tuple[dict, int] | None:
+    """The addresses of ``pattern.format(key)`` for every key, from the OpenBLAS bundled
+    with NumPy (the first library and the first pattern that has them all), and that
+    pattern's integer width; or ``None``."""
     root = os.path.dirname(os.path.dirname(np.__file__))
     libs = sorted(glob.glob(os.path.join(root, "numpy.libs", "*openblas*")))
     libs += sorted(glob.glob(os.path.join(os.path.dirname(np.__file__), ".dylibs", "*openblas*")))
-    names = [("scipy_cblas_{}gemm64_", 64), ("cblas_{}gemm64_", 64), ("scipy_cblas_{}gemm", 32),
-             ("cblas_{}gemm", 32)]
     for path in libs:
         try:
             lib = ctypes.CDLL(path)  # already loaded by NumPy: this only finds its handle
         except OSError:
             continue
-        for pattern, width in names:
+        for pattern, width in patterns:
             try:
-                s = getattr(lib, pattern.format("s"))
-                d = getattr(lib, pattern.format("d"))
+                found = {k: getattr(lib, pattern.format(k)) for k in keys}
             except AttributeError:
                 continue
-            return (ctypes.cast(s, ctypes.c_void_p).value, ctypes.cast(d, ctypes.c_void_p).value,
-                    width)
+            return {k: ctypes.cast(fn, ctypes.c_void_p).value for k, fn in found.items()}, width
     return None
+
+
+def _find_numpy_gemm() -> tuple[int, int, int] | None:
+    """Addresses of NumPy's ``cblas_sgemm`` and ``cblas_dgemm`` and their integer width, or
+    ``None``. NumPy >= 2 wheels bundle ``scipy_openblas64_`` (ILP64, ``64_`` suffix)."""
+    if os.environ.get("DUALGRAPH_BLAS", "") == "numba":  # opt out: np.dot everywhere
+        return None
+    hit = numpy_openblas([("scipy_cblas_{}gemm64_", 64), ("cblas_{}gemm64_", 64),
+                          ("scipy_cblas_{}gemm", 32), ("cblas_{}gemm", 32)], "sd")
+    if hit is None:
+        return None
+    found, width = hit
+    return found["s"], found["d"], width
 
 
 _FOUND = _find_numpy_gemm()

@@ -17,16 +17,13 @@ against another LAPACK); the lowerings then refuse these ops with a clear error.
 
 from __future__ import annotations
 
-import ctypes
-import glob
-import os
-
 import numba
 import numpy as np
 from llvmlite import binding as llvm
 from numba import types
 
 from ...ops.matrix import LinAlgError
+from .blas import numpy_openblas
 
 _ROW_MAJOR = 101
 _ROUTINES = ("potrf", "trtrs", "syevd", "gesdd", "geqrf", "orgqr")
@@ -34,27 +31,15 @@ _ROUTINES = ("potrf", "trtrs", "syevd", "gesdd", "geqrf", "orgqr")
 
 def _find_lapacke() -> int | None:
     """Register NumPy's LAPACKE routines as LLVM symbols; their integer width, or None."""
-    root = os.path.dirname(os.path.dirname(np.__file__))
-    libs = sorted(glob.glob(os.path.join(root, "numpy.libs", "*openblas*")))
-    libs += sorted(glob.glob(os.path.join(os.path.dirname(np.__file__), ".dylibs", "*openblas*")))
-    names = [("scipy_LAPACKE_{}64_", 64), ("LAPACKE_{}64_", 64), ("scipy_LAPACKE_{}", 32),
-             ("LAPACKE_{}", 32)]
-    for path in libs:
-        try:
-            lib = ctypes.CDLL(path)  # already loaded by NumPy: this only finds its handle
-        except OSError:
-            continue
-        for pattern, width in names:
-            try:
-                found = {p + r: getattr(lib, pattern.format(p + r))
-                         for p in "d" for r in _ROUTINES}
-            except AttributeError:
-                continue
-            for name, fn in found.items():
-                llvm.add_symbol(f"dualgraph_lapacke_{name}",
-                                ctypes.cast(fn, ctypes.c_void_p).value)
-            return width
-    return None
+    hit = numpy_openblas([("scipy_LAPACKE_{}64_", 64), ("LAPACKE_{}64_", 64),
+                          ("scipy_LAPACKE_{}", 32), ("LAPACKE_{}", 32)],
+                         tuple("d" + r for r in _ROUTINES))
+    if hit is None:
+        return None
+    found, width = hit
+    for name, address in found.items():
+        llvm.add_symbol(f"dualgraph_lapacke_{name}", address)
+    return width
 
 
 _WIDTH = _find_lapacke()
