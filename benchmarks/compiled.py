@@ -100,8 +100,9 @@ def w1_dualgraph(compiled: bool):
     return run
 
 
-def mlp_dualgraph(sizes: tuple, batch: int, loss: str, compiled: bool):
-    """One SGD step of dualgraph.workloads' MLP ``sizes`` at batch ``batch``."""
+def mlp_dualgraph(sizes: tuple, batch: int, loss: str, compiled: bool, parallel: bool = False):
+    """One SGD step of dualgraph.workloads' MLP ``sizes`` at batch ``batch`` (compiled with
+    ``parallel=`` when ``compiled``)."""
     def run():
         net, loss_fn = mlp_model(sizes, loss)
         opt = SGD(net.parameters(), lr=LR)
@@ -114,7 +115,7 @@ def mlp_dualgraph(sizes: tuple, batch: int, loss: str, compiled: bool):
             opt.step()
             return out
 
-        f = dg.compile(train) if compiled else train
+        f = dg.compile(train, parallel=parallel) if compiled else train
         return lambda: f(x, t)
     return run
 

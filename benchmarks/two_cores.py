@@ -41,7 +41,7 @@ import peers  # noqa: E402
 import single_thread  # noqa: E402
 
 import dualgraph as dg  # noqa: E402
-from dualgraph.workloads import MLPS, WORKLOADS, chain_data, mlp_data  # noqa: E402
+from dualgraph.workloads import MLPS, WORKLOADS, chain_data  # noqa: E402
 
 W3_N = 10_000_000
 MLP_BATCH = 1024
@@ -95,24 +95,11 @@ def chain_dualgraph(n: int, parallel: bool):
 
 
 def mlp_dualgraph(batch: int, parallel: bool):
-    sizes, _, loss = MLPS["mlp"]
-
     def build():
-        from compiled import mlp_model
+        from compiled import mlp_dualgraph as step
 
-        net, loss_fn = mlp_model(sizes, loss)
-        opt = dg.optim.SGD(net.parameters(), lr=peers.LR)
-        x, t = (dg.tensor(a) for a in mlp_data(sizes, batch, loss))
-
-        def train(x, t):
-            opt.zero_grad()
-            out = loss_fn(net(x), t)
-            out.backward()
-            opt.step()
-            return out
-
-        f = dg.compile(train, parallel=parallel)
-        return lambda: f(x, t)
+        sizes, _, loss = MLPS["mlp"]
+        return step(sizes, batch, loss, True, parallel=parallel)()
     return build
 
 
