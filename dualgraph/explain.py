@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .compile.plan import Kind
 from .ir.graph import Graph, Node
 from .passes import PassStats, fusion_groups, op_count, optimize
 from .trace.autodiff import Differentiated, differentiate, scalar_loss, value_and_grad
@@ -56,6 +57,9 @@ class Explanation:
     # For a `dg.compile`d function already called with arguments of this signature: the
     # Python call path generated for it (`compile.callgen`).
     call_path: str | None = None
+    # A compiled training step (``backward()`` and the optimizer inside the function): the
+    # graph `dg.compile` runs is the whole traced step, with its in-place updates.
+    step: bool = False
 
     def lines_for(self, user: str) -> list[SourceLine]:
         """Source-map rows whose user location ends with ``user`` (e.g. ``"model.py:12"``)."""
@@ -99,9 +103,10 @@ class Explanation:
 
     def __str__(self) -> str:
         lines = [f"== tier: {self.tier}"] if self.tier else []
-        lines += self._stages("forward", self.traced, self.passes)
+        title = "step" if self.step else "forward"
+        lines += self._stages(title, self.traced, self.passes)
         kernels = sum(1 for n in self.optimized.nodes if n.op == "fused")
-        lines.append(f"== forward: {op_count(self.traced)} traced nodes -> "
+        lines.append(f"== {title}: {op_count(self.traced)} traced nodes -> "
                      f"{op_count(self.optimized)} optimized nodes, {kernels} fused kernel(s)")
         if self.differentiated is not None:
             d = self.differentiated
@@ -149,12 +154,17 @@ def explain(fn: Callable, *example_args: Any, wrt: Any = "auto",
 
     >>> print(dg.explain(lambda x: (x * 2).exp().sum(), dg.randn(3)))   # doctest: +SKIP
     """
-    e = _explain(fn, *example_args, wrt=wrt)
+    plan = fn.plan_for(*example_args) if hasattr(fn, "plan_for") else None
+    if plan is not None and plan.mode is Kind.STEP and plan.optimized is not None:
+        e = _explain_step(fn, plan)
+    else:
+        e = _explain(fn, *example_args, wrt=wrt)
     if hasattr(fn, "call_source"):
         e.call_path = fn.call_source(*example_args)
     from .compare import asdict, kernel_costs, kernel_roofline, machine_limits
 
-    graphs = ([(e.value_and_grad, "step")] if e.value_and_grad is not None else
+    graphs = ([(e.optimized, "step")] if e.step else
+              [(e.value_and_grad, "step")] if e.value_and_grad is not None else
               [(e.optimized, "forward")] + ([(e.backward_optimized, "backward")]
                                            if e.backward_optimized is not None else []))
     if roofline:
@@ -164,6 +174,16 @@ def explain(fn: Callable, *example_args: Any, wrt: Any = "auto",
     else:
         e.kernel_costs = [k for g, name in graphs for k in kernel_costs(g, name)]
     return e
+
+
+def _explain_step(fn: Callable, plan: Any) -> Explanation:
+    """A compiled function that calls ``backward()`` (and usually an optimizer) inside: its
+    trace already holds the backward and the updates, so the report shows the plan
+    `dg.compile` built for it rather than differentiating the trace again."""
+    opt = plan.optimized
+    source, smap = _lower_all([(opt, "step")], plan.write_to)
+    return Explanation(plan.graph, opt, opt.pass_stats, numba_source=source,
+                       source_map=smap, tier=tier_of(fn), step=True)
 
 
 def _explain(fn: Callable, *example_args: Any, wrt: Any = "auto") -> Explanation:
@@ -225,16 +245,18 @@ def _short(loc: str | None) -> str:
     return os.path.basename(loc) if loc else "(no location)"
 
 
-def _lower_all(graphs: list[tuple[Graph, str]]) -> tuple[str, list[SourceLine]]:
+def _lower_all(graphs: list[tuple[Graph, str]], write_to: dict | None = None
+               ) -> tuple[str, list[SourceLine]]:
     """The Numba source the backend generates for each graph (generation only: nothing is
-    compiled), joined by blank lines, and the source map over the joined text."""
+    compiled), joined by blank lines, and the source map over the joined text;
+    ``write_to`` (kernel output -> input updated in place) applies to a single graph."""
     from .backend.numba.codegen import lower
 
     chunks: list[str] = []
     smap: list[SourceLine] = []
     offset = 0  # lines of the joined source before this function
     for graph, name in graphs:
-        lowered = lower(graph, name=name)
+        lowered = lower(graph, name=name, write_to=write_to)
         text = lowered.source.split("\n")
         smap += _map_graph(graph, name, lowered.line_of_node, text, offset)
         chunks.append(lowered.source)

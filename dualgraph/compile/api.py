@@ -315,9 +315,9 @@ class CompiledFunction:
                                          check_stale, self._baked_warned)
         return code
 
-    def call_source(self, *args: Any, **kwargs: Any) -> str | None:
-        """The source of the generated call path that serves ``f(*args, **kwargs)`` now,
-        or None when no entry serves it yet (``dg.explain`` prints it)."""
+    def _lookup(self, args: tuple, kwargs: dict) -> tuple:
+        """The entry serving ``f(*args, **kwargs)`` now (None if none yet), with what
+        `call_source` needs to show its call path."""
         fn = self.fn
         layout = None
         given, lifted, dtype, templates = len(args), (), None, None
@@ -331,7 +331,17 @@ class CompiledFunction:
             if len(args) != n:
                 templates = tuple(t if _has_slot(t) else None for t in args[:n])
         sig = self._key(args, layout)
-        entry = self._find(sig, args)
+        return self._find(sig, args), sig, fn, layout, given, lifted, dtype, templates
+
+    def plan_for(self, *args: Any, **kwargs: Any) -> Any:
+        """The compiled plan (graphs, kernels, writes) that serves ``f(*args, **kwargs)``
+        now, or None when no call with this signature has compiled yet."""
+        return self._lookup(args, kwargs)[0]
+
+    def call_source(self, *args: Any, **kwargs: Any) -> str | None:
+        """The source of the generated call path that serves ``f(*args, **kwargs)`` now,
+        or None when no entry serves it yet (``dg.explain`` prints it)."""
+        entry, sig, fn, layout, given, lifted, dtype, templates = self._lookup(args, kwargs)
         if entry is None:
             return None
         code = self._code(entry, sig, fn)

@@ -156,6 +156,8 @@ class Plan:
     # kernel output, new ``.grad`` values, ``.grad`` set to None.
     inplace: tuple = ()
     copy_writes: tuple = ()
+    # Kernel output -> the kernel input it is written into in place.
+    write_to: dict = field(default_factory=dict)
     grad_set: tuple = ()
     grad_none: tuple = ()
     attr_set: tuple = ()  # attributes set to a traced value (`AttrSet`)

@@ -202,6 +202,7 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     write_to, pos = _plan_writes(plan, len(user), [t for t, _ in writes],
                                  _write_inputs(ctx, graph, writes), grad_writes,
                                  ctx.arg_index)
+    plan.write_to = write_to
     k = len(user) + len(writes) + sum(n is not None for _, n in grad_writes)
     attrs = []
     for (obj, name, node), i in zip(ctx.attr_writes, attr_args):

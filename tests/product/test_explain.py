@@ -214,3 +214,38 @@ def test_the_report_echoes_as_its_text():
     dump; in a script, ``print`` it."""
     e = dg.explain(lambda x: (x * 2).exp().sum(), dg.randn(3))
     assert repr(e) == str(e) and repr(e).startswith("== forward: traced")
+
+
+def test_explain_of_a_compiled_training_step_shows_the_step_it_runs():
+    """A compiled function that calls ``backward()`` and an optimizer inside: the report
+    shows the traced step itself (its updates written into the parameters), the source
+    that runs, and no second differentiation of the step."""
+    dg.manual_seed(0)
+    net = dg.nn.Linear(4, 2)
+    opt = dg.optim.SGD(net.parameters(), lr=0.1)
+    x = dg.randn(3, 4)
+
+    @dg.compile(tiered=False)
+    def train(x):
+        opt.zero_grad()
+        loss = net(x).square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    before = net.weight.detach().clone()
+    train(x)
+    report = dg.explain(train, x)
+    text = str(report)
+    assert report.step and report.differentiated is None
+    assert "== step: traced" in text and "== backward" not in text
+    assert "sub" in [n.op for n in report.traced.nodes]
+    # Interpreting the explained step from the old weights gives the update train() made.
+    plan = train.plan_for(x)
+    assert plan.write_to and report.optimized is plan.optimized
+    assert "def step(" in report.numba_source
+    assert not any(r.graph == "backward" for r in report.source_map)
+    # The parameters the step updates are written in place by the printed source.
+    for j in plan.write_to.values():
+        assert re.search(rf"\ba{j}\[[^\]]*\] = ", report.numba_source)
+    assert not np.array_equal(before.numpy(), net.weight.detach().numpy())
