@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
+from .ops.elementwise import erf, expm1, log1p
 from .ops.elementwise import exp as _exp
-from .ops.math import erf, exp2, expm1, log1p
+from .ops.math import exp2
 from .ops.pointwise import sinc, xlog1py, xlogy
 from .ops.special import (
     digamma,

@@ -180,10 +180,13 @@ def test_no_op_name_dispatch_outside_the_registry() -> None:
     assert not bad, "\n".join(bad)
 
 
-def _is_op(expr: ast.AST) -> bool:
-    """``expr`` reads a node's op or an op's name (``n.op``, ``op``, ``op.name``)."""
+def _is_op(expr: ast.AST, bare: bool = True) -> bool:
+    """``expr`` reads a node's op or an op's name (``n.op``, ``op``, ``op.name``; with
+    ``bare``, also a plain ``name``/``op_name``, as a loop over a view chain's
+    ``(name, attrs)`` spells it: compared with an op's name, it asks which op it is)."""
     text = ast.unparse(expr)
-    return text in ("op", "op.name") or text.endswith((".op", ".op.name"))
+    return (text in ("op", "op.name") or text.endswith((".op", ".op.name", ".op_name"))
+            or (bare and text in ("name", "op_name")))
 
 
 def _literal_names(expr: ast.AST) -> set:
@@ -205,7 +208,8 @@ def _names_an_op(node: ast.AST, names: set) -> bool:
         return any(_is_op(x) for x in sides) and any(
             _literal_names(x) & names for x in sides if not _is_op(x))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        return (node.func.attr in ("startswith", "endswith") and _is_op(node.func.value)
+        # A prefix need not be an op's name, so a bare ``name`` is not taken for an op here.
+        return (node.func.attr in ("startswith", "endswith") and _is_op(node.func.value, False)
                 and any(_literal_names(a) for a in node.args))
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Dict):
         return _is_op(node.slice) and any(_literal_names(k) & names
@@ -301,6 +305,9 @@ def test_every_lowering_builds_kernel_ir() -> None:
     ('n.op == "input"', False),  # graph inputs and constants are not ops
     ('n.op in LOOP_OPS', False),  # a set named elsewhere: read through its traits
     ('x.name == "mul"', False),
+    ('name == "broadcast_to"', True),
+    ('op_name in ("mul", "add")', True),
+    ('name == "weight"', False),  # not an op's name
     ('op.name == "reshape"', True),
     ('node.op.name != "mul"', True),
     ('op is OPS["reshape"]', True),

@@ -83,14 +83,14 @@ class _IntegerInterval(_Interval):
     is_discrete = True
 
     def check(self, value: Any) -> Any:
-        return M.logical_and(E.eq(M.fmod(value, 1), 0), super().check(value))
+        return M.logical_and(E.eq(E.fmod(value, 1), 0), super().check(value))
 
 
 class _IntegerGreaterThan(_GreaterThanEq):
     is_discrete = True
 
     def check(self, value: Any) -> Any:
-        return M.logical_and(E.eq(M.fmod(value, 1), 0), super().check(value))
+        return M.logical_and(E.eq(E.fmod(value, 1), 0), super().check(value))
 
     def __repr__(self) -> str:
         return f"IntegerGreaterThan(lower_bound={self.lower_bound})"
@@ -100,7 +100,7 @@ class _Simplex(Constraint):
     event_dim = 1
 
     def check(self, value: Any) -> Any:
-        nonneg = M.all(E.ge(value, 0), -1)
+        nonneg = R.all(E.ge(value, 0), -1)
         return M.logical_and(nonneg, E.lt(E.abs(E.sub(R.sum(value, -1), 1.0)), 1e-6))
 
 
@@ -109,7 +109,7 @@ class _OneHot(Constraint):
     event_dim = 1
 
     def check(self, value: Any) -> Any:
-        binary = M.all(M.logical_or(E.eq(value, 0), E.eq(value, 1)), -1)
+        binary = R.all(M.logical_or(E.eq(value, 0), E.eq(value, 1)), -1)
         return M.logical_and(binary, E.eq(R.sum(value, -1), 1))
 
 
@@ -117,7 +117,7 @@ class _RealVector(Constraint):
     event_dim = 1
 
     def check(self, value: Any) -> Any:
-        return M.all(E.eq(value, value), -1)
+        return R.all(E.eq(value, value), -1)
 
 
 class _LowerCholesky(Constraint):
@@ -126,8 +126,8 @@ class _LowerCholesky(Constraint):
     event_dim = 2
 
     def check(self, value: Any) -> Any:
-        lower = M.all(M.all(E.eq(S.triu(value, 1), 0.0), -1), -1)
-        return M.logical_and(lower, M.all(E.gt(S.diagonal(value, 0, -2, -1), 0.0), -1))
+        lower = R.all(R.all(E.eq(S.triu(value, 1), 0.0), -1), -1)
+        return M.logical_and(lower, R.all(E.gt(S.diagonal(value, 0, -2, -1), 0.0), -1))
 
 
 class _PositiveDefinite(Constraint):
@@ -138,7 +138,7 @@ class _PositiveDefinite(Constraint):
     def check(self, value: Any) -> Any:
         from ..ops.decomp import cholesky_info
 
-        sym = M.all(M.all(M.isclose(value, S.swapaxes(value, -1, -2), atol=1e-6), -1), -1)
+        sym = R.all(R.all(M.isclose(value, S.swapaxes(value, -1, -2), atol=1e-6), -1), -1)
         return M.logical_and(sym, E.eq(cholesky_info(value), 0))
 
 

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from ..eager.creation import rand, randn
-from ..ops import math as M
+from ..ops import elementwise as E
 from . import constraints
 from .distribution import _HALF_LOG_2PI, Distribution, broadcast_all
 
@@ -60,7 +60,7 @@ class Normal(Distribution):
     def cdf(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
-        return 0.5 * (1 + M.erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
+        return 0.5 * (1 + E.erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
 
     def entropy(self) -> Any:
         return 0.5 + _HALF_LOG_2PI + self.scale.log()

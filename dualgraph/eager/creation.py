@@ -16,7 +16,6 @@ from ..dtypes import CPU, as_dtype, check_device, default_float
 from ..errors import TraceError
 from ..modes import current_trace
 from ..ops import elementwise as E
-from ..ops import math as M
 from ..ops import random as R
 from ..ops.scan import argsort, cumsum, searchsorted, topk
 from ..ops.shape import stop_gradient
@@ -472,7 +471,7 @@ def multinomial(input: Any, num_samples: int, replacement: bool = False, *,  # n
         target = E.mul(u, cdf[:, k - 1:k])
         idx = E.minimum(searchsorted(cdf, target, right=True), k - 1)
     else:
-        noise = E.neg(M.log1p(E.neg(u)))  # exponential(1); 0 only when u is exactly 0
+        noise = E.neg(E.log1p(E.neg(u)))  # exponential(1); 0 only when u is exactly 0
         idx = topk(E.div(w, noise), int(num_samples), dim=1).indices
     idx = idx.astype(np.int64)
     return idx.reshape(int(num_samples)) if len(shape) == 1 else idx

@@ -75,18 +75,18 @@ class ModuleHooks:
     def call(self, module: Any, args: tuple, kwargs: dict) -> Any:
         """``module(*args, **kwargs)`` with the hooks: pre-hooks may replace the arguments,
         forward hooks the output."""
-        for hid, hook in list(self.forward_pre.items()):
+        def pre(hid: int, hook: Callable, call: tuple) -> tuple | None:
+            args, kwargs = call
             if hid in self.pre_with_kwargs:
                 r = hook(module, args, kwargs)
-                if r is not None:
-                    if not (isinstance(r, tuple) and len(r) == 2):
-                        raise RuntimeError("forward pre-hook must return None or a tuple of "
-                                           f"(new_args, new_kwargs), but got {r!r}.")
-                    args, kwargs = r
-            else:
-                r = hook(module, args)
-                if r is not None:
-                    args = r if isinstance(r, tuple) else (r,)
+                if r is not None and not (isinstance(r, tuple) and len(r) == 2):
+                    raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                       f"(new_args, new_kwargs), but got {r!r}.")
+                return r
+            r = hook(module, args)
+            return None if r is None else (r if isinstance(r, tuple) else (r,), kwargs)
+
+        args, kwargs = _threaded(self.forward_pre, (args, kwargs), pre)
         state = None
         if (self.backward or self.backward_pre) and GRAD_ENABLED.value:
             state = _BackwardState(module, self)
@@ -98,10 +98,8 @@ class ModuleHooks:
                 if hid in self.always_call:
                     self._run_forward_hook(hid, hook, module, args, kwargs, None)
             raise
-        for hid, hook in list(self.forward.items()):
-            r = self._run_forward_hook(hid, hook, module, args, kwargs, out)
-            if r is not None:
-                out = r
+        out = _threaded(self.forward, out, lambda hid, hook, o: self._run_forward_hook(
+            hid, hook, module, args, kwargs, o))
         if state is not None:
             out = state.wrap_outputs(out)
         return out
@@ -111,6 +109,21 @@ class ModuleHooks:
         if hid in self.with_kwargs:
             return hook(module, args, kwargs, out)
         return hook(module, args, out)
+
+
+def _threaded(hooks: OrderedDict, value: Any, step: Callable[[int, Callable, Any], Any]) -> Any:
+    """``value`` passed through ``hooks`` in registration order: ``step(id, hook, value)``
+    runs one hook and gives the value that replaces it, or None to keep it."""
+    for hid, hook in list(hooks.items()):
+        new = step(hid, hook, value)
+        if new is not None:
+            value = new
+    return value
+
+
+def _as_grads(r: Any) -> tuple | None:
+    """A backward hook's result as a tuple of gradients (None: keep them)."""
+    return None if r is None else tuple(r) if isinstance(r, (tuple, list)) else (r,)
 
 
 def _meta(t: Any) -> tuple:
@@ -162,16 +175,15 @@ class _BackwardState:
         return outs[0] if single else type(out)(outs)
 
     def run_backward_hooks(self, grad_input: tuple) -> tuple:
-        for hook in list(self.hooks.backward.values()):
-            r = hook(self.module, grad_input, self.grad_output)
-            if r is not None:
-                r = tuple(r) if isinstance(r, (tuple, list)) else (r,)
-                if len(r) != len(grad_input):
-                    raise RuntimeError(
-                        f"Backward hook returned an invalid number of grad_input, got "
-                        f"{len(r)}, but expected {len(grad_input)}")
-                grad_input = r
-        return grad_input
+        def step(_: int, hook: Callable, grads: tuple) -> tuple | None:
+            r = _as_grads(hook(self.module, grads, self.grad_output))
+            if r is not None and len(r) != len(grads):
+                raise RuntimeError(
+                    f"Backward hook returned an invalid number of grad_input, got "
+                    f"{len(r)}, but expected {len(grads)}")
+            return r
+
+        return _threaded(self.hooks.backward, grad_input, step)
 
 
 class _HookNode:
@@ -199,11 +211,8 @@ class _Pickled:
 class _OutputNode(_HookNode):
     def vjp(self, ctx: Any, g: Any) -> tuple:
         st = self.state
-        grads = tuple(unpack(g, st.out_metas))
-        for hook in list(st.hooks.backward_pre.values()):
-            r = hook(st.module, grads)
-            if r is not None:
-                grads = tuple(r) if isinstance(r, (tuple, list)) else (r,)
+        grads = _threaded(st.hooks.backward_pre, tuple(unpack(g, st.out_metas)),
+                          lambda _, hook, gs: _as_grads(hook(st.module, gs)))
         st.grad_output = grads
         if not st.grad_pos and st.hooks.backward:
             # No input wants a gradient: the hooks run now, with no input gradients.

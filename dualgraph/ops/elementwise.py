@@ -1,4 +1,9 @@
-"""Elementwise primitives. Each VJP is written with dualgraph ops, never NumPy."""
+"""Elementwise primitives: arithmetic, comparisons, ``where``, the activations' ops, and the
+functions whose value (or gradient) no composition of those gives exactly: trigonometric and
+hyperbolic functions and their inverses, ``erf``, ``log2``/``log10``/``log1p``/``expm1``,
+``sign`` and the rounding functions (a zero gradient, as in PyTorch),
+``fmod``/``remainder``/``floor_divide``, ``copysign``, ``atan2`` and the bitwise ops. Each
+VJP is written with dualgraph ops, never NumPy. Compositions of these live in ``math.py``."""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from .broadcast import (
     result_dtype,
     shape_of,
 )
+from .erf32 import erf_f32
 from .registry import OpDef, register
 
 # ---------------------------------------------------------------------------- infer rules
@@ -59,6 +65,44 @@ def _where_infer(c: Any, x: Any, y: Any) -> tuple:
 
 def _div_infer(x: Any, y: Any) -> tuple:
     return broadcast_shapes("div", shape_of(x), shape_of(y)), float_dtype(result_dtype(x, y))
+
+
+def _integral_infer(name: str, unary: bool = False):
+    """The shape/dtype rule of a bitwise op: integer or bool operands only (PyTorch)."""
+
+    def check(*args: Any) -> None:
+        for a in args:
+            dtype = getattr(a, "dtype", None)
+            if dtype is None:  # a Python literal
+                if isinstance(a, float):
+                    raise TypeError(f"{name}: not supported for float operands")
+            elif np.dtype(dtype).kind not in "biu":
+                raise TypeError(f"{name}: not supported for {dtype} tensors (integer or bool "
+                                "tensors only)")
+
+    if unary:
+        def infer(x: Any) -> tuple:
+            check(x)
+            return _same_infer(x)
+        return infer
+
+    binary = _binary_infer(name)
+
+    def infer(x: Any, y: Any) -> tuple:
+        check(x, y)
+        return binary(x, y)
+
+    return infer
+
+
+def _float_binary_infer(name: str):
+    binary = _binary_infer(name)
+
+    def infer(x: Any, y: Any) -> tuple:
+        shape, dtype = binary(x, y)
+        return shape, float_dtype(dtype)
+
+    return infer
 
 
 def _floatify(ufunc):
@@ -201,6 +245,37 @@ def impl_into(op: OpDef, out: np.ndarray, x: Any, y: Any) -> None:
         np.copyto(out, op.impl(x, y), casting="same_kind")
 
 
+def _erf_impl(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind != "f":
+        x = x.astype(float_dtype(x.dtype))
+    if x.dtype.itemsize <= 4:
+        # Float32 (and float16, through float32) as whole-array passes: a few ulp, and
+        # several times faster than a correctly rounded scalar loop.
+        return erf_f32(x.astype(np.float32, copy=False)).astype(x.dtype, copy=False)
+    # scipy.special is imported lazily: it costs ~0.2 s and most programs never call erf.
+    from scipy.special import erf
+
+    return erf(x)
+
+
+def _rounding(ufunc):
+    """Integer inputs are already whole: PyTorch returns them unchanged, in their dtype."""
+
+    def impl(x: np.ndarray) -> np.ndarray:
+        return x.copy() if x.dtype.kind in "biu" else ufunc(x)
+
+    impl.__name__ = ufunc.__name__
+    return impl
+
+
+def _sign_impl(x: np.ndarray) -> np.ndarray:
+    """PyTorch's sign: 0 for nan (NumPy gives nan), +0.0 for either zero."""
+    r = np.sign(x)
+    if r.dtype.kind == "f":
+        r = np.where(np.isnan(r), r.dtype.type(0), r)
+    return r
+
+
 # --------------------------------------------------------------------- functional wrappers
 
 
@@ -321,6 +396,167 @@ def eq(x: Any, y: Any) -> Any:
 
 def ne(x: Any, y: Any) -> Any:
     return bind(NE, x, y)
+
+
+def tan(x: Any) -> Any:
+    """Tangent elementwise."""
+    return bind(TAN, x)
+
+
+def asin(x: Any) -> Any:
+    """Inverse sine elementwise (nan outside [-1, 1])."""
+    return bind(ASIN, x)
+
+
+def acos(x: Any) -> Any:
+    """Inverse cosine elementwise (nan outside [-1, 1])."""
+    return bind(ACOS, x)
+
+
+def atan(x: Any) -> Any:
+    """Inverse tangent elementwise."""
+    return bind(ATAN, x)
+
+
+def sinh(x: Any) -> Any:
+    """Hyperbolic sine elementwise."""
+    return bind(SINH, x)
+
+
+def cosh(x: Any) -> Any:
+    """Hyperbolic cosine elementwise."""
+    return bind(COSH, x)
+
+
+def asinh(x: Any) -> Any:
+    """Inverse hyperbolic sine elementwise."""
+    return bind(ASINH, x)
+
+
+def acosh(x: Any) -> Any:
+    """Inverse hyperbolic cosine elementwise (nan below 1)."""
+    return bind(ACOSH, x)
+
+
+def atanh(x: Any) -> Any:
+    """Inverse hyperbolic tangent elementwise (nan outside [-1, 1])."""
+    return bind(ATANH, x)
+
+
+def erf(x: Any) -> Any:
+    """The error function elementwise. ``dg.erf(dg.tensor(0.0))`` is ``tensor(0.)``."""
+    return bind(ERF, x)
+
+
+def log2(x: Any) -> Any:
+    """Base-2 logarithm elementwise."""
+    return bind(LOG2, x)
+
+
+def log10(x: Any) -> Any:
+    """Base-10 logarithm elementwise."""
+    return bind(LOG10, x)
+
+
+def log1p(x: Any) -> Any:
+    """``log(1 + x)``, accurate for small ``x``."""
+    return bind(LOG1P, x)
+
+
+def expm1(x: Any) -> Any:
+    """``exp(x) - 1``, accurate for small ``x``."""
+    return bind(EXPM1, x)
+
+
+def sign(x: Any) -> Any:
+    """-1, 0 or 1 by the sign of each element (gradient 0)."""
+    return bind(SIGN, x)
+
+
+def floor(x: Any) -> Any:
+    """Round down elementwise (gradient 0); integer tensors come back unchanged."""
+    return bind(FLOOR, x)
+
+
+def ceil(x: Any) -> Any:
+    """Round up elementwise (gradient 0)."""
+    return bind(CEIL, x)
+
+
+def round(x: Any) -> Any:  # noqa: A001 - PyTorch's name
+    """Round to the nearest integer, halves to even as PyTorch (gradient 0)."""
+    return bind(ROUND, x)
+
+
+def trunc(x: Any) -> Any:
+    """Round toward zero elementwise (gradient 0)."""
+    return bind(TRUNC, x)
+
+
+fix = trunc
+
+
+def copysign(x: Any, y: Any) -> Any:
+    """``|x|`` with the sign of ``y`` (a float result, as PyTorch)."""
+    return bind(COPYSIGN, x, y)
+
+
+def fmod(x: Any, y: Any) -> Any:
+    """C's remainder: ``x - y * trunc(x / y)``, the sign of the dividend."""
+    return bind(FMOD, x, y)
+
+
+def remainder(x: Any, y: Any) -> Any:
+    """Python's ``%``: ``x - y * floor(x / y)``, the sign of the divisor."""
+    return bind(REMAINDER, x, y)
+
+
+def floor_divide(x: Any, y: Any) -> Any:
+    """Python's ``//``: the quotient rounded down (gradient 0)."""
+    return bind(FLOOR_DIVIDE, x, y)
+
+
+def atan2(y: Any, x: Any) -> Any:
+    """The angle of the point ``(x, y)``, elementwise: ``dg.atan2(y, x)``."""
+    return bind(ATAN2, y, x)
+
+
+arctan2 = atan2
+
+
+def bitwise_and(x: Any, y: Any) -> Any:
+    """``x & y`` on integer or bool tensors."""
+    return bind(BITWISE_AND, x, y)
+
+
+def bitwise_or(x: Any, y: Any) -> Any:
+    """``x | y`` on integer or bool tensors."""
+    return bind(BITWISE_OR, x, y)
+
+
+def bitwise_xor(x: Any, y: Any) -> Any:
+    """``x ^ y`` on integer or bool tensors."""
+    return bind(BITWISE_XOR, x, y)
+
+
+def bitwise_not(x: Any) -> Any:
+    """``~x`` on integer or bool tensors (logical not for bool)."""
+    return bind(BITWISE_NOT, x)
+
+
+def bitwise_left_shift(x: Any, y: Any) -> Any:
+    """``x << y`` on integer tensors."""
+    return bind(LEFT_SHIFT, x, y)
+
+
+def bitwise_right_shift(x: Any, y: Any) -> Any:
+    """``x >> y`` on integer tensors (arithmetic: the sign is kept)."""
+    return bind(RIGHT_SHIFT, x, y)
+
+
+def _truth(x: Any) -> Any:
+    dtype = getattr(x, "dtype", None)
+    return x if dtype is not None and np.dtype(dtype) == np.bool_ else ne(x, 0)
 
 
 # ------------------------------------------------------------------------------ VJP rules
@@ -473,6 +709,110 @@ def _where_vjp(ctx, g):
     return None, (where(c, g, 0.0) if nx else None), (where(c, 0.0, g) if ny else None)
 
 
+def _zero_vjp(ctx, g):
+    # PyTorch's rule for step functions: the gradient is 0 everywhere (kinks included).
+    zero = mul(g, 0.0)
+    return tuple(zero if need else None for need in ctx.needs_input_grad)
+
+
+def _tan_vjp(ctx, g):
+    y = ctx.out
+    return (mul(g, add(mul(y, y), 1.0)),)
+
+
+def _asin_vjp(ctx, g):
+    (x,) = ctx.args
+    return (div(g, sqrt(sub(1.0, mul(x, x)))),)
+
+
+def _acos_vjp(ctx, g):
+    (x,) = ctx.args
+    return (neg(div(g, sqrt(sub(1.0, mul(x, x))))),)
+
+
+def _atan_vjp(ctx, g):
+    (x,) = ctx.args
+    return (div(g, add(mul(x, x), 1.0)),)
+
+
+def _sinh_vjp(ctx, g):
+    return (mul(g, cosh(ctx.args[0])),)
+
+
+def _cosh_vjp(ctx, g):
+    return (mul(g, sinh(ctx.args[0])),)
+
+
+def _asinh_vjp(ctx, g):
+    (x,) = ctx.args
+    return (div(g, sqrt(add(mul(x, x), 1.0))),)
+
+
+def _acosh_vjp(ctx, g):
+    (x,) = ctx.args
+    return (div(g, sqrt(sub(mul(x, x), 1.0))),)
+
+
+def _atanh_vjp(ctx, g):
+    (x,) = ctx.args
+    return (div(g, sub(1.0, mul(x, x))),)
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _erf_vjp(ctx, g):
+    (x,) = ctx.args
+    return (mul(g, mul(exp(neg(mul(x, x))), _TWO_OVER_SQRT_PI)),)
+
+
+def _log_base_vjp(base: float):
+    ln = math.log(base)
+
+    def vjp(ctx, g):
+        return (div(g, mul(ctx.args[0], ln)),)
+
+    return vjp
+
+
+def _log1p_vjp(ctx, g):
+    return (div(g, add(ctx.args[0], 1.0)),)
+
+
+def _expm1_vjp(ctx, g):
+    return (mul(g, add(ctx.out, 1.0)),)
+
+
+def _copysign_vjp(ctx, g):
+    # PyTorch: d/dx copysign(x, y) = copysign(x, y) / x, and 0 at x == 0; none to y.
+    x, _ = ctx.args
+    nx, ny = ctx.needs_input_grad
+    gx = mul(g, where(eq(x, 0), 0.0, div(ctx.out, x))) if nx else None
+    return gx, (mul(g, 0.0) if ny else None)
+
+
+def _mod_vjp(rounding):
+    """x - y * rounding(x / y): the x-gradient is g, the y-gradient -g * rounding(x / y)."""
+
+    def vjp(ctx, g):
+        x, y = ctx.args
+        ny = ctx.needs_input_grad[1]
+        return g, (neg(mul(g, rounding(div(x, y)))) if ny else None)
+
+    return vjp
+
+
+def _atan2_vjp(ctx, g):
+    y, x = ctx.args
+    ny, nx = ctx.needs_input_grad
+    r = add(mul(x, x), mul(y, y))
+    # At the origin the gradient is zero, as PyTorch makes it (1 / r taken as 0 there).
+    zero = eq(r, 0.0)
+    inv = where(zero, 0.0, div(1.0, where(zero, 1.0, r)))
+    return ((mul(mul(g, x), inv) if ny else None),
+            (neg(mul(mul(g, y), inv)) if nx else None))
+
+
 # ------------------------------------------------------------------------------- registry
 
 
@@ -571,3 +911,78 @@ GT = _compare("gt", np.greater)
 GE = _compare("ge", np.greater_equal)
 EQ = _compare("eq", np.equal, commutative=True)
 NE = _compare("ne", np.not_equal, commutative=True)
+
+
+def _unary(name: str, impl, vjp, torch_name: str, *, infer=_float_infer, saves=(0,),
+           saves_out: bool = False) -> OpDef:
+    return register(OpDef(name, impl, infer, vjp, torch_name, saves=saves, saves_out=saves_out,
+                          elementwise=True))
+
+
+TAN = _unary("tan", _floatify(np.tan), _tan_vjp, "TanBackward0", saves=(), saves_out=True)
+ASIN = _unary("asin", _floatify(np.arcsin), _asin_vjp, "AsinBackward0")
+ACOS = _unary("acos", _floatify(np.arccos), _acos_vjp, "AcosBackward0")
+ATAN = _unary("atan", _floatify(np.arctan), _atan_vjp, "AtanBackward0")
+SINH = _unary("sinh", _floatify(np.sinh), _sinh_vjp, "SinhBackward0")
+COSH = _unary("cosh", _floatify(np.cosh), _cosh_vjp, "CoshBackward0")
+ASINH = _unary("asinh", _floatify(np.arcsinh), _asinh_vjp, "AsinhBackward0")
+ACOSH = _unary("acosh", _floatify(np.arccosh), _acosh_vjp, "AcoshBackward0")
+ATANH = _unary("atanh", _floatify(np.arctanh), _atanh_vjp, "AtanhBackward0")
+ERF = _unary("erf", _erf_impl, _erf_vjp, "ErfBackward0")
+LOG2 = _unary("log2", _floatify(np.log2), _log_base_vjp(2.0), "Log2Backward0")
+LOG10 = _unary("log10", _floatify(np.log10), _log_base_vjp(10.0), "Log10Backward0")
+LOG1P = _unary("log1p", _floatify(np.log1p), _log1p_vjp, "Log1PBackward0")
+EXPM1 = _unary("expm1", _floatify(np.expm1), _expm1_vjp, "Expm1Backward0", saves=(),
+               saves_out=True)
+SIGN = _unary("sign", _sign_impl, _zero_vjp, "SignBackward0", infer=_same_infer, saves=())
+FLOOR = _unary("floor", _rounding(np.floor), _zero_vjp, "FloorBackward0", infer=_same_infer,
+               saves=())
+CEIL = _unary("ceil", _rounding(np.ceil), _zero_vjp, "CeilBackward0", infer=_same_infer,
+              saves=())
+# np.rint rounds half to even, as torch.round does (np.round is the same, but slower).
+ROUND = _unary("round", _rounding(np.rint), _zero_vjp, "RoundBackward0", infer=_same_infer,
+               saves=())
+TRUNC = _unary("trunc", _rounding(np.trunc), _zero_vjp, "TruncBackward0", infer=_same_infer,
+               saves=())
+
+COPYSIGN = register(OpDef(
+    "copysign", _promoting(np.copysign, floating=True), _float_binary_infer("copysign"),
+    _copysign_vjp, "CopysignBackward0", saves=(0,), saves_out=True, elementwise=True,
+))
+FMOD = register(OpDef(
+    "fmod", _promoting(np.fmod), _binary_infer("fmod"), _mod_vjp(lambda q: trunc(q)),
+    "FmodBackward1", saves=(0, 1), elementwise=True,
+))
+# np.remainder has Python's (and PyTorch's) sign rule: the result takes the divisor's sign.
+REMAINDER = register(OpDef(
+    "remainder", _promoting(np.remainder), _binary_infer("remainder"),
+    _mod_vjp(lambda q: floor(q)), "RemainderBackward1", saves=(0, 1), elementwise=True,
+))
+# np.floor_divide computes the quotient from fmod (exact), as PyTorch's floor division does;
+# floor(x / y) would round the quotient first.
+FLOOR_DIVIDE = register(OpDef(
+    "floor_divide", _promoting(np.floor_divide), _binary_infer("floor_divide"), _zero_vjp,
+    "DivBackward2", elementwise=True,
+))
+ATAN2 = register(OpDef(
+    "atan2", _promoting(np.arctan2, floating=True), _float_binary_infer("atan2"), _atan2_vjp,
+    "Atan2Backward0", saves=(0, 1), elementwise=True,
+))
+
+
+def _bitwise(name: str, ufunc, commutative: bool = True) -> OpDef:
+    return register(OpDef(
+        name, _promoting(ufunc), _integral_infer(name), None, "", elementwise=True,
+        commutative=commutative, differentiable=False,
+    ))
+
+
+BITWISE_AND = _bitwise("bitwise_and", np.bitwise_and)
+BITWISE_OR = _bitwise("bitwise_or", np.bitwise_or)
+BITWISE_XOR = _bitwise("bitwise_xor", np.bitwise_xor)
+LEFT_SHIFT = _bitwise("left_shift", np.left_shift, commutative=False)
+RIGHT_SHIFT = _bitwise("right_shift", np.right_shift, commutative=False)
+BITWISE_NOT = register(OpDef(
+    "bitwise_not", np.invert, _integral_infer("bitwise_not", unary=True), None, "",
+    elementwise=True, differentiable=False,
+))

@@ -761,7 +761,6 @@ def _scatter_fold(x: Any, dim: int, index: Any, src: Any, reduce: str,
     ties split the gradient evenly among every tied element, self included (PyTorch's
     rule), and `prod`'s gradient is the zero-aware one. Memory is targets x sources per
     line: fine for the sizes scatter_reduce is used at, not for huge scatters."""
-    from . import math as M
     from . import reduce as R
     from .shape import movedim
 
@@ -796,7 +795,7 @@ def _scatter_fold(x: Any, dim: int, index: Any, src: Any, reduce: str,
         fill = np.array(info.min if reduce == "amax" else info.max, x.dtype)
     vals = E.where(mask, src_m, fill)
     self_m = S.reshape(movedim(xr, dim, -1), tuple(np.delete(region, dim)) + (t, 1))
-    fold = M.prod if reduce == "prod" else R.amax if reduce == "amax" else R.amin
+    fold = R.prod if reduce == "prod" else R.amax if reduce == "amax" else R.amin
     if include_self:
         vals = S.concatenate([self_m, vals], -1)
     elif reduce != "prod":
@@ -807,7 +806,7 @@ def _scatter_fold(x: Any, dim: int, index: Any, src: Any, reduce: str,
         vals = S.concatenate([E.where(E.eq(self_m, extreme), self_m.detach(), fill), vals], -1)
     folded = fold(vals, -1)
     if not include_self:  # targets nothing lands on keep their value
-        hit = M.any(mask, -1)
+        hit = R.any(mask, -1)
         folded = E.where(hit, folded, S.reshape(self_m, tuple(folded.shape)))
     out = movedim(folded, -1, dim)
     if whole:

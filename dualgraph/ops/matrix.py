@@ -19,7 +19,6 @@ import numpy as np
 from ..errors import ShapeError
 from ..modes import bind
 from . import elementwise as E
-from . import math as M
 from . import reduce as R
 from . import shape as S
 from .broadcast import normalize_axis, normalize_dim
@@ -263,7 +262,7 @@ def det(A: Any) -> Any:  # noqa: N803
 def slogdet(A: Any) -> Any:  # noqa: N803
     """``(sign, logabsdet)`` of each square matrix, as a named tuple."""
     d = det(A)
-    return slogdet_result(M.sign(d), E.log(E.abs(d)))
+    return slogdet_result(E.sign(d), E.log(E.abs(d)))
 
 
 def logdet(A: Any) -> Any:  # noqa: N803

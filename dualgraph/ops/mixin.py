@@ -519,45 +519,45 @@ class TensorOps:
     # ------------------------------------------------- math, tests, bitwise and casts
     # Math, tests, bitwise and casts (dualgraph/ops/math.py). Methods are the functions;
     # in-place forms compute then `copy_` (one recorded op, as PyTorch's history shows).
-    def __mod__(self, o): return _bin(M.REMAINDER, self, o)  # noqa: E704
-    def __rmod__(self, o): return _bin(M.REMAINDER, self, o, True)  # noqa: E704
-    def __floordiv__(self, o): return _bin(M.FLOOR_DIVIDE, self, o)  # noqa: E704
-    def __rfloordiv__(self, o): return _bin(M.FLOOR_DIVIDE, self, o, True)  # noqa: E704
-    def __and__(self, o): return _bin(M.BITWISE_AND, self, o)  # noqa: E704
-    def __rand__(self, o): return _bin(M.BITWISE_AND, self, o, True)  # noqa: E704
-    def __or__(self, o): return _bin(M.BITWISE_OR, self, o)  # noqa: E704
-    def __ror__(self, o): return _bin(M.BITWISE_OR, self, o, True)  # noqa: E704
-    def __xor__(self, o): return _bin(M.BITWISE_XOR, self, o)  # noqa: E704
-    def __rxor__(self, o): return _bin(M.BITWISE_XOR, self, o, True)  # noqa: E704
-    def __lshift__(self, o): return _bin(M.LEFT_SHIFT, self, o)  # noqa: E704
-    def __rlshift__(self, o): return _bin(M.LEFT_SHIFT, self, o, True)  # noqa: E704
-    def __rshift__(self, o): return _bin(M.RIGHT_SHIFT, self, o)  # noqa: E704
-    def __rrshift__(self, o): return _bin(M.RIGHT_SHIFT, self, o, True)  # noqa: E704
+    def __mod__(self, o): return _bin(E.REMAINDER, self, o)  # noqa: E704
+    def __rmod__(self, o): return _bin(E.REMAINDER, self, o, True)  # noqa: E704
+    def __floordiv__(self, o): return _bin(E.FLOOR_DIVIDE, self, o)  # noqa: E704
+    def __rfloordiv__(self, o): return _bin(E.FLOOR_DIVIDE, self, o, True)  # noqa: E704
+    def __and__(self, o): return _bin(E.BITWISE_AND, self, o)  # noqa: E704
+    def __rand__(self, o): return _bin(E.BITWISE_AND, self, o, True)  # noqa: E704
+    def __or__(self, o): return _bin(E.BITWISE_OR, self, o)  # noqa: E704
+    def __ror__(self, o): return _bin(E.BITWISE_OR, self, o, True)  # noqa: E704
+    def __xor__(self, o): return _bin(E.BITWISE_XOR, self, o)  # noqa: E704
+    def __rxor__(self, o): return _bin(E.BITWISE_XOR, self, o, True)  # noqa: E704
+    def __lshift__(self, o): return _bin(E.LEFT_SHIFT, self, o)  # noqa: E704
+    def __rlshift__(self, o): return _bin(E.LEFT_SHIFT, self, o, True)  # noqa: E704
+    def __rshift__(self, o): return _bin(E.RIGHT_SHIFT, self, o)  # noqa: E704
+    def __rrshift__(self, o): return _bin(E.RIGHT_SHIFT, self, o, True)  # noqa: E704
 
     def __invert__(self) -> Any:
-        return M.bitwise_not(self)
+        return E.bitwise_not(self)
 
-    def tan(self): return M.tan(self)  # noqa: E704
-    def asin(self): return M.asin(self)  # noqa: E704
-    def acos(self): return M.acos(self)  # noqa: E704
-    def atan(self): return M.atan(self)  # noqa: E704
-    def sinh(self): return M.sinh(self)  # noqa: E704
-    def cosh(self): return M.cosh(self)  # noqa: E704
-    def asinh(self): return M.asinh(self)  # noqa: E704
-    def acosh(self): return M.acosh(self)  # noqa: E704
-    def atanh(self): return M.atanh(self)  # noqa: E704
-    def erf(self): return M.erf(self)  # noqa: E704
-    def log2(self): return M.log2(self)  # noqa: E704
-    def log10(self): return M.log10(self)  # noqa: E704
+    def tan(self): return E.tan(self)  # noqa: E704
+    def asin(self): return E.asin(self)  # noqa: E704
+    def acos(self): return E.acos(self)  # noqa: E704
+    def atan(self): return E.atan(self)  # noqa: E704
+    def sinh(self): return E.sinh(self)  # noqa: E704
+    def cosh(self): return E.cosh(self)  # noqa: E704
+    def asinh(self): return E.asinh(self)  # noqa: E704
+    def acosh(self): return E.acosh(self)  # noqa: E704
+    def atanh(self): return E.atanh(self)  # noqa: E704
+    def erf(self): return E.erf(self)  # noqa: E704
+    def log2(self): return E.log2(self)  # noqa: E704
+    def log10(self): return E.log10(self)  # noqa: E704
     def exp2(self): return M.exp2(self)  # noqa: E704
     def rsqrt(self): return M.rsqrt(self)  # noqa: E704
-    def log1p(self): return M.log1p(self)  # noqa: E704
-    def expm1(self): return M.expm1(self)  # noqa: E704
-    def sign(self): return M.sign(self)  # noqa: E704
-    def floor(self): return M.floor(self)  # noqa: E704
-    def ceil(self): return M.ceil(self)  # noqa: E704
-    def round(self): return M.round(self)  # noqa: E704
-    def trunc(self): return M.trunc(self)  # noqa: E704
+    def log1p(self): return E.log1p(self)  # noqa: E704
+    def expm1(self): return E.expm1(self)  # noqa: E704
+    def sign(self): return E.sign(self)  # noqa: E704
+    def floor(self): return E.floor(self)  # noqa: E704
+    def ceil(self): return E.ceil(self)  # noqa: E704
+    def round(self): return E.round(self)  # noqa: E704
+    def trunc(self): return E.trunc(self)  # noqa: E704
     def frac(self): return M.frac(self)  # noqa: E704
     def square(self): return M.square(self)  # noqa: E704
     def reciprocal(self): return M.reciprocal(self)  # noqa: E704
@@ -565,7 +565,7 @@ class TensorOps:
     def isinf(self): return M.isinf(self)  # noqa: E704
     def isfinite(self): return M.isfinite(self)  # noqa: E704
     def logical_not(self): return M.logical_not(self)  # noqa: E704
-    def bitwise_not(self): return M.bitwise_not(self)  # noqa: E704
+    def bitwise_not(self): return E.bitwise_not(self)  # noqa: E704
 
     def tan_(self): return self.copy_(self.tan())  # noqa: E704
     def asin_(self): return self.copy_(self.asin())  # noqa: E704
@@ -603,19 +603,19 @@ class TensorOps:
     def neg_(self): return self.copy_(self.neg())  # noqa: E704
 
     def copysign(self, o: Any) -> Any:
-        return M.copysign(self, o)
+        return E.copysign(self, o)
 
     def fmod(self, o: Any) -> Any:
-        return M.fmod(self, o)
+        return E.fmod(self, o)
 
     def remainder(self, o: Any) -> Any:
-        return M.remainder(self, o)
+        return E.remainder(self, o)
 
     def floor_divide(self, o: Any) -> Any:
-        return M.floor_divide(self, o)
+        return E.floor_divide(self, o)
 
     def atan2(self, o: Any) -> Any:
-        return M.atan2(self, o)
+        return E.atan2(self, o)
 
     arctan2 = atan2
 
@@ -626,13 +626,13 @@ class TensorOps:
         return M.logaddexp(self, o)
 
     def bitwise_and(self, o: Any) -> Any:
-        return M.bitwise_and(self, o)
+        return E.bitwise_and(self, o)
 
     def bitwise_or(self, o: Any) -> Any:
-        return M.bitwise_or(self, o)
+        return E.bitwise_or(self, o)
 
     def bitwise_xor(self, o: Any) -> Any:
-        return M.bitwise_xor(self, o)
+        return E.bitwise_xor(self, o)
 
     def logical_and(self, o: Any) -> Any:
         return M.logical_and(self, o)
@@ -653,23 +653,23 @@ class TensorOps:
 
     def var(self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
             correction: Any = None) -> Any:
-        return M.var(self, dim, unbiased, keepdim, correction=correction)
+        return R.var(self, dim, unbiased, keepdim, correction=correction)
 
     def std(self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
             correction: Any = None) -> Any:
-        return M.std(self, dim, unbiased, keepdim, correction=correction)
+        return R.std(self, dim, unbiased, keepdim, correction=correction)
 
     def logsumexp(self, dim: Any, keepdim: bool = False) -> Any:
-        return M.logsumexp(self, dim, keepdim)
+        return R.logsumexp(self, dim, keepdim)
 
     def any(self, dim: Any = None, keepdim: bool = False) -> Any:
-        return M.any(self, dim, keepdim)
+        return R.any(self, dim, keepdim)
 
     def all(self, dim: Any = None, keepdim: bool = False) -> Any:
-        return M.all(self, dim, keepdim)
+        return R.all(self, dim, keepdim)
 
     def prod(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
-        return M.prod(self, dim, keepdim, dtype=dtype)
+        return R.prod(self, dim, keepdim, dtype=dtype)
 
     # Comparisons by name (PyTorch's methods).
     def lt(self, o: Any) -> Any: return self < o  # noqa: E704
@@ -847,22 +847,22 @@ class TensorOps:
         return current_mode().assign(self, self.clamp(min, max))
 
     def bitwise_left_shift(self, o: Any) -> Any:
-        return M.bitwise_left_shift(self, o)
+        return E.bitwise_left_shift(self, o)
 
     def bitwise_right_shift(self, o: Any) -> Any:
-        return M.bitwise_right_shift(self, o)
+        return E.bitwise_right_shift(self, o)
 
     def bitwise_left_shift_(self, o: Any) -> Any:
-        return current_mode().assign(self, M.bitwise_left_shift(self, o))
+        return current_mode().assign(self, E.bitwise_left_shift(self, o))
 
     def bitwise_right_shift_(self, o: Any) -> Any:
-        return current_mode().assign(self, M.bitwise_right_shift(self, o))
+        return current_mode().assign(self, E.bitwise_right_shift(self, o))
 
     def __ilshift__(self, o: Any) -> Any:
-        return current_mode().assign(self, M.bitwise_left_shift(self, o))
+        return current_mode().assign(self, E.bitwise_left_shift(self, o))
 
     def __irshift__(self, o: Any) -> Any:
-        return current_mode().assign(self, M.bitwise_right_shift(self, o))
+        return current_mode().assign(self, E.bitwise_right_shift(self, o))
 
     # ---- devices (CPU only, as a CPU build of PyTorch) and memory layout
     @property

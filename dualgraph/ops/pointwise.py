@@ -65,7 +65,7 @@ def signbit(input: Any) -> Any:  # noqa: A002
     if not _is_float(input):
         return E.lt(input, 0)
     # copysign carries the sign bit onto 1.0 exactly (-0.0 included).
-    return E.lt(M.copysign(S.stop_gradient(E.add(E.mul(input, 0.0), 1.0)),
+    return E.lt(E.copysign(S.stop_gradient(E.add(E.mul(input, 0.0), 1.0)),
                            S.stop_gradient(input)), 0.0)
 
 
@@ -124,7 +124,7 @@ def xlogy(input: Any, other: Any) -> Any:  # noqa: A002
 
 def xlog1py(input: Any, other: Any) -> Any:  # noqa: A002
     """``input * log1p(other)``, 0 where ``input == 0`` (unless ``other`` is NaN)."""
-    prod = E.mul(input, M.log1p(other))
+    prod = E.mul(input, E.log1p(other))
     zero = E.eq(input, 0)
     if hasattr(other, "shape"):
         zero = M.logical_and(zero, E.eq(other, other))

@@ -1,8 +1,10 @@
-"""Reductions: sum, mean, max, min, argmax, argmin; ``max(dim)`` takes its values with a
+"""Reductions: sum, mean, max, min, argmax, argmin, prod (primitives) and var, std,
+logsumexp, any, all (compositions of them); ``max(dim)`` takes its values with a
 ``gather_axis`` at the arg index. Axis attributes are canonical (sorted, non-negative)."""
 
 from __future__ import annotations
 
+import builtins
 import math
 from typing import Any, NamedTuple
 
@@ -10,8 +12,24 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..modes import bind
-from .broadcast import float_dtype, normalize_axis, normalize_dim
-from .elementwise import div, eq, gt, maximum, minimum, mul, ne, where
+from .broadcast import float_dtype, normalize_axis, normalize_dim, shape_of
+from .elementwise import (
+    _truth,
+    abs,  # noqa: A004 - the op; this module never needs the builtin
+    add,
+    div,
+    eq,
+    exp,
+    gt,
+    log,
+    maximum,
+    minimum,
+    mul,
+    ne,
+    sqrt,
+    sub,
+    where,
+)
 from .index import gather_axis
 from .registry import OpDef, Reduction, register
 from .shape import astype, broadcast_to, reshape
@@ -50,7 +68,7 @@ def _mean_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tu
 
 def _check_nonempty(name: str, shape: tuple, axis: tuple | None) -> None:
     reduced = range(len(shape)) if axis is None else axis
-    if any(shape[i] == 0 for i in reduced):
+    if builtins.any(shape[i] == 0 for i in reduced):
         raise ShapeError(f"{name}: cannot take the {name} over an empty dimension of shape "
                          f"{shape}")
 
@@ -390,3 +408,134 @@ def argmax(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
 def argmin(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
     """Index of the min (the first one; a nan counts as the min) along ``dim``, as `argmax`."""
     return _arg(ARGMIN, x, dim, keepdim)
+
+
+# prod is a `Reduction` folding by "mul" from 1 (in the output dtype, as NumPy's
+# multiply.reduce); its gradient counts the zeros of each slice.
+
+
+def _one(dtype: Any) -> Any:
+    return np.dtype(dtype).type(1)
+
+
+def _prod_out_shape(shape: tuple, axis: tuple | None, keepdims: bool) -> tuple:
+    if axis is None:
+        return (1,) * len(shape) if keepdims else ()
+    if keepdims:
+        return tuple(1 if i in axis else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axis)
+
+
+def _prod_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tuple:
+    dtype = np.dtype(x.dtype)
+    dtype = dtype if dtype.kind == "f" else np.dtype(np.int64)  # PyTorch: ints give int64
+    return _prod_out_shape(tuple(x.shape), axis, keepdims), dtype
+
+
+def _prod_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) -> np.ndarray:
+    dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.int64)
+    return np.asarray(np.multiply.reduce(x, axis=axis, keepdims=keepdims, dtype=dtype))
+
+
+def _prod_vjp(ctx, g):
+    # PyTorch's rule: out / x where the slice has no zero; at the one zero of a slice the
+    # product of the others; 0 everywhere in a slice with two or more zeros.
+    (x,) = ctx.args
+    axis, keepdims = ctx.attrs["axis"], ctx.attrs["keepdims"]
+    shape = tuple(ctx.inputs[0].shape)
+    kept = _prod_out_shape(shape, axis, True)
+    out, g = ctx.out, g
+    if not keepdims:
+        out, g = reshape(out, kept), reshape(g, kept)
+    zero = eq(x, 0)
+    zeros = sum(zero, axis, keepdims=True)
+    safe = where(zero, 1.0, x)  # no 0 / 0 in the branch `where` discards
+    others = prod(safe, axis, keepdim=True)
+    at_zero = where(eq(zeros, 1), others, 0.0)
+    local = where(eq(zeros, 0), div(broadcast_to(out, shape), safe),
+                  where(zero, at_zero, 0.0))
+    return (mul(local, g),)
+
+
+PROD = register(OpDef(
+    "prod", _prod_impl, _prod_infer, _prod_vjp,
+    lambda node: "ProdBackward0" if node.attrs["axis"] is None else "ProdBackward1",
+    saves=(0,), saves_out=True, reduction=Reduction("mul", _one),
+))
+
+
+def _dims(x: Any, dim: Any) -> tuple | None:
+    return normalize_axis("reduce", dim, len(shape_of(x)))
+
+
+def var(x: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: Any = None) -> Any:
+    """Variance over ``dim``, divided by ``N - correction`` (1 by default; ``unbiased=False``
+    means 0), two-pass as PyTorch. ``dg.var(x, dim=1, correction=0)``"""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim  # torch.var(x, False): the old (input, unbiased) form
+    if unbiased is not None and correction is not None:
+        raise TypeError("var: pass either unbiased= or correction=, not both")
+    corr = correction if correction is not None else (0 if unbiased is False else 1)
+    axis = _dims(x, dim)
+    shape = shape_of(x)
+    n = math.prod(shape if axis is None else [shape[i] for i in axis])
+    dev = sub(x, mean(x, axis, keepdims=True))
+    total = sum(mul(dev, dev), axis, keepdims=keepdim)
+    # n <= correction gives inf or nan, as PyTorch (with a warning there).
+    denom = n - corr
+    return div(total, denom) if denom > 0 else mul(total, math.inf if denom < 0 else math.nan)
+
+
+def std(x: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: Any = None) -> Any:
+    """Standard deviation: ``sqrt(var(...))`` with `var`'s arguments."""
+    return sqrt(var(x, dim, unbiased, keepdim, correction=correction))
+
+
+def var_mean(x: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple:
+    """``(var, mean)`` over ``dim``."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    v = var(x, dim, unbiased, keepdim, correction=correction)
+    return v, mean(x, _dims(x, dim), keepdims=keepdim)
+
+
+def std_mean(x: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple:
+    """``(std, mean)`` over ``dim``."""
+    v, m = var_mean(x, dim, unbiased, keepdim, correction=correction)
+    return sqrt(v), m
+
+
+def logsumexp(x: Any, dim: Any, keepdim: bool = False) -> Any:
+    """``log(sum(exp(x)))`` over ``dim``, shifted by the max so it never overflows; the
+    shift's gradient cancels (a max of -inf is replaced by 0, so empty-mass rows give -inf)."""
+    axis = _dims(x, dim)
+    m = max(x, axis, keepdims=True)
+    m = where(eq(abs(m), math.inf), 0.0, m)  # isinf(m)
+    out = add(log(sum(exp(sub(x, m)), axis, keepdims=True)), m)
+    if keepdim:
+        return out
+    shape = shape_of(x)
+    keep = () if axis is None else tuple(d for i, d in enumerate(shape) if i not in axis)
+    return reshape(out, keep)
+
+
+def any(x: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """Whether any element (over ``dim``) is nonzero: a bool tensor."""
+    return gt(sum(_truth(x), _dims(x, dim), keepdims=keepdim), 0)
+
+
+def all(x: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """Whether every element (over ``dim``) is nonzero: a bool tensor."""
+    return eq(sum(eq(x, 0), _dims(x, dim), keepdims=keepdim), 0)
+
+
+def prod(x: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+    """The product over ``dim`` (all elements by default); integer inputs give int64.
+    ``dg.prod(x, 1)``"""
+    if dtype is not None:
+        x = astype(x, dtype)
+    return bind(PROD, x, axis=_dims(x, dim), keepdims=bool(keepdim))

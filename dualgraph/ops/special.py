@@ -20,6 +20,7 @@ import numpy as np
 from ..modes import bind
 from . import elementwise as E
 from . import math as M
+from . import reduce as R
 from . import shape as S
 from .elementwise import _float_infer, _floatify
 from .registry import OpDef, register
@@ -203,10 +204,10 @@ def log_softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A00
 def round(input: Any, decimals: int = 0) -> Any:  # noqa: A001, A002
     """Rounds half to even, after scaling by ``10**decimals``."""
     if decimals == 0:
-        return M.round(input)
+        return E.round(input)
     k = 10.0 ** decimals
-    return E.div(M.round(E.mul(input, k)), k)
+    return E.div(E.round(E.mul(input, k)), k)
 
 
 def logsumexp(input: Any, dim: Any, keepdim: bool = False) -> Any:  # noqa: A002
-    return M.logsumexp(input, dim, keepdim)
+    return R.logsumexp(input, dim, keepdim)

@@ -17,9 +17,9 @@ from . import elementwise as E
 from . import reduce as R
 from . import shape as S
 from .broadcast import normalize_dim
+from .elementwise import ceil, floor
+from .elementwise import round as round_
 from .index import take_along_dim
-from .math import ceil, floor
-from .math import round as round_
 from .scan import sort
 
 aminmax_result = namedtuple("aminmax", ["min", "max"])

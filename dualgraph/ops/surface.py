@@ -101,7 +101,7 @@ def equal(input: Any, other: Any) -> bool:  # noqa: A002
     """Whether the two tensors have the same shape and elements (a Python bool)."""
     if tuple(input.shape) != tuple(other.shape):
         return False
-    return bool(M.all(E.eq(input, other)))
+    return bool(R.all(E.eq(input, other)))
 
 
 def is_nonzero(input: Any) -> bool:  # noqa: A002
@@ -289,8 +289,8 @@ def unravel_index(indices: Any, shape: Any) -> tuple:
         raise TypeError("unravel_index: expected 'indices' to be an integer tensor")
     out, rest = [], indices
     for size in reversed(shape):
-        out.append(M.remainder(rest, size))
-        rest = M.floor_divide(rest, size)
+        out.append(E.remainder(rest, size))
+        rest = E.floor_divide(rest, size)
     return tuple(reversed(out))
 
 
@@ -397,14 +397,14 @@ METHODS: dict[str, Any] = {
     # in-place forms of existing methods (below, in INPLACE)
     "eq": E.eq, "ne": E.ne, "lt": E.lt, "le": E.le, "gt": E.gt, "ge": E.ge,
     "logical_and": M.logical_and, "logical_or": M.logical_or, "logical_xor": M.logical_xor,
-    "logical_not": M.logical_not, "bitwise_and": M.bitwise_and, "bitwise_or": M.bitwise_or,
-    "bitwise_xor": M.bitwise_xor, "bitwise_not": M.bitwise_not, "pow": M.pow,
-    "remainder": M.remainder, "fmod": M.fmod, "copysign": M.copysign, "atan2": M.atan2,
-    "floor_divide": M.floor_divide,
+    "logical_not": M.logical_not, "bitwise_and": E.bitwise_and, "bitwise_or": E.bitwise_or,
+    "bitwise_xor": E.bitwise_xor, "bitwise_not": E.bitwise_not, "pow": M.pow,
+    "remainder": E.remainder, "fmod": E.fmod, "copysign": E.copysign, "atan2": E.atan2,
+    "floor_divide": E.floor_divide,
     # PyTorch's alternative names of existing methods
-    "absolute": E.abs, "arccos": M.acos, "arcsin": M.asin, "arctan": M.atan,
-    "arccosh": M.acosh, "arcsinh": M.asinh, "arctanh": M.atanh, "arctan2": M.atan2,
-    "fix": M.trunc, "negative": E.neg, "positive": lambda x: x, "sgn": M.sign,
+    "absolute": E.abs, "arccos": E.acos, "arcsin": E.asin, "arctan": E.atan,
+    "arccosh": E.acosh, "arcsinh": E.asinh, "arctanh": E.atanh, "arctan2": E.atan2,
+    "fix": E.trunc, "negative": E.neg, "positive": lambda x: x, "sgn": E.sign,
     "multiply": M.mul, "divide": M.div, "true_divide": M.div, "subtract": M.sub,
     "greater": E.gt, "greater_equal": E.ge, "less": E.lt, "less_equal": E.le,
     "not_equal": E.ne, "maximum": E.maximum, "minimum": E.minimum,

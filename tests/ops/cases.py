@@ -526,7 +526,7 @@ COMPOSITES: list[OpCase] = [
 
 
 # ============================================================================ math
-# Math primitives (dualgraph/ops/math.py). Inputs are mapped into each function's domain
+# Math primitives (dualgraph/ops/elementwise.py). Inputs are mapped into each function's domain
 # inside the case (asin on x * 0.4); rounding ops and sign take `sep` values (never on an
 # integer or a half), so finite differences see their zero gradient.
 def _erf_ref(x: np.ndarray) -> np.ndarray:

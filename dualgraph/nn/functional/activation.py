@@ -12,7 +12,6 @@ import numpy as np
 from ...eager.creation import rand
 from ...ops import elementwise as E
 from ...ops import index as I
-from ...ops import math as M
 from ...ops import reduce as R
 from ...ops import shape as S
 from ...ops import softmax as SM
@@ -60,7 +59,7 @@ def _inplace(x: Any, out: Any, inplace: bool) -> Any:
 def gelu(x: Any, approximate: str = "none") -> Any:
     """``x * Phi(x)``: exact through ``erf``, or PyTorch's ``approximate='tanh'`` form."""
     if approximate == "none":
-        return E.mul(E.mul(x, 0.5), E.add(M.erf(E.mul(x, _SQRT_HALF)), 1.0))
+        return E.mul(E.mul(x, 0.5), E.add(E.erf(E.mul(x, _SQRT_HALF)), 1.0))
     if approximate == "tanh":
         inner = E.mul(E.add(x, E.mul(E.mul(E.mul(x, x), x), 0.044715)), _SQRT_2_OVER_PI)
         return E.mul(E.mul(x, 0.5), E.add(E.tanh(inner), 1.0))
@@ -74,12 +73,12 @@ def silu(x: Any, inplace: bool = False) -> Any:
 
 def elu(x: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
     """``x`` where positive, else ``alpha * (exp(x) - 1)``."""
-    return _inplace(x, E.where(E.gt(x, 0), x, E.mul(M.expm1(x), alpha)), inplace)
+    return _inplace(x, E.where(E.gt(x, 0), x, E.mul(E.expm1(x), alpha)), inplace)
 
 
 def celu(x: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
     """``x`` where positive, else ``alpha * (exp(x / alpha) - 1)``."""
-    return _inplace(x, E.where(E.gt(x, 0), x, E.mul(M.expm1(E.div(x, alpha)), alpha)), inplace)
+    return _inplace(x, E.where(E.gt(x, 0), x, E.mul(E.expm1(E.div(x, alpha)), alpha)), inplace)
 
 
 def selu(x: Any, inplace: bool = False) -> Any:
@@ -92,7 +91,7 @@ def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     bx = E.mul(x, beta) if beta != 1 else x
     # The soft branch sees 0 where it is not taken: its gradient there is zero, never
     # 0 * (inf / inf) = NaN from an exp that overflowed.
-    soft = M.log1p(E.exp(E.where(E.gt(bx, threshold), 0.0, bx)))
+    soft = E.log1p(E.exp(E.where(E.gt(bx, threshold), 0.0, bx)))
     if beta != 1:
         soft = E.div(soft, beta)
     return E.where(E.gt(bx, threshold), x, soft)
@@ -140,7 +139,7 @@ def mish(x: Any, inplace: bool = False) -> Any:
 
 def logsigmoid(x: Any) -> Any:
     """``log(sigmoid(x))`` without overflow: ``min(x, 0) - log1p(exp(-|x|))``."""
-    return E.sub(E.minimum(x, 0.0), M.log1p(E.exp(E.neg(E.abs(x)))))
+    return E.sub(E.minimum(x, 0.0), E.log1p(E.exp(E.neg(E.abs(x)))))
 
 
 @axis_alias

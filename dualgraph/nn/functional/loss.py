@@ -325,7 +325,7 @@ def soft_margin_loss(input: Any, target: Any, size_average: Any = None,  # noqa:
     """``log(1 + exp(-target * input))`` for targets in {-1, 1}."""
     target, reduction = _pointwise("soft_margin_loss", input, target, size_average, reduce,
                                    reduction)
-    return _reduce(M.log1p(E.exp(E.neg(E.mul(target, input)))), reduction)
+    return _reduce(E.log1p(E.exp(E.neg(E.mul(target, input)))), reduction)
 
 
 # Margin, ranking, embedding and likelihood losses: compositions of registry ops.
@@ -527,7 +527,7 @@ def multilabel_margin_loss(input: Any, target: Any, size_average: Any = None,  #
     # Slots before the first -1 count; later slots are ignored whatever they hold.
     valid = E.eq(SC.cumsum(S.astype(E.eq(t, -1), np.int64), 1), 0)
     safe = E.where(valid, t, 0)
-    listed = M.any(M.logical_and(E.eq(S.reshape(safe, (n, c, 1)), np.arange(c)[None, None, :]),
+    listed = R.any(M.logical_and(E.eq(S.reshape(safe, (n, c, 1)), np.arange(c)[None, None, :]),
                                  S.reshape(valid, (n, c, 1))), 1)  # (N, C): class k listed
     x_j = I.gather(x, 1, safe)  # (N, slots)
     hinge = E.relu(E.add(E.sub(S.reshape(x, (n, 1, c)), S.reshape(x_j, (n, c, 1))), 1.0))

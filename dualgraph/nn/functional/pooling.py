@@ -14,7 +14,6 @@ from ...eager.internal import array_of
 from ...eager.tensor import Tensor
 from ...ops import elementwise as E
 from ...ops import index as I
-from ...ops import math as M
 from ...ops import reduce as R
 from ...ops import shape as S
 from ...ops.pool import (
@@ -232,7 +231,7 @@ def max_unpool1d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
 # Power-average and volumetric adaptive pooling.
 def _lp_finish(out: Any, norm_type: float, window: int) -> Any:
     """``(sign(s) * relu(|s|) * window) ** (1 / p)`` of the averaged powers, as PyTorch."""
-    return E.pow(E.mul(E.mul(M.sign(out), E.relu(E.abs(out))), float(window)), 1.0 / norm_type)
+    return E.pow(E.mul(E.mul(E.sign(out), E.relu(E.abs(out))), float(window)), 1.0 / norm_type)
 
 
 def lp_pool1d(input: Any, norm_type: float, kernel_size: int, stride: Any = None,  # noqa: A002

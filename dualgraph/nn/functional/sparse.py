@@ -101,7 +101,7 @@ def embedding_bag(input: Any, weight: Any, offsets: Any = None,  # noqa: A002
         masked = E.where(S.reshape(member, member.shape + (1,)), S.reshape(
             rows, (rows.shape[0], 1, rows.shape[1])), -math.inf)
         best = R.amax(masked, 0) if rows.shape[0] else None
-        empty = M.logical_not(M.any(member, 0)) if rows.shape[0] else None
+        empty = M.logical_not(R.any(member, 0)) if rows.shape[0] else None
         return E.where(S.reshape(empty, (-1, 1)), 0.0, best)
     weights = S.astype(member, weight.dtype)
     if per_sample_weights is not None:

@@ -181,8 +181,8 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear",  # noqa: A002
         return E.where(S.reshape(inside, (n, 1, ho, wo)), vals, 0.0)
 
     if mode == "nearest":
-        return tap(M.round(S.stop_gradient(x)), M.round(S.stop_gradient(y)))
-    x0, y0 = M.floor(S.stop_gradient(x)), M.floor(S.stop_gradient(y))
+        return tap(E.round(S.stop_gradient(x)), E.round(S.stop_gradient(y)))
+    x0, y0 = E.floor(S.stop_gradient(x)), E.floor(S.stop_gradient(y))
     x1, y1 = E.add(x0, 1.0), E.add(y0, 1.0)
     wx1, wy1 = E.sub(x, x0), E.sub(y, y0)
     wx0, wy0 = E.sub(1.0, wx1), E.sub(1.0, wy1)

@@ -13,7 +13,57 @@ from .module import Module, Parameter, _note_table
 __all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]
 
 
-class Sequential(Module):
+class _ModuleSequence(Module):
+    """What `Sequential` and `ModuleList` share, as PyTorch's do: submodules in order,
+    indexed by position (negative too) or slice, counted, iterated and appended to."""
+
+    def _key(self, i: Any) -> str:
+        n = len(self._modules)
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"{type(self).__name__} indices must be integers or slices, "
+                            f"not {type(i).__name__}")
+        if not -n <= i < n:
+            raise IndexError(f"index {i} is out of range")
+        return list(self._modules)[i % n]
+
+    def _sliced(self, items: list) -> Module:
+        """A new container of ``items``, ``(name, module)`` pairs, for ``self[a:b]``."""
+        raise NotImplementedError
+
+    def _renumber(self, modules: list) -> None:
+        """Hold ``modules`` under the keys ``"0"``, ``"1"``, ... (PyTorch renumbers)."""
+        self._modules.clear()
+        for k, m in enumerate(modules):
+            self.add_module(str(k), m)
+
+    def __getitem__(self, i: Any) -> Any:
+        _note_table(self)
+        if isinstance(i, slice):
+            return self._sliced(list(self._modules.items())[i])
+        return self._modules[self._key(i)]
+
+    def __setitem__(self, i: int, module: Module) -> None:
+        setattr(self, self._key(i), module)
+
+    def __len__(self) -> int:
+        _note_table(self)
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        _note_table(self)
+        return iter(self._modules.values())
+
+    def append(self, module: Module) -> Any:
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Any) -> Any:
+        for m in modules:
+            self.append(m)
+        return self
+
+
+class Sequential(_ModuleSequence):
     """Modules applied in order; indexable, sliceable and appendable like PyTorch's.
 
     ``Sequential(m0, m1)`` names them ``"0"``, ``"1"``; ``Sequential(OrderedDict(...))``
@@ -36,45 +86,13 @@ class Sequential(Module):
             x = m(x)
         return x
 
-    def _key(self, i: int) -> str:
-        n = len(self._modules)
-        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
-            raise TypeError(f"{type(self).__name__} indices must be integers or slices, "
-                            f"not {type(i).__name__}")
-        if not -n <= i < n:
-            raise IndexError(f"index {i} is out of range")
-        return list(self._modules)[i % n]
-
-    def __getitem__(self, i: Any) -> Any:
-        _note_table(self)
-        if isinstance(i, slice):
-            return type(self)(OrderedDict(list(self._modules.items())[i]))
-        return self._modules[self._key(i)]
-
-    def __setitem__(self, i: int, module: Module) -> None:
-        setattr(self, self._key(i), module)
+    def _sliced(self, items: list) -> Module:
+        return type(self)(OrderedDict(items))  # keeps the names
 
     def __delitem__(self, i: Any) -> None:
         keys = list(self._modules)[i] if isinstance(i, slice) else [self._key(i)]
         for k in keys:
             del self._modules[k]
-
-    def __len__(self) -> int:
-        _note_table(self)
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        _note_table(self)
-        return iter(self._modules.values())
-
-    def append(self, module: Module) -> "Sequential":
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules: Any) -> "Sequential":
-        for m in modules:
-            self.append(m)
-        return self
 
     def insert(self, index: int, module: Module) -> "Sequential":
         if not isinstance(module, Module):
@@ -82,16 +100,13 @@ class Sequential(Module):
         n = len(self._modules)
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
-        index %= n + 1
         items = list(self._modules.values())
-        items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
+        items.insert(index % (n + 1), module)
+        self._renumber(items)
         return self
 
 
-class ModuleList(Module):
+class ModuleList(_ModuleSequence):
     """A list of submodules, registered so their parameters are found; has no forward.
 
     >>> layers = dg.nn.ModuleList([dg.nn.Linear(4, 4) for _ in range(3)])
@@ -102,38 +117,13 @@ class ModuleList(Module):
         if modules is not None:
             self.extend(modules)
 
-    def _key(self, i: Any) -> str:
-        n = len(self._modules)
-        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
-            raise TypeError(f"ModuleList indices must be integers or slices, "
-                            f"not {type(i).__name__}")
-        if not -n <= i < n:
-            raise IndexError(f"index {i} is out of range")
-        return str(i % n)
-
-    def __getitem__(self, i: Any) -> Any:
-        _note_table(self)
-        if isinstance(i, slice):
-            return ModuleList(list(self._modules.values())[i])
-        return self._modules[self._key(i)]
-
-    def __setitem__(self, i: int, module: Module) -> None:
-        setattr(self, self._key(i), module)
+    def _sliced(self, items: list) -> Module:
+        return ModuleList([m for _, m in items])
 
     def __delitem__(self, i: Any) -> None:
         items = list(self._modules.values())
         del items[i if isinstance(i, slice) else int(self._key(i))]
-        self._modules.clear()
-        for k, m in enumerate(items):  # keys stay "0".."n-1", as PyTorch renumbers them
-            self.add_module(str(k), m)
-
-    def __len__(self) -> int:
-        _note_table(self)
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        _note_table(self)
-        return iter(self._modules.values())
+        self._renumber(items)
 
     def __iadd__(self, modules: Any) -> "ModuleList":
         return self.extend(modules)
@@ -141,24 +131,16 @@ class ModuleList(Module):
     def __add__(self, other: "ModuleList") -> "ModuleList":
         return ModuleList([*self, *other])
 
-    def append(self, module: Module) -> "ModuleList":
-        self.add_module(str(len(self)), module)
-        return self
-
     def extend(self, modules: Any) -> "ModuleList":
-        if isinstance(modules, Module) and not isinstance(modules, (ModuleList, Sequential)):
+        if isinstance(modules, Module) and not isinstance(modules, _ModuleSequence):
             raise TypeError("ModuleList.extend should be called with an iterable, but got "
                             + type(modules).__name__)
-        for m in modules:
-            self.append(m)
-        return self
+        return super().extend(modules)
 
     def insert(self, index: int, module: Module) -> None:
         items = list(self._modules.values())
         items.insert(index, module)
-        self._modules.clear()
-        for k, m in enumerate(items):
-            self.add_module(str(k), m)
+        self._renumber(items)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("ModuleList has no forward(); iterate over it instead")

@@ -217,7 +217,7 @@ def _scatter(node: Node, args: list, out: str) -> kir.Block:
 
 
 def _broadcast_block(node: Node, args: list, out: str) -> kir.Block:
-    """``broadcast_to`` as a copy (a view chain's step over an index map)."""
+    """A broadcast (the fusible view) as a copy: a view chain's step over an index map."""
     block, res = fresh(node, out)
     x = args[0].buf
     lead = len(res.shape) - len(x.shape)
@@ -254,10 +254,10 @@ def _view_scatter(node: Node, args: list, out: str) -> kir.Block:
         shape = tuple(OPS[name].infer(cur, **attrs)[0])
         step = Node(name, (cur,), attrs, shape, int64)
         nxt = f"{out}_i{k + 1}"
-        if name == "broadcast_to":
-            built = _broadcast_block(step, [Arg(buf)], nxt)
-        else:
-            built = kernel_lowering(name)(step, [Arg(buf)], nxt)
+        # A fusible view (a broadcast) is index arithmetic inside fused loops, with no
+        # kernel lowering of its own: replayed here as a copy.
+        lower = _broadcast_block if OPS[name].fusible else kernel_lowering(name)
+        built = lower(step, [Arg(buf)], nxt)
         block.add(*built.stmts)
         cur, buf = step, built.result
     m = math.prod(cur.shape)
