@@ -7,6 +7,8 @@ Workloads (each beside a hand-written NumPy version of exactly the same step):
   fwdbwd  forward and backward of a two-layer ReLU MLP at batch 16, 16-32-4 and 784-256-10
           (``fwdbwd16``, ``fwdbwd784``), gradients reset between steps
   affine  ``(x * 2 + 1).sum()`` on 100 elements with grad, and its backward
+  cnn, transformer  one Adam step of the model workloads (``dualgraph.workloads.model_step``
+          against ``peers``' PyTorch module of the same program and parameters)
 PyTorch eager columns are added when torch is installed. Each workload has one builder for
 dualgraph and PyTorch (the same program through the API they share); the programs' data
 come from ``dualgraph.workloads`` and ``peers``.
@@ -125,6 +127,14 @@ def affine_step(impl: str):
     return step
 
 
+def model_eager(impl: str, name: str):
+    """One eager Adam step of the model workload ``name`` (``cnn`` or ``transformer``)."""
+    if impl == "dualgraph":
+        step, (x, t), _ = dg.workloads.model_step(name, peers.MODEL_LR)
+        return lambda: step(x, t)
+    return peers._model_torch(name, False)
+
+
 # ------------------------------------------------------------- hand-written NumPy steps
 def scalar_numpy():
     x = np.array(2.0, np.float32)
@@ -191,6 +201,8 @@ def workloads() -> dict:
     for wl, sizes in (("fwdbwd16", (16, 32, 4)), ("fwdbwd784", (784, 256, 10))):
         table[wl] = {i: P(fwdbwd_step, i, sizes) for i in libs}
     table["affine"] = {i: P(affine_step, i) for i in libs}
+    for name in ("cnn", "transformer"):
+        table[name] = {i: P(model_eager, i, name) for i in libs}
     return table
 
 
@@ -251,7 +263,7 @@ def main() -> None:
                                   help="print the ratio table at the end")
     runner.argparser.add_argument("--workload", action="append",
                                   help="only these workloads (scalar, tiny, mlp, fwdbwd16, "
-                                  "fwdbwd784, affine)")
+                                  "fwdbwd784, affine, cnn, transformer)")
     runner.argparser.add_argument("--interleaved", action="store_true",
                                   help="one process, implementations alternated by round")
     runner.argparser.add_argument("--rounds", type=int, default=21)

@@ -237,13 +237,20 @@ class Function(Node):
         """Input gradients for output gradient ``g``: the VJP, then reduce to input types."""
         if self._freed:
             raise RuntimeError(_FREED_MSG)
-        if self._versions:
-            self._check_saved_versions()
+        versions = self._versions
+        if versions:
+            saved = self._saved
+            for i in range(len(saved)):  # inlined: a check per saved value, per node
+                v = versions[i]
+                if v is not None and saved[i]._version[0] != v:
+                    self._check_saved_versions()
+            if self._out_version is not None and self._out_version[0] != versions[-1]:
+                self._check_saved_versions()
         opdef = self._def
         if opdef.vjp_arrays is not None and not grad_mode.GRAD_ENABLED.value:
             # Nothing records (no create_graph): the op's one-kernel form of its VJP, its
             # arrays fitted to the inputs before they become tensors (one tensor each).
-            args = [getattr(a, "_data", a) for a in self.args]
+            args = [a._data if isinstance(a, _TENSOR[0]) else a for a in self.args]
             arrays = opdef.vjp_arrays(self, args, self._out, g._data)
             if arrays is not None:
                 return _array_grads(self.inputs, arrays)
@@ -326,6 +333,15 @@ def _make(data: Any, rg: bool, grad_fn: Any) -> Any:
 
     _make = make
     return make(data, rg, grad_fn)
+
+
+class _AnyTensor:
+    """No instances: what `_TENSOR` holds until tensor.py binds the eager Tensor class."""
+
+
+# The eager Tensor class (set by tensor.py, which imports this module): a saved value that
+# is one hands the VJP its array.
+_TENSOR: list = [_AnyTensor]
 
 
 def _type_str(x: Any) -> str:

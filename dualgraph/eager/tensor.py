@@ -26,6 +26,7 @@ from ..ops.mixin import (
     writes_expanded,
 )
 from . import allocator, grad_mode
+from . import autograd as _autograd
 from .autograd import RULES_RUNNING, AccumulateGrad, Function, RemovableHandle, run_backward
 
 _GRAD = grad_mode.GRAD_ENABLED
@@ -553,7 +554,8 @@ def _new_view(op: Any, src: Tensor, attrs: dict, out: np.ndarray) -> Tensor:
     # Through the slots: a view's grad_fn and _rg are properties, slower to set.
     _GRAD_FN.__set__(t, None)
     _RG.__set__(t, False)
-    step = S.view_step(op, attrs)
+    # `S.view_step`, inlined for the common one-attribute view (transpose, reshape).
+    step = (op.name, tuple(attrs.items())) if len(attrs) < 2 else S.view_step(op, attrs)
     if type(src) is _ViewTensor:
         t._vbase = src._vbase
         t._vchain = src._vchain + (step,)
@@ -567,6 +569,7 @@ def _new_view(op: Any, src: Tensor, attrs: dict, out: np.ndarray) -> Tensor:
 
 
 _OPERAND = (Tensor,) + Literal
+_autograd._TENSOR[0] = Tensor
 
 
 def _init(t: Tensor, data: np.ndarray, rg: bool, grad_fn: Any) -> None:
@@ -629,7 +632,7 @@ def _check_signature(op: Any, args: tuple, attrs: dict, sig: tuple | None) -> No
 def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     """Run ``op`` now with its NumPy kernel; record a tape node if a result needs grad."""
     # This is the per-op cost every eager user pays: keep it to one pass over the args and
-    # no generator expressions.
+    # no generator expressions or helper calls on the common path.
     datas = []
     # The signature the shape rule sees (see _CHECKED); not for a gradient rule's ops.
     key = None if _RULES.value else [op]
@@ -651,15 +654,23 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
         else:
             args = tuple([b if isinstance(b, (Tensor,) + Literal) else _lift(b) for b in args])
             return eager_process(op, args, attrs)
-    # PyTorch computes inf and NaN silently (log(0), 0 / 0): no NumPy warnings.
-    quiet = _set_errstate(_QUIET)
-    try:
-        out = op.impl(*datas, **attrs)
-    except Exception as e:
-        op.infer(*args, **attrs)  # raises the clear error when the shapes are at fault
-        raise RuntimeError(f"{op.name}: {e}") from e
-    finally:
-        _reset_errstate(quiet)
+    if op.view:
+        # A view does no arithmetic: no floating-point state to quiet.
+        try:
+            out = op.impl(*datas, **attrs)
+        except Exception as e:
+            op.infer(*args, **attrs)  # raises the clear error when the shapes are at fault
+            raise RuntimeError(f"{op.name}: {e}") from e
+    else:
+        # PyTorch computes inf and NaN silently (log(0), 0 / 0): no NumPy warnings.
+        quiet = _set_errstate(_QUIET)
+        try:
+            out = op.impl(*datas, **attrs)
+        except Exception as e:
+            op.infer(*args, **attrs)  # raises the clear error when the shapes are at fault
+            raise RuntimeError(f"{op.name}: {e}") from e
+        finally:
+            _reset_errstate(quiet)
     if key is not None:
         if attrs:
             key.append(tuple(attrs.items()))
@@ -687,29 +698,48 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
         return t
     saves = op.saves
     out_version = None
-    if not saves and not op.saves_out:
-        saved = versions = ()
+    if not saves:
+        saved = ()
+        versions = []
     else:
         sf = op.saves_for
         if sf is None:
-            saved = tuple([args[i] for i in saves])
+            # Every input saved, in order (mul, matmul): the argument tuple itself.
+            n = len(args)
+            saved = (args if n < 16 and saves == _IN_ORDER[n]
+                     else tuple([args[i] for i in saves]))
+            versions = [s._version[0] if isinstance(s, Tensor) else None for s in saved]
         else:  # only what a wanted gradient reads
             kept = []
+            versions = []
             for i, j in zip(saves, sf):
-                b = args[i] if j is None else args[j]
-                kept.append(args[i] if j is None or (isinstance(b, Tensor) and b._rg)
-                            else None)
+                s = args[i]
+                if j is not None:
+                    b = args[j]
+                    if not isinstance(b, Tensor) or not b._rg:
+                        s = None
+                kept.append(s)
+                versions.append(s._version[0] if isinstance(s, Tensor) else None)
             saved = tuple(kept)
-        versions = [s._version[0] if isinstance(s, Tensor) else None for s in saved]
-        if op.saves_out:
-            out_version = t._version
-            versions.append(out_version[0])
-    inputs = tuple([
-        (a.grad_fn or a._input_node()) if isinstance(a, Tensor) else a for a in args
-    ])
-    t.grad_fn = Function(op, inputs, attrs, out, saved, versions, out_version)
+    if op.saves_out:
+        out_version = t._version
+        versions.append(out_version[0])
+    # Each input's tape node: its history, its leaf node (kept on the tensor once made), or
+    # a constant; `_input_node` makes the node the first time.
+    inputs = []
+    for a in args:
+        if isinstance(a, Tensor):
+            n = a.grad_fn or a._node
+            inputs.append(n if n is not None else a._input_node())
+        else:
+            inputs.append(a)
+    t.grad_fn = Function(op, tuple(inputs), attrs, out, saved, versions or (), out_version)
     t._rg = True
     return t
+
+
+# ``saves`` that lists every input in order, by input count.
+_IN_ORDER = [tuple(range(n)) for n in range(16)]
 
 
 class EagerMode(Mode):

@@ -119,10 +119,10 @@ def _addmm_impl(bias: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         np.add(np.matmul(b.T, a.T).T, bias, out=out)
         return out
     out = a @ b
-    if out.dtype == np.result_type(out, bias):
-        out += bias  # in place: saves one output-sized temporary
-        return out
-    return out + bias
+    # Same dtype as the bias (promoted above): added in place, which saves an output-sized
+    # temporary (and raises if the bias would widen the output, as the shape rule says).
+    out += bias
+    return out
 
 
 def _rhs_grad(ctx, a, g, b_index):
@@ -144,7 +144,8 @@ def _addmm_vjp(ctx, g):
 def _addmm_vjp_arrays(ctx, args, out, g):
     """`_addmm_vjp`'s products on arrays (the kernels ``matmul`` runs, so the same bits)."""
     _, a, b = args
-    if len({x.dtype for x in (g, a, b) if x is not None}) != 1:
+    dt = g.dtype
+    if (a is not None and a.dtype != dt) or (b is not None and b.dtype != dt):
         return None  # mixed dtypes: matmul's promotion, op by op
     _, na, nb = ctx.needs_input_grad
     ga = np.matmul(g, b.T) if na else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+import pytest
 
 import dualgraph as dg
 
@@ -129,3 +130,32 @@ def test_a_compiled_whole_training_step_makes_few_calls():
     assert n <= 46, names
     assert step.stats.traces == 1
     assert not np.array_equal(net[0].weight.numpy(), before)
+
+
+def test_recording_linear_calls_no_helpers_per_op():
+    """An eager ``linear`` over leaves whose tape nodes exist records with no helper call
+    per op: no leaf-node lookup, no view-step builder, no dtype promotion in the kernel, and
+    its backward checks the saved versions inline."""
+    rng = np.random.default_rng(0)
+    x = dg.tensor(rng.standard_normal((4, 3)).astype(np.float32))
+    w = dg.tensor(rng.standard_normal((2, 3)).astype(np.float32), requires_grad=True)
+    b = dg.tensor(np.zeros(2, np.float32), requires_grad=True)
+    lin = dg.nn.functional.linear
+    lin(x, w, b).sum().backward()  # the leaves' nodes and the shape checks: made once
+    _, names = _count(lambda: lin(x, w, b))
+    called = {name for _, name in names}
+    assert not called & {"_input_node", "view_step", "result_type"}, names
+    y = lin(x, w, b).sum()
+    _, names = _count(y.backward)
+    assert "_check_saved_versions" not in {name for _, name in names}, names
+    assert np.allclose(w.grad.numpy(), 2 * x.numpy().sum(0))
+
+
+def test_saved_versions_still_checked_after_the_inline_check():
+    w = dg.tensor(np.ones((2, 3), np.float32), requires_grad=True)
+    x = dg.tensor(np.ones((4, 3), np.float32), requires_grad=True)
+    y = dg.nn.functional.linear(x, w).sum()
+    with dg.no_grad():
+        w.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()

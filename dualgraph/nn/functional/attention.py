@@ -52,7 +52,6 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     n_q, n_k = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = E.mul(L.matmul(query, S.transpose(key, -2, -1)), scale)
-    masked = is_causal or attn_mask is not None
     if is_causal:
         attn_mask = np.tril(np.ones((n_q, n_k), np.bool_))
     if attn_mask is not None:
@@ -60,8 +59,9 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
             scores = E.where(attn_mask, scores, -math.inf)
         else:
             scores = E.add(scores, attn_mask)
-    if masked:
-        # A row with no visible key: softmax of all -inf is nan; PyTorch gives zeros.
+    if attn_mask is not None and not (is_causal and n_k > 0):
+        # A row with no visible key: softmax of all -inf is nan; PyTorch gives zeros. (The
+        # causal mask alone hides no whole row: query i always sees key 0.)
         dead = E.eq(R.amax(scores, -1, keepdims=True), -math.inf)
         attn = E.where(dead, 0.0, SM.softmax(E.where(dead, 0.0, scores), -1))
     else:
