@@ -25,7 +25,9 @@ import dualgraph as dg
 from dualgraph.modes import bind
 from dualgraph.nn import functional as F
 from dualgraph.ops import OPS
+from dualgraph.ops import activation as ACT
 from dualgraph.ops import loss as LOSS
+from dualgraph.ops import norm as NORM
 from dualgraph.ops import random as RND
 from dualgraph.ops import softmax as SM
 from dualgraph.ops.elementwise import threshold_backward
@@ -681,8 +683,7 @@ COMPOSITES += [
     case("amin", "dims_keepdim", lambda x: dg.amin(x, (0, 1), keepdim=True), sep(2, 3),
          ref=lambda x: x.min((0, 1), keepdims=True)),
     # Activations (nn.functional and modules), on `sep` values: away from every kink.
-    case("gelu", "exact", F.gelu, real(2, 3), ref=_gelu_ref),
-    case("gelu", "tanh_module", dg.nn.GELU("tanh"), real(2, 3),
+    case("gelu_tanh", "module", dg.nn.GELU("tanh"), real(2, 3),
          ref=lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))),
     case("silu", "module", dg.nn.SiLU(), real(2, 3), ref=lambda x: x * sigmoid_ref(x)),
     case("elu", "fn", lambda x: F.elu(x, 0.5), sep(2, 3),
@@ -731,6 +732,14 @@ CASES += [
 # ---- normalisation and modules
 
 
+def _ln_grad_ref(a: np.ndarray, x: np.ndarray, axes: tuple, eps: float = 1e-5) -> np.ndarray:
+    """layer_norm's input gradient for ``a = g * weight``."""
+    rstd = 1 / np.sqrt(x.var(axes, keepdims=True) + eps)
+    xhat = (x - x.mean(axes, keepdims=True)) * rstd
+    return rstd * (a - a.mean(axes, keepdims=True)
+                   - xhat * (a * xhat).mean(axes, keepdims=True))
+
+
 def _norm_ref(x: np.ndarray, axes: tuple, eps: float = 1e-5) -> np.ndarray:
     mean = x.mean(axes, keepdims=True)
     return (x - mean) / np.sqrt(x.var(axes, keepdims=True) + eps)
@@ -750,6 +759,27 @@ CASES += [
          real(2, 4), real(4), ref=lambda x, b: _norm_ref(x, (1,), 0.1) + b),
     case("layer_norm", "module", dg.nn.LayerNorm(3, elementwise_affine=False), real(2, 3),
          ref=lambda x: _norm_ref(x, (1,))),
+    case("layer_norm_backward", "weight",
+         lambda g, x, w: bind(NORM.LAYER_NORM_BACKWARD, g, x, w, ndim=1, eps=1e-5),
+         real(3, 4), real(3, 4), real(4), ref=lambda g, x, w: _ln_grad_ref(g * w, x, (1,)),
+         node="NativeLayerNormBackwardBackward0"),
+    case("layer_norm_backward", "two_dims_eps",
+         lambda g, x: bind(NORM.LAYER_NORM_BACKWARD, g, x, 1.0, ndim=2, eps=0.1),
+         real(2, 2, 3), real(2, 2, 3), ref=lambda g, x: _ln_grad_ref(g, x, (1, 2), 0.1)),
+    case("layer_norm_weight_backward", "bind",
+         lambda g, x: bind(NORM.LAYER_NORM_WEIGHT_BACKWARD, g, x, ndim=1, eps=1e-5),
+         real(2, 3, 4), real(2, 3, 4), ref=lambda g, x: (g * _norm_ref(x, (2,))).sum((0, 1)),
+         node="NativeLayerNormBackwardBackward0"),
+]
+
+# Exact GELU and its backward are primitives (ops/activation.py); the tanh form is a
+# composition (with the activations in COMPOSITES).
+CASES += [
+    case("gelu", "exact", F.gelu, real(2, 3), ref=_gelu_ref, node="GeluBackward0"),
+    case("gelu_backward", "fn", ACT.gelu_backward, real(2, 3), real(2, 3),
+         ref=lambda g, x: g * (0.5 * (1 + _erf_ref(x / math.sqrt(2)))
+                               + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)),
+         node="GeluBackwardBackward0"),
 ]
 
 COMPOSITES += [
