@@ -2,11 +2,9 @@
 
 ``layer_norm`` is a primitive: the transformer workload calls it on every block, and one
 kernel (one NumPy pass per statistic eagerly, one loop nest compiled) beats the nine ops of
-its composition; it also gives PyTorch's node name, ``NativeLayerNormBackward0``. Its
-backward is two row ops, ``layer_norm_backward`` (the input's gradient) and
-``layer_norm_weight_backward`` (the weight's), each recomputing the row statistics from the
-saved input: compiled, each is one pass over the rows instead of seven loops writing four
-intermediates. Their VJPs are written in dualgraph ops, so double backward works.
+its composition; it also gives PyTorch's node name, ``NativeLayerNormBackward0``. Its VJP
+is written in dualgraph ops (it recomputes the mean and ``rstd`` from the saved input), so
+double backward works and the compiled backward fuses.
 
 Batch, group and instance normalisation are compositions in `dualgraph.nn.functional`
 (group and instance norm normalise through ``layer_norm`` on a reshaped input).
@@ -69,110 +67,22 @@ def _ln_impl(x: np.ndarray, weight: Any, bias: Any, *, ndim: int, eps: float) ->
 def _ln_vjp(ctx, g):
     x, w, _ = ctx.args
     ndim, eps = ctx.attrs["ndim"], ctx.attrs["eps"]
-    lead = tuple(range(len(ctx.inputs[0].shape) - ndim))
+    rank = len(ctx.inputs[0].shape)
+    axes, lead = _axes(rank, ndim), tuple(range(rank - ndim))
     need_x, need_w, need_b = ctx.needs_input_grad
-    gx = bind(LAYER_NORM_BACKWARD, g, x, w, ndim=ndim, eps=eps) if need_x else None
-    gweight = bind(LAYER_NORM_WEIGHT_BACKWARD, g, x, ndim=ndim, eps=eps) if need_w else None
+    xc = E.sub(x, R.mean(x, axes, keepdims=True))
+    rstd = E.div(1.0, E.sqrt(E.add(R.mean(E.mul(xc, xc), axes, keepdims=True), eps)))
+    xhat = E.mul(xc, rstd)
+    gx = None
+    if need_x:
+        gw = E.mul(g, w) if _is_tensor(w) else g
+        # d xhat / dx applied to gw: rstd * (gw - mean(gw) - xhat * mean(gw * xhat)).
+        inner = E.sub(E.sub(gw, R.mean(gw, axes, keepdims=True)),
+                      E.mul(xhat, R.mean(E.mul(gw, xhat), axes, keepdims=True)))
+        gx = E.mul(inner, rstd)
+    gweight = R.sum(E.mul(g, xhat), lead) if need_w else None
     gbias = R.sum(g, lead) if need_b else None
     return gx, gweight, gbias
-
-
-def _stats(x: np.ndarray, ndim: int, eps: float) -> tuple:
-    """``(x - mean) * rstd`` and ``rstd`` (kept dims) of the rows: the forward's statistics
-    in `_ln_vjp_arrays`'s operations (the same bits)."""
-    axes = _axes(x.ndim, ndim)
-    n = math.prod(x.shape[x.ndim - ndim:]) or np.nan
-    xhat = np.subtract(x, np.true_divide(np.add.reduce(x, axes, keepdims=True), n))
-    var = np.true_divide(np.add.reduce(np.multiply(xhat, xhat), axes, keepdims=True), n)
-    rstd = np.true_divide(1.0, np.sqrt(np.add(var, eps)))
-    np.multiply(xhat, rstd, out=xhat)
-    return xhat, rstd
-
-
-def _lnb_infer(g: Any, x: Any, weight: Any, *, ndim: int, eps: float) -> tuple:
-    if tuple(g.shape) != tuple(x.shape):
-        raise ShapeError(f"layer_norm_backward: gradient of shape {tuple(g.shape)} does not "
-                         f"match the input of shape {tuple(x.shape)}")
-    shape, dtype = _ln_infer(x, weight, 0.0, ndim=ndim, eps=eps)
-    return shape, np.promote_types(dtype, g.dtype)
-
-
-def _lnb_impl(g: np.ndarray, x: np.ndarray, weight: Any, *, ndim: int, eps: float) -> np.ndarray:
-    """``rstd * (gw - mean(gw) - xhat * mean(gw * xhat))`` per row, ``gw = g * weight``."""
-    dtype = np.result_type(x.dtype, np.asarray(g).dtype)
-    x, g = x.astype(dtype, copy=False), np.asarray(g).astype(dtype, copy=False)
-    axes = _axes(x.ndim, ndim)
-    n = math.prod(x.shape[x.ndim - ndim:]) or np.nan
-    xhat, rstd = _stats(x, ndim, eps)
-    gw = np.multiply(g, weight.astype(dtype, copy=False)) if _is_tensor(weight) else g
-    mean_gw = np.true_divide(np.add.reduce(gw, axes, keepdims=True), n)
-    t = np.multiply(gw, xhat)
-    mean_gwx = np.true_divide(np.add.reduce(t, axes, keepdims=True), n)
-    gx = np.subtract(gw, mean_gw)
-    np.multiply(xhat, mean_gwx, out=t)
-    np.subtract(gx, t, out=gx)
-    np.multiply(gx, rstd, out=gx)
-    return gx
-
-
-def _lnb_vjp(ctx, h):
-    # y = rstd * P(a), a = g * w, P(a) = a - mean(a) - xhat * mean(a * xhat): P is
-    # self-adjoint, so dL/da is this op again at (h, x, 1); dL/dx differentiates rstd and
-    # xhat: rstd^2 * (3 B Hx xhat - xhat Ha - B (h - H) - (a - A) Hx), with the row means
-    # A = mean(a), H = mean(h), B = mean(a xhat), Hx = mean(h xhat), Ha = mean(h a) - H A.
-    g, x, w = ctx.args
-    ndim, eps = ctx.attrs["ndim"], ctx.attrs["eps"]
-    rank = len(ctx.inputs[1].shape)
-    axes, lead = _axes(rank, ndim), tuple(range(rank - ndim))
-    ng, nx, nw = ctx.needs_input_grad
-    da = bind(LAYER_NORM_BACKWARD, h, x, 1.0, ndim=ndim, eps=eps) if ng or nw else None
-    gg = (E.mul(da, w) if _is_tensor(w) else da) if ng else None
-    gw = R.sum(E.mul(da, g), lead) if nw else None
-    gx = None
-    if nx:
-        def mean(v: Any) -> Any:
-            return R.mean(v, axes, keepdims=True)
-
-        xc = E.sub(x, mean(x))
-        rstd = E.div(1.0, E.sqrt(E.add(mean(E.mul(xc, xc)), eps)))
-        xhat = E.mul(xc, rstd)
-        a = E.mul(g, w) if _is_tensor(w) else g
-        ma, mh = mean(a), mean(h)
-        b, hx = mean(E.mul(a, xhat)), mean(E.mul(h, xhat))
-        ha = E.sub(mean(E.mul(h, a)), E.mul(mh, ma))
-        inner = E.sub(E.sub(E.mul(xhat, E.sub(E.mul(E.mul(b, hx), 3.0), ha)),
-                            E.mul(b, E.sub(h, mh))),
-                      E.mul(E.sub(a, ma), hx))
-        gx = E.mul(inner, E.mul(rstd, rstd))
-    return gg, gx, gw
-
-
-def _lnwb_infer(g: Any, x: Any, *, ndim: int, eps: float) -> tuple:
-    if tuple(g.shape) != tuple(x.shape):
-        raise ShapeError(f"layer_norm_weight_backward: gradient of shape {tuple(g.shape)} "
-                         f"does not match the input of shape {tuple(x.shape)}")
-    shape, dtype = _ln_infer(x, 1.0, 0.0, ndim=ndim, eps=eps)
-    return shape[len(shape) - ndim:], np.promote_types(dtype, g.dtype)
-
-
-def _lnwb_impl(g: np.ndarray, x: np.ndarray, *, ndim: int, eps: float) -> np.ndarray:
-    """``sum(g * xhat)`` over the leading dims: the weight's gradient."""
-    dtype = np.result_type(x.dtype, np.asarray(g).dtype)
-    x, g = x.astype(dtype, copy=False), np.asarray(g).astype(dtype, copy=False)
-    xhat, _ = _stats(x, ndim, eps)
-    np.multiply(g, xhat, out=xhat)
-    return np.add.reduce(xhat, tuple(range(x.ndim - ndim)))
-
-
-def _lnwb_vjp(ctx, h):
-    # y = sum_rows(g * xhat): dL/dg = h * xhat; dL/dx is layer_norm's input gradient of
-    # the upstream g * h.
-    g, x = ctx.args
-    ndim, eps = ctx.attrs["ndim"], ctx.attrs["eps"]
-    ng, nx = ctx.needs_input_grad
-    gg = E.mul(h, bind(LAYER_NORM, x, 1.0, 0.0, ndim=ndim, eps=eps)) if ng else None
-    gx = bind(LAYER_NORM_BACKWARD, E.mul(g, h), x, 1.0, ndim=ndim, eps=eps) if nx else None
-    return gg, gx
 
 
 def _ln_vjp_arrays(ctx: Any, args: list, out: Any, g: np.ndarray) -> tuple | None:
@@ -212,17 +122,6 @@ def _ln_vjp_arrays(ctx: Any, args: list, out: Any, g: np.ndarray) -> tuple | Non
 LAYER_NORM = register(OpDef(
     "layer_norm", _ln_impl, _ln_infer, _ln_vjp, "NativeLayerNormBackward0",
     saves=(0, 1), saves_for=(None, 0), vjp_arrays=_ln_vjp_arrays,
-))
-# Its backward as two row ops (PyTorch's ``native_layer_norm_backward``, whose input and
-# weight gradients are two outputs): each recomputes the row statistics from the saved
-# input, so the forward saves nothing else, and compiled each is one pass over the rows.
-LAYER_NORM_BACKWARD = register(OpDef(
-    "layer_norm_backward", _lnb_impl, _lnb_infer, _lnb_vjp,
-    "NativeLayerNormBackwardBackward0", saves=(0, 1, 2),
-))
-LAYER_NORM_WEIGHT_BACKWARD = register(OpDef(
-    "layer_norm_weight_backward", _lnwb_impl, _lnwb_infer, _lnwb_vjp,
-    "NativeLayerNormBackwardBackward0", saves=(0, 1),
 ))
 
 

@@ -27,7 +27,6 @@ from dualgraph.nn import functional as F
 from dualgraph.ops import OPS
 from dualgraph.ops import activation as ACT
 from dualgraph.ops import loss as LOSS
-from dualgraph.ops import norm as NORM
 from dualgraph.ops import random as RND
 from dualgraph.ops import softmax as SM
 from dualgraph.ops.elementwise import threshold_backward
@@ -732,14 +731,6 @@ CASES += [
 # ---- normalisation and modules
 
 
-def _ln_grad_ref(a: np.ndarray, x: np.ndarray, axes: tuple, eps: float = 1e-5) -> np.ndarray:
-    """layer_norm's input gradient for ``a = g * weight``."""
-    rstd = 1 / np.sqrt(x.var(axes, keepdims=True) + eps)
-    xhat = (x - x.mean(axes, keepdims=True)) * rstd
-    return rstd * (a - a.mean(axes, keepdims=True)
-                   - xhat * (a * xhat).mean(axes, keepdims=True))
-
-
 def _norm_ref(x: np.ndarray, axes: tuple, eps: float = 1e-5) -> np.ndarray:
     mean = x.mean(axes, keepdims=True)
     return (x - mean) / np.sqrt(x.var(axes, keepdims=True) + eps)
@@ -759,17 +750,6 @@ CASES += [
          real(2, 4), real(4), ref=lambda x, b: _norm_ref(x, (1,), 0.1) + b),
     case("layer_norm", "module", dg.nn.LayerNorm(3, elementwise_affine=False), real(2, 3),
          ref=lambda x: _norm_ref(x, (1,))),
-    case("layer_norm_backward", "weight",
-         lambda g, x, w: bind(NORM.LAYER_NORM_BACKWARD, g, x, w, ndim=1, eps=1e-5),
-         real(3, 4), real(3, 4), real(4), ref=lambda g, x, w: _ln_grad_ref(g * w, x, (1,)),
-         node="NativeLayerNormBackwardBackward0"),
-    case("layer_norm_backward", "two_dims_eps",
-         lambda g, x: bind(NORM.LAYER_NORM_BACKWARD, g, x, 1.0, ndim=2, eps=0.1),
-         real(2, 2, 3), real(2, 2, 3), ref=lambda g, x: _ln_grad_ref(g, x, (1, 2), 0.1)),
-    case("layer_norm_weight_backward", "bind",
-         lambda g, x: bind(NORM.LAYER_NORM_WEIGHT_BACKWARD, g, x, ndim=1, eps=1e-5),
-         real(2, 3, 4), real(2, 3, 4), ref=lambda g, x: (g * _norm_ref(x, (2,))).sum((0, 1)),
-         node="NativeLayerNormBackwardBackward0"),
 ]
 
 # Exact GELU and its backward are primitives (ops/activation.py); the tanh form is a

@@ -1,5 +1,5 @@
-"""Normalisation, softmax and losses: layer_norm and its backward ops, softmax/log_softmax and
-their backward ops, nll_loss."""
+"""Normalisation, softmax and losses: layer_norm, softmax/log_softmax and their backward ops,
+nll_loss."""
 
 from __future__ import annotations
 
@@ -15,44 +15,19 @@ from .shape import as_dtype, nest
 
 
 # ---- normalisation and modules
-def _ln_rows(node: Node, x: Node) -> tuple:
-    """The (rows, row length) a layer-norm op of input ``x`` works on."""
-    shape = tuple(x.shape)
-    n = math.prod(shape[len(shape) - node.attrs["ndim"]:])
-    return (math.prod(shape) // n if n else 0), n
-
-
-def _ln_stats(xv: kir.Expr, row: kir.Buffer, lanes: kir.Buffer | None, n: int, eps: float,
-              j: kir.Var, mu: kir.Var, r: kir.Var, out: str) -> list:
-    """Statements binding ``mu`` and ``r`` (the row's mean and ``1 / sqrt(var + eps)``, in
-    the node's dtype) from ``xv``, the row's element ``j``: the row copied into the work
-    array and summed, then the squared deviations written and summed (two passes: no
-    cancellation when the mean is large against the spread). Sums are float64."""
-    f8 = np.dtype(np.float64)
-    dtype = mu.dtype
-    s, v = kir.Var(f"{out}_s", f8), kir.Var(f"{out}_v", f8)
-    d = kir.Var(f"{out}_d", dtype)
-    count = kir.const(float(n), f8)
-    return [
-        kir.Loop(j, n, (kir.Store(row, (j,), xv),)),
-        *_row_sum(row, n, s, lanes, f"{out}_a"),
-        kir.Let(mu, kir.Cast(s / count, dtype)),
-        kir.Loop(j, n, (kir.Let(d, xv - mu), kir.Store(row, (j,), d * d))),
-        *_row_sum(row, n, v, lanes, f"{out}_q"),
-        kir.Let(r, kir.Cast(kir.const(1.0, f8) / kir.Call(
-            "sqrt", (v / count + kir.const(float(eps), f8),), f8), dtype)),
-    ]
-
-
-# ---- normalisation and modules
 @lowers("layer_norm")
 def _layer_norm(node: Node, args: list, out: str) -> kir.Block:
     """Rows of ``n`` elements (the normalised dims, flattened), each in three vectorizable
-    passes over a row-sized work array: the mean and the variance (`_ln_stats`), then the
-    normalised row written in the input's dtype, as the NumPy kernel computes it."""
+    passes over a row-sized work array: the row copied in and summed for the mean, the
+    squared deviations written and summed for the variance (two passes: no cancellation
+    when the mean is large against the spread), then the normalised row written in the
+    input's dtype, as the NumPy kernel computes it. Sums are float64 (`_row_sum`)."""
     x, weight, bias = node.inputs
-    m, n = _ln_rows(node, x)
+    shape = tuple(x.shape)
+    n = math.prod(shape[len(shape) - node.attrs["ndim"]:])
+    m = math.prod(shape) // n if n else 0
     dtype = np.dtype(node.dtype)
+    f8 = np.dtype(np.float64)
     res = kir.Buffer(out, ishape(node), dtype)
     block = kir.Block([kir.Alloc(res)], res)
     if m == 0 or n == 0:
@@ -61,92 +36,27 @@ def _layer_norm(node: Node, args: list, out: str) -> kir.Block:
     xr = _reshaped(block, args[0].buf, (m, n), f"{out}_x")
     rows = _reshaped(block, res, (m, n), f"{out}_r")
     i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
+    s, v = kir.Var(f"{out}_s", f8), kir.Var(f"{out}_v", f8)
     mu, r = kir.Var(f"{out}_mu", dtype), kir.Var(f"{out}_rs", dtype)
+    count = kir.const(float(n), f8)
     xv = _as(xr[i, j], dtype)
     value = (xv - mu) * r
     if isinstance(weight, Node):
         value = value * _as(_reshaped(block, args[1].buf, (n,), f"{out}_w")[j], dtype)
     if isinstance(bias, Node):
         value = value + _as(_reshaped(block, args[2].buf, (n,), f"{out}_b")[j], dtype)
+    d = kir.Var(f"{out}_d", dtype)
     block.add(kir.Loop(i, m, (
-        *_ln_stats(xv, row, lanes, n, node.attrs["eps"], j, mu, r, out),
+        kir.Loop(j, n, (kir.Store(row, (j,), xv),)),
+        *_row_sum(row, n, s, lanes, f"{out}_a"),
+        kir.Let(mu, kir.Cast(s / count, dtype)),
+        kir.Loop(j, n, (kir.Let(d, xv - mu), kir.Store(row, (j,), d * d))),
+        *_row_sum(row, n, v, lanes, f"{out}_q"),
+        kir.Let(r, kir.Cast(kir.const(1.0, f8) / kir.Call(
+            "sqrt", (v / count + kir.const(float(node.attrs["eps"]), f8),), f8), dtype)),
         kir.Loop(j, n, (kir.Store(rows, (i, j), value),)),
     )))
     return block
-
-
-@lowers("layer_norm_backward")
-def _layer_norm_backward(node: Node, args: list, out: str) -> kir.Block:
-    """The input's gradient, row by row: the statistics (`_ln_stats`), the sums of
-    ``a = g * w`` and ``a * xhat`` through the work array, then ``rstd * (a - mean(a) -
-    xhat * mean(a * xhat))`` written. Each row of ``g`` and ``x`` is read from memory once
-    (the passes after the first find it in cache) and the result written once."""
-    g, x, weight = node.inputs
-    m, n = _ln_rows(node, x)
-    dtype = np.dtype(node.dtype)
-    f8 = np.dtype(np.float64)
-    res = kir.Buffer(out, ishape(node), dtype)
-    block = kir.Block([kir.Alloc(res)], res)
-    if m == 0 or n == 0:
-        return block
-    row, lanes = _row_work(block, node, n, out)
-    gr = _reshaped(block, args[0].buf, (m, n), f"{out}_g")
-    xr = _reshaped(block, args[1].buf, (m, n), f"{out}_x")
-    rows = _reshaped(block, res, (m, n), f"{out}_r")
-    i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
-    mu, r = kir.Var(f"{out}_mu", dtype), kir.Var(f"{out}_rs", dtype)
-    sa, sb = kir.Var(f"{out}_sa", f8), kir.Var(f"{out}_sb", f8)
-    ma, mb = kir.Var(f"{out}_ma", dtype), kir.Var(f"{out}_mb", dtype)
-    count = kir.const(float(n), f8)
-    xh = (_as(xr[i, j], dtype) - mu) * r
-    a = _as(gr[i, j], dtype)
-    if isinstance(weight, Node):
-        a = a * _as(_reshaped(block, args[2].buf, (n,), f"{out}_w")[j], dtype)
-    block.add(kir.Loop(i, m, (
-        *_ln_stats(_as(xr[i, j], dtype), row, lanes, n, node.attrs["eps"], j, mu, r, out),
-        kir.Loop(j, n, (kir.Store(row, (j,), a),)),
-        *_row_sum(row, n, sa, lanes, f"{out}_ga"),
-        kir.Let(ma, kir.Cast(sa / count, dtype)),
-        kir.Loop(j, n, (kir.Store(row, (j,), a * xh),)),
-        *_row_sum(row, n, sb, lanes, f"{out}_gb"),
-        kir.Let(mb, kir.Cast(sb / count, dtype)),
-        kir.Loop(j, n, (kir.Store(rows, (i, j), ((a - ma) - xh * mb) * r),)),
-    )))
-    return block
-
-
-@lowers("layer_norm_weight_backward")
-def _layer_norm_weight_backward(node: Node, args: list, out: str) -> kir.Block:
-    """The weight's gradient, ``sum(g * xhat)`` over the rows: per row the statistics
-    (`_ln_stats`), then ``g * xhat`` added to one float64 accumulator per position (a
-    vectorizable loop), written in the node's dtype at the end."""
-    g, x = node.inputs
-    m, n = _ln_rows(node, x)
-    dtype = np.dtype(node.dtype)
-    f8 = np.dtype(np.float64)
-    res = kir.Buffer(out, ishape(node), dtype)
-    block = kir.Block([kir.Alloc(res)], res)
-    if n == 0:
-        return block
-    flat = _reshaped(block, res, (n,), f"{out}_r")
-    j = kir.Var(f"{out}_j")
-    if m == 0:
-        return block.add(kir.Loop(j, n, (kir.Store(flat, (j,), kir.const(0.0, dtype)),)))
-    row, lanes = _row_work(block, node, n, out)
-    acc = kir.Buffer(f"{out}_acc", (n,), f8)
-    block.add(kir.Alloc(acc))
-    gr = _reshaped(block, args[0].buf, (m, n), f"{out}_g")
-    xr = _reshaped(block, args[1].buf, (m, n), f"{out}_x")
-    i = kir.Var(f"{out}_i")
-    mu, r = kir.Var(f"{out}_mu", dtype), kir.Var(f"{out}_rs", dtype)
-    xh = (_as(xr[i, j], dtype) - mu) * r
-    return block.add(
-        kir.Loop(j, n, (kir.Store(acc, (j,), kir.const(0.0, f8)),)),
-        kir.Loop(i, m, (
-            *_ln_stats(_as(xr[i, j], dtype), row, lanes, n, node.attrs["eps"], j, mu, r, out),
-            kir.Loop(j, n, (kir.Store(acc, (j,), acc[j] + _as(_as(gr[i, j], dtype) * xh, f8)),)),
-        )),
-        kir.Loop(j, n, (kir.Store(flat, (j,), kir.Cast(acc[j], dtype)),)))
 
 
 # ---- losses and attention
