@@ -2,6 +2,7 @@
 
 from ..ir.optable import install_ops
 from . import (  # noqa: F401  (importing each family registers its ops)
+    activation,
     conv,
     custom,
     decomp,

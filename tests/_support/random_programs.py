@@ -122,15 +122,20 @@ def _const(values: Any, like: Any) -> Any:
 
 
 def conv_norm_all(x: Any) -> Any:
-    """Convolution, im2col/col2im and layer norm on a value (smooth; bounded by ~2)."""
+    """Convolution, im2col/col2im, layer norm, GELU and its backward op on a value (smooth;
+    bounded by ~2)."""
     p, n = _plane(x)
     w = _const([[[[0.5], [-0.25]]]], x)
     conv = F.conv2d(p, w, padding=(1, 0))  # (1, 1, n + 1, 1)
     cols = F.unfold(p, (2, 1), padding=(1, 0))  # (1, 2, n + 1)
     folded = F.fold(cols, (n, 1), (2, 1), padding=(1, 0))  # (1, 1, n, 1)
     normed = F.layer_norm(x.reshape(1, n), (n,), eps=0.5)  # a big eps: smooth near constant
+    # GELU and its backward op applied to values (tanh keeps them bounded).
+    t = dg.tanh(x.reshape(1, n))
+    back = bind(OPS["gelu_backward"], t, t) + F.gelu(t)
     return (conv[:, :, :n].reshape(n) + folded.reshape(n) * 0.25
-            + normed.reshape(n) * 0.25 + cols.sum() * 0.0625 / n + softmax_loss_all(x)) * 0.4
+            + normed.reshape(n) * 0.25 + cols.sum() * 0.0625 / n + softmax_loss_all(x)
+            + back.reshape(n) * 0.25) * 0.4
 
 
 def index_shape_all(x: Any) -> Any:

@@ -360,7 +360,8 @@ def bitwise(x, k, j):
 
 def composites(x, y, s):
     F_ = F
-    return (F_.gelu(x), F_.gelu(x, approximate="tanh"), F_.silu(x), F_.elu(s), F_.celu(s, 0.5),
+    return (F_.gelu(x), dg.erf(y), F_.gelu(x, approximate="tanh"), F_.silu(x), F_.elu(s),
+            F_.celu(s, 0.5),
             F_.selu(s), F_.softplus(x, 2.0, 1.0), F_.softsign(x), F_.hardtanh(s * 0.5),
             F_.relu6(s * 3.0), F_.hardsigmoid(s * 2.0), F_.hardswish(s * 2.0),
             F_.leaky_relu(s, 0.1), F_.mish(x), F_.logsigmoid(x), F_.softmin(x, 1),
@@ -391,7 +392,7 @@ CASES += [
                      "right_shift"), bitwise,
          lambda r, t: [_uniform(r, -1, 1, (3,), t), r.integers(-5, 6, (2, 3)),
                        r.integers(-5, 6, (3,))]),
-    Case("composites", ("erf", "expm1", "log1p", "trunc"), composites,
+    Case("composites", ("erf", "expm1", "log1p", "trunc", "gelu", "gelu_backward"), composites,
          lambda r, t: [_uniform(r, -2, 2, (3, 4), t), _uniform(r, -1, 1, (4,), t),
                        _off_grid(r, (3, 4), t)]),
 ]

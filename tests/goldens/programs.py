@@ -884,7 +884,7 @@ def constructors(lib, F):
             lib.empty((4,)).shape, lib.empty_like(lib.ones(2, 1)).shape)
 
 
-@program(grid((3, 5), -3.7, 3.3), source=SURFACE)
+@program(grid((3, 5), -3.7, 3.3), covers=("gelu", "gelu_backward"), source=SURFACE)
 def activations(lib, F, x):
     return (F.gelu(x), F.gelu(x, approximate="tanh"), F.silu(x), F.elu(x), F.elu(x, 0.5),
             F.celu(x, 0.7), F.selu(x), F.softplus(x), F.softplus(x, beta=2.0, threshold=3.0),
@@ -932,6 +932,19 @@ def statistics_positional_unbiased(lib, F, x):
 def layer_norms(lib, F, x, w, b):
     return (F.layer_norm(x, (4,), w, b), F.layer_norm(x, [3, 4]), F.layer_norm(x, (4,), None, b),
             F.layer_norm(x, (4,), w, eps=0.5), F.layer_norm(x * 1000.0 + 5.0, (4,)))
+
+
+@script(covers=("gelu_backward",), source=SURFACE)
+def layer_norm_gelu_double_backward(lib, F):
+    x = lib.tensor([[0.5, -1.0, 2.0, 0.25], [1.5, 0.75, -0.5, -2.0], [0.1, 0.2, -0.3, 0.45]],
+                   requires_grad=True)
+    w = lib.tensor([0.5, 2.0, 1.5, -1.0], requires_grad=True)
+    b = lib.tensor([0.1, -0.2, 0.3, 0.0], requires_grad=True)
+    c = lib.tensor([[1.0, -0.5, 0.25, 2.0], [0.5, 1.5, -1.0, 0.75], [-0.25, 0.5, 1.0, -1.5]])
+    y = F.gelu(F.layer_norm(x, (4,), w, b))
+    gx, gw = grad_fn(lib)((y * c).sum(), [x, w], create_graph=True)
+    ((gx * gx).sum() + (gw * gw * c[0]).sum()).backward()
+    return gx, gw, x.grad, w.grad, b.grad
 
 
 

@@ -25,6 +25,7 @@ import dualgraph as dg
 from dualgraph.modes import bind
 from dualgraph.nn import functional as F
 from dualgraph.ops import OPS
+from dualgraph.ops import activation as ACT
 from dualgraph.ops import loss as LOSS
 from dualgraph.ops import random as RND
 from dualgraph.ops import softmax as SM
@@ -681,8 +682,7 @@ COMPOSITES += [
     case("amin", "dims_keepdim", lambda x: dg.amin(x, (0, 1), keepdim=True), sep(2, 3),
          ref=lambda x: x.min((0, 1), keepdims=True)),
     # Activations (nn.functional and modules), on `sep` values: away from every kink.
-    case("gelu", "exact", F.gelu, real(2, 3), ref=_gelu_ref),
-    case("gelu", "tanh_module", dg.nn.GELU("tanh"), real(2, 3),
+    case("gelu_tanh", "module", dg.nn.GELU("tanh"), real(2, 3),
          ref=lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))),
     case("silu", "module", dg.nn.SiLU(), real(2, 3), ref=lambda x: x * sigmoid_ref(x)),
     case("elu", "fn", lambda x: F.elu(x, 0.5), sep(2, 3),
@@ -750,6 +750,16 @@ CASES += [
          real(2, 4), real(4), ref=lambda x, b: _norm_ref(x, (1,), 0.1) + b),
     case("layer_norm", "module", dg.nn.LayerNorm(3, elementwise_affine=False), real(2, 3),
          ref=lambda x: _norm_ref(x, (1,))),
+]
+
+# Exact GELU and its backward are primitives (ops/activation.py); the tanh form is a
+# composition (with the activations in COMPOSITES).
+CASES += [
+    case("gelu", "exact", F.gelu, real(2, 3), ref=_gelu_ref, node="GeluBackward0"),
+    case("gelu_backward", "fn", ACT.gelu_backward, real(2, 3), real(2, 3),
+         ref=lambda g, x: g * (0.5 * (1 + _erf_ref(x / math.sqrt(2)))
+                               + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)),
+         node="GeluBackwardBackward0"),
 ]
 
 COMPOSITES += [

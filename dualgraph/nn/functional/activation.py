@@ -1,5 +1,6 @@
 """Activations: compositions of registry ops (ops/elementwise.py, ops/math.py), so they
-need no lowering of their own and fuse into one loop when compiled. Where PyTorch's gradient
+need no lowering of their own and fuse into one loop when compiled (exact GELU is one op,
+ops/activation.py). Where PyTorch's gradient
 at a kink is a convention, the `where` branches pick the same side as PyTorch."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ...eager.creation import rand
+from ...ops import activation as A
 from ...ops import elementwise as E
 from ...ops import index as I
 from ...ops import reduce as R
@@ -39,9 +41,6 @@ def tanh(x: Any) -> Any:
     return E.tanh(x)
 
 
-_SQRT_HALF = 1.0 / math.sqrt(2.0)
-
-
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
@@ -59,7 +58,7 @@ def _inplace(x: Any, out: Any, inplace: bool) -> Any:
 def gelu(x: Any, approximate: str = "none") -> Any:
     """``x * Phi(x)``: exact through ``erf``, or PyTorch's ``approximate='tanh'`` form."""
     if approximate == "none":
-        return E.mul(E.mul(x, 0.5), E.add(E.erf(E.mul(x, _SQRT_HALF)), 1.0))
+        return A.gelu(x)
     if approximate == "tanh":
         inner = E.mul(E.add(x, E.mul(E.mul(E.mul(x, x), x), 0.044715)), _SQRT_2_OVER_PI)
         return E.mul(E.mul(x, 0.5), E.add(E.tanh(inner), 1.0))

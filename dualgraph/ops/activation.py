@@ -1,0 +1,114 @@
+"""GELU as one elementwise primitive, with its backward as another (PyTorch's ``gelu`` and
+``gelu_backward``).
+
+As a composition, exact GELU was five elementwise ops forward and, differentiated, about
+ten backward, whose fused loop read three saved intermediates (``x / sqrt(2)``, ``x / 2``
+and ``erf(x / sqrt(2)) + 1``). As primitives the forward saves only ``x``, and the backward
+is one expression of ``g`` and ``x``: one loop that reads two arrays. Both are elementwise,
+so they still fuse with their neighbours when compiled. The ``tanh`` approximation stays a
+composition (`dualgraph.nn.functional.gelu`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..modes import bind
+from . import elementwise as E
+from .broadcast import broadcast_shapes, float_dtype, result_dtype, shape_of
+from .erf32 import erf_f32
+from .registry import OpDef, register
+
+_SQRT_HALF = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """``erf`` as dualgraph's ``erf`` op computes it (float32 polynomial fits, float64
+    SciPy), so ``gelu`` has the bits of its old composition."""
+    if x.dtype.itemsize <= 4:
+        return erf_f32(x.astype(np.float32, copy=False)).astype(x.dtype, copy=False)
+    from scipy.special import erf  # lazily: ~0.2 s to import
+
+    return erf(x)
+
+
+def _floated(x: np.ndarray) -> np.ndarray:
+    return x if x.dtype.kind == "f" else x.astype(float_dtype(x.dtype))
+
+
+def _gelu_infer(x: Any) -> tuple:
+    return tuple(x.shape), float_dtype(np.dtype(x.dtype))
+
+
+def _gelu_impl(x: np.ndarray) -> np.ndarray:
+    # The composition's operations in its order: (x * 0.5) * (erf(x * sqrt(1/2)) + 1).
+    x = _floated(x)
+    cdf = _erf(np.multiply(x, _SQRT_HALF))
+    np.add(cdf, 1.0, out=cdf)
+    return np.multiply(np.multiply(x, 0.5), cdf, out=cdf)
+
+
+def _gelu_backward_infer(g: Any, x: Any) -> tuple:
+    shape = broadcast_shapes("gelu_backward", shape_of(g), shape_of(x))
+    return shape, float_dtype(np.dtype(result_dtype(g, x)))
+
+
+def _gelu_backward_impl(g: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``g * (Phi(x) + x phi(x))``: ``Phi`` the normal CDF, ``phi`` its density."""
+    x = _floated(np.asarray(x))
+    cdf = _erf(np.multiply(x, _SQRT_HALF))
+    np.add(cdf, 1.0, out=cdf)
+    np.multiply(cdf, 0.5, out=cdf)
+    pdf = np.multiply(x, x)
+    np.multiply(pdf, -0.5, out=pdf)
+    np.exp(pdf, out=pdf)
+    np.multiply(pdf, _INV_SQRT_2PI, out=pdf)
+    np.multiply(pdf, x, out=pdf)
+    np.add(cdf, pdf, out=cdf)
+    return np.multiply(g, cdf)
+
+
+def _gelu_vjp(ctx, g):
+    (x,) = ctx.args
+    return (bind(GELU_BACKWARD, g, x),)
+
+
+def _gelu_vjp_arrays(ctx: Any, args: list, out: Any, g: np.ndarray) -> tuple:
+    return (_gelu_backward_impl(g, args[0]),)
+
+
+def _gelu_backward_vjp(ctx, h):
+    # y = g * gelu'(x): linear in g; gelu''(x) = phi(x) * (2 - x^2).
+    g, x = ctx.args
+    ng, nx = ctx.needs_input_grad
+    gg = bind(GELU_BACKWARD, h, x) if ng else None
+    gx = None
+    if nx:
+        pdf = E.mul(E.exp(E.mul(E.mul(x, x), -0.5)), _INV_SQRT_2PI)
+        gx = E.mul(E.mul(h, g), E.mul(pdf, E.sub(2.0, E.mul(x, x))))
+    return gg, gx
+
+
+GELU = register(OpDef(
+    "gelu", _gelu_impl, _gelu_infer, _gelu_vjp, "GeluBackward0", saves=(0,),
+    elementwise=True, vjp_arrays=_gelu_vjp_arrays,
+))
+GELU_BACKWARD = register(OpDef(
+    "gelu_backward", _gelu_backward_impl, _gelu_backward_infer, _gelu_backward_vjp,
+    "GeluBackwardBackward0", saves=(0, 1), saves_for=(1, None), elementwise=True,
+))
+
+
+def gelu(x: Any) -> Any:
+    """``x * Phi(x)``, ``Phi`` the standard normal CDF, elementwise (exact GELU).
+    ``dg.ops.activation.gelu(x)``"""
+    return bind(GELU, x)
+
+
+def gelu_backward(g: Any, x: Any) -> Any:
+    """The gradient of exact GELU at ``x`` times ``g``: ``g * (Phi(x) + x phi(x))``."""
+    return bind(GELU_BACKWARD, g, x)
