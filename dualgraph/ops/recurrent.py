@@ -286,6 +286,9 @@ def rnn_layer(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: A
     ``[H, 2H)`` the cell states. ``c0`` is the LSTM's initial cell state (None otherwise)."""
     if mode not in MODES:
         raise ValueError(f"rnn_layer: mode must be one of {MODES}, got {mode!r}")
+    if (c0 is None) == (mode == "lstm"):
+        raise TypeError("rnn_layer: c0 is the LSTM's initial cell state: give it for "
+                        f"mode='lstm' and only then (mode={mode!r})")
     states = (h0, c0) if mode == "lstm" else (h0,)
     return bind(RNN_LAYER, x, *states, w_ih, w_hh, b_ih, b_hh, mode=mode,
                 reverse=bool(reverse))

@@ -28,9 +28,15 @@ def _tanh(a: kir.Expr, dt: np.dtype) -> kir.Expr:
     return kir.Call("tanh", (a,), dt)
 
 
+def _last(t_len: int) -> kir.Expr:
+    """``T - 1`` written as an expression of ``T``, so the printer reads ``T`` from the
+    arguments' shapes (the code is then the same for every length)."""
+    return kir.const(t_len) - 1
+
+
 def _step_index(s: kir.Expr, t_len: int, reverse: bool) -> kir.Expr:
     """The time step the loop's ``s``-th iteration runs."""
-    return kir.const(t_len - 1) - s if reverse else s
+    return _last(t_len) - s if reverse else s
 
 
 class _Lets:
@@ -171,7 +177,7 @@ def _rnn_layer_backward(node: Node, args: list, out: str) -> kir.Block:
     # Steps run backward: iteration s is forward step T-1-s; the step before it (whose
     # state it read) is p, clamped into range where it is the first step, which reads the
     # initial state instead.
-    first = kir.Bin("==", t, kir.const(t_len - 1 if reverse else 0))
+    first = kir.Bin("==", t, _last(t_len) if reverse else kir.const(0))
 
     def col(k: int) -> kir.Expr:
         return j + k * n
@@ -210,10 +216,10 @@ def _rnn_layer_backward(node: Node, args: list, out: str) -> kir.Block:
         # The direct path h' = ... + z * h; the GEMM below adds the gates' path.
         e.store(dh, (b, j), d_h * z)
     off = gn if gru else 0
-    clamp = (kir.Call("min", (t + 1, kir.const(t_len - 1)), kir.INDEX) if reverse else
+    clamp = (kir.Call("min", (t + 1, _last(t_len)), kir.INDEX) if reverse else
              kir.Call("max", (t - 1, kir.const(0)), kir.INDEX))
     body = (
-        kir.Let(t, _step_index(kir.const(t_len - 1) - s, t_len, reverse)),
+        kir.Let(t, _step_index(_last(t_len) - s, t_len, reverse)),
         kir.Let(p, clamp),
         kir.Loop(b, batch, (kir.Loop(j, n, tuple(e.stmts)),)),
         kir.Gemm(batch, n, gn, kir.Operand(res, k_w, offset=t * (batch * k_w) + off),
