@@ -1,17 +1,17 @@
 """Recurrent layers: `RNN`, `LSTM`, `GRU` and their cells, with PyTorch's signatures,
 parameter names, initialisation and gate order.
 
-Every layer is a composition of registry ops (``addmm``, ``sigmoid``, ``tanh``, slicing,
-``stack``, ``concatenate``), unrolled over the time steps in Python: eagerly that is
-PyTorch's own CPU algorithm, and under `dg.compile` the trace is one graph with one copy of
-the step per time step (docs/rnn.md gives the design and what it costs to compile).
+Each layer and direction of a sequence layer is one `rnn_layer` op (``ops/recurrent.py``)
+whose kernel holds the time loop, as PyTorch's ``aten::lstm`` is one op: a compiled graph
+has one node per layer and direction whatever the sequence length, and its generated code
+is the size of one step (docs/rnn.md gives the design and what it costs to compile).
 
-The time loop is written so that its graph, forward and backward, grows by a fixed number
-of nodes per step: the layer's input is taken apart once (cut as a tree of halves, so that
-the slices' gradients cost O(T log T), see `split_rows`), each layer hands the next one its
-list of per-step outputs (no stack and re-slice between layers), and the sequence output is
-one ``stack``, whose gradient is a view per step. A `PackedSequence` input runs the same
-loop with a batch that shrinks as its sequences end.
+A `PackedSequence` input (whose batch shrinks as sequences end) and the LSTM's projection
+run the loop unrolled in Python instead, each step a few registry ops (``addmm``,
+``sigmoid``, ``tanh``, slicing), written so that the graph grows by a fixed number of nodes
+per step: the input is taken apart once (cut as a tree of halves, so that the slices'
+gradients cost O(T log T), see `split_rows`), each layer hands the next one its list of
+per-step outputs, and the sequence output is one ``stack``. The cells are one such step.
 """
 
 from __future__ import annotations
