@@ -1,17 +1,17 @@
 """Recurrent layers: `RNN`, `LSTM`, `GRU` and their cells, with PyTorch's signatures,
 parameter names, initialisation and gate order.
 
-Every layer is a composition of registry ops (``addmm``, ``sigmoid``, ``tanh``, slicing,
-``stack``, ``concatenate``), unrolled over the time steps in Python: eagerly that is
-PyTorch's own CPU algorithm, and under `dg.compile` the trace is one graph with one copy of
-the step per time step (docs/rnn.md gives the design and what it costs to compile).
+Each layer and direction of a sequence layer is one `rnn_layer` op (``ops/recurrent.py``)
+whose kernel holds the time loop, as PyTorch's ``aten::lstm`` is one op: a compiled graph
+has one node per layer and direction whatever the sequence length, and its generated code
+is the size of one step (docs/rnn.md gives the design and what it costs to compile).
 
-The time loop is written so that its graph, forward and backward, grows by a fixed number
-of nodes per step: the layer's input is taken apart once (cut as a tree of halves, so that
-the slices' gradients cost O(T log T), see `split_rows`), each layer hands the next one its
-list of per-step outputs (no stack and re-slice between layers), and the sequence output is
-one ``stack``, whose gradient is a view per step. A `PackedSequence` input runs the same
-loop with a batch that shrinks as its sequences end.
+A `PackedSequence` input (whose batch shrinks as sequences end) and the LSTM's projection
+run the loop unrolled in Python instead, each step a few registry ops (``addmm``,
+``sigmoid``, ``tanh``, slicing), written so that the graph grows by a fixed number of nodes
+per step: the input is taken apart once (cut as a tree of halves, so that the slices'
+gradients cost O(T log T), see `split_rows`), each layer hands the next one its list of
+per-step outputs, and the sequence output is one ``stack``. The cells are one such step.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from ..eager.creation import zeros
 from ..eager.internal import set_array
 from ..ops import elementwise as E
 from ..ops import linalg as L
+from ..ops import recurrent as R
 from ..ops import shape as S
 from ..ops.mixin import TensorOps
 from . import functional as F
@@ -36,6 +37,7 @@ from .modules.module import _uniform
 from .utils.rnn import PackedSequence, split_rows, split_steps
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+_OP_MODE = {"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "tanh", "RNN_RELU": "relu"}
 
 
 def _factory_dtype(device: Any, dtype: Any) -> np.dtype:
@@ -296,6 +298,50 @@ class RNNBase(Module):
                 steps = [S.concatenate((a, b), axis=-1) for a, b in zip(*outs)]
         return steps, final
 
+    def _whole(self, packed: Any) -> bool:
+        """Whether the layers run as `rnn_layer` ops, one per layer and direction holding
+        the time loop (docs/rnn.md). A packed sequence (whose batch changes from step to
+        step) and the LSTM's projection run the loop unrolled in Python instead."""
+        return packed is None and not self.proj_size
+
+    def _run_sequence(self, x: Any, states: list) -> tuple[Any, list]:
+        """Run all layers over ``x`` (T, B, features), each layer and direction one
+        `rnn_layer` op. Returns the last layer's output (T, B, directions * H) and the
+        final states, one per layer and direction, as `_run` does."""
+        directions = 2 if self.bidirectional else 1
+        mode = _OP_MODE[self.mode]
+        n = self.hidden_size
+        last = x.shape[0] - 1
+        final = []
+        dropping = self.training and self.dropout > 0
+        for layer in range(self.num_layers):
+            if layer and dropping:
+                x = F.dropout(x, self.dropout, True)
+            outs = []
+            for direction in range(directions):
+                index = layer * directions + direction
+                weights = self.all_weights[index]
+                if self.bias:
+                    w_ih, w_hh, b_ih, b_hh = weights[:4]
+                else:
+                    w_ih, w_hh = weights[:2]
+                    b_ih = b_hh = zeros(w_ih.shape[0], dtype=w_ih.dtype)
+                state = states[index]
+                h0, c0 = state if mode == "lstm" else (state, None)
+                ws = R.rnn_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, mode=mode,
+                                 reverse=bool(direction))
+                outs.append(ws[:, :, :n])
+                end = 0 if direction else last
+                h = ws[end, :, :n]
+                final.append((h, ws[end, :, n:2 * n]) if mode == "lstm" else h)
+            x = outs[0] if directions == 1 else S.concatenate(outs, axis=-1)
+        return x, final
+
+    def _finish_sequence(self, y: Any, batched: bool) -> Any:
+        if not batched:
+            return y.squeeze(1)
+        return S.transpose(y, 0, 1) if self.batch_first else y
+
     def _run_direction(self, steps: list, state: Any, weights: list) -> tuple[list, Any]:
         """One layer and direction over ``steps``. When the steps' batch sizes change (a
         packed sequence: decreasing forward, increasing reversed), the state keeps the rows
@@ -344,6 +390,8 @@ class RNNBase(Module):
             x = x.unsqueeze(1)
         elif self.batch_first:
             x = S.transpose(x, 0, 1)
+        if self._whole(None):
+            return x, x.shape[1], batched, None
         return split_rows(x, [(t, t + 1) for t in range(x.shape[0])], select=True), \
             x.shape[1], batched, None
 
@@ -374,7 +422,7 @@ class RNNBase(Module):
         steps, batch, batched, packed = self._prepare(input)
         expected = self._state_shape(batch)
         if hx is None:
-            hx = self._zeros(expected, steps[0])
+            hx = self._zeros(expected, steps if self._whole(packed) else steps[0])
         else:
             if hx.ndim != (3 if batched else 2):
                 raise RuntimeError(
@@ -384,6 +432,10 @@ class RNNBase(Module):
                 hx = hx.unsqueeze(1)
             self._check_state(hx, expected)
             hx = self._permute(hx, packed, "sorted_indices")
+        if self._whole(packed):
+            y, final = self._run_sequence(steps, self._states_of(hx))
+            h_n = S.stack(final, 0)
+            return self._finish_sequence(y, batched), (h_n if batched else h_n.squeeze(1))
         ys, final = self._run(steps, self._states_of(hx))
         h_n = self._permute(S.stack(final, 0), packed, "unsorted_indices")
         return self._finish(ys, batched, packed), (h_n if batched else h_n.squeeze(1))
@@ -452,7 +504,8 @@ class LSTM(RNNBase):
         h_shape = self._state_shape(batch)
         c_shape = self._state_shape(batch, cell=True)
         if hx is None:
-            h0, c0 = self._zeros(h_shape, steps[0]), self._zeros(c_shape, steps[0])
+            like = steps if self._whole(packed) else steps[0]
+            h0, c0 = self._zeros(h_shape, like), self._zeros(c_shape, like)
         else:
             if not isinstance(hx, (tuple, list)) or len(hx) != 2:
                 raise TypeError("LSTM: hx must be a tuple (h_0, c_0)")
@@ -469,6 +522,13 @@ class LSTM(RNNBase):
             h0 = self._permute(h0, packed, "sorted_indices")
             c0 = self._permute(c0, packed, "sorted_indices")
         states = list(zip(self._states_of(h0), self._states_of(c0)))
+        if self._whole(packed):
+            y, final = self._run_sequence(steps, states)
+            h_n = S.stack([h for h, _ in final], 0)
+            c_n = S.stack([c for _, c in final], 0)
+            if not batched:
+                h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
+            return self._finish_sequence(y, batched), (h_n, c_n)
         ys, final = self._run(steps, states)
         h_n = self._permute(S.stack([h for h, _ in final], 0), packed, "unsorted_indices")
         c_n = self._permute(S.stack([c for _, c in final], 0), packed, "unsorted_indices")

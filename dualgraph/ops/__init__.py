@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (importing each family registers its ops)
     pool,
     products,
     random,
+    recurrent,
     reduce,
     scan,
     shape,
@@ -35,7 +36,7 @@ install_ops(OPS)
 
 # ``axis=`` is ``dim=`` for every public function that takes ``dim`` (PyTorch's parser).
 for _family in (conv, decomp, elementwise, index, linalg, loss, math, matrix, norm, pointwise, pool,
-                products, random, reduce, scan, shape, softmax, special, statistics):
+                products, random, recurrent, reduce, scan, shape, softmax, special, statistics):
     add_axis_aliases(vars(_family))
 
 __all__ = ["OPS", "OpDef", "register"]

@@ -138,6 +138,25 @@ def conv_norm_all(x: Any) -> Any:
             + back.reshape(n) * 0.25) * 0.4
 
 
+def recurrent_all(x: Any) -> Any:
+    """An LSTM (reversed) and a GRU layer over the value read as a sequence of scalars, and
+    the LSTM's backward through time bound directly on detached values (its own gradient
+    raises by design); bounded by about 2."""
+    from dualgraph.ops.recurrent import layer_backward, rnn_layer
+
+    n = math.prod(x.shape)
+    seq = x.reshape(n, 1, 1)
+    h0 = _const([[0.25, -0.5]], x)
+    w4 = _const(np.linspace(-0.6, 0.6, 8).reshape(8, 1), x)
+    u4 = _const(np.linspace(0.5, -0.5, 16).reshape(8, 2), x)
+    b4 = _const(np.linspace(-0.2, 0.3, 8), x)
+    ws = rnn_layer(seq, h0, h0 * 0.5, w4, u4, b4, b4 * 0.5, mode="lstm", reverse=True)
+    wg = rnn_layer(seq, h0, None, w4[:6], u4[:6], b4[:6], b4[2:], mode="gru")
+    back = layer_backward(*(v.detach() for v in (ws, ws, h0, h0, u4)), mode="lstm")
+    return ((ws[:, 0, :2].sum(-1) + wg[:, 0, :2].sum(-1)) * 0.5
+            + back.mean() * 0.1).reshape(x.shape)
+
+
 def index_shape_all(x: Any) -> Any:
     """Advanced indexing (read and write), diagonal, diag_embed, flip and the smooth scans
     of a value, reshaped back to its flat length."""
@@ -233,7 +252,8 @@ NAMESPACE = {"dg": dg, "F": F, "astype": astype, "scatter_into": scatter_into,
              "write_through_view": write_through_view, "pool_all": pool_all,
              "pool_transposes": pool_transposes, "conv_norm_all": conv_norm_all,
              "index_shape_all": index_shape_all, "order_stats_all": order_stats_all,
-             "softmax_loss_all": softmax_loss_all, "special_all": special_all}
+             "softmax_loss_all": softmax_loss_all, "special_all": special_all,
+             "recurrent_all": recurrent_all}
 
 
 # ------------------------------------------------------------------------- programs
@@ -652,13 +672,14 @@ def gen_pool(draw, b: Builder) -> Var | None:
 
 
 def gen_layers(draw, b: Builder) -> Var | None:
-    """Convolution, norms, indexing, shape ops and scans on a value (flat results), or the
-    order statistics of a parameter."""
+    """Convolution, norms, indexing, shape ops, scans and recurrences on a value (flat
+    results), or the order statistics of a parameter."""
     if draw(st.booleans()):
         a = _pick(draw, b.floats())
         if a is None:
             return None
-        expr = draw(st.sampled_from([f"conv_norm_all({a.name})", f"index_shape_all({a.name})"]))
+        expr = draw(st.sampled_from([f"conv_norm_all({a.name})", f"index_shape_all({a.name})",
+                                     f"recurrent_all({a.name})"]))
         return b.emit(expr, 2.0 * a.bound + 4.0 if "index" in expr else a.bound + 2.0)
     p = _pick(draw, [v for v in b.prog.params if v.is_float])
     if p is None:

@@ -604,3 +604,28 @@ CASES.append(Case("decompositions", ("cholesky", "cholesky_info", "eigh", "svd",
                                      "solve_triangular", "pinv", "matrix_exp"), decompositions,
                   decompositions_inputs))
 ALL_CASES.append(pytest.param(CASES[-1], id=CASES[-1].name))
+
+
+# ---- recurrences: each mode and direction of rnn_layer as one op holding the time loop;
+# the backward graph holds rnn_layer_backward. The whole workspace is an output, so the
+# gradient of every column (states and gates) is compared.
+def recurrences(x, h0, c0, w4i, w4h, b4, w3i, w3h, b3, w1i, w1h, b1):
+    from dualgraph.ops.recurrent import rnn_layer
+
+    return (rnn_layer(x, h0, c0, w4i, w4h, b4, b4 * 0.5, mode="lstm", reverse=True),
+            rnn_layer(x, h0, None, w3i, w3h, b3, b3 * 0.5, mode="gru"),
+            rnn_layer(x, h0, None, w1i, w1h, b1, b1 * 0.5, mode="tanh"),
+            rnn_layer(x, h0, None, w1i, w1h, b1, b1 * 0.5, mode="relu", reverse=True))
+
+
+def _recurrence_inputs(r, t):
+    n, i = 3, 2
+    shapes = [(4, 2, i), (2, n), (2, n)]
+    for g in (4, 3, 1):
+        shapes += [(g * n, i), (g * n, n), (g * n,)]
+    return [_uniform(r, -1, 1, s, t) for s in shapes]
+
+
+CASES.append(Case("recurrences", ("rnn_layer", "rnn_layer_backward"), recurrences,
+                  _recurrence_inputs))
+ALL_CASES.append(pytest.param(CASES[-1], id=CASES[-1].name))

@@ -2131,3 +2131,39 @@ def eager_only_names(lib, F):
             lib.hsplit(lib.ones(2, 4), 2)[0], lib.broadcast_shapes((2, 1), (1, 3)),
             lib.combinations(v, 2),
             lib.combinations(v[:3], with_replacement=True), lib.combinations(v, 4))
+
+
+# ---- recurrences: nn.LSTM, nn.GRU and nn.RNN (one `rnn_layer` op per layer and direction)
+# loaded with fixed weights; the gradients of the input and initial states go through
+# `rnn_layer_backward` (the weights' gradients are compared in tests/nn/test_rnn.py).
+def _with_weights(lib: Any, module: Any, weights: tuple) -> Any:
+    with lib.no_grad():
+        for p, w in zip(module.parameters(), weights):
+            p.copy_(w)
+    return module
+
+
+def _fixed(shape: tuple, lo: float, hi: float) -> In:
+    return grid(shape, lo, hi, rg=False)
+
+
+_LSTM_W = (_fixed((8, 3), -0.6, 0.5), _fixed((8, 2), -0.5, 0.7), _fixed((8,), -0.3, 0.4),
+           _fixed((8,), -0.2, 0.1), _fixed((8, 3), 0.5, -0.6), _fixed((8, 2), 0.4, -0.4),
+           _fixed((8,), 0.3, -0.2), _fixed((8,), -0.1, 0.3))
+_GRU_W = (_fixed((6, 4), -0.5, 0.6), _fixed((6, 2), -0.7, 0.5), _fixed((6,), -0.2, 0.3),
+          _fixed((6,), 0.2, -0.4))
+_RNN_W = (_fixed((2, 2), -0.8, 0.6), _fixed((2, 2), 0.5, -0.5), _fixed((2,), -0.3, 0.3),
+          _fixed((2,), 0.1, -0.1))
+
+
+@program(grid((4, 2, 3), -1.0, 1.0), grid((2, 2, 2), -0.4, 0.4), grid((2, 2, 2), 0.5, -0.5),
+         grid((1, 2, 2), 0.3, -0.2), *_LSTM_W, *_GRU_W, *_RNN_W,
+         covers=("rnn_layer", "rnn_layer_backward"), source=SURFACE)
+def recurrent_layers(lib, F, x, h0, c0, g0, *weights):
+    lstm = _with_weights(lib, lib.nn.LSTM(3, 2, bidirectional=True), weights[:8])
+    gru = _with_weights(lib, lib.nn.GRU(4, 2, batch_first=True), weights[8:12])
+    rnn = _with_weights(lib, lib.nn.RNN(2, 2, nonlinearity="relu"), weights[12:])
+    y, (h, c) = lstm(x, (h0, c0))
+    z, hg = gru(y.transpose(0, 1), g0)
+    r, hr = rnn(z.transpose(0, 1))
+    return y, h, c, z, hg, r, hr

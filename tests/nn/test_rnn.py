@@ -192,10 +192,29 @@ def test_compiled_training_step_equals_eager(kind: str) -> None:
         dg.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, equal_nan=True, check_dtype=False)
 
 
-def test_trace_grows_by_a_fixed_number_of_nodes_per_step() -> None:
-    """The unrolled time loop: each extra step adds the same nodes to the traced graph
-    (no stack-and-reslice between layers, no per-step copies of the whole sequence)."""
-    rnn = dg.nn.LSTM(3, 4, num_layers=2)
+@pytest.mark.parametrize("kind", ["RNN", "GRU", "LSTM"])
+def test_trace_does_not_grow_with_the_sequence(kind: str) -> None:
+    """Each layer and direction is one `rnn_layer` node holding the time loop (and its
+    gradient one `rnn_layer_backward`): the traced forward and backward graph is the same
+    size at every sequence length."""
+    rnn = getattr(dg.nn, kind)(3, 4, num_layers=2, bidirectional=True)
+
+    def loss(x):
+        out = rnn(x)[0].sum()
+        return dg.grad(out, [x, rnn.weight_hh_l0])
+
+    graphs = [dg.trace(loss, dg.randn(t, 2, 3, requires_grad=True)) for t in (2, 3, 9)]
+    sizes = [len(g.nodes) for g in graphs]
+    assert sizes[0] == sizes[1] == sizes[2]
+    ops = [n.op for n in graphs[0].nodes]
+    assert ops.count("rnn_layer") == 4 and ops.count("rnn_layer_backward") == 4
+
+
+def test_unrolled_trace_grows_by_a_fixed_number_of_nodes_per_step() -> None:
+    """The LSTM's projection runs the time loop unrolled: each extra step adds the same
+    nodes to the traced graph (no stack-and-reslice between layers, no per-step copies of
+    the whole sequence)."""
+    rnn = dg.nn.LSTM(3, 4, num_layers=2, proj_size=2)
     sizes = [len(dg.trace(lambda x: rnn(x)[0], dg.randn(t, 2, 3)).nodes) for t in (2, 3, 4)]
     assert sizes[1] - sizes[0] == sizes[2] - sizes[1] > 0
 
@@ -207,13 +226,15 @@ def test_warns_nothing_on_plain_use() -> None:
 
 
 def _input_gradient_scatter_elements(steps: int) -> int:
-    """Elements the backward of an RNN's input gradient writes with scatters (the
-    gradients of the slices the layer cuts its input into)."""
-    rnn = dg.nn.RNN(3, 4)
+    """Elements the backward of an unrolled LSTM's input gradient writes with scatters
+    (the gradients of the slices the layer cuts its input into)."""
+    rnn = dg.nn.LSTM(3, 4, proj_size=2)
     x = dg.randn(steps, 2, 3, requires_grad=True)
     y, _ = rnn(x)
     (g,) = dg.autograd.grad(y.sum(), [x], create_graph=True)
-    return sum(int(np.prod(n.shape)) for n in dg.graph_of(g).nodes if n.op == "scatter")
+    # The input's slices are (steps, 2, 3); the gate columns' scatters are 2-D.
+    return sum(int(np.prod(n.shape)) for n in dg.graph_of(g).nodes
+               if n.op == "scatter" and tuple(n.shape[1:]) == (2, 3))
 
 
 def test_input_gradient_is_cut_as_a_tree() -> None:
@@ -226,6 +247,6 @@ def test_input_gradient_is_cut_as_a_tree() -> None:
 
 
 def test_tree_cut_input_gradient_matches_finite_differences() -> None:
-    lstm = dg.nn.LSTM(2, 3, bidirectional=True).double()
+    lstm = dg.nn.LSTM(2, 3, bidirectional=True, proj_size=1).double()
     x = dg.tensor(np.random.default_rng(3).standard_normal((9, 1, 2)), requires_grad=True)
     assert gradcheck(lambda t: lstm(t)[0], x)

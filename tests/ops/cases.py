@@ -1719,3 +1719,112 @@ CASES += [
     case("matrix_exp", "method_scaled", lambda x: (x * 2.0).matrix_exp(), real(3, 3),
          ref=lambda x: _decomp()._matrix_exp_impl(x * np.asarray(2.0, x.dtype))),
 ]
+
+# ---- recurrences (dualgraph/ops/recurrent.py): one layer and direction over a sequence,
+# the workspace (h, c, gates per step) checked against plain per-step NumPy, and the
+# backward through time against its own plain NumPy loop.
+_RNN_GATES = {"tanh": 1, "relu": 1, "lstm": 4, "gru": 3}
+
+
+def _rnn(mode: str, reverse: bool = False) -> Callable:
+    from dualgraph.ops.recurrent import rnn_layer
+
+    def fn(x, h0, *rest):
+        c0, rest = (rest[0], rest[1:]) if mode == "lstm" else (None, rest)
+        return rnn_layer(x, h0, c0, *rest, mode=mode, reverse=reverse)
+    return fn
+
+
+def _sigmoid_ref(a: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-a))
+
+
+def _rnn_ref(mode: str, reverse: bool = False) -> Callable:
+    def ref(x, h0, *rest):
+        c0, (w_ih, w_hh, b_ih, b_hh) = (rest[0], rest[1:]) if mode == "lstm" else (None, rest)
+        dt = x.dtype
+        x, h, c = x.astype(np.float64), h0.astype(np.float64), None
+        c = None if c0 is None else c0.astype(np.float64)
+        n = h.shape[1]
+        rows = [None] * x.shape[0]
+        for t in (range(x.shape[0])[::-1] if reverse else range(x.shape[0])):
+            gi = x[t] @ w_ih.T.astype(np.float64) + b_ih
+            gh = h @ w_hh.T.astype(np.float64) + b_hh
+            if mode in ("tanh", "relu"):
+                h = np.tanh(gi + gh) if mode == "tanh" else np.maximum(gi + gh, 0)
+                rows[t] = h
+            elif mode == "lstm":
+                a = gi + gh
+                i, f, o = (_sigmoid_ref(a[:, k * n:(k + 1) * n]) for k in (0, 1, 3))
+                g = np.tanh(a[:, 2 * n:3 * n])
+                c = f * c + i * g
+                h = o * np.tanh(c)
+                rows[t] = np.concatenate((h, c, i, f, g, o), axis=1)
+            else:
+                r = _sigmoid_ref(gi[:, :n] + gh[:, :n])
+                z = _sigmoid_ref(gi[:, n:2 * n] + gh[:, n:2 * n])
+                new = np.tanh(gi[:, 2 * n:] + r * gh[:, 2 * n:])
+                h = (1 - z) * new + z * h
+                rows[t] = np.concatenate((h, r, z, new, gh[:, 2 * n:]), axis=1)
+        return np.stack(rows).astype(dt)
+    return ref
+
+
+def _rnn_inputs(mode: str, t: int = 3, b: int = 2, i: int = 3, n: int = 2) -> tuple:
+    k = _RNN_GATES[mode] * n
+    states = (real(b, n), real(b, n)) if mode == "lstm" else (real(b, n),)
+    return (real(t, b, i), *states, real(k, i), real(k, n), real(k), real(k))
+
+
+def _lstm_backward(g, ws, h0, c0, w_hh):
+    from dualgraph.ops.recurrent import layer_backward
+
+    # Detached: its own gradient raises by design (NO_SECOND_DERIVATIVE), so the case
+    # checks the forward only and records nothing.
+    return layer_backward(*(a.detach() for a in (g, ws, h0, c0, w_hh)), mode="lstm")
+
+
+def _lstm_backward_ref(g, ws, h0, c0, w_hh):
+    """Backward through time of an LSTM from its workspace columns, read as the gates'
+    values (the op is defined for any workspace)."""
+    t_len, b, _ = ws.shape
+    n = h0.shape[1]
+    out = np.zeros((t_len + 1, b, 4 * n))
+    dh, dc = np.zeros((b, n)), np.zeros((b, n))
+    for t in range(t_len - 1, -1, -1):
+        cols = [ws[t, :, k * n:(k + 1) * n] for k in range(6)]
+        gs = [g[t, :, k * n:(k + 1) * n] for k in range(6)]
+        _, c, i, f, cell, o = cols
+        c_prev = ws[t - 1, :, n:2 * n] if t else c0
+        dh = dh + gs[0]
+        dc = dc + gs[1] + dh * o * (1 - np.tanh(c) ** 2)
+        d = np.concatenate(((dc * cell + gs[2]) * i * (1 - i), (dc * c_prev + gs[3]) * f * (1 - f),
+                            (dc * i + gs[4]) * (1 - cell ** 2),
+                            (dh * np.tanh(c) + gs[5]) * o * (1 - o)), axis=1)
+        out[t] = d
+        dh, dc = d @ w_hh, dc * f
+    out[t_len, :, :n], out[t_len, :, n:2 * n] = dh, dc
+    return out.astype(ws.dtype)
+
+
+CASES += [
+    case("rnn_layer", "tanh", _rnn("tanh"), *_rnn_inputs("tanh"), ref=_rnn_ref("tanh"),
+         node="RnnBackward0"),
+    case("rnn_layer", "relu_reverse", _rnn("relu", True), *_rnn_inputs("relu"),
+         ref=_rnn_ref("relu", True)),
+    case("rnn_layer", "lstm", _rnn("lstm"), *_rnn_inputs("lstm"), ref=_rnn_ref("lstm"),
+         node="LstmBackward0"),
+    case("rnn_layer", "lstm_reverse", _rnn("lstm", True), *_rnn_inputs("lstm", t=2, b=1),
+         ref=_rnn_ref("lstm", True)),
+    case("rnn_layer", "gru", _rnn("gru"), *_rnn_inputs("gru"), ref=_rnn_ref("gru"),
+         node="GruBackward0"),
+    case("rnn_layer", "gru_reverse", _rnn("gru", True), *_rnn_inputs("gru", t=2),
+         ref=_rnn_ref("gru", True)),
+    # A second derivative through the recurrence raises (NO_SECOND_DERIVATIVE).
+    case("rnn_layer_backward", "lstm", _lstm_backward, real(3, 2, 12), real(3, 2, 12),
+         real(2, 2), real(2, 2), real(8, 2), ref=_lstm_backward_ref, grad=False),
+]
+
+# Backward ops whose own gradient raises a clear NotImplementedError instead of being
+# computed (tests/ops/test_recurrent.py checks that it does).
+NO_SECOND_DERIVATIVE = ("rnn_layer_backward",)

@@ -1,0 +1,95 @@
+"""The recurrence ops (`rnn_layer`, `rnn_layer_backward`): the generated code does not grow
+with the sequence length, a second derivative raises clearly, and bad input is refused.
+
+Values and gradients are checked in tests/ops/cases.py (against plain NumPy loops and
+finite differences), tests/backend/test_ops_compiled.py (compiled against eager),
+tests/goldens (against PyTorch) and tests/nn/test_rnn.py (the layers)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+from dualgraph.backend.numba import build
+from dualgraph.errors import ShapeError
+from dualgraph.ops.recurrent import rnn_layer
+from dualgraph.passes import optimize
+
+from .cases import NO_SECOND_DERIVATIVE
+
+
+def _step_graph(kind: str, steps: int, **kwargs):
+    """The optimized graph of an RNN's loss and its gradients over ``steps`` steps."""
+    dg.manual_seed(0)
+    rnn = getattr(dg.nn, kind)(3, 4, **kwargs)
+    params = list(rnn.parameters())
+
+    def step(x):
+        loss = (rnn(x)[0] ** 2).sum()  # a mean would fold 1 / numel into a literal
+        return (loss, *dg.grad(loss, params))
+
+    return optimize(dg.trace(step, dg.randn(steps, 2, 3)))
+
+
+@pytest.mark.parametrize("kind,kwargs", [("LSTM", {"bidirectional": True}),
+                                         ("GRU", {"num_layers": 2}),
+                                         ("RNN", {"nonlinearity": "relu"})])
+def test_generated_code_does_not_grow_with_the_sequence(kind: str, kwargs: dict) -> None:
+    """A training step's graph and generated module are the same size at 61 and 97 steps:
+    the time loop's extent is a number in the code, so the compile costs the same."""
+    g_short, g_long = _step_graph(kind, 61, **kwargs), _step_graph(kind, 97, **kwargs)
+    assert len(g_short.nodes) == len(g_long.nodes)
+    ops = [n.op for n in g_short.nodes]
+    assert "rnn_layer" in ops and "rnn_layer_backward" in ops
+    k_short, k_long = build(g_short, segment_lines=0), build(g_long, segment_lines=0)
+    short, long = k_short.lowered.code.splitlines(), k_long.lowered.code.splitlines()
+    # Line for line the same; a few lines differ in a number (the backward's (T + 1, B, K)
+    # result: T + 1 is no argument's dimension, so it prints as a number).
+    assert len(short) == len(long)
+    assert sum(a != b for a, b in zip(short, long)) <= 8 * ops.count("rnn_layer_backward")
+
+
+def test_unrolled_projection_grows_with_the_sequence() -> None:
+    """For contrast: the LSTM's projection (`proj_size`) still unrolls the loop, so its
+    graph grows with the sequence."""
+    assert len(_step_graph("LSTM", 4, proj_size=2).nodes) > \
+        len(_step_graph("LSTM", 2, proj_size=2).nodes)
+
+
+def test_second_derivative_raises() -> None:
+    assert NO_SECOND_DERIVATIVE == ("rnn_layer_backward",)
+    lstm = dg.nn.LSTM(2, 3).double()
+    x = dg.randn(4, 1, 2, dtype=dg.float64, requires_grad=True)
+    (gx,) = dg.grad(lstm(x)[0].sum(), [x], create_graph=True)
+    with pytest.raises(NotImplementedError, match="second derivative through nn.RNN"):
+        gx.sum().backward()
+
+
+def test_first_derivative_under_create_graph_is_right() -> None:
+    """``create_graph=True`` records the backward op; the first gradient is unchanged."""
+    gru = dg.nn.GRU(2, 3).double()
+    x = dg.randn(3, 2, 2, dtype=dg.float64, requires_grad=True)
+    (plain,) = dg.grad(gru(x)[0].sum(), [x])
+    (recorded,) = dg.grad(gru(x)[0].sum(), [x], create_graph=True)
+    dg.testing.assert_close(recorded.detach(), plain, rtol=0, atol=0)
+
+
+def test_bad_input_is_refused_clearly() -> None:
+    x, h = dg.zeros(3, 2, 4), dg.zeros(2, 5)
+    w_ih, w_hh, b = dg.zeros(15, 4), dg.zeros(15, 5), dg.zeros(15)
+    assert rnn_layer(x, h, None, w_ih, w_hh, b, b, mode="gru").shape == (3, 2, 25)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        rnn_layer(x, h, None, w_ih, w_hh, b, b, mode="lstmx")
+    with pytest.raises(ShapeError, match=r"w_hh has shape \(15, 4\), expected \(15, 5\)"):
+        rnn_layer(x, h, None, w_ih, dg.zeros(15, 4), b, b, mode="gru")
+    with pytest.raises(ShapeError, match="time >= 1"):
+        rnn_layer(dg.zeros(0, 2, 4), h, None, w_ih, w_hh, b, b, mode="gru")
+    with pytest.raises(TypeError, match="same floating dtype"):
+        rnn_layer(x.double(), h, None, w_ih, w_hh, b, b, mode="gru")
+    with pytest.raises(TypeError, match="give it for mode='lstm'"):
+        rnn_layer(x, h, None, dg.zeros(20, 4), dg.zeros(20, 5), dg.zeros(20), dg.zeros(20),
+                  mode="lstm")
+    np.testing.assert_array_equal(
+        rnn_layer(x, h, h, dg.zeros(20, 4), dg.zeros(20, 5), dg.zeros(20), dg.zeros(20),
+                  mode="lstm").numpy()[..., 2 * 5:3 * 5], 0.5)  # the input gate at zero
