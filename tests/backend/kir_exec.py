@@ -179,8 +179,6 @@ def _blas(name: str):
 # Library routines that are compiled helpers in `blas.py`, by their argument order there:
 # the printed call passes the output buffer after the leading operands.
 _ROUTINES = {
-    "im2col": lambda a, out: _blas("im2col")(a[0], a[1], out, a[2]),
-    "col2im": lambda a, out: _blas("col2im")(a[0], a[1], out, a[2]),
     "max_pool_indices": lambda a, out: _blas("max_pool_indices")(a[0], out, a[1]),
     "pool_gather": lambda a, out: _blas("pool_gather")(a[0], a[1], out),
     "pool_scatter": lambda a, out: _blas("pool_scatter")(a[0], a[1], out),

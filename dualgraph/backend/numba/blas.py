@@ -275,78 +275,15 @@ def gemm_batched(x, y, c):
 
 
 
-# ---- convolution and pooling loops
-# Generated kernels call these once per sample (or once per op) instead of carrying their
-# loop nests: each is compiled once per process and argument types (and kept in Numba's
-# disk cache), where the same nest printed into every kernel cost that kernel's compile
-# about a second per convolution or pooling op. The window geometry comes in a small
-# int64 array (a kernel constant), not as integer arguments: Numba compiles a function
-# called with literal integers once per distinct value.
+# ---- max pooling loops
+# Generated kernels call these once per op instead of carrying their loop nests: each is
+# compiled once per process and argument types (and kept in Numba's disk cache). The
+# window geometry comes in a small int64 array (a kernel constant), not as integer
+# arguments: Numba compiles a function called with literal integers once per distinct
+# value.
 
 
-@numba.njit(cache=True, nogil=True)
-def im2col(x, n, cols, geo):
-    """Sample ``n`` of image ``x`` (N, C, H, W) as columns of ``cols`` (C*kh*kw, J, oh*ow),
-    at ``cols[:, n * geo[10], :]`` (block n of the whole batch's columns, or block 0 of
-    one sample's): window element (c, a, b) at window position (y, z) goes to row
-    (c*kh + a)*kw + b, column y*ow + z; elements in the padding are zeros. ``geo`` is
-    (kh, kw, dh, dw, sh, sw, top padding, left padding, oh, ow, block step)."""
-    kh, kw, dh, dw, sh, sw, pt, pl, oh, ow = (geo[0], geo[1], geo[2], geo[3], geo[4],
-                                              geo[5], geo[6], geo[7], geo[8], geo[9])
-    j = n * geo[10]
-    c, h, w = x.shape[1], x.shape[2], x.shape[3]
-    for ci in range(c):
-        for a in range(kh):
-            for b in range(kw):
-                r = (ci * kh + a) * kw + b
-                s = b * dw - pl
-                # The window columns whose element lies inside the image: [lo, hi).
-                lo = min(max(0, (sw - 1 - s) // sw), ow)
-                hi = max(min(ow, (w - 1 - s) // sw + 1), lo)
-                for y in range(oh):
-                    row = y * sh + a * dh - pt
-                    base = y * ow
-                    if row < 0 or row >= h:
-                        for z in range(ow):
-                            cols[r, j, base + z] = 0
-                        continue
-                    for z in range(lo):
-                        cols[r, j, base + z] = 0
-                    for z in range(lo, hi):
-                        cols[r, j, base + z] = x[n, ci, row, z * sw + s]
-                    for z in range(hi, ow):
-                        cols[r, j, base + z] = 0
-
-
-@numba.njit(cache=True, nogil=True)
-def col2im(cols, n, out, geo):
-    """The transpose of `im2col`: sample ``n``'s columns ``cols[n]`` (C*kh*kw, oh*ow) added
-    into ``out[n]`` (C, H, W), which starts at zero (``geo`` as `im2col`'s). Each element
-    adds its window elements in kernel-offset order, as the NumPy kernel does."""
-    kh, kw, dh, dw, sh, sw, pt, pl, oh, ow = (geo[0], geo[1], geo[2], geo[3], geo[4],
-                                              geo[5], geo[6], geo[7], geo[8], geo[9])
-    c, h, w = out.shape[1], out.shape[2], out.shape[3]
-    for ci in range(c):
-        for row in range(h):
-            for z in range(w):
-                out[n, ci, row, z] = 0
-    for ci in range(c):
-        for a in range(kh):
-            for b in range(kw):
-                r = (ci * kh + a) * kw + b
-                s = b * dw - pl
-                lo = min(max(0, (sw - 1 - s) // sw), ow)
-                hi = max(min(ow, (w - 1 - s) // sw + 1), lo)
-                for y in range(oh):
-                    row = y * sh + a * dh - pt
-                    if row < 0 or row >= h:
-                        continue
-                    base = y * ow
-                    for z in range(lo, hi):
-                        out[n, ci, row, z * sw + s] += cols[n, r, base + z]
-
-
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def max_pool_indices(x, out, geo):
     """Each window's first largest value's flat position in its plane, for windows that
     all lie inside the plane: ``x`` (B, H, W), ``out`` (B, oH, oW); window (i, j) reads
@@ -356,6 +293,29 @@ def max_pool_indices(x, out, geo):
     h0, sh, kh, dh, w0, sw, kw, dw = (geo[0], geo[1], geo[2], geo[3], geo[4], geo[5],
                                       geo[6], geo[7])
     width = x.shape[2]
+    if kh == 2 and kw == 2 and dh == 1 and dw == 1:
+        # 2x2 windows (MaxPool2d(2) and its overlapping kin): the four reads unrolled.
+        for n in range(x.shape[0]):
+            for i in range(out.shape[1]):
+                p0 = h0 + i * sh
+                r0, r1 = x[n, p0], x[n, p0 + 1]
+                for j in range(out.shape[2]):
+                    q0 = w0 + j * sw
+                    v = r0[q0]
+                    k = p0 * width + q0
+                    e = r0[q0 + 1]
+                    if e > v or e != e:
+                        v = e
+                        k = p0 * width + q0 + 1
+                    e = r1[q0]
+                    if e > v or e != e:
+                        v = e
+                        k = (p0 + 1) * width + q0
+                    e = r1[q0 + 1]
+                    if e > v or e != e:
+                        k = (p0 + 1) * width + q0 + 1
+                    out[n, i, j] = k
+        return
     for n in range(x.shape[0]):
         for i in range(out.shape[1]):
             p0 = h0 + i * sh
@@ -374,7 +334,7 @@ def max_pool_indices(x, out, geo):
                 out[n, i, j] = k
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def pool_gather(x, idx, out):
     """``out[b, m] = x[b, idx[b, m]]`` (``idx`` with one row: the same for every b)."""
     per_row = idx.shape[0] > 1
@@ -384,7 +344,7 @@ def pool_gather(x, idx, out):
             out[n, m] = x[n, idx[t, m]]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def pool_scatter(g, idx, out):
     """The transpose of `pool_gather`: ``out`` (B, P) zeros, then ``g[b, m]`` added at
     ``out[b, idx[b, m]]``."""

@@ -436,10 +436,8 @@ LIBRARY: dict[str, str] = {
     "qr": "dgl.qr({0}, {out}, {1})",
     "pinv": "dgl.pinv({0}, {out}, {1}, {2})",
     "matrix_exp": "dgl.matrix_exp({0}, {out})",
-    # convolution and pooling loops, compiled once as helpers (blas.py): one sample's
-    # columns, one sample's col2im, max-pool indices of in-plane windows, gather/scatter
-    "im2col": "dgb.im2col({0}, {1}, {out}, {2})",
-    "col2im": "dgb.col2im({0}, {1}, {out}, {2})",
+    # max-pool loops, compiled once as helpers (blas.py): the indices of in-plane
+    # windows, the gather of their values and the gradient's scatter-add
     "max_pool_indices": "dgb.max_pool_indices({0}, {out}, {1})",
     "pool_gather": "dgb.pool_gather({0}, {1}, {out})",
     "pool_scatter": "dgb.pool_scatter({0}, {1}, {out})",

@@ -1,7 +1,8 @@
-"""Convolution: im2col, col2im and conv2d as per-sample window routines and GEMMs in the
-kernel IR."""
+"""Convolution: im2col, col2im and conv2d as window loops and GEMMs in the kernel IR."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -10,28 +11,74 @@ from ... import kir
 from . import _reshaped, ishape, lowers
 
 # ---- convolution
-# The window loops (gathering a sample's columns, adding them back) are library routines
-# compiled once (`blas.im2col`, `blas.col2im`), called once per sample: printed into each
-# kernel, their loop nests cost about a second of compile per convolution op. conv2d is,
-# sample by sample, that sample's columns in a scratch buffer that stays in cache, then
-# one BLAS product per group written in place into the output, already in (N, O, oH, oW)
-# order.
+# Plain loops gather (im2col) and scatter-add (col2im) the sliding windows; conv2d is im2col
+# into a scratch buffer, then one BLAS product per (sample, group) written in place into
+# the output, which is already in (N, O, oH, oW) order.
 
 
-def _geometry(block: kir.Block, attrs: dict, size: tuple, name: str,
-              batch_columns: bool) -> kir.Buffer:
-    """The routines' window table (a kernel constant): kernel, dilation, stride, top and
-    left padding, the number of window positions along H and W, and whether the columns
-    hold the whole batch (sample n at block n) or one sample."""
+def _window_loops(node_in: tuple, attrs: dict, cols: tuple, out: str,
+                  body: Callable[[tuple, tuple], kir.Stmt],
+                  sample: kir.Expr | None = None) -> kir.Loop:
+    """Loops over every (sample, channel, kernel offset, window position) reading an image
+    element that lies inside the unpadded input; ``body(image index, column index)`` is
+    the statement for one element. The columns a kernel offset reads inside the image
+    are a range computed once (``lo``, ``hi``): no test in the innermost loop. With
+    ``sample``, the loops of that one sample only (no loop over the batch)."""
+    _, c, h, w = node_in
+    kh, kw = attrs["kernel_size"]
+    dh, dw = attrs["dilation"]
+    sh, sw = attrs["stride"]
+    (pt, _), (pl, _) = attrs["padding"]
+    n, oh, ow = cols
+    v = {name: kir.Var(f"{out}_{name}") for name in
+         ("n", "c", "ki", "kj", "r", "b", "lo", "hi", "oy", "h", "ox", "w", "l")}
+    at = v["n"] if sample is None else sample
+    inner = kir.Loop(v["ox"], v["hi"], (
+        kir.Let(v["w"], v["ox"] * sw + v["b"]),
+        kir.Let(v["l"], v["oy"] * ow + v["ox"]),
+        body((at, v["c"], v["h"], v["w"]), (at, v["r"], v["l"])),
+    ), start=v["lo"])
+    rows = kir.Loop(v["oy"], oh, (
+        kir.Let(v["h"], v["oy"] * sh + v["ki"] * dh - pt),
+        kir.If(kir.Bin("or", kir.Bin("<", v["h"], kir.const(0)),
+                       kir.Bin(">=", v["h"], kir.const(h))), (kir.Jump("continue"),)),
+        inner,
+    ))
+    offsets = kir.Loop(v["kj"], kw, (
+        kir.Let(v["r"], (v["c"] * kh + v["ki"]) * kw + v["kj"]),
+        kir.Let(v["b"], v["kj"] * dw - pl),
+        kir.Let(v["lo"], kir.Call("max", (kir.const(0), (kir.const(sw - 1) - v["b"]) // sw),
+                                  kir.INDEX)),
+        kir.Let(v["hi"], kir.Call("min", (kir.const(ow), (kir.const(w - 1) - v["b"]) // sw
+                                          + 1), kir.INDEX)),
+        rows,
+    ))
+    channels = kir.Loop(v["c"], c, (kir.Loop(v["ki"], kh, (offsets,)),))
+    return channels if sample is not None else kir.Loop(v["n"], n, (channels,))
+
+
+def _padded(attrs: dict) -> bool:
+    return any(p for pair in attrs["padding"] for p in pair)
+
+
+def _im2col_into(block: kir.Block, x_node: Node, x: kir.Buffer, attrs: dict,
+                 cols: kir.Buffer, kmajor: bool = False) -> None:
+    """Fill ``cols`` (n, c*kh*kw, oh*ow), or (c*kh*kw, n, oh*ow) when ``kmajor``, with the
+    sliding windows of image ``x``: zeros first where there is padding, as window elements
+    in the padding are never written."""
     from ....ops.conv import out_size
 
-    kh, kw = attrs["kernel_size"]
-    (dh, dw), (sh, sw) = attrs["dilation"], attrs["stride"]
-    (pt, _), (pl, _) = attrs["padding"]
-    oh, ow = out_size(size, (kh, kw), (dh, dw), attrs["padding"], (sh, sw))
-    stmt, buf = kir.table(name, (kh, kw, dh, dw, sh, sw, pt, pl, oh, ow, int(batch_columns)))
-    block.add(stmt)
-    return buf
+    n, _, h, w = x_node.shape
+    oh, ow = out_size((h, w), attrs["kernel_size"], attrs["dilation"], attrs["padding"],
+                      attrs["stride"])
+    if _padded(attrs):
+        # Without padding every window element lies inside the image and is written.
+        flat = _reshaped(block, cols, (cols.size,), f"{cols.name}_f")
+        z = kir.Var(f"{cols.name}_z")
+        block.add(kir.Loop(z, cols.size, (kir.Store(flat, (z,), kir.const(0, cols.dtype)),)))
+    block.add(_window_loops(tuple(x_node.shape), attrs, (n, oh, ow), cols.name,
+                            lambda img, col: kir.Store(
+                                cols, (col[1], col[0], col[2]) if kmajor else col, x[img])))
 
 
 @lowers("im2col")
@@ -44,24 +91,26 @@ def _im2col(node: Node, args: list, out: str) -> kir.Block:
     store = kir.Buffer(f"{out}_t", (k, n, length), node.dtype)
     res = kir.Buffer(out, (n, k, length), node.dtype, kir.VIEW, layout="A")
     block = kir.Block([kir.Alloc(store)], res)
-    i = kir.Var(f"{out}_n")
-    if n * k * length:
-        geo = _geometry(block, node.attrs, tuple(node.inputs[0].shape[2:]), f"{out}_g", True)
-        block.add(kir.Loop(i, n, (kir.LibCall("im2col", (args[0].buf, i, geo), (store,)),)))
+    _im2col_into(block, node.inputs[0], args[0].buf, node.attrs, store, kmajor=True)
     block.add(kir.View(res, store, "transpose", (1, 0, 2)))
     return block
 
 
 @lowers("col2im")
 def _col2im(node: Node, args: list, out: str) -> kir.Block:
-    """Sample by sample: the sample's image zeroed, then its columns added in."""
-    n = node.shape[0]
+    from ....ops.conv import out_size
+
+    a = node.attrs
+    n, c, h, w = node.shape
+    oh, ow = out_size((h, w), a["kernel_size"], a["dilation"], a["padding"], a["stride"])
     res = kir.Buffer(out, ishape(node), node.dtype)
     block = kir.Block([kir.Alloc(res)], res)
-    i = kir.Var(f"{out}_n")
-    if res.size:
-        geo = _geometry(block, node.attrs, tuple(node.shape[2:]), f"{out}_g", True)
-        block.add(kir.Loop(i, n, (kir.LibCall("col2im", (args[0].buf, i, geo), (res,)),)))
+    flat = _reshaped(block, res, (res.size,), f"{out}_f")
+    z = kir.Var(f"{out}_z")
+    cols = args[0].buf
+    block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, res.dtype)),)),
+              _window_loops(tuple(node.shape), a, (n, oh, ow), out,
+                            lambda img, col: kir.Store(res, img, cols[col], "+")))
     return block
 
 
@@ -77,10 +126,11 @@ def _col2im(node: Node, args: list, out: str) -> kir.Block:
 
 @lowers("conv2d")
 def _conv2d(node: Node, args: list, out: str) -> kir.Block:
-    """Sample by sample: the sample's columns gathered into a (G*K, L) buffer that stays
-    in cache, its output started at the bias, and one BLAS product per group adding to it
-    (``beta=1``). Gathering the whole batch's columns first (5 MB for LeNet's first layer)
-    and then multiplying reads them back from memory."""
+    """Sample by sample (ungrouped): the sample's columns gathered into a (K, L) buffer
+    that stays in cache, its output started at the bias, and one BLAS product adding
+    to it (``beta=1``). Gathering the whole batch's columns first (5 MB for LeNet's first
+    layer) and then multiplying reads them back from memory. Grouped: im2col of the whole
+    batch, then one product per (sample, group)."""
     x, w = node.inputs[:2]
     n, o, oh, ow = node.shape
     _, cg, kh, kw = w.shape
@@ -89,33 +139,47 @@ def _conv2d(node: Node, args: list, out: str) -> kir.Block:
     dtype = np.dtype(node.dtype)
     res = kir.Buffer(out, ishape(node), dtype)
     bias = args[2].buf if len(args) == 3 else None
-    block = kir.Block([kir.Comment(f"conv2d as im2col + GEMM, per sample (a window of {k} "
-                                   f"elements)"),
+    block = kir.Block([kir.Comment(f"conv2d as im2col + GEMM (a window of {k} elements"
+                                   f"{', per sample' if g == 1 else ''})"),
                        kir.Alloc(res)], res)
     wc = _reshaped(block, args[1].buf, (o * k,), f"{out}_w")  # C-ordered (copied if not)
     r3 = _reshaped(block, res, (n, o, length), f"{out}_r")
-    cols = kir.Buffer(f"{out}_c", (g * k, 1, length), dtype)
-    block.add(kir.Alloc(cols))
-    if not (n * o * length):
-        return block
+    attrs = dict(node.attrs, kernel_size=(kh, kw))
     i, c, p = kir.Var(f"{out}_n"), kir.Var(f"{out}_o"), kir.Var(f"{out}_l")
     init = bias[(c,)] if bias is not None else kir.const(0, dtype)
-    geo = _geometry(block, dict(node.attrs, kernel_size=(kh, kw)), tuple(x.shape[2:]),
-                    f"{out}_t", False)
-    body: list = [
-        kir.LibCall("im2col", (args[0].buf, i, geo), (cols,)),
-        kir.Loop(c, o, (kir.Loop(p, length, (kir.Store(r3, (i, c, p), init),)),)),
-    ]
-    if k and og:
-        if g == 1:
+    start = kir.Loop(c, o, (kir.Loop(p, length, (kir.Store(r3, (i, c, p), init),)),))
+    if g == 1:
+        cols = kir.Buffer(f"{out}_c", (k, length), dtype)
+        block.add(kir.Alloc(cols))
+        if not (n * o * length):
+            return block
+        body: list = []
+        if _padded(attrs):
+            # Window elements in the padding are never written: zeros first.
+            flat = _reshaped(block, cols, (cols.size,), f"{cols.name}_f")
+            z = kir.Var(f"{cols.name}_z")
+            body.append(kir.Loop(z, cols.size, (
+                kir.Store(flat, (z,), kir.const(0, dtype)),)))
+        body.append(_window_loops(tuple(x.shape), attrs, (n, oh, ow), cols.name,
+                                  lambda img, col: kir.Store(cols, col[1:], args[0].buf[img]),
+                                  sample=i))
+        body.append(start)
+        if k:
             body.append(kir.Gemm(o, length, k, kir.Operand(wc, k), kir.Operand(cols, length),
                                  kir.Operand(res, length, offset=i * (o * length)),
                                  beta=1.0))
-        else:
-            grp = kir.Var(f"{out}_g")
-            body.append(kir.Loop(grp, g, (kir.Gemm(
-                og, length, k, kir.Operand(wc, k, offset=grp * (og * k)),
-                kir.Operand(cols, length, offset=grp * (k * length)),
-                kir.Operand(res, length, offset=i * (o * length) + grp * (og * length)),
-                beta=1.0),)))
-    return block.add(kir.Loop(i, n, tuple(body)))
+        return block.add(kir.Loop(i, n, tuple(body)))
+    cols = kir.Buffer(f"{out}_c", (n, g * k, length), dtype)
+    block.add(kir.Alloc(cols))
+    _im2col_into(block, x, args[0].buf, attrs, cols)
+    if n * o * length:
+        block.add(kir.Loop(i, n, (start,)))
+    item = kir.Var(f"{out}_g")
+    if og and length and k:
+        # (sample, group) pairs in order: item = sample * g + group.
+        group = kir.Bin("%", item, kir.const(g))
+        block.add(kir.Loop(item, n * g, (kir.Gemm(
+            og, length, k, kir.Operand(wc, k, offset=group * (og * k)),
+            kir.Operand(cols, length, offset=item * (k * length)),
+            kir.Operand(res, length, offset=item * (og * length)), beta=1.0),)))
+    return block
