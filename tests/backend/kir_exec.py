@@ -157,6 +157,9 @@ def _block(stmts: Any, env: dict, sc: dict) -> None:  # noqa: C901 - one case pe
                 lanes = out
                 for j in range(int(args[1])):
                     lanes[j % lanes.size] += np.float64(args[0][j])
+            elif s.fn in _ROUTINES:
+                # the compiled routine's own Python source, run as Python
+                _ROUTINES[s.fn](args, out)
             else:
                 raise TypeError(f"no library routine {s.fn!r}")
         elif isinstance(s, kir.Table):
@@ -165,3 +168,18 @@ def _block(stmts: Any, env: dict, sc: dict) -> None:  # noqa: C901 - one case pe
             raise {"IndexError": IndexError, "ValueError": ValueError}[s.kind](s.message)
         elif isinstance(s, kir.Jump):
             raise _JumpError(s.kind)
+
+
+def _blas(name: str):
+    from dualgraph.backend.numba import blas
+
+    return getattr(blas, name).py_func
+
+
+# Library routines that are compiled helpers in `blas.py`, by their argument order there:
+# the printed call passes the output buffer after the leading operands.
+_ROUTINES = {
+    "max_pool_indices": lambda a, out: _blas("max_pool_indices")(a[0], out, a[1]),
+    "pool_gather": lambda a, out: _blas("pool_gather")(a[0], a[1], out),
+    "pool_scatter": lambda a, out: _blas("pool_scatter")(a[0], a[1], out),
+}

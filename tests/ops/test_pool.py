@@ -51,6 +51,20 @@ def test_max_pool_integers_and_all_lowest_window():
     assert v.item() == low and i.item() == 0
 
 
+def test_overlapping_windows_add_gradients_in_float32_in_order():
+    """Windows that overlap can share their max: the gradients add at that position in
+    the gradient's dtype, in window order (as PyTorch's CPU kernel and the compiled scatter
+    do), not in float64: 1e8 + 1 - 1e8 is 0 in float32."""
+    from dualgraph.modes import bind
+    from dualgraph.ops import OPS
+
+    idx = np.zeros((1, 1, 1, 3), np.int64)  # three windows, one max position
+    g = dg.tensor(np.array([[[[1e8, 1.0, -1e8]]]], np.float32))
+    out = bind(OPS["pool_scatter"], g, dg.tensor(idx), size=(1, 2), source="max_pool2d")
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out.numpy(), np.array([[[[0.0, 0.0]]]], np.float32))
+
+
 def test_max_pool_padding_dilation_ceil_mode_shapes():
     x = dg.randn(1, 2, 5, 5)
     assert F.max_pool2d(x, 3, padding=1, ceil_mode=True, stride=2).shape == (1, 2, 3, 3)

@@ -273,3 +273,85 @@ def gemm_batched(x, y, c):
                  ya, _item_offset(ya, t, batch), ly, 0.0, c, t * m * n, n)
 
 
+
+
+# ---- max pooling loops
+# Generated kernels call these once per op instead of carrying their loop nests: each is
+# compiled once per process and argument types (and kept in Numba's disk cache). The
+# window geometry comes in a small int64 array (a kernel constant), not as integer
+# arguments: Numba compiles a function called with literal integers once per distinct
+# value.
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def max_pool_indices(x, out, geo):
+    """Each window's first largest value's flat position in its plane, for windows that
+    all lie inside the plane: ``x`` (B, H, W), ``out`` (B, oH, oW); window (i, j) reads
+    rows ``h0 + i*sh + a*dh`` (a < kh) and columns ``w0 + j*sw + b*dw`` (b < kw), ``geo``
+    = (h0, sh, kh, dh, w0, sw, kw, dw). A larger value or any nan takes over (PyTorch's
+    rule: ties keep the first max, the last nan wins)."""
+    h0, sh, kh, dh, w0, sw, kw, dw = (geo[0], geo[1], geo[2], geo[3], geo[4], geo[5],
+                                      geo[6], geo[7])
+    width = x.shape[2]
+    if kh == 2 and kw == 2 and dh == 1 and dw == 1:
+        # 2x2 windows (MaxPool2d(2) and its overlapping kin): the four reads unrolled.
+        for n in range(x.shape[0]):
+            for i in range(out.shape[1]):
+                p0 = h0 + i * sh
+                r0, r1 = x[n, p0], x[n, p0 + 1]
+                for j in range(out.shape[2]):
+                    q0 = w0 + j * sw
+                    v = r0[q0]
+                    k = p0 * width + q0
+                    e = r0[q0 + 1]
+                    if e > v or e != e:
+                        v = e
+                        k = p0 * width + q0 + 1
+                    e = r1[q0]
+                    if e > v or e != e:
+                        v = e
+                        k = (p0 + 1) * width + q0
+                    e = r1[q0 + 1]
+                    if e > v or e != e:
+                        k = (p0 + 1) * width + q0 + 1
+                    out[n, i, j] = k
+        return
+    for n in range(x.shape[0]):
+        for i in range(out.shape[1]):
+            p0 = h0 + i * sh
+            for j in range(out.shape[2]):
+                q0 = w0 + j * sw
+                v = x[n, p0, q0]
+                k = p0 * width + q0
+                for a in range(kh):
+                    p = p0 + a * dh
+                    for b in range(kw):
+                        q = q0 + b * dw
+                        e = x[n, p, q]
+                        if e > v or e != e:
+                            v = e
+                            k = p * width + q
+                out[n, i, j] = k
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def pool_gather(x, idx, out):
+    """``out[b, m] = x[b, idx[b, m]]`` (``idx`` with one row: the same for every b)."""
+    per_row = idx.shape[0] > 1
+    for n in range(out.shape[0]):
+        t = n if per_row else 0
+        for m in range(out.shape[1]):
+            out[n, m] = x[n, idx[t, m]]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def pool_scatter(g, idx, out):
+    """The transpose of `pool_gather`: ``out`` (B, P) zeros, then ``g[b, m]`` added at
+    ``out[b, idx[b, m]]``."""
+    per_row = idx.shape[0] > 1
+    for n in range(out.shape[0]):
+        for p in range(out.shape[1]):
+            out[n, p] = 0
+        t = n if per_row else 0
+        for m in range(g.shape[1]):
+            out[n, idx[t, m]] += g[n, m]

@@ -70,8 +70,9 @@ def _regular(win) -> tuple[int, int] | None:
 @lowers("max_pool2d_indices", "adaptive_max_pool2d_indices")
 def _max_pool_indices(node: Node, args: list, out: str) -> kir.Block:
     """Each window's first largest value's flat position in its plane. Regular windows
-    have constant extents and starts affine in the output position; others read theirs
-    from tables."""
+    (constant extents, starts affine in the output position: every pool without padding
+    or a cropped last window) are one call of the compiled routine
+    `blas.max_pool_indices`; others read their windows from tables in loops of their own."""
     from ....ops.pool import pool_windows
 
     shape = tuple(node.inputs[0].shape)
@@ -81,11 +82,16 @@ def _max_pool_indices(node: Node, args: list, out: str) -> kir.Block:
     block = kir.Block([kir.Alloc(res)], res)
     if not (b and len(h) and len(w)):
         return block
+    x = _reshaped(block, args[0].buf, (b, hh, ww), f"{out}_x")
+    r3 = _reshaped(block, res, (b, len(h), len(w)), f"{out}_r")
+    rh, rw = _regular(h), _regular(w)
+    if rh is not None and rw is not None:
+        stmt, geo = kir.table(f"{out}_g", (rh[0], rh[1], h.count[0], h.step,
+                                            rw[0], rw[1], w.count[0], w.step))
+        return block.add(stmt, kir.LibCall("max_pool_indices", (x, geo), (r3,)))
     n, i, j, a, c = (kir.Var(f"{out}_{v}") for v in ("b", "i", "j", "a", "c"))
     p0, q0, p, q, k = (kir.Var(f"{out}_{v}") for v in ("p0", "q0", "p", "q", "k"))
     hd, wd = _dim(block, h, i, f"{out}_h"), _dim(block, w, j, f"{out}_w")
-    x = _reshaped(block, args[0].buf, (b, hh, ww), f"{out}_x")
-    r3 = _reshaped(block, res, (b, len(h), len(w)), f"{out}_r")
     v, e = kir.Var(f"{out}_v", x.dtype), kir.Var(f"{out}_e", x.dtype)
     # The first position of the window starts; a larger value or any nan takes over
     # (PyTorch's rule: ties keep the first max, the last nan wins).
@@ -120,37 +126,31 @@ def _gather_views(block: kir.Block, src: Node, idx: Node, args: list, out: str) 
 
 @lowers("pool_gather")
 def _pool_gather(node: Node, args: list, out: str) -> kir.Block:
-    """``out[b, m] = x[b, idx[b, m]]``: the values at the saved argmax positions."""
+    """``out[b, m] = x[b, idx[b, m]]``: the values at the saved argmax positions (the
+    compiled routine `blas.pool_gather`)."""
     x_node, idx = node.inputs
     res = kir.Buffer(out, ishape(node), node.dtype)
     block = kir.Block([kir.Alloc(res)], res)
-    x, k, b, m, row = _gather_views(block, x_node, idx, args, out)
+    x, k, b, m, _ = _gather_views(block, x_node, idx, args, out)
     if not (b and m):
         return block
     r2 = _reshaped(block, res, (b, m), f"{out}_r")
-    n, j = kir.Var(f"{out}_b"), kir.Var(f"{out}_m")
-    load = x[n, k[row(n), j]]
-    value = load if x.dtype == res.dtype else kir.Cast(load, res.dtype)
-    return block.add(kir.Loop(n, b, (kir.Loop(j, m, (kir.Store(r2, (n, j), value),)),)))
+    return block.add(kir.LibCall("pool_gather", (x, k), (r2,)))
 
 
 @lowers("pool_scatter")
 def _pool_scatter(node: Node, args: list, out: str) -> kir.Block:
     """The gradient of `pool_gather`: each value added at its saved argmax position, no
-    dense mask (zeros, then one scatter-add per output element)."""
+    dense mask (per plane: zeros, then one scatter-add per value; `blas.pool_scatter`)."""
     g, idx = node.inputs
     plane = math.prod(node.attrs["size"])
     res = kir.Buffer(out, ishape(node), node.dtype)
-    block = kir.Block([kir.Alloc(res, fill=0)], res)
-    gv, k, b, m, row = _gather_views(block, g, idx, args, out)
-    if not (b and m and plane):
+    block = kir.Block([kir.Alloc(res)], res)
+    gv, k, b, m, _ = _gather_views(block, g, idx, args, out)
+    if not (b and plane):
         return block
     r2 = _reshaped(block, res, (b, plane), f"{out}_r")
-    n, j = kir.Var(f"{out}_b"), kir.Var(f"{out}_m")
-    load = gv[n, j]
-    value = load if gv.dtype == res.dtype else kir.Cast(load, res.dtype)
-    return block.add(kir.Loop(n, b, (kir.Loop(j, m, (
-        kir.Store(r2, (n, k[row(n), j]), value, "+"),)),)))
+    return block.add(kir.LibCall("pool_scatter", (gv, k), (r2,)))
 
 
 def _zero(buf: kir.Buffer, prefix: str) -> list:
