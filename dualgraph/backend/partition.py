@@ -25,6 +25,7 @@ one recomputes it from its source, so no copy of a view crosses a cut.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +37,7 @@ __all__ = ["Plan", "Segment", "partition", "repeats", "tokens"]
 
 # Structure hashes of this many consecutive nodes decide a cut.
 WINDOW = 4
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 @dataclass
@@ -216,24 +218,34 @@ def _shape_key(shape: tuple, keep: int, labels: dict[int, int]) -> tuple:
                  for d in shape)
 
 
+def _attr_key(v: object, keep: int, labels: dict[int, int]) -> object:
+    """An attribute as `_token_key` sees it: integers above ``keep`` as `_shape_key` sees
+    sizes, without object addresses (a compile worker process must cut alike)."""
+    if isinstance(v, Graph):
+        return (tuple((_shape_key(b.shape, keep, labels), b.dtype.str) for b in v.inputs),
+                tuple(_token_key(b, keep, labels) for b in v.nodes))
+    if isinstance(v, np.ndarray):
+        return (v.shape, v.dtype.str, hashlib.sha1(v.tobytes()).hexdigest())
+    if isinstance(v, (tuple, list)):
+        return tuple(_attr_key(x, keep, labels) for x in v)
+    if isinstance(v, slice):
+        return ("slice", _attr_key((v.start, v.stop, v.step), keep, labels))
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v > keep:
+        return labels.setdefault(int(v), -1 - len(labels))
+    return _ADDRESS.sub("", repr(v))
+
+
 def _token_key(n: Node, keep: int, labels: dict[int, int] | None = None) -> tuple:
     """What decides ``n``'s code, as far as a cheap key tells: op, dtype, shapes (as
-    `_shape_key`), operands, attributes, the source line (a repeated layer runs the same
-    lines), and a fused node's body."""
+    `_shape_key`), operands (a view or constant read, which the part recomputes, with its
+    own key: the time step a sequence model's view selects), attributes, the source line
+    (a repeated layer runs the same lines), and a fused node's body."""
     labels = {} if labels is None else labels
-    ins = tuple((_shape_key(i.shape, keep, labels), i.dtype.str, i.op if _free(i) else "")
-                if isinstance(i, Node) else ("lit", repr(i)) for i in n.inputs)
-    attrs = []
-    for k, v in sorted(n.attrs.items()):
-        if isinstance(v, Graph):
-            v = (tuple((_shape_key(b.shape, keep, labels), b.dtype.str) for b in v.inputs),
-                 tuple(_token_key(b, keep, labels) for b in v.nodes))
-        elif isinstance(v, np.ndarray):
-            v = (v.shape, v.dtype.str, hashlib.sha1(v.tobytes()).hexdigest())
-        else:
-            v = repr(v)
-        attrs.append((k, v))
-    return (n.op, n.dtype.str, _shape_key(n.shape, keep, labels), ins, tuple(attrs), n.loc)
+    ins = tuple(("lit", repr(i)) if not isinstance(i, Node) else
+                _token_key(i, keep, labels) if _free(i) else
+                (_shape_key(i.shape, keep, labels), i.dtype.str) for i in n.inputs)
+    attrs = tuple((k, _attr_key(v, keep, labels)) for k, v in sorted(n.attrs.items()))
+    return (n.op, n.dtype.str, _shape_key(n.shape, keep, labels), ins, attrs, n.loc)
 
 
 def tokens(units: list[Node], keep: int = 0) -> list[int]:

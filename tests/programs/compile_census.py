@@ -1,8 +1,10 @@
 """What a program's compiled training step compiles: its kernels, their functions (the
 parts of split kernels), how many are distinct, and the CPU time of a cold compile.
 
-    PYTHONPATH=. python -m tests.programs.compile_census mingpt|nanogpt|transformer|...
-        [--lines] [--no-compile]
+    PYTHONPATH=. python -m tests.programs.compile_census PROGRAM [--lines] [--no-compile]
+
+PROGRAM: mingpt, nanogpt, makemore-KIND (transformer, mlp, rnn, gru, bow), or a workload
+of `dualgraph.workloads.model_step` (transformer, transformer-4, cnn).
 
 Runs with an empty kernel cache (a fresh temporary directory), blocking compiles and one
 compile process (``DUALGRAPH_COMPILE_JOBS=1`` unless set), and reports CPU seconds of
@@ -26,9 +28,10 @@ def _programs() -> dict:
     from . import runners
 
     out = {"mingpt": runners.mingpt, "nanogpt": runners.nanogpt}
-    for name in ("makemore", "word_language_model"):
-        if hasattr(runners, name):
-            out[name] = getattr(runners, name)
+    for kind in ("transformer", "mlp", "rnn", "gru", "bow"):
+        out[f"makemore-{kind}"] = (
+            lambda torch, compiled, kind=kind: runners.makemore(torch, compiled=compiled,
+                                                                model_type=kind))
     return out
 
 
