@@ -7,14 +7,16 @@ bounded size. Each segment is a small `Graph` of its own, so it goes through the
 lowering as any graph, and values crossing a cut become arrays passed from one segment to
 the next.
 
-Cuts are placed by content (content-defined chunking, as deduplicating backup tools cut
-files): a cut falls after a node when a hash of the structure of the last few nodes hits a
-fixed pattern, within a minimum and maximum segment size. A layer repeated four times, the
-forward and backward of each block, the same optimizer update for parameters of one shape:
-the same run of nodes gets the same cuts wherever it appears, so it becomes identical
-segments. Each segment's inputs are numbered by first use and its nodes renumbered, so
-identical segments lower to identical source, which the kernel cache content-addresses:
-they are compiled once and shared.
+Runs of the graph that repeat back to back (a layer applied several times, the backward
+of each block, an optimizer's update of each block's parameters) are found on a sequence of
+structure tokens (`repeats`) and every repetition is cut as the first, so a deeper model
+adds parts but no new functions. Elsewhere cuts are placed by content (content-defined
+chunking, as deduplicating backup tools cut files): a cut falls after a node when a hash of
+the structure of the last few nodes hits a fixed pattern, within a minimum and maximum
+segment size, so the same run of nodes gets the same cuts wherever it appears. Each
+segment's inputs are numbered by first use and its nodes renumbered, so identical segments
+lower to identical source, which the kernel cache content-addresses: they are compiled once
+and shared.
 
 Views (reshape, transpose, slices) and constants are not cut points: a segment that reads
 one recomputes it from its source, so no copy of a view crosses a cut.
@@ -23,6 +25,7 @@ one recomputes it from its source, so no copy of a view crosses a cut.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,10 +33,11 @@ import numpy as np
 from ..ir.graph import Graph, Node
 from ..ops.registry import OPS
 
-__all__ = ["Plan", "Segment", "partition"]
+__all__ = ["Plan", "Segment", "partition", "repeats", "tokens"]
 
 # Structure hashes of this many consecutive nodes decide a cut.
 WINDOW = 4
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 @dataclass
@@ -84,35 +88,230 @@ def _structure(n: Node) -> bytes:
     return hashlib.sha1(repr((n.op, _pattern(n.shape), n.dtype.str)).encode()).digest()
 
 
-def _chunks(units: list[Node], weight: dict[int, int], target: int) -> list[list[Node]]:
-    """``units`` cut by content: after a unit whose window hash hits the pattern, once
-    the segment holds ``target // 2``, and always at ``2 * target``."""
+def _cdc(units: list[Node], hashes: list[bytes], weight: dict[int, int], target: int,
+         modulus: int) -> list[int]:
+    """Content-defined cuts of ``units``: the number of units in each chunk. A cut follows a
+    unit whose window hash hits the pattern, once the chunk holds ``target // 2``, and
+    always at ``2 * target``."""
     lo, hi = target // 2, 2 * target
-    mean = max(1.0, sum(weight.get(id(u), 1) for u in units) / max(1, len(units)))
-    # One unit in ``modulus`` hits: a segment then ends about ``target`` on average.
-    modulus = max(1, round((target - lo) / mean))
-    hashes = [_structure(u) for u in units]
-    out: list[list[Node]] = [[]]
+    sizes: list[int] = [0]
     size = 0
     for k, u in enumerate(units):
-        out[-1].append(u)
+        sizes[-1] += 1
         size += weight.get(id(u), 1)
         window = b"".join(hashes[max(0, k - WINDOW + 1):k + 1])
         hit = int.from_bytes(hashlib.sha1(window).digest()[:8], "big") % modulus == 0
         if k + 1 < len(units) and (size >= hi or (size >= lo and hit)):
-            out.append([])
+            sizes.append(0)
             size = 0
+    return sizes
+
+
+def _chunks(units: list[Node], weight: dict[int, int], target: int,
+            keep: int = 0) -> list[list[Node]]:
+    """``units`` in chunks of about ``target``: runs of repeated structure (`repeats`) cut
+    the same way in every repetition, the rest cut by content (`_cdc`)."""
+    if not units:
+        return [[]]
+    w = [weight.get(id(u), 1) for u in units]
+    mean = max(1.0, sum(w) / len(units))
+    # One unit in ``modulus`` hits: a chunk then ends about ``target`` on average.
+    modulus = max(1, round((target - target // 2) / mean))
+    hashes = [_structure(u) for u in units]
+    toks = tokens(units, keep)
+    plain: dict[tuple[int, int], list[int]] = {}
+
+    def layout(runs: list[tuple[int, int, int]]) -> list[int]:
+        sizes: list[int] = []
+        at = 0
+        for start, period, count in [*sorted(runs), (len(units), 1, 0)]:
+            if start > at:
+                if (at, start) not in plain:
+                    plain[at, start] = _cdc(units[at:start], hashes[at:start], weight,
+                                            target, modulus)
+                sizes.extend(plain[at, start])
+            if count:
+                sizes.extend(_repeated(w[start:start + period], period, count, target))
+            at = start + period * count
+        return sizes
+
+    def cost(sizes: list[int]) -> int:
+        # What compiling costs, in lines: each distinct chunk (by its units' tokens) once,
+        # plus a fixed cost per function (Numba's per-function work: about as much as
+        # half a chunk of source).
+        seen: set[tuple[int, ...]] = set()
+        total = k = 0
+        for n in sizes:
+            key = tuple(toks[k:k + n])
+            if key not in seen:
+                seen.add(key)
+                total += sum(w[k:k + n]) + target // 2
+            k += n
+        return total
+
+    # Runs of the same repeated unit (a forward block in each of two micro-steps) are
+    # taken or left together: each alone may cost more than the chunks it replaces.
+    groups: dict[tuple[int, ...], list[tuple[int, int, int]]] = {}
+    for start, period, count in repeats(toks, w, target):
+        groups.setdefault(tuple(toks[start:start + period]), []).append(
+            (start, period, count))
+    runs: list[tuple[int, int, int]] = []
+    best = cost(layout(runs))
+    for group in groups.values():
+        trial = list(runs)
+        for start, period, count in group:
+            taken = [(s0, s0 + p0 * c0) for s0, p0, c0 in trial]
+            free = _free_stretch(start, start + period * count, taken)
+            if free is None:
+                continue
+            lo = start + -(-(free[0] - start) // period) * period  # a period boundary
+            if (free[1] - lo) // period >= 2:
+                trial.append((lo, period, (free[1] - lo) // period))
+        if len(trial) > len(runs):
+            c = cost(layout(trial))
+            if c < best:
+                runs, best = trial, c
+    out: list[list[Node]] = []
+    k = 0
+    for n in layout(runs):
+        out.append(units[k:k + n])
+        k += n
     return out
 
 
+def _repeated(w: list[int], period: int, count: int, target: int) -> list[int]:
+    """Chunk sizes for ``count`` repetitions of ``period`` units weighing ``w``: each
+    repetition cut as the first is (into pieces of equal weight when it is heavier than
+    ``2 * target``), or small repetitions (one parameter's update) grouped about
+    ``target`` a chunk."""
+    one = sum(w)
+    if one > 2 * target:
+        return _balanced(w, -(-one // (2 * target))) * count
+    if one >= target // 2:
+        return [period] * count
+    group = max(1, min(count, round(target / max(1, one))))
+    sizes = [group * period] * (count // group)
+    if count % group:
+        sizes.append(count % group * period)
+    return sizes
+
+
+def _balanced(w: list[int], pieces: int) -> list[int]:
+    """Cut after the unit where the running weight of ``w`` first reaches each of
+    ``pieces`` equal shares: the number of units in each piece."""
+    total = sum(w)
+    sizes = [0]
+    acc = 0
+    for k, x in enumerate(w):
+        sizes[-1] += 1
+        acc += x
+        if k + 1 < len(w) and acc * pieces >= total * len(sizes) and len(sizes) < pieces:
+            sizes.append(0)
+    return sizes
+
+
+def _shape_key(shape: tuple, keep: int, labels: dict[int, int]) -> tuple:
+    """A shape as generated code sees it: sizes up to ``keep`` are literals in the code,
+    larger ones are read from the arrays, so only which of them are equal matters
+    (``labels``: such a size -> its negative label, numbered as first met)."""
+    return tuple(int(d) if d <= keep else labels.setdefault(int(d), -1 - len(labels))
+                 for d in shape)
+
+
+def _attr_key(v: object, keep: int, labels: dict[int, int]) -> object:
+    """An attribute as `_token_key` sees it: integers above ``keep`` as `_shape_key` sees
+    sizes, without object addresses (a compile worker process must cut alike)."""
+    if isinstance(v, Graph):
+        return (tuple((_shape_key(b.shape, keep, labels), b.dtype.str) for b in v.inputs),
+                tuple(_token_key(b, keep, labels) for b in v.nodes))
+    if isinstance(v, np.ndarray):
+        return (v.shape, v.dtype.str, hashlib.sha1(v.tobytes()).hexdigest())
+    if isinstance(v, (tuple, list)):
+        return tuple(_attr_key(x, keep, labels) for x in v)
+    if isinstance(v, slice):
+        return ("slice", _attr_key((v.start, v.stop, v.step), keep, labels))
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v > keep:
+        return labels.setdefault(int(v), -1 - len(labels))
+    return _ADDRESS.sub("", repr(v))
+
+
+def _token_key(n: Node, keep: int, labels: dict[int, int] | None = None) -> tuple:
+    """What decides ``n``'s code, as far as a cheap key tells: op, dtype, shapes (as
+    `_shape_key`), operands (a view or constant read, which the part recomputes, with its
+    own key: the time step a sequence model's view selects), attributes, the source line
+    (a repeated layer runs the same lines), and a fused node's body."""
+    labels = {} if labels is None else labels
+    ins = tuple(("lit", repr(i)) if not isinstance(i, Node) else
+                _token_key(i, keep, labels) if _free(i) else
+                (_shape_key(i.shape, keep, labels), i.dtype.str) for i in n.inputs)
+    attrs = tuple((k, _attr_key(v, keep, labels)) for k, v in sorted(n.attrs.items()))
+    return (n.op, n.dtype.str, _shape_key(n.shape, keep, labels), ins, attrs, n.loc)
+
+
+def tokens(units: list[Node], keep: int = 0) -> list[int]:
+    """One small integer per unit; equal integers for units of equal `_token_key`."""
+    ids: dict[tuple, int] = {}
+    return [ids.setdefault(_token_key(u, keep), len(ids)) for u in units]
+
+
+def repeats(toks: list[int], weight: list[int], target: int,
+            limit: int = 64) -> list[tuple[int, int, int]]:
+    """Runs of ``toks`` that repeat back to back, as ``(start, period, count)``: the
+    blocks of a layer applied ``count`` times, their backward, an optimizer's update of
+    parameters in the same order per layer. At most ``limit``, those saving the most
+    weight (``count - 1`` periods, at least ``target // 2``) first; of a run's periods,
+    only its shortest."""
+    n = len(toks)
+    if n < 2:
+        return []
+    t = np.asarray(toks)
+    cum = np.concatenate([[0], np.cumsum(weight)])
+    cands: list[tuple[int, int, int, int]] = []  # (-saved, start, period, count)
+    covered: set[tuple[int, int]] = set()  # (start, end) of runs found at a shorter period
+    for p in range(1, n // 2 + 1):
+        eq = np.concatenate([[False], t[:-p] == t[p:], [False]]).astype(np.int8)
+        edges = np.flatnonzero(np.diff(eq))
+        for a, b in zip(edges[::2].tolist(), edges[1::2].tolist()):
+            # t[i] == t[i + p] for i in [a, b): [a, b + p) repeats with period p.
+            count = (b - a + p) // p
+            if count < 2 or (a, b + p) in covered:
+                continue
+            covered.add((a, b + p))
+            saved = (count - 1) * int(cum[a + p] - cum[a])
+            if saved >= target // 2:
+                cands.append((-saved, a, p, count))
+    cands.sort()
+    return [(a, p, c) for _, a, p, c in cands[:limit]]
+
+
+def _free_stretch(a: int, b: int, taken: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """The longest part of [a, b) outside every interval of ``taken``."""
+    stretches = [(a, b)]
+    for x, y in taken:
+        nxt = []
+        for s, e in stretches:
+            if y <= s or x >= e:
+                nxt.append((s, e))
+                continue
+            if s < x:
+                nxt.append((s, x))
+            if y < e:
+                nxt.append((y, e))
+        stretches = nxt
+    if not stretches:
+        return None
+    return max(stretches, key=lambda se: (se[1] - se[0], -se[0]))
+
+
 def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
-              target: int) -> Plan | None:
+              target: int, keep: int = 0) -> Plan | None:
     """``graph`` as segments of about ``target`` (in units of ``weight``: node id ->
     its share of the one-function lowering, such as source lines; 1 when missing), or
     ``None`` when it would be one segment anyway. ``write_to`` maps graph outputs to the
-    inputs their values are written into in place."""
+    inputs their values are written into in place. ``keep``: sizes up to it are
+    literals in generated code, so they tell repeated structure apart (`repeats`)."""
     units = [n for n in graph.nodes if not _free(n)]
-    chunks = _chunks(units, weight, target)
+    chunks = _chunks(units, weight, target, keep)
     if len(chunks) < 2:
         return None
     home = {id(n): c for c, chunk in enumerate(chunks) for n in chunk}

@@ -15,6 +15,7 @@ from ...ir.graph import Graph
 from ..partition import Plan, partition
 from . import cache
 from .codegen import Lowered, LoweringError, ishape, lower
+from .printer import KEEP_LITERAL
 
 __all__ = ["DEFAULT_OPT", "Kernel", "LoweringError", "Part", "build", "compile_graph", "llvm_opt",
            "split_lines"]
@@ -358,7 +359,8 @@ def build(graph: Graph, parallel: bool = False, use_cache: bool = True,
     lowered = lower(graph, name=name, parallel=parallel, write_to=write_to)
     limit = split_lines() if segment_lines is None else segment_lines
     if limit and lowered.source.count("\n") > SPLIT_FACTOR * limit:
-        plan = partition(graph, write_to, _line_weights(graph, lowered), limit)
+        plan = partition(graph, write_to, _line_weights(graph, lowered), limit,
+                         keep=KEEP_LITERAL)
         if plan is not None:
             return _build_parts(graph, lowered, plan, parallel, use_cache, write_to, opt)
     fn, code, path = cache.load(lowered.code, name, parallel, use_cache,

@@ -23,7 +23,6 @@ unpickling them trusts no one else.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import itertools
 import os
 import pickle
@@ -143,9 +142,11 @@ def stop_helpers() -> None:
 
 def compile_parallel(tasks: list[tuple[Any, tuple]], jobs: int | None = None) -> int:
     """Compile njit functions into the disk cache, up to ``jobs`` at once: ``tasks`` are
-    (`Kernel` or `Part`, argument types). This process compiles one share, helper
-    processes the others; afterwards every task's code is on disk (or compiled here), so
-    a `Kernel.compile` only loads it. Returns how many went to helpers (0: none did,
+    (`Kernel` or `Part`, argument types). This process and helper processes take the
+    functions one at a time from one queue, largest first, so a helper that starts late
+    (it imports Numba first) or a function that compiles slowly for its size leaves the
+    rest to the others; afterwards every task's code is on disk (or compiled here), so a
+    `Kernel.compile` only loads it. Returns how many went to helpers (0: none did,
     because of ``jobs``, the size of the work, or a missing disk cache)."""
     from . import compile_dispatcher
 
@@ -154,35 +155,40 @@ def compile_parallel(tasks: list[tuple[Any, tuple]], jobs: int | None = None) ->
     if (jobs < 2 or len(tasks) < 2 or sum(lines) < PARALLEL_MIN_LINES
             or any(t[0].path is None for t in tasks)):
         return 0
-    # Largest first, each to the least loaded share; share 0 is this process's.
-    shares: list[list] = [[] for _ in range(min(jobs, len(tasks)))]
-    load = [0] * len(shares)
-    for k in sorted(range(len(tasks)), key=lambda k: -lines[k]):
-        j = load.index(min(load))
-        shares[j].append(tasks[k])
-        load[j] += lines[k]
-    helpers = _helpers(len(shares) - 1)
+    todo = [tasks[k] for k in sorted(range(len(tasks)), key=lambda k: -lines[k])]
+    lock = threading.Lock()
+    sent = [0]
 
-    def send(helper: _Helper, share: list) -> None:
-        specs = [("fn", owner.lowered.code, owner.lowered.name, owner.parallel,
-                  owner.contract, tuple(sig), getattr(owner.fn, "_dg_opt", None))
-                 for owner, sig in share]
-        # A helper that fails leaves its share to `Kernel.compile`, which compiles it in
-        # this process (and reports any error there).
-        # The directory the kernel files are in (absolute: the helper runs elsewhere).
-        directory = os.path.dirname(os.path.abspath(share[0][0].path))
-        with contextlib.suppress(OSError, RuntimeError, EOFError):
-            helper.run((next(_IDS), directory, specs))
+    def take() -> tuple | None:
+        with lock:
+            return todo.pop(0) if todo else None
 
-    threads = [threading.Thread(target=send, args=(h, sh), daemon=True)
-               for h, sh in zip(helpers, shares[1:])]
+    def serve(helper: _Helper) -> None:
+        while (task := take()) is not None:
+            owner, sig = task
+            spec = ("fn", owner.lowered.code, owner.lowered.name, owner.parallel,
+                    owner.contract, tuple(sig), getattr(owner.fn, "_dg_opt", None))
+            # The directory the kernel files are in (absolute: the helper runs elsewhere).
+            directory = os.path.dirname(os.path.abspath(owner.path))
+            try:
+                _, error, _ = helper.run((next(_IDS), directory, [spec]))
+            except (OSError, RuntimeError, EOFError):
+                # A helper that fails leaves its function to `Kernel.compile`, which
+                # compiles it in this process (and reports any error there).
+                return
+            if error is None:
+                with lock:
+                    sent[0] += 1
+
+    threads = [threading.Thread(target=serve, args=(h,), daemon=True)
+               for h in _helpers(min(jobs, len(tasks)) - 1)]
     for t in threads:
         t.start()
-    for owner, sig in shares[0]:
-        compile_dispatcher(owner.fn, owner.path, tuple(sig))
+    while (task := take()) is not None:
+        compile_dispatcher(task[0].fn, task[0].path, tuple(task[1]))
     for t in threads:
         t.join()
-    return sum(len(sh) for sh in shares[1:])
+    return sent[0]
 
 
 def compile_graphs(specs: list) -> list:
