@@ -260,16 +260,8 @@ def _reduce(op: OpDef, x: Any, axis: Any, keepdims: Any, dim: Any, keepdim: Any)
         if axis is not None:
             raise TypeError(f"{op.name}: pass either axis= or its alias dim=, not both")
         axis = dim
-    if keepdim is not None:
-        if keepdims is not None:
-            raise TypeError(f"{op.name}: pass either keepdims= or its alias keepdim=, not both")
-        keepdims = keepdim
-    if keepdims is None:
-        keepdims = False
-    elif not isinstance(keepdims, (bool, int, np.bool_, np.integer)):
-        raise TypeError(f"{op.name}: keepdim must be a bool, got {type(keepdims).__name__} "
-                        f"{keepdims!r}")
-    return bind(op, x, axis=normalize_axis(op.name, axis, len(x.shape)), keepdims=bool(keepdims))
+    keep = _keep(op.name, keepdims, keepdim)
+    return bind(op, x, axis=normalize_axis(op.name, axis, len(x.shape)), keepdims=keep)
 
 
 def sum(x: Any, axis: Any = None, keepdims: bool | None = None, *,  # noqa: A001
@@ -418,18 +410,10 @@ def _one(dtype: Any) -> Any:
     return np.dtype(dtype).type(1)
 
 
-def _prod_out_shape(shape: tuple, axis: tuple | None, keepdims: bool) -> tuple:
-    if axis is None:
-        return (1,) * len(shape) if keepdims else ()
-    if keepdims:
-        return tuple(1 if i in axis else d for i, d in enumerate(shape))
-    return tuple(d for i, d in enumerate(shape) if i not in axis)
-
-
 def _prod_infer(x: Any, axis: tuple | None = None, keepdims: bool = False) -> tuple:
     dtype = np.dtype(x.dtype)
     dtype = dtype if dtype.kind == "f" else np.dtype(np.int64)  # PyTorch: ints give int64
-    return _prod_out_shape(tuple(x.shape), axis, keepdims), dtype
+    return _reduced_shape(tuple(x.shape), axis, keepdims), dtype
 
 
 def _prod_impl(x: np.ndarray, axis: tuple | None = None, keepdims: bool = False) -> np.ndarray:
@@ -443,7 +427,7 @@ def _prod_vjp(ctx, g):
     (x,) = ctx.args
     axis, keepdims = ctx.attrs["axis"], ctx.attrs["keepdims"]
     shape = tuple(ctx.inputs[0].shape)
-    kept = _prod_out_shape(shape, axis, True)
+    kept = _reduced_shape(shape, axis, True)
     out, g = ctx.out, g
     if not keepdims:
         out, g = reshape(out, kept), reshape(g, kept)
@@ -518,9 +502,7 @@ def logsumexp(x: Any, dim: Any, keepdim: bool = False) -> Any:
     out = add(log(sum(exp(sub(x, m)), axis, keepdims=True)), m)
     if keepdim:
         return out
-    shape = shape_of(x)
-    keep = () if axis is None else tuple(d for i, d in enumerate(shape) if i not in axis)
-    return reshape(out, keep)
+    return reshape(out, _reduced_shape(shape_of(x), axis, False))
 
 
 def any(x: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
