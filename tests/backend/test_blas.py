@@ -6,6 +6,7 @@ import numba
 import numpy as np
 import pytest
 
+import dualgraph as dg
 from dualgraph.backend.numba import blas, cache
 from dualgraph.testing import assert_close
 
@@ -50,3 +51,12 @@ def test_backend_is_named_in_every_generated_module():
     # Kernels built against NumPy's BLAS symbol must never be loaded where it is missing.
     assert blas.BACKEND in ("np.dot",) or blas.BACKEND.startswith("numpy-cblas")
     assert f"({blas.BACKEND})" in cache.module_source("def k():\n    pass\n", "k", False, True)
+
+
+def test_small_product_of_mixed_dtypes_compiles_and_equals_eager():
+    """A product small enough for loops whose operand is converted to the result dtype
+    first: the converted copy and the loop's row element must not share a name."""
+    a = dg.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    b = dg.tensor(np.arange(6, dtype=np.float64).reshape(3, 2))
+    f = dg.compile(lambda a, b: a @ b, tiered=False)
+    dg.testing.assert_close(f(a, b), a @ b, rtol=0, atol=0)

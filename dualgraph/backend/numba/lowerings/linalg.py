@@ -46,7 +46,7 @@ def _loop_matmul(block: kir.Block, res: kir.Buffer, x: kir.Buffer, y: kir.Buffer
     m, k = x.shape
     n = y.shape[1]
     i, p, j = (kir.Var(f"{res.name}_{c}") for c in "ipj")
-    xv = kir.Var(f"{res.name}_x", res.dtype)
+    xv = kir.Var(f"{res.name}_xv", res.dtype)
     zero = kir.const(0, res.dtype)
     block.add(kir.Loop(i, m, (
         kir.Loop(j, n, (kir.Store(res, (i, j), zero),)),
