@@ -5,7 +5,7 @@ input gradients, dtypes, shapes, exception types); ``record.py`` regenerates it 
 only file that imports torch. Each program runs here eagerly and, when it is a pure
 function of its inputs, under ``dg.compile`` (one trace, one Numba compile). The compiled
 runs of the registry-op programs (source ``"ops"``) are marked ``slow``: their kernels are
-the costly ones, and tests/compile/test_ops_compiled.py checks compiled == eager per op.
+the costly ones, and tests/backend/test_ops_compiled.py checks compiled == eager per op.
 
 Where dualgraph is known to differ, the (program, mode) pair is listed in
 `KNOWN_DIVERGENCES`, the one place they live: it is a strict xfail, so a fix turns the test
@@ -47,7 +47,7 @@ def _cases() -> list:
             reason = KNOWN_DIVERGENCES.get((name, mode))
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             if mode == "compiled" and prog.source == "ops":
-                # tests/compile/test_ops_compiled.py already pins compiled == eager for
+                # tests/backend/test_ops_compiled.py already pins compiled == eager for
                 # every registry op in the default run; these bigger kernels add ~2 minutes
                 # of cold Numba compiles under load.
                 marks.append(pytest.mark.slow)
