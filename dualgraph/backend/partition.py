@@ -25,7 +25,6 @@ one recomputes it from its source, so no copy of a view crosses a cut.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,7 +36,6 @@ __all__ = ["Plan", "Segment", "partition", "repeats", "tokens"]
 
 # Structure hashes of this many consecutive nodes decide a cut.
 WINDOW = 4
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 @dataclass
@@ -232,7 +230,10 @@ def _attr_key(v: object, keep: int, labels: dict[int, int]) -> object:
         return ("slice", _attr_key((v.start, v.stop, v.step), keep, labels))
     if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v > keep:
         return labels.setdefault(int(v), -1 - len(labels))
-    return _ADDRESS.sub("", repr(v))
+    text = repr(v)
+    if " at 0x" in text:  # an object's address differs between processes: key its type
+        return ("object", type(v).__module__, type(v).__qualname__)
+    return text
 
 
 def _token_key(n: Node, keep: int, labels: dict[int, int] | None = None) -> tuple:

@@ -27,7 +27,7 @@ def _gelu(a: list, t: np.dtype) -> kir.Expr:
 
 
 def _gelu_backward(a: list, t: np.dtype) -> kir.Expr:
-    g, x = a
+    g, x = a[0], a[1]
     pdf = kir.Call("exp", ((x * x) * _k(-0.5, t),), t) * _k(_INV_SQRT_2PI, t)
     return g * (_cdf(x, t) * _k(0.5, t) + pdf * x)
 
