@@ -654,22 +654,16 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
         else:
             args = tuple([b if isinstance(b, (Tensor,) + Literal) else _lift(b) for b in args])
             return eager_process(op, args, attrs)
-    if op.view:
-        # A view does no arithmetic: no floating-point state to quiet.
-        try:
-            out = op.impl(*datas, **attrs)
-        except Exception as e:
-            op.infer(*args, **attrs)  # raises the clear error when the shapes are at fault
-            raise RuntimeError(f"{op.name}: {e}") from e
-    else:
-        # PyTorch computes inf and NaN silently (log(0), 0 / 0): no NumPy warnings.
-        quiet = _set_errstate(_QUIET)
-        try:
-            out = op.impl(*datas, **attrs)
-        except Exception as e:
-            op.infer(*args, **attrs)  # raises the clear error when the shapes are at fault
-            raise RuntimeError(f"{op.name}: {e}") from e
-        finally:
+    # PyTorch computes inf and NaN silently (log(0), 0 / 0): no NumPy warnings. A view
+    # does no arithmetic, so it leaves the floating-point state alone.
+    quiet = None if op.view else _set_errstate(_QUIET)
+    try:
+        out = op.impl(*datas, **attrs)
+    except Exception as e:
+        op.infer(*args, **attrs)  # raises the clear error when the shapes are at fault
+        raise RuntimeError(f"{op.name}: {e}") from e
+    finally:
+        if quiet is not None:
             _reset_errstate(quiet)
     if key is not None:
         if attrs:
