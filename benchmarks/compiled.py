@@ -120,12 +120,14 @@ def mlp_dualgraph(sizes: tuple, batch: int, loss: str, compiled: bool, parallel:
     return run
 
 
-def chain_dualgraph(n: int, compiled: bool):
+def chain_dualgraph(n: int, compiled: bool, parallel: bool = False):
+    """The ``chain`` workload's value and gradient at ``n`` elements (compiled with
+    ``parallel=`` when ``compiled``)."""
     def run():
         f, _ = WORKLOADS["chain"].build(True)
         x = dg.tensor(chain_data(n), requires_grad=True)
         if compiled:
-            f = dg.compile(f)
+            f = dg.compile(f, parallel=parallel)
 
         def step():
             x.grad = None

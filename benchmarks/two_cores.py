@@ -41,7 +41,7 @@ import peers  # noqa: E402
 import single_thread  # noqa: E402
 
 import dualgraph as dg  # noqa: E402
-from dualgraph.workloads import MLPS, WORKLOADS, chain_data  # noqa: E402
+from dualgraph.workloads import MLPS, chain_data  # noqa: E402
 
 W3_N = 10_000_000
 MLP_BATCH = 1024
@@ -81,16 +81,9 @@ def _with_threads(n: int, build):
 
 def chain_dualgraph(n: int, parallel: bool):
     def build():
-        f, _ = WORKLOADS["chain"].build(True)
-        x = dg.tensor(chain_data(n), requires_grad=True)
-        f = dg.compile(f, parallel=parallel)
+        from compiled import chain_dualgraph as step
 
-        def step():
-            x.grad = None
-            v = f(x)
-            v.backward()
-            return v, x.grad
-        return step
+        return step(n, True, parallel=parallel)()
     return build
 
 
