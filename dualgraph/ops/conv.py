@@ -90,34 +90,21 @@ def _col2im_impl(cols: np.ndarray, output_size: Pair, kernel_size: Pair, dilatio
     (pt, pb), (pl, pr) = padding
     hp, wp = h + pt + max(pb, 0), w + pl + max(pr, 0)
     cols = cols.reshape(n, c, kh, kw, oh, ow)
-    if sh == 1 and sw == 1 and oh and ow:
-        # Stride 1: lay each kernel offset's columns over the whole padded plane (zeros
-        # where no window starts), so that offset (i, j) adds one contiguous run per
-        # channel, shifted by i*dh*Wp + j*dw, into the flat (C, N*Hp*Wp) image: kH*kW*C
-        # long additions in place of kH*kW*N*C*oH short ones. The offsets add in the same
-        # order as below. The layout (C, kH, kW, N, ...) is the one the convolution's
-        # gradient hands over, so the copy into it reads in order.
-        plane = np.empty((c, kh, kw, n, hp, wp), cols.dtype)
-        plane[..., oh:, :] = 0
-        plane[..., :oh, ow:] = 0
-        np.copyto(plane[..., :oh, :ow], cols.transpose(1, 2, 3, 0, 4, 5))
-        plane = plane.reshape(c, kh, kw, n * hp * wp)
-        m = plane.shape[3]
-        flat = np.zeros((c, m + (kh - 1) * dh * wp + (kw - 1) * dw), cols.dtype)
-        for i in range(kh):
-            for j in range(kw):
-                s = i * dh * wp + j * dw
-                flat[:, s:s + m] += plane[:, i, j]
-        out = flat[:, :m].reshape(c, n, hp, wp).transpose(1, 0, 2, 3)
-        return np.ascontiguousarray(out[:, :, pt:pt + h, pl:pl + w])
-    else:
-        out = np.zeros((n, c, hp, wp), cols.dtype)
-        for i in range(kh):
-            for j in range(kw):
-                out[:, :, _window(i, dh, sh, oh), _window(j, dw, sw, ow)] += cols[:, :, i, j]
-    if pt or pb > 0 or pl or pr > 0:
-        out = np.ascontiguousarray(out[:, :, pt:pt + h, pl:pl + w])
-    return out
+    # Each kernel offset's columns are added in place over the window positions they
+    # cover, offset by offset in (i, j) order (the compiled kernel's order, so the same
+    # sums). The image is laid out (C, N, Hp, Wp): the convolution's gradient hands the
+    # columns over as (C, kH, kW, N, oH, oW), so each addition reads one contiguous block
+    # and writes rows of the padded plane; a (N, C, ...) image would have each addition
+    # stride across channels (measured 1.25x slower on LeNet's second layer, and the
+    # (C, N) image 1.5x faster than laying every offset over a zero-margined plane).
+    acc = np.zeros((c, n, hp, wp), cols.dtype)
+    src = cols.transpose(1, 2, 3, 0, 4, 5)  # (C, kH, kW, N, oH, oW)
+    for i in range(kh):
+        rows = _window(i, dh, sh, oh)
+        for j in range(kw):
+            acc[:, :, rows, _window(j, dw, sw, ow)] += src[:, i, j]
+    out = acc.transpose(1, 0, 2, 3)
+    return np.ascontiguousarray(out[:, :, pt:pt + h, pl:pl + w])
 
 
 def _blocks(name: str, size: Pair, kernel_size: Pair, dilation: Pair, padding: Pads,
