@@ -458,9 +458,19 @@ class Tensor(TensorOps):
     ) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad``."""
         fn = self.grad_fn
-        if (gradient is None and not create_graph and fn is not None and fn.hands_out
-                and fn.hand_out(bool(retain_graph))):
-            return
+        if gradient is None and not create_graph and fn is not None:
+            if fn.hands_out and fn.hand_out(bool(retain_graph)):
+                return
+            data = self._data
+            if data.size == 1:
+                # `backward` and `_check_root` for the usual call (a scalar loss with a
+                # history), written out: every training step pays them.
+                seed = _ONES.get((data.shape, data.dtype))
+                if seed is None:
+                    seed = _ones(data.shape, data.dtype)
+                g = _make(seed, False, None)
+                run_backward((fn,), (g,), bool(retain_graph), False)
+                return
         backward(self, gradient, retain_graph, create_graph)
 
     def _input_node(self) -> Node:
