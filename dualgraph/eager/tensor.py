@@ -308,7 +308,9 @@ class Tensor(TensorOps):
             if tuple(value.shape) != self.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: got shape "
                                    f"{tuple(value.shape)}, the tensor has shape {self.shape}")
-        modes.current_mode().note_grad_write(self)  # tracing: the write becomes an output
+        mode = modes.current_mode()
+        if mode is not EAGER:  # tracing: the write becomes an output (eager: nothing to do)
+            mode.note_grad_write(self)
         self._grad = value
 
     @property
@@ -654,7 +656,14 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
             if key is not None:
                 key.append(d.shape)
                 key.append(d.dtype)
-            if a._rg:
+            if type(a) is _ViewTensor:
+                # The view's properties, read through their slots once its history is
+                # current: no property call per view input (linear's transposed weight).
+                if a._vseen != a._version[0]:
+                    a._regenerate()
+                if _RG.__get__(a):
+                    rg = True
+            elif a._rg:
                 rg = True
         elif isinstance(a, Literal):
             datas.append(a)
@@ -733,7 +742,7 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     inputs = []
     for a in args:
         if isinstance(a, Tensor):
-            n = a.grad_fn or a._node
+            n = (_GRAD_FN.__get__(a) if type(a) is _ViewTensor else a.grad_fn) or a._node
             inputs.append(n if n is not None else a._input_node())
         else:
             inputs.append(a)
