@@ -256,11 +256,22 @@ class Function(Node):
             # arrays fitted to the inputs before they become tensors (one tensor each).
             # `args` and `_array_grads` written out: a backward pays this per node.
             inputs = self.inputs
-            saved = self._saved if len(opdef.saves) == len(inputs) else self.args
+            saves = opdef.saves
+            saved = self._saved
             tensor = _TENSOR[0]
             args = []
-            for a in saved:
-                args.append(a._data if isinstance(a, tensor) else a)
+            if len(saves) == len(inputs):  # every input saved (literals included), in order
+                for a in saved:
+                    args.append(a._data if isinstance(a, tensor) else a)
+            else:
+                for i, inp in enumerate(inputs):
+                    if not isinstance(inp, Node):  # a literal
+                        args.append(inp)
+                    elif i in saves:
+                        a = saved[saves.index(i)]
+                        args.append(a._data if isinstance(a, tensor) else a)
+                    else:
+                        args.append(None)
             arrays = opdef.vjp_arrays(self, args, self._out, g._data)
             if arrays is not None:
                 out = []
@@ -536,7 +547,12 @@ class _Walk:
                 if g is None:
                     continue
                 if capture is None:
-                    _accumulate(node, g, create_graph, handed)
+                    if node._hooks or create_graph:
+                        _accumulate(node, g, create_graph, handed)
+                    else:  # `_accumulate` without hooks or a recorded backward
+                        var = node._var()
+                        if var is not None:
+                            accumulate_array(var, g._data, handed)
                 elif node in capture:
                     capture[node] = _run_hooks(node._hooks, g)
                 continue
