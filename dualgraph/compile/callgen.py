@@ -415,8 +415,30 @@ def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
         shape = tuple(shape)
         return f"outs[{k}]" if shape else f"outs[{k}].reshape(())"
 
-    lines = [f"ins = [{', '.join(ins)}]", "outs = new_outputs()",
-             "kernel_run(ins, outs)"]
+    lines = [f"ins = [{', '.join(ins)}]"]
+    # A Numba kernel's parts, to call it here; other kernels (interpreted) are run.
+    direct_call = getattr(kernel, "direct_call", None)
+    direct = None if direct_call is None else direct_call()
+    if direct is None:
+        lines += ["outs = new_outputs()", "kernel_run(ins, outs)"]
+    else:
+        # A one-function kernel is called here, as its `run` would: no call for the
+        # outputs' list or for `run` on every call.
+        _, consts, outputs, pool = direct
+        # The function read from the kernel at each call, as `run` reads it.
+        fn = f"{gen.const(kernel, 'kernel')}.fn"
+        gen.ns["empty"] = np.empty
+        made = [f"empty({gen.const(s, 'shape')}, {gen.const(d, 'dtype')})" for s, d in outputs]
+        args = ["*ins", *[gen.const(c, "c") for c in consts], "*outs"]
+        lines.append(f"outs = [{', '.join(made)}]")
+        if pool is None:
+            lines.append(f"{fn}({', '.join(args)})")
+        else:  # a set of work arrays from the pool, given back after (as `run` does)
+            p = gen.const(pool, "pool")
+            args.insert(-1, "*work")
+            call = f"{fn}({', '.join(args)})"
+            lines += [f"work = {p}.pop() if {p} else {gen.const(kernel.new_scratch, 'scratch')}()",
+                      "try:", f"    {call}", "finally:", f"    {p}.append(work)"]
     lines += [f"bump_version({_target(t, gen)})" for t in plan.inplace]
     for w in plan.copy_writes:
         t = _target(w.target, gen)

@@ -219,7 +219,11 @@ class Function(Node):
     @property
     def needs_input_grad(self) -> tuple:
         """Per input, whether a gradient is wanted (VJPs skip the others)."""
-        return tuple([isinstance(i, _GRAD_NODES) for i in self.inputs])
+        # A loop, not a comprehension: the comprehension is a call of its own, per node.
+        out = []
+        for i in self.inputs:
+            out.append(isinstance(i, _GRAD_NODES))
+        return tuple(out)
 
     @property
     def out(self) -> Any:
@@ -250,10 +254,38 @@ class Function(Node):
         if opdef.vjp_arrays is not None and not grad_mode.GRAD_ENABLED.value:
             # Nothing records (no create_graph): the op's one-kernel form of its VJP, its
             # arrays fitted to the inputs before they become tensors (one tensor each).
-            args = [a._data if isinstance(a, _TENSOR[0]) else a for a in self.args]
+            # `args` and `_array_grads` written out: a backward pays this per node.
+            inputs = self.inputs
+            saves = opdef.saves
+            saved = self._saved
+            tensor = _TENSOR[0]
+            args = []
+            if len(saves) == len(inputs):  # every input saved (literals included), in order
+                for a in saved:
+                    args.append(a._data if isinstance(a, tensor) else a)
+            else:
+                for i, inp in enumerate(inputs):
+                    if not isinstance(inp, Node):  # a literal
+                        args.append(inp)
+                    elif i in saves:
+                        a = saved[saves.index(i)]
+                        args.append(a._data if isinstance(a, tensor) else a)
+                    else:
+                        args.append(None)
             arrays = opdef.vjp_arrays(self, args, self._out, g._data)
             if arrays is not None:
-                return _array_grads(self.inputs, arrays)
+                out = []
+                for inp, a in zip(inputs, arrays):
+                    if a is None or not isinstance(inp, _GRAD_NODES):
+                        out.append(None)
+                        continue
+                    if type(a) is not np.ndarray:
+                        a = np.asarray(a)
+                    if a.shape == inp.shape and a.dtype == inp.dtype:
+                        out.append(_make(a, False, None))
+                    else:
+                        out.append(_fit_array(a, inp))
+                return out
         grads = opdef.vjp(self, g)
         out = []
         for inp, gi in zip(self.inputs, grads):
@@ -295,23 +327,6 @@ class Function(Node):
 
 
 _GRAD_NODES = (Function, AccumulateGrad)
-
-
-def _array_grads(inputs: tuple, arrays: Any) -> list:
-    """An array-form VJP's gradients as tensors, one per input (``None`` where the input
-    takes none), each fitted to its input's shape and dtype."""
-    out = []
-    for inp, a in zip(inputs, arrays):
-        if a is None or not isinstance(inp, _GRAD_NODES):
-            out.append(None)
-            continue
-        if type(a) is not np.ndarray:
-            a = np.asarray(a)
-        if a.shape == inp.shape and a.dtype == inp.dtype:
-            out.append(_make(a, False, None))
-        else:
-            out.append(_fit_array(a, inp))
-    return out
 
 
 def _fit_array(data: np.ndarray, inp: Node) -> Any:
@@ -358,7 +373,11 @@ def _discover(roots: Sequence[Node]) -> dict:
     deps: dict = {}
     # The same root given twice (dg.backward([y, y], ...)) is walked once: counting its
     # inputs twice would leave them waiting for a gradient that never comes.
-    stack = list(dict.fromkeys(r for r in roots if isinstance(r, Function)))
+    # Loops, not comprehensions: each of those is a call (a backward's fixed cost).
+    stack = []
+    for r in roots:
+        if isinstance(r, Function) and r not in stack:
+            stack.append(r)
     seen = set(stack)
     while stack:
         fn = stack.pop()
@@ -462,8 +481,12 @@ def run_backward(
 def _over_leaves(node: Any) -> bool:
     """Whether ``node`` is one op whose inputs are leaves and constants, with no hook or
     retained gradient of its own: its backward needs no graph walk."""
-    return (isinstance(node, Function) and not node._hooks and node._retain is None
-            and not any(isinstance(i, Function) for i in node.inputs))
+    if not isinstance(node, Function) or node._hooks or node._retain is not None:
+        return False
+    for i in node.inputs:
+        if isinstance(i, Function):
+            return False
+    return True
 
 
 def _run_one(node: "Function", g: Any, retain_graph: bool, create_graph: bool) -> None:
@@ -501,8 +524,15 @@ class _Walk:
         if targets is not None:
             self.capture = {t: None for t in targets}
             self.needed = _needed(roots, set(targets))
-        self.ready = [r for r in dict.fromkeys(roots) if self.deps.get(r, 0) == 0]
-        self.handed = {id(g._data) for g in grads}  # arrays a caller may still hold
+        ready: list = []
+        for r in roots:
+            if r not in ready and self.deps.get(r, 0) == 0:
+                ready.append(r)
+        self.ready = ready
+        handed = set()  # arrays a caller may still hold
+        for g in grads:
+            handed.add(id(g._data))
+        self.handed = handed
 
     def run(self, allow_unused: bool) -> tuple | None:
         # One loop, its steps inlined: per node a backward pays this loop, not a call per
@@ -517,7 +547,12 @@ class _Walk:
                 if g is None:
                     continue
                 if capture is None:
-                    _accumulate(node, g, create_graph, handed)
+                    if node._hooks or create_graph:
+                        _accumulate(node, g, create_graph, handed)
+                    else:  # `_accumulate` without hooks or a recorded backward
+                        var = node._var()
+                        if var is not None:
+                            accumulate_array(var, g._data, handed)
                 elif node in capture:
                     capture[node] = _run_hooks(node._hooks, g)
                 continue
@@ -538,8 +573,11 @@ class _Walk:
                 in_grads = node.apply(g)
                 if ANOMALY[0]:
                     _check_anomaly(node, in_grads)
-                if not retain_graph:
-                    node.release()
+                if not retain_graph and (node._saved or node._out is not None):
+                    # Function.release, inlined (per node).
+                    node._saved = ()
+                    node._out = None
+                    node._freed = True
             # Send each input its gradient (summed where several consumers send one); an
             # input whose consumers have all sent is ready.
             for k, inp in enumerate(node.inputs):
@@ -552,7 +590,7 @@ class _Walk:
                 deps[inp] = n
                 if n == 0:
                     ready.append(inp)
-        return self._captured(allow_unused)
+        return None if capture is None else self._captured(allow_unused)
 
     def _captured(self, allow_unused: bool) -> tuple | None:
         """``dg.grad``'s result: the gradient of each target, in order."""

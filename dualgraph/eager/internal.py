@@ -43,10 +43,10 @@ def set_array(t: Tensor, array: np.ndarray) -> None:
     t._data = array
 
 
-def set_grad(t: Tensor, grad: Tensor | None) -> None:
-    """Set ``t.grad`` without the setter's checks or the tracer's write hook (to restore a
-    saved value, or to write back the gradient a compiled step computed)."""
-    t._grad = grad
+# The slot's own setter, run in C: no Python frame per gradient a compiled step writes back.
+set_grad: Callable[[Tensor, Tensor | None], None] = Tensor._grad.__set__
+"""Set ``t.grad`` without the setter's checks or the tracer's write hook (to restore a
+saved value, or to write back the gradient a compiled step computed)."""
 
 
 def version_of(t: Tensor) -> int:

@@ -308,7 +308,9 @@ class Tensor(TensorOps):
             if tuple(value.shape) != self.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: got shape "
                                    f"{tuple(value.shape)}, the tensor has shape {self.shape}")
-        modes.current_mode().note_grad_write(self)  # tracing: the write becomes an output
+        mode = modes.current_mode()
+        if mode is not EAGER:  # tracing: the write becomes an output (eager: nothing to do)
+            mode.note_grad_write(self)
         self._grad = value
 
     @property
@@ -458,9 +460,19 @@ class Tensor(TensorOps):
     ) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad``."""
         fn = self.grad_fn
-        if (gradient is None and not create_graph and fn is not None and fn.hands_out
-                and fn.hand_out(bool(retain_graph))):
-            return
+        if gradient is None and not create_graph and fn is not None:
+            if fn.hands_out and fn.hand_out(bool(retain_graph)):
+                return
+            data = self._data
+            if data.size == 1:
+                # `backward` and `_check_root` for the usual call (a scalar loss with a
+                # history), written out: every training step pays them.
+                seed = _ONES.get((data.shape, data.dtype))
+                if seed is None:
+                    seed = _ones(data.shape, data.dtype)
+                g = _make(seed, False, None)
+                run_backward((fn,), (g,), bool(retain_graph), False)
+                return
         backward(self, gradient, retain_graph, create_graph)
 
     def _input_node(self) -> Node:
@@ -644,7 +656,14 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
             if key is not None:
                 key.append(d.shape)
                 key.append(d.dtype)
-            if a._rg:
+            if type(a) is _ViewTensor:
+                # The view's properties, read through their slots once its history is
+                # current: no property call per view input (linear's transposed weight).
+                if a._vseen != a._version[0]:
+                    a._regenerate()
+                if _RG.__get__(a):
+                    rg = True
+            elif a._rg:
                 rg = True
         elif isinstance(a, Literal):
             datas.append(a)
@@ -723,7 +742,7 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     inputs = []
     for a in args:
         if isinstance(a, Tensor):
-            n = a.grad_fn or a._node
+            n = (_GRAD_FN.__get__(a) if type(a) is _ViewTensor else a.grad_fn) or a._node
             inputs.append(n if n is not None else a._input_node())
         else:
             inputs.append(a)

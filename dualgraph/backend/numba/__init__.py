@@ -139,6 +139,17 @@ class Kernel:
     def new_outputs(self) -> list:
         return [np.empty(s, d) for s, d, _ in self._outs]
 
+    def direct_call(self) -> tuple | None:
+        """What a generated call path needs to call a one-function kernel itself, as
+        ``run`` does: ``(fn, consts, outputs, pool)``, ``outputs`` the ``(shape, dtype)`` of
+        each array ``new_outputs`` makes, ``pool`` the list of free work-array sets
+        (``None`` when the kernel takes none; an empty pool: ``new_scratch()`` makes a
+        set). ``None`` for a kernel split into parts."""
+        if self.parts:
+            return None
+        return (self.fn, self._consts, [(s, d) for s, d, _ in self._outs],
+                self._pool if self._scratch else None)
+
     def new_scratch(self) -> list:
         return [np.empty(s, d) for s, d in self._scratch]
 
