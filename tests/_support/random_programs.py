@@ -30,6 +30,7 @@ from dualgraph.ops import random as RND
 from dualgraph.ops.shape import astype
 
 from ..ops.cases import CASES, Input, OpCase
+from .rows import traces
 
 # What the generated source may name.
 # Random ops from a fixed key (a captured tensor): every mode draws the same numbers from it.
@@ -432,19 +433,10 @@ def gen_state(draw, b: Builder) -> Var | None:
 # squashed by tanh, so it stays bounded whatever the row computes.
 
 
-def _traces(row: OpCase) -> bool:
-    arrays = row.arrays(np.random.default_rng(0), np.float64)
-    try:
-        dg.trace(row.fn, *[dg.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays])
-    except dg.TraceError:
-        return False  # a data-dependent shape: not a statement of a traced program
-    return True
-
-
 @functools.cache
 def case_rows() -> dict[str, OpCase]:
     """The rows the programs draw from, by id: every row that traces."""
-    return {row.id: row for row in CASES if _traces(row)}
+    return {row.id: row for row in CASES if traces(row)}
 
 
 def takes_parameter(row: OpCase, inp: Input) -> bool:

@@ -63,6 +63,8 @@ class Program:
     compile: bool = True
     match: str | None = None
     source: str = ""  # the program's group: "ops" (registry ops), "views", "losses", ...
+    # Backward from every output that requires grad (a script calls autograd itself).
+    backward: bool = True
 
     def build_inputs(self, lib: Any) -> tuple:
         out = []
@@ -79,11 +81,13 @@ PROGRAMS: dict[str, Program] = {}
 
 def program(*inputs: Any, covers: tuple = (), compile: bool = True,  # noqa: A002
             match: str | None = None, source: str = "ops") -> Callable:
-    """Register ``fn(lib, F, *inputs)`` as a program named after the function."""
+    """Register ``fn(lib, F, *inputs)`` as a program named after the function (one that does
+    not compile runs no backward of its outputs: it is a script, or recorded that way)."""
     def deco(fn: Callable) -> Callable:
         name = fn.__name__
         assert name not in PROGRAMS, name
-        PROGRAMS[name] = Program(name, fn, tuple(inputs), tuple(covers), compile, match, source)
+        PROGRAMS[name] = Program(name, fn, tuple(inputs), tuple(covers), compile, match, source,
+                                 backward=compile)
         return fn
     return deco
 
@@ -167,7 +171,7 @@ def execute(lib: Any, F: Any, prog: Program, fn: Callable | None = None) -> dict
     grad_mode = lib.is_grad_enabled()
     try:
         out = run(*inputs)
-        for o in flatten(out) if prog.compile else ():  # a script ran its own backward
+        for o in flatten(out) if prog.backward else ():  # a script ran its own backward
             if _is_tensor(o) and o.requires_grad:
                 seed = lib.tensor(seed_for(tuple(o.shape), np.dtype(_dtype_name(o.dtype))))
                 o.backward(seed, retain_graph=True)
@@ -2207,9 +2211,10 @@ def _row_program(row: Any) -> Program:
 
     fn.__name__ = CASE_PREFIX + row.id
     from dualgraph.ops import OPS
+    from tests._support.rows import traces
 
     return Program(CASE_PREFIX + row.id, fn, inputs, (row.op,) if row.op in OPS else (),
-                   source="ops")
+                   compile=traces(row), source="ops")
 
 
 # Rows whose PyTorch result is not a parity check: row id -> why.
@@ -2220,7 +2225,8 @@ ROWS_WITHOUT_GOLDEN = {
 
 
 def case_row_programs() -> dict[str, Program]:
-    """A program for every row of the case table (recorded or not)."""
+    """A program for every row of the case table (recorded or not); a row whose result
+    shape depends on the data runs eagerly only."""
     from tests.ops.cases import CASES, COMPOSITES
 
     rows = [r for r in CASES + COMPOSITES if r.id not in ROWS_WITHOUT_GOLDEN]
