@@ -356,10 +356,7 @@ from .ops.decomp import (  # noqa: E402
 from .ops.decomp import torch_cholesky as cholesky  # noqa: E402
 from .ops.decomp import torch_qr as qr  # noqa: E402
 from .ops.decomp import torch_svd as svd  # noqa: E402
-from .ops.matrix import det, logdet, matrix_power, renorm, slogdet  # noqa: E402
-from .ops.matrix import inv as inverse  # noqa: E402
-from .ops.matrix import torch_norm as norm  # noqa: E402
-from .ops.pointwise import (  # noqa: E402
+from .ops.math import (  # noqa: E402
     addcdiv,
     addcmul,
     clamp_max,
@@ -383,6 +380,9 @@ from .ops.pointwise import (  # noqa: E402
     sinc,
     xlogy,
 )
+from .ops.matrix import det, logdet, matrix_power, renorm, slogdet  # noqa: E402
+from .ops.matrix import inv as inverse  # noqa: E402
+from .ops.matrix import torch_norm as norm  # noqa: E402
 from .ops.products import (  # noqa: E402
     addbmm,
     addmm,

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from .ops.elementwise import erf, expm1, log1p
 from .ops.elementwise import exp as _exp
-from .ops.math import exp2
-from .ops.pointwise import sinc, xlog1py, xlogy
+from .ops.math import exp2, sinc, xlog1py, xlogy
 from .ops.special import (
     digamma,
     entr,

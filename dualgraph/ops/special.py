@@ -184,9 +184,7 @@ def entr(input: Any) -> Any:  # noqa: A002
 
 
 def sinc(input: Any) -> Any:  # noqa: A002
-    from .pointwise import sinc as sinc_
-
-    return sinc_(input)
+    return M.sinc(input)
 
 
 def softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002

@@ -18,7 +18,6 @@ from . import elementwise as E
 from . import index as I
 from . import math as M
 from . import matrix as MX
-from . import pointwise as PW
 from . import products as PR
 from . import reduce as R
 from . import scan as SC
@@ -369,14 +368,14 @@ def split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> tuple:  # no
 # method (unless the class defines it), and ``name_`` as its in-place form where PyTorch
 # has one (the names in `INPLACE`).
 METHODS: dict[str, Any] = {
-    "addbmm": PR.addbmm, "addcdiv": PW.addcdiv, "addcmul": PW.addcmul, "addmm": PR.addmm,
+    "addbmm": PR.addbmm, "addcdiv": M.addcdiv, "addcmul": M.addcmul, "addmm": PR.addmm,
     "addmv": PR.addmv, "addr": PR.addr, "baddbmm": PR.baddbmm, "dot": PR.dot,
     "inner": PR.inner, "mv": PR.mv, "vdot": PR.vdot,
-    "hypot": PW.hypot, "nan_to_num": PW.nan_to_num, "signbit": PW.signbit,
-    "heaviside": PW.heaviside, "fmax": PW.fmax, "fmin": PW.fmin, "float_power": PW.float_power,
-    "logaddexp2": PW.logaddexp2, "xlogy": PW.xlogy, "sinc": PW.sinc, "deg2rad": PW.deg2rad,
-    "rad2deg": PW.rad2deg, "clamp_min": PW.clamp_min, "clamp_max": PW.clamp_max,
-    "isposinf": PW.isposinf, "isneginf": PW.isneginf, "isreal": PW.isreal, "ldexp": PW.ldexp,
+    "hypot": M.hypot, "nan_to_num": M.nan_to_num, "signbit": M.signbit,
+    "heaviside": M.heaviside, "fmax": M.fmax, "fmin": M.fmin, "float_power": M.float_power,
+    "logaddexp2": M.logaddexp2, "xlogy": M.xlogy, "sinc": M.sinc, "deg2rad": M.deg2rad,
+    "rad2deg": M.rad2deg, "clamp_min": M.clamp_min, "clamp_max": M.clamp_max,
+    "isposinf": M.isposinf, "isneginf": M.isneginf, "isreal": M.isreal, "ldexp": M.ldexp,
     "lgamma": SP.lgamma, "digamma": SP.digamma, "erfc": SP.erfc, "erfinv": SP.erfinv,
     "logit": SP.logit, "mvlgamma": SP.multigammaln,
     "polygamma": lambda x, n: SP.polygamma(n, x),

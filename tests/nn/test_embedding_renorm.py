@@ -30,7 +30,7 @@ def test_matches_torch(ours: dict, key: str) -> None:
     if want.dtype.kind == "U":
         assert str(got) == str(want)
     else:
-        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14, err_msg=key)
+        assert_close(got, want, rtol=1e-12, atol=1e-14, check_dtype=False, msg=key)
     assert sorted(ours) == sorted(KEYS)
 
 
@@ -40,7 +40,7 @@ def test_rows_not_looked_up_and_short_rows_are_untouched() -> None:
     e(dg.tensor([1, 1]))
     np.testing.assert_array_equal(e.weight.numpy(), w)  # row 1 is within the norm
     e(dg.tensor([0]))
-    np.testing.assert_allclose(e.weight.numpy()[0], [0.6, 0.8], rtol=1e-6)
+    assert_close(e.weight.numpy()[0], np.array([0.6, 0.8]), rtol=1e-6, atol=0.0)
     np.testing.assert_array_equal(e.weight.numpy()[2], w[2])
 
 
@@ -78,7 +78,7 @@ def test_compiled_step_equals_eager() -> None:
         losses = [f(i, y).item() for i, y in data]
         runs.append((losses, net.state_dict(), f))
     (le, se, _), (lc, sc, f) = runs
-    np.testing.assert_allclose(lc, le, rtol=1e-5)
+    assert_close(lc, le, rtol=1e-5, atol=0.0)
     for k in se:
         assert_close(sc[k], se[k], rtol=1e-5, atol=1e-6, msg=k)
     assert f.stats.traces == 1
@@ -95,4 +95,4 @@ def test_compiled_forward_then_eager_backward() -> None:
         fwd(i).sum().backward()
         grads.append((net[0].weight.grad.numpy(), net[0].weight.detach().numpy()))
     for a, b in zip(*grads):
-        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
+        assert_close(b, a, rtol=1e-6, atol=1e-7)

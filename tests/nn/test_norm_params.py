@@ -37,7 +37,7 @@ def test_matches_torch(ours: dict, key: str) -> None:
         assert str(got) == str(want)
     else:
         assert got.shape == want.shape, key
-        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-11, err_msg=key)
+        assert_close(got, want, rtol=1e-9, atol=1e-11, check_dtype=False, msg=key)
     assert sorted(ours) == sorted(KEYS)
 
 
@@ -151,7 +151,7 @@ def test_compiled_training_step_equals_eager() -> None:
         pred = net(data[0][0])  # eager, after the compiled calls: no stale traced weight
         runs.append((losses, net.state_dict(), pred, f))
     (le, se, pe, _), (lc, sc, pc, f) = runs
-    np.testing.assert_allclose(lc, le, rtol=1e-5)
+    assert_close(lc, le, rtol=1e-5, atol=0.0)
     assert list(sc) == list(se)
     for k in se:
         assert_close(sc[k], se[k], rtol=1e-5, atol=1e-6, msg=k)

@@ -43,7 +43,9 @@ from .._support.random_programs import (
     NAMESPACE,
     Builder,
     Program,
+    case_rows,
     eager_run,
+    emit_case_row,
     grads_by_leaf,
     programs,
     weighted_loss,
@@ -216,28 +218,41 @@ COMMON = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow,
 
 
 def test_generators_cover_every_registered_op():
-    """The generators can reach every op in the registry (found in traced forward graphs
-    or, for ``scatter``, also in backward graphs of programs using ``getitem``)."""
-    seen: set[str] = set()
-
-    @settings(max_examples=1500, derandomize=True, database=None, **COMMON)
-    @given(programs())
-    def collect(prog: Program) -> None:
-        # Every statement is an output here: coverage asks what the generators emit, not
-        # what survives as a random program's dead code.
-        prog.outputs = [v for v, _ in prog.lines] or prog.outputs
-        fn = prog.function()
-        # Float arguments require grad, as in the differentiating runs: a custom Function
-        # records its node only when a gradient is wanted.
+    """Every registered op has a row of the case table that the programs draw from, and
+    the statement built from it reaches the op (in the traced forward graph, with float
+    arguments requiring grad: a custom Function records its node only then)."""
+    by_op: dict[str, list] = {}
+    for row in case_rows().values():
+        by_op.setdefault(row.op, []).append(row)
+    missing = set(OPS) - set(by_op)
+    assert not missing, f"no case row the programs can draw runs {sorted(missing)}"
+    unreached = []
+    for op in sorted(OPS):
+        row = by_op[op][0]
+        b = Builder(np.float64)
+        emit_case_row(b, row, lambda shape: None)
+        prog = b.prog
+        prog.outputs = [v for v, _ in prog.lines]
         arrays = prog.arrays()
         args = [dg.tensor(arrays[k], requires_grad=arrays[k].dtype.kind == "f")
                 for k in prog.arg_of]
-        g = dg.trace(fn, *args)
-        seen.update(n.op for n in g.nodes)
+        if op not in {n.op for n in dg.trace(prog.function(), *args).nodes}:
+            unreached.append(f"{op} ({row.id})")
+    assert not unreached, f"statements that do not reach their op: {unreached}"
+
+
+def test_programs_draw_case_rows():
+    """The random programs run case rows, parameters of the program among their inputs."""
+    seen: set[str] = set()
+
+    @settings(max_examples=200, derandomize=True, database=None, **COMMON)
+    @given(programs())
+    def collect(prog: Program) -> None:
+        seen.update(expr.split("'")[1] for _, expr in prog.lines
+                    if expr.startswith("case_row("))
 
     collect()
-    missing = set(OPS) - seen
-    assert not missing, f"no generated program uses {sorted(missing)}"
+    assert len(seen) > 20, sorted(seen)
 
 
 @settings(max_examples=100, derandomize=True, database=None, **COMMON)

@@ -292,7 +292,7 @@ def _nll_loss_backward(node: Node, args: list, out: str) -> kir.Block:
         grad = lambda at: g0  # noqa: E731
     if reduction == "mean":  # the summed weights first: every gradient is divided by them
         tw = kir.Var(f"{out}_tw", np.float64)
-        block.add(kir.Let(tw, kir.Const(0.0, np.float64)),
+        block.add(kir.Let(tw, kir.Const(0.0, np.dtype(np.float64))),
                   *loops(lambda at, cls, wc: [kir.Accum(tw, "add", wc)]))
         scaled = grad
         grad = lambda at: scaled(at) / tw  # noqa: E731
