@@ -64,6 +64,8 @@ class CallTraceContext(TraceContext):
         self.attr_writes: list = []
         # Eager tensors held by attributes: id -> ``[(table, name, guard key, what)]``.
         self.attr_holders: dict = {}
+        # Modules' plain attributes: id -> (a `ModuleAttrs` of them all, the names guarded).
+        self.module_attrs: dict = {}
 
     def as_node(self, a: Any) -> Any:
         node = super().as_node(a)
@@ -113,7 +115,14 @@ class CallTraceContext(TraceContext):
         d = module.__dict__
         names = tuple(k for k, v in d.items() if k not in _MODULE_TABLES and plain_value(v))
         if names:
-            self.reads[("module attrs", id(module))] = ModuleAttrs(module, names)
+            # A user's module class whose code never names an attribute (bookkeeping such
+            # as ``self.rewards = []``, appended to between calls) need not be guarded
+            # on it, unless the traced function's own code names it (`capture_guards`).
+            read = class_code_names(type(module))
+            kept = names if read is None else tuple(k for k in names if k in read)
+            guard = ModuleAttrs(module, names)
+            self.module_attrs[id(module)] = (guard, kept)
+            self.reads[("module attrs", id(module))] = guard.only(kept)
         # Its plain tensor attributes (``self.mask``, not a parameter or buffer) are captured
         # inputs read through the attribute at each call (`attr_source`): guard their type,
         # so rebinding one to a new tensor of that type (``self.h = h`` every call) reuses
@@ -344,6 +353,56 @@ def restore_attrs(ctx: CallTraceContext) -> list:
             else:
                 ctx.reads[("attr value", id(d), name)] = Identity(
                     d, name, old, f"{what} was set to another value")
+    return out
+
+
+def class_code_names(cls: type) -> frozenset | None:
+    """The attribute names (and string constants, for ``getattr(self, "name")``) that the
+    methods of a user's module class ``cls`` and its bases use, ``__init__`` aside; None
+    (every attribute counts) for the library's own module classes."""
+    names = _CLASS_NAMES.get(cls)
+    if names is not None or cls in _CLASS_NAMES:
+        return names
+    from ..nn.modules import Module
+
+    out: set | None = set()
+    for k in cls.__mro__:
+        if k is Module or k is object:
+            continue
+        if k.__module__.split(".")[0] == "dualgraph":
+            out = None
+            break
+        for name, v in vars(k).items():
+            if name == "__init__":
+                continue
+            if isinstance(v, (staticmethod, classmethod)):
+                v = v.__func__
+            funcs = (v.fget, v.fset, v.fdel) if isinstance(v, property) else (v,)
+            for f in funcs:
+                code = getattr(f, "__code__", None)
+                if code is not None:
+                    out |= _code_strings(code)
+    names = _CLASS_NAMES[cls] = None if out is None else frozenset(out)
+    return names
+
+
+_CLASS_NAMES: dict = {}
+
+
+def _code_strings(code: Any) -> set:
+    """The names and string constants of ``code`` and the code nested in it."""
+    out: set = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        out.update(c.co_names)
+        for k in c.co_consts:
+            if isinstance(k, str):
+                out.add(k)
+            elif isinstance(k, tuple):
+                out.update(e for e in k if isinstance(e, str))
+            elif isinstance(k, types.CodeType):
+                stack.append(k)
     return out
 
 

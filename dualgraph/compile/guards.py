@@ -339,6 +339,15 @@ class ModuleAttrs(Guard):
         d = module.__dict__
         self.expected = tuple(snapshot(d[k]) for k in names)
 
+    def only(self, names: tuple) -> ModuleAttrs:
+        """This guard on ``names`` (some of its own) alone, expecting what it expects."""
+        if names == self.names:
+            return self
+        g = ModuleAttrs.__new__(ModuleAttrs)
+        g.module, g.names = self.module, names
+        g.expected = tuple(e for k, e in zip(self.names, self.expected) if k in names)
+        return g
+
     def now(self, args: tuple) -> tuple:
         d = self.module.__dict__
         return tuple([d.get(k, MISSING) for k in self.names])

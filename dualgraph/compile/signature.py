@@ -313,6 +313,11 @@ def capture_guards(ctx: CallTraceContext,
         modules = [g.module for g in ctx.reads.values()
                    if isinstance(g, ModuleTable)]
         outside = _outside_names(fn, roots, names, codes, modules)
+    for module_id, (guard, kept) in ctx.module_attrs.items():
+        # Attributes the module's class never names, but the traced function's code does.
+        more = tuple(k for k in guard.names if k in kept or k in names)
+        if more != kept:
+            ctx.reads[("module attrs", module_id)] = guard.only(more)
     # A tensor an attribute holds that a global, a closure or a module's table also names
     # is read as itself; the attribute is then guarded by identity.
     pinned = {id(g.value) for g in [*ctx.reads.values(), *outside]

@@ -103,3 +103,47 @@ def test_attribute_also_named_elsewhere_or_written_is_guarded_by_identity() -> N
         np.testing.assert_array_equal(got, want)
         assert f.stats.traces == 2
         assert "rebound to another tensor" in f.stats.retrace_reasons[0]
+
+
+class Bookkeeping(dg.nn.Module):
+    """A policy network keeping its episode's rewards and a counter on ``self``, as the
+    pytorch/examples reinforcement-learning programs do; its methods never read them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = dg.nn.Linear(3, 2)
+        self.rewards: list = []
+        self.calls = 0
+        self.scale = 2.0
+
+    def forward(self, x: dg.Tensor) -> dg.Tensor:
+        return self.lin(x) * self.scale
+
+
+def test_attributes_the_class_never_names_do_not_retrace() -> None:
+    m = Bookkeeping()
+    f = dg.compile(m)
+    x = dg.ones(1, 3)
+    for _ in range(4):
+        m.rewards.append(1.0)
+        m.calls += 1
+        np.testing.assert_array_equal(f(x).numpy(), m(x).numpy())
+    assert f.stats.traces == 1
+    m.scale = 3.0  # read by forward: guarded
+    np.testing.assert_array_equal(f(x).numpy(), m(x).numpy())
+    assert f.stats.traces == 2
+    assert f.stats.retrace_reasons == ["Bookkeeping.scale is 3.0 (traced with 2.0)"]
+
+
+def test_attributes_the_compiled_function_names_are_guarded() -> None:
+    m = Bookkeeping()
+
+    def step(x: dg.Tensor) -> dg.Tensor:
+        return m(x).sum() * len(m.rewards)
+
+    f = dg.compile(step)
+    x = dg.ones(1, 3)
+    for _ in range(3):
+        m.rewards.append(1.0)
+        assert f(x).item() == step(x).item()
+    assert f.stats.traces == 3
