@@ -327,9 +327,18 @@ def restore_attrs(ctx: CallTraceContext) -> list:
     that requires grad is refused: the compiled call's tape cannot hand it out.
     """
     out: list = []
+    held = None  # (attribute, container type) set to a container of traced values
     for obj, before in ctx.attrs_before.values():
         d = obj.__dict__
         for name, v in list(d.items()):
+            if _holds_tracer(v, ctx):
+                # Put it back (the object must not keep traced values); raised below.
+                if name in before:
+                    d[name] = before[name]
+                else:
+                    d.pop(name)
+                held = held or (f"{type(obj).__name__}.{name}", type(v).__name__)
+                continue
             if not isinstance(v, Tracer) or v._ctx is not ctx:
                 continue
             node = ctx.as_node(v)
@@ -353,6 +362,12 @@ def restore_attrs(ctx: CallTraceContext) -> list:
             else:
                 ctx.reads[("attr value", id(d), name)] = Identity(
                     d, name, old, f"{what} was set to another value")
+    if held is not None:
+        what, kind = held
+        raise TraceError(
+            f"{what} was set to a {kind} holding traced tensors inside a compiled function; "
+            "the compiled call does not write containers back. Store each tensor on its own "
+            f"attribute ({what}_h = h.detach()), or return the values from the function")
     return out
 
 
@@ -404,6 +419,16 @@ def _code_strings(code: Any) -> set:
             elif isinstance(k, types.CodeType):
                 stack.append(k)
     return out
+
+
+def _holds_tracer(v: Any, ctx: CallTraceContext) -> bool:
+    """Whether ``v`` is a tuple, list or dict (nested) holding a traced value of ``ctx``."""
+    if isinstance(v, (tuple, list)):
+        return any(isinstance(e, Tracer) and e._ctx is ctx or _holds_tracer(e, ctx)
+                   for e in v)
+    if isinstance(v, dict):
+        return _holds_tracer(list(v.values()), ctx)
+    return False
 
 
 def attr_source(ctx: CallTraceContext, t: Tensor) -> tuple | None:

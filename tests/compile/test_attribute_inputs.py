@@ -7,6 +7,7 @@ also names, or that the step writes in place, is guarded by identity instead."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import dualgraph as dg
 
@@ -147,3 +148,25 @@ def test_attributes_the_compiled_function_names_are_guarded() -> None:
         m.rewards.append(1.0)
         assert f(x).item() == step(x).item()
     assert f.stats.traces == 3
+
+
+def test_a_container_of_traced_tensors_stored_on_self_is_refused_clearly() -> None:
+    """``self.hidden_cell = (h, c)`` of traced values is not written back: a clear
+    `TraceError`, and the module keeps its eager tuple (no traced values leak out)."""
+
+    class Cell(dg.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = dg.nn.LSTM(1, 4)
+            self.hidden_cell = (dg.zeros(1, 1, 4), dg.zeros(1, 1, 4))
+
+        def forward(self, x: dg.Tensor) -> dg.Tensor:
+            out, self.hidden_cell = self.lstm(x.view(len(x), 1, -1), self.hidden_cell)
+            return out.sum()
+
+    m = Cell()
+    before = m.hidden_cell
+    with pytest.raises(dg.TraceError, match=r"Cell\.hidden_cell was set to a tuple holding "
+                                            "traced tensors"):
+        dg.compile(m)(dg.ones(3))
+    assert m.hidden_cell is before
