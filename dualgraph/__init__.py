@@ -333,6 +333,8 @@ for _name in (
     "maximum", "minimum", "mul", "multiply", "pow", "reciprocal", "remainder", "round",
     "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "sub", "subtract", "tan",
     "tanh", "true_divide", "trunc",
+    # and on the products and joins tutorials write into a buffer with
+    "matmul", "mm", "bmm", "cat", "stack",
 ):
     globals()[_name] = _with_out(globals()[_name])
 del _name

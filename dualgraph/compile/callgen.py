@@ -35,6 +35,7 @@ from .plan import (
     SLOT,
     Argument,
     ArgumentGrad,
+    AttrTensor,
     CapturedGrad,
     CapturedTensor,
     From,
@@ -368,6 +369,9 @@ def _gather_captured(plan: Plan, gen: _Emitter) -> tuple[list[str], list[str]]:
             after.append(f"c{j} = refresh_key()")
         elif isinstance(src, CapturedTensor):
             before.append(f"c{j} = array_of({gen.const(src.tensor, 't')})")
+        elif isinstance(src, AttrTensor):
+            before.append(f"c{j} = array_of({gen.const(src.table, 'table')}"
+                          f"[{gen.const(src.name, 'name')}])")
         elif isinstance(src, CapturedGrad):
             before.append(f"c{j} = array_of({gen.const(src.owner, 't')}.grad)")
         elif isinstance(src, ArgumentGrad):

@@ -8,6 +8,7 @@ new values and `restore_grads` puts the old ones back, for the compiled call to 
 
 from __future__ import annotations
 
+import random
 import types
 from collections.abc import Callable
 from typing import Any
@@ -15,13 +16,21 @@ from typing import Any
 import numpy as np
 
 from .._location import user_location
-from ..eager.internal import array_of, set_grad
+from ..eager.internal import array_of, requires_grad_of, set_grad
 from ..eager.tensor import Tensor
-from ..errors import TraceError
+from ..errors import EagerOnlyError, TraceError
 from ..ir.graph import Node
 from ..trace.tracer import TraceContext, Tracer, graph_outputs
 from .baked import BakedArray
-from .guards import ArgPlacement, Identity, ModuleAttrs, ModuleHookTable, ModuleTable, Value
+from .guards import (
+    ArgPlacement,
+    AttrType,
+    Identity,
+    ModuleAttrs,
+    ModuleHookTable,
+    ModuleTable,
+    Value,
+)
 from .plan import RuntimeScalar, Slot
 
 
@@ -53,6 +62,10 @@ class CallTraceContext(TraceContext):
         # which the compiled call sets to the real value (`restore_attrs`).
         self.attrs_before: dict = {}
         self.attr_writes: list = []
+        # Eager tensors held by attributes: id -> ``[(table, name, guard key, what)]``.
+        self.attr_holders: dict = {}
+        # Modules' plain attributes: id -> (a `ModuleAttrs` of them all, the names guarded).
+        self.module_attrs: dict = {}
 
     def as_node(self, a: Any) -> Any:
         node = super().as_node(a)
@@ -102,13 +115,21 @@ class CallTraceContext(TraceContext):
         d = module.__dict__
         names = tuple(k for k, v in d.items() if k not in _MODULE_TABLES and plain_value(v))
         if names:
-            self.reads[("module attrs", id(module))] = ModuleAttrs(module, names)
+            # A user's module class whose code never names an attribute (bookkeeping such
+            # as ``self.rewards = []``, appended to between calls) need not be guarded
+            # on it, unless the traced function's own code names it (`capture_guards`).
+            read = class_code_names(type(module))
+            kept = names if read is None else tuple(k for k in names if k in read)
+            guard = ModuleAttrs(module, names)
+            self.module_attrs[id(module)] = (guard, kept)
+            self.reads[("module attrs", id(module))] = guard.only(kept)
         # Its plain tensor attributes (``self.mask``, not a parameter or buffer) are captured
-        # inputs: guard which tensor each names, as for parameters.
+        # inputs read through the attribute at each call (`attr_source`): guard their type,
+        # so rebinding one to a new tensor of that type (``self.h = h`` every call) reuses
+        # the trace.
         for k, v in d.items():
             if isinstance(v, Tensor):
-                self.reads[("attr value", id(module), k)] = Identity(
-                    d, k, v, f"{type(module).__name__}.{k} was rebound to another tensor")
+                self.note_attr_tensor(d, k, v, f"{type(module).__name__}.{k}")
         # Its other attributes (arrays, objects, long or nested lists) are baked in:
         # checked now and then (`baked.BakedValue`).
         forward = getattr(getattr(type(module), "forward", None), "__code__", None)
@@ -118,6 +139,15 @@ class CallTraceContext(TraceContext):
                 self.baked_roots.append((f"{type(module).__name__}.{k}",
                                          lambda d=d, k=k: d.get(k), k,
                                          (forward,) if forward is not None else ()))
+
+    def note_attr_tensor(self, table: dict, name: str, value: Tensor, what: str) -> None:
+        """``table[name]`` (an object's attribute) holds the eager tensor ``value``: guard
+        its type, and remember where ``value`` sits for `attr_source`."""
+        key = ("attr value", id(table), name)
+        self.reads[key] = AttrType(table, name, what)
+        holders = self.attr_holders.setdefault(id(value), [])
+        if all(h[2] != key for h in holders):
+            holders.append((table, name, key, what))
 
     def guard_value(self, getter: Callable[[], Any], expected: Any, what: str,
                     keep: Any = None) -> None:
@@ -214,6 +244,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             if isinstance(getattr(a, "__dict__", None), dict):
                 ctx.attrs_before.setdefault(id(a), (a, dict(a.__dict__)))
     outputs = single = None
+    streams = _python_streams()
     try:
         with ctx:
             if alias:
@@ -224,7 +255,36 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
     finally:
         grad_writes = restore_grads(ctx)
         ctx.attr_writes = restore_attrs(ctx)
+        drew = _restore_python_streams(streams)
+    if drew:
+        raise EagerOnlyError(
+            f"{getattr(fn, '__name__', 'the function')} draws from {drew} while it is traced "
+            "(random.randint deciding a loop, say): a compiled graph would bake those draws "
+            "in and repeat them on every call. Draw the numbers outside the compiled "
+            "function and pass them as arguments, or use dg.rand/dg.randint, which a "
+            "compiled call draws afresh.")
     return ctx, outputs, single, grad_writes
+
+
+def _python_streams() -> tuple:
+    """The states of Python's and NumPy's global random generators."""
+    return random.getstate(), np.random.get_state()
+
+
+def _restore_python_streams(before: tuple) -> str | None:
+    """Put back the global random generators' states of ``before`` (a trace must not
+    advance them: the eager call that may follow draws the same numbers); returns
+    which ones the trace drew from, or None."""
+    py, nps = before
+    drew = []
+    if random.getstate() != py:
+        random.setstate(py)
+        drew.append("Python's random module")
+    now = np.random.get_state()
+    if now[2:] != nps[2:] or not np.array_equal(now[1], nps[1]):
+        np.random.set_state(nps)
+        drew.append("NumPy's global random generator (np.random)")
+    return " and ".join(drew) or None
 
 
 def _trace_views(ctx: CallTraceContext, args: tuple, targs: list, alias: tuple) -> None:
@@ -267,9 +327,18 @@ def restore_attrs(ctx: CallTraceContext) -> list:
     that requires grad is refused: the compiled call's tape cannot hand it out.
     """
     out: list = []
+    held = None  # (attribute, container type) set to a container of traced values
     for obj, before in ctx.attrs_before.values():
         d = obj.__dict__
         for name, v in list(d.items()):
+            if _holds_tracer(v, ctx):
+                # Put it back (the object must not keep traced values); raised below.
+                if name in before:
+                    d[name] = before[name]
+                else:
+                    d.pop(name)
+                held = held or (f"{type(obj).__name__}.{name}", type(v).__name__)
+                continue
             if not isinstance(v, Tracer) or v._ctx is not ctx:
                 continue
             node = ctx.as_node(v)
@@ -287,9 +356,97 @@ def restore_attrs(ctx: CallTraceContext) -> list:
                     f"function; store a detached value ({what} = value.detach()) or return "
                     "it from the function instead")
             out.append((obj, name, node))
-            ctx.reads[("attr value", id(obj), name)] = Identity(
-                d, name, d.get(name), f"{what} was set to another value")
+            old = d.get(name)
+            if isinstance(old, Tensor):  # the next call reads whichever tensor is there
+                ctx.note_attr_tensor(d, name, old, what)
+            else:
+                ctx.reads[("attr value", id(d), name)] = Identity(
+                    d, name, old, f"{what} was set to another value")
+    if held is not None:
+        what, kind = held
+        raise TraceError(
+            f"{what} was set to a {kind} holding traced tensors inside a compiled function; "
+            "the compiled call does not write containers back. Store each tensor on its own "
+            f"attribute ({what}_h = h.detach()), or return the values from the function")
     return out
+
+
+def class_code_names(cls: type) -> frozenset | None:
+    """The attribute names (and string constants, for ``getattr(self, "name")``) that the
+    methods of a user's module class ``cls`` and its bases use, ``__init__`` aside; None
+    (every attribute counts) for the library's own module classes."""
+    names = _CLASS_NAMES.get(cls)
+    if names is not None or cls in _CLASS_NAMES:
+        return names
+    from ..nn.modules import Module
+
+    out: set | None = set()
+    for k in cls.__mro__:
+        if k is Module or k is object:
+            continue
+        if k.__module__.split(".")[0] == "dualgraph":
+            out = None
+            break
+        for name, v in vars(k).items():
+            if name == "__init__":
+                continue
+            if isinstance(v, (staticmethod, classmethod)):
+                v = v.__func__
+            funcs = (v.fget, v.fset, v.fdel) if isinstance(v, property) else (v,)
+            for f in funcs:
+                code = getattr(f, "__code__", None)
+                if code is not None:
+                    out |= _code_strings(code)
+    names = _CLASS_NAMES[cls] = None if out is None else frozenset(out)
+    return names
+
+
+_CLASS_NAMES: dict = {}
+
+
+def _code_strings(code: Any) -> set:
+    """The names and string constants of ``code`` and the code nested in it."""
+    out: set = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        out.update(c.co_names)
+        for k in c.co_consts:
+            if isinstance(k, str):
+                out.add(k)
+            elif isinstance(k, tuple):
+                out.update(e for e in k if isinstance(e, str))
+            elif isinstance(k, types.CodeType):
+                stack.append(k)
+    return out
+
+
+def _holds_tracer(v: Any, ctx: CallTraceContext) -> bool:
+    """Whether ``v`` is a tuple, list or dict (nested) holding a traced value of ``ctx``."""
+    if isinstance(v, (tuple, list)):
+        return any(isinstance(e, Tracer) and e._ctx is ctx or _holds_tracer(e, ctx)
+                   for e in v)
+    if isinstance(v, dict):
+        return _holds_tracer(list(v.values()), ctx)
+    return False
+
+
+def attr_source(ctx: CallTraceContext, t: Tensor) -> tuple | None:
+    """``(table, name)`` when the compiled call may read captured tensor ``t`` through the
+    one attribute that held it (`plan.AttrTensor`): it does not require grad (its gradient
+    would go to the traced tensor) and the trace does not write it in place. (The caller
+    also checks that no other guard names it.)"""
+    holders = ctx.attr_holders.get(id(t), ())
+    if len(holders) != 1 or requires_grad_of(t) or id(t) in ctx.writes:
+        return None
+    return holders[0][:2]
+
+
+def pin_attr(ctx: CallTraceContext, t: Tensor) -> None:
+    """Guard the identity of ``t`` in every attribute that held it: the call reads ``t``
+    itself (`plan.CapturedTensor`), so an attribute rebound to another tensor retraces."""
+    for table, name, key, what in ctx.attr_holders.get(id(t), ()):
+        ctx.reads[key] = Identity(table, name, t, f"{what} was rebound to another tensor")
 
 
 def restore_grads(ctx: TraceContext) -> list:

@@ -185,6 +185,44 @@ class Identity(Guard):
                 f"{gen.const(self.value, 'v')}", True)
 
 
+class AttrType(Guard):
+    """A tensor attribute (``table[name]``, a module's ``self.h``) still holds a tensor of
+    the traced shape, dtype and ``requires_grad``, whichever tensor it is: the compiled
+    call reads the attribute's tensor as an input (`plan.AttrTensor`), so an attribute
+    rebound every call (a hidden state carried across calls) reuses the trace. Anything
+    but a tensor reads as None."""
+
+    __slots__ = ("table", "name", "what")
+
+    def __init__(self, table: dict, name: str, what: str) -> None:
+        self.table, self.name, self.what = table, name, what
+        self.expected = attr_type(table, name)
+
+    def now(self, args: tuple) -> tuple | None:
+        return attr_type(self.table, self.name)
+
+    def describe(self, now: tuple | None) -> str:
+        if now is None or self.expected is None:
+            was = "None" if self.expected is None else "a tensor"
+            return (f"{self.what} is {'not ' if now is None else ''}a tensor now ({was} at "
+                    "trace time)")
+        shape, dtype, rg = self.expected
+        if now[2] != rg:
+            return f"{self.what} has requires_grad={now[2]} (traced with {rg})"
+        return f"{self.what} is a {now[0]} {now[1]} tensor (traced with {shape} {dtype})"
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        return (f"{gen.const(attr_type, 'attr_type')}({gen.const(self.table, 'table')}, "
+                f"{gen.const(self.name, 'name')})", self.expected)
+
+
+def attr_type(table: dict, name: str) -> tuple | None:
+    """``table[name]``'s shape, dtype and ``requires_grad``, or None when it holds no
+    tensor (`AttrType`)."""
+    v = table.get(name)
+    return _type_of(v) if isinstance(v, Tensor) else None
+
+
 class CellIdentity(Guard):
     """A closure variable still names ``value``."""
 
@@ -300,6 +338,15 @@ class ModuleAttrs(Guard):
         self.module, self.names = module, names
         d = module.__dict__
         self.expected = tuple(snapshot(d[k]) for k in names)
+
+    def only(self, names: tuple) -> ModuleAttrs:
+        """This guard on ``names`` (some of its own) alone, expecting what it expects."""
+        if names == self.names:
+            return self
+        g = ModuleAttrs.__new__(ModuleAttrs)
+        g.module, g.names = self.module, names
+        g.expected = tuple(e for k, e in zip(self.names, self.expected) if k in names)
+        return g
 
     def now(self, args: tuple) -> tuple:
         d = self.module.__dict__

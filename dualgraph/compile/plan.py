@@ -43,6 +43,15 @@ class CapturedGrad:
     owner: Tensor
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class AttrTensor:
+    """The tensor an attribute holds at each call (``table[name]``: a module's ``self.h``
+    rebound every call), not the one the trace saw (`guards.AttrType` checks its type)."""
+
+    table: dict
+    name: str
+
+
 @dataclass(frozen=True, slots=True)
 class ArgumentGrad:
     """The ``.grad`` of the tensor passed at argument ``position``."""
@@ -62,7 +71,7 @@ class RuntimeScalar:
         return np.full(1, self.get(), self.dtype)
 
 
-Source = Union[CapturedTensor, CapturedGrad, ArgumentGrad, RuntimeScalar]
+Source = Union[CapturedTensor, AttrTensor, CapturedGrad, ArgumentGrad, RuntimeScalar]
 
 
 class Slot:

@@ -25,7 +25,7 @@ from ..eager.internal import array_of
 from ..eager.tensor import Tensor
 from ..trace.tracer import TraceContext
 from .baked import BakedValue, fingerprint, trivial
-from .capture import CallTraceContext, plain_value
+from .capture import CallTraceContext, attr_source, pin_attr, plain_value
 from .guards import (
     ArgGradNone,
     CapturedGradType,
@@ -40,7 +40,7 @@ from .guards import (
     cell_value,
     snapshot,
 )
-from .plan import ArgumentGrad, CapturedGrad, CapturedTensor
+from .plan import ArgumentGrad, AttrTensor, CapturedGrad, CapturedTensor
 
 _INT64 = (-(2 ** 63), 2 ** 63)
 # Array dtypes no kernel can take: caught before tracing, with the dtype named.
@@ -275,6 +275,7 @@ def capture_guards(ctx: CallTraceContext,
     arg_index = ctx.arg_index
     sources: list = []
     items: list[Guard] = []
+    attrs: list = []  # (source position, tensor) read through an attribute
     for t, _ in ctx.captured:
         owner = next((p for p, _ in ctx.captured + list(ctx.grad_before.values())
                       + [(a, None) for a in ctx.arg_tensors.values()]
@@ -289,23 +290,45 @@ def capture_guards(ctx: CallTraceContext,
             items.append(GradNone(owner, False))
             items.append(CapturedGradType(owner))
         else:
-            sources.append(CapturedTensor(t))
-            items.append(CapturedType(t))
+            held = attr_source(ctx, t)
+            if held is not None:
+                attrs.append((len(sources), t))
+                sources.append(AttrTensor(*held))
+            else:
+                pin_attr(ctx, t)
+                sources.append(CapturedTensor(t))
+                items.append(CapturedType(t))
     for t in ctx.grad_assumed_none:
         if id(t) in arg_index:
             items.append(ArgGradNone(t, arg_index[id(t)], True))
         else:
             items.append(GradNone(t, True))
-    items.extend(ctx.reads.values())
     roots = list(ctx.baked_roots)
     names: set = set()
     codes: list = []
+    outside: list[Guard] = []
     if fn is not None:
         # The methods of the user's modules that ran are helpers too (`forward` reading a
         # global number).
         modules = [g.module for g in ctx.reads.values()
                    if isinstance(g, ModuleTable)]
-        items.extend(_outside_names(fn, roots, names, codes, modules))
+        outside = _outside_names(fn, roots, names, codes, modules)
+    for module_id, (guard, kept) in ctx.module_attrs.items():
+        # Attributes the module's class never names, but the traced function's code does.
+        more = tuple(k for k in guard.names if k in kept or k in names)
+        if more != kept:
+            ctx.reads[("module attrs", module_id)] = guard.only(more)
+    # A tensor an attribute holds that a global, a closure or a module's table also names
+    # is read as itself; the attribute is then guarded by identity.
+    pinned = {id(g.value) for g in [*ctx.reads.values(), *outside]
+              if isinstance(g, (Identity, CellIdentity))}
+    for j, t in attrs:
+        if id(t) in pinned:
+            sources[j] = CapturedTensor(t)
+            pin_attr(ctx, t)
+            items.append(CapturedType(t))
+    items.extend(ctx.reads.values())
+    items.extend(outside)
     ctx.baked.extend(_baked_values(ctx, roots, names, codes))
     sources.extend(make for _, make in ctx.runtime)
     return tuple(sources), (Guards(items) if items else None)

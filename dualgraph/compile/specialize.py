@@ -29,6 +29,7 @@ from .plan import (
     Argument,
     ArgumentGrad,
     AttrSet,
+    AttrTensor,
     CapturedGrad,
     CapturedTensor,
     CopyWrite,
@@ -114,6 +115,7 @@ def kernel_inputs(plan: Plan, args: tuple) -> list:
     out = arg_arrays(args)
     for src in plan.sources:
         out.append(array_of(src.tensor) if isinstance(src, CapturedTensor) else
+                   array_of(src.table[src.name]) if isinstance(src, AttrTensor) else
                    array_of(src.owner.grad) if isinstance(src, CapturedGrad) else
                    array_of(args[src.position].grad) if isinstance(src, ArgumentGrad) else
                    src())

@@ -98,7 +98,7 @@ def test_attribute_requiring_grad_is_refused_clearly() -> None:
     assert m.h is None
 
 
-def test_tensor_attribute_rebound_outside_retraces() -> None:
+def test_tensor_attribute_rebound_outside_is_read_anew() -> None:
     class Offset(dg.nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -112,4 +112,9 @@ def test_tensor_attribute_rebound_outside_retraces() -> None:
     assert f(dg.ones(2)).item() == 4.0
     m.h = dg.full((2,), 10.0)
     assert f(dg.ones(2)).item() == m(dg.ones(2)).item() == 22.0
+    assert f.stats.traces == 1  # the attribute's tensor is an input, read at each call
+    m.h = dg.full((1,), 3.0)  # another shape: the trace does not hold
+    assert f(dg.ones(2)).item() == m(dg.ones(2)).item() == 8.0
     assert f.stats.traces == 2
+    assert f.stats.retrace_reasons[-1] == ("Offset.h is a (1,) float32 tensor (traced with "
+                                           "(2,) float32)")

@@ -17,7 +17,7 @@ from . import runners, runners_examples, runners_tutorials
 from .harness import GOLDENS
 
 PROGRAMS = ("mingpt", "nanogpt", "mnist", "vae", "regression", "dcgan", "mnist_rnn",
-            "gat") + tuple(
+            "gat", "gcn") + tuple(
     f"makemore-{t}" for t in runners.MAKEMORE_TYPES) + runners_examples.PROGRAMS + \
     runners_tutorials.PROGRAMS
 

@@ -707,3 +707,39 @@ def gat(torch: Any, weights: Any = None, compiled: bool = False) -> dict:
     if compiled:
         out["compiled"] = net
     return out
+
+
+def gcn(torch: Any, weights: Any = None, compiled: bool = False) -> dict:
+    """pytorch/examples gcn: its two-layer ``GCN`` (``torch.Tensor(n_in, n_out)`` then
+    Xavier init, ``torch.spmm`` of a dense normalised adjacency) on a random 12-node
+    graph, trained by its own ``train_iter`` (a training loss, then evaluation on the
+    training and validation masks: three losses a step) with Adam(lr=0.01,
+    weight_decay=5e-4); dropout off. Compiled, the model is ``torch.compile``d (traced
+    once for training and once for evaluation under ``no_grad``)."""
+    gc = import_program(torch, "examples.gcn_main")
+    torch.manual_seed(0)
+    model = gc.GCN(10, 8, 3, use_bias=True, dropout_p=0.0)
+    out: dict = {}
+    if weights is None:
+        out["weights"] = state_arrays(model.state_dict())
+    else:
+        load_arrays(torch, model, weights)
+    rng = np.random.default_rng(5)
+    features = torch.tensor(rng.standard_normal((12, 10)).astype(np.float32))
+    a = (np.eye(12) + (rng.random((12, 12)) < 0.3)).clip(0, 1)
+    a = np.maximum(a, a.T)
+    d = 1.0 / np.sqrt(a.sum(1))
+    adj = torch.tensor((a * d[:, None] * d[None, :]).astype(np.float32))
+    labels = torch.tensor(rng.integers(0, 3, size=12))
+    mask_train, mask_val = torch.arange(0, 8), torch.arange(8, 12)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+    losses: list[float] = []
+    criterion = _Criterion(torch.nn.NLLLoss(), losses)
+    net = _compile(torch, model) if compiled else model
+    for epoch in range(1, STEPS + 1):
+        gc.train_iter(epoch, net, optimizer, criterion, (features, adj), labels,
+                      mask_train, mask_val, print_every=10 ** 6)
+    out["losses"] = losses
+    if compiled:
+        out["compiled"] = net
+    return out

@@ -19,10 +19,11 @@ from . import runners
 from .harness import GOLDENS
 
 GOLD = json.loads((GOLDENS / "losses.json").read_text())["programs"]
+GRAPHS = ("gat", "gcn")
 
 
 @pytest.mark.parametrize("name, compiled", [
-    ("mnist_rnn", False), ("gat", False), ("gat", True),
+    ("mnist_rnn", False), ("gat", False), ("gat", True), ("gcn", False), ("gcn", True),
     # An LSTM over 28 image rows, BatchNorm1d and two linear layers, forward and backward:
     # minutes of cold compile on a loaded two-core machine.
     pytest.param("mnist_rnn", True, marks=pytest.mark.slow)])
@@ -32,13 +33,14 @@ def test_example_losses_equal_torchs(name: str, compiled: bool) -> None:
         warnings.simplefilter("ignore", UserWarning)  # mnist_rnn's Dropout2d of (N, C)
         out = getattr(runners, name)(dg, weights=weights, compiled=compiled)
     want = GOLD[name]["losses"]
-    # gat's train_iter computes three losses a step: training, then evaluation on the
-    # training and validation masks.
-    assert len(out["losses"]) == len(want) == runners.STEPS * (3 if name == "gat" else 1)
+    # gat's and gcn's train_iter compute three losses a step: training, then evaluation on
+    # the training and validation masks.
+    assert len(out["losses"]) == len(want) == runners.STEPS * (3 if name in GRAPHS else 1)
     dg.testing.assert_close(out["losses"], want, rtol=1e-5, atol=0,
                             equal_nan=True, check_dtype=False)
     if compiled:
         stats = out["compiled"].stats
-        # gat's model runs in training and, under no_grad, in evaluation: two traces.
-        assert stats.traces == (2 if name == "gat" else 1)
+        # gat's and gcn's models run in training and, under no_grad, in evaluation: two
+        # traces.
+        assert stats.traces == (2 if name in GRAPHS else 1)
         assert stats.tier1_calls == stats.calls

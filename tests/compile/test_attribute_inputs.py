@@ -1,0 +1,172 @@
+"""A module's plain tensor attribute (``self.h``, not a parameter or buffer) is a compiled
+input read through the attribute at each call, guarded on its shape, dtype and
+``requires_grad``: a hidden state the step rebinds every call (``self.h = h.detach()``)
+compiles once and stays equal to eager mode. An attribute whose tensor something else
+also names, or that the step writes in place, is guarded by identity instead."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+
+
+class Carry(dg.nn.Module):
+    """An RNN-like layer that carries its state across calls on ``self``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = dg.nn.Linear(4, 4)
+        self.h = dg.zeros(2, 4)
+
+    def forward(self, x: dg.Tensor) -> dg.Tensor:
+        h = dg.tanh(self.lin(x) + self.h)
+        self.h = h.detach()
+        return h.square().sum()
+
+
+def _train(compiled: bool) -> tuple:
+    dg.manual_seed(0)
+    model = Carry()
+    opt = dg.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x: dg.Tensor) -> dg.Tensor:
+        opt.zero_grad()
+        loss = model(x)
+        loss.backward()
+        opt.step()
+        return loss
+
+    fn = dg.compile(step) if compiled else step
+    rng = np.random.default_rng(0)
+    losses = [fn(dg.tensor(rng.standard_normal((2, 4)), dtype=dg.float32)).item()
+              for _ in range(6)]
+    return losses, model.h.numpy(), fn
+
+
+def test_state_rebound_every_call_compiles_once_and_equals_eager() -> None:
+    eager, h_eager, _ = _train(False)
+    losses, h, fn = _train(True)
+    np.testing.assert_allclose(losses, eager, rtol=1e-6)
+    np.testing.assert_allclose(h, h_eager, rtol=1e-6)
+    assert fn.stats.traces == 1
+
+
+def test_attribute_set_to_none_retraces_with_a_reason() -> None:
+    m = Carry()
+    f = dg.compile(m)
+    x = dg.ones(2, 4)
+    f(x)
+    m.h = None  # forward then fails eagerly as well: the trace must not be reused
+    try:
+        f(x)
+    except TypeError:
+        pass
+    assert f.stats.retrace_reasons and "Carry.h" in f.stats.retrace_reasons[0]
+
+
+class Shared(dg.nn.Module):
+    """``self.alias`` names the same tensor as the buffer ``scale``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("scale", dg.full((3,), 2.0))
+        self.alias = self.scale
+
+    def forward(self, x: dg.Tensor) -> dg.Tensor:
+        return x * self.alias + self.scale
+
+
+class Bump(dg.nn.Module):
+    """The step writes its attribute tensor in place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = dg.zeros(3)
+
+    def forward(self, x: dg.Tensor) -> dg.Tensor:
+        self.count.add_(1)
+        return x + self.count
+
+
+def test_attribute_also_named_elsewhere_or_written_is_guarded_by_identity() -> None:
+    for module, rebind in ((Shared(), lambda m: setattr(m, "alias", dg.full((3,), 5.0))),
+                           (Bump(), lambda m: setattr(m, "count", dg.full((3,), 7.0)))):
+        f = dg.compile(module)
+        x = dg.ones(3)
+        f(x)
+        rebind(module)
+        got = f(x).numpy()
+        want = module(x).numpy()  # eager mode: and the eager call bumps a Bump once more
+        if isinstance(module, Bump):
+            want = want - 1
+        np.testing.assert_array_equal(got, want)
+        assert f.stats.traces == 2
+        assert "rebound to another tensor" in f.stats.retrace_reasons[0]
+
+
+class Bookkeeping(dg.nn.Module):
+    """A policy network keeping its episode's rewards and a counter on ``self``, as the
+    pytorch/examples reinforcement-learning programs do; its methods never read them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = dg.nn.Linear(3, 2)
+        self.rewards: list = []
+        self.calls = 0
+        self.scale = 2.0
+
+    def forward(self, x: dg.Tensor) -> dg.Tensor:
+        return self.lin(x) * self.scale
+
+
+def test_attributes_the_class_never_names_do_not_retrace() -> None:
+    m = Bookkeeping()
+    f = dg.compile(m)
+    x = dg.ones(1, 3)
+    for _ in range(4):
+        m.rewards.append(1.0)
+        m.calls += 1
+        np.testing.assert_array_equal(f(x).numpy(), m(x).numpy())
+    assert f.stats.traces == 1
+    m.scale = 3.0  # read by forward: guarded
+    np.testing.assert_array_equal(f(x).numpy(), m(x).numpy())
+    assert f.stats.traces == 2
+    assert f.stats.retrace_reasons == ["Bookkeeping.scale is 3.0 (traced with 2.0)"]
+
+
+def test_attributes_the_compiled_function_names_are_guarded() -> None:
+    m = Bookkeeping()
+
+    def step(x: dg.Tensor) -> dg.Tensor:
+        return m(x).sum() * len(m.rewards)
+
+    f = dg.compile(step)
+    x = dg.ones(1, 3)
+    for _ in range(3):
+        m.rewards.append(1.0)
+        assert f(x).item() == step(x).item()
+    assert f.stats.traces == 3
+
+
+def test_a_container_of_traced_tensors_stored_on_self_is_refused_clearly() -> None:
+    """``self.hidden_cell = (h, c)`` of traced values is not written back: a clear
+    `TraceError`, and the module keeps its eager tuple (no traced values leak out)."""
+
+    class Cell(dg.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = dg.nn.LSTM(1, 4)
+            self.hidden_cell = (dg.zeros(1, 1, 4), dg.zeros(1, 1, 4))
+
+        def forward(self, x: dg.Tensor) -> dg.Tensor:
+            out, self.hidden_cell = self.lstm(x.view(len(x), 1, -1), self.hidden_cell)
+            return out.sum()
+
+    m = Cell()
+    before = m.hidden_cell
+    with pytest.raises(dg.TraceError, match=r"Cell\.hidden_cell was set to a tuple holding "
+                                            "traced tensors"):
+        dg.compile(m)(dg.ones(3))
+    assert m.hidden_cell is before
