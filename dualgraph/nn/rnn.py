@@ -87,8 +87,8 @@ def _cols(x: Any, k: int, n: int) -> Any:
 # ------------------------------------------------------------------ one time step
 # A layer's two products, ``x @ W_ih.T + b_ih`` and ``h @ W_hh.T + b_hh``, are one product
 # of ``[x, h]`` with the weights side by side, packed once per call: each time step then
-# costs one matrix product forward and two backward (not two and four), which is what the
-# unrolled loop's compiled code grows by.
+# costs one matrix product forward and two backward (not two and four), which is what a
+# user's loop over the cells grows by.
 
 
 def _pack(mode: str, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -> tuple[Any, Any]:

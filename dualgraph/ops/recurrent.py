@@ -23,10 +23,12 @@ LSTM with a projection (``proj_size``), state ``h = W_hr (o * tanh(c))`` of widt
 workspace's state columns are ``[0, P)``, the cell state's ``[P, P + H)``.
 
 ``rnn_layer_backward(g, ws, h0, [c0,] w_hh, [w_hr,] [lengths], mode, reverse)`` runs the
-time loop backward (BPTT) and returns (T + 1, B, K): for each step the gradient of the
-gate pre-activations (the GRU's input-side and hidden-side gradients differ in the new
-gate, so K is 6H for it, input side first; with a projection, then the step's gradient of
-``h``, for ``W_hr``'s), and in row T the gradients of ``h0`` (and ``c0``). The VJP of
+time loop backward (BPTT) and returns (T, B, K): for each step the gradient of the gate
+pre-activations (the GRU's input-side and hidden-side gradients differ in the new gate,
+6H for it, input side first; with a projection, then the step's gradient of ``h``, for
+``W_hr``'s), then the state the step read (for ``W_hh``'s gradient), and in row 0 only
+the gradients of ``h0`` (and ``c0``). No extent is T + 1 or T - 1, so the generated code
+reads T from the arguments' shapes at every length. The VJP of
 ``rnn_layer`` takes the input and weight gradients from these with three matrix products
 and two sums over the whole sequence. A second derivative through the recurrence is not
 supported and raises.
@@ -78,9 +80,17 @@ def width(mode: str, hidden: int, proj: int = 0) -> int:
 
 
 def grad_width(mode: str, hidden: int, proj: int = 0) -> int:
-    """Columns of ``rnn_layer_backward``'s result: the gates' gradients (the GRU's twice),
-    then with a projection each step's gradient of the projected state."""
+    """Columns of ``rnn_layer_backward``'s result per step before the states': the gates'
+    gradients (the GRU's twice), then with a projection the step's gradient of the
+    projected state."""
     return (2 if mode == "gru" else 1) * _GATES[mode] * hidden + proj
+
+
+def backward_width(mode: str, hidden: int, proj: int = 0) -> int:
+    """All columns of ``rnn_layer_backward``'s result: `grad_width`'s, then the state each
+    step read (P), then in row 0 only the gradients of ``h0`` (P) and ``c0`` (H, LSTM)."""
+    p = proj or hidden
+    return grad_width(mode, hidden, proj) + 2 * p + (hidden if mode == "lstm" else 0)
 
 
 class _Args:
@@ -227,11 +237,23 @@ def _layer_vjp(ctx, g):
         # one op holds the loop (its gradient is not written).
         steps, d_h0, d_c0 = _composed_backward(g, ws, a.h0, a.c0, a.w_hh, a.w_hr, a.lens,
                                                mode, reverse)
+        # Each step's hidden product read the state before it: h0, then h_t in time order
+        # (reversed: h_{t+1}, then h0 at the last step). With lengths, a reversed
+        # sequence's first step reads row t+1 past its end, which holds h0 (kept).
+        first = reshape(a.h0, (1, batch, p))
+        if t_len == 1:
+            before = first
+        elif reverse:
+            before = concatenate((ws[1:, :, :p], first), axis=0)
+        else:
+            before = concatenate((first, ws[:t_len - 1, :, :p]), axis=0)
     else:
         back = layer_backward(g, ws, *states, a.w_hh, *((a.w_hr,) if proj else ()),
                               *((a.lens,) if lengths else ()), mode=mode, reverse=reverse,
                               lengths=lengths, proj=proj)
-        steps, d_h0, d_c0 = back[:t_len], back[t_len, :, :p], back[t_len, :, p:p + n]
+        k = grad_width(mode, n, p if proj else 0)
+        steps, before = back, back[:, :, k:k + p]
+        d_h0, d_c0 = back[0, :, k + p:k + 2 * p], back[0, :, k + 2 * p:k + 2 * p + n]
     dgx = steps[:, :, :gn]
     dgh = steps[:, :, gn:2 * gn] if mode == "gru" else dgx
     rows = t_len * batch
@@ -246,22 +268,12 @@ def _layer_vjp(ctx, g):
         grads["w_ih"] = matmul(transpose(reshape(dgx, (rows, gn))),
                                reshape(a.x, (rows, n_in)))
     if needs.w_hh:
-        # Each step's hidden product read the state before it: h0, then h_t in time order
-        # (reversed: h_{t+1}, then h0 at the last step). With lengths, a reversed
-        # sequence's first step reads row t+1 past its end, which holds h0 (kept).
-        first = reshape(a.h0, (1, batch, p))
-        if t_len == 1:
-            before = first
-        elif reverse:
-            before = concatenate((ws[1:, :, :p], first), axis=0)
-        else:
-            before = concatenate((first, ws[:t_len - 1, :, :p]), axis=0)
         grads["w_hh"] = matmul(transpose(reshape(dgh, (rows, gn))),
                                reshape(before, (rows, p)))
     if proj and needs.w_hr:
         # h = W_hr (o * tanh(c)): the projection's input from the workspace's o and c.
         unprojected = mul(ws[:, :, p + 4 * n:p + 5 * n], tanh(ws[:, :, p:p + n]))
-        grads["w_hr"] = matmul(transpose(reshape(steps[:, :, gn:], (rows, p))),
+        grads["w_hr"] = matmul(transpose(reshape(steps[:, :, gn:gn + p], (rows, p))),
                                reshape(unprojected, (rows, n)))
     if needs.b_ih:
         grads["b_ih"] = _sum(dgx, (0, 1))
@@ -304,7 +316,8 @@ def _backward_impl(g: np.ndarray, ws: np.ndarray, h0: np.ndarray, *rest: np.ndar
     p = h0.shape[1]
     n = c0.shape[1] if mode == "lstm" else p
     gn = _GATES[mode] * n
-    out = np.zeros((t_len + 1, batch, grad_width(mode, n, p if proj else 0)), ws.dtype)
+    k_g = grad_width(mode, n, p if proj else 0)
+    out = np.zeros((t_len, batch, backward_width(mode, n, p if proj else 0)), ws.dtype)
     dh = np.zeros((batch, p), ws.dtype)
     dc = np.zeros((batch, n), ws.dtype)
     one, zero = ws.dtype.type(1), ws.dtype.type(0)
@@ -317,6 +330,7 @@ def _backward_impl(g: np.ndarray, ws: np.ndarray, h0: np.ndarray, *rest: np.ndar
         # it kept, so their gradients pass on to it; its gates have none.
         dh = dh + g[t, :, :p]
         h = ws[t, :, :p]
+        out[t, :, k_g:k_g + p] = h0 if prev is None else ws[prev, :, :p]
         if mode == "tanh":
             d = dh * (one - h * h)
         elif mode == "relu":
@@ -328,7 +342,7 @@ def _backward_impl(g: np.ndarray, ws: np.ndarray, h0: np.ndarray, *rest: np.ndar
             gi, gf, gc, go = (g[t, :, p + (1 + j) * n:p + (2 + j) * n] for j in range(4))
             du = dh  # the gradient of o * tanh(c), the projection's input
             if w_hr is not None:
-                out[t, :, gn:] = np.where(run, dh, zero)
+                out[t, :, gn:gn + p] = np.where(run, dh, zero)
                 du = dh @ w_hr
             tc = np.tanh(c)
             dc = dc + g[t, :, p:p + n] + np.where(run, du * o * (one - tc * tc), zero)
@@ -346,15 +360,15 @@ def _backward_impl(g: np.ndarray, ws: np.ndarray, h0: np.ndarray, *rest: np.ndar
             dz = (dh * (h_prev - new) + gz) * z * (one - z)
             out[t, :, :gn] = np.where(run, np.concatenate((dr, dz, dnew), axis=1), zero)
             d = np.where(run, np.concatenate((dr, dz, dnew * r + ghn), axis=1), zero)
-            out[t, :, gn:] = d
+            out[t, :, gn:2 * gn] = d
             dh = np.where(run, dh * z, dh) + d @ w_hh
             continue
         d = np.where(run, d, zero)
         out[t, :, :gn] = d
         dh = np.where(run, zero, dh) + d @ w_hh
-    out[t_len, :, :p] = dh
+    out[0, :, k_g + p:k_g + 2 * p] = dh
     if mode == "lstm":
-        out[t_len, :, p:p + n] = dc
+        out[0, :, k_g + 2 * p:k_g + 2 * p + n] = dc
     return out
 
 
@@ -437,7 +451,7 @@ def _backward_infer(g: Any, ws: Any, h0: Any, *rest: Any, mode: str, reverse: bo
                          f"{tuple(ws.shape)} differ")
     p = h0.shape[1]
     n = rest[0].shape[1] if mode == "lstm" else p
-    return (t_len + 1, batch, grad_width(mode, n, p if proj else 0)), ws.dtype
+    return (t_len, batch, backward_width(mode, n, p if proj else 0)), ws.dtype
 
 
 def _backward_vjp(ctx, g):

@@ -1,13 +1,15 @@
-"""Recurrences: ``rnn_layer`` and ``rnn_layer_backward`` as one loop over time each.
+"""Recurrences: ``rnn_layer`` (and ``rnn_layer_proj``, the LSTM with a projection: one
+more GEMM per step) and ``rnn_layer_backward`` as one loop over time each.
 
 The forward is one GEMM for the input side of every step (``x @ W_ih.T`` over the whole
 sequence), then per step one GEMM for the hidden side into a (B, G*H) buffer and one
 elementwise pass over (B, H) that applies the gates and writes the step's workspace row.
 The backward runs the steps in the opposite order: one elementwise pass writing the
 step's gate gradients, then one GEMM carrying the hidden-state gradient to the step
-before. The generated code is the same for every sequence length (the length is a loop
-extent, read from the arguments' shapes when it is large): compile time does not grow
-with the sequence.
+before. With lengths, a sequence past its end keeps its state (a select per element).
+The generated code is the same for every sequence length (the length is a loop extent,
+read from the arguments' shapes when it is large, and no size is T + 1 or a multiple of T
+that is no argument's): compile time does not grow with the sequence.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....ir.graph import Node
-from ....ops.recurrent import gates, grad_width, input_names
+from ....ops.recurrent import backward_width, gates, grad_width, input_names
 from ... import kir
 from . import _reshaped, ishape, lowers
 
@@ -74,8 +76,8 @@ def _rnn_layer(node: Node, args: list, out: str) -> kir.Block:
     gn = gates(mode) * n
     dt = np.dtype(node.dtype)
     res = kir.Buffer(out, ishape(node), dt)
-    block = kir.Block([kir.Comment(f"rnn_layer[{mode}] as a loop over {t_len} steps: one "
-                                   f"GEMM per step"), kir.Alloc(res)], res)
+    block = kir.Block([kir.Comment(f"rnn_layer[{mode}] as a loop over time: one GEMM per "
+                                   f"step"), kir.Alloc(res)], res)
     rows = t_len * batch
     # The input side of every step at once; then the running state in (B, P) buffers that
     # are the GEMM's operand (and the LSTM's cell state).
@@ -94,7 +96,8 @@ def _rnn_layer(node: Node, args: list, out: str) -> kir.Block:
         block.add(kir.Alloc(hu), kir.Alloc(hq))
     if not (rows and n):
         return block
-    xf = _reshaped(block, x, (rows * n_in,), f"{out}_xf")
+    # (T * B, I), not flat: the printer writes T * B from the arguments' shapes.
+    xf = _reshaped(block, x, (rows, n_in), f"{out}_xf")
     wif = _reshaped(block, w_ih, (gn * n_in,), f"{out}_wi")
     whf = _reshaped(block, w_hh, (gn * p,), f"{out}_wh")
     if n_in:
@@ -200,11 +203,12 @@ def _rnn_layer_backward(node: Node, args: list, out: str) -> kir.Block:
     p = node.inputs[2].shape[1]
     n = node.inputs[3].shape[1] if lstm else p
     gn = gates(mode) * n
-    k_w = grad_width(mode, n, p if w_hr is not None else 0)
+    k_g = grad_width(mode, n, p if w_hr is not None else 0)
+    k_w = backward_width(mode, n, p if w_hr is not None else 0)
     dt = np.dtype(node.dtype)
     res = kir.Buffer(out, ishape(node), dt)
-    block = kir.Block([kir.Comment(f"rnn_layer_backward[{mode}] as a loop over {t_len} "
-                                   f"steps: one GEMM per step"), kir.Alloc(res, 0)], res)
+    block = kir.Block([kir.Comment(f"rnn_layer_backward[{mode}] as a loop over time: one "
+                                   f"GEMM per step"), kir.Alloc(res, 0)], res)
     dh = kir.Buffer(f"{out}_dh", (batch, p), dt)
     block.add(kir.Alloc(dh, 0))
     dc = du = None
@@ -241,6 +245,9 @@ def _rnn_layer_backward(node: Node, args: list, out: str) -> kir.Block:
     def keep(value: kir.Expr, kept: kir.Expr) -> kir.Expr:
         return value if running is None else kir.Select(running, value, kept)
 
+    # Step t's rows of the result, (B, K), as the GEMMs' operand: a view per step, so no
+    # size in the code is a multiple of T but the arguments' (T is read from them).
+    rt = kir.Buffer(f"{out}_rt", (batch, k_w), dt, kir.VIEW)
     pre_pass = []  # with a projection: the pass over (B, P) and the GEMM before the gates
     if w_hr is not None:
         # dh (B, P) is the projected state's gradient: record it (for W_hr's), keep it in
@@ -255,7 +262,7 @@ def _rnn_layer_backward(node: Node, args: list, out: str) -> kir.Block:
                 kir.Store(res, (t, b, q + gn), d_full),
                 kir.Store(dh, (b, q), d_kept),
             )),)),
-            kir.Gemm(batch, n, p, kir.Operand(res, k_w, offset=t * (batch * k_w) + gn),
+            kir.Gemm(batch, n, p, kir.Operand(rt, k_w, offset=gn),
                      kir.Operand(_reshaped(block, w_hr, (p * n,), f"{out}_wr"), n),
                      kir.Operand(du, n)),
         ]
@@ -301,15 +308,19 @@ def _rnn_layer_backward(node: Node, args: list, out: str) -> kir.Block:
     body = (
         kir.Let(t, _step_index(_last(t_len) - s, t_len, reverse)),
         kir.Let(pv, clamp),
+        kir.View(rt, res, "slice", (t,)),
+        # The state the step read, for W_hh's gradient.
+        kir.Loop(b, batch, (kir.Loop(q, p, (kir.Store(res, (t, b, q + k_g), kir.Select(
+            first, h0[(b, q)], ws[(pv, b, q)])),)),)),
         *pre_pass,
         kir.Loop(b, batch, (kir.Loop(j, n, tuple(e.stmts)),)),
-        kir.Gemm(batch, p, gn, kir.Operand(res, k_w, offset=t * (batch * k_w) + off),
+        kir.Gemm(batch, p, gn, kir.Operand(rt, k_w, offset=off),
                  kir.Operand(whf, p), kir.Operand(dh, p),
                  beta=1.0 if gru or running is not None or w_hr is not None else 0.0),
     )
     block.add(kir.Loop(s, t_len, body))
-    last = [kir.Loop(q, p, (kir.Store(res, (t_len, b, q), dh[(b, q)]),))]
+    last = [kir.Loop(q, p, (kir.Store(res, (0, b, q + k_g + p), dh[(b, q)]),))]
     if lstm:
-        last.append(kir.Loop(j, n, (kir.Store(res, (t_len, b, j + p), dc[(b, j)]),)))
+        last.append(kir.Loop(j, n, (kir.Store(res, (0, b, j + k_g + 2 * p), dc[(b, j)]),)))
     block.add(kir.Loop(b, batch, tuple(last)))
     return block
