@@ -6,12 +6,10 @@ whose kernel holds the time loop, as PyTorch's ``aten::lstm`` is one op: a compi
 has one node per layer and direction whatever the sequence length, and its generated code
 is the size of one step (docs/rnn.md gives the design and what it costs to compile).
 
-A `PackedSequence` input (whose batch shrinks as sequences end) and the LSTM's projection
-run the loop unrolled in Python instead, each step a few registry ops (``addmm``,
-``sigmoid``, ``tanh``, slicing), written so that the graph grows by a fixed number of nodes
-per step: the input is taken apart once (cut as a tree of halves, so that the slices'
-gradients cost O(T log T), see `split_rows`), each layer hands the next one its list of
-per-step outputs, and the sequence output is one ``stack``. The cells are one such step.
+A `PackedSequence` input runs the same ops over the padded batch with each sequence's
+length (past its end a sequence keeps its state), padded and packed again by one gather
+each; the LSTM's projection (``proj_size``) is the op's ``w_hr``. The cells are one step
+composed of registry ops (``addmm``, ``sigmoid``, ``tanh``, slicing).
 """
 
 from __future__ import annotations
@@ -25,7 +23,9 @@ import numpy as np
 
 from ..dtypes import as_dtype, default_float
 from ..eager.creation import zeros
+from ..eager.grad_mode import is_grad_enabled
 from ..eager.internal import set_array
+from ..eager.tensor import tensor
 from ..ops import elementwise as E
 from ..ops import linalg as L
 from ..ops import recurrent as R
@@ -34,7 +34,11 @@ from ..ops.mixin import TensorOps
 from . import functional as F
 from .modules import Module, Parameter
 from .modules.module import _uniform
-from .utils.rnn import PackedSequence, split_rows, split_steps
+from .utils.rnn import PackedSequence, batch_sizes_of, pack_rows, packed_sizes, pad_rows
+
+# The recurrence's VJP composes a differentiable backward when the gradient will be
+# differentiated again (create_graph); the gradient mode is the eager layer's to tell.
+R.set_recording_query(is_grad_enabled)
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 _OP_MODE = {"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "tanh", "RNN_RELU": "relu"}
@@ -54,38 +58,37 @@ def _check_size(name: str, value: Any) -> None:
         raise ValueError(f"{name} must be greater than zero")
 
 
+_TORCH_DTYPE = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
+                "float64": "Double"}
+
+
+def _check_state_dtype(name: str, h: Any, weight: Any) -> None:
+    """A state whose dtype is not the weights' is refused as PyTorch refuses it (a
+    RuntimeError naming both dtypes), not promoted."""
+    if h.dtype != weight.dtype:
+        got, want = (_TORCH_DTYPE.get(str(d), str(d)) for d in (h.dtype, weight.dtype))
+        raise RuntimeError(f"{name}: the hidden state and the weights must have the same "
+                           f"dtype, but got {got} and {want}")
+
+
+def _lengths(packed: Any) -> Any:
+    """A packed sequence's lengths in its (sorted) batch order, as an int64 tensor."""
+    if packed is None:
+        return None
+    sizes = np.asarray(packed_sizes(packed))
+    return tensor(batch_sizes_of(sizes) if sizes.size else sizes.astype(np.int64))
+
+
 def _cols(x: Any, k: int, n: int) -> Any:
     """Columns ``k*n .. (k+1)*n`` of a 2-D tensor: gate ``k`` of a packed gate matrix."""
     return x[:, k * n:(k + 1) * n]
 
 
-# A layer's state is one (batch, hidden) tensor, or the LSTM's (h, c) pair of them.
-
-
-def _rows(state: Any) -> int:
-    return (state[0] if isinstance(state, tuple) else state).shape[0]
-
-
-def _slice(state: Any, start: int, stop: int) -> Any:
-    if isinstance(state, tuple):
-        return tuple(s[start:stop] for s in state)
-    return state[start:stop]
-
-
-def _join(states: list) -> Any:
-    states = [s for s in states if _rows(s)]
-    if len(states) == 1:
-        return states[0]
-    if isinstance(states[0], tuple):
-        return tuple(S.concatenate(parts, axis=0) for parts in zip(*states))
-    return S.concatenate(states, axis=0)
-
-
 # ------------------------------------------------------------------ one time step
 # A layer's two products, ``x @ W_ih.T + b_ih`` and ``h @ W_hh.T + b_hh``, are one product
 # of ``[x, h]`` with the weights side by side, packed once per call: each time step then
-# costs one matrix product forward and two backward (not two and four), which is what the
-# unrolled loop's compiled code grows by.
+# costs one matrix product forward and two backward (not two and four), which is what a
+# user's loop over the cells grows by.
 
 
 def _pack(mode: str, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -> tuple[Any, Any]:
@@ -113,7 +116,7 @@ def _gates(x: Any, h: Any, wt: Any, b: Any) -> Any:
     return L.matmul(xh, wt) if b is None else L.addmm(b, xh, wt)
 
 
-def _step(mode: str, x: Any, state: Any, wt: Any, b: Any, w_hr: Any = None) -> Any:
+def _step(mode: str, x: Any, state: Any, wt: Any, b: Any) -> Any:
     """One time step: the new state (a tensor, or ``(h, c)`` for the LSTM) from the input
     and state, (batch, features) each, and the packed weights."""
     if mode == "LSTM":
@@ -126,10 +129,7 @@ def _step(mode: str, x: Any, state: Any, wt: Any, b: Any, w_hr: Any = None) -> A
         cell = E.tanh(_cols(g, 2, n))
         o = E.sigmoid(_cols(g, 3, n))
         c = E.add(E.mul(f, c), E.mul(i, cell))
-        h = E.mul(o, E.tanh(c))
-        if w_hr is not None:
-            h = L.matmul(h, S.transpose(w_hr))
-        return h, c
+        return E.mul(o, E.tanh(c)), c
     g = _gates(x, state, wt, b)
     if mode == "GRU":
         n = g.shape[1] // 4
@@ -272,45 +272,18 @@ class RNNBase(Module):
     def _check_state(self, h: Any, expected: tuple, what: str = "hidden size") -> None:
         if tuple(h.shape) != expected:
             raise RuntimeError(f"Expected {what} {expected}, got {list(h.shape)}")
+        _check_state_dtype(type(self).__name__, h, self.weight_ih_l0)
 
-    def _run(self, steps: list, states: list) -> tuple[list, list]:
-        """Run all layers over ``steps``, one (batch, features) tensor per time step (for a
-        packed sequence, the batch shrinks as sequences end). ``states`` holds one state
-        per layer and direction: a tensor (RNN, GRU) or an ``(h, c)`` pair (LSTM). Returns
-        the last layer's per-step outputs and the final states in the same layout."""
-        directions = 2 if self.bidirectional else 1
-        final = []
-        dropping = self.training and self.dropout > 0
-        for layer in range(self.num_layers):
-            if layer and dropping:
-                steps = [F.dropout(s, self.dropout, True) for s in steps]
-            outs = []
-            for direction in range(directions):
-                index = layer * directions + direction
-                weights = self.all_weights[index]
-                seq = steps[::-1] if direction else steps
-                ys, state = self._run_direction(seq, states[index], weights)
-                outs.append(ys[::-1] if direction else ys)
-                final.append(state)
-            if directions == 1:
-                steps = outs[0]
-            else:
-                steps = [S.concatenate((a, b), axis=-1) for a, b in zip(*outs)]
-        return steps, final
-
-    def _whole(self, packed: Any) -> bool:
-        """Whether the layers run as `rnn_layer` ops, one per layer and direction holding
-        the time loop (docs/rnn.md). A packed sequence (whose batch changes from step to
-        step) and the LSTM's projection run the loop unrolled in Python instead."""
-        return packed is None and not self.proj_size
-
-    def _run_sequence(self, x: Any, states: list) -> tuple[Any, list]:
+    def _run_sequence(self, x: Any, states: list, lengths: Any = None) -> tuple[Any, list]:
         """Run all layers over ``x`` (T, B, features), each layer and direction one
-        `rnn_layer` op. Returns the last layer's output (T, B, directions * H) and the
-        final states, one per layer and direction, as `_run` does."""
+        `rnn_layer` op; ``lengths`` (a packed sequence's, in its sorted batch order) stops
+        each sequence at its own end. Returns the last layer's output (T, B, directions *
+        H; rows past a sequence's end are not defined) and the final states, one per layer
+        and direction: a tensor (RNN, GRU) or an ``(h, c)`` pair (LSTM)."""
         directions = 2 if self.bidirectional else 1
         mode = _OP_MODE[self.mode]
-        n = self.hidden_size
+        n = self.proj_size or self.hidden_size  # the state's width
+        c_cols = slice(n, n + self.hidden_size)
         last = x.shape[0] - 1
         final = []
         dropping = self.training and self.dropout > 0
@@ -326,61 +299,37 @@ class RNNBase(Module):
                 else:
                     w_ih, w_hh = weights[:2]
                     b_ih = b_hh = zeros(w_ih.shape[0], dtype=w_ih.dtype)
+                w_hr = weights[-1] if self.proj_size else None
                 state = states[index]
                 h0, c0 = state if mode == "lstm" else (state, None)
                 ws = R.rnn_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, mode=mode,
-                                 reverse=bool(direction))
+                                 reverse=bool(direction), lengths=lengths, w_hr=w_hr)
                 outs.append(ws[:, :, :n])
+                # With lengths too: a sequence keeps its state past its end, so the last
+                # row (reversed: the first) holds every sequence's final state.
                 end = 0 if direction else last
                 h = ws[end, :, :n]
-                final.append((h, ws[end, :, n:2 * n]) if mode == "lstm" else h)
+                final.append((h, ws[end, :, c_cols]) if mode == "lstm" else h)
             x = outs[0] if directions == 1 else S.concatenate(outs, axis=-1)
         return x, final
 
-    def _finish_sequence(self, y: Any, batched: bool) -> Any:
+    def _finish_sequence(self, y: Any, batched: bool, packed: Any = None) -> Any:
+        if packed is not None:
+            return packed._replace(data=pack_rows(y, packed_sizes(packed)))
         if not batched:
             return y.squeeze(1)
         return S.transpose(y, 0, 1) if self.batch_first else y
 
-    def _run_direction(self, steps: list, state: Any, weights: list) -> tuple[list, Any]:
-        """One layer and direction over ``steps``. When the steps' batch sizes change (a
-        packed sequence: decreasing forward, increasing reversed), the state keeps the rows
-        of the running sequences: a sequence that ends sets its final state aside, one
-        that starts takes its rows of the initial state."""
-        if self.bias:
-            w_ih, w_hh, b_ih, b_hh = weights[:4]
-        else:
-            (w_ih, w_hh), b_ih, b_hh = weights[:2], None, None
-        w_hr = weights[-1] if self.proj_size else None
-        wt, b = _pack(self.mode, w_ih, w_hh, b_ih, b_hh)
-        initial, ended = state, []
-        rows = _rows(state)
-        if steps and steps[0].shape[0] < rows:  # reversed packed: the shortest run first
-            rows = steps[0].shape[0]
-            state = _slice(state, 0, rows)
-        ys = []
-        for x in steps:
-            n = x.shape[0]
-            if n < rows:
-                ended.append(_slice(state, n, rows))
-                state = _slice(state, 0, n)
-            elif n > rows:
-                state = _join([state, _slice(initial, rows, n)])
-            rows = n
-            state = _step(self.mode, x, state, wt, b, w_hr)
-            ys.append(state[0] if self.mode == "LSTM" else state)
-        if ended:
-            # Rows in batch order: the running ones, then those that ended, latest first.
-            state = _join([state, *ended[::-1]])
-        return ys, state
-
-    def _prepare(self, x: Any) -> tuple[list, int, bool, Any]:
-        """The input as a list of per-step (batch, features) tensors, the batch size,
-        whether the input had a batch dim, and the `PackedSequence` it was (or None)."""
+    def _prepare(self, x: Any) -> tuple[Any, int, bool, Any]:
+        """The input as (T, B, features), the batch size, whether the input had a batch
+        dim, and the `PackedSequence` it was (or None): a packed sequence is padded (its
+        batch in the packed order), its lengths stop each sequence at its end."""
         if isinstance(x, PackedSequence):
             self._check_input(x.data)
-            steps = split_steps(x)
-            return steps, steps[0].shape[0] if steps else 0, True, x
+            sizes = packed_sizes(x)
+            if not sizes:
+                raise ValueError(f"{type(self).__name__}: the packed sequence is empty")
+            return pad_rows(x.data, sizes), sizes[0], True, x
         if isinstance(x, TensorOps) and x.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
                              f"{x.ndim}D tensor instead")
@@ -390,19 +339,7 @@ class RNNBase(Module):
             x = x.unsqueeze(1)
         elif self.batch_first:
             x = S.transpose(x, 0, 1)
-        if self._whole(None):
-            return x, x.shape[1], batched, None
-        return split_rows(x, [(t, t + 1) for t in range(x.shape[0])], select=True), \
-            x.shape[1], batched, None
-
-    def _finish(self, ys: list, batched: bool, packed: Any) -> Any:
-        """The output from the last layer's per-step outputs, in the input's layout."""
-        if packed is not None:
-            return packed._replace(data=S.concatenate(ys, axis=0))
-        y = S.stack(ys, 0)
-        if not batched:
-            return y.squeeze(1)
-        return S.transpose(y, 0, 1) if self.batch_first else y
+        return x, x.shape[1], batched, None
 
     @staticmethod
     def _permute(h: Any, packed: Any, which: str) -> Any:
@@ -419,10 +356,10 @@ class RNNBase(Module):
     def forward(self, input: Any, hx: Any = None) -> tuple:  # noqa: A002
         """``(output, h_n)``: output (time, batch, directions * hidden) (batch first with
         ``batch_first``), h_n (layers * directions, batch, hidden)."""
-        steps, batch, batched, packed = self._prepare(input)
+        x, batch, batched, packed = self._prepare(input)
         expected = self._state_shape(batch)
         if hx is None:
-            hx = self._zeros(expected, steps if self._whole(packed) else steps[0])
+            hx = self._zeros(expected, x)
         else:
             if hx.ndim != (3 if batched else 2):
                 raise RuntimeError(
@@ -432,13 +369,9 @@ class RNNBase(Module):
                 hx = hx.unsqueeze(1)
             self._check_state(hx, expected)
             hx = self._permute(hx, packed, "sorted_indices")
-        if self._whole(packed):
-            y, final = self._run_sequence(steps, self._states_of(hx))
-            h_n = S.stack(final, 0)
-            return self._finish_sequence(y, batched), (h_n if batched else h_n.squeeze(1))
-        ys, final = self._run(steps, self._states_of(hx))
+        y, final = self._run_sequence(x, self._states_of(hx), _lengths(packed))
         h_n = self._permute(S.stack(final, 0), packed, "unsorted_indices")
-        return self._finish(ys, batched, packed), (h_n if batched else h_n.squeeze(1))
+        return self._finish_sequence(y, batched, packed), (h_n if batched else h_n.squeeze(1))
 
 
 class RNN(RNNBase):
@@ -500,12 +433,11 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def forward(self, input: Any, hx: Any = None) -> tuple:  # noqa: A002
-        steps, batch, batched, packed = self._prepare(input)
+        x, batch, batched, packed = self._prepare(input)
         h_shape = self._state_shape(batch)
         c_shape = self._state_shape(batch, cell=True)
         if hx is None:
-            like = steps if self._whole(packed) else steps[0]
-            h0, c0 = self._zeros(h_shape, like), self._zeros(c_shape, like)
+            h0, c0 = self._zeros(h_shape, x), self._zeros(c_shape, x)
         else:
             if not isinstance(hx, (tuple, list)) or len(hx) != 2:
                 raise TypeError("LSTM: hx must be a tuple (h_0, c_0)")
@@ -522,19 +454,12 @@ class LSTM(RNNBase):
             h0 = self._permute(h0, packed, "sorted_indices")
             c0 = self._permute(c0, packed, "sorted_indices")
         states = list(zip(self._states_of(h0), self._states_of(c0)))
-        if self._whole(packed):
-            y, final = self._run_sequence(steps, states)
-            h_n = S.stack([h for h, _ in final], 0)
-            c_n = S.stack([c for _, c in final], 0)
-            if not batched:
-                h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
-            return self._finish_sequence(y, batched), (h_n, c_n)
-        ys, final = self._run(steps, states)
+        y, final = self._run_sequence(x, states, _lengths(packed))
         h_n = self._permute(S.stack([h for h, _ in final], 0), packed, "unsorted_indices")
         c_n = self._permute(S.stack([c for _, c in final], 0), packed, "unsorted_indices")
         if not batched:
             h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
-        return self._finish(ys, batched, packed), (h_n, c_n)
+        return self._finish_sequence(y, batched, packed), (h_n, c_n)
 
 
 # -------------------------------------------------------------------------- cells
@@ -607,6 +532,7 @@ class RNNCellBase(Module):
                                      f"{h.ndim}D instead")
                 if not batched:
                     h = h.unsqueeze(0)
+                _check_state_dtype(name, h, self.weight_ih)
                 if tuple(h.shape) != (x.shape[0], self.hidden_size):
                     raise RuntimeError(f"{name}: hidden state of shape {tuple(h.shape)} does "
                                        f"not match (batch, hidden_size) = "

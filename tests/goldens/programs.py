@@ -2160,6 +2160,24 @@ def recurrent_layers(lib, F, x, h0, c0, g0, *weights):
     return y, h, c, z, hg, r, hr
 
 
+# The LSTM with a projection (`rnn_layer_proj`) over a packed batch (per-sequence lengths),
+# both directions, from given states.
+_PROJ_W = (_fixed((8, 3), -0.6, 0.5), _fixed((8, 1), -0.5, 0.7), _fixed((8,), -0.3, 0.4),
+           _fixed((8,), -0.2, 0.1), _fixed((1, 2), 0.6, -0.4), _fixed((8, 3), 0.5, -0.6),
+           _fixed((8, 1), 0.4, -0.4), _fixed((8,), 0.3, -0.2), _fixed((8,), -0.1, 0.3),
+           _fixed((1, 2), -0.5, 0.5))
+
+
+@program(grid((4, 2, 3), -1.0, 1.0), grid((2, 2, 1), -0.4, 0.4), grid((2, 2, 2), 0.5, -0.5),
+         *_PROJ_W, covers=("rnn_layer_proj",), source=SURFACE)
+def recurrent_projected_packed(lib, F, x, h0, c0, *weights):
+    lstm = _with_weights(lib, lib.nn.LSTM(3, 2, proj_size=1, bidirectional=True), weights)
+    packed = lib.nn.utils.rnn.pack_padded_sequence(x, [2, 4], enforce_sorted=False)
+    y, (h, c) = lstm(packed, (h0, c0))
+    padded, _ = lib.nn.utils.rnn.pad_packed_sequence(y, batch_first=True)
+    return padded, h, c
+
+
 # ============================================================================
 # One program per case row (tests/ops/cases.py), derived, never written here.
 # ============================================================================

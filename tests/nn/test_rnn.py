@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -143,6 +144,16 @@ def test_argument_errors() -> None:
         lstm(dg.randn(4, 2, 5))
     with pytest.raises(ValueError, match="does not match weight dtype"):
         lstm(dg.randn(4, 2, 2, dtype=dg.float64))
+    # A state of another dtype than the weights': PyTorch's RuntimeError, no promotion.
+    same = "must have the same dtype, but got Double and Float"
+    with pytest.raises(RuntimeError, match=same):
+        dg.nn.GRU(2, 3)(dg.randn(4, 2, 2), dg.zeros(1, 2, 3, dtype=dg.float64))
+    with pytest.raises(RuntimeError, match=same):
+        dg.nn.LSTM(2, 3)(dg.randn(4, 2), (dg.zeros(1, 3), dg.zeros(1, 3, dtype=dg.float64)))
+    with pytest.raises(RuntimeError, match=same):
+        dg.nn.RNNCell(2, 3)(dg.randn(4, 2), dg.zeros(4, 3, dtype=dg.float64))
+    with pytest.raises(RuntimeError, match=same):
+        dg.nn.LSTMCell(2, 3)(dg.randn(2), (dg.zeros(3, dtype=dg.float64), dg.zeros(3)))
     with pytest.raises(RuntimeError, match="Expected hidden size \\(1, 2, 3\\), got \\[1, 3, 3\\]"):
         lstm(dg.randn(4, 2, 2), (dg.zeros(1, 3, 3), dg.zeros(1, 2, 3)))
     with pytest.raises(RuntimeError, match="hx and cx should also be 3-D"):
@@ -210,13 +221,24 @@ def test_trace_does_not_grow_with_the_sequence(kind: str) -> None:
     assert ops.count("rnn_layer") == 4 and ops.count("rnn_layer_backward") == 4
 
 
-def test_unrolled_trace_grows_by_a_fixed_number_of_nodes_per_step() -> None:
-    """The LSTM's projection runs the time loop unrolled: each extra step adds the same
-    nodes to the traced graph (no stack-and-reslice between layers, no per-step copies of
-    the whole sequence)."""
-    rnn = dg.nn.LSTM(3, 4, num_layers=2, proj_size=2)
-    sizes = [len(dg.trace(lambda x: rnn(x)[0], dg.randn(t, 2, 3)).nodes) for t in (2, 3, 4)]
-    assert sizes[1] - sizes[0] == sizes[2] - sizes[1] > 0
+def test_packed_and_projected_traces_do_not_grow_with_the_sequence() -> None:
+    """A packed batch (lengths per sequence) and the LSTM's projection run as `rnn_layer`
+    ops too: the traced forward and backward graph is the same size at every length."""
+    from dualgraph.nn.utils.rnn import pack_padded_sequence
+
+    rnn = dg.nn.LSTM(3, 4, num_layers=2, proj_size=2, bidirectional=True)
+
+    def loss(x):
+        packed = pack_padded_sequence(x, [x.shape[0], 2, 1], enforce_sorted=False)
+        out, (h_n, c_n) = rnn(packed)
+        total = out.data.sum() + h_n.sum() + c_n.sum()
+        return dg.grad(total, [x, rnn.weight_hr_l0, rnn.weight_hh_l1_reverse])
+
+    graphs = [dg.trace(loss, dg.randn(t, 3, 3, requires_grad=True)) for t in (3, 4, 9)]
+    sizes = [len(g.nodes) for g in graphs]
+    assert sizes[0] == sizes[1] == sizes[2]
+    ops = [n.op for n in graphs[0].nodes]
+    assert ops.count("rnn_layer_proj") == 4 and ops.count("rnn_layer_backward") == 4
 
 
 def test_warns_nothing_on_plain_use() -> None:
@@ -225,28 +247,67 @@ def test_warns_nothing_on_plain_use() -> None:
         dg.nn.LSTM(2, 3, num_layers=2, dropout=0.1)(dg.randn(2, 1, 2))
 
 
-def _input_gradient_scatter_elements(steps: int) -> int:
-    """Elements the backward of an unrolled LSTM's input gradient writes with scatters
-    (the gradients of the slices the layer cuts its input into)."""
-    rnn = dg.nn.LSTM(3, 4, proj_size=2)
-    x = dg.randn(steps, 2, 3, requires_grad=True)
-    y, _ = rnn(x)
-    (g,) = dg.autograd.grad(y.sum(), [x], create_graph=True)
-    # The input's slices are (steps, 2, 3); the gate columns' scatters are 2-D.
-    return sum(int(np.prod(n.shape)) for n in dg.graph_of(g).nodes
-               if n.op == "scatter" and tuple(n.shape[1:]) == (2, 3))
-
-
-def test_input_gradient_is_cut_as_a_tree() -> None:
-    """The slices' gradients add up to O(T log T) elements, not O(T^2): cutting every step
-    from the whole (T, 2, 3) input would write T * T * 6 elements."""
-    counts = {t: _input_gradient_scatter_elements(t) for t in (4, 16, 64)}
-    assert counts[4] == 4 * 4 * 6  # short sequences: one slice per step
-    assert counts[16] == 768 and counts[64] == 4608
-    assert counts[64] < 64 * 64 * 6 / 5
-
-
-def test_tree_cut_input_gradient_matches_finite_differences() -> None:
+def test_projected_bidirectional_input_gradient_matches_finite_differences() -> None:
     lstm = dg.nn.LSTM(2, 3, bidirectional=True, proj_size=1).double()
     x = dg.tensor(np.random.default_rng(3).standard_normal((9, 1, 2)), requires_grad=True)
     assert gradcheck(lambda t: lstm(t)[0], x)
+
+
+def _input_gradient(module: Any, packed_lengths: list | None = None):
+    """``x -> d(loss)/dx`` recorded with ``create_graph``, so gradcheck differentiates the
+    layer twice (the loss reads the output and the final state, squared)."""
+    from dualgraph.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    def gradient(x):
+        x = x if x.requires_grad else x.detach().requires_grad_(True)
+        inp = x if packed_lengths is None else \
+            pack_padded_sequence(x, packed_lengths, enforce_sorted=False)
+        out, h = module(inp)
+        if packed_lengths is not None:
+            out = pad_packed_sequence(out)[0]
+        h = h[0] if isinstance(h, tuple) else h
+        (g,) = dg.grad((out ** 2).sum() + (h ** 3).sum(), [x], create_graph=True)
+        return g
+
+    return gradient
+
+
+@pytest.mark.parametrize("kind,kwargs,lengths", [
+    ("RNN", {"nonlinearity": "relu", "num_layers": 2}, None),
+    ("GRU", {"bidirectional": True}, [3, 1]),
+    ("LSTM", {"proj_size": 2, "bidirectional": True}, [1, 3]),
+])
+def test_second_derivative_matches_finite_differences(kind: str, kwargs: dict,
+                                                      lengths: list | None) -> None:
+    """The gradient of a gradient through the layers (PyTorch supports it), packed and
+    projected included: float64 finite differences of the recorded first gradient."""
+    dg.manual_seed(0)
+    module = getattr(dg.nn, kind)(2, 3, **kwargs).double()
+    x = dg.tensor(np.random.default_rng(1).standard_normal((3, 2, 2)))
+    assert gradcheck(_input_gradient(module, lengths), x)
+
+
+def test_compiled_second_derivative_equals_eager() -> None:
+    """A gradient penalty through a GRU inside `dg.compile`: the penalty's gradients equal
+    eager's."""
+    results = []
+    for compiled in (False, True):
+        dg.manual_seed(0)
+        gru = dg.nn.GRU(2, 3).double()
+
+        def step(x, gru=gru):
+            (gx,) = dg.grad((gru(x)[0] ** 2).sum(), [x], create_graph=True)
+            penalty = (gx ** 2).sum()
+            penalty.backward()
+            return penalty
+
+        x = dg.tensor(np.random.default_rng(1).standard_normal((2, 2, 2)), requires_grad=True)
+        fn = dg.compile(step) if compiled else step
+        value = fn(x).item()
+        if compiled:
+            assert fn.stats.traces == 1
+        results.append((value, [p.grad.numpy().copy() for p in gru.parameters()]))
+    (v_eager, g_eager), (v_comp, g_comp) = results
+    assert v_comp == pytest.approx(v_eager, rel=1e-12)
+    for a, b in zip(g_comp, g_eager):
+        dg.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)

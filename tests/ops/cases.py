@@ -1726,12 +1726,17 @@ CASES += [
 _RNN_GATES = {"tanh": 1, "relu": 1, "lstm": 4, "gru": 3}
 
 
-def _rnn(mode: str, reverse: bool = False) -> Callable:
+def _rnn(mode: str, reverse: bool = False, lengths: list | None = None,
+         proj: bool = False) -> Callable:
     from dualgraph.ops.recurrent import rnn_layer
 
     def fn(x, h0, *rest):
-        c0, rest = (rest[0], rest[1:]) if mode == "lstm" else (None, rest)
-        return rnn_layer(x, h0, c0, *rest, mode=mode, reverse=reverse)
+        rest = list(rest)
+        c0 = rest.pop(0) if mode == "lstm" else None
+        w_hr = rest.pop(2) if proj else None  # inputs: w_ih, w_hh, [w_hr,] b_ih, b_hh
+        lens = None if lengths is None else dg.tensor(np.asarray(lengths, np.int64))
+        return rnn_layer(x, h0, c0, *rest, mode=mode, reverse=reverse, lengths=lens,
+                         w_hr=w_hr)
     return fn
 
 
@@ -1739,41 +1744,67 @@ def _sigmoid_ref(a: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-a))
 
 
-def _rnn_ref(mode: str, reverse: bool = False) -> Callable:
+def _rnn_ref(mode: str, reverse: bool = False, lengths: list | None = None,
+             proj: bool = False) -> Callable:
+    """Plain NumPy, one sequence and one step at a time. Past its length a sequence keeps
+    its state: its rows there hold the state (the final one; reversed, the initial one)
+    and zero gates."""
     def ref(x, h0, *rest):
-        c0, (w_ih, w_hh, b_ih, b_hh) = (rest[0], rest[1:]) if mode == "lstm" else (None, rest)
+        rest = [a.astype(np.float64) for a in rest]
+        c0 = rest.pop(0) if mode == "lstm" else None
+        w_hr = rest.pop(2) if proj else None
+        w_ih, w_hh, b_ih, b_hh = rest
         dt = x.dtype
-        x, h, c = x.astype(np.float64), h0.astype(np.float64), None
-        c = None if c0 is None else c0.astype(np.float64)
-        n = h.shape[1]
-        rows = [None] * x.shape[0]
-        for t in (range(x.shape[0])[::-1] if reverse else range(x.shape[0])):
-            gi = x[t] @ w_ih.T.astype(np.float64) + b_ih
-            gh = h @ w_hh.T.astype(np.float64) + b_hh
-            if mode in ("tanh", "relu"):
-                h = np.tanh(gi + gh) if mode == "tanh" else np.maximum(gi + gh, 0)
-                rows[t] = h
-            elif mode == "lstm":
-                a = gi + gh
-                i, f, o = (_sigmoid_ref(a[:, k * n:(k + 1) * n]) for k in (0, 1, 3))
-                g = np.tanh(a[:, 2 * n:3 * n])
-                c = f * c + i * g
-                h = o * np.tanh(c)
-                rows[t] = np.concatenate((h, c, i, f, g, o), axis=1)
-            else:
-                r = _sigmoid_ref(gi[:, :n] + gh[:, :n])
-                z = _sigmoid_ref(gi[:, n:2 * n] + gh[:, n:2 * n])
-                new = np.tanh(gi[:, 2 * n:] + r * gh[:, 2 * n:])
-                h = (1 - z) * new + z * h
-                rows[t] = np.concatenate((h, r, z, new, gh[:, 2 * n:]), axis=1)
-        return np.stack(rows).astype(dt)
+        x, h0 = x.astype(np.float64), h0.astype(np.float64)
+        t_len, batch = x.shape[:2]
+        p = h0.shape[1]
+        n = c0.shape[1] if mode == "lstm" else p
+        extra = {"tanh": 0, "relu": 0, "lstm": 5, "gru": 4}[mode]
+        out = np.zeros((t_len, batch, p + extra * n))
+        for b in range(batch):
+            steps = range(t_len if lengths is None else lengths[b])
+            h, c = h0[b], None if c0 is None else c0[b]
+            for t in range(len(steps), t_len):  # past the end: reversed, before the start
+                out[t, b, :p] = h if reverse else 0
+                if c is not None:
+                    out[t, b, p:p + n] = c if reverse else 0
+            for t in (steps[::-1] if reverse else steps):
+                gi = x[t, b] @ w_ih.T + b_ih
+                gh = h @ w_hh.T + b_hh
+                if mode in ("tanh", "relu"):
+                    h = np.tanh(gi + gh) if mode == "tanh" else np.maximum(gi + gh, 0)
+                    out[t, b] = h
+                elif mode == "lstm":
+                    a = gi + gh
+                    i, f, o = (_sigmoid_ref(a[k * n:(k + 1) * n]) for k in (0, 1, 3))
+                    g = np.tanh(a[2 * n:3 * n])
+                    c = f * c + i * g
+                    h = o * np.tanh(c)
+                    if w_hr is not None:
+                        h = h @ w_hr.T
+                    out[t, b] = np.concatenate((h, c, i, f, g, o))
+                else:
+                    r = _sigmoid_ref(gi[:n] + gh[:n])
+                    z = _sigmoid_ref(gi[n:2 * n] + gh[n:2 * n])
+                    new = np.tanh(gi[2 * n:] + r * gh[2 * n:])
+                    h = (1 - z) * new + z * h
+                    out[t, b] = np.concatenate((h, r, z, new, gh[2 * n:]))
+            if not reverse:
+                for t in range(len(steps), t_len):
+                    out[t, b, :p] = h
+                    if c is not None:
+                        out[t, b, p:p + n] = c
+        return out.astype(dt)
     return ref
 
 
-def _rnn_inputs(mode: str, t: int = 3, b: int = 2, i: int = 3, n: int = 2) -> tuple:
+def _rnn_inputs(mode: str, t: int = 3, b: int = 2, i: int = 3, n: int = 2,
+                proj: int = 0) -> tuple:
     k = _RNN_GATES[mode] * n
-    states = (real(b, n), real(b, n)) if mode == "lstm" else (real(b, n),)
-    return (real(t, b, i), *states, real(k, i), real(k, n), real(k), real(k))
+    p = proj or n
+    states = (real(b, p), real(b, n)) if mode == "lstm" else (real(b, n),)
+    w_hr = (real(p, n),) if proj else ()
+    return (real(t, b, i), *states, real(k, i), real(k, p), *w_hr, real(k), real(k))
 
 
 def _lstm_backward(g, ws, h0, c0, w_hh):
@@ -1789,21 +1820,22 @@ def _lstm_backward_ref(g, ws, h0, c0, w_hh):
     values (the op is defined for any workspace)."""
     t_len, b, _ = ws.shape
     n = h0.shape[1]
-    out = np.zeros((t_len + 1, b, 4 * n))
+    out = np.zeros((t_len, b, 4 * n + 2 * n + n))  # gates, the state read, h0's, c0's
     dh, dc = np.zeros((b, n)), np.zeros((b, n))
     for t in range(t_len - 1, -1, -1):
         cols = [ws[t, :, k * n:(k + 1) * n] for k in range(6)]
         gs = [g[t, :, k * n:(k + 1) * n] for k in range(6)]
         _, c, i, f, cell, o = cols
         c_prev = ws[t - 1, :, n:2 * n] if t else c0
+        out[t, :, 4 * n:5 * n] = ws[t - 1, :, :n] if t else h0
         dh = dh + gs[0]
         dc = dc + gs[1] + dh * o * (1 - np.tanh(c) ** 2)
         d = np.concatenate(((dc * cell + gs[2]) * i * (1 - i), (dc * c_prev + gs[3]) * f * (1 - f),
                             (dc * i + gs[4]) * (1 - cell ** 2),
                             (dh * np.tanh(c) + gs[5]) * o * (1 - o)), axis=1)
-        out[t] = d
+        out[t, :, :4 * n] = d
         dh, dc = d @ w_hh, dc * f
-    out[t_len, :, :n], out[t_len, :, n:2 * n] = dh, dc
+    out[0, :, 5 * n:6 * n], out[0, :, 6 * n:7 * n] = dh, dc
     return out.astype(ws.dtype)
 
 
@@ -1820,6 +1852,25 @@ CASES += [
          node="GruBackward0"),
     case("rnn_layer", "gru_reverse", _rnn("gru", True), *_rnn_inputs("gru", t=2),
          ref=_rnn_ref("gru", True)),
+    # Per-sequence lengths (a packed batch): past its end a sequence keeps its state.
+    case("rnn_layer", "tanh_lengths", _rnn("tanh", lengths=[3, 1]), *_rnn_inputs("tanh"),
+         ref=_rnn_ref("tanh", lengths=[3, 1])),
+    case("rnn_layer", "relu_reverse_lengths", _rnn("relu", True, [2, 3]),
+         *_rnn_inputs("relu"), ref=_rnn_ref("relu", True, [2, 3])),
+    case("rnn_layer", "lstm_lengths", _rnn("lstm", lengths=[3, 2]), *_rnn_inputs("lstm"),
+         ref=_rnn_ref("lstm", lengths=[3, 2]), node="LstmBackward0"),
+    case("rnn_layer", "lstm_reverse_lengths", _rnn("lstm", True, [1, 3]),
+         *_rnn_inputs("lstm"), ref=_rnn_ref("lstm", True, [1, 3])),
+    case("rnn_layer", "gru_lengths", _rnn("gru", lengths=[1, 3]), *_rnn_inputs("gru"),
+         ref=_rnn_ref("gru", lengths=[1, 3])),
+    case("rnn_layer", "gru_reverse_lengths", _rnn("gru", True, [3, 2]), *_rnn_inputs("gru"),
+         ref=_rnn_ref("gru", True, [3, 2])),
+    # The LSTM with a projection (proj_size): h = W_hr (o * tanh(c)).
+    case("rnn_layer_proj", "lstm", _rnn("lstm", proj=True), *_rnn_inputs("lstm", n=3, proj=2),
+         ref=_rnn_ref("lstm", proj=True), node="LstmBackward0"),
+    # Two steps: over three, float32 compiled and eager round apart by a few 1e-6 here.
+    case("rnn_layer_proj", "lstm_reverse_lengths", _rnn("lstm", True, [2, 1], proj=True),
+         *_rnn_inputs("lstm", t=2, n=3, proj=2), ref=_rnn_ref("lstm", True, [2, 1], proj=True)),
     # A second derivative through the recurrence raises (NO_SECOND_DERIVATIVE).
     case("rnn_layer_backward", "lstm", _lstm_backward, real(3, 2, 12), real(3, 2, 12),
          real(2, 2), real(2, 2), real(8, 2), ref=_lstm_backward_ref, grad=False),

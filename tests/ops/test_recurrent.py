@@ -1,5 +1,6 @@
-"""The recurrence ops (`rnn_layer`, `rnn_layer_backward`): the generated code does not grow
-with the sequence length, a second derivative raises clearly, and bad input is refused.
+"""The recurrence ops (`rnn_layer`, `rnn_layer_proj`, `rnn_layer_backward`): the generated
+code does not grow with the sequence length, second derivatives match finite differences,
+and bad input is refused.
 
 Values and gradients are checked in tests/ops/cases.py (against plain NumPy loops and
 finite differences), tests/backend/test_ops_compiled.py (compiled against eager),
@@ -13,10 +14,11 @@ import pytest
 import dualgraph as dg
 from dualgraph.backend.numba import build
 from dualgraph.errors import ShapeError
-from dualgraph.ops.recurrent import rnn_layer
+from dualgraph.ops.recurrent import layer_backward, rnn_layer
 from dualgraph.passes import optimize
+from dualgraph.testing import gradcheck
 
-from .cases import NO_SECOND_DERIVATIVE
+from .cases import CASES, NO_SECOND_DERIVATIVE
 
 
 def _step_graph(kind: str, steps: int, **kwargs):
@@ -32,42 +34,90 @@ def _step_graph(kind: str, steps: int, **kwargs):
     return optimize(dg.trace(step, dg.randn(steps, 2, 3)))
 
 
-@pytest.mark.parametrize("kind,kwargs", [("LSTM", {"bidirectional": True}),
+@pytest.mark.parametrize("kind,kwargs", [("LSTM", {"bidirectional": True, "proj_size": 3}),
                                          ("GRU", {"num_layers": 2}),
                                          ("RNN", {"nonlinearity": "relu"})])
 def test_generated_code_does_not_grow_with_the_sequence(kind: str, kwargs: dict) -> None:
-    """A training step's graph and generated module are the same size at 61 and 97 steps:
-    the time loop's extent is a number in the code, so the compile costs the same."""
-    g_short, g_long = _step_graph(kind, 61, **kwargs), _step_graph(kind, 97, **kwargs)
+    """A training step's graph and generated module are the same at 70 and 97 steps: the
+    time loop's extent, and every size that depends on it, is read from the arguments'
+    shapes, so the two lengths share one compiled module. (The lengths are chosen so that
+    no product crosses the size below which a matrix product is written as loops.)"""
+    g_short, g_long = _step_graph(kind, 70, **kwargs), _step_graph(kind, 97, **kwargs)
     assert len(g_short.nodes) == len(g_long.nodes)
     ops = [n.op for n in g_short.nodes]
-    assert "rnn_layer" in ops and "rnn_layer_backward" in ops
+    assert {"rnn_layer", "rnn_layer_proj"} & set(ops) and "rnn_layer_backward" in ops
     k_short, k_long = build(g_short, segment_lines=0), build(g_long, segment_lines=0)
-    short, long = k_short.lowered.code.splitlines(), k_long.lowered.code.splitlines()
-    # Line for line the same; a few lines differ in a number (the backward's (T + 1, B, K)
-    # result: T + 1 is no argument's dimension, so it prints as a number).
-    assert len(short) == len(long)
-    assert sum(a != b for a, b in zip(short, long)) <= 8 * ops.count("rnn_layer_backward")
+    assert k_short.lowered.code == k_long.lowered.code
 
 
-def test_unrolled_projection_grows_with_the_sequence() -> None:
-    """For contrast: the LSTM's projection (`proj_size`) still unrolls the loop, so its
-    graph grows with the sequence."""
-    assert len(_step_graph("LSTM", 4, proj_size=2).nodes) > \
-        len(_step_graph("LSTM", 2, proj_size=2).nodes)
+def test_a_second_length_compiles_nothing_new() -> None:
+    """A compiled training step called at a second sequence length traces again (new
+    shapes) but loads no new kernel module: the code is the first length's. (Lengths
+    above the printer's literal sizes: a short length, like a head's width, is written
+    into the code as a number.)"""
+    from dualgraph.backend.numba import cache
+
+    dg.manual_seed(0)
+    gru = dg.nn.GRU(3, 4)
+    head = dg.nn.Linear(4, 1)
+    opt = dg.optim.SGD(list(gru.parameters()) + list(head.parameters()), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = (head(gru(x)[0]) ** 2).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    fn = dg.compile(step, tiered=False)
+    fn(dg.randn(25, 2, 3))
+    before = {digest for digest, _ in cache.loaded()}
+    fn(dg.randn(40, 2, 3))
+    assert fn.stats.traces == 2
+    assert {digest for digest, _ in cache.loaded()} <= before
 
 
-def test_second_derivative_raises() -> None:
+# Every mode, both directions, lengths and the projection (the other rows' first
+# derivatives are checked in test_ops.py).
+SECOND_ORDER = ("rnn_layer-tanh_lengths", "rnn_layer-relu_reverse_lengths",
+                "rnn_layer-lstm_reverse_lengths", "rnn_layer-gru_lengths",
+                "rnn_layer-gru_reverse", "rnn_layer_proj-lstm_reverse_lengths")
+RECURRENT_CASES = [c for c in CASES if c.id in SECOND_ORDER]
+
+
+@pytest.mark.parametrize("case", RECURRENT_CASES, ids=lambda c: c.id)
+def test_second_derivative_matches_finite_differences(case) -> None:
+    """Under ``create_graph`` the VJP composes the backward through time from ordinary ops,
+    so the gradient has a gradient: every input's first gradient (of a fixed random
+    weighting of the workspace) checked against finite differences in float64."""
+    rng = np.random.default_rng(5)
+    arrays = case.arrays(rng, np.float64)
+    out_shape = case.fn(*[dg.tensor(a) for a in arrays]).shape
+    weights = dg.tensor(rng.standard_normal(out_shape))
+
+    def first(*xs):
+        xs = tuple(x if x.requires_grad else x.detach().requires_grad_(True) for x in xs)
+        grads = dg.grad((case.fn(*xs) * weights).sum(), xs, create_graph=True)
+        return dg.concatenate([g.reshape(-1) for g in grads])
+
+    assert gradcheck(first, *arrays)
+
+
+def test_the_backward_op_itself_has_no_gradient() -> None:
+    """`rnn_layer_backward` (the one-op form, used when nothing records) raises if
+    differentiated directly; the layers never record it under ``create_graph``."""
     assert NO_SECOND_DERIVATIVE == ("rnn_layer_backward",)
-    lstm = dg.nn.LSTM(2, 3).double()
-    x = dg.randn(4, 1, 2, dtype=dg.float64, requires_grad=True)
-    (gx,) = dg.grad(lstm(x)[0].sum(), [x], create_graph=True)
+    ws = dg.randn(4, 1, 18, dtype=dg.float64, requires_grad=True)
+    h = dg.zeros(1, 3, dtype=dg.float64)
+    back = layer_backward(dg.ones(4, 1, 18, dtype=dg.float64), ws, h, h,
+                          dg.zeros(12, 3, dtype=dg.float64), mode="lstm")
     with pytest.raises(NotImplementedError, match="second derivative through nn.RNN"):
-        gx.sum().backward()
+        back.sum().backward()
 
 
 def test_first_derivative_under_create_graph_is_right() -> None:
-    """``create_graph=True`` records the backward op; the first gradient is unchanged."""
+    """``create_graph=True`` composes the backward from ordinary ops: the first gradient
+    equals the one-op backward's."""
     gru = dg.nn.GRU(2, 3).double()
     x = dg.randn(3, 2, 2, dtype=dg.float64, requires_grad=True)
     (plain,) = dg.grad(gru(x)[0].sum(), [x])

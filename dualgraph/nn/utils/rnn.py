@@ -5,7 +5,7 @@
 A packed sequence holds the steps of a batch of sequences sorted by decreasing length,
 time-major: ``data`` is the rows of step 0 (one per sequence), then of step 1 (one per
 sequence still running), and so on; ``batch_sizes[t]`` counts the rows of step ``t``.
-The batch sizes are what the layers loop over, so they are concrete (Python-side) values
+The batch sizes decide which rows packing and padding gather, so they are concrete values
 even inside ``dg.compile``; the lengths a sequence is packed with must be concrete too.
 """
 
@@ -116,11 +116,43 @@ def pack_padded_sequence(input: Any, lengths: Any, batch_first: bool = False,  #
     if batch_first:
         x = S.transpose(x, 0, 1)
     sizes = batch_sizes_of(lens)
-    data = S.concatenate([x[t, :int(b)] for t, b in enumerate(sizes)], axis=0)
+    data = pack_rows(x[:len(sizes)], sizes.tolist())
     return PackedSequence(data, tensor(sizes), sorted_indices, unsorted_indices)
 
 
-def _sizes(sequence: PackedSequence) -> list[int]:
+# Packing and padding are each one gather (``index_select`` of rows), whatever the number
+# of steps: the graph, and its gradient (a scatter-add), stay the same size at every length.
+
+
+def pack_rows(x: Any, sizes: list[int]) -> Any:
+    """The packed ``data`` (sum(sizes), *) of a padded (T, B, *) tensor in the packed
+    (sorted) batch order: the first ``sizes[t]`` rows of each step ``t``."""
+    t_len, batch = x.shape[0], x.shape[1]
+    rows = np.concatenate([t * batch + np.arange(b) for t, b in enumerate(sizes)]
+                          or [np.zeros(0, np.int64)]).astype(np.int64)
+    flat = S.reshape(x, (t_len * batch,) + tuple(x.shape[2:]))
+    return flat.index_select(0, tensor(rows))
+
+
+def pad_rows(data: Any, sizes: list[int], total_length: int | None = None,
+             padding_value: float = 0.0) -> Any:
+    """The padded (T, B, *) tensor (T = ``total_length`` or the longest sequence) in the
+    packed batch order from packed ``data``; rows past a sequence's end hold
+    ``padding_value``."""
+    batch = sizes[0] if sizes else 0
+    t_len = len(sizes) if total_length is None else total_length
+    feat = tuple(data.shape[1:])
+    ends = np.cumsum([0] + list(sizes))
+    pad = int(ends[-1])  # the padding row, appended after the data
+    index = np.full((t_len, batch), pad, np.int64)
+    for t, b in enumerate(sizes):
+        index[t, :b] = ends[t] + np.arange(b)
+    source = S.concatenate((data, full((1,) + feat, padding_value, dtype=data.dtype)))
+    return S.reshape(source.index_select(0, tensor(index.reshape(-1))), (t_len, batch) + feat)
+
+
+def packed_sizes(sequence: PackedSequence) -> list[int]:
+    """``batch_sizes`` as a list of ints (they must be concrete)."""
     b = sequence.batch_sizes
     if isinstance(b, TensorOps) and not isinstance(b, Tensor):
         raise TypeError("PackedSequence.batch_sizes must be concrete: build the packed "
@@ -129,64 +161,20 @@ def _sizes(sequence: PackedSequence) -> list[int]:
     return [int(v) for v in np.asarray(b.numpy() if isinstance(b, Tensor) else b)]
 
 
-# Taking a tensor apart into its T time steps: the gradient of each piece is a scatter into
-# zeros of the shape it was cut from, and the T of them are summed. Cut from the whole
-# tensor, that is T whole-size scatters (O(T^2) work in backward); cut as a balanced tree of
-# halves, each level's scatters add up to one whole tensor, O(T log T). Leaves of up to
-# _LEAF pieces are cut directly (short sequences keep one node per step).
-_LEAF = 4
-
-
-def split_rows(x: Any, bounds: list[tuple[int, int]], select: bool = False) -> list:
-    """``[x[a:b] for a, b in bounds]`` (``x[a]`` with ``select``) along dim 0, for
-    consecutive ``bounds``, cut as a tree of halves so that backward is O(T log T)."""
-
-    def cut(part: Any, start: int, pieces: list) -> list:
-        if len(pieces) <= _LEAF:
-            return [part[a - start] if select else part[a - start:b - start]
-                    for a, b in pieces]
-        mid = len(pieces) // 2
-        m, end = pieces[mid][0], pieces[-1][1]
-        return (cut(part[:m - start], start, pieces[:mid])
-                + cut(part[m - start:end - start], m, pieces[mid:]))
-
-    if not bounds:
-        return []
-    first, last = bounds[0][0], bounds[-1][1]
-    whole = x if (first, last) == (0, x.shape[0]) or len(bounds) <= _LEAF else x[first:last]
-    return cut(whole, 0 if whole is x else first, bounds)
-
-
-def split_steps(sequence: PackedSequence) -> list:
-    """The rows of each time step of a packed sequence: (batch_sizes[t], *) tensors."""
-    ends = np.cumsum([0] + _sizes(sequence))
-    return split_rows(sequence.data, list(zip(ends[:-1].tolist(), ends[1:].tolist())))
-
-
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
                         padding_value: float = 0.0, total_length: int | None = None,
                         ) -> tuple[Any, Any]:
     """The inverse of `pack_padded_sequence`: ``(padded, lengths)`` with the batch in its
     original order, padded with ``padding_value`` to the longest sequence (or to
     ``total_length``); ``lengths`` is an int64 tensor."""
-    sizes = _sizes(sequence)
-    steps = split_steps(sequence)
+    sizes = packed_sizes(sequence)
     batch = sizes[0] if sizes else 0
     if total_length is not None:
         if total_length < len(sizes):
             raise ValueError(f"Expected total_length to be at least the length of the "
                              f"longest sequence in input, but got total_length="
                              f"{total_length} and max sequence length being {len(sizes)}")
-    data = sequence.data
-    feat = tuple(data.shape[1:])
-    rows = []
-    for x, b in zip(steps, sizes):
-        if b < batch:
-            x = S.concatenate((x, full((batch - b,) + feat, padding_value, dtype=data.dtype)))
-        rows.append(x)
-    for _ in range((total_length or len(sizes)) - len(sizes)):
-        rows.append(full((batch,) + feat, padding_value, dtype=data.dtype))
-    padded = S.stack(rows, 0)
+    padded = pad_rows(sequence.data, sizes, total_length or len(sizes), padding_value)
     lengths = (np.asarray(sizes)[None, :] > np.arange(batch)[:, None]).sum(axis=1)
     if sequence.unsorted_indices is not None:
         unsorted = sequence.unsorted_indices
