@@ -5,6 +5,9 @@ depend on the number of threads, and the reduction is not left serial."""
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -41,18 +44,55 @@ def test_parallel_max_propagates_nan_and_finds_the_maximum():
     assert np.isnan(float(f(dg.tensor(x)).numpy()))
 
 
-def test_parallel_kernels_ask_openmp_to_wait_passively(monkeypatch):
-    """Spinning OpenMP workers starved OpenBLAS's threads (the batch-1024 MLP step ran
-    2.5x slower with parallel=True): a parallel build sets OMP_WAIT_POLICY=PASSIVE before
-    Numba starts its threads, unless the user set it."""
-    from dualgraph.backend.numba import build
+_POOL_CHILD = """
+import os, sys
+import numba
+import dualgraph as dg
+from dualgraph import settings
+if sys.argv[1] == "numba":
+    numba.get_num_threads()  # the user's code starts Numba's pool first
+elif sys.argv[1] == "compile":
+    f = dg.compile(lambda t: (t * 2.0).sum(), tiered=False, parallel=True)
+    f(dg.ones(40_000))
+else:
+    dg.set_num_threads(1)
+print(settings.start_thread_pool()["wait"], "|", "OMP_WAIT_POLICY" in os.environ)
+"""
 
-    graph = dg.trace(lambda x: (x * 2.0).sum(), dg.ones(8))
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    build(graph, parallel=False)
-    assert "OMP_WAIT_POLICY" not in os.environ
-    build(graph, parallel=True)
-    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
-    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
-    build(graph, parallel=True)
-    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+
+def _pool_child(start: str, **env: str) -> tuple[str, str]:
+    """Start Numba's pool in a fresh process (libgomp reads its wait policy once, when it
+    loads): ``(libgomp's spin count as it reports it, the child's stdout)``."""
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")}
+    environ.update(env, OMP_DISPLAY_ENV="VERBOSE")
+    proc = subprocess.run([sys.executable, "-c", _POOL_CHILD, start], env=environ,
+                          capture_output=True, text=True, timeout=600,
+                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert proc.returncode == 0, proc.stderr
+    spins = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", proc.stderr)
+    if not spins:
+        pytest.skip("Numba's threading layer here is not GNU OpenMP")
+    return spins[-1], proc.stdout.strip()
+
+
+def test_numba_pool_starts_with_passive_waiting_and_leaves_the_environment_alone():
+    """Spinning OpenMP workers took the cores OpenBLAS's threads needed (the batch-1024
+    MLP step ran twice as slow on two threads as on one): dualgraph starts Numba's pool
+    with a spin count of 0, whether a parallel build or `dg.set_num_threads` starts it,
+    and the variable does not stay in the environment (later libraries, child processes)."""
+    for start in ("compile", "threads"):
+        spins, out = _pool_child(start)
+        assert spins == "0", (start, out)
+        assert out == "passive | False", (start, out)
+
+
+def test_numba_pool_keeps_a_users_wait_policy():
+    spins, out = _pool_child("threads", OMP_WAIT_POLICY="ACTIVE")
+    assert int(spins) > 300_000 and out.startswith("set by the user: OMP_WAIT_POLICY=ACTIVE")
+    spins, out = _pool_child("threads", GOMP_SPINCOUNT="1000")
+    assert spins == "1000" and out.startswith("set by the user: GOMP_SPINCOUNT=1000")
+    # A pool the user's code started first keeps libgomp's default (what it would be
+    # without dualgraph), and dualgraph says so.
+    spins, out = _pool_child("numba")
+    assert spins == "300000" and out.startswith("as started before dualgraph"), out
