@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 
+import numba
 import numpy as np
 import pytest
 
@@ -28,6 +29,16 @@ def test_parallel_sum_matches_serial_and_is_a_prange(n):
         got[par] = (float(v.numpy()), t.grad.numpy().copy())
         src = f.entries()[0].kernel.source
         assert ("parts" in src and "numba.prange" in src) == par, src
+        if par:  # W3's step on one thread: the same bits as on all of them
+            dg.set_num_threads(1)
+            try:
+                t1 = dg.tensor(x, requires_grad=True)
+                v1 = f(t1)
+                v1.backward()
+            finally:
+                dg.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+            assert v1.numpy().tobytes() == v.numpy().tobytes()
+            assert t1.grad.numpy().tobytes() == t.grad.numpy().tobytes()
     xd = x.astype(np.float64)
     ref = (np.tanh(xd * 0.5 + 1) / (1 + np.exp(-xd)) + 0.1 * xd ** 2).sum()
     assert got[True][0] == pytest.approx(ref, rel=1e-6)
@@ -96,3 +107,45 @@ def test_numba_pool_keeps_a_users_wait_policy():
     # without dualgraph), and dualgraph says so.
     spins, out = _pool_child("numba")
     assert spins == "300000" and out.startswith("as started before dualgraph"), out
+
+
+def _mlp_steps(parallel: bool, threads: int, steps: int = 3) -> list[np.ndarray]:
+    """Three SGD steps of the 784-256-10 MLP at batch 256 (its hidden layer and weight
+    updates are over 32K elements: parallel loops), from the same seeded start: the
+    losses, then the parameters."""
+    from dualgraph.optim import SGD
+    from dualgraph.workloads import mlp_data, mlp_model
+
+    sizes = (784, 256, 10)
+    net, loss_fn = mlp_model(sizes, "ce")
+    opt = SGD(net.parameters(), lr=0.1)
+    x, t = (dg.tensor(a) for a in mlp_data(sizes, 256, "ce"))
+
+    def train(x, t):
+        opt.zero_grad()
+        out = loss_fn(net(x), t)
+        out.backward()
+        opt.step()
+        return out
+
+    f = dg.compile(train, tiered=False, parallel=parallel)
+    dg.set_num_threads(threads)
+    try:
+        losses = [f(x, t).numpy().copy() for _ in range(steps)]
+    finally:
+        dg.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    src = f.entries()[0].kernel.source
+    assert ("numba.prange" in src) == parallel
+    return losses + [p.detach().numpy().copy() for p in net.parameters()]
+
+
+def test_parallel_mlp_step_is_the_same_on_one_and_two_threads():
+    """Each element of a parallel loop is computed by one thread, and the reductions'
+    partials have a fixed order: the bits do not depend on the thread count, and match
+    the serial build's values."""
+    one = _mlp_steps(True, 1)
+    two = _mlp_steps(True, min(2, numba.config.NUMBA_NUM_THREADS))
+    serial = _mlp_steps(False, 1)
+    for a, b, s in zip(one, two, serial):
+        assert a.tobytes() == b.tobytes()
+        dg.testing.assert_close(a, s, rtol=1e-5, atol=1e-6, check_dtype=False)
