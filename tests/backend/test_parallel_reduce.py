@@ -149,3 +149,44 @@ def test_parallel_mlp_step_is_the_same_on_one_and_two_threads():
     for a, b, s in zip(one, two, serial):
         assert a.tobytes() == b.tobytes()
         dg.testing.assert_close(a, s, rtol=1e-5, atol=1e-6, check_dtype=False)
+
+
+def test_parallel_products_run_over_numbas_threads_with_one_blas_thread():
+    """A parallel kernel's products are cut into row blocks (a transposed left operand
+    too) and batch items over Numba's threads, each one single-threaded BLAS call: the
+    values of the serial build, the same bits on one and two threads, and BLAS's thread
+    count is one during the call and what it was after."""
+    from dualgraph.backend.numba import blas
+
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((200, 300), np.float32), rng.standard_normal((200, 100),
+                                                                            np.float32)
+    z, w = rng.standard_normal((6, 48, 32), np.float32), rng.standard_normal((6, 32, 40),
+                                                                             np.float32)
+    args = [dg.tensor(a) for a in (x, y, z, w)]
+
+    def fn(x, y, z, w):
+        return (x.T @ y) + 1.0, (z @ w) * 2.0
+
+    f = dg.compile(fn, tiered=False, parallel=True)
+    src = f.entries()[0].kernel.source if f(*args) else ""
+    assert "import blas_parallel as dgb" in src and "dgb.gemm_batched" in src, src
+    runs = {}
+    for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+        dg.set_num_threads(threads)
+        runs[threads] = [r.numpy().copy() for r in f(*args)]
+    dg.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    serial = [r.numpy() for r in dg.compile(fn, tiered=False)(*args)]
+    for a, b, s in zip(*runs.values(), serial):
+        assert a.tobytes() == b.tobytes()
+        dg.testing.assert_close(a, s, rtol=1e-5, atol=1e-5)
+    if blas._THREADS is None:
+        pytest.skip("NumPy's OpenBLAS thread count cannot be set here")
+    get, put = blas._THREADS
+    before = get()
+    put(2)
+    try:
+        assert blas.run_single_threaded(lambda: get())() == 1
+        assert get() == 2
+    finally:
+        put(before)

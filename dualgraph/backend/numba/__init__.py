@@ -15,6 +15,7 @@ from ...ir.graph import Graph
 from ...settings import start_thread_pool
 from ..partition import Plan, partition
 from . import cache
+from .blas import run_single_threaded
 from .codegen import Lowered, LoweringError, ishape, lower
 from .printer import KEEP_LITERAL
 
@@ -73,6 +74,10 @@ class Kernel:
             self._wire(plan)
             # The call path of a split kernel (a one-function kernel's `run` stays as it is).
             self.run = self._run_parts
+        if parallel:
+            # Its products run over Numba's threads (`blas_parallel`): BLAS's own pool
+            # would take turns with Numba's on the same cores.
+            self.run = run_single_threaded(self.run)
 
     def _wire(self, plan: Plan) -> None:
         """Each part's arguments as positions in one list: the inputs, the outputs, the
