@@ -36,7 +36,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import interleaved  # noqa: E402
-import numba  # noqa: E402
 import peers  # noqa: E402
 import single_thread  # noqa: E402
 
@@ -54,7 +53,9 @@ def _threads(n: int) -> None:
     _NOW[0] = n
     if CPUS:
         os.sched_setaffinity(0, set(CPUS))
-    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    # dualgraph's own call: the first one starts Numba's pool as a parallel build would
+    # (workers waiting passively), so the pool is the one users get.
+    dg.set_num_threads(n)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(n)
     try:

@@ -7,6 +7,8 @@ and the determinism and matmul-precision flags a CPU build accepts.
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any
 
 from .dtypes import DEFAULT_FLOAT, as_dtype, default_float, float16, float32, float64
@@ -15,10 +17,57 @@ from .eager.tensor import PRINT_OPTIONS
 _FLAGS = {"deterministic": False, "warn_only": False, "matmul_precision": "highest"}
 
 
+# Variables through which a user chooses how idle OpenMP workers wait (GNU's and Intel's).
+WAIT_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
+_POOL: dict[str, str] = {}  # filled once Numba's pool runs: its threading layer and wait
+_POOL_LOCK = threading.Lock()
+
+
+def start_thread_pool() -> dict[str, str]:
+    """Start Numba's thread pool, the one ``parallel=True`` kernels run on, with workers
+    that sleep as soon as a parallel loop ends, and say how it runs: ``{"layer": Numba's
+    threading layer, "wait": "passive" | "set by the user: VAR=value" | "as started
+    before dualgraph"}``.
+
+    A parallel kernel alternates Numba's parallel loops with BLAS products made from the
+    calling thread, on BLAS's own threads. GNU OpenMP (Numba's layer on Linux) keeps its
+    workers spinning for milliseconds after each loop: on two cores they took the core
+    BLAS's thread needed, and the batch-1024 MLP step ran twice as slow on two threads as
+    on one. libgomp reads its wait policy once, when it is loaded, which is when Numba
+    starts its pool; so ``OMP_WAIT_POLICY=PASSIVE`` is in the environment for that moment
+    only (a library loaded later, PyTorch's own libgomp, or a child process never sees it),
+    unless the user set one of `WAIT_VARS`. A pool Numba started before (a ``parallel``
+    function of the user's, ``numba.set_num_threads``) keeps the policy it started with.
+    """
+    if _POOL:
+        return _POOL
+    import numba
+
+    with _POOL_LOCK:
+        if _POOL:
+            return _POOL
+        try:
+            numba.threading_layer()  # raises until the pool runs
+            wait = "as started before dualgraph"
+        except ValueError:
+            user = [f"{v}={os.environ[v]}" for v in WAIT_VARS if v in os.environ]
+            wait = f"set by the user: {', '.join(user)}" if user else "passive"
+            if not user:
+                os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+            try:
+                numba.get_num_threads()  # loads the layer (and libgomp) and starts the pool
+            finally:
+                if not user:
+                    del os.environ["OMP_WAIT_POLICY"]
+        _POOL.update(layer=str(numba.threading_layer()), wait=wait)
+    return _POOL
+
+
 def get_num_threads() -> int:
     """The threads compiled kernels may use (``dg.compile(parallel=True)``): Numba's."""
     import numba
 
+    start_thread_pool()
     return int(numba.get_num_threads())
 
 
@@ -28,6 +77,7 @@ def set_num_threads(n: int) -> None:
 
     if int(n) < 1:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {n}")
+    start_thread_pool()
     numba.set_num_threads(min(int(n), numba.config.NUMBA_NUM_THREADS))
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import dualgraph as dg
-from dualgraph.backend.numba.codegen import CHUNKS, LANES
+from dualgraph.backend.numba.codegen import LANES, chunking
 
 
 def _chunked_sum(values: np.ndarray) -> np.float32:
@@ -18,8 +18,7 @@ def _chunked_sum(values: np.ndarray) -> np.float32:
     partials added block after block, the tail into the accumulator, then the rows."""
     v = values.astype(np.float64)
     blocks = len(v) // LANES
-    chunks = min(CHUNKS, blocks)
-    per = -(-blocks // chunks)
+    chunks, per = chunking(blocks)
     acc = 0.0
     for x in v[blocks * LANES:]:
         acc += x

@@ -12,8 +12,10 @@ import numba
 import numpy as np
 
 from ...ir.graph import Graph
+from ...settings import start_thread_pool
 from ..partition import Plan, partition
 from . import cache
+from .blas import run_single_threaded
 from .codegen import Lowered, LoweringError, ishape, lower
 from .printer import KEEP_LITERAL
 
@@ -72,6 +74,10 @@ class Kernel:
             self._wire(plan)
             # The call path of a split kernel (a one-function kernel's `run` stays as it is).
             self.run = self._run_parts
+        if parallel:
+            # Its products run over Numba's threads (`blas_parallel`): BLAS's own pool
+            # would take turns with Numba's on the same cores.
+            self.run = run_single_threaded(self.run)
 
     def _wire(self, plan: Plan) -> None:
         """Each part's arguments as positions in one list: the inputs, the outputs, the
@@ -362,11 +368,9 @@ def build(graph: Graph, parallel: bool = False, use_cache: bool = True,
     write_to = dict(write_to or {})
     opt = llvm_opt() if opt is None else opt
     if parallel:
-        # Numba's OpenMP workers spin after each parallel loop and starve OpenBLAS's threads
-        # on the same cores: the batch-1024 MLP step ran 2.5x slower with parallel=True
-        # (23 ms) than on one thread (9.4 ms), and 5.9 ms with passive waiting. libgomp
-        # reads this when Numba first starts its threads; a user's own setting wins.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        # Before Numba's pool first starts (compiling a prange loop starts it): its workers
+        # must sleep between loops, not spin against BLAS's threads.
+        start_thread_pool()
     lowered = lower(graph, name=name, parallel=parallel, write_to=write_to)
     limit = split_lines() if segment_lines is None else segment_lines
     if limit and lowered.source.count("\n") > SPLIT_FACTOR * limit:

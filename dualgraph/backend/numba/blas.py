@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+from typing import Any
 
 import numba
 import numpy as np
@@ -162,6 +163,44 @@ def _operand(x):
         return x, _TRANS, x.strides[1] // x.itemsize
     c = np.ascontiguousarray(x)
     return c, _NO_TRANS, max(c.shape[1], 1)
+
+
+def _find_thread_control() -> tuple | None:
+    """``(get, set)`` of the thread count of NumPy's OpenBLAS (ctypes functions), or
+    ``None``."""
+    hit = numpy_openblas([("scipy_openblas_{}_num_threads64_", 64),
+                          ("openblas_{}_num_threads64_", 64),
+                          ("scipy_openblas_{}_num_threads", 32),
+                          ("openblas_{}_num_threads", 32)], ("get", "set"))
+    if hit is None:
+        return None
+    found, _ = hit
+    get = ctypes.CFUNCTYPE(ctypes.c_int)(found["get"])
+    put = ctypes.CFUNCTYPE(None, ctypes.c_int)(found["set"])
+    return get, put
+
+
+_THREADS = _find_thread_control()
+
+
+def run_single_threaded(fn: Any) -> Any:
+    """``fn(*args)`` with NumPy's OpenBLAS on one thread for the call (a parallel kernel:
+    `blas_parallel` spreads its products over Numba's threads instead), then as before;
+    ``fn`` itself when the thread count cannot be set."""
+    if _THREADS is None:
+        return fn
+    get, put = _THREADS
+
+    def run(*args: Any) -> Any:
+        before = get()
+        if before == 1:
+            return fn(*args)
+        put(1)
+        try:
+            return fn(*args)
+        finally:
+            put(before)
+    return run
 
 
 def _gemm_blas(a, b, c, beta):

@@ -323,6 +323,8 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
 
     header = _HEADER.format(dg=__version__, nb=numba.__version__, kd=source_digest(),
                             blas=BACKEND)
+    if parallel:  # products over Numba's threads, one BLAS thread each
+        header = header.replace("import blas as dgb", "import blas_parallel as dgb")
     if opt is not None:
         header += f"# LLVM optimisation level {int(opt)}\n"
     return header + deco + body + "\n"

@@ -53,6 +53,20 @@ def fold_block(whole: int) -> int:
     return LANES
 
 
+def chunking(blocks: int) -> tuple[int, int]:
+    """(chunks, blocks of LANES values per chunk) of a parallel whole-array reduction over
+    ``blocks`` blocks: at most CHUNKS chunks, and when chunks are longer than one fold
+    buffer, a whole number of full buffers each (1e6 values in 64 chunks of 977 blocks
+    had 16-value buffers, 977 being prime)."""
+    chunks = min(CHUNKS, blocks)
+    per = -(-blocks // chunks)
+    unit = FOLD_BLOCK // LANES
+    if per > unit:
+        per = -(-per // unit) * unit
+        chunks = -(-blocks // per)
+    return chunks, per
+
+
 @dataclass(frozen=True)
 class _Fold:
     """A reduction's combine: the backend's `Combine` and the `Reduction` spec's name."""
@@ -1022,8 +1036,7 @@ class _Writer:
         the same cell), then the partials are folded in order. The order of the fold does
         not depend on the number of threads, so the result does not either."""
         blocks = n // LANES
-        chunks = min(CHUNKS, blocks)
-        per = -(-blocks // chunks)
+        chunks, per = chunking(blocks)
         parts = kir.Buffer(self.fresh("parts"), (chunks, LANES), acc_t, kir.SCRATCH)
         ic, il, ib, iv = (kir.Var(f"i0{c}") for c in ("c", "l", "b", ""))
         stop = kir.Call("min", (ic * per + per, kir.const(blocks)), kir.INDEX)
@@ -1036,7 +1049,15 @@ class _Writer:
                 body, env, shape, [iv], src, (parts, (ic, il)), fold, acc_t, pre, post)
             chunk = (kir.Loop(il, LANES, (kir.Store(parts, (ic, il), init),)),
                      kir.Loop(ib, stop, (kir.Loop(il, LANES, tuple(inner)),), start=ic * per))
-        stmts: list = [kir.Alloc(parts), kir.Loop(ic, chunks, chunk, parallel=True)]
+        # The chunk number as LLVM sees the prange's index is any integer; bounded to
+        # [0, chunks) it proves every element index of the chunk non-negative, so Numba's
+        # negative-index wraparound goes and the loop vectorizes (W3's sum at 1e7 on one
+        # thread: 2.7x faster, as fast as the serial loop).
+        ip = kir.Var("i0p")
+        bounded = kir.Call("min", (kir.Call("max", (kir.Cast(ip, kir.INDEX), kir.const(0)),
+                                            kir.INDEX), kir.const(chunks - 1)), kir.INDEX)
+        stmts: list = [kir.Alloc(parts),
+                       kir.Loop(ip, chunks, (kir.Let(ic, bounded), *chunk), parallel=True)]
         if blocks * LANES < n:
             stmts.append(kir.Loop(iv, n, tuple(self._element(
                 body, env, shape, [iv], src, acc, fold, acc_t, pre, post)),
