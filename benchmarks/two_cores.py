@@ -10,7 +10,9 @@ and on two Numba threads, for W3 a hand-written Numba ``prange`` reference
 (`numba_hand.chain_step_prange`) on one and two threads (what two threads give a careful
 hand kernel on this machine), and each peer that imports: ``torch`` eager on one and on two
 threads, ``jax.jit`` (XLA picks its own threads: both CPUs). BLAS runs one thread in the
-one-thread columns and two in the others (threadpoolctl, when installed).
+one-thread columns and two in the others (threadpoolctl, when installed). Every OpenMP pool
+waits passively (`OMP_WAIT_POLICY=PASSIVE` unless set): a pool left spinning after its
+block would take a core from the next column.
 
     python benchmarks/two_cores.py                       # W3 and MLP, 9 rounds
     python benchmarks/two_cores.py --rounds 15 --models --json two_cores.json
@@ -32,6 +34,10 @@ import sys
 # Two threads for every pool; the one-thread columns narrow them per block of calls.
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ.setdefault(_var, "2")
+# Every OpenMP pool (PyTorch's, Numba's) waits passively: the columns alternate block by
+# block in one process, and a pool left spinning after its block would take a core from
+# the next column's framework, whichever it is.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
