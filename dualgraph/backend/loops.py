@@ -37,6 +37,7 @@ allocate nor view, nor receive as a parameter, may share memory with any other.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
@@ -45,7 +46,7 @@ import numpy as np
 
 from . import kir
 
-__all__ = ["Memory", "hoist_invariants", "merge_loops"]
+__all__ = ["Memory", "collapse_loops", "hoist_invariants", "merge_loops"]
 
 # Statements a loop body may hold for its accesses to be understood.
 _UNDERSTOOD = (kir.Comment, kir.Let, kir.Store, kir.Loop, kir.If, kir.Accum)
@@ -583,3 +584,262 @@ def _reads(s: Any) -> list:
     """The expressions statement ``s`` reads, nested statements included."""
     return [e for t in kir.walk([s]) for e in kir.exprs_of(t)] + (
         [s.var] if isinstance(s, kir.Accum) else [])
+
+
+# ------------------------------------------------------------------------- collapsing
+def collapse_loops(stmts: Iterable) -> list:
+    """``stmts`` (a kernel's statements, or a `kir.Block`) with perfectly nested loops
+    that walk consecutive dimensions of every array they touch made one loop over a
+    flattened view of each; a new list, ``stmts`` untouched.
+
+    Numba's compile time grows with each loop it types, each index it lowers (a
+    wraparound check per dimension) and each loop LLVM versions for vectorizing: an
+    elementwise pass over a 4-d array costs about three times the same pass over a 1-d
+    view. Two loops ``for a in range(A): for b in range(B)`` collapse when, in the inner
+    body, ``a`` and ``b`` appear only as whole indices of array dimensions, ``a`` at
+    dimension ``d`` of size ``A`` and ``b`` at the next dimension of size ``B`` (size-1
+    dimensions indexed 0 between them allowed), in every access to every array, each
+    array seen the same way by all its accesses. Such an array is read as a reshape of
+    it (a view: the array is C-ordered), or, for an argument only read here, a reshape
+    of its contiguous copy (the argument itself when it is C-ordered, as the runtime
+    passes it). Loops with a start, a step, a bound known only at run time, a parallel
+    inner loop, and bodies with anything but lets, stores, folds, branches and inner
+    loops (a jump would leave the collapsed loop) stay as they are. Iterations run in
+    the same order, so results are bit for bit those of the nest.
+    """
+    stmts = list(stmts.stmts if isinstance(stmts, kir.Block) else stmts)
+    taken = {s.buf.name for s in kir.walk(stmts) if isinstance(s, (kir.Alloc, kir.View))}
+    for s in kir.walk(stmts):
+        for e in kir.exprs_of(s):
+            taken |= {x.buf.name for x in kir.subexprs(e) if isinstance(x, kir.Load)}
+        if isinstance(s, kir.Store):
+            taken.add(s.buf.name)
+    return _Collapser(Memory(stmts), taken).level(stmts)
+
+
+_FLAT_BODY = (kir.Comment, kir.Let, kir.Store, kir.Loop, kir.If, kir.Accum)
+
+
+class _Collapser:
+    def __init__(self, memory: Memory, taken: set) -> None:
+        self.memory = memory
+        self.taken = taken
+        self.count = 0
+
+    def fresh(self, base: str) -> str:
+        while True:
+            self.count += 1
+            name = f"{base}_f{self.count}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+
+    def level(self, stmts: list) -> list:
+        out: list = []
+        for s in stmts:
+            if isinstance(s, kir.Loop):
+                out += self.nest(s)
+            elif isinstance(s, kir.If):
+                out.append(replace(s, then=tuple(self.level(list(s.then))),
+                                   orelse=tuple(self.level(list(s.orelse)))))
+            else:
+                out.append(s)
+        return out
+
+    def nest(self, loop: kir.Loop) -> list:
+        """``loop``'s chain of perfectly nested loops, collapsed where it can be, then
+        the inner body's own loops."""
+        chain, notes, body = [loop], [], list(loop.body)
+        while True:
+            inner = [s for s in body if not isinstance(s, kir.Comment)]
+            if len(inner) != 1 or not isinstance(inner[0], kir.Loop) or inner[0].parallel:
+                break
+            notes += [s for s in body if isinstance(s, kir.Comment)]
+            chain.append(inner[0])
+            body = list(inner[0].body)
+        views, loops_, body = self.collapse(chain, body)
+        if not views:
+            return [replace(loop, body=tuple(self.level(list(loop.body))))]
+        body = notes + self.level(body)
+        nest = tuple(body)
+        for lp in reversed(loops_):
+            nest = (replace(lp, body=nest),)
+        return views + list(nest)
+
+    def collapse(self, chain: list, body: list) -> tuple[list, list, list]:
+        """(views to bind first, the loops left, the rewritten body)."""
+        simple = [_int(lp.extent) is not None and _int(lp.start) == 0 and lp.step == 1
+                  for lp in chain]
+        names = [lp.var.name for lp in chain]
+        acc = _Accesses(set(names))
+        if len(chain) < 2 or not all(isinstance(s, _FLAT_BODY) for s in kir.walk(body)):
+            return [], chain, body
+        for s in kir.walk(body):
+            acc.stmt(s)
+        if acc.bad is None:
+            return [], chain, body
+        written = {self.memory.locate(b, None)[0] for b in acc.stored}
+        pairs = []
+        for k in range(len(chain) - 1):
+            u, w = names[k], names[k + 1]
+            ok = simple[k] and simple[k + 1] and u not in acc.bad and w not in acc.bad
+            for buf, pos in acc.positions.items():
+                if not ok:
+                    break
+                if (u in pos) != (w in pos):
+                    ok = False
+                elif u in pos:
+                    pu, pw = pos[u], pos[w]
+                    ok = (pu < pw and buf.shape[pu] == _int(chain[k].extent)
+                          and buf.shape[pw] == _int(chain[k + 1].extent)
+                          and all(buf.shape[d] == 1 and d in acc.zeros[buf]
+                                  for d in range(pu + 1, pw))
+                          and self.flat_ok(buf, written))
+            pairs.append(ok)
+        if not any(pairs):
+            return [], chain, body
+        groups: list = [[0]]
+        for k, ok in enumerate(pairs):
+            if ok:
+                groups[-1].append(k + 1)
+            else:
+                groups.append([k + 1])
+        views: list = []
+        flat: dict = {}
+        for buf, pos in acc.positions.items():
+            merged = [(pos[names[g[0]]], pos[names[g[-1]]]) for g in groups
+                      if len(g) > 1 and names[g[0]] in pos]
+            if not merged:
+                continue
+            shape, keep, d = [], [], 0
+            for lo, hi in sorted(merged):
+                shape += buf.shape[d:lo]
+                keep += list(range(d, lo))
+                shape.append(math.prod(buf.shape[lo:hi + 1]))
+                keep.append(lo)
+                d = hi + 1
+            shape += buf.shape[d:]
+            keep += list(range(d, len(buf.shape)))
+            view = kir.Buffer(self.fresh(buf.name), tuple(shape), buf.dtype, kir.VIEW, "C")
+            views.append(kir.View(view, buf, "reshape"))
+            flat[buf] = (view, keep)
+        rename = {names[g[k]]: names[g[0]] for g in groups for k in range(1, len(g))}
+        loops_ = [replace(chain[g[0]], extent=math.prod(_int(chain[k].extent) for k in g))
+                  for g in groups]
+        return views, loops_, [_reindex(s, flat, rename) for s in body]
+
+    def flat_ok(self, buf: kir.Buffer, written: set) -> bool:
+        """``buf`` can be read (and written) through a flattened view of it."""
+        if buf.layout == "C":
+            return True
+        # An argument only read here: a reshape of it is itself when it is C-ordered, a
+        # copy otherwise, which is right only while nothing here writes its memory.
+        root = self.memory.locate(buf, None)[0]
+        return (buf.role == kir.ARG and buf.layout == "A" and root is not None
+                and root not in written and None not in written)
+
+
+class _Accesses:
+    """Where a chain's loop variables appear in a body: the dimension each indexes per
+    array (``positions``), the dimensions indexed by the constant 0 (``zeros``), the
+    arrays stored to, and ``bad``: the variables that appear anywhere else (None: an
+    array seen two ways, nothing collapses)."""
+
+    def __init__(self, names: set) -> None:
+        self.names = names
+        self.positions: dict = {}
+        self.zeros: dict = {}
+        self.stored: set = set()
+        self.bad: set | None = set()
+
+    def stmt(self, s: Any) -> None:
+        if isinstance(s, kir.Store):
+            self.stored.add(s.buf)
+            self.index(s.buf, s.index)
+            self.expr(s.value)
+        elif isinstance(s, kir.Loop):
+            self.expr(kir.const(s.extent))
+            self.expr(kir.const(s.start))
+            if s.var.name in self.names:
+                self.bad = None
+        else:
+            for e in kir.exprs_of(s):
+                self.expr(e)
+            if isinstance(s, (kir.Let, kir.Accum)) and s.var.name in self.names:
+                self.bad = None
+
+    def index(self, buf: kir.Buffer, index: tuple) -> None:
+        pos: dict = {}
+        zeros = set()
+        for d, x in enumerate(index):
+            if isinstance(x, kir.Var) and x.name in self.names:
+                if x.name in pos:
+                    self.bad = None
+                pos[x.name] = d
+            else:
+                if _int(x) == 0:
+                    zeros.add(d)
+                self.expr(x)
+        if self.bad is None:
+            return
+        if buf in self.positions:
+            if self.positions[buf] != pos:
+                self.bad = None
+            self.zeros[buf] &= zeros
+        else:
+            if any(b.name == buf.name for b in self.positions):
+                self.bad = None  # one name, two buffers
+            self.positions[buf] = pos
+            self.zeros[buf] = zeros
+
+    def expr(self, e: Any) -> None:
+        if self.bad is None or not isinstance(e, kir.Expr):
+            return
+        if isinstance(e, kir.Var):
+            if e.name in self.names:
+                self.bad.add(e.name)
+        elif isinstance(e, kir.Load):
+            self.index(e.buf, e.index)
+        else:
+            for k in _kids(e):
+                self.expr(k)
+
+
+def _kids(e: Any) -> tuple:
+    if isinstance(e, kir.Bin):
+        return (e.a, e.b)
+    if isinstance(e, (kir.Un, kir.Cast)):
+        return (e.a,)
+    if isinstance(e, kir.Call):
+        return tuple(e.args)
+    if isinstance(e, kir.Select):
+        return (e.cond, e.a, e.b)
+    return ()
+
+
+def _reindex(x: Any, flat: dict, rename: dict) -> Any:
+    """``x`` with accesses to each array in ``flat`` through its view (the dimensions
+    kept), and the collapsed variables dropped."""
+    if isinstance(x, kir.Load) and x.buf in flat:
+        view, keep = flat[x.buf]
+        return kir.Load(view, tuple(_reindex(x.index[d], flat, rename) for d in keep))
+    if isinstance(x, kir.Store) and x.buf in flat:
+        view, keep = flat[x.buf]
+        return replace(x, buf=view, index=tuple(_reindex(x.index[d], flat, rename)
+                                                for d in keep),
+                       value=_reindex(x.value, flat, rename))
+    if isinstance(x, kir.Var):
+        assert x.name not in rename, "a collapsed variable is read outside an index"
+        return x
+    if isinstance(x, (kir.Buffer, kir.Const)) or not is_dataclass(x):
+        return x
+    if isinstance(x, tuple):
+        return tuple(_reindex(y, flat, rename) for y in x)
+    changes = {}
+    for f in fields(x):
+        v = getattr(x, f.name)
+        if isinstance(v, tuple):
+            changes[f.name] = tuple(_reindex(y, flat, rename) for y in v)
+        elif is_dataclass(v) and not isinstance(v, kir.Buffer):
+            changes[f.name] = _reindex(v, flat, rename)
+    return replace(x, **changes) if changes else x
