@@ -296,7 +296,7 @@ def _empty_of_ptr(p, n):
     return lambda p, n: np.empty(n, dtype)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _layout(g, s, t, nd, rows, cols):
     """(cblas transpose flag, leading dimension) of the matrices in the last two axes of
     the operand whose shape starts at ``g[s]`` and strides at ``g[t]``; flag -1 when
@@ -309,28 +309,40 @@ def _layout(g, s, t, nd, rows, cols):
     return -1, 0
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _copied(p, g, s, t, nd):
     """The operand's elements copied C-ordered into a new array; its strides in ``g``
-    become the copy's."""
+    become the copy's. Rows along the last axis, the other axes stepped as an odometer
+    (no division per element)."""
     total = 1
     for d in range(nd):
         total *= g[s + d]
     out = _empty_of(p, total)
-    for i in range(total):
-        r, off = i, 0
-        for d in range(nd - 1, -1, -1):
-            off += (r % g[s + d]) * g[t + d]
-            r //= g[s + d]
-        out[i] = _load(p, off)
-    step = 1
+    inner, step = g[s + nd - 1], g[t + nd - 1]
+    if total > 0:
+        idx = np.zeros(nd, np.int64)
+        off = 0
+        for row in range(total // inner):
+            base = row * inner
+            for j in range(inner):
+                out[base + j] = _load(p, off + j * step)
+            d = nd - 2
+            while d >= 0:
+                idx[d] += 1
+                off += g[t + d]
+                if idx[d] < g[s + d]:
+                    break
+                off -= idx[d] * g[t + d]
+                idx[d] = 0
+                d -= 1
+    size = 1
     for d in range(nd - 1, -1, -1):
-        g[t + d] = step
-        step *= g[s + d]
+        g[t + d] = size
+        size *= g[s + d]
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _item_offset(g, s, t, nd, item, nc):
     """Element offset of batch item ``item`` (numbered over the result's batch axes) in
     the operand, whose batch axes align with the result's trailing ones; an axis of size
@@ -345,7 +357,7 @@ def _item_offset(g, s, t, nd, item, nc):
     return off
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _batched(x, y, c, geo):
     """``c[...] = x @ y`` over the batch, the operands as `_geometry` describes them."""
     g = numba.carray(geo, (_GEO,))
@@ -387,7 +399,7 @@ def _c_batched(dtype: Any) -> Any:
     def entry(x, y, c, geo):
         _batched(x, y, c, geo)
 
-    return numba.cfunc(sig, cache=True, nopython=True)(entry)
+    return numba.cfunc(sig, cache=True, nopython=True, error_model="numpy")(entry)
 
 
 _BATCHED: dict = {}
