@@ -163,11 +163,6 @@ def expr(e: Any, sz: Callable[[Any], str] = _literal_size) -> str:
     if isinstance(e, kir.Un):
         return f"({e.op}{' ' if e.op == 'not' else ''}{expr(e.a, sz)})"
     if isinstance(e, kir.Call):
-        if e.fn in ("min", "max") and len(e.args) == 2 and np.dtype(e.dtype).kind in "iu":
-            # An integer min/max as a select: Numba's builtin is a function of its own,
-            # compiled once per process and type and linked into each kernel.
-            a, b = (expr(x, sz) for x in e.args)
-            return f"({a} if {a} {'<=' if e.fn == 'min' else '>='} {b} else {b})"
         return f"{call_name(e.fn, e.dtype)}({', '.join(_bare(a, sz) for a in e.args)})"
     if isinstance(e, kir.Select):
         return f"({expr(e.a, sz)} if {expr(e.cond, sz)} else {expr(e.b, sz)})"
