@@ -15,41 +15,55 @@ compile time went by function compiled: the kernel parts, and each helper they p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from typing import Any
+
+
+class TakenError(Exception):
+    """Raised by a stand-in for ``backend.build`` to stop `dg.compile` once it has what
+    it wanted (a graph, a built kernel)."""
+
+
+@contextlib.contextmanager
+def build_swapped(stand_in: Callable) -> Iterator[Callable]:
+    """``dualgraph.backend.numba.build`` replaced by ``stand_in`` (called as the backend
+    is: ``(graph, parallel=..., use_cache=..., name=..., write_to=..., ...)``) while the
+    block runs; yields the real one. A stand-in raises `TakenError` to stop the caller."""
+    import dualgraph.backend.numba as backend
+
+    real = backend.build
+    backend.build = stand_in
+    try:
+        yield real
+    finally:
+        backend.build = real
 
 
 def step_graphs(workload: str, quick: bool = False) -> list[tuple[Any, dict]]:
     """The optimized graphs (and in-place writes) `dg.compile` hands the backend for the
     workload's Adam step, taken without compiling them."""
     import dualgraph as dg
-    import dualgraph.backend.numba as backend
     from dualgraph.workloads import model_step
 
     seen: list = []
-
-    class TakenError(Exception):
-        pass
 
     def take(graph, parallel=False, use_cache=True, name="kernel", write_to=None, **kw):
         seen.append((graph, dict(write_to or {})))
         raise TakenError
 
-    real = backend.build
-    backend.build = take
-    try:
+    with build_swapped(take):
         step, args, _ = model_step(workload, quick=quick)
         try:
             dg.compile(step, tiered=False)(*args)
         except TakenError:
             pass
-    finally:
-        backend.build = real
     return seen
 
 

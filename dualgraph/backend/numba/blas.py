@@ -245,10 +245,12 @@ def _operand_by_layout(x):
     Generated code calls this and `gemm_call` itself: the old ``gemm`` helper, inlined
     into each call site, cost Numba ~0.3 s of compile per matrix product; this costs
     ~30 ms (measured on the MLP step, 5 products)."""
+    # No ``max`` here: Numba's builtin is a function of its own, compiled once per
+    # process and type and linked into each kernel.
     if x.layout == "C":
-        return lambda x: (x, _NO_TRANS, max(x.shape[1], 1))
+        return lambda x: (x, _NO_TRANS, x.shape[1] if x.shape[1] > 1 else 1)
     if x.layout == "F":
-        return lambda x: (x, _TRANS, max(x.shape[0], 1))
+        return lambda x: (x, _TRANS, x.shape[0] if x.shape[0] > 1 else 1)
 
     return lambda x: _operand(x)
 
@@ -259,59 +261,248 @@ gemm_call = _gemm_call
 HAVE_CBLAS = _FOUND is not None
 
 
-@numba.njit(cache=True)
-def _layout(x, rows, cols):
-    """(array, cblas transpose flag, leading dimension) for the matrices in the last two
-    axes of ``x`` (``rows`` x ``cols``): read in place when every item is row-major or
-    every item column-major (a transposed view), else ``x`` copied C-ordered once."""
-    size = x.itemsize
-    s0, s1 = x.strides[x.ndim - 2], x.strides[x.ndim - 1]
-    if (s1 == size or cols <= 1) and s0 % size == 0 and s0 >= max(cols, 1) * size:
-        return x, _NO_TRANS, s0 // size
-    if (s0 == size or rows <= 1) and s1 % size == 0 and s1 >= max(rows, 1) * size:
-        return x, _TRANS, s1 // size
-    c = np.ascontiguousarray(x)
-    return c, _NO_TRANS, max(cols, 1)
+# ---- batched products
+# A batched product is one call from the kernel to a C function compiled once per
+# installation (a Numba ``cfunc``, kept in Numba's disk cache) and registered with LLVM
+# as an external symbol, as ``cblas_?gemm`` is: a kernel that calls it neither types nor
+# links nor optimises its code again. As an njit helper it was compiled once per process
+# and argument types (three in the transformer step) and then linked into and optimised
+# again with every kernel part calling it: 2-4 s of that step's cold compile.
+# The operands reach it as a pointer to their first element and a geometry block
+# (`_geometry`): the ranks, then each operand's shape and strides in elements.
+
+_MAXD = 16  # the most axes an operand of a batched product may have
+_XS, _XT, _YS, _YT, _CS = (3 + k * _MAXD for k in range(5))
+_GEO = 3 + 5 * _MAXD
 
 
-@numba.njit(cache=True)
-def _item_offset(x, t, shape):
-    """Element offset of batch item ``t`` (numbered over the result's batch ``shape``) in
-    ``x``, whose batch axes align with the trailing ones of ``shape``; an axis of size
+@intrinsic
+def _at(typingctx, p, off):
+    """The pointer ``off`` elements past ``p``."""
+    def codegen(context, builder, signature, args):
+        return builder.gep(args[0], [args[1]])
+
+    return p(p, off), codegen
+
+
+@intrinsic
+def _load(typingctx, p, off):
+    def codegen(context, builder, signature, args):
+        return builder.load(builder.gep(args[0], [args[1]]))
+
+    return p.dtype(p, off), codegen
+
+
+@intrinsic
+def _data(typingctx, a):
+    """A C-ordered array's data pointer."""
+    def codegen(context, builder, signature, args):
+        return context.make_array(signature.args[0])(context, builder, args[0]).data
+
+    return types.CPointer(a.dtype)(a), codegen
+
+
+@intrinsic
+def _gemm_ptr(typingctx, ta, tb, m, n, k, a, ia, lda, b, ib, ldb, c, ic, ldc):
+    """cblas_?gemm with beta 0 on matrices starting ``ia``/``ib``/``ic`` elements past
+    the pointers ``a``/``b``/``c``."""
+    sig = types.void(ta, tb, m, n, k, a, ia, lda, b, ib, ldb, c, ic, ldc)
+
+    def codegen(context, builder, signature, args):
+        ta_, tb_, m_, n_, k_, a_, ia_, lda_, b_, ib_, ldb_, c_, ic_, ldc_ = args
+        dtype = signature.args[11].dtype
+        ptr = ir.IntType(8).as_pointer()
+
+        def at(p, off):
+            return builder.bitcast(builder.gep(p, [off]), ptr)
+
+        beta = context.get_constant(dtype, 0.0)
+        _emit_gemm(context, builder, dtype, ta_, tb_, m_, n_, k_, at(a_, ia_), lda_,
+                   at(b_, ib_), ldb_, beta, at(c_, ic_), ldc_)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _empty_of(p, n):  # noqa: ARG001 - typed by the overload below
+    raise NotImplementedError
+
+
+@overload(_empty_of)
+def _empty_of_ptr(p, n):
+    dtype = p.dtype
+    return lambda p, n: np.empty(n, dtype)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _layout(g, s, t, nd, rows, cols):
+    """(cblas transpose flag, leading dimension) of the matrices in the last two axes of
+    the operand whose shape starts at ``g[s]`` and strides at ``g[t]``; flag -1 when
+    BLAS cannot read them in place."""
+    s0, s1 = g[t + nd - 2], g[t + nd - 1]
+    if (s1 == 1 or cols <= 1) and s0 >= (cols if cols > 1 else 1):
+        return _NO_TRANS, s0
+    if (s0 == 1 or rows <= 1) and s1 >= (rows if rows > 1 else 1):
+        return _TRANS, s1
+    return -1, 0
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _copied(p, g, s, t, nd):
+    """The operand's elements copied C-ordered into a new array; its strides in ``g``
+    become the copy's. Rows along the last axis, the other axes stepped as an odometer
+    (no division per element)."""
+    total = 1
+    for d in range(nd):
+        total *= g[s + d]
+    out = _empty_of(p, total)
+    inner, step = g[s + nd - 1], g[t + nd - 1]
+    if total > 0:
+        idx = np.zeros(nd, np.int64)
+        off = 0
+        for row in range(total // inner):
+            base = row * inner
+            for j in range(inner):
+                out[base + j] = _load(p, off + j * step)
+            d = nd - 2
+            while d >= 0:
+                idx[d] += 1
+                off += g[t + d]
+                if idx[d] < g[s + d]:
+                    break
+                off -= idx[d] * g[t + d]
+                idx[d] = 0
+                d -= 1
+    size = 1
+    for d in range(nd - 1, -1, -1):
+        g[t + d] = size
+        size *= g[s + d]
+    return out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _item_offset(g, s, t, nd, item, nc):
+    """Element offset of batch item ``item`` (numbered over the result's batch axes) in
+    the operand, whose batch axes align with the result's trailing ones; an axis of size
     1 is broadcast (read at 0)."""
-    nb = x.ndim - 2
-    lead = len(shape) - nb
+    lead = (nc - 2) - (nd - 2)
     off = 0
-    for d in range(len(shape) - 1, -1, -1):
-        i = t % shape[d]
-        t //= shape[d]
-        if d >= lead and x.shape[d - lead] != 1:
-            off += i * (x.strides[d - lead] // x.itemsize)
+    for d in range(nc - 3, -1, -1):
+        i = item % g[_CS + d]
+        item //= g[_CS + d]
+        if d >= lead and g[s + d - lead] != 1:
+            off += i * g[t + d - lead]
     return off
 
 
-@numba.njit(cache=True)
-def gemm_batched(x, y, c):
-    """``c[...] = x @ y`` for batched float operands (each with its own batch axes,
-    aligned to the right, a size-1 axis broadcast; ``c`` C-ordered): one BLAS call per
-    item on the operands' memory, each operand's layout decided once for the whole batch
-    (in generated code ``dgb.gemm_batched``; NumPy's BLAS only: HAVE_CBLAS)."""
-    m, k = x.shape[-2], x.shape[-1]
-    n = y.shape[-1]
-    batch = c.shape[:-2]
-    count = c.size // max(m * n, 1)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _batched(x, y, c, geo):
+    """``c[...] = x @ y`` over the batch, the operands as `_geometry` describes them."""
+    g = numba.carray(geo, (_GEO,))
+    nx, ny, nc = g[0], g[1], g[2]
+    m, k = g[_XS + nx - 2], g[_XS + nx - 1]
+    n = g[_YS + ny - 1]
+    count = 1
+    for d in range(nc - 2):
+        count *= g[_CS + d]
     if m == 0 or n == 0 or count == 0:
         return
+    cf = numba.carray(c, (count * m * n,))
     if k == 0:
-        c.reshape(c.size)[:] = 0
+        cf[:] = 0
         return
-    xa, tx, lx = _layout(x, m, k)
-    ya, ty, ly = _layout(y, k, n)
-    for t in range(count):
-        _gemm_at(tx, ty, m, n, k, xa, _item_offset(xa, t, batch), lx,
-                 ya, _item_offset(ya, t, batch), ly, 0.0, c, t * m * n, n)
+    tx, lx = _layout(g, _XS, _XT, nx, m, k)
+    xa = _empty_of(x, 0)
+    if tx < 0:
+        xa = _copied(x, g, _XS, _XT, nx)
+        x = _data(xa)
+        tx, lx = _NO_TRANS, (k if k > 1 else 1)
+    ty, ly = _layout(g, _YS, _YT, ny, k, n)
+    ya = _empty_of(y, 0)
+    if ty < 0:
+        ya = _copied(y, g, _YS, _YT, ny)
+        y = _data(ya)
+        ty, ly = _NO_TRANS, (n if n > 1 else 1)
+    for item in range(count):
+        _gemm_ptr(tx, ty, m, n, k, x, _item_offset(g, _XS, _XT, nx, item, nc), lx,
+                  y, _item_offset(g, _YS, _YT, ny, item, nc), ly, c, item * m * n, n)
+    # The copies live until every product has read them.
+    xa.size + ya.size  # noqa: B018
 
 
+def _c_batched(dtype: Any) -> Any:
+    ptr = types.CPointer(dtype)
+    sig = types.void(ptr, ptr, ptr, types.CPointer(types.int64))
+
+    def entry(x, y, c, geo):
+        _batched(x, y, c, geo)
+
+    return numba.cfunc(sig, cache=True, nopython=True, error_model="numpy")(entry)
+
+
+_BATCHED: dict = {}
+
+
+def need_batched(dtype: str) -> None:
+    """Compile (or load from Numba's disk cache) the batched product's C function for
+    ``dtype`` ("float32" or "float64") and register its symbol, once per process: before
+    a kernel calling it is compiled (its typing does this) or loaded (its module's
+    header does)."""
+    if dtype in _BATCHED:
+        return
+    from numba.core.compiler_lock import global_compiler_lock
+
+    # Numba's own lock: typing a kernel holds it already, so no other order is taken.
+    with global_compiler_lock:
+        if dtype not in _BATCHED:
+            fn = _c_batched(types.float32 if dtype == "float32" else types.float64)
+            llvm.add_symbol(f"dualgraph_gemm_batched_{dtype}", fn.address)
+            _BATCHED[dtype] = fn
+
+
+@intrinsic
+def gemm_batched(typingctx, x, y, c):
+    """``c[...] = x @ y`` for batched float operands (each with its own batch axes,
+    aligned to the right, a size-1 axis broadcast; ``c`` C-ordered): one BLAS call per
+    item on the operands' memory, each operand's layout (transpose flag, leading
+    dimension) decided once for the whole batch, an operand BLAS cannot read in place
+    copied C-ordered once (in generated code ``dgb.gemm_batched``; NumPy's BLAS only:
+    HAVE_CBLAS). A call into the registered C function: nothing of it is compiled with
+    the kernel."""
+    if not (all(isinstance(a, types.Array) for a in (x, y, c)) and x.dtype == y.dtype
+            == c.dtype and c.dtype in (types.float32, types.float64) and 2 <= x.ndim <= _MAXD
+            and 2 <= y.ndim <= _MAXD and 2 <= c.ndim <= _MAXD):
+        return None
+    name = f"dualgraph_gemm_batched_{c.dtype}"
+    need_batched(str(c.dtype))
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        geo = cgutils.alloca_once(builder, i64, size=_GEO)
+        fl = context.get_value_type(signature.args[2].dtype).as_pointer()
+
+        def put(k, v):
+            builder.store(v, builder.gep(geo, [ir.Constant(i64, k)]))
+
+        ptrs = []
+        for j, (ty, val, s, t) in enumerate(zip(signature.args, args, (_XS, _YS, _CS),
+                                                (_XT, _YT, None))):
+            ary = context.make_array(ty)(context, builder, val)
+            put(j, ir.Constant(i64, ty.ndim))
+            size = ir.Constant(i64, context.get_abi_sizeof(context.get_value_type(ty.dtype)))
+            shape = cgutils.unpack_tuple(builder, ary.shape, ty.ndim)
+            strides = cgutils.unpack_tuple(builder, ary.strides, ty.ndim)
+            for d in range(ty.ndim):
+                put(s + d, shape[d])
+                if t is not None:
+                    put(t + d, builder.sdiv(strides[d], size))
+            ptrs.append(builder.bitcast(ary.data, fl))
+        fnty = ir.FunctionType(ir.VoidType(), [fl, fl, fl, i64.as_pointer()])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, name)
+        builder.call(fn, ptrs + [geo])
+        return context.get_dummy_value()
+
+    return types.void(x, y, c), codegen
 
 
 # ---- max pooling loops
@@ -394,3 +585,8 @@ def pool_scatter(g, idx, out):
         t = n if per_row else 0
         for m in range(g.shape[1]):
             out[n, idx[t, m]] += g[n, m]
+
+
+# The names generated code calls, one per dtype (`cache.module_source` registers the C
+# function a kernel's module names).
+gemm_batched_float32 = gemm_batched_float64 = gemm_batched

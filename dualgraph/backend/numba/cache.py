@@ -327,6 +327,10 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
         header = header.replace("import blas as dgb", "import blas_parallel as dgb")
     if opt is not None:
         header += f"# LLVM optimisation level {int(opt)}\n"
+    # The C functions the kernel calls by symbol exist before Numba loads it.
+    for dtype in ("float32", "float64"):
+        if f"dgb.gemm_batched_{dtype}(" in body:
+            header += f"dgb.need_batched({dtype!r})\n"
     return header + deco + body + "\n"
 
 

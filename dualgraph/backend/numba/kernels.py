@@ -205,6 +205,26 @@ def permuted(typingctx, x, axes):
     return x.copy(layout="A")(x, axes), codegen
 
 
+@intrinsic
+def contiguous(typingctx, x):
+    """``np.ascontiguousarray(x)`` for generated code, as lowered code rather than a
+    function: a C-ordered array is itself, any other is checked at run time (when its
+    layout is not known when typed) and copied if it is not C-ordered.
+
+    Numba's ``np.ascontiguousarray`` is an overload compiled as a function of its own once
+    per process and argument type, then linked into and optimised again with every
+    kernel that calls it: 7-9 compiles and about 1.2 s of a transformer or cnn step's cold
+    compile (`tools/compile_profile.py`), for what is most often the identity."""
+    if not isinstance(x, types.Array):
+        return None
+    from numba.np.arrayobj import _as_layout_array
+
+    def codegen(context, builder, signature, args):
+        return _as_layout_array(context, builder, signature, args, output_layout="C")
+
+    return x.copy(layout="C", ndim=max(x.ndim, 1), readonly=False)(x), codegen
+
+
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def exp_f32(x):
     xc = x if x < _EXP_HI else _EXP_HI

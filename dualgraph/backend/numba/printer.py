@@ -246,6 +246,15 @@ class Printer:
                 self.emit(f"{b.name} = {name}" if name else
                           f"{b.name} = np.empty({_shape(b.shape, self.sz)}, {dtype_name(b.dtype)})",
                           indent)
+            elif self.work is not None and (indent == 1 or b.role == kir.SCRATCH):
+                # A work array filled by a flat loop: Numba's np.full is a function of
+                # its own, compiled once per process and type and linked into each
+                # kernel that calls it.
+                flat = f"{b.name}_fill"
+                self.emit(f"{b.name} = {self.work(b)}", indent)
+                self.emit(f"{flat} = {b.name}.reshape({b.name}.size)", indent)
+                self.emit(f"for {flat}_i in range({b.name}.size):", indent)
+                self.emit(f"{flat}[{flat}_i] = {literal(s.fill, b.dtype)}", indent + 1)
             else:
                 self.emit(f"{b.name} = np.full({_shape(b.shape, self.sz)}, "
                           f"{literal(s.fill, b.dtype)}, {dtype_name(b.dtype)})", indent)
@@ -306,10 +315,10 @@ class Printer:
         if s.how == "alias":
             return base
         if s.how == "reshape":
-            src = base if s.base.layout == "C" else f"np.ascontiguousarray({base})"
+            src = base if s.base.layout == "C" else f"dgk.contiguous({base})"
             return f"{src}.reshape({_shape(s.buf.shape, self.sz)})"
         if s.how == "bitcast":
-            return (f"np.ascontiguousarray({base}).reshape({self.sz(s.base.size)}).view("
+            return (f"dgk.contiguous({base}).reshape({self.sz(s.base.size)}).view("
                     f"{dtype_name(s.buf.dtype)}).reshape({_shape(s.buf.shape, self.sz)})")
         if s.how == "transpose":
             axes = tuple(s.arg)
@@ -408,21 +417,24 @@ class Printer:
                 self.sz(a) if isinstance(a, int) and not isinstance(a, bool) else literal(a)
                 for a in s.args]
         outs = [b.name for b in s.outs]
-        self.emit(template.format(*args, out=outs[0] if outs else None), indent)
+        dtype = np.dtype(s.outs[0].dtype).name if s.outs else None
+        self.emit(template.format(*args, out=outs[0] if outs else None, dtype=dtype), indent)
 
 
 # Library routines a `kir.LibCall` names: the source template over its arguments ({0},
-# {1}, ...) and its first output ({out}).
+# {1}, ...), its first output ({out}) and that output's dtype ({dtype}).
 LIBRARY: dict[str, str] = {
     # adds a float32 block to its float64 lanes as one vector (kernels.fold_lanes)
     "fold_lanes": "dgk.fold_lanes({out}, {0}, {1})",
     # a stable sort's permutation of a 1-D buffer
     "argsort": "{out}[:] = np.argsort({0}, kind='mergesort')",
     # ``out = x @ y`` over a batch: one BLAS call per item on the operands' memory, each
-    # operand's layout (transpose flag, leading dimension) decided once (blas.gemm_batched)
-    "gemm_batched": "dgb.gemm_batched({0}, {1}, {out})",
+    # operand's layout (transpose flag, leading dimension) decided once; a call into a C
+    # function compiled once, named by dtype so that the module's header can register
+    # it before the kernel is loaded (blas.gemm_batched)
+    "gemm_batched": "dgb.gemm_batched_{dtype}({0}, {1}, {out})",
     # the copy of a whole buffer into another of the same size
-    "copy": "{out}.reshape({out}.size)[:] = np.ascontiguousarray({0}).reshape({0}.size)",
+    "copy": "{out}.reshape({out}.size)[:] = dgk.contiguous({0}).reshape({0}.size)",
     # the inverse / determinant of each matrix of a (batch, n, n) buffer
     "inv": "dgk.batched_inv({0}, {out})",
     "det": "dgk.batched_det({0}, {out})",
