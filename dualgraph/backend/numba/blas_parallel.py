@@ -15,18 +15,19 @@ result. Generated parallel kernels import this module as ``dgb`` instead of `bla
 from __future__ import annotations
 
 import numba
+from numba.extending import overload
 
 from .blas import (  # noqa: F401 - re-exported: a parallel kernel's ``dgb``
     HAVE_CBLAS,
     _gemm_at,
-    _item_offset,
-    _layout,
     gemm,
     max_pool_indices,
+    need_batched,
     operand,
     pool_gather,
     pool_scatter,
 )
+from .blas import gemm_batched as _serial_batched
 
 _TRANS = 112
 # Row blocks of a large product; products under SPLIT_FLOPS multiply-adds stay one call.
@@ -47,19 +48,28 @@ def gemm_call(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def gemm_batched(x, y, c):
-    """`blas.gemm_batched` with the items in a ``numba.prange``."""
-    m, k = x.shape[-2], x.shape[-1]
-    n = y.shape[-1]
-    batch = c.shape[:-2]
-    count = c.size // max(m * n, 1)
-    if m == 0 or n == 0 or count == 0:
-        return
-    if k == 0:
-        c.reshape(c.size)[:] = 0
-        return
-    xa, tx, lx = _layout(x, m, k)
-    ya, ty, ly = _layout(y, k, n)
-    for t in numba.prange(count):
-        _gemm_at(tx, ty, m, n, k, xa, _item_offset(xa, t, batch), lx,
-                 ya, _item_offset(ya, t, batch), ly, 0.0, c, t * m * n, n)
+def _items(x, y, c):
+    """The leading batch axis's items over Numba's threads, one batched call each."""
+    for i in numba.prange(c.shape[0]):
+        _serial_batched(x[i], y[i], c[i])
+
+
+def gemm_batched(x, y, c):  # noqa: ARG001 - typed by the overload below
+    """`blas.gemm_batched` with the items of the leading batch axis over Numba's threads
+    when both operands have that axis in full; else the serial call."""
+
+
+@overload(gemm_batched)
+def _gemm_batched_by_rank(x, y, c):
+    if c.ndim >= 3 and x.ndim == c.ndim and y.ndim == c.ndim:
+        def impl(x, y, c):
+            if x.shape[0] == c.shape[0] and y.shape[0] == c.shape[0]:
+                _items(x, y, c)
+            else:
+                _serial_batched(x, y, c)
+        return impl
+    return lambda x, y, c: _serial_batched(x, y, c)
+
+
+# The names serial kernels call the batched product by (one C function per dtype there).
+gemm_batched_float32 = gemm_batched_float64 = gemm_batched
