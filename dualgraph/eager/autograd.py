@@ -21,6 +21,7 @@ from .._location import user_location as _user_location
 from ..ir.graph import Node, next_uid
 from ..ops.broadcast import fit_grad
 from ..ops.reduce import SUM
+from ..ops.shape import GETITEM, to_numpy_index
 from . import grad_mode
 
 # Eager nodes record the user's file:line only on request (dg.compare does): finding the
@@ -502,6 +503,82 @@ def _run_one(node: "Function", g: Any, retain_graph: bool, create_graph: bool) -
         node.release()
 
 
+
+class _Slices:
+    """Gradients for one input sent by basic-index views of it (``split``'s pieces), kept
+    as (index, array) until the input runs: disjoint pieces then fill one zeroed buffer
+    instead of one per piece, summed. The bits are the op-by-op sum's: where the pieces
+    are disjoint every element of that sum is one piece's value plus zeros (``g + 0``, the
+    sign of a zero dropped), which is what each piece's write into the buffer computes;
+    otherwise (overlaps) the pieces are scattered and summed in arrival order, as ops."""
+
+    __slots__ = ("shape", "dtype", "parts")
+
+    def __init__(self, shape: tuple, dtype: np.dtype, index: tuple, g: np.ndarray) -> None:
+        self.shape = shape
+        self.dtype = dtype
+        self.parts = [(index, g)]
+
+    def tensor(self) -> Any:
+        parts = self.parts
+        if len(parts) > 1 and _disjoint([index for index, _ in parts], self.shape):
+            out = np.zeros(self.shape, self.dtype)
+            zero = self.dtype.type(0)
+            for index, g in parts:
+                np.add(g, zero, out=out[to_numpy_index(index) + (Ellipsis,)])
+            return _make(out, False, None)
+        total = None
+        for index, g in parts:  # SCATTER's kernel, then the add op's
+            out = np.zeros(self.shape, self.dtype)
+            out[to_numpy_index(index)] = g
+            total = out if total is None else np.add(total, out)
+        return _make(total, False, None)
+
+
+def _extents(index: tuple, shape: tuple) -> list:
+    """Per dimension of the indexed array, the first and last position ``index`` reaches
+    (``None`` when it reaches none)."""
+    ext = []
+    for e in index:
+        if e is None:  # a new axis: no dimension of the array
+            continue
+        if type(e) is tuple:
+            start, stop, step = e
+            r = range(start, -1 if stop is None else stop, step)
+            ext.append((min(r[0], r[-1]), max(r[0], r[-1])) if len(r) else None)
+        else:
+            ext.append((e, e))
+    for size in shape[len(ext):]:
+        ext.append((0, size - 1) if size else None)
+    return ext
+
+
+def _disjoint(indices: list, shape: tuple) -> bool:
+    """Whether no two basic indices into an array of ``shape`` reach a common element
+    (by their bounding boxes: a conservative test)."""
+    boxes = [_extents(index, shape) for index in indices]
+    for i in range(len(boxes)):
+        for j in range(i):
+            for a, b in zip(boxes[i], boxes[j]):
+                if a is None or b is None or a[1] < b[0] or b[1] < a[0]:
+                    break  # apart along this dimension
+            else:
+                return False
+    return True
+
+
+def _merge(prev: Any, g: Any) -> Any:
+    """Two gradients for one input, either of them `_Slices`."""
+    if type(prev) is _Slices and type(g) is _Slices:
+        prev.parts.extend(g.parts)
+        return prev
+    if type(prev) is _Slices:
+        prev = prev.tensor()
+    if type(g) is _Slices:
+        g = g.tensor()
+    return prev + g
+
+
 class _Walk:
     """One backward pass over the tape: nodes run once every consumer has sent its
     gradient (counted by `_discover`), gradients summed per node in ``buffers``.
@@ -543,6 +620,8 @@ class _Walk:
         while ready:
             node = ready.pop()
             g = buffers.pop(node, None)
+            if type(g) is _Slices:
+                g = g.tensor()
             if isinstance(node, AccumulateGrad):
                 if g is None:
                     continue
@@ -570,7 +649,15 @@ class _Walk:
                         t._grad = g if t._grad is None else t._grad + g
                 if capture is not None and node in capture:
                     capture[node] = g
-                in_grads = node.apply(g)
+                inp = node.inputs[0] if node._def is GETITEM else None
+                if (inp is not None and not create_graph and not ANOMALY[0]
+                        and not node._freed and isinstance(inp, _GRAD_NODES)
+                        and g._data.dtype == inp.dtype):
+                    # The scatter left to the input (`_Slices`): split's pieces share one
+                    # buffer.
+                    in_grads = (_Slices(inp.shape, inp.dtype, node.attrs["index"], g._data),)
+                else:
+                    in_grads = node.apply(g)
                 if ANOMALY[0]:
                     _check_anomaly(node, in_grads)
                 if not retain_graph and (node._saved or node._out is not None):
@@ -585,7 +672,12 @@ class _Walk:
                     continue
                 gi = None if in_grads is None else in_grads[k]
                 if gi is not None:
-                    buffers[inp] = buffers[inp] + gi if inp in buffers else gi
+                    if inp in buffers:
+                        prev = buffers[inp]
+                        buffers[inp] = (prev + gi if type(prev) is not _Slices
+                                        and type(gi) is not _Slices else _merge(prev, gi))
+                    else:
+                        buffers[inp] = gi
                 n = deps[inp] - 1
                 deps[inp] = n
                 if n == 0:

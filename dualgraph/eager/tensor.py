@@ -729,7 +729,8 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
                 s = args[i]
                 if j is not None:
                     b = args[j]
-                    if not isinstance(b, Tensor) or not b._rg:
+                    if not isinstance(b, Tensor) or not (
+                            _RG.__get__(b) if type(b) is _ViewTensor else b._rg):
                         s = None
                 kept.append(s)
                 versions.append(s._version[0] if isinstance(s, Tensor) else None)
@@ -746,8 +747,13 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
             inputs.append(n if n is not None else a._input_node())
         else:
             inputs.append(a)
-    t.grad_fn = Function(op, tuple(inputs), attrs, out, saved, versions or (), out_version)
-    t._rg = True
+    fn = Function(op, tuple(inputs), attrs, out, saved, versions or (), out_version)
+    if type(t) is _ViewTensor:  # through the slots, as `_new_view` sets them
+        _GRAD_FN.__set__(t, fn)
+        _RG.__set__(t, True)
+    else:
+        t.grad_fn = fn
+        t._rg = True
     return t
 
 

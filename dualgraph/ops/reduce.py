@@ -14,6 +14,7 @@ from ..errors import ShapeError
 from ..modes import bind
 from .broadcast import float_dtype, normalize_axis, normalize_dim, shape_of
 from .elementwise import (
+    _MUL_IMPL,
     _truth,
     abs,  # noqa: A004 - the op; this module never needs the builtin
     add,
@@ -202,6 +203,18 @@ def _mean_vjp(ctx, g):
     return (broadcast_to(mul(_keepdims_grad(ctx, g), 1.0 / (n or 1)), shape),)
 
 
+def _mean_vjp_arrays(ctx, args, out, g):
+    # `_mean_vjp` on arrays: the same multiply kernel, so the same bits.
+    shape = ctx.inputs[0].shape
+    axis = ctx.attrs["axis"]
+    if not ctx.attrs["keepdims"] and axis is not None:
+        g = g.reshape(_reduced_shape(shape, axis, True))
+    g = _MUL_IMPL(g, 1.0 / (_count(shape, axis) or 1))
+    if type(g) is not np.ndarray:  # a 0-d product is a NumPy scalar
+        g = np.asarray(g)
+    return (_broadcast_view(g, shape),)
+
+
 def _extremum_vjp(ctx, g):
     # Ties share the gradient evenly (PyTorch's amax / full max rule).
     (x,) = ctx.args
@@ -230,7 +243,7 @@ SUM = register(OpDef(
 MEAN = register(OpDef(
     "mean", _mean_impl, _mean_infer, _mean_vjp,
     _reduce_name("MeanBackward0", "MeanBackward1"),
-    reduction=Reduction("add", _zero, finalize="mean"),
+    reduction=Reduction("add", _zero, finalize="mean"), vjp_arrays=_mean_vjp_arrays,
 ))
 MAX = register(OpDef(
     "max", _max_impl, _extremum_infer("max"), _extremum_vjp,

@@ -4,6 +4,7 @@ them."""
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import numpy as np
@@ -221,3 +222,38 @@ def test_resetting_grad_makes_one_call_besides_the_setter():
     n, names = _count(reset)
     assert n <= 1 + 2, names  # reset, the setter, the mode lookup
     assert w.grad is None
+
+
+def test_an_eager_linear_layer_makes_few_calls():
+    lin = dg.nn.functional.linear
+    x = dg.tensor(np.ones((4, 6), np.float32))
+    w = dg.tensor(np.ones((3, 6), np.float32), requires_grad=True)
+    b = dg.tensor(np.ones(3, np.float32), requires_grad=True)
+    lin(x, w, b)
+    n, names = _count(functools.partial(lin, x, w, b))
+    # linear and two shape reads; per op (the transposed weight, then addmm) bind,
+    # eager_process, its kernel and its tape node, plus the view's `_new_view`.
+    assert n <= 3 + 4 + 1 + 5, names
+    y = lin(x, w, b)
+    assert y.grad_fn.name() == "AddmmBackward0"
+    assert [f.name() if f else None for f, _ in y.grad_fn.next_functions] == [
+        "AccumulateGrad", None, "TBackward0"]
+
+
+def test_linear_through_a_transposed_view_keeps_its_gradients_and_errors():
+    lin = dg.nn.functional.linear
+    rng = np.random.default_rng(0)
+    xa, wa, ba = rng.standard_normal((2, 5, 6)), rng.standard_normal((3, 6)), rng.standard_normal(3)
+    x, w, b = (dg.tensor(a, requires_grad=True) for a in (xa, wa, ba))
+    lin(x, w, b).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.ones((10, 3)).T @ xa.reshape(10, 6))
+    np.testing.assert_allclose(x.grad.numpy(), np.ones((2, 5, 3)) @ wa)
+    v = dg.tensor(rng.standard_normal(6), requires_grad=True)  # a 1-D weight
+    np.testing.assert_allclose(lin(x, v).numpy(), xa @ v.numpy())
+    with pytest.raises(ValueError, match=r"input of shape \(2, 5, 6\) does not match weight "
+                                         r"of shape \(3, 4\) \(in_features 4\)"):
+        lin(x, dg.tensor(np.ones((3, 4))))
+    with pytest.raises(ValueError, match="at least 1 dimension"):
+        lin(dg.tensor(1.0), w)
+    with pytest.raises(TypeError, match="input must be a tensor"):
+        lin(xa, w)

@@ -1,9 +1,11 @@
 """An op's array form of its VJP (``OpDef.vjp_arrays``: layer norm's, addmm's,
-transpose's, mul's, sum's, relu's) runs in an eager backward that records nothing, and
-gives the bits of the op-by-op VJP; a recorded backward (``create_graph``) and mixed
+transpose's, mul's, sum's, mean's, relu's) runs in an eager backward that records nothing,
+and gives the bits of the op-by-op VJP; a recorded backward (``create_graph``) and mixed
 dtypes use the op-by-op form."""
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 import pytest
@@ -160,3 +162,57 @@ def test_mul_and_sum_array_forms_give_the_op_forms_bits(case):
     assert len(fast) == len(slow) > 0
     for a, b in zip(fast, slow):
         assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,dim,keepdim", [((6, 5), None, False), ((6, 5), 1, False),
+                                               ((6, 5), 0, True), ((2, 3, 4), (0, 2), False),
+                                               ((), None, False), ((3, 0), 1, False)])
+def test_mean_array_form_gives_the_op_forms_bits(dtype, shape, dim, keepdim):
+    rng = np.random.default_rng(len(shape))
+    xa = rng.standard_normal(shape).astype(dtype) * 3
+    mean_op = OPS["mean"]
+    calls = []
+    real = mean_op.vjp
+
+    def counted(ctx, g):
+        calls.append(1)
+        return real(ctx, g)
+
+    def grad():
+        x = dg.tensor(xa, requires_grad=True)
+        m = x.mean() if dim is None else x.mean(dim=dim, keepdim=keepdim)
+        (m * dg.tensor(rng.standard_normal(m.shape).astype(dtype) + 2)).sum().backward()
+        return x.grad.numpy()
+
+    object.__setattr__(mean_op, "vjp", counted)
+    try:
+        rng = np.random.default_rng(1)
+        fast = grad()
+        assert calls == []  # the array form ran, not `mul` and `broadcast_to` as ops
+        rng = np.random.default_rng(1)
+        slow = _op_by_op(grad)
+        assert len(calls) == 1
+    finally:
+        object.__setattr__(mean_op, "vjp", real)
+    assert fast.shape == slow.shape == shape
+    assert fast.dtype == slow.dtype and fast.tobytes() == slow.tobytes()
+
+
+def test_mse_loss_backward_through_mean_makes_no_mul_op():
+    x = dg.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), requires_grad=True)
+    t = dg.tensor(np.zeros((3, 4), np.float32))
+    loss = dg.nn.functional.mse_loss(x, t)
+    names = []
+
+    def profile(frame, event, arg):
+        if event == "call":
+            names.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        loss.backward()
+    finally:
+        sys.setprofile(None)
+    assert "_mean_vjp" not in names and "broadcast_to" not in names, names
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x.numpy() / 12, rtol=1e-6)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ...modes import bind
 from ...ops import elementwise as E
 from ...ops import linalg as L
 from ...ops import reduce as R
@@ -20,23 +21,30 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Any:
     """``x @ weight.T + bias``; on 2-D input with a bias one ``addmm`` (``AddmmBackward0``)."""
     if not isinstance(x, TensorOps):
         raise TypeError(f"linear: input must be a tensor, got {type(x).__name__}")
-    if x.ndim < 1:
+    # Each shape read is a property call: a small eager step pays them per layer.
+    xshape = x.shape
+    wshape = weight.shape
+    ndim = len(xshape)
+    if ndim < 1:
         raise ValueError(f"linear: input must have at least 1 dimension, got shape {x.shape}")
-    if x.shape[-1] != weight.shape[-1]:
+    if xshape[-1] != wshape[-1]:
         raise ValueError(
-            f"linear: input of shape {tuple(x.shape)} does not match weight of shape "
-            f"{tuple(weight.shape)} (in_features {weight.shape[-1]})"
+            f"linear: input of shape {tuple(xshape)} does not match weight of shape "
+            f"{tuple(wshape)} (in_features {wshape[-1]})"
         )
-    if bias is not None and x.ndim == 2:
-        return L.addmm(bias, x, S.transpose(weight))
-    if bias is not None and x.ndim > 2 and weight.ndim == 2:
+    # weight.T of a matrix bound directly (a valid permutation: permute's checks would
+    # only cost calls); it records TBackward0 as ``weight.t()`` does.
+    wt = bind(S.TRANSPOSE, weight, axes=(1, 0)) if len(wshape) == 2 else S.transpose(weight)
+    if bias is not None and ndim == 2:
+        return L.addmm(bias, x, wt)
+    if bias is not None and ndim > 2 and len(wshape) == 2:
         # As PyTorch's linear: the leading dimensions fold into one, so the product is one
         # GEMM (addmm) and so is the weight's gradient (not a batch of them summed).
-        lead = tuple(x.shape[:-1])
+        lead = tuple(xshape[:-1])
         rows = math.prod(lead)
-        out = L.addmm(bias, S.reshape(x, (rows, x.shape[-1])), S.transpose(weight))
-        return S.reshape(out, lead + (weight.shape[0],))
-    out = L.matmul(x, S.transpose(weight))
+        out = L.addmm(bias, S.reshape(x, (rows, xshape[-1])), wt)
+        return S.reshape(out, lead + (wshape[0],))
+    out = L.matmul(x, wt)
     return out if bias is None else E.add(out, bias)
 
 
