@@ -677,69 +677,67 @@ class _Criterion:
         return value
 
 
-def gat(torch: Any, weights: Any = None, compiled: bool = False) -> dict:
-    """pytorch/examples gat: its two-layer, multi-head ``GAT`` on a random 12-node graph,
-    trained by its own ``train_iter`` (which also evaluates on the training and
-    validation masks: three losses a step) with its ``main()``'s Adam(lr=0.005,
-    weight_decay=5e-4); attention dropout off. Compiled, the model is ``torch.compile``d
-    (traced once for training and once for evaluation under ``no_grad``)."""
-    ga = import_program(torch, "examples.gat_main")
+def _graph_training(torch: Any, program: str, make_model: Any, seed: int, adjacency: Any,
+                    lr: float, weights: Any, compiled: bool) -> dict:
+    """Train a pytorch/examples graph model on a random 12-node graph with its own
+    ``train_iter`` (a training loss, then evaluation on the training and validation
+    masks: three losses a step) and Adam(lr, weight_decay=5e-4). ``adjacency(rng)`` makes
+    the graph's adjacency tensor; compiled, the model is ``torch.compile``d (traced once
+    for training and once for evaluation under ``no_grad``)."""
+    module = import_program(torch, program)
     torch.manual_seed(0)
-    model = ga.GAT(in_features=10, n_hidden=8, n_heads=2, num_classes=3, dropout=0.0)
+    model = make_model(module)
     out: dict = {}
     if weights is None:
         out["weights"] = state_arrays(model.state_dict())
     else:
         load_arrays(torch, model, weights)
-    rng = np.random.default_rng(4)
+    rng = np.random.default_rng(seed)
     features = torch.tensor(rng.standard_normal((12, 10)).astype(np.float32))
-    adj = torch.tensor((np.eye(12) + (rng.random((12, 12)) < 0.3)).clip(0, 1).astype(np.int64))
+    adj = adjacency(rng)
     labels = torch.tensor(rng.integers(0, 3, size=12))
     mask_train, mask_val = torch.arange(0, 8), torch.arange(8, 12)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.005, weight_decay=5e-4)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=5e-4)
     losses: list[float] = []
     criterion = _Criterion(torch.nn.NLLLoss(), losses)
     net = _compile(torch, model) if compiled else model
     for epoch in range(1, STEPS + 1):
-        ga.train_iter(epoch, net, optimizer, criterion, (features, adj), labels,
-                      mask_train, mask_val, print_every=10 ** 6)
+        module.train_iter(epoch, net, optimizer, criterion, (features, adj), labels,
+                          mask_train, mask_val, print_every=10 ** 6)
     out["losses"] = losses
     if compiled:
         out["compiled"] = net
     return out
+
+
+def gat(torch: Any, weights: Any = None, compiled: bool = False) -> dict:
+    """pytorch/examples gat: its two-layer, multi-head ``GAT`` on a random 12-node graph
+    (a 0/1 adjacency with self-loops), trained by its own ``train_iter`` with its
+    ``main()``'s Adam(lr=0.005, weight_decay=5e-4); attention dropout off."""
+
+    def adjacency(rng: Any) -> Any:
+        a = (np.eye(12) + (rng.random((12, 12)) < 0.3)).clip(0, 1)
+        return torch.tensor(a.astype(np.int64))
+
+    return _graph_training(
+        torch, "examples.gat_main",
+        lambda ga: ga.GAT(in_features=10, n_hidden=8, n_heads=2, num_classes=3, dropout=0.0),
+        4, adjacency, 0.005, weights, compiled)
 
 
 def gcn(torch: Any, weights: Any = None, compiled: bool = False) -> dict:
     """pytorch/examples gcn: its two-layer ``GCN`` (``torch.Tensor(n_in, n_out)`` then
     Xavier init, ``torch.spmm`` of a dense normalised adjacency) on a random 12-node
-    graph, trained by its own ``train_iter`` (a training loss, then evaluation on the
-    training and validation masks: three losses a step) with Adam(lr=0.01,
-    weight_decay=5e-4); dropout off. Compiled, the model is ``torch.compile``d (traced
-    once for training and once for evaluation under ``no_grad``)."""
-    gc = import_program(torch, "examples.gcn_main")
-    torch.manual_seed(0)
-    model = gc.GCN(10, 8, 3, use_bias=True, dropout_p=0.0)
-    out: dict = {}
-    if weights is None:
-        out["weights"] = state_arrays(model.state_dict())
-    else:
-        load_arrays(torch, model, weights)
-    rng = np.random.default_rng(5)
-    features = torch.tensor(rng.standard_normal((12, 10)).astype(np.float32))
-    a = (np.eye(12) + (rng.random((12, 12)) < 0.3)).clip(0, 1)
-    a = np.maximum(a, a.T)
-    d = 1.0 / np.sqrt(a.sum(1))
-    adj = torch.tensor((a * d[:, None] * d[None, :]).astype(np.float32))
-    labels = torch.tensor(rng.integers(0, 3, size=12))
-    mask_train, mask_val = torch.arange(0, 8), torch.arange(8, 12)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
-    losses: list[float] = []
-    criterion = _Criterion(torch.nn.NLLLoss(), losses)
-    net = _compile(torch, model) if compiled else model
-    for epoch in range(1, STEPS + 1):
-        gc.train_iter(epoch, net, optimizer, criterion, (features, adj), labels,
-                      mask_train, mask_val, print_every=10 ** 6)
-    out["losses"] = losses
-    if compiled:
-        out["compiled"] = net
-    return out
+    graph, trained by its own ``train_iter`` with Adam(lr=0.01, weight_decay=5e-4);
+    dropout off."""
+
+    def adjacency(rng: Any) -> Any:
+        a = (np.eye(12) + (rng.random((12, 12)) < 0.3)).clip(0, 1)
+        a = np.maximum(a, a.T)
+        d = 1.0 / np.sqrt(a.sum(1))
+        return torch.tensor((a * d[:, None] * d[None, :]).astype(np.float32))
+
+    return _graph_training(
+        torch, "examples.gcn_main",
+        lambda gc: gc.GCN(10, 8, 3, use_bias=True, dropout_p=0.0),
+        5, adjacency, 0.01, weights, compiled)

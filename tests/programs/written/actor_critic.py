@@ -14,7 +14,7 @@ import torch.optim as optim
 from torch.distributions import Categorical
 
 sys.path.insert(0, str(Path(__file__).parent))
-from rl_common import CartPole  # noqa: E402
+from rl_common import CartPole, discounted_returns, train_episodes  # noqa: E402
 
 gamma = 0.99
 env = CartPole()
@@ -57,15 +57,10 @@ def select_action(state):
 
 
 def finish_episode():
-    R = 0
     saved_actions = model.saved_actions
     policy_losses = []
     value_losses = []
-    returns = []
-    for r in model.rewards[::-1]:
-        R = r + gamma * R
-        returns.insert(0, R)
-    returns = torch.tensor(returns)
+    returns = torch.tensor(discounted_returns(model.rewards, gamma))
     returns = (returns - returns.mean()) / (returns.std() + eps)
     for (log_prob, value), R in zip(saved_actions, returns):
         advantage = R - value.item()
@@ -87,19 +82,5 @@ def run(weights=None, compiled=False, greedy=True):
         model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
     w = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
     forward = torch.compile(model) if compiled else model
-    running_reward = 10
-    losses = []
-    for i_episode in range(6):
-        state, _ = env.reset()
-        ep_reward = 0
-        for t in range(1, 10000):
-            action = select_action(state)
-            state, reward, done, _, _ = env.step(action)
-            model.rewards.append(reward)
-            ep_reward += reward
-            if done or t >= 30:
-                break
-        running_reward = 0.05 * ep_reward + (1 - 0.05) * running_reward
-        losses.append(finish_episode())
-    losses.append(running_reward)
+    losses = train_episodes(env, select_action, model.rewards, finish_episode)
     return {"losses": losses, "weights": w, "fn": forward}

@@ -3,7 +3,6 @@
 # keeps their style (super(Class, self), unused loop variables), so ruff leaves it alone.
 # ruff: noqa
 import sys
-from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,7 @@ import torch.optim as optim
 from torch.distributions import Categorical
 
 sys.path.insert(0, str(Path(__file__).parent))
-from rl_common import CartPole  # noqa: E402
+from rl_common import CartPole, discounted_returns, train_episodes  # noqa: E402
 
 gamma = 0.99
 env = CartPole()
@@ -56,13 +55,8 @@ def select_action(state):
 
 
 def finish_episode():
-    R = 0
     policy_loss = []
-    returns = deque()
-    for r in policy.rewards[::-1]:
-        R = r + gamma * R
-        returns.appendleft(R)
-    returns = torch.tensor(returns)
+    returns = torch.tensor(discounted_returns(policy.rewards, gamma))
     returns = (returns - returns.mean()) / (returns.std() + eps)
     for log_prob, R in zip(policy.saved_log_probs, returns):
         policy_loss.append(-log_prob * R)
@@ -86,19 +80,5 @@ def run(weights=None, compiled=False, greedy=True):
     w = {k: v.detach().numpy().copy() for k, v in policy.state_dict().items()}
     policy.dropout.p = 0.0 if greedy else 0.6  # the random streams differ between libraries
     forward = torch.compile(policy) if compiled else policy
-    running_reward = 10
-    losses = []
-    for i_episode in range(6):
-        state, _ = env.reset()
-        ep_reward = 0
-        for t in range(1, 10000):
-            action = select_action(state)
-            state, reward, done, _, _ = env.step(action)
-            policy.rewards.append(reward)
-            ep_reward += reward
-            if done or t >= 30:
-                break
-        running_reward = 0.05 * ep_reward + (1 - 0.05) * running_reward
-        losses.append(finish_episode())
-    losses.append(running_reward)
+    losses = train_episodes(env, select_action, policy.rewards, finish_episode)
     return {"losses": losses, "weights": w, "fn": forward}

@@ -33,3 +33,34 @@ class CartPole:
         self.t += 1
         done = bool(x < -2.4 or x > 2.4 or th < -0.2095 or th > 0.2095)
         return self.state.copy(), 1.0, done, self.t >= 30, {}
+
+
+def discounted_returns(rewards, gamma):
+    """Each step's return: its reward plus the discounted return after it."""
+    R = 0
+    returns = []
+    for r in rewards[::-1]:
+        R = r + gamma * R
+        returns.append(R)
+    return returns[::-1]
+
+
+def train_episodes(env, select_action, rewards, finish_episode, episodes=6, max_steps=30):
+    """pytorch/examples' episode loop: play each episode for at most ``max_steps``,
+    recording rewards, then ``finish_episode()``; the losses, then the running reward."""
+    running_reward = 10
+    losses = []
+    for i_episode in range(episodes):
+        state, _ = env.reset()
+        ep_reward = 0
+        for t in range(1, 10000):
+            action = select_action(state)
+            state, reward, done, _, _ = env.step(action)
+            rewards.append(reward)
+            ep_reward += reward
+            if done or t >= max_steps:
+                break
+        running_reward = 0.05 * ep_reward + (1 - 0.05) * running_reward
+        losses.append(finish_episode())
+    losses.append(running_reward)
+    return losses
