@@ -12,6 +12,7 @@ from .. import modes
 from ..dtypes import as_dtype, check_device, default_float
 from ..ir.graph import Literal, Node
 from ..modes import Mode
+from ..ops import gather as G
 from ..ops import shape as S
 from ..ops.broadcast import normalize_dim
 from ..ops.elementwise import impl_into
@@ -822,7 +823,7 @@ class EagerMode(Mode):
         """``t.copy_(src)``, or ``t.fill_(src)`` for a Python number."""
         if isinstance(src, Literal):
             if t._rg and _GRAD.value:  # the overwritten history gets a zero gradient
-                return self.write(t, S.view_scatter(t, src, ()))
+                return self.write(t, G.view_scatter(t, src, ()))
             t._data[...] = src
             t._version[0] += 1
             return t
@@ -830,7 +831,7 @@ class EagerMode(Mode):
         check_copy_shape(t.shape, src.shape)
         if (src._rg or t._rg) and _GRAD.value:
             # One CopyBackwards node: the gradient goes to src, none to t's old value.
-            return self.write(t, S.view_scatter(t, src, ()))
+            return self.write(t, G.view_scatter(t, src, ()))
         np.copyto(t._data, src._data, casting="unsafe")
         t._version[0] += 1
         return t
@@ -868,7 +869,7 @@ class EagerMode(Mode):
         if view:
             # PyTorch's CopySlices: the base's history becomes "the old base with the view
             # replaced by value"; the view (and its siblings) re-derive theirs from it.
-            node = Function(S.VIEW_SCATTER, (old, fn), {"chain": t._vchain}, base._data,
+            node = Function(G.VIEW_SCATTER, (old, fn), {"chain": t._vchain}, base._data,
                             (), (), None)
             base.grad_fn = node
             base._rg = True

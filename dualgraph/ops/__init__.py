@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (importing each family registers its ops)
     custom,
     decomp,
     elementwise,
+    gather,
     index,
     linalg,
     loss,
@@ -34,7 +35,7 @@ from .registry import OPS, OpDef, register
 install_ops(OPS)
 
 # ``axis=`` is ``dim=`` for every public function that takes ``dim`` (PyTorch's parser).
-for _family in (conv, decomp, elementwise, index, linalg, loss, math, matrix, norm, pool,
+for _family in (conv, decomp, elementwise, gather, index, linalg, loss, math, matrix, norm, pool,
                 products, random, recurrent, reduce, scan, shape, softmax, special, statistics):
     add_axis_aliases(vars(_family))
 

@@ -1,31 +1,24 @@
-"""Advanced indexing and the gather/scatter family (PyTorch's surface).
+"""Advanced indexing and the gather/scatter ops of PyTorch's surface.
 
-Four primitives carry every op here:
+Every op here is a composition of the primitives in `dualgraph.ops.gather`:
 
-- ``index(x, idx, dims)``: ``idx`` is int64 of shape ``(k,) + B``, the k index arrays
-  already broadcast to ``B``, applied at dims ``dims`` of ``x`` (the others taken whole).
-  The result shape is PyTorch's (and NumPy's) rule: ``x.shape[:d0] + B + x.shape[d0+k:]``
-  when ``dims`` are adjacent, else ``B`` followed by the other dims.
-- ``index_put(x, v, idx, dims, accumulate)``: ``x`` with those elements replaced by ``v``
-  (or, with ``accumulate``, increased by it: repeated indices add up), ``v`` broadcast to
-  the indexed shape. It is the gradient of ``index`` and the value of ``x[idx] = v``.
-- ``gather_axis(x, idx, axis)``: ``out[..., k, ...] = x[..., idx[..., k, ...], ...]`` along
-  one axis, ``idx`` of ``x``'s shape except along it, so no index arrays are built for the
-  other dims; ``scatter_add_axis`` is its transpose, and each is the other's VJP. They carry
-  ``gather``, ``take_along_dim``, the values of ``max(dim)``/``min(dim)`` and of the sort
-  family (`dualgraph.ops.scan`), and any other lookup of one index per line.
+- ``index`` / ``index_put`` carry ``x[idx]`` and ``x[idx] = v`` with tensor indices,
+  ``index_put``, ``index_select``, ``index_add``/``index_copy``/``index_fill``,
+  ``scatter``/``scatter_add`` (whole-tensor indices made into per-dim index arrays),
+  ``masked_select`` and ``embedding``;
+- ``gather_axis`` carries ``gather`` and ``take_along_dim`` (as it does the values of
+  ``max(dim)``/``min(dim)`` and of the sort family in `dualgraph.ops.reduce` and
+  `dualgraph.ops.scan`); ``scatter_reduce``'s prod/amax/amin fold over a dense mask.
 
 ``x[idx]`` first applies the basic part of the index (ints, slices, None) as a view, as
-PyTorch does, then ``index`` on that view; ``index_select``, ``embedding``, ``scatter``,
-``index_add``... are compositions. An ``api`` attribute names the public op
-that made a node, only so that ``grad_fn.name()`` is PyTorch's (``GatherBackward0``).
-Ops whose output shape depends on the data (``nonzero``, ``masked_select``, ``x[mask]``
-with a traced mask) run eagerly and raise `TraceError` in a traced function.
+PyTorch does, then ``index`` on that view. An ``api`` attribute names the public op that
+made a node, only so that ``grad_fn.name()`` is PyTorch's (``GatherBackward0``). Ops whose
+output shape depends on the data (``nonzero``, ``masked_select``, ``x[mask]`` with a
+traced mask) run eagerly and raise `TraceError` in a traced function.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -36,175 +29,9 @@ from ..modes import bind, current_mode, current_trace
 from . import elementwise as E
 from . import shape as S
 from .broadcast import normalize_dim
-from .registry import OpDef, register
+from .gather import INDEX, INDEX_PUT, _check_bounds, gather_axis
 
 _INT64 = np.dtype(np.int64)
-
-# --------------------------------------------------------------------------- layout
-
-
-def _split(shape: tuple, dims: tuple) -> tuple[tuple, tuple]:
-    """The dims before and after the indexed block of the result (``pre``, ``post``)."""
-    rest = tuple(d for d in range(len(shape)) if d not in dims)
-    if dims == tuple(range(dims[0], dims[0] + len(dims))):
-        return tuple(d for d in rest if d < dims[0]), tuple(d for d in rest if d > dims[0])
-    return (), rest  # separated advanced dims go first (NumPy's and PyTorch's rule)
-
-
-def indexed_shape(shape: tuple, dims: tuple, bshape: tuple) -> tuple:
-    """Shape of ``x[idx]`` for ``x`` of ``shape`` indexed at ``dims`` by arrays of ``bshape``."""
-    pre, post = _split(shape, dims)
-    return tuple(shape[d] for d in pre) + tuple(bshape) + tuple(shape[d] for d in post)
-
-
-def _key(ndim: int, idx: np.ndarray, dims: tuple) -> tuple:
-    key: list = [slice(None)] * ndim
-    for j, d in enumerate(dims):
-        key[d] = idx[j]
-    return tuple(key)
-
-
-def _check_index(name: str, xs: tuple, idx: Any, dims: tuple) -> tuple:
-    ks = tuple(idx.shape)
-    ok = (ks and ks[0] == len(dims) and dims and list(dims) == sorted(set(dims))
-          and 0 <= dims[0] and dims[-1] < len(xs))
-    if not ok or np.dtype(idx.dtype) != _INT64:
-        raise ShapeError(f"{name}: indices must be int64 of shape (len(dims),) + batch for "
-                         f"dims {dims} of a tensor of shape {xs}, got {idx.dtype} {ks}")
-    return indexed_shape(xs, dims, ks[1:])
-
-
-def _check_bounds(a: np.ndarray, size: int, dim: int) -> None:
-    """PyTorch's IndexError for an index outside ``[-size, size)``."""
-    if a.size == 0:
-        return
-    lo, hi = int(a.min()), int(a.max())
-    bad = lo if lo < -size else hi if hi >= size else None
-    if bad is not None:
-        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
-
-
-# ---------------------------------------------------------------------------- index
-
-
-def _index_impl(x: np.ndarray, idx: np.ndarray, dims: tuple, api: str = "") -> np.ndarray:
-    out = x[_key(x.ndim, idx, dims)]
-    # 0-d index arrays make NumPy index basically (a view): results never alias x.
-    return out.copy() if idx.ndim == 1 else out
-
-
-def _index_infer(x: Any, idx: Any, dims: tuple, api: str = "") -> tuple:
-    return _check_index("index", tuple(x.shape), idx, dims), x.dtype
-
-
-def _index_vjp(ctx, g):
-    (_, idx) = ctx.args
-    x = ctx.inputs[0]
-    dims = ctx.attrs["dims"]
-    # Scattered into zeros given by a literal and a shape: no zero array in the graph.
-    gx = bind(INDEX_PUT, 0.0, g, idx, dims=dims, accumulate=True, shape=tuple(x.shape))
-    return gx, None
-
-
-_INDEX_NAMES = {"": "IndexBackward0", "gather": "GatherBackward0",
-                "index_select": "IndexSelectBackward0", "embedding": "EmbeddingBackward0",
-                "masked_select": "MaskedSelectBackward0"}
-_PUT_NAMES = {"": "IndexPutBackward0", "scatter": "ScatterBackward0",
-              "scatter_value": "ScatterBackward1", "scatter_add": "ScatterAddBackward0",
-              "index_add": "IndexAddBackward0", "index_copy": "IndexCopyBackward0",
-              "index_fill": "IndexFillBackward0"}
-
-
-def _index_name(node: Any) -> str:
-    return _INDEX_NAMES[node.attrs.get("api", "")]
-
-
-# ------------------------------------------------------------------------ index_put
-
-
-def _put_impl(x: Any, v: Any, idx: np.ndarray, dims: tuple, accumulate: bool = False,
-              api: str = "", shape: tuple | None = None) -> np.ndarray:
-    if shape is not None:  # x is a number filling a new array of v's dtype
-        out = np.full(shape, x, np.asarray(v).dtype)
-        if (accumulate and dims == (0,) and x == 0 and type(v) is np.ndarray
-                and idx.shape[0] == 1 and idx.size and out.size):
-            if _add_rows(out, v, idx[0]):
-                return out
-    else:
-        out = np.array(x, copy=True, order="C")
-    key = _key(out.ndim, idx, dims)
-    if accumulate:
-        np.add.at(out, key, v)  # repeated indices add up
-    else:
-        out[key] = v  # the last of repeated indices wins (NumPy's and PyTorch's CPU rule)
-    return out
-
-
-def _add_rows(out: np.ndarray, v: np.ndarray, rows: np.ndarray) -> bool:
-    """``np.add.at(out, rows, v)`` along the first axis (an embedding's or a row gather's
-    gradient), by rounds: the values sorted by row (stably), round ``k`` adds every row's
-    ``k``-th value with one NumPy operation. Each row's values are added in their original
-    order, one at a time, as `np.add.at` adds them, so the bits are the same; `np.add.at`
-    takes one slow step per index. Returns False, doing nothing, when some row repeats so
-    often that the rounds would cost more."""
-    n = out.shape[0]
-    _check_bounds(rows, n, 0)
-    vals = np.broadcast_to(v, rows.shape + out.shape[1:]).reshape(rows.size, -1)
-    rows = rows.reshape(-1)
-    rows = np.where(rows < 0, rows + n, rows)
-    order = np.argsort(rows, kind="stable")
-    srt = rows[order]
-    starts = np.flatnonzero(np.concatenate(([True], srt[1:] != srt[:-1])))
-    counts = np.diff(np.append(starts, srt.size))
-    if counts.max() > 32:
-        return False
-    flat = out.reshape(n, -1)
-    for k in range(int(counts.max())):
-        live = counts > k
-        at = starts[live] + k
-        flat[srt[at]] += vals[order[at]]
-    return True
-
-
-def _put_infer(x: Any, v: Any, idx: Any, dims: tuple, accumulate: bool = False,
-               api: str = "", shape: tuple | None = None) -> tuple:
-    xs = tuple(x.shape) if shape is None else tuple(shape)
-    target = _check_index("index_put", xs, idx, dims)
-    vs = tuple(getattr(v, "shape", ()))
-    try:
-        ok = tuple(np.broadcast_shapes(vs, target)) == target
-    except ValueError:
-        ok = False
-    if not ok:
-        raise ShapeError(f"shape mismatch: value tensor of shape {list(vs)} cannot be "
-                         f"broadcast to indexing result of shape {list(target)}")
-    return xs, (x.dtype if shape is None else v.dtype)
-
-
-def _put_vjp(ctx, g):
-    (_, _, idx) = ctx.args
-    nx, nv = ctx.needs_input_grad[:2]
-    dims = ctx.attrs["dims"]
-    gx = gv = None
-    if nx:
-        # Overwritten elements passed nothing on; accumulated ones pass g through.
-        gx = g if ctx.attrs.get("accumulate") else bind(INDEX_PUT, g, 0.0, idx, dims=dims)
-    if nv:
-        gv = bind(INDEX, g, idx, dims=dims)  # the engine sums it back to v's shape
-    return gx, gv, None
-
-
-def _put_name(node: Any) -> str:
-    return _PUT_NAMES[node.attrs.get("api", "")]
-
-
-INDEX = register(OpDef(
-    "index", _index_impl, _index_infer, _index_vjp, _index_name, saves=(1,),
-))
-INDEX_PUT = register(OpDef(
-    "index_put", _put_impl, _put_infer, _put_vjp, _put_name, saves=(2,),
-))
-
 
 # --------------------------------------------------------------------- index parsing
 
@@ -483,115 +310,6 @@ def index_put_(x: Any, indices: Any, values: Any, accumulate: bool = False) -> A
     """In-place `index_put` (``x.index_put_(indices, values)``)."""
     current_mode().assign(x, index_put(x, indices, values, accumulate))
     return x
-
-
-# -------------------------------------------------- gather and scatter-add along one axis
-# gather_axis: out[..., k, ...] = x[..., idx[..., k, ...], ...]; idx has x's shape except
-# along the axis (or, squeezed, lacks the axis: one index per line). scatter_add_axis is
-# its transpose, and each is the other's VJP.
-
-
-def _to_lines(a: np.ndarray, axis: int) -> np.ndarray:
-    """``a`` as a C-contiguous (lines, length) array with ``axis`` last."""
-    if a.ndim == 0:
-        return a.reshape(1, 1)
-    moved = np.moveaxis(a, axis, -1)
-    # The line count spelled out: reshape(-1, 0) is ambiguous for an empty axis.
-    return np.ascontiguousarray(moved).reshape(math.prod(moved.shape[:-1]), a.shape[axis])
-
-
-def _from_lines(lines: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
-    """The inverse of `_to_lines` for a result of ``shape``."""
-    if not shape:
-        return lines.reshape(())
-    moved = tuple(d for i, d in enumerate(shape) if i != axis) + (shape[axis],)
-    return np.ascontiguousarray(np.moveaxis(lines.reshape(moved), -1, axis))
-
-
-def _squeezed(idx: Any, shape: tuple) -> bool:
-    """One index per line with the axis dropped (``keepdim=False``): idx has one dim less."""
-    return len(shape) > 0 and len(idx.shape) == len(shape) - 1
-
-
-def _gather_impl(x: np.ndarray, idx: np.ndarray, axis: int = 0,
-                 grad_fn: str = "GatherBackward0") -> np.ndarray:
-    if x.ndim == 0:
-        return x.copy()
-    if _squeezed(idx, x.shape):
-        return np.take_along_axis(x, np.expand_dims(idx, axis), axis=axis).squeeze(axis)
-    return np.take_along_axis(x, idx, axis=axis)
-
-
-def _check_axis_index(name: str, shape: tuple, idx: Any, axis: int) -> None:
-    ks = tuple(idx.shape)
-    if _squeezed(idx, shape):
-        ks = ks[:axis] + (1,) + ks[axis:]
-    if (np.dtype(idx.dtype) != np.int64 or len(ks) != len(shape)
-            or any(a != b for i, (a, b) in enumerate(zip(ks, shape)) if i != axis)):
-        raise ShapeError(f"{name}: indices must be int64 of the shape {shape} except along "
-                         f"axis {axis} (or without it), got {idx.dtype} {tuple(idx.shape)}")
-
-
-def _gather_infer(x: Any, idx: Any, axis: int = 0, grad_fn: str = "") -> tuple:
-    _check_axis_index("gather_axis", tuple(x.shape), idx, axis)
-    return tuple(idx.shape), np.dtype(x.dtype)
-
-
-def _scatter_add_impl(src: np.ndarray, idx: np.ndarray, axis: int = 0,
-                      size: int = 1, squeezed: bool = False) -> np.ndarray:
-    if squeezed:
-        src, idx = np.expand_dims(src, axis), np.expand_dims(idx, axis)
-    if src.ndim == 0:
-        return src.copy()
-    shape = src.shape[:axis] + (size,) + src.shape[axis + 1:]
-    s, k = _to_lines(src, axis), _to_lines(idx, axis)
-    out = np.zeros((s.shape[0], size), src.dtype)
-    # Adds in line order, as the compiled loop does, so repeated indices sum identically.
-    np.add.at(out, (np.arange(s.shape[0])[:, None], k), s)
-    return _from_lines(out, shape, axis)
-
-
-def _scatter_add_infer(src: Any, idx: Any, axis: int = 0, size: int = 1,
-                       squeezed: bool = False) -> tuple:
-    shape = tuple(src.shape)
-    if tuple(idx.shape) != shape or np.dtype(idx.dtype) != np.int64:
-        raise ShapeError(f"scatter_add_axis: int64 indices of shape {shape} expected for "
-                         f"values of shape {shape}, got {idx.dtype} {tuple(idx.shape)}")
-    if squeezed:
-        return shape[:axis] + (size,) + shape[axis:], np.dtype(src.dtype)
-    if not shape:
-        return (), np.dtype(src.dtype)
-    return shape[:axis] + (size,) + shape[axis + 1:], np.dtype(src.dtype)
-
-
-def _gather_vjp(ctx, g):
-    _, idx = ctx.args
-    axis = ctx.attrs["axis"]
-    shape = tuple(ctx.inputs[0].shape)
-    size = shape[axis] if shape else 1
-    squeezed = _squeezed(ctx.inputs[1], shape)
-    return bind(SCATTER_ADD_AXIS, g, idx, axis=axis, size=size, squeezed=squeezed), None
-
-
-def _scatter_add_vjp(ctx, g):
-    _, idx = ctx.args
-    return gather_axis(g, idx, ctx.attrs["axis"]), None
-
-
-GATHER_AXIS = register(OpDef(
-    "gather_axis", _gather_impl, _gather_infer, _gather_vjp,
-    lambda node: node.attrs["grad_fn"], saves=(1,),
-))
-SCATTER_ADD_AXIS = register(OpDef(
-    "scatter_add_axis", _scatter_add_impl, _scatter_add_infer, _scatter_add_vjp,
-    "ScatterAddBackward0", saves=(1,),
-))
-
-
-def gather_axis(x: Any, idx: Any, axis: int, grad_fn: str = "GatherBackward0") -> Any:
-    """``out[..., k, ...] = x[..., idx[..., k, ...], ...]`` along ``axis``; its tape node is
-    named ``grad_fn`` (PyTorch's name for the op whose values it gathers)."""
-    return bind(GATHER_AXIS, x, idx, axis=axis, grad_fn=grad_fn)
 
 
 # ----------------------------------------------------------- gather and scatter family

@@ -5,13 +5,11 @@ works:
 
 - ``max_pool2d_indices`` / ``adaptive_max_pool2d_indices``: the int64 index (into the
   flattened ``H*W`` plane) of each window's max, PyTorch's choice among ties (the first)
-  and nans (the last). Not differentiable; the values are a `pool_gather` by these indices.
-- ``pool_gather(x, idx)``: ``out[..., o] = x[..., idx[..., o]]`` over the last two dims
-  flattened; its VJP is ``pool_scatter`` (a scatter-add by the same indices) and back.
-  Max pooling and nearest upsampling (whose indices are a constant) are both gathers.
+  and nans (the last). Not differentiable; the values are a ``pool_gather`` by these
+  indices (`dualgraph.ops.gather`, as is nearest upsampling, whose indices are a constant).
 - ``avg_pool2d`` / ``adaptive_avg_pool2d`` and their transposes ``*_backward``.
-- ``pad`` (constant; negative pads crop), ``pad_index`` (reflect, replicate, circular: every
-  output element copies one input element) and its transpose ``pad_index_backward``.
+- ``pad`` (constant; negative pads crop); reflect, replicate and circular padding are the
+  gather ``pad_index`` (`dualgraph.ops.gather`).
 - ``unfold`` (``Tensor.unfold``: sliding windows, a copy here) and ``unfold_backward``.
 
 Every window is described once, by `pool_windows`: per spatial dim, each window's first
@@ -31,6 +29,7 @@ from ..errors import ShapeError
 from ..modes import bind
 from .broadcast import normalize_dim
 from .elementwise import add, mul
+from .gather import PAD_INDEX, pool_gather
 from .registry import OPS, OpDef, register
 from .shape import reshape, transpose
 
@@ -216,96 +215,6 @@ def _max_indices_impl(x: np.ndarray, **attrs: Any) -> np.ndarray:
     return np.where(isnan.any(axis=-1), last_nan, first_max).astype(np.int64)
 
 
-# --------------------------------------------------------------- gather / scatter-add
-
-
-_GATHER_NAMES = {
-    "max_pool2d": "MaxPool2DWithIndicesBackward0",
-    "adaptive_max_pool2d": "AdaptiveMaxPool2DBackward0",
-    "nearest": "UpsampleNearest2DBackward0",
-    "linear": "UpsampleLinear1DBackward0",
-    "bilinear": "UpsampleBilinear2DBackward0",
-    "trilinear": "UpsampleTrilinear3DBackward0",
-    "nearest3d": "UpsampleNearest3DBackward0",
-    "nearest-exact1d": "UpsampleNearestExact1DBackward0",
-    "nearest-exact2d": "UpsampleNearestExact2DBackward0",
-    "nearest-exact3d": "UpsampleNearestExact3DBackward0",
-}
-
-
-def _gather_infer(x: Any, idx: Any, source: str) -> tuple:
-    xs, ks = tuple(x.shape), tuple(idx.shape)
-    if len(xs) < 2 or len(ks) < 2 or idx.dtype != np.int64 or (
-            len(ks) > 2 and ks[:-2] != xs[:-2]):
-        raise ShapeError(f"pool_gather: indices must be int64 of shape (..., OH, OW) with the "
-                         f"leading dims of {xs} (or none), got {idx.dtype} {ks}")
-    return xs[:-2] + ks[-2:], x.dtype
-
-
-def _gather_impl(x: np.ndarray, idx: np.ndarray, source: str) -> np.ndarray:
-    n = math.prod(x.shape[-2:])
-    flat = x.reshape(x.shape[:-2] + (n,))
-    k = idx.reshape(idx.shape[:-2] + (math.prod(idx.shape[-2:]),))
-    if k.ndim == 1:
-        out = flat[..., k]
-    else:
-        # One gather from the whole array by flat positions (row * n + index): several
-        # times faster than take_along_axis, which indexes by broadcast row numbers.
-        rows = math.prod(k.shape[:-1])
-        at = k.reshape(rows, k.shape[-1]) + np.arange(0, rows * n, n, dtype=np.int64)[:, None]
-        out = np.take(flat.reshape(-1), at)
-    return out.reshape(x.shape[:-2] + idx.shape[-2:])
-
-
-def _gather_vjp(ctx, g):
-    (_, idx) = ctx.args
-    size = tuple(ctx.inputs[0].shape[-2:])
-    return pool_scatter(g, idx, size, ctx.attrs["source"]), None
-
-
-def _scatter_infer(g: Any, idx: Any, size: tuple, source: str) -> tuple:
-    gs, ks = tuple(g.shape), tuple(idx.shape)
-    if len(gs) < 2 or ks[-2:] != gs[-2:] or (len(ks) > 2 and ks != gs):
-        raise ShapeError(f"pool_scatter: indices of shape {ks} do not fit values of shape {gs}")
-    return gs[:-2] + tuple(size), g.dtype
-
-
-def _scatter_impl(g: np.ndarray, idx: np.ndarray, size: tuple, source: str) -> np.ndarray:
-    lead = g.shape[:-2]
-    b = math.prod(lead)
-    n = size[0] * size[1]
-    m = math.prod(g.shape[-2:])
-    gf = g.reshape(b, m)
-    k = np.broadcast_to(idx.reshape(math.prod(idx.shape[:-2]), m), gf.shape)
-    # One unbuffered add over flat (row, index) positions, in the dtype and the order of
-    # the compiled kernel's loop (row by row, values in order). NumPy >= 2's np.add.at
-    # over a 1-D index measured faster than a float64 bincount and its cast back (0.3 ms
-    # against 0.5 ms for LeNet's first pool, batch 64; 2-D indices were 4x slower).
-    flat = (np.arange(b)[:, None] * n + k).ravel()
-    out = np.zeros(b * n, g.dtype)
-    np.add.at(out, flat, gf.ravel())
-    return out.reshape(lead + tuple(size))
-
-
-def _scatter_vjp(ctx, g):
-    (_, idx) = ctx.args
-    return pool_gather(g, idx, ctx.attrs["source"]), None
-
-
-def _backward_name(forward: str) -> str:
-    return forward[:-1] + "Backward0"  # PyTorch's double-backward node names
-
-
-def pool_gather(x: Any, idx: Any, source: str) -> Any:
-    """``x`` at the flat plane indices ``idx`` (``source`` names the PyTorch node)."""
-    return bind(POOL_GATHER, x, idx, source=source)
-
-
-def pool_scatter(g: Any, idx: Any, size: tuple, source: str) -> Any:
-    """The transpose of `pool_gather`: ``g`` added into zeros of plane ``size`` at ``idx``."""
-    return bind(POOL_SCATTER, g, idx, size=tuple(size), source=source)
-
-
 # ------------------------------------------------------------------------- avg pooling
 
 
@@ -382,66 +291,6 @@ def _pad_vjp(ctx, g):
     return (bind(PAD, g, pad=tuple((-b, -a) for b, a in ctx.attrs["pad"]), value=0),)
 
 
-def pad_map(n: int, before: int, after: int, mode: str) -> np.ndarray:
-    """The input position each output position of a padded dimension of size ``n`` copies
-    (negative pads crop)."""
-    i = np.arange(-before, n + after)
-    if mode == "replicate":
-        return np.clip(i, 0, n - 1)
-    if mode == "circular":
-        # PyTorch crops first, then wraps around what is left.
-        lo, hi = max(-before, 0), n - max(-after, 0)
-        return lo + (i - lo) % (hi - lo)
-    j = np.abs(i)  # reflect: mirror at both ends without repeating the edge
-    return np.where(j >= n, 2 * (n - 1) - j, j)
-
-
-def _pad_index_infer(x: Any, pad: tuple, mode: str) -> tuple:
-    shape = tuple(x.shape)
-    lead = len(shape) - len(pad)
-    out = shape[:lead] + tuple(n + b + a for n, (b, a) in zip(shape[lead:], pad))
-    return out, x.dtype
-
-
-def _pad_index_impl(x: np.ndarray, pad: tuple, mode: str) -> np.ndarray:
-    lead = x.ndim - len(pad)
-    for d, (b, a) in enumerate(pad):
-        x = np.take(x, pad_map(x.shape[lead + d], b, a, mode), axis=lead + d)
-    return x
-
-
-def _pad_index_backward_infer(g: Any, pad: tuple, mode: str, size: tuple) -> tuple:
-    return tuple(g.shape[:len(g.shape) - len(size)]) + tuple(size), g.dtype
-
-
-def _pad_index_backward_impl(g: np.ndarray, pad: tuple, mode: str, size: tuple) -> np.ndarray:
-    lead = g.ndim - len(pad)
-    for d, (b, a) in enumerate(pad):
-        m = pad_map(size[d], b, a, mode)
-        moved = np.moveaxis(g, lead + d, 0)
-        out = np.zeros((size[d],) + moved.shape[1:], g.dtype)
-        np.add.at(out, m, moved)
-        g = np.moveaxis(out, 0, lead + d)
-    return np.ascontiguousarray(g)
-
-
-def _pad_index_vjp(ctx, g):
-    size = tuple(ctx.inputs[0].shape[len(ctx.inputs[0].shape) - len(ctx.attrs["pad"]):])
-    return (bind(PAD_INDEX_BACKWARD, g, size=size, **ctx.attrs),)
-
-
-def _pad_index_backward_vjp(ctx, g):
-    return (bind(PAD_INDEX, g, pad=ctx.attrs["pad"], mode=ctx.attrs["mode"]),)
-
-
-def _pad_index_name(node: Any) -> str:
-    k = len(node.attrs["pad"])
-    mode = node.attrs["mode"]
-    if mode == "circular":
-        return "CopySlices"
-    return f"{'Reflection' if mode == 'reflect' else 'Replication'}Pad{k}DBackward0"
-
-
 # ----------------------------------------------------------------------------- unfold
 
 
@@ -497,14 +346,6 @@ ADAPTIVE_MAX_POOL2D_INDICES = register(OpDef(
     "adaptive_max_pool2d_indices", _max_indices_impl, _max_indices_infer, None,
     "AdaptiveMaxPool2DBackward0", differentiable=False,
 ))
-POOL_GATHER = register(OpDef(
-    "pool_gather", _gather_impl, _gather_infer, _gather_vjp,
-    lambda node: _GATHER_NAMES[node.attrs["source"]], saves=(1,),
-))
-POOL_SCATTER = register(OpDef(
-    "pool_scatter", _scatter_impl, _scatter_infer, _scatter_vjp,
-    lambda node: _backward_name(_GATHER_NAMES[node.attrs["source"]]), saves=(1,),
-))
 AVG_POOL2D = register(OpDef(
     "avg_pool2d", _avg_impl, _avg_infer, _avg_vjp("avg_pool2d_backward"), "AvgPool2DBackward0",
 ))
@@ -521,13 +362,6 @@ ADAPTIVE_AVG_POOL2D_BACKWARD = register(OpDef(
     _avg_backward_vjp("adaptive_avg_pool2d"), "AdaptiveAvgPool2DBackwardBackward0",
 ))
 PAD = register(OpDef("pad", _pad_impl, _pad_infer, _pad_vjp, "ConstantPadNdBackward0"))
-PAD_INDEX = register(OpDef(
-    "pad_index", _pad_index_impl, _pad_index_infer, _pad_index_vjp, _pad_index_name,
-))
-PAD_INDEX_BACKWARD = register(OpDef(
-    "pad_index_backward", _pad_index_backward_impl, _pad_index_backward_infer,
-    _pad_index_backward_vjp, lambda node: _backward_name(_pad_index_name(node)),
-))
 UNFOLD = register(OpDef("unfold", _unfold_impl, _unfold_infer, _unfold_vjp, "UnfoldBackward0"))
 UNFOLD_BACKWARD = register(OpDef(
     "unfold_backward", _unfold_backward_impl, _unfold_backward_infer, _unfold_backward_vjp,
@@ -828,7 +662,13 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None,  # noqa:
     (4-D), ``trilinear`` (5-D), with ``align_corners``.
     ``F.interpolate(x, scale_factor=2, mode="bilinear")``"""
     shape = tuple(input.shape)
-    spatial = shape[2:]
+    _check_interp_mode(mode, shape, align_corners)
+    out, scales = _interp_sizes(shape[2:], size, scale_factor, recompute_scale_factor)
+    _check_interp_input(input, mode, antialias)
+    return _resample(input, mode, out, scales, bool(align_corners))
+
+
+def _check_interp_mode(mode: str, shape: tuple, align_corners: bool | None) -> None:
     if mode not in _INTERP_MODES:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported "
                                   f"(got {len(shape)}D) for the modes: nearest | linear | "
@@ -837,6 +677,12 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None,  # noqa:
     if mode in ("nearest", "area", "nearest-exact") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
+
+
+def _interp_sizes(spatial: tuple, size: Any, scale_factor: Any,
+                  recompute_scale_factor: bool | None) -> tuple[tuple, tuple]:
+    """The output's spatial sizes, and the scales the source positions use (None: from
+    the sizes), from exactly one of ``size`` and ``scale_factor``."""
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     if size is None and scale_factor is None:
@@ -850,33 +696,43 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None,  # noqa:
                              f"{list(spatial)} and output size of {size}. Please provide "
                              f"input tensor in (N, C, d1, d2, ...,dK) format and output size "
                              f"in (o1, o2, ...,oK) format.")
-        out = tuple(int(o) for o in out)
-        scales = (None,) * k
-    else:
-        scales = ((float(scale_factor),) * k if isinstance(scale_factor, (int, float))
-                  else tuple(float(f) for f in scale_factor))
-        if len(scales) != k:
-            raise ValueError(f"Input and scale_factor must have the same number of spatial "
-                             f"dimensions, but got input with spatial dimensions of "
-                             f"{list(spatial)} and scale_factor of shape {scale_factor}. "
-                             f"Please provide input tensor in (N, C, d1, d2, ...,dK) format "
-                             f"and scale_factor in (s1, s2, ...,sK) format.")
-        out = tuple(math.floor(n * f) for n, f in zip(spatial, scales))
-        if recompute_scale_factor:
-            scales = (None,) * k
+        return tuple(int(o) for o in out), (None,) * k
+    scales = ((float(scale_factor),) * k if isinstance(scale_factor, (int, float))
+              else tuple(float(f) for f in scale_factor))
+    if len(scales) != k:
+        raise ValueError(f"Input and scale_factor must have the same number of spatial "
+                         f"dimensions, but got input with spatial dimensions of "
+                         f"{list(spatial)} and scale_factor of shape {scale_factor}. "
+                         f"Please provide input tensor in (N, C, d1, d2, ...,dK) format "
+                         f"and scale_factor in (s1, s2, ...,sK) format.")
+    out = tuple(math.floor(n * f) for n, f in zip(spatial, scales))
+    return out, (None,) * k if recompute_scale_factor else scales
+
+
+def _check_interp_input(input: Any, mode: str, antialias: bool) -> None:  # noqa: A002
+    """The ranks and dtypes each mode supports."""
+    ndim = len(input.shape)
     want = {"linear": 3, "bilinear": 4, "trilinear": 5}.get(mode)
-    if want is not None and len(shape) != want:
-        raise NotImplementedError(f"Got {len(shape)}D input, but {mode} mode needs {want}D "
+    if want is not None and ndim != want:
+        raise NotImplementedError(f"Got {ndim}D input, but {mode} mode needs {want}D "
                                   f"input")
-    if mode == "bicubic" or len(shape) not in (3, 4, 5) or antialias or (
-            mode == "area" and len(shape) == 5):
-        raise NotImplementedError(f"interpolate: mode={mode!r} on a {len(shape)}-D input is "
+    if mode == "bicubic" or ndim not in (3, 4, 5) or antialias or (
+            mode == "area" and ndim == 5):
+        raise NotImplementedError(f"interpolate: mode={mode!r} on a {ndim}-D input is "
                                   f"not supported (nearest and nearest-exact on 3-D to 5-D, "
                                   f"area on 3-D/4-D, linear on 3-D, bilinear on 4-D, "
                                   f"trilinear on 5-D)")
     if input.dtype.kind != "f":
         raise NotImplementedError(f'"compute_indices_weights_{mode}" not implemented for '
                                   f"'{input.dtype}'")
+
+
+def _resample(input: Any, mode: str, out: tuple, scales: tuple,  # noqa: A002
+              corners: bool) -> Any:
+    """``input`` resampled to spatial sizes ``out`` (arguments checked)."""
+    shape = tuple(input.shape)
+    spatial = shape[2:]
+    k = len(spatial)
     if mode == "area":  # PyTorch's area mode is adaptive average pooling
         return (adaptive_avg_pool1d if k == 1 else adaptive_avg_pool2d)(input, out)
     if mode == "nearest" and k < 3:
@@ -887,7 +743,6 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None,  # noqa:
         ih = _nearest_index(spatial[0], out[0], scales[0])
         iw = _nearest_index(spatial[1], out[1], scales[1])
         return pool_gather(input, ih[:, None] * spatial[1] + iw[None, :], "nearest")
-    corners = bool(align_corners)
     if k == 1 and mode == "linear":
         x = reshape(input, shape[:2] + (1, spatial[0]))
         return reshape(_lerp_last(x, out[0], scales[0], corners, "linear"), shape[:2] + out)

@@ -31,7 +31,7 @@ from .elementwise import (
     sub,
     where,
 )
-from .index import gather_axis
+from .gather import gather_axis
 from .registry import OpDef, Reduction, register
 from .shape import astype, broadcast_to, reshape
 

@@ -9,7 +9,7 @@ Primitives:
   ``searchsorted``, ``histc``: integer results, not differentiable.
 
 Every "values" result (``sort``, ``topk``, ``cummax``, ``kthvalue``, ``median``) is a
-``gather_axis`` (`dualgraph.ops.index`) of the input by the returned indices, so its
+``gather_axis`` (`dualgraph.ops.gather`) of the input by the returned indices, so its
 gradient goes to exactly those indices, as PyTorch's. The gather carries PyTorch's node
 name of the op it serves (``grad_fn``), so ``sort(x).values.grad_fn`` is ``SortBackward0``.
 
@@ -31,7 +31,7 @@ from . import elementwise as E
 from . import reduce as R
 from . import shape as S
 from .broadcast import normalize_axis, normalize_dim, shape_of
-from .index import _from_lines, _to_lines, gather_axis
+from .gather import _from_lines, _to_lines, gather_axis
 from .registry import OpDef, register
 
 # ------------------------------------------------------------------ result types

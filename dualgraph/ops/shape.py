@@ -1,5 +1,5 @@
-"""Shape ops: reshape, transpose and permute, broadcast_to, basic indexing and its scatter,
-writes through views, concatenate and stack, astype, and PyTorch's flatten/split/chunk/
+"""Shape ops: reshape, transpose and permute, broadcast_to, basic indexing, view chains,
+concatenate and stack, astype, and PyTorch's flatten/split/chunk/
 movedim/repeat/roll/flip/tril/diagonal/meshgrid family and ``view(dtype)``.
 
 Attributes are canonical (resolved ``-1``, explicit axes, normalized indices) so that
@@ -9,8 +9,8 @@ returns as a view is a view here too: a write through it reaches the base, eager
 traced. The other primitives are each where a composition would be wrong or slow:
 
 - ``diagonal`` (a view: a strided diagonal no reshape/slice chain can express for batched
-  or transposed inputs) and ``diag_scatter`` (its VJP: zeros with a diagonal filled in,
-  also ``diag_embed`` and 1-D ``diag``);
+  or transposed inputs). Its VJP ``diag_scatter`` is in `dualgraph.ops.gather`, with
+  ``getitem``'s (``scatter``) and a write through a view (``view_scatter``);
 - ``flip``: a copy in PyTorch, which a negative-step slice (a view) would not be;
 - ``view_dtype``: bit reinterpretation, not differentiable.
 """
@@ -27,6 +27,7 @@ from ..dtypes import as_dtype
 from ..errors import ShapeError
 from ..modes import bind
 from . import elementwise as E
+from . import gather as G
 from .broadcast import (
     _is_int,
     normalize_axis,
@@ -250,7 +251,7 @@ def getitem(x: Any, index: Any) -> Any:
 
 
 def _getitem_vjp(ctx, g):
-    return (bind(SCATTER, g, shape=tuple(ctx.inputs[0].shape), index=ctx.attrs["index"]),)
+    return (bind(G.SCATTER, g, shape=tuple(ctx.inputs[0].shape), index=ctx.attrs["index"]),)
 
 
 def _getitem_name(node: Any) -> str:
@@ -260,20 +261,6 @@ def _getitem_name(node: Any) -> str:
     if kinds <= {tuple}:
         return "SliceBackward0"
     return "IndexBackward0"
-
-
-def _scatter_impl(g: np.ndarray, shape: tuple, index: tuple) -> np.ndarray:
-    out = np.zeros(shape, dtype=g.dtype)
-    out[to_numpy_index(index)] = g
-    return out
-
-
-def _scatter_infer(g: Any, shape: tuple, index: tuple) -> tuple:
-    return shape, g.dtype
-
-
-def _scatter_vjp(ctx, g):
-    return (bind(GETITEM, g, index=ctx.attrs["index"]),)
 
 
 # ------------------------------------------------------------------------ view_scatter
@@ -311,44 +298,6 @@ def view_index(shape: tuple, chain: tuple) -> np.ndarray:
     idx = np.ascontiguousarray(idx)
     idx.flags.writeable = False
     return idx
-
-
-def _view_scatter_impl(base: np.ndarray, value: Any, chain: tuple) -> np.ndarray:
-    out = np.array(base, copy=True, order="C")
-    if not chain:
-        out[...] = value
-    else:
-        out.reshape(-1)[view_index(base.shape, chain)] = value
-    return out
-
-
-def _view_scatter_infer(base: Any, value: Any, chain: tuple) -> tuple:
-    shape = tuple(base.shape)
-    view = view_index(shape, chain).shape if chain else shape
-    vshape = tuple(getattr(value, "shape", ()))
-    if vshape and tuple(np.broadcast_shapes(vshape, view)) != view:
-        raise ShapeError(f"view_scatter: a value of shape {vshape} does not fit the view of "
-                         f"shape {view}")
-    return shape, base.dtype
-
-
-def view_scatter(base: Any, value: Any, chain: tuple) -> Any:
-    """``base`` with the view ``chain`` of it replaced by ``value`` (functional form of a
-    write through a view: PyTorch's ``CopySlices``, JAX's ``.at[].set``)."""
-    return bind(VIEW_SCATTER, base, value, chain=chain)
-
-
-def _view_scatter_vjp(ctx, g):
-    chain = ctx.attrs["chain"]
-    need_base, need_value = ctx.needs_input_grad
-    # The base's old values under the view were overwritten: no gradient reaches them.
-    gb = bind(VIEW_SCATTER, g, 0.0, chain=chain) if need_base else None
-    gv = replay_view(g, chain) if need_value else None
-    return gb, gv
-
-
-def _view_scatter_name(node: Any) -> str:
-    return "CopySlices" if node.attrs["chain"] else "CopyBackwards"
 
 
 # ---------------------------------------------------------------------- concat / stack
@@ -962,28 +911,8 @@ def _diagonal_impl(x: np.ndarray, offset: int, dim1: int, dim2: int) -> np.ndarr
 
 def _diagonal_vjp(ctx, g):
     a = ctx.attrs
-    return (bind(DIAG_SCATTER, g, shape=tuple(ctx.inputs[0].shape), offset=a["offset"],
+    return (bind(G.DIAG_SCATTER, g, shape=tuple(ctx.inputs[0].shape), offset=a["offset"],
                  dim1=a["dim1"], dim2=a["dim2"]),)
-
-
-def _diag_scatter_infer(g: Any, shape: tuple, offset: int, dim1: int, dim2: int) -> tuple:
-    want = _diagonal_shape(shape, offset, dim1, dim2)
-    if tuple(g.shape) != want:
-        raise ShapeError(f"diag_scatter: the diagonal of shape {shape} has shape {want}, got "
-                         f"a value of shape {tuple(g.shape)}")
-    return shape, g.dtype
-
-
-def _diag_scatter_impl(g: np.ndarray, shape: tuple, offset: int, dim1: int,
-                       dim2: int) -> np.ndarray:
-    out = np.zeros(shape, g.dtype)
-    _diagonal_impl(out, offset, dim1, dim2)[...] = g
-    return out
-
-
-def _diag_scatter_vjp(ctx, g):
-    a = ctx.attrs
-    return (bind(DIAGONAL, g, offset=a["offset"], dim1=a["dim1"], dim2=a["dim2"]),)
 
 
 def diagonal(x: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
@@ -1016,7 +945,7 @@ def diag_embed(x: Any, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
     m = shape[-1] + abs(int(offset))
     rest = iter(shape[:-1])
     out = tuple(m if i in (d1, d2) else next(rest) for i in range(ndim))
-    return bind(DIAG_SCATTER, x, shape=out, offset=int(offset), dim1=d1, dim2=d2)
+    return bind(G.DIAG_SCATTER, x, shape=out, offset=int(offset), dim1=d1, dim2=d2)
 
 
 def diag(x: Any, diagonal: int = 0) -> Any:
@@ -1162,13 +1091,6 @@ BROADCAST_TO = register(OpDef(
 GETITEM = register(OpDef(
     "getitem", _getitem_impl, _getitem_infer, _getitem_vjp, _getitem_name, view=True,
 ))
-SCATTER = register(OpDef(
-    "scatter", _scatter_impl, _scatter_infer, _scatter_vjp, "IndexPutBackward0",
-))
-VIEW_SCATTER = register(OpDef(
-    "view_scatter", _view_scatter_impl, _view_scatter_infer, _view_scatter_vjp,
-    _view_scatter_name,
-))
 CONCATENATE = register(OpDef(
     "concatenate", _concat_impl, _concat_infer, _concat_vjp, "CatBackward0",
 ))
@@ -1181,10 +1103,6 @@ ASTYPE = register(OpDef(
 ))
 DIAGONAL = register(OpDef(
     "diagonal", _diagonal_impl, _diagonal_infer, _diagonal_vjp, "DiagonalBackward0", view=True,
-))
-DIAG_SCATTER = register(OpDef(
-    "diag_scatter", _diag_scatter_impl, _diag_scatter_infer, _diag_scatter_vjp,
-    "DiagEmbedBackward0",
 ))
 FLIP = register(OpDef("flip", _flip_impl, _flip_infer, _flip_vjp, _flip_name))
 VIEW_DTYPE = register(OpDef(

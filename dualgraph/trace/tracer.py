@@ -505,7 +505,7 @@ class TraceContext(Mode):
         if isinstance(t, Tracer) and t._vbase is not None:
             # Functionalised: the base becomes a scatter of the value into it; every alias
             # (this view included) is re-derived from the new base when next read.
-            from ..ops.shape import VIEW_SCATTER
+            from ..ops.gather import VIEW_SCATTER
 
             if writes_expanded(t._vchain):
                 raise expanded_write_error(name)

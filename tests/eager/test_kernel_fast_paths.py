@@ -177,7 +177,7 @@ def test_tiled_max_pool_indices_match_the_general_path(shape, k):
     ((50,), 2, (50,), ()),                     # past the rounds' limit: np.add.at itself
 ])
 def test_row_scatter_add_gives_the_bits_of_np_add_at(rows, n, v_shape, tail):
-    from dualgraph.ops.index import _put_impl
+    from dualgraph.ops.gather import _put_impl
 
     rng = np.random.default_rng(3)
     idx = rng.integers(-n, n, (1,) + rows)

@@ -1,5 +1,6 @@
 """Pooling, padding and unfold: window tables, max-pool indices, average pools and their
-backward ops, pad, unfold."""
+backward ops, pad, unfold (the gathers and scatters of pooling and padding are in
+`index`)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from .shape import as_dtype, nest
 # never share a name.
 
 
-def _batch(shape: tuple, trailing: int) -> int:
+def batch_size(shape: tuple, trailing: int) -> int:
     return math.prod(shape[:len(shape) - trailing])
 
 
@@ -76,7 +77,7 @@ def _max_pool_indices(node: Node, args: list, out: str) -> kir.Block:
     from ....ops.pool import pool_windows
 
     shape = tuple(node.inputs[0].shape)
-    (hh, ww), b = shape[-2:], _batch(shape, 2)
+    (hh, ww), b = shape[-2:], batch_size(shape, 2)
     h, w = pool_windows(node.attrs, (hh, ww))
     res = kir.Buffer(out, ishape(node), np.int64)
     block = kir.Block([kir.Alloc(res)], res)
@@ -112,48 +113,7 @@ def _max_pool_indices(node: Node, args: list, out: str) -> kir.Block:
     return block
 
 
-def _gather_views(block: kir.Block, src: Node, idx: Node, args: list, out: str) -> tuple:
-    """The plane operand as (batch, plane) and the indices as (batch or 1, m) views; the
-    batch, the indices' row index function and m."""
-    shape = tuple(src.shape)
-    b = _batch(shape, 2)
-    m = math.prod(idx.shape[-2:])
-    rows = b if len(idx.shape) > 2 else 1
-    x = _reshaped(block, args[0].buf, (b, math.prod(shape[-2:])), f"{out}_x")
-    k = _reshaped(block, args[1].buf, (rows, m), f"{out}_k")
-    return x, k, b, m, (lambda n: n if rows > 1 else kir.const(0))
-
-
-@lowers("pool_gather")
-def _pool_gather(node: Node, args: list, out: str) -> kir.Block:
-    """``out[b, m] = x[b, idx[b, m]]``: the values at the saved argmax positions (the
-    compiled routine `blas.pool_gather`)."""
-    x_node, idx = node.inputs
-    res = kir.Buffer(out, ishape(node), node.dtype)
-    block = kir.Block([kir.Alloc(res)], res)
-    x, k, b, m, _ = _gather_views(block, x_node, idx, args, out)
-    if not (b and m):
-        return block
-    r2 = _reshaped(block, res, (b, m), f"{out}_r")
-    return block.add(kir.LibCall("pool_gather", (x, k), (r2,)))
-
-
-@lowers("pool_scatter")
-def _pool_scatter(node: Node, args: list, out: str) -> kir.Block:
-    """The gradient of `pool_gather`: each value added at its saved argmax position, no
-    dense mask (per plane: zeros, then one scatter-add per value; `blas.pool_scatter`)."""
-    g, idx = node.inputs
-    plane = math.prod(node.attrs["size"])
-    res = kir.Buffer(out, ishape(node), node.dtype)
-    block = kir.Block([kir.Alloc(res)], res)
-    gv, k, b, m, _ = _gather_views(block, g, idx, args, out)
-    if not (b and plane):
-        return block
-    r2 = _reshaped(block, res, (b, plane), f"{out}_r")
-    return block.add(kir.LibCall("pool_scatter", (gv, k), (r2,)))
-
-
-def _zero(buf: kir.Buffer, prefix: str) -> list:
+def zero_loops(buf: kir.Buffer, prefix: str) -> list:
     """Loops writing zeros into ``buf`` (an allocation the caller may pass, where a
     zero-filled one would be a new array per call)."""
     return nest(buf.shape, prefix, lambda at: [kir.Store(buf, at, kir.Const(0, buf.dtype))])
@@ -170,7 +130,7 @@ def _avg_pool(node: Node, args: list, out: str) -> kir.Block:
     from ....ops.pool import pool_windows
 
     shape = tuple(node.inputs[0].shape)
-    (hh, ww), b = shape[-2:], _batch(shape, 2)
+    (hh, ww), b = shape[-2:], batch_size(shape, 2)
     h, w = pool_windows(node.attrs, (hh, ww))
     dt = np.dtype(node.dtype)
     res = kir.Buffer(out, ishape(node), dt)
@@ -201,14 +161,14 @@ def _avg_pool_backward(node: Node, args: list, out: str) -> kir.Block:
     from ....ops.pool import pool_windows
 
     gshape = tuple(node.inputs[0].shape)
-    (oh, ow), b = gshape[-2:], _batch(gshape, 2)
+    (oh, ow), b = gshape[-2:], batch_size(gshape, 2)
     hh, ww = node.attrs["size"]
     h, w = pool_windows(node.attrs, (hh, ww))
     dt = np.dtype(node.dtype)
     res = kir.Buffer(out, ishape(node), dt)
     block = kir.Block([kir.Alloc(res)], res)
     r3 = _reshaped(block, res, (b, hh, ww), f"{out}_r")
-    block.add(*_zero(r3, f"{out}_z"))
+    block.add(*zero_loops(r3, f"{out}_z"))
     if not (b and oh and ow):
         return block
     n, i, j, p, q = (kir.Var(f"{out}_{v}") for v in ("b", "i", "j", "p", "q"))
@@ -250,43 +210,6 @@ def _pad(node: Node, args: list, out: str) -> kir.Block:
     return block.add(*nest)
 
 
-@lowers("pad_index", "pad_index_backward")
-def _pad_index(node: Node, args: list, out: str) -> kir.Block:
-    """Reflect, replicate and circular padding as a copy through one position table per
-    padded dim (`pad_map`, the NumPy kernel's); the backward op adds each element of the
-    padded gradient into the input position it copied."""
-    from ....ops.pool import pad_map
-
-    pad, mode = node.attrs["pad"], node.attrs["mode"]
-    k = len(pad)
-    backward = "size" in node.attrs
-    small = tuple(node.attrs["size"]) if backward else tuple(node.inputs[0].shape[-k:])
-    big = tuple(s + b + a for s, (b, a) in zip(small, pad))
-    lead = _batch(tuple(node.shape), k)
-    dt = np.dtype(node.dtype)
-    res = kir.Buffer(out, ishape(node), dt)
-    block = kir.Block([kir.Alloc(res)], res)
-    r = _reshaped(block, res, (lead,) + (small if backward else big), f"{out}_r")
-    if backward:
-        block.add(*_zero(r, f"{out}_z"))
-    if not math.prod((lead,) + big):
-        return block
-    maps = []
-    for d, (b, a) in enumerate(pad):
-        stmt, buf = kir.table(f"{out}_m{d}", pad_map(small[d], b, a, mode))
-        block.add(stmt)
-        maps.append(buf)
-    src = _reshaped(block, args[0].buf, (lead,) + (big if backward else small), f"{out}_x")
-
-    def body(at: tuple) -> list:
-        mapped = at[:1] + tuple(m[i] for m, i in zip(maps, at[1:]))
-        if backward:
-            return [kir.Store(r, mapped, as_dtype(src[at], dt), "+")]
-        return [kir.Store(r, at, as_dtype(src[mapped], dt))]
-
-    return block.add(*nest((lead,) + big, f"{out}_i", body))
-
-
 def _unfold_dims(shape: tuple, dim: int) -> tuple:
     return math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1:])
 
@@ -314,7 +237,7 @@ def _unfold_backward(node: Node, args: list, out: str) -> kir.Block:
     res = kir.Buffer(out, ishape(node), node.dtype)
     block = kir.Block([kir.Alloc(res)], res)
     r = _reshaped(block, res, (a, n, c), f"{out}_r")
-    block.add(*_zero(r, f"{out}_z"))
+    block.add(*zero_loops(r, f"{out}_z"))
     g = _reshaped(block, args[0].buf, (a, windows, c, size), f"{out}_g")
     return block.add(*nest((a, windows, c, size), f"{out}_i", lambda at: [kir.Store(
         r, (at[0], at[1] * step + at[3], at[2]), as_dtype(g[at], res.dtype), "+")]))

@@ -1,5 +1,5 @@
 """Scans, sorting and searching: cumsum/cumprod/logcumsumexp, argsort, cumulative arg extrema,
-gather/scatter along an axis, searchsorted, histc."""
+searchsorted, histc."""
 
 from __future__ import annotations
 
@@ -165,57 +165,6 @@ def _argcummax(node: Node, args: list, out: str) -> kir.Block:
 @lowers("argcummin")
 def _argcummin(node: Node, args: list, out: str) -> kir.Block:
     return _argcum(node, args, out, "<=")
-
-
-def _squeezed_index(idx: Node, full: Node) -> bool:
-    return len(full.shape) > 0 and len(idx.shape) == len(full.shape) - 1
-
-
-def _index_lines(block: kir.Block, idx: Node, buf: kir.Buffer, axis: int, m: int,
-                 squeezed: bool, name: str) -> kir.Buffer:
-    """Indices as (lines, count); a squeezed index (the axis dropped) has one per line."""
-    if squeezed:
-        return reshaped(block, buf, (m, 1), name)
-    return lines(block, buf, tuple(idx.shape), axis, name)[0]
-
-
-@lowers("gather_axis")
-def _gather_axis(node: Node, args: list, out: str) -> kir.Block:
-    x, idx = node.inputs
-    axis = node.attrs["axis"]
-    squeezed = _squeezed_index(idx, x)
-    n = x.shape[axis] if x.shape else 1
-    m = math.prod(x.shape) // n if n else 0
-    k = 1 if squeezed or not idx.shape else idx.shape[axis]
-    block, r = line_result(node, squeezed or is_last(node, axis), out, m, k)
-    t, _, _ = lines(block, args[0].buf, tuple(x.shape), axis, f"{out}_t")
-    ks = _index_lines(block, idx, args[1].buf, axis, m, squeezed, f"{out}_k")
-    i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
-    block.add(kir.Loop(i, m, (kir.Loop(j, k, (
-        kir.Store(r, (i, j), as_dtype(t[i, ks[i, j]], node.dtype)),)),)))
-    return finish_lines(block, r, node, axis, out)
-
-
-@lowers("scatter_add_axis")
-def _scatter_add_axis(node: Node, args: list, out: str) -> kir.Block:
-    src, idx = node.inputs
-    axis, size = node.attrs["axis"], node.attrs["size"]
-    squeezed = node.attrs.get("squeezed", False)
-    if squeezed:
-        m, k = math.prod(src.shape), 1
-    else:
-        k = src.shape[axis] if src.shape else 1
-        m = math.prod(src.shape) // k if k else 0
-    block, r = line_result(node, is_last(node, axis), out, m, size, fill=0)
-    if squeezed:
-        t = reshaped(block, args[0].buf, (m, 1), f"{out}_t")
-    else:
-        t = lines(block, args[0].buf, tuple(src.shape), axis, f"{out}_t")[0]
-    ks = _index_lines(block, idx, args[1].buf, axis, m, squeezed, f"{out}_k")
-    i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
-    block.add(kir.Loop(i, m, (kir.Loop(j, k, (
-        kir.Store(r, (i, ks[i, j]), as_dtype(t[i, j], node.dtype), "+"),)),)))
-    return finish_lines(block, r, node, axis, out)
 
 
 @lowers("searchsorted")

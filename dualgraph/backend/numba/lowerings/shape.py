@@ -1,5 +1,5 @@
-"""Shape ops: reshape, transpose, indexing views and their scatters, concatenation, stacking,
-diagonals, flips and dtype views; and the loop and view helpers the other families share.
+"""Shape ops: reshape, transpose, indexing views, concatenation, stacking, diagonals, flips
+and dtype views; and the loop and view helpers the other families share.
 
 Views (reshape, transpose, basic slices) are `kir.View` statements: a reshape of an array
 whose layout the kernel does not know is a contiguous copy when Numba runs it, anything
@@ -18,7 +18,7 @@ import numpy as np
 from ....ir.graph import Node
 from ....ops.shape import to_numpy_index
 from ... import kir
-from . import Arg, ishape, kernel_lowering, lowers, missing
+from . import ishape, lowers
 
 # ------------------------------------------------------------------------ helpers
 
@@ -160,14 +160,14 @@ def _transpose(node: Node, args: list, out: str) -> kir.Block:
     return block
 
 
-def _one_element(index: tuple, source: Any) -> bool:
+def one_element(index: tuple, source: Any) -> bool:
     """An index of one int per dimension (plus new axes) selects a single element, which
     Numba returns as a scalar, not an array."""
     ints = sum(1 for e in index if isinstance(e, int))
     return ints == len(source.shape) and all(isinstance(e, int) or e is None for e in index)
 
 
-def _sliced_shape(shape: tuple, index: tuple) -> tuple:
+def sliced_shape(shape: tuple, index: tuple) -> tuple:
     """The shape of ``x[index]`` without its new axes."""
     return np.empty(shape, np.bool_)[to_numpy_index(index)].shape
 
@@ -178,7 +178,7 @@ def _getitem(node: Node, args: list, out: str) -> kir.Block:
     reshape of a view that is not contiguous)."""
     index = tuple(e for e in node.attrs["index"] if e is not None)
     x = args[0].buf
-    if _one_element(index, node.inputs[0]) and index:
+    if one_element(index, node.inputs[0]) and index:
         block, res = fresh(node, out)
         zeros = tuple(kir.const(0) for _ in res.shape)
         return block.add(kir.Store(res, zeros, x[tuple(kir.const(e) for e in index)]))
@@ -188,88 +188,13 @@ def _getitem(node: Node, args: list, out: str) -> kir.Block:
         block.result = view(block, x, how, ishape(node), out, layout="C" if how == "reshape"
                             else x.layout)
         return block
-    shape = _sliced_shape(tuple(node.inputs[0].shape), index)
+    shape = sliced_shape(tuple(node.inputs[0].shape), index)
     if shape == ishape(node):
         block.result = view(block, x, "slice", shape, out, index)
         return block
     src = view(block, x, "slice", shape, f"{out}_s", index)
     block.result = view(block, src, "reshape", ishape(node), out, layout="C")
     return block
-
-
-@lowers("scatter")
-def _scatter(node: Node, args: list, out: str) -> kir.Block:
-    index = tuple(e for e in node.attrs["index"] if e is not None)
-    g = args[0].buf
-    if not index:
-        block, res = fresh(node, out)
-        src = reshaped(block, g, res.shape, f"{out}_g")
-        return block.add(*nest(res.shape, f"{out}_i", lambda at: [
-            kir.Store(res, at, as_dtype(src[at], res.dtype))]))
-    block, res = fresh(node, out, fill=0)
-    if _one_element(index, node):
-        zeros = tuple(kir.const(0) for _ in g.shape)
-        return block.add(kir.Store(res, tuple(kir.const(e) for e in index), g[zeros]))
-    shape = _sliced_shape(tuple(node.attrs["shape"]), index)
-    dst = view(block, res, "slice", shape, f"{out}_s", index)
-    src = reshaped(block, g, shape, f"{out}_g")
-    return block.add(*nest(shape, f"{out}_i", lambda at: [kir.Store(dst, at, src[at])]))
-
-
-def _broadcast_block(node: Node, args: list, out: str) -> kir.Block:
-    """A broadcast (the fusible view) as a copy: a view chain's step over an index map."""
-    block, res = fresh(node, out)
-    x = args[0].buf
-    lead = len(res.shape) - len(x.shape)
-
-    def body(at: tuple) -> list:
-        src = tuple(kir.const(0) if d == 1 else at[lead + k] for k, d in enumerate(x.shape))
-        return [kir.Store(res, at, x[src or (kir.const(0),)])]
-
-    return block.add(*nest(res.shape, f"{out}_i", body))
-
-
-@lowers("view_scatter")
-def _view_scatter(node: Node, args: list, out: str) -> kir.Block:
-    """Copy the base, then write the value through the view's flat index map: the map is
-    the view chain replayed (by the view ops' own lowerings) on ``arange(base.size)``, so
-    any chain of slices, transposes and reshapes writes exactly where eager would."""
-    from ....ops.registry import OPS
-
-    value = node.inputs[1]
-    n = math.prod(node.shape)
-    int64 = np.dtype(np.int64)
-    block, res = fresh(node, out)
-    block.add(kir.LibCall("copy", (args[0].buf,), (res,)))
-    flat = view(block, res, "reshape", (n,), f"{out}_f", layout="C")
-    imap = kir.Buffer(f"{out}_i0", ishape(node), int64)
-    iflat = kir.Buffer(f"{out}_i0f", (n,), int64, kir.VIEW)
-    j = kir.Var(f"{out}_j")
-    block.add(kir.Alloc(imap), kir.View(iflat, imap, "reshape"),
-              kir.Loop(j, n, (kir.Store(iflat, (j,), j),)))
-    cur = Node("input", (), {}, tuple(node.shape), int64)
-    buf = imap
-    for k, (name, attrs) in enumerate(node.attrs["chain"]):
-        attrs = dict(attrs)
-        shape = tuple(OPS[name].infer(cur, **attrs)[0])
-        step = Node(name, (cur,), attrs, shape, int64)
-        nxt = f"{out}_i{k + 1}"
-        # A fusible view (a broadcast) is index arithmetic inside fused loops, with no
-        # kernel lowering of its own: replayed here as a copy.
-        lower = _broadcast_block if OPS[name].fusible else kernel_lowering(name)
-        built = lower(step, [Arg(buf)], nxt)
-        block.add(*built.stmts)
-        cur, buf = step, built.result
-    m = math.prod(cur.shape)
-    keys = view(block, buf, "reshape", (m,), f"{out}_k", layout="C")
-    if isinstance(value, Node):
-        if math.prod(value.shape) != m:
-            raise missing("view_scatter", "a value that is broadcast to the view")
-        vals = view(block, args[1].buf, "reshape", (m,), f"{out}_v", layout="C")
-        src: kir.Expr = as_dtype(vals[j], node.dtype)
-    else:
-        src = kir.Const(args[1].value, np.dtype(node.dtype))
-    return block.add(kir.Loop(j, m, (kir.Store(flat, (keys[j],), src),)))
 
 
 def _join(node: Node, args: list, out: str, at: Callable[[int, tuple], tuple]) -> kir.Block:
@@ -309,21 +234,21 @@ def _stack(node: Node, args: list, out: str) -> kir.Block:
 # each is one loop over the planes' diagonals.
 
 
-def _planes(shape: tuple, dim1: int, dim2: int) -> tuple[tuple, int, int, int]:
+def diag_planes(shape: tuple, dim1: int, dim2: int) -> tuple[tuple, int, int, int]:
     """The permutation moving (dim1, dim2) last, and the (planes, n, m) sizes after it."""
     perm = tuple(d for d in range(len(shape)) if d not in (dim1, dim2)) + (dim1, dim2)
     n, m = shape[dim1], shape[dim2]
     return perm, math.prod(shape) // (n * m) if n * m else 0, n, m
 
 
-def _diag_loop(node_attrs: dict, n: int, m: int) -> tuple[int, int, int]:
+def diag_loop(node_attrs: dict, n: int, m: int) -> tuple[int, int, int]:
     """Start row, start column and length of diagonal ``offset`` of an (n, m) plane."""
     k = node_attrs["offset"]
     r0, c0 = max(-k, 0), max(k, 0)
     return r0, c0, max(min(n - r0, m - c0), 0)
 
 
-def _diag_body(out: str, b: int, ln: int, stmt: Callable[[kir.Var, kir.Var], Any]) -> list:
+def diag_body(out: str, b: int, ln: int, stmt: Callable[[kir.Var, kir.Var], Any]) -> list:
     pb, pi = kir.Var(f"{out}_b"), kir.Var(f"{out}_i")
     return [kir.Loop(pb, b, (kir.Loop(pi, ln, (stmt(pb, pi),)),))]
 
@@ -331,35 +256,14 @@ def _diag_body(out: str, b: int, ln: int, stmt: Callable[[kir.Var, kir.Var], Any
 @lowers("diagonal")
 def _diagonal(node: Node, args: list, out: str) -> kir.Block:
     src = node.inputs[0]
-    perm, b, n, m = _planes(tuple(src.shape), node.attrs["dim1"], node.attrs["dim2"])
-    r0, c0, ln = _diag_loop(node.attrs, n, m)
+    perm, b, n, m = diag_planes(tuple(src.shape), node.attrs["dim1"], node.attrs["dim2"])
+    r0, c0, ln = diag_loop(node.attrs, n, m)
     block, res = fresh(node, out)
     planes = reshaped(block, transposed(block, args[0].buf, perm, f"{out}_p"), (b, n, m),
                       f"{out}_t")
     diag = reshaped(block, res, (b, ln), f"{out}_d")
-    return block.add(*_diag_body(out, b, ln, lambda pb, pi: kir.Store(
+    return block.add(*diag_body(out, b, ln, lambda pb, pi: kir.Store(
         diag, (pb, pi), planes[pb, pi + r0 if r0 else pi, pi + c0 if c0 else pi])))
-
-
-@lowers("diag_scatter")
-def _diag_scatter(node: Node, args: list, out: str) -> kir.Block:
-    shape = tuple(node.shape)
-    perm, b, n, m = _planes(shape, node.attrs["dim1"], node.attrs["dim2"])
-    r0, c0, ln = _diag_loop(node.attrs, n, m)
-    block = kir.Block()
-    planes = kir.Buffer(f"{out}_t", (b, n, m), node.dtype)
-    block.add(kir.Alloc(planes, fill=0))
-    g = reshaped(block, args[0].buf, (b, ln), f"{out}_g")
-    block.add(*_diag_body(out, b, ln, lambda pb, pi: kir.Store(
-        planes, (pb, pi + r0 if r0 else pi, pi + c0 if c0 else pi), g[pb, pi])))
-    if perm == tuple(range(len(perm))):
-        block.result = view(block, planes, "reshape", ishape(node), out, layout="C")
-        return block
-    inverse = tuple(perm.index(d) for d in range(len(perm)))
-    moved = view(block, planes, "reshape", tuple(shape[d] for d in perm), f"{out}_m",
-                 layout="C")
-    block.result = view(block, moved, "transpose", shape, out, inverse)
-    return block
 
 
 @lowers("flip")
