@@ -296,45 +296,28 @@ def _diag_scatter(node: Node, args: list, out: str) -> kir.Block:
 # The operand viewed as (batch, plane) (or (batch, ...) for padding).
 
 
-def _gather_views(block: kir.Block, src: Node, idx: Node, args: list, out: str) -> tuple:
-    """The plane operand as (batch, plane) and the indices as (batch or 1, m) views; the
-    batch, the indices' row index function and m."""
+@lowers("pool_gather", "pool_scatter")
+def _pool_gather(node: Node, args: list, out: str) -> kir.Block:
+    """``pool_gather``: ``out[b, m] = x[b, idx[b, m]]``, the values at the saved argmax
+    positions; ``pool_scatter``, its gradient: each value added at its position, no dense
+    mask (per plane: zeros, then one scatter-add per value). Each is one call of its
+    compiled routine (`blas.pool_gather`, `blas.pool_scatter`) over the operand as (batch,
+    plane) and the indices as (batch or 1, m)."""
+    src, idx = node.inputs
+    scatter = "size" in node.attrs
     shape = tuple(src.shape)
     b = batch_size(shape, 2)
     m = math.prod(idx.shape[-2:])
-    rows = b if len(idx.shape) > 2 else 1
+    width = math.prod(node.attrs["size"]) if scatter else m
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res)], res)
     x = _reshaped(block, args[0].buf, (b, math.prod(shape[-2:])), f"{out}_x")
-    k = _reshaped(block, args[1].buf, (rows, m), f"{out}_k")
-    return x, k, b, m, (lambda n: n if rows > 1 else kir.const(0))
-
-
-@lowers("pool_gather")
-def _pool_gather(node: Node, args: list, out: str) -> kir.Block:
-    """``out[b, m] = x[b, idx[b, m]]``: the values at the saved argmax positions (the
-    compiled routine `blas.pool_gather`)."""
-    x_node, idx = node.inputs
-    res = kir.Buffer(out, ishape(node), node.dtype)
-    block = kir.Block([kir.Alloc(res)], res)
-    x, k, b, m, _ = _gather_views(block, x_node, idx, args, out)
-    if not (b and m):
+    k = _reshaped(block, args[1].buf, (b if len(idx.shape) > 2 else 1, m), f"{out}_k")
+    if not (b and width):
         return block
-    r2 = _reshaped(block, res, (b, m), f"{out}_r")
-    return block.add(kir.LibCall("pool_gather", (x, k), (r2,)))
-
-
-@lowers("pool_scatter")
-def _pool_scatter(node: Node, args: list, out: str) -> kir.Block:
-    """The gradient of `pool_gather`: each value added at its saved argmax position, no
-    dense mask (per plane: zeros, then one scatter-add per value; `blas.pool_scatter`)."""
-    g, idx = node.inputs
-    plane = math.prod(node.attrs["size"])
-    res = kir.Buffer(out, ishape(node), node.dtype)
-    block = kir.Block([kir.Alloc(res)], res)
-    gv, k, b, m, _ = _gather_views(block, g, idx, args, out)
-    if not (b and plane):
-        return block
-    r2 = _reshaped(block, res, (b, plane), f"{out}_r")
-    return block.add(kir.LibCall("pool_scatter", (gv, k), (r2,)))
+    r2 = _reshaped(block, res, (b, width), f"{out}_r")
+    call = "pool_scatter" if scatter else "pool_gather"
+    return block.add(kir.LibCall(call, (x, k), (r2,)))
 
 
 @lowers("pad_index", "pad_index_backward")
