@@ -137,6 +137,14 @@ class CompareReport:
         out = [f"{self.name}: {self.verdict}" if self.verdict else self.name]
         if self.trace_error:
             out.append(f"  compiled side unavailable, tracing failed:\n    {self.trace_error}")
+        self._time_lines(out)
+        self._numerics_lines(out)
+        self._structure_lines(out)
+        self._pass_lines(out)
+        return "\n".join(out)
+
+    def _time_lines(self, out: list) -> None:
+        """Times, speed-ups, compile times, break-even and noise warnings."""
         out.append("time (median per call, [interquartile range]; eager and compiled in "
                    f"{self.rounds} alternating rounds"
                    + (f"; {self.threads} threads)" if self.threads else ")"))
@@ -170,6 +178,9 @@ class CompareReport:
             out.append(f"  break-even       {be}")
         if self.noisy:
             out.append(f"  NOISY: {'; '.join(self.noise_reasons)}")
+
+    def _numerics_lines(self, out: list) -> None:
+        """The numerics table and the roofline."""
         out.append("numerics (float32 eager vs compiled; error of each vs an eager float64 run)")
         out.append(f"  {'value':24s} {'max abs':>10s} {'max rel':>10s} {'eager-f64':>10s} "
                    f"{'comp-f64':>10s}  closer")
@@ -183,6 +194,9 @@ class CompareReport:
             out.append(f"  note: {note}")
         if self.roofline:
             out += roofline_lines(self.roofline, self.limits)
+
+    def _structure_lines(self, out: list) -> None:
+        """Node and kernel counts, and what each side keeps for backward."""
         out.append("structure")
         backward = ("(forward and backward: one value-and-grad kernel)" if self.value_and_grad
                     else f"(+{self.backward_nodes} backward)")
@@ -197,6 +211,9 @@ class CompareReport:
                       f"compiled keeps {self.compiled_residual_bytes} bytes of residuals"))
         if self.recomputed:
             out.append(f"  recomputed in the backward instead: {', '.join(self.recomputed)}")
+
+    def _pass_lines(self, out: list) -> None:
+        """What the passes did: the tape-to-trace diff, fusion and the ablation."""
         if self.diff:
             out.append("tape <-> trace (what each pass did to each traced node)")
             for row in self.diff:
@@ -218,7 +235,6 @@ class CompareReport:
             for r in self.ablation:
                 out.append(f"  {r['off']:14s} {r['nodes']:6d} {r['kernels']:8d} "
                            f"{r['max_abs_error']:12.2e} {_t(r['time']):>12s}")
-        return "\n".join(out)
 
 
 def _t(s: float | None) -> str:

@@ -107,6 +107,50 @@ def attr_key(value: Any) -> Any:
     return value
 
 
+def _check_operands(k: int, n: Node, defined: set, where: str) -> None:
+    """Node ``k`` is defined once, and its inputs are nodes defined before it, or literals."""
+    if id(n) in defined:
+        raise GraphError(f"node {k} ({n.op}) is defined twice{where}")
+    for i in n.inputs:
+        if isinstance(i, Node) and id(i) not in defined:
+            raise GraphError(
+                f"node {k} ({n.op}) uses a value before it is defined{where}: {i!r}"
+            )
+        if not isinstance(i, (Node,) + Literal):
+            raise GraphError(f"node {k} ({n.op}) has a non-node input {i!r}{where}")
+
+
+def _check_type(k: int, n: Node, ops: dict, pass_name: str | None, where: str) -> None:
+    """Node ``k``'s type is the one its op's rule gives (a constant's, its value's; a fused
+    node's, its body's output, the body verified too)."""
+    if n.op == "const":
+        v = n.attrs.get("value")
+        if not isinstance(v, np.ndarray) or v.shape != tuple(n.shape) or (
+                v.dtype != n.dtype):
+            raise GraphError(f"const node {k} does not match its type{where}")
+    elif n.op == "fused":
+        body = n.attrs["body"]
+        body.verify(pass_name)
+        out = body.outputs[0]
+        if tuple(out.shape) != tuple(n.shape) or out.dtype != n.dtype:
+            raise GraphError(f"fused node {k} does not match its body's output{where}")
+        if len(body.inputs) != len(n.inputs):
+            raise GraphError(f"fused node {k}: {len(n.inputs)} inputs for a body "
+                             f"of {len(body.inputs)}{where}")
+    elif n.op in ops:
+        try:
+            shape, dtype = ops[n.op].infer(*n.inputs, **n.attrs)
+        except (ValueError, TypeError) as e:
+            raise GraphError(f"node {k} ({n.op}) is ill-typed{where}: {e}") from None
+        if tuple(shape) != tuple(n.shape) or np.dtype(dtype) != n.dtype:
+            raise GraphError(
+                f"node {k} ({n.op}) says {n.type_str} but its op gives "
+                f"{Node('', (), {}, tuple(shape), np.dtype(dtype)).type_str}{where}"
+            )
+    else:
+        raise GraphError(f"node {k} has unknown op {n.op!r}{where}")
+
+
 class Graph:
     """A program: input nodes, nodes in topological order, output nodes.
 
@@ -237,41 +281,8 @@ class Graph:
                 raise GraphError(f"input {n!r} appears twice{where}")
             defined.add(id(n))
         for k, n in enumerate(self.nodes):
-            if id(n) in defined:
-                raise GraphError(f"node {k} ({n.op}) is defined twice{where}")
-            for i in n.inputs:
-                if isinstance(i, Node) and id(i) not in defined:
-                    raise GraphError(
-                        f"node {k} ({n.op}) uses a value before it is defined{where}: {i!r}"
-                    )
-                if not isinstance(i, (Node,) + Literal):
-                    raise GraphError(f"node {k} ({n.op}) has a non-node input {i!r}{where}")
-            if n.op == "const":
-                v = n.attrs.get("value")
-                if not isinstance(v, np.ndarray) or v.shape != tuple(n.shape) or (
-                        v.dtype != n.dtype):
-                    raise GraphError(f"const node {k} does not match its type{where}")
-            elif n.op == "fused":
-                body = n.attrs["body"]
-                body.verify(pass_name)
-                out = body.outputs[0]
-                if tuple(out.shape) != tuple(n.shape) or out.dtype != n.dtype:
-                    raise GraphError(f"fused node {k} does not match its body's output{where}")
-                if len(body.inputs) != len(n.inputs):
-                    raise GraphError(f"fused node {k}: {len(n.inputs)} inputs for a body "
-                                     f"of {len(body.inputs)}{where}")
-            elif n.op in ops:
-                try:
-                    shape, dtype = ops[n.op].infer(*n.inputs, **n.attrs)
-                except (ValueError, TypeError) as e:
-                    raise GraphError(f"node {k} ({n.op}) is ill-typed{where}: {e}") from None
-                if tuple(shape) != tuple(n.shape) or np.dtype(dtype) != n.dtype:
-                    raise GraphError(
-                        f"node {k} ({n.op}) says {n.type_str} but its op gives "
-                        f"{Node('', (), {}, tuple(shape), np.dtype(dtype)).type_str}{where}"
-                    )
-            else:
-                raise GraphError(f"node {k} has unknown op {n.op!r}{where}")
+            _check_operands(k, n, defined, where)
+            _check_type(k, n, ops, pass_name, where)
             defined.add(id(n))
         for o in self.outputs:
             if id(o) not in defined:
