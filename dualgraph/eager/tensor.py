@@ -678,7 +678,8 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     quiet = None if op.view else _set_errstate(_QUIET)
     extra = None
     try:
-        if rg and op.impl_keep is not None and _GRAD.value and _keeps(args[op.keeps_for]):
+        if rg and op.impl_keep is not None and _GRAD.value and (
+                op.keeps_for is None or _keeps(args[op.keeps_for])):
             out, extra = op.impl_keep(*datas, **attrs)
         else:
             out = op.impl(*datas, **attrs)
