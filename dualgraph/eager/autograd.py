@@ -151,7 +151,7 @@ class Function(Node):
     """A tape node: the IR node of one eager op plus its saved values (``t.grad_fn``)."""
 
     __slots__ = ("_def", "_saved", "_versions", "_out", "_out_version", "_freed", "_hooks",
-                 "_retain")
+                 "_retain", "_kept")
     # Whether the node has ``hand_out(retain_graph)``: a backward from it that can skip
     # the engine (a compiled scalar loss whose gradients were computed with its value).
     hands_out = False
@@ -174,6 +174,8 @@ class Function(Node):
         self._freed = False
         self._hooks: list[Callable] | None = None
         self._retain: Any = None
+        # Arrays the op's forward kernel handed over for its array-form VJP (impl_keep).
+        self._kept: Any = None
 
     # ------------------------------------------------------------- PyTorch's view
     def name(self) -> str:
@@ -325,6 +327,7 @@ class Function(Node):
             self._saved = ()
             self._out = None
             self._freed = True
+        self._kept = None
 
 
 _GRAD_NODES = (Function, AccumulateGrad)

@@ -677,8 +677,13 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     # PyTorch computes inf and NaN silently (log(0), 0 / 0): no NumPy warnings. A view
     # does no arithmetic, so it leaves the floating-point state alone.
     quiet = None if op.view else _set_errstate(_QUIET)
+    extra = None
     try:
-        out = op.impl(*datas, **attrs)
+        if rg and op.impl_keep is not None and _GRAD.value and (
+                op.keeps_for is None or _keeps(args[op.keeps_for])):
+            out, extra = op.impl_keep(*datas, **attrs)
+        else:
+            out = op.impl(*datas, **attrs)
     except Exception as e:
         op.infer(*args, **attrs)  # raises the clear error when the shapes are at fault
         raise RuntimeError(f"{op.name}: {e}") from e
@@ -749,6 +754,8 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
         else:
             inputs.append(a)
     fn = Function(op, tuple(inputs), attrs, out, saved, versions or (), out_version)
+    if extra is not None:
+        fn._kept = extra
     if type(t) is _ViewTensor:  # through the slots, as `_new_view` sets them
         _GRAD_FN.__set__(t, fn)
         _RG.__set__(t, True)
@@ -756,6 +763,14 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
         t.grad_fn = fn
         t._rg = True
     return t
+
+
+def _keeps(a: Any) -> bool:
+    """Whether input ``a`` of an op with ``impl_keep`` needs a gradient (the one its kept
+    arrays serve)."""
+    if not isinstance(a, Tensor):
+        return False
+    return _RG.__get__(a) if type(a) is _ViewTensor else a._rg
 
 
 # ``saves`` that lists every input in order, by input count.

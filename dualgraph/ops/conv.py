@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..modes import bind
 from .linalg import matmul
+from .reduce import _sum_impl
 from .reduce import sum as _sum
 from .registry import OpDef, register
 from .shape import reshape, transpose
@@ -107,6 +108,26 @@ def _col2im_impl(cols: np.ndarray, output_size: Pair, kernel_size: Pair, dilatio
     return np.ascontiguousarray(out[:, :, pt:pt + h, pl:pl + w])
 
 
+def _col2im_batch_inner(src: np.ndarray, output_size: Pair, dilation: Pair, padding: Pads,
+                        stride: Pair) -> np.ndarray:
+    """`_col2im_impl` of columns laid out (C, kH, kW, oH, oW, N), the batch innermost, into
+    a C-ordered (N, C, H, W) image: each kernel offset's columns are added in place over
+    the window positions they cover, in (i, j) order as `_col2im_impl` adds them, into an
+    image laid out (C, Hp, Wp, N). With stride 1 along the width each addition runs rows of
+    oW*N contiguous elements (``_col2im_impl``'s run only oW: LeNet's second layer, 3,840
+    rows of 10 per offset there, 60 rows of 640 here)."""
+    c, kh, kw, oh, ow, n = src.shape
+    (dh, dw), (sh, sw) = dilation, stride
+    h, w = output_size
+    (pt, pb), (pl, pr) = padding
+    acc = np.zeros((c, h + pt + max(pb, 0), w + pl + max(pr, 0), n), src.dtype)
+    for i in range(kh):
+        rows = _window(i, dh, sh, oh)
+        for j in range(kw):
+            acc[:, rows, _window(j, dw, sw, ow)] += src[:, i, j]
+    return np.ascontiguousarray(acc[:, pt:pt + h, pl:pl + w].transpose(3, 0, 1, 2))
+
+
 def _blocks(name: str, size: Pair, kernel_size: Pair, dilation: Pair, padding: Pads,
             stride: Pair) -> Pair:
     oh, ow = out_size(size, kernel_size, dilation, padding, stride)
@@ -189,6 +210,15 @@ def col2im(cols: Any, output_size: Pair, kernel_size: Pair, dilation: Pair, padd
 
 def _conv2d_impl(x: np.ndarray, w: np.ndarray, *bias: np.ndarray, stride: Pair,
                  padding: Pads, dilation: Pair, groups: int) -> np.ndarray:
+    return _conv2d_keep(x, w, *bias, stride=stride, padding=padding, dilation=dilation,
+                        groups=groups)[0]
+
+
+def _conv2d_keep(x: np.ndarray, w: np.ndarray, *bias: np.ndarray, stride: Pair,
+                 padding: Pads, dilation: Pair, groups: int) -> tuple:
+    """The convolution and its columns (G*K, N, L), which the weight's gradient reads
+    again: a recorded eager node keeps them rather than copying them out of the input a
+    second time in the backward."""
     # Eager mode asks the shape rule only when a kernel fails; mixed dtypes or channel
     # counts that happen to multiply must fail here, so check first (shape arithmetic only).
     _conv2d_infer(x, w, *bias, stride=stride, padding=padding, dilation=dilation,
@@ -208,7 +238,7 @@ def _conv2d_impl(x: np.ndarray, w: np.ndarray, *bias: np.ndarray, stride: Pair,
         np.add(prod, bias[0].reshape(o, 1), out=out)
     else:
         np.copyto(out, prod)
-    return out.reshape(n, o, oh, ow)
+    return out.reshape(n, o, oh, ow), cols
 
 
 def _conv2d_infer(x: Any, w: Any, *bias: Any, stride: Pair, padding: Pads, dilation: Pair,
@@ -280,9 +310,50 @@ def _conv2d_vjp(ctx, g):
     return gx, gw, (_sum(g, (0, 2, 3)) if needs[2] else None)
 
 
+def _conv2d_vjp_arrays(ctx, args, out, g):
+    """`_conv2d_vjp`'s gradients on arrays: the weight's and the bias's with its kernels in
+    its layouts (so the same bits), the weight's from the forward's kept columns when the
+    node has them; the input's from the columns' gradient laid out with the batch
+    innermost (the same sums per column, whose products BLAS may round differently in
+    that layout, then added in `_col2im_impl`'s order)."""
+    x, w = args[:2]
+    dt = ctx.dtype
+    if g.dtype != dt:
+        return None  # a gradient of another dtype: the ops' promotion, op by op
+    needs = ctx.needs_input_grad
+    a = ctx.attrs
+    groups = a["groups"]
+    n, c, h, wd = ctx.inputs[0].shape
+    o, cg, kh, kw = ctx.inputs[1].shape
+    k, og = cg * kh * kw, o // groups
+    length = g.shape[2] * g.shape[3]
+    geometry = ((kh, kw), a["dilation"], a["padding"], a["stride"])
+    gx = gw = None
+    if needs[0]:
+        # The columns' gradient with the batch innermost, (G*K, L, N): `_col2im_batch_inner`
+        # then adds each kernel offset's block as rows of oW*N (or N) elements.
+        gl = g.reshape(n, groups, og, length).transpose(1, 2, 3, 0).reshape(
+            groups, og, length * n)
+        gcols = np.matmul(w.reshape(groups, og, k).transpose(0, 2, 1), gl)
+        gx = _col2im_batch_inner(gcols.reshape(c, kh, kw, g.shape[2], g.shape[3], n),
+                                 (h, wd), a["dilation"], a["padding"], a["stride"])
+    if needs[1]:
+        gt = g.reshape(n, groups, og, length).transpose(1, 2, 0, 3).reshape(
+            groups, og, n * length)
+        cols = ctx._kept
+        if cols is None:
+            cols = _columns(x, *geometry)
+        gw = np.matmul(gt, cols.reshape(groups, k, n * length).transpose(0, 2, 1)).reshape(
+            o, cg, kh, kw)
+    if len(needs) == 2:
+        return gx, gw
+    return gx, gw, (_sum_impl(g, (0, 2, 3)) if needs[2] else None)
+
+
 CONV2D = register(OpDef(
     "conv2d", _conv2d_impl, _conv2d_infer, _conv2d_vjp, "ConvolutionBackward0",
-    saves=(0, 1), saves_for=(1, 0),
+    saves=(0, 1), saves_for=(1, 0), vjp_arrays=_conv2d_vjp_arrays,
+    impl_keep=_conv2d_keep, keeps_for=1,
 ))
 
 

@@ -52,16 +52,26 @@ def _ln_infer(x: Any, weight: Any, bias: Any, *, ndim: int, eps: float) -> tuple
 
 
 def _ln_impl(x: np.ndarray, weight: Any, bias: Any, *, ndim: int, eps: float) -> np.ndarray:
+    return _ln_keep(x, weight, bias, ndim=ndim, eps=eps)[0]
+
+
+def _ln_keep(x: np.ndarray, weight: Any, bias: Any, *, ndim: int, eps: float) -> tuple:
+    """The layer norm and, for float32 and float64 input, its per-row mean and ``1 /
+    sqrt(var + eps)`` (PyTorch's saved ``mean`` and ``rstd``), which `_ln_vjp_arrays`
+    would compute again with the same operations (``None`` for other dtypes, whose
+    ``mean`` accumulates in a wider type than the backward's sums)."""
     axes = _axes(x.ndim, ndim)
     mean = x.mean(axes, keepdims=True)
     xc = x - mean
     var = np.mean(xc * xc, axes, keepdims=True)
-    out = xc * (1.0 / np.sqrt(var + x.dtype.type(eps)))
+    rstd = 1.0 / np.sqrt(var + x.dtype.type(eps))
+    out = xc * rstd
     if _is_tensor(weight):
         out *= weight.astype(x.dtype, copy=False)
     if _is_tensor(bias):
         out += bias.astype(x.dtype, copy=False)
-    return out.astype(x.dtype, copy=False)
+    kept = (mean, rstd) if x.dtype == np.float32 or x.dtype == np.float64 else None
+    return out.astype(x.dtype, copy=False), kept
 
 
 def _ln_vjp(ctx, g):
@@ -96,10 +106,16 @@ def _ln_vjp_arrays(ctx: Any, args: list, out: Any, g: np.ndarray) -> tuple | Non
     axes, lead = _axes(x.ndim, ndim), tuple(range(x.ndim - ndim))
     need_x, need_w, need_b = ctx.needs_input_grad
     n = math.prod(x.shape[x.ndim - ndim:]) or np.nan
-    xhat = np.subtract(x, np.true_divide(np.add.reduce(x, axes, keepdims=True), n))
-    t = np.multiply(xhat, xhat)
-    var = np.true_divide(np.add.reduce(t, axes, keepdims=True), n)
-    rstd = np.true_divide(1.0, np.sqrt(np.add(var, eps)))
+    kept = ctx._kept
+    if kept is not None:  # the forward's mean and rstd: the same bits as computed here
+        mean, rstd = kept
+        xhat = np.subtract(x, mean)
+        t = np.empty_like(xhat)
+    else:
+        xhat = np.subtract(x, np.true_divide(np.add.reduce(x, axes, keepdims=True), n))
+        t = np.multiply(xhat, xhat)
+        var = np.true_divide(np.add.reduce(t, axes, keepdims=True), n)
+        rstd = np.true_divide(1.0, np.sqrt(np.add(var, eps)))
     np.multiply(xhat, rstd, out=xhat)
     gx = None
     if need_x:
@@ -122,6 +138,7 @@ def _ln_vjp_arrays(ctx: Any, args: list, out: Any, g: np.ndarray) -> tuple | Non
 LAYER_NORM = register(OpDef(
     "layer_norm", _ln_impl, _ln_infer, _ln_vjp, "NativeLayerNormBackward0",
     saves=(0, 1), saves_for=(None, 0), vjp_arrays=_ln_vjp_arrays,
+    impl_keep=_ln_keep, keeps_for=None,
 ))
 
 

@@ -60,6 +60,12 @@ class OpDef:
       the saved output array when ``saves_out``, ``g`` an array), for an eager backward
       that records nothing: no op, tensor or tape work per step of ``vjp``. ``None``
       back: use ``vjp``.
+    - ``impl_keep(*arrays_or_literals, **attrs) -> (ndarray, kept)``: optional, ``impl``
+      that also returns intermediate arrays ``vjp_arrays`` would otherwise compute again
+      (a convolution's columns). Eager mode calls it instead of ``impl`` when it records
+      the node and input ``keeps_for`` (``None``: any input) needs a gradient, and keeps
+      them as ``ctx._kept`` (``None`` otherwise) until the node's saved values are
+      released.
     - ``torch_name``: PyTorch's node name, or a function of the node giving it.
     - traits: ``elementwise`` (one output element from the same-index input elements,
       after broadcasting), ``commutative``, ``reduction`` (a `Reduction` spec, ``None``
@@ -93,6 +99,8 @@ class OpDef:
     fusible: bool = False
     differentiable: bool = True
     vjp_arrays: Callable[..., tuple | None] | None = None
+    impl_keep: Callable[..., tuple] | None = None
+    keeps_for: int | None = None
 
     @property
     def loop_fusible(self) -> bool:

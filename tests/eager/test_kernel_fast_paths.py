@@ -233,3 +233,84 @@ def test_adam_step_on_module_parameters_binds_no_ops():
             modes.pop_mode()
     assert seen == []
     assert all(float(opt.state[p]["step"]) == 2.0 for p in lin.parameters())
+
+
+def _conv_grads(shape, o, k, stride, padding, dilation, groups, bias, create_graph,
+                needs=(True, True)):
+    rng = np.random.default_rng(2)
+    x = dg.tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=needs[0])
+    w = dg.tensor(rng.standard_normal((o, shape[1] // groups) + k).astype(np.float32),
+                  requires_grad=needs[1])
+    b = dg.tensor(rng.standard_normal(o).astype(np.float32), requires_grad=True) if bias \
+        else None
+    y = C.conv2d(x, w, b, stride, padding, dilation, groups)
+    g = dg.tensor(rng.standard_normal(tuple(y.shape)).astype(np.float32))
+    node = y.grad_fn
+    assert node.name() == "ConvolutionBackward0"
+    kept = node._kept
+    y.backward(g, create_graph=create_graph)
+    grads = [None if t is None or t.grad is None else array_of(t.grad).copy()
+             for t in (x, w, b)]
+    return grads, kept, node
+
+
+@pytest.mark.parametrize("shape,o,k,stride,padding,dilation,groups", _GEOMETRIES)
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv2d_array_backward_gives_the_bits_of_the_recorded_one(
+        shape, o, k, stride, padding, dilation, groups, bias):
+    # The array-form VJP (nothing recording) against the tensor-op VJP a create_graph
+    # backward runs: the weight's and bias's gradients are the same kernels in the same
+    # layouts, so the same bits; the input's is the same sums from columns laid out with
+    # the batch innermost (BLAS may round those products differently).
+    fast, kept, node = _conv_grads(shape, o, k, stride, padding, dilation, groups, bias,
+                                   False)
+    slow, _, _ = _conv_grads(shape, o, k, stride, padding, dilation, groups, bias, True)
+    for i, (f, s) in enumerate(zip(fast, slow)):
+        assert (f is None) == (s is None)
+        if f is None:
+            continue
+        assert f.flags.c_contiguous
+        if i == 0:
+            dg.testing.assert_close(f, s, rtol=1e-6, atol=1e-6)
+        else:
+            np.testing.assert_array_equal(_bits(f), _bits(s))
+    # The node kept the forward's columns for the weight gradient, and dropped them with
+    # its other saved values after the backward.
+    assert kept is not None and kept.shape[0] == shape[1] * k[0] * k[1]
+    assert node._kept is None
+
+
+def test_conv2d_backward_reads_the_kept_columns_instead_of_recomputing(monkeypatch):
+    shape, o, k, stride, padding, dilation, groups = _GEOMETRIES[1]
+    calls = []
+    real = C._columns
+
+    def spy(*a, **kw):
+        calls.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(C, "_columns", spy)
+    (gx, gw, gb), kept, _ = _conv_grads(shape, o, k, stride, padding, dilation, groups,
+                                        True, False)
+    assert len(calls) == 1 and gw is not None  # the forward's, none in the backward
+    # Without a weight that needs a gradient, nothing is kept (the columns serve only it).
+    calls.clear()
+    (gx, gw, _), kept, _ = _conv_grads(shape, o, k, stride, padding, dilation, groups,
+                                       False, False, needs=(True, False))
+    assert kept is None and gw is None and gx is not None and len(calls) == 1
+
+
+@pytest.mark.parametrize("shape,o,k,stride,padding,dilation,groups", _GEOMETRIES + [
+    ((2, 3, 5, 6), 1, (2, 2), (1, 2), ((1, -1), (0, 1)), (1, 1), 1),  # a short end
+])
+def test_col2im_with_the_batch_innermost_gives_the_bits_of_col2im(
+        shape, o, k, stride, padding, dilation, groups):
+    rng = np.random.default_rng(3)
+    oh, ow = C.out_size(shape[2:], k, dilation, padding, stride)
+    n, c = shape[:2]
+    cols = rng.standard_normal((n, c * k[0] * k[1], oh * ow)).astype(np.float32)
+    want = C._col2im_impl(cols, shape[2:], k, dilation, padding, stride)
+    src = cols.reshape(n, c, k[0], k[1], oh, ow).transpose(1, 2, 3, 4, 5, 0).copy()
+    got = C._col2im_batch_inner(src, shape[2:], dilation, padding, stride)
+    assert got.flags.c_contiguous
+    np.testing.assert_array_equal(_bits(got), _bits(want))

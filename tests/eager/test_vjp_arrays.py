@@ -216,3 +216,30 @@ def test_mse_loss_backward_through_mean_makes_no_mul_op():
         sys.setprofile(None)
     assert "_mean_vjp" not in names and "broadcast_to" not in names, names
     np.testing.assert_allclose(x.grad.numpy(), 2 * x.numpy() / 12, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_layer_norm_backward_reads_the_forwards_mean_and_rstd(dtype):
+    # The node keeps the forward's per-row mean and rstd (float32 and float64: float16's
+    # mean accumulates wider than the backward's sums), and the backward from them has
+    # the bits of the one that computes them again.
+    rng = np.random.default_rng(4)
+    xs = rng.standard_normal((3, 5, 8)).astype(dtype) * 3 + 1
+    gs = rng.standard_normal((3, 5, 8)).astype(dtype)
+    w = dg.tensor(rng.standard_normal(8).astype(dtype), requires_grad=True)
+    grads = []
+    for keep in (True, False):
+        x = dg.tensor(xs, requires_grad=True)
+        y = F.layer_norm(x, (8,), w)
+        kept = y.grad_fn._kept
+        if dtype == np.float16:
+            assert kept is None
+        else:
+            assert kept is not None and [a.shape for a in kept] == [(3, 5, 1)] * 2
+        if not keep:
+            y.grad_fn._kept = None
+        w.grad = None
+        y.backward(dg.tensor(gs))
+        assert y.grad_fn._kept is None  # released with the saved values
+        grads.append([x.grad.numpy().tobytes(), w.grad.numpy().tobytes()])
+    assert grads[0] == grads[1]
