@@ -9,12 +9,15 @@ generator: `dg.manual_seed` makes them reproducible.
 from . import constraints, kl
 from .bernoulli import Bernoulli
 from .categorical import Categorical, OneHotCategorical
+from .continuous import Cauchy, Geometric, Gumbel, HalfNormal, Laplace, LogNormal, Poisson
 from .distribution import Distribution
+from .gamma import Beta, Chi2, Dirichlet, Exponential, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal, Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Independent", "MultivariateNormal",
-           "Normal",
-           "OneHotCategorical", "Uniform", "constraints", "kl", "kl_divergence", "register_kl"]
+__all__ = ["Bernoulli", "Beta", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
+           "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal", "Independent", "Laplace",
+           "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
+           "Uniform", "constraints", "kl", "kl_divergence", "register_kl"]

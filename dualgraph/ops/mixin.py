@@ -1125,11 +1125,17 @@ class _Layout:
         return self
 
     def share_memory_(self) -> Any:
-        """The tensor itself (CPU tensors of one process need no sharing)."""
-        return self
+        """Move the data into shared memory that forked processes write to (in place)."""
+        from ..eager.tensor import Tensor
+        from ..multiprocessing import share_tensor_
+
+        return share_tensor_(self) if isinstance(self, Tensor) else self
 
     def is_shared(self) -> bool:
-        return False
+        from ..eager.tensor import Tensor
+        from ..multiprocessing import is_shared_tensor
+
+        return isinstance(self, Tensor) and is_shared_tensor(self)
 
     def is_set_to(self, tensor: Any) -> bool:
         return self is tensor

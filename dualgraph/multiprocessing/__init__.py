@@ -1,0 +1,136 @@
+"""`dg.multiprocessing`: Python's `multiprocessing`, as ``torch.multiprocessing`` wraps it.
+
+Tensors whose memory is shared (`Module.share_memory`, ``Tensor.share_memory_``) live in
+an anonymous shared mapping, so processes started with the ``fork`` method (Linux's
+default) see one another's in-place updates: the Hogwild pattern. ``spawn`` starts
+``nprocs`` processes running ``fn(i, *args)`` and joins them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as _mp
+from collections.abc import Callable
+from multiprocessing import (  # noqa: F401 - the multiprocessing names torch re-exports
+    Array,
+    Barrier,
+    Condition,
+    Event,
+    Lock,
+    Manager,
+    Pipe,
+    Pool,
+    Process,
+    Queue,
+    RLock,
+    Semaphore,
+    SimpleQueue,
+    Value,
+    active_children,
+    cpu_count,
+    current_process,
+    get_all_start_methods,
+    get_context,
+    get_start_method,
+    set_start_method,
+)
+from typing import Any
+
+__all__ = ["Array", "Barrier", "Condition", "Event", "Lock", "Manager", "Pipe", "Pool",
+           "Process", "ProcessContext", "ProcessRaisedException", "Queue", "RLock",
+           "Semaphore", "SimpleQueue", "Value", "active_children", "cpu_count",
+           "current_process", "get_all_sharing_strategies", "get_all_start_methods",
+           "get_context", "get_sharing_strategy", "get_start_method",
+           "set_sharing_strategy", "set_start_method", "spawn", "start_processes"]
+
+_STRATEGIES = ("file_descriptor", "file_system")
+_strategy = ["file_descriptor"]
+
+
+def get_all_sharing_strategies() -> set:
+    return set(_STRATEGIES)
+
+
+def get_sharing_strategy() -> str:
+    return _strategy[0]
+
+
+def set_sharing_strategy(new_strategy: str) -> None:
+    """Accepted for PyTorch's two strategies (shared tensors here are anonymous shared
+    mappings either way)."""
+    if new_strategy not in _STRATEGIES:
+        raise ValueError(f"invalid sharing strategy {new_strategy!r}: expected one of "
+                         f"{sorted(_STRATEGIES)}")
+    _strategy[0] = new_strategy
+
+
+class ProcessRaisedException(Exception):  # noqa: N818 - PyTorch's name
+    """A process started by `spawn` failed."""
+
+
+class ProcessContext:
+    """The processes `spawn` started (``join()`` waits for them all)."""
+
+    def __init__(self, processes: list) -> None:
+        self.processes = processes
+
+    def pids(self) -> list:
+        return [p.pid for p in self.processes]
+
+    def join(self, timeout: float | None = None) -> bool:
+        for i, p in enumerate(self.processes):
+            p.join(timeout)
+            if p.exitcode not in (0, None):
+                raise ProcessRaisedException(
+                    f"process {i} terminated with exit code {p.exitcode}")
+        return all(not p.is_alive() for p in self.processes)
+
+
+def start_processes(fn: Callable, args: tuple = (), nprocs: int = 1, join: bool = True,
+                    daemon: bool = False, start_method: str = "spawn") -> Any:
+    ctx = _mp.get_context(start_method)
+    procs = []
+    for i in range(nprocs):
+        p = ctx.Process(target=fn, args=(i, *args), daemon=daemon)
+        p.start()
+        procs.append(p)
+    context = ProcessContext(procs)
+    if not join:
+        return context
+    context.join()
+    return None
+
+
+def spawn(fn: Callable, args: tuple = (), nprocs: int = 1, join: bool = True,
+          daemon: bool = False, start_method: str = "spawn") -> Any:
+    """Start ``nprocs`` processes running ``fn(i, *args)``; wait for them when ``join``."""
+    return start_processes(fn, args, nprocs, join, daemon, start_method)
+
+
+def share_tensor_(t: Any) -> Any:
+    """Move ``t``'s data into an anonymous shared mapping (once), in place: processes
+    forked afterwards write to the same memory. Views of ``t`` made before keep the old
+    memory, as PyTorch's storage move does."""
+    import mmap
+
+    import numpy as np
+
+    if is_shared_tensor(t):
+        return t
+    data = t._data
+    shared = mmap.mmap(-1, max(data.nbytes, 1))
+    arr = np.frombuffer(shared, dtype=data.dtype, count=data.size).reshape(data.shape)
+    arr[...] = data
+    t._data = arr
+    return t
+
+
+def is_shared_tensor(t: Any) -> bool:
+    """Whether ``t``'s data lives in a shared mapping (`share_tensor_`)."""
+    import mmap
+
+    base: Any = t._data
+    while base is not None:
+        if isinstance(base, mmap.mmap):
+            return True
+        base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
+    return False
