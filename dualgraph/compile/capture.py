@@ -66,10 +66,6 @@ class CallTraceContext(TraceContext):
         self.attr_holders: dict = {}
         # Modules' plain attributes: id -> (a `ModuleAttrs` of them all, the names guarded).
         self.module_attrs: dict = {}
-        # Parameters and buffers that `dg.func.functional_call` stands other tensors in for
-        # during the call: (id of the table, name) -> the module's own value, which the
-        # identity guard checks (the stand-ins are the call's arguments).
-        self.swapped: dict = {}
 
     def as_node(self, a: Any) -> Any:
         node = super().as_node(a)
@@ -90,7 +86,6 @@ class CallTraceContext(TraceContext):
             d = owner.__dict__
             store = next((s for s in (d["_parameters"], d.get("_buffers", {})) if name in s),
                          d["_modules"])
-            value = self.swapped.get((id(store), name), value)
             self.reads[key] = Identity(
                 store, name, value, f"{type(owner).__name__}.{name} was rebound to another "
                                     "object")

@@ -11,7 +11,14 @@ import numpy as np
 from ..eager.creation import rand, randn
 from ..eager.tensor import Tensor, numpy_generator
 from . import constraints
-from .distribution import _HALF_LOG_2PI, Distribution, broadcast_all, clamp_probs
+from .distribution import (
+    _HALF_LOG_2PI,
+    Distribution,
+    broadcast_all,
+    clamp_probs,
+    logits_to_probs,
+    probs_to_logits,
+)
 from .gamma import _no_trace
 
 __all__ = ["Cauchy", "Geometric", "Gumbel", "HalfNormal", "Laplace", "LogNormal", "Poisson"]
@@ -280,10 +287,10 @@ class Geometric(Distribution):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
         if probs is not None:
             (self.probs,) = broadcast_all(probs)
-            self.logits = self.probs.log() - (-self.probs).log1p()
+            self.logits = probs_to_logits(self.probs, is_binary=True)
         else:
             (self.logits,) = broadcast_all(logits)
-            self.probs = self.logits.sigmoid()
+            self.probs = logits_to_probs(self.logits, is_binary=True)
         super().__init__(tuple(self.probs.shape), (), validate_args)
 
     @property
@@ -310,8 +317,9 @@ class Geometric(Distribution):
     def log_prob(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
-        probs = clamp_probs(self.probs)
-        value = _tensor(value, probs)
+        value = _tensor(value, self.probs)
+        # P(0) = 1 when probs is 1: 0 * log(0) counts as 0
+        probs = self.probs.masked_fill((self.probs == 1) & (value == 0), 0.0)
         return value * (-probs).log1p() + self.probs.log()
 
     def entropy(self) -> Any:

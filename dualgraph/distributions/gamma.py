@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.function import Function, once_differentiable
 from ..eager.tensor import Tensor, numpy_generator
 from ..errors import EagerOnlyError
 from ..modes import current_trace
@@ -35,36 +34,25 @@ def _tiny(dtype: Any) -> float:
     return float(np.finfo(np.dtype(dtype)).tiny)
 
 
-class _StandardGamma(Function):
-    """A standard gamma draw for each concentration, differentiable in it."""
-
-    @staticmethod
-    def forward(ctx: Any, alpha: Any) -> Any:
-        a = alpha.detach().numpy().astype(np.float64)
-        x = numpy_generator(None).standard_gamma(a)
-        x = np.maximum(x, _tiny(alpha.dtype)).astype(alpha.dtype)
-        out = Tensor(x)
-        ctx.save_for_backward(alpha, out)
-        return out
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx: Any, g: Any) -> Any:
-        import scipy.special as sp
-
-        alpha, x = ctx.saved_tensors
-        a = alpha.detach().numpy().astype(np.float64)
-        xv = x.detach().numpy().astype(np.float64)
-        h = 1e-5 * np.maximum(a, 1.0)
-        dcdf = (sp.gammainc(a + h, xv) - sp.gammainc(a - h, xv)) / (2 * h)
-        logpdf = (a - 1) * np.log(xv) - xv - sp.gammaln(a)
-        dx = -dcdf / np.exp(logpdf)
-        return g * Tensor(dx.astype(np.dtype(alpha.dtype)))
-
-
 def _standard_gamma(alpha: Any) -> Any:
+    """A standard gamma draw per concentration; its gradient in ``alpha`` is the implicit
+    one, ``dx/dalpha = -(dF/dalpha)(x) / f(x)`` (``F`` the regularised incomplete gamma
+    function, differentiated numerically in float64), carried by ``x + (alpha -
+    alpha.detach()) * dx/dalpha``, whose value is exactly the draw."""
+    import scipy.special as sp
+
     _no_trace("Gamma.rsample")
-    return _StandardGamma.apply(alpha)
+    a = alpha.detach().numpy().astype(np.float64)
+    x = np.maximum(numpy_generator(None).standard_gamma(a), _tiny(alpha.dtype))
+    x = x.astype(np.dtype(alpha.dtype)).astype(np.float64)
+    draw = Tensor(x.astype(np.dtype(alpha.dtype)))
+    if not alpha.requires_grad:
+        return draw
+    h = 1e-5 * np.maximum(a, 1.0)
+    dcdf = (sp.gammainc(a + h, x) - sp.gammainc(a - h, x)) / (2 * h)
+    logpdf = (a - 1) * np.log(x) - x - sp.gammaln(a)
+    dx = np.nan_to_num(-dcdf * np.exp(-logpdf), nan=0.0, posinf=0.0, neginf=0.0)
+    return draw + (alpha - alpha.detach()) * Tensor(dx.astype(np.dtype(alpha.dtype)))
 
 
 class Gamma(Distribution):

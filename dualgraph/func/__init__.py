@@ -108,8 +108,8 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
                 values[name] = by_id[id(owner.__dict__[kind][leaf])]
     saved = []
     # While `dg.compile` traces, the module's own tensors are what later calls must find
-    # (the stand-ins are arguments): tell the trace, which guards on them.
-    swapped = getattr(current_trace(), "swapped", None)
+    # (the stand-ins are arguments): the trace guards on them, read before the swap.
+    trace = current_trace()
     try:
         for name, value in values.items():
             if name in slots:
@@ -118,8 +118,8 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
                 owner, kind, leaf = _new_slot(module, name)
             store = owner.__dict__[kind]
             saved.append((store, leaf, store.get(leaf, _ABSENT)))
-            if swapped is not None and leaf in store:
-                swapped.setdefault((id(store), leaf), store[leaf])
+            if trace is not None and leaf in store:
+                trace.note_attr(owner, leaf, store[leaf])
             store[leaf] = value
         if args is None:
             args = ()

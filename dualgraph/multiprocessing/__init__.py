@@ -106,31 +106,48 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int = 1, join: bool = True,
     return start_processes(fn, args, nprocs, join, daemon, start_method)
 
 
-def share_tensor_(t: Any) -> Any:
-    """Move ``t``'s data into an anonymous shared mapping (once), in place: processes
-    forked afterwards write to the same memory. Views of ``t`` made before keep the old
-    memory, as PyTorch's storage move does."""
+
+def _share_memory_(self: Any) -> Any:
+    """Move the tensor's data (once, in place) into an anonymous shared mapping, which
+    processes forked afterwards write to as well (Hogwild training); views made before
+    keep the old memory, as PyTorch's storage move does."""
     import mmap
 
     import numpy as np
 
-    if is_shared_tensor(t):
-        return t
-    data = t._data
-    shared = mmap.mmap(-1, max(data.nbytes, 1))
-    arr = np.frombuffer(shared, dtype=data.dtype, count=data.size).reshape(data.shape)
-    arr[...] = data
-    t._data = arr
-    return t
+    from ..eager.internal import array_of, set_array
+    from ..eager.tensor import Tensor
+
+    if not isinstance(self, Tensor) or _is_shared(self):
+        return self  # a traced value holds no memory
+    data = array_of(self)
+    shared = np.frombuffer(mmap.mmap(-1, max(data.nbytes, 1)), dtype=data.dtype,
+                           count=data.size).reshape(data.shape)
+    shared[...] = data
+    set_array(self, shared)
+    return self
 
 
-def is_shared_tensor(t: Any) -> bool:
-    """Whether ``t``'s data lives in a shared mapping (`share_tensor_`)."""
+def _is_shared(self: Any) -> bool:
+    """Whether the tensor's data lives in a shared mapping (``share_memory_``)."""
     import mmap
 
-    base: Any = t._data
+    from ..eager.internal import array_of
+    from ..eager.tensor import Tensor
+
+    base: Any = array_of(self) if isinstance(self, Tensor) else None
     while base is not None:
         if isinstance(base, mmap.mmap):
             return True
         base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
     return False
+
+
+def _install() -> None:
+    from ..ops.mixin import TensorOps
+
+    TensorOps.share_memory_ = _share_memory_
+    TensorOps.is_shared = _is_shared
+
+
+_install()

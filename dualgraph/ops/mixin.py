@@ -1125,17 +1125,11 @@ class _Layout:
         return self
 
     def share_memory_(self) -> Any:
-        """Move the data into shared memory that forked processes write to (in place)."""
-        from ..eager.tensor import Tensor
-        from ..multiprocessing import share_tensor_
-
-        return share_tensor_(self) if isinstance(self, Tensor) else self
+        """The tensor itself (CPU tensors of one process need no sharing)."""
+        return self
 
     def is_shared(self) -> bool:
-        from ..eager.tensor import Tensor
-        from ..multiprocessing import is_shared_tensor
-
-        return isinstance(self, Tensor) and is_shared_tensor(self)
+        return False
 
     def is_set_to(self, tensor: Any) -> bool:
         return self is tensor

@@ -134,11 +134,11 @@ def update_bn(loader: Iterable, model: Module, device: Any = None) -> None:
     """One pass over ``loader`` (batches, or tuples whose first item is the input) in
     training mode to recompute every batch-norm layer's running statistics as plain
     averages (``momentum=None``); the layers' momenta and the training flag come back."""
-    from ..nn.modules.normalization import _BatchNorm
+    from ..nn import BatchNorm1d, BatchNorm2d, BatchNorm3d
 
     momenta = {}
     for module in model.modules():
-        if isinstance(module, _BatchNorm):
+        if isinstance(module, (BatchNorm1d, BatchNorm2d, BatchNorm3d)):
             module.reset_running_stats()
             momenta[module] = module.momentum
     if not momenta:

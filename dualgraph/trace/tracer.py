@@ -554,6 +554,10 @@ class TraceContext(Mode):
         """``t.requires_grad_()`` on a computed value that does not require grad: its node
         becomes a leaf that gradients are taken with respect to."""
         node = self.as_node(t)
+        if id(node) not in self.rg:
+            # computed without grad (under no_grad, from inputs that need none): a leaf
+            # whose gradient goes no further, as eager mode's has no history
+            self.__dict__.setdefault("cut_leaves", set()).add(id(node))
         self.rg.add(id(node))
         self.leaf_grads[id(node)] = None
         self._keep.append(node)
