@@ -54,7 +54,7 @@ ATOL = {"reinforce": 1e-5, "actor_critic": 1e-5}
 
 # Compiled steps that compile in seconds run by default; the CNNs, the transformer and the
 # ResNets take a minute or more of cold compile on a loaded two-core machine.
-FAST_COMPILE = ("lpwe", "reinforce", "actor_critic")
+FAST_COMPILE = ("lpwe", "reinforce", "actor_critic", "swa", "hogwild")
 
 # Traces per compiled function: lpwe's DynamicNet step draws from Python's random module,
 # so it is never traced into a graph (it runs eagerly).
