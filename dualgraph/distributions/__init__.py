@@ -14,10 +14,12 @@ from .distribution import Distribution
 from .gamma import Beta, Chi2, Dirichlet, Exponential, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .mixture import Binomial, MixtureSameFamily, StudentT
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal, Uniform
 
-__all__ = ["Bernoulli", "Beta", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
-           "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal", "Independent", "Laplace",
-           "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
-           "Uniform", "constraints", "kl", "kl_divergence", "register_kl"]
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
+           "Distribution", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal",
+           "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "MultivariateNormal",
+           "Normal", "OneHotCategorical", "Poisson", "StudentT", "Uniform", "constraints", "kl",
+           "kl_divergence", "register_kl"]

@@ -163,3 +163,30 @@ KL += [
     ("laplace", lambda lib, a, b: _D(lib).Laplace(a, b),
      lambda lib, a, b: _D(lib).Laplace(b, a), [CONC, RATE]),
 ]
+
+_M = np.random.default_rng(17)
+CASES += [
+    ("studentt", lambda lib, d, m, s: _D(lib).StudentT(d, m, s),
+     [_M.uniform(2.5, 6.0, (3,)), LOC, SCALE], _M.standard_normal((2, 3))),
+    ("binomial-probs", lambda lib, p: _D(lib).Binomial(5, probs=p), [BIN],
+     np.array([0.0, 2.0, 5.0, 3.0])),
+]
+KL += []
+MIX_LOGITS, MIX_LOC, MIX_SCALE = (_M.standard_normal((2, 3)), _M.standard_normal((2, 3)),
+                                  _M.uniform(0.5, 1.5, (2, 3)))
+MIX_VALUE = _M.standard_normal((4, 2))
+
+
+def run_mixture(lib) -> dict:
+    """A Gaussian mixture (the mixture density network's head): log_prob, mean, variance
+    and the gradient of the log-likelihood w.r.t. each parameter."""
+    ts = [lib.tensor(p, requires_grad=True) for p in (MIX_LOGITS, MIX_LOC, MIX_SCALE)]
+    d = _D(lib).MixtureSameFamily(_D(lib).Categorical(logits=ts[0]),
+                                  _D(lib).Normal(ts[1], ts[2]))
+    lp = d.log_prob(lib.tensor(MIX_VALUE))
+    out = {"log_prob": lp.detach().numpy(), "mean": d.mean.detach().numpy(),
+           "variance": d.variance.detach().numpy()}
+    lp.sum().backward()
+    for k, t in enumerate(ts):
+        out[f"grad{k}"] = t.grad.numpy()
+    return out

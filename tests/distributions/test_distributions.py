@@ -25,7 +25,8 @@ def _want(prefix: str) -> dict:
 
 # The gamma family's gradients go through digamma's derivative (trigamma), which
 # dualgraph and torch compute with different float64 approximations (~1e-8 apart).
-TRIGAMMA = {"gamma", "chi2", "beta", "dirichlet", "kl-gamma", "kl-beta", "kl-dirichlet"}
+TRIGAMMA = {"gamma", "chi2", "beta", "dirichlet", "studentt", "kl-gamma", "kl-beta",
+            "kl-dirichlet"}
 
 
 def _rtol(name: str, key: str) -> float:

@@ -11,6 +11,9 @@ import pytest
 import dualgraph as dg
 from dualgraph.testing import assert_close
 
+from .cases import run_mixture
+from .test_distributions import GOLD
+
 D = dg.distributions
 
 
@@ -80,3 +83,29 @@ def test_errors() -> None:
     with pytest.raises(NotImplementedError, match="No KL"):
         D.kl_divergence(D.Beta(dg.tensor(1.0), dg.tensor(1.0)), D.Gamma(dg.tensor(1.0),
                                                                        dg.tensor(1.0)))
+
+
+def test_mixture_same_family_matches_torch() -> None:
+    want = {k[len("mixture/"):]: GOLD[k] for k in GOLD.files if k.startswith("mixture/")}
+    got = run_mixture(dg)
+    assert sorted(got) == sorted(want)
+    for k, v in want.items():
+        assert_close(got[k], v, rtol=1e-10, atol=1e-12, msg=k)
+    dg.manual_seed(0)
+    m = D.MixtureSameFamily(D.Categorical(logits=dg.tensor([0.0, 0.0])),
+                            D.Normal(dg.tensor([-5.0, 5.0]), dg.tensor([0.1, 0.1])))
+    s = m.sample((2000,))
+    assert s.shape == (2000,)
+    assert float((s.abs() - 5).abs().max()) < 1.0
+    assert abs(float(s.mean())) < 0.6
+    with pytest.raises(ValueError, match="Categorical"):
+        D.MixtureSameFamily(D.Normal(0.0, 1.0), D.Normal(dg.zeros(2), dg.ones(2)))
+
+
+def test_student_t_and_binomial_draws() -> None:
+    dg.manual_seed(4)
+    t = D.StudentT(dg.tensor([5.0]), dg.tensor([1.0]), dg.tensor([2.0])).sample((40000,))
+    assert abs(float(t.mean()) - 1.0) < 0.1
+    b = D.Binomial(10, probs=dg.tensor([0.3])).sample((20000,))
+    assert abs(float(b.mean()) - 3.0) < 0.1
+    assert float(b.max()) <= 10
