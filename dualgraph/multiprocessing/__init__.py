@@ -1,8 +1,9 @@
 """`dg.multiprocessing`: Python's `multiprocessing`, as ``torch.multiprocessing`` wraps it.
 
 Tensors whose memory is shared (`Module.share_memory`, ``Tensor.share_memory_``) live in
-an anonymous shared mapping, so processes started with the ``fork`` method (Linux's
-default) see one another's in-place updates: the Hogwild pattern. ``spawn`` starts
+a shared memory file, so processes see one another's in-place updates (the Hogwild
+pattern): forked processes share the mapping, and a shared tensor sent to a spawned process
+is rebuilt there on the same memory. ``spawn`` starts
 ``nprocs`` processes running ``fn(i, *args)`` and joins them.
 """
 
@@ -107,12 +108,31 @@ def spawn(fn: Callable, args: tuple = (), nprocs: int = 1, join: bool = True,
 
 
 
-def _share_memory_(self: Any) -> Any:
-    """Move the tensor's data (once, in place) into an anonymous shared mapping, which
-    processes forked afterwards write to as well (Hogwild training); views made before
-    keep the old memory, as PyTorch's storage move does."""
-    import mmap
+# Shared data lives in a memory file (``memfd``, Linux) mapped shared, so a tensor sent to a
+# spawned process (pickled by multiprocessing) is rebuilt on the same memory from a
+# duplicate of the file descriptor; elsewhere, an anonymous shared mapping, which forked
+# processes share. mmap object id -> the descriptor (kept open while the mapping lives).
+_FDS: dict = {}
 
+
+def _shared_array(nbytes: int) -> tuple:
+    import mmap
+    import os
+
+    size = max(nbytes, 1)
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("dualgraph-shared")
+        os.ftruncate(fd, size)
+        mm = mmap.mmap(fd, size)
+        _FDS[id(mm)] = fd
+        return mm, fd
+    return mmap.mmap(-1, size), None
+
+
+def _share_memory_(self: Any) -> Any:
+    """Move the tensor's data (once, in place) into shared memory, which forked processes
+    and processes the tensor is sent to write to as well (Hogwild training); views made
+    before keep the old memory, as PyTorch's storage move does."""
     import numpy as np
 
     from ..eager.internal import array_of, set_array
@@ -121,15 +141,14 @@ def _share_memory_(self: Any) -> Any:
     if not isinstance(self, Tensor) or _is_shared(self):
         return self  # a traced value holds no memory
     data = array_of(self)
-    shared = np.frombuffer(mmap.mmap(-1, max(data.nbytes, 1)), dtype=data.dtype,
-                           count=data.size).reshape(data.shape)
+    mm, _ = _shared_array(data.nbytes)
+    shared = np.frombuffer(mm, dtype=data.dtype, count=data.size).reshape(data.shape)
     shared[...] = data
     set_array(self, shared)
     return self
 
 
-def _is_shared(self: Any) -> bool:
-    """Whether the tensor's data lives in a shared mapping (``share_memory_``)."""
+def _mapping_of(self: Any) -> Any:
     import mmap
 
     from ..eager.internal import array_of
@@ -138,16 +157,68 @@ def _is_shared(self: Any) -> bool:
     base: Any = array_of(self) if isinstance(self, Tensor) else None
     while base is not None:
         if isinstance(base, mmap.mmap):
-            return True
+            return base
         base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
-    return False
+    return None
+
+
+def _is_shared(self: Any) -> bool:
+    """Whether the tensor's data lives in shared memory (``share_memory_``)."""
+    return _mapping_of(self) is not None
+
+
+def _reduce_tensor(t: Any) -> Any:
+    """Pickling for multiprocessing: a tensor in a memory file travels as a duplicate of
+    its descriptor (the receiver maps the same memory); any other as usual."""
+    import numpy as np
+
+    from ..eager.internal import array_of
+
+    mm = _mapping_of(t)
+    fd = _FDS.get(id(mm)) if mm is not None else None
+    data = array_of(t)
+    if fd is None or not data.flags.c_contiguous:
+        return t.__reduce_ex__(4)
+    from multiprocessing.reduction import DupFd
+
+    offset = data.__array_interface__["data"][0] - \
+        np.frombuffer(mm, dtype=np.uint8).__array_interface__["data"][0]
+    return (_rebuild_tensor, (DupFd(fd), len(mm), offset, data.dtype.str, data.shape,
+                              type(t), bool(t.requires_grad)))
+
+
+def _rebuild_tensor(dupfd: Any, size: int, offset: int, dtype: str, shape: tuple,
+                    cls: type, requires_grad: bool) -> Any:
+    import mmap
+
+    import numpy as np
+
+    from ..eager.tensor import from_numpy
+
+    fd = dupfd.detach()
+    mm = mmap.mmap(fd, size)
+    _FDS[id(mm)] = fd
+    count = int(np.prod(shape)) if shape else 1
+    arr = np.frombuffer(mm, dtype=np.dtype(dtype), count=count, offset=offset).reshape(shape)
+    t = from_numpy(arr)
+    if cls is not type(t):
+        t = cls(t, requires_grad) if requires_grad is not None else cls(t)
+    elif requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def _install() -> None:
+    from multiprocessing.reduction import ForkingPickler
+
+    from ..eager.tensor import Tensor
+    from ..nn.modules.module import Parameter
     from ..ops.mixin import TensorOps
 
     TensorOps.share_memory_ = _share_memory_
     TensorOps.is_shared = _is_shared
+    for cls in (Tensor, Parameter):
+        ForkingPickler.register(cls, _reduce_tensor)
 
 
 _install()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 
 import pytest
 
@@ -35,6 +36,20 @@ def test_a_forked_worker_trains_the_shared_model() -> None:
     assert p.exitcode == 0
     assert_close(model.weight, twin.weight)
     assert_close(model.bias, twin.bias)
+
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="needs memfd_create (Linux)")
+def test_a_spawned_worker_trains_the_shared_model() -> None:
+    # the model is pickled to the new process: its shared tensors travel as descriptors
+    # of the same memory, as PyTorch's do
+    model = dg.nn.Linear(3, 1).share_memory()
+    twin = dg.nn.Linear(3, 1)
+    twin.load_state_dict(model.state_dict())
+    _train(0, twin)
+    mp.spawn(_train, args=(model,), nprocs=1)
+    assert_close(model.weight, twin.weight)
+    assert_close(model.bias, twin.bias)
+    assert isinstance(model.weight, dg.nn.Parameter) and model.weight.is_shared()
 
 
 def test_sharing_strategies() -> None:
