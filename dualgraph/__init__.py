@@ -267,8 +267,21 @@ __all__ += [
 
 # isort: split
 # Devices (CPU only), dtype aliases, random generators, inference mode, data loading and
-# serialization: PyTorch's everyday surface.
-from . import accelerator, amp, backends, cuda, distributed, distributions, utils  # noqa: E402
+# serialization: PyTorch's everyday surface; torch.func's transforms (and `vmap`),
+# torch.compiler's controls, torch.multiprocessing and torch.random.
+from . import (  # noqa: E402
+    accelerator,
+    amp,
+    backends,
+    compiler,
+    cuda,
+    distributed,
+    distributions,
+    func,
+    multiprocessing,
+    random,
+    utils,
+)
 from .dtypes import bfloat16, device, int8, int16, uint8  # noqa: E402
 from .eager.creation import (  # noqa: E402
     Generator,
@@ -286,6 +299,7 @@ from .eager.creation import (  # noqa: E402
     set_rng_state,
 )
 from .eager.grad_mode import inference_mode, is_inference_mode_enabled  # noqa: E402
+from .func import vmap  # noqa: E402
 from .ops.mixin import TensorOps as _TensorOps  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
@@ -319,6 +333,7 @@ __all__ += [
     "int", "int8", "int16", "is_inference_mode_enabled", "is_tensor", "load", "long", "mm", "spmm",
     "multinomial", "rand_like", "randint", "randint_like", "randn_like", "randperm", "save",
     "seed", "set_rng_state", "short", "uint8", "utils",
+    "compiler", "func", "multiprocessing", "random", "vmap",
 ]
 # PyTorch's out= keyword on the elementwise functions (written into out, resized if needed;
 # not differentiable): `dualgraph.ops.composite.with_out`.

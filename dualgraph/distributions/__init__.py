@@ -9,12 +9,17 @@ generator: `dg.manual_seed` makes them reproducible.
 from . import constraints, kl
 from .bernoulli import Bernoulli
 from .categorical import Categorical, OneHotCategorical
+from .continuous import Cauchy, Geometric, Gumbel, HalfNormal, Laplace, LogNormal, Poisson
 from .distribution import Distribution
+from .gamma import Beta, Chi2, Dirichlet, Exponential, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .mixture import Binomial, MixtureSameFamily, StudentT
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal, Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Independent", "MultivariateNormal",
-           "Normal",
-           "OneHotCategorical", "Uniform", "constraints", "kl", "kl_divergence", "register_kl"]
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
+           "Distribution", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal",
+           "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "MultivariateNormal",
+           "Normal", "OneHotCategorical", "Poisson", "StudentT", "Uniform", "constraints", "kl",
+           "kl_divergence", "register_kl"]

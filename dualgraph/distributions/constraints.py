@@ -13,7 +13,8 @@ from ..ops import shape as S
 
 __all__ = [
     "Constraint", "boolean", "greater_than", "greater_than_eq", "half_open_interval",
-    "integer_interval", "interval", "lower_cholesky", "nonnegative_integer", "one_hot",
+    "integer_interval", "interval", "lower_cholesky", "nonnegative", "nonnegative_integer",
+    "one_hot",
     "positive", "positive_definite", "real", "real_vector", "simplex", "unit_interval",
 ]
 
@@ -148,6 +149,7 @@ lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
 boolean = _Boolean()
 positive = _GreaterThan(0.0)
+nonnegative = _GreaterThanEq(0.0)
 nonnegative_integer = _IntegerGreaterThan(0)
 unit_interval = _Interval(0.0, 1.0)
 simplex = _Simplex()

@@ -22,4 +22,6 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer",
-           "RAdam", "RMSprop", "Rprop", "SGD", "lr_scheduler"]
+           "RAdam", "RMSprop", "Rprop", "SGD", "lr_scheduler", "swa_utils"]
+
+from . import swa_utils  # noqa: E402 - it builds on the optimizers and lr_scheduler

@@ -554,6 +554,10 @@ class TraceContext(Mode):
         """``t.requires_grad_()`` on a computed value that does not require grad: its node
         becomes a leaf that gradients are taken with respect to."""
         node = self.as_node(t)
+        if id(node) not in self.rg:
+            # computed without grad (under no_grad, from inputs that need none): a leaf
+            # whose gradient goes no further, as eager mode's has no history
+            self.__dict__.setdefault("cut_leaves", set()).add(id(node))
         self.rg.add(id(node))
         self.leaf_grads[id(node)] = None
         self._keep.append(node)
@@ -692,14 +696,15 @@ def _example_input(ctx: TraceContext, a: Any, i: int) -> Any:
 
 class OutputTree:
     """How a traced function's outputs nest, when they are more than one flat tuple:
-    nested tuples and lists, named tuples (``x.max(dim=1)``). Falsy, like ``single=False``,
-    for code that only asks whether the output is one tensor."""
+    nested tuples and lists, named tuples (``x.max(dim=1)``), dicts. Falsy, like
+    ``single=False``, for code that only asks whether the output is one tensor."""
 
-    __slots__ = ("kind", "children")
+    __slots__ = ("kind", "children", "keys")
 
-    def __init__(self, kind: type, children: list) -> None:
+    def __init__(self, kind: type, children: list, keys: list | None = None) -> None:
         self.kind = kind
         self.children = children  # per item: None (a tensor) or a nested OutputTree
+        self.keys = keys  # a dict's keys, in order
 
     def __bool__(self) -> bool:
         return False
@@ -712,6 +717,8 @@ class OutputTree:
         vals = [next(it) if c is None else c._build(it) for c in self.children]
         if self.kind is list:
             return vals
+        if self.keys is not None:
+            return self.kind(zip(self.keys, vals))
         if hasattr(self.kind, "_fields"):  # a named tuple
             return self.kind(*vals)
         return tuple(vals)
@@ -721,6 +728,8 @@ def flatten_outputs(out: Any) -> list:
     """The tensors of a (possibly nested) tuple/list output, in order."""
     if isinstance(out, (tuple, list)):
         return [t for o in out for t in flatten_outputs(o)]
+    if isinstance(out, dict):
+        return [t for o in out.values() for t in flatten_outputs(o)]
     return [out]
 
 
@@ -728,12 +737,14 @@ def graph_outputs(ctx: TraceContext, out: Any, fn: Callable) -> tuple[list[Node]
     """The output nodes, and ``single``: True for one tensor, False for a flat tuple, an
     `OutputTree` for nested or named tuples and lists."""
     name = getattr(fn, "__name__", type(fn).__name__)
-    single: Any = not isinstance(out, (tuple, list))
+    single: Any = not isinstance(out, (tuple, list, dict))
     items: list = []
 
     def walk(o: Any) -> OutputTree | None:
         if isinstance(o, (tuple, list)):
             return OutputTree(type(o), [walk(x) for x in o])
+        if isinstance(o, dict):
+            return OutputTree(type(o), [walk(x) for x in o.values()], list(o))
         items.append(o)
         return None
 

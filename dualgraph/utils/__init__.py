@@ -1,6 +1,7 @@
 """`dg.utils`: PyTorch's utilities (`dg.utils.data`: datasets, samplers, `DataLoader`;
-`dg.utils.tensorboard`: a `SummaryWriter` for scalars)."""
+`dg.utils.tensorboard`: a `SummaryWriter` for scalars; `dg.utils.checkpoint`: activation
+checkpointing's API)."""
 
-from . import data, tensorboard
+from . import checkpoint, data, tensorboard
 
-__all__ = ["data", "tensorboard"]
+__all__ = ["checkpoint", "data", "tensorboard"]

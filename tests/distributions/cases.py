@@ -124,3 +124,69 @@ KL += [
      lambda lib, m, a, b: _D(lib).MultivariateNormal(m.flip(0) * 0.5, scale_tril=_tril(lib, b)),
      [MLOC, MA, MB]),
 ]
+
+
+# ------------------------------------------------------------ the gamma family and others
+# (their own generator, so the draws above keep their values)
+_G = np.random.default_rng(13)
+CONC, RATE = _G.uniform(0.5, 3.0, (2, 3)), _G.uniform(0.5, 2.0, (2, 3))
+UNIT = _G.uniform(0.05, 0.95, (2, 3))
+POS = _G.uniform(0.1, 3.0, (2, 3))
+SIMPLEX = _G.dirichlet(np.ones(4), 2)
+CASES += [
+    ("gamma", lambda lib, c, r: _D(lib).Gamma(c, r), [CONC, RATE], POS),
+    ("chi2", lambda lib, c: _D(lib).Chi2(c), [CONC], POS),
+    ("exponential", lambda lib, r: _D(lib).Exponential(r), [RATE], POS),
+    ("beta", lambda lib, a, b: _D(lib).Beta(a, b), [CONC, RATE], UNIT),
+    ("dirichlet", lambda lib, c: _D(lib).Dirichlet(c), [_G.uniform(0.5, 3.0, (2, 4))],
+     SIMPLEX),
+    ("laplace", lambda lib, m, s: _D(lib).Laplace(m, s), [LOC, SCALE],
+     _G.standard_normal((2, 3))),
+    ("lognormal", lambda lib, m, s: _D(lib).LogNormal(m, s), [LOC, SCALE], POS),
+    ("halfnormal", lambda lib, s: _D(lib).HalfNormal(s), [SCALE], POS),
+    ("gumbel", lambda lib, m, s: _D(lib).Gumbel(m, s), [LOC, SCALE],
+     _G.standard_normal((2, 3))),
+    ("geometric-probs", lambda lib, p: _D(lib).Geometric(probs=p), [UNIT],
+     np.floor(POS * 2)),
+    ("geometric-logits", lambda lib, lg: _D(lib).Geometric(logits=lg), [LOGITS],
+     np.floor(POS * 2)),
+]
+KL += [
+    ("gamma", lambda lib, a, b: _D(lib).Gamma(a, b),
+     lambda lib, a, b: _D(lib).Gamma(b, a + 0.5), [CONC, RATE]),
+    ("beta", lambda lib, a, b: _D(lib).Beta(a, b),
+     lambda lib, a, b: _D(lib).Beta(b + 0.2, a), [CONC, RATE]),
+    ("dirichlet", lambda lib, a, b: _D(lib).Dirichlet(a),
+     lambda lib, a, b: _D(lib).Dirichlet(b), [CONC, RATE]),
+    ("exponential", lambda lib, a, b: _D(lib).Exponential(a),
+     lambda lib, a, b: _D(lib).Exponential(b), [CONC, RATE]),
+    ("laplace", lambda lib, a, b: _D(lib).Laplace(a, b),
+     lambda lib, a, b: _D(lib).Laplace(b, a), [CONC, RATE]),
+]
+
+_M = np.random.default_rng(17)
+CASES += [
+    ("studentt", lambda lib, d, m, s: _D(lib).StudentT(d, m, s),
+     [_M.uniform(2.5, 6.0, (3,)), LOC, SCALE], _M.standard_normal((2, 3))),
+    ("binomial-probs", lambda lib, p: _D(lib).Binomial(5, probs=p), [BIN],
+     np.array([0.0, 2.0, 5.0, 3.0])),
+]
+KL += []
+MIX_LOGITS, MIX_LOC, MIX_SCALE = (_M.standard_normal((2, 3)), _M.standard_normal((2, 3)),
+                                  _M.uniform(0.5, 1.5, (2, 3)))
+MIX_VALUE = _M.standard_normal((4, 2))
+
+
+def run_mixture(lib) -> dict:
+    """A Gaussian mixture (the mixture density network's head): log_prob, mean, variance
+    and the gradient of the log-likelihood w.r.t. each parameter."""
+    ts = [lib.tensor(p, requires_grad=True) for p in (MIX_LOGITS, MIX_LOC, MIX_SCALE)]
+    d = _D(lib).MixtureSameFamily(_D(lib).Categorical(logits=ts[0]),
+                                  _D(lib).Normal(ts[1], ts[2]))
+    lp = d.log_prob(lib.tensor(MIX_VALUE))
+    out = {"log_prob": lp.detach().numpy(), "mean": d.mean.detach().numpy(),
+           "variance": d.variance.detach().numpy()}
+    lp.sum().backward()
+    for k, t in enumerate(ts):
+        out[f"grad{k}"] = t.grad.numpy()
+    return out

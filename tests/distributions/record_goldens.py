@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .._support.recording import record_arrays
-from .cases import CASES, KL, run, run_kl
+from .cases import CASES, KL, run, run_kl, run_mixture
 
 OUT = Path(__file__).with_name("goldens.npz")
 
@@ -21,6 +21,7 @@ def results(torch: Any) -> Iterator[tuple[str, dict]]:
         yield case[0], run(torch, i)
     for i, case in enumerate(KL):
         yield f"kl-{case[0]}", run_kl(torch, i)
+    yield "mixture", run_mixture(torch)
 
 
 def main() -> None:

@@ -43,7 +43,9 @@ _SUBMODULES = ("nn", "nn.functional", "nn.init", "nn.utils", "nn.utils.rnn", "nn
                "optim", "optim.lr_scheduler", "utils", "utils.data", "utils.data.dataloader",
                "utils.data.dataset", "utils.data.sampler", "utils.tensorboard", "cuda",
                "cuda.amp", "backends", "backends.cudnn", "backends.cuda", "backends.mps",
-               "autograd", "accelerator", "amp", "distributed", "serialization")
+               "autograd", "accelerator", "amp", "distributed", "serialization",
+               "utils.checkpoint", "func", "compiler", "multiprocessing", "random",
+               "optim.swa_utils", "distributions")
 
 
 # What the stub ``torchvision.datasets.MNIST(...)`` returns: set by a runner before it

@@ -18,6 +18,20 @@ they print) equal torch's to 1e-5, eagerly and with their steps under ``dg.compi
   ``nn.Parameter(...).to(device)``, ``MultiheadAttention``), siamese network and the
   transfer-learning tutorial on a small torchvision-style ResNet (frozen parameters,
   ``StepLR``, ``set_grad_enabled``, ``deepcopy`` of a state dict).
+- per_sample: per-sample gradients as the torch.func tutorial and Opacus compute them
+  (``vmap(grad(...))`` over ``functional_call``, a dict of parameters in and out of the
+  compiled DP-SGD step).
+- maml: MAML on sinusoids, the inner loop through ``functional_call`` and
+  ``autograd.grad(create_graph=True)``, one compiled meta-step over several tasks.
+- checkpointed: ``utils.checkpoint`` (reentrant on an input without grad, which trains
+  nothing before it; ``checkpoint_sequential``), ``compiler.disable`` and
+  ``random.fork_rng``.
+- swa: ``optim.swa_utils`` (``AveragedModel``, an EMA with ``get_ema_multi_avg_fn``,
+  ``SWALR`` after ``CosineAnnealingLR``, ``update_bn``) on a regression with batch norm.
+- dirichlet_vae: a Dirichlet-latent VAE with ``Beta`` and ``Gamma`` priors and
+  ``kl_divergence`` of Dirichlets.
+- hogwild: pytorch/examples' mnist_hogwild with one worker: ``share_memory`` and a
+  ``multiprocessing.Process`` (forked) whose compiled steps train the parent's model.
 
 The policy-gradient programs act greedily and without dropout in these runs (a test
 device: the two libraries' random streams differ); torch's losses are recorded in
@@ -40,7 +54,7 @@ ATOL = {"reinforce": 1e-5, "actor_critic": 1e-5}
 
 # Compiled steps that compile in seconds run by default; the CNNs, the transformer and the
 # ResNets take a minute or more of cold compile on a loaded two-core machine.
-FAST_COMPILE = ("lpwe", "reinforce", "actor_critic")
+FAST_COMPILE = ("lpwe", "reinforce", "actor_critic", "swa", "hogwild")
 
 # Traces per compiled function: lpwe's DynamicNet step draws from Python's random module,
 # so it is never traced into a graph (it runs eagerly).

@@ -24,7 +24,7 @@ from .harness import GOLDENS, bound_torch
 WRITTEN = Path(__file__).resolve().parent / "written"
 GOLD = GOLDENS / "written"
 PROGRAMS = ("nn_tutorial", "lpwe", "blitz", "reinforce", "actor_critic", "vit", "siamese",
-            "transfer")
+            "transfer", "per_sample", "maml", "checkpointed", "swa", "dirichlet_vae", "hogwild")
 
 
 def load(name: str, torch: Any) -> ModuleType:

@@ -377,6 +377,13 @@ class Module:
         """Floating-point parameters and buffers to float16 (PyTorch's ``Module.half``)."""
         return self._cast(np.dtype(np.float16))
 
+    def share_memory(self) -> "Module":
+        """Move every parameter and buffer into shared memory (``Tensor.share_memory_``):
+        processes forked afterwards (Hogwild training) update the same weights."""
+        for t in list(self.parameters()) + list(self.buffers()):
+            t.share_memory_()
+        return self
+
     def cpu(self) -> "Module":
         """The module itself: dualgraph keeps everything on the CPU."""
         return self
