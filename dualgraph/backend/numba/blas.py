@@ -587,6 +587,78 @@ def pool_scatter(g, idx, out):
             out[n, idx[t, m]] += g[n, m]
 
 
+# ---- convolution windows
+# im2col's gather and col2im's scatter-add, called once per op instead of carrying their
+# loop nests (a nest of seven loops per convolution and per gradient). The geometry comes
+# in a small int64 array, as for the pools above: (kh, kw, dh, dw, sh, sw, pt, pl, oh,
+# ow, kmajor, zero).
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def im2col(x, first, geo, cols):
+    """The sliding windows of images ``first, first+1, ...`` of ``x`` (N, C, H, W) into
+    ``cols``: (n, C*kh*kw, oh*ow), or (C*kh*kw, n, oh*ow) when ``geo[10]``. Window
+    elements in the padding are zeros (``geo[11]``: the buffer is zeroed first)."""
+    kh, kw, dh, dw, sh, sw, pt, pl = (geo[0], geo[1], geo[2], geo[3], geo[4], geo[5],
+                                      geo[6], geo[7])
+    oh, ow, kmajor = geo[8], geo[9], geo[10]
+    if geo[11]:
+        for i in range(cols.shape[0]):
+            for j in range(cols.shape[1]):
+                for k in range(cols.shape[2]):
+                    cols[i, j, k] = 0
+    c, h, w = x.shape[1], x.shape[2], x.shape[3]
+    count = cols.shape[1] if kmajor else cols.shape[0]
+    for n in range(count):
+        for ci in range(c):
+            for ki in range(kh):
+                for kj in range(kw):
+                    r = (ci * kh + ki) * kw + kj
+                    b = kj * dw - pl
+                    lo = max(0, (sw - 1 - b) // sw)
+                    hi = min(ow, (w - 1 - b) // sw + 1)
+                    dst = cols[r, n] if kmajor else cols[n, r]
+                    for oy in range(oh):
+                        hh = oy * sh + ki * dh - pt
+                        if hh < 0 or hh >= h:
+                            continue
+                        src = x[first + n, ci, hh]
+                        base = oy * ow
+                        for ox in range(lo, hi):
+                            dst[base + ox] = src[ox * sw + b]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def col2im(cols, geo, out):
+    """The transpose of `im2col` (``geo[10]`` 0): ``out`` (N, C, H, W) zeros, then each
+    column element added at its image position."""
+    kh, kw, dh, dw, sh, sw, pt, pl = (geo[0], geo[1], geo[2], geo[3], geo[4], geo[5],
+                                      geo[6], geo[7])
+    oh, ow = geo[8], geo[9]
+    c, h, w = out.shape[1], out.shape[2], out.shape[3]
+    for n in range(out.shape[0]):
+        for ci in range(c):
+            for y in range(h):
+                for z in range(w):
+                    out[n, ci, y, z] = 0
+        for ci in range(c):
+            for ki in range(kh):
+                for kj in range(kw):
+                    r = (ci * kh + ki) * kw + kj
+                    b = kj * dw - pl
+                    lo = max(0, (sw - 1 - b) // sw)
+                    hi = min(ow, (w - 1 - b) // sw + 1)
+                    src = cols[n, r]
+                    for oy in range(oh):
+                        hh = oy * sh + ki * dh - pt
+                        if hh < 0 or hh >= h:
+                            continue
+                        dst = out[n, ci, hh]
+                        base = oy * ow
+                        for ox in range(lo, hi):
+                            dst[ox * sw + b] += src[base + ox]
+
+
 # The names generated code calls, one per dtype (`cache.module_source` registers the C
 # function a kernel's module names).
 gemm_batched_float32 = gemm_batched_float64 = gemm_batched
