@@ -49,22 +49,14 @@ def test_im2col_columns_are_kernel_offset_major():
     view = block.stmts[-1]
     assert isinstance(view, kir.View) and view.how == "transpose" and view.arg == (1, 0, 2)
     assert block.result.shape == (4, 27, 64) and block.result.layout == "A"
-    # one call of the shared window routine, its geometry a kernel constant that says
-    # the columns are kernel-offset major and start at zero (padding)
-    (call,) = [s for s in kir.walk(block.stmts) if isinstance(s, kir.LibCall)]
-    assert call.fn == "im2col" and call.outs == (allocs[0],)
-    assert _geometry(block) == (3, 3, 1, 1, 1, 1, 1, 1, 8, 8, 1, 1, 0)
+    zeros = [s for s in kir.walk(block.stmts) if isinstance(s, kir.Store)
+             and isinstance(s.value, kir.Const)]
+    assert len(zeros) == 1  # padding: the columns start at zero
     unpadded = Node("im2col", (x,), dict(GEOMETRY, kernel_size=(3, 3), stride=(2, 2),
                                          padding=((0, 0), (0, 0))), (4, 27, 9), "float32")
     block = lowerings.kernel_lowering("im2col")(unpadded, _args(x), "c")
-    # every column element is written: no zeros first
-    assert _geometry(block) == (3, 3, 1, 1, 2, 2, 0, 0, 3, 3, 1, 0, 0)
-    assert not [s for s in kir.walk(block.stmts) if isinstance(s, (kir.Store, kir.Loop))]
-
-
-def _geometry(block: kir.Block) -> tuple:
-    (table,) = [s for s in kir.walk(block.stmts) if isinstance(s, kir.Table)]
-    return table.values
+    assert not [s for s in kir.walk(block.stmts) if isinstance(s, kir.Store)
+                and isinstance(s.value, kir.Const)]  # every column element is written
 
 
 def conv_step(x, w, b):

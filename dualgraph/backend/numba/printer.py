@@ -453,10 +453,6 @@ LIBRARY: dict[str, str] = {
     "max_pool_indices": "dgb.max_pool_indices({0}, {out}, {1})",
     "pool_gather": "dgb.pool_gather({0}, {1}, {out})",
     "pool_scatter": "dgb.pool_scatter({0}, {1}, {out})",
-    # convolution windows (blas.py): im2col's gather from an image and col2im's
-    # scatter-add back
-    "im2col": "dgb.im2col({0}, {1}, {2}, {out})",
-    "col2im": "dgb.col2im({0}, {1}, {out})",
 }
 
 

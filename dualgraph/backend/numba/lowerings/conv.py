@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ....ir.graph import Node
@@ -9,28 +11,50 @@ from ... import kir
 from . import _reshaped, ishape, lowers
 
 # ---- convolution
-# Shared compiled routines (`blas.im2col`, `blas.col2im`) gather and scatter-add the sliding
-# windows, so a convolution costs a call, not a loop nest, in each kernel; conv2d is im2col
+# Plain loops gather (im2col) and scatter-add (col2im) the sliding windows; conv2d is im2col
 # into a scratch buffer, then one BLAS product per (sample, group) written in place into
 # the output, which is already in (N, O, oH, oW) order.
 
 
-def _geometry(block: kir.Block, name: str, attrs: dict, image: tuple, kmajor: bool = False,
-              zero: bool = False) -> kir.Buffer:
-    """The window geometry the shared window routines read (``blas.im2col``): a kernel
-    constant, so that one compiled routine serves every convolution."""
-    from ....ops.conv import out_size
-
+def _window_loops(node_in: tuple, attrs: dict, cols: tuple, out: str,
+                  body: Callable[[tuple, tuple], kir.Stmt],
+                  sample: kir.Expr | None = None) -> kir.Loop:
+    """Loops over every (sample, channel, kernel offset, window position) reading an image
+    element that lies inside the unpadded input; ``body(image index, column index)`` is
+    the statement for one element. The columns a kernel offset reads inside the image
+    are a range computed once (``lo``, ``hi``): no test in the innermost loop. With
+    ``sample``, the loops of that one sample only (no loop over the batch)."""
+    _, c, h, w = node_in
     kh, kw = attrs["kernel_size"]
-    oh, ow = out_size(image, attrs["kernel_size"], attrs["dilation"], attrs["padding"],
-                      attrs["stride"])
+    dh, dw = attrs["dilation"]
+    sh, sw = attrs["stride"]
     (pt, _), (pl, _) = attrs["padding"]
-    # The last entry, 0, is the first sample of a whole-batch call: read from the table,
-    # as a literal argument would make the routine compile once more for its type.
-    stmt, geo = kir.table(name, (kh, kw, *attrs["dilation"], *attrs["stride"], pt, pl, oh, ow,
-                                 int(kmajor), int(zero), 0))
-    block.add(stmt)
-    return geo
+    n, oh, ow = cols
+    v = {name: kir.Var(f"{out}_{name}") for name in
+         ("n", "c", "ki", "kj", "r", "b", "lo", "hi", "oy", "h", "ox", "w", "l")}
+    at = v["n"] if sample is None else sample
+    inner = kir.Loop(v["ox"], v["hi"], (
+        kir.Let(v["w"], v["ox"] * sw + v["b"]),
+        kir.Let(v["l"], v["oy"] * ow + v["ox"]),
+        body((at, v["c"], v["h"], v["w"]), (at, v["r"], v["l"])),
+    ), start=v["lo"])
+    rows = kir.Loop(v["oy"], oh, (
+        kir.Let(v["h"], v["oy"] * sh + v["ki"] * dh - pt),
+        kir.If(kir.Bin("or", kir.Bin("<", v["h"], kir.const(0)),
+                       kir.Bin(">=", v["h"], kir.const(h))), (kir.Jump("continue"),)),
+        inner,
+    ))
+    offsets = kir.Loop(v["kj"], kw, (
+        kir.Let(v["r"], (v["c"] * kh + v["ki"]) * kw + v["kj"]),
+        kir.Let(v["b"], v["kj"] * dw - pl),
+        kir.Let(v["lo"], kir.Call("max", (kir.const(0), (kir.const(sw - 1) - v["b"]) // sw),
+                                  kir.INDEX)),
+        kir.Let(v["hi"], kir.Call("min", (kir.const(ow), (kir.const(w - 1) - v["b"]) // sw
+                                          + 1), kir.INDEX)),
+        rows,
+    ))
+    channels = kir.Loop(v["c"], c, (kir.Loop(v["ki"], kh, (offsets,)),))
+    return channels if sample is not None else kir.Loop(v["n"], n, (channels,))
 
 
 def _padded(attrs: dict) -> bool:
@@ -42,9 +66,19 @@ def _im2col_into(block: kir.Block, x_node: Node, x: kir.Buffer, attrs: dict,
     """Fill ``cols`` (n, c*kh*kw, oh*ow), or (c*kh*kw, n, oh*ow) when ``kmajor``, with the
     sliding windows of image ``x``: zeros first where there is padding, as window elements
     in the padding are never written."""
-    geo = _geometry(block, f"{cols.name}_g", attrs, tuple(x_node.shape[2:]), kmajor,
-                    _padded(attrs))
-    block.add(kir.LibCall("im2col", (x, geo[12], geo), (cols,)))
+    from ....ops.conv import out_size
+
+    n, _, h, w = x_node.shape
+    oh, ow = out_size((h, w), attrs["kernel_size"], attrs["dilation"], attrs["padding"],
+                      attrs["stride"])
+    if _padded(attrs):
+        # Without padding every window element lies inside the image and is written.
+        flat = _reshaped(block, cols, (cols.size,), f"{cols.name}_f")
+        z = kir.Var(f"{cols.name}_z")
+        block.add(kir.Loop(z, cols.size, (kir.Store(flat, (z,), kir.const(0, cols.dtype)),)))
+    block.add(_window_loops(tuple(x_node.shape), attrs, (n, oh, ow), cols.name,
+                            lambda img, col: kir.Store(
+                                cols, (col[1], col[0], col[2]) if kmajor else col, x[img])))
 
 
 @lowers("im2col")
@@ -64,10 +98,20 @@ def _im2col(node: Node, args: list, out: str) -> kir.Block:
 
 @lowers("col2im")
 def _col2im(node: Node, args: list, out: str) -> kir.Block:
+    from ....ops.conv import out_size
+
+    a = node.attrs
+    n, c, h, w = node.shape
+    oh, ow = out_size((h, w), a["kernel_size"], a["dilation"], a["padding"], a["stride"])
     res = kir.Buffer(out, ishape(node), node.dtype)
     block = kir.Block([kir.Alloc(res)], res)
-    geo = _geometry(block, f"{out}_g", node.attrs, tuple(node.shape[2:]))
-    return block.add(kir.LibCall("col2im", (args[0].buf, geo), (res,)))
+    flat = _reshaped(block, res, (res.size,), f"{out}_f")
+    z = kir.Var(f"{out}_z")
+    cols = args[0].buf
+    block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, res.dtype)),)),
+              _window_loops(tuple(node.shape), a, (n, oh, ow), out,
+                            lambda img, col: kir.Store(res, img, cols[col], "+")))
+    return block
 
 
 # Measured on one core (float32, AMD EPYC with AVX2, OpenBLAS 0.3.31; median CPU time of
@@ -109,10 +153,16 @@ def _conv2d(node: Node, args: list, out: str) -> kir.Block:
         block.add(kir.Alloc(cols))
         if not (n * o * length):
             return block
-        geo = _geometry(block, f"{cols.name}_g", attrs, tuple(x.shape[2:]),
-                        zero=_padded(attrs))
-        c3 = _reshaped(block, cols, (1, k, length), f"{cols.name}_3")
-        body: list = [kir.LibCall("im2col", (args[0].buf, i, geo), (c3,))]
+        body: list = []
+        if _padded(attrs):
+            # Window elements in the padding are never written: zeros first.
+            flat = _reshaped(block, cols, (cols.size,), f"{cols.name}_f")
+            z = kir.Var(f"{cols.name}_z")
+            body.append(kir.Loop(z, cols.size, (
+                kir.Store(flat, (z,), kir.const(0, dtype)),)))
+        body.append(_window_loops(tuple(x.shape), attrs, (n, oh, ow), cols.name,
+                                  lambda img, col: kir.Store(cols, col[1:], args[0].buf[img]),
+                                  sample=i))
         body.append(start)
         if k:
             body.append(kir.Gemm(o, length, k, kir.Operand(wc, k), kir.Operand(cols, length),
