@@ -22,7 +22,9 @@ def _window_loops(node_in: tuple, attrs: dict, cols: tuple, out: str,
     """Loops over every (sample, channel, kernel offset, window position) reading an image
     element that lies inside the unpadded input; ``body(image index, column index)`` is
     the statement for one element. The columns a kernel offset reads inside the image
-    are a range computed once (``lo``, ``hi``): no test in the innermost loop. With
+    are a range computed once (``lo``, ``hi``): no test in the innermost loop; where the
+    geometry puts every column (row) of every offset inside the image, neither the range
+    nor the row test is written. With
     ``sample``, the loops of that one sample only (no loop over the batch)."""
     _, c, h, w = node_in
     kh, kw = attrs["kernel_size"]
@@ -33,24 +35,33 @@ def _window_loops(node_in: tuple, attrs: dict, cols: tuple, out: str,
     v = {name: kir.Var(f"{out}_{name}") for name in
          ("n", "c", "ki", "kj", "r", "b", "lo", "hi", "oy", "h", "ox", "w", "l")}
     at = v["n"] if sample is None else sample
-    inner = kir.Loop(v["ox"], v["hi"], (
+    # Where every kernel offset's columns (rows) lie inside the image, as without padding,
+    # the range (the test) is known here and not written.
+    offs = [kj * dw - pl for kj in range(kw)]
+    cols_inside = all(max(0, (sw - 1 - b) // sw) == 0 and (w - 1 - b) // sw + 1 >= ow
+                      for b in offs)
+    rows_inside = pt <= 0 and (oh - 1) * sh + (kh - 1) * dh - pt <= h - 1
+    inner = kir.Loop(v["ox"], ow if cols_inside else v["hi"], (
         kir.Let(v["w"], v["ox"] * sw + v["b"]),
         kir.Let(v["l"], v["oy"] * ow + v["ox"]),
         body((at, v["c"], v["h"], v["w"]), (at, v["r"], v["l"])),
-    ), start=v["lo"])
+    ), start=0 if cols_inside else v["lo"])
     rows = kir.Loop(v["oy"], oh, (
         kir.Let(v["h"], v["oy"] * sh + v["ki"] * dh - pt),
-        kir.If(kir.Bin("or", kir.Bin("<", v["h"], kir.const(0)),
-                       kir.Bin(">=", v["h"], kir.const(h))), (kir.Jump("continue"),)),
+        *(() if rows_inside else (kir.If(kir.Bin("or", kir.Bin("<", v["h"], kir.const(0)),
+                                                 kir.Bin(">=", v["h"], kir.const(h))),
+                                         (kir.Jump("continue"),)),)),
         inner,
     ))
-    offsets = kir.Loop(v["kj"], kw, (
-        kir.Let(v["r"], (v["c"] * kh + v["ki"]) * kw + v["kj"]),
-        kir.Let(v["b"], v["kj"] * dw - pl),
+    bounds = () if cols_inside else (
         kir.Let(v["lo"], kir.Call("max", (kir.const(0), (kir.const(sw - 1) - v["b"]) // sw),
                                   kir.INDEX)),
         kir.Let(v["hi"], kir.Call("min", (kir.const(ow), (kir.const(w - 1) - v["b"]) // sw
-                                          + 1), kir.INDEX)),
+                                          + 1), kir.INDEX)))
+    offsets = kir.Loop(v["kj"], kw, (
+        kir.Let(v["r"], (v["c"] * kh + v["ki"]) * kw + v["kj"]),
+        kir.Let(v["b"], v["kj"] * dw - pl),
+        *bounds,
         rows,
     ))
     channels = kir.Loop(v["c"], c, (kir.Loop(v["ki"], kh, (offsets,)),))
