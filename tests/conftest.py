@@ -12,9 +12,10 @@ with the ``tiered`` fixture.
 
 Under pytest-xdist the workers already keep the cores busy, so a big kernel's parts are not
 also handed to compile helper processes (``DUALGRAPH_COMPILE_JOBS``) beyond the cores each
-worker has to itself: with as many workers as cores, helpers only add CPU (each imports
-Numba, and the worker loads what they compiled). A value the user set is kept; tests of the
-helpers set their own.
+worker has to itself: with as many workers as cores, helpers take cores from the other
+worker instead of finishing the run sooner, and cost CPU of their own (each imports Numba;
+the worker loads what they compiled). A value the user set is kept; tests of the helpers
+set their own.
 """
 
 from __future__ import annotations
