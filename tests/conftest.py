@@ -9,13 +9,6 @@ The variable is set in the environment, so subprocesses started by tests use it 
 Compiles are blocking (``DUALGRAPH_TIERED=0``): a test that counts kernels or times calls
 must not depend on when a background worker finishes. Tests of tiered execution opt in
 with the ``tiered`` fixture.
-
-Under pytest-xdist the workers already keep the cores busy, so a big kernel's parts are not
-also handed to compile helper processes (``DUALGRAPH_COMPILE_JOBS``) beyond the cores each
-worker has to itself: with as many workers as cores, helpers take cores from the other
-worker instead of finishing the run sooner, and cost CPU of their own (each imports Numba;
-the worker loads what they compiled). A value the user set is kept; tests of the helpers
-set their own.
 """
 
 from __future__ import annotations
@@ -32,31 +25,17 @@ CACHE_DIR = Path(
 )
 
 
-def _jobs_per_xdist_worker() -> str | None:
-    """``DUALGRAPH_COMPILE_JOBS`` for an xdist worker: its share of the cores (``None``
-    outside xdist)."""
-    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
-    if not os.environ.get("PYTEST_XDIST_WORKER") or not workers:
-        return None
-    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-             else os.cpu_count() or 1)
-    return str(max(1, cores // max(1, int(workers))))
-
-
 @pytest.fixture(scope="session", autouse=True)
 def kernel_cache_dir() -> Iterator[Path]:
     """Point the kernel cache at the persistent test directory; a user's
     ``DUALGRAPH_DISABLE_DISK_CACHE`` or ``DUALGRAPH_VERIFY`` must not change what the
     tests measure."""
     keys = ("DUALGRAPH_CACHE_DIR", "DUALGRAPH_DISABLE_DISK_CACHE", "DUALGRAPH_VERIFY",
-            "DUALGRAPH_TIERED", "DUALGRAPH_COMPILE_JOBS")
+            "DUALGRAPH_TIERED")
     saved = {k: os.environ.get(k) for k in keys}
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     os.environ["DUALGRAPH_CACHE_DIR"] = str(CACHE_DIR)
     os.environ["DUALGRAPH_TIERED"] = "0"
-    jobs = _jobs_per_xdist_worker()
-    if jobs is not None and saved["DUALGRAPH_COMPILE_JOBS"] is None:
-        os.environ["DUALGRAPH_COMPILE_JOBS"] = jobs
     os.environ.pop("DUALGRAPH_DISABLE_DISK_CACHE", None)
     os.environ.pop("DUALGRAPH_VERIFY", None)
     yield CACHE_DIR
