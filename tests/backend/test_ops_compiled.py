@@ -6,6 +6,10 @@ rows run eagerly; an op in ``dg.ops.OPS`` with no row that compiles fails
 ``test_every_op_has_a_compiled_row``. A row whose result shape depends on the data (which
 ``dg.trace`` refuses) runs eagerly only.
 
+In the default run the float64 groups keep each op's first row (float32 runs every row):
+the generated code differs between the dtypes only in its types, and the kernels' compile
+time follows their rows. ``-m slow`` runs every row in float64 too.
+
 ``PROGRAMS`` adds a few programs for what single-op rows do not reach: generated-code paths
 (BLAS-sized products, long reduction axes, writes through chains of views) and NaN
 propagation.
@@ -42,6 +46,7 @@ class Case:
     ops: tuple[str, ...]  # ops the compiled forward or backward graph must contain
     fn: Callable
     inputs: Callable[[np.random.Generator, type], list]  # arrays; floating ones need grad
+    rows: tuple[OpCase, ...] = ()  # the case-table rows of a row group
 
 
 def _uniform(rng, lo, hi, shape, dtype):
@@ -97,7 +102,15 @@ def _group(name: str, rows: list[OpCase]) -> Case:
 
     program.__name__ = program.__qualname__ = f"rows_{name}"
     ops = tuple(dict.fromkeys(r.op for r in rows if r.op in OPS))
-    return Case(name, ops, program, inputs)
+    return Case(name, ops, program, inputs, tuple(rows))
+
+
+def _first_row_of_each_op(case: Case) -> Case:
+    """``case`` cut to the first row of each op (``case`` itself if nothing is cut)."""
+    firsts = list({r.op: r for r in reversed(case.rows)}.values())[::-1]
+    if len(firsts) == len(case.rows):
+        return case
+    return _group(f"{case.name}_first", sorted(firsts, key=case.rows.index))
 
 
 ROWS = _row_groups()
@@ -203,8 +216,28 @@ PROGRAMS = [
          lambda r, t: [_uniform(r, -1, 1, (2, 3, 4), t), _uniform(r, -1, 1, (3,), t),
                        _uniform(r, -1, 1, (3,), t)]),
 ]
-ALL_CASES = [pytest.param(c, id=f"rows-{c.name}") for c in ROWS] + [
-    pytest.param(c, id=c.name) for c in PROGRAMS]
+
+
+def _all_cases() -> list:
+    """(case, dtype) pairs: every row group in float32; in float64, each op's first row,
+    and every row under ``-m slow``."""
+    out = []
+    for c in ROWS:
+        out.append(pytest.param(c, np.float32, id=f"rows-{c.name}-f32"))
+        first = _first_row_of_each_op(c)
+        out.append(pytest.param(first, np.float64, id=f"rows-{c.name}-f64"))
+        if first is not c:
+            # Slow because the float32 run above compiles every one of these rows (the
+            # same generated code but for its types) and the float64 run above keeps each
+            # op's first row; together ~1 minute of cold compiles on a two-core runner.
+            out.append(pytest.param(c, np.float64, id=f"rows-{c.name}-f64-every-row",
+                                    marks=pytest.mark.slow))
+    for c in PROGRAMS:
+        out += [pytest.param(c, t, id=f"{c.name}-{i}") for t, i in zip(DTYPES, ("f32", "f64"))]
+    return out
+
+
+ALL_CASES = _all_cases()
 
 
 # ---------------------------------------------------------------------------- running
@@ -281,8 +314,7 @@ def test_every_op_has_a_compiled_row():
     assert not unknown, f"PROGRAMS name ops that are not registered: {unknown}"
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
-@pytest.mark.parametrize("case", ALL_CASES)
+@pytest.mark.parametrize(("case", "dtype"), ALL_CASES)
 def test_compiled_equals_eager(case: Case, dtype, compiled_cases):
     f = _compiled(compiled_cases, case, dtype)
     arrays = case.inputs(np.random.default_rng(0), dtype)

@@ -5,7 +5,8 @@ input gradients, dtypes, shapes, exception types); ``record.py`` regenerates it 
 only file that imports torch. Each program runs here eagerly and, when it is a pure
 function of its inputs, under ``dg.compile`` (one trace, one Numba compile). The compiled
 runs of the registry-op programs (source ``"ops"``) are marked ``slow``: their kernels are
-the costly ones, and tests/backend/test_ops_compiled.py checks compiled == eager per op.
+the costly ones, and tests/backend/test_ops_compiled.py checks compiled == eager per op;
+so are the few hand-written programs listed in `SLOW_COMPILED`.
 
 Where dualgraph is known to differ, the (program, mode) pair is listed in
 `KNOWN_DIVERGENCES`, the one place they live: it is a strict xfail, so a fix turns the test
@@ -37,6 +38,18 @@ KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {}
 
 MODES = ("eager", "compiled")
 
+# Hand-written programs whose compiled run is marked slow, and where the default run still
+# covers what it compiles. Their eager runs stay in the default run.
+SLOW_COMPILED: dict[str, str] = {
+    # ~55 s of cold Numba compile each (the recurrent kernels are the suite's biggest).
+    "recurrent_layers": "rnn_layer and rnn_layer_backward compiled == eager for every mode "
+                        "(tanh, relu, LSTM, GRU; reversed; with lengths): rows-recurrent0 "
+                        "of tests/backend/test_ops_compiled.py",
+    "recurrent_projected_packed": "rnn_layer_proj compiled == eager, reversed and with "
+                                  "lengths: rows-recurrent0 of "
+                                  "tests/backend/test_ops_compiled.py",
+}
+
 
 def _cases() -> list:
     cases = []
@@ -50,6 +63,8 @@ def _cases() -> list:
                 # tests/backend/test_ops_compiled.py already pins compiled == eager for
                 # every registry op in the default run; these bigger kernels add ~2 minutes
                 # of cold Numba compiles under load.
+                marks.append(pytest.mark.slow)
+            if mode == "compiled" and name in SLOW_COMPILED:
                 marks.append(pytest.mark.slow)
             cases.append(pytest.param(name, mode, marks=marks, id=f"{name}-{mode}"))
     return cases
@@ -191,6 +206,11 @@ def test_every_registered_op_has_a_program() -> None:
     assert not missing, f"registry ops without a golden program: {missing}"
     unknown = {op for p in PROGRAMS.values() for op in p.covers} - set(OPS)
     assert not unknown, f"programs claim to cover unregistered ops: {sorted(unknown)}"
+
+
+def test_slow_compiled_names_real_compiled_programs() -> None:
+    for name in SLOW_COMPILED:
+        assert name in PROGRAMS and PROGRAMS[name].compile, name
 
 
 def test_known_divergences_name_real_cases() -> None:

@@ -98,6 +98,11 @@ def test_pinv_gradient_is_finite_for_repeated_singular_values() -> None:
 # ------------------------------------------------------------------------- compiled
 
 
+# Slow: ~45 s of cold Numba compile per dtype. The default run still compiles every
+# decomposition with its gradient and checks it against eager: rows-decomp0-f32 (every row)
+# and rows-decomp0-f64 (each op's first row) of tests/backend/test_ops_compiled.py, and
+# test_compiled_cholesky_of_a_non_positive_definite_matrix_raises below.
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 def test_compiled_equals_eager(dtype) -> None:
     rng = np.random.default_rng(5)
