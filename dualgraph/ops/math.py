@@ -297,7 +297,7 @@ def xlogy(input: Any, other: Any) -> Any:  # noqa: A002
         raise TypeError("xlogy(): at least one argument must be a tensor")
     if not hasattr(other, "shape"):
         other = float(other)
-    prod = E.mul(input, _log_of(other, E.log))
+    prod = E.mul(input, _log_of(other, E.log, np.log))
     zero = E.eq(input, 0)
     if hasattr(other, "shape"):
         zero = logical_and(zero, E.eq(other, other))
@@ -312,7 +312,7 @@ def xlog1py(input: Any, other: Any) -> Any:  # noqa: A002
         raise TypeError("xlog1py(): at least one argument must be a tensor")
     if not hasattr(other, "shape"):
         other = float(other)
-    prod = E.mul(input, _log_of(other, E.log1p))
+    prod = E.mul(input, _log_of(other, E.log1p, np.log1p))
     zero = E.eq(input, 0)
     if hasattr(other, "shape"):
         zero = logical_and(zero, E.eq(other, other))
@@ -321,13 +321,13 @@ def xlog1py(input: Any, other: Any) -> Any:  # noqa: A002
     return E.where(zero, 0.0, prod)
 
 
-def _log_of(other: Any, log: Any) -> Any:
-    """``log(other)``; a Python number's is a constant (the ops take tensors)."""
+def _log_of(other: Any, log: Any, np_log: Any) -> Any:
+    """``log(other)``; a Python number's is a constant ``np_log`` gives (the ops take
+    tensors)."""
     if hasattr(other, "shape"):
         return log(other)
-    fn = np.log if log is E.log else np.log1p
     with np.errstate(divide="ignore", invalid="ignore"):
-        return float(fn(np.float64(other)))
+        return float(np_log(np.float64(other)))
 
 
 def sinc(input: Any) -> Any:  # noqa: A002
