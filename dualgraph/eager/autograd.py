@@ -151,7 +151,7 @@ class Function(Node):
     """A tape node: the IR node of one eager op plus its saved values (``t.grad_fn``)."""
 
     __slots__ = ("_def", "_saved", "_versions", "_out", "_out_version", "_freed", "_hooks",
-                 "_retain", "_kept")
+                 "_retain", "_kept", "_label")
     # Whether the node has ``hand_out(retain_graph)``: a backward from it that can skip
     # the engine (a compiled scalar loss whose gradients were computed with its value).
     hands_out = False
@@ -179,7 +179,14 @@ class Function(Node):
 
     # ------------------------------------------------------------- PyTorch's view
     def name(self) -> str:
-        return self._def.node_name(self)
+        # `_label` is set only by `relabel` (nodes that skip __init__ lack it too).
+        return getattr(self, "_label", None) or self._def.node_name(self)
+
+    def relabel(self, name: str) -> None:
+        """Name this node ``name``: PyTorch's name for the function that recorded it
+        through a more general op (``squeeze`` through ``reshape``, ``mse_loss`` through
+        ``mean``). Only the eager tape's name changes, never what is computed."""
+        self._label = name
 
     @property
     def next_functions(self) -> tuple:

@@ -297,7 +297,7 @@ def xlogy(input: Any, other: Any) -> Any:  # noqa: A002
         raise TypeError("xlogy(): at least one argument must be a tensor")
     if not hasattr(other, "shape"):
         other = float(other)
-    prod = E.mul(input, E.log(other))
+    prod = E.mul(input, _log_of(other, E.log, np.log))
     zero = E.eq(input, 0)
     if hasattr(other, "shape"):
         zero = logical_and(zero, E.eq(other, other))
@@ -308,11 +308,26 @@ def xlogy(input: Any, other: Any) -> Any:  # noqa: A002
 
 def xlog1py(input: Any, other: Any) -> Any:  # noqa: A002
     """``input * log1p(other)``, 0 where ``input == 0`` (unless ``other`` is NaN)."""
-    prod = E.mul(input, E.log1p(other))
+    if not hasattr(input, "shape") and not hasattr(other, "shape"):
+        raise TypeError("xlog1py(): at least one argument must be a tensor")
+    if not hasattr(other, "shape"):
+        other = float(other)
+    prod = E.mul(input, _log_of(other, E.log1p, np.log1p))
     zero = E.eq(input, 0)
     if hasattr(other, "shape"):
         zero = logical_and(zero, E.eq(other, other))
+    elif math.isnan(other):
+        return prod
     return E.where(zero, 0.0, prod)
+
+
+def _log_of(other: Any, log: Any, np_log: Any) -> Any:
+    """``log(other)``; a Python number's is a constant ``np_log`` gives (the ops take
+    tensors)."""
+    if hasattr(other, "shape"):
+        return log(other)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np_log(np.float64(other)))
 
 
 def sinc(input: Any) -> Any:  # noqa: A002
@@ -370,6 +385,9 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
 
 def ldexp(input: Any, other: Any) -> Any:  # noqa: A002
     """``input * 2**other``."""
+    if not hasattr(input, "shape"):
+        raise TypeError(f"ldexp(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
     x = input if _is_float(input) else S.astype(input, default_float())
     return E.mul(x, E.pow(2.0, other))
 

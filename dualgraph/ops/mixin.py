@@ -314,16 +314,20 @@ class TensorOps:
         shape = list(self.shape)
         # A new dimension can go at any of ndim + 1 places.
         dim = normalize_dim("unsqueeze", dim, len(shape) + 1)
-        return S.reshape(self, tuple(shape[:dim] + [1] + shape[dim:]))
+        return S.torch_named(S.reshape(self, tuple(shape[:dim] + [1] + shape[dim:])), self,
+                             "UnsqueezeBackward0")
 
     def squeeze(self, dim: Any = None) -> Any:
         shape = tuple(self.shape)
         if dim is None:
-            return S.reshape(self, tuple(d for d in shape if d != 1))
+            return S.torch_named(S.reshape(self, tuple(d for d in shape if d != 1)), self,
+                                 "SqueezeBackward0")
         # As PyTorch: a dim whose size is not 1 is left alone, one out of range raises.
         dims = normalize_axis("squeeze", dim, len(shape)) or ()
-        return S.reshape(self, tuple(d for i, d in enumerate(shape)
-                                     if i not in dims or d != 1))
+        # PyTorch's overloads: one dim (SqueezeBackward1), a sequence of dims (2).
+        name = "SqueezeBackward2" if isinstance(dim, (tuple, list)) else "SqueezeBackward1"
+        return S.torch_named(S.reshape(self, tuple(d for i, d in enumerate(shape)
+                                                   if i not in dims or d != 1)), self, name)
 
     def transpose(self, *dims: Any) -> Any:
         """Swap two dims, as PyTorch (``t.transpose(0, 1)``); `permute` reorders all."""
@@ -339,7 +343,7 @@ class TensorOps:
 
     @property
     def T(self) -> Any:  # noqa: N802 - NumPy's and PyTorch's name
-        return S.transpose(self)
+        return S.torch_named(S.transpose(self), self, "PermuteBackward0")
 
     def expand(self, *shape: Any) -> Any:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):

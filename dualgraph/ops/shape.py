@@ -72,6 +72,17 @@ def _resolve_shape(old: tuple, shape: tuple) -> tuple:
     return shape
 
 
+def torch_named(out: Any, x: Any, name: str) -> Any:
+    """``out``, its eager tape node named ``name``: PyTorch's name for the function that
+    made ``out`` from ``x`` through a more general op (``squeeze`` is a reshape). ``out``
+    that is ``x`` itself, untaped or traced keeps its node's name."""
+    if out is not x:
+        relabel = getattr(getattr(out, "grad_fn", None), "relabel", None)
+        if relabel is not None:
+            relabel(name)
+    return out
+
+
 def reshape(x: Any, *shape: Any) -> Any:
     """Reshape to ``shape`` (one dimension may be ``-1``); ``reshape(x, 2, 3)`` also works."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -114,7 +125,7 @@ def permute(x: Any, *dims: Any) -> Any:
     if len(set(axes)) != ndim:
         raise ShapeError(f"permute: dims {tuple(dims)} repeat a dimension of shape "
                          f"{tuple(x.shape)}")
-    return bind(TRANSPOSE, x, axes=axes)
+    return torch_named(bind(TRANSPOSE, x, axes=axes), x, "PermuteBackward0")
 
 
 def transpose(x: Any, *dims: Any) -> Any:
@@ -129,10 +140,10 @@ def transpose(x: Any, *dims: Any) -> Any:
     d0 = normalize_dim("transpose", dims[0], ndim)
     d1 = normalize_dim("transpose", dims[1], ndim)
     if ndim == 0:
-        return bind(TRANSPOSE, x, axes=())
+        return torch_named(bind(TRANSPOSE, x, axes=()), x, "TransposeBackward0")
     axes = list(range(ndim))
     axes[d0], axes[d1] = axes[d1], axes[d0]
-    return bind(TRANSPOSE, x, axes=tuple(axes))
+    return torch_named(bind(TRANSPOSE, x, axes=tuple(axes)), x, "TransposeBackward0")
 
 
 _REVERSED = [tuple(reversed(range(n))) for n in range(8)]

@@ -100,3 +100,29 @@ def test_one_compiled_function_over_composites_fuses():
     dg.testing.assert_close(x.grad.numpy(), xe.grad.numpy(), rtol=1e-5, atol=1e-6, equal_nan=True,
                             check_dtype=False)
     assert f.stats.traces == 1 and f.stats.kernels == 1  # a scalar loss: value and grad
+
+
+def test_xlogy_and_xlog1py_take_a_python_number_on_either_side():
+    """PyTorch's values (torch 2.13): a number ``other`` is a constant log, a number
+    ``input`` scales; gradients and the compiled function agree with eager."""
+    t = dg.tensor([0.0, 0.5, 2.0, -1.0])
+    ln2, l1p2 = np.float32(np.log(2.0)), np.float32(np.log1p(2.0))
+    dg.testing.assert_close(dg.xlogy(t, 2.0).numpy(), np.float32([0, 0.5, 2, -1]) * ln2)
+    dg.testing.assert_close(dg.special.xlogy(t, 2.0).numpy(), np.float32([0, 0.5, 2, -1]) * ln2)
+    dg.testing.assert_close(dg.special.xlog1py(t, 2.0).numpy(),
+                            np.float32([0, 0.5, 2, -1]) * l1p2)
+    np.testing.assert_array_equal(dg.xlogy(t, 0.0).numpy(), [0, -np.inf, -np.inf, np.inf])
+    assert np.isnan(dg.xlogy(t, float("nan")).numpy()).all()
+    dg.testing.assert_close(dg.xlogy(2.0, t).numpy()[1:3],
+                            np.float32(2) * np.log(np.float32([0.5, 2])))
+    with pytest.raises(TypeError, match="tensor"):
+        dg.special.xlog1py(1.0, 2.0)
+    with pytest.raises(TypeError, match="must be Tensor"):
+        dg.ldexp(2.0, t)
+
+    def f(x):
+        return dg.xlogy(x, 3.0) + dg.special.xlog1py(x, 0.5) + dg.xlogy(1.5, x.abs() + 1.0)
+
+    assert dg.testing.gradcheck(lambda x: f(x).sum(), np.array([0.3, -1.2, 2.0]))
+    x = dg.tensor([0.3, 0.0, 2.0], dtype=dg.float64)
+    dg.testing.assert_close(dg.compile(f)(x).numpy(), f(x).numpy(), rtol=1e-12, atol=0)

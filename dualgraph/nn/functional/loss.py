@@ -58,7 +58,8 @@ def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Any:  # noqa: 
     target = _as_operand(target)
     _same_shape("mse_loss", input, target)
     # pow(d, 2), not d * d: d has one consumer, so backward needs no accumulation.
-    return _reduce(E.pow(E.sub(input, target), 2), reduction)
+    return S.torch_named(_reduce(E.pow(E.sub(input, target), 2), reduction), input,
+                         "MseLossBackward0")
 
 
 def binary_cross_entropy_with_logits(
@@ -81,7 +82,8 @@ def binary_cross_entropy_with_logits(
                      E.mul(scale, E.add(soft, E.relu(E.neg(input)))))
     if weight is not None:
         loss = E.mul(loss, _as_operand(weight))
-    return _reduce(loss, reduction)
+    return S.torch_named(_reduce(loss, reduction), input,
+                         "BinaryCrossEntropyWithLogitsBackward0")
 
 
 def _legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
@@ -264,7 +266,8 @@ def smooth_l1_loss(input: Any, target: Any, size_average: Any = None,  # noqa: A
     if beta == 0:
         return _reduce(d, reduction)
     quad = E.div(E.mul(E.mul(d, d), 0.5), beta)
-    return _reduce(E.where(E.lt(d, beta), quad, E.sub(d, 0.5 * beta)), reduction)
+    return S.torch_named(_reduce(E.where(E.lt(d, beta), quad, E.sub(d, 0.5 * beta)), reduction),
+                         input, "SmoothL1LossBackward0")
 
 
 def huber_loss(input: Any, target: Any, reduction: str = "mean",  # noqa: A002
@@ -275,7 +278,9 @@ def huber_loss(input: Any, target: Any, reduction: str = "mean",  # noqa: A002
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     d = E.abs(E.sub(input, target))
     loss = E.where(E.lt(d, delta), E.mul(E.mul(d, d), 0.5), E.mul(E.sub(d, 0.5 * delta), delta))
-    return _reduce(loss if weight is None else E.mul(loss, weight), reduction)
+    if weight is not None:  # PyTorch composes the weighted loss too
+        return _reduce(E.mul(loss, weight), reduction)
+    return S.torch_named(_reduce(loss, reduction), input, "HuberLossBackward0")
 
 
 def binary_cross_entropy(input: Any, target: Any, weight: Any = None,  # noqa: A002
@@ -288,7 +293,8 @@ def binary_cross_entropy(input: Any, target: Any, weight: Any = None,  # noqa: A
     lx, l1x = _clamped_log(input), _clamped_log(E.sub(1.0, input))
     loss = E.neg(E.add(E.mul(target, lx), E.mul(E.sub(1.0, target), l1x)))
     weight = _weight_as(weight, input.dtype)
-    return _reduce(loss if weight is None else E.mul(loss, weight), reduction)
+    return S.torch_named(_reduce(loss if weight is None else E.mul(loss, weight), reduction),
+                         input, "BinaryCrossEntropyBackward0")
 
 
 def _clamped_log(x: Any) -> Any:
