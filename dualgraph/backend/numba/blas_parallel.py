@@ -30,21 +30,33 @@ from .blas import (  # noqa: F401 - re-exported: a parallel kernel's ``dgb``
 from .blas import gemm_batched as _serial_batched
 
 _TRANS = 112
-# Row blocks of a large product; products under SPLIT_FLOPS multiply-adds stay one call.
+# Row blocks of a large product; products under SPLIT_FLOPS multiply-adds (a batched one:
+# in all) stay one call on the calling thread.
 ROW_PARTS = 4
 SPLIT_FLOPS = 1 << 20
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def gemm_call(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
-    """`blas.gemm_call`, its result's rows in ROW_PARTS blocks, one BLAS call each."""
-    parts = ROW_PARTS if m >= ROW_PARTS and m * n * k >= SPLIT_FLOPS else 1
-    for p in numba.prange(parts):
-        r0 = m * p // parts
-        r1 = m * (p + 1) // parts
+def _row_blocks(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
+    """The product's result in ROW_PARTS blocks of rows over Numba's threads."""
+    for p in numba.prange(ROW_PARTS):
+        r0 = m * p // ROW_PARTS
+        r1 = m * (p + 1) // ROW_PARTS
         # Row r of op(a) starts at r * lda in a row-major a, at column r of a transposed one.
         ia = r0 if ta == _TRANS else r0 * lda
         _gemm_at(ta, tb, r1 - r0, n, k, a, ia, lda, b, 0, ldb, beta, c, r0 * ldc, ldc)
+
+
+@numba.njit(cache=True, nogil=True)
+def gemm_call(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
+    """`blas.gemm_call`, a large product's rows in ROW_PARTS blocks over Numba's threads.
+    A small one is one call on the calling thread: entering a parallel region wakes the
+    pool's sleeping workers and waits for them, which costs more than such a product (a
+    convolution makes one per sample)."""
+    if m >= ROW_PARTS and m * n * k >= SPLIT_FLOPS:
+        _row_blocks(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc)
+    else:
+        _gemm_at(ta, tb, m, n, k, a, 0, lda, b, 0, ldb, beta, c, 0, ldc)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -56,14 +68,16 @@ def _items(x, y, c):
 
 def gemm_batched(x, y, c):  # noqa: ARG001 - typed by the overload below
     """`blas.gemm_batched` with the items of the leading batch axis over Numba's threads
-    when both operands have that axis in full; else the serial call."""
+    when both operands have that axis in full and the whole product has SPLIT_FLOPS
+    multiply-adds or more; else the serial call (as `gemm_call`)."""
 
 
 @overload(gemm_batched)
 def _gemm_batched_by_rank(x, y, c):
     if c.ndim >= 3 and x.ndim == c.ndim and y.ndim == c.ndim:
         def impl(x, y, c):
-            if x.shape[0] == c.shape[0] and y.shape[0] == c.shape[0]:
+            if (x.shape[0] == c.shape[0] and y.shape[0] == c.shape[0] and c.shape[0] > 1
+                    and c.size * x.shape[-1] >= SPLIT_FLOPS):
                 _items(x, y, c)
             else:
                 _serial_batched(x, y, c)
