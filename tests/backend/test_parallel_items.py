@@ -61,12 +61,13 @@ def _batched(x, y, z):
 
 def test_parallel_products_small_and_large_match_numpy():
     """`blas_parallel.gemm_call` below the split (one call on the calling thread) and
-    above it (row blocks over the threads), plain and with the left operand transposed
-    and ``beta=1``; `gemm_batched` below and above its split: NumPy's values, the same
+    above it (row or column blocks over the threads), each operand plain and transposed,
+    with ``beta`` 0 and 1; `gemm_batched` below and above its split: NumPy's values, the same
     bits on one and two threads."""
     blas_parallel.need_batched("float32")
     rng = np.random.default_rng(0)
-    cases = [(6, 784, 25), (300, 200, 100), (3, 500, 900)]
+    # One call; row blocks; column blocks (fewer rows than columns), two of them.
+    cases = [(6, 784, 25), (300, 200, 100), (3, 500, 900), (100, 400, 300)]
     for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
         numba.set_num_threads(threads)
         try:
@@ -80,6 +81,9 @@ def test_parallel_products_small_and_large_match_numpy():
                 c1 = np.empty((m, n), np.float32)
                 blas_parallel.gemm_call(111, 111, m, n, k, np.ascontiguousarray(a.T), k, b,
                                         n, 0.0, c1, n)
+                dg.testing.assert_close(c1, a.T @ b, rtol=1e-4, atol=1e-3)
+                bt = np.ascontiguousarray(b.T)  # read transposed
+                blas_parallel.gemm_call(112, 112, m, n, k, a, m, bt, k, 0.0, c1, n)
                 dg.testing.assert_close(c1, a.T @ b, rtol=1e-4, atol=1e-3)
             for items, m, n, k in ((4, 8, 8, 8), (6, 64, 64, 64)):
                 x = rng.standard_normal((items, m, k), np.float32)

@@ -5,11 +5,12 @@ A parallel kernel that left its products to OpenBLAS's own threads ran two pools
 step, taking turns on the same cores: Numba's for the loops, OpenBLAS's for the products.
 OpenBLAS's threads wait for each other by spinning, and on a loaded 2-core machine the
 CNN step's CPU time went to 60x the one-thread kernel's (many small products, each waking
-OpenBLAS's thread). Here a large product is cut into `ROW_PARTS` blocks of rows of its
-result and a batched product into its items, run in a ``numba.prange``, while the
-kernel runs with BLAS on one thread (`Kernel` sets it): one pool, whose workers sleep
-between loops. The cut does not depend on the number of threads, so neither does the
-result. Generated parallel kernels import this module as ``dgb`` instead of `blas`.
+OpenBLAS's thread). Here a large product is cut into `ROW_PARTS` blocks of rows or
+columns of its result and a large batched product into its items, run in a
+``numba.prange``, while the kernel runs with BLAS on one thread (`Kernel` sets it): one
+pool, whose workers sleep between loops. The cut does not depend on the number of
+threads, so neither does the result. Generated parallel kernels import this module as
+``dgb`` instead of `blas`.
 """
 
 from __future__ import annotations
@@ -47,16 +48,33 @@ def _row_blocks(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
         _gemm_at(ta, tb, r1 - r0, n, k, a, ia, lda, b, 0, ldb, beta, c, r0 * ldc, ldc)
 
 
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _column_blocks(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
+    """The product's result in ROW_PARTS blocks of columns over Numba's threads."""
+    for p in numba.prange(ROW_PARTS):
+        c0 = n * p // ROW_PARTS
+        c1 = n * (p + 1) // ROW_PARTS
+        # Column j of op(b) starts at j in a row-major b, at row j of a transposed one.
+        ib = c0 * ldb if tb == _TRANS else c0
+        _gemm_at(ta, tb, m, c1 - c0, k, a, 0, lda, b, ib, ldb, beta, c, c0, ldc)
+
+
 @numba.njit(cache=True, nogil=True)
 def gemm_call(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
-    """`blas.gemm_call`, a large product's rows in ROW_PARTS blocks over Numba's threads.
-    A small one is one call on the calling thread: entering a parallel region wakes the
-    pool's sleeping workers and waits for them, which costs more than such a product (a
-    convolution makes one per sample)."""
-    if m >= ROW_PARTS and m * n * k >= SPLIT_FLOPS:
+    """`blas.gemm_call`, a large product cut in ROW_PARTS blocks over Numba's threads: of
+    rows of its result when it has more rows than columns, else of columns. Each block
+    is one BLAS call, which packs the whole of the operand the cut does not divide
+    (``b`` for row blocks, ``a`` for column blocks): the cut re-packs the smaller one
+    (the MLP's weight gradient, 256 x 784 from a 1024-long sum, re-packed its 1024 x 784
+    right operand per row block). A small product is one call on the calling thread:
+    entering a parallel region wakes the pool's sleeping workers and waits for them,
+    which costs more than such a product (a convolution makes one per sample)."""
+    if m * n * k < SPLIT_FLOPS or (m < ROW_PARTS and n < ROW_PARTS):
+        _gemm_at(ta, tb, m, n, k, a, 0, lda, b, 0, ldb, beta, c, 0, ldc)
+    elif m >= n:
         _row_blocks(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc)
     else:
-        _gemm_at(ta, tb, m, n, k, a, 0, lda, b, 0, ldb, beta, c, 0, ldc)
+        _column_blocks(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)

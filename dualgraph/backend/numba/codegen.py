@@ -1254,7 +1254,7 @@ def _items_independent(loop: kir.Loop, private: list, root: Callable) -> bool:
             c = t.c
             off = c.offset
             if (t.batch != 1 or c.ld is None or not isinstance(off, kir.Bin) or off.op != "*"
-                    or (t.m >= ROW_PARTS and t.m * t.n * t.k >= SPLIT_FLOPS)):
+                    or (max(t.m, t.n) >= ROW_PARTS and t.m * t.n * t.k >= SPLIT_FLOPS)):
                 return False
             step = off.b if off.a == i else off.a if off.b == i else None
             if not (isinstance(step, kir.Const) and isinstance(step.value, int)
