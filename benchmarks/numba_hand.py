@@ -146,10 +146,10 @@ def chain_step_prange(x, g):
     chunk order): the two-core reference for dualgraph's ``parallel=True`` kernel, run on
     one thread or two by ``numba.set_num_threads``. Its float32 ``tanh`` and ``exp`` are
     dualgraph's polynomial ones, and ``fastmath`` lets LLVM reorder the chunk's sum: a
-    loop LLVM can vectorize, as dualgraph's is. With NumPy's ``np.tanh``/``np.exp`` (a
-    scalar libm call per element: this Numba has no SVML) the loop did ten times the work
-    of dualgraph's kernel, about 350-400 ms a call against 35-40 ms, and its two-thread
-    figure said what two threads give a compute-bound loop, not this workload."""
+    loop LLVM can vectorize, as dualgraph's is. ``np.tanh`` and ``np.exp`` would each be
+    a scalar libm call per element (this Numba has no SVML): ten times the work of
+    dualgraph's kernel, a compute-bound loop whose two-thread speed-up says nothing of
+    this memory-bound workload."""
     n = x.size
     chunks = 64
     per = (n + chunks - 1) // chunks

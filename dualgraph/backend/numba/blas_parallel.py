@@ -65,8 +65,8 @@ def gemm_call(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
     rows of its result when it has more rows than columns, else of columns. Each block
     is one BLAS call, which packs the whole of the operand the cut does not divide
     (``b`` for row blocks, ``a`` for column blocks): the cut re-packs the smaller one
-    (the MLP's weight gradient, 256 x 784 from a 1024-long sum, re-packed its 1024 x 784
-    right operand per row block). A small product is one call on the calling thread:
+    (an MLP's weight gradient, 256 x 784 from a 1024-long sum, would re-pack its
+    1024 x 784 right operand per row block). A small product is one call on the calling thread:
     entering a parallel region wakes the pool's sleeping workers and waits for them,
     which costs more than such a product (a convolution makes one per sample)."""
     if m * n * k < SPLIT_FLOPS or (m < ROW_PARTS and n < ROW_PARTS):
