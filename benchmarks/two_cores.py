@@ -6,7 +6,8 @@ Rows (each step reads its result back, as `compiled.py` does):
   MLP     one SGD step of the 784-256-10 MLP at batch 1024
   W4cnn, W5tr  the model steps (``--models``; their cold compile takes minutes)
 Columns: dualgraph compiled on one thread (``parallel=False``), ``parallel=True`` on one
-and on two Numba threads, for W3 a hand-written Numba ``prange`` reference
+and on two Numba threads (every row: the second over the first is what the second thread
+gives the same kernel), for W3 a hand-written Numba ``prange`` reference
 (`numba_hand.chain_step_prange`) on one and two threads (what two threads give a careful
 hand kernel on this machine), and each peer that imports: ``torch`` eager on one and on two
 threads, ``jax.jit`` (XLA picks its own threads: both CPUs). BLAS runs one thread in the
@@ -140,12 +141,14 @@ def rows(models: bool, available: list[str]) -> dict:
                    ("chain", W3_N)),
         f"MLP b{MLP_BATCH}": (
             {"dg 1 thread": _with_threads(1, mlp_dualgraph(MLP_BATCH, False)),
+             "dg parallel 1 thread": _with_threads(1, mlp_dualgraph(MLP_BATCH, True)),
              "dg parallel 2 threads": _with_threads(2, mlp_dualgraph(MLP_BATCH, True))},
             ("mlp", sizes, MLP_BATCH, loss)),
     }
     if models:
         for name, row in (("cnn", "W4cnn"), ("transformer", "W5tr")):
             table[row] = ({"dg 1 thread": _with_threads(1, model_dualgraph(name, False)),
+                           "dg parallel 1 thread": _with_threads(1, model_dualgraph(name, True)),
                            "dg parallel 2 threads": _with_threads(2, model_dualgraph(name,
                                                                                      True))},
                           (name,))

@@ -658,6 +658,8 @@ class _Writer:
     def emit_block(self, block: kir.Block) -> None:
         """Append a lowered block at the function's top level (its top-level allocations
         become work arrays the caller passes)."""
+        if self.parallel:
+            block = parallel_items(block)
         kir.verify(block, self.block_params(block))
         for s in block.stmts:
             if isinstance(s, kir.Table):  # a constant the caller passes, built once
@@ -1123,6 +1125,149 @@ def folds_scalar(s: object) -> bool:
     merged with an elementwise pass, its loop-carried fold would keep LLVM from
     vectorizing that pass (a row kernel's exp into a work array, then its sum)."""
     return isinstance(s, kir.Loop) and any(isinstance(b, kir.Accum) for b in s.body)
+
+
+# A library block's loop over items (samples) runs over Numba's threads in at most this
+# many parts when it needs a private copy of a scratch buffer per part.
+ITEM_PARTS = 8
+
+
+def parallel_items(block: kir.Block) -> kir.Block:
+    """``block`` (a lowered op: a convolution's loop over samples, im2col, col2im, a
+    grouped product's items) with each top-level loop whose iterations are independent
+    as a ``numba.prange``. Independent: every buffer the loop writes is written at
+    indices that include the loop's variable (a product: its result starts at
+    ``item * size``), and none it writes is read; a scratch buffer the block allocates
+    and uses only in the loop (a sample's im2col columns) is made private, one copy per
+    part of ITEM_PARTS contiguous parts, instead. Each item is computed the same way
+    whichever thread runs it, so the bits do not depend on the number of threads. A loop
+    writing fewer than PARALLEL_MIN_SIZE elements, or making products large enough to be
+    cut over the threads themselves (`blas_parallel.gemm_call`), stays serial."""
+    stmts = list(block.stmts)
+    views = {s.buf.name: s.base.name for s in stmts if isinstance(s, kir.View)}
+
+    def root(name: str) -> str:
+        while name in views:
+            name = views[name]
+        return name
+
+    allocs = {s.buf.name: k for k, s in enumerate(stmts) if isinstance(s, kir.Alloc)}
+    for k, s in enumerate(stmts):
+        if not (isinstance(s, kir.Loop) and not s.parallel and s.start == 0 and s.step == 1
+                and isinstance(s.extent, int) and s.extent >= 2):
+            continue
+        private = _private_scratch(stmts, k, allocs, root, block.result)
+        if private is None or not _items_independent(s, private, root):
+            continue
+        if not private:
+            stmts[k] = kir.Loop(s.var, s.extent, s.body, parallel=True)
+            continue
+        parts = min(s.extent, ITEM_PARTS)
+        part = kir.Var(f"{s.var.name}_p")
+        inner: list = []
+        for name in private:
+            a = stmts[allocs[name]]
+            whole = kir.Buffer(f"{name}_t", (parts, *a.buf.shape), a.buf.dtype, a.buf.role)
+            stmts[allocs[name]] = kir.Alloc(whole, a.fill)
+            inner.append(kir.View(a.buf, whole, "slice", (part,)))
+        moved = [j for j, t in enumerate(stmts) if j < k and isinstance(t, kir.View)
+                 and root(t.buf.name) in private and t.buf.name not in private]
+        inner += [stmts[j] for j in moved]
+
+        def bound(j: kir.Expr, n: int = s.extent, parts: int = parts) -> kir.Expr:
+            return kir.Bin("//", kir.Bin("*", kir.const(n), j), kir.const(parts))
+
+        inner.append(kir.Loop(s.var, bound(kir.Bin("+", part, kir.const(1))), s.body,
+                              start=bound(part)))
+        stmts[k] = kir.Loop(part, parts, tuple(inner), parallel=True)
+        for j in reversed(moved):
+            del stmts[j]
+        return parallel_items(kir.Block(stmts, block.result))
+    return kir.Block(stmts, block.result)
+
+
+def _private_scratch(stmts: list, k: int, allocs: dict, root: Callable,
+                     result: kir.Buffer | None) -> list | None:
+    """The buffers allocated in the block (before loop ``k``) that only loop ``k`` and
+    top-level views of them before it use: each part of the loop may have its own."""
+    used_in: dict = {name: set() for name in allocs}
+    for j, t in enumerate(stmts):
+        if isinstance(t, (kir.Alloc, kir.View)):
+            continue
+        for b in _buffers_of([t]):
+            r = root(b)
+            if r in used_in:
+                used_in[r].add(j)
+    out = [name for name, at in allocs.items() if used_in[name] == {k} and at < k
+           and (result is None or root(result.name) != name)]
+    # A view made after the loop of a buffer it would make private: not the loop's alone.
+    for j, t in enumerate(stmts):
+        if isinstance(t, kir.View) and j > k and root(t.buf.name) in out:
+            return None
+    return out
+
+
+def _buffers_of(stmts: list) -> list:
+    """The names of the buffers ``stmts`` (nested ones included) read or write."""
+    names = []
+    for t in kir.walk(stmts):
+        for e in kir.exprs_of(t):
+            names += [x.buf.name for x in kir.subexprs(e) if isinstance(x, kir.Load)]
+        if isinstance(t, kir.Store):
+            names.append(t.buf.name)
+        elif isinstance(t, kir.Gemm):
+            names += [t.a.buf.name, t.b.buf.name, t.c.buf.name]
+        elif isinstance(t, kir.LibCall):
+            names += [b.name for b in t.args + t.outs if isinstance(b, kir.Buffer)]
+        elif isinstance(t, kir.View):
+            names += [t.buf.name, t.base.name]
+    return names
+
+
+def _items_independent(loop: kir.Loop, private: list, root: Callable) -> bool:
+    """Whether ``loop``'s iterations write disjoint parts of what they write and read
+    nothing of it (see `parallel_items`)."""
+    from .blas_parallel import ROW_PARTS, SPLIT_FLOPS
+
+    i = loop.var
+    bound = {t.var.name for t in kir.walk(loop.body) if isinstance(t, (kir.Let, kir.Loop))}
+    written: set = set()
+    read: set = set()
+    size = 0
+    for t in kir.walk(loop.body):
+        if isinstance(t, (kir.LibCall, kir.Raise, kir.View, kir.Alloc, kir.Table)):
+            return False
+        if isinstance(t, kir.Loop) and t.parallel:
+            return False
+        if isinstance(t, kir.Accum) and t.var.name not in bound:
+            return False  # a reduction across items
+        for e in kir.exprs_of(t):
+            read.update(root(x.buf.name) for x in kir.subexprs(e) if isinstance(x, kir.Load))
+        if isinstance(t, kir.Store):
+            r = root(t.buf.name)
+            if r not in private:
+                if i not in t.index:
+                    return False
+                written.add(r)
+                size = max(size, t.buf.size)
+        elif isinstance(t, kir.Gemm):
+            c = t.c
+            off = c.offset
+            if (t.batch != 1 or c.ld is None or not isinstance(off, kir.Bin) or off.op != "*"
+                    or (max(t.m, t.n) >= ROW_PARTS and t.m * t.n * t.k >= SPLIT_FLOPS)):
+                return False
+            step = off.b if off.a == i else off.a if off.b == i else None
+            if not (isinstance(step, kir.Const) and isinstance(step.value, int)
+                    and step.value >= (t.m - 1) * c.ld + t.n):
+                return False
+            r = root(c.buf.name)
+            if r not in private:
+                written.add(r)
+                size = max(size, c.buf.size)
+            read.update(root(o.buf.name) for o in (t.a, t.b))
+    if any(isinstance(t, kir.Jump) for t in loop.body):
+        return False  # a break or continue of the item loop itself
+    return size >= PARALLEL_MIN_SIZE and not (written & read)
 
 
 def lower(graph: Graph, name: str = "kernel", parallel: bool = False,

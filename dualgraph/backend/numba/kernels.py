@@ -437,13 +437,14 @@ def batched_det(a, out):
 
 
 def source_digest() -> str:
-    """Changes whenever this file, blas.py or lapack.py does: generated kernels that inline their
-    functions must not be reused from Numba's cache after an edit."""
+    """Changes whenever this file, blas.py, blas_parallel.py or lapack.py does: generated
+    kernels that inline their functions must not be reused from Numba's cache after an edit."""
     import hashlib
 
     h = hashlib.sha1()
     here = os.path.dirname(__file__)
-    for path in (__file__, os.path.join(here, "blas.py"), os.path.join(here, "lapack.py")):
+    for path in (__file__, *(os.path.join(here, f) for f in ("blas.py", "blas_parallel.py",
+                                                            "lapack.py"))):
         with open(path, "rb") as f:
             h.update(f.read())
     return h.hexdigest()[:12]
