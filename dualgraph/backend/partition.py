@@ -177,6 +177,72 @@ def _chunks(units: list[Node], weight: dict[int, int], target: int,
     return out
 
 
+def _updates(units: list[Node], graph: Graph, write_to: dict[int, int],
+             keep: int = 0) -> list[tuple[int, int, list[list[Node]]]]:
+    """Runs of ``units`` that only write in place (an optimizer's parameter updates), each
+    as ``(start, end, pieces)``: the run's connected parts, one piece each (one parameter's
+    update: its step count, moments and parameter), in the order of their first units.
+    Pieces of the same structure at other sizes lower to one function (sizes are read
+    from the arguments), so updates of any number of parameters compile once per
+    parameter rank instead of once per group that cuts by size happen to form. Only runs
+    where at least two pieces share their structure are split so."""
+    written = {id(graph.outputs[k]) for k in write_to}
+    written_inputs = {id(graph.inputs[j]) for j in write_to.values()}
+    out: list[tuple[int, int, list[list[Node]]]] = []
+    k = 0
+    while k < len(units):
+        if id(units[k]) not in written:
+            k += 1
+            continue
+        end = k
+        while end < len(units) and id(units[end]) in written:
+            end += 1
+        run = units[k:end]
+        pieces = _connected(run, written_inputs)
+        shapes = [tuple(tokens(p, keep)) for p in pieces]
+        if len(pieces) > 1 and len(set(shapes)) < len(shapes):
+            out.append((k, end, pieces))
+        k = end
+    return out
+
+
+def _connected(run: list[Node], written_inputs: set[int]) -> list[list[Node]]:
+    """``run`` split into its connected parts (a node joins the nodes of ``run`` it reads,
+    through views, and every node reading or writing the same in-place input), in the
+    order of their first nodes; each part keeps its nodes' order."""
+    parent = {id(n): id(n) for n in run}
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def join(a: int, b: int) -> None:
+        parent.setdefault(b, b)
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[rb] = ra
+
+    def reads(x: Node, u: Node) -> None:
+        for i in x.inputs:
+            if not isinstance(i, Node):
+                continue
+            if id(i) in written_inputs:
+                join(id(u), id(i))
+            elif id(i) in parent and id(i) != id(u):
+                join(id(u), id(i))
+            elif _free(i):
+                reads(i, u)
+
+    for u in run:
+        reads(u, u)
+    pieces: dict[int, list[Node]] = {}
+    for u in run:
+        pieces.setdefault(find(id(u)), []).append(u)
+    return list(pieces.values())
+
+
 def _repeated(w: list[int], period: int, count: int, target: int) -> list[int]:
     """Chunk sizes for ``count`` repetitions of ``period`` units weighing ``w``: each
     repetition cut as the first is (into pieces of equal weight when it is heavier than
@@ -312,7 +378,15 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     inputs their values are written into in place. ``keep``: sizes up to it are
     literals in generated code, so they tell repeated structure apart (`repeats`)."""
     units = [n for n in graph.nodes if not _free(n)]
-    chunks = _chunks(units, weight, target, keep)
+    chunks = []
+    at = 0
+    for start, end, pieces in _updates(units, graph, write_to, keep):
+        if start > at:
+            chunks.extend(_chunks(units[at:start], weight, target, keep))
+        chunks.extend(pieces)
+        at = end
+    if at < len(units) or not chunks:
+        chunks.extend(_chunks(units[at:], weight, target, keep))
     if len(chunks) < 2:
         return None
     home = {id(n): c for c, chunk in enumerate(chunks) for n in chunk}
