@@ -13,7 +13,9 @@ structure tokens (`repeats`) and every repetition is cut as the first, so a deep
 adds parts but no new functions. Elsewhere cuts are placed by content (content-defined
 chunking, as deduplicating backup tools cut files): a cut falls after a node when a hash of
 the structure of the last few nodes hits a fixed pattern, within a minimum and maximum
-segment size, so the same run of nodes gets the same cuts wherever it appears. Each
+segment size, so the same run of nodes gets the same cuts wherever it appears. A run of
+nodes that only write in place (an optimizer's updates) is cut into one segment per
+connected piece (one parameter's update), so parameters of one rank share one function. Each
 segment's inputs are numbered by first use and its nodes renumbered, so identical segments
 lower to identical source, which the kernel cache content-addresses: they are compiled once
 and shared.
