@@ -27,6 +27,7 @@ one recomputes it from its source, so no copy of a view crosses a cut.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -187,7 +188,8 @@ def _updates(units: list[Node], graph: Graph, write_to: dict[int, int],
     Pieces of the same structure at other sizes lower to one function (sizes are read
     from the arguments), so updates of any number of parameters compile once per
     parameter rank instead of once per group that cuts by size happen to form. Only runs
-    where at least two pieces share their structure are split so."""
+    where at least two pieces share their structure are split so (`partition` keeps the
+    pieces no other piece shares together)."""
     written = {id(graph.outputs[k]) for k in write_to}
     written_inputs = {id(graph.inputs[j]) for j in write_to.values()}
     out: list[tuple[int, int, list[list[Node]]]] = []
@@ -201,11 +203,16 @@ def _updates(units: list[Node], graph: Graph, write_to: dict[int, int],
             end += 1
         run = units[k:end]
         pieces = _connected(run, written_inputs)
-        shapes = [tuple(tokens(p, keep)) for p in pieces]
+        shapes = [_piece_key(p, keep) for p in pieces]
         if len(pieces) > 1 and len(set(shapes)) < len(shapes):
             out.append((k, end, pieces))
         k = end
     return out
+
+
+def _piece_key(piece: list[Node], keep: int) -> tuple:
+    """What decides a piece's code, as `_token_key` tells for each of its nodes."""
+    return tuple(_token_key(u, keep) for u in piece)
 
 
 def _connected(run: list[Node], written_inputs: set[int]) -> list[list[Node]]:
@@ -385,7 +392,14 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     for start, end, pieces in _updates(units, graph, write_to, keep):
         if start > at:
             chunks.extend(_chunks(units[at:start], weight, target, keep))
-        chunks.extend(pieces)
+        # A piece whose structure no other piece shares gains nothing alone: those go
+        # together, cut by size as any other run.
+        keys = [_piece_key(p, keep) for p in pieces]
+        count = Counter(keys)
+        alone = [u for p, k in zip(pieces, keys) if count[k] == 1 for u in p]
+        if alone:
+            chunks.extend(_chunks(alone, weight, target, keep))
+        chunks.extend(p for p, k in zip(pieces, keys) if count[k] > 1)
         at = end
     if at < len(units) or not chunks:
         chunks.extend(_chunks(units[at:], weight, target, keep))
