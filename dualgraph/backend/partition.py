@@ -210,6 +210,27 @@ def _updates(units: list[Node], graph: Graph, write_to: dict[int, int],
     return out
 
 
+def _apart(chunks: list[list[Node]], units: list[Node], start: int, end: int,
+           pieces: list[list[Node]], keep: int) -> list[list[Node]]:
+    """``chunks`` with the pieces of the update run ``units[start:end]`` that share their
+    structure with another piece taken out, each a chunk of its own, placed before the
+    first chunk holding a unit after the run. The other chunks keep their cuts: a piece
+    no other piece shares gains nothing alone. Unchanged when one chunk holds units both
+    before and after the run (a piece could not be placed between them)."""
+    keys = [_piece_key(p, keep) for p in pieces]
+    count = Counter(keys)
+    shared = [p for p, k in zip(pieces, keys) if count[k] > 1]
+    taken = {id(u) for p in shared for u in p}
+    index = {id(u): k for k, u in enumerate(units)}
+    at = next((c for c, chunk in enumerate(chunks)
+               if any(index[id(u)] >= end for u in chunk)), len(chunks))
+    if at < len(chunks) and any(index[id(u)] < start for u in chunks[at]):
+        return chunks
+    kept = [[u for u in chunk if id(u) not in taken] for chunk in chunks]
+    out = [c for c in kept[:at] if c] + shared + [c for c in kept[at:] if c]
+    return out
+
+
 def _piece_key(piece: list[Node], keep: int) -> tuple:
     """What decides a piece's code, as `_token_key` tells for each of its nodes."""
     return tuple(_token_key(u, keep) for u in piece)
@@ -387,22 +408,9 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     inputs their values are written into in place. ``keep``: sizes up to it are
     literals in generated code, so they tell repeated structure apart (`repeats`)."""
     units = [n for n in graph.nodes if not _free(n)]
-    chunks = []
-    at = 0
+    chunks = _chunks(units, weight, target, keep)
     for start, end, pieces in _updates(units, graph, write_to, keep):
-        if start > at:
-            chunks.extend(_chunks(units[at:start], weight, target, keep))
-        # A piece whose structure no other piece shares gains nothing alone: those go
-        # together, cut by size as any other run.
-        keys = [_piece_key(p, keep) for p in pieces]
-        count = Counter(keys)
-        alone = [u for p, k in zip(pieces, keys) if count[k] == 1 for u in p]
-        if alone:
-            chunks.extend(_chunks(alone, weight, target, keep))
-        chunks.extend(p for p, k in zip(pieces, keys) if count[k] > 1)
-        at = end
-    if at < len(units) or not chunks:
-        chunks.extend(_chunks(units[at:], weight, target, keep))
+        chunks = _apart(chunks, units, start, end, pieces, keep)
     if len(chunks) < 2:
         return None
     home = {id(n): c for c, chunk in enumerate(chunks) for n in chunk}
