@@ -13,7 +13,9 @@ structure tokens (`repeats`) and every repetition is cut as the first, so a deep
 adds parts but no new functions. Elsewhere cuts are placed by content (content-defined
 chunking, as deduplicating backup tools cut files): a cut falls after a node when a hash of
 the structure of the last few nodes hits a fixed pattern, within a minimum and maximum
-segment size, so the same run of nodes gets the same cuts wherever it appears. Each
+segment size, so the same run of nodes gets the same cuts wherever it appears. A run of
+nodes that only write in place (an optimizer's updates) is cut into one segment per
+connected piece (one parameter's update), so parameters of one rank share one function. Each
 segment's inputs are numbered by first use and its nodes renumbered, so identical segments
 lower to identical source, which the kernel cache content-addresses: they are compiled once
 and shared.
@@ -25,6 +27,7 @@ one recomputes it from its source, so no copy of a view crosses a cut.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -177,6 +180,99 @@ def _chunks(units: list[Node], weight: dict[int, int], target: int,
     return out
 
 
+def _updates(units: list[Node], graph: Graph, write_to: dict[int, int],
+             keep: int = 0) -> list[tuple[int, int, list[list[Node]]]]:
+    """Runs of ``units`` that only write in place (an optimizer's parameter updates), each
+    as ``(start, end, pieces)``: the run's connected parts, one piece each (one parameter's
+    update: its step count, moments and parameter), in the order of their first units.
+    Pieces of the same structure at other sizes lower to one function (sizes are read
+    from the arguments), so updates of any number of parameters compile once per
+    parameter rank instead of once per group that cuts by size happen to form. Only runs
+    where at least two pieces share their structure are split so (`partition` keeps the
+    pieces no other piece shares together)."""
+    written = {id(graph.outputs[k]) for k in write_to}
+    written_inputs = {id(graph.inputs[j]) for j in write_to.values()}
+    out: list[tuple[int, int, list[list[Node]]]] = []
+    k = 0
+    while k < len(units):
+        if id(units[k]) not in written:
+            k += 1
+            continue
+        end = k
+        while end < len(units) and id(units[end]) in written:
+            end += 1
+        run = units[k:end]
+        pieces = _connected(run, written_inputs)
+        shapes = [_piece_key(p, keep) for p in pieces]
+        if len(pieces) > 1 and len(set(shapes)) < len(shapes):
+            out.append((k, end, pieces))
+        k = end
+    return out
+
+
+def _apart(chunks: list[list[Node]], units: list[Node], start: int, end: int,
+           pieces: list[list[Node]], keep: int) -> list[list[Node]]:
+    """``chunks`` with the pieces of the update run ``units[start:end]`` that share their
+    structure with another piece taken out, each a chunk of its own, placed before the
+    first chunk holding a unit after the run. The other chunks keep their cuts: a piece
+    no other piece shares gains nothing alone. Unchanged when one chunk holds units both
+    before and after the run (a piece could not be placed between them)."""
+    keys = [_piece_key(p, keep) for p in pieces]
+    count = Counter(keys)
+    shared = [p for p, k in zip(pieces, keys) if count[k] > 1]
+    taken = {id(u) for p in shared for u in p}
+    index = {id(u): k for k, u in enumerate(units)}
+    at = next((c for c, chunk in enumerate(chunks)
+               if any(index[id(u)] >= end for u in chunk)), len(chunks))
+    if at < len(chunks) and any(index[id(u)] < start for u in chunks[at]):
+        return chunks
+    kept = [[u for u in chunk if id(u) not in taken] for chunk in chunks]
+    out = [c for c in kept[:at] if c] + shared + [c for c in kept[at:] if c]
+    return out
+
+
+def _piece_key(piece: list[Node], keep: int) -> tuple:
+    """What decides a piece's code, as `_token_key` tells for each of its nodes."""
+    return tuple(_token_key(u, keep) for u in piece)
+
+
+def _connected(run: list[Node], written_inputs: set[int]) -> list[list[Node]]:
+    """``run`` split into its connected parts (a node joins the nodes of ``run`` it reads,
+    through views, and every node reading or writing the same in-place input), in the
+    order of their first nodes; each part keeps its nodes' order."""
+    parent = {id(n): id(n) for n in run}
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def join(a: int, b: int) -> None:
+        parent.setdefault(b, b)
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[rb] = ra
+
+    def reads(x: Node, u: Node) -> None:
+        for i in x.inputs:
+            if not isinstance(i, Node):
+                continue
+            if id(i) in written_inputs:
+                join(id(u), id(i))
+            elif id(i) in parent and id(i) != id(u):
+                join(id(u), id(i))
+            elif _free(i):
+                reads(i, u)
+
+    for u in run:
+        reads(u, u)
+    pieces: dict[int, list[Node]] = {}
+    for u in run:
+        pieces.setdefault(find(id(u)), []).append(u)
+    return list(pieces.values())
+
+
 def _repeated(w: list[int], period: int, count: int, target: int) -> list[int]:
     """Chunk sizes for ``count`` repetitions of ``period`` units weighing ``w``: each
     repetition cut as the first is (into pieces of equal weight when it is heavier than
@@ -313,6 +409,8 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     literals in generated code, so they tell repeated structure apart (`repeats`)."""
     units = [n for n in graph.nodes if not _free(n)]
     chunks = _chunks(units, weight, target, keep)
+    for start, end, pieces in _updates(units, graph, write_to, keep):
+        chunks = _apart(chunks, units, start, end, pieces, keep)
     if len(chunks) < 2:
         return None
     home = {id(n): c for c, chunk in enumerate(chunks) for n in chunk}

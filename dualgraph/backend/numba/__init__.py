@@ -62,6 +62,7 @@ class Kernel:
         self.write_to = write_to
         self.contract = float32_only(graph)
         self.parts = parts or []
+        self.plan = plan  # how a split kernel's parts were cut (`partition.Plan`)
         self._in = [(tuple(n.shape), n.dtype) for n in graph.inputs]
         self._consts = tuple(lowered.consts) if not self.parts else ()
         self._scratch = [(tuple(shape), dtype) for shape, dtype in lowered.scratch]
