@@ -153,3 +153,15 @@ def test_wide_arithmetic_for_small_dtypes():
     # An int8 difference would wrap (127 - -128) if computed in int8.
     text = _fails(np.array([127], np.int8), np.array([-128], np.int8))
     assert "Absolute difference: 255" in text
+
+
+def test_the_tests_compare_through_assert_close_only():
+    # One comparison idiom: NumPy's allclose assertions have other defaults (atol 0, no
+    # dtype check) and other failure messages, so a second idiom hides tolerance choices.
+    from pathlib import Path
+
+    root = Path(__file__).parent
+    spelled = "np.testing." + "assert_allclose("
+    users = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
+                   if "_support" not in p.parts and spelled in p.read_text())
+    assert users == [], f"use dg.testing.assert_close instead in {users}"

@@ -246,10 +246,13 @@ def test_linear_through_a_transposed_view_keeps_its_gradients_and_errors():
     xa, wa, ba = rng.standard_normal((2, 5, 6)), rng.standard_normal((3, 6)), rng.standard_normal(3)
     x, w, b = (dg.tensor(a, requires_grad=True) for a in (xa, wa, ba))
     lin(x, w, b).sum().backward()
-    np.testing.assert_allclose(w.grad.numpy(), np.ones((10, 3)).T @ xa.reshape(10, 6))
-    np.testing.assert_allclose(x.grad.numpy(), np.ones((2, 5, 3)) @ wa)
+    dg.testing.assert_close(w.grad.numpy(), np.ones((10, 3)).T @ xa.reshape(10, 6),
+                            rtol=1e-7, atol=0.0, check_dtype=False)
+    dg.testing.assert_close(x.grad.numpy(), np.ones((2, 5, 3)) @ wa,
+                            rtol=1e-7, atol=0.0, check_dtype=False)
     v = dg.tensor(rng.standard_normal(6), requires_grad=True)  # a 1-D weight
-    np.testing.assert_allclose(lin(x, v).numpy(), xa @ v.numpy())
+    dg.testing.assert_close(lin(x, v).numpy(), xa @ v.numpy(),
+                            rtol=1e-7, atol=0.0, check_dtype=False)
     with pytest.raises(ValueError, match=r"input of shape \(2, 5, 6\) does not match weight "
                                          r"of shape \(3, 4\) \(in_features 4\)"):
         lin(x, dg.tensor(np.ones((3, 4))))
