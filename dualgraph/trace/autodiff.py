@@ -300,7 +300,7 @@ def reverse_accumulate(nodes: list[Node], active: set[int], ct: dict[int, Any],
             if g is None or id(n) not in active:
                 continue
             if OPS[n.op].vjp is None or (
-                    tctx is not None and id(n) in tctx.__dict__.get("cut_leaves", ())):
+                    tctx is not None and id(n) in tctx.cut_leaves):
                 continue  # a leaf made of a value without history: nothing flows on
             if tctx is not None:
                 tctx.loc_override = n.loc

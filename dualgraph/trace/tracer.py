@@ -271,6 +271,9 @@ class TraceContext(Mode):
         # Values made leaves inside the trace (``requires_grad_``): node id -> their
         # gradient (None until a backward reaches them), which ``.grad`` reads.
         self.leaf_grads: dict[int, Any] = {}
+        # Of those, the ones made from a value computed without grad: their gradient goes
+        # no further, as an eager leaf without history.
+        self.cut_leaves: set[int] = set()
         # Leaves that require grad written under no_grad (Embedding's max_norm renorm, an
         # optimizer step): id -> (their new value's node, their input node). Eager mode
         # keeps such a tensor a leaf, so a later differentiable read is the new value with
@@ -555,9 +558,7 @@ class TraceContext(Mode):
         becomes a leaf that gradients are taken with respect to."""
         node = self.as_node(t)
         if id(node) not in self.rg:
-            # computed without grad (under no_grad, from inputs that need none): a leaf
-            # whose gradient goes no further, as eager mode's has no history
-            self.__dict__.setdefault("cut_leaves", set()).add(id(node))
+            self.cut_leaves.add(id(node))
         self.rg.add(id(node))
         self.leaf_grads[id(node)] = None
         self._keep.append(node)
