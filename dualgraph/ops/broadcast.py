@@ -108,6 +108,15 @@ def broadcast_shapes(name: str, *shapes: tuple) -> tuple:
         raise ShapeError(f"{name}: shapes {shown} cannot be broadcast together") from None
 
 
+def broadcasts_to(src: tuple, shape: tuple) -> bool:
+    """Whether a value of shape ``src`` broadcasts to exactly ``shape`` (a write into a
+    tensor of that shape: the target's shape may not grow)."""
+    try:
+        return tuple(np.broadcast_shapes(tuple(src), tuple(shape))) == tuple(shape)
+    except ValueError:
+        return False
+
+
 def _is_int(d: Any) -> bool:
     return isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_))
 

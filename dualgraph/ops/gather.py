@@ -51,6 +51,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..modes import bind
 from . import shape as S
+from .broadcast import broadcasts_to
 from .registry import OpDef, register
 
 _INT64 = np.dtype(np.int64)
@@ -186,11 +187,7 @@ def _put_infer(x: Any, v: Any, idx: Any, dims: tuple, accumulate: bool = False,
     xs = tuple(x.shape) if shape is None else tuple(shape)
     target = _check_index("index_put", xs, idx, dims)
     vs = tuple(getattr(v, "shape", ()))
-    try:
-        ok = tuple(np.broadcast_shapes(vs, target)) == target
-    except ValueError:
-        ok = False
-    if not ok:
+    if not broadcasts_to(vs, target):
         raise ShapeError(f"shape mismatch: value tensor of shape {list(vs)} cannot be "
                          f"broadcast to indexing result of shape {list(target)}")
     return xs, (x.dtype if shape is None else v.dtype)

@@ -25,7 +25,7 @@ from . import pool as P
 from . import reduce as R
 from . import scan as SC
 from . import shape as S
-from .broadcast import normalize_axis, normalize_dim
+from .broadcast import broadcasts_to, normalize_axis, normalize_dim
 from .size import Size, strided
 
 
@@ -100,11 +100,7 @@ def check_copy_shape(shape: tuple, src: tuple) -> None:
     """``t.copy_(src)``: ``src`` must broadcast to ``t``'s shape."""
     if src == shape or not src:
         return
-    try:
-        ok = tuple(np.broadcast_shapes(src, shape)) == shape
-    except ValueError:
-        ok = False
-    if not ok:
+    if not broadcasts_to(src, shape):
         raise RuntimeError(f"copy_: source of shape {src} cannot be broadcast to {shape}")
 
 

@@ -16,6 +16,7 @@ from . import elementwise as E
 from . import linalg as L
 from . import reduce as R
 from . import shape as S
+from .broadcast import broadcasts_to
 from .matrix import vector_norm
 
 
@@ -39,11 +40,7 @@ def _add_scaled(fn: str, input: Any, prod: Any, beta: Any, alpha: Any) -> Any:  
     do not propagate), as in PyTorch."""
     shape = tuple(prod.shape)
     ishape = tuple(getattr(input, "shape", ()))
-    try:
-        fits = tuple(np.broadcast_shapes(ishape, shape)) == shape
-    except ValueError:
-        fits = False
-    if not fits:
+    if not broadcasts_to(ishape, shape):
         raise ShapeError(f"{fn}: input of shape {ishape} does not broadcast to the product's "
                          f"shape {shape}")
     prod = _scaled(prod, alpha)
