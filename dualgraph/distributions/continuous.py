@@ -20,6 +20,7 @@ from .distribution import (
     probs_to_logits,
 )
 from .gamma import _no_trace
+from .normal import LocScale
 
 __all__ = ["Cauchy", "Geometric", "Gumbel", "HalfNormal", "Laplace", "LogNormal", "Poisson"]
 
@@ -30,16 +31,8 @@ def _tensor(value: Any, like: Any) -> Any:
     return value if isinstance(value, Tensor) else broadcast_all(value, like)[0]
 
 
-class Laplace(Distribution):
+class Laplace(LocScale):
     """Laplace with ``loc`` and ``scale``."""
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(tuple(self.loc.shape), (), validate_args)
 
     @property
     def mean(self) -> Any:
@@ -155,16 +148,8 @@ class HalfNormal(Distribution):
         return 0.5 + _HALF_LOG_2PI + self.scale.log() - math.log(2)
 
 
-class Cauchy(Distribution):
+class Cauchy(LocScale):
     """Cauchy with ``loc`` and ``scale`` (no mean or variance: they are NaN and inf)."""
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(tuple(self.loc.shape), (), validate_args)
 
     @property
     def mean(self) -> Any:
@@ -196,16 +181,8 @@ class Cauchy(Distribution):
         return math.log(4 * math.pi) + self.scale.log()
 
 
-class Gumbel(Distribution):
+class Gumbel(LocScale):
     """Gumbel (type-I extreme value) with ``loc`` and ``scale``."""
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(tuple(self.loc.shape), (), validate_args)
 
     @property
     def mean(self) -> Any:

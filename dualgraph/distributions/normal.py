@@ -13,14 +13,9 @@ from .distribution import _HALF_LOG_2PI, Distribution, broadcast_all
 __all__ = ["Normal", "Uniform"]
 
 
-class Normal(Distribution):
-    """The normal distribution with mean ``loc`` and standard deviation ``scale``;
-    ``rsample`` is ``loc + scale * eps`` (differentiable in both).
-
-    >>> m = dg.distributions.Normal(dg.zeros(3), dg.ones(3))
-    >>> m.rsample((5,)).shape
-    (5, 3)
-    """
+class LocScale(Distribution):
+    """A real-valued family with a real ``loc`` and a positive ``scale``, broadcast
+    together, and reparameterised samples."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
@@ -29,6 +24,16 @@ class Normal(Distribution):
     def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
         self.loc, self.scale = broadcast_all(loc, scale)
         super().__init__(tuple(self.loc.shape), (), validate_args)
+
+
+class Normal(LocScale):
+    """The normal distribution with mean ``loc`` and standard deviation ``scale``;
+    ``rsample`` is ``loc + scale * eps`` (differentiable in both).
+
+    >>> m = dg.distributions.Normal(dg.zeros(3), dg.ones(3))
+    >>> m.rsample((5,)).shape
+    (5, 3)
+    """
 
     @property
     def mean(self) -> Any:
