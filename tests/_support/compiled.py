@@ -70,7 +70,13 @@ def adam_mlp_step() -> tuple:
     dg.manual_seed(0)
     net = dg.nn.Sequential(dg.nn.Linear(8, 16), dg.nn.Tanh(), dg.nn.Linear(16, 16),
                            dg.nn.Tanh(), dg.nn.Linear(16, 3))
-    opt = dg.optim.Adam(net.parameters(), lr=1e-2)
+    return net, cross_entropy_step(net, dg.optim.Adam(net.parameters(), lr=1e-2))
+
+
+def cross_entropy_step(net: Any, opt: Any) -> Any:
+    """``step(x, t)``: one training step of ``net`` on cross-entropy with ``opt``,
+    returning the loss."""
+    import dualgraph as dg
 
     def step(x, t):
         opt.zero_grad()
@@ -79,4 +85,4 @@ def adam_mlp_step() -> tuple:
         opt.step()
         return loss
 
-    return net, step
+    return step

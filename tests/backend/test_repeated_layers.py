@@ -17,6 +17,8 @@ from dualgraph.backend import partition as P
 from dualgraph.backend.numba import cache
 from dualgraph.ir.graph import Node
 
+from .._support.compiled import cross_entropy_step
+
 WIDTH, HIDDEN, BATCH = 24, 40, 20
 # Small parts, so that small blocks are parts of their own without the compile time of a
 # large model.
@@ -50,15 +52,7 @@ def _model(n_blocks: int, adam: bool = True):
                         nn.Linear(WIDTH, 5))
     opt = (dg.optim.Adam(net.parameters(), lr=1e-2) if adam else
            dg.optim.SGD(net.parameters(), lr=1e-2))
-
-    def step(x, t):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(net(x), t)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return net, step
+    return net, cross_entropy_step(net, opt)
 
 
 def _data():

@@ -9,6 +9,8 @@ import numpy as np
 import dualgraph as dg
 from dualgraph import nn, optim
 
+from .._support.compiled import cross_entropy_step
+
 
 def _step(opt_name: str):
     dg.manual_seed(0)
@@ -18,15 +20,7 @@ def _step(opt_name: str):
                         nn.Linear(32, 20))
     opt = (optim.Adam(net.parameters(), lr=1e-2) if opt_name == "adam" else
            optim.SGD(net.parameters(), lr=1e-2, momentum=0.9))
-
-    def step(x, t):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(net(x), t)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return net, step
+    return net, cross_entropy_step(net, opt)
 
 
 def test_updates_compile_once_per_parameter_rank_and_equal_eager(monkeypatch):
