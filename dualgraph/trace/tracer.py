@@ -285,6 +285,9 @@ class TraceContext(Mode):
         # and version counter): the first one the trace met stands for the others, so a
         # write through one is read through all (`_one_value`).
         self._storage: dict[tuple[int, int], Tensor] = {}
+        # Ids of the tensors factories made while tracing (``acc = zeros(n)``): constants
+        # of the graph, whose in-place writes stay in it (nothing to write back).
+        self.made: set[int] = set()
         # Set while a VJP rule runs: the backward nodes it records carry the user line of
         # the forward op they differentiate, not the line that asked for the gradient.
         self.loc_override: str | None = None
@@ -313,6 +316,10 @@ class TraceContext(Mode):
             self._keep.append(value)  # keeps id(value) from being reused while tracing
         return node
 
+    def note_made(self, t: Any) -> None:
+        self.made.add(id(t))
+        self._keep.append(t)
+
     def _one_value(self, t: Tensor) -> Tensor:
         """The eager tensor the trace met first that shares ``t``'s array and version
         counter (``t`` itself if none did)."""
@@ -331,7 +338,7 @@ class TraceContext(Mode):
             self._keep.append(t)
             return self.lift(first) if not first.requires_grad else \
                 self.process(_stop_gradient_op(), (Tracer(self.lift(first), self),), {}).node
-        if self._lift_as_input(t):
+        if self._lift_as_input(t) and id(t) not in self.made:
             node = Node("input", (), {}, t.shape, t.dtype)
             self.captured.append((t, node))
             if t.requires_grad:
@@ -558,6 +565,9 @@ class TraceContext(Mode):
         if through:
             self._keep.append(t)
             t = first
+        if id(t) in self.made:  # a buffer the function made: its new value stays inside
+            self._lifted[id(t)] = node
+            return written
         if (through or not GRAD_ENABLED.value) and t.requires_grad and t.grad_fn is None:
             if id(t) not in self._lifted:
                 self.lift(t)

@@ -83,3 +83,35 @@ def test_manual_update_through_data_keeps_the_gradient_of_the_parameter() -> Non
     assert loss.item() == pytest.approx(1.5 ** 2 + 2.5 ** 2)
     np.testing.assert_allclose(w.numpy(), [1.5, 2.5])
     np.testing.assert_allclose(w.grad.numpy(), [3.0, 5.0])
+
+
+@pytest.mark.parametrize("make", ["zeros", "new_zeros", "tensor"])
+def test_a_buffer_made_inside_the_step_and_written_in_place_starts_afresh(make: str) -> None:
+    """``acc = zeros(n); acc += ...`` inside a compiled step (a flow's log-determinant
+    accumulator): the buffer is a constant of the program, so every call starts from
+    zeros, as every eager call does, and nothing is written back to it."""
+
+    def run(compiled: bool) -> tuple:
+        dg.manual_seed(0)
+        lin = dg.nn.Linear(2, 2)
+        opt = dg.optim.SGD(lin.parameters(), lr=0.01)
+
+        def step(x: dg.Tensor) -> dg.Tensor:
+            acc = (dg.zeros(x.shape[0]) if make == "zeros" else
+                   x.new_zeros(x.shape[0]) if make == "new_zeros" else
+                   dg.tensor([0.0, 0.0, 0.0, 0.0]))
+            acc += lin(x).sum(1)
+            acc += lin(x * 2).sum(1)
+            loss = acc.square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = dg.compile(step) if compiled else step
+        return [f(dg.ones(4, 2)).item() for _ in range(3)], f
+
+    want, _ = run(False)
+    got, f = run(True)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert f.stats.traces == 1 and f.stats.tier1_calls == 3
