@@ -74,8 +74,10 @@ from .written_programs import PROGRAMS, golden, run
 ATOL = {"reinforce": 1e-5, "actor_critic": 1e-5}
 
 # Compiled steps that compile in seconds run by default; the CNNs, the transformer and the
-# ResNets take a minute or more of cold compile on a loaded two-core machine.
-FAST_COMPILE = ("lpwe", "reinforce", "actor_critic", "swa", "hogwild", "lstm_lm", "sac",
+# ResNets take a minute or more of cold compile on a loaded two-core machine, and soft
+# actor-critic's three updates in one step and the flow's eight couplings, forward and
+# backward, half a minute of CPU each.
+FAST_COMPILE = ("lpwe", "reinforce", "actor_critic", "swa", "hogwild", "lstm_lm",
                 "accum_resume", "tagger")
 
 # Traces per compiled function: lpwe's DynamicNet step draws from Python's random module,
