@@ -253,3 +253,43 @@ def test_a_container_mixing_traced_tensors_and_other_values_is_refused_clearly()
                                             r"tensors and other values \(Mixed\.last\['step'\]\)"):
         dg.compile(m)(dg.ones(2))
     assert m.last is None
+
+
+def test_a_state_detached_by_the_step_before_the_model_runs_compiles_once() -> None:
+    """``m.h = m.h.detach()`` in the step, then ``forward`` stores ``self.h = h`` (which
+    requires grad) and the step calls ``backward()``: the model the step names is
+    remembered as it was before the trace, so the state is read through ``m.h`` on every
+    call and written back after it; one trace, eager's values."""
+
+    class Stateful(dg.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.cell = dg.nn.RNNCell(3, 3)
+            self.h = dg.zeros(2, 3)
+
+        def forward(self, x: dg.Tensor) -> dg.Tensor:
+            self.h = self.cell(x, self.h)
+            return self.h
+
+    def run(compiled: bool) -> tuple:
+        dg.manual_seed(0)
+        m = Stateful()
+        opt = dg.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x: dg.Tensor) -> dg.Tensor:
+            m.h = m.h.detach()
+            opt.zero_grad()
+            loss = m(x).square().sum()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = dg.compile(step) if compiled else step
+        xs = np.random.default_rng(0).standard_normal((4, 2, 3)).astype(np.float32)
+        return [f(dg.tensor(x)).item() for x in xs], m.h.numpy().copy(), f
+
+    want, want_h, _ = run(False)
+    got, got_h, f = run(True)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    np.testing.assert_allclose(got_h, want_h, rtol=1e-5, atol=1e-6)
+    assert f.stats.traces == 1 and f.stats.tier1_calls == 4
