@@ -338,7 +338,8 @@ class TraceContext(Mode):
             self._keep.append(t)
             return self.lift(first) if not first.requires_grad else \
                 self.process(_stop_gradient_op(), (Tracer(self.lift(first), self),), {}).node
-        if self._lift_as_input(t) and id(t) not in self.made:
+        # (One made inside and then set to require grad is a leaf, as an input is.)
+        if self._lift_as_input(t) and (id(t) not in self.made or t.requires_grad):
             node = Node("input", (), {}, t.shape, t.dtype)
             self.captured.append((t, node))
             if t.requires_grad:
@@ -565,7 +566,7 @@ class TraceContext(Mode):
         if through:
             self._keep.append(t)
             t = first
-        if id(t) in self.made:  # a buffer the function made: its new value stays inside
+        if id(t) in self.made and not t.requires_grad:  # made inside: its value stays there
             self._lifted[id(t)] = node
             return written
         if (through or not GRAD_ENABLED.value) and t.requires_grad and t.grad_fn is None:
