@@ -389,6 +389,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             if alias:
                 _trace_views(ctx, args, targs, alias)
             out = fn(*targs)
+        ctx.escaped_writes(out)
         if with_outputs:
             outputs, single = graph_outputs(ctx, out, fn)
     finally:

@@ -10,6 +10,7 @@ Python scalars stay literals.
 from __future__ import annotations
 
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -285,9 +286,12 @@ class TraceContext(Mode):
         # and version counter): the first one the trace met stands for the others, so a
         # write through one is read through all (`_one_value`).
         self._storage: dict[tuple[int, int], Tensor] = {}
-        # Ids of the tensors factories made while tracing (``acc = zeros(n)``): constants
-        # of the graph, whose in-place writes stay in it (nothing to write back).
+        # Ids of the tensors factories made while tracing (``acc = zeros(n)``), and the
+        # last write to each that was written: id -> (tensor, node). Such a write is not
+        # written back unless the tensor outlives the call (`escaped_writes`): a
+        # temporary must start from its made value on every call, as eagerly.
         self.made: set[int] = set()
+        self.made_writes: dict[int, tuple[Tensor, Node]] = {}
         # Set while a VJP rule runs: the backward nodes it records carry the user line of
         # the forward op they differentiate, not the line that asked for the gradient.
         self.loc_override: str | None = None
@@ -320,6 +324,28 @@ class TraceContext(Mode):
         self.made.add(id(t))
         self._keep.append(t)
 
+    def escaped_writes(self, out: Any = None) -> None:
+        """After the traced function returned: a tensor it made and wrote in place that
+        something outside still holds (an optimizer's state dict, a module attribute, a
+        list) is state, and its write is written back; one only this trace holds (a
+        temporary, or a value returned, which the call returns anew) is not."""
+        if not self.made_writes:
+            return
+        import gc
+
+        mine = {id(self._keep), id(self._storage), id(self.made_writes),
+                *map(id, self.made_writes.values()), *map(id, self.captured)}
+        stack = [out]  # the containers of the function's result
+        while stack:
+            v = stack.pop()
+            if isinstance(v, (tuple, list, dict)) and id(v) not in mine:
+                mine.add(id(v))
+                stack.extend(v.values() if isinstance(v, dict) else v)
+        for key, (t, node) in self.made_writes.items():
+            if any(id(r) not in mine and not isinstance(r, types.FrameType)
+                   for r in gc.get_referrers(t)):
+                self.writes[key] = (t, node)
+
     def _one_value(self, t: Tensor) -> Tensor:
         """The eager tensor the trace met first that shares ``t``'s array and version
         counter (``t`` itself if none did)."""
@@ -338,8 +364,7 @@ class TraceContext(Mode):
             self._keep.append(t)
             return self.lift(first) if not first.requires_grad else \
                 self.process(_stop_gradient_op(), (Tracer(self.lift(first), self),), {}).node
-        # (One made inside and then set to require grad is a leaf, as an input is.)
-        if self._lift_as_input(t) and (id(t) not in self.made or t.requires_grad):
+        if self._lift_as_input(t):
             node = Node("input", (), {}, t.shape, t.dtype)
             self.captured.append((t, node))
             if t.requires_grad:
@@ -566,7 +591,8 @@ class TraceContext(Mode):
         if through:
             self._keep.append(t)
             t = first
-        if id(t) in self.made and not t.requires_grad:  # made inside: its value stays there
+        if id(t) in self.made and not t.requires_grad:  # made inside (`made_writes`)
+            self.made_writes[id(t)] = (t, node)
             self._lifted[id(t)] = node
             return written
         if (through or not GRAD_ENABLED.value) and t.requires_grad and t.grad_fn is None:

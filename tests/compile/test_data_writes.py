@@ -115,3 +115,37 @@ def test_a_buffer_made_inside_the_step_and_written_in_place_starts_afresh(make: 
     got, f = run(True)
     np.testing.assert_allclose(got, want, rtol=1e-5)
     assert f.stats.traces == 1 and f.stats.tier1_calls == 3
+
+
+def test_a_buffer_made_inside_and_kept_outside_is_written_back() -> None:
+    """A tensor made inside the step and kept by something outside (a hand-written
+    optimizer's momentum buffer made on the first call, then changed in place) is state:
+    its writes are written back, and later calls read it, as eagerly."""
+
+    def run(compiled: bool) -> tuple:
+        dg.manual_seed(0)
+        lin = dg.nn.Linear(2, 1)
+        state: dict = {}
+
+        def step(x: dg.Tensor) -> tuple:
+            loss = lin(x).square().mean()
+            loss.backward()
+            with dg.no_grad():
+                for p in lin.parameters():
+                    if p not in state:
+                        state[p] = dg.zeros_like(p)
+                    buf = state[p]
+                    buf.mul_(0.9).add_(p.grad)
+                    p.sub_(0.1 * buf)
+                    p.grad = None
+            return loss, buf
+
+        f = dg.compile(step) if compiled else step
+        x = dg.ones(3, 2)
+        return [f(x)[0].item() for _ in range(4)], [b.numpy().copy() for b in state.values()]
+
+    want, want_bufs = run(False)
+    got, got_bufs = run(True)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    for g, w in zip(got_bufs, want_bufs):
+        np.testing.assert_allclose(g, w, rtol=1e-5)
