@@ -71,6 +71,12 @@ class Mode(abc.ABC):
         may take ``value``'s history over directly, without a copy node."""
         return self.inplace(t, None, value)
 
+    def note_made(self, t: Any) -> None:
+        """A factory (``zeros``, ``tensor``) made the new tensor ``t`` while this mode ran:
+        a recording mode holds it as a constant of the program (its writes stay in the
+        program), not as state from outside."""
+        return None
+
     # ------------------------------------------ reads a compiled call guards or passes in
     def note_training(self, module: Any, value: bool) -> None:
         """``module.training`` was read and gave ``value``."""

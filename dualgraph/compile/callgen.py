@@ -452,8 +452,10 @@ def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
                      f"make_tensor({out(w.out, w.shape)}, False, None))")
     lines += [f"set_grad({_target(t, gen)}, None)" for t in plan.grad_none]
     for w in plan.attr_set:
-        value = f"a{w.arg}" if w.out is None else \
-            f"make_tensor({out(w.out, w.shape)}, False, None)"
+        values = [f"a{a}" if o is None else f"make_tensor({out(o, shape)}, False, None)"
+                  for o, shape, a in (w.leaves or ((w.out, w.shape, w.arg),))]
+        value = values[0] if w.tree is None else \
+            f"{gen.const(w.tree, 'tree')}.unflatten([{', '.join(values)}])"
         lines.append(f"{gen.const(w.owner, 'o')}.__dict__[{w.name!r}] = {value}")
     results = [f"r{k}" for k in range(plan.n_user)]
     for k, node in enumerate(plan.optimized.outputs[:plan.n_user]):

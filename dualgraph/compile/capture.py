@@ -20,7 +20,7 @@ from ..eager.internal import array_of, requires_grad_of, set_grad
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError, TraceError
 from ..ir.graph import Node
-from ..trace.tracer import TraceContext, Tracer, graph_outputs
+from ..trace.tracer import OutputTree, TraceContext, Tracer, graph_outputs
 from .baked import BakedArray
 from .guards import (
     ArgPlacement,
@@ -66,6 +66,11 @@ class CallTraceContext(TraceContext):
         self.attr_holders: dict = {}
         # Modules' plain attributes: id -> (a `ModuleAttrs` of them all, the names guarded).
         self.module_attrs: dict = {}
+        # Guards of attribute tensors added only when the call reads the tensor through
+        # its attribute (`attr_source`): guard key -> guard.
+        self.lazy_reads: dict = {}
+        # The `ItemTable` of each container attribute: (id of the table, name) -> table.
+        self.item_tables: dict = {}
 
     def as_node(self, a: Any) -> Any:
         node = super().as_node(a)
@@ -130,24 +135,70 @@ class CallTraceContext(TraceContext):
         for k, v in d.items():
             if isinstance(v, Tensor):
                 self.note_attr_tensor(d, k, v, f"{type(module).__name__}.{k}")
+            elif tensor_tree(v) and not _holds_tracer(v, self):
+                # (One holding traced values was set by the trace: `restore_attrs`.)
+                self.note_attr_tree(d, k, v, f"{type(module).__name__}.{k}")
         # Its other attributes (arrays, objects, long or nested lists) are baked in:
         # checked now and then (`baked.BakedValue`).
         forward = getattr(getattr(type(module), "forward", None), "__code__", None)
         for k, v in d.items():
             if k not in _MODULE_TABLES and not plain_value(v) and \
-                    not isinstance(v, _NOT_BAKED):
+                    not isinstance(v, _NOT_BAKED) and not tensor_tree(v):
                 self.baked_roots.append((f"{type(module).__name__}.{k}",
                                          lambda d=d, k=k: d.get(k), k,
                                          (forward,) if forward is not None else ()))
 
-    def note_attr_tensor(self, table: dict, name: str, value: Tensor, what: str) -> None:
-        """``table[name]`` (an object's attribute) holds the eager tensor ``value``: guard
-        its type, and remember where ``value`` sits for `attr_source`."""
+    def note_attr_tensor(self, table: Any, name: Any, value: Tensor, what: str,
+                         lazy: bool = False) -> None:
+        """``table[name]`` (an object's attribute, or a tensor inside a container attribute:
+        an `ItemTable` and a path) holds the eager tensor ``value``: guard its type (when
+        ``lazy``, only if the call reads ``value`` through it), and remember where ``value``
+        sits for `attr_source`."""
         key = ("attr value", id(table), name)
-        self.reads[key] = AttrType(table, name, what)
+        guard = AttrType(table, name, what)
+        if lazy:
+            self.lazy_reads.setdefault(key, guard)
+        else:
+            self.reads[key] = guard
         holders = self.attr_holders.setdefault(id(value), [])
         if all(h[2] != key for h in holders):
             holders.append((table, name, key, what))
+
+    def note_attr_tree(self, table: dict, name: str, value: Any, what: str,
+                       lazy: bool = False) -> None:
+        """``table[name]`` is a tuple, list or dict of eager tensors (``self.hidden = (h,
+        c)``): each tensor is read through its place in it (`ItemTable`), as a tensor
+        attribute is, and the container's structure is guarded."""
+        items = self.item_tables.get((id(table), name))
+        if items is None:
+            items = self.item_tables[(id(table), name)] = ItemTable(table, name)
+        for path, t in tree_leaves(value):
+            self.note_attr_tensor(items, path, t, what + "".join(f"[{i!r}]" for i in path),
+                                  lazy)
+        key = ("attr tree", id(table), name)
+        guard = Value(items.structure, tree_structure(value),
+                      lambda now: f"{what} holds {describe_structure(now)} now (traced with "
+                                  f"{describe_structure(tree_structure(value))})", items)
+        if lazy:
+            self.lazy_reads.setdefault(key, guard)
+        else:
+            self.reads[key] = guard
+
+    def note_reachable(self, module: Any) -> None:
+        """``module`` (and its submodules) is named by the function (a global, a closure
+        variable, the ``self`` of a method) and may run: remember its attributes as they
+        are before the trace changes any (`restore_attrs`), and where its tensors sit,
+        guarded only if the call reads them there."""
+        for m in module.modules():
+            if id(m) in self.attrs_before:
+                continue
+            d = m.__dict__
+            self.attrs_before[id(m)] = (m, dict(d))
+            for k, v in d.items():
+                if isinstance(v, Tensor):
+                    self.note_attr_tensor(d, k, v, f"{type(m).__name__}.{k}", lazy=True)
+                elif tensor_tree(v):
+                    self.note_attr_tree(d, k, v, f"{type(m).__name__}.{k}", lazy=True)
 
     def guard_value(self, getter: Callable[[], Any], expected: Any, what: str,
                     keep: Any = None) -> None:
@@ -206,6 +257,92 @@ _NOT_BAKED = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
               types.ModuleType, type, Tensor)
 
 
+class ItemTable:
+    """The tensors inside a container attribute (``table[name]``: a tuple, list or dict,
+    nested, such as ``self.hidden = (h, c)``), each addressed by its path of indices and
+    keys: read as a table of tensors (``items[path]``, ``items.get(path)``) by
+    `plan.AttrTensor` and `guards.AttrType`, so a container rebound on every call is read
+    afresh."""
+
+    __slots__ = ("table", "name")
+
+    def __init__(self, table: dict, name: str) -> None:
+        self.table, self.name = table, name
+
+    def __getitem__(self, path: tuple) -> Any:
+        v = self.table[self.name]
+        for i in path:
+            if not isinstance(v, (tuple, list, dict)):
+                raise KeyError(path)
+            v = v[i]
+        return v
+
+    def get(self, path: tuple) -> Any:
+        try:
+            return self[path]
+        except (KeyError, IndexError, TypeError):
+            return None
+
+    def structure(self) -> Any:
+        return tree_structure(self.table.get(self.name))
+
+
+# The most tensors (and the deepest nesting) a container attribute read item by item
+# holds; a larger one is baked in.
+MAX_TREE_LEAVES = 16
+_MAX_TREE_DEPTH = 3
+
+
+def tensor_tree(v: Any) -> bool:
+    """Whether ``v`` is a tuple, list or dict (nested up to 3 deep) of at most 16 items,
+    every one a tensor (eager or traced): a hidden state ``(h, c)``, a dict of buffers."""
+    leaves: list = []
+    return isinstance(v, (tuple, list, dict)) and _tree_ok(v, 0, leaves) and bool(leaves)
+
+
+def _tree_ok(v: Any, depth: int, leaves: list) -> bool:
+    if isinstance(v, (Tensor, Tracer)):
+        leaves.append(v)
+        return len(leaves) <= MAX_TREE_LEAVES
+    if depth >= _MAX_TREE_DEPTH:
+        return False
+    if type(v) in (tuple, list):
+        return all(_tree_ok(e, depth + 1, leaves) for e in v)
+    if type(v) is dict:
+        return all(isinstance(k, (str, int)) and _tree_ok(e, depth + 1, leaves)
+                   for k, e in v.items())
+    return False
+
+
+def tree_leaves(v: Any, path: tuple = ()) -> list:
+    """``(path, value)`` of each leaf of a container (`tensor_tree`), in order."""
+    if isinstance(v, (tuple, list)):
+        return [x for i, e in enumerate(v) for x in tree_leaves(e, (*path, i))]
+    if isinstance(v, dict):
+        return [x for k, e in v.items() for x in tree_leaves(e, (*path, k))]
+    return [(path, v)]
+
+
+def tree_structure(v: Any) -> Any:
+    """How a container attribute nests (its types, lengths and keys; a tensor is "t"):
+    what the trace of one that holds tensors is guarded on."""
+    if isinstance(v, (Tensor, Tracer)):
+        return "t"
+    if type(v) in (tuple, list):
+        return (type(v), tuple(tree_structure(e) for e in v))
+    if type(v) is dict:
+        return (dict, tuple((k, tree_structure(e)) for k, e in v.items()))
+    return ("other", type(v))
+
+
+def describe_structure(s: Any) -> str:
+    if s == "t":
+        return "a tensor"
+    if s[0] == "other":
+        return "None" if s[1] is type(None) else f"a {s[1].__name__}"
+    return f"a {s[0].__name__} of {len(s[1])}"
+
+
 def _keyed_by_value(a: Any) -> bool:
     """An argument the signature key compares by value in full (`signature.const_key`)."""
     if isinstance(a, (*_PLAIN, np.generic, Slot, *_NOT_BAKED)):
@@ -243,6 +380,8 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
                                     lambda a=a: a, None, None))
             if isinstance(getattr(a, "__dict__", None), dict):
                 ctx.attrs_before.setdefault(id(a), (a, dict(a.__dict__)))
+    for m in _named_modules(fn):
+        ctx.note_reachable(m)
     outputs = single = None
     streams = _python_streams()
     try:
@@ -250,6 +389,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             if alias:
                 _trace_views(ctx, args, targs, alias)
             out = fn(*targs)
+        ctx.escaped_writes(out)
         if with_outputs:
             outputs, single = graph_outputs(ctx, out, fn)
     finally:
@@ -264,6 +404,30 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             "function and pass them as arguments, or use dg.rand/dg.randint, which a "
             "compiled call draws afresh.")
     return ctx, outputs, single, grad_writes
+
+
+def _named_modules(fn: Callable) -> list:
+    """The modules ``fn`` names before it runs: itself, the ``self`` of a method, its
+    closure variables and the globals its code names."""
+    from ..nn.modules import Module
+
+    found = [fn, getattr(fn, "__self__", None)]
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            found.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            continue
+    g = getattr(fn, "__globals__", None)
+    if code is not None and isinstance(g, dict):
+        found.extend(g.get(n) for n in _code_strings(code))
+    out, seen = [], set()
+    for m in found:
+        if isinstance(m, Module) and id(m) not in seen:
+            seen.add(id(m))
+            out.append(m)
+    return out
 
 
 def _python_streams() -> tuple:
@@ -318,57 +482,91 @@ def _trace_views(ctx: CallTraceContext, args: tuple, targs: list, alias: tuple) 
 
 
 def restore_attrs(ctx: CallTraceContext) -> list:
-    """Put back every attribute the trace set to a traced value (``self.mask = mask``)
-    on an object in ``ctx.attrs_before``; return ``(object, name, node)`` per such
-    attribute, for the compiled call to set to the real value, as eager mode leaves it.
+    """Put back every attribute the trace set to a traced value (``self.mask = mask``), or
+    to a tuple, list or dict of them (``self.hidden = (h, c)``), on an object in
+    ``ctx.attrs_before``; return ``(object, name, nodes, tree)`` per such attribute, for
+    the compiled call to set to the real value, as eager mode leaves it (``tree``: None
+    for one tensor, else the `OutputTree` that nests ``nodes``).
 
     The trace is also guarded on the attribute still holding what it held before, so a
     call after the write-back traces again when it would branch differently. A value
-    that requires grad is refused: the compiled call's tape cannot hand it out.
+    that requires grad is refused (the compiled call's tape cannot hand it out), unless
+    the function ran ``backward()``: its history then ends in the call, and it is written
+    back as a tensor without history, as the next step's ``detach()`` would leave it.
+    Every attribute is put back before an error is raised.
     """
     out: list = []
-    held = None  # (attribute, container type) set to a container of traced values
+    error = None  # raised once every attribute is put back
     for obj, before in ctx.attrs_before.values():
         d = obj.__dict__
         for name, v in list(d.items()):
-            if _holds_tracer(v, ctx):
-                # Put it back (the object must not keep traced values); raised below.
-                if name in before:
-                    d[name] = before[name]
-                else:
-                    d.pop(name)
-                held = held or (f"{type(obj).__name__}.{name}", type(v).__name__)
-                continue
-            if not isinstance(v, Tracer) or v._ctx is not ctx:
-                continue
-            node = ctx.as_node(v)
-            old = before.get(name)
-            if isinstance(old, Tracer):
-                old = None  # set by the function before this object was first seen
-            if name in before:
-                d[name] = old
-            else:
-                d.pop(name)
             what = f"{type(obj).__name__}.{name}"
-            if id(node) in ctx.rg:
-                raise TraceError(
-                    f"{what} was set to a value that requires grad inside a compiled "
-                    f"function; store a detached value ({what} = value.detach()) or return "
-                    "it from the function instead")
-            out.append((obj, name, node))
-            old = d.get(name)
+            if isinstance(v, Tracer) and v._ctx is ctx:
+                leaves, tree = [((), v)], None
+            elif _holds_tracer(v, ctx):
+                leaves, tree = tree_leaves(v), _tree_of(v)
+                bad = next((p for p, e in leaves if not isinstance(e, Tracer)
+                            or e._ctx is not ctx), None)
+                if bad is not None or not tensor_tree(v):
+                    _put_back(d, name, before)
+                    where = f"{what}{''.join(f'[{i!r}]' for i in bad)}" if bad else what
+                    error = error or TraceError(
+                        f"{what} was set to a {type(v).__name__} holding traced tensors and "
+                        f"{'other values' if bad is not None else 'more than fits'} "
+                        f"({where}) inside a compiled function; the compiled call writes "
+                        f"back a tuple, list or dict (nested up to {_MAX_TREE_DEPTH} deep, "
+                        f"up to {MAX_TREE_LEAVES} items) made only of tensors the function "
+                        "computed. Store those tensors alone, or return the values from "
+                        "the function")
+                    continue
+            else:
+                continue
+            nodes = [ctx.as_node(e) for _, e in leaves]
+            old = _put_back(d, name, before)
+            for (path, _), node in zip(leaves, nodes):
+                if id(node) in ctx.rg and not ctx.backward_called and error is None:
+                    at = what + "".join(f"[{i!r}]" for i in path)
+                    error = TraceError(
+                        f"{at} was set to a value that requires grad inside a compiled "
+                        "function that does not call backward(); store a detached value "
+                        f"({what} = value.detach()"
+                        f"{'' if tree is None else ' for each tensor'}), call backward() inside "
+                        "the compiled function, or return the value from it instead")
+            out.append((obj, name, nodes, tree))
             if isinstance(old, Tensor):  # the next call reads whichever tensor is there
                 ctx.note_attr_tensor(d, name, old, what)
+            elif tensor_tree(old):
+                ctx.note_attr_tree(d, name, old, what)
             else:
                 ctx.reads[("attr value", id(d), name)] = Identity(
                     d, name, old, f"{what} was set to another value")
-    if held is not None:
-        what, kind = held
-        raise TraceError(
-            f"{what} was set to a {kind} holding traced tensors inside a compiled function; "
-            "the compiled call does not write containers back. Store each tensor on its own "
-            f"attribute ({what}_h = h.detach()), or return the values from the function")
+    if error is not None:
+        raise error
     return out
+
+
+def _put_back(d: dict, name: str, before: dict) -> Any:
+    """Set ``d[name]`` back to its value in ``before`` (none: removed); return it. A value
+    holding traced tensors (set by the function before the object was first seen) puts
+    back None."""
+    if name not in before:
+        d.pop(name)
+        return None
+    old = before[name]
+    if isinstance(old, Tracer) or isinstance(old, (tuple, list, dict)) and \
+            any(isinstance(e, Tracer) for _, e in tree_leaves(old)):
+        old = None
+    d[name] = old
+    return old
+
+
+def _tree_of(v: Any) -> OutputTree:
+    """The `OutputTree` that nests the leaves of container ``v`` as ``v`` does."""
+    if isinstance(v, dict):
+        return OutputTree(dict, [None if not isinstance(e, (tuple, list, dict)) else _tree_of(e)
+                                 for e in v.values()], list(v))
+    return OutputTree(type(v), [None if not isinstance(e, (tuple, list, dict)) else _tree_of(e)
+                                for e in v])
 
 
 def class_code_names(cls: type) -> frozenset | None:
@@ -439,7 +637,13 @@ def attr_source(ctx: CallTraceContext, t: Tensor) -> tuple | None:
     holders = ctx.attr_holders.get(id(t), ())
     if len(holders) != 1 or requires_grad_of(t) or id(t) in ctx.writes:
         return None
-    return holders[0][:2]
+    table, name, key, _ = holders[0]
+    if key not in ctx.reads:  # a lazy guard (`CallTraceContext.note_reachable`)
+        ctx.reads[key] = ctx.lazy_reads[key]
+        if isinstance(table, ItemTable):
+            tree = ("attr tree", id(table.table), table.name)
+            ctx.reads.setdefault(tree, ctx.lazy_reads[tree])
+    return table, name
 
 
 def pin_attr(ctx: CallTraceContext, t: Tensor) -> None:

@@ -118,13 +118,16 @@ class GradSet(NamedTuple):
 class AttrSet(NamedTuple):
     """``owner.name`` := a new tensor of kernel output ``out`` (reshaped to ``shape``), or
     the argument tensor at position ``arg`` when the function stored an argument itself
-    (``out`` is then None)."""
+    (``out`` is then None). A container of tensors (``self.hidden = (h, c)``): ``tree``
+    (a `trace.tracer.OutputTree`) nests one such ``(out, shape, arg)`` per leaf."""
 
     owner: Any
     name: str
     out: int | None
     shape: tuple
     arg: int | None = None
+    tree: Any = None
+    leaves: tuple = ()
 
 
 class From(str, enum.Enum):

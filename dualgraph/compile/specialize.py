@@ -164,10 +164,11 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     user = list(outputs)
     writes = list(ctx.writes.values())
     # An attribute set to an argument itself is set to that tensor; others are outputs.
-    attr_args = [ctx.arg_index.get(id(ctx.arg_tensors.get(id(n)))) for _, _, n in
-                 ctx.attr_writes]
+    attr_args = [[ctx.arg_index.get(id(ctx.arg_tensors.get(id(n)))) for n in nodes]
+                 for _, _, nodes, _ in ctx.attr_writes]
     extra = [n for _, n in writes] + [n for _, n in grad_writes if n is not None] + \
-        [n for (_, _, n), i in zip(ctx.attr_writes, attr_args) if i is None]
+        [n for (_, _, nodes, _), args_ in zip(ctx.attr_writes, attr_args)
+         for n, i in zip(nodes, args_) if i is None]
     sources, guards = capture_guards(ctx, fn)
     graph = Graph(ctx.inputs + [n for _, n in ctx.captured] + [n for n, _ in ctx.runtime],
                   ctx.nodes, user + extra)
@@ -207,9 +208,13 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     plan.write_to = write_to
     k = len(user) + len(writes) + sum(n is not None for _, n in grad_writes)
     attrs = []
-    for (obj, name, node), i in zip(ctx.attr_writes, attr_args):
-        attrs.append(AttrSet(obj, name, pos[k] if i is None else None, node.shape, i))
-        k += i is None
+    for (obj, name, nodes, tree), args_ in zip(ctx.attr_writes, attr_args):
+        leaves = []
+        for node, i in zip(nodes, args_):
+            leaves.append((pos[k] if i is None else None, node.shape, i))
+            k += i is None
+        attrs.append(AttrSet(obj, name, *leaves[0]) if tree is None else
+                     AttrSet(obj, name, None, (), None, tree, tuple(leaves)))
     plan.attr_set = tuple(attrs)
     stats.passes_seconds += time.perf_counter() - t1
     if train:

@@ -49,6 +49,12 @@ set_grad: Callable[[Tensor, Tensor | None], None] = Tensor._grad.__set__
 saved value, or to write back the gradient a compiled step computed)."""
 
 
+def storage_of(t: Tensor) -> tuple[int, int]:
+    """What ``t`` shares with the tensors ``t.detach()`` and ``t.data`` give (its array and
+    version counter), as ids: equal for two tensors that are one value."""
+    return id(t._data), id(t._version)
+
+
 def version_of(t: Tensor) -> int:
     """How many times ``t``'s data has been changed in place."""
     return t._version[0]

@@ -1100,7 +1100,12 @@ def from_numpy(a: np.ndarray, dtype: Any = None, requires_grad: bool = False) ->
 
 def _filled(arr: np.ndarray, requires_grad: bool) -> Tensor:
     t = _make(arr, False, None)
-    return t.requires_grad_(True) if requires_grad else t
+    if requires_grad:
+        return t.requires_grad_(True)
+    trace = modes.current_trace()
+    if trace is not None:  # a buffer made inside a traced function: not outside state
+        trace.note_made(t)
+    return t
 
 
 class _RNG:

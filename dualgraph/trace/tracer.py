@@ -10,6 +10,7 @@ Python scalars stay literals.
 from __future__ import annotations
 
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,7 @@ import numpy as np
 from .. import modes
 from .._location import PKG, source_line, user_location
 from ..eager.grad_mode import GRAD_ENABLED
-from ..eager.internal import array_of
+from ..eager.internal import array_of, storage_of
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError, ShapeError, TraceError
 from ..ir.graph import Graph, Literal, Node
@@ -281,6 +282,16 @@ class TraceContext(Mode):
         self._straight: dict[int, tuple[Node, Node]] = {}
         self._straight_reads: dict[int, Node] = {}
         self._input_of: dict[int, Node] = {}
+        # Eager tensors that are one value (``p.data``, ``p.detach()`` share ``p``'s array
+        # and version counter): the first one the trace met stands for the others, so a
+        # write through one is read through all (`_one_value`).
+        self._storage: dict[tuple[int, int], Tensor] = {}
+        # Ids of the tensors factories made while tracing (``acc = zeros(n)``), and the
+        # last write to each that was written: id -> (tensor, node). Such a write is not
+        # written back unless the tensor outlives the call (`escaped_writes`): a
+        # temporary must start from its made value on every call, as eagerly.
+        self.made: set[int] = set()
+        self.made_writes: dict[int, tuple[Tensor, Node]] = {}
         # Set while a VJP rule runs: the backward nodes it records carry the user line of
         # the forward op they differentiate, not the line that asked for the gradient.
         self.loc_override: str | None = None
@@ -309,12 +320,50 @@ class TraceContext(Mode):
             self._keep.append(value)  # keeps id(value) from being reused while tracing
         return node
 
+    def note_made(self, t: Any) -> None:
+        self.made.add(id(t))
+        self._keep.append(t)
+
+    def escaped_writes(self, out: Any = None) -> None:
+        """After the traced function returned: a tensor it made and wrote in place that
+        something outside still holds (an optimizer's state dict, a module attribute, a
+        list) is state, and its write is written back; one only this trace holds (a
+        temporary, or a value returned, which the call returns anew) is not."""
+        if not self.made_writes:
+            return
+        import gc
+
+        mine = {id(self._keep), id(self._storage), id(self.made_writes),
+                *map(id, self.made_writes.values()), *map(id, self.captured)}
+        stack = [out]  # the containers of the function's result
+        while stack:
+            v = stack.pop()
+            if isinstance(v, (tuple, list, dict)) and id(v) not in mine:
+                mine.add(id(v))
+                stack.extend(v.values() if isinstance(v, dict) else v)
+        for key, (t, node) in self.made_writes.items():
+            if any(id(r) not in mine and not isinstance(r, types.FrameType)
+                   for r in gc.get_referrers(t)):
+                self.writes[key] = (t, node)
+
+    def _one_value(self, t: Tensor) -> Tensor:
+        """The eager tensor the trace met first that shares ``t``'s array and version
+        counter (``t`` itself if none did)."""
+        return self._storage.setdefault(storage_of(t), t)
+
     def lift(self, t: Tensor) -> Node:
         if id(t) in self._straight and GRAD_ENABLED.value:
             return self._straight_read(t)
         node = self._lifted.get(id(t))
         if node is not None:
             return node
+        first = self._one_value(t)
+        # ``p.data`` after ``p``: read as ``p``, without its gradient (a ``p`` that requires
+        # grad met after its ``.data`` stays an input of its own).
+        if first is not t and (first.requires_grad or not t.requires_grad):
+            self._keep.append(t)
+            return self.lift(first) if not first.requires_grad else \
+                self.process(_stop_gradient_op(), (Tracer(self.lift(first), self),), {}).node
         if self._lift_as_input(t):
             node = Node("input", (), {}, t.shape, t.dtype)
             self.captured.append((t, node))
@@ -536,7 +585,17 @@ class TraceContext(Mode):
                 self.overwritten.add(id(t.node))
             t.node = node
             return t
-        if not GRAD_ENABLED.value and t.requires_grad and t.grad_fn is None:
+        first = self._one_value(t)
+        through = first is not t  # a write through ``p.data``: a write to ``p``
+        written = t
+        if through:
+            self._keep.append(t)
+            t = first
+        if id(t) in self.made and not t.requires_grad:  # made inside (`made_writes`)
+            self.made_writes[id(t)] = (t, node)
+            self._lifted[id(t)] = node
+            return written
+        if (through or not GRAD_ENABLED.value) and t.requires_grad and t.grad_fn is None:
             if id(t) not in self._lifted:
                 self.lift(t)
             inp = self._input_of.get(id(t))
@@ -545,7 +604,7 @@ class TraceContext(Mode):
         self.writes[id(t)] = (t, node)
         self._lifted[id(t)] = node
         self._keep.append(t)
-        return t
+        return written
 
     def note_grad_write(self, t: Tensor) -> None:
         """Remember ``t.grad`` as it was when the trace began, before its first change."""
@@ -661,6 +720,12 @@ def _astype_op() -> Any:
     from ..ops.registry import OPS
 
     return OPS["astype"]
+
+
+def _stop_gradient_op() -> Any:
+    from ..ops.registry import OPS
+
+    return OPS["stop_gradient"]
 
 
 def _mul_op() -> Any:

@@ -150,9 +150,73 @@ def test_attributes_the_compiled_function_names_are_guarded() -> None:
     assert f.stats.traces == 3
 
 
-def test_a_container_of_traced_tensors_stored_on_self_is_refused_clearly() -> None:
-    """``self.hidden_cell = (h, c)`` of traced values is not written back: a clear
-    `TraceError`, and the module keeps its eager tuple (no traced values leak out)."""
+class TupleState(dg.nn.Module):
+    """An LSTM language model keeping its hidden state ``(h, c)`` on ``self`` between
+    calls, as the training loop's ``repackage_hidden`` leaves it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = dg.nn.LSTM(3, 4)
+        self.head = dg.nn.Linear(4, 2)
+        self.hidden = (dg.zeros(1, 2, 4), dg.zeros(1, 2, 4))
+
+    def forward(self, x: dg.Tensor) -> dg.Tensor:
+        out, self.hidden = self.lstm(x, self.hidden)
+        return self.head(out).square().mean()
+
+
+def _train_tuple(compiled: bool, detach_in_forward: bool) -> tuple:
+    dg.manual_seed(0)
+    model = TupleState()
+    opt = dg.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x: dg.Tensor) -> dg.Tensor:
+        if not detach_in_forward:  # the word language model's repackage_hidden
+            model.hidden = tuple(h.detach() for h in model.hidden)
+        opt.zero_grad()
+        loss = model(x)
+        loss.backward()
+        opt.step()
+        if detach_in_forward:
+            model.hidden = [h.detach() for h in model.hidden][0], model.hidden[1].detach()
+        return loss
+
+    f = dg.compile(step) if compiled else step
+    rng = np.random.default_rng(0)
+    losses, states = [], []
+    for _ in range(4):
+        losses.append(f(dg.tensor(rng.standard_normal((5, 2, 3)).astype(np.float32))).item())
+        states.append([h.numpy().copy() for h in model.hidden])
+    return losses, states, model, f
+
+
+@pytest.mark.parametrize("detach_in_forward", [False, True])
+def test_a_tuple_state_on_self_is_written_back_and_read_anew(detach_in_forward: bool) -> None:
+    """``self.hidden = (h, c)`` set inside the compiled step is written back after each
+    call as a tuple of real tensors, read again (item by item) by the next call, and
+    equals eager mode over several steps with one trace."""
+    want, want_states, _, _ = _train_tuple(False, detach_in_forward)
+    got, got_states, model, f = _train_tuple(True, detach_in_forward)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    for g, w in zip(got_states, want_states):
+        assert len(g) == 2
+        np.testing.assert_allclose(g[0], w[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(g[1], w[1], rtol=1e-5, atol=1e-6)
+    assert f.stats.traces == 1 and f.stats.calls == 4
+    assert type(model.hidden) is tuple and isinstance(model.hidden[0], dg.Tensor)
+    # Another structure (a list, or None: the model's state reset) retraces, saying why.
+    model.hidden = [dg.zeros(1, 2, 4), dg.zeros(1, 2, 4)]
+    f(dg.ones(5, 2, 3))
+    assert f.stats.traces == 2
+    assert "TupleState.hidden holds a list of 2 now (traced with a tuple of 2)" in \
+        f.stats.retrace_reasons[-1]
+    assert type(model.hidden) is tuple  # the LSTM's (h, c) again
+
+
+def test_a_container_state_that_requires_grad_is_refused_without_backward() -> None:
+    """Stored from a compiled function that does not call ``backward()``, a state that
+    requires grad cannot be handed out: a clear `TraceError` naming the item, and the
+    module keeps its eager tuple (no traced values leak out)."""
 
     class Cell(dg.nn.Module):
         def __init__(self) -> None:
@@ -166,7 +230,66 @@ def test_a_container_of_traced_tensors_stored_on_self_is_refused_clearly() -> No
 
     m = Cell()
     before = m.hidden_cell
-    with pytest.raises(dg.TraceError, match=r"Cell\.hidden_cell was set to a tuple holding "
-                                            "traced tensors"):
+    with pytest.raises(dg.TraceError, match=r"Cell\.hidden_cell\[0\] was set to a value that "
+                                            r"requires grad .* does not call backward"):
         dg.compile(m)(dg.ones(3))
     assert m.hidden_cell is before
+
+
+def test_a_container_mixing_traced_tensors_and_other_values_is_refused_clearly() -> None:
+    class Mixed(dg.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = dg.nn.Linear(2, 2)
+            self.last = None
+
+        def forward(self, x: dg.Tensor) -> dg.Tensor:
+            y = self.lin(x)
+            self.last = {"out": y.detach(), "step": 3}
+            return y.sum()
+
+    m = Mixed()
+    with pytest.raises(dg.TraceError, match=r"Mixed\.last was set to a dict holding traced "
+                                            r"tensors and other values \(Mixed\.last\['step'\]\)"):
+        dg.compile(m)(dg.ones(2))
+    assert m.last is None
+
+
+def test_a_state_detached_by_the_step_before_the_model_runs_compiles_once() -> None:
+    """``m.h = m.h.detach()`` in the step, then ``forward`` stores ``self.h = h`` (which
+    requires grad) and the step calls ``backward()``: the model the step names is
+    remembered as it was before the trace, so the state is read through ``m.h`` on every
+    call and written back after it; one trace, eager's values."""
+
+    class Stateful(dg.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.cell = dg.nn.RNNCell(3, 3)
+            self.h = dg.zeros(2, 3)
+
+        def forward(self, x: dg.Tensor) -> dg.Tensor:
+            self.h = self.cell(x, self.h)
+            return self.h
+
+    def run(compiled: bool) -> tuple:
+        dg.manual_seed(0)
+        m = Stateful()
+        opt = dg.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x: dg.Tensor) -> dg.Tensor:
+            m.h = m.h.detach()
+            opt.zero_grad()
+            loss = m(x).square().sum()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = dg.compile(step) if compiled else step
+        xs = np.random.default_rng(0).standard_normal((4, 2, 3)).astype(np.float32)
+        return [f(dg.tensor(x)).item() for x in xs], m.h.numpy().copy(), f
+
+    want, want_h, _ = run(False)
+    got, got_h, f = run(True)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    np.testing.assert_allclose(got_h, want_h, rtol=1e-5, atol=1e-6)
+    assert f.stats.traces == 1 and f.stats.tier1_calls == 4

@@ -99,6 +99,26 @@ def test_compiled_step_over_a_packed_batch_equals_eager() -> None:
 
 
 def test_traced_lengths_are_refused_with_the_way_out() -> None:
-    with pytest.raises(TypeError, match="lengths` must be concrete"):
+    with pytest.raises(dg.errors.EagerOnlyError, match="lengths` must be concrete"):
         dg.trace(lambda x, n: rnn_utils.pack_padded_sequence(x, n).data,
                  dg.zeros(3, 2, 1), dg.tensor([3, 2]))
+
+
+def test_compiled_step_with_lengths_as_an_argument_runs_eagerly_with_a_warning() -> None:
+    """A collate_fn's lengths tensor passed to the compiled step: the call runs eagerly
+    (a warning says why), with eager's values."""
+    dg.manual_seed(0)
+    gru = dg.nn.GRU(2, 3, batch_first=True)
+
+    def step(x, n):
+        out, _ = rnn_utils.pad_packed_sequence(
+            gru(rnn_utils.pack_padded_sequence(x, n, batch_first=True,
+                                               enforce_sorted=False))[0], batch_first=True)
+        return out.sum()
+
+    x, n = dg.ones(3, 4, 2), dg.tensor([2, 4, 1])
+    f = dg.compile(step)
+    with pytest.warns(RuntimeWarning, match="lengths` must be concrete"):
+        got = f(x, n)
+    assert got.item() == pytest.approx(step(x, n).item(), rel=1e-6)
+    assert f.stats.traces == 0

@@ -32,6 +32,27 @@ they print) equal torch's to 1e-5, eagerly and with their steps under ``dg.compi
   ``kl_divergence`` of Dirichlets.
 - hogwild: pytorch/examples' mnist_hogwild with one worker: ``share_memory`` and a
   ``multiprocessing.Process`` (forked) whose compiled steps train the parent's model.
+- lstm_lm: a word-level LSTM language model with truncated backpropagation through time:
+  the hidden state ``(h, c)`` kept on the model (``self.hidden``) across batches and
+  detached by a recursive ``repackage_hidden`` in the compiled step, tied weights, a
+  hand-written SGD through ``p.data``, a ``no_grad`` perplexity evaluation in the loop.
+- sac: soft actor-critic's update: a tanh-squashed Gaussian policy (the log-probability
+  corrected by hand), twin Q critics frozen with ``requires_grad = False`` during the
+  policy step, Polyak-averaged targets through ``p_targ.data.mul_``/``add_``, a learned
+  temperature; three optimizers in one compiled step.
+- accum_resume: gradient accumulation over micro-batches (``loss / k``,
+  ``zero_grad(set_to_none=True)``), AdamW with parameter groups under a warmup
+  ``LambdaLR``, and a checkpoint dict saved with ``torch.save`` mid-run, loaded into a
+  freshly built model, optimizer and scheduler, and resumed.
+- bn_resnet: a small residual network with ``BatchNorm2d``, ``kaiming_normal_``, label
+  smoothing, Nesterov SGD, and a mid-epoch validation under ``model.eval()`` and
+  ``no_grad`` before ``model.train()`` again.
+- tagger: a bidirectional GRU tagger over a ``PackedSequence`` built from a padding
+  ``collate_fn``'s lengths tensor (its compiled step runs eagerly, with a warning: the
+  packed batch sizes depend on the lengths' values).
+- realnvp: a RealNVP flow (coupling layers with masks as buffers, a log-determinant
+  accumulated in place into ``new_zeros``, a ``MultivariateNormal`` base) trained by
+  maximum likelihood, and its inverse under ``no_grad``.
 
 The policy-gradient programs act greedily and without dropout in these runs (a test
 device: the two libraries' random streams differ); torch's losses are recorded in
@@ -50,23 +71,32 @@ from .written_programs import PROGRAMS, golden, run
 
 # The policy-gradient losses are sums of ~30 terms of size ~1 whose normalised returns
 # cancel to ~0.05: float32 rounding of the terms shows at ~2e-6 absolute.
-ATOL = {"reinforce": 1e-5, "actor_critic": 1e-5}
+# The flow's inverse maps base points to coordinates as small as 0.03, computed through
+# eight couplings of exp and products: float32 rounding shows at ~2e-7 absolute there.
+ATOL = {"reinforce": 1e-5, "actor_critic": 1e-5, "realnvp": 1e-6}
 
 # Compiled steps that compile in seconds run by default; the CNNs, the transformer and the
-# ResNets take a minute or more of cold compile on a loaded two-core machine.
-FAST_COMPILE = ("lpwe", "reinforce", "actor_critic", "swa", "hogwild")
+# ResNets take a minute or more of cold compile on a loaded two-core machine, and soft
+# actor-critic's three updates in one step and the flow's eight couplings, forward and
+# backward, half a minute of CPU each.
+FAST_COMPILE = ("lpwe", "reinforce", "actor_critic", "swa", "hogwild", "lstm_lm",
+                "accum_resume", "tagger")
 
 # Traces per compiled function: lpwe's DynamicNet step draws from Python's random module,
-# so it is never traced into a graph (it runs eagerly).
-TRACES = {"lpwe": [1, 1, 1, 0]}
+# and the tagger's step packs by a lengths tensor, so neither is traced into a graph (they
+# run eagerly); accum_resume's micro-step traces twice per model (.grad None on the first
+# micro-batch of an update, set on the others), for the model before and after the resume.
+TRACES = {"lpwe": [1, 1, 1, 0], "tagger": [0], "accum_resume": [4]}
+# The warning each program's compiled run gives, where it runs a step eagerly.
+WARNS = {"lpwe": "draws from Python's random module", "tagger": "lengths` must be concrete"}
 
 
 def _run(name: str, compiled: bool) -> tuple[dict, list]:
     weights, want = golden(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        if name == "lpwe" and compiled:
-            with pytest.warns(RuntimeWarning, match="draws from Python's random module"):
+        if name in WARNS and compiled:
+            with pytest.warns(RuntimeWarning, match=WARNS[name]):
                 out = run(name, dg, compiled, weights)
         else:
             out = run(name, dg, compiled, weights)

@@ -24,7 +24,8 @@ from .harness import GOLDENS, bound_torch
 WRITTEN = Path(__file__).resolve().parent / "written"
 GOLD = GOLDENS / "written"
 PROGRAMS = ("nn_tutorial", "lpwe", "blitz", "reinforce", "actor_critic", "vit", "siamese",
-            "transfer", "per_sample", "maml", "checkpointed", "swa", "dirichlet_vae", "hogwild")
+            "transfer", "per_sample", "maml", "checkpointed", "swa", "dirichlet_vae", "hogwild",
+            "lstm_lm", "sac", "accum_resume", "bn_resnet", "tagger", "realnvp")
 
 
 def load(name: str, torch: Any) -> ModuleType:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...eager.creation import full
 from ...eager.tensor import Tensor, tensor
+from ...errors import EagerOnlyError
 from ...ops import shape as S
 from ...ops.mixin import TensorOps
 
@@ -56,9 +57,15 @@ class PackedSequence(NamedTuple):
 
 def _concrete_lengths(lengths: Any) -> np.ndarray:
     if isinstance(lengths, TensorOps) and not isinstance(lengths, Tensor):
-        raise TypeError("pack_padded_sequence: `lengths` must be concrete (a list or an "
-                        "eager tensor): inside dg.compile, pass the lengths as a Python list "
-                        "or compute them outside the compiled function")
+        # The batch sizes decide the graph's shape, so a graph cannot take them as an
+        # input: dg.compile runs such a call eagerly (with a warning), as it runs a call
+        # that draws Python random numbers.
+        raise EagerOnlyError(
+            "pack_padded_sequence: `lengths` must be concrete (a list or an eager tensor), "
+            "not a traced tensor (an argument of the compiled function): the packed batch "
+            "sizes depend on its values. dg.compile runs the call eagerly; to compile it, "
+            "pass the lengths as a Python list (one trace per list) or compute them "
+            "outside the compiled function.")
     arr = np.asarray(lengths.numpy() if isinstance(lengths, Tensor) else lengths)
     if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
         raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor or a list of "
