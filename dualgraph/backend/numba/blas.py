@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import re
 from typing import Any
 
 import numba
@@ -181,17 +182,32 @@ def _find_thread_control() -> tuple | None:
 
 
 _THREADS = _find_thread_control()
+# What generated code calls BLAS or LAPACK through (NumPy's OpenBLAS, or SciPy's for np.dot).
+_BLAS_CALL = re.compile(r"\bdgb\.gemm|\bdgl\.|\bnp\.(dot|linalg|matmul)\b")
+
+
+def calls_blas(code: str) -> bool:
+    """Whether the kernel module ``code`` makes BLAS or LAPACK calls."""
+    return _BLAS_CALL.search(code) is not None
 
 
 def run_single_threaded(fn: Any) -> Any:
     """``fn(*args)`` with NumPy's OpenBLAS on one thread for the call (a parallel kernel:
     `blas_parallel` spreads its products over Numba's threads instead), then as before;
-    ``fn`` itself when the thread count cannot be set."""
+    ``fn`` itself when the thread count cannot be set.
+
+    Two calls into OpenBLAS per call when BLAS runs more than one thread (none when it runs
+    one): setting the count only changes a number (measured: about 1 us for the pair, and
+    no CPU spent by OpenBLAS's idle thread). What must not happen is a parallel kernel
+    calling OpenBLAS with two threads from Numba's threads: each product then queues work
+    to OpenBLAS's own thread and waits for it while Numba's other thread holds the core
+    (the batch-1024 MLP step took 5-10x its CPU time on a loaded machine). The control
+    is read at each call (`_THREADS`), so a test can count the switches."""
     if _THREADS is None:
         return fn
-    get, put = _THREADS
 
     def run(*args: Any) -> Any:
+        get, put = _THREADS
         before = get()
         if before == 1:
             return fn(*args)
