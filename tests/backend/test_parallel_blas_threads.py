@@ -93,9 +93,14 @@ def test_with_blas_on_one_thread_nothing_is_switched(switches):
     assert switches == []
 
 
-def test_calls_blas_reads_the_kernel_module():
-    assert blas.calls_blas("    dgb.gemm_call(111, 111, m, n, k, a, k, b, n, 0.0, c, n)")
-    assert blas.calls_blas("    dgl.cholesky(v1, v2, True)")
-    assert blas.calls_blas("    np.dot(a, b, out)")
-    assert not blas.calls_blas("from dualgraph.backend.numba import blas as dgb\n"
-                               "    # v3 = matmul(v1, v2)\n    dgb.pool_gather(x, i, o)")
+def test_calls_blas_reads_the_kernel_ir():
+    from dualgraph.backend import kir
+
+    a = kir.Buffer("a", (4, 4), "float32")
+    i = kir.Var("i")
+    store = kir.Store(a, (i, i), kir.Const(0.0, np.dtype("float32")))
+    product = kir.Gemm(4, 4, 4, *(kir.Operand(a, 4) for _ in range(3)))
+    assert blas.calls_blas([kir.Loop(i, 4, (kir.Loop(i, 4, (product,)),))])
+    assert blas.calls_blas([kir.LibCall("cholesky", (a,), (a,))])
+    assert not blas.calls_blas([kir.Loop(i, 4, (store,), parallel=True),
+                                kir.LibCall("pool_gather", (a, a), (a,))])

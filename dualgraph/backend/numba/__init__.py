@@ -78,8 +78,7 @@ class Kernel:
         # A parallel kernel's products run over Numba's threads (`blas_parallel`), each
         # on one BLAS thread: BLAS's own pool would take turns with Numba's on the same
         # cores. Every call goes through `run` then (`direct_call` offers no other way).
-        self.blas_one_thread = parallel and any(
-            calls_blas(p.code) for p in (self.parts or [self]))
+        self.blas_one_thread = parallel and calls_blas(lowered.ir)
         if self.blas_one_thread:
             self.run = run_single_threaded(self.run)
 

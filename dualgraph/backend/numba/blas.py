@@ -19,7 +19,6 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
-import re
 from typing import Any
 
 import numba
@@ -29,6 +28,8 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.core.extending import intrinsic, overload
+
+from ..kir import Gemm, LibCall, walk
 
 # cblas enum values
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
@@ -182,13 +183,16 @@ def _find_thread_control() -> tuple | None:
 
 
 _THREADS = _find_thread_control()
-# What generated code calls BLAS or LAPACK through (NumPy's OpenBLAS, or SciPy's for np.dot).
-_BLAS_CALL = re.compile(r"\bdgb\.gemm|\bdgl\.|\bnp\.(dot|linalg|matmul)\b")
+# The library routines (`kir.LibCall` names, `printer.LIBRARY`) that call BLAS or LAPACK.
+BLAS_ROUTINES = frozenset({"gemm_batched", "inv", "det", "cholesky", "cholesky_info",
+                           "solve_triangular", "eigh", "svd", "qr", "pinv", "matrix_exp"})
 
 
-def calls_blas(code: str) -> bool:
-    """Whether the kernel module ``code`` makes BLAS or LAPACK calls."""
-    return _BLAS_CALL.search(code) is not None
+def calls_blas(stmts: list) -> bool:
+    """Whether kernel IR statements (`Lowered.ir`) make a BLAS or LAPACK call: a matrix
+    product or one of `BLAS_ROUTINES`."""
+    return any(isinstance(s, Gemm) or (isinstance(s, LibCall) and s.fn in BLAS_ROUTINES)
+               for s in walk(stmts))
 
 
 def run_single_threaded(fn: Any) -> Any:
