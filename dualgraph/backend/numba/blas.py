@@ -205,7 +205,7 @@ def run_single_threaded(fn: Any) -> Any:
     no CPU spent by OpenBLAS's idle thread). What must not happen is a parallel kernel
     calling OpenBLAS with two threads from Numba's threads: each product then queues work
     to OpenBLAS's own thread and waits for it while Numba's other thread holds the core
-    (the batch-1024 MLP step took 5-10x its CPU time on a loaded machine). The control
+    (the batch-1024 MLP step took 4-38x its CPU time on a loaded machine). The control
     is read at each call (`_THREADS`), so a test can count the switches."""
     if _THREADS is None:
         return fn
