@@ -39,6 +39,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
 # block in one process, and a pool left spinning after its block would take a core from
 # the next column's framework, whichever it is.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# XLA on its own threads: `compiled`, imported by the builds, would otherwise set the
+# single-core rows' XLA_FLAGS before jax.jit's first call reads them.
+os.environ.setdefault("XLA_FLAGS", "")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

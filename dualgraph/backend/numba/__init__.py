@@ -15,7 +15,7 @@ from ...ir.graph import Graph
 from ...settings import start_thread_pool
 from ..partition import Plan, partition
 from . import cache
-from .blas import run_single_threaded
+from .blas import calls_blas, run_single_threaded
 from .codegen import Lowered, LoweringError, ishape, lower
 from .printer import KEEP_LITERAL
 
@@ -75,9 +75,11 @@ class Kernel:
             self._wire(plan)
             # The call path of a split kernel (a one-function kernel's `run` stays as it is).
             self.run = self._run_parts
-        if parallel:
-            # Its products run over Numba's threads (`blas_parallel`): BLAS's own pool
-            # would take turns with Numba's on the same cores.
+        # A parallel kernel's products run over Numba's threads (`blas_parallel`), each
+        # on one BLAS thread: BLAS's own pool would take turns with Numba's on the same
+        # cores. Every call goes through `run` then (`direct_call` offers no other way).
+        self.blas_one_thread = parallel and calls_blas(lowered.ir)
+        if self.blas_one_thread:
             self.run = run_single_threaded(self.run)
 
     def _wire(self, plan: Plan) -> None:
@@ -151,8 +153,9 @@ class Kernel:
         ``run`` does: ``(fn, consts, outputs, pool)``, ``outputs`` the ``(shape, dtype)`` of
         each array ``new_outputs`` makes, ``pool`` the list of free work-array sets
         (``None`` when the kernel takes none; an empty pool: ``new_scratch()`` makes a
-        set). ``None`` for a kernel split into parts."""
-        if self.parts:
+        set). ``None`` for a kernel split into parts, and for one whose call sets BLAS's
+        threads (`blas_one_thread`)."""
+        if self.parts or self.blas_one_thread:
             return None
         return (self.fn, self._consts, [(s, d) for s, d, _ in self._outs],
                 self._pool if self._scratch else None)

@@ -29,6 +29,8 @@ from numba import types
 from numba.core import cgutils
 from numba.core.extending import intrinsic, overload
 
+from ..kir import Gemm, LibCall, walk
+
 # cblas enum values
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 
@@ -181,17 +183,35 @@ def _find_thread_control() -> tuple | None:
 
 
 _THREADS = _find_thread_control()
+# The library routines (`kir.LibCall` names, `printer.LIBRARY`) that call BLAS or LAPACK.
+BLAS_ROUTINES = frozenset({"gemm_batched", "inv", "det", "cholesky", "cholesky_info",
+                           "solve_triangular", "eigh", "svd", "qr", "pinv", "matrix_exp"})
+
+
+def calls_blas(stmts: list) -> bool:
+    """Whether kernel IR statements (`Lowered.ir`) make a BLAS or LAPACK call: a matrix
+    product or one of `BLAS_ROUTINES`."""
+    return any(isinstance(s, Gemm) or (isinstance(s, LibCall) and s.fn in BLAS_ROUTINES)
+               for s in walk(stmts))
 
 
 def run_single_threaded(fn: Any) -> Any:
     """``fn(*args)`` with NumPy's OpenBLAS on one thread for the call (a parallel kernel:
     `blas_parallel` spreads its products over Numba's threads instead), then as before;
-    ``fn`` itself when the thread count cannot be set."""
+    ``fn`` itself when the thread count cannot be set.
+
+    Two calls into OpenBLAS per call when BLAS runs more than one thread (none when it runs
+    one): setting the count only changes a number (measured: about 1 us for the pair, and
+    no CPU spent by OpenBLAS's idle thread). What must not happen is a parallel kernel
+    calling OpenBLAS with two threads from Numba's threads: each product then queues work
+    to OpenBLAS's own thread and waits for it while Numba's other thread holds the core
+    (the batch-1024 MLP step took 4-38x its CPU time on a loaded machine). The control
+    is read at each call (`_THREADS`), so a test can count the switches."""
     if _THREADS is None:
         return fn
-    get, put = _THREADS
 
     def run(*args: Any) -> Any:
+        get, put = _THREADS
         before = get()
         if before == 1:
             return fn(*args)
