@@ -245,6 +245,30 @@ class CellIdentity(Guard):
             True
 
 
+class ItemIdentity(Guard):
+    """A list's or tuple's item ``container[index]`` is still ``value`` (a module or an
+    optimizer kept in a list a closure names)."""
+
+    __slots__ = ("container", "index", "value", "what")
+
+    def __init__(self, container: Any, index: int, value: Any, what: str) -> None:
+        self.container, self.index, self.value, self.what = container, index, value, what
+        self.expected = True
+
+    def now(self, args: tuple) -> bool:
+        c = self.container
+        return len(c) > self.index and c[self.index] is self.value
+
+    def describe(self, now: bool) -> str:
+        return self.what
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        # A shortened list raises IndexError: the generated call then takes the general
+        # path, which reads it through `now`.
+        return (f"{gen.const(self.container, 'c')}[{self.index}] is "
+                f"{gen.const(self.value, 'v')}", True)
+
+
 class PlainValue(Guard):
     """A plain Python value (number, string, tuple of them) read through ``get()``, by its
     `_value_key` (floats by their bits)."""

@@ -25,7 +25,13 @@ from ..eager.internal import array_of
 from ..eager.tensor import Tensor
 from ..trace.tracer import TraceContext
 from .baked import BakedValue, fingerprint, trivial
-from .capture import CallTraceContext, attr_source, pin_attr, plain_value
+from .capture import (
+    MAX_GUARDED_ITEMS,
+    CallTraceContext,
+    attr_source,
+    pin_attr,
+    plain_value,
+)
 from .guards import (
     ArgGradNone,
     CapturedGradType,
@@ -35,6 +41,7 @@ from .guards import (
     Guard,
     Guards,
     Identity,
+    ItemIdentity,
     ModuleTable,
     PlainValue,
     cell_value,
@@ -406,6 +413,15 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
             get = ((lambda: cell_value(table)) if kind == "closure variable"
                    else (lambda: table.get(name)))
             roots.append((f"{kind} {name!r}", get, name, None))
+            held: list[Guard] = []
+            _held_identities(v, f"{kind} {name!r}", held, watched, 0)
+            if held:
+                # Its items are guarded by identity on every call (a model swapped into
+                # ``state["model"]`` retraces), so the container must be the same one.
+                what = f"{kind} {name!r} was rebound"
+                items.append(CellIdentity(table, v, what) if kind == "closure variable"
+                             else Identity(table, name, v, what))
+                items.extend(held)
 
     def visit(f: Any) -> None:
         f = inspect.unwrap(getattr(f, "__func__", f))
@@ -449,6 +465,29 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
             code = getattr(inspect.unwrap(methods[name]), "__code__", None)
             todo.extend(_code_names(code) if code is not None else ())
     return items
+
+
+def _held_identities(v: Any, where: str, out: list, watched: tuple, depth: int) -> None:
+    """Identity guards on the tensors, modules and optimizers a short list, tuple or dict
+    ``v`` holds (and the short containers inside it, two levels deep): the trace read
+    them once, and a call must not run with the ones it replaced."""
+    if not isinstance(v, (list, tuple, dict)) or depth > 1 or len(v) > MAX_GUARDED_ITEMS:
+        return
+    pairs = v.items() if isinstance(v, dict) else enumerate(v)
+    for k, e in pairs:
+        here = f"{where}[{k!r}]"
+        if isinstance(e, watched) or isinstance(e, (list, tuple, dict)):
+            if isinstance(v, dict):
+                guard: Guard = Identity(v, k, e, f"{here} was replaced")
+            else:
+                guard = ItemIdentity(v, k, e, f"{here} was replaced")
+            if isinstance(e, watched):
+                out.append(guard)
+                continue
+            before = len(out)
+            _held_identities(e, here, out, watched, depth + 1)
+            if len(out) > before:
+                out.insert(before, guard)
 
 
 # Named values that are not baked in: functions, classes and Python modules are code.

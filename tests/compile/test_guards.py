@@ -92,6 +92,35 @@ def test_rebinding_a_parameter_uses_the_new_tensor():
     assert f.stats.traces == 2
 
 
+@pytest.mark.parametrize("held", ["dict", "list", "nested"])
+def test_a_module_swapped_inside_a_container_a_closure_names_retraces(held):
+    m1 = _Mode()
+    m2 = _Mode()
+    m2.weight = dg.nn.Parameter(np.array([5.0, 7.0], np.float32))
+    box = {"model": m1} if held == "dict" else [m1] if held == "list" else {"run": [m1]}
+
+    def pick():
+        return box["model"] if held == "dict" else box[0] if held == "list" else box["run"][0]
+
+    def swap(m):
+        if held == "dict":
+            box["model"] = m
+        elif held == "list":
+            box[0] = m
+        else:
+            box["run"][0] = m
+
+    f = dg.compile(lambda x: pick()(x))
+    x = dg.ones(2)
+    assert f(x).tolist() == [2.0, 4.0]
+    swap(m2)  # resuming from a checkpoint into a fresh model
+    assert f(x).tolist() == [10.0, 14.0]
+    assert f.stats.traces == 2
+    assert "was replaced" in f.stats.retrace_reasons[-1]
+    assert f(x).tolist() == [10.0, 14.0]
+    assert f.stats.traces == 2
+
+
 _W = dg.tensor([1.0, 2.0])
 
 
