@@ -279,6 +279,7 @@ from . import (  # noqa: E402
     distributions,
     func,
     multiprocessing,
+    profiler,
     random,
     utils,
 )
@@ -333,7 +334,7 @@ __all__ += [
     "int", "int8", "int16", "is_inference_mode_enabled", "is_tensor", "load", "long", "mm", "spmm",
     "multinomial", "rand_like", "randint", "randint_like", "randn_like", "randperm", "save",
     "seed", "set_rng_state", "short", "uint8", "utils",
-    "compiler", "func", "multiprocessing", "random", "vmap",
+    "compiler", "func", "multiprocessing", "profiler", "random", "vmap",
 ]
 # PyTorch's out= keyword on the elementwise functions (written into out, resized if needed;
 # not differentiable): `dualgraph.ops.composite.with_out`.
