@@ -441,6 +441,7 @@ from .ops.statistics import (  # noqa: E402
     unique,
     unique_consecutive,
 )
+from .ops.strided import as_strided  # noqa: E402
 from .ops.surface import FUNCTION_METHODS as _FUNCTION_METHODS  # noqa: E402
 from .ops.surface import (  # noqa: E402
     bartlett_window,
@@ -652,7 +653,7 @@ __all__ += [
     "nan_to_num", "nanmean", "nanquantile", "nansum", "negative", "newaxis", "norm",
     "normal", "not_equal", "numel", "pairwise_distance", "pi", "pixel_shuffle",
     "pixel_unshuffle", "poisson", "polygamma", "positive", "prelu", "promote_types", "put",
-    "quantile", "rad2deg", "ravel", "renorm", "result_type", "rsub", "select", "selu",
+    "quantile", "as_strided", "rad2deg", "ravel", "renorm", "result_type", "rsub", "select", "selu",
     "set_default_device", "set_default_dtype", "set_default_tensor_type",
     "set_float32_matmul_precision", "set_flush_denormal", "set_num_interop_threads",
     "set_num_threads", "set_printoptions", "sgn", "signbit", "sinc", "slogdet", "special",
