@@ -15,12 +15,14 @@ from .gamma import Beta, Chi2, Dirichlet, Exponential, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .mixture import Binomial, MixtureSameFamily, StudentT
+from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal, Uniform
 from .transformed import TransformedDistribution
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
            "Distribution", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal",
-           "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "MultivariateNormal",
-           "Normal", "OneHotCategorical", "Poisson", "StudentT", "TransformedDistribution",
-           "Uniform", "constraints", "kl", "kl_divergence", "register_kl", "transforms"]
+           "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "Multinomial",
+           "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson", "StudentT",
+           "TransformedDistribution", "Uniform", "constraints", "kl", "kl_divergence",
+           "register_kl", "transforms"]
