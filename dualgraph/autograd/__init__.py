@@ -14,14 +14,14 @@ from typing import Any
 from ..eager.autograd import detect_anomaly, set_detect_anomaly
 from ..eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ..eager.tensor import backward, grad
-from . import functional
+from . import functional, graph
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = ["Function", "FunctionCtx", "GradcheckError", "Variable", "backward",
-           "detect_anomaly", "enable_grad", "functional", "grad", "gradcheck", "gradgradcheck",
-           "is_grad_enabled", "no_grad", "once_differentiable", "set_detect_anomaly",
-           "set_grad_enabled"]
+           "detect_anomaly", "enable_grad", "functional", "grad", "graph", "gradcheck",
+           "gradgradcheck", "is_grad_enabled", "no_grad", "once_differentiable",
+           "set_detect_anomaly", "set_grad_enabled"]
 
 
 def Variable(data: Any, requires_grad: bool = False, volatile: bool = False) -> Any:  # noqa: N802

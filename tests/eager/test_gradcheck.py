@@ -68,3 +68,14 @@ def test_gradcheck_refuses_bad_inputs():
         gradcheck(dg.exp, (dg.randn(3, requires_grad=True),))
     with pytest.raises(ValueError, match="requires_grad"):
         gradcheck(dg.exp, (dg.randn(3, dtype=dg.float64),))
+
+
+def test_save_on_cpu_leaves_gradients_unchanged_and_custom_hooks_are_refused():
+    x = _x(3)
+    with dg.autograd.graph.save_on_cpu(pin_memory=True):
+        y = (x.sin() * x).sum()
+    y.backward()
+    xn = x.detach().numpy()
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(xn) * xn + np.sin(xn))
+    with pytest.raises(NotImplementedError, match="pack/unpack hooks"):
+        dg.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)
