@@ -18,11 +18,13 @@ from .mixture import Binomial, MixtureSameFamily, StudentT
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal, Uniform
+from .relaxed import LogitRelaxedBernoulli, RelaxedBernoulli
 from .transformed import TransformedDistribution
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
            "Distribution", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal",
-           "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "Multinomial",
-           "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson", "StudentT",
+           "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli", "MixtureSameFamily",
+           "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
+           "RelaxedBernoulli", "StudentT",
            "TransformedDistribution", "Uniform", "constraints", "kl", "kl_divergence",
            "register_kl", "transforms"]

@@ -71,3 +71,25 @@ def test_bad_input():
         D.TransformedDistribution("normal", [T.ExpTransform()])
     with pytest.raises(TypeError, match="Transform objects"):
         T.ComposeTransform([T.ExpTransform(), 3])
+
+
+def test_relaxed_bernoulli_matches_torch_and_differentiates():
+    # torch 2.13: RelaxedBernoulli(0.7, probs=[0.3, 0.9]).log_prob([0.2, 0.95]) and
+    # RelaxedBernoulli([0.5, 2.0], logits=[-1.0, 0.5]).log_prob([0.6, 0.1]) in float64.
+    d = D.RelaxedBernoulli(dg.tensor(0.7, dtype=dg.float64),
+                           probs=dg.tensor([0.3, 0.9], dtype=dg.float64))
+    np.testing.assert_allclose(d.log_prob(dg.tensor(np.array([0.2, 0.95]))).numpy(),
+                               [0.08582564215194544, 1.299427855054356], rtol=1e-12)
+    d = D.RelaxedBernoulli(dg.tensor(np.array([0.5, 2.0])), logits=dg.tensor(np.array([-1.0, 0.5])))
+    np.testing.assert_allclose(d.log_prob(dg.tensor(np.array([0.6, 0.1]))).numpy(),
+                               [-0.994064604228976, -1.8082766388400273], rtol=1e-12)
+    s = d.rsample((50,))
+    assert tuple(s.shape) == (50, 2) and float(s.min()) > 0 and float(s.max()) < 1
+
+    def lp(logits, temperature):
+        value = dg.tensor(np.array([0.6, 0.1]))
+        return D.RelaxedBernoulli(temperature, logits=logits).log_prob(value)
+
+    args = (dg.tensor(np.array([-1.0, 0.5])).requires_grad_(True),
+            dg.tensor(np.array([0.5, 2.0])).requires_grad_(True))
+    assert dg.autograd.gradcheck(lp, args)
