@@ -279,6 +279,7 @@ from . import (  # noqa: E402
     distributions,
     func,
     multiprocessing,
+    profiler,
     random,
     utils,
 )
@@ -333,7 +334,7 @@ __all__ += [
     "int", "int8", "int16", "is_inference_mode_enabled", "is_tensor", "load", "long", "mm", "spmm",
     "multinomial", "rand_like", "randint", "randint_like", "randn_like", "randperm", "save",
     "seed", "set_rng_state", "short", "uint8", "utils",
-    "compiler", "func", "multiprocessing", "random", "vmap",
+    "compiler", "func", "multiprocessing", "profiler", "random", "vmap",
 ]
 # PyTorch's out= keyword on the elementwise functions (written into out, resized if needed;
 # not differentiable): `dualgraph.ops.composite.with_out`.
@@ -440,6 +441,7 @@ from .ops.statistics import (  # noqa: E402
     unique,
     unique_consecutive,
 )
+from .ops.strided import as_strided  # noqa: E402
 from .ops.surface import FUNCTION_METHODS as _FUNCTION_METHODS  # noqa: E402
 from .ops.surface import (  # noqa: E402
     bartlett_window,
@@ -651,7 +653,7 @@ __all__ += [
     "nan_to_num", "nanmean", "nanquantile", "nansum", "negative", "newaxis", "norm",
     "normal", "not_equal", "numel", "pairwise_distance", "pi", "pixel_shuffle",
     "pixel_unshuffle", "poisson", "polygamma", "positive", "prelu", "promote_types", "put",
-    "quantile", "rad2deg", "ravel", "renorm", "result_type", "rsub", "select", "selu",
+    "quantile", "as_strided", "rad2deg", "ravel", "renorm", "result_type", "rsub", "select", "selu",
     "set_default_device", "set_default_dtype", "set_default_tensor_type",
     "set_float32_matmul_precision", "set_flush_denormal", "set_num_interop_threads",
     "set_num_threads", "set_printoptions", "sgn", "signbit", "sinc", "slogdet", "special",

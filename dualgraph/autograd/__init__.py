@@ -2,7 +2,8 @@
 
 The engine lives in `dualgraph.eager.autograd`; this package gives its public entry
 points the names PyTorch code imports them by, and adds custom ops (`Function`) and
-`functional` (``jacobian``, ``hessian``, ``vjp``, ``jvp``, ``hvp``, ``vhp``).
+`functional` (``jacobian``, ``hessian``, ``vjp``, ``jvp``, ``hvp``, ``vhp``), and the
+finite-difference checks ``gradcheck`` and ``gradgradcheck``.
 
 >>> (gx,) = dg.autograd.grad(x * x, [x])
 >>> dg.autograd.backward([y], [dg.ones(3)])
@@ -13,11 +14,13 @@ from typing import Any
 from ..eager.autograd import detect_anomaly, set_detect_anomaly
 from ..eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ..eager.tensor import backward, grad
-from . import functional
+from . import functional, graph
 from .function import Function, FunctionCtx, once_differentiable
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
-__all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", "enable_grad",
-           "functional", "grad", "is_grad_enabled", "no_grad", "once_differentiable",
+__all__ = ["Function", "FunctionCtx", "GradcheckError", "Variable", "backward",
+           "detect_anomaly", "enable_grad", "functional", "grad", "graph", "gradcheck",
+           "gradgradcheck", "is_grad_enabled", "no_grad", "once_differentiable",
            "set_detect_anomaly", "set_grad_enabled"]
 
 

@@ -6,7 +6,7 @@ divergences differentiate, and run inside `dg.compile`. Draws come from dualgrap
 generator: `dg.manual_seed` makes them reproducible.
 """
 
-from . import constraints, kl
+from . import constraints, kl, transforms
 from .bernoulli import Bernoulli
 from .categorical import Categorical, OneHotCategorical
 from .continuous import Cauchy, Geometric, Gumbel, HalfNormal, Laplace, LogNormal, Poisson
@@ -15,11 +15,16 @@ from .gamma import Beta, Chi2, Dirichlet, Exponential, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .mixture import Binomial, MixtureSameFamily, StudentT
+from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal, Uniform
+from .relaxed import LogitRelaxedBernoulli, RelaxedBernoulli
+from .transformed import TransformedDistribution
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
            "Distribution", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal",
-           "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "MultivariateNormal",
-           "Normal", "OneHotCategorical", "Poisson", "StudentT", "Uniform", "constraints", "kl",
-           "kl_divergence", "register_kl"]
+           "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli", "MixtureSameFamily",
+           "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
+           "RelaxedBernoulli", "StudentT",
+           "TransformedDistribution", "Uniform", "constraints", "kl", "kl_divergence",
+           "register_kl", "transforms"]

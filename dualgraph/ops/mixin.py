@@ -25,6 +25,7 @@ from . import pool as P
 from . import reduce as R
 from . import scan as SC
 from . import shape as S
+from . import strided as ST
 from .broadcast import broadcasts_to, normalize_axis, normalize_dim
 from .size import Size, strided
 
@@ -708,6 +709,9 @@ class TensorOps:
 
     def take_along_dim(self, indices: Any, dim: int | None = None) -> Any:
         return I.take_along_dim(self, indices, dim)
+
+    def as_strided(self, size: Any, stride: Any, storage_offset: int | None = None) -> Any:
+        return ST.as_strided(self, size, stride, storage_offset)
 
     def index_select(self, dim: int, index: Any) -> Any:
         return I.index_select(self, dim, index)

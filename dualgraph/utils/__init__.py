@@ -2,6 +2,6 @@
 `dg.utils.tensorboard`: a `SummaryWriter` for scalars; `dg.utils.checkpoint`: activation
 checkpointing's API)."""
 
-from . import checkpoint, data, tensorboard
+from . import benchmark, checkpoint, data, tensorboard
 
-__all__ = ["checkpoint", "data", "tensorboard"]
+__all__ = ["benchmark", "checkpoint", "data", "tensorboard"]
