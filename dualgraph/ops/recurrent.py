@@ -28,10 +28,14 @@ pre-activations (the GRU's input-side and hidden-side gradients differ in the ne
 6H for it, input side first; with a projection, then the step's gradient of ``h``, for
 ``W_hr``'s), then the state the step read (for ``W_hh``'s gradient), and in row 0 only
 the gradients of ``h0`` (and ``c0``). No extent is T + 1 or T - 1, so the generated code
-reads T from the arguments' shapes at every length. The VJP of
-``rnn_layer`` takes the input and weight gradients from these with three matrix products
-and two sums over the whole sequence. A second derivative through the recurrence is not
-supported and raises.
+reads T from the arguments' shapes at every length.
+
+``rnn_layer_weight_grads(back, x, ws, mode, hidden, [proj])`` takes from those rows every
+weight's and bias's gradient at once (one GEMM over the sequence per weight, and the bias
+sums) into one flat result: ``w_ih``'s, ``w_hh``'s, ``w_hr``'s (with a projection),
+``b_ih``'s, ``b_hh``'s. The VJP of ``rnn_layer`` slices it, and takes the input's gradient
+with one matrix product. The second derivative of these two ops is not written and
+raises: under ``create_graph`` the VJP composes the backward from ordinary ops instead.
 """
 
 from __future__ import annotations
@@ -258,6 +262,25 @@ def _layer_vjp(ctx, g):
     dgh = steps[:, :, gn:2 * gn] if mode == "gru" else dgx
     rows = t_len * batch
     grads = {}
+    if not _RECORDING():
+        # The weights' and biases' gradients from one op over the backward's rows (its
+        # GEMMs and sums), sliced out of its flat result: a few view nodes, not tens.
+        parts = _weight_grad_shapes(mode, n_in, n, p if proj else 0)
+        flat = weight_grads(back, a.x, ws, mode=mode, hidden=n, proj=proj) if any(
+            getattr(needs, key) for key, _ in parts) else None
+        at = 0
+        for key, shape in parts:
+            size = int(np.prod(shape))
+            if getattr(needs, key):
+                grads[key] = reshape(flat[at:at + size], shape)
+            at += size
+        if needs.x:
+            grads["x"] = matmul(dgx, a.w_ih)
+        if needs.h0:
+            grads["h0"] = d_h0
+        if needs.c0:
+            grads["c0"] = d_c0
+        return tuple(grads.get(k) for k in input_names(mode, lengths, proj))
     if needs.x:
         grads["x"] = matmul(dgx, a.w_ih)
     if needs.h0:
@@ -466,6 +489,54 @@ RNN_LAYER_BACKWARD = register(OpDef(
 ))
 
 
+def _weight_grad_shapes(mode: str, n_in: int, hidden: int, proj: int = 0) -> list:
+    """The parts of ``rnn_layer_weight_grads``'s flat result in order, (name, shape)."""
+    gn = _GATES[mode] * hidden
+    p = proj or hidden
+    parts = [("w_ih", (gn, n_in)), ("w_hh", (gn, p))]
+    if proj:
+        parts.append(("w_hr", (p, hidden)))
+    return parts + [("b_ih", (gn,)), ("b_hh", (gn,))]
+
+
+def _weight_grads_impl(back: np.ndarray, x: np.ndarray, ws: np.ndarray, *, mode: str,
+                       hidden: int, proj: bool = False) -> np.ndarray:
+    t_len, batch, n_in = x.shape
+    rows = t_len * batch
+    n = hidden
+    gn = _GATES[mode] * n
+    p = ws.shape[2] - _EXTRA[mode] * n
+    k_g = grad_width(mode, n, p if proj else 0)
+    flat = back.reshape(rows, back.shape[2])
+    dgx = flat[:, :gn]
+    dgh = flat[:, gn:2 * gn] if mode == "gru" else dgx
+    parts = [dgx.T @ x.reshape(rows, n_in), dgh.T @ flat[:, k_g:k_g + p]]
+    if proj:
+        w = ws.reshape(rows, ws.shape[2])
+        unprojected = w[:, p + 4 * n:p + 5 * n] * np.tanh(w[:, p:p + n])
+        parts.append(flat[:, gn:gn + p].T @ unprojected)
+    parts += [dgx.sum(axis=0), dgh.sum(axis=0)]
+    return np.concatenate([q.reshape(-1) for q in parts]).astype(x.dtype, copy=False)
+
+
+def _weight_grads_infer(back: Any, x: Any, ws: Any, *, mode: str, hidden: int,
+                        proj: bool = False) -> tuple:
+    t_len, batch, n_in = x.shape
+    p = ws.shape[2] - _EXTRA[mode] * hidden
+    if tuple(back.shape[:2]) != (t_len, batch) or tuple(ws.shape[:2]) != (t_len, batch):
+        raise ShapeError(f"rnn_layer_weight_grads: backward {tuple(back.shape)}, input "
+                         f"{tuple(x.shape)} and workspace {tuple(ws.shape)} disagree")
+    size = sum(int(np.prod(s)) for _, s in
+               _weight_grad_shapes(mode, n_in, hidden, p if proj else 0))
+    return (size,), x.dtype
+
+
+RNN_LAYER_WEIGHT_GRADS = register(OpDef(
+    "rnn_layer_weight_grads", _weight_grads_impl, _weight_grads_infer, _backward_vjp,
+    "RnnLayerWeightGradsBackward0",
+))
+
+
 # ---------------------------------------------------------------------- functions
 
 
@@ -506,3 +577,14 @@ def layer_backward(g: Any, ws: Any, *states_and_weights: Any, mode: str,
     if proj:
         attrs["proj"] = True
     return bind(RNN_LAYER_BACKWARD, g, ws, *states_and_weights, **attrs)
+
+
+def weight_grads(back: Any, x: Any, ws: Any, *, mode: str, hidden: int,
+                 proj: bool = False) -> Any:
+    """The weights' and biases' gradients of one `rnn_layer` from its backward's result
+    ``back``, its input ``x`` and its workspace ``ws``: one flat vector holding ``w_ih``'s,
+    ``w_hh``'s, (with a projection) ``w_hr``'s, ``b_ih``'s and ``b_hh``'s in that order."""
+    attrs = {"mode": mode, "hidden": int(hidden)}
+    if proj:
+        attrs["proj"] = True
+    return bind(RNN_LAYER_WEIGHT_GRADS, back, x, ws, **attrs)

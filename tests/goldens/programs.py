@@ -2149,7 +2149,7 @@ _RNN_W = (_fixed((2, 2), -0.8, 0.6), _fixed((2, 2), 0.5, -0.5), _fixed((2,), -0.
 
 @program(grid((4, 2, 3), -1.0, 1.0), grid((2, 2, 2), -0.4, 0.4), grid((2, 2, 2), 0.5, -0.5),
          grid((1, 2, 2), 0.3, -0.2), *_LSTM_W, *_GRU_W, *_RNN_W,
-         covers=("rnn_layer", "rnn_layer_backward"), source=SURFACE)
+         covers=("rnn_layer", "rnn_layer_backward", "rnn_layer_weight_grads"), source=SURFACE)
 def recurrent_layers(lib, F, x, h0, c0, g0, *weights):
     lstm = _with_weights(lib, lib.nn.LSTM(3, 2, bidirectional=True), weights[:8])
     gru = _with_weights(lib, lib.nn.GRU(4, 2, batch_first=True), weights[8:12])

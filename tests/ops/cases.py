@@ -1841,6 +1841,23 @@ def _lstm_backward_ref(g, ws, h0, c0, w_hh):
     return out.astype(ws.dtype)
 
 
+def _lstm_weight_grads(back, x, ws):
+    from dualgraph.ops.recurrent import weight_grads
+
+    # Detached, as the backward's row above: its own gradient raises by design.
+    return weight_grads(*(a.detach() for a in (back, x, ws)), mode="lstm", hidden=2)
+
+
+def _lstm_weight_grads_ref(back, x, ws):
+    """W_ih's, W_hh's, b_ih's and b_hh's gradients of an LSTM (hidden 2) from its
+    backward's rows (the gates' gradients, then the state each step read)."""
+    rows = back.shape[0] * back.shape[1]
+    flat = back.reshape(rows, -1).astype(np.float64)
+    d, before = flat[:, :8], flat[:, 8:10]
+    parts = (d.T @ x.reshape(rows, -1).astype(np.float64), d.T @ before, d.sum(0), d.sum(0))
+    return np.concatenate([q.ravel() for q in parts]).astype(x.dtype)
+
+
 CASES += [
     case("rnn_layer", "tanh", _rnn("tanh"), *_rnn_inputs("tanh"), ref=_rnn_ref("tanh"),
          node="RnnBackward0"),
@@ -1876,8 +1893,10 @@ CASES += [
     # A second derivative through the recurrence raises (NO_SECOND_DERIVATIVE).
     case("rnn_layer_backward", "lstm", _lstm_backward, real(3, 2, 12), real(3, 2, 12),
          real(2, 2), real(2, 2), real(8, 2), ref=_lstm_backward_ref, grad=False),
+    case("rnn_layer_weight_grads", "lstm", _lstm_weight_grads, real(3, 2, 14), real(3, 2, 3),
+         real(3, 2, 12), ref=_lstm_weight_grads_ref, grad=False),
 ]
 
 # Backward ops whose own gradient raises a clear NotImplementedError instead of being
 # computed (tests/ops/test_recurrent.py checks that it does).
-NO_SECOND_DERIVATIVE = ("rnn_layer_backward",)
+NO_SECOND_DERIVATIVE = ("rnn_layer_backward", "rnn_layer_weight_grads")

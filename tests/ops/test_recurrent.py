@@ -14,10 +14,11 @@ import pytest
 import dualgraph as dg
 from dualgraph.backend.numba import build
 from dualgraph.errors import ShapeError
-from dualgraph.ops.recurrent import layer_backward, rnn_layer
+from dualgraph.ops.recurrent import layer_backward, rnn_layer, weight_grads
 from dualgraph.passes import optimize
 from dualgraph.testing import gradcheck
 
+from .._support.compiled import graph_ops
 from .cases import CASES, NO_SECOND_DERIVATIVE
 
 
@@ -41,8 +42,10 @@ def test_generated_code_does_not_grow_with_the_sequence(kind: str, kwargs: dict)
     """A training step's graph and generated module are the same at 70 and 97 steps: the
     time loop's extent, and every size that depends on it, is read from the arguments'
     shapes, so the two lengths share one compiled module. (The lengths are chosen so that
-    no product crosses the size below which a matrix product is written as loops.)"""
-    g_short, g_long = _step_graph(kind, 70, **kwargs), _step_graph(kind, 97, **kwargs)
+    no product crosses the size below which a matrix product is written as loops, and so
+    that no fixed size, such as the weights' gradients' 140 elements, equals T * B: the
+    printer writes such a number as the shape it equals.)"""
+    g_short, g_long = _step_graph(kind, 71, **kwargs), _step_graph(kind, 97, **kwargs)
     assert len(g_short.nodes) == len(g_long.nodes)
     ops = [n.op for n in g_short.nodes]
     assert {"rnn_layer", "rnn_layer_proj"} & set(ops) and "rnn_layer_backward" in ops
@@ -106,13 +109,38 @@ def test_second_derivative_matches_finite_differences(case) -> None:
 def test_the_backward_op_itself_has_no_gradient() -> None:
     """`rnn_layer_backward` (the one-op form, used when nothing records) raises if
     differentiated directly; the layers never record it under ``create_graph``."""
-    assert NO_SECOND_DERIVATIVE == ("rnn_layer_backward",)
+    assert NO_SECOND_DERIVATIVE == ("rnn_layer_backward", "rnn_layer_weight_grads")
     ws = dg.randn(4, 1, 18, dtype=dg.float64, requires_grad=True)
     h = dg.zeros(1, 3, dtype=dg.float64)
     back = layer_backward(dg.ones(4, 1, 18, dtype=dg.float64), ws, h, h,
                           dg.zeros(12, 3, dtype=dg.float64), mode="lstm")
     with pytest.raises(NotImplementedError, match="second derivative through nn.RNN"):
         back.sum().backward()
+    flat = weight_grads(back.detach().requires_grad_(True), dg.randn(4, 1, 2,
+                        dtype=dg.float64), ws, mode="lstm", hidden=3)
+    with pytest.raises(NotImplementedError, match="second derivative through nn.RNN"):
+        flat.sum().backward()
+
+
+def test_a_layers_gradient_is_two_ops_over_the_sequence() -> None:
+    """The traced gradient of a layer holds the backward through time and one op for
+    every weight's and bias's gradient, not a product and a sum per weight."""
+    lstm = dg.nn.LSTM(2, 3)
+
+    def step(x):
+        out, _ = lstm(x)
+        loss = out.sum()
+        loss.backward()
+        return loss
+
+    f = dg.compile(step)
+    f(dg.randn(4, 2, 2))
+    (entry,) = f.entries()
+    ops = list(graph_ops(entry.optimized))
+    if not entry.joint:
+        ops += list(graph_ops(entry.backward_graph))
+    assert ops.count("rnn_layer_backward") == 1 and ops.count("rnn_layer_weight_grads") == 1
+    assert "matmul" not in ops  # x needs no gradient: no product outside the two ops
 
 
 def test_first_derivative_under_create_graph_is_right() -> None:

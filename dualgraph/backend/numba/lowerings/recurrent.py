@@ -324,3 +324,73 @@ def _rnn_layer_backward(node: Node, args: list, out: str) -> kir.Block:
         last.append(kir.Loop(j, n, (kir.Store(res, (0, b, j + k_g + 2 * p), dc[(b, j)]),)))
     block.add(kir.Loop(b, batch, tuple(last)))
     return block
+
+
+@lowers("rnn_layer_weight_grads")
+def _rnn_layer_weight_grads(node: Node, args: list, out: str) -> kir.Block:
+    """Three GEMMs over the backward's T * B rows (two, without a projection), each
+    reading a transposed strided view of the gate gradients, and the two bias sums as
+    one loop nest."""
+    mode, n = node.attrs["mode"], node.attrs["hidden"]
+    proj = bool(node.attrs.get("proj"))
+    back, x, ws = (a.buf for a in args)
+    t_len, batch, n_in = node.inputs[1].shape
+    k_w = node.inputs[0].shape[2]
+    w_cols = node.inputs[2].shape[2]
+    gn = gates(mode) * n
+    p = w_cols - {"tanh": 0, "relu": 0, "lstm": 5, "gru": 4}[mode] * n
+    k_g = grad_width(mode, n, p if proj else 0)
+    off = gn if mode == "gru" else 0  # the hidden side's gate gradients
+    dt = np.dtype(node.dtype)
+    res = kir.Buffer(out, ishape(node), dt)
+    block = kir.Block([kir.Comment(f"rnn_layer_weight_grads[{mode}]: GEMMs over the "
+                                   f"sequence"), kir.Alloc(res, 0)], res)
+    rows = t_len * batch
+    if not (rows and n):
+        return block
+    bf = _reshaped(block, back, (rows, k_w), f"{out}_bk")
+
+    def cols(buf: kir.Buffer, lo: int, width: int, name: str,
+             transposed: bool = False) -> kir.Operand:
+        """Columns [lo, lo + width) of the (rows, K) matrix ``buf`` (transposed: as a
+        (width, rows) matrix), a strided view the target reads in place: no flattened
+        size, which would be a multiple of T, is written in the code."""
+        view = kir.Buffer(f"{out}_{name}", (rows, width), dt, kir.VIEW)
+        block.add(kir.View(view, buf, "slice", ((None, None, None), (lo, lo + width, 1))))
+        if not transposed:
+            return kir.Operand(view, None)
+        tr = kir.Buffer(f"{out}_{name}t", (width, rows), dt, kir.VIEW)
+        block.add(kir.View(tr, view, "transpose", (1, 0)))
+        return kir.Operand(tr, None)
+
+    r, j = kir.Var(f"{out}_r"), kir.Var(f"{out}_j")
+    d_x = cols(bf, 0, gn, "dx", True)
+    # Each product into its own matrix, then copied into the flat result: an operand at
+    # an offset of the flat result would print its size, which can equal T * B.
+    products = []
+    if n_in:
+        products.append((d_x, kir.Operand(_reshaped(block, x, (rows, n_in), f"{out}_xf"),
+                                          n_in), (gn, n_in)))
+    products.append((cols(bf, off, gn, "dh", True) if off else d_x, cols(bf, k_g, p, "hb"),
+                     (gn, p)))
+    if proj:
+        # The projection's input o * tanh(c), from the workspace, for W_hr's gradient.
+        wf = _reshaped(block, ws, (rows, w_cols), f"{out}_ws")
+        un = kir.Buffer(f"{out}_un", (rows, n), dt)
+        block.add(kir.Alloc(un))
+        block.add(kir.Loop(r, rows, (kir.Loop(j, n, (kir.Store(un, (r, j), wf[(
+            r, j + p + 4 * n)] * _tanh(wf[(r, j + p)], dt)),)),)))
+        products.append((cols(bf, gn, p, "dq", True), kir.Operand(un, n), (p, n)))
+    at = 0
+    for k, (a_op, b_op, (m, w)) in enumerate(products):  # W_ih's is empty without inputs
+        mat = kir.Buffer(f"{out}_m{k}", (m, w), dt)
+        block.add(kir.Alloc(mat), kir.Gemm(m, w, rows, a_op, b_op, kir.Operand(mat, w)))
+        i = kir.Var(f"{out}_i")
+        block.add(kir.Loop(i, m, (kir.Loop(j, w, (
+            kir.Store(res, (i * w + j + at,), mat[(i, j)]),)),)))
+        at += m * w
+    block.add(kir.Loop(r, rows, (kir.Loop(j, gn, (
+        kir.Store(res, (j + at,), res[(j + at,)] + bf[(r, j)]),
+        kir.Store(res, (j + (at + gn),), res[(j + (at + gn),)] + bf[(r, j + off)]),
+    )),)))
+    return block
