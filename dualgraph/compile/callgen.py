@@ -405,26 +405,49 @@ def _target(t: Any, gen: _Emitter) -> str:
 
 
 def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
-    """Run the kernel, write back, wrap the outputs, record the tape node, return."""
+    """Run the kernel, write back, wrap the outputs, record the tape node, return.
+
+    The kernel's inputs are ``i0, ...`` and its outputs ``o0, ...``: named, not lists, so
+    a call builds no list and unpacks none."""
     kernel = plan.kernel
     gen.ns["new_outputs"], gen.ns["kernel_run"] = kernel.new_outputs, kernel.run
     ins = [f"d{i}" for i in arrays] + [f"c{j}" for j in range(len(plan.sources))]
+    lines = []
     for j in plan.scalar_in:
         src = j - len(arrays)
-        if not (0 <= src < len(plan.sources) and isinstance(plan.sources[src], RuntimeScalar)):
+        if 0 <= src < len(plan.sources) and isinstance(plan.sources[src], RuntimeScalar):
+            continue  # already made with shape (1,)
+        if j < len(arrays):
+            # Kernels take a 0-d input with shape (1,). An argument's array is usually
+            # the same object call after call: its (1,) view is kept with it, and made
+            # again only for another array (a view of the same array object sees its
+            # values; its shape was checked with the key).
+            # One ``(array, view)`` pair, read and replaced whole: threads see either.
+            cache = gen.const([(None, None)], "view")
+            lines += [f"vw{j} = {cache}[0]", f"if vw{j}[0] is {ins[j]}:", f"    i{j} = vw{j}[1]",
+                      "else:", f"    i{j} = {ins[j]}.reshape(1)",
+                      f"    {cache}[0] = ({ins[j]}, i{j})"]
+            ins[j] = f"i{j}"
+        else:
             ins[j] += ".reshape(1)"
+    for j, e in enumerate(ins):
+        if e != f"i{j}":
+            lines.append(f"i{j} = {e}")
+
+    # A Numba kernel's parts, to call it here; other kernels (interpreted) are run.
+    direct_call = getattr(kernel, "direct_call", None)
+    direct = None if direct_call is None else direct_call()
+    # The kernel's outputs: ``o0, ...`` for a kernel called here, else the list it fills.
+    oname = (lambda k: f"outs[{k}]") if direct is None else (lambda k: f"o{k}")
 
     def out(k: int, shape: tuple) -> str:
         # Kernels store a 0-d output with shape (1,), as they take 0-d inputs.
         shape = tuple(shape)
-        return f"outs[{k}]" if shape else f"outs[{k}].reshape(())"
+        return oname(k) if shape else f"{oname(k)}.reshape(())"
 
-    lines = [f"ins = [{', '.join(ins)}]"]
-    # A Numba kernel's parts, to call it here; other kernels (interpreted) are run.
-    direct_call = getattr(kernel, "direct_call", None)
-    direct = None if direct_call is None else direct_call()
+    in_names = [f"i{j}" for j in range(len(ins))]
     if direct is None:
-        lines += ["outs = new_outputs()", "kernel_run(ins, outs)"]
+        lines += ["outs = new_outputs()", f"kernel_run([{', '.join(in_names)}], outs)"]
     else:
         # A one-function kernel is called here, as its `run` would: no call for the
         # outputs' list or for `run` on every call.
@@ -432,14 +455,15 @@ def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
         # The function read from the kernel at each call, as `run` reads it.
         fn = f"{gen.const(kernel, 'kernel')}.fn"
         gen.ns["empty"] = np.empty
-        made = [f"empty({gen.const(s, 'shape')}, {gen.const(d, 'dtype')})" for s, d in outputs]
-        args = ["*ins", *[gen.const(c, "c") for c in consts], "*outs"]
-        lines.append(f"outs = [{', '.join(made)}]")
+        lines += [f"o{k} = empty({gen.const(sh, 'shape')}, {gen.const(d, 'dtype')})"
+                  for k, (sh, d) in enumerate(outputs)]
+        outs = [f"o{k}" for k in range(len(outputs))]
+        args = [*in_names, *[gen.const(c, "c") for c in consts], *outs]
         if pool is None:
             lines.append(f"{fn}({', '.join(args)})")
         else:  # a set of work arrays from the pool, given back after (as `run` does)
             p = gen.const(pool, "pool")
-            args.insert(-1, "*work")
+            args.insert(len(args) - len(outs), "*work")
             call = f"{fn}({', '.join(args)})"
             lines += [f"work = {p}.pop() if {p} else {gen.const(kernel.new_scratch, 'scratch')}()",
                       "try:", f"    {call}", "finally:", f"    {p}.append(work)"]
@@ -461,7 +485,7 @@ def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
     for k, node in enumerate(plan.optimized.outputs[:plan.n_user]):
         lines.append(f"r{k} = make_tensor({out(k, node.shape)}, False, None)")
     if plan.mode is Kind.TRAIN:
-        lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays))]
+        lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays, oname))]
     for k, i in plan.passthrough:
         lines.append(f"r{k} = a{i}")
     if plan.single is True:
@@ -474,7 +498,7 @@ def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
     return lines
 
 
-def _tape(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
+def _tape(plan: Plan, gen: _Emitter, arrays: list, oname: Callable) -> list[str]:
     """Record the call's tape node: the precomputed gradients of a scalar loss, or the
     backward kernel with its residuals."""
     tensors = [f"a{i}" for i in arrays]
@@ -485,9 +509,9 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
     common = (f"[{', '.join(tensors)}], {gen.const(plan.wrt, 'wrt')}")
     saved = gen.const(plan.saved_inputs, "saved")
     if plan.joint:
-        grads = ", ".join(f"outs[{k}]" for k in plan.grad_out)
+        grads = ", ".join(oname(k) for k in plan.grad_out)
         return [f"attach_gradients({common}, [{grads}], r0, {saved})"]
-    res = ", ".join(f"ins[{j}]" if kind is From.INPUT else f"outs[{j}]"
+    res = ", ".join(f"i{j}" if kind is From.INPUT else oname(j)
                     for kind, j in plan.residual_plan)
     results = ", ".join(f"r{k}" for k in range(plan.n_user))
     return [f"attach_backward({gen.const(plan.bwd_kernel, 'backward')}, {common}, "

@@ -119,8 +119,26 @@ class PrecomputedBackward(Function):
         handed: set = set()
         for inp, a, shape in zip(inputs, grads, self._shapes):
             var = inp._var()
-            if var is not None:
-                accumulate_array(var, a if a.shape == shape else a.reshape(shape), handed)
+            if var is None:
+                continue
+            if a.shape != shape:
+                a = a.reshape(shape)
+            old = var._grad
+            if old is not None:  # accumulate, as `accumulate_array` does
+                var._grad = _make(old._data + a, False, None)
+                continue
+            # The first gradient of a leaf: `accumulate_array`'s ownership rule written
+            # out (a fresh, writeable, contiguous array no other leaf got becomes the
+            # leaf's own), the common case without its call.
+            base = a.base
+            if id(a) in handed or not a.flags.writeable or (base is not None and (
+                    id(base) in handed or not a.flags.c_contiguous)):
+                accumulate_array(var, a, handed)
+                continue
+            handed.add(id(a))
+            if base is not None:
+                handed.add(id(base))
+            var._grad = _make(a, False, None)
         if not retain_graph:
             self._saved = ()
             self._freed = True

@@ -318,3 +318,95 @@ def test_a_kernel_with_work_arrays_called_by_the_path_matches_eager():
     for pe, pc in zip(net_e.parameters(), net_c.parameters()):
         dg.testing.assert_close(pc.numpy(), pe.numpy(), rtol=1e-5, atol=1e-6, check_dtype=False)
     assert compiled.stats.traces == 1
+
+
+def _scalar_step_calls():
+    """The Python calls of one compiled scalar forward + backward (the W1 step), after
+    warm-up, and the leaves' gradients."""
+    f = dg.compile(_scalar, tiered=False)
+    x = dg.tensor(np.float32(2.0), requires_grad=True)
+    y = dg.tensor(np.float32(3.0), requires_grad=True)
+
+    def step():
+        x.grad = None
+        y.grad = None
+        f(x, y).backward()
+
+    for _ in range(3):
+        step()
+    calls = _profiled_calls(step)
+    return calls, x, y
+
+
+def test_a_scalar_step_hands_gradients_to_leaves_without_the_engine_or_accumulate():
+    calls, x, y = _scalar_step_calls()
+    # The hand-out writes a fresh gradient to an empty `.grad` itself: no
+    # `accumulate_array`, no engine.
+    assert "hand_out" in calls and "accumulate_array" not in calls, calls
+    assert "run_backward" not in calls, calls
+    # step, 2x grad setter (+ mode), __call__, current_trace, fast, the kernel, _make,
+    # attach_gradients, backward, hand_out, 2x _make.
+    assert len(calls) <= 15, calls
+    assert x.grad.shape == () and y.grad.shape == ()
+    assert x.grad.item() == 3.0 and y.grad.item() == 2.0 + 2 * 3.0
+
+
+def test_the_hand_out_accumulates_and_copies_as_the_engine_does():
+    f = dg.compile(lambda x, y: (x * y).sum() + (x + y).sum(), tiered=False)
+    x, y = _leaf(1.0, 2.0), _leaf(3.0, 4.0)
+    for _ in range(3):
+        f(x, y).backward()  # accumulates into .grad
+    ex, ey = _leaf(1.0, 2.0), _leaf(3.0, 4.0)
+    for _ in range(3):
+        ((ex * ey).sum() + (ex + ey).sum()).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), ex.grad.numpy())
+    np.testing.assert_array_equal(y.grad.numpy(), ey.grad.numpy())
+    # The two leaves' gradients never share memory (the same kernel output may serve both).
+    assert not np.shares_memory(x.grad.numpy(), y.grad.numpy())
+    x.grad = y.grad = None
+    g = dg.compile(lambda x, y: (x + y).sum(), tiered=False)
+    for _ in range(2):
+        x.grad = y.grad = None
+        g(x, y).backward()
+    assert not np.shares_memory(x.grad.numpy(), y.grad.numpy())
+    x.grad.numpy()[...] = 7.0  # an in-place write to one leaf's .grad stays there
+    np.testing.assert_array_equal(y.grad.numpy(), [1.0, 1.0])
+
+
+def _path_builtin_calls(call) -> list:
+    """The C functions (``reshape``, ``empty``, ...) the generated call path calls."""
+    names = []
+
+    def profile(frame, event, arg):
+        if event == "c_call" and frame.f_code.co_filename.startswith("<dg.compile call path"):
+            names.append(arg.__name__)
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return names
+
+
+def test_a_scalar_arguments_kernel_view_is_made_once_per_array():
+    f = dg.compile(_scalar, tiered=False)
+    x = dg.tensor(np.float32(2.0), requires_grad=True)
+    y = dg.tensor(np.float32(3.0), requires_grad=True)
+    for _ in range(2):
+        f(x, y)
+    calls = _path_builtin_calls(lambda: f(x, y))
+    # Only the loss's 0-d view: the arguments' (1,) views are kept with their arrays.
+    assert calls.count("reshape") == 1, calls
+    assert "__getitem__" not in calls and "list" not in calls, calls
+    # Another array, the same array changed in place, a changed value: as eager mode.
+    for a in (5.0, -1.0):
+        x2 = dg.tensor(np.float32(a), requires_grad=True)
+        out = f(x2, y)
+        assert out.item() == a * 3.0 + 9.0
+        out.backward()
+        assert x2.grad.item() == 3.0
+    with dg.no_grad():
+        y.mul_(2.0)
+    assert f(x, y).item() == 2.0 * 6.0 + 36.0
+    assert f.stats.traces == 1
