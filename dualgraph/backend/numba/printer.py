@@ -22,7 +22,6 @@ The module namespace the source runs in (`cache.load`'s header) provides ``np``,
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -482,40 +481,8 @@ def function(name: str, params: Callable[[], list[str]], stmts: Any,
     head = [f"def {name}({', '.join(params())}):"]
     defs = list(zip(sizes.defs, sizes.values)) if sizes is not None else []
     if code is not None:
-        code[:] = head + ["    " + d for d, _ in defs] + _fold_aliases(
-            [p.code.get(k, line) for k, line in enumerate(p.lines)])
+        code[:] = head + ["    " + d for d, _ in defs] + [p.code.get(k, line)
+                                                           for k, line in enumerate(p.lines)]
     # The reader's copy says what each size is here.
     head += [f"    {d}  # {v}" for d, v in defs]
     return head + p.lines, {k: v + len(head) for k, v in p.marks.items()}
-
-
-_ALIAS = re.compile(r"^    (\w+) = (\w+)$")
-_ASSIGNED = re.compile(r"^\s*(\w+(?:\s*,\s*\w+)*)\s*=[^=]")
-
-
-def _fold_aliases(lines: list[str]) -> list[str]:
-    """The compiled copy of a kernel's body with each top-level ``x = y`` between arrays
-    (a work array or argument given a buffer's name, a view that is the array itself)
-    made a comment, and ``x`` read as ``y`` in the lines after it: each such name is a
-    variable Numba types, lowers with its reference counts and keeps live, for no work
-    (about a tenth of a cnn step's lines). Only names assigned exactly once, aliasing
-    names assigned at most once, are folded, so every later read of either sees the same
-    array. The reader's copy keeps the names; line numbers are unchanged."""
-    lines = list(lines)
-    counts: dict[str, int] = {}
-    for line in lines:
-        m = _ASSIGNED.match(line)
-        if m:
-            for name in m.group(1).replace(" ", "").split(","):
-                counts[name] = counts.get(name, 0) + 1
-    for k, line in enumerate(lines):
-        m = _ALIAS.match(line)
-        if not m or counts.get(m.group(1)) != 1 or counts.get(m.group(2), 0) > 1:
-            continue
-        x, y = m.group(1), m.group(2)
-        word = re.compile(rf"\b{x}\b")
-        lines[k] = f"    # {x}"
-        for j in range(k + 1, len(lines)):
-            if x in lines[j]:
-                lines[j] = word.sub(y, lines[j])
-    return lines
