@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ...eager import fused
 from ...modes import bind
 from ...ops import elementwise as E
 from ...ops import linalg as L
@@ -21,6 +22,11 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Any:
     """``x @ weight.T + bias``; on 2-D input with a bias one ``addmm`` (``AddmmBackward0``)."""
     if not isinstance(x, TensorOps):
         raise TypeError(f"linear: input must be a tensor, got {type(x).__name__}")
+    if bias is not None:
+        # Eager rows of one float dtype: transpose and addmm recorded in one step.
+        out = fused.linear(x, weight, bias)
+        if out is not None:
+            return out
     # Each shape read is a property call: a small eager step pays them per layer.
     xshape = x.shape
     wshape = weight.shape

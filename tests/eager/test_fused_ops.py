@@ -1,0 +1,161 @@
+"""Eager ``linear`` on a batch of rows runs its transpose and ``addmm`` in one step
+(``dualgraph/eager/fused.py``) and records the tape the two ops record one by one: the same
+node names and structure, saved values, versions, gradients (bits), hooks, ``retain_grad``
+and double backward. Call counts, never time."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+from dualgraph.ops import linalg as L
+
+F = dg.nn.functional
+
+
+def _leaves(dtype=np.float32, x_grad=False, w_grad=True, b_grad=True, seed=0):
+    rng = np.random.default_rng(seed)
+    x = dg.tensor(rng.standard_normal((5, 4)).astype(dtype), requires_grad=x_grad)
+    w = dg.tensor(rng.standard_normal((3, 4)).astype(dtype), requires_grad=w_grad)
+    b = dg.tensor(rng.standard_normal(3).astype(dtype), requires_grad=b_grad)
+    return x, w, b
+
+
+def _by_ops(x, w, b):
+    return L.addmm(b, x, w.t())
+
+
+def _eager_process_calls(fn) -> int:
+    calls = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "eager_process":
+            calls.append(1)
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return len(calls)
+
+
+def _tree(fn) -> tuple:
+    """A node's name and its inputs' trees (``None`` for a constant)."""
+    if fn is None:
+        return None
+    return (fn.name(), tuple(_tree(f) for f, _ in fn.next_functions))
+
+
+def test_linear_records_in_one_step_without_the_op_path():
+    x, w, b = _leaves()
+    assert _eager_process_calls(lambda: F.linear(x, w, b)) == 0
+    # The op path it replaces runs two ops (transpose, addmm).
+    assert _eager_process_calls(lambda: _by_ops(x, w, b)) == 2
+
+
+@pytest.mark.parametrize("grads", [(False, True, True), (True, True, True), (True, False, False),
+                                   (True, True, False), (False, False, True)])
+def test_same_tape_and_bits_as_the_two_ops(grads):
+    xg, wg, bg = grads
+    got, want = (_leaves(x_grad=xg, w_grad=wg, b_grad=bg) for _ in range(2))
+    y = F.linear(*got)
+    z = _by_ops(*want)
+    assert _tree(y.grad_fn) == _tree(z.grad_fn)
+    assert _tree(y.grad_fn)[0] == "AddmmBackward0"
+    np.testing.assert_array_equal(y.numpy(), z.numpy())
+    g = dg.tensor(np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32))
+    y.backward(g)
+    z.backward(g)
+    for a, c in zip(got, want):
+        if c.grad is None:
+            assert a.grad is None
+        else:
+            assert a.grad.numpy().tobytes() == c.grad.numpy().tobytes()
+            assert a.grad.numpy().flags.c_contiguous == c.grad.numpy().flags.c_contiguous
+
+
+def test_hooks_retain_grad_and_accumulation_as_the_two_ops():
+    results = []
+    for fn in (F.linear, _by_ops):
+        x, w, b = _leaves(x_grad=True)
+        seen = []
+        w.register_hook(lambda g, seen=seen: seen.append(g.numpy().copy()))
+        b.register_hook(lambda g: g * 2)
+        y = fn(x, w, b)
+        y.retain_grad()
+        (y * y).sum().backward(retain_graph=True)
+        (y * y).sum().backward()  # accumulates
+        results.append((seen, y.grad.numpy(), x.grad.numpy(), w.grad.numpy(), b.grad.numpy()))
+    (s1, *a1), (s2, *a2) = results
+    assert len(s1) == len(s2) == 2
+    for u, v in zip(s1, s2):
+        np.testing.assert_array_equal(u, v)
+    for u, v in zip(a1, a2):
+        np.testing.assert_array_equal(u, v)
+
+
+def test_inplace_change_of_a_saved_input_is_caught_as_by_the_two_ops():
+    messages = []
+    for fn in (F.linear, _by_ops):
+        x, w, b = _leaves(x_grad=True)
+        y = fn(x, w, b)
+        with dg.no_grad():
+            w.mul_(2)  # weight.T is saved for x's gradient
+        with pytest.raises(RuntimeError, match="modified by an inplace operation") as e:
+            y.sum().backward()
+        messages.append(str(e.value))
+    assert messages[0] == messages[1]
+
+
+def test_double_backward_through_linear_float64():
+    x, w, b = _leaves(np.float64, x_grad=True)
+
+    def grad_norm(x, w, b):
+        # gradcheck's finite differences pass inputs that do not require grad.
+        x, w = (t if t.requires_grad else t.detach().requires_grad_(True) for t in (x, w))
+        y = F.linear(x, w, b)
+        gx, gw = dg.autograd.grad((y.tanh() ** 2).sum(), (x, w), create_graph=True)
+        return (gx * gx).sum() + (gw * gw).sum()
+
+    assert dg.testing.gradcheck(grad_norm, x, w, b)
+    assert dg.testing.gradcheck(F.linear, x, w, b)
+
+
+@pytest.mark.parametrize("case", ["view_weight", "mixed_dtype", "three_d", "no_bias",
+                                  "view_input"])
+def test_other_forms_run_the_ops(case):
+    x, w, b = _leaves(x_grad=True)
+    leaf = x
+    if case == "view_weight":
+        w = w.t().t()
+    elif case == "mixed_dtype":
+        b = dg.tensor(b.numpy().astype(np.float64), requires_grad=True)
+    elif case == "three_d":
+        x = leaf = dg.tensor(np.ones((2, 5, 4), np.float32), requires_grad=True)
+    elif case == "no_bias":
+        b = None
+    else:
+        x = x[1:]
+    assert _eager_process_calls(lambda: F.linear(x, w, b)) >= 2
+    y = F.linear(x, w, b)
+    y.sum().backward()
+    assert leaf.grad is not None
+
+
+def test_no_grad_records_nothing():
+    x, w, b = _leaves(x_grad=True)
+    with dg.no_grad():
+        y = F.linear(x, w, b)
+    assert y.grad_fn is None and not y.requires_grad
+    np.testing.assert_array_equal(y.numpy(), _by_ops(x, w, b).detach().numpy())
+
+
+def test_compiled_linear_matches_eager():
+    x, w, b = _leaves()
+    f = dg.compile(lambda x, w, b: F.linear(x, w, b).relu().sum(), tiered=False)
+    np.testing.assert_allclose(f(x, w, b).item(), F.linear(x, w, b).relu().sum().item(),
+                               rtol=1e-6)
