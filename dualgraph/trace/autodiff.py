@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..eager.grad_mode import GRAD_ENABLED
 from ..ir.graph import Graph, Node
 from ..modes import current_mode
 from ..ops.broadcast import fit_grad
@@ -173,6 +174,19 @@ class _Backward:
         positions in ``wrt`` of those that get none (a zero constant stands in)."""
         ct: dict[int, Tracer] = {}
         grads_out, absent = [], []
+        # The backward graph is compiled into a kernel and never differentiated again
+        # (backward(create_graph=True) through a compiled function is refused): its VJPs
+        # run with grad mode off, as an eager backward without create_graph does, so an op
+        # whose VJP has a one-op form (a recurrent layer's loop) uses it.
+        was = GRAD_ENABLED.value
+        GRAD_ENABLED.value = False
+        try:
+            return self._accumulate(active, wrt, ct, grads_out, absent)
+        finally:
+            GRAD_ENABLED.value = was
+
+    def _accumulate(self, active: set[int], wrt: tuple, ct: dict, grads_out: list,
+                    absent: list) -> tuple[list[Node], list[int]]:
         with self.ctx:
             for o, c in zip(self.fwd.outputs, self.cotangents):
                 if id(o) in active:

@@ -143,6 +143,25 @@ def test_a_layers_gradient_is_two_ops_over_the_sequence() -> None:
     assert "matmul" not in ops  # x needs no gradient: no product outside the two ops
 
 
+def test_the_compilers_own_backward_of_a_layer_is_the_one_op_loop() -> None:
+    """A compiled function whose output is differentiated after the call: the backward
+    graph the compiler builds runs the layer's one-op backward through time (its VJPs
+    run with grad mode off, as an eager backward without create_graph), not the per-step
+    composition a second derivative needs, whose size grows with the sequence."""
+    gru = dg.nn.GRU(2, 3)
+    f = dg.compile(lambda x: gru(x)[0].sum())
+    x = dg.randn(5, 2, 2, requires_grad=True)
+    f(x).backward()
+    (entry,) = f.entries()
+    ops = list(graph_ops(entry.optimized))
+    if not entry.joint:
+        ops += list(graph_ops(entry.backward_graph))
+    assert ops.count("rnn_layer_backward") == 1 and ops.count("rnn_layer_weight_grads") == 1
+    assert ops.count("getitem") < 20  # the per-step composition slices every step's gates
+    expected = dg.grad(gru(x)[0].sum(), [x])[0]
+    dg.testing.assert_close(x.grad, expected)
+
+
 def test_first_derivative_under_create_graph_is_right() -> None:
     """``create_graph=True`` composes the backward from ordinary ops: the first gradient
     equals the one-op backward's."""
