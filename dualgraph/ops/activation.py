@@ -4,7 +4,9 @@
 As a composition, exact GELU was five elementwise ops forward and, differentiated, about
 ten backward, whose fused loop read three saved intermediates (``x / sqrt(2)``, ``x / 2``
 and ``erf(x / sqrt(2)) + 1``). As primitives the forward saves only ``x``, and the backward
-is one expression of ``g`` and ``x``: one loop that reads two arrays. Both are elementwise,
+is one expression of ``g`` and ``x``: one loop that reads two arrays. Eagerly, the forward
+also keeps ``erf(x / sqrt(2)) + 1`` for the array-form backward, which then computes no
+``erf`` (the same bits). Both are elementwise,
 so they still fuse with their neighbours when compiled. The ``tanh`` approximation stays a
 composition (`dualgraph.nn.functional.gelu`).
 """
@@ -45,11 +47,18 @@ def _gelu_infer(x: Any) -> tuple:
 
 
 def _gelu_impl(x: np.ndarray) -> np.ndarray:
+    return _gelu_keep(x)[0]
+
+
+def _gelu_keep(x: np.ndarray) -> tuple:
+    """GELU and ``erf(x / sqrt(2)) + 1``, which the backward would compute again with the
+    same operations: eagerly, the backward then runs no ``erf``."""
     # The composition's operations in its order: (x * 0.5) * (erf(x * sqrt(1/2)) + 1).
     x = _floated(x)
     cdf = _erf(np.multiply(x, _SQRT_HALF))
     np.add(cdf, 1.0, out=cdf)
-    return np.multiply(np.multiply(x, 0.5), cdf, out=cdf)
+    out = np.multiply(x, 0.5)
+    return np.multiply(out, cdf, out=out), cdf
 
 
 def _gelu_backward_infer(g: Any, x: Any) -> tuple:
@@ -59,16 +68,28 @@ def _gelu_backward_infer(g: Any, x: Any) -> tuple:
 
 def _gelu_backward_impl(g: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``g * (Phi(x) + x phi(x))``: ``Phi`` the normal CDF, ``phi`` its density."""
+    return _gelu_grad(g, x, None)
+
+
+def _gelu_grad(g: np.ndarray, x: np.ndarray, erf1: np.ndarray | None) -> np.ndarray:
+    """`_gelu_backward_impl`, given ``erf1 = erf(x / sqrt(2)) + 1`` as the forward computed
+    it (`_gelu_keep`), or ``None``."""
     x = _floated(np.asarray(x))
-    cdf = _erf(np.multiply(x, _SQRT_HALF))
-    np.add(cdf, 1.0, out=cdf)
-    np.multiply(cdf, 0.5, out=cdf)
+    if erf1 is None:
+        cdf = _erf(np.multiply(x, _SQRT_HALF))
+        np.add(cdf, 1.0, out=cdf)
+        np.multiply(cdf, 0.5, out=cdf)
+    else:  # the kept array may serve another backward (retain_graph): not in place
+        cdf = np.multiply(erf1, 0.5)
     pdf = np.multiply(x, x)
     np.multiply(pdf, -0.5, out=pdf)
     np.exp(pdf, out=pdf)
     np.multiply(pdf, _INV_SQRT_2PI, out=pdf)
     np.multiply(pdf, x, out=pdf)
     np.add(cdf, pdf, out=cdf)
+    g = np.asarray(g)
+    if g.shape == cdf.shape and np.result_type(g, cdf) == cdf.dtype:
+        return np.multiply(g, cdf, out=cdf)  # a fresh array of the result's layout
     return np.multiply(g, cdf)
 
 
@@ -78,7 +99,7 @@ def _gelu_vjp(ctx, g):
 
 
 def _gelu_vjp_arrays(ctx: Any, args: list, out: Any, g: np.ndarray) -> tuple:
-    return (_gelu_backward_impl(g, args[0]),)
+    return (_gelu_grad(g, args[0], ctx._kept),)
 
 
 def _gelu_backward_vjp(ctx, h):
@@ -95,7 +116,7 @@ def _gelu_backward_vjp(ctx, h):
 
 GELU = register(OpDef(
     "gelu", _gelu_impl, _gelu_infer, _gelu_vjp, "GeluBackward0", saves=(0,),
-    elementwise=True, vjp_arrays=_gelu_vjp_arrays,
+    elementwise=True, vjp_arrays=_gelu_vjp_arrays, impl_keep=_gelu_keep, keeps_for=0,
 ))
 GELU_BACKWARD = register(OpDef(
     "gelu_backward", _gelu_backward_impl, _gelu_backward_infer, _gelu_backward_vjp,

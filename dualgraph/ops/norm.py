@@ -52,26 +52,36 @@ def _ln_infer(x: Any, weight: Any, bias: Any, *, ndim: int, eps: float) -> tuple
 
 
 def _ln_impl(x: np.ndarray, weight: Any, bias: Any, *, ndim: int, eps: float) -> np.ndarray:
-    return _ln_keep(x, weight, bias, ndim=ndim, eps=eps)[0]
+    return _ln_forward(x, weight, bias, ndim, eps, False)[0]
 
 
 def _ln_keep(x: np.ndarray, weight: Any, bias: Any, *, ndim: int, eps: float) -> tuple:
-    """The layer norm and, for float32 and float64 input, its per-row mean and ``1 /
-    sqrt(var + eps)`` (PyTorch's saved ``mean`` and ``rstd``), which `_ln_vjp_arrays`
-    would compute again with the same operations (``None`` for other dtypes, whose
-    ``mean`` accumulates in a wider type than the backward's sums)."""
+    """The layer norm and, for float32 and float64 input, the normalised input ``xhat``
+    and its per-row ``1 / sqrt(var + eps)`` (PyTorch's saved ``rstd``), which
+    `_ln_vjp_arrays` would compute again with the same operations (``None`` for other
+    dtypes, whose ``mean`` accumulates in a wider type than the backward's sums)."""
+    keep = x.dtype == np.float32 or x.dtype == np.float64
+    return _ln_forward(x, weight, bias, ndim, eps, keep)
+
+
+def _ln_forward(x: np.ndarray, weight: Any, bias: Any, ndim: int, eps: float,
+                keep: bool) -> tuple:
     axes = _axes(x.ndim, ndim)
     mean = x.mean(axes, keepdims=True)
     xc = x - mean
-    var = np.mean(xc * xc, axes, keepdims=True)
+    xhat = xc * xc
+    var = np.mean(xhat, axes, keepdims=True)
     rstd = 1.0 / np.sqrt(var + x.dtype.type(eps))
-    out = xc * rstd
+    np.multiply(xc, rstd, out=xhat)
     if _is_tensor(weight):
-        out *= weight.astype(x.dtype, copy=False)
+        out = np.multiply(xhat, weight.astype(x.dtype, copy=False), out=xc)
+    elif keep:  # not the kept array itself: the output may be changed in place
+        out = xhat.copy()
+    else:
+        out = xhat
     if _is_tensor(bias):
         out += bias.astype(x.dtype, copy=False)
-    kept = (mean, rstd) if x.dtype == np.float32 or x.dtype == np.float64 else None
-    return out.astype(x.dtype, copy=False), kept
+    return out.astype(x.dtype, copy=False), (xhat, rstd) if keep else None
 
 
 def _ln_vjp(ctx, g):
@@ -107,23 +117,24 @@ def _ln_vjp_arrays(ctx: Any, args: list, out: Any, g: np.ndarray) -> tuple | Non
     need_x, need_w, need_b = ctx.needs_input_grad
     n = math.prod(x.shape[x.ndim - ndim:]) or np.nan
     kept = ctx._kept
-    if kept is not None:  # the forward's mean and rstd: the same bits as computed here
-        mean, rstd = kept
-        xhat = np.subtract(x, mean)
+    if kept is not None:  # the forward's xhat and rstd: the same bits as computed here
+        xhat, rstd = kept  # read only: another backward may read them (retain_graph)
         t = np.empty_like(xhat)
     else:
         xhat = np.subtract(x, np.true_divide(np.add.reduce(x, axes, keepdims=True), n))
         t = np.multiply(xhat, xhat)
         var = np.true_divide(np.add.reduce(t, axes, keepdims=True), n)
         rstd = np.true_divide(1.0, np.sqrt(np.add(var, eps)))
-    np.multiply(xhat, rstd, out=xhat)
+        np.multiply(xhat, rstd, out=xhat)
     gx = None
     if need_x:
-        gw = np.multiply(g, w) if isinstance(w, np.ndarray) else g
+        owned = isinstance(w, np.ndarray)
+        gw = np.multiply(g, w) if owned else g
         mean_gw = np.true_divide(np.add.reduce(gw, axes, keepdims=True), n)
         np.multiply(gw, xhat, out=t)
         mean_gwx = np.true_divide(np.add.reduce(t, axes, keepdims=True), n)
-        gx = np.subtract(gw, mean_gw)
+        # gw is not needed past here: the difference overwrites it when it is ours.
+        gx = np.subtract(gw, mean_gw, out=gw if owned and gw.shape == t.shape else None)
         np.multiply(xhat, mean_gwx, out=t)
         np.subtract(gx, t, out=gx)
         np.multiply(gx, rstd, out=gx)

@@ -52,7 +52,8 @@ def _softmax_impl(x: np.ndarray, axis: int = 0) -> np.ndarray:
         return np.empty(x.shape, x.dtype)
     if x.ndim == 0:
         return np.ones((), x.dtype)
-    e = np.exp(_shifted(x, axis))
+    e = _shifted(x, axis)
+    np.exp(e, out=e)
     e /= np.add.reduce(e, axis=axis, keepdims=True)
     return e
 
@@ -72,11 +73,21 @@ def _keep_sum(a: np.ndarray, axis: int) -> np.ndarray:
 
 
 def _log_softmax_backward_impl(g: np.ndarray, out: np.ndarray, axis: int = 0) -> np.ndarray:
-    return g - np.exp(out) * _keep_sum(g, axis)
+    if g.dtype != out.dtype or out.ndim == 0:  # mixed dtypes promote step by step
+        return g - np.exp(out) * _keep_sum(g, axis)
+    # The same operations in one temporary.
+    t = np.exp(out)
+    np.multiply(t, _keep_sum(g, axis), out=t)
+    return np.subtract(g, t, out=t)
 
 
 def _softmax_backward_impl(g: np.ndarray, out: np.ndarray, axis: int = 0) -> np.ndarray:
-    return out * (g - _keep_sum(g * out, axis))
+    if g.dtype != out.dtype or out.ndim == 0:
+        return out * (g - _keep_sum(g * out, axis))
+    t = np.multiply(g, out)
+    s = _keep_sum(t, axis)
+    np.subtract(g, s, out=t)
+    return np.multiply(out, t, out=t)
 
 
 def _sum_keep(x: Any, axis: int, ndim: int) -> Any:

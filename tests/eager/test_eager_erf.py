@@ -90,3 +90,24 @@ def test_gelu_gradient_float64_and_float32():
         + x64 * np.exp(-x64 * x64 / 2) / math.sqrt(2 * math.pi)
     dg.testing.assert_close(x.grad.numpy(), ref, rtol=1e-5, atol=1e-6,
                             equal_nan=True, check_dtype=False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_gelu_backward_from_the_kept_erf_gives_the_bits_of_gelu_backward(dtype):
+    # Eagerly the forward keeps erf(x / sqrt(2)) + 1 for the array-form backward; the op
+    # form (create_graph) recomputes it: both, and a second backward through the same
+    # graph (retain_graph: the kept array is read, not overwritten), agree bit for bit.
+    F = dg.nn.functional
+    a = (np.random.default_rng(2).standard_normal((7, 33)) * 3).astype(dtype)
+    g = np.random.default_rng(3).standard_normal((7, 33)).astype(dtype)
+    x = dg.tensor(a, requires_grad=True)
+    y = F.gelu(x)
+    assert y.grad_fn._kept is not None
+    (fast,) = dg.autograd.grad(y, x, dg.tensor(g), retain_graph=True)
+    (again,) = dg.autograd.grad(y, x, dg.tensor(g), retain_graph=True)
+    (slow,) = dg.autograd.grad(y, x, dg.tensor(g), create_graph=True)
+    want = dg.ops.activation.gelu_backward(dg.tensor(g), dg.tensor(a)).numpy()
+    for got in (fast, again, slow):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.numpy().view(np.uint8), want.view(np.uint8))
+    assert F.gelu(dg.tensor(a)).grad_fn is None  # no gradient: nothing kept
