@@ -220,8 +220,8 @@ def test_mse_loss_backward_through_mean_makes_no_mul_op():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
-def test_layer_norm_backward_reads_the_forwards_mean_and_rstd(dtype):
-    # The node keeps the forward's per-row mean and rstd (float32 and float64: float16's
+def test_layer_norm_backward_reads_the_forwards_xhat_and_rstd(dtype):
+    # The node keeps the forward's normalised input and per-row rstd (float32 and float64: float16's
     # mean accumulates wider than the backward's sums), and the backward from them has
     # the bits of the one that computes them again.
     rng = np.random.default_rng(4)
@@ -236,7 +236,7 @@ def test_layer_norm_backward_reads_the_forwards_mean_and_rstd(dtype):
         if dtype == np.float16:
             assert kept is None
         else:
-            assert kept is not None and [a.shape for a in kept] == [(3, 5, 1)] * 2
+            assert kept is not None and [a.shape for a in kept] == [(3, 5, 8), (3, 5, 1)]
         if not keep:
             y.grad_fn._kept = None
         w.grad = None
