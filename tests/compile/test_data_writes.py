@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 
-import numpy as np
 import pytest
 
 import dualgraph as dg
@@ -55,9 +54,9 @@ def test_writes_through_data_of_a_captured_tensor_equal_eager(
         request.getfixturevalue("tiered")
     want, want_t, want_w, _ = _polyak(False, variant)
     got, got_t, got_w, f = _polyak(True, variant)
-    np.testing.assert_allclose(got, want, rtol=1e-6)
-    np.testing.assert_allclose(got_t, want_t, rtol=1e-6)
-    np.testing.assert_allclose(got_w, want_w, rtol=1e-6)
+    dg.testing.assert_close(got, want, rtol=1e-6, atol=0, check_dtype=False)
+    dg.testing.assert_close(got_t, want_t, rtol=1e-6, atol=0, check_dtype=False)
+    dg.testing.assert_close(got_w, want_w, rtol=1e-6, atol=0, check_dtype=False)
     assert f.stats.traces == 1 and f.stats.calls == 3
     if tier == "blocking":
         assert f.stats.tier1_calls == 3
@@ -81,8 +80,8 @@ def test_manual_update_through_data_keeps_the_gradient_of_the_parameter() -> Non
     f = dg.compile(step)
     loss = f(dg.tensor([0.5, 0.5]))
     assert loss.item() == pytest.approx(1.5 ** 2 + 2.5 ** 2)
-    np.testing.assert_allclose(w.numpy(), [1.5, 2.5])
-    np.testing.assert_allclose(w.grad.numpy(), [3.0, 5.0])
+    dg.testing.assert_close(w.numpy(), [1.5, 2.5], rtol=1e-7, atol=0, check_dtype=False)
+    dg.testing.assert_close(w.grad.numpy(), [3.0, 5.0], rtol=1e-7, atol=0, check_dtype=False)
 
 
 @pytest.mark.parametrize("make", ["zeros", "new_zeros", "tensor"])
@@ -113,7 +112,7 @@ def test_a_buffer_made_inside_the_step_and_written_in_place_starts_afresh(make: 
 
     want, _ = run(False)
     got, f = run(True)
-    np.testing.assert_allclose(got, want, rtol=1e-5)
+    dg.testing.assert_close(got, want, rtol=1e-5, atol=0, check_dtype=False)
     assert f.stats.traces == 1 and f.stats.tier1_calls == 3
 
 
@@ -146,6 +145,6 @@ def test_a_buffer_made_inside_and_kept_outside_is_written_back() -> None:
 
     want, want_bufs = run(False)
     got, got_bufs = run(True)
-    np.testing.assert_allclose(got, want, rtol=1e-5)
+    dg.testing.assert_close(got, want, rtol=1e-5, atol=0, check_dtype=False)
     for g, w in zip(got_bufs, want_bufs):
-        np.testing.assert_allclose(g, w, rtol=1e-5)
+        dg.testing.assert_close(g, w, rtol=1e-5, atol=0, check_dtype=False)
