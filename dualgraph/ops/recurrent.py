@@ -262,6 +262,12 @@ def _layer_vjp(ctx, g):
     dgh = steps[:, :, gn:2 * gn] if mode == "gru" else dgx
     rows = t_len * batch
     grads = {}
+    if needs.x:
+        grads["x"] = matmul(dgx, a.w_ih)
+    if needs.h0:
+        grads["h0"] = d_h0
+    if needs.c0:
+        grads["c0"] = d_c0
     if not _RECORDING():
         # The weights' and biases' gradients from one op over the backward's rows (its
         # GEMMs and sums), sliced out of its flat result: a few view nodes, not tens.
@@ -274,19 +280,7 @@ def _layer_vjp(ctx, g):
             if getattr(needs, key):
                 grads[key] = reshape(flat[at:at + size], shape)
             at += size
-        if needs.x:
-            grads["x"] = matmul(dgx, a.w_ih)
-        if needs.h0:
-            grads["h0"] = d_h0
-        if needs.c0:
-            grads["c0"] = d_c0
         return tuple(grads.get(k) for k in input_names(mode, lengths, proj))
-    if needs.x:
-        grads["x"] = matmul(dgx, a.w_ih)
-    if needs.h0:
-        grads["h0"] = d_h0
-    if needs.c0:
-        grads["c0"] = d_c0
     if needs.w_ih:
         grads["w_ih"] = matmul(transpose(reshape(dgx, (rows, gn))),
                                reshape(a.x, (rows, n_in)))
