@@ -20,11 +20,10 @@ from ..ops import shape as S
 from .autograd import Function
 from .tensor import (
     _GRAD,
-    _GRAD_FN,
     _QUIET,
-    _RG,
     EagerMode,
     Tensor,
+    _attach,
     _new_view,
     _reset_errstate,
     _set_errstate,
@@ -81,12 +80,7 @@ def linear(x: Any, weight: Any, bias: Any) -> Tensor | None:
         fn = weight.grad_fn or weight._node
         tnode = Function(_TRANSPOSE, (fn if fn is not None else weight._input_node(),),
                          t_attrs, wtd, (), (), None)
-        if type(wt) is view:  # through the slots, as `_new_view` sets them
-            _GRAD_FN.__set__(wt, tnode)
-            _RG.__set__(wt, True)
-        else:
-            wt.grad_fn = tnode
-            wt._rg = True
+        _attach(wt, tnode)
         wnode = tnode
     else:
         wnode = wt._input_node()

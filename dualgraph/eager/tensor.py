@@ -756,13 +756,18 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     fn = Function(op, tuple(inputs), attrs, out, saved, versions or (), out_version)
     if extra is not None:
         fn._kept = extra
+    _attach(t, fn)
+    return t
+
+
+def _attach(t: Tensor, fn: Any) -> None:
+    """Make ``fn`` the tape node of ``t``, which now requires grad."""
     if type(t) is _ViewTensor:  # through the slots, as `_new_view` sets them
         _GRAD_FN.__set__(t, fn)
         _RG.__set__(t, True)
     else:
         t.grad_fn = fn
         t._rg = True
-    return t
 
 
 def _keeps(a: Any) -> bool:
