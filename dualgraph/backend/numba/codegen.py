@@ -177,9 +177,14 @@ class _Writer:
         inside = {id(m) for c in clusters.values() for m in c[0] + c[1]}
         folds = self.plan_batch_sums(inside)
         inside |= {id(f[0]) for f in folds.values()}
+        # Constants are parameters, bound before any statement: a cluster's sibling may
+        # read one that stands after its reduction in program order (the seed of a
+        # value-and-grad graph's backward).
         for n in self.graph.nodes:
             if n.op == "const":
                 self.var[id(n)] = self.const(n.attrs["value"], ishape(n))
+        for n in self.graph.nodes:
+            if n.op == "const":
                 continue
             if id(n) in clusters:
                 self.cluster(n, *clusters[id(n)])
@@ -333,7 +338,7 @@ class _Writer:
                 if (id(s) in taken or not self.loop_value(s) or ishape(s) != shape
                         or not self.target.get(id(s), "o").startswith("o")):
                     continue
-                ins = [i for i in s.inputs if isinstance(i, Node)]
+                ins = [i for i in s.inputs if isinstance(i, Node) and i.op != "const"]
                 if not all(pos.get(id(i), -1) < pos[id(r)] or i in siblings for i in ins):
                     continue
                 if not ({id(i) for i in self.reads_of(s)} & reads):
