@@ -313,7 +313,8 @@ class _Writer:
         that loop and never stored. A *producer* is an elementwise loop of the reduction's
         length whose every consumer is in the cluster (so nothing else needs its array);
         a *sibling* is a later elementwise loop of that length reading only values that
-        exist before the reduction (or cluster values), and writing an array of its own.
+        exist before the reduction (or cluster values; constants are parameters, so they
+        do wherever they stand), and writing an array of its own.
         Under ``parallel=True`` the cluster runs in the reduction's chunked ``prange`` (each
         element is still written by one chunk only).
         """
