@@ -1,7 +1,7 @@
 """layer_norm's backward ops, ``layer_norm_backward`` (the input's gradient) and
 ``layer_norm_weight_grad`` (the weight's): first and second derivatives against float64
 finite differences and PyTorch, their shape rules, and a compiled layer_norm gradient that
-runs them equal to eager."""
+runs them equal to eager; their kernel IR against the NumPy kernels."""
 
 from __future__ import annotations
 
@@ -117,3 +117,26 @@ def test_compiled_gradient_runs_the_backward_ops_and_equals_eager():
         ops |= set(graph_ops(entry.backward_graph))
     assert {"layer_norm_backward", "layer_norm_weight_grad"} <= ops
     assert "mean" not in ops
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("shape", "ndim"), [((3, 5), 1), ((4, 37), 1), ((2, 3, 8), 2),
+                                             ((2, 128), 1)])
+def test_lowerings_mean_the_ops(shape, ndim, dtype):
+    """The kernel IR run by the IR's executor against the NumPy kernels (no Numba), on rows
+    shorter than the 16 lanes, with a remainder, and multiples of them; a mean far from zero
+    against the spread."""
+    from dualgraph.ops import OPS
+
+    from ..backend.kir_exec import run
+    from ..backend.test_row_kernels import _lowered
+
+    g, x, w = (a.astype(dtype) for a in _data(shape, ndim, seed=3))
+    x = x + dtype(50.0)
+    attrs = {"ndim": ndim, "eps": 1e-5}
+    tol = 2e-3 if dtype == np.float32 else 1e-9
+    for op, arrays in (("layer_norm_backward", [g, x, w]), ("layer_norm_weight_grad", [g, x])):
+        _, block = _lowered(op, arrays, attrs)
+        got = run(block, {f"a{k}": a for k, a in enumerate(arrays)})["r"]
+        want = OPS[op].impl(*arrays, **attrs)
+        assert_close(got.reshape(want.shape), want, rtol=tol, atol=tol, check_dtype=False)
