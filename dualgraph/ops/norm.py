@@ -3,8 +3,10 @@
 ``layer_norm`` is a primitive: the transformer workload calls it on every block, and one
 kernel (one NumPy pass per statistic eagerly, one loop nest compiled) beats the nine ops of
 its composition; it also gives PyTorch's node name, ``NativeLayerNormBackward0``. Its VJP
-is written in dualgraph ops (it recomputes the mean and ``rstd`` from the saved input), so
-double backward works and the compiled backward fuses.
+is two ops, ``layer_norm_backward`` (the input's gradient) and ``layer_norm_weight_grad``
+(the weight's), plus a sum for the bias: each backward op is one pass over each row
+compiled, where the composition was a dozen ops that recomputed the statistics in
+several kernels. Their VJPs are written in dualgraph ops, so double backward works.
 
 Batch, group and instance normalisation are compositions in `dualgraph.nn.functional`
 (group and instance norm normalise through ``layer_norm`` on a reshaped input).
@@ -87,27 +89,40 @@ def _ln_forward(x: np.ndarray, weight: Any, bias: Any, ndim: int, eps: float,
 def _ln_vjp(ctx, g):
     x, w, _ = ctx.args
     ndim, eps = ctx.attrs["ndim"], ctx.attrs["eps"]
-    rank = len(ctx.inputs[0].shape)
-    axes, lead = _axes(rank, ndim), tuple(range(rank - ndim))
+    lead = tuple(range(len(ctx.inputs[0].shape) - ndim))
     need_x, need_w, need_b = ctx.needs_input_grad
-    xc = E.sub(x, R.mean(x, axes, keepdims=True))
-    rstd = E.div(1.0, E.sqrt(E.add(R.mean(E.mul(xc, xc), axes, keepdims=True), eps)))
-    xhat = E.mul(xc, rstd)
-    gx = None
-    if need_x:
-        gw = E.mul(g, w) if _is_tensor(w) else g
-        # d xhat / dx applied to gw: rstd * (gw - mean(gw) - xhat * mean(gw * xhat)).
-        inner = E.sub(E.sub(gw, R.mean(gw, axes, keepdims=True)),
-                      E.mul(xhat, R.mean(E.mul(gw, xhat), axes, keepdims=True)))
-        gx = E.mul(inner, rstd)
-    gweight = R.sum(E.mul(g, xhat), lead) if need_w else None
+    gx = bind(LAYER_NORM_BACKWARD, g, x, w, ndim=ndim, eps=eps) if need_x else None
+    gweight = bind(LAYER_NORM_WEIGHT_GRAD, g, x, ndim=ndim, eps=eps) if need_w else None
     gbias = R.sum(g, lead) if need_b else None
     return gx, gweight, gbias
 
 
+def _stats(x: np.ndarray, axes: tuple, n: float, eps: float) -> tuple:
+    """``xhat``, ``rstd`` and a temporary of ``x``'s shape, by the forward's operations."""
+    xhat = np.subtract(x, np.true_divide(np.add.reduce(x, axes, keepdims=True), n))
+    t = np.multiply(xhat, xhat)
+    var = np.true_divide(np.add.reduce(t, axes, keepdims=True), n)
+    rstd = np.true_divide(1.0, np.sqrt(np.add(var, eps)))
+    np.multiply(xhat, rstd, out=xhat)
+    return xhat, rstd, t
+
+
+def _grad_input(gw: np.ndarray, xhat: np.ndarray, rstd: np.ndarray, t: np.ndarray,
+                axes: tuple, n: float, owned: bool) -> np.ndarray:
+    """``rstd * (gw - mean(gw) - xhat * mean(gw * xhat))`` over the rows; ``t`` is
+    overwritten, and ``gw`` too when ``owned``."""
+    mean_gw = np.true_divide(np.add.reduce(gw, axes, keepdims=True), n)
+    np.multiply(gw, xhat, out=t)
+    mean_gwx = np.true_divide(np.add.reduce(t, axes, keepdims=True), n)
+    gx = np.subtract(gw, mean_gw, out=gw if owned and gw.shape == t.shape else None)
+    np.multiply(xhat, mean_gwx, out=t)
+    np.subtract(gx, t, out=gx)
+    return np.multiply(gx, rstd, out=gx)
+
+
 def _ln_vjp_arrays(ctx: Any, args: list, out: Any, g: np.ndarray) -> tuple | None:
-    """`_ln_vjp` on arrays: its NumPy operations in its order (the same bits), with the
-    temporaries reused in place (PyTorch's ``native_layer_norm_backward``)."""
+    """`_ln_vjp` on arrays: the NumPy kernels of its ops (the same bits), sharing the
+    forward's kept ``xhat`` and ``rstd`` and reusing temporaries in place."""
     x, w, _ = args
     dtype = x.dtype
     if g.dtype != dtype or (isinstance(w, np.ndarray) and w.dtype != dtype):
@@ -121,23 +136,11 @@ def _ln_vjp_arrays(ctx: Any, args: list, out: Any, g: np.ndarray) -> tuple | Non
         xhat, rstd = kept  # read only: another backward may read them (retain_graph)
         t = np.empty_like(xhat)
     else:
-        xhat = np.subtract(x, np.true_divide(np.add.reduce(x, axes, keepdims=True), n))
-        t = np.multiply(xhat, xhat)
-        var = np.true_divide(np.add.reduce(t, axes, keepdims=True), n)
-        rstd = np.true_divide(1.0, np.sqrt(np.add(var, eps)))
-        np.multiply(xhat, rstd, out=xhat)
+        xhat, rstd, t = _stats(x, axes, n, eps)
     gx = None
     if need_x:
         owned = isinstance(w, np.ndarray)
-        gw = np.multiply(g, w) if owned else g
-        mean_gw = np.true_divide(np.add.reduce(gw, axes, keepdims=True), n)
-        np.multiply(gw, xhat, out=t)
-        mean_gwx = np.true_divide(np.add.reduce(t, axes, keepdims=True), n)
-        # gw is not needed past here: the difference overwrites it when it is ours.
-        gx = np.subtract(gw, mean_gw, out=gw if owned and gw.shape == t.shape else None)
-        np.multiply(xhat, mean_gwx, out=t)
-        np.subtract(gx, t, out=gx)
-        np.multiply(gx, rstd, out=gx)
+        gx = _grad_input(np.multiply(g, w) if owned else g, xhat, rstd, t, axes, n, owned)
     gweight = None
     if need_w:
         np.multiply(g, xhat, out=t)
@@ -146,10 +149,130 @@ def _ln_vjp_arrays(ctx: Any, args: list, out: Any, g: np.ndarray) -> tuple | Non
     return gx, gweight, gbias
 
 
+# ---- the backward ops
+# ``layer_norm_backward(g, x, w)``: the input's gradient (PyTorch's
+# ``native_layer_norm_backward``'s first output); ``layer_norm_weight_grad(g, x)``: the
+# weight's, ``sum(g * xhat)`` over the leading dims. Each recomputes the row statistics
+# from ``x`` (the graph has one value per node, so the forward's mean and rstd are not
+# values of it), which a row kernel does in the pass that reads the row anyway.
+
+
+def _ln_backward_infer(g: Any, x: Any, w: Any, *, ndim: int, eps: float) -> tuple:
+    xshape = tuple(x.shape)
+    if np.dtype(x.dtype).kind != "f":
+        raise TypeError(f"layer_norm_backward: expected a floating-point input, got {x.dtype}")
+    if tuple(g.shape) != xshape:
+        raise ShapeError(f"layer_norm_backward: gradient of shape {tuple(g.shape)} does not "
+                         f"match the input of shape {xshape}")
+    norm = xshape[len(xshape) - ndim:]
+    if _is_tensor(w) and tuple(w.shape) != norm:
+        raise ShapeError(f"layer_norm_backward: weight of shape {tuple(w.shape)} does not "
+                         f"match normalized_shape {norm}")
+    dtype = np.promote_types(g.dtype, x.dtype)
+    if _is_tensor(w):
+        dtype = np.promote_types(dtype, w.dtype)
+    return xshape, dtype
+
+
+def _ln_backward_impl(g: np.ndarray, x: np.ndarray, w: Any, *, ndim: int,
+                      eps: float) -> np.ndarray:
+    dtype = np.promote_types(g.dtype, x.dtype)
+    if isinstance(w, np.ndarray):
+        dtype = np.promote_types(dtype, w.dtype)
+        w = w.astype(dtype, copy=False)
+    g, x = g.astype(dtype, copy=False), x.astype(dtype, copy=False)
+    axes = _axes(x.ndim, ndim)
+    n = math.prod(x.shape[x.ndim - ndim:]) or np.nan
+    xhat, rstd, t = _stats(x, axes, n, eps)
+    owned = isinstance(w, np.ndarray)
+    return _grad_input(np.multiply(g, w) if owned else g.copy(), xhat, rstd, t, axes, n, True)
+
+
+def _normalized(x: Any, axes: tuple, eps: float) -> tuple:
+    """``xhat`` and ``rstd`` of ``x`` in dualgraph ops (for second derivatives)."""
+    xc = E.sub(x, R.mean(x, axes, keepdims=True))
+    rstd = E.div(1.0, E.sqrt(E.add(R.mean(E.mul(xc, xc), axes, keepdims=True), eps)))
+    return E.mul(xc, rstd), rstd
+
+
+def _ln_backward_vjp(ctx, h):
+    # gx = r * P(a), a = g * w, P(a) = a - mean(a) - xhat * mean(a * xhat) per row: r * P
+    # is self-adjoint, so the gradients of a (hence of g and w) are layer_norm_backward of
+    # h with no weight. For x (r and xhat depend on it), with c = mean(a * xhat) and
+    # d = mean(h * xhat):
+    # -r^2 * (xhat * (mean(h * a) - mean(a) * mean(h) - 3 c d) + d (a - mean(a))
+    #         + c (h - mean(h))).
+    g, x, w = ctx.args
+    ndim, eps = ctx.attrs["ndim"], ctx.attrs["eps"]
+    rank = len(ctx.inputs[1].shape)
+    axes, lead = _axes(rank, ndim), tuple(range(rank - ndim))
+    need_g, need_x, need_w = ctx.needs_input_grad
+    weighted = _is_tensor(w)
+    gg = gw = gx = None
+    if need_g or (need_w and weighted):
+        q = bind(LAYER_NORM_BACKWARD, h, x, 1.0, ndim=ndim, eps=eps)
+        gg = E.mul(q, w) if need_g and weighted else q if need_g else None
+        gw = R.sum(E.mul(q, g), lead) if need_w and weighted else None
+    if need_x:
+        xhat, rstd = _normalized(x, axes, eps)
+        a = E.mul(g, w) if weighted else g
+
+        def mean(v: Any) -> Any:
+            return R.mean(v, axes, keepdims=True)
+
+        ma, mh = mean(a), mean(h)
+        c, d = mean(E.mul(a, xhat)), mean(E.mul(h, xhat))
+        k = E.sub(E.sub(mean(E.mul(h, a)), E.mul(ma, mh)), E.mul(3.0, E.mul(c, d)))
+        inner = E.add(E.add(E.mul(xhat, k), E.mul(d, E.sub(a, ma))), E.mul(c, E.sub(h, mh)))
+        gx = E.neg(E.mul(E.mul(rstd, rstd), inner))
+    return gg, gx, gw
+
+
+def _ln_weight_grad_infer(g: Any, x: Any, *, ndim: int, eps: float) -> tuple:
+    xshape = tuple(x.shape)
+    if np.dtype(x.dtype).kind != "f":
+        raise TypeError(f"layer_norm_weight_grad: expected a floating-point input, got "
+                        f"{x.dtype}")
+    if tuple(g.shape) != xshape:
+        raise ShapeError(f"layer_norm_weight_grad: gradient of shape {tuple(g.shape)} does "
+                         f"not match the input of shape {xshape}")
+    return xshape[len(xshape) - ndim:], np.promote_types(g.dtype, x.dtype)
+
+
+def _ln_weight_grad_impl(g: np.ndarray, x: np.ndarray, *, ndim: int,
+                         eps: float) -> np.ndarray:
+    dtype = np.promote_types(g.dtype, x.dtype)
+    g, x = g.astype(dtype, copy=False), x.astype(dtype, copy=False)
+    n = math.prod(x.shape[x.ndim - ndim:]) or np.nan
+    xhat, _, t = _stats(x, _axes(x.ndim, ndim), n, eps)
+    np.multiply(g, xhat, out=t)
+    return np.add.reduce(t, tuple(range(x.ndim - ndim)))
+
+
+def _ln_weight_grad_vjp(ctx, k):
+    # sum over rows of g * xhat: k * xhat for g; for x, the row map xhat's adjoint
+    # applied to g * k, which is layer_norm_backward with k as the weight.
+    g, x = ctx.args
+    ndim, eps = ctx.attrs["ndim"], ctx.attrs["eps"]
+    need_g, need_x = ctx.needs_input_grad
+    gg = E.mul(k, _normalized(x, _axes(len(ctx.inputs[1].shape), ndim), eps)[0]) \
+        if need_g else None
+    gx = bind(LAYER_NORM_BACKWARD, g, x, k, ndim=ndim, eps=eps) if need_x else None
+    return gg, gx
+
+
 LAYER_NORM = register(OpDef(
     "layer_norm", _ln_impl, _ln_infer, _ln_vjp, "NativeLayerNormBackward0",
     saves=(0, 1), saves_for=(None, 0), vjp_arrays=_ln_vjp_arrays,
     impl_keep=_ln_keep, keeps_for=None,
+))
+LAYER_NORM_BACKWARD = register(OpDef(
+    "layer_norm_backward", _ln_backward_impl, _ln_backward_infer, _ln_backward_vjp,
+    "NativeLayerNormBackwardBackward0", saves=(0, 1, 2),
+))
+LAYER_NORM_WEIGHT_GRAD = register(OpDef(
+    "layer_norm_weight_grad", _ln_weight_grad_impl, _ln_weight_grad_infer,
+    _ln_weight_grad_vjp, "LayerNormWeightGradBackward0", saves=(0, 1),
 ))
 
 

@@ -932,7 +932,8 @@ def layer_norms(lib, F, x, w, b):
             F.layer_norm(x, (4,), w, eps=0.5), F.layer_norm(x * 1000.0 + 5.0, (4,)))
 
 
-@script(covers=("gelu_backward",), source=SURFACE)
+@script(covers=("gelu_backward", "layer_norm_backward", "layer_norm_weight_grad"),
+        source=SURFACE)
 def layer_norm_gelu_double_backward(lib, F):
     x = lib.tensor([[0.5, -1.0, 2.0, 0.25], [1.5, 0.75, -0.5, -2.0], [0.1, 0.2, -0.3, 0.45]],
                    requires_grad=True)

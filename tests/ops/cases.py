@@ -27,6 +27,7 @@ from dualgraph.nn import functional as F
 from dualgraph.ops import OPS
 from dualgraph.ops import activation as ACT
 from dualgraph.ops import loss as LOSS
+from dualgraph.ops import norm as NORM
 from dualgraph.ops import random as RND
 from dualgraph.ops import softmax as SM
 from dualgraph.ops.elementwise import threshold_backward
@@ -752,6 +753,27 @@ CASES += [
          real(2, 4), real(4), ref=lambda x, b: _norm_ref(x, (1,), 0.1) + b),
     case("layer_norm", "module", dg.nn.LayerNorm(3, elementwise_affine=False), real(2, 3),
          ref=lambda x: _norm_ref(x, (1,))),
+]
+
+
+def _ln_grad_ref(g: np.ndarray, x: np.ndarray, w: Any, axes: tuple) -> np.ndarray:
+    xhat, a = _norm_ref(x, axes), g * w
+    inner = a - a.mean(axes, keepdims=True) - xhat * (a * xhat).mean(axes, keepdims=True)
+    return inner / np.sqrt(x.var(axes, keepdims=True) + 1e-5)
+
+
+CASES += [
+    case("layer_norm_backward", "weight",
+         lambda g, x, w: bind(NORM.LAYER_NORM_BACKWARD, g, x, w, ndim=1, eps=1e-5),
+         real(3, 4), real(3, 4), real(4), ref=lambda g, x, w: _ln_grad_ref(g, x, w, (1,)),
+         node="NativeLayerNormBackwardBackward0"),
+    case("layer_norm_backward", "two_dims_no_weight",
+         lambda g, x: bind(NORM.LAYER_NORM_BACKWARD, g, x, 1.0, ndim=2, eps=1e-5),
+         real(2, 2, 3), real(2, 2, 3), ref=lambda g, x: _ln_grad_ref(g, x, 1.0, (1, 2))),
+    case("layer_norm_weight_grad", "two_dims",
+         lambda g, x: bind(NORM.LAYER_NORM_WEIGHT_GRAD, g, x, ndim=2, eps=1e-5),
+         real(2, 2, 3), real(2, 2, 3), ref=lambda g, x: (g * _norm_ref(x, (1, 2))).sum(0),
+         node="LayerNormWeightGradBackward0"),
 ]
 
 # Exact GELU and its backward are primitives (ops/activation.py); the tanh form is a

@@ -23,39 +23,131 @@ def _layer_norm(node: Node, args: list, out: str) -> kir.Block:
     when the mean is large against the spread), then the normalised row written in the
     input's dtype, as the NumPy kernel computes it. Sums are float64 (`_row_sum`)."""
     x, weight, bias = node.inputs
-    shape = tuple(x.shape)
-    n = math.prod(shape[len(shape) - node.attrs["ndim"]:])
-    m = math.prod(shape) // n if n else 0
-    dtype = np.dtype(node.dtype)
-    f8 = np.dtype(np.float64)
-    res = kir.Buffer(out, ishape(node), dtype)
-    block = kir.Block([kir.Alloc(res)], res)
-    if m == 0 or n == 0:
+    block, m, n, row, lanes = _ln_frame(node, out, x.shape)
+    if row is None:
         return block
-    row, lanes = _row_work(block, node, n, out)
+    dtype = np.dtype(node.dtype)
     xr = _reshaped(block, args[0].buf, (m, n), f"{out}_x")
-    rows = _reshaped(block, res, (m, n), f"{out}_r")
+    rows = _reshaped(block, block.result, (m, n), f"{out}_r")
     i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
-    s, v = kir.Var(f"{out}_s", f8), kir.Var(f"{out}_v", f8)
-    mu, r = kir.Var(f"{out}_mu", dtype), kir.Var(f"{out}_rs", dtype)
-    count = kir.const(float(n), f8)
     xv = _as(xr[i, j], dtype)
+    stats, mu, r, _ = _ln_stats(node, n, xv, j, row, lanes, out)
     value = (xv - mu) * r
     if isinstance(weight, Node):
         value = value * _as(_reshaped(block, args[1].buf, (n,), f"{out}_w")[j], dtype)
     if isinstance(bias, Node):
         value = value + _as(_reshaped(block, args[2].buf, (n,), f"{out}_b")[j], dtype)
-    d = kir.Var(f"{out}_d", dtype)
-    block.add(kir.Loop(i, m, (
-        kir.Loop(j, n, (kir.Store(row, (j,), xv),)),
-        *_row_sum(row, n, s, lanes, f"{out}_a"),
+    block.add(kir.Loop(i, m, (*stats, kir.Loop(j, n, (kir.Store(rows, (i, j), value),)))))
+    return block
+
+
+def _ln_frame(node: Node, out: str, xshape: tuple) -> tuple:
+    """The result block, the rows (``m``) and row length (``n``) of an input of ``xshape``
+    normalised over its last ``ndim`` dims, and the row work buffers (``None`` when
+    there is no row: the block is then complete)."""
+    n = math.prod(xshape[len(xshape) - node.attrs["ndim"]:])
+    m = math.prod(xshape) // n if n else 0
+    res = kir.Buffer(out, ishape(node), np.dtype(node.dtype))
+    block = kir.Block([kir.Alloc(res)], res)
+    if m == 0 or n == 0:
+        return block, m, n, None, None
+    return (block, m, n, *_row_work(block, node, n, out))
+
+
+def _ln_stats(node: Node, n: int, xv: kir.Expr, j: kir.Var, row: kir.Buffer,
+              lanes: kir.Buffer | None, out: str, first: tuple = (),
+              second: Callable | None = None) -> tuple:
+    """The statements giving one row's mean ``mu`` and ``1 / sqrt(var + eps)`` (``r``, in
+    the node's dtype; ``r64`` in float64) from its elements ``xv`` (at index ``j``): the
+    row copied into ``row`` and summed, then the squared deviations. ``first``: more
+    (work buffer, element, float64 sum) written in the first pass and summed; ``second(d)``
+    likewise in the second, of the deviation ``d``; the row is read once per pass."""
+    dtype = np.dtype(node.dtype)
+    f8 = np.dtype(np.float64)
+    s, v = kir.Var(f"{out}_s", f8), kir.Var(f"{out}_v", f8)
+    mu, r = kir.Var(f"{out}_mu", dtype), kir.Var(f"{out}_rs", dtype)
+    r64, d = kir.Var(f"{out}_r8", f8), kir.Var(f"{out}_d", dtype)
+    count = kir.const(float(n), f8)
+    more = second(d) if second is not None else ()
+
+    def sums(passes: tuple, tag: str) -> list:
+        return [st for k, (buf, _, acc) in enumerate(passes)
+                for st in _row_sum(buf, n, acc, lanes, f"{out}_{tag}{k}")]
+
+    stmts = [
+        kir.Loop(j, n, (kir.Store(row, (j,), xv),
+                        *(kir.Store(buf, (j,), e) for buf, e, _ in first))),
+        *_row_sum(row, n, s, lanes, f"{out}_a"), *sums(first, "f"),
         kir.Let(mu, kir.Cast(s / count, dtype)),
-        kir.Loop(j, n, (kir.Let(d, xv - mu), kir.Store(row, (j,), d * d))),
-        *_row_sum(row, n, v, lanes, f"{out}_q"),
-        kir.Let(r, kir.Cast(kir.const(1.0, f8) / kir.Call(
-            "sqrt", (v / count + kir.const(float(node.attrs["eps"]), f8),), f8), dtype)),
-        kir.Loop(j, n, (kir.Store(rows, (i, j), value),)),
+        kir.Loop(j, n, (kir.Let(d, xv - mu), kir.Store(row, (j,), d * d),
+                        *(kir.Store(buf, (j,), e) for buf, e, _ in more))),
+        *_row_sum(row, n, v, lanes, f"{out}_q"), *sums(more, "g"),
+        kir.Let(r64, kir.const(1.0, f8) / kir.Call(
+            "sqrt", (v / count + kir.const(float(node.attrs["eps"]), f8),), f8)),
+        kir.Let(r, kir.Cast(r64, dtype)),
+    ]
+    return stmts, mu, r, r64
+
+
+@lowers("layer_norm_backward")
+def _layer_norm_backward(node: Node, args: list, out: str) -> kir.Block:
+    """Per row, with ``a = g * w``: the mean and the sum of ``a`` in the first pass over
+    the row, the variance and the sum of ``a * (x - mean)`` in the second, then
+    ``r * (a - mean(a) - xhat * mean(a * xhat))`` written (``r = rstd``)."""
+    block, m, n, row, lanes = _ln_frame(node, out, node.inputs[1].shape)
+    if row is None:
+        return block
+    dtype = np.dtype(node.dtype)
+    f8 = np.dtype(np.float64)
+    gr, xr, rows = (_reshaped(block, b, (m, n), f"{out}_{t}")
+                    for b, t in ((args[0].buf, "g"), (args[1].buf, "x"), (block.result, "r")))
+    i, j = kir.Var(f"{out}_i"), kir.Var(f"{out}_j")
+    xv = _as(xr[i, j], dtype)
+    a = _as(gr[i, j], dtype)
+    if isinstance(node.inputs[2], Node):
+        a = a * _as(_reshaped(block, args[2].buf, (n,), f"{out}_w")[j], dtype)
+    work = kir.Buffer(f"{out}_e2", (n,), dtype)
+    block.add(kir.Alloc(work))
+    sa, sb = kir.Var(f"{out}_sa", f8), kir.Var(f"{out}_sb", f8)
+    stats, mu, r, r64 = _ln_stats(node, n, xv, j, row, lanes, out, first=((work, a, sa),),
+                                  second=lambda d: ((work, a * d, sb),))
+    count = kir.const(float(n), f8)
+    ma, c = kir.Var(f"{out}_ma", dtype), kir.Var(f"{out}_c", dtype)
+    block.add(kir.Loop(i, m, (
+        *stats,
+        kir.Let(ma, kir.Cast(sa / count, dtype)),
+        kir.Let(c, kir.Cast(r64 * sb / count, dtype)),  # mean(a * xhat)
+        kir.Loop(j, n, (kir.Store(rows, (i, j), r * (a - ma - (xv - mu) * r * c)),)),
     )))
+    return block
+
+
+@lowers("layer_norm_weight_grad")
+def _layer_norm_weight_grad(node: Node, args: list, out: str) -> kir.Block:
+    """``sum(g * xhat)`` over the rows: each row's statistics, then its terms added to
+    float64 column totals, written in the node's dtype at the end."""
+    xshape = tuple(node.inputs[1].shape)
+    block, m, n, row, lanes = _ln_frame(node, out, xshape)
+    dtype = np.dtype(node.dtype)
+    f8 = np.dtype(np.float64)
+    res = _reshaped(block, block.result, (n,), f"{out}_r") if n else None
+    j = kir.Var(f"{out}_j")
+    if row is None:
+        if n:  # no rows: a sum of nothing
+            block.add(kir.Loop(j, n, (kir.Store(res, (j,), kir.Const(0.0, dtype)),)))
+        return block
+    gr, xr = (_reshaped(block, b, (m, n), f"{out}_{t}")
+              for b, t in ((args[0].buf, "g"), (args[1].buf, "x")))
+    total = kir.Buffer(f"{out}_t", (n,), f8)
+    block.add(kir.Alloc(total))
+    i = kir.Var(f"{out}_i")
+    xv = _as(xr[i, j], dtype)
+    stats, mu, r, _ = _ln_stats(node, n, xv, j, row, lanes, out)
+    term = kir.Cast(_as(gr[i, j], dtype) * ((xv - mu) * r), f8)
+    block.add(kir.Loop(j, n, (kir.Store(total, (j,), kir.const(0.0, f8)),)),
+              kir.Loop(i, m, (*stats, kir.Loop(j, n, (
+                  kir.Store(total, (j,), total[j] + term),)))),
+              kir.Loop(j, n, (kir.Store(res, (j,), kir.Cast(total[j], dtype)),)))
     return block
 
 
