@@ -25,9 +25,12 @@ import numpy as np
 from ..dtypes import DEFAULT_FLOAT
 from ..eager import grad_mode
 from ..eager.internal import array_of, make_tensor, requires_grad_of
+from ..eager.saved_hooks import STACK as _SAVED_HOOKS
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError
 from ..modes import current_trace
+from ..profiler import _ACTIVE as _PROFILES
+from ..profiler import record_function
 from .callgen import (
     DEFAULT,
     KEYWORD,
@@ -140,10 +143,14 @@ class CompiledFunction:
 
     # ------------------------------------------------------------------- calls
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if current_trace() is not None:
+        if current_trace() is not None or _SAVED_HOOKS:
             # Called while a function is traced (another compiled function, or this one
             # recursively): run the Python function, so its ops join the outer trace.
+            # Under saved-tensor hooks it runs eagerly too: the hooks must see each saved
+            # tensor, and a compiled graph keeps them inside its kernels.
             return self.fn(*args, **kwargs)
+        if _PROFILES:
+            return self._profiled(args, kwargs)
         # The generated call path of the entry the last call used (`callgen`), for calls
         # made as that one was (with keywords or without): it checks the key and the
         # guards itself and returns MISS when they differ.
@@ -151,6 +158,12 @@ class CompiledFunction:
         if out is not MISS:
             return out
         return self._call(args, kwargs)
+
+    def _profiled(self, args: tuple, kwargs: dict) -> Any:
+        """A call inside a `dg.profiler.profile`: one ``CompiledFunction`` row."""
+        with record_function("CompiledFunction"):
+            out = self._fast_kw(args, kwargs) if kwargs else self._fast(args)
+            return out if out is not MISS else self._call(args, kwargs)
 
     def _call(self, args: tuple, kwargs: dict) -> Any:
         """The general call: flatten the arguments, build the key, find (or trace) the

@@ -2,9 +2,13 @@
 
 While a `profile` is active, every op dualgraph runs (each ``bind`` of a registry op,
 forward and backward, named as the IR names it: ``matmul``, ``add``, ``sum``) is timed with
-a wall clock, as PyTorch's CPU events are. `record_function` adds a named range around
-user code. ``key_averages().table()`` prints PyTorch's table of self and total CPU time.
-Ops a compiled function runs inside its kernels are not seen one by one: the call is.
+a wall clock, as PyTorch's CPU events are. Each tape node a backward runs is a row named as
+PyTorch names it, ``autograd::engine::evaluate_function: MulBackward0``, with the node's
+own row ``MulBackward0`` inside it (and, inside that, the ops a recorded backward runs).
+`record_function` adds a named range around user code. ``key_averages().table()`` prints
+PyTorch's table of self and total CPU time. Ops a compiled function runs inside its kernels
+are not seen one by one: each call is a ``CompiledFunction`` row, and its backward a
+``CompiledFunctionBackward`` row, as under ``torch.compile``.
 
 >>> with dg.profiler.profile(activities=[dg.profiler.ProfilerActivity.CPU]) as prof:
 ...     y = (dg.ones(3) * 2).sum()
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import modes
+from ..eager import autograd as _engine
 
 __all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerAction",
            "ProfilerActivity", "profile", "record_function", "schedule"]
@@ -238,12 +243,15 @@ class profile:  # noqa: N801
         modes.push_mode(self._process(mode))
         self._pushed = True
         _ACTIVE.append(self)
+        _engine.NODE_RUNNER[0] = _run_node
 
     def stop(self) -> None:
         if self._pushed:
             modes.pop_mode()
             self._pushed = False
             _ACTIVE.remove(self)
+            if not _ACTIVE:
+                _engine.NODE_RUNNER[0] = None
         # With a schedule, a trace is ready at each cycle's last active step (`step`); at
         # stop only when the block ends inside an active window, as PyTorch does.
         if self._on_trace_ready is not None and self._recording():
@@ -275,6 +283,19 @@ class profile:  # noqa: N801
                   "pid": 0, "tid": 0, "cat": "cpu_op"} for e in self._events]
         with open(path, "w") as f:
             json.dump({"traceEvents": trace}, f)
+
+
+def _run_node(node: Any, g: Any) -> Any:
+    """A tape node's backward, timed in every active profile as PyTorch's two rows."""
+    name = node.name()
+    events = [(p, p._begin(f"autograd::engine::evaluate_function: {name}"), p._begin(name))
+              for p in _ACTIVE]
+    try:
+        return node.apply(g)
+    finally:
+        for p, outer, inner in reversed(events):
+            p._end(inner)
+            p._end(outer)
 
 
 class record_function:  # noqa: N801
