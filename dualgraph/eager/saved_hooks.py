@@ -73,6 +73,17 @@ def _pack(value: Any, pack: Callable, unpack: Callable) -> _Packed:
         STACK[:] = saved
 
 
+def pack_value(t: Any) -> Any:
+    """``t`` through the innermost active pack hook (read back with `unpacked`)."""
+    pack, unpack = STACK[-1]
+    return _pack(t, pack, unpack)
+
+
+def unpacked(v: Any) -> Any:
+    """The tensor a value from `pack_value` stands for (anything else as it is)."""
+    return v.tensor() if type(v) is _Packed else v
+
+
 def pack_node(fn: Function, out: Any) -> None:
     """Pass the values tape node ``fn`` saved (and ``out``, its output tensor, if the node
     keeps its output) through the innermost active pack hook."""
