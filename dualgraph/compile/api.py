@@ -29,7 +29,7 @@ from ..eager.saved_hooks import STACK as _SAVED_HOOKS
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError
 from ..modes import current_trace
-from ..profiler import _ACTIVE as _PROFILES
+from ..profiler import ACTIVE as _PROFILES
 from ..profiler import record_function
 from .callgen import (
     DEFAULT,

@@ -176,7 +176,8 @@ class EventList(list):
         return avg
 
 
-_ACTIVE: list["profile"] = []
+# The profiles running now, outermost first (a compiled call asks whether to record itself).
+ACTIVE: list["profile"] = []
 
 
 def _shape(a: Any) -> list:
@@ -242,15 +243,15 @@ class profile:  # noqa: N801
             return  # inside a compiled function's trace the ops are not run here
         modes.push_mode(self._process(mode))
         self._pushed = True
-        _ACTIVE.append(self)
+        ACTIVE.append(self)
         _engine.NODE_RUNNER[0] = _run_node
 
     def stop(self) -> None:
         if self._pushed:
             modes.pop_mode()
             self._pushed = False
-            _ACTIVE.remove(self)
-            if not _ACTIVE:
+            ACTIVE.remove(self)
+            if not ACTIVE:
                 _engine.NODE_RUNNER[0] = None
         # With a schedule, a trace is ready at each cycle's last active step (`step`); at
         # stop only when the block ends inside an active window, as PyTorch does.
@@ -289,7 +290,7 @@ def _run_node(node: Any, g: Any) -> Any:
     """A tape node's backward, timed in every active profile as PyTorch's two rows."""
     name = node.name()
     events = [(p, p._begin(f"autograd::engine::evaluate_function: {name}"), p._begin(name))
-              for p in _ACTIVE]
+              for p in ACTIVE]
     try:
         return node.apply(g)
     finally:
@@ -307,7 +308,7 @@ class record_function:  # noqa: N801
         self._ev: list[tuple[profile, FunctionEvent]] = []
 
     def __enter__(self) -> "record_function":
-        self._ev = [(p, p._begin(self.name)) for p in _ACTIVE]
+        self._ev = [(p, p._begin(self.name)) for p in ACTIVE]
         return self
 
     def __exit__(self, *exc: Any) -> None:
