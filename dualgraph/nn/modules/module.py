@@ -242,6 +242,17 @@ class Module:
             mod = mod._modules[item]
         return mod
 
+    def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
+        """Put ``module`` at the dotted path ``target``, whose parent must exist (and, with
+        ``strict``, the name too)."""
+        path, _, name = target.rpartition(".")
+        parent = self.get_submodule(path)
+        if strict and name not in parent._modules:
+            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}`")
+        if not isinstance(module, Module):
+            raise TypeError(f"`module` is not an nn.Module, found {type(module).__name__}")
+        setattr(parent, name, module)
+
     def _owner_of(self, target: str, table: str, what: str) -> tuple["Module", str]:
         path, _, name = target.rpartition(".")
         mod = self.get_submodule(path)
@@ -302,6 +313,12 @@ class Module:
         positional tensor inputs are computed; a tuple it returns replaces them."""
         return self._hook_table().add("backward", hook, prepend)
 
+    def register_backward_hook(self, hook: Any) -> RemovableHandle:
+        """PyTorch's older module backward hook, ``hook(module, grad_input, grad_output)``:
+        run as `register_full_backward_hook` (the gradients of the module's tensor inputs,
+        which is what the older hook was meant to give)."""
+        return self.register_full_backward_hook(hook)
+
     def register_full_backward_pre_hook(self, hook: Any,
                                         prepend: bool = False) -> RemovableHandle:
         """``hook(module, grad_output)`` runs when the gradients of the module's outputs are
@@ -309,11 +326,21 @@ class Module:
         return self._hook_table().add("backward_pre", hook, prepend)
 
     # ----------------------------------------------------------------- traversal
-    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Module"]]:
+        """This module and every submodule, with its dotted name; a module held in two
+        places comes once (under its first name) unless ``remove_duplicate=False``."""
+        if remove_duplicate:
+            if memo is None:
+                memo = set()
+            if id(self) in memo:
+                return
+            memo.add(id(self))
         yield prefix, self
         for name, m in self._modules.items():
             if m is not None:
-                yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+                yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name,
+                                           remove_duplicate)
 
     def modules(self) -> Iterator["Module"]:
         for _, m in self.named_modules():
@@ -330,13 +357,14 @@ class Module:
         for _, m in self.named_children():
             yield m
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True
-                      ) -> Iterator[tuple[str, Tensor]]:
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
         seen: set[int] = set()
-        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
+        mods = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+                if recurse else [(prefix, self)])
         for mp, m in mods:
             for name, b in m._buffers.items():
-                if b is None or id(b) in seen:
+                if b is None or (remove_duplicate and id(b) in seen):
                     continue
                 seen.add(id(b))
                 yield (f"{mp}.{name}" if mp else name), b
@@ -376,6 +404,19 @@ class Module:
     def half(self) -> "Module":
         """Floating-point parameters and buffers to float16 (PyTorch's ``Module.half``)."""
         return self._cast(np.dtype(np.float16))
+
+    def type(self, dst_type: Any) -> "Module":
+        """Cast the floating-point parameters and buffers to ``dst_type``."""
+        from ...dtypes import as_dtype
+
+        return self._cast(as_dtype(dst_type))
+
+    def to_empty(self, *, device: Any = None, recurse: bool = True) -> "Module":
+        """The module itself: its parameters already have storage on the CPU."""
+        from ...dtypes import check_device
+
+        check_device(device, "Module.to_empty()")
+        return self
 
     def share_memory(self) -> "Module":
         """Move every parameter and buffer into shared memory (``Tensor.share_memory_``):
@@ -419,13 +460,16 @@ class Module:
             p.requires_grad_(requires_grad)
         return self
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True
-                         ) -> Iterator[tuple[str, Parameter]]:
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """Each parameter with its dotted name; a parameter held in two places (tied
+        weights) comes once unless ``remove_duplicate=False``."""
         seen: set[int] = set()
-        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
+        mods = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+                if recurse else [(prefix, self)])
         for mp, m in mods:
             for name, p in m._parameters.items():
-                if id(p) in seen:
+                if p is None or (remove_duplicate and id(p) in seen):
                     continue
                 seen.add(id(p))
                 yield (f"{mp}.{name}" if mp else name), p
@@ -454,7 +498,7 @@ class Module:
         """PyTorch's order: per module, its parameters then its persistent buffers. A
         tensor held by two modules (tied weights) appears under both names, as in
         PyTorch, so a checkpoint of a tied model loads with ``strict=True``."""
-        for mp, m in self.named_modules():
+        for mp, m in self.named_modules(remove_duplicate=False):
             items = list(m._parameters.items()) + [
                 (k, b) for k, b in m._buffers.items() if k not in m._non_persistent_buffers]
             for name, t in items:
