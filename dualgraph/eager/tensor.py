@@ -28,7 +28,14 @@ from ..ops.mixin import (
 )
 from . import allocator, grad_mode
 from . import autograd as _autograd
-from .autograd import RULES_RUNNING, AccumulateGrad, Function, RemovableHandle, run_backward
+from .autograd import (
+    RULES_RUNNING,
+    AccumulateGrad,
+    Function,
+    PostAccumulateHook,
+    RemovableHandle,
+    run_backward,
+)
 from .saved_hooks import STACK as _SAVED_HOOKS
 from .saved_hooks import pack_node
 from .storage import TypedStorage, UntypedStorage, root_array
@@ -467,6 +474,19 @@ class Tensor(TensorOps):
             return node.register_hook(hook)
         node._hooks.append(hook)
         return RemovableHandle(node._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable) -> RemovableHandle:
+        """Run ``hook(tensor)`` on this leaf once a backward has added its gradient into
+        ``.grad`` (an optimizer step per parameter, inside backward)."""
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        node = self._input_node()
+        wrapped = PostAccumulateHook(hook)
+        node._hooks.append(wrapped)
+        return RemovableHandle(node._hooks, wrapped)
 
     def backward(
         self,
