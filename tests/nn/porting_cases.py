@@ -14,6 +14,11 @@ def _bicubic(**kw):
     return lambda lib, x: lib.nn.functional.interpolate(x, mode="bicubic", **kw)
 
 
+def _reflection(mode, align_corners):
+    return lambda lib, x, g: lib.nn.functional.grid_sample(
+        x, g * 2.5, mode=mode, padding_mode="reflection", align_corners=align_corners)
+
+
 CASES = [
     ("bicubic-size", _bicubic(size=(3, 11), align_corners=False), [("f", (1, 2, 5, 7))]),
     ("bicubic-size-corners", _bicubic(size=(3, 11), align_corners=True),
@@ -25,6 +30,15 @@ CASES = [
     ("bicubic-one-pixel", _bicubic(size=(4, 2)), [("f", (1, 1, 1, 3))]),
     ("upsample-bicubic", lambda lib, x: lib.nn.Upsample(scale_factor=3, mode="bicubic")(x),
      [("f", (1, 2, 2, 2))]),
+    # grids reaching out to about 2.5 image widths: reflected more than once
+    ("grid_sample-reflection", _reflection("bilinear", False), [("f", (2, 3, 4, 5)),
+                                                                 ("g", (2, 3, 6, 2))]),
+    ("grid_sample-reflection-corners", _reflection("bilinear", True),
+     [("f", (1, 2, 3, 4)), ("g", (1, 5, 4, 2))]),
+    ("grid_sample-reflection-nearest", _reflection("nearest", False),
+     [("f", (1, 2, 4, 3)), ("g", (1, 4, 4, 2))]),
+    ("grid_sample-reflection-one-row", _reflection("bilinear", False),
+     [("f", (1, 1, 1, 4)), ("g", (1, 3, 3, 2))]),
 ]
 
 
@@ -44,5 +58,7 @@ def run(lib, i: int) -> dict:
     out = {"y": y.detach().numpy()}
     for k, a in enumerate(args):
         if getattr(a, "requires_grad", False):
-            out[f"grad{k}"] = a.grad.numpy()
+            # No path from the output (nearest sampling's grid) is a zero gradient.
+            out[f"grad{k}"] = (np.zeros(tuple(a.shape)) if a.grad is None
+                               else a.grad.numpy())
     return out

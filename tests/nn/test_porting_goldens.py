@@ -29,27 +29,39 @@ def test_matches_torch(i: int) -> None:
         assert_close(got[k], v, rtol=1e-9, atol=1e-11, msg=f"{name}: {k}")
 
 
+# Scaled grids may land near a pixel centre or a reflection point, where the function has
+# a kink and finite differences mean nothing; torch's gradients (above) cover those cases.
+KINKED = {n for n in NAMES if n.startswith("grid_sample-reflection")}
+
+
 @pytest.mark.parametrize("i", range(len(CASES)), ids=NAMES)
 def test_gradients_match_finite_differences(i: int) -> None:
+    if NAMES[i] in KINKED:
+        pytest.skip("a kinked grid: compared with torch's gradient instead")
     _, fn, _ = CASES[i]
     (x,) = arguments(dg, i)
     assert gradcheck(lambda x: fn(dg, x), x.detach().requires_grad_(), atol=1e-6, rtol=1e-5)
 
 
-def test_bicubic_compiled_equals_eager_in_float32():
-    def f(x):
+def test_compiled_equals_eager_in_float32():
+    def f(x, g):
         return (F.interpolate(x, size=(7, 5), mode="bicubic"),
-                F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=True))
+                F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=True),
+                F.grid_sample(x, g, padding_mode="reflection", align_corners=False))
 
     c = dg.compile(f, tiered=False)
     x = dg.tensor(np.linspace(-1, 1, 24, dtype=np.float32).reshape(1, 2, 3, 4),
                   requires_grad=True)
-    eager, compiled = f(x), c(x)
+    g = dg.tensor(np.linspace(-2.3, 2.1, 24, dtype=np.float32).reshape(1, 3, 4, 2),
+                  requires_grad=True)
+    eager, compiled = f(x, g), c(x, g)
     for e, k in zip(eager, compiled):
         assert_close(k, e, rtol=1e-6, atol=1e-6)
-    ge = dg.grad(sum(e.sum() * 1.5 for e in eager), x)[0]
-    gc = dg.grad(sum(k.sum() * 1.5 for k in compiled), x)[0]
-    assert_close(gc, ge, rtol=1e-5, atol=1e-6)
+    weights = (1.5, -0.5, 2.0)
+    ge = dg.grad(sum(e.sum() * s for e, s in zip(eager, weights)), (x, g))
+    gc = dg.grad(sum(k.sum() * s for k, s in zip(compiled, weights)), (x, g))
+    for a, b in zip(gc, ge):
+        assert_close(a, b, rtol=1e-5, atol=1e-5)
     assert c.stats.traces == 1
 
 
