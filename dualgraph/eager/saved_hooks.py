@@ -8,7 +8,11 @@ node runs (a ``retain_graph`` backward unpacks again). Only the innermost active
 used, as in PyTorch, and ops run inside ``pack`` are recorded without hooks.
 
 A node whose saved values went through the hooks skips the in-place version check on them:
-what ``unpack`` returns is the user's, as in PyTorch.
+what ``unpack`` returns is the user's, as in PyTorch. An in-place op that overwrites a
+tensor its own node saved (``a.mul_(b)`` saves ``a``) hands ``pack`` the tensor when the
+node is recorded and, just before the write, a copy of its old value, whose packed form
+replaces the first: backward reads the value the op saw, as PyTorch's saved copy of
+``self`` gives.
 """
 
 from __future__ import annotations
@@ -25,13 +29,17 @@ STACK: list[tuple[Callable[[Any], Any], Callable[[Any], Any]]] = []
 
 
 class _Packed:
-    """What ``pack`` returned for one saved tensor, with the ``unpack`` that reads it."""
+    """What ``pack`` returned for one saved tensor, with the ``unpack`` that reads it and
+    the ``source`` tensor it was given."""
 
-    __slots__ = ("value", "unpack")
+    __slots__ = ("value", "unpack", "pack", "source")
 
-    def __init__(self, value: Any, unpack: Callable[[Any], Any]) -> None:
+    def __init__(self, value: Any, pack: Callable[[Any], Any], unpack: Callable[[Any], Any],
+                 source: Any) -> None:
         self.value = value
+        self.pack = pack
         self.unpack = unpack
+        self.source = source
 
     def tensor(self) -> Any:
         t = self.unpack(self.value)
@@ -68,7 +76,7 @@ def _pack(value: Any, pack: Callable, unpack: Callable) -> _Packed:
     saved = STACK[:]
     STACK.clear()
     try:
-        return _Packed(pack(value), unpack)
+        return _Packed(pack(value), pack, unpack, value)
     finally:
         STACK[:] = saved
 
@@ -82,6 +90,20 @@ def pack_value(t: Any) -> Any:
 def unpacked(v: Any) -> Any:
     """The tensor a value from `pack_value` stands for (anything else as it is)."""
     return v.tensor() if type(v) is _Packed else v
+
+
+def repack_overwritten(fn: Function, t: Any, old: Any) -> None:
+    """``t``, saved by ``fn``, is about to be overwritten by ``fn``'s own result (an
+    in-place op): what was packed from ``t`` is packed again from ``old``, a copy of its
+    value before the write, so backward reads the value the op saw."""
+    if type(fn) is not HookedFunction:
+        return
+    saved = []
+    for s in fn._saved:
+        if type(s) is _Packed and s.source is t:
+            s = _pack(old, s.pack, s.unpack)
+        saved.append(s)
+    fn._saved = tuple(saved)
 
 
 def pack_node(fn: Function, out: Any) -> None:

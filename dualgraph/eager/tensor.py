@@ -37,7 +37,7 @@ from .autograd import (
     run_backward,
 )
 from .saved_hooks import STACK as _SAVED_HOOKS
-from .saved_hooks import pack_node
+from .saved_hooks import pack_node, repack_overwritten
 from .storage import TypedStorage, UntypedStorage, root_array
 
 _GRAD = grad_mode.GRAD_ENABLED
@@ -910,6 +910,8 @@ class EagerMode(Mode):
             # The node recorded t's version when it saved t: the copy stands for that value.
             old._version[0] = t._version[0]
             fn._saved = tuple(old if s is t else s for s in fn._saved)
+            if _SAVED_HOOKS:
+                repack_overwritten(fn, t, old)
         view = type(t) is _ViewTensor and fn is not None
         if view:
             base = t._vbase

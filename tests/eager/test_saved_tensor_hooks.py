@@ -168,3 +168,17 @@ def test_tied_parameters_share_storage():
     other = dg.nn.Linear(3, 5, bias=False)
     assert (other.weight.untyped_storage().data_ptr()
             != emb.weight.untyped_storage().data_ptr())
+
+
+def test_an_inplace_op_packs_the_value_it_overwrote():
+    # a.mul_(y) saves a and then writes into it: y's gradient is a's old value [1, 2].
+    packed = []
+    w = dg.tensor([1.0, 2.0], requires_grad=True)
+    y = dg.tensor([3.0, 4.0], requires_grad=True)
+    with saved_tensors_hooks(lambda t: packed.append(t.tolist()) or t, lambda t: t):
+        a = w * 1
+        a.mul_(y)
+        (a * 1).sum().backward()
+    dg.testing.assert_close(y.grad, dg.tensor([1.0, 2.0]))
+    dg.testing.assert_close(w.grad, dg.tensor([3.0, 4.0]))
+    assert packed[-1] == [1.0, 2.0]  # the copy of the old value, packed last
