@@ -150,3 +150,85 @@ def test_init_sparse_and_the_deprecated_spellings():
         warnings.simplefilter("ignore")
         nn.init.constant(w, 0.5)
     dg.testing.assert_close(w, dg.full((10, 4), 0.5))
+
+
+class _WithExtra(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(2, 2)
+        self.b = nn.Linear(2, 1)
+        self.n = 3
+
+    def get_extra_state(self):
+        return {"n": self.n}
+
+    def set_extra_state(self, state) -> None:
+        self.n = state["n"]
+
+
+def test_state_dict_order_prefix_and_extra_state():
+    # The key lists PyTorch 2.13 gives for the same module.
+    m = _WithExtra()
+    assert list(m.state_dict()) == ["_extra_state", "a.weight", "a.bias", "b.weight", "b.bias"]
+    assert list(m.state_dict(prefix="model."))[:2] == ["model._extra_state", "model.a.weight"]
+    sd = m.state_dict()
+    sd["_extra_state"] = {"n": 9}
+    r = m.load_state_dict(sd)
+    assert m.n == 9 and repr(r) == "<All keys matched successfully>"
+    assert r.missing_keys == [] and r.unexpected_keys == []
+
+
+def test_load_state_dict_reports_and_refuses_off_keys_without_changing_anything():
+    m = _WithExtra()
+    before = m.a.weight.detach().numpy().copy()
+    sd = m.state_dict()
+    del sd["b.bias"]
+    sd["zzz"] = dg.ones(1)
+    sd["a.weight"] = sd["a.weight"] * 0 + 7
+    r = m.load_state_dict(sd, strict=False)
+    assert r == (["b.bias"], ["zzz"])
+    assert repr(r) == "_IncompatibleKeys(missing_keys=['b.bias'], unexpected_keys=['zzz'])"
+    dg.testing.assert_close(m.a.weight, dg.full((2, 2), 7.0))
+    with dg.no_grad():
+        m.a.weight.copy_(dg.tensor(before))
+    with pytest.raises(RuntimeError, match='Missing key\\(s\\) in state_dict: "b.bias"'):
+        m.load_state_dict(sd)
+    dg.testing.assert_close(m.a.weight, dg.tensor(before))
+
+
+def test_state_dict_and_load_hooks():
+    m = _WithExtra()
+    log = []
+
+    def rename(state_dict, prefix, *rest):
+        if prefix + "old_weight" in state_dict:
+            state_dict[prefix + "weight"] = state_dict.pop(prefix + "old_weight")
+
+    m.a._register_load_state_dict_pre_hook(rename)
+    sd = m.state_dict()
+    sd["a.old_weight"] = sd.pop("a.weight") * 0 + 7
+    m.load_state_dict(sd)
+    assert m.a.weight.sum().item() == 28.0
+    h = m.register_load_state_dict_post_hook(lambda mod, keys: keys.unexpected_keys.clear())
+    sd = m.state_dict()
+    sd["junk"] = dg.ones(1)
+    m.load_state_dict(sd)  # the hook forgives the unexpected key
+    h.remove()
+    with pytest.raises(RuntimeError, match="junk"):
+        m.load_state_dict(sd)
+    m.register_state_dict_pre_hook(lambda mod, prefix, keep_vars: log.append(("pre", prefix)))
+    m.b.register_state_dict_post_hook(
+        lambda mod, d, prefix, meta: log.append(("post", prefix, len(d))))
+    m.state_dict()
+    assert log == [("pre", ""), ("post", "b.", 5)]
+    m.b._register_state_dict_hook(lambda mod, d, prefix, meta: {"only": 1})
+    assert m.state_dict() == {"only": 1}
+
+
+def test_load_state_dict_assign_takes_the_tensors():
+    m = nn.Linear(2, 2)
+    w = m.weight
+    sd = {k: v.double() for k, v in m.state_dict().items()}
+    m.load_state_dict(sd, assign=True)
+    assert m.weight is w and m.weight.dtype == dg.float64
+    assert m.weight.data_ptr() == sd["weight"].data_ptr()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -505,24 +505,111 @@ class Module:
                 if t is not None:
                     yield (f"{mp}.{name}" if mp else name), t
 
-    def state_dict(self, keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
+    def state_dict(self, *args: Any, destination: Any = None, prefix: str = "",
+                   keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
         """Name -> tensor sharing the data of each parameter and persistent buffer
-        (detached unless ``keep_vars``)."""
-        return OrderedDict((name, t if keep_vars else t.detach())
-                           for name, t in self._state_items())
+        (detached unless ``keep_vars``), each name after ``prefix``; a module that defines
+        ``get_extra_state`` adds its ``_extra_state`` entry. State-dict hooks run as
+        PyTorch's: pre hooks ``hook(module, prefix, keep_vars)`` before, post hooks
+        ``hook(module, state_dict, prefix, local_metadata)`` after."""
+        if args:  # PyTorch's old positional form: state_dict(destination, prefix, keep_vars)
+            destination, prefix, keep_vars = (list(args) + [destination, prefix, keep_vars][
+                len(args):])[:3]
+        out = OrderedDict() if destination is None else destination
+        if not hasattr(out, "_metadata"):
+            try:
+                out._metadata = OrderedDict()  # type: ignore[attr-defined]
+            except AttributeError:  # a plain dict given as destination
+                pass
+        mods = list(self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False))
+        for mp, m in mods:
+            for hook in _state_hooks(m, "state_dict_pre"):
+                hook(m, f"{mp}." if mp else "", keep_vars)
+        # PyTorch's order: per module, its parameters, persistent buffers, extra state.
+        for mp, m in mods:
+            at = f"{mp}." if mp else ""
+            items = list(m._parameters.items()) + [
+                (k, b) for k, b in m._buffers.items() if k not in m._non_persistent_buffers]
+            for name, t in items:
+                if t is not None:
+                    out[at + name] = t if keep_vars else t.detach()
+            if type(m).get_extra_state is not Module.get_extra_state:
+                out[at + "_extra_state"] = m.get_extra_state()
+        for mp, m in mods:
+            for hook, legacy in _state_hooks(m, "state_dict_post"):
+                r = hook(m, out, f"{mp}." if mp else "", {})
+                if legacy and r is not None:
+                    out = r
+        return out
 
-    def load_state_dict(self, state_dict: dict, strict: bool = True) -> tuple:
-        """Copy parameters and persistent buffers in; every key and shape is checked before
-        anything is written."""
+    def get_extra_state(self) -> Any:
+        """Extra state for `state_dict`: override (with `set_extra_state`) to save
+        something that is not a parameter or buffer."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should "
+                           "never be called.")
+
+    def set_extra_state(self, state: Any) -> None:
+        """Restore what `get_extra_state` returned (called by `load_state_dict`)."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should "
+                           "never be called.")
+
+    def register_state_dict_pre_hook(self, hook: Any) -> RemovableHandle:
+        """``hook(module, prefix, keep_vars)`` runs before `state_dict` collects."""
+        return _add_state_hook(self, "state_dict_pre", hook)
+
+    def register_state_dict_post_hook(self, hook: Any) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata)`` runs after `state_dict`
+        collected; it may change the dict in place."""
+        return _add_state_hook(self, "state_dict_post", (hook, False))
+
+    def _register_state_dict_hook(self, hook: Any) -> RemovableHandle:
+        # PyTorch's older post hook: a dict it returns replaces the state dict.
+        return _add_state_hook(self, "state_dict_post", (hook, True))
+
+    def register_load_state_dict_pre_hook(self, hook: Any) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` runs before `load_state_dict` reads this module's
+        entries; it may rename or drop keys of ``state_dict`` in place."""
+        return _add_state_hook(self, "load_pre", (hook, True))
+
+    def _register_load_state_dict_pre_hook(self, hook: Any,
+                                           with_module: bool = False) -> RemovableHandle:
+        # PyTorch's older form: ``hook(state_dict, prefix, ...)`` unless ``with_module``.
+        return _add_state_hook(self, "load_pre", (hook, with_module))
+
+    def register_load_state_dict_post_hook(self, hook: Any) -> RemovableHandle:
+        """``hook(module, incompatible_keys)`` runs after `load_state_dict` wrote the
+        values; it may remove entries from ``incompatible_keys.missing_keys`` and
+        ``.unexpected_keys`` before ``strict`` judges them."""
+        return _add_state_hook(self, "load_post", hook)
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True,
+                        assign: bool = False) -> "IncompatibleKeys":
+        """Copy parameters and persistent buffers in (with ``assign``, take the given
+        tensors' data, dtype included, instead). Every shape is checked before anything
+        is written; then load-state-dict post hooks run, and with ``strict`` any missing
+        or unexpected key left raises, and the module keeps its old values. Returns
+        ``(missing_keys, unexpected_keys)``."""
+        state_dict = OrderedDict(state_dict)
+        missing: list[str] = []
+        unexpected: list[str] = []
+        errors: list[str] = []
+        mods = list(self.named_modules(remove_duplicate=False))
+        extra = {}
+        for mp, m in mods:
+            prefix = f"{mp}." if mp else ""
+            for hook, with_module in _state_hooks(m, "load_pre"):
+                args = (state_dict, prefix, {}, strict, missing, unexpected, errors)
+                hook(m, *args) if with_module else hook(*args)
+            if type(m).set_extra_state is not Module.set_extra_state:
+                key = prefix + "_extra_state"
+                if key in state_dict:
+                    extra[key] = m
+                elif strict:
+                    missing.append(key)
         own = dict(self._state_items())
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
-        errors = []
-        if strict and unexpected:
-            keys = ", ".join(f'"{k}"' for k in unexpected)
-            errors.append(f"Unexpected key(s) in state_dict: {keys}")
-        if strict and missing:
-            errors.append("Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing))
+        missing += [k for k in own if k not in state_dict]
+        unexpected += [k for k in state_dict if k not in own and k not in extra]
         values = {}
         for k, p in own.items():
             if k not in state_dict:
@@ -540,10 +627,44 @@ class Module:
                 f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
                 + "\n\t".join(errors)
             )
+        # A strict load that fails changes nothing: when keys are off, the old values are
+        # kept until the post hooks have had their say.
+        undo = ({k: (array_of(own[k]) if assign else array_of(own[k]).copy()) for k in values}
+                if strict and (missing or unexpected) else None)
         with no_grad():
             for k, arr in values.items():
-                own[k].copy_(Tensor(arr))
-        return missing, unexpected
+                if assign:
+                    set_array(own[k], arr)
+                    bump_version(own[k])
+                else:
+                    own[k].copy_(Tensor(arr))
+        for key, m in extra.items():
+            m.set_extra_state(state_dict[key])
+        result = IncompatibleKeys(missing, unexpected)
+        for _, m in mods:
+            for hook in _state_hooks(m, "load_post"):
+                if hook(m, result) is not None:
+                    raise RuntimeError("Hooks registered with "
+                                       "``register_load_state_dict_post_hook`` are not "
+                                       "expected to return new values.")
+        if strict and (result.unexpected_keys or result.missing_keys):
+            with no_grad():
+                for k, arr in (undo or {}).items():
+                    if assign:
+                        set_array(own[k], arr)
+                        bump_version(own[k])
+                    else:
+                        own[k].copy_(Tensor(arr))
+            msgs = []
+            if result.missing_keys:
+                keys = ", ".join(f'"{k}"' for k in result.missing_keys)
+                msgs.append(f"Missing key(s) in state_dict: {keys}. ")
+            if result.unexpected_keys:
+                keys = ", ".join(f'"{k}"' for k in result.unexpected_keys)
+                msgs.append(f"Unexpected key(s) in state_dict: {keys}. ")
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:"
+                               "\n\t" + "\n\t".join(msgs))
+        return result
 
     # ---------------------------------------------------------------------- repr
     def extra_repr(self) -> str:
@@ -556,6 +677,35 @@ class Module:
         if not lines:
             return head + ")"
         return head + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+class IncompatibleKeys(NamedTuple):
+    """What `Module.load_state_dict` returns: the keys it did not find, and the keys it
+    did not use."""
+
+    missing_keys: list
+    unexpected_keys: list
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return (f"_IncompatibleKeys(missing_keys={self.missing_keys}, "
+                f"unexpected_keys={self.unexpected_keys})")
+
+    __str__ = __repr__
+
+
+def _state_hooks(module: Module, kind: str) -> list:
+    return list(module.__dict__.get("_state_dict_hooks", {}).get(kind, {}).values())
+
+
+def _add_state_hook(module: Module, kind: str, entry: Any) -> RemovableHandle:
+    # Kept apart from the forward hooks: a compiled call guards those, never these.
+    table = module.__dict__.setdefault("_state_dict_hooks", {})
+    hooks = table.setdefault(kind, {})
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = entry
+    return handle
 
 
 def _uniform(shape: tuple, bound: float) -> np.ndarray:
