@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..eager.detours import ACTIVE as DETOURS
 from ..eager.saved_hooks import STACK
 from ..errors import TraceError
 from ..modes import current_trace
@@ -59,10 +60,12 @@ class saved_tensors_hooks:  # noqa: N801
                 "the block outside the compiled function (the call then runs eagerly, op by "
                 "op, with the hooks), or run this part eagerly")
         STACK.append((self.pack_hook, self.unpack_hook))
+        DETOURS.append("saved_tensors_hooks")
         return self
 
     def __exit__(self, *exc: Any) -> None:
         STACK.pop()
+        DETOURS.remove("saved_tensors_hooks")
 
 
 class save_on_cpu:  # noqa: N801

@@ -24,12 +24,12 @@ import numpy as np
 
 from ..dtypes import DEFAULT_FLOAT
 from ..eager import grad_mode
+from ..eager.detours import ACTIVE as _DETOURS
 from ..eager.internal import array_of, make_tensor, requires_grad_of
 from ..eager.saved_hooks import STACK as _SAVED_HOOKS
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError
 from ..modes import current_trace
-from ..profiler import ACTIVE as _PROFILES
 from ..profiler import record_function
 from .callgen import (
     DEFAULT,
@@ -143,14 +143,8 @@ class CompiledFunction:
 
     # ------------------------------------------------------------------- calls
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if current_trace() is not None or _SAVED_HOOKS:
-            # Called while a function is traced (another compiled function, or this one
-            # recursively): run the Python function, so its ops join the outer trace.
-            # Under saved-tensor hooks it runs eagerly too: the hooks must see each saved
-            # tensor, and a compiled graph keeps them inside its kernels.
-            return self.fn(*args, **kwargs)
-        if _PROFILES:
-            return self._profiled(args, kwargs)
+        if current_trace() is not None or _DETOURS:
+            return self._detour(args, kwargs)
         # The generated call path of the entry the last call used (`callgen`), for calls
         # made as that one was (with keywords or without): it checks the key and the
         # guards itself and returns MISS when they differ.
@@ -159,9 +153,16 @@ class CompiledFunction:
             return out
         return self._call(args, kwargs)
 
-    def _profiled(self, args: tuple, kwargs: dict) -> Any:
-        """A call inside a `dg.profiler.profile`: one ``CompiledFunction`` row."""
-        with record_function("CompiledFunction"):
+    def _detour(self, args: tuple, kwargs: dict) -> Any:
+        """A call made while a function is traced, under saved-tensor hooks or inside a
+        profile."""
+        if current_trace() is not None or _SAVED_HOOKS:
+            # Traced (another compiled function, or this one recursively): run the Python
+            # function, so its ops join the outer trace. Under saved-tensor hooks too: the
+            # hooks must see each saved tensor, and a compiled graph keeps them inside its
+            # kernels.
+            return self.fn(*args, **kwargs)
+        with record_function("CompiledFunction"):  # a profile's row
             out = self._fast_kw(args, kwargs) if kwargs else self._fast(args)
             return out if out is not MISS else self._call(args, kwargs)
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from .. import modes
 from ..eager import autograd as _engine
+from ..eager.detours import ACTIVE as DETOURS
 
 __all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerAction",
            "ProfilerActivity", "profile", "record_function", "schedule"]
@@ -176,7 +177,7 @@ class EventList(list):
         return avg
 
 
-# The profiles running now, outermost first (a compiled call asks whether to record itself).
+# The profiles running now, outermost first.
 ACTIVE: list["profile"] = []
 
 
@@ -244,6 +245,7 @@ class profile:  # noqa: N801
         modes.push_mode(self._process(mode))
         self._pushed = True
         ACTIVE.append(self)
+        DETOURS.append("profile")
         _engine.NODE_RUNNER[0] = _run_node
 
     def stop(self) -> None:
@@ -251,6 +253,7 @@ class profile:  # noqa: N801
             modes.pop_mode()
             self._pushed = False
             ACTIVE.remove(self)
+            DETOURS.remove("profile")
             if not ACTIVE:
                 _engine.NODE_RUNNER[0] = None
         # With a schedule, a trace is ready at each cycle's last active step (`step`); at
