@@ -232,3 +232,31 @@ def test_load_state_dict_assign_takes_the_tensors():
     m.load_state_dict(sd, assign=True)
     assert m.weight is w and m.weight.dtype == dg.float64
     assert m.weight.data_ptr() == sd["weight"].data_ptr()
+
+
+def test_optimizer_step_hooks():
+    from dualgraph.optim.optimizer import register_optimizer_step_pre_hook
+
+    log = []
+    w = nn.Parameter(dg.ones(2))
+    opt = dg.optim.SGD([w], lr=0.1)
+    h1 = opt.register_step_pre_hook(lambda o, a, k: log.append(("pre", len(a), a[0] is o)))
+    h2 = opt.register_step_post_hook(lambda o, a, k: log.append("post"))
+    g = register_optimizer_step_pre_hook(lambda o, a, k: log.append("global"))
+    (w * w).sum().backward()
+    opt.step()
+    h1.remove()
+    g.remove()
+    opt.step()
+    h2.remove()
+    opt.step()
+    assert log == ["global", ("pre", 1, True), "post", "post"]  # PyTorch's calls
+    dg.testing.assert_close(w, dg.full((2,), 0.4), rtol=1e-6, atol=1e-6)
+    opt.register_step_pre_hook(lambda o, a, k: None)
+
+    @dg.compile
+    def step():
+        opt.step()
+
+    with pytest.raises(dg.TraceError, match="step hooks"):
+        step()
