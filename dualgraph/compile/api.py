@@ -30,6 +30,7 @@ from ..eager.saved_hooks import STACK as _SAVED_HOOKS
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError
 from ..modes import current_trace
+from ..nn.modules import module as _module
 from ..profiler import record_function
 from .callgen import (
     DEFAULT,
@@ -609,3 +610,7 @@ def _positional(fn: Callable, n: int, names: tuple) -> Callable:
 
     functools.update_wrapper(call, fn, updated=())
     return call
+
+
+# `nn.Module.compile` compiles through this module's `compile` (nn cannot import upward).
+_module.COMPILE[0] = compile

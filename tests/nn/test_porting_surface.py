@@ -260,3 +260,22 @@ def test_optimizer_step_hooks():
 
     with pytest.raises(dg.TraceError, match="step hooks"):
         step()
+
+
+def test_module_compile_in_place():
+    dg.manual_seed(0)
+    m = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    x = dg.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3))
+    eager = m(x)
+    seen = []
+    m.register_forward_hook(lambda mod, i, o: seen.append(o.shape))
+    assert m.compile(tiered=False, mode="reduce-overhead") is None
+    y = m(x)
+    dg.testing.assert_close(y, eager, rtol=1e-6, atol=1e-6)
+    assert y.grad_fn.name() == "CompiledFunctionBackward" and seen == [(2, 1)]
+    y.sum().backward()
+    dg.optim.SGD(m.parameters(), lr=0.5).step()  # seen by the next call, no retrace
+    with dg.no_grad():
+        want = m[2](m[1](m[0](x)))
+    dg.testing.assert_close(m(x), want, rtol=1e-6, atol=1e-6)
+    assert m.forward.stats.traces == 1

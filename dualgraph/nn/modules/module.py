@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -241,6 +241,17 @@ class Module:
                 raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
             mod = mod._modules[item]
         return mod
+
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """Compile this module's ``forward`` in place, as ``torch.nn.Module.compile``:
+        later calls run it through `dg.compile` (whose keywords are accepted, ``mode=`` and
+        ``fullgraph=`` included); hooks still run around it, and parameter updates are
+        seen without a retrace. ``model.compile()``"""
+        compiler = COMPILE[0]
+        if compiler is None:
+            raise RuntimeError("Module.compile: the compiler is not loaded (import dualgraph)")
+        forward = type(self).forward.__get__(self)
+        self.__dict__["forward"] = compiler(forward, *args, **kwargs)
 
     def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
         """Put ``module`` at the dotted path ``target``, whose parent must exist (and, with
@@ -677,6 +688,11 @@ class Module:
         if not lines:
             return head + ")"
         return head + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+# `dg.compile`, put here when the compiler is imported: nn sits below it and cannot import
+# it (`Module.compile` reads this).
+COMPILE: list[Callable[..., Any] | None] = [None]
 
 
 class IncompatibleKeys(NamedTuple):
