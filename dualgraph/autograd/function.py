@@ -29,7 +29,10 @@ import numpy as np
 from ..eager.creation import zeros
 from ..eager.grad_mode import GRAD_ENABLED, no_grad
 from ..eager.internal import version_of
+from ..eager.saved_hooks import STACK as SAVED_HOOKS
+from ..eager.saved_hooks import pack_value, unpacked
 from ..eager.tensor import Tensor
+from ..modes import current_trace
 from ..ops.custom import custom_function, pack, unpack
 from ..ops.mixin import TensorOps
 
@@ -130,7 +133,7 @@ class _Call:
         values = []
         for j, s in enumerate(saved_nodes):
             v = args[first + j]
-            values.append(s if v is None else v)  # eager: the saved tensor itself
+            values.append(unpacked(s) if v is None else v)  # eager: the saved tensor
         self._check_versions()
         it = iter(values)
         self.ctx.saved_values = [None if s is None else next(it) for s in self.saved]
@@ -266,6 +269,10 @@ class Function:
         saved = list(ctx.to_save)
         metas = [(tuple(o.shape), o.dtype) if isinstance(o, TensorOps) else None for o in outs]
         call = _Call(cls, ctx, len(args), grad_args, saved, metas, diff)
+        if SAVED_HOOKS and current_trace() is None:
+            # The node still lists the saved tensors as inputs; backward reads the packed.
+            call.saved = [None if s is None else pack_value(s) for s in saved]
+            call.versions = [None] * len(saved)
         node = custom_function(pack([outs[k] for k in diff]), [args[i] for i in grad_args],
                                [s for s in saved if s is not None], call)
         results = list(outs)

@@ -24,10 +24,14 @@ import numpy as np
 
 from ..dtypes import DEFAULT_FLOAT
 from ..eager import grad_mode
+from ..eager.detours import ACTIVE as _DETOURS
 from ..eager.internal import array_of, make_tensor, requires_grad_of
+from ..eager.saved_hooks import STACK as _SAVED_HOOKS
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError
 from ..modes import current_trace
+from ..nn.modules import module as _module
+from ..profiler import record_function
 from .callgen import (
     DEFAULT,
     KEYWORD,
@@ -140,10 +144,8 @@ class CompiledFunction:
 
     # ------------------------------------------------------------------- calls
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if current_trace() is not None:
-            # Called while a function is traced (another compiled function, or this one
-            # recursively): run the Python function, so its ops join the outer trace.
-            return self.fn(*args, **kwargs)
+        if current_trace() is not None or _DETOURS:
+            return self._detour(args, kwargs)
         # The generated call path of the entry the last call used (`callgen`), for calls
         # made as that one was (with keywords or without): it checks the key and the
         # guards itself and returns MISS when they differ.
@@ -151,6 +153,19 @@ class CompiledFunction:
         if out is not MISS:
             return out
         return self._call(args, kwargs)
+
+    def _detour(self, args: tuple, kwargs: dict) -> Any:
+        """A call made while a function is traced, under saved-tensor hooks or inside a
+        profile."""
+        if current_trace() is not None or _SAVED_HOOKS:
+            # Traced (another compiled function, or this one recursively): run the Python
+            # function, so its ops join the outer trace. Under saved-tensor hooks too: the
+            # hooks must see each saved tensor, and a compiled graph keeps them inside its
+            # kernels.
+            return self.fn(*args, **kwargs)
+        with record_function("CompiledFunction"):  # a profile's row
+            out = self._fast_kw(args, kwargs) if kwargs else self._fast(args)
+            return out if out is not MISS else self._call(args, kwargs)
 
     def _call(self, args: tuple, kwargs: dict) -> Any:
         """The general call: flatten the arguments, build the key, find (or trace) the
@@ -595,3 +610,7 @@ def _positional(fn: Callable, n: int, names: tuple) -> Callable:
 
     functools.update_wrapper(call, fn, updated=())
     return call
+
+
+# `nn.Module.compile` compiles through this module's `compile` (nn cannot import upward).
+_module.COMPILE[0] = compile

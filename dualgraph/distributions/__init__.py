@@ -18,13 +18,31 @@ from .mixture import Binomial, MixtureSameFamily, StudentT
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal, Uniform
+from .positive import HalfCauchy, Pareto, Weibull
 from .relaxed import LogitRelaxedBernoulli, RelaxedBernoulli
+from .relaxed_categorical import (
+    ExpRelaxedCategorical,
+    OneHotCategoricalStraightThrough,
+    RelaxedOneHotCategorical,
+)
 from .transformed import TransformedDistribution
+from .transforms import (
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    SigmoidTransform,
+    TanhTransform,
+    Transform,
+    identity_transform,
+)
 
-__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
-           "Distribution", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal",
-           "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli", "MixtureSameFamily",
-           "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
-           "RelaxedBernoulli", "StudentT",
-           "TransformedDistribution", "Uniform", "constraints", "kl", "kl_divergence",
-           "register_kl", "transforms"]
+__all__ = ["AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy",
+           "Chi2", "ComposeTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",
+           "ExpTransform", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfCauchy",
+           "HalfNormal", "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
+           "MixtureSameFamily", "Multinomial", "MultivariateNormal", "Normal",
+           "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform", "StudentT",
+           "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "Weibull",
+           "constraints", "identity_transform", "kl", "kl_divergence", "register_kl",
+           "transforms"]

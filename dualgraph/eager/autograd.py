@@ -109,6 +109,11 @@ _FREED_MSG = (
 )
 
 
+# What runs a tape node's backward instead of ``node.apply(g)`` (the same result), when set:
+# the profiler's timed wrapper.
+NODE_RUNNER: list[Callable[[Any, Any], Any] | None] = [None]
+
+
 class RemovableHandle:
     """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
 
@@ -426,6 +431,20 @@ def _needed(roots: Sequence[Node], targets: set) -> set:
     return needed
 
 
+class PostAccumulateHook:
+    """A leaf's ``register_post_accumulate_grad_hook(fn)``: kept among the leaf node's
+    gradient hooks (so every path that skips hooked leaves skips it too), where it changes
+    no gradient; `_accumulate` calls ``fn(leaf)`` once ``.grad`` holds the sum."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[Any], None]) -> None:
+        self.fn = fn
+
+    def __call__(self, g: Any) -> None:
+        return None
+
+
 def _accumulate(acc: AccumulateGrad, g: Any, create_graph: bool, handed: set) -> None:
     if acc._hooks:
         g = _run_hooks(acc._hooks, g)
@@ -435,8 +454,11 @@ def _accumulate(acc: AccumulateGrad, g: Any, create_graph: bool, handed: set) ->
     if create_graph:
         old = var._grad
         var._grad = g if old is None else old + g
-        return
-    accumulate_array(var, g._data, handed)
+    else:
+        accumulate_array(var, g._data, handed)
+    for hook in list(acc._hooks):
+        if type(hook) is PostAccumulateHook:
+            hook.fn(var)
 
 
 def accumulate_array(var: Any, d: np.ndarray, handed: set) -> None:
@@ -491,11 +513,12 @@ def run_backward(
 
 def _over_leaves(node: Any) -> bool:
     """Whether ``node`` is one op whose inputs are leaves and constants, with no hook or
-    retained gradient of its own: its backward needs no graph walk."""
+    retained gradient of its own or on a leaf: its backward needs no graph walk (the walk
+    sums a leaf's gradients before its hooks see them)."""
     if not isinstance(node, Function) or node._hooks or node._retain is not None:
         return False
     for i in node.inputs:
-        if isinstance(i, Function):
+        if isinstance(i, Function) or (type(i) is AccumulateGrad and i._hooks):
             return False
     return True
 
@@ -503,7 +526,7 @@ def _over_leaves(node: Any) -> bool:
 def _run_one(node: "Function", g: Any, retain_graph: bool, create_graph: bool) -> None:
     """The backward of one op over leaves (a compiled call, or ``x * y``)."""
     handed = {id(g._data)}
-    in_grads = node.apply(g)
+    in_grads = node.apply(g) if NODE_RUNNER[0] is None else NODE_RUNNER[0](node, g)
     if ANOMALY[0]:
         _check_anomaly(node, in_grads)
     for inp, gi in zip(node.inputs, in_grads):
@@ -667,7 +690,8 @@ class _Walk:
                     # buffer.
                     in_grads = (_Slices(inp.shape, inp.dtype, node.attrs["index"], g._data),)
                 else:
-                    in_grads = node.apply(g)
+                    in_grads = (node.apply(g) if NODE_RUNNER[0] is None
+                                else NODE_RUNNER[0](node, g))
                 if ANOMALY[0]:
                     _check_anomaly(node, in_grads)
                 if not retain_graph and (node._saved or node._out is not None):

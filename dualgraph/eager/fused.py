@@ -18,6 +18,8 @@ from ..modes import current_mode
 from ..ops import linalg as L
 from ..ops import shape as S
 from .autograd import Function
+from .saved_hooks import STACK as _SAVED_HOOKS
+from .saved_hooks import pack_node
 from .tensor import (
     _GRAD,
     _QUIET,
@@ -92,6 +94,8 @@ def linear(x: Any, weight: Any, bias: Any) -> Tensor | None:
     xnode = x.grad_fn or x._node or x._input_node()
     fn = Function(_ADDMM, (bnode, xnode, wnode), {}, out, (sx, swt),
                   (x._version[0] if wrg else None, weight._version[0] if xrg else None), None)
+    if _SAVED_HOOKS:
+        pack_node(fn, t)
     t.grad_fn = fn
     t._rg = True
     return t

@@ -49,8 +49,21 @@ class _GradMode:
         return wrapper
 
 
-class no_grad(_GradMode):  # noqa: N801 - PyTorch's name
-    """Context manager and decorator that turns recording off.
+class _BareDecorator(_GradMode):
+    """A mode that also decorates without parentheses (``@dg.no_grad``), as PyTorch's."""
+
+    def __new__(cls, orig_func: Callable | None = None) -> Any:
+        if orig_func is not None:
+            return cls()(orig_func)
+        return super().__new__(cls)
+
+    def __init__(self, orig_func: Callable | None = None) -> None:
+        super().__init__()
+
+
+class no_grad(_BareDecorator):  # noqa: N801 - PyTorch's name
+    """Context manager and decorator (``@dg.no_grad()`` or ``@dg.no_grad``) that turns
+    recording off.
 
     >>> with dg.no_grad():
     ...     y = x * 2          # y.requires_grad is False
@@ -59,7 +72,7 @@ class no_grad(_GradMode):  # noqa: N801 - PyTorch's name
     _mode = False
 
 
-class enable_grad(_GradMode):  # noqa: N801 - PyTorch's name
+class enable_grad(_BareDecorator):  # noqa: N801 - PyTorch's name
     """Context manager and decorator that turns recording back on inside ``no_grad``."""
 
     _mode = True

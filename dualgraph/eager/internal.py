@@ -68,7 +68,7 @@ def bump_version(t: Tensor) -> None:
 def saved_arrays(fn: Function) -> list[np.ndarray]:
     """The arrays a tape node keeps alive for backward: its saved tensors', then its output."""
     out: list[Any] = [s._data for s in fn._saved if isinstance(s, Tensor)]
-    if fn._out is not None:
+    if isinstance(fn._out, np.ndarray):  # not a value packed by a saved-tensor hook
         out.append(fn._out)
     return out
 

@@ -28,7 +28,17 @@ from ..ops.mixin import (
 )
 from . import allocator, grad_mode
 from . import autograd as _autograd
-from .autograd import RULES_RUNNING, AccumulateGrad, Function, RemovableHandle, run_backward
+from .autograd import (
+    RULES_RUNNING,
+    AccumulateGrad,
+    Function,
+    PostAccumulateHook,
+    RemovableHandle,
+    run_backward,
+)
+from .saved_hooks import STACK as _SAVED_HOOKS
+from .saved_hooks import pack_node, repack_overwritten
+from .storage import TypedStorage, UntypedStorage, root_array
 
 _GRAD = grad_mode.GRAD_ENABLED
 _RULES = RULES_RUNNING
@@ -270,9 +280,21 @@ class Tensor(TensorOps):
         """The address of the first element."""
         return int(self._data.__array_interface__["data"][0])
 
-    def untyped_storage(self) -> Any:
-        raise NotImplementedError("dualgraph tensors have no separate storage object: use "
-                                  "data_ptr() or numpy()")
+    def untyped_storage(self) -> UntypedStorage:
+        """The buffer under this tensor and its views (one per base array): views of one
+        tensor report the same ``data_ptr()``."""
+        return UntypedStorage(root_array(self._data))
+
+    def storage(self) -> TypedStorage:
+        """`untyped_storage` read as elements of this tensor's dtype (PyTorch's legacy
+        typed storage)."""
+        return TypedStorage(root_array(self._data), self._data.dtype)
+
+    def storage_offset(self) -> int:
+        """Where this tensor's first element sits in its storage, in elements."""
+        root = root_array(self._data)
+        start = root.__array_interface__["data"][0]
+        return (self.data_ptr() - start) // self._data.dtype.itemsize
 
     def _fill_any(self, values: np.ndarray) -> "Tensor":
         return self.copy_(_make(np.asarray(values).astype(self._data.dtype), False, None))
@@ -452,6 +474,19 @@ class Tensor(TensorOps):
             return node.register_hook(hook)
         node._hooks.append(hook)
         return RemovableHandle(node._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable) -> RemovableHandle:
+        """Run ``hook(tensor)`` on this leaf once a backward has added its gradient into
+        ``.grad`` (an optimizer step per parameter, inside backward)."""
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        node = self._input_node()
+        wrapped = PostAccumulateHook(hook)
+        node._hooks.append(wrapped)
+        return RemovableHandle(node._hooks, wrapped)
 
     def backward(
         self,
@@ -756,6 +791,8 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     fn = Function(op, tuple(inputs), attrs, out, saved, versions or (), out_version)
     if extra is not None:
         fn._kept = extra
+    if _SAVED_HOOKS:
+        pack_node(fn, t)
     _attach(t, fn)
     return t
 
@@ -873,6 +910,8 @@ class EagerMode(Mode):
             # The node recorded t's version when it saved t: the copy stands for that value.
             old._version[0] = t._version[0]
             fn._saved = tuple(old if s is t else s for s in fn._saved)
+            if _SAVED_HOOKS:
+                repack_overwritten(fn, t, old)
         view = type(t) is _ViewTensor and fn is not None
         if view:
             base = t._vbase

@@ -13,6 +13,7 @@ True
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -22,8 +23,8 @@ from ..eager.tensor import Tensor, numpy_generator, tensor
 
 __all__ = [
     "calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_",
-    "normal_", "ones_", "orthogonal_", "trunc_normal_", "uniform_", "xavier_normal_",
-    "xavier_uniform_", "zeros_",
+    "normal_", "ones_", "orthogonal_", "sparse_", "trunc_normal_", "uniform_",
+    "xavier_normal_", "xavier_uniform_", "zeros_",
 ]
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -204,3 +205,47 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
     if rows < cols:
         q = q.T
     return _fill(tensor, (gain * q).reshape(shape))
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,  # noqa: A002
+            generator: Any = None) -> Tensor:
+    """A sparse 2-D matrix (Martens, 2010): every column has ``ceil(sparsity * rows)``
+    zeros at random rows, the other entries drawn from N(0, std ** 2)."""
+    shape = tuple(tensor.shape)
+    if len(shape) != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = shape
+    gen = numpy_generator(generator)
+    values = gen.normal(0.0, std, shape)
+    zeros = int(math.ceil(sparsity * rows))
+    for c in range(cols):
+        values[gen.permutation(rows)[:zeros], c] = 0.0
+    return _fill(tensor, values)
+
+
+def _deprecated(fn: Any) -> Any:
+    """PyTorch's old spelling without the trailing underscore (``init.normal``), which
+    warns and then initialises in place as the new one."""
+    new = fn.__name__
+
+    def old(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(f"nn.init.{new[:-1]} is now deprecated in favor of nn.init.{new}.",
+                      FutureWarning, stacklevel=2)
+        return fn(*args, **kwargs)
+
+    old.__name__ = new[:-1]
+    old.__doc__ = f"Deprecated: `{new}`."
+    return old
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

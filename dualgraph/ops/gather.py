@@ -429,6 +429,7 @@ _GATHER_NAMES = {
     "nearest": "UpsampleNearest2DBackward0",
     "linear": "UpsampleLinear1DBackward0",
     "bilinear": "UpsampleBilinear2DBackward0",
+    "bicubic": "UpsampleBicubic2DBackward0",
     "trilinear": "UpsampleTrilinear3DBackward0",
     "nearest3d": "UpsampleNearest3DBackward0",
     "nearest-exact1d": "UpsampleNearestExact1DBackward0",

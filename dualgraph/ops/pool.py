@@ -653,13 +653,51 @@ def _lerp_last(x: Any, n_out: int, scale: float | None, corners: bool, source: s
                mul(pool_gather(x, base + i1, source), w1))
 
 
+def _cubic_weights(n_in: int, n_out: int, scale: float | None, align_corners: bool,
+                   dtype: np.dtype) -> tuple:
+    """Each output position's four source positions (clamped to the edge) and their
+    cubic-convolution weights (Keys, A = -0.75), in the input's precision as PyTorch."""
+    t = np.dtype(dtype).type
+    dst = np.arange(n_out).astype(dtype)
+    if align_corners:
+        src = (t((n_in - 1) / (n_out - 1)) if n_out > 1 else t(0)) * dst
+    else:  # unlike linear, the source position is not clamped at zero
+        s = t(1.0 / scale) if scale is not None else t(n_in) / t(n_out)
+        src = s * (dst + t(0.5)) - t(0.5)
+    fl = np.floor(src)
+    f = src - fl
+    a = t(-0.75)
+
+    def near(x: np.ndarray) -> np.ndarray:  # |x| <= 1
+        return ((a + t(2)) * x - (a + t(3))) * x * x + t(1)
+
+    def far(x: np.ndarray) -> np.ndarray:  # 1 < |x| < 2
+        return ((a * x - t(5) * a) * x + t(8) * a) * x - t(4) * a
+
+    taps = [np.clip(fl.astype(np.int64) + k, 0, n_in - 1) for k in (-1, 0, 1, 2)]
+    weights = [far(f + t(1)), near(f), near(t(1) - f), far(t(2) - f)]
+    return taps, weights
+
+
+def _cubic_last(x: Any, n_out: int, scale: float | None, corners: bool) -> Any:
+    """Cubic resampling of the last dim of ``x`` (at least 2-D): four gathers, weighted."""
+    rows, n_in = tuple(x.shape[-2:])
+    taps, weights = _cubic_weights(n_in, n_out, scale, corners, x.dtype)
+    base = np.arange(rows, dtype=np.int64)[:, None] * n_in
+    y = None
+    for i, w in zip(taps, weights):
+        term = mul(pool_gather(x, base + i, "bicubic"), w)
+        y = term if y is None else add(y, term)
+    return y
+
+
 def interpolate(input: Any, size: Any = None, scale_factor: Any = None,  # noqa: A002
                 mode: str = "nearest", align_corners: bool | None = None,
                 recompute_scale_factor: bool | None = None, antialias: bool = False) -> Any:
     """Resample the spatial dims of a 3-D ``(N, C, L)``, 4-D ``(N, C, H, W)`` or 5-D
     ``(N, C, D, H, W)`` input to ``size`` or by ``scale_factor``: ``nearest`` and
     ``nearest-exact`` (3-D to 5-D), ``area`` (3-D, 4-D), ``linear`` (3-D), ``bilinear``
-    (4-D), ``trilinear`` (5-D), with ``align_corners``.
+    and ``bicubic`` (4-D), ``trilinear`` (5-D), with ``align_corners``.
     ``F.interpolate(x, scale_factor=2, mode="bilinear")``"""
     shape = tuple(input.shape)
     _check_interp_mode(mode, shape, align_corners)
@@ -712,16 +750,16 @@ def _interp_sizes(spatial: tuple, size: Any, scale_factor: Any,
 def _check_interp_input(input: Any, mode: str, antialias: bool) -> None:  # noqa: A002
     """The ranks and dtypes each mode supports."""
     ndim = len(input.shape)
-    want = {"linear": 3, "bilinear": 4, "trilinear": 5}.get(mode)
+    want = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}.get(mode)
     if want is not None and ndim != want:
         raise NotImplementedError(f"Got {ndim}D input, but {mode} mode needs {want}D "
                                   f"input")
-    if mode == "bicubic" or ndim not in (3, 4, 5) or antialias or (
+    if ndim not in (3, 4, 5) or antialias or (
             mode == "area" and ndim == 5):
         raise NotImplementedError(f"interpolate: mode={mode!r} on a {ndim}-D input is "
                                   f"not supported (nearest and nearest-exact on 3-D to 5-D, "
-                                  f"area on 3-D/4-D, linear on 3-D, bilinear on 4-D, "
-                                  f"trilinear on 5-D)")
+                                  f"area on 3-D/4-D, linear on 3-D, bilinear and bicubic "
+                                  f"on 4-D, trilinear on 5-D)")
     if input.dtype.kind != "f":
         raise NotImplementedError(f'"compute_indices_weights_{mode}" not implemented for '
                                   f"'{input.dtype}'")
@@ -756,6 +794,8 @@ def _resample(input: Any, mode: str, out: tuple, scales: tuple,  # noqa: A002
             y = transpose(y, axis, -1)
         if mode in ("nearest", "nearest-exact"):
             y = _nearest_last(y, out[a], scales[a], mode == "nearest-exact", f"{mode}{k}d")
+        elif mode == "bicubic":
+            y = _cubic_last(y, out[a], scales[a], corners)
         else:
             y = _lerp_last(y, out[a], scales[a], corners, mode)
         if not last:

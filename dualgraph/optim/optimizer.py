@@ -20,6 +20,7 @@ import numpy as np
 from ..eager.grad_mode import no_grad
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor
+from ..errors import TraceError
 from ..ops.mixin import TensorOps
 from . import _tracing as T
 
@@ -304,14 +305,51 @@ class _State(_StateDict):
 
 
 
+# PyTorch's global step hooks (`register_optimizer_step_pre_hook`, `..._post_hook`), by
+# handle id: they run around every optimizer's step, before its own.
+_GLOBAL_STEP_HOOKS: dict[str, dict] = {"pre": {}, "post": {}}
+
+
+def _step_hooks(opt: "Optimizer", kind: str) -> list:
+    own = opt.__dict__.get("_step_hooks")
+    return list(_GLOBAL_STEP_HOOKS[kind].values()) + (
+        list(own[kind].values()) if own else [])
+
+
+def _hooked_step(fn: Callable, self: "Optimizer", args: tuple, kwargs: dict) -> Any:
+    """``step`` with the step hooks: a pre hook may return new ``(args, kwargs)``. As in
+    PyTorch, the hooks' ``args`` start with the optimizer itself."""
+    if T.trace_hooks() is not None:
+        raise TraceError("optimizer step hooks inside a compiled function: they are Python "
+                         "code around the step, which a compiled step does not run. Call "
+                         "the step eagerly, or remove the hooks")
+    args = (self, *args)
+    for hook in _step_hooks(self, "pre"):
+        r = hook(self, args, kwargs)
+        if r is not None:
+            if not (isinstance(r, tuple) and len(r) == 2):
+                raise RuntimeError(f"{hook} must return None or a tuple of (new_args, "
+                                   f"new_kwargs), but got {r}.")
+            args, kwargs = r
+    out = fn(*args, **kwargs)
+    for hook in _step_hooks(self, "post"):
+        hook(self, args, kwargs)
+    return out
+
+
 def _traced_method(fn: Callable) -> Callable:
     """Wrap ``step``/``zero_grad``: while a call is traced, guard what the optimizer's
-    containers hold, and afterwards write the state tensors the trace computed."""
+    containers hold, and afterwards write the state tensors the trace computed. ``step``
+    also runs the step hooks, when there are any."""
     if getattr(fn, "_dg_optim_wrapped", False):
         return fn
+    is_step = fn.__name__ == "step"
 
     @functools.wraps(fn)
     def wrapper(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+        if is_step and (self.__dict__.get("_step_hooks") or _GLOBAL_STEP_HOOKS["pre"]
+                        or _GLOBAL_STEP_HOOKS["post"]):
+            return _hooked_step(fn, self, args, kwargs)
         hooks = T.trace_hooks()
         if hooks is None:
             return fn(self, *args, **kwargs)
@@ -520,6 +558,17 @@ class Optimizer:
         if group.get("lr", 0) < 0:
             raise ValueError(f"Invalid learning rate: {group['lr']}")
 
+    def register_step_pre_hook(self, hook: Callable) -> _StepHookHandle:
+        """``hook(optimizer, args, kwargs)`` runs before each ``step``; it may return new
+        ``(args, kwargs)``. Eager steps only (a compiled step with hooks raises)."""
+        return _add_step_hook(self.__dict__.setdefault("_step_hooks", {"pre": {}, "post": {}}),
+                              "pre", hook)
+
+    def register_step_post_hook(self, hook: Callable) -> _StepHookHandle:
+        """``hook(optimizer, args, kwargs)`` runs after each ``step``."""
+        return _add_step_hook(self.__dict__.setdefault("_step_hooks", {"pre": {}, "post": {}}),
+                              "post", hook)
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all parameters: to ``None`` (the default), or to zeros."""
         for group in self.param_groups:
@@ -689,3 +738,38 @@ def run_closure(closure: Callable[[], Any] | None) -> Any:
 
     with enable_grad():
         return closure()
+
+
+class _StepHookHandle:
+    """What the step-hook registrations return: ``remove()`` unregisters the hook."""
+
+    _ids = itertools.count()
+
+    def __init__(self, table: dict) -> None:
+        self.id = next(self._ids)
+        self._table = table
+
+    def remove(self) -> None:
+        self._table.pop(self.id, None)
+
+    def __enter__(self) -> "_StepHookHandle":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+def _add_step_hook(table: dict, kind: str, hook: Callable) -> _StepHookHandle:
+    handle = _StepHookHandle(table[kind])
+    table[kind][handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_pre_hook(hook: Callable) -> _StepHookHandle:
+    """``hook(optimizer, args, kwargs)`` before every optimizer's ``step``."""
+    return _add_step_hook(_GLOBAL_STEP_HOOKS, "pre", hook)
+
+
+def register_optimizer_step_post_hook(hook: Callable) -> _StepHookHandle:
+    """``hook(optimizer, args, kwargs)`` after every optimizer's ``step``."""
+    return _add_step_hook(_GLOBAL_STEP_HOOKS, "post", hook)

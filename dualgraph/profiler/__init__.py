@@ -2,9 +2,13 @@
 
 While a `profile` is active, every op dualgraph runs (each ``bind`` of a registry op,
 forward and backward, named as the IR names it: ``matmul``, ``add``, ``sum``) is timed with
-a wall clock, as PyTorch's CPU events are. `record_function` adds a named range around
-user code. ``key_averages().table()`` prints PyTorch's table of self and total CPU time.
-Ops a compiled function runs inside its kernels are not seen one by one: the call is.
+a wall clock, as PyTorch's CPU events are. Each tape node a backward runs is a row named as
+PyTorch names it, ``autograd::engine::evaluate_function: MulBackward0``, with the node's
+own row ``MulBackward0`` inside it (and, inside that, the ops a recorded backward runs).
+`record_function` adds a named range around user code. ``key_averages().table()`` prints
+PyTorch's table of self and total CPU time. Ops a compiled function runs inside its kernels
+are not seen one by one: each call is a ``CompiledFunction`` row, and its backward a
+``CompiledFunctionBackward`` row, as under ``torch.compile``.
 
 >>> with dg.profiler.profile(activities=[dg.profiler.ProfilerActivity.CPU]) as prof:
 ...     y = (dg.ones(3) * 2).sum()
@@ -23,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import modes
+from ..eager import autograd as _engine
+from ..eager.detours import ACTIVE as DETOURS
 
 __all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerAction",
            "ProfilerActivity", "profile", "record_function", "schedule"]
@@ -171,7 +177,8 @@ class EventList(list):
         return avg
 
 
-_ACTIVE: list["profile"] = []
+# The profiles running now, outermost first.
+ACTIVE: list["profile"] = []
 
 
 def _shape(a: Any) -> list:
@@ -237,13 +244,18 @@ class profile:  # noqa: N801
             return  # inside a compiled function's trace the ops are not run here
         modes.push_mode(self._process(mode))
         self._pushed = True
-        _ACTIVE.append(self)
+        ACTIVE.append(self)
+        DETOURS.append("profile")
+        _engine.NODE_RUNNER[0] = _run_node
 
     def stop(self) -> None:
         if self._pushed:
             modes.pop_mode()
             self._pushed = False
-            _ACTIVE.remove(self)
+            ACTIVE.remove(self)
+            DETOURS.remove("profile")
+            if not ACTIVE:
+                _engine.NODE_RUNNER[0] = None
         # With a schedule, a trace is ready at each cycle's last active step (`step`); at
         # stop only when the block ends inside an active window, as PyTorch does.
         if self._on_trace_ready is not None and self._recording():
@@ -277,6 +289,19 @@ class profile:  # noqa: N801
             json.dump({"traceEvents": trace}, f)
 
 
+def _run_node(node: Any, g: Any) -> Any:
+    """A tape node's backward, timed in every active profile as PyTorch's two rows."""
+    name = node.name()
+    events = [(p, p._begin(f"autograd::engine::evaluate_function: {name}"), p._begin(name))
+              for p in ACTIVE]
+    try:
+        return node.apply(g)
+    finally:
+        for p, outer, inner in reversed(events):
+            p._end(inner)
+            p._end(outer)
+
+
 class record_function:  # noqa: N801
     """A named range in the active profile (a no-op without one); a context manager or a
     decorator, as PyTorch's."""
@@ -286,7 +311,7 @@ class record_function:  # noqa: N801
         self._ev: list[tuple[profile, FunctionEvent]] = []
 
     def __enter__(self) -> "record_function":
-        self._ev = [(p, p._begin(self.name)) for p in _ACTIVE]
+        self._ev = [(p, p._begin(self.name)) for p in ACTIVE]
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -142,8 +142,8 @@ def test_interpolate_modes_and_errors():
     assert_close(area.numpy(), np.float32([[[[4.5, 6.5]]]]))
     with pytest.raises(NotImplementedError, match="trilinear mode needs 5D"):
         F.interpolate(x[:, :, 0], size=(2, 2), mode="trilinear")
-    with pytest.raises(NotImplementedError, match="bicubic"):
-        F.interpolate(x[:, :, 0], size=(2, 2), mode="bicubic")
+    with pytest.raises(NotImplementedError, match="bicubic mode needs 4D"):
+        F.interpolate(x, size=(2, 2, 2), mode="bicubic")
 
 
 def test_volumetric_layers_shapes_and_errors():

@@ -135,23 +135,38 @@ def _unnormalize(coord: Any, size: int, align_corners: bool) -> Any:
     return E.div(E.sub(E.mul(E.add(coord, 1.0), size), 1.0), 2.0)
 
 
+def _reflect(coord: Any, size: int, align_corners: bool) -> Any:
+    """Pixel coordinate ``coord`` reflected into the image, as PyTorch's ``reflection``
+    padding: about the edge pixels' centres (``align_corners``) or their outer edges, then
+    clamped to ``[0, size - 1]``."""
+    low, high = (0.0, 2.0 * (size - 1)) if align_corners else (-1.0, 2.0 * size - 1.0)
+    if low == high:
+        return E.mul(coord, 0.0)
+    lo, span = low / 2, (high - low) / 2
+    u = E.abs(E.sub(coord, lo))
+    flips = E.floor(E.div(S.stop_gradient(u), span))
+    extra = E.sub(u, E.mul(flips, span))  # fmod(u, span), u >= 0
+    even = E.eq(E.sub(flips, E.mul(E.floor(E.div(flips, 2.0)), 2.0)), 0.0)
+    out = E.where(even, E.add(extra, lo), E.sub(span + lo, extra))
+    return M.clamp(out, 0.0, float(size - 1))
+
+
 def grid_sample(input: Any, grid: Any, mode: str = "bilinear",  # noqa: A002
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Any:
     """Sample (N, C, H, W) ``input`` at the normalized (x, y) locations of ``grid``
     (N, Ho, Wo, 2), ``-1`` and ``1`` the edges (pixel centres with ``align_corners``):
-    ``mode`` ``'bilinear'`` or ``'nearest'``; ``padding_mode`` ``'zeros'`` (outside reads 0)
-    or ``'border'`` (clamped to the edge). Differentiable in ``input`` and, for bilinear,
-    ``grid``."""
+    ``mode`` ``'bilinear'`` or ``'nearest'``; ``padding_mode`` ``'zeros'`` (outside reads 0),
+    ``'border'`` (clamped to the edge) or ``'reflection'`` (mirrored at the edges).
+    Differentiable in ``input`` and, for bilinear, ``grid``."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
                          f"'nearest' or 'bicubic', but got: '{mode}'")
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
-    if mode == "bicubic" or padding_mode == "reflection":
-        raise NotImplementedError(f"grid_sample: mode={mode!r} with "
-                                  f"padding_mode={padding_mode!r} is not supported (bilinear "
-                                  "or nearest, zeros or border padding)")
+    if mode == "bicubic":
+        raise NotImplementedError("grid_sample: mode='bicubic' is not supported (bilinear or "
+                                  "nearest)")
     if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2:
         raise RuntimeError(f"grid_sample(): expected 4D input and grid with last dimension 2 "
                            f"(2-D sampling), but got input of shape {list(input.shape)} and "
@@ -168,6 +183,8 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear",  # noqa: A002
     if padding_mode == "border":
         x = M.clamp(x, 0.0, float(w - 1))
         y = M.clamp(y, 0.0, float(h - 1))
+    elif padding_mode == "reflection":
+        x, y = _reflect(x, w, align), _reflect(y, h, align)
     flat = S.reshape(input, (n, c, h * w))
 
     def tap(xi: Any, yi: Any) -> Any:

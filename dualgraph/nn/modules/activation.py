@@ -197,7 +197,14 @@ class PReLU(Module):
         super().__init__()
         self.num_parameters = num_parameters
         dt = default_float() if dtype is None else np.dtype(dtype)
+        self.init = init
         self.weight = Parameter(np.full((num_parameters,), init, dt))
+
+    def reset_parameters(self) -> None:
+        """Every slope back to ``init``."""
+        from .. import init
+
+        init.constant_(self.weight, self.init)
 
     def forward(self, x: Any) -> Any:
         return F.prelu(x, self.weight)

@@ -109,6 +109,12 @@ class _ConvNd(Module):
         else:
             self.register_parameter("bias", None)
 
+    def reset_parameters(self) -> None:
+        """Draw the weight and bias again, as the constructor does."""
+        from .linear import _reset_uniform
+
+        _reset_uniform(self, self.weight.shape[1] * math.prod(self.kernel_size))
+
     def _padded(self, x: Any) -> tuple[Any, Any]:
         """``(input, padding)`` for the functional call: a non-zero padding mode pads the
         input here and convolves without padding (as PyTorch's modules do)."""

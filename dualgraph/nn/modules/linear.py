@@ -40,12 +40,27 @@ class Linear(Module):
         if dtype is not None:
             self._cast(as_dtype(dtype))
 
+    def reset_parameters(self) -> None:
+        """Draw the weight and bias again, as the constructor does."""
+        _reset_uniform(self, self.in_features)
+
     def forward(self, x: Any) -> Any:
         return F.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+def _reset_uniform(module: Module, fan_in: int) -> None:
+    """PyTorch's default layer init, in place: weight and bias uniform in
+    ``±1/sqrt(fan_in)`` (kaiming_uniform_ with ``a=sqrt(5)`` gives the weight that bound)."""
+    from .. import init
+
+    bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+    init.uniform_(module.weight, -bound, bound)
+    if module.bias is not None:
+        init.uniform_(module.bias, -bound, bound)
 
 
 class Identity(Module):
@@ -76,6 +91,10 @@ class Bilinear(Module):
             self.bias = Parameter(_uniform((out_features,), bound).astype(dt))
         else:
             self.register_parameter("bias", None)
+
+    def reset_parameters(self) -> None:
+        """Draw the weight and bias again, as the constructor does."""
+        _reset_uniform(self, self.in1_features)
 
     def forward(self, input1: Any, input2: Any) -> Any:
         return F.bilinear(input1, input2, self.weight, self.bias)

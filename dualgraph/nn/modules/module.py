@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -242,6 +242,28 @@ class Module:
             mod = mod._modules[item]
         return mod
 
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """Compile this module's ``forward`` in place, as ``torch.nn.Module.compile``:
+        later calls run it through `dg.compile` (whose keywords are accepted, ``mode=`` and
+        ``fullgraph=`` included); hooks still run around it, and parameter updates are
+        seen without a retrace. ``model.compile()``"""
+        compiler = COMPILE[0]
+        if compiler is None:
+            raise RuntimeError("Module.compile: the compiler is not loaded (import dualgraph)")
+        forward = type(self).forward.__get__(self)
+        self.__dict__["forward"] = compiler(forward, *args, **kwargs)
+
+    def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
+        """Put ``module`` at the dotted path ``target``, whose parent must exist (and, with
+        ``strict``, the name too)."""
+        path, _, name = target.rpartition(".")
+        parent = self.get_submodule(path)
+        if strict and name not in parent._modules:
+            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}`")
+        if not isinstance(module, Module):
+            raise TypeError(f"`module` is not an nn.Module, found {type(module).__name__}")
+        setattr(parent, name, module)
+
     def _owner_of(self, target: str, table: str, what: str) -> tuple["Module", str]:
         path, _, name = target.rpartition(".")
         mod = self.get_submodule(path)
@@ -302,6 +324,12 @@ class Module:
         positional tensor inputs are computed; a tuple it returns replaces them."""
         return self._hook_table().add("backward", hook, prepend)
 
+    def register_backward_hook(self, hook: Any) -> RemovableHandle:
+        """PyTorch's older module backward hook, ``hook(module, grad_input, grad_output)``:
+        run as `register_full_backward_hook` (the gradients of the module's tensor inputs,
+        which is what the older hook was meant to give)."""
+        return self.register_full_backward_hook(hook)
+
     def register_full_backward_pre_hook(self, hook: Any,
                                         prepend: bool = False) -> RemovableHandle:
         """``hook(module, grad_output)`` runs when the gradients of the module's outputs are
@@ -309,11 +337,21 @@ class Module:
         return self._hook_table().add("backward_pre", hook, prepend)
 
     # ----------------------------------------------------------------- traversal
-    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Module"]]:
+        """This module and every submodule, with its dotted name; a module held in two
+        places comes once (under its first name) unless ``remove_duplicate=False``."""
+        if remove_duplicate:
+            if memo is None:
+                memo = set()
+            if id(self) in memo:
+                return
+            memo.add(id(self))
         yield prefix, self
         for name, m in self._modules.items():
             if m is not None:
-                yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+                yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name,
+                                           remove_duplicate)
 
     def modules(self) -> Iterator["Module"]:
         for _, m in self.named_modules():
@@ -330,13 +368,14 @@ class Module:
         for _, m in self.named_children():
             yield m
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True
-                      ) -> Iterator[tuple[str, Tensor]]:
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
         seen: set[int] = set()
-        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
+        mods = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+                if recurse else [(prefix, self)])
         for mp, m in mods:
             for name, b in m._buffers.items():
-                if b is None or id(b) in seen:
+                if b is None or (remove_duplicate and id(b) in seen):
                     continue
                 seen.add(id(b))
                 yield (f"{mp}.{name}" if mp else name), b
@@ -376,6 +415,19 @@ class Module:
     def half(self) -> "Module":
         """Floating-point parameters and buffers to float16 (PyTorch's ``Module.half``)."""
         return self._cast(np.dtype(np.float16))
+
+    def type(self, dst_type: Any) -> "Module":
+        """Cast the floating-point parameters and buffers to ``dst_type``."""
+        from ...dtypes import as_dtype
+
+        return self._cast(as_dtype(dst_type))
+
+    def to_empty(self, *, device: Any = None, recurse: bool = True) -> "Module":
+        """The module itself: its parameters already have storage on the CPU."""
+        from ...dtypes import check_device
+
+        check_device(device, "Module.to_empty()")
+        return self
 
     def share_memory(self) -> "Module":
         """Move every parameter and buffer into shared memory (``Tensor.share_memory_``):
@@ -419,13 +471,16 @@ class Module:
             p.requires_grad_(requires_grad)
         return self
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True
-                         ) -> Iterator[tuple[str, Parameter]]:
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """Each parameter with its dotted name; a parameter held in two places (tied
+        weights) comes once unless ``remove_duplicate=False``."""
         seen: set[int] = set()
-        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
+        mods = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+                if recurse else [(prefix, self)])
         for mp, m in mods:
             for name, p in m._parameters.items():
-                if id(p) in seen:
+                if p is None or (remove_duplicate and id(p) in seen):
                     continue
                 seen.add(id(p))
                 yield (f"{mp}.{name}" if mp else name), p
@@ -454,31 +509,118 @@ class Module:
         """PyTorch's order: per module, its parameters then its persistent buffers. A
         tensor held by two modules (tied weights) appears under both names, as in
         PyTorch, so a checkpoint of a tied model loads with ``strict=True``."""
-        for mp, m in self.named_modules():
+        for mp, m in self.named_modules(remove_duplicate=False):
             items = list(m._parameters.items()) + [
                 (k, b) for k, b in m._buffers.items() if k not in m._non_persistent_buffers]
             for name, t in items:
                 if t is not None:
                     yield (f"{mp}.{name}" if mp else name), t
 
-    def state_dict(self, keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
+    def state_dict(self, *args: Any, destination: Any = None, prefix: str = "",
+                   keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
         """Name -> tensor sharing the data of each parameter and persistent buffer
-        (detached unless ``keep_vars``)."""
-        return OrderedDict((name, t if keep_vars else t.detach())
-                           for name, t in self._state_items())
+        (detached unless ``keep_vars``), each name after ``prefix``; a module that defines
+        ``get_extra_state`` adds its ``_extra_state`` entry. State-dict hooks run as
+        PyTorch's: pre hooks ``hook(module, prefix, keep_vars)`` before, post hooks
+        ``hook(module, state_dict, prefix, local_metadata)`` after."""
+        if args:  # PyTorch's old positional form: state_dict(destination, prefix, keep_vars)
+            destination, prefix, keep_vars = (list(args) + [destination, prefix, keep_vars][
+                len(args):])[:3]
+        out = OrderedDict() if destination is None else destination
+        if not hasattr(out, "_metadata"):
+            try:
+                out._metadata = OrderedDict()  # type: ignore[attr-defined]
+            except AttributeError:  # a plain dict given as destination
+                pass
+        mods = list(self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False))
+        for mp, m in mods:
+            for hook in _state_hooks(m, "state_dict_pre"):
+                hook(m, f"{mp}." if mp else "", keep_vars)
+        # PyTorch's order: per module, its parameters, persistent buffers, extra state.
+        for mp, m in mods:
+            at = f"{mp}." if mp else ""
+            items = list(m._parameters.items()) + [
+                (k, b) for k, b in m._buffers.items() if k not in m._non_persistent_buffers]
+            for name, t in items:
+                if t is not None:
+                    out[at + name] = t if keep_vars else t.detach()
+            if type(m).get_extra_state is not Module.get_extra_state:
+                out[at + "_extra_state"] = m.get_extra_state()
+        for mp, m in mods:
+            for hook, legacy in _state_hooks(m, "state_dict_post"):
+                r = hook(m, out, f"{mp}." if mp else "", {})
+                if legacy and r is not None:
+                    out = r
+        return out
 
-    def load_state_dict(self, state_dict: dict, strict: bool = True) -> tuple:
-        """Copy parameters and persistent buffers in; every key and shape is checked before
-        anything is written."""
+    def get_extra_state(self) -> Any:
+        """Extra state for `state_dict`: override (with `set_extra_state`) to save
+        something that is not a parameter or buffer."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should "
+                           "never be called.")
+
+    def set_extra_state(self, state: Any) -> None:
+        """Restore what `get_extra_state` returned (called by `load_state_dict`)."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should "
+                           "never be called.")
+
+    def register_state_dict_pre_hook(self, hook: Any) -> RemovableHandle:
+        """``hook(module, prefix, keep_vars)`` runs before `state_dict` collects."""
+        return _add_state_hook(self, "state_dict_pre", hook)
+
+    def register_state_dict_post_hook(self, hook: Any) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata)`` runs after `state_dict`
+        collected; it may change the dict in place."""
+        return _add_state_hook(self, "state_dict_post", (hook, False))
+
+    def _register_state_dict_hook(self, hook: Any) -> RemovableHandle:
+        # PyTorch's older post hook: a dict it returns replaces the state dict.
+        return _add_state_hook(self, "state_dict_post", (hook, True))
+
+    def register_load_state_dict_pre_hook(self, hook: Any) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` runs before `load_state_dict` reads this module's
+        entries; it may rename or drop keys of ``state_dict`` in place."""
+        return _add_state_hook(self, "load_pre", (hook, True))
+
+    def _register_load_state_dict_pre_hook(self, hook: Any,
+                                           with_module: bool = False) -> RemovableHandle:
+        # PyTorch's older form: ``hook(state_dict, prefix, ...)`` unless ``with_module``.
+        return _add_state_hook(self, "load_pre", (hook, with_module))
+
+    def register_load_state_dict_post_hook(self, hook: Any) -> RemovableHandle:
+        """``hook(module, incompatible_keys)`` runs after `load_state_dict` wrote the
+        values; it may remove entries from ``incompatible_keys.missing_keys`` and
+        ``.unexpected_keys`` before ``strict`` judges them."""
+        return _add_state_hook(self, "load_post", hook)
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True,
+                        assign: bool = False) -> "IncompatibleKeys":
+        """Copy parameters and persistent buffers in (with ``assign``, take the given
+        tensors' data, dtype included, instead). Every shape is checked before anything
+        is written; then load-state-dict post hooks run, and with ``strict`` any missing
+        or unexpected key left raises, and the module keeps its old values. Returns
+        ``(missing_keys, unexpected_keys)``."""
+        state_dict = OrderedDict(state_dict)
+        missing: list[str] = []
+        unexpected: list[str] = []
+        errors: list[str] = []
+        mods = list(self.named_modules(remove_duplicate=False))
+        extra = {}
+        for mp, m in mods:
+            prefix = f"{mp}." if mp else ""
+            for hook, with_module in _state_hooks(m, "load_pre"):
+                args = (state_dict, prefix, {}, strict, missing, unexpected, errors)
+                hook(m, *args) if with_module else hook(*args)
+            if type(m).set_extra_state is not Module.set_extra_state:
+                key = prefix + "_extra_state"
+                if key in state_dict:
+                    extra[key] = m
+                elif strict:
+                    missing.append(key)
         own = dict(self._state_items())
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
-        errors = []
-        if strict and unexpected:
-            keys = ", ".join(f'"{k}"' for k in unexpected)
-            errors.append(f"Unexpected key(s) in state_dict: {keys}")
-        if strict and missing:
-            errors.append("Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing))
+        missing += [k for k in own if k not in state_dict]
+        unexpected += [k for k in state_dict if k not in own and k not in extra]
         values = {}
         for k, p in own.items():
             if k not in state_dict:
@@ -496,10 +638,44 @@ class Module:
                 f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
                 + "\n\t".join(errors)
             )
+        # A strict load that fails changes nothing: when keys are off, the old values are
+        # kept until the post hooks have had their say.
+        undo = ({k: (array_of(own[k]) if assign else array_of(own[k]).copy()) for k in values}
+                if strict and (missing or unexpected) else None)
         with no_grad():
             for k, arr in values.items():
-                own[k].copy_(Tensor(arr))
-        return missing, unexpected
+                if assign:
+                    set_array(own[k], arr)
+                    bump_version(own[k])
+                else:
+                    own[k].copy_(Tensor(arr))
+        for key, m in extra.items():
+            m.set_extra_state(state_dict[key])
+        result = IncompatibleKeys(missing, unexpected)
+        for _, m in mods:
+            for hook in _state_hooks(m, "load_post"):
+                if hook(m, result) is not None:
+                    raise RuntimeError("Hooks registered with "
+                                       "``register_load_state_dict_post_hook`` are not "
+                                       "expected to return new values.")
+        if strict and (result.unexpected_keys or result.missing_keys):
+            with no_grad():
+                for k, arr in (undo or {}).items():
+                    if assign:
+                        set_array(own[k], arr)
+                        bump_version(own[k])
+                    else:
+                        own[k].copy_(Tensor(arr))
+            msgs = []
+            if result.missing_keys:
+                keys = ", ".join(f'"{k}"' for k in result.missing_keys)
+                msgs.append(f"Missing key(s) in state_dict: {keys}. ")
+            if result.unexpected_keys:
+                keys = ", ".join(f'"{k}"' for k in result.unexpected_keys)
+                msgs.append(f"Unexpected key(s) in state_dict: {keys}. ")
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:"
+                               "\n\t" + "\n\t".join(msgs))
+        return result
 
     # ---------------------------------------------------------------------- repr
     def extra_repr(self) -> str:
@@ -512,6 +688,40 @@ class Module:
         if not lines:
             return head + ")"
         return head + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+# `dg.compile`, put here when the compiler is imported: nn sits below it and cannot import
+# it (`Module.compile` reads this).
+COMPILE: list[Callable[..., Any] | None] = [None]
+
+
+class IncompatibleKeys(NamedTuple):
+    """What `Module.load_state_dict` returns: the keys it did not find, and the keys it
+    did not use."""
+
+    missing_keys: list
+    unexpected_keys: list
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return (f"_IncompatibleKeys(missing_keys={self.missing_keys}, "
+                f"unexpected_keys={self.unexpected_keys})")
+
+    __str__ = __repr__
+
+
+def _state_hooks(module: Module, kind: str) -> list:
+    return list(module.__dict__.get("_state_dict_hooks", {}).get(kind, {}).values())
+
+
+def _add_state_hook(module: Module, kind: str, entry: Any) -> RemovableHandle:
+    # Kept apart from the forward hooks: a compiled call guards those, never these.
+    table = module.__dict__.setdefault("_state_dict_hooks", {})
+    hooks = table.setdefault(kind, {})
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = entry
+    return handle
 
 
 def _uniform(shape: tuple, bound: float) -> np.ndarray:

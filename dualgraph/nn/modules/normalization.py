@@ -39,6 +39,17 @@ def _affine_parameters(module: Module, shape: Any, affine: bool, bias: bool) -> 
 
 
 @accepts_device_dtype
+def _reset_affine(module: Module) -> None:
+    """Weight ones and bias zeros again, where the module has them."""
+    from .. import init
+
+    if getattr(module, "weight", None) is not None:
+        init.ones_(module.weight)
+    if getattr(module, "bias", None) is not None:
+        init.zeros_(module.bias)
+
+
+@accepts_device_dtype
 class LayerNorm(Module):
     """`F.layer_norm` over the last dims ``normalized_shape``, with a learnt elementwise
     ``weight`` (ones) and ``bias`` (zeros) when ``elementwise_affine``.
@@ -53,6 +64,10 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         _affine_parameters(self, self.normalized_shape, elementwise_affine, bias)
+
+    def reset_parameters(self) -> None:
+        """Weight ones and bias zeros again."""
+        _reset_affine(self)
 
     def forward(self, x: Any) -> Any:
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -78,6 +93,10 @@ class GroupNorm(Module):
         self.eps = eps
         self.affine = affine
         _affine_parameters(self, num_channels, affine, bias)
+
+    def reset_parameters(self) -> None:
+        """Weight ones and bias zeros again."""
+        _reset_affine(self)
 
     def forward(self, x: Any) -> Any:
         return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
@@ -243,6 +262,10 @@ class RMSNorm(Module):
             self.weight = Parameter(np.ones(self.normalized_shape, dt))
         else:
             self.register_parameter("weight", None)
+
+    def reset_parameters(self) -> None:
+        """Weight ones and bias zeros again."""
+        _reset_affine(self)
 
     def forward(self, x: Any) -> Any:
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ...dtypes import as_dtype, default_float
+from ...eager.grad_mode import no_grad
 from ...eager.internal import array_of
 from ...eager.tensor import Tensor, rng
 from .. import functional as F
@@ -61,6 +62,10 @@ class Embedding(Module):
         return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
                    _weight=w, _freeze=freeze)
 
+    def reset_parameters(self) -> None:
+        """Draw the weight again from N(0, 1), the padding row zero."""
+        _reset_normal(self)
+
     def forward(self, x: Any) -> Any:
         return F.embedding(x, self.weight, self.padding_idx, self.max_norm, self.norm_type)
 
@@ -70,6 +75,15 @@ class Embedding(Module):
         if self.norm_type != 2:
             norm += f", norm_type={self.norm_type}"
         return f"{self.num_embeddings}, {self.embedding_dim}{pad}{norm}"
+
+
+def _reset_normal(module: Module) -> None:
+    from .. import init
+
+    init.normal_(module.weight)
+    if module.padding_idx is not None:
+        with no_grad():
+            module.weight[module.padding_idx] = 0.0
 
 
 class EmbeddingBag(Module):
@@ -101,6 +115,27 @@ class EmbeddingBag(Module):
         else:
             w = np.array(_weight.numpy() if hasattr(_weight, "numpy") else _weight)
         self.weight = Parameter(w)
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Any, freeze: bool = True,
+                        max_norm: float | None = None, norm_type: float = 2.0,
+                        scale_grad_by_freq: bool = False, mode: str = "mean",
+                        sparse: bool = False, include_last_offset: bool = False,
+                        padding_idx: int | None = None) -> EmbeddingBag:
+        """A bag over the 2-D ``embeddings`` (a copy), frozen unless told.
+        ``nn.EmbeddingBag.from_pretrained(vectors, mode="sum")``"""
+        if len(tuple(embeddings.shape)) != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        w = np.array(array_of(embeddings) if isinstance(embeddings, Tensor) else embeddings)
+        bag = cls(rows, cols, max_norm, norm_type, scale_grad_by_freq, mode, sparse, _weight=w,
+                  include_last_offset=include_last_offset, padding_idx=padding_idx)
+        bag.weight.requires_grad_(not freeze)
+        return bag
+
+    def reset_parameters(self) -> None:
+        """Draw the weight again from N(0, 1), the padding row zero."""
+        _reset_normal(self)
 
     def forward(self, input: Any, offsets: Any = None,  # noqa: A002
                 per_sample_weights: Any = None) -> Any:

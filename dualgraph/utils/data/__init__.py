@@ -20,9 +20,10 @@ order PyTorch's generator would give.
 [(2, 2), (1, 2)]
 """
 
-from . import dataloader, dataset, sampler
+from . import dataloader, dataset, distributed, sampler
 from ._impl import (
     BatchSampler,
+    ChainDataset,
     ConcatDataset,
     DataLoader,
     Dataset,
@@ -30,6 +31,7 @@ from ._impl import (
     RandomSampler,
     Sampler,
     SequentialSampler,
+    StackDataset,
     Subset,
     SubsetRandomSampler,
     TensorDataset,
@@ -39,10 +41,12 @@ from ._impl import (
     get_worker_info,
     random_split,
 )
+from .distributed import DistributedSampler
 
 __all__ = [
-    "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset", "RandomSampler",
-    "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset",
-    "WeightedRandomSampler", "dataloader", "dataset", "default_collate", "default_convert",
+    "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
+    "DistributedSampler", "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler",
+    "StackDataset", "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler",
+    "dataloader", "dataset", "default_collate", "default_convert", "distributed",
     "get_worker_info", "random_split", "sampler",
 ]
