@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import dualgraph as dg
+from dualgraph.backend.numba import cache as kernel_cache
 from dualgraph.compile import tiered
 from dualgraph.explain import tier_of
 from dualgraph.workloads import train_step
@@ -33,17 +34,17 @@ TIMEOUT = 300.0  # bound on waiting for the worker (a loaded machine compiles sl
 
 @pytest.fixture(scope="module")
 def cold_cache(tmp_path_factory: pytest.TempPathFactory):
-    """Tiering on, and an empty kernel cache, for the whole module."""
-    saved = {k: os.environ.get(k) for k in ("DUALGRAPH_TIERED", "DUALGRAPH_CACHE_DIR")}
+    """Tiering on, and an empty kernel cache, for the whole module: none of the kernels an
+    earlier test in this worker process loaded is found either."""
+    saved = os.environ.get("DUALGRAPH_TIERED")
     os.environ["DUALGRAPH_TIERED"] = "1"
-    os.environ["DUALGRAPH_CACHE_DIR"] = str(tmp_path_factory.mktemp("tiered-kernels"))
-    yield
-    tiered.shutdown()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with kernel_cache.isolated(str(tmp_path_factory.mktemp("tiered-kernels"))):
+        yield
+        tiered.shutdown()
+    if saved is None:
+        os.environ.pop("DUALGRAPH_TIERED", None)
+    else:
+        os.environ["DUALGRAPH_TIERED"] = saved
 
 
 @pytest.fixture(scope="module")
