@@ -624,9 +624,10 @@ def embedding(weight: _typing.Any, indices: _typing.Any, padding_idx: int = -1,
 for _name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
               "conv_transpose3d", "pixel_shuffle", "pixel_unshuffle", "prelu", "selu", "celu",
               "cosine_similarity", "pairwise_distance", "threshold", "hardshrink",
-              "adaptive_avg_pool1d", "adaptive_max_pool1d"):
+              "adaptive_avg_pool1d", "adaptive_max_pool1d", "bilinear", "rrelu", "pdist"):
     globals()[_name] = getattr(_F, _name)
 del _name
+__all__ += ["bilinear", "pdist", "rrelu"]
 
 __all__ += [
     "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",
