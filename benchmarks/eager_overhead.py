@@ -16,6 +16,7 @@ come from ``dualgraph.workloads`` and ``peers``.
     python benchmarks/eager_overhead.py -o eager.json     # pyperf options work
     python benchmarks/eager_overhead.py --fast --table     # quick run + ratio table
     python benchmarks/eager_overhead.py --interleaved      # one process, alternating rounds
+    python benchmarks/eager_overhead.py --interleaved --ops   # the transformer's ops, one by one
 
 ``--interleaved`` is the ratio tables' method (see ``interleaved.py``): every
 implementation of a workload in one process pinned to one CPU, alternated round by round,
@@ -186,6 +187,86 @@ def train_numpy(name: str):
     return step
 
 
+# ------------------------------------------------- the transformer step's ops, one by one
+def _op_data(shape: tuple, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def op_step(impl: str, op: str):
+    """Forward and backward of one op group of the ``transformer`` workload's step at its
+    shapes (``op`` a key of `OPS`), the gradients reset between calls: where the step's
+    time goes op by op, dualgraph against PyTorch on the same program."""
+    lib = _library(impl)
+    F = lib.nn.functional
+    s = dg.workloads.TRANSFORMER_SIZES["transformer"]
+    b, t, w, h, v = s["batch"], s["seq"], s["width"], s["heads"], s["vocab"]
+    rows = b * t
+    leaves: list = []
+
+    def leaf(a):
+        x = lib.tensor(a, requires_grad=True)
+        leaves.append(x)
+        return x
+
+    if op == "attention":  # split into heads, causal scaled dot-product attention
+        x = leaf(_op_data((b, t, 3 * w)))
+
+        def fwd():
+            q, k, val = (z.reshape(b, t, h, w // h).transpose(1, 2)
+                         for z in x.split(w, dim=-1))
+            return F.scaled_dot_product_attention(q, k, val, is_causal=True).sum()
+    elif op == "gelu":
+        x = leaf(_op_data((rows, 4 * w)))
+
+        def fwd():
+            return F.gelu(x).sum()
+    elif op == "layer_norm":
+        x, g, be = leaf(_op_data((b, t, w))), leaf(_op_data((w,), 1)), leaf(_op_data((w,), 2))
+
+        def fwd():
+            return F.layer_norm(x, (w,), g, be).sum()
+    elif op == "linear":  # fc1: (rows, w) -> (rows, 4w)
+        x, wt, bias = (leaf(_op_data((b, t, w))), leaf(_op_data((4 * w, w), 1)),
+                       leaf(_op_data((4 * w,), 2)))
+
+        def fwd():
+            return F.linear(x, wt, bias).sum()
+    elif op == "cross_entropy":
+        x = leaf(_op_data((rows, v)))
+        target = lib.tensor(np.random.default_rng(3).integers(0, v, rows))
+
+        def fwd():
+            return F.cross_entropy(x, target)
+    elif op == "embedding":  # token embedding plus the position embedding
+        table, pos = leaf(_op_data((v, w))), leaf(_op_data((t, w), 1))
+        ids = lib.tensor(np.random.default_rng(4).integers(0, v, (b, t)))
+
+        def fwd():
+            return (F.embedding(ids, table) + pos).sum()
+    else:
+        raise ValueError(f"unknown op group {op!r}")
+
+    def step():
+        for p in leaves:
+            p.grad = None
+        loss = fwd()
+        loss.backward()
+        return loss
+
+    return step
+
+
+OPS = ("attention", "gelu", "layer_norm", "linear", "cross_entropy", "embedding")
+
+
+def op_workloads() -> dict:
+    """``op:<name>`` -> {impl: factory}: the transformer step's op groups (`op_step`)."""
+    import torch  # noqa: F401 - the point is the comparison
+
+    return {f"op:{op}": {i: functools.partial(op_step, i, op) for i in ("dualgraph", "torch")}
+            for op in OPS}
+
+
 def workloads() -> dict:
     """name -> {impl: zero-argument factory returning the step callable}."""
     try:
@@ -242,7 +323,7 @@ def run_interleaved(args) -> None:
     interleaved.single_thread.limit()
     results = {}
     meta = interleaved.machine()
-    for wl, impls in workloads().items():
+    for wl, impls in (op_workloads() if args.ops else workloads()).items():
         if args.workload and wl not in args.workload:
             continue
         print(f"{wl}: {', '.join(impls)}", flush=True)
@@ -270,6 +351,9 @@ def main() -> None:
     runner.argparser.add_argument("--block", type=float, default=0.05,
                                   help="--interleaved: seconds per block of calls")
     runner.argparser.add_argument("--json", help="--interleaved: per-round times here")
+    runner.argparser.add_argument("--ops", action="store_true",
+                                  help="--interleaved: the transformer step's op groups "
+                                  "(forward and backward each) instead of the workloads")
     args = runner.parse_args()
     if args.interleaved:
         run_interleaved(args)

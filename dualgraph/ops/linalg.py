@@ -74,6 +74,32 @@ def _matmul_vjp(ctx, g):
     return ga, gb
 
 
+def _swapped(x: np.ndarray) -> np.ndarray:
+    """`_swap`'s view on an array (the same strides, so the same BLAS calls)."""
+    n = x.ndim
+    return x.transpose((1, 0) if n == 2 else tuple(range(n - 2)) + (n - 1, n - 2))
+
+
+def _matmul_vjp_arrays(ctx, args, out, g):
+    """`_matmul_vjp`'s products on arrays for operands of at least two dimensions and one
+    dtype (attention's batched products): the kernels and views the op-by-op VJP runs, so
+    the same bits, without its transpose, matmul and tensor per gradient. Batch
+    broadcasting is summed back by the engine, as for the op-by-op gradients."""
+    a, b = args
+    dt = g.dtype
+    if a.ndim < 2 or b.ndim < 2 or a.dtype != dt or b.dtype != dt:
+        return None  # 1-D operands' reshapes and mixed dtypes' promotion: op by op
+    na, nb = ctx.needs_input_grad
+    ga = np.matmul(g, _swapped(b)) if na else None
+    gb = None
+    if nb:
+        if a.ndim == b.ndim == 2 and ctx.inputs[1].op == "transpose":
+            gb = np.matmul(g.T, a).T  # `_rhs_grad`'s layout
+        else:
+            gb = np.matmul(_swapped(a), g)
+    return ga, gb
+
+
 def _matmul_name(node: Any) -> str:
     ra, rb = (len(x.shape) for x in node.inputs)
     return {(2, 2): "MmBackward0", (1, 1): "DotBackward0", (2, 1): "MvBackward0",
@@ -157,7 +183,7 @@ def _addmm_vjp_arrays(ctx, args, out, g):
 
 MATMUL = register(OpDef(
     "matmul", _matmul_impl, _matmul_infer, _matmul_vjp, _matmul_name, saves=(0, 1),
-    contraction=True,
+    contraction=True, vjp_arrays=_matmul_vjp_arrays,
 ))
 ADDMM = register(OpDef(
     "addmm", _addmm_impl, _addmm_infer, _addmm_vjp, "AddmmBackward0", saves=(1, 2),
