@@ -32,7 +32,7 @@ from ..eager.compiled_node import attach_backward, attach_gradients
 from ..eager.internal import array_of, bump_version, make_tensor, requires_grad_of, set_grad
 from ..eager.tensor import Tensor
 from .baked import CHECK_EVERY, check_baked
-from .guards import MISSING, value_key
+from .guards import MISSING, Value, value_key
 from .plan import (
     SLOT,
     Argument,
@@ -158,7 +158,8 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
         if n else []
     gather_args = [f"d{i} = array_of(a{i})" if len(keys[i]) == 3 else f"d{i} = a{i}"
                    for i in arrays]
-    gathered, later = _gather_captured(plan, gen)
+    versioned = _versioned(plan)
+    gathered, later = _gather_captured(plan, gen, versioned)
     body = _body(plan, gen, arrays)
     verified: set = set()
     if form is None:
@@ -167,7 +168,8 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
     else:
         head, enter = _enter(form, n, gen, keep, verified)
     checks = (gather_args + _key_check(keys, grad_on, gen, verified)
-              + _alias_check(arrays, alias, gen) + gathered + _guard_check(plan, gen))
+              + _alias_check(arrays, alias, gen) + gathered + _guard_check(plan, gen, versioned)
+              + _versioned_check(plan, gen, versioned))
     fast = [*enter, *_type_checks(keys, gen),
             "try:", *_indent(checks),
             "except Exception:  # a guard that cannot be read: the general path says why",
@@ -179,7 +181,8 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
                  "    check_stale(FN, PLAN, args)"]
     baked = _baked_check(plan, gen, fn, warned)
     fast += baked + later + body
-    run = [*unpack, *gather_args, *gathered, *baked, *later, *body]
+    run = [*unpack, *gather_args, *gathered, *baked, *later,
+           *(_scalar(j, plan.sources[j], gen) for j in versioned.scalars), *body]
     gen.ns["stats"] = stats
     gen.ns["KEEP"] = keep
     source = "\n".join([*head, *_indent(fast), "", "",
@@ -360,13 +363,77 @@ def _alias_check(arrays: list, alias: tuple | None, gen: _Emitter) -> list[str]:
     return lines + [f"if ({same}) and overlapping([{ds}]) is not None:", "    return MISS"]
 
 
-def _gather_captured(plan: Plan, gen: _Emitter) -> tuple[list[str], list[str]]:
+@dataclass(slots=True)
+class _Versioned:
+    """The guards (positions in ``plan.guards.items``) and hyperparameter inputs (source
+    positions) whose values can change only with a write to an optimizer's parameter
+    groups, and those groups' change counters (`optim.optimizer.change_counters`)."""
+
+    guards: list = field(default_factory=list)
+    scalars: list = field(default_factory=list)
+    counters: list = field(default_factory=list)
+
+
+def _versioned(plan: Plan) -> _Versioned:
+    from ..optim.optimizer import change_counters
+
+    out = _Versioned()
+
+    def counted(keep: Any) -> bool:
+        vers = change_counters(keep)
+        if vers is None:
+            return False
+        out.counters += [v for v in vers if all(v is not c for c in out.counters)]
+        return True
+
+    if plan.guards is not None:
+        out.guards = [k for k, g in enumerate(plan.guards.items)
+                      if isinstance(g, Value) and counted(g.keep)]
+    out.scalars = [j for j, src in enumerate(plan.sources)
+                   if isinstance(src, RuntimeScalar) and counted(src.keep)]
+    return out
+
+
+def _scalar(j: int, src: RuntimeScalar, gen: _Emitter) -> str:
+    return f"c{j} = new_array(({gen.const(src.get, 'get')}(),), {gen.const(src.dtype, 'dtype')})"
+
+
+def _versioned_check(plan: Plan, gen: _Emitter, versioned: _Versioned) -> list[str]:
+    """The guards and hyperparameters of `_Versioned`: checked and read only when a change
+    counter moved since the last call that checked them; otherwise the arrays read then
+    (never written: kernel inputs) serve again. Counters are read before the values, so a
+    write racing with the reads leaves a stale key and the next call reads again."""
+    if not versioned.counters:
+        return []
+    vn = ", ".join(f"{gen.const(v, 'counter')}.v" for v in versioned.counters)
+    cache = gen.const([(None,)], "read")
+    names = [f"c{j}" for j in versioned.scalars]
+    got = ", ".join(names) + ("," if len(names) == 1 else "")
+    lines = [f"vn = ({vn},)", f"vs = {cache}[0]", "if vs[0] != vn:"]
+    inner = []
+    if versioned.guards:
+        items = [plan.guards.items[k] for k in versioned.guards]
+        emitted = [g.emit(gen) for g in items]
+        inner += _compare([e for e, _ in emitted], gen.const(tuple(v for _, v in emitted),
+                                                             "guards"))
+    inner += [_scalar(j, plan.sources[j], gen) for j in versioned.scalars]
+    inner.append(f"{cache}[0] = (vn, {got})" if names else f"{cache}[0] = (vn,)")
+    lines += _indent(inner)
+    if names:
+        lines += ["else:", f"    {got} = vs[1:]"]
+    return lines
+
+
+def _gather_captured(plan: Plan, gen: _Emitter,
+                     versioned: _Versioned) -> tuple[list[str], list[str]]:
     """The captured kernel inputs: ``(read before the guards, read after them)``. Tensors
     and gradients are read first (the guards check their arrays); hyperparameters (the
     user's getters) and the random key (a draw advances the generator) only for a call
-    this entry serves."""
+    this entry serves; those of `_Versioned` by `_versioned_check`."""
     before, after = [], []
     for j, src in enumerate(plan.sources):
+        if j in versioned.scalars:
+            continue
         if j == plan.key_source and plan.random:
             after.append(f"c{j} = refresh_key()")
         elif isinstance(src, CapturedTensor):
@@ -379,21 +446,24 @@ def _gather_captured(plan: Plan, gen: _Emitter) -> tuple[list[str], list[str]]:
         elif isinstance(src, ArgumentGrad):
             before.append(f"c{j} = array_of(a{src.position}.grad)")
         elif isinstance(src, RuntimeScalar):
-            after.append(f"c{j} = new_array(({gen.const(src.get, 'get')}(),), "
-                         f"{gen.const(src.dtype, 'dtype')})")
+            after.append(_scalar(j, src, gen))
         else:  # pragma: no cover - every source kind is above
             raise TypeError(f"unknown kernel input source {src!r}")
     return before, after
 
 
-def _guard_check(plan: Plan, gen: _Emitter) -> list[str]:
+def _guard_check(plan: Plan, gen: _Emitter, versioned: _Versioned) -> list[str]:
     if plan.guards is None:
         return []
     exprs, expected = [], []
-    for g in plan.guards.items:
+    for k, g in enumerate(plan.guards.items):
+        if k in versioned.guards:
+            continue
         e, v = g.emit(gen)
         exprs.append(e)
         expected.append(v)
+    if not exprs:
+        return []
     return _compare(exprs, gen.const(tuple(expected), "guards"))
 
 

@@ -214,7 +214,7 @@ class CallTraceContext(TraceContext):
         node = self._runtime_nodes.get(key)
         if node is None:
             node = Node("input", (), {}, (), np.dtype(dtype))
-            self.runtime.append((node, RuntimeScalar(value, np.dtype(dtype))))
+            self.runtime.append((node, RuntimeScalar(value, np.dtype(dtype), keep)))
             self._runtime_nodes[key] = node
             self._keep.append(keep)
         return Tracer(node, self)

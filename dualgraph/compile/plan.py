@@ -66,6 +66,8 @@ class RuntimeScalar:
 
     get: Callable[[], Any]
     dtype: np.dtype
+    # What the read kept (`optim.optimizer.change_counters` says when it may change).
+    keep: Any = None
 
     def __call__(self) -> np.ndarray:
         return np.full(1, self.get(), self.dtype)

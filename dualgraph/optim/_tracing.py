@@ -82,6 +82,17 @@ def _plain(v: Any) -> Any:
 _MISSING = object()
 
 
+class Joined(tuple):
+    """What a value computed from two traced numbers of different parameter groups keeps:
+    both groups (a compiled call re-reads it when either group changes)."""
+
+    __slots__ = ()
+
+
+def _join(a: Any, b: Any) -> Any:
+    return a if a is b else Joined((a, b))
+
+
 def guarded_get(owner: dict, key: Any) -> Any:
     """``owner[key]`` for a later call's guard: a missing key reads as a marker."""
     return dict.get(owner, key, _MISSING)
@@ -141,8 +152,9 @@ class TracedNumber:
             dtype = other.dtype if other.dtype.kind == "f" else None
             a = self.lift(dtype)
             return fn(other, a) if reflected else fn(a, other)
+        keep = self._keep
         if isinstance(other, TracedNumber):
-            og, okey = other._get, other._key
+            og, okey, keep = other._get, other._key, _join(keep, other._keep)
         elif isinstance(other, _NUMBER) and not isinstance(other, (bool, np.bool_)):
             og, okey = (lambda: other), ("const", type(other).__name__, repr(other))
         else:
@@ -150,7 +162,7 @@ class TracedNumber:
         sg = self._get
         get = (lambda: fn(og(), sg())) if reflected else (lambda: fn(sg(), og()))
         key = (name, okey, self._key) if reflected else (name, self._key, okey)
-        return TracedNumber(self._hooks, key, get, self._where, self._keep)
+        return TracedNumber(self._hooks, key, get, self._where, keep)
 
     def _un(self, fn: Callable, name: str) -> TracedNumber:
         sg = self._get
@@ -179,8 +191,9 @@ class TracedNumber:
     def _cmp(self, other: Any, fn: Callable) -> Any:
         if isinstance(other, TensorOps):
             return fn(self.lift(other.dtype if other.dtype.kind == "f" else None), other)
+        keep = self._keep
         if isinstance(other, TracedNumber):
-            og = other._get
+            og, keep = other._get, _join(keep, other._keep)
         elif isinstance(other, _NUMBER):
             og = lambda: other  # noqa: E731
         else:
@@ -189,7 +202,7 @@ class TracedNumber:
         now = bool(fn(sg(), og()))
         guard, _ = self._hooks
         guard(lambda: bool(fn(sg(), og())), now,
-              f"{self._where} changed a Python comparison the trace branched on", self._keep)
+              f"{self._where} changed a Python comparison the trace branched on", keep)
         return now
 
     def __lt__(self, o): return self._cmp(o, operator.lt)  # noqa: E704

@@ -39,16 +39,22 @@ _TICKS = itertools.count(1)
 
 
 class _Version:
-    """One optimizer's change counter, shared by all its containers. Its values are unique
-    across all optimizers, so a replaced counter never repeats a value a guard expects."""
+    """One optimizer's change counters, shared by all its containers. ``n`` counts changes
+    of structure (what a traced step iterated over or branched on: a retrace); ``v`` counts
+    every write, a hyperparameter's new value too, so a compiled call whose counters read
+    as last time reuses the hyperparameters it read then. Values are unique across all
+    optimizers, so a replaced counter never repeats a value a guard expects."""
 
-    __slots__ = ("n",)
+    __slots__ = ("n", "v")
 
     def __init__(self) -> None:
-        self.n = next(_TICKS)
+        self.n = self.v = next(_TICKS)
 
     def bump(self) -> None:
-        self.n = next(_TICKS)
+        self.n = self.v = next(_TICKS)
+
+    def touch(self) -> None:
+        self.v = next(_TICKS)
 
 
 def _changed(ver: _Version, what: str) -> None:
@@ -93,6 +99,8 @@ class ParamGroup(dict):
             # The parameter list, or which keys a group has, changed: what a traced step
             # iterated over or branched on (``"momentum" in group``).
             self._ver.bump()
+        else:
+            self._ver.touch()
         dict.__setitem__(self, key, value)
 
     def __delitem__(self, key: Any) -> None:
@@ -113,11 +121,43 @@ class ParamGroup(dict):
             _changed(self._ver, f"param_groups[...][{key!r}]")
         return dict.pop(self, key, *default)
 
+    def popitem(self) -> Any:
+        _changed(self._ver, "param_groups[...]")
+        return dict.popitem(self)
+
+    def clear(self) -> None:
+        _changed(self._ver, "param_groups[...]")
+        dict.clear(self)
+
+    def __ior__(self, other: Any) -> ParamGroup:
+        self.update(other)
+        return self
+
     def __reduce_ex__(self, protocol: Any) -> Any:
         return dict, (dict(self),)
 
     def __deepcopy__(self, memo: dict) -> dict:
         return {k: copy.deepcopy(v, memo) for k, v in dict.items(self)}
+
+
+def change_counters(keep: Any) -> tuple | None:
+    """The change counters (`_Version`) that say when a value read while a call was traced
+    may have changed, for what the read kept (``keep`` of `_tracing.read`: a parameter
+    group, a group with one of its values, or several of those joined); None when the
+    value depends on anything else, so it is read on every call."""
+    if isinstance(keep, ParamGroup):
+        return (keep._ver,)
+    if isinstance(keep, T.Joined):
+        out: tuple = ()
+        for k in keep:
+            vers = change_counters(k)
+            if vers is None:
+                return None
+            out += tuple(v for v in vers if v not in out)
+        return out
+    if type(keep) is tuple and len(keep) == 2 and isinstance(keep[0], ParamGroup):
+        return (keep[0]._ver,)
+    return None
 
 
 class _TrackedList(list):
