@@ -29,7 +29,7 @@ import numpy as np
 from ..dtypes import DEFAULT_FLOAT
 from ..eager import grad_mode
 from ..eager.compiled_node import attach_backward, attach_gradients
-from ..eager.internal import array_of, bump_version, make_tensor, requires_grad_of, set_grad
+from ..eager.internal import array_of, make_tensor, requires_grad_of, set_grad
 from ..eager.tensor import Tensor
 from .baked import CHECK_EVERY, check_baked
 from .guards import MISSING, Value, value_key
@@ -104,7 +104,7 @@ POSITIONAL, KEYWORD, DEFAULT = "positional", "keyword", "default"
 _BUILTINS = {
     "MISS": MISS, "MISSING": MISSING, "GRAD": grad_mode.GRAD_ENABLED,
     "DEFAULT_FLOAT": DEFAULT_FLOAT, "array_of": array_of,
-    "requires_grad_of": requires_grad_of, "bump_version": bump_version,
+    "requires_grad_of": requires_grad_of,
     "make_tensor": make_tensor, "set_grad": set_grad, "refresh_key": refresh_key,
     "attach_gradients": attach_gradients, "attach_backward": attach_backward,
     "const_key": const_key, "overlapping": overlapping, "value_key": value_key,
@@ -578,10 +578,11 @@ def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
             call = f"{fn}({', '.join(args)})"
             lines += [f"work = {p}.pop() if {p} else {gen.const(kernel.new_scratch, 'scratch')}()",
                       "try:", f"    {call}", "finally:", f"    {p}.append(work)"]
-    lines += [f"bump_version({_target(t, gen)})" for t in plan.inplace]
+    # `bump_version` written out: one Python call less per tensor written.
+    lines += [f"{_target(t, gen)}._version[0] += 1" for t in plan.inplace]
     for w in plan.copy_writes:
         t = _target(w.target, gen)
-        lines += [f"array_of({t})[...] = {out(w.out, w.shape)}", f"bump_version({t})"]
+        lines += [f"array_of({t})[...] = {out(w.out, w.shape)}", f"{t}._version[0] += 1"]
     for w in plan.grad_set:
         lines.append(f"set_grad({_target(w.target, gen)}, "
                      f"make_tensor({out(w.out, w.shape)}, False, None))")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import functools
 import itertools
+import operator
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -377,6 +378,9 @@ def _hooked_step(fn: Callable, self: "Optimizer", args: tuple, kwargs: dict) -> 
     return out
 
 
+_structure_counter = operator.attrgetter("_ver.n")
+
+
 def _traced_method(fn: Callable) -> Callable:
     """Wrap ``step``/``zero_grad``: while a call is traced, guard what the optimizer's
     containers hold, and afterwards write the state tensors the trace computed. ``step``
@@ -513,8 +517,8 @@ class Optimizer:
             guard(self._fingerprint, self._fingerprint(), what, self)
         else:
             # Every container is tracked: the counter alone says whether anything changed
-            # (one attribute read per call).
-            guard(lambda: self._ver.n, self._ver.n, what, self)
+            # (one attribute read per call, without a Python frame).
+            guard(functools.partial(_structure_counter, self), self._ver.n, what, self)
 
     def _hold(self, value: Any, state: dict, key: Any) -> Tensor:
         """An eager tensor standing for a state value the trace computed; the compiled call
