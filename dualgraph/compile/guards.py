@@ -349,7 +349,10 @@ class ModuleTable(Guard):
 
     def emit(self, gen: Emitter) -> tuple[str, Any]:
         t = gen.const(self.table, "table")
-        return f"(tuple({t}), tuple({t}.values()))", self.expected
+        names, modules = self.expected
+        if not names:  # a leaf module: no call at all while it stays a leaf
+            return f"not {t}", True
+        return f"tuple({t}.items())", tuple(zip(names, modules))
 
 
 class ModuleAttrs(Guard):
