@@ -8,7 +8,8 @@ rows run eagerly; an op in ``dg.ops.OPS`` with no row that compiles fails
 
 In the default run the float64 groups keep each op's first row (float32 runs every row):
 the generated code differs between the dtypes only in its types, and the kernels' compile
-time follows their rows. ``-m slow`` runs every row in float64 too.
+time follows their rows. The compositions run in float32 only: every op they are made of
+has its float64 row in its own family's group. ``-m slow`` runs every row in float64 too.
 
 ``PROGRAMS`` adds a few programs for what single-op rows do not reach: generated-code paths
 (BLAS-sized products, long reduction axes, writes through chains of views) and NaN
@@ -55,9 +56,10 @@ def _uniform(rng, lo, hi, shape, dtype):
 
 # ------------------------------------------------------------------- the case table's rows
 # Rows of one family share a compiled function, at most GROUP rows (a bigger graph compiles
-# more slowly than two halves); an op's family is the module of its shape rule, and the
-# compositions are one family of their own.
-GROUP = 40
+# more slowly than two halves: 40 composition rows take ~10% more CPU than two groups of 20,
+# and the longest test sets the floor of a two-worker run); an op's family is the module of
+# its shape rule, and the compositions are one family of their own.
+GROUP = 20
 
 
 def _family(row: OpCase) -> str:
@@ -75,14 +77,15 @@ def _traces(row: OpCase) -> bool:
     return True
 
 
-def _row_groups() -> list[Case]:
+def _families() -> dict[str, list[OpCase]]:
+    """The rows ``dg.trace`` captures, by family, in table order."""
     rows = sorted((r for r in CASES + COMPOSITES if _traces(r)), key=_family)  # stable
-    groups = []
-    for family, members in groupby(rows, key=_family):
-        members = list(members)
-        for k in range(0, len(members), GROUP):
-            groups.append(_group(f"{family}{k // GROUP}", members[k:k + GROUP]))
-    return groups
+    return {family: list(members) for family, members in groupby(rows, key=_family)}
+
+
+def _chunks(family: str, rows: list[OpCase], suffix: str = "") -> list[Case]:
+    return [_group(f"{family}{k // GROUP}{suffix}", rows[k:k + GROUP])
+            for k in range(0, len(rows), GROUP)]
 
 
 def _group(name: str, rows: list[OpCase]) -> Case:
@@ -105,15 +108,17 @@ def _group(name: str, rows: list[OpCase]) -> Case:
     return Case(name, ops, program, inputs, tuple(rows))
 
 
-def _first_row_of_each_op(case: Case) -> Case:
-    """``case`` cut to the first row of each op (``case`` itself if nothing is cut)."""
-    firsts = list({r.op: r for r in reversed(case.rows)}.values())[::-1]
-    if len(firsts) == len(case.rows):
-        return case
-    return _group(f"{case.name}_first", sorted(firsts, key=case.rows.index))
+def _first_row_of_each_op(rows: list[OpCase]) -> list[OpCase]:
+    firsts = {id(r) for r in {r.op: r for r in reversed(rows)}.values()}
+    return [r for r in rows if id(r) in firsts]
 
 
-ROWS = _row_groups()
+FAMILIES = _families()
+ROWS = [c for family, rows in FAMILIES.items() for c in _chunks(family, rows)]
+# float64: each op's first row, taken over the whole family before it is cut in groups;
+# none of the compositions (see _all_cases).
+FIRST_ROWS = [c for family, rows in FAMILIES.items() if family != "composite"
+              for c in _chunks(family, _first_row_of_each_op(rows), "_first")]
 
 
 # ----------------------------------------------------------------------------- programs
@@ -219,19 +224,21 @@ PROGRAMS = [
 
 
 def _all_cases() -> list:
-    """(case, dtype) pairs: every row group in float32; in float64, each op's first row,
-    and every row under ``-m slow``."""
-    out = []
+    """(case, dtype) pairs: every row group in float32; in float64, each op's first row
+    (no composition), and every row under ``-m slow``."""
+    out = [pytest.param(c, np.float32, id=f"rows-{c.name}-f32") for c in ROWS]
+    out += [pytest.param(c, np.float64, id=f"rows-{c.name.removesuffix('_first')}-f64")
+            for c in FIRST_ROWS]
+    in_first = {id(r) for c in FIRST_ROWS for r in c.rows}
     for c in ROWS:
-        out.append(pytest.param(c, np.float32, id=f"rows-{c.name}-f32"))
-        first = _first_row_of_each_op(c)
-        out.append(pytest.param(first, np.float64, id=f"rows-{c.name}-f64"))
-        if first is not c:
-            # Slow because the float32 run above compiles every one of these rows (the
-            # same generated code but for its types) and the float64 run above keeps each
-            # op's first row; together ~1 minute of cold compiles on a two-core runner.
-            out.append(pytest.param(c, np.float64, id=f"rows-{c.name}-f64-every-row",
-                                    marks=pytest.mark.slow))
+        if all(id(r) in in_first for r in c.rows):
+            continue
+        # Slow because the float32 run above compiles every one of these rows (the same
+        # generated code but for its types) and the float64 run above keeps each op's
+        # first row; a composition's ops each have their first row there too. Together
+        # ~2 minutes of cold compiles on a two-core runner.
+        out.append(pytest.param(c, np.float64, id=f"rows-{c.name}-f64-every-row",
+                                marks=pytest.mark.slow))
     for c in PROGRAMS:
         out += [pytest.param(c, t, id=f"{c.name}-{i}") for t, i in zip(DTYPES, ("f32", "f64"))]
     return out
