@@ -5,11 +5,14 @@ holding its LLVM lock, i.e. optimising and emitting machine code; the rest is ty
 lowering to LLVM IR) and what the function holds, counted on its kernel IR.
 
     python -m tools.compile_profile [cnn|transformer|transformer-4] [--segment-lines N]
-        [--json FILE]
+        [--json FILE] [--phases]
 
 Prints one Markdown row per function, then the totals by construct, then where Numba's
 compile time went by function compiled: the kernel parts, and each helper they pull in
 (typed once per process and argument types, so every compile process pays it again).
+``--phases`` prints instead where it went by phase of Numba's compiler: each pass of its
+pipeline, and inside native lowering the Python lowering to LLVM IR, the entry wrappers,
+LLVM's per-function and module optimisation, machine code emission and the cache write.
 """
 
 from __future__ import annotations
@@ -150,6 +153,63 @@ class _ByFunction:
         event.register("numba:compile", L())
 
 
+class Phases:
+    """This thread's CPU seconds per phase of Numba's compiler, each phase's own time (the
+    phases it calls, such as a nested compile's passes, subtracted): ``pass:<name>`` per
+    pass of the pipeline, and inside native lowering ``lower:*`` (Numba's Python code
+    building LLVM IR), ``llvm:*`` (LLVM's work, reached through llvmlite) and
+    ``cache:write``. Wraps Numba's methods while the block runs."""
+
+    def __init__(self) -> None:
+        from collections import defaultdict
+
+        self.own: dict[str, float] = defaultdict(float)
+        self._stack: list = []
+        self._undo: list = []
+
+    def _wrap(self, owner: Any, attr: str, name: Callable[..., str]) -> None:
+        real = getattr(owner, attr)
+        outer = self
+
+        def timed(*a: Any, **k: Any) -> Any:
+            outer._stack.append([time.thread_time(), 0.0])
+            try:
+                return real(*a, **k)
+            finally:
+                t0, nested = outer._stack.pop()
+                spent = time.thread_time() - t0
+                outer.own[name(*a)] += spent - nested
+                if outer._stack:
+                    outer._stack[-1][1] += spent
+
+        setattr(owner, attr, timed)
+        self._undo.append((owner, attr, real))
+
+    def __enter__(self) -> Phases:
+        from numba.core import codegen, compiler_machinery, cpu, lowering
+
+        from dualgraph.backend.numba import cache
+
+        self._wrap(compiler_machinery.PassManager, "_runPass",
+                   lambda pm, i, pss, state: f"pass:{pss.name()}")
+        lib = codegen.CPUCodeLibrary
+        self._wrap(lib, "add_ir_module", lambda *a: "lower:IR module as text, parsed")
+        self._wrap(codegen.ll, "parse_assembly", lambda *a: "llvm:parse IR")
+        self._wrap(lib, "_optimize_functions", lambda *a: "llvm:function passes")
+        self._wrap(lib, "_optimize_final_module", lambda *a: "llvm:module passes")
+        self._wrap(codegen.JITCodeLibrary, "_finalize_specific",
+                   lambda *a: "llvm:machine code emission")
+        self._wrap(lowering.Lower, "lower_normal_function", lambda *a: "lower:function body")
+        self._wrap(cpu.CPUContext, "create_cpython_wrapper", lambda *a: "lower:Python entry")
+        self._wrap(cpu.CPUContext, "create_cfunc_wrapper", lambda *a: "lower:C entry")
+        self._wrap(cache._SignedCache, "save_overload", lambda *a: "cache:write")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for owner, attr, real in reversed(self._undo):
+            setattr(owner, attr, real)
+
+
 def warm_up() -> float:
     """CPU seconds of Numba's first compile in a process (its own start), on a function
     that calls the helpers generated kernels use, so no part below is charged for it."""
@@ -169,6 +229,40 @@ def warm_up() -> float:
 
     first(np.zeros(4, np.float32), np.zeros(4, np.float32))
     return time.thread_time() - t0
+
+
+def phases(workload: str, quick: bool = False) -> None:
+    """Print the step's cold compile by phase of Numba's compiler (`Phases`): each distinct
+    function compiled once, in this process, from an empty cache."""
+    import numpy as np
+
+    from dualgraph.backend.numba import build, cache, compile_dispatcher
+
+    graphs = step_graphs(workload, quick)
+    with tempfile.TemporaryDirectory() as d, cache.isolated(d):
+        warm_up()
+        seen: set = set()
+        with Phases() as ph:
+            t0 = time.thread_time()
+            for graph, write_to in graphs:
+                k = build(graph, write_to=write_to)
+                arrays = [np.zeros(tuple(n.shape) or (1,), n.dtype) for n in graph.inputs]
+                sig = k.signature(arrays, prepared=True)
+                for owner, s in ([(k, sig)] if not k.parts else zip(k.parts, sig)):
+                    digest = cache.digest_of(owner.code)
+                    if digest not in seen:
+                        seen.add(digest)
+                        compile_dispatcher(owner.fn, owner.path, tuple(s))
+            total = time.thread_time() - t0
+    print(f"load average {os.getloadavg()}; {len(seen)} functions", file=sys.stderr)
+    print(f"| phase ({workload}) | CPU s | share |")
+    print("|---|---|---|")
+    for name, sec in sorted(ph.own.items(), key=lambda kv: -kv[1]):
+        if sec >= 0.05:
+            print(f"| {name} | {sec:.2f} | {sec / total:.0%} |")
+    rest = total - sum(v for v in ph.own.values() if v >= 0.05)
+    print(f"| other (smaller phases, building kernels) | {rest:.2f} | {rest / total:.0%} |")
+    print(f"| **total** | **{total:.2f}** | |")
 
 
 def profile(workload: str, segment_lines: int | None = None, quick: bool = False,
@@ -273,9 +367,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--reverse", action="store_true",
                     help="compile each graph's parts last to first")
+    ap.add_argument("--phases", action="store_true",
+                    help="where the compile goes by phase of Numba's compiler")
     a = ap.parse_args()
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")
     os.environ["DUALGRAPH_COMPILE_JOBS"] = "1"
+    if a.phases:
+        phases(a.workload, a.quick)
+        return
     if a.opt_levels:
         opt_levels(a.workload, [int(x) for x in a.opt_levels.split(",")], a.rounds, a.quick)
         return

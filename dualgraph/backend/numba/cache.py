@@ -311,13 +311,15 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
     """The kernel module's source. ``contract``: let LLVM fuse ``a * b + c`` into one FMA
     (`fastmath={"contract"}` and nothing else of fast math), for float32-only kernels.
     ``opt``: the LLVM optimisation level its machine code is made at, when not Numba's
-    own (a line of the header, so that code of another level is another module, with
-    its own disk cache entry)."""
+    own (a line of the header with `PIPELINE`, so that code of another level or pipeline
+    is another module, with its own disk cache entry)."""
     from ... import __version__
 
     fm = ", fastmath={'contract'}" if contract else ""
+    # No C entry point: kernels are called from Python only, and Numba would otherwise
+    # lower, optimise and emit one more function per kernel.
     deco = (f"@dgc.njit(cache={cache}, error_model='numpy', parallel={parallel}, "
-            f"nogil=True{fm})\n")
+            f"nogil=True, no_cfunc_wrapper=True{fm})\n")
     from .blas import BACKEND
     from .kernels import source_digest
 
@@ -326,7 +328,7 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
     if parallel:  # products over Numba's threads, one BLAS thread each
         header = header.replace("import blas as dgb", "import blas_parallel as dgb")
     if opt is not None:
-        header += f"# LLVM optimisation level {int(opt)}\n"
+        header += f"# LLVM optimisation level {int(opt)}, {PIPELINE}\n"
     # The C functions the kernel calls by symbol exist before Numba loads it.
     for dtype in ("float32", "float64"):
         if f"dgb.gemm_batched_{dtype}(" in body:
@@ -387,25 +389,49 @@ def load(body: str, name: str, parallel: bool, cache: bool,
         return fn, source, fn._dg_path
 
 
+# What `optimisation` changes in LLVM's pipeline besides the level, named in each kernel
+# module's header (`module_source`) so that machine code made by another pipeline is
+# another module, never loaded from the disk cache as this one's.
+PIPELINE = "loops not unrolled"
+
+
+def _pass_builder_no_unroll(tm: Any, opt: int = 2, loop_vectorize: bool = False,
+                            slp_vectorize: bool = False) -> Any:
+    """Numba's pass builder with LLVM's loop unrolling off. Unrolling is a fifth of the
+    LLVM time of a kernel (its module passes and machine code emission) and the kernels
+    run as fast without it: their inner loops are vectorised, and the vectoriser
+    interleaves them itself."""
+    import llvmlite.binding as llvm
+
+    pto = llvm.create_pipeline_tuning_options()
+    pto.speed_level = opt
+    pto.loop_vectorization = loop_vectorize
+    pto.slp_vectorization = slp_vectorize
+    pto.loop_unrolling = False
+    return llvm.create_pass_builder(tm, pto)
+
+
 @contextlib.contextmanager
 def optimisation(level: int | None) -> Any:
     """Numba compiles at LLVM optimisation ``level`` inside the block (None: its own,
-    ``NUMBA_OPT``, 3 by default). Numba reads the level each time it optimises a
-    function, so this holds its compiler lock throughout: no other thread compiles at
-    the changed level."""
+    ``NUMBA_OPT``, 3 by default), with the pipeline `PIPELINE` names. Numba reads the
+    level and makes its pass builders each time it optimises a function, so this holds
+    its compiler lock throughout: no other thread compiles with the changed pipeline."""
     if level is None:
         yield
         return
-    from numba.core import config
+    from numba.core import codegen, config
     from numba.core.compiler_lock import global_compiler_lock
 
     with global_compiler_lock:
-        old = config.OPT
+        old, old_builder = config.OPT, codegen.create_pass_builder
         config.OPT = type(old)(int(level))
+        codegen.create_pass_builder = _pass_builder_no_unroll
         try:
             yield
         finally:
             config.OPT = old
+            codegen.create_pass_builder = old_builder
 
 
 def loaded() -> list[tuple[str, Any]]:
