@@ -382,13 +382,15 @@ def gen_duplicate(draw, b: Builder) -> Var | None:
 
 def gen_rewrite(draw, b: Builder) -> Var | None:
     """Work for simplify and constant folding: identities and a constant subexpression.
-    (No cast to float32 and back: its rounding defeats the finite-difference check.)"""
+    (No cast to float32 and back: its rounding defeats the finite-difference check. The
+    constant has the program's dtype: a float32 one in a float64 program would carry the
+    compiled float32 exp's documented 1-ulp difference into a float64 comparison.)"""
     x = _pick(draw, b.floats())
     if x is None:
         return None
     n = x.name
     rows = [(f"({n} * 1 + 0) / 1", x.bound), (f"-(-{n}) ** 1 - 0", x.bound),
-            (f"{n} + dg.exp(dg.tensor(0.25)) * 0.5", x.bound + 0.65)]
+            (f"{n} + dg.exp(dg.tensor(0.25, dtype={n}.dtype)) * 0.5", x.bound + 0.65)]
     expr, bound = draw(st.sampled_from(rows))
     return b.emit(expr, bound)
 

@@ -158,8 +158,8 @@ def check_compiled_loss(prog: Program, fn: Callable, arrays: list, weights: list
     """The weighted loss compiled as one function: a scalar loss over leaves, whose
     ``backward()`` hands its precomputed gradients to ``.grad`` without the autograd
     engine (`PrecomputedBackward.hand_out`); they must be the eager gradients."""
-    if not any(w is not None for w in weights):
-        return
+    if all(e is None for e in eager_grads):
+        return  # no output needs a gradient: the loss is None, which a trace refuses
 
     def loss_fn(*ts):
         return weighted_loss(prog.call(fn, list(ts)), weights)
@@ -245,7 +245,7 @@ def test_programs_draw_case_rows():
     """The random programs run case rows, parameters of the program among their inputs."""
     seen: set[str] = set()
 
-    @settings(max_examples=200, derandomize=True, database=None, **COMMON)
+    @settings(max_examples=300, derandomize=True, database=None, **COMMON)
     @given(programs())
     def collect(prog: Program) -> None:
         seen.update(expr.split("'")[1] for _, expr in prog.lines
