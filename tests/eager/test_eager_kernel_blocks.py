@@ -71,3 +71,24 @@ def test_conv2d_blocked_backward_matches_the_recorded_one():
     (fx, fw), (sx, sw) = grads
     dg.testing.assert_close(fx, sx, rtol=1e-6, atol=1e-6)
     dg.testing.assert_close(fw, sw, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("k", [(1, 1), (2, 2), (2, 3), (3, 3)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_tiled_max_pool_indices_pick_the_first_maximum_of_each_window(k, dtype):
+    from dualgraph.ops import pool as P
+
+    kh, kw = k
+    rng = np.random.default_rng(4)
+    x = rng.integers(-2, 3, (3, 2, 3 * kh + 1, 4 * kw)).astype(dtype)
+    zeros = x == 0  # ties between -0 and +0 as well as between equal values
+    x[zeros] = np.where(rng.random(zeros.sum()) < 0.5, -0.0, 0.0).astype(dtype)
+    x[..., 0, 0] = -np.inf
+    oh, ow = x.shape[2] // kh, x.shape[3] // kw
+    got = P._tiled_max_indices(x, oh, kh, ow, kw)
+    win = x[..., :oh * kh, :ow * kw].reshape(3, 2, oh, kh, ow, kw).transpose(0, 1, 2, 4, 3, 5)
+    first = np.argmax(win.reshape(3, 2, oh, ow, kh * kw), axis=-1)  # the first maximum
+    want = ((np.arange(oh)[:, None] * kh + first // kw) * x.shape[3]
+            + np.arange(ow)[None, :] * kw + first % kw)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)
