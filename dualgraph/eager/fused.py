@@ -8,6 +8,11 @@ values and versions, so the backward, hooks, ``retain_grad``, ``create_graph`` a
 in-place checks behave exactly as if the ops had run one by one. Anything else (another
 mode active, a view or mixed-dtype operand, other ranks) returns ``None`` and the caller
 runs the ops.
+
+The cross-entropy of a training loop (float (N, C) logits, (N,) integer classes in range,
+no weights) is ``log_softmax`` then ``nll_loss`` in the same way: both kernels, one check
+of the targets, and the two nodes (``LogSoftmaxBackward0`` under ``NllLossBackward0``)
+with the saved values and versions the ops record.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ from typing import Any
 
 from ..modes import current_mode
 from ..ops import linalg as L
+from ..ops import loss as N
 from ..ops import shape as S
+from ..ops import softmax as SM
 from .autograd import Function
 from .saved_hooks import STACK as _SAVED_HOOKS
 from .saved_hooks import pack_node
@@ -31,10 +38,15 @@ from .tensor import (
     _set_errstate,
     _ViewTensor,
 )
+from .tensor import _GRAD_FN as _GRAD_FN_SLOT
+from .tensor import _RG as _RG_SLOT
 
 _ADDMM = L.ADDMM
 _TRANSPOSE = S.TRANSPOSE
 _addmm_impl = L.ADDMM.impl
+_LOG_SOFTMAX = SM.LOG_SOFTMAX
+_NLL_LOSS = N.NLL_LOSS
+_log_softmax_impl = SM.LOG_SOFTMAX.impl
 
 
 def linear(x: Any, weight: Any, bias: Any) -> Tensor | None:
@@ -98,4 +110,69 @@ def linear(x: Any, weight: Any, bias: Any) -> Tensor | None:
         pack_node(fn, t)
     t.grad_fn = fn
     t._rg = True
+    return t
+
+
+def cross_entropy(x: Any, target: Any, ignore_index: int, reduction: str) -> Tensor | None:
+    """``nll_loss(log_softmax(x, 1), target)`` of an eager float (N, C) tensor ``x``, N > 0,
+    and (N,) integer classes ``target``, every one in ``[0, C)`` and ``ignore_index``
+    outside it, ``reduction`` ``"mean"`` or ``"sum"``; ``None`` when these do not hold
+    (the ops then run one by one and raise what is wrong).
+
+    Under them both ops' shape rules accept, and ``nll_loss``'s kernel takes its plain
+    path (no class weights or ignored positions), so neither needs its signature checked.
+    """
+    tensor, view = Tensor, _ViewTensor
+    if (not isinstance(x, tensor) or not isinstance(target, tensor)
+            or type(current_mode()) is not EagerMode):
+        return None
+    if type(x) is view and x._vseen != x._version[0]:
+        x._regenerate()
+    if type(target) is view and target._vseen != target._version[0]:
+        target._regenerate()
+    xd, td = x._data, target._data
+    if (xd.ndim != 2 or xd.dtype.kind != "f" or td.ndim != 1 or td.dtype.kind not in "iu"
+            or td.shape[0] != xd.shape[0] or not xd.shape[0]
+            or (reduction != "mean" and reduction != "sum")
+            or 0 <= ignore_index < xd.shape[1] or not N.classes_in_range(td, xd.shape[1])):
+        return None
+    quiet = _set_errstate(_QUIET)
+    try:
+        logp = _log_softmax_impl(xd, axis=1)
+        loss = N.nll_plain(logp, td, reduction)
+    finally:
+        _reset_errstate(quiet)
+    lt = Tensor.__new__(Tensor)
+    lt._data = logp
+    lt._grad = None
+    lt._node = None
+    lt._version = [0]
+    t = Tensor.__new__(Tensor)
+    t._data = loss
+    t._grad = None
+    t._node = None
+    t._version = [0]
+    if type(x) is view:
+        xrg, xfn = _RG_SLOT.__get__(x), _GRAD_FN_SLOT.__get__(x)
+    else:
+        xrg, xfn = x._rg, x.grad_fn
+    if not xrg or not _GRAD.value:
+        lt.grad_fn = t.grad_fn = None
+        lt._rg = t._rg = False
+        return t
+    # LogSoftmaxBackward0 saves its output, at its version now (0: just made).
+    fn = Function(_LOG_SOFTMAX, (xfn or x._node or x._input_node(),), {"axis": 1}, logp,
+                  (), [0], lt._version)
+    if _SAVED_HOOKS:
+        pack_node(fn, lt)
+    _attach(lt, fn)
+    # NllLossBackward0 saves the target (and the literal weight) for the input's gradient.
+    tnode = (_GRAD_FN_SLOT.__get__(target) if type(target) is view else target.grad_fn) \
+        or target._node or target._input_node()
+    nfn = Function(_NLL_LOSS, (fn, tnode, 1.0),
+                   {"ignore_index": int(ignore_index), "reduction": reduction}, loss,
+                   (target, 1.0), [target._version[0], None], None)
+    if _SAVED_HOOKS:
+        pack_node(nfn, t)
+    _attach(t, nfn)
     return t

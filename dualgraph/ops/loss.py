@@ -155,10 +155,7 @@ def _nll_impl(x: np.ndarray, target: np.ndarray, weight: Any = 1.0, *,
               ignore_index: int = -100, reduction: str = "mean") -> np.ndarray:
     if type(weight) is float and _plain_targets(x.shape, target, weight, ignore_index,
                                                 reduction):
-        total = np.add.reduce(np.negative(x[_rows(x.shape[0]), target]), axis=None)
-        if reduction == "mean":
-            total = total / x.dtype.type(x.shape[0])
-        return np.asarray(total, x.dtype)
+        return nll_plain(x, target, reduction)
     keep, safe, w = _picks(x.shape, x.dtype, target, weight, ignore_index)
     n, c, r = nll_layout(x.shape)
     picked = np.take_along_axis(x.reshape(n, c, r), safe[:, None, :], axis=1)[:, 0, :]
@@ -171,6 +168,15 @@ def _nll_impl(x: np.ndarray, target: np.ndarray, weight: Any = 1.0, *,
         return np.asarray(total, x.dtype)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(total / np.add.reduce(w, axis=None), x.dtype)
+
+
+def nll_plain(x: np.ndarray, target: np.ndarray, reduction: str) -> np.ndarray:
+    """`_nll_impl` in the case `_plain_targets` accepts (the caller has checked it): the
+    negated values at the targets, summed (and divided by N for ``"mean"``)."""
+    total = np.add.reduce(np.negative(x[_rows(x.shape[0]), target]), axis=None)
+    if reduction == "mean":
+        total = total / x.dtype.type(x.shape[0])
+    return np.asarray(total, x.dtype)
 
 
 def _nll_backward_infer(g: Any, target: Any, weight: Any = 1.0, *, shape: tuple = (),

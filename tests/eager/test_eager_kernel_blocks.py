@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dualgraph as dg
+from dualgraph.eager.internal import array_of
 from dualgraph.ops import conv as C
 
 _INT = {2: np.int16, 4: np.int32, 8: np.int64}
@@ -92,3 +93,61 @@ def test_tiled_max_pool_indices_pick_the_first_maximum_of_each_window(k, dtype):
             + np.arange(ow)[None, :] * kw + first % kw)
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, want)
+
+
+def _ce_run(monkeypatch, fused_on: bool, x_view: bool, dtype=np.float32,
+            reduction: str = "mean"):
+    from dualgraph.eager import fused
+
+    calls = []
+    real = fused.cross_entropy
+
+    def spy(*a):
+        out = real(*a) if fused_on else None
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(fused, "cross_entropy", spy)
+    rng = np.random.default_rng(5)
+    base = dg.tensor(rng.standard_normal((2, 6, 7)).astype(dtype), requires_grad=True)
+    x = base.reshape(12, 7) if x_view else dg.tensor(array_of(base).reshape(12, 7),
+                                                      requires_grad=True)
+    t = dg.tensor(rng.integers(0, 7, 12))
+    loss = dg.nn.functional.cross_entropy(x, t, reduction=reduction)
+    node = loss.grad_fn
+    names = (node.name(), node.next_functions[0][0].name())
+    loss.backward()
+    leaf = base if x_view else x
+    monkeypatch.undo()
+    return calls, np.asarray(loss.numpy()), leaf.grad.numpy().copy(), names
+
+
+@pytest.mark.parametrize("x_view", [False, True])
+@pytest.mark.parametrize("dtype,reduction", [(np.float32, "mean"), (np.float64, "sum")])
+def test_fused_cross_entropy_records_the_ops_tape_with_their_bits(
+        monkeypatch, x_view, dtype, reduction):
+    calls, loss, grad, names = _ce_run(monkeypatch, True, x_view, dtype, reduction)
+    assert calls == [True]  # the fused form ran
+    calls, loss0, grad0, names0 = _ce_run(monkeypatch, False, x_view, dtype, reduction)
+    assert calls == [False]
+    assert names == names0 == ("NllLossBackward0", "LogSoftmaxBackward0")
+    np.testing.assert_array_equal(_bits(loss), _bits(loss0))
+    np.testing.assert_array_equal(_bits(grad), _bits(grad0))
+
+
+def test_fused_cross_entropy_leaves_the_other_cases_to_the_ops():
+    x = dg.tensor(np.zeros((3, 4), np.float32), requires_grad=True)
+    F = dg.nn.functional
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.cross_entropy(x, dg.tensor(np.array([0, 4, 1])))
+    # An ignored class, and a target written in place after the loss: the saved target's
+    # version check fires as for the ops.
+    loss = F.cross_entropy(x, dg.tensor(np.array([0, -100, 1])))
+    dg.testing.assert_close(loss.numpy(), np.float32(np.log(4.0)))
+    t = dg.tensor(np.array([0, 2, 1]))
+    loss = F.cross_entropy(x, t)
+    t.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+    with dg.no_grad():
+        assert F.cross_entropy(x, dg.tensor(np.array([0, 2, 1]))).grad_fn is None

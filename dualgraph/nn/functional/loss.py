@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ...eager import fused
 from ...eager.internal import array_of
 from ...eager.tensor import Tensor
 from ...errors import ShapeError
@@ -203,6 +204,10 @@ def _plain_cross_entropy(input: Any, target: Any, ignore_index: int,  # noqa: A0
     what they cost alone). ``None`` when the case does not apply."""
     if not isinstance(input, TensorOps) or not hasattr(target, "shape"):
         return None
+    # Eager tensors: both ops' kernels and nodes in one step.
+    loss = fused.cross_entropy(input, target, ignore_index, reduction)
+    if loss is not None:
+        return loss
     shape, tshape = tuple(input.shape), tuple(target.shape)
     if (len(shape) != 2 or tshape != shape[:1] or not shape[0]
             or np.dtype(input.dtype).kind != "f" or np.dtype(target.dtype).kind not in "iu"):
