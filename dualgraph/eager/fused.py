@@ -49,6 +49,17 @@ _NLL_LOSS = N.NLL_LOSS
 _log_softmax_impl = SM.LOG_SOFTMAX.impl
 
 
+def _fresh(data: Any) -> Tensor:
+    """A new plain tensor holding ``data``; its ``grad_fn`` and ``_rg`` are the caller's
+    to set."""
+    t = Tensor.__new__(Tensor)
+    t._data = data
+    t._grad = None
+    t._node = None
+    t._version = [0]
+    return t
+
+
 def linear(x: Any, weight: Any, bias: Any) -> Tensor | None:
     """``addmm(bias, x, weight.T)`` of plain eager tensors of one floating dtype, ``x``
     (m, k), ``weight`` (n, k), ``bias`` (n,); ``None`` when these do not hold.
@@ -74,11 +85,7 @@ def linear(x: Any, weight: Any, bias: Any) -> Tensor | None:
         return None
     finally:
         _reset_errstate(quiet)
-    t = Tensor.__new__(Tensor)
-    t._data = out
-    t._grad = None
-    t._node = None
-    t._version = [0]
+    t = _fresh(out)
     xrg, wrg, brg = x._rg, weight._rg, bias._rg
     if not (xrg or wrg or brg) or not _GRAD.value:
         t.grad_fn = None
@@ -142,16 +149,8 @@ def cross_entropy(x: Any, target: Any, ignore_index: int, reduction: str) -> Ten
         loss = N.nll_plain(logp, td, reduction)
     finally:
         _reset_errstate(quiet)
-    lt = Tensor.__new__(Tensor)
-    lt._data = logp
-    lt._grad = None
-    lt._node = None
-    lt._version = [0]
-    t = Tensor.__new__(Tensor)
-    t._data = loss
-    t._grad = None
-    t._node = None
-    t._version = [0]
+    lt = _fresh(logp)
+    t = _fresh(loss)
     if type(x) is view:
         xrg, xfn = _RG_SLOT.__get__(x), _GRAD_FN_SLOT.__get__(x)
     else:
