@@ -1,7 +1,7 @@
 """Eager kernels that work in cache-sized blocks or fewer passes: the convolution's
-products over blocks of samples, and the fused eager forms of GELU, layer norm and the
-cross-entropy. Each gives the bits of the kernel it replaces, or, where a sum is split
-into blocks (the convolution's weight gradient), the definition within float32 rounding."""
+products over blocks of samples, max-pool indices over tiling windows, and the fused eager
+cross-entropy. Each gives the bits of the code it replaces, or, where a sum is split into
+blocks (the convolution's weight gradient), the definition within float32 rounding."""
 
 from __future__ import annotations
 
