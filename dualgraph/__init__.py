@@ -700,7 +700,7 @@ def empty_strided(size: _typing.Any, stride: _typing.Any, *, dtype: _typing.Any 
     return from_numpy(a, requires_grad=requires_grad)
 
 
-def kl_div(input: _typing.Any, target: _typing.Any, reduction: int = 0,  # noqa: A002
+def kl_div(input: _typing.Any, target: _typing.Any, reduction: int = 0, *,  # noqa: A002
            log_target: bool = False) -> _typing.Any:
     """``torch.kl_div``: `nn.functional.kl_div` with the reduction as PyTorch's enum number
     (0 ``'none'``, the default here as in PyTorch's function; 1 ``'mean'``, over every

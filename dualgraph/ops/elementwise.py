@@ -1056,9 +1056,10 @@ def _nextafter_infer(x: Any, y: Any) -> tuple:
 
 def _nextafter_vjp(ctx, g):
     # PyTorch's rule: the step is treated as locally constant, so the gradient passes to
-    # ``x`` wherever a step is taken (not where x == y) and none reaches ``y``.
+    # ``x`` wherever a step is taken (not where x == y) and ``y`` gets zeros.
     x, y = ctx.args
-    return where(ne(x, y), g, 0.0), None
+    gx = where(ne(x, y), g, 0.0) if ctx.needs_input_grad[0] else None
+    return gx, mul(g, 0.0) if ctx.needs_input_grad[1] else None
 
 
 NEXTAFTER = register(OpDef(

@@ -449,6 +449,149 @@ def op_suite(lib: Any) -> dict:
     return out
 
 
+# ------------------------------------------------------------- names added since
+def integer_and_float_bits(lib: Any) -> dict:
+    a = lib.tensor([12, -18, 0, 7, 0, -4, 9])
+    b = lib.tensor([8, 24, 5, 0, 0, 6, -6])
+    x = lib.tensor([0.0, -0.0, 1.0, 8.0, -3.5, float("inf"), float("nan"), 1e-40, 0.75,
+                    3e38, -2.0 ** -149])
+    m, e = lib.frexp(x)
+    f = normal(lib, 1, 6)
+    fm, fe = lib.frexp(f)
+    backward_of(lib, fm, 2)
+    u = lib.tensor([1.0, 0.0, 2.0, 3.0, float("nan"), 5.0], dtype=lib.float64,
+                   requires_grad=True)
+    v = lib.tensor([2.0, 0.0, 2.0, 1.0, 1.0, -float("inf")], dtype=lib.float64,
+                   requires_grad=True)
+    n = lib.nextafter(u, v)
+    backward_of(lib, n, 3)
+    out32 = lib.nextafter(lib.tensor([1.0, 0.0, -1.0]), lib.tensor([2.0, -1.0, 0.0]))
+    return grads({"gcd": arr(lib.gcd(a, b)), "lcm": arr(lib.lcm(a, b)),
+                  "gcd_i32": arr(lib.gcd(a.int(), lib.tensor(6, dtype=lib.int32))),
+                  "lcm_method": arr(a.lcm(b)), "mantissa": arr(m), "exponent": arr(e),
+                  "frexp_f": arr(fm), "frexp_e": arr(fe), "nextafter": arr(n),
+                  "nextafter32": arr(out32)}, f=f, u=u, v=v)
+
+
+def constructors(lib: Any) -> dict:
+    import array
+
+    buf = array.array("f", [1.5, 2.5, 3.5, 4.5])
+    t = lib.frombuffer(buf, dtype=lib.float32, count=2, offset=4)
+    t.add_(1.0)  # shares the buffer's memory
+    s = lib.empty_strided((2, 3), (1, 2), dtype=lib.float64)
+    s.fill_(2.0)
+    return {"range": arr(lib.range(1, 4)), "range_step": arr(lib.range(0, 1, 0.3)),
+            "range_int": arr(lib.range(1, 4, dtype=lib.int64)),
+            "range_down": arr(lib.range(3, 0, -1.5)),
+            "frombuffer": arr(t), "buffer": np.array(buf.tolist()),
+            "frombuffer_int": arr(lib.frombuffer(bytearray(b"\x01\x00\x02\x00"),
+                                                 dtype=lib.int16)),
+            "strided": np.array(s.stride()), "strided_shape": np.array(s.shape),
+            "strided_values": arr(s)}
+
+
+def kl_div_top_level(lib: Any) -> dict:
+    x0 = normal(lib, 1, 3, 4)
+    x = lib.log_softmax(x0, 1)
+    t = lib.softmax(normal(lib, 2, 3, 4, grad=False), 1)
+    y = (lib.kl_div(x, t) * 2 + lib.kl_div(x, t, 1)
+         + lib.kl_div(x, t.log(), 2, log_target=True)).sum()
+    y.backward()
+    return {"y": arr(y), "none": arr(lib.kl_div(x, t)), "grad": arr(x0.grad)}
+
+
+def reductions_out(lib: Any) -> dict:
+    x = normal(lib, 1, 3, 4, grad=False)
+    out = {}
+    for name, call in [
+            ("sum", lambda o: lib.sum(x, 1, out=o)), ("mean", lambda o: lib.mean(x, 0, out=o)),
+            ("prod", lambda o: lib.prod(x, 1, out=o)), ("amax", lambda o: lib.amax(x, 1, out=o)),
+            ("logsumexp", lambda o: lib.logsumexp(x, 1, out=o)),
+            ("std", lambda o: lib.std(x, 1, out=o)), ("cumsum", lambda o: lib.cumsum(x, 1, out=o)),
+            ("norm", lambda o: lib.norm(x, dim=1, out=o))]:
+        o = lib.empty(0, dtype=lib.float64)
+        r = call(o)
+        out[name] = arr(o)
+        out[name + "_same"] = np.array(r is o)
+    i = lib.empty(0, dtype=lib.int64)
+    lib.argmax(x, 1, out=i)
+    out["argmax"] = arr(i)
+    values, indices = lib.empty(0, dtype=lib.float64), lib.empty(0, dtype=lib.int64)
+    r = lib.max(x, 1, out=(values, indices))
+    out.update(max_values=arr(values), max_indices=arr(indices),
+               max_named=np.array(r.values is values))
+    sv, si = lib.empty(0, dtype=lib.float64), lib.empty(0, dtype=lib.int64)
+    lib.sort(x, 1, descending=True, out=(sv, si))
+    out.update(sort_values=arr(sv), sort_indices=arr(si))
+    return out
+
+
+def global_module_hooks(lib: Any) -> dict:
+    from importlib import import_module
+
+    M = import_module(lib.__name__ + ".nn.modules.module")
+    log: list = []
+    net = fill(lib, lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.ReLU(), lib.nn.Linear(4, 2)))
+    net[0].register_forward_hook(lambda m, a, o: log.append(f"own {type(m).__name__}"))
+    handles = [
+        M.register_module_forward_pre_hook(lambda m, a: log.append(f"pre {type(m).__name__}")),
+        M.register_module_forward_hook(
+            lambda m, a, o: o * 2 if isinstance(m, lib.nn.Linear) else None),
+        M.register_module_full_backward_hook(
+            lambda m, gi, go: log.append(f"bw {type(m).__name__}")),
+        M.register_module_full_backward_pre_hook(
+            lambda m, go: log.append(f"bwpre {type(m).__name__}")),
+    ]
+    x = normal(lib, 1, 2, 3)
+    y = net(x)
+    backward_of(lib, y, 2)
+    for h in handles:
+        h.remove()
+    after = net(x)
+    seen: list = []
+    regs = [M.register_module_parameter_registration_hook(
+                lambda m, n, p: seen.append(f"p {n}")),
+            M.register_module_module_registration_hook(lambda m, n, s: seen.append(f"m {n}")),
+            M.register_module_buffer_registration_hook(lambda m, n, b: seen.append(f"b {n}"))]
+    lib.nn.BatchNorm1d(2)
+    lib.nn.Sequential(lib.nn.Linear(1, 1))
+    for h in regs:
+        h.remove()
+    lib.nn.Linear(1, 1)
+    return grads({"y": arr(y), "after": arr(after), "log": np.array(log),
+                  "registered": np.array(seen)}, x=x)
+
+
+def _sampled(mode: str, padding: str, corners: bool, seed: int) -> Callable:
+    def fn(lib: Any, x: Any, g: Any) -> Any:
+        return lib.nn.functional.grid_sample(x, g * 1.4, mode=mode, padding_mode=padding,
+                                             align_corners=corners)
+    return _values_and_grads(fn, (2, 3, 5, 6), (2, 4, 3, 2), seed=seed)
+
+
+def _resized(seed: int, shape: tuple, **kw: Any) -> Callable:
+    return _values_and_grads(lambda lib, x: lib.nn.functional.interpolate(x, **kw), shape,
+                             seed=seed)
+
+
+RESAMPLING = {
+    "grid_sample_bicubic": _sampled("bicubic", "zeros", False, 10),
+    "grid_sample_bicubic_border": _sampled("bicubic", "border", True, 11),
+    "grid_sample_bicubic_reflection": _sampled("bicubic", "reflection", False, 12),
+    "area_5d": _resized(13, (2, 3, 5, 6, 7), size=(2, 3, 5), mode="area"),
+    "area_5d_scale": _resized(14, (1, 2, 4, 5, 3), scale_factor=(0.5, 0.7, 1.5), mode="area"),
+    "antialias_bilinear": _resized(15, (2, 2, 8, 11), size=(3, 4), mode="bilinear",
+                                   antialias=True),
+    "antialias_bilinear_scale": _resized(16, (1, 2, 9, 7), scale_factor=(0.3, 1.6),
+                                         mode="bilinear", antialias=True),
+    "antialias_bicubic": _resized(17, (2, 2, 8, 11), size=(5, 4), mode="bicubic",
+                                  antialias=True),
+    "antialias_bicubic_corners": _resized(18, (1, 2, 9, 10), scale_factor=0.4,
+                                          mode="bicubic", antialias=True, align_corners=True),
+}
+
+
 CASES: list[tuple[str, Callable]] = [
     ("data_utilities", data_utilities),
     ("multinomial", multinomial),
@@ -478,4 +621,10 @@ CASES: list[tuple[str, Callable]] = [
     ("losses_and_layers", losses_and_layers),
     ("tensor_odds", tensor_odds),
     ("op_suite", op_suite),
+    ("integer_and_float_bits", integer_and_float_bits),
+    ("constructors", constructors),
+    ("kl_div_top_level", kl_div_top_level),
+    ("reductions_out", reductions_out),
+    ("global_module_hooks", global_module_hooks),
+    *RESAMPLING.items(),
 ]
