@@ -8,13 +8,10 @@ tests/programs/checklist_goldens.npz).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-from .._support.recording import record_arrays
+from .._support.recording import record_beside
 from .checklist_cases import CASES
-
-OUT = Path(__file__).with_name("checklist_goldens.npz")
 
 
 def results(torch: Any) -> Iterator[tuple[str, dict]]:
@@ -23,9 +20,5 @@ def results(torch: Any) -> Iterator[tuple[str, dict]]:
         yield name, fn(torch)
 
 
-def main() -> None:
-    record_arrays(OUT, results)
-
-
 if __name__ == "__main__":
-    main()
+    record_beside(__file__, "checklist_goldens.npz", results)
