@@ -189,8 +189,9 @@ def test_out_on_reductions_is_not_differentiable() -> None:
         assert dg.mean(x, 1, out=o) is o
 
 
-# Slow: bicubic sampling is sixteen gathers and their masks, about a minute of cold Numba
-# compile with its backward; the ops it is made of compile in bilinear sampling's tests.
+# Slow: bicubic sampling with its backward (the taps' gather and scatter, their masks and
+# the cubic weights) was over a minute of cold Numba compile on the loaded test machine;
+# the ops it is made of compile in bilinear sampling's tests.
 @pytest.mark.slow
 def test_bicubic_grid_sample_compiles_as_eager() -> None:
     def f(x, g):
@@ -205,4 +206,21 @@ def test_bicubic_grid_sample_compiles_as_eager() -> None:
     assert_close(k, e, rtol=1e-6, atol=1e-6)
     for p, q in zip(dg.grad((k * k).sum(), (x, g)), dg.grad((e * e).sum(), (x, g))):
         assert_close(p, q, rtol=1e-5, atol=1e-5)
+    assert c.stats.traces == 1
+
+
+def test_out_on_reductions_inside_a_compiled_function() -> None:
+    def f(x, o, v, i):
+        dg.sum(x, 1, out=o)
+        dg.max(x, 1, out=(v, i))
+        return o * 2
+
+    c = dg.compile(f, tiered=False)
+    x = dg.tensor(_RNG.standard_normal((3, 4)))
+    bufs = [(dg.empty(3, dtype=dg.float64), dg.empty(3, dtype=dg.float64),
+             dg.empty(3, dtype=dg.int64)) for _ in range(2)]
+    assert_close(c(x, *bufs[0]), f(x, *bufs[1]))
+    for a, b in zip(*bufs):
+        assert_close(a, b)
+    assert_close(bufs[0][0], x.sum(1))
     assert c.stats.traces == 1

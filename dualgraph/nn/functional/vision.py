@@ -11,6 +11,7 @@ from ...ops import elementwise as E
 from ...ops import index as I
 from ...ops import linalg as L
 from ...ops import math as M
+from ...ops import reduce as R
 from ...ops import shape as S
 from ...ops.pool import interpolate, pad
 
@@ -185,7 +186,7 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear",  # noqa: A002
         y = M.clamp(y, 0.0, float(h - 1))
     elif padding_mode == "reflection":
         x, y = _reflect(x, w, align), _reflect(y, h, align)
-    tap = _tapper(input, ho, wo)
+    tap = _tapper(input)
 
     if mode == "nearest":
         return tap(E.round(S.stop_gradient(x)), E.round(S.stop_gradient(y)))
@@ -204,20 +205,21 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear",  # noqa: A002
 
 
 
-def _tapper(input: Any, ho: int, wo: int) -> Any:  # noqa: A002
-    """``tap(xi, yi)``: ``input[n, :, yi, xi]`` (N, C, Ho, Wo) at integer-valued pixel
-    coordinates (N, Ho, Wo), 0 where (xi, yi) is outside."""
+def _tapper(input: Any) -> Any:  # noqa: A002
+    """``tap(xi, yi)``: ``input[n, :, yi, xi]`` (N, C, *S) at integer-valued pixel
+    coordinates of shape (N, *S), 0 where (xi, yi) is outside."""
     n, c, h, w = input.shape
     flat = S.reshape(input, (n, c, h * w))
 
     def tap(xi: Any, yi: Any) -> Any:
+        rest = tuple(xi.shape[1:])
+        m = int(np.prod(rest))
         inside = M.logical_and(M.logical_and(E.ge(xi, 0), E.le(xi, w - 1)),
                                M.logical_and(E.ge(yi, 0), E.le(yi, h - 1)))
         idx = E.add(E.mul(M.clamp(yi, 0, h - 1), w), M.clamp(xi, 0, w - 1))
-        idx = S.broadcast_to(S.reshape(S.astype(idx, np.int64), (n, 1, ho * wo)),
-                             (n, c, ho * wo))
-        vals = S.reshape(I.gather(flat, 2, idx), (n, c, ho, wo))
-        return E.where(S.reshape(inside, (n, 1, ho, wo)), vals, 0.0)
+        idx = S.broadcast_to(S.reshape(S.astype(idx, np.int64), (n, 1, m)), (n, c, m))
+        vals = S.reshape(I.gather(flat, 2, idx), (n, c) + rest)
+        return E.where(S.reshape(inside, (n, 1) + rest), vals, 0.0)
 
     return tap
 
@@ -226,9 +228,9 @@ def _tapper(input: Any, ho: int, wo: int) -> Any:  # noqa: A002
 _CUBIC_A = -0.75
 
 
-def _cubic_weights(t: Any) -> list:
-    """The four cubic-convolution weights of the taps at offsets -1, 0, 1, 2 from the
-    pixel before a point at fraction ``t`` past it."""
+def _cubic_weights(t: Any) -> Any:
+    """The cubic-convolution weights of the taps at offsets -1, 0, 1, 2 from the pixel
+    before a point at fraction ``t`` past it, stacked on a new last dim."""
     a = _CUBIC_A
 
     def near(d: Any) -> Any:  # |d| <= 1: ((a + 2) d - (a + 3)) d^2 + 1
@@ -238,17 +240,16 @@ def _cubic_weights(t: Any) -> list:
         return E.sub(E.mul(E.add(E.mul(E.sub(E.mul(d, a), 5 * a), d), 8 * a), d), 4 * a)
 
     u = E.sub(1.0, t)
-    return [far(E.add(t, 1.0)), near(t), near(u), far(E.add(u, 1.0))]
+    return S.stack([far(E.add(t, 1.0)), near(t), near(u), far(E.add(u, 1.0))], -1)
 
 
 def _bicubic_sample(input: Any, x: Any, y: Any, padding_mode: str,  # noqa: A002
                     align: bool) -> Any:
     """grid_sample's bicubic mode at pixel coordinates ``x``, ``y`` (N, Ho, Wo): the 4x4
     pixels around each point, each tap's coordinate padded on its own (clamped or
-    reflected), as PyTorch does."""
+    reflected), as PyTorch does. The sixteen taps are one gather over a trailing (4, 4)."""
     n, _, h, w = input.shape
-    _, ho, wo = x.shape
-    tap = _tapper(input, ho, wo)
+    offsets = np.arange(-1.0, 3.0, dtype=np.dtype(x.dtype))
     x0, y0 = E.floor(S.stop_gradient(x)), E.floor(S.stop_gradient(y))
     wx, wy = _cubic_weights(E.sub(x, x0)), _cubic_weights(E.sub(y, y0))
 
@@ -259,11 +260,10 @@ def _bicubic_sample(input: Any, x: Any, y: Any, padding_mode: str,  # noqa: A002
             return _reflect(coord, size, align)
         return coord
 
-    xs = [padded(E.add(x0, float(i - 1)), w) for i in range(4)]
-    out = None
-    for j in range(4):
-        yj = padded(E.add(y0, float(j - 1)), h)
-        for i in range(4):
-            term = E.mul(tap(xs[i], yj), S.reshape(E.mul(wx[i], wy[j]), (n, 1, ho, wo)))
-            out = term if out is None else E.add(out, term)
-    return out
+    xs = padded(E.add(x0.unsqueeze(-1), offsets), w)  # (N, Ho, Wo, 4)
+    ys = padded(E.add(y0.unsqueeze(-1), offsets), h)
+    shape = tuple(x.shape) + (4, 4)
+    vals = _tapper(input)(S.broadcast_to(xs.unsqueeze(-2), shape),
+                          S.broadcast_to(ys.unsqueeze(-1), shape))  # (N, C, Ho, Wo, 4, 4)
+    weights = E.mul(wy.unsqueeze(-1), wx.unsqueeze(-2))
+    return R.sum(E.mul(vals, weights.unsqueeze(1)), (-2, -1))
