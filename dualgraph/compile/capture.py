@@ -25,6 +25,7 @@ from .baked import BakedArray
 from .guards import (
     ArgPlacement,
     AttrType,
+    GlobalHookTable,
     Identity,
     ModuleAttrs,
     ModuleHookTable,
@@ -121,7 +122,7 @@ class CallTraceContext(TraceContext):
         if ("module hooks", "every") not in self.reads:
             from ..nn.hooks import EVERY_MODULE
 
-            self.reads[("module hooks", "every")] = ModuleHookTable(EVERY_MODULE)
+            self.reads[("module hooks", "every")] = GlobalHookTable(EVERY_MODULE)
         d = module.__dict__
         names = tuple(k for k, v in d.items() if k not in _MODULE_TABLES and plain_value(v))
         if names:

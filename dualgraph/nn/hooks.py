@@ -111,8 +111,23 @@ class ModuleHooks:
         return hook(module, args, out)
 
 
-# Hooks every module runs (``nn.modules.module.register_module_*_hook``), before its own.
-GLOBAL = ModuleHooks()
+class GlobalHooks(ModuleHooks):
+    """The hooks every module runs (``nn.modules.module.register_module_*_hook``), before
+    its own. ``any`` holds one entry per registered hook, so a module call tests one dict
+    (not four tables through ``__bool__``) on its way to ``forward``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.any: dict = {}
+
+    def add(self, table: str, hook: Callable, prepend: bool, *flags: str) -> RemovableHandle:
+        handle = super().add(table, hook, prepend, *flags)
+        handle._dicts += (self.any,)
+        self.any[handle.id] = True
+        return handle
+
+
+GLOBAL = GlobalHooks()
 # Hooks that see every parameter, buffer and submodule a module registers:
 # ``hook(module, name, value)``, whose result (if not None) is registered instead.
 REGISTRATION: dict[str, OrderedDict] = {"module": OrderedDict(), "parameter": OrderedDict(),

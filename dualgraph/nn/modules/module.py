@@ -306,7 +306,7 @@ class Module:
         if trace is not None:
             trace.note_module(self)
         hooks = self.__dict__.get("_hooks")
-        if hooks or GLOBAL:
+        if hooks or GLOBAL.any:
             return with_global(hooks).call(self, args, kwargs)
         return self.forward(*args, **kwargs)
 
