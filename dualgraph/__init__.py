@@ -277,6 +277,7 @@ from . import (  # noqa: E402
     amp,
     backends,
     compiler,
+    cpu,
     cuda,
     distributed,
     distributions,
@@ -285,6 +286,7 @@ from . import (  # noqa: E402
     profiler,
     random,
     utils,
+    version,
 )
 from .dtypes import bfloat16, device, int8, int16, uint8  # noqa: E402
 from .eager.creation import (  # noqa: E402
@@ -331,7 +333,8 @@ def is_tensor(obj: _typing.Any) -> bool:
 
 
 __all__ += [
-    "Generator", "accelerator", "amp", "backends", "bfloat16", "bmm", "cuda", "distributions",
+    "Generator", "accelerator", "amp", "backends", "bfloat16", "bmm", "cpu", "cuda",
+    "distributions", "version",
     "default_generator", "device", "distributed", "double", "dtype",
     "float", "get_default_dtype", "get_rng_state", "half", "inference_mode", "initial_seed",
     "int", "int8", "int16", "is_inference_mode_enabled", "is_tensor", "load", "long", "mm", "spmm",

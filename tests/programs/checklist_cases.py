@@ -148,7 +148,9 @@ def devices(lib: Any) -> dict:
             "cpu": arr(u.cpu()), "to": arr(u.to("cpu")), "is_cuda": np.array(u.is_cuda),
             "cuda": np.array(lib.cuda.is_available()),
             "to_dtype": arr(u.to("cpu", lib.float64)),
-            "dtype_after_to": np.array(str(u.to("cpu", lib.float64).dtype).split(".")[-1])}
+            "dtype_after_to": np.array(str(u.to("cpu", lib.float64).dtype).split(".")[-1]),
+            "version_cuda": np.array(lib.version.cuda is None),
+            "cpu_module": np.array([lib.cpu.is_available(), lib.cpu.device_count() == 1])}
 
 
 def inference_mode(lib: Any) -> dict:
