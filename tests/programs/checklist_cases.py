@@ -565,6 +565,25 @@ def global_module_hooks(lib: Any) -> dict:
                   "registered": np.array(seen)}, x=x)
 
 
+def load_from_state_dict_override(lib: Any) -> dict:
+    class Renamed(lib.nn.Linear):
+        """Loads checkpoints that call its weight ``w``."""
+
+        def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any) -> None:
+            old = prefix + "w"
+            if old in state_dict:
+                state_dict[prefix + "weight"] = state_dict.pop(old)
+            super()._load_from_state_dict(state_dict, prefix, *args)
+
+    src = fill(lib, lib.nn.Sequential(lib.nn.Linear(3, 2), lib.nn.Tanh()))
+    sd = {("0.w" if k == "0.weight" else k): v for k, v in src.state_dict().items()}
+    dst = lib.nn.Sequential(Renamed(3, 2), lib.nn.Tanh()).double()
+    result = dst.load_state_dict(sd)
+    x = normal(lib, 1, 4, 3, grad=False)
+    return {"y": arr(dst(x)), "want": arr(src(x)), "missing": np.array(len(result.missing_keys)),
+            "unexpected": np.array(len(result.unexpected_keys))}
+
+
 def _sampled(mode: str, padding: str, corners: bool, seed: int) -> Callable:
     def fn(lib: Any, x: Any, g: Any) -> Any:
         return lib.nn.functional.grid_sample(x, g * 1.4, mode=mode, padding_mode=padding,
@@ -628,5 +647,6 @@ CASES: list[tuple[str, Callable]] = [
     ("kl_div_top_level", kl_div_top_level),
     ("reductions_out", reductions_out),
     ("global_module_hooks", global_module_hooks),
+    ("load_from_state_dict_override", load_from_state_dict_override),
     *RESAMPLING.items(),
 ]

@@ -609,6 +609,15 @@ class Module:
         ``.unexpected_keys`` before ``strict`` judges them."""
         return _add_state_hook(self, "load_post", hook)
 
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
+                              strict: bool, missing_keys: list, unexpected_keys: list,
+                              error_msgs: list) -> None:
+        """PyTorch's per-module step of `load_state_dict`, which a subclass may override to
+        rewrite its entries of ``state_dict`` (old key names, other layouts) before they
+        load, or to add to ``error_msgs``. It runs for each module after its load pre-hooks;
+        the tensors of every module are then loaded together from the state dict as
+        these calls left it, so this base version has nothing to do."""
+
     def load_state_dict(self, state_dict: Any, strict: bool = True,
                         assign: bool = False) -> "IncompatibleKeys":
         """Copy parameters and persistent buffers in (with ``assign``, take the given
@@ -624,9 +633,11 @@ class Module:
         extra = {}
         for mp, m in mods:
             prefix = f"{mp}." if mp else ""
+            args = (state_dict, prefix, {}, strict, missing, unexpected, errors)
             for hook, with_module in _state_hooks(m, "load_pre"):
-                args = (state_dict, prefix, {}, strict, missing, unexpected, errors)
                 hook(m, *args) if with_module else hook(*args)
+            if type(m)._load_from_state_dict is not Module._load_from_state_dict:
+                m._load_from_state_dict(*args)
             if type(m).set_extra_state is not Module.set_extra_state:
                 key = prefix + "_extra_state"
                 if key in state_dict:
