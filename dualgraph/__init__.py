@@ -188,7 +188,7 @@ from .ops.shape import (
 bool = bool_  # noqa: A001 - PyTorch's spelling, dg.bool
 cat = concatenate
 
-__version__ = "0.1.0"
+from .version import __version__ as __version__  # noqa: E402
 
 
 def sweep(*args: _typing.Any, **kwargs: _typing.Any) -> _typing.Any:

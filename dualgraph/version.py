@@ -8,7 +8,7 @@ True
 
 from __future__ import annotations
 
-from . import __version__  # noqa: F401 - the package sets it first
+__version__ = "0.1.0"
 
 cuda: str | None = None
 hip: str | None = None
