@@ -72,9 +72,12 @@ from .ops.elementwise import (
     floor,
     floor_divide,
     fmod,
+    gcd,
+    lcm,
     log1p,
     log2,
     log10,
+    nextafter,
     remainder,
     round,
     sign,
@@ -185,7 +188,7 @@ from .ops.shape import (
 bool = bool_  # noqa: A001 - PyTorch's spelling, dg.bool
 cat = concatenate
 
-__version__ = "0.1.0"
+from .version import __version__ as __version__  # noqa: E402
 
 
 def sweep(*args: _typing.Any, **kwargs: _typing.Any) -> _typing.Any:
@@ -274,6 +277,7 @@ from . import (  # noqa: E402
     amp,
     backends,
     compiler,
+    cpu,
     cuda,
     distributed,
     distributions,
@@ -282,6 +286,7 @@ from . import (  # noqa: E402
     profiler,
     random,
     utils,
+    version,
 )
 from .dtypes import bfloat16, device, int8, int16, uint8  # noqa: E402
 from .eager.creation import (  # noqa: E402
@@ -328,7 +333,8 @@ def is_tensor(obj: _typing.Any) -> bool:
 
 
 __all__ += [
-    "Generator", "accelerator", "amp", "backends", "bfloat16", "bmm", "cuda", "distributions",
+    "Generator", "accelerator", "amp", "backends", "bfloat16", "bmm", "cpu", "cuda",
+    "distributions", "version",
     "default_generator", "device", "distributed", "double", "dtype",
     "float", "get_default_dtype", "get_rng_state", "half", "inference_mode", "initial_seed",
     "int", "int8", "int16", "is_inference_mode_enabled", "is_tensor", "load", "long", "mm", "spmm",
@@ -344,7 +350,8 @@ for _name in (
     "abs", "acos", "acosh", "add", "arctan2", "asin", "asinh", "atan", "atan2", "atanh",
     "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift",
     "bitwise_xor", "ceil", "clamp", "clip", "copysign", "cos", "cosh", "div", "divide", "erf",
-    "exp", "exp2", "expm1", "floor", "floor_divide", "fmod", "frac", "lerp", "log", "log1p",
+    "exp", "exp2", "expm1", "floor", "floor_divide", "fmod", "frac", "gcd", "lcm", "lerp",
+    "log", "log1p", "nextafter",
     "log2", "log10", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor",
     "maximum", "minimum", "mul", "multiply", "pow", "reciprocal", "remainder", "round",
     "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "sub", "subtract", "tan",
@@ -359,7 +366,9 @@ del _name
 # The rest of PyTorch's top-level surface: linear algebra, special functions, statistics,
 # sampling, dtype queries, settings, legacy tensor types, the ``linalg``/``special``/``jit``
 # namespaces, and functions of tensor methods (``dg.t``, ``dg.squeeze``, ...).
+import builtins as _builtins  # noqa: E402
 import math as _math  # noqa: E402
+import warnings as _warnings  # noqa: E402
 
 from . import jit, linalg, special  # noqa: E402
 from .eager.sampling import bernoulli, normal, poisson  # noqa: E402
@@ -383,6 +392,7 @@ from .ops.math import (  # noqa: E402
     float_power,
     fmax,
     fmin,
+    frexp,
     heaviside,
     hypot,
     isin,
@@ -590,6 +600,123 @@ def as_tensor(data: _typing.Any, dtype: _typing.Any = None,
 asarray = as_tensor
 
 
+def range(start: _typing.Any = 0, end: _typing.Any = None, step: _typing.Any = 1, *,  # noqa: A001
+          out: _typing.Any = None, dtype: _typing.Any = None, layout: _typing.Any = None,
+          device: _typing.Any = None, requires_grad: bool = False) -> _typing.Any:
+    """PyTorch's deprecated ``torch.range``: ``start, start + step, ...`` up to and
+    including ``end``, of the default float dtype unless ``dtype`` says otherwise.
+
+    >>> dg.range(1, 4)
+    tensor([1., 2., 3., 4.])
+    """
+    import warnings
+
+    from .dtypes import as_dtype, check_device
+
+    check_device(device, "range()")
+    warnings.warn("torch.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    if end is None:
+        raise TypeError('range() missing 1 required positional arguments: "end"')
+    start, end, step = (v.item() if is_tensor(v) else v for v in (start, end, step))
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    n = _math.floor((end - start) / step) + 1
+    values = start + _np.arange(n, dtype=_np.float64) * step
+    result = tensor(values.astype(as_dtype(dtype) if dtype is not None
+                                  else get_default_dtype()), requires_grad=requires_grad)
+    if out is not None:
+        out.resize_(tuple(result.shape))
+        out.copy_(result)
+        return out
+    return result
+
+
+def frombuffer(buffer: _typing.Any, *, dtype: _typing.Any, count: int = -1, offset: int = 0,
+               requires_grad: bool = False) -> _typing.Any:
+    """A 1-D tensor over the bytes of ``buffer`` (an object with the buffer protocol:
+    ``bytearray``, ``array.array``, ``memoryview``, a NumPy array), from byte ``offset``,
+    ``count`` elements (-1: all that fit). It shares the buffer's memory; a read-only
+    buffer (``bytes``) is copied, with PyTorch's warning that it is not writable.
+
+    >>> dg.frombuffer(bytearray(8), dtype=dg.int32)
+    tensor([0, 0], dtype=dg.int32)
+    """
+    import warnings
+
+    from .dtypes import as_dtype
+
+    dt = as_dtype(dtype)
+    view = memoryview(buffer)
+    size = view.nbytes
+    if count == 0 or count < -1:
+        raise ValueError(f"both buffer length ({size}) and count ({count}) must not be 0")
+    if not 0 <= offset < size:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({size} bytes) minus 1")
+    if count == -1 and (size - offset) % dt.itemsize:
+        raise ValueError(f"buffer length ({size - offset} bytes) after offset ({offset} bytes) "
+                         f"must be a multiple of element size ({dt.itemsize})")
+    if count > 0 and count * dt.itemsize > size - offset:
+        raise ValueError(f"requested buffer length ({count} * {dt.itemsize} bytes) after "
+                         f"offset ({offset} bytes) must not be greater than actual buffer "
+                         f"length ({size} bytes)")
+    a = _np.frombuffer(view.cast("B"), dtype=dt, count=count, offset=offset)
+    if view.readonly:
+        warnings.warn("The given buffer is not writable, and PyTorch does not support "
+                      "non-writable tensors. This means you can write to the underlying "
+                      "(supposedly non-writable) buffer using the tensor. You may want to copy "
+                      "the buffer to protect its data or make it writable before converting it "
+                      "to a tensor.", UserWarning, stacklevel=2)
+        a = a.copy()
+    return from_numpy(a, requires_grad=requires_grad)
+
+
+def empty_strided(size: _typing.Any, stride: _typing.Any, *, dtype: _typing.Any = None,
+                  layout: _typing.Any = None, device: _typing.Any = None,
+                  requires_grad: bool = False, pin_memory: bool = False) -> _typing.Any:
+    """An uninitialized tensor of ``size`` whose ``stride()`` is ``stride`` (elements), over
+    a fresh buffer just large enough.
+
+    >>> dg.empty_strided((2, 3), (1, 2)).stride()
+    (1, 2)
+    """
+    from .dtypes import as_dtype, check_device
+
+    check_device(device, "empty_strided()")
+    size, stride = (tuple(_builtins.int(v) for v in size),
+                    tuple(_builtins.int(v) for v in stride))
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape: {len(size)} sizes, "
+                           f"{len(stride)} strides")
+    if _builtins.any(v < 0 for v in size) or _builtins.any(v < 0 for v in stride):
+        raise RuntimeError(f"empty_strided: negative size or stride (size={list(size)}, "
+                           f"stride={list(stride)})")
+    dt = as_dtype(dtype) if dtype is not None else get_default_dtype()
+    needed = 0 if 0 in size else 1 + _builtins.sum((n - 1) * s for n, s in zip(size, stride))
+    base = _np.empty(_builtins.max(needed, 1), dt)
+    a = _np.lib.stride_tricks.as_strided(base, size, tuple(s * dt.itemsize for s in stride))
+    return from_numpy(a, requires_grad=requires_grad)
+
+
+def kl_div(input: _typing.Any, target: _typing.Any, reduction: int = 0, *,  # noqa: A002
+           log_target: bool = False) -> _typing.Any:
+    """``torch.kl_div``: `nn.functional.kl_div` with the reduction as PyTorch's enum number
+    (0 ``'none'``, the default here as in PyTorch's function; 1 ``'mean'``, over every
+    element; 2 ``'sum'``)."""
+    if isinstance(reduction, str) or reduction not in (0, 1, 2):
+        raise TypeError(f"kl_div(): argument 'reduction' must be 0, 1 or 2, not {reduction!r}")
+    with _warnings.catch_warnings():
+        # F.kl_div warns that 'mean' is not 'batchmean'; the enum has no batchmean.
+        _warnings.simplefilter("ignore", UserWarning)
+        return _F.kl_div(input, target, reduction=("none", "mean", "sum")[reduction],
+                         log_target=log_target)
+
+
 def typename(obj: _typing.Any) -> str:
     """PyTorch's type name: ``"torch.FloatTensor"`` for a float32 tensor."""
     return obj.type() if is_tensor(obj) else type(obj).__name__
@@ -627,7 +754,8 @@ for _name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2
               "adaptive_avg_pool1d", "adaptive_max_pool1d", "bilinear", "rrelu", "pdist"):
     globals()[_name] = getattr(_F, _name)
 del _name
-__all__ += ["bilinear", "pdist", "rrelu"]
+__all__ += ["bilinear", "pdist", "rrelu", "empty_strided", "frexp", "frombuffer", "gcd",
+            "kl_div", "lcm", "nextafter", "range"]
 
 __all__ += [
     "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",
@@ -665,6 +793,17 @@ __all__ += [
 ]
 __all__ += ["cholesky", "cholesky_inverse", "cholesky_solve", "matrix_exp", "pinverse", "qr",
             "svd", "triangular_solve"]
+
+# out= on the reductions and scans, as on the elementwise functions above; a function of
+# two results (``dg.max(x, 1)``) takes ``out=(values, indices)``.
+for _name in (
+    "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "logsumexp",
+    "std", "var", "all", "any", "median", "nanmedian", "nansum", "nanmean", "norm", "mode",
+    "aminmax", "quantile", "nanquantile", "kthvalue", "cumsum", "cumprod", "logcumsumexp",
+    "cummax", "cummin", "sort", "topk",
+):
+    globals()[_name] = _with_out(globals()[_name])
+del _name
 
 # PyTorch's keyword spellings of the tensor arguments, ``dg.sum(input=x)`` and
 # ``dg.maximum(x, other=y)``, for the functions whose parameters are named otherwise.

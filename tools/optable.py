@@ -44,8 +44,10 @@ _ATTRS = {"LOAD_ATTR", "LOAD_METHOD"}
 
 def _ours(obj: Any) -> bool:
     mod = getattr(obj, "__module__", "") or ""
-    # eager.creation: the random constructors (multinomial, randint, ...) bind random ops.
-    return mod.startswith(("dualgraph.ops", "dualgraph.nn", "dualgraph.eager.creation"))
+    # eager.creation: the random constructors (multinomial, randint, ...) bind random ops;
+    # "dualgraph": the top-level forms written in the package itself (``dg.kl_div``).
+    return mod == "dualgraph" or mod.startswith(("dualgraph.ops", "dualgraph.nn",
+                                                 "dualgraph.eager.creation"))
 
 
 class Walker:

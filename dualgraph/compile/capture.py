@@ -25,6 +25,7 @@ from .baked import BakedArray
 from .guards import (
     ArgPlacement,
     AttrType,
+    GlobalHookTable,
     Identity,
     ModuleAttrs,
     ModuleHookTable,
@@ -115,8 +116,13 @@ class CallTraceContext(TraceContext):
             return
         self.attrs_before.setdefault(id(module), (module, dict(module.__dict__)))
         self.reads[key] = ModuleTable(module)
-        # Hooks registered or removed later change what a call runs, as in eager mode.
+        # Hooks registered or removed later change what a call runs, as in eager mode;
+        # so do the hooks every module runs.
         self.reads[("module hooks", id(module))] = ModuleHookTable(module)
+        if ("module hooks", "every") not in self.reads:
+            from ..nn.hooks import EVERY_MODULE
+
+            self.reads[("module hooks", "every")] = GlobalHookTable(EVERY_MODULE)
         d = module.__dict__
         names = tuple(k for k, v in d.items() if k not in _MODULE_TABLES and plain_value(v))
         if names:

@@ -412,6 +412,18 @@ class ModuleHookTable(Guard):
         return super().emit(gen)
 
 
+class GlobalHookTable(ModuleHookTable):
+    """The hooks every module runs (`nn.hooks.GLOBAL`, held by ``owner.__dict__``): without
+    any (the usual case) the generated check is one dict's truth value."""
+
+    __slots__ = ()
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        if self.expected is None:
+            return f"({gen.const(self.module.__dict__['_hooks'].any, 'hooks')} or None)", None
+        return Guard.emit(self, gen)
+
+
 _HOOK_TABLES = ("forward_pre", "forward", "backward", "backward_pre", "pre_with_kwargs",
                 "with_kwargs", "always_call")
 

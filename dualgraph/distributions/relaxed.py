@@ -18,7 +18,7 @@ from ..nn.functional import softplus
 from . import constraints
 from .bernoulli import Bernoulli
 from .distribution import Distribution, broadcast_all
-from .transformed import TransformedDistribution
+from .transformed import RelaxedParameters, TransformedDistribution
 from .transforms import SigmoidTransform
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
@@ -60,7 +60,7 @@ class LogitRelaxedBernoulli(Distribution):
         return self.temperature.log() + diff - 2 * softplus(diff)
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class RelaxedBernoulli(RelaxedParameters, TransformedDistribution):
     """``sigmoid`` of a `LogitRelaxedBernoulli`: values in (0, 1)."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -71,17 +71,3 @@ class RelaxedBernoulli(TransformedDistribution):
                  validate_args: bool | None = None) -> None:
         base = LogitRelaxedBernoulli(temperature, probs, logits, validate_args)
         super().__init__(base, SigmoidTransform(), validate_args=validate_args)
-
-    @property
-    def temperature(self) -> Any:
-        return self.base_dist.temperature
-
-    @property
-    def logits(self) -> Any:
-        return self.base_dist.logits
-
-    @property
-    def probs(self) -> Any:
-        return self.base_dist.probs
-
-

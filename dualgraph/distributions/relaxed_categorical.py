@@ -19,7 +19,7 @@ from ..ops import special as SP
 from . import constraints
 from .categorical import Categorical, OneHotCategorical
 from .distribution import Distribution
-from .transformed import TransformedDistribution
+from .transformed import RelaxedParameters, TransformedDistribution
 from .transforms import ExpTransform
 
 __all__ = ["ExpRelaxedCategorical", "OneHotCategoricalStraightThrough",
@@ -79,7 +79,7 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(RelaxedParameters, TransformedDistribution):
     """``exp`` of an `ExpRelaxedCategorical`: points of the simplex that approach one-hot
     vectors as ``temperature`` goes to 0."""
 
@@ -91,18 +91,6 @@ class RelaxedOneHotCategorical(TransformedDistribution):
                  validate_args: bool | None = None) -> None:
         base = ExpRelaxedCategorical(temperature, probs, logits, validate_args)
         super().__init__(base, ExpTransform(), validate_args=validate_args)
-
-    @property
-    def temperature(self) -> Any:
-        return self.base_dist.temperature
-
-    @property
-    def logits(self) -> Any:
-        return self.base_dist.logits
-
-    @property
-    def probs(self) -> Any:
-        return self.base_dist.probs
 
 
 class OneHotCategoricalStraightThrough(OneHotCategorical):

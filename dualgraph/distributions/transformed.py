@@ -87,3 +87,23 @@ class TransformedDistribution(Distribution):
             value = t.inv(value)
         c = self.base_dist.cdf(value)
         return c if sign == 1 else 1 - c
+
+
+class RelaxedParameters:
+    """``temperature``, ``logits`` and ``probs`` read from ``base_dist``: the parameters
+    of a relaxed distribution that transforms a base one (`RelaxedBernoulli`,
+    `RelaxedOneHotCategorical`)."""
+
+    base_dist: Any
+
+    @property
+    def temperature(self) -> Any:
+        return self.base_dist.temperature
+
+    @property
+    def logits(self) -> Any:
+        return self.base_dist.logits
+
+    @property
+    def probs(self) -> Any:
+        return self.base_dist.probs

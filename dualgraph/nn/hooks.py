@@ -111,6 +111,69 @@ class ModuleHooks:
         return hook(module, args, out)
 
 
+class GlobalHooks(ModuleHooks):
+    """The hooks every module runs (``nn.modules.module.register_module_*_hook``), before
+    its own. ``any`` holds one entry per registered hook, so a module call tests one dict
+    (not four tables through ``__bool__``) on its way to ``forward``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.any: dict = {}
+
+    def add(self, table: str, hook: Callable, prepend: bool, *flags: str) -> RemovableHandle:
+        handle = super().add(table, hook, prepend, *flags)
+        handle._dicts += (self.any,)
+        self.any[handle.id] = True
+        return handle
+
+
+GLOBAL = GlobalHooks()
+# Hooks that see every parameter, buffer and submodule a module registers:
+# ``hook(module, name, value)``, whose result (if not None) is registered instead.
+REGISTRATION: dict[str, OrderedDict] = {"module": OrderedDict(), "parameter": OrderedDict(),
+                                        "buffer": OrderedDict()}
+
+
+class EveryModule:
+    """Stands for every module where a compiled call guards hook tables: its ``_hooks``
+    are the global hooks, so registering or removing one retraces, as a module's own do."""
+
+    def __init__(self) -> None:
+        self.__dict__["_hooks"] = GLOBAL
+
+
+EVERY_MODULE = EveryModule()
+
+
+def with_global(local: ModuleHooks | None) -> ModuleHooks | None:
+    """A module's hooks with the global ones first (PyTorch's order), or ``local`` itself
+    when there are no global hooks."""
+    if not GLOBAL:
+        return local
+    both = ModuleHooks()
+    for table in ("forward_pre", "forward", "backward", "backward_pre", "pre_with_kwargs",
+                  "with_kwargs", "always_call"):
+        d = getattr(both, table)
+        d.update(getattr(GLOBAL, table))
+        if local is not None:
+            d.update(getattr(local, table))
+    return both
+
+
+def registered(kind: str, module: Any, name: str, value: Any) -> Any:
+    """``value`` passed through the global ``kind`` registration hooks."""
+    return _threaded(REGISTRATION[kind], value, lambda _, hook, v: hook(module, name, v))
+
+
+def add_registration_hook(kind: str, hook: Callable) -> RemovableHandle:
+    if not callable(hook):
+        raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+    table = REGISTRATION[kind]
+    handle = RemovableHandle(table)
+    table[handle.id] = hook
+    return handle
+
+
 def _threaded(hooks: OrderedDict, value: Any, step: Callable[[int, Callable, Any], Any]) -> Any:
     """``value`` passed through ``hooks`` in registration order: ``step(id, hook, value)``
     runs one hook and gives the value that replaces it, or None to keep it."""

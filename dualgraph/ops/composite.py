@@ -73,11 +73,23 @@ def tensor_keywords(args: tuple, kwargs: dict, second: str | None) -> tuple:
 
 
 def write_out(name: str, out: Any, fn: Callable, args: tuple, kwargs: dict) -> Any:
-    """``out := fn(*args, **kwargs)`` as `with_out` describes."""
+    """``out := fn(*args, **kwargs)`` as `with_out` describes; a function of several
+    results (``max(x, dim)``'s values and indices) takes a tuple of as many tensors."""
+    result = fn(*args, **kwargs)
+    if isinstance(result, tuple):
+        if not (isinstance(out, (tuple, list)) and len(out) == len(result)):
+            raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} "
+                            f"Tensors, not {type(out).__name__}")
+        for r, o in zip(result, out):
+            _write_one(name, o, r)
+        return type(result)(*out) if hasattr(result, "_fields") else tuple(out)
+    return _write_one(name, out, result)
+
+
+def _write_one(name: str, out: Any, result: Any) -> Any:
     # Any tensor of any mode (the operator mixin imports this module, so no isinstance).
     if not (hasattr(out, "copy_") and hasattr(out, "shape")):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    result = fn(*args, **kwargs)
     # The result requires grad exactly when grad mode is on and an argument does.
     if result.requires_grad:
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
@@ -94,7 +106,7 @@ def write_out(name: str, out: Any, fn: Callable, args: tuple, kwargs: dict) -> A
                 f"{list(result.shape)}. This behavior is deprecated, and in a future PyTorch "
                 "release outputs will not be resized unless they have zero elements. You can "
                 "explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
-                "with t.resize_(0).", UserWarning, stacklevel=3)
+                "with t.resize_(0).", UserWarning, stacklevel=4)
         resize = getattr(out, "resize_", None)
         if resize is None:
             raise RuntimeError(f"{name}(): out= of shape {tuple(out.shape)} for a result of "

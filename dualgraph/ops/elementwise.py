@@ -593,6 +593,23 @@ def bitwise_right_shift(x: Any, y: Any) -> Any:
     return bind(RIGHT_SHIFT, x, y)
 
 
+def gcd(x: Any, y: Any) -> Any:
+    """The greatest common divisor of integer tensors, elementwise (never negative;
+    ``gcd(0, 0) == 0``)."""
+    return bind(GCD, x, y)
+
+
+def lcm(x: Any, y: Any) -> Any:
+    """The least common multiple of integer tensors, elementwise (never negative; 0 when
+    either is 0)."""
+    return bind(LCM, x, y)
+
+
+def nextafter(x: Any, y: Any) -> Any:
+    """The next float after ``x`` toward ``y``, elementwise (``x`` where they are equal)."""
+    return bind(NEXTAFTER, x, y)
+
+
 def _truth(x: Any) -> Any:
     dtype = getattr(x, "dtype", None)
     return x if dtype is not None and np.dtype(dtype) == np.bool_ else ne(x, 0)
@@ -1021,7 +1038,31 @@ BITWISE_OR = _bitwise("bitwise_or", np.bitwise_or)
 BITWISE_XOR = _bitwise("bitwise_xor", np.bitwise_xor)
 LEFT_SHIFT = _bitwise("left_shift", np.left_shift, commutative=False)
 RIGHT_SHIFT = _bitwise("right_shift", np.right_shift, commutative=False)
+GCD = _bitwise("gcd", np.gcd)
+LCM = _bitwise("lcm", np.lcm)
 BITWISE_NOT = register(OpDef(
     "bitwise_not", np.invert, _integral_infer("bitwise_not", unary=True), None, "",
     elementwise=True, differentiable=False,
+))
+
+
+def _nextafter_infer(x: Any, y: Any) -> tuple:
+    shape, dtype = _binary_infer("nextafter")(x, y)
+    if dtype.kind != "f":
+        raise RuntimeError(f'"nextafter_cpu" not implemented for {dtype}: nextafter takes '
+                           "float tensors")
+    return shape, dtype
+
+
+def _nextafter_vjp(ctx, g):
+    # PyTorch's rule: the step is treated as locally constant, so the gradient passes to
+    # ``x`` wherever a step is taken (not where x == y) and ``y`` gets zeros.
+    x, y = ctx.args
+    gx = where(ne(x, y), g, 0.0) if ctx.needs_input_grad[0] else None
+    return gx, mul(g, 0.0) if ctx.needs_input_grad[1] else None
+
+
+NEXTAFTER = register(OpDef(
+    "nextafter", _promoting(np.nextafter), _nextafter_infer, _nextafter_vjp,
+    "NextafterBackward0", saves=(0, 1), saves_for=(0, 0), elementwise=True,
 ))

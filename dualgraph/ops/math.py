@@ -16,6 +16,7 @@ gradient is the composition's (PyTorch's formulas: ``xlogy`` is 0 where ``x == 0
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -390,6 +391,37 @@ def ldexp(input: Any, other: Any) -> Any:  # noqa: A002
                         f"{type(input).__name__}")
     x = input if _is_float(input) else S.astype(input, default_float())
     return E.mul(x, E.pow(2.0, other))
+
+
+# PyTorch's torch.return_types.frexp.
+frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
+
+
+def frexp(input: Any) -> tuple[Any, Any]:  # noqa: A002
+    """``(mantissa, exponent)`` with ``input == mantissa * 2**exponent``, ``|mantissa|`` in
+    ``[0.5, 1)`` and an int32 exponent; zeros, infinities and nan keep their value with
+    exponent 0. The mantissa's gradient is ``2**-exponent``.
+
+    >>> dg.frexp(dg.tensor([8.0, -3.5])).exponent
+    tensor([4, 2], dtype=dg.int32)
+    """
+    if not _is_float(input):
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    a = E.abs(S.stop_gradient(input))
+    # nan fails both comparisons, so it is left alone with zeros and infinities.
+    regular = logical_and(E.gt(a, 0.0), E.lt(a, math.inf))
+    e = E.add(E.floor(E.log2(E.where(regular, a, 1.0))), 1.0)
+    # The scale 2**-e in two halves: a float32 subnormal needs 2**149, past float32's range.
+    half = E.floor(E.mul(e, -0.5))
+    m = E.mul(E.mul(input, E.pow(2.0, half)), E.pow(2.0, E.sub(E.neg(e), half)))
+    # log2 may round across a power of two: one halving or doubling puts |m| in [0.5, 1).
+    am = E.abs(S.stop_gradient(m))
+    high, low = E.ge(am, 1.0), logical_and(E.lt(am, 0.5), regular)
+    m = E.where(high, E.mul(m, 0.5), E.where(low, E.mul(m, 2.0), m))
+    e = E.add(e, E.sub(S.astype(high, e.dtype), S.astype(low, e.dtype)))
+    mantissa = E.where(regular, m, input)
+    exponent = S.astype(E.where(regular, e, 0.0), np.int32)
+    return frexp_result(mantissa, exponent)
 
 
 def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Any:  # noqa: A002

@@ -862,6 +862,27 @@ class TensorOps:
     def bitwise_right_shift_(self, o: Any) -> Any:
         return current_mode().assign(self, E.bitwise_right_shift(self, o))
 
+    def gcd(self, o: Any) -> Any:
+        return E.gcd(self, o)
+
+    def gcd_(self, o: Any) -> Any:
+        return current_mode().assign(self, E.gcd(self, o))
+
+    def lcm(self, o: Any) -> Any:
+        return E.lcm(self, o)
+
+    def lcm_(self, o: Any) -> Any:
+        return current_mode().assign(self, E.lcm(self, o))
+
+    def nextafter(self, o: Any) -> Any:
+        return E.nextafter(self, o)
+
+    def nextafter_(self, o: Any) -> Any:
+        return current_mode().assign(self, E.nextafter(self, o))
+
+    def frexp(self) -> Any:
+        return M.frexp(self)
+
     def __ilshift__(self, o: Any) -> Any:
         return current_mode().assign(self, E.bitwise_left_shift(self, o))
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..modes import bind
+from . import resample as RS
 from .broadcast import normalize_dim
 from .elementwise import add, mul
 from .gather import PAD_INDEX, pool_gather
@@ -705,13 +706,16 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None,  # noqa:
                 recompute_scale_factor: bool | None = None, antialias: bool = False) -> Any:
     """Resample the spatial dims of a 3-D ``(N, C, L)``, 4-D ``(N, C, H, W)`` or 5-D
     ``(N, C, D, H, W)`` input to ``size`` or by ``scale_factor``: ``nearest`` and
-    ``nearest-exact`` (3-D to 5-D), ``area`` (3-D, 4-D), ``linear`` (3-D), ``bilinear``
-    and ``bicubic`` (4-D), ``trilinear`` (5-D), with ``align_corners``.
+    ``nearest-exact`` (3-D to 5-D), ``area`` (3-D to 5-D), ``linear`` (3-D), ``bilinear``
+    and ``bicubic`` (4-D; ``antialias=True`` filters when shrinking), ``trilinear`` (5-D),
+    with ``align_corners``.
     ``F.interpolate(x, scale_factor=2, mode="bilinear")``"""
     shape = tuple(input.shape)
     _check_interp_mode(mode, shape, align_corners)
     out, scales = _interp_sizes(shape[2:], size, scale_factor, recompute_scale_factor)
     _check_interp_input(input, mode, antialias)
+    if antialias:
+        return RS.antialiased(input, mode, out, scales, bool(align_corners))
     return _resample(input, mode, out, scales, bool(align_corners))
 
 
@@ -763,12 +767,14 @@ def _check_interp_input(input: Any, mode: str, antialias: bool) -> None:  # noqa
     if want is not None and ndim != want:
         raise NotImplementedError(f"Got {ndim}D input, but {mode} mode needs {want}D "
                                   f"input")
-    if ndim not in (3, 4, 5) or antialias or (
-            mode == "area" and ndim == 5):
+    if ndim not in (3, 4, 5):
         raise NotImplementedError(f"interpolate: mode={mode!r} on a {ndim}-D input is "
                                   f"not supported (nearest and nearest-exact on 3-D to 5-D, "
-                                  f"area on 3-D/4-D, linear on 3-D, bilinear and bicubic "
+                                  f"area on 3-D to 5-D, linear on 3-D, bilinear and bicubic "
                                   f"on 4-D, trilinear on 5-D)")
+    if antialias and (mode not in ("bilinear", "bicubic") or ndim != 4):
+        raise NotImplementedError("Anti-alias option is restricted to bilinear and bicubic "
+                                  "modes and requires a 4-D tensor as input")
     if input.dtype.kind != "f":
         raise NotImplementedError(f'"compute_indices_weights_{mode}" not implemented for '
                                   f"'{input.dtype}'")
@@ -781,6 +787,8 @@ def _resample(input: Any, mode: str, out: tuple, scales: tuple,  # noqa: A002
     spatial = shape[2:]
     k = len(spatial)
     if mode == "area":  # PyTorch's area mode is adaptive average pooling
+        if k == 3:
+            return RS.area3d(input, out)
         return (adaptive_avg_pool1d if k == 1 else adaptive_avg_pool2d)(input, out)
     if mode == "nearest" and k < 3:
         if k == 1:

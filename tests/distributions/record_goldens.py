@@ -7,26 +7,18 @@ Run from the repository root with a Python that has torch:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-from .._support.recording import record_arrays
+from .._support.recording import case_results, record_beside
 from .cases import CASES, KL, run, run_kl, run_mixture
-
-OUT = Path(__file__).with_name("goldens.npz")
 
 
 def results(torch: Any) -> Iterator[tuple[str, dict]]:
-    for i, case in enumerate(CASES):
-        yield case[0], run(torch, i)
+    yield from case_results(CASES, run)(torch)
     for i, case in enumerate(KL):
         yield f"kl-{case[0]}", run_kl(torch, i)
     yield "mixture", run_mixture(torch)
 
 
-def main() -> None:
-    record_arrays(OUT, results)
-
-
 if __name__ == "__main__":
-    main()
+    record_beside(__file__, "goldens.npz", results)

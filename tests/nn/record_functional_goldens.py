@@ -6,25 +6,10 @@ Run from the repository root with a Python that has torch:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
-
-from .._support.recording import record_arrays
+from .._support.recording import case_results, record_beside
 from .functional_cases import CASES, run
 
-OUT = Path(__file__).with_name("functional_goldens.npz")
-
-
-def results(torch: Any) -> Iterator[tuple[str, dict]]:
-    torch.set_default_dtype(torch.float64)
-    for i, (name, _, _) in enumerate(CASES):
-        yield name, run(torch, i)
-
-
-def main() -> None:
-    record_arrays(OUT, results)
-
+results = case_results(CASES, run, float64=True)
 
 if __name__ == "__main__":
-    main()
+    record_beside(__file__, "functional_goldens.npz", results)

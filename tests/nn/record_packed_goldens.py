@@ -7,13 +7,10 @@ Run from the repository root with a Python that has torch:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-from .._support.recording import record_arrays
+from .._support.recording import record_beside
 from .packed_cases import cases, name, run
-
-OUT = Path(__file__).with_name("packed_goldens.npz")
 
 
 def results(torch: Any) -> Iterator[tuple[str, dict]]:
@@ -22,9 +19,5 @@ def results(torch: Any) -> Iterator[tuple[str, dict]]:
         yield name(case), run(torch, case, seed=i)
 
 
-def main() -> None:
-    record_arrays(OUT, results)
-
-
 if __name__ == "__main__":
-    main()
+    record_beside(__file__, "packed_goldens.npz", results)

@@ -606,6 +606,11 @@ CASES += [
          ref=lambda k: np.left_shift(k, 2)),
     case("right_shift", "operator", lambda k: k >> 1, ints(2, 3), grad=False,
          ref=lambda k: np.right_shift(k, 1)),
+    case("gcd", "fn", dg.gcd, ints(2, 3), ints(3), grad=False, ref=np.gcd),
+    case("lcm", "method", lambda k, j: k.lcm(j), ints(2, 3), ints(3), grad=False,
+         ref=np.lcm),
+    case("nextafter", "fn", dg.nextafter, real(2, 3), real(3), ref=np.nextafter,
+         node="NextafterBackward0"),
 ]
 
 

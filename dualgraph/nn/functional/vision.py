@@ -11,6 +11,7 @@ from ...ops import elementwise as E
 from ...ops import index as I
 from ...ops import linalg as L
 from ...ops import math as M
+from ...ops import reduce as R
 from ...ops import shape as S
 from ...ops.pool import interpolate, pad
 
@@ -155,18 +156,16 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear",  # noqa: A002
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Any:
     """Sample (N, C, H, W) ``input`` at the normalized (x, y) locations of ``grid``
     (N, Ho, Wo, 2), ``-1`` and ``1`` the edges (pixel centres with ``align_corners``):
-    ``mode`` ``'bilinear'`` or ``'nearest'``; ``padding_mode`` ``'zeros'`` (outside reads 0),
-    ``'border'`` (clamped to the edge) or ``'reflection'`` (mirrored at the edges).
-    Differentiable in ``input`` and, for bilinear, ``grid``."""
+    ``mode`` ``'bilinear'``, ``'nearest'`` or ``'bicubic'``; ``padding_mode`` ``'zeros'``
+    (outside reads 0), ``'border'`` (clamped to the edge) or ``'reflection'`` (mirrored at
+    the edges).
+    Differentiable in ``input`` and, for bilinear and bicubic, ``grid``."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
                          f"'nearest' or 'bicubic', but got: '{mode}'")
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
-    if mode == "bicubic":
-        raise NotImplementedError("grid_sample: mode='bicubic' is not supported (bilinear or "
-                                  "nearest)")
     if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2:
         raise RuntimeError(f"grid_sample(): expected 4D input and grid with last dimension 2 "
                            f"(2-D sampling), but got input of shape {list(input.shape)} and "
@@ -180,22 +179,14 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear",  # noqa: A002
     _, ho, wo, _ = grid.shape
     x = _unnormalize(grid[..., 0], w, align)
     y = _unnormalize(grid[..., 1], h, align)
+    if mode == "bicubic":
+        return _bicubic_sample(input, x, y, padding_mode, align)
     if padding_mode == "border":
         x = M.clamp(x, 0.0, float(w - 1))
         y = M.clamp(y, 0.0, float(h - 1))
     elif padding_mode == "reflection":
         x, y = _reflect(x, w, align), _reflect(y, h, align)
-    flat = S.reshape(input, (n, c, h * w))
-
-    def tap(xi: Any, yi: Any) -> Any:
-        """input[n, :, yi, xi] (N, C, Ho, Wo), 0 where (xi, yi) is outside."""
-        inside = M.logical_and(M.logical_and(E.ge(xi, 0), E.le(xi, w - 1)),
-                               M.logical_and(E.ge(yi, 0), E.le(yi, h - 1)))
-        idx = E.add(E.mul(M.clamp(yi, 0, h - 1), w), M.clamp(xi, 0, w - 1))
-        idx = S.broadcast_to(S.reshape(S.astype(idx, np.int64), (n, 1, ho * wo)),
-                             (n, c, ho * wo))
-        vals = S.reshape(I.gather(flat, 2, idx), (n, c, ho, wo))
-        return E.where(S.reshape(inside, (n, 1, ho, wo)), vals, 0.0)
+    tap = _tapper(input)
 
     if mode == "nearest":
         return tap(E.round(S.stop_gradient(x)), E.round(S.stop_gradient(y)))
@@ -212,3 +203,67 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear",  # noqa: A002
     out = E.add(out, E.mul(tap(x0, y1), weight(wx0, wy1)))
     return E.add(out, E.mul(tap(x1, y1), weight(wx1, wy1)))
 
+
+
+def _tapper(input: Any) -> Any:  # noqa: A002
+    """``tap(xi, yi)``: ``input[n, :, yi, xi]`` (N, C, *S) at integer-valued pixel
+    coordinates of shape (N, *S), 0 where (xi, yi) is outside."""
+    n, c, h, w = input.shape
+    flat = S.reshape(input, (n, c, h * w))
+
+    def tap(xi: Any, yi: Any) -> Any:
+        rest = tuple(xi.shape[1:])
+        m = int(np.prod(rest))
+        inside = M.logical_and(M.logical_and(E.ge(xi, 0), E.le(xi, w - 1)),
+                               M.logical_and(E.ge(yi, 0), E.le(yi, h - 1)))
+        idx = E.add(E.mul(M.clamp(yi, 0, h - 1), w), M.clamp(xi, 0, w - 1))
+        idx = S.broadcast_to(S.reshape(S.astype(idx, np.int64), (n, 1, m)), (n, c, m))
+        vals = S.reshape(I.gather(flat, 2, idx), (n, c) + rest)
+        return E.where(S.reshape(inside, (n, 1) + rest), vals, 0.0)
+
+    return tap
+
+
+# PyTorch's cubic convolution constant for bicubic sampling (as its bicubic upsampling).
+_CUBIC_A = -0.75
+
+
+def _cubic_weights(t: Any) -> Any:
+    """The cubic-convolution weights of the taps at offsets -1, 0, 1, 2 from the pixel
+    before a point at fraction ``t`` past it, stacked on a new last dim."""
+    a = _CUBIC_A
+
+    def near(d: Any) -> Any:  # |d| <= 1: ((a + 2) d - (a + 3)) d^2 + 1
+        return E.add(E.mul(E.sub(E.mul(d, a + 2), a + 3), E.mul(d, d)), 1.0)
+
+    def far(d: Any) -> Any:  # 1 < |d| < 2: ((a d - 5a) d + 8a) d - 4a
+        return E.sub(E.mul(E.add(E.mul(E.sub(E.mul(d, a), 5 * a), d), 8 * a), d), 4 * a)
+
+    u = E.sub(1.0, t)
+    return S.stack([far(E.add(t, 1.0)), near(t), near(u), far(E.add(u, 1.0))], -1)
+
+
+def _bicubic_sample(input: Any, x: Any, y: Any, padding_mode: str,  # noqa: A002
+                    align: bool) -> Any:
+    """grid_sample's bicubic mode at pixel coordinates ``x``, ``y`` (N, Ho, Wo): the 4x4
+    pixels around each point, each tap's coordinate padded on its own (clamped or
+    reflected), as PyTorch does. The sixteen taps are one gather over a trailing (4, 4)."""
+    n, _, h, w = input.shape
+    offsets = np.arange(-1.0, 3.0, dtype=np.dtype(x.dtype))
+    x0, y0 = E.floor(S.stop_gradient(x)), E.floor(S.stop_gradient(y))
+    wx, wy = _cubic_weights(E.sub(x, x0)), _cubic_weights(E.sub(y, y0))
+
+    def padded(coord: Any, size: int) -> Any:
+        if padding_mode == "border":
+            return M.clamp(coord, 0.0, float(size - 1))
+        if padding_mode == "reflection":
+            return _reflect(coord, size, align)
+        return coord
+
+    xs = padded(E.add(x0.unsqueeze(-1), offsets), w)  # (N, Ho, Wo, 4)
+    ys = padded(E.add(y0.unsqueeze(-1), offsets), h)
+    shape = tuple(x.shape) + (4, 4)
+    vals = _tapper(input)(S.broadcast_to(xs.unsqueeze(-2), shape),
+                          S.broadcast_to(ys.unsqueeze(-1), shape))  # (N, C, Ho, Wo, 4, 4)
+    weights = E.mul(wy.unsqueeze(-1), wx.unsqueeze(-2))
+    return R.sum(E.mul(vals, weights.unsqueeze(1)), (-2, -1))

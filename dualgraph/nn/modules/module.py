@@ -14,7 +14,15 @@ from ...eager.internal import array_of, bump_version, init_tensor, set_array, se
 from ...eager.tensor import Tensor, rng
 from ...modes import current_trace
 from ...ops.mixin import TensorOps
-from ..hooks import ModuleHooks, RemovableHandle
+from ..hooks import (
+    GLOBAL,
+    REGISTRATION,
+    ModuleHooks,
+    RemovableHandle,
+    add_registration_hook,
+    registered,
+    with_global,
+)
 
 __all__ = ["Buffer", "Module", "Parameter"]
 
@@ -121,7 +129,8 @@ class Module:
                 with no_grad():
                     old.copy_(value)
                 return
-            buffers[name] = value
+            buffers[name] = (registered("buffer", self, name, value)
+                             if REGISTRATION["buffer"] else value)
             return
         # PyTorch's rule: a registered parameter or submodule name takes only its own kind
         # (or None); `lin.weight = 5` would otherwise be accepted and fail much later.
@@ -135,9 +144,13 @@ class Module:
         # dict assignment), which `parameters()` and `state_dict()` follow.
         self.__dict__.pop(name, None)
         if isinstance(value, Parameter):
+            if REGISTRATION["parameter"]:
+                value = registered("parameter", self, name, value)
             modules.pop(name, None)
             params[name] = value
         elif isinstance(value, Module):
+            if REGISTRATION["module"]:
+                value = registered("module", self, name, value)
             params.pop(name, None)
             modules[name] = value
         else:
@@ -203,6 +216,8 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' "
                             "(dg.Tensor or None required)")
+        if REGISTRATION["buffer"]:
+            tensor = registered("buffer", self, name, tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers.discard(name)
@@ -291,8 +306,8 @@ class Module:
         if trace is not None:
             trace.note_module(self)
         hooks = self.__dict__.get("_hooks")
-        if hooks:
-            return hooks.call(self, args, kwargs)
+        if hooks or GLOBAL.any:
+            return with_global(hooks).call(self, args, kwargs)
         return self.forward(*args, **kwargs)
 
     # ------------------------------------------------------------------ hooks
@@ -594,6 +609,15 @@ class Module:
         ``.unexpected_keys`` before ``strict`` judges them."""
         return _add_state_hook(self, "load_post", hook)
 
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
+                              strict: bool, missing_keys: list, unexpected_keys: list,
+                              error_msgs: list) -> None:
+        """PyTorch's per-module step of `load_state_dict`, which a subclass may override to
+        rewrite its entries of ``state_dict`` (old key names, other layouts) before they
+        load, or to add to ``error_msgs``. It runs for each module after its load pre-hooks;
+        the tensors of every module are then loaded together from the state dict as
+        these calls left it, so this base version has nothing to do."""
+
     def load_state_dict(self, state_dict: Any, strict: bool = True,
                         assign: bool = False) -> "IncompatibleKeys":
         """Copy parameters and persistent buffers in (with ``assign``, take the given
@@ -609,9 +633,11 @@ class Module:
         extra = {}
         for mp, m in mods:
             prefix = f"{mp}." if mp else ""
+            args = (state_dict, prefix, {}, strict, missing, unexpected, errors)
             for hook, with_module in _state_hooks(m, "load_pre"):
-                args = (state_dict, prefix, {}, strict, missing, unexpected, errors)
                 hook(m, *args) if with_module else hook(*args)
+            if type(m)._load_from_state_dict is not Module._load_from_state_dict:
+                m._load_from_state_dict(*args)
             if type(m).set_extra_state is not Module.set_extra_state:
                 key = prefix + "_extra_state"
                 if key in state_dict:
@@ -747,3 +773,53 @@ def accepts_device_dtype(cls: type) -> type:
     init_on.__wrapped__ = init  # type: ignore[attr-defined]
     cls.__init__ = init_on
     return cls
+
+
+# ------------------------------------------------------------------ global hooks
+def register_module_forward_pre_hook(hook: Any) -> RemovableHandle:
+    """``hook(module, args)`` runs before every module's ``forward``, before the module's
+    own pre-hooks; it may return new arguments."""
+    return GLOBAL.add("forward_pre", hook, False)
+
+
+def register_module_forward_hook(hook: Any, *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:
+    """``hook(module, args, output)`` runs after every module's ``forward``, before the
+    module's own forward hooks; it may return a new output."""
+    flags = [f for f, on in (("with_kwargs", with_kwargs), ("always_call", always_call)) if on]
+    return GLOBAL.add("forward", hook, False, *flags)
+
+
+def register_module_full_backward_hook(hook: Any) -> RemovableHandle:
+    """``hook(module, grad_input, grad_output)`` runs for every module's backward, before
+    the module's own backward hooks."""
+    return GLOBAL.add("backward", hook, False)
+
+
+def register_module_backward_hook(hook: Any) -> RemovableHandle:
+    """PyTorch's older global backward hook: run as `register_module_full_backward_hook`."""
+    return register_module_full_backward_hook(hook)
+
+
+def register_module_full_backward_pre_hook(hook: Any) -> RemovableHandle:
+    """``hook(module, grad_output)`` runs for every module when its output gradients are
+    known, before the module's own backward pre-hooks."""
+    return GLOBAL.add("backward_pre", hook, False)
+
+
+def register_module_module_registration_hook(hook: Any) -> RemovableHandle:
+    """``hook(module, name, submodule)`` runs whenever a module registers a submodule; a
+    result that is not None is registered instead."""
+    return add_registration_hook("module", hook)
+
+
+def register_module_parameter_registration_hook(hook: Any) -> RemovableHandle:
+    """``hook(module, name, param)`` runs whenever a module registers a parameter; a
+    result that is not None is registered instead."""
+    return add_registration_hook("parameter", hook)
+
+
+def register_module_buffer_registration_hook(hook: Any) -> RemovableHandle:
+    """``hook(module, name, buffer)`` runs whenever a module registers or assigns a
+    buffer; a result that is not None is registered instead."""
+    return add_registration_hook("buffer", hook)

@@ -168,6 +168,9 @@ SCALAR: dict[str, Builder] = {
     "bitwise_not": _call("invert"),
     "left_shift": _bin("<<"),
     "right_shift": _bin(">>"),
+    "gcd": _call("gcd"),
+    "lcm": _call("lcm"),
+    "nextafter": _call("nextafter"),
     # --- end of math primitives ---
     # --- special functions (dualgraph/ops/special.py); scalar float64 functions ---
     "lgamma": _call("lgamma"),
