@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 
 from ....ir.graph import Node
 from ... import kir
+from ..blas import HAVE_CBLAS
 from . import _reshaped, ishape, lowers
 
 # ---- convolution
@@ -72,24 +74,13 @@ def _padded(attrs: dict) -> bool:
     return any(p for pair in attrs["padding"] for p in pair)
 
 
-def _im2col_into(block: kir.Block, x_node: Node, x: kir.Buffer, attrs: dict,
-                 cols: kir.Buffer, kmajor: bool = False) -> None:
-    """Fill ``cols`` (n, c*kh*kw, oh*ow), or (c*kh*kw, n, oh*ow) when ``kmajor``, with the
-    sliding windows of image ``x``: zeros first where there is padding, as window elements
-    in the padding are never written."""
-    from ....ops.conv import out_size
+def _table(block: kir.Block, out: str, attrs: dict, out_hw: tuple, mode: int = 0,
+           bias: bool = False) -> kir.Buffer:
+    from ..blas import conv_table
 
-    n, _, h, w = x_node.shape
-    oh, ow = out_size((h, w), attrs["kernel_size"], attrs["dilation"], attrs["padding"],
-                      attrs["stride"])
-    if _padded(attrs):
-        # Without padding every window element lies inside the image and is written.
-        flat = _reshaped(block, cols, (cols.size,), f"{cols.name}_f")
-        z = kir.Var(f"{cols.name}_z")
-        block.add(kir.Loop(z, cols.size, (kir.Store(flat, (z,), kir.const(0, cols.dtype)),)))
-    block.add(_window_loops(tuple(x_node.shape), attrs, (n, oh, ow), cols.name,
-                            lambda img, col: kir.Store(
-                                cols, (col[1], col[0], col[2]) if kmajor else col, x[img])))
+    stmt, geo = kir.table(f"{out}_geo", conv_table(attrs, out_hw, mode, bias))
+    block.add(stmt)
+    return geo
 
 
 @lowers("im2col")
@@ -97,32 +88,42 @@ def _im2col(node: Node, args: list, out: str) -> kir.Block:
     """The columns (N, K, L) stored kernel-offset major, as a (K, N, L) array seen through
     a transposed view: the weight gradient reads them as (K, N*L), one GEMM over the
     whole batch, and that reshape is then free (stored sample-major it is a copy of the
-    whole buffer)."""
+    whole buffer). Filled by the library's compiled routine (`blas.conv_im2col`)."""
+    from ....ops.conv import out_size
+
     n, k, length = ishape(node)
     store = kir.Buffer(f"{out}_t", (k, n, length), node.dtype)
     res = kir.Buffer(out, (n, k, length), node.dtype, kir.VIEW, layout="A")
     block = kir.Block([kir.Alloc(store)], res)
-    _im2col_into(block, node.inputs[0], args[0].buf, node.attrs, store, kmajor=True)
+    x = node.inputs[0]
+    if n * k * length:
+        hw = out_size(tuple(x.shape[2:]), node.attrs["kernel_size"], node.attrs["dilation"],
+                      node.attrs["padding"], node.attrs["stride"])
+        geo = _table(block, out, node.attrs, hw, mode=1)
+        block.add(kir.LibCall("conv_im2col", (args[0].buf, geo), (store,)))
     block.add(kir.View(res, store, "transpose", (1, 0, 2)))
     return block
 
 
 @lowers("col2im")
 def _col2im(node: Node, args: list, out: str) -> kir.Block:
+    """Zeros, then every column element added where its window reads it: the library's
+    compiled routine (`blas.conv_col2im`)."""
     from ....ops.conv import out_size
 
     a = node.attrs
     n, c, h, w = node.shape
-    oh, ow = out_size((h, w), a["kernel_size"], a["dilation"], a["padding"], a["stride"])
+    hw = out_size((h, w), a["kernel_size"], a["dilation"], a["padding"], a["stride"])
     res = kir.Buffer(out, ishape(node), node.dtype)
     block = kir.Block([kir.Alloc(res)], res)
-    flat = _reshaped(block, res, (res.size,), f"{out}_f")
-    z = kir.Var(f"{out}_z")
-    cols = args[0].buf
-    block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, res.dtype)),)),
-              _window_loops(tuple(node.shape), a, (n, oh, ow), out,
-                            lambda img, col: kir.Store(res, img, cols[col], "+")))
-    return block
+    if not res.size:
+        return block
+    if not math.prod(node.inputs[0].shape):
+        flat = _reshaped(block, res, (res.size,), f"{out}_f")
+        z = kir.Var(f"{out}_z")
+        return block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, res.dtype)),)))
+    geo = _table(block, out, a, hw)
+    return block.add(kir.LibCall("conv_col2im", (args[0].buf, geo), (res,)))
 
 
 # Measured on one core (float32, AMD EPYC with AVX2, OpenBLAS 0.3.31; median CPU time of
@@ -154,8 +155,15 @@ def _conv2d(node: Node, args: list, out: str) -> kir.Block:
                                    f"{', per sample' if g == 1 else ''})"),
                        kir.Alloc(res)], res)
     wc = _reshaped(block, args[1].buf, (o * k,), f"{out}_w")  # C-ordered (copied if not)
-    r3 = _reshaped(block, res, (n, o, length), f"{out}_r")
     attrs = dict(node.attrs, kernel_size=(kh, kw))
+    if g == 1 and HAVE_CBLAS and len(x.shape) == 4:
+        if n * o * length:
+            geo = _table(block, out, attrs, (oh, ow), bias=bias is not None)
+            # Without a bias the weight stands in for the pointer (it is not read).
+            block.add(kir.LibCall("conv_conv2d", (args[0].buf, wc, bias if bias is not None
+                                                  else wc, geo), (res,)))
+        return block
+    r3 = _reshaped(block, res, (n, o, length), f"{out}_r")
     i, c, p = kir.Var(f"{out}_n"), kir.Var(f"{out}_o"), kir.Var(f"{out}_l")
     init = bias[(c,)] if bias is not None else kir.const(0, dtype)
     start = kir.Loop(c, o, (kir.Loop(p, length, (kir.Store(r3, (i, c, p), init),)),))
@@ -182,7 +190,9 @@ def _conv2d(node: Node, args: list, out: str) -> kir.Block:
         return block.add(kir.Loop(i, n, tuple(body)))
     cols = kir.Buffer(f"{out}_c", (n, g * k, length), dtype)
     block.add(kir.Alloc(cols))
-    _im2col_into(block, x, args[0].buf, attrs, cols)
+    if n * k * length:
+        geo = _table(block, out, attrs, (oh, ow))
+        block.add(kir.LibCall("conv_im2col", (args[0].buf, geo), (cols,)))
     if n * o * length:
         block.add(kir.Loop(i, n, (start,)))
     item = kir.Var(f"{out}_g")
