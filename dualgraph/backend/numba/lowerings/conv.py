@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -13,6 +14,11 @@ from ..blas import HAVE_CBLAS
 from . import _reshaped, ishape, lowers
 
 # ---- convolution
+# Whether the kernel being lowered spreads its item loops over threads (``parallel=True``,
+# `codegen.parallel_items`): the library's compiled routines run on the calling thread,
+# so there the window loops stay in the kernel, where their sample loops can be spread.
+ITEM_THREADS: ContextVar[bool] = ContextVar("conv_item_threads", default=False)
+
 # Plain loops gather (im2col) and scatter-add (col2im) the sliding windows; conv2d is im2col
 # into a scratch buffer, then one BLAS product per (sample, group) written in place into
 # the output, which is already in (N, O, oH, oW) order.
@@ -74,6 +80,26 @@ def _padded(attrs: dict) -> bool:
     return any(p for pair in attrs["padding"] for p in pair)
 
 
+def _im2col_into(block: kir.Block, x_node: Node, x: kir.Buffer, attrs: dict,
+                 cols: kir.Buffer, kmajor: bool = False) -> None:
+    """Fill ``cols`` (n, c*kh*kw, oh*ow), or (c*kh*kw, n, oh*ow) when ``kmajor``, with the
+    sliding windows of image ``x``: zeros first where there is padding, as window elements
+    in the padding are never written."""
+    from ....ops.conv import out_size
+
+    n, _, h, w = x_node.shape
+    oh, ow = out_size((h, w), attrs["kernel_size"], attrs["dilation"], attrs["padding"],
+                      attrs["stride"])
+    if _padded(attrs):
+        # Without padding every window element lies inside the image and is written.
+        flat = _reshaped(block, cols, (cols.size,), f"{cols.name}_f")
+        z = kir.Var(f"{cols.name}_z")
+        block.add(kir.Loop(z, cols.size, (kir.Store(flat, (z,), kir.const(0, cols.dtype)),)))
+    block.add(_window_loops(tuple(x_node.shape), attrs, (n, oh, ow), cols.name,
+                            lambda img, col: kir.Store(
+                                cols, (col[1], col[0], col[2]) if kmajor else col, x[img])))
+
+
 def _table(block: kir.Block, out: str, attrs: dict, out_hw: tuple, mode: int = 0,
            bias: bool = False) -> kir.Buffer:
     from ..blas import conv_table
@@ -88,7 +114,8 @@ def _im2col(node: Node, args: list, out: str) -> kir.Block:
     """The columns (N, K, L) stored kernel-offset major, as a (K, N, L) array seen through
     a transposed view: the weight gradient reads them as (K, N*L), one GEMM over the
     whole batch, and that reshape is then free (stored sample-major it is a copy of the
-    whole buffer). Filled by the library's compiled routine (`blas.conv_im2col`)."""
+    whole buffer). Filled by the library's compiled routine (`blas.conv_im2col`), or by
+    loops in a kernel spreading its items."""
     from ....ops.conv import out_size
 
     n, k, length = ishape(node)
@@ -96,7 +123,9 @@ def _im2col(node: Node, args: list, out: str) -> kir.Block:
     res = kir.Buffer(out, (n, k, length), node.dtype, kir.VIEW, layout="A")
     block = kir.Block([kir.Alloc(store)], res)
     x = node.inputs[0]
-    if n * k * length:
+    if ITEM_THREADS.get():
+        _im2col_into(block, x, args[0].buf, node.attrs, store, kmajor=True)
+    elif n * k * length:
         hw = out_size(tuple(x.shape[2:]), node.attrs["kernel_size"], node.attrs["dilation"],
                       node.attrs["padding"], node.attrs["stride"])
         geo = _table(block, out, node.attrs, hw, mode=1)
@@ -108,7 +137,7 @@ def _im2col(node: Node, args: list, out: str) -> kir.Block:
 @lowers("col2im")
 def _col2im(node: Node, args: list, out: str) -> kir.Block:
     """Zeros, then every column element added where its window reads it: the library's
-    compiled routine (`blas.conv_col2im`)."""
+    compiled routine (`blas.conv_col2im`), or loops in a kernel spreading its items."""
     from ....ops.conv import out_size
 
     a = node.attrs
@@ -118,10 +147,15 @@ def _col2im(node: Node, args: list, out: str) -> kir.Block:
     block = kir.Block([kir.Alloc(res)], res)
     if not res.size:
         return block
-    if not math.prod(node.inputs[0].shape):
+    if ITEM_THREADS.get() or not math.prod(node.inputs[0].shape):
         flat = _reshaped(block, res, (res.size,), f"{out}_f")
         z = kir.Var(f"{out}_z")
-        return block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, res.dtype)),)))
+        block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, res.dtype)),)))
+        if not math.prod(node.inputs[0].shape):
+            return block
+        cols = args[0].buf
+        return block.add(_window_loops(tuple(node.shape), a, (n, *hw), out,
+                                       lambda img, col: kir.Store(res, img, cols[col], "+")))
     geo = _table(block, out, a, hw)
     return block.add(kir.LibCall("conv_col2im", (args[0].buf, geo), (res,)))
 
@@ -156,7 +190,8 @@ def _conv2d(node: Node, args: list, out: str) -> kir.Block:
                        kir.Alloc(res)], res)
     wc = _reshaped(block, args[1].buf, (o * k,), f"{out}_w")  # C-ordered (copied if not)
     attrs = dict(node.attrs, kernel_size=(kh, kw))
-    if g == 1 and HAVE_CBLAS and len(x.shape) == 4:
+    library = HAVE_CBLAS and not ITEM_THREADS.get()
+    if g == 1 and library:
         if n * o * length:
             geo = _table(block, out, attrs, (oh, ow), bias=bias is not None)
             # Without a bias the weight stands in for the pointer (it is not read).
@@ -190,7 +225,9 @@ def _conv2d(node: Node, args: list, out: str) -> kir.Block:
         return block.add(kir.Loop(i, n, tuple(body)))
     cols = kir.Buffer(f"{out}_c", (n, g * k, length), dtype)
     block.add(kir.Alloc(cols))
-    if n * k * length:
+    if not library:
+        _im2col_into(block, x, args[0].buf, attrs, cols)
+    elif n * k * length:
         geo = _table(block, out, attrs, (oh, ow))
         block.add(kir.LibCall("conv_im2col", (args[0].buf, geo), (cols,)))
     if n * o * length:
