@@ -78,6 +78,15 @@ def test_grouped_keeps_the_batch_columns():
         "conv_im2col"]
 
 
+def _grads(fn, ts: tuple) -> list:
+    """``fn(*ts)``'s value and the gradients of ``ts``."""
+    for t in ts:
+        t.grad = None
+    loss = fn(*ts)
+    loss.backward()
+    return [loss.numpy()] + [t.grad.numpy().copy() for t in ts]
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_compiled_equals_eager(dtype):
     """Padding on one side only, stride, dilation, padding wider than the kernel, with and
@@ -99,16 +108,9 @@ def test_compiled_equals_eager(dtype):
         return ((dg.relu(y1) ** 2).sum() + (y2 * y2.tanh()).sum()
                 + (y3 * y3).mean() + (y4 * y4).sum())
 
-    def grads(fn):
-        for t in (x, w, b):
-            t.grad = None
-        loss = fn(x, w, b)
-        loss.backward()
-        return [loss.numpy()] + [t.grad.numpy().copy() for t in (x, w, b)]
-
-    eager = grads(f)
+    eager = _grads(f, (x, w, b))
     compiled = dg.compile(f, tiered=False)
-    got = grads(compiled)
+    got = _grads(compiled, (x, w, b))
     assert compiled.stats.traces == 1
     tol = 2e-5 if dtype == np.float32 else 1e-12
     for a, e in zip(got, eager):
@@ -135,19 +137,12 @@ def test_a_cold_convolution_compiles_no_helper_and_its_module_registers_the_rout
         y = F.conv_transpose2d(F.conv2d(x, w, padding=1), wt, stride=2, output_padding=1)
         return (y * y).sum()
 
-    def grads(fn):
-        for t in (x, w, wt):
-            t.grad = None
-        loss = fn(x, w, wt)
-        loss.backward()
-        return [loss.numpy()] + [t.grad.numpy().copy() for t in (x, w, wt)]
-
-    eager = grads(f)
+    eager = _grads(f, (x, w, wt))
     blas.need_conv("float32")
     with cache.isolated(str(tmp_path)):
         compiled = dg.compile(f, tiered=False)
         got: list = []
-        helpers = _helpers_compiled(lambda: got.extend(grads(compiled)))
+        helpers = _helpers_compiled(lambda: got.extend(_grads(compiled, (x, w, wt))))
     assert not [h for h in helpers if "blas." in h], helpers
     for a, e in zip(got, eager):
         assert_close(a, e, rtol=2e-5, atol=2e-5)

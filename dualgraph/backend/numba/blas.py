@@ -677,6 +677,15 @@ def _zero_of_ptr(p):
     return lambda p: zero
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _window_columns(kj, t, w_):
+    """Kernel column ``kj``'s offset ``b`` into the image row and the range [lo, hi) of
+    window columns whose element lies inside the image (of width ``w_``)."""
+    dw, sw, pl, ow = t[3], t[5], t[7], t[9]
+    b = kj * dw - pl
+    return b, max(0, (sw - 1 - b) // sw), min(ow, (w_ - 1 - b) // sw + 1)
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _gather(x, xn, g, t, cols, base, rs, zero):
     """One sample's windows (its image at ``x + xn``, operand 0 of ``g``) into rows ``r``
@@ -684,8 +693,7 @@ def _gather(x, xn, g, t, cols, base, rs, zero):
     first where there is padding (window elements there are never written)."""
     c_, h_, w_ = g[1], g[2], g[3]
     s1, s2, s3 = g[5], g[6], g[7]
-    kh, kw, dh, dw, sh, sw, pt, pl, oh, ow = (t[0], t[1], t[2], t[3], t[4], t[5], t[6],
-                                              t[7], t[8], t[9])
+    kh, kw, dh, sh, sw, pt, oh, ow = t[0], t[1], t[2], t[4], t[5], t[6], t[8], t[9]
     length = oh * ow
     for c in range(c_):
         for ki in range(kh):
@@ -694,9 +702,7 @@ def _gather(x, xn, g, t, cols, base, rs, zero):
                 if zero:
                     for j in range(length):
                         _store(cols, row + j, _zero_of(x))
-                b = kj * dw - pl
-                lo = max(0, (sw - 1 - b) // sw)
-                hi = min(ow, (w_ - 1 - b) // sw + 1)
+                b, lo, hi = _window_columns(kj, t, w_)
                 for oy in range(oh):
                     h = oy * sh + ki * dh - pt
                     if h < 0 or h >= h_:
@@ -732,8 +738,7 @@ def _col2im(cols, res, g, t):
     ``cols`` (N, K, L) (operand 0, any strides) added where its window reads it."""
     n_, c_, h_, w_ = g[_CONV_AT], g[_CONV_AT + 1], g[_CONV_AT + 2], g[_CONV_AT + 3]
     s0, s1, s2 = g[4], g[5], g[6]
-    kh, kw, dh, dw, sh, sw, pt, pl, oh, ow = (t[0], t[1], t[2], t[3], t[4], t[5], t[6],
-                                              t[7], t[8], t[9])
+    kh, kw, dh, sh, sw, pt, oh, ow = t[0], t[1], t[2], t[4], t[5], t[6], t[8], t[9]
     for j in range(n_ * c_ * h_ * w_):
         _store(res, j, _zero_of(res))
     for n in range(n_):
@@ -741,9 +746,7 @@ def _col2im(cols, res, g, t):
             for ki in range(kh):
                 for kj in range(kw):
                     r = (c * kh + ki) * kw + kj
-                    b = kj * dw - pl
-                    lo = max(0, (sw - 1 - b) // sw)
-                    hi = min(ow, (w_ - 1 - b) // sw + 1)
+                    b, lo, hi = _window_columns(kj, t, w_)
                     for oy in range(oh):
                         h = oy * sh + ki * dh - pt
                         if h < 0 or h >= h_:
@@ -856,31 +859,31 @@ def _conv_codegen(kind: str, dtype: Any) -> Any:
     return codegen
 
 
-def _conv_typed(arrays: tuple, table: Any) -> bool:
-    return (all(isinstance(a, types.Array) and a.ndim <= 4 and a.dtype == arrays[0].dtype
-                for a in arrays) and arrays[0].dtype in (types.float32, types.float64)
+def _conv_call(kind: str, arrays: tuple, table: Any) -> Any:
+    """The typing of a call of the C function ``kind`` over ``arrays`` (float arrays of
+    one dtype, at most 4-D) and ``table`` (a C-ordered int64 array), or None."""
+    dtype = arrays[0].dtype
+    if not (all(isinstance(a, types.Array) and a.ndim <= 4 and a.dtype == dtype
+                for a in arrays) and dtype in (types.float32, types.float64)
             and isinstance(table, types.Array) and table.dtype == types.int64
-            and table.layout == "C")
+            and table.layout == "C"):
+        return None
+    need_conv(str(dtype))
+    return types.void(*arrays, table), _conv_codegen(kind, dtype)
 
 
 @intrinsic
 def conv_im2col(typingctx, x, cols, table):
     """``x`` (N, C, H, W) as columns into C-ordered ``cols`` (in generated code
     ``dgb.conv_im2col_<dtype>``): the registered C function `_im2col`."""
-    if not _conv_typed((x, cols), table):
-        return None
-    need_conv(str(x.dtype))
-    return types.void(x, cols, table), _conv_codegen("im2col", x.dtype)
+    return _conv_call("im2col", (x, cols), table)
 
 
 @intrinsic
 def conv_col2im(typingctx, cols, res, table):
     """Columns (N, K, L) summed into C-ordered ``res`` (N, C, H, W) (in generated code
     ``dgb.conv_col2im_<dtype>``): the registered C function `_col2im`."""
-    if not _conv_typed((cols, res), table):
-        return None
-    need_conv(str(res.dtype))
-    return types.void(cols, res, table), _conv_codegen("col2im", res.dtype)
+    return _conv_call("col2im", (cols, res), table)
 
 
 @intrinsic
@@ -888,10 +891,7 @@ def conv_conv2d(typingctx, x, w, bias, out, table):
     """An ungrouped convolution into C-ordered ``out`` (in generated code
     ``dgb.conv_conv2d_<dtype>``; NumPy's BLAS only: HAVE_CBLAS): the registered C
     function `_conv2d`."""
-    if not _conv_typed((x, w, bias, out), table):
-        return None
-    need_conv(str(out.dtype))
-    return types.void(x, w, bias, out, table), _conv_codegen("conv2d", out.dtype)
+    return _conv_call("conv2d", (x, w, bias, out), table)
 
 
 conv_im2col_float32 = conv_im2col_float64 = conv_im2col
