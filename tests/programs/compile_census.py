@@ -3,8 +3,13 @@ parts of split kernels), how many are distinct, and the CPU time of a cold compi
 
     PYTHONPATH=. python -m tests.programs.compile_census PROGRAM [--lines] [--no-compile]
 
-PROGRAM: mingpt, nanogpt, makemore-KIND (transformer, mlp, rnn, gru, bow), or a workload
-of `dualgraph.workloads.model_step` (transformer, transformer-4, cnn).
+PROGRAM: mingpt, nanogpt, makemore-KIND (transformer, mlp, rnn, gru, bow), the
+pytorch/examples programs (mnist, vae, dcgan, regression, wlm-LSTM, wlm-Transformer), or a
+workload of `dualgraph.workloads.model_step` (transformer, transformer-4, cnn).
+
+A program starts from torch's initial weights (its golden), runs its ten compiled steps
+(regression: until its own stopping criterion) and is checked against torch's losses
+(1e-5; regression: its first 100): the report gives the traces and whether they match.
 
 Runs with an empty kernel cache (a fresh temporary directory), blocking compiles and one
 compile process (``DUALGRAPH_COMPILE_JOBS=1`` unless set), and reports CPU seconds of
@@ -24,14 +29,78 @@ import time
 from typing import Any
 
 
-def _programs() -> dict:
-    from . import runners
+def _golden_run(name: str) -> Any:
+    """A runner of test_programs' kind: ``(torch, compiled) -> out``, from torch's weights
+    (and recorded random draws) in goldens/, with the losses to compare against."""
+    import json
 
-    out = {"mingpt": runners.mingpt, "nanogpt": runners.nanogpt}
+    import numpy as np
+
+    from . import runners
+    from .harness import GOLDENS
+
+    weights = np.load(GOLDENS / f"{name}.npz")
+    extra: dict = {}
+    draws = [weights[f"__draw{i}"] for i in range(len(weights.files))
+             if f"__draw{i}" in weights.files]
+    if draws:
+        extra["draws"] = draws
+    program, _, variant = name.partition("-")
+    if variant:
+        extra["model_type"] = variant
+    want = json.loads((GOLDENS / "losses.json").read_text())["programs"][name]["losses"]
+
+    def go(torch: Any, compiled: bool) -> dict:
+        out = getattr(runners, program)(torch, weights=weights, compiled=compiled, **extra)
+        out["want"] = want[:100] if name == "regression" else want
+        out["losses"] = out["losses"][:len(out["want"])]
+        return out
+
+    return go
+
+
+def _wlm_run(variant: str) -> Any:
+    """word_language_model's step compiled as its test compiles it."""
+
+    def go(torch: Any, compiled: bool) -> dict:
+        from pathlib import Path
+
+        import numpy as np
+
+        from .word_language_model.config import setup
+
+        gold = np.load(Path(__file__).resolve().parent / "word_language_model" / "goldens.npz")
+        _, step, _ = setup(torch, variant)
+        prefix = f"{variant}/param."
+        step.model.load_state_dict({k[len(prefix):]: torch.tensor(gold[k])
+                                    for k in gold.files if k.startswith(prefix)})
+        source = torch.tensor(gold[f"{variant}/data"])
+        if variant == "Transformer":
+            fn = torch.compile(lambda data, targets: step.train_step(data, targets)[0])
+        else:
+            fn = torch.compile(lambda data, targets, h, c: step.train_step(data, targets,
+                                                                            (h, c)))
+            hidden = step.model.init_hidden(step.args.batch_size)
+        losses = []
+        for i in range(0, step.args.steps * step.args.bptt, step.args.bptt):
+            data, targets = step.get_batch(source, i)
+            if variant == "Transformer":
+                loss = fn(data, targets)
+            else:
+                loss, hidden = fn(data, targets, *hidden)
+            losses.append(loss.item())
+        return {"losses": losses, "want": list(gold[f"{variant}/losses"]), "compiled": fn}
+
+    return go
+
+
+def _programs() -> dict:
+    out = {name: _golden_run(name)
+           for name in ("mingpt", "nanogpt", "mnist", "vae", "dcgan", "regression")}
     for kind in ("transformer", "mlp", "rnn", "gru", "bow"):
-        out[f"makemore-{kind}"] = (
-            lambda torch, compiled, kind=kind: runners.makemore(torch, compiled=compiled,
-                                                                model_type=kind))
+        out[f"makemore-{kind}"] = _golden_run(f"makemore-{kind}")
+    for variant in ("LSTM", "Transformer"):
+        out[f"wlm-{variant}"] = _wlm_run(variant)
     return out
 
 
@@ -76,11 +145,12 @@ def run(program: str, compile_: bool = True) -> dict:
         return k
 
     t0 = time.process_time()
+    result: dict = {}
     with build_swapped(build) as found:
         real.append(found)
         if program in _programs():
             try:
-                _programs()[program](dg, compiled=True)
+                result = _programs()[program](dg, compiled=True)
             except TakenError:
                 pass
         else:
@@ -93,7 +163,16 @@ def run(program: str, compile_: bool = True) -> dict:
                 pass
     total = time.process_time() - t0
     c = census(built)
-    return {"program": program, "kernels": len(built), "cpu_total": total, **cpu, **c}
+    out = {"program": program, "kernels": len(built), "cpu_total": total, **cpu, **c}
+    if "losses" in result:
+        import numpy as np
+
+        got, want = np.asarray(result["losses"]), np.asarray(result["want"], dtype=float)
+        out["traces"] = result["compiled"].stats.traces
+        out["max_rel"] = float(np.max(np.abs(got - want) / np.abs(want))) if len(got) else 0.0
+        out["match"] = got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-5,
+                                                                    atol=0))
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -111,6 +190,9 @@ def main(argv: list[str] | None = None) -> None:
           f"{r['distinct']} distinct ({r['lines']} lines); repeats {r['repeats']}")
     print(f"cpu s: total {r['cpu_total']:.1f}, build {r['build']:.1f}, "
           f"compile {r['compile']:.1f}")
+    if "traces" in r:
+        print(f"traces {r['traces']}; losses equal torch's to 1e-5: {r['match']} "
+              f"(largest relative difference {r['max_rel']:.1e})")
     if ns.lines:
         for code, n in r["codes"].items():
             digest = hashlib.sha1(code.encode()).hexdigest()[:8]

@@ -185,7 +185,8 @@ def _find_thread_control() -> tuple | None:
 _THREADS = _find_thread_control()
 # The library routines (`kir.LibCall` names, `printer.LIBRARY`) that call BLAS or LAPACK.
 BLAS_ROUTINES = frozenset({"gemm_batched", "inv", "det", "cholesky", "cholesky_info",
-                           "solve_triangular", "eigh", "svd", "qr", "pinv", "matrix_exp"})
+                           "solve_triangular", "eigh", "svd", "qr", "pinv", "matrix_exp",
+                           "conv_conv2d"})
 
 
 def calls_blas(stmts: list) -> bool:
@@ -610,3 +611,290 @@ def pool_scatter(g, idx, out):
 # The names generated code calls, one per dtype (`cache.module_source` registers the C
 # function a kernel's module names).
 gemm_batched_float32 = gemm_batched_float64 = gemm_batched
+
+
+# ---- convolution
+# The sliding-window copies of a convolution (im2col, col2im, and conv2d's per-sample
+# columns and product) as C functions compiled once per installation and dtype and
+# called by symbol, as the batched product is: a kernel holding a convolution neither
+# types nor optimises its window loops again. The operands reach them as pointers and a
+# geometry block (each operand's shape and strides in elements, `_CONV_AT`), the window
+# geometry as a small int64 table (a kernel constant, `conv_table`). Stride 1 along a
+# row is a loop of its own, a contiguous copy that LLVM vectorises.
+
+_CONV_AT = 8  # per operand: four extents, then four strides (a 1-D operand: its first)
+
+
+def conv_table(attrs: dict, out_hw: tuple, mode: int = 0, bias: bool = False) -> tuple:
+    """The window geometry the convolution's C functions read: (kh, kw, dh, dw, sh, sw,
+    top padding, left padding, oh, ow, mode, has bias, any padding); ``mode`` 1 lays
+    im2col's columns out (K, N, L) instead of (N, K, L)."""
+    (kh, kw), (dh, dw), (sh, sw) = attrs["kernel_size"], attrs["dilation"], attrs["stride"]
+    (pt, _), (pl, _) = attrs["padding"]
+    padded = any(p for pair in attrs["padding"] for p in pair)
+    return (kh, kw, dh, dw, sh, sw, pt, pl, out_hw[0], out_hw[1], mode, int(bias),
+            int(padded))
+
+
+@intrinsic
+def _store(typingctx, p, off, v):
+    def codegen(context, builder, signature, args):
+        builder.store(args[2], builder.gep(args[0], [args[1]]))
+        return context.get_dummy_value()
+
+    return types.void(p, off, v), codegen
+
+
+@intrinsic
+def _gemm_add(typingctx, m, n, k, a, ia, b, ib, c, ic):
+    """``c += a @ b`` (cblas_?gemm, beta 1) on C-ordered matrices starting ``ia``/``ib``/
+    ``ic`` elements past the pointers, leading dimensions k, n and n."""
+    sig = types.void(m, n, k, a, ia, b, ib, c, ic)
+
+    def codegen(context, builder, signature, args):
+        m_, n_, k_, a_, ia_, b_, ib_, c_, ic_ = args
+        dtype = signature.args[3].dtype
+        ptr = ir.IntType(8).as_pointer()
+        i64 = ir.IntType(64)
+
+        def at(p, off):
+            return builder.bitcast(builder.gep(p, [off]), ptr)
+
+        flag = ir.Constant(i64, _NO_TRANS)
+        _emit_gemm(context, builder, dtype, flag, flag, m_, n_, k_, at(a_, ia_), k_,
+                   at(b_, ib_), n_, context.get_constant(dtype, 1.0), at(c_, ic_), n_)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _zero_of(p):  # noqa: ARG001 - typed by the overload below
+    raise NotImplementedError
+
+
+@overload(_zero_of)
+def _zero_of_ptr(p):
+    zero = numba.np.numpy_support.as_dtype(p.dtype).type(0)
+    return lambda p: zero
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _window_columns(kj, t, w_):
+    """Kernel column ``kj``'s offset ``b`` into the image row and the range [lo, hi) of
+    window columns whose element lies inside the image (of width ``w_``)."""
+    dw, sw, pl, ow = t[3], t[5], t[7], t[9]
+    b = kj * dw - pl
+    return b, max(0, (sw - 1 - b) // sw), min(ow, (w_ - 1 - b) // sw + 1)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _gather(x, xn, g, t, cols, base, rs, zero):
+    """One sample's windows (its image at ``x + xn``, operand 0 of ``g``) into rows ``r``
+    of ``cols`` starting ``base + r * rs`` (each ``oh * ow`` long); ``zero``: write zeros
+    first where there is padding (window elements there are never written)."""
+    c_, h_, w_ = g[1], g[2], g[3]
+    s1, s2, s3 = g[5], g[6], g[7]
+    kh, kw, dh, sh, sw, pt, oh, ow = t[0], t[1], t[2], t[4], t[5], t[6], t[8], t[9]
+    length = oh * ow
+    for c in range(c_):
+        for ki in range(kh):
+            for kj in range(kw):
+                row = base + ((c * kh + ki) * kw + kj) * rs
+                if zero:
+                    for j in range(length):
+                        _store(cols, row + j, _zero_of(x))
+                b, lo, hi = _window_columns(kj, t, w_)
+                for oy in range(oh):
+                    h = oy * sh + ki * dh - pt
+                    if h < 0 or h >= h_:
+                        continue
+                    src = xn + c * s1 + h * s2
+                    dst = row + oy * ow
+                    if sw == 1 and s3 == 1:
+                        src += b
+                        for ox in range(lo, hi):
+                            _store(cols, dst + ox, _load(x, src + ox))
+                    else:
+                        for ox in range(lo, hi):
+                            _store(cols, dst + ox, _load(x, src + (ox * sw + b) * s3))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _im2col(x, cols, g, t):
+    """Operand 0 (N, C, H, W) into ``cols`` (C-ordered): (N, K, L) (mode 0) or (K, N, L)
+    (mode 1)."""
+    n_, s0 = g[0], g[4]
+    length = t[8] * t[9]
+    zero = t[12] != 0
+    for n in range(n_):
+        if t[10] == 0:
+            _gather(x, n * s0, g, t, cols, n * (g[1] * t[0] * t[1]) * length, length, zero)
+        else:
+            _gather(x, n * s0, g, t, cols, n * length, n_ * length, zero)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _col2im(cols, res, g, t):
+    """``res`` (N, C, H, W) (operand 1, C-ordered) zeroed, then each column element of
+    ``cols`` (N, K, L) (operand 0, any strides) added where its window reads it."""
+    n_, c_, h_, w_ = g[_CONV_AT], g[_CONV_AT + 1], g[_CONV_AT + 2], g[_CONV_AT + 3]
+    s0, s1, s2 = g[4], g[5], g[6]
+    kh, kw, dh, sh, sw, pt, oh, ow = t[0], t[1], t[2], t[4], t[5], t[6], t[8], t[9]
+    for j in range(n_ * c_ * h_ * w_):
+        _store(res, j, _zero_of(res))
+    for n in range(n_):
+        for c in range(c_):
+            for ki in range(kh):
+                for kj in range(kw):
+                    r = (c * kh + ki) * kw + kj
+                    b, lo, hi = _window_columns(kj, t, w_)
+                    for oy in range(oh):
+                        h = oy * sh + ki * dh - pt
+                        if h < 0 or h >= h_:
+                            continue
+                        dst = ((n * c_ + c) * h_ + h) * w_ + b
+                        src = n * s0 + r * s1 + oy * ow * s2
+                        if sw == 1 and s2 == 1:
+                            for ox in range(lo, hi):
+                                _store(res, dst + ox, _load(res, dst + ox) + _load(cols,
+                                                                                 src + ox))
+                        else:
+                            for ox in range(lo, hi):
+                                _store(res, dst + ox * sw,
+                                       _load(res, dst + ox * sw) + _load(cols, src + ox * s2))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _conv2d(x, w, bias, out, g, t):
+    """Ungrouped ``out`` (N, O, oH, oW) (operand 3, C-ordered) = conv of ``x`` (operand 0)
+    with ``w`` (O, K) (C-ordered): sample by sample, its columns into a (K, L) buffer that
+    stays in cache, its output started at the bias (``t[11]``: there is one) or zero,
+    then one product adding to it."""
+    n_, o_ = g[3 * _CONV_AT], g[3 * _CONV_AT + 1]
+    k = g[1] * t[0] * t[1]
+    length = t[8] * t[9]
+    scratch = _empty_of(x, k * length)
+    cols = _data(scratch)
+    for n in range(n_):
+        # The positions a window leaves unwritten are the same in every sample.
+        _gather(x, n * g[4], g, t, cols, 0, length, n == 0 and t[12] != 0)
+        at = n * o_ * length
+        for o in range(o_):
+            v = _load(bias, o) if t[11] != 0 else _zero_of(x)
+            for j in range(length):
+                _store(out, at + o * length + j, v)
+        if k:
+            _gemm_add(o_, length, k, w, 0, cols, 0, out, at)
+    scratch.size  # noqa: B018 - the columns live until the last product has read them
+
+
+def _c_conv(dtype: Any, kind: str) -> Any:
+    ptr, i64 = types.CPointer(dtype), types.CPointer(types.int64)
+    if kind == "conv2d":
+        def entry(x, w, bias, out, g, t):
+            _conv2d(x, w, bias, out, g, t)
+
+        sig = types.void(ptr, ptr, ptr, ptr, i64, i64)
+    elif kind == "im2col":
+        def entry(x, cols, g, t):
+            _im2col(x, cols, g, t)
+
+        sig = types.void(ptr, ptr, i64, i64)
+    else:
+        def entry(cols, res, g, t):
+            _col2im(cols, res, g, t)
+
+        sig = types.void(ptr, ptr, i64, i64)
+    return numba.cfunc(sig, cache=True, nopython=True, error_model="numpy")(entry)
+
+
+_CONV: dict = {}
+_CONV_KINDS = ("im2col", "col2im", "conv2d")
+
+
+def need_conv(dtype: str) -> None:
+    """Compile (or load from Numba's disk cache) the convolution's C functions for
+    ``dtype`` and register their symbols, once per process (see `need_batched`)."""
+    if dtype in _CONV:
+        return
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:
+        if dtype not in _CONV:
+            ty = types.float32 if dtype == "float32" else types.float64
+            fns = {kind: _c_conv(ty, kind) for kind in _CONV_KINDS}
+            for kind, fn in fns.items():
+                llvm.add_symbol(f"dualgraph_conv_{kind}_{dtype}", fn.address)
+            _CONV[dtype] = fns
+
+
+def _conv_codegen(kind: str, dtype: Any) -> Any:
+    """The call of the registered C function ``kind``: each array's data pointer, one
+    geometry block of their extents and strides (in elements), the table's pointer."""
+    name = f"dualgraph_conv_{kind}_{dtype}"
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        arrays = signature.args[:-1]
+        geo = cgutils.alloca_once(builder, i64, size=_CONV_AT * len(arrays))
+        fl = context.get_value_type(dtype).as_pointer()
+        size = ir.Constant(i64, context.get_abi_sizeof(context.get_value_type(dtype)))
+        ptrs = []
+        for j, (ty, val) in enumerate(zip(arrays, args)):
+            ary = context.make_array(ty)(context, builder, val)
+            shape = cgutils.unpack_tuple(builder, ary.shape, ty.ndim)
+            strides = cgutils.unpack_tuple(builder, ary.strides, ty.ndim)
+            for d in range(4):
+                at = builder.gep(geo, [ir.Constant(i64, j * _CONV_AT + d)])
+                builder.store(shape[d] if d < ty.ndim else ir.Constant(i64, 1), at)
+                at = builder.gep(geo, [ir.Constant(i64, j * _CONV_AT + 4 + d)])
+                builder.store(builder.sdiv(strides[d], size) if d < ty.ndim
+                              else ir.Constant(i64, 0), at)
+            ptrs.append(builder.bitcast(ary.data, fl))
+        table = context.make_array(signature.args[-1])(context, builder, args[-1]).data
+        fnty = ir.FunctionType(ir.VoidType(), [fl] * len(arrays) + [i64.as_pointer()] * 2)
+        fn = cgutils.get_or_insert_function(builder.module, fnty, name)
+        builder.call(fn, ptrs + [geo, table])
+        return context.get_dummy_value()
+
+    return codegen
+
+
+def _conv_call(kind: str, arrays: tuple, table: Any) -> Any:
+    """The typing of a call of the C function ``kind`` over ``arrays`` (float arrays of
+    one dtype, at most 4-D) and ``table`` (a C-ordered int64 array), or None."""
+    dtype = arrays[0].dtype
+    if not (all(isinstance(a, types.Array) and a.ndim <= 4 and a.dtype == dtype
+                for a in arrays) and dtype in (types.float32, types.float64)
+            and isinstance(table, types.Array) and table.dtype == types.int64
+            and table.layout == "C"):
+        return None
+    need_conv(str(dtype))
+    return types.void(*arrays, table), _conv_codegen(kind, dtype)
+
+
+@intrinsic
+def conv_im2col(typingctx, x, cols, table):
+    """``x`` (N, C, H, W) as columns into C-ordered ``cols`` (in generated code
+    ``dgb.conv_im2col_<dtype>``): the registered C function `_im2col`."""
+    return _conv_call("im2col", (x, cols), table)
+
+
+@intrinsic
+def conv_col2im(typingctx, cols, res, table):
+    """Columns (N, K, L) summed into C-ordered ``res`` (N, C, H, W) (in generated code
+    ``dgb.conv_col2im_<dtype>``): the registered C function `_col2im`."""
+    return _conv_call("col2im", (cols, res), table)
+
+
+@intrinsic
+def conv_conv2d(typingctx, x, w, bias, out, table):
+    """An ungrouped convolution into C-ordered ``out`` (in generated code
+    ``dgb.conv_conv2d_<dtype>``; NumPy's BLAS only: HAVE_CBLAS): the registered C
+    function `_conv2d`."""
+    return _conv_call("conv2d", (x, w, bias, out), table)
+
+
+conv_im2col_float32 = conv_im2col_float64 = conv_im2col
+conv_col2im_float32 = conv_col2im_float64 = conv_col2im
+conv_conv2d_float32 = conv_conv2d_float64 = conv_conv2d

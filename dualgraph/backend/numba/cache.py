@@ -333,6 +333,8 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
     for dtype in ("float32", "float64"):
         if f"dgb.gemm_batched_{dtype}(" in body:
             header += f"dgb.need_batched({dtype!r})\n"
+        if any(f"dgb.conv_{kind}_{dtype}(" in body for kind in ("im2col", "col2im", "conv2d")):
+            header += f"dgb.need_conv({dtype!r})\n"
     return header + deco + body + "\n"
 
 

@@ -453,6 +453,11 @@ LIBRARY: dict[str, str] = {
     "max_pool_indices": "dgb.max_pool_indices({0}, {out}, {1})",
     "pool_gather": "dgb.pool_gather({0}, {1}, {out})",
     "pool_scatter": "dgb.pool_scatter({0}, {1}, {out})",
+    # a convolution's window copies and its per-sample products: calls into C functions
+    # compiled once, named by dtype as gemm_batched is (blas.conv_*)
+    "conv_im2col": "dgb.conv_im2col_{dtype}({0}, {out}, {1})",
+    "conv_col2im": "dgb.conv_col2im_{dtype}({0}, {out}, {1})",
+    "conv_conv2d": "dgb.conv_conv2d_{dtype}({0}, {1}, {2}, {out}, {3})",
 }
 
 

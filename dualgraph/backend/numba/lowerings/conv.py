@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from contextvars import ContextVar
 
 import numpy as np
 
 from ....ir.graph import Node
 from ... import kir
+from ..blas import HAVE_CBLAS
 from . import _reshaped, ishape, lowers
 
 # ---- convolution
+# Whether the kernel being lowered spreads its item loops over threads (``parallel=True``,
+# `codegen.parallel_items`): the library's compiled routines run on the calling thread,
+# so there the window loops stay in the kernel, where their sample loops can be spread.
+ITEM_THREADS: ContextVar[bool] = ContextVar("conv_item_threads", default=False)
+
 # Plain loops gather (im2col) and scatter-add (col2im) the sliding windows; conv2d is im2col
 # into a scratch buffer, then one BLAS product per (sample, group) written in place into
 # the output, which is already in (N, O, oH, oW) order.
@@ -92,37 +100,64 @@ def _im2col_into(block: kir.Block, x_node: Node, x: kir.Buffer, attrs: dict,
                                 cols, (col[1], col[0], col[2]) if kmajor else col, x[img])))
 
 
+def _table(block: kir.Block, out: str, attrs: dict, out_hw: tuple, mode: int = 0,
+           bias: bool = False) -> kir.Buffer:
+    from ..blas import conv_table
+
+    stmt, geo = kir.table(f"{out}_geo", conv_table(attrs, out_hw, mode, bias))
+    block.add(stmt)
+    return geo
+
+
 @lowers("im2col")
 def _im2col(node: Node, args: list, out: str) -> kir.Block:
     """The columns (N, K, L) stored kernel-offset major, as a (K, N, L) array seen through
     a transposed view: the weight gradient reads them as (K, N*L), one GEMM over the
     whole batch, and that reshape is then free (stored sample-major it is a copy of the
-    whole buffer)."""
+    whole buffer). Filled by the library's compiled routine (`blas.conv_im2col`), or by
+    loops in a kernel spreading its items."""
+    from ....ops.conv import out_size
+
     n, k, length = ishape(node)
     store = kir.Buffer(f"{out}_t", (k, n, length), node.dtype)
     res = kir.Buffer(out, (n, k, length), node.dtype, kir.VIEW, layout="A")
     block = kir.Block([kir.Alloc(store)], res)
-    _im2col_into(block, node.inputs[0], args[0].buf, node.attrs, store, kmajor=True)
+    x = node.inputs[0]
+    if ITEM_THREADS.get():
+        _im2col_into(block, x, args[0].buf, node.attrs, store, kmajor=True)
+    elif n * k * length:
+        hw = out_size(tuple(x.shape[2:]), node.attrs["kernel_size"], node.attrs["dilation"],
+                      node.attrs["padding"], node.attrs["stride"])
+        geo = _table(block, out, node.attrs, hw, mode=1)
+        block.add(kir.LibCall("conv_im2col", (args[0].buf, geo), (store,)))
     block.add(kir.View(res, store, "transpose", (1, 0, 2)))
     return block
 
 
 @lowers("col2im")
 def _col2im(node: Node, args: list, out: str) -> kir.Block:
+    """Zeros, then every column element added where its window reads it: the library's
+    compiled routine (`blas.conv_col2im`), or loops in a kernel spreading its items."""
     from ....ops.conv import out_size
 
     a = node.attrs
     n, c, h, w = node.shape
-    oh, ow = out_size((h, w), a["kernel_size"], a["dilation"], a["padding"], a["stride"])
+    hw = out_size((h, w), a["kernel_size"], a["dilation"], a["padding"], a["stride"])
     res = kir.Buffer(out, ishape(node), node.dtype)
     block = kir.Block([kir.Alloc(res)], res)
-    flat = _reshaped(block, res, (res.size,), f"{out}_f")
-    z = kir.Var(f"{out}_z")
-    cols = args[0].buf
-    block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, res.dtype)),)),
-              _window_loops(tuple(node.shape), a, (n, oh, ow), out,
-                            lambda img, col: kir.Store(res, img, cols[col], "+")))
-    return block
+    if not res.size:
+        return block
+    if ITEM_THREADS.get() or not math.prod(node.inputs[0].shape):
+        flat = _reshaped(block, res, (res.size,), f"{out}_f")
+        z = kir.Var(f"{out}_z")
+        block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, res.dtype)),)))
+        if not math.prod(node.inputs[0].shape):
+            return block
+        cols = args[0].buf
+        return block.add(_window_loops(tuple(node.shape), a, (n, *hw), out,
+                                       lambda img, col: kir.Store(res, img, cols[col], "+")))
+    geo = _table(block, out, a, hw)
+    return block.add(kir.LibCall("conv_col2im", (args[0].buf, geo), (res,)))
 
 
 # Measured on one core (float32, AMD EPYC with AVX2, OpenBLAS 0.3.31; median CPU time of
@@ -154,8 +189,16 @@ def _conv2d(node: Node, args: list, out: str) -> kir.Block:
                                    f"{', per sample' if g == 1 else ''})"),
                        kir.Alloc(res)], res)
     wc = _reshaped(block, args[1].buf, (o * k,), f"{out}_w")  # C-ordered (copied if not)
-    r3 = _reshaped(block, res, (n, o, length), f"{out}_r")
     attrs = dict(node.attrs, kernel_size=(kh, kw))
+    library = HAVE_CBLAS and not ITEM_THREADS.get()
+    if g == 1 and library:
+        if n * o * length:
+            geo = _table(block, out, attrs, (oh, ow), bias=bias is not None)
+            # Without a bias the weight stands in for the pointer (it is not read).
+            block.add(kir.LibCall("conv_conv2d", (args[0].buf, wc, bias if bias is not None
+                                                  else wc, geo), (res,)))
+        return block
+    r3 = _reshaped(block, res, (n, o, length), f"{out}_r")
     i, c, p = kir.Var(f"{out}_n"), kir.Var(f"{out}_o"), kir.Var(f"{out}_l")
     init = bias[(c,)] if bias is not None else kir.const(0, dtype)
     start = kir.Loop(c, o, (kir.Loop(p, length, (kir.Store(r3, (i, c, p), init),)),))
@@ -182,7 +225,11 @@ def _conv2d(node: Node, args: list, out: str) -> kir.Block:
         return block.add(kir.Loop(i, n, tuple(body)))
     cols = kir.Buffer(f"{out}_c", (n, g * k, length), dtype)
     block.add(kir.Alloc(cols))
-    _im2col_into(block, x, args[0].buf, attrs, cols)
+    if not library:
+        _im2col_into(block, x, args[0].buf, attrs, cols)
+    elif n * k * length:
+        geo = _table(block, out, attrs, (oh, ow))
+        block.add(kir.LibCall("conv_im2col", (args[0].buf, geo), (cols,)))
     if n * o * length:
         block.add(kir.Loop(i, n, (start,)))
     item = kir.Var(f"{out}_g")

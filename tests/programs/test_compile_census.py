@@ -1,0 +1,26 @@
+"""The compile census runs every program the scoreboard lists (their compiled training
+steps, from torch's weights) and reports, besides the kernels and the CPU time, the
+number of traces and whether the losses are torch's."""
+
+from __future__ import annotations
+
+import os
+
+from . import compile_census
+
+
+def test_the_census_knows_every_program_of_the_scoreboard():
+    names = set(compile_census._programs())
+    assert {"mingpt", "nanogpt", "mnist", "vae", "dcgan", "regression", "wlm-LSTM",
+            "wlm-Transformer"} <= names
+    assert {f"makemore-{k}" for k in ("transformer", "mlp", "rnn", "gru", "bow")} <= names
+
+
+def test_a_census_reports_traces_and_torchs_losses(tmp_path, monkeypatch):
+    """regression (its script, its ``nn.Linear`` compiled): the cheapest program, in a
+    kernel cache of its own."""
+    monkeypatch.setitem(os.environ, "DUALGRAPH_CACHE_DIR", str(tmp_path))
+    r = compile_census.run("regression")
+    assert r["kernels"] >= 1 and r["total"] >= r["distinct"] >= 1
+    assert r["traces"] == 1 and r["match"] and r["max_rel"] < 1e-5
+    assert r["cpu_total"] >= r["compile"] > 0
