@@ -116,29 +116,6 @@ def test_a_made_tensor_kept_outside_stays_an_input():
     assert_close(cf(x), dg.full((3,), 2.0), rtol=0, atol=0)
 
 
-def test_settings_read_while_tracing_are_guarded():
-    """A program that branches on a setting eager reads at each call (the determinism
-    flag, the float32 matmul precision) runs the other branch once it changes."""
-
-    def f(x):
-        a = 2.0 if dg.are_deterministic_algorithms_enabled() else 3.0
-        b = 5.0 if dg.get_float32_matmul_precision() == "highest" else 7.0
-        return x * a + b
-
-    cf = dg.compile(f, tiered=False)
-    x = dg.ones(2)
-    try:
-        for det, precision in ((False, "highest"), (True, "highest"), (True, "high"),
-                               (False, "highest")):
-            dg.use_deterministic_algorithms(det)
-            dg.set_float32_matmul_precision(precision)
-            assert_close(cf(x), f(x), rtol=0, atol=0)
-    finally:
-        dg.use_deterministic_algorithms(False)
-        dg.set_float32_matmul_precision("highest")
-    assert cf.stats.traces == 3
-
-
 def test_a_captured_array_copied_by_tensor_warns_when_it_changes():
     """``dg.tensor(arr)`` of a captured NumPy array is that array's snapshot, as the
     array itself would be: a later change is reported, not silently ignored."""
