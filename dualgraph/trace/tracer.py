@@ -374,6 +374,23 @@ class TraceContext(Mode):
         self.nodes.remove(node)
         self.captured.append((t, node))
 
+    def read_data(self, t: Tensor) -> None:
+        """``t.item()`` (``float(t)``, ``bool(t)``, ``t.tolist()``) of an eager tensor while
+        tracing: the trace bakes the number in, so it is guarded on the tensor's values (a
+        captured tensor changed between calls retraces). A tensor made here from numbers
+        holds the same values on every call; one written inside the trace holds a traced
+        value, which Python cannot read (`TraceError`)."""
+        node = self._lifted.get(id(self._storage.get(storage_of(t), t)))
+        if node is not None and node.op not in ("const", "input"):
+            raise _trace_error("reading the values of a tensor written in place inside "
+                               "the function")
+        if id(t) in self.made:
+            return
+        self.guard_value(lambda: (array_of(t).dtype, array_of(t).tobytes()),
+                         (array_of(t).dtype, array_of(t).tobytes()),
+                         "the values of a tensor the function read into Python (item(), "
+                         "float(), bool(), tolist()) changed since the trace", t)
+
     def _one_value(self, t: Tensor) -> Tensor:
         """The eager tensor the trace met first that shares ``t``'s array and version
         counter (``t`` itself if none did)."""
