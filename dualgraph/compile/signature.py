@@ -440,12 +440,12 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
             guard(name, v, g, "global")
             if _is_user_function(v):
                 visit(v)
-            elif _is_user_module(v):
-                # ``config.SCALE``: the attributes of a module of the user's program that
-                # the code names are read as its globals are.
+            elif _is_user_namespace(v):
+                # ``config.SCALE``, ``Config.scale``: the attributes of a module or class of
+                # the user's program that the code names are read as its globals are.
                 table = vars(v)
                 for attr in sorted(used & table.keys()):
-                    if not isinstance(table[attr], types.ModuleType):
+                    if not isinstance(table[attr], (types.ModuleType, type)):
                         guard(attr, table[attr], table, f"{name} attribute")
         for name, cell in zip(code.co_freevars, f.__closure__ or ()):
             try:
@@ -519,12 +519,16 @@ def _is_user_function(v: Any) -> bool:
     return root not in _LIBRARIES and root not in sys.stdlib_module_names
 
 
-def _is_user_module(v: Any) -> bool:
-    """A Python module of the user's program (not of a library `_is_user_function` skips,
-    nor of the standard library)."""
-    if not isinstance(v, types.ModuleType):
+def _is_user_namespace(v: Any) -> bool:
+    """A Python module or class of the user's program (not of a library
+    `_is_user_function` skips, nor of the standard library or a builtin)."""
+    if isinstance(v, types.ModuleType):
+        name = v.__name__
+    elif isinstance(v, type):
+        name = getattr(v, "__module__", None) or "builtins"
+    else:
         return False
-    root = v.__name__.partition(".")[0]
+    root = name.partition(".")[0]
     return root not in _LIBRARIES and root not in sys.stdlib_module_names
 
 
