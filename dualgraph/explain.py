@@ -110,8 +110,8 @@ class Explanation:
         return str(self)
 
     def __str__(self) -> str:
-        lines = [f"== graphs: {self.origin}"] if self.origin else []
-        lines += [f"== tier: {self.tier}"] if self.tier else []
+        lines = [f"== tier: {self.tier}"] if self.tier else []
+        lines += [f"== graphs: {self.origin}"] if self.origin else []
         title = "step" if self.step else "forward"
         lines += self._stages(title, self.traced, self.passes)
         kernels = sum(1 for n in self.optimized.nodes if n.op == "fused")
