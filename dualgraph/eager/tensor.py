@@ -378,11 +378,15 @@ class Tensor(TensorOps):
                 f"item(): only one-element tensors can be converted to Python scalars, "
                 f"got shape {self.shape}"
             )
-        _read_while_tracing(self)
+        trace = modes.current_trace()
+        if trace is not None:  # a traced program depends on the values it reads
+            trace.read_data(self)
         return self._data.item()
 
     def tolist(self) -> Any:
-        _read_while_tracing(self)
+        trace = modes.current_trace()
+        if trace is not None:  # a traced program depends on the values it reads
+            trace.read_data(self)
         return self._data.tolist()
 
     def __float__(self) -> float:
@@ -397,7 +401,9 @@ class Tensor(TensorOps):
         if self._data.size != 1 or self._data.dtype.kind not in "iub":
             raise TypeError("only integer tensors of a single element can be converted to an "
                             "index")
-        _read_while_tracing(self)
+        trace = modes.current_trace()
+        if trace is not None:  # a traced program depends on the values it reads
+            trace.read_data(self)
         return int(self._data.reshape(()).item())
 
     def __bool__(self) -> bool:
@@ -406,7 +412,9 @@ class Tensor(TensorOps):
                 f"Boolean value of a tensor of shape {self.shape} with more than one value "
                 "is ambiguous: use .any() / .all() on the NumPy array, or dg.where"
             )
-        _read_while_tracing(self)
+        trace = modes.current_trace()
+        if trace is not None:  # a traced program depends on the values it reads
+            trace.read_data(self)
         return bool(self._data.reshape(()).item())
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -1151,14 +1159,6 @@ def from_numpy(a: np.ndarray, dtype: Any = None, requires_grad: bool = False) ->
         _check_dtype("from_numpy()", a.dtype)
     t = _make(a, False, None)
     return t.requires_grad_(True) if requires_grad else t
-
-
-def _read_while_tracing(t: Tensor) -> None:
-    """A traced program reading ``t``'s values into Python depends on them (the trace
-    guards them, `modes.Mode.read_data`)."""
-    trace = modes.current_trace()
-    if trace is not None:
-        trace.read_data(t)
 
 
 def _filled(arr: np.ndarray, requires_grad: bool) -> Tensor:
