@@ -1129,10 +1129,9 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, *, device:
     tensor([2., 3.], requires_grad=True)
     """
     check_device(device, "tensor()")
-    if not requires_grad and isinstance(data, (TensorOps, np.ndarray)) and \
-            modes.current_trace() is not None:
-        # Traced, a copy of the value ``data`` has when the call runs (a captured tensor
-        # is read on every call, a captured array as arrays are), not when it was traced.
+    if not requires_grad and isinstance(data, TensorOps) and modes.current_trace() is not None:
+        # Traced, a copy of the value the tensor has when the call runs (a captured tensor
+        # is read on every call), not when it was traced.
         to = data.dtype if dtype is None else as_dtype(dtype)
         _check_dtype("tensor()", np.dtype(to))
         return S.astype(S.stop_gradient(data), to)
