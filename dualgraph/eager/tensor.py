@@ -1139,6 +1139,9 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, *, device:
         arr = data._data.copy()
     elif isinstance(data, (np.ndarray, np.generic)):
         arr = np.array(data, copy=True)
+        trace = modes.current_trace()
+        if trace is not None and isinstance(data, np.ndarray):
+            trace.note_copied_array(data)
     else:
         arr = _from_python(data, dtype)
     _check_dtype("tensor()", arr.dtype)

@@ -112,3 +112,29 @@ def test_a_made_tensor_kept_outside_stays_an_input():
     cache["buf"].add_(1.0)
     assert_close(cf(x), f(x), rtol=0, atol=0)
     assert_close(cf(x), dg.full((3,), 2.0), rtol=0, atol=0)
+
+
+def test_a_captured_array_copied_by_tensor_warns_when_it_changes():
+    """``dg.tensor(arr)`` of a captured NumPy array bakes in a copy, as the array itself
+    would be: a later change is reported, not silently ignored."""
+    import warnings
+
+    import numpy as np
+
+    from dualgraph.compile.baked import CHECK_EVERY
+
+    arr = np.array([1.0, 2.0, 3.0], np.float32)
+    cf = dg.compile(lambda x: x * dg.tensor(arr), tiered=False)
+    x = dg.ones(3)
+    cf(x)
+    assert len(cf.plan_for(x).baked) == 1
+    arr += 1.0
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(CHECK_EVERY + 1):
+            cf(x)
+    assert any("captured a NumPy array" in str(w.message) for w in record)
+    # A temporary array (made inside, as library code makes index arrays) is not kept.
+    cg = dg.compile(lambda x: x * dg.tensor(np.arange(3, dtype=np.float32)), tiered=False)
+    cg(x)
+    assert cg.plan_for(x).baked == ()
