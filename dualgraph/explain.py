@@ -60,6 +60,9 @@ class Explanation:
     # A compiled training step (``backward()`` and the optimizer inside the function): the
     # graph `dg.compile` runs is the whole traced step, with its in-place updates.
     step: bool = False
+    # Where the graphs come from: the signature `dg.compile` built for these arguments, or
+    # a fresh `dg.trace` (a plain function, or a compiled one not called with them yet).
+    origin: str | None = None
 
     def lines_for(self, user: str) -> list[SourceLine]:
         """Source-map rows whose user location ends with ``user`` (e.g. ``"model.py:12"``)."""
@@ -72,6 +75,11 @@ class Explanation:
 
     def _stages(self, title: str, start: Graph, passes: PassStats) -> list[str]:
         out = [f"== {title}: traced ({op_count(start)} nodes)", str(start)]
+        given = passes[0].graph_before if passes else None
+        if given is not None and given is not start and str(given) != str(start):
+            # The graph differentiated (and extended with the values the backward reads)
+            # before the passes ran: what they were given.
+            out += [f"-- given to the passes ({op_count(given)} nodes)", str(given)]
         for s in passes:
             out.append(f"-- after {s.name}: {s.nodes_before} -> {s.nodes_after} nodes")
             out += [f"   {n}" for n in s.notes[:20]]
@@ -103,6 +111,7 @@ class Explanation:
 
     def __str__(self) -> str:
         lines = [f"== tier: {self.tier}"] if self.tier else []
+        lines += [f"== graphs: {self.origin}"] if self.origin else []
         title = "step" if self.step else "forward"
         lines += self._stages(title, self.traced, self.passes)
         kernels = sum(1 for n in self.optimized.nodes if n.op == "fused")
@@ -144,7 +153,9 @@ class Explanation:
 
 def explain(fn: Callable, *example_args: Any, wrt: Any = "auto",
             roofline: bool = False) -> Explanation:
-    """Trace ``fn``, optimize it pass by pass, and differentiate it.
+    """Trace ``fn``, optimize it pass by pass, and differentiate it; for a `dg.compile`d
+    function already called with arguments of this signature, show instead the graphs its
+    compiled plan runs (its captured inputs, constants and passes, as compiled).
 
     The backward graph is built for the inputs that require grad (tensor arguments with
     ``requires_grad=True`` and captured module parameters); ``wrt=None`` skips it. Each
@@ -155,10 +166,13 @@ def explain(fn: Callable, *example_args: Any, wrt: Any = "auto",
     >>> print(dg.explain(lambda x: (x * 2).exp().sum(), dg.randn(3)))   # doctest: +SKIP
     """
     plan = fn.plan_for(*example_args) if hasattr(fn, "plan_for") else None
-    if plan is not None and plan.mode is Kind.STEP and plan.optimized is not None:
-        e = _explain_step(fn, plan)
+    if plan is not None and plan.optimized is not None:
+        e = _explain_plan(fn, plan)
     else:
         e = _explain(fn, *example_args, wrt=wrt)
+        if hasattr(fn, "plan_for"):
+            e.origin = ("dg.trace's: not called with arguments of this signature yet, so "
+                        "nothing is compiled for it (call it once to see what it runs)")
     if hasattr(fn, "call_source"):
         e.call_path = fn.call_source(*example_args)
     from .compare import asdict, kernel_costs, kernel_roofline, machine_limits
@@ -176,14 +190,34 @@ def explain(fn: Callable, *example_args: Any, wrt: Any = "auto",
     return e
 
 
-def _explain_step(fn: Callable, plan: Any) -> Explanation:
-    """A compiled function that calls ``backward()`` (and usually an optimizer) inside: its
-    trace already holds the backward and the updates, so the report shows the plan
-    `dg.compile` built for it rather than differentiating the trace again."""
+def _explain_plan(fn: Callable, plan: Any) -> Explanation:
+    """A compiled function already called with arguments of this signature: the graphs
+    its plan runs, as `dg.compile` traced (captured inputs, constants, in-place updates)
+    and optimized them, rather than a new trace.
+
+    A training step (``backward()`` and an optimizer inside) is one graph; a scalar loss
+    one graph computing the loss and its gradients; other differentiated outputs a forward
+    graph (returning the residuals too) and a backward graph; the rest one kernel."""
     opt = plan.optimized
-    source, smap = _lower_all([(opt, "step")], plan.write_to)
-    return Explanation(plan.graph, opt, opt.pass_stats, numba_source=source,
-                       source_map=smap, tier=tier_of(fn), step=True)
+    tier = tier_of(fn)
+    origin = f"the {plan.mode.value} plan dg.compile built for this signature"
+    if plan.mode is Kind.STEP:
+        source, smap = _lower_all([(opt, "step", plan.write_to)])
+        return Explanation(plan.graph, opt, opt.pass_stats, numba_source=source,
+                           source_map=smap, tier=tier, step=True, origin=origin)
+    if plan.mode is not Kind.TRAIN:
+        source, smap = _lower_all([(opt, "kernel", plan.write_to)])
+        return Explanation(plan.graph, opt, opt.pass_stats, numba_source=source,
+                           source_map=smap, tier=tier, origin=origin)
+    d = plan.differentiated
+    if plan.joint:
+        source, smap = _lower_all([(opt, "forward", plan.write_to)])
+        return Explanation(plan.graph, opt, opt.pass_stats, d, numba_source=source,
+                           source_map=smap, tier=tier, value_and_grad=opt, origin=origin)
+    bwd = plan.backward_graph
+    source, smap = _lower_all([(opt, "forward", plan.write_to), (bwd, "backward", None)])
+    return Explanation(plan.graph, opt, opt.pass_stats, d, bwd, bwd.pass_stats, source, smap,
+                       tier=tier, origin=origin)
 
 
 def _explain(fn: Callable, *example_args: Any, wrt: Any = "auto") -> Explanation:
@@ -202,14 +236,14 @@ def _explain(fn: Callable, *example_args: Any, wrt: Any = "auto") -> Explanation
         d = differentiate(traced, wrt)
         fwd = optimize(d.forward, verify=True)
         bwd = optimize(d.backward, verify=True)
-        source, smap = _lower_all([(fwd, "forward"), (bwd, "backward")])
+        source, smap = _lower_all([(fwd, "forward", None), (bwd, "backward", None)])
         joint = None
         if scalar_loss(traced.outputs):
             joint = optimize(value_and_grad(d, traced.outputs), verify=True)
         return Explanation(traced, fwd, fwd.pass_stats, d, bwd, bwd.pass_stats, source, smap,
                            tier=tier, value_and_grad=joint)
     fwd = optimize(traced, verify=True)
-    source, smap = _lower_all([(fwd, "kernel")])
+    source, smap = _lower_all([(fwd, "kernel", None)])
     return Explanation(traced, fwd, fwd.pass_stats, numba_source=source, source_map=smap,
                        tier=tier)
 
@@ -245,17 +279,18 @@ def _short(loc: str | None) -> str:
     return os.path.basename(loc) if loc else "(no location)"
 
 
-def _lower_all(graphs: list[tuple[Graph, str]], write_to: dict | None = None
+def _lower_all(graphs: list[tuple[Graph, str, dict | None]]
                ) -> tuple[str, list[SourceLine]]:
-    """The Numba source the backend generates for each graph (generation only: nothing is
-    compiled), joined by blank lines, and the source map over the joined text;
-    ``write_to`` (kernel output -> input updated in place) applies to a single graph."""
+    """The Numba source the backend generates for each ``(graph, name, write_to)``
+    (generation only: nothing is compiled; ``write_to`` maps a kernel output to the input
+    it updates in place), joined by blank lines, and the source map over the joined
+    text."""
     from .backend.numba.codegen import lower
 
     chunks: list[str] = []
     smap: list[SourceLine] = []
     offset = 0  # lines of the joined source before this function
-    for graph, name in graphs:
+    for graph, name, write_to in graphs:
         lowered = lower(graph, name=name, write_to=write_to)
         text = lowered.source.split("\n")
         smap += _map_graph(graph, name, lowered.line_of_node, text, offset)

@@ -78,6 +78,17 @@ class Mode(abc.ABC):
         return None
 
     # ------------------------------------------ reads a compiled call guards or passes in
+    def note_copied_array(self, arr: Any) -> None:
+        """``dg.tensor(arr)`` copied NumPy array ``arr`` while this mode ran: a recording
+        mode bakes the copy in, and may check later whether ``arr`` changed."""
+        return None
+
+    def read_data(self, t: Any) -> None:
+        """The program reads eager tensor ``t``'s values into Python (``item()``,
+        ``float()``, ``bool()``, ``tolist()``): a recording mode makes the recording
+        depend on them."""
+        return None
+
     def note_training(self, module: Any, value: bool) -> None:
         """``module.training`` was read and gave ``value``."""
         return None

@@ -13,6 +13,7 @@ from typing import Any
 
 from .dtypes import DEFAULT_FLOAT, as_dtype, default_float, float16, float32, float64
 from .eager.tensor import PRINT_OPTIONS
+from .modes import current_trace
 
 _FLAGS = {"deterministic": False, "warn_only": False, "matmul_precision": "highest"}
 
@@ -68,7 +69,7 @@ def get_num_threads() -> int:
     import numba
 
     start_thread_pool()
-    return int(numba.get_num_threads())
+    return _read(lambda: int(numba.get_num_threads()), "the number of threads")
 
 
 def set_num_threads(n: int) -> None:
@@ -152,6 +153,16 @@ def set_default_tensor_type(t: Any) -> None:
     set_default_dtype(dtype)
 
 
+def _read(get: Any, what: str) -> Any:
+    """A setting's value; read while a function is traced, the compiled call is guarded on
+    it (a program that branches on it runs the other branch once it changes, as eagerly)."""
+    value = get()
+    trace = current_trace()
+    if trace is not None:
+        trace.guard_value(get, value, f"{what} changed since the trace")
+    return value
+
+
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
     """Accepted and recorded: dualgraph's CPU kernels are deterministic already."""
     _FLAGS["deterministic"] = bool(mode)
@@ -159,11 +170,11 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
 
 
 def are_deterministic_algorithms_enabled() -> bool:
-    return _FLAGS["deterministic"]
+    return _read(lambda: _FLAGS["deterministic"], "the deterministic-algorithms flag")
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
-    return _FLAGS["warn_only"]
+    return _read(lambda: _FLAGS["warn_only"], "the deterministic-algorithms warn-only flag")
 
 
 def set_float32_matmul_precision(precision: str) -> None:
@@ -175,7 +186,7 @@ def set_float32_matmul_precision(precision: str) -> None:
 
 
 def get_float32_matmul_precision() -> str:
-    return _FLAGS["matmul_precision"]
+    return _read(lambda: _FLAGS["matmul_precision"], "the float32 matmul precision")
 
 
 def set_default_device(device: Any) -> None:

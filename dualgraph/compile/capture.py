@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -57,6 +58,10 @@ class CallTraceContext(TraceContext):
         # Pairs of array arguments sharing memory traced as a view of one another.
         self.traced_alias: set = set()
         self._baked_ids: set = set()
+        # Arrays ``dg.tensor`` copied: (a weak reference, a copy, where). Those still alive
+        # after the trace are held outside (a global, not a temporary of library code)
+        # and are checked as captured arrays are (`bake_copied_arrays`).
+        self._copied: list = []
         # Objects whose attributes the function may set (the modules that ran, objects
         # passed as arguments): id -> (object, its ``__dict__`` before). After the trace,
         # ``attr_writes`` lists ``(object, name, node)``: attributes set to a traced value,
@@ -81,6 +86,21 @@ class CallTraceContext(TraceContext):
             self._baked_ids.add(id(a))
             self.baked.append(BakedArray(a, node.attrs["value"], user_location(2)))
         return node
+
+    def note_copied_array(self, arr: np.ndarray) -> None:
+        if id(arr) not in self._baked_ids:
+            self._baked_ids.add(id(arr))
+            self._copied.append((weakref.ref(arr), np.array(arr, copy=True),
+                                 user_location(3)))
+
+    def bake_copied_arrays(self) -> None:
+        """After the trace: the arrays ``dg.tensor`` copied that something outside still
+        holds are baked in, checked now and then as captured arrays are."""
+        for ref, copy, loc in self._copied:
+            arr = ref()
+            if arr is not None:
+                self.baked.append(BakedArray(arr, copy, loc))
+        self._copied = []
 
     def note_attr(self, owner: Any, name: str, value: Any) -> None:
         """``owner.name`` (a parameter, buffer or submodule of the module ``owner``) was read:
@@ -396,6 +416,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
                 _trace_views(ctx, args, targs, alias)
             out = fn(*targs)
         ctx.escaped_writes(out)
+        ctx.bake_copied_arrays()
         if with_outputs:
             outputs, single = graph_outputs(ctx, out, fn)
     finally:

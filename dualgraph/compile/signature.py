@@ -440,6 +440,13 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
             guard(name, v, g, "global")
             if _is_user_function(v):
                 visit(v)
+            elif _is_user_namespace(v):
+                # ``config.SCALE``, ``Config.scale``: the attributes of a module or class of
+                # the user's program that the code names are read as its globals are.
+                table = vars(v)
+                for attr in sorted(used & table.keys()):
+                    if not isinstance(table[attr], (types.ModuleType, type)):
+                        guard(attr, table[attr], table, f"{name} attribute")
         for name, cell in zip(code.co_freevars, f.__closure__ or ()):
             try:
                 v = cell.cell_contents
@@ -509,6 +516,19 @@ def _is_user_function(v: Any) -> bool:
         if not isinstance(v, types.FunctionType):
             return False
     root = (getattr(v, "__module__", None) or "").partition(".")[0]
+    return root not in _LIBRARIES and root not in sys.stdlib_module_names
+
+
+def _is_user_namespace(v: Any) -> bool:
+    """A Python module or class of the user's program (not of a library
+    `_is_user_function` skips, nor of the standard library or a builtin)."""
+    if isinstance(v, types.ModuleType):
+        name = v.__name__
+    elif isinstance(v, type):
+        name = getattr(v, "__module__", None) or "builtins"
+    else:
+        return False
+    root = name.partition(".")[0]
     return root not in _LIBRARIES and root not in sys.stdlib_module_names
 
 

@@ -220,7 +220,7 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None,
     """The ``n x m`` identity matrix (``m`` defaults to ``n``), float32 by default."""
     factory_options("eye()", device, kwargs)
     a = np.eye(n, n if m is None else m, dtype=as_dtype(dtype or default_float()))
-    return tensor(a, requires_grad=requires_grad)
+    return _filled(a, requires_grad)
 
 
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
@@ -233,7 +233,7 @@ def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
     if not isinstance(steps, (int, np.integer)) or steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps!r}")
     a = np.linspace(start, end, int(steps)).astype(as_dtype(dtype or default_float()))
-    return tensor(a, requires_grad=requires_grad)
+    return _filled(a, requires_grad)
 
 
 # ------------------------------------------------------------------ random generators

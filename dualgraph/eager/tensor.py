@@ -378,9 +378,15 @@ class Tensor(TensorOps):
                 f"item(): only one-element tensors can be converted to Python scalars, "
                 f"got shape {self.shape}"
             )
+        trace = modes.current_trace()
+        if trace is not None:  # a traced program depends on the values it reads
+            trace.read_data(self)
         return self._data.item()
 
     def tolist(self) -> Any:
+        trace = modes.current_trace()
+        if trace is not None:  # a traced program depends on the values it reads
+            trace.read_data(self)
         return self._data.tolist()
 
     def __float__(self) -> float:
@@ -395,6 +401,9 @@ class Tensor(TensorOps):
         if self._data.size != 1 or self._data.dtype.kind not in "iub":
             raise TypeError("only integer tensors of a single element can be converted to an "
                             "index")
+        trace = modes.current_trace()
+        if trace is not None:  # a traced program depends on the values it reads
+            trace.read_data(self)
         return int(self._data.reshape(()).item())
 
     def __bool__(self) -> bool:
@@ -403,6 +412,9 @@ class Tensor(TensorOps):
                 f"Boolean value of a tensor of shape {self.shape} with more than one value "
                 "is ambiguous: use .any() / .all() on the NumPy array, or dg.where"
             )
+        trace = modes.current_trace()
+        if trace is not None:  # a traced program depends on the values it reads
+            trace.read_data(self)
         return bool(self._data.reshape(()).item())
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -1117,10 +1129,19 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, *, device:
     tensor([2., 3.], requires_grad=True)
     """
     check_device(device, "tensor()")
+    if not requires_grad and isinstance(data, TensorOps) and modes.current_trace() is not None:
+        # Traced, a copy of the value the tensor has when the call runs (a captured tensor
+        # is read on every call), not when it was traced.
+        to = data.dtype if dtype is None else as_dtype(dtype)
+        _check_dtype("tensor()", np.dtype(to))
+        return S.astype(S.stop_gradient(data), to)
     if isinstance(data, Tensor):
         arr = data._data.copy()
     elif isinstance(data, (np.ndarray, np.generic)):
         arr = np.array(data, copy=True)
+        trace = modes.current_trace()
+        if trace is not None and isinstance(data, np.ndarray):
+            trace.note_copied_array(data)
     else:
         arr = _from_python(data, dtype)
     _check_dtype("tensor()", arr.dtype)

@@ -292,6 +292,11 @@ class TraceContext(Mode):
         # temporary must start from its made value on every call, as eagerly.
         self.made: set[int] = set()
         self.made_writes: dict[int, tuple[Tensor, Node]] = {}
+        # Of those, the ones read as they were made: id -> (tensor, its ``const`` node).
+        # Made from literals, guarded values or the call's key, each is the same value on
+        # every call, so a constant the passes fold with eager's own kernels (bit for bit
+        # eager's answer) rather than an input the call passes in.
+        self.made_consts: dict[int, tuple[Tensor, Node]] = {}
         # Set while a VJP rule runs: the backward nodes it records carry the user line of
         # the forward op they differentiate, not the line that asked for the gradient.
         self.loc_override: str | None = None
@@ -325,26 +330,66 @@ class TraceContext(Mode):
         self._keep.append(t)
 
     def escaped_writes(self, out: Any = None) -> None:
-        """After the traced function returned: a tensor it made and wrote in place that
-        something outside still holds (an optimizer's state dict, a module attribute, a
-        list) is state, and its write is written back; one only this trace holds (a
-        temporary, or a value returned, which the call returns anew) is not."""
-        if not self.made_writes:
+        """After the traced function returned: a tensor it made that something outside
+        still holds (an optimizer's state dict, a module attribute, a list) is state. Its
+        write is written back, and a read of it as made is an input, not a constant: a
+        later call may find it changed (``if "buf" not in cache: cache["buf"] = zeros(3)``
+        makes it once). One only this trace holds (a temporary, or a value returned, which
+        the call returns anew) is neither."""
+        if not self.made_writes and not self.made_consts:
             return
         import gc
 
-        mine = {id(self._keep), id(self._storage), id(self.made_writes),
-                *map(id, self.made_writes.values()), *map(id, self.captured)}
+        mine = {id(self._keep), id(self._storage), id(self.made_writes), id(self.made_consts),
+                *map(id, self.made_writes.values()), *map(id, self.made_consts.values()),
+                *map(id, self.captured)}
         stack = [out]  # the containers of the function's result
         while stack:
             v = stack.pop()
             if isinstance(v, (tuple, list, dict)) and id(v) not in mine:
                 mine.add(id(v))
                 stack.extend(v.values() if isinstance(v, dict) else v)
+        made = {**{k: t for k, (t, _) in self.made_writes.items()},
+                **{k: t for k, (t, _) in self.made_consts.items()}}
+        targets = list(made.values())
+        mine.update((id(made), id(targets)))
+        held: set[int] = set()
+        # One scan of the heap for all of them (each `gc.get_referrers` walks it all).
+        for r in gc.get_referrers(*targets):
+            if id(r) in mine or isinstance(r, (types.FrameType, Tracer)):
+                continue  # a tracer's view base is the trace's own reference
+            held.update(id(x) for x in gc.get_referents(r) if id(x) in made)
         for key, (t, node) in self.made_writes.items():
-            if any(id(r) not in mine and not isinstance(r, types.FrameType)
-                   for r in gc.get_referrers(t)):
+            if key in held:
                 self.writes[key] = (t, node)
+        for key, (t, node) in self.made_consts.items():
+            if key in held:
+                self._capture_made(t, node)
+
+    def _capture_made(self, t: Tensor, node: Node) -> None:
+        """Turn the constant of a made tensor that escaped into a captured input, in
+        place: the nodes that read it keep reading the same node."""
+        node.op = "input"
+        node.attrs = {}
+        self.nodes.remove(node)
+        self.captured.append((t, node))
+
+    def read_data(self, t: Tensor) -> None:
+        """``t.item()`` (``float(t)``, ``bool(t)``, ``t.tolist()``) of an eager tensor while
+        tracing: the trace bakes the number in, so it is guarded on the tensor's values (a
+        captured tensor changed between calls retraces). A tensor made here from numbers
+        holds the same values on every call; one written inside the trace holds a traced
+        value, which Python cannot read (`TraceError`)."""
+        node = self._lifted.get(id(self._storage.get(storage_of(t), t)))
+        if node is not None and node.op not in ("const", "input"):
+            raise _trace_error("reading the values of a tensor written in place inside "
+                               "the function")
+        if id(t) in self.made:
+            return
+        self.guard_value(lambda: (array_of(t).dtype, array_of(t).tobytes()),
+                         (array_of(t).dtype, array_of(t).tobytes()),
+                         "the values of a tensor the function read into Python (item(), "
+                         "float(), bool(), tolist()) changed since the trace", t)
 
     def _one_value(self, t: Tensor) -> Tensor:
         """The eager tensor the trace met first that shares ``t``'s array and version
@@ -364,7 +409,12 @@ class TraceContext(Mode):
             self._keep.append(t)
             return self.lift(first) if not first.requires_grad else \
                 self.process(_stop_gradient_op(), (Tracer(self.lift(first), self),), {}).node
-        if self._lift_as_input(t):
+        if id(t) in self.made and not t.requires_grad:
+            node = Node("const", (), {"value": np.array(array_of(t), copy=True)}, t.shape,
+                        t.dtype)
+            self.nodes.append(node)
+            self.made_consts[id(t)] = (t, node)
+        elif self._lift_as_input(t):
             node = Node("input", (), {}, t.shape, t.dtype)
             self.captured.append((t, node))
             if t.requires_grad:
