@@ -309,6 +309,12 @@ class Value(Guard):
         return f"{gen.const(self.get, 'get')}()", self.expected
 
 
+class TrainingFlag(Value):
+    """A module's ``training`` flag (``train()``/``eval()``), read through ``get()``."""
+
+    __slots__ = ()
+
+
 class Guards:
     """What must hold for a call to reuse an entry, checked as one tuple comparison."""
 
@@ -386,7 +392,11 @@ class ModuleAttrs(Guard):
 
     def emit(self, gen: Emitter) -> tuple[str, Any]:
         d = gen.const(self.module.__dict__, "attrs")
-        items = "".join(f"{d}.get({gen.const(k, 'name')}, MISSING), " for k in self.names)
+        # A subscript makes no call; one that fails raises KeyError, and the call takes
+        # the general path, which reads the attribute as missing (`now`).
+        items = "".join(f"{d}[{gen.const(k, 'name')}], " if e is not MISSING else
+                        f"{d}.get({gen.const(k, 'name')}, MISSING), "
+                        for k, e in zip(self.names, self.expected))
         return f"({items})", self.expected
 
 
@@ -424,6 +434,22 @@ def hooks_key(hooks: Any) -> Any:
 
 
 MISSING = object()
+
+
+def module_counted(g: Guard) -> bool:
+    """Whether guard ``g`` reads only module state whose every change moves the modules'
+    change counter (`nn.changes.CHANGES`): a submodule, parameter or buffer table, a
+    module's hooks, its ``training`` flag. The generated call checks those only when the
+    counter moved since its last call."""
+    from ..nn.changes import CountedTable
+
+    if isinstance(g, ModuleTable | Identity):
+        return isinstance(g.table, CountedTable)
+    if isinstance(g, ModuleHookTable):
+        hooks = g.module.__dict__.get("_hooks")
+        return hooks is None or all(isinstance(getattr(hooks, t, None), CountedTable)
+                                    for t in _HOOK_TABLES)
+    return isinstance(g, TrainingFlag)
 
 
 def _type_of(t: Any) -> tuple:

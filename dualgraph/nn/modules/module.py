@@ -14,6 +14,7 @@ from ...eager.internal import array_of, bump_version, init_tensor, set_array, se
 from ...eager.tensor import Tensor, rng
 from ...modes import current_trace
 from ...ops.mixin import TensorOps
+from ..changes import CountedTable, changed
 from ..hooks import ModuleHooks, RemovableHandle
 
 __all__ = ["Buffer", "Module", "Parameter"]
@@ -73,10 +74,12 @@ class Module:
     """Base class of layers and models: parameters and submodules are found by attribute."""
 
     def __init__(self) -> None:
-        object.__setattr__(self, "_parameters", OrderedDict())
-        object.__setattr__(self, "_buffers", OrderedDict())
+        # Counted tables: a compiled call checks its guards on them only when a write
+        # moved the change counter (`nn.changes`).
+        object.__setattr__(self, "_parameters", CountedTable())
+        object.__setattr__(self, "_buffers", CountedTable())
         object.__setattr__(self, "_non_persistent_buffers", set())
-        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_modules", CountedTable())
         object.__setattr__(self, "training", True)
 
     # `training` is a property so that a compiled call can guard the flags its trace read:
@@ -93,8 +96,16 @@ class Module:
     @training.setter
     def training(self, mode: bool) -> None:
         self.__dict__["_training"] = bool(mode)
+        changed()
 
     def __setattr__(self, name: str, value: Any) -> None:
+        try:
+            self._set(name, value)
+        finally:
+            # Counted even when the write raised part way (a table may have changed).
+            changed()
+
+    def _set(self, name: str, value: Any) -> None:
         if "_parameters" not in self.__dict__:
             raise AttributeError(
                 "cannot assign attributes before Module.__init__() call "
@@ -172,6 +183,7 @@ class Module:
             del self._modules[name]
         else:
             object.__delattr__(self, name)
+            changed()
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         if param is None:
@@ -300,6 +312,7 @@ class Module:
         hooks = self.__dict__.get("_hooks")
         if hooks is None:
             hooks = self.__dict__["_hooks"] = ModuleHooks()
+            changed()
         return hooks
 
     def register_forward_pre_hook(self, hook: Any, *, prepend: bool = False,
