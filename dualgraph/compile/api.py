@@ -29,8 +29,7 @@ from ..eager.internal import array_of, make_tensor, requires_grad_of
 from ..eager.saved_hooks import STACK as _SAVED_HOOKS
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError
-from ..modes import MODE_STACKS
-from ..modes import current_trace
+from ..modes import MODE_STACKS, current_trace
 from ..nn.modules import module as _module
 from ..profiler import record_function
 from .callgen import (

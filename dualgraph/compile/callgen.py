@@ -31,8 +31,8 @@ from ..eager import grad_mode
 from ..eager.compiled_node import attach_backward, attach_gradients
 from ..eager.internal import array_of, make_tensor, requires_grad_of, set_grad
 from ..eager.tensor import Tensor
-from .baked import CHECK_EVERY, check_baked
 from ..nn.changes import CHANGES
+from .baked import CHECK_EVERY, check_baked
 from .guards import MISSING, Value, module_counted, value_key
 from .plan import (
     SLOT,
