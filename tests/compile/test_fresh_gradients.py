@@ -52,7 +52,13 @@ SCENARIOS = {
     "one leaf twice": lambda f, x, y: f(x, x).backward(),
     "grad zeroed in place between": lambda f, x, y: (
         f(x, y).backward(), x.grad.zero_(), f(x, y).backward()),
+    "anomaly mode": lambda f, x, y: _anomaly(lambda: f(x, y).backward()),
 }
+
+
+def _anomaly(fn) -> None:
+    with dg.autograd.detect_anomaly():
+        fn()
 
 
 @pytest.mark.parametrize("kind", list(SCENARIOS))
@@ -82,3 +88,10 @@ def test_each_leaf_owns_its_gradient() -> None:
     x.grad = y.grad = None
     F(x, y).backward()
     assert (x.grad.item(), y.grad.item()) == (3.0, 8.0)
+
+
+def test_create_graph_takes_the_engine_which_refuses_it() -> None:
+    x, y = _leaves()
+    with pytest.raises(RuntimeError, match="create_graph=True"):
+        F(x, y).backward(create_graph=True)
+    assert x.grad is None and y.grad is None
