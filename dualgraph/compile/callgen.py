@@ -161,7 +161,7 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
                    for i in arrays]
     versioned = _versioned(plan)
     gathered, later = _gather_captured(plan, gen, versioned)
-    body = _body(plan, gen, arrays)
+    body = _body(plan, gen, arrays, {i for i in arrays if len(keys[i]) == 3})
     verified: set = set()
     if form is None:
         # A wrong count fails the unpacking: no call to count them.
@@ -541,8 +541,9 @@ def recycler(shape: tuple, dtype: Any) -> Callable[[], np.ndarray]:
     return take
 
 
-def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
-    """Run the kernel, write back, wrap the outputs, record the tape node, return.
+def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str]:
+    """Run the kernel, write back, wrap the outputs, record the tape node, return
+    (``tensor_args``: the positions of the arguments that are tensors).
 
     The kernel's inputs are ``i0, ...`` and its outputs ``o0, ...``: named, not lists, so
     a call builds no list and unpacks none."""
@@ -626,7 +627,7 @@ def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
     for k, node in enumerate(plan.optimized.outputs[:plan.n_user]):
         lines.append(f"r{k} = make_tensor({out(k, node.shape)}, False, None)")
     if plan.mode is Kind.TRAIN:
-        lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays, oname, out))]
+        lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays, tensor_args, oname, out))]
     for k, i in plan.passthrough:
         lines.append(f"r{k} = a{i}")
     if plan.single is True:
@@ -639,7 +640,7 @@ def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
     return lines
 
 
-def _tape(plan: Plan, gen: _Emitter, arrays: list, oname: Callable,
+def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Callable,
           out: Callable) -> list[str]:
     """Record the call's tape node: the precomputed gradients of a scalar loss, or the
     backward kernel with its residuals."""
@@ -652,8 +653,9 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, oname: Callable,
     saved = gen.const(plan.saved_inputs, "saved")
     if plan.joint:
         wrt = _tuple(tensors[i] for i in plan.wrt)
-        # Saved inputs that are tensors (a runtime scalar's place reads None).
-        saved = _tuple(tensors[i] for i in plan.saved_inputs if tensors[i] != "None")
+        # Saved inputs that are tensors: not an array argument, not a runtime scalar.
+        saved = _tuple(tensors[i] for i in plan.saved_inputs
+                       if (arrays[i] in tensor_args if i < len(arrays) else tensors[i] != "None"))
         grads = plan.grad_out
         outputs = plan.optimized.outputs
         shapes = [tuple(n.shape) for n in outputs[len(outputs) - len(grads):]]
