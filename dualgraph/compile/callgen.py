@@ -464,9 +464,9 @@ def _guard_check(plan: Plan, gen: _Emitter, versioned: _Versioned) -> list[str]:
     for k, g in enumerate(plan.guards.items):
         if k in versioned.guards or module_counted(g):
             continue
-        e, v = g.emit(gen)
-        exprs.append(e)
-        expected.append(v)
+        for e, v in g.emit_parts(gen):
+            exprs.append(e)
+            expected.append(v)
     if not exprs:
         return []
     return _compare(exprs, gen.const(tuple(expected), "guards"))

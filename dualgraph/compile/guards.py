@@ -43,6 +43,10 @@ class Guard:
     def emit(self, gen: Emitter) -> tuple[str, Any]:
         return f"{gen.const(self.now, 'guard')}(args)", self.expected
 
+    def emit_parts(self, gen: Emitter) -> list[tuple[str, Any]]:
+        """`emit` as items of the generated call's one tuple comparison."""
+        return [self.emit(gen)]
+
 
 class CapturedType(Guard):
     """A captured tensor's shape, dtype and ``requires_grad``."""
@@ -66,6 +70,12 @@ class CapturedType(Guard):
         t = gen.const(self.tensor, "t")
         d = gen.captured_array(self.tensor) or f"array_of({t})"
         return f"({d}.shape, {d}.dtype, requires_grad_of({t}))", self.expected
+
+    def emit_parts(self, gen: Emitter) -> list[tuple[str, Any]]:
+        # Three items of the call's comparison, not a tuple of its own to build and compare.
+        t = gen.const(self.tensor, "t")
+        d = gen.captured_array(self.tensor) or f"array_of({t})"
+        return list(zip((f"{d}.shape", f"{d}.dtype", f"requires_grad_of({t})"), self.expected))
 
 
 class CapturedGradType(Guard):
@@ -391,13 +401,15 @@ class ModuleAttrs(Guard):
         return f"{type(self.module).__name__}.{k} is {new!r} (traced with {old!r})"
 
     def emit(self, gen: Emitter) -> tuple[str, Any]:
-        d = gen.const(self.module.__dict__, "attrs")
+        return f"({''.join(e + ', ' for e, _ in self.emit_parts(gen))})", self.expected
+
+    def emit_parts(self, gen: Emitter) -> list[tuple[str, Any]]:
         # A subscript makes no call; one that fails raises KeyError, and the call takes
         # the general path, which reads the attribute as missing (`now`).
-        items = "".join(f"{d}[{gen.const(k, 'name')}], " if e is not MISSING else
-                        f"{d}.get({gen.const(k, 'name')}, MISSING), "
-                        for k, e in zip(self.names, self.expected))
-        return f"({items})", self.expected
+        d = gen.const(self.module.__dict__, "attrs")
+        return [(f"{d}[{gen.const(k, 'name')}]" if e is not MISSING else
+                 f"{d}.get({gen.const(k, 'name')}, MISSING)", e)
+                for k, e in zip(self.names, self.expected)]
 
 
 class ModuleHookTable(Guard):

@@ -100,61 +100,10 @@ class Module:
 
     def __setattr__(self, name: str, value: Any) -> None:
         try:
-            self._set(name, value)
+            _set_attr(self, name, value)
         finally:
             # Counted even when the write raised part way (a table may have changed).
             changed()
-
-    def _set(self, name: str, value: Any) -> None:
-        if "_parameters" not in self.__dict__:
-            raise AttributeError(
-                "cannot assign attributes before Module.__init__() call "
-                "(call super().__init__() first)"
-            )
-        params, modules = self.__dict__["_parameters"], self.__dict__["_modules"]
-        buffers = self.__dict__["_buffers"]
-        if isinstance(value, Buffer):
-            self.__dict__.pop(name, None)
-            params.pop(name, None)
-            modules.pop(name, None)
-            self.register_buffer(name, value, value.persistent)
-            return
-        if name in buffers:
-            if value is not None and not isinstance(value, TensorOps):
-                raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
-                                "(dg.Tensor or None expected)")
-            old = buffers[name]
-            # While `dg.compile` traces, `self.buf = new` (a traced value) is written into the
-            # existing buffer instead: the compiled call writes it back after each call, as
-            # it does for in-place updates, and the guard on the buffer's identity holds.
-            if (isinstance(value, TensorOps) and not isinstance(value, Tensor)
-                    and isinstance(old, Tensor) and tuple(value.shape) == old.shape):
-                with no_grad():
-                    old.copy_(value)
-                return
-            buffers[name] = value
-            return
-        # PyTorch's rule: a registered parameter or submodule name takes only its own kind
-        # (or None); `lin.weight = 5` would otherwise be accepted and fail much later.
-        if name in params and value is not None and not isinstance(value, Parameter):
-            raise TypeError(f"cannot assign '{_type_name(value)}' as parameter '{name}' "
-                            "(dg.nn.Parameter or None expected)")
-        if name in modules and value is not None and not isinstance(value, Module):
-            raise TypeError(f"cannot assign '{_type_name(value)}' as child module '{name}' "
-                            "(dg.nn.Module or None expected)")
-        # A parameter or submodule assigned again keeps its place in the order (PyTorch's
-        # dict assignment), which `parameters()` and `state_dict()` follow.
-        self.__dict__.pop(name, None)
-        if isinstance(value, Parameter):
-            modules.pop(name, None)
-            params[name] = value
-        elif isinstance(value, Module):
-            params.pop(name, None)
-            modules[name] = value
-        else:
-            params.pop(name, None)
-            modules.pop(name, None)
-            object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str) -> Any:
         d = self.__dict__
@@ -701,6 +650,60 @@ class Module:
         if not lines:
             return head + ")"
         return head + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _set_attr(self: Module, name: str, value: Any) -> None:
+    """`Module.__setattr__`'s write: a parameter, buffer or submodule into its table,
+    anything else into the instance."""
+    if "_parameters" not in self.__dict__:
+        raise AttributeError(
+            "cannot assign attributes before Module.__init__() call "
+            "(call super().__init__() first)"
+        )
+    params, modules = self.__dict__["_parameters"], self.__dict__["_modules"]
+    buffers = self.__dict__["_buffers"]
+    if isinstance(value, Buffer):
+        self.__dict__.pop(name, None)
+        params.pop(name, None)
+        modules.pop(name, None)
+        self.register_buffer(name, value, value.persistent)
+        return
+    if name in buffers:
+        if value is not None and not isinstance(value, TensorOps):
+            raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
+                            "(dg.Tensor or None expected)")
+        old = buffers[name]
+        # While `dg.compile` traces, `self.buf = new` (a traced value) is written into the
+        # existing buffer instead: the compiled call writes it back after each call, as
+        # it does for in-place updates, and the guard on the buffer's identity holds.
+        if (isinstance(value, TensorOps) and not isinstance(value, Tensor)
+                and isinstance(old, Tensor) and tuple(value.shape) == old.shape):
+            with no_grad():
+                old.copy_(value)
+            return
+        buffers[name] = value
+        return
+    # PyTorch's rule: a registered parameter or submodule name takes only its own kind
+    # (or None); `lin.weight = 5` would otherwise be accepted and fail much later.
+    if name in params and value is not None and not isinstance(value, Parameter):
+        raise TypeError(f"cannot assign '{_type_name(value)}' as parameter '{name}' "
+                        "(dg.nn.Parameter or None expected)")
+    if name in modules and value is not None and not isinstance(value, Module):
+        raise TypeError(f"cannot assign '{_type_name(value)}' as child module '{name}' "
+                        "(dg.nn.Module or None expected)")
+    # A parameter or submodule assigned again keeps its place in the order (PyTorch's
+    # dict assignment), which `parameters()` and `state_dict()` follow.
+    self.__dict__.pop(name, None)
+    if isinstance(value, Parameter):
+        modules.pop(name, None)
+        params[name] = value
+    elif isinstance(value, Module):
+        params.pop(name, None)
+        modules[name] = value
+    else:
+        params.pop(name, None)
+        modules.pop(name, None)
+        object.__setattr__(self, name, value)
 
 
 # `dg.compile`, put here when the compiler is imported: nn sits below it and cannot import
