@@ -189,6 +189,9 @@ class _Modes(threading.local):
 
 
 _LOCAL = _Modes()
+# The mode stacks, for the compiled call's entry, which tests
+# ``MODE_STACKS.stack[-1].tracing`` (`current_trace` without a Python call).
+MODE_STACKS = _LOCAL
 
 
 def bind(op: Any, *args: Any, **attrs: Any) -> Any:

@@ -31,8 +31,9 @@ from ..eager import grad_mode
 from ..eager.compiled_node import attach_backward, attach_gradients
 from ..eager.internal import array_of, make_tensor, requires_grad_of, set_grad
 from ..eager.tensor import Tensor
+from ..nn.changes import CHANGES
 from .baked import CHECK_EVERY, check_baked
-from .guards import MISSING, Value, value_key
+from .guards import MISSING, Value, module_counted, value_key
 from .plan import (
     SLOT,
     Argument,
@@ -160,16 +161,18 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
                    for i in arrays]
     versioned = _versioned(plan)
     gathered, later = _gather_captured(plan, gen, versioned)
-    body = _body(plan, gen, arrays)
+    body = _body(plan, gen, arrays, {i for i in arrays if len(keys[i]) == 3})
     verified: set = set()
     if form is None:
-        head, enter = ["def fast(args):"], [f"if len(args) != {n}:", "    return MISS",
-                                            *unpack]
+        # A wrong count fails the unpacking: no call to count them.
+        head, enter = ["def fast(args):"], (
+            ["try:", *_indent(unpack), "except ValueError:", "    return MISS"] if n else
+            ["if args:", "    return MISS"])
     else:
         head, enter = _enter(form, n, gen, keep, verified)
     checks = (gather_args + _key_check(keys, grad_on, gen, verified)
               + _alias_check(arrays, alias, gen) + gathered + _guard_check(plan, gen, versioned)
-              + _versioned_check(plan, gen, versioned))
+              + _module_check(plan, gen) + _versioned_check(plan, gen, versioned))
     fast = [*enter, *_type_checks(keys, gen),
             "try:", *_indent(checks),
             "except Exception:  # a guard that cannot be read: the general path says why",
@@ -309,7 +312,9 @@ def _type_checks(keys: tuple, gen: _Emitter) -> list[str]:
             if k[0] in _PLAIN_CONSTANTS or k[0] is float:
                 conds.append(f"type(a{i}) is not {gen.const(k[0], 'type')}")
         else:
-            conds.append(f"not isinstance(a{i}, {'Tensor' if len(k) == 3 else 'ndarray'})")
+            # The exact class is read without a call; a subclass takes isinstance.
+            cls = 'Tensor' if len(k) == 3 else 'ndarray'
+            conds.append(f"(a{i}.__class__ is not {cls} and not isinstance(a{i}, {cls}))")
             gen.ns["Tensor"], gen.ns["ndarray"] = Tensor, np.ndarray
     if not conds:
         return []
@@ -457,14 +462,38 @@ def _guard_check(plan: Plan, gen: _Emitter, versioned: _Versioned) -> list[str]:
         return []
     exprs, expected = [], []
     for k, g in enumerate(plan.guards.items):
-        if k in versioned.guards:
+        if k in versioned.guards or module_counted(g):
             continue
-        e, v = g.emit(gen)
-        exprs.append(e)
-        expected.append(v)
+        for e, v in g.emit_parts(gen):
+            exprs.append(e)
+            expected.append(v)
     if not exprs:
         return []
     return _compare(exprs, gen.const(tuple(expected), "guards"))
+
+
+def _module_check(plan: Plan, gen: _Emitter) -> list[str]:
+    """The guards on module state (`guards.module_counted`: submodule, parameter and buffer
+    tables, hooks, ``training``), checked only when the modules' change counter moved
+    since the last call that checked them. The counter is read before the state, so a
+    write racing with the checks leaves a stale value and the next call checks again."""
+    if plan.guards is None:
+        return []
+    items = [g for g in plan.guards.items if module_counted(g)]
+    if not items:
+        return []
+    emitted = [g.emit(gen) for g in items]
+    seen = gen.const([None], "seen")
+    return [f"mv = {gen.const(CHANGES, 'modules')}.v", f"if {seen}[0] != mv:",
+            *_indent(_compare([e for e, _ in emitted],
+                              gen.const(tuple(v for _, v in emitted), "guards"))),
+            f"    {seen}[0] = mv"]
+
+
+def _tuple(exprs: Any) -> str:
+    """A tuple display of ``exprs``."""
+    exprs = list(exprs)
+    return f"({', '.join(exprs)}{',' if len(exprs) == 1 else ''})"
 
 
 def _compare(exprs: list[str], expected: str) -> list[str]:
@@ -512,8 +541,9 @@ def recycler(shape: tuple, dtype: Any) -> Callable[[], np.ndarray]:
     return take
 
 
-def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
-    """Run the kernel, write back, wrap the outputs, record the tape node, return.
+def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str]:
+    """Run the kernel, write back, wrap the outputs, record the tape node, return
+    (``tensor_args``: the positions of the arguments that are tensors).
 
     The kernel's inputs are ``i0, ...`` and its outputs ``o0, ...``: named, not lists, so
     a call builds no list and unpacks none."""
@@ -597,7 +627,7 @@ def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
     for k, node in enumerate(plan.optimized.outputs[:plan.n_user]):
         lines.append(f"r{k} = make_tensor({out(k, node.shape)}, False, None)")
     if plan.mode is Kind.TRAIN:
-        lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays, oname))]
+        lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays, tensor_args, oname, out))]
     for k, i in plan.passthrough:
         lines.append(f"r{k} = a{i}")
     if plan.single is True:
@@ -610,7 +640,8 @@ def _body(plan: Plan, gen: _Emitter, arrays: list) -> list[str]:
     return lines
 
 
-def _tape(plan: Plan, gen: _Emitter, arrays: list, oname: Callable) -> list[str]:
+def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Callable,
+          out: Callable) -> list[str]:
     """Record the call's tape node: the precomputed gradients of a scalar loss, or the
     backward kernel with its residuals."""
     tensors = [f"a{i}" for i in arrays]
@@ -621,8 +652,21 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, oname: Callable) -> list[str]
     common = (f"[{', '.join(tensors)}], {gen.const(plan.wrt, 'wrt')}")
     saved = gen.const(plan.saved_inputs, "saved")
     if plan.joint:
-        grads = ", ".join(oname(k) for k in plan.grad_out)
-        return [f"attach_gradients({common}, [{grads}], r0, {saved})"]
+        wrt = _tuple(tensors[i] for i in plan.wrt)
+        # Saved inputs that are tensors: not an array argument, not a runtime scalar.
+        saved = _tuple(tensors[i] for i in plan.saved_inputs
+                       if (arrays[i] in tensor_args if i < len(arrays) else tensors[i] != "None"))
+        grads = plan.grad_out
+        outputs = plan.optimized.outputs
+        shapes = [tuple(n.shape) for n in outputs[len(outputs) - len(grads):]]
+        # Gradients that are kernel outputs of their own (no two leaves, and no result or
+        # write-back, share one) are handed to the leaves as they are, in their shapes.
+        used = {*range(plan.n_user), *(w.out for w in plan.copy_writes),
+                *(w.out for w in plan.grad_set),
+                *(o for w in plan.attr_set for o, _, _ in (w.leaves or ((w.out, 0, 0),)))}
+        fresh = len(set(grads)) == len(grads) and not used & set(grads)
+        listed = _tuple(out(k, sh) if fresh else oname(k) for k, sh in zip(grads, shapes))
+        return [f"attach_gradients({wrt}, {listed}, r0, {saved}{', True' if fresh else ''})"]
     res = ", ".join(f"i{j}" if kind is From.INPUT else oname(j)
                     for kind, j in plan.residual_plan)
     results = ", ".join(f"r{k}" for k in range(plan.n_user))

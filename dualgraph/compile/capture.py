@@ -31,6 +31,7 @@ from .guards import (
     ModuleAttrs,
     ModuleHookTable,
     ModuleTable,
+    TrainingFlag,
     Value,
 )
 from .plan import RuntimeScalar, Slot
@@ -120,7 +121,7 @@ class CallTraceContext(TraceContext):
         """``module.training`` was read: guard its value."""
         key = ("training", id(module))
         if key not in self.reads:
-            self.reads[key] = Value(
+            self.reads[key] = TrainingFlag(
                 lambda: module.training, value,
                 lambda now: f"{type(module).__name__}.training is {now} (traced with {value})",
                 module)

@@ -43,6 +43,10 @@ class Guard:
     def emit(self, gen: Emitter) -> tuple[str, Any]:
         return f"{gen.const(self.now, 'guard')}(args)", self.expected
 
+    def emit_parts(self, gen: Emitter) -> list[tuple[str, Any]]:
+        """`emit` as items of the generated call's one tuple comparison."""
+        return [self.emit(gen)]
+
 
 class CapturedType(Guard):
     """A captured tensor's shape, dtype and ``requires_grad``."""
@@ -66,6 +70,12 @@ class CapturedType(Guard):
         t = gen.const(self.tensor, "t")
         d = gen.captured_array(self.tensor) or f"array_of({t})"
         return f"({d}.shape, {d}.dtype, requires_grad_of({t}))", self.expected
+
+    def emit_parts(self, gen: Emitter) -> list[tuple[str, Any]]:
+        # Three items of the call's comparison, not a tuple of its own to build and compare.
+        t = gen.const(self.tensor, "t")
+        d = gen.captured_array(self.tensor) or f"array_of({t})"
+        return list(zip((f"{d}.shape", f"{d}.dtype", f"requires_grad_of({t})"), self.expected))
 
 
 class CapturedGradType(Guard):
@@ -309,6 +319,12 @@ class Value(Guard):
         return f"{gen.const(self.get, 'get')}()", self.expected
 
 
+class TrainingFlag(Value):
+    """A module's ``training`` flag (``train()``/``eval()``), read through ``get()``."""
+
+    __slots__ = ()
+
+
 class Guards:
     """What must hold for a call to reuse an entry, checked as one tuple comparison."""
 
@@ -385,9 +401,15 @@ class ModuleAttrs(Guard):
         return f"{type(self.module).__name__}.{k} is {new!r} (traced with {old!r})"
 
     def emit(self, gen: Emitter) -> tuple[str, Any]:
+        return f"({''.join(e + ', ' for e, _ in self.emit_parts(gen))})", self.expected
+
+    def emit_parts(self, gen: Emitter) -> list[tuple[str, Any]]:
+        # A subscript makes no call; one that fails raises KeyError, and the call takes
+        # the general path, which reads the attribute as missing (`now`).
         d = gen.const(self.module.__dict__, "attrs")
-        items = "".join(f"{d}.get({gen.const(k, 'name')}, MISSING), " for k in self.names)
-        return f"({items})", self.expected
+        return [(f"{d}[{gen.const(k, 'name')}]" if e is not MISSING else
+                 f"{d}.get({gen.const(k, 'name')}, MISSING)", e)
+                for k, e in zip(self.names, self.expected)]
 
 
 class ModuleHookTable(Guard):
@@ -436,6 +458,22 @@ def hooks_key(hooks: Any) -> Any:
 
 
 MISSING = object()
+
+
+def module_counted(g: Guard) -> bool:
+    """Whether guard ``g`` reads only module state whose every change moves the modules'
+    change counter (`nn.changes.CHANGES`): a submodule, parameter or buffer table, a
+    module's hooks, its ``training`` flag. The generated call checks those only when the
+    counter moved since its last call."""
+    from ..nn.changes import CountedTable
+
+    if isinstance(g, ModuleTable | Identity):
+        return isinstance(g.table, CountedTable)
+    if isinstance(g, ModuleHookTable):
+        hooks = g.module.__dict__.get("_hooks")
+        return hooks is None or all(isinstance(getattr(hooks, t, None), CountedTable)
+                                    for t in _HOOK_TABLES)
+    return isinstance(g, TrainingFlag)
 
 
 def _type_of(t: Any) -> tuple:

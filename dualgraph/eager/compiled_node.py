@@ -80,7 +80,7 @@ class PrecomputedBackward(Function):
     value (seed one): backward hands them out, scaled when the seed is not one. Built by
     `attach_gradients`."""
 
-    __slots__ = ("_checks", "_shapes", "_handed")
+    __slots__ = ("_checks", "_shapes", "_handed", "_fresh")
     hands_out = True
 
     def apply(self, g: Any) -> list:
@@ -98,6 +98,8 @@ class PrecomputedBackward(Function):
         else:
             self._handed = True
             grads = self._saved
+        if self._fresh:  # already in the inputs' shapes
+            return list(grads)
         return [a if a.shape == shape else a.reshape(shape)
                 for a, shape in zip(grads, self._shapes)]
 
@@ -119,13 +121,28 @@ class PrecomputedBackward(Function):
         for t, v in self._checks:
             if t._version[0] != v:
                 _check_versions(self)  # raises the engine's error
+        if self._fresh and not self._handed:
+            # The call's own arrays, one per input and in its shape: no other leaf holds
+            # one, so each leaf without a `.grad` takes its array as it is.
+            self._handed = True
+            for inp, a in zip(inputs, self._saved):
+                var = inp._var()
+                if var is None:
+                    continue
+                old = var._grad
+                var._grad = _make(a if old is None else old._data + a, False, None)
+            if not retain_graph:
+                self._saved = ()
+                self._freed = True
+            return True
         if self._handed:
             grads = self._gradients(1)
         else:
             self._handed = True
             grads = self._saved
         handed: set = set()
-        for inp, a, shape in zip(inputs, grads, self._shapes):
+        shapes = [a.shape for a in grads] if self._fresh else self._shapes
+        for inp, a, shape in zip(inputs, grads, shapes):
             var = inp._var()
             if var is None:
                 continue
@@ -153,26 +170,25 @@ class PrecomputedBackward(Function):
         return True
 
 
-def attach_gradients(tensors: list, wrt: list, grads: list, result: Tensor,
-                     saved: tuple) -> None:
+def attach_gradients(wrt: tuple, grads: tuple, result: Tensor, saved: tuple,
+                     fresh: bool = False) -> None:
     """Record a compiled scalar loss on the tape: ``grads[i]`` is its gradient (seed one)
-    with respect to ``tensors[wrt[i]]``; ``saved`` the positions in ``tensors`` whose
-    values the gradients were computed from (changing one before backward raises, as in
-    eager mode)."""
+    with respect to the tensor ``wrt[i]``; ``saved`` the tensors whose values the
+    gradients were computed from (changing one before backward raises, as in eager
+    mode). ``fresh``: the gradients are arrays the call made, one per input (none
+    shared), each in its input's shape, so `hand_out` gives them to the leaves as they
+    are."""
     # One tape node per training step: built field by field, without the IR node's
     # constructor chain (the compiled call's Python calls are its cost).
     node = PrecomputedBackward.__new__(PrecomputedBackward)
     inputs = []
-    shapes = []
-    for i in wrt:
-        t = tensors[i]
+    for t in wrt:
         n = t.grad_fn
         if n is None:
             n = t._node
             if n is None:
                 n = t._input_node()
         inputs.append(n)
-        shapes.append(n.shape)
     node.op = "compiled"
     node.inputs = tuple(inputs)
     node.attrs = {}
@@ -181,21 +197,21 @@ def attach_gradients(tensors: list, wrt: list, grads: list, result: Tensor,
     node.loc = None
     node.uid = next_uid()
     node._def = _CompiledOp
-    node._saved = tuple(grads)
+    node._saved = grads
     node._versions = ()
     node._out = None
     node._out_version = None
     node._freed = False
     node._hooks = None
     node._retain = None
-    node._shapes = shapes
+    # Fresh gradients are in their inputs' shapes already: nothing reads the shapes.
+    node._shapes = () if fresh else [n.shape for n in inputs]
     checks = []
-    for i in saved:
-        t = tensors[i]
-        if isinstance(t, Tensor):
-            checks.append((t, t._version[0]))
+    for t in saved:
+        checks.append((t, t._version[0]))
     node._checks = checks
     node._handed = False
+    node._fresh = fresh
     result._rg = True
     result.grad_fn = node
 

@@ -21,6 +21,7 @@ from typing import Any
 from ..eager.grad_mode import GRAD_ENABLED
 from ..ops.custom import custom_function, pack, unpack
 from ..ops.mixin import TensorOps
+from .changes import CountedTable
 
 _IDS = itertools.count()
 
@@ -48,13 +49,15 @@ class ModuleHooks:
     """A module's hooks, kept in registration order (``prepend`` puts one first)."""
 
     def __init__(self) -> None:
-        self.forward_pre: OrderedDict = OrderedDict()
-        self.forward: OrderedDict = OrderedDict()
-        self.backward: OrderedDict = OrderedDict()
-        self.backward_pre: OrderedDict = OrderedDict()
-        self.pre_with_kwargs: dict = {}
-        self.with_kwargs: dict = {}
-        self.always_call: dict = {}
+        # Counted (`nn.changes`): a compiled call checks its guard on them only when a
+        # hook was added or removed since its last call.
+        self.forward_pre: OrderedDict = CountedTable()
+        self.forward: OrderedDict = CountedTable()
+        self.backward: OrderedDict = CountedTable()
+        self.backward_pre: OrderedDict = CountedTable()
+        self.pre_with_kwargs: dict = CountedTable()
+        self.with_kwargs: dict = CountedTable()
+        self.always_call: dict = CountedTable()
 
     def __bool__(self) -> bool:
         return bool(self.forward_pre or self.forward or self.backward or self.backward_pre)

@@ -14,6 +14,7 @@ from ...eager.internal import array_of, bump_version, init_tensor, set_array, se
 from ...eager.tensor import Tensor, rng
 from ...modes import current_trace
 from ...ops.mixin import TensorOps
+from ..changes import CountedTable, changed
 from ..hooks import (
     GLOBAL,
     REGISTRATION,
@@ -81,10 +82,12 @@ class Module:
     """Base class of layers and models: parameters and submodules are found by attribute."""
 
     def __init__(self) -> None:
-        object.__setattr__(self, "_parameters", OrderedDict())
-        object.__setattr__(self, "_buffers", OrderedDict())
+        # Counted tables: a compiled call checks its guards on them only when a write
+        # moved the change counter (`nn.changes`).
+        object.__setattr__(self, "_parameters", CountedTable())
+        object.__setattr__(self, "_buffers", CountedTable())
         object.__setattr__(self, "_non_persistent_buffers", set())
-        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_modules", CountedTable())
         object.__setattr__(self, "training", True)
 
     # `training` is a property so that a compiled call can guard the flags its trace read:
@@ -101,62 +104,14 @@ class Module:
     @training.setter
     def training(self, mode: bool) -> None:
         self.__dict__["_training"] = bool(mode)
+        changed()
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if "_parameters" not in self.__dict__:
-            raise AttributeError(
-                "cannot assign attributes before Module.__init__() call "
-                "(call super().__init__() first)"
-            )
-        params, modules = self.__dict__["_parameters"], self.__dict__["_modules"]
-        buffers = self.__dict__["_buffers"]
-        if isinstance(value, Buffer):
-            self.__dict__.pop(name, None)
-            params.pop(name, None)
-            modules.pop(name, None)
-            self.register_buffer(name, value, value.persistent)
-            return
-        if name in buffers:
-            if value is not None and not isinstance(value, TensorOps):
-                raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
-                                "(dg.Tensor or None expected)")
-            old = buffers[name]
-            # While `dg.compile` traces, `self.buf = new` (a traced value) is written into the
-            # existing buffer instead: the compiled call writes it back after each call, as
-            # it does for in-place updates, and the guard on the buffer's identity holds.
-            if (isinstance(value, TensorOps) and not isinstance(value, Tensor)
-                    and isinstance(old, Tensor) and tuple(value.shape) == old.shape):
-                with no_grad():
-                    old.copy_(value)
-                return
-            buffers[name] = (registered("buffer", self, name, value)
-                             if REGISTRATION["buffer"] else value)
-            return
-        # PyTorch's rule: a registered parameter or submodule name takes only its own kind
-        # (or None); `lin.weight = 5` would otherwise be accepted and fail much later.
-        if name in params and value is not None and not isinstance(value, Parameter):
-            raise TypeError(f"cannot assign '{_type_name(value)}' as parameter '{name}' "
-                            "(dg.nn.Parameter or None expected)")
-        if name in modules and value is not None and not isinstance(value, Module):
-            raise TypeError(f"cannot assign '{_type_name(value)}' as child module '{name}' "
-                            "(dg.nn.Module or None expected)")
-        # A parameter or submodule assigned again keeps its place in the order (PyTorch's
-        # dict assignment), which `parameters()` and `state_dict()` follow.
-        self.__dict__.pop(name, None)
-        if isinstance(value, Parameter):
-            if REGISTRATION["parameter"]:
-                value = registered("parameter", self, name, value)
-            modules.pop(name, None)
-            params[name] = value
-        elif isinstance(value, Module):
-            if REGISTRATION["module"]:
-                value = registered("module", self, name, value)
-            params.pop(name, None)
-            modules[name] = value
-        else:
-            params.pop(name, None)
-            modules.pop(name, None)
-            object.__setattr__(self, name, value)
+        try:
+            _set_attr(self, name, value)
+        finally:
+            # Counted even when the write raised part way (a table may have changed).
+            changed()
 
     def __getattr__(self, name: str) -> Any:
         d = self.__dict__
@@ -185,6 +140,7 @@ class Module:
             del self._modules[name]
         else:
             object.__delattr__(self, name)
+            changed()
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         if param is None:
@@ -315,6 +271,7 @@ class Module:
         hooks = self.__dict__.get("_hooks")
         if hooks is None:
             hooks = self.__dict__["_hooks"] = ModuleHooks()
+            changed()
         return hooks
 
     def register_forward_pre_hook(self, hook: Any, *, prepend: bool = False,
@@ -714,6 +671,65 @@ class Module:
         if not lines:
             return head + ")"
         return head + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _set_attr(self: Module, name: str, value: Any) -> None:
+    """`Module.__setattr__`'s write: a parameter, buffer or submodule into its table,
+    anything else into the instance."""
+    if "_parameters" not in self.__dict__:
+        raise AttributeError(
+            "cannot assign attributes before Module.__init__() call "
+            "(call super().__init__() first)"
+        )
+    params, modules = self.__dict__["_parameters"], self.__dict__["_modules"]
+    buffers = self.__dict__["_buffers"]
+    if isinstance(value, Buffer):
+        self.__dict__.pop(name, None)
+        params.pop(name, None)
+        modules.pop(name, None)
+        self.register_buffer(name, value, value.persistent)
+        return
+    if name in buffers:
+        if value is not None and not isinstance(value, TensorOps):
+            raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
+                            "(dg.Tensor or None expected)")
+        old = buffers[name]
+        # While `dg.compile` traces, `self.buf = new` (a traced value) is written into the
+        # existing buffer instead: the compiled call writes it back after each call, as
+        # it does for in-place updates, and the guard on the buffer's identity holds.
+        if (isinstance(value, TensorOps) and not isinstance(value, Tensor)
+                and isinstance(old, Tensor) and tuple(value.shape) == old.shape):
+            with no_grad():
+                old.copy_(value)
+            return
+        buffers[name] = (registered("buffer", self, name, value)
+                         if REGISTRATION["buffer"] else value)
+        return
+    # PyTorch's rule: a registered parameter or submodule name takes only its own kind
+    # (or None); `lin.weight = 5` would otherwise be accepted and fail much later.
+    if name in params and value is not None and not isinstance(value, Parameter):
+        raise TypeError(f"cannot assign '{_type_name(value)}' as parameter '{name}' "
+                        "(dg.nn.Parameter or None expected)")
+    if name in modules and value is not None and not isinstance(value, Module):
+        raise TypeError(f"cannot assign '{_type_name(value)}' as child module '{name}' "
+                        "(dg.nn.Module or None expected)")
+    # A parameter or submodule assigned again keeps its place in the order (PyTorch's
+    # dict assignment), which `parameters()` and `state_dict()` follow.
+    self.__dict__.pop(name, None)
+    if isinstance(value, Parameter):
+        if REGISTRATION["parameter"]:
+            value = registered("parameter", self, name, value)
+        modules.pop(name, None)
+        params[name] = value
+    elif isinstance(value, Module):
+        if REGISTRATION["module"]:
+            value = registered("module", self, name, value)
+        params.pop(name, None)
+        modules[name] = value
+    else:
+        params.pop(name, None)
+        modules.pop(name, None)
+        object.__setattr__(self, name, value)
 
 
 # `dg.compile`, put here when the compiler is imported: nn sits below it and cannot import

@@ -1,0 +1,87 @@
+"""Every call a small compiled step makes, Python functions and C functions alike, counted
+with ``sys.setprofile`` (it counts calls, it never times them): for the benchmark's W1
+and W2-tiny steps they are the cost of a step."""
+
+from __future__ import annotations
+
+import collections
+import sys
+
+import numpy as np
+
+import dualgraph as dg
+
+
+def _calls(fn) -> collections.Counter:
+    """Every Python frame and C function call ``fn()`` makes (``fn``'s own frame not
+    counted), by name."""
+    names: collections.Counter = collections.Counter()
+
+    def profile(frame, event, arg):
+        if event == "call":
+            names[frame.f_code.co_name] += 1
+        elif event == "c_call":
+            names[getattr(arg, "__qualname__", repr(arg))] += 1
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    names["setprofile"] -= 1  # switching the profile off
+    return +names
+
+
+def test_a_scalar_training_step_makes_at_most_30_calls() -> None:
+    f = dg.compile(lambda x, y: x * y + y ** 2, tiered=False)
+    x = dg.tensor(np.float32(2.0), requires_grad=True)
+    y = dg.tensor(np.float32(3.0), requires_grad=True)
+
+    def step():  # the benchmark's W1 step
+        x.grad = None
+        y.grad = None
+        z = f(x, y)
+        z.backward()
+        return z, x.grad, y.grad
+
+    for _ in range(3):
+        step()
+    calls = _calls(step)
+    # The step itself; the two `.grad` setters (each with its mode lookup) and getters;
+    # the compiled call (`__call__`, the generated path, the Numba function, three
+    # `np.empty` and three 0-d views, the loss tensor, the tape node with its two leaf
+    # nodes and two version checks); `backward` with the hand-out and two `.grad`
+    # tensors (four `object.__new__`: three tensors and the node).
+    assert sum(calls.values()) <= 30, calls
+    # Nothing generic per call: no list of outputs, no mode lookup, no accumulation
+    # helper, no argument count, no type test of an exact Tensor.
+    assert not {"new_outputs", "run", "current_trace", "accumulate_array", "len",
+                "isinstance", "id", "set.add"} & set(calls), calls
+    assert (x.grad.item(), y.grad.item()) == (3.0, 8.0)
+
+
+def test_a_whole_training_step_makes_at_most_22_calls() -> None:
+    dg.manual_seed(0)
+    net = dg.nn.Sequential(dg.nn.Linear(2, 3), dg.nn.ReLU(), dg.nn.Linear(3, 1))
+    opt = dg.optim.SGD(net.parameters(), lr=0.1)
+    loss_fn = dg.nn.MSELoss()
+
+    @dg.compile(tiered=False)
+    def train(x, t):  # the benchmark's W2-tiny step
+        opt.zero_grad()
+        out = loss_fn(net(x), t)
+        out.backward()
+        opt.step()
+        return out
+
+    x, t = dg.ones(10, 2), dg.zeros(10, 1)
+    for _ in range(3):
+        train(x, t)
+    calls = _calls(lambda: train(x, t))
+    # The lambda, `__call__`, the generated path, the Numba function, five `np.empty`
+    # (the loss, four gradients) and five tensors, the work arrays' pool (`pop` and
+    # `append`), the loss's 0-d view. The module guards read nothing: no module changed.
+    assert sum(calls.values()) <= 22, calls
+    assert not {"dict.get", "OrderedDict.get", "OrderedDict.items", "len",
+                "isinstance"} & set(calls), calls
+    assert train.stats.traces == 1
