@@ -333,6 +333,11 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
     for dtype in ("float32", "float64"):
         if f"dgb.gemm_batched_{dtype}(" in body:
             header += f"dgb.need_batched({dtype!r})\n"
+    if "dgr.rnn_" in body:
+        header += "from dualgraph.backend.numba import recurrent_kernels as dgr\n"
+        for dtype in ("float32", "float64"):
+            if f"dgr.rnn_forward_{dtype}(" in body or f"dgr.rnn_backward_{dtype}(" in body:
+                header += f"dgr.need({dtype!r})\n"
     return header + deco + body + "\n"
 
 

@@ -453,6 +453,20 @@ LIBRARY: dict[str, str] = {
     "max_pool_indices": "dgb.max_pool_indices({0}, {out}, {1})",
     "pool_gather": "dgb.pool_gather({0}, {1}, {out})",
     "pool_scatter": "dgb.pool_scatter({0}, {1}, {out})",
+    # a recurrent layer's time loop, forward and backward: calls into C functions
+    # compiled once, named by dtype as the batched product is (recurrent_kernels); the
+    # first five arguments are the flags, the arrays are passed C-ordered
+    "rnn_forward": ("dgr.rnn_forward_{dtype}({0}, {1}, {2}, {3}, {4}, "
+                    "dgk.contiguous({5}), dgk.contiguous({6}), "
+                    "dgk.contiguous({7}), dgk.contiguous({8}), "
+                    "dgk.contiguous({9}), dgk.contiguous({10}), "
+                    "dgk.contiguous({11}), dgk.contiguous({12}), "
+                    "dgk.contiguous({13}), {out})"),
+    "rnn_backward": ("dgr.rnn_backward_{dtype}({0}, {1}, {2}, {3}, {4}, "
+                    "dgk.contiguous({5}), dgk.contiguous({6}), "
+                    "dgk.contiguous({7}), dgk.contiguous({8}), "
+                    "dgk.contiguous({9}), dgk.contiguous({10}), "
+                    "dgk.contiguous({11}), {out})"),
 }
 
 
