@@ -336,7 +336,8 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
     if "dgr.rnn_" in body:
         header += "from dualgraph.backend.numba import recurrent_kernels as dgr\n"
         for dtype in ("float32", "float64"):
-            if f"dgr.rnn_forward_{dtype}(" in body or f"dgr.rnn_backward_{dtype}(" in body:
+            if any(f"dgr.rnn_{kind}_{dtype}(" in body
+                   for kind in ("forward", "backward", "weight_grads")):
                 header += f"dgr.need({dtype!r})\n"
     return header + deco + body + "\n"
 

@@ -467,6 +467,9 @@ LIBRARY: dict[str, str] = {
                     "dgk.contiguous({7}), dgk.contiguous({8}), "
                     "dgk.contiguous({9}), dgk.contiguous({10}), "
                     "dgk.contiguous({11}), {out})"),
+    "rnn_weight_grads": ("dgr.rnn_weight_grads_{dtype}({0}, {1}, {2}, {3}, {4}, "
+                         "dgk.contiguous({5}), dgk.contiguous({6}), "
+                         "dgk.contiguous({7}), {out}, {8})"),
 }
 
 

@@ -184,11 +184,12 @@ def _backward(pg, pws, ph0, pc0, pwhh, pwhr, plens, pout, geo):
     gn = (4 if lstm else 3 if gru else 1) * n
     k_g = (2 if gru else 1) * gn + (p if proj else 0)
     rows = t_len * batch
+    out = _grid(pout, rows, k_w)
+    out[:, :] = _of(out, 0.0)
     if rows == 0 or n == 0:
         return
     g = _grid(pg, rows, w)
     ws = _grid(pws, rows, w)
-    out = _grid(pout, rows, k_w)  # zeros on entry
     h0 = _grid(ph0, batch, p)
     c0 = _grid(pc0, batch if lstm else 1, n if lstm else 1)
     whh = _grid(pwhh, gn, p)
@@ -287,6 +288,46 @@ def _backward(pg, pws, ph0, pc0, pwhh, pwhr, plens, pout, geo):
                 out[b, j + k_g + 2 * p] = dc[b, j]
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _weight_grads(pback, px, pws, pres, geo):
+    gg = numba.carray(geo, (7,))
+    flags, t_len, batch, n_in, k_w, w, n = gg[0], gg[1], gg[2], gg[3], gg[4], gg[5], gg[6]
+    mode = flags & 3
+    proj = (flags & _PROJ) != 0
+    lstm, gru = mode == _LSTM_MODE, mode == _GRU_MODE
+    gn = (4 if lstm else 3 if gru else 1) * n
+    p = w - (5 * n if lstm else 4 * n if gru else 0)
+    k_g = (2 if gru else 1) * gn + (p if proj else 0)
+    off = gn if gru else 0  # the hidden side's gate gradients
+    rows = t_len * batch
+    size = gn * n_in + gn * p + (p * n if proj else 0) + 2 * gn
+    res = numba.carray(pres, (size,))
+    res[:] = _of(res, 0.0)
+    if rows == 0 or n == 0:
+        return
+    back = _grid(pback, rows, k_w)
+    x = _grid(px, rows, n_in)
+    # Each product straight into its place in the flat result (row-major, ldc its width).
+    if n_in:
+        _gemm_at(_TRANS, _NO_TRANS, gn, n_in, rows, back, 0, k_w, x, 0, n_in, 0.0, res, 0,
+                 n_in)
+    at = gn * n_in
+    _gemm_at(_TRANS, _NO_TRANS, gn, p, rows, back, off, k_w, back, k_g, k_w, 0.0, res, at, p)
+    at += gn * p
+    if proj:
+        ws = _grid(pws, rows, w)
+        un = _empty_of(pres, rows * n).reshape((rows, n))
+        for r in range(rows):
+            for j in range(n):
+                un[r, j] = ws[r, j + p + 4 * n] * _tanh(ws[r, j + p])
+        _gemm_at(_TRANS, _NO_TRANS, p, n, rows, back, gn, k_w, un, 0, n, 0.0, res, at, n)
+        at += p * n
+    for r in range(rows):
+        for j in range(gn):
+            res[at + j] += back[r, j]
+            res[at + gn + j] += back[r, j + off]
+
+
 def _c_functions(dtype: Any) -> tuple:
     ptr, iptr = types.CPointer(dtype), types.CPointer(types.int64)
 
@@ -296,12 +337,16 @@ def _c_functions(dtype: Any) -> tuple:
     def backward(g, ws, h0, c0, w_hh, w_hr, lens, out, geo):
         _backward(g, ws, h0, c0, w_hh, w_hr, lens, out, geo)
 
+    def weight_grads(back, x, ws, res, geo):
+        _weight_grads(back, x, ws, res, geo)
+
     opts = {"cache": True, "nopython": True, "error_model": "numpy"}
     fwd = numba.cfunc(types.void(ptr, ptr, ptr, iptr, ptr, ptr, ptr, ptr, ptr, ptr, iptr),
                       **opts)(forward)
     bwd = numba.cfunc(types.void(ptr, ptr, ptr, ptr, ptr, ptr, iptr, ptr, iptr),
                       **opts)(backward)
-    return fwd, bwd
+    wg = numba.cfunc(types.void(ptr, ptr, ptr, ptr, iptr), **opts)(weight_grads)
+    return fwd, bwd, wg
 
 
 _FUNCTIONS: dict = {}
@@ -317,19 +362,23 @@ def need(dtype: str) -> None:
 
     with global_compiler_lock:
         if dtype not in _FUNCTIONS:
-            fwd, bwd = _c_functions(types.float32 if dtype == "float32" else types.float64)
-            llvm.add_symbol(f"dualgraph_rnn_forward_{dtype}", fwd.address)
-            llvm.add_symbol(f"dualgraph_rnn_backward_{dtype}", bwd.address)
-            _FUNCTIONS[dtype] = (fwd, bwd)
+            fns = _c_functions(types.float32 if dtype == "float32" else types.float64)
+            for kind, fn in zip(("forward", "backward", "weight_grads"), fns):
+                llvm.add_symbol(f"dualgraph_rnn_{kind}_{dtype}", fn.address)
+            _FUNCTIONS[dtype] = fns
 
 
-def _call_c(kind: str, flags_and_arrays: tuple, float_args: tuple, geo_dims: tuple) -> Any:
-    """The typing and code of a call ``(reverse, lengths, proj, m0, m1, *arrays)`` of the
-    C function ``kind`` with the arrays' data pointers and the geometry: the flags, then
-    the sizes ``geo_dims`` lists as (array position, axis). ``float_args``: the positions
-    of the floating arrays (the others are int64)."""
-    arrays = flags_and_arrays[5:]
-    if not all(isinstance(a, types.Array) for a in arrays):
+def _call_c(kind: str, flags_and_arrays: tuple, float_args: tuple, geo_dims: tuple,
+            n_sizes: int = 0) -> Any:
+    """The typing and code of a call ``(reverse, lengths, proj, m0, m1, *arrays, *sizes)``
+    of the C function ``kind`` with the arrays' data pointers and the geometry: the flags,
+    the sizes ``geo_dims`` lists as (array position, axis), then the ``n_sizes`` integer
+    arguments. ``float_args``: the positions of the floating arrays (the others are
+    int64)."""
+    end = len(flags_and_arrays) - n_sizes
+    arrays = flags_and_arrays[5:end]
+    if not all(isinstance(a, types.Array) for a in arrays) or not all(
+            isinstance(a, types.Integer) for a in flags_and_arrays[end:]):
         return None
     dt = arrays[float_args[0]].dtype
     if dt not in (types.float32, types.float64) or any(
@@ -343,13 +392,16 @@ def _call_c(kind: str, flags_and_arrays: tuple, float_args: tuple, geo_dims: tup
         flags = ir.Constant(i64, 0)
         for bit, v in zip((_REVERSE, _LENGTHS, _PROJ, 1, 2), args[:5]):
             flags = builder.or_(flags, builder.mul(builder.zext(v, i64), ir.Constant(i64, bit)))
-        geo = cgutils.alloca_once(builder, i64, size=1 + len(geo_dims))
+        geo = cgutils.alloca_once(builder, i64, size=1 + len(geo_dims) + n_sizes)
         builder.store(flags, builder.gep(geo, [ir.Constant(i64, 0)]))
         arys = [context.make_array(ty)(context, builder, v)
-                for ty, v in zip(signature.args[5:], args[5:])]
+                for ty, v in zip(signature.args[5:end], args[5:end])]
         for k, (pos, axis) in enumerate(geo_dims):
             dim = cgutils.unpack_tuple(builder, arys[pos].shape, arrays[pos].ndim)[axis]
             builder.store(dim, builder.gep(geo, [ir.Constant(i64, k + 1)]))
+        for k, (ty, v) in enumerate(zip(signature.args[end:], args[end:])):
+            builder.store(context.cast(builder, v, ty, types.int64),
+                          builder.gep(geo, [ir.Constant(i64, 1 + len(geo_dims) + k)]))
         fl = context.get_value_type(dt).as_pointer()
         ptrs = [builder.bitcast(a.data, fl if k in float_args else i64.as_pointer())
                 for k, a in enumerate(arys)]
@@ -374,7 +426,7 @@ def rnn_forward(typingctx, reverse, lengths, proj, m0, m1, x, h0, c0, lens, w_ih
 @intrinsic
 def rnn_backward(typingctx, reverse, lengths, proj, m0, m1, g, ws, h0, c0, w_hh, w_hr, lens,
                  out):
-    """`ops.recurrent.rnn_layer_backward` into ``out`` (zeros on entry): a call of the C
+    """`ops.recurrent.rnn_layer_backward` into ``out``: a call of the C
     function; the geometry T, B, W from ``ws``, P from ``h0``, H from ``c0``, K from
     ``out``."""
     return _call_c("backward", (reverse, lengths, proj, m0, m1, g, ws, h0, c0, w_hh, w_hr,
@@ -382,7 +434,17 @@ def rnn_backward(typingctx, reverse, lengths, proj, m0, m1, g, ws, h0, c0, w_hh,
                    ((1, 0), (1, 1), (1, 2), (2, 1), (3, 1), (7, 2)))
 
 
+@intrinsic
+def rnn_weight_grads(typingctx, reverse, lengths, proj, m0, m1, back, x, ws, res, hidden):
+    """`ops.recurrent.rnn_layer_weight_grads` into ``res``: a call of the C function; the
+    geometry T, B, I from ``x``, K from ``back``, W from ``ws``, then ``hidden``."""
+    return _call_c("weight_grads", (reverse, lengths, proj, m0, m1, back, x, ws, res,
+                                    hidden), (0, 1, 2, 3),
+                   ((1, 0), (1, 1), (1, 2), (0, 2), (2, 2)), n_sizes=1)
+
+
 # The names generated code calls, one per dtype (`cache.module_source` registers the C
 # functions a kernel's module names).
 rnn_forward_float32 = rnn_forward_float64 = rnn_forward
 rnn_backward_float32 = rnn_backward_float64 = rnn_backward
+rnn_weight_grads_float32 = rnn_weight_grads_float64 = rnn_weight_grads

@@ -79,15 +79,15 @@ def _c_call(fn: str, node: Node, res: kir.Buffer, bufs: list, optional: tuple, l
     ``optional``: c0, lengths, w_hr) stand in as one-element buffers, the lengths (at
     ``lens_at``) as int64 (the function reads them so)."""
     mode = node.attrs["mode"]
-    dt = np.dtype(node.dtype)
     block = kir.Block([kir.Comment(f"{fn}[{mode}]: the time loop in a C function"),
-                       kir.Alloc(res, 0 if fn == "rnn_backward" else None)], res)
+                       kir.Alloc(res)], res)
     args = list(bufs)
     for k in optional:
-        if args[k] is None:
-            ph = kir.Buffer(f"{out}_none{k}", (1,) if k == lens_at else (1, 1),
-                            np.dtype(np.int64) if k == lens_at else dt)
-            block.add(kir.Alloc(ph, 0))
+        if args[k] is None and k != lens_at:
+            args[k] = bufs[2 if fn == "rnn_backward" else 1]  # h0: never read in its place
+        elif args[k] is None:
+            ph = kir.Buffer(f"{out}_nolens", (1,), np.dtype(np.int64))
+            block.add(kir.Alloc(ph))  # never read
             args[k] = ph
     lens = args[lens_at]
     if np.dtype(lens.dtype) != np.int64:
@@ -388,6 +388,12 @@ def _rnn_layer_weight_grads(node: Node, args: list, out: str) -> kir.Block:
     off = gn if mode == "gru" else 0  # the hidden side's gate gradients
     dt = np.dtype(node.dtype)
     res = kir.Buffer(out, ishape(node), dt)
+    if CALL_C and dt in _C_DTYPES:
+        m = MODES[mode]
+        block = kir.Block([kir.Comment(f"rnn_layer_weight_grads[{mode}]: in a C function"),
+                           kir.Alloc(res)], res)
+        return block.add(kir.LibCall("rnn_weight_grads", (
+            False, False, proj, bool(m & 1), bool(m & 2), back, x, ws, n), (res,)))
     block = kir.Block([kir.Comment(f"rnn_layer_weight_grads[{mode}]: GEMMs over the "
                                    f"sequence"), kir.Alloc(res, 0)], res)
     rows = t_len * batch
