@@ -40,7 +40,7 @@ def _tanh(v):  # noqa: ARG001 - typed by the overload below
     raise NotImplementedError
 
 
-@overload(_tanh)
+@overload(_tanh, inline="always")
 def _tanh_of(v):
     # The functions the elementwise lowerings use, so a layer's values round as before.
     if v == types.float32:
@@ -52,7 +52,7 @@ def _sig(v):  # noqa: ARG001 - typed by the overload below
     raise NotImplementedError
 
 
-@overload(_sig)
+@overload(_sig, inline="always")
 def _sig_of(v):
     if v == types.float32:
         return lambda v: dgk.sigmoid_f32(v)
@@ -63,7 +63,7 @@ def _of(a, v):  # noqa: ARG001 - typed by the overload below
     raise NotImplementedError
 
 
-@overload(_of)
+@overload(_of, inline="always")
 def _of_dtype(a, v):
     """``v`` as a scalar of ``a``'s dtype: float32 arithmetic stays float32."""
     dt = a.dtype
@@ -92,7 +92,6 @@ def _forward(px, ph0, pc0, plens, pwih, pwhh, pwhr, pbih, pbhh, pws, geo):
         return
     x = _grid(px, rows, n_in)
     wih = _grid(pwih, gn, n_in)
-    whh = _grid(pwhh, gn, p)
     bih = numba.carray(pbih, (gn,))
     bhh = numba.carray(pbhh, (gn,))
     ws = _grid(pws, rows, w)  # row t * B + b is step t of sequence b
@@ -100,9 +99,12 @@ def _forward(px, ph0, pc0, plens, pwih, pwhh, pwhr, pbih, pbhh, pws, geo):
     zero = _of(ws, 0.0)
     gx = _empty_of(pws, rows * gn).reshape((rows, gn))
     if n_in:
+        # The input side of every step: one product over the whole sequence.
         _gemm_at(_NO_TRANS, _TRANS, rows, gn, n_in, x, 0, n_in, wih, 0, n_in, 0.0, gx, 0, gn)
     else:
         gx[:, :] = zero
+    whh = _grid(pwhh, gn, p)
+    whr = _grid(pwhr, p if proj else 1, n if proj else 1)
     hp = _empty_of(pws, batch * p).reshape((batch, p))
     hp[:, :] = _grid(ph0, batch, p)
     cp = _empty_of(pws, batch * n).reshape((batch, n))
@@ -111,56 +113,66 @@ def _forward(px, ph0, pc0, plens, pwih, pwhh, pwhr, pbih, pbhh, pws, geo):
     gh = _empty_of(pws, batch * gn).reshape((batch, gn))
     hu = _empty_of(pws, batch * n).reshape((batch, n))
     hq = _empty_of(pws, batch * p).reshape((batch, p))
-    whr = _grid(pwhr, p if proj else 1, n if proj else 1)
     for s in range(t_len):
         t = t_len - 1 - s if reverse else s
+        # Each product is a BLAS call with the operands and flags of `ops.recurrent`'s
+        # NumPy product, so both sum in the same order (OpenBLAS's small-matrix kernels
+        # cost a fraction of a microsecond per call at these sizes).
         _gemm_at(_NO_TRANS, _TRANS, batch, gn, p, hp, 0, p, whh, 0, p, 0.0, gh, 0, gn)
+        # The gates in short passes over (B, gates * H) rows, each reading and writing few
+        # arrays, so that every pass vectorises (one pass doing all of a cell's work
+        # writes too many arrays for the compiler's overlap checks). Each value is the
+        # same expression as in `ops.recurrent`, so it rounds the same.
         for b in range(batch):
-            run = (not has_lens) or t < lens[b]
             r = t * batch + b
-            for j in range(n):
-                h_old = hp[b, j] if not proj else zero
-                if mode == _TANH_MODE or mode == _RELU_MODE:
-                    a = (gx[r, j] + bih[j]) + (gh[b, j] + bhh[j])
-                    if mode == _TANH_MODE:
-                        h = _tanh(a)
-                    else:
-                        h = a if not (a <= zero) else zero
-                elif lstm:
-                    i = _sig((gx[r, j] + bih[j]) + (gh[b, j] + bhh[j]))
-                    f = _sig((gx[r, j + n] + bih[j + n]) + (gh[b, j + n] + bhh[j + n]))
-                    cg = _tanh((gx[r, j + 2 * n] + bih[j + 2 * n])
-                               + (gh[b, j + 2 * n] + bhh[j + 2 * n]))
-                    o = _sig((gx[r, j + 3 * n] + bih[j + 3 * n])
-                             + (gh[b, j + 3 * n] + bhh[j + 3 * n]))
+            run = (not has_lens) or t < lens[b]
+            if gru:
+                for k in range(2 * n):  # r and z
+                    gh[b, k] = _sig((gx[r, k] + bih[k]) + (gh[b, k] + bhh[k]))
+                for j in range(2 * n, 3 * n):  # W_hn h + b_hn
+                    gh[b, j] = gh[b, j] + bhh[j]
+                for j in range(n):  # n
+                    hq[b, j] = _tanh((gx[r, j + 2 * n] + bih[j + 2 * n])
+                                     + gh[b, j] * gh[b, j + 2 * n])
+                for j in range(n):
+                    h_old = hp[b, j]
+                    h = (h_old - hq[b, j]) * gh[b, j + n] + hq[b, j]
+                    hu[b, j] = h if run else h_old
+                for j in range(n):
+                    ws[r, j + n] = gh[b, j] if run else zero
+                    ws[r, j + 2 * n] = gh[b, j + n] if run else zero
+                    ws[r, j + 3 * n] = hq[b, j] if run else zero
+                    ws[r, j + 4 * n] = gh[b, j + 2 * n] if run else zero
+                continue
+            for k in range(gn):
+                gh[b, k] = (gx[r, k] + bih[k]) + (gh[b, k] + bhh[k])
+            if lstm:
+                for k in range(2 * n):  # i and f
+                    gh[b, k] = _sig(gh[b, k])
+                for k in range(2 * n, 3 * n):  # g
+                    gh[b, k] = _tanh(gh[b, k])
+                for k in range(3 * n, 4 * n):  # o
+                    gh[b, k] = _sig(gh[b, k])
+                for j in range(n):
                     c_old = cp[b, j]
-                    c = f * c_old + i * cg
-                    h = o * _tanh(c)
-                    if not run:
-                        c = c_old
-                    cp[b, j] = c
-                    ws[r, j + p] = c
-                    ws[r, j + p + n] = i if run else zero
-                    ws[r, j + p + 2 * n] = f if run else zero
-                    ws[r, j + p + 3 * n] = cg if run else zero
-                    ws[r, j + p + 4 * n] = o if run else zero
-                else:
-                    rg = _sig((gx[r, j] + bih[j]) + (gh[b, j] + bhh[j]))
-                    z = _sig((gx[r, j + n] + bih[j + n]) + (gh[b, j + n] + bhh[j + n]))
-                    hn = gh[b, j + 2 * n] + bhh[j + 2 * n]
-                    new = _tanh((gx[r, j + 2 * n] + bih[j + 2 * n]) + rg * hn)
-                    h = (h_old - new) * z + new
-                    ws[r, j + n] = rg if run else zero
-                    ws[r, j + 2 * n] = z if run else zero
-                    ws[r, j + 3 * n] = new if run else zero
-                    ws[r, j + 4 * n] = hn if run else zero
-                if proj:
-                    hu[b, j] = h
-                else:
-                    if not run:
-                        h = h_old
-                    ws[r, j] = h
-                    hp[b, j] = h
+                    c = gh[b, j + n] * c_old + gh[b, j] * gh[b, j + 2 * n]
+                    hu[b, j] = gh[b, j + 3 * n] * _tanh(c)
+                    cp[b, j] = c if run else c_old
+                if not (run or proj):
+                    # Projected, the kept state is taken after the projection.
+                    for j in range(n):
+                        hu[b, j] = hp[b, j]
+                for j in range(n):
+                    ws[r, j + p] = cp[b, j]
+                for k in range(gn):
+                    ws[r, k + p + n] = gh[b, k] if run else zero
+            elif mode == _TANH_MODE:
+                for j in range(n):
+                    hu[b, j] = _tanh(gh[b, j]) if run else hp[b, j]
+            else:
+                for j in range(n):
+                    a = gh[b, j]
+                    hu[b, j] = (a if not (a <= zero) else zero) if run else hp[b, j]
         if proj:
             # h = W_hr (o * tanh(c)), taken (or the old state kept) over (B, P).
             _gemm_at(_NO_TRANS, _TRANS, batch, p, n, hu, 0, n, whr, 0, n, 0.0, hq, 0, p)
@@ -170,6 +182,13 @@ def _forward(px, ph0, pc0, plens, pwih, pwhh, pwhr, pbih, pbhh, pws, geo):
                     v = hq[b, q] if run else hp[b, q]
                     ws[t * batch + b, q] = v
                     hp[b, q] = v
+        else:
+            for b in range(batch):
+                r = t * batch + b
+                for j in range(n):
+                    h = hu[b, j]
+                    ws[r, j] = h
+                    hp[b, j] = h
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -202,10 +221,10 @@ def _backward(pg, pws, ph0, pc0, pwhh, pwhr, plens, pout, geo):
     dc[:, :] = zero
     du = _empty_of(pout, batch * n).reshape((batch, n))
     carry = _empty_of(pout, batch * p).reshape((batch, p))
+    dcb = _empty_of(pout, batch * n).reshape((batch, n))  # the step's d_c (GRU: d_n)
+    tb = _empty_of(pout, batch * n).reshape((batch, n))  # the LSTM's tanh(c)
     last = t_len - 1
     off = gn if gru else 0
-    # dh is the gates' path alone after the product when nothing else adds to it.
-    adds = gru or has_lens or proj
     for s in range(t_len):
         t = s if reverse else last - s
         first = t == (last if reverse else 0)
@@ -220,66 +239,106 @@ def _backward(pg, pws, ph0, pc0, pwhh, pwhr, plens, pout, geo):
                     dq = dh[b, q] + g[t * batch + b, q]
                     out[t * batch + b, q + gn] = dq if run else zero
                     dh[b, q] = zero if run else dq
+            # The gradient of o * tanh(c), the projection's input: d_h @ W_hr.
             _gemm_at(_NO_TRANS, _NO_TRANS, batch, n, p, out, t * batch * k_w + gn, k_w,
                      whr, 0, n, 0.0, du, 0, n)
+        else:
+            # dh becomes the step's d_h; a step past a sequence's end passes it on whole
+            # (the state it kept), a running one through its gates only.
+            for b in range(batch):
+                r = t * batch + b
+                for q in range(p):
+                    du[b, q] = dh[b, q] + g[r, q]
+        # Short passes, as in the forward; a step past a sequence's end writes zero gate
+        # gradients and passes d_h (and the LSTM's d_c) on whole.
         for b in range(batch):
-            run = (not has_lens) or t < lens[b]
             r = t * batch + b
             rp = pv * batch + b
-            for j in range(n):
-                d_h = du[b, j] if proj else dh[b, j] + g[r, j]
-                if mode == _TANH_MODE:
-                    h = ws[r, j]
-                    out[r, j] = d_h * (one - h * h) if run else zero
-                elif mode == _RELU_MODE:
-                    out[r, j] = (d_h if ws[r, j] > zero else zero) if run else zero
-                elif lstm:
-                    c = ws[r, j + p]
+            run = (not has_lens) or t < lens[b]
+            if not run:
+                for k in range(gn + off):
+                    out[r, k] = zero
+                if lstm:
+                    for j in range(n):
+                        dc[b, j] = dc[b, j] + g[r, j + p] + zero
+                if not proj:
+                    for j in range(n):
+                        dh[b, j] = du[b, j]
+                continue
+            if lstm:
+                for j in range(n):
+                    tb[b, j] = _tanh(ws[r, j + p])
+                for j in range(n):
+                    dcb[b, j] = dc[b, j] + g[r, j + p] + du[b, j] * ws[r, j + p + 4 * n] \
+                        * (one - tb[b, j] * tb[b, j])
+                for j in range(n):  # i
                     i = ws[r, j + p + n]
-                    f = ws[r, j + p + 2 * n]
-                    cg = ws[r, j + p + 3 * n]
-                    o = ws[r, j + p + 4 * n]
-                    tc = _tanh(c)
-                    d_c = dc[b, j] + g[r, j + p] + (d_h * o * (one - tc * tc) if run else zero)
-                    c_prev = c0[b, j] if first else ws[rp, j + p]
-                    if run:
-                        out[r, j] = (d_c * cg + g[r, j + p + n]) * i * (one - i)
-                        out[r, j + n] = (d_c * c_prev + g[r, j + p + 2 * n]) * f * (one - f)
-                        out[r, j + 2 * n] = (d_c * i + g[r, j + p + 3 * n]) * (one - cg * cg)
-                        out[r, j + 3 * n] = (d_h * tc + g[r, j + p + 4 * n]) * o * (one - o)
-                        dc[b, j] = d_c * f
-                    else:
-                        dc[b, j] = d_c
+                    out[r, j] = (dcb[b, j] * ws[r, j + p + 3 * n] + g[r, j + p + n]) \
+                        * i * (one - i)
+                if first:
+                    for j in range(n):  # f
+                        f = ws[r, j + p + 2 * n]
+                        out[r, j + n] = (dcb[b, j] * c0[b, j] + g[r, j + p + 2 * n]) \
+                            * f * (one - f)
                 else:
-                    rg = ws[r, j + n]
+                    for j in range(n):
+                        f = ws[r, j + p + 2 * n]
+                        out[r, j + n] = (dcb[b, j] * ws[rp, j + p] + g[r, j + p + 2 * n]) \
+                            * f * (one - f)
+                for j in range(n):  # g
+                    cg = ws[r, j + p + 3 * n]
+                    out[r, j + 2 * n] = (dcb[b, j] * ws[r, j + p + n] + g[r, j + p + 3 * n]) \
+                        * (one - cg * cg)
+                for j in range(n):  # o
+                    o = ws[r, j + p + 4 * n]
+                    out[r, j + 3 * n] = (du[b, j] * tb[b, j] + g[r, j + p + 4 * n]) \
+                        * o * (one - o)
+                for j in range(n):
+                    dc[b, j] = dcb[b, j] * ws[r, j + p + 2 * n]
+                if not proj:
+                    for j in range(n):
+                        dh[b, j] = zero
+            elif gru:
+                for j in range(n):  # n
                     z = ws[r, j + 2 * n]
                     new = ws[r, j + 3 * n]
-                    hn = ws[r, j + 4 * n]
-                    h_prev = h0[b, j] if first else ws[rp, j]
-                    dnew = (d_h * (one - z) + g[r, j + 3 * n]) * (one - new * new)
-                    dr = (dnew * hn + g[r, j + n]) * rg * (one - rg)
-                    dz = (d_h * (h_prev - new) + g[r, j + 2 * n]) * z * (one - z)
-                    if run:
-                        out[r, j] = dr
-                        out[r, j + n] = dz
-                        out[r, j + 2 * n] = dnew
-                        out[r, j + 3 * n] = dr
-                        out[r, j + 4 * n] = dz
-                        out[r, j + 5 * n] = dnew * rg + g[r, j + 4 * n]
-                        dh[b, j] = d_h * z
-                    else:
-                        dh[b, j] = d_h
-                if has_lens and not gru and not proj:
-                    dh[b, j] = zero if run else d_h
+                    dcb[b, j] = (du[b, j] * (one - z) + g[r, j + 3 * n]) * (one - new * new)
+                for j in range(n):  # r
+                    rg = ws[r, j + n]
+                    out[r, j] = (dcb[b, j] * ws[r, j + 4 * n] + g[r, j + n]) * rg * (one - rg)
+                if first:
+                    for j in range(n):  # z
+                        z = ws[r, j + 2 * n]
+                        out[r, j + n] = (du[b, j] * (h0[b, j] - ws[r, j + 3 * n])
+                                         + g[r, j + 2 * n]) * z * (one - z)
+                else:
+                    for j in range(n):
+                        z = ws[r, j + 2 * n]
+                        out[r, j + n] = (du[b, j] * (ws[rp, j] - ws[r, j + 3 * n])
+                                         + g[r, j + 2 * n]) * z * (one - z)
+                for j in range(n):
+                    out[r, j + 2 * n] = dcb[b, j]
+                    out[r, j + 3 * n] = out[r, j]
+                    out[r, j + 4 * n] = out[r, j + n]
+                for j in range(n):  # the hidden side's n: r * (W_hn h + b_hn)
+                    out[r, j + 5 * n] = dcb[b, j] * ws[r, j + n] + g[r, j + 4 * n]
+                for j in range(n):
+                    dh[b, j] = du[b, j] * ws[r, j + 2 * n]
+            elif mode == _TANH_MODE:
+                for j in range(n):
+                    h = ws[r, j]
+                    out[r, j] = du[b, j] * (one - h * h)
+                    dh[b, j] = zero
+            else:
+                for j in range(n):
+                    out[r, j] = du[b, j] if ws[r, j] > zero else zero
+                    dh[b, j] = zero
         # The hidden side's gradient to the state before: d_gates @ W_hh.
         _gemm_at(_NO_TRANS, _NO_TRANS, batch, p, gn, out, t * batch * k_w + off, k_w,
                  whh, 0, p, 0.0, carry, 0, p)
-        if adds:
-            for b in range(batch):
-                for q in range(p):
-                    dh[b, q] += carry[b, q]
-        else:
-            dh[:, :] = carry
+        for b in range(batch):
+            for q in range(p):
+                dh[b, q] += carry[b, q]
     for b in range(batch):
         for q in range(p):
             out[b, q + k_g + p] = dh[b, q]
