@@ -88,3 +88,43 @@ def test_compiled_equals_eager(monkeypatch, call_c: bool) -> None:
     assert compiled_fn.stats.traces == 1
     for k, (a, e) in enumerate(zip(compiled, eager)):
         assert_close(a, e, rtol=1e-12, atol=1e-12, msg=f"result {k}")
+
+
+def _exact_ops(x, h0, w_relu, w_gru, g1, g3, lens):
+    """The ops whose arithmetic has no tanh or sigmoid in it: the ReLU layer's forward
+    (both directions, with lengths), and the backward through time of a ReLU, a tanh and
+    a GRU layer given their workspaces (its products and gate formulas only)."""
+    from dualgraph.ops.recurrent import layer_backward
+
+    out = [rnn_layer(x, h0, None, *w_relu, mode="relu", reverse=rev, lengths=lens)
+           for rev in (False, True)]
+    ws_gru = g3 * 0.5  # stand-in gates in (-0.5, 0.5): the formulas, not a real layer
+    out += [layer_backward(g1, out[0], h0, w_relu[1], lens, mode="relu", lengths=True),
+            layer_backward(g1, g1 * 0.9, h0, w_relu[1], mode="tanh", reverse=True),
+            layer_backward(g3, ws_gru, h0, w_gru[1], mode="gru"),
+            layer_backward(g3, ws_gru, h0, w_gru[1], lens, mode="gru", reverse=True,
+                           lengths=True)]
+    return tuple(out)
+
+
+def test_float32_rounds_as_eager() -> None:
+    """float32: where eager and compiled evaluate the same formulas in the same order
+    (every per-step product a BLAS call with eager's operands and flags, no fused
+    multiply-adds), the results are the same bits. tanh and sigmoid are the exceptions
+    (NumPy's float32 functions against the kernels' own), so they are left out."""
+    rng = np.random.default_rng(0)
+    t_len, batch, n_in, n = 6, 4, 5, 8
+
+    def real(*shape):
+        return dg.tensor(rng.uniform(-1, 1, shape).astype(np.float32))
+
+    x, h0 = real(t_len, batch, n_in), real(batch, n)
+    w_relu = [real(n, n_in), real(n, n), real(n), real(n)]
+    w_gru = [real(3 * n, n_in), real(3 * n, n), real(3 * n), real(3 * n)]
+    g1, g3 = real(t_len, batch, n), real(t_len, batch, 5 * n)
+    lens = dg.tensor(np.array([6, 2, 5, 1], np.int64))
+    args = (x, h0, w_relu, w_gru, g1, g3, lens)
+    eager = _exact_ops(*args)
+    compiled = dg.compile(_exact_ops, tiered=False)(*args)
+    for k, (a, e) in enumerate(zip(compiled, eager)):
+        assert_close(a.numpy(), e.numpy(), rtol=0, atol=0, msg=f"result {k}")
