@@ -36,6 +36,7 @@ from dualgraph.ops import OPS
 from dualgraph.testing import assert_close
 
 from .._support.compiled import B3, graph_ops
+from .._support.tolerance import tolerance
 from ..ops.cases import CASES, COMPOSITES, OpCase
 
 DTYPES = (np.float32, np.float64)
@@ -282,6 +283,23 @@ def _tol(dtype: np.dtype) -> dict:
     return B3.get(dtype, {"rtol": 0.0, "atol": 0.0})
 
 
+# Families whose input gradients sum, over a sequence's steps, products of gate values:
+# an element can be a cancellation of terms of the array's size and carries their
+# absolute rounding error, so it is held to B3's "rtol times the largest magnitude"
+# (never looser than `_tol`'s floor). In float32 the compiled tanh and sigmoid round
+# apart from NumPy's in the last bit: over 30 seeds of the recurrent rows, 0.5% (the
+# loops written into the kernel) to 1.1% (the C functions) of the gradient arrays had
+# such an element past 1e-6, none past rtol times the largest magnitude, and the eager
+# float32 gradients' own error against float64 was of the same size.
+_CANCELLING = ("recurrent",)
+
+
+def _grad_tol(case: Case, e: np.ndarray) -> dict:
+    if case.name.startswith(_CANCELLING) and e.dtype in B3 and e.dtype.kind == "f":
+        return tolerance(e, B3[e.dtype]["rtol"], floor=B3[e.dtype]["atol"] / B3[e.dtype]["rtol"])
+    return _tol(e.dtype)
+
+
 def _compare(case: Case, compiled: Callable, arrays: list) -> list:
     """Check compiled outputs and gradients against eager; returns the compiled outputs."""
     eager_out, eager_grads = _run(case.fn, arrays)
@@ -292,7 +310,7 @@ def _compare(case: Case, compiled: Callable, arrays: list) -> list:
     for k, (a, e) in enumerate(zip(grads, eager_grads)):
         assert (a is None) == (e is None), f"{case.name} grad of input {k}: {a} vs {e}"
         if e is not None:
-            assert_close(a, e, **_tol(e.dtype), equal_nan=True,
+            assert_close(a, e, **_grad_tol(case, e), equal_nan=True,
                          msg=f"{case.name} grad of input {k}")
     return out
 

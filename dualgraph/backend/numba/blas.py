@@ -186,7 +186,7 @@ _THREADS = _find_thread_control()
 # The library routines (`kir.LibCall` names, `printer.LIBRARY`) that call BLAS or LAPACK.
 BLAS_ROUTINES = frozenset({"gemm_batched", "inv", "det", "cholesky", "cholesky_info",
                            "solve_triangular", "eigh", "svd", "qr", "pinv", "matrix_exp",
-                           "conv_conv2d"})
+                           "conv_conv2d", "rnn_forward", "rnn_backward", "rnn_weight_grads"})
 
 
 def calls_blas(stmts: list) -> bool:

@@ -335,6 +335,12 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
             header += f"dgb.need_batched({dtype!r})\n"
         if any(f"dgb.conv_{kind}_{dtype}(" in body for kind in ("im2col", "col2im", "conv2d")):
             header += f"dgb.need_conv({dtype!r})\n"
+    if "dgr.rnn_" in body:
+        header += "from dualgraph.backend.numba import recurrent_kernels as dgr\n"
+        for dtype in ("float32", "float64"):
+            if any(f"dgr.rnn_{kind}_{dtype}(" in body
+                   for kind in ("forward", "backward", "weight_grads")):
+                header += f"dgr.need({dtype!r})\n"
     return header + deco + body + "\n"
 
 

@@ -458,6 +458,23 @@ LIBRARY: dict[str, str] = {
     "conv_im2col": "dgb.conv_im2col_{dtype}({0}, {out}, {1})",
     "conv_col2im": "dgb.conv_col2im_{dtype}({0}, {out}, {1})",
     "conv_conv2d": "dgb.conv_conv2d_{dtype}({0}, {1}, {2}, {out}, {3})",
+    # a recurrent layer's time loop, forward and backward: calls into C functions
+    # compiled once, named by dtype as the batched product is (recurrent_kernels); the
+    # first five arguments are the flags, the arrays are passed C-ordered
+    "rnn_forward": ("dgr.rnn_forward_{dtype}({0}, {1}, {2}, {3}, {4}, "
+                    "dgk.contiguous({5}), dgk.contiguous({6}), "
+                    "dgk.contiguous({7}), dgk.contiguous({8}), "
+                    "dgk.contiguous({9}), dgk.contiguous({10}), "
+                    "dgk.contiguous({11}), dgk.contiguous({12}), "
+                    "dgk.contiguous({13}), {out})"),
+    "rnn_backward": ("dgr.rnn_backward_{dtype}({0}, {1}, {2}, {3}, {4}, "
+                    "dgk.contiguous({5}), dgk.contiguous({6}), "
+                    "dgk.contiguous({7}), dgk.contiguous({8}), "
+                    "dgk.contiguous({9}), dgk.contiguous({10}), "
+                    "dgk.contiguous({11}), {out})"),
+    "rnn_weight_grads": ("dgr.rnn_weight_grads_{dtype}({0}, {1}, {2}, {3}, {4}, "
+                         "dgk.contiguous({5}), dgk.contiguous({6}), "
+                         "dgk.contiguous({7}), {out}, {8})"),
 }
 
 

@@ -19,7 +19,14 @@ import numpy as np
 from ....ir.graph import Node
 from ....ops.recurrent import backward_width, gates, grad_width, input_names
 from ... import kir
+from ..blas import HAVE_CBLAS
+from ..recurrent_kernels import MODES
 from . import _reshaped, ishape, lowers
+
+# The time loops as calls into C functions compiled once (`recurrent_kernels`), when
+# NumPy's BLAS is reachable from them; else (and for comparing the two) as loops written
+# into the kernel.
+CALL_C = HAVE_CBLAS
 
 
 def _sig(a: kir.Expr, dt: np.dtype) -> kir.Expr:
@@ -63,6 +70,38 @@ def _inputs(node: Node, args: list) -> dict:
     return dict(zip(names, (a.buf for a in args)))
 
 
+_C_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _c_call(fn: str, node: Node, res: kir.Buffer, bufs: list, optional: tuple, lens_at: int,
+            out: str) -> kir.Block:
+    """The op as one call of its C function (`recurrent_kernels`): the absent inputs (at
+    ``optional``: c0, lengths, w_hr) stand in as one-element buffers, the lengths (at
+    ``lens_at``) as int64 (the function reads them so)."""
+    mode = node.attrs["mode"]
+    block = kir.Block([kir.Comment(f"{fn}[{mode}]: the time loop in a C function"),
+                       kir.Alloc(res)], res)
+    args = list(bufs)
+    for k in optional:
+        if args[k] is None and k != lens_at:
+            args[k] = bufs[2 if fn == "rnn_backward" else 1]  # h0: never read in its place
+        elif args[k] is None:
+            ph = kir.Buffer(f"{out}_nolens", (1,), np.dtype(np.int64))
+            block.add(kir.Alloc(ph))  # never read
+            args[k] = ph
+    lens = args[lens_at]
+    if np.dtype(lens.dtype) != np.int64:
+        i = kir.Var(f"{out}_i")
+        wide = kir.Buffer(f"{out}_lens", lens.shape, np.dtype(np.int64))
+        block.add(kir.Alloc(wide), kir.Loop(i, lens.shape[0], (
+            kir.Store(wide, (i,), kir.Cast(lens[(i,)], np.dtype(np.int64))),)))
+        args[lens_at] = wide
+    flags = (bool(node.attrs["reverse"]), bool(node.attrs.get("lengths")),
+             bool(node.attrs.get("proj")), bool(MODES[mode] & 1), bool(MODES[mode] & 2))
+    block.add(kir.LibCall(fn, (*flags, *args), (res,)))
+    return block
+
+
 @lowers("rnn_layer", "rnn_layer_proj")
 def _rnn_layer(node: Node, args: list, out: str) -> kir.Block:
     mode, reverse = node.attrs["mode"], bool(node.attrs["reverse"])
@@ -76,6 +115,9 @@ def _rnn_layer(node: Node, args: list, out: str) -> kir.Block:
     gn = gates(mode) * n
     dt = np.dtype(node.dtype)
     res = kir.Buffer(out, ishape(node), dt)
+    if CALL_C and dt in _C_DTYPES:
+        return _c_call("rnn_forward", node, res, [x, h0, c0, lens, w_ih, w_hh, w_hr, b_ih,
+                                                  b_hh], (2, 3, 6), 3, out)
     block = kir.Block([kir.Comment(f"rnn_layer[{mode}] as a loop over time: one GEMM per "
                                    f"step"), kir.Alloc(res)], res)
     rows = t_len * batch
@@ -207,6 +249,9 @@ def _rnn_layer_backward(node: Node, args: list, out: str) -> kir.Block:
     k_w = backward_width(mode, n, p if w_hr is not None else 0)
     dt = np.dtype(node.dtype)
     res = kir.Buffer(out, ishape(node), dt)
+    if CALL_C and dt in _C_DTYPES:
+        return _c_call("rnn_backward", node, res, [g, ws, h0, c0, w_hh, w_hr, lens], (3, 5, 6),
+                       6, out)
     block = kir.Block([kir.Comment(f"rnn_layer_backward[{mode}] as a loop over time: one "
                                    f"GEMM per step"), kir.Alloc(res, 0)], res)
     dh = kir.Buffer(f"{out}_dh", (batch, p), dt)
@@ -343,6 +388,12 @@ def _rnn_layer_weight_grads(node: Node, args: list, out: str) -> kir.Block:
     off = gn if mode == "gru" else 0  # the hidden side's gate gradients
     dt = np.dtype(node.dtype)
     res = kir.Buffer(out, ishape(node), dt)
+    if CALL_C and dt in _C_DTYPES:
+        m = MODES[mode]
+        block = kir.Block([kir.Comment(f"rnn_layer_weight_grads[{mode}]: in a C function"),
+                           kir.Alloc(res)], res)
+        return block.add(kir.LibCall("rnn_weight_grads", (
+            False, False, proj, bool(m & 1), bool(m & 2), back, x, ws, n), (res,)))
     block = kir.Block([kir.Comment(f"rnn_layer_weight_grads[{mode}]: GEMMs over the "
                                    f"sequence"), kir.Alloc(res, 0)], res)
     rows = t_len * batch
