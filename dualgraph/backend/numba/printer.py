@@ -315,6 +315,8 @@ class Printer:
         if s.how == "alias":
             return base
         if s.how == "reshape":
+            if len(s.buf.shape) == 1:
+                return f"dgk.flat({base})"
             src = base if s.base.layout == "C" else f"dgk.contiguous({base})"
             return f"{src}.reshape({_shape(s.buf.shape, self.sz)})"
         if s.how == "bitcast":
