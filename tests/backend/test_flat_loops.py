@@ -1,7 +1,8 @@
-"""Flat elementwise loops (`loops.flatten_nests`) and the flat view they read through
-(`kernels.flat`): a perfect nest over whole C-ordered arrays becomes one loop over 1-D
-views, with the same results (run before and after through the reference executor, and
-compiled), and nests where a flat view would change what is read or written stay."""
+"""Flat elementwise loops (`loops.flatten_nests`) and the views they read through
+(`kernels.flat`, and `kernels.reshaped` for every other reshape): a perfect nest over
+whole C-ordered arrays becomes one loop over 1-D views, with the same results (run before
+and after through the reference executor, and compiled), and nests where a flat view would
+change what is read or written stay."""
 
 from __future__ import annotations
 
@@ -100,7 +101,12 @@ def _flats(c, f, s):
     return dgk.flat(c), dgk.flat(f), dgk.flat(s)
 
 
-def test_flat_views_c_ordered_arrays_and_copies_others():
+@numba.njit
+def _reshapes(c, s, n):
+    return dgk.reshaped(c, (n, 4)), dgk.reshaped(s, (3, 2, 4))
+
+
+def test_flat_and_reshaped_view_c_ordered_arrays_and_copy_others():
     c = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     s = np.arange(48, dtype=np.float32).reshape(2, 3, 8)[:, :, ::2]
     fc, ff, fs = _flats(c, c.T, s)
@@ -109,6 +115,10 @@ def test_flat_views_c_ordered_arrays_and_copies_others():
     assert_close(fs, np.ascontiguousarray(s).reshape(-1), rtol=0, atol=0)
     assert np.shares_memory(fc, c) and not np.shares_memory(fs, s)
     assert numba.typeof(fc).layout == "C" and fc.ndim == 1
+    rc, rs = _reshapes(c, s, 6)
+    assert_close(rc, c.reshape(6, 4), rtol=0, atol=0)
+    assert_close(rs, np.ascontiguousarray(s).reshape(3, 2, 4), rtol=0, atol=0)
+    assert np.shares_memory(rc, c) and rc.strides == (16, 4) and rs.flags.c_contiguous
 
 
 def test_compiled_elementwise_kernel_over_strided_and_contiguous_inputs():

@@ -267,6 +267,50 @@ def flat(typingctx, x):
     return out_type(x), codegen
 
 
+@intrinsic
+def reshaped(typingctx, x, shape):
+    """``x.reshape(shape)`` for generated code, ``shape`` a tuple of integers with ``x``'s
+    size (the kernel IR's reshapes are checked when they are built): a C-ordered view of
+    ``x``, made C-ordered first as `flat` does.
+
+    Numba's ``reshape`` is about 20 ms of compile per call site (its checks and stride
+    computation, lowered each time); this is a few multiplications."""
+    if not (isinstance(x, types.Array) and isinstance(shape, types.BaseTuple) and len(shape)
+            and all(isinstance(t, types.Integer) for t in shape)):
+        return None
+    from numba.core import cgutils
+    from numba.core.imputils import impl_ret_borrowed, impl_ret_new_ref
+    from numba.np.arrayobj import _as_layout_array, populate_array
+
+    c_type = x.copy(layout="C", ndim=max(x.ndim, 1), readonly=False)
+    out_type = x.copy(layout="C", ndim=len(shape), readonly=not x.mutable and x.layout == "C")
+
+    def codegen(context, builder, signature, args):
+        aryty, shty = signature.args
+        value = args[0]
+        copied = aryty.layout != "C" or aryty.ndim == 0
+        if copied:
+            value = _as_layout_array(context, builder, c_type(aryty), [value],
+                                     output_layout="C")
+            aryty = c_type
+        ary = context.make_array(aryty)(context, builder, value)
+        dims = [context.cast(builder, builder.extract_value(args[1], k), shty[k], types.intp)
+                for k in range(len(shty))]
+        strides = list(dims)
+        step = ary.itemsize
+        for k in reversed(range(len(dims))):
+            strides[k] = step
+            step = builder.mul(step, dims[k])
+        out = context.make_array(signature.return_type)(context, builder)
+        populate_array(out, data=ary.data, shape=cgutils.pack_array(builder, dims),
+                       strides=cgutils.pack_array(builder, strides),
+                       itemsize=ary.itemsize, meminfo=ary.meminfo, parent=ary.parent)
+        ret = impl_ret_new_ref if copied else impl_ret_borrowed
+        return ret(context, builder, signature.return_type, out._getvalue())
+
+    return out_type(x, shape), codegen
+
+
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def exp_f32(x):
     xc = x if x < _EXP_HI else _EXP_HI

@@ -209,7 +209,7 @@ def _operand(o: kir.Operand, item: str | None, flat: bool = False,
         off = step if off == kir.const(0) else off + step
     if off == kir.const(0) and o.buf.layout == "C" and not flat:
         return o.buf.name
-    return f"{o.buf.name}.reshape({sz(o.buf.size)})[{expr(off, sz)}:]"
+    return f"dgk.flat({o.buf.name})[{expr(off, sz)}:]"
 
 
 class Printer:
@@ -252,7 +252,7 @@ class Printer:
                 # kernel that calls it.
                 flat = f"{b.name}_fill"
                 self.emit(f"{b.name} = {self.work(b)}", indent)
-                self.emit(f"{flat} = {b.name}.reshape({b.name}.size)", indent)
+                self.emit(f"{flat} = dgk.flat({b.name})", indent)
                 self.emit(f"for {flat}_i in range({b.name}.size):", indent)
                 self.emit(f"{flat}[{flat}_i] = {literal(s.fill, b.dtype)}", indent + 1)
             else:
@@ -317,8 +317,7 @@ class Printer:
         if s.how == "reshape":
             if len(s.buf.shape) == 1:
                 return f"dgk.flat({base})"
-            src = base if s.base.layout == "C" else f"dgk.contiguous({base})"
-            return f"{src}.reshape({_shape(s.buf.shape, self.sz)})"
+            return f"dgk.reshaped({base}, {_shape(s.buf.shape, self.sz)})"
         if s.how == "bitcast":
             return (f"dgk.contiguous({base}).reshape({self.sz(s.base.size)}).view("
                     f"{dtype_name(s.buf.dtype)}).reshape({_shape(s.buf.shape, self.sz)})")
