@@ -198,12 +198,12 @@ def _worth(e: kir.Expr) -> bool:
 
 
 def _harmless(e: kir.Expr) -> bool:
-    """Evaluating ``e`` where it would not be cannot fault or raise: it reads no array
-    and divides no integer."""
+    """Evaluating ``e`` where it would not be cannot fault or raise: it reads no array,
+    and divides or raises to a power no integer."""
     for x in kir.subexprs(e):
         if isinstance(x, kir.Load):
             return False
-        if isinstance(x, kir.Bin) and x.op in ("//", "%", "/") and x.dtype.kind in "iub":
+        if isinstance(x, kir.Bin) and x.op in ("//", "%", "/", "**") and x.dtype.kind in "iub":
             return False
     return True
 
