@@ -643,7 +643,9 @@ def _flatten(nest: kir.Loop, aliases: dict, taken: set, memory: Memory) -> list 
     loops = [nest]
     while len(loops[-1].body) == 1 and isinstance(loops[-1].body[0], kir.Loop):
         loops.append(loops[-1].body[0])
-    if len(loops) < 2:
+    if len(loops) < 2 or any(lp.parallel for lp in loops):
+        # Numba's parallel loops write through a view made inside the kernel into an
+        # array of their own (measured: the output came back unwritten).
         return None
     extents = []
     for lp in loops:
@@ -719,4 +721,4 @@ def _flatten(nest: kir.Loop, aliases: dict, taken: set, memory: Memory) -> list 
         elif isinstance(s, kir.Store):
             s = replace(s, buf=flat[s.buf.name], index=(i,), value=sub(s.value))
         new_body.append(s)
-    return views + [kir.Loop(i, size, tuple(new_body), nest.parallel)]
+    return views + [kir.Loop(i, size, tuple(new_body))]
