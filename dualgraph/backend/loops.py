@@ -37,6 +37,7 @@ allocate nor view, nor receive as a parameter, may share memory with any other.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
@@ -45,7 +46,7 @@ import numpy as np
 
 from . import kir
 
-__all__ = ["Memory", "hoist_invariants", "merge_loops"]
+__all__ = ["Memory", "flatten_nests", "hoist_invariants", "merge_loops"]
 
 # Statements a loop body may hold for its accesses to be understood.
 _UNDERSTOOD = (kir.Comment, kir.Let, kir.Store, kir.Loop, kir.If, kir.Accum)
@@ -583,3 +584,141 @@ def _reads(s: Any) -> list:
     """The expressions statement ``s`` reads, nested statements included."""
     return [e for t in kir.walk([s]) for e in kir.exprs_of(t)] + (
         [s.var] if isinstance(s, kir.Accum) else [])
+
+
+# ------------------------------------------------------------------------- flattening
+# Roles of buffers the caller or the kernel allocates C-ordered: a flat view of one is
+# the same memory, so stores through it land in the array itself.
+_FRESH = (kir.OUT, kir.SCRATCH, kir.LOCAL)
+
+
+def flatten_nests(stmts: Iterable) -> list:
+    """``stmts`` (a kernel's top-level statements, or a `kir.Block`) with each perfect
+    elementwise nest over whole arrays as one loop over flat views of them; a new list.
+
+    A nest qualifies when it is at least two loops deep, each loop from 0 by 1 over an
+    integer extent, each holding only the next, and the innermost body only `kir.Let`,
+    `kir.Store` and `kir.Comment`, whose every load and store indexes an array of exactly
+    the nest's extents by exactly the nest's variables in order (so element ``(i0, .., ik)``
+    is element ``i0 * .. + ik`` of every operand in C order), and no variable of the nest
+    is read any other way. The arrays it stores to must be allocated C-ordered (output,
+    work or local arrays, or aliases of them), so a flat view is the same memory; an array
+    it only reads may have any layout (its flat view is a C-ordered copy when it is
+    strided, as a `kir.View` reshape is). Iteration order and values are unchanged.
+
+    Numba types, indexes and lowers each loop level and each n-d subscript separately: a
+    4-D elementwise nest over three arrays compiles in about 80 ms beside an empty
+    function's 55 ms, its flat form with views in about 45 ms."""
+    stmts = list(stmts.stmts if isinstance(stmts, kir.Block) else stmts)
+    aliases = {s.buf.name: s.base for s in kir.walk(stmts)
+               if isinstance(s, kir.View) and s.how == "alias"}
+    taken = {b.name for s in kir.walk(stmts) for b in _buffers_of(s)}
+    memory = Memory(stmts)
+    out: list = []
+    for s in stmts:
+        flat = _flatten(s, aliases, taken, memory) if isinstance(s, kir.Loop) else None
+        out += flat if flat is not None else [s]
+    return out
+
+
+def _buffers_of(s: Any) -> list:
+    bufs = [s.buf] if isinstance(s, (kir.Alloc, kir.View, kir.Store, kir.Table)) else []
+    if isinstance(s, kir.View):
+        bufs.append(s.base)
+    return bufs + [x.buf for e in kir.exprs_of(s) for x in kir.subexprs(e)
+                   if isinstance(x, kir.Load)]
+
+
+def _fresh_array(buf: kir.Buffer, aliases: dict) -> bool:
+    for _ in range(64):
+        if buf.role in _FRESH:
+            return buf.layout == "C"
+        if buf.role != kir.VIEW or buf.name not in aliases:
+            return False
+        buf = aliases[buf.name]
+    return False
+
+
+def _flatten(nest: kir.Loop, aliases: dict, taken: set, memory: Memory) -> list | None:
+    loops = [nest]
+    while len(loops[-1].body) == 1 and isinstance(loops[-1].body[0], kir.Loop):
+        loops.append(loops[-1].body[0])
+    if len(loops) < 2 or any(lp.parallel for lp in loops):
+        # Numba's parallel loops write through a view made inside the kernel into an
+        # array of their own (measured: the output came back unwritten).
+        return None
+    extents = []
+    for lp in loops:
+        n = _int(lp.extent)
+        if n is None or n <= 0 or _int(lp.start) != 0 or lp.step != 1:
+            return None
+        extents.append(n)
+    body = loops[-1].body
+    if not all(isinstance(s, (kir.Let, kir.Store, kir.Comment)) for s in body):
+        return None
+    index = tuple(lp.var for lp in loops)
+    nest_vars = {v.name for v in index}
+    bufs: dict[str, kir.Buffer] = {}
+
+    def check(e: kir.Expr) -> bool:
+        if isinstance(e, kir.Load):
+            if e.index != index or e.buf.shape != tuple(extents):
+                return False
+            bufs.setdefault(e.buf.name, e.buf)
+            return True
+        if isinstance(e, kir.Var):
+            return e.name not in nest_vars
+        kids = [k for k in (getattr(e, f, None) for f in ("a", "b", "cond"))
+                if isinstance(k, kir.Expr)]
+        if isinstance(e, kir.Call):
+            kids = [k for k in e.args if isinstance(k, kir.Expr)]
+        return all(check(k) for k in kids)
+
+    for s in body:
+        if isinstance(s, kir.Store):
+            if (s.index != index or s.buf.shape != tuple(extents)
+                    or not _fresh_array(s.buf, aliases)):
+                return None
+            bufs.setdefault(s.buf.name, s.buf)
+        if isinstance(s, (kir.Let, kir.Store)) and not check(s.value):
+            return None
+    # A read array that may share memory with a stored one (another view of it) would
+    # be read before the nest writes it when its flat view is a copy.
+    stored = {s.buf.name for s in body if isinstance(s, kir.Store)}
+    roots = {memory.locate(bufs[n], None)[0] for n in stored}
+    for name, b in bufs.items():
+        if name not in stored and (memory.locate(b, None)[0] in roots | {None}):
+            return None
+    size = math.prod(extents)
+    views, flat = [], {}
+    for name, b in bufs.items():
+        k = 0
+        while f"{name}_fl{k}" in taken:
+            k += 1
+        taken.add(f"{name}_fl{k}")
+        flat[name] = kir.Buffer(f"{name}_fl{k}", (size,), b.dtype, kir.VIEW, "C")
+        views.append(kir.View(flat[name], b, "reshape"))
+    i = kir.Var(index[0].name)
+
+    def sub(e: kir.Expr) -> kir.Expr:
+        if isinstance(e, kir.Load):
+            return kir.Load(flat[e.buf.name], (i,))
+        if isinstance(e, kir.Call):
+            return replace(e, args=tuple(sub(a) if isinstance(a, kir.Expr) else a
+                                         for a in e.args))
+        if isinstance(e, (kir.Un, kir.Cast)):
+            return replace(e, a=sub(e.a))
+        if isinstance(e, kir.Bin):
+            return replace(e, a=sub(e.a), b=sub(e.b))
+        if isinstance(e, kir.Select):
+            return replace(e, cond=sub(e.cond), a=sub(e.a), b=sub(e.b))
+        return e
+
+    new_body = []
+    for s in body:
+        if isinstance(s, kir.Let):
+            s = replace(s, value=sub(s.value))
+        elif isinstance(s, kir.Store):
+            s = replace(s, buf=flat[s.buf.name], index=(i,), value=sub(s.value))
+        new_body.append(s)
+    return views + [kir.Loop(i, size, tuple(new_body))]

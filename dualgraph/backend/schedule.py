@@ -5,17 +5,24 @@ one (or None where the pass does not apply), each decided on the block's structu
   given instead (an output buffer): the allocation and the copy at the end go.
 - `hoist_allocations`: a kernel's top-level allocations (its work arrays) are bound at
   its entry.
+- `share_subexpressions`: an expression a statement computes twice is computed once,
+  into a let.
 - `swap_product`: ``x @ W.T`` (W a C-ordered (out, in) weight, so ``W.T`` is F-ordered)
   computed as ``(W @ x.T).T`` when x has fewer rows than the product has columns.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
 
 from . import kir
 
-__all__ = ["hoist_allocations", "swap_product", "write_into"]
+__all__ = ["hoist_allocations", "share_subexpressions", "swap_product", "write_into"]
 
 
 def write_into(block: kir.Block, target: kir.Buffer) -> kir.Block | None:
@@ -87,3 +94,136 @@ def hoist_allocations(stmts: list) -> list:
     above the merged loop, away from the statements it heads)."""
     allocs = [s for s in stmts if isinstance(s, kir.Alloc) and s.fill is None]
     return allocs + [s for s in stmts if not (isinstance(s, kir.Alloc) and s.fill is None)]
+
+
+def share_subexpressions(stmts: list) -> list:
+    """``stmts`` with every expression a `kir.Let` or `kir.Store` computes more than once
+    computed once, into a new let in front of it; a new list, nested bodies included.
+
+    A lowering may build its value as a graph (GELU's tail polynomial reads ``1 / (1 +
+    0.35 |x|)`` nine times, and both branches of a select read the polynomial); printed as
+    a tree, each use is Numba work of its own (every load a subscript to type and lower,
+    every operation an instruction to type), which LLVM then merges again. Smallest
+    repeated subexpressions are bound first, so a bound one is read by name in the larger
+    ones. One evaluated only under a condition (a branch of a select, the right side of
+    ``and``/``or``) is bound before the statement only when that cannot read or compute
+    what the condition guards: when some use of it is evaluated unconditionally, or it
+    reads no array and divides no integer. The same operations on the same operands give
+    the same values."""
+    taken = {x.name for s in kir.walk(stmts) for e in kir.exprs_of(s)
+             for x in kir.subexprs(e) if isinstance(x, kir.Var)}
+    taken |= {s.var.name for s in kir.walk(stmts) if isinstance(s, (kir.Let, kir.Loop,
+                                                                       kir.Accum))}
+    return _Sharer(taken).body(stmts)
+
+
+class _Sharer:
+    def __init__(self, taken: set) -> None:
+        self.taken = taken
+        self.count = 0
+
+    def fresh(self, dtype: np.dtype) -> kir.Var:
+        while True:
+            self.count += 1
+            name = f"cs{self.count}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return kir.Var(name, dtype)
+
+    def body(self, stmts: Any) -> list:
+        out: list = []
+        for s in stmts:
+            if isinstance(s, kir.Loop):
+                out.append(replace(s, body=tuple(self.body(s.body))))
+            elif isinstance(s, kir.If):
+                out.append(replace(s, then=tuple(self.body(s.then)),
+                                   orelse=tuple(self.body(s.orelse))))
+            elif isinstance(s, (kir.Let, kir.Store)):
+                lets, value = self.share(s.value)
+                out += lets
+                out.append(replace(s, value=value))
+            else:
+                out.append(s)
+        return out
+
+    def share(self, e: kir.Expr) -> tuple[list, kir.Expr]:
+        lets: list = []
+        while True:
+            uses: Counter = Counter()
+            always: set = set()
+            _census(e, True, uses, always)
+            pick = None
+            for x, n in uses.items():
+                if n < 2 or not _worth(x) or not (x in always or _harmless(x)):
+                    continue
+                if pick is None or _size(x) < _size(pick):
+                    pick = x
+            if pick is None:
+                return lets, e
+            v = self.fresh(pick.dtype)
+            lets.append(kir.Let(v, pick))
+            e = _substitute(e, pick, v)
+
+
+def _census(e: kir.Expr, always: bool, uses: Counter, seen: set) -> None:
+    """Count every subexpression's uses as printed; ``seen``: those evaluated whenever
+    the whole expression is."""
+    uses[e] += 1
+    if always:
+        seen.add(e)
+    if isinstance(e, kir.Load):
+        for i in e.index:
+            _census(kir.const(i), always, uses, seen)
+    elif isinstance(e, kir.Bin):
+        _census(e.a, always, uses, seen)
+        _census(e.b, always and e.op not in kir.LOGIC, uses, seen)
+    elif isinstance(e, (kir.Un, kir.Cast)):
+        _census(e.a, always, uses, seen)
+    elif isinstance(e, kir.Call):
+        for a in e.args:
+            if isinstance(a, kir.Expr):
+                _census(a, always, uses, seen)
+    elif isinstance(e, kir.Select):
+        _census(e.cond, always, uses, seen)
+        _census(e.a, False, uses, seen)
+        _census(e.b, False, uses, seen)
+
+
+def _worth(e: kir.Expr) -> bool:
+    """Binding ``e`` saves work: it loads or computes (a constant or a name is free, a
+    cast of one nearly so)."""
+    if isinstance(e, (kir.Const, kir.Var)):
+        return False
+    return not (isinstance(e, kir.Cast) and isinstance(e.a, (kir.Const, kir.Var)))
+
+
+def _harmless(e: kir.Expr) -> bool:
+    """Evaluating ``e`` where it would not be cannot fault or raise: it reads no array,
+    and divides or raises to a power no integer."""
+    for x in kir.subexprs(e):
+        if isinstance(x, kir.Load):
+            return False
+        if isinstance(x, kir.Bin) and x.op in ("//", "%", "/", "**") and x.dtype.kind in "iub":
+            return False
+    return True
+
+
+def _size(e: kir.Expr) -> int:
+    return sum(1 for _ in kir.subexprs(e))
+
+
+def _substitute(e: Any, old: kir.Expr, new: kir.Expr) -> Any:
+    if e == old:
+        return new
+    if isinstance(e, kir.Load):
+        return replace(e, index=tuple(_substitute(i, old, new) for i in e.index))
+    if isinstance(e, kir.Bin):
+        return replace(e, a=_substitute(e.a, old, new), b=_substitute(e.b, old, new))
+    if isinstance(e, (kir.Un, kir.Cast)):
+        return replace(e, a=_substitute(e.a, old, new))
+    if isinstance(e, kir.Call):
+        return replace(e, args=tuple(_substitute(a, old, new) for a in e.args))
+    if isinstance(e, kir.Select):
+        return replace(e, cond=_substitute(e.cond, old, new), a=_substitute(e.a, old, new),
+                       b=_substitute(e.b, old, new))
+    return e

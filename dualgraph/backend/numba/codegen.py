@@ -197,8 +197,9 @@ class _Writer:
         params += [f"c{k}" for k in range(len(self.consts))]
         outs = [f"o{k}" for k in range(len(self.graph.outputs)) if k not in self.write_to]
         kir.verify(self.stmts, [self.bufs[p] for p in params + outs])
-        stmts = loops.hoist_invariants(loops.merge_loops(
-            schedule.hoist_allocations(self.stmts), keep=folds_scalar))
+        stmts = loops.flatten_nests(loops.hoist_invariants(loops.merge_loops(
+            schedule.share_subexpressions(schedule.hoist_allocations(self.stmts)),
+            keep=folds_scalar)))
         sizes = printer.Sizes([(p, self.bufs[p].shape) for p in params + outs])
         code: list[str] = []
         lines, marks = printer.function(

@@ -225,6 +225,92 @@ def contiguous(typingctx, x):
     return x.copy(layout="C", ndim=max(x.ndim, 1), readonly=False)(x), codegen
 
 
+@intrinsic
+def flat(typingctx, x):
+    """``x.reshape(x.size)`` for generated code: a 1-D view of a C-ordered ``x``; any
+    other ``x`` is made C-ordered first (as `contiguous`: copied only when it is not), so
+    only the view of an array allocated C-ordered is written through.
+
+    Numba's ``reshape`` checks the new shape against the old one and computes strides in
+    a loop, lowered at every call site; this loads the shape words and multiplies them."""
+    if not isinstance(x, types.Array):
+        return None
+    from numba.core import cgutils
+    from numba.core.imputils import impl_ret_borrowed, impl_ret_new_ref
+    from numba.np.arrayobj import _as_layout_array, populate_array
+
+    c_type = x.copy(layout="C", ndim=max(x.ndim, 1), readonly=False)
+    out_type = x.copy(layout="C", ndim=1, readonly=not x.mutable and x.layout == "C")
+
+    def codegen(context, builder, signature, args):
+        aryty, value = signature.args[0], args[0]
+        copied = aryty.layout != "C" or aryty.ndim == 0
+        if copied:
+            value = _as_layout_array(context, builder, c_type(aryty), args, output_layout="C")
+            aryty = c_type
+        ary = context.make_array(aryty)(context, builder, value)
+        dims = cgutils.unpack_tuple(builder, ary.shape, aryty.ndim)
+        size = dims[0]
+        for d in dims[1:]:
+            size = builder.mul(size, d)
+        out = context.make_array(signature.return_type)(context, builder)
+        populate_array(out, data=ary.data, shape=cgutils.pack_array(builder, [size]),
+                       strides=cgutils.pack_array(builder, [ary.itemsize]),
+                       itemsize=ary.itemsize, meminfo=ary.meminfo, parent=ary.parent)
+        if copied:
+            # The C-ordered array is a reference of its own (the input or a copy): the
+            # view takes it over.
+            return impl_ret_new_ref(context, builder, signature.return_type,
+                                    out._getvalue())
+        return impl_ret_borrowed(context, builder, signature.return_type, out._getvalue())
+
+    return out_type(x), codegen
+
+
+@intrinsic
+def reshaped(typingctx, x, shape):
+    """``x.reshape(shape)`` for generated code, ``shape`` a tuple of integers with ``x``'s
+    size (the kernel IR's reshapes are checked when they are built): a C-ordered view of
+    ``x``, made C-ordered first as `flat` does.
+
+    Numba's ``reshape`` is about 20 ms of compile per call site (its checks and stride
+    computation, lowered each time); this is a few multiplications."""
+    if not (isinstance(x, types.Array) and isinstance(shape, types.BaseTuple) and len(shape)
+            and all(isinstance(t, types.Integer) for t in shape)):
+        return None
+    from numba.core import cgutils
+    from numba.core.imputils import impl_ret_borrowed, impl_ret_new_ref
+    from numba.np.arrayobj import _as_layout_array, populate_array
+
+    c_type = x.copy(layout="C", ndim=max(x.ndim, 1), readonly=False)
+    out_type = x.copy(layout="C", ndim=len(shape), readonly=not x.mutable and x.layout == "C")
+
+    def codegen(context, builder, signature, args):
+        aryty, shty = signature.args
+        value = args[0]
+        copied = aryty.layout != "C" or aryty.ndim == 0
+        if copied:
+            value = _as_layout_array(context, builder, c_type(aryty), [value],
+                                     output_layout="C")
+            aryty = c_type
+        ary = context.make_array(aryty)(context, builder, value)
+        dims = [context.cast(builder, builder.extract_value(args[1], k), shty[k], types.intp)
+                for k in range(len(shty))]
+        strides = list(dims)
+        step = ary.itemsize
+        for k in reversed(range(len(dims))):
+            strides[k] = step
+            step = builder.mul(step, dims[k])
+        out = context.make_array(signature.return_type)(context, builder)
+        populate_array(out, data=ary.data, shape=cgutils.pack_array(builder, dims),
+                       strides=cgutils.pack_array(builder, strides),
+                       itemsize=ary.itemsize, meminfo=ary.meminfo, parent=ary.parent)
+        ret = impl_ret_new_ref if copied else impl_ret_borrowed
+        return ret(context, builder, signature.return_type, out._getvalue())
+
+    return out_type(x, shape), codegen
+
+
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def exp_f32(x):
     xc = x if x < _EXP_HI else _EXP_HI

@@ -200,16 +200,19 @@ def _slice(arg: tuple, sz: Callable[[Any], str] = _literal_size) -> str:
 
 
 def _operand(o: kir.Operand, item: str | None, flat: bool = False,
-             sz: Callable[[Any], str] = _literal_size) -> str:
+             sz: Callable[[Any], str] = _literal_size, views: bool = True) -> str:
     """A GEMM operand as the array whose first element is the matrix's first element
-    (``flat``: always a 1-D view)."""
+    (``flat``: always a 1-D view; ``views``: through `kernels.flat`, else Numba's
+    ``reshape``)."""
     off = kir.const(o.offset)
     if item is not None and o.batch_stride:
         step = kir.Bin("*", kir.Var(item), kir.const(o.batch_stride))
         off = step if off == kir.const(0) else off + step
     if off == kir.const(0) and o.buf.layout == "C" and not flat:
         return o.buf.name
-    return f"{o.buf.name}.reshape({sz(o.buf.size)})[{expr(off, sz)}:]"
+    if not views:
+        return f"{o.buf.name}.reshape({sz(o.buf.size)})[{expr(off, sz)}:]"
+    return f"dgk.flat({o.buf.name})[{expr(off, sz)}:]"
 
 
 class Printer:
@@ -219,12 +222,16 @@ class Printer:
     ``sizes`` prints the integer sizes (`Sizes`: read from the arguments). ``marks``: the
     1-based line of each `kir.Comment` that names a graph node. ``code``: the comment
     lines as the compiled module has them (index -> text): the node's name, not its graph
-    line, whose shapes and attributes would keep kernels of the same code apart."""
+    line, whose shapes and attributes would keep kernels of the same code apart.
+    ``views``: reshapes print as `kernels.reshaped`/`kernels.flat` views; False prints
+    Numba's ``reshape``, which Numba's parallel loops know to alias its array (a view
+    made by an intrinsic and written in a ``prange`` loop did not reach the array)."""
 
     def __init__(self, work: Callable[[kir.Buffer], str | None] | None = None,
-                 sizes: Callable[[Any], str] = _literal_size) -> None:
+                 sizes: Callable[[Any], str] = _literal_size, views: bool = True) -> None:
         self.work = work
         self.sz = sizes
+        self.views = views
         self.lines: list[str] = []
         self.marks: dict[str, int] = {}
         self.code: dict[int, str] = {}
@@ -252,7 +259,8 @@ class Printer:
                 # kernel that calls it.
                 flat = f"{b.name}_fill"
                 self.emit(f"{b.name} = {self.work(b)}", indent)
-                self.emit(f"{flat} = {b.name}.reshape({b.name}.size)", indent)
+                self.emit(f"{flat} = dgk.flat({b.name})" if self.views else
+                          f"{flat} = {b.name}.reshape({b.name}.size)", indent)
                 self.emit(f"for {flat}_i in range({b.name}.size):", indent)
                 self.emit(f"{flat}[{flat}_i] = {literal(s.fill, b.dtype)}", indent + 1)
             else:
@@ -315,8 +323,12 @@ class Printer:
         if s.how == "alias":
             return base
         if s.how == "reshape":
-            src = base if s.base.layout == "C" else f"dgk.contiguous({base})"
-            return f"{src}.reshape({_shape(s.buf.shape, self.sz)})"
+            if not self.views:
+                src = base if s.base.layout == "C" else f"dgk.contiguous({base})"
+                return f"{src}.reshape({_shape(s.buf.shape, self.sz)})"
+            if len(s.buf.shape) == 1:
+                return f"dgk.flat({base})"
+            return f"dgk.reshaped({base}, {_shape(s.buf.shape, self.sz)})"
         if s.how == "bitcast":
             return (f"dgk.contiguous({base}).reshape({self.sz(s.base.size)}).view("
                     f"{dtype_name(s.buf.dtype)}).reshape({_shape(s.buf.shape, self.sz)})")
@@ -361,9 +373,13 @@ class Printer:
             indent += 1
         c = g.c
         ldc = sz(c.ld) if c.ld is not None else None
+
+        def opnd(o: kir.Operand, flat: bool = False) -> str:
+            return _operand(o, item, flat=flat, sz=sz, views=self.views)
+
         if g.k == 0:
             if g.beta == 0:
-                flat = _operand(c, item, flat=True, sz=sz)
+                flat = opnd(c, True)
                 self.emit(f"for _i in range({m}):", indent)
                 self.emit(f"{flat}[_i * {ldc}:_i * {ldc} + {n}] = 0", indent + 1)
             return
@@ -372,30 +388,30 @@ class Printer:
             # Operand layouts known when Numba types the kernel (`dgb.operand`).
             if not HAVE_CBLAS:
                 self.emit(f"dgb.gemm({g.a.buf.name}, {g.b.buf.name}, "
-                          f"{_operand(c, item, sz=sz)}.reshape(({m}, {n})), {beta})", indent)
+                          f"{opnd(c)}.reshape(({m}, {n})), {beta})", indent)
                 return
             ops = []
             for o, t in ((g.a, g.ta), (g.b, g.tb)):
                 name = o.buf.name
                 if o.resolved:
-                    ops.append((_operand(o, item, sz=sz), str(TRANS if t else NO_TRANS),
+                    ops.append((opnd(o), str(TRANS if t else NO_TRANS),
                                 sz(o.ld)))
                 else:
                     self.emit(f"{name}_o, {name}_t, {name}_l = dgb.operand({name})", indent)
                     ops.append((f"{name}_o", f"{name}_t", f"{name}_l"))
             (a, ta, la), (b, tb, lb) = ops
             self.emit(f"dgb.gemm_call({ta}, {tb}, {m}, {n}, {k}, {a}, {la}, {b}, {lb}, "
-                      f"{beta}, {_operand(c, item, sz=sz)}, {ldc})", indent)
+                      f"{beta}, {opnd(c)}, {ldc})", indent)
             return
         lda, ldb = sz(g.a.ld), sz(g.b.ld)
         if HAVE_CBLAS:
             self.emit(f"dgb.gemm_call({TRANS if g.ta else NO_TRANS}, "
                       f"{TRANS if g.tb else NO_TRANS}, {m}, {n}, {k}, "
-                      f"{_operand(g.a, item, sz=sz)}, {lda}, {_operand(g.b, item, sz=sz)}, "
-                      f"{ldb}, {beta}, {_operand(c, item, sz=sz)}, {ldc})", indent)
+                      f"{opnd(g.a)}, {lda}, {opnd(g.b)}, "
+                      f"{ldb}, {beta}, {opnd(c)}, {ldc})", indent)
             return
         # No cblas: the product as loops over flat views (a fallback, not a fast path).
-        a, b, cc = (_operand(o, item, flat=True, sz=sz) for o in (g.a, g.b, c))
+        a, b, cc = (opnd(o, True) for o in (g.a, g.b, c))
         at = (lambda i, p: f"{a}[{p} * {lda} + {i}]") if g.ta else (
             lambda i, p: f"{a}[{i} * {lda} + {p}]")
         bt = (lambda p, j: f"{b}[{j} * {ldb} + {p}]") if g.tb else (
@@ -497,7 +513,8 @@ def function(name: str, params: Callable[[], list[str]], stmts: Any,
     when given, receives the lines as the compiled module has them: the same lines with
     comments reduced to the node's name, so that kernels differing only in their sizes
     and comments are one module."""
-    p = Printer(work, sizes if sizes is not None else _literal_size)
+    parallel = any(isinstance(s, kir.Loop) and s.parallel for s in kir.walk(stmts))
+    p = Printer(work, sizes if sizes is not None else _literal_size, views=not parallel)
     p.block(stmts, 1)
     p.emit("return 0", 1)
     head = [f"def {name}({', '.join(params())}):"]
