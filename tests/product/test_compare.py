@@ -176,10 +176,12 @@ def test_break_even_never_is_printed_when_compiling_does_not_pay(report):
     slow = dataclasses.replace(report, break_even_calls=None)
     assert "never (compiled is not faster)" in str(slow)
 
-def test_cold_cache_compiles_and_warm_cache_loads(report):
-    # Cold: a new kernel directory, Numba compiles; warm: the same directory, it loads.
+def test_cold_and_warm_compile_times_are_both_measured_and_printed(report):
+    # That the cold run compiles and the warm one loads from disk is checked by cache
+    # source (above), not by comparing the two times: tests never assert on time.
     assert report.cold_compile_time > 0 and report.warm_compile_time > 0
-    assert report.warm_compile_time < report.cold_compile_time / 5
+    assert (f"compile cold/warm cache  {report.cold_compile_time:.3f} s / "
+            f"{report.warm_compile_time:.3f} s") in str(report)
     assert "cold [" in str(report) or "warm [" in str(report)
 
 
