@@ -331,7 +331,8 @@ class Tensor(TensorOps):
             if tuple(value.shape) != self.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: got shape "
                                    f"{tuple(value.shape)}, the tensor has shape {self.shape}")
-        mode = modes.current_mode()
+        # `current_mode()` written out: a training step sets `.grad` once per parameter.
+        mode = modes.MODE_STACKS.stack[-1]
         if mode is not EAGER:  # tracing: the write becomes an output (eager: nothing to do)
             mode.note_grad_write(self)
         self._grad = value
