@@ -10,12 +10,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from ..eager.creation import rand
 from ..ops import special as SP
 from . import constraints
-from .distribution import Distribution, broadcast_all
+from .distribution import Distribution, broadcast_all, clamp_probs
 
 __all__ = ["HalfCauchy", "Pareto", "Weibull"]
 
@@ -24,8 +22,7 @@ _EULER = 0.57721566490153286060
 
 def _uniform(shape: tuple, like: Any) -> Any:
     """Uniform draws in (0, 1), both ends excluded (the inverse CDFs diverge there)."""
-    eps = float(np.finfo(np.dtype(like.dtype)).eps)
-    return rand(*shape, dtype=like.dtype).clamp(eps, 1 - eps)
+    return clamp_probs(rand(*shape, dtype=like.dtype))
 
 
 class HalfCauchy(Distribution):
