@@ -165,10 +165,14 @@ def arguments(lib, i: int) -> list:
 def run(lib, i: int) -> dict:
     """Case ``i``'s output and the gradients of its float arguments under a fixed
     cotangent."""
-    _, fn, _ = CASES[i]
-    args = arguments(lib, i)
+    return outputs_and_grads(lib, CASES[i][1], arguments(lib, i), 2000 + i)
+
+
+def outputs_and_grads(lib, fn, args: list, seed: int) -> dict:
+    """``fn(lib, *args)`` as ``{"y": ...}`` and the gradients of its arguments that require
+    grad (``grad{k}``), under a cotangent drawn from ``seed``: one case table's run."""
     y = fn(lib, *args)
-    cot = np.random.default_rng(2000 + i).standard_normal(tuple(y.shape))
+    cot = np.random.default_rng(seed).standard_normal(tuple(y.shape))
     (y * lib.tensor(cot)).sum().backward()
     out = {"y": y.detach().numpy()}
     for k, a in enumerate(args):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .functional_cases import _arg
+from .functional_cases import _arg, outputs_and_grads
 
 
 def _bicubic(**kw):
@@ -50,15 +50,4 @@ def arguments(lib, i: int) -> list:
 def run(lib, i: int) -> dict:
     """Case ``i``'s output and the gradients of its float arguments under a fixed
     cotangent."""
-    _, fn, _ = CASES[i]
-    args = arguments(lib, i)
-    y = fn(lib, *args)
-    cot = np.random.default_rng(4000 + i).standard_normal(tuple(y.shape))
-    (y * lib.tensor(cot)).sum().backward()
-    out = {"y": y.detach().numpy()}
-    for k, a in enumerate(args):
-        if getattr(a, "requires_grad", False):
-            # No path from the output (nearest sampling's grid) is a zero gradient.
-            out[f"grad{k}"] = (np.zeros(tuple(a.shape)) if a.grad is None
-                               else a.grad.numpy())
-    return out
+    return outputs_and_grads(lib, CASES[i][1], arguments(lib, i), 4000 + i)
