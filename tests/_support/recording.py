@@ -47,3 +47,20 @@ def case_results(cases: Sequence, run: Callable[[Any, int], dict],
         for i, case in enumerate(cases):
             yield case[0], run(torch, i)
     return results
+
+
+def case_arrays(gold: Any, name: str) -> dict[str, np.ndarray]:
+    """The arrays a recorder wrote for case ``name`` (``"name/key"`` in the file), by key."""
+    prefix = name + "/"
+    return {k[len(prefix):]: gold[k] for k in gold.files if k.startswith(prefix)}
+
+
+def assert_case_matches(got: dict, gold: Any, name: str, **tolerance: Any) -> None:
+    """``got``, case ``name``'s arrays by key, has exactly the keys recorded in ``gold`` for
+    it, each close to its recorded array (`dualgraph.testing.assert_close`)."""
+    from dualgraph.testing import assert_close
+
+    want = case_arrays(gold, name)
+    assert sorted(got) == sorted(want)
+    for k, v in want.items():
+        assert_close(got[k], v, msg=f"{name}: {k}", **tolerance)

@@ -13,6 +13,7 @@ import pytest
 import dualgraph as dg
 from dualgraph.testing import assert_close
 
+from .._support.recording import assert_case_matches
 from .porting_cases import CASES, run
 
 GOLD = np.load(Path(__file__).with_name("porting_goldens.npz"))
@@ -23,11 +24,7 @@ D = dg.distributions
 @pytest.mark.parametrize("i", range(len(CASES)), ids=NAMES)
 def test_matches_torch(i: int) -> None:
     name = NAMES[i]
-    want = {k[len(name) + 1:]: GOLD[k] for k in GOLD.files if k.startswith(name + "/")}
-    got = run(dg, i)
-    assert sorted(got) == sorted(want)
-    for k, v in want.items():
-        assert_close(got[k], v, rtol=1e-9, atol=1e-11, equal_nan=True, msg=f"{name}: {k}")
+    assert_case_matches(run(dg, i), GOLD, name, rtol=1e-9, atol=1e-11, equal_nan=True)
 
 
 def test_draws_have_shapes_support_and_gradients():

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import dualgraph as dg
-from dualgraph.testing import assert_close, gradcheck
+from dualgraph.testing import gradcheck
 
+from .._support.recording import assert_case_matches
 from .functional_cases import CASES, arguments, run
 
 GOLD = np.load(Path(__file__).with_name("functional_goldens.npz"))
@@ -23,11 +24,7 @@ NAMES = [c[0] for c in CASES]
 @pytest.mark.parametrize("i", range(len(CASES)), ids=NAMES)
 def test_matches_torch(i: int) -> None:
     name = NAMES[i]
-    want = {k[len(name) + 1:]: GOLD[k] for k in GOLD.files if k.startswith(name + "/")}
-    got = run(dg, i)
-    assert sorted(got) == sorted(want)
-    for k, v in want.items():
-        assert_close(got[k], v, rtol=1e-9, atol=1e-11, msg=f"{name}: {k}")
+    assert_case_matches(run(dg, i), GOLD, name, rtol=1e-9, atol=1e-11)
 
 
 # Every case's float arguments are sampled where the function is smooth (the grid cases

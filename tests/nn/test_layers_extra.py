@@ -11,6 +11,7 @@ import pytest
 
 import dualgraph as dg
 
+from .._support.recording import case_arrays
 from .extra_cases import BAGS, CASES, run, run_bag
 
 GOLD = np.load(Path(__file__).with_name("extra_goldens.npz"))
@@ -19,7 +20,7 @@ GOLD = np.load(Path(__file__).with_name("extra_goldens.npz"))
 @pytest.mark.parametrize("i", range(len(CASES)), ids=[c[0] for c in CASES])
 def test_matches_torch(i: int) -> None:
     name = CASES[i][0]
-    want = {k[len(name) + 1:]: GOLD[k] for k in GOLD.files if k.startswith(name + "/")}
+    want = case_arrays(GOLD, name)
     weights = {k[6:]: v for k, v in want.items() if k.startswith("param.")}
     got = run(dg, i, weights)
     assert sorted(got) == sorted(want)

@@ -12,6 +12,7 @@ import pytest
 import dualgraph as dg
 from dualgraph.testing import assert_close, gradcheck
 
+from .._support.recording import assert_case_matches
 from .porting_cases import CASES, arguments, run
 
 GOLD = np.load(Path(__file__).with_name("porting_goldens.npz"))
@@ -22,11 +23,7 @@ F = dg.nn.functional
 @pytest.mark.parametrize("i", range(len(CASES)), ids=NAMES)
 def test_matches_torch(i: int) -> None:
     name = NAMES[i]
-    want = {k[len(name) + 1:]: GOLD[k] for k in GOLD.files if k.startswith(name + "/")}
-    got = run(dg, i)
-    assert sorted(got) == sorted(want)
-    for k, v in want.items():
-        assert_close(got[k], v, rtol=1e-9, atol=1e-11, msg=f"{name}: {k}")
+    assert_case_matches(run(dg, i), GOLD, name, rtol=1e-9, atol=1e-11)
 
 
 # Scaled grids may land near a pixel centre or a reflection point, where the function has

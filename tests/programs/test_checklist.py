@@ -16,6 +16,7 @@ import pytest
 import dualgraph as dg
 from dualgraph.testing import assert_close, gradcheck
 
+from .._support.recording import case_arrays
 from .checklist_cases import CASES
 
 GOLD = np.load(Path(__file__).with_name("checklist_goldens.npz"))
@@ -25,7 +26,7 @@ NAMES = [name for name, _ in CASES]
 @pytest.mark.parametrize("i", range(len(CASES)), ids=NAMES)
 def test_matches_torch(i: int) -> None:
     name, fn = CASES[i]
-    want = {k[len(name) + 1:]: GOLD[k] for k in GOLD.files if k.startswith(name + "/")}
+    want = case_arrays(GOLD, name)
     dg.manual_seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecations torch also warns of
