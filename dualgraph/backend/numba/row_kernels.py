@@ -172,7 +172,7 @@ def _lanes_for_row(row, n):
     return lambda row, n: np.empty(0, np.float64)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
 def _softmax(px, pout, geo):
     g = numba.carray(geo, (2 * _AT + 2,))
     axis, flags = g[2 * _AT], g[2 * _AT + 1]
@@ -211,7 +211,7 @@ def _softmax(px, pout, geo):
                 _put(out, ob, so, n, orow)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
 def _softmax_backward(pg, py, pout, geo):
     g = numba.carray(geo, (3 * _AT + 2,))
     axis, flags = g[3 * _AT], g[3 * _AT + 1]
@@ -265,7 +265,7 @@ def _stats(xr, n, row, lanes, eps):
     return mu, _of(row, r64), r64
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
 def _layer_norm(px, pw, pb, pout, geo, eps):
     g = numba.carray(geo, (4 * _AT + 2,))
     axis, flags = g[4 * _AT], g[4 * _AT + 1]
@@ -305,7 +305,7 @@ def _layer_norm(px, pw, pb, pout, geo, eps):
                 _put(out, ob, so, n, orow)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
 def _layer_norm_backward(pg, px, pw, pout, geo, eps):
     g = numba.carray(geo, (4 * _AT + 2,))
     axis, flags = g[4 * _AT], g[4 * _AT + 1]
@@ -348,7 +348,7 @@ def _layer_norm_backward(pg, px, pw, pout, geo, eps):
                 _put(out, ob, so, n, orow)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
 def _layer_norm_weight_grad(pg, px, pout, geo, eps):
     g = numba.carray(geo, (3 * _AT + 2,))
     axis = g[3 * _AT]
@@ -380,6 +380,9 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
 def _c_functions(dtype: Any) -> dict:
     p, g, f8 = types.CPointer(dtype), types.CPointer(types.int64), types.float64
 
+    # The row functions are inlined into these entries, so each entry's options are
+    # theirs, and the entries name no closure variable (whose hash would differ in every
+    # process and miss Numba's disk cache).
     def softmax(x, out, geo, eps):
         _softmax(x, out, geo)
 
@@ -395,7 +398,12 @@ def _c_functions(dtype: Any) -> dict:
     def layer_norm_weight_grad(g, x, out, geo, eps):
         _layer_norm_weight_grad(g, x, out, geo, eps)
 
-    opts = {"cache": True, "nopython": True, "error_model": "numpy"}
+    # float32 contracts ``a * b + c`` to an FMA as a float32 kernel does
+    # (`float32_only`), so the call and the loops written into a kernel round alike;
+    # float64 keeps NumPy's rounding. Each dtype has its own signature, so the two
+    # builds are two entries of Numba's disk cache.
+    fast = {"fastmath": {"contract"}} if dtype == types.float32 else {}
+    opts = {"cache": True, "nopython": True, "error_model": "numpy", **fast}
     return {fn.__name__: numba.cfunc(types.void(*([p] * arity), g, f8), **opts)(fn)
             for fn, arity in ((softmax, 2), (softmax_backward, 3), (layer_norm, 4),
                               (layer_norm_backward, 4), (layer_norm_weight_grad, 3))}
