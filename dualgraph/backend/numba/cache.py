@@ -344,8 +344,7 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
     if "dgw.row_" in body:
         header += "from dualgraph.backend.numba import row_kernels as dgw\n"
         for dtype in ("float32", "float64"):
-            if f"_{dtype}(" in body and any(f"dgw.row_{kind}_{dtype}(" in body
-                                            for kind in ROW_KINDS):
+            if any(f"dgw.row_{kind}_{dtype}(" in body for kind in ROW_KINDS):
                 header += f"dgw.need({dtype!r})\n"
     return header + deco + body + "\n"
 
