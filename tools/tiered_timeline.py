@@ -1,0 +1,215 @@
+"""When a model step's compiled kernels arrive in tiered mode, with the training loop running,
+against the blocking compile of the same step: a timeline of each phase and the wall and CPU
+time of every process taking part.
+
+    python -m tools.tiered_timeline [cnn|transformer] [--rounds N] [--json FILE]
+
+Each round runs two fresh processes, each with an empty kernel cache: one calls
+``dg.compile(step, tiered=False)`` once (the blocking compile), the other calls the tiered
+step back to back until a call runs at tier 1 (the kernels have arrived). The two alternate,
+so a load that changes over the sitting weighs on both; the verdict is the median over the
+rounds of each round's ratio, tiered over blocking, with its range.
+
+A thread of the measured process samples ``/proc`` every 20 ms for the processes it started
+(the compile worker, compile helpers) and their CPU time, and the timeline lists each
+process's start, end and CPU seconds with this process's events (first call, job sent,
+worker reply, kernels loaded, swap). Linux only (``/proc``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_table() -> dict[int, tuple[int, float]]:
+    """Every process: its parent and CPU seconds (user + system)."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                raw = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        fields = raw[raw.rfind(")") + 2:].split()
+        table[int(name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK)
+    return table
+
+
+class Sampler:
+    """The descendants of this process: first and last time seen, parent, CPU seconds."""
+
+    def __init__(self, t0: float, period: float = 0.02) -> None:
+        self.t0 = t0
+        self.period = period
+        self.procs: dict[int, dict] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="sampler")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        me = os.getpid()
+        while not self._stop.is_set():
+            now = time.perf_counter() - self.t0
+            table = _proc_table()
+            mine = {me}
+            grew = True
+            while grew:
+                grew = False
+                for pid, (ppid, _) in table.items():
+                    if ppid in mine and pid not in mine:
+                        mine.add(pid)
+                        grew = True
+            for pid in mine - {me}:
+                ppid, cpu = table[pid]
+                p = self.procs.setdefault(pid, {"parent": ppid, "start": now, "cpu": 0.0})
+                p["end"] = now
+                p["cpu"] = cpu
+            self._stop.wait(self.period)
+
+
+def _measure(name: str, blocking: bool, limit: float) -> dict:
+    """One measured run in this (fresh) process: see the module docstring."""
+    t_import = time.perf_counter()
+    import dualgraph as dg
+    from dualgraph.compile import tiered
+    from dualgraph.workloads import model_step
+
+    step, args, *_ = model_step(name)
+    events: dict[str, float] = {}
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+
+    def mark(what: str) -> None:
+        events.setdefault(what, round(time.perf_counter() - t0, 3))
+
+    original_load = tiered._Job.load
+
+    def load(job: Any) -> None:
+        mark("worker replied; load starts")
+        original_load(job)
+        mark("kernels loaded")
+
+    tiered._Job.load = load
+    original_init = tiered._Worker.__init__
+
+    def init(self: Any) -> None:
+        mark("worker start")
+        original_init(self)
+
+    tiered._Worker.__init__ = init
+    sampler = Sampler(t0)
+    sampler.start()
+    f = dg.compile(step, tiered=not blocking)
+    calls = 0
+    tier0_seconds = []
+    while True:
+        c = time.perf_counter()
+        f(*args)
+        calls += 1
+        if calls == 1:
+            mark("first call returned")
+        if blocking or f.stats.tier1_calls:
+            break
+        tier0_seconds.append(time.perf_counter() - c)
+        if time.perf_counter() - t0 > limit:
+            break
+    arrive = time.perf_counter() - t0
+    cpu = time.process_time() - c0
+    time.sleep(0.05)
+    sampler.stop()
+    s = f.stats
+    return {
+        "mode": "blocking" if blocking else "tiered",
+        "arrive": round(arrive, 3), "calls": calls, "caller_cpu": round(cpu, 3),
+        "import": round(t0 - t_import, 3),
+        "tier0_call_median": round(statistics.median(tier0_seconds), 4) if tier0_seconds
+        else None,
+        "numba_seconds": round(s.numba_seconds, 3),
+        "worker_seconds": round(s.worker_seconds, 3),
+        "events": events,
+        "procs": {str(pid): {k: round(v, 3) if isinstance(v, float) else v
+                             for k, v in p.items()} for pid, p in sampler.procs.items()},
+        "load_average": os.getloadavg()[0],
+    }
+
+
+def _run_child(name: str, blocking: bool, limit: float) -> dict:
+    env = dict(os.environ)
+    env["DUALGRAPH_CACHE_DIR"] = tempfile.mkdtemp(prefix="dg-timeline-")
+    env.pop("DUALGRAPH_TIERED", None)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    out = subprocess.run(
+        [sys.executable, "-m", "tools.tiered_timeline", name, "--child",
+         "blocking" if blocking else "tiered", "--limit", str(limit)],
+        env=env, cwd=root, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _timeline(r: dict) -> str:
+    rows = [f"  {t:7.2f} s  {what}" for what, t in sorted(r["events"].items(),
+                                                           key=lambda kv: kv[1])]
+    for pid, p in sorted(r["procs"].items(), key=lambda kv: kv[1]["start"]):
+        role = (f"child of {p['parent']}" if str(p["parent"]) in r["procs"]
+                else "child of the caller")
+        rows.append(f"  {p['start']:7.2f} s  pid {pid} ({role}) seen until "
+                    f"{p['end']:.2f} s, {p['cpu']:.2f} s CPU")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("name", nargs="?", default="cnn")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--limit", type=float, default=300.0)
+    parser.add_argument("--json")
+    parser.add_argument("--child", choices=("blocking", "tiered"))
+    a = parser.parse_args()
+    if a.child:
+        print(json.dumps(_measure(a.name, a.child == "blocking", a.limit)))
+        return
+    results = []
+    for k in range(a.rounds):
+        pair = {}
+        for blocking in ((True, False) if k % 2 == 0 else (False, True)):
+            r = _run_child(a.name, blocking, a.limit)
+            pair[r["mode"]] = r
+        b, t = pair["blocking"], pair["tiered"]
+        ratio = t["arrive"] / b["arrive"]
+        results.append({"blocking": b, "tiered": t, "ratio": ratio})
+        print(f"round {k + 1}: blocking {b['arrive']:.2f} s (caller CPU {b['caller_cpu']:.2f}"
+              f" s), tiered {t['arrive']:.2f} s ({t['calls']} calls, tier 0 median "
+              f"{(t['tier0_call_median'] or 0) * 1e3:.1f} ms, caller CPU "
+              f"{t['caller_cpu']:.2f} s, worker Numba {t['worker_seconds']:.2f} s): "
+              f"{ratio:.2f}x; load average {b['load_average']:.1f}/"
+              f"{t['load_average']:.1f}", flush=True)
+        print(" blocking:\n" + _timeline(b) + "\n tiered:\n" + _timeline(t), flush=True)
+    ratios = sorted(r["ratio"] for r in results)
+    print(f"{a.name}: tiered / blocking median {statistics.median(ratios):.2f}x "
+          f"(range {ratios[0]:.2f}-{ratios[-1]:.2f}, {len(ratios)} rounds)")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
