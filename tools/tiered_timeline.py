@@ -152,17 +152,39 @@ def _measure(name: str, blocking: bool, limit: float) -> dict:
     }
 
 
-def _run_child(name: str, blocking: bool, limit: float) -> dict:
+def _run_child(name: str, blocking: bool, limit: float, code: str | None,
+               extra: dict) -> dict:
     env = dict(os.environ)
+    env.update(extra)
     env["DUALGRAPH_CACHE_DIR"] = tempfile.mkdtemp(prefix="dg-timeline-")
     env.pop("DUALGRAPH_TIERED", None)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    # ``code``: the dualgraph to measure, ahead of the one holding this tool.
+    env["PYTHONPATH"] = os.pathsep.join(
+        [p for p in (code, root) if p] + [p for p in [env.get("PYTHONPATH")] if p])
     out = subprocess.run(
-        [sys.executable, "-m", "tools.tiered_timeline", name, "--child",
-         "blocking" if blocking else "tiered", "--limit", str(limit)],
-        env=env, cwd=root, capture_output=True, text=True, check=True)
+        [sys.executable, "-c", _CHILD.format(root=root, name=name,
+                                             blocking=blocking, limit=limit)],
+        env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# The measured process imports this file by path: the dualgraph it measures comes first on
+# its path, and may hold no copy of this tool.
+_CHILD = (
+    "import importlib.util, json\n"
+    "spec = importlib.util.spec_from_file_location('tiered_timeline', {root!r} + "
+    "'/tools/tiered_timeline.py')\n"
+    "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+    "print(json.dumps(m._measure({name!r}, {blocking!r}, {limit!r})))\n"
+)
+
+
+def _variant(text: str) -> tuple[str, str | None, dict]:
+    """``LABEL[=DIR][,KEY=VALUE...]``: a label, the dualgraph directory, environment."""
+    head, *pairs = text.split(",")
+    label, _, code = head.partition("=")
+    return label, code or None, dict(p.split("=", 1) for p in pairs)
 
 
 def _timeline(r: dict) -> str:
@@ -181,31 +203,40 @@ def main() -> None:
     parser.add_argument("name", nargs="?", default="cnn")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--limit", type=float, default=300.0)
+    parser.add_argument("--variant", action="append", default=[],
+                        help="LABEL[=DIR][,KEY=VALUE...]: a dualgraph directory and "
+                        "environment to measure (repeat to interleave several)")
+    parser.add_argument("--quiet", action="store_true", help="no timelines")
     parser.add_argument("--json")
-    parser.add_argument("--child", choices=("blocking", "tiered"))
     a = parser.parse_args()
-    if a.child:
-        print(json.dumps(_measure(a.name, a.child == "blocking", a.limit)))
-        return
-    results = []
+    variants = [_variant(v) for v in a.variant] or [("this", None, {})]
+    results: dict[str, list] = {label: [] for label, _, _ in variants}
     for k in range(a.rounds):
-        pair = {}
-        for blocking in ((True, False) if k % 2 == 0 else (False, True)):
-            r = _run_child(a.name, blocking, a.limit)
-            pair[r["mode"]] = r
-        b, t = pair["blocking"], pair["tiered"]
-        ratio = t["arrive"] / b["arrive"]
-        results.append({"blocking": b, "tiered": t, "ratio": ratio})
-        print(f"round {k + 1}: blocking {b['arrive']:.2f} s (caller CPU {b['caller_cpu']:.2f}"
-              f" s), tiered {t['arrive']:.2f} s ({t['calls']} calls, tier 0 median "
-              f"{(t['tier0_call_median'] or 0) * 1e3:.1f} ms, caller CPU "
-              f"{t['caller_cpu']:.2f} s, worker Numba {t['worker_seconds']:.2f} s): "
-              f"{ratio:.2f}x; load average {b['load_average']:.1f}/"
-              f"{t['load_average']:.1f}", flush=True)
-        print(" blocking:\n" + _timeline(b) + "\n tiered:\n" + _timeline(t), flush=True)
-    ratios = sorted(r["ratio"] for r in results)
-    print(f"{a.name}: tiered / blocking median {statistics.median(ratios):.2f}x "
-          f"(range {ratios[0]:.2f}-{ratios[-1]:.2f}, {len(ratios)} rounds)")
+        order = variants if k % 2 == 0 else variants[::-1]
+        for label, code, extra in order:
+            pair = {}
+            for blocking in ((True, False) if k % 2 == 0 else (False, True)):
+                r = _run_child(a.name, blocking, a.limit, code, extra)
+                pair[r["mode"]] = r
+            b, t = pair["blocking"], pair["tiered"]
+            ratio = t["arrive"] / b["arrive"]
+            results[label].append({"blocking": b, "tiered": t, "ratio": ratio})
+            print(f"round {k + 1} {label}: blocking {b['arrive']:.2f} s (caller CPU "
+                  f"{b['caller_cpu']:.2f} s), tiered {t['arrive']:.2f} s ({t['calls']} calls,"
+                  f" tier 0 median {(t['tier0_call_median'] or 0) * 1e3:.1f} ms, caller CPU "
+                  f"{t['caller_cpu']:.2f} s, worker Numba {t['worker_seconds']:.2f} s): "
+                  f"{ratio:.2f}x; load average {b['load_average']:.1f}/"
+                  f"{t['load_average']:.1f}", flush=True)
+            if not a.quiet:
+                print(" blocking:\n" + _timeline(b) + "\n tiered:\n" + _timeline(t),
+                      flush=True)
+    for label, rs in results.items():
+        ratios = sorted(r["ratio"] for r in rs)
+        arrive = statistics.median(r["tiered"]["arrive"] for r in rs)
+        block = statistics.median(r["blocking"]["arrive"] for r in rs)
+        print(f"{a.name} {label}: tiered {arrive:.2f} s, blocking {block:.2f} s (medians); "
+              f"tiered / blocking median {statistics.median(ratios):.2f}x "
+              f"(range {ratios[0]:.2f}-{ratios[-1]:.2f}, {len(ratios)} rounds)")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)

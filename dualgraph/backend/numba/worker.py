@@ -39,6 +39,11 @@ JOBS_ENV = "DUALGRAPH_COMPILE_JOBS"  # processes compiling at once; 1 turns help
 # Below this many lines of source to compile, starting and feeding helpers costs more
 # than it saves (a helper takes seconds to import Numba).
 PARALLEL_MIN_LINES = 300
+# A job whose graphs hold this many nodes (fused bodies' included) starts its helpers
+# before lowering them: their imports then overlap this process's import and lowering
+# instead of following them. Generated code runs to 2-3 lines per node (the model steps),
+# so this is about `PARALLEL_MIN_LINES`.
+EARLY_HELPER_NODES = 120
 
 
 def read_frame(f: BinaryIO) -> Any:
@@ -191,10 +196,25 @@ def compile_parallel(tasks: list[tuple[Any, tuple]], jobs: int | None = None) ->
     return sent[0]
 
 
+def graph_nodes(graph: Any) -> int:
+    """The nodes of ``graph``, those of its fused bodies included."""
+    total = 0
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        total += len(g.nodes)
+        stack.extend(n.attrs["body"] for n in g.nodes if n.op == "fused")
+    return total
+
+
 def compile_graphs(specs: list) -> list:
     """Build and compile ``specs`` (``(graph, name, parallel, write_to, inputs)``, as
     `compile_graph` takes them): the distinct functions not yet compiled or on disk are
     compiled in parallel first (`compile_parallel`). Returns the kernels."""
+    jobs = compile_jobs()
+    if jobs > 1 and sum(graph_nodes(spec[0]) for spec in specs) >= EARLY_HELPER_NODES:
+        _helpers(jobs - 1)
+
     from . import build
 
     built = []
