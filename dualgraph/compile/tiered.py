@@ -84,8 +84,7 @@ class _BlasShare:
                              name="dualgraph-blas-share").start()
 
     def _apply(self) -> None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-            os.cpu_count() or 1)
+        cores = _cores()
         try:
             from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -127,9 +126,10 @@ def job_limit() -> int:
 _LEN = struct.Struct(">Q")  # a frame: its length, then a pickle (see the worker module)
 
 
-# While its kernels compile, a tier-0 run sleeps this many times its own duration: the
-# compile processes get the cores back (the user's loop would otherwise hold one of them),
-# and tier 1 runs several times faster than tier 0, so the loop is ahead within seconds.
+# While its kernels compile in as many processes as there are cores, a tier-0 run sleeps
+# this many times its own duration: the compile gets the cores back (the user's loop would
+# otherwise hold one of them). When tier 1 runs more than twice as fast as tier 0 (the model
+# steps: 3x), the loop is further ahead for it.
 YIELD_ENV = "DUALGRAPH_TIER0_YIELD"
 DEFAULT_YIELD = 1.0
 
@@ -141,6 +141,11 @@ def yield_share() -> float:
         return max(0.0, float(os.environ.get(YIELD_ENV, DEFAULT_YIELD)))
     except ValueError:
         return DEFAULT_YIELD
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
 
 
 def enabled(option: bool, cache: bool) -> bool:
@@ -177,7 +182,7 @@ class InterpretedKernel:
         t0 = time.perf_counter()
         self._run(ins, outs)
         job = self.job
-        if job is not None and not job.done:
+        if job is not None and not job.done and job.processes >= _cores():
             pause = yield_share() * (time.perf_counter() - t0)
             if pause > 0:
                 time.sleep(pause)
@@ -221,7 +226,7 @@ class _Job:
     """One entry's kernels, compiled by the worker and loaded by the reader thread."""
 
     __slots__ = ("id", "specs", "kernels", "done", "error", "seconds", "load_seconds",
-                 "polls", "_built", "_preparing", "_prepare_lock")
+                 "polls", "processes", "_built", "_preparing", "_prepare_lock")
 
     def __init__(self, specs: list) -> None:
         self.id = next(_IDS)
@@ -232,6 +237,7 @@ class _Job:
         self.seconds = 0.0
         self.load_seconds = 0.0
         self.polls = 0  # calls at tier 0 that checked on it
+        self.processes = 0  # how many compile it, once the worker has said
         self._built: list | None = None  # (entry attribute, Kernel, argument types)
         self._preparing: threading.Thread | None = None
         self._prepare_lock = threading.Lock()
@@ -406,6 +412,12 @@ class _Worker:
                 msg = _read_frame(self.proc.stdout)
                 if msg is None:
                     break
+                if len(msg) == 2:  # the worker's note: how many processes compile the job
+                    with self._lock:
+                        job = self._jobs.get(msg[0])
+                    if job is not None:
+                        job.processes = msg[1]
+                    continue
                 job_id, error, seconds = msg
                 with self._lock:
                     job = self._jobs.pop(job_id, None)

@@ -50,7 +50,8 @@ def test_tier0_yields_while_its_kernels_compile(monkeypatch):
     graph, x = _graph()
     clock = _Clock()
     monkeypatch.setattr(tiered, "time", clock)
-    job = types.SimpleNamespace(done=False)
+    monkeypatch.setattr(tiered, "_cores", lambda: 2)
+    job = types.SimpleNamespace(done=False, processes=2)  # compiling on both cores
     k = tiered.InterpretedKernel(graph, {}, job)
     expected = interpret(graph, x)[0]
 
@@ -68,6 +69,11 @@ def test_tier0_yields_while_its_kernels_compile(monkeypatch):
     clock.slept.clear()
     run()
     assert len(clock.slept) == 1  # on by default
+    job.processes = 1  # a core is free for the loop: no need to yield
+    clock.slept.clear()
+    run()
+    assert clock.slept == []
+    job.processes = 2
     job.done = True  # compiled (or failed): tier 0 no longer yields
     clock.slept.clear()
     dg.testing.assert_close(run(), expected, rtol=0, atol=0)
@@ -122,6 +128,7 @@ def test_kernels_are_built_here_while_the_worker_compiles(cold_cache):
     finally:
         os.kill(pid, signal.SIGCONT)
     assert tiered.wait(f, TIMEOUT), f.stats.tier_failure
+    assert job.processes == 1  # the worker's note: a small job, compiled by itself
     assert entry.kernel is kernel and not entry.tier0
     assert f.stats.numba_seconds > 0  # the build and the load, this process's share
     blocking = dg.compile(fn, tiered=False)

@@ -6,7 +6,9 @@ pickle). A job is ``(job_id, cache directory, [(graph, name, parallel, write_to,
 ...], settings)``, ``settings`` the caller's compile environment variables (how kernels
 are split): the optimized graphs of one compiled entry, lowered and compiled through
 `compile_graphs`, i.e. the same checked kernel files and HMAC-signed Numba cache as a
-blocking compile. The reply is ``(job_id, error or None, numba_seconds)``. The worker exits
+blocking compile. Before compiling, the worker writes a note ``(job_id, processes)``: how
+many processes will compile the job. The reply is ``(job_id, error or None,
+numba_seconds)``. The worker exits
 at the end of its input (its parent closed the pipe or died) and on SIGTERM; it ignores
 SIGINT, so a Ctrl-C meant for the user's loop does not kill the compiler.
 
@@ -207,13 +209,22 @@ def graph_nodes(graph: Any) -> int:
     return total
 
 
+def processes_for(specs: list) -> int:
+    """How many processes compile ``specs`` (as `compile_graphs` takes them): all of
+    `compile_jobs` for a large job, this one alone for a small one."""
+    jobs = compile_jobs()
+    if jobs > 1 and sum(graph_nodes(spec[0]) for spec in specs) >= EARLY_HELPER_NODES:
+        return jobs
+    return 1
+
+
 def compile_graphs(specs: list) -> list:
     """Build and compile ``specs`` (``(graph, name, parallel, write_to, inputs)``, as
     `compile_graph` takes them): the distinct functions not yet compiled or on disk are
     compiled in parallel first (`compile_parallel`). Returns the kernels."""
-    jobs = compile_jobs()
-    if jobs > 1 and sum(graph_nodes(spec[0]) for spec in specs) >= EARLY_HELPER_NODES:
-        _helpers(jobs - 1)
+    processes = processes_for(specs)
+    if processes > 1:
+        _helpers(processes - 1)
 
     from . import build
 
@@ -271,6 +282,9 @@ def main() -> None:
                 for spec in kernels:
                     _compile_function(*spec[1:])
             else:
+                # A note before the compile: the parent's loop yields the CPU only when the
+                # compile processes and it outnumber the cores.
+                write_frame(out, (job_id, processes_for(kernels)))
                 compile_graphs(kernels)
         except Exception as e:  # noqa: BLE001 - reported to the parent, which warns
             error = f"{type(e).__name__}: {e}".strip()
