@@ -185,7 +185,7 @@ class InterpretedKernel:
         if job is not None and not job.done and job.processes >= _cores():
             pause = yield_share() * (time.perf_counter() - t0)
             if pause > 0:
-                time.sleep(pause)
+                job.pause(pause)
 
     def _run(self, ins: list, outs: list) -> None:
         vals = interpret(self.graph, *[a if a.shape == s else a.reshape(s)
@@ -226,7 +226,7 @@ class _Job:
     """One entry's kernels, compiled by the worker and loaded by the reader thread."""
 
     __slots__ = ("id", "specs", "kernels", "done", "error", "seconds", "load_seconds",
-                 "polls", "processes", "_built", "_preparing", "_prepare_lock")
+                 "polls", "processes", "_built", "_preparing", "_prepare_lock", "_finished")
 
     def __init__(self, specs: list) -> None:
         self.id = next(_IDS)
@@ -241,6 +241,18 @@ class _Job:
         self._built: list | None = None  # (entry attribute, Kernel, argument types)
         self._preparing: threading.Thread | None = None
         self._prepare_lock = threading.Lock()
+        self._finished = threading.Event()
+
+    def finish(self, error: str | None) -> None:
+        """Mark the job done (its kernels loaded, or ``error``)."""
+        self.error = error
+        self.done = True
+        self._finished.set()
+
+    def pause(self, seconds: float) -> None:
+        """Sleep up to ``seconds``, waking as soon as the job is done (the next call can
+        swap its kernels in)."""
+        self._finished.wait(seconds)
 
     def prepare_soon(self) -> None:
         """Import Numba and build the kernels (lowering, kernel modules: everything but
@@ -428,8 +440,7 @@ class _Worker:
                             job.load()
                         except Exception as e:  # noqa: BLE001 - the job fails, with why
                             error = f"loading its kernels failed: {type(e).__name__}: {e}"
-                    job.error = error
-                    job.done = True
+                    job.finish(error)
                     BLAS_SHARE.end()
         except (OSError, ValueError, EOFError):
             pass
@@ -442,8 +453,7 @@ class _Worker:
             self.dead = reason
             jobs, self._jobs = list(self._jobs.values()), {}
         for job in jobs:
-            job.error = reason
-            job.done = True
+            job.finish(reason)
             BLAS_SHARE.end()
 
     def stop(self, timeout: float = 2.0) -> None:

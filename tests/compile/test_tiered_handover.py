@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import types
 
 import numpy as np
@@ -24,18 +25,20 @@ TIMEOUT = 300.0  # bound on waiting for the worker (a loaded machine compiles sl
 
 
 class _Clock:
-    """Stands in for the `time` module in `tiered`: each reading advances 10 ms, and sleeps
-    are recorded instead of slept."""
+    """Stands in for the `time` module in `tiered` (each reading advances 10 ms) and for a
+    pending job (its pauses are recorded instead of slept)."""
 
     def __init__(self) -> None:
         self.now = 0.0
         self.slept: list[float] = []
+        self.done = False
+        self.processes = 2  # compiling on both cores
 
     def perf_counter(self) -> float:
         self.now += 0.010
         return self.now
 
-    def sleep(self, seconds: float) -> None:
+    def pause(self, seconds: float) -> None:
         self.slept.append(seconds)
 
 
@@ -51,7 +54,7 @@ def test_tier0_yields_while_its_kernels_compile(monkeypatch):
     clock = _Clock()
     monkeypatch.setattr(tiered, "time", clock)
     monkeypatch.setattr(tiered, "_cores", lambda: 2)
-    job = types.SimpleNamespace(done=False, processes=2)  # compiling on both cores
+    job = clock
     k = tiered.InterpretedKernel(graph, {}, job)
     expected = interpret(graph, x)[0]
 
@@ -175,6 +178,13 @@ def test_large_jobs_start_helpers_before_lowering(monkeypatch, nodes, jobs, earl
     with pytest.raises(_StopError):
         worker.compile_graphs([spec])
     assert calls == ([("helpers", int(jobs) - 1), ("build",)] if early else [("build",)])
+
+
+def test_a_pause_ends_when_the_job_does():
+    job = tiered._Job([])
+    threading.Timer(0.05, job.finish, (None,)).start()
+    job.pause(TIMEOUT)  # returns once finished, long before the timeout
+    assert job.done and job.error is None
 
 
 def test_prepare_is_skipped_once_done():
