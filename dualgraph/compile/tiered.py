@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backend.jobs import cores, processes_for
 from ..ir.graph import Graph
 from ..ir.interpret import interpret
 
@@ -84,13 +85,13 @@ class _BlasShare:
                              name="dualgraph-blas-share").start()
 
     def _apply(self) -> None:
-        cores = _cores()
+        n = cores()
         try:
             from threadpoolctl import threadpool_info, threadpool_limits
 
             now = min((p["num_threads"] for p in threadpool_info()
                        if p.get("user_api") == "blas"), default=1)
-            target = max(1, cores - 1)
+            target = max(1, n - 1)
             with self._lock:
                 if self._pending and self._limiter is None and target < now:
                     self._limiter = threadpool_limits(limits=target, user_api="blas")
@@ -143,11 +144,6 @@ def yield_share() -> float:
         return DEFAULT_YIELD
 
 
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
-
-
 def enabled(option: bool, cache: bool) -> bool:
     """Whether a new entry compiles tiered: the ``tiered`` option, the disk cache (the
     worker hands kernels over through it) and ``DUALGRAPH_TIERED`` all allow it."""
@@ -182,7 +178,8 @@ class InterpretedKernel:
         t0 = time.perf_counter()
         self._run(ins, outs)
         job = self.job
-        if job is not None and not job.done and job.processes >= _cores():
+        # Not in the first call: its result comes first.
+        if job is not None and not job.done and job.polls > 1 and job.processes >= cores():
             pause = yield_share() * (time.perf_counter() - t0)
             if pause > 0:
                 job.pause(pause)
@@ -237,7 +234,7 @@ class _Job:
         self.seconds = 0.0
         self.load_seconds = 0.0
         self.polls = 0  # calls at tier 0 that checked on it
-        self.processes = 0  # how many compile it, once the worker has said
+        self.processes = 1  # how many compile it (`processes_for`)
         self._built: list | None = None  # (entry attribute, Kernel, argument types)
         self._preparing: threading.Thread | None = None
         self._prepare_lock = threading.Lock()
@@ -424,12 +421,6 @@ class _Worker:
                 msg = _read_frame(self.proc.stdout)
                 if msg is None:
                     break
-                if len(msg) == 2:  # the worker's note: how many processes compile the job
-                    with self._lock:
-                        job = self._jobs.get(msg[0])
-                    if job is not None:
-                        job.processes = msg[1]
-                    continue
                 job_id, error, seconds = msg
                 with self._lock:
                     job = self._jobs.pop(job_id, None)
@@ -555,6 +546,7 @@ def start(entry: Any, arrays: list, user: list, name: str, parallel: bool,
         specs.append(("bwd_kernel", entry.backward_graph, "backward", parallel, {},
                       [_cot_desc(o) for o in user] + res))
     job = _Job(specs)
+    job.processes = processes_for(spec[1] for spec in specs)
     if "numba" in sys.modules and _load_now(job):
         for attr, k in job.kernels:
             setattr(entry, attr, k)
@@ -588,7 +580,8 @@ _JOB_SETTINGS = ("DUALGRAPH_SEGMENT_LINES", "DUALGRAPH_COMPILE_JOBS", "DUALGRAPH
 def _payload(job: _Job) -> bytes:
     """The job's frame for the worker: its graphs, this process's cache directory and
     compile settings (the worker was started with the environment of its time, which may
-    have changed)."""
+    have changed; the worker decides from them and the graphs how many processes compile
+    the job, as `start` did)."""
     settings = {k: os.environ.get(k) for k in _JOB_SETTINGS}
     return pickle.dumps((job.id, os.environ.get("DUALGRAPH_CACHE_DIR"),
                          [spec[1:] for spec in job.specs], settings),

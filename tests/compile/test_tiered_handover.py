@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import dualgraph as dg
+from dualgraph.backend import jobs
 from dualgraph.backend import numba as backend
 from dualgraph.backend.numba import cache as kernel_cache
 from dualgraph.backend.numba import worker
@@ -33,6 +34,7 @@ class _Clock:
         self.slept: list[float] = []
         self.done = False
         self.processes = 2  # compiling on both cores
+        self.polls = 2  # a call after the first
 
     def perf_counter(self) -> float:
         self.now += 0.010
@@ -53,7 +55,7 @@ def test_tier0_yields_while_its_kernels_compile(monkeypatch):
     graph, x = _graph()
     clock = _Clock()
     monkeypatch.setattr(tiered, "time", clock)
-    monkeypatch.setattr(tiered, "_cores", lambda: 2)
+    monkeypatch.setattr(tiered, "cores", lambda: 2)
     job = clock
     k = tiered.InterpretedKernel(graph, {}, job)
     expected = interpret(graph, x)[0]
@@ -76,7 +78,10 @@ def test_tier0_yields_while_its_kernels_compile(monkeypatch):
     clock.slept.clear()
     run()
     assert clock.slept == []
-    job.processes = 2
+    job.processes, job.polls = 2, 1  # the first call's result comes first
+    run()
+    assert clock.slept == []
+    job.polls = 2
     job.done = True  # compiled (or failed): tier 0 no longer yields
     clock.slept.clear()
     dg.testing.assert_close(run(), expected, rtol=0, atol=0)
@@ -131,7 +136,7 @@ def test_kernels_are_built_here_while_the_worker_compiles(cold_cache):
     finally:
         os.kill(pid, signal.SIGCONT)
     assert tiered.wait(f, TIMEOUT), f.stats.tier_failure
-    assert job.processes == 1  # the worker's note: a small job, compiled by itself
+    assert job.processes == 1  # a small job: the worker compiles it alone
     assert entry.kernel is kernel and not entry.tier0
     assert f.stats.numba_seconds > 0  # the build and the load, this process's share
     blocking = dg.compile(fn, tiered=False)
@@ -151,22 +156,34 @@ def _fake_graph(nodes: int, fused_inner: int = 0):
 
 
 def test_graph_nodes_counts_fused_bodies():
-    assert worker.graph_nodes(_fake_graph(5)) == 5
-    assert worker.graph_nodes(_fake_graph(5, fused_inner=7)) == 5 + 1 + 7
+    assert jobs.graph_nodes(_fake_graph(5)) == 5
+    assert jobs.graph_nodes(_fake_graph(5, fused_inner=7)) == 5 + 1 + 7
+
+
+def test_processes_for_a_job(monkeypatch):
+    large, small = _fake_graph(jobs.LARGE_JOB_NODES), _fake_graph(jobs.LARGE_JOB_NODES - 1)
+    monkeypatch.setenv(jobs.JOBS_ENV, "3")
+    assert jobs.processes_for([large]) == 3
+    assert jobs.processes_for([small, _fake_graph(1)]) == 3  # the job's graphs together
+    assert jobs.processes_for([small]) == 1
+    monkeypatch.setenv(jobs.JOBS_ENV, "1")
+    assert jobs.processes_for([large]) == 1
+    monkeypatch.delenv(jobs.JOBS_ENV)
+    assert jobs.processes_for([large]) == jobs.cores()
 
 
 class _StopError(Exception):
     pass
 
 
-@pytest.mark.parametrize("nodes, jobs, early", [
-    (worker.EARLY_HELPER_NODES, "2", True),
-    (worker.EARLY_HELPER_NODES - 1, "2", False),
-    (worker.EARLY_HELPER_NODES, "1", False),
+@pytest.mark.parametrize("nodes, count, early", [
+    (jobs.LARGE_JOB_NODES, "2", True),
+    (jobs.LARGE_JOB_NODES - 1, "2", False),
+    (jobs.LARGE_JOB_NODES, "1", False),
 ])
-def test_large_jobs_start_helpers_before_lowering(monkeypatch, nodes, jobs, early):
+def test_large_jobs_start_helpers_before_lowering(monkeypatch, nodes, count, early):
     calls: list = []
-    monkeypatch.setenv(worker.JOBS_ENV, jobs)
+    monkeypatch.setenv(jobs.JOBS_ENV, count)
     monkeypatch.setattr(worker, "_helpers", lambda n: calls.append(("helpers", n)))
 
     def build(*args, **kwargs):
@@ -177,7 +194,7 @@ def test_large_jobs_start_helpers_before_lowering(monkeypatch, nodes, jobs, earl
     spec = (_fake_graph(nodes - 3, fused_inner=2), "kernel", False, {}, [])
     with pytest.raises(_StopError):
         worker.compile_graphs([spec])
-    assert calls == ([("helpers", int(jobs) - 1), ("build",)] if early else [("build",)])
+    assert calls == ([("helpers", int(count) - 1), ("build",)] if early else [("build",)])
 
 
 def test_a_pause_ends_when_the_job_does():

@@ -6,11 +6,11 @@ pickle). A job is ``(job_id, cache directory, [(graph, name, parallel, write_to,
 ...], settings)``, ``settings`` the caller's compile environment variables (how kernels
 are split): the optimized graphs of one compiled entry, lowered and compiled through
 `compile_graphs`, i.e. the same checked kernel files and HMAC-signed Numba cache as a
-blocking compile. Before compiling, the worker writes a note ``(job_id, processes)``: how
-many processes will compile the job. The reply is ``(job_id, error or None,
-numba_seconds)``. The worker exits
-at the end of its input (its parent closed the pipe or died) and on SIGTERM; it ignores
-SIGINT, so a Ctrl-C meant for the user's loop does not kill the compiler.
+blocking compile, by as many processes as `dualgraph.backend.jobs.processes_for` says (the
+caller, deciding the same from the same graphs and settings, shares the cores by it). The
+reply is ``(job_id, error or None, numba_seconds)``. The worker exits at the end of its
+input (its parent closed the pipe or died) and on SIGTERM; it ignores SIGINT, so a Ctrl-C
+meant for the user's loop does not kill the compiler.
 
 Numba compiles one function at a time per process (its compiler holds a global lock), so
 the independent functions of a job (the parts of split kernels, a forward and a backward)
@@ -36,16 +36,14 @@ import threading
 import time
 from typing import Any, BinaryIO
 
+from ..jobs import JOBS_ENV, compile_jobs, processes_for
+
 _LEN = struct.Struct(">Q")
-JOBS_ENV = "DUALGRAPH_COMPILE_JOBS"  # processes compiling at once; 1 turns helpers off
+__all__ = ["JOBS_ENV", "compile_graphs", "compile_jobs", "compile_parallel", "main",
+           "read_frame", "write_frame"]
 # Below this many lines of source to compile, starting and feeding helpers costs more
 # than it saves (a helper takes seconds to import Numba).
 PARALLEL_MIN_LINES = 300
-# A job whose graphs hold this many nodes (fused bodies' included) starts its helpers
-# before lowering them: their imports then overlap this process's import and lowering
-# instead of following them. Generated code runs to 2-3 lines per node (the model steps),
-# so this is about `PARALLEL_MIN_LINES`.
-EARLY_HELPER_NODES = 120
 
 
 def read_frame(f: BinaryIO) -> Any:
@@ -69,17 +67,6 @@ def write_frame(f: BinaryIO, obj: Any) -> None:
 def _terminate(signum: int, frame: Any) -> None:
     # SystemExit unwinds through the cache's atomic writes, which remove their temporaries.
     raise SystemExit(0)
-
-
-def compile_jobs() -> int:
-    """How many processes compile at once: ``DUALGRAPH_COMPILE_JOBS``, else the cores
-    this process may use."""
-    try:
-        return max(1, int(os.environ[JOBS_ENV]))
-    except (KeyError, ValueError):
-        cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                 else os.cpu_count() or 1)
-        return max(1, cores)
 
 
 # Run by a helper's interpreter: the import path is the interpreter's own plus the
@@ -198,31 +185,12 @@ def compile_parallel(tasks: list[tuple[Any, tuple]], jobs: int | None = None) ->
     return sent[0]
 
 
-def graph_nodes(graph: Any) -> int:
-    """The nodes of ``graph``, those of its fused bodies included."""
-    total = 0
-    stack = [graph]
-    while stack:
-        g = stack.pop()
-        total += len(g.nodes)
-        stack.extend(n.attrs["body"] for n in g.nodes if n.op == "fused")
-    return total
-
-
-def processes_for(specs: list) -> int:
-    """How many processes compile ``specs`` (as `compile_graphs` takes them): all of
-    `compile_jobs` for a large job, this one alone for a small one."""
-    jobs = compile_jobs()
-    if jobs > 1 and sum(graph_nodes(spec[0]) for spec in specs) >= EARLY_HELPER_NODES:
-        return jobs
-    return 1
-
-
 def compile_graphs(specs: list) -> list:
     """Build and compile ``specs`` (``(graph, name, parallel, write_to, inputs)``, as
     `compile_graph` takes them): the distinct functions not yet compiled or on disk are
-    compiled in parallel first (`compile_parallel`). Returns the kernels."""
-    processes = processes_for(specs)
+    compiled in parallel first (`compile_parallel`), the helpers of a large job
+    (`processes_for`) started before its graphs are lowered. Returns the kernels."""
+    processes = processes_for(spec[0] for spec in specs)
     if processes > 1:
         _helpers(processes - 1)
 
@@ -282,9 +250,6 @@ def main() -> None:
                 for spec in kernels:
                     _compile_function(*spec[1:])
             else:
-                # A note before the compile: the parent's loop yields the CPU only when the
-                # compile processes and it outnumber the cores.
-                write_frame(out, (job_id, processes_for(kernels)))
                 compile_graphs(kernels)
         except Exception as e:  # noqa: BLE001 - reported to the parent, which warns
             error = f"{type(e).__name__}: {e}".strip()
