@@ -2,18 +2,21 @@
 against the blocking compile of the same step: a timeline of each phase and the wall and CPU
 time of every process taking part.
 
-    python -m tools.tiered_timeline [cnn|transformer] [--rounds N] [--json FILE]
+    python -m tools.tiered_timeline [cnn|transformer] [--rounds N] [--quiet] [--json FILE]
+        [--variant LABEL[=DIR][,KEY=VALUE...]]...
 
 Each round runs two fresh processes, each with an empty kernel cache: one calls
 ``dg.compile(step, tiered=False)`` once (the blocking compile), the other calls the tiered
 step back to back until a call runs at tier 1 (the kernels have arrived). The two alternate,
 so a load that changes over the sitting weighs on both; the verdict is the median over the
-rounds of each round's ratio, tiered over blocking, with its range.
+rounds of each round's ratio, tiered over blocking, with its range. ``--variant`` measures
+another dualgraph directory (``main=/path/to/checkout``) or environment
+(``y2=,DUALGRAPH_TIER0_YIELD=2``) in the same rounds, each against its own blocking compile.
 
 A thread of the measured process samples ``/proc`` every 20 ms for the processes it started
 (the compile worker, compile helpers) and their CPU time, and the timeline lists each
-process's start, end and CPU seconds with this process's events (first call, job sent,
-worker reply, kernels loaded, swap). Linux only (``/proc``).
+process's start, last sighting and CPU seconds with this process's events (first call,
+worker start, worker reply, kernels loaded). Linux only (``/proc``).
 """
 
 from __future__ import annotations
