@@ -8,6 +8,8 @@ new values and `restore_grads` puts the old ones back, for the compiled call to 
 
 from __future__ import annotations
 
+import inspect
+import os
 import random
 import types
 import weakref
@@ -21,9 +23,11 @@ from ..eager.internal import array_of, requires_grad_of, set_grad
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError, TraceError
 from ..ir.graph import Node
+from ..modes import current_trace
 from ..trace.tracer import OutputTree, TraceContext, Tracer, graph_outputs
 from .baked import BakedArray
 from .guards import (
+    MISSING,
     ArgPlacement,
     AttrType,
     GlobalHookTable,
@@ -31,8 +35,10 @@ from .guards import (
     ModuleAttrs,
     ModuleHookTable,
     ModuleTable,
+    PlainValue,
     TrainingFlag,
     Value,
+    snapshot,
 )
 from .plan import RuntimeScalar, Slot
 
@@ -407,19 +413,29 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
                                     lambda a=a: a, None, None))
             if isinstance(getattr(a, "__dict__", None), dict):
                 ctx.attrs_before.setdefault(id(a), (a, dict(a.__dict__)))
+    defaults = defaults_of(fn)
+    if defaults != (None, None):
+        # The call bound them (`CompiledFunction._bind`); a call after they are set anew
+        # binds the new ones, so it must not take this entry's call path.
+        ctx.guard_value(lambda: defaults_of(fn), defaults, "the function's defaults changed")
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, Module):
+        # A compiled method of a module (``dg.compile(model.score)``) reads its module's
+        # Python values as ``forward`` does.
+        ctx.note_module(owner)
     for m in _named_modules(fn):
         ctx.note_reachable(m)
     outputs = single = None
     streams = _python_streams()
     try:
-        with ctx:
+        with ctx, _EnvironReads(ctx):
             if alias:
                 _trace_views(ctx, args, targs, alias)
             out = fn(*targs)
         ctx.escaped_writes(out)
         ctx.bake_copied_arrays()
         if with_outputs:
-            outputs, single = graph_outputs(ctx, out, fn)
+            outputs, single = graph_outputs(ctx, out, fn, constants=True)
     finally:
         grad_writes = restore_grads(ctx)
         ctx.attr_writes = restore_attrs(ctx)
@@ -432,6 +448,73 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             "function and pass them as arguments, or use dg.rand/dg.randint, which a "
             "compiled call draws afresh.")
     return ctx, outputs, single, grad_writes
+
+
+class _EnvironReads:
+    """While tracing, the environment variables the function reads (``os.environ[k]``,
+    ``os.environ.get(k)``, ``os.getenv(k)``, ``k in os.environ``) are guarded by value
+    (absent: None), as a global number is: eager mode reads them on every call."""
+
+    def __init__(self, ctx: CallTraceContext) -> None:
+        self.ctx = ctx
+
+    def __enter__(self) -> None:
+        self.real = real = os._Environ.__getitem__
+        ctx = self.ctx
+        environ = os.environ
+
+        def getitem(env: Any, key: Any) -> Any:
+            value = None  # absent
+            try:
+                value = real(env, key)
+            finally:
+                if env is environ and current_trace() is ctx:
+                    ctx.guard_value(lambda: environ.get(key), value,
+                                    f"os.environ[{key!r}] changed since the trace", environ)
+            return value
+
+        os._Environ.__getitem__ = getitem
+
+    def __exit__(self, *exc: Any) -> None:
+        os._Environ.__getitem__ = self.real
+
+
+def defaults_of(fn: Any) -> tuple:
+    """``(__defaults__, __kwdefaults__)`` of the Python function ``fn`` is (under methods
+    and wrappers)."""
+    fn = inspect.unwrap(fn)
+    fn = getattr(fn, "__func__", fn)
+    return getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None)
+
+
+def object_attr_guards(obj: Any, what: str, names: set) -> list:
+    """Guards on the attributes of a plain Python object ``obj`` (a user's config object,
+    named as a global, closure variable or the ``self`` of a compiled method) whose names
+    the code uses and that hold plain values (`plain_value`): by value, as a module's
+    are, so ``cfg.lr = 0.1`` between calls retraces instead of running with the baked-in
+    value. An attribute removed later reads as a marker."""
+    d = getattr(obj, "__dict__", None)
+    if type(d) is not dict or isinstance(obj, _NOT_BAKED):
+        return []
+    out = []
+    for k in sorted(names & d.keys()):
+        v = d[k]
+        if isinstance(k, str) and plain_value(v):
+            was = snapshot(v)
+            out.append(PlainValue(
+                lambda k=k: d.get(k, MISSING), v,
+                lambda now, k=k, was=was: f"{what}.{k} is {_shown(now)} (traced with "
+                                          f"{was!r}, a baked-in constant)"))
+    return out
+
+
+def _shown(key: Any) -> str:
+    """A `guards.value_key` as the value it stands for."""
+    if key[0] is float:
+        return repr(float.fromhex(key[1]))
+    if key[1] is MISSING:
+        return "missing"
+    return repr(key[1]) if key[0] not in (tuple, list, dict) else f"a changed {key[0].__name__}"
 
 
 def _named_modules(fn: Callable) -> list:
