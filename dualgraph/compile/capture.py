@@ -30,6 +30,7 @@ from .guards import (
     MISSING,
     ArgPlacement,
     AttrType,
+    Defaults,
     GlobalHookTable,
     Identity,
     ModuleAttrs,
@@ -413,11 +414,9 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
                                     lambda a=a: a, None, None))
             if isinstance(getattr(a, "__dict__", None), dict):
                 ctx.attrs_before.setdefault(id(a), (a, dict(a.__dict__)))
-    defaults = defaults_of(fn)
-    if defaults != (None, None):
-        # The call bound them (`CompiledFunction._bind`); a call after they are set anew
-        # binds the new ones, so it must not take this entry's call path.
-        ctx.guard_value(lambda: defaults_of(fn), defaults, "the function's defaults changed")
+    raw = function_of(fn)
+    if raw is not None and (raw.__defaults__ or raw.__kwdefaults__):
+        ctx.reads[("defaults", id(raw))] = Defaults(raw)
     owner = getattr(fn, "__self__", None)
     if isinstance(owner, Module):
         # A compiled method of a module (``dg.compile(model.score)``) reads its module's
@@ -479,12 +478,18 @@ class _EnvironReads:
         os._Environ.__getitem__ = self.real
 
 
+def function_of(fn: Any) -> types.FunctionType | None:
+    """The Python function under a method or wrappers, or None."""
+    fn = inspect.unwrap(fn)
+    fn = getattr(fn, "__func__", fn)
+    return fn if isinstance(fn, types.FunctionType) else None
+
+
 def defaults_of(fn: Any) -> tuple:
     """``(__defaults__, __kwdefaults__)`` of the Python function ``fn`` is (under methods
     and wrappers)."""
-    fn = inspect.unwrap(fn)
-    fn = getattr(fn, "__func__", fn)
-    return getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None)
+    fn = function_of(fn)
+    return (None, None) if fn is None else (fn.__defaults__, fn.__kwdefaults__)
 
 
 def object_attr_guards(obj: Any, what: str, names: set) -> list:
