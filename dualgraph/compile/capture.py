@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import random
+import threading
 import types
 import weakref
 from collections.abc import Callable
@@ -452,30 +453,43 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
 class _EnvironReads:
     """While tracing, the environment variables the function reads (``os.environ[k]``,
     ``os.environ.get(k)``, ``os.getenv(k)``, ``k in os.environ``) are guarded by value
-    (absent: None), as a global number is: eager mode reads them on every call."""
+    (absent: None), as a global number is: eager mode reads them on every call. The
+    mapping's lookup is wrapped only while some thread traces."""
+
+    lock = threading.Lock()
+    active = 0
+    real: Any = None
 
     def __init__(self, ctx: CallTraceContext) -> None:
         self.ctx = ctx
 
     def __enter__(self) -> None:
-        self.real = real = os._Environ.__getitem__
-        ctx = self.ctx
-        environ = os.environ
-
-        def getitem(env: Any, key: Any) -> Any:
-            value = None  # absent
-            try:
-                value = real(env, key)
-            finally:
-                if env is environ and current_trace() is ctx:
-                    ctx.guard_value(lambda: environ.get(key), value,
-                                    f"os.environ[{key!r}] changed since the trace", environ)
-            return value
-
-        os._Environ.__getitem__ = getitem
+        cls = _EnvironReads
+        with cls.lock:
+            if cls.active == 0:
+                cls.real = os._Environ.__getitem__
+                os._Environ.__getitem__ = _environ_getitem
+            cls.active += 1
 
     def __exit__(self, *exc: Any) -> None:
-        os._Environ.__getitem__ = self.real
+        cls = _EnvironReads
+        with cls.lock:
+            cls.active -= 1
+            if cls.active == 0:
+                os._Environ.__getitem__ = cls.real
+
+
+def _environ_getitem(env: Any, key: Any) -> Any:
+    value = None  # absent
+    try:
+        value = _EnvironReads.real(env, key)
+    finally:
+        ctx = current_trace()
+        if env is os.environ and isinstance(ctx, CallTraceContext):
+            environ = os.environ
+            ctx.guard_value(lambda: environ.get(key), value,
+                            f"os.environ[{key!r}] changed since the trace", environ)
+    return value
 
 
 def function_of(fn: Any) -> types.FunctionType | None:
