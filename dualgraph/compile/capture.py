@@ -163,6 +163,17 @@ class CallTraceContext(TraceContext):
             guard = ModuleAttrs(module, names)
             self.module_attrs[id(module)] = (guard, kept)
             self.reads[("module attrs", id(module))] = guard.only(kept)
+        read = class_code_names(type(module))
+        if read is not None:
+            # A user's class attribute read through ``self`` (``scale = 1.0`` in the class
+            # body, changed on the class): guarded as the instance's own are.
+            for k in sorted(read - d.keys()):
+                table = _class_table(type(module), k)
+                if table is not None and plain_value(table[k]):
+                    self.reads[("class attr", id(table), k)] = PlainValue(
+                        lambda t=table, k=k: t.get(k, MISSING), table[k],
+                        lambda now, k=k: f"{type(module).__name__}.{k} is {_shown(now)} "
+                                         "(a class attribute changed since the trace)")
         # Its plain tensor attributes (``self.mask``, not a parameter or buffer) are captured
         # inputs read through the attribute at each call (`attr_source`): guard their type,
         # so rebinding one to a new tensor of that type (``self.h = h`` every call) reuses
@@ -515,10 +526,12 @@ def object_attr_guards(obj: Any, what: str, names: set) -> list:
     d = getattr(obj, "__dict__", None)
     if type(d) is not dict or isinstance(obj, _NOT_BAKED):
         return []
-    out = []
+    out: list = []
     for k in sorted(names & d.keys()):
         v = d[k]
-        if isinstance(k, str) and plain_value(v):
+        if isinstance(v, Tensor):  # read as itself: another tensor there retraces
+            out.append(Identity(d, k, v, f"{what}.{k} was rebound to another tensor"))
+        elif isinstance(k, str) and plain_value(v):
             was = snapshot(v)
             out.append(PlainValue(
                 lambda k=k: d.get(k, MISSING), v,
@@ -697,6 +710,19 @@ def _tree_of(v: Any) -> OutputTree:
                                  for e in v.values()], list(v))
     return OutputTree(type(v), [None if not isinstance(e, (tuple, list, dict)) else _tree_of(e)
                                 for e in v])
+
+
+def _class_table(cls: type, name: str) -> Any:
+    """The ``__dict__`` of the user's class in ``cls``'s MRO that defines ``name`` (the
+    module classes of dualgraph aside), or None."""
+    from ..nn.modules import Module
+
+    for k in cls.__mro__:
+        if k is Module or k is object or k.__module__.split(".")[0] == "dualgraph":
+            return None
+        if name in vars(k):
+            return vars(k)
+    return None
 
 
 def class_code_names(cls: type) -> frozenset | None:

@@ -863,6 +863,200 @@ def matmul_tf32_flag(wrap):
     return out
 
 
+class _ClassScaled(nn.Module):
+    scale = 1.0  # a class attribute, read through self
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+
+@case
+def module_class_attribute_changed(wrap):
+    dg.manual_seed(0)
+    _ClassScaled.scale = 1.0
+    m = _ClassScaled()
+    f = wrap(m)
+    x = dg.ones(1, 2)
+    out = [f(x)]
+    _ClassScaled.scale = 3.0
+    try:
+        out.append(f(x))
+    finally:
+        _ClassScaled.scale = 1.0
+    return out
+
+
+class _Holder:
+    def __init__(self):
+        self.w = dg.ones(2)
+        self.k = 1
+
+
+@case
+def plain_object_tensor_attribute(wrap):
+    h = _Holder()
+    f = wrap(lambda x: x * h.w + h.k)
+    x = dg.arange(2.0)
+    out = [f(x)]
+    h.w.add_(1.0)
+    out.append(f(x))
+    h.w = dg.full((2,), 7.0)
+    out.append(f(x))
+    h.k = 5
+    out.append(f(x))
+    return out
+
+
+@case
+def grad_mode_inside(wrap):
+    w = dg.ones(2, requires_grad=True)
+
+    def g(x):
+        with dg.no_grad():
+            c = x * w
+        d = x * w if dg.is_grad_enabled() else x * 0
+        return (c * d).sum(), x.requires_grad
+
+    f = wrap(g)
+    out = []
+    for rg in (False, True):
+        x = dg.arange(2.0, requires_grad=rg)
+        y, flag = f(x)
+        y.backward()
+        out += [y, flag, w.grad]
+        with dg.no_grad():
+            out += list(f(x))
+    return out
+
+
+@case
+def in_place_on_non_contiguous_argument(wrap):
+    def g(a):
+        a.add_(1.0)
+        return a.sum(0)
+
+    f = wrap(g)
+    out = []
+    for _ in range(2):
+        x = dg.arange(6.0).reshape(2, 3)
+        out += [f(x.t()), x]
+        y = dg.arange(12.0)
+        out += [f(y[::2].reshape(2, 3)), y]
+    return out
+
+
+@case
+def buffer_replaced(wrap):
+    m = nn.Module()
+    m.register_buffer("shift", dg.ones(2))
+    f = wrap(lambda x: x + m.shift)
+    x = dg.zeros(2)
+    out = [f(x)]
+    m.register_buffer("shift", dg.full((2,), 4.0))
+    out.append(f(x))
+    m.shift = dg.full((2,), 6.0)
+    out.append(f(x))
+    return out
+
+
+@case
+def backward_hook_added(wrap):
+    dg.manual_seed(0)
+    lin = nn.Linear(2, 1)
+    f = wrap(lambda x: lin(x).sum())
+    x = dg.ones(3, 2)
+    out = []
+    f(x).backward()
+    out.append(lin.weight.grad)
+    h = lin.register_full_backward_pre_hook(lambda m, go: (go[0] * 3,))
+    lin.zero_grad()
+    f(x).backward()
+    out.append(lin.weight.grad)
+    h.remove()
+    lin.zero_grad()
+    f(x).backward()
+    out.append(lin.weight.grad)
+    return out
+
+
+@case
+def step_without_zero_grad_accumulates(wrap):
+    dg.manual_seed(0)
+    lin = nn.Linear(2, 1)
+    opt = dg.optim.SGD(lin.parameters(), lr=0.1)
+    x = dg.ones(3, 2)
+
+    def step(x):
+        lin(x).sum().backward()
+        opt.step()
+
+    f = wrap(step)
+    out = []
+    for _ in range(3):
+        f(x)
+        out += [lin.weight.grad, lin.weight]
+    opt.zero_grad()
+    f(x)
+    return out + [lin.weight.grad, lin.weight]
+
+
+@case
+def matmul_precision_and_threads(wrap):
+    def g(x):
+        k = 2.0 if dg.get_float32_matmul_precision() == "high" else 1.0
+        return x * k
+
+    f = wrap(g)
+    x = dg.ones(2)
+    out = [f(x)]
+    dg.set_float32_matmul_precision("high")
+    try:
+        out.append(f(x))
+    finally:
+        dg.set_float32_matmul_precision("highest")
+    out.append(f(x))
+    return out
+
+
+G_GONE = 2.0
+
+
+@case
+def global_deleted(wrap):
+    global G_GONE
+    G_GONE = 2.0
+    f = wrap(lambda x: x * G_GONE)
+    x = dg.ones(2)
+    out = [f(x)]
+    del G_GONE
+    try:
+        f(x)
+        out.append("ran")
+    except NameError as e:
+        out.append(str(e))
+    G_GONE = 2.0
+    return out
+
+
+@case
+def leaf_written_in_place_raises(wrap):
+    def g(x):
+        x.add_(1.0)
+        return x
+
+    f = wrap(g)
+    x = dg.ones(2, requires_grad=True)
+    try:
+        f(x)
+        return ["ran"]
+    except RuntimeError as e:
+        return [type(e).__name__, "leaf" in str(e)]
+
+
 CASE_NAMES = sorted(CASES)
 
 
