@@ -34,6 +34,7 @@ from .guards import (
     Defaults,
     GlobalHookTable,
     Identity,
+    InstanceForward,
     ModuleAttrs,
     ModuleHookTable,
     ModuleTable,
@@ -163,8 +164,14 @@ class CallTraceContext(TraceContext):
             guard = ModuleAttrs(module, names)
             self.module_attrs[id(module)] = (guard, kept)
             self.reads[("module attrs", id(module))] = guard.only(kept)
+        self.reads[("forward", id(module))] = InstanceForward(module)
         read = class_code_names(type(module))
         if read is not None:
+            table = _class_table(type(module), "forward")
+            if table is not None:  # ``Net.forward = other`` on the user's class
+                self.reads[("class forward", id(table))] = Identity(
+                    table, "forward", table["forward"],
+                    f"{type(module).__name__}.forward was replaced on the class")
             # A user's class attribute read through ``self`` (``scale = 1.0`` in the class
             # body, changed on the class): guarded as the instance's own are.
             for k in sorted(read - d.keys()):

@@ -345,6 +345,28 @@ class Defaults(Guard):
                 (f"{f}.__kwdefaults__", self.expected[1])]
 
 
+class InstanceForward(Guard):
+    """What a module's own ``forward`` attribute is (``m.forward = other``; None when the
+    class's runs). Every such write goes through ``Module.__setattr__`` or
+    ``__delattr__``, which move the modules' change counter (`module_counted`)."""
+
+    __slots__ = ("module",)
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+        self.expected = module.__dict__.get("forward")
+
+    def now(self, args: tuple) -> Any:
+        return self.module.__dict__.get("forward")
+
+    def describe(self, now: Any) -> str:
+        return f"the forward of a {type(self.module).__name__} was replaced"
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        return (f"{gen.const(self.module.__dict__, 'attrs')}.get('forward')",
+                self.expected)
+
+
 class TrainingFlag(Value):
     """A module's ``training`` flag (``train()``/``eval()``), read through ``get()``."""
 
@@ -499,7 +521,7 @@ def module_counted(g: Guard) -> bool:
         hooks = g.module.__dict__.get("_hooks")
         return hooks is None or all(isinstance(getattr(hooks, t, None), CountedTable)
                                     for t in _HOOK_TABLES)
-    return isinstance(g, TrainingFlag)
+    return isinstance(g, TrainingFlag | InstanceForward)
 
 
 def _type_of(t: Any) -> tuple:

@@ -1057,6 +1057,121 @@ def leaf_written_in_place_raises(wrap):
         return [type(e).__name__, "leaf" in str(e)]
 
 
+class _Fwd(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+@case
+def forward_replaced_on_instance_and_class(wrap):
+    dg.manual_seed(0)
+    m = _Fwd()
+    f = wrap(lambda x: m(x))
+    x = dg.ones(1, 2)
+    out = [f(x)]
+    m.forward = lambda x: m.lin(x) * 2
+    out.append(f(x))
+    del m.forward
+    out.append(f(x))
+    saved = _Fwd.forward
+    _Fwd.forward = lambda self, x: self.lin(x) - 1
+    try:
+        out.append(f(x))
+    finally:
+        _Fwd.forward = saved
+    out.append(f(x))
+    return out
+
+
+@case
+def module_cast_and_state_loaded(wrap):
+    dg.manual_seed(0)
+    m = _Fwd()
+    f = wrap(lambda x: m(x.to(m.lin.weight.dtype)))
+    x = dg.ones(1, 2)
+    out = [f(x)]
+    dg.manual_seed(1)
+    m.load_state_dict(_Fwd().state_dict())
+    out.append(f(x))
+    m.double()
+    y = f(x)
+    out += [y, str(y.dtype)]
+    return out
+
+
+G_INNER = 2.0
+
+
+@case
+def nested_compiled_function_reads_a_global(wrap):
+    global G_INNER
+    G_INNER = 2.0
+    inner = wrap(lambda x: x * G_INNER)
+    f = wrap(lambda x: inner(x) + 1)
+    x = dg.ones(2)
+    out = [f(x), inner(x)]
+    G_INNER = 5.0
+    out += [f(x), inner(x)]
+    G_INNER = 2.0
+    return out
+
+
+@case
+def dict_argument_key_order(wrap):
+    f = wrap(lambda d: d["a"] * 2 - d["b"])
+    a, b = dg.ones(2), dg.arange(2.0)
+    return [f({"a": a, "b": b}), f({"b": b, "a": a}), f({"a": b, "b": a})]
+
+
+@case
+def empty_and_nan_arguments(wrap):
+    f = wrap(lambda x: (x * 2).sum() + x.numel())
+    return [f(dg.zeros(0)), f(dg.tensor([float("nan"), 1.0])), f(dg.zeros(0, 3))]
+
+
+@case
+def no_grad_decorated_function(wrap):
+    w = dg.ones(2, requires_grad=True)
+
+    @dg.no_grad()
+    def g(x):
+        return x * w
+
+    f = wrap(g)
+    x = dg.ones(2)
+    y = f(x)
+    return [y, y.requires_grad, f(x * 3)]
+
+
+@case
+def training_flag_in_user_forward(wrap):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(2, 2)
+
+        def forward(self, x):
+            y = self.lin(x)
+            return y * 2 if self.training else y
+
+    dg.manual_seed(0)
+    net = Net()
+    f = wrap(net)
+    x = dg.ones(1, 2)
+    out = [f(x)]
+    net.eval()
+    out.append(f(x))
+    net.lin.train()  # the child alone: the parent's flag still decides
+    out.append(f(x))
+    net.train()
+    out.append(f(x))
+    return out
+
+
 CASE_NAMES = sorted(CASES)
 
 
