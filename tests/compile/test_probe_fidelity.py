@@ -1172,6 +1172,108 @@ def training_flag_in_user_forward(wrap):
     return out
 
 
+@case
+def one_cycle_schedule_with_momentum(wrap):
+    dg.manual_seed(0)
+    lin = nn.Linear(3, 1)
+    opt = dg.optim.SGD(lin.parameters(), lr=0.1, momentum=0.9)
+    sched = dg.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.5, total_steps=6)
+    x = dg.randn(4, 3)
+
+    def step(x):
+        opt.zero_grad()
+        loss = (lin(x) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    f = wrap(step)
+    out = []
+    for _ in range(5):
+        out.append(f(x))
+        sched.step()
+    return out + [lin.weight, opt.param_groups[0]["momentum"]]
+
+
+G_MAX_NORM = 1.0
+
+
+@case
+def clip_grad_norm_with_a_global_bound(wrap):
+    global G_MAX_NORM
+    G_MAX_NORM = 1.0
+    dg.manual_seed(0)
+    lin = nn.Linear(3, 2)
+    opt = dg.optim.SGD(lin.parameters(), lr=0.1)
+    x = dg.randn(4, 3) * 10
+
+    def step(x):
+        opt.zero_grad()
+        lin(x).pow(2).sum().backward()
+        norm = nn.utils.clip_grad_norm_(lin.parameters(), G_MAX_NORM)
+        opt.step()
+        return norm
+
+    f = wrap(step)
+    out = [f(x)]
+    G_MAX_NORM = 0.1
+    out += [f(x), lin.weight]
+    G_MAX_NORM = 1.0
+    return out
+
+
+@case
+def int_tensor_times_int_or_float(wrap):
+    f = wrap(lambda x, s: x * s)
+    x = dg.arange(3)
+    out = []
+    for s in (2, 2.0, True, 2, 2.5):
+        y = f(x, s)
+        out += [y, str(y.dtype)]
+    return out
+
+
+@case
+def param_group_added(wrap):
+    dg.manual_seed(0)
+    a, b = nn.Linear(2, 1), nn.Linear(2, 1)
+    opt = dg.optim.SGD(a.parameters(), lr=0.1)
+    x = dg.ones(3, 2)
+
+    def step(x):
+        opt.zero_grad()
+        (a(x) + b(x)).sum().backward()
+        opt.step()
+
+    f = wrap(step)
+    f(x)
+    opt.add_param_group({"params": b.parameters(), "lr": 0.5})
+    f(x)
+    f(x)
+    return [a.weight, b.weight, b.bias]
+
+
+@case
+def nesterov_and_maximize_toggled(wrap):
+    dg.manual_seed(0)
+    lin = nn.Linear(2, 1)
+    opt = dg.optim.SGD(lin.parameters(), lr=0.1, momentum=0.5)
+    x = dg.ones(3, 2)
+
+    def step(x):
+        opt.zero_grad()
+        (lin(x) ** 2).sum().backward()
+        opt.step()
+
+    f = wrap(step)
+    f(x)
+    opt.param_groups[0]["nesterov"] = True
+    f(x)
+    opt.param_groups[0]["maximize"] = True
+    f(x)
+    return [lin.weight, lin.bias]
+
+
 CASE_NAMES = sorted(CASES)
 
 
