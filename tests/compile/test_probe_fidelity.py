@@ -1274,6 +1274,24 @@ def nesterov_and_maximize_toggled(wrap):
     return [lin.weight, lin.bias]
 
 
+@case
+def outputs_that_alias(wrap):
+    w = dg.ones(2)
+
+    def g(x):
+        y = x * 2
+        return y, y, w
+
+    f = wrap(g)
+    out = []
+    for _ in range(2):
+        a, b, c = f(dg.arange(2.0))
+        a.add_(1.0)  # eager: b is a; c is w
+        c.mul_(2.0)
+        out += [a, b, c, w, a is b, c is w]
+    return out
+
+
 CASE_NAMES = sorted(CASES)
 
 
@@ -1387,3 +1405,18 @@ def test_a_compiled_step_returns_its_loss_without_history():
 
     loss = dg.compile(step)(dg.ones(3, 2))
     assert not loss.requires_grad and loss.grad_fn is None
+
+
+def test_a_captured_grad_that_was_none_when_traced_is_baked_in():
+    """Documented limit: ``w.grad`` read while it is None (``if w.grad is not None``) is
+    not guarded outside a function that calls backward(); once set, it is an input."""
+    w = dg.ones(2, requires_grad=True)
+    f = dg.compile(lambda x: x * w.grad if w.grad is not None else x)
+    x = dg.arange(2.0)
+    f(x)
+    w.grad = dg.full((2,), 3.0)
+    dg.testing.assert_close(f(x).numpy(), x.numpy())  # the trace's branch
+    g = dg.compile(lambda x: x * w.grad if w.grad is not None else x)
+    dg.testing.assert_close(g(x).numpy(), x.numpy() * 3)
+    w.grad.mul_(2)
+    dg.testing.assert_close(g(x).numpy(), x.numpy() * 6)  # its values are read each call
