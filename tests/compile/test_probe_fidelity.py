@@ -166,21 +166,6 @@ def captured_data_assign_new_shape(wrap):
     return out
 
 
-@case
-def captured_requires_grad_toggled(wrap):
-    w = dg.arange(3.0)
-    f = wrap(lambda x: (x * w).sum())
-    x = dg.ones(3)
-    out = [f(x)]
-    w.requires_grad_(True)
-    y = f(x)
-    y.backward()
-    out += [y, w.grad]
-    w.requires_grad_(False)
-    out.append(f(x))
-    return out
-
-
 # ------------------------------------------------------------------ grad modes
 @case
 def grad_modes_around_the_call(wrap):
@@ -693,20 +678,6 @@ def numpy_argument_values_and_dynamic_number(wrap):
 
 
 @case
-def argument_requires_grad_toggled(wrap):
-    f = wrap(lambda x: (x * x).sum())
-    x = dg.arange(3.0)
-    out = [f(x)]
-    x.requires_grad_(True)
-    y = f(x)
-    y.backward()
-    out += [y, x.grad]
-    x.requires_grad_(False)
-    out.append(f(x))
-    return out
-
-
-@case
 def int_argument_changes(wrap):
     f = wrap(lambda x, n: x.sum(n))
     x = dg.arange(6.0).reshape(2, 3)
@@ -745,48 +716,6 @@ def module_dict_entry_replaced(wrap):
     heads["a"] = nn.Linear(2, 1)
     out.append(f(x))
     return out
-
-
-@case
-def momentum_turned_on(wrap):
-    dg.manual_seed(0)
-    lin = nn.Linear(2, 1)
-    opt = dg.optim.SGD(lin.parameters(), lr=0.1)
-    x = dg.ones(3, 2)
-
-    def step(x):
-        opt.zero_grad()
-        lin(x).sum().backward()
-        opt.step()
-        return lin.weight.detach().clone()
-
-    f = wrap(step)
-    out = [f(x)]
-    opt.param_groups[0]["momentum"] = 0.9
-    out += [f(x), f(x)]
-    opt.param_groups[0]["weight_decay"] = 0.1
-    out += [f(x), lin.bias]
-    return out
-
-
-@case
-def adam_betas_changed(wrap):
-    dg.manual_seed(0)
-    lin = nn.Linear(2, 1)
-    opt = dg.optim.Adam(lin.parameters(), lr=0.1)
-    x = dg.ones(3, 2)
-
-    def step(x):
-        opt.zero_grad()
-        lin(x).sum().backward()
-        opt.step()
-
-    f = wrap(step)
-    f(x)
-    opt.param_groups[0]["betas"] = (0.5, 0.9)
-    f(x)
-    f(x)
-    return [lin.weight, lin.bias]
 
 
 class _Box:
@@ -1254,27 +1183,6 @@ def param_group_added(wrap):
 
 
 @case
-def nesterov_and_maximize_toggled(wrap):
-    dg.manual_seed(0)
-    lin = nn.Linear(2, 1)
-    opt = dg.optim.SGD(lin.parameters(), lr=0.1, momentum=0.5)
-    x = dg.ones(3, 2)
-
-    def step(x):
-        opt.zero_grad()
-        (lin(x) ** 2).sum().backward()
-        opt.step()
-
-    f = wrap(step)
-    f(x)
-    opt.param_groups[0]["nesterov"] = True
-    f(x)
-    opt.param_groups[0]["maximize"] = True
-    f(x)
-    return [lin.weight, lin.bias]
-
-
-@case
 def outputs_that_alias(wrap):
     w = dg.ones(2)
 
@@ -1290,6 +1198,59 @@ def outputs_that_alias(wrap):
         c.mul_(2.0)
         out += [a, b, c, w, a is b, c is w]
     return out
+
+
+def _group_changes(make, changes):
+    """A linear layer trained by ``make(params)``, with ``changes`` (``{key: value}`` for
+    ``param_groups[0]``) made between steps."""
+    def run(wrap):
+        dg.manual_seed(0)
+        lin = nn.Linear(2, 1)
+        opt = make(lin.parameters())
+        x = dg.ones(3, 2)
+
+        def step(x):
+            opt.zero_grad()
+            (lin(x) ** 2).sum().backward()
+            opt.step()
+            return lin.weight.detach().clone()
+
+        f = wrap(step)
+        out = [f(x)]
+        for change in changes:
+            opt.param_groups[0].update(change)
+            out += [f(x), f(x)]
+        return out + [lin.bias]
+    return run
+
+
+CASES["momentum_and_weight_decay_turned_on"] = _group_changes(
+    lambda p: dg.optim.SGD(p, lr=0.1), [{"momentum": 0.9}, {"weight_decay": 0.1}])
+CASES["adam_betas_changed"] = _group_changes(
+    lambda p: dg.optim.Adam(p, lr=0.1), [{"betas": (0.5, 0.9)}])
+CASES["nesterov_and_maximize_toggled"] = _group_changes(
+    lambda p: dg.optim.SGD(p, lr=0.1, momentum=0.5), [{"nesterov": True}, {"maximize": True}])
+
+
+def _requires_grad_toggled(captured):
+    """``requires_grad`` of a captured tensor or of the argument turned on, then off."""
+    def run(wrap):
+        w = dg.arange(3.0)
+        x = dg.ones(3)
+        f = wrap((lambda x: (x * w).sum()) if captured else (lambda x: (x * x).sum()))
+        t = w if captured else x
+        out = [f(x)]
+        t.requires_grad_(True)
+        y = f(x)
+        y.backward()
+        out += [y, t.grad]
+        t.requires_grad_(False)
+        return out + [f(x)]
+    return run
+
+
+CASES["captured_requires_grad_toggled"] = _requires_grad_toggled(True)
+CASES["argument_requires_grad_toggled"] = _requires_grad_toggled(False)
 
 
 CASE_NAMES = sorted(CASES)
