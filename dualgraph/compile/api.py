@@ -43,6 +43,7 @@ from .callgen import (
     generate,
     has_slot,
 )
+from .capture import defaults_of
 from .plan import Plan
 from .retrace import retrace_allowed
 from .signature import (
@@ -119,6 +120,7 @@ class CompiledFunction:
         self.tiered = tiered
         self.dynamic = frozenset(int(i) for i in dynamic)
         self._signature, self._npos = _read_signature(fn)
+        self._defaults = defaults_of(fn)  # the signature's, re-read when they change
         self._callers: dict = {}
         self._keep: dict = {}  # unhashable constant arguments, keyed by id (ids stay unique)
         self._baked_warned: set = set()  # captured arrays warned about (`baked.check_baked`)
@@ -385,6 +387,9 @@ class CompiledFunction:
                 raise TypeError(f"{getattr(self.fn, '__name__', 'the function')}: its "
                                 "signature cannot be read, so pass arguments by position")
             return args, self.fn, None
+        if defaults_of(self.fn) != self._defaults:  # ``fn.__defaults__`` was set
+            self._signature, self._npos = _read_signature(self.fn)
+            self._defaults = defaults_of(self.fn)
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         pos, kw = bound.args, bound.kwargs

@@ -630,6 +630,10 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
         lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays, tensor_args, oname, out))]
     for k, i in plan.passthrough:
         lines.append(f"r{k} = a{i}")
+    for k, t in plan.captured_out:
+        lines.append(f"r{k} = {gen.const(t, 't')}")
+    for k, j in plan.repeated:
+        lines.append(f"r{k} = r{j}")
     if plan.single is True:
         lines.append("return r0")
     elif plan.single is False:

@@ -53,6 +53,15 @@ def _trace_error(what: str) -> TraceError:
     )
 
 
+def _unsupported(what: str) -> TraceError:
+    loc = user_location(3)
+    where = f"{loc}: " if loc else ""
+    return TraceError(
+        f"{where}{what} on a value computed inside a compiled function is not supported: "
+        f"return the value from the function and call {what.partition('(')[0]} on the "
+        "result, which is a tensor of the caller's tape, or run the function eagerly")
+
+
 class Tracer(TensorOps):
     """A symbolic tensor: shape and dtype known, value not. Ops on it record graph nodes."""
 
@@ -203,6 +212,16 @@ class Tracer(TensorOps):
             f"requires_grad_({bool(requires_grad)}) on {what} is not supported: pass a "
             "tensor that requires grad as an argument, make a copy inside the function "
             "(x.clone().requires_grad_()), or run this part eagerly")
+
+    def retain_grad(self) -> None:
+        """Refused with `TraceError`: a compiled call hands out no gradient of a value
+        inside it."""
+        raise _unsupported("retain_grad()")
+
+    def register_hook(self, hook: Any) -> Any:
+        """Refused with `TraceError`: a compiled backward runs no Python hook on a value
+        inside it."""
+        raise _unsupported("register_hook()")
 
     @property
     def is_leaf(self) -> bool:
@@ -810,6 +829,20 @@ def _example_input(ctx: TraceContext, a: Any, i: int) -> Any:
     )
 
 
+class OutputConstant:
+    """A returned Python value that is not a tensor (``None``, a number, a string): fixed
+    by the trace, given back as it is by every call."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+# The Python values a traced function may return beside tensors.
+_CONSTANT_OUTPUTS = (type(None), bool, int, float, str)
+
+
 class OutputTree:
     """How a traced function's outputs nest, when they are more than one flat tuple:
     nested tuples and lists, named tuples (``x.max(dim=1)``), dicts. Falsy, like
@@ -830,7 +863,10 @@ class OutputTree:
         return self._build(iter(flat))
 
     def _build(self, it: Any) -> Any:
-        vals = [next(it) if c is None else c._build(it) for c in self.children]
+        vals = [next(it) if c is None else c.value if isinstance(c, OutputConstant)
+                else c._build(it) for c in self.children]
+        if self.kind is object:  # one value that is not a container: a constant
+            return vals[0]
         if self.kind is list:
             return vals
         if self.keys is not None:
@@ -849,18 +885,23 @@ def flatten_outputs(out: Any) -> list:
     return [out]
 
 
-def graph_outputs(ctx: TraceContext, out: Any, fn: Callable) -> tuple[list[Node], Any]:
+def graph_outputs(ctx: TraceContext, out: Any, fn: Callable,
+                  constants: bool = False) -> tuple[list[Node], Any]:
     """The output nodes, and ``single``: True for one tensor, False for a flat tuple, an
-    `OutputTree` for nested or named tuples and lists."""
+    `OutputTree` for nested or named tuples and lists. With ``constants`` (a compiled
+    call), ``None``, numbers and strings may be returned too (`OutputConstant`)."""
+    kept = _CONSTANT_OUTPUTS if constants else ()
     name = getattr(fn, "__name__", type(fn).__name__)
     single: Any = not isinstance(out, (tuple, list, dict))
     items: list = []
 
-    def walk(o: Any) -> OutputTree | None:
+    def walk(o: Any) -> OutputTree | OutputConstant | None:
         if isinstance(o, (tuple, list)):
             return OutputTree(type(o), [walk(x) for x in o])
         if isinstance(o, dict):
             return OutputTree(type(o), [walk(x) for x in o.values()], list(o))
+        if isinstance(o, kept):
+            return OutputConstant(o)
         items.append(o)
         return None
 
@@ -868,9 +909,12 @@ def graph_outputs(ctx: TraceContext, out: Any, fn: Callable) -> tuple[list[Node]
         tree = walk(out)
         if type(out) is not tuple or any(c is not None for c in tree.children):
             single = tree
+    elif isinstance(out, kept):
+        # A training step that returns nothing: the call gives back None, as eagerly.
+        single = OutputTree(object, [OutputConstant(out)])
     else:
         items = [out]
-    if not items:
+    if not items and not isinstance(out, kept):
         raise TraceError(f"trace: {name} returned an empty {type(out).__name__}")
     nodes = []
     for k, o in enumerate(items):
