@@ -328,31 +328,34 @@ def _dtype_error(a: np.dtype, b: np.dtype) -> RuntimeError:
     return RuntimeError(f"conv2d: input type ({a}) and weight type ({b}) should be the same")
 
 
+def _input_grad(g: Any, w: Any, size: Pair, attrs: dict) -> Any:
+    """The gradient of ``conv2d(x, w)`` for ``x`` of spatial ``size`` given the output's
+    gradient ``g``: the columns' gradient ``w^T @ g`` per group with the batch folded into
+    the product's long side (one GEMM per group over the whole batch), summed back into
+    the image by `col2im`."""
+    groups = attrs["groups"]
+    n, o = g.shape[:2]
+    _, cg, kh, kw = w.shape
+    k, og = cg * kh * kw, o // groups
+    length = g.shape[2] * g.shape[3]
+    gt = reshape(transpose(reshape(g, (n, groups, og, length)), (1, 2, 0, 3)),
+                 (groups, og, n * length))
+    wt = transpose(reshape(w, (groups, og, k)), (0, 2, 1))
+    gcols = reshape(matmul(wt, gt), (groups * k, n, length))  # (G*K, N, L)
+    return col2im(transpose(gcols, (1, 0, 2)), size, (kh, kw), attrs["dilation"],
+                  attrs["padding"], attrs["stride"])
+
+
 def _conv2d_vjp(ctx, g):
     x, w = ctx.args[:2]
     needs = ctx.needs_input_grad
     a = ctx.attrs
-    groups = a["groups"]
-    n, c, h, wd = ctx.inputs[0].shape
-    o, cg, kh, kw = ctx.inputs[1].shape
-    k, og = cg * kh * kw, o // groups
-    length = g.shape[2] * g.shape[3]
-    # The gradient with the batch folded into the product's long side, (G, Og, N*L): each
-    # product below is then one GEMM per group over the whole batch, and the weight's
-    # gradient needs no sum over samples.
-    gt = reshape(transpose(reshape(g, (n, groups, og, length)), (1, 2, 0, 3)),
-                 (groups, og, n * length))
-    geometry = ((kh, kw), a["dilation"], a["padding"], a["stride"])
     gx = gw = None
     if needs[0]:
-        wt = transpose(reshape(w, (groups, og, k)), (0, 2, 1))
-        gcols = reshape(matmul(wt, gt), (groups * k, n, length))  # (G*K, N, L)
-        gx = col2im(transpose(gcols, (1, 0, 2)), (h, wd), *geometry)
+        gx = _input_grad(g, w, tuple(ctx.inputs[0].shape[2:]), a)
     if needs[1]:
-        # (N, G*K, L) columns as (G, K, N*L): free when laid out (G*K, N, L), as eager
-        # im2col lays them out.
-        cols = reshape(transpose(im2col(x, *geometry), (1, 0, 2)), (groups, k, n * length))
-        gw = reshape(matmul(gt, transpose(cols, (0, 2, 1))), (o, cg, kh, kw))
+        gw = conv2d_weight(x, g, tuple(ctx.inputs[1].shape[2:]), a["stride"], a["padding"],
+                           a["dilation"], a["groups"])
     if len(needs) == 2:
         return gx, gw
     return gx, gw, (_sum(g, (0, 2, 3)) if needs[2] else None)
@@ -410,3 +413,67 @@ def conv2d(x: Any, w: Any, bias: Any = None, stride: Pair = (1, 1),
     args = (x, w) if bias is None else (x, w, bias)
     return bind(CONV2D, *args, stride=tuple(stride), padding=tuple(map(tuple, padding)),
                 dilation=tuple(dilation), groups=int(groups))
+
+
+# ------------------------------------------------------------------------- conv2d_weight
+
+
+def _conv2d_weight_impl(x: np.ndarray, g: np.ndarray, kernel_size: Pair, stride: Pair,
+                        padding: Pads, dilation: Pair, groups: int) -> np.ndarray:
+    _conv2d_weight_infer(x, g, kernel_size=kernel_size, stride=stride, padding=padding,
+                         dilation=dilation, groups=groups)
+    n, o = g.shape[:2]
+    cg = x.shape[1] // groups
+    k = cg * kernel_size[0] * kernel_size[1]
+    cols = _columns(x, kernel_size, dilation, padding, stride)
+    length = g.shape[2] * g.shape[3]
+    gw = _weight_grad(g.reshape(n, o, length), cols.reshape(groups * k, n, length), groups,
+                      o // groups, k)
+    return gw.reshape(o, cg, *kernel_size)
+
+
+def _conv2d_weight_infer(x: Any, g: Any, kernel_size: Pair, stride: Pair, padding: Pads,
+                         dilation: Pair, groups: int) -> tuple:
+    xs, gs = tuple(x.shape), tuple(g.shape)
+    if len(xs) != 4 or len(gs) != 4:
+        raise ShapeError(f"conv2d_weight: expected a 4-D input and a 4-D output gradient, "
+                         f"got shapes {xs} and {gs}")
+    if g.dtype != x.dtype:
+        raise _dtype_error(x.dtype, g.dtype)
+    if xs[1] % groups or gs[1] % groups:
+        raise ShapeError(f"conv2d_weight: groups={groups} must divide the input's {xs[1]} "
+                         f"and the output gradient's {gs[1]} channels")
+    hw = out_size(xs[2:], kernel_size, dilation, padding, stride)
+    if gs[0] != xs[0] or gs[2:] != hw:
+        raise ShapeError(f"conv2d_weight: an input of shape {xs} gives outputs of shape "
+                         f"({xs[0]}, *, {hw[0]}, {hw[1]}), got an output gradient of shape "
+                         f"{gs}")
+    return (gs[1], xs[1] // groups, *kernel_size), x.dtype
+
+
+def _conv2d_weight_vjp(ctx, gg):
+    # Bilinear in (x, g): the weight gradient's cotangent acts as a weight.
+    x, g = ctx.args
+    a = ctx.attrs
+    needs = ctx.needs_input_grad
+    gx = _input_grad(g, gg, tuple(ctx.inputs[0].shape[2:]), a) if needs[0] else None
+    gg_ = conv2d(x, gg, None, a["stride"], a["padding"], a["dilation"],
+                 a["groups"]) if needs[1] else None
+    return gx, gg_
+
+
+CONV2D_WEIGHT = register(OpDef(
+    "conv2d_weight", _conv2d_weight_impl, _conv2d_weight_infer, _conv2d_weight_vjp,
+    "ConvolutionBackwardBackward0", saves=(0, 1), saves_for=(1, 0),
+))
+
+
+def conv2d_weight(x: Any, g: Any, kernel_size: Pair, stride: Pair = (1, 1),
+                  padding: Pads = ((0, 0), (0, 0)), dilation: Pair = (1, 1),
+                  groups: int = 1) -> Any:
+    """The gradient of ``conv2d``'s weight (O, C/groups, kH, kW) given its input ``x`` and
+    its output's gradient ``g`` (``torch.nn.grad.conv2d_weight`` with canonical
+    attributes), e.g. ``conv2d_weight(x, g, (5, 5), padding=((2, 2), (2, 2)))``."""
+    return bind(CONV2D_WEIGHT, x, g, kernel_size=tuple(kernel_size), stride=tuple(stride),
+                padding=tuple(map(tuple, padding)), dilation=tuple(dilation),
+                groups=int(groups))

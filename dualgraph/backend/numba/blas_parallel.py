@@ -27,6 +27,8 @@ from .blas import (  # noqa: F401 - re-exported: a parallel kernel's ``dgb``
     conv_conv2d_float64,
     conv_im2col_float32,
     conv_im2col_float64,
+    conv_wgrad_float32,
+    conv_wgrad_float64,
     gemm,
     max_pool_indices,
     need_batched,

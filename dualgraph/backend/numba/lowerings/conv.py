@@ -241,3 +241,48 @@ def _conv2d(node: Node, args: list, out: str) -> kir.Block:
             kir.Operand(cols, length, offset=item * (k * length)),
             kir.Operand(res, length, offset=item * (og * length)), beta=1.0),)))
     return block
+
+
+@lowers("conv2d_weight")
+def _conv2d_weight(node: Node, args: list, out: str) -> kir.Block:
+    """Ungrouped, with the library: sample by sample, the sample's columns gathered into a
+    (K, L) buffer that stays in cache and one BLAS product adding them times the sample's
+    gradient into the sum (`blas.conv_wgrad`). Otherwise: im2col of the whole batch, then
+    one product per (sample, group) adding into the zeroed result."""
+    x, g = node.inputs
+    o, cg, kh, kw = node.shape
+    groups = node.attrs["groups"]
+    n, _, oh, ow = g.shape
+    og, k, length = o // groups, cg * kh * kw, oh * ow
+    dtype = np.dtype(node.dtype)
+    res = kir.Buffer(out, ishape(node), dtype)
+    library = HAVE_CBLAS and not ITEM_THREADS.get()
+    per_sample = groups == 1 and library
+    block = kir.Block([kir.Comment(f"conv2d_weight as im2col + GEMM (a window of {k} "
+                                   f"elements{', per sample' if per_sample else ''})"),
+                       kir.Alloc(res)], res)
+    if not res.size:
+        return block
+    gc = _reshaped(block, args[1].buf, (n, o, length), f"{out}_g")  # C-ordered
+    if per_sample:
+        geo = _table(block, out, node.attrs, (oh, ow))
+        return block.add(kir.LibCall("conv_wgrad", (args[0].buf, gc, geo), (res,)))
+    flat = _reshaped(block, res, (res.size,), f"{out}_f")
+    z = kir.Var(f"{out}_z")
+    block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, dtype)),)))
+    if not (n * length):
+        return block
+    cols = kir.Buffer(f"{out}_c", (n, groups * k, length), dtype)
+    block.add(kir.Alloc(cols))
+    if not library:
+        _im2col_into(block, x, args[0].buf, node.attrs, cols)
+    else:
+        geo = _table(block, out, node.attrs, (oh, ow))
+        block.add(kir.LibCall("conv_im2col", (args[0].buf, geo), (cols,)))
+    item = kir.Var(f"{out}_i")
+    # (sample, group) pairs in order: item = sample * groups + group.
+    group = kir.Bin("%", item, kir.const(groups))
+    return block.add(kir.Loop(item, n * groups, (kir.Gemm(
+        og, k, length, kir.Operand(gc, length, offset=item * (og * length)),
+        kir.Operand(cols, length, offset=item * (k * length)),
+        kir.Operand(res, k, offset=group * (og * k)), tb=True, beta=1.0),)))
