@@ -1,8 +1,8 @@
-"""A convolution's weight gradient is one op, ``conv2d_weight``: ungrouped and with NumPy's
-BLAS it runs sample by sample in the library (the sample's columns in a (K, L) buffer
-that stays in cache, one product adding them times the sample's gradient into the
-sum), without the batch's columns or a copy of the gradient; grouped, or without the
-library, im2col of the batch and one product per (sample, group)."""
+"""A convolution's gradients are ops of their own, ``conv2d_weight`` and ``conv2d_input``:
+ungrouped and with NumPy's BLAS each runs sample by sample in the library (the sample's
+columns, or their gradient, in a (K, L) buffer that stays in cache, and one product per
+sample), without the batch's columns or a copy of the gradient; grouped, or without the
+library, one product per (sample, group) over the batch's columns."""
 
 from __future__ import annotations
 
@@ -15,28 +15,39 @@ from dualgraph.backend import kir
 from dualgraph.backend.numba import lowerings
 from dualgraph.backend.numba.lowerings import conv as conv_lowering
 from dualgraph.ir.graph import Node
-from dualgraph.ops.conv import conv2d_weight
+from dualgraph.ops.conv import conv2d_input, conv2d_weight
 from dualgraph.testing import assert_close
+
+_GEOMETRY = {"stride": (1, 1), "padding": ((1, 1), (1, 1)), "dilation": (1, 1)}
 
 
 def _lowered(groups: int = 1) -> kir.Block:
     x = Node("input", (), {}, (4, 2, 7, 6), "float32")
     g = Node("input", (), {}, (4, 6, 7, 6), "float32")
-    node = Node("conv2d_weight", (x, g), {"kernel_size": (3, 3), "stride": (1, 1),
-                                          "padding": ((1, 1), (1, 1)), "dilation": (1, 1),
-                                          "groups": groups}, (6, 2 // groups, 3, 3), "float32")
+    node = Node("conv2d_weight", (x, g), dict(_GEOMETRY, kernel_size=(3, 3), groups=groups),
+                (6, 2 // groups, 3, 3), "float32")
     args = [lowerings.Arg(kir.Buffer(f"a{i}", n.shape, np.float32, kir.ARG))
             for i, n in enumerate((x, g))]
     return lowerings.kernel_lowering("conv2d_weight")(node, args, "r")
 
 
+def _lowered_input(groups: int = 1) -> kir.Block:
+    g = Node("input", (), {}, (4, 6, 7, 6), "float32")
+    w = Node("input", (), {}, (6, 2 // groups, 3, 3), "float32")
+    node = Node("conv2d_input", (g, w), dict(_GEOMETRY, input_size=(7, 6), groups=groups),
+                (4, 2, 7, 6), "float32")
+    args = [lowerings.Arg(kir.Buffer(f"a{i}", n.shape, np.float32, kir.ARG))
+            for i, n in enumerate((g, w))]
+    return lowerings.kernel_lowering("conv2d_input")(node, args, "r")
+
+
 def test_one_library_call_and_no_batch_columns():
-    block = _lowered()
-    calls = [s for s in kir.walk(block.stmts) if isinstance(s, kir.LibCall)]
-    assert [c.fn for c in calls] == ["conv_wgrad"] and calls[0].outs[0].name == "r"
-    assert [s.buf.name for s in block.stmts if isinstance(s, kir.Alloc)] == ["r"]
-    assert not [s for s in kir.walk(block.stmts) if isinstance(s, (kir.Loop, kir.Gemm))]
-    assert "per sample" in kir.format_block(block)
+    for block, fn in ((_lowered(), "conv_wgrad"), (_lowered_input(), "conv_dgrad")):
+        calls = [s for s in kir.walk(block.stmts) if isinstance(s, kir.LibCall)]
+        assert [c.fn for c in calls] == [fn] and calls[0].outs[0].name == "r"
+        assert [s.buf.name for s in block.stmts if isinstance(s, kir.Alloc)] == ["r"]
+        assert not [s for s in kir.walk(block.stmts) if isinstance(s, (kir.Loop, kir.Gemm))]
+        assert "per sample" in kir.format_block(block)
 
 
 def test_grouped_or_without_the_library_one_product_per_sample_and_group(monkeypatch):
@@ -49,6 +60,13 @@ def test_grouped_or_without_the_library_one_product_per_sample_and_group(monkeyp
         assert items.extent == 4 * groups
         (gemm,) = [s for s in kir.walk(items.body) if isinstance(s, kir.Gemm)]
         assert gemm.tb and gemm.beta == 1.0 and (gemm.m, gemm.n) == (6 // groups, 2 // groups * 9)
+        block = _lowered_input(groups)
+        allocs = {s.buf.name: s.buf.shape for s in block.stmts if isinstance(s, kir.Alloc)}
+        assert allocs["r_c"] == (4, 2 * 9, 7 * 6)
+        (gemm,) = [s for s in kir.walk(block.stmts) if isinstance(s, kir.Gemm)]
+        assert gemm.ta and (gemm.m, gemm.n, gemm.k) == (2 // groups * 9, 7 * 6, 6 // groups)
+        fns = [s.fn for s in kir.walk(block.stmts) if isinstance(s, kir.LibCall)]
+        assert fns == (["conv_col2im"] if cblas else [])
 
 
 def _conv_net(x, w1, b1, w2, w3):
@@ -86,11 +104,14 @@ def test_compiled_equals_eager_and_runs_the_weight_gradient_op(dtype):
         assert_close(a, e, rtol=tol, atol=tol)
     text = dg.explain(compiled, *ts)
     graph = str(text.optimized)
-    assert graph.count("conv2d_weight") == 3 and "im2col" not in graph
+    assert graph.count("conv2d_weight") == 3 and graph.count("conv2d_input") == 3
+    assert "im2col" not in graph and "col2im" not in graph
     source = text.numba_source or ""
     if conv_lowering.HAVE_CBLAS:
         assert source.count(f"dgb.conv_wgrad_{np.dtype(dtype).name}(") == 2
+        assert source.count(f"dgb.conv_dgrad_{np.dtype(dtype).name}(") == 2
     assert "conv2d_weight as im2col + GEMM (a window of 25 elements, per sample)" in source
+    assert "conv2d_input as GEMM + col2im (a window of 54 elements, per sample)" in source
 
 
 def test_float32_rounding_like_eager_against_float64():
@@ -112,6 +133,10 @@ def test_float32_rounding_like_eager_against_float64():
 
 
 def test_shape_errors():
+    with pytest.raises(dg.ShapeError, match="output gradient of shape"):
+        conv2d_input(dg.zeros((2, 4, 4, 4)), dg.zeros((4, 3, 3, 3)), (5, 5))
+    with pytest.raises(dg.ShapeError, match="does not fit"):
+        conv2d_input(dg.zeros((2, 4, 3, 3)), dg.zeros((5, 3, 3, 3)), (5, 5))
     x, g = dg.zeros((2, 3, 5, 5)), dg.zeros((2, 4, 4, 4))
     with pytest.raises(dg.ShapeError, match="output gradient of shape"):
         conv2d_weight(x, g, (3, 3))

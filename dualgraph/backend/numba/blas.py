@@ -186,8 +186,8 @@ _THREADS = _find_thread_control()
 # The library routines (`kir.LibCall` names, `printer.LIBRARY`) that call BLAS or LAPACK.
 BLAS_ROUTINES = frozenset({"gemm_batched", "inv", "det", "cholesky", "cholesky_info",
                            "solve_triangular", "eigh", "svd", "qr", "pinv", "matrix_exp",
-                           "conv_conv2d", "conv_wgrad", "rnn_forward", "rnn_backward",
-                           "rnn_weight_grads"})
+                           "conv_conv2d", "conv_wgrad", "conv_dgrad", "rnn_forward",
+                           "rnn_backward", "rnn_weight_grads"})
 
 
 def calls_blas(stmts: list) -> bool:
@@ -838,6 +838,68 @@ def _conv2d_weight(x, g, gw, geo, t):
     acc.size  # noqa: B018
 
 
+@intrinsic
+def _gemm_tn(typingctx, m, n, k, a, b, ib, c):
+    """``c = a^T @ b`` (cblas_?gemm, beta 0): ``a`` (k, m) and ``c`` (m, n) C-ordered at
+    their pointers, ``b`` (k, n) C-ordered ``ib`` elements past its pointer."""
+    sig = types.void(m, n, k, a, b, ib, c)
+
+    def codegen(context, builder, signature, args):
+        m_, n_, k_, a_, b_, ib_, c_ = args
+        dtype = signature.args[3].dtype
+        ptr = ir.IntType(8).as_pointer()
+        i64 = ir.IntType(64)
+        b_at = builder.bitcast(builder.gep(b_, [ib_]), ptr)
+        _emit_gemm(context, builder, dtype, ir.Constant(i64, _TRANS),
+                   ir.Constant(i64, _NO_TRANS), m_, n_, k_, builder.bitcast(a_, ptr), m_, b_at,
+                   n_, context.get_constant(dtype, 0.0), builder.bitcast(c_, ptr), n_)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _conv2d_input(g, w, res, geo, t):
+    """Ungrouped input gradient ``res`` (N, C, H, W) (operand 2, C-ordered) of the
+    convolution with ``w`` (O, K) (operand 1, C-ordered) whose output's gradient is ``g``
+    (N, O, L) (operand 0, C-ordered): sample by sample, the columns' gradient
+    ``w^T @ g[n]`` into a (K, L) buffer that stays in cache, each column element then
+    added where its window reads it (in `_col2im`'s order)."""
+    n_, o_ = geo[0], geo[1]
+    c_, h_, w_ = geo[2 * _CONV_AT + 1], geo[2 * _CONV_AT + 2], geo[2 * _CONV_AT + 3]
+    kh, kw, dh, sh, sw, pt, oh, ow = t[0], t[1], t[2], t[4], t[5], t[6], t[8], t[9]
+    k = c_ * kh * kw
+    length = oh * ow
+    for j in range(n_ * c_ * h_ * w_):
+        _store(res, j, _zero_of(res))
+    if not (o_ and length):
+        return
+    scratch = _empty_of(res, k * length)
+    cols = _data(scratch)
+    for n in range(n_):
+        _gemm_tn(k, length, o_, w, g, n * o_ * length, cols)
+        for c in range(c_):
+            for ki in range(kh):
+                for kj in range(kw):
+                    r = ((c * kh + ki) * kw + kj) * length
+                    b, lo, hi = _window_columns(kj, t, w_)
+                    for oy in range(oh):
+                        h = oy * sh + ki * dh - pt
+                        if h < 0 or h >= h_:
+                            continue
+                        dst = ((n * c_ + c) * h_ + h) * w_ + b
+                        src = r + oy * ow
+                        if sw == 1:
+                            for ox in range(lo, hi):
+                                _store(res, dst + ox, _load(res, dst + ox) + _load(cols,
+                                                                                 src + ox))
+                        else:
+                            for ox in range(lo, hi):
+                                _store(res, dst + ox * sw,
+                                       _load(res, dst + ox * sw) + _load(cols, src + ox))
+    scratch.size  # noqa: B018 - the columns live until the last sample has read them
+
+
 def _c_conv(dtype: Any, kind: str) -> Any:
     ptr, i64 = types.CPointer(dtype), types.CPointer(types.int64)
     if kind == "conv2d":
@@ -845,6 +907,11 @@ def _c_conv(dtype: Any, kind: str) -> Any:
             _conv2d(x, w, bias, out, g, t)
 
         sig = types.void(ptr, ptr, ptr, ptr, i64, i64)
+    elif kind == "dgrad":
+        def entry(g, w, res, geo, t):
+            _conv2d_input(g, w, res, geo, t)
+
+        sig = types.void(ptr, ptr, ptr, i64, i64)
     elif kind == "wgrad":
         def entry(x, g, gw, geo, t):
             _conv2d_weight(x, g, gw, geo, t)
@@ -864,7 +931,7 @@ def _c_conv(dtype: Any, kind: str) -> Any:
 
 
 _CONV: dict = {}
-CONV_KINDS = ("im2col", "col2im", "conv2d", "wgrad")
+CONV_KINDS = ("im2col", "col2im", "conv2d", "wgrad", "dgrad")
 
 
 def need_conv(dtype: str) -> None:
@@ -959,7 +1026,17 @@ def conv_wgrad(typingctx, x, g, gw, table):
     return _conv_call("wgrad", (x, g, gw), table)
 
 
+@intrinsic
+def conv_dgrad(typingctx, g, w, res, table):
+    """An ungrouped convolution's input gradient into C-ordered ``res`` (N, C, H, W) from
+    its output's C-ordered gradient ``g`` and its C-ordered weight ``w`` (in generated
+    code ``dgb.conv_dgrad_<dtype>``; NumPy's BLAS only: HAVE_CBLAS): the registered C
+    function `_conv2d_input`."""
+    return _conv_call("dgrad", (g, w, res), table)
+
+
 conv_im2col_float32 = conv_im2col_float64 = conv_im2col
 conv_col2im_float32 = conv_col2im_float64 = conv_col2im
 conv_conv2d_float32 = conv_conv2d_float64 = conv_conv2d
 conv_wgrad_float32 = conv_wgrad_float64 = conv_wgrad
+conv_dgrad_float32 = conv_dgrad_float64 = conv_dgrad

@@ -25,6 +25,8 @@ from .blas import (  # noqa: F401 - re-exported: a parallel kernel's ``dgb``
     conv_col2im_float64,
     conv_conv2d_float32,
     conv_conv2d_float64,
+    conv_dgrad_float32,
+    conv_dgrad_float64,
     conv_im2col_float32,
     conv_im2col_float64,
     conv_wgrad_float32,

@@ -286,3 +286,57 @@ def _conv2d_weight(node: Node, args: list, out: str) -> kir.Block:
         og, k, length, kir.Operand(gc, length, offset=item * (og * length)),
         kir.Operand(cols, length, offset=item * (k * length)),
         kir.Operand(res, k, offset=group * (og * k)), tb=True, beta=1.0),)))
+
+
+@lowers("conv2d_input")
+def _conv2d_input(node: Node, args: list, out: str) -> kir.Block:
+    """Ungrouped, with the library: sample by sample, the columns' gradient ``w^T @ g``
+    into a (K, L) buffer that stays in cache, then added into the sample's image where its
+    windows read it (`blas.conv_dgrad`). Otherwise: the columns' gradient of the whole
+    batch by one product per (sample, group), then col2im."""
+    from ....ops.conv import out_size
+
+    g, w = node.inputs
+    n, c, h, wd = node.shape
+    o, cg, kh, kw = w.shape
+    groups = node.attrs["groups"]
+    attrs = dict(node.attrs, kernel_size=(kh, kw))
+    oh, ow = out_size((h, wd), (kh, kw), attrs["dilation"], attrs["padding"],
+                      attrs["stride"])
+    og, k, length = o // groups, cg * kh * kw, oh * ow
+    dtype = np.dtype(node.dtype)
+    res = kir.Buffer(out, ishape(node), dtype)
+    library = HAVE_CBLAS and not ITEM_THREADS.get()
+    per_sample = groups == 1 and library
+    block = kir.Block([kir.Comment(f"conv2d_input as GEMM + col2im (a window of {k} "
+                                   f"elements{', per sample' if per_sample else ''})"),
+                       kir.Alloc(res)], res)
+    if not res.size:
+        return block
+    gc = _reshaped(block, args[0].buf, (n, o, length), f"{out}_g")  # C-ordered
+    wc = _reshaped(block, args[1].buf, (o * k,), f"{out}_w")
+    if per_sample:
+        geo = _table(block, out, attrs, (oh, ow))
+        return block.add(kir.LibCall("conv_dgrad", (gc, wc, geo), (res,)))
+    cols = kir.Buffer(f"{out}_c", (n, groups * k, length), dtype)
+    block.add(kir.Alloc(cols))
+    item = kir.Var(f"{out}_i")
+    if og and length:
+        # (sample, group) pairs in order: item = sample * groups + group.
+        group = kir.Bin("%", item, kir.const(groups))
+        block.add(kir.Loop(item, n * groups, (kir.Gemm(
+            k, length, og, kir.Operand(wc, k, offset=group * (og * k)),
+            kir.Operand(gc, length, offset=item * (og * length)),
+            kir.Operand(cols, length, offset=item * (k * length)), ta=True),)))
+    else:
+        flat = _reshaped(block, cols, (cols.size,), f"{out}_cf")
+        z = kir.Var(f"{out}_cz")
+        block.add(kir.Loop(z, cols.size, (kir.Store(flat, (z,), kir.const(0, dtype)),)))
+    if library:
+        geo = _table(block, out, attrs, (oh, ow))
+        return block.add(kir.LibCall("conv_col2im", (cols, geo), (res,)))
+    flat = _reshaped(block, res, (res.size,), f"{out}_f")
+    z = kir.Var(f"{out}_z")
+    block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, dtype)),)))
+    return block.add(_window_loops(tuple(node.shape), attrs, (n, oh, ow), out,
+                                   lambda img, col: kir.Store(res, img, cols[col], "+")))
