@@ -18,6 +18,8 @@ from dualgraph.ir.graph import Node
 from dualgraph.ops.conv import conv2d_input, conv2d_weight
 from dualgraph.testing import assert_close
 
+from .test_conv_per_sample import _grads
+
 _GEOMETRY = {"stride": (1, 1), "padding": ((1, 1), (1, 1)), "dilation": (1, 1)}
 
 
@@ -62,7 +64,7 @@ def test_grouped_or_without_the_library_one_product_per_sample_and_group(monkeyp
         assert gemm.tb and gemm.beta == 1.0 and (gemm.m, gemm.n) == (6 // groups, 2 // groups * 9)
         block = _lowered_input(groups)
         allocs = {s.buf.name: s.buf.shape for s in block.stmts if isinstance(s, kir.Alloc)}
-        assert allocs["r_c"] == (4, 2 * 9, 7 * 6)
+        assert allocs["r_cols"] == (4, 2 * 9, 7 * 6)
         (gemm,) = [s for s in kir.walk(block.stmts) if isinstance(s, kir.Gemm)]
         assert gemm.ta and (gemm.m, gemm.n, gemm.k) == (2 // groups * 9, 7 * 6, 6 // groups)
         fns = [s.fn for s in kir.walk(block.stmts) if isinstance(s, kir.LibCall)]
@@ -82,14 +84,6 @@ def _inputs(dtype, rng):
     shapes = [(5, 1, 12, 12), (6, 1, 5, 5), (6,), (4, 6, 3, 3), (6, 2, 2, 2)]
     return [dg.tensor(rng.standard_normal(s).astype(dtype), requires_grad=True)
             for s in shapes]
-
-
-def _grads(fn, ts):
-    for t in ts:
-        t.grad = None
-    loss = fn(*ts)
-    loss.backward()
-    return [loss.numpy()] + [t.grad.numpy().copy() for t in ts]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -790,20 +790,23 @@ def _conv2d(x, w, bias, out, g, t):
 
 
 @intrinsic
-def _gemm_nt_add(typingctx, m, n, k, a, b, ib, c):
-    """``c += a @ b^T`` (cblas_?gemm, beta 1): ``a`` (m, k) and ``c`` (m, n) C-ordered at
-    their pointers, ``b`` (n, k) C-ordered ``ib`` elements past its pointer."""
-    sig = types.void(m, n, k, a, b, ib, c)
+def _gemm_sample(typingctx, ta, tb, m, n, k, a, b, ib, beta, c):
+    """``c = op(a) @ op(b) + beta * c`` (cblas_?gemm, row-major, the transpose flags ``ta``
+    and ``tb``) on C-ordered matrices: ``a`` and ``c`` at their pointers, ``b`` ``ib``
+    elements past its pointer, each matrix's rows as long as it is stored."""
+    sig = types.void(ta, tb, m, n, k, a, b, ib, beta, c)
 
     def codegen(context, builder, signature, args):
-        m_, n_, k_, a_, b_, ib_, c_ = args
-        dtype = signature.args[3].dtype
+        ta_, tb_, m_, n_, k_, a_, b_, ib_, beta_, c_ = args
+        dtype = signature.args[5].dtype
         ptr = ir.IntType(8).as_pointer()
-        i64 = ir.IntType(64)
+        trans = ir.Constant(ta_.type, _TRANS)
+        lda = builder.select(builder.icmp_signed("==", ta_, trans), m_, k_)
+        ldb = builder.select(builder.icmp_signed("==", tb_, trans), k_, n_)
         b_at = builder.bitcast(builder.gep(b_, [ib_]), ptr)
-        _emit_gemm(context, builder, dtype, ir.Constant(i64, _NO_TRANS),
-                   ir.Constant(i64, _TRANS), m_, n_, k_, builder.bitcast(a_, ptr), k_, b_at,
-                   k_, context.get_constant(dtype, 1.0), builder.bitcast(c_, ptr), n_)
+        _emit_gemm(context, builder, dtype, ta_, tb_, m_, n_, k_, builder.bitcast(a_, ptr),
+                   lda, b_at, ldb, context.cast(builder, beta_, signature.args[8], dtype),
+                   builder.bitcast(c_, ptr), n_)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -830,32 +833,13 @@ def _conv2d_weight(x, g, gw, geo, t):
         # The positions a window leaves unwritten are the same in every sample.
         _gather(x, n * geo[4], geo, t, cols, 0, length, n == 0 and t[12] != 0)
         if length:
-            _gemm_nt_add(k, o_, length, cols, g, n * o_ * length, sums)
+            _gemm_sample(_NO_TRANS, _TRANS, k, o_, length, cols, g, n * o_ * length, 1.0,
+                         sums)
     for o in range(o_):
         for r in range(k):
             _store(gw, o * k + r, _load(sums, r * o_ + o))
     scratch.size  # noqa: B018 - the buffers live until the last product has read them
     acc.size  # noqa: B018
-
-
-@intrinsic
-def _gemm_tn(typingctx, m, n, k, a, b, ib, c):
-    """``c = a^T @ b`` (cblas_?gemm, beta 0): ``a`` (k, m) and ``c`` (m, n) C-ordered at
-    their pointers, ``b`` (k, n) C-ordered ``ib`` elements past its pointer."""
-    sig = types.void(m, n, k, a, b, ib, c)
-
-    def codegen(context, builder, signature, args):
-        m_, n_, k_, a_, b_, ib_, c_ = args
-        dtype = signature.args[3].dtype
-        ptr = ir.IntType(8).as_pointer()
-        i64 = ir.IntType(64)
-        b_at = builder.bitcast(builder.gep(b_, [ib_]), ptr)
-        _emit_gemm(context, builder, dtype, ir.Constant(i64, _TRANS),
-                   ir.Constant(i64, _NO_TRANS), m_, n_, k_, builder.bitcast(a_, ptr), m_, b_at,
-                   n_, context.get_constant(dtype, 0.0), builder.bitcast(c_, ptr), n_)
-        return context.get_dummy_value()
-
-    return sig, codegen
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -877,7 +861,7 @@ def _conv2d_input(g, w, res, geo, t):
     scratch = _empty_of(res, k * length)
     cols = _data(scratch)
     for n in range(n_):
-        _gemm_tn(k, length, o_, w, g, n * o_ * length, cols)
+        _gemm_sample(_TRANS, _NO_TRANS, k, length, o_, w, g, n * o_ * length, 0.0, cols)
         for c in range(c_):
             for ki in range(kh):
                 for kj in range(kw):
