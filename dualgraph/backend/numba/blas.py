@@ -735,34 +735,40 @@ def _im2col(x, cols, g, t):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _scatter(cols, base, s1, s2, res, n, c_, h_, w_, t):
+    """Sample ``n``'s columns (K, L), column element (r, l) at ``cols + base + r * s1 +
+    l * s2``, each added where its window reads it in ``res`` (N, C, H, W) (C-ordered):
+    for each image element, in kernel-offset order."""
+    kh, kw, dh, sh, sw, pt, oh, ow = t[0], t[1], t[2], t[4], t[5], t[6], t[8], t[9]
+    for c in range(c_):
+        for ki in range(kh):
+            for kj in range(kw):
+                r = (c * kh + ki) * kw + kj
+                b, lo, hi = _window_columns(kj, t, w_)
+                for oy in range(oh):
+                    h = oy * sh + ki * dh - pt
+                    if h < 0 or h >= h_:
+                        continue
+                    dst = ((n * c_ + c) * h_ + h) * w_ + b
+                    src = base + r * s1 + oy * ow * s2
+                    if sw == 1 and s2 == 1:
+                        for ox in range(lo, hi):
+                            _store(res, dst + ox, _load(res, dst + ox) + _load(cols, src + ox))
+                    else:
+                        for ox in range(lo, hi):
+                            _store(res, dst + ox * sw,
+                                   _load(res, dst + ox * sw) + _load(cols, src + ox * s2))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _col2im(cols, res, g, t):
     """``res`` (N, C, H, W) (operand 1, C-ordered) zeroed, then each column element of
     ``cols`` (N, K, L) (operand 0, any strides) added where its window reads it."""
     n_, c_, h_, w_ = g[_CONV_AT], g[_CONV_AT + 1], g[_CONV_AT + 2], g[_CONV_AT + 3]
-    s0, s1, s2 = g[4], g[5], g[6]
-    kh, kw, dh, sh, sw, pt, oh, ow = t[0], t[1], t[2], t[4], t[5], t[6], t[8], t[9]
     for j in range(n_ * c_ * h_ * w_):
         _store(res, j, _zero_of(res))
     for n in range(n_):
-        for c in range(c_):
-            for ki in range(kh):
-                for kj in range(kw):
-                    r = (c * kh + ki) * kw + kj
-                    b, lo, hi = _window_columns(kj, t, w_)
-                    for oy in range(oh):
-                        h = oy * sh + ki * dh - pt
-                        if h < 0 or h >= h_:
-                            continue
-                        dst = ((n * c_ + c) * h_ + h) * w_ + b
-                        src = n * s0 + r * s1 + oy * ow * s2
-                        if sw == 1 and s2 == 1:
-                            for ox in range(lo, hi):
-                                _store(res, dst + ox, _load(res, dst + ox) + _load(cols,
-                                                                                 src + ox))
-                        else:
-                            for ox in range(lo, hi):
-                                _store(res, dst + ox * sw,
-                                       _load(res, dst + ox * sw) + _load(cols, src + ox * s2))
+        _scatter(cols, n * g[4], g[5], g[6], res, n, c_, h_, w_, t)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -851,9 +857,8 @@ def _conv2d_input(g, w, res, geo, t):
     added where its window reads it (in `_col2im`'s order)."""
     n_, o_ = geo[0], geo[1]
     c_, h_, w_ = geo[2 * _CONV_AT + 1], geo[2 * _CONV_AT + 2], geo[2 * _CONV_AT + 3]
-    kh, kw, dh, sh, sw, pt, oh, ow = t[0], t[1], t[2], t[4], t[5], t[6], t[8], t[9]
-    k = c_ * kh * kw
-    length = oh * ow
+    k = c_ * t[0] * t[1]
+    length = t[8] * t[9]
     for j in range(n_ * c_ * h_ * w_):
         _store(res, j, _zero_of(res))
     if not (o_ and length):
@@ -862,25 +867,7 @@ def _conv2d_input(g, w, res, geo, t):
     cols = _data(scratch)
     for n in range(n_):
         _gemm_sample(_TRANS, _NO_TRANS, k, length, o_, w, g, n * o_ * length, 0.0, cols)
-        for c in range(c_):
-            for ki in range(kh):
-                for kj in range(kw):
-                    r = ((c * kh + ki) * kw + kj) * length
-                    b, lo, hi = _window_columns(kj, t, w_)
-                    for oy in range(oh):
-                        h = oy * sh + ki * dh - pt
-                        if h < 0 or h >= h_:
-                            continue
-                        dst = ((n * c_ + c) * h_ + h) * w_ + b
-                        src = r + oy * ow
-                        if sw == 1:
-                            for ox in range(lo, hi):
-                                _store(res, dst + ox, _load(res, dst + ox) + _load(cols,
-                                                                                 src + ox))
-                        else:
-                            for ox in range(lo, hi):
-                                _store(res, dst + ox * sw,
-                                       _load(res, dst + ox * sw) + _load(cols, src + ox))
+        _scatter(cols, 0, length, 1, res, n, c_, h_, w_, t)
     scratch.size  # noqa: B018 - the columns live until the last sample has read them
 
 
