@@ -42,7 +42,8 @@ class SparseAdam(Optimizer):
         shape = tuple(g.shape)
         touched = g != 0
         if len(shape) > 1:
-            touched = touched.reshape(shape[0], -1).any(1).reshape((shape[0],) + (1,) * (len(shape) - 1))
+            rows = touched.reshape(shape[0], -1).any(1)
+            touched = rows.reshape((shape[0],) + (1,) * (len(shape) - 1))
         # PyTorch's order: the moments move by (g - old) * (1 - beta); the update divides
         # the new first moment by sqrt(new second moment) + eps, then scales.
         m.add_(where(touched, (g - m) * (1 - beta1), 0.0))

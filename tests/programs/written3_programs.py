@@ -22,7 +22,9 @@ from .harness import GOLDENS, bound_torch
 
 WRITTEN = Path(__file__).resolve().parent / "written3"
 GOLD = GOLDENS / "written3"
-PROGRAMS = ("dqn", "transformer_lm", "char_rnn", "fgsm", "wgan_gp", "simclr", "distill", "vqvae", "unet", "lora", "word2vec", "tabular", "mdn", "translation_transformer", "style_transfer")
+PROGRAMS = ("dqn", "transformer_lm", "char_rnn", "fgsm", "wgan_gp", "simclr", "distill",
+            "vqvae", "unet", "lora", "word2vec", "tabular", "mdn", "translation_transformer",
+            "style_transfer")
 
 
 def load(name: str, torch: Any) -> ModuleType:

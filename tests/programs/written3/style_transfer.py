@@ -109,7 +109,9 @@ def get_style_model_and_losses(cnn, normalization_mean, normalization_std,
 
 
 def get_input_optimizer(input_img):
-    optimizer = optim.LBFGS([input_img])
+    # fewer iterations per step than the default 20: float32 rounding grows through
+    # L-BFGS's curvature history on this stiff problem
+    optimizer = optim.LBFGS([input_img], max_iter=4)
     return optimizer
 
 
