@@ -73,6 +73,14 @@ TRACES = {"dqn": [3], "wgan_gp": [2, 1], "simclr": [1, 1], "distill": [1, 1],
 WARNS = {"fgsm": "requires_grad_\\(True\\) on an argument", "char_rnn": r"\.item\(\)"}
 
 
+# WGAN-GP compiled: the fused kernels round the critic's gradients differently from eager
+# (they agree to float32 rounding), and Adam's first steps scale each gradient element by
+# its own magnitude, so elements near rounding level move the critic by up to ~lr; the
+# generator's loss, a difference of two means of size ~1 that comes to ~0.08, then shows it
+# at ~1e-5 absolute.
+ATOL_COMPILED = {"wgan_gp": 2e-5}
+
+
 def _run(name: str, compiled: bool) -> tuple[dict, list]:
     weights, want = golden(name)
     with warnings.catch_warnings():
@@ -97,8 +105,8 @@ def test_written3_program_equals_torch_eagerly(name: str) -> None:
     pytest.param(n, marks=[pytest.mark.slow] if n in SLOW_COMPILE else []) for n in PROGRAMS])
 def test_written3_program_equals_torch_compiled(name: str) -> None:
     out, want = _run(name, compiled=True)
-    dg.testing.assert_close([float(v) for v in out["losses"]], want, rtol=1e-5, atol=0.0,
-                            check_dtype=False)
+    dg.testing.assert_close([float(v) for v in out["losses"]], want, rtol=1e-5,
+                            atol=ATOL_COMPILED.get(name, 0.0), check_dtype=False)
     fns = out["fn"] if isinstance(out["fn"], list) else [out["fn"]]
     assert [f.stats.traces for f in fns] == TRACES.get(name, [1] * len(fns))
     for f in fns:
