@@ -115,6 +115,12 @@ class Mode(abc.ABC):
         return a 0-d input that reads ``value()`` on every later run (one per ``key``)."""
         return value()
 
+    def constant_value(self, t: Any) -> Any:
+        """The value of this mode's tensor ``t`` when it is the same on every run (made
+        only from constants: ``eye(n).roll(1, 0)``), as a NumPy array; else None. An op
+        whose result shape depends on the data (``x[mask]``) can then run."""
+        return None
+
     def grad(self, outputs: Any, inputs: Any, grad_outputs: Any = None,
              create_graph: bool = False, allow_unused: bool = False) -> tuple:
         """``dg.grad`` while this mode records a program (the eager engine answers it
@@ -162,6 +168,9 @@ class _FunctionMode(Mode):
     def guard_value(self, getter: Callable[[], Any], expected: Any, what: str,
                     keep: Any = None) -> None:
         self.below.guard_value(getter, expected, what, keep)
+
+    def constant_value(self, t: Any) -> Any:
+        return self.below.constant_value(t)
 
     def runtime_scalar(self, key: Any, value: Callable[[], Any], dtype: Any,
                        keep: Any = None) -> Any:
