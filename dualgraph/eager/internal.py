@@ -38,6 +38,15 @@ requires_grad_of: Callable[[Tensor], bool] = operator.attrgetter("_rg")
 """A tensor's ``requires_grad``, without the property's cost."""
 
 
+version_cell_of: Callable[[Tensor], list] = operator.attrgetter("_version")
+"""A tensor's version counter: a one-element list, shared by its views (``[0]`` is the
+count of in-place writes)."""
+
+cached_node_of: Callable[[Tensor], Any] = operator.attrgetter("_node")
+"""The tape node a leaf or constant has been given as an op input (`tape_node`), or None
+if it has none yet (a tensor with a ``grad_fn`` has none: its node is the ``grad_fn``)."""
+
+
 def set_array(t: Tensor, array: np.ndarray) -> None:
     """Make ``t`` hold ``array`` (compare swaps a captured tensor to float64 and back)."""
     t._data = array

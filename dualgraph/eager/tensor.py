@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -91,17 +92,11 @@ class Tensor(TensorOps):
             self.requires_grad_(True)
 
     # ---------------------------------------------------------------- inspection
-    @property
-    def shape(self) -> tuple:
-        return self._data.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._data.dtype
-
-    @property
-    def ndim(self) -> int:
-        return self._data.ndim
+    # Read in C (the array's own attribute, through the slot), with no Python frame: every
+    # op and every read-back asks them.
+    shape = property(operator.attrgetter("_data.shape"), doc="The shape, a tuple of ints.")
+    dtype = property(operator.attrgetter("_data.dtype"), doc="The NumPy dtype.")
+    ndim = property(operator.attrgetter("_data.ndim"), doc="The number of dimensions.")
 
     @property
     def data(self) -> "Tensor":
@@ -316,13 +311,7 @@ class Tensor(TensorOps):
             self._node = None
         return self
 
-    @property
-    def grad(self) -> "Tensor | None":
-        """Accumulated gradient (``None`` until a backward reaches this leaf)."""
-        return self._grad
-
-    @grad.setter
-    def grad(self, value: "Tensor | None") -> None:
+    def _set_grad(self, value: "Tensor | None") -> None:
         # As PyTorch checks: a wrong .grad would surface much later, inside an optimizer step.
         if value is not None:
             if not isinstance(value, TensorOps):
@@ -336,6 +325,12 @@ class Tensor(TensorOps):
         if mode is not EAGER:  # tracing: the write becomes an output (eager: nothing to do)
             mode.note_grad_write(self)
         self._grad = value
+
+    # The getter is the slot read, run in C: no Python frame for a read every training
+    # step makes once per parameter.
+    grad = property(operator.attrgetter("_grad"), _set_grad,
+                    doc="Accumulated gradient (``None`` until a backward reaches this leaf).")
+    del _set_grad
 
     @property
     def requires_grad(self) -> bool:
@@ -374,15 +369,17 @@ class Tensor(TensorOps):
         return self._data.copy() if self._rg else self._data
 
     def item(self) -> Any:
-        if self._data.size != 1:
+        data = self._data
+        if data.size != 1:
             raise ValueError(
                 f"item(): only one-element tensors can be converted to Python scalars, "
                 f"got shape {self.shape}"
             )
-        trace = modes.current_trace()
-        if trace is not None:  # a traced program depends on the values it reads
-            trace.read_data(self)
-        return self._data.item()
+        # `current_trace()` written out: a training loop reads its loss every step.
+        mode = modes.MODE_STACKS.stack[-1]
+        if mode.tracing:  # a traced program depends on the values it reads
+            mode.read_data(self)
+        return data.item()
 
     def tolist(self) -> Any:
         trace = modes.current_trace()
