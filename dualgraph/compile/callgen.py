@@ -36,6 +36,7 @@ from ..eager.internal import (
     make_tensor,
     requires_grad_of,
     set_grad,
+    set_new_grads,
     tape_node,
     version_cell_of,
 )
@@ -119,6 +120,7 @@ _BUILTINS = {
     "attach_gradients": attach_gradients, "attach_backward": attach_backward,
     "const_key": const_key, "overlapping": overlapping, "value_key": value_key,
     "new_array": np.array, "tape_node": tape_node,
+    "set_new_grads": set_new_grads,
 }
 _PLAIN_CONSTANTS = (bool, int, str, type(None))
 
@@ -623,9 +625,13 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
     for w in plan.copy_writes:
         t = _target(w.target, gen)
         lines += [f"array_of({t})[...] = {out(w.out, w.shape)}", f"{t}._version[0] += 1"]
-    for w in plan.grad_set:
+    if len(plan.grad_set) == 1:
+        w = plan.grad_set[0]
         lines.append(f"set_grad({_target(w.target, gen)}, "
                      f"make_tensor({out(w.out, w.shape)}, False, None))")
+    elif plan.grad_set:  # one call for all the gradients a step writes back
+        lines.append(f"set_new_grads({_tuple(_target(w.target, gen) for w in plan.grad_set)}, "
+                     f"{_tuple(out(w.out, w.shape) for w in plan.grad_set)})")
     lines += [f"set_grad({_target(t, gen)}, None)" for t in plan.grad_none]
     for w in plan.attr_set:
         values = [f"a{a}" if o is None else f"make_tensor({out(o, shape)}, False, None)"

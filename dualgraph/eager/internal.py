@@ -58,6 +58,22 @@ set_grad: Callable[[Tensor, Tensor | None], None] = Tensor._grad.__set__
 saved value, or to write back the gradient a compiled step computed)."""
 
 
+def set_new_grads(tensors: tuple, arrays: tuple) -> None:
+    """Set ``tensors[i].grad`` to a new tensor holding ``arrays[i]`` (arrays no other
+    tensor holds: the gradients a compiled step made), as `set_grad` does: one call for
+    all of them, with no Python frame per tensor."""
+    new = Tensor.__new__
+    for t, a in zip(tensors, arrays):
+        g = new(Tensor)
+        g._data = a
+        g._rg = False
+        g._grad = None
+        g.grad_fn = None
+        g._version = [0]
+        g._node = None
+        t._grad = g
+
+
 def storage_of(t: Tensor) -> tuple[int, int]:
     """What ``t`` shares with the tensors ``t.detach()`` and ``t.data`` give (its array and
     version counter), as ids: equal for two tensors that are one value."""
