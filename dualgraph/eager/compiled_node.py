@@ -21,7 +21,7 @@ from .autograd import (
     Function,
     accumulate_array,
 )
-from .tensor import Tensor, _make
+from .tensor import Tensor, _make, _set_new_grads
 
 
 class _Cotangents:
@@ -125,24 +125,16 @@ class PrecomputedBackward(Function):
             # The call's own arrays, one per input and in its shape: no other leaf holds
             # one, so each leaf without a `.grad` takes its array as it is.
             self._handed = True
+            # The leaves get their gradients in one call; tuples grow by concatenation,
+            # which is no call.
+            leaves: tuple = ()
+            arrays: tuple = ()
             for inp, a in zip(inputs, self._saved):
                 var = inp._var()
-                if var is None:
-                    continue
-                old = var._grad
-                if old is not None:
-                    var._grad = _make(old._data + a, False, None)
-                    continue
-                # `_make` written out for the common case (a step starts with no `.grad`):
-                # one Python frame less per leaf.
-                g = Tensor.__new__(Tensor)
-                g._data = a
-                g._rg = False
-                g._grad = None
-                g.grad_fn = None
-                g._version = [0]
-                g._node = None
-                var._grad = g
+                if var is not None:
+                    leaves += (var,)
+                    arrays += (a,)
+            _set_new_grads(leaves, arrays, True)
             if not retain_graph:
                 self._saved = ()
                 self._freed = True

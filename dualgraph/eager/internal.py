@@ -19,11 +19,15 @@ import numpy as np
 from ..modes import current_trace
 from .autograd import Function
 from .grad_mode import GRAD_ENABLED as _GRAD
-from .tensor import Tensor, _init, _make, _ViewTensor
+from .tensor import Tensor, _init, _make, _set_new_grads, _ViewTensor
 
 # A new tensor from an array: ``make_tensor(array, requires_grad, grad_fn)``. An alias, not
 # a wrapper: the compiled call builds every output with it.
 make_tensor = _make
+# ``set_new_grads(tensors, arrays)``: set ``tensors[i].grad`` to a new tensor holding
+# ``arrays[i]`` (arrays no other tensor holds, as a compiled step's gradients), as
+# `set_grad` does, in one call for all.
+set_new_grads = _set_new_grads
 # Fill in a tensor object built without Tensor.__init__ (`nn.Parameter` does):
 # ``init_tensor(t, array, requires_grad, grad_fn)``.
 init_tensor = _init
@@ -56,22 +60,6 @@ def set_array(t: Tensor, array: np.ndarray) -> None:
 set_grad: Callable[[Tensor, Tensor | None], None] = Tensor._grad.__set__
 """Set ``t.grad`` without the setter's checks or the tracer's write hook (to restore a
 saved value, or to write back the gradient a compiled step computed)."""
-
-
-def set_new_grads(tensors: tuple, arrays: tuple) -> None:
-    """Set ``tensors[i].grad`` to a new tensor holding ``arrays[i]`` (arrays no other
-    tensor holds: the gradients a compiled step made), as `set_grad` does: one call for
-    all of them, with no Python frame per tensor."""
-    new = Tensor.__new__
-    for t, a in zip(tensors, arrays):
-        g = new(Tensor)
-        g._data = a
-        g._rg = False
-        g._grad = None
-        g.grad_fn = None
-        g._version = [0]
-        g._node = None
-        t._grad = g
 
 
 def storage_of(t: Tensor) -> tuple[int, int]:
