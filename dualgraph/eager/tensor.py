@@ -321,9 +321,10 @@ class Tensor(TensorOps):
                 raise RuntimeError(f"assigned grad has data of a different size: got shape "
                                    f"{tuple(value.shape)}, the tensor has shape {self.shape}")
         # `current_mode()` written out: a training step sets `.grad` once per parameter.
-        mode = modes.MODE_STACKS.stack[-1]
-        if mode is not EAGER:  # tracing: the write becomes an output (eager: nothing to do)
-            mode.note_grad_write(self)
+        if modes.ABOVE_BASE:  # the thread's own stack only when some thread pushed a mode
+            mode = modes.MODE_STACKS.stack[-1]
+            if mode is not EAGER:  # tracing: the write becomes an output
+                mode.note_grad_write(self)
         self._grad = value
 
     # The getter is the slot read, run in C: no Python frame for a read every training
@@ -376,9 +377,10 @@ class Tensor(TensorOps):
                 f"got shape {self.shape}"
             )
         # `current_trace()` written out: a training loop reads its loss every step.
-        mode = modes.MODE_STACKS.stack[-1]
-        if mode.tracing:  # a traced program depends on the values it reads
-            mode.read_data(self)
+        if modes.ABOVE_BASE:
+            mode = modes.MODE_STACKS.stack[-1]
+            if mode.tracing:  # a traced program depends on the values it reads
+                mode.read_data(self)
         return data.item()
 
     def tolist(self) -> Any:

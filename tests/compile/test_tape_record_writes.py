@@ -147,3 +147,41 @@ def test_a_compiled_step_writes_each_gradient_back_as_eager_does() -> None:
     # its values.
     for a, b in zip(*seen[-2:]):
         assert not np.shares_memory(a, b)
+
+
+def test_modes_above_the_base_are_counted_in_every_thread() -> None:
+    import threading
+
+    from dualgraph import modes
+
+    seen = []
+
+    def traced(x):
+        seen.append(len(modes.ABOVE_BASE))  # runs while the trace's mode is pushed
+        return x * 2.0
+
+    assert modes.ABOVE_BASE == []
+    dg.compile(traced, tiered=False)(dg.ones(2))
+    assert seen and seen[0] >= 1 and modes.ABOVE_BASE == []
+    # A mode another thread pushed is counted here too, and this thread stays eager.
+    pushed, release = threading.Event(), threading.Event()
+
+    def other():
+        modes.push_mode(lambda op, args, attrs: None)
+        pushed.set()
+        release.wait(10)
+        modes.pop_mode()
+
+    th = threading.Thread(target=other)
+    th.start()
+    try:
+        assert pushed.wait(10)
+        assert len(modes.ABOVE_BASE) == 1
+        x, y = _leaves()
+        z = x * y
+        z.backward()
+        assert (z.item(), x.grad.item()) == (6.0, 3.0)
+    finally:
+        release.set()
+        th.join()
+    assert modes.ABOVE_BASE == []
