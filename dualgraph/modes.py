@@ -201,11 +201,18 @@ _LOCAL = _Modes()
 # The mode stacks, for the compiled call's entry, which tests
 # ``MODE_STACKS.stack[-1].tracing`` (`current_trace` without a Python call).
 MODE_STACKS = _LOCAL
+# One item per mode pushed above the base, in any thread (`list.append` and `list.pop` are
+# atomic): while it is empty every thread runs its base mode, which the hot paths then
+# take without reading the thread's own stack (a thread-local read is a chain of lookups).
+ABOVE_BASE: list = []
+_BASE_PROCESS: list = []
 
 
 def bind(op: Any, *args: Any, **attrs: Any) -> Any:
     """Apply registry op ``op`` to ``args`` in the active mode."""
-    return _LOCAL.procs[-1](op, args, attrs)
+    if ABOVE_BASE:
+        return _LOCAL.procs[-1](op, args, attrs)
+    return _BASE_PROCESS[0](op, args, attrs)
 
 
 def push_mode(mode: Mode | Callable[..., Any]) -> None:
@@ -214,6 +221,9 @@ def push_mode(mode: Mode | Callable[..., Any]) -> None:
         mode = _FunctionMode(mode, current_mode())
     if not _BASE:
         _BASE.append(mode)
+        _BASE_PROCESS.append(mode.process)
+    else:
+        ABOVE_BASE.append(None)  # before the push: never a pushed mode that is not counted
     _LOCAL.stack.append(mode)
     _LOCAL.procs.append(mode.process)
 
@@ -224,6 +234,7 @@ def pop_mode() -> None:
         raise RuntimeError("cannot pop the eager mode")
     stack.pop()
     _LOCAL.procs.pop()
+    ABOVE_BASE.pop()  # after the pop, as the push counts before
 
 
 def current_mode() -> Mode:

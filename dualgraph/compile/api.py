@@ -29,7 +29,7 @@ from ..eager.internal import array_of, make_tensor, requires_grad_of
 from ..eager.saved_hooks import STACK as _SAVED_HOOKS
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError
-from ..modes import MODE_STACKS, current_trace
+from ..modes import ABOVE_BASE, MODE_STACKS, current_trace
 from ..nn.modules import module as _module
 from ..profiler import record_function
 from .callgen import (
@@ -146,8 +146,9 @@ class CompiledFunction:
 
     # ------------------------------------------------------------------- calls
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # `current_trace()` written out: a Python call less on every compiled call.
-        if MODE_STACKS.stack[-1].tracing or _DETOURS:
+        # `current_trace()` written out: a Python call less on every compiled call; no
+        # thread-local read while no thread has a mode above its base one.
+        if (ABOVE_BASE and MODE_STACKS.stack[-1].tracing) or _DETOURS:
             return self._detour(args, kwargs)
         # The generated call path of the entry the last call used (`callgen`), for calls
         # made as that one was (with keywords or without): it checks the key and the
