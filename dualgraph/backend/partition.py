@@ -602,7 +602,7 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
                     last_reader[j] = c
         moved = False
         for k, o in enumerate(graph.outputs):
-            c = home.get(id(o), last)
+            c = home.get(id(o), _view_home(o, home, last))
             if k in write_to:
                 c = max(c, last_reader.get(write_to[k], -1))
             if owner.get(k) != c:
@@ -627,6 +627,24 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
                 n = by_id[v]
                 plan.values[v] = (tuple(n.shape), n.dtype)
     return plan
+
+
+def _view_home(o: Node, home: dict, last: int) -> int:
+    """The chunk that copies out a graph output made by views (or constants) of values:
+    the last chunk computing one of those values, which no chunk writes again, so the
+    last piece of an optimizer's run stays a piece like the others; ``last`` when it
+    reads a graph input (a later in-place write may replace that input) or nothing."""
+    leaves: list = []
+    stack = [o]
+    while stack:
+        x = stack.pop()
+        if id(x) in home:
+            leaves.append(home[id(x)])
+        elif _free(x):
+            stack += [i for i in x.inputs if isinstance(i, Node)]
+        else:
+            return last
+    return max(leaves) if leaves else last
 
 
 def _segment(graph: Graph, c: int, chunk: list[Node], reads: list, owner: dict,
