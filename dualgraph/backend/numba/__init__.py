@@ -226,7 +226,8 @@ class Kernel:
         env = (in_types + tuple(numba.typeof(a) for a in self.new_outputs())
                + tuple(numba.typeof(a) for a in self.new_scratch())
                + tuple(numba.typeof(a) for a in self._part_consts))
-        env += tuple(numba.types.Array(env[p].dtype, 1, "C") for p in self._flat)
+        # A flat view keeps its array's flags (a read-only cotangent stays read-only).
+        env += tuple(env[p].copy(ndim=1, layout="C") for p in self._flat)
         return tuple(tuple(env[i] for i in p.args) for p in self.parts)
 
     def signature(self, arrays: Any, prepared: bool = False) -> tuple:
