@@ -257,9 +257,15 @@ def _elementwise(n: Node) -> bool:
     return n.op in OPS and OPS[n.op].elementwise and not OPS[n.op].view
 
 
+def _keeps_order(x: Node) -> bool:
+    """``x`` is a view whose elements in C order are its input's (a reshape): the one
+    kind of view NumPy may have to copy, when no strides express that order."""
+    return x.op in OPS and OPS[x.op].view_may_copy and isinstance(x.inputs[0], Node)
+
+
 def _source(x: Node) -> Node:
     """``x`` through the reshapes it is made by."""
-    while x.op == "reshape" and isinstance(x.inputs[0], Node):
+    while _keeps_order(x):
         x = x.inputs[0]
     return x
 
@@ -360,7 +366,7 @@ def _flat_graph(graph: Graph, length: int) -> Graph:
         inputs.append(new[id(x)])
     nodes = []
     for n in graph.nodes:
-        if n.op == "reshape" or id(n) in new:
+        if _keeps_order(n) or id(n) in new:
             continue
         new[id(n)] = clone(n)
         nodes.append(new[id(n)])
