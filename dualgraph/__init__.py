@@ -13,6 +13,7 @@ import numpy as _np
 
 from . import autograd, nn, ops, optim, passes, testing, viz
 from . import dtypes as _dtypes
+from .autograd import grad  # torch.autograd.grad under both names
 from .compare import CompareReport, compare
 from .compile import RetraceLimitError, StaleTraceError, compile
 from .dtypes import bool_, float16, float32, float64, int32, int64
@@ -20,7 +21,7 @@ from .eager.autograd import detect_anomaly, record_locations
 from .eager.creation import arange, full, ones, rand, randn, zeros
 from .eager.export import graph_of
 from .eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .eager.tensor import Tensor, backward, from_numpy, grad, tensor
+from .eager.tensor import Tensor, backward, from_numpy, tensor
 from .errors import EagerOnlyError, ShapeError, TraceError
 from .explain import explain
 from .ir import Graph, GraphError, Node, interpret

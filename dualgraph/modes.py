@@ -115,6 +115,12 @@ class Mode(abc.ABC):
         return a 0-d input that reads ``value()`` on every later run (one per ``key``)."""
         return value()
 
+    def constant_value(self, t: Any) -> Any:
+        """The value of this mode's tensor ``t`` when it is the same on every run (made
+        only from constants: ``eye(n).roll(1, 0)``), as a NumPy array; else None. An op
+        whose result shape depends on the data (``x[mask]``) can then run."""
+        return None
+
     def grad(self, outputs: Any, inputs: Any, grad_outputs: Any = None,
              create_graph: bool = False, allow_unused: bool = False) -> tuple:
         """``dg.grad`` while this mode records a program (the eager engine answers it
@@ -163,6 +169,9 @@ class _FunctionMode(Mode):
                     keep: Any = None) -> None:
         self.below.guard_value(getter, expected, what, keep)
 
+    def constant_value(self, t: Any) -> Any:
+        return self.below.constant_value(t)
+
     def runtime_scalar(self, key: Any, value: Callable[[], Any], dtype: Any,
                        keep: Any = None) -> Any:
         return self.below.runtime_scalar(key, value, dtype, keep)
@@ -192,11 +201,18 @@ _LOCAL = _Modes()
 # The mode stacks, for the compiled call's entry, which tests
 # ``MODE_STACKS.stack[-1].tracing`` (`current_trace` without a Python call).
 MODE_STACKS = _LOCAL
+# One item per mode pushed above the base, in any thread (`list.append` and `list.pop` are
+# atomic): while it is empty every thread runs its base mode, which the hot paths then
+# take without reading the thread's own stack (a thread-local read is a chain of lookups).
+ABOVE_BASE: list = []
+_BASE_PROCESS: list = []
 
 
 def bind(op: Any, *args: Any, **attrs: Any) -> Any:
     """Apply registry op ``op`` to ``args`` in the active mode."""
-    return _LOCAL.procs[-1](op, args, attrs)
+    if ABOVE_BASE:
+        return _LOCAL.procs[-1](op, args, attrs)
+    return _BASE_PROCESS[0](op, args, attrs)
 
 
 def push_mode(mode: Mode | Callable[..., Any]) -> None:
@@ -205,6 +221,9 @@ def push_mode(mode: Mode | Callable[..., Any]) -> None:
         mode = _FunctionMode(mode, current_mode())
     if not _BASE:
         _BASE.append(mode)
+        _BASE_PROCESS.append(mode.process)
+    else:
+        ABOVE_BASE.append(None)  # before the push: never a pushed mode that is not counted
     _LOCAL.stack.append(mode)
     _LOCAL.procs.append(mode.process)
 
@@ -215,6 +234,7 @@ def pop_mode() -> None:
         raise RuntimeError("cannot pop the eager mode")
     stack.pop()
     _LOCAL.procs.pop()
+    ABOVE_BASE.pop()  # after the pop, as the push counts before
 
 
 def current_mode() -> Mode:

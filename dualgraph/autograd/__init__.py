@@ -13,7 +13,8 @@ from typing import Any
 
 from ..eager.autograd import detect_anomaly, set_detect_anomaly
 from ..eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from ..eager.tensor import backward, grad
+from ..eager.tensor import backward
+from ..eager.tensor import grad as _grad
 from . import functional, graph
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
@@ -34,3 +35,29 @@ def Variable(data: Any, requires_grad: bool = False, volatile: bool = False) -> 
         raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
     out = data.detach() if data.requires_grad or requires_grad else data
     return out.requires_grad_(True) if requires_grad else out
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
+    """Gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``,
+    with PyTorch's signature. ``only_inputs`` is accepted and ignored (PyTorch ignores it
+    too); ``materialize_grads`` gives zeros instead of None for inputs the outputs do not
+    depend on (and implies ``allow_unused``).
+
+    >>> (gx,) = dg.autograd.grad(x * x, [x])
+    """
+    if is_grads_batched:
+        raise NotImplementedError("autograd.grad(is_grads_batched=True) is not supported: "
+                                  "map over the grad_outputs with dg.func.vmap instead")
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    unused = bool(allow_unused) or materialize_grads
+    out = _grad(outputs, inputs, grad_outputs, retain_graph, create_graph, unused)
+    if not materialize_grads:
+        return out
+    from ..eager.creation import zeros_like
+
+    listed = [inputs] if not isinstance(inputs, (list, tuple)) else list(inputs)
+    return tuple(zeros_like(x) if g is None else g for g, x in zip(out, listed))

@@ -33,10 +33,10 @@ import numpy as np
 
 __all__ = [
     "ARG", "LOCAL", "OUT", "ROLES", "SCRATCH", "VIEW", "Accum", "Alloc", "Bin", "Block",
-    "Buffer", "Call", "Cast", "Comment", "Const", "Expr", "Gemm", "If", "IRError", "Jump",
-    "Let", "LibCall", "Load", "Loop", "Operand", "Raise", "Select", "Stmt", "Store", "Table",
-    "Un", "Var", "View", "affine", "const", "digest", "format_block", "format_expr", "table",
-    "verify", "walk",
+    "Buffer", "Call", "Cast", "Comment", "Const", "Expr", "Fresh", "Gemm", "If", "IRError",
+    "Jump", "Let", "LibCall", "Load", "Loop", "Operand", "Raise", "Select", "Stmt", "Store",
+    "Table", "Un", "Var", "View", "affine", "const", "digest", "format_block", "format_expr",
+    "scalar_names", "table", "verify", "walk",
 ]
 
 ARG, OUT, SCRATCH, LOCAL, VIEW = "arg", "out", "scratch", "local", "view"
@@ -440,6 +440,36 @@ def subexprs(e: Expr) -> Any:
         kids = (e.cond, e.a, e.b)
     for k in kids:
         yield from subexprs(k)
+
+
+def scalar_names(stmts: Any) -> set:
+    """Every scalar name ``stmts`` reads or binds (a `Let`, `Loop` or `Accum` variable),
+    nested statements included."""
+    names = {x.name for s in walk(stmts) for e in exprs_of(s) for x in subexprs(e)
+             if isinstance(x, Var)}
+    return names | {s.var.name for s in walk(stmts) if isinstance(s, (Let, Loop, Accum))}
+
+
+class Fresh:
+    """New scalar names for a pass: ``prefix`` and a count, skipping every name in
+    ``taken`` (a set the generator extends with each name it hands out).
+
+    >>> Fresh("cs", {"cs1"}).var(np.float32).name
+    'cs2'
+    """
+
+    def __init__(self, prefix: str, taken: set) -> None:
+        self.prefix = prefix
+        self.taken = taken
+        self.count = 0
+
+    def var(self, dtype: Any) -> Var:
+        while True:
+            self.count += 1
+            name = f"{self.prefix}{self.count}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return Var(name, _dt(dtype))
 
 
 def affine(e: Expr) -> tuple[dict, int] | None:

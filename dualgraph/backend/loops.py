@@ -454,11 +454,7 @@ def hoist_invariants(stmts: Iterable) -> list:
     the same order of operations: results are bit for bit those of the original.
     """
     stmts = list(stmts.stmts if isinstance(stmts, kir.Block) else stmts)
-    names = {x.name for s in kir.walk(stmts) for e in kir.exprs_of(s)
-             for x in kir.subexprs(e) if isinstance(x, kir.Var)}
-    names |= {s.var.name for s in kir.walk(stmts) if isinstance(s, (kir.Let, kir.Loop,
-                                                                       kir.Accum))}
-    return _Hoister(Memory(stmts), names).level(stmts)
+    return _Hoister(Memory(stmts), kir.Fresh("inv", kir.scalar_names(stmts))).level(stmts)
 
 
 def _trips(loop: kir.Loop) -> int | None:
@@ -469,18 +465,9 @@ def _trips(loop: kir.Loop) -> int | None:
 
 
 class _Hoister:
-    def __init__(self, memory: Memory, taken: set) -> None:
+    def __init__(self, memory: Memory, fresh: kir.Fresh) -> None:
         self.memory = memory
-        self.taken = set(taken)
-        self.count = 0
-
-    def fresh(self, dtype: np.dtype) -> kir.Var:
-        while True:
-            self.count += 1
-            name = f"inv{self.count}"
-            if name not in self.taken:
-                self.taken.add(name)
-                return kir.Var(name, dtype)
+        self.fresh = fresh
 
     def level(self, stmts: list) -> list:
         out: list = []
@@ -544,7 +531,7 @@ class _Hoister:
         if invariant(e):
             if not _works(e):
                 return e
-            v = self.fresh(e.dtype)
+            v = self.fresh.var(e.dtype)
             lifted.append(kir.Let(v, e, "loop-invariant"))
             return v
         # Only operands evaluated whenever ``e`` is: not a load's index (a load is

@@ -35,7 +35,7 @@ import numpy as np
 from ..ir.graph import Graph, Node
 from ..ops.registry import OPS
 
-__all__ = ["Plan", "Segment", "partition", "repeats", "tokens"]
+__all__ = ["Plan", "Segment", "flatten", "partition", "repeats", "tokens"]
 
 # Structure hashes of this many consecutive nodes decide a cut.
 WINDOW = 4
@@ -56,6 +56,14 @@ class Segment:
     write_to: dict[int, int]
     sources: list[tuple[str, int]]
     dests: list[tuple[str, int]]
+    # Positions in ``sources`` and ``dests`` whose arrays the segment takes flattened
+    # (1-D, C order): its graph computes elementwise over one shape (`flatten`).
+    flat_in: tuple[int, ...] = ()
+    flat_out: tuple[int, ...] = ()
+
+    @property
+    def flat(self) -> bool:
+        return bool(self.flat_in or self.flat_out)
 
 
 @dataclass
@@ -232,8 +240,157 @@ def _apart(chunks: list[list[Node]], units: list[Node], start: int, end: int,
 
 
 def _piece_key(piece: list[Node], keep: int) -> tuple:
-    """What decides a piece's code, as `_token_key` tells for each of its nodes."""
+    """What decides a piece's code, as `_token_key` tells for each of its nodes; for a
+    piece `flatten` makes one loop over flat arrays, its shape and sizes do not count."""
+    shape = _uniform(piece)
+    if shape is not None:
+        return ("flat", tuple(_flat_token(u, shape) for u in piece))
     return tuple(_token_key(u, keep) for u in piece)
+
+
+# ----------------------------------------------------------------- flat segments
+def _elementwise(n: Node) -> bool:
+    if n.op == "fused":
+        body = n.attrs.get("body")
+        return n.attrs.get("kind") == "elementwise" and isinstance(body, Graph) and all(
+            _elementwise(b) for b in body.nodes)
+    return n.op in OPS and OPS[n.op].elementwise and not OPS[n.op].view
+
+
+def _keeps_order(x: Node) -> bool:
+    """``x`` is a view whose elements in C order are its input's (a reshape): the one
+    kind of view NumPy may have to copy, when no strides express that order."""
+    return x.op in OPS and OPS[x.op].view_may_copy and isinstance(x.inputs[0], Node)
+
+
+def _source(x: Node) -> Node:
+    """``x`` through the reshapes it is made by."""
+    while _keeps_order(x):
+        x = x.inputs[0]
+    return x
+
+
+def _uniform(nodes: list[Node]) -> tuple | None:
+    """The one shape of every non-scalar value ``nodes`` compute and read, when each is
+    elementwise (a fused body too) and reads other values only as scalars, at that shape,
+    or through reshapes of values of its size; None otherwise, or when all are scalars.
+    Element ``i`` of every such value is then element ``i`` of its flat C-ordered array."""
+    shape: tuple | None = None
+
+    def fits(s: tuple) -> bool:
+        nonlocal shape
+        if s == ():
+            return True
+        if shape is None:
+            shape = tuple(s)
+        return tuple(s) == shape
+
+    def visit(ns: list[Node]) -> bool:
+        for n in ns:
+            if n.op == "input" or _free(n):
+                continue  # checked where read
+            if not _elementwise(n) or not fits(n.shape):
+                return False
+            if n.op == "fused":
+                body = n.attrs["body"]
+                if not (all(fits(x.shape) for x in body.inputs) and visit(body.nodes)):
+                    return False
+            for i in n.inputs:
+                if not isinstance(i, Node):
+                    continue
+                if not fits(i.shape):
+                    return False
+                src = _source(i)
+                if src is not i:
+                    if _free(src) or _size(src.shape) != _size(i.shape):
+                        return False
+                elif i.op == "const" and i.shape != () or i.op != "const" and _free(i):
+                    return False
+        return True
+
+    ok = visit(nodes)
+    return shape if ok and shape is not None else None
+
+
+def _size(shape: tuple) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _flat_token(n: Node, shape: tuple) -> tuple:
+    """`_token_key` of a node of a piece `_uniform` over ``shape``, as its flat code sees
+    it: every value of that shape one flat array of a length read at run time."""
+
+    def ins(i: object) -> object:
+        if not isinstance(i, Node):
+            return ("lit", repr(i))
+        src = _source(i)
+        if src.op == "const":
+            return ("const", src.dtype.str, _attr_key(src.attrs.get("value"), 1, {}))
+        return ("n" if i.shape != () else (), i.dtype.str)
+
+    def attr(v: object) -> object:
+        if isinstance(v, Graph):
+            return (tuple(("n" if b.shape != () else (), b.dtype.str) for b in v.inputs),
+                    tuple(_flat_token(b, shape) for b in v.nodes))
+        return _attr_key(v, 1, {})
+
+    return (n.op, n.dtype.str, "n" if n.shape != () else (),
+            tuple(ins(i) for i in n.inputs),
+            tuple((k, attr(v)) for k, v in sorted(n.attrs.items())), n.loc)
+
+
+def _flat_graph(graph: Graph, length: int) -> Graph:
+    """``graph`` (`_uniform`) with every non-scalar value a flat array of ``length``, its
+    reshapes gone."""
+    new: dict[int, Node] = {}
+
+    def get(x: object) -> object:
+        if not isinstance(x, Node):
+            return x
+        src = _source(x)
+        if id(src) not in new:
+            assert src.op in ("input", "const"), "a flat segment's value read before made"
+            new[id(src)] = clone(src)
+        return new[id(src)]
+
+    def clone(n: Node) -> Node:
+        attrs = dict(n.attrs)
+        if n.op == "fused":
+            attrs["body"] = _flat_graph(attrs["body"], length)
+        return Node(n.op, tuple(get(i) for i in n.inputs), attrs,
+                    (length,) if n.shape != () else (), n.dtype, n.loc, n.uid)
+
+    inputs = []
+    for x in graph.inputs:
+        new[id(x)] = Node("input", (), {}, (length,) if x.shape != () else (), x.dtype)
+        inputs.append(new[id(x)])
+    nodes = []
+    for n in graph.nodes:
+        if _keeps_order(n) or id(n) in new:
+            continue
+        new[id(n)] = clone(n)
+        nodes.append(new[id(n)])
+    return Graph(inputs, nodes, [get(o) for o in graph.outputs])
+
+
+def flatten(seg: Segment) -> Segment:
+    """``seg`` computing on flat arrays when its graph is elementwise over one shape
+    (`_uniform`): every array of that shape, argument or output, is passed as a flat
+    C-ordered array (the caller's reshape: a view of a C-ordered array) and computed in
+    one loop, so pieces of any shape and rank (an optimizer's update of each parameter)
+    print the same source, one function for all. ``seg`` itself otherwise."""
+    g = seg.graph
+    shape = _uniform(g.nodes)
+    if shape is None:
+        return seg
+    n = _size(shape)
+    if any(x.shape != () and _size(x.shape) != n for x in g.inputs) or any(
+            o.shape not in ((), shape) for o in g.outputs):
+        return seg
+    flat = _flat_graph(g, n)
+    return Segment(flat, seg.write_to, seg.sources, seg.dests,
+                   tuple(k for k, x in enumerate(g.inputs) if x.shape != ()),
+                   tuple(k for k, o in enumerate(g.outputs) if o.shape != ()))
 
 
 def _connected(run: list[Node], written_inputs: set[int]) -> list[list[Node]]:
@@ -451,7 +608,7 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
                     last_reader[j] = c
         moved = False
         for k, o in enumerate(graph.outputs):
-            c = home.get(id(o), last)
+            c = home.get(id(o), _view_home(o, home, last))
             if k in write_to:
                 c = max(c, last_reader.get(write_to[k], -1))
             if owner.get(k) != c:
@@ -468,14 +625,32 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     by_id = {id(n): n for n in graph.nodes}
     plan = Plan([])
     for c, chunk in enumerate(chunks):
-        plan.segments.append(_segment(graph, c, chunk, list(reads[c]), owner, needed,
-                                      write_to, home, input_index, by_id))
+        plan.segments.append(flatten(_segment(graph, c, chunk, list(reads[c]), owner,
+                                              needed, write_to, home, input_index, by_id)))
     for seg in plan.segments:
         for kind, v in seg.dests:
             if kind == "val":
                 n = by_id[v]
                 plan.values[v] = (tuple(n.shape), n.dtype)
     return plan
+
+
+def _view_home(o: Node, home: dict, last: int) -> int:
+    """The chunk that copies out a graph output made by views (or constants) of values:
+    the last chunk computing one of those values, which no chunk writes again, so the
+    last piece of an optimizer's run stays a piece like the others; ``last`` when it
+    reads a graph input (a later in-place write may replace that input) or nothing."""
+    leaves: list = []
+    stack = [o]
+    while stack:
+        x = stack.pop()
+        if id(x) in home:
+            leaves.append(home[id(x)])
+        elif _free(x):
+            stack += [i for i in x.inputs if isinstance(i, Node)]
+        else:
+            return last
+    return max(leaves) if leaves else last
 
 
 def _segment(graph: Graph, c: int, chunk: list[Node], reads: list, owner: dict,

@@ -18,8 +18,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
 from . import kir
 
 __all__ = ["hoist_allocations", "share_subexpressions", "swap_product", "write_into"]
@@ -110,25 +108,12 @@ def share_subexpressions(stmts: list) -> list:
     what the condition guards: when some use of it is evaluated unconditionally, or it
     reads no array and divides no integer. The same operations on the same operands give
     the same values."""
-    taken = {x.name for s in kir.walk(stmts) for e in kir.exprs_of(s)
-             for x in kir.subexprs(e) if isinstance(x, kir.Var)}
-    taken |= {s.var.name for s in kir.walk(stmts) if isinstance(s, (kir.Let, kir.Loop,
-                                                                       kir.Accum))}
-    return _Sharer(taken).body(stmts)
+    return _Sharer(kir.Fresh("cs", kir.scalar_names(stmts))).body(stmts)
 
 
 class _Sharer:
-    def __init__(self, taken: set) -> None:
-        self.taken = taken
-        self.count = 0
-
-    def fresh(self, dtype: np.dtype) -> kir.Var:
-        while True:
-            self.count += 1
-            name = f"cs{self.count}"
-            if name not in self.taken:
-                self.taken.add(name)
-                return kir.Var(name, dtype)
+    def __init__(self, fresh: kir.Fresh) -> None:
+        self.fresh = fresh
 
     def body(self, stmts: Any) -> list:
         out: list = []
@@ -160,7 +145,7 @@ class _Sharer:
                     pick = x
             if pick is None:
                 return lets, e
-            v = self.fresh(pick.dtype)
+            v = self.fresh.var(pick.dtype)
             lets.append(kir.Let(v, pick))
             e = _substitute(e, pick, v)
 

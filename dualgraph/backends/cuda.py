@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import types
+from .flags import Flags
 
 
 def is_built() -> bool:
@@ -10,8 +10,9 @@ def is_built() -> bool:
 
 
 # torch.backends.cuda.matmul.allow_tf32 and friends.
-matmul = types.SimpleNamespace(allow_tf32=False, allow_fp16_reduced_precision_reduction=True,
-                               allow_bf16_reduced_precision_reduction=True)
+matmul = Flags("dg.backends.cuda.matmul", allow_tf32=False,
+               allow_fp16_reduced_precision_reduction=True,
+               allow_bf16_reduced_precision_reduction=True)
 
 
 def flash_sdp_enabled() -> bool:

@@ -6,6 +6,8 @@ import contextlib
 import sys
 from collections.abc import Iterator
 
+from .flags import guard_flags
+
 enabled = True
 benchmark = False
 deterministic = False
@@ -36,3 +38,7 @@ def flags(enabled: bool = False, benchmark: bool = False, deterministic: bool = 
     finally:
         for n, v in old.items():
             setattr(mod, n, v)
+
+
+guard_flags(__name__, ("enabled", "benchmark", "deterministic", "allow_tf32",
+                       "benchmark_limit"))

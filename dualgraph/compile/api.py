@@ -29,7 +29,7 @@ from ..eager.internal import array_of, make_tensor, requires_grad_of
 from ..eager.saved_hooks import STACK as _SAVED_HOOKS
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError
-from ..modes import MODE_STACKS, current_trace
+from ..modes import ABOVE_BASE, MODE_STACKS, current_trace
 from ..nn.modules import module as _module
 from ..profiler import record_function
 from .callgen import (
@@ -43,6 +43,7 @@ from .callgen import (
     generate,
     has_slot,
 )
+from .capture import defaults_of
 from .plan import Plan
 from .retrace import retrace_allowed
 from .signature import (
@@ -119,6 +120,7 @@ class CompiledFunction:
         self.tiered = tiered
         self.dynamic = frozenset(int(i) for i in dynamic)
         self._signature, self._npos = _read_signature(fn)
+        self._defaults = defaults_of(fn)  # the signature's, re-read when they change
         self._callers: dict = {}
         self._keep: dict = {}  # unhashable constant arguments, keyed by id (ids stay unique)
         self._baked_warned: set = set()  # captured arrays warned about (`baked.check_baked`)
@@ -144,8 +146,9 @@ class CompiledFunction:
 
     # ------------------------------------------------------------------- calls
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # `current_trace()` written out: a Python call less on every compiled call.
-        if MODE_STACKS.stack[-1].tracing or _DETOURS:
+        # `current_trace()` written out: a Python call less on every compiled call; no
+        # thread-local read while no thread has a mode above its base one.
+        if (ABOVE_BASE and MODE_STACKS.stack[-1].tracing) or _DETOURS:
             return self._detour(args, kwargs)
         # The generated call path of the entry the last call used (`callgen`), for calls
         # made as that one was (with keywords or without): it checks the key and the
@@ -385,6 +388,9 @@ class CompiledFunction:
                 raise TypeError(f"{getattr(self.fn, '__name__', 'the function')}: its "
                                 "signature cannot be read, so pass arguments by position")
             return args, self.fn, None
+        if defaults_of(self.fn) != self._defaults:  # ``fn.__defaults__`` was set
+            self._signature, self._npos = _read_signature(self.fn)
+            self._defaults = defaults_of(self.fn)
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         pos, kw = bound.args, bound.kwargs

@@ -19,6 +19,7 @@ here, once. ``dg.explain`` prints the source (`CallPath.source`).
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,7 +30,16 @@ import numpy as np
 from ..dtypes import DEFAULT_FLOAT
 from ..eager import grad_mode
 from ..eager.compiled_node import attach_backward, attach_gradients
-from ..eager.internal import array_of, make_tensor, requires_grad_of, set_grad
+from ..eager.internal import (
+    array_of,
+    cached_node_of,
+    make_tensor,
+    requires_grad_of,
+    set_grad,
+    set_new_grads,
+    tape_node,
+    version_cell_of,
+)
 from ..eager.tensor import Tensor
 from ..nn.changes import CHANGES
 from .baked import CHECK_EVERY, check_baked
@@ -109,7 +119,8 @@ _BUILTINS = {
     "make_tensor": make_tensor, "set_grad": set_grad, "refresh_key": refresh_key,
     "attach_gradients": attach_gradients, "attach_backward": attach_backward,
     "const_key": const_key, "overlapping": overlapping, "value_key": value_key,
-    "new_array": np.array,
+    "new_array": np.array, "tape_node": tape_node,
+    "set_new_grads": set_new_grads,
 }
 _PLAIN_CONSTANTS = (bool, int, str, type(None))
 
@@ -579,9 +590,10 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
     oname = (lambda k: f"outs[{k}]") if direct is None else (lambda k: f"o{k}")
 
     def out(k: int, shape: tuple) -> str:
-        # Kernels store a 0-d output with shape (1,), as they take 0-d inputs.
+        # Kernels store a 0-d output with shape (1,), as they take 0-d inputs; its 0-d
+        # view is a subscript, not a method call.
         shape = tuple(shape)
-        return oname(k) if shape else f"{oname(k)}.reshape(())"
+        return oname(k) if shape else f"{oname(k)}[0, ...]"
 
     in_names = [f"i{j}" for j in range(len(ins))]
     if direct is None:
@@ -613,9 +625,13 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
     for w in plan.copy_writes:
         t = _target(w.target, gen)
         lines += [f"array_of({t})[...] = {out(w.out, w.shape)}", f"{t}._version[0] += 1"]
-    for w in plan.grad_set:
+    if len(plan.grad_set) == 1:
+        w = plan.grad_set[0]
         lines.append(f"set_grad({_target(w.target, gen)}, "
                      f"make_tensor({out(w.out, w.shape)}, False, None))")
+    elif plan.grad_set:  # one call for all the gradients a step writes back
+        lines.append(f"set_new_grads({_tuple(_target(w.target, gen) for w in plan.grad_set)}, "
+                     f"{_tuple(out(w.out, w.shape) for w in plan.grad_set)})")
     lines += [f"set_grad({_target(t, gen)}, None)" for t in plan.grad_none]
     for w in plan.attr_set:
         values = [f"a{a}" if o is None else f"make_tensor({out(o, shape)}, False, None)"
@@ -630,6 +646,10 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
         lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays, tensor_args, oname, out))]
     for k, i in plan.passthrough:
         lines.append(f"r{k} = a{i}")
+    for k, t in plan.captured_out:
+        lines.append(f"r{k} = {gen.const(t, 't')}")
+    for k, j in plan.repeated:
+        lines.append(f"r{k} = r{j}")
     if plan.single is True:
         lines.append("return r0")
     elif plan.single is False:
@@ -652,9 +672,21 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Call
     common = (f"[{', '.join(tensors)}], {gen.const(plan.wrt, 'wrt')}")
     saved = gen.const(plan.saved_inputs, "saved")
     if plan.joint:
-        wrt = _tuple(tensors[i] for i in plan.wrt)
+        # Each tensor read once: a `.grad` read is a property's.
+        lines, named = [], {}
+        for i in (*plan.wrt, *plan.saved_inputs):
+            e = tensors[i]
+            if i not in named and e != "None":
+                named[i] = e if re.fullmatch(r"[A-Za-z]+\d*", e) else f"w{i}"
+                if named[i] != e:
+                    lines.append(f"w{i} = {e}")
+        # The tape node of each input as `internal.tape_node` gives it, with no call once
+        # a leaf has one; the version of each saved input as one pair, with no call.
+        node, version = gen.const(cached_node_of, "node"), gen.const(version_cell_of, "ver")
+        wrt = _tuple(f"{named[i]}.grad_fn or {node}({named[i]}) or tape_node({named[i]})"
+                     for i in plan.wrt)
         # Saved inputs that are tensors: not an array argument, not a runtime scalar.
-        saved = _tuple(tensors[i] for i in plan.saved_inputs
+        saved = _tuple(f"({named[i]}, {version}({named[i]})[0])" for i in plan.saved_inputs
                        if (arrays[i] in tensor_args if i < len(arrays) else tensors[i] != "None"))
         grads = plan.grad_out
         outputs = plan.optimized.outputs
@@ -666,7 +698,8 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Call
                 *(o for w in plan.attr_set for o, _, _ in (w.leaves or ((w.out, 0, 0),)))}
         fresh = len(set(grads)) == len(grads) and not used & set(grads)
         listed = _tuple(out(k, sh) if fresh else oname(k) for k, sh in zip(grads, shapes))
-        return [f"attach_gradients({wrt}, {listed}, r0, {saved}{', True' if fresh else ''})"]
+        return [*lines,
+                f"attach_gradients({wrt}, {listed}, r0, {saved}{', True' if fresh else ''})"]
     res = ", ".join(f"i{j}" if kind is From.INPUT else oname(j)
                     for kind, j in plan.residual_plan)
     results = ", ".join(f"r{k}" for k in range(plan.n_user))

@@ -8,7 +8,10 @@ new values and `restore_grads` puts the old ones back, for the compiled call to 
 
 from __future__ import annotations
 
+import inspect
+import os
 import random
+import threading
 import types
 import weakref
 from collections.abc import Callable
@@ -21,18 +24,24 @@ from ..eager.internal import array_of, requires_grad_of, set_grad
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError, TraceError
 from ..ir.graph import Node
+from ..modes import current_trace
 from ..trace.tracer import OutputTree, TraceContext, Tracer, graph_outputs
 from .baked import BakedArray
 from .guards import (
+    MISSING,
     ArgPlacement,
     AttrType,
+    Defaults,
     GlobalHookTable,
     Identity,
+    InstanceForward,
     ModuleAttrs,
     ModuleHookTable,
     ModuleTable,
+    PlainValue,
     TrainingFlag,
     Value,
+    snapshot,
 )
 from .plan import RuntimeScalar, Slot
 
@@ -155,6 +164,23 @@ class CallTraceContext(TraceContext):
             guard = ModuleAttrs(module, names)
             self.module_attrs[id(module)] = (guard, kept)
             self.reads[("module attrs", id(module))] = guard.only(kept)
+        self.reads[("forward", id(module))] = InstanceForward(module)
+        read = class_code_names(type(module))
+        if read is not None:
+            table = _class_table(type(module), "forward")
+            if table is not None:  # ``Net.forward = other`` on the user's class
+                self.reads[("class forward", id(table))] = Identity(
+                    table, "forward", table["forward"],
+                    f"{type(module).__name__}.forward was replaced on the class")
+            # A user's class attribute read through ``self`` (``scale = 1.0`` in the class
+            # body, changed on the class): guarded as the instance's own are.
+            for k in sorted(read - d.keys()):
+                table = _class_table(type(module), k)
+                if table is not None and plain_value(table[k]):
+                    self.reads[("class attr", id(table), k)] = PlainValue(
+                        lambda t=table, k=k: t.get(k, MISSING), table[k],
+                        lambda now, k=k: f"{type(module).__name__}.{k} is {_shown(now)} "
+                                         "(a class attribute changed since the trace)")
         # Its plain tensor attributes (``self.mask``, not a parameter or buffer) are captured
         # inputs read through the attribute at each call (`attr_source`): guard their type,
         # so rebinding one to a new tensor of that type (``self.h = h`` every call) reuses
@@ -407,19 +433,27 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
                                     lambda a=a: a, None, None))
             if isinstance(getattr(a, "__dict__", None), dict):
                 ctx.attrs_before.setdefault(id(a), (a, dict(a.__dict__)))
+    raw = function_of(fn)
+    if raw is not None and (raw.__defaults__ or raw.__kwdefaults__):
+        ctx.reads[("defaults", id(raw))] = Defaults(raw)
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, Module):
+        # A compiled method of a module (``dg.compile(model.score)``) reads its module's
+        # Python values as ``forward`` does.
+        ctx.note_module(owner)
     for m in _named_modules(fn):
         ctx.note_reachable(m)
     outputs = single = None
     streams = _python_streams()
     try:
-        with ctx:
+        with ctx, _EnvironReads(ctx):
             if alias:
                 _trace_views(ctx, args, targs, alias)
             out = fn(*targs)
         ctx.escaped_writes(out)
         ctx.bake_copied_arrays()
         if with_outputs:
-            outputs, single = graph_outputs(ctx, out, fn)
+            outputs, single = graph_outputs(ctx, out, fn, constants=True)
     finally:
         grad_writes = restore_grads(ctx)
         ctx.attr_writes = restore_attrs(ctx)
@@ -432,6 +466,94 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             "function and pass them as arguments, or use dg.rand/dg.randint, which a "
             "compiled call draws afresh.")
     return ctx, outputs, single, grad_writes
+
+
+class _EnvironReads:
+    """While tracing, the environment variables the function reads (``os.environ[k]``,
+    ``os.environ.get(k)``, ``os.getenv(k)``, ``k in os.environ``) are guarded by value
+    (absent: None), as a global number is: eager mode reads them on every call. The
+    mapping's lookup is wrapped only while some thread traces."""
+
+    lock = threading.Lock()
+    active = 0
+    real: Any = None
+
+    def __init__(self, ctx: CallTraceContext) -> None:
+        self.ctx = ctx
+
+    def __enter__(self) -> None:
+        cls = _EnvironReads
+        with cls.lock:
+            if cls.active == 0:
+                cls.real = os._Environ.__getitem__
+                os._Environ.__getitem__ = _environ_getitem
+            cls.active += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        cls = _EnvironReads
+        with cls.lock:
+            cls.active -= 1
+            if cls.active == 0:
+                os._Environ.__getitem__ = cls.real
+
+
+def _environ_getitem(env: Any, key: Any) -> Any:
+    value = None  # absent
+    try:
+        value = _EnvironReads.real(env, key)
+    finally:
+        ctx = current_trace()
+        if env is os.environ and isinstance(ctx, CallTraceContext):
+            environ = os.environ
+            ctx.guard_value(lambda: environ.get(key), value,
+                            f"os.environ[{key!r}] changed since the trace", environ)
+    return value
+
+
+def function_of(fn: Any) -> types.FunctionType | None:
+    """The Python function under a method or wrappers, or None."""
+    fn = inspect.unwrap(fn)
+    fn = getattr(fn, "__func__", fn)
+    return fn if isinstance(fn, types.FunctionType) else None
+
+
+def defaults_of(fn: Any) -> tuple:
+    """``(__defaults__, __kwdefaults__)`` of the Python function ``fn`` is (under methods
+    and wrappers)."""
+    fn = function_of(fn)
+    return (None, None) if fn is None else (fn.__defaults__, fn.__kwdefaults__)
+
+
+def object_attr_guards(obj: Any, what: str, names: set) -> list:
+    """Guards on the attributes of a plain Python object ``obj`` (a user's config object,
+    named as a global, closure variable or the ``self`` of a compiled method) whose names
+    the code uses and that hold plain values (`plain_value`): by value, as a module's
+    are, so ``cfg.lr = 0.1`` between calls retraces instead of running with the baked-in
+    value. An attribute removed later reads as a marker."""
+    d = getattr(obj, "__dict__", None)
+    if type(d) is not dict or isinstance(obj, _NOT_BAKED):
+        return []
+    out: list = []
+    for k in sorted(names & d.keys()):
+        v = d[k]
+        if isinstance(v, Tensor):  # read as itself: another tensor there retraces
+            out.append(Identity(d, k, v, f"{what}.{k} was rebound to another tensor"))
+        elif isinstance(k, str) and plain_value(v):
+            was = snapshot(v)
+            out.append(PlainValue(
+                lambda k=k: d.get(k, MISSING), v,
+                lambda now, k=k, was=was: f"{what}.{k} is {_shown(now)} (traced with "
+                                          f"{was!r}, a baked-in constant)"))
+    return out
+
+
+def _shown(key: Any) -> str:
+    """A `guards.value_key` as the value it stands for."""
+    if key[0] is float:
+        return repr(float.fromhex(key[1]))
+    if key[1] is MISSING:
+        return "missing"
+    return repr(key[1]) if key[0] not in (tuple, list, dict) else f"a changed {key[0].__name__}"
 
 
 def _named_modules(fn: Callable) -> list:
@@ -595,6 +717,19 @@ def _tree_of(v: Any) -> OutputTree:
                                  for e in v.values()], list(v))
     return OutputTree(type(v), [None if not isinstance(e, (tuple, list, dict)) else _tree_of(e)
                                 for e in v])
+
+
+def _class_table(cls: type, name: str) -> Any:
+    """The ``__dict__`` of the user's class in ``cls``'s MRO that defines ``name`` (the
+    module classes of dualgraph aside), or None."""
+    from ..nn.modules import Module
+
+    for k in cls.__mro__:
+        if k is Module or k is object or k.__module__.split(".")[0] == "dualgraph":
+            return None
+        if name in vars(k):
+            return vars(k)
+    return None
 
 
 def class_code_names(cls: type) -> frozenset | None:

@@ -319,6 +319,54 @@ class Value(Guard):
         return f"{gen.const(self.get, 'get')}()", self.expected
 
 
+class Defaults(Guard):
+    """A Python function's defaults (``__defaults__``, and ``__kwdefaults__`` by value):
+    a call binds them before the key is made, so one after they are set anew must not
+    take an entry's generated call path, which has the old ones in it."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.expected = (fn.__defaults__, snapshot(fn.__kwdefaults__))
+
+    def now(self, args: tuple) -> tuple:
+        return (self.fn.__defaults__, self.fn.__kwdefaults__)
+
+    def describe(self, now: tuple) -> str:
+        return f"the defaults of {self.fn.__name__} changed"
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        return f"({''.join(e + ', ' for e, _ in self.emit_parts(gen))})", self.expected
+
+    def emit_parts(self, gen: Emitter) -> list[tuple[str, Any]]:
+        f = gen.const(self.fn, "fn")  # attribute reads only: no call on the call path
+        return [(f"{f}.__defaults__", self.expected[0]),
+                (f"{f}.__kwdefaults__", self.expected[1])]
+
+
+class InstanceForward(Guard):
+    """What a module's own ``forward`` attribute is (``m.forward = other``; None when the
+    class's runs). Every such write goes through ``Module.__setattr__`` or
+    ``__delattr__``, which move the modules' change counter (`module_counted`)."""
+
+    __slots__ = ("module",)
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+        self.expected = module.__dict__.get("forward")
+
+    def now(self, args: tuple) -> Any:
+        return self.module.__dict__.get("forward")
+
+    def describe(self, now: Any) -> str:
+        return f"the forward of a {type(self.module).__name__} was replaced"
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        return (f"{gen.const(self.module.__dict__, 'attrs')}.get('forward')",
+                self.expected)
+
+
 class TrainingFlag(Value):
     """A module's ``training`` flag (``train()``/``eval()``), read through ``get()``."""
 
@@ -473,7 +521,7 @@ def module_counted(g: Guard) -> bool:
         hooks = g.module.__dict__.get("_hooks")
         return hooks is None or all(isinstance(getattr(hooks, t, None), CountedTable)
                                     for t in _HOOK_TABLES)
-    return isinstance(g, TrainingFlag)
+    return isinstance(g, TrainingFlag | InstanceForward)
 
 
 def _type_of(t: Any) -> tuple:

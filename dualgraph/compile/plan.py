@@ -177,6 +177,11 @@ class Plan:
     attr_set: tuple = ()  # attributes set to a traced value (`AttrSet`)
     # Outputs: (user output, argument position) returned as the argument itself.
     passthrough: tuple = ()
+    # Outputs returned as an earlier output (``return y, y``): (output, earlier output);
+    # and as the captured tensor itself (``return w``): (output, tensor). Not in train
+    # mode, whose outputs each carry the call's tape node.
+    repeated: tuple = ()
+    captured_out: tuple = ()
     # Train: per user output, whether it depends on an input that requires grad; the
     # positions (among arguments and sources) of the inputs differentiated; the backward's
     # residuals; kernel input positions it reads (version-checked).

@@ -29,6 +29,7 @@ from .capture import (
     MAX_GUARDED_ITEMS,
     CallTraceContext,
     attr_source,
+    object_attr_guards,
     pin_attr,
     plain_value,
 )
@@ -395,6 +396,7 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
     watched = (Tensor, Module, Optimizer)
     items: list[Guard] = []
     seen: set = set()
+    objects: list = []  # plain objects of the user's classes: (object, name, table, kind)
 
     def guard(name: str, v: Any, table: Any, kind: str) -> None:
         """``table``: the globals dict holding ``name``, or the closure cell."""
@@ -413,6 +415,8 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
             get = ((lambda: cell_value(table)) if kind == "closure variable"
                    else (lambda: table.get(name)))
             roots.append((f"{kind} {name!r}", get, name, None))
+            if _is_user_namespace(type(v)):
+                objects.append((v, name, table, kind))
             held: list[Guard] = []
             _held_identities(v, f"{kind} {name!r}", held, watched, 0)
             if held:
@@ -471,6 +475,19 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
             visit(methods[name])
             code = getattr(inspect.unwrap(methods[name]), "__code__", None)
             todo.extend(_code_names(code) if code is not None else ())
+    # Their attributes the visited code names that hold plain values are guarded by value
+    # (the object itself by identity, since the guards read its own attributes).
+    for v, name, table, kind in objects:
+        attrs = object_attr_guards(v, name, names)
+        if attrs:
+            what = f"{kind} {name!r} was rebound"
+            items.append(CellIdentity(table, v, what) if kind == "closure variable"
+                         else Identity(table, name, v, what))
+            items.extend(attrs)
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and not isinstance(owner, Module) and \
+            _is_user_namespace(type(owner)):
+        items.extend(object_attr_guards(owner, type(owner).__name__, names))
     return items
 
 

@@ -191,6 +191,8 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     # also after ``x.add_(1)``) is returned as that tensor itself, as eager mode does.
     owner = [ctx.arg_index.get(id(ctx.arg_tensors.get(id(n)))) for n in user]
     plan.passthrough = tuple((k, i) for k, i in enumerate(owner) if i is not None)
+    if kind is not Kind.TRAIN:
+        _plan_returned(plan, ctx, user, owner, sources)
     plan.random = uses_random(graph)
     plan.key_source = next((i for i, src in enumerate(sources)
                             if isinstance(src, CapturedTensor) and src.tensor is TRACE_KEY),
@@ -221,6 +223,27 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
         _plan_residuals(plan, residuals, pos)
     return _build_kernels(plan, kernel_inputs(plan, args), user, write_to, parallel, cache,
                           tiered, stats)
+
+
+def _plan_returned(plan: Plan, ctx: Any, user: list, owner: list, sources: tuple) -> None:
+    """Outputs that eager mode returns as one tensor: the same value twice (``return y,
+    y``: one tensor, so a write through one is seen through the other), and a captured
+    tensor returned unchanged (``return w``: ``w`` itself)."""
+    captured = {id(n): t for t, n in ctx.captured}
+    held = {id(src.tensor) for src in sources if isinstance(src, CapturedTensor)}
+    first: dict = {}
+    repeated, kept = [], []
+    for k, n in enumerate(user):
+        if owner[k] is not None:
+            continue
+        t = captured.get(id(n))
+        if t is not None and id(t) in held:
+            kept.append((k, t))
+        elif id(n) in first:
+            repeated.append((k, first[id(n)]))
+        else:
+            first[id(n)] = k
+    plan.repeated, plan.captured_out = tuple(repeated), tuple(kept)
 
 
 def _write_inputs(ctx: Any, graph: Graph, writes: list) -> list:

@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backend.jobs import cores, processes_for
 from ..ir.graph import Graph
 from ..ir.interpret import interpret
 
@@ -84,14 +85,13 @@ class _BlasShare:
                              name="dualgraph-blas-share").start()
 
     def _apply(self) -> None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-            os.cpu_count() or 1)
+        n = cores()
         try:
             from threadpoolctl import threadpool_info, threadpool_limits
 
             now = min((p["num_threads"] for p in threadpool_info()
                        if p.get("user_api") == "blas"), default=1)
-            target = max(1, cores - 1)
+            target = max(1, n - 1)
             with self._lock:
                 if self._pending and self._limiter is None and target < now:
                     self._limiter = threadpool_limits(limits=target, user_api="blas")
@@ -127,6 +127,23 @@ def job_limit() -> int:
 _LEN = struct.Struct(">Q")  # a frame: its length, then a pickle (see the worker module)
 
 
+# While its kernels compile in as many processes as there are cores, a tier-0 run sleeps
+# this many times its own duration: the compile gets the cores back (the user's loop would
+# otherwise hold one of them). When tier 1 runs more than twice as fast as tier 0 (the model
+# steps: 3x), the loop is further ahead for it.
+YIELD_ENV = "DUALGRAPH_TIER0_YIELD"
+DEFAULT_YIELD = 1.0
+
+
+def yield_share() -> float:
+    """How long a tier-0 run sleeps while its kernels compile, in multiples of the run's own
+    time (``DUALGRAPH_TIER0_YIELD``; 0: never)."""
+    try:
+        return max(0.0, float(os.environ.get(YIELD_ENV, DEFAULT_YIELD)))
+    except ValueError:
+        return DEFAULT_YIELD
+
+
 def enabled(option: bool, cache: bool) -> bool:
     """Whether a new entry compiles tiered: the ``tiered`` option, the disk cache (the
     worker hands kernels over through it) and ``DUALGRAPH_TIERED`` all allow it."""
@@ -145,9 +162,11 @@ class InterpretedKernel:
 
     tier = 0
 
-    def __init__(self, graph: Graph, write_to: dict[int, int]) -> None:
+    def __init__(self, graph: Graph, write_to: dict[int, int], job: _Job | None = None
+                 ) -> None:
         self.graph = graph
         self.write_to = dict(write_to)
+        self.job = job  # while it is pending, each run yields the CPU for a while after
         self._in = [tuple(n.shape) for n in graph.inputs]
         self._outs = [(k, tuple(o.shape) or (1,), o.dtype) for k, o in enumerate(graph.outputs)
                       if k not in self.write_to]
@@ -156,6 +175,16 @@ class InterpretedKernel:
         return [None] * len(self._outs)
 
     def run(self, ins: list, outs: list) -> None:
+        t0 = time.perf_counter()
+        self._run(ins, outs)
+        job = self.job
+        # Not in the first call: its result comes first.
+        if job is not None and not job.done and job.polls > 1 and job.processes >= cores():
+            pause = yield_share() * (time.perf_counter() - t0)
+            if pause > 0:
+                job.pause(pause)
+
+    def _run(self, ins: list, outs: list) -> None:
         vals = interpret(self.graph, *[a if a.shape == s else a.reshape(s)
                                        for a, s in zip(ins, self._in)])
         # Copies: an interpreted value may be an input, a view of one, or a graph constant,
@@ -193,7 +222,8 @@ def _cot_desc(node: Any) -> tuple:
 class _Job:
     """One entry's kernels, compiled by the worker and loaded by the reader thread."""
 
-    __slots__ = ("id", "specs", "kernels", "done", "error", "seconds", "load_seconds")
+    __slots__ = ("id", "specs", "kernels", "done", "error", "seconds", "load_seconds",
+                 "polls", "processes", "_built", "_preparing", "_prepare_lock", "_finished")
 
     def __init__(self, specs: list) -> None:
         self.id = next(_IDS)
@@ -203,10 +233,61 @@ class _Job:
         self.error: str | None = None
         self.seconds = 0.0
         self.load_seconds = 0.0
+        self.polls = 0  # calls at tier 0 that checked on it
+        self.processes = 1  # how many compile it (`processes_for`)
+        self._built: list | None = None  # (entry attribute, Kernel, argument types)
+        self._preparing: threading.Thread | None = None
+        self._prepare_lock = threading.Lock()
+        self._finished = threading.Event()
+
+    def finish(self, error: str | None) -> None:
+        """Mark the job done (its kernels loaded, or ``error``)."""
+        self.error = error
+        self.done = True
+        self._finished.set()
+
+    def pause(self, seconds: float) -> None:
+        """Sleep up to ``seconds``, waking as soon as the job is done (the next call can
+        swap its kernels in)."""
+        self._finished.wait(seconds)
+
+    def prepare_soon(self) -> None:
+        """Import Numba and build the kernels (lowering, kernel modules: everything but
+        their machine code) in a thread of this process while the worker compiles, so that
+        its reply leaves only the machine code to load. Started once, from a call after the
+        first (the first result does not wait for Numba's import)."""
+        with self._prepare_lock:
+            if self._preparing is not None or self.done:
+                return
+            self._preparing = threading.Thread(target=self._prepare, daemon=True,
+                                               name="dualgraph-kernel-prepare")
+        self._preparing.start()
+
+    def _prepare(self) -> None:
+        with contextlib.suppress(Exception):  # the reply's load builds (and reports) again
+            self._build()
+
+    def _build(self) -> list:
+        if self._built is None:
+            from ..backend.numba import build
+
+            t0 = time.perf_counter()
+            built = []
+            for attr, graph, name, parallel, write_to, inputs in self.specs:
+                k = build(graph, parallel, True, name, write_to)
+                built.append((attr, k, k.signature_of(inputs)))
+            self._built = built
+            self.load_seconds += time.perf_counter() - t0
+        return self._built
 
     def load(self) -> None:
-        """Build the kernels here and load the worker's machine code from the disk cache;
-        raises if that would mean compiling (the worker's code is not there)."""
+        """Build the kernels here (unless `prepare_soon` has) and load the worker's machine
+        code from the disk cache; raises if that would mean compiling (the worker's code is
+        not there)."""
+        with self._prepare_lock:
+            preparing = self._preparing
+        if preparing is not None:
+            preparing.join()
         # The reader thread imports Numba and reads the cache: thousands of small file
         # operations, each releasing the GIL. With the user's loop holding it for the whole
         # switch interval (5 ms) after each, the load took seconds (the scalar step swapped
@@ -215,19 +296,15 @@ class _Job:
             self._load()
 
     def _load(self) -> None:
-        from ..backend.numba import build
-
         t0 = time.perf_counter()
         kernels = []
-        for attr, graph, name, parallel, write_to, inputs in self.specs:
-            k = build(graph, parallel, True, name, write_to)
-            sig = k.signature_of(inputs)
+        for attr, k, sig in self._build():
             if not k.on_disk(sig):
                 raise RuntimeError(f"Numba's disk cache has no code for {k.path}")
             k.compile(sig=sig)
             kernels.append((attr, k))
         self.kernels = kernels
-        self.load_seconds = time.perf_counter() - t0
+        self.load_seconds += time.perf_counter() - t0
 
 
 _SWITCH = {"depth": 0, "saved": 0.005}
@@ -354,8 +431,7 @@ class _Worker:
                             job.load()
                         except Exception as e:  # noqa: BLE001 - the job fails, with why
                             error = f"loading its kernels failed: {type(e).__name__}: {e}"
-                    job.error = error
-                    job.done = True
+                    job.finish(error)
                     BLAS_SHARE.end()
         except (OSError, ValueError, EOFError):
             pass
@@ -368,8 +444,7 @@ class _Worker:
             self.dead = reason
             jobs, self._jobs = list(self._jobs.values()), {}
         for job in jobs:
-            job.error = reason
-            job.done = True
+            job.finish(reason)
             BLAS_SHARE.end()
 
     def stop(self, timeout: float = 2.0) -> None:
@@ -471,6 +546,7 @@ def start(entry: Any, arrays: list, user: list, name: str, parallel: bool,
         specs.append(("bwd_kernel", entry.backward_graph, "backward", parallel, {},
                       [_cot_desc(o) for o in user] + res))
     job = _Job(specs)
+    job.processes = processes_for(spec[1] for spec in specs)
     if "numba" in sys.modules and _load_now(job):
         for attr, k in job.kernels:
             setattr(entry, attr, k)
@@ -490,7 +566,7 @@ def start(entry: Any, arrays: list, user: list, name: str, parallel: bool,
                       "blocking", RuntimeWarning, stacklevel=4)
         return False
     for attr, graph, _, _, w, _ in specs:
-        setattr(entry, attr, InterpretedKernel(graph, w))
+        setattr(entry, attr, InterpretedKernel(graph, w, job))
     entry.pending = job
     entry.tier0 = True
     return True
@@ -504,7 +580,8 @@ _JOB_SETTINGS = ("DUALGRAPH_SEGMENT_LINES", "DUALGRAPH_COMPILE_JOBS", "DUALGRAPH
 def _payload(job: _Job) -> bytes:
     """The job's frame for the worker: its graphs, this process's cache directory and
     compile settings (the worker was started with the environment of its time, which may
-    have changed)."""
+    have changed; the worker decides from them and the graphs how many processes compile
+    the job, as `start` did)."""
     settings = {k: os.environ.get(k) for k in _JOB_SETTINGS}
     return pickle.dumps((job.id, os.environ.get("DUALGRAPH_CACHE_DIR"),
                          [spec[1:] for spec in job.specs], settings),
@@ -540,10 +617,15 @@ def poll(entry: Any, stats: Any) -> None:
     """Per call of an entry at tier 0: count the call, and swap in the compiled kernels
     once they are loaded (or give up, with one warning, if the job failed)."""
     job = entry.pending
-    if job is not None and job.done:
-        with _SWAP_LOCK:
-            if entry.pending is job:
-                _finish(entry, job, stats)
+    if job is not None:
+        if job.done:
+            with _SWAP_LOCK:
+                if entry.pending is job:
+                    _finish(entry, job, stats)
+        else:
+            job.polls += 1
+            if job.polls >= 2 and job._preparing is None:
+                job.prepare_soon()
     if entry.tier0:
         stats.tier0_calls += 1
 

@@ -21,7 +21,7 @@ from .autograd import (
     Function,
     accumulate_array,
 )
-from .tensor import Tensor, _make
+from .tensor import Tensor, _make, _set_new_grads
 
 
 class _Cotangents:
@@ -125,12 +125,16 @@ class PrecomputedBackward(Function):
             # The call's own arrays, one per input and in its shape: no other leaf holds
             # one, so each leaf without a `.grad` takes its array as it is.
             self._handed = True
+            # The leaves get their gradients in one call; tuples grow by concatenation,
+            # which is no call.
+            leaves: tuple = ()
+            arrays: tuple = ()
             for inp, a in zip(inputs, self._saved):
                 var = inp._var()
-                if var is None:
-                    continue
-                old = var._grad
-                var._grad = _make(a if old is None else old._data + a, False, None)
+                if var is not None:
+                    leaves += (var,)
+                    arrays += (a,)
+            _set_new_grads(leaves, arrays, True)
             if not retain_graph:
                 self._saved = ()
                 self._freed = True
@@ -170,27 +174,20 @@ class PrecomputedBackward(Function):
         return True
 
 
-def attach_gradients(wrt: tuple, grads: tuple, result: Tensor, saved: tuple,
+def attach_gradients(inputs: tuple, grads: tuple, result: Tensor, checks: tuple,
                      fresh: bool = False) -> None:
     """Record a compiled scalar loss on the tape: ``grads[i]`` is its gradient (seed one)
-    with respect to the tensor ``wrt[i]``; ``saved`` the tensors whose values the
-    gradients were computed from (changing one before backward raises, as in eager
-    mode). ``fresh``: the gradients are arrays the call made, one per input (none
-    shared), each in its input's shape, so `hand_out` gives them to the leaves as they
-    are."""
+    with respect to the tensor whose tape node is ``inputs[i]`` (`internal.tape_node`);
+    ``checks`` holds ``(tensor, version)`` for the tensors whose values the gradients
+    were computed from (changing one before backward raises, as in eager mode).
+    ``fresh``: the gradients are arrays the call made, one per input (none shared), each
+    in its input's shape, so `hand_out` gives them to the leaves as they are."""
     # One tape node per training step: built field by field, without the IR node's
-    # constructor chain (the compiled call's Python calls are its cost).
+    # constructor chain; the generated call builds ``inputs`` and ``checks`` as tuple
+    # displays, with no call per input (the compiled call's Python calls are its cost).
     node = PrecomputedBackward.__new__(PrecomputedBackward)
-    inputs = []
-    for t in wrt:
-        n = t.grad_fn
-        if n is None:
-            n = t._node
-            if n is None:
-                n = t._input_node()
-        inputs.append(n)
     node.op = "compiled"
-    node.inputs = tuple(inputs)
+    node.inputs = inputs
     node.attrs = {}
     node.shape = result._data.shape
     node.dtype = result._data.dtype
@@ -206,9 +203,6 @@ def attach_gradients(wrt: tuple, grads: tuple, result: Tensor, saved: tuple,
     node._retain = None
     # Fresh gradients are in their inputs' shapes already: nothing reads the shapes.
     node._shapes = () if fresh else [n.shape for n in inputs]
-    checks = []
-    for t in saved:
-        checks.append((t, t._version[0]))
     node._checks = checks
     node._handed = False
     node._fresh = fresh

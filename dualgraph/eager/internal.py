@@ -19,11 +19,15 @@ import numpy as np
 from ..modes import current_trace
 from .autograd import Function
 from .grad_mode import GRAD_ENABLED as _GRAD
-from .tensor import Tensor, _init, _make, _ViewTensor
+from .tensor import Tensor, _init, _make, _set_new_grads, _ViewTensor
 
 # A new tensor from an array: ``make_tensor(array, requires_grad, grad_fn)``. An alias, not
 # a wrapper: the compiled call builds every output with it.
 make_tensor = _make
+# ``set_new_grads(tensors, arrays)``: set ``tensors[i].grad`` to a new tensor holding
+# ``arrays[i]`` (arrays no other tensor holds, as a compiled step's gradients), as
+# `set_grad` does, in one call for all.
+set_new_grads = _set_new_grads
 # Fill in a tensor object built without Tensor.__init__ (`nn.Parameter` does):
 # ``init_tensor(t, array, requires_grad, grad_fn)``.
 init_tensor = _init
@@ -36,6 +40,15 @@ array_of: Callable[[Tensor], np.ndarray] = operator.attrgetter("_data")
 
 requires_grad_of: Callable[[Tensor], bool] = operator.attrgetter("_rg")
 """A tensor's ``requires_grad``, without the property's cost."""
+
+
+version_cell_of: Callable[[Tensor], list] = operator.attrgetter("_version")
+"""A tensor's version counter: a one-element list, shared by its views (``[0]`` is the
+count of in-place writes)."""
+
+cached_node_of: Callable[[Tensor], Any] = operator.attrgetter("_node")
+"""The tape node a leaf or constant has been given as an op input (`tape_node`), or None
+if it has none yet (a tensor with a ``grad_fn`` has none: its node is the ``grad_fn``)."""
 
 
 def set_array(t: Tensor, array: np.ndarray) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -91,17 +92,11 @@ class Tensor(TensorOps):
             self.requires_grad_(True)
 
     # ---------------------------------------------------------------- inspection
-    @property
-    def shape(self) -> tuple:
-        return self._data.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._data.dtype
-
-    @property
-    def ndim(self) -> int:
-        return self._data.ndim
+    # Read in C (the array's own attribute, through the slot), with no Python frame: every
+    # op and every read-back asks them.
+    shape = property(operator.attrgetter("_data.shape"), doc="The shape, a tuple of ints.")
+    dtype = property(operator.attrgetter("_data.dtype"), doc="The NumPy dtype.")
+    ndim = property(operator.attrgetter("_data.ndim"), doc="The number of dimensions.")
 
     @property
     def data(self) -> "Tensor":
@@ -316,13 +311,7 @@ class Tensor(TensorOps):
             self._node = None
         return self
 
-    @property
-    def grad(self) -> "Tensor | None":
-        """Accumulated gradient (``None`` until a backward reaches this leaf)."""
-        return self._grad
-
-    @grad.setter
-    def grad(self, value: "Tensor | None") -> None:
+    def _set_grad(self, value: "Tensor | None") -> None:
         # As PyTorch checks: a wrong .grad would surface much later, inside an optimizer step.
         if value is not None:
             if not isinstance(value, TensorOps):
@@ -332,10 +321,17 @@ class Tensor(TensorOps):
                 raise RuntimeError(f"assigned grad has data of a different size: got shape "
                                    f"{tuple(value.shape)}, the tensor has shape {self.shape}")
         # `current_mode()` written out: a training step sets `.grad` once per parameter.
-        mode = modes.MODE_STACKS.stack[-1]
-        if mode is not EAGER:  # tracing: the write becomes an output (eager: nothing to do)
-            mode.note_grad_write(self)
+        if modes.ABOVE_BASE:  # the thread's own stack only when some thread pushed a mode
+            mode = modes.MODE_STACKS.stack[-1]
+            if mode is not EAGER:  # tracing: the write becomes an output
+                mode.note_grad_write(self)
         self._grad = value
+
+    # The getter is the slot read, run in C: no Python frame for a read every training
+    # step makes once per parameter.
+    grad = property(operator.attrgetter("_grad"), _set_grad,
+                    doc="Accumulated gradient (``None`` until a backward reaches this leaf).")
+    del _set_grad
 
     @property
     def requires_grad(self) -> bool:
@@ -374,15 +370,18 @@ class Tensor(TensorOps):
         return self._data.copy() if self._rg else self._data
 
     def item(self) -> Any:
-        if self._data.size != 1:
+        data = self._data
+        if data.size != 1:
             raise ValueError(
                 f"item(): only one-element tensors can be converted to Python scalars, "
                 f"got shape {self.shape}"
             )
-        trace = modes.current_trace()
-        if trace is not None:  # a traced program depends on the values it reads
-            trace.read_data(self)
-        return self._data.item()
+        # `current_trace()` written out: a training loop reads its loss every step.
+        if modes.ABOVE_BASE:
+            mode = modes.MODE_STACKS.stack[-1]
+            if mode.tracing:  # a traced program depends on the values it reads
+                mode.read_data(self)
+        return data.item()
 
     def tolist(self) -> Any:
         trace = modes.current_trace()
@@ -654,6 +653,27 @@ def _make(data: np.ndarray, rg: bool, grad_fn: Any) -> Tensor:
     t._node = None
     return t
 
+
+def _set_new_grads(tensors: tuple, arrays: tuple, add: bool = False) -> None:
+    """Set ``tensors[i]``'s gradient to a new tensor holding ``arrays[i]``, with no setter
+    checks; with ``add``, a tensor that has a gradient gets the sum instead (in order: a
+    tensor listed twice gets both). `_make` written out, so that the gradients of a step
+    cost one Python call in all, not one each."""
+    new = Tensor.__new__
+    for t, a in zip(tensors, arrays):
+        if add:
+            old = t._grad
+            if old is not None:
+                t._grad = _make(old._data + a, False, None)
+                continue
+        g = new(Tensor)
+        g._data = a
+        g._rg = False
+        g._grad = None
+        g.grad_fn = None
+        g._version = [0]
+        g._node = None
+        t._grad = g
 
 # ------------------------------------------------------------------------- eager mode
 

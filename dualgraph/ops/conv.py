@@ -1,10 +1,14 @@
-"""Convolution lowered to GEMM: ``im2col`` (``F.unfold``), ``col2im`` (``F.fold``) and
-``conv2d``.
+"""Convolution lowered to GEMM: ``im2col`` (``F.unfold``), ``col2im`` (``F.fold``),
+``conv2d`` and its two gradients ``conv2d_input`` and ``conv2d_weight``.
 
 ``im2col`` and ``col2im`` are each other's VJP. ``conv2d`` is a primitive (so its tape node
 is PyTorch's ``ConvolutionBackward0`` with the input, weight and bias as inputs) whose
-forward is ``im2col`` then one matrix product per group, and whose VJP is written with
-``im2col``, ``col2im``, ``matmul``, reshapes and a sum: gradients of gradients follow.
+forward is ``im2col`` then one matrix product per group, and whose VJP is
+``conv2d_input``, ``conv2d_weight`` and a sum. The three are bilinear and each one's VJP
+is written with the other two, so gradients of gradients follow. Each gradient is an op
+of its own so that a backend can run it sample by sample, the sample's columns staying in
+cache, where ``im2col``, reshapes and ``matmul`` over the whole batch would make the
+batch's columns and copies of the gradient.
 
 Attributes are canonical: ``kernel_size``, ``dilation`` and ``stride`` are pairs,
 ``padding`` is ``((top, bottom), (left, right))`` (``padding='same'`` with an even kernel
@@ -20,11 +24,9 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..modes import bind
-from .linalg import matmul
 from .reduce import _sum_impl
 from .reduce import sum as _sum
 from .registry import OpDef, register
-from .shape import reshape, transpose
 
 Pair = tuple[int, int]
 Pads = tuple[Pair, Pair]
@@ -332,30 +334,32 @@ def _conv2d_vjp(ctx, g):
     x, w = ctx.args[:2]
     needs = ctx.needs_input_grad
     a = ctx.attrs
-    groups = a["groups"]
-    n, c, h, wd = ctx.inputs[0].shape
-    o, cg, kh, kw = ctx.inputs[1].shape
-    k, og = cg * kh * kw, o // groups
-    length = g.shape[2] * g.shape[3]
-    # The gradient with the batch folded into the product's long side, (G, Og, N*L): each
-    # product below is then one GEMM per group over the whole batch, and the weight's
-    # gradient needs no sum over samples.
-    gt = reshape(transpose(reshape(g, (n, groups, og, length)), (1, 2, 0, 3)),
-                 (groups, og, n * length))
-    geometry = ((kh, kw), a["dilation"], a["padding"], a["stride"])
     gx = gw = None
     if needs[0]:
-        wt = transpose(reshape(w, (groups, og, k)), (0, 2, 1))
-        gcols = reshape(matmul(wt, gt), (groups * k, n, length))  # (G*K, N, L)
-        gx = col2im(transpose(gcols, (1, 0, 2)), (h, wd), *geometry)
+        gx = conv2d_input(g, w, tuple(ctx.inputs[0].shape[2:]), a["stride"], a["padding"],
+                          a["dilation"], a["groups"])
     if needs[1]:
-        # (N, G*K, L) columns as (G, K, N*L): free when laid out (G*K, N, L), as eager
-        # im2col lays them out.
-        cols = reshape(transpose(im2col(x, *geometry), (1, 0, 2)), (groups, k, n * length))
-        gw = reshape(matmul(gt, transpose(cols, (0, 2, 1))), (o, cg, kh, kw))
+        gw = conv2d_weight(x, g, tuple(ctx.inputs[1].shape[2:]), a["stride"], a["padding"],
+                           a["dilation"], a["groups"])
     if len(needs) == 2:
         return gx, gw
     return gx, gw, (_sum(g, (0, 2, 3)) if needs[2] else None)
+
+
+def _input_grad(g: np.ndarray, w: np.ndarray, size: Pair, attrs: dict) -> np.ndarray:
+    """The gradient of ``conv2d(x, w)`` for ``x`` of spatial ``size`` given its output's
+    gradient ``g``: the columns' gradient with the batch innermost, (G*K, L, N), so that
+    `_col2im_batch_inner` adds each kernel offset's block as rows of oW*N (or N)
+    elements."""
+    groups = attrs["groups"]
+    n, o, oh, ow = g.shape
+    _, cg, kh, kw = w.shape
+    og, k, length = o // groups, cg * kh * kw, oh * ow
+    gl = g.reshape(n, groups, og, length).transpose(1, 2, 3, 0).reshape(
+        groups, og, length * n)
+    gcols = np.matmul(w.reshape(groups, og, k).transpose(0, 2, 1), gl)
+    return _col2im_batch_inner(gcols.reshape(cg * groups, kh, kw, oh, ow, n), size,
+                               attrs["dilation"], attrs["padding"], attrs["stride"])
 
 
 def _conv2d_vjp_arrays(ctx, args, out, g):
@@ -378,13 +382,7 @@ def _conv2d_vjp_arrays(ctx, args, out, g):
     geometry = ((kh, kw), a["dilation"], a["padding"], a["stride"])
     gx = gw = None
     if needs[0]:
-        # The columns' gradient with the batch innermost, (G*K, L, N): `_col2im_batch_inner`
-        # then adds each kernel offset's block as rows of oW*N (or N) elements.
-        gl = g.reshape(n, groups, og, length).transpose(1, 2, 3, 0).reshape(
-            groups, og, length * n)
-        gcols = np.matmul(w.reshape(groups, og, k).transpose(0, 2, 1), gl)
-        gx = _col2im_batch_inner(gcols.reshape(c, kh, kw, g.shape[2], g.shape[3], n),
-                                 (h, wd), a["dilation"], a["padding"], a["stride"])
+        gx = _input_grad(g, w, (h, wd), a)
     if needs[1]:
         cols = ctx._kept
         if cols is None:
@@ -410,3 +408,125 @@ def conv2d(x: Any, w: Any, bias: Any = None, stride: Pair = (1, 1),
     args = (x, w) if bias is None else (x, w, bias)
     return bind(CONV2D, *args, stride=tuple(stride), padding=tuple(map(tuple, padding)),
                 dilation=tuple(dilation), groups=int(groups))
+
+
+# ------------------------------------------------------------------------- conv2d_weight
+
+
+def _conv2d_weight_impl(x: np.ndarray, g: np.ndarray, kernel_size: Pair, stride: Pair,
+                        padding: Pads, dilation: Pair, groups: int) -> np.ndarray:
+    _conv2d_weight_infer(x, g, kernel_size=kernel_size, stride=stride, padding=padding,
+                         dilation=dilation, groups=groups)
+    n, o = g.shape[:2]
+    cg = x.shape[1] // groups
+    k = cg * kernel_size[0] * kernel_size[1]
+    cols = _columns(x, kernel_size, dilation, padding, stride)
+    length = g.shape[2] * g.shape[3]
+    gw = _weight_grad(g.reshape(n, o, length), cols.reshape(groups * k, n, length), groups,
+                      o // groups, k)
+    return gw.reshape(o, cg, *kernel_size)
+
+
+def _conv2d_weight_infer(x: Any, g: Any, kernel_size: Pair, stride: Pair, padding: Pads,
+                         dilation: Pair, groups: int) -> tuple:
+    xs, gs = tuple(x.shape), tuple(g.shape)
+    if len(xs) != 4 or len(gs) != 4:
+        raise ShapeError(f"conv2d_weight: expected a 4-D input and a 4-D output gradient, "
+                         f"got shapes {xs} and {gs}")
+    if g.dtype != x.dtype:
+        raise _dtype_error(x.dtype, g.dtype)
+    if xs[1] % groups or gs[1] % groups:
+        raise ShapeError(f"conv2d_weight: groups={groups} must divide the input's {xs[1]} "
+                         f"and the output gradient's {gs[1]} channels")
+    hw = out_size(xs[2:], kernel_size, dilation, padding, stride)
+    if gs[0] != xs[0] or gs[2:] != hw:
+        raise ShapeError(f"conv2d_weight: an input of shape {xs} gives outputs of shape "
+                         f"({xs[0]}, *, {hw[0]}, {hw[1]}), got an output gradient of shape "
+                         f"{gs}")
+    return (gs[1], xs[1] // groups, *kernel_size), x.dtype
+
+
+def _conv2d_weight_vjp(ctx, gg):
+    # Bilinear in (x, g): the weight gradient's cotangent acts as a weight.
+    x, g = ctx.args
+    a = ctx.attrs
+    needs = ctx.needs_input_grad
+    gx = conv2d_input(g, gg, tuple(ctx.inputs[0].shape[2:]), a["stride"], a["padding"],
+                      a["dilation"], a["groups"]) if needs[0] else None
+    gg_ = conv2d(x, gg, None, a["stride"], a["padding"], a["dilation"],
+                 a["groups"]) if needs[1] else None
+    return gx, gg_
+
+
+CONV2D_WEIGHT = register(OpDef(
+    "conv2d_weight", _conv2d_weight_impl, _conv2d_weight_infer, _conv2d_weight_vjp,
+    "ConvolutionBackwardBackward0", saves=(0, 1), saves_for=(1, 0),
+))
+
+
+def conv2d_weight(x: Any, g: Any, kernel_size: Pair, stride: Pair = (1, 1),
+                  padding: Pads = ((0, 0), (0, 0)), dilation: Pair = (1, 1),
+                  groups: int = 1) -> Any:
+    """The gradient of ``conv2d``'s weight (O, C/groups, kH, kW) given its input ``x`` and
+    its output's gradient ``g`` (``torch.nn.grad.conv2d_weight`` with canonical
+    attributes), e.g. ``conv2d_weight(x, g, (5, 5), padding=((2, 2), (2, 2)))``."""
+    return bind(CONV2D_WEIGHT, x, g, kernel_size=tuple(kernel_size), stride=tuple(stride),
+                padding=tuple(map(tuple, padding)), dilation=tuple(dilation),
+                groups=int(groups))
+
+
+# -------------------------------------------------------------------------- conv2d_input
+
+
+def _conv2d_input_impl(g: np.ndarray, w: np.ndarray, input_size: Pair, stride: Pair,
+                       padding: Pads, dilation: Pair, groups: int) -> np.ndarray:
+    _conv2d_input_infer(g, w, input_size=input_size, stride=stride, padding=padding,
+                        dilation=dilation, groups=groups)
+    return _input_grad(g, w, input_size, {"stride": stride, "padding": padding,
+                                          "dilation": dilation, "groups": groups})
+
+
+def _conv2d_input_infer(g: Any, w: Any, input_size: Pair, stride: Pair, padding: Pads,
+                        dilation: Pair, groups: int) -> tuple:
+    gs, ws = tuple(g.shape), tuple(w.shape)
+    if len(gs) != 4 or len(ws) != 4:
+        raise ShapeError(f"conv2d_input: expected a 4-D output gradient and a 4-D weight, "
+                         f"got shapes {gs} and {ws}")
+    if w.dtype != g.dtype:
+        raise _dtype_error(g.dtype, w.dtype)
+    if ws[0] % groups or gs[1] != ws[0]:
+        raise ShapeError(f"conv2d_input: a weight of shape {ws} with groups={groups} does "
+                         f"not fit an output gradient of shape {gs}")
+    hw = out_size(tuple(input_size), ws[2:], dilation, padding, stride)
+    if gs[2:] != hw:
+        raise ShapeError(f"conv2d_input: an input of spatial size {tuple(input_size)} gives "
+                         f"outputs of size {hw}, got an output gradient of shape {gs}")
+    return (gs[0], ws[1] * groups, *input_size), g.dtype
+
+
+def _conv2d_input_vjp(ctx, gg):
+    # Bilinear in (g, w): the input gradient's cotangent acts as the convolution's input.
+    g, w = ctx.args
+    a = ctx.attrs
+    needs = ctx.needs_input_grad
+    geometry = (a["stride"], a["padding"], a["dilation"], a["groups"])
+    return (conv2d(gg, w, None, *geometry) if needs[0] else None,
+            conv2d_weight(gg, g, tuple(ctx.inputs[1].shape[2:]), *geometry)
+            if needs[1] else None)
+
+
+CONV2D_INPUT = register(OpDef(
+    "conv2d_input", _conv2d_input_impl, _conv2d_input_infer, _conv2d_input_vjp,
+    "ConvolutionBackwardBackward0", saves=(0, 1), saves_for=(1, 0),
+))
+
+
+def conv2d_input(g: Any, w: Any, input_size: Pair, stride: Pair = (1, 1),
+                 padding: Pads = ((0, 0), (0, 0)), dilation: Pair = (1, 1),
+                 groups: int = 1) -> Any:
+    """The gradient of ``conv2d``'s input (N, C, *input_size) given its output's gradient
+    ``g`` and its weight ``w`` (``torch.nn.grad.conv2d_input`` with canonical attributes),
+    e.g. ``conv2d_input(g, w, (28, 28), padding=((2, 2), (2, 2)))``."""
+    return bind(CONV2D_INPUT, g, w, input_size=tuple(input_size), stride=tuple(stride),
+                padding=tuple(map(tuple, padding)), dilation=tuple(dilation),
+                groups=int(groups))

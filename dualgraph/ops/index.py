@@ -100,7 +100,10 @@ def _mask_value(m: Any, tracing: bool) -> Any:
     try:
         a = np.array(m, copy=True)
     except TraceError:
-        return m
+        # A traced mask made from constants only (``eye(n, dtype=bool).roll(n // 2, 0)``)
+        # is the same on every call: its value fixes the result's shape.
+        folded = current_trace().constant_value(m)
+        return m if folded is None else folded
     trace = current_trace()
     if trace is not None:
         trace.guard_value(lambda: (np.shape(m), np.asarray(m).tobytes()), (a.shape, a.tobytes()),
@@ -278,13 +281,24 @@ def setitem(x: Any, index: Any, value: Any) -> None:
 
 
 def _masked_write(y: Any, d: int, m: Any, v: Any) -> Any:
-    """``y[..., mask, ...] = v`` (traced mask) as a ``where``: fixed shape whenever ``v``
-    does not span the masked elements (a scalar or a value of the trailing dims)."""
+    """``y[..., mask, ...] = v`` (traced mask) as a ``where``, of fixed shape. A value that
+    spans the masked elements (``(n,) + trailing dims``, one row per True, in order) is
+    spread over the mask's positions first: the k-th True element takes row k, found as
+    the running count of Trues. The graph cannot check that the mask holds ``n`` Trues,
+    as eager mode does."""
+    from .scan import cumsum
+
     post = tuple(y.shape)[d + len(m.shape):]
-    vs = tuple(getattr(v, "shape", ()))
-    if len(vs) > len(post):
-        raise _data_dependent("writing a tensor through a boolean mask", _MASK_INSTEAD)
     mb = S.reshape(m, tuple(m.shape) + (1,) * len(post))
+    vs = tuple(getattr(v, "shape", ()))
+    if len(vs) > len(post) + 1 or (len(vs) == len(post) + 1 and d):
+        raise _data_dependent("writing a tensor through a boolean mask", _MASK_INSTEAD)
+    if len(vs) == len(post) + 1:
+        if vs[0] == 0:
+            return y
+        row = E.maximum(cumsum(S.reshape(m, (-1,)), 0) - 1, 0)
+        spread = S.reshape(index_select(v, 0, row), tuple(m.shape) + vs[1:])
+        return E.where(mb, spread, y)
     return E.where(mb, v, y)
 
 

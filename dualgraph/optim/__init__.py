@@ -20,8 +20,9 @@ from .radam import RAdam
 from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer",
-           "RAdam", "RMSprop", "Rprop", "SGD", "lr_scheduler", "swa_utils"]
+           "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler", "swa_utils"]
 
 from . import swa_utils  # noqa: E402 - it builds on the optimizers and lr_scheduler

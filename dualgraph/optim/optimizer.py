@@ -43,27 +43,36 @@ class _Version:
     """One optimizer's change counters, shared by all its containers. ``n`` counts changes
     of structure (what a traced step iterated over or branched on: a retrace); ``v`` counts
     every write, a hyperparameter's new value too, so a compiled call whose counters read
-    as last time reuses the hyperparameters it read then. Values are unique across all
-    optimizers, so a replaced counter never repeats a value a guard expects."""
+    as last time reuses the hyperparameters it read then; ``g`` counts the changes of the
+    groups and their parameter lists only (not of the state), all that ``zero_grad`` and
+    a read of ``param_groups`` depend on, so a closure that calls ``zero_grad()`` while
+    L-BFGS keeps changing its state between calls is not retraced. Values are unique
+    across all optimizers, so a replaced counter never repeats a value a guard expects."""
 
-    __slots__ = ("n", "v")
+    __slots__ = ("n", "v", "g")
 
     def __init__(self) -> None:
-        self.n = self.v = next(_TICKS)
+        self.n = self.v = self.g = next(_TICKS)
 
     def bump(self) -> None:
+        self.n = self.v = self.g = next(_TICKS)
+
+    def bump_state(self) -> None:
         self.n = self.v = next(_TICKS)
 
     def touch(self) -> None:
         self.v = next(_TICKS)
 
 
-def _changed(ver: _Version, what: str) -> None:
-    """A container changed: eagerly count it; during a trace refuse (a compiled call would
-    not repeat the change)."""
+def _changed(ver: _Version, what: str, state: bool = False) -> None:
+    """A container changed (``state``: a state container): eagerly count it; during a
+    trace refuse (a compiled call would not repeat the change)."""
     if T.tracing():
         raise T.eager_only(f"changing the optimizer's {what}")
-    ver.bump()
+    if state:
+        ver.bump_state()
+    else:
+        ver.bump()
 
 
 class ParamGroup(dict):
@@ -84,7 +93,7 @@ class ParamGroup(dict):
             return value
         if self._opt is not None:
             # Code outside the optimizer's own methods may iterate the groups too.
-            self._opt._guard_structure(hooks)
+            self._opt._guard_structure(hooks, state=False)
         if key == "params":
             return value
         return T.read(hooks, self, key, value, lambda: dict.__getitem__(self, key),
@@ -245,16 +254,16 @@ class _StateDict(dict):
     __slots__ = ("_ver", "_opt")
 
     def __delitem__(self, key: Any) -> None:
-        _changed(self._ver, "state")
+        _changed(self._ver, "state", state=True)
         dict.__delitem__(self, key)
 
     def clear(self) -> None:
-        _changed(self._ver, "state")
+        _changed(self._ver, "state", state=True)
         dict.clear(self)
 
     def pop(self, key: Any, *default: Any) -> Any:
         if key in self:
-            _changed(self._ver, "state")
+            _changed(self._ver, "state", state=True)
         return dict.pop(self, key, *default)
 
     def update(self, *args: Any, **kwargs: Any) -> None:
@@ -285,12 +294,12 @@ class _ParamState(_StateDict):
         if old is value:
             return
         if not T.tracing():
-            self._ver.bump()
+            self._ver.bump_state()
         elif isinstance(value, Tensor) and old is T._MISSING:
             pass  # new eager state, created the same way on the first and later steps
         elif isinstance(value, TensorOps):
             value = self._opt._hold(value, self, key)
-            self._ver.bump()  # the trace took the state's first-step path: retrace next call
+            self._ver.bump_state()  # the trace took the first-step path: retrace next call
         else:
             raise T.eager_only(f"storing {type(value).__name__} {value!r} in optimizer state "
                                f"[{key!r}] (keep numbers that change in state as tensors)")
@@ -321,7 +330,7 @@ class _State(_StateDict):
         value = _ParamState(self._ver, self._opt)
         dict.__setitem__(self, key, value)
         if not T.tracing():
-            self._ver.bump()
+            self._ver.bump_state()
         return value
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -331,12 +340,12 @@ class _State(_StateDict):
             raise T.eager_only("replacing a parameter's optimizer state")
         # A plain dict is kept as given (the caller may change it later): the guard's
         # fallback reads its entries.
-        self._ver.bump()
+        self._ver.bump_state()
         dict.__setitem__(self, key, value)
 
 
     def popitem(self) -> Any:
-        _changed(self._ver, "state")
+        _changed(self._ver, "state", state=True)
         return dict.popitem(self)
 
     def setdefault(self, key: Any, default: Any = None) -> Any:
@@ -379,6 +388,7 @@ def _hooked_step(fn: Callable, self: "Optimizer", args: tuple, kwargs: dict) -> 
 
 
 _structure_counter = operator.attrgetter("_ver.n")
+_groups_counter = operator.attrgetter("_ver.g")
 
 
 def _traced_method(fn: Callable) -> Callable:
@@ -397,7 +407,9 @@ def _traced_method(fn: Callable) -> Callable:
         hooks = T.trace_hooks()
         if hooks is None:
             return fn(self, *args, **kwargs)
-        self._guard_structure(hooks)
+        # zero_grad reads the parameter lists only, not the state (which L-BFGS changes
+        # between the calls of a compiled closure)
+        self._guard_structure(hooks, state=is_step)
         try:
             out = fn(self, *args, **kwargs)
         except BaseException:
@@ -452,7 +464,7 @@ class Optimizer:
 
     @state.setter
     def state(self, value: dict) -> None:
-        self._ver.bump()
+        self._ver.bump_state()
         self._state = value if isinstance(value, _State) else _State(self._ver, self, value)
 
     @property
@@ -495,22 +507,36 @@ class Optimizer:
         return "\n".join(lines) + "\n)"
 
     # ------------------------------------------------------- compiled-step support
-    def _plain_containers(self) -> list:
+    def _plain_containers(self, state: bool = True) -> list:
         """Containers a user put in as plain lists or dicts (their changes bypass the
-        counter): each group's parameter list, each parameter's state dict."""
-        groups, state = self.__dict__["_groups"], self.__dict__["_state"]
+        counter): each group's parameter list, each parameter's state dict (with
+        ``state``)."""
+        groups, states = self.__dict__["_groups"], self.__dict__["_state"]
         out = [p for p in (dict.__getitem__(g, "params") for g in groups)
                if not isinstance(p, _Params)]
-        return out + [s for s in dict.values(state) if not isinstance(s, _ParamState)]
+        if not state:
+            return out
+        return out + [s for s in dict.values(states) if not isinstance(s, _ParamState)]
 
-    def _fingerprint(self) -> Any:
+    def _fingerprint(self, state: bool = True) -> Any:
         """The change counter, and what the plain containers hold."""
-        plain = self._plain_containers()
-        return (self._ver.n, tuple(tuple(map(id, c)) if isinstance(c, list) else
-                                   tuple((k, id(v)) for k, v in c.items()) for c in plain))
+        plain = self._plain_containers(state)
+        return (self._ver.n if state else self._ver.g,
+                tuple(tuple(map(id, c)) if isinstance(c, list) else
+                      tuple((k, id(v)) for k, v in c.items()) for c in plain))
 
-    def _guard_structure(self, hooks: tuple) -> None:
+    def _guard_structure(self, hooks: tuple, state: bool = True) -> None:
+        """Guard the groups and parameter lists, and with ``state`` the state too."""
         guard, _ = hooks
+        if not state:
+            what = (f"{type(self).__name__}'s state or parameter groups changed (parameters "
+                    "or groups added or changed)")
+            if self._plain_containers(False):
+                guard(functools.partial(self._fingerprint, False), self._fingerprint(False),
+                      what, self)
+            else:
+                guard(functools.partial(_groups_counter, self), self._ver.g, what, self)
+            return
         what = (f"{type(self).__name__}'s state or parameter groups changed (state cleared "
                 "or replaced, parameters or groups added or changed)")
         if self._plain_containers():

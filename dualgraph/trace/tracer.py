@@ -42,15 +42,27 @@ _WAY_OUT = (
 )
 
 
-def _trace_error(what: str) -> TraceError:
+def _trace_error(what: str, eager_only: bool = False) -> TraceError:
+    """``eager_only``: reading the value into Python (``loss.item()`` returned by a
+    training step, as torch.compile breaks its graph there) makes ``dg.compile`` run the
+    signature eagerly, with a warning, rather than fail; a branch on a value still raises."""
     loc = user_location(3)
     code = source_line(loc)
     where = f"{loc}: " if loc else ""
     shown = f"\n    {code}\n" if code else " "
-    return TraceError(
+    return (EagerOnlyError if eager_only else TraceError)(
         f"{where}{what} of a traced value depends on the data, which a static graph cannot "
         f"capture.{shown}{_WAY_OUT}"
     )
+
+
+def _unsupported(what: str) -> TraceError:
+    loc = user_location(3)
+    where = f"{loc}: " if loc else ""
+    return TraceError(
+        f"{where}{what} on a value computed inside a compiled function is not supported: "
+        f"return the value from the function and call {what.partition('(')[0]} on the "
+        "result, which is a tensor of the caller's tape, or run the function eagerly")
 
 
 class Tracer(TensorOps):
@@ -90,6 +102,10 @@ class Tracer(TensorOps):
     def requires_grad(self) -> bool:
         """Whether the value depends on a differentiated input (as an eager result would)."""
         return id(self._ctx.as_node(self)) in self._ctx.rg
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
 
     @property
     def grad(self) -> Any:
@@ -134,10 +150,10 @@ class Tracer(TensorOps):
         raise _trace_error("the truth value (an `if`, `while`, `and`/`or`, or `assert`)")
 
     def __float__(self) -> float:
-        raise _trace_error("float()")
+        raise _trace_error("float()", eager_only=True)
 
     def __int__(self) -> int:
-        raise _trace_error("int()")
+        raise _trace_error("int()", eager_only=True)
 
     def __index__(self) -> int:
         raise _trace_error("using a tensor as an index")
@@ -149,13 +165,13 @@ class Tracer(TensorOps):
         return repr(self)
 
     def item(self) -> Any:
-        raise _trace_error(".item()")
+        raise _trace_error(".item()", eager_only=True)
 
     def numpy(self) -> np.ndarray:
-        raise _trace_error(".numpy()")
+        raise _trace_error(".numpy()", eager_only=True)
 
     def tolist(self) -> Any:
-        raise _trace_error(".tolist()")
+        raise _trace_error(".tolist()", eager_only=True)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise _trace_error("passing a tracer to NumPy (call dg.exp etc. instead of np.exp)")
@@ -199,10 +215,22 @@ class Tracer(TensorOps):
             return self
         what = ("an argument of a compiled function (eager mode would change the caller's "
                 "tensor)" if requires_grad else "a value inside a compiled function")
-        raise TraceError(
+        # Eager mode turns the caller's tensor into a leaf (FGSM's ``data.requires_grad =
+        # True``) and leaves its .grad there: the call runs eagerly to do the same.
+        raise (EagerOnlyError if requires_grad else TraceError)(
             f"requires_grad_({bool(requires_grad)}) on {what} is not supported: pass a "
             "tensor that requires grad as an argument, make a copy inside the function "
             "(x.clone().requires_grad_()), or run this part eagerly")
+
+    def retain_grad(self) -> None:
+        """Refused with `TraceError`: a compiled call hands out no gradient of a value
+        inside it."""
+        raise _unsupported("retain_grad()")
+
+    def register_hook(self, hook: Any) -> Any:
+        """Refused with `TraceError`: a compiled backward runs no Python hook on a value
+        inside it."""
+        raise _unsupported("register_hook()")
 
     @property
     def is_leaf(self) -> bool:
@@ -365,6 +393,48 @@ class TraceContext(Mode):
         for key, (t, node) in self.made_consts.items():
             if key in held:
                 self._capture_made(t, node)
+
+    def constant_value(self, t: Any, limit: int = 256) -> Any:
+        """``t``'s value when every node it depends on is a constant (up to ``limit``
+        nodes), computed with the ops' NumPy kernels as the constant-folding pass would;
+        else None. A tensor made inside the function may escape it and become an input
+        (`escaped_writes`), so its value is guarded."""
+        from ..ops.registry import OPS
+
+        if not isinstance(t, Tracer) or t._ctx is not self:
+            return None
+        made = {id(n): m for m, n in self.made_consts.values()}
+        order: list[Node] = []
+        seen: set[int] = set()
+        stack: list[tuple[Node, bool]] = [(self.as_node(t), False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                order.append(node)
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if node.op == "input" or (node.op != "const" and node.op not in OPS) \
+                    or len(seen) > limit:
+                return None
+            stack.append((node, True))
+            stack.extend((i, False) for i in node.inputs if isinstance(i, Node))
+        env: dict[int, np.ndarray] = {}
+        for node in order:
+            if node.op == "const":
+                env[id(node)] = node.attrs["value"]
+                continue
+            ins = [env[id(i)] if isinstance(i, Node) else i for i in node.inputs]
+            env[id(node)] = np.asarray(OPS[node.op].impl(*ins, **node.attrs))
+        for node in order:
+            m = made.get(id(node))
+            if m is not None:
+                value = node.attrs["value"]
+                self.guard_value(lambda m=m: array_of(m).tobytes(), value.tobytes(),
+                                 "a tensor made inside the function and used as a constant "
+                                 "mask changed", m)
+        return env[id(order[-1])]
 
     def _capture_made(self, t: Tensor, node: Node) -> None:
         """Turn the constant of a made tensor that escaped into a captured input, in
@@ -810,6 +880,20 @@ def _example_input(ctx: TraceContext, a: Any, i: int) -> Any:
     )
 
 
+class OutputConstant:
+    """A returned Python value that is not a tensor (``None``, a number, a string): fixed
+    by the trace, given back as it is by every call."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+# The Python values a traced function may return beside tensors.
+_CONSTANT_OUTPUTS = (type(None), bool, int, float, str)
+
+
 class OutputTree:
     """How a traced function's outputs nest, when they are more than one flat tuple:
     nested tuples and lists, named tuples (``x.max(dim=1)``), dicts. Falsy, like
@@ -830,7 +914,10 @@ class OutputTree:
         return self._build(iter(flat))
 
     def _build(self, it: Any) -> Any:
-        vals = [next(it) if c is None else c._build(it) for c in self.children]
+        vals = [next(it) if c is None else c.value if isinstance(c, OutputConstant)
+                else c._build(it) for c in self.children]
+        if self.kind is object:  # one value that is not a container: a constant
+            return vals[0]
         if self.kind is list:
             return vals
         if self.keys is not None:
@@ -849,18 +936,23 @@ def flatten_outputs(out: Any) -> list:
     return [out]
 
 
-def graph_outputs(ctx: TraceContext, out: Any, fn: Callable) -> tuple[list[Node], Any]:
+def graph_outputs(ctx: TraceContext, out: Any, fn: Callable,
+                  constants: bool = False) -> tuple[list[Node], Any]:
     """The output nodes, and ``single``: True for one tensor, False for a flat tuple, an
-    `OutputTree` for nested or named tuples and lists."""
+    `OutputTree` for nested or named tuples and lists. With ``constants`` (a compiled
+    call), ``None``, numbers and strings may be returned too (`OutputConstant`)."""
+    kept = _CONSTANT_OUTPUTS if constants else ()
     name = getattr(fn, "__name__", type(fn).__name__)
     single: Any = not isinstance(out, (tuple, list, dict))
     items: list = []
 
-    def walk(o: Any) -> OutputTree | None:
+    def walk(o: Any) -> OutputTree | OutputConstant | None:
         if isinstance(o, (tuple, list)):
             return OutputTree(type(o), [walk(x) for x in o])
         if isinstance(o, dict):
             return OutputTree(type(o), [walk(x) for x in o.values()], list(o))
+        if isinstance(o, kept):
+            return OutputConstant(o)
         items.append(o)
         return None
 
@@ -868,9 +960,12 @@ def graph_outputs(ctx: TraceContext, out: Any, fn: Callable) -> tuple[list[Node]
         tree = walk(out)
         if type(out) is not tuple or any(c is not None for c in tree.children):
             single = tree
+    elif isinstance(out, kept):
+        # A training step that returns nothing: the call gives back None, as eagerly.
+        single = OutputTree(object, [OutputConstant(out)])
     else:
         items = [out]
-    if not items:
+    if not items and not isinstance(out, kept):
         raise TraceError(f"trace: {name} returned an empty {type(out).__name__}")
     nodes = []
     for k, o in enumerate(items):

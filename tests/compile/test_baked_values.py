@@ -271,13 +271,23 @@ class _Config:
         self.steps = 0  # not read by the function: changing it never warns
 
 
+class _Inner:
+    def __init__(self) -> None:
+        self.lr = 0.5
+
+
 _CFG = _Config()
+_CFG.inner = _Inner()
 _NESTED = [[1.0], [2.0]]
 _TABLE = np.array([1.0, 2.0])
 
 
 def _read_config(x):
     return x * _CFG.lr
+
+
+def _read_inner(x):
+    return x * _CFG.inner.lr
 
 
 def _read_nested(x):
@@ -289,23 +299,42 @@ def _read_out_of_array(x):
 
 
 @pytest.mark.parametrize("runner", COMPILED, indirect=True)
+def test_a_plain_objects_number_the_code_names_is_guarded(runner):
+    saved = _CFG.lr
+    try:
+        f = runner(lambda x: _read_config(x))  # read inside a helper
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            first = f(dg.ones(2, dtype=dg.float64)).numpy()
+            _CFG.lr = 0.25
+            second = f(dg.ones(2, dtype=dg.float64)).numpy()
+    finally:
+        _CFG.lr = saved
+    dg.testing.assert_close(first, np.full(2, 0.5))
+    dg.testing.assert_close(second, np.full(2, 0.25))
+    assert _value_warnings(record) == []
+    assert "_CFG.lr is 0.25 (traced with 0.5" in f.stats.retrace_reasons[-1]
+
+
+@pytest.mark.parametrize("runner", COMPILED, indirect=True)
 @pytest.mark.parametrize("case", ["object", "nested", "array"])
 def test_a_changed_baked_value_warns_once_naming_the_line(runner, case):
     fn, change, path = {
-        "object": (_read_config, lambda: setattr(_CFG, "lr", 0.25), "_CFG.lr"),
+        # An object's number is guarded (above); an object it holds is baked in.
+        "object": (_read_inner, lambda: setattr(_CFG.inner, "lr", 0.25), "_CFG.inner.lr"),
         "nested": (_read_nested, lambda: _NESTED[1].__setitem__(0, 7.0), "_NESTED[1][0]"),
         "array": (_read_out_of_array, lambda: _TABLE.__setitem__(1, 9.0), "_TABLE"),
     }[case]
-    saved = (_CFG.lr, _NESTED[1][0], _TABLE.copy())
+    saved = (_CFG.inner.lr, _NESTED[1][0], _TABLE.copy())
     try:
         f = runner(lambda x: fn(x))  # read inside a helper
         _CFG.steps += 1
         msgs = _calls_then_change(f, dg.ones(2, dtype=dg.float64), change)
     finally:
-        _CFG.lr, _NESTED[1][0], _TABLE[:] = saved
+        _CFG.inner.lr, _NESTED[1][0], _TABLE[:] = saved
     assert len(msgs) == 1, msgs
     assert f"{path} has changed since" in msgs[0]
-    line = {"object": "x * _CFG.lr", "nested": "x + _NESTED[1][0]",
+    line = {"object": "x * _CFG.inner.lr", "nested": "x + _NESTED[1][0]",
             "array": "x * float(_TABLE[1])"}[case]
     src = open(__file__).read().splitlines()
     lineno = next(i + 1 for i, s in enumerate(src) if line in s)

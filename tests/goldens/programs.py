@@ -1009,7 +1009,8 @@ def norm_module_errors(lib, F):
     return out
 # ---- convolution
 @program(grid((2, 4, 5, 6), -1.0, 1.0), grid((6, 2, 3, 2), -0.5, 0.7), grid((6,), -0.3, 0.3),
-         grid((3, 4, 2, 3), -0.6, 0.4), source=SURFACE)
+         grid((3, 4, 2, 3), -0.6, 0.4), source=SURFACE,
+         covers=("conv2d_input", "conv2d_weight"))
 def conv2d_options(lib, F, x, w, b, w2):
     return (F.conv2d(x, w, b, stride=2, padding=1, groups=2),
             F.conv2d(x, w2, padding="same", dilation=(2, 1)),

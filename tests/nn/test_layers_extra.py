@@ -93,5 +93,7 @@ def test_embedding_keywords_and_from_pretrained() -> None:
     frozen = dg.nn.Embedding.from_pretrained(w)
     assert not frozen.weight.requires_grad and frozen(dg.tensor([2])).tolist() == [[4.0, 5.0]]
     assert dg.nn.Embedding.from_pretrained(w, freeze=False).weight.requires_grad
-    with pytest.raises(NotImplementedError, match="sparse"):
-        dg.nn.Embedding(5, 3, sparse=True)
+    # sparse=True is accepted: the gradient is the same, held dense.
+    e = dg.nn.Embedding(5, 3, sparse=True)
+    e(dg.tensor([1, 1, 3])).sum().backward()
+    assert e.sparse and e.weight.grad.sum(1).tolist() == [0.0, 6.0, 0.0, 3.0, 0.0]

@@ -30,6 +30,7 @@ from dualgraph.ops import loss as LOSS
 from dualgraph.ops import norm as NORM
 from dualgraph.ops import random as RND
 from dualgraph.ops import softmax as SM
+from dualgraph.ops.conv import conv2d_input, conv2d_weight
 from dualgraph.ops.elementwise import threshold_backward
 from dualgraph.ops.linalg import addmm
 from dualgraph.ops.shape import astype, normalize_index
@@ -828,6 +829,44 @@ def _conv_ref(x: np.ndarray, w: np.ndarray, b: Any = None, stride: tuple = (1, 1
     return out.astype(x.dtype)
 
 
+def _conv_weight_ref(x: np.ndarray, g: np.ndarray, k: tuple, stride: tuple = (1, 1),
+                     pads: tuple = ((0, 0), (0, 0)), dil: tuple = (1, 1),
+                     groups: int = 1) -> np.ndarray:
+    # Each weight element is the sum of the output gradient times the input elements it met.
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0)) + pads)
+    _, o, oh, ow = g.shape
+    cg = x.shape[1] // groups
+    out = np.zeros((o, cg, *k))
+    for m in range(o):
+        c0 = m // (o // groups) * cg
+        for a in range(k[0]):
+            for b in range(k[1]):
+                patch = xp[:, c0:c0 + cg,
+                           a * dil[0]:a * dil[0] + stride[0] * (oh - 1) + 1:stride[0],
+                           b * dil[1]:b * dil[1] + stride[1] * (ow - 1) + 1:stride[1]]
+                out[m, :, a, b] = (patch * g[:, m, None]).sum((0, 2, 3))
+    return out.astype(x.dtype)
+
+
+def _conv_input_ref(g: np.ndarray, w: np.ndarray, size: tuple, stride: tuple = (1, 1),
+                    pads: tuple = ((0, 0), (0, 0)), dil: tuple = (1, 1),
+                    groups: int = 1) -> np.ndarray:
+    # Each output gradient element times the weights, added where its window read.
+    n, o, oh, ow = g.shape
+    _, cg, kh, kw = w.shape
+    out = np.zeros((n, cg * groups, size[0] + sum(pads[0]), size[1] + sum(pads[1])))
+    for m in range(o):
+        c0 = m // (o // groups) * cg
+        for i in range(oh):
+            for j in range(ow):
+                for a in range(kh):
+                    for b in range(kw):
+                        out[:, c0:c0 + cg, i * stride[0] + a * dil[0],
+                            j * stride[1] + b * dil[1]] += g[:, m, i, j, None] * w[m, :, a, b]
+    return out[:, :, pads[0][0]:pads[0][0] + size[0],
+               pads[1][0]:pads[1][0] + size[1]].astype(g.dtype)
+
+
 def _unfold_ref(x: np.ndarray, k: tuple, dil: tuple, pad: tuple, stride: tuple) -> np.ndarray:
     xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
     n, c, h, w = xp.shape
@@ -886,6 +925,25 @@ CASES += [
          lambda x, w: F.conv2d(x, w, padding="same", dilation=(2, 1), groups=2),
          real(1, 4, 5, 5), real(4, 2, 2, 3),
          ref=lambda x, w: _conv_ref(x, w, None, (1, 1), ((1, 1), (1, 1)), (2, 1), 2)),
+    case("conv2d_weight", "padding",
+         lambda x, g: conv2d_weight(x, g, (3, 2), padding=((1, 1), (0, 1))),
+         real(2, 3, 5, 4), real(2, 4, 5, 4),
+         ref=lambda x, g: _conv_weight_ref(x, g, (3, 2), pads=((1, 1), (0, 1))),
+         node="ConvolutionBackwardBackward0"),
+    case("conv2d_weight", "groups_stride_dilation",
+         lambda x, g: conv2d_weight(x, g, (3, 2), (2, 1), ((1, 1), (2, 2)), (1, 2), 2),
+         real(2, 4, 5, 6), real(2, 6, 3, 8),
+         ref=lambda x, g: _conv_weight_ref(x, g, (3, 2), (2, 1), ((1, 1), (2, 2)), (1, 2),
+                                           2)),
+    case("conv2d_input", "padding",
+         lambda g, w: conv2d_input(g, w, (5, 4), padding=((1, 1), (0, 1))),
+         real(2, 4, 5, 4), real(4, 3, 3, 2),
+         ref=lambda g, w: _conv_input_ref(g, w, (5, 4), pads=((1, 1), (0, 1))),
+         node="ConvolutionBackwardBackward0"),
+    case("conv2d_input", "groups_stride_dilation",
+         lambda g, w: conv2d_input(g, w, (5, 6), (2, 1), ((1, 1), (2, 2)), (1, 2), 2),
+         real(2, 6, 3, 8), real(6, 2, 3, 2),
+         ref=lambda g, w: _conv_input_ref(g, w, (5, 6), (2, 1), ((1, 1), (2, 2)), (1, 2), 2)),
     case("im2col", "unfold", lambda x: F.unfold(x, (2, 3), (1, 2), 1, (2, 1)),
          real(2, 2, 4, 5), ref=lambda x: _unfold_ref(x, (2, 3), (1, 2), (1, 1), (2, 1)),
          node="Im2ColBackward0"),

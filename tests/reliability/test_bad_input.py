@@ -113,19 +113,20 @@ CATALOGUE = [
     Bad("adam_eps", lambda: dg.optim.Adam([_rg(2)], eps=-1), ValueError, "epsilon"),
     # compile and trace
     Bad("compile_non_callable", lambda: dg.compile(3), TypeError, "function or a module"),
-    # Keyword arguments bind as in Python; strings and lists are baked-in constants
-    # (tests/compile/test_calling.py), so returning one is the error.
+    # Keyword arguments bind as in Python; bytes and lists are baked-in constants
+    # (tests/compile/test_calling.py), so returning one is the error (None, numbers and
+    # strings come back as returned).
     Bad("compiled_kwargs", lambda: dg.compile(lambda x: x)(y=dg.ones(2)), TypeError,
         "argument"),
-    Bad("compiled_str_arg", lambda: dg.compile(lambda x: x)("a"), dg.TraceError,
-        "returned a str"),
+    Bad("compiled_bytes_arg", lambda: dg.compile(lambda x: x)(b"a"), dg.TraceError,
+        "returned a bytes"),
     # Tensors inside tuples, lists and dicts are flattened into arguments
     # (tests/compile/test_fidelity.py); a set is an opaque constant, so returning it is
     # the error.
     Bad("compiled_set_arg", lambda: dg.compile(lambda x: x)({dg.ones(2)}), dg.TraceError,
         "returned a set"),
-    Bad("compiled_returns_none", lambda: dg.compile(lambda x: None)(dg.ones(2)), dg.TraceError,
-        "returned nothing"),
+    Bad("compiled_returns_object", lambda: dg.compile(lambda x: object())(dg.ones(2)),
+        dg.TraceError, "returned a object"),
     Bad("compiled_shapes", lambda: dg.compile(lambda x, y: x + y)(dg.ones(2), dg.ones(3)),
         ValueError, r"\(2,\) and \(3,\)"),
     Bad("compiled_data_dependent_if", lambda: dg.compile(

@@ -99,25 +99,34 @@ class Kernel:
         args_of = []
         for part, seg in zip(self.parts, plan.segments):
             args = []
-            for kind, j in seg.sources:
-                args.append(j if kind == "in" else slot[j])
+            written = set(seg.write_to.values())
+            for k, (kind, j) in enumerate(seg.sources):
+                a = j if kind == "in" else slot[j]
+                args.append(("f", a, k in written) if k in seg.flat_in else a)
             for c in part.lowered.consts:
                 args.append(("c", len(consts)))
                 consts.append(c)
             for shape, dtype in part.lowered.scratch:
                 args.append(-1 - len(work))
                 work.append((tuple(shape), dtype))
-            for kind, j in seg.dests:
+            for k, (kind, j) in enumerate(seg.dests):
                 if kind == "out":
-                    args.append(n_in + out_pos[j])
+                    a = n_in + out_pos[j]
                     slot.setdefault(id(self.graph.outputs[j]), n_in + out_pos[j])
                 elif kind == "val":
-                    args.append(slot[j])
+                    a = slot[j]
+                else:
+                    continue
+                args.append(("f", a, True) if k in seg.flat_out else a)
             args_of.append(args)
         base = n_in + n_out
         n_work = len(work)
+        flat: dict[int, int] = {}  # position -> the position of its flat view
 
         def pos(a: Any) -> int:
+            if isinstance(a, tuple) and a[0] == "f":
+                p = pos(a[1])
+                return flat.setdefault(p, base + n_work + len(consts) + len(flat))
             if isinstance(a, tuple):
                 return base + n_work + a[1]
             return base - 1 - a if a < 0 else a
@@ -125,6 +134,10 @@ class Kernel:
         self._scratch = work
         self._part_consts = consts
         self._calls = []
+        # Per part: (flat view position, its array's position, written), for `_copying`.
+        self._part_flats = [[(pos(a), pos(a[1]), a[2]) for a in args
+                             if isinstance(a, tuple) and a[0] == "f"] for args in args_of]
+        self._flat = list(flat)  # the arrays passed flat, in the order of their views
         for part, args in zip(self.parts, args_of):
             part.args = tuple(pos(a) for a in args)
             get = (operator.itemgetter(*part.args) if len(part.args) > 1 else
@@ -179,10 +192,29 @@ class Kernel:
         work = pool.pop() if pool else self.new_scratch()
         try:
             env = [*ins, *outs, *work, *self._part_consts]
+            n = len(env)
+            for p in self._flat:
+                x = env[p]
+                if not x.flags.c_contiguous:
+                    self._copying(env[:n])
+                    return
+                env.append(x.reshape(-1))
             for fn, get in self._calls:
                 fn(*get(env))
         finally:
             pool.append(work)
+
+    def _copying(self, env: list) -> None:
+        """`_run_parts` when an array a part takes flat is strided: that part gets a flat
+        copy, made just before it runs and written back just after when it writes it."""
+        env += [None] * len(self._flat)
+        for (fn, get), flats in zip(self._calls, self._part_flats):
+            for f, p, _ in flats:
+                env[f] = env[p].reshape(-1)
+            fn(*get(env))
+            for f, p, written in flats:
+                if written and not env[p].flags.c_contiguous:
+                    env[p][...] = env[f].reshape(env[p].shape)
 
     def _types(self, in_types: tuple) -> tuple:
         """Numba types of every argument position (see `_wire`), or of the one function's
@@ -194,6 +226,8 @@ class Kernel:
         env = (in_types + tuple(numba.typeof(a) for a in self.new_outputs())
                + tuple(numba.typeof(a) for a in self.new_scratch())
                + tuple(numba.typeof(a) for a in self._part_consts))
+        # A flat view keeps its array's flags (a read-only cotangent stays read-only).
+        env += tuple(env[p].copy(ndim=1, layout="C") for p in self._flat)
         return tuple(tuple(env[i] for i in p.args) for p in self.parts)
 
     def signature(self, arrays: Any, prepared: bool = False) -> tuple:
@@ -447,7 +481,9 @@ def _build_parts(graph: Graph, lowered: Lowered, plan: Plan, parallel: bool,
                  ) -> Kernel:
     parts = []
     for seg in plan.segments:
-        low = lower(seg.graph, name=PART_NAME, parallel=parallel, write_to=seg.write_to)
+        # A flat segment reads every size from its arguments: one function for any shape.
+        low = lower(seg.graph, name=PART_NAME, parallel=parallel, write_to=seg.write_to,
+                    keep=1 if seg.flat else KEEP_LITERAL)
         contract = float32_only(seg.graph)
         fn, code, path = cache.load(low.code, PART_NAME, parallel, use_cache,
                                     contract=contract, opt=opt)

@@ -320,7 +320,7 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
     # lower, optimise and emit one more function per kernel.
     deco = (f"@dgc.njit(cache={cache}, error_model='numpy', parallel={parallel}, "
             f"nogil=True, no_cfunc_wrapper=True{fm})\n")
-    from .blas import BACKEND
+    from .blas import BACKEND, CONV_KINDS
     from .kernels import source_digest
 
     header = _HEADER.format(dg=__version__, nb=numba.__version__, kd=source_digest(),
@@ -333,7 +333,7 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
     for dtype in ("float32", "float64"):
         if f"dgb.gemm_batched_{dtype}(" in body:
             header += f"dgb.need_batched({dtype!r})\n"
-        if any(f"dgb.conv_{kind}_{dtype}(" in body for kind in ("im2col", "col2im", "conv2d")):
+        if any(f"dgb.conv_{kind}_{dtype}(" in body for kind in CONV_KINDS):
             header += f"dgb.need_conv({dtype!r})\n"
     if "dgr.rnn_" in body:
         header += "from dualgraph.backend.numba import recurrent_kernels as dgr\n"

@@ -108,8 +108,10 @@ Pre = Callable[[list, dict], list]
 
 class _Writer:
     def __init__(self, graph: Graph, name: str, parallel: bool,
-                 write_to: dict[int, int] | None = None) -> None:
+                 write_to: dict[int, int] | None = None,
+                 keep: int = printer.KEEP_LITERAL) -> None:
         self.graph = graph
+        self.keep = keep
         self.write_to = write_to or {}
         self.name = name
         self.parallel = parallel
@@ -200,7 +202,7 @@ class _Writer:
         stmts = loops.flatten_nests(loops.hoist_invariants(loops.merge_loops(
             schedule.share_subexpressions(schedule.hoist_allocations(self.stmts)),
             keep=folds_scalar)))
-        sizes = printer.Sizes([(p, self.bufs[p].shape) for p in params + outs])
+        sizes = printer.Sizes([(p, self.bufs[p].shape) for p in params + outs], self.keep)
         code: list[str] = []
         lines, marks = printer.function(
             self.name, lambda: params + [f"w{k}" for k in range(len(self.scratch))] + outs,
@@ -1283,11 +1285,13 @@ def _items_independent(loop: kir.Loop, private: list, root: Callable) -> bool:
 
 
 def lower(graph: Graph, name: str = "kernel", parallel: bool = False,
-          write_to: dict[int, int] | None = None) -> Lowered:
+          write_to: dict[int, int] | None = None,
+          keep: int = printer.KEEP_LITERAL) -> Lowered:
     """Generate the source of one njit function computing ``graph``.
 
     The function takes the inputs, the constants, the work arrays, then one output buffer
     per output that is not in ``write_to`` (output index -> input index whose array
-    receives it in place).
+    receives it in place). Sizes above ``keep`` are read from the arguments
+    (`printer.Sizes`).
     """
-    return _Writer(graph, name, parallel, write_to).run()
+    return _Writer(graph, name, parallel, write_to, keep).run()

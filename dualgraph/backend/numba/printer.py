@@ -474,6 +474,8 @@ LIBRARY: dict[str, str] = {
     "conv_im2col": "dgb.conv_im2col_{dtype}({0}, {out}, {1})",
     "conv_col2im": "dgb.conv_col2im_{dtype}({0}, {out}, {1})",
     "conv_conv2d": "dgb.conv_conv2d_{dtype}({0}, {1}, {2}, {out}, {3})",
+    "conv_wgrad": "dgb.conv_wgrad_{dtype}({0}, {1}, {out}, {2})",
+    "conv_dgrad": "dgb.conv_dgrad_{dtype}({0}, {1}, {out}, {2})",
     # a recurrent layer's time loop, forward and backward: calls into C functions
     # compiled once, named by dtype as the batched product is (recurrent_kernels); the
     # first five arguments are the flags, the arrays are passed C-ordered

@@ -6,9 +6,11 @@ pickle). A job is ``(job_id, cache directory, [(graph, name, parallel, write_to,
 ...], settings)``, ``settings`` the caller's compile environment variables (how kernels
 are split): the optimized graphs of one compiled entry, lowered and compiled through
 `compile_graphs`, i.e. the same checked kernel files and HMAC-signed Numba cache as a
-blocking compile. The reply is ``(job_id, error or None, numba_seconds)``. The worker exits
-at the end of its input (its parent closed the pipe or died) and on SIGTERM; it ignores
-SIGINT, so a Ctrl-C meant for the user's loop does not kill the compiler.
+blocking compile, by as many processes as `dualgraph.backend.jobs.processes_for` says (the
+caller, deciding the same from the same graphs and settings, shares the cores by it). The
+reply is ``(job_id, error or None, numba_seconds)``. The worker exits at the end of its
+input (its parent closed the pipe or died) and on SIGTERM; it ignores SIGINT, so a Ctrl-C
+meant for the user's loop does not kill the compiler.
 
 Numba compiles one function at a time per process (its compiler holds a global lock), so
 the independent functions of a job (the parts of split kernels, a forward and a backward)
@@ -34,8 +36,11 @@ import threading
 import time
 from typing import Any, BinaryIO
 
+from ..jobs import JOBS_ENV, compile_jobs, processes_for
+
 _LEN = struct.Struct(">Q")
-JOBS_ENV = "DUALGRAPH_COMPILE_JOBS"  # processes compiling at once; 1 turns helpers off
+__all__ = ["JOBS_ENV", "compile_graphs", "compile_jobs", "compile_parallel", "main",
+           "read_frame", "write_frame"]
 # Below this many lines of source to compile, starting and feeding helpers costs more
 # than it saves (a helper takes seconds to import Numba).
 PARALLEL_MIN_LINES = 300
@@ -62,17 +67,6 @@ def write_frame(f: BinaryIO, obj: Any) -> None:
 def _terminate(signum: int, frame: Any) -> None:
     # SystemExit unwinds through the cache's atomic writes, which remove their temporaries.
     raise SystemExit(0)
-
-
-def compile_jobs() -> int:
-    """How many processes compile at once: ``DUALGRAPH_COMPILE_JOBS``, else the cores
-    this process may use."""
-    try:
-        return max(1, int(os.environ[JOBS_ENV]))
-    except (KeyError, ValueError):
-        cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                 else os.cpu_count() or 1)
-        return max(1, cores)
 
 
 # Run by a helper's interpreter: the import path is the interpreter's own plus the
@@ -194,7 +188,12 @@ def compile_parallel(tasks: list[tuple[Any, tuple]], jobs: int | None = None) ->
 def compile_graphs(specs: list) -> list:
     """Build and compile ``specs`` (``(graph, name, parallel, write_to, inputs)``, as
     `compile_graph` takes them): the distinct functions not yet compiled or on disk are
-    compiled in parallel first (`compile_parallel`). Returns the kernels."""
+    compiled in parallel first (`compile_parallel`), the helpers of a large job
+    (`processes_for`) started before its graphs are lowered. Returns the kernels."""
+    processes = processes_for(spec[0] for spec in specs)
+    if processes > 1:
+        _helpers(processes - 1)
+
     from . import build
 
     built = []

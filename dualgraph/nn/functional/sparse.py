@@ -36,9 +36,8 @@ def embedding(input: Any, weight: Any, padding_idx: int | None = None,  # noqa: 
     from ...eager.grad_mode import no_grad
     from ...ops.index import embedding as _embedding
 
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse gradients are "
-                                  "not supported")
+    if scale_grad_by_freq:
+        raise NotImplementedError("embedding: scale_grad_by_freq is not supported")
     if max_norm is not None:
         with no_grad():
             idx = S.reshape(input, (-1,))
@@ -63,9 +62,9 @@ def embedding_bag(input: Any, weight: Any, offsets: Any = None,  # noqa: A002
     size. Empty bags give zeros; ``padding_idx`` entries are left out of their bag;
     ``per_sample_weights`` scale the rows (``mode='sum'`` only).
     ``F.embedding_bag(text, weight, offsets)``"""
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag: max_norm, scale_grad_by_freq and sparse "
-                                  "gradients are not supported")
+    if max_norm is not None or scale_grad_by_freq:
+        raise NotImplementedError("embedding_bag: max_norm and scale_grad_by_freq are not "
+                                  "supported")
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
     if per_sample_weights is not None and mode != "sum":

@@ -19,16 +19,16 @@ __all__ = ["Embedding", "EmbeddingBag"]
 class Embedding(Module):
     """A lookup table: ``Embedding(num_embeddings, embedding_dim)(idx)`` is
     ``weight[idx]``. Initialised like PyTorch: N(0, 1), row ``padding_idx`` zero (and it
-    gets no gradient)."""
+    gets no gradient). ``sparse=True`` gives the same gradient as a dense tensor
+    (PyTorch's sparse gradient, densified), which `optim.SparseAdam` updates row by row."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int,
                  padding_idx: int | None = None, max_norm: float | None = None,
                  norm_type: float = 2.0, scale_grad_by_freq: bool = False,
                  sparse: bool = False, _weight: Any = None, _freeze: bool = False,
                  device: Any = None, dtype: Any = None) -> None:
-        if scale_grad_by_freq or sparse:
-            raise NotImplementedError("Embedding: scale_grad_by_freq and sparse gradients are "
-                                      "not supported")
+        if scale_grad_by_freq:
+            raise NotImplementedError("Embedding: scale_grad_by_freq is not supported")
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -97,9 +97,10 @@ class EmbeddingBag(Module):
                  sparse: bool = False, _weight: Any = None, include_last_offset: bool = False,
                  padding_idx: int | None = None, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
-        if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError("EmbeddingBag: max_norm, scale_grad_by_freq and sparse "
-                                      "gradients are not supported")
+        if max_norm is not None or scale_grad_by_freq:
+            raise NotImplementedError("EmbeddingBag: max_norm and scale_grad_by_freq are not "
+                                      "supported")
+        self.sparse = sparse
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.mode, self.include_last_offset = mode, include_last_offset
         if padding_idx is not None:

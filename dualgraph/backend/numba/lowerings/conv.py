@@ -76,6 +76,14 @@ def _window_loops(node_in: tuple, attrs: dict, cols: tuple, out: str,
     return channels if sample is not None else kir.Loop(v["n"], n, (channels,))
 
 
+def _zeros(block: kir.Block, buf: kir.Buffer, prefix: str) -> kir.Loop:
+    """A loop storing zeros over all of ``buf`` through its flat view ``<prefix>f`` (added
+    to ``block``)."""
+    flat = _reshaped(block, buf, (buf.size,), f"{prefix}f")
+    z = kir.Var(f"{prefix}z")
+    return kir.Loop(z, buf.size, (kir.Store(flat, (z,), kir.const(0, buf.dtype)),))
+
+
 def _padded(attrs: dict) -> bool:
     return any(p for pair in attrs["padding"] for p in pair)
 
@@ -92,9 +100,7 @@ def _im2col_into(block: kir.Block, x_node: Node, x: kir.Buffer, attrs: dict,
                       attrs["stride"])
     if _padded(attrs):
         # Without padding every window element lies inside the image and is written.
-        flat = _reshaped(block, cols, (cols.size,), f"{cols.name}_f")
-        z = kir.Var(f"{cols.name}_z")
-        block.add(kir.Loop(z, cols.size, (kir.Store(flat, (z,), kir.const(0, cols.dtype)),)))
+        block.add(_zeros(block, cols, f"{cols.name}_"))
     block.add(_window_loops(tuple(x_node.shape), attrs, (n, oh, ow), cols.name,
                             lambda img, col: kir.Store(
                                 cols, (col[1], col[0], col[2]) if kmajor else col, x[img])))
@@ -148,9 +154,7 @@ def _col2im(node: Node, args: list, out: str) -> kir.Block:
     if not res.size:
         return block
     if ITEM_THREADS.get() or not math.prod(node.inputs[0].shape):
-        flat = _reshaped(block, res, (res.size,), f"{out}_f")
-        z = kir.Var(f"{out}_z")
-        block.add(kir.Loop(z, res.size, (kir.Store(flat, (z,), kir.const(0, res.dtype)),)))
+        block.add(_zeros(block, res, f"{out}_"))
         if not math.prod(node.inputs[0].shape):
             return block
         cols = args[0].buf
@@ -210,10 +214,7 @@ def _conv2d(node: Node, args: list, out: str) -> kir.Block:
         body: list = []
         if _padded(attrs):
             # Window elements in the padding are never written: zeros first.
-            flat = _reshaped(block, cols, (cols.size,), f"{cols.name}_f")
-            z = kir.Var(f"{cols.name}_z")
-            body.append(kir.Loop(z, cols.size, (
-                kir.Store(flat, (z,), kir.const(0, dtype)),)))
+            body.append(_zeros(block, cols, f"{cols.name}_"))
         body.append(_window_loops(tuple(x.shape), attrs, (n, oh, ow), cols.name,
                                   lambda img, col: kir.Store(cols, col[1:], args[0].buf[img]),
                                   sample=i))
@@ -241,3 +242,97 @@ def _conv2d(node: Node, args: list, out: str) -> kir.Block:
             kir.Operand(cols, length, offset=item * (k * length)),
             kir.Operand(res, length, offset=item * (og * length)), beta=1.0),)))
     return block
+
+
+@lowers("conv2d_weight")
+def _conv2d_weight(node: Node, args: list, out: str) -> kir.Block:
+    """Ungrouped, with the library: sample by sample, the sample's columns gathered into a
+    (K, L) buffer that stays in cache and one BLAS product adding them times the sample's
+    gradient into the sum (`blas.conv_wgrad`). Otherwise: im2col of the whole batch, then
+    one product per (sample, group) adding into the zeroed result."""
+    x, g = node.inputs
+    o, cg, kh, kw = node.shape
+    groups = node.attrs["groups"]
+    n, _, oh, ow = g.shape
+    og, k, length = o // groups, cg * kh * kw, oh * ow
+    dtype = np.dtype(node.dtype)
+    res = kir.Buffer(out, ishape(node), dtype)
+    library = HAVE_CBLAS and not ITEM_THREADS.get()
+    per_sample = groups == 1 and library
+    block = kir.Block([kir.Comment(f"conv2d_weight as im2col + GEMM (a window of {k} "
+                                   f"elements{', per sample' if per_sample else ''})"),
+                       kir.Alloc(res)], res)
+    if not res.size:
+        return block
+    gc = _reshaped(block, args[1].buf, (n, o, length), f"{out}_g")  # C-ordered
+    if per_sample:
+        geo = _table(block, out, node.attrs, (oh, ow))
+        return block.add(kir.LibCall("conv_wgrad", (args[0].buf, gc, geo), (res,)))
+    block.add(_zeros(block, res, f"{out}_"))
+    if not (n * length):
+        return block
+    cols = kir.Buffer(f"{out}_c", (n, groups * k, length), dtype)
+    block.add(kir.Alloc(cols))
+    if not library:
+        _im2col_into(block, x, args[0].buf, node.attrs, cols)
+    else:
+        geo = _table(block, out, node.attrs, (oh, ow))
+        block.add(kir.LibCall("conv_im2col", (args[0].buf, geo), (cols,)))
+    item = kir.Var(f"{out}_i")
+    # (sample, group) pairs in order: item = sample * groups + group.
+    group = kir.Bin("%", item, kir.const(groups))
+    return block.add(kir.Loop(item, n * groups, (kir.Gemm(
+        og, k, length, kir.Operand(gc, length, offset=item * (og * length)),
+        kir.Operand(cols, length, offset=item * (k * length)),
+        kir.Operand(res, k, offset=group * (og * k)), tb=True, beta=1.0),)))
+
+
+@lowers("conv2d_input")
+def _conv2d_input(node: Node, args: list, out: str) -> kir.Block:
+    """Ungrouped, with the library: sample by sample, the columns' gradient ``w^T @ g``
+    into a (K, L) buffer that stays in cache, then added into the sample's image where its
+    windows read it (`blas.conv_dgrad`). Otherwise: the columns' gradient of the whole
+    batch by one product per (sample, group), then col2im."""
+    from ....ops.conv import out_size
+
+    g, w = node.inputs
+    n, c, h, wd = node.shape
+    o, cg, kh, kw = w.shape
+    groups = node.attrs["groups"]
+    attrs = dict(node.attrs, kernel_size=(kh, kw))
+    oh, ow = out_size((h, wd), (kh, kw), attrs["dilation"], attrs["padding"],
+                      attrs["stride"])
+    og, k, length = o // groups, cg * kh * kw, oh * ow
+    dtype = np.dtype(node.dtype)
+    res = kir.Buffer(out, ishape(node), dtype)
+    library = HAVE_CBLAS and not ITEM_THREADS.get()
+    per_sample = groups == 1 and library
+    block = kir.Block([kir.Comment(f"conv2d_input as GEMM + col2im (a window of {k} "
+                                   f"elements{', per sample' if per_sample else ''})"),
+                       kir.Alloc(res)], res)
+    if not res.size:
+        return block
+    gc = _reshaped(block, args[0].buf, (n, o, length), f"{out}_g")  # C-ordered
+    wc = _reshaped(block, args[1].buf, (o * k,), f"{out}_w")
+    if per_sample:
+        geo = _table(block, out, attrs, (oh, ow))
+        return block.add(kir.LibCall("conv_dgrad", (gc, wc, geo), (res,)))
+    # Not ``<out>_c``: the window loops below name their channel variable so.
+    cols = kir.Buffer(f"{out}_cols", (n, groups * k, length), dtype)
+    block.add(kir.Alloc(cols))
+    item = kir.Var(f"{out}_i")
+    if og and length:
+        # (sample, group) pairs in order: item = sample * groups + group.
+        group = kir.Bin("%", item, kir.const(groups))
+        block.add(kir.Loop(item, n * groups, (kir.Gemm(
+            k, length, og, kir.Operand(wc, k, offset=group * (og * k)),
+            kir.Operand(gc, length, offset=item * (og * length)),
+            kir.Operand(cols, length, offset=item * (k * length)), ta=True),)))
+    else:
+        block.add(_zeros(block, cols, f"{out}_cols_"))
+    if library:
+        geo = _table(block, out, attrs, (oh, ow))
+        return block.add(kir.LibCall("conv_col2im", (cols, geo), (res,)))
+    block.add(_zeros(block, res, f"{out}_"))
+    return block.add(_window_loops(tuple(node.shape), attrs, (n, oh, ow), out,
+                                   lambda img, col: kir.Store(res, img, cols[col], "+")))
