@@ -24,8 +24,12 @@ from .shape import as_dtype, nest
 # loops stay in the kernel when its item loops run on threads (a parallel kernel spreads
 # the rows; the library runs on the calling thread) and where the operands do not allow
 # the call. No neighbour fuses into these ops either way (each is a block of its own over
-# its operands' buffers), so the call gives up no fusion.
+# its operands' buffers), so the call gives up no fusion. A softmax op of fewer than
+# `MIN_ELEMENTS` elements keeps its loops: the `cnn` step's log_softmax and its backward
+# (64 rows of 10) as calls measured a 1.2x slower step (the call itself costs about 3 us;
+# the kernel's parts are cut elsewhere around it, which is where the time went).
 CALL_C = True
+MIN_ELEMENTS = 1024
 _C_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _LOG, _WEIGHT, _BIAS = 1, 2, 4
 
@@ -43,11 +47,12 @@ LIBRARY.update({
 })
 
 
-def _library(node: Node, bufs: list) -> bool:
+def _library(node: Node, bufs: list, least: int = 0) -> bool:
     """Whether the op is a call of its C function: ``bufs`` (its array operands) and the
     result of one float dtype, at most 4 dims, and the kernel not spread over threads."""
     dtype = np.dtype(node.dtype)
     return (CALL_C and not ITEM_THREADS.get() and dtype in _C_DTYPES
+            and max(math.prod(b.shape) for b in bufs) >= least
             and all(np.dtype(b.dtype) == dtype and len(b.shape) <= 4 for b in bufs)
             and len(ishape(node)) <= 4)
 
@@ -344,7 +349,7 @@ def _softmax_block(node: Node, args: list, out: str, log: bool) -> kir.Block:
     """Per row: the max (the shift that keeps exp finite), exp of the shifted row into the
     work array, its sum, then the row written. A nan anywhere makes the sum nan, so every
     element of its row is nan, as in the NumPy kernel."""
-    if _library(node, [args[0].buf]):
+    if _library(node, [args[0].buf], MIN_ELEMENTS):
         return _row_call(node, [args[0].buf], out, "row_softmax", _LOG if log else 0)
     block, shape, axis, row, lanes = _row_frame(node, out)
     if row is None:
@@ -385,7 +390,7 @@ def _softmax(node: Node, args: list, out: str) -> kir.Block:
 def _softmax_grad_block(node: Node, args: list, out: str, log: bool) -> kir.Block:
     """log: ``g - exp(y) * sum(g)``; plain: ``y * (g - sum(g * y))``, per row: the summed
     terms into the work array, their sum, then the row written."""
-    if _library(node, [a.buf for a in args[:2]]):
+    if _library(node, [a.buf for a in args[:2]], MIN_ELEMENTS):
         return _row_call(node, [a.buf for a in args[:2]], out, "row_softmax_backward",
                          _LOG if log else 0)
     block, shape, axis, row, lanes = _row_frame(node, out)
