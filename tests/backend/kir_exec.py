@@ -182,4 +182,68 @@ _ROUTINES = {
     "max_pool_indices": lambda a, out: _blas("max_pool_indices")(a[0], out, a[1]),
     "pool_gather": lambda a, out: _blas("pool_gather")(a[0], a[1], out),
     "pool_scatter": lambda a, out: _blas("pool_scatter")(a[0], a[1], out),
+    "row_softmax": lambda a, out: _rows(_softmax, a[:1], a[1:], out),
+    "row_softmax_backward": lambda a, out: _rows(_softmax_backward, a[:2], a[2:], out),
+    "row_layer_norm": lambda a, out: _rows(_layer_norm, a[:3], a[3:], out),
+    "row_layer_norm_backward": lambda a, out: _rows(_layer_norm_backward, a[:3], a[3:], out),
+    "row_layer_norm_weight_grad": lambda a, out: _rows(_layer_norm_weight_grad, a[:2], a[2:],
+                                                       out),
 }
+
+
+# NumPy references of the row kernels' C functions (`row_kernels`), in float64: each
+# operand padded in front to 4-D, the row along ``axis`` of that padding.
+def _rows(fn, arrays, params, out):
+    axis, flags, eps = int(params[0]), int(params[1]), float(params[2])
+    padded = [np.asarray(a, np.float64).reshape((1,) * (4 - np.ndim(a)) + np.shape(a))
+              for a in arrays]
+    res = fn(*padded, axis=axis, flags=flags, eps=eps)
+    out[...] = np.asarray(res).reshape(out.shape)
+
+
+def _softmax(x, axis, flags, eps):
+    z = x - x.max(axis, keepdims=True)
+    if flags & 1:
+        return z - np.log(np.exp(z).sum(axis, keepdims=True))
+    e = np.exp(z)
+    return e / e.sum(axis, keepdims=True)
+
+
+def _softmax_backward(g, y, axis, flags, eps):
+    if flags & 1:
+        return g - np.exp(y) * g.sum(axis, keepdims=True)
+    return y * (g - (g * y).sum(axis, keepdims=True))
+
+
+def _xhat(x, axis, eps):
+    mean = x.mean(axis, keepdims=True)
+    rstd = 1.0 / np.sqrt(((x - mean) ** 2).mean(axis, keepdims=True) + eps)
+    return (x - mean) * rstd, rstd
+
+
+def _row_param(w, x, axis):
+    """A 1-D weight or bias (padded to 4-D) laid along the row axis."""
+    shape = [1, 1, 1, 1]
+    shape[axis] = x.shape[axis]
+    return w.reshape(shape)
+
+
+def _layer_norm(x, w, b, axis, flags, eps):
+    y, _ = _xhat(x, axis, eps)
+    if flags & 2:
+        y = y * _row_param(w, x, axis)
+    if flags & 4:
+        y = y + _row_param(b, x, axis)
+    return y
+
+
+def _layer_norm_backward(g, x, w, axis, flags, eps):
+    xh, rstd = _xhat(x, axis, eps)
+    gh = g * _row_param(w, x, axis) if flags & 2 else g
+    return rstd * (gh - gh.mean(axis, keepdims=True) - xh * (gh * xh).mean(axis, keepdims=True))
+
+
+def _layer_norm_weight_grad(g, x, axis, flags, eps):
+    xh, _ = _xhat(x, axis, eps)
+    other = tuple(d for d in range(4) if d != axis)
+    return (g * xh).sum(other)

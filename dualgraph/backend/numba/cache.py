@@ -341,7 +341,17 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
             if any(f"dgr.rnn_{kind}_{dtype}(" in body
                    for kind in ("forward", "backward", "weight_grads")):
                 header += f"dgr.need({dtype!r})\n"
+    if "dgw.row_" in body:
+        header += "from dualgraph.backend.numba import row_kernels as dgw\n"
+        for dtype in ("float32", "float64"):
+            if any(f"dgw.row_{kind}_{dtype}(" in body for kind in ROW_KINDS):
+                header += f"dgw.need({dtype!r})\n"
     return header + deco + body + "\n"
+
+
+# The row kernels' C functions (`row_kernels`), as generated code names them.
+ROW_KINDS = ("softmax", "softmax_backward", "layer_norm", "layer_norm_backward",
+             "layer_norm_weight_grad")
 
 
 def shown(module: str, lowered: Any) -> str:

@@ -10,8 +10,68 @@ import numpy as np
 
 from ....ir.graph import Node
 from ... import kir
+from ..printer import LIBRARY
 from . import _reshaped, ishape, lowers
+from .conv import ITEM_THREADS
 from .shape import as_dtype, nest
+
+# ---- row kernels in the library
+# softmax, log_softmax, layer_norm and their backward ops are calls of C functions
+# compiled once per installation and dtype (`row_kernels`) where their operands allow:
+# float32 or float64 throughout, at most 4 dims. A kernel's cold compile then holds one
+# call line per op instead of the row loops (about 20-30 lines each, typed and optimised
+# again in every kernel), and the call computes the same values in the same order. The
+# loops stay in the kernel when its item loops run on threads (a parallel kernel spreads
+# the rows; the library runs on the calling thread) and where the operands do not allow
+# the call. No neighbour fuses into these ops either way (each is a block of its own over
+# its operands' buffers), so the call gives up no fusion. A softmax op of fewer than
+# `MIN_ELEMENTS` elements keeps its loops: the `cnn` step's log_softmax and its backward
+# (64 rows of 10) as calls measured a 1.2x slower step (the call itself costs about 3 us;
+# the kernel's parts are cut elsewhere around it, which is where the time went).
+CALL_C = True
+MIN_ELEMENTS = 1024
+_C_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_LOG, _WEIGHT, _BIAS = 1, 2, 4
+
+LIBRARY.update({
+    # rows of a softmax or layer norm and their gradients: calls into C functions
+    # compiled once, named by dtype as the batched product is (row_kernels); the last
+    # three arguments are the row axis (of the operands padded to 4-D), flags and eps
+    "row_softmax": "dgw.row_softmax_{dtype}({0}, {out}, {1}, {2}, {3})",
+    "row_softmax_backward": "dgw.row_softmax_backward_{dtype}({0}, {1}, {out}, {2}, {3}, {4})",
+    "row_layer_norm": "dgw.row_layer_norm_{dtype}({0}, {1}, {2}, {out}, {3}, {4}, {5})",
+    "row_layer_norm_backward": ("dgw.row_layer_norm_backward_{dtype}({0}, {1}, {2}, {out}, "
+                                "{3}, {4}, {5})"),
+    "row_layer_norm_weight_grad": ("dgw.row_layer_norm_weight_grad_{dtype}({0}, {1}, {out}, "
+                                   "{2}, {3}, {4})"),
+})
+
+
+def _library(node: Node, bufs: list, least: int = 0) -> bool:
+    """Whether the op is a call of its C function: ``bufs`` (its array operands) and the
+    result of one float dtype, at most 4 dims, and the kernel not spread over threads."""
+    dtype = np.dtype(node.dtype)
+    return (CALL_C and not ITEM_THREADS.get() and dtype in _C_DTYPES
+            and max(math.prod(b.shape) for b in bufs) >= least
+            and all(np.dtype(b.dtype) == dtype and len(b.shape) <= 4 for b in bufs)
+            and len(ishape(node)) <= 4)
+
+
+def _ln_rows(block: kir.Block, node: Node, bufs: list, out: str) -> tuple:
+    """layer_norm's row-shaped operands as the C function reads them, and the row axis:
+    each buffer itself when one dim is normalised, else viewed as (rows, n)."""
+    xshape = tuple(node.inputs[1 if node.op != "layer_norm" else 0].shape)
+    k = node.attrs["ndim"]
+    if k == 1 and len(xshape) <= 4:
+        return bufs, 3
+    n = math.prod(xshape[len(xshape) - k:])
+    m = math.prod(xshape) // n if n else 0
+    return [_reshaped(block, b, (m, n), f"{out}_v{i}") for i, b in enumerate(bufs)], 3
+
+
+def _param(block: kir.Block, node: Node, arg, n: int, name: str) -> kir.Buffer:
+    view = arg.buf
+    return view if len(view.shape) == 1 else _reshaped(block, view, (n,), name)
 
 
 # ---- normalisation and modules
@@ -23,6 +83,8 @@ def _layer_norm(node: Node, args: list, out: str) -> kir.Block:
     when the mean is large against the spread), then the normalised row written in the
     input's dtype, as the NumPy kernel computes it. Sums are float64 (`_row_sum`)."""
     x, weight, bias = node.inputs
+    if _ln_library_ok(node, args, (0, 1, 2)):
+        return _ln_call(node, args, out, "row_layer_norm", (0, 1, 2))
     block, m, n, row, lanes = _ln_frame(node, out, x.shape)
     if row is None:
         return block
@@ -38,6 +100,41 @@ def _layer_norm(node: Node, args: list, out: str) -> kir.Block:
     if isinstance(bias, Node):
         value = value + _as(_reshaped(block, args[2].buf, (n,), f"{out}_b")[j], dtype)
     block.add(kir.Loop(i, m, (*stats, kir.Loop(j, n, (kir.Store(rows, (i, j), value),)))))
+    return block
+
+
+def _ln_library_ok(node: Node, args: list, at: tuple) -> bool:
+    return _library(node, [args[k].buf for k in at if isinstance(node.inputs[k], Node)])
+
+
+def _ln_call(node: Node, args: list, out: str, fn: str, at: tuple) -> kir.Block:
+    """A layer_norm op (its operands at ``at``, the first two row-shaped, then weight and
+    bias when the op takes them) as one call of its C function."""
+    xshape = tuple(node.inputs[at[1] if fn != "row_layer_norm" else 0].shape)
+    k = node.attrs["ndim"]
+    n = math.prod(xshape[len(xshape) - k:])
+    res = kir.Buffer(out, ishape(node), np.dtype(node.dtype))
+    block = kir.Block([kir.Alloc(res)], res)
+    if n == 0:
+        return block
+    rows = 1 if fn == "row_layer_norm" else 2
+    if fn == "row_layer_norm_weight_grad":
+        bufs, axis = _ln_rows(block, node, [args[a].buf for a in at], out)
+        dst = res if len(res.shape) == 1 else _reshaped(block, res, (n,), f"{out}_o")
+        block.add(kir.LibCall(fn, (*bufs, axis, 0, float(node.attrs["eps"])), (dst,)))
+        return block
+    bufs, axis = _ln_rows(block, node, [args[a].buf for a in at[:rows]] + [res], out)
+    *srcs, dst = bufs
+    flags = 0
+    params = []
+    for bit, a in zip((_WEIGHT, _BIAS), at[rows:]):
+        if isinstance(node.inputs[a], Node):
+            flags |= bit
+            params.append(_param(block, node, args[a], n, f"{out}_p{a}"))
+        else:  # not read: any array of the dtype stands in
+            params.append(srcs[0])
+    block.add(kir.LibCall(fn, (*srcs, *params, axis, flags, float(node.attrs["eps"])),
+                          (dst,)))
     return block
 
 
@@ -94,6 +191,8 @@ def _layer_norm_backward(node: Node, args: list, out: str) -> kir.Block:
     """Per row, with ``a = g * w``: the mean and the sum of ``a`` in the first pass over
     the row, the variance and the sum of ``a * (x - mean)`` in the second, then
     ``r * (a - mean(a) - xhat * mean(a * xhat))`` written (``r = rstd``)."""
+    if _ln_library_ok(node, args, (0, 1, 2)):
+        return _ln_call(node, args, out, "row_layer_norm_backward", (0, 1, 2))
     block, m, n, row, lanes = _ln_frame(node, out, node.inputs[1].shape)
     if row is None:
         return block
@@ -126,6 +225,8 @@ def _layer_norm_backward(node: Node, args: list, out: str) -> kir.Block:
 def _layer_norm_weight_grad(node: Node, args: list, out: str) -> kir.Block:
     """``sum(g * xhat)`` over the rows: each row's statistics, then its terms added to
     float64 column totals, written in the node's dtype at the end."""
+    if _ln_library_ok(node, args, (0, 1)):
+        return _ln_call(node, args, out, "row_layer_norm_weight_grad", (0, 1))
     xshape = tuple(node.inputs[1].shape)
     block, m, n, row, lanes = _ln_frame(node, out, xshape)
     dtype = np.dtype(node.dtype)
@@ -232,10 +333,24 @@ def _row_frame(node: Node, out: str) -> tuple:
     return (block, shape, axis, *_row_work(block, node, n, out))
 
 
+def _row_call(node: Node, bufs: list, out: str, fn: str, flags: int) -> kir.Block:
+    """A softmax op over its operands' own shapes and strides as one call of its C
+    function (`row_kernels`); the row axis counted in the operands padded to 4-D."""
+    shape, axis = _norm_axis(node)
+    res = kir.Buffer(out, ishape(node), node.dtype)
+    block = kir.Block([kir.Alloc(res)], res)
+    if math.prod(shape) == 0:
+        return block
+    axis += 4 - len(shape)
+    return block.add(kir.LibCall(fn, (*bufs, axis, flags, 0.0), (res,)))
+
+
 def _softmax_block(node: Node, args: list, out: str, log: bool) -> kir.Block:
     """Per row: the max (the shift that keeps exp finite), exp of the shifted row into the
     work array, its sum, then the row written. A nan anywhere makes the sum nan, so every
     element of its row is nan, as in the NumPy kernel."""
+    if _library(node, [args[0].buf], MIN_ELEMENTS):
+        return _row_call(node, [args[0].buf], out, "row_softmax", _LOG if log else 0)
     block, shape, axis, row, lanes = _row_frame(node, out)
     if row is None:
         return block
@@ -275,6 +390,9 @@ def _softmax(node: Node, args: list, out: str) -> kir.Block:
 def _softmax_grad_block(node: Node, args: list, out: str, log: bool) -> kir.Block:
     """log: ``g - exp(y) * sum(g)``; plain: ``y * (g - sum(g * y))``, per row: the summed
     terms into the work array, their sum, then the row written."""
+    if _library(node, [a.buf for a in args[:2]], MIN_ELEMENTS):
+        return _row_call(node, [a.buf for a in args[:2]], out, "row_softmax_backward",
+                         _LOG if log else 0)
     block, shape, axis, row, lanes = _row_frame(node, out)
     if row is None:
         return block

@@ -1,0 +1,536 @@
+"""The row kernels (softmax and log_softmax and their backward ops, layer_norm and its
+input and weight gradients) as C functions compiled once per installation and dtype.
+
+A generated kernel calls them by symbol (``dgw.row_softmax_float32(...)``), as it calls
+the convolution's window copies (`blas.conv_im2col`): the row loops are not typed,
+lowered or optimised with the kernel, so each of a program's layers costs one call line
+of its cold compile. The functions sit in Numba's disk cache (compiled on the first use
+in an installation, loaded after).
+
+Each function takes its operands' data pointers, a geometry block and ``eps``. An
+operand is up to 4-D (padded in front to 4-D), described by four extents, four strides in
+elements and its origin (the offset of element zero from the lowest address it spans,
+which is where its pointer points, so negative strides need no copy); after the operands
+come the row axis and the flags. The rows are every index of the other three axes; a row
+whose elements are not adjacent is gathered into a work row (and its result scattered),
+so every pass runs over contiguous memory and vectorises.
+
+The arithmetic is that of the generated row loops (`lowerings.norm`), so a kernel gives
+the same bits whichever it uses: sums in float64 (float32 rows 16 float64 lanes at a time,
+`kernels.fold_lanes`, then the lanes and the rest in order), the float32 ``exp`` of
+`kernels.exp_f32`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numba
+import numpy as np
+from llvmlite import binding as llvm
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.core.errors import NumbaIRAssumptionWarning
+from numba.extending import intrinsic, overload
+
+from . import kernels as dgk
+
+_AT = 9  # per operand: four extents, four strides, the origin
+_LOG, _WEIGHT, _BIAS = 1, 2, 4
+LANES = dgk.LANES
+
+
+def _exp(v):  # noqa: ARG001 - typed by the overload below
+    raise NotImplementedError
+
+
+@overload(_exp, inline="always")
+def _exp_of(v):
+    # The function the generated loops call (`printer.MATH`), so a row rounds as there.
+    if v == types.float32:
+        return lambda v: dgk.exp_f32(v)
+    return lambda v: np.exp(v)
+
+
+def _of(a, v):  # noqa: ARG001 - typed by the overload below
+    raise NotImplementedError
+
+
+@overload(_of, inline="always")
+def _of_dtype(a, v):
+    """``v`` as a scalar of ``a``'s dtype: float32 arithmetic stays float32."""
+    dt = a.dtype
+    return lambda a, v: dt(v)
+
+
+@numba.njit(inline="always", cache=True, nogil=True)
+def _span(g, a):
+    """An operand as a flat array over every address it spans."""
+    span = 1
+    for d in range(4):
+        e = g[a * _AT + d]
+        if e == 0:
+            return 0
+        s = g[a * _AT + 4 + d]
+        span += (e - 1) * (s if s > 0 else -s)
+    return span
+
+
+@numba.njit(inline="always", cache=True, nogil=True)
+def _flat(p, g, a):
+    """An operand (its pointer at the lowest address it spans) as a flat array."""
+    return numba.carray(p, (_span(g, a),))
+
+
+@numba.njit(inline="always", cache=True, nogil=True)
+def _base(g, a, i0, i1, i2, axis):
+    """The flat index of element 0 of the row at outer index (i0, i1, i2) of operand
+    ``a`` (the outer index skips ``axis``)."""
+    at = g[a * _AT + 8]
+    k = 0
+    for d in range(4):
+        if d != axis:
+            i = i0 if k == 0 else i1 if k == 1 else i2
+            at += i * g[a * _AT + 4 + d]
+            k += 1
+    return at
+
+
+@numba.njit(inline="always", cache=True, nogil=True)
+def _outer(g, a, axis):
+    """The extents of operand ``a``'s three outer axes."""
+    e = [1, 1, 1]
+    k = 0
+    for d in range(4):
+        if d != axis:
+            e[k] = g[a * _AT + d]
+            k += 1
+    return e[0], e[1], e[2]
+
+
+@numba.njit(inline="always", cache=True, nogil=True)
+def _load(flat, base, step, n, work):
+    """The row as a contiguous array: a slice of ``flat``, or gathered into ``work``."""
+    if step == 1:
+        return flat[base:base + n]
+    for j in range(n):
+        work[j] = flat[base + j * step]
+    return work[:n]
+
+
+@numba.njit(inline="always", cache=True, nogil=True)
+def _put(flat, base, step, n, row):
+    if step != 1:
+        for j in range(n):
+            flat[base + j * step] = row[j]
+
+
+def _row_sum(row, n, lanes):  # noqa: ARG001 - typed by the overload below
+    raise NotImplementedError
+
+
+@overload(_row_sum, inline="always")
+def _row_sum_of(row, n, lanes):
+    """The float64 sum of ``row[:n]`` in the generated loops' order (`lowerings.norm`):
+    a float32 row of 16 or more 16 lanes at a time, then the lanes and the rest."""
+    if row.dtype == types.float32:
+        def lane_sum(row, n, lanes):
+            acc = 0.0
+            start = 0
+            if lanes.size:
+                start = n - n % LANES
+                lanes[:] = 0.0
+                dgk.fold_lanes(lanes, row, start)
+                for k in range(LANES):
+                    acc += lanes[k]
+            for j in range(start, n):
+                acc += np.float64(row[j])
+            return acc
+
+        return lane_sum
+
+    def ordered(row, n, lanes):
+        acc = 0.0
+        for j in range(n):
+            acc += row[j]
+        return acc
+
+    return ordered
+
+
+def _lanes_for(row, n):  # noqa: ARG001 - typed by the overload below
+    raise NotImplementedError
+
+
+@overload(_lanes_for, inline="always")
+def _lanes_for_row(row, n):
+    """The lanes of a float32 row's sum of 16 or more elements (none otherwise)."""
+    if row.dtype == types.float32:
+        return lambda row, n: np.empty(LANES if n >= LANES else 0, np.float64)
+    return lambda row, n: np.empty(0, np.float64)
+
+
+@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def _softmax(px, pout, geo):
+    g = numba.carray(geo, (2 * _AT + 2,))
+    axis, flags = g[2 * _AT], g[2 * _AT + 1]
+    n = g[axis]
+    e0, e1, e2 = _outer(g, 0, axis)
+    if n == 0 or e0 * e1 * e2 == 0:
+        return
+    x, out = _flat(px, g, 0), _flat(pout, g, 1)
+    sx, so = g[4 + axis], g[_AT + 4 + axis]
+    xw, ow = np.empty(n, out.dtype), np.empty(n, out.dtype)
+    e = np.empty(n, out.dtype)
+    lanes = _lanes_for(e, n)
+    log = (flags & _LOG) != 0
+    for i0 in range(e0):
+        for i1 in range(e1):
+            for i2 in range(e2):
+                xr = _load(x, _base(g, 0, i0, i1, i2, axis), sx, n, xw)
+                ob = _base(g, 1, i0, i1, i2, axis)
+                orow = out[ob:ob + n] if so == 1 else ow[:n]
+                m = xr[0]
+                for j in range(1, n):
+                    v = xr[j]
+                    if v > m:
+                        m = v
+                for j in range(n):
+                    e[j] = _exp(xr[j] - m)
+                s = _row_sum(e, n, lanes)
+                if log:
+                    t = _of(e, np.log(s))
+                    for j in range(n):
+                        orow[j] = (xr[j] - m) - t
+                else:
+                    t = _of(e, s)
+                    for j in range(n):
+                        orow[j] = e[j] / t
+                _put(out, ob, so, n, orow)
+
+
+@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def _softmax_backward(pg, py, pout, geo):
+    g = numba.carray(geo, (3 * _AT + 2,))
+    axis, flags = g[3 * _AT], g[3 * _AT + 1]
+    n = g[axis]
+    e0, e1, e2 = _outer(g, 0, axis)
+    if n == 0 or e0 * e1 * e2 == 0:
+        return
+    gf, yf, out = _flat(pg, g, 0), _flat(py, g, 1), _flat(pout, g, 2)
+    sg, sy, so = g[4 + axis], g[_AT + 4 + axis], g[2 * _AT + 4 + axis]
+    gw, yw, ow = np.empty(n, out.dtype), np.empty(n, out.dtype), np.empty(n, out.dtype)
+    e = np.empty(n, out.dtype)
+    lanes = _lanes_for(e, n)
+    log = (flags & _LOG) != 0
+    for i0 in range(e0):
+        for i1 in range(e1):
+            for i2 in range(e2):
+                gr = _load(gf, _base(g, 0, i0, i1, i2, axis), sg, n, gw)
+                yr = _load(yf, _base(g, 1, i0, i1, i2, axis), sy, n, yw)
+                ob = _base(g, 2, i0, i1, i2, axis)
+                orow = out[ob:ob + n] if so == 1 else ow[:n]
+                if log:
+                    for j in range(n):
+                        e[j] = gr[j]
+                else:
+                    for j in range(n):
+                        e[j] = gr[j] * yr[j]
+                t = _of(e, _row_sum(e, n, lanes))
+                if log:
+                    for j in range(n):
+                        orow[j] = gr[j] - _exp(yr[j]) * t
+                else:
+                    for j in range(n):
+                        orow[j] = yr[j] * (gr[j] - t)
+                _put(out, ob, so, n, orow)
+
+
+@numba.njit(inline="always", cache=True, nogil=True)
+def _stats(xr, n, row, lanes, eps):
+    """A row's mean, ``1 / sqrt(var + eps)`` in the row's dtype and in float64, as the
+    generated row loops make them (two passes: no cancellation when the mean is large
+    against the spread); ``row`` is left holding the squared deviations."""
+    count = np.float64(n)
+    for j in range(n):
+        row[j] = xr[j]
+    mu = _of(row, _row_sum(row, n, lanes) / count)
+    for j in range(n):
+        d = xr[j] - mu
+        row[j] = d * d
+    v = _row_sum(row, n, lanes)
+    r64 = 1.0 / np.sqrt(v / count + eps)
+    return mu, _of(row, r64), r64
+
+
+@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def _layer_norm(px, pw, pb, pout, geo, eps):
+    g = numba.carray(geo, (4 * _AT + 2,))
+    axis, flags = g[4 * _AT], g[4 * _AT + 1]
+    n = g[axis]
+    e0, e1, e2 = _outer(g, 0, axis)
+    if n == 0 or e0 * e1 * e2 == 0:
+        return
+    x, out = _flat(px, g, 0), _flat(pout, g, 3)
+    sx, so = g[4 + axis], g[3 * _AT + 4 + axis]
+    xw, ow = np.empty(n, out.dtype), np.empty(n, out.dtype)
+    row = np.empty(n, out.dtype)
+    lanes = _lanes_for(row, n)
+    has_w, has_b = (flags & _WEIGHT) != 0, (flags & _BIAS) != 0
+    ww, bw = np.empty(n, out.dtype), np.empty(n, out.dtype)
+    # Weight and bias are rows along the last axis of their own (their 1-D geometry).
+    w = _load(_flat(pw, g, 1), g[_AT + 8], g[_AT + 7], n, ww) if has_w else ww
+    b = _load(_flat(pb, g, 2), g[2 * _AT + 8], g[2 * _AT + 7], n, bw) if has_b else bw
+    for i0 in range(e0):
+        for i1 in range(e1):
+            for i2 in range(e2):
+                xr = _load(x, _base(g, 0, i0, i1, i2, axis), sx, n, xw)
+                ob = _base(g, 3, i0, i1, i2, axis)
+                orow = out[ob:ob + n] if so == 1 else ow[:n]
+                mu, r, _ = _stats(xr, n, row, lanes, eps)
+                if has_w and has_b:
+                    for j in range(n):
+                        orow[j] = (xr[j] - mu) * r * w[j] + b[j]
+                elif has_w:
+                    for j in range(n):
+                        orow[j] = (xr[j] - mu) * r * w[j]
+                elif has_b:
+                    for j in range(n):
+                        orow[j] = (xr[j] - mu) * r + b[j]
+                else:
+                    for j in range(n):
+                        orow[j] = (xr[j] - mu) * r
+                _put(out, ob, so, n, orow)
+
+
+@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def _layer_norm_backward(pg, px, pw, pout, geo, eps):
+    g = numba.carray(geo, (4 * _AT + 2,))
+    axis, flags = g[4 * _AT], g[4 * _AT + 1]
+    n = g[axis]
+    e0, e1, e2 = _outer(g, 0, axis)
+    if n == 0 or e0 * e1 * e2 == 0:
+        return
+    gf, x, out = _flat(pg, g, 0), _flat(px, g, 1), _flat(pout, g, 3)
+    sg, sx, so = g[4 + axis], g[_AT + 4 + axis], g[3 * _AT + 4 + axis]
+    gw, xw, ow = np.empty(n, out.dtype), np.empty(n, out.dtype), np.empty(n, out.dtype)
+    row, a = np.empty(n, out.dtype), np.empty(n, out.dtype)
+    lanes = _lanes_for(row, n)
+    count = np.float64(n)
+    ww = np.empty(n, out.dtype)
+    has_w = (flags & _WEIGHT) != 0
+    w = _load(_flat(pw, g, 2), g[2 * _AT + 8], g[2 * _AT + 7], n, ww) if has_w else ww
+    for i0 in range(e0):
+        for i1 in range(e1):
+            for i2 in range(e2):
+                gr = _load(gf, _base(g, 0, i0, i1, i2, axis), sg, n, gw)
+                xr = _load(x, _base(g, 1, i0, i1, i2, axis), sx, n, xw)
+                ob = _base(g, 3, i0, i1, i2, axis)
+                orow = out[ob:ob + n] if so == 1 else ow[:n]
+                # a = g * w; the row's statistics, then the sums of a and of a * (x - mu).
+                if has_w:
+                    for j in range(n):
+                        a[j] = gr[j] * w[j]
+                else:
+                    for j in range(n):
+                        a[j] = gr[j]
+                mu, r, r64 = _stats(xr, n, row, lanes, eps)
+                sa = _row_sum(a, n, lanes)
+                for j in range(n):
+                    row[j] = a[j] * (xr[j] - mu)
+                sb = _row_sum(row, n, lanes)
+                ma = _of(row, sa / count)
+                c = _of(row, r64 * sb / count)  # mean(a * xhat)
+                for j in range(n):
+                    orow[j] = r * (a[j] - ma - (xr[j] - mu) * r * c)
+                _put(out, ob, so, n, orow)
+
+
+@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def _layer_norm_weight_grad(pg, px, pout, geo, eps):
+    g = numba.carray(geo, (3 * _AT + 2,))
+    axis = g[3 * _AT]
+    n = g[axis]
+    out = _flat(pout, g, 2)
+    so, ob = g[2 * _AT + 7], g[2 * _AT + 8]
+    if n == 0:
+        return
+    e0, e1, e2 = _outer(g, 0, axis)
+    total = np.zeros(n, np.float64)
+    if e0 * e1 * e2:
+        gf, x = _flat(pg, g, 0), _flat(px, g, 1)
+        sg, sx = g[4 + axis], g[_AT + 4 + axis]
+        gw, xw = np.empty(n, out.dtype), np.empty(n, out.dtype)
+        row = np.empty(n, out.dtype)
+        lanes = _lanes_for(row, n)
+        for i0 in range(e0):
+            for i1 in range(e1):
+                for i2 in range(e2):
+                    gr = _load(gf, _base(g, 0, i0, i1, i2, axis), sg, n, gw)
+                    xr = _load(x, _base(g, 1, i0, i1, i2, axis), sx, n, xw)
+                    mu, r, _ = _stats(xr, n, row, lanes, eps)
+                    for j in range(n):
+                        total[j] += np.float64(gr[j] * ((xr[j] - mu) * r))
+    for j in range(n):
+        out[ob + j * so] = _of(out, total[j])
+
+
+def _c_functions(dtype: Any) -> dict:
+    p, g, f8 = types.CPointer(dtype), types.CPointer(types.int64), types.float64
+
+    # The row functions are inlined into these entries, so each entry's options are
+    # theirs, and the entries name no closure variable (whose hash would differ in every
+    # process and miss Numba's disk cache).
+    def softmax(x, out, geo, eps):
+        _softmax(x, out, geo)
+
+    def softmax_backward(g, y, out, geo, eps):
+        _softmax_backward(g, y, out, geo)
+
+    def layer_norm(x, w, b, out, geo, eps):
+        _layer_norm(x, w, b, out, geo, eps)
+
+    def layer_norm_backward(g, x, w, out, geo, eps):
+        _layer_norm_backward(g, x, w, out, geo, eps)
+
+    def layer_norm_weight_grad(g, x, out, geo, eps):
+        _layer_norm_weight_grad(g, x, out, geo, eps)
+
+    # float32 contracts ``a * b + c`` to an FMA as a float32 kernel does
+    # (`float32_only`), so the call and the loops written into a kernel round alike;
+    # float64 keeps NumPy's rounding. Each dtype has its own signature, so the two
+    # builds are two entries of Numba's disk cache.
+    fast = {"fastmath": {"contract"}} if dtype == types.float32 else {}
+    opts = {"cache": True, "nopython": True, "error_model": "numpy", **fast}
+    return {fn.__name__: numba.cfunc(types.void(*([p] * arity), g, f8), **opts)(fn)
+            for fn, arity in ((softmax, 2), (softmax_backward, 3), (layer_norm, 4),
+                              (layer_norm_backward, 4), (layer_norm_weight_grad, 3))}
+
+
+_FUNCTIONS: dict = {}
+
+
+def need(dtype: str) -> None:
+    """Compile (or load from Numba's disk cache) the row C functions for ``dtype`` and
+    register their symbols, once per process: before a kernel calling them is compiled
+    (its typing does this) or loaded (its module's header does)."""
+    if dtype in _FUNCTIONS:
+        return
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock, warnings.catch_warnings():
+        # Numba's pedantic IR check misreads the inlined helpers' variables; the code is
+        # right (the tests compare every function with eager).
+        warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
+        if dtype not in _FUNCTIONS:
+            ty = types.float32 if dtype == "float32" else types.float64
+            fns = _c_functions(ty)
+            for kind, fn in fns.items():
+                llvm.add_symbol(f"dualgraph_row_{kind}_{dtype}", fn.address)
+            _FUNCTIONS[dtype] = fns
+
+
+def _call(kind: str, arrays: tuple, axis: Any, flags: Any, eps: Any) -> Any:
+    """The typing and code of a call of the C function ``kind``: each array's pointer to
+    the lowest address it spans and its geometry (`_AT`), then ``axis`` and ``flags``,
+    then ``eps``; None when the arrays are not float32 or float64 arrays of one dtype of
+    at most 4 dims."""
+    dtype = arrays[0].dtype
+    if not (all(isinstance(a, types.Array) and a.ndim <= 4 and a.dtype == dtype
+                for a in arrays) and dtype in (types.float32, types.float64)
+            and isinstance(axis, types.Integer) and isinstance(flags, types.Integer)
+            and isinstance(eps, (types.Float, types.Integer))):
+        return None
+    need(str(dtype))
+    name = f"dualgraph_row_{kind}_{dtype}"
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        zero, one = ir.Constant(i64, 0), ir.Constant(i64, 1)
+        n = len(arrays)
+        geo = cgutils.alloca_once(builder, i64, size=_AT * n + 2)
+
+        def put(k, v):
+            builder.store(v, builder.gep(geo, [ir.Constant(i64, k)]))
+
+        fl = context.get_value_type(dtype).as_pointer()
+        size = ir.Constant(i64, context.get_abi_sizeof(context.get_value_type(dtype)))
+        ptrs = []
+        for a, (ty, val) in enumerate(zip(arrays, args)):
+            ary = context.make_array(ty)(context, builder, val)
+            shape = cgutils.unpack_tuple(builder, ary.shape, ty.ndim)
+            strides = cgutils.unpack_tuple(builder, ary.strides, ty.ndim)
+            pad = 4 - ty.ndim
+            origin = zero
+            for d in range(4):
+                if d < pad:
+                    put(a * _AT + d, one)
+                    put(a * _AT + 4 + d, zero)
+                    continue
+                e, s = shape[d - pad], builder.sdiv(strides[d - pad], size)
+                put(a * _AT + d, e)
+                put(a * _AT + 4 + d, s)
+                # A negative stride puts the lowest address (e - 1) * |s| before element 0.
+                back = builder.mul(builder.sub(e, one), builder.neg(s))
+                neg = builder.icmp_signed("<", s, zero)
+                full = builder.icmp_signed(">", e, zero)
+                origin = builder.add(origin, builder.select(builder.and_(neg, full), back,
+                                                            zero))
+            put(a * _AT + 8, origin)
+            ptrs.append(builder.gep(builder.bitcast(ary.data, fl), [builder.neg(origin)]))
+        put(_AT * n, context.cast(builder, args[n], signature.args[n], types.int64))
+        put(_AT * n + 1, context.cast(builder, args[n + 1], signature.args[n + 1],
+                                      types.int64))
+        e = context.cast(builder, args[n + 2], signature.args[n + 2], types.float64)
+        fnty = ir.FunctionType(ir.VoidType(), [fl] * n + [i64.as_pointer(), ir.DoubleType()])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, name)
+        builder.call(fn, ptrs + [geo, e])
+        return context.get_dummy_value()
+
+    return types.void(*arrays, axis, flags, eps), codegen
+
+
+@intrinsic
+def row_softmax(typingctx, x, out, axis, flags, eps):
+    """softmax (flags 1: log_softmax) of ``x`` along ``axis`` (of its 4-D padding) into
+    ``out``; ``eps`` is not read."""
+    return _call("softmax", (x, out), axis, flags, eps)
+
+
+@intrinsic
+def row_softmax_backward(typingctx, g, y, out, axis, flags, eps):
+    """softmax's (flags 1: log_softmax's) gradient from ``g`` and the output ``y`` into
+    ``out``; ``eps`` is not read."""
+    return _call("softmax_backward", (g, y, out), axis, flags, eps)
+
+
+@intrinsic
+def row_layer_norm(typingctx, x, w, b, out, axis, flags, eps):
+    """layer_norm of the rows of ``x`` along ``axis`` into ``out``; flags 2: ``w`` is the
+    weight, 4: ``b`` is the bias (an absent one is any array of the dtype, not read)."""
+    return _call("layer_norm", (x, w, b, out), axis, flags, eps)
+
+
+@intrinsic
+def row_layer_norm_backward(typingctx, g, x, w, out, axis, flags, eps):
+    """layer_norm's input gradient into ``out`` (flags 2: ``w`` is the weight)."""
+    return _call("layer_norm_backward", (g, x, w, out), axis, flags, eps)
+
+
+@intrinsic
+def row_layer_norm_weight_grad(typingctx, g, x, out, axis, flags, eps):
+    """layer_norm's weight gradient ``sum(g * xhat)`` over the rows into the 1-D
+    ``out``."""
+    return _call("layer_norm_weight_grad", (g, x, out), axis, flags, eps)
+
+
+# The names generated code calls, one per dtype (`cache.module_source` registers the C
+# functions a kernel's module names).
+row_softmax_float32 = row_softmax_float64 = row_softmax
+row_softmax_backward_float32 = row_softmax_backward_float64 = row_softmax_backward
+row_layer_norm_float32 = row_layer_norm_float64 = row_layer_norm
+row_layer_norm_backward_float32 = row_layer_norm_backward_float64 = row_layer_norm_backward
+row_layer_norm_weight_grad_float32 = row_layer_norm_weight_grad_float64 = \
+    row_layer_norm_weight_grad
