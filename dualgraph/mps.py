@@ -9,7 +9,7 @@ cache calls are accepted and do nothing, as the CUDA ones are (`dg.cuda`).
 
 from __future__ import annotations
 
-from .cuda import _check_seed
+from . import cuda
 
 
 def is_available() -> bool:
@@ -23,7 +23,7 @@ def device_count() -> int:
 
 def manual_seed(seed: int) -> None:
     """Accepted and ignored: there is no MPS generator (seed the CPU with `dg.manual_seed`)."""
-    _check_seed(seed)
+    cuda.manual_seed(seed)  # the same check of the seed's type
 
 
 def seed() -> None:

@@ -57,10 +57,10 @@ def _library(node: Node, bufs: list, least: int = 0) -> bool:
             and len(ishape(node)) <= 4)
 
 
-def _ln_rows(block: kir.Block, node: Node, bufs: list, out: str) -> tuple:
-    """layer_norm's row-shaped operands as the C function reads them, and the row axis:
-    each buffer itself when one dim is normalised, else viewed as (rows, n)."""
-    xshape = tuple(node.inputs[1 if node.op != "layer_norm" else 0].shape)
+def _ln_rows(block: kir.Block, node: Node, xshape: tuple, bufs: list, out: str) -> tuple:
+    """layer_norm's row-shaped operands (``x`` of shape ``xshape`` and those shaped as it)
+    as the C function reads them, and the row axis: each buffer itself when one dim is
+    normalised, else viewed as (rows, n)."""
     k = node.attrs["ndim"]
     if k == 1 and len(xshape) <= 4:
         return bufs, 3
@@ -119,11 +119,12 @@ def _ln_call(node: Node, args: list, out: str, fn: str, at: tuple) -> kir.Block:
         return block
     rows = 1 if fn == "row_layer_norm" else 2
     if fn == "row_layer_norm_weight_grad":
-        bufs, axis = _ln_rows(block, node, [args[a].buf for a in at], out)
+        bufs, axis = _ln_rows(block, node, xshape, [args[a].buf for a in at], out)
         dst = res if len(res.shape) == 1 else _reshaped(block, res, (n,), f"{out}_o")
         block.add(kir.LibCall(fn, (*bufs, axis, 0, float(node.attrs["eps"])), (dst,)))
         return block
-    bufs, axis = _ln_rows(block, node, [args[a].buf for a in at[:rows]] + [res], out)
+    bufs, axis = _ln_rows(block, node, xshape, [args[a].buf for a in at[:rows]] + [res],
+                          out)
     *srcs, dst = bufs
     flags = 0
     params = []
