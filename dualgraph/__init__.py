@@ -283,6 +283,7 @@ from . import (  # noqa: E402
     distributed,
     distributions,
     func,
+    mps,
     multiprocessing,
     profiler,
     random,
@@ -341,7 +342,7 @@ __all__ += [
     "int", "int8", "int16", "is_inference_mode_enabled", "is_tensor", "load", "long", "mm", "spmm",
     "multinomial", "rand_like", "randint", "randint_like", "randn_like", "randperm", "save",
     "seed", "set_rng_state", "short", "uint8", "utils",
-    "compiler", "func", "multiprocessing", "profiler", "random", "vmap",
+    "compiler", "func", "mps", "multiprocessing", "profiler", "random", "vmap",
 ]
 # PyTorch's out= keyword on the elementwise functions (written into out, resized if needed;
 # not differentiable): `dualgraph.ops.composite.with_out`.

@@ -15,13 +15,13 @@ from ..eager.autograd import detect_anomaly, set_detect_anomaly
 from ..eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ..eager.tensor import backward
 from ..eager.tensor import grad as _grad
-from . import functional, graph
+from . import functional, graph, profiler
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = ["Function", "FunctionCtx", "GradcheckError", "Variable", "backward",
            "detect_anomaly", "enable_grad", "functional", "grad", "graph", "gradcheck",
-           "gradgradcheck", "is_grad_enabled", "no_grad", "once_differentiable",
+           "gradgradcheck", "is_grad_enabled", "no_grad", "once_differentiable", "profiler",
            "set_detect_anomaly", "set_grad_enabled"]
 
 

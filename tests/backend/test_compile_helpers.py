@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 import dualgraph as dg
-from dualgraph.backend.numba import blas, cache
+from dualgraph.backend.numba import blas, cache, row_kernels
 
 from .._support.compiled import B3
 
@@ -69,10 +69,11 @@ def test_a_cold_training_step_compiles_no_numpy_helper(tmp_path):
     want = [step(idx).item() for _ in range(2)]
     want_params = [p.detach().numpy().copy() for p in params]
     step, params = _attention_step()
-    # The batched product's C function compiles once per install (then Numba's disk cache
-    # serves it), not with each kernel: on a fresh install it is built here, outside the
-    # kernel compiles this test counts.
+    # The batched product's and the row kernels' C functions compile once per install
+    # (then Numba's disk cache serves them), not with each kernel: on a fresh install they
+    # are built here, outside the kernel compiles this test counts.
     blas.need_batched("float32")
+    row_kernels.need("float32")
     with cache.isolated(str(tmp_path)):
         f = dg.compile(step, tiered=False)
         got: list = []

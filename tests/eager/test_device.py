@@ -222,3 +222,26 @@ def test_integer_tensors_index_python_and_numpy_sequences() -> None:
         [1, 2][dg.tensor(1.0)]
     with pytest.raises(TypeError, match="only integer tensors of a single element"):
         [1, 2][dg.tensor([0, 1])]
+
+
+def test_mps_namespace_answers_as_without_apple_gpu() -> None:
+    """``device = "mps" if torch.mps.is_available() else "cpu"`` picks the CPU."""
+    assert dg.mps.is_available() is False and dg.mps.device_count() == 0
+    dg.mps.manual_seed(0)
+    dg.mps.empty_cache()
+    dg.mps.synchronize()
+    with pytest.raises(TypeError):
+        dg.mps.manual_seed("x")
+
+
+def test_autograd_profiler_is_the_profiler() -> None:
+    import importlib
+
+    prof_mod = importlib.import_module("dualgraph.autograd.profiler")
+    assert prof_mod.profile is dg.profiler.profile
+    assert prof_mod.record_function is dg.profiler.record_function
+    with dg.autograd.profiler.profile() as prof:
+        (dg.ones(3) * 2).sum()
+    assert "mul" in {e.key for e in prof.key_averages()}
+    with pytest.raises(RuntimeError, match="CUDA"):
+        dg.autograd.profiler.profile(use_cuda=True)
