@@ -19,6 +19,7 @@ def rebuild(graph: Graph, visit: Callable[[Node, dict], Node | None],
     mapping: dict[int, Node] = {}
     nodes: list[Node] = []
     emitted: set[int] = {id(n) for n in graph.inputs}
+    old = {id(n) for n in graph.nodes}
     for n in graph.nodes:
         ins = tuple(mapping.get(id(i), i) if isinstance(i, Node) else i for i in n.inputs)
         m = n if all(a is b for a, b in zip(ins, n.inputs)) else Node(
@@ -28,11 +29,21 @@ def rebuild(graph: Graph, visit: Callable[[Node, dict], Node | None],
             continue
         if r is not n:
             mapping[id(n)] = r
-        if id(r) not in emitted:
-            emitted.add(id(r))
-            nodes.append(r)
+        _emit(r, emitted, nodes, old)
     outputs = [mapping.get(id(o), o) for o in graph.outputs]
     return graph.replace(nodes=nodes, outputs=outputs, notes=notes or ())
+
+
+def _emit(r: Node, emitted: set[int], nodes: list[Node], old: set[int]) -> None:
+    """Append ``r``, after the nodes it reads that a rewrite built with it (not nodes of
+    the old graph, whose place is theirs), so the order stays topological."""
+    if id(r) in emitted:
+        return
+    emitted.add(id(r))
+    for i in r.inputs:
+        if isinstance(i, Node) and id(i) not in old:
+            _emit(i, emitted, nodes, old)
+    nodes.append(r)
 
 
 def consumers(graph: Graph) -> dict[int, list[Node]]:

@@ -155,6 +155,62 @@ def fold_reshape_keepdims(uses: dict[int, int]) -> Callable[[Node], Any]:
     return rule
 
 
+def _slab(n: Any) -> tuple | None:
+    """(axis, start, stop) of a ``scatter`` of a node into zeros that fills one slab
+    (a contiguous step-1 range along one axis, everything along the others), else None."""
+    if not isinstance(n, Node) or n.op != "scatter" or not isinstance(n.inputs[0], Node):
+        return None
+    index, shape = n.attrs["index"], tuple(n.attrs["shape"])
+    if len(index) != len(shape) or not all(isinstance(e, tuple) for e in index):
+        return None
+    cut = [(d, e) for d, e in enumerate(index) if e != (0, shape[d], 1)]
+    if len(cut) != 1 or cut[0][1][2] != 1 or cut[0][1][1] is None:
+        return None
+    d, (start, stop, _) = cut[0]
+    return (d, start, stop) if 0 <= start < stop <= shape[d] else None
+
+
+def fold_add_scatters(n: Node) -> Any:
+    """scatter(a, slab I) + scatter(b, slab J), I and J adjacent along one axis ->
+    scatter(concatenate([a + 0.0, b + 0.0]), I and J): exact. Each element of the sum is
+    one operand's element plus the other's +0.0, which the ``+ 0.0`` keeps (-0.0 becomes
+    +0.0 as in the sum); outside I and J both give +0.0. Where the slabs tile the axis,
+    the scatter is the concatenation itself. (The gradient of ``split`` is such a sum:
+    each piece's gradient scattered into zeros the size of the whole.)"""
+    if n.op != "add" or len(n.inputs) != 2:
+        return None
+    x, y = n.inputs
+    sx, sy = _slab(x), _slab(y)
+    if (sx is None or sy is None or sx[0] != sy[0] or x.dtype != n.dtype
+            or y.dtype != n.dtype or tuple(x.shape) != tuple(n.shape)
+            or tuple(y.shape) != tuple(n.shape) or n.dtype.kind != "f"):
+        return None
+    if sy[2] == sx[1]:
+        x, y, sx, sy = y, x, sy, sx
+    if sx[2] != sy[1]:
+        return None
+    axis, start, stop = sx[0], sx[1], sy[2]
+    parts: list[Node] = []
+    for s in (x, y):
+        a = s.inputs[0]
+        if a.op == "concatenate" and a.attrs["axis"] == axis and all(
+                isinstance(p, Node) and p.op == "add" and _is(p.inputs[1], 0.0)
+                and not _negative_zero(p.inputs[1]) for p in a.inputs):
+            # An earlier join of this sum: (p + 0.0) + 0.0 is p + 0.0, one join.
+            parts.extend(a.inputs)
+        else:
+            parts.append(Node("add", (a, 0.0), {}, a.shape, a.dtype, a.loc))
+    shape = tuple(n.shape)
+    joined = tuple(d if k != axis else stop - start for k, d in enumerate(shape))
+    cat = Node("concatenate", tuple(parts), {"axis": axis}, joined, n.dtype, n.loc,
+               None if joined != shape else n.uid)
+    if joined == shape:
+        return cat
+    index = tuple((0, d, 1) if k != axis else (start, stop, 1) for k, d in enumerate(shape))
+    return Node("scatter", (cat,), {"shape": shape, "index": index}, shape, n.dtype, n.loc,
+                n.uid)
+
+
 def fold_mul_zero(n: Node) -> Any:
     """x * 0 -> 0 (finite math only: inf * 0 and nan * 0 are nan, -1 * 0 is -0.0)."""
     if n.op != "mul":
@@ -252,7 +308,7 @@ def fold_splat(n: Node) -> Any:
 RULES: list[Callable[[Node], Any]] = [
     fold_add_zero, fold_sub_zero, fold_mul_one, fold_div_one, fold_pow_one, fold_pow_two,
     cancel_neg_neg, fold_identity_view, cancel_transpose_transpose, fold_reshape_reshape,
-    fold_splat, fold_splat_literal,
+    fold_splat, fold_splat_literal, fold_add_scatters,
 ]
 # Applied only with finite_math=True (fast-math semantics: no inf, no nan, the sign of a
 # zero does not matter): they are wrong for inf, nan or -0.0.

@@ -206,6 +206,36 @@ def permuted(typingctx, x, axes):
 
 
 @intrinsic
+def strided(typingctx, x, shape, strides):
+    """A view of ``x``'s memory (layout "A") with ``shape`` and ``strides`` in bytes, for
+    generated code that has worked out that such a view holds (a reshape that only splits
+    axes of a strided array): no check, no copy."""
+    ok = (isinstance(x, types.Array) and isinstance(shape, types.BaseTuple)
+          and isinstance(strides, types.BaseTuple) and len(shape) == len(strides) > 0
+          and all(isinstance(t, types.Integer) for t in (*shape, *strides)))
+    if not ok:
+        return None
+    from numba.core import cgutils
+    from numba.core.imputils import impl_ret_borrowed
+    from numba.np.arrayobj import populate_array
+
+    def codegen(context, builder, signature, args):
+        aryty, shty, stty = signature.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        dims = [context.cast(builder, builder.extract_value(args[1], k), shty[k], types.intp)
+                for k in range(len(shty))]
+        steps = [context.cast(builder, builder.extract_value(args[2], k), stty[k],
+                              types.intp) for k in range(len(stty))]
+        out = context.make_array(signature.return_type)(context, builder)
+        populate_array(out, data=ary.data, shape=cgutils.pack_array(builder, dims),
+                       strides=cgutils.pack_array(builder, steps),
+                       itemsize=ary.itemsize, meminfo=ary.meminfo, parent=ary.parent)
+        return impl_ret_borrowed(context, builder, signature.return_type, out._getvalue())
+
+    return x.copy(layout="A", ndim=len(shape))(x, shape, strides), codegen
+
+
+@intrinsic
 def contiguous(typingctx, x):
     """``np.ascontiguousarray(x)`` for generated code, as lowered code rather than a
     function: a C-ordered array is itself, any other is checked at run time (when its

@@ -326,6 +326,9 @@ class Printer:
             if not self.views:
                 src = base if s.base.layout == "C" else f"dgk.contiguous({base})"
                 return f"{src}.reshape({_shape(s.buf.shape, self.sz)})"
+            if s.arg is not None:
+                return f"dgk.strided({base}, {_shape(s.buf.shape, self.sz)}, " \
+                       f"{self.split_strides(s)})"
             if len(s.buf.shape) == 1:
                 return f"dgk.flat({base})"
             return f"dgk.reshaped({base}, {_shape(s.buf.shape, self.sz)})"
@@ -341,6 +344,18 @@ class Printer:
                 return f"{base}.T"
             return f"dgk.permuted({base}, {axes})"
         return f"{base}[{_slice(s.arg, self.sz)}]"
+
+    def split_strides(self, s: kir.View) -> str:
+        """The byte strides of a reshape that splits each dim ``d`` of its base into
+        ``s.arg[d]`` dims: within a group, the base dim's stride times the sizes of the
+        dims after it."""
+        steps, k = [], 0
+        for d, n in enumerate(s.arg):
+            for j in range(k, k + n):
+                inner = [self.sz(e) for e in s.buf.shape[j + 1:k + n]]
+                steps.append(" * ".join([f"{s.base.name}.strides[{d}]", *inner]))
+            k += n
+        return f"({steps[0]},)" if len(steps) == 1 else f"({', '.join(steps)})"
 
     def accum(self, s: kir.Accum, indent: int) -> None:
         acc = s.var.name

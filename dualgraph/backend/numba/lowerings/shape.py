@@ -131,10 +131,42 @@ def fresh(node: Node, out: str, fill: Any = None) -> tuple[kir.Block, kir.Buffer
 # ----------------------------------------------------------------------- shape ops
 
 
+def split_groups(base: tuple, shape: tuple) -> tuple | None:
+    """How many consecutive dims of ``shape`` each dim of ``base`` splits into, when
+    reshaping ``base`` to ``shape`` only splits dims (None otherwise). Such a reshape is
+    a view of any strided array: the new dims' strides follow from the old dim's."""
+    if len(shape) <= len(base) or 0 in base or 0 in shape:
+        return None
+    groups, j = [], 0
+    for b in base:
+        start, prod = j, 1
+        while j < len(shape) and (j == start or prod < b):
+            prod *= shape[j]
+            j += 1
+        if prod != b:
+            return None
+        groups.append(j - start)
+    if any(d != 1 for d in shape[j:]):
+        return None
+    groups[-1] += len(shape) - j
+    return tuple(groups)
+
+
 @lowers("reshape")
 def _reshape(node: Node, args: list, out: str) -> kir.Block:
     block = kir.Block()
-    block.result = view(block, args[0].buf, "reshape", ishape(node), out, layout="C")
+    x = args[0].buf
+    groups = None
+    if x.role == kir.VIEW and x.layout != "C":
+        groups = split_groups(tuple(x.shape), ishape(node))
+    if groups is not None:
+        # Splitting the dims of a strided view (attention's heads out of a slice of the
+        # fused q/k/v product) needs no copy: the result is strided as well.
+        res = kir.Buffer(out, ishape(node), x.dtype, kir.VIEW, "A")
+        block.add(kir.View(res, x, "reshape", groups))
+        block.result = res
+        return block
+    block.result = view(block, x, "reshape", ishape(node), out, layout="C")
     return block
 
 
