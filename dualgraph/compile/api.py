@@ -53,7 +53,7 @@ from .signature import (
     describe_change,
     overlapping,
 )
-from .specialize import FillsState, compile_entry
+from .specialize import FillsStateError, compile_entry
 from .stale import check_stale
 from .tiered import enabled as tiered_enabled
 from .tiered import poll
@@ -84,7 +84,7 @@ class CompileStats:
     worker_seconds: float = 0.0
     tier_failure: str | None = None
     # Calls run eagerly because their trace would have filled an empty attribute
-    # (`specialize.FillsState`).
+    # (`specialize.FillsStateError`).
     state_filling_calls: int = 0
     first_call_at: float | None = field(default=None, repr=False)
 
@@ -319,7 +319,7 @@ class CompiledFunction:
                                       self.verify, tiered_enabled(self.tiered, self.cache),
                                       sig[3], fills_state=not (self._filled_state or
                                                                self.strict))
-            except FillsState:
+            except FillsStateError:
                 self._filled_state = True
                 self.stats.state_filling_calls += 1
                 return None

@@ -142,7 +142,7 @@ def _differentiable_ancestors(outputs: list, rg: set) -> set:
     return seen
 
 
-class FillsState(Exception):
+class FillsStateError(Exception):
     """Raised by `compile_entry` when the trace sets an attribute that held nothing
     (None, or absent) before the call: the caller runs this call eagerly and traces the
     next one."""
@@ -165,7 +165,7 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     ``stats`` (a `CompileStats`). ``tiered``: the entry starts at tier 0 while a worker
     compiles its kernels, when it can (`tiered.start`). ``alias``: the pairs of array
     arguments that share memory (`signature.overlapping`). ``fills_state``: raise
-    `FillsState`, before anything is compiled, when the trace sets an attribute that
+    `FillsStateError`, before anything is compiled, when the trace sets an attribute that
     held nothing."""
     t0 = time.perf_counter()
     if stats.first_call_at is None:
@@ -184,7 +184,7 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     # guarded on the attribute being empty, which the next call finds filled: its trace
     # would serve this call only, and the next call would trace and compile again.
     if fills_state and _fills_state(ctx):
-        raise FillsState
+        raise FillsStateError
     user = list(outputs)
     writes = list(ctx.writes.values())
     # An attribute set to an argument itself is set to that tensor; others are outputs.
