@@ -266,7 +266,9 @@ def phases(workload: str, quick: bool = False) -> None:
 
 
 def profile(workload: str, segment_lines: int | None = None, quick: bool = False,
-            reverse: bool = False) -> list:
+            reverse: bool = False, graphs: list | None = None) -> list:
+    """One row per part of the workload's kernels (``graphs``: these `step_graphs`
+    instead), its first compile timed; shared parts are marked, not compiled again."""
     from dualgraph.backend.numba import build, cache, compile_dispatcher
 
     rows = []
@@ -274,7 +276,7 @@ def profile(workload: str, segment_lines: int | None = None, quick: bool = False
     by_fn = _ByFunction()
     with tempfile.TemporaryDirectory() as d, cache.isolated(d):
         rows.append({"warm_up": warm_up()})
-        graphs = step_graphs(workload, quick)
+        graphs = step_graphs(workload, quick) if graphs is None else graphs
         seen: set = set()
         for gi, (graph, write_to) in enumerate(graphs):
             k = build(graph, write_to=write_to, segment_lines=segment_lines)

@@ -53,7 +53,7 @@ from .signature import (
     describe_change,
     overlapping,
 )
-from .specialize import compile_entry
+from .specialize import FillsStateError, compile_entry
 from .stale import check_stale
 from .tiered import enabled as tiered_enabled
 from .tiered import poll
@@ -83,6 +83,9 @@ class CompileStats:
     swap_seconds: float | None = None
     worker_seconds: float = 0.0
     tier_failure: str | None = None
+    # Calls run eagerly because their trace would have filled an empty attribute
+    # (`specialize.FillsStateError`).
+    state_filling_calls: int = 0
     first_call_at: float | None = field(default=None, repr=False)
 
     @property
@@ -133,6 +136,7 @@ class CompiledFunction:
         self._entries: dict[tuple, list[Plan]] = {}
         self._last_sig: tuple | None = None
         self._eager_fallback = False
+        self._filled_state = False  # a call already ran eagerly to fill empty attributes
         self._eager_sigs: set = set()  # signatures whose calls run eagerly (`EagerOnlyError`)
         # Tracing and compiling run under a lock: two threads calling the same function with
         # a new signature compile it once; cached calls take no lock.
@@ -313,7 +317,12 @@ class CompiledFunction:
             try:
                 entry = compile_entry(fn, args, self.stats, self.parallel, self.cache,
                                       self.verify, tiered_enabled(self.tiered, self.cache),
-                                      sig[3])
+                                      sig[3], fills_state=not (self._filled_state or
+                                                               self.strict))
+            except FillsStateError:
+                self._filled_state = True
+                self.stats.state_filling_calls += 1
+                return None
             except EagerOnlyError as e:
                 if self.strict:
                     raise

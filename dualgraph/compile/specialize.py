@@ -142,12 +142,31 @@ def _differentiable_ancestors(outputs: list, rg: set) -> set:
     return seen
 
 
+class FillsStateError(Exception):
+    """Raised by `compile_entry` when the trace sets an attribute that held nothing
+    (None, or absent) before the call: the caller runs this call eagerly and traces the
+    next one."""
+
+
+def _fills_state(ctx: Any) -> bool:
+    """Whether the trace set an attribute (``self.mask = ...``) that held None or was
+    absent before the call."""
+    for obj, name, _, _ in ctx.attr_writes:
+        before = ctx.attrs_before.get(id(obj))
+        if before is not None and before[1].get(name) is None:
+            return True
+    return False
+
+
 def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: bool,
-                  verify: bool, tiered: bool = False, alias: tuple | None = None) -> Plan:
+                  verify: bool, tiered: bool = False, alias: tuple | None = None,
+                  fills_state: bool = False) -> Plan:
     """Trace ``fn(*args)``, specialise it, optimise and build its kernels; counts into
     ``stats`` (a `CompileStats`). ``tiered``: the entry starts at tier 0 while a worker
     compiles its kernels, when it can (`tiered.start`). ``alias``: the pairs of array
-    arguments that share memory (`signature.overlapping`)."""
+    arguments that share memory (`signature.overlapping`). ``fills_state``: raise
+    `FillsStateError`, before anything is compiled, when the trace sets an attribute that
+    held nothing."""
     t0 = time.perf_counter()
     if stats.first_call_at is None:
         stats.first_call_at = t0
@@ -161,6 +180,11 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
             # their placement, which read-only overlaps need not be).
             ctx, outputs, single, grad_writes = trace_call(fn, args, alias=alias)
     check_aliasing(ctx, args, alias)
+    # A call that fills an empty attribute (a mask or a state made on first use) is
+    # guarded on the attribute being empty, which the next call finds filled: its trace
+    # would serve this call only, and the next call would trace and compile again.
+    if fills_state and _fills_state(ctx):
+        raise FillsStateError
     user = list(outputs)
     writes = list(ctx.writes.values())
     # An attribute set to an argument itself is set to that tensor; others are outputs.

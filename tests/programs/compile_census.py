@@ -2,6 +2,7 @@
 parts of split kernels), how many are distinct, and the CPU time of a cold compile.
 
     PYTHONPATH=. python -m tests.programs.compile_census PROGRAM [--lines] [--no-compile]
+        [--functions]
 
 PROGRAM: mingpt, nanogpt, makemore-KIND (transformer, mlp, rnn, gru, bow), the
 pytorch/examples programs (mnist, vae, dcgan, regression, wlm-LSTM, wlm-Transformer), or a
@@ -15,6 +16,8 @@ Runs with an empty kernel cache (a fresh temporary directory), blocking compiles
 compile process (``DUALGRAPH_COMPILE_JOBS=1`` unless set), and reports CPU seconds of
 this process (`time.process_time`): on a loaded machine wall time says little.
 ``--no-compile`` lowers and splits the kernels but compiles nothing (the census only).
+``--functions`` prints instead where the compile goes: each distinct function compiled
+alone, the costliest first (thread CPU seconds, Numba's LLVM share).
 """
 
 from __future__ import annotations
@@ -175,14 +178,60 @@ def run(program: str, compile_: bool = True) -> dict:
     return out
 
 
+def program_graphs(program: str) -> list:
+    """The optimized graphs (and in-place writes) `dg.compile` hands the backend for the
+    program's compiled step, taken without compiling them (`compile_profile.step_graphs`'
+    kind)."""
+    import dualgraph as dg
+    from tools.compile_profile import TakenError, build_swapped
+
+    seen: list = []
+
+    def take(graph: Any, parallel: bool = False, use_cache: bool = True,
+             name: str = "kernel", write_to: Any = None, **kw: Any) -> Any:
+        seen.append((graph, dict(write_to or {})))
+        raise TakenError
+
+    with build_swapped(take):
+        try:
+            _programs()[program](dg, compiled=True)
+        except TakenError:
+            pass
+    return seen
+
+
+def functions(program: str, top: int = 12) -> None:
+    """Print where the program's cold compile goes: each distinct function of its kernels
+    compiled alone from an empty cache (`compile_profile.profile`), the costliest first,
+    by thread CPU seconds, with Numba's LLVM share of each."""
+    from tools.compile_profile import profile
+
+    rows = profile(program, graphs=program_graphs(program))
+    fns = [r for r in rows if "cpu" in r]
+    total, llvm = sum(r["cpu"] for r in fns), sum(r["llvm"] for r in fns)
+    shared = sum(1 for r in rows if r.get("shared"))
+    print(f"{program}: {len(fns)} distinct functions ({shared} parts shared), "
+          f"{total:.2f} CPU s, LLVM {llvm:.2f} s; Numba's start {rows[0]['warm_up']:.2f} s "
+          f"(load average {os.getloadavg()[0]:.1f})")
+    print("| CPU s | LLVM s | lines | first op |")
+    print("|---|---|---|---|")
+    for r in sorted(fns, key=lambda r: -r["cpu"])[:top]:
+        print(f"| {r['cpu']:.2f} | {r['llvm']:.2f} | {r['lines']} | `{r['first']}` |")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("program")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--lines", action="store_true", help="print each distinct function")
+    ap.add_argument("--functions", action="store_true",
+                    help="time each distinct function's compile alone instead")
     ns = ap.parse_args(argv)
     os.environ.setdefault("DUALGRAPH_COMPILE_JOBS", "1")
     os.environ["DUALGRAPH_TIERED"] = "0"
+    if ns.functions:
+        functions(ns.program)
+        return
     with tempfile.TemporaryDirectory(prefix="dg-census-") as d:
         os.environ["DUALGRAPH_CACHE_DIR"] = d
         r = run(ns.program, not ns.no_compile)
