@@ -16,7 +16,9 @@ another dualgraph directory (``main=/path/to/checkout``) or environment
 A thread of the measured process samples ``/proc`` every 20 ms for the processes it started
 (the compile worker, compile helpers) and their CPU time, and the timeline lists each
 process's start, last sighting and CPU seconds with this process's events (first call,
-worker start, worker reply, kernels loaded). Linux only (``/proc``).
+worker start, worker reply, kernels loaded) and those the compile processes note
+(``DUALGRAPH_WORKER_EVENTS``: imported, job read, lowered, each function compiled). Linux
+only (``/proc``).
 """
 
 from __future__ import annotations
@@ -98,6 +100,11 @@ def _measure(name: str, blocking: bool, limit: float) -> dict:
 
     step, args, *_ = model_step(name)
     events: dict[str, float] = {}
+    # The compile processes note their phases in this file (wall-clock times).
+    log = tempfile.NamedTemporaryFile(prefix="dg-worker-events-", delete=False)
+    log.close()
+    os.environ["DUALGRAPH_WORKER_EVENTS"] = log.name
+    wall0 = time.time()
     t0 = time.perf_counter()
     c0 = time.process_time()
 
@@ -139,6 +146,11 @@ def _measure(name: str, blocking: bool, limit: float) -> dict:
     cpu = time.process_time() - c0
     time.sleep(0.05)
     sampler.stop()
+    with open(log.name) as fh:
+        for line in fh:
+            stamp, pid, what = line.rstrip("\n").split(" ", 2)
+            events.setdefault(f"pid {pid}: {what}", round(float(stamp) - wall0, 3))
+    os.unlink(log.name)
     s = f.stats
     return {
         "mode": "blocking" if blocking else "tiered",

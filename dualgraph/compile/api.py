@@ -56,7 +56,7 @@ from .signature import (
 from .specialize import FillsStateError, compile_entry
 from .stale import check_stale
 from .tiered import enabled as tiered_enabled
-from .tiered import poll
+from .tiered import poll, prestart
 
 
 @dataclass
@@ -147,6 +147,7 @@ class CompiledFunction:
             "**" if p.kind is inspect.Parameter.VAR_KEYWORD else "."
             for p in self._signature.parameters.values())
         functools.update_wrapper(self, fn, updated=())
+        prestart(tiered, cache)  # the worker imports while the program prepares its first call
 
     # ------------------------------------------------------------------- calls
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -504,12 +504,30 @@ def worker() -> _Worker:
     global _WORKER
     with _WORKER_LOCK:
         w = _WORKER
-        if (w is None or w.dead is not None or w.owner != os.getpid()
-                or w.worn_out()):
+        if not _running(w):
             if w is not None and w.owner == os.getpid():
                 w.stop(timeout=0.5)
             w = _WORKER = _Worker()
         return w
+
+
+def _running(w: _Worker | None) -> bool:
+    """Whether ``w`` is this process's live worker, fit for more jobs."""
+    return w is not None and w.dead is None and w.owner == os.getpid() and not w.worn_out()
+
+
+def prestart(option: bool, cache: bool) -> None:
+    """Start the compile worker when `dg.compile` wraps a function that will compile tiered
+    (``option``, ``cache``: its ``tiered`` and ``cache`` options), so that the worker's
+    imports of dualgraph and Numba run while the program builds its model and data and
+    traces the first call, instead of after the first trace. Nothing when tiering is off,
+    or a worker runs already. Costs the caller a process start (about a millisecond of
+    CPU); a worker that could not start is started again, and reported, at the first
+    tiered compile."""
+    if not enabled(option, cache) or _running(_WORKER) or not _disk_cache_usable():
+        return
+    with contextlib.suppress(OSError):
+        worker()
 
 
 def worker_pid() -> int | None:

@@ -44,6 +44,17 @@ __all__ = ["JOBS_ENV", "compile_graphs", "compile_jobs", "compile_parallel", "ma
 # Below this many lines of source to compile, starting and feeding helpers costs more
 # than it saves (a helper takes seconds to import Numba).
 PARALLEL_MIN_LINES = 300
+# A file to which the worker and its helpers append their phases, one line each (wall-clock
+# time, process id, phase), for `tools/tiered_timeline.py`; unset: nothing is written.
+EVENTS_ENV = "DUALGRAPH_WORKER_EVENTS"
+
+
+def event(what: str) -> None:
+    """Note phase ``what`` of this process in the ``DUALGRAPH_WORKER_EVENTS`` file."""
+    path = os.environ.get(EVENTS_ENV)
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{time.time():.4f} {os.getpid()} {what}\n")
 
 
 def read_frame(f: BinaryIO) -> Any:
@@ -206,9 +217,11 @@ def compile_graphs(specs: list) -> list:
     for k, sig in built:
         for owner, s in k.compile_tasks(sig):
             tasks.setdefault((id(owner.fn), tuple(s)), (owner, s))
+    event(f"lowered: {len(tasks)} functions")
     compile_parallel(list(tasks.values()))
     for k, sig in built:
         k.compile(sig=sig)
+    event("compiled")
     return [k for k, _ in built]
 
 
@@ -221,6 +234,7 @@ def _compile_function(body: str, name: str, parallel: bool, contract: bool,
     if path is None:
         raise RuntimeError("no usable disk kernel cache")
     compile_dispatcher(fn, path, sig)
+    event(f"compiled {name}")
 
 
 def main() -> None:
@@ -231,12 +245,14 @@ def main() -> None:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     inp = sys.stdin.buffer
+    event("imported")
 
     while True:
         job = read_frame(inp)
         if job is None:
             return
         job_id, cache_dir, kernels, *rest = job
+        event(f"job {job_id} read")
         for key, value in {"DUALGRAPH_CACHE_DIR": cache_dir, **(rest[0] if rest else {})
                            }.items():
             if value is None:
