@@ -30,7 +30,7 @@ class Mode(abc.ABC):
       to change for either.
     - `note_grad_write`: ``t.grad`` is about to be assigned.
     - What code outside the ops reads, for a compiled call to guard or pass at run time:
-      `note_training`, `note_attr`, `note_module`, `guard_value`, `runtime_scalar`. The
+      `note_training`, `note_attr`, `note_missing`, `note_module`, `guard_value`, `runtime_scalar`. The
       base implementations do nothing (or return the value itself): only a mode that
       records a program for later calls needs them.
 
@@ -97,6 +97,11 @@ class Mode(abc.ABC):
         """``owner.name``, a parameter, buffer or submodule of module ``owner``, was read."""
         return None
 
+    def note_missing(self, owner: Any, name: str) -> None:
+        """``owner.name`` was asked of module ``owner``, which has no such attribute (a
+        ``hasattr`` or ``getattr`` with a default reads its absence)."""
+        return None
+
     def note_module(self, module: Any) -> None:
         """Module ``module`` is about to run its ``forward`` (or a container lists its
         submodules): its plain Python attributes and its submodule table are read."""
@@ -161,6 +166,9 @@ class _FunctionMode(Mode):
 
     def note_attr(self, owner: Any, name: str, value: Any) -> None:
         self.below.note_attr(owner, name, value)
+
+    def note_missing(self, owner: Any, name: str) -> None:
+        self.below.note_missing(owner, name)
 
     def note_module(self, module: Any) -> None:
         self.below.note_module(module)

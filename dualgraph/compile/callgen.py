@@ -621,10 +621,10 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
             lines += [f"work = {p}.pop() if {p} else {gen.const(kernel.new_scratch, 'scratch')}()",
                       "try:", f"    {call}", "finally:", f"    {p}.append(work)"]
     # `bump_version` written out: one Python call less per tensor written.
-    lines += [f"{_target(t, gen)}._version[0] += 1" for t in plan.inplace]
+    lines += [f"{_target(t, gen)}._version[0] += {n}" for t, n in zip(plan.inplace, plan.bumps)]
     for w in plan.copy_writes:
         t = _target(w.target, gen)
-        lines += [f"array_of({t})[...] = {out(w.out, w.shape)}", f"{t}._version[0] += 1"]
+        lines += [f"array_of({t})[...] = {out(w.out, w.shape)}", f"{t}._version[0] += {w.bumps}"]
     if len(plan.grad_set) == 1:
         w = plan.grad_set[0]
         lines.append(f"set_grad({_target(w.target, gen)}, "
@@ -633,15 +633,22 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
         lines.append(f"set_new_grads({_tuple(_target(w.target, gen) for w in plan.grad_set)}, "
                      f"{_tuple(out(w.out, w.shape) for w in plan.grad_set)})")
     lines += [f"set_grad({_target(t, gen)}, None)" for t in plan.grad_none]
+    results = [f"r{k}" for k in range(plan.n_user)]
+    spent = dict(plan.spent)
+    for k, node in enumerate(plan.optimized.outputs[:plan.n_user]):
+        history = f"True, {gen.const(spent[k], 'spent')}" if k in spent else "False, None"
+        lines.append(f"r{k} = make_tensor({out(k, node.shape)}, {history})")
     for w in plan.attr_set:
-        values = [f"a{a}" if o is None else f"make_tensor({out(o, shape)}, False, None)"
-                  for o, shape, a in (w.leaves or ((w.out, w.shape, w.arg),))]
+        values = []
+        for j, (o, shape, a) in enumerate(w.leaves or ((w.out, w.shape, w.arg),)):
+            node = w.spent[j] if w.spent else None
+            r = w.result[j] if w.result else None
+            history = "False, None" if node is None else f"True, {gen.const(node, 'spent')}"
+            values.append(f"a{a}" if o is None else f"r{r}" if r is not None else
+                          f"make_tensor({out(o, shape)}, {history})")
         value = values[0] if w.tree is None else \
             f"{gen.const(w.tree, 'tree')}.unflatten([{', '.join(values)}])"
         lines.append(f"{gen.const(w.owner, 'o')}.__dict__[{w.name!r}] = {value}")
-    results = [f"r{k}" for k in range(plan.n_user)]
-    for k, node in enumerate(plan.optimized.outputs[:plan.n_user]):
-        lines.append(f"r{k} = make_tensor({out(k, node.shape)}, False, None)")
     if plan.mode is Kind.TRAIN:
         lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays, tensor_args, oname, out))]
     for k, i in plan.passthrough:

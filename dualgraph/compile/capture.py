@@ -78,6 +78,8 @@ class CallTraceContext(TraceContext):
         # which the compiled call sets to the real value (`restore_attrs`).
         self.attrs_before: dict = {}
         self.attr_writes: list = []
+        # Attributes a module was asked for and did not have: ``(id(module), name)``.
+        self.missing_reads: set = set()
         # Eager tensors held by attributes: id -> ``[(table, name, guard key, what)]``.
         self.attr_holders: dict = {}
         # Modules' plain attributes: id -> (a `ModuleAttrs` of them all, the names guarded).
@@ -111,6 +113,9 @@ class CallTraceContext(TraceContext):
             if arr is not None:
                 self.baked.append(BakedArray(arr, copy, loc))
         self._copied = []
+
+    def note_missing(self, owner: Any, name: str) -> None:
+        self.missing_reads.add((id(owner), name))
 
     def note_attr(self, owner: Any, name: str, value: Any) -> None:
         """``owner.name`` (a parameter, buffer or submodule of the module ``owner``) was read:
@@ -645,6 +650,8 @@ def restore_attrs(ctx: CallTraceContext) -> list:
     back as a tensor without history, as the next step's ``detach()`` would leave it.
     Every attribute is put back before an error is raised.
     """
+    from ..nn.modules import Module
+
     out: list = []
     error = None  # raised once every attribute is put back
     for obj, before in ctx.attrs_before.values():
@@ -672,6 +679,10 @@ def restore_attrs(ctx: CallTraceContext) -> list:
             else:
                 continue
             nodes = [ctx.as_node(e) for _, e in leaves]
+            # A module attribute the call creates, never asked for before (a read of it
+            # would have gone through Module.__getattr__): its absence decided nothing.
+            created = (name not in before and isinstance(obj, Module)
+                       and (id(obj), name) not in ctx.missing_reads)
             old = _put_back(d, name, before)
             for (path, _), node in zip(leaves, nodes):
                 if id(node) in ctx.rg and not ctx.backward_called and error is None:
@@ -687,7 +698,7 @@ def restore_attrs(ctx: CallTraceContext) -> list:
                 ctx.note_attr_tensor(d, name, old, what)
             elif tensor_tree(old):
                 ctx.note_attr_tree(d, name, old, what)
-            else:
+            elif not created:
                 ctx.reads[("attr value", id(d), name)] = Identity(
                     d, name, old, f"{what} was set to another value")
     if error is not None:
