@@ -80,6 +80,8 @@ class CallTraceContext(TraceContext):
         self.attr_writes: list = []
         # Attributes a module was asked for and did not have: ``(id(module), name)``.
         self.missing_reads: set = set()
+        # Attributes written back without history (`restore_attrs`): ``(id(obj), name)``.
+        self.attr_detached: set = set()
         # Eager tensors held by attributes: id -> ``[(table, name, guard key, what)]``.
         self.attr_holders: dict = {}
         # Modules' plain attributes: id -> (a `ModuleAttrs` of them all, the names guarded).
@@ -694,6 +696,12 @@ def restore_attrs(ctx: CallTraceContext) -> list:
                         f"{'' if tree is None else ' for each tensor'}), call backward() inside "
                         "the compiled function, or return the value from it instead")
             out.append((obj, name, nodes, tree))
+            if not any(requires_grad_of(t) for t in _tensors_in(old)) and \
+                    _tensors_in(old):
+                # The trace is guarded on the held tensors not requiring grad (a recurrent
+                # state the step detaches): written back with history, the value would
+                # make the next call trace again.
+                ctx.attr_detached.add((id(obj), name))
             if isinstance(old, Tensor):  # the next call reads whichever tensor is there
                 ctx.note_attr_tensor(d, name, old, what)
             elif tensor_tree(old):
@@ -704,6 +712,15 @@ def restore_attrs(ctx: CallTraceContext) -> list:
     if error is not None:
         raise error
     return out
+
+
+def _tensors_in(v: Any) -> list:
+    """The tensors ``v`` is or holds (a tuple, list or dict of them)."""
+    if isinstance(v, Tensor):
+        return [v]
+    if tensor_tree(v):
+        return [e for _, e in tree_leaves(v) if isinstance(e, Tensor)]
+    return []
 
 
 def _put_back(d: dict, name: str, before: dict) -> Any:

@@ -222,8 +222,9 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
         for node, i in zip(nodes, args_):
             leaves.append((pos[k] if i is None else None, node.shape, i))
             k += i is None
-        extra_ = {"spent": tuple(spent.get(id(n)) for n in nodes),
-                  "result": tuple(result_of.get(id(n)) if i is None else None
+        kept = (id(obj), name) not in ctx.attr_detached
+        extra_ = {"spent": tuple(spent.get(id(n)) if kept else None for n in nodes),
+                  "result": tuple(result_of.get(id(n)) if i is None and kept else None
                                   for n, i in zip(nodes, args_))}
         attrs.append(AttrSet(obj, name, *leaves[0], **extra_) if tree is None else
                      AttrSet(obj, name, None, (), None, tree, tuple(leaves), **extra_))
@@ -240,7 +241,8 @@ def _spent_nodes(ctx: Any, user: list) -> dict:
     grad in a call that ran ``backward()``: its `SpentBackward` node."""
     if not ctx.backward_called:
         return {}
-    nodes = [*user, *(n for _, _, ns, _ in ctx.attr_writes for n in ns)]
+    nodes = [*user, *(n for obj, name, ns, _ in ctx.attr_writes for n in ns
+                      if (id(obj), name) not in ctx.attr_detached)]
     return {id(n): spent_node(n.shape, n.dtype) for n in nodes
             if id(n) in ctx.rg and id(n) not in ctx.arg_tensors}
 
