@@ -30,9 +30,9 @@ class Mode(abc.ABC):
       to change for either.
     - `note_grad_write`: ``t.grad`` is about to be assigned.
     - What code outside the ops reads, for a compiled call to guard or pass at run time:
-      `note_training`, `note_attr`, `note_missing`, `note_module`, `guard_value`, `runtime_scalar`. The
-      base implementations do nothing (or return the value itself): only a mode that
-      records a program for later calls needs them.
+      `note_training`, `note_attr`, `note_missing`, `note_module`, `guard_value`,
+      `runtime_scalar`. The base implementations do nothing (or return the value itself):
+      only a mode that records a program for later calls needs them.
 
     A mode is also callable as its `process`, so a plain function can stand in for one
     (`push_mode` wraps it; the wrapper hands everything else to the mode below it).

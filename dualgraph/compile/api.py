@@ -31,6 +31,7 @@ from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError
 from ..modes import ABOVE_BASE, MODE_STACKS, current_trace
 from ..nn.modules import module as _module
+from ..ops.precision import AUTOCAST
 from ..profiler import record_function
 from .callgen import (
     DEFAULT,
@@ -278,8 +279,10 @@ class CompiledFunction:
         # Arguments that share memory (``f(x[1:3], x)``): which pairs is part of the key;
         # a trace that writes one of them runs eagerly (`specialize.check_aliasing`).
         alias = overlapping(arrays) if len(arrays) > 1 else None
-        # The default float dtype shapes what a trace builds (Python floats, factories).
-        return (tuple(key), (grad_mode.GRAD_ENABLED.value, DEFAULT_FLOAT[0]), layout, alias)
+        # The default float dtype shapes what a trace builds (Python floats, factories);
+        # an autocast region, which ops it rounds.
+        return (tuple(key), (grad_mode.GRAD_ENABLED.value, DEFAULT_FLOAT[0], AUTOCAST[0]),
+                layout, alias)
 
     def _find(self, sig: tuple, args: tuple) -> Plan | None:
         for e in self._entries.get(sig, ()):

@@ -42,6 +42,7 @@ from ..eager.internal import (
 )
 from ..eager.tensor import Tensor
 from ..nn.changes import CHANGES
+from ..ops.precision import AUTOCAST
 from .baked import CHECK_EVERY, check_baked
 from .guards import MISSING, Value, module_counted, value_key
 from .plan import (
@@ -114,7 +115,7 @@ POSITIONAL, KEYWORD, DEFAULT = "positional", "keyword", "default"
 # Names every generated call may use.
 _BUILTINS = {
     "MISS": MISS, "MISSING": MISSING, "GRAD": grad_mode.GRAD_ENABLED,
-    "DEFAULT_FLOAT": DEFAULT_FLOAT, "array_of": array_of,
+    "DEFAULT_FLOAT": DEFAULT_FLOAT, "AUTOCAST": AUTOCAST, "array_of": array_of,
     "requires_grad_of": requires_grad_of,
     "make_tensor": make_tensor, "set_grad": set_grad, "refresh_key": refresh_key,
     "attach_gradients": attach_gradients, "attach_backward": attach_backward,
@@ -355,7 +356,7 @@ def _key_check(keys: tuple, grad_on: bool, gen: _Emitter,
         else:
             exprs.append(f"const_key(a{i}, {i}, KEEP)")
             expected.append(k)
-    exprs += ["GRAD.value", "DEFAULT_FLOAT[0]"]  # grad mode, default float dtype
+    exprs += ["GRAD.value", "DEFAULT_FLOAT[0]", "AUTOCAST[0]"]  # and the autocast format
     expected += list(grad_on)
     return _compare(exprs, gen.const(tuple(expected), "key"))
 
