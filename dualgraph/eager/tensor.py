@@ -30,6 +30,7 @@ from ..ops.mixin import (
 from . import allocator, grad_mode
 from . import autograd as _autograd
 from .autograd import (
+    HOOK_EPOCH,
     RULES_RUNNING,
     AccumulateGrad,
     Function,
@@ -485,6 +486,7 @@ class Tensor(TensorOps):
         if isinstance(node, Function):
             return node.register_hook(hook)
         node._hooks.append(hook)
+        HOOK_EPOCH[0] += 1
         return RemovableHandle(node._hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook: Callable) -> RemovableHandle:
@@ -498,6 +500,7 @@ class Tensor(TensorOps):
         node = self._input_node()
         wrapped = PostAccumulateHook(hook)
         node._hooks.append(wrapped)
+        HOOK_EPOCH[0] += 1
         return RemovableHandle(node._hooks, wrapped)
 
     def backward(

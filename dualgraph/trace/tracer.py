@@ -18,8 +18,9 @@ import numpy as np
 
 from .. import modes
 from .._location import PKG, source_line, user_location
+from ..eager.autograd import LeafHooksUnchanged, PostAccumulateHook
 from ..eager.grad_mode import GRAD_ENABLED
-from ..eager.internal import array_of, storage_of
+from ..eager.internal import array_of, leaf_hooks_of, storage_of
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError, ShapeError, TraceError
 from ..ir.graph import Graph, Literal, Node
@@ -816,10 +817,17 @@ class TraceContext(Mode):
                     old = self.leaf_grads[nid]
                     self.leaf_grads[nid] = Tracer(self.as_node(g), self) if old is None else \
                         Tracer(self.process(_add_op(), (old, g), {}).node, self)
+            hooked = []
             for nid, t in self.leaves.items():
                 g = ct.get(nid)
                 if g is None:
                     continue
+                hooks = leaf_hooks_of(t)
+                if hooks:
+                    # The leaf's gradient hooks run on the traced gradient, as the eager
+                    # engine runs them; the trace holds while they stay the same.
+                    hooked.append((t, hooks))
+                    g = self._run_leaf_hooks(hooks, Tracer(self.as_node(g), self))
                 if id(t) not in self.grad_before and t.grad is None:
                     # The graph assigns instead of accumulating: valid only while the
                     # tensor enters the call with no gradient (a guard of the compiled call).
@@ -829,9 +837,33 @@ class TraceContext(Mode):
                 # mul_) must not change the other's, as in eager mode.
                 t.grad = Tracer(self.as_node(g), self) if t.grad is None else Tracer(
                     self.process(_add_op(), (t.grad, g), {}).node, self)
+            for t, hooks in hooked:
+                for h in hooks:
+                    if type(h) is PostAccumulateHook:
+                        h.fn(t)
         finally:
             GRAD_ENABLED.value = prev
         self.backward_called = True
+        check = LeafHooksUnchanged(list(self.leaves.values()))
+        self.guard_value(check, True, "a gradient hook of a leaf the step differentiates was "
+                         "registered or removed", keep=check)
+
+    def _run_leaf_hooks(self, hooks: list, g: Tracer) -> Tracer:
+        """``g`` through a leaf's gradient hooks, in order (a result replaces it)."""
+        for h in hooks:
+            if type(h) is PostAccumulateHook:
+                continue
+            r = h(g)
+            if r is None:
+                continue
+            if not isinstance(r, Tracer) or tuple(r.shape) != tuple(g.shape) or \
+                    r.dtype != g.dtype:
+                name = getattr(h, "__name__", type(h).__name__)
+                raise RuntimeError(f"hook '{name}' returned {type(r).__name__} of another "
+                                   "type or size than the gradient; expected a tensor like it "
+                                   "or None")
+            g = r
+        return g
 
     def __enter__(self) -> "TraceContext":
         modes.push_mode(self)
