@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .._location import user_location
+from ..eager.autograd import LeafHooksUnchanged
 from ..eager.internal import array_of, requires_grad_of, set_grad
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError, TraceError
@@ -35,6 +36,7 @@ from .guards import (
     GlobalHookTable,
     Identity,
     InstanceForward,
+    LeafHooks,
     ModuleAttrs,
     ModuleHookTable,
     ModuleTable,
@@ -264,8 +266,9 @@ class CallTraceContext(TraceContext):
                     keep: Any = None) -> None:
         """A Python value the trace branched on: reuse the trace while ``getter()`` gives
         ``expected`` (compared with ``==``)."""
+        kind = LeafHooks if isinstance(getter, LeafHooksUnchanged) else Value
         self.reads.setdefault(("value", what, id(keep)),
-                              Value(getter, expected, lambda now: what, keep))
+                              kind(getter, expected, lambda now: what, keep))
 
     def runtime_scalar(self, key: Any, value: Callable[[], Any], dtype: Any,
                        keep: Any = None) -> Tracer:
