@@ -455,6 +455,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
         ctx.note_reachable(m)
     outputs = single = None
     streams = _python_streams()
+    generators = _generator_states(fn)
     try:
         with ctx, _EnvironReads(ctx):
             if alias:
@@ -467,7 +468,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
     finally:
         grad_writes = restore_grads(ctx)
         ctx.attr_writes = restore_attrs(ctx)
-        drew = _restore_python_streams(streams)
+        drew = _restore_python_streams(streams) or _restore_generators(generators)
     if drew:
         raise EagerOnlyError(
             f"{getattr(fn, '__name__', 'the function')} draws from {drew} while it is traced "
@@ -608,6 +609,77 @@ def _restore_python_streams(before: tuple) -> str | None:
     if now[2:] != nps[2:] or not np.array_equal(now[1], nps[1]):
         np.random.set_state(nps)
         drew.append("NumPy's global random generator (np.random)")
+    return " and ".join(drew) or None
+
+
+_GENERATORS = (np.random.Generator, np.random.RandomState, random.Random)
+
+
+def _generator_state(g: Any) -> Any:
+    if isinstance(g, np.random.Generator):
+        return g.bit_generator.state
+    if isinstance(g, np.random.RandomState):
+        kind, keys, *rest = g.get_state()
+        return kind, keys.tobytes(), *rest
+    return g.getstate()
+
+
+def _generator_states(fn: Any) -> list:
+    """``(name, generator, state)`` for the random generator objects the function names
+    (closure variables, globals its code names, defaults; a module's or bound method's
+    ``self`` attributes): eager mode draws new numbers from them on every call."""
+    from ..nn.modules import Module
+
+    owners = [fn, getattr(fn, "__self__", None)]
+    funcs = [function_of(fn)]
+    if isinstance(fn, Module):
+        funcs.append(function_of(type(fn).forward))
+    found: dict = {}
+
+    def visit(name: str, v: Any) -> None:
+        if isinstance(v, _GENERATORS) and id(v) not in found:
+            found[id(v)] = (name, v)
+
+    for owner in owners:
+        if owner is not None and isinstance(getattr(owner, "__dict__", None), dict):
+            for k, v in list(owner.__dict__.items()):
+                visit(f"{type(owner).__name__}.{k}", v)
+    for f in funcs:
+        if f is None:
+            continue
+        code = f.__code__
+        for cell, name in zip(f.__closure__ or (), code.co_freevars):
+            try:
+                visit(name, cell.cell_contents)
+            except ValueError:  # an empty cell
+                continue
+        names = set(code.co_names)
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                names.update(c.co_names)
+        for name in names:
+            if name in f.__globals__:
+                visit(name, f.__globals__[name])
+        for i, v in enumerate(f.__defaults__ or ()):
+            visit(f"default {i}", v)
+    return [(name, g, _generator_state(g)) for name, g in found.values()]
+
+
+def _restore_generators(before: list) -> str | None:
+    """Put back the generators of ``before`` (`_generator_states`) that the trace drew
+    from; returns them named, or None."""
+    drew = []
+    for name, g, state in before:
+        if _generator_state(g) == state:
+            continue
+        if isinstance(g, np.random.Generator):
+            g.bit_generator.state = state
+        elif isinstance(g, np.random.RandomState):
+            kind, keys, *rest = state
+            g.set_state((kind, np.frombuffer(keys, np.uint32).copy(), *rest))
+        else:
+            g.setstate(state)
+        drew.append(f"the {type(g).__name__} {name!r}")
     return " and ".join(drew) or None
 
 

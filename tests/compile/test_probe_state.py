@@ -1,10 +1,14 @@
 """Same program, same answer, for state that eager mode reads on every call: a leaf's
-gradient hooks, anomaly mode, the autocast region, and what a step leaves on the tensors it
-writes (history, leafness, versions). Each case runs eagerly and compiled
-(`test_probe_fidelity`'s harness) and must give the same results."""
+gradient hooks, anomaly mode, the autocast region, a random generator object the function
+draws from, and what a step leaves on the tensors it writes (history, leafness, versions).
+Each case runs eagerly and compiled (`test_probe_fidelity`'s harness) and must give the same
+results."""
 
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
 import pytest
 
 import dualgraph as dg
@@ -122,6 +126,15 @@ def history_and_versions_after_a_step(wrap):
     return out
 
 
+@case
+def numpy_generator_drawn_inside(wrap):
+    rng = np.random.default_rng(0)
+    f = wrap(lambda x: x + dg.from_numpy(rng.standard_normal(3).astype(np.float32)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # asserted below
+        return [f(dg.zeros(3)) for _ in range(3)]
+
+
 CASE_NAMES = sorted(CASES)
 
 
@@ -146,3 +159,11 @@ def test_hook_changes_retrace_only_when_they_change_the_leaves_hooks() -> None:
     f(x)
     assert f.stats.traces == 2
     assert "gradient hook" in f.stats.retrace_reasons[-1]
+
+
+def test_a_generator_drawn_while_traced_runs_eagerly_naming_it() -> None:
+    rng = np.random.default_rng(0)
+    f = dg.compile(lambda x: x + float(rng.random()))
+    with pytest.warns(RuntimeWarning, match="Generator 'rng'.*runs eagerly"):
+        a = f(dg.zeros(2))
+    assert a.tolist() != f(dg.zeros(2)).tolist()  # a new draw per call, as eagerly
