@@ -456,6 +456,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
     outputs = single = None
     streams = _python_streams()
     generators = _generator_states(fn)
+    spaces = _global_spaces(fn)
     try:
         with ctx, _EnvironReads(ctx):
             if alias:
@@ -469,6 +470,14 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
         grad_writes = restore_grads(ctx)
         ctx.attr_writes = restore_attrs(ctx)
         drew = _restore_python_streams(streams) or _restore_generators(generators)
+        rebound = _restore_globals(ctx, spaces)
+    if rebound:
+        raise EagerOnlyError(
+            f"{getattr(fn, '__name__', 'the function')} rebinds the global "
+            f"{' and '.join(map(repr, rebound))} to a value it computes (global x; x = ...), "
+            "which a compiled call does not write back; this signature runs eagerly. Keep "
+            "the state in a tensor changed in place (x.copy_(...)) or on a module attribute, "
+            "or return it from the function")
     if drew:
         raise EagerOnlyError(
             f"{getattr(fn, '__name__', 'the function')} draws from {drew} while it is traced "
@@ -663,6 +672,36 @@ def _generator_states(fn: Any) -> list:
         for i, v in enumerate(f.__defaults__ or ()):
             visit(f"default {i}", v)
     return [(name, g, _generator_state(g)) for name, g in found.values()]
+
+
+def _global_spaces(fn: Any) -> list:
+    """``(globals, copy)`` of the global namespaces of the function (and of a module's
+    ``forward``), to find globals the trace rebinds to traced values."""
+    from ..nn.modules import Module
+
+    funcs = [function_of(fn)]
+    if isinstance(fn, Module):
+        funcs.append(function_of(type(fn).forward))
+    spaces: dict = {}
+    for f in funcs:
+        if f is not None and id(f.__globals__) not in spaces:
+            spaces[id(f.__globals__)] = (f.__globals__, dict(f.__globals__))
+    return list(spaces.values())
+
+
+def _restore_globals(ctx: CallTraceContext, spaces: list) -> list:
+    """Put back every global of ``spaces`` the trace set to a value holding its traced
+    tensors; returns their names."""
+    rebound = []
+    for space, before in spaces:
+        for name, v in list(space.items()):
+            if isinstance(v, Tracer) and v._ctx is ctx or _holds_tracer(v, ctx):
+                rebound.append(name)
+                if name in before:
+                    space[name] = before[name]
+                else:
+                    del space[name]
+    return rebound
 
 
 def _restore_generators(before: list) -> str | None:

@@ -1,8 +1,8 @@
 """Same program, same answer, for state that eager mode reads on every call: a leaf's
 gradient hooks, anomaly mode, the autocast region, a random generator object the function
-draws from, and what a step leaves on the tensors it writes (history, leafness, versions).
-Each case runs eagerly and compiled (`test_probe_fidelity`'s harness) and must give the same
-results."""
+draws from, ``p.data = ...`` and a global rebound inside, and what a step leaves on the
+tensors it writes (history, leafness, versions). Each case runs eagerly and compiled
+(`test_probe_fidelity`'s harness) and must give the same results."""
 
 from __future__ import annotations
 
@@ -133,6 +133,41 @@ def numpy_generator_drawn_inside(wrap):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # asserted below
         return [f(dg.zeros(3)) for _ in range(3)]
+
+
+@case
+def parameter_data_swapped_inside(wrap):
+    dg.manual_seed(0)
+    lin = nn.Linear(2, 1)
+
+    def g(x):
+        lin.weight.data = lin.weight.data * 2
+        return lin(x)
+
+    f = wrap(g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # runs eagerly, saying so
+        return [f(dg.ones(2)), f(dg.ones(2)), lin.weight, lin.weight._version[0]]
+
+
+STATE = None
+
+
+@case
+def global_rebound_inside(wrap):
+    global STATE
+    STATE = dg.ones(2)
+
+    def g(x):
+        global STATE
+        STATE = STATE * 2 + x
+        return STATE.sum()
+
+    f = wrap(g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # runs eagerly, saying so
+        out = [f(dg.ones(2)), f(dg.ones(2))]
+    return out + [STATE, type(STATE).__name__]
 
 
 CASE_NAMES = sorted(CASES)
