@@ -125,7 +125,7 @@ _FREED_MSG = (
 NODE_RUNNER: list[Callable[[Any, Any], Any] | None] = [None]
 
 
-# Advanced whenever a gradient hook is registered on a leaf or any hook is removed: a
+# Advanced whenever a gradient hook is registered on a leaf or removed from it: a
 # compiled step that ran the hooks of its leaves re-checks them only when it moved.
 HOOK_EPOCH = [0]
 
@@ -133,14 +133,16 @@ HOOK_EPOCH = [0]
 class RemovableHandle:
     """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
 
-    def __init__(self, hooks: list, hook: Callable) -> None:
+    def __init__(self, hooks: list, hook: Callable, leaf: bool = False) -> None:
         self._hooks = hooks
         self._hook = hook
+        self._leaf = leaf  # a leaf's gradient hook: its removal moves `HOOK_EPOCH`
 
     def remove(self) -> None:
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
-            HOOK_EPOCH[0] += 1
+            if self._leaf:
+                HOOK_EPOCH[0] += 1
 
 
 class LeafHooksUnchanged:

@@ -495,7 +495,7 @@ class Tensor(TensorOps):
             return node.register_hook(hook)
         node._hooks.append(hook)
         HOOK_EPOCH[0] += 1
-        return RemovableHandle(node._hooks, hook)
+        return RemovableHandle(node._hooks, hook, leaf=True)
 
     def register_post_accumulate_grad_hook(self, hook: Callable) -> RemovableHandle:
         """Run ``hook(tensor)`` on this leaf once a backward has added its gradient into
@@ -509,7 +509,7 @@ class Tensor(TensorOps):
         wrapped = PostAccumulateHook(hook)
         node._hooks.append(wrapped)
         HOOK_EPOCH[0] += 1
-        return RemovableHandle(node._hooks, wrapped)
+        return RemovableHandle(node._hooks, wrapped, leaf=True)
 
     def backward(
         self,
