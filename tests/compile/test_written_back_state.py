@@ -89,21 +89,3 @@ def test_attribute_absence_read_by_hasattr_is_guarded() -> None:
     compiled, f = run(True)
     assert compiled == eager == [[2.0, 2.0], [8.0, 8.0], [8.0, 8.0]]
     assert f.stats.traces == 2  # the first call branched on the attribute's absence
-
-
-def test_step_loss_history_is_spent_as_in_eager() -> None:
-    lin = nn.Linear(2, 1)
-    opt = dg.optim.SGD(lin.parameters(), lr=0.1)
-
-    def step(x: dg.Tensor) -> dg.Tensor:
-        opt.zero_grad()
-        loss = lin(x).sum()
-        loss.backward()
-        opt.step()
-        return loss
-
-    loss = dg.compile(step)(dg.ones(3, 2))
-    assert loss.requires_grad and not loss.is_leaf
-    assert loss.grad_fn.name() == "CompiledFunctionBackward"
-    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
-        loss.backward()
