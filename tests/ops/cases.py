@@ -572,9 +572,6 @@ CASES += [
     # NumPy's cast to float16 rounds to nearest even, as the emulated format must. Its
     # gradient is the incoming one rounded, not a derivative (checked in test_autocast):
     # finite differences check it in float64's own format, where rounding is the identity.
-    case("reduce_precision", "float16",
-         lambda x: dg.ops.precision.reduce_precision(x.detach(), 10, 5), real(2, 3),
-         grad=False, ref=lambda x: x.astype(np.float16).astype(x.dtype)),
     case("reduce_precision", "float64_format",
          lambda x: dg.ops.precision.reduce_precision(x, 52, 11), real(2, 3), ref=lambda x: x,
          node="ToCopyBackward0"),
