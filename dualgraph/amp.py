@@ -97,7 +97,7 @@ class autocast:  # noqa: N801 - PyTorch's name
         self._saved: list = []
 
     def __enter__(self) -> "autocast":
-        # A device autocast does not apply to (cuda) leaves the CPU state as it is.
+        # An autocast for another device (cuda) leaves the CPU's state as it is.
         self._saved.append(AUTOCAST[0])
         if self.device == "cpu":
             AUTOCAST[0] = self._format

@@ -637,12 +637,8 @@ def _generator_states(fn: Any) -> list:
     """``(name, generator, state)`` for the random generator objects the function names
     (closure variables, globals its code names, defaults; a module's or bound method's
     ``self`` attributes): eager mode draws new numbers from them on every call."""
-    from ..nn.modules import Module
-
     owners = [fn, getattr(fn, "__self__", None)]
-    funcs = [function_of(fn)]
-    if isinstance(fn, Module):
-        funcs.append(function_of(type(fn).forward))
+    funcs = _python_functions(fn)
     found: dict = {}
 
     def visit(name: str, v: Any) -> None:
@@ -674,16 +670,22 @@ def _generator_states(fn: Any) -> list:
     return [(name, g, _generator_state(g)) for name, g in found.values()]
 
 
-def _global_spaces(fn: Any) -> list:
-    """``(globals, copy)`` of the global namespaces of the function (and of a module's
-    ``forward``), to find globals the trace rebinds to traced values."""
+def _python_functions(fn: Any) -> list:
+    """The Python functions a call of ``fn`` runs first: its own (None when it has none)
+    and, for a module, its class's ``forward``."""
     from ..nn.modules import Module
 
     funcs = [function_of(fn)]
     if isinstance(fn, Module):
         funcs.append(function_of(type(fn).forward))
+    return funcs
+
+
+def _global_spaces(fn: Any) -> list:
+    """``(globals, copy)`` of the global namespaces of the function (and of a module's
+    ``forward``), to find globals the trace rebinds to traced values."""
     spaces: dict = {}
-    for f in funcs:
+    for f in _python_functions(fn):
         if f is not None and id(f.__globals__) not in spaces:
             spaces[id(f.__globals__)] = (f.__globals__, dict(f.__globals__))
     return list(spaces.values())
@@ -810,8 +812,8 @@ def restore_attrs(ctx: CallTraceContext) -> list:
                         f"{'' if tree is None else ' for each tensor'}), call backward() inside "
                         "the compiled function, or return the value from it instead")
             out.append((obj, name, nodes, tree))
-            if not any(requires_grad_of(t) for t in _tensors_in(old)) and \
-                    _tensors_in(old):
+            held = _tensors_in(old)
+            if held and not any(requires_grad_of(t) for t in held):
                 # The trace is guarded on the held tensors not requiring grad (a recurrent
                 # state the step detaches): written back with history, the value would
                 # make the next call trace again.

@@ -73,7 +73,7 @@ def lower(x: Any) -> Any:
     """``x`` in the active autocast format when it is a float32 tensor (PyTorch's CPU
     autocast casts neither float64 nor integer tensors); else ``x``."""
     fmt = AUTOCAST[0]
-    if fmt is None or not hasattr(x, "dtype") or getattr(x, "dtype", None) != np.float32:
+    if fmt is None or getattr(x, "dtype", None) != np.float32:
         return x
     return bind(REDUCE_PRECISION, x, fmt[1], fmt[2])
 

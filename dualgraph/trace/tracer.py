@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import types
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -296,7 +297,7 @@ class TraceContext(Mode):
         self.writes: dict[int, tuple[Tensor, Node]] = {}  # in-place writes to eager tensors
         # In-place ops per written tensor (by id): the compiled call advances its version
         # counter by as many, as eager mode's ops would one by one.
-        self.write_counts: dict[int, int] = {}
+        self.write_counts: Counter[int] = Counter()
         self.grad_before: dict[int, tuple[Tensor, Any]] = {}  # .grad before the trace wrote it
         self.grad_assumed_none: list[Tensor] = []  # backward() found .grad None on entry
         self.arg_tensors: dict[int, Tensor] = {}  # argument input node id -> caller's tensor
@@ -704,7 +705,7 @@ class TraceContext(Mode):
             if owner is not None:
                 self.arg_tensors[id(node)] = owner
                 self.writes[id(owner)] = (owner, node)
-                self.write_counts[id(owner)] = self.write_counts.get(id(owner), 0) + 1
+                self.write_counts[id(owner)] += 1
                 self._keep.append(owner)
             if id(t.node) in self.rg:
                 self.overwritten.add(id(t.node))
@@ -718,7 +719,7 @@ class TraceContext(Mode):
             t = first
         if id(t) in self.made and not t.requires_grad:  # made inside (`made_writes`)
             self.made_writes[id(t)] = (t, node)
-            self.write_counts[id(t)] = self.write_counts.get(id(t), 0) + 1
+            self.write_counts[id(t)] += 1
             self._lifted[id(t)] = node
             return written
         if (through or not GRAD_ENABLED.value) and t.requires_grad and t.grad_fn is None:
@@ -728,7 +729,7 @@ class TraceContext(Mode):
             if inp is not None:
                 self._straight[id(t)] = (node, inp)
         self.writes[id(t)] = (t, node)
-        self.write_counts[id(t)] = self.write_counts.get(id(t), 0) + 1
+        self.write_counts[id(t)] += 1
         self._lifted[id(t)] = node
         self._keep.append(t)
         return written
