@@ -5,6 +5,7 @@ and W2-tiny steps they are the cost of a step."""
 from __future__ import annotations
 
 import collections
+import gc
 import sys
 
 import numpy as np
@@ -23,11 +24,20 @@ def _calls(fn) -> collections.Counter:
         elif event == "c_call":
             names[getattr(arg, "__qualname__", repr(arg))] += 1
 
+    # A garbage collection that starts inside ``fn`` runs the `gc.callbacks` (JAX and
+    # Hypothesis install Python ones, so whether another test imported them changes the
+    # count) and the finalizers of whatever earlier tests left in cycles: collect first,
+    # and none during the counted call.
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
     sys.setprofile(profile)
     try:
         fn()
     finally:
         sys.setprofile(None)
+        if enabled:
+            gc.enable()
     names["setprofile"] -= 1  # switching the profile off
     return +names
 
