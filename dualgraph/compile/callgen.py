@@ -31,14 +31,13 @@ from ..dtypes import DEFAULT_FLOAT
 from ..eager import grad_mode
 from ..eager.compiled_node import attach_backward, attach_gradients
 from ..eager.internal import (
+    FIELDS,
     array_of,
-    cached_node_of,
     make_tensor,
     requires_grad_of,
     set_grad,
     set_new_grads,
     tape_node,
-    version_cell_of,
 )
 from ..eager.tensor import Tensor
 from ..nn.changes import CHANGES
@@ -124,6 +123,8 @@ _BUILTINS = {
     "set_new_grads": set_new_grads,
 }
 _PLAIN_CONSTANTS = (bool, int, str, type(None))
+# A tensor's fields, read inline (`internal.FIELDS`): ``f"{t}{DATA}"`` is its array.
+DATA, RG, VERSION, NODE = (f".{FIELDS[k]}" for k in ("array", "requires_grad", "version", "node"))
 
 
 class _Emitter:
@@ -169,7 +170,7 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
     arrays = [i for i, k in enumerate(keys) if not _is_constant(k)]
     unpack = [f"{', '.join(f'a{i}' for i in range(n))}{',' if n == 1 else ''} = args"] \
         if n else []
-    gather_args = [f"d{i} = array_of(a{i})" if len(keys[i]) == 3 else f"d{i} = a{i}"
+    gather_args = [f"d{i} = a{i}{DATA}" if len(keys[i]) == 3 else f"d{i} = a{i}"
                    for i in arrays]
     versioned = _versioned(plan)
     gathered, later = _gather_captured(plan, gen, versioned)
@@ -345,7 +346,7 @@ def _key_check(keys: tuple, grad_on: bool, gen: _Emitter,
             exprs += [f"d{i}.shape", f"d{i}.dtype"]
             expected += [k[0], k[1]]
             if len(k) == 3:
-                exprs.append(f"requires_grad_of(a{i})")
+                exprs.append(f"a{i}{RG}")
                 expected.append(k[2])
         elif k[0] in _PLAIN_CONSTANTS:
             exprs.append(f"a{i}")  # its exact type was checked
@@ -454,14 +455,14 @@ def _gather_captured(plan: Plan, gen: _Emitter,
         if j == plan.key_source and plan.random:
             after.append(f"c{j} = refresh_key()")
         elif isinstance(src, CapturedTensor):
-            before.append(f"c{j} = array_of({gen.const(src.tensor, 't')})")
+            before.append(f"c{j} = {gen.const(src.tensor, 't')}{DATA}")
         elif isinstance(src, AttrTensor):
-            before.append(f"c{j} = array_of({gen.const(src.table, 'table')}"
-                          f"[{gen.const(src.name, 'name')}])")
+            before.append(f"c{j} = {gen.const(src.table, 'table')}"
+                          f"[{gen.const(src.name, 'name')}]{DATA}")
         elif isinstance(src, CapturedGrad):
-            before.append(f"c{j} = array_of({gen.const(src.owner, 't')}.grad)")
+            before.append(f"c{j} = {gen.const(src.owner, 't')}.grad{DATA}")
         elif isinstance(src, ArgumentGrad):
-            before.append(f"c{j} = array_of(a{src.position}.grad)")
+            before.append(f"c{j} = a{src.position}.grad{DATA}")
         elif isinstance(src, RuntimeScalar):
             after.append(_scalar(j, src, gen))
         else:  # pragma: no cover - every source kind is above
@@ -622,10 +623,10 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
             lines += [f"work = {p}.pop() if {p} else {gen.const(kernel.new_scratch, 'scratch')}()",
                       "try:", f"    {call}", "finally:", f"    {p}.append(work)"]
     # `bump_version` written out: one Python call less per tensor written.
-    lines += [f"{_target(t, gen)}._version[0] += {n}" for t, n in zip(plan.inplace, plan.bumps)]
+    lines += [f"{_target(t, gen)}{VERSION}[0] += {n}" for t, n in zip(plan.inplace, plan.bumps)]
     for w in plan.copy_writes:
         t = _target(w.target, gen)
-        lines += [f"array_of({t})[...] = {out(w.out, w.shape)}", f"{t}._version[0] += {w.bumps}"]
+        lines += [f"{t}{DATA}[...] = {out(w.out, w.shape)}", f"{t}{VERSION}[0] += {w.bumps}"]
     if len(plan.grad_set) == 1:
         w = plan.grad_set[0]
         lines.append(f"set_grad({_target(w.target, gen)}, "
@@ -690,11 +691,10 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Call
                     lines.append(f"w{i} = {e}")
         # The tape node of each input as `internal.tape_node` gives it, with no call once
         # a leaf has one; the version of each saved input as one pair, with no call.
-        node, version = gen.const(cached_node_of, "node"), gen.const(version_cell_of, "ver")
-        wrt = _tuple(f"{named[i]}.grad_fn or {node}({named[i]}) or tape_node({named[i]})"
+        wrt = _tuple(f"{named[i]}.grad_fn or {named[i]}{NODE} or tape_node({named[i]})"
                      for i in plan.wrt)
         # Saved inputs that are tensors: not an array argument, not a runtime scalar.
-        saved = _tuple(f"({named[i]}, {version}({named[i]})[0])" for i in plan.saved_inputs
+        saved = _tuple(f"({named[i]}, {named[i]}{VERSION}[0])" for i in plan.saved_inputs
                        if (arrays[i] in tensor_args if i < len(arrays) else tensors[i] != "None"))
         grads = plan.grad_out
         outputs = plan.optimized.outputs
