@@ -174,7 +174,7 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
                    for i in arrays]
     versioned = _versioned(plan)
     gathered, later = _gather_captured(plan, gen, versioned)
-    body = _body(plan, gen, arrays, {i for i in arrays if len(keys[i]) == 3})
+    body = _body(plan, gen, keys, arrays, {i for i in arrays if len(keys[i]) == 3})
     verified: set = set()
     if form is None:
         # A wrong count fails the unpacking: no call to count them.
@@ -554,9 +554,33 @@ def recycler(shape: tuple, dtype: Any) -> Callable[[], np.ndarray]:
     return take
 
 
-def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str]:
+def _entry(plan: Plan, keys: tuple, arrays: list, gen: _Emitter) -> str | None:
+    """The name of a one-element list holding the kernel's compiled entry
+    (`Kernel.scalar_entry_point`), when every kernel input is an array this call path
+    makes itself: the ``(1,)`` view of a 0-d argument, or a runtime scalar's array. Their
+    dtypes are the key's, their layout C, and their flags are checked where a view is
+    made; the consts, work arrays and outputs are the kernel's own. Calling the entry
+    skips the dispatcher's typing of every argument (the whole cost of a scalar
+    kernel's call beyond unboxing). None otherwise: the dispatcher types each call."""
+    take = getattr(plan.kernel, "scalar_entry_point", None)
+    if take is None or not ENTRY or set(plan.scalar_in) != set(range(len(arrays) +
+                                                                      len(plan.sources))):
+        return None
+    if not all(isinstance(src, RuntimeScalar) for src in plan.sources):
+        return None
+    ep = take([keys[i][1] for i in arrays] + [src.dtype for src in plan.sources])
+    return None if ep is None else gen.const([ep], "entry")
+
+
+# Whether generated call paths call a scalar kernel's compiled entry directly (`_entry`).
+ENTRY = True
+
+
+def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
+          tensor_args: set) -> list[str]:
     """Run the kernel, write back, wrap the outputs, record the tape node, return
-    (``tensor_args``: the positions of the arguments that are tensors).
+    (``keys``: the arguments' signature keys; ``tensor_args``: the positions of the
+    arguments that are tensors).
 
     The kernel's inputs are ``i0, ...`` and its outputs ``o0, ...``: named, not lists, so
     a call builds no list and unpacks none."""
@@ -564,6 +588,9 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
     gen.ns["new_outputs"], gen.ns["kernel_run"] = kernel.new_outputs, kernel.run
     ins = [f"d{i}" for i in arrays] + [f"c{j}" for j in range(len(plan.sources))]
     lines = []
+    # The kernel's machine code, called without the dispatcher when every input is an
+    # array this path made (`_entry`): None, or the cell holding it.
+    entry = _entry(plan, keys, arrays, gen)
     for j in plan.scalar_in:
         src = j - len(arrays)
         if 0 <= src < len(plan.sources) and isinstance(plan.sources[src], RuntimeScalar):
@@ -575,9 +602,15 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
             # values; its shape was checked with the key).
             # One ``(array, view)`` pair, read and replaced whole: threads see either.
             cache = gen.const([(None, None)], "view")
+            made = [f"    i{j} = {ins[j]}.reshape(1)"]
+            if entry is not None:
+                # The entry takes writeable, aligned views only (a view's flags are fixed
+                # when it is made); another one turns it off for good before any thread
+                # can take the view from the cache.
+                made += [f"    if not (i{j}.flags.writeable and i{j}.flags.aligned):",
+                         f"        {entry}[0] = None"]
             lines += [f"vw{j} = {cache}[0]", f"if vw{j}[0] is {ins[j]}:", f"    i{j} = vw{j}[1]",
-                      "else:", f"    i{j} = {ins[j]}.reshape(1)",
-                      f"    {cache}[0] = ({ins[j]}, i{j})"]
+                      "else:", *made, f"    {cache}[0] = ({ins[j]}, i{j})"]
             ins[j] = f"i{j}"
         else:
             ins[j] += ".reshape(1)"
@@ -614,14 +647,21 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
                 lines.append(f"o{k} = empty({gen.const(sh, 'shape')}, {gen.const(d, 'dtype')})")
         outs = [f"o{k}" for k in range(len(outputs))]
         args = [*in_names, *[gen.const(c, "c") for c in consts], *outs]
-        if pool is None:
-            lines.append(f"{fn}({', '.join(args)})")
-        else:  # a set of work arrays from the pool, given back after (as `run` does)
-            p = gen.const(pool, "pool")
+        if pool is not None:  # a set of work arrays from the pool, given back after
             args.insert(len(args) - len(outs), "*work")
-            call = f"{fn}({', '.join(args)})"
+        call = [f"{fn}({', '.join(args)})"]
+        if entry is not None:
+            # The dispatcher's function is read each call (a test may replace it): the
+            # entry serves only the one it was taken from.
+            call = ["ep = " + f"{entry}[0]",
+                    f"if ep is not None and {fn} is {gen.const(kernel.fn, 'dispatcher')}:",
+                    f"    ep({', '.join(args)})", "else:", *_indent(call)]
+        if pool is None:
+            lines += call
+        else:
+            p = gen.const(pool, "pool")
             lines += [f"work = {p}.pop() if {p} else {gen.const(kernel.new_scratch, 'scratch')}()",
-                      "try:", f"    {call}", "finally:", f"    {p}.append(work)"]
+                      "try:", *_indent(call), "finally:", f"    {p}.append(work)"]
     # `bump_version` written out: one Python call less per tensor written.
     lines += [f"{_target(t, gen)}{VERSION}[0] += {n}" for t, n in zip(plan.inplace, plan.bumps)]
     for w in plan.copy_writes:
