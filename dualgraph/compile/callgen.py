@@ -677,9 +677,15 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
     lines += [f"set_grad({_target(t, gen)}, None)" for t in plan.grad_none]
     results = [f"r{k}" for k in range(plan.n_user)]
     spent = dict(plan.spent)
+    # A scalar loss with its gradients, written nowhere before its tape node: the tape
+    # node's call makes the loss tensor too (one call for both).
+    loss = plan.mode is Kind.TRAIN and plan.joint and plan.n_user == 1 and not plan.attr_set
+    made = []
     for k, node in enumerate(plan.optimized.outputs[:plan.n_user]):
         history = f"True, {gen.const(spent[k], 'spent')}" if k in spent else "False, None"
-        lines.append(f"r{k} = make_tensor({out(k, node.shape)}, {history})")
+        made.append(f"r{k} = make_tensor({out(k, node.shape)}, {history})")
+    if not loss:
+        lines += made
     for w in plan.attr_set:
         values = []
         for j, (o, shape, a) in enumerate(w.leaves or ((w.out, w.shape, w.arg),)):
@@ -691,7 +697,12 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
         value = values[0] if w.tree is None else \
             f"{gen.const(w.tree, 'tree')}.unflatten([{', '.join(values)}])"
         lines.append(f"{gen.const(w.owner, 'o')}.__dict__[{w.name!r}] = {value}")
-    if plan.mode is Kind.TRAIN:
+    if loss:
+        array = out(0, plan.optimized.outputs[0].shape)
+        lines += ["if GRAD.value:",
+                  *_indent(_tape(plan, gen, arrays, tensor_args, oname, out, array)),
+                  "else:", *_indent(made)]
+    elif plan.mode is Kind.TRAIN:
         lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays, tensor_args, oname, out))]
     for k, i in plan.passthrough:
         lines.append(f"r{k} = a{i}")
@@ -710,9 +721,10 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
 
 
 def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Callable,
-          out: Callable) -> list[str]:
+          out: Callable, loss: str | None = None) -> list[str]:
     """Record the call's tape node: the precomputed gradients of a scalar loss, or the
-    backward kernel with its residuals."""
+    backward kernel with its residuals. ``loss``: the loss's array, whose tensor ``r0``
+    the node's call makes (else ``r0`` is made already)."""
     tensors = [f"a{i}" for i in arrays]
     for src in plan.sources:
         tensors.append(gen.const(src.tensor, "t") if isinstance(src, CapturedTensor) else
@@ -746,8 +758,9 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Call
                 *(o for w in plan.attr_set for o, _, _ in (w.leaves or ((w.out, 0, 0),)))}
         fresh = len(set(grads)) == len(grads) and not used & set(grads)
         listed = _tuple(out(k, sh) if fresh else oname(k) for k, sh in zip(grads, shapes))
-        return [*lines,
-                f"attach_gradients({wrt}, {listed}, r0, {saved}{', True' if fresh else ''})"]
+        call = f"attach_gradients({wrt}, {listed}, {loss or 'r0'}, {saved}" \
+               f"{', True' if fresh else ''})"
+        return [*lines, f"r0 = {call}" if loss else call]
     res = ", ".join(f"i{j}" if kind is From.INPUT else oname(j)
                     for kind, j in plan.residual_plan)
     results = ", ".join(f"r{k}" for k in range(plan.n_user))

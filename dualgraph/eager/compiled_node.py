@@ -189,21 +189,31 @@ class PrecomputedBackward(Function):
         return True
 
 
-def attach_gradients(inputs: tuple, grads: tuple, result: Tensor, checks: tuple,
-                     fresh: bool = False) -> None:
-    """Record a compiled scalar loss on the tape: ``grads[i]`` is its gradient (seed one)
-    with respect to the tensor whose tape node is ``inputs[i]`` (`internal.tape_node`);
-    ``checks`` holds ``(tensor, version)`` for the tensors whose values the gradients
-    were computed from (changing one before backward raises, as in eager mode).
-    ``fresh``: the gradients are arrays the call made, one per input (none shared), each
-    in its input's shape, so `hand_out` gives them to the leaves as they are."""
+def attach_gradients(inputs: tuple, grads: tuple, result: Tensor | np.ndarray, checks: tuple,
+                     fresh: bool = False) -> Tensor:
+    """Record a compiled scalar loss on the tape and return it: ``grads[i]`` is its
+    gradient (seed one) with respect to the tensor whose tape node is ``inputs[i]``
+    (`internal.tape_node`); ``checks`` holds ``(tensor, version)`` for the tensors whose
+    values the gradients were computed from (changing one before backward raises, as in
+    eager mode). ``fresh``: the gradients are arrays the call made, one per input (none
+    shared), each in its input's shape, so `hand_out` gives them to the leaves as they
+    are. ``result``: the loss tensor, or the array it holds (the tensor is made here)."""
     # One tape node per training step: built field by field, without the IR node's
     # constructor chain; the generated call builds ``inputs`` and ``checks`` as tuple
     # displays, with no call per input (the compiled call's Python calls are its cost).
+    if type(result) is np.ndarray:
+        # The loss tensor as `_make` builds it, written out: no call of its own per step.
+        data = result
+        result = Tensor.__new__(Tensor)
+        result._data = data
+        result._grad = None
+        result._version = [0]
+        result._node = None
+    else:
+        data = result._data
     node = PrecomputedBackward.__new__(PrecomputedBackward)
     node.inputs = inputs
     node.attrs = {}
-    data = result._data
     node.shape = data.shape
     node.dtype = data.dtype
     node.uid = next_uid()
@@ -219,6 +229,7 @@ def attach_gradients(inputs: tuple, grads: tuple, result: Tensor, checks: tuple,
     node._fresh = fresh
     result._rg = True
     result.grad_fn = node
+    return result
 
 
 def _inputs_and_checks(tensors: list, wrt: list, saved: tuple | None) -> tuple:

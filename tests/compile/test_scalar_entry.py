@@ -120,6 +120,23 @@ def test_handed_out_gradients_are_tensors_as_make_tensor_builds_them():
     assert_close(y.grad, dg.tensor(np.float32(8.0 + 1.0 + 8.0)))
 
 
+def test_a_compiled_scalar_loss_is_a_tensor_as_make_tensor_builds_it():
+    f = dg.compile(_poly, tiered=False)
+    x, y = _scalar(2.0), _scalar(3.0)
+    f(x, y)
+    z = f(x, y)
+    assert type(z) is Tensor and z.requires_grad and z.grad_fn.hands_out
+    ref = make_tensor(np.float32(15.0), True, z.grad_fn)
+    for s in Tensor.__slots__:
+        if s not in ("_data", "__weakref__"):
+            assert getattr(z, s) == getattr(ref, s), s
+    assert_close(z, ref)
+    with dg.no_grad():  # no tape: the loss made without a node
+        w = f(x, y)
+    assert w.grad_fn is None and not w.requires_grad
+    assert_close(w, ref.detach())
+
+
 def test_call_counts_ignore_garbage_collection_callbacks():
     f = dg.compile(_poly, tiered=False)
     x, y = _scalar(2.0), _scalar(3.0)
