@@ -185,7 +185,10 @@ class Kernel:
         if (self.parts or self.parallel or overloads is None or len(dtypes) != len(self._in)
                 or any(s for s, _ in self._in)):
             return None
-        ins = tuple(numba.types.Array(numba.from_dtype(np.dtype(d)), 1, "C") for d in dtypes)
+        try:
+            ins = tuple(numba.types.Array(numba.from_dtype(np.dtype(d)), 1, "C") for d in dtypes)
+        except Exception:  # noqa: BLE001 - a dtype Numba has no type for has no entry either
+            return None
         compiled = overloads.get(self._types(ins))
         return None if compiled is None else compiled.entry_point
 
