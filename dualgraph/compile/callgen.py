@@ -31,14 +31,13 @@ from ..dtypes import DEFAULT_FLOAT
 from ..eager import grad_mode
 from ..eager.compiled_node import attach_backward, attach_gradients
 from ..eager.internal import (
+    FIELDS,
     array_of,
-    cached_node_of,
     make_tensor,
     requires_grad_of,
     set_grad,
     set_new_grads,
     tape_node,
-    version_cell_of,
 )
 from ..eager.tensor import Tensor
 from ..nn.changes import CHANGES
@@ -124,6 +123,8 @@ _BUILTINS = {
     "set_new_grads": set_new_grads,
 }
 _PLAIN_CONSTANTS = (bool, int, str, type(None))
+# A tensor's fields, read inline (`internal.FIELDS`): ``f"{t}{DATA}"`` is its array.
+DATA, RG, VERSION, NODE = (f".{FIELDS[k]}" for k in ("array", "requires_grad", "version", "node"))
 
 
 class _Emitter:
@@ -169,11 +170,11 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
     arrays = [i for i, k in enumerate(keys) if not _is_constant(k)]
     unpack = [f"{', '.join(f'a{i}' for i in range(n))}{',' if n == 1 else ''} = args"] \
         if n else []
-    gather_args = [f"d{i} = array_of(a{i})" if len(keys[i]) == 3 else f"d{i} = a{i}"
+    gather_args = [f"d{i} = a{i}{DATA}" if len(keys[i]) == 3 else f"d{i} = a{i}"
                    for i in arrays]
     versioned = _versioned(plan)
     gathered, later = _gather_captured(plan, gen, versioned)
-    body = _body(plan, gen, arrays, {i for i in arrays if len(keys[i]) == 3})
+    body = _body(plan, gen, keys, arrays, {i for i in arrays if len(keys[i]) == 3})
     verified: set = set()
     if form is None:
         # A wrong count fails the unpacking: no call to count them.
@@ -345,7 +346,7 @@ def _key_check(keys: tuple, grad_on: bool, gen: _Emitter,
             exprs += [f"d{i}.shape", f"d{i}.dtype"]
             expected += [k[0], k[1]]
             if len(k) == 3:
-                exprs.append(f"requires_grad_of(a{i})")
+                exprs.append(f"a{i}{RG}")
                 expected.append(k[2])
         elif k[0] in _PLAIN_CONSTANTS:
             exprs.append(f"a{i}")  # its exact type was checked
@@ -454,14 +455,14 @@ def _gather_captured(plan: Plan, gen: _Emitter,
         if j == plan.key_source and plan.random:
             after.append(f"c{j} = refresh_key()")
         elif isinstance(src, CapturedTensor):
-            before.append(f"c{j} = array_of({gen.const(src.tensor, 't')})")
+            before.append(f"c{j} = {gen.const(src.tensor, 't')}{DATA}")
         elif isinstance(src, AttrTensor):
-            before.append(f"c{j} = array_of({gen.const(src.table, 'table')}"
-                          f"[{gen.const(src.name, 'name')}])")
+            before.append(f"c{j} = {gen.const(src.table, 'table')}"
+                          f"[{gen.const(src.name, 'name')}]{DATA}")
         elif isinstance(src, CapturedGrad):
-            before.append(f"c{j} = array_of({gen.const(src.owner, 't')}.grad)")
+            before.append(f"c{j} = {gen.const(src.owner, 't')}.grad{DATA}")
         elif isinstance(src, ArgumentGrad):
-            before.append(f"c{j} = array_of(a{src.position}.grad)")
+            before.append(f"c{j} = a{src.position}.grad{DATA}")
         elif isinstance(src, RuntimeScalar):
             after.append(_scalar(j, src, gen))
         else:  # pragma: no cover - every source kind is above
@@ -553,9 +554,33 @@ def recycler(shape: tuple, dtype: Any) -> Callable[[], np.ndarray]:
     return take
 
 
-def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str]:
+def _entry(plan: Plan, keys: tuple, arrays: list, gen: _Emitter) -> str | None:
+    """The name of a one-element list holding the kernel's compiled entry
+    (`Kernel.scalar_entry_point`), when every kernel input is an array this call path
+    makes itself: the ``(1,)`` view of a 0-d argument, or a runtime scalar's array. Their
+    dtypes are the key's, their layout C, and their flags are checked where a view is
+    made; the consts, work arrays and outputs are the kernel's own. Calling the entry
+    skips the dispatcher's typing of every argument (the whole cost of a scalar
+    kernel's call beyond unboxing). None otherwise: the dispatcher types each call."""
+    take = getattr(plan.kernel, "scalar_entry_point", None)
+    if take is None or not ENTRY or set(plan.scalar_in) != set(range(len(arrays) +
+                                                                      len(plan.sources))):
+        return None
+    if not all(isinstance(src, RuntimeScalar) for src in plan.sources):
+        return None
+    ep = take([keys[i][1] for i in arrays] + [src.dtype for src in plan.sources])
+    return None if ep is None else gen.const([ep], "entry")
+
+
+# Whether generated call paths call a scalar kernel's compiled entry directly (`_entry`).
+ENTRY = True
+
+
+def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
+          tensor_args: set) -> list[str]:
     """Run the kernel, write back, wrap the outputs, record the tape node, return
-    (``tensor_args``: the positions of the arguments that are tensors).
+    (``keys``: the arguments' signature keys; ``tensor_args``: the positions of the
+    arguments that are tensors).
 
     The kernel's inputs are ``i0, ...`` and its outputs ``o0, ...``: named, not lists, so
     a call builds no list and unpacks none."""
@@ -563,6 +588,9 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
     gen.ns["new_outputs"], gen.ns["kernel_run"] = kernel.new_outputs, kernel.run
     ins = [f"d{i}" for i in arrays] + [f"c{j}" for j in range(len(plan.sources))]
     lines = []
+    # The kernel's machine code, called without the dispatcher when every input is an
+    # array this path made (`_entry`): None, or the cell holding it.
+    entry = _entry(plan, keys, arrays, gen)
     for j in plan.scalar_in:
         src = j - len(arrays)
         if 0 <= src < len(plan.sources) and isinstance(plan.sources[src], RuntimeScalar):
@@ -574,9 +602,15 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
             # values; its shape was checked with the key).
             # One ``(array, view)`` pair, read and replaced whole: threads see either.
             cache = gen.const([(None, None)], "view")
+            made = [f"    i{j} = {ins[j]}.reshape(1)"]
+            if entry is not None:
+                # The entry takes writeable, aligned views only (a view's flags are fixed
+                # when it is made); another one turns it off for good before any thread
+                # can take the view from the cache.
+                made += [f"    if not (i{j}.flags.writeable and i{j}.flags.aligned):",
+                         f"        {entry}[0] = None"]
             lines += [f"vw{j} = {cache}[0]", f"if vw{j}[0] is {ins[j]}:", f"    i{j} = vw{j}[1]",
-                      "else:", f"    i{j} = {ins[j]}.reshape(1)",
-                      f"    {cache}[0] = ({ins[j]}, i{j})"]
+                      "else:", *made, f"    {cache}[0] = ({ins[j]}, i{j})"]
             ins[j] = f"i{j}"
         else:
             ins[j] += ".reshape(1)"
@@ -613,19 +647,26 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
                 lines.append(f"o{k} = empty({gen.const(sh, 'shape')}, {gen.const(d, 'dtype')})")
         outs = [f"o{k}" for k in range(len(outputs))]
         args = [*in_names, *[gen.const(c, "c") for c in consts], *outs]
-        if pool is None:
-            lines.append(f"{fn}({', '.join(args)})")
-        else:  # a set of work arrays from the pool, given back after (as `run` does)
-            p = gen.const(pool, "pool")
+        if pool is not None:  # a set of work arrays from the pool, given back after
             args.insert(len(args) - len(outs), "*work")
-            call = f"{fn}({', '.join(args)})"
+        call = [f"{fn}({', '.join(args)})"]
+        if entry is not None:
+            # The dispatcher's function is read each call (a test may replace it): the
+            # entry serves only the one it was taken from.
+            call = ["ep = " + f"{entry}[0]",
+                    f"if ep is not None and {fn} is {gen.const(kernel.fn, 'dispatcher')}:",
+                    f"    ep({', '.join(args)})", "else:", *_indent(call)]
+        if pool is None:
+            lines += call
+        else:
+            p = gen.const(pool, "pool")
             lines += [f"work = {p}.pop() if {p} else {gen.const(kernel.new_scratch, 'scratch')}()",
-                      "try:", f"    {call}", "finally:", f"    {p}.append(work)"]
+                      "try:", *_indent(call), "finally:", f"    {p}.append(work)"]
     # `bump_version` written out: one Python call less per tensor written.
-    lines += [f"{_target(t, gen)}._version[0] += {n}" for t, n in zip(plan.inplace, plan.bumps)]
+    lines += [f"{_target(t, gen)}{VERSION}[0] += {n}" for t, n in zip(plan.inplace, plan.bumps)]
     for w in plan.copy_writes:
         t = _target(w.target, gen)
-        lines += [f"array_of({t})[...] = {out(w.out, w.shape)}", f"{t}._version[0] += {w.bumps}"]
+        lines += [f"{t}{DATA}[...] = {out(w.out, w.shape)}", f"{t}{VERSION}[0] += {w.bumps}"]
     if len(plan.grad_set) == 1:
         w = plan.grad_set[0]
         lines.append(f"set_grad({_target(w.target, gen)}, "
@@ -636,9 +677,15 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
     lines += [f"set_grad({_target(t, gen)}, None)" for t in plan.grad_none]
     results = [f"r{k}" for k in range(plan.n_user)]
     spent = dict(plan.spent)
+    # A scalar loss with its gradients, written nowhere before its tape node: the tape
+    # node's call makes the loss tensor too (one call for both).
+    loss = plan.mode is Kind.TRAIN and plan.joint and plan.n_user == 1 and not plan.attr_set
+    made = []
     for k, node in enumerate(plan.optimized.outputs[:plan.n_user]):
         history = f"True, {gen.const(spent[k], 'spent')}" if k in spent else "False, None"
-        lines.append(f"r{k} = make_tensor({out(k, node.shape)}, {history})")
+        made.append(f"r{k} = make_tensor({out(k, node.shape)}, {history})")
+    if not loss:
+        lines += made
     for w in plan.attr_set:
         values = []
         for j, (o, shape, a) in enumerate(w.leaves or ((w.out, w.shape, w.arg),)):
@@ -650,7 +697,12 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
         value = values[0] if w.tree is None else \
             f"{gen.const(w.tree, 'tree')}.unflatten([{', '.join(values)}])"
         lines.append(f"{gen.const(w.owner, 'o')}.__dict__[{w.name!r}] = {value}")
-    if plan.mode is Kind.TRAIN:
+    if loss:
+        array = out(0, plan.optimized.outputs[0].shape)
+        lines += ["if GRAD.value:",
+                  *_indent(_tape(plan, gen, arrays, tensor_args, oname, out, array)),
+                  "else:", *_indent(made)]
+    elif plan.mode is Kind.TRAIN:
         lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays, tensor_args, oname, out))]
     for k, i in plan.passthrough:
         lines.append(f"r{k} = a{i}")
@@ -669,9 +721,10 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
 
 
 def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Callable,
-          out: Callable) -> list[str]:
+          out: Callable, loss: str | None = None) -> list[str]:
     """Record the call's tape node: the precomputed gradients of a scalar loss, or the
-    backward kernel with its residuals."""
+    backward kernel with its residuals. ``loss``: the loss's array, whose tensor ``r0``
+    the node's call makes (else ``r0`` is made already)."""
     tensors = [f"a{i}" for i in arrays]
     for src in plan.sources:
         tensors.append(gen.const(src.tensor, "t") if isinstance(src, CapturedTensor) else
@@ -690,11 +743,10 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Call
                     lines.append(f"w{i} = {e}")
         # The tape node of each input as `internal.tape_node` gives it, with no call once
         # a leaf has one; the version of each saved input as one pair, with no call.
-        node, version = gen.const(cached_node_of, "node"), gen.const(version_cell_of, "ver")
-        wrt = _tuple(f"{named[i]}.grad_fn or {node}({named[i]}) or tape_node({named[i]})"
+        wrt = _tuple(f"{named[i]}.grad_fn or {named[i]}{NODE} or tape_node({named[i]})"
                      for i in plan.wrt)
         # Saved inputs that are tensors: not an array argument, not a runtime scalar.
-        saved = _tuple(f"({named[i]}, {version}({named[i]})[0])" for i in plan.saved_inputs
+        saved = _tuple(f"({named[i]}, {named[i]}{VERSION}[0])" for i in plan.saved_inputs
                        if (arrays[i] in tensor_args if i < len(arrays) else tensors[i] != "None"))
         grads = plan.grad_out
         outputs = plan.optimized.outputs
@@ -706,8 +758,9 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Call
                 *(o for w in plan.attr_set for o, _, _ in (w.leaves or ((w.out, 0, 0),)))}
         fresh = len(set(grads)) == len(grads) and not used & set(grads)
         listed = _tuple(out(k, sh) if fresh else oname(k) for k, sh in zip(grads, shapes))
-        return [*lines,
-                f"attach_gradients({wrt}, {listed}, r0, {saved}{', True' if fresh else ''})"]
+        call = f"attach_gradients({wrt}, {listed}, {loss or 'r0'}, {saved}" \
+               f"{', True' if fresh else ''})"
+        return [*lines, f"r0 = {call}" if loss else call]
     res = ", ".join(f"i{j}" if kind is From.INPUT else oname(j)
                     for kind, j in plan.residual_plan)
     results = ", ".join(f"r{k}" for k in range(plan.n_user))

@@ -12,8 +12,12 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..eager.autograd import HOOK_EPOCH
-from ..eager.internal import array_of, requires_grad_of
+from ..eager.internal import FIELDS, array_of, requires_grad_of
 from ..eager.tensor import Tensor
+
+# A tensor's array and ``requires_grad`` as generated source reads them: attribute reads,
+# no call (`internal.FIELDS`).
+_DATA, _RG = f".{FIELDS['array']}", f".{FIELDS['requires_grad']}"
 
 
 class Emitter(Protocol):
@@ -69,14 +73,14 @@ class CapturedType(Guard):
 
     def emit(self, gen: Emitter) -> tuple[str, Any]:
         t = gen.const(self.tensor, "t")
-        d = gen.captured_array(self.tensor) or f"array_of({t})"
-        return f"({d}.shape, {d}.dtype, requires_grad_of({t}))", self.expected
+        d = gen.captured_array(self.tensor) or f"{t}{_DATA}"
+        return f"({d}.shape, {d}.dtype, {t}{_RG})", self.expected
 
     def emit_parts(self, gen: Emitter) -> list[tuple[str, Any]]:
         # Three items of the call's comparison, not a tuple of its own to build and compare.
         t = gen.const(self.tensor, "t")
-        d = gen.captured_array(self.tensor) or f"array_of({t})"
-        return list(zip((f"{d}.shape", f"{d}.dtype", f"requires_grad_of({t})"), self.expected))
+        d = gen.captured_array(self.tensor) or f"{t}{_DATA}"
+        return list(zip((f"{d}.shape", f"{d}.dtype", f"{t}{_RG}"), self.expected))
 
 
 class CapturedGradType(Guard):
@@ -103,8 +107,8 @@ class CapturedGradType(Guard):
 
     def emit(self, gen: Emitter) -> tuple[str, Any]:
         t = gen.const(self.owner, "t")
-        d = gen.captured_array(self.owner, grad=True) or f"array_of({t}.grad)"
-        return f"({d}.shape, {d}.dtype, requires_grad_of({t}.grad))", self.expected
+        d = gen.captured_array(self.owner, grad=True) or f"{t}.grad{_DATA}"
+        return f"({d}.shape, {d}.dtype, {t}.grad{_RG})", self.expected
 
 
 class GradNone(Guard):

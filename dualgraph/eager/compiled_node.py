@@ -21,7 +21,7 @@ from .autograd import (
     Function,
     accumulate_array,
 )
-from .tensor import Tensor, _make, _set_new_grads
+from .tensor import Tensor, _make
 
 
 class _Cotangents:
@@ -82,6 +82,13 @@ class PrecomputedBackward(Function):
 
     __slots__ = ("_checks", "_shapes", "_handed", "_fresh")
     hands_out = True
+    # The fields no one writes after `attach_gradients`, as class attributes: one node is
+    # built per training step, and each field it does not set is a store saved.
+    op = "compiled"
+    loc = None
+    _def = _CompiledOp
+    _versions = ()
+    _out_version = None
 
     def apply(self, g: Any) -> list:
         _check_ready(self)
@@ -123,18 +130,26 @@ class PrecomputedBackward(Function):
                 _check_versions(self)  # raises the engine's error
         if self._fresh and not self._handed:
             # The call's own arrays, one per input and in its shape: no other leaf holds
-            # one, so each leaf without a `.grad` takes its array as it is.
+            # one, so each leaf without a `.grad` takes its array as it is, and one with
+            # a `.grad` gets the sum. `_set_new_grads` written out: no call per step.
             self._handed = True
-            # The leaves get their gradients in one call; tuples grow by concatenation,
-            # which is no call.
-            leaves: tuple = ()
-            arrays: tuple = ()
+            new = Tensor.__new__
             for inp, a in zip(inputs, self._saved):
                 var = inp._var()
-                if var is not None:
-                    leaves += (var,)
-                    arrays += (a,)
-            _set_new_grads(leaves, arrays, True)
+                if var is None:
+                    continue
+                old = var._grad
+                if old is not None:
+                    var._grad = _make(old._data + a, False, None)
+                    continue
+                g = new(Tensor)
+                g._data = a
+                g._rg = False
+                g._grad = None
+                g.grad_fn = None
+                g._version = [0]
+                g._node = None
+                var._grad = g
             if not retain_graph:
                 self._saved = ()
                 self._freed = True
@@ -174,30 +189,36 @@ class PrecomputedBackward(Function):
         return True
 
 
-def attach_gradients(inputs: tuple, grads: tuple, result: Tensor, checks: tuple,
-                     fresh: bool = False) -> None:
-    """Record a compiled scalar loss on the tape: ``grads[i]`` is its gradient (seed one)
-    with respect to the tensor whose tape node is ``inputs[i]`` (`internal.tape_node`);
-    ``checks`` holds ``(tensor, version)`` for the tensors whose values the gradients
-    were computed from (changing one before backward raises, as in eager mode).
-    ``fresh``: the gradients are arrays the call made, one per input (none shared), each
-    in its input's shape, so `hand_out` gives them to the leaves as they are."""
+def attach_gradients(inputs: tuple, grads: tuple, result: Tensor | np.ndarray, checks: tuple,
+                     fresh: bool = False) -> Tensor:
+    """Record a compiled scalar loss on the tape and return it: ``grads[i]`` is its
+    gradient (seed one) with respect to the tensor whose tape node is ``inputs[i]``
+    (`internal.tape_node`); ``checks`` holds ``(tensor, version)`` for the tensors whose
+    values the gradients were computed from (changing one before backward raises, as in
+    eager mode). ``fresh``: the gradients are arrays the call made, one per input (none
+    shared), each in its input's shape, so `hand_out` gives them to the leaves as they
+    are. ``result``: the loss tensor, or the array it holds (the tensor is made here)."""
     # One tape node per training step: built field by field, without the IR node's
     # constructor chain; the generated call builds ``inputs`` and ``checks`` as tuple
     # displays, with no call per input (the compiled call's Python calls are its cost).
+    if type(result) is np.ndarray:
+        # The loss tensor as `_make` builds it, written out: no call of its own per step.
+        data = result
+        result = Tensor.__new__(Tensor)
+        result._data = data
+        result._grad = None
+        result._version = [0]
+        result._node = None
+    else:
+        data = result._data
     node = PrecomputedBackward.__new__(PrecomputedBackward)
-    node.op = "compiled"
     node.inputs = inputs
     node.attrs = {}
-    node.shape = result._data.shape
-    node.dtype = result._data.dtype
-    node.loc = None
+    node.shape = data.shape
+    node.dtype = data.dtype
     node.uid = next_uid()
-    node._def = _CompiledOp
     node._saved = grads
-    node._versions = ()
     node._out = None
-    node._out_version = None
     node._freed = False
     node._hooks = None
     node._retain = None
@@ -208,6 +229,7 @@ def attach_gradients(inputs: tuple, grads: tuple, result: Tensor, checks: tuple,
     node._fresh = fresh
     result._rg = True
     result.grad_fn = node
+    return result
 
 
 def _inputs_and_checks(tensors: list, wrt: list, saved: tuple | None) -> tuple:

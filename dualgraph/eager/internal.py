@@ -33,20 +33,25 @@ set_new_grads = _set_new_grads
 init_tensor = _init
 
 
+# The attribute behind each reader below. Generated call paths (`compile.callgen`) write
+# ``t.<field>`` into their source, as these getters read it: an attribute read in
+# generated code costs no call, where the getter costs one per tensor and field.
+FIELDS = {"array": "_data", "requires_grad": "_rg", "version": "_version", "node": "_node"}
+
 # The compiled call reads these for every argument: attrgetters run in C, with no Python
 # frame per read.
-array_of: Callable[[Tensor], np.ndarray] = operator.attrgetter("_data")
+array_of: Callable[[Tensor], np.ndarray] = operator.attrgetter(FIELDS["array"])
 """The array holding a tensor's data (shared, never copied)."""
 
-requires_grad_of: Callable[[Tensor], bool] = operator.attrgetter("_rg")
+requires_grad_of: Callable[[Tensor], bool] = operator.attrgetter(FIELDS["requires_grad"])
 """A tensor's ``requires_grad``, without the property's cost."""
 
 
-version_cell_of: Callable[[Tensor], list] = operator.attrgetter("_version")
+version_cell_of: Callable[[Tensor], list] = operator.attrgetter(FIELDS["version"])
 """A tensor's version counter: a one-element list, shared by its views (``[0]`` is the
 count of in-place writes)."""
 
-cached_node_of: Callable[[Tensor], Any] = operator.attrgetter("_node")
+cached_node_of: Callable[[Tensor], Any] = operator.attrgetter(FIELDS["node"])
 """The tape node a leaf or constant has been given as an op input (`tape_node`), or None
 if it has none yet (a tensor with a ``grad_fn`` has none: its node is the ``grad_fn``)."""
 

@@ -173,6 +173,25 @@ class Kernel:
         return (self.fn, self._consts, [(s, d) for s, d, _ in self._outs],
                 self._pool if self._scratch else None)
 
+    def scalar_entry_point(self, dtypes: list) -> Any:
+        """The compiled code's own entry (what Numba's dispatcher calls once it has typed
+        the arguments) for a call whose every input is a C-contiguous, writeable, aligned
+        ``(1,)`` array (0-d values as `run` takes them), input ``i`` of dtype
+        ``dtypes[i]``, with this kernel's consts, work arrays and outputs. Calling it
+        skips the typing of every argument; the caller guarantees those types. None when
+        the kernel has an input that is not 0-d, is split or parallel, or is not compiled
+        for those types."""
+        overloads = getattr(self.fn, "overloads", None)  # None: NUMBA_DISABLE_JIT
+        if (self.parts or self.parallel or overloads is None or len(dtypes) != len(self._in)
+                or any(s for s, _ in self._in)):
+            return None
+        try:
+            ins = tuple(numba.types.Array(numba.from_dtype(np.dtype(d)), 1, "C") for d in dtypes)
+        except Exception:  # noqa: BLE001 - a dtype Numba has no type for has no entry either
+            return None
+        compiled = overloads.get(self._types(ins))
+        return None if compiled is None else compiled.entry_point
+
     def new_scratch(self) -> list:
         return [np.empty(s, d) for s, d in self._scratch]
 
