@@ -551,6 +551,8 @@ less, less_equal, not_equal = globals()["lt"], globals()["le"], globals()["ne"]
 
 
 autocast = amp.autocast
+is_autocast_enabled, is_autocast_cpu_enabled = amp.is_autocast_enabled, amp.is_autocast_cpu_enabled
+get_autocast_dtype, is_autocast_available = amp.get_autocast_dtype, amp.is_autocast_available
 
 
 def scalar_tensor(s: _typing.Any, *, dtype: _typing.Any = None, device: _typing.Any = None,
@@ -762,7 +764,9 @@ __all__ += ["bilinear", "pdist", "rrelu", "empty_strided", "frexp", "frombuffer"
 __all__ += [
     "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",
     "IntTensor", "LongTensor", "ShortTensor", "Size", "absolute", "adaptive_avg_pool1d",
-    "adaptive_max_pool1d", "autocast", "avg_pool1d", "bartlett_window", "blackman_window",
+    "adaptive_max_pool1d", "autocast", "get_autocast_dtype", "is_autocast_available",
+    "is_autocast_cpu_enabled", "is_autocast_enabled", "avg_pool1d", "bartlett_window",
+    "blackman_window",
     "channels_last", "channels_last_3d", "combinations", "contiguous_format", "hamming_window",
     "hann_window", "kaiser_window", "max_pool1d", "max_pool2d", "max_pool3d", "memory_format",
     "preserve_format", "real", "scalar_tensor", "unravel_index", "addbmm", "addcdiv",

@@ -30,9 +30,9 @@ class Mode(abc.ABC):
       to change for either.
     - `note_grad_write`: ``t.grad`` is about to be assigned.
     - What code outside the ops reads, for a compiled call to guard or pass at run time:
-      `note_training`, `note_attr`, `note_module`, `guard_value`, `runtime_scalar`. The
-      base implementations do nothing (or return the value itself): only a mode that
-      records a program for later calls needs them.
+      `note_training`, `note_attr`, `note_missing`, `note_module`, `guard_value`,
+      `runtime_scalar`. The base implementations do nothing (or return the value itself):
+      only a mode that records a program for later calls needs them.
 
     A mode is also callable as its `process`, so a plain function can stand in for one
     (`push_mode` wraps it; the wrapper hands everything else to the mode below it).
@@ -95,6 +95,11 @@ class Mode(abc.ABC):
 
     def note_attr(self, owner: Any, name: str, value: Any) -> None:
         """``owner.name``, a parameter, buffer or submodule of module ``owner``, was read."""
+        return None
+
+    def note_missing(self, owner: Any, name: str) -> None:
+        """``owner.name`` was asked of module ``owner``, which has no such attribute (a
+        ``hasattr`` or ``getattr`` with a default reads its absence)."""
         return None
 
     def note_module(self, module: Any) -> None:
@@ -161,6 +166,9 @@ class _FunctionMode(Mode):
 
     def note_attr(self, owner: Any, name: str, value: Any) -> None:
         self.below.note_attr(owner, name, value)
+
+    def note_missing(self, owner: Any, name: str) -> None:
+        self.below.note_missing(owner, name)
 
     def note_module(self, module: Any) -> None:
         self.below.note_module(module)

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..dtypes import DEFAULT_FLOAT
 from ..eager import grad_mode
+from ..eager.autograd import ANOMALY
 from ..eager.detours import ACTIVE as _DETOURS
 from ..eager.internal import array_of, make_tensor, requires_grad_of
 from ..eager.saved_hooks import STACK as _SAVED_HOOKS
@@ -31,6 +32,7 @@ from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError
 from ..modes import ABOVE_BASE, MODE_STACKS, current_trace
 from ..nn.modules import module as _module
+from ..ops.precision import AUTOCAST
 from ..profiler import record_function
 from .callgen import (
     DEFAULT,
@@ -164,13 +166,13 @@ class CompiledFunction:
         return self._call(args, kwargs)
 
     def _detour(self, args: tuple, kwargs: dict) -> Any:
-        """A call made while a function is traced, under saved-tensor hooks or inside a
-        profile."""
-        if current_trace() is not None or _SAVED_HOOKS:
+        """A call made while a function is traced, under saved-tensor hooks, in anomaly mode
+        or inside a profile."""
+        if current_trace() is not None or _SAVED_HOOKS or ANOMALY[0]:
             # Traced (another compiled function, or this one recursively): run the Python
             # function, so its ops join the outer trace. Under saved-tensor hooks too: the
             # hooks must see each saved tensor, and a compiled graph keeps them inside its
-            # kernels.
+            # kernels. In anomaly mode too: it checks every backward op for nan.
             return self.fn(*args, **kwargs)
         with record_function("CompiledFunction"):  # a profile's row
             out = self._fast_kw(args, kwargs) if kwargs else self._fast(args)
@@ -283,8 +285,10 @@ class CompiledFunction:
         # Arguments that share memory (``f(x[1:3], x)``): which pairs is part of the key;
         # a trace that writes one of them runs eagerly (`specialize.check_aliasing`).
         alias = overlapping(arrays) if len(arrays) > 1 else None
-        # The default float dtype shapes what a trace builds (Python floats, factories).
-        return (tuple(key), (grad_mode.GRAD_ENABLED.value, DEFAULT_FLOAT[0]), layout, alias)
+        # The default float dtype shapes what a trace builds (Python floats, factories);
+        # an autocast region, which ops it rounds.
+        return (tuple(key), (grad_mode.GRAD_ENABLED.value, DEFAULT_FLOAT[0], AUTOCAST[0]),
+                layout, alias)
 
     def _find(self, sig: tuple, args: tuple) -> Plan | None:
         for e in self._entries.get(sig, ()):

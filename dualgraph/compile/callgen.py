@@ -42,6 +42,7 @@ from ..eager.internal import (
 )
 from ..eager.tensor import Tensor
 from ..nn.changes import CHANGES
+from ..ops.precision import AUTOCAST
 from .baked import CHECK_EVERY, check_baked
 from .guards import MISSING, Value, module_counted, value_key
 from .plan import (
@@ -114,7 +115,7 @@ POSITIONAL, KEYWORD, DEFAULT = "positional", "keyword", "default"
 # Names every generated call may use.
 _BUILTINS = {
     "MISS": MISS, "MISSING": MISSING, "GRAD": grad_mode.GRAD_ENABLED,
-    "DEFAULT_FLOAT": DEFAULT_FLOAT, "array_of": array_of,
+    "DEFAULT_FLOAT": DEFAULT_FLOAT, "AUTOCAST": AUTOCAST, "array_of": array_of,
     "requires_grad_of": requires_grad_of,
     "make_tensor": make_tensor, "set_grad": set_grad, "refresh_key": refresh_key,
     "attach_gradients": attach_gradients, "attach_backward": attach_backward,
@@ -355,7 +356,7 @@ def _key_check(keys: tuple, grad_on: bool, gen: _Emitter,
         else:
             exprs.append(f"const_key(a{i}, {i}, KEEP)")
             expected.append(k)
-    exprs += ["GRAD.value", "DEFAULT_FLOAT[0]"]  # grad mode, default float dtype
+    exprs += ["GRAD.value", "DEFAULT_FLOAT[0]", "AUTOCAST[0]"]  # and the autocast format
     expected += list(grad_on)
     return _compare(exprs, gen.const(tuple(expected), "key"))
 
@@ -621,10 +622,10 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
             lines += [f"work = {p}.pop() if {p} else {gen.const(kernel.new_scratch, 'scratch')}()",
                       "try:", f"    {call}", "finally:", f"    {p}.append(work)"]
     # `bump_version` written out: one Python call less per tensor written.
-    lines += [f"{_target(t, gen)}._version[0] += 1" for t in plan.inplace]
+    lines += [f"{_target(t, gen)}._version[0] += {n}" for t, n in zip(plan.inplace, plan.bumps)]
     for w in plan.copy_writes:
         t = _target(w.target, gen)
-        lines += [f"array_of({t})[...] = {out(w.out, w.shape)}", f"{t}._version[0] += 1"]
+        lines += [f"array_of({t})[...] = {out(w.out, w.shape)}", f"{t}._version[0] += {w.bumps}"]
     if len(plan.grad_set) == 1:
         w = plan.grad_set[0]
         lines.append(f"set_grad({_target(w.target, gen)}, "
@@ -633,15 +634,22 @@ def _body(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set) -> list[str
         lines.append(f"set_new_grads({_tuple(_target(w.target, gen) for w in plan.grad_set)}, "
                      f"{_tuple(out(w.out, w.shape) for w in plan.grad_set)})")
     lines += [f"set_grad({_target(t, gen)}, None)" for t in plan.grad_none]
+    results = [f"r{k}" for k in range(plan.n_user)]
+    spent = dict(plan.spent)
+    for k, node in enumerate(plan.optimized.outputs[:plan.n_user]):
+        history = f"True, {gen.const(spent[k], 'spent')}" if k in spent else "False, None"
+        lines.append(f"r{k} = make_tensor({out(k, node.shape)}, {history})")
     for w in plan.attr_set:
-        values = [f"a{a}" if o is None else f"make_tensor({out(o, shape)}, False, None)"
-                  for o, shape, a in (w.leaves or ((w.out, w.shape, w.arg),))]
+        values = []
+        for j, (o, shape, a) in enumerate(w.leaves or ((w.out, w.shape, w.arg),)):
+            node = w.spent[j] if w.spent else None
+            r = w.result[j] if w.result else None
+            history = "False, None" if node is None else f"True, {gen.const(node, 'spent')}"
+            values.append(f"a{a}" if o is None else f"r{r}" if r is not None else
+                          f"make_tensor({out(o, shape)}, {history})")
         value = values[0] if w.tree is None else \
             f"{gen.const(w.tree, 'tree')}.unflatten([{', '.join(values)}])"
         lines.append(f"{gen.const(w.owner, 'o')}.__dict__[{w.name!r}] = {value}")
-    results = [f"r{k}" for k in range(plan.n_user)]
-    for k, node in enumerate(plan.optimized.outputs[:plan.n_user]):
-        lines.append(f"r{k} = make_tensor({out(k, node.shape)}, False, None)")
     if plan.mode is Kind.TRAIN:
         lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays, tensor_args, oname, out))]
     for k, i in plan.passthrough:

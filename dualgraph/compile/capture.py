@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .._location import user_location
+from ..eager.autograd import LeafHooksUnchanged
 from ..eager.internal import array_of, requires_grad_of, set_grad
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError, TraceError
@@ -35,6 +36,7 @@ from .guards import (
     GlobalHookTable,
     Identity,
     InstanceForward,
+    LeafHooks,
     ModuleAttrs,
     ModuleHookTable,
     ModuleTable,
@@ -78,6 +80,10 @@ class CallTraceContext(TraceContext):
         # which the compiled call sets to the real value (`restore_attrs`).
         self.attrs_before: dict = {}
         self.attr_writes: list = []
+        # Attributes a module was asked for and did not have: ``(id(module), name)``.
+        self.missing_reads: set = set()
+        # Attributes written back without history (`restore_attrs`): ``(id(obj), name)``.
+        self.attr_detached: set = set()
         # Eager tensors held by attributes: id -> ``[(table, name, guard key, what)]``.
         self.attr_holders: dict = {}
         # Modules' plain attributes: id -> (a `ModuleAttrs` of them all, the names guarded).
@@ -111,6 +117,9 @@ class CallTraceContext(TraceContext):
             if arr is not None:
                 self.baked.append(BakedArray(arr, copy, loc))
         self._copied = []
+
+    def note_missing(self, owner: Any, name: str) -> None:
+        self.missing_reads.add((id(owner), name))
 
     def note_attr(self, owner: Any, name: str, value: Any) -> None:
         """``owner.name`` (a parameter, buffer or submodule of the module ``owner``) was read:
@@ -257,8 +266,9 @@ class CallTraceContext(TraceContext):
                     keep: Any = None) -> None:
         """A Python value the trace branched on: reuse the trace while ``getter()`` gives
         ``expected`` (compared with ``==``)."""
+        kind = LeafHooks if isinstance(getter, LeafHooksUnchanged) else Value
         self.reads.setdefault(("value", what, id(keep)),
-                              Value(getter, expected, lambda now: what, keep))
+                              kind(getter, expected, lambda now: what, keep))
 
     def runtime_scalar(self, key: Any, value: Callable[[], Any], dtype: Any,
                        keep: Any = None) -> Tracer:
@@ -445,6 +455,8 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
         ctx.note_reachable(m)
     outputs = single = None
     streams = _python_streams()
+    generators = _generator_states(fn)
+    spaces = _global_spaces(fn)
     try:
         with ctx, _EnvironReads(ctx):
             if alias:
@@ -457,7 +469,15 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
     finally:
         grad_writes = restore_grads(ctx)
         ctx.attr_writes = restore_attrs(ctx)
-        drew = _restore_python_streams(streams)
+        drew = _restore_python_streams(streams) or _restore_generators(generators)
+        rebound = _restore_globals(ctx, spaces)
+    if rebound:
+        raise EagerOnlyError(
+            f"{getattr(fn, '__name__', 'the function')} rebinds the global "
+            f"{' and '.join(map(repr, rebound))} to a value it computes (global x; x = ...), "
+            "which a compiled call does not write back; this signature runs eagerly. Keep "
+            "the state in a tensor changed in place (x.copy_(...)) or on a module attribute, "
+            "or return it from the function")
     if drew:
         raise EagerOnlyError(
             f"{getattr(fn, '__name__', 'the function')} draws from {drew} while it is traced "
@@ -601,6 +621,109 @@ def _restore_python_streams(before: tuple) -> str | None:
     return " and ".join(drew) or None
 
 
+_GENERATORS = (np.random.Generator, np.random.RandomState, random.Random)
+
+
+def _generator_state(g: Any) -> Any:
+    if isinstance(g, np.random.Generator):
+        return g.bit_generator.state
+    if isinstance(g, np.random.RandomState):
+        kind, keys, *rest = g.get_state()
+        return kind, keys.tobytes(), *rest
+    return g.getstate()
+
+
+def _generator_states(fn: Any) -> list:
+    """``(name, generator, state)`` for the random generator objects the function names
+    (closure variables, globals its code names, defaults; a module's or bound method's
+    ``self`` attributes): eager mode draws new numbers from them on every call."""
+    owners = [fn, getattr(fn, "__self__", None)]
+    funcs = _python_functions(fn)
+    found: dict = {}
+
+    def visit(name: str, v: Any) -> None:
+        if isinstance(v, _GENERATORS) and id(v) not in found:
+            found[id(v)] = (name, v)
+
+    for owner in owners:
+        if owner is not None and isinstance(getattr(owner, "__dict__", None), dict):
+            for k, v in list(owner.__dict__.items()):
+                visit(f"{type(owner).__name__}.{k}", v)
+    for f in funcs:
+        if f is None:
+            continue
+        code = f.__code__
+        for cell, name in zip(f.__closure__ or (), code.co_freevars):
+            try:
+                visit(name, cell.cell_contents)
+            except ValueError:  # an empty cell
+                continue
+        names = set(code.co_names)
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                names.update(c.co_names)
+        for name in names:
+            if name in f.__globals__:
+                visit(name, f.__globals__[name])
+        for i, v in enumerate(f.__defaults__ or ()):
+            visit(f"default {i}", v)
+    return [(name, g, _generator_state(g)) for name, g in found.values()]
+
+
+def _python_functions(fn: Any) -> list:
+    """The Python functions a call of ``fn`` runs first: its own (None when it has none)
+    and, for a module, its class's ``forward``."""
+    from ..nn.modules import Module
+
+    funcs = [function_of(fn)]
+    if isinstance(fn, Module):
+        funcs.append(function_of(type(fn).forward))
+    return funcs
+
+
+def _global_spaces(fn: Any) -> list:
+    """``(globals, copy)`` of the global namespaces of the function (and of a module's
+    ``forward``), to find globals the trace rebinds to traced values."""
+    spaces: dict = {}
+    for f in _python_functions(fn):
+        if f is not None and id(f.__globals__) not in spaces:
+            spaces[id(f.__globals__)] = (f.__globals__, dict(f.__globals__))
+    return list(spaces.values())
+
+
+def _restore_globals(ctx: CallTraceContext, spaces: list) -> list:
+    """Put back every global of ``spaces`` the trace set to a value holding its traced
+    tensors; returns their names."""
+    rebound = []
+    for space, before in spaces:
+        for name, v in list(space.items()):
+            if isinstance(v, Tracer) and v._ctx is ctx or _holds_tracer(v, ctx):
+                rebound.append(name)
+                if name in before:
+                    space[name] = before[name]
+                else:
+                    del space[name]
+    return rebound
+
+
+def _restore_generators(before: list) -> str | None:
+    """Put back the generators of ``before`` (`_generator_states`) that the trace drew
+    from; returns them named, or None."""
+    drew = []
+    for name, g, state in before:
+        if _generator_state(g) == state:
+            continue
+        if isinstance(g, np.random.Generator):
+            g.bit_generator.state = state
+        elif isinstance(g, np.random.RandomState):
+            kind, keys, *rest = state
+            g.set_state((kind, np.frombuffer(keys, np.uint32).copy(), *rest))
+        else:
+            g.setstate(state)
+        drew.append(f"the {type(g).__name__} {name!r}")
+    return " and ".join(drew) or None
+
+
 def _trace_views(ctx: CallTraceContext, args: tuple, targs: list, alias: tuple) -> None:
     """Arguments that share memory: where one is a plain view of the other
     (`signature.basic_view`: ints, slices, new axes) and neither requires grad, the
@@ -645,6 +768,8 @@ def restore_attrs(ctx: CallTraceContext) -> list:
     back as a tensor without history, as the next step's ``detach()`` would leave it.
     Every attribute is put back before an error is raised.
     """
+    from ..nn.modules import Module
+
     out: list = []
     error = None  # raised once every attribute is put back
     for obj, before in ctx.attrs_before.values():
@@ -672,6 +797,10 @@ def restore_attrs(ctx: CallTraceContext) -> list:
             else:
                 continue
             nodes = [ctx.as_node(e) for _, e in leaves]
+            # A module attribute the call creates, never asked for before (a read of it
+            # would have gone through Module.__getattr__): its absence decided nothing.
+            created = (name not in before and isinstance(obj, Module)
+                       and (id(obj), name) not in ctx.missing_reads)
             old = _put_back(d, name, before)
             for (path, _), node in zip(leaves, nodes):
                 if id(node) in ctx.rg and not ctx.backward_called and error is None:
@@ -683,16 +812,31 @@ def restore_attrs(ctx: CallTraceContext) -> list:
                         f"{'' if tree is None else ' for each tensor'}), call backward() inside "
                         "the compiled function, or return the value from it instead")
             out.append((obj, name, nodes, tree))
+            held = _tensors_in(old)
+            if held and not any(requires_grad_of(t) for t in held):
+                # The trace is guarded on the held tensors not requiring grad (a recurrent
+                # state the step detaches): written back with history, the value would
+                # make the next call trace again.
+                ctx.attr_detached.add((id(obj), name))
             if isinstance(old, Tensor):  # the next call reads whichever tensor is there
                 ctx.note_attr_tensor(d, name, old, what)
             elif tensor_tree(old):
                 ctx.note_attr_tree(d, name, old, what)
-            else:
+            elif not created:
                 ctx.reads[("attr value", id(d), name)] = Identity(
                     d, name, old, f"{what} was set to another value")
     if error is not None:
         raise error
     return out
+
+
+def _tensors_in(v: Any) -> list:
+    """The tensors ``v`` is or holds (a tuple, list or dict of them)."""
+    if isinstance(v, Tensor):
+        return [v]
+    if tensor_tree(v):
+        return [e for _, e in tree_leaves(v) if isinstance(e, Tensor)]
+    return []
 
 
 def _put_back(d: dict, name: str, before: dict) -> Any:

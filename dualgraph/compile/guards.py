@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..eager.autograd import HOOK_EPOCH
 from ..eager.internal import array_of, requires_grad_of
 from ..eager.tensor import Tensor
 
@@ -317,6 +318,17 @@ class Value(Guard):
 
     def emit(self, gen: Emitter) -> tuple[str, Any]:
         return f"{gen.const(self.get, 'get')}()", self.expected
+
+
+class LeafHooks(Value):
+    """The gradient hooks of the leaves a traced backward ran (`autograd.LeafHooksUnchanged`):
+    the call compares the hook epoch inline and calls the full check only after it moved."""
+
+    __slots__ = ()
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        get = gen.const(self.get, "hooks")
+        return f"({gen.const(HOOK_EPOCH, 'epoch')}[0] == {get}.epoch or {get}())", True
 
 
 class Defaults(Guard):

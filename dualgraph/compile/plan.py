@@ -107,6 +107,7 @@ class CopyWrite(NamedTuple):
     target: Target
     out: int
     shape: tuple
+    bumps: int = 1  # the in-place ops that wrote it (its version counter advances by as many)
 
 
 class GradSet(NamedTuple):
@@ -130,6 +131,11 @@ class AttrSet(NamedTuple):
     arg: int | None = None
     tree: Any = None
     leaves: tuple = ()
+    # Per leaf (one, without ``tree``): the `SpentBackward` node of a value that requires
+    # grad after the call's own backward() (None: no history); the user output it is
+    # (None: another value), handed out as that same tensor, as eager mode does.
+    spent: tuple = ()
+    result: tuple = ()
 
 
 class From(str, enum.Enum):
@@ -170,11 +176,15 @@ class Plan:
     # kernel output, new ``.grad`` values, ``.grad`` set to None.
     inplace: tuple = ()
     copy_writes: tuple = ()
+    bumps: tuple = ()  # per ``inplace`` tensor, the in-place ops that wrote it
     # Kernel output -> the kernel input it is written into in place.
     write_to: dict = field(default_factory=dict)
     grad_set: tuple = ()
     grad_none: tuple = ()
     attr_set: tuple = ()  # attributes set to a traced value (`AttrSet`)
+    # User outputs that require grad after the call's own backward(): (output, its
+    # `SpentBackward` node), returned with that history as eager mode leaves them.
+    spent: tuple = ()
     # Outputs: (user output, argument position) returned as the argument itself.
     passthrough: tuple = ()
     # Outputs returned as an earlier output (``return y, y``): (output, earlier output);

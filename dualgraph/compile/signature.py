@@ -1,9 +1,8 @@
 """Which compiled entry a call may use: its signature key, and guards on captured tensors.
 
-A call's key is ``(per-argument keys, (grad mode, default float dtype), keyword layout,
-shared memory)``, built by
-`CompiledFunction._key` on the general path; each entry's generated call path
-(`callgen`) checks the same key inline. An argument's key is
+A call's key is ``(per-argument keys, (grad mode, default float dtype, autocast format),
+keyword layout, shared memory)``, built by `CompiledFunction._key` on the general path;
+each entry's generated call path (`callgen`) checks the same key inline. An argument's key is
 ``(shape, dtype, requires_grad)`` for a tensor, ``(shape, dtype)`` for a NumPy array and
 ``(type, value)`` for a Python scalar or ``None`` (baked into the graph as a constant).
 
@@ -260,6 +259,10 @@ def describe_change(old: tuple, new: tuple, args: tuple) -> str:
             return ", ".join(f"{i} and {j}" for i, j in alias) if alias else "none"
         return (f"tensor arguments sharing memory: {shown(new_alias)} instead of "
                 f"{shown(old_alias)} (counted among tensor and array arguments)")
+    if old_grad[2:] != new_grad[2:]:
+        def region(fmt: tuple | None) -> str:
+            return f"a {fmt[0]} autocast region" if fmt else "no autocast region"
+        return f"{region(new_grad[2])} instead of {region(old_grad[2])} (dg.autocast)"
     if old_grad[1] != new_grad[1]:
         return f"default dtype {new_grad[1]} instead of {old_grad[1]} (dg.set_default_dtype)"
     return (f"grad mode {'on' if new_grad[0] else 'off'} instead of "

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..eager import grad_mode
-from ..eager.compiled_node import readonly_cotangent
+from ..eager.compiled_node import readonly_cotangent, spent_node
 from ..eager.internal import array_of
 from ..eager.tensor import TRACE_KEY, Tensor
 from ..errors import EagerOnlyError
@@ -69,13 +69,13 @@ def import_backend() -> Any:
 
 
 def _plan_writes(plan: Plan, n_user: int, writes: list, write_inputs: list,
-                 grad_writes: list, arg_index: dict) -> tuple[dict, dict]:
+                 grad_writes: list, arg_index: dict, counts: dict) -> tuple[dict, dict]:
     """Fill the plan's writes from the trace's; returns write_to (kernel output -> the
     input it overwrites in place) and pos (graph output -> kernel output). ``writes``:
     the tensors whose data the call changes, ``write_inputs`` the kernel input of each
     (None: not an input, copied back); ``grad_writes``: ``(tensor, node or None)``, a new
     ``.grad`` or None. A tensor that is an argument is named by its position
-    (`plan.Argument`)."""
+    (`plan.Argument`). ``counts``: the in-place ops per written tensor (by id)."""
     graph = plan.optimized
     write_to = {n_user + k: j for k, j in enumerate(write_inputs) if j is not None}
     pos, p = {}, 0
@@ -88,12 +88,14 @@ def _plan_writes(plan: Plan, n_user: int, writes: list, write_inputs: list,
         i = arg_index.get(id(t))
         return t if i is None else Argument(i)
 
-    inplace, copies = [], []
+    inplace, copies, bumps = [], [], []
     for k, (t, j) in enumerate(zip(writes, write_inputs)):
+        n = counts.get(id(t), 1)
         if j is None:
-            copies.append(CopyWrite(target(t), pos[n_user + k], tuple(t.shape)))
+            copies.append(CopyWrite(target(t), pos[n_user + k], tuple(t.shape), n))
         else:
             inplace.append(target(t))
+            bumps.append(n)
     grads, nones = [], []
     k = n_user + len(writes)
     for t, node in grad_writes:
@@ -103,7 +105,7 @@ def _plan_writes(plan: Plan, n_user: int, writes: list, write_inputs: list,
         else:
             nones.append(target(t))
     plan.scalar_in = tuple(j for j, n in enumerate(graph.inputs) if not n.shape)
-    plan.inplace, plan.copy_writes = tuple(inplace), tuple(copies)
+    plan.inplace, plan.copy_writes, plan.bumps = tuple(inplace), tuple(copies), tuple(bumps)
     plan.grad_set, plan.grad_none = tuple(grads), tuple(nones)
     return write_to, pos
 
@@ -230,23 +232,43 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
         plan.optimized = optimize(graph, verify=verify)
     write_to, pos = _plan_writes(plan, len(user), [t for t, _ in writes],
                                  _write_inputs(ctx, graph, writes), grad_writes,
-                                 ctx.arg_index)
+                                 ctx.arg_index, ctx.write_counts)
     plan.write_to = write_to
     k = len(user) + len(writes) + sum(n is not None for _, n in grad_writes)
+    # After the call's own backward(), a value that requires grad keeps that flag and a
+    # used-up history, as eager mode leaves it (`SpentBackward`).
+    spent = _spent_nodes(ctx, user) if kind is not Kind.TRAIN else {}
+    plan.spent = tuple((k, spent[id(n)]) for k, n in enumerate(user) if id(n) in spent)
+    result_of = {id(n): k for k, n in reversed(list(enumerate(user)))}
     attrs = []
     for (obj, name, nodes, tree), args_ in zip(ctx.attr_writes, attr_args):
         leaves = []
         for node, i in zip(nodes, args_):
             leaves.append((pos[k] if i is None else None, node.shape, i))
             k += i is None
-        attrs.append(AttrSet(obj, name, *leaves[0]) if tree is None else
-                     AttrSet(obj, name, None, (), None, tree, tuple(leaves)))
+        kept = (id(obj), name) not in ctx.attr_detached
+        extra_ = {"spent": tuple(spent.get(id(n)) if kept else None for n in nodes),
+                  "result": tuple(result_of.get(id(n)) if i is None and kept else None
+                                  for n, i in zip(nodes, args_))}
+        attrs.append(AttrSet(obj, name, *leaves[0], **extra_) if tree is None else
+                     AttrSet(obj, name, None, (), None, tree, tuple(leaves), **extra_))
     plan.attr_set = tuple(attrs)
     stats.passes_seconds += time.perf_counter() - t1
     if train:
         _plan_residuals(plan, residuals, pos)
     return _build_kernels(plan, kernel_inputs(plan, args), user, write_to, parallel, cache,
                           tiered, stats)
+
+
+def _spent_nodes(ctx: Any, user: list) -> dict:
+    """Per traced node (by id) among the outputs and attributes written back that requires
+    grad in a call that ran ``backward()``: its `SpentBackward` node."""
+    if not ctx.backward_called:
+        return {}
+    nodes = [*user, *(n for obj, name, ns, _ in ctx.attr_writes for n in ns
+                      if (id(obj), name) not in ctx.attr_detached)]
+    return {id(n): spent_node(n.shape, n.dtype) for n in nodes
+            if id(n) in ctx.rg and id(n) not in ctx.arg_tensors}
 
 
 def _plan_returned(plan: Plan, ctx: Any, user: list, owner: list, sources: tuple) -> None:

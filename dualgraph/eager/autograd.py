@@ -23,6 +23,7 @@ from ..ops.broadcast import fit_grad
 from ..ops.reduce import SUM
 from ..ops.shape import GETITEM, to_numpy_index
 from . import grad_mode
+from .detours import ACTIVE as DETOURS
 
 # Eager nodes record the user's file:line only on request (dg.compare does): finding the
 # frame costs about as much as the rest of recording a node.
@@ -54,11 +55,21 @@ class detect_anomaly:  # noqa: N801 - PyTorch's name
 
     def __enter__(self) -> "detect_anomaly":
         self._prev = (ANOMALY[0], RECORD_LOCATIONS[0])
-        ANOMALY[0] = RECORD_LOCATIONS[0] = True
+        _set_anomaly(True, True)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        ANOMALY[0], RECORD_LOCATIONS[0] = self._prev
+        _set_anomaly(*self._prev)
+
+
+def _set_anomaly(on: bool, locations: bool) -> None:
+    """Anomaly mode on or off; while on, a compiled call runs its Python function, so
+    every backward op it records is checked (`detours`)."""
+    ANOMALY[0], RECORD_LOCATIONS[0] = on, locations
+    while "detect_anomaly" in DETOURS:
+        DETOURS.remove("detect_anomaly")
+    if on:
+        DETOURS.append("detect_anomaly")
 
 
 class set_detect_anomaly:  # noqa: N801 - PyTorch's name
@@ -68,13 +79,13 @@ class set_detect_anomaly:  # noqa: N801 - PyTorch's name
 
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
         self._prev = (ANOMALY[0], RECORD_LOCATIONS[0])
-        ANOMALY[0] = RECORD_LOCATIONS[0] = bool(mode)
+        _set_anomaly(bool(mode), bool(mode))
 
     def __enter__(self) -> "set_detect_anomaly":
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        ANOMALY[0], RECORD_LOCATIONS[0] = self._prev
+        _set_anomaly(*self._prev)
 
 
 def _check_anomaly(node: "Function", grads: Any) -> None:
@@ -114,16 +125,47 @@ _FREED_MSG = (
 NODE_RUNNER: list[Callable[[Any, Any], Any] | None] = [None]
 
 
+# Advanced whenever a gradient hook is registered on a leaf or removed from it: a
+# compiled step that ran the hooks of its leaves re-checks them only when it moved.
+HOOK_EPOCH = [0]
+
+
 class RemovableHandle:
     """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
 
-    def __init__(self, hooks: list, hook: Callable) -> None:
+    def __init__(self, hooks: list, hook: Callable, leaf: bool = False) -> None:
         self._hooks = hooks
         self._hook = hook
+        self._leaf = leaf  # a leaf's gradient hook: its removal moves `HOOK_EPOCH`
 
     def remove(self) -> None:
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
+            if self._leaf:
+                HOOK_EPOCH[0] += 1
+
+
+class LeafHooksUnchanged:
+    """Whether the gradient hooks of ``tensors`` (leaves) are those they had when this
+    was made: a compiled step ran them in its trace. Cheap while `HOOK_EPOCH` holds."""
+
+    __slots__ = ("tensors", "hooks", "epoch")
+
+    def __init__(self, tensors: list) -> None:
+        self.tensors = tensors
+        self.hooks = self._now()
+        self.epoch = HOOK_EPOCH[0]
+
+    def _now(self) -> list:
+        return [tuple(t._node._hooks) if t._node is not None else () for t in self.tensors]
+
+    def __call__(self) -> bool:
+        if HOOK_EPOCH[0] == self.epoch:
+            return True
+        if self._now() != self.hooks:
+            return False
+        self.epoch = HOOK_EPOCH[0]
+        return True
 
 
 class AccumulateGrad(Node):

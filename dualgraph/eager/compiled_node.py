@@ -315,3 +315,30 @@ def attach_backward(kernel: Any, tensors: list, wrt: list, residuals: tuple, res
         r._rg = True
         r.grad_fn = joint if len(results) == 1 else _OutputOf(joint, k, r.shape, r.dtype)
 
+
+
+class SpentBackward(Function):
+    """The history of a value a compiled call gives back after running ``backward()``
+    inside (its loss, ``self.loss = ...``): the value requires grad and is not a leaf, as
+    eager mode leaves it, but its graph was used by that backward, so a second backward
+    through it raises, as eager mode's does."""
+
+    __slots__ = ()
+
+    def apply(self, g: Any) -> list:
+        raise RuntimeError(_FREED_MSG + _SPENT_NOTE)
+
+
+_SPENT_NOTE = (
+    " (This value came out of a compiled function that ran backward() inside it: its graph "
+    "ended in that call.)")
+
+
+def spent_node(shape: tuple, dtype: Any) -> SpentBackward:
+    """A freed tape node for a value of ``shape`` and ``dtype`` (`SpentBackward`)."""
+    node = SpentBackward.__new__(SpentBackward)
+    Node_init = super(Function, node).__init__  # noqa: N806 - the IR Node's __init__
+    Node_init("compiled", (), {}, tuple(shape), np.dtype(dtype))
+    _tape_state(node, ())
+    node._freed = True
+    return node

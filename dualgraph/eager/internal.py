@@ -51,6 +51,13 @@ cached_node_of: Callable[[Tensor], Any] = operator.attrgetter("_node")
 if it has none yet (a tensor with a ``grad_fn`` has none: its node is the ``grad_fn``)."""
 
 
+def leaf_hooks_of(t: Tensor) -> list:
+    """The gradient hooks of leaf ``t`` (``register_hook``, and the post-accumulate ones
+    as `autograd.PostAccumulateHook`), in the order they run."""
+    node = t._node
+    return list(node._hooks) if node is not None else []
+
+
 def set_array(t: Tensor, array: np.ndarray) -> None:
     """Make ``t`` hold ``array`` (compare swaps a captured tensor to float64 and back)."""
     t._data = array

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import modes
 from ..dtypes import as_dtype, check_device, default_float
+from ..errors import EagerOnlyError
 from ..ir.graph import Literal, Node
 from ..modes import Mode
 from ..ops import gather as G
@@ -30,6 +31,7 @@ from ..ops.mixin import (
 from . import allocator, grad_mode
 from . import autograd as _autograd
 from .autograd import (
+    HOOK_EPOCH,
     RULES_RUNNING,
     AccumulateGrad,
     Function,
@@ -108,6 +110,13 @@ class Tensor(TensorOps):
         # PyTorch's `p.data = t`: p keeps its identity (and autograd flags) and now shares
         # t's data, whose shape and dtype it takes.
         if not isinstance(value, Tensor):
+            if modes.current_trace() is not None and isinstance(value, TensorOps):
+                # Later reads of the tensor in the trace would not all see the new data
+                # (its ``.data`` is traced as a value of its own): run this call eagerly.
+                raise EagerOnlyError(
+                    "p.data = value inside a compiled function swaps the tensor's data, "
+                    "which the compiled call does not follow; this signature runs eagerly. "
+                    "Write the values in place instead (with torch.no_grad(): p.copy_(value))")
             raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
         if type(self) is _ViewTensor:
             raise RuntimeError("setting .data of a view is not supported: set it on the base")
@@ -485,7 +494,8 @@ class Tensor(TensorOps):
         if isinstance(node, Function):
             return node.register_hook(hook)
         node._hooks.append(hook)
-        return RemovableHandle(node._hooks, hook)
+        HOOK_EPOCH[0] += 1
+        return RemovableHandle(node._hooks, hook, leaf=True)
 
     def register_post_accumulate_grad_hook(self, hook: Callable) -> RemovableHandle:
         """Run ``hook(tensor)`` on this leaf once a backward has added its gradient into
@@ -498,7 +508,8 @@ class Tensor(TensorOps):
         node = self._input_node()
         wrapped = PostAccumulateHook(hook)
         node._hooks.append(wrapped)
-        return RemovableHandle(node._hooks, wrapped)
+        HOOK_EPOCH[0] += 1
+        return RemovableHandle(node._hooks, wrapped, leaf=True)
 
     def backward(
         self,

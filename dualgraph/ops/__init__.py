@@ -15,6 +15,7 @@ from . import (  # noqa: F401  (importing each family registers its ops)
     matrix,
     norm,
     pool,
+    precision,
     products,
     random,
     recurrent,

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..modes import bind
+from .precision import AUTOCAST, lower
 from .reduce import _sum_impl
 from .reduce import sum as _sum
 from .registry import OpDef, register
@@ -406,8 +407,12 @@ def conv2d(x: Any, w: Any, bias: Any = None, stride: Pair = (1, 1),
     """The 2-D convolution primitive (4-D input, canonical attributes); ``F.conv2d`` is the
     public spelling."""
     args = (x, w) if bias is None else (x, w, bias)
-    return bind(CONV2D, *args, stride=tuple(stride), padding=tuple(map(tuple, padding)),
-                dilation=tuple(dilation), groups=int(groups))
+    lowered = AUTOCAST[0] is not None  # on autocast's lower-precision list
+    if lowered:
+        args = tuple(lower(a) for a in args)
+    out = bind(CONV2D, *args, stride=tuple(stride), padding=tuple(map(tuple, padding)),
+               dilation=tuple(dilation), groups=int(groups))
+    return lower(out) if lowered else out
 
 
 # ------------------------------------------------------------------------- conv2d_weight

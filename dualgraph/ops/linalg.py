@@ -14,6 +14,7 @@ from . import reduce as R
 from . import shape as S
 from .broadcast import broadcast_shapes, normalize_dim, promote_arrays, result_dtype
 from .elementwise import mul
+from .precision import AUTOCAST, lower
 from .registry import OpDef, register
 from .shape import TRANSPOSE, reshape
 
@@ -194,11 +195,15 @@ ADDMM = register(OpDef(
 
 def matmul(a: Any, b: Any) -> Any:
     """Matrix product with NumPy's rules (1-D operands, batch broadcasting); ``a @ b``."""
+    if AUTOCAST[0] is not None:  # on autocast's lower-precision list
+        return lower(bind(MATMUL, lower(a), lower(b)))
     return bind(MATMUL, a, b)
 
 
 def addmm(bias: Any, a: Any, b: Any) -> Any:
     """``bias + a @ b`` for 2-D ``a`` and ``b`` in one op (what ``nn.Linear`` records)."""
+    if AUTOCAST[0] is not None:
+        return lower(bind(ADDMM, lower(bias), lower(a), lower(b)))
     return bind(ADDMM, bias, a, b)
 
 

@@ -27,6 +27,7 @@ from . import scan as SC
 from . import shape as S
 from . import strided as ST
 from .broadcast import broadcasts_to, normalize_axis, normalize_dim
+from .precision import AUTOCAST
 from .size import Size, strided
 
 
@@ -139,8 +140,18 @@ class TensorOps:
     def __rtruediv__(self, o): return _bin(E.DIV, self, o, True)  # noqa: E704
     def __pow__(self, o): return _bin(E.POW, self, o)  # noqa: E704
     def __rpow__(self, o): return _bin(E.POW, self, o, True)  # noqa: E704
-    def __matmul__(self, o): return _bin(L.MATMUL, self, o)  # noqa: E704
-    def __rmatmul__(self, o): return _bin(L.MATMUL, self, o, True)  # noqa: E704
+    def __matmul__(self, o):
+        if AUTOCAST[0] is not None:  # the lowered product
+            o = o if isinstance(o, _FAST) else _operand(o)
+            return NotImplemented if o is NotImplemented else L.matmul(self, o)
+        return _bin(L.MATMUL, self, o)
+
+    def __rmatmul__(self, o):
+        if AUTOCAST[0] is not None:
+            o = o if isinstance(o, _FAST) else _operand(o)
+            return NotImplemented if o is NotImplemented else L.matmul(o, self)
+        return _bin(L.MATMUL, self, o, True)
+
     def __lt__(self, o): return _bin(E.LT, self, o)  # noqa: E704
     def __le__(self, o): return _bin(E.LE, self, o)  # noqa: E704
     def __gt__(self, o): return _bin(E.GT, self, o)  # noqa: E704

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import types
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -18,8 +19,9 @@ import numpy as np
 
 from .. import modes
 from .._location import PKG, source_line, user_location
+from ..eager.autograd import LeafHooksUnchanged, PostAccumulateHook
 from ..eager.grad_mode import GRAD_ENABLED
-from ..eager.internal import array_of, storage_of
+from ..eager.internal import array_of, leaf_hooks_of, storage_of
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError, ShapeError, TraceError
 from ..ir.graph import Graph, Literal, Node
@@ -293,6 +295,9 @@ class TraceContext(Mode):
         self.overwritten: set[int] = set()
         self.leaves: dict[int, Tensor] = {}  # input node id -> eager tensor requiring grad
         self.writes: dict[int, tuple[Tensor, Node]] = {}  # in-place writes to eager tensors
+        # In-place ops per written tensor (by id): the compiled call advances its version
+        # counter by as many, as eager mode's ops would one by one.
+        self.write_counts: Counter[int] = Counter()
         self.grad_before: dict[int, tuple[Tensor, Any]] = {}  # .grad before the trace wrote it
         self.grad_assumed_none: list[Tensor] = []  # backward() found .grad None on entry
         self.arg_tensors: dict[int, Tensor] = {}  # argument input node id -> caller's tensor
@@ -700,6 +705,7 @@ class TraceContext(Mode):
             if owner is not None:
                 self.arg_tensors[id(node)] = owner
                 self.writes[id(owner)] = (owner, node)
+                self.write_counts[id(owner)] += 1
                 self._keep.append(owner)
             if id(t.node) in self.rg:
                 self.overwritten.add(id(t.node))
@@ -713,6 +719,7 @@ class TraceContext(Mode):
             t = first
         if id(t) in self.made and not t.requires_grad:  # made inside (`made_writes`)
             self.made_writes[id(t)] = (t, node)
+            self.write_counts[id(t)] += 1
             self._lifted[id(t)] = node
             return written
         if (through or not GRAD_ENABLED.value) and t.requires_grad and t.grad_fn is None:
@@ -722,6 +729,7 @@ class TraceContext(Mode):
             if inp is not None:
                 self._straight[id(t)] = (node, inp)
         self.writes[id(t)] = (t, node)
+        self.write_counts[id(t)] += 1
         self._lifted[id(t)] = node
         self._keep.append(t)
         return written
@@ -810,10 +818,17 @@ class TraceContext(Mode):
                     old = self.leaf_grads[nid]
                     self.leaf_grads[nid] = Tracer(self.as_node(g), self) if old is None else \
                         Tracer(self.process(_add_op(), (old, g), {}).node, self)
+            hooked = []
             for nid, t in self.leaves.items():
                 g = ct.get(nid)
                 if g is None:
                     continue
+                hooks = leaf_hooks_of(t)
+                if hooks:
+                    # The leaf's gradient hooks run on the traced gradient, as the eager
+                    # engine runs them; the trace holds while they stay the same.
+                    hooked.append((t, hooks))
+                    g = self._run_leaf_hooks(hooks, Tracer(self.as_node(g), self))
                 if id(t) not in self.grad_before and t.grad is None:
                     # The graph assigns instead of accumulating: valid only while the
                     # tensor enters the call with no gradient (a guard of the compiled call).
@@ -823,9 +838,33 @@ class TraceContext(Mode):
                 # mul_) must not change the other's, as in eager mode.
                 t.grad = Tracer(self.as_node(g), self) if t.grad is None else Tracer(
                     self.process(_add_op(), (t.grad, g), {}).node, self)
+            for t, hooks in hooked:
+                for h in hooks:
+                    if type(h) is PostAccumulateHook:
+                        h.fn(t)
         finally:
             GRAD_ENABLED.value = prev
         self.backward_called = True
+        check = LeafHooksUnchanged(list(self.leaves.values()))
+        self.guard_value(check, True, "a gradient hook of a leaf the step differentiates was "
+                         "registered or removed", keep=check)
+
+    def _run_leaf_hooks(self, hooks: list, g: Tracer) -> Tracer:
+        """``g`` through a leaf's gradient hooks, in order (a result replaces it)."""
+        for h in hooks:
+            if type(h) is PostAccumulateHook:
+                continue
+            r = h(g)
+            if r is None:
+                continue
+            if not isinstance(r, Tracer) or tuple(r.shape) != tuple(g.shape) or \
+                    r.dtype != g.dtype:
+                name = getattr(h, "__name__", type(h).__name__)
+                raise RuntimeError(f"hook '{name}' returned {type(r).__name__} of another "
+                                   "type or size than the gradient; expected a tensor like it "
+                                   "or None")
+            g = r
+        return g
 
     def __enter__(self) -> "TraceContext":
         modes.push_mode(self)

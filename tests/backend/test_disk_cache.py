@@ -77,7 +77,6 @@ def test_second_process_reuses_the_disk_cache(tmp_path):
     second = _child(tmp_path)
     assert second["path"] == first["path"]
     assert second["numba_cache_hits"] == 1 and second["numba_cache_misses"] == 0
-    assert second["numba_seconds"] < first["numba_seconds"]
     assert path.read_text() == source  # not rewritten
 
 

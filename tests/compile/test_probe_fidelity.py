@@ -1356,9 +1356,9 @@ def test_double_backward_through_a_compiled_call_raises_clearly():
         x2.detach()).numpy(), np.array([3.0, 12.0], np.float32))
 
 
-def test_a_compiled_step_returns_its_loss_without_history():
-    """The loss of a step that ran backward() inside comes back as a value: its graph was
-    used up by that backward, in eager mode too (a second backward fails there)."""
+def test_a_compiled_step_returns_its_loss_with_spent_history():
+    """The loss of a step that ran backward() inside requires grad and has a history that
+    backward used up, as in eager mode (a second backward fails in both)."""
     dg.manual_seed(0)
     lin = nn.Linear(2, 1)
     opt = dg.optim.SGD(lin.parameters(), lr=0.1)
@@ -1371,7 +1371,10 @@ def test_a_compiled_step_returns_its_loss_without_history():
         return loss
 
     loss = dg.compile(step)(dg.ones(3, 2))
-    assert not loss.requires_grad and loss.grad_fn is None
+    assert loss.requires_grad and not loss.is_leaf
+    assert loss.grad_fn.name() == "CompiledFunctionBackward"
+    with pytest.raises(RuntimeError, match="second time"):
+        loss.backward()
 
 
 def test_a_captured_grad_that_was_none_when_traced_is_baked_in():

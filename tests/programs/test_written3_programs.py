@@ -64,12 +64,9 @@ SLOW_COMPILE = ("unet", "translation_transformer", "style_transfer")
 # critic step on those gradients accumulate (a second entry); the FGSM attack turns its
 # argument into a leaf (``data.requires_grad = True``) and the char-RNN step returns
 # ``loss.item()``, so both run eagerly, with a warning; the translation batches are padded
-# to three lengths; the style-transfer closure's loss modules hold ``self.loss``, which a
-# compiled call writes back without requires_grad (eager leaves it requiring grad), so the
-# second call retraces once on that attribute.
+# to three lengths.
 TRACES = {"dqn": [3], "wgan_gp": [2, 1], "simclr": [1, 1], "distill": [1, 1],
-          "fgsm": [1, 0], "char_rnn": [0], "translation_transformer": [3],
-          "style_transfer": [2]}
+          "fgsm": [1, 0], "char_rnn": [0], "translation_transformer": [3]}
 WARNS = {"fgsm": "requires_grad_\\(True\\) on an argument", "char_rnn": r"\.item\(\)"}
 
 

@@ -423,6 +423,22 @@ def sigmoid_f64(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def reduce_precision(x, mbits, ebits):
+    # ``ops.precision``'s rounding, element by element, in float64 (exact for float32).
+    v = np.float64(x)
+    if not np.isfinite(v):
+        return v
+    m = int(mbits)
+    half = 1 << (int(ebits) - 1)
+    e = max(math.frexp(v)[1] - 1, 2 - half)
+    step = math.ldexp(1.0, e - m)
+    r = np.rint(v / step) * step
+    if abs(r) > (2.0 - math.ldexp(1.0, -m)) * math.ldexp(1.0, half - 1):
+        return math.copysign(math.inf, v)
+    return r
+
+
 # --------------------------------------------------------------- special functions
 # Scalar float64 functions the special-function ops lower to (``ops/special.py``); float32
 # nodes cast their result. They are branchy series, not vector code, so they are not

@@ -127,7 +127,8 @@ MATH = {
 }
 _CALLS = {"abs": "abs", "erf": "math.erf", "min": "min", "max": "max", "int": "int",
           "float": "float", "bool": "bool", "lgamma": "math.lgamma", "erfc": "math.erfc",
-          "polygamma": "dgk.polygamma", "erfinv": "dgk.erfinv"}
+          "polygamma": "dgk.polygamma", "erfinv": "dgk.erfinv",
+          "reduce_precision": "dgk.reduce_precision"}
 
 
 def call_name(fn: str, dtype: Any) -> str:

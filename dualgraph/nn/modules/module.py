@@ -122,6 +122,9 @@ class Module:
         elif name in d.get("_modules", {}):
             value = d["_modules"][name]
         else:
+            trace = current_trace()
+            if trace is not None:  # its absence is read (hasattr): the trace guards it
+                trace.note_missing(self, name)
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         # While `dg.compile` traces: the trace guards the identity of what it read here, so
         # rebinding `m.weight = Parameter(...)` (or a submodule) retraces.

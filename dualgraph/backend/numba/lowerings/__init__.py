@@ -177,10 +177,11 @@ SCALAR: dict[str, Builder] = {
     "erfc": _call("erfc"),
     "erfinv": _call("erfinv"),
     "polygamma": _call("polygamma"),
+    "reduce_precision": _call("reduce_precision"),
 }
 # Ops whose Numba result may have another dtype than operands of the node's dtype (an
 # integer power may widen): always cast.
-WIDENING = frozenset({"pow", "lgamma", "erfc", "erfinv", "polygamma"})
+WIDENING = frozenset({"pow", "lgamma", "erfc", "erfinv", "polygamma", "reduce_precision"})
 
 
 def scalar_builder(op: str) -> Builder:
