@@ -1,7 +1,8 @@
-"""``parallel=True`` over items: a convolution's samples (each part of the batch with its
-own im2col columns), im2col and col2im over samples, and products small enough to stay
-one BLAS call on the calling thread. The parallel build gives the bits of one thread on
-two, and the serial build's values."""
+"""``parallel=True`` over items: item loops of lowered blocks (a grouped convolution's
+products) and products small enough to stay one BLAS call on the calling thread. The
+ungrouped convolutions' library routines cut their samples over the threads
+(`test_parallel_conv_split.py`). The parallel build gives the bits of one thread on two,
+and the serial build's values."""
 
 from __future__ import annotations
 
