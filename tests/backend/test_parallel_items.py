@@ -1,7 +1,8 @@
-"""``parallel=True`` over items: a convolution's samples (each part of the batch with its
-own im2col columns), im2col and col2im over samples, and products small enough to stay
-one BLAS call on the calling thread. The parallel build gives the bits of one thread on
-two, and the serial build's values."""
+"""``parallel=True`` over items: item loops of lowered blocks (a grouped convolution's
+products) and products small enough to stay one BLAS call on the calling thread. The
+ungrouped convolutions' library routines cut their samples over the threads
+(`test_parallel_conv_split.py`). The parallel build gives the bits of one thread on two,
+and the serial build's values."""
 
 from __future__ import annotations
 
@@ -45,9 +46,6 @@ def test_parallel_conv_step_is_the_same_on_one_and_two_threads():
         finally:
             dg.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     g, serial = _conv_grads(net, x, False)
-    # The forward convolution's sample loop runs in parts, each with its own columns;
-    # the serial build has no parallel loop.
-    assert "_n_p in numba.prange(8)" in f.entries()[0].kernel.source
     assert "numba.prange" not in g.entries()[0].kernel.source
     for a, b, s in zip(*runs, serial):
         assert a.tobytes() == b.tobytes()

@@ -16,21 +16,19 @@ threads, so neither does the result. Generated parallel kernels import this modu
 from __future__ import annotations
 
 import numba
+import numpy as np
 from numba.extending import overload
 
 from .blas import (  # noqa: F401 - re-exported: a parallel kernel's ``dgb``
     HAVE_CBLAS,
+    _data,
     _gemm_at,
-    conv_col2im_float32,
-    conv_col2im_float64,
-    conv_conv2d_float32,
-    conv_conv2d_float64,
-    conv_dgrad_float32,
-    conv_dgrad_float64,
-    conv_im2col_float32,
-    conv_im2col_float64,
-    conv_wgrad_float32,
-    conv_wgrad_float64,
+    _store,
+    conv_col2im,
+    conv_conv2d,
+    conv_dgrad,
+    conv_im2col,
+    conv_wgrad,
     gemm,
     max_pool_indices,
     need_batched,
@@ -116,3 +114,131 @@ def _gemm_batched_by_rank(x, y, c):
 
 # The names serial kernels call the batched product by (one C function per dtype there).
 gemm_batched_float32 = gemm_batched_float64 = gemm_batched
+
+
+# ---- convolution
+# The library's per-sample convolution routines (`blas.conv_conv2d` and the others) over
+# Numba's threads: the batch cut in SAMPLE_PARTS contiguous parts, each one call of the
+# serial routine on its slice of the samples (each with its own columns buffer). The cut
+# does not depend on the number of threads, so neither do the bits. A convolution under
+# SPLIT_FLOPS multiply-adds stays one call on the calling thread (as a small product).
+SAMPLE_PARTS = 2
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _sample_parts(n, work):
+    """How many parts a convolution over ``n`` samples of ``work`` multiply-adds in all
+    runs in: 1 (on the calling thread) or SAMPLE_PARTS."""
+    return SAMPLE_PARTS if n >= SAMPLE_PARTS and work >= SPLIT_FLOPS else 1
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _conv2d_parts(x, w, bias, out, table, parts):
+    n = x.shape[0]
+    for p in numba.prange(parts):
+        a, b = n * p // parts, n * (p + 1) // parts
+        conv_conv2d(x[a:b], w, bias, out[a:b], table)
+
+
+@numba.njit(cache=True, nogil=True)
+def conv_conv2d_split(x, w, bias, out, table):
+    """`blas.conv_conv2d` with the samples cut in SAMPLE_PARTS over Numba's threads."""
+    parts = _sample_parts(x.shape[0], out.size * w.size // max(out.shape[1], 1))
+    if parts == 1:
+        conv_conv2d(x, w, bias, out, table)
+    else:
+        _conv2d_parts(x, w, bias, out, table, parts)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _dgrad_parts(g, w, res, table, parts):
+    n = g.shape[0]
+    for p in numba.prange(parts):
+        a, b = n * p // parts, n * (p + 1) // parts
+        conv_dgrad(g[a:b], w, res[a:b], table)
+
+
+@numba.njit(cache=True, nogil=True)
+def conv_dgrad_split(g, w, res, table):
+    """`blas.conv_dgrad` with the samples cut in SAMPLE_PARTS over Numba's threads."""
+    parts = _sample_parts(g.shape[0], g.size * w.size // max(g.shape[1], 1))
+    if parts == 1:
+        conv_dgrad(g, w, res, table)
+    else:
+        _dgrad_parts(g, w, res, table, parts)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _wgrad_parts(x, g, sums, table, parts):
+    n = x.shape[0]
+    for p in numba.prange(parts):
+        a, b = n * p // parts, n * (p + 1) // parts
+        conv_wgrad(x[a:b], g[a:b], sums[p], table)
+
+
+@numba.njit(cache=True, nogil=True)
+def conv_wgrad_split(x, g, gw, table):
+    """`blas.conv_wgrad` with the samples cut in SAMPLE_PARTS over Numba's threads: each
+    part's sum into its own buffer, the parts then added in order (not the serial
+    routine's bits, which add sample by sample into one sum; the same bits on any
+    number of threads)."""
+    parts = _sample_parts(x.shape[0], g.size * gw.size // max(gw.shape[0], 1))
+    if parts == 1:
+        conv_wgrad(x, g, gw, table)
+        return
+    sums = np.empty((parts,) + gw.shape, gw.dtype)
+    _wgrad_parts(x, g, sums, table, parts)
+    # The routine writes ``gw`` C-ordered from its data pointer, whatever its type says.
+    out, size = _data(gw), gw.size
+    whole = sums.reshape(parts * size)
+    for j in range(size):
+        v = whole[j]
+        for p in range(1, parts):
+            v += whole[p * size + j]
+        _store(out, j, v)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _im2col_parts(x, cols, table, parts):
+    n = x.shape[0]
+    for p in numba.prange(parts):
+        a, b = n * p // parts, n * (p + 1) // parts
+        conv_im2col(x[a:b], cols[a:b], table)
+
+
+@numba.njit(cache=True, nogil=True)
+def conv_im2col_split(x, cols, table):
+    """`blas.conv_im2col` with the samples cut in SAMPLE_PARTS over Numba's threads when
+    the columns are laid out sample-major (mode 0: a part's columns are a slice); the
+    kernel-offset-major layout stays one call."""
+    parts = _sample_parts(x.shape[0], cols.size * SPLIT_FLOPS // (1 << 16))
+    if parts == 1 or table[10] != 0:
+        conv_im2col(x, cols, table)
+    else:
+        _im2col_parts(x, cols, table, parts)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _col2im_parts(cols, res, table, parts):
+    n = res.shape[0]
+    for p in numba.prange(parts):
+        a, b = n * p // parts, n * (p + 1) // parts
+        conv_col2im(cols[a:b], res[a:b], table)
+
+
+@numba.njit(cache=True, nogil=True)
+def conv_col2im_split(cols, res, table):
+    """`blas.conv_col2im` with the samples cut in SAMPLE_PARTS over Numba's threads."""
+    parts = _sample_parts(res.shape[0], cols.size * SPLIT_FLOPS // (1 << 16))
+    if parts == 1:
+        conv_col2im(cols, res, table)
+    else:
+        _col2im_parts(cols, res, table, parts)
+
+
+# The names generated code calls (one C function per dtype in `blas`).
+conv_conv2d_float32 = conv_conv2d_float64 = conv_conv2d_split
+conv_dgrad_float32 = conv_dgrad_float64 = conv_dgrad_split
+conv_wgrad_float32 = conv_wgrad_float64 = conv_wgrad_split
+conv_im2col_float32 = conv_im2col_float64 = conv_im2col_split
+conv_col2im_float32 = conv_col2im_float64 = conv_col2im_split

@@ -622,7 +622,7 @@ class _Writer:
                 self.group(body, args, out, kind)
             else:
                 args = [self.arg(i) if isinstance(i, Node) else kir.const(i) for i in ins]
-                threads = conv_lowering.ITEM_THREADS.set(self.parallel)
+                threads = conv_lowering.ITEM_THREADS.set(False)
                 try:
                     built = lowerings.kernel_lowering(n.op)(n, args, out)
                 finally:
