@@ -12,9 +12,6 @@ under ``dg.compile``.
 - quickstart: "Learn the Basics" (a Dataset subclass, ``nn.Flatten``, the train/test
   loops, ``torch.save``/``torch.load(weights_only=True)``, ``nn.Softmax(dim=1)``, a
   one-hot ``scatter_`` target transform, the autograd tour).
-- with_examples: "Learning PyTorch with Examples" (manual gradients, autograd with
-  ``a -= lr * a.grad; a.grad = None``, ``nn.Flatten(0, 1)``, RMSprop, scalar Parameters,
-  DynamicNet's random control flow, run eagerly).
 - d2l_scratch: d2l's linear and softmax regression from scratch (a shuffling generator,
   ``sgd`` under ``no_grad`` with ``param.grad.zero_()``, ``y_hat[range(n), y]``).
 - packed_rnn: ``pad_sequence``, ``pack_padded_sequence`` (sorted and

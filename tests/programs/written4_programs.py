@@ -23,7 +23,7 @@ from .harness import GOLDENS, bound_torch
 WRITTEN = Path(__file__).resolve().parent / "written4"
 GOLD = GOLDENS / "written4"
 PROGRAMS = ("yunjey_basics", "yunjey_cnn", "yunjey_birnn", "yunjey_lm", "yunjey_gan",
-            "yunjey_resnet", "quickstart", "with_examples", "d2l_scratch", "packed_rnn",
+            "yunjey_resnet", "quickstart", "d2l_scratch", "packed_rnn",
             "mha_seq2seq", "textcnn", "recsys", "dist_policy", "sn_gan")
 
 
