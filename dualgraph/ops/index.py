@@ -374,9 +374,19 @@ def _check_index_tensor(name: str, x: Any, dim: int, index: Any, src: Any = None
     return dim
 
 
+def _one_d(t: Any) -> Any:
+    """A 0-d tensor as a 1-d one of one element: gather and scatter take either where the
+    other side is 0-d or 1-d (PyTorch's rule)."""
+    return S.reshape(t, (1,)) if _is_tensor(t) and not t.shape else t
+
+
 def gather(x: Any, dim: int, index: Any) -> Any:
     """``torch.gather``: ``out[i][j] = x[index[i][j]][j]`` along ``dim`` (shape of
     ``index``); the gradient scatter-adds back."""
+    if len(x.shape) == 1 and _is_tensor(index) and not index.shape:
+        return S.reshape(gather(x, dim, _one_d(index)), ())
+    if not x.shape and _is_tensor(index) and len(index.shape) == 1:
+        return gather(_one_d(x), dim, index)
     dim = _check_index_tensor("gather", x, dim, index)
     if not x.shape:
         return S.reshape(gather(S.reshape(x, (1,)), 0, S.reshape(index, (1,))), ())
@@ -420,6 +430,8 @@ def _src_part(src: Any, shape: tuple) -> Any:
 
 def _scatter(name: str, x: Any, dim: int, index: Any, src: Any, accumulate: bool) -> Any:
     literal = not _is_tensor(src) and np.ndim(src) == 0
+    if len(x.shape) == 1 and len(index.shape) <= 1:
+        index, src = _one_d(index), _one_d(src)
     dim = _check_index_tensor(name, x, dim, index, None if literal else src)
     if not x.shape:
         x1 = S.reshape(x, (1,))

@@ -147,10 +147,13 @@ def test_compiled_training_step_equals_eager() -> None:
 
         f = dg.compile(step) if compiled else step
         losses = [f(x, y).item() for x, y in data]
+        # The old-style hooks leave module.weight as the last forward computed it.
+        last = [net[4].weight.detach().clone(), net[6].weight.detach().clone()]
         net.eval()
         pred = net(data[0][0])  # eager, after the compiled calls: no stale traced weight
-        runs.append((losses, net.state_dict(), pred, f))
-    (le, se, pe, _), (lc, sc, pc, f) = runs
+        runs.append((losses, net.state_dict(), pred, f, last))
+    (le, se, pe, _, we), (lc, sc, pc, f, wc) = runs
+    assert_close(wc, we, rtol=1e-5, atol=1e-6)
     assert_close(lc, le, rtol=1e-5, atol=0.0)
     assert list(sc) == list(se)
     for k in se:

@@ -170,6 +170,21 @@ def test_gather_family():
         a.index_select(0, dg.tensor([3]))
 
 
+def test_gather_and_scatter_take_a_0d_index_against_a_1d_tensor():
+    # Learn the Basics builds one-hot targets as zeros(10).scatter_(0, tensor(y), value=1).
+    assert dg.zeros(5).scatter_(0, dg.tensor(3), value=1).tolist() == [0.0, 0.0, 0.0, 1.0, 0.0]
+    assert dg.zeros(3).scatter(0, dg.tensor(1), dg.tensor(7.0)).tolist() == [0.0, 7.0, 0.0]
+    assert dg.zeros(3).scatter_add(0, dg.tensor([2]), dg.tensor(4.0)).tolist() == [0.0, 0.0, 4.0]
+    x = dg.arange(5.0, requires_grad=True)
+    y = dg.gather(x, 0, dg.tensor(2))
+    assert y.shape == () and y.item() == 2.0
+    y.backward()
+    assert x.grad.tolist() == [0.0, 0.0, 1.0, 0.0, 0.0]
+    assert dg.gather(dg.tensor(4.0), 0, dg.tensor([0])).tolist() == [4.0]
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        dg.zeros(2, 5).scatter_(0, dg.tensor(3), value=1)
+
+
 def test_scatter_family():
     i = dg.tensor([0, 0, 2])
     s = dg.tensor([1.0, 2.0, 3.0])

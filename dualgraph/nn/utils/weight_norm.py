@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...eager.grad_mode import no_grad
 from ...modes import current_trace
 from ..modules.module import Module, Parameter
 from . import _norms
@@ -20,21 +21,21 @@ __all__ = ["WeightNorm", "remove_weight_norm", "weight_norm"]
 
 class RecomputedWeight:
     """The forward pre-hook base of the old-style normalisations: ``module.<name>`` is a
-    plain attribute set before each forward. Inside a compiled function it holds a traced
-    value only while the module runs: the forward hook puts the eager value back, so the
-    module never keeps a value of a finished trace."""
+    plain attribute set before each forward. Inside a compiled function the forward hook
+    leaves it detached, so the compiled call writes back the weight its last forward
+    computed (programs read it afterwards, as after an eager forward) without keeping
+    the trace's history or asking for a backward in the call."""
 
     name: str
 
     def __call__(self, module: Module, inputs: Any) -> None:
-        if current_trace() is not None:
-            self._eager = module.__dict__.get(self.name)
         object.__setattr__(module, self.name, self.compute_weight(module, module.training))
 
     def after(self, module: Module, inputs: Any, output: Any) -> None:
-        if current_trace() is not None and hasattr(self, "_eager"):
-            object.__setattr__(module, self.name, self._eager)
-            del self._eager
+        if current_trace() is not None:
+            weight = module.__dict__.get(self.name)
+            if hasattr(weight, "detach"):
+                object.__setattr__(module, self.name, weight.detach())
 
     def compute_weight(self, module: Module, training: bool) -> Any:
         raise NotImplementedError
@@ -79,7 +80,10 @@ class WeightNorm(RecomputedWeight):
         module.register_parameter(name + "_g", Parameter(
             _norms.norm_except_dim(weight.detach(), fn.dim)))
         module.register_parameter(name + "_v", Parameter(weight.detach()))
-        object.__setattr__(module, name, fn.compute_weight(module))
+        # Detached, as every forward inside a compiled function leaves it: a first compiled
+        # call then finds the kind of value the later ones do (one trace).
+        with no_grad():
+            object.__setattr__(module, name, fn.compute_weight(module))
         fn.attach(module)
         return fn
 
