@@ -143,6 +143,11 @@ class CallTraceContext(TraceContext):
         """``module.training`` was read: guard its value."""
         key = ("training", id(module))
         if key not in self.reads:
+            # The call's entry is chosen by the flag as the call begins: a function that
+            # runs ``model.eval()`` first reads the flag it set itself.
+            before = self.attrs_before.get(id(module))
+            if before is not None and before[0] is module:
+                value = before[1].get("_training", value)
             self.reads[key] = TrainingFlag(
                 lambda: module.training, value,
                 lambda now: f"{type(module).__name__}.training is {now} (traced with {value})",
@@ -484,6 +489,14 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
         ctx.attr_writes = restore_attrs(ctx)
         drew = _restore_python_streams(streams) or _restore_generators(generators)
         rebound = _restore_globals(ctx, spaces)
+    shared = sorted(ctx.arg_index[id(t)] for t, _ in ctx.captured if id(t) in ctx.arg_index)
+    if shared and (ctx.writes or grad_writes):
+        # The argument and the captured tensor are one tensor, but two kernel inputs: a
+        # write through one would not be seen through the other.
+        raise EagerOnlyError(
+            f"argument {shared[0]} is also read by the function as a captured tensor (a "
+            "parameter, a global) and the function writes tensors in place; a compiled "
+            "call would not see the write through both. Pass the tensor one way only.")
     if rebound:
         raise EagerOnlyError(
             f"{getattr(fn, '__name__', 'the function')} rebinds the global "
@@ -842,7 +855,8 @@ def restore_attrs(ctx: CallTraceContext) -> list:
             else:
                 if _rebound(before, name, v):
                     _put_back(d, name, before)
-                    constant.append(what)
+                    constant.append(f"{type(obj).__name__}.training (train()/eval())"
+                                    if name == "_training" else what)
                 continue
             nodes = [ctx.as_node(e) for _, e in leaves]
             # A module attribute the call creates, never asked for before (a read of it
