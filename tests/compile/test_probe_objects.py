@@ -389,6 +389,19 @@ def zero_d_one_d_non_contiguous(wrap):
 
 
 @case
+def argument_grad_none_then_set(wrap):
+    f = wrap(lambda x: x * 2 if x.grad is None else x * x.grad)
+    out = [f(dg.ones(2))]
+    y = dg.ones(2)
+    y.grad = dg.full((2,), 3.0)
+    out.append(f(y))
+    y.grad.mul_(2)
+    out.append(f(y))
+    out.append(f(dg.ones(2)))
+    return out
+
+
+@case
 def set_grad_enabled_false_around_the_call(wrap):
     w = dg.ones(2, requires_grad=True)
     f = wrap(lambda x: (x * w).sum())
