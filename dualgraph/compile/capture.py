@@ -22,7 +22,7 @@ import numpy as np
 from .._location import user_location
 from ..eager.autograd import LeafHooksUnchanged
 from ..eager.internal import array_of, requires_grad_of, set_grad
-from ..eager.tensor import Tensor
+from ..eager.tensor import Tensor, rng
 from ..errors import EagerOnlyError, TraceError
 from ..ir.graph import Node
 from ..modes import current_trace
@@ -473,6 +473,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
         ctx.note_reachable(m)
     outputs = single = None
     streams = _python_streams()
+    default_rng = rng()
     generators = _generator_states(fn)
     spaces = _global_spaces(fn)
     try:
@@ -489,6 +490,14 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
         ctx.attr_writes = restore_attrs(ctx)
         drew = _restore_python_streams(streams) or _restore_generators(generators)
         rebound = _restore_globals(ctx, spaces)
+    if rng() is not default_rng:
+        # Compiled random ops draw a fresh key per call from the generator as it is when
+        # the call begins; a seed set inside would be set once, when tracing.
+        raise EagerOnlyError(
+            f"{getattr(fn, '__name__', 'the function')} seeds dualgraph's generator "
+            "(dg.manual_seed, dg.set_rng_state) while it is traced, which a compiled call "
+            "would do only once; this signature runs eagerly. Seed outside the compiled "
+            "function.")
     shared = sorted(ctx.arg_index[id(t)] for t, _ in ctx.captured if id(t) in ctx.arg_index)
     if shared and (ctx.writes or grad_writes):
         # The argument and the captured tensor are one tensor, but two kernel inputs: a

@@ -350,6 +350,19 @@ def default_argument_object_mutated(wrap):
 
 
 # ------------------------------------------------------------------ random state
+@case
+def manual_seed_inside(wrap):
+    def g(x):
+        dg.manual_seed(3)
+        return x + dg.rand(3)
+
+    f = _quiet(wrap(g))
+    x = dg.zeros(3)
+    a, b = f(x), f(x)
+    after = dg.rand(2)  # the generator as the last call left it
+    return [a, b, after]
+
+
 # ------------------------------------------------------------------ arguments
 @case
 def in_place_on_overlapping_views(wrap):
