@@ -459,7 +459,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
                                     lambda a=a: a, None, None))
             if isinstance(getattr(a, "__dict__", None), dict):
                 ctx.attrs_before.setdefault(id(a), (a, dict(a.__dict__)))
-                if _keyed_by_identity(a):
+                if _keyed_by_identity(a) and not _is_library_object(a):
                     ctx.arg_objects.append((i, a))
     raw = function_of(fn)
     if raw is not None and (raw.__defaults__ or raw.__kwdefaults__):
@@ -838,7 +838,7 @@ def restore_attrs(ctx: CallTraceContext) -> list:
     constant: list = []  # attributes set to (or deleted for) a value the trace did not make
     for obj, before in ctx.attrs_before.values():
         d = obj.__dict__
-        for name in [k for k in before if k not in d]:
+        for name in [k for k in before if k not in d and not _is_library_object(obj)]:
             d[name] = before[name]
             constant.append(f"{type(obj).__name__}.{name}")
         for name, v in list(d.items()):
@@ -862,7 +862,9 @@ def restore_attrs(ctx: CallTraceContext) -> list:
                         "the function")
                     continue
             else:
-                if _rebound(before, name, v):
+                # A library object (an optimizer's step count) keeps its own state guards.
+                if (name == "_training" or not _is_library_object(obj)) and \
+                        _rebound(before, name, v):
                     _put_back(d, name, before)
                     constant.append(f"{type(obj).__name__}.training (train()/eval())"
                                     if name == "_training" else what)
