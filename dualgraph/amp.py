@@ -14,6 +14,7 @@ False
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -94,17 +95,20 @@ class autocast:  # noqa: N801 - PyTorch's name
         self.device = device_type
         self.fast_dtype = dtype if dtype is not None else bfloat16
         self._enabled = enabled and self._format is not None
-        self._saved: list = []
+        # The formats to restore, per thread: one instance (a decorator) may be entered
+        # by several threads at once.
+        self._saved = threading.local()
 
     def __enter__(self) -> "autocast":
         # An autocast for another device (cuda) leaves the CPU's state as it is.
-        self._saved.append(AUTOCAST[0])
+        saved = self._saved.__dict__.setdefault("stack", [])
+        saved.append(AUTOCAST.value)
         if self.device == "cpu":
-            AUTOCAST[0] = self._format
+            AUTOCAST.value = self._format
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        AUTOCAST[0] = self._saved.pop()
+        AUTOCAST.value = self._saved.stack.pop()
 
     def __call__(self, fn: Callable) -> Callable:
         @functools.wraps(fn)
@@ -136,12 +140,12 @@ def is_autocast_available(device_type: str) -> bool:
 def is_autocast_enabled(device_type: str | None = None) -> bool:
     """Whether an autocast region of ``device_type`` is active: a CPU one for ``"cpu"``;
     never for another device (no argument means CUDA, as in PyTorch)."""
-    return device_type == "cpu" and AUTOCAST[0] is not None
+    return device_type == "cpu" and AUTOCAST.value is not None
 
 
 def is_autocast_cpu_enabled() -> bool:
     """``is_autocast_enabled("cpu")``."""
-    return AUTOCAST[0] is not None
+    return AUTOCAST.value is not None
 
 
 def get_autocast_dtype(device_type: str = "cpu") -> Any:
@@ -149,7 +153,7 @@ def get_autocast_dtype(device_type: str = "cpu") -> Any:
     else bfloat16 on the CPU (PyTorch's default) and float16 elsewhere."""
     if device_type != "cpu":
         return np.dtype(np.float16)
-    fmt = AUTOCAST[0]
+    fmt = AUTOCAST.value
     return bfloat16 if fmt is None or fmt[0] == "bfloat16" else np.dtype(np.float16)
 
 

@@ -287,7 +287,7 @@ class CompiledFunction:
         alias = overlapping(arrays) if len(arrays) > 1 else None
         # The default float dtype shapes what a trace builds (Python floats, factories);
         # an autocast region, which ops it rounds.
-        return (tuple(key), (grad_mode.GRAD_ENABLED.value, DEFAULT_FLOAT[0], AUTOCAST[0]),
+        return (tuple(key), (grad_mode.GRAD_ENABLED.value, DEFAULT_FLOAT[0], AUTOCAST.value),
                 layout, alias)
 
     def _find(self, sig: tuple, args: tuple) -> Plan | None:

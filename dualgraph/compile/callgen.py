@@ -357,7 +357,7 @@ def _key_check(keys: tuple, grad_on: bool, gen: _Emitter,
         else:
             exprs.append(f"const_key(a{i}, {i}, KEEP)")
             expected.append(k)
-    exprs += ["GRAD.value", "DEFAULT_FLOAT[0]", "AUTOCAST[0]"]  # and the autocast format
+    exprs += ["GRAD.value", "DEFAULT_FLOAT[0]", "AUTOCAST.value"]  # and the autocast format
     expected += list(grad_on)
     return _compare(exprs, gen.const(tuple(expected), "key"))
 

@@ -22,7 +22,7 @@ import numpy as np
 from .._location import user_location
 from ..eager.autograd import LeafHooksUnchanged
 from ..eager.internal import array_of, requires_grad_of, set_grad
-from ..eager.tensor import Tensor
+from ..eager.tensor import Tensor, rng
 from ..errors import EagerOnlyError, TraceError
 from ..ir.graph import Node
 from ..modes import current_trace
@@ -34,6 +34,7 @@ from .guards import (
     AttrType,
     Defaults,
     GlobalHookTable,
+    Guard,
     Identity,
     InstanceForward,
     LeafHooks,
@@ -80,6 +81,9 @@ class CallTraceContext(TraceContext):
         # which the compiled call sets to the real value (`restore_attrs`).
         self.attrs_before: dict = {}
         self.attr_writes: list = []
+        # Objects passed as arguments that are keyed by identity: ``(position, object)``;
+        # the attributes the code names are guarded (`signature.capture_guards`).
+        self.arg_objects: list = []
         # Attributes a module was asked for and did not have: ``(id(module), name)``.
         self.missing_reads: set = set()
         # Attributes written back without history (`restore_attrs`): ``(id(obj), name)``.
@@ -139,6 +143,11 @@ class CallTraceContext(TraceContext):
         """``module.training`` was read: guard its value."""
         key = ("training", id(module))
         if key not in self.reads:
+            # The call's entry is chosen by the flag as the call begins: a function that
+            # runs ``model.eval()`` first reads the flag it set itself.
+            before = self.attrs_before.get(id(module))
+            if before is not None and before[0] is module:
+                value = before[1].get("_training", value)
             self.reads[key] = TrainingFlag(
                 lambda: module.training, value,
                 lambda now: f"{type(module).__name__}.training is {now} (traced with {value})",
@@ -417,6 +426,13 @@ def _keyed_by_value(a: Any) -> bool:
     return False
 
 
+def _keyed_by_identity(a: Any) -> bool:
+    """Whether the signature key of constant argument ``a`` is its identity (the class
+    keeps object's hash, or it has none), so one entry serves only this object."""
+    h = type(a).__hash__
+    return h is None or h is object.__hash__
+
+
 def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
                alias: tuple | None = None) -> tuple:
     """Trace ``fn(*args)``; returns ``(ctx, outputs, single, grad_writes)``.
@@ -443,6 +459,8 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
                                     lambda a=a: a, None, None))
             if isinstance(getattr(a, "__dict__", None), dict):
                 ctx.attrs_before.setdefault(id(a), (a, dict(a.__dict__)))
+                if _keyed_by_identity(a) and not _is_library_object(a):
+                    ctx.arg_objects.append((i, a))
     raw = function_of(fn)
     if raw is not None and (raw.__defaults__ or raw.__kwdefaults__):
         ctx.reads[("defaults", id(raw))] = Defaults(raw)
@@ -455,6 +473,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
         ctx.note_reachable(m)
     outputs = single = None
     streams = _python_streams()
+    default_rng = rng()
     generators = _generator_states(fn)
     spaces = _global_spaces(fn)
     try:
@@ -471,6 +490,22 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
         ctx.attr_writes = restore_attrs(ctx)
         drew = _restore_python_streams(streams) or _restore_generators(generators)
         rebound = _restore_globals(ctx, spaces)
+    if rng() is not default_rng:
+        # Compiled random ops draw a fresh key per call from the generator as it is when
+        # the call begins; a seed set inside would be set once, when tracing.
+        raise EagerOnlyError(
+            f"{getattr(fn, '__name__', 'the function')} seeds dualgraph's generator "
+            "(dg.manual_seed, dg.set_rng_state) while it is traced, which a compiled call "
+            "would do only once; this signature runs eagerly. Seed outside the compiled "
+            "function.")
+    shared = sorted(ctx.arg_index[id(t)] for t, _ in ctx.captured if id(t) in ctx.arg_index)
+    if shared and (ctx.writes or grad_writes):
+        # The argument and the captured tensor are one tensor, but two kernel inputs: a
+        # write through one would not be seen through the other.
+        raise EagerOnlyError(
+            f"argument {shared[0]} is also read by the function as a captured tensor (a "
+            "parameter, a global) and the function writes tensors in place; a compiled "
+            "call would not see the write through both. Pass the tensor one way only.")
     if rebound:
         raise EagerOnlyError(
             f"{getattr(fn, '__name__', 'the function')} rebinds the global "
@@ -544,27 +579,55 @@ def defaults_of(fn: Any) -> tuple:
     return (None, None) if fn is None else (fn.__defaults__, fn.__kwdefaults__)
 
 
-def object_attr_guards(obj: Any, what: str, names: set) -> list:
+def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = None,
+                       absent: set = frozenset(), depth: int = 0) -> list:
     """Guards on the attributes of a plain Python object ``obj`` (a user's config object,
-    named as a global, closure variable or the ``self`` of a compiled method) whose names
-    the code uses and that hold plain values (`plain_value`): by value, as a module's
-    are, so ``cfg.lr = 0.1`` between calls retraces instead of running with the baked-in
-    value. An attribute removed later reads as a marker."""
+    named as a global, closure variable or the ``self`` of a compiled method, or passed as
+    an argument) whose names the code uses: by value when they hold plain values
+    (`plain_value`), as a module's are, so ``cfg.lr = 0.1`` between calls retraces
+    instead of running with the baked-in value; a tensor by identity. An attribute
+    removed later reads as a marker.
+
+    ``before``: the values to guard (the object's ``__dict__`` before the call, when the
+    trace may have changed it), else the current ones. ``absent``: names the code may
+    read that ``obj`` lacks (``getattr(cfg, "w", None)``), guarded to stay absent. A plain
+    object an attribute holds (``cfg.opt.lr``) is guarded by identity, and its own
+    attributes the same way, one level down."""
     d = getattr(obj, "__dict__", None)
     if type(d) is not dict or isinstance(obj, _NOT_BAKED):
         return []
+    values = d if before is None else before
     out: list = []
-    for k in sorted(names & d.keys()):
-        v = d[k]
+    for k in sorted(names & values.keys()):
+        v = values[k]
         if isinstance(v, Tensor):  # read as itself: another tensor there retraces
             out.append(Identity(d, k, v, f"{what}.{k} was rebound to another tensor"))
         elif isinstance(k, str) and plain_value(v):
-            was = snapshot(v)
-            out.append(PlainValue(
-                lambda k=k: d.get(k, MISSING), v,
-                lambda now, k=k, was=was: f"{what}.{k} is {_shown(now)} (traced with "
-                                          f"{was!r}, a baked-in constant)"))
+            out.append(_value_guard(d, k, v, what))
+        elif depth == 0 and isinstance(k, str) and _keyed_by_identity(v) and \
+                type(getattr(v, "__dict__", None)) is dict and \
+                not isinstance(v, _NOT_BAKED) and not _is_library_object(v):
+            inner = object_attr_guards(v, f"{what}.{k}", names, None, absent, depth + 1)
+            if inner:
+                out.append(Identity(d, k, v, f"{what}.{k} was rebound to another object"))
+                out.extend(inner)
+    for k in sorted(absent - values.keys()):
+        out.append(_value_guard(d, k, MISSING, what))
     return out
+
+
+def _value_guard(d: dict, k: str, v: Any, what: str) -> Guard:
+    """``d[k]`` still ``v`` (`MISSING`: still absent), compared by value."""
+    was = "missing" if v is MISSING else repr(snapshot(v))
+    return PlainValue(lambda: d.get(k, MISSING), v,
+                      lambda now: f"{what}.{k} is {_shown(now)} (traced with {was}, a "
+                                  "baked-in constant)")
+
+
+def _is_library_object(v: Any) -> bool:
+    """An instance of a class of dualgraph (a module, an optimizer, a tensor-like value):
+    its state has guards of its own."""
+    return (type(v).__module__ or "").partition(".")[0] == "dualgraph"
 
 
 def _shown(key: Any) -> str:
@@ -591,7 +654,7 @@ def _named_modules(fn: Callable) -> list:
             continue
     g = getattr(fn, "__globals__", None)
     if code is not None and isinstance(g, dict):
-        found.extend(g.get(n) for n in _code_strings(code))
+        found.extend(g.get(n) for n in code_strings(code))
     out, seen = [], set()
     for m in found:
         if isinstance(m, Module) and id(m) not in seen:
@@ -772,8 +835,12 @@ def restore_attrs(ctx: CallTraceContext) -> list:
 
     out: list = []
     error = None  # raised once every attribute is put back
+    constant: list = []  # attributes set to (or deleted for) a value the trace did not make
     for obj, before in ctx.attrs_before.values():
         d = obj.__dict__
+        for name in [k for k in before if k not in d and not _is_library_object(obj)]:
+            d[name] = before[name]
+            constant.append(f"{type(obj).__name__}.{name}")
         for name, v in list(d.items()):
             what = f"{type(obj).__name__}.{name}"
             if isinstance(v, Tracer) and v._ctx is ctx:
@@ -795,6 +862,12 @@ def restore_attrs(ctx: CallTraceContext) -> list:
                         "the function")
                     continue
             else:
+                # A library object (an optimizer's step count) keeps its own state guards.
+                if (name == "_training" or not _is_library_object(obj)) and \
+                        _rebound(before, name, v):
+                    _put_back(d, name, before)
+                    constant.append(f"{type(obj).__name__}.training (train()/eval())"
+                                    if name == "_training" else what)
                 continue
             nodes = [ctx.as_node(e) for _, e in leaves]
             # A module attribute the call creates, never asked for before (a read of it
@@ -827,7 +900,28 @@ def restore_attrs(ctx: CallTraceContext) -> list:
                     d, name, old, f"{what} was set to another value")
     if error is not None:
         raise error
+    if constant:
+        # The compiled call writes back only tensors it computes: a Python value (None,
+        # a number, a tensor it did not compute) written once by the trace would not be
+        # written by the calls that reuse it.
+        raise EagerOnlyError(
+            f"{' and '.join(constant)} {'was' if len(constant) == 1 else 'were'} set to a "
+            "value the function does not compute (None, a number, a tensor from outside) "
+            "or deleted, which a compiled call does not write back. Set the attribute "
+            "outside the compiled function, store a tensor the function computes, or return "
+            "the value from the function.")
     return out
+
+
+def _rebound(before: dict, name: str, v: Any) -> bool:
+    """Whether attribute ``name``, now ``v``, holds another value than it did in
+    ``before`` (an equal number or string counts as the same)."""
+    if name not in before:
+        return True
+    old = before[name]
+    if old is v:
+        return False
+    return not (_immutable_value(v) and type(old) is type(v) and old == v)
 
 
 def _tensors_in(v: Any) -> list:
@@ -901,7 +995,7 @@ def class_code_names(cls: type) -> frozenset | None:
             for f in funcs:
                 code = getattr(f, "__code__", None)
                 if code is not None:
-                    out |= _code_strings(code)
+                    out |= code_strings(code)
     names = _CLASS_NAMES[cls] = None if out is None else frozenset(out)
     return names
 
@@ -909,7 +1003,7 @@ def class_code_names(cls: type) -> frozenset | None:
 _CLASS_NAMES: dict = {}
 
 
-def _code_strings(code: Any) -> set:
+def code_strings(code: Any) -> set:
     """The names and string constants of ``code`` and the code nested in it."""
     out: set = set()
     stack = [code]

@@ -28,6 +28,7 @@ from .capture import (
     MAX_GUARDED_ITEMS,
     CallTraceContext,
     attr_source,
+    code_strings,
     object_attr_guards,
     pin_attr,
     plain_value,
@@ -324,6 +325,16 @@ def capture_guards(ctx: CallTraceContext,
         modules = [g.module for g in ctx.reads.values()
                    if isinstance(g, ModuleTable)]
         outside = _outside_names(fn, roots, names, codes, modules)
+    if ctx.arg_objects:
+        # An object passed as an argument is keyed by identity: the attributes the code
+        # names are guarded as they were when the call began (the trace may have set
+        # them), and the names it may read that the object lacks are guarded absent.
+        strings = set(names).union(*map(code_strings, codes))
+        for i, obj in ctx.arg_objects:
+            before = ctx.attrs_before[id(obj)][1]
+            outside.extend(object_attr_guards(
+                obj, f"argument {i} ({type(obj).__name__})", strings, before,
+                {k for k in strings if k.isidentifier()}))
     for module_id, (guard, kept) in ctx.module_attrs.items():
         # Attributes the module's class never names, but the traced function's code does.
         more = tuple(k for k in guard.names if k in kept or k in names)

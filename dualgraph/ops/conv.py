@@ -407,7 +407,7 @@ def conv2d(x: Any, w: Any, bias: Any = None, stride: Pair = (1, 1),
     """The 2-D convolution primitive (4-D input, canonical attributes); ``F.conv2d`` is the
     public spelling."""
     args = (x, w) if bias is None else (x, w, bias)
-    lowered = AUTOCAST[0] is not None  # on autocast's lower-precision list
+    lowered = AUTOCAST.value is not None  # on autocast's lower-precision list
     if lowered:
         args = tuple(lower(a) for a in args)
     out = bind(CONV2D, *args, stride=tuple(stride), padding=tuple(map(tuple, padding)),

@@ -195,14 +195,14 @@ ADDMM = register(OpDef(
 
 def matmul(a: Any, b: Any) -> Any:
     """Matrix product with NumPy's rules (1-D operands, batch broadcasting); ``a @ b``."""
-    if AUTOCAST[0] is not None:  # on autocast's lower-precision list
+    if AUTOCAST.value is not None:  # on autocast's lower-precision list
         return lower(bind(MATMUL, lower(a), lower(b)))
     return bind(MATMUL, a, b)
 
 
 def addmm(bias: Any, a: Any, b: Any) -> Any:
     """``bias + a @ b`` for 2-D ``a`` and ``b`` in one op (what ``nn.Linear`` records)."""
-    if AUTOCAST[0] is not None:
+    if AUTOCAST.value is not None:
         return lower(bind(ADDMM, lower(bias), lower(a), lower(b)))
     return bind(ADDMM, bias, a, b)
 

@@ -49,6 +49,18 @@ def _bin(op: Any, a: Any, b: Any, reflected: bool = False) -> Any:
     return bind(op, b, a) if reflected else bind(op, a, b)
 
 
+def _matmul(a: Any, b: Any, reflected: bool) -> Any:
+    """``a @ b`` (``b @ a`` when ``reflected``): inside an autocast region through
+    `linalg.matmul`, which rounds the operands and the product to the region's format."""
+    if AUTOCAST.value is None:
+        return _bin(L.MATMUL, a, b, reflected)
+    if not isinstance(b, _FAST):
+        b = _operand(b)
+        if b is NotImplemented:
+            return NotImplemented
+    return L.matmul(b, a) if reflected else L.matmul(a, b)
+
+
 # ------------------------------------------------------------------ in-place errors
 # The texts every mode raises for an in-place op it refuses (PyTorch's wording).
 
@@ -140,17 +152,8 @@ class TensorOps:
     def __rtruediv__(self, o): return _bin(E.DIV, self, o, True)  # noqa: E704
     def __pow__(self, o): return _bin(E.POW, self, o)  # noqa: E704
     def __rpow__(self, o): return _bin(E.POW, self, o, True)  # noqa: E704
-    def __matmul__(self, o):
-        if AUTOCAST[0] is not None:  # the lowered product
-            o = o if isinstance(o, _FAST) else _operand(o)
-            return NotImplemented if o is NotImplemented else L.matmul(self, o)
-        return _bin(L.MATMUL, self, o)
-
-    def __rmatmul__(self, o):
-        if AUTOCAST[0] is not None:
-            o = o if isinstance(o, _FAST) else _operand(o)
-            return NotImplemented if o is NotImplemented else L.matmul(o, self)
-        return _bin(L.MATMUL, self, o, True)
+    def __matmul__(self, o): return _matmul(self, o, False)  # noqa: E704
+    def __rmatmul__(self, o): return _matmul(self, o, True)  # noqa: E704
 
     def __lt__(self, o): return _bin(E.LT, self, o)  # noqa: E704
     def __le__(self, o): return _bin(E.LE, self, o)  # noqa: E704

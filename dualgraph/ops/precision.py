@@ -8,9 +8,9 @@ infinity, NaN kept), as a cast to bfloat16 and back does; ``(10, 5)`` is float16
 Its gradient is the incoming gradient rounded the same way: the gradient of a value held in
 the lower precision is itself held in it, as PyTorch's cast leaves it.
 
-`AUTOCAST` holds the format of the active ``dg.autocast`` region (None outside one); the
-ops on PyTorch's CPU lower-precision list call `lower` on their float32 operands and
-result. It is part of a compiled function's signature key.
+`AUTOCAST.value` holds the format of this thread's active ``dg.autocast`` region (None
+outside one); the ops on PyTorch's CPU lower-precision list call `lower` on their float32
+operands and result. It is part of a compiled function's signature key.
 
 >>> reduce_precision(dg.tensor([1.0 + 2.0 ** -8, 1.0 + 3 * 2.0 ** -8]), 7, 8).tolist()
 [1.0, 1.015625]
@@ -18,6 +18,7 @@ result. It is part of a compiled function's signature key.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -25,8 +26,18 @@ import numpy as np
 from ..modes import bind
 from .registry import OpDef, register
 
-# The active autocast format: None, or ``(name, mantissa bits, exponent bits)``.
-AUTOCAST: list = [None]
+
+class _AutocastState(threading.local):
+    """The active autocast format of this thread, ``state.value``: None, or ``(name,
+    mantissa bits, exponent bits)``. Per thread, as PyTorch's autocast state is: a region
+    entered in one thread must not round the products another thread computes (or
+    compiles). Hot paths read the attribute directly."""
+
+    def __init__(self) -> None:
+        self.value: tuple | None = None
+
+
+AUTOCAST = _AutocastState()
 
 FORMATS = {"bfloat16": (7, 8), "float16": (10, 5)}
 
@@ -72,7 +83,7 @@ def reduce_precision(x: Any, mantissa_bits: int, exponent_bits: int) -> Any:
 def lower(x: Any) -> Any:
     """``x`` in the active autocast format when it is a float32 tensor (PyTorch's CPU
     autocast casts neither float64 nor integer tensors); else ``x``."""
-    fmt = AUTOCAST[0]
+    fmt = AUTOCAST.value
     if fmt is None or getattr(x, "dtype", None) != np.float32:
         return x
     return bind(REDUCE_PRECISION, x, fmt[1], fmt[2])

@@ -118,7 +118,11 @@ class Tracer(TensorOps):
         owner = self._argument()
         if owner is None:
             return self._ctx.leaf_grads.get(id(self.node))
-        return owner.grad
+        g = owner.grad
+        if g is None and all(t is not owner for t in self._ctx.grad_assumed_none):
+            # The function branched on it: a call whose argument has a .grad traces again.
+            self._ctx.grad_assumed_none.append(owner)
+        return g
 
     @grad.setter
     def grad(self, value: Any) -> None:

@@ -317,11 +317,10 @@ def test_a_plain_objects_number_the_code_names_is_guarded(runner):
 
 
 @pytest.mark.parametrize("runner", COMPILED, indirect=True)
-@pytest.mark.parametrize("case", ["object", "nested", "array"])
+@pytest.mark.parametrize("case", ["nested", "array"])
 def test_a_changed_baked_value_warns_once_naming_the_line(runner, case):
     fn, change, path = {
-        # An object's number is guarded (above); an object it holds is baked in.
-        "object": (_read_inner, lambda: setattr(_CFG.inner, "lr", 0.25), "_CFG.inner.lr"),
+        # An object's number is guarded (above), as is one of an object it holds.
         "nested": (_read_nested, lambda: _NESTED[1].__setitem__(0, 7.0), "_NESTED[1][0]"),
         "array": (_read_out_of_array, lambda: _TABLE.__setitem__(1, 9.0), "_TABLE"),
     }[case]
@@ -334,7 +333,7 @@ def test_a_changed_baked_value_warns_once_naming_the_line(runner, case):
         _CFG.inner.lr, _NESTED[1][0], _TABLE[:] = saved
     assert len(msgs) == 1, msgs
     assert f"{path} has changed since" in msgs[0]
-    line = {"object": "x * _CFG.inner.lr", "nested": "x + _NESTED[1][0]",
+    line = {"nested": "x + _NESTED[1][0]",
             "array": "x * float(_TABLE[1])"}[case]
     src = open(__file__).read().splitlines()
     lineno = next(i + 1 for i, s in enumerate(src) if line in s)
@@ -401,9 +400,19 @@ def test_a_duck_typed_optimizers_learning_rate_changed_warns():
     assert len(msgs) == 1 and "opt.param_groups[0]['lr'] has changed" in msgs[0], msgs
 
 
-def test_an_object_passed_as_an_argument_changed_warns():
-    f = dg.compile(lambda x, cfg: x * cfg.lr, tiered=False)
+def test_numbers_of_an_object_passed_as_an_argument_or_held_are_guarded():
+    f = dg.compile(lambda x, cfg: x * cfg.lr + _read_inner(x), tiered=False)
     cfg = _Config()
-    msgs = _calls_then_change(lambda x: f(x, cfg), dg.ones(2),
-                              lambda: setattr(cfg, "lr", 3.0))
-    assert len(msgs) == 1 and "argument 1 (_Config).lr has changed" in msgs[0], msgs
+    saved = _CFG.inner.lr
+    try:
+        msgs = _calls_then_change(lambda x: f(x, cfg), dg.ones(2),
+                                  lambda: (setattr(cfg, "lr", 3.0),
+                                           setattr(_CFG.inner, "lr", 2.0)))
+        dg.testing.assert_close(f(dg.ones(2), cfg), np.full(2, 5.0, np.float32))
+    finally:
+        _CFG.inner.lr = saved
+    assert msgs == []
+    assert f.stats.traces == 2
+    assert f.stats.retrace_reasons[-1] in ("argument 1 (_Config).lr is 3.0 (traced with 0.5, "
+                                           "a baked-in constant)", "_CFG.inner.lr is 2.0 "
+                                           "(traced with 0.5, a baked-in constant)")

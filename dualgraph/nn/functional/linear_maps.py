@@ -23,7 +23,7 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Any:
     """``x @ weight.T + bias``; on 2-D input with a bias one ``addmm`` (``AddmmBackward0``)."""
     if not isinstance(x, TensorOps):
         raise TypeError(f"linear: input must be a tensor, got {type(x).__name__}")
-    if bias is not None and AUTOCAST[0] is None:
+    if bias is not None and AUTOCAST.value is None:
         # Eager rows of one float dtype: transpose and addmm recorded in one step.
         out = fused.linear(x, weight, bias)
         if out is not None:
