@@ -9,7 +9,8 @@ compiled, where the composition was a dozen ops that recomputed the statistics i
 several kernels. Their VJPs are written in dualgraph ops, so double backward works.
 
 Batch, group and instance normalisation are compositions in `dualgraph.nn.functional`
-(group and instance norm normalise through ``layer_norm`` on a reshaped input).
+(training batch norm, group and instance norm normalise through ``layer_norm`` on a
+permuted or reshaped input).
 """
 
 from __future__ import annotations

@@ -96,13 +96,23 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any,  # noqa: A002
         if n <= 1:
             raise ValueError("Expected more than 1 value per channel when training, got "
                              f"input size {shape}")
-        mean = R.mean(input, axes, keepdims=True)
-        centred = E.sub(input, mean)
-        var = R.mean(E.mul(centred, centred), axes, keepdims=True)
-        if running_mean is not None:
-            _update_running(running_mean, S.reshape(mean, (c,)), momentum)
-        if running_var is not None:
-            _update_running(running_var, E.mul(S.reshape(var, (c,)), n / (n - 1)), momentum)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                mean = R.mean(input, axes, keepdims=True)
+                centred = E.sub(input, mean)
+                var = R.mean(E.mul(centred, centred), axes, keepdims=True)
+            if running_mean is not None:
+                _update_running(running_mean, S.reshape(mean, (c,)), momentum)
+            if running_var is not None:
+                _update_running(running_var, E.mul(S.reshape(var, (c,)), n / (n - 1)),
+                                momentum)
+        # A channel's values are a row of the channel-first input: layer_norm's forward
+        # and backward (row routines compiled once) instead of a composition whose
+        # backward is generated again for each channel count. Same formula: the mean,
+        # the mean squared deviation, then the deviation times 1 / sqrt(var + eps).
+        rows = S.movedim(input, 1, 0)
+        out = S.movedim(layer_norm(rows, tuple(rows.shape[1:]), eps=eps), 0, 1)
+        return _affine(out, weight, bias, bshape)
     else:
         if running_mean is None or running_var is None:
             which = "running_mean" if running_mean is None else "running_var"
