@@ -28,7 +28,9 @@ tensor; tensors that shared their data (a state dict's detached views of one
 parameter) load sharing one array. `load` refuses a file that is not a dualgraph file
 (a PyTorch checkpoint included) with `ValueError`, and never unpickles unless asked:
 with the default ``weights_only=True`` a file holding pickled objects raises
-`ValueError` naming their types; ``weights_only=False`` unpickles them (only for files you trust).
+`ValueError` naming their types, unless every global they need was allowed with
+`add_safe_globals` (or inside ``with safe_globals([...])``), as in PyTorch;
+``weights_only=False`` unpickles them (only for files you trust).
 
 >>> import io
 >>> buf = io.BytesIO()
@@ -193,6 +195,58 @@ class _Encoder:
                 "parameter": isinstance(t, Parameter)}
 
 
+_SAFE_GLOBALS: dict[tuple[str, str], Any] = {}
+
+
+def add_safe_globals(safe_globals: list) -> None:
+    """Allow these classes and functions (or ``(obj, "module.name")`` pairs) in the pickled
+    objects of a file that `load` reads with ``weights_only=True``, as
+    ``torch.serialization.add_safe_globals`` does; nothing else is ever unpickled then."""
+    for g in safe_globals:
+        obj, name = g if isinstance(g, tuple) else (g, None)
+        if name is None:
+            key = (obj.__module__, obj.__qualname__)
+        else:
+            module, _, qualname = name.rpartition(".")
+            key = (module, qualname)
+        _SAFE_GLOBALS[key] = obj
+
+
+def get_safe_globals() -> list:
+    """The globals `add_safe_globals` allowed."""
+    return list(_SAFE_GLOBALS.values())
+
+
+def clear_safe_globals() -> None:
+    """Forget every global `add_safe_globals` allowed."""
+    _SAFE_GLOBALS.clear()
+
+
+class safe_globals:  # noqa: N801 - PyTorch's name
+    """``with dg.serialization.safe_globals([...]):`` allows these globals inside the block."""
+
+    def __init__(self, safe_globals: list) -> None:
+        self._globals = safe_globals
+
+    def __enter__(self) -> None:
+        self._saved = dict(_SAFE_GLOBALS)
+        add_safe_globals(self._globals)
+
+    def __exit__(self, *exc: Any) -> None:
+        _SAFE_GLOBALS.clear()
+        _SAFE_GLOBALS.update(self._saved)
+
+
+class _SafeUnpickler(pickle.Unpickler):
+    """Resolves only the globals `add_safe_globals` allowed."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        obj = _SAFE_GLOBALS.get((module, name))
+        if obj is None:
+            raise pickle.UnpicklingError(f"global {module}.{name} is not allowed")
+        return obj
+
+
 def _type_name(x: Any) -> str:
     t = type(x)
     return f"{t.__module__}.{t.__qualname__}"
@@ -238,13 +292,18 @@ class _Decoder:
         if kind == "device":
             return device(v)
         if kind == "pickle":
-            if self.weights_only:
+            with self.zf.open(f"pickles/{int(v)}.pkl") as fh:
+                data = fh.read()
+            if not self.weights_only:
+                return pickle.loads(data)  # noqa: S301 - asked for with weights_only=False
+            try:
+                return _SafeUnpickler(io.BytesIO(data)).load()
+            except pickle.UnpicklingError as e:
                 raise ValueError(
                     f"dg.load: the file holds a pickled object of type {x.get('type')}; "
-                    "unpickling can run arbitrary code, so it is refused with "
-                    "weights_only=True. Pass weights_only=False only for a file you trust.")
-            with self.zf.open(f"pickles/{int(v)}.pkl") as fh:
-                return pickle.loads(fh.read())  # noqa: S301 - asked for with weights_only=False
+                    f"{e}. Unpickling can run arbitrary code, so with weights_only=True "
+                    "only the globals given to dg.serialization.add_safe_globals are "
+                    "allowed. Pass weights_only=False only for a file you trust.") from None
         raise ValueError(f"dg.load: unknown entry {kind!r} in the manifest")
 
     @staticmethod

@@ -67,6 +67,21 @@ def _fans(t: Any) -> tuple[int, int]:
     return shape[1] * receptive, shape[0] * receptive
 
 
+def _calculate_fan_in_and_fan_out(tensor: Any) -> tuple[int, int]:  # noqa: A002
+    """``(fan_in, fan_out)`` of a weight, as PyTorch's helper of that name (custom layers'
+    ``reset_parameters`` call it)."""
+    return _fans(tensor)
+
+
+def _calculate_correct_fan(tensor: Any, mode: str) -> int:  # noqa: A002
+    """The fan ``mode`` (``"fan_in"`` or ``"fan_out"``) names."""
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _fans(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
 def _fill(t: Tensor, values: np.ndarray) -> Tensor:
     with no_grad():
         t.copy_(tensor(np.asarray(values).astype(t.dtype)))

@@ -809,3 +809,7 @@ class ChainedScheduler(LRScheduler):
 
     def load_state_dict(self, state_dict: dict) -> None:
         _load_nested_state(self, state_dict)
+
+
+class _LRScheduler(LRScheduler):
+    """PyTorch's older name of `LRScheduler`, still the base of many custom schedulers."""

@@ -23,9 +23,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import json
 import pkgutil
 import sys
 import types
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -203,3 +205,73 @@ def import_program_file(path: Path, torch: Any, name: str) -> ModuleType:
             else:
                 sys.modules[k] = v
     return module
+
+
+class ProgramSet:
+    """A directory of programs written for these tests in the manner of public PyTorch
+    programs: each ``run(weights=None, compiled=False)`` trains on small synthetic data and
+    returns ``{"losses", "weights", "fn"}``: its per-step losses (and the figures it
+    prints), its initial weights (torch's, recorded; or loaded from ``weights``) and its
+    compiled function(s). torch's side is recorded in ``goldens/<directory>/``."""
+
+    def __init__(self, directory: str, programs: tuple[str, ...]) -> None:
+        self.directory = directory
+        self.programs = programs
+        self.path = HERE / directory
+        self.gold = GOLDENS / directory
+
+    def load(self, name: str, torch: Any) -> ModuleType:
+        """``<directory>/<name>.py`` imported afresh with ``torch`` bound to ``torch``."""
+        with bound_torch(torch):
+            spec = importlib.util.spec_from_file_location(
+                f"{self.directory}_{name}_{torch.__name__.replace('.', '_')}",
+                self.path / f"{name}.py")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+        return module
+
+    def run(self, name: str, torch: Any, compiled: bool = False, weights: Any = None) -> dict:
+        """Program ``name`` under ``torch``; ``weights``: the recorded initial weights."""
+        return self.load(name, torch).run(weights=weights, compiled=compiled)
+
+    def golden(self, name: str) -> tuple[dict, list]:
+        """torch's initial weights and losses for ``name``."""
+        with np.load(self.gold / f"{name}.npz") as f:
+            weights = {k: f[k] for k in f.files}
+        return weights, json.loads((self.gold / "losses.json").read_text())[name]
+
+    def record(self, names: list[str]) -> None:
+        """Run ``names`` (all when empty) under torch and write their goldens."""
+        import torch
+        import torch._dynamo  # noqa: F401 - imported before the harness rebinds torch's submodules
+
+        torch.set_num_threads(1)
+        self.gold.mkdir(exist_ok=True)
+        path = self.gold / "losses.json"
+        losses = json.loads(path.read_text()) if path.exists() else {}
+        for name in names or self.programs:
+            out = self.run(name, torch)
+            np.savez(self.gold / f"{name}.npz",
+                     **{k: np.asarray(v) for k, v in out["weights"].items()})
+            losses[name] = [float(v) for v in out["losses"]]
+            print(name, len(losses[name]), losses[name][:5])
+        path.write_text(json.dumps(losses, indent=1) + "\n")
+
+
+def run_like_golden(programs: ProgramSet, name: str, torch: Any, compiled: bool,
+                    warns: dict[str, str]) -> tuple[dict, list]:
+    """Program ``name`` under ``torch`` from torch's recorded initial weights, and torch's
+    losses. Its UserWarnings are ignored; the RuntimeWarning ``warns[name]`` (a step run
+    eagerly) must be given when compiled."""
+    import pytest
+
+    weights, want = programs.golden(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        if name in warns and compiled:
+            with pytest.warns(RuntimeWarning, match=warns[name]):
+                out = programs.run(name, torch, compiled, weights)
+        else:
+            out = programs.run(name, torch, compiled, weights)
+    return out, want

@@ -45,13 +45,12 @@ device: the two libraries' random streams differ). torch's losses are recorded i
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
 import dualgraph as dg
 
-from .written3_programs import PROGRAMS, golden, run
+from .harness import run_like_golden
+from .written3_programs import PROGRAMS, SET
 
 # Compiled steps that compile in seconds run by default. The U-Net's convolutions and the
 # encoder-decoder transformer take a minute or more of cold compile on a loaded two-core
@@ -79,15 +78,7 @@ ATOL_COMPILED = {"wgan_gp": 2e-5}
 
 
 def _run(name: str, compiled: bool) -> tuple[dict, list]:
-    weights, want = golden(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        if name in WARNS and compiled:
-            with pytest.warns(RuntimeWarning, match=WARNS[name]):
-                out = run(name, dg, compiled, weights)
-        else:
-            out = run(name, dg, compiled, weights)
-    return out, want
+    return run_like_golden(SET, name, dg, compiled, WARNS)
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

@@ -46,7 +46,8 @@ import pytest
 
 import dualgraph as dg
 
-from .written4_programs import PROGRAMS, golden, run
+from .harness import run_like_golden
+from .written4_programs import PROGRAMS, SET
 
 # Compiled steps that compile in seconds run by default; the two LSTM classifiers over
 # image rows take a minute and a half of cold compile on a loaded two-core machine.
@@ -67,15 +68,7 @@ ATOL = 1e-7
 
 
 def _run(name: str, compiled: bool) -> tuple[dict, list]:
-    weights, want = golden(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        if name in WARNS and compiled:
-            with pytest.warns(RuntimeWarning, match=WARNS[name]):
-                out = run(name, dg, compiled, weights)
-        else:
-            out = run(name, dg, compiled, weights)
-    return out, want
+    return run_like_golden(SET, name, dg, compiled, WARNS)
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

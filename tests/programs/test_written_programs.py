@@ -61,13 +61,12 @@ device: the two libraries' random streams differ); torch's losses are recorded i
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
 import dualgraph as dg
 
-from .written_programs import PROGRAMS, golden, run
+from .harness import run_like_golden
+from .written_programs import PROGRAMS, SET
 
 # The policy-gradient losses are sums of ~30 terms of size ~1 whose normalised returns
 # cancel to ~0.05: float32 rounding of the terms shows at ~2e-6 absolute.
@@ -92,15 +91,7 @@ WARNS = {"lpwe": "draws from Python's random module", "tagger": "lengths` must b
 
 
 def _run(name: str, compiled: bool) -> tuple[dict, list]:
-    weights, want = golden(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        if name in WARNS and compiled:
-            with pytest.warns(RuntimeWarning, match=WARNS[name]):
-                out = run(name, dg, compiled, weights)
-        else:
-            out = run(name, dg, compiled, weights)
-    return out, want
+    return run_like_golden(SET, name, dg, compiled, WARNS)
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

@@ -201,3 +201,31 @@ def test_a_whole_model_is_pickled_and_loads_only_when_asked(tmp_path) -> None:
     x = dg.ones(4, 2)
     np.testing.assert_array_equal(back(x).numpy(), net(x).numpy())
     assert back[0].weight.requires_grad and isinstance(back[0].weight, dg.nn.Parameter)
+
+
+def test_safe_globals_allow_only_the_named_classes_under_weights_only() -> None:
+    import argparse
+
+    buf = io.BytesIO()
+    dg.save({"args": argparse.Namespace(lr=0.1, sizes=[1, 2]), "w": dg.ones(2)}, buf)
+    buf.seek(0)
+    with pytest.raises(ValueError, match="global argparse.Namespace is not allowed"):
+        dg.load(buf)
+    buf.seek(0)
+    with dg.serialization.safe_globals([argparse.Namespace]):
+        assert argparse.Namespace in dg.serialization.get_safe_globals()
+        out = dg.load(buf)
+    assert out["args"] == argparse.Namespace(lr=0.1, sizes=[1, 2])
+    assert argparse.Namespace not in dg.serialization.get_safe_globals()
+    buf.seek(0)
+    dg.serialization.add_safe_globals([argparse.Namespace])
+    try:
+        assert dg.load(buf)["args"].lr == 0.1
+        # A class the object needs beyond the allowed ones is still refused.
+        buf2 = io.BytesIO()
+        dg.save({"args": argparse.Namespace(c=collections_counter())}, buf2)
+        buf2.seek(0)
+        with pytest.raises(ValueError, match="collections.Counter is not allowed"):
+            dg.load(buf2)
+    finally:
+        dg.serialization.clear_safe_globals()

@@ -8,6 +8,7 @@ import numpy as np
 
 from ...dtypes import default_float
 from .. import functional as F
+from .attention import MultiheadAttention  # noqa: F401 - torch.nn.modules.activation has it
 from .module import Module, Parameter
 
 __all__ = [

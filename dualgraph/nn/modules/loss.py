@@ -18,14 +18,28 @@ __all__ = [
 
 
 class _Loss(Module):
-    def __init__(self, reduction: str = "mean") -> None:
+    """The base of the loss modules, as subclasses of PyTorch's ``_Loss`` call it:
+    ``super().__init__(size_average, reduce, reduction)``."""
+
+    def __init__(self, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean") -> None:
         super().__init__()
+        reduction = _legacy_reduction(size_average, reduce, reduction)
         if reduction not in ("mean", "sum", "none"):
             raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
         self.reduction = reduction
 
     def extra_repr(self) -> str:
         return "" if self.reduction == "mean" else f"reduction={self.reduction!r}"
+
+
+class _WeightedLoss(_Loss):
+    """A loss with a per-class ``weight`` buffer, PyTorch's base for weighted losses."""
+
+    def __init__(self, weight: Any = None, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
 
 
 class MSELoss(_Loss):
@@ -41,7 +55,7 @@ class CrossEntropyLoss(_Loss):
     def __init__(self, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
                  reduce: Any = None, reduction: str = "mean",
                  label_smoothing: float = 0.0) -> None:
-        super().__init__(_legacy_reduction(size_average, reduce, reduction))
+        super().__init__(size_average, reduce, reduction)
         self.weight = weight
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
@@ -54,7 +68,7 @@ class CrossEntropyLoss(_Loss):
 class BCEWithLogitsLoss(_Loss):
     def __init__(self, weight: Any = None, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean", pos_weight: Any = None) -> None:
-        super().__init__(_legacy_reduction(size_average, reduce, reduction))
+        super().__init__(size_average, reduce, reduction)
         self.weight = weight
         self.pos_weight = pos_weight
 
@@ -69,7 +83,7 @@ class NLLLoss(_Loss):
 
     def __init__(self, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
                  reduce: Any = None, reduction: str = "mean") -> None:
-        super().__init__(_legacy_reduction(size_average, reduce, reduction))
+        super().__init__(size_average, reduce, reduction)
         self.weight = weight
         self.ignore_index = ignore_index
 
@@ -86,7 +100,7 @@ class L1Loss(_Loss):
 class SmoothL1Loss(_Loss):
     def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
                  beta: float = 1.0) -> None:
-        super().__init__(_legacy_reduction(size_average, reduce, reduction))
+        super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
     def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
@@ -95,7 +109,7 @@ class SmoothL1Loss(_Loss):
 
 class HuberLoss(_Loss):
     def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.delta = delta
 
     def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
@@ -105,7 +119,7 @@ class HuberLoss(_Loss):
 class BCELoss(_Loss):
     def __init__(self, weight: Any = None, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
-        super().__init__(_legacy_reduction(size_average, reduce, reduction))
+        super().__init__(size_average, reduce, reduction)
         self.weight = weight
 
     def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
@@ -139,7 +153,7 @@ class _MarginLoss(_Loss):
 
     def __init__(self, margin: float = 0.0, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
-        super().__init__(_legacy_reduction(size_average, reduce, reduction))
+        super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
     def forward(self, *args: Any) -> Any:
@@ -173,7 +187,7 @@ class MultiLabelMarginLoss(_Loss):
 
     def __init__(self, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
-        super().__init__(_legacy_reduction(size_average, reduce, reduction))
+        super().__init__(size_average, reduce, reduction)
 
     def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
@@ -184,7 +198,7 @@ class MultiLabelSoftMarginLoss(_Loss):
 
     def __init__(self, weight: Any = None, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
-        super().__init__(_legacy_reduction(size_average, reduce, reduction))
+        super().__init__(size_average, reduce, reduction)
         self.weight = weight
 
     def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
@@ -197,7 +211,7 @@ class MultiMarginLoss(_Loss):
 
     def __init__(self, p: int = 1, margin: float = 1.0, weight: Any = None,
                  size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> None:
-        super().__init__(_legacy_reduction(size_average, reduce, reduction))
+        super().__init__(size_average, reduce, reduction)
         if p not in (1, 2):
             raise ValueError("only p == 1 and p == 2 supported")
         if weight is not None and weight.ndim != 1:
@@ -215,7 +229,7 @@ class PoissonNLLLoss(_Loss):
 
     def __init__(self, log_input: bool = True, full: bool = False, size_average: Any = None,
                  eps: float = 1e-8, reduce: Any = None, reduction: str = "mean") -> None:
-        super().__init__(_legacy_reduction(size_average, reduce, reduction))
+        super().__init__(size_average, reduce, reduction)
         self.log_input, self.full, self.eps = log_input, full, eps
 
     def forward(self, log_input: Any, target: Any) -> Any:
@@ -228,7 +242,7 @@ class GaussianNLLLoss(_Loss):
 
     def __init__(self, *, full: bool = False, eps: float = 1e-6,
                  reduction: str = "mean") -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.full, self.eps = full, eps
 
     def forward(self, input: Any, target: Any, var: Any) -> Any:  # noqa: A002
@@ -242,7 +256,7 @@ class TripletMarginLoss(_Loss):
     def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
                  swap: bool = False, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
-        super().__init__(_legacy_reduction(size_average, reduce, reduction))
+        super().__init__(size_average, reduce, reduction)
         if margin <= 0:
             raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got "
                              f"{margin} instead")
@@ -258,7 +272,7 @@ class TripletMarginWithDistanceLoss(_Loss):
 
     def __init__(self, *, distance_function: Any = None, margin: float = 1.0,
                  swap: bool = False, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         if margin <= 0:
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
                              f"than 0, got {margin} instead")
@@ -276,7 +290,7 @@ class CTCLoss(_Loss):
 
     def __init__(self, blank: int = 0, reduction: str = "mean",
                  zero_infinity: bool = False) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.blank, self.zero_infinity = blank, zero_infinity
 
     def forward(self, log_probs: Any, targets: Any, input_lengths: Any,

@@ -1,0 +1,29 @@
+"""The argument helpers layers written against PyTorch import from
+``torch.nn.modules.utils``: ``_pair(3) == (3, 3)``, ``_pair((1, 2)) == (1, 2)``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from itertools import repeat
+from typing import Any
+
+__all__: list[str] = []
+
+
+def _ntuple(n: int, name: str = "parse") -> Callable[[Any], tuple]:
+    """A function making a size argument an ``n``-tuple: an iterable as it is, a single
+    value repeated ``n`` times."""
+
+    def parse(x: Any) -> tuple:
+        if isinstance(x, Iterable) and not isinstance(x, str):
+            return tuple(x)
+        return tuple(repeat(x, n))
+
+    parse.__name__ = name
+    return parse
+
+
+_single = _ntuple(1, "_single")
+_pair = _ntuple(2, "_pair")
+_triple = _ntuple(3, "_triple")
+_quadruple = _ntuple(4, "_quadruple")
