@@ -36,6 +36,7 @@ from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import intrinsic, overload
 
 from . import kernels as dgk
+from .row_simd import lane_max
 
 _AT = 9  # per operand: four extents, four strides, the origin
 _LOG, _WEIGHT, _BIAS = 1, 2, 4
@@ -172,6 +173,25 @@ def _lanes_for_row(row, n):
     return lambda row, n: np.empty(0, np.float64)
 
 
+@numba.njit(inline="always", cache=True, nogil=True)
+def _row_max(xr, n):
+    """The max of ``xr[:n]``, LANES at a time (`row_simd.lane_max`). The order of the
+    compares is not the serial one, which changes nothing the softmax writes: without a
+    nan every order gives the same max (up to the sign of a zero, which ``exp`` and the
+    shifted row do not see but for a lone zero's sign), and a nan anywhere makes its row
+    nan."""
+    start = 0
+    m = xr[0]
+    if n >= LANES:
+        start = n - n % LANES
+        m = lane_max(xr, start)
+    for j in range(start, n):
+        v = xr[j]
+        if v > m:
+            m = v
+    return m
+
+
 @numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
 def _softmax(px, pout, geo):
     g = numba.carray(geo, (2 * _AT + 2,))
@@ -192,11 +212,7 @@ def _softmax(px, pout, geo):
                 xr = _load(x, _base(g, 0, i0, i1, i2, axis), sx, n, xw)
                 ob = _base(g, 1, i0, i1, i2, axis)
                 orow = out[ob:ob + n] if so == 1 else ow[:n]
-                m = xr[0]
-                for j in range(1, n):
-                    v = xr[j]
-                    if v > m:
-                        m = v
+                m = _row_max(xr, n)
                 for j in range(n):
                     e[j] = _exp(xr[j] - m)
                 s = _row_sum(e, n, lanes)
