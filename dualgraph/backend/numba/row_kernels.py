@@ -36,7 +36,7 @@ from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import intrinsic, overload
 
 from . import kernels as dgk
-from .row_simd import lane_max
+from .row_simd import lane_max, lane_sum
 
 _AT = 9  # per operand: four extents, four strides, the origin
 _LOG, _WEIGHT, _BIAS = 1, 2, 4
@@ -137,20 +137,17 @@ def _row_sum_of(row, n, lanes):
     """The float64 sum of ``row[:n]`` in the generated loops' order (`lowerings.norm`):
     a float32 row of 16 or more 16 lanes at a time, then the lanes and the rest."""
     if row.dtype == types.float32:
-        def lane_sum(row, n, lanes):
+        def by_lanes(row, n, lanes):
             acc = 0.0
             start = 0
             if lanes.size:
                 start = n - n % LANES
-                lanes[:] = 0.0
-                dgk.fold_lanes(lanes, row, start)
-                for k in range(LANES):
-                    acc += lanes[k]
+                acc = lane_sum(row, start)
             for j in range(start, n):
                 acc += np.float64(row[j])
             return acc
 
-        return lane_sum
+        return by_lanes
 
     def ordered(row, n, lanes):
         acc = 0.0
@@ -268,11 +265,11 @@ def _softmax_backward(pg, py, pout, geo):
 def _stats(xr, n, row, lanes, eps):
     """A row's mean, ``1 / sqrt(var + eps)`` in the row's dtype and in float64, as the
     generated row loops make them (two passes: no cancellation when the mean is large
-    against the spread); ``row`` is left holding the squared deviations."""
+    against the spread); ``row`` is left holding the squared deviations. The row is
+    contiguous (`_load`), so its sum reads it in place: the generated loops' copy into
+    the work row changes no bit of it."""
     count = np.float64(n)
-    for j in range(n):
-        row[j] = xr[j]
-    mu = _of(row, _row_sum(row, n, lanes) / count)
+    mu = _of(row, _row_sum(xr, n, lanes) / count)
     for j in range(n):
         d = xr[j] - mu
         row[j] = d * d

@@ -72,3 +72,48 @@ def lane_max(typingctx, values, count):
         return builder.extract_element(v, ir.Constant(ir.IntType(32), 0))
 
     return values.dtype(values, count), codegen
+
+
+@intrinsic
+def lane_sum(typingctx, values, count):
+    """The float64 sum of the first ``count`` float32 values (a multiple of LANES) added
+    as `kernels.fold_lanes` adds them into zeroed lanes, then the lanes in order onto
+    0.0: the same additions as that lane loop, so the same bits, with the lanes kept in
+    registers rather than stored and read back one by one."""
+    ok = (isinstance(values, types.Array) and values.dtype == types.float32
+          and values.layout == "C" and isinstance(count, types.Integer))
+    if not ok:
+        return None
+
+    def codegen(context, builder, signature, args):
+        f64 = ir.DoubleType()
+        vec64, vec32 = ir.VectorType(f64, LANES), ir.VectorType(ir.FloatType(), LANES)
+        val_arr = context.make_array(signature.args[0])(context, builder, args[0])
+        n = context.cast(builder, args[1], signature.args[1], types.intp)
+        n = builder.asm(ir.FunctionType(n.type, [n.type]), "", "=r,0", [n], False)
+        step = ir.Constant(n.type, LANES)
+        entry = builder.block
+        head = builder.append_basic_block("sum.head")
+        body = builder.append_basic_block("sum.body")
+        done = builder.append_basic_block("sum.done")
+        builder.branch(head)
+        builder.position_at_end(head)
+        i = builder.phi(n.type)
+        acc = builder.phi(vec64)
+        i.add_incoming(ir.Constant(n.type, 0), entry)
+        acc.add_incoming(ir.Constant(vec64, [0.0] * LANES), entry)
+        builder.cbranch(builder.icmp_signed("<", i, n), body, done)
+        builder.position_at_end(body)
+        ptr = builder.bitcast(builder.gep(val_arr.data, [i]), vec32.as_pointer())
+        block = builder.load(ptr, align=4)
+        i.add_incoming(builder.add(i, step), body)
+        acc.add_incoming(builder.fadd(acc, builder.fpext(block, vec64)), body)
+        builder.branch(head)
+        builder.position_at_end(done)
+        total = ir.Constant(f64, 0.0)
+        for k in range(LANES):
+            total = builder.fadd(total, builder.extract_element(acc, ir.Constant(
+                ir.IntType(32), k)))
+        return total
+
+    return types.float64(values, count), codegen
