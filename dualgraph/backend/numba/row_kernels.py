@@ -17,8 +17,11 @@ so every pass runs over contiguous memory and vectorises.
 
 The arithmetic is that of the generated row loops (`lowerings.norm`), so a kernel gives
 the same bits whichever it uses: sums in float64 (float32 rows 16 float64 lanes at a time,
-`kernels.fold_lanes`, then the lanes and the rest in order), the float32 ``exp`` of
-`kernels.exp_f32`.
+the additions of `kernels.fold_lanes`, then the lanes and the rest in order; here the
+lanes stay in vector registers, `row_simd.lane_sum`), the float32 ``exp`` of
+`kernels.exp_f32`. A softmax row's max is taken 16 lanes at a time (`row_simd.lane_max`):
+a max does not depend on the order of its compares, so the outputs are those of the
+serial loop.
 """
 
 from __future__ import annotations
