@@ -17,8 +17,11 @@ so every pass runs over contiguous memory and vectorises.
 
 The arithmetic is that of the generated row loops (`lowerings.norm`), so a kernel gives
 the same bits whichever it uses: sums in float64 (float32 rows 16 float64 lanes at a time,
-`kernels.fold_lanes`, then the lanes and the rest in order), the float32 ``exp`` of
-`kernels.exp_f32`.
+the additions of `kernels.fold_lanes`, then the lanes and the rest in order; here the
+lanes stay in vector registers, `row_simd.lane_sum`), the float32 ``exp`` of
+`kernels.exp_f32`. A softmax row's max is taken 16 lanes at a time (`row_simd.lane_max`):
+a max does not depend on the order of its compares, so the outputs are those of the
+serial loop.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import intrinsic, overload
 
 from . import kernels as dgk
+from .row_simd import lane_max, lane_sum
 
 _AT = 9  # per operand: four extents, four strides, the origin
 _LOG, _WEIGHT, _BIAS = 1, 2, 4
@@ -136,20 +140,17 @@ def _row_sum_of(row, n, lanes):
     """The float64 sum of ``row[:n]`` in the generated loops' order (`lowerings.norm`):
     a float32 row of 16 or more 16 lanes at a time, then the lanes and the rest."""
     if row.dtype == types.float32:
-        def lane_sum(row, n, lanes):
+        def by_lanes(row, n, lanes):
             acc = 0.0
             start = 0
             if lanes.size:
                 start = n - n % LANES
-                lanes[:] = 0.0
-                dgk.fold_lanes(lanes, row, start)
-                for k in range(LANES):
-                    acc += lanes[k]
+                acc = lane_sum(row, start)
             for j in range(start, n):
                 acc += np.float64(row[j])
             return acc
 
-        return lane_sum
+        return by_lanes
 
     def ordered(row, n, lanes):
         acc = 0.0
@@ -172,6 +173,25 @@ def _lanes_for_row(row, n):
     return lambda row, n: np.empty(0, np.float64)
 
 
+@numba.njit(inline="always", cache=True, nogil=True)
+def _row_max(xr, n):
+    """The max of ``xr[:n]``, LANES at a time (`row_simd.lane_max`). The order of the
+    compares is not the serial one, which changes nothing the softmax writes: without a
+    nan every order gives the same max (up to the sign of a zero, which ``exp`` and the
+    shifted row do not see but for a lone zero's sign), and a nan anywhere makes its row
+    nan."""
+    start = 0
+    m = xr[0]
+    if n >= LANES:
+        start = n - n % LANES
+        m = lane_max(xr, start)
+    for j in range(start, n):
+        v = xr[j]
+        if v > m:
+            m = v
+    return m
+
+
 @numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
 def _softmax(px, pout, geo):
     g = numba.carray(geo, (2 * _AT + 2,))
@@ -192,11 +212,7 @@ def _softmax(px, pout, geo):
                 xr = _load(x, _base(g, 0, i0, i1, i2, axis), sx, n, xw)
                 ob = _base(g, 1, i0, i1, i2, axis)
                 orow = out[ob:ob + n] if so == 1 else ow[:n]
-                m = xr[0]
-                for j in range(1, n):
-                    v = xr[j]
-                    if v > m:
-                        m = v
+                m = _row_max(xr, n)
                 for j in range(n):
                     e[j] = _exp(xr[j] - m)
                 s = _row_sum(e, n, lanes)
@@ -252,11 +268,11 @@ def _softmax_backward(pg, py, pout, geo):
 def _stats(xr, n, row, lanes, eps):
     """A row's mean, ``1 / sqrt(var + eps)`` in the row's dtype and in float64, as the
     generated row loops make them (two passes: no cancellation when the mean is large
-    against the spread); ``row`` is left holding the squared deviations."""
+    against the spread); ``row`` is left holding the squared deviations. The row is
+    contiguous (`_load`), so its sum reads it in place: the generated loops' copy into
+    the work row changes no bit of it."""
     count = np.float64(n)
-    for j in range(n):
-        row[j] = xr[j]
-    mu = _of(row, _row_sum(row, n, lanes) / count)
+    mu = _of(row, _row_sum(xr, n, lanes) / count)
     for j in range(n):
         d = xr[j] - mu
         row[j] = d * d
