@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.graph import Graph, Node
+from ..ir.graph import Graph, Node, post_order
 from .autograd import AccumulateGrad
 from .tensor import Tensor
 
@@ -24,21 +24,7 @@ def graph_of(*tensors: Tensor) -> Graph:
         if not isinstance(t, Tensor):
             raise TypeError(f"graph_of expects tensors, got {type(t).__name__}")
     roots = [t._input_node() for t in tensors]
-    order: list[Node] = []
-    seen: set[int] = set()
-    # Iterative post-order DFS: a 10,000-op chain must not hit the recursion limit.
-    stack: list[tuple[Node, bool]] = [(r, False) for r in reversed(roots)]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        stack.extend((i, False) for i in reversed(node.inputs)
-                     if isinstance(i, Node) and id(i) not in seen)
+    order = post_order(roots)
     # The DFS order is topological but not the order the program ran: independent branches
     # come out last-visited-first. Every tape node's uid counts up at creation, and a node
     # is created after its inputs, so sorting by uid gives the run order (trace's order).

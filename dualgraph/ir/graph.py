@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -63,6 +63,31 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<Node {self.op} {self.type_str}>"
+
+
+def post_order(roots: Iterable[Node],
+               stop: Callable[[Node, int], bool] | None = None) -> list[Node] | None:
+    """The nodes ``roots`` reach, each after its inputs (so in an order that can run), by
+    an iterative depth-first walk: a 10,000-op chain does not reach the recursion limit.
+    ``stop(node, visited)`` is asked of each node as it is first visited (``visited``
+    counts it); when it answers True the walk ends and returns None."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(r, False) for r in reversed(list(roots))]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if stop is not None and stop(node, len(seen)):
+            return None
+        stack.append((node, True))
+        stack.extend((i, False) for i in reversed(node.inputs)
+                     if isinstance(i, Node) and id(i) not in seen)
+    return order
 
 
 def format_attr(value: Any) -> str:

@@ -24,7 +24,7 @@ from ..eager.grad_mode import GRAD_ENABLED
 from ..eager.internal import array_of, leaf_hooks_of, storage_of
 from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError, ShapeError, TraceError
-from ..ir.graph import Graph, Literal, Node
+from ..ir.graph import Graph, Literal, Node, post_order
 from ..modes import Mode
 from ..ops.mixin import (
     TensorOps,
@@ -413,22 +413,12 @@ class TraceContext(Mode):
         if not isinstance(t, Tracer) or t._ctx is not self:
             return None
         made = {id(n): m for m, n in self.made_consts.values()}
-        order: list[Node] = []
-        seen: set[int] = set()
-        stack: list[tuple[Node, bool]] = [(self.as_node(t), False)]
-        while stack:
-            node, done = stack.pop()
-            if done:
-                order.append(node)
-                continue
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            if node.op == "input" or (node.op != "const" and node.op not in OPS) \
-                    or len(seen) > limit:
-                return None
-            stack.append((node, True))
-            stack.extend((i, False) for i in node.inputs if isinstance(i, Node))
+        order = post_order(
+            [self.as_node(t)],
+            lambda node, visited: node.op == "input" or visited > limit
+            or (node.op != "const" and node.op not in OPS))
+        if order is None:
+            return None
         env: dict[int, np.ndarray] = {}
         for node in order:
             if node.op == "const":
