@@ -28,7 +28,6 @@ from ...ops.registry import OPS
 from .. import kir, loops, schedule
 from . import lowerings, printer
 from .lowerings import LoweringError, ishape, missing, np_dtype
-from .lowerings import conv as conv_lowering
 
 __all__ = ["LANES", "Lowered", "LoweringError", "ishape", "lower", "np_dtype"]
 
@@ -622,11 +621,7 @@ class _Writer:
                 self.group(body, args, out, kind)
             else:
                 args = [self.arg(i) if isinstance(i, Node) else kir.const(i) for i in ins]
-                threads = conv_lowering.ITEM_THREADS.set(False)
-                try:
-                    built = lowerings.kernel_lowering(n.op)(n, args, out)
-                finally:
-                    conv_lowering.ITEM_THREADS.reset(threads)
+                built = lowerings.kernel_lowering(n.op)(n, args, out)
                 self.emit_block(self.schedule(built, op.contraction))
         self.var[id(n)] = out
         self.planned[out] = self.layout(n)

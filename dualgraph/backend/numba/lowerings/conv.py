@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from contextvars import ContextVar
 
 import numpy as np
 
@@ -14,11 +13,6 @@ from ..blas import HAVE_CBLAS
 from . import _reshaped, ishape, lowers
 
 # ---- convolution
-# Whether the kernel being lowered spreads its item loops over threads (``parallel=True``,
-# `codegen.parallel_items`): the library's compiled routines run on the calling thread,
-# so there the window loops stay in the kernel, where their sample loops can be spread.
-ITEM_THREADS: ContextVar[bool] = ContextVar("conv_item_threads", default=False)
-
 # Plain loops gather (im2col) and scatter-add (col2im) the sliding windows; conv2d is im2col
 # into a scratch buffer, then one BLAS product per (sample, group) written in place into
 # the output, which is already in (N, O, oH, oW) order.
@@ -89,10 +83,9 @@ def _padded(attrs: dict) -> bool:
 
 
 def _im2col_into(block: kir.Block, x_node: Node, x: kir.Buffer, attrs: dict,
-                 cols: kir.Buffer, kmajor: bool = False) -> None:
-    """Fill ``cols`` (n, c*kh*kw, oh*ow), or (c*kh*kw, n, oh*ow) when ``kmajor``, with the
-    sliding windows of image ``x``: zeros first where there is padding, as window elements
-    in the padding are never written."""
+                 cols: kir.Buffer) -> None:
+    """Fill ``cols`` (n, c*kh*kw, oh*ow) with the sliding windows of image ``x``: zeros
+    first where there is padding, as window elements in the padding are never written."""
     from ....ops.conv import out_size
 
     n, _, h, w = x_node.shape
@@ -102,8 +95,7 @@ def _im2col_into(block: kir.Block, x_node: Node, x: kir.Buffer, attrs: dict,
         # Without padding every window element lies inside the image and is written.
         block.add(_zeros(block, cols, f"{cols.name}_"))
     block.add(_window_loops(tuple(x_node.shape), attrs, (n, oh, ow), cols.name,
-                            lambda img, col: kir.Store(
-                                cols, (col[1], col[0], col[2]) if kmajor else col, x[img])))
+                            lambda img, col: kir.Store(cols, col, x[img])))
 
 
 def _table(block: kir.Block, out: str, attrs: dict, out_hw: tuple, mode: int = 0,
@@ -129,9 +121,7 @@ def _im2col(node: Node, args: list, out: str) -> kir.Block:
     res = kir.Buffer(out, (n, k, length), node.dtype, kir.VIEW, layout="A")
     block = kir.Block([kir.Alloc(store)], res)
     x = node.inputs[0]
-    if ITEM_THREADS.get():
-        _im2col_into(block, x, args[0].buf, node.attrs, store, kmajor=True)
-    elif n * k * length:
+    if n * k * length:
         hw = out_size(tuple(x.shape[2:]), node.attrs["kernel_size"], node.attrs["dilation"],
                       node.attrs["padding"], node.attrs["stride"])
         geo = _table(block, out, node.attrs, hw, mode=1)
@@ -153,7 +143,7 @@ def _col2im(node: Node, args: list, out: str) -> kir.Block:
     block = kir.Block([kir.Alloc(res)], res)
     if not res.size:
         return block
-    if ITEM_THREADS.get() or not math.prod(node.inputs[0].shape):
+    if not math.prod(node.inputs[0].shape):
         block.add(_zeros(block, res, f"{out}_"))
         if not math.prod(node.inputs[0].shape):
             return block
@@ -194,7 +184,7 @@ def _conv2d(node: Node, args: list, out: str) -> kir.Block:
                        kir.Alloc(res)], res)
     wc = _reshaped(block, args[1].buf, (o * k,), f"{out}_w")  # C-ordered (copied if not)
     attrs = dict(node.attrs, kernel_size=(kh, kw))
-    library = HAVE_CBLAS and not ITEM_THREADS.get()
+    library = HAVE_CBLAS
     if g == 1 and library:
         if n * o * length:
             geo = _table(block, out, attrs, (oh, ow), bias=bias is not None)
@@ -257,7 +247,7 @@ def _conv2d_weight(node: Node, args: list, out: str) -> kir.Block:
     og, k, length = o // groups, cg * kh * kw, oh * ow
     dtype = np.dtype(node.dtype)
     res = kir.Buffer(out, ishape(node), dtype)
-    library = HAVE_CBLAS and not ITEM_THREADS.get()
+    library = HAVE_CBLAS
     per_sample = groups == 1 and library
     block = kir.Block([kir.Comment(f"conv2d_weight as im2col + GEMM (a window of {k} "
                                    f"elements{', per sample' if per_sample else ''})"),
@@ -305,7 +295,7 @@ def _conv2d_input(node: Node, args: list, out: str) -> kir.Block:
     og, k, length = o // groups, cg * kh * kw, oh * ow
     dtype = np.dtype(node.dtype)
     res = kir.Buffer(out, ishape(node), dtype)
-    library = HAVE_CBLAS and not ITEM_THREADS.get()
+    library = HAVE_CBLAS
     per_sample = groups == 1 and library
     block = kir.Block([kir.Comment(f"conv2d_input as GEMM + col2im (a window of {k} "
                                    f"elements{', per sample' if per_sample else ''})"),

@@ -12,7 +12,6 @@ from ....ir.graph import Node
 from ... import kir
 from ..printer import LIBRARY
 from . import _reshaped, ishape, lowers
-from .conv import ITEM_THREADS
 from .shape import as_dtype, nest
 
 # ---- row kernels in the library
@@ -49,9 +48,9 @@ LIBRARY.update({
 
 def _library(node: Node, bufs: list, least: int = 0) -> bool:
     """Whether the op is a call of its C function: ``bufs`` (its array operands) and the
-    result of one float dtype, at most 4 dims, and the kernel not spread over threads."""
+    result of one float dtype, at most 4 dims."""
     dtype = np.dtype(node.dtype)
-    return (CALL_C and not ITEM_THREADS.get() and dtype in _C_DTYPES
+    return (CALL_C and dtype in _C_DTYPES
             and max(math.prod(b.shape) for b in bufs) >= least
             and all(np.dtype(b.dtype) == dtype and len(b.shape) <= 4 for b in bufs)
             and len(ishape(node)) <= 4)
