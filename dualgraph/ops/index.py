@@ -346,7 +346,7 @@ def _grid(index_shape: tuple, dim: int, index: Any) -> tuple[Any, tuple]:
 
 def _check_index_tensor(name: str, x: Any, dim: int, index: Any, src: Any = None) -> int:
     ndim = len(x.shape)
-    dim = normalize_dim(name, dim, max(ndim, 1))
+    dim = normalize_dim(name, dim, ndim)
     if not _is_tensor(index) and not isinstance(index, np.ndarray):
         raise TypeError(f"{name}(): index must be a Tensor, got {type(index).__name__}")
     if np.dtype(index.dtype) != _INT64:
@@ -366,7 +366,7 @@ def _check_index_tensor(name: str, x: Any, dim: int, index: Any, src: Any = None
     a = _concrete(index)
     if isinstance(a, np.ndarray) and a.size:
         # Unlike x[idx], gather and scatter take no negative index (PyTorch's rule).
-        size = x.shape[dim] if x.shape else 1
+        size = x.shape[dim]
         bad = int(a.min()) if a.min() < 0 else int(a.max()) if a.max() >= size else None
         if bad is not None:
             raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size "
@@ -375,21 +375,22 @@ def _check_index_tensor(name: str, x: Any, dim: int, index: Any, src: Any = None
 
 
 def _one_d(t: Any) -> Any:
-    """A 0-d tensor as a 1-d one of one element: gather and scatter take either where the
-    other side is 0-d or 1-d (PyTorch's rule)."""
+    """A 0-d tensor as a 1-d one of one element (other values unchanged)."""
     return S.reshape(t, (1,)) if _is_tensor(t) and not t.shape else t
+
+
+def _has_0d(*ts: Any) -> bool:
+    """Whether any of ``ts`` is a 0-d tensor: gather and scatter then count it as 1-d of one
+    element (PyTorch's rule), and the result keeps the 0-d shape it stands for."""
+    return any(_is_tensor(t) and not t.shape for t in ts)
 
 
 def gather(x: Any, dim: int, index: Any) -> Any:
     """``torch.gather``: ``out[i][j] = x[index[i][j]][j]`` along ``dim`` (shape of
     ``index``); the gradient scatter-adds back."""
-    if len(x.shape) == 1 and _is_tensor(index) and not index.shape:
-        return S.reshape(gather(x, dim, _one_d(index)), ())
-    if not x.shape and _is_tensor(index) and len(index.shape) == 1:
-        return gather(_one_d(x), dim, index)
+    if _has_0d(x, index):
+        return S.reshape(gather(_one_d(x), dim, _one_d(index)), tuple(index.shape))
     dim = _check_index_tensor("gather", x, dim, index)
-    if not x.shape:
-        return S.reshape(gather(S.reshape(x, (1,)), 0, S.reshape(index, (1,))), ())
     ks = tuple(index.shape)
     if any(n != x.shape[d] for d, n in enumerate(ks) if d != dim):
         # The index may be smaller than x outside dim: gather from that corner (a view).
@@ -430,13 +431,10 @@ def _src_part(src: Any, shape: tuple) -> Any:
 
 def _scatter(name: str, x: Any, dim: int, index: Any, src: Any, accumulate: bool) -> Any:
     literal = not _is_tensor(src) and np.ndim(src) == 0
-    if len(x.shape) == 1 and len(index.shape) <= 1:
-        index, src = _one_d(index), _one_d(src)
+    if _has_0d(x, index, src):
+        out = _scatter(name, _one_d(x), dim, _one_d(index), _one_d(src), accumulate)
+        return S.reshape(out, tuple(x.shape))
     dim = _check_index_tensor(name, x, dim, index, None if literal else src)
-    if not x.shape:
-        x1 = S.reshape(x, (1,))
-        s1 = src if literal else S.reshape(src, (1,))
-        return S.reshape(_scatter(name, x1, 0, S.reshape(index, (1,)), s1, accumulate), ())
     idx, dims = _grid(tuple(index.shape), dim, index)
     if literal:
         v, api = (src.item() if isinstance(src, np.generic) else src), "scatter_value"

@@ -181,6 +181,12 @@ def test_gather_and_scatter_take_a_0d_index_against_a_1d_tensor():
     y.backward()
     assert x.grad.tolist() == [0.0, 0.0, 1.0, 0.0, 0.0]
     assert dg.gather(dg.tensor(4.0), 0, dg.tensor([0])).tolist() == [4.0]
+    # Either side 0-d counts as 1-d of one element; the result keeps the 0-d shape.
+    assert dg.gather(dg.tensor(4.0), -1, dg.tensor(0)).shape == ()
+    s = dg.tensor(1.0).scatter(0, dg.tensor([0]), dg.tensor([7.0]))
+    assert s.shape == () and s.item() == 7.0
+    assert dg.zeros(3).scatter_add(0, dg.tensor(2), dg.tensor([5.0, 6.0])).tolist() == \
+        [0.0, 0.0, 5.0]
     with pytest.raises(RuntimeError, match="same number of dimensions"):
         dg.zeros(2, 5).scatter_(0, dg.tensor(3), value=1)
 
