@@ -296,6 +296,23 @@ class CompiledFunction:
                 return e
         return None
 
+    def _requires_grad_twin(self, sig: tuple, args: tuple) -> Plan | None:
+        """An entry whose signature differs from ``sig`` only in the ``requires_grad`` of
+        arguments it does not depend on (`Plan.rg_free`), whose guards hold: it serves
+        ``sig`` too, without a trace."""
+        keys, rest = sig[0], sig[1:]
+        for other, entries in list(self._entries.items()):
+            if other[1:] != rest or len(other[0]) != len(keys):
+                continue
+            for e in entries:
+                free = e.rg_free
+                if free and all(a == b or (i in free and a[:2] == b[:2])
+                                for i, (a, b) in enumerate(zip(other[0], keys))) and \
+                        (e.guards is None or e.guards.holds(args)):
+                    self._entries.setdefault(sig, []).append(e)
+                    return e
+        return None
+
     def _new_entry(self, sig: tuple, args: tuple, fn: Callable) -> Plan | None:
         """Trace and build the entry of a new signature (or one whose guards failed),
         within the retrace budget; None when the call must run eagerly."""
@@ -306,6 +323,8 @@ class CompiledFunction:
             return None
         with self._lock:
             entry = self._find(sig, args)  # another thread may have compiled it
+            if entry is None:
+                entry = self._requires_grad_twin(sig, args)
             if entry is not None:
                 self.stats.cache_hits += 1  # a waiting thread reuses the new kernel
                 return entry

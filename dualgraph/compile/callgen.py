@@ -183,7 +183,7 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
             ["if args:", "    return MISS"])
     else:
         head, enter = _enter(form, n, gen, keep, verified)
-    checks = (gather_args + _key_check(keys, grad_on, gen, verified)
+    checks = (gather_args + _key_check(keys, grad_on, gen, verified, plan.rg_free)
               + _alias_check(arrays, alias, gen) + gathered + _guard_check(plan, gen, versioned)
               + _module_check(plan, gen) + _versioned_check(plan, gen, versioned))
     fast = [*enter, *_type_checks(keys, gen),
@@ -335,9 +335,10 @@ def _type_checks(keys: tuple, gen: _Emitter) -> list[str]:
 
 
 def _key_check(keys: tuple, grad_on: bool, gen: _Emitter,
-               verified: set = frozenset()) -> list[str]:
-    """The signature key as one tuple comparison: shapes, dtypes, ``requires_grad``,
-    constants (but those in ``verified``: already checked), grad mode."""
+               verified: set = frozenset(), rg_free: frozenset = frozenset()) -> list[str]:
+    """The signature key as one tuple comparison: shapes, dtypes, ``requires_grad`` (but
+    where the entry does not depend on it, ``rg_free``), constants (but those in
+    ``verified``: already checked), grad mode."""
     exprs, expected = [], []
     for i, k in enumerate(keys):
         if i in verified:
@@ -345,7 +346,7 @@ def _key_check(keys: tuple, grad_on: bool, gen: _Emitter,
         if not _is_constant(k):
             exprs += [f"d{i}.shape", f"d{i}.dtype"]
             expected += [k[0], k[1]]
-            if len(k) == 3:
+            if len(k) == 3 and i not in rg_free:
                 exprs.append(f"a{i}{RG}")
                 expected.append(k[2])
         elif k[0] in _PLAIN_CONSTANTS:

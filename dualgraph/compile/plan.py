@@ -196,6 +196,9 @@ class Plan:
     # positions (among arguments and sources) of the inputs differentiated; the backward's
     # residuals; kernel input positions it reads (version-checked).
     out_rg: tuple = ()
+    # Argument positions whose requires_grad the entry does not depend on (only detached):
+    # the signature key's requires_grad there is not checked (`specialize`).
+    rg_free: frozenset = frozenset()
     wrt: tuple = ()
     residual_plan: list = field(default_factory=list)
     saved_inputs: tuple = ()

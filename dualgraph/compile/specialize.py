@@ -213,6 +213,7 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
                 guards=guards)
     plan.baked = tuple(ctx.baked)
     plan.out_rg = tuple(id(n) in ctx.rg for n in user)
+    plan.rg_free = _requires_grad_free(ctx, args, user + extra)
     # An output that is an argument tensor's value at the end of the call (``return x``,
     # also after ``x.add_(1)``) is returned as that tensor itself, as eager mode does.
     owner = [ctx.arg_index.get(id(ctx.arg_tensors.get(id(n)))) for n in user]
@@ -258,6 +259,31 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
         _plan_residuals(plan, residuals, pos)
     return _build_kernels(plan, kernel_inputs(plan, args), user, write_to, parallel, cache,
                           tiered, stats)
+
+
+def _requires_grad_free(ctx: Any, args: tuple, outputs: list) -> frozenset:
+    """Positions of the tensor arguments whose ``requires_grad`` this trace does not depend
+    on: the program only detaches them (every op reading one is ``stop_gradient``), never
+    returns, writes or sets them, and never reads their ``requires_grad``, ``grad`` or
+    ``is_leaf``. A call that differs from the traced one only there runs the same
+    graph, kernels and tape record (the hidden state of a language model, handed back
+    each step and detached first)."""
+    other_use: set[int] = {id(n) for n in outputs}
+    for node in ctx.nodes:
+        if node.op != "stop_gradient":
+            other_use.update(id(i) for i in node.inputs)
+    other_use.update(id(n) for _, n in ctx.writes.values())
+    other_use.update(id(n) for _, _, nodes, _ in ctx.attr_writes for n in nodes)
+    written = {id(t) for t, _ in ctx.writes.values()}
+    free = []
+    for node in ctx.inputs:
+        t = ctx.arg_tensors.get(id(node))
+        i = ctx.arg_index.get(id(t))
+        if (i is None or args[i] is not t or id(node) in other_use or id(node) in ctx.rg_read
+                or id(t) in written or sum(a is t for a in args) != 1):
+            continue
+        free.append(i)
+    return frozenset(free)
 
 
 def _spent_nodes(ctx: Any, user: list) -> dict:

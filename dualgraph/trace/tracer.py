@@ -9,6 +9,7 @@ Python scalars stay literals.
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from collections import Counter
@@ -37,6 +38,11 @@ from ..ops.mixin import (
     view_leaf_inplace_error,
     writes_expanded,
 )
+
+# Reads of a tracer's requires_grad from these parts of the package are the trace's own
+# bookkeeping (recording ops, differentiating), not a program deciding what to do.
+_MACHINERY = tuple(PKG + d + os.sep for d in ("trace", "ops", "compile", "eager", "ir",
+                                              "passes", "backend"))
 
 _WAY_OUT = (
     "Use dg.where(cond, a, b) to choose values without Python control flow, or pass the "
@@ -103,6 +109,8 @@ class Tracer(TensorOps):
     @property
     def requires_grad(self) -> bool:
         """Whether the value depends on a differentiated input (as an eager result would)."""
+        if not sys._getframe(1).f_code.co_filename.startswith(_MACHINERY):
+            self._ctx.rg_read.add(id(self.node))  # the program may branch on it
         return id(self._ctx.as_node(self)) in self._ctx.rg
 
     @requires_grad.setter
@@ -115,6 +123,7 @@ class Tracer(TensorOps):
         traced value once ``backward()`` ran inside the trace, so ``clip_grad_norm_`` on
         parameters passed as arguments changes the gradient that is written back). Other
         traced values have none."""
+        self._ctx.rg_read.add(id(self.node))
         owner = self._argument()
         if owner is None:
             return self._ctx.leaf_grads.get(id(self.node))
@@ -183,17 +192,19 @@ class Tracer(TensorOps):
         raise _trace_error("passing a tracer to NumPy (call dg.exp etc. instead of np.exp)")
 
     def detach(self) -> "Tracer":
+        """The value outside autograd: an alias, as eager's ``detach()`` shares memory, so
+        an in-place op through either one changes the other too."""
         from ..ops.shape import stop_gradient
 
-        return stop_gradient(self)
+        out = stop_gradient(self)
+        self._ctx.alias_detached(out, self)
+        return out
 
     @property
     def data(self) -> "Tracer":
         """The value outside autograd, as ``Tensor.data``: a detached alias, so an in-place
         op on it (``p.data.add_(g)``) changes this value too, as it does eagerly."""
-        out = self.detach()
-        self._ctx.alias_detached(out, self)
-        return out
+        return self.detach()
 
     def clone(self) -> "Tracer":
         """A copy: a new value in the graph (later in-place ops on it leave ``self`` alone)."""
@@ -214,6 +225,7 @@ class Tracer(TensorOps):
         the traced graph with respect to it. Turning it on for an argument (whose caller's
         tensor eager mode would change) or off for a differentiated value raises
         `TraceError`."""
+        self._ctx.rg_read.add(id(self.node))
         if bool(requires_grad) == self.requires_grad:
             return self
         if requires_grad and self._argument() is None:
@@ -243,6 +255,7 @@ class Tracer(TensorOps):
         """Whether the value has no history to differentiate through, as eager's
         ``is_leaf``: it does not require grad, or it is an argument, or it was made a leaf
         with ``requires_grad_``."""
+        self._ctx.rg_read.add(id(self.node))
         node = self._ctx.as_node(self)
         return (id(node) not in self._ctx.rg or id(node) in self._ctx.leaf_grads
                 or self._argument() is not None)
@@ -293,6 +306,9 @@ class TraceContext(Mode):
         self.active = True
         self._lift_as_input = lift_as_input or _default_lift
         self.rg: set[int] = set()  # nodes that depend on a differentiated leaf
+        # Nodes whose requires_grad (or grad, is_leaf) the traced program read: what it
+        # does may depend on it.
+        self.rg_read: set[int] = set()
         self.no_grad: set[int] = set()  # uids of nodes recorded with grad mode off
         # Ids of recorded values that an in-place op replaced: a backward that reads one
         # would see the old value, where eager (and PyTorch) raise at backward.

@@ -54,11 +54,10 @@ from .written4_programs import PROGRAMS, SET
 SLOW_COMPILE = ("yunjey_birnn",)
 
 # Traces per compiled function, where not one. d2l's steps find .grad unset on their
-# first call and set from then on (``param.grad.zero_()`` keeps it); the language model's
-# step is handed zero states first and then the states it returned, which require grad;
-# the NCF batches hold item histories of three total lengths; the packed batches'
-# lengths are an argument whose values decide the graph, so those calls run eagerly.
-TRACES = {"d2l_scratch": [2, 2], "yunjey_lm": [2], "recsys": [1, 3], "packed_rnn": [0, 0]}
+# first call and set from then on (``param.grad.zero_()`` keeps it); the NCF batches hold
+# item histories of three total lengths; the packed batches' lengths are an argument
+# whose values decide the graph, so those calls run eagerly.
+TRACES = {"d2l_scratch": [2, 2], "recsys": [1, 3], "packed_rnn": [0, 0]}
 WARNS = {"packed_rnn": "`lengths` must be concrete"}
 
 

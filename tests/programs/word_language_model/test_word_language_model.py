@@ -43,8 +43,6 @@ def test_eager_losses_match_torch(variant: str) -> None:
                             check_dtype=False)
 
 
-# Cold compiles of these steps take many minutes on a loaded machine.
-@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["LSTM", "Transformer"])
 def test_compiled_losses_match_torch(variant: str) -> None:
     """main.py's step under `dg.compile`: PyTorch's losses for the ten steps."""
