@@ -351,7 +351,7 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
 
 # The row kernels' C functions (`row_kernels`), as generated code names them.
 ROW_KINDS = ("softmax", "softmax_backward", "layer_norm", "layer_norm_backward",
-             "layer_norm_weight_grad")
+             "layer_norm_grads", "layer_norm_weight_grad")
 
 
 def shown(module: str, lowered: Any) -> str:

@@ -199,7 +199,8 @@ class _Writer:
         outs = [f"o{k}" for k in range(len(self.graph.outputs)) if k not in self.write_to]
         kir.verify(self.stmts, [self.bufs[p] for p in params + outs])
         stmts = loops.flatten_nests(loops.hoist_invariants(loops.merge_loops(
-            schedule.share_subexpressions(schedule.hoist_allocations(self.stmts)),
+            schedule.share_subexpressions(schedule.hoist_allocations(
+                lowerings.norm.merge_layer_norm_grads(self.stmts))),
             keep=folds_scalar)))
         sizes = printer.Sizes([(p, self.bufs[p].shape) for p in params + outs], self.keep)
         code: list[str] = []

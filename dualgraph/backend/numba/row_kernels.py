@@ -43,6 +43,7 @@ from .row_simd import lane_max, lane_sum
 
 _AT = 9  # per operand: four extents, four strides, the origin
 _LOG, _WEIGHT, _BIAS = 1, 2, 4
+_WEIGHT_GRAD, _BIAS_GRAD = 8, 16
 LANES = dgk.LANES
 
 
@@ -322,46 +323,74 @@ def _layer_norm(px, pw, pb, pout, geo, eps):
 
 
 @numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
-def _layer_norm_backward(pg, px, pw, pout, geo, eps):
-    g = numba.carray(geo, (4 * _AT + 2,))
-    axis, flags = g[4 * _AT], g[4 * _AT + 1]
+def _layer_norm_backward(pg, px, pw, pout, pdw, pdb, geo, eps, k):
+    """The input gradient of rows of ``x`` into ``out``; with flags 8 also the weight's
+    (``sum(g * xhat)`` over the rows) into ``dw``, with 16 the bias's (``sum(g)``) into
+    ``db``, in the pass that reads each row for the input's. ``k``: the operands in
+    ``geo`` (4 without ``dw`` and ``db``). The columns' float64 totals take the rows in
+    order, the additions of `_layer_norm_weight_grad` and of the generated sum loop, so
+    the parameters' gradients are those of the separate ops bit for bit."""
+    g = numba.carray(geo, (k * _AT + 2,))
+    axis, flags = g[k * _AT], g[k * _AT + 1]
     n = g[axis]
     e0, e1, e2 = _outer(g, 0, axis)
-    if n == 0 or e0 * e1 * e2 == 0:
+    if n == 0:
         return
-    gf, x, out = _flat(pg, g, 0), _flat(px, g, 1), _flat(pout, g, 3)
-    sg, sx, so = g[4 + axis], g[_AT + 4 + axis], g[3 * _AT + 4 + axis]
-    gw, xw, ow = np.empty(n, out.dtype), np.empty(n, out.dtype), np.empty(n, out.dtype)
-    row, a = np.empty(n, out.dtype), np.empty(n, out.dtype)
-    lanes = _lanes_for(row, n)
-    count = np.float64(n)
-    ww = np.empty(n, out.dtype)
     has_w = (flags & _WEIGHT) != 0
-    w = _load(_flat(pw, g, 2), g[2 * _AT + 8], g[2 * _AT + 7], n, ww) if has_w else ww
-    for i0 in range(e0):
-        for i1 in range(e1):
-            for i2 in range(e2):
-                gr = _load(gf, _base(g, 0, i0, i1, i2, axis), sg, n, gw)
-                xr = _load(x, _base(g, 1, i0, i1, i2, axis), sx, n, xw)
-                ob = _base(g, 3, i0, i1, i2, axis)
-                orow = out[ob:ob + n] if so == 1 else ow[:n]
-                # a = g * w; the row's statistics, then the sums of a and of a * (x - mu).
-                if has_w:
+    want_w, want_b = (flags & _WEIGHT_GRAD) != 0, (flags & _BIAS_GRAD) != 0
+    tw = np.zeros(n if want_w else 0, np.float64)
+    tb = np.zeros(n if want_b else 0, np.float64)
+    if e0 * e1 * e2:
+        gf, x, out = _flat(pg, g, 0), _flat(px, g, 1), _flat(pout, g, 3)
+        sg, sx, so = g[4 + axis], g[_AT + 4 + axis], g[3 * _AT + 4 + axis]
+        gw, xw = np.empty(n, out.dtype), np.empty(n, out.dtype)
+        ow = np.empty(n, out.dtype)
+        row, a = np.empty(n, out.dtype), np.empty(n, out.dtype)
+        lanes = _lanes_for(row, n)
+        count = np.float64(n)
+        ww = np.empty(n, out.dtype)
+        w = _load(_flat(pw, g, 2), g[2 * _AT + 8], g[2 * _AT + 7], n, ww) if has_w else ww
+        for i0 in range(e0):
+            for i1 in range(e1):
+                for i2 in range(e2):
+                    gr = _load(gf, _base(g, 0, i0, i1, i2, axis), sg, n, gw)
+                    xr = _load(x, _base(g, 1, i0, i1, i2, axis), sx, n, xw)
+                    ob = _base(g, 3, i0, i1, i2, axis)
+                    orow = out[ob:ob + n] if so == 1 else ow[:n]
+                    # a = g * w; the row's statistics, then the sums of a and of
+                    # a * (x - mu).
+                    if has_w:
+                        for j in range(n):
+                            a[j] = gr[j] * w[j]
+                    else:
+                        for j in range(n):
+                            a[j] = gr[j]
+                    mu, r, r64 = _stats(xr, n, row, lanes, eps)
+                    sa = _row_sum(a, n, lanes)
                     for j in range(n):
-                        a[j] = gr[j] * w[j]
-                else:
+                        row[j] = a[j] * (xr[j] - mu)
+                    sb = _row_sum(row, n, lanes)
+                    ma = _of(row, sa / count)
+                    c = _of(row, r64 * sb / count)  # mean(a * xhat)
                     for j in range(n):
-                        a[j] = gr[j]
-                mu, r, r64 = _stats(xr, n, row, lanes, eps)
-                sa = _row_sum(a, n, lanes)
-                for j in range(n):
-                    row[j] = a[j] * (xr[j] - mu)
-                sb = _row_sum(row, n, lanes)
-                ma = _of(row, sa / count)
-                c = _of(row, r64 * sb / count)  # mean(a * xhat)
-                for j in range(n):
-                    orow[j] = r * (a[j] - ma - (xr[j] - mu) * r * c)
-                _put(out, ob, so, n, orow)
+                        orow[j] = r * (a[j] - ma - (xr[j] - mu) * r * c)
+                    if want_w:
+                        for j in range(n):
+                            tw[j] += np.float64(gr[j] * ((xr[j] - mu) * r))
+                    if want_b:
+                        for j in range(n):
+                            tb[j] += np.float64(gr[j])
+                    _put(out, ob, so, n, orow)
+    if want_w:
+        dw = _flat(pdw, g, 4)
+        sw, bw = g[4 * _AT + 7], g[4 * _AT + 8]
+        for j in range(n):
+            dw[bw + j * sw] = _of(dw, tw[j])
+    if want_b:
+        db = _flat(pdb, g, 5)
+        sb, bb = g[5 * _AT + 7], g[5 * _AT + 8]
+        for j in range(n):
+            db[bb + j * sb] = _of(db, tb[j])
 
 
 @numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
@@ -409,7 +438,10 @@ def _c_functions(dtype: Any) -> dict:
         _layer_norm(x, w, b, out, geo, eps)
 
     def layer_norm_backward(g, x, w, out, geo, eps):
-        _layer_norm_backward(g, x, w, out, geo, eps)
+        _layer_norm_backward(g, x, w, out, out, out, geo, eps, 4)
+
+    def layer_norm_grads(g, x, w, out, dw, db, geo, eps):
+        _layer_norm_backward(g, x, w, out, dw, db, geo, eps, 6)
 
     def layer_norm_weight_grad(g, x, out, geo, eps):
         _layer_norm_weight_grad(g, x, out, geo, eps)
@@ -422,7 +454,8 @@ def _c_functions(dtype: Any) -> dict:
     opts = {"cache": True, "nopython": True, "error_model": "numpy", **fast}
     return {fn.__name__: numba.cfunc(types.void(*([p] * arity), g, f8), **opts)(fn)
             for fn, arity in ((softmax, 2), (softmax_backward, 3), (layer_norm, 4),
-                              (layer_norm_backward, 4), (layer_norm_weight_grad, 3))}
+                              (layer_norm_backward, 4), (layer_norm_grads, 6),
+                              (layer_norm_weight_grad, 3))}
 
 
 _FUNCTIONS: dict = {}
@@ -536,6 +569,15 @@ def row_layer_norm_backward(typingctx, g, x, w, out, axis, flags, eps):
 
 
 @intrinsic
+def row_layer_norm_grads(typingctx, g, x, w, out, dw, db, axis, flags, eps):
+    """layer_norm's input gradient into ``out`` (flags 2: ``w`` is the weight) and, in the
+    same pass over the rows, flags 8: the weight's gradient into the 1-D ``dw``, flags 16:
+    the bias's into the 1-D ``db`` (an absent one is any array of the dtype, not
+    written)."""
+    return _call("layer_norm_grads", (g, x, w, out, dw, db), axis, flags, eps)
+
+
+@intrinsic
 def row_layer_norm_weight_grad(typingctx, g, x, out, axis, flags, eps):
     """layer_norm's weight gradient ``sum(g * xhat)`` over the rows into the 1-D
     ``out``."""
@@ -548,5 +590,6 @@ row_softmax_float32 = row_softmax_float64 = row_softmax
 row_softmax_backward_float32 = row_softmax_backward_float64 = row_softmax_backward
 row_layer_norm_float32 = row_layer_norm_float64 = row_layer_norm
 row_layer_norm_backward_float32 = row_layer_norm_backward_float64 = row_layer_norm_backward
+row_layer_norm_grads_float32 = row_layer_norm_grads_float64 = row_layer_norm_grads
 row_layer_norm_weight_grad_float32 = row_layer_norm_weight_grad_float64 = \
     row_layer_norm_weight_grad
