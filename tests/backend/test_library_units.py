@@ -54,3 +54,39 @@ def test_a_program_builds_only_the_routines_and_dtype_it_calls(tmp_path):
     out = subprocess.run([sys.executable, "-c", _ONE_ROUTINE], env=env, check=True,
                          capture_output=True, text=True).stdout
     assert out.split("\n")[-2] == "[('softmax', 'float64')] [] []"
+
+
+def test_a_unit_being_built_elsewhere_is_waited_for_not_built_again():
+    # flock is per open file, so a second holder in this process stands for another
+    # process: it gets the unit's lock only once the builder lets it go.
+    import threading
+
+    order = []
+    building = threading.Event()
+
+    def builder():
+        with library._unit_lock("dualgraph_test_unit"):
+            building.set()
+            order.append("built")
+
+    def needer():
+        building.wait()
+        with library._unit_lock("dualgraph_test_unit"):
+            order.append("loaded")
+
+    with library._unit_lock("dualgraph_test_unit"):
+        threads = [threading.Thread(target=f) for f in (builder, needer)]
+        for t in threads:
+            t.start()
+        assert order == []  # both wait while the unit is held
+    for t in threads:
+        t.join(timeout=30)
+    assert order == ["built", "loaded"]
+
+
+def test_a_cold_compile_queues_the_missing_units_first():
+    from dualgraph.backend.numba import row_kernels
+
+    units = [("row", "softmax", "float32"), ("row", "layer_norm", "float64")]
+    built = row_kernels.ROUTINES.built()
+    assert library.missing(units) == [u for u in units if (u[1], u[2]) not in built]

@@ -10,7 +10,11 @@ classifier's log_softmax never builds layer_norm.
 
 A kernel's typing asks for its unit (`Routines.need`) before it emits the call, and a
 kernel module's header does the same before Numba loads its machine code
-(`cache.module_source` writes the lines `needed_lines` makes).
+(`cache.module_source` writes the lines `needed_lines` makes). When a cold compile
+shares its functions out among helper processes (`worker.compile_parallel`), the units
+they call go first in the queue, each built by one process while the others go on with
+the kernels, and a process that needs a unit being built elsewhere waits for it (at most
+the time building it would take) and loads it from the disk cache.
 
 A new family follows the same pattern: a ``Routines(family, kinds, make)`` at module level
 of its own file, intrinsics whose typing calls ``need(dtype, kind)``, generated code that
@@ -19,8 +23,12 @@ names ``<module alias>.<family>_<kind>_<dtype>``, and an entry in `FAMILIES`.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
+import tempfile
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 DTYPES = ("float32", "float64")
@@ -71,9 +79,36 @@ class Routines:
             ty = types.float32 if dtype == "float32" else types.float64
             for k in kinds:
                 if (k, dtype) not in self._built:
-                    fn = self._make(k, ty)
+                    with _unit_lock(self.symbol(k, dtype)):
+                        fn = self._make(k, ty)
                     llvm.add_symbol(self.symbol(k, dtype), fn.address)
                     self._built[(k, dtype)] = fn
+
+
+@contextlib.contextmanager
+def _unit_lock(symbol: str) -> Iterator[None]:
+    """Hold the machine-wide lock of one unit while compiling or loading it: a process
+    that needs a unit another one is compiling (a compile helper building it ahead)
+    waits for it, then loads it from Numba's disk cache, instead of compiling it again;
+    the wait is at most what compiling it would take. Without a usable lock directory
+    every process compiles for itself, as Numba's cache allows."""
+    try:
+        import fcntl
+
+        d = os.path.join(tempfile.gettempdir(), f"dualgraph-lib-{os.getuid()}")
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        # One lock per installation and unit: another installation's routines are others.
+        tag = hashlib.sha256(os.path.dirname(os.path.abspath(__file__)).encode()).hexdigest()
+        f = open(os.path.join(d, f"{symbol}-{tag[:16]}.lock"), "a")  # noqa: SIM115
+    except (ImportError, OSError, AttributeError):
+        yield
+        return
+    with f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _family(name: str) -> Routines:
@@ -112,6 +147,11 @@ def needed_lines(body: str, header: str = "") -> str:
     lines.append("from dualgraph.backend.numba import library as dglib\n"
                  f"dglib.need_units({units!r})\n")
     return "".join(lines)
+
+
+def missing(units: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """The units of ``units`` this process has not built."""
+    return [u for u in units if (u[1], u[2]) not in _family(u[0]).built()]
 
 
 def need_units(units: Iterable[tuple[str, str, str]]) -> None:
