@@ -184,7 +184,8 @@ def compile_parallel(tasks: list[tuple[Any, tuple]], jobs: int | None = None) ->
                     ("fn", owner.lowered.code, owner.lowered.name, owner.parallel,
                      owner.contract, tuple(sig), getattr(owner.fn, "_dg_opt", None)))
             # The directory the kernel files are in (absolute: the helper runs elsewhere).
-            directory = os.path.dirname(os.path.abspath(owner.path))
+            directory = os.path.dirname(os.path.abspath(
+                tasks[0][0].path if owner == "lib" else owner.path))
             try:
                 _, error, _ = helper.run((next(_IDS), directory, [spec]))
             except (OSError, RuntimeError, EOFError):
