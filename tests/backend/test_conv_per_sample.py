@@ -149,4 +149,4 @@ def test_a_cold_convolution_compiles_no_helper_and_its_module_registers_the_rout
     sources = "".join(p.read_text() for p in tmp_path.rglob("*.py"))
     for kind in ("conv2d", "im2col", "col2im"):
         assert f"dgb.conv_{kind}_float32(" in sources
-    assert "dgb.need_conv('float32')" in sources
+        assert f"('conv', '{kind}', 'float32')" in sources

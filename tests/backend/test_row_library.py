@@ -67,4 +67,4 @@ def test_library_rows_equal_eager(dtype, tmp_path, monkeypatch):
     for kind in ("softmax", "softmax_backward", "layer_norm", "layer_norm_backward",
                  "layer_norm_grads", "layer_norm_weight_grad"):
         assert f"dgw.row_{kind}_{name}(" in sources
-    assert f"dgw.need('{name}')" in sources
+        assert f"('row', '{kind}', '{name}')" in sources

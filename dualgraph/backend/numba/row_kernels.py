@@ -26,19 +26,17 @@ serial loop.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numba
 import numpy as np
-from llvmlite import binding as llvm
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import intrinsic, overload
 
 from . import kernels as dgk
+from .library import Routines
 from .row_simd import lane_max, lane_sum
 
 _AT = 9  # per operand: four extents, four strides, the origin
@@ -70,7 +68,7 @@ def _of_dtype(a, v):
     return lambda a, v: dt(v)
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _span(g, a):
     """An operand as a flat array over every address it spans."""
     span = 1
@@ -83,13 +81,13 @@ def _span(g, a):
     return span
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _flat(p, g, a):
     """An operand (its pointer at the lowest address it spans) as a flat array."""
     return numba.carray(p, (_span(g, a),))
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _base(g, a, i0, i1, i2, axis):
     """The flat index of element 0 of the row at outer index (i0, i1, i2) of operand
     ``a`` (the outer index skips ``axis``)."""
@@ -103,7 +101,7 @@ def _base(g, a, i0, i1, i2, axis):
     return at
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _outer(g, a, axis):
     """The extents of operand ``a``'s three outer axes."""
     e = [1, 1, 1]
@@ -174,7 +172,7 @@ def _lanes_for_row(row, n):
     return lambda row, n: np.empty(0, np.float64)
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _row_max(xr, n):
     """The max of ``xr[:n]``, LANES at a time (`row_simd.lane_max`). The order of the
     compares is not the serial one, which changes nothing the softmax writes: without a
@@ -265,7 +263,7 @@ def _softmax_backward(pg, py, pout, geo):
                 _put(out, ob, so, n, orow)
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _stats(xr, n, row, lanes, eps):
     """A row's mean, ``1 / sqrt(var + eps)`` in the row's dtype and in float64, as the
     generated row loops make them (two passes: no cancellation when the mean is large
@@ -422,29 +420,31 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
         out[ob + j * so] = _of(out, total[j])
 
 
-def _c_functions(dtype: Any) -> dict:
+def _routine(kind: str, dtype: Any) -> Any:
+    """The C function of row routine ``kind`` for the Numba float type ``dtype``."""
     p, g, f8 = types.CPointer(dtype), types.CPointer(types.int64), types.float64
 
     # The row functions are inlined into these entries, so each entry's options are
     # theirs, and the entries name no closure variable (whose hash would differ in every
     # process and miss Numba's disk cache).
-    def softmax(x, out, geo, eps):
-        _softmax(x, out, geo)
-
-    def softmax_backward(g, y, out, geo, eps):
-        _softmax_backward(g, y, out, geo)
-
-    def layer_norm(x, w, b, out, geo, eps):
-        _layer_norm(x, w, b, out, geo, eps)
-
-    def layer_norm_backward(g, x, w, out, geo, eps):
-        _layer_norm_backward(g, x, w, out, out, out, geo, eps, 4)
-
-    def layer_norm_grads(g, x, w, out, dw, db, geo, eps):
-        _layer_norm_backward(g, x, w, out, dw, db, geo, eps, 6)
-
-    def layer_norm_weight_grad(g, x, out, geo, eps):
-        _layer_norm_weight_grad(g, x, out, geo, eps)
+    if kind == "softmax":
+        def entry(x, out, geo, eps):
+            _softmax(x, out, geo)
+    elif kind == "softmax_backward":
+        def entry(g, y, out, geo, eps):
+            _softmax_backward(g, y, out, geo)
+    elif kind == "layer_norm":
+        def entry(x, w, b, out, geo, eps):
+            _layer_norm(x, w, b, out, geo, eps)
+    elif kind == "layer_norm_backward":
+        def entry(g, x, w, out, geo, eps):
+            _layer_norm_backward(g, x, w, out, out, out, geo, eps, 4)
+    elif kind == "layer_norm_grads":
+        def entry(g, x, w, out, dw, db, geo, eps):
+            _layer_norm_backward(g, x, w, out, dw, db, geo, eps, 6)
+    else:
+        def entry(g, x, out, geo, eps):
+            _layer_norm_weight_grad(g, x, out, geo, eps)
 
     # float32 contracts ``a * b + c`` to an FMA as a float32 kernel does
     # (`float32_only`), so the call and the loops written into a kernel round alike;
@@ -452,33 +452,19 @@ def _c_functions(dtype: Any) -> dict:
     # builds are two entries of Numba's disk cache.
     fast = {"fastmath": {"contract"}} if dtype == types.float32 else {}
     opts = {"cache": True, "nopython": True, "error_model": "numpy", **fast}
-    return {fn.__name__: numba.cfunc(types.void(*([p] * arity), g, f8), **opts)(fn)
-            for fn, arity in ((softmax, 2), (softmax_backward, 3), (layer_norm, 4),
-                              (layer_norm_backward, 4), (layer_norm_grads, 6),
-                              (layer_norm_weight_grad, 3))}
+    return numba.cfunc(types.void(*([p] * _ARITY[kind]), g, f8), **opts)(entry)
 
 
-_FUNCTIONS: dict = {}
+# Each routine's number of array operands.
+_ARITY = {"softmax": 2, "softmax_backward": 3, "layer_norm": 4, "layer_norm_backward": 4,
+          "layer_norm_grads": 6, "layer_norm_weight_grad": 3}
+ROUTINES = Routines("row", _ARITY, _routine)
 
 
-def need(dtype: str) -> None:
-    """Compile (or load from Numba's disk cache) the row C functions for ``dtype`` and
-    register their symbols, once per process: before a kernel calling them is compiled
-    (its typing does this) or loaded (its module's header does)."""
-    if dtype in _FUNCTIONS:
-        return
-    from numba.core.compiler_lock import global_compiler_lock
-
-    with global_compiler_lock, warnings.catch_warnings():
-        # Numba's pedantic IR check misreads the inlined helpers' variables; the code is
-        # right (the tests compare every function with eager).
-        warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
-        if dtype not in _FUNCTIONS:
-            ty = types.float32 if dtype == "float32" else types.float64
-            fns = _c_functions(ty)
-            for kind, fn in fns.items():
-                llvm.add_symbol(f"dualgraph_row_{kind}_{dtype}", fn.address)
-            _FUNCTIONS[dtype] = fns
+def need(dtype: str, kind: str | None = None) -> None:
+    """Compile (or load from Numba's disk cache) row routine ``kind`` (None: all of them)
+    for ``dtype`` and register its symbol, once per process (`library.Routines.need`)."""
+    ROUTINES.need(dtype, kind)
 
 
 def _call(kind: str, arrays: tuple, axis: Any, flags: Any, eps: Any) -> Any:
@@ -492,8 +478,8 @@ def _call(kind: str, arrays: tuple, axis: Any, flags: Any, eps: Any) -> Any:
             and isinstance(axis, types.Integer) and isinstance(flags, types.Integer)
             and isinstance(eps, (types.Float, types.Integer))):
         return None
-    need(str(dtype))
-    name = f"dualgraph_row_{kind}_{dtype}"
+    need(str(dtype), kind)
+    name = ROUTINES.symbol(kind, str(dtype))
 
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
