@@ -535,3 +535,16 @@ def conv2d_input(g: Any, w: Any, input_size: Pair, stride: Pair = (1, 1),
     return bind(CONV2D_INPUT, g, w, input_size=tuple(input_size), stride=tuple(stride),
                 padding=tuple(map(tuple, padding)), dilation=tuple(dilation),
                 groups=int(groups))
+
+
+def conv_transpose2d(x: Any, w: Any, output_size: Pair, stride: Pair = (1, 1),
+                     padding: Pads = ((0, 0), (0, 0)), dilation: Pair = (1, 1),
+                     groups: int = 1) -> Any:
+    """The transposed convolution of ``x`` (N, C_in, H, W) by ``w`` (C_in, C_out/groups,
+    kH, kW) into (N, C_out, *output_size): ``conv2d_input`` with ``x`` as the output
+    gradient, on autocast's lower-precision list as ``conv2d`` is."""
+    lowered = AUTOCAST.value is not None
+    if lowered:
+        x, w = lower(x), lower(w)
+    out = conv2d_input(x, w, output_size, stride, padding, dilation, groups)
+    return lower(out) if lowered else out
