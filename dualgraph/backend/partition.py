@@ -35,7 +35,8 @@ import numpy as np
 from ..ir.graph import Graph, Node
 from ..ops.registry import OPS
 
-__all__ = ["Plan", "Segment", "flatten", "partition", "repeats", "tokens"]
+__all__ = ["Plan", "Segment", "flatten", "partition", "repeats", "split_epilogues",
+           "tokens"]
 
 # Structure hashes of this many consecutive nodes decide a cut.
 WINDOW = 4
@@ -564,6 +565,8 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     ``None`` when it would be one segment anyway. ``write_to`` maps graph outputs to the
     inputs their values are written into in place. ``keep``: sizes up to it are
     literals in generated code, so they tell repeated structure apart (`repeats`)."""
+    given = graph
+    graph, weight = split_epilogues(graph, weight)
     units = [n for n in graph.nodes if not _free(n)]
     chunks = _chunks(units, weight, target, keep)
     for start, end, pieces in _updates(units, graph, write_to, keep):
@@ -632,7 +635,156 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
             if kind == "val":
                 n = by_id[v]
                 plan.values[v] = (tuple(n.shape), n.dtype)
+    if graph is not given:
+        # The kernel knows a graph output a later segment reads by the given graph's node.
+        _rename(plan, {id(a): id(b) for a, b in zip(graph.outputs, given.outputs)
+                       if a is not b})
     return plan
+
+
+def _rename(plan: Plan, ids: dict[int, int]) -> None:
+    """``plan`` with the values of ids ``ids`` maps known by the ids it maps them to."""
+    if not ids:
+        return
+
+    def swap(pairs: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        return [(k, ids.get(v, v) if k == "val" else v) for k, v in pairs]
+
+    for seg in plan.segments:
+        seg.sources, seg.dests = swap(seg.sources), swap(seg.dests)
+    plan.values = {ids.get(v, v): sv for v, sv in plan.values.items()}
+
+
+# ----------------------------------------------------------------- late epilogues
+def _trace_key(n: Node) -> int:
+    """Where ``n`` was traced: its uid, or for a fused node its root's (the fused node
+    takes the root's place); a pass's new node counts as traced last."""
+    if n.op == "fused":
+        body = n.attrs.get("body")
+        if isinstance(body, Graph) and body.outputs and isinstance(body.outputs[0], Node):
+            return body.outputs[0].uid
+    return n.uid
+
+
+def _anchor(n: Node) -> Node | None:
+    """The product a ``fused`` matmul node's body computes first, when the rest of the
+    body is its elementwise epilogue reading it; None for any other node."""
+    if n.op != "fused" or n.attrs.get("kind") != "matmul":
+        return None
+    body = n.attrs["body"]
+    if not isinstance(body, Graph) or len(body.nodes) < 2 or len(body.inputs) != len(n.inputs):
+        return None
+    anchor = body.nodes[0]
+    if not (anchor.op in OPS and OPS[anchor.op].contraction):
+        return None
+    if not all(isinstance(i, Node) and any(i is b for b in body.inputs)
+               for i in anchor.inputs):
+        return None
+    return anchor if all(_elementwise(b) for b in body.nodes[1:]) else None
+
+
+def split_epilogues(graph: Graph, weight: dict[int, int]
+                    ) -> tuple[Graph, dict[int, int]]:
+    """``graph`` with each fused product whose epilogue was traced well after the product
+    (a gradient accumulated into ``.grad`` at the end of a backward pass: ``grad + x.T @
+    g``) cut in two: the product back where it was traced, among the nodes that compute
+    it where no accumulation happens (the first micro-step's backward, the other layers),
+    and the epilogue where the fused node was. The repeated runs then hold the same
+    nodes, so they are cut alike and share their functions; the epilogue costs one more
+    elementwise pass over the product. ``weight`` is extended to the new nodes. Unchanged
+    (the same objects) when no product moves."""
+    pos = {id(n): k for k, n in enumerate(graph.nodes)}
+    moves: dict[int, int] = {}  # fused node's position -> its product's
+    for k, n in enumerate(graph.nodes):
+        anchor = _anchor(n)
+        if anchor is None:
+            continue
+        outer = {id(b): x for b, x in zip(n.attrs["body"].inputs, n.inputs)}
+        ready = -1  # the last unit the product reads, through views
+        stack = [outer[id(i)] for i in anchor.inputs]
+        while stack:
+            x = stack.pop()
+            if id(x) not in pos:
+                continue
+            if _free(x):
+                stack += [i for i in x.inputs if isinstance(i, Node)]
+            else:
+                ready = max(ready, pos[id(x)])
+        at = next((j for j in range(ready + 1, k)
+                   if not _free(graph.nodes[j])
+                   and _trace_key(graph.nodes[j]) > anchor.uid), k)
+        if any(not _free(graph.nodes[j]) for j in range(at, k)):
+            moves[k] = at
+    if not moves:
+        return graph, weight
+    weight = dict(weight)
+    before: dict[int, list[Node]] = {}
+    epilogue_of: dict[int, Node] = {}
+    for k, at in moves.items():
+        n = graph.nodes[k]
+        body = n.attrs["body"]
+        anchor = body.nodes[0]
+        outer = {id(b): x for b, x in zip(body.inputs, n.inputs)}
+        product = Node(anchor.op, tuple(outer[id(i)] for i in anchor.inputs), anchor.attrs,
+                       tuple(anchor.shape), anchor.dtype, anchor.loc, anchor.uid)
+        slot = Node("input", (), {}, tuple(anchor.shape), anchor.dtype)
+        rest = body.nodes[1:]
+        inner: dict[int, Node] = {id(anchor): slot}
+        nodes = []
+        for b in rest:
+            c = Node(b.op, tuple(inner.get(id(i), i) if isinstance(i, Node) else i
+                                 for i in b.inputs), b.attrs, tuple(b.shape), b.dtype,
+                     b.loc, b.uid)
+            inner[id(b)] = c
+            nodes.append(c)
+        used = {id(i) for c in nodes for i in c.inputs if isinstance(i, Node)}
+        keep = [(b, x) for b, x in zip(body.inputs, n.inputs) if id(b) in used]
+        if len(nodes) == 1:
+            lone = {id(b): x for b, x in keep}
+            lone[id(slot)] = product
+            c = nodes[0]
+            epi = Node(c.op, tuple(lone.get(id(i), i) if isinstance(i, Node) else i
+                                   for i in c.inputs), c.attrs, tuple(n.shape), n.dtype,
+                       n.loc, c.uid)
+        else:
+            new_body = Graph([b for b, _ in keep] + [slot], nodes,
+                             [inner[id(body.outputs[0])]])
+            epi = Node("fused", tuple(x for _, x in keep) + (product,),
+                       {**n.attrs, "body": new_body, "kind": "elementwise"}, tuple(n.shape),
+                       n.dtype, n.loc, n.uid)
+        w = weight.get(id(n), 1)
+        weight[id(product)] = max(1, w // 2)
+        weight[id(epi)] = max(1, w - w // 2)
+        before.setdefault(at, []).append(product)
+        epilogue_of[k] = epi
+    mapping: dict[int, Node] = {}
+
+    def get(x: object) -> object:
+        return mapping.get(id(x), x) if isinstance(x, Node) else x
+
+    out: list[Node] = []
+    for k, n in enumerate(graph.nodes):
+        for p in before.get(k, ()):
+            ins = tuple(get(i) for i in p.inputs)
+            if any(a is not b for a, b in zip(ins, p.inputs)):
+                q = Node(p.op, ins, p.attrs, p.shape, p.dtype, p.loc, p.uid)
+                weight[id(q)] = weight[id(p)]
+                mapping[id(p)] = p = q
+            out.append(p)
+        if k in epilogue_of:
+            e = epilogue_of[k]
+            ins = tuple(get(i) for i in e.inputs)
+            m = e if all(a is b for a, b in zip(ins, e.inputs)) else Node(
+                e.op, ins, e.attrs, e.shape, e.dtype, e.loc, e.uid)
+        else:
+            ins = tuple(get(i) for i in n.inputs)
+            m = n if all(a is b for a, b in zip(ins, n.inputs)) else Node(
+                n.op, ins, n.attrs, n.shape, n.dtype, n.loc, n.uid)
+        if m is not n:
+            mapping[id(n)] = m
+            weight[id(m)] = weight.get(id(epilogue_of[k] if k in epilogue_of else n), 1)
+        out.append(m)
+    return graph.replace(nodes=out, outputs=[get(o) for o in graph.outputs]), weight
 
 
 def _view_home(o: Node, home: dict, last: int) -> int:
