@@ -219,6 +219,56 @@ def _updates(units: list[Node], graph: Graph, write_to: dict[int, int],
     return out
 
 
+def _alike(units: list[Node], graph: Graph, write_to: dict[int, int],
+           weight: dict[int, int], target: int) -> list[tuple[int, int, list[list[Node]]]]:
+    """Runs of ``units`` made of independent pieces that compute alike on flat arrays
+    (`flatten`), as `_updates` gives them: a norm of each parameter's gradient, a
+    gradient accumulated per parameter. Each piece of a kind alone lowers to one function
+    for every shape, so a run is split so when that saves at least ``target // 2`` of
+    weight (the pieces of a kind after the first); other runs stay as cut. Units written
+    in place are `_updates`' concern."""
+    written = {id(graph.outputs[k]) for k in write_to}
+
+    def flat_alone(u: Node) -> bool:
+        if id(u) in written:
+            return False
+        if _uniform([u]) is not None:
+            return True
+        return u.shape == () and _elementwise(u) and all(
+            not isinstance(i, Node) or i.shape == () for i in u.inputs)
+
+    out: list[tuple[int, int, list[list[Node]]]] = []
+    k = 0
+    while k < len(units):
+        end = k
+        while end < len(units) and flat_alone(units[end]):
+            end += 1
+        # A value the run computes and broadcasts to its pieces (a clipping coefficient)
+        # is made before them: the pieces after it are independent.
+        at = {id(u): j for j, u in enumerate(units[k:end], k)}
+        fed = [at[id(i)] for u in units[k:end] if u.shape != () for i in u.inputs
+               if isinstance(i, Node) and i.shape == () and id(i) in at]
+        if fed:
+            k = max(fed) + 1
+        if end - k < 2:
+            k = end + 1
+            continue
+        pieces = _connected(units[k:end], set())
+        keys = [_piece_key(p, 0) if _uniform(p) is not None else None for p in pieces]
+        seen: set = set()
+        saved = 0
+        for p, key in zip(pieces, keys):
+            if key is None:
+                continue
+            if key in seen:
+                saved += sum(weight.get(id(u), 1) for u in p)
+            seen.add(key)
+        if saved >= target // 2:
+            out.append((k, end, pieces))
+        k = end
+    return out
+
+
 def _apart(chunks: list[list[Node]], units: list[Node], start: int, end: int,
            pieces: list[list[Node]], keep: int) -> list[list[Node]]:
     """``chunks`` with the pieces of the update run ``units[start:end]`` that share their
@@ -258,6 +308,17 @@ def _elementwise(n: Node) -> bool:
     return n.op in OPS and OPS[n.op].elementwise and not OPS[n.op].view
 
 
+def _full_reduce(n: Node) -> bool:
+    """``n`` reduces all of its elementwise operands' elements to one value (a norm, a
+    mean loss): the flat array's reduction is the same value."""
+    if n.op == "fused":
+        body = n.attrs.get("body")
+        return (n.attrs.get("kind") == "reduce" and n.shape == () and isinstance(body, Graph)
+                and all(_elementwise(b) or _full_reduce(b) for b in body.nodes))
+    return (n.shape == () and n.op in OPS and OPS[n.op].reduction is not None
+            and n.attrs.get("axis") is None and not n.attrs.get("keepdims"))
+
+
 def _keeps_order(x: Node) -> bool:
     """``x`` is a view whose elements in C order are its input's (a reshape): the one
     kind of view NumPy may have to copy, when no strides express that order."""
@@ -290,7 +351,7 @@ def _uniform(nodes: list[Node]) -> tuple | None:
         for n in ns:
             if n.op == "input" or _free(n):
                 continue  # checked where read
-            if not _elementwise(n) or not fits(n.shape):
+            if not (_elementwise(n) or _full_reduce(n)) or not fits(n.shape):
                 return False
             if n.op == "fused":
                 body = n.attrs["body"]
@@ -569,7 +630,8 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     graph, weight = split_epilogues(graph, weight)
     units = [n for n in graph.nodes if not _free(n)]
     chunks = _chunks(units, weight, target, keep)
-    for start, end, pieces in _updates(units, graph, write_to, keep):
+    for start, end, pieces in [*_updates(units, graph, write_to, keep),
+                               *_alike(units, graph, write_to, weight, target)]:
         chunks = _apart(chunks, units, start, end, pieces, keep)
     if len(chunks) < 2:
         return None
