@@ -15,7 +15,11 @@ chunking, as deduplicating backup tools cut files): a cut falls after a node whe
 the structure of the last few nodes hits a fixed pattern, within a minimum and maximum
 segment size, so the same run of nodes gets the same cuts wherever it appears. A run of
 nodes that only write in place (an optimizer's updates) is cut into one segment per
-connected piece (one parameter's update), so parameters of one rank share one function. Each
+connected piece (one parameter's update), so parameters of one rank share one function;
+so is a run of independent pieces that compute alike on flat arrays (each gradient's norm,
+its accumulation). A product fused with an epilogue traced long after it (a gradient added
+into ``.grad``) is first split from it and put back where it was traced, so a repeated run
+(a second micro-step's backward) holds the nodes the first holds. Each
 segment's inputs are numbered by first use and its nodes renumbered, so identical segments
 lower to identical source, which the kernel cache content-addresses: they are compiled once
 and shared.
