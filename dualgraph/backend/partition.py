@@ -749,21 +749,33 @@ def _anchor(n: Node) -> Node | None:
     return anchor if all(_elementwise(b) for b in body.nodes[1:]) else None
 
 
+def _accumulates(body: Graph, anchor: Node) -> bool:
+    """The epilogue after ``anchor`` adds it to a value of its shape (``grad + x.T @ g``),
+    and nothing else: an epilogue that reads the product's neighbours (a ReLU's mask, a
+    bias) stays fused, as the product's own backward computes it."""
+    rest = body.nodes[1:]
+    if len(rest) != 1 or rest[0].op != "add" or len(rest[0].inputs) != 2:
+        return False
+    a, b = rest[0].inputs
+    other = b if a is anchor else a if b is anchor else None
+    return isinstance(other, Node) and tuple(other.shape) == tuple(anchor.shape)
+
+
 def split_epilogues(graph: Graph, weight: dict[int, int]
                     ) -> tuple[Graph, dict[int, int]]:
-    """``graph`` with each fused product whose epilogue was traced well after the product
-    (a gradient accumulated into ``.grad`` at the end of a backward pass: ``grad + x.T @
-    g``) cut in two: the product back where it was traced, among the nodes that compute
-    it where no accumulation happens (the first micro-step's backward, the other layers),
-    and the epilogue where the fused node was. The repeated runs then hold the same
-    nodes, so they are cut alike and share their functions; the epilogue costs one more
+    """``graph`` with each fused product whose epilogue only accumulates it and was traced
+    well after the product (a gradient added into ``.grad`` at the end of a backward pass:
+    ``grad + x.T @ g``, `_accumulates`) cut in two: the product back where it was traced,
+    among the nodes that compute it where no accumulation happens (the first micro-step's
+    backward), and the add where the fused node was. The repeated runs then hold the same
+    nodes, so they are cut alike and share their functions; the add costs one more
     elementwise pass over the product. ``weight`` is extended to the new nodes. Unchanged
     (the same objects) when no product moves."""
     pos = {id(n): k for k, n in enumerate(graph.nodes)}
     moves: dict[int, int] = {}  # fused node's position -> its product's
     for k, n in enumerate(graph.nodes):
         anchor = _anchor(n)
-        if anchor is None:
+        if anchor is None or not _accumulates(n.attrs["body"], anchor):
             continue
         outer = {id(b): x for b, x in zip(n.attrs["body"].inputs, n.inputs)}
         ready = -1  # the last unit the product reads, through views
