@@ -40,7 +40,22 @@ from .harness import run_like_golden
 from .written5_programs import PROGRAMS, SET
 
 SLOW_COMPILE: tuple[str, ...] = ()
-TRACES: dict[str, list[int]] = {}
+
+# Traces per compiled function, where not one. makemore's step takes its learning rate as
+# a Python float of two values (torch.compile also specialises on it); the Lightning-style
+# step takes ``batch_idx``, an int it never uses, which still keys a trace per value, plus
+# the first call's trace before Adam has state.
+TRACES = {"makemore_bn": [2], "lit_model": [5]}
+
+# Compiled runs that fail: the reason, reproduced minimally below.
+COMPILE_FAILS = {
+    "wavenet": "a plain object's tensor attribute rebound inside the step (a hand-written "
+               "BatchNorm's running_mean) keeps the tracer: the next call uses it",
+    "annotated_transformer": "LabelSmoothing's torch.nonzero in the step raises TraceError "
+                             "where torch.compile breaks the graph",
+    "moe": "torch.where(mask) dispatch in the step raises TraceError where torch.compile "
+           "breaks the graph",
+}
 WARNS: dict[str, str] = {}
 ATOL = 1e-7
 
@@ -58,7 +73,10 @@ def test_written5_program_equals_torch_eagerly(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", [
-    pytest.param(n, marks=[pytest.mark.slow] if n in SLOW_COMPILE else []) for n in PROGRAMS])
+    pytest.param(n, marks=([pytest.mark.slow] if n in SLOW_COMPILE else [])
+                 + ([pytest.mark.xfail(strict=True, reason=COMPILE_FAILS[n])]
+                    if n in COMPILE_FAILS else []))
+    for n in PROGRAMS])
 def test_written5_program_equals_torch_compiled(name: str) -> None:
     out, want = _run(name, compiled=True)
     dg.testing.assert_close([float(v) for v in out["losses"]], want, rtol=1e-5, atol=ATOL,
@@ -68,3 +86,62 @@ def test_written5_program_equals_torch_compiled(name: str) -> None:
     for f in fns:
         if f.stats.traces:
             assert f.stats.tier1_calls == f.stats.calls > 0  # compiled kernels ran
+
+
+class _RunningMean:
+    def __init__(self) -> None:
+        self.running_mean = dg.zeros(3)
+
+    def __call__(self, x: dg.Tensor) -> dg.Tensor:
+        with dg.no_grad():
+            self.running_mean = 0.9 * self.running_mean + 0.1 * x.mean(0)
+        return x * 2
+
+
+@pytest.mark.xfail(strict=True, reason=COMPILE_FAILS["wavenet"])
+def test_rebound_attribute_of_plain_object_compiles() -> None:
+    def run(compiled: bool) -> dg.Tensor:
+        bn = _RunningMean()
+        w = dg.ones(3, requires_grad=True)
+
+        def step(x):
+            y = bn(x * w).sum()
+            y.backward()
+            return y
+
+        f = dg.compile(step) if compiled else step
+        for i in range(3):
+            f(dg.ones(4, 3) * i)
+        return bn.running_mean
+
+    dg.testing.assert_close(run(True), run(False))
+
+
+@pytest.mark.xfail(strict=True, reason=COMPILE_FAILS["annotated_transformer"])
+def test_nonzero_in_compiled_step_runs() -> None:
+    def smooth(x, t):
+        d = x.detach().clone()
+        d.index_fill_(0, dg.nonzero(t == 0).squeeze(), 0.0)
+        return (x * d).sum()
+
+    x, t = dg.ones(4, 2), dg.tensor([0, 1, 0, 2])
+    dg.testing.assert_close(dg.compile(smooth)(x, t), smooth(x, t))
+
+
+@pytest.mark.xfail(strict=True, reason=COMPILE_FAILS["moe"])
+def test_where_of_mask_in_compiled_step_runs() -> None:
+    def dispatch(x, idx):
+        token, _ = dg.where(idx == 1)
+        return x[token].sum()
+
+    x, idx = dg.ones(4, 2), dg.tensor([[0, 1], [1, 2], [2, 3], [3, 0]])
+    dg.testing.assert_close(dg.compile(dispatch)(x, idx), dispatch(x, idx))
+
+
+@pytest.mark.xfail(strict=True, reason="an int argument the graph never reads keys a trace "
+                   "per value (the Lightning-style step's batch_idx)")
+def test_unused_int_argument_traces_once() -> None:
+    f = dg.compile(lambda x, i: (x * 2).sum())
+    for i in range(3):
+        f(dg.ones(3), i)
+    assert f.stats.traces == 1
