@@ -23,6 +23,8 @@ under ``dg.compile``.
   ``add_module``, a frozen head, RMSprop parameter groups.
 - lit_model: a Lightning-style module driven by a hand-written Trainer (configure_optimizers
   with CosineAnnealingLR, ``clip_grad_value_``, early stopping).
+- einsum_pool: attention pooling with a learned query and capsule routing written with
+  ``einsum``, ``masked_fill`` of padded positions with ``-inf``, a margin loss.
 - siamese: pytorch/examples siamese_network (BCELoss on a sigmoid, Adadelta, StepLR,
   ``torch.where`` thresholding) and a contrastive loss with ``pairwise_distance``.
 

@@ -13,7 +13,7 @@ from .harness import ProgramSet
 
 PROGRAMS = ("imagenet_resnet", "makemore_bn", "wavenet", "annotated_transformer",
             "nerf_mlp", "ddpm_toy", "moe", "clip_loss", "moduledict", "lit_model",
-            "siamese")
+            "siamese", "einsum_pool")
 SET = ProgramSet("written5", PROGRAMS)
 load, run, golden = SET.load, SET.run, SET.golden
 
