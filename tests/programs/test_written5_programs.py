@@ -54,7 +54,9 @@ COMPILE_FAILS = {
     "wavenet": "a plain object's tensor attribute rebound inside the step (a hand-written "
                "BatchNorm's running_mean) keeps the tracer: the next call uses it",
     "annotated_transformer": "LabelSmoothing's torch.nonzero in the step raises TraceError "
-                             "where torch.compile breaks the graph",
+                             "where torch.compile breaks the graph (with a masked_fill "
+                             "instead, the losses match but its true_dist attribute, "
+                             "rebound each call, retraces every call)",
     "moe": "torch.where(mask) dispatch in the step raises TraceError where torch.compile "
            "breaks the graph",
 }
