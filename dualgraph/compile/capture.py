@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import random
+import sys
 import threading
 import types
 import weakref
@@ -271,6 +272,21 @@ class CallTraceContext(TraceContext):
                 elif tensor_tree(v):
                     self.note_attr_tree(d, k, v, f"{type(m).__name__}.{k}", lazy=True)
 
+    def note_plain_object(self, obj: Any) -> None:
+        """``obj``, an object of the user's classes, is named by the function (a closure
+        variable, a global, or held by such an object): its attributes as they are before
+        the trace (`restore_attrs` writes back a tensor set on it, ``self.running_mean =
+        ...``), and its tensors read through their attribute, as a module's are."""
+        if id(obj) in self.attrs_before:
+            return
+        d = obj.__dict__
+        self.attrs_before[id(obj)] = (obj, dict(d))
+        for k, v in d.items():
+            if isinstance(v, Tensor):
+                self.note_attr_tensor(d, k, v, f"{type(obj).__name__}.{k}", lazy=True)
+            elif tensor_tree(v):
+                self.note_attr_tree(d, k, v, f"{type(obj).__name__}.{k}", lazy=True)
+
     def guard_value(self, getter: Callable[[], Any], expected: Any, what: str,
                     keep: Any = None) -> None:
         """A Python value the trace branched on: reuse the trace while ``getter()`` gives
@@ -469,8 +485,11 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
         # A compiled method of a module (``dg.compile(model.score)``) reads its module's
         # Python values as ``forward`` does.
         ctx.note_module(owner)
-    for m in _named_modules(fn):
+    modules, objects = _named_modules(fn)
+    for m in modules:
         ctx.note_reachable(m)
+    for obj in objects:
+        ctx.note_plain_object(obj)
     outputs = single = None
     streams = _python_streams()
     default_rng = rng()
@@ -639,9 +658,11 @@ def _shown(key: Any) -> str:
     return repr(key[1]) if key[0] not in (tuple, list, dict) else f"a changed {key[0].__name__}"
 
 
-def _named_modules(fn: Callable) -> list:
-    """The modules ``fn`` names before it runs: itself, the ``self`` of a method, its
-    closure variables and the globals its code names."""
+def _named_modules(fn: Callable) -> tuple[list, list]:
+    """The modules and the plain objects of the user's classes that ``fn`` names before
+    it runs (itself, the ``self`` of a method, its closure variables, the globals its code
+    names), and those that such a plain object holds (a loss-compute object holding its
+    criterion module)."""
     from ..nn.modules import Module
 
     found = [fn, getattr(fn, "__self__", None)]
@@ -655,12 +676,40 @@ def _named_modules(fn: Callable) -> list:
     g = getattr(fn, "__globals__", None)
     if code is not None and isinstance(g, dict):
         found.extend(g.get(n) for n in code_strings(code))
-    out, seen = [], set()
-    for m in found:
-        if isinstance(m, Module) and id(m) not in seen:
-            seen.add(id(m))
-            out.append(m)
-    return out
+    modules: list = []
+    objects: list = []
+    seen: set = set()
+
+    def visit(v: Any, depth: int) -> None:
+        if id(v) in seen:
+            return
+        if isinstance(v, Module):
+            seen.add(id(v))
+            modules.append(v)
+        elif depth < 2 and _is_plain_object(v):
+            seen.add(id(v))
+            objects.append(v)
+            for x in list(v.__dict__.values()):
+                visit(x, depth + 1)
+
+    for v in found:
+        visit(v, 0)
+    return modules, objects
+
+
+def _is_plain_object(v: Any) -> bool:
+    """An instance of a class the user wrote (not of Python's, NumPy's or dualgraph's),
+    with attributes in a ``__dict__``."""
+    if not isinstance(getattr(v, "__dict__", None), dict) or isinstance(
+            v, (type, types.ModuleType, types.FunctionType, types.MethodType, Tensor)):
+        return False
+    root = (type(v).__module__ or "").partition(".")[0]
+    return root not in sys.stdlib_module_names and root not in _LIBRARY_ROOTS
+
+
+# Packages whose objects keep their own state (or none the trace changes).
+_LIBRARY_ROOTS = frozenset({"builtins", "dualgraph", "numpy", "numba", "scipy", "torch",
+                            "jax", "jaxlib", "pytest", "_pytest", "hypothesis"})
 
 
 def _python_streams() -> tuple:

@@ -33,8 +33,10 @@ def _constant(a: np.ndarray) -> Any:
 
 def _eager_only(what: str) -> None:
     if current_trace() is not None:
-        raise TraceError(f"{what} has a result whose shape or value depends on the data, "
-                         "which a static graph cannot capture: run this part eagerly")
+        # dg.compile runs the call eagerly, with a warning; dg.trace and strict=True raise.
+        raise EagerOnlyError(f"{what} has a result whose shape or value depends on the "
+                             "data, which a static graph cannot capture: run this part "
+                             "eagerly")
 
 
 def _keep(dim: Any, keepdim: bool) -> dict:
