@@ -506,9 +506,16 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             outputs, single = graph_outputs(ctx, out, fn, constants=True)
     finally:
         grad_writes = restore_grads(ctx)
-        ctx.attr_writes = restore_attrs(ctx)
+        try:
+            ctx.attr_writes, attr_error = restore_attrs(ctx), None
+        except TraceError as e:
+            # Raised once everything else is put back, and only if the trace itself got
+            # through: an error that stopped it says more than what it left half done.
+            ctx.attr_writes, attr_error = [], e
         drew = _restore_python_streams(streams) or _restore_generators(generators)
         rebound = _restore_globals(ctx, spaces)
+    if attr_error is not None:
+        raise attr_error
     if rng() is not default_rng:
         # Compiled random ops draw a fresh key per call from the generator as it is when
         # the call begins; a seed set inside would be set once, when tracing.
