@@ -259,7 +259,9 @@ class Printer:
                 # its own, compiled once per process and type and linked into each
                 # kernel that calls it.
                 flat = f"{b.name}_fill"
-                self.emit(f"{b.name} = {self.work(b)}", indent)
+                name = self.work(b) or \
+                    f"np.empty({_shape(b.shape, self.sz)}, {dtype_name(b.dtype)})"
+                self.emit(f"{b.name} = {name}", indent)
                 self.emit(f"{flat} = dgk.flat({b.name})" if self.views else
                           f"{flat} = {b.name}.reshape({b.name}.size)", indent)
                 self.emit(f"for {flat}_i in range({b.name}.size):", indent)
