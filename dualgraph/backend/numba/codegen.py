@@ -43,6 +43,18 @@ CHUNKS = 64
 FOLD_BLOCK = 1024
 
 
+# A work array of at most this many bytes is allocated by the kernel at each call rather
+# than passed in: each array argument costs the call an unboxing and a reference record
+# (Numba's NRT) that cost more than a small allocation in compiled code, and a call of a
+# small kernel is mostly its arguments.
+LOCAL_WORK_BYTES = 4096
+
+
+def _small(buf: kir.Buffer) -> bool:
+    """Whether ``buf`` holds at most `LOCAL_WORK_BYTES`."""
+    return buf.size * np.dtype(buf.dtype).itemsize <= LOCAL_WORK_BYTES
+
+
 def fold_block(whole: int) -> int:
     """The buffer length for a sum of ``whole`` values (a multiple of LANES): the largest
     multiple of LANES up to FOLD_BLOCK that divides it, so that every block has the same
@@ -88,7 +100,8 @@ class Lowered:
     line_of_node: dict
     # Work arrays (shape, dtype) the caller allocates once and passes after the constants:
     # an allocation inside the kernel costs Numba compile time and the runtime a fresh
-    # buffer per call.
+    # buffer per call (but for small ones, which cost a call less than an argument does:
+    # `LOCAL_WORK_BYTES`).
     scratch: list = field(default_factory=list)
     # The scheduled kernel IR the source was printed from: top-level statements over the
     # parameters ``a{k}`` (inputs), ``c{k}`` (constants) and ``o{k}`` (outputs); its
@@ -707,9 +720,12 @@ class _Writer:
                         note(b)
         return list(seen.values())
 
-    def work_array(self, buf: kir.Buffer) -> str:
+    def work_array(self, buf: kir.Buffer) -> str | None:
         """The work array a top-level allocation of ``buf`` takes: allocated once by the
-        caller and passed in (``w{k}``)."""
+        caller and passed in (``w{k}``); None for a small one outside any loop, which the
+        kernel allocates itself."""
+        if buf.role != kir.SCRATCH and _small(buf):
+            return None
         self.scratch.append((tuple(buf.shape) or (1,), np.dtype(buf.dtype)))
         return f"w{len(self.scratch) - 1}"
 
