@@ -1,7 +1,7 @@
 """Statistics and counting as compositions: ``nansum``, ``nanmean``, ``aminmax``,
 ``quantile``/``nanquantile``, ``cov``, ``corrcoef``, and the eager-only ones whose result
 shape depends on the data: ``mode``'s indices, ``bincount``, ``unique``,
-``unique_consecutive`` (each raises `TraceError` inside a compiled function)."""
+``unique_consecutive`` (inside a compiled function each raises `EagerOnlyError`: the call runs eagerly)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import default_float
-from ..errors import ShapeError, TraceError
+from ..errors import EagerOnlyError, ShapeError
 from ..modes import current_trace
 from . import elementwise as E
 from . import reduce as R
