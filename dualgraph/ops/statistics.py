@@ -1,7 +1,8 @@
 """Statistics and counting as compositions: ``nansum``, ``nanmean``, ``aminmax``,
 ``quantile``/``nanquantile``, ``cov``, ``corrcoef``, and the eager-only ones whose result
 shape depends on the data: ``mode``'s indices, ``bincount``, ``unique``,
-``unique_consecutive`` (inside a compiled function each raises `EagerOnlyError`: the call runs eagerly)."""
+``unique_consecutive`` (inside a compiled function each raises `EagerOnlyError`: the
+call runs eagerly)."""
 
 from __future__ import annotations
 
