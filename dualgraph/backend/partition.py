@@ -754,7 +754,8 @@ def _accumulates(body: Graph, anchor: Node) -> bool:
     and nothing else: an epilogue that reads the product's neighbours (a ReLU's mask, a
     bias) stays fused, as the product's own backward computes it."""
     rest = body.nodes[1:]
-    if len(rest) != 1 or rest[0].op != "add" or len(rest[0].inputs) != 2:
+    if len(rest) != 1 or not getattr(OPS.get(rest[0].op), "sums", False) or \
+            len(rest[0].inputs) != 2:
         return False
     a, b = rest[0].inputs
     other = b if a is anchor else a if b is anchor else None

@@ -668,8 +668,8 @@ def _shown(key: Any) -> str:
 def _named_modules(fn: Callable) -> tuple[list, list]:
     """The modules and the plain objects of the user's classes that ``fn`` names before
     it runs (itself, the ``self`` of a method, its closure variables, the globals its code
-    names), and those that such a plain object holds (a loss-compute object holding its
-    criterion module)."""
+    names), and those that such a plain object holds, also in a list, tuple or dict (a
+    loss-compute object holding its criterion module, a model kept as a list of layers)."""
     from ..nn.modules import Module
 
     found = [fn, getattr(fn, "__self__", None)]
@@ -693,10 +693,15 @@ def _named_modules(fn: Callable) -> tuple[list, list]:
         if isinstance(v, Module):
             seen.add(id(v))
             modules.append(v)
-        elif depth < 2 and _is_plain_object(v):
+        elif depth < 3 and _is_plain_object(v):
             seen.add(id(v))
             objects.append(v)
             for x in list(v.__dict__.values()):
+                visit(x, depth + 1)
+        elif depth < 3 and type(v) in (list, tuple, dict) and len(v) <= 64:
+            # A model kept as a list of layers (makemore's hand-written Sequential).
+            seen.add(id(v))
+            for x in list(v.values() if type(v) is dict else v):
                 visit(x, depth + 1)
 
     for v in found:
@@ -710,8 +715,10 @@ def _is_plain_object(v: Any) -> bool:
     if not isinstance(getattr(v, "__dict__", None), dict) or isinstance(
             v, (type, types.ModuleType, types.FunctionType, types.MethodType, Tensor)):
         return False
-    root = (type(v).__module__ or "").partition(".")[0]
-    return root not in sys.stdlib_module_names and root not in _LIBRARY_ROOTS
+    # A subclass of a library class (a user's optimizer) keeps the library's state guards.
+    return not any((c.__module__ or "").partition(".")[0] in _LIBRARY_ROOTS
+                   or (c.__module__ or "").partition(".")[0] in sys.stdlib_module_names
+                   for c in type(v).__mro__[:-1])
 
 
 # Packages whose objects keep their own state (or none the trace changes).

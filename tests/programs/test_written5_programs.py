@@ -43,14 +43,15 @@ from .written5_programs import PROGRAMS, SET
 
 SLOW_COMPILE: tuple[str, ...] = ()
 
-# Traces per compiled function, where not one. makemore's step takes its learning rate as
-# a Python float of two values (torch.compile also specialises on it); the Lightning-style
-# step takes ``batch_idx``, an int it never uses, which still keys a trace per value, plus
-# the first call's trace before Adam has state. The Annotated Transformer's label
-# smoothing (``torch.nonzero``) and the mixture of experts' dispatch (``torch.where(mask)``)
-# have shapes that depend on the data: their steps run eagerly, with a warning, where
-# torch.compile breaks the graph.
-TRACES = {"makemore_bn": [2], "lit_model": [5], "annotated_transformer": [0], "moe": [0]}
+# Traces per compiled function, where not one. makemore's steps (parts 3 and 5) take their
+# learning rate as a Python float of two values (torch.compile also specialises on it);
+# the Lightning-style step takes ``batch_idx``, an int it never uses, which still keys a
+# trace per value, plus the first call's trace before Adam has state. The Annotated
+# Transformer's label smoothing (``torch.nonzero``) and the mixture of experts' dispatch
+# (``torch.where(mask)``) have shapes that depend on the data: their steps run eagerly,
+# with a warning, where torch.compile breaks the graph.
+TRACES = {"makemore_bn": [2], "wavenet": [2], "lit_model": [5], "annotated_transformer": [0],
+          "moe": [0]}
 COMPILE_FAILS: dict[str, str] = {}
 WARNS = {"annotated_transformer": "depends on the data", "moe": "depends on the data"}
 ATOL = 1e-7
@@ -81,7 +82,8 @@ def test_written5_program_equals_torch_compiled(name: str) -> None:
     assert [f.stats.traces for f in fns] == TRACES.get(name, [1] * len(fns))
     for f in fns:
         if f.stats.traces:
-            assert f.stats.tier1_calls == f.stats.calls > 0  # compiled kernels ran
+            # compiled kernels ran (but in a call that filled an empty attribute, eagerly)
+            assert f.stats.tier1_calls == f.stats.calls - f.stats.state_filling_calls > 0
 
 
 class _RunningMean:

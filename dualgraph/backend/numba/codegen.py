@@ -50,9 +50,13 @@ FOLD_BLOCK = 1024
 LOCAL_WORK_BYTES = 4096
 
 
-def _small(buf: kir.Buffer) -> bool:
-    """Whether ``buf`` holds at most `LOCAL_WORK_BYTES`."""
-    return buf.size * np.dtype(buf.dtype).itemsize <= LOCAL_WORK_BYTES
+def _small(buf: kir.Buffer, keep: int) -> bool:
+    """Whether ``buf`` holds at most `LOCAL_WORK_BYTES` and every extent of it is one the
+    code prints as a literal (at most ``keep``): a size read from the arguments must not
+    decide whether the kernel allocates, or kernels that differ only in their shapes (a
+    recurrent step at two sequence lengths) would no longer print the same code."""
+    return (all(d <= keep for d in buf.shape)
+            and buf.size * np.dtype(buf.dtype).itemsize <= LOCAL_WORK_BYTES)
 
 
 def fold_block(whole: int) -> int:
@@ -724,7 +728,8 @@ class _Writer:
         """The work array a top-level allocation of ``buf`` takes: allocated once by the
         caller and passed in (``w{k}``); None for a small one outside any loop, which the
         kernel allocates itself."""
-        if buf.role != kir.SCRATCH and _small(buf):
+        # A parallel kernel's parts share its top-level arrays: each keeps the caller's.
+        if buf.role != kir.SCRATCH and not self.parallel and _small(buf, self.keep):
             return None
         self.scratch.append((tuple(buf.shape) or (1,), np.dtype(buf.dtype)))
         return f"w{len(self.scratch) - 1}"

@@ -68,7 +68,6 @@ _TQ4 = np.float32(7.762025688862195e-07)
 # result to [-1, 1] makes every |x| >= 9.05, infinities included, exactly +-1.
 _TANH_CLAMP = np.float32(9.5)
 _ONE = np.float32(1.0)
-_ZERO = np.float32(0.0)
 _HALF = np.float32(0.5)
 # erf(x) = x P(x^2) on |x| < 1.
 _EA0 = np.float32(1.1283791065216064)
@@ -385,13 +384,8 @@ def empty(typingctx, shape, dtype):
 
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def exp_f32(x):
-    # Below the range (masked scores at -inf) the result is 0. Those lanes reduce 0
-    # instead of the clamped bound and are zeroed at the end: scaling the bound's
-    # polynomial by 2**-150 underflows, and an underflowing multiply is slow on x86 (a
-    # loop over -inf ran 2.5x as long). The bits are those of the clamped bound's.
-    low = x < _EXP_LO
     xc = x if x < _EXP_HI else _EXP_HI
-    xc = _ZERO if low else xc
+    xc = xc if xc > _EXP_LO else _EXP_LO
     n = np.floor(xc * _LOG2E + _HALF)
     r = (xc - n * _LN2_HI) - n * _LN2_LO
     p = _E7
@@ -407,7 +401,6 @@ def exp_f32(x):
     n1 = ni >> 1
     n2 = ni - n1
     res = p * _f32_from_bits((n1 + 127) << 23) * _f32_from_bits((n2 + 127) << 23)
-    res = _ZERO if low else res
     return x if x != x else res
 
 
