@@ -262,21 +262,13 @@ class CallTraceContext(TraceContext):
         are before the trace changes any (`restore_attrs`), and where its tensors sit,
         guarded only if the call reads them there."""
         for m in module.modules():
-            if id(m) in self.attrs_before:
-                continue
-            d = m.__dict__
-            self.attrs_before[id(m)] = (m, dict(d))
-            for k, v in d.items():
-                if isinstance(v, Tensor):
-                    self.note_attr_tensor(d, k, v, f"{type(m).__name__}.{k}", lazy=True)
-                elif tensor_tree(v):
-                    self.note_attr_tree(d, k, v, f"{type(m).__name__}.{k}", lazy=True)
+            self.note_object(m)
 
-    def note_plain_object(self, obj: Any) -> None:
-        """``obj``, an object of the user's classes, is named by the function (a closure
-        variable, a global, or held by such an object): its attributes as they are before
-        the trace (`restore_attrs` writes back a tensor set on it, ``self.running_mean =
-        ...``), and its tensors read through their attribute, as a module's are."""
+    def note_object(self, obj: Any) -> None:
+        """``obj`` (a module, or an object of the user's classes named by the function or
+        held by such an object): its attributes as they are before the trace
+        (`restore_attrs` writes back a tensor set on it, ``self.running_mean = ...``), and
+        its tensors read through their attribute."""
         if id(obj) in self.attrs_before:
             return
         d = obj.__dict__
@@ -489,7 +481,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
     for m in modules:
         ctx.note_reachable(m)
     for obj in objects:
-        ctx.note_plain_object(obj)
+        ctx.note_object(obj)
     outputs = single = None
     streams = _python_streams()
     default_rng = rng()
