@@ -29,7 +29,7 @@ import numpy as np
 
 from ..dtypes import DEFAULT_FLOAT
 from ..eager import grad_mode
-from ..eager.compiled_node import attach_backward, attach_gradients
+from ..eager.compiled_node import attach_backward, attach_gradients, handing_node_type
 from ..eager.internal import (
     FIELDS,
     array_of,
@@ -746,8 +746,9 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Call
         wrt = _tuple(f"{named[i]}.grad_fn or {named[i]}{NODE} or tape_node({named[i]})"
                      for i in plan.wrt)
         # Saved inputs that are tensors: not an array argument, not a runtime scalar.
-        saved = _tuple(f"({named[i]}, {named[i]}{VERSION}[0])" for i in plan.saved_inputs
-                       if (arrays[i] in tensor_args if i < len(arrays) else tensors[i] != "None"))
+        pairs = [f"({named[i]}, {named[i]}{VERSION}[0])" for i in plan.saved_inputs
+                 if (arrays[i] in tensor_args if i < len(arrays) else tensors[i] != "None")]
+        saved = _tuple(pairs)
         grads = plan.grad_out
         outputs = plan.optimized.outputs
         shapes = [tuple(n.shape) for n in outputs[len(outputs) - len(grads):]]
@@ -758,8 +759,10 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Call
                 *(o for w in plan.attr_set for o, _, _ in (w.leaves or ((w.out, 0, 0),)))}
         fresh = len(set(grads)) == len(grads) and not used & set(grads)
         listed = _tuple(out(k, sh) if fresh else oname(k) for k, sh in zip(grads, shapes))
-        call = f"attach_gradients({wrt}, {listed}, {loss or 'r0'}, {saved}" \
-               f"{', True' if fresh else ''})"
+        # Fresh gradients: the node's hand-out written out for its leaves and checks.
+        kind = f", {gen.const(handing_node_type(len(plan.wrt), len(pairs)), 'node')}" \
+            if fresh else ""
+        call = f"attach_gradients({wrt}, {listed}, {loss or 'r0'}, {saved}{kind})"
         return [*lines, f"r0 = {call}" if loss else call]
     res = ", ".join(f"i{j}" if kind is From.INPUT else oname(j)
                     for kind, j in plan.residual_plan)
