@@ -253,7 +253,8 @@ def attach_gradients(inputs: tuple, grads: tuple, result: Tensor | np.ndarray, c
     values the gradients were computed from (changing one before backward raises, as in
     eager mode). ``fresh`` (the node's type, `handing_node_type`): the gradients are
     arrays the call made, one per input (none shared), each in its input's shape, so
-    `hand_out` gives them to the leaves as they are. ``result``: the loss tensor, or the array it holds (the tensor is made here)."""
+    `hand_out` gives them to the leaves as they are. ``result``: the loss tensor, or the
+    array it holds (the tensor is made here)."""
     # One tape node per training step: built field by field, without the IR node's
     # constructor chain; the generated call builds ``inputs`` and ``checks`` as tuple
     # displays, with no call per input (the compiled call's Python calls are its cost).
