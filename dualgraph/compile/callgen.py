@@ -132,6 +132,8 @@ class _Emitter:
 
     def __init__(self, plan: Plan) -> None:
         self.ns: dict[str, Any] = dict(_BUILTINS)
+        # The tape node type whose written-out hand-out the call path records, if any.
+        self.node_type: type | None = None
         self._names: dict[int, str] = {}
         self._captured: dict[tuple, str] = {}
         for j, src in enumerate(plan.sources):
@@ -203,6 +205,10 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
     gen.ns["KEEP"] = keep
     source = "\n".join([*head, *_indent(fast), "", "",
                         "def run(args):", *_indent(run), ""])
+    shown = getattr(gen.node_type, "hand_out_source", None)
+    if shown is not None:  # for `dg.explain`: what a plain ``backward()`` then runs
+        source += "\n\n# backward() on the result: its tape node's hand-out\n" + "".join(
+            f"# {line}\n" for line in shown.splitlines())
     name = getattr(fn, "__name__", "fn")
     code = compile(source, f"<dg.compile call path of {name}>", "exec")
     exec(code, gen.ns)  # noqa: S102 - our own generated source, built from the plan
@@ -760,8 +766,10 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Call
         fresh = len(set(grads)) == len(grads) and not used & set(grads)
         listed = _tuple(out(k, sh) if fresh else oname(k) for k, sh in zip(grads, shapes))
         # Fresh gradients: the node's hand-out written out for its leaves and checks.
-        kind = f", {gen.const(handing_node_type(len(plan.wrt), len(pairs)), 'node')}" \
-            if fresh else ""
+        kind = ""
+        if fresh:
+            gen.node_type = handing_node_type(len(plan.wrt), len(pairs))
+            kind = f", {gen.const(gen.node_type, 'node')}"
         call = f"attach_gradients({wrt}, {listed}, {loss or 'r0'}, {saved}{kind})"
         return [*lines, f"r0 = {call}" if loss else call]
     res = ", ".join(f"i{j}" if kind is From.INPUT else oname(j)

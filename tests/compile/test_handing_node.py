@@ -57,6 +57,8 @@ def test_the_node_has_the_written_out_hand_out_and_it_runs() -> None:
     for got, want in ((x, x2), (y, y2), (w, w2)):
         dg.testing.assert_close(got.grad, want.grad)
     assert c.grad is None
+    # `dg.explain` shows what the plain backward() runs, after the call path.
+    assert "# def hand_out(self, retain_graph):" in str(dg.explain(F3, x, y, w, c))
 
 
 def _accumulated(f, x, y, w, c):
