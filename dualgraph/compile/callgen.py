@@ -688,8 +688,16 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
     loss = plan.mode is Kind.TRAIN and plan.joint and plan.n_user == 1 and not plan.attr_set
     made = []
     for k, node in enumerate(plan.optimized.outputs[:plan.n_user]):
-        history = f"True, {gen.const(spent[k], 'spent')}" if k in spent else "False, None"
-        made.append(f"r{k} = make_tensor({out(k, node.shape)}, {history})")
+        if direct is None:
+            history = f"True, {gen.const(spent[k], 'spent')}" if k in spent else "False, None"
+            made.append(f"r{k} = make_tensor({out(k, node.shape)}, {history})")
+            continue
+        # `make_tensor` written out, as for the gradients: the output is an array this
+        # call made (never a NumPy scalar, which `make_tensor` would wrap).
+        fn_ = gen.const(spent[k], "spent") if k in spent else "None"
+        made += [f"r{k} = new_tensor(Tensor)", f"r{k}{DATA} = {out(k, node.shape)}",
+                 f"r{k}{RG} = {k in spent}", f"r{k}{GRAD_FIELD} = None", f"r{k}.grad_fn = {fn_}",
+                 f"r{k}{VERSION} = [0]", f"r{k}{NODE} = None"]
     if not loss:
         lines += made
     for w in plan.attr_set:
