@@ -677,9 +677,8 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
     for w in plan.grad_set:
         # A new gradient tensor as `make_tensor` makes it, written out: no call per
         # gradient a step writes back, and none for all of them.
-        lines += ["g = new_tensor(Tensor)", f"g{DATA} = {out(w.out, w.shape)}", f"g{RG} = False",
-                  f"g{GRAD_FIELD} = None", "g.grad_fn = None", f"g{VERSION} = [0]",
-                  f"g{NODE} = None", f"{_target(w.target, gen)}{GRAD_FIELD} = g"]
+        lines += [*_new_tensor("g", out(w.out, w.shape), False, "None"),
+                  f"{_target(w.target, gen)}{GRAD_FIELD} = g"]
     lines += [f"set_grad({_target(t, gen)}, None)" for t in plan.grad_none]
     results = [f"r{k}" for k in range(plan.n_user)]
     spent = dict(plan.spent)
@@ -692,12 +691,9 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
             history = f"True, {gen.const(spent[k], 'spent')}" if k in spent else "False, None"
             made.append(f"r{k} = make_tensor({out(k, node.shape)}, {history})")
             continue
-        # `make_tensor` written out, as for the gradients: the output is an array this
-        # call made (never a NumPy scalar, which `make_tensor` would wrap).
+        # The output is an array this call made (`_new_tensor`).
         fn_ = gen.const(spent[k], "spent") if k in spent else "None"
-        made += [f"r{k} = new_tensor(Tensor)", f"r{k}{DATA} = {out(k, node.shape)}",
-                 f"r{k}{RG} = {k in spent}", f"r{k}{GRAD_FIELD} = None", f"r{k}.grad_fn = {fn_}",
-                 f"r{k}{VERSION} = [0]", f"r{k}{NODE} = None"]
+        made += _new_tensor(f"r{k}", out(k, node.shape), k in spent, fn_)
     if not loss:
         lines += made
     for w in plan.attr_set:
@@ -732,6 +728,14 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
         tree = gen.const(plan.single, "tree")
         lines.append(f"return {tree}.unflatten([{', '.join(results)}])")
     return lines
+
+
+def _new_tensor(name: str, array: str, rg: bool, grad_fn: str) -> list[str]:
+    """Lines binding ``name`` to a new tensor as `make_tensor` makes it from the array
+    ``array`` (never a NumPy scalar), written out: no call per tensor a call makes."""
+    return [f"{name} = new_tensor(Tensor)", f"{name}{DATA} = {array}", f"{name}{RG} = {rg}",
+            f"{name}{GRAD_FIELD} = None", f"{name}.grad_fn = {grad_fn}",
+            f"{name}{VERSION} = [0]", f"{name}{NODE} = None"]
 
 
 def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Callable,
