@@ -39,6 +39,7 @@ from ..eager.internal import (
     tape_node,
 )
 from ..eager.tensor import Tensor
+from ..ir.graph import next_uid
 from ..nn.changes import CHANGES
 from ..ops.precision import AUTOCAST
 from .baked import CHECK_EVERY, check_baked
@@ -710,7 +711,8 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
     if loss:
         array = out(0, plan.optimized.outputs[0].shape)
         lines += ["if GRAD.value:",
-                  *_indent(_tape(plan, gen, arrays, tensor_args, oname, out, array)),
+                  *_indent(_tape(plan, gen, arrays, tensor_args, oname, out, array,
+                                 direct is not None)),
                   "else:", *_indent(made)]
     elif plan.mode is Kind.TRAIN:
         lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays, tensor_args, oname, out))]
@@ -738,11 +740,30 @@ def _new_tensor(name: str, array: str, rg: bool, grad_fn: str) -> list[str]:
             f"{name}{VERSION} = [0]", f"{name}{NODE} = None"]
 
 
+def _loss_node(gen: _Emitter, inputs: str, grads: str, array: str, checks: str,
+               node: Any) -> list[str]:
+    """`attach_gradients` written out for a loss array this call made (IR output
+    ``node``) and fresh gradients: the loss tensor ``r0`` and its tape node, of
+    ``gen.node_type``, field by field (no call: a scalar step is a few microseconds)."""
+    gen.ns["new_node"], gen.ns["next_uid"] = object.__new__, next_uid
+    shape = gen.const(tuple(node.shape), "shape")
+    dtype = gen.const(np.dtype(node.dtype), "dtype")
+    return [
+        "r0 = new_tensor(Tensor)", f"r0{DATA} = {array}", f"r0{GRAD_FIELD} = None",
+        f"r0{VERSION} = [0]", f"r0{NODE} = None",
+        f"nd = new_node({gen.const(gen.node_type, 'node')})", f"nd.inputs = {inputs}",
+        "nd.attrs = {}", f"nd.shape = {shape}", f"nd.dtype = {dtype}", "nd.uid = next_uid()",
+        f"nd._saved = {grads}", "nd._out = None", "nd._freed = False", "nd._hooks = None",
+        "nd._retain = None", "nd._shapes = ()", f"nd._checks = {checks}",
+        "nd._handed = False", "nd._fresh = True", f"r0{RG} = True", "r0.grad_fn = nd"]
+
+
 def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Callable,
-          out: Callable, loss: str | None = None) -> list[str]:
+          out: Callable, loss: str | None = None, inline: bool = False) -> list[str]:
     """Record the call's tape node: the precomputed gradients of a scalar loss, or the
     backward kernel with its residuals. ``loss``: the loss's array, whose tensor ``r0``
-    the node's call makes (else ``r0`` is made already)."""
+    the node's call makes (else ``r0`` is made already); ``inline``: that array is one
+    this call made, so the loss tensor and a node of fresh gradients are built here."""
     tensors = [f"a{i}" for i in arrays]
     for src in plan.sources:
         tensors.append(gen.const(src.tensor, "t") if isinstance(src, CapturedTensor) else
@@ -782,6 +803,9 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Call
         if fresh:
             gen.node_type = handing_node_type(len(plan.wrt), len(pairs))
             kind = f", {gen.const(gen.node_type, 'node')}"
+            if loss and inline:
+                return [*lines, *_loss_node(gen, wrt, listed, loss, saved,
+                                            plan.optimized.outputs[0])]
         call = f"attach_gradients({wrt}, {listed}, {loss or 'r0'}, {saved}{kind})"
         return [*lines, f"r0 = {call}" if loss else call]
     res = ", ".join(f"i{j}" if kind is From.INPUT else oname(j)

@@ -11,7 +11,11 @@ import numpy as np
 import pytest
 
 import dualgraph as dg
-from dualgraph.eager.compiled_node import PrecomputedBackward, handing_node_type
+from dualgraph.eager.compiled_node import (
+    PrecomputedBackward,
+    attach_gradients,
+    handing_node_type,
+)
 
 
 def _loss3(x, y, w, c):
@@ -132,3 +136,27 @@ def test_a_second_backward_without_retain_graph_raises() -> None:
     z.backward()
     with pytest.raises(RuntimeError):
         z.backward()
+
+
+def _slots(obj) -> dict:
+    """Every slot ``obj`` has a value in, by name."""
+    names = {n for cls in type(obj).__mro__ for n in getattr(cls, "__slots__", ())}
+    return {n: getattr(obj, n) for n in sorted(names - {"__weakref__"}) if hasattr(obj, n)}
+
+
+def test_the_call_path_builds_the_loss_and_node_as_attach_gradients_does() -> None:
+    x, y, w, c = _leaves()
+    z = F3(x, y, w, c)
+    node = z.grad_fn
+    made = attach_gradients(node.inputs, node._saved, z._data, node._checks, type(node))
+    assert type(made) is type(z) and type(made.grad_fn) is type(node)
+    want, got = _slots(made.grad_fn), _slots(node)
+    assert want.keys() == got.keys()
+    assert got.pop("uid") < want.pop("uid")
+    for name in want:
+        assert got[name] == want[name] or got[name] is want[name], name
+    want, got = _slots(made), _slots(z)
+    assert want.keys() == got.keys()
+    assert want.pop("grad_fn") is made.grad_fn and got.pop("grad_fn") is node
+    for name in want:
+        assert got[name] is want[name] or got[name] == want[name], name
