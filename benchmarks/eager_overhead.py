@@ -17,7 +17,7 @@ come from ``dualgraph.workloads`` and ``peers``.
     python benchmarks/eager_overhead.py --fast --table     # quick run + ratio table
     python benchmarks/eager_overhead.py --interleaved      # one process, alternating rounds
     python benchmarks/eager_overhead.py --interleaved --ops   # the transformer's ops, one by one
-    python benchmarks/eager_overhead.py --before /tmp/old --rounds 12   # two checkouts
+    python benchmarks/eager_overhead.py --before ../old --rounds 12     # two checkouts
 
 ``--before DIR`` compares two checkouts ab-style (``ab.py``'s method): per workload, one
 worker process each for DIR's dualgraph, this checkout's and PyTorch, pinned to one CPU
