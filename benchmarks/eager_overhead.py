@@ -345,34 +345,11 @@ def run_interleaved(args) -> None:
         interleaved.save(args.json, results, meta)
 
 
-_AB_WORKER = r"""
-import os, sys, time
-root, wl, impl = sys.argv[1:4]
-sys.path[:0] = [root, os.path.join(root, "benchmarks")]
-import eager_overhead, peers
-step = eager_overhead.workloads()[wl][impl]()
-eager_overhead.interleaved.single_thread.limit()
-peers.readback(step())
-print("ready 0", flush=True)
-for line in sys.stdin:
-    loops = int(line)
-    c0, t0 = time.process_time(), time.perf_counter()
-    for _ in range(loops):
-        peers.readback(step())
-    print(f"{time.perf_counter() - t0!r} {time.process_time() - c0!r}", flush=True)
-"""
-
-
-class _Worker(ab.Worker):
-    """One checkout's eager step (``impl`` ``dualgraph`` or ``torch``) in its own process."""
-
-    def __init__(self, root: str, workload: str, impl: str, cpu: int | None) -> None:
-        saved = ab._WORKER
-        ab._WORKER = _AB_WORKER
-        try:
-            super().__init__(root, workload, impl, cpu)
-        finally:
-            ab._WORKER = saved
+# ``ab.py``'s worker, building one of this file's eager steps.
+_AB_WORKER = ab.WORKER_HEAD + """
+import eager_overhead
+factory = eager_overhead.workloads()[wl][impl]
+""" + ab.WORKER_LOOP
 
 
 def run_before_after(args) -> None:
@@ -385,9 +362,9 @@ def run_before_after(args) -> None:
     for wl in workloads():
         if args.workload and wl not in args.workload:
             continue
-        workers = {"before": _Worker(args.before, wl, "dualgraph", cpu),
-                   "after": _Worker(here, wl, "dualgraph", cpu),
-                   "torch": _Worker(here, wl, "torch", cpu)}
+        workers = {"before": ab.Worker(args.before, wl, "dualgraph", cpu, _AB_WORKER),
+                   "after": ab.Worker(here, wl, "dualgraph", cpu, _AB_WORKER),
+                   "torch": ab.Worker(here, wl, "torch", cpu, _AB_WORKER)}
         try:
             times = {k: np.array(v) for k, v in
                      ab.measure(workers, args.rounds, args.block).items()}
