@@ -111,6 +111,7 @@ class record_locations:  # noqa: N801 - a context manager, like no_grad
     def __exit__(self, *exc: Any) -> None:
         RECORD_LOCATIONS[0] = self._prev
 
+
 try:
     # NumPy 2 keeps its floating-point error state in one context variable: setting it to a
     # prebuilt "ignore all" state costs ~0.2 us an op, `np.errstate()` ~2 us.
