@@ -45,6 +45,7 @@ from .guards import (
     ItemIdentity,
     ModuleTable,
     PlainValue,
+    Value,
     cell_value,
     snapshot,
 )
@@ -340,6 +341,7 @@ def capture_guards(ctx: CallTraceContext,
         more = tuple(k for k in guard.names if k in kept or k in names)
         if more != kept:
             ctx.reads[("module attrs", module_id)] = guard.only(more)
+    outside = _unpin_written(ctx, outside)
     # A tensor an attribute holds that a global, a closure or a module's table also names
     # is read as itself; the attribute is then guarded by identity.
     pinned = {id(g.value) for g in [*ctx.reads.values(), *outside]
@@ -354,6 +356,23 @@ def capture_guards(ctx: CallTraceContext,
     ctx.baked.extend(_baked_values(ctx, roots, names, codes))
     sources.extend(make for _, make in ctx.runtime)
     return tuple(sources), (Guards(items) if items else None)
+
+
+def _unpin_written(ctx: CallTraceContext, outside: list) -> list:
+    """``outside`` without the identity guards on tensor attributes the trace sets
+    (``self.true_dist = ...`` inside the step). The call writes a new tensor there each
+    time, so the old one's identity cannot hold on the next call; what the trace depends
+    on is guarded otherwise: the attribute's type (`restore_attrs`), and its data, when
+    the trace reads it, through the attribute (`attr_source`) or by identity where it
+    must (`pin_attr`). A tensor whose values the trace read into Python (``item()``) keeps
+    its identity guard: that guard reads the old tensor's bytes."""
+    if not ctx.attr_writes:
+        return outside
+    written = {(id(obj.__dict__), name) for obj, name, *_ in ctx.attr_writes}
+    read = {id(g.keep) for g in ctx.reads.values() if isinstance(g, Value)}
+    return [g for g in outside
+            if not (type(g) is Identity and isinstance(g.value, Tensor)
+                    and (id(g.table), g.name) in written and id(g.value) not in read)]
 
 
 def _baked_values(ctx: TraceContext, roots: list, names: set, codes: list) -> list:
