@@ -16,7 +16,7 @@ import inspect
 import sys
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -231,10 +231,25 @@ def _shown(k: tuple) -> Any:
     return float.fromhex(k[1]) if issubclass(k[0], float) else k[1]
 
 
+class IntLayout(NamedTuple):
+    """The layout part of a key whose int arguments at ``ints`` were passed as graph inputs
+    (`symbolic`): such a call is traced with those arguments symbolic, so it must not
+    share an entry with a call passing a 0-d int64 tensor there."""
+
+    layout: tuple | None
+    ints: tuple
+
+
 def describe_change(old: tuple, new: tuple, args: tuple) -> str:
     """Why a call's signature differs from the previous one, in words."""
     old_args, old_grad, old_layout, old_alias = old
     new_args, new_grad, new_layout, new_alias = new
+    if isinstance(new_layout, IntLayout) and not isinstance(old_layout, IntLayout):
+        shown = ", ".join(map(str, new_layout.ints))
+        return (f"argument {shown}: another int value, traced again with it as an input "
+                "of the graph (automatic dynamic)")
+    old_layout = old_layout.layout if isinstance(old_layout, IntLayout) else old_layout
+    new_layout = new_layout.layout if isinstance(new_layout, IntLayout) else new_layout
     if old_layout != new_layout:
         def kw(layout: tuple | None) -> str:
             return ", ".join(layout[1]) if layout and layout[1] else "none"
