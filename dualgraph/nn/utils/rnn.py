@@ -6,7 +6,8 @@ A packed sequence holds the steps of a batch of sequences sorted by decreasing l
 time-major: ``data`` is the rows of step 0 (one per sequence), then of step 1 (one per
 sequence still running), and so on; ``batch_sizes[t]`` counts the rows of step ``t``.
 The batch sizes decide which rows packing and padding gather, so they are concrete values
-even inside ``dg.compile``; the lengths a sequence is packed with must be concrete too.
+even inside ``dg.compile``; the lengths a sequence is packed with must be concrete too (an
+argument of a compiled call is: the call is keyed on its values).
 """
 
 from __future__ import annotations
