@@ -34,12 +34,25 @@ class NeedsValue(Exception):  # noqa: N818 - named for what it means
         self.reason = reason
 
 
+def _tensor_only(fn: Callable, name: str, reflected: bool = False) -> Callable:
+    """A `SymbolicInt` operator defined with a tensor only (with a number it needs the
+    value)."""
+
+    def op(self: SymbolicInt, o: Any) -> Any:
+        if isinstance(o, TensorOps):
+            return self._bin(o, fn, name, reflected)
+        return self._need(name)
+
+    return op
+
+
 class SymbolicInt:
     """A Python ``int`` argument while a compiled call traces it as a 0-d int64 input.
 
     Arithmetic with ints (``+ - * // %``, ``-i``, ``abs``) gives another `SymbolicInt`,
-    computed in the graph in int64 (Python's results within int64); meeting a tensor it
-    is converted to the tensor's dtype, as Python converts an ``int`` operand. Anything
+    computed in the graph in int64 (Python's results within int64); meeting a tensor in
+    ``+ - * / // %`` it is converted to the tensor's dtype, as Python converts an ``int``
+    operand. Anything
     that needs the value itself records why in ``needs`` and raises `NeedsValue`.
     """
 
@@ -88,21 +101,14 @@ class SymbolicInt:
     def __pos__(self): return self  # noqa: E704
     def __abs__(self): return SymbolicInt(abs(self._t), self._needs)  # noqa: E704
 
-    def __truediv__(self, o):  # noqa: E704
-        return self._bin(o, operator.truediv, "/") if isinstance(o, TensorOps) \
-            else self._need("/")
+    # With a tensor a division is a tensor op; with a number Python would give a float.
+    __truediv__ = _tensor_only(operator.truediv, "/")
+    __rtruediv__ = _tensor_only(operator.truediv, "/", True)
 
-    def __rtruediv__(self, o):  # noqa: E704
-        return self._bin(o, operator.truediv, "/", True) if isinstance(o, TensorOps) \
-            else self._need("/")
-
-    def __pow__(self, o):  # noqa: E704
-        return self._bin(o, operator.pow, "**") if isinstance(o, TensorOps) \
-            else self._need("**")
-
-    def __rpow__(self, o):  # noqa: E704
-        return self._bin(o, operator.pow, "**", True) if isinstance(o, TensorOps) \
-            else self._need("**")
+    # A power by a literal int exponent is computed otherwise than by a tensor exponent
+    # (its result may differ in the last bit): keyed by value.
+    def __pow__(self, o): return self._need("**")  # noqa: E704
+    def __rpow__(self, o): return self._need("**")  # noqa: E704
 
     # Where Python needs the value: the argument stays keyed by value.
     def __bool__(self): return self._need("its truth value")  # noqa: E704

@@ -22,7 +22,8 @@ def _unused(x, i):
 
 def _arithmetic(x, xi, i):
     j = i * 3 - (i // 2) % 3 + abs(-i)
-    return x * j + 0.5, xi + i, dg.add(x, i), i - x
+    return (x * j + 0.5, xi + i, dg.add(x, i), i - x, x / (i * i + 1), (i + 1) / (x + 3),
+            x // (i + 1) + x % (i + 2))
 
 
 @pytest.mark.parametrize("runner", MODES, indirect=True)
@@ -63,7 +64,11 @@ def _returns(x, i):
     return x * 2, i
 
 
-@pytest.mark.parametrize("fn", [_branches, _slices, _returns])
+def _power(x, i):
+    return x ** i  # a literal exponent: computed otherwise than by a tensor one
+
+
+@pytest.mark.parametrize("fn", [_branches, _slices, _returns, _power])
 def test_an_int_the_function_needs_as_a_value_stays_keyed_by_value(fn):
     f = dg.compile(fn)
     x = dg.ones(9)
