@@ -240,9 +240,14 @@ def _enter(form: CallForm, n: int, gen: _Emitter, keep: dict,
         else:
             inner.append(f"b{j} = {gen.const(what, 'default')}")
     if form.lifted:
-        dtype = gen.const(form.dtype, "dtype")
-        for j in form.lifted:
-            inner += [f"if type(b{j}) is not float and type(b{j}) is not int:",
+        # One dtype for them all, or one each: an int made an input takes int64 (and
+        # only an int).
+        dtypes = form.dtype if isinstance(form.dtype, tuple) else (form.dtype,) * len(
+            form.lifted)
+        for j, dt in zip(form.lifted, dtypes):
+            dtype = gen.const(dt, "dtype")
+            inner += [f"if type(b{j}) is not int:" if np.dtype(dt).kind == "i" else
+                      f"if type(b{j}) is not float and type(b{j}) is not int:",
                       "    return MISS",
                       f"b{j} = make_tensor(new_array(b{j}, {dtype}), False, None)"]
     leaves: list[str] = []
