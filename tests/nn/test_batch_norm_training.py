@@ -68,14 +68,14 @@ def test_batch_norm_modules_eager_equal_compiled_and_the_formula(dtype):
     compiled = dg.compile(step, tiered=False)
     tol = dict(rtol=2e-4, atol=2e-4) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-9)
     em, cm = _modules(dtype), _modules(dtype)
-    for call in range(2):
+    for _ in range(2):
         ea, ca = ([dg.tensor(x, requires_grad=True) for x in xs] for _ in range(2))
         ey, cy = step(em, *ea), compiled(cm, *ca)
         for e, k in zip(ea + ey, ca + cy):
             assert_close((k.grad if k.is_leaf else k).numpy(),
                          (e.grad if e.is_leaf else e).numpy(), **tol)
         for e, k in zip(em, cm):
-            for (name, ev), (_, kv) in zip(e.state_dict().items(), k.state_dict().items()):
+            for ev, kv in zip(e.state_dict().values(), k.state_dict().values()):
                 assert_close(kv.numpy(), ev.numpy(), **tol)
             for ep, kp in zip(e.parameters(), k.parameters()):
                 assert_close(kp.grad.numpy(), ep.grad.numpy(), **tol)
