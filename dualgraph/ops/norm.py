@@ -8,9 +8,13 @@ is two ops, ``layer_norm_backward`` (the input's gradient) and ``layer_norm_weig
 compiled, where the composition was a dozen ops that recomputed the statistics in
 several kernels. Their VJPs are written in dualgraph ops, so double backward works.
 
-Batch, group and instance normalisation are compositions in `dualgraph.nn.functional`
-(training batch norm, group and instance norm normalise through ``layer_norm`` on a
-permuted or reshaped input).
+Training batch norm is a primitive too, ``batch_norm``, with its input gradient
+``batch_norm_backward``, its parameters' gradients ``batch_norm_param_grads`` (one (2, C)
+value: the weight's and the bias's) and the statistics its running averages take,
+``batch_norm_stats``: compiled, each is one call of a routine that takes the channel count
+as an argument. Evaluation batch norm, group and instance normalisation are compositions
+in `dualgraph.nn.functional` (group and instance norm normalise through ``layer_norm`` on
+a reshaped input).
 """
 
 from __future__ import annotations
