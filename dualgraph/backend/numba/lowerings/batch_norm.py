@@ -28,79 +28,52 @@ LIBRARY.update({
 })
 
 
-def _frame(node: Node, xshape: tuple, bufs: list, out: str) -> tuple:
-    """The result block, the array operands ``bufs`` of one dtype checked, and the
-    (N, C, L) extents."""
+def _call(node: Node, args: list, out: str, fn: str, rows: tuple, params: tuple,
+          pair: bool) -> kir.Block:
+    """The op as one call of C function ``fn``: the inputs at ``rows`` (input-shaped)
+    viewed as (N, C, L), then the per-channel ones at ``params`` (position, flag bit: an
+    absent one is a literal, passed as any array of the dtype and not read), the flags
+    and eps; the result is input-shaped, or (2, C) when ``pair``."""
     dtype = np.dtype(node.dtype)
+    bufs = [a.buf for a, i in zip(args, node.inputs) if isinstance(i, Node)]
     if dtype not in _DTYPES or any(np.dtype(b.dtype) != dtype for b in bufs):
         raise missing(node.op, f"operands of {', '.join(str(b.dtype) for b in bufs)}: "
                                "float32 or float64 throughout; run this part eagerly")
+    xshape = tuple(node.inputs[rows[-1]].shape)
+    c = xshape[1]
+    ncl = (xshape[0], c, math.prod(xshape[2:]))
     res = kir.Buffer(out, ishape(node), dtype)
-    n, c = xshape[0], xshape[1]
-    return kir.Block([kir.Alloc(res)], res), (n, c, math.prod(xshape[2:]))
-
-
-def _channel(block: kir.Block, node: Node, arg, c: int, stand_in: kir.Buffer,
-             name: str) -> tuple:
-    """A per-channel operand as a 1-D view and its flag bit set (a literal: ``stand_in``,
-    not read, and no bit)."""
-    if not isinstance(arg, kir.Buffer):
-        return stand_in, False
-    return _reshaped(block, arg, (c,), name), True
-
-
-def _bufs(node: Node, args: list) -> list:
-    return [a.buf for a, i in zip(args, node.inputs) if isinstance(i, Node)]
+    block = kir.Block([kir.Alloc(res)], res)
+    views = [_reshaped(block, args[k].buf, ncl, f"{out}_a{k}") for k in rows]
+    flags = 0
+    per_channel = []
+    for k, bit in params:
+        if isinstance(node.inputs[k], Node):
+            flags |= bit
+            per_channel.append(_reshaped(block, args[k].buf, (c,), f"{out}_p{k}"))
+        else:
+            per_channel.append(views[0])
+    dst = _reshaped(block, res, (2, c) if pair else ncl, f"{out}_o")
+    eps = float(node.attrs.get("eps", 0.0))
+    block.add(kir.LibCall(fn, (*views, *per_channel, flags, eps), (dst,)))
+    return block
 
 
 @lowers("batch_norm")
 def _batch_norm(node: Node, args: list, out: str) -> kir.Block:
-    xshape = tuple(node.inputs[0].shape)
-    block, ncl = _frame(node, xshape, _bufs(node, args), out)
-    x = _reshaped(block, args[0].buf, ncl, f"{out}_x")
-    dst = _reshaped(block, block.result, ncl, f"{out}_o")
-    flags = 0
-    params = []
-    for bit, k in ((_WEIGHT, 1), (_BIAS, 2)):
-        buf = args[k].buf if isinstance(node.inputs[k], Node) else None
-        p, present = _channel(block, node, buf, ncl[1], x, f"{out}_p{k}")
-        flags |= bit if present else 0
-        params.append(p)
-    block.add(kir.LibCall("chan_norm", (x, *params, flags, float(node.attrs["eps"])),
-                          (dst,)))
-    return block
+    return _call(node, args, out, "chan_norm", (0,), ((1, _WEIGHT), (2, _BIAS)), False)
 
 
 @lowers("batch_norm_backward")
 def _batch_norm_backward(node: Node, args: list, out: str) -> kir.Block:
-    xshape = tuple(node.inputs[1].shape)
-    block, ncl = _frame(node, xshape, _bufs(node, args), out)
-    g = _reshaped(block, args[0].buf, ncl, f"{out}_g")
-    x = _reshaped(block, args[1].buf, ncl, f"{out}_x")
-    dst = _reshaped(block, block.result, ncl, f"{out}_o")
-    buf = args[2].buf if isinstance(node.inputs[2], Node) else None
-    w, present = _channel(block, node, buf, ncl[1], x, f"{out}_w")
-    block.add(kir.LibCall("chan_backward", (g, x, w, _WEIGHT if present else 0,
-                                            float(node.attrs["eps"])), (dst,)))
-    return block
+    return _call(node, args, out, "chan_backward", (0, 1), ((2, _WEIGHT),), False)
 
 
 @lowers("batch_norm_param_grads")
 def _batch_norm_param_grads(node: Node, args: list, out: str) -> kir.Block:
-    xshape = tuple(node.inputs[1].shape)
-    block, ncl = _frame(node, xshape, _bufs(node, args), out)
-    g = _reshaped(block, args[0].buf, ncl, f"{out}_g")
-    x = _reshaped(block, args[1].buf, ncl, f"{out}_x")
-    dst = _reshaped(block, block.result, (2, ncl[1]), f"{out}_o")
-    block.add(kir.LibCall("chan_param_grads", (g, x, 0, float(node.attrs["eps"])), (dst,)))
-    return block
+    return _call(node, args, out, "chan_param_grads", (0, 1), (), True)
 
 
 @lowers("batch_norm_stats")
 def _batch_norm_stats(node: Node, args: list, out: str) -> kir.Block:
-    xshape = tuple(node.inputs[0].shape)
-    block, ncl = _frame(node, xshape, _bufs(node, args), out)
-    x = _reshaped(block, args[0].buf, ncl, f"{out}_x")
-    dst = _reshaped(block, block.result, (2, ncl[1]), f"{out}_o")
-    block.add(kir.LibCall("chan_stats", (x, 0, 0.0), (dst,)))
-    return block
+    return _call(node, args, out, "chan_stats", (0,), (), True)
