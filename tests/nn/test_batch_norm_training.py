@@ -134,9 +134,22 @@ def test_batch_norm_second_derivatives():
                                      (x,))
 
 
-def test_half_precision_keeps_the_composition():
-    """dtypes without a compiled routine normalise through layer_norm, as before."""
-    x = dg.tensor(np.random.default_rng(2).standard_normal((4, 3, 2)).astype(np.float16))
-    y = F.batch_norm(x, None, None, training=True)
-    want, _, _ = _reference(x.numpy(), None, None)
+def test_other_dtypes_keep_the_composition():
+    """float16 (eager only: the Numba backend has no float16), and parameters of another
+    dtype than the input's (compiled too), normalise through layer_norm, for which there
+    is no routine; float16's running statistics by the reductions."""
+    rng = np.random.default_rng(2)
+    x16 = dg.tensor(rng.standard_normal((4, 3, 2)).astype(np.float16))
+    rm, rv = dg.zeros(3, dtype=np.float16), dg.ones(3, dtype=np.float16)
+    y = F.batch_norm(x16, rm, rv, training=True)
+    want, mean, _ = _reference(x16.numpy(), None, None)
     assert_close(y.numpy(), want.astype(np.float16), rtol=1e-2, atol=1e-2)
+    assert_close(rm.numpy(), (0.1 * mean).astype(np.float16), rtol=1e-2, atol=1e-3)
+
+    x64, w32 = dg.tensor(rng.standard_normal((4, 3, 2))), dg.tensor(np.ones(3, np.float32))
+    compiled = dg.compile(lambda x, w: F.batch_norm(x, None, None, w, None, True),
+                          tiered=False)
+    want, _, _ = _reference(x64.numpy(), None, None)
+    assert_close(compiled(x64, w32).numpy(), want, rtol=1e-9, atol=1e-9)
+    (entry,) = compiled.entries()
+    assert "batch_norm" not in set(graph_ops(entry.optimized))

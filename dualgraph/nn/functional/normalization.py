@@ -100,21 +100,31 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any,  # noqa: A002
         if n <= 1:
             raise ValueError("Expected more than 1 value per channel when training, got "
                              f"input size {shape}")
+        dtype = np.dtype(input.dtype)
         if running_mean is not None or running_var is not None:
             with no_grad():
-                stats = bind(BATCH_NORM_STATS, input)
+                if dtype in _ROUTINE_DTYPES:
+                    stats = bind(BATCH_NORM_STATS, input)
+                    mean, var = stats[0], stats[1]
+                else:
+                    axes = (0,) + tuple(range(2, len(shape)))
+                    mean = R.mean(input, axes)
+                    centred = E.sub(input, S.reshape(mean, bshape))
+                    var = R.mean(E.mul(centred, centred), axes)
             if running_mean is not None:
-                _update_running(running_mean, stats[0], momentum)
+                _update_running(running_mean, mean, momentum)
             if running_var is not None:
-                _update_running(running_var, E.mul(stats[1], n / (n - 1)), momentum)
-        if np.dtype(input.dtype) in _ROUTINE_DTYPES:
+                _update_running(running_var, E.mul(var, n / (n - 1)), momentum)
+        if dtype in _ROUTINE_DTYPES and all(p is None or np.dtype(p.dtype) == dtype
+                                            for p in (weight, bias)):
             # One op each way, whose compiled routine takes the channel count as an
             # argument: the forward and the input's and parameters' gradients are not
             # generated again for each layer's channel count.
             w = 1.0 if weight is None else S.reshape(weight, (c,))
             b = 0.0 if bias is None else S.reshape(bias, (c,))
             return bind(BATCH_NORM, input, w, b, eps=float(eps))
-        # Other dtypes: a channel's values are a row of the channel-first input.
+        # Other dtypes (or parameters of another dtype): a channel's values are a row
+        # of the channel-first input.
         rows = S.movedim(input, 1, 0)
         out = S.movedim(layer_norm(rows, tuple(rows.shape[1:]), eps=eps), 0, 1)
         return _affine(out, weight, bias, bshape)
