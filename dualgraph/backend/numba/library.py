@@ -38,6 +38,7 @@ FAMILIES = {
     "row": ("dualgraph.backend.numba.row_kernels", "dgw"),
     "rnn": ("dualgraph.backend.numba.recurrent_kernels", "dgr"),
     "conv": ("dualgraph.backend.numba.blas", "dgb"),
+    "chan": ("dualgraph.backend.numba.channel_kernels", "dgn"),
 }
 
 
