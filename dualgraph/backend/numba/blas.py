@@ -516,10 +516,10 @@ def gemm_batched(typingctx, x, y, c):
     aligned to the right, a size-1 axis broadcast; ``c`` any strided array with the whole
     batch): one BLAS call per item on the operands' memory, each operand's layout
     (transpose flag, leading dimension) decided once for the whole batch, an operand BLAS
-    cannot read in place copied C-ordered once (a result whose items are column-major
-    computed as ``c.T = y.T @ x.T``; one BLAS cannot write, through a copy) (in generated code ``dgb.gemm_batched``; NumPy's BLAS only:
-    HAVE_CBLAS). A call into the registered C function: nothing of it is compiled with
-    the kernel."""
+    cannot read in place copied C-ordered once; a result whose items are column-major
+    computed as ``c.T = y.T @ x.T``, one BLAS cannot write through a copy (in generated
+    code ``dgb.gemm_batched``; NumPy's BLAS only: HAVE_CBLAS). A call into the
+    registered C function: nothing of it is compiled with the kernel."""
     if not (all(isinstance(a, types.Array) for a in (x, y, c)) and x.dtype == y.dtype
             == c.dtype and c.dtype in (types.float32, types.float64) and 2 <= x.ndim <= _MAXD
             and 2 <= y.ndim <= _MAXD and 2 <= c.ndim <= _MAXD):
