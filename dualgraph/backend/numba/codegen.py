@@ -393,6 +393,15 @@ class _Writer:
                 taken |= members
         return clusters
 
+    def readers(self) -> dict[int, list[Node]]:
+        """Node id -> the nodes reading it, in program order."""
+        users: dict[int, list[Node]] = {}
+        for n in self.graph.nodes:
+            for i in n.inputs:
+                if isinstance(i, Node):
+                    users.setdefault(id(i), []).append(n)
+        return users
+
     def plan_batch_sums(self, taken: set) -> dict[int, tuple[Node, Node, Node]]:
         """Sums over the batch of a batched product that are one product: sum node id ->
         (the product, the base of its left operand, its right operand).
@@ -402,11 +411,7 @@ class _Writer:
         (B*k, n): one GEMM over the folded batch instead of B products and a sum. It
         applies when the product's only reader is the sum, its left operand is a view
         swapping the last two axes, and both operands have the whole batch."""
-        users: dict[int, list[Node]] = {}
-        for n in self.graph.nodes:
-            for i in n.inputs:
-                if isinstance(i, Node):
-                    users.setdefault(id(i), []).append(n)
+        users = self.readers()
         outputs = {id(o) for o in self.graph.outputs}
         folds: dict[int, tuple[Node, Node, Node]] = {}
         for r in self.graph.nodes:
@@ -484,11 +489,7 @@ class _Writer:
         equal to it in every comparison and sum."""
         if self.parallel or not lowerings.linalg.HAVE_CBLAS:
             return {}
-        users: dict[int, list[Node]] = {}
-        for n in self.graph.nodes:
-            for i in n.inputs:
-                if isinstance(i, Node):
-                    users.setdefault(id(i), []).append(n)
+        users = self.readers()
         outputs = {id(o) for o in self.graph.outputs}
 
         def only_reader(v: Node, r: Node) -> bool:
