@@ -292,11 +292,12 @@ HAVE_CBLAS = _FOUND is not None
 # and argument types (three in the transformer step) and then linked into and optimised
 # again with every kernel part calling it: 2-4 s of that step's cold compile.
 # The operands reach it as a pointer to their first element and a geometry block
-# (`_geometry`): the ranks, then each operand's shape and strides in elements.
+# (`_geometry`): the ranks, then each operand's shape and strides in elements (the
+# result's too: it may be a strided view, such as a slice of a concatenation it fills).
 
 _MAXD = 16  # the most axes an operand of a batched product may have
-_XS, _XT, _YS, _YT, _CS = (3 + k * _MAXD for k in range(5))
-_GEO = 3 + 5 * _MAXD
+_XS, _XT, _YS, _YT, _CS, _CT = (3 + k * _MAXD for k in range(6))
+_GEO = 3 + 6 * _MAXD
 
 
 @intrinsic
@@ -430,9 +431,14 @@ def _batched(x, y, c, geo):
         count *= g[_CS + d]
     if m == 0 or n == 0 or count == 0:
         return
-    cf = numba.carray(c, (count * m * n,))
     if k == 0:
-        cf[:] = 0
+        zero = _zero_of(c)
+        s0, s1 = g[_CT + nc - 2], g[_CT + nc - 1]
+        for item in range(count):
+            ic = _item_offset(g, _CS, _CT, nc, item, nc)
+            for i in range(m):
+                for j in range(n):
+                    _store(c, ic + i * s0 + j * s1, zero)
         return
     tx, lx = _layout(g, _XS, _XT, nx, m, k)
     xa = _empty_of(x, 0)
@@ -446,9 +452,30 @@ def _batched(x, y, c, geo):
         ya = _copied(y, g, _YS, _YT, ny)
         y = _data(ya)
         ty, ly = _NO_TRANS, (n if n > 1 else 1)
+    tc, lc = _layout(g, _CS, _CT, nc, m, n)
+    ca = _empty_of(c, 0)
+    out = c
+    if tc < 0:  # neither rows nor columns of a result item are contiguous: via a copy
+        ca = _empty_of(c, count * m * n)
+        out = _data(ca)
+        tc, lc = _NO_TRANS, (n if n > 1 else 1)
     for item in range(count):
-        _gemm_ptr(tx, ty, m, n, k, x, _item_offset(g, _XS, _XT, nx, item, nc), lx,
-                  y, _item_offset(g, _YS, _YT, ny, item, nc), ly, c, item * m * n, n)
+        ix = _item_offset(g, _XS, _XT, nx, item, nc)
+        iy = _item_offset(g, _YS, _YT, ny, item, nc)
+        ic = item * m * n if ca.size else _item_offset(g, _CS, _CT, nc, item, nc)
+        if tc == _NO_TRANS:
+            _gemm_ptr(tx, ty, m, n, k, x, ix, lx, y, iy, ly, out, ic, lc)
+        else:
+            # A column-major result item is the row-major item of c.T = y.T @ x.T.
+            _gemm_ptr(_TRANS + _NO_TRANS - ty, _TRANS + _NO_TRANS - tx, n, m, k, y, iy,
+                      ly, x, ix, lx, out, ic, lc)
+    if ca.size:
+        s0, s1 = g[_CT + nc - 2], g[_CT + nc - 1]
+        for item in range(count):
+            ic = _item_offset(g, _CS, _CT, nc, item, nc)
+            for i in range(m):
+                for j in range(n):
+                    _store(c, ic + i * s0 + j * s1, ca[(item * m + i) * n + j])
     # The copies live until every product has read them.
     xa.size + ya.size  # noqa: B018
 
@@ -486,12 +513,13 @@ def need_batched(dtype: str) -> None:
 @intrinsic
 def gemm_batched(typingctx, x, y, c):
     """``c[...] = x @ y`` for batched float operands (each with its own batch axes,
-    aligned to the right, a size-1 axis broadcast; ``c`` C-ordered): one BLAS call per
-    item on the operands' memory, each operand's layout (transpose flag, leading
-    dimension) decided once for the whole batch, an operand BLAS cannot read in place
-    copied C-ordered once (in generated code ``dgb.gemm_batched``; NumPy's BLAS only:
-    HAVE_CBLAS). A call into the registered C function: nothing of it is compiled with
-    the kernel."""
+    aligned to the right, a size-1 axis broadcast; ``c`` any strided array with the whole
+    batch): one BLAS call per item on the operands' memory, each operand's layout
+    (transpose flag, leading dimension) decided once for the whole batch, an operand BLAS
+    cannot read in place copied C-ordered once; a result whose items are column-major
+    computed as ``c.T = y.T @ x.T``, one BLAS cannot write through a copy (in generated
+    code ``dgb.gemm_batched``; NumPy's BLAS only: HAVE_CBLAS). A call into the
+    registered C function: nothing of it is compiled with the kernel."""
     if not (all(isinstance(a, types.Array) for a in (x, y, c)) and x.dtype == y.dtype
             == c.dtype and c.dtype in (types.float32, types.float64) and 2 <= x.ndim <= _MAXD
             and 2 <= y.ndim <= _MAXD and 2 <= c.ndim <= _MAXD):
@@ -509,7 +537,7 @@ def gemm_batched(typingctx, x, y, c):
 
         ptrs = []
         for j, (ty, val, s, t) in enumerate(zip(signature.args, args, (_XS, _YS, _CS),
-                                                (_XT, _YT, None))):
+                                                (_XT, _YT, _CT))):
             ary = context.make_array(ty)(context, builder, val)
             put(j, ir.Constant(i64, ty.ndim))
             size = ir.Constant(i64, context.get_abi_sizeof(context.get_value_type(ty.dtype)))
@@ -517,8 +545,7 @@ def gemm_batched(typingctx, x, y, c):
             strides = cgutils.unpack_tuple(builder, ary.strides, ty.ndim)
             for d in range(ty.ndim):
                 put(s + d, shape[d])
-                if t is not None:
-                    put(t + d, builder.sdiv(strides[d], size))
+                put(t + d, builder.sdiv(strides[d], size))
             ptrs.append(builder.bitcast(ary.data, fl))
         fnty = ir.FunctionType(ir.VoidType(), [fl, fl, fl, i64.as_pointer()])
         fn = cgutils.get_or_insert_function(builder.module, fnty, name)

@@ -49,11 +49,26 @@ def _exp(v):  # noqa: ARG001 - typed by the overload below
     raise NotImplementedError
 
 
+# Below this `kernels.exp_f32` gives 0 (its clamp's bound scales to 0).
+_EXP_ZERO = dgk._EXP_LO  # noqa: SLF001 - the bound of the function it stands in for
+_ZERO32 = np.float32(0.0)
+
+
+@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def _exp_f32(v):
+    # `kernels.exp_f32`'s bits. A lane below its range (a masked score at -inf) would
+    # scale the clamped bound's polynomial by 2**-150: a multiply that underflows, slow
+    # on x86 (microcode per lane). It takes exp(0) and is zeroed instead.
+    low = v < _EXP_ZERO
+    res = dgk.exp_f32(_ZERO32 if low else v)
+    return _ZERO32 if low else res
+
+
 @overload(_exp, inline="always")
 def _exp_of(v):
     # The function the generated loops call (`printer.MATH`), so a row rounds as there.
     if v == types.float32:
-        return lambda v: dgk.exp_f32(v)
+        return lambda v: _exp_f32(v)
     return lambda v: np.exp(v)
 
 
