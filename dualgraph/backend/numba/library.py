@@ -45,10 +45,12 @@ class Routines:
     """One family of C routines, each kind and dtype built on its first `need`."""
 
     def __init__(self, family: str, kinds: Iterable[str],
-                 make: Callable[[str, Any], Any]) -> None:
+                 make: Callable[[str, Any], Any], aliases: dict | None = None) -> None:
         self.family = family
         self.kinds = tuple(kinds)
         self._make = make  # (kind, Numba dtype) -> the routine's cfunc
+        # A call name of generated code that runs another kind's routine.
+        self.aliases = dict(aliases or {})
         self._built: dict = {}
 
     def symbol(self, kind: str, dtype: str) -> str:
@@ -63,7 +65,7 @@ class Routines:
         """Compile (or load from Numba's disk cache) routine ``kind`` (None: every kind)
         for ``dtype`` and register its symbol, once per process: before a kernel calling
         it is compiled (its typing does this) or loaded (its module's header does)."""
-        kinds = self.kinds if kind is None else (kind,)
+        kinds = self.kinds if kind is None else (self.aliases.get(kind, kind),)
         if all((k, dtype) in self._built for k in kinds):
             return
         from llvmlite import binding as llvm
@@ -124,11 +126,12 @@ def needed_by(body: str) -> list[tuple[str, str, str]]:
     for family, (_, alias) in FAMILIES.items():
         if f"{alias}.{family}_" not in body:
             continue
-        for kind in _family(family).kinds:
+        routines = _family(family)
+        for kind in (*routines.kinds, *routines.aliases):
             for dtype in DTYPES:
                 if f"{alias}.{family}_{kind}_{dtype}(" in body:
-                    units.append((family, kind, dtype))
-    return units
+                    units.append((family, routines.aliases.get(kind, kind), dtype))
+    return list(dict.fromkeys(units))
 
 
 def needed_lines(body: str, header: str = "") -> str:
