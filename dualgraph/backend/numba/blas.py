@@ -903,11 +903,15 @@ def _c_conv(dtype: Any, kind: str) -> Any:
             _col2im(cols, res, g, t)
 
         sig = types.void(ptr, ptr, i64, i64)
-    return numba.cfunc(sig, cache=True, nopython=True, error_model="numpy")(entry)
+    return ROUTINES.cfunc(entry, sig, error_model="numpy")
+
+
+def _make_conv(kind: str, dtype: Any) -> Any:
+    return _c_conv(dtype, kind)
 
 
 CONV_KINDS = ("im2col", "col2im", "conv2d", "wgrad", "dgrad")
-ROUTINES = Routines("conv", CONV_KINDS, lambda kind, dtype: _c_conv(dtype, kind))
+ROUTINES = Routines("conv", CONV_KINDS, _make_conv)
 
 
 def need_conv(dtype: str, kind: str | None = None) -> None:

@@ -435,9 +435,9 @@ def _routine(kind: str, dtype: Any) -> Any:
     # itself (not inlined into an entry: Numba's inlining copies the function's IR, a
     # tenth of the build).
     fast = {"fastmath": {"contract"}} if dtype == types.float32 else {}
-    opts = {"cache": True, "nopython": True, "error_model": "numpy", **fast}
     body, arity = _KINDS[kind]
-    return numba.cfunc(types.void(*([p] * arity), g, f8), **opts)(body)
+    return ROUTINES.cfunc(body, types.void(*([p] * arity), g, f8), error_model="numpy",
+                          **fast)
 
 
 # Each routine's row function and number of array operands.
@@ -446,7 +446,9 @@ _KINDS = {"softmax": (_softmax, 2), "softmax_backward": (_softmax_backward, 3),
           "layer_norm_weight_grad": (_layer_norm_weight_grad, 3)}
 # layer_norm's input gradient alone is layer_norm_grads with neither parameter's flag
 # (the same code): one unit for the two calls.
-ROUTINES = Routines("row", _KINDS, _routine, aliases={"layer_norm_backward": "layer_norm_grads"})
+ROUTINES = Routines("row", _KINDS, _routine, aliases={"layer_norm_backward": "layer_norm_grads"},
+                    inlines=("dualgraph.backend.numba.row_simd",
+                             "dualgraph.backend.numba.kernels"))
 
 
 def need(dtype: str, kind: str | None = None) -> None:
