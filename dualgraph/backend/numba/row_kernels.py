@@ -61,7 +61,11 @@ def _of(a, v):  # noqa: ARG001 - typed by the overload below
     raise NotImplementedError
 
 
-@overload(_of, inline="always")
+# `_of` and `_lanes_for` are compiled once as functions, not inlined into the Numba IR at
+# each call (which copies and retypes them per call): LLVM inlines the calls anyway.
+
+
+@overload(_of)
 def _of_dtype(a, v):
     """``v`` as a scalar of ``a``'s dtype: float32 arithmetic stays float32."""
     dt = a.dtype
@@ -167,7 +171,7 @@ def _lanes_for(row, n):  # noqa: ARG001 - typed by the overload below
     raise NotImplementedError
 
 
-@overload(_lanes_for, inline="always")
+@overload(_lanes_for)
 def _lanes_for_row(row, n):
     """The lanes of a float32 row's sum of 16 or more elements (none otherwise)."""
     if row.dtype == types.float32:
