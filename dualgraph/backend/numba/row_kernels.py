@@ -63,8 +63,6 @@ def _of(a, v):  # noqa: ARG001 - typed by the overload below
 
 # `_of` and `_lanes_for` are compiled once as functions, not inlined into the Numba IR at
 # each call (which copies and retypes them per call): LLVM inlines the calls anyway.
-
-
 @overload(_of)
 def _of_dtype(a, v):
     """``v`` as a scalar of ``a``'s dtype: float32 arithmetic stays float32."""
