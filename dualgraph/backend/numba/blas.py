@@ -358,12 +358,14 @@ def _empty_of_ptr(p, n):
     return lambda p, n: np.empty(n, dtype)
 
 
+# The helpers take an operand's shape and strides as views of the geometry block, not the
+# block and their offsets: Numba compiles a function called with a literal integer once
+# per value, and the offsets are literals.
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _layout(g, s, t, nd, rows, cols):
+def _layout(strides, nd, rows, cols):
     """(cblas transpose flag, leading dimension) of the matrices in the last two axes of
-    the operand whose shape starts at ``g[s]`` and strides at ``g[t]``; flag -1 when
-    BLAS cannot read them in place."""
-    s0, s1 = g[t + nd - 2], g[t + nd - 1]
+    the operand with ``strides``; flag -1 when BLAS cannot read them in place."""
+    s0, s1 = strides[nd - 2], strides[nd - 1]
     if (s1 == 1 or cols <= 1) and s0 >= (cols if cols > 1 else 1):
         return _NO_TRANS, s0
     if (s0 == 1 or rows <= 1) and s1 >= (rows if rows > 1 else 1):
@@ -372,15 +374,15 @@ def _layout(g, s, t, nd, rows, cols):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _copied(p, g, s, t, nd):
-    """The operand's elements copied C-ordered into a new array; its strides in ``g``
-    become the copy's. Rows along the last axis, the other axes stepped as an odometer
-    (no division per element)."""
+def _copied(p, shape, strides, nd):
+    """The operand's elements copied C-ordered into a new array; its ``strides`` become
+    the copy's. Rows along the last axis, the other axes stepped as an odometer (no
+    division per element)."""
     total = 1
     for d in range(nd):
-        total *= g[s + d]
+        total *= shape[d]
     out = _empty_of(p, total)
-    inner, step = g[s + nd - 1], g[t + nd - 1]
+    inner, step = shape[nd - 1], strides[nd - 1]
     if total > 0:
         idx = np.zeros(nd, np.int64)
         off = 0
@@ -391,31 +393,31 @@ def _copied(p, g, s, t, nd):
             d = nd - 2
             while d >= 0:
                 idx[d] += 1
-                off += g[t + d]
-                if idx[d] < g[s + d]:
+                off += strides[d]
+                if idx[d] < shape[d]:
                     break
-                off -= idx[d] * g[t + d]
+                off -= idx[d] * strides[d]
                 idx[d] = 0
                 d -= 1
     size = 1
     for d in range(nd - 1, -1, -1):
-        g[t + d] = size
-        size *= g[s + d]
+        strides[d] = size
+        size *= shape[d]
     return out
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _item_offset(g, s, t, nd, item, nc):
-    """Element offset of batch item ``item`` (numbered over the result's batch axes) in
-    the operand, whose batch axes align with the result's trailing ones; an axis of size
-    1 is broadcast (read at 0)."""
+def _item_offset(shape, strides, nd, item, cshape, nc):
+    """Element offset of batch item ``item`` (numbered over the result's batch axes, of
+    ``cshape``) in the operand, whose batch axes align with the result's trailing ones;
+    an axis of size 1 is broadcast (read at 0)."""
     lead = (nc - 2) - (nd - 2)
     off = 0
     for d in range(nc - 3, -1, -1):
-        i = item % g[_CS + d]
-        item //= g[_CS + d]
-        if d >= lead and g[s + d - lead] != 1:
-            off += i * g[t + d - lead]
+        i = item % cshape[d]
+        item //= cshape[d]
+        if d >= lead and shape[d - lead] != 1:
+            off += i * strides[d - lead]
     return off
 
 
@@ -431,28 +433,30 @@ def _batched(x, y, c, geo):
         count *= g[_CS + d]
     if m == 0 or n == 0 or count == 0:
         return
+    xs, xt, ys, yt = g[_XS:_XT], g[_XT:_YS], g[_YS:_YT], g[_YT:_CS]
+    cs, ct = g[_CS:_CT], g[_CT:]
     if k == 0:
         zero = _zero_of(c)
-        s0, s1 = g[_CT + nc - 2], g[_CT + nc - 1]
+        s0, s1 = ct[nc - 2], ct[nc - 1]
         for item in range(count):
-            ic = _item_offset(g, _CS, _CT, nc, item, nc)
+            ic = _item_offset(cs, ct, nc, item, cs, nc)
             for i in range(m):
                 for j in range(n):
                     _store(c, ic + i * s0 + j * s1, zero)
         return
-    tx, lx = _layout(g, _XS, _XT, nx, m, k)
+    tx, lx = _layout(xt, nx, m, k)
     xa = _empty_of(x, 0)
     if tx < 0:
-        xa = _copied(x, g, _XS, _XT, nx)
+        xa = _copied(x, xs, xt, nx)
         x = _data(xa)
         tx, lx = _NO_TRANS, (k if k > 1 else 1)
-    ty, ly = _layout(g, _YS, _YT, ny, k, n)
+    ty, ly = _layout(yt, ny, k, n)
     ya = _empty_of(y, 0)
     if ty < 0:
-        ya = _copied(y, g, _YS, _YT, ny)
+        ya = _copied(y, ys, yt, ny)
         y = _data(ya)
         ty, ly = _NO_TRANS, (n if n > 1 else 1)
-    tc, lc = _layout(g, _CS, _CT, nc, m, n)
+    tc, lc = _layout(ct, nc, m, n)
     ca = _empty_of(c, 0)
     out = c
     if tc < 0:  # neither rows nor columns of a result item are contiguous: via a copy
@@ -460,9 +464,9 @@ def _batched(x, y, c, geo):
         out = _data(ca)
         tc, lc = _NO_TRANS, (n if n > 1 else 1)
     for item in range(count):
-        ix = _item_offset(g, _XS, _XT, nx, item, nc)
-        iy = _item_offset(g, _YS, _YT, ny, item, nc)
-        ic = item * m * n if ca.size else _item_offset(g, _CS, _CT, nc, item, nc)
+        ix = _item_offset(xs, xt, nx, item, cs, nc)
+        iy = _item_offset(ys, yt, ny, item, cs, nc)
+        ic = item * m * n if ca.size else _item_offset(cs, ct, nc, item, cs, nc)
         if tc == _NO_TRANS:
             _gemm_ptr(tx, ty, m, n, k, x, ix, lx, y, iy, ly, out, ic, lc)
         else:
@@ -470,9 +474,9 @@ def _batched(x, y, c, geo):
             _gemm_ptr(_TRANS + _NO_TRANS - ty, _TRANS + _NO_TRANS - tx, n, m, k, y, iy,
                       ly, x, ix, lx, out, ic, lc)
     if ca.size:
-        s0, s1 = g[_CT + nc - 2], g[_CT + nc - 1]
+        s0, s1 = ct[nc - 2], ct[nc - 1]
         for item in range(count):
-            ic = _item_offset(g, _CS, _CT, nc, item, nc)
+            ic = _item_offset(cs, ct, nc, item, cs, nc)
             for i in range(m):
                 for j in range(n):
                     _store(c, ic + i * s0 + j * s1, ca[(item * m + i) * n + j])
@@ -926,11 +930,15 @@ def _c_conv(dtype: Any, kind: str) -> Any:
             _col2im(cols, res, g, t)
 
         sig = types.void(ptr, ptr, i64, i64)
-    return numba.cfunc(sig, cache=True, nopython=True, error_model="numpy")(entry)
+    return ROUTINES.cfunc(entry, sig, error_model="numpy")
+
+
+def _make_conv(kind: str, dtype: Any) -> Any:
+    return _c_conv(dtype, kind)
 
 
 CONV_KINDS = ("im2col", "col2im", "conv2d", "wgrad", "dgrad")
-ROUTINES = Routines("conv", CONV_KINDS, lambda kind, dtype: _c_conv(dtype, kind))
+ROUTINES = Routines("conv", CONV_KINDS, _make_conv)
 
 
 def need_conv(dtype: str, kind: str | None = None) -> None:
