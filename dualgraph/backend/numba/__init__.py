@@ -158,6 +158,7 @@ class Kernel:
         calls ``entries[k]`` when given, its dispatcher otherwise."""
         calls = [(entries.get(k, part.fn), part.args, k in entries)
                  for k, part in enumerate(self.parts)]
+        self._entry_flags = [c for c in calls if c[2]]
         self._caller = make_caller(len(self._in), len(self._outs), len(self._scratch),
                                    self._part_consts, self._flat, calls, self._pool,
                                    self._new_work, self._run_general)
@@ -172,6 +173,12 @@ class Kernel:
             if compiled is not None:
                 entries[k] = compiled.entry_point
         self._make_caller(entries)
+
+    @property
+    def entry_parts(self) -> int:
+        """How many parts the caller runs through their compiled entries (not their
+        dispatchers): those whose arguments are all the kernel's own, once compiled."""
+        return len(self._entry_flags) if self.parts else 0
 
     def _new_work(self) -> list:
         """A work set of a split kernel: its work arrays, then the flat views of those
