@@ -420,6 +420,34 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
         out[ob + j * so] = _of(out, total[j])
 
 
+@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def _column_sum(pg, pout, geo):
+    """``sum(g)`` over every row (every index of the axes other than ``axis``) into the
+    1-D ``out``: each column's float64 total takes the rows in order, as the generated
+    reduction loops add them (`lowerings.norm.column_sums`), then is cast."""
+    g = numba.carray(geo, (2 * _AT + 2,))
+    axis = g[2 * _AT]
+    n = g[axis]
+    out = _flat(pout, g, 1)
+    so, ob = g[_AT + 7], g[_AT + 8]
+    if n == 0:
+        return
+    e0, e1, e2 = _outer(g, 0, axis)
+    total = np.zeros(n, np.float64)
+    if e0 * e1 * e2:
+        gf = _flat(pg, g, 0)
+        sg = g[4 + axis]
+        gw = np.empty(n, out.dtype)
+        for i0 in range(e0):
+            for i1 in range(e1):
+                for i2 in range(e2):
+                    gr = _load(gf, _base(g, 0, i0, i1, i2, axis), sg, n, gw)
+                    for j in range(n):
+                        total[j] += np.float64(gr[j])
+    for j in range(n):
+        out[ob + j * so] = _of(out, total[j])
+
+
 def _routine(kind: str, dtype: Any) -> Any:
     """The C function of row routine ``kind`` for the Numba float type ``dtype``."""
     p, g, f8 = types.CPointer(dtype), types.CPointer(types.int64), types.float64
@@ -442,6 +470,9 @@ def _routine(kind: str, dtype: Any) -> Any:
     elif kind == "layer_norm_grads":
         def entry(g, x, w, out, dw, db, geo, eps):
             _layer_norm_backward(g, x, w, out, dw, db, geo, eps, 6)
+    elif kind == "column_sum":
+        def entry(g, out, geo, eps):
+            _column_sum(g, out, geo)
     else:
         def entry(g, x, out, geo, eps):
             _layer_norm_weight_grad(g, x, out, geo, eps)
@@ -457,7 +488,7 @@ def _routine(kind: str, dtype: Any) -> Any:
 
 # Each routine's number of array operands.
 _ARITY = {"softmax": 2, "softmax_backward": 3, "layer_norm": 4, "layer_norm_backward": 4,
-          "layer_norm_grads": 6, "layer_norm_weight_grad": 3}
+          "layer_norm_grads": 6, "layer_norm_weight_grad": 3, "column_sum": 2}
 ROUTINES = Routines("row", _ARITY, _routine)
 
 
@@ -570,6 +601,13 @@ def row_layer_norm_weight_grad(typingctx, g, x, out, axis, flags, eps):
     return _call("layer_norm_weight_grad", (g, x, out), axis, flags, eps)
 
 
+@intrinsic
+def row_column_sum(typingctx, g, out, axis, flags, eps):
+    """``sum(g)`` over the rows along ``axis`` into the 1-D ``out`` (a bias's gradient);
+    ``flags`` and ``eps`` are not read."""
+    return _call("column_sum", (g, out), axis, flags, eps)
+
+
 # The names generated code calls, one per dtype (`cache.module_source` registers the C
 # functions a kernel's module names).
 row_softmax_float32 = row_softmax_float64 = row_softmax
@@ -579,3 +617,4 @@ row_layer_norm_backward_float32 = row_layer_norm_backward_float64 = row_layer_no
 row_layer_norm_grads_float32 = row_layer_norm_grads_float64 = row_layer_norm_grads
 row_layer_norm_weight_grad_float32 = row_layer_norm_weight_grad_float64 = \
     row_layer_norm_weight_grad
+row_column_sum_float32 = row_column_sum_float64 = row_column_sum
