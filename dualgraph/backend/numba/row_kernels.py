@@ -1,5 +1,6 @@
 """The row kernels (softmax and log_softmax and their backward ops, layer_norm and its
-input and weight gradients) as C functions compiled once per installation and dtype.
+input and weight gradients, a column sum) as C functions compiled once per installation
+and dtype.
 
 A generated kernel calls them by symbol (``dgw.row_softmax_float32(...)``), as it calls
 the convolution's window copies (`blas.conv_im2col`): the row loops are not typed,
