@@ -594,9 +594,7 @@ def repeats(toks: list[int], weight: list[int], target: int,
     cands: list[tuple[int, int, int, int]] = []  # (-saved, start, period, count)
     covered: set[tuple[int, int]] = set()  # (start, end) of runs found at a shorter period
     for p in range(1, n // 2 + 1):
-        eq = np.concatenate([[False], t[:-p] == t[p:], [False]]).astype(np.int8)
-        edges = np.flatnonzero(np.diff(eq))
-        for a, b in zip(edges[::2].tolist(), edges[1::2].tolist()):
+        for a, b in _matches(t, p):
             # t[i] == t[i + p] for i in [a, b): [a, b + p) repeats with period p.
             count = (b - a + p) // p
             if count < 2 or (a, b + p) in covered:
@@ -622,9 +620,7 @@ def twins(toks: list[int], weight: list[int], target: int,
     cum = np.concatenate([[0], np.cumsum(weight)])
     cands: list[tuple[int, int, int, int]] = []  # (-weight, first, second, length)
     for p in range(2, n):
-        eq = np.concatenate([[False], t[:-p] == t[p:], [False]]).astype(np.int8)
-        edges = np.flatnonzero(np.diff(eq))
-        for a, b in zip(edges[::2].tolist(), edges[1::2].tolist()):
+        for a, b in _matches(t, p):
             # t[i] == t[i + p] for i in [a, b): [a, b) is met again at a + p.
             if b - a >= p:
                 continue
@@ -633,6 +629,13 @@ def twins(toks: list[int], weight: list[int], target: int,
                 cands.append((-heavy, a, a + p, b - a))
     cands.sort()
     return [(a, b, n_) for _, a, b, n_ in cands[:limit]]
+
+
+def _matches(t: np.ndarray, p: int) -> list[tuple[int, int]]:
+    """The maximal runs ``[a, b)`` of indices where ``t[i] == t[i + p]``."""
+    eq = np.concatenate([[False], t[:-p] == t[p:], [False]]).astype(np.int8)
+    edges = np.flatnonzero(np.diff(eq))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist()))
 
 
 def _free_stretch(a: int, b: int, taken: list[tuple[int, int]]) -> tuple[int, int] | None:
