@@ -229,7 +229,8 @@ class _Writer:
         kir.verify(self.stmts, [self.bufs[p] for p in params + outs])
         stmts = loops.flatten_nests(loops.hoist_invariants(loops.merge_loops(
             schedule.share_subexpressions(schedule.hoist_allocations(
-                lowerings.norm.merge_layer_norm_grads(self.stmts))),
+                lowerings.norm.column_sums(lowerings.norm.merge_layer_norm_grads(
+                    self.stmts)))),
             keep=folds_scalar)))
         sizes = printer.Sizes([(p, self.bufs[p].shape) for p in params + outs], self.keep)
         code: list[str] = []

@@ -1,5 +1,6 @@
 """The row kernels (softmax and log_softmax and their backward ops, layer_norm and its
-input and weight gradients) as C functions compiled once per installation and dtype.
+input and weight gradients, a column sum) as C functions compiled once per installation
+and dtype.
 
 A generated kernel calls them by symbol (``dgw.row_softmax_float32(...)``), as it calls
 the convolution's window copies (`blas.conv_im2col`): the row loops are not typed,
@@ -442,6 +443,34 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
         out[ob + j * so] = _of(out, total[j])
 
 
+def _column_sum(pg, pout, geo, eps):  # noqa: ARG001 - every routine takes eps
+    """``sum(g)`` over every row (every index of the axes other than ``axis``) into the
+    1-D ``out``: each column's float64 total takes the rows in order, as the generated
+    reduction loops add them (`lowerings.norm.column_sums`), then is cast."""
+    g = numba.carray(geo, (2 * _AT + 2,))
+    axis = g[2 * _AT]
+    at_g, at_o = g[:_AT], g[_AT:2 * _AT]
+    n = at_g[axis]
+    out = _flat(pout, at_o)
+    so, ob = at_o[7], at_o[8]
+    if n == 0:
+        return
+    e0, e1, e2 = _outer(at_g, axis)
+    total = np.zeros(n, np.float64)
+    if e0 * e1 * e2:
+        gf = _flat(pg, at_g)
+        sg = at_g[4 + axis]
+        gw = np.empty(n, out.dtype)
+        for i0 in range(e0):
+            for i1 in range(e1):
+                for i2 in range(e2):
+                    gr = _load(gf, _base(at_g, i0, i1, i2, axis), sg, n, gw)
+                    for j in range(n):
+                        total[j] += np.float64(gr[j])
+    for j in range(n):
+        out[ob + j * so] = _of(out, total[j])
+
+
 def _routine(kind: str, dtype: Any) -> Any:
     """The C function of row routine ``kind`` for the Numba float type ``dtype``."""
     p, g, f8 = types.CPointer(dtype), types.CPointer(types.int64), types.float64
@@ -460,7 +489,8 @@ def _routine(kind: str, dtype: Any) -> Any:
 # Each routine's row function and number of array operands.
 _KINDS = {"softmax": (_softmax, 2), "softmax_backward": (_softmax_backward, 3),
           "layer_norm": (_layer_norm, 4), "layer_norm_grads": (_layer_norm_grads, 6),
-          "layer_norm_weight_grad": (_layer_norm_weight_grad, 3)}
+          "layer_norm_weight_grad": (_layer_norm_weight_grad, 3),
+          "column_sum": (_column_sum, 2)}
 # layer_norm's input gradient alone is layer_norm_grads with neither parameter's flag
 # (the same code): one unit for the two calls.
 ROUTINES = Routines("row", _KINDS, _routine, aliases={"layer_norm_backward": "layer_norm_grads"},
@@ -584,6 +614,13 @@ def row_layer_norm_weight_grad(typingctx, g, x, out, axis, flags, eps):
     return _call("layer_norm_weight_grad", (g, x, out), axis, flags, eps)
 
 
+@intrinsic
+def row_column_sum(typingctx, g, out, axis, flags, eps):
+    """``sum(g)`` over the rows along ``axis`` into the 1-D ``out`` (a bias's gradient);
+    ``flags`` and ``eps`` are not read."""
+    return _call("column_sum", (g, out), axis, flags, eps)
+
+
 # The names generated code calls, one per dtype (`cache.module_source` registers the C
 # functions a kernel's module names).
 row_softmax_float32 = row_softmax_float64 = row_softmax
@@ -593,3 +630,4 @@ row_layer_norm_backward_float32 = row_layer_norm_backward_float64 = row_layer_no
 row_layer_norm_grads_float32 = row_layer_norm_grads_float64 = row_layer_norm_grads
 row_layer_norm_weight_grad_float32 = row_layer_norm_weight_grad_float64 = \
     row_layer_norm_weight_grad
+row_column_sum_float32 = row_column_sum_float64 = row_column_sum
