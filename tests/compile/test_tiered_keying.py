@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import dualgraph as dg
+from dualgraph.backend.numba import cache as kernel_cache
+from dualgraph.compile import tiered as tiering
 
 from .test_argument_values import _model, _step
 from .test_rebound_attributes import _setup
@@ -16,8 +18,12 @@ from .test_requires_grad_twin import _run
 
 
 @pytest.fixture(autouse=True)
-def _tiered(tiered, private_cache):
-    """Tiered compiles into this module's own cache: entries start at tier 0."""
+def _tiered(tiered, tmp_path):
+    """Tiered compiles into an empty kernel cache of the test's own, which also hides the
+    kernels earlier tests of this worker process loaded: entries start at tier 0."""
+    with kernel_cache.isolated(str(tmp_path / "kernels")):
+        yield
+        tiering.shutdown()
 
 
 def _served(f) -> int:
