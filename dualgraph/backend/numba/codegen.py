@@ -29,6 +29,17 @@ from .. import kir, loops, schedule
 from . import lowerings, printer
 from .lowerings import LoweringError, ishape, missing, np_dtype
 
+# The ops of the one pattern `plan_joins` rewrites, by the part each plays: a batched
+# product whose heads are merged back (transpose, reshape), copied into a concatenation
+# (``+ 0.0``). A fact about this backend's batched-product lowering (it can write a
+# strided result), so a table of the backend's, not a registry trait.
+_JOIN_ROLE = {"matmul": "product", "transpose": "merge_heads", "reshape": "merge_shape",
+              "add": "copy", "concatenate": "join"}
+
+
+def _join_role(n: object) -> str | None:
+    return _JOIN_ROLE.get(n.op) if isinstance(n, Node) else None
+
 __all__ = ["LANES", "Lowered", "LoweringError", "ishape", "lower", "np_dtype"]
 
 # Independent accumulators for long reductions (see _Writer._lane_reduce).
@@ -499,7 +510,7 @@ class _Writer:
 
         joins: dict[int, list] = {}
         for c in self.graph.nodes:
-            if c.op != "concatenate" or id(c) in taken or not c.inputs:
+            if _join_role(c) != "join" or id(c) in taken or not c.inputs:
                 continue
             axis = c.attrs["axis"] % len(c.shape)
             pieces = []
@@ -520,16 +531,15 @@ class _Writer:
         """``(product, (transpose, reshape, add), split)`` when concatenation piece ``p``
         is ``reshape(transpose(x @ y)) + 0.0`` (a batched product, each value read only
         by the next), the reshape merging whole runs of the transpose's axes."""
-        if not (isinstance(p, Node) and p.op == "add" and only_reader(p, c)
+        if not (_join_role(p) == "copy" and only_reader(p, c)
                 and len(p.inputs) == 2 and not isinstance(p.inputs[1], Node)
                 and p.inputs[1] == 0 and isinstance(p.inputs[0], Node)):
             return None
         r = p.inputs[0]
-        t = r.inputs[0] if r.op == "reshape" and isinstance(r.inputs[0], Node) else None
-        m = t.inputs[0] if t is not None and t.op == "transpose" and isinstance(
-            t.inputs[0], Node) else None
-        if m is None or m.op != "matmul" or not (only_reader(r, p) and only_reader(t, r)
-                                                 and only_reader(m, t)):
+        t = r.inputs[0] if _join_role(r) == "merge_shape" else None
+        m = t.inputs[0] if _join_role(t) == "merge_heads" else None
+        if _join_role(m) != "product" or not (only_reader(r, p) and only_reader(t, r)
+                                              and only_reader(m, t)):
             return None
         x, y = m.inputs
         if not (isinstance(x, Node) and isinstance(y, Node) and len(m.shape) >= 3
