@@ -5,8 +5,6 @@ its answers, errors and fall-backs are eager mode's."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
@@ -16,6 +14,8 @@ from dualgraph.eager.compiled_node import (
     attach_gradients,
     handing_node_type,
 )
+
+from .._support.profiling import python_calls
 
 
 def _loss3(x, y, w, c):
@@ -32,18 +32,7 @@ def _leaves() -> tuple:
 
 def _frames(fn) -> set:
     """The file names of the Python frames ``fn()`` runs."""
-    seen: set = set()
-
-    def profile(frame, event, arg):
-        if event == "call":
-            seen.add(frame.f_code.co_filename)
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return seen
+    return {file for file, _ in python_calls(fn)}
 
 
 def test_the_node_has_the_written_out_hand_out_and_it_runs() -> None:
