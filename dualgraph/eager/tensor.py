@@ -71,6 +71,10 @@ class Tensor(TensorOps):
                 raise TypeError(f"Tensor(): expected data or non-negative int sizes, got "
                                 f"{dims!r}")
             data = np.zeros(dims if dims else (0,), default_float())
+        elif type(data) in (list, tuple):
+            # ``torch.Tensor([0])`` is the legacy float constructor: the default float
+            # dtype whatever the Python numbers are (``torch.tensor([0])`` is int64).
+            data = np.asarray(data, default_float())
         _init(self, np.asarray(data), False, None)
         if requires_grad:
             self.requires_grad_(True)

@@ -344,8 +344,8 @@ class TensorOps:
         """Swap two dims, as PyTorch (``t.transpose(0, 1)``); `permute` reorders all."""
         return S.transpose(self, *dims)
 
-    def permute(self, *dims: Any) -> Any:
-        return S.permute(self, *dims)
+    def permute(self, *args: Any, dims: Any = None) -> Any:
+        return S.permute(self, *args, dims=dims)
 
     def t(self) -> Any:
         if len(self.shape) > 2:
@@ -481,8 +481,8 @@ class TensorOps:
     def roll(self, shifts: Any, dims: Any = None) -> Any:
         return S.roll(self, shifts, dims)
 
-    def flip(self, *dims: Any) -> Any:
-        return S.flip(self, *dims)
+    def flip(self, *args: Any, dims: Any = None) -> Any:
+        return S.flip(self, *args, dims=dims)
 
     def fliplr(self) -> Any:
         return S.fliplr(self)
@@ -986,16 +986,18 @@ class TensorOps:
                          "parameters outside the compiled function (or use dg.randn_like)")
 
     def squeeze_(self, dim: Any = None) -> Any:
-        from ..errors import TraceError
+        from ..errors import EagerOnlyError
 
-        raise TraceError("squeeze_() changes a tensor's shape in place, which a compiled "
-                         "function cannot do; use x = x.squeeze(...)")
+        # Eager-only, not an error: the tutorials' ``target.unsqueeze_(-1)`` on a step's
+        # argument then runs, eagerly, with a warning.
+        raise EagerOnlyError("squeeze_() changes a tensor's shape in place, which a compiled "
+                             "function cannot do; use x = x.squeeze(...)")
 
     def unsqueeze_(self, dim: int) -> Any:
-        from ..errors import TraceError
+        from ..errors import EagerOnlyError
 
-        raise TraceError("unsqueeze_() changes a tensor's shape in place, which a compiled "
-                         "function cannot do; use x = x.unsqueeze(...)")
+        raise EagerOnlyError("unsqueeze_() changes a tensor's shape in place, which a "
+                             "compiled function cannot do; use x = x.unsqueeze(...)")
 
 
 def _shape_error(msg: str) -> Exception:

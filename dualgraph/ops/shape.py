@@ -114,9 +114,11 @@ def _transpose_infer(x: Any, axes: tuple) -> tuple:
     return tuple(shape[a] for a in axes), x.dtype
 
 
-def permute(x: Any, *dims: Any) -> Any:
+def permute(x: Any, *args: Any, dims: Any = None) -> Any:
     """Reorder the dimensions: output dim ``i`` is input dim ``dims[i]`` (``torch.permute``,
-    ``np.transpose(x, axes)``); no dims reverses them (``x.T``). ``dg.permute(x, 2, 0, 1)``"""
+    ``np.transpose(x, axes)``); no dims reverses them (``x.T``). ``dg.permute(x, 2, 0, 1)``,
+    ``dg.permute(x, dims=(2, 0, 1))``"""
+    dims = _dims_kwarg(args, dims, "permute")
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
     ndim = len(x.shape)
@@ -817,9 +819,19 @@ def _flip_name(node: Any) -> str:
     return "FlipBackward0" if node.attrs["axes"] else "CloneBackward0"
 
 
-def flip(x: Any, *dims: Any) -> Any:
-    """Reverse the order of elements along ``dims`` (a copy): ``dg.flip(x, (0, 1))``."""
-    dims = _dims_arg(dims, "flip")
+def _dims_kwarg(args: tuple, dims: Any, name: str) -> tuple:
+    """The dims given positionally (``f(x, 0, 1)``, ``f(x, (0, 1))``) or as ``dims=``."""
+    if dims is None:
+        return args
+    if args:
+        raise TypeError(f"{name}() got multiple values for argument 'dims'")
+    return (dims,)
+
+
+def flip(x: Any, *args: Any, dims: Any = None) -> Any:
+    """Reverse the order of elements along ``dims`` (a copy): ``dg.flip(x, (0, 1))``,
+    ``dg.flip(x, dims=[1])``."""
+    dims = _dims_arg(_dims_kwarg(args, dims, "flip"), "flip")
     axes = normalize_axis("flip", dims, len(x.shape))
     return bind(FLIP, x, axes=axes)
 

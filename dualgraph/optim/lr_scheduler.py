@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..eager.tensor import Tensor
+from . import _tracing as T
 from .optimizer import Optimizer
 
 __all__ = [
@@ -50,6 +51,13 @@ def _set_group_value(group: dict, key: str, value: Any) -> None:
 
 def _lrs(optimizer: Optimizer) -> list:
     return [_group_value(g, "lr") for g in optimizer.param_groups]
+
+
+def _refuse_in_trace() -> None:
+    """A scheduler stepped inside a compiled function: refused before its counters move,
+    so the call that then runs eagerly steps it once."""
+    if T.tracing():
+        raise T.eager_only("stepping a learning-rate scheduler")
 
 
 class LRScheduler:
@@ -103,6 +111,7 @@ class LRScheduler:
     def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or jump to ``epoch``, with the closed form where there is
         one) and write the new learning rates."""
+        _refuse_in_trace()
         self._step_count += 1
         if epoch is None:
             self.last_epoch += 1
@@ -325,6 +334,7 @@ class SequentialLR(LRScheduler):
         self._last_lr = first.get_last_lr()
 
     def step(self) -> None:  # type: ignore[override]
+        _refuse_in_trace()
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         s = self._schedulers[idx]
@@ -426,6 +436,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.num_bad_epochs = 0
 
     def step(self, metrics: Any, epoch: int | None = None) -> None:  # type: ignore[override]
+        _refuse_in_trace()
         current = float(metrics)
         self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
         if self._is_better(current, self.best):
@@ -652,6 +663,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def step(self, epoch: float | None = None) -> None:
         """The next epoch, or ``epoch`` (the restart it falls in found in closed form)."""
+        _refuse_in_trace()
         self._step_count += 1
         if epoch is None and self.last_epoch < 0:
             epoch = 0
@@ -800,6 +812,7 @@ class ChainedScheduler(LRScheduler):
         self._last_lr = _lrs(self._schedulers[-1].optimizer)
 
     def step(self) -> None:  # type: ignore[override]
+        _refuse_in_trace()
         for s in self._schedulers:
             s.step()
         self._last_lr = _lrs(self._schedulers[-1].optimizer)

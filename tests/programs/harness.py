@@ -91,7 +91,7 @@ def bound_torch(module: Any, vendored: tuple[str, ...] = ()) -> Iterator[None]:
         for sub in _SUBMODULES:
             with contextlib.suppress(ImportError):
                 importlib.import_module(f"{base}.{sub}")
-    saved = {k: v for k, v in sys.modules.items()
+    saved = {k: v for k, v in list(sys.modules.items())
              if k == "torch" or k.startswith("torch.") or k.startswith("torchvision")
              or k == "requests"
              or any(k == v_ or k.startswith(v_ + ".") for v_ in vendored)}
@@ -110,7 +110,7 @@ def bound_torch(module: Any, vendored: tuple[str, ...] = ()) -> Iterator[None]:
         yield
     finally:
         sys.path.remove(str(VENDOR))
-        for k in [k for k in sys.modules if k == "torch" or k.startswith("torch.")
+        for k in [k for k in list(sys.modules) if k == "torch" or k.startswith("torch.")
                   or k.startswith("torchvision") or k == "requests"
                   or any(k == v_ or k.startswith(v_ + ".") for v_ in vendored)]:
             del sys.modules[k]
