@@ -11,7 +11,9 @@ import sys
 
 from .harness import ProgramSet
 
-PROGRAMS = ("d2l_softmax", "d2l_cnns", "d2l_rnn_scratch", "d2l_attention", "d2l_bert", "char_rnn_names", "optim_zoo", "autoencoders", "mpnn_graph", "seq2seq_tf", "lstm_forecast", "detect_triplet")
+PROGRAMS = ("d2l_softmax", "d2l_cnns", "d2l_rnn_scratch", "d2l_attention", "d2l_bert",
+            "char_rnn_names", "optim_zoo", "autoencoders", "mpnn_graph", "seq2seq_tf",
+            "lstm_forecast", "detect_triplet")
 SET = ProgramSet("written6", PROGRAMS)
 load, run, golden = SET.load, SET.run, SET.golden
 
