@@ -435,6 +435,15 @@ def stop_gradient(x: Any) -> Any:
 # ------------------------------------------------------------------------- helpers
 
 
+def _dims_kwarg(args: tuple, dims: Any, name: str) -> tuple:
+    """The dims given positionally (``f(x, 0, 1)``, ``f(x, (0, 1))``) or as ``dims=``."""
+    if dims is None:
+        return args
+    if args:
+        raise TypeError(f"{name}() got multiple values for argument 'dims'")
+    return (dims,)
+
+
 def _dims_arg(dims: tuple, name: str) -> tuple:
     """``f(x, 2, 3)`` and ``f(x, (2, 3))`` alike (PyTorch's varargs-or-sequence)."""
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
@@ -817,15 +826,6 @@ def _flip_vjp(ctx, g):
 
 def _flip_name(node: Any) -> str:
     return "FlipBackward0" if node.attrs["axes"] else "CloneBackward0"
-
-
-def _dims_kwarg(args: tuple, dims: Any, name: str) -> tuple:
-    """The dims given positionally (``f(x, 0, 1)``, ``f(x, (0, 1))``) or as ``dims=``."""
-    if dims is None:
-        return args
-    if args:
-        raise TypeError(f"{name}() got multiple values for argument 'dims'")
-    return (dims,)
 
 
 def flip(x: Any, *args: Any, dims: Any = None) -> Any:
