@@ -53,8 +53,7 @@ _WAY_OUT = (
 def _trace_error(what: str, eager_only: bool = False) -> TraceError:
     """``eager_only``: reading the value into Python (``loss.item()`` returned by a
     training step, as torch.compile breaks its graph there) makes ``dg.compile`` run the
-    signature eagerly, with a warning, rather than fail; so does a branch on a value
-    (``if norm > max_norm:``), where torch.compile breaks its graph too."""
+    signature eagerly, with a warning, rather than fail; a branch on a value still raises."""
     loc = user_location(3)
     code = source_line(loc)
     where = f"{loc}: " if loc else ""
@@ -163,8 +162,7 @@ class Tracer(TensorOps):
 
     # Everything that would need the value raises a TraceError naming the user's line.
     def __bool__(self) -> bool:
-        raise _trace_error("the truth value (an `if`, `while`, `and`/`or`, or `assert`)",
-                           eager_only=True)
+        raise _trace_error("the truth value (an `if`, `while`, `and`/`or`, or `assert`)")
 
     def __float__(self) -> float:
         raise _trace_error("float()", eager_only=True)

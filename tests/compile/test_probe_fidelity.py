@@ -1306,7 +1306,7 @@ def test_branch_on_a_traced_value_raises_naming_the_line():
         return x * 3
 
     with pytest.raises(TraceError, match=r"test_probe_fidelity\.py:\d+.*\n.*if x\.sum\(\) > 0"):
-        dg.compile(g, fullgraph=True)(dg.ones(2))
+        dg.compile(g)(dg.ones(2))
 
 
 def test_item_of_a_traced_value_runs_eagerly_naming_the_line():
