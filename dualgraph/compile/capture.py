@@ -125,7 +125,20 @@ class CallTraceContext(TraceContext):
         self._copied = []
 
     def note_missing(self, owner: Any, name: str) -> None:
+        """``owner.name`` was looked up on a module and is absent (``hasattr``, ``getattr``
+        with a default): guard that it stays absent, so a parameter, buffer, submodule or
+        attribute added later retraces as eager mode would see it."""
         self.missing_reads.add((id(owner), name))
+        d = owner.__dict__
+        for t in _MODULE_TABLES:
+            table = d.get(t)
+            if isinstance(table, dict) and ("absent", id(table), name) not in self.reads:
+                self.reads[("absent", id(table), name)] = Identity(
+                    table, name, None, f"{type(owner).__name__}.{name} was added")
+        if ("absent", id(d), name) not in self.reads:
+            self.reads[("absent", id(d), name)] = PlainValue(
+                lambda: d.get(name, MISSING), MISSING,
+                lambda now: f"{type(owner).__name__}.{name} was set")
 
     def note_attr(self, owner: Any, name: str, value: Any) -> None:
         """``owner.name`` (a parameter, buffer or submodule of the module ``owner``) was read:

@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import functools
 import operator
+import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from .._location import PKG
 from ..eager.tensor import Tensor
 from ..modes import current_trace
 from ..ops.mixin import TensorOps
 from ..trace.tracer import Tracer
-from .capture import CallTraceContext
+from .capture import CallTraceContext, function_of
 
 
 class NeedsValue(Exception):  # noqa: N818 - named for what it means
@@ -60,6 +63,15 @@ class SymbolicInt:
 
     def __init__(self, t: Any, needs: list) -> None:
         self._t, self._needs = t, needs
+
+    @property
+    def __class__(self) -> type:  # noqa: D105
+        # ``isinstance(n, int)`` in the user's code must take the branch eager mode takes
+        # (``isinstance`` consults ``__class__`` when the type does not match); dualgraph's
+        # own code tells the symbolic int from an int this way.
+        if sys._getframe(1).f_code.co_filename.startswith(PKG):
+            return SymbolicInt
+        return int
 
     def _need(self, reason: str) -> Any:
         self._needs.append(reason)
@@ -157,6 +169,9 @@ def symbolic_ints(fn: Callable, positions: tuple) -> Callable:
                 if isinstance(args[i], Tensor):
                     args[i] = int(args[i].item())
             return fn(*args)
+        if _names_type(fn):
+            # ``type(n) is int`` cannot see through a stand-in: keyed by value instead.
+            raise NeedsValue("type() may be asked of it")
         needs: list = []
         for i in positions:
             args[i] = SymbolicInt(args[i], needs)
@@ -176,6 +191,20 @@ def symbolic_ints(fn: Callable, positions: tuple) -> Callable:
 
     functools.update_wrapper(call, fn, updated=())
     return call
+
+
+def _names_type(fn: Any) -> bool:
+    """Whether the code of ``fn`` (and the code nested in it) names the builtin ``type``."""
+    f = function_of(fn)
+    if f is None:
+        return False
+    stack = [f.__code__]
+    while stack:
+        c = stack.pop()
+        if "type" in c.co_names:
+            return True
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return False
 
 
 def _escaped(out: Any, ctx: Any) -> bool:

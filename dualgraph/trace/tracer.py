@@ -200,6 +200,21 @@ class Tracer(TensorOps):
         self._ctx.alias_detached(out, self)
         return out
 
+    def detach_(self) -> "Tracer":
+        """This value outside autograd from here on, as eager's ``detach_()``. On an
+        argument or a view (whose caller's tensor eager mode would change) it raises
+        `EagerOnlyError`, so the call runs eagerly."""
+        if self._argument() is not None or self._vbase is not None:
+            loc = user_location(2)
+            raise EagerOnlyError(
+                f"{loc + ': ' if loc else ''}detach_() on an argument of a compiled function "
+                "or a view changes the caller's tensor: call detach() instead, or detach_() "
+                "outside the function.")
+        from ..ops.shape import stop_gradient
+
+        self.node = self._ctx.as_node(stop_gradient(self))
+        return self
+
     @property
     def data(self) -> "Tracer":
         """The value outside autograd, as ``Tensor.data``: a detached alias, so an in-place
@@ -629,6 +644,15 @@ class TraceContext(Mode):
         if self._is_grad_leaf(t):
             raise leaf_inplace_error()
         if isinstance(t, Tracer) and t._vbase is not None and self._is_grad_leaf(t._vbase):
+            if t._vgrad is None:
+                # ``x.data.mul_(2)`` on an argument that requires grad: eagerly the leaf
+                # keeps its gradient and takes the new values, which a write in the graph
+                # (a new, detached value) cannot give.
+                loc = user_location(3)
+                raise EagerOnlyError(
+                    f"{loc + ': ' if loc else ''}an in-place op through the .data of an "
+                    "argument that requires grad. Change it outside the compiled function "
+                    "(with dg.no_grad(): x.mul_(2)), or pass it as a captured parameter.")
             raise view_leaf_inplace_error()
         self._check_not_rebased(t)
         if op is None:
