@@ -81,10 +81,21 @@ class SymbolicInt:
         """The tracer's hook: this int as an op operand (``dg.add(x, i)``)."""
         return self._t
 
+    def operands_met(self, ins: tuple) -> None:
+        """The tracer's hook, for an op this int is an operand of (``dg.add(x, i)``)."""
+        for n in ins:
+            dtype = getattr(n, "dtype", None)
+            if dtype is not None and dtype.kind in "iu" and dtype != np.int64:
+                self._need(f"with a {dtype} tensor")
+
     def _as_operand_of(self, other: Any) -> Any:
         dtype = other.dtype
         if dtype.kind == "b":  # bool tensor with an int: an int64 result
             return self._t
+        if dtype.kind in "iu" and dtype != np.int64:
+            # Eager mode refuses an int out of the tensor's range (``int32 + 2**40``); a
+            # conversion in the graph would wrap it silently.
+            return self._need(f"with a {dtype} tensor")
         return self._t.to(dtype)
 
     def _bin(self, other: Any, fn: Callable, name: str, reflected: bool = False) -> Any:

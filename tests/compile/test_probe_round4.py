@@ -158,6 +158,23 @@ def int_as_exponent_and_divisor(wrap):
 
 
 @case
+def int_out_of_a_narrow_integer_range(wrap):
+    f = wrap(lambda x, n: x + n)
+    g = wrap(lambda x, n: x * n + n)
+    return (_calls(f, dg.tensor(np.array([1, 2], dtype=np.int32)), (1, 2, 2**40, -2**35, 3))
+            + _calls(g, dg.tensor(np.array([1, 200], dtype=np.uint8)), (1, 2, 300, -1, 3)))
+
+
+@case
+def int_literal_out_of_a_narrow_integer_range(wrap):
+    fns = [lambda x: x.masked_fill(x > 2, 300), lambda x: dg.where(x > 2, x, 300),
+           lambda x: x.clamp(max=300), lambda x: x + 255, lambda x: x - 256,
+           lambda x: x // 1000, lambda x: x * -1, lambda x: x.clamp(min=-1),
+           lambda x: (x == 300, x != -1, x < 256, x >= -5, x > 2**40)]
+    return [_outcome(wrap(f), dg.tensor(np.array([1, 200], dtype=np.uint8))) for f in fns]
+
+
+@case
 def int_keyword_argument(wrap):
     f = wrap(lambda x, *, k=1: x * k)
     x = dg.ones(2)
