@@ -51,6 +51,15 @@ from .guards import (
 from .plan import RuntimeScalar, Slot
 
 
+class NeedsValue(Exception):  # noqa: N818 - named for what it means
+    """The trace needs the concrete value of a `symbolic.SymbolicInt` (``reason`` says
+    where)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the function uses an int argument as a Python value ({reason})")
+        self.reason = reason
+
+
 class CallTraceContext(TraceContext):
     """The trace of one compiled call: it also records what the function read from outside
     (for guards) and the hyperparameters it reads at run time.
@@ -520,11 +529,18 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
     default_rng = rng()
     generators = _generator_states(fn)
     spaces = _global_spaces(fn)
+    raised = None
     try:
         with ctx, _EnvironReads(ctx):
             if alias:
                 _trace_views(ctx, args, targs, alias)
-            out = fn(*targs)
+            try:
+                out = fn(*targs)
+            except (TraceError, NeedsValue):
+                raise
+            except Exception as e:
+                raised = e
+                raise
         ctx.escaped_writes(out)
         ctx.bake_copied_arrays()
         if with_outputs:
@@ -539,6 +555,14 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             ctx.attr_writes, attr_error = [], e
         drew = _restore_python_streams(streams) or _restore_generators(generators)
         rebound = _restore_globals(ctx, spaces)
+        if raised is not None and (ctx.writes or grad_writes):
+            # Eagerly the tensors written before the error keep their new values (an
+            # optimizer step before a check that raises); the trace wrote none of them.
+            raise EagerOnlyError(
+                f"{getattr(fn, '__name__', 'the function')} raised {type(raised).__name__} "
+                "after changing tensors in place, which eager mode keeps changed; this "
+                "signature runs eagerly (raise before the writes, or outside the compiled "
+                "function, to keep it compiled).") from raised
     if attr_error is not None:
         raise attr_error
     if rng() is not default_rng:

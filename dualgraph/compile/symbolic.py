@@ -26,15 +26,7 @@ from ..eager.tensor import Tensor
 from ..modes import current_trace
 from ..ops.mixin import TensorOps
 from ..trace.tracer import Tracer
-from .capture import CallTraceContext, function_of
-
-
-class NeedsValue(Exception):  # noqa: N818 - named for what it means
-    """The trace needs the concrete value of a `SymbolicInt` (``reason`` says where)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"the function uses an int argument as a Python value ({reason})")
-        self.reason = reason
+from .capture import CallTraceContext, NeedsValue, function_of  # noqa: F401 - re-exported
 
 
 def _tensor_only(fn: Callable, name: str, reflected: bool = False) -> Callable:

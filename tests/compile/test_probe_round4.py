@@ -438,6 +438,36 @@ def exception_raised_inside(wrap):
 
 
 @case
+def exception_after_writes_in_place(wrap):
+    def g(x, n):
+        x.add_(1)
+        if n > 2:
+            raise ValueError("too big")
+        return x * 2
+
+    dg.manual_seed(0)
+    lin = nn.Linear(2, 1)
+    opt = dg.optim.SGD(lin.parameters(), lr=0.1)
+
+    def step(x, n):
+        opt.zero_grad()
+        lin(x).sum().backward()
+        opt.step()
+        if n:
+            raise KeyError("stop")
+
+    f, h = wrap(g), wrap(step)
+    out = []
+    for n in (1, 3, 3, 1):
+        x = dg.zeros(2)
+        out += [_outcome(f, x, n), x]
+    x = dg.ones(1, 2)
+    for n in (0, 1, 1, 0):
+        out += [_outcome(h, x, n), lin.weight.detach().clone()]
+    return out
+
+
+@case
 def empty_single_element_and_dtypes(wrap):
     f = wrap(lambda x: (x.sum(0), x.mean(), x * 2))
     g = wrap(lambda x: (x * 2, x.sum(), x + x))
