@@ -545,6 +545,13 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
         ctx.bake_copied_arrays()
         if with_outputs:
             outputs, single = graph_outputs(ctx, out, fn, constants=True)
+            if any(isinstance(n, Node) and id(n) in ctx.leaf_grads for n in outputs):
+                # Eagerly the caller gets a leaf that requires grad (and its .grad); a
+                # compiled call hands out plain results.
+                raise EagerOnlyError(
+                    f"{getattr(fn, '__name__', 'the function')} returns a value it made a "
+                    "leaf with requires_grad_(); this signature runs eagerly. Return the "
+                    "value and call requires_grad_() on the result to keep it compiled.")
     finally:
         grad_writes = restore_grads(ctx)
         try:

@@ -308,6 +308,22 @@ def requires_grad_on_an_intermediate(wrap):
 
 
 @case
+def requires_grad_on_an_intermediate_returned(wrap):
+    def g(x):
+        y = x * 2
+        y.requires_grad_()
+        return y, y.is_leaf, y.requires_grad
+
+    f = wrap(g)
+    out = []
+    for _ in range(2):
+        y, leaf, rg = f(dg.ones(2))
+        (y * 3).sum().backward()
+        out += [y, leaf, rg, y.is_leaf, y.grad_fn is None, y.grad]
+    return out
+
+
+@case
 def detach_in_place_on_an_intermediate(wrap):
     def g(x):
         y = x * 2
