@@ -51,6 +51,15 @@ from .guards import (
 from .plan import RuntimeScalar, Slot
 
 
+class NeedsValue(Exception):  # noqa: N818 - named for what it means
+    """The trace needs the concrete value of a `symbolic.SymbolicInt` (``reason`` says
+    where)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the function uses an int argument as a Python value ({reason})")
+        self.reason = reason
+
+
 class CallTraceContext(TraceContext):
     """The trace of one compiled call: it also records what the function read from outside
     (for guards) and the hyperparameters it reads at run time.
@@ -125,7 +134,20 @@ class CallTraceContext(TraceContext):
         self._copied = []
 
     def note_missing(self, owner: Any, name: str) -> None:
+        """``owner.name`` was looked up on a module and is absent (``hasattr``, ``getattr``
+        with a default): guard that it stays absent, so a parameter, buffer, submodule or
+        attribute added later retraces as eager mode would see it."""
         self.missing_reads.add((id(owner), name))
+        d = owner.__dict__
+        for t in _MODULE_TABLES:
+            table = d.get(t)
+            if isinstance(table, dict) and ("absent", id(table), name) not in self.reads:
+                self.reads[("absent", id(table), name)] = Identity(
+                    table, name, None, f"{type(owner).__name__}.{name} was added")
+        if ("absent", id(d), name) not in self.reads:
+            self.reads[("absent", id(d), name)] = PlainValue(
+                lambda: d.get(name, MISSING), MISSING,
+                lambda now: f"{type(owner).__name__}.{name} was set")
 
     def note_attr(self, owner: Any, name: str, value: Any) -> None:
         """``owner.name`` (a parameter, buffer or submodule of the module ``owner``) was read:
@@ -507,15 +529,29 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
     default_rng = rng()
     generators = _generator_states(fn)
     spaces = _global_spaces(fn)
+    raised = None
     try:
         with ctx, _EnvironReads(ctx):
             if alias:
                 _trace_views(ctx, args, targs, alias)
-            out = fn(*targs)
+            try:
+                out = fn(*targs)
+            except (TraceError, NeedsValue):
+                raise
+            except Exception as e:
+                raised = e
+                raise
         ctx.escaped_writes(out)
         ctx.bake_copied_arrays()
         if with_outputs:
             outputs, single = graph_outputs(ctx, out, fn, constants=True)
+            if any(isinstance(n, Node) and id(n) in ctx.leaf_grads for n in outputs):
+                # Eagerly the caller gets a leaf that requires grad (and its .grad); a
+                # compiled call hands out plain results.
+                raise EagerOnlyError(
+                    f"{getattr(fn, '__name__', 'the function')} returns a value it made a "
+                    "leaf with requires_grad_(); this signature runs eagerly. Return the "
+                    "value and call requires_grad_() on the result to keep it compiled.")
     finally:
         grad_writes = restore_grads(ctx)
         try:
@@ -526,6 +562,14 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             ctx.attr_writes, attr_error = [], e
         drew = _restore_python_streams(streams) or _restore_generators(generators)
         rebound = _restore_globals(ctx, spaces)
+        if raised is not None and (ctx.writes or grad_writes):
+            # Eagerly the tensors written before the error keep their new values (an
+            # optimizer step before a check that raises); the trace wrote none of them.
+            raise EagerOnlyError(
+                f"{getattr(fn, '__name__', 'the function')} raised {type(raised).__name__} "
+                "after changing tensors in place, which eager mode keeps changed; this "
+                "signature runs eagerly (raise before the writes, or outside the compiled "
+                "function, to keep it compiled).") from raised
     if attr_error is not None:
         raise attr_error
     if rng() is not default_rng:

@@ -54,7 +54,7 @@ from .plan import ArgumentGrad, AttrTensor, CapturedGrad, CapturedTensor
 _INT64 = (-(2 ** 63), 2 ** 63)
 # Array dtypes no kernel can take: caught before tracing, with the dtype named.
 _UNSUPPORTED_KINDS = {"O": "object", "M": "datetime64", "m": "timedelta64", "U": "str",
-                      "S": "bytes", "V": "void (structured)"}
+                      "S": "bytes", "V": "void (structured)", "c": "complex"}
 
 
 def const_key(a: Any, i: int, keep: dict) -> tuple:

@@ -14,24 +14,19 @@ from __future__ import annotations
 
 import functools
 import operator
+import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from .._location import PKG
 from ..eager.tensor import Tensor
 from ..modes import current_trace
 from ..ops.mixin import TensorOps
 from ..trace.tracer import Tracer
-from .capture import CallTraceContext
-
-
-class NeedsValue(Exception):  # noqa: N818 - named for what it means
-    """The trace needs the concrete value of a `SymbolicInt` (``reason`` says where)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"the function uses an int argument as a Python value ({reason})")
-        self.reason = reason
+from .capture import CallTraceContext, NeedsValue, function_of  # noqa: F401 - re-exported
 
 
 def _tensor_only(fn: Callable, name: str, reflected: bool = False) -> Callable:
@@ -61,6 +56,15 @@ class SymbolicInt:
     def __init__(self, t: Any, needs: list) -> None:
         self._t, self._needs = t, needs
 
+    @property
+    def __class__(self) -> type:  # noqa: D105
+        # ``isinstance(n, int)`` in the user's code must take the branch eager mode takes
+        # (``isinstance`` consults ``__class__`` when the type does not match); dualgraph's
+        # own code tells the symbolic int from an int this way.
+        if sys._getframe(1).f_code.co_filename.startswith(PKG):
+            return SymbolicInt
+        return int
+
     def _need(self, reason: str) -> Any:
         self._needs.append(reason)
         raise NeedsValue(reason)
@@ -69,10 +73,21 @@ class SymbolicInt:
         """The tracer's hook: this int as an op operand (``dg.add(x, i)``)."""
         return self._t
 
+    def operands_met(self, ins: tuple) -> None:
+        """The tracer's hook, for an op this int is an operand of (``dg.add(x, i)``)."""
+        for n in ins:
+            dtype = getattr(n, "dtype", None)
+            if dtype is not None and dtype.kind in "iu" and dtype != np.int64:
+                self._need(f"with a {dtype} tensor")
+
     def _as_operand_of(self, other: Any) -> Any:
         dtype = other.dtype
         if dtype.kind == "b":  # bool tensor with an int: an int64 result
             return self._t
+        if dtype.kind in "iu" and dtype != np.int64:
+            # Eager mode refuses an int out of the tensor's range (``int32 + 2**40``); a
+            # conversion in the graph would wrap it silently.
+            return self._need(f"with a {dtype} tensor")
         return self._t.to(dtype)
 
     def _bin(self, other: Any, fn: Callable, name: str, reflected: bool = False) -> Any:
@@ -157,6 +172,9 @@ def symbolic_ints(fn: Callable, positions: tuple) -> Callable:
                 if isinstance(args[i], Tensor):
                     args[i] = int(args[i].item())
             return fn(*args)
+        if _names_type(fn):
+            # ``type(n) is int`` cannot see through a stand-in: keyed by value instead.
+            raise NeedsValue("type() may be asked of it")
         needs: list = []
         for i in positions:
             args[i] = SymbolicInt(args[i], needs)
@@ -176,6 +194,20 @@ def symbolic_ints(fn: Callable, positions: tuple) -> Callable:
 
     functools.update_wrapper(call, fn, updated=())
     return call
+
+
+def _names_type(fn: Any) -> bool:
+    """Whether the code of ``fn`` (and the code nested in it) names the builtin ``type``."""
+    f = function_of(fn)
+    if f is None:
+        return False
+    stack = [f.__code__]
+    while stack:
+        c = stack.pop()
+        if "type" in c.co_names:
+            return True
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return False
 
 
 def _escaped(out: Any, ctx: Any) -> bool:

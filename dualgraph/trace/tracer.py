@@ -200,6 +200,21 @@ class Tracer(TensorOps):
         self._ctx.alias_detached(out, self)
         return out
 
+    def detach_(self) -> "Tracer":
+        """This value outside autograd from here on, as eager's ``detach_()``. On an
+        argument or a view (whose caller's tensor eager mode would change) it raises
+        `EagerOnlyError`, so the call runs eagerly."""
+        if self._argument() is not None or self._vbase is not None:
+            loc = user_location(2)
+            raise EagerOnlyError(
+                f"{loc + ': ' if loc else ''}detach_() on an argument of a compiled function "
+                "or a view changes the caller's tensor: call detach() instead, or detach_() "
+                "outside the function.")
+        from ..ops.shape import stop_gradient
+
+        self.node = self._ctx.as_node(stop_gradient(self))
+        return self
+
     @property
     def data(self) -> "Tracer":
         """The value outside autograd, as ``Tensor.data``: a detached alias, so an in-place
@@ -557,13 +572,23 @@ class TraceContext(Mode):
 
     def process(self, op: Any, args: tuple, attrs: dict) -> Tracer:
         ins = tuple(self.as_node(a) for a in args)
+        for a in args:
+            # A number that is a runtime input may refuse some operands (`operands_met`).
+            met = getattr(type(a), "operands_met", None)
+            if met is not None:
+                met(a, ins)
         try:
             shape, dtype = op.infer(*ins, **attrs)
         except ValueError as e:
             loc = user_location(3)
             cls = ShapeError if isinstance(e, ShapeError) else ValueError  # keep the type
             raise cls(f"{e} (at {loc})" if loc else str(e)) from None
-        node = Node(op.name, ins, attrs, tuple(shape), np.dtype(dtype),
+        dtype = np.dtype(dtype)
+        if op.elementwise and dtype.kind in "iu":
+            _check_int_literals(op, ins, attrs, dtype)
+        elif op.elementwise and dtype.kind == "b":
+            ins = _wide_int_literals(ins)
+        node = Node(op.name, ins, attrs, tuple(shape), dtype,
                     self.loc_override or user_location(3))
         self.nodes.append(node)
         if not GRAD_ENABLED.value:
@@ -629,6 +654,15 @@ class TraceContext(Mode):
         if self._is_grad_leaf(t):
             raise leaf_inplace_error()
         if isinstance(t, Tracer) and t._vbase is not None and self._is_grad_leaf(t._vbase):
+            if t._vgrad is None:
+                # ``x.data.mul_(2)`` on an argument that requires grad: eagerly the leaf
+                # keeps its gradient and takes the new values, which a write in the graph
+                # (a new, detached value) cannot give.
+                loc = user_location(3)
+                raise EagerOnlyError(
+                    f"{loc + ': ' if loc else ''}an in-place op through the .data of an "
+                    "argument that requires grad. Change it outside the compiled function "
+                    "(with dg.no_grad(): x.mul_(2)), or pass it as a captured parameter.")
             raise view_leaf_inplace_error()
         self._check_not_rebased(t)
         if op is None:
@@ -883,6 +917,34 @@ class TraceContext(Mode):
     def __exit__(self, *exc: Any) -> None:
         modes.pop_mode()
         self.active = False
+
+
+def _check_int_literals(op: Any, ins: tuple, attrs: dict, dtype: np.dtype) -> None:
+    """A Python int operand out of an integer result's range raises where eager mode's NumPy
+    kernel raises (``int32 + 2**40``; ``where`` wraps), where a literal in the graph would
+    wrap: the kernel is run on one element of each input's dtype to tell."""
+    info = np.iinfo(dtype)
+    if not any(type(a) is int and not info.min <= a <= info.max for a in ins):
+        return
+    sample = [a if type(a) in (int, float, bool) else np.ones((), a.dtype) for a in ins]
+    try:
+        with np.errstate(all="ignore"):
+            op.impl(*sample, **attrs)
+    except (OverflowError, ValueError, TypeError) as e:
+        raise RuntimeError(f"{op.name}: {e}") from e
+
+
+def _wide_int_literals(ins: tuple) -> tuple:
+    """``ins`` with an int literal beyond the range of a narrow integer operand as a float:
+    eager mode's NumPy kernel compares ``uint8 > 300`` by value, where a kernel would cast
+    the literal to the operand's dtype and wrap it. The float is exact enough: it stays
+    beyond the range, on the same side."""
+    narrow = [np.iinfo(n.dtype) for n in ins
+              if isinstance(n, Node) and n.dtype.kind in "iu" and n.dtype.itemsize <= 4]
+    if not narrow:
+        return ins
+    return tuple(float(a) if type(a) is int and any(not i.min <= a <= i.max for i in narrow)
+                 else a for a in ins)
 
 
 def _astype_op() -> Any:
