@@ -67,22 +67,26 @@ from .tiered import poll, prestart
 class CompileStats:
     """Counters that prove compilation happened, and what it cost."""
 
-    calls: int = 0
     traces: int = 0
-    cache_hits: int = 0
     kernels: int = 0
     trace_seconds: float = 0.0
     passes_seconds: float = 0.0
     numba_seconds: float = 0.0
     retrace_reasons: list = field(default_factory=list)
+    # Calls the generated call path served (`callgen`): each is a call, a cache hit and a
+    # tier-1 call, counted once there (``calls``, ``cache_hits`` and ``tier1_calls`` add
+    # it to the general path's counts below).
+    fast_calls: int = 0
+    general_calls: int = field(default=0, repr=False)
+    general_cache_hits: int = field(default=0, repr=False)
     # Tiered execution (`tiered`): calls the NumPy interpreter served (tier 0), the call
     # number and the seconds after the first call of the first swap to compiled kernels,
     # the worker's Numba seconds, and why tiering failed (the function stays at tier 0).
     tier0_calls: int = 0
-    # Calls served by compiled kernels (blocking, or tier 1 after the swap): counted as
-    # they run, not derived from the other counters (which a concurrent call may be
-    # between updating).
-    tier1_calls: int = 0
+    # Calls the general path served by compiled kernels (blocking, or tier 1 after the
+    # swap): counted as they run, not derived from the other counters (which a concurrent
+    # call may be between updating).
+    general_tier1_calls: int = field(default=0, repr=False)
     swap_call: int | None = None
     swap_seconds: float | None = None
     worker_seconds: float = 0.0
@@ -98,6 +102,20 @@ class CompileStats:
         only loading the worker's kernels)."""
         return self.trace_seconds + self.passes_seconds + self.numba_seconds
 
+    @property
+    def calls(self) -> int:
+        """Calls of the compiled function."""
+        return self.general_calls + self.fast_calls
+
+    @property
+    def cache_hits(self) -> int:
+        """Calls that found a compiled entry for their signature."""
+        return self.general_cache_hits + self.fast_calls
+
+    @property
+    def tier1_calls(self) -> int:
+        """Calls served by compiled kernels (blocking, or tier 1 after the swap)."""
+        return self.general_tier1_calls + self.fast_calls
 
     def __str__(self) -> str:
         return (f"calls={self.calls} traces={self.traces} cache_hits={self.cache_hits} "
@@ -213,21 +231,21 @@ class CompiledFunction:
                     plain = False
                 break
         sig = self._key(args, layout if not ints else IntLayout(layout, ints))
-        self.stats.calls += 1
+        self.stats.general_calls += 1
         entry = self._find(sig, args)
         if entry is None:
             if self._promote_ints(sig):
-                self.stats.calls -= 1
+                self.stats.general_calls -= 1
                 return self._call(call_args, kwargs)  # the ints now lifted
             entry = self._new_entry(sig, args, fn)
             if entry is _RETRY:
-                self.stats.calls -= 1
+                self.stats.general_calls -= 1
                 return self._call(call_args, kwargs)  # the ints keyed by value
             if entry is None:
                 self._fast = _miss
                 return fn(*args)  # runs eagerly (`_new_entry` says why)
         else:
-            self.stats.cache_hits += 1
+            self.stats.general_cache_hits += 1
         self._last_sig = sig
         if self.verify:
             entry.calls += 1
@@ -241,7 +259,7 @@ class CompiledFunction:
         # call's), at tier 1, for calls made as this one was.
         self._fast, self._fast_kw = _miss, _miss_kw
         if not entry.tier0:
-            self.stats.tier1_calls += 1
+            self.stats.general_tier1_calls += 1
             if plain:
                 self._fast = code.fast
             elif self._signature is not None or layout is None:
@@ -370,7 +388,7 @@ class CompiledFunction:
             if entry is None:
                 entry = self._requires_grad_twin(sig, args)
             if entry is not None:
-                self.stats.cache_hits += 1  # a waiting thread reuses the new kernel
+                self.stats.general_cache_hits += 1  # a waiting thread reuses the new kernel
                 return entry
             check_arguments(args)
             if reason is None and self._last_sig is not None and sig != self._last_sig:

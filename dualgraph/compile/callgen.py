@@ -193,15 +193,18 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
             "try:", *_indent(checks),
             "except Exception:  # a guard that cannot be read: the general path says why",
             "    return MISS",
-            "stats.calls += 1", "stats.cache_hits += 1", "stats.tier1_calls += 1"]
+            "stats.fast_calls += 1"]
     if verify and check_stale is not None:
         gen.ns["check_stale"], gen.ns["FN"], gen.ns["PLAN"] = check_stale, fn, plan
         fast += ["PLAN.calls += 1", "if PLAN.calls & (PLAN.calls - 1) == 0:",
                  "    check_stale(FN, PLAN, args)"]
     baked = _baked_check(plan, gen, fn, warned)
-    fast += baked + later + body
+    # ``fast`` checked the grad mode with the key: its branch is known. ``run`` also serves
+    # the general path's checks, which may run it in another mode (`stale.check_stale`).
+    fast += baked + later + _grad_resolved(body, bool(grad_on[0]))
     run = [*unpack, *gather_args, *gathered, *baked, *later,
-           *(_scalar(j, plan.sources[j], gen) for j in versioned.scalars), *body]
+           *(_scalar(j, plan.sources[j], gen) for j in versioned.scalars),
+           *_grad_resolved(body, None)]
     gen.ns["stats"] = stats
     gen.ns["KEEP"] = keep
     source = "\n".join([*head, *_indent(fast), "", "",
@@ -715,12 +718,10 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
         lines.append(f"{gen.const(w.owner, 'o')}.__dict__[{w.name!r}] = {value}")
     if loss:
         array = out(0, plan.optimized.outputs[0].shape)
-        lines += ["if GRAD.value:",
-                  *_indent(_tape(plan, gen, arrays, tensor_args, oname, out, array,
-                                 direct is not None)),
-                  "else:", *_indent(made)]
+        lines.append(_GradBranch(_tape(plan, gen, arrays, tensor_args, oname, out, array,
+                                       direct is not None), made))
     elif plan.mode is Kind.TRAIN:
-        lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays, tensor_args, oname, out))]
+        lines.append(_GradBranch(_tape(plan, gen, arrays, tensor_args, oname, out), []))
     for k, i in plan.passthrough:
         lines.append(f"r{k} = a{i}")
     for k, t in plan.captured_out:
@@ -735,6 +736,30 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
         tree = gen.const(plan.single, "tree")
         lines.append(f"return {tree}.unflatten([{', '.join(results)}])")
     return lines
+
+
+@dataclass(frozen=True, slots=True)
+class _GradBranch:
+    """Lines of `_body` that depend on grad mode: ``on`` when it records, else ``off``."""
+
+    on: list
+    off: list
+
+
+def _grad_resolved(lines: list, grad: bool | None) -> list[str]:
+    """``lines`` with each `_GradBranch` as the lines for grad mode ``grad``, or (None: not
+    known when the call runs) as an ``if`` on the thread's grad mode."""
+    out: list[str] = []
+    for line in lines:
+        if not isinstance(line, _GradBranch):
+            out.append(line)
+        elif grad is not None:
+            out += line.on if grad else line.off
+        else:
+            out += ["if GRAD.value:", *_indent(line.on)]
+            if line.off:
+                out += ["else:", *_indent(line.off)]
+    return out
 
 
 def _new_tensor(name: str, array: str, rg: bool, grad_fn: str) -> list[str]:

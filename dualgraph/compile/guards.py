@@ -8,6 +8,9 @@ gives the same check as source (`Guard.emit`) for the call path generated per en
 
 from __future__ import annotations
 
+import functools
+import keyword
+import operator
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -340,7 +343,26 @@ class Value(Guard):
         return self.what(now)
 
     def emit(self, gen: Emitter) -> tuple[str, Any]:
+        path = attribute_path(self.get)
+        if path is not None:  # read inline: a getter call costs as much as the reads
+            return f"{gen.const(path[0], 'obj')}.{path[1]}", self.expected
         return f"{gen.const(self.get, 'get')}()", self.expected
+
+
+def attribute_path(get: Any) -> tuple[Any, str] | None:
+    """``(obj, "a.b")`` when ``get()`` is exactly ``obj.a.b``: a `functools.partial` of an
+    `operator.attrgetter` of one dotted name, applied to one object; else None."""
+    if type(get) is not functools.partial or get.keywords or len(get.args) != 1:
+        return None
+    if type(get.func) is not operator.attrgetter:
+        return None
+    names = get.func.__reduce__()[1]
+    if len(names) != 1 or not isinstance(names[0], str):
+        return None
+    if not all(part.isidentifier() and not keyword.iskeyword(part)
+               for part in names[0].split(".")):
+        return None
+    return get.args[0], names[0]
 
 
 class LeafHooks(Value):

@@ -127,7 +127,31 @@ def _sigmoid_impl(x: np.ndarray) -> np.ndarray:
 
 
 def _relu_impl(x: np.ndarray) -> np.ndarray:
+    if x.size > _RELU_ZEROS_MIN and type(x) is np.ndarray and x.flags.c_contiguous:
+        # Against an array of zeros NumPy runs its vector loop; against a scalar zero,
+        # about 3x slower (float32, 16K elements: 2.3 against 6.8 us). The same
+        # comparisons, so the same bits (NaN kept, -0.0 made +0.0), and the same layout.
+        return np.maximum(x, _zeros(x.shape, x.dtype))
     return np.maximum(x, x.dtype.type(0))
+
+
+_RELU_ZEROS_MIN = 1024  # elements: below, the zeros' lookup costs what it saves
+_ZEROS: dict = {}
+
+
+def _zeros(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """Read-only zeros of ``shape`` and ``dtype``, kept per both (every step of a training
+    loop asks for the same). Large ones are the system's zero pages until written, which
+    they never are: they cost address space, not memory."""
+    key = (shape, dtype)
+    z = _ZEROS.get(key)
+    if z is None:
+        if len(_ZEROS) > 64:
+            _ZEROS.clear()
+        z = np.zeros(shape, dtype)
+        z.flags.writeable = False
+        _ZEROS[key] = z
+    return z
 
 
 # The Python scalar types that never change an array's dtype, by array kind (NumPy 2 treats
@@ -733,7 +757,13 @@ def _threshold_backward_infer(g: Any, y: Any, threshold: Any) -> tuple:
 
 def _threshold_backward_impl(g: Any, y: np.ndarray, threshold: Any) -> np.ndarray:
     # ``where(y > threshold, g, 0)``, bit for bit, in one op (`_where_impl`'s select).
-    return _where_impl(np.greater(y, threshold), g, 0.0)
+    c = np.greater(y, threshold)
+    if (type(g) is np.ndarray and g.dtype.kind == "f" and c.shape == g.shape
+            and g.flags.c_contiguous and c.flags.c_contiguous):
+        # ReLU's backward in a training step: the select `_where_impl` would choose for
+        # these operands, without its checks.
+        return _select_or_zero(c, g, True)
+    return _where_impl(c, g, 0.0)
 
 
 def _threshold_backward_vjp(ctx, gg):
