@@ -421,9 +421,9 @@ def _item_offset(shape, strides, nd, item, cshape, nc):
     return off
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _batched(x, y, c, geo):
-    """``c[...] = x @ y`` over the batch, the operands as `_geometry` describes them."""
+    """``c[...] = x @ y`` over the batch, the operands as `_geometry` describes them: the
+    C function itself (no entry function calling it, which Numba would compile too)."""
     g = numba.carray(geo, (_GEO,))
     nx, ny, nc = g[0], g[1], g[2]
     m, k = g[_XS + nx - 2], g[_XS + nx - 1]
@@ -484,17 +484,16 @@ def _batched(x, y, c, geo):
     xa.size + ya.size  # noqa: B018
 
 
-def _c_batched(dtype: Any) -> Any:
+def _make_batched(kind: str, dtype: Any) -> Any:  # noqa: ARG001 - the family's one kind
     ptr = types.CPointer(dtype)
-    sig = types.void(ptr, ptr, ptr, types.CPointer(types.int64))
-
-    def entry(x, y, c, geo):
-        _batched(x, y, c, geo)
-
-    return numba.cfunc(sig, cache=True, nopython=True, error_model="numpy")(entry)
+    return GEMM_ROUTINES.cfunc(_batched, types.void(ptr, ptr, ptr, types.CPointer(types.int64)),
+                               error_model="numpy")
 
 
-_BATCHED: dict = {}
+# The batched product is a library unit as the convolution's routines are: built per dtype
+# on first need, its disk cache entry keyed on this module's source, and queued ahead of
+# the kernels when a cold compile is shared among processes.
+GEMM_ROUTINES = Routines("gemm", ("batched",), _make_batched)
 
 
 def need_batched(dtype: str) -> None:
@@ -502,16 +501,7 @@ def need_batched(dtype: str) -> None:
     ``dtype`` ("float32" or "float64") and register its symbol, once per process: before
     a kernel calling it is compiled (its typing does this) or loaded (its module's
     header does)."""
-    if dtype in _BATCHED:
-        return
-    from numba.core.compiler_lock import global_compiler_lock
-
-    # Numba's own lock: typing a kernel holds it already, so no other order is taken.
-    with global_compiler_lock:
-        if dtype not in _BATCHED:
-            fn = _c_batched(types.float32 if dtype == "float32" else types.float64)
-            llvm.add_symbol(f"dualgraph_gemm_batched_{dtype}", fn.address)
-            _BATCHED[dtype] = fn
+    GEMM_ROUTINES.need(dtype, "batched")
 
 
 @intrinsic
@@ -528,7 +518,7 @@ def gemm_batched(typingctx, x, y, c):
             == c.dtype and c.dtype in (types.float32, types.float64) and 2 <= x.ndim <= _MAXD
             and 2 <= y.ndim <= _MAXD and 2 <= c.ndim <= _MAXD):
         return None
-    name = f"dualgraph_gemm_batched_{c.dtype}"
+    name = GEMM_ROUTINES.symbol("batched", str(c.dtype))
     need_batched(str(c.dtype))
 
     def codegen(context, builder, signature, args):

@@ -39,13 +39,15 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 DTYPES = ("float32", "float64")
-# The families a kernel module may call: (family, module, its alias in generated code).
-# The alias is how `needed_by` finds the calls in a kernel's source.
+# The families a kernel module may call: family -> (module, its alias in generated code,
+# the module's name for its `Routines`). The alias is how `needed_by` finds the calls in a
+# kernel's source.
 FAMILIES = {
-    "row": ("dualgraph.backend.numba.row_kernels", "dgw"),
-    "rnn": ("dualgraph.backend.numba.recurrent_kernels", "dgr"),
-    "conv": ("dualgraph.backend.numba.blas", "dgb"),
-    "chan": ("dualgraph.backend.numba.channel_kernels", "dgn"),
+    "row": ("dualgraph.backend.numba.row_kernels", "dgw", "ROUTINES"),
+    "rnn": ("dualgraph.backend.numba.recurrent_kernels", "dgr", "ROUTINES"),
+    "conv": ("dualgraph.backend.numba.blas", "dgb", "ROUTINES"),
+    "gemm": ("dualgraph.backend.numba.blas", "dgb", "GEMM_ROUTINES"),
+    "chan": ("dualgraph.backend.numba.channel_kernels", "dgn", "ROUTINES"),
 }
 
 
@@ -181,14 +183,14 @@ def _unit_lock(symbol: str) -> Iterator[None]:
 def _family(name: str) -> Routines:
     import importlib
 
-    module = importlib.import_module(FAMILIES[name][0])
-    return module.ROUTINES
+    module, _, attribute = FAMILIES[name]
+    return getattr(importlib.import_module(module), attribute)
 
 
 def needed_by(body: str) -> list[tuple[str, str, str]]:
     """The (family, kind, dtype) units a kernel's source calls, in a fixed order."""
     units = []
-    for family, (_, alias) in FAMILIES.items():
+    for family, (_, alias, _) in FAMILIES.items():
         if f"{alias}.{family}_" not in body:
             continue
         routines = _family(family)
@@ -208,7 +210,7 @@ def needed_lines(body: str, header: str = "") -> str:
         return ""
     lines = []
     for family in dict.fromkeys(f for f, _, _ in units):
-        module, alias = FAMILIES[family]
+        module, alias, _ = FAMILIES[family]
         if f" as {alias}" not in header:
             package, name = module.rsplit(".", 1)
             lines.append(f"from {package} import {name} as {alias}\n")
