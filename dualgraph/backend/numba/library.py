@@ -56,12 +56,15 @@ class Routines:
 
     def __init__(self, family: str, kinds: Iterable[str],
                  make: Callable[[str, Any], Any], aliases: dict | None = None,
-                 inlines: Iterable[str] = ()) -> None:
+                 inlines: Iterable[str] = (), requires: dict | None = None) -> None:
         self.family = family
         self.kinds = tuple(kinds)
         self._make = make  # (kind, Numba dtype) -> the routine's cfunc (`cfunc`)
         # A call name of generated code that runs another kind's routine.
         self.aliases = dict(aliases or {})
+        # kind -> the kinds whose routines its machine code calls by symbol: registered
+        # before it is built or loaded.
+        self.requires = {k: tuple(v) for k, v in (requires or {}).items()}
         # The modules whose code the routines compile in: their own, then ``inlines``.
         self.modules = (make.__module__, *inlines)
         self._key = ""
@@ -136,6 +139,8 @@ class Routines:
             warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
             ty = types.float32 if dtype == "float32" else types.float64
             for k in kinds:
+                for r in self.requires.get(k, ()):
+                    self.need(dtype, r)
                 if (k, dtype) not in self._built:
                     with _unit_lock(self.symbol(k, dtype)):
                         fn = self._make(k, ty)
@@ -220,8 +225,13 @@ def needed_lines(body: str, header: str = "") -> str:
 
 
 def missing(units: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
-    """The units of ``units`` this process has not built."""
-    return [u for u in units if (u[1], u[2]) not in _family(u[0]).built()]
+    """The units of ``units`` and those their routines call (before them) this process
+    has not built."""
+    every = []
+    for family, kind, dtype in units:
+        every += [(family, r, dtype) for r in _family(family).requires.get(kind, ())]
+        every.append((family, kind, dtype))
+    return [u for u in dict.fromkeys(every) if (u[1], u[2]) not in _family(u[0]).built()]
 
 
 def need_units(units: Iterable[tuple[str, str, str]]) -> None:
