@@ -22,6 +22,11 @@ routine. A family's cached functions (its C functions, and the njit helpers of i
 module, which they call) are keyed on the source of its module and of every module
 named in its ``inlines`` as well (`Routines.source_key`).
 
+A routine may call another routine of its family by symbol (the convolution's routines
+call its window copies, which are compiled and optimised once that way, not again inside
+each routine): ``requires`` names them, and `Routines.need` registers them first, so the
+calling routine's machine code, built or loaded from the disk cache, finds them.
+
 A new family follows the same pattern: a ``Routines(family, kinds, make, inlines=...)``
 at module level of its own file, whose ``make`` returns ``ROUTINES.cfunc(...)``,
 intrinsics whose typing calls ``need(dtype, kind)``, generated code that names
