@@ -30,7 +30,7 @@ from numba.core import cgutils
 from numba.core.extending import intrinsic, overload
 
 from ..kir import Gemm, LibCall, walk
-from .library import Routines
+from .library import HELPER_JIT, Routines
 
 # cblas enum values
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
@@ -394,7 +394,7 @@ def _free(typingctx, p):
 # The helpers take an operand's shape and strides as views of the geometry block, not the
 # block and their offsets: Numba compiles a function called with a literal integer once
 # per value, and the offsets are literals.
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_JIT)
 def _layout(strides, nd, rows, cols):
     """(cblas transpose flag, leading dimension) of the matrices in the last two axes of
     the operand with ``strides``; flag -1 when BLAS cannot read them in place."""
@@ -406,7 +406,7 @@ def _layout(strides, nd, rows, cols):
     return -1, 0
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_JIT)
 def _copied(p, shape, strides, nd):
     """The operand's elements copied C-ordered into a new buffer (`_alloc`); its
     ``strides`` become the copy's. Rows along the last axis, the other axes stepped as
@@ -443,7 +443,7 @@ def _copied(p, shape, strides, nd):
     return out
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_JIT)
 def _item_offset(shape, strides, nd, item, cshape, nc):
     """Element offset of batch item ``item`` (numbered over the result's batch axes, of
     ``cshape``) in the operand, whose batch axes align with the result's trailing ones;

@@ -56,6 +56,14 @@ FAMILIES = {
 }
 
 
+# The njit options of the helpers a family's C functions call and nothing else calls (not
+# Python, not a kernel): no Python or C entry point of their own, which Numba would
+# otherwise lower, optimise and emit for each helper on a fresh installation's first
+# build, for no caller. The C functions' machine code is the same.
+HELPER_JIT = {"cache": True, "nogil": True, "error_model": "numpy",
+              "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+
+
 class Routines:
     """One family of C routines, each kind and dtype built on its first `need`."""
 
