@@ -30,7 +30,7 @@ from numba.core import cgutils
 from numba.core.extending import intrinsic, overload
 
 from ..kir import Gemm, LibCall, walk
-from .library import Routines
+from .library import HELPER_JIT, Routines
 
 # cblas enum values
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
@@ -354,14 +354,47 @@ def _empty_of(p, n):  # noqa: ARG001 - typed by the overload below
 
 @overload(_empty_of)
 def _empty_of_ptr(p, n):
+    """An array of ``n`` elements of ``p``'s dtype (the recurrent routines' work rows)."""
     dtype = p.dtype
     return lambda p, n: np.empty(n, dtype)
+
+
+@intrinsic
+def _alloc(typingctx, like, n):
+    """A buffer of ``n`` elements of the dtype of ``like`` (a pointer or an array), as a
+    raw pointer from Numba's allocator, to be given back with `_free`. The library's
+    scratch buffers are raw memory, not arrays: an array would bring its reference
+    counting into every routine using it, code Numba lowers and LLVM optimises on each
+    fresh installation's first compile."""
+    dtype = like.dtype
+
+    def codegen(context, builder, signature, args):
+        elem = context.get_value_type(dtype)
+        count = context.cast(builder, args[1], signature.args[1], types.intp)
+        size = builder.mul(count, context.get_constant(types.intp,
+                                                       context.get_abi_sizeof(elem)))
+        # At least one byte: a zero-length request still gives a pointer to free.
+        one = context.get_constant(types.intp, 1)
+        size = builder.select(builder.icmp_signed("<", size, one), one, size)
+        return builder.bitcast(context.nrt.allocate(builder, size), elem.as_pointer())
+
+    return types.CPointer(dtype)(like, n), codegen
+
+
+@intrinsic
+def _free(typingctx, p):
+    """Give back a buffer of `_alloc`."""
+    def codegen(context, builder, signature, args):
+        context.nrt.free(builder, builder.bitcast(args[0], cgutils.voidptr_t))
+        return context.get_dummy_value()
+
+    return types.void(p), codegen
 
 
 # The helpers take an operand's shape and strides as views of the geometry block, not the
 # block and their offsets: Numba compiles a function called with a literal integer once
 # per value, and the offsets are literals.
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_JIT)
 def _layout(strides, nd, rows, cols):
     """(cblas transpose flag, leading dimension) of the matrices in the last two axes of
     the operand with ``strides``; flag -1 when BLAS cannot read them in place."""
@@ -373,32 +406,36 @@ def _layout(strides, nd, rows, cols):
     return -1, 0
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_JIT)
 def _copied(p, shape, strides, nd):
-    """The operand's elements copied C-ordered into a new array; its ``strides`` become
-    the copy's. Rows along the last axis, the other axes stepped as an odometer (no
-    division per element)."""
+    """The operand's elements copied C-ordered into a new buffer (`_alloc`); its
+    ``strides`` become the copy's. Rows along the last axis, the other axes stepped as
+    an odometer (no division per element)."""
     total = 1
     for d in range(nd):
         total *= shape[d]
-    out = _empty_of(p, total)
+    out = _alloc(p, total)
     inner, step = shape[nd - 1], strides[nd - 1]
     if total > 0:
-        idx = np.zeros(nd, np.int64)
+        idx = _alloc(strides, nd)
+        for d in range(nd):
+            _store(idx, d, 0)
         off = 0
         for row in range(total // inner):
             base = row * inner
             for j in range(inner):
-                out[base + j] = _load(p, off + j * step)
+                _store(out, base + j, _load(p, off + j * step))
             d = nd - 2
             while d >= 0:
-                idx[d] += 1
+                i = _load(idx, d) + 1
+                _store(idx, d, i)
                 off += strides[d]
-                if idx[d] < shape[d]:
+                if i < shape[d]:
                     break
-                off -= idx[d] * strides[d]
-                idx[d] = 0
+                off -= i * strides[d]
+                _store(idx, d, 0)
                 d -= 1
+        _free(idx)
     size = 1
     for d in range(nd - 1, -1, -1):
         strides[d] = size
@@ -406,7 +443,7 @@ def _copied(p, shape, strides, nd):
     return out
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_JIT)
 def _item_offset(shape, strides, nd, item, cshape, nc):
     """Element offset of batch item ``item`` (numbered over the result's batch axes, of
     ``cshape``) in the operand, whose batch axes align with the result's trailing ones;
@@ -421,9 +458,9 @@ def _item_offset(shape, strides, nd, item, cshape, nc):
     return off
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _batched(x, y, c, geo):
-    """``c[...] = x @ y`` over the batch, the operands as `_geometry` describes them."""
+    """``c[...] = x @ y`` over the batch, the operands as `_geometry` describes them: the
+    C function itself (no entry function calling it, which Numba would compile too)."""
     g = numba.carray(geo, (_GEO,))
     nx, ny, nc = g[0], g[1], g[2]
     m, k = g[_XS + nx - 2], g[_XS + nx - 1]
@@ -445,56 +482,55 @@ def _batched(x, y, c, geo):
                     _store(c, ic + i * s0 + j * s1, zero)
         return
     tx, lx = _layout(xt, nx, m, k)
-    xa = _empty_of(x, 0)
-    if tx < 0:
-        xa = _copied(x, xs, xt, nx)
-        x = _data(xa)
+    copy_x = tx < 0
+    if copy_x:
+        x = _copied(x, xs, xt, nx)
         tx, lx = _NO_TRANS, (k if k > 1 else 1)
     ty, ly = _layout(yt, ny, k, n)
-    ya = _empty_of(y, 0)
-    if ty < 0:
-        ya = _copied(y, ys, yt, ny)
-        y = _data(ya)
+    copy_y = ty < 0
+    if copy_y:
+        y = _copied(y, ys, yt, ny)
         ty, ly = _NO_TRANS, (n if n > 1 else 1)
     tc, lc = _layout(ct, nc, m, n)
-    ca = _empty_of(c, 0)
+    copy_c = tc < 0
     out = c
-    if tc < 0:  # neither rows nor columns of a result item are contiguous: via a copy
-        ca = _empty_of(c, count * m * n)
-        out = _data(ca)
+    if copy_c:  # neither rows nor columns of a result item are contiguous: via a copy
+        out = _alloc(c, count * m * n)
         tc, lc = _NO_TRANS, (n if n > 1 else 1)
     for item in range(count):
         ix = _item_offset(xs, xt, nx, item, cs, nc)
         iy = _item_offset(ys, yt, ny, item, cs, nc)
-        ic = item * m * n if ca.size else _item_offset(cs, ct, nc, item, cs, nc)
+        ic = item * m * n if copy_c else _item_offset(cs, ct, nc, item, cs, nc)
         if tc == _NO_TRANS:
             _gemm_ptr(tx, ty, m, n, k, x, ix, lx, y, iy, ly, out, ic, lc)
         else:
             # A column-major result item is the row-major item of c.T = y.T @ x.T.
             _gemm_ptr(_TRANS + _NO_TRANS - ty, _TRANS + _NO_TRANS - tx, n, m, k, y, iy,
                       ly, x, ix, lx, out, ic, lc)
-    if ca.size:
+    if copy_c:
         s0, s1 = ct[nc - 2], ct[nc - 1]
         for item in range(count):
             ic = _item_offset(cs, ct, nc, item, cs, nc)
             for i in range(m):
                 for j in range(n):
-                    _store(c, ic + i * s0 + j * s1, ca[(item * m + i) * n + j])
-    # The copies live until every product has read them.
-    xa.size + ya.size  # noqa: B018
+                    _store(c, ic + i * s0 + j * s1, _load(out, (item * m + i) * n + j))
+        _free(out)
+    if copy_x:
+        _free(x)
+    if copy_y:
+        _free(y)
 
 
-def _c_batched(dtype: Any) -> Any:
+def _make_batched(kind: str, dtype: Any) -> Any:  # noqa: ARG001 - the family's one kind
     ptr = types.CPointer(dtype)
-    sig = types.void(ptr, ptr, ptr, types.CPointer(types.int64))
-
-    def entry(x, y, c, geo):
-        _batched(x, y, c, geo)
-
-    return numba.cfunc(sig, cache=True, nopython=True, error_model="numpy")(entry)
+    return GEMM_ROUTINES.cfunc(_batched, types.void(ptr, ptr, ptr, types.CPointer(types.int64)),
+                               error_model="numpy")
 
 
-_BATCHED: dict = {}
+# The batched product is a library unit as the convolution's routines are: built per dtype
+# on first need, its disk cache entry keyed on this module's source, and queued ahead of
+# the kernels when a cold compile is shared among processes.
+GEMM_ROUTINES = Routines("gemm", ("batched",), _make_batched)
 
 
 def need_batched(dtype: str) -> None:
@@ -502,16 +538,7 @@ def need_batched(dtype: str) -> None:
     ``dtype`` ("float32" or "float64") and register its symbol, once per process: before
     a kernel calling it is compiled (its typing does this) or loaded (its module's
     header does)."""
-    if dtype in _BATCHED:
-        return
-    from numba.core.compiler_lock import global_compiler_lock
-
-    # Numba's own lock: typing a kernel holds it already, so no other order is taken.
-    with global_compiler_lock:
-        if dtype not in _BATCHED:
-            fn = _c_batched(types.float32 if dtype == "float32" else types.float64)
-            llvm.add_symbol(f"dualgraph_gemm_batched_{dtype}", fn.address)
-            _BATCHED[dtype] = fn
+    GEMM_ROUTINES.need(dtype, "batched")
 
 
 @intrinsic
@@ -528,7 +555,7 @@ def gemm_batched(typingctx, x, y, c):
             == c.dtype and c.dtype in (types.float32, types.float64) and 2 <= x.ndim <= _MAXD
             and 2 <= y.ndim <= _MAXD and 2 <= c.ndim <= _MAXD):
         return None
-    name = f"dualgraph_gemm_batched_{c.dtype}"
+    name = GEMM_ROUTINES.symbol("batched", str(c.dtype))
     need_batched(str(c.dtype))
 
     def codegen(context, builder, signature, args):
@@ -720,7 +747,6 @@ def _window_columns(kj, t, w_):
     return b, max(0, (sw - 1 - b) // sw), min(ow, (w_ - 1 - b) // sw + 1)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _gather(x, xn, g, t, cols, base, rs, zero):
     """One sample's windows (its image at ``x + xn``, operand 0 of ``g``) into rows ``r``
     of ``cols`` starting ``base + r * rs`` (each ``oh * ow`` long); ``zero``: write zeros
@@ -752,7 +778,39 @@ def _gather(x, xn, g, t, cols, base, rs, zero):
                             _store(cols, dst + ox, _load(x, src + (ox * sw + b) * s3))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _unit_call(kind: str, args: tuple) -> Any:
+    """The typing and code of a call of the convolution's C function ``kind`` by its
+    symbol (its unit built first): pointers passed as they are, integers and booleans as
+    int64. The window copies are units of their own, called once per sample, so a
+    routine using them neither compiles nor optimises their loops again."""
+    dtype = next(a.dtype for a in args if isinstance(a, types.CPointer)
+                 and a.dtype in (types.float32, types.float64))
+    need_conv(str(dtype), kind)
+    name = ROUTINES.symbol(kind, str(dtype))
+
+    def codegen(context, builder, signature, args_):
+        values = [v if isinstance(ty, types.CPointer)
+                  else context.cast(builder, v, ty, types.int64)
+                  for ty, v in zip(signature.args, args_)]
+        fnty = ir.FunctionType(ir.VoidType(), [v.type for v in values])
+        builder.call(cgutils.get_or_insert_function(builder.module, fnty, name), values)
+        return context.get_dummy_value()
+
+    return types.void(*args), codegen
+
+
+@intrinsic
+def _gather_unit(typingctx, x, xn, g, t, cols, base, rs, zero):
+    """`_gather` through its unit's symbol."""
+    return _unit_call("gather", (x, xn, g, t, cols, base, rs, zero))
+
+
+@intrinsic
+def _scatter_unit(typingctx, cols, base, s1, s2, res, n, c_, h_, w_, t):
+    """`_scatter` through its unit's symbol."""
+    return _unit_call("scatter", (cols, base, s1, s2, res, n, c_, h_, w_, t))
+
+
 def _im2col(x, cols, g, t):
     """Operand 0 (N, C, H, W) into ``cols`` (C-ordered): (N, K, L) (mode 0) or (K, N, L)
     (mode 1)."""
@@ -761,12 +819,12 @@ def _im2col(x, cols, g, t):
     zero = t[12] != 0
     for n in range(n_):
         if t[10] == 0:
-            _gather(x, n * s0, g, t, cols, n * (g[1] * t[0] * t[1]) * length, length, zero)
+            _gather_unit(x, n * s0, g, t, cols, n * (g[1] * t[0] * t[1]) * length, length,
+                         zero)
         else:
-            _gather(x, n * s0, g, t, cols, n * length, n_ * length, zero)
+            _gather_unit(x, n * s0, g, t, cols, n * length, n_ * length, zero)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _scatter(cols, base, s1, s2, res, n, c_, h_, w_, t):
     """Sample ``n``'s columns (K, L), column element (r, l) at ``cols + base + r * s1 +
     l * s2``, each added where its window reads it in ``res`` (N, C, H, W) (C-ordered):
@@ -792,7 +850,6 @@ def _scatter(cols, base, s1, s2, res, n, c_, h_, w_, t):
                                    _load(res, dst + ox * sw) + _load(cols, src + ox * s2))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _col2im(cols, res, g, t):
     """``res`` (N, C, H, W) (operand 1, C-ordered) zeroed, then each column element of
     ``cols`` (N, K, L) (operand 0, any strides) added where its window reads it."""
@@ -800,10 +857,9 @@ def _col2im(cols, res, g, t):
     for j in range(n_ * c_ * h_ * w_):
         _store(res, j, _zero_of(res))
     for n in range(n_):
-        _scatter(cols, n * g[4], g[5], g[6], res, n, c_, h_, w_, t)
+        _scatter_unit(cols, n * g[4], g[5], g[6], res, n, c_, h_, w_, t)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _conv2d(x, w, bias, out, g, t):
     """Ungrouped ``out`` (N, O, oH, oW) (operand 3, C-ordered) = conv of ``x`` (operand 0)
     with ``w`` (O, K) (C-ordered): sample by sample, its columns into a (K, L) buffer that
@@ -812,11 +868,10 @@ def _conv2d(x, w, bias, out, g, t):
     n_, o_ = g[3 * _CONV_AT], g[3 * _CONV_AT + 1]
     k = g[1] * t[0] * t[1]
     length = t[8] * t[9]
-    scratch = _empty_of(x, k * length)
-    cols = _data(scratch)
+    cols = _alloc(x, k * length)
     for n in range(n_):
         # The positions a window leaves unwritten are the same in every sample.
-        _gather(x, n * g[4], g, t, cols, 0, length, n == 0 and t[12] != 0)
+        _gather_unit(x, n * g[4], g, t, cols, 0, length, n == 0 and t[12] != 0)
         at = n * o_ * length
         for o in range(o_):
             v = _load(bias, o) if t[11] != 0 else _zero_of(x)
@@ -824,7 +879,7 @@ def _conv2d(x, w, bias, out, g, t):
                 _store(out, at + o * length + j, v)
         if k:
             _gemm_add(o_, length, k, w, 0, cols, 0, out, at)
-    scratch.size  # noqa: B018 - the columns live until the last product has read them
+    _free(cols)
 
 
 @intrinsic
@@ -850,7 +905,6 @@ def _gemm_sample(typingctx, ta, tb, m, n, k, a, b, ib, beta, c):
     return sig, codegen
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _conv2d_weight(x, g, gw, geo, t):
     """Ungrouped weight gradient ``gw`` (O, K) (operand 2, C-ordered) of the convolution
     of ``x`` (operand 0) whose output's gradient is ``g`` (N, O, L) (operand 1,
@@ -861,26 +915,23 @@ def _conv2d_weight(x, g, gw, geo, t):
     n_, o_ = geo[0], geo[_CONV_AT + 1]
     k = geo[1] * t[0] * t[1]
     length = t[8] * t[9]
-    scratch = _empty_of(x, k * length)
-    cols = _data(scratch)
-    acc = _empty_of(x, k * o_)
-    sums = _data(acc)
+    cols = _alloc(x, k * length)
+    sums = _alloc(x, k * o_)
     for j in range(k * o_):
         _store(sums, j, _zero_of(x))
     for n in range(n_):
         # The positions a window leaves unwritten are the same in every sample.
-        _gather(x, n * geo[4], geo, t, cols, 0, length, n == 0 and t[12] != 0)
+        _gather_unit(x, n * geo[4], geo, t, cols, 0, length, n == 0 and t[12] != 0)
         if length:
             _gemm_sample(_NO_TRANS, _TRANS, k, o_, length, cols, g, n * o_ * length, 1.0,
                          sums)
     for o in range(o_):
         for r in range(k):
             _store(gw, o * k + r, _load(sums, r * o_ + o))
-    scratch.size  # noqa: B018 - the buffers live until the last product has read them
-    acc.size  # noqa: B018
+    _free(cols)
+    _free(sums)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _conv2d_input(g, w, res, geo, t):
     """Ungrouped input gradient ``res`` (N, C, H, W) (operand 2, C-ordered) of the
     convolution with ``w`` (O, K) (operand 1, C-ordered) whose output's gradient is ``g``
@@ -895,50 +946,39 @@ def _conv2d_input(g, w, res, geo, t):
         _store(res, j, _zero_of(res))
     if not (o_ and length):
         return
-    scratch = _empty_of(res, k * length)
-    cols = _data(scratch)
+    cols = _alloc(res, k * length)
     for n in range(n_):
         _gemm_sample(_TRANS, _NO_TRANS, k, length, o_, w, g, n * o_ * length, 0.0, cols)
-        _scatter(cols, 0, length, 1, res, n, c_, h_, w_, t)
-    scratch.size  # noqa: B018 - the columns live until the last sample has read them
-
-
-def _c_conv(dtype: Any, kind: str) -> Any:
-    ptr, i64 = types.CPointer(dtype), types.CPointer(types.int64)
-    if kind == "conv2d":
-        def entry(x, w, bias, out, g, t):
-            _conv2d(x, w, bias, out, g, t)
-
-        sig = types.void(ptr, ptr, ptr, ptr, i64, i64)
-    elif kind == "dgrad":
-        def entry(g, w, res, geo, t):
-            _conv2d_input(g, w, res, geo, t)
-
-        sig = types.void(ptr, ptr, ptr, i64, i64)
-    elif kind == "wgrad":
-        def entry(x, g, gw, geo, t):
-            _conv2d_weight(x, g, gw, geo, t)
-
-        sig = types.void(ptr, ptr, ptr, i64, i64)
-    elif kind == "im2col":
-        def entry(x, cols, g, t):
-            _im2col(x, cols, g, t)
-
-        sig = types.void(ptr, ptr, i64, i64)
-    else:
-        def entry(cols, res, g, t):
-            _col2im(cols, res, g, t)
-
-        sig = types.void(ptr, ptr, i64, i64)
-    return ROUTINES.cfunc(entry, sig, error_model="numpy")
+        _scatter_unit(cols, 0, length, 1, res, n, c_, h_, w_, t)
+    _free(cols)
 
 
 def _make_conv(kind: str, dtype: Any) -> Any:
-    return _c_conv(dtype, kind)
+    """The C function of convolution routine ``kind`` for the Numba float type ``dtype``:
+    the routine's function itself (no entry function calling it, which Numba would
+    compile too)."""
+    body, arity, args = _CONV_KINDS[kind]
+    ptr, i64 = types.CPointer(dtype), types.CPointer(types.int64)
+    if args is None:  # the routines kernels call: the arrays, their geometry, the table
+        sig = types.void(*([ptr] * arity), i64, i64)
+    else:  # the window copies: their own arguments, in order
+        sig = types.void(*(ptr if a == "p" else i64 if a == "g" else types.int64
+                           for a in args))
+    return ROUTINES.cfunc(body, sig, error_model="numpy")
 
 
-CONV_KINDS = ("im2col", "col2im", "conv2d", "wgrad", "dgrad")
-ROUTINES = Routines("conv", CONV_KINDS, _make_conv)
+# Each routine's function, number of arrays and, for the window copies the others call,
+# their arguments (p: a float pointer, g: an int64 pointer, i: an int64).
+_CONV_KINDS = {"im2col": (_im2col, 2, None), "col2im": (_col2im, 2, None),
+               "conv2d": (_conv2d, 4, None), "wgrad": (_conv2d_weight, 3, None),
+               "dgrad": (_conv2d_input, 3, None),
+               "gather": (_gather, 0, "piggpiii"), "scatter": (_scatter, 0, "piiipiiiig")}
+CONV_KINDS = tuple(_CONV_KINDS)
+# A routine's machine code calls the window copies by symbol: they are registered first.
+ROUTINES = Routines("conv", CONV_KINDS, _make_conv,
+                    requires={"im2col": ("gather",), "conv2d": ("gather",),
+                              "wgrad": ("gather",), "col2im": ("scatter",),
+                              "dgrad": ("scatter",)})
 
 
 def need_conv(dtype: str, kind: str | None = None) -> None:

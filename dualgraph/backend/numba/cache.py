@@ -331,9 +331,6 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
     if opt is not None:
         header += f"# LLVM optimisation level {int(opt)}, {PIPELINE}\n"
     # The C functions the kernel calls by symbol exist before Numba loads it.
-    for dtype in ("float32", "float64"):
-        if f"dgb.gemm_batched_{dtype}(" in body:
-            header += f"dgb.need_batched({dtype!r})\n"
     header += needed_lines(body, header)
     return header + deco + body + "\n"
 

@@ -22,6 +22,11 @@ routine. A family's cached functions (its C functions, and the njit helpers of i
 module, which they call) are keyed on the source of its module and of every module
 named in its ``inlines`` as well (`Routines.source_key`).
 
+A routine may call another routine of its family by symbol (the convolution's routines
+call its window copies, which are compiled and optimised once that way, not again inside
+each routine): ``requires`` names them, and `Routines.need` registers them first, so the
+calling routine's machine code, built or loaded from the disk cache, finds them.
+
 A new family follows the same pattern: a ``Routines(family, kinds, make, inlines=...)``
 at module level of its own file, whose ``make`` returns ``ROUTINES.cfunc(...)``,
 intrinsics whose typing calls ``need(dtype, kind)``, generated code that names
@@ -39,14 +44,24 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 DTYPES = ("float32", "float64")
-# The families a kernel module may call: (family, module, its alias in generated code).
-# The alias is how `needed_by` finds the calls in a kernel's source.
+# The families a kernel module may call: family -> (module, its alias in generated code,
+# the module's name for its `Routines`). The alias is how `needed_by` finds the calls in a
+# kernel's source.
 FAMILIES = {
-    "row": ("dualgraph.backend.numba.row_kernels", "dgw"),
-    "rnn": ("dualgraph.backend.numba.recurrent_kernels", "dgr"),
-    "conv": ("dualgraph.backend.numba.blas", "dgb"),
-    "chan": ("dualgraph.backend.numba.channel_kernels", "dgn"),
+    "row": ("dualgraph.backend.numba.row_kernels", "dgw", "ROUTINES"),
+    "rnn": ("dualgraph.backend.numba.recurrent_kernels", "dgr", "ROUTINES"),
+    "conv": ("dualgraph.backend.numba.blas", "dgb", "ROUTINES"),
+    "gemm": ("dualgraph.backend.numba.blas", "dgb", "GEMM_ROUTINES"),
+    "chan": ("dualgraph.backend.numba.channel_kernels", "dgn", "ROUTINES"),
 }
+
+
+# The njit options of the helpers a family's C functions call and nothing else calls (not
+# Python, not a kernel): no Python or C entry point of their own, which Numba would
+# otherwise lower, optimise and emit for each helper on a fresh installation's first
+# build, for no caller. The C functions' machine code is the same.
+HELPER_JIT = {"cache": True, "nogil": True, "error_model": "numpy",
+              "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 
 class Routines:
@@ -54,12 +69,15 @@ class Routines:
 
     def __init__(self, family: str, kinds: Iterable[str],
                  make: Callable[[str, Any], Any], aliases: dict | None = None,
-                 inlines: Iterable[str] = ()) -> None:
+                 inlines: Iterable[str] = (), requires: dict | None = None) -> None:
         self.family = family
         self.kinds = tuple(kinds)
         self._make = make  # (kind, Numba dtype) -> the routine's cfunc (`cfunc`)
         # A call name of generated code that runs another kind's routine.
         self.aliases = dict(aliases or {})
+        # kind -> the kinds whose routines its machine code calls by symbol: registered
+        # before it is built or loaded.
+        self.requires = {k: tuple(v) for k, v in (requires or {}).items()}
         # The modules whose code the routines compile in: their own, then ``inlines``.
         self.modules = (make.__module__, *inlines)
         self._key = ""
@@ -134,6 +152,8 @@ class Routines:
             warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
             ty = types.float32 if dtype == "float32" else types.float64
             for k in kinds:
+                for r in self.requires.get(k, ()):
+                    self.need(dtype, r)
                 if (k, dtype) not in self._built:
                     with _unit_lock(self.symbol(k, dtype)):
                         fn = self._make(k, ty)
@@ -181,14 +201,14 @@ def _unit_lock(symbol: str) -> Iterator[None]:
 def _family(name: str) -> Routines:
     import importlib
 
-    module = importlib.import_module(FAMILIES[name][0])
-    return module.ROUTINES
+    module, _, attribute = FAMILIES[name]
+    return getattr(importlib.import_module(module), attribute)
 
 
 def needed_by(body: str) -> list[tuple[str, str, str]]:
     """The (family, kind, dtype) units a kernel's source calls, in a fixed order."""
     units = []
-    for family, (_, alias) in FAMILIES.items():
+    for family, (_, alias, _) in FAMILIES.items():
         if f"{alias}.{family}_" not in body:
             continue
         routines = _family(family)
@@ -208,7 +228,7 @@ def needed_lines(body: str, header: str = "") -> str:
         return ""
     lines = []
     for family in dict.fromkeys(f for f, _, _ in units):
-        module, alias = FAMILIES[family]
+        module, alias, _ = FAMILIES[family]
         if f" as {alias}" not in header:
             package, name = module.rsplit(".", 1)
             lines.append(f"from {package} import {name} as {alias}\n")
@@ -218,8 +238,13 @@ def needed_lines(body: str, header: str = "") -> str:
 
 
 def missing(units: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
-    """The units of ``units`` this process has not built."""
-    return [u for u in units if (u[1], u[2]) not in _family(u[0]).built()]
+    """The units of ``units`` and those their routines call (before them) this process
+    has not built."""
+    every = []
+    for family, kind, dtype in units:
+        every += [(family, r, dtype) for r in _family(family).requires.get(kind, ())]
+        every.append((family, kind, dtype))
+    return [u for u in dict.fromkeys(every) if (u[1], u[2]) not in _family(u[0]).built()]
 
 
 def need_units(units: Iterable[tuple[str, str, str]]) -> None:

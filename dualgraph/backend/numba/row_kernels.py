@@ -37,7 +37,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from . import kernels as dgk
-from .library import Routines
+from .library import HELPER_JIT, Routines
 from .row_simd import lane_max, lane_sum
 
 _AT = 9  # per operand: four extents, four strides, the origin
@@ -89,7 +89,7 @@ def _of_dtype(a, v):
 # The geometry helpers take one operand's block (``g[a * _AT:(a + 1) * _AT]``), not the
 # whole block and the operand's number: Numba compiles a function called with a literal
 # integer once per value, and the operands' numbers are literals.
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_JIT)
 def _span(ga):
     """An operand as a flat array over every address it spans."""
     span = 1
@@ -102,13 +102,13 @@ def _span(ga):
     return span
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_JIT)
 def _flat(p, ga):
     """An operand (its pointer at the lowest address it spans) as a flat array."""
     return numba.carray(p, (_span(ga),))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_JIT)
 def _base(ga, i0, i1, i2, axis):
     """The flat index of element 0 of the row at outer index (i0, i1, i2) of the operand
     (the outer index skips ``axis``)."""
@@ -122,7 +122,7 @@ def _base(ga, i0, i1, i2, axis):
     return at
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_JIT)
 def _outer(ga, axis):
     """The extents of the operand's three outer axes."""
     e = [1, 1, 1]
@@ -193,7 +193,7 @@ def _lanes_for_row(row, n):
     return lambda row, n: np.empty(0, np.float64)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_JIT)
 def _row_max(xr, n):
     """The max of ``xr[:n]``, LANES at a time (`row_simd.lane_max`). The order of the
     compares is not the serial one, which changes nothing the softmax writes: without a
@@ -284,7 +284,7 @@ def _softmax_backward(pg, py, pout, geo, eps):
                 _put(out, ob, so, n, orow)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(**HELPER_JIT)
 def _stats(xr, n, row, lanes, eps):
     """A row's mean, ``1 / sqrt(var + eps)`` in the row's dtype and in float64, as the
     generated row loops make them (two passes: no cancellation when the mean is large
