@@ -13,7 +13,7 @@ import dualgraph as dg
 from dualgraph.backend import kir
 from dualgraph.backend.loops import flatten_nests, merge_loops
 
-from .kir_exec import run
+from .test_flat_loops import same_results as _same
 
 F4 = np.dtype(np.float32)
 B1 = np.dtype(np.bool_)
@@ -26,15 +26,6 @@ def _nest(body: list) -> kir.Loop:
 
 def _loops(stmts: list) -> list:
     return [s for s in kir.walk(stmts) if isinstance(s, kir.Loop)]
-
-
-def _same(params: list, before: list, after: list) -> None:
-    rng = np.random.default_rng(0)
-    arrays = {p.name: (rng.random(p.shape) - 0.5).astype(p.dtype) for p in params}
-    want = run(before, {n: a.copy() for n, a in arrays.items()})
-    got = run(after, {n: a.copy() for n, a in arrays.items()})
-    for p in params:
-        dg.testing.assert_close(got[p.name], want[p.name], rtol=0, atol=0, msg=p.name)
 
 
 def test_mask_stored_and_read_back_is_flat_and_flat_loops_merge():
