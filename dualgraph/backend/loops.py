@@ -584,7 +584,7 @@ def _reads(s: Any) -> list:
 _FRESH = (kir.OUT, kir.SCRATCH, kir.LOCAL)
 
 
-def flatten_nests(stmts: Iterable) -> list:
+def flatten_nests(stmts: Iterable, depth: int = 2) -> list:
     """``stmts`` (a kernel's top-level statements, or a `kir.Block`) with each perfect
     elementwise nest over whole arrays as one loop over flat views of them; a new list.
 
@@ -600,7 +600,8 @@ def flatten_nests(stmts: Iterable) -> list:
 
     Numba types, indexes and lowers each loop level and each n-d subscript separately: a
     4-D elementwise nest over three arrays compiles in about 80 ms beside an empty
-    function's 55 ms, its flat form with views in about 45 ms."""
+    function's 55 ms, its flat form with views in about 45 ms. ``depth``: only nests at
+    least that deep (a 2-D nest left for `merge_loops` joins its neighbours' loops)."""
     stmts = list(stmts.stmts if isinstance(stmts, kir.Block) else stmts)
     aliases = {s.buf.name: s.base for s in kir.walk(stmts)
                if isinstance(s, kir.View) and s.how == "alias"}
@@ -609,7 +610,8 @@ def flatten_nests(stmts: Iterable) -> list:
     made: dict[str, kir.Buffer] = {}
     out: list = []
     for s in stmts:
-        flat = _flatten(s, aliases, taken, memory, made) if isinstance(s, kir.Loop) else None
+        flat = (_flatten(s, aliases, taken, memory, made, depth)
+                if isinstance(s, kir.Loop) else None)
         out += flat if flat is not None else [s]
     return out
 
@@ -633,7 +635,7 @@ def _fresh_array(buf: kir.Buffer, aliases: dict) -> bool:
 
 
 def _flatten(nest: kir.Loop, aliases: dict, taken: set, memory: Memory,
-             made: dict | None = None) -> list | None:
+             made: dict | None = None, depth: int = 2) -> list | None:
     """``nest`` as flat views and one loop over them, or None (`flatten_nests`).
     ``made``: the flat views earlier nests made, by array name; one of an array allocated
     C-ordered is the array's own memory, so a later nest reads it again (one line less)."""
@@ -641,7 +643,7 @@ def _flatten(nest: kir.Loop, aliases: dict, taken: set, memory: Memory,
     loops = [nest]
     while len(loops[-1].body) == 1 and isinstance(loops[-1].body[0], kir.Loop):
         loops.append(loops[-1].body[0])
-    if len(loops) < 2 or any(lp.parallel for lp in loops):
+    if len(loops) < max(2, depth) or any(lp.parallel for lp in loops):
         # Numba's parallel loops write through a view made inside the kernel into an
         # array of their own (measured: the output came back unwritten).
         return None
