@@ -165,6 +165,11 @@ def _through(view: kir.View, coords: tuple | None) -> tuple | None:
         mine = [k for k, n in enumerate(_shape(view.buf)) if n != 1]
         theirs = [d for d, n in enumerate(base) if n != 1]
         if [view.buf.shape[k] for k in mine] != [base[d] for d in theirs]:
+            if len(coords) == 1 and view.buf.shape == (math.prod(base),):
+                # A whole array's flat view (`flatten_nests`): its index, past the base's
+                # dimensions, so it lines up with the same flat index only, never with
+                # an n-d subscript of the base.
+                return (None,) * len(base) + (coords[0],)
             return None
         out = [({}, 0)] * len(base)
         for k, d in zip(mine, theirs):
@@ -579,7 +584,7 @@ def _reads(s: Any) -> list:
 _FRESH = (kir.OUT, kir.SCRATCH, kir.LOCAL)
 
 
-def flatten_nests(stmts: Iterable) -> list:
+def flatten_nests(stmts: Iterable, depth: int = 2) -> list:
     """``stmts`` (a kernel's top-level statements, or a `kir.Block`) with each perfect
     elementwise nest over whole arrays as one loop over flat views of them; a new list.
 
@@ -595,15 +600,18 @@ def flatten_nests(stmts: Iterable) -> list:
 
     Numba types, indexes and lowers each loop level and each n-d subscript separately: a
     4-D elementwise nest over three arrays compiles in about 80 ms beside an empty
-    function's 55 ms, its flat form with views in about 45 ms."""
+    function's 55 ms, its flat form with views in about 45 ms. ``depth``: only nests at
+    least that deep (a 2-D nest left for `merge_loops` joins its neighbours' loops)."""
     stmts = list(stmts.stmts if isinstance(stmts, kir.Block) else stmts)
     aliases = {s.buf.name: s.base for s in kir.walk(stmts)
                if isinstance(s, kir.View) and s.how == "alias"}
     taken = {b.name for s in kir.walk(stmts) for b in _buffers_of(s)}
     memory = Memory(stmts)
+    made: dict[str, kir.Buffer] = {}
     out: list = []
     for s in stmts:
-        flat = _flatten(s, aliases, taken, memory) if isinstance(s, kir.Loop) else None
+        flat = (_flatten(s, aliases, taken, memory, made, depth)
+                if isinstance(s, kir.Loop) else None)
         out += flat if flat is not None else [s]
     return out
 
@@ -626,11 +634,16 @@ def _fresh_array(buf: kir.Buffer, aliases: dict) -> bool:
     return False
 
 
-def _flatten(nest: kir.Loop, aliases: dict, taken: set, memory: Memory) -> list | None:
+def _flatten(nest: kir.Loop, aliases: dict, taken: set, memory: Memory,
+             made: dict | None = None, depth: int = 2) -> list | None:
+    """``nest`` as flat views and one loop over them, or None (`flatten_nests`).
+    ``made``: the flat views earlier nests made, by array name; one of an array allocated
+    C-ordered is the array's own memory, so a later nest reads it again (one line less)."""
+    made = {} if made is None else made
     loops = [nest]
     while len(loops[-1].body) == 1 and isinstance(loops[-1].body[0], kir.Loop):
         loops.append(loops[-1].body[0])
-    if len(loops) < 2 or any(lp.parallel for lp in loops):
+    if len(loops) < max(2, depth) or any(lp.parallel for lp in loops):
         # Numba's parallel loops write through a view made inside the kernel into an
         # array of their own (measured: the output came back unwritten).
         return None
@@ -673,18 +686,31 @@ def _flatten(nest: kir.Loop, aliases: dict, taken: set, memory: Memory) -> list 
     # be read before the nest writes it when its flat view is a copy.
     stored = {s.buf.name for s in body if isinstance(s, kir.Store)}
     roots = {memory.locate(bufs[n], None)[0] for n in stored}
+    # One that is itself a C-ordered array of its own or an alias of one (a mask the nest
+    # stores, then reads back at the same element) is no copy: its flat view is the
+    # same memory, element for element.
     for name, b in bufs.items():
-        if name not in stored and (memory.locate(b, None)[0] in roots | {None}):
+        if name not in stored and (memory.locate(b, None)[0] in roots | {None}) \
+                and not _fresh_array(b, aliases):
             return None
     size = math.prod(extents)
     views, flat = [], {}
     for name, b in bufs.items():
+        own = _fresh_array(b, aliases)
+        root = b
+        while own and root.name in aliases:
+            root = aliases[root.name]
+        if own and root.name in made:
+            flat[name] = made[root.name]
+            continue
         k = 0
         while f"{name}_fl{k}" in taken:
             k += 1
         taken.add(f"{name}_fl{k}")
         flat[name] = kir.Buffer(f"{name}_fl{k}", (size,), b.dtype, kir.VIEW, "C")
         views.append(kir.View(flat[name], b, "reshape"))
+        if own:
+            made[root.name] = flat[name]
     i = kir.Var(index[0].name)
 
     def sub(e: kir.Expr) -> kir.Expr:

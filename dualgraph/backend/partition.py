@@ -199,7 +199,8 @@ def _chunks(units: list[Node], weight: dict[int, int], target: int,
 
 
 def _updates(units: list[Node], graph: Graph, write_to: dict[int, int],
-             keep: int = 0) -> list[tuple[int, int, list[list[Node]]]]:
+             keep: int = 0, plain: frozenset = frozenset()
+             ) -> list[tuple[int, int, list[list[Node]]]]:
     """Runs of ``units`` that only write in place (an optimizer's parameter updates), each
     as ``(start, end, pieces)``: the run's connected parts, one piece each (one parameter's
     update: its step count, moments and parameter), in the order of their first units.
@@ -221,7 +222,7 @@ def _updates(units: list[Node], graph: Graph, write_to: dict[int, int],
             end += 1
         run = units[k:end]
         pieces = _connected(run, written_inputs)
-        shapes = [_piece_key(p, keep) for p in pieces]
+        shapes = [_piece_key(p, keep, plain) for p in pieces]
         if len(pieces) > 1 and len(set(shapes)) < len(shapes):
             out.append((k, end, pieces))
         k = end
@@ -279,13 +280,14 @@ def _alike(units: list[Node], graph: Graph, write_to: dict[int, int],
 
 
 def _apart(chunks: list[list[Node]], units: list[Node], start: int, end: int,
-           pieces: list[list[Node]], keep: int) -> list[list[Node]]:
+           pieces: list[list[Node]], keep: int, plain: frozenset = frozenset()
+           ) -> list[list[Node]]:
     """``chunks`` with the pieces of the update run ``units[start:end]`` that share their
     structure with another piece taken out, each a chunk of its own, placed before the
     first chunk holding a unit after the run. The other chunks keep their cuts: a piece
     no other piece shares gains nothing alone. Unchanged when one chunk holds units both
     before and after the run (a piece could not be placed between them)."""
-    keys = [_piece_key(p, keep) for p in pieces]
+    keys = [_piece_key(p, keep, plain) for p in pieces]
     count = Counter(keys)
     shared = [p for p, k in zip(pieces, keys) if count[k] > 1]
     taken = {id(u) for p in shared for u in p}
@@ -299,10 +301,11 @@ def _apart(chunks: list[list[Node]], units: list[Node], start: int, end: int,
     return out
 
 
-def _piece_key(piece: list[Node], keep: int) -> tuple:
+def _piece_key(piece: list[Node], keep: int, plain: frozenset = frozenset()) -> tuple:
     """What decides a piece's code, as `_token_key` tells for each of its nodes; for a
-    piece `flatten` makes one loop over flat arrays, its shape and sizes do not count."""
-    shape = _uniform(piece)
+    piece `flatten` makes one loop over flat arrays, its shape and sizes do not count.
+    ``plain``: views the piece will read as arrays of their own (`_output_views`)."""
+    shape = _uniform(piece, plain)
     if shape is not None:
         return ("flat", tuple(_flat_token(u, shape) for u in piece))
     return tuple(_token_key(u, keep) for u in piece)
@@ -341,7 +344,7 @@ def _source(x: Node) -> Node:
     return x
 
 
-def _uniform(nodes: list[Node]) -> tuple | None:
+def _uniform(nodes: list[Node], plain: frozenset = frozenset()) -> tuple | None:
     """The one shape of every non-scalar value ``nodes`` compute and read, when each is
     elementwise (a fused body too) and reads other values only as scalars, at that shape,
     or through reshapes of values of its size; None otherwise, or when all are scalars.
@@ -372,6 +375,8 @@ def _uniform(nodes: list[Node]) -> tuple | None:
                 if not fits(i.shape):
                     return False
                 src = _source(i)
+                if id(i) in plain:
+                    continue
                 if src is not i:
                     if _free(src) or _size(src.shape) != _size(i.shape):
                         return False
@@ -668,13 +673,20 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     graph, weight = split_epilogues(graph, weight)
     units = [n for n in graph.nodes if not _free(n)]
     chunks = _chunks(units, weight, target, keep)
-    for start, end, pieces in [*_updates(units, graph, write_to, keep),
+    plain = _output_views(graph, write_to)
+    for start, end, pieces in [*_updates(units, graph, write_to, keep, plain),
                                *_alike(units, graph, write_to, weight, target)]:
-        chunks = _apart(chunks, units, start, end, pieces, keep)
+        chunks = _apart(chunks, units, start, end, pieces, keep, plain)
     if len(chunks) < 2:
         return None
     home = {id(n): c for c, chunk in enumerate(chunks) for n in chunk}
     input_index = {id(n): j for j, n in enumerate(graph.inputs)}
+    last = len(chunks) - 1
+    # A view that is a graph output (a row of batch norm's parameter gradients given as a
+    # `.grad`) is copied out by the chunk `_view_home` names; a later chunk reads that
+    # output array instead of the view's source, so its piece reads a whole array (a
+    # flat optimizer update shared with every other parameter's).
+    copied = _copied_views(graph, write_to, home, last)
 
     # What each chunk reads from outside (graph inputs, values of earlier chunks), with
     # views and constants recomputed where read.
@@ -686,6 +698,8 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
         elif id(x) in home:
             if home[id(x)] != c:
                 reads[c].setdefault(("val", id(x)))
+        elif copied.get(id(x), c) < c:
+            reads[c].setdefault(("val", id(x)))
         else:  # a view or constant
             for i in x.inputs:
                 if isinstance(i, Node):
@@ -701,7 +715,6 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     # write whose input a later chunk still reads, that last reader (the value is passed
     # to it); outputs that are inputs, constants or views go to the last chunk. Placing
     # an output may add reads to its chunk, so this repeats until nothing moves.
-    last = len(chunks) - 1
     owner: dict[int, int] = {}
     while True:
         last_reader: dict[int, int] = {}
@@ -729,7 +742,8 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     plan = Plan([])
     for c, chunk in enumerate(chunks):
         plan.segments.append(flatten(_segment(graph, c, chunk, list(reads[c]), owner,
-                                              needed, write_to, home, input_index, by_id)))
+                                              needed, write_to, home, input_index, by_id,
+                                              copied)))
     for seg in plan.segments:
         for kind, v in seg.dests:
             if kind == "val":
@@ -918,11 +932,47 @@ def _view_home(o: Node, home: dict, last: int) -> int:
     return max(leaves) if leaves else last
 
 
+def _output_views(graph: Graph, write_to: dict[int, int]) -> frozenset:
+    """Ids of the graph outputs (not written in place) that are views of computed values
+    only: the chunk copying one out comes before any chunk of the nodes after it, which
+    then read the output array (`_copied_views`)."""
+    out = set()
+    for k, o in enumerate(graph.outputs):
+        if k in write_to or not _free(o) or o.op == "const":
+            continue
+        stack, ok = [o], True
+        while stack and ok:
+            x = stack.pop()
+            if x.op == "input":
+                ok = False
+            elif _free(x):
+                stack += [i for i in x.inputs if isinstance(i, Node)]
+        if ok:
+            out.add(id(o))
+    return frozenset(out)
+
+
+def _copied_views(graph: Graph, write_to: dict[int, int], home: dict,
+                  last: int) -> dict[int, int]:
+    """View id -> the chunk copying it out, for each graph output (not written in place)
+    that views values chunks compute: a chunk after that one may read the output array."""
+    out: dict[int, int] = {}
+    for k, o in enumerate(graph.outputs):
+        if k in write_to or id(o) in home or not _free(o) or o.op == "const":
+            continue
+        c = _view_home(o, home, last)
+        # `_view_home` gives ``last`` for a view of a graph input: no chunk reads it later.
+        out[id(o)] = min(out.get(id(o), c), c)
+    return out
+
+
 def _segment(graph: Graph, c: int, chunk: list[Node], reads: list, owner: dict,
              needed: dict, write_to: dict, home: dict, input_index: dict,
-             by_id: dict) -> Segment:
-    """Chunk ``c`` as a graph: inputs numbered by first use, views and constants cloned."""
+             by_id: dict, copied: dict | None = None) -> Segment:
+    """Chunk ``c`` as a graph: inputs numbered by first use, views and constants cloned
+    (``copied``: views read from the output arrays earlier chunks copied them to)."""
     readable = set(reads)
+    copied = copied or {}
     new: dict[int, Node] = {}
     inputs: list[Node] = []
     sources: list[tuple[str, int]] = []
@@ -932,6 +982,8 @@ def _segment(graph: Graph, c: int, chunk: list[Node], reads: list, owner: dict,
         if id(x) in input_index:
             return ("in", input_index[id(x)])
         if id(x) in home and home[id(x)] != c and ("val", id(x)) in readable:
+            return ("val", id(x))
+        if copied.get(id(x), c) < c and ("val", id(x)) in readable:
             return ("val", id(x))
         return None
 

@@ -238,10 +238,14 @@ class _Writer:
         params += [f"c{k}" for k in range(len(self.consts))]
         outs = [f"o{k}" for k in range(len(self.graph.outputs)) if k not in self.write_to]
         kir.verify(self.stmts, [self.bufs[p] for p in params + outs])
+        # Nests of three or more loops flattened before merging too: a merge joins nests
+        # by their outer loop only, and the imperfect nest it leaves stays n-d (each
+        # level and subscript typed and lowered apart), where flat loops of one length
+        # still merge. A 2-D nest merged with its neighbours costs little more.
         stmts = loops.flatten_nests(loops.hoist_invariants(loops.merge_loops(
-            schedule.share_subexpressions(schedule.hoist_allocations(
+            loops.flatten_nests(schedule.share_subexpressions(schedule.hoist_allocations(
                 lowerings.norm.column_sums(lowerings.norm.merge_layer_norm_grads(
-                    self.stmts)))),
+                    self.stmts)))), depth=3),
             keep=folds_scalar)))
         sizes = printer.Sizes([(p, self.bufs[p].shape) for p in params + outs], self.keep)
         code: list[str] = []
