@@ -86,6 +86,26 @@ def gemm_call(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
         _column_blocks(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc)
 
 
+@numba.njit(cache=True, nogil=True)
+def gemm_part(p, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
+    """Block ``p`` (of ROW_PARTS) of the product `gemm_call` cuts the same way (rows of its
+    result when it has as many rows as columns or more, else columns), at any size: the
+    caller's own ``prange`` over the blocks runs each block's elementwise epilogue right
+    after it, one parallel region for both. Returns the block's rows and columns
+    ``(r0, r1, c0, c1)``."""
+    if m >= n:
+        r0, r1 = m * p // ROW_PARTS, m * (p + 1) // ROW_PARTS
+        if r1 > r0:
+            ia = r0 if ta == _TRANS else r0 * lda
+            _gemm_at(ta, tb, r1 - r0, n, k, a, ia, lda, b, 0, ldb, beta, c, r0 * ldc, ldc)
+        return r0, r1, 0, n
+    c0, c1 = n * p // ROW_PARTS, n * (p + 1) // ROW_PARTS
+    if c1 > c0:
+        ib = c0 * ldb if tb == _TRANS else c0
+        _gemm_at(ta, tb, m, c1 - c0, k, a, 0, lda, b, ib, ldb, beta, c, c0, ldc)
+    return 0, m, c0, c1
+
+
 @numba.njit(cache=True, parallel=True, nogil=True)
 def _items(x, y, c):
     """The leading batch axis's items over Numba's threads, one batched call each."""

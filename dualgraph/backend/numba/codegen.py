@@ -198,9 +198,12 @@ class _Writer:
         params += [f"c{k}" for k in range(len(self.consts))]
         outs = [f"o{k}" for k in range(len(self.graph.outputs)) if k not in self.write_to]
         kir.verify(self.stmts, [self.bufs[p] for p in params + outs])
-        stmts = loops.flatten_nests(loops.hoist_invariants(loops.merge_loops(
+        stmts = loops.hoist_invariants(loops.merge_loops(
             schedule.share_subexpressions(schedule.hoist_allocations(self.stmts)),
-            keep=folds_scalar)))
+            keep=folds_scalar))
+        if self.parallel:
+            stmts = product_blocks(stmts)
+        stmts = loops.flatten_nests(stmts)
         sizes = printer.Sizes([(p, self.bufs[p].shape) for p in params + outs], self.keep)
         code: list[str] = []
         lines, marks = printer.function(
@@ -1277,6 +1280,185 @@ def _items_independent(loop: kir.Loop, private: list, root: Callable) -> bool:
     if any(isinstance(t, kir.Jump) for t in loop.body):
         return False  # a break or continue of the item loop itself
     return size >= PARALLEL_MIN_SIZE and not (written & read)
+
+
+def product_blocks(stmts: list) -> list:
+    """``stmts`` (a parallel kernel's top level) with each product followed by a parallel
+    loop over its result's rows and columns that works element by element (its epilogue,
+    or a later elementwise op such as a weight update) as one ``numba.prange`` over the
+    product's fixed blocks (`blas_parallel.gemm_part`): each block's product, then the
+    loop over that block. Entering a parallel region wakes the pool's sleeping workers and
+    waits for them (about 45 us on an idle 2-core VM); the product and its loop then cost
+    one region, not two. The cut is the one `gemm_call` makes, so the bits do not depend
+    on the number of threads. The product moves down to the loop past statements that
+    neither read its result nor write what it reads; a new list."""
+    from .blas import HAVE_CBLAS
+    from .blas_parallel import ROW_PARTS
+
+    if not HAVE_CBLAS:
+        return list(stmts)
+    stmts = list(stmts)
+    views = {s.buf.name: s for s in kir.walk(stmts) if isinstance(s, kir.View)}
+
+    def root(name: str) -> str:
+        while name in views:
+            name = views[name].base.name
+        return name
+
+    def same_array(b: kir.Buffer) -> str | None:
+        """The root of ``b`` when ``b`` is that array under another name, else None."""
+        name = b.name
+        while name in views:
+            if views[name].how != "alias":
+                return None
+            name = views[name].base.name
+        return name
+
+    taken = kir.scalar_names(stmts)
+    fresh = kir.Fresh("mp", taken)
+    k = 0
+    while k < len(stmts):
+        g = stmts[k]
+        merged = _product_block(stmts, k, root, same_array, fresh, ROW_PARTS) if (
+            isinstance(g, kir.Gemm)) else None
+        if merged is not None:
+            at, loop = merged
+            stmts[at] = loop
+            del stmts[k]
+            continue
+        k += 1
+    k = 0
+    while k < len(stmts):
+        if _join_product(stmts, k, root, fresh):
+            continue
+        k += 1
+    return stmts
+
+
+def _product_whole(g: kir.Gemm, root: Callable) -> str | None:
+    """The root of the array a single product writes whole (C-ordered from its first
+    element, as `blas_parallel.gemm_part` cuts it), else None."""
+    c = g.c
+    if (g.batch != 1 or g.part or not (isinstance(g.m, int) and isinstance(g.n, int)
+                                       and isinstance(g.k, int)) or min(g.m, g.n, g.k) < 1
+            or c.ld != g.n or c.offset != 0 or c.buf.shape != (g.m, g.n)):
+        return None
+    out = root(c.buf.name)
+    return None if out in {root(o.buf.name) for o in (g.a, g.b)} else out
+
+
+def _join_product(stmts: list, k: int, root: Callable, fresh: kir.Fresh) -> bool:
+    """Move the product ``stmts[k]`` into the next merged block loop (`product_blocks`)
+    as one more block per part, when neither depends on the other and the product may
+    move down to it: an independent product then costs no parallel region of its own."""
+    g = stmts[k]
+    out = _product_whole(g, root) if isinstance(g, kir.Gemm) else None
+    if out is None:
+        return False
+    operands = {root(o.buf.name) for o in (g.a, g.b)}
+    for at in range(k + 1, len(stmts)):
+        s = stmts[at]
+        if isinstance(s, kir.Loop) and s.parallel:
+            break
+        if isinstance(s, (kir.Comment, kir.View, kir.Alloc)):
+            continue
+        rw = _reads_writes([s], root)
+        if rw is None or out in rw[0] | rw[1] or rw[1] & operands:
+            return False
+    else:
+        return False
+    loop = stmts[at]
+    first = loop.body[0] if loop.body else None
+    if not (isinstance(first, kir.Gemm) and first.part and first.part[0] == loop.var):
+        return False
+    rw = _reads_writes(list(loop.body), root)
+    if rw is None or out in rw[0] | rw[1] or rw[1] & operands:
+        return False
+    bounds = tuple(fresh.var(kir.INDEX) for _ in range(4))
+    block = kir.Gemm(g.m, g.n, g.k, g.a, g.b, g.c, g.ta, g.tb, g.beta,
+                     part=(loop.var, *bounds))
+    stmts[at] = kir.Loop(loop.var, loop.extent, (block, *loop.body), parallel=True)
+    del stmts[k]
+    return True
+
+
+def _reads_writes(stmts: list, root: Callable) -> tuple[set, set] | None:
+    """The roots of the buffers ``stmts`` read and write, or None when they may leave
+    early (a raise or a jump)."""
+    reads: set = set()
+    writes: set = set()
+    for t in kir.walk(stmts):
+        if isinstance(t, (kir.Raise, kir.Jump)):
+            return None
+        for e in kir.exprs_of(t):
+            reads.update(root(x.buf.name) for x in kir.subexprs(e) if isinstance(x, kir.Load))
+        if isinstance(t, kir.Store):
+            writes.add(root(t.buf.name))
+            if t.combine is not None:
+                reads.add(root(t.buf.name))
+        elif isinstance(t, kir.Gemm):
+            reads.update(root(o.buf.name) for o in (t.a, t.b))
+            writes.add(root(t.c.buf.name))
+            if t.beta:
+                reads.add(root(t.c.buf.name))
+        elif isinstance(t, kir.LibCall):
+            reads.update(root(b.name) for b in t.args if isinstance(b, kir.Buffer))
+            writes.update(root(b.name) for b in t.outs)
+            reads.update(root(b.name) for b in t.outs)
+    return reads, writes
+
+
+def _product_block(stmts: list, k: int, root: Callable, same_array: Callable,
+                   fresh: kir.Fresh, parts: int) -> tuple[int, kir.Loop] | None:
+    """(position, merged loop) for the product ``stmts[k]`` and the first parallel loop
+    after it when `product_blocks` may merge them, else None."""
+    g = stmts[k]
+    c = g.c
+    out = _product_whole(g, root)
+    if out is None:
+        return None
+    operands = {root(o.buf.name) for o in (g.a, g.b)}
+    for at in range(k + 1, len(stmts)):
+        s = stmts[at]
+        if isinstance(s, kir.Loop) and s.parallel:
+            break
+        if isinstance(s, (kir.Comment, kir.View, kir.Alloc)):
+            continue
+        rw = _reads_writes([s], root)
+        if rw is None or out in rw[0] | rw[1] or rw[1] & operands:
+            return None
+    else:
+        return None
+    loop = stmts[at]
+    inner = [t for t in loop.body if isinstance(t, kir.Loop)]
+    if (loop.start != 0 or loop.step != 1 or loop.extent != g.m or len(inner) != 1
+            or inner[0].start != 0 or inner[0].step != 1 or inner[0].extent != g.n
+            or inner[0].parallel):
+        return None
+    i, j = loop.var, inner[0].var
+    rw = _reads_writes([loop], root)
+    if rw is None or out not in rw[0] or rw[1] & operands:
+        return None
+    # Element by element: every store, and every load of an array the loop writes or of
+    # the product, is element (i, j) of an array of the product's shape.
+    touched = rw[1] | {out}
+    for t in kir.walk(loop.body):
+        if isinstance(t, kir.Accum) or (isinstance(t, kir.Store) and t.combine is not None):
+            return None
+        accesses = [x for e in kir.exprs_of(t) for x in kir.subexprs(e)
+                    if isinstance(x, kir.Load) and root(x.buf.name) in touched]
+        if isinstance(t, kir.Store):
+            accesses.append(t)
+        for x in accesses:
+            if (x.index != (i, j) or x.buf.shape != (g.m, g.n)
+                    or same_array(x.buf) is None):
+                return None
+    p = fresh.var(kir.INDEX)
+    r0, r1, c0, c1 = (fresh.var(kir.INDEX) for _ in range(4))
+    cols = kir.Loop(j, c1, inner[0].body, start=c0)
+    rows = kir.Loop(i, r1, tuple(cols if t is inner[0] else t for t in loop.body), start=r0)
+    block = kir.Gemm(g.m, g.n, g.k, g.a, g.b, c, g.ta, g.tb, g.beta, part=(p, r0, r1, c0, c1))
+    return at, kir.Loop(p, parts, (block, rows), parallel=True)
 
 
 def lower(graph: Graph, name: str = "kernel", parallel: bool = False,

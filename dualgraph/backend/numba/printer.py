@@ -400,6 +400,11 @@ class Printer:
                 self.emit(f"{flat}[_i * {ldc}:_i * {ldc} + {n}] = 0", indent + 1)
             return
         beta = literal(float(g.beta))
+        call = "dgb.gemm_call("
+        if g.part:
+            # One block of `blas_parallel.gemm_part`'s fixed cut, inside the loop over them.
+            p, *bounds = (v.name for v in g.part)
+            call = f"{', '.join(bounds)} = dgb.gemm_part({p}, "
         if not (g.a.resolved and g.b.resolved):
             # Operand layouts known when Numba types the kernel (`dgb.operand`).
             if not HAVE_CBLAS:
@@ -416,12 +421,12 @@ class Printer:
                     self.emit(f"{name}_o, {name}_t, {name}_l = dgb.operand({name})", indent)
                     ops.append((f"{name}_o", f"{name}_t", f"{name}_l"))
             (a, ta, la), (b, tb, lb) = ops
-            self.emit(f"dgb.gemm_call({ta}, {tb}, {m}, {n}, {k}, {a}, {la}, {b}, {lb}, "
+            self.emit(f"{call}{ta}, {tb}, {m}, {n}, {k}, {a}, {la}, {b}, {lb}, "
                       f"{beta}, {opnd(c)}, {ldc})", indent)
             return
         lda, ldb = sz(g.a.ld), sz(g.b.ld)
         if HAVE_CBLAS:
-            self.emit(f"dgb.gemm_call({TRANS if g.ta else NO_TRANS}, "
+            self.emit(f"{call}{TRANS if g.ta else NO_TRANS}, "
                       f"{TRANS if g.tb else NO_TRANS}, {m}, {n}, {k}, "
                       f"{opnd(g.a)}, {lda}, {opnd(g.b)}, "
                       f"{ldb}, {beta}, {opnd(c)}, {ldc})", indent)
