@@ -44,12 +44,15 @@ def test_a_product_and_its_elementwise_loop_become_one_prange_over_its_blocks():
     out = product_blocks(stmts)
     kir.verify(out, bufs.values())
     assert len(out) == 1 and out[0].parallel
-    block, rows = out[0].body
+    block, *_, rows = out[0].body
     assert isinstance(block, kir.Gemm) and len(block.part) == 5
-    # The loop runs over the rows and columns the block binds, serially inside the part.
-    assert not rows.parallel and rows.start == block.part[1] and rows.extent == block.part[2]
-    cols = rows.body[0]
-    assert cols.start == block.part[3] and cols.extent == block.part[4]
+    # The loops run over the rows and columns the block binds, serially inside the part,
+    # counting from 0 from the block's first row and column.
+    assert not rows.parallel and rows.start == 0 and block.part[2] in rows.extent.__dict__.values()
+    assert rows.body[0].var.name == "i0"
+    cols = rows.body[1]
+    assert cols.start == 0 and block.part[4] in cols.extent.__dict__.values()
+    assert cols.body[0].var.name == "i1"
     assert "block" in kir.format_block(out)
 
 
