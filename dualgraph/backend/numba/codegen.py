@@ -1335,6 +1335,27 @@ def product_blocks(stmts: list) -> list:
     return stmts
 
 
+def _next_parallel_loop(stmts: list, k: int, root: Callable) -> tuple[int, str, set] | None:
+    """(position of the first parallel loop after the product ``stmts[k]``, the root of
+    its result, those of its operands) when the product writes its result whole and may
+    move down to that loop: no statement between reads or writes its result or writes
+    its operands, or leaves early; else None."""
+    out = _product_whole(stmts[k], root)
+    if out is None:
+        return None
+    operands = {root(o.buf.name) for o in (stmts[k].a, stmts[k].b)}
+    for at in range(k + 1, len(stmts)):
+        s = stmts[at]
+        if isinstance(s, kir.Loop) and s.parallel:
+            return at, out, operands
+        if isinstance(s, (kir.Comment, kir.View, kir.Alloc)):
+            continue
+        rw = _reads_writes([s], root)
+        if rw is None or out in rw[0] | rw[1] or rw[1] & operands:
+            return None
+    return None
+
+
 def _product_whole(g: kir.Gemm, root: Callable) -> str | None:
     """The root of the array a single product writes whole (C-ordered from its first
     element, as `blas_parallel.gemm_part` cuts it), else None."""
@@ -1352,21 +1373,10 @@ def _join_product(stmts: list, k: int, root: Callable, fresh: kir.Fresh) -> bool
     as one more block per part, when neither depends on the other and the product may
     move down to it: an independent product then costs no parallel region of its own."""
     g = stmts[k]
-    out = _product_whole(g, root) if isinstance(g, kir.Gemm) else None
-    if out is None:
+    found = _next_parallel_loop(stmts, k, root) if isinstance(g, kir.Gemm) else None
+    if found is None:
         return False
-    operands = {root(o.buf.name) for o in (g.a, g.b)}
-    for at in range(k + 1, len(stmts)):
-        s = stmts[at]
-        if isinstance(s, kir.Loop) and s.parallel:
-            break
-        if isinstance(s, (kir.Comment, kir.View, kir.Alloc)):
-            continue
-        rw = _reads_writes([s], root)
-        if rw is None or out in rw[0] | rw[1] or rw[1] & operands:
-            return False
-    else:
-        return False
+    at, out, operands = found
     loop = stmts[at]
     first = loop.body[0] if loop.body else None
     if not (isinstance(first, kir.Gemm) and first.part and first.part[0] == loop.var):
@@ -1414,21 +1424,10 @@ def _product_block(stmts: list, k: int, root: Callable, same_array: Callable,
     after it when `product_blocks` may merge them, else None."""
     g = stmts[k]
     c = g.c
-    out = _product_whole(g, root)
-    if out is None:
+    found = _next_parallel_loop(stmts, k, root)
+    if found is None:
         return None
-    operands = {root(o.buf.name) for o in (g.a, g.b)}
-    for at in range(k + 1, len(stmts)):
-        s = stmts[at]
-        if isinstance(s, kir.Loop) and s.parallel:
-            break
-        if isinstance(s, (kir.Comment, kir.View, kir.Alloc)):
-            continue
-        rw = _reads_writes([s], root)
-        if rw is None or out in rw[0] | rw[1] or rw[1] & operands:
-            return None
-    else:
-        return None
+    at, out, operands = found
     loop = stmts[at]
     inner = [t for t in loop.body if isinstance(t, kir.Loop)]
     if (loop.start != 0 or loop.step != 1 or loop.extent != g.m or len(inner) != 1
