@@ -117,6 +117,24 @@ def model_dualgraph(name: str, parallel: bool):
     return build
 
 
+def regions_apart(factory):
+    """``factory`` built with each product and the loop over its result in parallel
+    regions of their own (`codegen.product_blocks` off): what merging them saves, in the
+    same process."""
+    def build():
+        from dualgraph.backend.numba import codegen
+
+        keep = codegen.product_blocks
+        codegen.product_blocks = list
+        try:
+            run = factory()
+            run()  # compiles while the merge is off
+        finally:
+            codegen.product_blocks = keep
+        return run
+    return build
+
+
 def chain_numba_prange(n: int):
     """The hand-written reference: one fused pass, a ``prange`` of 64 chunks."""
     def build():
@@ -132,8 +150,9 @@ def _peer(impl: str, *params):
     return lambda: peers.build(impl, *params)
 
 
-def rows(models: bool, available: list[str]) -> dict:
-    """row -> {column: factory}."""
+def rows(models: bool, available: list[str], apart: bool = False) -> dict:
+    """row -> {column: factory}; ``apart``: the MLP row also with its products and loops
+    in regions of their own (`regions_apart`)."""
     sizes, _, loss = MLPS["mlp"]
     table = {
         "W3 1e7": ({"dg 1 thread": _with_threads(1, chain_dualgraph(W3_N, False)),
@@ -148,6 +167,9 @@ def rows(models: bool, available: list[str]) -> dict:
              "dg parallel 2 threads": _with_threads(2, mlp_dualgraph(MLP_BATCH, True))},
             ("mlp", sizes, MLP_BATCH, loss)),
     }
+    if apart:
+        table[f"MLP b{MLP_BATCH}"][0]["dg parallel 2 threads, regions apart"] = regions_apart(
+            _with_threads(2, mlp_dualgraph(MLP_BATCH, True)))
     if models:
         for name, row in (("cnn", "W4cnn"), ("transformer", "W5tr")):
             table[row] = ({"dg 1 thread": _with_threads(1, model_dualgraph(name, False)),
@@ -184,12 +206,14 @@ def main() -> None:
     ap.add_argument("--models", action="store_true", help="also the cnn and transformer steps")
     ap.add_argument("--row", action="append", help="only these rows (W3, MLP, W4cnn, W5tr)")
     ap.add_argument("--json", help="per-round times here")
+    ap.add_argument("--apart", action="store_true",
+                    help="the MLP row also with each product and its loop in regions apart")
     args = ap.parse_args()
     single_thread.limit = lambda: None  # the peers' builders must not pin this process
     meta = interleaved.machine()
     meta["cpus"] = CPUS
     results = {}
-    for row, cols in rows(args.models, _available()).items():
+    for row, cols in rows(args.models, _available(), args.apart).items():
         if args.row and not any(row.startswith(r) for r in args.row):
             continue
         print(f"{row}: {', '.join(cols)}", flush=True)
@@ -197,12 +221,13 @@ def main() -> None:
     meta["load_after"] = interleaved.machine().get("load")
     print(f"\n{meta}; {args.rounds} rounds; median per-round ratio (interquartile range)")
     base = "dg parallel 2 threads"
+    apart = [(base, f"{base}, regions apart")] if args.apart else []
     for clock in ("wall", "cpu"):
         print(f"\n{clock} time\n")
         print(interleaved.table(results, [
             (base, "dg 1 thread"), ("dg parallel 2 threads", "dg parallel 1 thread"),
             ("numba prange 2 threads", "numba prange 1 thread"), (base, "torch 2 threads"),
-            (base, "jax.jit")], clock=clock))
+            (base, "jax.jit")] + apart, clock=clock))
     if args.json:
         interleaved.save(args.json, results, meta)
 
