@@ -17,6 +17,7 @@ block would take a core from the next column.
 
     python benchmarks/two_cores.py                       # W3 and MLP, 9 rounds
     python benchmarks/two_cores.py --rounds 15 --models --json two_cores.json
+    python benchmarks/two_cores.py --row MLP --apart     # and the MLP's regions unmerged
 
 The process may use both CPUs; every other load on the machine shows in the two-thread
 columns (wall time waits for the slower thread), so they are figures of a quiet machine
