@@ -15,7 +15,11 @@ chunking, as deduplicating backup tools cut files): a cut falls after a node whe
 the structure of the last few nodes hits a fixed pattern, within a minimum and maximum
 segment size, so the same run of nodes gets the same cuts wherever it appears. A run of
 nodes that only write in place (an optimizer's updates) is cut into one segment per
-connected piece (one parameter's update), so parameters of one rank share one function. Each
+connected piece (one parameter's update), so parameters of one rank share one function;
+so is a run of independent pieces that compute alike on flat arrays (each gradient's norm,
+its accumulation). A product fused with an epilogue traced long after it (a gradient added
+into ``.grad``) is first split from it and put back where it was traced, so a repeated run
+(a second micro-step's backward) holds the nodes the first holds. Each
 segment's inputs are numbered by first use and its nodes renumbered, so identical segments
 lower to identical source, which the kernel cache content-addresses: they are compiled once
 and shared.
@@ -35,7 +39,8 @@ import numpy as np
 from ..ir.graph import Graph, Node
 from ..ops.registry import OPS
 
-__all__ = ["Plan", "Segment", "flatten", "partition", "repeats", "tokens"]
+__all__ = ["Plan", "Segment", "flatten", "partition", "repeats", "split_epilogues",
+           "tokens"]
 
 # Structure hashes of this many consecutive nodes decide a cut.
 WINDOW = 4
@@ -218,6 +223,56 @@ def _updates(units: list[Node], graph: Graph, write_to: dict[int, int],
     return out
 
 
+def _alike(units: list[Node], graph: Graph, write_to: dict[int, int],
+           weight: dict[int, int], target: int) -> list[tuple[int, int, list[list[Node]]]]:
+    """Runs of ``units`` made of independent pieces that compute alike on flat arrays
+    (`flatten`), as `_updates` gives them: a norm of each parameter's gradient, a
+    gradient accumulated per parameter. Each piece of a kind alone lowers to one function
+    for every shape, so a run is split so when that saves at least ``target // 2`` of
+    weight (the pieces of a kind after the first); other runs stay as cut. Units written
+    in place are `_updates`' concern."""
+    written = {id(graph.outputs[k]) for k in write_to}
+
+    def flat_alone(u: Node) -> bool:
+        if id(u) in written:
+            return False
+        if _uniform([u]) is not None:
+            return True
+        return u.shape == () and _elementwise(u) and all(
+            not isinstance(i, Node) or i.shape == () for i in u.inputs)
+
+    out: list[tuple[int, int, list[list[Node]]]] = []
+    k = 0
+    while k < len(units):
+        end = k
+        while end < len(units) and flat_alone(units[end]):
+            end += 1
+        # A value the run computes and broadcasts to its pieces (a clipping coefficient)
+        # is made before them: the pieces after it are independent.
+        at = {id(u): j for j, u in enumerate(units[k:end], k)}
+        fed = [at[id(i)] for u in units[k:end] if u.shape != () for i in u.inputs
+               if isinstance(i, Node) and i.shape == () and id(i) in at]
+        if fed:
+            k = max(fed) + 1
+        if end - k < 2:
+            k = end + 1
+            continue
+        pieces = _connected(units[k:end], set())
+        keys = [_piece_key(p, 0) if _uniform(p) is not None else None for p in pieces]
+        seen: set = set()
+        saved = 0
+        for p, key in zip(pieces, keys):
+            if key is None:
+                continue
+            if key in seen:
+                saved += sum(weight.get(id(u), 1) for u in p)
+            seen.add(key)
+        if saved >= target // 2:
+            out.append((k, end, pieces))
+        k = end
+    return out
+
+
 def _apart(chunks: list[list[Node]], units: list[Node], start: int, end: int,
            pieces: list[list[Node]], keep: int) -> list[list[Node]]:
     """``chunks`` with the pieces of the update run ``units[start:end]`` that share their
@@ -257,6 +312,17 @@ def _elementwise(n: Node) -> bool:
     return n.op in OPS and OPS[n.op].elementwise and not OPS[n.op].view
 
 
+def _full_reduce(n: Node) -> bool:
+    """``n`` reduces all of its elementwise operands' elements to one value (a norm, a
+    mean loss): the flat array's reduction is the same value."""
+    if n.op == "fused":
+        body = n.attrs.get("body")
+        return (n.attrs.get("kind") == "reduce" and n.shape == () and isinstance(body, Graph)
+                and all(_elementwise(b) or _full_reduce(b) for b in body.nodes))
+    return (n.shape == () and n.op in OPS and OPS[n.op].reduction is not None
+            and n.attrs.get("axis") is None and not n.attrs.get("keepdims"))
+
+
 def _keeps_order(x: Node) -> bool:
     """``x`` is a view whose elements in C order are its input's (a reshape): the one
     kind of view NumPy may have to copy, when no strides express that order."""
@@ -289,7 +355,7 @@ def _uniform(nodes: list[Node]) -> tuple | None:
         for n in ns:
             if n.op == "input" or _free(n):
                 continue  # checked where read
-            if not _elementwise(n) or not fits(n.shape):
+            if not (_elementwise(n) or _full_reduce(n)) or not fits(n.shape):
                 return False
             if n.op == "fused":
                 body = n.attrs["body"]
@@ -564,9 +630,12 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     ``None`` when it would be one segment anyway. ``write_to`` maps graph outputs to the
     inputs their values are written into in place. ``keep``: sizes up to it are
     literals in generated code, so they tell repeated structure apart (`repeats`)."""
+    given = graph
+    graph, weight = split_epilogues(graph, weight)
     units = [n for n in graph.nodes if not _free(n)]
     chunks = _chunks(units, weight, target, keep)
-    for start, end, pieces in _updates(units, graph, write_to, keep):
+    for start, end, pieces in [*_updates(units, graph, write_to, keep),
+                               *_alike(units, graph, write_to, weight, target)]:
         chunks = _apart(chunks, units, start, end, pieces, keep)
     if len(chunks) < 2:
         return None
@@ -632,7 +701,169 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
             if kind == "val":
                 n = by_id[v]
                 plan.values[v] = (tuple(n.shape), n.dtype)
+    if graph is not given:
+        # The kernel knows a graph output a later segment reads by the given graph's node.
+        _rename(plan, {id(a): id(b) for a, b in zip(graph.outputs, given.outputs)
+                       if a is not b})
     return plan
+
+
+def _rename(plan: Plan, ids: dict[int, int]) -> None:
+    """``plan`` with the values of ids ``ids`` maps known by the ids it maps them to."""
+    if not ids:
+        return
+
+    def swap(pairs: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        return [(k, ids.get(v, v) if k == "val" else v) for k, v in pairs]
+
+    for seg in plan.segments:
+        seg.sources, seg.dests = swap(seg.sources), swap(seg.dests)
+    plan.values = {ids.get(v, v): sv for v, sv in plan.values.items()}
+
+
+# ----------------------------------------------------------------- late epilogues
+def _trace_key(n: Node) -> int:
+    """Where ``n`` was traced: its uid, or for a fused node its root's (the fused node
+    takes the root's place); a pass's new node counts as traced last."""
+    if n.op == "fused":
+        body = n.attrs.get("body")
+        if isinstance(body, Graph) and body.outputs and isinstance(body.outputs[0], Node):
+            return body.outputs[0].uid
+    return n.uid
+
+
+def _anchor(n: Node) -> Node | None:
+    """The product a ``fused`` matmul node's body computes first, when the rest of the
+    body is its elementwise epilogue reading it; None for any other node."""
+    if n.op != "fused" or n.attrs.get("kind") != "matmul":
+        return None
+    body = n.attrs["body"]
+    if not isinstance(body, Graph) or len(body.nodes) < 2 or len(body.inputs) != len(n.inputs):
+        return None
+    anchor = body.nodes[0]
+    if not (anchor.op in OPS and OPS[anchor.op].contraction):
+        return None
+    if not all(isinstance(i, Node) and any(i is b for b in body.inputs)
+               for i in anchor.inputs):
+        return None
+    return anchor if all(_elementwise(b) for b in body.nodes[1:]) else None
+
+
+def _accumulates(body: Graph, anchor: Node) -> bool:
+    """The epilogue after ``anchor`` adds it to a value of its shape (``grad + x.T @ g``),
+    and nothing else: an epilogue that reads the product's neighbours (a ReLU's mask, a
+    bias) stays fused, as the product's own backward computes it."""
+    rest = body.nodes[1:]
+    if len(rest) != 1 or not getattr(OPS.get(rest[0].op), "sums", False) or \
+            len(rest[0].inputs) != 2:
+        return False
+    a, b = rest[0].inputs
+    other = b if a is anchor else a if b is anchor else None
+    return isinstance(other, Node) and tuple(other.shape) == tuple(anchor.shape)
+
+
+def split_epilogues(graph: Graph, weight: dict[int, int]
+                    ) -> tuple[Graph, dict[int, int]]:
+    """``graph`` with each fused product whose epilogue only accumulates it and was traced
+    well after the product (a gradient added into ``.grad`` at the end of a backward pass:
+    ``grad + x.T @ g``, `_accumulates`) cut in two: the product back where it was traced,
+    among the nodes that compute it where no accumulation happens (the first micro-step's
+    backward), and the add where the fused node was. The repeated runs then hold the same
+    nodes, so they are cut alike and share their functions; the add costs one more
+    elementwise pass over the product. ``weight`` is extended to the new nodes. Unchanged
+    (the same objects) when no product moves."""
+    pos = {id(n): k for k, n in enumerate(graph.nodes)}
+    moves: dict[int, int] = {}  # fused node's position -> its product's
+    for k, n in enumerate(graph.nodes):
+        anchor = _anchor(n)
+        if anchor is None or not _accumulates(n.attrs["body"], anchor):
+            continue
+        outer = {id(b): x for b, x in zip(n.attrs["body"].inputs, n.inputs)}
+        ready = -1  # the last unit the product reads, through views
+        stack = [outer[id(i)] for i in anchor.inputs]
+        while stack:
+            x = stack.pop()
+            if id(x) not in pos:
+                continue
+            if _free(x):
+                stack += [i for i in x.inputs if isinstance(i, Node)]
+            else:
+                ready = max(ready, pos[id(x)])
+        at = next((j for j in range(ready + 1, k)
+                   if not _free(graph.nodes[j])
+                   and _trace_key(graph.nodes[j]) > anchor.uid), k)
+        if any(not _free(graph.nodes[j]) for j in range(at, k)):
+            moves[k] = at
+    if not moves:
+        return graph, weight
+    weight = dict(weight)
+    before: dict[int, list[Node]] = {}
+    epilogue_of: dict[int, Node] = {}
+    for k, at in moves.items():
+        n = graph.nodes[k]
+        body = n.attrs["body"]
+        anchor = body.nodes[0]
+        outer = {id(b): x for b, x in zip(body.inputs, n.inputs)}
+        product = Node(anchor.op, tuple(outer[id(i)] for i in anchor.inputs), anchor.attrs,
+                       tuple(anchor.shape), anchor.dtype, anchor.loc, anchor.uid)
+        slot = Node("input", (), {}, tuple(anchor.shape), anchor.dtype)
+        rest = body.nodes[1:]
+        inner: dict[int, Node] = {id(anchor): slot}
+        nodes = []
+        for b in rest:
+            c = Node(b.op, tuple(inner.get(id(i), i) if isinstance(i, Node) else i
+                                 for i in b.inputs), b.attrs, tuple(b.shape), b.dtype,
+                     b.loc, b.uid)
+            inner[id(b)] = c
+            nodes.append(c)
+        used = {id(i) for c in nodes for i in c.inputs if isinstance(i, Node)}
+        keep = [(b, x) for b, x in zip(body.inputs, n.inputs) if id(b) in used]
+        if len(nodes) == 1:
+            lone = {id(b): x for b, x in keep}
+            lone[id(slot)] = product
+            c = nodes[0]
+            epi = Node(c.op, tuple(lone.get(id(i), i) if isinstance(i, Node) else i
+                                   for i in c.inputs), c.attrs, tuple(n.shape), n.dtype,
+                       n.loc, c.uid)
+        else:
+            new_body = Graph([b for b, _ in keep] + [slot], nodes,
+                             [inner[id(body.outputs[0])]])
+            epi = Node("fused", tuple(x for _, x in keep) + (product,),
+                       {**n.attrs, "body": new_body, "kind": "elementwise"}, tuple(n.shape),
+                       n.dtype, n.loc, n.uid)
+        w = weight.get(id(n), 1)
+        weight[id(product)] = max(1, w // 2)
+        weight[id(epi)] = max(1, w - w // 2)
+        before.setdefault(at, []).append(product)
+        epilogue_of[k] = epi
+    mapping: dict[int, Node] = {}
+
+    def get(x: object) -> object:
+        return mapping.get(id(x), x) if isinstance(x, Node) else x
+
+    out: list[Node] = []
+    for k, n in enumerate(graph.nodes):
+        for p in before.get(k, ()):
+            ins = tuple(get(i) for i in p.inputs)
+            if any(a is not b for a, b in zip(ins, p.inputs)):
+                q = Node(p.op, ins, p.attrs, p.shape, p.dtype, p.loc, p.uid)
+                weight[id(q)] = weight[id(p)]
+                mapping[id(p)] = p = q
+            out.append(p)
+        if k in epilogue_of:
+            e = epilogue_of[k]
+            ins = tuple(get(i) for i in e.inputs)
+            m = e if all(a is b for a, b in zip(ins, e.inputs)) else Node(
+                e.op, ins, e.attrs, e.shape, e.dtype, e.loc, e.uid)
+        else:
+            ins = tuple(get(i) for i in n.inputs)
+            m = n if all(a is b for a, b in zip(ins, n.inputs)) else Node(
+                n.op, ins, n.attrs, n.shape, n.dtype, n.loc, n.uid)
+        if m is not n:
+            mapping[id(n)] = m
+            weight[id(m)] = weight.get(id(epilogue_of[k] if k in epilogue_of else n), 1)
+        out.append(m)
+    return graph.replace(nodes=out, outputs=[get(o) for o in graph.outputs]), weight
 
 
 def _view_home(o: Node, home: dict, last: int) -> int:

@@ -36,7 +36,6 @@ from ..eager.internal import (
     make_tensor,
     requires_grad_of,
     set_grad,
-    set_new_grads,
     tape_node,
 )
 from ..eager.tensor import Tensor
@@ -120,11 +119,12 @@ _BUILTINS = {
     "attach_gradients": attach_gradients, "attach_backward": attach_backward,
     "const_key": const_key, "overlapping": overlapping, "value_key": value_key,
     "new_array": np.array, "tape_node": tape_node,
-    "set_new_grads": set_new_grads,
+    "Tensor": Tensor, "new_tensor": Tensor.__new__,
 }
 _PLAIN_CONSTANTS = (bool, int, str, type(None))
 # A tensor's fields, read inline (`internal.FIELDS`): ``f"{t}{DATA}"`` is its array.
-DATA, RG, VERSION, NODE = (f".{FIELDS[k]}" for k in ("array", "requires_grad", "version", "node"))
+DATA, RG, VERSION, NODE, GRAD_FIELD = (
+    f".{FIELDS[k]}" for k in ("array", "requires_grad", "version", "node", "grad"))
 
 
 class _Emitter:
@@ -668,13 +668,12 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
     for w in plan.copy_writes:
         t = _target(w.target, gen)
         lines += [f"{t}{DATA}[...] = {out(w.out, w.shape)}", f"{t}{VERSION}[0] += {w.bumps}"]
-    if len(plan.grad_set) == 1:
-        w = plan.grad_set[0]
-        lines.append(f"set_grad({_target(w.target, gen)}, "
-                     f"make_tensor({out(w.out, w.shape)}, False, None))")
-    elif plan.grad_set:  # one call for all the gradients a step writes back
-        lines.append(f"set_new_grads({_tuple(_target(w.target, gen) for w in plan.grad_set)}, "
-                     f"{_tuple(out(w.out, w.shape) for w in plan.grad_set)})")
+    for w in plan.grad_set:
+        # A new gradient tensor as `make_tensor` makes it, written out: no call per
+        # gradient a step writes back, and none for all of them.
+        lines += ["g = new_tensor(Tensor)", f"g{DATA} = {out(w.out, w.shape)}", f"g{RG} = False",
+                  f"g{GRAD_FIELD} = None", "g.grad_fn = None", f"g{VERSION} = [0]",
+                  f"g{NODE} = None", f"{_target(w.target, gen)}{GRAD_FIELD} = g"]
     lines += [f"set_grad({_target(t, gen)}, None)" for t in plan.grad_none]
     results = [f"r{k}" for k in range(plan.n_user)]
     spent = dict(plan.spent)

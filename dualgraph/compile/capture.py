@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import random
+import sys
 import threading
 import types
 import weakref
@@ -261,15 +262,22 @@ class CallTraceContext(TraceContext):
         are before the trace changes any (`restore_attrs`), and where its tensors sit,
         guarded only if the call reads them there."""
         for m in module.modules():
-            if id(m) in self.attrs_before:
-                continue
-            d = m.__dict__
-            self.attrs_before[id(m)] = (m, dict(d))
-            for k, v in d.items():
-                if isinstance(v, Tensor):
-                    self.note_attr_tensor(d, k, v, f"{type(m).__name__}.{k}", lazy=True)
-                elif tensor_tree(v):
-                    self.note_attr_tree(d, k, v, f"{type(m).__name__}.{k}", lazy=True)
+            self.note_object(m)
+
+    def note_object(self, obj: Any) -> None:
+        """``obj`` (a module, or an object of the user's classes named by the function or
+        held by such an object): its attributes as they are before the trace
+        (`restore_attrs` writes back a tensor set on it, ``self.running_mean = ...``), and
+        its tensors read through their attribute."""
+        if id(obj) in self.attrs_before:
+            return
+        d = obj.__dict__
+        self.attrs_before[id(obj)] = (obj, dict(d))
+        for k, v in d.items():
+            if isinstance(v, Tensor):
+                self.note_attr_tensor(d, k, v, f"{type(obj).__name__}.{k}", lazy=True)
+            elif tensor_tree(v):
+                self.note_attr_tree(d, k, v, f"{type(obj).__name__}.{k}", lazy=True)
 
     def guard_value(self, getter: Callable[[], Any], expected: Any, what: str,
                     keep: Any = None) -> None:
@@ -469,8 +477,11 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
         # A compiled method of a module (``dg.compile(model.score)``) reads its module's
         # Python values as ``forward`` does.
         ctx.note_module(owner)
-    for m in _named_modules(fn):
+    modules, objects = _named_modules(fn)
+    for m in modules:
         ctx.note_reachable(m)
+    for obj in objects:
+        ctx.note_object(obj)
     outputs = single = None
     streams = _python_streams()
     default_rng = rng()
@@ -487,9 +498,16 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             outputs, single = graph_outputs(ctx, out, fn, constants=True)
     finally:
         grad_writes = restore_grads(ctx)
-        ctx.attr_writes = restore_attrs(ctx)
+        try:
+            ctx.attr_writes, attr_error = restore_attrs(ctx), None
+        except TraceError as e:
+            # Raised once everything else is put back, and only if the trace itself got
+            # through: an error that stopped it says more than what it left half done.
+            ctx.attr_writes, attr_error = [], e
         drew = _restore_python_streams(streams) or _restore_generators(generators)
         rebound = _restore_globals(ctx, spaces)
+    if attr_error is not None:
+        raise attr_error
     if rng() is not default_rng:
         # Compiled random ops draw a fresh key per call from the generator as it is when
         # the call begins; a seed set inside would be set once, when tracing.
@@ -639,9 +657,11 @@ def _shown(key: Any) -> str:
     return repr(key[1]) if key[0] not in (tuple, list, dict) else f"a changed {key[0].__name__}"
 
 
-def _named_modules(fn: Callable) -> list:
-    """The modules ``fn`` names before it runs: itself, the ``self`` of a method, its
-    closure variables and the globals its code names."""
+def _named_modules(fn: Callable) -> tuple[list, list]:
+    """The modules and the plain objects of the user's classes that ``fn`` names before
+    it runs (itself, the ``self`` of a method, its closure variables, the globals its code
+    names), and those that such a plain object holds, also in a list, tuple or dict (a
+    loss-compute object holding its criterion module, a model kept as a list of layers)."""
     from ..nn.modules import Module
 
     found = [fn, getattr(fn, "__self__", None)]
@@ -655,12 +675,47 @@ def _named_modules(fn: Callable) -> list:
     g = getattr(fn, "__globals__", None)
     if code is not None and isinstance(g, dict):
         found.extend(g.get(n) for n in code_strings(code))
-    out, seen = [], set()
-    for m in found:
-        if isinstance(m, Module) and id(m) not in seen:
-            seen.add(id(m))
-            out.append(m)
-    return out
+    modules: list = []
+    objects: list = []
+    seen: set = set()
+
+    def visit(v: Any, depth: int) -> None:
+        if id(v) in seen:
+            return
+        if isinstance(v, Module):
+            seen.add(id(v))
+            modules.append(v)
+        elif depth < 3 and _is_plain_object(v):
+            seen.add(id(v))
+            objects.append(v)
+            for x in list(v.__dict__.values()):
+                visit(x, depth + 1)
+        elif depth < 3 and type(v) in (list, tuple, dict) and len(v) <= 64:
+            # A model kept as a list of layers (makemore's hand-written Sequential).
+            seen.add(id(v))
+            for x in list(v.values() if type(v) is dict else v):
+                visit(x, depth + 1)
+
+    for v in found:
+        visit(v, 0)
+    return modules, objects
+
+
+def _is_plain_object(v: Any) -> bool:
+    """An instance of a class the user wrote (not of Python's, NumPy's or dualgraph's),
+    with attributes in a ``__dict__``."""
+    if not isinstance(getattr(v, "__dict__", None), dict) or isinstance(
+            v, (type, types.ModuleType, types.FunctionType, types.MethodType, Tensor)):
+        return False
+    # A subclass of a library class (a user's optimizer) keeps the library's state guards.
+    return not any((c.__module__ or "").partition(".")[0] in _LIBRARY_ROOTS
+                   or (c.__module__ or "").partition(".")[0] in sys.stdlib_module_names
+                   for c in type(v).__mro__[:-1])
+
+
+# Packages whose objects keep their own state (or none the trace changes).
+_LIBRARY_ROOTS = frozenset({"builtins", "dualgraph", "numpy", "numba", "scipy", "torch",
+                            "jax", "jaxlib", "pytest", "_pytest", "hypothesis"})
 
 
 def _python_streams() -> tuple:

@@ -263,14 +263,14 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
 
 def _requires_grad_free(ctx: Any, args: tuple, outputs: list) -> frozenset:
     """Positions of the tensor arguments whose ``requires_grad`` this trace does not depend
-    on: the program only detaches them (every op reading one is ``stop_gradient``), never
-    returns, writes or sets them, and never reads their ``requires_grad``, ``grad`` or
-    ``is_leaf``. A call that differs from the traced one only there runs the same
+    on: every op reading one is not differentiable (``detach``, a comparison), and the
+    program never returns, writes or sets them, nor reads their ``requires_grad``,
+    ``grad`` or ``is_leaf``. A call that differs from the traced one only there runs the same
     graph, kernels and tape record (the hidden state of a language model, handed back
     each step and detached first)."""
     other_use: set[int] = {id(n) for n in outputs}
     for node in ctx.nodes:
-        if node.op != "stop_gradient":
+        if getattr(OPS.get(node.op), "differentiable", True):
             other_use.update(id(i) for i in node.inputs)
     other_use.update(id(n) for _, n in ctx.writes.values())
     other_use.update(id(n) for _, _, nodes, _ in ctx.attr_writes for n in nodes)

@@ -36,7 +36,8 @@ init_tensor = _init
 # The attribute behind each reader below. Generated call paths (`compile.callgen`) write
 # ``t.<field>`` into their source, as these getters read it: an attribute read in
 # generated code costs no call, where the getter costs one per tensor and field.
-FIELDS = {"array": "_data", "requires_grad": "_rg", "version": "_version", "node": "_node"}
+FIELDS = {"array": "_data", "requires_grad": "_rg", "version": "_version", "node": "_node",
+          "grad": "_grad"}
 
 # The compiled call reads these for every argument: attrgetters run in C, with no Python
 # frame per read.

@@ -432,23 +432,44 @@ def _conv2d_weight_impl(x: np.ndarray, g: np.ndarray, kernel_size: Pair, stride:
     return gw.reshape(o, cg, *kernel_size)
 
 
+def _four_d(name: str, a: Any, b: Any) -> tuple:
+    """``b``'s shape, both operands checked 4-D."""
+    if len(a.shape) != 4 or len(b.shape) != 4:
+        raise ShapeError(f"{name}: expected 4-D operands, got shapes {tuple(a.shape)} and "
+                         f"{tuple(b.shape)}")
+    return tuple(b.shape)
+
+
+def _gradient_infer(name: str, grad: Any, other: Any, weight: tuple, n: int,
+                    size: Pair, groups: int, attrs: dict) -> tuple:
+    """The shape rule both convolution gradients share: a 4-D output gradient ``grad``
+    and a 4-D ``other`` operand of its dtype, a ``weight`` (O, C/groups, kH, kW) whose
+    windows over an input of ``n`` samples and spatial ``size`` give ``grad``'s shape."""
+    gs = _four_d(name, other, grad)
+    if grad.dtype != other.dtype:
+        raise _dtype_error(other.dtype, grad.dtype)
+    if weight[0] % groups or gs[1] != weight[0]:
+        raise ShapeError(f"{name}: a weight of shape {weight} with groups={groups} does not "
+                         f"fit an output gradient of shape {gs}")
+    hw = out_size(tuple(size), weight[2:], attrs["dilation"], attrs["padding"],
+                  attrs["stride"])
+    if gs != (n, weight[0], *hw):
+        raise ShapeError(f"{name}: {n} inputs of spatial size {tuple(size)} give outputs of "
+                         f"shape ({n}, {weight[0]}, {hw[0]}, {hw[1]}), got an output "
+                         f"gradient of shape {gs}")
+    return (n, weight[1] * groups, *size), grad.dtype
+
+
 def _conv2d_weight_infer(x: Any, g: Any, kernel_size: Pair, stride: Pair, padding: Pads,
                          dilation: Pair, groups: int) -> tuple:
-    xs, gs = tuple(x.shape), tuple(g.shape)
-    if len(xs) != 4 or len(gs) != 4:
-        raise ShapeError(f"conv2d_weight: expected a 4-D input and a 4-D output gradient, "
-                         f"got shapes {xs} and {gs}")
-    if g.dtype != x.dtype:
-        raise _dtype_error(x.dtype, g.dtype)
-    if xs[1] % groups or gs[1] % groups:
+    gs, xs = _four_d("conv2d_weight", x, g), tuple(x.shape)
+    if xs[1] % groups:
         raise ShapeError(f"conv2d_weight: groups={groups} must divide the input's {xs[1]} "
-                         f"and the output gradient's {gs[1]} channels")
-    hw = out_size(xs[2:], kernel_size, dilation, padding, stride)
-    if gs[0] != xs[0] or gs[2:] != hw:
-        raise ShapeError(f"conv2d_weight: an input of shape {xs} gives outputs of shape "
-                         f"({xs[0]}, *, {hw[0]}, {hw[1]}), got an output gradient of shape "
-                         f"{gs}")
-    return (gs[1], xs[1] // groups, *kernel_size), x.dtype
+                         f"channels")
+    weight = (gs[1], xs[1] // groups, *kernel_size)
+    _gradient_infer("conv2d_weight", g, x, weight, xs[0], xs[2:], groups,
+                    {"stride": stride, "padding": padding, "dilation": dilation})
+    return weight, x.dtype
 
 
 def _conv2d_weight_vjp(ctx, gg):
@@ -493,20 +514,9 @@ def _conv2d_input_impl(g: np.ndarray, w: np.ndarray, input_size: Pair, stride: P
 
 def _conv2d_input_infer(g: Any, w: Any, input_size: Pair, stride: Pair, padding: Pads,
                         dilation: Pair, groups: int) -> tuple:
-    gs, ws = tuple(g.shape), tuple(w.shape)
-    if len(gs) != 4 or len(ws) != 4:
-        raise ShapeError(f"conv2d_input: expected a 4-D output gradient and a 4-D weight, "
-                         f"got shapes {gs} and {ws}")
-    if w.dtype != g.dtype:
-        raise _dtype_error(g.dtype, w.dtype)
-    if ws[0] % groups or gs[1] != ws[0]:
-        raise ShapeError(f"conv2d_input: a weight of shape {ws} with groups={groups} does "
-                         f"not fit an output gradient of shape {gs}")
-    hw = out_size(tuple(input_size), ws[2:], dilation, padding, stride)
-    if gs[2:] != hw:
-        raise ShapeError(f"conv2d_input: an input of spatial size {tuple(input_size)} gives "
-                         f"outputs of size {hw}, got an output gradient of shape {gs}")
-    return (gs[0], ws[1] * groups, *input_size), g.dtype
+    _four_d("conv2d_input", w, g)
+    return _gradient_infer("conv2d_input", g, w, tuple(w.shape), g.shape[0], input_size,
+                           groups, {"stride": stride, "padding": padding, "dilation": dilation})
 
 
 def _conv2d_input_vjp(ctx, gg):
@@ -535,3 +545,16 @@ def conv2d_input(g: Any, w: Any, input_size: Pair, stride: Pair = (1, 1),
     return bind(CONV2D_INPUT, g, w, input_size=tuple(input_size), stride=tuple(stride),
                 padding=tuple(map(tuple, padding)), dilation=tuple(dilation),
                 groups=int(groups))
+
+
+def conv_transpose2d(x: Any, w: Any, output_size: Pair, stride: Pair = (1, 1),
+                     padding: Pads = ((0, 0), (0, 0)), dilation: Pair = (1, 1),
+                     groups: int = 1) -> Any:
+    """The transposed convolution of ``x`` (N, C_in, H, W) by ``w`` (C_in, C_out/groups,
+    kH, kW) into (N, C_out, *output_size): ``conv2d_input`` with ``x`` as the output
+    gradient, on autocast's lower-precision list as ``conv2d`` is."""
+    lowered = AUTOCAST.value is not None
+    if lowered:
+        x, w = lower(x), lower(w)
+    out = conv2d_input(x, w, output_size, stride, padding, dilation, groups)
+    return lower(out) if lowered else out

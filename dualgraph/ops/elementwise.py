@@ -874,7 +874,7 @@ def _atan2_vjp(ctx, g):
 
 ADD = register(OpDef(
     "add", _promoting(np.add), _binary_infer("add"), _add_vjp, "AddBackward0",
-    elementwise=True, commutative=True,
+    elementwise=True, commutative=True, sums=True,
 ))
 SUB = register(OpDef(
     "sub", _promoting(np.subtract), _binary_infer("sub"), _sub_vjp, "SubBackward0",

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .._location import source_line, user_location
-from ..errors import ShapeError, TraceError
+from ..errors import EagerOnlyError, ShapeError, TraceError
 from ..modes import bind, current_mode, current_trace
 from . import elementwise as E
 from . import shape as S
@@ -211,13 +211,16 @@ def _stack_indices(adv: list) -> tuple[Any, tuple]:
 
 
 def _data_dependent(what: str, instead: str) -> TraceError:
+    """An op whose result's shape depends on the values: `EagerOnlyError`, so that
+    ``dg.compile`` runs the call eagerly with a warning (where ``torch.compile`` breaks
+    the graph) and ``dg.trace`` and ``strict=True`` raise it."""
     loc = user_location()
     code = source_line(loc)
     where = f"{loc}: " if loc else ""
     shown = f"\n    {code}\n" if code else " "
-    return TraceError(f"{where}{what} has a shape that depends on the data, which a static "
-                      f"graph cannot capture.{shown}Use {instead} instead (a fixed shape), or "
-                      "run this part eagerly.")
+    return EagerOnlyError(f"{where}{what} has a shape that depends on the data, which a "
+                          f"static graph cannot capture.{shown}Use {instead} instead (a fixed "
+                          "shape), or run this part eagerly.")
 
 
 _MASK_INSTEAD = "x.masked_fill(mask, value) or dg.where(mask, x, y)"

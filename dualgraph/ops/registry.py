@@ -75,7 +75,9 @@ class OpDef:
       (matmul-like: fusion may add an elementwise epilogue; ``contraction_bias``: input 0
       is a bias added to the product of inputs 1 and 2, which the backend folds into the
       epilogue), ``fusible`` (not elementwise
-      but free inside a fused loop, e.g. a broadcast, which is index arithmetic).
+      but free inside a fused loop, e.g. a broadcast, which is index arithmetic),
+      ``sums`` (the result is the sum of the inputs: an accumulation, as into ``.grad``),
+      ``differentiable`` (False: the result never requires grad, whatever the inputs).
 
     How a backend runs an op is the backend's business: it looks its lowering up by
     ``name`` (for Numba, ``dualgraph/backend/numba/lowerings/``).
@@ -98,6 +100,7 @@ class OpDef:
     contraction_bias: bool = False
     fusible: bool = False
     differentiable: bool = True
+    sums: bool = False
     vjp_arrays: Callable[..., tuple | None] | None = None
     impl_keep: Callable[..., tuple] | None = None
     keeps_for: int | None = None

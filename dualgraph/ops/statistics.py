@@ -1,7 +1,8 @@
 """Statistics and counting as compositions: ``nansum``, ``nanmean``, ``aminmax``,
 ``quantile``/``nanquantile``, ``cov``, ``corrcoef``, and the eager-only ones whose result
 shape depends on the data: ``mode``'s indices, ``bincount``, ``unique``,
-``unique_consecutive`` (each raises `TraceError` inside a compiled function)."""
+``unique_consecutive`` (inside a compiled function each raises `EagerOnlyError`: the
+call runs eagerly)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import default_float
-from ..errors import ShapeError, TraceError
+from ..errors import EagerOnlyError, ShapeError
 from ..modes import current_trace
 from . import elementwise as E
 from . import reduce as R
@@ -33,8 +34,10 @@ def _constant(a: np.ndarray) -> Any:
 
 def _eager_only(what: str) -> None:
     if current_trace() is not None:
-        raise TraceError(f"{what} has a result whose shape or value depends on the data, "
-                         "which a static graph cannot capture: run this part eagerly")
+        # dg.compile runs the call eagerly, with a warning; dg.trace and strict=True raise.
+        raise EagerOnlyError(f"{what} has a result whose shape or value depends on the "
+                             "data, which a static graph cannot capture: run this part "
+                             "eagerly")
 
 
 def _keep(dim: Any, keepdim: bool) -> dict:

@@ -71,7 +71,11 @@ def test_a_shared_value_that_is_also_an_output_is_stored():
     _run(g, np.linspace(-3, 3, N))
 
 
-def test_a_sibling_needed_after_the_loop_gets_an_array():
+def test_a_sibling_needed_after_the_loop_gets_an_array(monkeypatch):
+    from dualgraph.backend.numba import codegen
+
+    monkeypatch.setattr(codegen, "LOCAL_WORK_BYTES", -1)  # its array a work array, however small
+
     def fn(x, y):
         a = dg.exp(x * 0.1)
         loss = (a * y).sum()

@@ -182,14 +182,18 @@ def test_max_unpool_inverts_max_pool():
         F.max_unpool2d(pooled, idx[:, :1], 2)
 
 
-def test_value_dependent_shapes_raise_trace_error_and_run_eagerly_outside():
-    """docs/compile.md: nonzero/masked_select raise TraceError when compiled; the eager
-    helper outside the compiled function is the way out."""
+def test_value_dependent_shapes_run_eagerly_and_refuse_a_full_graph():
+    """docs/compile.md: a compiled call that meets nonzero/masked_select runs eagerly with
+    a warning (``fullgraph=True`` raises TraceError); selecting outside the compiled
+    function keeps the rest compiled."""
     x = dg.tensor([1.0, -2.0, 3.0])
     for fn in (lambda t: dg.masked_select(t, t > 0), lambda t: dg.nonzero(t),
                lambda t: t[t > 0].sum()):
+        with pytest.warns(RuntimeWarning, match="depends on the data"):
+            got = dg.compile(fn)(x)
+        dg.testing.assert_close(got, fn(x))
         with pytest.raises(dg.TraceError):
-            dg.compile(fn)(x)
+            dg.compile(fn, fullgraph=True)(x)
 
     @dg.compile
     def total(values):

@@ -30,6 +30,7 @@ from numba.core import cgutils
 from numba.core.extending import intrinsic, overload
 
 from ..kir import Gemm, LibCall, walk
+from .library import Routines
 
 # cblas enum values
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
@@ -901,30 +902,21 @@ def _c_conv(dtype: Any, kind: str) -> Any:
     return numba.cfunc(sig, cache=True, nopython=True, error_model="numpy")(entry)
 
 
-_CONV: dict = {}
 CONV_KINDS = ("im2col", "col2im", "conv2d", "wgrad", "dgrad")
+ROUTINES = Routines("conv", CONV_KINDS, lambda kind, dtype: _c_conv(dtype, kind))
 
 
-def need_conv(dtype: str) -> None:
-    """Compile (or load from Numba's disk cache) the convolution's C functions for
-    ``dtype`` and register their symbols, once per process (see `need_batched`)."""
-    if dtype in _CONV:
-        return
-    from numba.core.compiler_lock import global_compiler_lock
-
-    with global_compiler_lock:
-        if dtype not in _CONV:
-            ty = types.float32 if dtype == "float32" else types.float64
-            fns = {kind: _c_conv(ty, kind) for kind in CONV_KINDS}
-            for kind, fn in fns.items():
-                llvm.add_symbol(f"dualgraph_conv_{kind}_{dtype}", fn.address)
-            _CONV[dtype] = fns
+def need_conv(dtype: str, kind: str | None = None) -> None:
+    """Compile (or load from Numba's disk cache) the convolution's C function ``kind``
+    (None: all five) for ``dtype`` and register its symbol, once per process
+    (`library.Routines.need`)."""
+    ROUTINES.need(dtype, kind)
 
 
 def _conv_codegen(kind: str, dtype: Any) -> Any:
     """The call of the registered C function ``kind``: each array's data pointer, one
     geometry block of their extents and strides (in elements), the table's pointer."""
-    name = f"dualgraph_conv_{kind}_{dtype}"
+    name = ROUTINES.symbol(kind, str(dtype))
 
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
@@ -962,7 +954,7 @@ def _conv_call(kind: str, arrays: tuple, table: Any) -> Any:
             and isinstance(table, types.Array) and table.dtype == types.int64
             and table.layout == "C"):
         return None
-    need_conv(str(dtype))
+    need_conv(str(dtype), kind)
     return types.void(*arrays, table), _conv_codegen(kind, dtype)
 
 

@@ -320,8 +320,9 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
     # lower, optimise and emit one more function per kernel.
     deco = (f"@dgc.njit(cache={cache}, error_model='numpy', parallel={parallel}, "
             f"nogil=True, no_cfunc_wrapper=True{fm})\n")
-    from .blas import BACKEND, CONV_KINDS
+    from .blas import BACKEND
     from .kernels import source_digest
+    from .library import needed_lines
 
     header = _HEADER.format(dg=__version__, nb=numba.__version__, kd=source_digest(),
                             blas=BACKEND)
@@ -333,25 +334,8 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
     for dtype in ("float32", "float64"):
         if f"dgb.gemm_batched_{dtype}(" in body:
             header += f"dgb.need_batched({dtype!r})\n"
-        if any(f"dgb.conv_{kind}_{dtype}(" in body for kind in CONV_KINDS):
-            header += f"dgb.need_conv({dtype!r})\n"
-    if "dgr.rnn_" in body:
-        header += "from dualgraph.backend.numba import recurrent_kernels as dgr\n"
-        for dtype in ("float32", "float64"):
-            if any(f"dgr.rnn_{kind}_{dtype}(" in body
-                   for kind in ("forward", "backward", "weight_grads")):
-                header += f"dgr.need({dtype!r})\n"
-    if "dgw.row_" in body:
-        header += "from dualgraph.backend.numba import row_kernels as dgw\n"
-        for dtype in ("float32", "float64"):
-            if any(f"dgw.row_{kind}_{dtype}(" in body for kind in ROW_KINDS):
-                header += f"dgw.need({dtype!r})\n"
+    header += needed_lines(body, header)
     return header + deco + body + "\n"
-
-
-# The row kernels' C functions (`row_kernels`), as generated code names them.
-ROW_KINDS = ("softmax", "softmax_backward", "layer_norm", "layer_norm_backward",
-             "layer_norm_weight_grad")
 
 
 def shown(module: str, lowered: Any) -> str:

@@ -43,6 +43,22 @@ CHUNKS = 64
 FOLD_BLOCK = 1024
 
 
+# A work array of at most this many bytes is allocated by the kernel at each call rather
+# than passed in: each array argument costs the call an unboxing and a reference record
+# (Numba's NRT) that cost more than a small allocation in compiled code, and a call of a
+# small kernel is mostly its arguments.
+LOCAL_WORK_BYTES = 4096
+
+
+def _small(buf: kir.Buffer, keep: int) -> bool:
+    """Whether ``buf`` holds at most `LOCAL_WORK_BYTES` and every extent of it is one the
+    code prints as a literal (at most ``keep``): a size read from the arguments must not
+    decide whether the kernel allocates, or kernels that differ only in their shapes (a
+    recurrent step at two sequence lengths) would no longer print the same code."""
+    return (all(d <= keep for d in buf.shape)
+            and buf.size * np.dtype(buf.dtype).itemsize <= LOCAL_WORK_BYTES)
+
+
 def fold_block(whole: int) -> int:
     """The buffer length for a sum of ``whole`` values (a multiple of LANES): the largest
     multiple of LANES up to FOLD_BLOCK that divides it, so that every block has the same
@@ -88,7 +104,8 @@ class Lowered:
     line_of_node: dict
     # Work arrays (shape, dtype) the caller allocates once and passes after the constants:
     # an allocation inside the kernel costs Numba compile time and the runtime a fresh
-    # buffer per call.
+    # buffer per call (but for small ones, which cost a call less than an argument does:
+    # `LOCAL_WORK_BYTES`).
     scratch: list = field(default_factory=list)
     # The scheduled kernel IR the source was printed from: top-level statements over the
     # parameters ``a{k}`` (inputs), ``c{k}`` (constants) and ``o{k}`` (outputs); its
@@ -199,7 +216,8 @@ class _Writer:
         outs = [f"o{k}" for k in range(len(self.graph.outputs)) if k not in self.write_to]
         kir.verify(self.stmts, [self.bufs[p] for p in params + outs])
         stmts = loops.hoist_invariants(loops.merge_loops(
-            schedule.share_subexpressions(schedule.hoist_allocations(self.stmts)),
+            schedule.share_subexpressions(schedule.hoist_allocations(
+                lowerings.norm.merge_layer_norm_grads(self.stmts))),
             keep=folds_scalar))
         if self.parallel:
             stmts = product_blocks(stmts)
@@ -709,9 +727,13 @@ class _Writer:
                         note(b)
         return list(seen.values())
 
-    def work_array(self, buf: kir.Buffer) -> str:
+    def work_array(self, buf: kir.Buffer) -> str | None:
         """The work array a top-level allocation of ``buf`` takes: allocated once by the
-        caller and passed in (``w{k}``)."""
+        caller and passed in (``w{k}``); None for a small one outside any loop, which the
+        kernel allocates itself."""
+        # A parallel kernel's parts share its top-level arrays: each keeps the caller's.
+        if buf.role != kir.SCRATCH and not self.parallel and _small(buf, self.keep):
+            return None
         self.scratch.append((tuple(buf.shape) or (1,), np.dtype(buf.dtype)))
         return f"w{len(self.scratch) - 1}"
 

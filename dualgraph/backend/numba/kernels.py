@@ -341,6 +341,47 @@ def reshaped(typingctx, x, shape):
     return out_type(x, shape), codegen
 
 
+@intrinsic
+def empty(typingctx, shape, dtype):
+    """``np.empty(shape, dtype)`` (C order) for generated code, as lowered code: an
+    allocation from Numba's runtime, the array's fields filled in place.
+
+    Numba's ``np.empty`` is an overload compiled as a function of its own, with its
+    allocator, once per process and array type, then linked into and optimised again
+    with every kernel that calls it."""
+    if not (isinstance(shape, types.BaseTuple) and len(shape)
+            and all(isinstance(t, types.Integer) for t in shape)
+            and isinstance(dtype, (types.NumberClass, types.DType))):
+        return None
+    from numba.core import cgutils
+    from numba.core.imputils import impl_ret_new_ref
+    from numba.np.arrayobj import populate_array
+
+    out_type = types.Array(dtype.dtype, len(shape), "C")
+
+    def codegen(context, builder, signature, args):
+        shty = signature.args[0]
+        dims = [context.cast(builder, builder.extract_value(args[0], k), shty[k], types.intp)
+                for k in range(len(shty))]
+        out = context.make_array(out_type)(context, builder)
+        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(
+            context.get_data_type(out_type.dtype)))
+        strides = list(dims)
+        step = itemsize
+        for k in reversed(range(len(dims))):
+            strides[k] = step
+            step = builder.mul(step, dims[k])
+        meminfo = context.nrt.meminfo_alloc_aligned(builder, size=step, align=32)
+        data = context.nrt.meminfo_data(builder, meminfo)
+        populate_array(out, data=builder.bitcast(data, out.data.type),
+                       shape=cgutils.pack_array(builder, dims),
+                       strides=cgutils.pack_array(builder, strides),
+                       itemsize=itemsize, meminfo=meminfo)
+        return impl_ret_new_ref(context, builder, out_type, out._getvalue())
+
+    return out_type(shape, dtype), codegen
+
+
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def exp_f32(x):
     xc = x if x < _EXP_HI else _EXP_HI

@@ -250,16 +250,22 @@ class Printer:
             b = s.buf
             if s.fill is None:
                 top = indent == 1 or b.role == kir.SCRATCH
-                name = self.work(b) if self.work is not None and top else None
+                worked = self.work is not None and top
+                name = self.work(b) if worked else None
+                # A work array the kernel allocates itself (`work` says None): the
+                # allocation lowered in place, with no NumPy function compiled for it.
+                new = "dgk.empty" if worked else "np.empty"
                 self.emit(f"{b.name} = {name}" if name else
-                          f"{b.name} = np.empty({_shape(b.shape, self.sz)}, {dtype_name(b.dtype)})",
+                          f"{b.name} = {new}({_shape(b.shape, self.sz)}, {dtype_name(b.dtype)})",
                           indent)
             elif self.work is not None and (indent == 1 or b.role == kir.SCRATCH):
                 # A work array filled by a flat loop: Numba's np.full is a function of
                 # its own, compiled once per process and type and linked into each
                 # kernel that calls it.
                 flat = f"{b.name}_fill"
-                self.emit(f"{b.name} = {self.work(b)}", indent)
+                name = self.work(b) or \
+                    f"dgk.empty({_shape(b.shape, self.sz)}, {dtype_name(b.dtype)})"
+                self.emit(f"{b.name} = {name}", indent)
                 self.emit(f"{flat} = dgk.flat({b.name})" if self.views else
                           f"{flat} = {b.name}.reshape({b.name}.size)", indent)
                 self.emit(f"for {flat}_i in range({b.name}.size):", indent)

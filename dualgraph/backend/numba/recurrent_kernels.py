@@ -18,20 +18,18 @@ elementwise pass and one GEMM.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numba
 import numpy as np
-from llvmlite import binding as llvm
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import intrinsic, overload
 
 from . import kernels as dgk
 from .blas import _NO_TRANS, _TRANS, _empty_of, _gemm_at
+from .library import Routines
 
 _TANH_MODE, _RELU_MODE, _LSTM_MODE, _GRU_MODE = 0, 1, 2, 3
 _REVERSE, _LENGTHS, _PROJ = 4, 8, 16
@@ -389,47 +387,35 @@ def _weight_grads(pback, px, pws, pres, geo):
             res[at + gn + j] += back[r, j + off]
 
 
-def _c_functions(dtype: Any) -> tuple:
+def _routine(kind: str, dtype: Any) -> Any:
+    """The C function of recurrent routine ``kind`` for the Numba float type ``dtype``."""
     ptr, iptr = types.CPointer(dtype), types.CPointer(types.int64)
+    if kind == "forward":
+        def entry(x, h0, c0, lens, w_ih, w_hh, w_hr, b_ih, b_hh, ws, geo):
+            _forward(x, h0, c0, lens, w_ih, w_hh, w_hr, b_ih, b_hh, ws, geo)
 
-    def forward(x, h0, c0, lens, w_ih, w_hh, w_hr, b_ih, b_hh, ws, geo):
-        _forward(x, h0, c0, lens, w_ih, w_hh, w_hr, b_ih, b_hh, ws, geo)
+        sig = types.void(ptr, ptr, ptr, iptr, ptr, ptr, ptr, ptr, ptr, ptr, iptr)
+    elif kind == "backward":
+        def entry(g, ws, h0, c0, w_hh, w_hr, lens, out, geo):
+            _backward(g, ws, h0, c0, w_hh, w_hr, lens, out, geo)
 
-    def backward(g, ws, h0, c0, w_hh, w_hr, lens, out, geo):
-        _backward(g, ws, h0, c0, w_hh, w_hr, lens, out, geo)
+        sig = types.void(ptr, ptr, ptr, ptr, ptr, ptr, iptr, ptr, iptr)
+    else:
+        def entry(back, x, ws, res, geo):
+            _weight_grads(back, x, ws, res, geo)
 
-    def weight_grads(back, x, ws, res, geo):
-        _weight_grads(back, x, ws, res, geo)
-
-    opts = {"cache": True, "nopython": True, "error_model": "numpy"}
-    fwd = numba.cfunc(types.void(ptr, ptr, ptr, iptr, ptr, ptr, ptr, ptr, ptr, ptr, iptr),
-                      **opts)(forward)
-    bwd = numba.cfunc(types.void(ptr, ptr, ptr, ptr, ptr, ptr, iptr, ptr, iptr),
-                      **opts)(backward)
-    wg = numba.cfunc(types.void(ptr, ptr, ptr, ptr, iptr), **opts)(weight_grads)
-    return fwd, bwd, wg
-
-
-_FUNCTIONS: dict = {}
+        sig = types.void(ptr, ptr, ptr, ptr, iptr)
+    return numba.cfunc(sig, cache=True, nopython=True, error_model="numpy")(entry)
 
 
-def need(dtype: str) -> None:
-    """Compile (or load from Numba's disk cache) the forward and backward C functions for
-    ``dtype`` and register their symbols, once per process: before a kernel calling them
-    is compiled (its typing does this) or loaded (its module's header does)."""
-    if dtype in _FUNCTIONS:
-        return
-    from numba.core.compiler_lock import global_compiler_lock
+ROUTINES = Routines("rnn", ("forward", "backward", "weight_grads"), _routine)
 
-    with global_compiler_lock, warnings.catch_warnings():
-        # Numba's pedantic IR check misreads the inlined tanh and sigmoid's variables;
-        # the code is right (the tests compare every cell type with eager).
-        warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
-        if dtype not in _FUNCTIONS:
-            fns = _c_functions(types.float32 if dtype == "float32" else types.float64)
-            for kind, fn in zip(("forward", "backward", "weight_grads"), fns):
-                llvm.add_symbol(f"dualgraph_rnn_{kind}_{dtype}", fn.address)
-            _FUNCTIONS[dtype] = fns
+
+def need(dtype: str, kind: str | None = None) -> None:
+    """Compile (or load from Numba's disk cache) recurrent routine ``kind`` (None: all
+    three) for ``dtype`` and register its symbol, once per process
+    (`library.Routines.need`)."""
+    ROUTINES.need(dtype, kind)
 
 
 def _call_c(kind: str, flags_and_arrays: tuple, float_args: tuple, geo_dims: tuple,
@@ -448,8 +434,8 @@ def _call_c(kind: str, flags_and_arrays: tuple, float_args: tuple, geo_dims: tup
     if dt not in (types.float32, types.float64) or any(
             arrays[k].dtype != dt for k in float_args):
         return None
-    name = f"dualgraph_rnn_{kind}_{dt}"
-    need(str(dt))
+    name = ROUTINES.symbol(kind, str(dt))
+    need(str(dt), kind)
 
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)

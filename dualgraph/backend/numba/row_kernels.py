@@ -26,23 +26,22 @@ serial loop.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numba
 import numpy as np
-from llvmlite import binding as llvm
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import intrinsic, overload
 
 from . import kernels as dgk
+from .library import Routines
 from .row_simd import lane_max, lane_sum
 
 _AT = 9  # per operand: four extents, four strides, the origin
 _LOG, _WEIGHT, _BIAS = 1, 2, 4
+_WEIGHT_GRAD, _BIAS_GRAD = 8, 16
 LANES = dgk.LANES
 
 
@@ -69,7 +68,7 @@ def _of_dtype(a, v):
     return lambda a, v: dt(v)
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _span(g, a):
     """An operand as a flat array over every address it spans."""
     span = 1
@@ -82,13 +81,13 @@ def _span(g, a):
     return span
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _flat(p, g, a):
     """An operand (its pointer at the lowest address it spans) as a flat array."""
     return numba.carray(p, (_span(g, a),))
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _base(g, a, i0, i1, i2, axis):
     """The flat index of element 0 of the row at outer index (i0, i1, i2) of operand
     ``a`` (the outer index skips ``axis``)."""
@@ -102,7 +101,7 @@ def _base(g, a, i0, i1, i2, axis):
     return at
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _outer(g, a, axis):
     """The extents of operand ``a``'s three outer axes."""
     e = [1, 1, 1]
@@ -173,7 +172,7 @@ def _lanes_for_row(row, n):
     return lambda row, n: np.empty(0, np.float64)
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _row_max(xr, n):
     """The max of ``xr[:n]``, LANES at a time (`row_simd.lane_max`). The order of the
     compares is not the serial one, which changes nothing the softmax writes: without a
@@ -264,7 +263,7 @@ def _softmax_backward(pg, py, pout, geo):
                 _put(out, ob, so, n, orow)
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _stats(xr, n, row, lanes, eps):
     """A row's mean, ``1 / sqrt(var + eps)`` in the row's dtype and in float64, as the
     generated row loops make them (two passes: no cancellation when the mean is large
@@ -322,46 +321,74 @@ def _layer_norm(px, pw, pb, pout, geo, eps):
 
 
 @numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
-def _layer_norm_backward(pg, px, pw, pout, geo, eps):
-    g = numba.carray(geo, (4 * _AT + 2,))
-    axis, flags = g[4 * _AT], g[4 * _AT + 1]
+def _layer_norm_backward(pg, px, pw, pout, pdw, pdb, geo, eps, k):
+    """The input gradient of rows of ``x`` into ``out``; with flags 8 also the weight's
+    (``sum(g * xhat)`` over the rows) into ``dw``, with 16 the bias's (``sum(g)``) into
+    ``db``, in the pass that reads each row for the input's. ``k``: the operands in
+    ``geo`` (4 without ``dw`` and ``db``). The columns' float64 totals take the rows in
+    order, the additions of `_layer_norm_weight_grad` and of the generated sum loop, so
+    the parameters' gradients are those of the separate ops bit for bit."""
+    g = numba.carray(geo, (k * _AT + 2,))
+    axis, flags = g[k * _AT], g[k * _AT + 1]
     n = g[axis]
     e0, e1, e2 = _outer(g, 0, axis)
-    if n == 0 or e0 * e1 * e2 == 0:
+    if n == 0:
         return
-    gf, x, out = _flat(pg, g, 0), _flat(px, g, 1), _flat(pout, g, 3)
-    sg, sx, so = g[4 + axis], g[_AT + 4 + axis], g[3 * _AT + 4 + axis]
-    gw, xw, ow = np.empty(n, out.dtype), np.empty(n, out.dtype), np.empty(n, out.dtype)
-    row, a = np.empty(n, out.dtype), np.empty(n, out.dtype)
-    lanes = _lanes_for(row, n)
-    count = np.float64(n)
-    ww = np.empty(n, out.dtype)
     has_w = (flags & _WEIGHT) != 0
-    w = _load(_flat(pw, g, 2), g[2 * _AT + 8], g[2 * _AT + 7], n, ww) if has_w else ww
-    for i0 in range(e0):
-        for i1 in range(e1):
-            for i2 in range(e2):
-                gr = _load(gf, _base(g, 0, i0, i1, i2, axis), sg, n, gw)
-                xr = _load(x, _base(g, 1, i0, i1, i2, axis), sx, n, xw)
-                ob = _base(g, 3, i0, i1, i2, axis)
-                orow = out[ob:ob + n] if so == 1 else ow[:n]
-                # a = g * w; the row's statistics, then the sums of a and of a * (x - mu).
-                if has_w:
+    want_w, want_b = (flags & _WEIGHT_GRAD) != 0, (flags & _BIAS_GRAD) != 0
+    tw = np.zeros(n if want_w else 0, np.float64)
+    tb = np.zeros(n if want_b else 0, np.float64)
+    if e0 * e1 * e2:
+        gf, x, out = _flat(pg, g, 0), _flat(px, g, 1), _flat(pout, g, 3)
+        sg, sx, so = g[4 + axis], g[_AT + 4 + axis], g[3 * _AT + 4 + axis]
+        gw, xw = np.empty(n, out.dtype), np.empty(n, out.dtype)
+        ow = np.empty(n, out.dtype)
+        row, a = np.empty(n, out.dtype), np.empty(n, out.dtype)
+        lanes = _lanes_for(row, n)
+        count = np.float64(n)
+        ww = np.empty(n, out.dtype)
+        w = _load(_flat(pw, g, 2), g[2 * _AT + 8], g[2 * _AT + 7], n, ww) if has_w else ww
+        for i0 in range(e0):
+            for i1 in range(e1):
+                for i2 in range(e2):
+                    gr = _load(gf, _base(g, 0, i0, i1, i2, axis), sg, n, gw)
+                    xr = _load(x, _base(g, 1, i0, i1, i2, axis), sx, n, xw)
+                    ob = _base(g, 3, i0, i1, i2, axis)
+                    orow = out[ob:ob + n] if so == 1 else ow[:n]
+                    # a = g * w; the row's statistics, then the sums of a and of
+                    # a * (x - mu).
+                    if has_w:
+                        for j in range(n):
+                            a[j] = gr[j] * w[j]
+                    else:
+                        for j in range(n):
+                            a[j] = gr[j]
+                    mu, r, r64 = _stats(xr, n, row, lanes, eps)
+                    sa = _row_sum(a, n, lanes)
                     for j in range(n):
-                        a[j] = gr[j] * w[j]
-                else:
+                        row[j] = a[j] * (xr[j] - mu)
+                    sb = _row_sum(row, n, lanes)
+                    ma = _of(row, sa / count)
+                    c = _of(row, r64 * sb / count)  # mean(a * xhat)
                     for j in range(n):
-                        a[j] = gr[j]
-                mu, r, r64 = _stats(xr, n, row, lanes, eps)
-                sa = _row_sum(a, n, lanes)
-                for j in range(n):
-                    row[j] = a[j] * (xr[j] - mu)
-                sb = _row_sum(row, n, lanes)
-                ma = _of(row, sa / count)
-                c = _of(row, r64 * sb / count)  # mean(a * xhat)
-                for j in range(n):
-                    orow[j] = r * (a[j] - ma - (xr[j] - mu) * r * c)
-                _put(out, ob, so, n, orow)
+                        orow[j] = r * (a[j] - ma - (xr[j] - mu) * r * c)
+                    if want_w:
+                        for j in range(n):
+                            tw[j] += np.float64(gr[j] * ((xr[j] - mu) * r))
+                    if want_b:
+                        for j in range(n):
+                            tb[j] += np.float64(gr[j])
+                    _put(out, ob, so, n, orow)
+    if want_w:
+        dw = _flat(pdw, g, 4)
+        sw, bw = g[4 * _AT + 7], g[4 * _AT + 8]
+        for j in range(n):
+            dw[bw + j * sw] = _of(dw, tw[j])
+    if want_b:
+        db = _flat(pdb, g, 5)
+        sb, bb = g[5 * _AT + 7], g[5 * _AT + 8]
+        for j in range(n):
+            db[bb + j * sb] = _of(db, tb[j])
 
 
 @numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
@@ -393,26 +420,31 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
         out[ob + j * so] = _of(out, total[j])
 
 
-def _c_functions(dtype: Any) -> dict:
+def _routine(kind: str, dtype: Any) -> Any:
+    """The C function of row routine ``kind`` for the Numba float type ``dtype``."""
     p, g, f8 = types.CPointer(dtype), types.CPointer(types.int64), types.float64
 
     # The row functions are inlined into these entries, so each entry's options are
     # theirs, and the entries name no closure variable (whose hash would differ in every
     # process and miss Numba's disk cache).
-    def softmax(x, out, geo, eps):
-        _softmax(x, out, geo)
-
-    def softmax_backward(g, y, out, geo, eps):
-        _softmax_backward(g, y, out, geo)
-
-    def layer_norm(x, w, b, out, geo, eps):
-        _layer_norm(x, w, b, out, geo, eps)
-
-    def layer_norm_backward(g, x, w, out, geo, eps):
-        _layer_norm_backward(g, x, w, out, geo, eps)
-
-    def layer_norm_weight_grad(g, x, out, geo, eps):
-        _layer_norm_weight_grad(g, x, out, geo, eps)
+    if kind == "softmax":
+        def entry(x, out, geo, eps):
+            _softmax(x, out, geo)
+    elif kind == "softmax_backward":
+        def entry(g, y, out, geo, eps):
+            _softmax_backward(g, y, out, geo)
+    elif kind == "layer_norm":
+        def entry(x, w, b, out, geo, eps):
+            _layer_norm(x, w, b, out, geo, eps)
+    elif kind == "layer_norm_backward":
+        def entry(g, x, w, out, geo, eps):
+            _layer_norm_backward(g, x, w, out, out, out, geo, eps, 4)
+    elif kind == "layer_norm_grads":
+        def entry(g, x, w, out, dw, db, geo, eps):
+            _layer_norm_backward(g, x, w, out, dw, db, geo, eps, 6)
+    else:
+        def entry(g, x, out, geo, eps):
+            _layer_norm_weight_grad(g, x, out, geo, eps)
 
     # float32 contracts ``a * b + c`` to an FMA as a float32 kernel does
     # (`float32_only`), so the call and the loops written into a kernel round alike;
@@ -420,32 +452,19 @@ def _c_functions(dtype: Any) -> dict:
     # builds are two entries of Numba's disk cache.
     fast = {"fastmath": {"contract"}} if dtype == types.float32 else {}
     opts = {"cache": True, "nopython": True, "error_model": "numpy", **fast}
-    return {fn.__name__: numba.cfunc(types.void(*([p] * arity), g, f8), **opts)(fn)
-            for fn, arity in ((softmax, 2), (softmax_backward, 3), (layer_norm, 4),
-                              (layer_norm_backward, 4), (layer_norm_weight_grad, 3))}
+    return numba.cfunc(types.void(*([p] * _ARITY[kind]), g, f8), **opts)(entry)
 
 
-_FUNCTIONS: dict = {}
+# Each routine's number of array operands.
+_ARITY = {"softmax": 2, "softmax_backward": 3, "layer_norm": 4, "layer_norm_backward": 4,
+          "layer_norm_grads": 6, "layer_norm_weight_grad": 3}
+ROUTINES = Routines("row", _ARITY, _routine)
 
 
-def need(dtype: str) -> None:
-    """Compile (or load from Numba's disk cache) the row C functions for ``dtype`` and
-    register their symbols, once per process: before a kernel calling them is compiled
-    (its typing does this) or loaded (its module's header does)."""
-    if dtype in _FUNCTIONS:
-        return
-    from numba.core.compiler_lock import global_compiler_lock
-
-    with global_compiler_lock, warnings.catch_warnings():
-        # Numba's pedantic IR check misreads the inlined helpers' variables; the code is
-        # right (the tests compare every function with eager).
-        warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
-        if dtype not in _FUNCTIONS:
-            ty = types.float32 if dtype == "float32" else types.float64
-            fns = _c_functions(ty)
-            for kind, fn in fns.items():
-                llvm.add_symbol(f"dualgraph_row_{kind}_{dtype}", fn.address)
-            _FUNCTIONS[dtype] = fns
+def need(dtype: str, kind: str | None = None) -> None:
+    """Compile (or load from Numba's disk cache) row routine ``kind`` (None: all of them)
+    for ``dtype`` and register its symbol, once per process (`library.Routines.need`)."""
+    ROUTINES.need(dtype, kind)
 
 
 def _call(kind: str, arrays: tuple, axis: Any, flags: Any, eps: Any) -> Any:
@@ -459,8 +478,8 @@ def _call(kind: str, arrays: tuple, axis: Any, flags: Any, eps: Any) -> Any:
             and isinstance(axis, types.Integer) and isinstance(flags, types.Integer)
             and isinstance(eps, (types.Float, types.Integer))):
         return None
-    need(str(dtype))
-    name = f"dualgraph_row_{kind}_{dtype}"
+    need(str(dtype), kind)
+    name = ROUTINES.symbol(kind, str(dtype))
 
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
@@ -536,6 +555,15 @@ def row_layer_norm_backward(typingctx, g, x, w, out, axis, flags, eps):
 
 
 @intrinsic
+def row_layer_norm_grads(typingctx, g, x, w, out, dw, db, axis, flags, eps):
+    """layer_norm's input gradient into ``out`` (flags 2: ``w`` is the weight) and, in the
+    same pass over the rows, flags 8: the weight's gradient into the 1-D ``dw``, flags 16:
+    the bias's into the 1-D ``db`` (an absent one is any array of the dtype, not
+    written)."""
+    return _call("layer_norm_grads", (g, x, w, out, dw, db), axis, flags, eps)
+
+
+@intrinsic
 def row_layer_norm_weight_grad(typingctx, g, x, out, axis, flags, eps):
     """layer_norm's weight gradient ``sum(g * xhat)`` over the rows into the 1-D
     ``out``."""
@@ -548,5 +576,6 @@ row_softmax_float32 = row_softmax_float64 = row_softmax
 row_softmax_backward_float32 = row_softmax_backward_float64 = row_softmax_backward
 row_layer_norm_float32 = row_layer_norm_float64 = row_layer_norm
 row_layer_norm_backward_float32 = row_layer_norm_backward_float64 = row_layer_norm_backward
+row_layer_norm_grads_float32 = row_layer_norm_grads_float64 = row_layer_norm_grads
 row_layer_norm_weight_grad_float32 = row_layer_norm_weight_grad_float64 = \
     row_layer_norm_weight_grad

@@ -16,7 +16,9 @@ Numba compiles one function at a time per process (its compiler holds a global l
 the independent functions of a job (the parts of split kernels, a forward and a backward)
 are shared out among helper processes when the machine has the cores (`compile_jobs`):
 each is this same module, sent jobs of ``("fn", body, name, parallel, contract, sig,
-opt)`` specs, which it compiles into the disk cache. Blocking compiles use the same helpers.
+opt)`` specs, which it compiles into the disk cache, or ``("lib", unit)`` specs, library
+routines (`library`) it builds into Numba's disk cache. Blocking compiles use the same
+helpers.
 
 Frames come only from the parent process that started this one through a private pipe, so
 unpickling them trusts no one else.
@@ -161,6 +163,13 @@ def compile_parallel(tasks: list[tuple[Any, tuple]], jobs: int | None = None) ->
             or any(t[0].path is None for t in tasks)):
         return 0
     todo = [tasks[k] for k in sorted(range(len(tasks)), key=lambda k: -lines[k])]
+    # The library routines the functions call and this process has not built: first in
+    # the queue, each built once by whoever takes it (the others wait for it, `library`),
+    # not by every process whose function calls it.
+    from . import library
+
+    todo[:0] = [("lib", u) for u in library.missing(
+        library.needed_by("\n".join(t[0].lowered.code for t in tasks)))]
     lock = threading.Lock()
     sent = [0]
 
@@ -171,17 +180,19 @@ def compile_parallel(tasks: list[tuple[Any, tuple]], jobs: int | None = None) ->
     def serve(helper: _Helper) -> None:
         while (task := take()) is not None:
             owner, sig = task
-            spec = ("fn", owner.lowered.code, owner.lowered.name, owner.parallel,
-                    owner.contract, tuple(sig), getattr(owner.fn, "_dg_opt", None))
+            spec = (("lib", sig) if owner == "lib" else
+                    ("fn", owner.lowered.code, owner.lowered.name, owner.parallel,
+                     owner.contract, tuple(sig), getattr(owner.fn, "_dg_opt", None)))
             # The directory the kernel files are in (absolute: the helper runs elsewhere).
-            directory = os.path.dirname(os.path.abspath(owner.path))
+            directory = os.path.dirname(os.path.abspath(
+                tasks[0][0].path if owner == "lib" else owner.path))
             try:
                 _, error, _ = helper.run((next(_IDS), directory, [spec]))
             except (OSError, RuntimeError, EOFError):
                 # A helper that fails leaves its function to `Kernel.compile`, which
                 # compiles it in this process (and reports any error there).
                 return
-            if error is None:
+            if error is None and owner != "lib":
                 with lock:
                     sent[0] += 1
 
@@ -190,7 +201,10 @@ def compile_parallel(tasks: list[tuple[Any, tuple]], jobs: int | None = None) ->
     for t in threads:
         t.start()
     while (task := take()) is not None:
-        compile_dispatcher(task[0].fn, task[0].path, tuple(task[1]))
+        if task[0] == "lib":
+            library.need_units([task[1]])
+        else:
+            compile_dispatcher(task[0].fn, task[0].path, tuple(task[1]))
     for t in threads:
         t.join()
     return sent[0]
@@ -262,7 +276,11 @@ def main() -> None:
         t0 = time.perf_counter()
         error = None
         try:
-            if kernels and kernels[0][0] == "fn":
+            if kernels and kernels[0][0] == "lib":
+                from . import library
+
+                library.need_units([spec[1] for spec in kernels])
+            elif kernels and kernels[0][0] == "fn":
                 for spec in kernels:
                     _compile_function(*spec[1:])
             else:

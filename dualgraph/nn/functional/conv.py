@@ -11,7 +11,6 @@ import numpy as np
 
 from ...ops import conv as C
 from ...ops import elementwise as E
-from ...ops import linalg as L
 from ...ops import shape as S
 from ...ops.mixin import TensorOps
 from ...ops.pool import (
@@ -128,8 +127,8 @@ def conv_transpose2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1,
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1,
                      dilation: Any = 1) -> Any:
     """Transposed 2-D convolution (the gradient of `conv2d` with respect to its input) of
-    (N, C_in, H, W) input with weight (C_in, C_out/groups, kH, kW): each group's columns
-    ``weight^T @ x`` summed into the output by ``col2im``."""
+    (N, C_in, H, W) input with weight (C_in, C_out/groups, kH, kW): `conv2d_input` of
+    ``input`` taken as the convolution's output gradient."""
     x, added = _batched("conv_transpose2d", input, 2)
     _weight("conv_transpose2d", weight, 4)
     if isinstance(padding, str):
@@ -170,13 +169,12 @@ def conv_transpose2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1,
     if min(size) < 1:
         raise RuntimeError(f"conv_transpose2d: the output size {size} of input "
                            f"{list(x.shape)} is too small")
-    cin_g, k = cin // groups, cog * kh * kw
-    # The output's end padding shrinks by output_padding, so col2im's windows number (H, W).
+    # The output's end padding shrinks by output_padding, so the windows number (H, W).
     canon = tuple((p, p - op) for p, op in zip(pads, opad))
-    wt = S.transpose(S.reshape(weight, (groups, cin_g, k)), (0, 2, 1))  # (G, K, Cin_g)
-    cols = L.matmul(wt, S.reshape(x, (n, groups, cin_g, h * w)))  # (N, G, K, H*W)
-    out = C.col2im(S.reshape(cols, (n, groups * k, h * w)), size, (kh, kw), dilation, canon,
-                   stride)
+    # The transposed convolution is the gradient of the convolution of weight ``weight``
+    # with respect to its input: one primitive, run sample by sample by the backends, whose
+    # own gradients are the convolution and its weight gradient.
+    out = C.conv_transpose2d(x, weight, size, stride, canon, dilation, groups)
     if bias is not None:
         out = E.add(out, S.reshape(bias, (cout, 1, 1)))
     return _unbatched(out, added)

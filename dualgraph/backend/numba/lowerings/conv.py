@@ -234,47 +234,67 @@ def _conv2d(node: Node, args: list, out: str) -> kir.Block:
     return block
 
 
+class _Gradient:
+    """What both convolution gradients' lowerings start from: the geometry of the weight
+    (O, C/groups, kH, kW) whose windows gave the output gradient ``g`` (N, O, oH, oW),
+    the result allocated in ``block``, and ``g`` seen C-ordered as (N, O, oH*oW)."""
+
+    def __init__(self, node: Node, out: str, what: str, weight: tuple, g_at: int,
+                 args: list) -> None:
+        o, cg, kh, kw = weight
+        self.n, _, oh, ow = node.inputs[g_at].shape
+        self.groups = node.attrs["groups"]
+        self.attrs = dict(node.attrs, kernel_size=(kh, kw))
+        self.hw = (oh, ow)
+        self.og, self.k, self.length = o // self.groups, cg * kh * kw, oh * ow
+        self.res = kir.Buffer(out, ishape(node), np.dtype(node.dtype))
+        # Ungrouped, the library's routine runs sample by sample, the sample's columns in
+        # a (K, L) buffer that stays in cache.
+        self.per_sample = self.groups == 1 and HAVE_CBLAS
+        self.block = kir.Block([kir.Comment(
+            f"{node.op} as {what} (a window of {self.k} elements"
+            f"{', per sample' if self.per_sample else ''})"), kir.Alloc(self.res)], self.res)
+        self.gc = (_reshaped(self.block, args[g_at].buf, (self.n, o, self.length),
+                             f"{out}_g") if self.res.size else None)  # C-ordered
+
+    def table(self, out: str) -> kir.Buffer:
+        return _table(self.block, out, self.attrs, self.hw)
+
+    def items(self, out: str, gemm: Callable[[kir.Expr, kir.Expr], kir.Stmt]) -> kir.Loop:
+        """One product per (sample, group) pair, in order: item = sample * groups + group;
+        ``gemm(item, group)``."""
+        item = kir.Var(f"{out}_i")
+        return kir.Loop(item, self.n * self.groups,
+                        (gemm(item, kir.Bin("%", item, kir.const(self.groups))),))
+
+
 @lowers("conv2d_weight")
 def _conv2d_weight(node: Node, args: list, out: str) -> kir.Block:
     """Ungrouped, with the library: sample by sample, the sample's columns gathered into a
     (K, L) buffer that stays in cache and one BLAS product adding them times the sample's
     gradient into the sum (`blas.conv_wgrad`). Otherwise: im2col of the whole batch, then
     one product per (sample, group) adding into the zeroed result."""
-    x, g = node.inputs
-    o, cg, kh, kw = node.shape
-    groups = node.attrs["groups"]
-    n, _, oh, ow = g.shape
-    og, k, length = o // groups, cg * kh * kw, oh * ow
-    dtype = np.dtype(node.dtype)
-    res = kir.Buffer(out, ishape(node), dtype)
-    library = HAVE_CBLAS
-    per_sample = groups == 1 and library
-    block = kir.Block([kir.Comment(f"conv2d_weight as im2col + GEMM (a window of {k} "
-                                   f"elements{', per sample' if per_sample else ''})"),
-                       kir.Alloc(res)], res)
+    x = node.inputs[0]
+    h = _Gradient(node, out, "im2col + GEMM", tuple(node.shape), 1, args)
+    block, res = h.block, h.res
     if not res.size:
         return block
-    gc = _reshaped(block, args[1].buf, (n, o, length), f"{out}_g")  # C-ordered
-    if per_sample:
-        geo = _table(block, out, node.attrs, (oh, ow))
-        return block.add(kir.LibCall("conv_wgrad", (args[0].buf, gc, geo), (res,)))
+    if h.per_sample:
+        return block.add(kir.LibCall("conv_wgrad", (args[0].buf, h.gc, h.table(out)), (res,)))
     block.add(_zeros(block, res, f"{out}_"))
-    if not (n * length):
+    if not (h.n * h.length):
         return block
-    cols = kir.Buffer(f"{out}_c", (n, groups * k, length), dtype)
+    og, k, length = h.og, h.k, h.length
+    cols = kir.Buffer(f"{out}_c", (h.n, h.groups * k, length), res.dtype)
     block.add(kir.Alloc(cols))
-    if not library:
-        _im2col_into(block, x, args[0].buf, node.attrs, cols)
+    if not HAVE_CBLAS:
+        _im2col_into(block, x, args[0].buf, h.attrs, cols)
     else:
-        geo = _table(block, out, node.attrs, (oh, ow))
-        block.add(kir.LibCall("conv_im2col", (args[0].buf, geo), (cols,)))
-    item = kir.Var(f"{out}_i")
-    # (sample, group) pairs in order: item = sample * groups + group.
-    group = kir.Bin("%", item, kir.const(groups))
-    return block.add(kir.Loop(item, n * groups, (kir.Gemm(
-        og, k, length, kir.Operand(gc, length, offset=item * (og * length)),
+        block.add(kir.LibCall("conv_im2col", (args[0].buf, h.table(out)), (cols,)))
+    return block.add(h.items(out, lambda item, group: kir.Gemm(
+        og, k, length, kir.Operand(h.gc, length, offset=item * (og * length)),
         kir.Operand(cols, length, offset=item * (k * length)),
-        kir.Operand(res, k, offset=group * (og * k)), tb=True, beta=1.0),)))
+        kir.Operand(res, k, offset=group * (og * k)), tb=True, beta=1.0)))
 
 
 @lowers("conv2d_input")
@@ -283,46 +303,27 @@ def _conv2d_input(node: Node, args: list, out: str) -> kir.Block:
     into a (K, L) buffer that stays in cache, then added into the sample's image where its
     windows read it (`blas.conv_dgrad`). Otherwise: the columns' gradient of the whole
     batch by one product per (sample, group), then col2im."""
-    from ....ops.conv import out_size
-
-    g, w = node.inputs
-    n, c, h, wd = node.shape
-    o, cg, kh, kw = w.shape
-    groups = node.attrs["groups"]
-    attrs = dict(node.attrs, kernel_size=(kh, kw))
-    oh, ow = out_size((h, wd), (kh, kw), attrs["dilation"], attrs["padding"],
-                      attrs["stride"])
-    og, k, length = o // groups, cg * kh * kw, oh * ow
-    dtype = np.dtype(node.dtype)
-    res = kir.Buffer(out, ishape(node), dtype)
-    library = HAVE_CBLAS
-    per_sample = groups == 1 and library
-    block = kir.Block([kir.Comment(f"conv2d_input as GEMM + col2im (a window of {k} "
-                                   f"elements{', per sample' if per_sample else ''})"),
-                       kir.Alloc(res)], res)
+    w = node.inputs[1]
+    h = _Gradient(node, out, "GEMM + col2im", tuple(w.shape), 0, args)
+    block, res = h.block, h.res
     if not res.size:
         return block
-    gc = _reshaped(block, args[0].buf, (n, o, length), f"{out}_g")  # C-ordered
-    wc = _reshaped(block, args[1].buf, (o * k,), f"{out}_w")
-    if per_sample:
-        geo = _table(block, out, attrs, (oh, ow))
-        return block.add(kir.LibCall("conv_dgrad", (gc, wc, geo), (res,)))
+    wc = _reshaped(block, args[1].buf, (math.prod(w.shape),), f"{out}_w")
+    if h.per_sample:
+        return block.add(kir.LibCall("conv_dgrad", (h.gc, wc, h.table(out)), (res,)))
+    og, k, length = h.og, h.k, h.length
     # Not ``<out>_c``: the window loops below name their channel variable so.
-    cols = kir.Buffer(f"{out}_cols", (n, groups * k, length), dtype)
+    cols = kir.Buffer(f"{out}_cols", (h.n, h.groups * k, length), res.dtype)
     block.add(kir.Alloc(cols))
-    item = kir.Var(f"{out}_i")
     if og and length:
-        # (sample, group) pairs in order: item = sample * groups + group.
-        group = kir.Bin("%", item, kir.const(groups))
-        block.add(kir.Loop(item, n * groups, (kir.Gemm(
+        block.add(h.items(out, lambda item, group: kir.Gemm(
             k, length, og, kir.Operand(wc, k, offset=group * (og * k)),
-            kir.Operand(gc, length, offset=item * (og * length)),
-            kir.Operand(cols, length, offset=item * (k * length)), ta=True),)))
+            kir.Operand(h.gc, length, offset=item * (og * length)),
+            kir.Operand(cols, length, offset=item * (k * length)), ta=True)))
     else:
         block.add(_zeros(block, cols, f"{out}_cols_"))
-    if library:
-        geo = _table(block, out, attrs, (oh, ow))
-        return block.add(kir.LibCall("conv_col2im", (cols, geo), (res,)))
+    if HAVE_CBLAS:
+        return block.add(kir.LibCall("conv_col2im", (cols, h.table(out)), (res,)))
     block.add(_zeros(block, res, f"{out}_"))
-    return block.add(_window_loops(tuple(node.shape), attrs, (n, oh, ow), out,
+    return block.add(_window_loops(tuple(node.shape), h.attrs, (h.n, *h.hw), out,
                                    lambda img, col: kir.Store(res, img, cols[col], "+")))

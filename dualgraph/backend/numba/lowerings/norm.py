@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +32,7 @@ CALL_C = True
 MIN_ELEMENTS = 1024
 _C_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _LOG, _WEIGHT, _BIAS = 1, 2, 4
+_WEIGHT_GRAD, _BIAS_GRAD = 8, 16
 
 LIBRARY.update({
     # rows of a softmax or layer norm and their gradients: calls into C functions
@@ -43,6 +45,9 @@ LIBRARY.update({
                                 "{3}, {4}, {5})"),
     "row_layer_norm_weight_grad": ("dgw.row_layer_norm_weight_grad_{dtype}({0}, {1}, {out}, "
                                    "{2}, {3}, {4})"),
+    # the input's gradient ({out}) and the weight's ({3}) and bias's ({4}) in one pass
+    "row_layer_norm_grads": ("dgw.row_layer_norm_grads_{dtype}({0}, {1}, {2}, {out}, {3}, "
+                             "{4}, {5}, {6}, {7})"),
 })
 
 
@@ -250,6 +255,137 @@ def _layer_norm_weight_grad(node: Node, args: list, out: str) -> kir.Block:
                   kir.Store(total, (j,), total[j] + term),)))),
               kir.Loop(j, n, (kir.Store(res, (j,), kir.Cast(total[j], dtype)),)))
     return block
+
+
+def merge_layer_norm_grads(stmts: list) -> list:
+    """A kernel's top-level statements with each layer_norm weight gradient call folded
+    into the input gradient call over the same rows (one pass over ``g`` and ``x`` that
+    computes the row statistics once), and the bias gradient ``sum(g)`` over those rows
+    folded in too where it follows as the plain reduction loops the sum lowers to.
+
+    The input gradient's call moves down to the weight gradient's place, so it applies
+    only when nothing in between reads its result or writes ``g`` or ``x``."""
+    out = list(stmts)
+    k = 0
+    while k < len(out):
+        s = out[k]
+        if isinstance(s, kir.LibCall) and s.fn == "row_layer_norm_backward":
+            merged = _fold_weight_grad(out, k)
+            if merged is not None:
+                out = merged
+                continue
+        k += 1
+    return out
+
+
+def _names(s) -> set:
+    """Every buffer a statement (and any nested in it) names."""
+    seen: set = set()
+    for t in kir.walk([s]):
+        for e in kir.exprs_of(t):
+            seen |= {x.buf.name for x in kir.subexprs(e) if isinstance(x, kir.Load)}
+        for f in ("buf", "base"):
+            b = getattr(t, f, None)
+            if isinstance(b, kir.Buffer):
+                seen.add(b.name)
+        if isinstance(t, kir.LibCall):
+            seen |= {b.name for b in (*t.args, *t.outs) if isinstance(b, kir.Buffer)}
+        elif isinstance(t, kir.Gemm):
+            seen.add("*")  # a product: not looked into, so never passed over
+    return seen
+
+
+def _fold_weight_grad(stmts: list, k: int) -> list | None:
+    back = stmts[k]
+    g, x, w, axis, flags, eps = back.args
+    dx = back.outs[0]
+    keep = {g.name, x.name, dx.name, "*"}
+    for m in range(k + 1, len(stmts)):
+        s = stmts[m]
+        if (isinstance(s, kir.LibCall) and s.fn == "row_layer_norm_weight_grad"
+                and s.args[:3] == (g, x, axis) and s.args[4] == eps):
+            dw = s.outs[0]
+            call = kir.LibCall("row_layer_norm_grads",
+                               (g, x, w, dw, g, axis, flags | _WEIGHT_GRAD, eps), (dx, dw))
+            return _fold_bias_grad([*stmts[:k], *stmts[k + 1:m], call, *stmts[m + 1:]],
+                                   m - 1)
+        if isinstance(s, (kir.Alloc, kir.View, kir.Comment)) and not (_names(s) & keep):
+            continue
+        return None
+    return None
+
+
+def _fold_bias_grad(stmts: list, k: int) -> list:
+    """``stmts`` with the reduction ``sum(g)`` over the rows of the grads call at ``k``
+    (its float64 column totals zeroed, the rows added in order, then cast) folded into
+    the call, which adds the same terms in the same order; ``stmts`` unchanged when the
+    loops after the call are not that reduction."""
+    call = stmts[k]
+    g, x, w, dw, _, axis, flags, eps = call.args
+    keep = {g.name, x.name, w.name, "*", *(b.name for b in call.outs)}
+    m = k + 1
+    while m < len(stmts) and isinstance(stmts[m], (kir.Alloc, kir.Comment)) and not (
+            _names(stmts[m]) & keep):
+        m += 1
+    loops = stmts[m:m + 3]
+    # The result's allocation may stand between the additions and the cast.
+    own = [s for s in stmts[m + 2:m + 3] if isinstance(s, kir.Alloc)]
+    if own:
+        loops = [*stmts[m:m + 2], *stmts[m + 3:m + 4]]
+    found = _column_sum(loops, g) if axis == 3 else None
+    if found is None or (own and own[0].buf != found[1]):
+        return stmts
+    acc, db = found
+    rest = stmts[m + 3 + len(own):]
+    if any(acc.name in _names(s) for s in rest):
+        return stmts
+    between = [s for s in stmts[k + 1:m] if not (isinstance(s, kir.Alloc) and s.buf == acc)]
+    between += own
+    merged = kir.LibCall(call.fn, (g, x, w, dw, db, axis, flags | _BIAS_GRAD, eps),
+                         (*call.outs, db))
+    return [*stmts[:k], *between, merged, *rest]
+
+
+def _column_sum(stmts: list, g: kir.Buffer) -> tuple | None:
+    """(the float64 totals, the result) when ``stmts`` are the reduction loops of
+    ``sum(g)`` over every dim but the last, in order: the totals zeroed, every element
+    of ``g`` added to its column's total (the dims looped in order), the totals cast to
+    ``g``'s dtype into a 1-D result; else None."""
+    if len(stmts) != 3 or not all(isinstance(s, kir.Loop) for s in stmts) or not g.shape:
+        return None
+    zero, nest, final = stmts
+    n, f8 = g.shape[-1], np.dtype(np.float64)
+    lead = (kir.const(0),) * (len(g.shape) - 1)
+
+    def lone(loop: kir.Loop, extent: int) -> Any:
+        plain = loop.start == 0 and loop.step == 1 and not loop.parallel
+        ok = plain and loop.extent == extent and len(loop.body) == 1
+        return loop.body[0] if ok else None
+
+    st = lone(zero, n)
+    if not isinstance(st, kir.Store) or st.combine is not None:
+        return None
+    acc = st.buf
+    if (acc.dtype != f8 or acc.shape != (1,) * len(lead) + (n,)
+            or st.index != (*lead, zero.var) or st.value != kir.Const(0.0, f8)):
+        return None
+    body: Any = nest
+    loops = []
+    for d in g.shape:
+        if not isinstance(body, kir.Loop):
+            return None
+        loops.append(body.var)
+        body = lone(body, d)
+    ok = (isinstance(body, kir.Store) and body.buf == acc and body.combine in ("+", "add")
+          and body.index == (*lead, loops[-1]) and body.value == _as(g[tuple(loops)], f8))
+    st = lone(final, n)
+    if not ok or not isinstance(st, kir.Store) or st.combine is not None:
+        return None
+    db = st.buf
+    if (db.shape != (n,) or db.dtype != g.dtype or st.index != (final.var,)
+            or st.value != _as(acc[(*lead, final.var)], g.dtype)):
+        return None
+    return acc, db
 
 
 # ---- losses and attention

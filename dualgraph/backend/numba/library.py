@@ -1,0 +1,160 @@
+"""The package's C routines: Numba ``cfunc``s compiled once per installation, called by symbol.
+
+A family of routines (the row kernels, the recurrent cells, the convolution's pieces) is
+a `Routines`: a name, the routines' kinds, and a function that makes one routine's
+``cfunc`` for one dtype. Each (kind, dtype) is its own unit, compiled (or loaded from
+Numba's disk cache) the first time a kernel needs it and registered with LLVM under
+``dualgraph_<family>_<kind>_<dtype>``, so a program pays only for the routines it calls,
+in the dtypes it uses: a float32 transformer never builds the float64 row kernels, a
+classifier's log_softmax never builds layer_norm.
+
+A kernel's typing asks for its unit (`Routines.need`) before it emits the call, and a
+kernel module's header does the same before Numba loads its machine code
+(`cache.module_source` writes the lines `needed_lines` makes). When a cold compile
+shares its functions out among helper processes (`worker.compile_parallel`), the units
+they call go first in the queue, each built by one process while the others go on with
+the kernels, and a process that needs a unit being built elsewhere waits for it (at most
+the time building it would take) and loads it from the disk cache.
+
+A new family follows the same pattern: a ``Routines(family, kinds, make)`` at module level
+of its own file, intrinsics whose typing calls ``need(dtype, kind)``, generated code that
+names ``<module alias>.<family>_<kind>_<dtype>``, and an entry in `FAMILIES`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+DTYPES = ("float32", "float64")
+# The families a kernel module may call: (family, module, its alias in generated code).
+# The alias is how `needed_by` finds the calls in a kernel's source.
+FAMILIES = {
+    "row": ("dualgraph.backend.numba.row_kernels", "dgw"),
+    "rnn": ("dualgraph.backend.numba.recurrent_kernels", "dgr"),
+    "conv": ("dualgraph.backend.numba.blas", "dgb"),
+}
+
+
+class Routines:
+    """One family of C routines, each kind and dtype built on its first `need`."""
+
+    def __init__(self, family: str, kinds: Iterable[str],
+                 make: Callable[[str, Any], Any]) -> None:
+        self.family = family
+        self.kinds = tuple(kinds)
+        self._make = make  # (kind, Numba dtype) -> the routine's cfunc
+        self._built: dict = {}
+
+    def symbol(self, kind: str, dtype: str) -> str:
+        """The LLVM symbol generated code calls for routine ``kind`` in ``dtype``."""
+        return f"dualgraph_{self.family}_{kind}_{dtype}"
+
+    def built(self) -> frozenset:
+        """The (kind, dtype) units this process has registered."""
+        return frozenset(self._built)
+
+    def need(self, dtype: str, kind: str | None = None) -> None:
+        """Compile (or load from Numba's disk cache) routine ``kind`` (None: every kind)
+        for ``dtype`` and register its symbol, once per process: before a kernel calling
+        it is compiled (its typing does this) or loaded (its module's header does)."""
+        kinds = self.kinds if kind is None else (kind,)
+        if all((k, dtype) in self._built for k in kinds):
+            return
+        from llvmlite import binding as llvm
+        from numba import types
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.errors import NumbaIRAssumptionWarning
+
+        # Numba's own lock: typing a kernel holds it already, so no other order is taken.
+        with global_compiler_lock, warnings.catch_warnings():
+            # Numba's pedantic IR check misreads inlined helpers' variables; the code is
+            # right (the tests compare every routine with eager).
+            warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
+            ty = types.float32 if dtype == "float32" else types.float64
+            for k in kinds:
+                if (k, dtype) not in self._built:
+                    with _unit_lock(self.symbol(k, dtype)):
+                        fn = self._make(k, ty)
+                    llvm.add_symbol(self.symbol(k, dtype), fn.address)
+                    self._built[(k, dtype)] = fn
+
+
+@contextlib.contextmanager
+def _unit_lock(symbol: str) -> Iterator[None]:
+    """Hold the machine-wide lock of one unit while compiling or loading it: a process
+    that needs a unit another one is compiling (a compile helper building it ahead)
+    waits for it, then loads it from Numba's disk cache, instead of compiling it again;
+    the wait is at most what compiling it would take. Without a usable lock directory
+    every process compiles for itself, as Numba's cache allows."""
+    try:
+        import fcntl
+
+        d = os.path.join(tempfile.gettempdir(), f"dualgraph-lib-{os.getuid()}")
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        # One lock per installation and unit: another installation's routines are others.
+        tag = hashlib.sha256(os.path.dirname(os.path.abspath(__file__)).encode()).hexdigest()
+        f = open(os.path.join(d, f"{symbol}-{tag[:16]}.lock"), "a")  # noqa: SIM115
+    except (ImportError, OSError, AttributeError):
+        yield
+        return
+    with f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _family(name: str) -> Routines:
+    import importlib
+
+    module = importlib.import_module(FAMILIES[name][0])
+    return module.ROUTINES
+
+
+def needed_by(body: str) -> list[tuple[str, str, str]]:
+    """The (family, kind, dtype) units a kernel's source calls, in a fixed order."""
+    units = []
+    for family, (_, alias) in FAMILIES.items():
+        if f"{alias}.{family}_" not in body:
+            continue
+        for kind in _family(family).kinds:
+            for dtype in DTYPES:
+                if f"{alias}.{family}_{kind}_{dtype}(" in body:
+                    units.append((family, kind, dtype))
+    return units
+
+
+def needed_lines(body: str, header: str = "") -> str:
+    """The lines of a kernel module's header that import the families its code calls
+    (those ``header`` does not import already) and register the units (empty when it
+    calls none)."""
+    units = needed_by(body)
+    if not units:
+        return ""
+    lines = []
+    for family in dict.fromkeys(f for f, _, _ in units):
+        module, alias = FAMILIES[family]
+        if f" as {alias}" not in header:
+            package, name = module.rsplit(".", 1)
+            lines.append(f"from {package} import {name} as {alias}\n")
+    lines.append("from dualgraph.backend.numba import library as dglib\n"
+                 f"dglib.need_units({units!r})\n")
+    return "".join(lines)
+
+
+def missing(units: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """The units of ``units`` this process has not built."""
+    return [u for u in units if (u[1], u[2]) not in _family(u[0]).built()]
+
+
+def need_units(units: Iterable[tuple[str, str, str]]) -> None:
+    """Build or load every (family, kind, dtype) of ``units`` in this process."""
+    for family, kind, dtype in units:
+        _family(family).need(dtype, kind)
