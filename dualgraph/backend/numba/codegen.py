@@ -219,14 +219,18 @@ class _Writer:
             schedule.share_subexpressions(schedule.hoist_allocations(
                 lowerings.norm.merge_layer_norm_grads(self.stmts))),
             keep=folds_scalar))
+        parts = None
         if self.parallel:
-            stmts = product_blocks(stmts)
+            from .blas_parallel import product_parts
+
+            parts = product_parts()
+            stmts = product_blocks(stmts, parts)
         stmts = loops.flatten_nests(stmts)
         sizes = printer.Sizes([(p, self.bufs[p].shape) for p in params + outs], self.keep)
         code: list[str] = []
         lines, marks = printer.function(
             self.name, lambda: params + [f"w{k}" for k in range(len(self.scratch))] + outs,
-            stmts, work=self.work_array, sizes=sizes, code=code)
+            stmts, work=self.work_array, sizes=sizes, code=code, parts=parts)
         return Lowered("\n".join(lines), self.name, self.consts,
                        [tuple(o.shape) for o in self.graph.outputs], len(self.graph.inputs),
                        marks, self.scratch, stmts, "\n".join(code))
@@ -1261,8 +1265,9 @@ def _buffers_of(stmts: list) -> list:
 def _items_independent(loop: kir.Loop, private: list, root: Callable) -> bool:
     """Whether ``loop``'s iterations write disjoint parts of what they write and read
     nothing of it (see `parallel_items`)."""
-    from .blas_parallel import ROW_PARTS, SPLIT_FLOPS
+    from .blas_parallel import SPLIT_FLOPS, product_parts
 
+    parts = product_parts()
     i = loop.var
     bound = {t.var.name for t in kir.walk(loop.body) if isinstance(t, (kir.Let, kir.Loop))}
     written: set = set()
@@ -1288,7 +1293,8 @@ def _items_independent(loop: kir.Loop, private: list, root: Callable) -> bool:
             c = t.c
             off = c.offset
             if (t.batch != 1 or c.ld is None or not isinstance(off, kir.Bin) or off.op != "*"
-                    or (max(t.m, t.n) >= ROW_PARTS and t.m * t.n * t.k >= SPLIT_FLOPS)):
+                    or (parts > 1 and max(t.m, t.n) >= parts
+                        and t.m * t.n * t.k >= SPLIT_FLOPS)):
                 return False
             step = off.b if off.a == i else off.a if off.b == i else None
             if not (isinstance(step, kir.Const) and isinstance(step.value, int)
@@ -1304,7 +1310,7 @@ def _items_independent(loop: kir.Loop, private: list, root: Callable) -> bool:
     return size >= PARALLEL_MIN_SIZE and not (written & read)
 
 
-def product_blocks(stmts: list) -> list:
+def product_blocks(stmts: list, parts: int | None = None) -> list:
     """``stmts`` (a parallel kernel's top level) with each product followed by a parallel
     loop over its result's rows and columns that works element by element (its epilogue,
     or a later elementwise op such as a weight update) as one ``numba.prange`` over the
@@ -1313,11 +1319,13 @@ def product_blocks(stmts: list) -> list:
     waits for them (about 45 us on an idle 2-core VM); the product and its loop then cost
     one region, not two. The cut is the one `gemm_call` makes, so the bits do not depend
     on the number of threads. The product moves down to the loop past statements that
-    neither read its result nor write what it reads; a new list."""
+    neither read its result nor write what it reads. ``parts``: the number of blocks
+    (`blas_parallel.product_parts` when None); a new list."""
     from .blas import HAVE_CBLAS
-    from .blas_parallel import ROW_PARTS
+    from .blas_parallel import product_parts
 
-    if not HAVE_CBLAS:
+    parts = product_parts() if parts is None else parts
+    if not HAVE_CBLAS or parts < 2:
         return list(stmts)
     stmts = list(stmts)
     views = {s.buf.name: s for s in kir.walk(stmts) if isinstance(s, kir.View)}
@@ -1341,7 +1349,7 @@ def product_blocks(stmts: list) -> list:
     k = 0
     while k < len(stmts):
         g = stmts[k]
-        merged = _product_block(stmts, k, root, same_array, fresh, ROW_PARTS) if (
+        merged = _product_block(stmts, k, root, same_array, fresh, parts) if (
             isinstance(g, kir.Gemm)) else None
         if merged is not None:
             at, loop = merged
