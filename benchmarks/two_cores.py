@@ -18,6 +18,7 @@ block would take a core from the next column.
     python benchmarks/two_cores.py                       # W3 and MLP, 9 rounds
     python benchmarks/two_cores.py --rounds 15 --models --json two_cores.json
     python benchmarks/two_cores.py --row MLP --apart     # and the MLP's regions unmerged
+    python benchmarks/two_cores.py --row MLP --parts 4   # and its products in 4 blocks
 
 The process may use both CPUs; every other load on the machine shows in the two-thread
 columns (wall time waits for the slower thread), so they are figures of a quiet machine
@@ -136,6 +137,23 @@ def regions_apart(factory):
     return build
 
 
+def with_parts(parts: int, factory):
+    """``factory`` built with its products cut in ``parts`` blocks
+    (`blas_parallel.product_parts`), whatever the pool: another cut in the same process."""
+    def build():
+        from dualgraph.backend.numba import blas_parallel
+
+        keep = blas_parallel.product_parts
+        blas_parallel.product_parts = lambda: parts
+        try:
+            run = factory()
+            run()  # compiles with this cut
+        finally:
+            blas_parallel.product_parts = keep
+        return run
+    return build
+
+
 def chain_numba_prange(n: int):
     """The hand-written reference: one fused pass, a ``prange`` of 64 chunks."""
     def build():
@@ -151,9 +169,11 @@ def _peer(impl: str, *params):
     return lambda: peers.build(impl, *params)
 
 
-def rows(models: bool, available: list[str], apart: bool = False) -> dict:
+def rows(models: bool, available: list[str], apart: bool = False,
+         parts: int | None = None) -> dict:
     """row -> {column: factory}; ``apart``: the MLP row also with its products and loops
-    in regions of their own (`regions_apart`)."""
+    in regions of their own (`regions_apart`); ``parts``: the MLP and model rows also with
+    their products cut in that many blocks (`with_parts`)."""
     sizes, _, loss = MLPS["mlp"]
     table = {
         "W3 1e7": ({"dg 1 thread": _with_threads(1, chain_dualgraph(W3_N, False)),
@@ -171,6 +191,9 @@ def rows(models: bool, available: list[str], apart: bool = False) -> dict:
     if apart:
         table[f"MLP b{MLP_BATCH}"][0]["dg parallel 2 threads, regions apart"] = regions_apart(
             _with_threads(2, mlp_dualgraph(MLP_BATCH, True)))
+    if parts:
+        table[f"MLP b{MLP_BATCH}"][0][f"dg parallel 2 threads, {parts} blocks"] = with_parts(
+            parts, _with_threads(2, mlp_dualgraph(MLP_BATCH, True)))
     if models:
         for name, row in (("cnn", "W4cnn"), ("transformer", "W5tr")):
             table[row] = ({"dg 1 thread": _with_threads(1, model_dualgraph(name, False)),
@@ -178,6 +201,9 @@ def rows(models: bool, available: list[str], apart: bool = False) -> dict:
                            "dg parallel 2 threads": _with_threads(2, model_dualgraph(name,
                                                                                      True))},
                           (name,))
+            if parts:
+                table[row][0][f"dg parallel 2 threads, {parts} blocks"] = with_parts(
+                    parts, _with_threads(2, model_dualgraph(name, True)))
     out = {}
     for row, (cols, params) in table.items():
         if "torch" in available and peers.has("torch", params[0]):
@@ -209,12 +235,15 @@ def main() -> None:
     ap.add_argument("--json", help="per-round times here")
     ap.add_argument("--apart", action="store_true",
                     help="the MLP row also with each product and its loop in regions apart")
+    ap.add_argument("--parts", type=int,
+                    help="the MLP and model rows also with their products cut in this many "
+                         "blocks (4: the cut before it followed the pool's size)")
     args = ap.parse_args()
     single_thread.limit = lambda: None  # the peers' builders must not pin this process
     meta = interleaved.machine()
     meta["cpus"] = CPUS
     results = {}
-    for row, cols in rows(args.models, _available(), args.apart).items():
+    for row, cols in rows(args.models, _available(), args.apart, args.parts).items():
         if args.row and not any(row.startswith(r) for r in args.row):
             continue
         print(f"{row}: {', '.join(cols)}", flush=True)
@@ -223,6 +252,8 @@ def main() -> None:
     print(f"\n{meta}; {args.rounds} rounds; median per-round ratio (interquartile range)")
     base = "dg parallel 2 threads"
     apart = [(base, f"{base}, regions apart")] if args.apart else []
+    if args.parts:
+        apart.append((base, f"{base}, {args.parts} blocks"))
     for clock in ("wall", "cpu"):
         print(f"\n{clock} time\n")
         print(interleaved.table(results, [

@@ -1362,7 +1362,79 @@ def product_blocks(stmts: list, parts: int | None = None) -> list:
         if _join_product(stmts, k, root, fresh):
             continue
         k += 1
+    k = 0
+    while k < len(stmts):
+        if not _chain_product(stmts, k, root, same_array, fresh):
+            k += 1
     return stmts
+
+
+def _chain_product(stmts: list, k: int, root: Callable, same_array: Callable,
+                   fresh: kir.Fresh) -> bool:
+    """Move the next product after the block loop ``stmts[k]`` into it, with the
+    element-by-element loop over that product's result when one follows, when the
+    product's left operand is the result of a product the loop cuts by rows (or that
+    result's epilogue), of as many rows, and the new product is cut by rows too: block
+    ``p`` of it reads only the rows block ``p`` of the loop has just written (a layer's
+    output feeding the next layer: its product and bias then cost no region of their
+    own). Only names and comments may stand between the two; they move above the loop."""
+    loop = stmts[k]
+    if not (isinstance(loop, kir.Loop) and loop.parallel and loop.body):
+        return False
+    head = [t for t in loop.body if isinstance(t, kir.Gemm) and t.part
+            and t.part[0] == loop.var]
+    if not head:
+        return False
+    at = k + 1
+    while at < len(stmts) and isinstance(stmts[at], (kir.Comment, kir.View)):
+        at += 1
+    if at == len(stmts) or not isinstance(stmts[at], kir.Gemm):
+        return False
+    g = stmts[at]
+    out = _product_whole(g, root)
+    if out is None or g.ta or g.m < g.n or (g.a.resolved and (g.a.offset != 0 or g.a.ld != g.k)):
+        return False
+    left = same_array(g.a.buf)
+    if left is None or g.a.buf.shape != (g.m, g.k):
+        return False
+    # The arrays each row-cut block of ``g.m`` rows writes: its product's result and the
+    # stores of the loops after it (element (i, j) of its block, `_product_block`).
+    rows_of: dict = {}
+    writers: dict = {}
+    owner = None
+    for t in loop.body:
+        if isinstance(t, kir.Gemm):
+            owner = t if t.m == g.m and t.m >= t.n else None
+            written = {root(t.c.buf.name)}
+        else:
+            rw = _reads_writes([t], root)
+            if rw is None:
+                return False
+            written = rw[1]
+        for r in written:
+            writers.setdefault(r, set()).add(id(owner) if owner is not None else None)
+            if owner is not None:
+                rows_of[r] = owner
+    if left not in rows_of or writers[left] != {id(rows_of[left])}:
+        return False
+    rw = _reads_writes(list(loop.body), root)
+    operand = root(g.b.buf.name)
+    if rw is None or out in rw[0] | rw[1] or operand in rw[1]:
+        return False
+    moved = stmts[k + 1:at]
+    p = loop.var
+    block = kir.Gemm(g.m, g.n, g.k, g.a, g.b, g.c, g.ta, g.tb, g.beta,
+                     part=(p, *(fresh.var(kir.INDEX) for _ in range(4))))
+    body = [block]
+    end = at + 1
+    nxt = stmts[end] if end < len(stmts) else None
+    if isinstance(nxt, kir.Loop) and not nxt.parallel:
+        epilogue = _block_epilogue(g, block, nxt, root, same_array, fresh)
+        if epilogue is not None:
+            body = epilogue
+            end += 1
+    stmts[k:end] = [*moved, kir.Loop(p, loop.extent, (*loop.body, *body), parallel=True)]
+    return True
 
 
 def _next_parallel_loop(stmts: list, k: int, root: Callable) -> tuple[int, str, set] | None:
@@ -1457,8 +1529,22 @@ def _product_block(stmts: list, k: int, root: Callable, same_array: Callable,
     found = _next_parallel_loop(stmts, k, root)
     if found is None:
         return None
-    at, out, operands = found
+    at = found[0]
     loop = stmts[at]
+    p = fresh.var(kir.INDEX)
+    block = kir.Gemm(g.m, g.n, g.k, g.a, g.b, c, g.ta, g.tb, g.beta,
+                     part=(p, *(fresh.var(kir.INDEX) for _ in range(4))))
+    body = _block_epilogue(g, block, loop, root, same_array, fresh)
+    return None if body is None else (at, kir.Loop(p, parts, tuple(body), parallel=True))
+
+
+def _block_epilogue(g: kir.Gemm, block: kir.Gemm, loop: kir.Loop, root: Callable,
+                    same_array: Callable, fresh: kir.Fresh) -> list | None:
+    """``[block, ...]``: the product's block then ``loop`` (over the product's result,
+    element by element) over that block's rows and columns; None when ``loop`` is not
+    such a loop."""
+    out = root(g.c.buf.name)
+    operands = {root(o.buf.name) for o in (g.a, g.b)}
     inner = [t for t in loop.body if isinstance(t, kir.Loop)]
     if (loop.start != 0 or loop.step != 1 or loop.extent != g.m or len(inner) != 1
             or inner[0].start != 0 or inner[0].step != 1 or inner[0].extent != g.n
@@ -1482,8 +1568,7 @@ def _product_block(stmts: list, k: int, root: Callable, same_array: Callable,
             if (x.index != (i, j) or x.buf.shape != (g.m, g.n)
                     or same_array(x.buf) is None):
                 return None
-    p = fresh.var(kir.INDEX)
-    r0, r1, c0, c1 = (fresh.var(kir.INDEX) for _ in range(4))
+    _, r0, r1, c0, c1 = block.part
 
     # Each loop counts from 0 and adds its start, bounded below by 0: from a start LLVM
     # cannot prove non-negative Numba keeps its negative-index wraparound, and over
@@ -1497,8 +1582,7 @@ def _product_block(stmts: list, k: int, root: Callable, same_array: Callable,
         *(cols if t is inner[0] else t for t in loop.body)))
     starts = (kir.Let(r_at, kir.Call("max", (r0, kir.const(0)), kir.INDEX)),
               kir.Let(c_at, kir.Call("max", (c0, kir.const(0)), kir.INDEX)))
-    block = kir.Gemm(g.m, g.n, g.k, g.a, g.b, c, g.ta, g.tb, g.beta, part=(p, r0, r1, c0, c1))
-    return at, kir.Loop(p, parts, (block, *starts, rows), parallel=True)
+    return [block, *starts, rows]
 
 
 def lower(graph: Graph, name: str = "kernel", parallel: bool = False,
