@@ -19,6 +19,7 @@ block would take a core from the next column.
     python benchmarks/two_cores.py --rounds 15 --models --json two_cores.json
     python benchmarks/two_cores.py --row MLP --apart     # and the MLP's regions unmerged
     python benchmarks/two_cores.py --row MLP --parts 4   # and its products in 4 blocks
+    python benchmarks/two_cores.py --models --before     # and each as generated before
 
 The process may use both CPUs; every other load on the machine shows in the two-thread
 columns (wall time waits for the slower thread), so they are figures of a quiet machine
@@ -137,19 +138,23 @@ def regions_apart(factory):
     return build
 
 
-def with_parts(parts: int, factory):
+def with_parts(parts: int, factory, chain: bool = True):
     """``factory`` built with its products cut in ``parts`` blocks
-    (`blas_parallel.product_parts`), whatever the pool: another cut in the same process."""
+    (`blas_parallel.product_parts`), whatever the pool: another cut in the same process;
+    without ``chain``, no product runs in the block loop of the product before it
+    (`codegen._chain_product` off)."""
     def build():
-        from dualgraph.backend.numba import blas_parallel
+        from dualgraph.backend.numba import blas_parallel, codegen
 
-        keep = blas_parallel.product_parts
+        keep = blas_parallel.product_parts, codegen._chain_product
         blas_parallel.product_parts = lambda: parts
+        if not chain:
+            codegen._chain_product = lambda *args: False
         try:
             run = factory()
             run()  # compiles with this cut
         finally:
-            blas_parallel.product_parts = keep
+            blas_parallel.product_parts, codegen._chain_product = keep
         return run
     return build
 
@@ -170,10 +175,11 @@ def _peer(impl: str, *params):
 
 
 def rows(models: bool, available: list[str], apart: bool = False,
-         parts: int | None = None) -> dict:
+         parts: int | None = None, before: bool = False) -> dict:
     """row -> {column: factory}; ``apart``: the MLP row also with its products and loops
     in regions of their own (`regions_apart`); ``parts``: the MLP and model rows also with
-    their products cut in that many blocks (`with_parts`)."""
+    their products cut in that many blocks (`with_parts`); ``before``: and as the
+    generator made them with a fixed cut in 4 blocks and no chained products."""
     sizes, _, loss = MLPS["mlp"]
     table = {
         "W3 1e7": ({"dg 1 thread": _with_threads(1, chain_dualgraph(W3_N, False)),
@@ -191,9 +197,11 @@ def rows(models: bool, available: list[str], apart: bool = False,
     if apart:
         table[f"MLP b{MLP_BATCH}"][0]["dg parallel 2 threads, regions apart"] = regions_apart(
             _with_threads(2, mlp_dualgraph(MLP_BATCH, True)))
-    if parts:
-        table[f"MLP b{MLP_BATCH}"][0][f"dg parallel 2 threads, {parts} blocks"] = with_parts(
-            parts, _with_threads(2, mlp_dualgraph(MLP_BATCH, True)))
+    variants = ([(f"{parts} blocks", parts, True)] if parts else []) + (
+        [("before", 4, False)] if before else [])
+    for label, n, chain in variants:
+        table[f"MLP b{MLP_BATCH}"][0][f"dg parallel 2 threads, {label}"] = with_parts(
+            n, _with_threads(2, mlp_dualgraph(MLP_BATCH, True)), chain)
     if models:
         for name, row in (("cnn", "W4cnn"), ("transformer", "W5tr")):
             table[row] = ({"dg 1 thread": _with_threads(1, model_dualgraph(name, False)),
@@ -201,9 +209,9 @@ def rows(models: bool, available: list[str], apart: bool = False,
                            "dg parallel 2 threads": _with_threads(2, model_dualgraph(name,
                                                                                      True))},
                           (name,))
-            if parts:
-                table[row][0][f"dg parallel 2 threads, {parts} blocks"] = with_parts(
-                    parts, _with_threads(2, model_dualgraph(name, True)))
+            for label, n, chain in variants:
+                table[row][0][f"dg parallel 2 threads, {label}"] = with_parts(
+                    n, _with_threads(2, model_dualgraph(name, True)), chain)
     out = {}
     for row, (cols, params) in table.items():
         if "torch" in available and peers.has("torch", params[0]):
@@ -238,12 +246,15 @@ def main() -> None:
     ap.add_argument("--parts", type=int,
                     help="the MLP and model rows also with their products cut in this many "
                          "blocks (4: the cut before it followed the pool's size)")
+    ap.add_argument("--before", action="store_true",
+                    help="the MLP and model rows also in 4 blocks with no chained products")
     args = ap.parse_args()
     single_thread.limit = lambda: None  # the peers' builders must not pin this process
     meta = interleaved.machine()
     meta["cpus"] = CPUS
     results = {}
-    for row, cols in rows(args.models, _available(), args.apart, args.parts).items():
+    for row, cols in rows(args.models, _available(), args.apart, args.parts,
+                          args.before).items():
         if args.row and not any(row.startswith(r) for r in args.row):
             continue
         print(f"{row}: {', '.join(cols)}", flush=True)
@@ -254,6 +265,8 @@ def main() -> None:
     apart = [(base, f"{base}, regions apart")] if args.apart else []
     if args.parts:
         apart.append((base, f"{base}, {args.parts} blocks"))
+    if args.before:
+        apart.append((base, f"{base}, before"))
     for clock in ("wall", "cpu"):
         print(f"\n{clock} time\n")
         print(interleaved.table(results, [
