@@ -10,6 +10,7 @@ import numpy as np
 
 import dualgraph as dg
 from dualgraph.backend import kir
+from dualgraph.backend.numba import blas_parallel
 from dualgraph.backend.numba.codegen import product_blocks
 
 F32 = np.float32
@@ -62,7 +63,8 @@ def test_the_next_layers_product_and_bias_run_in_the_block_loop():
     # The name and the comment between the two move above the one loop left.
     assert out[:2] == [note, name] and len(out) == 3
     loop = out[2]
-    assert loop.parallel and loop.extent == 2
+    # A product this small is cut in ROW_PARTS blocks whatever the pool (`blocks`).
+    assert loop.parallel and loop.extent == blas_parallel.ROW_PARTS
     gemms = [s for s in loop.body if isinstance(s, kir.Gemm)]
     assert [g.c.buf.name for g in gemms] == ["h", "y"]
     assert all(g.part[0] == loop.var for g in gemms)
@@ -86,6 +88,26 @@ def test_products_that_need_other_blocks_rows_stay_apart():
     # A statement that does work stands between them.
     other = kir.Store(bufs["c"], (kir.const(0),), kir.const(1.0, F32))
     assert len(_loops(_layer(bufs, between=(other,)))) >= 2
+
+
+def test_a_large_product_is_cut_in_one_block_per_thread_a_smaller_one_in_four():
+    # Each block's BLAS call packs the operand the cut does not divide again: a large
+    # product in one block per thread of the pool; one under ROW_PARTS * SPLIT_FLOPS
+    # multiply-adds in ROW_PARTS blocks, each multiplied without packing.
+    assert blas_parallel.blocks(2, 1024, 256, 784) == 2
+    assert blas_parallel.blocks(2, 1024, 256, 10) == blas_parallel.ROW_PARTS
+    assert blas_parallel.blocks(1, 1024, 256, 10) == 1
+    assert 1 <= blas_parallel.product_parts() <= blas_parallel.ROW_PARTS
+    bufs = {name: kir.Buffer(name, shape, F32, kir.ARG) for name, shape in (
+        ("a", (512, 512)), ("b", (512, 256)), ("c", (512, 256)))}
+    i, j = kir.Var("i0"), kir.Var("i1")
+    g = kir.Gemm(512, 256, 512, kir.Operand(bufs["a"], 512), kir.Operand(bufs["b"], 256),
+                 kir.Operand(bufs["c"], 256))
+    relu = kir.Call("maximum", (bufs["c"][i, j], kir.const(0.0, F32)), F32)
+    loop = kir.Loop(i, 512, (kir.Loop(j, 256, (kir.Store(bufs["c"], (i, j), relu),)),),
+                    parallel=True)
+    (merged,) = product_blocks([g, loop], 2)
+    assert merged.extent == 2
 
 
 def _two_layers(x, w1, b1, w2, b2):

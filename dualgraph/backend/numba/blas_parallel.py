@@ -52,8 +52,22 @@ def product_parts() -> int:
     thread of Numba's pool (``NUMBA_NUM_THREADS``, fixed for the process), at most
     ROW_PARTS. Each block's BLAS call packs again the whole operand the cut does not
     divide, so a block more than there are threads only adds work: on one thread the
-    784-256-10 MLP step's two large products cost 6% more in 4 blocks, 3% in 2."""
+    784-256-10 MLP step's two large products cost 6% more in 4 blocks, 3% in 2. A
+    product under ROW_PARTS * SPLIT_FLOPS multiply-adds is cut in ROW_PARTS blocks all
+    the same (`blocks`)."""
     return max(1, min(int(numba.config.NUMBA_NUM_THREADS), ROW_PARTS))
+
+
+@numba.njit(cache=True, nogil=True)
+def blocks(parts, m, n, k):
+    """The blocks a product of ``m * n * k`` multiply-adds is cut in, given ``parts``
+    (`product_parts`): ROW_PARTS under ROW_PARTS * SPLIT_FLOPS, where each block stays
+    under SPLIT_FLOPS: OpenBLAS multiplies such blocks without packing its operands
+    (a 1024 x 256 result from a 10-long sum: 57 us in 4 blocks, 75 us in 2 or whole,
+    one thread), else ``parts``. Fixed by the shapes, not by the threads in use."""
+    if parts > 1 and m * n * k < ROW_PARTS * SPLIT_FLOPS:
+        return ROW_PARTS
+    return parts
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -80,7 +94,7 @@ def _column_blocks(parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
 
 @numba.njit(cache=True, nogil=True)
 def gemm_blocks(parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
-    """`blas.gemm_call`, a large product cut in ``parts`` blocks over Numba's threads: of
+    """`blas.gemm_call`, a large product cut in `blocks` blocks over Numba's threads: of
     rows of its result when it has more rows than columns, else of columns. Each block
     is one BLAS call, which packs the whole of the operand the cut does not divide
     (``b`` for row blocks, ``a`` for column blocks): the cut re-packs the smaller one
@@ -88,6 +102,7 @@ def gemm_blocks(parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
     1024 x 784 right operand per row block). A small product is one call on the calling thread:
     entering a parallel region wakes the pool's sleeping workers and waits for them,
     which costs more than such a product (a convolution makes one per sample)."""
+    parts = blocks(parts, m, n, k)
     if m * n * k < SPLIT_FLOPS or parts < 2 or (m < parts and n < parts):
         _gemm_at(ta, tb, m, n, k, a, 0, lda, b, 0, ldb, beta, c, 0, ldc)
     elif m >= n:

@@ -1180,7 +1180,7 @@ def parallel_items(block: kir.Block) -> kir.Block:
     part of ITEM_PARTS contiguous parts, instead. Each item is computed the same way
     whichever thread runs it, so the bits do not depend on the number of threads. A loop
     writing fewer than PARALLEL_MIN_SIZE elements, or making products large enough to be
-    cut over the threads themselves (`blas_parallel.gemm_call`), stays serial."""
+    cut over the threads themselves (`blas_parallel.gemm_blocks`), stays serial."""
     stmts = list(block.stmts)
     views = {s.buf.name: s.base.name for s in stmts if isinstance(s, kir.View)}
 
@@ -1428,7 +1428,7 @@ def _chain_product(stmts: list, k: int, root: Callable, same_array: Callable,
     body = [block]
     end = at + 1
     nxt = stmts[end] if end < len(stmts) else None
-    if isinstance(nxt, kir.Loop) and not nxt.parallel:
+    if isinstance(nxt, kir.Loop):
         epilogue = _block_epilogue(g, block, nxt, root, same_array, fresh)
         if epilogue is not None:
             body = epilogue
@@ -1531,10 +1531,16 @@ def _product_block(stmts: list, k: int, root: Callable, same_array: Callable,
         return None
     at = found[0]
     loop = stmts[at]
+    from .blas_parallel import ROW_PARTS, SPLIT_FLOPS
+
     p = fresh.var(kir.INDEX)
     block = kir.Gemm(g.m, g.n, g.k, g.a, g.b, c, g.ta, g.tb, g.beta,
                      part=(p, *(fresh.var(kir.INDEX) for _ in range(4))))
     body = _block_epilogue(g, block, loop, root, same_array, fresh)
+    # As `blas_parallel.blocks` cuts the product alone; the products that join or chain
+    # later take this loop's cut.
+    if parts > 1 and g.m * g.n * g.k < ROW_PARTS * SPLIT_FLOPS:
+        parts = ROW_PARTS
     return None if body is None else (at, kir.Loop(p, parts, tuple(body), parallel=True))
 
 

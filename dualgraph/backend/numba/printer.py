@@ -235,6 +235,7 @@ class Printer:
                  parts: int | None = None) -> None:
         self.work = work
         self.parts = parts
+        self.extents: dict[str, str | None] = {}  # loop variable -> its count of iterations
         self.sz = sizes
         self.views = views
         self.lines: list[str] = []
@@ -294,6 +295,7 @@ class Printer:
             if s.step != 1:
                 bounds.append(str(s.step))
             self.emit(f"for {s.var.name} in {rng}({', '.join(bounds)}):", indent)
+            self.extents[s.var.name] = bounds[-1] if len(bounds) == 1 else None
             self.block(s.body, indent + 1)
             if not s.body:
                 self.emit("pass", indent + 1)
@@ -414,7 +416,7 @@ class Printer:
         if g.part:
             # One block of `blas_parallel.gemm_part`'s fixed cut, inside the loop over them.
             p, *bounds = (v.name for v in g.part)
-            call = f"{', '.join(bounds)} = dgb.gemm_part({p}, {self.parts}, "
+            call = f"{', '.join(bounds)} = dgb.gemm_part({p}, {self.extents[p]}, "
         elif self.parts:
             call = f"dgb.gemm_blocks({self.parts}, "
         if not (g.a.resolved and g.b.resolved):
