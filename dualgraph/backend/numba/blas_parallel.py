@@ -148,7 +148,7 @@ def _items(x, y, c):
 def gemm_batched(x, y, c):  # noqa: ARG001 - typed by the overload below
     """`blas.gemm_batched` with the items of the leading batch axis over Numba's threads
     when both operands have that axis in full and the whole product has SPLIT_FLOPS
-    multiply-adds or more; else the serial call (as `gemm_call`)."""
+    multiply-adds or more; else the serial call (as `gemm_blocks`)."""
 
 
 @overload(gemm_batched)

@@ -1317,7 +1317,7 @@ def product_blocks(stmts: list, parts: int | None = None) -> list:
     product's fixed blocks (`blas_parallel.gemm_part`): each block's product, then the
     loop over that block. Entering a parallel region wakes the pool's sleeping workers and
     waits for them (about 45 us on an idle 2-core VM); the product and its loop then cost
-    one region, not two. The cut is the one `gemm_call` makes, so the bits do not depend
+    one region, not two. The cut is the one `gemm_blocks` makes, so the bits do not depend
     on the number of threads. The product moves down to the loop past statements that
     neither read its result nor write what it reads. ``parts``: the number of blocks
     (`blas_parallel.product_parts` when None); a new list."""
