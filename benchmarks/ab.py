@@ -26,15 +26,18 @@ import time
 
 import numpy as np
 
-_WORKER = r"""
+# A worker's script: WORKER_HEAD, lines that build ``step`` from ``factory`` (a
+# workload's step factory), then WORKER_LOOP, which times blocks of calls on request.
+WORKER_HEAD = r"""
 import os, sys, time
 root = sys.argv[1]
 sys.path[:0] = [root, os.path.join(root, "benchmarks")]
 import single_thread
 single_thread.set_env()
-import compiled, peers
+import peers
 wl, impl = sys.argv[2], sys.argv[3]
-factory = compiled.workloads([])[wl][impl]
+"""
+WORKER_LOOP = r"""
 t0 = time.perf_counter()
 step = factory()
 single_thread.limit()
@@ -47,13 +50,18 @@ for line in sys.stdin:
         peers.readback(step())
     print(f"{time.perf_counter() - t0!r} {time.process_time() - c0!r}", flush=True)
 """
+_WORKER = WORKER_HEAD + """
+import compiled
+factory = compiled.workloads([])[wl][impl]
+""" + WORKER_LOOP
 
 
 class Worker:
     """One checkout's step in its own process, timed on request."""
 
-    def __init__(self, root: str, workload: str, impl: str, cpu: int | None) -> None:
-        cmd = [sys.executable, "-c", _WORKER, os.path.abspath(root), workload, impl]
+    def __init__(self, root: str, workload: str, impl: str, cpu: int | None,
+                 script: str = _WORKER) -> None:
+        cmd = [sys.executable, "-c", script, os.path.abspath(root), workload, impl]
         if cpu is not None:
             cmd = ["taskset", "-c", str(cpu), *cmd]
         env = dict(os.environ, PYTHONPATH="")

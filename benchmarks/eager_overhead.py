@@ -17,6 +17,12 @@ come from ``dualgraph.workloads`` and ``peers``.
     python benchmarks/eager_overhead.py --fast --table     # quick run + ratio table
     python benchmarks/eager_overhead.py --interleaved      # one process, alternating rounds
     python benchmarks/eager_overhead.py --interleaved --ops   # the transformer's ops, one by one
+    python benchmarks/eager_overhead.py --before ../old --rounds 12     # two checkouts
+
+``--before DIR`` compares two checkouts ab-style (``ab.py``'s method): per workload, one
+worker process each for DIR's dualgraph, this checkout's and PyTorch, pinned to one CPU
+and alternated round by round; each row is the median per-round ratio with its
+interquartile range, wall and CPU time.
 
 ``--interleaved`` is the ratio tables' method (see ``interleaved.py``): every
 implementation of a workload in one process pinned to one CPU, alternated round by round,
@@ -39,6 +45,7 @@ import pyperf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import ab  # noqa: E402
 import interleaved  # noqa: E402
 import peers  # noqa: E402
 
@@ -338,6 +345,42 @@ def run_interleaved(args) -> None:
         interleaved.save(args.json, results, meta)
 
 
+# ``ab.py``'s worker, building one of this file's eager steps.
+_AB_WORKER = ab.WORKER_HEAD + """
+import eager_overhead
+factory = eager_overhead.workloads()[wl][impl]
+""" + ab.WORKER_LOOP
+
+
+def run_before_after(args) -> None:
+    """This checkout's eager steps against ``args.before``'s and PyTorch's, ab-style."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cpu = None if args.cpu < 0 else args.cpu
+    load0 = os.getloadavg()[0]
+    print(f"{'workload':10s} {'after/before':>22s} {'after/torch':>22s} {'before/torch':>22s}"
+          f"   (wall: median, IQR; then CPU median)")
+    for wl in workloads():
+        if args.workload and wl not in args.workload:
+            continue
+        workers = {"before": ab.Worker(args.before, wl, "dualgraph", cpu, _AB_WORKER),
+                   "after": ab.Worker(here, wl, "dualgraph", cpu, _AB_WORKER),
+                   "torch": ab.Worker(here, wl, "torch", cpu, _AB_WORKER)}
+        try:
+            times = {k: np.array(v) for k, v in
+                     ab.measure(workers, args.rounds, args.block).items()}
+        finally:
+            for w in workers.values():
+                w.close()
+        cells = []
+        for a, b in (("after", "before"), ("after", "torch"), ("before", "torch")):
+            r = times[a] / times[b]
+            q1, med, q3 = np.percentile(r[:, 0], [25, 50, 75])
+            cells.append(f"{med:.3f} ({q1:.2f}-{q3:.2f}) {np.median(r[:, 1]):.3f}")
+        print(f"{wl:10s} " + "  ".join(f"{c:>22s}" for c in cells), flush=True)
+    print(f"load average {load0:.1f} -> {os.getloadavg()[0]:.1f}; {args.rounds} rounds; "
+          f"pinned to CPU {cpu}")
+
+
 def main() -> None:
     runner = pyperf.Runner(add_cmdline_args=_worker_args)
     runner.argparser.add_argument("--table", action="store_true",
@@ -351,10 +394,18 @@ def main() -> None:
     runner.argparser.add_argument("--block", type=float, default=0.05,
                                   help="--interleaved: seconds per block of calls")
     runner.argparser.add_argument("--json", help="--interleaved: per-round times here")
+    runner.argparser.add_argument("--before", help="checkout directory of the old code: "
+                                  "its eager steps against this one's, ab-style")
+    runner.argparser.add_argument("--cpu", type=int, default=0,
+                                  help="--before: the CPU every worker is pinned to "
+                                  "(-1: not pinned)")
     runner.argparser.add_argument("--ops", action="store_true",
                                   help="--interleaved: the transformer step's op groups "
                                   "(forward and backward each) instead of the workloads")
     args = runner.parse_args()
+    if args.before:
+        run_before_after(args)
+        return
     if args.interleaved:
         run_interleaved(args)
         return

@@ -39,10 +39,9 @@ def _process_seconds() -> float:
 
 TIMES_FILE = "compare-times.json"  # seconds each workload took last time, for the ETA
 _DEFAULT_GUESS = 10.0  # a workload never run here: its compile is unknown
-# ... except that the model workloads' first compile is known to take tens of seconds (on
-# one core of a 2-core machine: docs/comparison.md), so a first run's estimate is not off
-# by minutes.
-_FIRST_GUESS = {"cnn": 30.0, "transformer": 50.0}
+# ... except the model workloads, whose first run on a fresh installation also builds the
+# C routines they call (docs/comparison.md), so a first run's estimate is not off by much.
+_FIRST_GUESS = {"cnn": 10.0, "transformer": 20.0}
 
 
 class _Eta:

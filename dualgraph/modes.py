@@ -89,6 +89,12 @@ class Mode(abc.ABC):
         depend on them."""
         return None
 
+    def argument_values(self, t: Any) -> Any:
+        """The values of traced tensor ``t`` as a NumPy array, when the recording may
+        depend on them (a small integer argument of a compiled call, which the call is
+        then keyed on by value), else None."""
+        return None
+
     def note_training(self, module: Any, value: bool) -> None:
         """``module.training`` was read and gave ``value``."""
         return None

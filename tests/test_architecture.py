@@ -195,6 +195,9 @@ NAME_TABLES = {
     # Whether the backend has a scalar builder for an op: a lookup in its lowering table,
     # which is keyed by op name by design (a second backend is a second table).
     ("dualgraph/backend/numba/lowerings/__init__.py", "op.name in SCALAR"),
+    # The one pattern the batched product's strided result rewrites (`plan_joins`): which
+    # ops play which part in it is a fact about that lowering.
+    ("dualgraph/backend/numba/codegen.py", "_JOIN_ROLE.get(n.op)"),
 }
 
 

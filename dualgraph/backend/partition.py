@@ -40,7 +40,7 @@ from ..ir.graph import Graph, Node
 from ..ops.registry import OPS
 
 __all__ = ["Plan", "Segment", "flatten", "partition", "repeats", "split_epilogues",
-           "tokens"]
+           "tokens", "twins"]
 
 # Structure hashes of this many consecutive nodes decide a cut.
 WINDOW = 4
@@ -169,6 +169,11 @@ def _chunks(units: list[Node], weight: dict[int, int], target: int,
     for start, period, count in repeats(toks, w, target):
         groups.setdefault(tuple(toks[start:start + period]), []).append(
             (start, period, count))
+    # A stretch met twice apart (two layers' backward, one with an extra gradient sum
+    # the other has elsewhere) is two runs of one period, cut alike.
+    for first, second, length in twins(toks, w, target):
+        groups.setdefault(tuple(toks[first:first + length]), []).extend(
+            [(first, length, 1), (second, length, 1)])
     runs: list[tuple[int, int, int]] = []
     best = cost(layout(runs))
     for group in groups.values():
@@ -179,9 +184,9 @@ def _chunks(units: list[Node], weight: dict[int, int], target: int,
             if free is None:
                 continue
             lo = start + -(-(free[0] - start) // period) * period  # a period boundary
-            if (free[1] - lo) // period >= 2:
+            if (free[1] - lo) // period >= min(count, 2):
                 trial.append((lo, period, (free[1] - lo) // period))
-        if len(trial) > len(runs):
+        if sum(c for _, _, c in trial[len(runs):]) >= 2:
             c = cost(layout(trial))
             if c < best:
                 runs, best = trial, c
@@ -589,9 +594,7 @@ def repeats(toks: list[int], weight: list[int], target: int,
     cands: list[tuple[int, int, int, int]] = []  # (-saved, start, period, count)
     covered: set[tuple[int, int]] = set()  # (start, end) of runs found at a shorter period
     for p in range(1, n // 2 + 1):
-        eq = np.concatenate([[False], t[:-p] == t[p:], [False]]).astype(np.int8)
-        edges = np.flatnonzero(np.diff(eq))
-        for a, b in zip(edges[::2].tolist(), edges[1::2].tolist()):
+        for a, b in _matches(t, p):
             # t[i] == t[i + p] for i in [a, b): [a, b + p) repeats with period p.
             count = (b - a + p) // p
             if count < 2 or (a, b + p) in covered:
@@ -602,6 +605,37 @@ def repeats(toks: list[int], weight: list[int], target: int,
                 cands.append((-saved, a, p, count))
     cands.sort()
     return [(a, p, c) for _, a, p, c in cands[:limit]]
+
+
+def twins(toks: list[int], weight: list[int], target: int,
+          limit: int = 16) -> list[tuple[int, int, int]]:
+    """Stretches of ``toks`` met twice without overlapping and not back to back (that
+    is `repeats`' kind), as ``(first, second, length)``, each at least ``target`` of
+    weight (one part's worth: what sharing it saves); at most ``limit``, the heaviest
+    first, each as long as its two copies match."""
+    n = len(toks)
+    if n < 2:
+        return []
+    t = np.asarray(toks)
+    cum = np.concatenate([[0], np.cumsum(weight)])
+    cands: list[tuple[int, int, int, int]] = []  # (-weight, first, second, length)
+    for p in range(2, n):
+        for a, b in _matches(t, p):
+            # t[i] == t[i + p] for i in [a, b): [a, b) is met again at a + p.
+            if b - a >= p:
+                continue
+            heavy = int(cum[b] - cum[a])
+            if heavy >= target:
+                cands.append((-heavy, a, a + p, b - a))
+    cands.sort()
+    return [(a, b, n_) for _, a, b, n_ in cands[:limit]]
+
+
+def _matches(t: np.ndarray, p: int) -> list[tuple[int, int]]:
+    """The maximal runs ``[a, b)`` of indices where ``t[i] == t[i + p]``."""
+    eq = np.concatenate([[False], t[:-p] == t[p:], [False]]).astype(np.int8)
+    edges = np.flatnonzero(np.diff(eq))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist()))
 
 
 def _free_stretch(a: int, b: int, taken: list[tuple[int, int]]) -> tuple[int, int] | None:

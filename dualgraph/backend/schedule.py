@@ -13,7 +13,6 @@ one (or None where the pass does not apply), each decided on the block's structu
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -112,8 +111,13 @@ def share_subexpressions(stmts: list) -> list:
 
 
 class _Sharer:
+    """The sharing of one kernel. Every expression is known by a number that equal
+    expressions share (`_Interned`), so counting a statement's subexpressions, again after
+    each one bound, hashes no tree."""
+
     def __init__(self, fresh: kir.Fresh) -> None:
         self.fresh = fresh
+        self.known = _Interned()
 
     def body(self, stmts: Any) -> list:
         out: list = []
@@ -132,46 +136,136 @@ class _Sharer:
         return out
 
     def share(self, e: kir.Expr) -> tuple[list, kir.Expr]:
+        known = self.known
         lets: list = []
         while True:
-            uses: Counter = Counter()
-            always: set = set()
-            _census(e, True, uses, always)
+            uses: dict[int, int] = {}  # in the order first met, as printed
+            always: set[int] = set()
+            known.census(e, True, uses, always)
             pick = None
             for x, n in uses.items():
-                if n < 2 or not _worth(x) or not (x in always or _harmless(x)):
+                if n < 2 or not known.worth[x] or not (x in always or known.harmless[x]):
                     continue
-                if pick is None or _size(x) < _size(pick):
+                if pick is None or known.size[x] < known.size[pick]:
                     pick = x
             if pick is None:
                 return lets, e
-            v = self.fresh.var(pick.dtype)
-            lets.append(kir.Let(v, pick))
-            e = _substitute(e, pick, v)
+            v = self.fresh.var(known.expr[pick].dtype)
+            lets.append(kir.Let(v, known.expr[pick]))
+            e = known.substitute(e, pick, v)
 
 
-def _census(e: kir.Expr, always: bool, uses: Counter, seen: set) -> None:
-    """Count every subexpression's uses as printed; ``seen``: those evaluated whenever
-    the whole expression is."""
-    uses[e] += 1
-    if always:
-        seen.add(e)
+class _Interned:
+    """Expressions numbered by structure: equal expressions (frozen dataclasses compare
+    by their fields) get one number, found from the numbers of their operands, so a tree
+    is hashed once, node by node. Per number: an expression, its size (`_size`), whether
+    binding it is worth it (`_worth`) and whether evaluating it early is harmless
+    (`_harmless`). The objects met are kept, so their ids stay theirs."""
+
+    def __init__(self) -> None:
+        self.of_id: dict[int, int] = {}
+        self.kept: list = []
+        self.number: dict[tuple, int] = {}
+        self.expr: list = []
+        self.size: list[int] = []
+        self.worth: list[bool] = []
+        self.harmless: list[bool] = []
+
+    def get(self, e: Any) -> int:
+        n = self.of_id.get(id(e))
+        if n is not None:
+            return n
+        kids = _kids(e)
+        nums = tuple(self.get(k) if isinstance(k, kir.Expr) else ("lit", k) for k in kids)
+        if isinstance(e, kir.Load):
+            key: tuple = (kir.Load, e.buf, nums)
+        elif isinstance(e, kir.Call):
+            key = (kir.Call, e.fn, nums, e.dtype)
+        elif isinstance(e, (kir.Bin, kir.Un)):
+            key = (type(e), e.op, nums)
+        elif isinstance(e, kir.Cast):
+            key = (kir.Cast, nums, e.dtype)
+        elif isinstance(e, kir.Select):
+            key = (kir.Select, nums)
+        else:  # a leaf (a constant, a name) is its own key
+            key = (type(e), e)
+        n = self.number.get(key)
+        if n is None:
+            n = self.number[key] = len(self.expr)
+            self.expr.append(e)
+            self.size.append(1 + sum(self.size[k] if isinstance(k, int) else 1 for k in nums))
+            self.worth.append(_worth(e))
+            self.harmless.append(_harmless_here(e) and all(
+                self.harmless[k] for k in nums if isinstance(k, int)))
+        self.of_id[id(e)] = n
+        self.kept.append(e)
+        return n
+
+    def census(self, e: Any, always: bool, uses: dict, seen: set) -> None:
+        """Count every subexpression's uses as printed, by number (``seen``: those
+        evaluated whenever the whole expression is); a load's integer indices are
+        constants, never bound, and are not counted."""
+        n = self.get(e)
+        uses[n] = uses.get(n, 0) + 1
+        if always:
+            seen.add(n)
+        if isinstance(e, kir.Load):
+            for i in e.index:
+                if isinstance(i, kir.Expr):
+                    self.census(i, always, uses, seen)
+        elif isinstance(e, kir.Bin):
+            self.census(e.a, always, uses, seen)
+            self.census(e.b, always and e.op not in kir.LOGIC, uses, seen)
+        elif isinstance(e, (kir.Un, kir.Cast)):
+            self.census(e.a, always, uses, seen)
+        elif isinstance(e, kir.Call):
+            for a in e.args:
+                if isinstance(a, kir.Expr):
+                    self.census(a, always, uses, seen)
+        elif isinstance(e, kir.Select):
+            self.census(e.cond, always, uses, seen)
+            self.census(e.a, False, uses, seen)
+            self.census(e.b, False, uses, seen)
+
+    def substitute(self, e: Any, old: int, new: kir.Expr) -> Any:
+        """``e`` with every expression numbered ``old`` replaced by ``new``; a subtree
+        holding none is returned as it is."""
+        if not isinstance(e, kir.Expr):
+            return e
+        if self.get(e) == old:
+            return new
+        if isinstance(e, kir.Load):
+            index = tuple(self.substitute(i, old, new) for i in e.index)
+            return e if all(a is b for a, b in zip(index, e.index)) else replace(e, index=index)
+        if isinstance(e, kir.Bin):
+            a, b = self.substitute(e.a, old, new), self.substitute(e.b, old, new)
+            return e if a is e.a and b is e.b else replace(e, a=a, b=b)
+        if isinstance(e, (kir.Un, kir.Cast)):
+            a = self.substitute(e.a, old, new)
+            return e if a is e.a else replace(e, a=a)
+        if isinstance(e, kir.Call):
+            args = tuple(self.substitute(a, old, new) for a in e.args)
+            return e if all(a is b for a, b in zip(args, e.args)) else replace(e, args=args)
+        if isinstance(e, kir.Select):
+            c, a, b = (self.substitute(x, old, new) for x in (e.cond, e.a, e.b))
+            return e if c is e.cond and a is e.a and b is e.b else replace(
+                e, cond=c, a=a, b=b)
+        return e
+
+
+def _kids(e: Any) -> tuple:
+    """The operands of an expression, as `kir.subexprs` walks them."""
     if isinstance(e, kir.Load):
-        for i in e.index:
-            _census(kir.const(i), always, uses, seen)
-    elif isinstance(e, kir.Bin):
-        _census(e.a, always, uses, seen)
-        _census(e.b, always and e.op not in kir.LOGIC, uses, seen)
-    elif isinstance(e, (kir.Un, kir.Cast)):
-        _census(e.a, always, uses, seen)
-    elif isinstance(e, kir.Call):
-        for a in e.args:
-            if isinstance(a, kir.Expr):
-                _census(a, always, uses, seen)
-    elif isinstance(e, kir.Select):
-        _census(e.cond, always, uses, seen)
-        _census(e.a, False, uses, seen)
-        _census(e.b, False, uses, seen)
+        return tuple(e.index)
+    if isinstance(e, kir.Bin):
+        return (e.a, e.b)
+    if isinstance(e, (kir.Un, kir.Cast)):
+        return (e.a,)
+    if isinstance(e, kir.Call):
+        return tuple(e.args)
+    if isinstance(e, kir.Select):
+        return (e.cond, e.a, e.b)
+    return ()
 
 
 def _worth(e: kir.Expr) -> bool:
@@ -182,33 +276,12 @@ def _worth(e: kir.Expr) -> bool:
     return not (isinstance(e, kir.Cast) and isinstance(e.a, (kir.Const, kir.Var)))
 
 
-def _harmless(e: kir.Expr) -> bool:
-    """Evaluating ``e`` where it would not be cannot fault or raise: it reads no array,
-    and divides or raises to a power no integer."""
-    for x in kir.subexprs(e):
-        if isinstance(x, kir.Load):
-            return False
-        if isinstance(x, kir.Bin) and x.op in ("//", "%", "/", "**") and x.dtype.kind in "iub":
-            return False
-    return True
+def _harmless_here(x: Any) -> bool:
+    """``x`` itself, not its operands, neither reads an array nor divides or raises to
+    a power an integer."""
+    if isinstance(x, kir.Load):
+        return False
+    return not (isinstance(x, kir.Bin) and x.op in ("//", "%", "/", "**")
+                and x.dtype.kind in "iub")
 
 
-def _size(e: kir.Expr) -> int:
-    return sum(1 for _ in kir.subexprs(e))
-
-
-def _substitute(e: Any, old: kir.Expr, new: kir.Expr) -> Any:
-    if e == old:
-        return new
-    if isinstance(e, kir.Load):
-        return replace(e, index=tuple(_substitute(i, old, new) for i in e.index))
-    if isinstance(e, kir.Bin):
-        return replace(e, a=_substitute(e.a, old, new), b=_substitute(e.b, old, new))
-    if isinstance(e, (kir.Un, kir.Cast)):
-        return replace(e, a=_substitute(e.a, old, new))
-    if isinstance(e, kir.Call):
-        return replace(e, args=tuple(_substitute(a, old, new) for a in e.args))
-    if isinstance(e, kir.Select):
-        return replace(e, cond=_substitute(e.cond, old, new), a=_substitute(e.a, old, new),
-                       b=_substitute(e.b, old, new))
-    return e

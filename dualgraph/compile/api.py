@@ -49,6 +49,7 @@ from .capture import defaults_of
 from .plan import Plan
 from .retrace import retrace_allowed
 from .signature import (
+    IntLayout,
     check_arguments,
     check_options,
     const_key,
@@ -57,6 +58,7 @@ from .signature import (
 )
 from .specialize import FillsStateError, compile_entry
 from .stale import check_stale
+from .symbolic import NeedsValue, symbolic_ints
 from .tiered import enabled as tiered_enabled
 from .tiered import poll, prestart
 
@@ -140,6 +142,11 @@ class CompiledFunction:
         self._eager_fallback = False
         self._filled_state = False  # a call already ran eagerly to fill empty attributes
         self._eager_sigs: set = set()  # signatures whose calls run eagerly (`EagerOnlyError`)
+        # Int argument positions traced as graph inputs after a second value (`symbolic`),
+        # and those whose trace needed the value (keyed by value for good), with why.
+        self._int_inputs: set = set()
+        self._int_values: dict = {}
+        self._int_callers: dict = {}
         # Tracing and compiling run under a lock: two threads calling the same function with
         # a new signature compile it once; cached calls take no lock.
         self._lock = threading.RLock()
@@ -184,16 +191,19 @@ class CompiledFunction:
         fn = self.fn
         layout = None
         given = len(args)
+        call_args = args
         if kwargs or (given != self._npos and self._npos != -2):
             args, fn, layout = self._bind(args, kwargs)
         # A call the plain call path can check as it comes: positional, nothing bound (or
         # every parameter given, no keyword-only one), nothing lifted, nothing flattened.
         plain = not kwargs and (
             layout is None or (layout == (given, ()) and len(args) == given))
-        lifted, dtype, templates = (), None, None
-        if self.dynamic:
-            args, lifted, dtype = self._lift_dynamic(args)
+        lifted, dtype, templates, ints = (), None, None, ()
+        if self.dynamic or self._int_inputs:
+            args, lifted, dtype, ints = self._lift_dynamic(args)
             plain = plain and not lifted
+            if ints:
+                fn = self._int_caller(fn, ints)
         for a in args:
             if type(a) in _CONTAINERS or isinstance(a, _CONTAINERS):
                 n = len(args)
@@ -202,11 +212,17 @@ class CompiledFunction:
                     templates = tuple(t if _has_slot(t) else None for t in args[:n])
                     plain = False
                 break
-        sig = self._key(args, layout)
+        sig = self._key(args, layout if not ints else IntLayout(layout, ints))
         self.stats.calls += 1
         entry = self._find(sig, args)
         if entry is None:
+            if self._promote_ints(sig):
+                self.stats.calls -= 1
+                return self._call(call_args, kwargs)  # the ints now lifted
             entry = self._new_entry(sig, args, fn)
+            if entry is _RETRY:
+                self.stats.calls -= 1
+                return self._call(call_args, kwargs)  # the ints keyed by value
             if entry is None:
                 self._fast = _miss
                 return fn(*args)  # runs eagerly (`_new_entry` says why)
@@ -296,6 +312,34 @@ class CompiledFunction:
                 return e
         return None
 
+    def _promote_ints(self, sig: tuple) -> bool:
+        """Whether a call of the new signature ``sig`` differs from an entry's only in the
+        values of int arguments: those arguments become graph inputs (`symbolic`), as
+        ``torch.compile``'s automatic dynamic makes an int dynamic on its second value.
+        One the trace needed as a Python value stays keyed by value."""
+        keys = sig[0]
+        ints = {i for i, k in enumerate(keys) if k[0] is int and i not in self.dynamic
+                and i not in self._int_values and i not in self._int_inputs}
+        if not ints:
+            return False
+        for other in self._entries:
+            if other[1:] != sig[1:] or len(other[0]) != len(keys):
+                continue
+            differ = {i for i, (a, b) in enumerate(zip(other[0], keys)) if a != b}
+            if differ and differ <= ints and all(other[0][i][0] is int for i in differ):
+                self._int_inputs |= differ
+                return True
+        return False
+
+    def _int_caller(self, fn: Callable, ints: tuple) -> Callable:
+        """``fn`` taking the int arguments at ``ints`` as lifted 0-d tensors
+        (`symbolic.symbolic_ints`), made once per function and positions."""
+        key = (fn, ints)
+        call = self._int_callers.get(key)
+        if call is None:
+            call = self._int_callers[key] = symbolic_ints(fn, ints)
+        return call
+
     def _requires_grad_twin(self, sig: tuple, args: tuple) -> Plan | None:
         """An entry whose signature differs from ``sig`` only in the ``requires_grad`` of
         arguments it does not depend on (`Plan.rg_free`), whose guards hold: it serves
@@ -331,6 +375,10 @@ class CompiledFunction:
             check_arguments(args)
             if reason is None and self._last_sig is not None and sig != self._last_sig:
                 reason = describe_change(self._last_sig, sig, args)
+                for i, why in self._int_values.items():
+                    if reason.startswith(f"argument {i}: Python value"):
+                        reason += (f"; keyed by value: the function uses it as a Python "
+                                   f"value ({why})")
             if self.stats.traces > 0 and not retrace_allowed(
                     getattr(self.fn, "__name__", "compiled function"), self.stats,
                     self.max_retraces, self.strict, reason):
@@ -347,6 +395,14 @@ class CompiledFunction:
                 self._filled_state = True
                 self.stats.state_filling_calls += 1
                 return None
+            except NeedsValue as e:
+                # The trace used an int argument as a Python value: key it by value.
+                if reason is not None:
+                    self.stats.retrace_reasons.pop()
+                for i in sig[2].ints:
+                    self._int_inputs.discard(i)
+                    self._int_values[i] = e.reason
+                return _RETRY
             except EagerOnlyError as e:
                 if self.strict:
                     raise
@@ -375,14 +431,17 @@ class CompiledFunction:
         given, lifted, dtype, templates = len(args), (), None, None
         if kwargs or (len(args) != self._npos and self._npos != -2):
             args, fn, layout = self._bind(args, kwargs)
-        if self.dynamic:
-            args, lifted, dtype = self._lift_dynamic(args)
+        ints = ()
+        if self.dynamic or self._int_inputs:
+            args, lifted, dtype, ints = self._lift_dynamic(args)
+            if ints:
+                fn = self._int_caller(fn, ints)
         if any(isinstance(a, _CONTAINERS) for a in args):
             n = len(args)
             args, fn = _flatten_arguments(args, fn)
             if len(args) != n:
                 templates = tuple(t if _has_slot(t) else None for t in args[:n])
-        sig = self._key(args, layout)
+        sig = self._key(args, layout if not ints else IntLayout(layout, ints))
         return self._find(sig, args), sig, fn, layout, given, lifted, dtype, templates
 
     def plan_for(self, *args: Any, **kwargs: Any) -> Any:
@@ -437,16 +496,29 @@ class CompiledFunction:
         """Python numbers at the ``dynamic`` positions become 0-d tensors: graph inputs, so a
         new value is a new input, not a new constant and a retrace. They take the dtype of
         the first floating-point tensor argument (float32 without one), as a weak Python
-        scalar would have. Returns ``(arguments, positions lifted, dtype)``."""
+        scalar would have. Ints at the positions made inputs automatically
+        (`_promote_ints`) become 0-d int64 tensors. Returns ``(arguments, positions
+        lifted, dtype, int positions lifted)``; ``dtype`` is one per lifted position
+        when ints were lifted."""
         dtype = next((a.dtype for a in args
                       if isinstance(a, Tensor) and a.dtype.kind == "f"), np.dtype(np.float32))
         out = list(args)
-        lifted = []
-        for i in sorted(self.dynamic):
-            if i < len(out) and isinstance(out[i], (int, float)) and not isinstance(out[i], bool):
-                out[i] = make_tensor(np.asarray(out[i], dtype), False, None)
+        lifted, dtypes, ints = [], [], []
+        for i in sorted(self.dynamic | self._int_inputs):
+            if i >= len(out):
+                continue
+            v = out[i]
+            if i in self.dynamic:
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    out[i] = make_tensor(np.asarray(v, dtype), False, None)
+                    lifted.append(i)
+                    dtypes.append(dtype)
+            elif type(v) is int and _INT64[0] <= v < _INT64[1]:
+                out[i] = make_tensor(np.asarray(v, np.int64), False, None)
                 lifted.append(i)
-        return tuple(out), tuple(lifted), dtype
+                dtypes.append(np.dtype(np.int64))
+                ints.append(i)
+        return tuple(out), tuple(lifted), (tuple(dtypes) if ints else dtype), tuple(ints)
 
     def entries(self) -> list:
         return [e for es in self._entries.values() for e in es]
@@ -524,6 +596,9 @@ def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool =
 
 
 _CONTAINERS = (tuple, list, dict)
+_INT64 = (-(2 ** 63), 2 ** 63)
+# `_new_entry`'s answer when the call must be made again (its ints keyed by value now).
+_RETRY = object()
 
 
 def _miss(args: tuple) -> Any:

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..dtypes import DEFAULT_FLOAT
 from ..eager import grad_mode
-from ..eager.compiled_node import attach_backward, attach_gradients
+from ..eager.compiled_node import attach_backward, attach_gradients, handing_node_type
 from ..eager.internal import (
     FIELDS,
     array_of,
@@ -39,6 +39,7 @@ from ..eager.internal import (
     tape_node,
 )
 from ..eager.tensor import Tensor
+from ..ir.graph import next_uid
 from ..nn.changes import CHANGES
 from ..ops.precision import AUTOCAST
 from .baked import CHECK_EVERY, check_baked
@@ -132,6 +133,8 @@ class _Emitter:
 
     def __init__(self, plan: Plan) -> None:
         self.ns: dict[str, Any] = dict(_BUILTINS)
+        # The tape node type whose written-out hand-out the call path records, if any.
+        self.node_type: type | None = None
         self._names: dict[int, str] = {}
         self._captured: dict[tuple, str] = {}
         for j, src in enumerate(plan.sources):
@@ -203,6 +206,10 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
     gen.ns["KEEP"] = keep
     source = "\n".join([*head, *_indent(fast), "", "",
                         "def run(args):", *_indent(run), ""])
+    shown = getattr(gen.node_type, "hand_out_source", None)
+    if shown is not None:  # for `dg.explain`: what a plain ``backward()`` then runs
+        source += "\n\n# backward() on the result: its tape node's hand-out\n" + "".join(
+            f"# {line}\n" for line in shown.splitlines())
     name = getattr(fn, "__name__", "fn")
     code = compile(source, f"<dg.compile call path of {name}>", "exec")
     exec(code, gen.ns)  # noqa: S102 - our own generated source, built from the plan
@@ -233,9 +240,14 @@ def _enter(form: CallForm, n: int, gen: _Emitter, keep: dict,
         else:
             inner.append(f"b{j} = {gen.const(what, 'default')}")
     if form.lifted:
-        dtype = gen.const(form.dtype, "dtype")
-        for j in form.lifted:
-            inner += [f"if type(b{j}) is not float and type(b{j}) is not int:",
+        # One dtype for them all, or one each: an int made an input takes int64 (and
+        # only an int).
+        dtypes = form.dtype if isinstance(form.dtype, tuple) else (form.dtype,) * len(
+            form.lifted)
+        for j, dt in zip(form.lifted, dtypes):
+            dtype = gen.const(dt, "dtype")
+            inner += [f"if type(b{j}) is not int:" if np.dtype(dt).kind == "i" else
+                      f"if type(b{j}) is not float and type(b{j}) is not int:",
                       "    return MISS",
                       f"b{j} = make_tensor(new_array(b{j}, {dtype}), False, None)"]
     leaves: list[str] = []
@@ -671,9 +683,8 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
     for w in plan.grad_set:
         # A new gradient tensor as `make_tensor` makes it, written out: no call per
         # gradient a step writes back, and none for all of them.
-        lines += ["g = new_tensor(Tensor)", f"g{DATA} = {out(w.out, w.shape)}", f"g{RG} = False",
-                  f"g{GRAD_FIELD} = None", "g.grad_fn = None", f"g{VERSION} = [0]",
-                  f"g{NODE} = None", f"{_target(w.target, gen)}{GRAD_FIELD} = g"]
+        lines += [*_new_tensor("g", out(w.out, w.shape), False, "None"),
+                  f"{_target(w.target, gen)}{GRAD_FIELD} = g"]
     lines += [f"set_grad({_target(t, gen)}, None)" for t in plan.grad_none]
     results = [f"r{k}" for k in range(plan.n_user)]
     spent = dict(plan.spent)
@@ -682,8 +693,13 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
     loss = plan.mode is Kind.TRAIN and plan.joint and plan.n_user == 1 and not plan.attr_set
     made = []
     for k, node in enumerate(plan.optimized.outputs[:plan.n_user]):
-        history = f"True, {gen.const(spent[k], 'spent')}" if k in spent else "False, None"
-        made.append(f"r{k} = make_tensor({out(k, node.shape)}, {history})")
+        if direct is None:
+            history = f"True, {gen.const(spent[k], 'spent')}" if k in spent else "False, None"
+            made.append(f"r{k} = make_tensor({out(k, node.shape)}, {history})")
+            continue
+        # The output is an array this call made (`_new_tensor`).
+        fn_ = gen.const(spent[k], "spent") if k in spent else "None"
+        made += _new_tensor(f"r{k}", out(k, node.shape), k in spent, fn_)
     if not loss:
         lines += made
     for w in plan.attr_set:
@@ -700,7 +716,8 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
     if loss:
         array = out(0, plan.optimized.outputs[0].shape)
         lines += ["if GRAD.value:",
-                  *_indent(_tape(plan, gen, arrays, tensor_args, oname, out, array)),
+                  *_indent(_tape(plan, gen, arrays, tensor_args, oname, out, array,
+                                 direct is not None)),
                   "else:", *_indent(made)]
     elif plan.mode is Kind.TRAIN:
         lines += ["if GRAD.value:", *_indent(_tape(plan, gen, arrays, tensor_args, oname, out))]
@@ -720,11 +737,38 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
     return lines
 
 
+def _new_tensor(name: str, array: str, rg: bool, grad_fn: str) -> list[str]:
+    """Lines binding ``name`` to a new tensor as `make_tensor` makes it from the array
+    ``array`` (never a NumPy scalar), written out: no call per tensor a call makes."""
+    return [f"{name} = new_tensor(Tensor)", f"{name}{DATA} = {array}", f"{name}{RG} = {rg}",
+            f"{name}{GRAD_FIELD} = None", f"{name}.grad_fn = {grad_fn}",
+            f"{name}{VERSION} = [0]", f"{name}{NODE} = None"]
+
+
+def _loss_node(gen: _Emitter, inputs: str, grads: str, array: str, checks: str,
+               node: Any) -> list[str]:
+    """`attach_gradients` written out for a loss array this call made (IR output
+    ``node``) and fresh gradients: the loss tensor ``r0`` and its tape node, of
+    ``gen.node_type``, field by field (no call: a scalar step is a few microseconds)."""
+    gen.ns["new_node"], gen.ns["next_uid"] = object.__new__, next_uid
+    shape = gen.const(tuple(node.shape), "shape")
+    dtype = gen.const(np.dtype(node.dtype), "dtype")
+    return [
+        "r0 = new_tensor(Tensor)", f"r0{DATA} = {array}", f"r0{GRAD_FIELD} = None",
+        f"r0{VERSION} = [0]", f"r0{NODE} = None",
+        f"nd = new_node({gen.const(gen.node_type, 'node')})", f"nd.inputs = {inputs}",
+        "nd.attrs = {}", f"nd.shape = {shape}", f"nd.dtype = {dtype}", "nd.uid = next_uid()",
+        f"nd._saved = {grads}", "nd._out = None", "nd._freed = False", "nd._hooks = None",
+        "nd._retain = None", "nd._shapes = ()", f"nd._checks = {checks}",
+        "nd._handed = False", "nd._fresh = True", f"r0{RG} = True", "r0.grad_fn = nd"]
+
+
 def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Callable,
-          out: Callable, loss: str | None = None) -> list[str]:
+          out: Callable, loss: str | None = None, inline: bool = False) -> list[str]:
     """Record the call's tape node: the precomputed gradients of a scalar loss, or the
     backward kernel with its residuals. ``loss``: the loss's array, whose tensor ``r0``
-    the node's call makes (else ``r0`` is made already)."""
+    the node's call makes (else ``r0`` is made already); ``inline``: that array is one
+    this call made, so the loss tensor and a node of fresh gradients are built here."""
     tensors = [f"a{i}" for i in arrays]
     for src in plan.sources:
         tensors.append(gen.const(src.tensor, "t") if isinstance(src, CapturedTensor) else
@@ -746,8 +790,9 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Call
         wrt = _tuple(f"{named[i]}.grad_fn or {named[i]}{NODE} or tape_node({named[i]})"
                      for i in plan.wrt)
         # Saved inputs that are tensors: not an array argument, not a runtime scalar.
-        saved = _tuple(f"({named[i]}, {named[i]}{VERSION}[0])" for i in plan.saved_inputs
-                       if (arrays[i] in tensor_args if i < len(arrays) else tensors[i] != "None"))
+        pairs = [f"({named[i]}, {named[i]}{VERSION}[0])" for i in plan.saved_inputs
+                 if (arrays[i] in tensor_args if i < len(arrays) else tensors[i] != "None")]
+        saved = _tuple(pairs)
         grads = plan.grad_out
         outputs = plan.optimized.outputs
         shapes = [tuple(n.shape) for n in outputs[len(outputs) - len(grads):]]
@@ -758,8 +803,15 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Call
                 *(o for w in plan.attr_set for o, _, _ in (w.leaves or ((w.out, 0, 0),)))}
         fresh = len(set(grads)) == len(grads) and not used & set(grads)
         listed = _tuple(out(k, sh) if fresh else oname(k) for k, sh in zip(grads, shapes))
-        call = f"attach_gradients({wrt}, {listed}, {loss or 'r0'}, {saved}" \
-               f"{', True' if fresh else ''})"
+        # Fresh gradients: the node's hand-out written out for its leaves and checks.
+        kind = ""
+        if fresh:
+            gen.node_type = handing_node_type(len(plan.wrt), len(pairs))
+            kind = f", {gen.const(gen.node_type, 'node')}"
+            if loss and inline:
+                return [*lines, *_loss_node(gen, wrt, listed, loss, saved,
+                                            plan.optimized.outputs[0])]
+        call = f"attach_gradients({wrt}, {listed}, {loss or 'r0'}, {saved}{kind})"
         return [*lines, f"r0 = {call}" if loss else call]
     res = ", ".join(f"i{j}" if kind is From.INPUT else oname(j)
                     for kind, j in plan.residual_plan)

@@ -32,6 +32,7 @@ from .baked import BakedArray
 from .guards import (
     MISSING,
     ArgPlacement,
+    ArgValues,
     AttrType,
     Defaults,
     GlobalHookTable,
@@ -279,6 +280,21 @@ class CallTraceContext(TraceContext):
             elif tensor_tree(v):
                 self.note_attr_tree(d, k, v, f"{type(obj).__name__}.{k}", lazy=True)
 
+    def argument_values(self, t: Any) -> np.ndarray | None:
+        """The values of ``t`` when it is a small integer tensor argument, as passed in: the
+        entry is then guarded on them (`guards.ArgValues`)."""
+        if not isinstance(t, Tracer) or t._ctx is not self or t.node.op != "input":
+            return None
+        arg = self.arg_tensors.get(id(t.node))
+        if arg is None or id(arg) not in self.arg_index:
+            return None
+        values = array_of(arg)
+        if values.dtype.kind not in "iub" or values.size > MAX_ARGUMENT_VALUES:
+            return None
+        position = self.arg_index[id(arg)]
+        self.reads.setdefault(("argument values", position), ArgValues(position, values))
+        return values.copy()
+
     def guard_value(self, getter: Callable[[], Any], expected: Any, what: str,
                     keep: Any = None) -> None:
         """A Python value the trace branched on: reuse the trace while ``getter()`` gives
@@ -299,6 +315,10 @@ class CallTraceContext(TraceContext):
             self._keep.append(keep)
         return Tracer(node, self)
 
+
+# The most elements of an integer tensor argument a trace may read as Python numbers
+# (`CallTraceContext.argument_values`): a packed batch's lengths are one per sequence.
+MAX_ARGUMENT_VALUES = 4096
 
 # A module's own tables (the training flag and hooks: guarded by `note_training` and
 # `guards.ModuleHookTable`).

@@ -156,6 +156,25 @@ class ArgGradNone(Guard):
         return f"{gen.arg(self.position)}.grad is None", self.expected
 
 
+class ArgValues(Guard):
+    """The values of the tensor passed at argument ``position`` (dtype and bytes): a trace
+    that took them as Python numbers (a packed batch's lengths) holds for them alone."""
+
+    __slots__ = ("position",)
+
+    def __init__(self, position: int, values: Any) -> None:
+        self.position = position
+        self.expected = (values.dtype, values.tobytes())
+
+    def now(self, args: tuple) -> tuple:
+        a = array_of(args[self.position])
+        return (a.dtype, a.tobytes())
+
+    def describe(self, now: tuple) -> str:
+        return (f"the values of argument {self.position}, which the trace read as numbers "
+                "(a packed batch's lengths), changed")
+
+
 class ArgPlacement(Guard):
     """Where argument ``view`` sits in argument ``base``'s memory (`signature.placement`):
     a trace that read one as a view of the other holds for that placement only."""

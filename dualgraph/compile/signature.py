@@ -16,7 +16,7 @@ import inspect
 import sys
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -45,6 +45,7 @@ from .guards import (
     ItemIdentity,
     ModuleTable,
     PlainValue,
+    Value,
     cell_value,
     snapshot,
 )
@@ -230,10 +231,25 @@ def _shown(k: tuple) -> Any:
     return float.fromhex(k[1]) if issubclass(k[0], float) else k[1]
 
 
+class IntLayout(NamedTuple):
+    """The layout part of a key whose int arguments at ``ints`` were passed as graph inputs
+    (`symbolic`): such a call is traced with those arguments symbolic, so it must not
+    share an entry with a call passing a 0-d int64 tensor there."""
+
+    layout: tuple | None
+    ints: tuple
+
+
 def describe_change(old: tuple, new: tuple, args: tuple) -> str:
     """Why a call's signature differs from the previous one, in words."""
     old_args, old_grad, old_layout, old_alias = old
     new_args, new_grad, new_layout, new_alias = new
+    if isinstance(new_layout, IntLayout) and not isinstance(old_layout, IntLayout):
+        shown = ", ".join(map(str, new_layout.ints))
+        return (f"argument {shown}: another int value, traced again with it as an input "
+                "of the graph (automatic dynamic)")
+    old_layout = old_layout.layout if isinstance(old_layout, IntLayout) else old_layout
+    new_layout = new_layout.layout if isinstance(new_layout, IntLayout) else new_layout
     if old_layout != new_layout:
         def kw(layout: tuple | None) -> str:
             return ", ".join(layout[1]) if layout and layout[1] else "none"
@@ -340,6 +356,7 @@ def capture_guards(ctx: CallTraceContext,
         more = tuple(k for k in guard.names if k in kept or k in names)
         if more != kept:
             ctx.reads[("module attrs", module_id)] = guard.only(more)
+    outside = _unpin_written(ctx, outside)
     # A tensor an attribute holds that a global, a closure or a module's table also names
     # is read as itself; the attribute is then guarded by identity.
     pinned = {id(g.value) for g in [*ctx.reads.values(), *outside]
@@ -354,6 +371,23 @@ def capture_guards(ctx: CallTraceContext,
     ctx.baked.extend(_baked_values(ctx, roots, names, codes))
     sources.extend(make for _, make in ctx.runtime)
     return tuple(sources), (Guards(items) if items else None)
+
+
+def _unpin_written(ctx: CallTraceContext, outside: list) -> list:
+    """``outside`` without the identity guards on tensor attributes the trace sets
+    (``self.true_dist = ...`` inside the step). The call writes a new tensor there each
+    time, so the old one's identity cannot hold on the next call; what the trace depends
+    on is guarded otherwise: the attribute's type (`restore_attrs`), and its data, when
+    the trace reads it, through the attribute (`attr_source`) or by identity where it
+    must (`pin_attr`). A tensor whose values the trace read into Python (``item()``) keeps
+    its identity guard: that guard reads the old tensor's bytes."""
+    if not ctx.attr_writes:
+        return outside
+    written = {(id(obj.__dict__), name) for obj, name, *_ in ctx.attr_writes}
+    read = {id(g.keep) for g in ctx.reads.values() if isinstance(g, Value)}
+    return [g for g in outside
+            if not (type(g) is Identity and isinstance(g.value, Tensor)
+                    and (id(g.table), g.name) in written and id(g.value) not in read)]
 
 
 def _baked_values(ctx: TraceContext, roots: list, names: set, codes: list) -> list:

@@ -7,6 +7,7 @@ outputs that require grad gives each output an `_OutputOf` node; their gradients
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -189,15 +190,71 @@ class PrecomputedBackward(Function):
         return True
 
 
+def handing_node_type(n: int, m: int) -> type:
+    """The `PrecomputedBackward` of a call whose ``n`` gradients are fresh (one array per
+    input, in its shape: see `attach_gradients`) and whose node checks ``m`` versions:
+    its `hand_out` is written out for those counts (no loop, no ``zip``). Anything but the
+    first hand-out of an unhooked node over leaves takes the general one."""
+    if n == 0:
+        return PrecomputedBackward
+    return _handing_node_type(n, m)
+
+
+@functools.cache
+def _handing_node_type(n: int, m: int) -> type:
+    nodes = ", ".join(f"n{i}" for i in range(n)) + ","
+    lines = [
+        "def hand_out(self, retain_graph):",
+        "    if (self._handed or self._freed or self._hooks or self._retain is not None",
+        "            or ANOMALY[0] or NODE_RUNNER[0] is not None):",
+        "        return GENERAL(self, retain_graph)",
+        f"    {nodes} = self.inputs",
+        "    if (" + " or ".join(f"type(n{i}) is not AccumulateGrad or n{i}._hooks"
+                             for i in range(n)) + "):",
+        "        return False",
+    ]
+    if m:
+        pairs = ", ".join(f"(t{j}, v{j})" for j in range(m)) + ","
+        lines += [f"    {pairs} = self._checks",
+                  "    if " + " or ".join(f"t{j}._version[0] != v{j}" for j in range(m)) + ":",
+                  "        check_versions(self)  # raises the engine's error"]
+    lines += ["    self._handed = True",
+              f"    {', '.join(f'a{i}' for i in range(n))}, = self._saved"]
+    for i in range(n):
+        # `_set_new_grads` written out: a leaf without a `.grad` takes the call's own
+        # array (no other leaf holds it), one with a `.grad` gets the sum.
+        lines += [f"    var = n{i}._var()", "    if var is not None:",
+                  "        old = var._grad", "        if old is None:",
+                  "            g = new(Tensor)", f"            g._data = a{i}",
+                  "            g._rg = False", "            g._grad = None",
+                  "            g.grad_fn = None", "            g._version = [0]",
+                  "            g._node = None", "            var._grad = g",
+                  "        else:", f"            var._grad = make(old._data + a{i}, False, None)"]
+    lines += ["    if not retain_graph:", "        self._saved = ()", "        self._freed = True",
+              "    return True"]
+    ns = {"GENERAL": PrecomputedBackward.hand_out, "ANOMALY": ANOMALY,
+          "NODE_RUNNER": NODE_RUNNER, "AccumulateGrad": AccumulateGrad, "Tensor": Tensor,
+          "new": Tensor.__new__, "make": _make, "check_versions": _check_versions}
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<dg hand-out of {n} leaves>", "exec"), ns)  # noqa: S102 - built above
+    hand_out = ns["hand_out"]
+    hand_out.__doc__ = PrecomputedBackward.hand_out.__doc__
+    # Same name as its base: what prints the tape (node names, reprs) sees no difference.
+    return type("PrecomputedBackward", (PrecomputedBackward,),
+                {"__slots__": (), "hand_out": hand_out, "__module__": __name__,
+                 "__qualname__": "PrecomputedBackward", "hand_out_source": source})
+
+
 def attach_gradients(inputs: tuple, grads: tuple, result: Tensor | np.ndarray, checks: tuple,
-                     fresh: bool = False) -> Tensor:
+                     fresh: type | None = None) -> Tensor:
     """Record a compiled scalar loss on the tape and return it: ``grads[i]`` is its
     gradient (seed one) with respect to the tensor whose tape node is ``inputs[i]``
     (`internal.tape_node`); ``checks`` holds ``(tensor, version)`` for the tensors whose
     values the gradients were computed from (changing one before backward raises, as in
-    eager mode). ``fresh``: the gradients are arrays the call made, one per input (none
-    shared), each in its input's shape, so `hand_out` gives them to the leaves as they
-    are. ``result``: the loss tensor, or the array it holds (the tensor is made here)."""
+    eager mode). ``fresh`` (the node's type, `handing_node_type`): the gradients are
+    arrays the call made, one per input (none shared), each in its input's shape, so
+    `hand_out` gives them to the leaves as they are. ``result``: the loss tensor, or the
+    array it holds (the tensor is made here)."""
     # One tape node per training step: built field by field, without the IR node's
     # constructor chain; the generated call builds ``inputs`` and ``checks`` as tuple
     # displays, with no call per input (the compiled call's Python calls are its cost).
@@ -211,7 +268,8 @@ def attach_gradients(inputs: tuple, grads: tuple, result: Tensor | np.ndarray, c
         result._node = None
     else:
         data = result._data
-    node = PrecomputedBackward.__new__(PrecomputedBackward)
+    cls = PrecomputedBackward if fresh is None else fresh
+    node = cls.__new__(cls)
     node.inputs = inputs
     node.attrs = {}
     node.shape = data.shape
@@ -223,10 +281,10 @@ def attach_gradients(inputs: tuple, grads: tuple, result: Tensor | np.ndarray, c
     node._hooks = None
     node._retain = None
     # Fresh gradients are in their inputs' shapes already: nothing reads the shapes.
-    node._shapes = () if fresh else [n.shape for n in inputs]
+    node._shapes = () if fresh is not None else [n.shape for n in inputs]
     node._checks = checks
     node._handed = False
-    node._fresh = fresh
+    node._fresh = fresh is not None
     result._rg = True
     result.grad_fn = node
     return result

@@ -133,6 +133,30 @@ def _plain_float(t: Any, dtype: np.dtype | None = None) -> bool:
             and t._data.dtype.kind == "f" and (dtype is None or t._data.dtype == dtype))
 
 
+# The last step's bias corrections: a group's parameters share their step count and
+# hyperparameters, so all but the first reuse them (the scalar operations cost about as
+# much as an update of a small parameter).
+_LAST_CORRECTIONS: list = [None, None]
+
+
+def _bias_corrections(sd: np.ndarray, beta1: Any, beta2: Any, lr: Any,
+                      dtype: np.dtype) -> tuple:
+    """Adam's ``sqrt(1 - beta2 ** step)`` and ``lr / (1 - beta1 ** step)`` for the 0-d step
+    count ``sd``, computed in float64 and cast to ``dtype`` (NumPy scalars: immutable)."""
+    key = (sd.item(), sd.dtype, beta1, beta2, lr, type(beta1), type(beta2), type(lr), dtype)
+    if _LAST_CORRECTIONS[0] == key:
+        return _LAST_CORRECTIONS[1]
+    step64 = sd.astype(np.float64)
+    bc1 = np.subtract(1, np.power(beta1, step64))
+    bc2_sqrt = np.sqrt(np.subtract(1, np.power(beta2, step64)))
+    step_size = np.true_divide(lr, bc1)
+    if dtype != np.float64:
+        bc2_sqrt = bc2_sqrt.astype(dtype)
+        step_size = step_size.astype(dtype)
+    _LAST_CORRECTIONS[:] = [key, (bc2_sqrt, step_size)]
+    return bc2_sqrt, step_size
+
+
 def adam_update_(p: Tensor, g: Tensor, state: dict, lr: Any, betas: tuple, eps: Any,
                  weight_decay: Any, decoupled: bool, maximize: bool, amsgrad: bool) -> bool:
     """One `Adam` update of ``p`` (state ``step``, ``exp_avg``, ``exp_avg_sq`` and, with
@@ -188,13 +212,7 @@ def adam_update_(p: Tensor, g: Tensor, state: dict, lr: Any, betas: tuple, eps: 
     np.multiply(t, gd, out=t)
     np.add(vd, t, out=vd)
     v._version[0] += 1
-    step64 = sd.astype(np.float64)
-    bc1 = np.subtract(1, np.power(beta1, step64))
-    bc2_sqrt = np.sqrt(np.subtract(1, np.power(beta2, step64)))
-    step_size = np.true_divide(lr, bc1)
-    if dtype != np.float64:
-        bc2_sqrt = bc2_sqrt.astype(dtype)
-        step_size = step_size.astype(dtype)
+    bc2_sqrt, step_size = _bias_corrections(sd, beta1, beta2, lr, dtype)
     if amsgrad:
         np.maximum(vmax._data, vd, out=vmax._data)
         vmax._version[0] += 1

@@ -31,12 +31,15 @@ from ..ops.mixin import (
 from . import allocator, grad_mode
 from . import autograd as _autograd
 from .autograd import (
+    _QUIET,
     HOOK_EPOCH,
     RULES_RUNNING,
     AccumulateGrad,
     Function,
     PostAccumulateHook,
     RemovableHandle,
+    _reset_errstate,
+    _set_errstate,
     run_backward,
 )
 from .saved_hooks import STACK as _SAVED_HOOKS
@@ -45,27 +48,6 @@ from .storage import TypedStorage, UntypedStorage, root_array
 
 _GRAD = grad_mode.GRAD_ENABLED
 _RULES = RULES_RUNNING
-
-
-
-try:
-    # NumPy 2 keeps its floating-point error state in one context variable: setting it to a
-    # prebuilt "ignore all" state costs ~0.2 us an op, `np.errstate()` ~2 us.
-    from numpy._core.umath import _extobj_contextvar, _make_extobj
-
-    _QUIET = _make_extobj(all="ignore")
-    _set_errstate = _extobj_contextvar.set
-    _reset_errstate = _extobj_contextvar.reset
-except ImportError:  # another NumPy layout: the public context manager
-    _QUIET = None
-
-    def _set_errstate(_: Any) -> Any:
-        state = np.errstate(all="ignore")
-        state.__enter__()
-        return state
-
-    def _reset_errstate(state: Any) -> None:
-        state.__exit__(None, None, None)
 
 
 class Tensor(TensorOps):

@@ -627,6 +627,10 @@ def _sub_vjp(ctx, g):
     return g, (neg(g) if ctx.needs_input_grad[1] else None)
 
 
+def _sub_vjp_arrays(ctx, args, out, g):
+    return g, (np.negative(g) if ctx.needs_input_grad[1] else None)
+
+
 def _mul_vjp(ctx, g):
     x, y = ctx.args
     nx, ny = ctx.needs_input_grad
@@ -640,6 +644,7 @@ def _mul_vjp_arrays(ctx, args, out, g):
 
 
 _MUL_IMPL = _promoting(np.multiply)
+_POW_IMPL = _promoting(np.power)
 
 
 def _div_vjp(ctx, g):
@@ -675,6 +680,20 @@ def _pow_vjp(ctx, g):
     limit = where(ge(y, 0), 0.0, neg(out))
     gy = mul(g, where(eq(x, 0), limit, mul(out, log(x))))
     return gx, gy
+
+
+def _pow_vjp_arrays(ctx, args, out, g):
+    """`_pow_vjp`'s literal-exponent forms on arrays (the kernels its ops run; each
+    product made an array, as an op's result is); ``None`` for a tensor exponent."""
+    x, y = args
+    if not isinstance(y, (int, float)) or type(x) is not np.ndarray:
+        return None
+    if y == 0:
+        return np.asarray(_MUL_IMPL(g, 0.0)), None
+    if y == 2:
+        return np.asarray(_MUL_IMPL(g, np.asarray(_MUL_IMPL(x, 2.0)))), None
+    d = np.asarray(_MUL_IMPL(np.asarray(_POW_IMPL(x, y - 1)), y))
+    return np.asarray(_MUL_IMPL(g, d)), None
 
 
 def _neg_vjp(ctx, g):
@@ -763,6 +782,15 @@ def _where_vjp(ctx, g):
     c = ctx.args[0]
     _, nx, ny = ctx.needs_input_grad
     return None, (where(c, g, 0.0) if nx else None), (where(c, 0.0, g) if ny else None)
+
+
+def _where_vjp_arrays(ctx, args, out, g):
+    c = args[0]
+    if type(c) is not np.ndarray or c.dtype != np.bool_:
+        return None
+    _, nx, ny = ctx.needs_input_grad
+    return (None, (_where_impl(c, g, 0.0) if nx else None),
+            (_where_impl(c, 0.0, g) if ny else None))
 
 
 def _zero_vjp(ctx, g):
@@ -878,7 +906,7 @@ ADD = register(OpDef(
 ))
 SUB = register(OpDef(
     "sub", _promoting(np.subtract), _binary_infer("sub"), _sub_vjp, "SubBackward0",
-    elementwise=True,
+    elementwise=True, vjp_arrays=_sub_vjp_arrays,
 ))
 MUL = register(OpDef(
     "mul", _MUL_IMPL, _binary_infer("mul"), _mul_vjp, "MulBackward0",
@@ -891,7 +919,7 @@ DIV = register(OpDef(
 ))
 POW = register(OpDef(
     "pow", _promoting(np.power), _pow_infer, _pow_vjp, "PowBackward0",
-    saves=(0, 1), elementwise=True,
+    saves=(0, 1), elementwise=True, vjp_arrays=_pow_vjp_arrays,
 ))
 NEG = register(OpDef(
     "neg", np.negative, _same_infer, _neg_vjp, "NegBackward0",
@@ -943,7 +971,7 @@ MINIMUM = register(OpDef(
 ))
 WHERE = register(OpDef(
     "where", _where_impl, _where_infer, _where_vjp, "WhereBackward0",
-    saves=(0,), elementwise=True,
+    saves=(0,), elementwise=True, vjp_arrays=_where_vjp_arrays,
 ))
 # ReLU's backward as one op (PyTorch's threshold_backward): the gradient where the saved
 # output exceeds the threshold, else zero; one select instead of a comparison and a where.

@@ -223,6 +223,14 @@ def _nll_vjp(ctx, g):
     return gx, None, None
 
 
+def _nll_vjp_arrays(ctx, args, out, g):
+    _, target, weight = args
+    a = ctx.attrs
+    return (_nll_backward_impl(g, target, weight, shape=tuple(ctx.inputs[0].shape),
+                               ignore_index=a["ignore_index"], reduction=a["reduction"]),
+            None, None)
+
+
 def _nll_backward_vjp(ctx, h):
     # Linear in g; its adjoint reads h at the targets with the same weights and scaling:
     # nll_loss itself.
@@ -239,6 +247,7 @@ def _nll_name(node: Any) -> str:
 
 NLL_LOSS = register(OpDef(
     "nll_loss", _nll_impl, _nll_infer, _nll_vjp, _nll_name, saves=(1, 2), saves_for=(0, 0),
+    vjp_arrays=_nll_vjp_arrays,
 ))
 NLL_LOSS_BACKWARD = register(OpDef(
     "nll_loss_backward", _nll_backward_impl, _nll_backward_infer, _nll_backward_vjp,

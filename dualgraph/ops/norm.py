@@ -8,9 +8,13 @@ is two ops, ``layer_norm_backward`` (the input's gradient) and ``layer_norm_weig
 compiled, where the composition was a dozen ops that recomputed the statistics in
 several kernels. Their VJPs are written in dualgraph ops, so double backward works.
 
-Batch, group and instance normalisation are compositions in `dualgraph.nn.functional`
-(training batch norm, group and instance norm normalise through ``layer_norm`` on a
-permuted or reshaped input).
+Training batch norm is a primitive too, ``batch_norm``, with its input gradient
+``batch_norm_backward``, its parameters' gradients ``batch_norm_param_grads`` (one (2, C)
+value: the weight's and the bias's) and the statistics its running averages take,
+``batch_norm_stats``: compiled, each is one call of a routine that takes the channel count
+as an argument. Evaluation batch norm, group and instance normalisation are compositions
+in `dualgraph.nn.functional` (group and instance norm normalise through ``layer_norm`` on
+a reshaped input).
 """
 
 from __future__ import annotations
@@ -291,3 +295,208 @@ def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = No
                          f"{list(shape)}")
     return bind(LAYER_NORM, x, 1.0 if weight is None else weight,
                 0.0 if bias is None else bias, ndim=len(norm), eps=float(eps))
+
+
+# ---- training batch norm
+# Each channel (dim 1) normalised over every other dim. ``batch_norm`` (training mode,
+# inputs (x, weight, bias) as layer_norm's), its input gradient ``batch_norm_backward``,
+# the parameters' gradients ``batch_norm_param_grads`` and the statistics
+# ``batch_norm_stats`` are primitives so that a compiled step calls one routine per op that
+# takes the channel count as an argument, instead of loops generated again for each
+# channel count (a network's layers have many). The arithmetic is layer_norm's: the mean,
+# the mean squared deviation, the deviation times ``1 / sqrt(var + eps)``.
+
+
+def _bn_axes(rank: int) -> tuple:
+    return (0,) + tuple(range(2, rank))
+
+
+def _bn_shape(rank: int, c: int) -> tuple:
+    """The per-channel shape broadcast against the input: ``(1, C, 1, ...)``."""
+    return (1, c) + (1,) * (rank - 2)
+
+
+def _bn_check(op: str, x: Any, *params: tuple) -> tuple:
+    shape = tuple(x.shape)
+    if np.dtype(x.dtype).kind != "f":
+        raise TypeError(f"{op}: expected a floating-point input, got {x.dtype}")
+    if len(shape) < 2:
+        raise ShapeError(f"{op}: expected an input of at least 2 dims (N, C, ...), got "
+                         f"{list(shape)}")
+    for p, what in params:
+        if _is_tensor(p) and tuple(p.shape) != shape[1:2]:
+            raise ShapeError(f"{op}: expected {what} of shape [{shape[1]}], got "
+                             f"{list(p.shape)}")
+    return shape
+
+
+def _bn_rows(x: Any) -> Any:
+    """The channel-first view ``movedim(x, 1, 0)``: a channel's values are one row."""
+    from .shape import movedim
+
+    return movedim(x, 1, 0)
+
+
+def _bn_infer(x: Any, weight: Any, bias: Any, *, eps: float) -> tuple:
+    shape = _bn_check("batch_norm", x, (weight, "weight"), (bias, "bias"))
+    return shape, np.dtype(x.dtype)
+
+
+def _bn_param(p: Any, rank: int, dtype: Any) -> Any:
+    return p.astype(dtype, copy=False).reshape(_bn_shape(rank, p.size)) \
+        if isinstance(p, np.ndarray) else p
+
+
+def _bn_impl(x: np.ndarray, weight: Any, bias: Any, *, eps: float) -> np.ndarray:
+    axes = _bn_axes(x.ndim)
+    n = math.prod(x.shape[a] for a in axes) or np.nan
+    xhat = _stats(x, axes, n, x.dtype.type(eps))[0]
+    if isinstance(weight, np.ndarray):
+        xhat = np.multiply(xhat, _bn_param(weight, x.ndim, x.dtype), out=xhat)
+    if isinstance(bias, np.ndarray):
+        xhat = np.add(xhat, _bn_param(bias, x.ndim, x.dtype), out=xhat)
+    return xhat.astype(x.dtype, copy=False)
+
+
+def _bn_vjp(ctx, g):
+    x, w, _ = ctx.args
+    eps = ctx.attrs["eps"]
+    need_x, need_w, need_b = ctx.needs_input_grad
+    gx = bind(BATCH_NORM_BACKWARD, g, x, w, eps=eps) if need_x else None
+    gw = gb = None
+    if need_w or need_b:
+        both = bind(BATCH_NORM_PARAM_GRADS, g, x, eps=eps)
+        gw = both[0] if need_w else None
+        gb = both[1] if need_b else None
+    return gx, gw, gb
+
+
+def _bn_backward_infer(g: Any, x: Any, w: Any, *, eps: float) -> tuple:
+    shape = _bn_check("batch_norm_backward", x, (w, "weight"))
+    if tuple(g.shape) != shape:
+        raise ShapeError(f"batch_norm_backward: gradient of shape {tuple(g.shape)} does not "
+                         f"match the input of shape {shape}")
+    dtype = np.promote_types(g.dtype, x.dtype)
+    return shape, np.promote_types(dtype, w.dtype) if _is_tensor(w) else dtype
+
+
+def _bn_backward_impl(g: np.ndarray, x: np.ndarray, w: Any, *, eps: float) -> np.ndarray:
+    dtype = np.promote_types(g.dtype, x.dtype)
+    if isinstance(w, np.ndarray):
+        dtype = np.promote_types(dtype, w.dtype)
+    g, x = g.astype(dtype, copy=False), x.astype(dtype, copy=False)
+    axes = _bn_axes(x.ndim)
+    n = math.prod(x.shape[a] for a in axes) or np.nan
+    xhat, rstd, t = _stats(x, axes, n, eps)
+    a = np.multiply(g, _bn_param(w, x.ndim, dtype)) if isinstance(w, np.ndarray) else g.copy()
+    return _grad_input(a, xhat, rstd, t, axes, n, True)
+
+
+def _bn_backward_vjp(ctx, h):
+    # batch_norm_backward(g, x, w) is layer_norm_backward of the channel-first views with
+    # ``g * w`` as its gradient: its derivatives are layer_norm_backward's.
+    g, x, w = ctx.args
+    eps = ctx.attrs["eps"]
+    rank = len(ctx.inputs[1].shape)
+    need_g, need_x, need_w = ctx.needs_input_grad
+    weighted = _is_tensor(w)
+    wb = w.reshape(_bn_shape(rank, ctx.inputs[1].shape[1])) if weighted else None
+    a = E.mul(g, wb) if weighted else g
+    rows = _LnCtx((_bn_rows(a), _bn_rows(x), 1.0), rank - 1, eps,
+                  (need_g or (need_w and weighted), need_x, False))
+    from .shape import movedim
+
+    ga, gx_rows, _ = _ln_backward_vjp(rows, _bn_rows(h))
+    gx = movedim(gx_rows, 0, 1) if need_x else None
+    gg = gw = None
+    if ga is not None:
+        ga = movedim(ga, 0, 1)
+        gg = (E.mul(ga, wb) if weighted else ga) if need_g else None
+        gw = R.sum(E.mul(ga, g), _bn_axes(rank)) if need_w and weighted else None
+    return gg, gx, gw
+
+
+class _LnCtx:
+    """The part of a VJP context `_ln_backward_vjp` reads, for a layer_norm_backward that
+    is not a node of the tape (batch norm's, on channel-first views)."""
+
+    def __init__(self, args: tuple, ndim: int, eps: float, needs: tuple) -> None:
+        self.args, self.needs_input_grad = args, needs
+        self.attrs = {"ndim": ndim, "eps": eps}
+        self.inputs = args
+
+
+def _bn_param_grads_infer(g: Any, x: Any, *, eps: float) -> tuple:
+    shape = _bn_check("batch_norm_param_grads", x)
+    if tuple(g.shape) != shape:
+        raise ShapeError(f"batch_norm_param_grads: gradient of shape {tuple(g.shape)} does "
+                         f"not match the input of shape {shape}")
+    return (2, shape[1]), np.promote_types(g.dtype, x.dtype)
+
+
+def _bn_param_grads_impl(g: np.ndarray, x: np.ndarray, *, eps: float) -> np.ndarray:
+    dtype = np.promote_types(g.dtype, x.dtype)
+    g, x = g.astype(dtype, copy=False), x.astype(dtype, copy=False)
+    axes = _bn_axes(x.ndim)
+    n = math.prod(x.shape[a] for a in axes) or np.nan
+    xhat, _, t = _stats(x, axes, n, eps)
+    np.multiply(g, xhat, out=t)
+    return np.stack([np.add.reduce(t, axes), np.add.reduce(g, axes)]).astype(dtype,
+                                                                              copy=False)
+
+
+def _bn_param_grads_vjp(ctx, k):
+    # Rows (sum(g * xhat), sum(g)): for g, k[0] * xhat + k[1]; for x, xhat's adjoint on
+    # g * k[0], which is batch_norm_backward with k[0] as the weight.
+    g, x = ctx.args
+    eps = ctx.attrs["eps"]
+    rank = len(ctx.inputs[1].shape)
+    bshape = _bn_shape(rank, ctx.inputs[1].shape[1])
+    need_g, need_x = ctx.needs_input_grad
+    kw, kb = k[0], k[1]
+    gg = E.add(E.mul(kw.reshape(bshape), _normalized(x, _bn_axes(rank), eps)[0]),
+               kb.reshape(bshape)) if need_g else None
+    gx = bind(BATCH_NORM_BACKWARD, g, x, kw, eps=eps) if need_x else None
+    return gg, gx
+
+
+def _bn_stats_infer(x: Any) -> tuple:
+    shape = _bn_check("batch_norm_stats", x)
+    return (2, shape[1]), np.dtype(x.dtype)
+
+
+def _bn_stats_impl(x: np.ndarray) -> np.ndarray:
+    axes = _bn_axes(x.ndim)
+    mean = x.mean(axes, keepdims=True)
+    xc = x - mean
+    var = np.mean(np.multiply(xc, xc, out=xc), axes)
+    return np.stack([mean.reshape(var.shape), var]).astype(x.dtype, copy=False)
+
+
+def _bn_stats_vjp(ctx, k):
+    # mean: 1 / n each; biased variance: 2 (x - mean) / n.
+    (x,) = ctx.args
+    shape = tuple(ctx.inputs[0].shape)
+    axes = _bn_axes(len(shape))
+    n = math.prod(shape[a] for a in axes)
+    bshape = _bn_shape(len(shape), shape[1])
+    xc = E.sub(x, R.mean(x, axes, keepdims=True))
+    inner = E.add(k[0].reshape(bshape), E.mul(E.mul(k[1].reshape(bshape), 2.0), xc))
+    return (E.div(inner, float(n)),)
+
+
+BATCH_NORM = register(OpDef(
+    "batch_norm", _bn_impl, _bn_infer, _bn_vjp, "NativeBatchNormBackward0", saves=(0, 1),
+))
+BATCH_NORM_BACKWARD = register(OpDef(
+    "batch_norm_backward", _bn_backward_impl, _bn_backward_infer, _bn_backward_vjp,
+    "NativeBatchNormBackwardBackward0", saves=(0, 1, 2),
+))
+BATCH_NORM_PARAM_GRADS = register(OpDef(
+    "batch_norm_param_grads", _bn_param_grads_impl, _bn_param_grads_infer,
+    _bn_param_grads_vjp, "BatchNormParamGradsBackward0", saves=(0, 1),
+))
+BATCH_NORM_STATS = register(OpDef(
+    "batch_norm_stats", _bn_stats_impl, _bn_stats_infer, _bn_stats_vjp,
+    "BatchNormStatsBackward0", saves=(0,),
+))

@@ -99,6 +99,11 @@ def _reshape_vjp(ctx, g):
     return (reshape(g, ctx.inputs[0].shape),)
 
 
+def _reshape_vjp_arrays(ctx, args, out, g):
+    shape = tuple(ctx.inputs[0].shape)
+    return (g if g.shape == shape else np.reshape(g, shape=shape),)
+
+
 # --------------------------------------------------------------------------- transpose
 
 
@@ -1089,7 +1094,7 @@ STOP_GRADIENT = register(OpDef(
 ))
 RESHAPE = register(OpDef(
     "reshape", np.reshape, _reshape_infer, _reshape_vjp, "ViewBackward0", view=True,
-    view_may_copy=True,
+    view_may_copy=True, vjp_arrays=_reshape_vjp_arrays,
 ))
 TRANSPOSE = register(OpDef(
     "transpose", _transpose_impl, _transpose_infer, _transpose_vjp, _transpose_name, view=True,

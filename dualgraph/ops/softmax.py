@@ -102,6 +102,14 @@ def _softmax_vjp(ctx, g):
     return (bind(SOFTMAX_BACKWARD, g, ctx.out, axis=ctx.attrs["axis"]),)
 
 
+def _log_softmax_vjp_arrays(ctx, args, out, g):
+    return (_log_softmax_backward_impl(g, out, ctx.attrs["axis"]),)
+
+
+def _softmax_vjp_arrays(ctx, args, out, g):
+    return (_softmax_backward_impl(g, out, ctx.attrs["axis"]),)
+
+
 def _log_softmax_backward_vjp(ctx, h):
     # y = g - p * S(g), p = exp(out), S = sum along the axis (kept):
     # dL/dg = h - S(h * p); dL/dout = -h * p * S(g).
@@ -130,11 +138,11 @@ def _softmax_backward_vjp(ctx, h):
 
 LOG_SOFTMAX = register(OpDef(
     "log_softmax", _log_softmax_impl, _softmax_infer, _log_softmax_vjp, "LogSoftmaxBackward0",
-    saves_out=True,
+    saves_out=True, vjp_arrays=_log_softmax_vjp_arrays,
 ))
 SOFTMAX = register(OpDef(
     "softmax", _softmax_impl, _softmax_infer, _softmax_vjp, "SoftmaxBackward0",
-    saves_out=True,
+    saves_out=True, vjp_arrays=_softmax_vjp_arrays,
 ))
 LOG_SOFTMAX_BACKWARD = register(OpDef(
     "log_softmax_backward", _log_softmax_backward_impl, _grad_infer("log_softmax_backward"),

@@ -21,7 +21,7 @@ def test_a_kernel_header_registers_exactly_the_units_its_code_calls():
             dgr.rnn_forward_float64(False, False, False, 0, 0, x, x, x, t, x, x, x, x, x, y)
         """)
     assert library.needed_by(body) == [
-        ("row", "softmax", "float32"), ("row", "layer_norm_backward", "float64"),
+        ("row", "softmax", "float32"), ("row", "layer_norm_grads", "float64"),
         ("rnn", "forward", "float64"), ("conv", "im2col", "float32")]
     header = "from dualgraph.backend.numba import blas as dgb\n"
     lines = library.needed_lines(body, header)

@@ -947,6 +947,22 @@ def layer_norm_gelu_double_backward(lib, F):
 
 
 
+@script(covers=("batch_norm_backward", "batch_norm_param_grads", "batch_norm_stats"),
+        source=SURFACE)
+def batch_norm_double_backward(lib, F):
+    x = lib.tensor([[[0.5, -1.0], [2.0, 0.25]], [[1.5, 0.75], [-0.5, -2.0]],
+                    [[0.1, 0.2], [-0.3, 0.45]]], dtype=lib.float64, requires_grad=True)
+    w = lib.tensor([0.5, 2.0], dtype=lib.float64, requires_grad=True)
+    b = lib.tensor([0.1, -0.2], dtype=lib.float64, requires_grad=True)
+    rm, rv = lib.zeros(2, dtype=lib.float64), lib.ones(2, dtype=lib.float64)
+    c = lib.tensor([[[1.0, -0.5], [0.25, 2.0]], [[0.5, 1.5], [-1.0, 0.75]],
+                    [[-0.25, 0.5], [1.0, -1.5]]], dtype=lib.float64)
+    y = F.batch_norm(x, rm, rv, w, b, training=True, momentum=0.3)
+    gx, gw, gb = grad_fn(lib)((y * y * c).sum(), [x, w, b], create_graph=True)
+    ((gx * gx).sum() + (gw * gw).sum() + (gb * gw).sum()).backward()
+    return gx, gw, gb, x.grad, w.grad, b.grad, rm, rv
+
+
 @program(grid((4, 3, 2), -1.5, 2.5), grid((3,), 0.5, 1.5), grid((3,), -0.3, 0.4),
          const([0.1, -0.2, 0.3]), const([1.0, 2.0, 0.5]), source=SURFACE)
 def batch_norm_functional(lib, F, x, w, b, rm, rv):

@@ -4,6 +4,7 @@ helpers' errors, and a compiled step over a packed batch equals the eager one.""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -104,9 +105,9 @@ def test_traced_lengths_are_refused_with_the_way_out() -> None:
                  dg.zeros(3, 2, 1), dg.tensor([3, 2]))
 
 
-def test_compiled_step_with_lengths_as_an_argument_runs_eagerly_with_a_warning() -> None:
-    """A collate_fn's lengths tensor passed to the compiled step: the call runs eagerly
-    (a warning says why), with eager's values."""
+def test_compiled_step_with_lengths_as_an_argument_is_keyed_by_their_values() -> None:
+    """A collate_fn's lengths tensor passed to the compiled step: the call compiles, keyed
+    by the lengths' values, with eager's values and no warning."""
     dg.manual_seed(0)
     gru = dg.nn.GRU(2, 3, batch_first=True)
 
@@ -118,7 +119,8 @@ def test_compiled_step_with_lengths_as_an_argument_runs_eagerly_with_a_warning()
 
     x, n = dg.ones(3, 4, 2), dg.tensor([2, 4, 1])
     f = dg.compile(step)
-    with pytest.warns(RuntimeWarning, match="lengths` must be concrete"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
         got = f(x, n)
     assert got.item() == pytest.approx(step(x, n).item(), rel=1e-6)
-    assert f.stats.traces == 0
+    assert f.stats.traces == 1

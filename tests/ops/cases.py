@@ -798,11 +798,35 @@ CASES += [
          node="GeluBackwardBackward0"),
 ]
 
-COMPOSITES += [
+def _bn_grad_ref(g: np.ndarray, x: np.ndarray, w: Any) -> np.ndarray:
+    return _ln_grad_ref(g, x, w[:, None], (0, 2))
+
+
+def _bn_stats_ref(x: np.ndarray) -> np.ndarray:
+    return np.stack([x.mean((0, 2)), x.var((0, 2))])
+
+
+# Training batch norm and its gradients are primitives (ops/norm.py).
+CASES += [
     case("batch_norm", "train", lambda x, w, b: F.batch_norm(x, None, None, w, b, True),
-         real(4, 2, 3), real(2), real(2),
+         real(4, 2, 3), real(2), real(2), node="NativeBatchNormBackward0",
          ref=lambda x, w, b: _norm_ref(x, (0, 2)) * w[:, None] + b[:, None]),
-    case("batch_norm", "eval", lambda x, rm, rv, w, b: F.batch_norm(x, rm, rv, w, b),
+    case("batch_norm", "no_affine_2d", lambda x: F.batch_norm(x, None, None, training=True),
+         real(5, 3), ref=lambda x: _norm_ref(x, (0,))),
+    case("batch_norm_backward", "weight",
+         lambda g, x, w: bind(NORM.BATCH_NORM_BACKWARD, g, x, w, eps=1e-5),
+         real(4, 2, 3), real(4, 2, 3), real(2), ref=_bn_grad_ref,
+         node="NativeBatchNormBackwardBackward0"),
+    case("batch_norm_param_grads", "3d",
+         lambda g, x: bind(NORM.BATCH_NORM_PARAM_GRADS, g, x, eps=1e-5),
+         real(4, 2, 3), real(4, 2, 3), node="BatchNormParamGradsBackward0",
+         ref=lambda g, x: np.stack([(g * _norm_ref(x, (0, 2))).sum((0, 2)), g.sum((0, 2))])),
+    case("batch_norm_stats", "3d", lambda x: bind(NORM.BATCH_NORM_STATS, x), real(4, 2, 3),
+         ref=_bn_stats_ref, node="BatchNormStatsBackward0"),
+]
+
+COMPOSITES += [
+    case("batch_norm_eval", "running", lambda x, rm, rv, w, b: F.batch_norm(x, rm, rv, w, b),
          real(3, 2, 2), real(2), pos(2), real(2), real(2), ref=_bn_eval_ref),
     case("group_norm", "affine", lambda x, w, b: F.group_norm(x, 2, w, b),
          real(2, 4, 3), real(4), real(4),

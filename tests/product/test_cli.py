@@ -221,8 +221,9 @@ def test_eta_remembers_what_each_workload_took(tmp_path, monkeypatch, capsys):
     # The next run's estimate for that workload is what it took, not the default guess.
     eta = cli._Eta(["scalar", "chain"], key.rsplit(":", 1)[0])
     assert eta.guess == {"scalar": past[key], "chain": cli._DEFAULT_GUESS}
-    # A model workload never run here: its first compile takes tens of seconds.
-    assert cli._Eta(["cnn"], "full:1:None").guess["cnn"] == cli._FIRST_GUESS["cnn"] > 20
+    # A model workload never run here starts from its own guess, above the default.
+    guess = cli._Eta(["cnn"], "full:1:None").guess["cnn"]
+    assert guess == cli._FIRST_GUESS["cnn"] >= cli._DEFAULT_GUESS
     list(eta)
 
 

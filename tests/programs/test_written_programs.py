@@ -75,19 +75,21 @@ from .written_programs import PROGRAMS, SET
 ATOL = {"reinforce": 1e-5, "actor_critic": 1e-5, "realnvp": 1e-6}
 
 # Compiled steps that compile in seconds run by default; the CNNs, the transformer and the
-# ResNets take a minute or more of cold compile on a loaded two-core machine, and soft
+# ResNets take a minute or more of cold compile on a loaded two-core machine, soft
 # actor-critic's three updates in one step and the flow's eight couplings, forward and
-# backward, half a minute of CPU each.
+# backward, half a minute of CPU each, and the tagger's bidirectional GRU step compiles
+# once per batch's lengths (below): over three minutes cold on a loaded machine.
 FAST_COMPILE = ("lpwe", "reinforce", "actor_critic", "swa", "hogwild", "lstm_lm",
-                "accum_resume", "tagger")
+                "accum_resume")
 
 # Traces per compiled function: lpwe's DynamicNet step draws from Python's random module,
-# and the tagger's step packs by a lengths tensor, so neither is traced into a graph (they
-# run eagerly); accum_resume's micro-step traces twice per model (.grad None on the first
-# micro-batch of an update, set on the others), for the model before and after the resume.
-TRACES = {"lpwe": [1, 1, 1, 0], "tagger": [0], "accum_resume": [4]}
+# so it is not traced into a graph (it runs eagerly); the tagger's step packs by a lengths
+# tensor argument, whose values key its entries: one per batch of the six; accum_resume's
+# micro-step traces twice per model (.grad None on the first micro-batch of an update, set
+# on the others), for the model before and after the resume.
+TRACES = {"lpwe": [1, 1, 1, 0], "tagger": [6], "accum_resume": [4]}
 # The warning each program's compiled run gives, where it runs a step eagerly.
-WARNS = {"lpwe": "draws from Python's random module", "tagger": "lengths` must be concrete"}
+WARNS = {"lpwe": "draws from Python's random module"}
 
 
 def _run(name: str, compiled: bool) -> tuple[dict, list]:

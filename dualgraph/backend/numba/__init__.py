@@ -17,6 +17,7 @@ from ..partition import Plan, partition
 from . import cache
 from .blas import calls_blas, run_single_threaded
 from .codegen import Lowered, LoweringError, ishape, lower
+from .partcall import make_caller
 from .printer import KEEP_LITERAL
 
 __all__ = ["DEFAULT_OPT", "Kernel", "LoweringError", "Part", "build", "compile_graph", "llvm_opt",
@@ -143,6 +144,48 @@ class Kernel:
             get = (operator.itemgetter(*part.args) if len(part.args) > 1 else
                    (lambda env, i=part.args[0]: (env[i],)))
             self._calls.append((part.fn, get))
+        lo, hi = base, base + n_work + len(consts)
+        # The flat views kept with the work arrays (`partcall`), in the order of `_flat`.
+        self._work_flats = [p for p in self._flat if base <= p < base + n_work]
+        # A part whose every argument is the kernel's own has fixed argument types: it
+        # may call its compiled entry (`partcall`).
+        self._own = [all(lo <= p < hi or p >= hi and base <= self._flat[p - hi] < base + n_work
+                         for p in part.args) for part in self.parts]
+        self._make_caller({})
+
+    def _make_caller(self, entries: dict[int, Any]) -> None:
+        """The generated function `_run_parts` calls (`partcall.make_caller`); part ``k``
+        calls ``entries[k]`` when given, its dispatcher otherwise."""
+        calls = [(entries.get(k, part.fn), part.args, k in entries)
+                 for k, part in enumerate(self.parts)]
+        self._entry_flags = [c for c in calls if c[2]]
+        self._caller = make_caller(len(self._in), len(self._outs), len(self._scratch),
+                                   self._part_consts, self._flat, calls, self._pool,
+                                   self._new_work, self._run_general)
+
+    def _entries(self, sig: tuple) -> None:
+        """Call the compiled entries of the parts whose arguments are the kernel's own,
+        once compiled for ``sig``: their types are those ``sig`` gives them."""
+        entries = {}
+        for k, (part, s) in enumerate(zip(self.parts, sig)):
+            overloads = getattr(part.fn, "overloads", None)  # None: NUMBA_DISABLE_JIT
+            compiled = None if overloads is None or not self._own[k] else overloads.get(tuple(s))
+            if compiled is not None:
+                entries[k] = compiled.entry_point
+        self._make_caller(entries)
+
+    @property
+    def entry_parts(self) -> int:
+        """How many parts the caller runs through their compiled entries (not their
+        dispatchers): those whose arguments are all the kernel's own, once compiled."""
+        return len(self._entry_flags) if self.parts else 0
+
+    def _new_work(self) -> list:
+        """A work set of a split kernel: its work arrays, then the flat views of those
+        passed flat (`_work_flats`)."""
+        work = self.new_scratch()
+        base = len(self._in) + len(self._outs)
+        return work + [work[p - base].reshape(-1) for p in self._work_flats]
 
     def prepare(self, arrays: Any) -> list:
         """Inputs as the kernel takes them: the graph's dtypes, 0-d values as shape (1,)."""
@@ -207,21 +250,21 @@ class Kernel:
             pool.append(work)
 
     def _run_parts(self, ins: list, outs: list) -> None:
-        pool = self._pool
-        work = pool.pop() if pool else self.new_scratch()
-        try:
-            env = [*ins, *outs, *work, *self._part_consts]
-            n = len(env)
-            for p in self._flat:
-                x = env[p]
-                if not x.flags.c_contiguous:
-                    self._copying(env[:n])
-                    return
-                env.append(x.reshape(-1))
-            for fn, get in self._calls:
-                fn(*get(env))
-        finally:
-            pool.append(work)
+        self._caller(ins, outs)
+
+    def _run_general(self, ins: list, outs: list, work: list) -> None:
+        """`_run_parts` through the argument list and the dispatchers, copying the
+        arrays passed flat that are strided (``work``: a set of `_new_work`)."""
+        env = [*ins, *outs, *work[:len(self._scratch)], *self._part_consts]
+        n = len(env)
+        for p in self._flat:
+            x = env[p]
+            if not x.flags.c_contiguous:
+                self._copying(env[:n])
+                return
+            env.append(x.reshape(-1))
+        for fn, get in self._calls:
+            fn(*get(env))
 
     def _copying(self, env: list) -> None:
         """`_run_parts` when an array a part takes flat is strided: that part gets a flat
@@ -284,6 +327,7 @@ class Kernel:
                 hits = cache.hits_misses(part.fn)[0]
                 compile_dispatcher(part.fn, part.path, s)
                 self.loaded_parts += cache.hits_misses(part.fn)[0] > hits
+            self._entries(sig)
         self.numba_seconds = time.perf_counter() - t0
         return self.numba_seconds
 

@@ -292,11 +292,12 @@ HAVE_CBLAS = _FOUND is not None
 # and argument types (three in the transformer step) and then linked into and optimised
 # again with every kernel part calling it: 2-4 s of that step's cold compile.
 # The operands reach it as a pointer to their first element and a geometry block
-# (`_geometry`): the ranks, then each operand's shape and strides in elements.
+# (`_geometry`): the ranks, then each operand's shape and strides in elements (the
+# result's too: it may be a strided view, such as a slice of a concatenation it fills).
 
 _MAXD = 16  # the most axes an operand of a batched product may have
-_XS, _XT, _YS, _YT, _CS = (3 + k * _MAXD for k in range(5))
-_GEO = 3 + 5 * _MAXD
+_XS, _XT, _YS, _YT, _CS, _CT = (3 + k * _MAXD for k in range(6))
+_GEO = 3 + 6 * _MAXD
 
 
 @intrinsic
@@ -357,12 +358,14 @@ def _empty_of_ptr(p, n):
     return lambda p, n: np.empty(n, dtype)
 
 
+# The helpers take an operand's shape and strides as views of the geometry block, not the
+# block and their offsets: Numba compiles a function called with a literal integer once
+# per value, and the offsets are literals.
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _layout(g, s, t, nd, rows, cols):
+def _layout(strides, nd, rows, cols):
     """(cblas transpose flag, leading dimension) of the matrices in the last two axes of
-    the operand whose shape starts at ``g[s]`` and strides at ``g[t]``; flag -1 when
-    BLAS cannot read them in place."""
-    s0, s1 = g[t + nd - 2], g[t + nd - 1]
+    the operand with ``strides``; flag -1 when BLAS cannot read them in place."""
+    s0, s1 = strides[nd - 2], strides[nd - 1]
     if (s1 == 1 or cols <= 1) and s0 >= (cols if cols > 1 else 1):
         return _NO_TRANS, s0
     if (s0 == 1 or rows <= 1) and s1 >= (rows if rows > 1 else 1):
@@ -371,15 +374,15 @@ def _layout(g, s, t, nd, rows, cols):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _copied(p, g, s, t, nd):
-    """The operand's elements copied C-ordered into a new array; its strides in ``g``
-    become the copy's. Rows along the last axis, the other axes stepped as an odometer
-    (no division per element)."""
+def _copied(p, shape, strides, nd):
+    """The operand's elements copied C-ordered into a new array; its ``strides`` become
+    the copy's. Rows along the last axis, the other axes stepped as an odometer (no
+    division per element)."""
     total = 1
     for d in range(nd):
-        total *= g[s + d]
+        total *= shape[d]
     out = _empty_of(p, total)
-    inner, step = g[s + nd - 1], g[t + nd - 1]
+    inner, step = shape[nd - 1], strides[nd - 1]
     if total > 0:
         idx = np.zeros(nd, np.int64)
         off = 0
@@ -390,31 +393,31 @@ def _copied(p, g, s, t, nd):
             d = nd - 2
             while d >= 0:
                 idx[d] += 1
-                off += g[t + d]
-                if idx[d] < g[s + d]:
+                off += strides[d]
+                if idx[d] < shape[d]:
                     break
-                off -= idx[d] * g[t + d]
+                off -= idx[d] * strides[d]
                 idx[d] = 0
                 d -= 1
     size = 1
     for d in range(nd - 1, -1, -1):
-        g[t + d] = size
-        size *= g[s + d]
+        strides[d] = size
+        size *= shape[d]
     return out
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _item_offset(g, s, t, nd, item, nc):
-    """Element offset of batch item ``item`` (numbered over the result's batch axes) in
-    the operand, whose batch axes align with the result's trailing ones; an axis of size
-    1 is broadcast (read at 0)."""
+def _item_offset(shape, strides, nd, item, cshape, nc):
+    """Element offset of batch item ``item`` (numbered over the result's batch axes, of
+    ``cshape``) in the operand, whose batch axes align with the result's trailing ones;
+    an axis of size 1 is broadcast (read at 0)."""
     lead = (nc - 2) - (nd - 2)
     off = 0
     for d in range(nc - 3, -1, -1):
-        i = item % g[_CS + d]
-        item //= g[_CS + d]
-        if d >= lead and g[s + d - lead] != 1:
-            off += i * g[t + d - lead]
+        i = item % cshape[d]
+        item //= cshape[d]
+        if d >= lead and shape[d - lead] != 1:
+            off += i * strides[d - lead]
     return off
 
 
@@ -430,25 +433,53 @@ def _batched(x, y, c, geo):
         count *= g[_CS + d]
     if m == 0 or n == 0 or count == 0:
         return
-    cf = numba.carray(c, (count * m * n,))
+    xs, xt, ys, yt = g[_XS:_XT], g[_XT:_YS], g[_YS:_YT], g[_YT:_CS]
+    cs, ct = g[_CS:_CT], g[_CT:]
     if k == 0:
-        cf[:] = 0
+        zero = _zero_of(c)
+        s0, s1 = ct[nc - 2], ct[nc - 1]
+        for item in range(count):
+            ic = _item_offset(cs, ct, nc, item, cs, nc)
+            for i in range(m):
+                for j in range(n):
+                    _store(c, ic + i * s0 + j * s1, zero)
         return
-    tx, lx = _layout(g, _XS, _XT, nx, m, k)
+    tx, lx = _layout(xt, nx, m, k)
     xa = _empty_of(x, 0)
     if tx < 0:
-        xa = _copied(x, g, _XS, _XT, nx)
+        xa = _copied(x, xs, xt, nx)
         x = _data(xa)
         tx, lx = _NO_TRANS, (k if k > 1 else 1)
-    ty, ly = _layout(g, _YS, _YT, ny, k, n)
+    ty, ly = _layout(yt, ny, k, n)
     ya = _empty_of(y, 0)
     if ty < 0:
-        ya = _copied(y, g, _YS, _YT, ny)
+        ya = _copied(y, ys, yt, ny)
         y = _data(ya)
         ty, ly = _NO_TRANS, (n if n > 1 else 1)
+    tc, lc = _layout(ct, nc, m, n)
+    ca = _empty_of(c, 0)
+    out = c
+    if tc < 0:  # neither rows nor columns of a result item are contiguous: via a copy
+        ca = _empty_of(c, count * m * n)
+        out = _data(ca)
+        tc, lc = _NO_TRANS, (n if n > 1 else 1)
     for item in range(count):
-        _gemm_ptr(tx, ty, m, n, k, x, _item_offset(g, _XS, _XT, nx, item, nc), lx,
-                  y, _item_offset(g, _YS, _YT, ny, item, nc), ly, c, item * m * n, n)
+        ix = _item_offset(xs, xt, nx, item, cs, nc)
+        iy = _item_offset(ys, yt, ny, item, cs, nc)
+        ic = item * m * n if ca.size else _item_offset(cs, ct, nc, item, cs, nc)
+        if tc == _NO_TRANS:
+            _gemm_ptr(tx, ty, m, n, k, x, ix, lx, y, iy, ly, out, ic, lc)
+        else:
+            # A column-major result item is the row-major item of c.T = y.T @ x.T.
+            _gemm_ptr(_TRANS + _NO_TRANS - ty, _TRANS + _NO_TRANS - tx, n, m, k, y, iy,
+                      ly, x, ix, lx, out, ic, lc)
+    if ca.size:
+        s0, s1 = ct[nc - 2], ct[nc - 1]
+        for item in range(count):
+            ic = _item_offset(cs, ct, nc, item, cs, nc)
+            for i in range(m):
+                for j in range(n):
+                    _store(c, ic + i * s0 + j * s1, ca[(item * m + i) * n + j])
     # The copies live until every product has read them.
     xa.size + ya.size  # noqa: B018
 
@@ -486,12 +517,13 @@ def need_batched(dtype: str) -> None:
 @intrinsic
 def gemm_batched(typingctx, x, y, c):
     """``c[...] = x @ y`` for batched float operands (each with its own batch axes,
-    aligned to the right, a size-1 axis broadcast; ``c`` C-ordered): one BLAS call per
-    item on the operands' memory, each operand's layout (transpose flag, leading
-    dimension) decided once for the whole batch, an operand BLAS cannot read in place
-    copied C-ordered once (in generated code ``dgb.gemm_batched``; NumPy's BLAS only:
-    HAVE_CBLAS). A call into the registered C function: nothing of it is compiled with
-    the kernel."""
+    aligned to the right, a size-1 axis broadcast; ``c`` any strided array with the whole
+    batch): one BLAS call per item on the operands' memory, each operand's layout
+    (transpose flag, leading dimension) decided once for the whole batch, an operand BLAS
+    cannot read in place copied C-ordered once; a result whose items are column-major
+    computed as ``c.T = y.T @ x.T``, one BLAS cannot write through a copy (in generated
+    code ``dgb.gemm_batched``; NumPy's BLAS only: HAVE_CBLAS). A call into the
+    registered C function: nothing of it is compiled with the kernel."""
     if not (all(isinstance(a, types.Array) for a in (x, y, c)) and x.dtype == y.dtype
             == c.dtype and c.dtype in (types.float32, types.float64) and 2 <= x.ndim <= _MAXD
             and 2 <= y.ndim <= _MAXD and 2 <= c.ndim <= _MAXD):
@@ -509,7 +541,7 @@ def gemm_batched(typingctx, x, y, c):
 
         ptrs = []
         for j, (ty, val, s, t) in enumerate(zip(signature.args, args, (_XS, _YS, _CS),
-                                                (_XT, _YT, None))):
+                                                (_XT, _YT, _CT))):
             ary = context.make_array(ty)(context, builder, val)
             put(j, ir.Constant(i64, ty.ndim))
             size = ir.Constant(i64, context.get_abi_sizeof(context.get_value_type(ty.dtype)))
@@ -517,8 +549,7 @@ def gemm_batched(typingctx, x, y, c):
             strides = cgutils.unpack_tuple(builder, ary.strides, ty.ndim)
             for d in range(ty.ndim):
                 put(s + d, shape[d])
-                if t is not None:
-                    put(t + d, builder.sdiv(strides[d], size))
+                put(t + d, builder.sdiv(strides[d], size))
             ptrs.append(builder.bitcast(ary.data, fl))
         fnty = ir.FunctionType(ir.VoidType(), [fl, fl, fl, i64.as_pointer()])
         fn = cgutils.get_or_insert_function(builder.module, fnty, name)
@@ -899,11 +930,15 @@ def _c_conv(dtype: Any, kind: str) -> Any:
             _col2im(cols, res, g, t)
 
         sig = types.void(ptr, ptr, i64, i64)
-    return numba.cfunc(sig, cache=True, nopython=True, error_model="numpy")(entry)
+    return ROUTINES.cfunc(entry, sig, error_model="numpy")
+
+
+def _make_conv(kind: str, dtype: Any) -> Any:
+    return _c_conv(dtype, kind)
 
 
 CONV_KINDS = ("im2col", "col2im", "conv2d", "wgrad", "dgrad")
-ROUTINES = Routines("conv", CONV_KINDS, lambda kind, dtype: _c_conv(dtype, kind))
+ROUTINES = Routines("conv", CONV_KINDS, _make_conv)
 
 
 def need_conv(dtype: str, kind: str | None = None) -> None:

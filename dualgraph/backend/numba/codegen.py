@@ -29,6 +29,17 @@ from .. import kir, loops, schedule
 from . import lowerings, printer
 from .lowerings import LoweringError, ishape, missing, np_dtype
 
+# The ops of the one pattern `plan_joins` rewrites, by the part each plays: a batched
+# product whose heads are merged back (transpose, reshape), copied into a concatenation
+# (``+ 0.0``). A fact about this backend's batched-product lowering (it can write a
+# strided result), so a table of the backend's, not a registry trait.
+_JOIN_ROLE = {"matmul": "product", "transpose": "merge_heads", "reshape": "merge_shape",
+              "add": "copy", "concatenate": "join"}
+
+
+def _join_role(n: object) -> str | None:
+    return _JOIN_ROLE.get(n.op) if isinstance(n, Node) else None
+
 __all__ = ["LANES", "Lowered", "LoweringError", "ishape", "lower", "np_dtype"]
 
 # Independent accumulators for long reductions (see _Writer._lane_reduce).
@@ -145,6 +156,11 @@ class _Writer:
         self.target: dict[int, str] = {}
         self.written: set[int] = set()
         self.filled: set[int] = set()  # nodes whose target (above) holds their value
+        # `plan_joins`: concatenation id -> its pieces; product id -> (concatenation,
+        # piece); concatenation id -> the buffer its products fill
+        self.joins: dict[int, list] = {}
+        self.join_of: dict[int, tuple] = {}
+        self.join_buf: dict[int, kir.Buffer] = {}
 
     # ------------------------------------------------------------------ helpers
     def add(self, *stmts: object) -> None:
@@ -196,6 +212,9 @@ class _Writer:
         inside = {id(m) for c in clusters.values() for m in c[0] + c[1]}
         folds = self.plan_batch_sums(inside)
         inside |= {id(f[0]) for f in folds.values()}
+        self.joins = self.plan_joins(inside)
+        for pieces in self.joins.values():
+            inside |= {id(v) for _, chain, _ in pieces for v in chain}
         # Constants are parameters, bound before any statement: a cluster's sibling may
         # read one that stands after its reduction in program order (the seed of a
         # value-and-grad graph's backward).
@@ -209,6 +228,10 @@ class _Writer:
                 self.cluster(n, *clusters[id(n)])
             elif id(n) in folds:
                 self.batch_sum(n, *folds[id(n)])
+            elif id(n) in self.join_of:
+                self.join_product(n, *self.join_of[id(n)])
+            elif id(n) in self.joins:
+                self.join_done(n)
             elif id(n) not in inside:
                 self.node(n)
         self.outputs()
@@ -217,7 +240,8 @@ class _Writer:
         kir.verify(self.stmts, [self.bufs[p] for p in params + outs])
         stmts = loops.hoist_invariants(loops.merge_loops(
             schedule.share_subexpressions(schedule.hoist_allocations(
-                lowerings.norm.merge_layer_norm_grads(self.stmts))),
+                lowerings.norm.column_sums(lowerings.norm.merge_layer_norm_grads(
+                    self.stmts)))),
             keep=folds_scalar))
         parts = None
         if self.parallel:
@@ -388,6 +412,15 @@ class _Writer:
                 taken |= members
         return clusters
 
+    def readers(self) -> dict[int, list[Node]]:
+        """Node id -> the nodes reading it, in program order."""
+        users: dict[int, list[Node]] = {}
+        for n in self.graph.nodes:
+            for i in n.inputs:
+                if isinstance(i, Node):
+                    users.setdefault(id(i), []).append(n)
+        return users
+
     def plan_batch_sums(self, taken: set) -> dict[int, tuple[Node, Node, Node]]:
         """Sums over the batch of a batched product that are one product: sum node id ->
         (the product, the base of its left operand, its right operand).
@@ -397,11 +430,7 @@ class _Writer:
         (B*k, n): one GEMM over the folded batch instead of B products and a sum. It
         applies when the product's only reader is the sum, its left operand is a view
         swapping the last two axes, and both operands have the whole batch."""
-        users: dict[int, list[Node]] = {}
-        for n in self.graph.nodes:
-            for i in n.inputs:
-                if isinstance(i, Node):
-                    users.setdefault(id(i), []).append(n)
+        users = self.readers()
         outputs = {id(o) for o in self.graph.outputs}
         folds: dict[int, tuple[Node, Node, Node]] = {}
         for r in self.graph.nodes:
@@ -462,6 +491,126 @@ class _Writer:
         if self.target.get(id(r)) is not None and self.into is None:
             self.filled.add(id(r))
         self.into = None
+
+    def plan_joins(self, taken: set) -> dict[int, list]:
+        """Concatenations whose every piece is a batched product seen through views, which
+        then writes straight into its slice of the concatenation: concatenation id -> one
+        ``(product, (transpose, reshape, add), split)`` per piece, ``split`` the number
+        of the transpose's axes each axis of the piece holds.
+
+        Attention's input gradient is the join of the q, k and v gradients, each a
+        batched product over (batch, head) whose heads are merged back by a transpose
+        and a reshape, then ``+ 0.0`` (a sum of scatters folded into one join): three
+        copies of a product's result and a pass over the join. The product's result
+        array is instead a strided view of its slice of the join (``gemm_batched``
+        writes any strided result), so the transpose, reshape and join are that memory.
+        The ``+ 0.0`` made -0.0 +0.0; a product's -0.0 (every term -0.0) now stays,
+        equal to it in every comparison and sum."""
+        if self.parallel or not lowerings.linalg.HAVE_CBLAS:
+            return {}
+        users = self.readers()
+        outputs = {id(o) for o in self.graph.outputs}
+
+        def only_reader(v: Node, r: Node) -> bool:
+            return id(v) not in outputs and id(v) not in taken and [
+                id(u) for u in users.get(id(v), [])] == [id(r)]
+
+        joins: dict[int, list] = {}
+        for c in self.graph.nodes:
+            if _join_role(c) != "join" or id(c) in taken or not c.inputs:
+                continue
+            axis = c.attrs["axis"] % len(c.shape)
+            pieces = []
+            for p in c.inputs:
+                piece = self.join_piece(p, c, only_reader)
+                if piece is None:
+                    break
+                pieces.append(piece)
+            else:
+                if len({id(p) for p in c.inputs}) == len(c.inputs) and axis < len(c.shape):
+                    joins[id(c)] = pieces
+                    for k, (m, _, split) in enumerate(pieces):
+                        self.join_of[id(m)] = (c, k, split)
+        return joins
+
+    @staticmethod
+    def join_piece(p: object, c: Node, only_reader: Callable) -> tuple | None:
+        """``(product, (transpose, reshape, add), split)`` when concatenation piece ``p``
+        is ``reshape(transpose(x @ y)) + 0.0`` (a batched product, each value read only
+        by the next), the reshape merging whole runs of the transpose's axes."""
+        if not (_join_role(p) == "copy" and only_reader(p, c)
+                and len(p.inputs) == 2 and not isinstance(p.inputs[1], Node)
+                and p.inputs[1] == 0 and isinstance(p.inputs[0], Node)):
+            return None
+        r = p.inputs[0]
+        t = r.inputs[0] if _join_role(r) == "merge_shape" else None
+        m = t.inputs[0] if _join_role(t) == "merge_heads" else None
+        if _join_role(m) != "product" or not (only_reader(r, p) and only_reader(t, r)
+                                              and only_reader(m, t)):
+            return None
+        x, y = m.inputs
+        if not (isinstance(x, Node) and isinstance(y, Node) and len(m.shape) >= 3
+                and len(x.shape) == len(y.shape) == len(m.shape)
+                and len({np.dtype(v.dtype) for v in (x, y, m, p, c)}) == 1
+                and np.dtype(m.dtype) in (np.float32, np.float64)
+                and tuple(p.shape) == tuple(r.shape)):
+            return None
+        split, at = [], 0
+        for d in r.shape:
+            k, size = 0, 1
+            while at + k < len(t.shape) and (size < d or k == 0):
+                size *= t.shape[at + k]
+                k += 1
+            if size != d or k == 0:
+                return None
+            split.append(k)
+            at += k
+        if at != len(t.shape) or 0 in t.shape:
+            return None
+        return m, (t, r, p), tuple(split)
+
+    def join_product(self, m: Node, c: Node, k: int, split: tuple) -> None:
+        """A `plan_joins` product, computed into its slice of the concatenation."""
+        self.comment(m)
+        buf = self.join_buf.get(id(c))
+        if buf is None:
+            into = self.target.get(id(c))
+            if into is not None:
+                buf = self.bufs[into]
+                self.filled.add(id(c))
+            else:
+                buf = self.alloc(f"v{self.ir_names[id(c)][1:]}", ishape(c), c.dtype)
+            self.join_buf[id(c)] = buf
+        axis = c.attrs["axis"] % len(c.shape)
+        lo = sum(p.shape[axis] for p in c.inputs[:k])
+        t = self.joins[id(c)][k][1][0]
+        out = f"v{self.ir_names[id(m)][1:]}"
+        piece = kir.Buffer(f"{out}_j", tuple(c.inputs[k].shape), m.dtype, kir.VIEW, "A")
+        heads = kir.Buffer(f"{out}_h", ishape(t), m.dtype, kir.VIEW, "A")
+        res = kir.Buffer(f"{out}_v", ishape(m), m.dtype, kir.VIEW, "A")
+        axes = tuple(t.attrs["axes"])
+        self.add(kir.View(piece, buf, "slice", tuple(
+            (lo, lo + d, 1) if j == axis else (0, d, 1) for j, d in enumerate(piece.shape))),
+            kir.View(heads, piece, "reshape", split),
+            kir.View(res, heads, "transpose", tuple(axes.index(j) for j in range(len(axes)))))
+        for b in (piece, heads, res):
+            self.define(b)
+        args = [self.arg(i) for i in m.inputs]
+        block = schedule.write_into(lowerings.kernel_lowering(m.op)(m, args, out), res)
+        if block is None:
+            raise LoweringError(f"a joined product does not fill its result: {m.op}")
+        self.emit_block(block)
+        self.var[id(m)] = out
+
+    def join_done(self, c: Node) -> None:
+        """A `plan_joins` concatenation: its products have filled it."""
+        out = f"v{self.ir_names[id(c)][1:]}"
+        self.comment(c)
+        buf = self.join_buf[id(c)]
+        if buf.name != out:
+            self.alias(out, buf)
+        self.var[id(c)] = out
+        self.planned[out] = "C"
 
     def whole_reduction(self, n: Node) -> int | None:
         """The length of the one-dimensional array ``n`` reduces whole in a lane reduction

@@ -16,9 +16,16 @@ they call go first in the queue, each built by one process while the others go o
 the kernels, and a process that needs a unit being built elsewhere waits for it (at most
 the time building it would take) and loads it from the disk cache.
 
-A new family follows the same pattern: a ``Routines(family, kinds, make)`` at module level
-of its own file, intrinsics whose typing calls ``need(dtype, kind)``, generated code that
-names ``<module alias>.<family>_<kind>_<dtype>``, and an entry in `FAMILIES`.
+Numba's disk cache knows a function by its own bytecode and the file that defines it, so
+an edit to a helper a routine compiles in from another module would load the old
+routine. A family's cached functions (its C functions, and the njit helpers of its
+module, which they call) are keyed on the source of its module and of every module
+named in its ``inlines`` as well (`Routines.source_key`).
+
+A new family follows the same pattern: a ``Routines(family, kinds, make, inlines=...)``
+at module level of its own file, whose ``make`` returns ``ROUTINES.cfunc(...)``,
+intrinsics whose typing calls ``need(dtype, kind)``, generated code that names
+``<module alias>.<family>_<kind>_<dtype>``, and an entry in `FAMILIES`.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ FAMILIES = {
     "row": ("dualgraph.backend.numba.row_kernels", "dgw"),
     "rnn": ("dualgraph.backend.numba.recurrent_kernels", "dgr"),
     "conv": ("dualgraph.backend.numba.blas", "dgb"),
+    "chan": ("dualgraph.backend.numba.channel_kernels", "dgn"),
 }
 
 
@@ -45,11 +53,57 @@ class Routines:
     """One family of C routines, each kind and dtype built on its first `need`."""
 
     def __init__(self, family: str, kinds: Iterable[str],
-                 make: Callable[[str, Any], Any]) -> None:
+                 make: Callable[[str, Any], Any], aliases: dict | None = None,
+                 inlines: Iterable[str] = ()) -> None:
         self.family = family
         self.kinds = tuple(kinds)
-        self._make = make  # (kind, Numba dtype) -> the routine's cfunc
+        self._make = make  # (kind, Numba dtype) -> the routine's cfunc (`cfunc`)
+        # A call name of generated code that runs another kind's routine.
+        self.aliases = dict(aliases or {})
+        # The modules whose code the routines compile in: their own, then ``inlines``.
+        self.modules = (make.__module__, *inlines)
+        self._key = ""
         self._built: dict = {}
+
+    def source_key(self) -> str:
+        """A digest of the source of the family's modules: part of the disk cache's key
+        of each of its cached functions."""
+        if not self._key:
+            import importlib.util
+
+            digest = hashlib.sha256()
+            for name in self.modules:
+                with open(importlib.util.find_spec(name).origin, "rb") as f:
+                    digest.update(f.read())
+            self._key = digest.hexdigest()[:24]
+        return self._key
+
+    def cfunc(self, func: Callable, sig: Any, **options: Any) -> Any:
+        """``numba.cfunc(sig, cache=True, nopython=True, **options)(func)``, its disk cache
+        entry keyed on `source_key` too."""
+        from numba.core import sigutils
+        from numba.core.ccallback import CFunc
+
+        fn = CFunc(func, sigutils.normalize_signature(sig), locals={},
+                   options={"nopython": True, **options})
+        fn._cache = _keyed_cache(func, self.source_key())
+        fn.compile()
+        return fn
+
+    def _key_helpers(self) -> None:
+        """Key the disk cache of the cached njit functions the family's own module
+        defines (the helpers its C functions call) on `source_key`, before any of its
+        routines is built in this process."""
+        import sys
+
+        from numba.core.caching import FunctionCache
+        from numba.core.registry import CPUDispatcher
+
+        module = sys.modules[self.modules[0]]
+        for obj in list(vars(module).values()):
+            if (isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == module.__name__
+                    and type(obj._cache) is FunctionCache):
+                obj._cache = _keyed_cache(obj.py_func, self.source_key())
 
     def symbol(self, kind: str, dtype: str) -> str:
         """The LLVM symbol generated code calls for routine ``kind`` in ``dtype``."""
@@ -63,7 +117,7 @@ class Routines:
         """Compile (or load from Numba's disk cache) routine ``kind`` (None: every kind)
         for ``dtype`` and register its symbol, once per process: before a kernel calling
         it is compiled (its typing does this) or loaded (its module's header does)."""
-        kinds = self.kinds if kind is None else (kind,)
+        kinds = self.kinds if kind is None else (self.aliases.get(kind, kind),)
         if all((k, dtype) in self._built for k in kinds):
             return
         from llvmlite import binding as llvm
@@ -73,6 +127,8 @@ class Routines:
 
         # Numba's own lock: typing a kernel holds it already, so no other order is taken.
         with global_compiler_lock, warnings.catch_warnings():
+            if not self._built:
+                self._key_helpers()
             # Numba's pedantic IR check misreads inlined helpers' variables; the code is
             # right (the tests compare every routine with eager).
             warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
@@ -83,6 +139,17 @@ class Routines:
                         fn = self._make(k, ty)
                     llvm.add_symbol(self.symbol(k, dtype), fn.address)
                     self._built[(k, dtype)] = fn
+
+
+def _keyed_cache(func: Callable, key: str) -> Any:
+    """Numba's disk cache of ``func`` with ``key`` added to each entry's key."""
+    from numba.core.caching import FunctionCache
+
+    class KeyedCache(FunctionCache):
+        def _index_key(self, sig, codegen):
+            return (*super()._index_key(sig, codegen), key)
+
+    return KeyedCache(func)
 
 
 @contextlib.contextmanager
@@ -124,11 +191,12 @@ def needed_by(body: str) -> list[tuple[str, str, str]]:
     for family, (_, alias) in FAMILIES.items():
         if f"{alias}.{family}_" not in body:
             continue
-        for kind in _family(family).kinds:
+        routines = _family(family)
+        for kind in (*routines.kinds, *routines.aliases):
             for dtype in DTYPES:
                 if f"{alias}.{family}_{kind}_{dtype}(" in body:
-                    units.append((family, kind, dtype))
-    return units
+                    units.append((family, routines.aliases.get(kind, kind), dtype))
+    return list(dict.fromkeys(units))
 
 
 def needed_lines(body: str, header: str = "") -> str:

@@ -405,10 +405,12 @@ def _routine(kind: str, dtype: Any) -> Any:
             _weight_grads(back, x, ws, res, geo)
 
         sig = types.void(ptr, ptr, ptr, ptr, iptr)
-    return numba.cfunc(sig, cache=True, nopython=True, error_model="numpy")(entry)
+    return ROUTINES.cfunc(entry, sig, error_model="numpy")
 
 
-ROUTINES = Routines("rnn", ("forward", "backward", "weight_grads"), _routine)
+ROUTINES = Routines("rnn", ("forward", "backward", "weight_grads"), _routine,
+                    inlines=("dualgraph.backend.numba.kernels",
+                             "dualgraph.backend.numba.blas"))
 
 
 def need(dtype: str, kind: str | None = None) -> None:

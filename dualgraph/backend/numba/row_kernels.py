@@ -1,5 +1,6 @@
 """The row kernels (softmax and log_softmax and their backward ops, layer_norm and its
-input and weight gradients) as C functions compiled once per installation and dtype.
+input and weight gradients, a column sum) as C functions compiled once per installation
+and dtype.
 
 A generated kernel calls them by symbol (``dgw.row_softmax_float32(...)``), as it calls
 the convolution's window copies (`blas.conv_im2col`): the row loops are not typed,
@@ -49,11 +50,26 @@ def _exp(v):  # noqa: ARG001 - typed by the overload below
     raise NotImplementedError
 
 
+# Below this `kernels.exp_f32` gives 0 (its clamp's bound scales to 0).
+_EXP_ZERO = dgk._EXP_LO  # noqa: SLF001 - the bound of the function it stands in for
+_ZERO32 = np.float32(0.0)
+
+
+@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def _exp_f32(v):
+    # `kernels.exp_f32`'s bits. A lane below its range (a masked score at -inf) would
+    # scale the clamped bound's polynomial by 2**-150: a multiply that underflows, slow
+    # on x86 (microcode per lane). It takes exp(0) and is zeroed instead.
+    low = v < _EXP_ZERO
+    res = dgk.exp_f32(_ZERO32 if low else v)
+    return _ZERO32 if low else res
+
+
 @overload(_exp, inline="always")
 def _exp_of(v):
     # The function the generated loops call (`printer.MATH`), so a row rounds as there.
     if v == types.float32:
-        return lambda v: dgk.exp_f32(v)
+        return lambda v: _exp_f32(v)
     return lambda v: np.exp(v)
 
 
@@ -61,54 +77,59 @@ def _of(a, v):  # noqa: ARG001 - typed by the overload below
     raise NotImplementedError
 
 
-@overload(_of, inline="always")
+# `_of` and `_lanes_for` are compiled once as functions, not inlined into the Numba IR at
+# each call (which copies and retypes them per call): LLVM inlines the calls anyway.
+@overload(_of)
 def _of_dtype(a, v):
     """``v`` as a scalar of ``a``'s dtype: float32 arithmetic stays float32."""
     dt = a.dtype
     return lambda a, v: dt(v)
 
 
+# The geometry helpers take one operand's block (``g[a * _AT:(a + 1) * _AT]``), not the
+# whole block and the operand's number: Numba compiles a function called with a literal
+# integer once per value, and the operands' numbers are literals.
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _span(g, a):
+def _span(ga):
     """An operand as a flat array over every address it spans."""
     span = 1
     for d in range(4):
-        e = g[a * _AT + d]
+        e = ga[d]
         if e == 0:
             return 0
-        s = g[a * _AT + 4 + d]
+        s = ga[4 + d]
         span += (e - 1) * (s if s > 0 else -s)
     return span
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _flat(p, g, a):
+def _flat(p, ga):
     """An operand (its pointer at the lowest address it spans) as a flat array."""
-    return numba.carray(p, (_span(g, a),))
+    return numba.carray(p, (_span(ga),))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _base(g, a, i0, i1, i2, axis):
-    """The flat index of element 0 of the row at outer index (i0, i1, i2) of operand
-    ``a`` (the outer index skips ``axis``)."""
-    at = g[a * _AT + 8]
+def _base(ga, i0, i1, i2, axis):
+    """The flat index of element 0 of the row at outer index (i0, i1, i2) of the operand
+    (the outer index skips ``axis``)."""
+    at = ga[8]
     k = 0
     for d in range(4):
         if d != axis:
             i = i0 if k == 0 else i1 if k == 1 else i2
-            at += i * g[a * _AT + 4 + d]
+            at += i * ga[4 + d]
             k += 1
     return at
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _outer(g, a, axis):
-    """The extents of operand ``a``'s three outer axes."""
+def _outer(ga, axis):
+    """The extents of the operand's three outer axes."""
     e = [1, 1, 1]
     k = 0
     for d in range(4):
         if d != axis:
-            e[k] = g[a * _AT + d]
+            e[k] = ga[d]
             k += 1
     return e[0], e[1], e[2]
 
@@ -164,7 +185,7 @@ def _lanes_for(row, n):  # noqa: ARG001 - typed by the overload below
     raise NotImplementedError
 
 
-@overload(_lanes_for, inline="always")
+@overload(_lanes_for)
 def _lanes_for_row(row, n):
     """The lanes of a float32 row's sum of 16 or more elements (none otherwise)."""
     if row.dtype == types.float32:
@@ -191,16 +212,16 @@ def _row_max(xr, n):
     return m
 
 
-@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
-def _softmax(px, pout, geo):
+def _softmax(px, pout, geo, eps):
     g = numba.carray(geo, (2 * _AT + 2,))
     axis, flags = g[2 * _AT], g[2 * _AT + 1]
-    n = g[axis]
-    e0, e1, e2 = _outer(g, 0, axis)
+    at_x, at_o = g[:_AT], g[_AT:2 * _AT]
+    n = at_x[axis]
+    e0, e1, e2 = _outer(at_x, axis)
     if n == 0 or e0 * e1 * e2 == 0:
         return
-    x, out = _flat(px, g, 0), _flat(pout, g, 1)
-    sx, so = g[4 + axis], g[_AT + 4 + axis]
+    x, out = _flat(px, at_x), _flat(pout, at_o)
+    sx, so = at_x[4 + axis], at_o[4 + axis]
     xw, ow = np.empty(n, out.dtype), np.empty(n, out.dtype)
     e = np.empty(n, out.dtype)
     lanes = _lanes_for(e, n)
@@ -208,8 +229,8 @@ def _softmax(px, pout, geo):
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                xr = _load(x, _base(g, 0, i0, i1, i2, axis), sx, n, xw)
-                ob = _base(g, 1, i0, i1, i2, axis)
+                xr = _load(x, _base(at_x, i0, i1, i2, axis), sx, n, xw)
+                ob = _base(at_o, i0, i1, i2, axis)
                 orow = out[ob:ob + n] if so == 1 else ow[:n]
                 m = _row_max(xr, n)
                 for j in range(n):
@@ -226,16 +247,16 @@ def _softmax(px, pout, geo):
                 _put(out, ob, so, n, orow)
 
 
-@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
-def _softmax_backward(pg, py, pout, geo):
+def _softmax_backward(pg, py, pout, geo, eps):
     g = numba.carray(geo, (3 * _AT + 2,))
     axis, flags = g[3 * _AT], g[3 * _AT + 1]
-    n = g[axis]
-    e0, e1, e2 = _outer(g, 0, axis)
+    at_g, at_y, at_o = g[:_AT], g[_AT:2 * _AT], g[2 * _AT:3 * _AT]
+    n = at_g[axis]
+    e0, e1, e2 = _outer(at_g, axis)
     if n == 0 or e0 * e1 * e2 == 0:
         return
-    gf, yf, out = _flat(pg, g, 0), _flat(py, g, 1), _flat(pout, g, 2)
-    sg, sy, so = g[4 + axis], g[_AT + 4 + axis], g[2 * _AT + 4 + axis]
+    gf, yf, out = _flat(pg, at_g), _flat(py, at_y), _flat(pout, at_o)
+    sg, sy, so = at_g[4 + axis], at_y[4 + axis], at_o[4 + axis]
     gw, yw, ow = np.empty(n, out.dtype), np.empty(n, out.dtype), np.empty(n, out.dtype)
     e = np.empty(n, out.dtype)
     lanes = _lanes_for(e, n)
@@ -243,9 +264,9 @@ def _softmax_backward(pg, py, pout, geo):
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                gr = _load(gf, _base(g, 0, i0, i1, i2, axis), sg, n, gw)
-                yr = _load(yf, _base(g, 1, i0, i1, i2, axis), sy, n, yw)
-                ob = _base(g, 2, i0, i1, i2, axis)
+                gr = _load(gf, _base(at_g, i0, i1, i2, axis), sg, n, gw)
+                yr = _load(yf, _base(at_y, i0, i1, i2, axis), sy, n, yw)
+                ob = _base(at_o, i0, i1, i2, axis)
                 orow = out[ob:ob + n] if so == 1 else ow[:n]
                 if log:
                     for j in range(n):
@@ -280,29 +301,29 @@ def _stats(xr, n, row, lanes, eps):
     return mu, _of(row, r64), r64
 
 
-@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
 def _layer_norm(px, pw, pb, pout, geo, eps):
     g = numba.carray(geo, (4 * _AT + 2,))
     axis, flags = g[4 * _AT], g[4 * _AT + 1]
-    n = g[axis]
-    e0, e1, e2 = _outer(g, 0, axis)
+    at_x, at_w, at_b, at_o = g[:_AT], g[_AT:2 * _AT], g[2 * _AT:3 * _AT], g[3 * _AT:4 * _AT]
+    n = at_x[axis]
+    e0, e1, e2 = _outer(at_x, axis)
     if n == 0 or e0 * e1 * e2 == 0:
         return
-    x, out = _flat(px, g, 0), _flat(pout, g, 3)
-    sx, so = g[4 + axis], g[3 * _AT + 4 + axis]
+    x, out = _flat(px, at_x), _flat(pout, at_o)
+    sx, so = at_x[4 + axis], at_o[4 + axis]
     xw, ow = np.empty(n, out.dtype), np.empty(n, out.dtype)
     row = np.empty(n, out.dtype)
     lanes = _lanes_for(row, n)
     has_w, has_b = (flags & _WEIGHT) != 0, (flags & _BIAS) != 0
     ww, bw = np.empty(n, out.dtype), np.empty(n, out.dtype)
     # Weight and bias are rows along the last axis of their own (their 1-D geometry).
-    w = _load(_flat(pw, g, 1), g[_AT + 8], g[_AT + 7], n, ww) if has_w else ww
-    b = _load(_flat(pb, g, 2), g[2 * _AT + 8], g[2 * _AT + 7], n, bw) if has_b else bw
+    w = _load(_flat(pw, at_w), at_w[8], at_w[7], n, ww) if has_w else ww
+    b = _load(_flat(pb, at_b), at_b[8], at_b[7], n, bw) if has_b else bw
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                xr = _load(x, _base(g, 0, i0, i1, i2, axis), sx, n, xw)
-                ob = _base(g, 3, i0, i1, i2, axis)
+                xr = _load(x, _base(at_x, i0, i1, i2, axis), sx, n, xw)
+                ob = _base(at_o, i0, i1, i2, axis)
                 orow = out[ob:ob + n] if so == 1 else ow[:n]
                 mu, r, _ = _stats(xr, n, row, lanes, eps)
                 if has_w and has_b:
@@ -320,18 +341,18 @@ def _layer_norm(px, pw, pb, pout, geo, eps):
                 _put(out, ob, so, n, orow)
 
 
-@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
-def _layer_norm_backward(pg, px, pw, pout, pdw, pdb, geo, eps, k):
+def _layer_norm_grads(pg, px, pw, pout, pdw, pdb, geo, eps):
     """The input gradient of rows of ``x`` into ``out``; with flags 8 also the weight's
     (``sum(g * xhat)`` over the rows) into ``dw``, with 16 the bias's (``sum(g)``) into
-    ``db``, in the pass that reads each row for the input's. ``k``: the operands in
-    ``geo`` (4 without ``dw`` and ``db``). The columns' float64 totals take the rows in
-    order, the additions of `_layer_norm_weight_grad` and of the generated sum loop, so
-    the parameters' gradients are those of the separate ops bit for bit."""
-    g = numba.carray(geo, (k * _AT + 2,))
-    axis, flags = g[k * _AT], g[k * _AT + 1]
-    n = g[axis]
-    e0, e1, e2 = _outer(g, 0, axis)
+    ``db``, in the pass that reads each row for the input's (without either flag, the
+    input gradient alone: layer_norm_backward). The columns' float64 totals take the
+    rows in order, the additions of `_layer_norm_weight_grad` and of the generated sum
+    loop, so the parameters' gradients are those of the separate ops bit for bit."""
+    g = numba.carray(geo, (6 * _AT + 2,))
+    axis, flags = g[6 * _AT], g[6 * _AT + 1]
+    at_g, at_x, at_w, at_o = g[:_AT], g[_AT:2 * _AT], g[2 * _AT:3 * _AT], g[3 * _AT:4 * _AT]
+    n = at_g[axis]
+    e0, e1, e2 = _outer(at_g, axis)
     if n == 0:
         return
     has_w = (flags & _WEIGHT) != 0
@@ -339,21 +360,21 @@ def _layer_norm_backward(pg, px, pw, pout, pdw, pdb, geo, eps, k):
     tw = np.zeros(n if want_w else 0, np.float64)
     tb = np.zeros(n if want_b else 0, np.float64)
     if e0 * e1 * e2:
-        gf, x, out = _flat(pg, g, 0), _flat(px, g, 1), _flat(pout, g, 3)
-        sg, sx, so = g[4 + axis], g[_AT + 4 + axis], g[3 * _AT + 4 + axis]
+        gf, x, out = _flat(pg, at_g), _flat(px, at_x), _flat(pout, at_o)
+        sg, sx, so = at_g[4 + axis], at_x[4 + axis], at_o[4 + axis]
         gw, xw = np.empty(n, out.dtype), np.empty(n, out.dtype)
         ow = np.empty(n, out.dtype)
         row, a = np.empty(n, out.dtype), np.empty(n, out.dtype)
         lanes = _lanes_for(row, n)
         count = np.float64(n)
         ww = np.empty(n, out.dtype)
-        w = _load(_flat(pw, g, 2), g[2 * _AT + 8], g[2 * _AT + 7], n, ww) if has_w else ww
+        w = _load(_flat(pw, at_w), at_w[8], at_w[7], n, ww) if has_w else ww
         for i0 in range(e0):
             for i1 in range(e1):
                 for i2 in range(e2):
-                    gr = _load(gf, _base(g, 0, i0, i1, i2, axis), sg, n, gw)
-                    xr = _load(x, _base(g, 1, i0, i1, i2, axis), sx, n, xw)
-                    ob = _base(g, 3, i0, i1, i2, axis)
+                    gr = _load(gf, _base(at_g, i0, i1, i2, axis), sg, n, gw)
+                    xr = _load(x, _base(at_x, i0, i1, i2, axis), sx, n, xw)
+                    ob = _base(at_o, i0, i1, i2, axis)
                     orow = out[ob:ob + n] if so == 1 else ow[:n]
                     # a = g * w; the row's statistics, then the sums of a and of
                     # a * (x - mu).
@@ -380,39 +401,41 @@ def _layer_norm_backward(pg, px, pw, pout, pdw, pdb, geo, eps, k):
                             tb[j] += np.float64(gr[j])
                     _put(out, ob, so, n, orow)
     if want_w:
-        dw = _flat(pdw, g, 4)
-        sw, bw = g[4 * _AT + 7], g[4 * _AT + 8]
+        at_dw = g[4 * _AT:5 * _AT]
+        dw = _flat(pdw, at_dw)
+        sw, bw = at_dw[7], at_dw[8]
         for j in range(n):
             dw[bw + j * sw] = _of(dw, tw[j])
     if want_b:
-        db = _flat(pdb, g, 5)
-        sb, bb = g[5 * _AT + 7], g[5 * _AT + 8]
+        at_db = g[5 * _AT:6 * _AT]
+        db = _flat(pdb, at_db)
+        sb, bb = at_db[7], at_db[8]
         for j in range(n):
             db[bb + j * sb] = _of(db, tb[j])
 
 
-@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
 def _layer_norm_weight_grad(pg, px, pout, geo, eps):
     g = numba.carray(geo, (3 * _AT + 2,))
     axis = g[3 * _AT]
-    n = g[axis]
-    out = _flat(pout, g, 2)
-    so, ob = g[2 * _AT + 7], g[2 * _AT + 8]
+    at_g, at_x, at_o = g[:_AT], g[_AT:2 * _AT], g[2 * _AT:3 * _AT]
+    n = at_g[axis]
+    out = _flat(pout, at_o)
+    so, ob = at_o[7], at_o[8]
     if n == 0:
         return
-    e0, e1, e2 = _outer(g, 0, axis)
+    e0, e1, e2 = _outer(at_g, axis)
     total = np.zeros(n, np.float64)
     if e0 * e1 * e2:
-        gf, x = _flat(pg, g, 0), _flat(px, g, 1)
-        sg, sx = g[4 + axis], g[_AT + 4 + axis]
+        gf, x = _flat(pg, at_g), _flat(px, at_x)
+        sg, sx = at_g[4 + axis], at_x[4 + axis]
         gw, xw = np.empty(n, out.dtype), np.empty(n, out.dtype)
         row = np.empty(n, out.dtype)
         lanes = _lanes_for(row, n)
         for i0 in range(e0):
             for i1 in range(e1):
                 for i2 in range(e2):
-                    gr = _load(gf, _base(g, 0, i0, i1, i2, axis), sg, n, gw)
-                    xr = _load(x, _base(g, 1, i0, i1, i2, axis), sx, n, xw)
+                    gr = _load(gf, _base(at_g, i0, i1, i2, axis), sg, n, gw)
+                    xr = _load(x, _base(at_x, i0, i1, i2, axis), sx, n, xw)
                     mu, r, _ = _stats(xr, n, row, lanes, eps)
                     for j in range(n):
                         total[j] += np.float64(gr[j] * ((xr[j] - mu) * r))
@@ -420,45 +443,59 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
         out[ob + j * so] = _of(out, total[j])
 
 
+def _column_sum(pg, pout, geo, eps):  # noqa: ARG001 - every routine takes eps
+    """``sum(g)`` over every row (every index of the axes other than ``axis``) into the
+    1-D ``out``: each column's float64 total takes the rows in order, as the generated
+    reduction loops add them (`lowerings.norm.column_sums`), then is cast."""
+    g = numba.carray(geo, (2 * _AT + 2,))
+    axis = g[2 * _AT]
+    at_g, at_o = g[:_AT], g[_AT:2 * _AT]
+    n = at_g[axis]
+    out = _flat(pout, at_o)
+    so, ob = at_o[7], at_o[8]
+    if n == 0:
+        return
+    e0, e1, e2 = _outer(at_g, axis)
+    total = np.zeros(n, np.float64)
+    if e0 * e1 * e2:
+        gf = _flat(pg, at_g)
+        sg = at_g[4 + axis]
+        gw = np.empty(n, out.dtype)
+        for i0 in range(e0):
+            for i1 in range(e1):
+                for i2 in range(e2):
+                    gr = _load(gf, _base(at_g, i0, i1, i2, axis), sg, n, gw)
+                    for j in range(n):
+                        total[j] += np.float64(gr[j])
+    for j in range(n):
+        out[ob + j * so] = _of(out, total[j])
+
+
 def _routine(kind: str, dtype: Any) -> Any:
     """The C function of row routine ``kind`` for the Numba float type ``dtype``."""
     p, g, f8 = types.CPointer(dtype), types.CPointer(types.int64), types.float64
-
-    # The row functions are inlined into these entries, so each entry's options are
-    # theirs, and the entries name no closure variable (whose hash would differ in every
-    # process and miss Numba's disk cache).
-    if kind == "softmax":
-        def entry(x, out, geo, eps):
-            _softmax(x, out, geo)
-    elif kind == "softmax_backward":
-        def entry(g, y, out, geo, eps):
-            _softmax_backward(g, y, out, geo)
-    elif kind == "layer_norm":
-        def entry(x, w, b, out, geo, eps):
-            _layer_norm(x, w, b, out, geo, eps)
-    elif kind == "layer_norm_backward":
-        def entry(g, x, w, out, geo, eps):
-            _layer_norm_backward(g, x, w, out, out, out, geo, eps, 4)
-    elif kind == "layer_norm_grads":
-        def entry(g, x, w, out, dw, db, geo, eps):
-            _layer_norm_backward(g, x, w, out, dw, db, geo, eps, 6)
-    else:
-        def entry(g, x, out, geo, eps):
-            _layer_norm_weight_grad(g, x, out, geo, eps)
-
     # float32 contracts ``a * b + c`` to an FMA as a float32 kernel does
     # (`float32_only`), so the call and the loops written into a kernel round alike;
     # float64 keeps NumPy's rounding. Each dtype has its own signature, so the two
-    # builds are two entries of Numba's disk cache.
+    # builds are two entries of Numba's disk cache. The row function is the C function
+    # itself (not inlined into an entry: Numba's inlining copies the function's IR, a
+    # tenth of the build).
     fast = {"fastmath": {"contract"}} if dtype == types.float32 else {}
-    opts = {"cache": True, "nopython": True, "error_model": "numpy", **fast}
-    return numba.cfunc(types.void(*([p] * _ARITY[kind]), g, f8), **opts)(entry)
+    body, arity = _KINDS[kind]
+    return ROUTINES.cfunc(body, types.void(*([p] * arity), g, f8), error_model="numpy",
+                          **fast)
 
 
-# Each routine's number of array operands.
-_ARITY = {"softmax": 2, "softmax_backward": 3, "layer_norm": 4, "layer_norm_backward": 4,
-          "layer_norm_grads": 6, "layer_norm_weight_grad": 3}
-ROUTINES = Routines("row", _ARITY, _routine)
+# Each routine's row function and number of array operands.
+_KINDS = {"softmax": (_softmax, 2), "softmax_backward": (_softmax_backward, 3),
+          "layer_norm": (_layer_norm, 4), "layer_norm_grads": (_layer_norm_grads, 6),
+          "layer_norm_weight_grad": (_layer_norm_weight_grad, 3),
+          "column_sum": (_column_sum, 2)}
+# layer_norm's input gradient alone is layer_norm_grads with neither parameter's flag
+# (the same code): one unit for the two calls.
+ROUTINES = Routines("row", _KINDS, _routine, aliases={"layer_norm_backward": "layer_norm_grads"},
+                    inlines=("dualgraph.backend.numba.row_simd",
+                             "dualgraph.backend.numba.kernels"))
 
 
 def need(dtype: str, kind: str | None = None) -> None:
@@ -467,11 +504,13 @@ def need(dtype: str, kind: str | None = None) -> None:
     ROUTINES.need(dtype, kind)
 
 
-def _call(kind: str, arrays: tuple, axis: Any, flags: Any, eps: Any) -> Any:
-    """The typing and code of a call of the C function ``kind``: each array's pointer to
-    the lowest address it spans and its geometry (`_AT`), then ``axis`` and ``flags``,
+def _call(kind: str, arrays: tuple, axis: Any, flags: Any, eps: Any,
+          operands: tuple | None = None) -> Any:
+    """The typing and code of a call of the C function ``kind``: each operand's pointer
+    to the lowest address it spans and its geometry (`_AT`), then ``axis`` and ``flags``,
     then ``eps``; None when the arrays are not float32 or float64 arrays of one dtype of
-    at most 4 dims."""
+    at most 4 dims. ``operands``: the arrays the function takes, by position (default:
+    each once, in order)."""
     dtype = arrays[0].dtype
     if not (all(isinstance(a, types.Array) and a.ndim <= 4 and a.dtype == dtype
                 for a in arrays) and dtype in (types.float32, types.float64)
@@ -481,10 +520,13 @@ def _call(kind: str, arrays: tuple, axis: Any, flags: Any, eps: Any) -> Any:
     need(str(dtype), kind)
     name = ROUTINES.symbol(kind, str(dtype))
 
+    order = tuple(range(len(arrays))) if operands is None else operands
+    m = len(arrays)
+
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
         zero, one = ir.Constant(i64, 0), ir.Constant(i64, 1)
-        n = len(arrays)
+        n = len(order)
         geo = cgutils.alloca_once(builder, i64, size=_AT * n + 2)
 
         def put(k, v):
@@ -493,7 +535,7 @@ def _call(kind: str, arrays: tuple, axis: Any, flags: Any, eps: Any) -> Any:
         fl = context.get_value_type(dtype).as_pointer()
         size = ir.Constant(i64, context.get_abi_sizeof(context.get_value_type(dtype)))
         ptrs = []
-        for a, (ty, val) in enumerate(zip(arrays, args)):
+        for a, (ty, val) in enumerate((arrays[i], args[i]) for i in order):
             ary = context.make_array(ty)(context, builder, val)
             shape = cgutils.unpack_tuple(builder, ary.shape, ty.ndim)
             strides = cgutils.unpack_tuple(builder, ary.strides, ty.ndim)
@@ -515,10 +557,10 @@ def _call(kind: str, arrays: tuple, axis: Any, flags: Any, eps: Any) -> Any:
                                                             zero))
             put(a * _AT + 8, origin)
             ptrs.append(builder.gep(builder.bitcast(ary.data, fl), [builder.neg(origin)]))
-        put(_AT * n, context.cast(builder, args[n], signature.args[n], types.int64))
-        put(_AT * n + 1, context.cast(builder, args[n + 1], signature.args[n + 1],
+        put(_AT * n, context.cast(builder, args[m], signature.args[m], types.int64))
+        put(_AT * n + 1, context.cast(builder, args[m + 1], signature.args[m + 1],
                                       types.int64))
-        e = context.cast(builder, args[n + 2], signature.args[n + 2], types.float64)
+        e = context.cast(builder, args[m + 2], signature.args[m + 2], types.float64)
         fnty = ir.FunctionType(ir.VoidType(), [fl] * n + [i64.as_pointer(), ir.DoubleType()])
         fn = cgutils.get_or_insert_function(builder.module, fnty, name)
         builder.call(fn, ptrs + [geo, e])
@@ -550,8 +592,10 @@ def row_layer_norm(typingctx, x, w, b, out, axis, flags, eps):
 
 @intrinsic
 def row_layer_norm_backward(typingctx, g, x, w, out, axis, flags, eps):
-    """layer_norm's input gradient into ``out`` (flags 2: ``w`` is the weight)."""
-    return _call("layer_norm_backward", (g, x, w, out), axis, flags, eps)
+    """layer_norm's input gradient into ``out`` (flags 2: ``w`` is the weight): the
+    routine of `row_layer_norm_grads` with ``out`` for the parameters' gradients, which
+    it does not write without their flags."""
+    return _call("layer_norm_grads", (g, x, w, out), axis, flags, eps, (0, 1, 2, 3, 3, 3))
 
 
 @intrinsic
@@ -570,6 +614,13 @@ def row_layer_norm_weight_grad(typingctx, g, x, out, axis, flags, eps):
     return _call("layer_norm_weight_grad", (g, x, out), axis, flags, eps)
 
 
+@intrinsic
+def row_column_sum(typingctx, g, out, axis, flags, eps):
+    """``sum(g)`` over the rows along ``axis`` into the 1-D ``out`` (a bias's gradient);
+    ``flags`` and ``eps`` are not read."""
+    return _call("column_sum", (g, out), axis, flags, eps)
+
+
 # The names generated code calls, one per dtype (`cache.module_source` registers the C
 # functions a kernel's module names).
 row_softmax_float32 = row_softmax_float64 = row_softmax
@@ -579,3 +630,4 @@ row_layer_norm_backward_float32 = row_layer_norm_backward_float64 = row_layer_no
 row_layer_norm_grads_float32 = row_layer_norm_grads_float64 = row_layer_norm_grads
 row_layer_norm_weight_grad_float32 = row_layer_norm_weight_grad_float64 = \
     row_layer_norm_weight_grad
+row_column_sum_float32 = row_column_sum_float64 = row_column_sum

@@ -12,13 +12,14 @@ import numpy as np
 
 from ...eager.grad_mode import no_grad
 from ...errors import ShapeError
+from ...modes import bind
 from ...ops import elementwise as E
 from ...ops import math as M
 from ...ops import reduce as R
 from ...ops import shape as S
 from ...ops.broadcast import axis_alias
 from ...ops.mixin import TensorOps
-from ...ops.norm import layer_norm
+from ...ops.norm import BATCH_NORM, BATCH_NORM_STATS, layer_norm
 from ...ops.pool import pad
 
 __all__ = [
@@ -73,6 +74,10 @@ def _update_running(buf: Any, batch: Any, momentum: Any) -> None:
         buf.copy_(E.add(E.mul(buf, keep), E.mul(batch, momentum)))
 
 
+# The dtypes of batch norm's compiled routines.
+_ROUTINE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def batch_norm(input: Any, running_mean: Any, running_var: Any,  # noqa: A002
                weight: Any = None, bias: Any = None, training: bool = False,
                momentum: Any = 0.1, eps: float = 1e-5) -> Any:
@@ -89,27 +94,37 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any,  # noqa: A002
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
         _channel_param(name, t, c)
-    axes = (0,) + tuple(range(2, len(shape)))
     bshape = (1, c) + (1,) * (len(shape) - 2)
     if training:
         n = math.prod(shape) // c if c else 0
         if n <= 1:
             raise ValueError("Expected more than 1 value per channel when training, got "
                              f"input size {shape}")
+        dtype = np.dtype(input.dtype)
         if running_mean is not None or running_var is not None:
             with no_grad():
-                mean = R.mean(input, axes, keepdims=True)
-                centred = E.sub(input, mean)
-                var = R.mean(E.mul(centred, centred), axes, keepdims=True)
+                if dtype in _ROUTINE_DTYPES:
+                    stats = bind(BATCH_NORM_STATS, input)
+                    mean, var = stats[0], stats[1]
+                else:
+                    axes = (0,) + tuple(range(2, len(shape)))
+                    mean = R.mean(input, axes)
+                    centred = E.sub(input, S.reshape(mean, bshape))
+                    var = R.mean(E.mul(centred, centred), axes)
             if running_mean is not None:
-                _update_running(running_mean, S.reshape(mean, (c,)), momentum)
+                _update_running(running_mean, mean, momentum)
             if running_var is not None:
-                _update_running(running_var, E.mul(S.reshape(var, (c,)), n / (n - 1)),
-                                momentum)
-        # A channel's values are a row of the channel-first input: layer_norm's forward
-        # and backward (row routines compiled once) instead of a composition whose
-        # backward is generated again for each channel count. Same formula: the mean,
-        # the mean squared deviation, then the deviation times 1 / sqrt(var + eps).
+                _update_running(running_var, E.mul(var, n / (n - 1)), momentum)
+        if dtype in _ROUTINE_DTYPES and all(p is None or np.dtype(p.dtype) == dtype
+                                            for p in (weight, bias)):
+            # One op each way, whose compiled routine takes the channel count as an
+            # argument: the forward and the input's and parameters' gradients are not
+            # generated again for each layer's channel count.
+            w = 1.0 if weight is None else S.reshape(weight, (c,))
+            b = 0.0 if bias is None else S.reshape(bias, (c,))
+            return bind(BATCH_NORM, input, w, b, eps=float(eps))
+        # Other dtypes (or parameters of another dtype): a channel's values are a row
+        # of the channel-first input.
         rows = S.movedim(input, 1, 0)
         out = S.movedim(layer_norm(rows, tuple(rows.shape[1:]), eps=eps), 0, 1)
         return _affine(out, weight, bias, bshape)

@@ -6,7 +6,8 @@ A packed sequence holds the steps of a batch of sequences sorted by decreasing l
 time-major: ``data`` is the rows of step 0 (one per sequence), then of step 1 (one per
 sequence still running), and so on; ``batch_sizes[t]`` counts the rows of step ``t``.
 The batch sizes decide which rows packing and padding gather, so they are concrete values
-even inside ``dg.compile``; the lengths a sequence is packed with must be concrete too.
+even inside ``dg.compile``; the lengths a sequence is packed with must be concrete too (an
+argument of a compiled call is: the call is keyed on its values).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from ...eager.creation import full
 from ...eager.tensor import Tensor, tensor
 from ...errors import EagerOnlyError
+from ...modes import current_trace
 from ...ops import shape as S
 from ...ops.mixin import TensorOps
 
@@ -57,15 +59,21 @@ class PackedSequence(NamedTuple):
 
 def _concrete_lengths(lengths: Any) -> np.ndarray:
     if isinstance(lengths, TensorOps) and not isinstance(lengths, Tensor):
-        # The batch sizes decide the graph's shape, so a graph cannot take them as an
-        # input: dg.compile runs such a call eagerly (with a warning), as it runs a call
-        # that draws Python random numbers.
-        raise EagerOnlyError(
-            "pack_padded_sequence: `lengths` must be concrete (a list or an eager tensor), "
-            "not a traced tensor (an argument of the compiled function): the packed batch "
-            "sizes depend on its values. dg.compile runs the call eagerly; to compile it, "
-            "pass the lengths as a Python list (one trace per list) or compute them "
-            "outside the compiled function.")
+        # An argument of a compiled call: the call is keyed on its values, as torch
+        # guards a tensor it reads with ``.tolist()``.
+        trace = current_trace()
+        values = trace.argument_values(lengths) if trace is not None else None
+        if values is None:
+            # Computed inside the function, the batch sizes would decide the graph's
+            # shape from values a graph cannot read: dg.compile runs such a call eagerly
+            # (with a warning), as it runs a call that draws Python random numbers.
+            raise EagerOnlyError(
+                "pack_padded_sequence: `lengths` must be concrete (a list or an eager tensor), "
+                "not a tensor computed inside the compiled function: the packed batch "
+                "sizes depend on its values. dg.compile runs the call eagerly; to compile "
+                "it, pass the lengths as an argument (one trace per distinct lengths) or "
+                "compute them outside the compiled function.")
+        lengths = values
     arr = np.asarray(lengths.numpy() if isinstance(lengths, Tensor) else lengths)
     if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
         raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor or a list of "

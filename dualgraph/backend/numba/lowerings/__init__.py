@@ -319,7 +319,7 @@ def _reshaped(block: kir.Block, buf: kir.Buffer, shape: tuple, name: str) -> kir
 
 
 # The op families register their builders with `lowers` when imported.
-for _family in ("activation", "conv", "decomp", "index", "linalg", "matrix", "norm", "pool",
-                "random", "recurrent", "reduce", "scan", "shape"):
+for _family in ("activation", "batch_norm", "conv", "decomp", "index", "linalg", "matrix",
+                "norm", "pool", "random", "recurrent", "reduce", "scan", "shape"):
     importlib.import_module(f"{__name__}.{_family}")
 from .linalg import addmm_product, matmul_block  # noqa: E402, F401  (codegen builds addmm groups)

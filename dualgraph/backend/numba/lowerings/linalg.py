@@ -94,6 +94,15 @@ def matmul_block(node: Node, args: list, out: str) -> kir.Block:
     n = y.shape[-1]
     batch = tuple(node.shape[: len(node.shape) - (ra > 1) - (rb > 1)])
     rows = math.prod(batch) * m
+    if len(y.shape) > 2 and HAVE_CBLAS and k and rows and n:
+        # One library call for the whole batch: each operand's layout (row-major, or a
+        # transposed view read with the transpose flag) decided once when the kernel
+        # runs, then one BLAS call per item at its offset in the operand's memory. The
+        # result is written where it stands (it may be a strided view: `plan_joins`).
+        c3 = res if len(res.shape) == len(batch) + 2 else _reshaped(
+            block, res, batch + (m, n), f"{out}_c")
+        block.add(kir.LibCall("gemm_batched", (x, y), (c3,)))
+        return block
     c2 = res if res.shape == (rows, n) else _reshaped(block, res, (rows, n), f"{out}_r")
     if len(x.shape) == len(y.shape) == 2 and m * k * n <= SMALL_MATMUL:
         _loop_matmul(block, c2, x, y)
@@ -110,14 +119,6 @@ def matmul_block(node: Node, args: list, out: str) -> kir.Block:
         x2 = x if x.shape == (rows, k) else _reshaped(block, x, (rows, k), f"{out}_x2")
         block.add(kir.Gemm(rows, n, k, kir.Operand(x2, None), kir.Operand(y, None),
                            kir.Operand(c2, n)))
-        return block
-    if HAVE_CBLAS:
-        # One library call for the whole batch: each operand's layout (row-major, or a
-        # transposed view read with the transpose flag) decided once when the kernel
-        # runs, then one BLAS call per item at its offset in the operand's memory.
-        c3 = res if len(res.shape) == len(batch) + 2 else _reshaped(
-            block, res, batch + (m, n), f"{out}_c")
-        block.add(kir.LibCall("gemm_batched", (x, y), (c3,)))
         return block
     # One product per batch item, each operand read in place through a strided view.
     items = [kir.Var(f"{out}_b{d}") for d in range(len(batch))]

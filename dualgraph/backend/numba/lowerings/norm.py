@@ -48,6 +48,8 @@ LIBRARY.update({
     # the input's gradient ({out}) and the weight's ({3}) and bias's ({4}) in one pass
     "row_layer_norm_grads": ("dgw.row_layer_norm_grads_{dtype}({0}, {1}, {2}, {out}, {3}, "
                              "{4}, {5}, {6}, {7})"),
+    # a reduction over every dim but the last (a bias's gradient, `column_sums`)
+    "row_column_sum": "dgw.row_column_sum_{dtype}({0}, {out}, {1}, {2}, {3})",
 })
 
 
@@ -276,6 +278,64 @@ def merge_layer_norm_grads(stmts: list) -> list:
                 continue
         k += 1
     return out
+
+
+def column_sums(stmts: list) -> list:
+    """A kernel's top-level statements with each reduction ``sum(g)`` over every dim but
+    the last, left as its plain loops (a bias's gradient: its float64 column totals
+    zeroed, the rows added in order, then cast into a 1-D result), as one call of the
+    library's column sum (`row_kernels`), which adds the same terms in the same order:
+    one line of the kernel's cold compile instead of about eight. The loops stay where
+    the operand does not allow the call (`_library`'s dtypes and ranks)."""
+    out = list(stmts)
+    k = 0
+    while k < len(out):
+        found = _column_sum_at(out, k)
+        if found is None:
+            k += 1
+            continue
+        g, acc, db, own, end = found
+        rest = out[end:]
+        if any(acc.name in _names(s) for s in rest) or any(
+                acc.name in _names(s) for s in out[:k] if not (
+                    isinstance(s, kir.Alloc) and s.buf == acc)):
+            k += 1
+            continue
+        call = kir.LibCall("row_column_sum", (g, 3, 0, 0.0), (db,))
+        head = [s for s in out[:k] if not (isinstance(s, kir.Alloc) and s.buf == acc)]
+        out = [*head, *own, call, *rest]
+        k = len(head) + len(own) + 1
+    return out
+
+
+def _column_sum_at(stmts: list, k: int) -> tuple | None:
+    """(``g``, its totals, the result, the result's allocation if it stands among the
+    loops, the index after them) when the statements at ``k`` are `_column_sum`'s loops
+    of a reduction the library can run; else None."""
+    if not isinstance(stmts[k], kir.Loop) or k + 2 >= len(stmts):
+        return None
+    own = [s for s in stmts[k + 2:k + 3] if isinstance(s, kir.Alloc)]
+    loops = [stmts[k], stmts[k + 1], stmts[k + 2 + len(own)]] if (
+        k + 2 + len(own) < len(stmts)) else []
+    g = _summed(loops[1]) if len(loops) == 3 else None
+    if g is None or not 1 <= len(g.shape) <= 4 or np.dtype(g.dtype) not in _C_DTYPES:
+        return None
+    found = _column_sum(loops, g)
+    if found is None or (own and own[0].buf != found[1]):
+        return None
+    return g, found[0], found[1], own, k + 3 + len(own)
+
+
+def _summed(nest: kir.Loop) -> kir.Buffer | None:
+    """The buffer the innermost statement of a loop nest adds from, when it is one load
+    (cast or not)."""
+    body: object = nest
+    while isinstance(body, kir.Loop) and len(body.body) == 1:
+        body = body.body[0]
+    if not isinstance(body, kir.Store):
+        return None
+    v = body.value.a if isinstance(body.value, kir.Cast) else body.value
+    return v.buf if isinstance(v, kir.Load) else None
 
 
 def _names(s) -> set:

@@ -1,0 +1,202 @@
+"""Int arguments traced as graph inputs (automatic dynamic).
+
+A compiled function first bakes a Python ``int`` argument in, keyed by its value. When a
+call brings another value with everything else equal, the argument is traced again as a
+`SymbolicInt`: a 0-d int64 input of the graph, so every later value runs the same kernel
+(``torch.compile`` recompiles such an int as a dynamic ``SymInt`` the same way). An
+argument the function never uses costs nothing more; one used in arithmetic with tensors
+or ints is computed in the graph. Where the function needs the concrete value (``if i``,
+``range(i)``, indexing a list, a shape, a comparison, a float), the symbolic trace is
+dropped and the argument stays keyed by value (`NeedsValue`).
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..eager.tensor import Tensor
+from ..modes import current_trace
+from ..ops.mixin import TensorOps
+from ..trace.tracer import Tracer
+from .capture import CallTraceContext
+
+
+class NeedsValue(Exception):  # noqa: N818 - named for what it means
+    """The trace needs the concrete value of a `SymbolicInt` (``reason`` says where)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the function uses an int argument as a Python value ({reason})")
+        self.reason = reason
+
+
+def _tensor_only(fn: Callable, name: str, reflected: bool = False) -> Callable:
+    """A `SymbolicInt` operator defined with a tensor only (with a number it needs the
+    value)."""
+
+    def op(self: SymbolicInt, o: Any) -> Any:
+        if isinstance(o, TensorOps):
+            return self._bin(o, fn, name, reflected)
+        return self._need(name)
+
+    return op
+
+
+class SymbolicInt:
+    """A Python ``int`` argument while a compiled call traces it as a 0-d int64 input.
+
+    Arithmetic with ints (``+ - * // %``, ``-i``, ``abs``) gives another `SymbolicInt`,
+    computed in the graph in int64 (Python's results within int64); meeting a tensor in
+    ``+ - * / // %`` it is converted to the tensor's dtype, as Python converts an ``int``
+    operand. Anything
+    that needs the value itself records why in ``needs`` and raises `NeedsValue`.
+    """
+
+    __slots__ = ("_t", "_needs")
+
+    def __init__(self, t: Any, needs: list) -> None:
+        self._t, self._needs = t, needs
+
+    def _need(self, reason: str) -> Any:
+        self._needs.append(reason)
+        raise NeedsValue(reason)
+
+    def trace_value(self) -> Any:
+        """The tracer's hook: this int as an op operand (``dg.add(x, i)``)."""
+        return self._t
+
+    def _as_operand_of(self, other: Any) -> Any:
+        dtype = other.dtype
+        if dtype.kind == "b":  # bool tensor with an int: an int64 result
+            return self._t
+        return self._t.to(dtype)
+
+    def _bin(self, other: Any, fn: Callable, name: str, reflected: bool = False) -> Any:
+        if isinstance(other, TensorOps):
+            a = self._as_operand_of(other)
+            return fn(other, a) if reflected else fn(a, other)
+        if isinstance(other, SymbolicInt):
+            o = other._t
+        elif type(other) is int or isinstance(other, np.integer):
+            o = int(other)
+        else:
+            return self._need(f"{name} with a {type(other).__name__}")
+        return SymbolicInt(fn(o, self._t) if reflected else fn(self._t, o), self._needs)
+
+    def __add__(self, o): return self._bin(o, operator.add, "+")  # noqa: E704
+    def __radd__(self, o): return self._bin(o, operator.add, "+", True)  # noqa: E704
+    def __sub__(self, o): return self._bin(o, operator.sub, "-")  # noqa: E704
+    def __rsub__(self, o): return self._bin(o, operator.sub, "-", True)  # noqa: E704
+    def __mul__(self, o): return self._bin(o, operator.mul, "*")  # noqa: E704
+    def __rmul__(self, o): return self._bin(o, operator.mul, "*", True)  # noqa: E704
+    def __floordiv__(self, o): return self._bin(o, operator.floordiv, "//")  # noqa: E704
+    def __rfloordiv__(self, o): return self._bin(o, operator.floordiv, "//", True)  # noqa: E704
+    def __mod__(self, o): return self._bin(o, operator.mod, "%")  # noqa: E704
+    def __rmod__(self, o): return self._bin(o, operator.mod, "%", True)  # noqa: E704
+    def __neg__(self): return SymbolicInt(-self._t, self._needs)  # noqa: E704
+    def __pos__(self): return self  # noqa: E704
+    def __abs__(self): return SymbolicInt(abs(self._t), self._needs)  # noqa: E704
+
+    # With a tensor a division is a tensor op; with a number Python would give a float.
+    __truediv__ = _tensor_only(operator.truediv, "/")
+    __rtruediv__ = _tensor_only(operator.truediv, "/", True)
+
+    # A power by a literal int exponent is computed otherwise than by a tensor exponent
+    # (its result may differ in the last bit): keyed by value.
+    def __pow__(self, o): return self._need("**")  # noqa: E704
+    def __rpow__(self, o): return self._need("**")  # noqa: E704
+
+    # Where Python needs the value: the argument stays keyed by value.
+    def __bool__(self): return self._need("its truth value")  # noqa: E704
+    def __index__(self): return self._need("as an index or a size")  # noqa: E704
+    def __int__(self): return self._need("int()")  # noqa: E704
+    def __float__(self): return self._need("float()")  # noqa: E704
+    def __complex__(self): return self._need("complex()")  # noqa: E704
+    def __hash__(self): return self._need("hashed")  # noqa: E704
+    def __eq__(self, o): return self._need("a comparison")  # noqa: E704
+    def __ne__(self, o): return self._need("a comparison")  # noqa: E704
+    def __lt__(self, o): return self._need("a comparison")  # noqa: E704
+    def __le__(self, o): return self._need("a comparison")  # noqa: E704
+    def __gt__(self, o): return self._need("a comparison")  # noqa: E704
+    def __ge__(self, o): return self._need("a comparison")  # noqa: E704
+    def __round__(self, n=None): return self._need("round()")  # noqa: E704
+    def __trunc__(self): return self._need("math.trunc()")  # noqa: E704
+    def __floor__(self): return self._need("math.floor()")  # noqa: E704
+    def __ceil__(self): return self._need("math.ceil()")  # noqa: E704
+    def __format__(self, spec): return self._need("formatted")  # noqa: E704
+    def __repr__(self): return self._need("repr()")  # noqa: E704
+    def __str__(self): return self._need("str()")  # noqa: E704
+    def __array__(self, *a, **k): return self._need("passed to NumPy")  # noqa: E704
+    def __lshift__(self, o): return self._need("<<")  # noqa: E704
+    def __rshift__(self, o): return self._need(">>")  # noqa: E704
+    def __and__(self, o): return self._need("&")  # noqa: E704
+    def __or__(self, o): return self._need("|")  # noqa: E704
+    def __xor__(self, o): return self._need("^")  # noqa: E704
+    def __invert__(self): return self._need("~")  # noqa: E704
+
+    def __getattr__(self, name: str) -> Any:
+        return self._need(f".{name}")
+
+
+def symbolic_ints(fn: Callable, positions: tuple) -> Callable:
+    """``fn`` taking the 0-d int64 tensors at ``positions`` (the lifted int arguments):
+    while traced it hands ``fn`` a `SymbolicInt` for each; run eagerly, the int itself.
+    A trace that needed a concrete value, or let one escape into the graph's attributes,
+    its outputs or an object's attributes, raises `NeedsValue` once ``fn`` returns."""
+
+    def call(*args: Any) -> Any:
+        ctx = current_trace()
+        args = list(args)
+        if not isinstance(ctx, CallTraceContext) or \
+                not any(isinstance(args[i], Tracer) for i in positions):
+            for i in positions:
+                if isinstance(args[i], Tensor):
+                    args[i] = int(args[i].item())
+            return fn(*args)
+        needs: list = []
+        for i in positions:
+            args[i] = SymbolicInt(args[i], needs)
+        try:
+            out = fn(*args)
+        except NeedsValue:
+            raise
+        except Exception as e:
+            # Also an error the symbolic value caused without asking for its value (a
+            # library check that wants an int): the trace keyed by value says which.
+            raise NeedsValue(needs[0] if needs else f"{type(e).__name__}: {e}") from None
+        if needs:
+            raise NeedsValue(needs[0])
+        if _escaped(out, ctx):
+            raise NeedsValue("kept outside the graph")
+        return out
+
+    functools.update_wrapper(call, fn, updated=())
+    return call
+
+
+def _escaped(out: Any, ctx: Any) -> bool:
+    """Whether a `SymbolicInt` is returned, an op's attribute, or set on an object the
+    trace watches."""
+    if _holds(out, 0):
+        return True
+    for node in ctx.nodes:
+        if any(_holds(v, 0) for v in node.attrs.values()):
+            return True
+    for obj, _ in ctx.attrs_before.values():
+        if any(_holds(v, 0) for v in vars(obj).values()):
+            return True
+    return False
+
+
+def _holds(v: Any, depth: int) -> bool:
+    if isinstance(v, SymbolicInt):
+        return True
+    if depth < 3 and isinstance(v, (tuple, list)):
+        return any(_holds(e, depth + 1) for e in v)
+    if depth < 3 and isinstance(v, dict):
+        return any(_holds(e, depth + 1) for e in v.values())
+    return False
