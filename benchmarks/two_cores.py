@@ -20,6 +20,7 @@ block would take a core from the next column.
     python benchmarks/two_cores.py --row MLP --apart     # and the MLP's regions unmerged
     python benchmarks/two_cores.py --row MLP --parts 4   # and its products in 4 blocks
     python benchmarks/two_cores.py --models --before     # and each as generated before
+                                                         # (merged; and unmerged)
 
 The process may use both CPUs; every other load on the machine shows in the two-thread
 columns (wall time waits for the slower thread), so they are figures of a quiet machine
@@ -179,7 +180,9 @@ def rows(models: bool, available: list[str], apart: bool = False,
     """row -> {column: factory}; ``apart``: the MLP row also with its products and loops
     in regions of their own (`regions_apart`); ``parts``: the MLP and model rows also with
     their products cut in that many blocks (`with_parts`); ``before``: and as the
-    generator made them with a fixed cut in 4 blocks and no chained products."""
+    generator made them with a fixed cut in 4 blocks and no chained products, and with
+    that cut, no chained products and every product and loop in a region of its own
+    ("unmerged": the schedule before any region was merged)."""
     sizes, _, loss = MLPS["mlp"]
     table = {
         "W3 1e7": ({"dg 1 thread": _with_threads(1, chain_dualgraph(W3_N, False)),
@@ -198,10 +201,16 @@ def rows(models: bool, available: list[str], apart: bool = False,
         table[f"MLP b{MLP_BATCH}"][0]["dg parallel 2 threads, regions apart"] = regions_apart(
             _with_threads(2, mlp_dualgraph(MLP_BATCH, True)))
     variants = ([(f"{parts} blocks", parts, True)] if parts else []) + (
-        [("before", 4, False)] if before else [])
+        [("before", 4, False), ("unmerged", 4, False)] if before else [])
+
+    def variant(label: str, n: int, chain: bool, factory):
+        if label == "unmerged":
+            factory = regions_apart(factory)
+        return with_parts(n, factory, chain)
+
     for label, n, chain in variants:
-        table[f"MLP b{MLP_BATCH}"][0][f"dg parallel 2 threads, {label}"] = with_parts(
-            n, _with_threads(2, mlp_dualgraph(MLP_BATCH, True)), chain)
+        table[f"MLP b{MLP_BATCH}"][0][f"dg parallel 2 threads, {label}"] = variant(
+            label, n, chain, _with_threads(2, mlp_dualgraph(MLP_BATCH, True)))
     if models:
         for name, row in (("cnn", "W4cnn"), ("transformer", "W5tr")):
             table[row] = ({"dg 1 thread": _with_threads(1, model_dualgraph(name, False)),
@@ -210,8 +219,8 @@ def rows(models: bool, available: list[str], apart: bool = False,
                                                                                      True))},
                           (name,))
             for label, n, chain in variants:
-                table[row][0][f"dg parallel 2 threads, {label}"] = with_parts(
-                    n, _with_threads(2, model_dualgraph(name, True)), chain)
+                table[row][0][f"dg parallel 2 threads, {label}"] = variant(
+                    label, n, chain, _with_threads(2, model_dualgraph(name, True)))
     out = {}
     for row, (cols, params) in table.items():
         if "torch" in available and peers.has("torch", params[0]):
@@ -247,7 +256,8 @@ def main() -> None:
                     help="the MLP and model rows also with their products cut in this many "
                          "blocks (4: the cut before it followed the pool's size)")
     ap.add_argument("--before", action="store_true",
-                    help="the MLP and model rows also in 4 blocks with no chained products")
+                    help="the MLP and model rows also in 4 blocks with no chained products, "
+                         "and so with every product and loop in a region of its own")
     args = ap.parse_args()
     single_thread.limit = lambda: None  # the peers' builders must not pin this process
     meta = interleaved.machine()
@@ -266,7 +276,7 @@ def main() -> None:
     if args.parts:
         apart.append((base, f"{base}, {args.parts} blocks"))
     if args.before:
-        apart.append((base, f"{base}, before"))
+        apart += [(base, f"{base}, before"), (base, f"{base}, unmerged")]
     for clock in ("wall", "cpu"):
         print(f"\n{clock} time\n")
         print(interleaved.table(results, [
