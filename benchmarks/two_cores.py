@@ -160,6 +160,23 @@ def with_parts(parts: int, factory, chain: bool = True):
     return build
 
 
+def calls_apart(factory):
+    """``factory`` built with its row routines and column sums outside the block loops
+    (`codegen._chain_rows`, `codegen._join_column_sum` off)."""
+    def build():
+        from dualgraph.backend.numba import codegen
+
+        keep = codegen._chain_rows, codegen._join_column_sum
+        codegen._chain_rows = codegen._join_column_sum = lambda *args: False
+        try:
+            run = factory()
+            run()  # compiles with the calls apart
+        finally:
+            codegen._chain_rows, codegen._join_column_sum = keep
+        return run
+    return build
+
+
 def chain_numba_prange(n: int):
     """The hand-written reference: one fused pass, a ``prange`` of 64 chunks."""
     def build():
@@ -180,8 +197,9 @@ def rows(models: bool, available: list[str], apart: bool = False,
     """row -> {column: factory}; ``apart``: the MLP row also with its products and loops
     in regions of their own (`regions_apart`); ``parts``: the MLP and model rows also with
     their products cut in that many blocks (`with_parts`); ``before``: and as the
-    generator made them with a fixed cut in 4 blocks and no chained products, and with
-    that cut, no chained products and every product and loop in a region of its own
+    generator made them: with the row routines and column sums outside the block loops
+    ("calls apart"), also with a fixed cut in 4 blocks and no chained products
+    ("before"), and also with every product and loop in a region of its own
     ("unmerged": the schedule before any region was merged)."""
     sizes, _, loss = MLPS["mlp"]
     table = {
@@ -201,12 +219,16 @@ def rows(models: bool, available: list[str], apart: bool = False,
         table[f"MLP b{MLP_BATCH}"][0]["dg parallel 2 threads, regions apart"] = regions_apart(
             _with_threads(2, mlp_dualgraph(MLP_BATCH, True)))
     variants = ([(f"{parts} blocks", parts, True)] if parts else []) + (
-        [("before", 4, False), ("unmerged", 4, False)] if before else [])
+        [("calls apart", 0, True), ("before", 4, False), ("unmerged", 4, False)]
+        if before else [])
 
     def variant(label: str, n: int, chain: bool, factory):
+        if label == "calls apart":
+            return calls_apart(factory)
         if label == "unmerged":
             factory = regions_apart(factory)
-        return with_parts(n, factory, chain)
+        factory = with_parts(n, factory, chain)
+        return calls_apart(factory) if label == "before" or label == "unmerged" else factory
 
     for label, n, chain in variants:
         table[f"MLP b{MLP_BATCH}"][0][f"dg parallel 2 threads, {label}"] = variant(
@@ -256,8 +278,8 @@ def main() -> None:
                     help="the MLP and model rows also with their products cut in this many "
                          "blocks (4: the cut before it followed the pool's size)")
     ap.add_argument("--before", action="store_true",
-                    help="the MLP and model rows also in 4 blocks with no chained products, "
-                         "and so with every product and loop in a region of its own")
+                    help="the MLP and model rows also with row calls apart, in 4 blocks with "
+                         "no chained products, and so with every product and loop apart")
     args = ap.parse_args()
     single_thread.limit = lambda: None  # the peers' builders must not pin this process
     meta = interleaved.machine()
@@ -276,7 +298,7 @@ def main() -> None:
     if args.parts:
         apart.append((base, f"{base}, {args.parts} blocks"))
     if args.before:
-        apart += [(base, f"{base}, before"), (base, f"{base}, unmerged")]
+        apart += [(base, f"{base}, {label}") for label in ("calls apart", "before", "unmerged")]
     for clock in ("wall", "cpu"):
         print(f"\n{clock} time\n")
         print(interleaved.table(results, [

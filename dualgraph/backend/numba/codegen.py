@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -1513,9 +1514,163 @@ def product_blocks(stmts: list, parts: int | None = None) -> list:
         k += 1
     k = 0
     while k < len(stmts):
-        if not _chain_product(stmts, k, root, same_array, fresh):
+        if not (_chain_product(stmts, k, root, same_array, fresh)
+                or _chain_rows(stmts, k, root, same_array)):
+            k += 1
+    k = 0
+    while k < len(stmts):
+        if not _join_column_sum(stmts, k, root):
             k += 1
     return stmts
+
+
+# Row routines (`row_kernels`) whose every row is computed from that row alone: called on a
+# block of rows, they give those rows' bits of the whole call.
+_ROW_WISE = ("row_softmax", "row_softmax_backward", "row_layer_norm",
+             "row_layer_norm_backward")
+
+
+def _sliced_call(s: kir.LibCall, cut: dict, bounds: tuple, columns: bool = False
+                 ) -> kir.LibCall:
+    """``s`` on the block ``bounds`` (start, stop) of rows (``columns``: of columns) of the
+    buffers at the argument positions ``cut`` holds ("out": its output): a library
+    template of its own that slices those operands (registered once per pattern)."""
+    at = len(s.args)
+    fn = f"{s.fn}[{'cols' if columns else 'rows'} {','.join(map(str, sorted(cut, key=str)))}]"
+    if fn not in printer.LIBRARY:
+        template = printer.LIBRARY[s.fn]
+        block = f"{{{at}}}:{{{at + 1}}}"
+        for pos in cut:
+            name = "{out}" if pos == "out" else f"{{{pos}}}"
+            sl = f"[:, {block}]" if columns and pos != "out" else f"[{block}]"
+            template = template.replace(name, name + sl)
+        printer.LIBRARY[fn] = template
+    return kir.LibCall(fn, (*s.args, *bounds), s.outs)
+
+
+def _block_bounds(p: kir.Var, parts: Any, n: int) -> tuple:
+    """Block ``p``'s (start, stop) of ``n`` rows or columns cut in ``parts`` as
+    `blas_parallel.gemm_part` cuts them."""
+    def at(q: kir.Expr) -> kir.Expr:
+        return kir.Bin("//", kir.Bin("*", kir.const(n), q), kir.const(parts))
+    return at(p), at(kir.Bin("+", p, kir.const(1)))
+
+
+def _row_owners(loop: kir.Loop, root: Callable) -> tuple[dict, dict] | None:
+    """(array -> the row-cut product of the block loop ``loop`` that writes it, array ->
+    ids of the products whose blocks write it, None for other writers): a product's
+    elementwise loops after it write its block's rows (`_block_epilogue`)."""
+    rows_of: dict = {}
+    writers: dict = {}
+    owner = None
+    for t in loop.body:
+        if isinstance(t, kir.Gemm):
+            owner = t if t.part and t.part[0] == loop.var and t.m >= t.n else None
+            written = {root(t.c.buf.name)}
+        else:
+            rw = _reads_writes([t], root)
+            if rw is None:
+                return None
+            written = rw[1]
+        for r in written:
+            writers.setdefault(r, set()).add(id(owner) if owner is not None else None)
+            if owner is not None:
+                rows_of[r] = owner
+    return rows_of, writers
+
+
+def _chain_rows(stmts: list, k: int, root: Callable, same_array: Callable) -> bool:
+    """Move a row-wise library call (`_ROW_WISE`, along the last axis of 2-D operands)
+    after the block loop ``stmts[k]`` into it, on block ``p``'s rows, when each of its
+    2-D inputs is either a row-cut product's result the loop writes block by block (or
+    that result's epilogue) or not written by the loop at all, and the loop does not
+    touch what it writes: a layer's softmax then runs on the threads with the layer.
+    Only names and comments may stand between the two; they move above the loop."""
+    loop = stmts[k]
+    if not (isinstance(loop, kir.Loop) and loop.parallel and loop.body
+            and isinstance(loop.extent, int)):
+        return False
+    at = k + 1
+    while at < len(stmts) and isinstance(stmts[at], (kir.Comment, kir.View)):
+        at += 1
+    if at == len(stmts):
+        return False
+    s = stmts[at]
+    if not (isinstance(s, kir.LibCall) and s.fn in _ROW_WISE and len(s.outs) == 1):
+        return False
+    out = s.outs[0]
+    buffers = [a for a in s.args if isinstance(a, kir.Buffer)]
+    if len(out.shape) != 2 or any(len(b.shape) not in (1, 2) for b in buffers):
+        return False
+    m, n = out.shape
+    # The row axis: the last of the operands padded to 4 dims (`row_kernels._call`).
+    axis = s.args[len(buffers)] if len(s.args) > len(buffers) else None
+    if axis != 3 or not isinstance(m, int) or same_array(out) is None:
+        return False
+    found = _row_owners(loop, root)
+    rw = _reads_writes(list(loop.body), root)
+    if found is None or rw is None:
+        return False
+    rows_of, writers = found
+    cut: dict = {"out": None}
+    for pos, a in enumerate(s.args):
+        if not isinstance(a, kir.Buffer):
+            continue
+        r = root(a.name)
+        if a.shape == (m, n):
+            if same_array(a) is None:
+                return False
+            if r in rw[1]:
+                owner = rows_of.get(r)
+                if owner is None or owner.m != m or writers[r] != {id(owner)}:
+                    return False
+            cut[pos] = None
+        elif len(a.shape) != 1 or r in rw[1]:
+            return False
+    target = root(out.name)
+    if target in rw[0] | rw[1] or any(root(a.name) == target for a in buffers):
+        return False
+    call = _sliced_call(s, cut, _block_bounds(loop.var, loop.extent, m))
+    stmts[k:at + 1] = [*stmts[k + 1:at], kir.Loop(loop.var, loop.extent,
+                                                   (*loop.body, call), parallel=True)]
+    return True
+
+
+def _join_column_sum(stmts: list, k: int, root: Callable) -> bool:
+    """Move the column sum ``stmts[k]`` (a bias's gradient: `row_column_sum` of a 2-D
+    operand) into the next block loop when neither depends on the other, each part
+    summing its block of columns: each column's total takes the rows in order as the
+    whole call does (the same bits), and its rows no longer run alone on one thread."""
+    s = stmts[k]
+    if not (isinstance(s, kir.LibCall) and s.fn == "row_column_sum" and len(s.outs) == 1
+            and isinstance(s.args[0], kir.Buffer) and len(s.args[0].shape) == 2
+            and s.args[1] == 3 and isinstance(s.args[0].shape[1], int)):
+        return False
+    g = s.args[0]
+    mine = _reads_writes([s], root)
+    for at in range(k + 1, len(stmts)):
+        t = stmts[at]
+        if isinstance(t, kir.Loop) and t.parallel:
+            break
+        if isinstance(t, (kir.Comment, kir.View, kir.Alloc)):
+            continue
+        rw = _reads_writes([t], root)
+        if rw is None or rw[1] & (mine[0] | mine[1]) or rw[0] & mine[1]:
+            return False
+    else:
+        return False
+    first = t.body[0] if t.body else None
+    if not (isinstance(t.extent, int) and isinstance(first, kir.Gemm) and first.part
+            and first.part[0] == t.var):
+        return False
+    rw = _reads_writes(list(t.body), root)
+    if rw is None or rw[1] & (mine[0] | mine[1]) or rw[0] & mine[1]:
+        return False
+    call = _sliced_call(s, {0: None, "out": None}, _block_bounds(t.var, t.extent, g.shape[1]),
+                        columns=True)
+    stmts[at] = kir.Loop(t.var, t.extent, (*t.body, call), parallel=True)
+    del stmts[k]
+    return True
 
 
 def _chain_product(stmts: list, k: int, root: Callable, same_array: Callable,
