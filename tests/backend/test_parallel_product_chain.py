@@ -139,9 +139,13 @@ def test_chained_layers_match_serial_build_and_eager_and_any_thread_count():
     src = parallel.entries()[0].kernel.source
     if numba.config.NUMBA_NUM_THREADS > 1:
         # The logits' product and bias in the first layer's block loop.
-        first = src.index("numba.prange(")
-        body = src[first:src.index("\n    v", first)]
+        lines = src[src.index("numba.prange("):].split("\n")[1:]
+        body = "\n".join(line for line in
+                          lines[:next(k for k, line in enumerate(lines)
+                                      if line.startswith("    ") and line[4] != " ")])
         assert body.count("dgb.gemm_part(") == 2, src
+        # The softmax on the logits' rows of each block, in the same loop.
+        assert "dgw.row_softmax_float" in body, src
     for one, two, s, e in zip(*runs, want, eager):
         assert one.tobytes() == two.tobytes()
         dg.testing.assert_close(one, s, rtol=1e-5, atol=1e-5)
