@@ -161,18 +161,18 @@ def with_parts(parts: int, factory, chain: bool = True):
 
 
 def calls_apart(factory):
-    """``factory`` built with its row routines and column sums outside the block loops
-    (`codegen._chain_rows`, `codegen._join_column_sum` off)."""
+    """``factory`` built with its row routines outside the block loops
+    (`codegen._chain_rows` off)."""
     def build():
         from dualgraph.backend.numba import codegen
 
-        keep = codegen._chain_rows, codegen._join_column_sum
-        codegen._chain_rows = codegen._join_column_sum = lambda *args: False
+        keep = codegen._chain_rows
+        codegen._chain_rows = lambda *args: False
         try:
             run = factory()
             run()  # compiles with the calls apart
         finally:
-            codegen._chain_rows, codegen._join_column_sum = keep
+            codegen._chain_rows = keep
         return run
     return build
 
@@ -197,7 +197,7 @@ def rows(models: bool, available: list[str], apart: bool = False,
     """row -> {column: factory}; ``apart``: the MLP row also with its products and loops
     in regions of their own (`regions_apart`); ``parts``: the MLP and model rows also with
     their products cut in that many blocks (`with_parts`); ``before``: and as the
-    generator made them: with the row routines and column sums outside the block loops
+    generator made them: with the row routines outside the block loops
     ("calls apart"), also with a fixed cut in 4 blocks and no chained products
     ("before"), and also with every product and loop in a region of its own
     ("unmerged": the schedule before any region was merged)."""

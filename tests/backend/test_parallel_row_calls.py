@@ -1,7 +1,6 @@
-"""Row routines and column sums in a parallel kernel's block loops (`codegen.product_blocks`):
-a row-wise library call over the rows a block loop's row-cut product has just written runs
-in that loop on each block's rows, and a bias's column sum runs in the next block loop on
-each block's columns. Each row or column is computed as the whole call computes it, so the
+"""Row routines in a parallel kernel's block loops (`codegen.product_blocks`): a row-wise
+library call over the rows a block loop's row-cut product has just written runs in that
+loop on each block's rows. Each row is computed as the whole call computes it, so the
 values match the serial build and eager, and the bits do not depend on the thread count."""
 
 from __future__ import annotations
@@ -84,21 +83,11 @@ def test_row_calls_that_need_other_rows_or_clash_with_the_loop_stay_apart():
     assert len(_run([*_layer(bufs), _column_sum(bufs, g="h")])) == 2
 
 
-def test_a_column_sum_joins_the_next_block_loop_on_each_blocks_columns():
+def test_a_column_sum_stays_whole():
+    # Cut by columns, each part's call pays the routine's fixed cost again (a 1024 x 10
+    # sum: 3.8 us whole, 14 us in 4 parts, one thread): it stays one call.
     bufs = _bufs()
-    out = _run([_column_sum(bufs), *_layer(bufs)])
-    assert len(out) == 1
-    (call,) = [t for t in out[0].body if isinstance(t, kir.LibCall)]
-    assert call.fn.startswith("row_column_sum[cols")
-    line = printer.LIBRARY[call.fn].format(*("G", 3, 0, 0.0, "C0", "C1"), out="D",
-                                           dtype="float32")
-    assert line == "dgw.row_column_sum_float32(G[:, C0:C1], D[C0:C1], 3, 0, 0.0)"
-    # It sums what the loop writes, or the loop reads its result: it stays.
-    assert len(_run([_column_sum(bufs, g="x", out="b"), *_layer(bufs)])) == 2
-    assert len(_run([_column_sum(bufs, g="h"), *_layer(bufs)])) == 2
-    # A statement between reads its result: it stays before that statement.
-    read = kir.Store(bufs["e"], (kir.const(0), kir.const(0)), bufs["d"][kir.const(0)])
-    assert len(_run([_column_sum(bufs), read, *_layer(bufs)])) == 3
+    assert len(_run([_column_sum(bufs), *_layer(bufs)])) == 2
 
 
 def _steps(net, loss_fn, opt, x, t, compiled=None, steps=2):
@@ -138,9 +127,8 @@ def test_mlp_step_matches_serial_build_and_eager_and_any_thread_count():
         runs.append((losses, params))
     src = f.entries()[0].kernel.source
     if threads > 1:
-        # The log-softmax on the first layer's blocks; both bias gradients in block loops.
+        # The log-softmax on the first layer's blocks.
         assert "dgw.row_softmax_float32(v" in src and "):((n0 * (" in src, src
-        assert src.count("dgw.row_column_sum_float32(") == 2 and "[:, (" in src, src
     (one_l, one_p), (two_l, two_p) = runs
     for a, b in zip(one_l + one_p, two_l + two_p):
         assert a.tobytes() == b.tobytes()

@@ -1517,10 +1517,6 @@ def product_blocks(stmts: list, parts: int | None = None) -> list:
         if not (_chain_product(stmts, k, root, same_array, fresh)
                 or _chain_rows(stmts, k, root, same_array)):
             k += 1
-    k = 0
-    while k < len(stmts):
-        if not _join_column_sum(stmts, k, root):
-            k += 1
     return stmts
 
 
@@ -1530,26 +1526,23 @@ _ROW_WISE = ("row_softmax", "row_softmax_backward", "row_layer_norm",
              "row_layer_norm_backward")
 
 
-def _sliced_call(s: kir.LibCall, cut: dict, bounds: tuple, columns: bool = False
-                 ) -> kir.LibCall:
-    """``s`` on the block ``bounds`` (start, stop) of rows (``columns``: of columns) of the
-    buffers at the argument positions ``cut`` holds ("out": its output): a library
-    template of its own that slices those operands (registered once per pattern)."""
+def _sliced_call(s: kir.LibCall, cut: dict, bounds: tuple) -> kir.LibCall:
+    """``s`` on the block ``bounds`` (start, stop) of rows of the buffers at the argument
+    positions ``cut`` holds ("out": its output): a library template of its own that
+    slices those operands (registered once per pattern)."""
     at = len(s.args)
-    fn = f"{s.fn}[{'cols' if columns else 'rows'} {','.join(map(str, sorted(cut, key=str)))}]"
+    fn = f"{s.fn}[rows {','.join(map(str, sorted(cut, key=str)))}]"
     if fn not in printer.LIBRARY:
         template = printer.LIBRARY[s.fn]
-        block = f"{{{at}}}:{{{at + 1}}}"
         for pos in cut:
             name = "{out}" if pos == "out" else f"{{{pos}}}"
-            sl = f"[:, {block}]" if columns and pos != "out" else f"[{block}]"
-            template = template.replace(name, name + sl)
+            template = template.replace(name, f"{name}[{{{at}}}:{{{at + 1}}}]")
         printer.LIBRARY[fn] = template
     return kir.LibCall(fn, (*s.args, *bounds), s.outs)
 
 
 def _block_bounds(p: kir.Var, parts: Any, n: int) -> tuple:
-    """Block ``p``'s (start, stop) of ``n`` rows or columns cut in ``parts`` as
+    """Block ``p``'s (start, stop) of ``n`` rows cut in ``parts`` as
     `blas_parallel.gemm_part` cuts them."""
     def at(q: kir.Expr) -> kir.Expr:
         return kir.Bin("//", kir.Bin("*", kir.const(n), q), kir.const(parts))
@@ -1633,43 +1626,6 @@ def _chain_rows(stmts: list, k: int, root: Callable, same_array: Callable) -> bo
     call = _sliced_call(s, cut, _block_bounds(loop.var, loop.extent, m))
     stmts[k:at + 1] = [*stmts[k + 1:at], kir.Loop(loop.var, loop.extent,
                                                    (*loop.body, call), parallel=True)]
-    return True
-
-
-def _join_column_sum(stmts: list, k: int, root: Callable) -> bool:
-    """Move the column sum ``stmts[k]`` (a bias's gradient: `row_column_sum` of a 2-D
-    operand) into the next block loop when neither depends on the other, each part
-    summing its block of columns: each column's total takes the rows in order as the
-    whole call does (the same bits), and its rows no longer run alone on one thread."""
-    s = stmts[k]
-    if not (isinstance(s, kir.LibCall) and s.fn == "row_column_sum" and len(s.outs) == 1
-            and isinstance(s.args[0], kir.Buffer) and len(s.args[0].shape) == 2
-            and s.args[1] == 3 and isinstance(s.args[0].shape[1], int)):
-        return False
-    g = s.args[0]
-    mine = _reads_writes([s], root)
-    for at in range(k + 1, len(stmts)):
-        t = stmts[at]
-        if isinstance(t, kir.Loop) and t.parallel:
-            break
-        if isinstance(t, (kir.Comment, kir.View, kir.Alloc)):
-            continue
-        rw = _reads_writes([t], root)
-        if rw is None or rw[1] & (mine[0] | mine[1]) or rw[0] & mine[1]:
-            return False
-    else:
-        return False
-    first = t.body[0] if t.body else None
-    if not (isinstance(t.extent, int) and isinstance(first, kir.Gemm) and first.part
-            and first.part[0] == t.var):
-        return False
-    rw = _reads_writes(list(t.body), root)
-    if rw is None or rw[1] & (mine[0] | mine[1]) or rw[0] & mine[1]:
-        return False
-    call = _sliced_call(s, {0: None, "out": None}, _block_bounds(t.var, t.extent, g.shape[1]),
-                        columns=True)
-    stmts[at] = kir.Loop(t.var, t.extent, (*t.body, call), parallel=True)
-    del stmts[k]
     return True
 
 
