@@ -85,9 +85,15 @@ def test_products_that_need_other_blocks_rows_stay_apart():
                              epilogue=False))) == 2
     # Its left operand is not what the loop writes.
     assert len(_loops(_layer(bufs, left="x", right="v", epilogue=False))) == 2
-    # A statement that does work stands between them.
-    other = kir.Store(bufs["c"], (kir.const(0),), kir.const(1.0, F32))
+    # A statement between that the second product needs and that needs the loop's
+    # result: it must run between the two.
+    i = kir.const(0)
+    other = kir.Store(bufs["h"], (i, i), kir.Bin("+", bufs["h"][i, i], kir.const(1.0, F32)))
     assert len(_loops(_layer(bufs, between=(other,)))) >= 2
+    # One the product's bias needs, independent of the loop: it moves above the loop.
+    other = kir.Store(bufs["c"], (i,), kir.const(1.0, F32))
+    out = product_blocks(_layer(bufs, between=(other,)), 2)
+    assert out[0] == other and len(out) == 2
 
 
 def test_a_large_product_is_cut_in_one_block_per_thread_a_smaller_one_in_four():

@@ -76,9 +76,26 @@ def test_row_calls_that_need_other_rows_or_clash_with_the_loop_stay_apart():
     assert len(_run([*_layer(bufs), _softmax(bufs, out="x")])) == 2
     # Writes the loop's own result in place.
     assert len(_run([*_layer(bufs), _softmax(bufs, out="h")])) == 2
-    # Work between the two stays between them.
-    other = kir.Store(bufs["d"], (kir.const(0),), kir.const(1.0, F32))
-    assert len(_run([*_layer(bufs), other, _softmax(bufs)])) == 3
+    # Work between the two that the call does not need stays after the loop.
+    i = kir.const(0)
+    other = kir.Store(bufs["d"], (i,), kir.const(1.0, F32))
+    out = _run([*_layer(bufs), other, _softmax(bufs)])
+    assert len(out) == 2 and out[1] == other and _calls(out[0])
+    # Work it needs moves above the loop, unless that needs the loop's result.
+    other = kir.Store(bufs["g"], (i, i), kir.const(1.0, F32))
+    backward = kir.LibCall("row_softmax_backward", (bufs["g"], bufs["h"], 3, 0, 0.0),
+                           (bufs["s"],))
+    out = _run([*_layer(bufs), other, backward])
+    assert len(out) == 2 and out[0] == other and _calls(out[1])
+    other = kir.Store(bufs["g"], (i, i), bufs["h"][i, i])
+    assert len(_run([*_layer(bufs), other, backward])) == 3
+    # Work that may raise does not move above a loop that writes an argument (``h``):
+    # the error would then come before that write, not after.
+    check = kir.If(kir.Bin("<", bufs["d"][i], kir.const(0.0, F32)),
+                   (kir.Raise("IndexError", "out of bounds"),))
+    other = kir.Loop(kir.Var("t0"), 1, (check, kir.Store(bufs["g"], (i, i),
+                                                           kir.const(1.0, F32))))
+    assert len(_run([*_layer(bufs), other, backward])) == 3
     # Not row-wise: a column sum of the loop's result needs every block's rows.
     assert len(_run([*_layer(bufs), _column_sum(bufs, g="h")])) == 2
 
@@ -127,8 +144,15 @@ def test_mlp_step_matches_serial_build_and_eager_and_any_thread_count():
         runs.append((losses, params))
     src = f.entries()[0].kernel.source
     if threads > 1:
-        # The log-softmax on the first layer's blocks.
+        # The log-softmax and its gradient on the first layer's blocks, the hidden
+        # gradient chained after them (the loss's gradient, from the targets alone,
+        # above the loop): three products in the first region.
         assert "dgw.row_softmax_float32(v" in src and "):((n0 * (" in src, src
+        assert "dgw.row_softmax_backward_float32(v14[(" in src, src
+        lines = src[src.index("numba.prange("):].split("\n")[1:]
+        body = lines[:next(k for k, line in enumerate(lines)
+                           if line.startswith("    ") and line[4] != " ")]
+        assert sum("dgb.gemm_part(" in line for line in body) == 3, src
     (one_l, one_p), (two_l, two_p) = runs
     for a, b in zip(one_l + one_p, two_l + two_p):
         assert a.tobytes() == b.tobytes()

@@ -17,6 +17,7 @@ reshapes at the boundary), which keeps every loop and index uniform.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -1507,17 +1508,164 @@ def product_blocks(stmts: list, parts: int | None = None) -> list:
             del stmts[k]
             continue
         k += 1
+    # Chains first: a product joined to a block loop would keep that loop from chaining
+    # into the one before it (the MLP's output-layer weight gradient joins the last
+    # region instead, and the hidden gradient runs in the first).
+    roles = _roles(stmts, root)
+    k = 0
+    while k < len(stmts):
+        if not (_chain_product(stmts, k, root, same_array, fresh, roles)
+                or _chain_rows(stmts, k, root, same_array, roles)):
+            k += 1
     k = 0
     while k < len(stmts):
         if _join_product(stmts, k, root, fresh):
             continue
         k += 1
-    k = 0
-    while k < len(stmts):
-        if not (_chain_product(stmts, k, root, same_array, fresh)
-                or _chain_rows(stmts, k, root, same_array)):
-            k += 1
     return stmts
+
+
+def _roles(stmts: list, root: Callable) -> dict:
+    """The role (`kir.ARG`, ...) of each array ``stmts`` name, by its root's name."""
+    bufs: dict = {}
+
+    def see(b: Any) -> None:
+        if isinstance(b, kir.Buffer) and b.role != kir.VIEW:
+            bufs.setdefault(root(b.name), b.role)
+
+    for t in kir.walk(stmts):
+        for e in kir.exprs_of(t):
+            for x in kir.subexprs(e):
+                if isinstance(x, kir.Load):
+                    see(x.buf)
+        if isinstance(t, (kir.Store, kir.Alloc)):
+            see(t.buf)
+        elif isinstance(t, kir.View):
+            see(t.base)
+            see(t.buf)
+        elif isinstance(t, kir.Gemm):
+            for o in (t.a, t.b, t.c):
+                see(o.buf)
+        elif isinstance(t, kir.LibCall):
+            for b in (*t.args, *t.outs):
+                see(b)
+    return bufs
+
+
+def _effects(stmts: list, root: Callable) -> tuple[set, set, set] | None:
+    """(what ``stmts`` read, what they write, the errors they may raise as (kind,
+    message)): arrays by their roots' names, scalars named outside them as ``$name``;
+    None when they may jump."""
+    rw = _reads_writes_raising(stmts, root)
+    if rw is None:
+        return None
+    reads, writes, raises = rw
+    bound: set = set()
+    for t in kir.walk(stmts):
+        if isinstance(t, kir.Loop):
+            bound.add(t.var.name)
+        elif isinstance(t, kir.Let) and not any(t is u for u in stmts):
+            bound.add(t.var.name)
+    for t in kir.walk(stmts):
+        for e in kir.exprs_of(t):
+            reads.update(f"${x.name}" for x in kir.subexprs(e)
+                         if isinstance(x, kir.Var) and x.name not in bound)
+        if isinstance(t, kir.Let) and t.var.name not in bound:
+            writes.add(f"${t.var.name}")
+        elif isinstance(t, kir.Accum) and t.var.name not in bound:
+            reads.add(f"${t.var.name}")
+            writes.add(f"${t.var.name}")
+        elif isinstance(t, kir.Gemm):
+            reads.update(f"${v.name}" for v in t.part[:1])
+            writes.update(f"${v.name}" for v in t.part[1:])
+    return reads, writes, raises
+
+
+def _reads_writes_raising(stmts: list, root: Callable) -> tuple[set, set, set] | None:
+    """`_reads_writes` with the errors ``stmts`` may raise; None when they may jump."""
+    if any(isinstance(t, kir.Jump) for t in kir.walk(stmts)):
+        return None
+    rw = _reads_writes(_without_raises(stmts), root)
+    if rw is None:
+        return None
+    raises = {(t.kind, t.message) for t in kir.walk(stmts) if isinstance(t, kir.Raise)}
+    return rw[0], rw[1], raises
+
+
+def _without_raises(stmts: Any) -> list:
+    """``stmts`` with every `kir.Raise` left out (to read their other effects)."""
+    out = []
+    for t in stmts:
+        if isinstance(t, kir.Raise):
+            continue
+        if isinstance(t, kir.Loop):
+            t = dataclasses.replace(t, body=tuple(_without_raises(t.body)))
+        elif isinstance(t, kir.If):
+            t = dataclasses.replace(t, then=tuple(_without_raises(t.then)),
+                                    orelse=tuple(_without_raises(t.orelse)))
+        out.append(t)
+    return out
+
+
+def _independent(a: tuple, b: tuple) -> bool:
+    """Whether statements of effects ``a`` and ``b`` (`_effects`) may swap: neither
+    writes what the other reads or writes, and not both may raise, unless the same one
+    error (which of the two raises it then shows no difference)."""
+    if a[1] & (b[0] | b[1]) or b[1] & a[0]:
+        return False
+    return not (a[2] and b[2]) or (a[2] == b[2] and len(a[2]) == 1)
+
+
+def _pass_over(piece: tuple, between: list, roles: dict, root: Callable
+               ) -> tuple[list, list] | None:
+    """The statements ``between`` a block loop and ``piece`` (the effects of what is to
+    move into that loop) split in (those to move above the loop, those to stay after
+    it), or None when the piece cannot move up past them. What the piece needs, and what
+    that needs in turn, moves above; names, allocations and comments move above; the
+    rest stays, and a statement moving above must be independent of those staying
+    before it."""
+    kept = (kir.Comment, kir.View, kir.Alloc)
+    effects = [None if isinstance(t, kept) else _effects([t], root) for t in between]
+    if any(e is None for t, e in zip(between, effects) if not isinstance(t, kept)):
+        return None
+    need = (set(piece[0]), set(piece[1]), set())
+    up = [isinstance(t, kept) for t in between]
+    for j in reversed(range(len(between))):
+        e = effects[j]
+        if e is None or not (e[1] & (need[0] | need[1]) or need[1] & e[0]):
+            continue
+        up[j] = True
+        need = (need[0] | e[0], need[1] | e[1], set())
+    stayed = []
+    for e, moves in zip(effects, up):
+        if e is None:
+            continue
+        if not moves:
+            stayed.append(e)
+        elif not all(_independent(e, st) for st in stayed):
+            return None
+    if any(st[2] for st in stayed) and any(roles.get(w) == kir.ARG for w in piece[1]):
+        # The piece would write an argument before an error that stops the kernel.
+        return None
+    return ([t for t, moves in zip(between, up) if moves],
+            [t for t, moves in zip(between, up) if not moves])
+
+
+def _loop_passable(loop: kir.Loop, above: list, roles: dict, root: Callable) -> bool:
+    """Whether the statements ``above`` may move above the block loop ``loop``: each is
+    independent of it, and when one may raise, the loop writes no argument."""
+    e = _effects([loop], root)
+    if e is None or e[2]:
+        return False
+    for t in above:
+        if isinstance(t, (kir.Comment, kir.View, kir.Alloc)):
+            continue
+        f = _effects([t], root)
+        if f is None or not _independent(f, e):
+            return False
+        if f[2] and any(roles.get(w) == kir.ARG for w in e[1]):
+            return False
+    return True
 
 
 # Row routines (`row_kernels`) whose every row is computed from that row alone: called on a
@@ -1572,24 +1720,35 @@ def _row_owners(loop: kir.Loop, root: Callable) -> tuple[dict, dict] | None:
     return rows_of, writers
 
 
-def _chain_rows(stmts: list, k: int, root: Callable, same_array: Callable) -> bool:
+# How many statements after a block loop a piece that may join it is looked for.
+_REACH = 24
+
+
+def _chain_rows(stmts: list, k: int, root: Callable, same_array: Callable,
+                roles: dict) -> bool:
     """Move a row-wise library call (`_ROW_WISE`, along the last axis of 2-D operands)
     after the block loop ``stmts[k]`` into it, on block ``p``'s rows, when each of its
     2-D inputs is either a row-cut product's result the loop writes block by block (or
     that result's epilogue) or not written by the loop at all, and the loop does not
     touch what it writes: a layer's softmax then runs on the threads with the layer.
-    Only names and comments may stand between the two; they move above the loop."""
+    The statements between move above the loop when the call needs them (`_pass_over`:
+    a loss's gradient made from the targets alone), else stay after it."""
     loop = stmts[k]
     if not (isinstance(loop, kir.Loop) and loop.parallel and loop.body
             and isinstance(loop.extent, int)):
         return False
-    at = k + 1
-    while at < len(stmts) and isinstance(stmts[at], (kir.Comment, kir.View)):
-        at += 1
-    if at == len(stmts):
+    at = None
+    for j in range(k + 1, min(len(stmts), k + 1 + _REACH)):
+        t = stmts[j]
+        if isinstance(t, kir.Loop) and t.parallel:
+            break
+        if isinstance(t, kir.LibCall) and t.fn in _ROW_WISE:
+            at = j
+            break
+    if at is None:
         return False
     s = stmts[at]
-    if not (isinstance(s, kir.LibCall) and s.fn in _ROW_WISE and len(s.outs) == 1):
+    if len(s.outs) != 1:
         return False
     out = s.outs[0]
     buffers = [a for a in s.args if isinstance(a, kir.Buffer)]
@@ -1623,21 +1782,86 @@ def _chain_rows(stmts: list, k: int, root: Callable, same_array: Callable) -> bo
     target = root(out.name)
     if target in rw[0] | rw[1] or any(root(a.name) == target for a in buffers):
         return False
+    piece = _effects([s], root)
+    split = _pass_over(piece, stmts[k + 1:at], roles, root) if piece else None
+    if split is None or not _loop_passable(loop, split[0], roles, root):
+        return False
+    above, stay = split
     call = _sliced_call(s, cut, _block_bounds(loop.var, loop.extent, m))
-    stmts[k:at + 1] = [*stmts[k + 1:at], kir.Loop(loop.var, loop.extent,
-                                                   (*loop.body, call), parallel=True)]
+    stmts[k:at + 1] = [*above, kir.Loop(loop.var, loop.extent, (*loop.body, call),
+                                        parallel=True), *stay]
+    return True
+
+
+def _next_product(stmts: list, k: int, root: Callable) -> int | None:
+    """The position of the first product after ``stmts[k]`` that a row cut may chain
+    (whole, not transposed on the left, as many rows as columns or more), alone or as
+    the one product of a block loop, before any other parallel loop and within
+    `_REACH`; products that may not are passed over."""
+    for j in range(k + 1, min(len(stmts), k + 1 + _REACH)):
+        t = stmts[j]
+        g = _single_block(t) if isinstance(t, kir.Loop) and t.parallel else t
+        if isinstance(g, kir.Gemm) and not g.ta and g.m >= g.n and (
+                _product_whole(g, root) is not None):
+            return j
+        if isinstance(t, kir.Loop) and t.parallel:
+            return None
+    return None
+
+
+def _single_block(loop: kir.Loop) -> kir.Gemm | None:
+    """The product of a block loop of one product and its epilogue (`_product_block`),
+    the product unblocked; else None."""
+    body = loop.body
+    if not (body and isinstance(body[0], kir.Gemm) and body[0].part
+            and body[0].part[0] == loop.var):
+        return None
+    rest = list(body[1:])
+    if any(isinstance(t, (kir.Gemm, kir.LibCall)) for t in kir.walk(rest)):
+        return None
+    if any(isinstance(x, kir.Var) and x.name == loop.var.name for t in kir.walk(rest)
+           for e in kir.exprs_of(t) for x in kir.subexprs(e)):
+        return None
+    g = body[0]
+    return kir.Gemm(g.m, g.n, g.k, g.a, g.b, g.c, g.ta, g.tb, g.beta)
+
+
+def _rows_read_in_block(piece: list, loop_writes: set, rows_of: dict, writers: dict,
+                        m: int, root: Callable) -> bool:
+    """Whether the epilogue in ``piece`` (`_block_epilogue`'s ``[block, starts, rows]``)
+    reads what the block loop writes only at its own rows: arrays a row-cut product of
+    ``m`` rows of the loop writes alone, at index (i, ...)."""
+    rest = piece[1:]
+    if not rest:
+        return True
+    rows = rest[-1]
+    if not (isinstance(rows, kir.Loop) and rows.body and isinstance(rows.body[0], kir.Let)):
+        return False
+    i = rows.body[0].var
+    for t in kir.walk(rest):
+        for e in kir.exprs_of(t):
+            for x in kir.subexprs(e):
+                if not (isinstance(x, kir.Load) and root(x.buf.name) in loop_writes):
+                    continue
+                r = root(x.buf.name)
+                owner = rows_of.get(r)
+                if (owner is None or owner.m != m or writers[r] != {id(owner)}
+                        or not x.index or x.index[0] != i):
+                    return False
     return True
 
 
 def _chain_product(stmts: list, k: int, root: Callable, same_array: Callable,
-                   fresh: kir.Fresh) -> bool:
+                   fresh: kir.Fresh, roles: dict) -> bool:
     """Move the next product after the block loop ``stmts[k]`` into it, with the
     element-by-element loop over that product's result when one follows, when the
     product's left operand is the result of a product the loop cuts by rows (or that
-    result's epilogue), of as many rows, and the new product is cut by rows too: block
-    ``p`` of it reads only the rows block ``p`` of the loop has just written (a layer's
-    output feeding the next layer: its product and bias then cost no region of their
-    own). Only names and comments may stand between the two; they move above the loop."""
+    result's epilogue, or a row call's result there), of as many rows, and the new
+    product is cut by rows too: block ``p`` of it reads only the rows block ``p`` of the
+    loop has just written (a layer's output feeding the next layer: its product and bias
+    then cost no region of their own). The product may stand alone or be the one product
+    of a block loop of its own (which then costs no region either). The statements
+    between move above the loop or stay after it (`_pass_over`)."""
     loop = stmts[k]
     if not (isinstance(loop, kir.Loop) and loop.parallel and loop.body):
         return False
@@ -1645,55 +1869,53 @@ def _chain_product(stmts: list, k: int, root: Callable, same_array: Callable,
             and t.part[0] == loop.var]
     if not head:
         return False
-    at = k + 1
-    while at < len(stmts) and isinstance(stmts[at], (kir.Comment, kir.View)):
-        at += 1
-    if at == len(stmts) or not isinstance(stmts[at], kir.Gemm):
+    at = _next_product(stmts, k, root)
+    if at is None:
         return False
-    g = stmts[at]
+    blocked = isinstance(stmts[at], kir.Loop)
+    g = _single_block(stmts[at]) if blocked else stmts[at]
     out = _product_whole(g, root)
     if out is None or g.ta or g.m < g.n or (g.a.resolved and (g.a.offset != 0 or g.a.ld != g.k)):
         return False
     left = same_array(g.a.buf)
     if left is None or g.a.buf.shape != (g.m, g.k):
         return False
-    # The arrays each row-cut block of ``g.m`` rows writes: its product's result and the
-    # stores of the loops after it (element (i, j) of its block, `_product_block`).
-    rows_of: dict = {}
-    writers: dict = {}
-    owner = None
-    for t in loop.body:
-        if isinstance(t, kir.Gemm):
-            owner = t if t.m == g.m and t.m >= t.n else None
-            written = {root(t.c.buf.name)}
-        else:
-            rw = _reads_writes([t], root)
-            if rw is None:
-                return False
-            written = rw[1]
-        for r in written:
-            writers.setdefault(r, set()).add(id(owner) if owner is not None else None)
-            if owner is not None:
-                rows_of[r] = owner
-    if left not in rows_of or writers[left] != {id(rows_of[left])}:
+    found = _row_owners(loop, root)
+    if found is None:
+        return False
+    rows_of, writers = found
+    owner = rows_of.get(left)
+    if owner is None or owner.m != g.m or writers[left] != {id(owner)}:
         return False
     rw = _reads_writes(list(loop.body), root)
     operand = root(g.b.buf.name)
     if rw is None or out in rw[0] | rw[1] or operand in rw[1]:
         return False
-    moved = stmts[k + 1:at]
     p = loop.var
-    block = kir.Gemm(g.m, g.n, g.k, g.a, g.b, g.c, g.ta, g.tb, g.beta,
-                     part=(p, *(fresh.var(kir.INDEX) for _ in range(4))))
-    body = [block]
     end = at + 1
-    nxt = stmts[end] if end < len(stmts) else None
-    if isinstance(nxt, kir.Loop):
-        epilogue = _block_epilogue(g, block, nxt, root, same_array, fresh)
-        if epilogue is not None:
-            body = epilogue
-            end += 1
-    stmts[k:end] = [*moved, kir.Loop(p, loop.extent, (*loop.body, *body), parallel=True)]
+    if blocked:
+        old = stmts[at].body[0]
+        body = [kir.Gemm(g.m, g.n, g.k, g.a, g.b, g.c, g.ta, g.tb, g.beta,
+                         part=(p, *old.part[1:])), *stmts[at].body[1:]]
+    else:
+        block = kir.Gemm(g.m, g.n, g.k, g.a, g.b, g.c, g.ta, g.tb, g.beta,
+                         part=(p, *(fresh.var(kir.INDEX) for _ in range(4))))
+        body = [block]
+        nxt = stmts[end] if end < len(stmts) else None
+        if isinstance(nxt, kir.Loop):
+            epilogue = _block_epilogue(g, block, nxt, root, same_array, fresh)
+            if epilogue is not None:
+                body = epilogue
+                end += 1
+    if not _rows_read_in_block(body, rw[1], rows_of, writers, g.m, root):
+        return False
+    piece = _effects(stmts[at:end], root)
+    split = _pass_over(piece, stmts[k + 1:at], roles, root) if piece else None
+    if split is None or not _loop_passable(loop, split[0], roles, root):
+        return False
+    above, stay = split
+    stmts[k:end] = [*above, kir.Loop(p, loop.extent, (*loop.body, *body), parallel=True),
+                    *stay]
     return True
 
 
