@@ -1470,8 +1470,10 @@ def product_blocks(stmts: list, parts: int | None = None) -> list:
     waits for them (about 45 us on an idle 2-core VM); the product and its loop then cost
     one region, not two. The cut is the one `gemm_blocks` makes, so the bits do not depend
     on the number of threads. The product moves down to the loop past statements that
-    neither read its result nor write what it reads. ``parts``: the number of blocks
-    (`blas_parallel.product_parts` when None); a new list."""
+    neither read its result nor write what it reads. A block loop then takes in what
+    works on the rows its blocks wrote (`_chain_product`, `_chain_rows`), and a product
+    independent of a later block loop joins it (`_join_product`). ``parts``: the number
+    of blocks (`blas_parallel.product_parts` when None); a new list."""
     from .blas import HAVE_CBLAS
     from .blas_parallel import product_parts
 
