@@ -10,7 +10,7 @@ import numpy as np
 
 import dualgraph as dg
 from dualgraph.backend import kir
-from dualgraph.backend.numba import printer
+from dualgraph.backend.numba import blas_parallel, printer
 from dualgraph.backend.numba.codegen import product_blocks
 from dualgraph.workloads import mlp_data, mlp_model
 
@@ -160,3 +160,36 @@ def test_mlp_step_matches_serial_build_and_eager_and_any_thread_count():
                        eager_losses + eager_params):
         dg.testing.assert_close(a, s, rtol=1e-5, atol=1e-6)
         dg.testing.assert_close(a, e, rtol=1e-5, atol=1e-6)
+
+
+@numba.njit(cache=False)
+def _parts(x, y, parts):
+    """``x @ y`` as `blas_parallel.gemm_part` computes it in ``parts`` parts, one after
+    another; the parts' bounds."""
+    c = np.zeros((x.shape[0], y.shape[1]), x.dtype)
+    bounds = np.empty((parts, 4), np.int64)
+    a, ta, lda = blas_parallel.operand(x)
+    b, tb, ldb = blas_parallel.operand(y)
+    for p in range(parts):
+        r0, r1, c0, c1 = blas_parallel.gemm_part(p, parts, ta, tb, x.shape[0], y.shape[1],
+                                                 x.shape[1], a, lda, b, ldb, 0.0, c,
+                                                 y.shape[1])
+        bounds[p] = (r0, r1, c0, c1)
+    return c, bounds
+
+
+def test_a_small_products_part_runs_the_blocks_of_the_four_part_cut_it_spans():
+    # A part of a product under ROW_PARTS * SPLIT_FLOPS multiply-adds is multiplied in
+    # ROW_PARTS-cut blocks (each unpacked by OpenBLAS); its bounds stay the part's own.
+    rng = np.random.default_rng(3)
+    for shape in ((1024, 10, 256), (10, 1024, 256)):  # rows cut, then columns
+        m, k, n = shape
+        x = rng.standard_normal((m, k), F32)
+        y = rng.standard_normal((k, n), F32)
+        two, bounds = _parts(x, y, 2)
+        four, _ = _parts(x, y, blas_parallel.ROW_PARTS)
+        assert two.tobytes() == four.tobytes()
+        want = (x.astype(np.float64) @ y.astype(np.float64)).astype(F32)
+        dg.testing.assert_close(two, want, rtol=1e-4, atol=1e-4)
+        half = (m // 2, m, 0, n) if m >= n else (0, m, n // 2, n)
+        assert tuple(bounds[1]) == half
