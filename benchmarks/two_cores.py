@@ -17,6 +17,10 @@ block would take a core from the next column.
 
     python benchmarks/two_cores.py                       # W3 and MLP, 9 rounds
     python benchmarks/two_cores.py --rounds 15 --models --json two_cores.json
+    python benchmarks/two_cores.py --row MLP --apart     # and the MLP's regions unmerged
+    python benchmarks/two_cores.py --row MLP --parts 4   # and its products in 4 blocks
+    python benchmarks/two_cores.py --models --before     # and each as generated before
+                                                         # (merged; and unmerged)
 
 The process may use both CPUs; every other load on the machine shows in the two-thread
 columns (wall time waits for the slower thread), so they are figures of a quiet machine
@@ -117,6 +121,62 @@ def model_dualgraph(name: str, parallel: bool):
     return build
 
 
+def regions_apart(factory):
+    """``factory`` built with each product and the loop over its result in parallel
+    regions of their own (`codegen.product_blocks` off): what merging them saves, in the
+    same process."""
+    def build():
+        from dualgraph.backend.numba import codegen
+
+        keep = codegen.product_blocks
+        codegen.product_blocks = lambda stmts, parts=None: list(stmts)
+        try:
+            run = factory()
+            run()  # compiles while the merge is off
+        finally:
+            codegen.product_blocks = keep
+        return run
+    return build
+
+
+def with_parts(parts: int, factory, chain: bool = True):
+    """``factory`` built with its products cut in ``parts`` blocks
+    (`blas_parallel.product_parts`), whatever the pool: another cut in the same process;
+    without ``chain``, no product runs in the block loop of the product before it
+    (`codegen._chain_product` off)."""
+    def build():
+        from dualgraph.backend.numba import blas_parallel, codegen
+
+        keep = blas_parallel.product_parts, codegen._chain_product
+        blas_parallel.product_parts = lambda: parts
+        if not chain:
+            codegen._chain_product = lambda *args: False
+        try:
+            run = factory()
+            run()  # compiles with this cut
+        finally:
+            blas_parallel.product_parts, codegen._chain_product = keep
+        return run
+    return build
+
+
+def calls_apart(factory):
+    """``factory`` built with its row routines outside the block loops
+    (`codegen._chain_rows` off)."""
+    def build():
+        from dualgraph.backend.numba import codegen
+
+        keep = codegen._chain_rows
+        codegen._chain_rows = lambda *args: False
+        try:
+            run = factory()
+            run()  # compiles with the calls apart
+        finally:
+            codegen._chain_rows = keep
+        return run
+    return build
+
+
 def chain_numba_prange(n: int):
     """The hand-written reference: one fused pass, a ``prange`` of 64 chunks."""
     def build():
@@ -132,8 +192,15 @@ def _peer(impl: str, *params):
     return lambda: peers.build(impl, *params)
 
 
-def rows(models: bool, available: list[str]) -> dict:
-    """row -> {column: factory}."""
+def rows(models: bool, available: list[str], apart: bool = False,
+         parts: int | None = None, before: bool = False) -> dict:
+    """row -> {column: factory}; ``apart``: the MLP row also with its products and loops
+    in regions of their own (`regions_apart`); ``parts``: the MLP and model rows also with
+    their products cut in that many blocks (`with_parts`); ``before``: and as the
+    generator made them: with the row routines outside the block loops
+    ("calls apart"), also with a fixed cut in 4 blocks and no chained products
+    ("before"), and also with every product and loop in a region of its own
+    ("unmerged": the schedule before any region was merged)."""
     sizes, _, loss = MLPS["mlp"]
     table = {
         "W3 1e7": ({"dg 1 thread": _with_threads(1, chain_dualgraph(W3_N, False)),
@@ -148,6 +215,24 @@ def rows(models: bool, available: list[str]) -> dict:
              "dg parallel 2 threads": _with_threads(2, mlp_dualgraph(MLP_BATCH, True))},
             ("mlp", sizes, MLP_BATCH, loss)),
     }
+    if apart:
+        table[f"MLP b{MLP_BATCH}"][0]["dg parallel 2 threads, regions apart"] = regions_apart(
+            _with_threads(2, mlp_dualgraph(MLP_BATCH, True)))
+    variants = ([(f"{parts} blocks", parts, True)] if parts else []) + (
+        [("calls apart", 0, True), ("before", 4, False), ("unmerged", 4, False)]
+        if before else [])
+
+    def variant(label: str, n: int, chain: bool, factory):
+        if label == "calls apart":
+            return calls_apart(factory)
+        if label == "unmerged":
+            factory = regions_apart(factory)
+        factory = with_parts(n, factory, chain)
+        return calls_apart(factory) if label == "before" or label == "unmerged" else factory
+
+    for label, n, chain in variants:
+        table[f"MLP b{MLP_BATCH}"][0][f"dg parallel 2 threads, {label}"] = variant(
+            label, n, chain, _with_threads(2, mlp_dualgraph(MLP_BATCH, True)))
     if models:
         for name, row in (("cnn", "W4cnn"), ("transformer", "W5tr")):
             table[row] = ({"dg 1 thread": _with_threads(1, model_dualgraph(name, False)),
@@ -155,6 +240,9 @@ def rows(models: bool, available: list[str]) -> dict:
                            "dg parallel 2 threads": _with_threads(2, model_dualgraph(name,
                                                                                      True))},
                           (name,))
+            for label, n, chain in variants:
+                table[row][0][f"dg parallel 2 threads, {label}"] = variant(
+                    label, n, chain, _with_threads(2, model_dualgraph(name, True)))
     out = {}
     for row, (cols, params) in table.items():
         if "torch" in available and peers.has("torch", params[0]):
@@ -184,12 +272,21 @@ def main() -> None:
     ap.add_argument("--models", action="store_true", help="also the cnn and transformer steps")
     ap.add_argument("--row", action="append", help="only these rows (W3, MLP, W4cnn, W5tr)")
     ap.add_argument("--json", help="per-round times here")
+    ap.add_argument("--apart", action="store_true",
+                    help="the MLP row also with each product and its loop in regions apart")
+    ap.add_argument("--parts", type=int,
+                    help="the MLP and model rows also with their products cut in this many "
+                         "blocks (4: the cut before it followed the pool's size)")
+    ap.add_argument("--before", action="store_true",
+                    help="the MLP and model rows also with row calls apart, in 4 blocks with "
+                         "no chained products, and so with every product and loop apart")
     args = ap.parse_args()
     single_thread.limit = lambda: None  # the peers' builders must not pin this process
     meta = interleaved.machine()
     meta["cpus"] = CPUS
     results = {}
-    for row, cols in rows(args.models, _available()).items():
+    for row, cols in rows(args.models, _available(), args.apart, args.parts,
+                          args.before).items():
         if args.row and not any(row.startswith(r) for r in args.row):
             continue
         print(f"{row}: {', '.join(cols)}", flush=True)
@@ -197,12 +294,17 @@ def main() -> None:
     meta["load_after"] = interleaved.machine().get("load")
     print(f"\n{meta}; {args.rounds} rounds; median per-round ratio (interquartile range)")
     base = "dg parallel 2 threads"
+    apart = [(base, f"{base}, regions apart")] if args.apart else []
+    if args.parts:
+        apart.append((base, f"{base}, {args.parts} blocks"))
+    if args.before:
+        apart += [(base, f"{base}, {label}") for label in ("calls apart", "before", "unmerged")]
     for clock in ("wall", "cpu"):
         print(f"\n{clock} time\n")
         print(interleaved.table(results, [
             (base, "dg 1 thread"), ("dg parallel 2 threads", "dg parallel 1 thread"),
             ("numba prange 2 threads", "numba prange 1 thread"), (base, "torch 2 threads"),
-            (base, "jax.jit")], clock=clock))
+            (base, "jax.jit")] + apart, clock=clock))
     if args.json:
         interleaved.save(args.json, results, meta)
 

@@ -315,6 +315,10 @@ class Gemm:
     tb: bool = False
     beta: float = 0.0
     batch: int = 1
+    # (p, r0, r1, c0, c1) Vars: only block ``p`` of the target's fixed cut of the result
+    # into blocks of rows or columns, binding the block's rows r0:r1 and columns c0:c1
+    # (the statements after it work on that block); () for the whole product.
+    part: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -418,7 +422,7 @@ def exprs_of(s: Any) -> list:
     if isinstance(s, Accum):
         return [s.value]
     if isinstance(s, Gemm):
-        return [const(o.offset) for o in (s.a, s.b, s.c)]
+        return [const(o.offset) for o in (s.a, s.b, s.c)] + list(s.part[:1])
     if isinstance(s, LibCall):
         return [a for a in s.args if isinstance(a, Expr)]
     return []
@@ -447,7 +451,8 @@ def scalar_names(stmts: Any) -> set:
     nested statements included."""
     names = {x.name for s in walk(stmts) for e in exprs_of(s) for x in subexprs(e)
              if isinstance(x, Var)}
-    return names | {s.var.name for s in walk(stmts) if isinstance(s, (Let, Loop, Accum))}
+    return names | {s.var.name for s in walk(stmts) if isinstance(s, (Let, Loop, Accum))} | {
+        v.name for s in walk(stmts) if isinstance(s, Gemm) for v in s.part}
 
 
 class Fresh:
@@ -592,6 +597,9 @@ def _verify(stmts: list, bufs: dict, scope: set) -> None:
             _verify(list(s.orelse), bufs, scope)
         elif isinstance(s, Gemm):
             _verify_gemm(s, bufs)
+            if s.part and (s.batch != 1 or len(s.part) != 5):
+                raise IRError("a GEMM block: one product, (part, r0, r1, c0, c1)")
+            scope.update(v.name for v in s.part[1:])
         elif isinstance(s, LibCall):
             for a in s.args + s.outs:
                 if isinstance(a, Buffer):
@@ -725,8 +733,12 @@ def _format(stmts: list, depth: int) -> list:
             batch = f" x{s.batch}" if s.batch != 1 else ""
             flags = ("T" if s.ta else "N") + ("T" if s.tb else "N")
             beta = f" beta={s.beta}" if s.beta else ""
+            part = ""
+            if s.part:
+                p, r0, r1, c0, c1 = (v.name for v in s.part)
+                part = f" block {p} -> rows {r0}:{r1} cols {c0}:{c1}"
             out.append(f"{pad}gemm{batch} {flags} {s.m}x{s.n}x{s.k} {_op(s.c)} = "
-                       f"{_op(s.a)} @ {_op(s.b)}{beta}")
+                       f"{_op(s.a)} @ {_op(s.b)}{beta}{part}")
         elif isinstance(s, LibCall):
             args = ", ".join(format_expr(a) for a in s.args)
             outs = ", ".join(b.name for b in s.outs)

@@ -5,12 +5,13 @@ A parallel kernel that left its products to OpenBLAS's own threads ran two pools
 step, taking turns on the same cores: Numba's for the loops, OpenBLAS's for the products.
 OpenBLAS's threads wait for each other by spinning, and on a loaded 2-core machine the
 CNN step's CPU time went to 60x the one-thread kernel's (many small products, each waking
-OpenBLAS's thread). Here a large product is cut into `ROW_PARTS` blocks of rows or
-columns of its result and a large batched product into its items, run in a
-``numba.prange``, while the kernel runs with BLAS on one thread (`Kernel` sets it): one
-pool, whose workers sleep between loops. The cut does not depend on the number of
-threads, so neither does the result. Generated parallel kernels import this module as
-``dgb`` instead of `blas`.
+OpenBLAS's thread). Here a large product is cut into blocks of rows or columns of its
+result (`product_parts`: as many as the pool has threads, at most `ROW_PARTS`) and a
+large batched product into its items, run in a ``numba.prange``, while the kernel runs
+with BLAS on one thread (`Kernel` sets it): one pool, whose workers sleep between loops.
+The cut is fixed when the kernel is generated (its source holds the number of blocks),
+not by the threads in use, so the result does not depend on ``set_num_threads``.
+Generated parallel kernels import this module as ``dgb`` instead of `blas`.
 """
 
 from __future__ import annotations
@@ -40,37 +41,60 @@ from .blas import (  # noqa: F401 - re-exported: a parallel kernel's ``dgb``
 from .blas import gemm_batched as _serial_batched
 
 _TRANS = 112
-# Row blocks of a large product; products under SPLIT_FLOPS multiply-adds (a batched one:
-# in all) stay one call on the calling thread.
+# Blocks of a large product at most; products under SPLIT_FLOPS multiply-adds (a batched
+# one: in all) stay one call on the calling thread.
 ROW_PARTS = 4
 SPLIT_FLOPS = 1 << 20
 
 
+def product_parts() -> int:
+    """How many blocks a parallel kernel generated now cuts a large product in: one per
+    thread of Numba's pool (``NUMBA_NUM_THREADS``, fixed for the process), at most
+    ROW_PARTS. Each block's BLAS call packs again the whole operand the cut does not
+    divide, so a block more than there are threads only adds work: on one thread the
+    784-256-10 MLP step's two large products cost 6% more in 4 blocks, 3% in 2. A
+    product under ROW_PARTS * SPLIT_FLOPS multiply-adds is cut in ROW_PARTS blocks all
+    the same (`blocks`)."""
+    return max(1, min(int(numba.config.NUMBA_NUM_THREADS), ROW_PARTS))
+
+
+@numba.njit(cache=True, nogil=True)
+def blocks(parts, m, n, k):
+    """The blocks a product of ``m * n * k`` multiply-adds is cut in, given ``parts``
+    (`product_parts`): ROW_PARTS under ROW_PARTS * SPLIT_FLOPS, where each block stays
+    under SPLIT_FLOPS: OpenBLAS multiplies such blocks without packing its operands
+    (a 1024 x 256 result from a 10-long sum: 57 us in 4 blocks, 75 us in 2 or whole,
+    one thread), else ``parts``. Fixed by the shapes, not by the threads in use."""
+    if parts > 1 and m * n * k < ROW_PARTS * SPLIT_FLOPS:
+        return ROW_PARTS
+    return parts
+
+
 @numba.njit(cache=True, parallel=True, nogil=True)
-def _row_blocks(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
-    """The product's result in ROW_PARTS blocks of rows over Numba's threads."""
-    for p in numba.prange(ROW_PARTS):
-        r0 = m * p // ROW_PARTS
-        r1 = m * (p + 1) // ROW_PARTS
+def _row_blocks(parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
+    """The product's result in ``parts`` blocks of rows over Numba's threads."""
+    for p in numba.prange(parts):
+        r0 = m * p // parts
+        r1 = m * (p + 1) // parts
         # Row r of op(a) starts at r * lda in a row-major a, at column r of a transposed one.
         ia = r0 if ta == _TRANS else r0 * lda
         _gemm_at(ta, tb, r1 - r0, n, k, a, ia, lda, b, 0, ldb, beta, c, r0 * ldc, ldc)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def _column_blocks(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
-    """The product's result in ROW_PARTS blocks of columns over Numba's threads."""
-    for p in numba.prange(ROW_PARTS):
-        c0 = n * p // ROW_PARTS
-        c1 = n * (p + 1) // ROW_PARTS
+def _column_blocks(parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
+    """The product's result in ``parts`` blocks of columns over Numba's threads."""
+    for p in numba.prange(parts):
+        c0 = n * p // parts
+        c1 = n * (p + 1) // parts
         # Column j of op(b) starts at j in a row-major b, at row j of a transposed one.
         ib = c0 * ldb if tb == _TRANS else c0
         _gemm_at(ta, tb, m, c1 - c0, k, a, 0, lda, b, ib, ldb, beta, c, c0, ldc)
 
 
 @numba.njit(cache=True, nogil=True)
-def gemm_call(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
-    """`blas.gemm_call`, a large product cut in ROW_PARTS blocks over Numba's threads: of
+def gemm_blocks(parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
+    """`blas.gemm_call`, a large product cut in `blocks` blocks over Numba's threads: of
     rows of its result when it has more rows than columns, else of columns. Each block
     is one BLAS call, which packs the whole of the operand the cut does not divide
     (``b`` for row blocks, ``a`` for column blocks): the cut re-packs the smaller one
@@ -78,12 +102,50 @@ def gemm_call(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
     1024 x 784 right operand per row block). A small product is one call on the calling thread:
     entering a parallel region wakes the pool's sleeping workers and waits for them,
     which costs more than such a product (a convolution makes one per sample)."""
-    if m * n * k < SPLIT_FLOPS or (m < ROW_PARTS and n < ROW_PARTS):
+    parts = blocks(parts, m, n, k)
+    if m * n * k < SPLIT_FLOPS or parts < 2 or (m < parts and n < parts):
         _gemm_at(ta, tb, m, n, k, a, 0, lda, b, 0, ldb, beta, c, 0, ldc)
     elif m >= n:
-        _row_blocks(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc)
+        _row_blocks(parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc)
     else:
-        _column_blocks(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc)
+        _column_blocks(parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc)
+
+
+@numba.njit(cache=True, nogil=True)
+def gemm_call(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
+    """`gemm_blocks` in ROW_PARTS blocks (for callers other than generated kernels, which
+    print their cut)."""
+    gemm_blocks(ROW_PARTS, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc)
+
+
+@numba.njit(cache=True, nogil=True)
+def gemm_part(p, parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
+    """Block ``p`` of ``parts`` of the product `gemm_blocks` cuts the same way (rows of its
+    result when it has as many rows as columns or more, else columns), at any size: the
+    caller's own ``prange`` over the blocks runs each block's elementwise epilogue right
+    after it, one parallel region for both. A product `blocks` would cut in ROW_PARTS
+    (under ROW_PARTS * SPLIT_FLOPS multiply-adds) is multiplied in the ROW_PARTS blocks
+    its part spans, when ``parts`` divides ROW_PARTS: each under SPLIT_FLOPS, which
+    OpenBLAS multiplies without packing (a 1024 x 256 result from a 10-long sum: 57 us in
+    4 blocks, 75 us in 2). Returns the part's rows and columns ``(r0, r1, c0, c1)``."""
+    sub = 1
+    if parts < ROW_PARTS and ROW_PARTS % parts == 0 and m * n * k < ROW_PARTS * SPLIT_FLOPS:
+        sub = ROW_PARTS // parts
+    whole = parts * sub
+    if m >= n:
+        for q in range(p * sub, (p + 1) * sub):
+            r0, r1 = m * q // whole, m * (q + 1) // whole
+            if r1 > r0:
+                ia = r0 if ta == _TRANS else r0 * lda
+                _gemm_at(ta, tb, r1 - r0, n, k, a, ia, lda, b, 0, ldb, beta, c, r0 * ldc,
+                         ldc)
+        return m * p // parts, m * (p + 1) // parts, 0, n
+    for q in range(p * sub, (p + 1) * sub):
+        c0, c1 = n * q // whole, n * (q + 1) // whole
+        if c1 > c0:
+            ib = c0 * ldb if tb == _TRANS else c0
+            _gemm_at(ta, tb, m, c1 - c0, k, a, 0, lda, b, ib, ldb, beta, c, c0, ldc)
+    return 0, m, n * p // parts, n * (p + 1) // parts
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -96,7 +158,7 @@ def _items(x, y, c):
 def gemm_batched(x, y, c):  # noqa: ARG001 - typed by the overload below
     """`blas.gemm_batched` with the items of the leading batch axis over Numba's threads
     when both operands have that axis in full and the whole product has SPLIT_FLOPS
-    multiply-adds or more; else the serial call (as `gemm_call`)."""
+    multiply-adds or more; else the serial call (as `gemm_blocks`)."""
 
 
 @overload(gemm_batched)

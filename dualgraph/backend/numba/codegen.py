@@ -17,9 +17,11 @@ reshapes at the boundary), which keeps every loop and index uniform.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -242,16 +244,23 @@ class _Writer:
         # by their outer loop only, and the imperfect nest it leaves stays n-d (each
         # level and subscript typed and lowered apart), where flat loops of one length
         # still merge. A 2-D nest merged with its neighbours costs little more.
-        stmts = loops.flatten_nests(loops.hoist_invariants(loops.merge_loops(
+        stmts = loops.hoist_invariants(loops.merge_loops(
             loops.flatten_nests(schedule.share_subexpressions(schedule.hoist_allocations(
                 lowerings.norm.column_sums(lowerings.norm.merge_layer_norm_grads(
                     self.stmts)))), depth=3),
-            keep=folds_scalar)))
+            keep=folds_scalar))
+        parts = None
+        if self.parallel:
+            from .blas_parallel import product_parts
+
+            parts = product_parts()
+            stmts = product_blocks(stmts, parts)
+        stmts = loops.flatten_nests(stmts)
         sizes = printer.Sizes([(p, self.bufs[p].shape) for p in params + outs], self.keep)
         code: list[str] = []
         lines, marks = printer.function(
             self.name, lambda: params + [f"w{k}" for k in range(len(self.scratch))] + outs,
-            stmts, work=self.work_array, sizes=sizes, code=code)
+            stmts, work=self.work_array, sizes=sizes, code=code, parts=parts)
         return Lowered("\n".join(lines), self.name, self.consts,
                        [tuple(o.shape) for o in self.graph.outputs], len(self.graph.inputs),
                        marks, self.scratch, stmts, "\n".join(code))
@@ -1326,7 +1335,7 @@ def parallel_items(block: kir.Block) -> kir.Block:
     part of ITEM_PARTS contiguous parts, instead. Each item is computed the same way
     whichever thread runs it, so the bits do not depend on the number of threads. A loop
     writing fewer than PARALLEL_MIN_SIZE elements, or making products large enough to be
-    cut over the threads themselves (`blas_parallel.gemm_call`), stays serial."""
+    cut over the threads themselves (`blas_parallel.gemm_blocks`), stays serial."""
     stmts = list(block.stmts)
     views = {s.buf.name: s.base.name for s in stmts if isinstance(s, kir.View)}
 
@@ -1411,8 +1420,9 @@ def _buffers_of(stmts: list) -> list:
 def _items_independent(loop: kir.Loop, private: list, root: Callable) -> bool:
     """Whether ``loop``'s iterations write disjoint parts of what they write and read
     nothing of it (see `parallel_items`)."""
-    from .blas_parallel import ROW_PARTS, SPLIT_FLOPS
+    from .blas_parallel import SPLIT_FLOPS, product_parts
 
+    parts = product_parts()
     i = loop.var
     bound = {t.var.name for t in kir.walk(loop.body) if isinstance(t, (kir.Let, kir.Loop))}
     written: set = set()
@@ -1438,7 +1448,8 @@ def _items_independent(loop: kir.Loop, private: list, root: Callable) -> bool:
             c = t.c
             off = c.offset
             if (t.batch != 1 or c.ld is None or not isinstance(off, kir.Bin) or off.op != "*"
-                    or (max(t.m, t.n) >= ROW_PARTS and t.m * t.n * t.k >= SPLIT_FLOPS)):
+                    or (parts > 1 and max(t.m, t.n) >= parts
+                        and t.m * t.n * t.k >= SPLIT_FLOPS)):
                 return False
             step = off.b if off.a == i else off.a if off.b == i else None
             if not (isinstance(step, kir.Const) and isinstance(step.value, int)
@@ -1452,6 +1463,620 @@ def _items_independent(loop: kir.Loop, private: list, root: Callable) -> bool:
     if any(isinstance(t, kir.Jump) for t in loop.body):
         return False  # a break or continue of the item loop itself
     return size >= PARALLEL_MIN_SIZE and not (written & read)
+
+
+def product_blocks(stmts: list, parts: int | None = None) -> list:
+    """``stmts`` (a parallel kernel's top level) with each product followed by a parallel
+    loop over its result's rows and columns that works element by element (its epilogue,
+    or a later elementwise op such as a weight update) as one ``numba.prange`` over the
+    product's fixed blocks (`blas_parallel.gemm_part`): each block's product, then the
+    loop over that block. Entering a parallel region wakes the pool's sleeping workers and
+    waits for them (about 45 us on an idle 2-core VM); the product and its loop then cost
+    one region, not two. The cut is the one `gemm_blocks` makes, so the bits do not depend
+    on the number of threads. The product moves down to the loop past statements that
+    neither read its result nor write what it reads. A block loop then takes in what
+    works on the rows its blocks wrote (`_chain_product`, `_chain_rows`), and a product
+    independent of a later block loop joins it (`_join_product`). ``parts``: the number
+    of blocks (`blas_parallel.product_parts` when None); a new list."""
+    from .blas import HAVE_CBLAS
+    from .blas_parallel import product_parts
+
+    parts = product_parts() if parts is None else parts
+    if not HAVE_CBLAS or parts < 2:
+        return list(stmts)
+    stmts = list(stmts)
+    views = {s.buf.name: s for s in kir.walk(stmts) if isinstance(s, kir.View)}
+
+    def root(name: str) -> str:
+        while name in views:
+            name = views[name].base.name
+        return name
+
+    def same_array(b: kir.Buffer) -> str | None:
+        """The root of ``b`` when ``b`` is that array under another name, else None."""
+        name = b.name
+        while name in views:
+            if views[name].how != "alias":
+                return None
+            name = views[name].base.name
+        return name
+
+    taken = kir.scalar_names(stmts)
+    fresh = kir.Fresh("mp", taken)
+    k = 0
+    while k < len(stmts):
+        g = stmts[k]
+        merged = _product_block(stmts, k, root, same_array, fresh, parts) if (
+            isinstance(g, kir.Gemm)) else None
+        if merged is not None:
+            at, loop = merged
+            stmts[at] = loop
+            del stmts[k]
+            continue
+        k += 1
+    # Chains first: a product joined to a block loop would keep that loop from chaining
+    # into the one before it (the MLP's output-layer weight gradient joins the last
+    # region instead, and the hidden gradient runs in the first).
+    roles = _roles(stmts, root)
+    k = 0
+    while k < len(stmts):
+        if not (_chain_product(stmts, k, root, same_array, fresh, roles)
+                or _chain_rows(stmts, k, root, same_array, roles)):
+            k += 1
+    k = 0
+    while k < len(stmts):
+        if _join_product(stmts, k, root, fresh):
+            continue
+        k += 1
+    return stmts
+
+
+def _roles(stmts: list, root: Callable) -> dict:
+    """The role (`kir.ARG`, ...) of each array ``stmts`` name, by its root's name."""
+    bufs: dict = {}
+
+    def see(b: Any) -> None:
+        if isinstance(b, kir.Buffer) and b.role != kir.VIEW:
+            bufs.setdefault(root(b.name), b.role)
+
+    for t in kir.walk(stmts):
+        for e in kir.exprs_of(t):
+            for x in kir.subexprs(e):
+                if isinstance(x, kir.Load):
+                    see(x.buf)
+        if isinstance(t, (kir.Store, kir.Alloc)):
+            see(t.buf)
+        elif isinstance(t, kir.View):
+            see(t.base)
+            see(t.buf)
+        elif isinstance(t, kir.Gemm):
+            for o in (t.a, t.b, t.c):
+                see(o.buf)
+        elif isinstance(t, kir.LibCall):
+            for b in (*t.args, *t.outs):
+                see(b)
+    return bufs
+
+
+def _effects(stmts: list, root: Callable) -> tuple[set, set, set] | None:
+    """(what ``stmts`` read, what they write, the errors they may raise as (kind,
+    message)): arrays by their roots' names, scalars named outside them as ``$name``;
+    None when they may jump."""
+    rw = _reads_writes_raising(stmts, root)
+    if rw is None:
+        return None
+    reads, writes, raises = rw
+    bound: set = set()
+    for t in kir.walk(stmts):
+        if isinstance(t, kir.Loop):
+            bound.add(t.var.name)
+        elif isinstance(t, kir.Let) and not any(t is u for u in stmts):
+            bound.add(t.var.name)
+    for t in kir.walk(stmts):
+        for e in kir.exprs_of(t):
+            reads.update(f"${x.name}" for x in kir.subexprs(e)
+                         if isinstance(x, kir.Var) and x.name not in bound)
+        if isinstance(t, kir.Let) and t.var.name not in bound:
+            writes.add(f"${t.var.name}")
+        elif isinstance(t, kir.Accum) and t.var.name not in bound:
+            reads.add(f"${t.var.name}")
+            writes.add(f"${t.var.name}")
+        elif isinstance(t, kir.Gemm):
+            reads.update(f"${v.name}" for v in t.part[:1])
+            writes.update(f"${v.name}" for v in t.part[1:])
+    return reads, writes, raises
+
+
+def _reads_writes_raising(stmts: list, root: Callable) -> tuple[set, set, set] | None:
+    """`_reads_writes` with the errors ``stmts`` may raise; None when they may jump."""
+    if any(isinstance(t, kir.Jump) for t in kir.walk(stmts)):
+        return None
+    rw = _reads_writes(_without_raises(stmts), root)
+    if rw is None:
+        return None
+    raises = {(t.kind, t.message) for t in kir.walk(stmts) if isinstance(t, kir.Raise)}
+    return rw[0], rw[1], raises
+
+
+def _without_raises(stmts: Any) -> list:
+    """``stmts`` with every `kir.Raise` left out (to read their other effects)."""
+    out = []
+    for t in stmts:
+        if isinstance(t, kir.Raise):
+            continue
+        if isinstance(t, kir.Loop):
+            t = dataclasses.replace(t, body=tuple(_without_raises(t.body)))
+        elif isinstance(t, kir.If):
+            t = dataclasses.replace(t, then=tuple(_without_raises(t.then)),
+                                    orelse=tuple(_without_raises(t.orelse)))
+        out.append(t)
+    return out
+
+
+def _independent(a: tuple, b: tuple) -> bool:
+    """Whether statements of effects ``a`` and ``b`` (`_effects`) may swap: neither
+    writes what the other reads or writes, and not both may raise, unless the same one
+    error (which of the two raises it then shows no difference)."""
+    if a[1] & (b[0] | b[1]) or b[1] & a[0]:
+        return False
+    return not (a[2] and b[2]) or (a[2] == b[2] and len(a[2]) == 1)
+
+
+def _pass_over(piece: tuple, between: list, roles: dict, root: Callable
+               ) -> tuple[list, list] | None:
+    """The statements ``between`` a block loop and ``piece`` (the effects of what is to
+    move into that loop) split in (those to move above the loop, those to stay after
+    it), or None when the piece cannot move up past them. What the piece needs, and what
+    that needs in turn, moves above; names, allocations and comments move above; the
+    rest stays, and a statement moving above must be independent of those staying
+    before it."""
+    kept = (kir.Comment, kir.View, kir.Alloc)
+    effects = [None if isinstance(t, kept) else _effects([t], root) for t in between]
+    if any(e is None for t, e in zip(between, effects) if not isinstance(t, kept)):
+        return None
+    need = (set(piece[0]), set(piece[1]), set())
+    up = [isinstance(t, kept) for t in between]
+    for j in reversed(range(len(between))):
+        e = effects[j]
+        if e is None or not (e[1] & (need[0] | need[1]) or need[1] & e[0]):
+            continue
+        up[j] = True
+        need = (need[0] | e[0], need[1] | e[1], set())
+    stayed = []
+    for e, moves in zip(effects, up):
+        if e is None:
+            continue
+        if not moves:
+            stayed.append(e)
+        elif not all(_independent(e, st) for st in stayed):
+            return None
+    if any(st[2] for st in stayed) and any(roles.get(w) == kir.ARG for w in piece[1]):
+        # The piece would write an argument before an error that stops the kernel.
+        return None
+    return ([t for t, moves in zip(between, up) if moves],
+            [t for t, moves in zip(between, up) if not moves])
+
+
+def _loop_passable(loop: kir.Loop, above: list, roles: dict, root: Callable) -> bool:
+    """Whether the statements ``above`` may move above the block loop ``loop``: each is
+    independent of it, and when one may raise, the loop writes no argument."""
+    e = _effects([loop], root)
+    if e is None or e[2]:
+        return False
+    for t in above:
+        if isinstance(t, (kir.Comment, kir.View, kir.Alloc)):
+            continue
+        f = _effects([t], root)
+        if f is None or not _independent(f, e):
+            return False
+        if f[2] and any(roles.get(w) == kir.ARG for w in e[1]):
+            return False
+    return True
+
+
+# Row routines (`row_kernels`) whose every row is computed from that row alone: called on a
+# block of rows, they give those rows' bits of the whole call.
+_ROW_WISE = ("row_softmax", "row_softmax_backward", "row_layer_norm",
+             "row_layer_norm_backward")
+
+
+def _sliced_call(s: kir.LibCall, cut: dict, bounds: tuple) -> kir.LibCall:
+    """``s`` on the block ``bounds`` (start, stop) of rows of the buffers at the argument
+    positions ``cut`` holds ("out": its output): a library template of its own that
+    slices those operands (registered once per pattern)."""
+    at = len(s.args)
+    fn = f"{s.fn}[rows {','.join(map(str, sorted(cut, key=str)))}]"
+    if fn not in printer.LIBRARY:
+        template = printer.LIBRARY[s.fn]
+        for pos in cut:
+            name = "{out}" if pos == "out" else f"{{{pos}}}"
+            template = template.replace(name, f"{name}[{{{at}}}:{{{at + 1}}}]")
+        printer.LIBRARY[fn] = template
+    return kir.LibCall(fn, (*s.args, *bounds), s.outs)
+
+
+def _block_bounds(p: kir.Var, parts: Any, n: int) -> tuple:
+    """Block ``p``'s (start, stop) of ``n`` rows cut in ``parts`` as
+    `blas_parallel.gemm_part` cuts them."""
+    def at(q: kir.Expr) -> kir.Expr:
+        return kir.Bin("//", kir.Bin("*", kir.const(n), q), kir.const(parts))
+    return at(p), at(kir.Bin("+", p, kir.const(1)))
+
+
+def _row_owners(loop: kir.Loop, root: Callable) -> tuple[dict, dict] | None:
+    """(array -> the row-cut product of the block loop ``loop`` that writes it, array ->
+    ids of the products whose blocks write it, None for other writers): a product's
+    elementwise loops after it write its block's rows (`_block_epilogue`)."""
+    rows_of: dict = {}
+    writers: dict = {}
+    owner = None
+    for t in loop.body:
+        if isinstance(t, kir.Gemm):
+            owner = t if t.part and t.part[0] == loop.var and t.m >= t.n else None
+            written = {root(t.c.buf.name)}
+        else:
+            rw = _reads_writes([t], root)
+            if rw is None:
+                return None
+            written = rw[1]
+        for r in written:
+            writers.setdefault(r, set()).add(id(owner) if owner is not None else None)
+            if owner is not None:
+                rows_of[r] = owner
+    return rows_of, writers
+
+
+# How many statements after a block loop a piece that may join it is looked for.
+_REACH = 24
+
+
+def _chain_rows(stmts: list, k: int, root: Callable, same_array: Callable,
+                roles: dict) -> bool:
+    """Move a row-wise library call (`_ROW_WISE`, along the last axis of 2-D operands)
+    after the block loop ``stmts[k]`` into it, on block ``p``'s rows, when each of its
+    2-D inputs is either a row-cut product's result the loop writes block by block (or
+    that result's epilogue) or not written by the loop at all, and the loop does not
+    touch what it writes: a layer's softmax then runs on the threads with the layer.
+    The statements between move above the loop when the call needs them (`_pass_over`:
+    a loss's gradient made from the targets alone), else stay after it."""
+    loop = stmts[k]
+    if not (isinstance(loop, kir.Loop) and loop.parallel and loop.body
+            and isinstance(loop.extent, int)):
+        return False
+    at = None
+    for j in range(k + 1, min(len(stmts), k + 1 + _REACH)):
+        t = stmts[j]
+        if isinstance(t, kir.Loop) and t.parallel:
+            break
+        if isinstance(t, kir.LibCall) and t.fn in _ROW_WISE:
+            at = j
+            break
+    if at is None:
+        return False
+    s = stmts[at]
+    if len(s.outs) != 1:
+        return False
+    out = s.outs[0]
+    buffers = [a for a in s.args if isinstance(a, kir.Buffer)]
+    if len(out.shape) != 2 or any(len(b.shape) not in (1, 2) for b in buffers):
+        return False
+    m, n = out.shape
+    # The row axis: the last of the operands padded to 4 dims (`row_kernels._call`).
+    axis = s.args[len(buffers)] if len(s.args) > len(buffers) else None
+    if axis != 3 or not isinstance(m, int) or same_array(out) is None:
+        return False
+    found = _row_owners(loop, root)
+    rw = _reads_writes(list(loop.body), root)
+    if found is None or rw is None:
+        return False
+    rows_of, writers = found
+    cut: dict = {"out": None}
+    for pos, a in enumerate(s.args):
+        if not isinstance(a, kir.Buffer):
+            continue
+        r = root(a.name)
+        if a.shape == (m, n):
+            if same_array(a) is None:
+                return False
+            if r in rw[1]:
+                owner = rows_of.get(r)
+                if owner is None or owner.m != m or writers[r] != {id(owner)}:
+                    return False
+            cut[pos] = None
+        elif len(a.shape) != 1 or r in rw[1]:
+            return False
+    target = root(out.name)
+    if target in rw[0] | rw[1] or any(root(a.name) == target for a in buffers):
+        return False
+    piece = _effects([s], root)
+    split = _pass_over(piece, stmts[k + 1:at], roles, root) if piece else None
+    if split is None or not _loop_passable(loop, split[0], roles, root):
+        return False
+    above, stay = split
+    call = _sliced_call(s, cut, _block_bounds(loop.var, loop.extent, m))
+    stmts[k:at + 1] = [*above, kir.Loop(loop.var, loop.extent, (*loop.body, call),
+                                        parallel=True), *stay]
+    return True
+
+
+def _next_product(stmts: list, k: int, root: Callable) -> int | None:
+    """The position of the first product after ``stmts[k]`` that a row cut may chain
+    (whole, not transposed on the left, as many rows as columns or more), alone or as
+    the one product of a block loop, before any other parallel loop and within
+    `_REACH`; products that may not are passed over."""
+    for j in range(k + 1, min(len(stmts), k + 1 + _REACH)):
+        t = stmts[j]
+        g = _single_block(t) if isinstance(t, kir.Loop) and t.parallel else t
+        if isinstance(g, kir.Gemm) and not g.ta and g.m >= g.n and (
+                _product_whole(g, root) is not None):
+            return j
+        if isinstance(t, kir.Loop) and t.parallel:
+            return None
+    return None
+
+
+def _single_block(loop: kir.Loop) -> kir.Gemm | None:
+    """The product of a block loop of one product and its epilogue (`_product_block`),
+    the product unblocked; else None."""
+    body = loop.body
+    if not (body and isinstance(body[0], kir.Gemm) and body[0].part
+            and body[0].part[0] == loop.var):
+        return None
+    rest = list(body[1:])
+    if any(isinstance(t, (kir.Gemm, kir.LibCall)) for t in kir.walk(rest)):
+        return None
+    if any(isinstance(x, kir.Var) and x.name == loop.var.name for t in kir.walk(rest)
+           for e in kir.exprs_of(t) for x in kir.subexprs(e)):
+        return None
+    g = body[0]
+    return kir.Gemm(g.m, g.n, g.k, g.a, g.b, g.c, g.ta, g.tb, g.beta)
+
+
+def _rows_read_in_block(piece: list, loop_writes: set, rows_of: dict, writers: dict,
+                        m: int, root: Callable) -> bool:
+    """Whether the epilogue in ``piece`` (`_block_epilogue`'s ``[block, starts, rows]``)
+    reads what the block loop writes only at its own rows: arrays a row-cut product of
+    ``m`` rows of the loop writes alone, at index (i, ...)."""
+    rest = piece[1:]
+    if not rest:
+        return True
+    rows = rest[-1]
+    if not (isinstance(rows, kir.Loop) and rows.body and isinstance(rows.body[0], kir.Let)):
+        return False
+    i = rows.body[0].var
+    for t in kir.walk(rest):
+        for e in kir.exprs_of(t):
+            for x in kir.subexprs(e):
+                if not (isinstance(x, kir.Load) and root(x.buf.name) in loop_writes):
+                    continue
+                r = root(x.buf.name)
+                owner = rows_of.get(r)
+                if (owner is None or owner.m != m or writers[r] != {id(owner)}
+                        or not x.index or x.index[0] != i):
+                    return False
+    return True
+
+
+def _chain_product(stmts: list, k: int, root: Callable, same_array: Callable,
+                   fresh: kir.Fresh, roles: dict) -> bool:
+    """Move the next product after the block loop ``stmts[k]`` into it, with the
+    element-by-element loop over that product's result when one follows, when the
+    product's left operand is the result of a product the loop cuts by rows (or that
+    result's epilogue, or a row call's result there), of as many rows, and the new
+    product is cut by rows too: block ``p`` of it reads only the rows block ``p`` of the
+    loop has just written (a layer's output feeding the next layer: its product and bias
+    then cost no region of their own). The product may stand alone or be the one product
+    of a block loop of its own (which then costs no region either). The statements
+    between move above the loop or stay after it (`_pass_over`)."""
+    loop = stmts[k]
+    if not (isinstance(loop, kir.Loop) and loop.parallel and loop.body):
+        return False
+    head = [t for t in loop.body if isinstance(t, kir.Gemm) and t.part
+            and t.part[0] == loop.var]
+    if not head:
+        return False
+    at = _next_product(stmts, k, root)
+    if at is None:
+        return False
+    blocked = isinstance(stmts[at], kir.Loop)
+    g = _single_block(stmts[at]) if blocked else stmts[at]
+    out = _product_whole(g, root)
+    if out is None or g.ta or g.m < g.n or (g.a.resolved and (g.a.offset != 0 or g.a.ld != g.k)):
+        return False
+    left = same_array(g.a.buf)
+    if left is None or g.a.buf.shape != (g.m, g.k):
+        return False
+    found = _row_owners(loop, root)
+    if found is None:
+        return False
+    rows_of, writers = found
+    owner = rows_of.get(left)
+    if owner is None or owner.m != g.m or writers[left] != {id(owner)}:
+        return False
+    rw = _reads_writes(list(loop.body), root)
+    operand = root(g.b.buf.name)
+    if rw is None or out in rw[0] | rw[1] or operand in rw[1]:
+        return False
+    p = loop.var
+    end = at + 1
+    if blocked:
+        old = stmts[at].body[0]
+        body = [kir.Gemm(g.m, g.n, g.k, g.a, g.b, g.c, g.ta, g.tb, g.beta,
+                         part=(p, *old.part[1:])), *stmts[at].body[1:]]
+    else:
+        block = kir.Gemm(g.m, g.n, g.k, g.a, g.b, g.c, g.ta, g.tb, g.beta,
+                         part=(p, *(fresh.var(kir.INDEX) for _ in range(4))))
+        body = [block]
+        nxt = stmts[end] if end < len(stmts) else None
+        if isinstance(nxt, kir.Loop):
+            epilogue = _block_epilogue(g, block, nxt, root, same_array, fresh)
+            if epilogue is not None:
+                body = epilogue
+                end += 1
+    if not _rows_read_in_block(body, rw[1], rows_of, writers, g.m, root):
+        return False
+    piece = _effects(stmts[at:end], root)
+    split = _pass_over(piece, stmts[k + 1:at], roles, root) if piece else None
+    if split is None or not _loop_passable(loop, split[0], roles, root):
+        return False
+    above, stay = split
+    stmts[k:end] = [*above, kir.Loop(p, loop.extent, (*loop.body, *body), parallel=True),
+                    *stay]
+    return True
+
+
+def _next_parallel_loop(stmts: list, k: int, root: Callable) -> tuple[int, str, set] | None:
+    """(position of the first parallel loop after the product ``stmts[k]``, the root of
+    its result, those of its operands) when the product writes its result whole and may
+    move down to that loop: no statement between reads or writes its result or writes
+    its operands, or leaves early; else None."""
+    out = _product_whole(stmts[k], root)
+    if out is None:
+        return None
+    operands = {root(o.buf.name) for o in (stmts[k].a, stmts[k].b)}
+    for at in range(k + 1, len(stmts)):
+        s = stmts[at]
+        if isinstance(s, kir.Loop) and s.parallel:
+            return at, out, operands
+        if isinstance(s, (kir.Comment, kir.View, kir.Alloc)):
+            continue
+        rw = _reads_writes([s], root)
+        if rw is None or out in rw[0] | rw[1] or rw[1] & operands:
+            return None
+    return None
+
+
+def _product_whole(g: kir.Gemm, root: Callable) -> str | None:
+    """The root of the array a single product writes whole (C-ordered from its first
+    element, as `blas_parallel.gemm_part` cuts it), else None."""
+    c = g.c
+    if (g.batch != 1 or g.part or not (isinstance(g.m, int) and isinstance(g.n, int)
+                                       and isinstance(g.k, int)) or min(g.m, g.n, g.k) < 1
+            or c.ld != g.n or c.offset != 0 or c.buf.shape != (g.m, g.n)):
+        return None
+    out = root(c.buf.name)
+    return None if out in {root(o.buf.name) for o in (g.a, g.b)} else out
+
+
+def _join_product(stmts: list, k: int, root: Callable, fresh: kir.Fresh) -> bool:
+    """Move the product ``stmts[k]`` into the next merged block loop (`product_blocks`)
+    as one more block per part, when neither depends on the other and the product may
+    move down to it: an independent product then costs no parallel region of its own."""
+    g = stmts[k]
+    found = _next_parallel_loop(stmts, k, root) if isinstance(g, kir.Gemm) else None
+    if found is None:
+        return False
+    at, out, operands = found
+    loop = stmts[at]
+    first = loop.body[0] if loop.body else None
+    if not (isinstance(first, kir.Gemm) and first.part and first.part[0] == loop.var):
+        return False
+    rw = _reads_writes(list(loop.body), root)
+    if rw is None or out in rw[0] | rw[1] or rw[1] & operands:
+        return False
+    bounds = tuple(fresh.var(kir.INDEX) for _ in range(4))
+    block = kir.Gemm(g.m, g.n, g.k, g.a, g.b, g.c, g.ta, g.tb, g.beta,
+                     part=(loop.var, *bounds))
+    stmts[at] = kir.Loop(loop.var, loop.extent, (block, *loop.body), parallel=True)
+    del stmts[k]
+    return True
+
+
+def _reads_writes(stmts: list, root: Callable) -> tuple[set, set] | None:
+    """The roots of the buffers ``stmts`` read and write, or None when they may leave
+    early (a raise or a jump)."""
+    reads: set = set()
+    writes: set = set()
+    for t in kir.walk(stmts):
+        if isinstance(t, (kir.Raise, kir.Jump)):
+            return None
+        for e in kir.exprs_of(t):
+            reads.update(root(x.buf.name) for x in kir.subexprs(e) if isinstance(x, kir.Load))
+        if isinstance(t, kir.Store):
+            writes.add(root(t.buf.name))
+            if t.combine is not None:
+                reads.add(root(t.buf.name))
+        elif isinstance(t, kir.Gemm):
+            reads.update(root(o.buf.name) for o in (t.a, t.b))
+            writes.add(root(t.c.buf.name))
+            if t.beta:
+                reads.add(root(t.c.buf.name))
+        elif isinstance(t, kir.LibCall):
+            reads.update(root(b.name) for b in t.args if isinstance(b, kir.Buffer))
+            writes.update(root(b.name) for b in t.outs)
+            reads.update(root(b.name) for b in t.outs)
+    return reads, writes
+
+
+def _product_block(stmts: list, k: int, root: Callable, same_array: Callable,
+                   fresh: kir.Fresh, parts: int) -> tuple[int, kir.Loop] | None:
+    """(position, merged loop) for the product ``stmts[k]`` and the first parallel loop
+    after it when `product_blocks` may merge them, else None."""
+    g = stmts[k]
+    c = g.c
+    found = _next_parallel_loop(stmts, k, root)
+    if found is None:
+        return None
+    at = found[0]
+    loop = stmts[at]
+    from .blas_parallel import ROW_PARTS, SPLIT_FLOPS
+
+    p = fresh.var(kir.INDEX)
+    block = kir.Gemm(g.m, g.n, g.k, g.a, g.b, c, g.ta, g.tb, g.beta,
+                     part=(p, *(fresh.var(kir.INDEX) for _ in range(4))))
+    body = _block_epilogue(g, block, loop, root, same_array, fresh)
+    # As `blas_parallel.blocks` cuts the product alone; the products that join or chain
+    # later take this loop's cut.
+    if parts > 1 and g.m * g.n * g.k < ROW_PARTS * SPLIT_FLOPS:
+        parts = ROW_PARTS
+    return None if body is None else (at, kir.Loop(p, parts, tuple(body), parallel=True))
+
+
+def _block_epilogue(g: kir.Gemm, block: kir.Gemm, loop: kir.Loop, root: Callable,
+                    same_array: Callable, fresh: kir.Fresh) -> list | None:
+    """``[block, ...]``: the product's block then ``loop`` (over the product's result,
+    element by element) over that block's rows and columns; None when ``loop`` is not
+    such a loop."""
+    out = root(g.c.buf.name)
+    operands = {root(o.buf.name) for o in (g.a, g.b)}
+    inner = [t for t in loop.body if isinstance(t, kir.Loop)]
+    if (loop.start != 0 or loop.step != 1 or loop.extent != g.m or len(inner) != 1
+            or inner[0].start != 0 or inner[0].step != 1 or inner[0].extent != g.n
+            or inner[0].parallel):
+        return None
+    i, j = loop.var, inner[0].var
+    rw = _reads_writes([loop], root)
+    if rw is None or out not in rw[0] or rw[1] & operands:
+        return None
+    # Element by element: every store, and every load of an array the loop writes or of
+    # the product, is element (i, j) of an array of the product's shape.
+    touched = rw[1] | {out}
+    for t in kir.walk(loop.body):
+        if isinstance(t, kir.Accum) or (isinstance(t, kir.Store) and t.combine is not None):
+            return None
+        accesses = [x for e in kir.exprs_of(t) for x in kir.subexprs(e)
+                    if isinstance(x, kir.Load) and root(x.buf.name) in touched]
+        if isinstance(t, kir.Store):
+            accesses.append(t)
+        for x in accesses:
+            if (x.index != (i, j) or x.buf.shape != (g.m, g.n)
+                    or same_array(x.buf) is None):
+                return None
+    _, r0, r1, c0, c1 = block.part
+
+    # Each loop counts from 0 and adds its start, bounded below by 0: from a start LLVM
+    # cannot prove non-negative Numba keeps its negative-index wraparound, and over
+    # ``range(start, stop)`` the loop did not vectorize even from ``max(start, 0)``
+    # (a 1024 x 256 ReLU block loop: 6x the time of the same loop from 0).
+    r_at, c_at, ki, kj = (fresh.var(kir.INDEX) for _ in range(4))
+    cols = kir.Loop(kj, kir.Bin("-", c1, c_at), (kir.Let(j, kir.Bin("+", c_at, kj)),
+                                                   *inner[0].body))
+    rows = kir.Loop(ki, kir.Bin("-", r1, r_at), (
+        kir.Let(i, kir.Bin("+", r_at, ki)),
+        *(cols if t is inner[0] else t for t in loop.body)))
+    starts = (kir.Let(r_at, kir.Call("max", (r0, kir.const(0)), kir.INDEX)),
+              kir.Let(c_at, kir.Call("max", (c0, kir.const(0)), kir.INDEX)))
+    return [block, *starts, rows]
 
 
 def lower(graph: Graph, name: str = "kernel", parallel: bool = False,

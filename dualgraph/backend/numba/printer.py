@@ -226,11 +226,16 @@ class Printer:
     line, whose shapes and attributes would keep kernels of the same code apart.
     ``views``: reshapes print as `kernels.reshaped`/`kernels.flat` views; False prints
     Numba's ``reshape``, which Numba's parallel loops know to alias its array (a view
-    made by an intrinsic and written in a ``prange`` loop did not reach the array)."""
+    made by an intrinsic and written in a ``prange`` loop did not reach the array).
+    ``parts``: a parallel kernel's products are cut in that many blocks over the threads
+    (`blas_parallel.gemm_blocks`, `gemm_part`); None: one call each."""
 
     def __init__(self, work: Callable[[kir.Buffer], str | None] | None = None,
-                 sizes: Callable[[Any], str] = _literal_size, views: bool = True) -> None:
+                 sizes: Callable[[Any], str] = _literal_size, views: bool = True,
+                 parts: int | None = None) -> None:
         self.work = work
+        self.parts = parts
+        self.extents: dict[str, str | None] = {}  # loop variable -> its count of iterations
         self.sz = sizes
         self.views = views
         self.lines: list[str] = []
@@ -290,6 +295,7 @@ class Printer:
             if s.step != 1:
                 bounds.append(str(s.step))
             self.emit(f"for {s.var.name} in {rng}({', '.join(bounds)}):", indent)
+            self.extents[s.var.name] = bounds[-1] if len(bounds) == 1 else None
             self.block(s.body, indent + 1)
             if not s.body:
                 self.emit("pass", indent + 1)
@@ -406,6 +412,13 @@ class Printer:
                 self.emit(f"{flat}[_i * {ldc}:_i * {ldc} + {n}] = 0", indent + 1)
             return
         beta = literal(float(g.beta))
+        call = "dgb.gemm_call("
+        if g.part:
+            # One block of `blas_parallel.gemm_part`'s fixed cut, inside the loop over them.
+            p, *bounds = (v.name for v in g.part)
+            call = f"{', '.join(bounds)} = dgb.gemm_part({p}, {self.extents[p]}, "
+        elif self.parts:
+            call = f"dgb.gemm_blocks({self.parts}, "
         if not (g.a.resolved and g.b.resolved):
             # Operand layouts known when Numba types the kernel (`dgb.operand`).
             if not HAVE_CBLAS:
@@ -422,12 +435,12 @@ class Printer:
                     self.emit(f"{name}_o, {name}_t, {name}_l = dgb.operand({name})", indent)
                     ops.append((f"{name}_o", f"{name}_t", f"{name}_l"))
             (a, ta, la), (b, tb, lb) = ops
-            self.emit(f"dgb.gemm_call({ta}, {tb}, {m}, {n}, {k}, {a}, {la}, {b}, {lb}, "
+            self.emit(f"{call}{ta}, {tb}, {m}, {n}, {k}, {a}, {la}, {b}, {lb}, "
                       f"{beta}, {opnd(c)}, {ldc})", indent)
             return
         lda, ldb = sz(g.a.ld), sz(g.b.ld)
         if HAVE_CBLAS:
-            self.emit(f"dgb.gemm_call({TRANS if g.ta else NO_TRANS}, "
+            self.emit(f"{call}{TRANS if g.ta else NO_TRANS}, "
                       f"{TRANS if g.tb else NO_TRANS}, {m}, {n}, {k}, "
                       f"{opnd(g.a)}, {lda}, {opnd(g.b)}, "
                       f"{ldb}, {beta}, {opnd(c)}, {ldc})", indent)
@@ -528,17 +541,18 @@ def block_lines(stmts: Any, indent: int = 1,
 
 def function(name: str, params: Callable[[], list[str]], stmts: Any,
              work: Callable[[kir.Buffer], str | None] | None = None,
-             sizes: Sizes | None = None, code: list | None = None
-             ) -> tuple[list[str], dict[str, int]]:
+             sizes: Sizes | None = None, code: list | None = None,
+             parts: int | None = None) -> tuple[list[str], dict[str, int]]:
     """A kernel: ``def name(params):``, the sizes it reads from its arguments (``sizes``;
     None prints them as literals), the statements, ``return 0``. ``params()`` is called
     after the body is printed (the work arrays are named while printing). Returns the
     lines and the 1-based line of each graph node's comment (`Printer.marks`); ``code``,
     when given, receives the lines as the compiled module has them: the same lines with
     comments reduced to the node's name, so that kernels differing only in their sizes
-    and comments are one module."""
+    and comments are one module. ``parts``: as `Printer`'s."""
     parallel = any(isinstance(s, kir.Loop) and s.parallel for s in kir.walk(stmts))
-    p = Printer(work, sizes if sizes is not None else _literal_size, views=not parallel)
+    p = Printer(work, sizes if sizes is not None else _literal_size, views=not parallel,
+                parts=parts)
     p.block(stmts, 1)
     p.emit("return 0", 1)
     head = [f"def {name}({', '.join(params())}):"]
