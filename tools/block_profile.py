@@ -6,9 +6,10 @@ BLAS call, so a product's call and its epilogue are timed apart; the step then r
 ``--steps`` times and every block's time is summed. The clock is the thread's CPU time
 (``clock_gettime``, a system call per block; the step's time outside the blocks is the
 call path between parts), which a loaded machine does not inflate; ``--clock cycles``
-reads the cycle counter (``llvm.readcyclecounter``), finer but in wall time. Prints one row per block over
-``--min`` percent, then the totals by family (linear products, batched attention products,
-row kernels, GELU, convolutions, pooling, copies, optimizer updates, the rest).
+reads the cycle counter (``llvm.readcyclecounter``), finer but in wall time. Prints
+one row per block over ``--min`` percent, then the totals by family (linear products,
+batched attention products, row kernels, GELU, convolutions, pooling, copies, optimizer
+updates, the rest).
 
     python -m tools.block_profile [transformer|cnn] [--steps 60] [--min 0.5] [--clock cpu|cycles]
 """
