@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -1015,6 +1015,22 @@ class _Writer:
         elif into is None:
             self.into = epilogue_target
         product = block.result
+        gemm = block.stmts[-1] if block.stmts else None
+        if (bias is not None and in_place and root is anchor and isinstance(gemm, kir.Gemm)
+                and gemm.c.buf == product and gemm.beta == 0 and gemm.k <= 256
+                and np.dtype(bias.dtype) == np.dtype(anchor.dtype)):
+            # The bias is the product's starting value (beta 1): one pass writing the
+            # bias replaces the library's pass zeroing the result and the pass adding
+            # the bias. Each element is still the product's sum plus the bias, rounded
+            # once, while the library sums the contraction in one block (at most 256
+            # terms here; a longer one adds its blocks to the bias in turn).
+            idx, wrap = self.loops(shape)
+            fill = kir.Store(product, tuple(idx), self.bufs[ins[0]][self.index(bias, shape, idx)])
+            block.stmts[-1:] = [*wrap([fill]), replace(gemm, beta=1.0)]
+            self.emit_block(block)
+            if product.name != out:
+                self.alias(out, product)
+            return
         self.emit_block(block)
         if not in_place:
             if self.into is not None:
