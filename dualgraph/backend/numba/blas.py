@@ -30,6 +30,7 @@ from numba.core import cgutils
 from numba.core.extending import intrinsic, overload
 
 from ..kir import Gemm, LibCall, walk
+from .cache_key import cached_cfunc, cached_njit
 from .library import Routines
 
 # cblas enum values
@@ -152,7 +153,7 @@ def _gemm_at(typingctx, ta, tb, m, n, k, a, ia, lda, b, ib, ldb, beta, c, ic, ld
     return sig, codegen
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _operand(x):
     """(array, transpose flag, leading dimension) for a row-major BLAS operand: a C-ordered
     matrix as is, an F-ordered one (a transposed view) as its transpose, else a copy.
@@ -251,7 +252,7 @@ def _gemm_dot(a, b, c, beta):
 
 # ``c = a @ b + beta * c`` for 2-D float arrays (``beta`` 0 or 1; ``c`` C-ordered), in
 # generated code ``dgb.gemm``.
-gemm = numba.njit(inline="always", cache=True)(_gemm_blas if _FOUND is not None else _gemm_dot)
+gemm = cached_njit(inline="always")(_gemm_blas if _FOUND is not None else _gemm_dot)
 
 
 def operand(x):  # noqa: ARG001 - typed by the overload below
@@ -361,7 +362,7 @@ def _empty_of_ptr(p, n):
 # The helpers take an operand's shape and strides as views of the geometry block, not the
 # block and their offsets: Numba compiles a function called with a literal integer once
 # per value, and the offsets are literals.
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def _layout(strides, nd, rows, cols):
     """(cblas transpose flag, leading dimension) of the matrices in the last two axes of
     the operand with ``strides``; flag -1 when BLAS cannot read them in place."""
@@ -373,7 +374,7 @@ def _layout(strides, nd, rows, cols):
     return -1, 0
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def _copied(p, shape, strides, nd):
     """The operand's elements copied C-ordered into a new array; its ``strides`` become
     the copy's. Rows along the last axis, the other axes stepped as an odometer (no
@@ -406,7 +407,7 @@ def _copied(p, shape, strides, nd):
     return out
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def _item_offset(shape, strides, nd, item, cshape, nc):
     """Element offset of batch item ``item`` (numbered over the result's batch axes, of
     ``cshape``) in the operand, whose batch axes align with the result's trailing ones;
@@ -421,7 +422,7 @@ def _item_offset(shape, strides, nd, item, cshape, nc):
     return off
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def _batched(x, y, c, geo):
     """``c[...] = x @ y`` over the batch, the operands as `_geometry` describes them."""
     g = numba.carray(geo, (_GEO,))
@@ -491,7 +492,7 @@ def _c_batched(dtype: Any) -> Any:
     def entry(x, y, c, geo):
         _batched(x, y, c, geo)
 
-    return numba.cfunc(sig, cache=True, nopython=True, error_model="numpy")(entry)
+    return cached_cfunc(sig, error_model="numpy")(entry)
 
 
 _BATCHED: dict = {}
@@ -567,7 +568,7 @@ def gemm_batched(typingctx, x, y, c):
 # value.
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def max_pool_indices(x, out, geo):
     """Each window's first largest value's flat position in its plane, for windows that
     all lie inside the plane: ``x`` (B, H, W), ``out`` (B, oH, oW); window (i, j) reads
@@ -618,7 +619,7 @@ def max_pool_indices(x, out, geo):
                 out[n, i, j] = k
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def pool_gather(x, idx, out):
     """``out[b, m] = x[b, idx[b, m]]`` (``idx`` with one row: the same for every b)."""
     per_row = idx.shape[0] > 1
@@ -628,7 +629,7 @@ def pool_gather(x, idx, out):
             out[n, m] = x[n, idx[t, m]]
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def pool_scatter(g, idx, out):
     """The transpose of `pool_gather`: ``out`` (B, P) zeros, then ``g[b, m]`` added at
     ``out[b, idx[b, m]]``."""
@@ -711,7 +712,7 @@ def _zero_of_ptr(p):
     return lambda p: zero
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@cached_njit(nogil=True, error_model="numpy", inline="always")
 def _window_columns(kj, t, w_):
     """Kernel column ``kj``'s offset ``b`` into the image row and the range [lo, hi) of
     window columns whose element lies inside the image (of width ``w_``)."""
@@ -720,7 +721,7 @@ def _window_columns(kj, t, w_):
     return b, max(0, (sw - 1 - b) // sw), min(ow, (w_ - 1 - b) // sw + 1)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def _gather(x, xn, g, t, cols, base, rs, zero):
     """One sample's windows (its image at ``x + xn``, operand 0 of ``g``) into rows ``r``
     of ``cols`` starting ``base + r * rs`` (each ``oh * ow`` long); ``zero``: write zeros
@@ -752,7 +753,7 @@ def _gather(x, xn, g, t, cols, base, rs, zero):
                             _store(cols, dst + ox, _load(x, src + (ox * sw + b) * s3))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def _im2col(x, cols, g, t):
     """Operand 0 (N, C, H, W) into ``cols`` (C-ordered): (N, K, L) (mode 0) or (K, N, L)
     (mode 1)."""
@@ -766,7 +767,7 @@ def _im2col(x, cols, g, t):
             _gather(x, n * s0, g, t, cols, n * length, n_ * length, zero)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def _scatter(cols, base, s1, s2, res, n, c_, h_, w_, t):
     """Sample ``n``'s columns (K, L), column element (r, l) at ``cols + base + r * s1 +
     l * s2``, each added where its window reads it in ``res`` (N, C, H, W) (C-ordered):
@@ -792,7 +793,7 @@ def _scatter(cols, base, s1, s2, res, n, c_, h_, w_, t):
                                    _load(res, dst + ox * sw) + _load(cols, src + ox * s2))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def _col2im(cols, res, g, t):
     """``res`` (N, C, H, W) (operand 1, C-ordered) zeroed, then each column element of
     ``cols`` (N, K, L) (operand 0, any strides) added where its window reads it."""
@@ -803,7 +804,7 @@ def _col2im(cols, res, g, t):
         _scatter(cols, n * g[4], g[5], g[6], res, n, c_, h_, w_, t)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def _conv2d(x, w, bias, out, g, t):
     """Ungrouped ``out`` (N, O, oH, oW) (operand 3, C-ordered) = conv of ``x`` (operand 0)
     with ``w`` (O, K) (C-ordered): sample by sample, its columns into a (K, L) buffer that
@@ -850,7 +851,7 @@ def _gemm_sample(typingctx, ta, tb, m, n, k, a, b, ib, beta, c):
     return sig, codegen
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def _conv2d_weight(x, g, gw, geo, t):
     """Ungrouped weight gradient ``gw`` (O, K) (operand 2, C-ordered) of the convolution
     of ``x`` (operand 0) whose output's gradient is ``g`` (N, O, L) (operand 1,
@@ -880,7 +881,7 @@ def _conv2d_weight(x, g, gw, geo, t):
     acc.size  # noqa: B018
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def _conv2d_input(g, w, res, geo, t):
     """Ungrouped input gradient ``res`` (N, C, H, W) (operand 2, C-ordered) of the
     convolution with ``w`` (O, K) (operand 1, C-ordered) whose output's gradient is ``g``

@@ -142,14 +142,15 @@ class Routines:
 
 
 def _keyed_cache(func: Callable, key: str) -> Any:
-    """Numba's disk cache of ``func`` with ``key`` added to each entry's key."""
-    from numba.core.caching import FunctionCache
+    """Numba's disk cache of ``func``, keyed on the backend's sources, with ``key`` added
+    to each entry's key."""
+    from .cache_key import KeyedCache
 
-    class KeyedCache(FunctionCache):
+    class FamilyCache(KeyedCache):
         def _index_key(self, sig, codegen):
             return (*super()._index_key(sig, codegen), key)
 
-    return KeyedCache(func)
+    return FamilyCache(func)
 
 
 @contextlib.contextmanager
