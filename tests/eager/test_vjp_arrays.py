@@ -5,14 +5,14 @@ dtypes use the op-by-op form."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
 import dualgraph as dg
 from dualgraph.ops import OPS
 from dualgraph.ops import norm as N
+
+from .._support.profiling import python_calls
 
 F = dg.nn.functional
 
@@ -203,17 +203,7 @@ def test_mse_loss_backward_through_mean_makes_no_mul_op():
     x = dg.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), requires_grad=True)
     t = dg.tensor(np.zeros((3, 4), np.float32))
     loss = dg.nn.functional.mse_loss(x, t)
-    names = []
-
-    def profile(frame, event, arg):
-        if event == "call":
-            names.append(frame.f_code.co_name)
-
-    sys.setprofile(profile)
-    try:
-        loss.backward()
-    finally:
-        sys.setprofile(None)
+    names = [name for _, name in python_calls(loss.backward)]
     assert "_mean_vjp" not in names and "broadcast_to" not in names, names
     dg.testing.assert_close(x.grad.numpy(), 2 * x.numpy() / 12,
                             rtol=1e-6, atol=0.0, check_dtype=False)
