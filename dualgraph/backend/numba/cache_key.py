@@ -67,10 +67,8 @@ class KeyedCache(caching.FunctionCache):
 
 
 def cached_njit(**options: Any) -> Callable:
-    """``numba.njit(cache=True, **options)`` with the disk cache keyed on `digest()`.
-
-    >>> @cached_njit(nogil=True)
-    ... def one(): return 1
+    """``numba.njit(cache=True, **options)`` with the disk cache keyed on `digest()`,
+    for a function of a module file, as in ``@cached_njit(nogil=True, error_model="numpy")``.
     """
     def wrap(py_func: Callable) -> Any:
         disp = numba.njit(**options)(py_func)
