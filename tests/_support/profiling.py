@@ -1,11 +1,13 @@
-"""The calls a piece of code makes, counted with ``sys.setprofile`` (tests count calls; they
-never time them)."""
+"""The calls a piece of code makes, counted with ``sys.setprofile`` or by wrapping an op's VJP
+(tests count calls; they never time them)."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 _SWITCH_OFF = ("", "setprofile")  # the C call that ends the profiling
 
@@ -40,3 +42,25 @@ def python_calls(fn: Callable[[], object], c_calls: bool = False) -> list[tuple[
     if calls and calls[-1] == _SWITCH_OFF:
         calls.pop()
     return calls
+
+
+@contextlib.contextmanager
+def vjp_runs(*ops: Any) -> Iterator[list[str]]:
+    """The names of the ops ``ops`` (`OpDef`) whose op-by-op VJP runs while the block runs,
+    one entry a run (how a test tells a fused array form from the op-by-op one)."""
+    runs: list[str] = []
+    real = [op.vjp for op in ops]
+
+    def counting(op: Any, vjp: Callable) -> Callable:
+        def counted(ctx, g):
+            runs.append(op.name)
+            return vjp(ctx, g)
+        return counted
+
+    for op, vjp in zip(ops, real, strict=True):
+        object.__setattr__(op, "vjp", counting(op, vjp))  # an OpDef is frozen
+    try:
+        yield runs
+    finally:
+        for op, vjp in zip(ops, real, strict=True):
+            object.__setattr__(op, "vjp", vjp)
