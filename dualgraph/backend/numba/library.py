@@ -18,9 +18,9 @@ the time building it would take) and loads it from the disk cache.
 
 Numba's disk cache knows a function by its own bytecode and the file that defines it, so
 an edit to a helper a routine compiles in from another module would load the old
-routine. A family's cached functions (its C functions, and the njit helpers of its
-module, which they call) are keyed on the source of its module and of every module
-named in its ``inlines`` as well (`Routines.source_key`).
+routine. Every cached function of the backend is keyed on the source of all its modules
+holding compiled code (`cache_key`); a family's C functions are keyed on the source of
+its module and of every module named in its ``inlines`` as well (`Routines.source_key`).
 
 A new family follows the same pattern: a ``Routines(family, kinds, make, inlines=...)``
 at module level of its own file, whose ``make`` returns ``ROUTINES.cfunc(...)``,
@@ -90,21 +90,6 @@ class Routines:
         fn.compile()
         return fn
 
-    def _key_helpers(self) -> None:
-        """Key the disk cache of the cached njit functions the family's own module
-        defines (the helpers its C functions call) on `source_key`, before any of its
-        routines is built in this process."""
-        import sys
-
-        from numba.core.caching import FunctionCache
-        from numba.core.registry import CPUDispatcher
-
-        module = sys.modules[self.modules[0]]
-        for obj in list(vars(module).values()):
-            if (isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == module.__name__
-                    and type(obj._cache) is FunctionCache):
-                obj._cache = _keyed_cache(obj.py_func, self.source_key())
-
     def symbol(self, kind: str, dtype: str) -> str:
         """The LLVM symbol generated code calls for routine ``kind`` in ``dtype``."""
         return f"dualgraph_{self.family}_{kind}_{dtype}"
@@ -127,8 +112,6 @@ class Routines:
 
         # Numba's own lock: typing a kernel holds it already, so no other order is taken.
         with global_compiler_lock, warnings.catch_warnings():
-            if not self._built:
-                self._key_helpers()
             # Numba's pedantic IR check misreads inlined helpers' variables; the code is
             # right (the tests compare every routine with eager).
             warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
