@@ -47,6 +47,23 @@ def test_every_backend_module_with_compiled_code_is_in_the_digest():
     assert all(os.path.exists(f) for f in cache_key.source_files())
 
 
+def test_every_cached_function_of_the_backend_is_keyed_on_its_sources():
+    # However its options were spelled (``numba.njit(**options)`` included).
+    import importlib
+
+    from numba.core import caching
+
+    plain = []
+    for name in cache_key.SOURCES:
+        module = importlib.import_module(f"dualgraph.backend.numba.{name}")
+        for attr, obj in vars(module).items():
+            cache = getattr(obj, "_cache", None)
+            if (isinstance(cache, caching.Cache)
+                    and not isinstance(cache, cache_key.KeyedCache)):
+                plain.append(f"{name}.{attr}")
+    assert plain == []
+
+
 def test_the_package_asks_numba_for_no_disk_cache_of_its_own():
     # Numba's own ``cache=True`` would key a function on its file alone.
     plain = []
