@@ -177,12 +177,7 @@ class EncoderBlock(nn.Module):
         self.heads = heads
         self.embed = nn.Embedding(vocab, width)
         self.pos = nn.Parameter(randn(seq, width) * 0.02)
-        self.ln1 = nn.LayerNorm(width)
-        self.qkv = nn.Linear(width, 3 * width)
-        self.proj = nn.Linear(width, width)
-        self.ln2 = nn.LayerNorm(width)
-        self.fc1 = nn.Linear(width, 4 * width)
-        self.fc2 = nn.Linear(4 * width, width)
+        _add_block_layers(self, width)
         if blocks > 1:
             self.more = nn.ModuleList([_Block(width) for _ in range(blocks - 1)])
         self.ln_f = nn.LayerNorm(width)
@@ -201,12 +196,17 @@ class _Block(nn.Module):
 
     def __init__(self, width: int) -> None:
         super().__init__()
-        self.ln1 = nn.LayerNorm(width)
-        self.qkv = nn.Linear(width, 3 * width)
-        self.proj = nn.Linear(width, width)
-        self.ln2 = nn.LayerNorm(width)
-        self.fc1 = nn.Linear(width, 4 * width)
-        self.fc2 = nn.Linear(4 * width, width)
+        _add_block_layers(self, width)
+
+
+def _add_block_layers(m: nn.Module, width: int) -> None:
+    """The layers `_block` runs, made in a fixed order (the seeded weights depend on it)."""
+    m.ln1 = nn.LayerNorm(width)
+    m.qkv = nn.Linear(width, 3 * width)
+    m.proj = nn.Linear(width, width)
+    m.ln2 = nn.LayerNorm(width)
+    m.fc1 = nn.Linear(width, 4 * width)
+    m.fc2 = nn.Linear(4 * width, width)
 
 
 def _block(m: Any, x: Any, heads: int) -> Any:

@@ -25,6 +25,7 @@ from .._location import PKG
 from ..eager.tensor import Tensor
 from ..modes import current_trace
 from ..ops.mixin import TensorOps
+from ..ops.number_operators import number_operators
 from ..trace.tracer import Tracer
 from .capture import CallTraceContext, NeedsValue, function_of  # noqa: F401 - re-exported
 
@@ -41,6 +42,23 @@ def _tensor_only(fn: Callable, name: str, reflected: bool = False) -> Callable:
     return op
 
 
+def _arithmetic(fn: Callable, stem: str, spelling: str, reflected: bool) -> Callable:
+    return lambda self, o: self._bin(o, fn, spelling, reflected)
+
+
+def _unary(fn: Callable, stem: str) -> Callable:
+    return lambda self: self._un(fn)
+
+
+def _compare(fn: Callable, stem: str) -> Callable:
+    return lambda self, o: self._need("a comparison")
+
+
+def _convert(fn: Callable, spelling: str) -> Callable:
+    return lambda self, *args: self._need(spelling)
+
+
+@number_operators(_arithmetic, _unary, _compare, _convert)
 class SymbolicInt:
     """A Python ``int`` argument while a compiled call traces it as a 0-d int64 input.
 
@@ -102,19 +120,8 @@ class SymbolicInt:
             return self._need(f"{name} with a {type(other).__name__}")
         return SymbolicInt(fn(o, self._t) if reflected else fn(self._t, o), self._needs)
 
-    def __add__(self, o): return self._bin(o, operator.add, "+")  # noqa: E704
-    def __radd__(self, o): return self._bin(o, operator.add, "+", True)  # noqa: E704
-    def __sub__(self, o): return self._bin(o, operator.sub, "-")  # noqa: E704
-    def __rsub__(self, o): return self._bin(o, operator.sub, "-", True)  # noqa: E704
-    def __mul__(self, o): return self._bin(o, operator.mul, "*")  # noqa: E704
-    def __rmul__(self, o): return self._bin(o, operator.mul, "*", True)  # noqa: E704
-    def __floordiv__(self, o): return self._bin(o, operator.floordiv, "//")  # noqa: E704
-    def __rfloordiv__(self, o): return self._bin(o, operator.floordiv, "//", True)  # noqa: E704
-    def __mod__(self, o): return self._bin(o, operator.mod, "%")  # noqa: E704
-    def __rmod__(self, o): return self._bin(o, operator.mod, "%", True)  # noqa: E704
-    def __neg__(self): return SymbolicInt(-self._t, self._needs)  # noqa: E704
-    def __pos__(self): return self  # noqa: E704
-    def __abs__(self): return SymbolicInt(abs(self._t), self._needs)  # noqa: E704
+    def _un(self, fn: Callable) -> SymbolicInt:
+        return SymbolicInt(fn(self._t), self._needs)
 
     # With a tensor a division is a tensor op; with a number Python would give a float.
     __truediv__ = _tensor_only(operator.truediv, "/")
@@ -125,24 +132,10 @@ class SymbolicInt:
     def __pow__(self, o): return self._need("**")  # noqa: E704
     def __rpow__(self, o): return self._need("**")  # noqa: E704
 
-    # Where Python needs the value: the argument stays keyed by value.
+    # Where Python needs the value (besides the comparisons and conversions of the
+    # operator table): the argument stays keyed by value.
     def __bool__(self): return self._need("its truth value")  # noqa: E704
-    def __index__(self): return self._need("as an index or a size")  # noqa: E704
-    def __int__(self): return self._need("int()")  # noqa: E704
-    def __float__(self): return self._need("float()")  # noqa: E704
     def __complex__(self): return self._need("complex()")  # noqa: E704
-    def __hash__(self): return self._need("hashed")  # noqa: E704
-    def __eq__(self, o): return self._need("a comparison")  # noqa: E704
-    def __ne__(self, o): return self._need("a comparison")  # noqa: E704
-    def __lt__(self, o): return self._need("a comparison")  # noqa: E704
-    def __le__(self, o): return self._need("a comparison")  # noqa: E704
-    def __gt__(self, o): return self._need("a comparison")  # noqa: E704
-    def __ge__(self, o): return self._need("a comparison")  # noqa: E704
-    def __round__(self, n=None): return self._need("round()")  # noqa: E704
-    def __trunc__(self): return self._need("math.trunc()")  # noqa: E704
-    def __floor__(self): return self._need("math.floor()")  # noqa: E704
-    def __ceil__(self): return self._need("math.ceil()")  # noqa: E704
-    def __format__(self, spec): return self._need("formatted")  # noqa: E704
     def __repr__(self): return self._need("repr()")  # noqa: E704
     def __str__(self): return self._need("str()")  # noqa: E704
     def __array__(self, *a, **k): return self._need("passed to NumPy")  # noqa: E704

@@ -294,26 +294,22 @@ def logaddexp2(input: Any, other: Any) -> Any:  # noqa: A002
 
 def xlogy(input: Any, other: Any) -> Any:  # noqa: A002
     """``input * log(other)``, 0 where ``input == 0`` (unless ``other`` is NaN)."""
-    if not hasattr(input, "shape") and not hasattr(other, "shape"):
-        raise TypeError("xlogy(): at least one argument must be a tensor")
-    if not hasattr(other, "shape"):
-        other = float(other)
-    prod = E.mul(input, _log_of(other, E.log, np.log))
-    zero = E.eq(input, 0)
-    if hasattr(other, "shape"):
-        zero = logical_and(zero, E.eq(other, other))
-    elif math.isnan(other):
-        return prod
-    return E.where(zero, 0.0, prod)
+    return _times_log(input, other, "xlogy", E.log, np.log)
 
 
 def xlog1py(input: Any, other: Any) -> Any:  # noqa: A002
     """``input * log1p(other)``, 0 where ``input == 0`` (unless ``other`` is NaN)."""
+    return _times_log(input, other, "xlog1py", E.log1p, np.log1p)
+
+
+def _times_log(input: Any, other: Any, name: str, log: Any, np_log: Any) -> Any:  # noqa: A002
+    """``input * log(other)`` for `xlogy` and `xlog1py` (``log``: the op, ``np_log``: the
+    same function of a Python number)."""
     if not hasattr(input, "shape") and not hasattr(other, "shape"):
-        raise TypeError("xlog1py(): at least one argument must be a tensor")
+        raise TypeError(f"{name}(): at least one argument must be a tensor")
     if not hasattr(other, "shape"):
         other = float(other)
-    prod = E.mul(input, _log_of(other, E.log1p, np.log1p))
+    prod = E.mul(input, _log_of(other, log, np_log))
     zero = E.eq(input, 0)
     if hasattr(other, "shape"):
         zero = logical_and(zero, E.eq(other, other))

@@ -8,8 +8,6 @@ reached only through `trace_hooks`.
 
 from __future__ import annotations
 
-import math
-import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +16,7 @@ import numpy as np
 from ..errors import EagerOnlyError
 from ..modes import Mode, current_trace
 from ..ops.mixin import TensorOps
+from ..ops.number_operators import number_operators
 
 _NUMBER = (int, float, np.integer, np.floating)
 
@@ -98,6 +97,23 @@ def guarded_get(owner: dict, key: Any) -> Any:
     return dict.get(owner, key, _MISSING)
 
 
+def _arithmetic(fn: Callable, stem: str, spelling: str, reflected: bool) -> Callable:
+    return lambda self, o: self._bin(o, fn, stem, reflected)
+
+
+def _unary(fn: Callable, stem: str) -> Callable:
+    return lambda self: self._un(fn, stem)
+
+
+def _compare(fn: Callable, stem: str) -> Callable:
+    return lambda self, o: self._cmp(o, fn)
+
+
+def _convert(fn: Callable, spelling: str) -> Callable:
+    return lambda self, *args: fn(self._concrete(), *args)
+
+
+@number_operators(_arithmetic, _unary, _compare, _convert)
 class TracedNumber:
     """A Python number read from a parameter group while a compiled call traces.
 
@@ -169,24 +185,6 @@ class TracedNumber:
         return TracedNumber(self._hooks, (name, self._key), lambda: fn(sg()), self._where,
                             self._keep)
 
-    def __add__(self, o): return self._bin(o, operator.add, "add")  # noqa: E704
-    def __radd__(self, o): return self._bin(o, operator.add, "add", True)  # noqa: E704
-    def __sub__(self, o): return self._bin(o, operator.sub, "sub")  # noqa: E704
-    def __rsub__(self, o): return self._bin(o, operator.sub, "sub", True)  # noqa: E704
-    def __mul__(self, o): return self._bin(o, operator.mul, "mul")  # noqa: E704
-    def __rmul__(self, o): return self._bin(o, operator.mul, "mul", True)  # noqa: E704
-    def __truediv__(self, o): return self._bin(o, operator.truediv, "div")  # noqa: E704
-    def __rtruediv__(self, o): return self._bin(o, operator.truediv, "div", True)  # noqa: E704
-    def __floordiv__(self, o): return self._bin(o, operator.floordiv, "fdiv")  # noqa: E704
-    def __rfloordiv__(self, o): return self._bin(o, operator.floordiv, "fdiv", True)  # noqa: E704,E501
-    def __mod__(self, o): return self._bin(o, operator.mod, "mod")  # noqa: E704
-    def __rmod__(self, o): return self._bin(o, operator.mod, "mod", True)  # noqa: E704
-    def __pow__(self, o): return self._bin(o, operator.pow, "pow")  # noqa: E704
-    def __rpow__(self, o): return self._bin(o, operator.pow, "pow", True)  # noqa: E704
-    def __neg__(self): return self._un(operator.neg, "neg")  # noqa: E704
-    def __pos__(self): return self  # noqa: E704
-    def __abs__(self): return self._un(abs, "abs")  # noqa: E704
-
     # ------------------------------------------------- where Python needs the value
     def _cmp(self, other: Any, fn: Callable) -> Any:
         if isinstance(other, TensorOps):
@@ -205,13 +203,6 @@ class TracedNumber:
               f"{self._where} changed a Python comparison the trace branched on", keep)
         return now
 
-    def __lt__(self, o): return self._cmp(o, operator.lt)  # noqa: E704
-    def __le__(self, o): return self._cmp(o, operator.le)  # noqa: E704
-    def __gt__(self, o): return self._cmp(o, operator.gt)  # noqa: E704
-    def __ge__(self, o): return self._cmp(o, operator.ge)  # noqa: E704
-    def __eq__(self, o): return self._cmp(o, operator.eq)  # noqa: E704
-    def __ne__(self, o): return self._cmp(o, operator.ne)  # noqa: E704
-
     def __bool__(self) -> bool:
         sg = self._get
         now = bool(sg())
@@ -219,16 +210,6 @@ class TracedNumber:
         guard(lambda: bool(sg()), now,
               f"{self._where} became {'non-' if not now else ''}zero", self._keep)
         return now
-
-    def __float__(self) -> float: return float(self._concrete())  # noqa: E704
-    def __int__(self) -> int: return int(self._concrete())  # noqa: E704
-    def __index__(self) -> int: return operator.index(self._concrete())  # noqa: E704
-    def __hash__(self) -> int: return hash(self._concrete())  # noqa: E704
-    def __round__(self, n=None): return round(self._concrete(), n)  # noqa: E704
-    def __trunc__(self): return math.trunc(self._concrete())  # noqa: E704
-    def __floor__(self): return math.floor(self._concrete())  # noqa: E704
-    def __ceil__(self): return math.ceil(self._concrete())  # noqa: E704
-    def __format__(self, spec: str) -> str: return format(self._concrete(), spec)  # noqa: E704
 
     def __repr__(self) -> str:
         return f"TracedNumber({self._where}={self._get()!r})"

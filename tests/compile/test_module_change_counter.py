@@ -5,13 +5,13 @@ mode does, and a call whose modules did not change reads none of their tables.""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
 import dualgraph as dg
 from dualgraph.nn.changes import CHANGES
+
+from .._support.profiling import python_calls
 
 nn = dg.nn
 
@@ -141,18 +141,8 @@ def test_a_compiled_call_sees_every_kind_of_write_between_calls() -> None:
 
 
 def _calls(fn) -> list:
-    names = []
-
-    def profile(frame, event, arg):
-        if event == "c_call":
-            names.append(getattr(arg, "__qualname__", repr(arg)))
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return names
+    """The C functions ``fn()`` calls, by qualified name."""
+    return [name for file, name in python_calls(fn, c_calls=True) if not file]
 
 
 def test_a_call_whose_modules_did_not_change_reads_none_of_their_tables() -> None:

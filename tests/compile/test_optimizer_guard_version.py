@@ -6,11 +6,11 @@ stays equal to the eager one, step for step."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 import dualgraph as dg
+
+from .._support.profiling import python_calls
 
 S = dg.optim.lr_scheduler
 
@@ -128,18 +128,7 @@ def test_every_kind_of_write_is_seen_as_eager_sees_it() -> None:
 
 def _optimizer_frames(run) -> int:
     """Python frames run in the optimizer's code during ``run()``."""
-    seen = []
-
-    def prof(frame, event, arg):
-        if event == "call" and "/optim/" in frame.f_code.co_filename:
-            seen.append(frame.f_code.co_name)
-
-    sys.setprofile(prof)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
-    return len(seen)
+    return sum("/optim/" in file for file, _ in python_calls(run))
 
 
 def test_hyperparameters_are_read_again_only_after_a_write() -> None:

@@ -5,7 +5,6 @@ gradients as complete tensors, and call counting that garbage collection cannot 
 from __future__ import annotations
 
 import gc
-import sys
 
 import numpy as np
 
@@ -14,6 +13,8 @@ from dualgraph.eager.internal import make_tensor
 from dualgraph.eager.tensor import Tensor
 from dualgraph.testing import assert_close
 from tests.compile.test_step_call_counts import _calls
+
+from .._support.profiling import python_calls
 
 
 def _poly(x, y):
@@ -24,18 +25,7 @@ def _kernel_frames(call) -> int:
     """How many times ``call()`` entered a compiled kernel through Numba's dispatcher
     (which shows a profiler the kernel's Python function; its compiled entry, called
     directly, is a C function)."""
-    codes = []
-
-    def profile(frame, event, arg):
-        if event == "call" and frame.f_code.co_filename.rsplit("/", 1)[-1].startswith("dg_"):
-            codes.append(frame.f_code)
-
-    sys.setprofile(profile)
-    try:
-        call()
-    finally:
-        sys.setprofile(None)
-    return len(codes)
+    return sum(file.rsplit("/", 1)[-1].startswith("dg_") for file, _ in python_calls(call))
 
 
 def _scalar(value: float) -> Tensor:

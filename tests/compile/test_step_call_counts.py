@@ -5,41 +5,17 @@ and W2-tiny steps they are the cost of a step."""
 from __future__ import annotations
 
 import collections
-import gc
-import sys
 
 import numpy as np
 
 import dualgraph as dg
 
+from .._support.profiling import python_calls
+
 
 def _calls(fn) -> collections.Counter:
-    """Every Python frame and C function call ``fn()`` makes (``fn``'s own frame not
-    counted), by name."""
-    names: collections.Counter = collections.Counter()
-
-    def profile(frame, event, arg):
-        if event == "call":
-            names[frame.f_code.co_name] += 1
-        elif event == "c_call":
-            names[getattr(arg, "__qualname__", repr(arg))] += 1
-
-    # A garbage collection that starts inside ``fn`` runs the `gc.callbacks` (JAX and
-    # Hypothesis install Python ones, so whether another test imported them changes the
-    # count) and the finalizers of whatever earlier tests left in cycles: collect first,
-    # and none during the counted call.
-    gc.collect()
-    enabled = gc.isenabled()
-    gc.disable()
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-        if enabled:
-            gc.enable()
-    names["setprofile"] -= 1  # switching the profile off
-    return +names
+    """Every Python frame and C function call ``fn()`` makes, by name."""
+    return collections.Counter(name for _, name in python_calls(fn, c_calls=True))
 
 
 def test_a_scalar_training_step_makes_at_most_15_calls() -> None:

@@ -5,37 +5,18 @@ them."""
 from __future__ import annotations
 
 import functools
-import gc
-import sys
 
 import numpy as np
 import pytest
 
 import dualgraph as dg
 
+from .._support.profiling import python_calls
+
 
 def _count(fn) -> tuple[int, list]:
-    """The Python function calls made while running ``fn()`` (the caller's frame is not
-    counted), as (file, function) pairs."""
-    names = []
-
-    def profile(frame, event, arg):
-        if event == "call":
-            code = frame.f_code
-            names.append((code.co_filename.replace("\\", "/"), code.co_name))
-
-    # No garbage collection while counting: one would run `gc.callbacks` (JAX and
-    # Hypothesis install Python ones) and finalizers, calls the step does not make.
-    gc.collect()
-    enabled = gc.isenabled()
-    gc.disable()
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-        if enabled:
-            gc.enable()
+    """The Python function calls made while running ``fn()``, as (file, function) pairs."""
+    names = python_calls(fn)
     return len(names), names
 
 

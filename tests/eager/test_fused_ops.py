@@ -5,13 +5,13 @@ and double backward. Call counts, never time."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
 import dualgraph as dg
 from dualgraph.ops import linalg as L
+
+from .._support.profiling import python_calls
 
 F = dg.nn.functional
 
@@ -29,18 +29,7 @@ def _by_ops(x, w, b):
 
 
 def _eager_process_calls(fn) -> int:
-    calls = []
-
-    def profile(frame, event, arg):
-        if event == "call" and frame.f_code.co_name == "eager_process":
-            calls.append(1)
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return len(calls)
+    return sum(name == "eager_process" for _, name in python_calls(fn))
 
 
 def _tree(fn) -> tuple:

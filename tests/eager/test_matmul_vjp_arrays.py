@@ -10,6 +10,8 @@ import pytest
 import dualgraph as dg
 from dualgraph.ops import linalg as L
 
+from .._support.profiling import vjp_runs
+
 CASES = [((2, 3, 5, 4), (2, 3, 4, 6), False), ((5, 4), (4, 6), False),
          ((5, 4), (6, 4), True), ((2, 3, 5, 4), (4, 6), False), ((3, 5, 4), (1, 4, 6), False),
          ((2, 3, 6, 4), (2, 3, 6, 4), True)]
@@ -17,16 +19,8 @@ CASES = [((2, 3, 5, 4), (2, 3, 4, 6), False), ((5, 4), (4, 6), False),
 
 @pytest.fixture
 def op_vjp_calls():
-    calls = []
-    real = L.MATMUL.vjp
-
-    def counted(ctx, g):
-        calls.append(1)
-        return real(ctx, g)
-
-    object.__setattr__(L.MATMUL, "vjp", counted)  # an OpDef is frozen
-    yield calls
-    object.__setattr__(L.MATMUL, "vjp", real)
+    with vjp_runs(L.MATMUL) as runs:
+        yield runs
 
 
 def _grads(sa, sb, transposed, dtype, needs=(True, True), array_form=True):

@@ -5,8 +5,6 @@ dtypes use the op-by-op form."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
@@ -14,22 +12,16 @@ import dualgraph as dg
 from dualgraph.ops import OPS
 from dualgraph.ops import norm as N
 
+from .._support.profiling import python_calls, vjp_runs
+
 F = dg.nn.functional
 
 
 @pytest.fixture
 def vjp_calls():
     """Counts the op-by-op VJP's runs."""
-    calls = []
-    real = N.LAYER_NORM.vjp
-
-    def counted(ctx, g):
-        calls.append(1)
-        return real(ctx, g)
-
-    object.__setattr__(N.LAYER_NORM, "vjp", counted)  # an OpDef is frozen
-    yield calls
-    object.__setattr__(N.LAYER_NORM, "vjp", real)
+    with vjp_runs(N.LAYER_NORM) as runs:
+        yield runs
 
 
 def _grads(shape, norm, with_w, with_b, dtype, x_grad=True, w_dtype=None, array_form=True):
@@ -172,29 +164,19 @@ def test_mean_array_form_gives_the_op_forms_bits(dtype, shape, dim, keepdim):
     rng = np.random.default_rng(len(shape))
     xa = rng.standard_normal(shape).astype(dtype) * 3
     mean_op = OPS["mean"]
-    calls = []
-    real = mean_op.vjp
-
-    def counted(ctx, g):
-        calls.append(1)
-        return real(ctx, g)
-
     def grad():
         x = dg.tensor(xa, requires_grad=True)
         m = x.mean() if dim is None else x.mean(dim=dim, keepdim=keepdim)
         (m * dg.tensor(rng.standard_normal(m.shape).astype(dtype) + 2)).sum().backward()
         return x.grad.numpy()
 
-    object.__setattr__(mean_op, "vjp", counted)
-    try:
+    with vjp_runs(mean_op) as calls:
         rng = np.random.default_rng(1)
         fast = grad()
         assert calls == []  # the array form ran, not `mul` and `broadcast_to` as ops
         rng = np.random.default_rng(1)
         slow = _op_by_op(grad)
         assert len(calls) == 1
-    finally:
-        object.__setattr__(mean_op, "vjp", real)
     assert fast.shape == slow.shape == shape
     assert fast.dtype == slow.dtype and fast.tobytes() == slow.tobytes()
 
@@ -203,17 +185,7 @@ def test_mse_loss_backward_through_mean_makes_no_mul_op():
     x = dg.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), requires_grad=True)
     t = dg.tensor(np.zeros((3, 4), np.float32))
     loss = dg.nn.functional.mse_loss(x, t)
-    names = []
-
-    def profile(frame, event, arg):
-        if event == "call":
-            names.append(frame.f_code.co_name)
-
-    sys.setprofile(profile)
-    try:
-        loss.backward()
-    finally:
-        sys.setprofile(None)
+    names = [name for _, name in python_calls(loss.backward)]
     assert "_mean_vjp" not in names and "broadcast_to" not in names, names
     dg.testing.assert_close(x.grad.numpy(), 2 * x.numpy() / 12,
                             rtol=1e-6, atol=0.0, check_dtype=False)

@@ -212,13 +212,37 @@ class ProgramSet:
     programs: each ``run(weights=None, compiled=False)`` trains on small synthetic data and
     returns ``{"losses", "weights", "fn"}``: its per-step losses (and the figures it
     prints), its initial weights (torch's, recorded; or loaded from ``weights``) and its
-    compiled function(s). torch's side is recorded in ``goldens/<directory>/``."""
+    compiled function(s). torch's side is recorded in ``goldens/<directory>/``.
 
-    def __init__(self, directory: str, programs: tuple[str, ...]) -> None:
+    What a program's runs are expected to show, where not the default: ``slow``, compiled
+    runs that take a minute or more of cold compile; ``traces``, the traces of each of
+    its compiled functions (default one each); ``warns``, the RuntimeWarning its compiled
+    run gives (a step run eagerly); ``atol``, the absolute tolerance of its losses against
+    torch's (beside ``rtol=1e-5``), ``atols`` per program and ``compiled_atols`` per
+    program for the compiled run; ``compile_fails``, why its compiled run fails (an
+    expected failure)."""
+
+    def __init__(self, directory: str, programs: tuple[str, ...], *,
+                 slow: tuple[str, ...] = (), traces: dict[str, list[int]] | None = None,
+                 warns: dict[str, str] | None = None, atol: float = 0.0,
+                 atols: dict[str, float] | None = None,
+                 compiled_atols: dict[str, float] | None = None,
+                 compile_fails: dict[str, str] | None = None) -> None:
         self.directory = directory
         self.programs = programs
         self.path = HERE / directory
         self.gold = GOLDENS / directory
+        self.slow = slow
+        self.traces = traces or {}
+        self.warns = warns or {}
+        self.compile_fails = compile_fails or {}
+        self._atol, self._atols, self._compiled_atols = atol, atols or {}, compiled_atols or {}
+
+    def atol(self, name: str, compiled: bool) -> float:
+        """The absolute tolerance of ``name``'s losses against torch's."""
+        if compiled and name in self._compiled_atols:
+            return self._compiled_atols[name]
+        return self._atols.get(name, self._atol)
 
     def load(self, name: str, torch: Any) -> ModuleType:
         """``<directory>/<name>.py`` imported afresh with ``torch`` bound to ``torch``."""
@@ -260,12 +284,13 @@ class ProgramSet:
 
 
 def run_like_golden(programs: ProgramSet, name: str, torch: Any, compiled: bool,
-                    warns: dict[str, str]) -> tuple[dict, list]:
+                    warns: dict[str, str] | None = None) -> tuple[dict, list]:
     """Program ``name`` under ``torch`` from torch's recorded initial weights, and torch's
     losses. Its UserWarnings are ignored; the RuntimeWarning ``warns[name]`` (a step run
-    eagerly) must be given when compiled."""
+    eagerly; default: the set's ``warns``) must be given when compiled."""
     import pytest
 
+    warns = programs.warns if warns is None else warns
     weights, want = programs.golden(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

@@ -30,6 +30,7 @@ from numba.core import cgutils
 from numba.core.extending import intrinsic, overload
 
 from ..kir import Gemm, LibCall, walk
+from .cache_key import cached_njit
 from .library import HELPER_JIT, Routines
 
 # cblas enum values
@@ -152,7 +153,7 @@ def _gemm_at(typingctx, ta, tb, m, n, k, a, ia, lda, b, ib, ldb, beta, c, ic, ld
     return sig, codegen
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _operand(x):
     """(array, transpose flag, leading dimension) for a row-major BLAS operand: a C-ordered
     matrix as is, an F-ordered one (a transposed view) as its transpose, else a copy.
@@ -251,7 +252,7 @@ def _gemm_dot(a, b, c, beta):
 
 # ``c = a @ b + beta * c`` for 2-D float arrays (``beta`` 0 or 1; ``c`` C-ordered), in
 # generated code ``dgb.gemm``.
-gemm = numba.njit(inline="always", cache=True)(_gemm_blas if _FOUND is not None else _gemm_dot)
+gemm = cached_njit(inline="always")(_gemm_blas if _FOUND is not None else _gemm_dot)
 
 
 def operand(x):  # noqa: ARG001 - typed by the overload below
@@ -397,7 +398,7 @@ def _free(typingctx, p):
 # The helpers take an operand's shape and strides as views of the geometry block, not the
 # block and their offsets: Numba compiles a function called with a literal integer once
 # per value, and the offsets are literals.
-@numba.njit(**HELPER_JIT)
+@cached_njit(**HELPER_JIT)
 def _layout(strides, nd, rows, cols):
     """(cblas transpose flag, leading dimension) of the matrices in the last two axes of
     the operand with ``strides``; flag -1 when BLAS cannot read them in place."""
@@ -409,7 +410,7 @@ def _layout(strides, nd, rows, cols):
     return -1, 0
 
 
-@numba.njit(**HELPER_JIT)
+@cached_njit(**HELPER_JIT)
 def _copied(p, shape, strides, nd):
     """The operand's elements copied C-ordered into a new buffer (`_alloc`); its
     ``strides`` become the copy's. Rows along the last axis, the other axes stepped as
@@ -446,7 +447,7 @@ def _copied(p, shape, strides, nd):
     return out
 
 
-@numba.njit(**HELPER_JIT)
+@cached_njit(**HELPER_JIT)
 def _item_offset(shape, strides, nd, item, cshape, nc):
     """Element offset of batch item ``item`` (numbered over the result's batch axes, of
     ``cshape``) in the operand, whose batch axes align with the result's trailing ones;
@@ -614,7 +615,7 @@ def gemm_batched(typingctx, x, y, c):
 # value.
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def max_pool_indices(x, out, geo):
     """Each window's first largest value's flat position in its plane, for windows that
     all lie inside the plane: ``x`` (B, H, W), ``out`` (B, oH, oW); window (i, j) reads
@@ -665,7 +666,7 @@ def max_pool_indices(x, out, geo):
                 out[n, i, j] = k
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def pool_gather(x, idx, out):
     """``out[b, m] = x[b, idx[b, m]]`` (``idx`` with one row: the same for every b)."""
     per_row = idx.shape[0] > 1
@@ -675,7 +676,7 @@ def pool_gather(x, idx, out):
             out[n, m] = x[n, idx[t, m]]
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def pool_scatter(g, idx, out):
     """The transpose of `pool_gather`: ``out`` (B, P) zeros, then ``g[b, m]`` added at
     ``out[b, idx[b, m]]``."""
@@ -758,7 +759,7 @@ def _zero_of_ptr(p):
     return lambda p: zero
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@cached_njit(nogil=True, error_model="numpy", inline="always")
 def _window_columns(kj, t, w_):
     """Kernel column ``kj``'s offset ``b`` into the image row and the range [lo, hi) of
     window columns whose element lies inside the image (of width ``w_``)."""

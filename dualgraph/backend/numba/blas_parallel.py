@@ -39,6 +39,7 @@ from .blas import (  # noqa: F401 - re-exported: a parallel kernel's ``dgb``
     pool_scatter,
 )
 from .blas import gemm_batched as _serial_batched
+from .cache_key import cached_njit
 
 _TRANS = 112
 # Blocks of a large product at most; products under SPLIT_FLOPS multiply-adds (a batched
@@ -58,7 +59,7 @@ def product_parts() -> int:
     return max(1, min(int(numba.config.NUMBA_NUM_THREADS), ROW_PARTS))
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def blocks(parts, m, n, k):
     """The blocks a product of ``m * n * k`` multiply-adds is cut in, given ``parts``
     (`product_parts`): ROW_PARTS under ROW_PARTS * SPLIT_FLOPS, where each block stays
@@ -70,7 +71,7 @@ def blocks(parts, m, n, k):
     return parts
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
+@cached_njit(parallel=True, nogil=True)
 def _row_blocks(parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
     """The product's result in ``parts`` blocks of rows over Numba's threads."""
     for p in numba.prange(parts):
@@ -81,7 +82,7 @@ def _row_blocks(parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
         _gemm_at(ta, tb, r1 - r0, n, k, a, ia, lda, b, 0, ldb, beta, c, r0 * ldc, ldc)
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
+@cached_njit(parallel=True, nogil=True)
 def _column_blocks(parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
     """The product's result in ``parts`` blocks of columns over Numba's threads."""
     for p in numba.prange(parts):
@@ -92,7 +93,7 @@ def _column_blocks(parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
         _gemm_at(ta, tb, m, c1 - c0, k, a, 0, lda, b, ib, ldb, beta, c, c0, ldc)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def gemm_blocks(parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
     """`blas.gemm_call`, a large product cut in `blocks` blocks over Numba's threads: of
     rows of its result when it has more rows than columns, else of columns. Each block
@@ -111,14 +112,14 @@ def gemm_blocks(parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
         _column_blocks(parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def gemm_call(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
     """`gemm_blocks` in ROW_PARTS blocks (for callers other than generated kernels, which
     print their cut)."""
     gemm_blocks(ROW_PARTS, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def gemm_part(p, parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
     """Block ``p`` of ``parts`` of the product `gemm_blocks` cuts the same way (rows of its
     result when it has as many rows as columns or more, else columns), at any size: the
@@ -148,7 +149,7 @@ def gemm_part(p, parts, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc):
     return 0, m, n * p // parts, n * (p + 1) // parts
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
+@cached_njit(parallel=True, nogil=True)
 def _items(x, y, c):
     """The leading batch axis's items over Numba's threads, one batched call each."""
     for i in numba.prange(c.shape[0]):
@@ -187,14 +188,14 @@ gemm_batched_float32 = gemm_batched_float64 = gemm_batched
 SAMPLE_PARTS = 2
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def _sample_parts(n, work):
     """How many parts a convolution over ``n`` samples of ``work`` multiply-adds in all
     runs in: 1 (on the calling thread) or SAMPLE_PARTS."""
     return SAMPLE_PARTS if n >= SAMPLE_PARTS and work >= SPLIT_FLOPS else 1
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
+@cached_njit(parallel=True, nogil=True)
 def _conv2d_parts(x, w, bias, out, table, parts):
     n = x.shape[0]
     for p in numba.prange(parts):
@@ -202,7 +203,7 @@ def _conv2d_parts(x, w, bias, out, table, parts):
         conv_conv2d(x[a:b], w, bias, out[a:b], table)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def conv_conv2d_split(x, w, bias, out, table):
     """`blas.conv_conv2d` with the samples cut in SAMPLE_PARTS over Numba's threads."""
     parts = _sample_parts(x.shape[0], out.size * w.size // max(out.shape[1], 1))
@@ -212,7 +213,7 @@ def conv_conv2d_split(x, w, bias, out, table):
         _conv2d_parts(x, w, bias, out, table, parts)
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
+@cached_njit(parallel=True, nogil=True)
 def _dgrad_parts(g, w, res, table, parts):
     n = g.shape[0]
     for p in numba.prange(parts):
@@ -220,7 +221,7 @@ def _dgrad_parts(g, w, res, table, parts):
         conv_dgrad(g[a:b], w, res[a:b], table)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def conv_dgrad_split(g, w, res, table):
     """`blas.conv_dgrad` with the samples cut in SAMPLE_PARTS over Numba's threads."""
     parts = _sample_parts(g.shape[0], g.size * w.size // max(g.shape[1], 1))
@@ -230,7 +231,7 @@ def conv_dgrad_split(g, w, res, table):
         _dgrad_parts(g, w, res, table, parts)
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
+@cached_njit(parallel=True, nogil=True)
 def _wgrad_parts(x, g, sums, table, parts):
     n = x.shape[0]
     for p in numba.prange(parts):
@@ -238,7 +239,7 @@ def _wgrad_parts(x, g, sums, table, parts):
         conv_wgrad(x[a:b], g[a:b], sums[p], table)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def conv_wgrad_split(x, g, gw, table):
     """`blas.conv_wgrad` with the samples cut in SAMPLE_PARTS over Numba's threads: each
     part's sum into its own buffer, the parts then added in order (not the serial
@@ -260,7 +261,7 @@ def conv_wgrad_split(x, g, gw, table):
         _store(out, j, v)
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
+@cached_njit(parallel=True, nogil=True)
 def _im2col_parts(x, cols, table, parts):
     n = x.shape[0]
     for p in numba.prange(parts):
@@ -268,7 +269,7 @@ def _im2col_parts(x, cols, table, parts):
         conv_im2col(x[a:b], cols[a:b], table)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def conv_im2col_split(x, cols, table):
     """`blas.conv_im2col` with the samples cut in SAMPLE_PARTS over Numba's threads when
     the columns are laid out sample-major (mode 0: a part's columns are a slice); the
@@ -280,7 +281,7 @@ def conv_im2col_split(x, cols, table):
         _im2col_parts(x, cols, table, parts)
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
+@cached_njit(parallel=True, nogil=True)
 def _col2im_parts(cols, res, table, parts):
     n = res.shape[0]
     for p in numba.prange(parts):
@@ -288,7 +289,7 @@ def _col2im_parts(cols, res, table, parts):
         conv_col2im(cols[a:b], res[a:b], table)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def conv_col2im_split(cols, res, table):
     """`blas.conv_col2im` with the samples cut in SAMPLE_PARTS over Numba's threads."""
     parts = _sample_parts(res.shape[0], cols.size * SPLIT_FLOPS // (1 << 16))

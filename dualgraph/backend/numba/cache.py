@@ -54,7 +54,7 @@ import numpy as np
 
 from dualgraph.backend.numba import blas as dgb  # matrix products ({blas})
 from dualgraph.backend.numba import cache as dgc  # njit with an authenticated disk cache
-from dualgraph.backend.numba import kernels as dgk  # math functions (source {kd})
+from dualgraph.backend.numba import kernels as dgk  # math functions (backend source {kd})
 from dualgraph.backend.numba import lapack as dgl  # matrix decompositions
 
 '''
@@ -321,10 +321,10 @@ def module_source(body: str, name: str, parallel: bool, cache: bool,
     deco = (f"@dgc.njit(cache={cache}, error_model='numpy', parallel={parallel}, "
             f"nogil=True, no_cfunc_wrapper=True{fm})\n")
     from .blas import BACKEND
-    from .kernels import source_digest
+    from .cache_key import digest
     from .library import needed_lines
 
-    header = _HEADER.format(dg=__version__, nb=numba.__version__, kd=source_digest(),
+    header = _HEADER.format(dg=__version__, nb=numba.__version__, kd=digest(),
                             blas=BACKEND)
     if parallel:  # products over Numba's threads, one BLAS thread each
         header = header.replace("import blas as dgb", "import blas_parallel as dgb")

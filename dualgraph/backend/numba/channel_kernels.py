@@ -26,13 +26,14 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .cache_key import cached_njit
 from .library import Routines
 from .row_kernels import _of
 
 _WEIGHT, _BIAS = 2, 4
 
 
-@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+@cached_njit(inline="always", nogil=True, error_model="numpy")
 def _moments(x, c, nn, cc, ll, eps):
     """Channel ``c``'s mean (the dtype), ``1 / sqrt(var + eps)`` in the dtype and in
     float64, and the biased variance (float64)."""
@@ -54,7 +55,7 @@ def _moments(x, c, nn, cc, ll, eps):
     return mu, _of(x, r64), r64, var
 
 
-@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+@cached_njit(inline="always", nogil=True, error_model="numpy")
 def _stats(x, out, nn, cc, ll):
     for c in range(cc):
         mu, _, _, var = _moments(x, c, nn, cc, ll, 0.0)
@@ -62,7 +63,7 @@ def _stats(x, out, nn, cc, ll):
         out[cc + c] = _of(out, var)
 
 
-@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+@cached_njit(inline="always", nogil=True, error_model="numpy")
 def _norm(x, w, b, out, nn, cc, ll, flags, eps):
     has_w, has_b = (flags & _WEIGHT) != 0, (flags & _BIAS) != 0
     for c in range(cc):
@@ -81,7 +82,7 @@ def _norm(x, w, b, out, nn, cc, ll, flags, eps):
                 out[base + j] = v
 
 
-@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+@cached_njit(inline="always", nogil=True, error_model="numpy")
 def _backward(g, x, w, out, nn, cc, ll, flags, eps):
     """``r * (a - mean(a) - xhat * mean(a * xhat))`` per channel, ``a = g * w``."""
     has_w = (flags & _WEIGHT) != 0
@@ -106,7 +107,7 @@ def _backward(g, x, w, out, nn, cc, ll, flags, eps):
                 out[base + j] = r * (a - ma - (x[base + j] - mu) * r * k)
 
 
-@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+@cached_njit(inline="always", nogil=True, error_model="numpy")
 def _param_grads(g, x, out, nn, cc, ll, eps):
     """``sum(g * xhat)`` into ``out[0]`` and ``sum(g)`` into ``out[1]`` per channel."""
     for c in range(cc):

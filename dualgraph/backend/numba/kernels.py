@@ -32,13 +32,13 @@ both evaluated and one selected (no branch, so the loop vectorizes): ``x P(x^2)`
 from __future__ import annotations
 
 import math
-import os
 
-import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core.extending import intrinsic
+
+from .cache_key import cached_njit
 
 _LOG2E = np.float32(1.4426950408889634)
 _LN2_HI = np.float32(0.693359375)  # few mantissa bits: n * _LN2_HI is exact
@@ -382,7 +382,7 @@ def empty(typingctx, shape, dtype):
     return out_type(shape, dtype), codegen
 
 
-@numba.njit(inline="always", cache=True, error_model="numpy")
+@cached_njit(inline="always", error_model="numpy")
 def exp_f32(x):
     xc = x if x < _EXP_HI else _EXP_HI
     xc = xc if xc > _EXP_LO else _EXP_LO
@@ -404,7 +404,7 @@ def exp_f32(x):
     return x if x != x else res
 
 
-@numba.njit(inline="always", cache=True, error_model="numpy")
+@cached_njit(inline="always", error_model="numpy")
 def tanh_f32(x):
     # Each clamp keeps x when the comparison is false, so nan passes through unchanged.
     xc = _TANH_CLAMP if x > _TANH_CLAMP else x
@@ -425,7 +425,7 @@ def tanh_f32(x):
     return -_ONE if r < -_ONE else r
 
 
-@numba.njit(inline="always", cache=True, error_model="numpy")
+@cached_njit(inline="always", error_model="numpy")
 def erf_f32(x):
     a = abs(x)
     ac = _ERF_CLAMP if a > _ERF_CLAMP else a  # nan stays nan
@@ -454,17 +454,17 @@ def erf_f32(x):
         -_ONE if x < -_ERF_CLAMP else tail))
 
 
-@numba.njit(inline="always", cache=True, error_model="numpy")
+@cached_njit(inline="always", error_model="numpy")
 def sigmoid_f32(x):
     return _ONE / (_ONE + exp_f32(-x))
 
 
-@numba.njit(inline="always", cache=True, error_model="numpy")
+@cached_njit(inline="always", error_model="numpy")
 def sigmoid_f64(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
-@numba.njit(inline="always", cache=True, error_model="numpy")
+@cached_njit(inline="always", error_model="numpy")
 def reduce_precision(x, mbits, ebits):
     # ``ops.precision``'s rounding, element by element, in float64 (exact for float32).
     v = np.float64(x)
@@ -495,7 +495,7 @@ _BERNOULLI = (1.0 / 6.0, -1.0 / 30.0, 1.0 / 42.0, -1.0 / 30.0, 5.0 / 66.0, -691.
 _ZETA_SHIFT = 12.0
 
 
-@numba.njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def _digamma(x):
     if x == 0.0:
         return -math.copysign(math.inf, x)
@@ -517,7 +517,7 @@ def _digamma(x):
     return acc + math.log(x) - 0.5 / x - series
 
 
-@numba.njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def polygamma(n, x):
     n = int(n)
     x = float(x)
@@ -545,7 +545,7 @@ def polygamma(n, x):
     return sign * math.gamma(n + 1.0) * total
 
 
-@numba.njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def erfinv(y):
     y = float(y)
     if math.isnan(y) or y < -1.0 or y > 1.0:
@@ -597,27 +597,14 @@ def erfinv(y):
 # One (batch, n, n) operand; LAPACK through Numba's np.linalg per matrix.
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def batched_inv(a, out):
     for b in range(a.shape[0]):
         out[b] = np.linalg.inv(np.ascontiguousarray(a[b]))
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def batched_det(a, out):
     for b in range(a.shape[0]):
         out[b] = np.linalg.det(np.ascontiguousarray(a[b]))
 
-
-def source_digest() -> str:
-    """Changes whenever this file, blas.py, blas_parallel.py or lapack.py does: generated
-    kernels that inline their functions must not be reused from Numba's cache after an edit."""
-    import hashlib
-
-    h = hashlib.sha1()
-    here = os.path.dirname(__file__)
-    for path in (__file__, *(os.path.join(here, f) for f in ("blas.py", "blas_parallel.py",
-                                                            "lapack.py"))):
-        with open(path, "rb") as f:
-            h.update(f.read())
-    return h.hexdigest()[:12]

@@ -17,13 +17,13 @@ against another LAPACK); the lowerings then refuse these ops with a clear error.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from llvmlite import binding as llvm
 from numba import types
 
 from ...ops.matrix import LinAlgError
 from .blas import numpy_openblas
+from .cache_key import cached_njit
 
 _ROW_MAJOR = 101
 _ROUTINES = ("potrf", "trtrs", "syevd", "gesdd", "geqrf", "orgqr")
@@ -63,12 +63,12 @@ _dorgqr = _extern("orgqr", _I, _I, _I, _P, _I, _P)
 _L, _U, _N, _V, _S, _A = (ord(c) for c in "LUNVSA")
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _failed(what):
     raise LinAlgError(what)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def cholesky(a, out, check):
     """The lower factor of each (n, n) matrix of ``a`` (batch, n, n) into ``out``."""
     n = a.shape[1]
@@ -87,7 +87,7 @@ def cholesky(a, out, check):
     return 0
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def cholesky_info(a, out):
     """The int32 ``info`` of each matrix's factorization into ``out`` (batch,)."""
     n = a.shape[1]
@@ -98,7 +98,7 @@ def cholesky_info(a, out):
     return 0
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def solve_triangular(a, rhs, out, upper, unit):
     """``A X = B`` for each triangular A of ``a`` (batch, n, n), B of ``rhs`` (batch, n, k).
     A zero pivot gives inf/nan, as a substitution does (LAPACK's trtrs would refuse)."""
@@ -135,7 +135,7 @@ def solve_triangular(a, rhs, out, upper, unit):
     return 0
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def eigh(a, out, lower):
     """Each symmetric matrix of ``a`` (batch, n, n) into ``out`` (batch, n + 1, n): the
     eigenvalues in row 0, the eigenvectors as columns below."""
@@ -154,7 +154,7 @@ def eigh(a, out, lower):
     return 0
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def svd(a, out, full):
     """Each (m, n) matrix of ``a`` into ``out`` (batch, m*ku + k + kv*n): U, S, Vh
     flattened (`dualgraph.ops.decomp`'s layout)."""
@@ -180,7 +180,7 @@ def svd(a, out, full):
     return 0
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def qr(a, out, complete):
     """Each (m, n) matrix of ``a`` into ``out`` (batch, m, kq + n): Q, then R on top."""
     m, n = a.shape[1], a.shape[2]
@@ -204,7 +204,7 @@ def qr(a, out, complete):
     return 0
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def pinv(a, out, atol, rtol):
     """The pseudoinverse of each (m, n) matrix of ``a`` into ``out`` (batch, n, m), from
     its SVD with singular values at most ``max(atol, rtol * largest)`` taken as zero."""
@@ -228,7 +228,7 @@ def pinv(a, out, atol, rtol):
     return 0
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def matrix_exp(a, out):
     """exp of each (n, n) matrix of ``a``: `dualgraph.ops.decomp`'s scaling and squaring
     with the same degree-18 Taylor polynomial, in float64, by loops (np.dot in a kernel
@@ -264,7 +264,7 @@ def matrix_exp(a, out):
     return 0
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _matmul_into(x, y, out):
     n, k, m = x.shape[0], x.shape[1], y.shape[1]
     for i in range(n):

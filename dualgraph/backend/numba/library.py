@@ -18,9 +18,9 @@ the time building it would take) and loads it from the disk cache.
 
 Numba's disk cache knows a function by its own bytecode and the file that defines it, so
 an edit to a helper a routine compiles in from another module would load the old
-routine. A family's cached functions (its C functions, and the njit helpers of its
-module, which they call) are keyed on the source of its module and of every module
-named in its ``inlines`` as well (`Routines.source_key`).
+routine. Every cached function of the backend is keyed on the source of all its modules
+holding compiled code (`cache_key`); a family's C functions are keyed on the source of
+its module and of every module named in its ``inlines`` as well (`Routines.source_key`).
 
 A routine may call another routine of its family by symbol (the convolution's routines
 call its window copies, which are compiled and optimised once that way, not again inside
@@ -59,8 +59,9 @@ FAMILIES = {
 # The njit options of the helpers a family's C functions call and nothing else calls (not
 # Python, not a kernel): no Python or C entry point of their own, which Numba would
 # otherwise lower, optimise and emit for each helper on a fresh installation's first
-# build, for no caller. The C functions' machine code is the same.
-HELPER_JIT = {"cache": True, "nogil": True, "error_model": "numpy",
+# build, for no caller. The C functions' machine code is the same. Spelled
+# ``@cached_njit(**HELPER_JIT)``: the disk cache keyed on the backend's sources.
+HELPER_JIT = {"nogil": True, "error_model": "numpy",
               "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 
@@ -108,21 +109,6 @@ class Routines:
         fn.compile()
         return fn
 
-    def _key_helpers(self) -> None:
-        """Key the disk cache of the cached njit functions the family's own module
-        defines (the helpers its C functions call) on `source_key`, before any of its
-        routines is built in this process."""
-        import sys
-
-        from numba.core.caching import FunctionCache
-        from numba.core.registry import CPUDispatcher
-
-        module = sys.modules[self.modules[0]]
-        for obj in list(vars(module).values()):
-            if (isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == module.__name__
-                    and type(obj._cache) is FunctionCache):
-                obj._cache = _keyed_cache(obj.py_func, self.source_key())
-
     def symbol(self, kind: str, dtype: str) -> str:
         """The LLVM symbol generated code calls for routine ``kind`` in ``dtype``."""
         return f"dualgraph_{self.family}_{kind}_{dtype}"
@@ -145,8 +131,6 @@ class Routines:
 
         # Numba's own lock: typing a kernel holds it already, so no other order is taken.
         with global_compiler_lock, warnings.catch_warnings():
-            if not self._built:
-                self._key_helpers()
             # Numba's pedantic IR check misreads inlined helpers' variables; the code is
             # right (the tests compare every routine with eager).
             warnings.simplefilter("ignore", NumbaIRAssumptionWarning)
@@ -162,14 +146,15 @@ class Routines:
 
 
 def _keyed_cache(func: Callable, key: str) -> Any:
-    """Numba's disk cache of ``func`` with ``key`` added to each entry's key."""
-    from numba.core.caching import FunctionCache
+    """Numba's disk cache of ``func``, keyed on the backend's sources, with ``key`` added
+    to each entry's key."""
+    from .cache_key import KeyedCache
 
-    class KeyedCache(FunctionCache):
+    class FamilyCache(KeyedCache):
         def _index_key(self, sig, codegen):
             return (*super()._index_key(sig, codegen), key)
 
-    return KeyedCache(func)
+    return FamilyCache(func)
 
 
 @contextlib.contextmanager

@@ -29,6 +29,7 @@ from numba.extending import intrinsic, overload
 
 from . import kernels as dgk
 from .blas import _NO_TRANS, _TRANS, _empty_of, _gemm_at
+from .cache_key import cached_njit
 from .library import Routines
 
 _TANH_MODE, _RELU_MODE, _LSTM_MODE, _GRU_MODE = 0, 1, 2, 3
@@ -70,13 +71,13 @@ def _of_dtype(a, v):
     return lambda a, v: dt(v)
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@cached_njit(inline="always", nogil=True)
 def _grid(p, rows, cols):
     """A (rows, cols) C-ordered array over the pointer ``p``."""
     return numba.carray(p, (rows * cols,)).reshape((rows, cols))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def _forward(px, ph0, pc0, plens, pwih, pwhh, pwhr, pbih, pbhh, pws, geo):
     g = numba.carray(geo, (6,))
     flags, t_len, batch, n_in, p, hc = g[0], g[1], g[2], g[3], g[4], g[5]
@@ -191,7 +192,7 @@ def _forward(px, ph0, pc0, plens, pwih, pwhh, pwhr, pbih, pbhh, pws, geo):
                     hp[b, j] = h
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def _backward(pg, pws, ph0, pc0, pwhh, pwhr, plens, pout, geo):
     gg = numba.carray(geo, (7,))
     flags, t_len, batch, w, p, hc, k_w = gg[0], gg[1], gg[2], gg[3], gg[4], gg[5], gg[6]
@@ -347,7 +348,7 @@ def _backward(pg, pws, ph0, pc0, pwhh, pwhr, plens, pout, geo):
                 out[b, j + k_g + 2 * p] = dc[b, j]
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@cached_njit(nogil=True, error_model="numpy")
 def _weight_grads(pback, px, pws, pres, geo):
     gg = numba.carray(geo, (7,))
     flags, t_len, batch, n_in, k_w, w, n = gg[0], gg[1], gg[2], gg[3], gg[4], gg[5], gg[6]

@@ -37,6 +37,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from . import kernels as dgk
+from .cache_key import cached_njit
 from .library import HELPER_JIT, Routines
 from .row_simd import lane_max, lane_sum
 
@@ -55,7 +56,7 @@ _EXP_ZERO = dgk._EXP_LO  # noqa: SLF001 - the bound of the function it stands in
 _ZERO32 = np.float32(0.0)
 
 
-@numba.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+@cached_njit(inline="always", nogil=True, error_model="numpy")
 def _exp_f32(v):
     # `kernels.exp_f32`'s bits. A lane below its range (a masked score at -inf) would
     # scale the clamped bound's polynomial by 2**-150: a multiply that underflows, slow
@@ -89,7 +90,7 @@ def _of_dtype(a, v):
 # The geometry helpers take one operand's block (``g[a * _AT:(a + 1) * _AT]``), not the
 # whole block and the operand's number: Numba compiles a function called with a literal
 # integer once per value, and the operands' numbers are literals.
-@numba.njit(**HELPER_JIT)
+@cached_njit(**HELPER_JIT)
 def _span(ga):
     """An operand as a flat array over every address it spans."""
     span = 1
@@ -102,13 +103,13 @@ def _span(ga):
     return span
 
 
-@numba.njit(**HELPER_JIT)
+@cached_njit(**HELPER_JIT)
 def _flat(p, ga):
     """An operand (its pointer at the lowest address it spans) as a flat array."""
     return numba.carray(p, (_span(ga),))
 
 
-@numba.njit(**HELPER_JIT)
+@cached_njit(**HELPER_JIT)
 def _base(ga, i0, i1, i2, axis):
     """The flat index of element 0 of the row at outer index (i0, i1, i2) of the operand
     (the outer index skips ``axis``)."""
@@ -122,7 +123,7 @@ def _base(ga, i0, i1, i2, axis):
     return at
 
 
-@numba.njit(**HELPER_JIT)
+@cached_njit(**HELPER_JIT)
 def _outer(ga, axis):
     """The extents of the operand's three outer axes."""
     e = [1, 1, 1]
@@ -134,7 +135,7 @@ def _outer(ga, axis):
     return e[0], e[1], e[2]
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@cached_njit(inline="always", nogil=True)
 def _load(flat, base, step, n, work):
     """The row as a contiguous array: a slice of ``flat``, or gathered into ``work``."""
     if step == 1:
@@ -144,7 +145,7 @@ def _load(flat, base, step, n, work):
     return work[:n]
 
 
-@numba.njit(inline="always", cache=True, nogil=True)
+@cached_njit(inline="always", nogil=True)
 def _put(flat, base, step, n, row):
     if step != 1:
         for j in range(n):
@@ -193,7 +194,7 @@ def _lanes_for_row(row, n):
     return lambda row, n: np.empty(0, np.float64)
 
 
-@numba.njit(**HELPER_JIT)
+@cached_njit(**HELPER_JIT)
 def _row_max(xr, n):
     """The max of ``xr[:n]``, LANES at a time (`row_simd.lane_max`). The order of the
     compares is not the serial one, which changes nothing the softmax writes: without a
@@ -284,7 +285,7 @@ def _softmax_backward(pg, py, pout, geo, eps):
                 _put(out, ob, so, n, orow)
 
 
-@numba.njit(**HELPER_JIT)
+@cached_njit(**HELPER_JIT)
 def _stats(xr, n, row, lanes, eps):
     """A row's mean, ``1 / sqrt(var + eps)`` in the row's dtype and in float64, as the
     generated row loops make them (two passes: no cancellation when the mean is large

@@ -345,15 +345,9 @@ class Module:
 
     def named_buffers(self, prefix: str = "", recurse: bool = True,
                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
-        seen: set[int] = set()
-        mods = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
-                if recurse else [(prefix, self)])
-        for mp, m in mods:
-            for name, b in m._buffers.items():
-                if b is None or (remove_duplicate and id(b) in seen):
-                    continue
-                seen.add(id(b))
-                yield (f"{mp}.{name}" if mp else name), b
+        """Each buffer with its dotted name (a buffer held in two places comes once unless
+        ``remove_duplicate=False``)."""
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         for _, b in self.named_buffers(recurse=recurse):
@@ -450,15 +444,22 @@ class Module:
                          remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
         """Each parameter with its dotted name; a parameter held in two places (tied
         weights) comes once unless ``remove_duplicate=False``."""
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def _named_members(self, table: str, prefix: str, recurse: bool,
+                       remove_duplicate: bool) -> Iterator[tuple[str, Any]]:
+        """The tensors of each module's ``table`` (``_parameters`` or ``_buffers``) with
+        their dotted names, a tensor held in two places once unless not
+        ``remove_duplicate``."""
         seen: set[int] = set()
         mods = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
                 if recurse else [(prefix, self)])
         for mp, m in mods:
-            for name, p in m._parameters.items():
-                if p is None or (remove_duplicate and id(p) in seen):
+            for name, t in getattr(m, table).items():
+                if t is None or (remove_duplicate and id(t) in seen):
                     continue
-                seen.add(id(p))
-                yield (f"{mp}.{name}" if mp else name), p
+                seen.add(id(t))
+                yield (f"{mp}.{name}" if mp else name), t
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         for _, p in self.named_parameters(recurse=recurse):
