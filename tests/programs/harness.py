@@ -220,14 +220,16 @@ class ProgramSet:
     run gives (a step run eagerly); ``atol``, the absolute tolerance of its losses against
     torch's (beside ``rtol=1e-5``), ``atols`` per program and ``compiled_atols`` per
     program for the compiled run; ``compile_fails``, why its compiled run fails (an
-    expected failure)."""
+    expected failure); ``raises``, the `dg.TraceError` its compiled run raises by the
+    compile contract (a branch on a traced value), matched by this pattern."""
 
     def __init__(self, directory: str, programs: tuple[str, ...], *,
                  slow: tuple[str, ...] = (), traces: dict[str, list[int]] | None = None,
                  warns: dict[str, str] | None = None, atol: float = 0.0,
                  atols: dict[str, float] | None = None,
                  compiled_atols: dict[str, float] | None = None,
-                 compile_fails: dict[str, str] | None = None) -> None:
+                 compile_fails: dict[str, str] | None = None,
+                 raises: dict[str, str] | None = None) -> None:
         self.directory = directory
         self.programs = programs
         self.path = HERE / directory
@@ -236,6 +238,7 @@ class ProgramSet:
         self.traces = traces or {}
         self.warns = warns or {}
         self.compile_fails = compile_fails or {}
+        self.raises = raises or {}
         self._atol, self._atols, self._compiled_atols = atol, atols or {}, compiled_atols or {}
 
     def atol(self, name: str, compiled: bool) -> float:

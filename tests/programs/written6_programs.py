@@ -1,21 +1,48 @@
 """A sixth set of programs written for these tests in the manner of public PyTorch
 programs (in ``written6/``): see `harness.ProgramSet`.
 
-Record torch's side (a Python with torch, from the repository root):
-``python -m tests.programs.written6_programs [NAME ...]`` writes ``goldens/written6/``.
+- d2l_softmax, d2l_cnns, d2l_rnn_scratch, d2l_attention, d2l_bert: d2l.ai's chapters
+  (softmax regression and weight decay by hand, LeNet/VGG/NiN/Inception/ResNet/DenseNet
+  blocks, GRU and LSTM from scratch with hand-written gradient clipping, masked softmax,
+  Bahdanau and multi-head attention, BERT's masked-LM gather and next-sentence head).
+- char_rnn_names: the tutorials' name classification and generation RNNs (``nn.LogSoftmax``
+  with ``NLLLoss``, ``p.data.add_(p.grad.data, alpha=-lr)``, ``target.unsqueeze_(-1)``).
+- optim_zoo: nine optimizers with scheduler chains (SequentialLR, ChainedScheduler,
+  ReduceLROnPlateau) and ``clip_grad_norm_``.
+- autoencoders: denoising, sparse (KL penalty) and convolutional autoencoders.
+- mpnn_graph: GCN/SAGE/GIN message passing with ``scatter_add_``/``index_add_`` and a
+  global mean pool.
+- seq2seq_tf: the LSTM encoder-decoder with teacher forcing by ``random.random()``.
+- lstm_forecast: a ``batch_first`` LSTM forecaster from zero states, and a Conv1d +
+  bidirectional GRU framewise classifier with OneCycleLR stepped inside the step.
+- detect_triplet: anchor matching by IoU, ``smooth_l1_loss`` + cross-entropy heads, a
+  ``TripletMarginLoss`` embedding and a ``torch.save``/``torch.load`` round trip.
+
+Random draws come from NumPy (the two libraries' random streams differ).
+
+Record torch's side with ``python -m tests.programs.written_sets written6 [NAME ...]``.
 """
 
 from __future__ import annotations
-
-import sys
 
 from .harness import ProgramSet
 
 PROGRAMS = ("d2l_softmax", "d2l_cnns", "d2l_rnn_scratch", "d2l_attention", "d2l_bert",
             "char_rnn_names", "optim_zoo", "autoencoders", "mpnn_graph", "seq2seq_tf",
             "lstm_forecast", "detect_triplet")
-SET = ProgramSet("written6", PROGRAMS)
-load, run, golden = SET.load, SET.run, SET.golden
-
-if __name__ == "__main__":
-    SET.record(sys.argv[1:])
+# Traces per compiled function, where not one. d2l's softmax step zeroes ``.grad`` in place
+# (None on the first call, set from then on); the names differ in length (two shapes).
+# Steps that run eagerly, with a warning, where torch.compile breaks its graph:
+# ``unsqueeze_`` of an argument, a draw from Python's ``random`` (teacher forcing), a
+# scheduler stepped inside the step (OneCycleLR). A branch on a traced value (d2l's
+# hand-written ``grad_clipping``: ``if norm > theta``) raises dg.TraceError naming the line
+# and the way out (dg.where), as the compile contract says; the eager runs cover these
+# programs' answers.
+SET = ProgramSet(
+    "written6", PROGRAMS,
+    traces={"d2l_softmax": [2, 1], "char_rnn_names": [2, 0], "seq2seq_tf": [0],
+            "lstm_forecast": [1, 0]},
+    warns={"char_rnn_names": "unsqueeze_", "seq2seq_tf": "random",
+           "lstm_forecast": "scheduler"},
+    raises={"d2l_rnn_scratch": "truth value", "d2l_attention": "truth value"},
+    atol=1e-7)

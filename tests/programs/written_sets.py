@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import sys
 
-from . import written3_programs, written4_programs, written5_programs, written_programs
+from . import (
+    written3_programs,
+    written4_programs,
+    written5_programs,
+    written6_programs,
+    written_programs,
+)
 
 SETS = (
     written_programs.SET,
     written3_programs.SET,
     written4_programs.SET,
     written5_programs.SET,
+    written6_programs.SET,
 )
 
 if __name__ == "__main__":
