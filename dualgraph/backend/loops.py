@@ -584,7 +584,8 @@ def _reads(s: Any) -> list:
 _FRESH = (kir.OUT, kir.SCRATCH, kir.LOCAL)
 
 
-def flatten_nests(stmts: Iterable, depth: int = 2) -> list:
+def flatten_nests(stmts: Iterable, depth: int = 2,
+                  sized: Callable[[int], bool] | None = None) -> list:
     """``stmts`` (a kernel's top-level statements, or a `kir.Block`) with each perfect
     elementwise nest over whole arrays as one loop over flat views of them; a new list.
 
@@ -601,7 +602,10 @@ def flatten_nests(stmts: Iterable, depth: int = 2) -> list:
     Numba types, indexes and lowers each loop level and each n-d subscript separately: a
     4-D elementwise nest over three arrays compiles in about 80 ms beside an empty
     function's 55 ms, its flat form with views in about 45 ms. ``depth``: only nests at
-    least that deep (a 2-D nest left for `merge_loops` joins its neighbours' loops)."""
+    least that deep (a 2-D nest left for `merge_loops` joins its neighbours' loops).
+    ``sized``: when given, only nests whose flat length it accepts (the printer reads a
+    length an argument's shape gives from that shape; a literal one would make kernels
+    that differ only in such a length, an RNN step at two sequence lengths, two modules)."""
     stmts = list(stmts.stmts if isinstance(stmts, kir.Block) else stmts)
     aliases = {s.buf.name: s.base for s in kir.walk(stmts)
                if isinstance(s, kir.View) and s.how == "alias"}
@@ -610,7 +614,7 @@ def flatten_nests(stmts: Iterable, depth: int = 2) -> list:
     made: dict[str, kir.Buffer] = {}
     out: list = []
     for s in stmts:
-        flat = (_flatten(s, aliases, taken, memory, made, depth)
+        flat = (_flatten(s, aliases, taken, memory, made, depth, sized)
                 if isinstance(s, kir.Loop) else None)
         out += flat if flat is not None else [s]
     return out
@@ -635,7 +639,8 @@ def _fresh_array(buf: kir.Buffer, aliases: dict) -> bool:
 
 
 def _flatten(nest: kir.Loop, aliases: dict, taken: set, memory: Memory,
-             made: dict | None = None, depth: int = 2) -> list | None:
+             made: dict | None = None, depth: int = 2,
+             sized: Callable[[int], bool] | None = None) -> list | None:
     """``nest`` as flat views and one loop over them, or None (`flatten_nests`).
     ``made``: the flat views earlier nests made, by array name; one of an array allocated
     C-ordered is the array's own memory, so a later nest reads it again (one line less)."""
@@ -694,6 +699,8 @@ def _flatten(nest: kir.Loop, aliases: dict, taken: set, memory: Memory,
                 and not _fresh_array(b, aliases):
             return None
     size = math.prod(extents)
+    if sized is not None and not sized(size):
+        return None
     views, flat = [], {}
     for name, b in bufs.items():
         own = _fresh_array(b, aliases)

@@ -222,9 +222,10 @@ def test_failed_trace_leaves_compile_cache_clean():
     assert len(f.entries()) == 1
 
 
-def test_failed_compiled_training_step_changes_nothing():
+def test_failed_compiled_training_step_leaves_what_eager_leaves():
     """A whole-step compiled function that fails after ``zero_grad`` (while tracing) leaves
-    parameters, their ``.grad`` and optimizer state as they were."""
+    parameters, their ``.grad`` and optimizer state as the same call leaves them eagerly:
+    parameters and momentum untouched, ``.grad`` set to None by ``zero_grad``."""
     net = dg.nn.Linear(2, 1)
     opt = dg.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
 
@@ -238,14 +239,13 @@ def test_failed_compiled_training_step_changes_nothing():
     eager_x, eager_y = dg.ones(4, 2), dg.zeros(4, 1)
     step(eager_x, eager_y)  # grads and momentum buffers exist
     before = _snapshot(list(net.parameters()), opt)
-    grads = [p.grad.numpy().copy() for p in net.parameters()]
     compiled = dg.compile(step)
-    with pytest.raises(ValueError, match=r"\(4, 1\) and \(3, 1\)"):
+    with pytest.raises(ValueError, match=r"\(4, 1\) and \(3, 1\)"), \
+            pytest.warns(RuntimeWarning, match="after changing tensors in place"):
         compiled(eager_x, dg.zeros(3, 1))
     for x, y in zip(before, _snapshot(list(net.parameters()), opt)):
         np.testing.assert_array_equal(x, y)
-    for p, g in zip(net.parameters(), grads):
-        np.testing.assert_array_equal(p.grad.numpy(), g)
+    assert all(p.grad is None for p in net.parameters())  # as eager's zero_grad left them
     assert compiled.entries() == []
 
 

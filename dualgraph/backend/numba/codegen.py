@@ -244,10 +244,14 @@ class _Writer:
         # by their outer loop only, and the imperfect nest it leaves stays n-d (each
         # level and subscript typed and lowered apart), where flat loops of one length
         # still merge. A 2-D nest merged with its neighbours costs little more.
+        # Only where the flat length is one the printer reads from an argument's shape.
+        known = printer.Sizes([(p, self.bufs[p].shape) for p in params + outs],
+                              self.keep).known
         stmts = loops.hoist_invariants(loops.merge_loops(
             loops.flatten_nests(schedule.share_subexpressions(schedule.hoist_allocations(
                 lowerings.norm.column_sums(lowerings.norm.merge_layer_norm_grads(
-                    self.stmts)))), depth=3),
+                    self.stmts)))), depth=3,
+                sized=lambda n: n <= self.keep or n in known),
             keep=folds_scalar))
         parts = None
         if self.parallel:
