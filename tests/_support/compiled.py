@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +86,21 @@ def cross_entropy_step(net: Any, opt: Any) -> Any:
         return loss
 
     return step
+
+
+def on_one_and_two_threads(call: Callable[[], Any]) -> list:
+    """``call()`` with compiled kernels on one thread, then on two (one where Numba's pool
+    has one), the pool's full size restored after each: a parallel build's answers must not
+    depend on the thread count."""
+    import numba
+
+    import dualgraph as dg
+
+    out = []
+    for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+        dg.set_num_threads(threads)
+        try:
+            out.append(call())
+        finally:
+            dg.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    return out

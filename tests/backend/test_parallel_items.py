@@ -12,6 +12,8 @@ import numpy as np
 import dualgraph as dg
 from dualgraph.backend.numba import blas_parallel
 
+from .._support.compiled import on_one_and_two_threads
+
 
 def _conv_grads(net, x: np.ndarray, parallel: bool) -> tuple[list, object]:
     """The compiled loss and gradients of ``net`` at ``x`` (a padded conv with bias,
@@ -38,13 +40,7 @@ def test_parallel_conv_step_is_the_same_on_one_and_two_threads():
                         nn.Conv2d(6, 8, 3, groups=2, bias=False))
     x = dg.tensor(np.random.default_rng(1).standard_normal((16, 1, 28, 28), np.float32))
     f, _ = _conv_grads(net, x, True)
-    runs = []
-    for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
-        dg.set_num_threads(threads)
-        try:
-            runs.append([r.numpy().copy() for r in f(x)])
-        finally:
-            dg.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    runs = on_one_and_two_threads(lambda: [r.numpy().copy() for r in f(x)])
     g, serial = _conv_grads(net, x, False)
     assert "numba.prange" not in g.entries()[0].kernel.source
     for a, b, s in zip(*runs, serial):

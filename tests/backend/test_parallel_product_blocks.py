@@ -5,13 +5,14 @@ bits on one thread and two."""
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 import dualgraph as dg
 from dualgraph.backend import kir
 from dualgraph.backend.numba.blas_parallel import product_parts
 from dualgraph.backend.numba.codegen import product_blocks
+
+from .._support.compiled import on_one_and_two_threads
 
 F32 = np.float32
 
@@ -119,13 +120,7 @@ def test_merged_blocks_match_serial_build_and_eager_and_any_thread_count():
     serial = dg.compile(_layers, tiered=False)
     parallel = dg.compile(_layers, tiered=False, parallel=True)
     want = [r.numpy().copy() for r in serial(*args)]
-    runs = []
-    for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
-        dg.set_num_threads(threads)
-        try:
-            runs.append([r.numpy().copy() for r in parallel(*args)])
-        finally:
-            dg.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    runs = on_one_and_two_threads(lambda: [r.numpy().copy() for r in parallel(*args)])
     src = parallel.entries()[0].kernel.source
     if product_parts() > 1:  # one block per thread of the pool: none on one thread
         assert src.count("dgb.gemm_part(") >= 2, src

@@ -13,6 +13,8 @@ from dualgraph.backend import kir
 from dualgraph.backend.numba import blas_parallel
 from dualgraph.backend.numba.codegen import product_blocks
 
+from .._support.compiled import on_one_and_two_threads
+
 F32 = np.float32
 M, N, K, N2 = 64, 32, 48, 8
 
@@ -135,13 +137,7 @@ def test_chained_layers_match_serial_build_and_eager_and_any_thread_count():
     serial = dg.compile(_two_layers, tiered=False)
     parallel = dg.compile(_two_layers, tiered=False, parallel=True)
     want = [r.numpy().copy() for r in serial(*args)]
-    runs = []
-    for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
-        dg.set_num_threads(threads)
-        try:
-            runs.append([r.numpy().copy() for r in parallel(*args)])
-        finally:
-            dg.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    runs = on_one_and_two_threads(lambda: [r.numpy().copy() for r in parallel(*args)])
     src = parallel.entries()[0].kernel.source
     if numba.config.NUMBA_NUM_THREADS > 1:
         # The logits' product and bias in the first layer's block loop.
