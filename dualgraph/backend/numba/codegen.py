@@ -245,13 +245,12 @@ class _Writer:
         # level and subscript typed and lowered apart), where flat loops of one length
         # still merge. A 2-D nest merged with its neighbours costs little more.
         # Only where the flat length is one the printer reads from an argument's shape.
-        known = printer.Sizes([(p, self.bufs[p].shape) for p in params + outs],
-                              self.keep).known
+        sizes = printer.Sizes([(p, self.bufs[p].shape) for p in params + outs], self.keep)
         stmts = loops.hoist_invariants(loops.merge_loops(
             loops.flatten_nests(schedule.share_subexpressions(schedule.hoist_allocations(
                 lowerings.norm.column_sums(lowerings.norm.merge_layer_norm_grads(
                     self.stmts)))), depth=3,
-                sized=lambda n: n <= self.keep or n in known),
+                sized=lambda n: n <= self.keep or n in sizes.known),
             keep=folds_scalar))
         parts = None
         if self.parallel:
@@ -260,7 +259,6 @@ class _Writer:
             parts = product_parts()
             stmts = product_blocks(stmts, parts)
         stmts = loops.flatten_nests(stmts)
-        sizes = printer.Sizes([(p, self.bufs[p].shape) for p in params + outs], self.keep)
         code: list[str] = []
         lines, marks = printer.function(
             self.name, lambda: params + [f"w{k}" for k in range(len(self.scratch))] + outs,
