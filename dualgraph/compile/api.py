@@ -185,7 +185,12 @@ class CompiledFunction:
         # The generated call path of the entry the last call used (`callgen`), for calls
         # made as that one was (with keywords or without): it checks the key and the
         # guards itself and returns MISS when they differ.
-        out = self._fast_kw(args, kwargs) if kwargs else self._fast(args)
+        try:
+            out = self._fast_kw(args, kwargs) if kwargs else self._fast(args)
+        except OverflowError:
+            # A Python int beyond int64 where the entry takes an int input: the fast path
+            # fails converting it, before anything runs; the general call names it.
+            return self._call(args, kwargs)
         if out is not MISS:
             return out
         return self._call(args, kwargs)

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import modes
 from .._location import PKG, source_line, user_location
+from ..dtypes import device
 from ..eager.autograd import LeafHooksUnchanged, PostAccumulateHook
 from ..eager.grad_mode import GRAD_ENABLED
 from ..eager.internal import array_of, leaf_hooks_of, storage_of
@@ -176,7 +177,8 @@ class Tracer(TensorOps):
     def __format__(self, spec: str) -> str:
         # f"{x:.3f}" formats the value; a plain f"{x}" shows the tracer, as print does.
         if spec:
-            raise _trace_error(f"formatting with {spec!r} (an f-string or format())")
+            raise _trace_error(f"formatting with {spec!r} (an f-string or format())",
+                               eager_only=True)
         return repr(self)
 
     def item(self) -> Any:
@@ -189,7 +191,8 @@ class Tracer(TensorOps):
         raise _trace_error(".tolist()", eager_only=True)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise _trace_error("passing a tracer to NumPy (call dg.exp etc. instead of np.exp)")
+        raise _trace_error("passing a tracer to NumPy (call dg.exp etc. instead of np.exp)",
+                           eager_only=True)
 
     def detach(self) -> "Tracer":
         """The value outside autograd: an alias, as eager's ``detach()`` shares memory, so
@@ -992,17 +995,23 @@ def _example_input(ctx: TraceContext, a: Any, i: int) -> Any:
 
 
 class OutputConstant:
-    """A returned Python value that is not a tensor (``None``, a number, a string): fixed
-    by the trace, given back as it is by every call."""
+    """A returned value that is not a tensor (``None``, a number, a string, a dtype, a
+    NumPy array made from constants): fixed by the trace, given back by every call; an
+    array as a fresh copy, as every eager call makes a new one."""
 
     __slots__ = ("value",)
 
     def __init__(self, value: Any) -> None:
-        self.value = value
+        self.value = value.copy() if isinstance(value, np.ndarray) else value
+
+    def given(self) -> Any:
+        v = self.value
+        return v.copy() if isinstance(v, np.ndarray) else v
 
 
-# The Python values a traced function may return beside tensors.
-_CONSTANT_OUTPUTS = (type(None), bool, int, float, str)
+# The values a traced function may return beside tensors.
+_CONSTANT_OUTPUTS = (type(None), bool, int, float, complex, str, bytes, np.ndarray,
+                     np.generic, np.dtype, device)
 
 
 class OutputTree:
@@ -1025,7 +1034,7 @@ class OutputTree:
         return self._build(iter(flat))
 
     def _build(self, it: Any) -> Any:
-        vals = [next(it) if c is None else c.value if isinstance(c, OutputConstant)
+        vals = [next(it) if c is None else c.given() if isinstance(c, OutputConstant)
                 else c._build(it) for c in self.children]
         if self.kind is object:  # one value that is not a container: a constant
             return vals[0]
@@ -1035,7 +1044,7 @@ class OutputTree:
             return self.kind(zip(self.keys, vals))
         if hasattr(self.kind, "_fields"):  # a named tuple
             return self.kind(*vals)
-        return tuple(vals)
+        return tuple(vals) if self.kind is tuple else self.kind(vals)  # ``Size``
 
 
 def flatten_outputs(out: Any) -> list:
@@ -1051,7 +1060,8 @@ def graph_outputs(ctx: TraceContext, out: Any, fn: Callable,
                   constants: bool = False) -> tuple[list[Node], Any]:
     """The output nodes, and ``single``: True for one tensor, False for a flat tuple, an
     `OutputTree` for nested or named tuples and lists. With ``constants`` (a compiled
-    call), ``None``, numbers and strings may be returned too (`OutputConstant`)."""
+    call), ``None``, numbers, strings, dtypes and arrays may be returned too
+    (`OutputConstant`)."""
     kept = _CONSTANT_OUTPUTS if constants else ()
     name = getattr(fn, "__name__", type(fn).__name__)
     single: Any = not isinstance(out, (tuple, list, dict))
@@ -1076,7 +1086,7 @@ def graph_outputs(ctx: TraceContext, out: Any, fn: Callable,
         single = OutputTree(object, [OutputConstant(out)])
     else:
         items = [out]
-    if not items and not isinstance(out, kept):
+    if not items and not constants:
         raise TraceError(f"trace: {name} returned an empty {type(out).__name__}")
     nodes = []
     for k, o in enumerate(items):

@@ -113,13 +113,9 @@ CATALOGUE = [
     Bad("adam_eps", lambda: dg.optim.Adam([_rg(2)], eps=-1), ValueError, "epsilon"),
     # compile and trace
     Bad("compile_non_callable", lambda: dg.compile(3), TypeError, "function or a module"),
-    # Keyword arguments bind as in Python; bytes and lists are baked-in constants
-    # (tests/compile/test_calling.py), so returning one is the error (None, numbers and
-    # strings come back as returned).
+    # Keyword arguments bind as in Python.
     Bad("compiled_kwargs", lambda: dg.compile(lambda x: x)(y=dg.ones(2)), TypeError,
         "argument"),
-    Bad("compiled_bytes_arg", lambda: dg.compile(lambda x: x)(b"a"), dg.TraceError,
-        "returned a bytes"),
     # Tensors inside tuples, lists and dicts are flattened into arguments
     # (tests/compile/test_fidelity.py); a set is an opaque constant, so returning it is
     # the error.

