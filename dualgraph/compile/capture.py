@@ -22,6 +22,7 @@ import numpy as np
 
 from .._location import user_location
 from ..eager.autograd import LeafHooksUnchanged
+from ..eager.grad_mode import GRAD_ENABLED
 from ..eager.internal import array_of, requires_grad_of, set_grad
 from ..eager.tensor import Tensor, rng
 from ..errors import EagerOnlyError, TraceError
@@ -529,6 +530,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
     default_rng = rng()
     generators = _generator_states(fn)
     spaces = _global_spaces(fn)
+    modes = _global_modes()
     raised = None
     try:
         with ctx, _EnvironReads(ctx):
@@ -562,6 +564,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             ctx.attr_writes, attr_error = [], e
         drew = _restore_python_streams(streams) or _restore_generators(generators)
         rebound = _restore_globals(ctx, spaces)
+        switched = _restore_global_modes(modes)
         if raised is not None and (ctx.writes or grad_writes):
             # Eagerly the tensors written before the error keep their new values (an
             # optimizer step before a check that raises); the trace wrote none of them.
@@ -595,6 +598,12 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             "which a compiled call does not write back; this signature runs eagerly. Keep "
             "the state in a tensor changed in place (x.copy_(...)) or on a module attribute, "
             "or return it from the function")
+    if switched:
+        raise EagerOnlyError(
+            f"{getattr(fn, '__name__', 'the function')} leaves {switched} changed when it "
+            "returns, which a compiled call would do only when traced; this signature runs "
+            "eagerly. Set it outside the compiled function, or inside a with-block "
+            "(dg.no_grad(), dg.set_grad_enabled(False)) that puts it back.")
     if drew:
         raise EagerOnlyError(
             f"{getattr(fn, '__name__', 'the function')} draws from {drew} while it is traced "
@@ -780,6 +789,36 @@ def _is_plain_object(v: Any) -> bool:
 # Packages whose objects keep their own state (or none the trace changes).
 _LIBRARY_ROOTS = frozenset({"builtins", "dualgraph", "numpy", "numba", "scipy", "torch",
                             "jax", "jaxlib", "pytest", "_pytest", "hypothesis"})
+
+
+def _global_modes() -> tuple:
+    """The process-wide settings eager ops read that a function may change for its caller
+    (`_restore_global_modes`)."""
+    from .. import settings
+
+    return (GRAD_ENABLED.value, settings.get_default_dtype(),
+            settings.are_deterministic_algorithms_enabled(),
+            settings.is_deterministic_algorithms_warn_only_enabled(),
+            settings.get_float32_matmul_precision())
+
+
+def _restore_global_modes(before: tuple) -> str | None:
+    """Put back the settings of ``before`` (`_global_modes`) that the trace changed and
+    did not restore (``dg.set_grad_enabled(False)`` with no block around it): eager mode
+    leaves them changed on every call, which a compiled call cannot replay. Returns them
+    named, or None."""
+    from .. import settings
+
+    now = _global_modes()
+    if now == before:
+        return None
+    names = ("grad mode", "the default dtype", "deterministic algorithms",
+             "deterministic algorithms", "the float32 matmul precision")
+    GRAD_ENABLED.value = before[0]
+    settings.set_default_dtype(before[1])
+    settings.use_deterministic_algorithms(before[2], warn_only=before[3])
+    settings.set_float32_matmul_precision(before[4])
+    return " and ".join(dict.fromkeys(n for n, a, b in zip(names, now, before) if a != b))
 
 
 def _python_streams() -> tuple:

@@ -448,7 +448,7 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
 
     def guard(name: str, v: Any, table: Any, kind: str) -> None:
         """``table``: the globals dict holding ``name``, or the closure cell."""
-        if isinstance(v, watched):
+        if isinstance(v, watched) or _is_code(v):
             what = f"{kind} {name!r} was rebound"
             items.append(CellIdentity(table, v, what) if kind == "closure variable"
                          else Identity(table, name, v, what))
@@ -467,9 +467,12 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
                 objects.append((v, name, table, kind))
             held: list[Guard] = []
             _held_identities(v, f"{kind} {name!r}", held, watched, 0)
-            if held:
+            if held or not isinstance(v, np.ndarray):
                 # Its items are guarded by identity on every call (a model swapped into
-                # ``state["model"]`` retraces), so the container must be the same one.
+                # ``state["model"]`` retraces), so the container must be the same one; an
+                # object rebound to another (``cfg = Config(...)`` again) retraces, where
+                # a change inside it is found by its fingerprint. A captured array is
+                # compared with its copy (`baked`).
                 what = f"{kind} {name!r} was rebound"
                 items.append(CellIdentity(table, v, what) if kind == "closure variable"
                              else Identity(table, name, v, what))
@@ -582,6 +585,17 @@ def _is_user_function(v: Any) -> bool:
             return False
     root = (getattr(v, "__module__", None) or "").partition(".")[0]
     return root not in _LIBRARIES and root not in sys.stdlib_module_names
+
+
+def _is_code(v: Any) -> bool:
+    """A function, method, class or module of the user's program that a global or closure
+    variable names: the trace ran (or read) it, so rebinding the name (a helper redefined
+    in a notebook, ``act = dg.tanh``) must retrace. Library and standard-library modules
+    (``np``, ``math``) are not guarded: nothing rebinds them to other code."""
+    if isinstance(v, types.ModuleType):
+        return _is_user_namespace(v)
+    return isinstance(v, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                          type)) or _is_user_function(v)
 
 
 def _is_user_namespace(v: Any) -> bool:

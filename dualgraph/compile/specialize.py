@@ -205,8 +205,15 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     reached = _differentiable_ancestors(user, ctx.rg)
     leaves = [i for i, n in enumerate(graph.inputs)
               if id(n) in ctx.leaves and id(n) in reached]
-    train = bool(not ctx.backward_called and grad_mode.GRAD_ENABLED.value and leaves
-                 and any(id(n) in ctx.rg for n in user))
+    records = bool(not ctx.backward_called and leaves and any(id(n) in ctx.rg for n in user))
+    if records and not grad_mode.GRAD_ENABLED.value:
+        # Called under no_grad, a result computed under dg.enable_grad() inside: eager
+        # mode gives it a history, which a call in this grad mode does not record.
+        raise EagerOnlyError(
+            f"{getattr(fn, '__name__', 'the function')} returns a value computed under "
+            "dg.enable_grad() while it is called with grad mode off; this signature runs "
+            "eagerly. Call it with grad mode on to keep it compiled.")
+    train = records
     kind = (Kind.TRAIN if train else
             Kind.STEP if writes or grad_writes or ctx.backward_called else Kind.INFERENCE)
     plan = Plan(mode=kind, graph=graph, sources=sources, n_user=len(user), single=single,
@@ -300,8 +307,10 @@ def _spent_nodes(ctx: Any, user: list) -> dict:
 def _plan_returned(plan: Plan, ctx: Any, user: list, owner: list, sources: tuple) -> None:
     """Outputs that eager mode returns as one tensor: the same value twice (``return y,
     y``: one tensor, so a write through one is seen through the other), and a captured
-    tensor returned unchanged (``return w``: ``w`` itself)."""
+    tensor returned unchanged or after the call wrote it in place (``return w``, also
+    after ``w.add_(x)``: ``w`` itself)."""
     captured = {id(n): t for t, n in ctx.captured}
+    captured.update((id(n), t) for t, n in ctx.writes.values())  # its value at the end
     held = {id(src.tensor) for src in sources if isinstance(src, CapturedTensor)}
     first: dict = {}
     repeated, kept = [], []
