@@ -726,6 +726,8 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
         lines.append(f"r{k} = a{i}")
     for k, t in plan.captured_out:
         lines.append(f"r{k} = {gen.const(t, 't')}")
+    for k, t in plan.grads_returned:
+        lines.append(f"r{k} = {gen.const(t, 't')}.grad")
     for k, j in plan.repeated:
         lines.append(f"r{k} = r{j}")
     if plan.single is True:

@@ -32,6 +32,7 @@ from ..trace.tracer import OutputTree, TraceContext, Tracer, graph_outputs
 from .baked import BakedArray
 from .guards import (
     MISSING,
+    ArgLayout,
     ArgPlacement,
     ArgValues,
     AttrType,
@@ -317,6 +318,19 @@ class CallTraceContext(TraceContext):
         position = self.arg_index[id(arg)]
         self.reads.setdefault(("argument values", position), ArgValues(position, values))
         return values.copy()
+
+    def argument_layout(self, t: Any) -> Tensor | None:
+        """The tensor passed as the argument ``t`` stands for, unchanged since the call
+        began, when the program reads its layout (``stride()``, ``is_contiguous()``): the
+        entry is then guarded on that layout (`guards.ArgLayout`)."""
+        if not isinstance(t, Tracer) or t._ctx is not self or t.node.op != "input":
+            return None
+        arg = self.arg_tensors.get(id(t.node))
+        if arg is None or id(arg) not in self.arg_index:
+            return None
+        position = self.arg_index[id(arg)]
+        self.reads.setdefault(("argument layout", position), ArgLayout(position, arg))
+        return arg
 
     def guard_value(self, getter: Callable[[], Any], expected: Any, what: str,
                     keep: Any = None) -> None:

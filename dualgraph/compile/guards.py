@@ -178,6 +178,29 @@ class ArgValues(Guard):
                 "(a packed batch's lengths), changed")
 
 
+class ArgLayout(Guard):
+    """The strides and storage offset of the tensor passed at argument ``position``: a
+    trace that read them (``x.stride()``, ``x.is_contiguous()``) holds for that layout."""
+
+    __slots__ = ("position",)
+
+    def __init__(self, position: int, t: Tensor) -> None:
+        self.position = position
+        self.expected = layout_of(t)
+
+    def now(self, args: tuple) -> tuple:
+        return layout_of(args[self.position])
+
+    def describe(self, now: tuple) -> str:
+        return (f"argument {self.position} has strides {now[0]} (traced with "
+                f"{self.expected[0]}), which the function reads")
+
+
+def layout_of(t: Tensor) -> tuple:
+    """``t``'s strides and storage offset, in elements (`ArgLayout`)."""
+    return t.stride(), t.storage_offset()
+
+
 class ArgPlacement(Guard):
     """Where argument ``view`` sits in argument ``base``'s memory (`signature.placement`):
     a trace that read one as a view of the other holds for that placement only."""

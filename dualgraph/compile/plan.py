@@ -192,6 +192,9 @@ class Plan:
     # mode, whose outputs each carry the call's tape node.
     repeated: tuple = ()
     captured_out: tuple = ()
+    # Outputs that are a tensor's ``.grad`` the call wrote (``return w.grad`` after
+    # ``backward()``): (output, tensor), returned as its ``.grad`` once written back.
+    grads_returned: tuple = ()
     # Train: per user output, whether it depends on an input that requires grad; the
     # positions (among arguments and sources) of the inputs differentiated; the backward's
     # residuals; kernel input positions it reads (version-checked).

@@ -226,7 +226,7 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     owner = [ctx.arg_index.get(id(ctx.arg_tensors.get(id(n)))) for n in user]
     plan.passthrough = tuple((k, i) for k, i in enumerate(owner) if i is not None)
     if kind is not Kind.TRAIN:
-        _plan_returned(plan, ctx, user, owner, sources)
+        _plan_returned(plan, ctx, user, owner, sources, grad_writes)
     plan.random = uses_random(graph)
     plan.key_source = next((i for i, src in enumerate(sources)
                             if isinstance(src, CapturedTensor) and src.tensor is TRACE_KEY),
@@ -304,7 +304,8 @@ def _spent_nodes(ctx: Any, user: list) -> dict:
             if id(n) in ctx.rg and id(n) not in ctx.arg_tensors}
 
 
-def _plan_returned(plan: Plan, ctx: Any, user: list, owner: list, sources: tuple) -> None:
+def _plan_returned(plan: Plan, ctx: Any, user: list, owner: list, sources: tuple,
+                   grad_writes: list) -> None:
     """Outputs that eager mode returns as one tensor: the same value twice (``return y,
     y``: one tensor, so a write through one is seen through the other), and a captured
     tensor returned unchanged or after the call wrote it in place (``return w``, also
@@ -312,19 +313,25 @@ def _plan_returned(plan: Plan, ctx: Any, user: list, owner: list, sources: tuple
     captured = {id(n): t for t, n in ctx.captured}
     captured.update((id(n), t) for t, n in ctx.writes.values())  # its value at the end
     held = {id(src.tensor) for src in sources if isinstance(src, CapturedTensor)}
+    # An argument's is the call's own argument's, not the traced one's: not kept.
+    grads = {id(n): t for t, n in grad_writes
+             if n is not None and id(t) not in ctx.arg_index}
     first: dict = {}
-    repeated, kept = [], []
+    repeated, kept, grads_of = [], [], []
     for k, n in enumerate(user):
         if owner[k] is not None:
             continue
         t = captured.get(id(n))
         if t is not None and id(t) in held:
             kept.append((k, t))
+        elif id(n) in grads:
+            grads_of.append((k, grads[id(n)]))
         elif id(n) in first:
             repeated.append((k, first[id(n)]))
         else:
             first[id(n)] = k
     plan.repeated, plan.captured_out = tuple(repeated), tuple(kept)
+    plan.grads_returned = tuple(grads_of)
 
 
 def _write_inputs(ctx: Any, graph: Graph, writes: list) -> list:

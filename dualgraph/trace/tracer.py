@@ -194,6 +194,24 @@ class Tracer(TensorOps):
         raise _trace_error("passing a tracer to NumPy (call dg.exp etc. instead of np.exp)",
                            eager_only=True)
 
+    # An argument's layout is the caller's tensor's, as eager mode reads it (the entry is
+    # guarded on it); a value computed inside is laid out contiguously.
+    def stride(self, dim: int | None = None) -> Any:
+        arg = self._layout_owner()
+        return super().stride(dim) if arg is None else arg.stride(dim)
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        arg = self._layout_owner()
+        return True if arg is None else arg.is_contiguous()
+
+    def storage_offset(self) -> int:
+        arg = self._layout_owner()
+        return 0 if arg is None else arg.storage_offset()
+
+    def _layout_owner(self) -> Any:
+        read = getattr(self._ctx, "argument_layout", None)
+        return None if read is None else read(self)
+
     def detach(self) -> "Tracer":
         """The value outside autograd: an alias, as eager's ``detach()`` shares memory, so
         an in-place op through either one changes the other too."""

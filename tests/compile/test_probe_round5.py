@@ -60,6 +60,13 @@ def int_beyond_int64_on_every_call_path(wrap):
     return [_outcome(add, x, n)[:3] for n in (2**63, 1, 2, 3, 2**63, 4, -2**64)]
 
 
+@case
+def layout_of_an_argument_read(wrap):
+    f = wrap(lambda x: (x.stride(), x.is_contiguous(), x.storage_offset(), x.stride(-1)))
+    a = dg.arange(6.0).reshape(2, 3)
+    return [f(v) for v in (a, a.t(), a[:, ::2], a.t(), a[1:], a.t().contiguous())]
+
+
 # ------------------------------------------------------------------ names rebound
 def _act(v):
     return v.relu()
@@ -153,6 +160,22 @@ def captured_tensor_written_and_returned(wrap):
         out += [r is w, w.clone()]
         r.add_(1)  # the caller's write through the result is a write to w
     return out + [w]
+
+
+@case
+def grad_returned_after_backward_inside(wrap):
+    w = nn.Parameter(dg.ones(2))
+
+    def g(x):
+        (w * x).sum().backward()
+        return w.grad, w.grad * 1
+
+    f = wrap(g)
+    out = []
+    for k in range(3):
+        a, b = f(dg.ones(2) * (k + 1))
+        out += [a, b, a is w.grad]
+    return out
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
