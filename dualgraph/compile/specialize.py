@@ -309,7 +309,8 @@ def _plan_returned(plan: Plan, ctx: Any, user: list, owner: list, sources: tuple
     """Outputs that eager mode returns as one tensor: the same value twice (``return y,
     y``: one tensor, so a write through one is seen through the other), and a captured
     tensor returned unchanged or after the call wrote it in place (``return w``, also
-    after ``w.add_(x)``: ``w`` itself)."""
+    after ``w.add_(x)``: ``w`` itself), and a captured tensor's ``.grad`` the call's
+    ``backward()`` wrote (``return w.grad``: what ``w.grad`` holds after the call)."""
     captured = {id(n): t for t, n in ctx.captured}
     captured.update((id(n), t) for t, n in ctx.writes.values())  # its value at the end
     held = {id(src.tensor) for src in sources if isinstance(src, CapturedTensor)}

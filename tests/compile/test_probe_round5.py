@@ -8,15 +8,14 @@ their compiled functions between checks: most compile one kernel or none."""
 from __future__ import annotations
 
 import types
-import warnings
 
 import numpy as np
 import pytest
 
 import dualgraph as dg
 
-from .test_probe_fidelity import _compile, _identity, _plain, _same
-from .test_probe_round4 import _outcome
+from .test_probe_fidelity import _same
+from .test_probe_round4 import _outcome, eager_and_compiled
 
 nn = dg.nn
 CASES: dict = {}
@@ -180,11 +179,7 @@ def grad_returned_after_backward_inside(wrap):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_compiled_gives_the_eager_answer(name):
-    with warnings.catch_warnings():
-        # A signature that runs eagerly says so once; the values are what is compared.
-        warnings.simplefilter("ignore", RuntimeWarning)
-        eager = _plain(CASES[name](_identity))
-        compiled = _plain(CASES[name](_compile))
+    eager, compiled = eager_and_compiled(CASES[name])
     if name == "int_beyond_int64_on_every_call_path":
         # Eager mode's error is NumPy's conversion failure; compiled calls name the
         # argument and the way out, on the general and the generated path alike.
