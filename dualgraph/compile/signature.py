@@ -516,15 +516,20 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
     for klass in {type(m): None for m in modules}:
         methods: dict = {}
         for c in reversed(klass.__mro__):
-            methods.update((k, v) for k, v in vars(c).items() if _is_user_function(v))
+            methods.update((k, (v, c)) for k, v in vars(c).items() if _is_user_function(v))
         todo, done = ["forward"], set()
         while todo:
             name = todo.pop()
             if name in done or name not in methods:
                 continue
             done.add(name)
-            visit(methods[name])
-            code = getattr(inspect.unwrap(methods[name]), "__code__", None)
+            method, owner = methods[name]
+            if name != "forward":  # the class's forward has a guard of its own
+                # A helper method replaced on the class (``Net.act = other``) retraces.
+                items.append(Identity(owner.__dict__, name, method,
+                                      f"{owner.__name__}.{name} was replaced"))
+            visit(method)
+            code = getattr(inspect.unwrap(method), "__code__", None)
             todo.extend(_code_names(code) if code is not None else ())
     # Their attributes the visited code names that hold plain values are guarded by value
     # (the object itself by identity, since the guards read its own attributes).

@@ -97,6 +97,22 @@ def helper_function_and_objects_rebound(wrap):
     return out + [f(x)]
 
 
+@case
+def helper_method_replaced_on_the_module_class(wrap):
+    class Net(nn.Module):
+        def act(self, x):
+            return x.relu()
+
+        def forward(self, x):
+            return self.act(x) * 2
+
+    f = wrap(Net())
+    x = dg.tensor([-1.0, 1.0])
+    out = [f(x)]
+    Net.act = lambda self, x: x.tanh()
+    return out + [f(x)]
+
+
 # ------------------------------------------------------------------ global state
 @case
 def settings_left_changed_by_the_function(wrap):
