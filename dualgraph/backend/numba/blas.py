@@ -17,7 +17,6 @@ generated module's header, so kernels built for one backend are never loaded und
 from __future__ import annotations
 
 import ctypes
-import glob
 import os
 from typing import Any
 
@@ -29,33 +28,13 @@ from numba import types
 from numba.core import cgutils
 from numba.core.extending import intrinsic, overload
 
+from ...eager.openblas import numpy_openblas
 from ..kir import Gemm, LibCall, walk
 from .cache_key import cached_njit
 from .library import HELPER_JIT, Routines
 
 # cblas enum values
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
-
-
-def numpy_openblas(patterns: list[tuple[str, int]], keys: str | tuple) -> tuple[dict, int] | None:
-    """The addresses of ``pattern.format(key)`` for every key, from the OpenBLAS bundled
-    with NumPy (the first library and the first pattern that has them all), and that
-    pattern's integer width; or ``None``."""
-    root = os.path.dirname(os.path.dirname(np.__file__))
-    libs = sorted(glob.glob(os.path.join(root, "numpy.libs", "*openblas*")))
-    libs += sorted(glob.glob(os.path.join(os.path.dirname(np.__file__), ".dylibs", "*openblas*")))
-    for path in libs:
-        try:
-            lib = ctypes.CDLL(path)  # already loaded by NumPy: this only finds its handle
-        except OSError:
-            continue
-        for pattern, width in patterns:
-            try:
-                found = {k: getattr(lib, pattern.format(k)) for k in keys}
-            except AttributeError:
-                continue
-            return {k: ctypes.cast(fn, ctypes.c_void_p).value for k, fn in found.items()}, width
-    return None
 
 
 def _find_numpy_gemm() -> tuple[int, int, int] | None:

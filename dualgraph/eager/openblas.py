@@ -1,0 +1,77 @@
+"""NumPy's own OpenBLAS, found once by its exported names: the compiled backend's products
+call it from generated code, and eager mode calls its ``axpy`` for an optimizer's in-place
+update (one pass with one rounding, as PyTorch's ``add_(g, alpha=...)``)."""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+
+import numpy as np
+
+
+def numpy_openblas(patterns: list[tuple[str, int]], keys: str | tuple) -> tuple[dict, int] | None:
+    """The addresses of ``pattern.format(key)`` for every key, from the OpenBLAS bundled
+    with NumPy (the first library and the first pattern that has them all), and that
+    pattern's integer width; or ``None``."""
+    root = os.path.dirname(os.path.dirname(np.__file__))
+    libs = sorted(glob.glob(os.path.join(root, "numpy.libs", "*openblas*")))
+    libs += sorted(glob.glob(os.path.join(os.path.dirname(np.__file__), ".dylibs", "*openblas*")))
+    for path in libs:
+        try:
+            lib = ctypes.CDLL(path)  # already loaded by NumPy: this only finds its handle
+        except OSError:
+            continue
+        for pattern, width in patterns:
+            try:
+                found = {k: getattr(lib, pattern.format(k)) for k in keys}
+            except AttributeError:
+                continue
+            return {k: ctypes.cast(fn, ctypes.c_void_p).value for k, fn in found.items()}, width
+    return None
+
+
+def _find_axpy() -> dict | None:
+    """``cblas_saxpy`` and ``cblas_daxpy`` as ctypes functions by dtype, or ``None``."""
+    if os.environ.get("DUALGRAPH_BLAS", "") == "numba":  # opt out, as for the products
+        return None
+    hit = numpy_openblas([("scipy_cblas_{}axpy64_", 64), ("cblas_{}axpy64_", 64),
+                          ("scipy_cblas_{}axpy", 32), ("cblas_{}axpy", 32)], "sd")
+    if hit is None:
+        return None
+    found, width = hit
+    n = ctypes.c_int64 if width == 64 else ctypes.c_int32
+    ptr = ctypes.c_void_p
+    return {np.dtype(np.float32): ctypes.CFUNCTYPE(None, n, ctypes.c_float, ptr, n, ptr, n)(
+                found["s"]),
+            np.dtype(np.float64): ctypes.CFUNCTYPE(None, n, ctypes.c_double, ptr, n, ptr, n)(
+                found["d"])}
+
+
+_AXPY = _find_axpy()
+_BYREF = ctypes.byref
+_AT = ctypes.c_char.from_buffer
+
+
+def axpy_(y: np.ndarray, alpha: float, x: np.ndarray) -> bool:
+    """``y += alpha * x`` in place in one pass, each element rounded once (a fused
+    multiply-add where the CPU has one, as PyTorch's ``add_(x, alpha=alpha)`` and the
+    compiled kernels' contracted update compute it), when ``x`` and ``y`` are float32 or
+    float64 arrays of one dtype and shape, both C-contiguous, ``y`` writeable and not
+    overlapping ``x`` but for being ``x`` itself. Returns False, doing nothing, otherwise.
+
+    >>> y = np.ones(3, np.float32); axpy_(y, -0.5, np.ones(3, np.float32)); y  # doctest: +SKIP
+    """
+    fn = _AXPY.get(y.dtype) if _AXPY is not None else None
+    if (fn is None or x.dtype != y.dtype or x.shape != y.shape
+            or not (y.flags.c_contiguous and x.flags.c_contiguous and y.flags.writeable)
+            or x is not y and np.may_share_memory(x, y)):
+        return False
+    n = y.size
+    if n:
+        # A read-only x has no writeable buffer to take the address of: copy it (rare: a
+        # gradient is the optimizer's own array).
+        xs = x if x.flags.writeable else x.copy()
+        fn(n, alpha, _BYREF(_AT(xs)), 1, _BYREF(_AT(y)), 1)
+    return True
