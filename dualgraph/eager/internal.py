@@ -112,9 +112,10 @@ def sub_scaled_(p: Tensor, g: Tensor, scale: Any) -> bool:
     dtype, ``scale`` a Python number (weak: the product keeps ``g``'s dtype), nothing
     recording. Returns False, doing nothing, otherwise (the caller then writes the ops
     out). One in-place update per parameter, without the product's tensor and the two
-    dispatches. Contiguous float32 and float64 arrays take BLAS's ``axpy``: one pass,
-    each element rounded once, as PyTorch's ``p.add_(g, alpha=-lr)`` and the compiled
-    step compute it; other arrays take ``p.sub_(g * scale)``'s two roundings."""
+    dispatches. Contiguous float32 arrays take BLAS's ``axpy``: one pass, each element
+    rounded once, as PyTorch's ``p.add_(g, alpha=-lr)`` and the compiled float32 step
+    compute it; other arrays take ``p.sub_(g * scale)``'s two roundings, as the compiled
+    float64 step does."""
     if (type(scale) is not float and type(scale) is not int) or _GRAD.value:
         return False
     # An nn.Parameter is a plain tensor too (a subclass): only views are refused.

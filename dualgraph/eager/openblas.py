@@ -33,20 +33,20 @@ def numpy_openblas(patterns: list[tuple[str, int]], keys: str | tuple) -> tuple[
 
 
 def _find_axpy() -> dict | None:
-    """``cblas_saxpy`` and ``cblas_daxpy`` as ctypes functions by dtype, or ``None``."""
+    """``cblas_saxpy`` as a ctypes function by its dtype, or ``None``. float32 only: the
+    compiled kernels contract ``p - lr * g`` to one fused multiply-add only when all their
+    float values are float32, so a float64 update stays two roundings in both modes."""
     if os.environ.get("DUALGRAPH_BLAS", "") == "numba":  # opt out, as for the products
         return None
     hit = numpy_openblas([("scipy_cblas_{}axpy64_", 64), ("cblas_{}axpy64_", 64),
-                          ("scipy_cblas_{}axpy", 32), ("cblas_{}axpy", 32)], "sd")
+                          ("scipy_cblas_{}axpy", 32), ("cblas_{}axpy", 32)], "s")
     if hit is None:
         return None
     found, width = hit
     n = ctypes.c_int64 if width == 64 else ctypes.c_int32
     ptr = ctypes.c_void_p
     return {np.dtype(np.float32): ctypes.CFUNCTYPE(None, n, ctypes.c_float, ptr, n, ptr, n)(
-                found["s"]),
-            np.dtype(np.float64): ctypes.CFUNCTYPE(None, n, ctypes.c_double, ptr, n, ptr, n)(
-                found["d"])}
+        found["s"])}
 
 
 _AXPY = _find_axpy()
@@ -57,9 +57,9 @@ _AT = ctypes.c_char.from_buffer
 def axpy_(y: np.ndarray, alpha: float, x: np.ndarray) -> bool:
     """``y += alpha * x`` in place in one pass, each element rounded once (a fused
     multiply-add where the CPU has one, as PyTorch's ``add_(x, alpha=alpha)`` and the
-    compiled kernels' contracted update compute it), when ``x`` and ``y`` are float32 or
-    float64 arrays of one dtype and shape, both C-contiguous, ``y`` writeable and not
-    overlapping ``x`` but for being ``x`` itself. Returns False, doing nothing, otherwise.
+    compiled kernels' contracted update compute it), when ``x`` and ``y`` are float32
+    arrays of one shape, both C-contiguous, ``y`` writeable and not overlapping ``x`` but
+    for being ``x`` itself. Returns False, doing nothing, otherwise.
 
     >>> y = np.ones(3, np.float32); axpy_(y, -0.5, np.ones(3, np.float32)); y  # doctest: +SKIP
     """
