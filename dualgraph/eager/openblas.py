@@ -32,14 +32,21 @@ def numpy_openblas(patterns: list[tuple[str, int]], keys: str | tuple) -> tuple[
     return None
 
 
+def numpy_cblas(routine: str, keys: str) -> tuple[dict, int] | None:
+    """`numpy_openblas` of the cblas ``routine`` (``"{}gemm"``: a key, a dtype letter, in
+    the braces), NumPy >= 2's ILP64 names (``scipy_cblas_sgemm64_``) first; ``None`` also
+    when ``DUALGRAPH_BLAS=numba`` opts out of NumPy's BLAS."""
+    if os.environ.get("DUALGRAPH_BLAS", "") == "numba":
+        return None
+    return numpy_openblas([(f"scipy_cblas_{routine}64_", 64), (f"cblas_{routine}64_", 64),
+                           (f"scipy_cblas_{routine}", 32), (f"cblas_{routine}", 32)], keys)
+
+
 def _find_axpy() -> dict | None:
     """``cblas_saxpy`` as a ctypes function by its dtype, or ``None``. float32 only: the
     compiled kernels contract ``p - lr * g`` to one fused multiply-add only when all their
     float values are float32, so a float64 update stays two roundings in both modes."""
-    if os.environ.get("DUALGRAPH_BLAS", "") == "numba":  # opt out, as for the products
-        return None
-    hit = numpy_openblas([("scipy_cblas_{}axpy64_", 64), ("cblas_{}axpy64_", 64),
-                          ("scipy_cblas_{}axpy", 32), ("cblas_{}axpy", 32)], "s")
+    hit = numpy_cblas("{}axpy", "s")
     if hit is None:
         return None
     found, width = hit

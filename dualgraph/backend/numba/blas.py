@@ -17,7 +17,6 @@ generated module's header, so kernels built for one backend are never loaded und
 from __future__ import annotations
 
 import ctypes
-import os
 from typing import Any
 
 import numba
@@ -28,7 +27,7 @@ from numba import types
 from numba.core import cgutils
 from numba.core.extending import intrinsic, overload
 
-from ...eager.openblas import numpy_openblas
+from ...eager.openblas import numpy_cblas, numpy_openblas
 from ..kir import Gemm, LibCall, walk
 from .cache_key import cached_njit
 from .library import HELPER_JIT, Routines
@@ -39,11 +38,9 @@ _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 
 def _find_numpy_gemm() -> tuple[int, int, int] | None:
     """Addresses of NumPy's ``cblas_sgemm`` and ``cblas_dgemm`` and their integer width, or
-    ``None``. NumPy >= 2 wheels bundle ``scipy_openblas64_`` (ILP64, ``64_`` suffix)."""
-    if os.environ.get("DUALGRAPH_BLAS", "") == "numba":  # opt out: np.dot everywhere
-        return None
-    hit = numpy_openblas([("scipy_cblas_{}gemm64_", 64), ("cblas_{}gemm64_", 64),
-                          ("scipy_cblas_{}gemm", 32), ("cblas_{}gemm", 32)], "sd")
+    ``None`` (then np.dot everywhere). NumPy >= 2 wheels bundle ``scipy_openblas64_``
+    (ILP64, ``64_`` suffix)."""
+    hit = numpy_cblas("{}gemm", "sd")
     if hit is None:
         return None
     found, width = hit
