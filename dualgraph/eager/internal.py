@@ -19,6 +19,7 @@ import numpy as np
 from ..modes import current_trace
 from .autograd import Function
 from .grad_mode import GRAD_ENABLED as _GRAD
+from .openblas import axpy_
 from .tensor import Tensor, _init, _make, _set_new_grads, _ViewTensor
 
 # A new tensor from an array: ``make_tensor(array, requires_grad, grad_fn)``. An alias, not
@@ -107,11 +108,14 @@ def tape_node(t: Tensor) -> Any:
 
 def sub_scaled_(p: Tensor, g: Tensor, scale: Any) -> bool:
     """``p -= g * scale`` straight on the arrays, for an eager optimizer step outside
-    autograd, when it is exactly what ``p.sub_(g * scale)`` would compute: ``p`` a plain
-    (not view) float tensor or parameter, ``g`` of its shape and dtype, ``scale`` a Python
-    number (weak: the product keeps ``g``'s dtype), nothing recording. Returns False, doing nothing,
-    otherwise (the caller then writes the ops out). Saves the product's tensor and the two
-    dispatches: one in-place update per parameter."""
+    autograd: ``p`` a plain (not view) float tensor or parameter, ``g`` of its shape and
+    dtype, ``scale`` a Python number (weak: the product keeps ``g``'s dtype), nothing
+    recording. Returns False, doing nothing, otherwise (the caller then writes the ops
+    out). One in-place update per parameter, without the product's tensor and the two
+    dispatches. Contiguous float32 arrays take BLAS's ``axpy``: one pass, each element
+    rounded once, as PyTorch's ``p.add_(g, alpha=-lr)`` and the compiled float32 step
+    compute it; other arrays take ``p.sub_(g * scale)``'s two roundings, as the compiled
+    float64 step does."""
     if (type(scale) is not float and type(scale) is not int) or _GRAD.value:
         return False
     # An nn.Parameter is a plain tensor too (a subclass): only views are refused.
@@ -122,7 +126,8 @@ def sub_scaled_(p: Tensor, g: Tensor, scale: Any) -> bool:
     gd = g._data
     if gd.dtype != data.dtype or gd.shape != data.shape or data.dtype.kind != "f":
         return False
-    np.subtract(data, np.multiply(gd, scale), out=data)
+    if not axpy_(data, -scale, gd):
+        np.subtract(data, np.multiply(gd, scale), out=data)
     p._version[0] += 1
     return True
 

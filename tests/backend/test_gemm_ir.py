@@ -148,6 +148,15 @@ def test_swap_product_is_a_pass_on_structure():
                                                 kir.Operand(wt, None),
                                                 kir.Operand(wide, 32))], wide)
     assert schedule.swap_product(tall) is None  # more rows than columns: as it is
+    # An epilogue reading an F-ordered array: transposed whatever the shape, for a short
+    # contraction only.
+    assert schedule.swap_product(tall, epilogue_reads_f=True).result.layout == "F"
+    xl = kir.Buffer("x", (64, schedule.SHORT_K + 1), np.float32, kir.ARG)
+    wl = kir.Buffer("w", (schedule.SHORT_K + 1, 32), np.float32, kir.ARG)
+    long_k = kir.Block([kir.Alloc(wide), kir.Gemm(64, 32, schedule.SHORT_K + 1,
+                                                  kir.Operand(xl, None), kir.Operand(wl, None),
+                                                  kir.Operand(wide, 32))], wide)
+    assert schedule.swap_product(long_k, epilogue_reads_f=True) is None
 
 
 def test_write_into_replaces_the_allocation():

@@ -1,6 +1,7 @@
 """The eager fast paths give the same bits as the general kernels they shortcut: addmm's
 transposed product (``nn.Linear``'s shape), nll_loss without weights or ignored targets,
-and the optimizer's in-place ``p -= lr * g``."""
+and the optimizer's in-place ``p -= lr * g`` (in float32 rounded once, as PyTorch's ``add_``
+with ``alpha``, where BLAS's ``axpy`` takes it)."""
 
 from __future__ import annotations
 
@@ -85,6 +86,42 @@ def test_sgd_step_updates_in_place_and_bumps_the_version():
     assert version_of(p) == v + 1
     np.testing.assert_array_equal(p.detach().numpy(), np.float32([0.0, 0.0, 0.0]))
     assert p.grad_fn is None and p.requires_grad
+
+
+def test_sgd_update_rounds_once_as_torch_add_with_alpha():
+    torch = pytest.importorskip("torch")
+    dtype = np.float32
+    rng = np.random.default_rng(3)
+    for n in (1, 7, 1000, 4099):  # BLAS's vector loop and its scalar tail
+        start = rng.standard_normal(n).astype(dtype)
+        g = rng.standard_normal(n).astype(dtype)
+        p = dg.tensor(start.copy())
+        with dg.no_grad():
+            assert sub_scaled_(p, dg.tensor(g), 0.01)
+        want = torch.from_numpy(start.copy()).add_(torch.from_numpy(g), alpha=-0.01).numpy()
+        np.testing.assert_array_equal(p.numpy(), want)
+    # One rounding and two differ in about one element in ten thousand: here in some.
+    start = rng.standard_normal((512, 512)).astype(dtype)
+    g = rng.standard_normal((512, 512)).astype(dtype)
+    p = dg.tensor(start.copy())
+    with dg.no_grad():
+        sub_scaled_(p, dg.tensor(g), 0.01)
+    once = torch.from_numpy(start.copy()).add_(torch.from_numpy(g), alpha=-0.01).numpy()
+    np.testing.assert_array_equal(p.numpy(), once)
+    assert (once != start - g * dtype(0.01)).any()
+    # A strided gradient is not BLAS's: the update is ``p.sub_(g * lr)``'s two roundings.
+    p = dg.tensor(start.copy())
+    gt = dg.tensor(g).T
+    assert not array_of(gt).flags.c_contiguous
+    with dg.no_grad():
+        assert sub_scaled_(p, gt, 0.01)
+    np.testing.assert_array_equal(p.numpy(), start - g.T * dtype(0.01))
+    # float64 as the compiled float64 step (no contraction): two roundings.
+    s64, g64 = start.astype(np.float64), g.astype(np.float64)
+    p = dg.tensor(s64.copy())
+    with dg.no_grad():
+        assert sub_scaled_(p, dg.tensor(g64), 0.01)
+    np.testing.assert_array_equal(p.numpy(), s64 - g64 * 0.01)
 
 
 def test_sub_scaled_declines_what_it_cannot_do_exactly():

@@ -17,8 +17,6 @@ generated module's header, so kernels built for one backend are never loaded und
 from __future__ import annotations
 
 import ctypes
-import glob
-import os
 from typing import Any
 
 import numba
@@ -29,6 +27,7 @@ from numba import types
 from numba.core import cgutils
 from numba.core.extending import intrinsic, overload
 
+from ...eager.openblas import numpy_cblas, numpy_openblas
 from ..kir import Gemm, LibCall, walk
 from .cache_key import cached_njit
 from .library import HELPER_JIT, Routines
@@ -37,34 +36,11 @@ from .library import HELPER_JIT, Routines
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 
 
-def numpy_openblas(patterns: list[tuple[str, int]], keys: str | tuple) -> tuple[dict, int] | None:
-    """The addresses of ``pattern.format(key)`` for every key, from the OpenBLAS bundled
-    with NumPy (the first library and the first pattern that has them all), and that
-    pattern's integer width; or ``None``."""
-    root = os.path.dirname(os.path.dirname(np.__file__))
-    libs = sorted(glob.glob(os.path.join(root, "numpy.libs", "*openblas*")))
-    libs += sorted(glob.glob(os.path.join(os.path.dirname(np.__file__), ".dylibs", "*openblas*")))
-    for path in libs:
-        try:
-            lib = ctypes.CDLL(path)  # already loaded by NumPy: this only finds its handle
-        except OSError:
-            continue
-        for pattern, width in patterns:
-            try:
-                found = {k: getattr(lib, pattern.format(k)) for k in keys}
-            except AttributeError:
-                continue
-            return {k: ctypes.cast(fn, ctypes.c_void_p).value for k, fn in found.items()}, width
-    return None
-
-
 def _find_numpy_gemm() -> tuple[int, int, int] | None:
     """Addresses of NumPy's ``cblas_sgemm`` and ``cblas_dgemm`` and their integer width, or
-    ``None``. NumPy >= 2 wheels bundle ``scipy_openblas64_`` (ILP64, ``64_`` suffix)."""
-    if os.environ.get("DUALGRAPH_BLAS", "") == "numba":  # opt out: np.dot everywhere
-        return None
-    hit = numpy_openblas([("scipy_cblas_{}gemm64_", 64), ("cblas_{}gemm64_", 64),
-                          ("scipy_cblas_{}gemm", 32), ("cblas_{}gemm", 32)], "sd")
+    ``None`` (then np.dot everywhere). NumPy >= 2 wheels bundle ``scipy_openblas64_``
+    (ILP64, ``64_`` suffix)."""
+    hit = numpy_cblas("{}gemm", "sd")
     if hit is None:
         return None
     found, width = hit

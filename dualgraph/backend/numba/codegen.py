@@ -832,9 +832,11 @@ class _Writer:
         return "C" if self.fresh_result(n) and not written else "A"
 
 
-    def schedule(self, block: kir.Block, product: bool) -> kir.Block:
+    def schedule(self, block: kir.Block, product: bool, epilogue_reads_f: bool = False
+                 ) -> kir.Block:
         """A built block with the buffer plan applied: written into ``self.into`` where it
-        only fills its result, else (a lone product) transposed where that packs faster."""
+        only fills its result, else (a lone product) transposed where that packs faster
+        or where its epilogue reads an F-ordered array (`schedule.swap_product`)."""
         if self.into is not None:
             placed = schedule.write_into(block, self.bufs[self.into])
             if placed is not None:
@@ -842,8 +844,8 @@ class _Writer:
                 return placed
             return block
         if product:
-            return schedule.swap_product(block, lambda b: self.planned.get(b.name, b.layout)
-                                         ) or block
+            return schedule.swap_product(block, lambda b: self.planned.get(b.name, b.layout),
+                                         epilogue_reads_f) or block
         return block
 
     def emit_block(self, block: kir.Block) -> None:
@@ -1010,7 +1012,13 @@ class _Writer:
             block = lowerings.kernel_lowering(anchor.op)(anchor, args, mm)
             bias = None
         epilogue_target, self.into = self.into, into
-        block = self.schedule(block, product=into is None)
+        # An epilogue reading an F-ordered array of the result's shape (a product's result
+        # written transposed earlier) runs in that array's order when this one is too.
+        reads_f = in_place and any(
+            isinstance(i, Node) and id(i) in env and tuple(i.shape) == tuple(root.shape)
+            and self.bufs[env[id(i)]].layout == "F"
+            for m in members if m is not anchor for i in m.inputs)
+        block = self.schedule(block, product=into is None, epilogue_reads_f=reads_f)
         if into is not None and self.into is not None:
             # The product keeps its own array; the epilogue writes the output buffer.
             in_place = False
@@ -1127,7 +1135,11 @@ class _Writer:
                 self.alias(out, res)
             return
         acc = self.fill(self.fresh("acc"), keep, init, acc_t)
-        idx, wrap = self.loops(shape, parallel_ok=False)
+        # An F-ordered operand (a product's result written transposed) is read down its
+        # columns: each total still takes its terms in the same order.
+        by_columns = (nd == 2 and id(src) in env and src not in body
+                      and self.bufs[env[id(src)]].layout == "F")
+        idx, wrap = self.loops(shape, parallel_ok=False, reverse=by_columns)
         sym = {}
         stmts = self.scalar_stmts(body, env, shape, idx, sym)
         ridx = tuple(kir.const(0) if d in axes else idx[d] for d in range(nd))
