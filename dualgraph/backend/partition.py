@@ -683,8 +683,16 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     literals in generated code, so they tell repeated structure apart (`repeats`)."""
     given = graph
     graph, weight = split_epilogues(graph, weight)
-    units = _sink([n for n in graph.nodes if not _free(n)], graph, write_to)
+    units, sunk = _sink([n for n in graph.nodes if not _free(n)], graph, write_to)
     chunks = _chunks(units, weight, target, keep)
+    if sunk:
+        # Few parts for them (they are nothing but the end of each pass's statistics).
+        w = [weight.get(id(u), 1) for u in sunk]
+        k = 0
+        for n in _balanced(w, -(-sum(w) // (2 * target))):
+            chunks.append(sunk[k:k + n])
+            k += n
+        units = units + sunk
     plain = _output_views(graph, write_to)
     for start, end, pieces in _updates(units, graph, write_to, keep, plain):
         # Pieces too light to be worth a function (a batch norm's count of batches) keep
@@ -779,22 +787,40 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     return plan
 
 
-def _sink(units: list[Node], graph: Graph, write_to: dict[int, int]) -> list[Node]:
-    """``units`` with those written in place that no unit reads, met before the last unit
-    that is not written in place, moved to the end: a training batch norm's running
-    averages, whose updates fusion joins into one node at the layer's last call (the
-    third pass of a discriminator holds them, the first two not), so the passes' runs of
-    units become the same, and are cut alike."""
+def _sink(units: list[Node], graph: Graph, write_to: dict[int, int]
+          ) -> tuple[list[Node], list[Node]]:
+    """``units`` without those written in place that no unit reads, met before the last
+    unit of the computation (`last` below), and the units only they read; then those (to
+    be computed at the end, in their order): a
+    training batch norm's running averages, whose updates fusion joins into one node at
+    the layer's last call (the third pass of a discriminator holds them, the first two
+    not), so the passes' runs of units become the same, and are cut alike."""
     written = {id(graph.outputs[k]) for k in write_to}
-    read: set[int] = set()
+    outputs = {id(o) for o in graph.outputs}
+    readers: dict[int, list[int]] = {}
+
+    def note(x: Node, reader: int) -> None:
+        for i in x.inputs:
+            if isinstance(i, Node):
+                readers.setdefault(id(i), []).append(reader)
+                if _free(i):
+                    note(i, reader)
+
     for n in graph.nodes:
-        read.update(id(i) for i in n.inputs if isinstance(i, Node))
-    last = max((k for k, u in enumerate(units) if id(u) not in written), default=-1)
-    moved = [u for u in units[:last] if id(u) in written and id(u) not in read]
-    if not moved:
-        return units
-    gone = {id(u) for u in moved}
-    return [u for u in units if id(u) not in gone] + moved
+        if not _free(n):
+            note(n, id(n))
+    # The last unit of the computation: not written in place, and read (a loss returned
+    # after the optimizer's updates is not).
+    last = max((k for k, u in enumerate(units) if id(u) not in written and id(u) in readers),
+               default=-1)
+    gone: set[int] = set()
+    # Backwards, so that a unit only such a write reads (its sum) goes with it.
+    for u in reversed(units[:last]):
+        mine = readers.get(id(u), [])
+        if (id(u) in written and not mine) or (
+                mine and id(u) not in outputs and all(r in gone for r in mine)):
+            gone.add(id(u))
+    return ([u for u in units if id(u) not in gone], [u for u in units if id(u) in gone])
 
 
 def _read_after_write(graph: Graph, write_to: dict[int, int], home: dict[int, int],
