@@ -14,9 +14,9 @@ import numpy as np
 
 import dualgraph as dg
 from dualgraph.backend import partition as P
-from dualgraph.backend.numba import build
 from dualgraph.ir.graph import Graph, Node
-from dualgraph.ir.interpret import interpret
+
+from .._support.graphs import split_and_interpreted
 
 
 def _input(shape):
@@ -109,12 +109,7 @@ def test_the_passes_are_cut_alike_with_the_write_between_them():
 
 
 def test_a_split_kernel_with_written_reads_equals_the_interpreter():
-    g, write_to, arrays = _two_passes()
-    want = interpret(g, *[v.copy() for v in arrays])
-    k = build(g, write_to=write_to, segment_lines=4)
+    k, want, ins, outs = split_and_interpreted(*_two_passes(), segment_lines=4)
     assert len(k.parts) > 2
-    ins = k.prepare([v.copy() for v in arrays])
-    outs = k.new_outputs()
-    k.run(ins, outs)
     for got, w in zip([outs[0], ins[2], ins[3]], want):
         dg.testing.assert_close(got, w, rtol=1e-12, atol=0, check_dtype=False)
