@@ -695,10 +695,10 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
         units = units + sunk
     plain = _output_views(graph, write_to)
     for start, end, pieces in _updates(units, graph, write_to, keep, plain):
-        # Pieces too light to be worth a function (a batch norm's count of batches) keep
-        # their cuts.
+        # Pieces of scalars only (a batch norm's count of batches) are not worth a
+        # function each: they keep their cuts.
         chunks = _apart(chunks, units, start, end, pieces, keep, plain,
-                        lambda p: sum(weight.get(id(u), 1) for u in p) >= target // 8,
+                        lambda p: any(u.shape != () for u in p),
                         lambda c: sum(weight.get(id(u), 1) for u in c) <= 2 * target)
     for start, end, pieces in _alike(units, graph, write_to, weight, target):
         chunks = _apart(chunks, units, start, end, pieces, keep, plain)
@@ -789,13 +789,14 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
 
 def _sink(units: list[Node], graph: Graph, write_to: dict[int, int]
           ) -> tuple[list[Node], list[Node]]:
-    """``units`` without those written in place that no unit reads, met before the last
-    unit of the computation (`last` below), and the units only they read; then those (to
-    be computed at the end, in their order): a
+    """``units`` without those written in place that no unit reads, into an input that
+    only they read, met before the last unit of the computation (`last` below), and the
+    units only they read; then those (to be computed at the end, in their order): a
     training batch norm's running averages, whose updates fusion joins into one node at
     the layer's last call (the third pass of a discriminator holds them, the first two
     not), so the passes' runs of units become the same, and are cut alike."""
     written = {id(graph.outputs[k]) for k in write_to}
+    into = {id(graph.outputs[k]): id(graph.inputs[j]) for k, j in write_to.items()}
     outputs = {id(o) for o in graph.outputs}
     readers: dict[int, list[int]] = {}
 
@@ -813,13 +814,21 @@ def _sink(units: list[Node], graph: Graph, write_to: dict[int, int]
     # after the optimizer's updates is not).
     last = max((k for k, u in enumerate(units) if id(u) not in written and id(u) in readers),
                default=-1)
-    gone: set[int] = set()
-    # Backwards, so that a unit only such a write reads (its sum) goes with it.
-    for u in reversed(units[:last]):
-        mine = readers.get(id(u), [])
-        if (id(u) in written and not mine) or (
-                mine and id(u) not in outputs and all(r in gone for r in mine)):
-            gone.add(id(u))
+    roots = set(written)
+    while True:
+        gone: set[int] = set()
+        # Backwards, so that a unit only such a write reads (its sum) goes with it.
+        for u in reversed(units[:last]):
+            mine = readers.get(id(u), [])
+            if (id(u) in roots and not mine) or (
+                    mine and id(u) not in outputs and all(r in gone for r in mine)):
+                gone.add(id(u))
+        # Only state that nothing but its own update reads (a running average, a count):
+        # a parameter's update, whose parameter the forward reads, stays with its piece.
+        bad = {r for r in gone if r in written and not set(readers.get(into[r], ())) <= gone}
+        if not bad:
+            break
+        roots -= bad
     return ([u for u in units if id(u) not in gone], [u for u in units if id(u) in gone])
 
 
