@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -280,16 +281,20 @@ def _alike(units: list[Node], graph: Graph, write_to: dict[int, int],
 
 
 def _apart(chunks: list[list[Node]], units: list[Node], start: int, end: int,
-           pieces: list[list[Node]], keep: int, plain: frozenset = frozenset()
-           ) -> list[list[Node]]:
+           pieces: list[list[Node]], keep: int, plain: frozenset = frozenset(),
+           worth: Callable[[list[Node]], bool] = lambda p: True,
+           fits: Callable[[list[Node]], bool] | None = None) -> list[list[Node]]:
     """``chunks`` with the pieces of the update run ``units[start:end]`` that share their
-    structure with another piece taken out, each a chunk of its own, placed before the
-    first chunk holding a unit after the run. The other chunks keep their cuts: a piece
-    no other piece shares gains nothing alone. Unchanged when one chunk holds units both
-    before and after the run (a piece could not be placed between them)."""
+    structure with another piece (and are ``worth`` it) taken out, each a chunk of its
+    own, placed before the first chunk holding a unit after the run. The other chunks
+    keep their cuts: a piece no other piece shares gains nothing alone. Unchanged when
+    one chunk holds units both before and after the run (a piece could not be placed
+    between them). ``fits``: whether a chunk is small enough to be one part; given, a
+    chunk the pieces left with units of the run only joins the next such chunk when the
+    two fit (what a piece leaves of a chunk is not worth a function of its own)."""
     keys = [_piece_key(p, keep, plain) for p in pieces]
     count = Counter(keys)
-    shared = [p for p, k in zip(pieces, keys) if count[k] > 1]
+    shared = [p for p, k in zip(pieces, keys) if count[k] > 1 and worth(p)]
     taken = {id(u) for p in shared for u in p}
     index = {id(u): k for k, u in enumerate(units)}
     at = next((c for c, chunk in enumerate(chunks)
@@ -297,6 +302,13 @@ def _apart(chunks: list[list[Node]], units: list[Node], start: int, end: int,
     if at < len(chunks) and any(index[id(u)] < start for u in chunks[at]):
         return chunks
     kept = [[u for u in chunk if id(u) not in taken] for chunk in chunks]
+    if fits is not None:
+        inside = [bool(c) and all(start <= index[id(u)] < end for u in c) for c in kept]
+        for c in range(len(kept) - 1):
+            if (inside[c] and inside[c + 1] and len(kept[c]) < len(chunks[c])
+                    and fits(kept[c] + kept[c + 1])):
+                kept[c + 1] = kept[c] + kept[c + 1]
+                kept[c] = []
     out = [c for c in kept[:at] if c] + shared + [c for c in kept[at:] if c]
     return out
 
@@ -671,11 +683,24 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     literals in generated code, so they tell repeated structure apart (`repeats`)."""
     given = graph
     graph, weight = split_epilogues(graph, weight)
-    units = [n for n in graph.nodes if not _free(n)]
+    units, sunk = _sink([n for n in graph.nodes if not _free(n)], graph, write_to)
     chunks = _chunks(units, weight, target, keep)
+    if sunk:
+        # Few parts for them (they are nothing but the end of each pass's statistics).
+        w = [weight.get(id(u), 1) for u in sunk]
+        k = 0
+        for n in _balanced(w, -(-sum(w) // (2 * target))):
+            chunks.append(sunk[k:k + n])
+            k += n
+        units = units + sunk
     plain = _output_views(graph, write_to)
-    for start, end, pieces in [*_updates(units, graph, write_to, keep, plain),
-                               *_alike(units, graph, write_to, weight, target)]:
+    for start, end, pieces in _updates(units, graph, write_to, keep, plain):
+        # Pieces of scalars only (a batch norm's count of batches) are not worth a
+        # function each: they keep their cuts.
+        chunks = _apart(chunks, units, start, end, pieces, keep, plain,
+                        lambda p: any(u.shape != () for u in p),
+                        lambda c: sum(weight.get(id(u), 1) for u in c) <= 2 * target)
+    for start, end, pieces in _alike(units, graph, write_to, weight, target):
         chunks = _apart(chunks, units, start, end, pieces, keep, plain)
     if len(chunks) < 2:
         return None
@@ -711,6 +736,12 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
                 if isinstance(i, Node):
                     visit(i, c)
 
+    # A value written in place that later chunks read, when no chunk after its own reads
+    # the input's old value: they read the input array, written by then, so the writing
+    # chunk's outputs are its in-place writes only (an optimizer's update of a parameter
+    # that a later forward reads is the update of every other parameter).
+    fresh = _read_after_write(graph, write_to, home, reads)
+
     # Where each graph output is produced: the chunk computing it, or, for an in-place
     # write whose input a later chunk still reads, that last reader (the value is passed
     # to it); outputs that are inputs, constants or views go to the last chunk. Placing
@@ -720,7 +751,7 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
         last_reader: dict[int, int] = {}
         for c, rs in enumerate(reads):
             for kind, j in rs:
-                if kind == "in":
+                if kind == "in" and (c, j) not in fresh:
                     last_reader[j] = c
         moved = False
         for k, o in enumerate(graph.outputs):
@@ -743,7 +774,7 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
     for c, chunk in enumerate(chunks):
         plan.segments.append(flatten(_segment(graph, c, chunk, list(reads[c]), owner,
                                               needed, write_to, home, input_index, by_id,
-                                              copied)))
+                                              copied, fresh)))
     for seg in plan.segments:
         for kind, v in seg.dests:
             if kind == "val":
@@ -754,6 +785,74 @@ def partition(graph: Graph, write_to: dict[int, int], weight: dict[int, int],
         _rename(plan, {id(a): id(b) for a, b in zip(graph.outputs, given.outputs)
                        if a is not b})
     return plan
+
+
+def _sink(units: list[Node], graph: Graph, write_to: dict[int, int]
+          ) -> tuple[list[Node], list[Node]]:
+    """``units`` without those written in place that no unit reads, into an input that
+    only they read, met before the last unit of the computation (`last` below), and the
+    units only they read; then those (to be computed at the end, in their order): a
+    training batch norm's running averages, whose updates fusion joins into one node at
+    the layer's last call (the third pass of a discriminator holds them, the first two
+    not), so the passes' runs of units become the same, and are cut alike."""
+    written = {id(graph.outputs[k]) for k in write_to}
+    into = {id(graph.outputs[k]): id(graph.inputs[j]) for k, j in write_to.items()}
+    outputs = {id(o) for o in graph.outputs}
+    readers: dict[int, list[int]] = {}
+
+    def note(x: Node, reader: int) -> None:
+        for i in x.inputs:
+            if isinstance(i, Node):
+                readers.setdefault(id(i), []).append(reader)
+                if _free(i):
+                    note(i, reader)
+
+    for n in graph.nodes:
+        if not _free(n):
+            note(n, id(n))
+    # The last unit of the computation: not written in place, and read (a loss returned
+    # after the optimizer's updates is not).
+    last = max((k for k, u in enumerate(units) if id(u) not in written and id(u) in readers),
+               default=-1)
+    roots = set(written)
+    while True:
+        gone: set[int] = set()
+        # Backwards, so that a unit only such a write reads (its sum) goes with it.
+        for u in reversed(units[:last]):
+            mine = readers.get(id(u), [])
+            if (id(u) in roots and not mine) or (
+                    mine and id(u) not in outputs and all(r in gone for r in mine)):
+                gone.add(id(u))
+        # Only state that nothing but its own update reads (a running average, a count):
+        # a parameter's update, whose parameter the forward reads, stays with its piece.
+        bad = {r for r in gone if r in written and not set(readers.get(into[r], ())) <= gone}
+        if not bad:
+            break
+        roots -= bad
+    return ([u for u in units if id(u) not in gone], [u for u in units if id(u) in gone])
+
+
+def _read_after_write(graph: Graph, write_to: dict[int, int], home: dict[int, int],
+                      reads: list[dict[tuple[str, int], None]]) -> dict[tuple[int, int], int]:
+    """``(chunk, input)`` -> value id, for each read of a value written in place into that
+    input (the only write into it) by an earlier chunk, after which no chunk reads the
+    input's old value: the chunk reads the input array, which holds the value by then.
+    ``reads`` is updated to say so."""
+    count = Counter(write_to.values())
+    out: dict[tuple[int, int], int] = {}
+    for k, j in write_to.items():
+        o = graph.outputs[k]
+        h = home.get(id(o))
+        if h is None or count[j] > 1:
+            continue
+        if any(("in", j) in rs for rs in reads[h + 1:]):
+            continue
+        for c in range(h + 1, len(reads)):
+            if ("val", id(o)) in reads[c]:
+                del reads[c][("val", id(o))]
+                reads[c][("in", j)] = None
+                out[c, j] = id(o)
+    return out
 
 
 def _rename(plan: Plan, ids: dict[int, int]) -> None:
@@ -968,11 +1067,14 @@ def _copied_views(graph: Graph, write_to: dict[int, int], home: dict,
 
 def _segment(graph: Graph, c: int, chunk: list[Node], reads: list, owner: dict,
              needed: dict, write_to: dict, home: dict, input_index: dict,
-             by_id: dict, copied: dict | None = None) -> Segment:
+             by_id: dict, copied: dict | None = None,
+             fresh: dict[tuple[int, int], int] | None = None) -> Segment:
     """Chunk ``c`` as a graph: inputs numbered by first use, views and constants cloned
-    (``copied``: views read from the output arrays earlier chunks copied them to)."""
+    (``copied``: views read from the output arrays earlier chunks copied them to;
+    ``fresh``: values read from the inputs they were written into, `_read_after_write`)."""
     readable = set(reads)
     copied = copied or {}
+    written_into = {v: j for (c2, j), v in (fresh or {}).items() if c2 == c}
     new: dict[int, Node] = {}
     inputs: list[Node] = []
     sources: list[tuple[str, int]] = []
@@ -981,6 +1083,8 @@ def _segment(graph: Graph, c: int, chunk: list[Node], reads: list, owner: dict,
     def source_of(x: Node) -> tuple[str, int] | None:
         if id(x) in input_index:
             return ("in", input_index[id(x)])
+        if id(x) in written_into:
+            return ("in", written_into[id(x)])
         if id(x) in home and home[id(x)] != c and ("val", id(x)) in readable:
             return ("val", id(x))
         if copied.get(id(x), c) < c and ("val", id(x)) in readable:

@@ -235,9 +235,9 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     residuals: list = []
     if train:
         residuals = lower_train(plan, graph, user, extra, leaves, verify, ctx.rg,
-                                ctx.overwritten)
+                                ctx.overwritten, ctx.written_values())
     else:
-        plan.optimized = optimize(graph, verify=verify)
+        plan.optimized = optimize(read_written(graph, ctx.written_values()), verify=verify)
     write_to, pos = _plan_writes(plan, len(user), [t for t, _ in writes],
                                  _write_inputs(ctx, graph, writes), grad_writes,
                                  ctx.arg_index, ctx.write_counts)
@@ -436,13 +436,45 @@ class ModifiedSaved:
         self.new_outputs()
 
 
+def read_written(graph: Graph, written: dict[int, Node]) -> Graph:
+    """``graph`` with each straight read of a leaf written under no_grad replaced by the
+    written value (``written``: `CallTraceContext.written_values`), for a graph that is
+    differentiated already: the read's added ``input - stop_gradient(input)`` only
+    carried the gradient to the leaf's input, and is not zero for an inf or nan input
+    (nor does a written -0.0 stay -0.0), where eager mode reads the written value."""
+    if not written:
+        return graph
+    swap: dict[int, Node] = {}
+
+    def get(x: Any) -> Any:
+        return swap.get(id(x), x) if isinstance(x, Node) else x
+
+    nodes = []
+    for n in graph.nodes:
+        if id(n) in written:
+            swap[id(n)] = get(written[id(n)])
+            continue
+        ins = tuple(get(i) for i in n.inputs)
+        if any(a is not b for a, b in zip(ins, n.inputs)):
+            m = Node(n.op, ins, n.attrs, n.shape, n.dtype, n.loc, n.uid)
+            swap[id(n)] = m
+            n = m
+        nodes.append(n)
+    if not swap:
+        return graph
+    return graph.replace(nodes=nodes, outputs=[get(o) for o in graph.outputs])
+
+
 def lower_train(entry: Plan, graph: Graph, user: list, extra: list, leaves: list,
-                verify: bool, rg: set | None = None, overwritten: set | None = None) -> list:
+                verify: bool, rg: set | None = None, overwritten: set | None = None,
+                written: dict[int, Node] | None = None) -> list:
     """The train kind: differentiate the user outputs with respect to ``leaves``; the
     forward graph also returns the residuals the backward graph reads. ``rg`` is the
-    trace's set of nodes that require grad (values made under ``no_grad`` are not in it).
+    trace's set of nodes that require grad (values made under ``no_grad`` are not in it);
+    ``written``: its straight reads (`read_written`), replaced once differentiated.
     Returns the residuals: ``(From.INPUT, kernel input)`` or ``(From.OUTPUT, graph output
     index)``."""
+    written = written or {}
     fwd = Graph(graph.inputs, graph.nodes, user)
     d = differentiate(fwd, leaves, rg)
     if d.absent:
@@ -472,12 +504,13 @@ def lower_train(entry: Plan, graph: Graph, user: list, extra: list, leaves: list
         # A scalar loss: one kernel computes it and its gradients (seed one) in the same
         # pass; the tape node hands them out when backward() comes (`PrecomputedBackward`).
         entry.joint = True
-        entry.optimized = optimize(value_and_grad(d, user + extra), verify=verify)
+        entry.optimized = optimize(read_written(value_and_grad(d, user + extra), written),
+                                   verify=verify)
         return [(From.INPUT, index_of[id(r)]) for r in residuals if id(r) in index_of]
     computed = [r for r in residuals if id(r) not in index_of]
     full = Graph(graph.inputs, graph.nodes, user + extra + computed)
-    entry.optimized = optimize(full, verify=verify)
-    entry.backward_graph = optimize(d.backward, verify=verify)
+    entry.optimized = optimize(read_written(full, written), verify=verify)
+    entry.backward_graph = optimize(read_written(d.backward, written), verify=verify)
     out, k = [], 0
     for r in residuals:
         if id(r) in index_of:

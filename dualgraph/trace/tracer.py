@@ -369,7 +369,8 @@ class TraceContext(Mode):
         # keeps such a tensor a leaf, so a later differentiable read is the new value with
         # the gradient passed straight to the input (`_straight_read`).
         self._straight: dict[int, tuple[Node, Node]] = {}
-        self._straight_reads: dict[int, Node] = {}
+        # Each straight read made: id of the written value -> (that value, the read).
+        self._straight_reads: dict[int, tuple[Node, Node]] = {}
         self._input_of: dict[int, Node] = {}
         # Eager tensors that are one value (``p.data``, ``p.detach()`` share ``p``'s array
         # and version counter): the first one the trace met stands for the others, so a
@@ -551,21 +552,27 @@ class TraceContext(Mode):
 
     def _straight_read(self, t: Tensor) -> Node:
         """A differentiable read of leaf ``t`` after a write under no_grad: the new value
-        plus ``input - stop_gradient(input)`` (exactly zero), so the value is the written
-        one and the gradient reaches ``t``'s input node, as it reaches the leaf in eager
-        mode."""
+        plus ``input - stop_gradient(input)``, so the gradient reaches ``t``'s input node,
+        as it reaches the leaf in eager mode. The added term is zero only for a finite
+        input, so once the graph is differentiated the read is replaced by the written
+        value itself (`written_values`), which eager mode reads."""
         new, inp = self._straight[id(t)]
-        read = self._straight_reads.get(id(new))
-        if read is None:
-            from ..ops.registry import OPS
+        made = self._straight_reads.get(id(new))
+        if made is not None:
+            return made[1]
+        from ..ops.registry import OPS
 
-            x = Tracer(inp, self)
-            zero = self.process(OPS["sub"], (x, self.process(OPS["stop_gradient"], (x,), {})),
-                                {})
-            read = self.process(OPS["add"], (Tracer(new, self), zero), {}).node
-            self._straight_reads[id(new)] = read
-            self._keep.append(new)
+        x = Tracer(inp, self)
+        zero = self.process(OPS["sub"], (x, self.process(OPS["stop_gradient"], (x,), {})), {})
+        read = self.process(OPS["add"], (Tracer(new, self), zero), {}).node
+        self._straight_reads[id(new)] = (new, read)
+        self._keep.append(new)
         return read
+
+    def written_values(self) -> dict[int, Node]:
+        """Id of each straight read (`_straight_read`) -> the written value it reads: what
+        the read stands for once the graph has been differentiated."""
+        return {id(read): new for new, read in self._straight_reads.values()}
 
     def as_node(self, a: Any) -> Any:
         if isinstance(a, Tracer):

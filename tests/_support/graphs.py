@@ -20,6 +20,22 @@ def arrays_for(graph: Graph, *args: Any) -> list[np.ndarray]:
     return out
 
 
+def split_and_interpreted(graph: Graph, write_to: dict[int, int], arrays: list[np.ndarray],
+                          segment_lines: int) -> tuple[Any, list, list, list]:
+    """``graph`` built as a split kernel (`backend.numba.build`) and run on copies of
+    ``arrays``: the kernel, the reference interpreter's outputs, the kernel's inputs
+    (written in place where it writes them) and its outputs."""
+    from dualgraph.backend.numba import build
+    from dualgraph.ir.interpret import interpret
+
+    want = interpret(graph, *[a.copy() for a in arrays])
+    kernel = build(graph, write_to=write_to, segment_lines=segment_lines)
+    ins = kernel.prepare([a.copy() for a in arrays])
+    outs = kernel.new_outputs()
+    kernel.run(ins, outs)
+    return kernel, want, ins, outs
+
+
 def all_ops(graph: Graph) -> Iterator[str]:
     """Every op in ``graph``, fused bodies included."""
     for n in graph.nodes:

@@ -12,9 +12,9 @@ import numpy as np
 
 import dualgraph as dg
 from dualgraph.backend import partition as P
-from dualgraph.backend.numba import build
 from dualgraph.ir.graph import Graph, Node
-from dualgraph.ir.interpret import interpret
+
+from .._support.graphs import split_and_interpreted
 
 
 def _input(shape):
@@ -58,13 +58,8 @@ def test_updates_reading_output_rows_are_one_flat_function():
 
 
 def test_split_kernel_with_output_rows_equals_the_interpreter():
-    g, write_to, arrays = _step()
-    want = interpret(g, *[v.copy() for v in arrays])
-    k = build(g, write_to=write_to, segment_lines=2)
+    k, want, ins, outs = split_and_interpreted(*_step(), segment_lines=2)
     assert len(k.parts) > 3
-    ins = k.prepare([v.copy() for v in arrays])
-    outs = k.new_outputs()
-    k.run(ins, outs)
     got = [outs[0], outs[1], ins[1], ins[2], ins[3]]
     for o, w in zip(got, want):
         dg.testing.assert_close(o, w, rtol=1e-12, atol=0, equal_nan=True, check_dtype=False)

@@ -24,3 +24,16 @@ def test_a_census_reports_traces_and_torchs_losses(tmp_path, monkeypatch):
     assert r["kernels"] >= 1 and r["total"] >= r["distinct"] >= 1
     assert r["traces"] == 1 and r["match"] and r["max_rel"] < 1e-5
     assert r["cpu_total"] >= r["compile"] > 0
+
+
+def test_dcgans_discriminator_passes_share_their_functions():
+    """DCGAN's step runs the discriminator three times (the real batch, the fake one,
+    the fake one for the generator's loss), its optimizer's update between the second
+    and third: the three passes' forward and backward parts are the same functions, and
+    both optimizers' updates one (the census of the split kernel, nothing compiled)."""
+    r = compile_census.run("dcgan", compile_=False)
+    assert r["kernels"] == 1
+    thrice = [code for code, n in r["codes"].items() if n == 3]
+    assert len(thrice) >= 2
+    assert max(r["codes"].values()) == 24  # Adam: 11 parameters of D, 13 of G
+    assert r["distinct"] <= 10
