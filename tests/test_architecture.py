@@ -4,12 +4,15 @@ registry is the single source of truth (no op-name dispatch outside ``ops/``).""
 from __future__ import annotations
 
 import ast
+import functools
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parent.parent / "dualgraph"
+from ._support.sources import PKG, parsed, python_files, walked
+
 FORBIDDEN = ("eager", "trace", "backend", "nn", "optim", "compile")
 # simplify.py is a table of algebraic identities, each about particular ops by nature.
 EXEMPT = {"simplify.py"}
@@ -49,14 +52,14 @@ def _imports(path: Path) -> list[str]:
     return [mod for mod, _ in _imports_at(path)]
 
 
+@functools.cache
 def _imports_at(path: Path) -> list[tuple[str, int]]:
     """(module, line) for every import in a file, top level or inside functions; for
     ``from m import a`` both ``m`` and ``m.a`` (``a`` may be a submodule)."""
-    tree = ast.parse(path.read_text())
     parts = path.relative_to(PKG.parent).with_suffix("").parts
     pkg_parts = parts[:-1]
     out = []
-    for node in ast.walk(tree):
+    for node in walked(path):
         if isinstance(node, ast.Import):
             out += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -84,10 +87,12 @@ def _unit_of_file(path: Path) -> str:
     return rel[0]
 
 
+@functools.cache
 def _edges() -> dict[tuple[str, str], list[str]]:
-    """(importing unit, imported unit) -> where, for every import between two units."""
+    """(importing unit, imported unit) -> where, for every import between two units (the
+    callers only read it)."""
     edges: dict[tuple[str, str], list[str]] = {}
-    for path in sorted(PKG.rglob("*.py")):
+    for path in python_files():
         src = _unit_of_file(path)
         for mod, line in _imports_at(path):
             dst = _unit(mod)
@@ -156,7 +161,7 @@ def test_the_checks_see_lazy_imports():
 @pytest.mark.parametrize("layer", ["ir", "ops"])
 def test_ir_and_ops_do_not_import_modes_or_backends(layer: str) -> None:
     bad = []
-    for path in sorted((PKG / layer).rglob("*.py")):
+    for path in python_files(PKG / layer):
         for mod in _imports(path):
             parts = mod.split(".")
             if parts[0] == "dualgraph" and len(parts) > 1 and parts[1] in FORBIDDEN:
@@ -171,13 +176,12 @@ def test_no_op_name_dispatch_outside_the_registry() -> None:
     ``match op: case "mul"``."""
     names = _op_names()
     bad = []
-    for path in sorted(PKG.rglob("*.py")):
+    for path in python_files():
         if "ops" in path.relative_to(PKG).parts or path.name in EXEMPT:
             continue
-        tree = ast.parse(path.read_text())
-        bound = _bound_op_names(tree, names)
+        bound = _bound_op_names(walked(path), names)
         rel = str(path.relative_to(PKG.parent))
-        for node in ast.walk(tree):
+        for node in walked(path):
             if _names_an_op(node, names, bound):
                 where = f"{rel}:{node.lineno}: {ast.unparse(node)}"
                 if (rel, ast.unparse(node)) not in NAME_TABLES:
@@ -201,11 +205,11 @@ NAME_TABLES = {
 }
 
 
-def _bound_op_names(tree: ast.AST, names: set) -> dict[str, set]:
+def _bound_op_names(nodes: Iterable[ast.AST], names: set) -> dict[str, set]:
     """Names a module binds (``WIDE = frozenset({"pow"})``) to a collection of op names, so
-    ``n.op in WIDE`` is seen as the dispatch it is."""
+    ``n.op in WIDE`` is seen as the dispatch it is; ``nodes``: every node of the module."""
     bound = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         target = (node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1
                   else node.target if isinstance(node, ast.AnnAssign) else None)
         if isinstance(target, ast.Name) and node.value is not None:
@@ -275,7 +279,7 @@ def _op_names() -> set[str]:
 def test_ir_imports_nothing_from_ops() -> None:
     """ops/ is built on ir/ (nodes, literals); the IR gets the op table injected instead."""
     bad = [f"{path.relative_to(PKG.parent)} imports {mod}"
-           for path in sorted((PKG / "ir").rglob("*.py")) for mod in _imports(path)
+           for path in python_files(PKG / "ir") for mod in _imports(path)
            if mod.split(".")[:2] == ["dualgraph", "ops"]]
     assert not bad, "\n".join(bad)
 
@@ -373,7 +377,7 @@ def test_the_dispatch_check_sees_names_bound_to_op_names() -> None:
                      'OTHER = ("weight", "bias")\n'
                      'a = n.op in WIDE\nb = node.op not in KEYS\nc = n.op in OTHER\n')
     names = _op_names()
-    bound = _bound_op_names(tree, names)
+    bound = _bound_op_names(ast.walk(tree), names)
     flagged = [ast.unparse(x) for x in ast.walk(tree) if _names_an_op(x, names, bound)]
     assert flagged == ["n.op in WIDE", "node.op not in KEYS"]
 
@@ -402,34 +406,47 @@ def _mode_classes() -> set[str]:
     return found
 
 
-def _is_mode_getter(expr: ast.AST) -> bool:
-    return (isinstance(expr, ast.Call)
-            and ast.unparse(expr.func).rpartition(".")[2] in MODE_GETTERS)
+def _is_mode_getter(expr: ast.AST | None) -> bool:
+    if not isinstance(expr, ast.Call):
+        return False
+    f = expr.func  # the last name of ``a.b.current_trace``, without unparsing the common cases
+    last = (f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute)
+            else ast.unparse(f).rpartition(".")[2])
+    return last in MODE_GETTERS
+
+
+def _mode_params(fn: ast.FunctionDef | ast.AsyncFunctionDef, modes: set[str]) -> set[str]:
+    """The parameters of ``fn`` annotated with a mode class."""
+    args = fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs
+    return {a.arg for a in args
+            if a.annotation and set(re.findall(r"\w+", ast.unparse(a.annotation))) & modes}
 
 
 def _mode_probes(tree: ast.AST, modes: set[str]) -> list[ast.Call]:
     """``getattr``/``hasattr`` calls on a mode: on ``current_trace()`` or ``current_mode()``
-    itself, on a name bound from one, or on a parameter annotated with a mode class."""
+    itself, on a name bound from one anywhere in the module, or on a parameter annotated
+    with a mode class of a function the call is in. One pass over the tree (a walk per
+    function would walk nested code again for each function around it)."""
+    bound = {t.id for n in ast.walk(tree)
+             if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr))
+             and _is_mode_getter(n.value)
+             for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+             if isinstance(t, ast.Name)}
     found = []
-    scopes = [tree] + [n for n in ast.walk(tree)
-                       if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    for scope in scopes:
-        names: set[str] = set()
-        if not isinstance(scope, ast.Module):
-            for a in scope.args.args + scope.args.kwonlyargs + scope.args.posonlyargs:
-                ann = ast.unparse(a.annotation) if a.annotation else ""
-                if set(re.findall(r"\w+", ann)) & modes:
-                    names.add(a.arg)
-        for n in ast.walk(scope):
-            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and _is_mode_getter(
-                    n.value):
-                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                names.update(t.id for t in targets if isinstance(t, ast.Name))
-        for n in ast.walk(scope):
-            if (isinstance(n, ast.Call) and ast.unparse(n.func) in PROBES and n.args
-                    and (_is_mode_getter(n.args[0])
-                         or isinstance(n.args[0], ast.Name) and n.args[0].id in names)):
-                found.append(n)
+
+    def visit(node: ast.AST, params: frozenset[str]) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            params = params | _mode_params(node, modes)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in PROBES and node.args
+                and (_is_mode_getter(node.args[0])
+                     or isinstance(node.args[0], ast.Name)
+                     and (node.args[0].id in bound or node.args[0].id in params))):
+            found.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child, params)
+
+    visit(tree, frozenset())
     return found
 
 
@@ -440,8 +457,8 @@ def test_no_getattr_probing_of_a_mode() -> None:
     ``getattr``/``hasattr`` whether it happens to have something."""
     modes = _mode_classes()
     bad = sorted({f"{path.relative_to(PKG.parent)}:{n.lineno}: {ast.unparse(n)}"
-                  for path in sorted(PKG.rglob("*.py"))
-                  for n in _mode_probes(ast.parse(path.read_text()), modes)})
+                  for path in python_files()
+                  for n in _mode_probes(parsed(path), modes)})
     assert not bad, "\n".join(bad)
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import dualgraph
 from dualgraph.backend.numba import cache_key
 
+from .._support.sources import parsed, python_files, walked
+
 _PACKAGE = Path(dualgraph.__file__).parent
 _BACKEND = Path(cache_key.__file__).parent
 # What makes Numba compile a function: as a decorator, or called on a function at module level.
@@ -30,19 +32,19 @@ def _name(node: ast.AST) -> str | None:
     return None
 
 
-def _defines_compiled_code(tree: ast.Module) -> bool:
-    for node in ast.walk(tree):
+def _defines_compiled_code(path: Path) -> bool:
+    for node in walked(path):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
                 _name(d) in _COMPILERS for d in node.decorator_list):
             return True
     # ``gemm = numba.njit(...)(impl)``: a compiled function made at module level.
     return any(isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-               and _name(node.value.func) in _COMPILERS for node in tree.body)
+               and _name(node.value.func) in _COMPILERS for node in parsed(path).body)
 
 
 def test_every_backend_module_with_compiled_code_is_in_the_digest():
     compiled = {p.stem for p in _BACKEND.glob("*.py")
-                if _defines_compiled_code(ast.parse(p.read_text()))}
+                if _defines_compiled_code(p)}
     assert compiled == set(cache_key.SOURCES)
     assert all(os.path.exists(f) for f in cache_key.source_files())
 
@@ -67,8 +69,8 @@ def test_every_cached_function_of_the_backend_is_keyed_on_its_sources():
 def test_the_package_asks_numba_for_no_disk_cache_of_its_own():
     # Numba's own ``cache=True`` would key a function on its file alone.
     plain = []
-    for path in _PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+    for path in python_files(_PACKAGE):
+        for node in walked(path):
             if (isinstance(node, ast.Call) and _name(node) in _COMPILERS
                     and any(k.arg == "cache" and not (isinstance(k.value, ast.Constant)
                                                       and k.value.value is False)

@@ -18,6 +18,8 @@ import dualgraph.passes as P
 from dualgraph.ir.graph import Graph, Node
 from dualgraph.trace.autodiff import differentiate
 
+from .._support.sources import python_files, walked
+
 PKG = Path(dg.__file__).resolve().parent
 META = {"captured", "n_args", "single_output", "notes", "pass_stats"}
 
@@ -87,7 +89,7 @@ def _meta_writes(path: Path) -> list[str]:
     an object setting its own ``self.captured``), ``setattr``/``getattr``/``hasattr`` with
     a metadata name, and literal lists naming two or more metadata fields."""
     bad = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in walked(path):
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = node.targets
@@ -111,7 +113,7 @@ def _meta_writes(path: Path) -> list[str]:
 
 def test_no_graph_metadata_is_attached_outside_the_graph_class():
     bad = []
-    for path in sorted(PKG.rglob("*.py")):
+    for path in python_files(PKG):
         if path == PKG / "ir" / "graph.py":
             continue
         bad += [f"{path.relative_to(PKG.parent)}:{b}" for b in _meta_writes(path)]
