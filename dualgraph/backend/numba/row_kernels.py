@@ -168,6 +168,15 @@ def _param(p, ga, n, given, work):
     return work
 
 
+@cached_njit(**HELPER_JIT)
+def _put_totals(p, ga, total, n):
+    """The float64 column totals ``total[:n]`` cast into the 1-D operand at ``p``."""
+    out = _flat(p, ga)
+    s, b = ga[7], ga[8]
+    for j in range(n):
+        out[b + j * s] = _of(out, total[j])
+
+
 def _row_sum(row, n, lanes):  # noqa: ARG001 - typed by the overload below
     raise NotImplementedError
 
@@ -421,17 +430,9 @@ def _layer_norm_grads(pg, px, pw, pout, pdw, pdb, geo, eps):
                     if so != 1:
                         _scatter(out, ob, so, n, orow)
     if want_w:
-        at_dw = g[4 * _AT:5 * _AT]
-        dw = _flat(pdw, at_dw)
-        sw, bw = at_dw[7], at_dw[8]
-        for j in range(n):
-            dw[bw + j * sw] = _of(dw, tw[j])
+        _put_totals(pdw, g[4 * _AT:5 * _AT], tw, n)
     if want_b:
-        at_db = g[5 * _AT:6 * _AT]
-        db = _flat(pdb, at_db)
-        sb, bb = at_db[7], at_db[8]
-        for j in range(n):
-            db[bb + j * sb] = _of(db, tb[j])
+        _put_totals(pdb, g[5 * _AT:6 * _AT], tb, n)
 
 
 def _layer_norm_weight_grad(pg, px, pout, geo, eps):
@@ -439,8 +440,6 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
     axis = g[3 * _AT]
     at_g, at_x, at_o = g[:_AT], g[_AT:2 * _AT], g[2 * _AT:3 * _AT]
     n = at_g[axis]
-    out = _flat(pout, at_o)
-    so, ob = at_o[7], at_o[8]
     if n == 0:
         return
     e0, e1, e2 = _outer(at_g, axis)
@@ -448,8 +447,8 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
     if e0 * e1 * e2:
         gf, x = _flat(pg, at_g), _flat(px, at_x)
         sg, sx = at_g[4 + axis], at_x[4 + axis]
-        gw, xw = np.empty(n, out.dtype), np.empty(n, out.dtype)
-        row = np.empty(n, out.dtype)
+        gw, xw = np.empty(n, gf.dtype), np.empty(n, gf.dtype)
+        row = np.empty(n, gf.dtype)
         lanes = _lanes_for(row, n)
         for i0 in range(e0):
             for i1 in range(e1):
@@ -461,8 +460,7 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
                     mu, r, _ = _stats(xr, n, row, lanes, eps)
                     for j in range(n):
                         total[j] += np.float64(gr[j] * ((xr[j] - mu) * r))
-    for j in range(n):
-        out[ob + j * so] = _of(out, total[j])
+    _put_totals(pout, at_o, total, n)
 
 
 def _column_sum(pg, pout, geo, eps):  # noqa: ARG001 - every routine takes eps
@@ -473,8 +471,6 @@ def _column_sum(pg, pout, geo, eps):  # noqa: ARG001 - every routine takes eps
     axis = g[2 * _AT]
     at_g, at_o = g[:_AT], g[_AT:2 * _AT]
     n = at_g[axis]
-    out = _flat(pout, at_o)
-    so, ob = at_o[7], at_o[8]
     if n == 0:
         return
     e0, e1, e2 = _outer(at_g, axis)
@@ -482,16 +478,19 @@ def _column_sum(pg, pout, geo, eps):  # noqa: ARG001 - every routine takes eps
     if e0 * e1 * e2:
         gf = _flat(pg, at_g)
         sg = at_g[4 + axis]
-        gw = np.empty(n, out.dtype)
         for i0 in range(e0):
             for i1 in range(e1):
                 for i2 in range(e2):
                     gb = _base(at_g, i0, i1, i2, axis)
-                    gr = gf[gb:gb + n] if sg == 1 else _gather(gf, gb, sg, n, gw)
-                    for j in range(n):
-                        total[j] += np.float64(gr[j])
-    for j in range(n):
-        out[ob + j * so] = _of(out, total[j])
+                    # A strided row is added where it lies: no copy to gather it into.
+                    if sg == 1:
+                        gr = gf[gb:gb + n]
+                        for j in range(n):
+                            total[j] += np.float64(gr[j])
+                    else:
+                        for j in range(n):
+                            total[j] += np.float64(gf[gb + j * sg])
+    _put_totals(pout, at_o, total, n)
 
 
 def _routine(kind: str, dtype: Any) -> Any:
