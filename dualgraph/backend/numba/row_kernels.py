@@ -466,31 +466,40 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
 def _column_sum(pg, pout, geo, eps):  # noqa: ARG001 - every routine takes eps
     """``sum(g)`` over every row (every index of the axes other than ``axis``) into the
     1-D ``out``: each column's float64 total takes the rows in order, as the generated
-    reduction loops add them (`lowerings.norm.column_sums`), then is cast."""
-    g = numba.carray(geo, (2 * _AT + 2,))
-    axis = g[2 * _AT]
-    at_g, at_o = g[:_AT], g[_AT:2 * _AT]
-    n = at_g[axis]
+    reduction loops add them (`lowerings.norm.column_sums`), then is cast. Written on
+    the pointers and the geometry alone, without the row helpers: a program whose only
+    row routine this is (a convolution's bias gradient) compiles nothing else of them."""
+    axis = geo[2 * _AT]
+    n = geo[axis]
     if n == 0:
         return
-    e0, e1, e2 = _outer(at_g, axis)
+    # The other three axes' extents and strides, outermost first: the rows in order.
+    e0, e1, e2, s0, s1, s2 = 1, 1, 1, 0, 0, 0
+    k = 0
+    for d in range(4):
+        if d != axis:
+            if k == 0:
+                e0, s0 = geo[d], geo[4 + d]
+            elif k == 1:
+                e1, s1 = geo[d], geo[4 + d]
+            else:
+                e2, s2 = geo[d], geo[4 + d]
+            k += 1
+    sg = geo[4 + axis]
     total = np.zeros(n, np.float64)
-    if e0 * e1 * e2:
-        gf = _flat(pg, at_g)
-        sg = at_g[4 + axis]
-        for i0 in range(e0):
-            for i1 in range(e1):
-                for i2 in range(e2):
-                    gb = _base(at_g, i0, i1, i2, axis)
-                    # A strided row is added where it lies: no copy to gather it into.
-                    if sg == 1:
-                        gr = gf[gb:gb + n]
-                        for j in range(n):
-                            total[j] += np.float64(gr[j])
-                    else:
-                        for j in range(n):
-                            total[j] += np.float64(gf[gb + j * sg])
-    _put_totals(pout, at_o, total, n)
+    for i0 in range(e0):
+        for i1 in range(e1):
+            for i2 in range(e2):
+                at = geo[8] + i0 * s0 + i1 * s1 + i2 * s2
+                if sg == 1:
+                    for j in range(n):
+                        total[j] += np.float64(pg[at + j])
+                else:
+                    for j in range(n):
+                        total[j] += np.float64(pg[at + j * sg])
+    so, ob = geo[_AT + 7], geo[_AT + 8]
+    for j in range(n):
+        pout[ob + j * so] = _of(pout, total[j])
 
 
 def _routine(kind: str, dtype: Any) -> Any:
