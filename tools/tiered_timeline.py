@@ -3,9 +3,10 @@ against the blocking compile of the same step: a timeline of each phase and the 
 time of every process taking part.
 
     python -m tools.tiered_timeline [cnn|transformer] [--rounds N] [--quiet] [--json FILE]
-        [--variant LABEL[=DIR][,KEY=VALUE...]]...
+        [--fresh] [--variant LABEL[=DIR][,KEY=VALUE...]]...
 
-Each round runs two fresh processes, each with an empty kernel cache: one calls
+Each round runs two fresh processes, each with an empty kernel cache (``--fresh``: and an
+empty Numba cache, as on a fresh installation, which builds the library's routines): one calls
 ``dg.compile(step, tiered=False)`` once (the blocking compile), the other calls the tiered
 step back to back until a call runs at tier 1 (the kernels have arrived). The two alternate,
 so a load that changes over the sitting weighs on both; the verdict is the median over the
@@ -168,10 +169,12 @@ def _measure(name: str, blocking: bool, limit: float) -> dict:
 
 
 def _run_child(name: str, blocking: bool, limit: float, code: str | None,
-               extra: dict) -> dict:
+               extra: dict, fresh: bool = False) -> dict:
     env = dict(os.environ)
     env.update(extra)
     env["DUALGRAPH_CACHE_DIR"] = tempfile.mkdtemp(prefix="dg-timeline-")
+    if fresh:  # a fresh installation: the library's routines are built on first use
+        env["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="dg-timeline-numba-")
     env.pop("DUALGRAPH_TIERED", None)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     # ``code``: the dualgraph to measure, ahead of the one holding this tool.
@@ -222,6 +225,9 @@ def main() -> None:
                         help="LABEL[=DIR][,KEY=VALUE...]: a dualgraph directory and "
                         "environment to measure (repeat to interleave several)")
     parser.add_argument("--quiet", action="store_true", help="no timelines")
+    parser.add_argument("--fresh", action="store_true",
+                        help="each process with an empty Numba cache too (a fresh "
+                        "installation's first compile)")
     parser.add_argument("--json")
     a = parser.parse_args()
     variants = [_variant(v) for v in a.variant] or [("this", None, {})]
@@ -231,7 +237,7 @@ def main() -> None:
         for label, code, extra in order:
             pair = {}
             for blocking in ((True, False) if k % 2 == 0 else (False, True)):
-                r = _run_child(a.name, blocking, a.limit, code, extra)
+                r = _run_child(a.name, blocking, a.limit, code, extra, a.fresh)
                 pair[r["mode"]] = r
             b, t = pair["blocking"], pair["tiered"]
             ratio = t["arrive"] / b["arrive"]

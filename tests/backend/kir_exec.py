@@ -180,6 +180,7 @@ def _blas(name: str):
 # the printed call passes the output buffer after the leading operands.
 _ROUTINES = {
     "max_pool_indices": lambda a, out: _blas("max_pool_indices")(a[0], out, a[1]),
+    "max_pool_indices_2x2": lambda a, out: _blas("max_pool_indices_2x2")(a[0], out, a[1]),
     "pool_gather": lambda a, out: _blas("pool_gather")(a[0], a[1], out),
     "pool_scatter": lambda a, out: _blas("pool_scatter")(a[0], a[1], out),
     "row_softmax": lambda a, out: _rows(_softmax, a[:1], a[1:], out),

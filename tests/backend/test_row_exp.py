@@ -11,7 +11,9 @@ import dualgraph as dg
 from dualgraph.backend.numba import kernels, row_kernels
 
 
-@numba.njit
+# Compiled as a float32 kernel is (``contract``): the row routines' ``exp`` carries that
+# flag of its own, and a kernel's inlined `exp_f32` takes its kernel's.
+@numba.njit(fastmath={"contract"})
 def _both(x, a, b):
     for i in range(x.size):
         a[i] = kernels.exp_f32(x[i])

@@ -591,7 +591,11 @@ def gemm_batched(typingctx, x, y, c):
 # value.
 
 
-@cached_njit(nogil=True, error_model="numpy")
+# Called by kernels and, from Python, by the kernel IR's reference executor: no C entry.
+_POOL_JIT = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
+
+
+@cached_njit(**_POOL_JIT)
 def max_pool_indices(x, out, geo):
     """Each window's first largest value's flat position in its plane, for windows that
     all lie inside the plane: ``x`` (B, H, W), ``out`` (B, oH, oW); window (i, j) reads
@@ -601,29 +605,6 @@ def max_pool_indices(x, out, geo):
     h0, sh, kh, dh, w0, sw, kw, dw = (geo[0], geo[1], geo[2], geo[3], geo[4], geo[5],
                                       geo[6], geo[7])
     width = x.shape[2]
-    if kh == 2 and kw == 2 and dh == 1 and dw == 1:
-        # 2x2 windows (MaxPool2d(2) and its overlapping kin): the four reads unrolled.
-        for n in range(x.shape[0]):
-            for i in range(out.shape[1]):
-                p0 = h0 + i * sh
-                r0, r1 = x[n, p0], x[n, p0 + 1]
-                for j in range(out.shape[2]):
-                    q0 = w0 + j * sw
-                    v = r0[q0]
-                    k = p0 * width + q0
-                    e = r0[q0 + 1]
-                    if e > v or e != e:
-                        v = e
-                        k = p0 * width + q0 + 1
-                    e = r1[q0]
-                    if e > v or e != e:
-                        v = e
-                        k = (p0 + 1) * width + q0
-                    e = r1[q0 + 1]
-                    if e > v or e != e:
-                        k = (p0 + 1) * width + q0 + 1
-                    out[n, i, j] = k
-        return
     for n in range(x.shape[0]):
         for i in range(out.shape[1]):
             p0 = h0 + i * sh
@@ -642,7 +623,36 @@ def max_pool_indices(x, out, geo):
                 out[n, i, j] = k
 
 
-@cached_njit(nogil=True, error_model="numpy")
+@cached_njit(**_POOL_JIT)
+def max_pool_indices_2x2(x, out, geo):
+    """`max_pool_indices` for 2x2 windows without dilation (MaxPool2d(2) and its
+    overlapping kin; ``geo`` as there), the four reads unrolled: a function of its own, so
+    a program pooling 2x2 compiles only these loops."""
+    h0, sh, w0, sw = geo[0], geo[1], geo[4], geo[5]
+    width = x.shape[2]
+    for n in range(x.shape[0]):
+        for i in range(out.shape[1]):
+            p0 = h0 + i * sh
+            r0, r1 = x[n, p0], x[n, p0 + 1]
+            for j in range(out.shape[2]):
+                q0 = w0 + j * sw
+                v = r0[q0]
+                k = p0 * width + q0
+                e = r0[q0 + 1]
+                if e > v or e != e:
+                    v = e
+                    k = p0 * width + q0 + 1
+                e = r1[q0]
+                if e > v or e != e:
+                    v = e
+                    k = (p0 + 1) * width + q0
+                e = r1[q0 + 1]
+                if e > v or e != e:
+                    k = (p0 + 1) * width + q0 + 1
+                out[n, i, j] = k
+
+
+@cached_njit(**_POOL_JIT)
 def pool_gather(x, idx, out):
     """``out[b, m] = x[b, idx[b, m]]`` (``idx`` with one row: the same for every b)."""
     per_row = idx.shape[0] > 1
@@ -652,7 +662,7 @@ def pool_gather(x, idx, out):
             out[n, m] = x[n, idx[t, m]]
 
 
-@cached_njit(nogil=True, error_model="numpy")
+@cached_njit(**_POOL_JIT)
 def pool_scatter(g, idx, out):
     """The transpose of `pool_gather`: ``out`` (B, P) zeros, then ``g[b, m]`` added at
     ``out[b, idx[b, m]]``."""

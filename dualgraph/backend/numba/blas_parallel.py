@@ -32,6 +32,7 @@ from .blas import (  # noqa: F401 - re-exported: a parallel kernel's ``dgb``
     conv_wgrad,
     gemm,
     max_pool_indices,
+    max_pool_indices_2x2,
     need_batched,
     need_conv,
     operand,

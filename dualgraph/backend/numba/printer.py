@@ -502,6 +502,7 @@ LIBRARY: dict[str, str] = {
     # max-pool loops, compiled once as helpers (blas.py): the indices of in-plane
     # windows, the gather of their values and the gradient's scatter-add
     "max_pool_indices": "dgb.max_pool_indices({0}, {out}, {1})",
+    "max_pool_indices_2x2": "dgb.max_pool_indices_2x2({0}, {out}, {1})",
     "pool_gather": "dgb.pool_gather({0}, {1}, {out})",
     "pool_scatter": "dgb.pool_scatter({0}, {1}, {out})",
     # a convolution's window copies and its per-sample products: calls into C functions

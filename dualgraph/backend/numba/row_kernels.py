@@ -56,7 +56,14 @@ _EXP_ZERO = dgk._EXP_LO  # noqa: SLF001 - the bound of the function it stands in
 _ZERO32 = np.float32(0.0)
 
 
-@cached_njit(inline="always", nogil=True, error_model="numpy")
+# The per-element helpers (`_exp`, `_row_sum`) are functions LLVM always inlines, not
+# Numba IR inlines: Numba copies and types an IR inline again at each call site, a fifth
+# of a routine's build. Their float32 arithmetic carries the routine's ``contract`` flag
+# of its own (a helper compiled once keeps the flags it was compiled with).
+_INLINE = {"forceinline": True, "fastmath": {"contract"}, **HELPER_JIT}
+
+
+@cached_njit(**_INLINE)
 def _exp_f32(v):
     # `kernels.exp_f32`'s bits. A lane below its range (a masked score at -inf) would
     # scale the clamped bound's polynomial by 2**-150: a multiply that underflows, slow
@@ -66,7 +73,7 @@ def _exp_f32(v):
     return _ZERO32 if low else res
 
 
-@overload(_exp, inline="always")
+@overload(_exp, jit_options={"forceinline": True})
 def _exp_of(v):
     # The function the generated loops call (`printer.MATH`), so a row rounds as there.
     if v == types.float32:
@@ -135,28 +142,46 @@ def _outer(ga, axis):
     return e[0], e[1], e[2]
 
 
-@cached_njit(inline="always", nogil=True)
-def _load(flat, base, step, n, work):
-    """The row as a contiguous array: a slice of ``flat``, or gathered into ``work``."""
-    if step == 1:
-        return flat[base:base + n]
+@cached_njit(**HELPER_JIT)
+def _gather(flat, base, step, n, work):
+    """Elements ``base + j * step`` of ``flat`` (j < n) copied into ``work``, as a row."""
     for j in range(n):
         work[j] = flat[base + j * step]
     return work[:n]
 
 
-@cached_njit(inline="always", nogil=True)
-def _put(flat, base, step, n, row):
-    if step != 1:
-        for j in range(n):
-            flat[base + j * step] = row[j]
+@cached_njit(**HELPER_JIT)
+def _scatter(flat, base, step, n, row):
+    """``row`` written back to elements ``base + j * step`` of ``flat``."""
+    for j in range(n):
+        flat[base + j * step] = row[j]
+
+
+@cached_njit(**HELPER_JIT)
+def _param(p, ga, n, given, work):
+    """A weight or bias (a row along the last axis of its own 1-D geometry) copied into
+    ``work``; ones when not ``given`` (a product by one changes no bit)."""
+    if given:
+        return _gather(_flat(p, ga), ga[8], ga[7], n, work)
+    for j in range(n):
+        work[j] = 1
+    return work
+
+
+@cached_njit(**HELPER_JIT)
+def _put_totals(p, ga, total, n):
+    """The float64 column totals ``total[:n]`` cast into the 1-D operand at ``p``."""
+    out = _flat(p, ga)
+    s, b = ga[7], ga[8]
+    for j in range(n):
+        out[b + j * s] = _of(out, total[j])
 
 
 def _row_sum(row, n, lanes):  # noqa: ARG001 - typed by the overload below
     raise NotImplementedError
 
 
-@overload(_row_sum, inline="always")
+@overload(_row_sum, jit_options={"forceinline": True})
 def _row_sum_of(row, n, lanes):
     """The float64 sum of ``row[:n]`` in the generated loops' order (`lowerings.norm`):
     a float32 row of 16 or more 16 lanes at a time, then the lanes and the rest."""
@@ -230,7 +255,8 @@ def _softmax(px, pout, geo, eps):
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                xr = _load(x, _base(at_x, i0, i1, i2, axis), sx, n, xw)
+                xb = _base(at_x, i0, i1, i2, axis)
+                xr = x[xb:xb + n] if sx == 1 else _gather(x, xb, sx, n, xw)
                 ob = _base(at_o, i0, i1, i2, axis)
                 orow = out[ob:ob + n] if so == 1 else ow[:n]
                 m = _row_max(xr, n)
@@ -245,7 +271,8 @@ def _softmax(px, pout, geo, eps):
                     t = _of(e, s)
                     for j in range(n):
                         orow[j] = e[j] / t
-                _put(out, ob, so, n, orow)
+                if so != 1:
+                    _scatter(out, ob, so, n, orow)
 
 
 def _softmax_backward(pg, py, pout, geo, eps):
@@ -265,8 +292,10 @@ def _softmax_backward(pg, py, pout, geo, eps):
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                gr = _load(gf, _base(at_g, i0, i1, i2, axis), sg, n, gw)
-                yr = _load(yf, _base(at_y, i0, i1, i2, axis), sy, n, yw)
+                gb = _base(at_g, i0, i1, i2, axis)
+                gr = gf[gb:gb + n] if sg == 1 else _gather(gf, gb, sg, n, gw)
+                yb = _base(at_y, i0, i1, i2, axis)
+                yr = yf[yb:yb + n] if sy == 1 else _gather(yf, yb, sy, n, yw)
                 ob = _base(at_o, i0, i1, i2, axis)
                 orow = out[ob:ob + n] if so == 1 else ow[:n]
                 if log:
@@ -282,7 +311,8 @@ def _softmax_backward(pg, py, pout, geo, eps):
                 else:
                     for j in range(n):
                         orow[j] = yr[j] * (gr[j] - t)
-                _put(out, ob, so, n, orow)
+                if so != 1:
+                    _scatter(out, ob, so, n, orow)
 
 
 @cached_njit(**HELPER_JIT)
@@ -290,7 +320,7 @@ def _stats(xr, n, row, lanes, eps):
     """A row's mean, ``1 / sqrt(var + eps)`` in the row's dtype and in float64, as the
     generated row loops make them (two passes: no cancellation when the mean is large
     against the spread); ``row`` is left holding the squared deviations. The row is
-    contiguous (`_load`), so its sum reads it in place: the generated loops' copy into
+    contiguous (gathered when strided), so its sum reads it in place: the generated loops' copy into
     the work row changes no bit of it."""
     count = np.float64(n)
     mu = _of(row, _row_sum(xr, n, lanes) / count)
@@ -316,30 +346,30 @@ def _layer_norm(px, pw, pb, pout, geo, eps):
     row = np.empty(n, out.dtype)
     lanes = _lanes_for(row, n)
     has_w, has_b = (flags & _WEIGHT) != 0, (flags & _BIAS) != 0
-    ww, bw = np.empty(n, out.dtype), np.empty(n, out.dtype)
-    # Weight and bias are rows along the last axis of their own (their 1-D geometry).
-    w = _load(_flat(pw, at_w), at_w[8], at_w[7], n, ww) if has_w else ww
-    b = _load(_flat(pb, at_b), at_b[8], at_b[7], n, bw) if has_b else bw
+    w = _param(pw, at_w, n, has_w, np.empty(n, out.dtype))
+    b = _param(pb, at_b, n, has_b, np.empty(n, out.dtype))
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                xr = _load(x, _base(at_x, i0, i1, i2, axis), sx, n, xw)
+                xb = _base(at_x, i0, i1, i2, axis)
+                xr = x[xb:xb + n] if sx == 1 else _gather(x, xb, sx, n, xw)
                 ob = _base(at_o, i0, i1, i2, axis)
                 orow = out[ob:ob + n] if so == 1 else ow[:n]
                 mu, r, _ = _stats(xr, n, row, lanes, eps)
+                # Without a weight ``w`` is ones: the product by it changes no bit. A bias
+                # alone keeps its own loop (``x * r + b`` is one FMA in float32, the
+                # product by one would round before the add).
                 if has_w and has_b:
                     for j in range(n):
                         orow[j] = (xr[j] - mu) * r * w[j] + b[j]
-                elif has_w:
-                    for j in range(n):
-                        orow[j] = (xr[j] - mu) * r * w[j]
                 elif has_b:
                     for j in range(n):
                         orow[j] = (xr[j] - mu) * r + b[j]
                 else:
                     for j in range(n):
-                        orow[j] = (xr[j] - mu) * r
-                _put(out, ob, so, n, orow)
+                        orow[j] = (xr[j] - mu) * r * w[j]
+                if so != 1:
+                    _scatter(out, ob, so, n, orow)
 
 
 def _layer_norm_grads(pg, px, pw, pout, pdw, pdb, geo, eps):
@@ -368,23 +398,20 @@ def _layer_norm_grads(pg, px, pw, pout, pdw, pdb, geo, eps):
         row, a = np.empty(n, out.dtype), np.empty(n, out.dtype)
         lanes = _lanes_for(row, n)
         count = np.float64(n)
-        ww = np.empty(n, out.dtype)
-        w = _load(_flat(pw, at_w), at_w[8], at_w[7], n, ww) if has_w else ww
+        w = _param(pw, at_w, n, has_w, np.empty(n, out.dtype))
         for i0 in range(e0):
             for i1 in range(e1):
                 for i2 in range(e2):
-                    gr = _load(gf, _base(at_g, i0, i1, i2, axis), sg, n, gw)
-                    xr = _load(x, _base(at_x, i0, i1, i2, axis), sx, n, xw)
+                    gb = _base(at_g, i0, i1, i2, axis)
+                    gr = gf[gb:gb + n] if sg == 1 else _gather(gf, gb, sg, n, gw)
+                    xb = _base(at_x, i0, i1, i2, axis)
+                    xr = x[xb:xb + n] if sx == 1 else _gather(x, xb, sx, n, xw)
                     ob = _base(at_o, i0, i1, i2, axis)
                     orow = out[ob:ob + n] if so == 1 else ow[:n]
                     # a = g * w; the row's statistics, then the sums of a and of
                     # a * (x - mu).
-                    if has_w:
-                        for j in range(n):
-                            a[j] = gr[j] * w[j]
-                    else:
-                        for j in range(n):
-                            a[j] = gr[j]
+                    for j in range(n):
+                        a[j] = gr[j] * w[j]
                     mu, r, r64 = _stats(xr, n, row, lanes, eps)
                     sa = _row_sum(a, n, lanes)
                     for j in range(n):
@@ -400,19 +427,12 @@ def _layer_norm_grads(pg, px, pw, pout, pdw, pdb, geo, eps):
                     if want_b:
                         for j in range(n):
                             tb[j] += np.float64(gr[j])
-                    _put(out, ob, so, n, orow)
+                    if so != 1:
+                        _scatter(out, ob, so, n, orow)
     if want_w:
-        at_dw = g[4 * _AT:5 * _AT]
-        dw = _flat(pdw, at_dw)
-        sw, bw = at_dw[7], at_dw[8]
-        for j in range(n):
-            dw[bw + j * sw] = _of(dw, tw[j])
+        _put_totals(pdw, g[4 * _AT:5 * _AT], tw, n)
     if want_b:
-        at_db = g[5 * _AT:6 * _AT]
-        db = _flat(pdb, at_db)
-        sb, bb = at_db[7], at_db[8]
-        for j in range(n):
-            db[bb + j * sb] = _of(db, tb[j])
+        _put_totals(pdb, g[5 * _AT:6 * _AT], tb, n)
 
 
 def _layer_norm_weight_grad(pg, px, pout, geo, eps):
@@ -420,8 +440,6 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
     axis = g[3 * _AT]
     at_g, at_x, at_o = g[:_AT], g[_AT:2 * _AT], g[2 * _AT:3 * _AT]
     n = at_g[axis]
-    out = _flat(pout, at_o)
-    so, ob = at_o[7], at_o[8]
     if n == 0:
         return
     e0, e1, e2 = _outer(at_g, axis)
@@ -429,47 +447,59 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
     if e0 * e1 * e2:
         gf, x = _flat(pg, at_g), _flat(px, at_x)
         sg, sx = at_g[4 + axis], at_x[4 + axis]
-        gw, xw = np.empty(n, out.dtype), np.empty(n, out.dtype)
-        row = np.empty(n, out.dtype)
+        gw, xw = np.empty(n, gf.dtype), np.empty(n, gf.dtype)
+        row = np.empty(n, gf.dtype)
         lanes = _lanes_for(row, n)
         for i0 in range(e0):
             for i1 in range(e1):
                 for i2 in range(e2):
-                    gr = _load(gf, _base(at_g, i0, i1, i2, axis), sg, n, gw)
-                    xr = _load(x, _base(at_x, i0, i1, i2, axis), sx, n, xw)
+                    gb = _base(at_g, i0, i1, i2, axis)
+                    gr = gf[gb:gb + n] if sg == 1 else _gather(gf, gb, sg, n, gw)
+                    xb = _base(at_x, i0, i1, i2, axis)
+                    xr = x[xb:xb + n] if sx == 1 else _gather(x, xb, sx, n, xw)
                     mu, r, _ = _stats(xr, n, row, lanes, eps)
                     for j in range(n):
                         total[j] += np.float64(gr[j] * ((xr[j] - mu) * r))
-    for j in range(n):
-        out[ob + j * so] = _of(out, total[j])
+    _put_totals(pout, at_o, total, n)
 
 
 def _column_sum(pg, pout, geo, eps):  # noqa: ARG001 - every routine takes eps
     """``sum(g)`` over every row (every index of the axes other than ``axis``) into the
     1-D ``out``: each column's float64 total takes the rows in order, as the generated
-    reduction loops add them (`lowerings.norm.column_sums`), then is cast."""
-    g = numba.carray(geo, (2 * _AT + 2,))
-    axis = g[2 * _AT]
-    at_g, at_o = g[:_AT], g[_AT:2 * _AT]
-    n = at_g[axis]
-    out = _flat(pout, at_o)
-    so, ob = at_o[7], at_o[8]
+    reduction loops add them (`lowerings.norm.column_sums`), then is cast. Written on
+    the pointers and the geometry alone, without the row helpers: a program whose only
+    row routine this is (a convolution's bias gradient) compiles nothing else of them."""
+    axis = geo[2 * _AT]
+    n = geo[axis]
     if n == 0:
         return
-    e0, e1, e2 = _outer(at_g, axis)
+    # The other three axes' extents and strides, outermost first: the rows in order.
+    e0, e1, e2, s0, s1, s2 = 1, 1, 1, 0, 0, 0
+    k = 0
+    for d in range(4):
+        if d != axis:
+            if k == 0:
+                e0, s0 = geo[d], geo[4 + d]
+            elif k == 1:
+                e1, s1 = geo[d], geo[4 + d]
+            else:
+                e2, s2 = geo[d], geo[4 + d]
+            k += 1
+    sg = geo[4 + axis]
     total = np.zeros(n, np.float64)
-    if e0 * e1 * e2:
-        gf = _flat(pg, at_g)
-        sg = at_g[4 + axis]
-        gw = np.empty(n, out.dtype)
-        for i0 in range(e0):
-            for i1 in range(e1):
-                for i2 in range(e2):
-                    gr = _load(gf, _base(at_g, i0, i1, i2, axis), sg, n, gw)
+    for i0 in range(e0):
+        for i1 in range(e1):
+            for i2 in range(e2):
+                at = geo[8] + i0 * s0 + i1 * s1 + i2 * s2
+                if sg == 1:
                     for j in range(n):
-                        total[j] += np.float64(gr[j])
+                        total[j] += np.float64(pg[at + j])
+                else:
+                    for j in range(n):
+                        total[j] += np.float64(pg[at + j * sg])
+    so, ob = geo[_AT + 7], geo[_AT + 8]
     for j in range(n):
-        out[ob + j * so] = _of(out, total[j])
+        pout[ob + j * so] = _of(pout, total[j])
 
 
 def _routine(kind: str, dtype: Any) -> Any:

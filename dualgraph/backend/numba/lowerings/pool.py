@@ -73,7 +73,8 @@ def _max_pool_indices(node: Node, args: list, out: str) -> kir.Block:
     """Each window's first largest value's flat position in its plane. Regular windows
     (constant extents, starts affine in the output position: every pool without padding
     or a cropped last window) are one call of the compiled routine
-    `blas.max_pool_indices`; others read their windows from tables in loops of their own."""
+    `blas.max_pool_indices` (2x2 windows without dilation: `blas.max_pool_indices_2x2`);
+    others read their windows from tables in loops of their own."""
     from ....ops.pool import pool_windows
 
     shape = tuple(node.inputs[0].shape)
@@ -89,7 +90,9 @@ def _max_pool_indices(node: Node, args: list, out: str) -> kir.Block:
     if rh is not None and rw is not None:
         stmt, geo = kir.table(f"{out}_g", (rh[0], rh[1], h.count[0], h.step,
                                             rw[0], rw[1], w.count[0], w.step))
-        return block.add(stmt, kir.LibCall("max_pool_indices", (x, geo), (r3,)))
+        pairs = h.count[0] == w.count[0] == 2 and h.step == w.step == 1
+        call = "max_pool_indices_2x2" if pairs else "max_pool_indices"
+        return block.add(stmt, kir.LibCall(call, (x, geo), (r3,)))
     n, i, j, a, c = (kir.Var(f"{out}_{v}") for v in ("b", "i", "j", "a", "c"))
     p0, q0, p, q, k = (kir.Var(f"{out}_{v}") for v in ("p0", "q0", "p", "q", "k"))
     hd, wd = _dim(block, h, i, f"{out}_h"), _dim(block, w, j, f"{out}_w")
