@@ -98,3 +98,43 @@ def test_sparse_coo_tensor_compiled_equals_eager() -> None:
     fc = dg.compile(f)
     dg.testing.assert_close(fc(v, x), f(v, x))
     assert fc.stats.traces == 1
+
+
+def test_grad_data_scaled_in_place_in_a_compiled_step() -> None:
+    # CenterLoss's ``param.grad.data *= (1. / weight)`` between backward and step.
+    def make():
+        w = dg.nn.Parameter(dg.ones(3))
+        opt = dg.optim.SGD([w], lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = (w * x).sum()
+            loss.backward()
+            w.grad.data *= 2.0
+            opt.step()
+            return loss
+
+        return w, step
+
+    (w_eager, eager), (w_comp, step) = make(), make()
+    f = dg.compile(step)
+    for _ in range(3):
+        eager(dg.arange(3.0))
+        f(dg.arange(3.0))
+    dg.testing.assert_close(w_comp, w_eager)
+    dg.testing.assert_close(w_comp, dg.tensor([1.0, 0.4, -0.2]))
+    assert f.stats.traces == 1 and f.stats.tier1_calls == 3
+
+
+def test_data_assigned_another_value_in_a_compiled_step_runs_eagerly() -> None:
+    w = dg.nn.Parameter(dg.ones(2))
+
+    def step(x):
+        loss = (w * x).sum()
+        loss.backward()
+        w.grad.data = w.grad * 3
+        return loss
+
+    with pytest.warns(RuntimeWarning, match="swaps the tensor's data"):
+        dg.compile(step)(dg.ones(2))
+    dg.testing.assert_close(w.grad, dg.full((2,), 3.0))

@@ -43,4 +43,7 @@ from .harness import ProgramSet
 
 PROGRAMS = ("llama2c", "mamba_minimal", "convnext", "mobilenet", "mlp_mixer", "pointnet",
             "gat_dense", "tcn", "metric_learning", "pinn", "rwkv", "swin")
-SET = ProgramSet("written7", PROGRAMS, atol=1e-7, atols={"pointnet": 3e-5, "pinn": 3e-6})
+# pinn's collocation points require grad, so ``loss.backward()`` fills their ``.grad``:
+# None on the first call, set from then on (two traces, as torch's points get a .grad).
+SET = ProgramSet("written7", PROGRAMS, traces={"pinn": [2]}, atol=1e-7,
+                 atols={"pointnet": 3e-5, "pinn": 3e-6})

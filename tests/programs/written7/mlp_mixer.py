@@ -7,6 +7,7 @@
 # ``nn.init.normal_(std=1e-6)`` biases via ``named_modules``, a ``functools.partial``
 # norm layer, mixup of a batch with its reverse (``torch.flip(x, dims=[0])``) and a
 # soft-target cross-entropy (``torch.sum(-target * F.log_softmax(x, dim=-1), dim=-1)``),
+# timm's ``amp_autocast = partial(torch.autocast, ..., enabled=False)`` around the forward,
 # and Adam with ``amsgrad=True`` under a LambdaLR warmup.
 # Written for dualgraph's tests with the public program's idioms, not copied from it.
 # ruff: noqa
@@ -154,6 +155,7 @@ def run(weights=None, compiled=False):
     criterion = SoftTargetCrossEntropy()
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-3, amsgrad=True)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: min(1.0, (epoch + 1) / 3))
+    amp_autocast = partial(torch.autocast, device_type="cpu", dtype=torch.bfloat16, enabled=False)
     lams = rng.beta(0.8, 0.8, size=9).tolist()
     data = [(torch.tensor(rng.normal(size=(4, 3, 16, 16)).astype(np.float32)),
              torch.tensor(rng.integers(0, 3, size=4))) for _ in range(3)]
@@ -161,8 +163,9 @@ def run(weights=None, compiled=False):
     def train_step(x, target, lam):
         x = x * lam + torch.flip(x, dims=[0]) * (1. - lam)
         target = mixup_target(target, 3, lam, smoothing=0.1)
-        output = model(x)
-        loss = criterion(output, target)
+        with amp_autocast():
+            output = model(x)
+            loss = criterion(output, target)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
