@@ -28,11 +28,11 @@ programs (in ``written7/``): see `harness.ProgramSet`.
 - swin: Swin Transformer (window partition, ``meshgrid`` relative position index,
   shifted windows by ``roll`` with a ``masked_fill`` mask, PatchMerging by strided slices).
 
-Random draws come from NumPy (the two libraries' random streams differ). Two programs
-carry a wider absolute tolerance, both for float32 rounding that training amplifies (their
-first losses and gradients agree to float32 rounding): pointnet's BatchNorm over 8 samples
-and max over points (step 7 drifts by 2e-5), pinn's predictions after L-BFGS's line search
-(by 2e-6).
+Random draws come from NumPy (the two libraries' random streams differ). pointnet trains
+with SGD at a small learning rate: its BatchNorm over 8 samples and max over points amplify
+rounding (at a 4x larger rate, torch's own losses moved by 9e-5 when its initial weights
+were perturbed by 1e-7 relative). pinn's predictions after L-BFGS's line search carry a
+wider absolute tolerance (2e-6 apart, for values of 0.02-0.06; its losses agree to 1e-6).
 
 Record torch's side with ``python -m tests.programs.written_sets written7 [NAME ...]``.
 """
@@ -43,7 +43,10 @@ from .harness import ProgramSet
 
 PROGRAMS = ("llama2c", "mamba_minimal", "convnext", "mobilenet", "mlp_mixer", "pointnet",
             "gat_dense", "tcn", "metric_learning", "pinn", "rwkv", "swin")
+# Compiled runs whose cold compile took 23-47 CPU seconds each (loaded machine) are slow:
+# the default run keeps the four cheapest (17-22 s), within the suite's time budget.
+SLOW = ("llama2c", "mamba_minimal", "convnext", "mobilenet", "pointnet", "tcn", "rwkv", "swin")
 # pinn's collocation points require grad, so ``loss.backward()`` fills their ``.grad``:
 # None on the first call, set from then on (two traces, as torch's points get a .grad).
-SET = ProgramSet("written7", PROGRAMS, traces={"pinn": [2]}, atol=1e-7,
-                 atols={"pointnet": 3e-5, "pinn": 3e-6})
+SET = ProgramSet("written7", PROGRAMS, slow=SLOW, traces={"pinn": [2]}, atol=1e-7,
+                 atols={"pinn": 3e-6})

@@ -186,7 +186,7 @@ def run(weights=None, compiled=False):
     if weights is not None:
         classifier.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
     w = {k: v.detach().numpy().copy() for k, v in classifier.state_dict().items()}
-    optimizer = torch.optim.SGD(classifier.parameters(), lr=0.002, momentum=0.9)
+    optimizer = torch.optim.SGD(classifier.parameters(), lr=0.0005, momentum=0.9)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
     data = []
     for _ in range(3):
