@@ -320,7 +320,7 @@ half = float16
 short = int16
 dtype = _np.dtype
 mm = _TensorOps.mm  # dg.mm(a, b): 2-D only, as torch.mm
-spmm = _TensorOps.mm  # torch.spmm of dense matrices is mm (there are no sparse tensors)
+spmm = _TensorOps.mm  # torch.spmm: sparse_coo_tensor builds dense tensors (dg.sparse)
 bmm = _TensorOps.bmm
 
 
@@ -372,7 +372,7 @@ import builtins as _builtins  # noqa: E402
 import math as _math  # noqa: E402
 import warnings as _warnings  # noqa: E402
 
-from . import jit, linalg, special  # noqa: E402
+from . import jit, linalg, sparse, special  # noqa: E402
 from .eager.sampling import bernoulli, normal, poisson  # noqa: E402
 from .nn import functional as _F  # noqa: E402
 from .ops.decomp import (  # noqa: E402
@@ -799,6 +799,8 @@ __all__ += [
 ]
 __all__ += ["cholesky", "cholesky_inverse", "cholesky_solve", "matrix_exp", "pinverse", "qr",
             "svd", "triangular_solve"]
+sparse_coo_tensor = sparse.sparse_coo_tensor
+__all__ += ["sparse", "sparse_coo_tensor"]
 
 # out= on the reductions and scans, as on the elementwise functions above; a function of
 # two results (``dg.max(x, 1)``) takes ``out=(values, indices)``.

@@ -940,6 +940,11 @@ class TensorOps:
         """The tensor itself: it is on the CPU already."""
         return self
 
+    def to_dense(self, dtype: Any = None, *, masked_grad: bool | None = None) -> Any:
+        """The tensor itself (``dg.sparse_coo_tensor`` builds dense tensors), or a copy in
+        ``dtype``."""
+        return self if dtype is None else self.to(dtype)
+
     def cuda(self, device: Any = None, non_blocking: bool = False) -> Any:
         from ..dtypes import check_device
 

@@ -242,6 +242,20 @@ class Tracer(TensorOps):
         op on it (``p.data.add_(g)``) changes this value too, as it does eagerly."""
         return self.detach()
 
+    @data.setter
+    def data(self, value: Any) -> None:
+        # ``p.grad.data *= s`` reads the alias, changes it in place (which reaches this
+        # value) and assigns it back: nothing is left to do. Any other value would swap the
+        # data under the tensor, which the trace does not follow (as eager's setter says).
+        same = self._vbase if self._vbase is not None else self
+        chain = self._vchain if self._vbase is not None else ()
+        if isinstance(value, Tracer) and value._vbase is same and value._vchain == chain:
+            return
+        raise EagerOnlyError(
+            "p.data = value inside a compiled function swaps the tensor's data, which the "
+            "compiled call does not follow; this signature runs eagerly. Write the values in "
+            "place instead (with torch.no_grad(): p.copy_(value))")
+
     def clone(self) -> "Tracer":
         """A copy: a new value in the graph (later in-place ops on it leave ``self`` alone)."""
         return self * 1

@@ -16,6 +16,7 @@ from . import (
     written4_programs,
     written5_programs,
     written6_programs,
+    written7_programs,
     written_programs,
 )
 
@@ -25,6 +26,7 @@ SETS = (
     written4_programs.SET,
     written5_programs.SET,
     written6_programs.SET,
+    written7_programs.SET,
 )
 
 if __name__ == "__main__":

@@ -50,9 +50,15 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _inplace(x: Any, out: Any, inplace: bool) -> Any:
-    """``inplace=True``: write the result into ``x`` (PyTorch's in-place activations)."""
-    return x.copy_(out) if inplace else out
+def _inplace(x: Any, fn: Any, inplace: bool) -> Any:
+    """``fn(x)``; with ``inplace=True`` written into ``x`` (PyTorch's in-place activations).
+
+    In place, ``fn`` reads a copy of an ``x`` that requires grad: the ops of ``fn`` may save
+    their input for backward, and writing into ``x`` would change that saved value (PyTorch's
+    in-place derivatives keep the original ``self`` the same way)."""
+    if not inplace:
+        return fn(x)
+    return x.copy_(fn(x.clone() if getattr(x, "requires_grad", False) else x))
 
 
 def gelu(x: Any, approximate: str = "none") -> Any:
@@ -67,22 +73,23 @@ def gelu(x: Any, approximate: str = "none") -> Any:
 
 def silu(x: Any, inplace: bool = False) -> Any:
     """``x * sigmoid(x)`` (swish)."""
-    return _inplace(x, E.mul(x, E.sigmoid(x)), inplace)
+    return _inplace(x, lambda x: E.mul(x, E.sigmoid(x)), inplace)
 
 
 def elu(x: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
     """``x`` where positive, else ``alpha * (exp(x) - 1)``."""
-    return _inplace(x, E.where(E.gt(x, 0), x, E.mul(E.expm1(x), alpha)), inplace)
+    return _inplace(x, lambda x: E.where(E.gt(x, 0), x, E.mul(E.expm1(x), alpha)), inplace)
 
 
 def celu(x: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
     """``x`` where positive, else ``alpha * (exp(x / alpha) - 1)``."""
-    return _inplace(x, E.where(E.gt(x, 0), x, E.mul(E.expm1(E.div(x, alpha)), alpha)), inplace)
+    return _inplace(
+        x, lambda x: E.where(E.gt(x, 0), x, E.mul(E.expm1(E.div(x, alpha)), alpha)), inplace)
 
 
 def selu(x: Any, inplace: bool = False) -> Any:
     """``scale * elu(x, alpha)`` with the self-normalising constants."""
-    return _inplace(x, E.mul(elu(x, _SELU_ALPHA), _SELU_SCALE), inplace)
+    return _inplace(x, lambda x: E.mul(elu(x, _SELU_ALPHA), _SELU_SCALE), inplace)
 
 
 def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
@@ -105,8 +112,9 @@ def hardtanh(x: Any, min_val: float = -1.0, max_val: float = 1.0, inplace: bool 
     """``x`` clipped to ``[min_val, max_val]``; the gradient is 0 at and beyond the bounds."""
     if min_val > max_val:
         raise ValueError("hardtanh: min_val cannot be greater than max_val")
-    out = E.where(E.le(x, min_val), min_val, E.where(E.ge(x, max_val), max_val, x))
-    return _inplace(x, out, inplace)
+    return _inplace(
+        x, lambda x: E.where(E.le(x, min_val), min_val, E.where(E.ge(x, max_val), max_val, x)),
+        inplace)
 
 
 def relu6(x: Any, inplace: bool = False) -> Any:
@@ -116,24 +124,25 @@ def relu6(x: Any, inplace: bool = False) -> Any:
 
 def hardsigmoid(x: Any, inplace: bool = False) -> Any:
     """0 below -3, 1 above 3, ``x / 6 + 1 / 2`` between."""
-    mid = E.add(E.div(x, 6.0), 0.5)
-    return _inplace(x, E.where(E.le(x, -3.0), 0.0, E.where(E.ge(x, 3.0), 1.0, mid)), inplace)
+    return _inplace(x, lambda x: E.where(E.le(x, -3.0), 0.0, E.where(
+        E.ge(x, 3.0), 1.0, E.add(E.div(x, 6.0), 0.5))), inplace)
 
 
 def hardswish(x: Any, inplace: bool = False) -> Any:
     """``x * hardsigmoid(x)``: 0 below -3, ``x`` above 3, ``x (x + 3) / 6`` between."""
     # x * relu6(x + 3) / 6, as PyTorch writes it: -0.0 below -3 for negative x.
-    return _inplace(x, E.div(E.mul(x, hardtanh(E.add(x, 3.0), 0.0, 6.0)), 6.0), inplace)
+    return _inplace(
+        x, lambda x: E.div(E.mul(x, hardtanh(E.add(x, 3.0), 0.0, 6.0)), 6.0), inplace)
 
 
 def leaky_relu(x: Any, negative_slope: float = 0.01, inplace: bool = False) -> Any:
     """``x`` where positive, else ``negative_slope * x``."""
-    return _inplace(x, E.where(E.gt(x, 0), x, E.mul(x, negative_slope)), inplace)
+    return _inplace(x, lambda x: E.where(E.gt(x, 0), x, E.mul(x, negative_slope)), inplace)
 
 
 def mish(x: Any, inplace: bool = False) -> Any:
     """``x * tanh(softplus(x))``."""
-    return _inplace(x, E.mul(x, E.tanh(softplus(x))), inplace)
+    return _inplace(x, lambda x: E.mul(x, E.tanh(softplus(x))), inplace)
 
 
 def logsigmoid(x: Any) -> Any:
@@ -201,8 +210,7 @@ def prelu(input: Any, weight: Any) -> Any:  # noqa: A002
 
 def threshold(input: Any, threshold: float, value: float, inplace: bool = False) -> Any:  # noqa: A002
     """``x`` where ``x > threshold``, else ``value``."""
-    out = E.where(E.gt(input, threshold), input, float(value))
-    return input.copy_(out) if inplace else out
+    return _inplace(input, lambda x: E.where(E.gt(x, threshold), x, float(value)), inplace)
 
 
 def hardshrink(input: Any, lambd: float = 0.5) -> Any:  # noqa: A002
@@ -263,7 +271,7 @@ def rrelu(input: Any, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A
         slope = E.add(E.mul(u, upper - lower), lower)
     else:
         slope = (lower + upper) / 2
-    return _inplace(input, E.where(E.ge(input, 0), input, E.mul(input, slope)), inplace)
+    return _inplace(input, lambda x: E.where(E.ge(x, 0), x, E.mul(x, slope)), inplace)
 
 
 def rrelu_(input: Any, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A002

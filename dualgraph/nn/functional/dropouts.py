@@ -42,7 +42,7 @@ def dropout(input: Any, p: float = 0.5, training: bool = True,  # noqa: A002
     key, stream = random_key()
     # inplace=True writes the result into ``input`` (its gradient regenerates the mask from
     # the key, so the overwritten input is never needed).
-    return _inplace(input, RND.dropout(input, key, p, stream), inplace)
+    return _inplace(input, lambda x: RND.dropout(x, key, p, stream), inplace)
 
 
 def _channel_dropout(name: str, x: Any, p: float, training: bool, inplace: bool,
@@ -106,7 +106,7 @@ def _alpha_dropout(name: str, x: Any, p: float, training: bool, inplace: bool,
     if not training or p == 0.0:
         return x
     if p == 1.0:
-        return _inplace(x, E.mul(x, 0.0), inplace)
+        return _inplace(x, lambda x: E.mul(x, 0.0), inplace)
     if feature and x.ndim < 2:
         raise RuntimeError(f"{name}: Feature dropout requires at least 2 dimensions in the "
                            "input")
@@ -114,7 +114,7 @@ def _alpha_dropout(name: str, x: Any, p: float, training: bool, inplace: bool,
     keep = S.astype(E.ge(rand(*shape, dtype=x.dtype), p), x.dtype)
     a = 1.0 / math.sqrt((_ALPHA_PRIME ** 2 * p + 1) * (1 - p))
     b = E.add(E.mul(E.sub(keep, 1.0), _ALPHA_PRIME * a), _ALPHA_PRIME * a * p)
-    return _inplace(x, E.add(E.mul(x, E.mul(keep, a)), b), inplace)
+    return _inplace(x, lambda x: E.add(E.mul(x, E.mul(keep, a)), b), inplace)
 
 
 def alpha_dropout(input: Any, p: float = 0.5, training: bool = False,  # noqa: A002
