@@ -8,6 +8,7 @@ outputs that require grad gives each output an `_OutputOf` node; their gradients
 from __future__ import annotations
 
 import functools
+import types
 from typing import Any
 
 import numpy as np
@@ -111,7 +112,7 @@ class PrecomputedBackward(Function):
         return [a if a.shape == shape else a.reshape(shape)
                 for a, shape in zip(grads, self._shapes)]
 
-    def hand_out(self, retain_graph: bool) -> bool:
+    def hand_out(self, retain_graph: bool | None) -> bool:
         """``loss.backward()`` (seed one, no graph recorded) without the engine: the
         gradients go straight to the leaves' ``.grad``, as the engine would put them
         there. False, doing nothing, when anything needs the engine: a hook or retained
@@ -243,6 +244,26 @@ def _handing_node_type(n: int, m: int) -> type:
     return type("PrecomputedBackward", (PrecomputedBackward,),
                 {"__slots__": (), "hand_out": hand_out, "__module__": __name__,
                  "__qualname__": "PrecomputedBackward", "hand_out_source": source})
+
+
+def inline_node_type(n: int, m: int, shape: tuple, dtype: Any) -> type:
+    """`handing_node_type` for a loss of ``shape`` and ``dtype`` whose node a generated call
+    path builds field by field (`compile.callgen`): the fields every such node has alike
+    (no attributes, the loss's shape and dtype, fresh gradients) are class attributes, so
+    a step stores only its own. Nothing writes them after the node is built."""
+    return _inline_node_type(handing_node_type(n, m), tuple(shape), np.dtype(dtype))
+
+
+# A tape node's attributes: read-only, since one mapping serves every inline node.
+_NO_ATTRS = types.MappingProxyType({})
+
+
+@functools.cache
+def _inline_node_type(base: type, shape: tuple, dtype: np.dtype) -> type:
+    return type("PrecomputedBackward", (base,),
+                {"__slots__": (), "__module__": __name__, "__qualname__": "PrecomputedBackward",
+                 "attrs": _NO_ATTRS, "shape": shape, "dtype": dtype, "_shapes": (),
+                 "_fresh": True})
 
 
 def attach_gradients(inputs: tuple, grads: tuple, result: Tensor | np.ndarray, checks: tuple,
