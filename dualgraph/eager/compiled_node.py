@@ -91,6 +91,9 @@ class PrecomputedBackward(Function):
     _def = _CompiledOp
     _versions = ()
     _out_version = None
+    # Whether the class holds the fields every node of a call path has alike
+    # (`inline_node_type`).
+    inline = False
 
     def apply(self, g: Any) -> list:
         _check_ready(self)
@@ -263,7 +266,7 @@ def _inline_node_type(base: type, shape: tuple, dtype: np.dtype) -> type:
     return type("PrecomputedBackward", (base,),
                 {"__slots__": (), "__module__": __name__, "__qualname__": "PrecomputedBackward",
                  "attrs": _NO_ATTRS, "shape": shape, "dtype": dtype, "_shapes": (),
-                 "_fresh": True})
+                 "_fresh": True, "inline": True})
 
 
 def attach_gradients(inputs: tuple, grads: tuple, result: Tensor | np.ndarray, checks: tuple,
@@ -292,20 +295,21 @@ def attach_gradients(inputs: tuple, grads: tuple, result: Tensor | np.ndarray, c
     cls = PrecomputedBackward if fresh is None else fresh
     node = cls.__new__(cls)
     node.inputs = inputs
-    node.attrs = {}
-    node.shape = data.shape
-    node.dtype = data.dtype
+    if not cls.inline:  # else its class holds these (`inline_node_type`)
+        node.attrs = {}
+        node.shape = data.shape
+        node.dtype = data.dtype
+        # Fresh gradients are in their inputs' shapes already: nothing reads the shapes.
+        node._shapes = () if fresh is not None else [n.shape for n in inputs]
+        node._fresh = fresh is not None
     node.uid = next_uid()
     node._saved = grads
     node._out = None
     node._freed = False
     node._hooks = None
     node._retain = None
-    # Fresh gradients are in their inputs' shapes already: nothing reads the shapes.
-    node._shapes = () if fresh is not None else [n.shape for n in inputs]
     node._checks = checks
     node._handed = False
-    node._fresh = fresh is not None
     result._rg = True
     result.grad_fn = node
     return result
