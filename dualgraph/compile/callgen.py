@@ -29,7 +29,12 @@ import numpy as np
 
 from ..dtypes import DEFAULT_FLOAT
 from ..eager import grad_mode
-from ..eager.compiled_node import attach_backward, attach_gradients, handing_node_type
+from ..eager.compiled_node import (
+    attach_backward,
+    attach_gradients,
+    handing_node_type,
+    inline_node_type,
+)
 from ..eager.internal import (
     FIELDS,
     array_of,
@@ -440,10 +445,12 @@ def _versioned_check(plan: Plan, gen: _Emitter, versioned: _Versioned) -> list[s
     if not versioned.counters:
         return []
     vn = ", ".join(f"{gen.const(v, 'counter')}.v" for v in versioned.counters)
+    if len(versioned.counters) > 1:
+        vn = f"({vn},)"  # one counter is compared as it is: no tuple per call
     cache = gen.const([(None,)], "read")
     names = [f"c{j}" for j in versioned.scalars]
     got = ", ".join(names) + ("," if len(names) == 1 else "")
-    lines = [f"vn = ({vn},)", f"vs = {cache}[0]", "if vs[0] != vn:"]
+    lines = [f"vn = {vn}", f"vs = {cache}[0]", "if vs[0] != vn:"]
     inner = []
     if versioned.guards:
         items = [plan.guards.items[k] for k in versioned.guards]
@@ -454,7 +461,8 @@ def _versioned_check(plan: Plan, gen: _Emitter, versioned: _Versioned) -> list[s
     inner.append(f"{cache}[0] = (vn, {got})" if names else f"{cache}[0] = (vn,)")
     lines += _indent(inner)
     if names:
-        lines += ["else:", f"    {got} = vs[1:]"]
+        # Each by its index: no slice per call.
+        lines += ["else:", *(f"    {c} = vs[{i}]" for i, c in enumerate(names, 1))]
     return lines
 
 
@@ -773,21 +781,20 @@ def _new_tensor(name: str, array: str, rg: bool, grad_fn: str) -> list[str]:
 
 
 def _loss_node(gen: _Emitter, inputs: str, grads: str, array: str, checks: str,
-               node: Any) -> list[str]:
+               node: Any, n: int, m: int) -> list[str]:
     """`attach_gradients` written out for a loss array this call made (IR output
-    ``node``) and fresh gradients: the loss tensor ``r0`` and its tape node, of
-    ``gen.node_type``, field by field (no call: a scalar step is a few microseconds)."""
+    ``node``) and fresh gradients of ``n`` inputs, ``m`` versions checked: the loss tensor
+    ``r0`` and its tape node (`inline_node_type`, whose class holds the fields every step's
+    node has alike), field by field (no call: a scalar step is a few microseconds)."""
+    gen.node_type = inline_node_type(n, m, node.shape, node.dtype)
     gen.ns["new_node"], gen.ns["next_uid"] = object.__new__, next_uid
-    shape = gen.const(tuple(node.shape), "shape")
-    dtype = gen.const(np.dtype(node.dtype), "dtype")
     return [
         "r0 = new_tensor(Tensor)", f"r0{DATA} = {array}", f"r0{GRAD_FIELD} = None",
         f"r0{VERSION} = [0]", f"r0{NODE} = None",
         f"nd = new_node({gen.const(gen.node_type, 'node')})", f"nd.inputs = {inputs}",
-        "nd.attrs = {}", f"nd.shape = {shape}", f"nd.dtype = {dtype}", "nd.uid = next_uid()",
-        f"nd._saved = {grads}", "nd._out = None", "nd._freed = False", "nd._hooks = None",
-        "nd._retain = None", "nd._shapes = ()", f"nd._checks = {checks}",
-        "nd._handed = False", "nd._fresh = True", f"r0{RG} = True", "r0.grad_fn = nd"]
+        "nd.uid = next_uid()", f"nd._saved = {grads}", "nd._out = None", "nd._freed = False",
+        "nd._hooks = None", "nd._retain = None", f"nd._checks = {checks}",
+        "nd._handed = False", f"r0{RG} = True", "r0.grad_fn = nd"]
 
 
 def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Callable,
@@ -833,11 +840,12 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Call
         # Fresh gradients: the node's hand-out written out for its leaves and checks.
         kind = ""
         if fresh:
-            gen.node_type = handing_node_type(len(plan.wrt), len(pairs))
-            kind = f", {gen.const(gen.node_type, 'node')}"
             if loss and inline:
                 return [*lines, *_loss_node(gen, wrt, listed, loss, saved,
-                                            plan.optimized.outputs[0])]
+                                            plan.optimized.outputs[0], len(plan.wrt),
+                                            len(pairs))]
+            gen.node_type = handing_node_type(len(plan.wrt), len(pairs))
+            kind = f", {gen.const(gen.node_type, 'node')}"
         call = f"attach_gradients({wrt}, {listed}, {loss or 'r0'}, {saved}{kind})"
         return [*lines, f"r0 = {call}" if loss else call]
     res = ", ".join(f"i{j}" if kind is From.INPUT else oname(j)

@@ -8,6 +8,7 @@ gives the same check as source (`Guard.emit`) for the call path generated per en
 
 from __future__ import annotations
 
+import collections
 import functools
 import keyword
 import operator
@@ -241,8 +242,16 @@ class Identity(Guard):
         return self.what
 
     def emit(self, gen: Emitter) -> tuple[str, Any]:
-        return (f"{gen.const(self.table, 'table')}.get({gen.const(self.name, 'name')}) is "
-                f"{gen.const(self.value, 'v')}", True)
+        table, name = gen.const(self.table, "table"), gen.const(self.name, "name")
+        if self.value is not None and type(self.table) in _PLAIN_TABLES:
+            # A subscript, not a method call; a missing name raises, and the generated
+            # call's failed guard read returns MISS (the general path then says why).
+            return f"{table}[{name}] is {gen.const(self.value, 'v')}", True
+        return f"{table}.get({name}) is {gen.const(self.value, 'v')}", True
+
+
+# Tables whose subscript is their ``get`` when the name is there (no ``__missing__``).
+_PLAIN_TABLES = (dict, collections.OrderedDict)
 
 
 class AttrType(Guard):

@@ -8,6 +8,7 @@ outputs that require grad gives each output an `_OutputOf` node; their gradients
 from __future__ import annotations
 
 import functools
+import types
 from typing import Any
 
 import numpy as np
@@ -90,6 +91,9 @@ class PrecomputedBackward(Function):
     _def = _CompiledOp
     _versions = ()
     _out_version = None
+    # Whether the class holds the fields every node of a call path has alike
+    # (`inline_node_type`).
+    inline = False
 
     def apply(self, g: Any) -> list:
         _check_ready(self)
@@ -111,7 +115,7 @@ class PrecomputedBackward(Function):
         return [a if a.shape == shape else a.reshape(shape)
                 for a, shape in zip(grads, self._shapes)]
 
-    def hand_out(self, retain_graph: bool) -> bool:
+    def hand_out(self, retain_graph: bool | None) -> bool:
         """``loss.backward()`` (seed one, no graph recorded) without the engine: the
         gradients go straight to the leaves' ``.grad``, as the engine would put them
         there. False, doing nothing, when anything needs the engine: a hook or retained
@@ -245,6 +249,26 @@ def _handing_node_type(n: int, m: int) -> type:
                  "__qualname__": "PrecomputedBackward", "hand_out_source": source})
 
 
+def inline_node_type(n: int, m: int, shape: tuple, dtype: Any) -> type:
+    """`handing_node_type` for a loss of ``shape`` and ``dtype`` whose node a generated call
+    path builds field by field (`compile.callgen`): the fields every such node has alike
+    (no attributes, the loss's shape and dtype, fresh gradients) are class attributes, so
+    a step stores only its own. Nothing writes them after the node is built."""
+    return _inline_node_type(handing_node_type(n, m), tuple(shape), np.dtype(dtype))
+
+
+# A tape node's attributes: read-only, since one mapping serves every inline node.
+_NO_ATTRS = types.MappingProxyType({})
+
+
+@functools.cache
+def _inline_node_type(base: type, shape: tuple, dtype: np.dtype) -> type:
+    return type("PrecomputedBackward", (base,),
+                {"__slots__": (), "__module__": __name__, "__qualname__": "PrecomputedBackward",
+                 "attrs": _NO_ATTRS, "shape": shape, "dtype": dtype, "_shapes": (),
+                 "_fresh": True, "inline": True})
+
+
 def attach_gradients(inputs: tuple, grads: tuple, result: Tensor | np.ndarray, checks: tuple,
                      fresh: type | None = None) -> Tensor:
     """Record a compiled scalar loss on the tape and return it: ``grads[i]`` is its
@@ -271,20 +295,21 @@ def attach_gradients(inputs: tuple, grads: tuple, result: Tensor | np.ndarray, c
     cls = PrecomputedBackward if fresh is None else fresh
     node = cls.__new__(cls)
     node.inputs = inputs
-    node.attrs = {}
-    node.shape = data.shape
-    node.dtype = data.dtype
+    if not cls.inline:  # else its class holds these (`inline_node_type`)
+        node.attrs = {}
+        node.shape = data.shape
+        node.dtype = data.dtype
+        # Fresh gradients are in their inputs' shapes already: nothing reads the shapes.
+        node._shapes = () if fresh is not None else [n.shape for n in inputs]
+        node._fresh = fresh is not None
     node.uid = next_uid()
     node._saved = grads
     node._out = None
     node._freed = False
     node._hooks = None
     node._retain = None
-    # Fresh gradients are in their inputs' shapes already: nothing reads the shapes.
-    node._shapes = () if fresh is not None else [n.shape for n in inputs]
     node._checks = checks
     node._handed = False
-    node._fresh = fresh is not None
     result._rg = True
     result.grad_fn = node
     return result

@@ -366,17 +366,18 @@ class Tensor(TensorOps):
 
     def item(self) -> Any:
         data = self._data
-        if data.size != 1:
-            raise ValueError(
-                f"item(): only one-element tensors can be converted to Python scalars, "
-                f"got shape {self.shape}"
-            )
         # `current_trace()` written out: a training loop reads its loss every step.
         if modes.ABOVE_BASE:
+            if data.size != 1:
+                raise _item_error(self)
             mode = modes.MODE_STACKS.stack[-1]
             if mode.tracing:  # a traced program depends on the values it reads
                 mode.read_data(self)
-        return data.item()
+        # NumPy checks the size (a ValueError): no size test of our own on every read.
+        try:
+            return data.item()
+        except ValueError:
+            raise _item_error(self) from None
 
     def tolist(self) -> Any:
         trace = modes.current_trace()
@@ -506,7 +507,8 @@ class Tensor(TensorOps):
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad``."""
         fn = self.grad_fn
         if gradient is None and not create_graph and fn is not None:
-            if fn.hands_out and fn.hand_out(bool(retain_graph)):
+            # `hand_out` only tests `retain_graph`'s truth: no `bool()` call per step.
+            if fn.hands_out and fn.hand_out(retain_graph):
                 return
             data = self._data
             if data.size == 1:
@@ -533,6 +535,11 @@ class Tensor(TensorOps):
                 n = Node("const", (), {"value": self._data}, self._data.shape, self._data.dtype)
             self._node = n
         return n
+
+
+def _item_error(t: Tensor) -> ValueError:
+    return ValueError(f"item(): only one-element tensors can be converted to Python scalars, "
+                      f"got shape {t.shape}")
 
 
 _GRAD_FN = Tensor.grad_fn  # the slots behind _ViewTensor's properties

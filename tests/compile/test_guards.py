@@ -139,6 +139,32 @@ def test_rebinding_a_captured_global_tensor_uses_the_new_tensor():
     assert "global '_W' was rebound" in f.stats.retrace_reasons[-1]
 
 
+_V = dg.tensor([1.0, 2.0])
+
+
+def _uses_v(x):
+    return x * _V
+
+
+def test_a_deleted_global_misses_the_call_path_and_raises_as_eager():
+    global _V
+    f = dg.compile(_uses_v, tiered=False)
+    x = dg.ones(2)
+    assert [f(x).tolist() for _ in range(2)] == [[1.0, 2.0]] * 2
+    served = f.stats.fast_calls
+    assert served == 1  # the second call took the generated path
+    kept = _V
+    del _V
+    try:
+        # The generated path's guard read fails: the general path runs, as eager does.
+        with pytest.raises(NameError, match="_V"):
+            f(x)
+    finally:
+        _V = kept
+    assert f.stats.fast_calls == served
+    assert f(x).tolist() == [1.0, 2.0]
+
+
 def test_rebinding_a_closure_tensor_uses_the_new_tensor():
     w = dg.tensor([1.0, 2.0])
 

@@ -13,6 +13,7 @@ from dualgraph.eager.compiled_node import (
     PrecomputedBackward,
     attach_gradients,
     handing_node_type,
+    inline_node_type,
 )
 
 from .._support.profiling import python_calls
@@ -42,7 +43,10 @@ def test_the_node_has_the_written_out_hand_out_and_it_runs() -> None:
     assert isinstance(node, PrecomputedBackward)
     assert type(node).__name__ == "PrecomputedBackward"
     assert type(node).hand_out is not PrecomputedBackward.hand_out
-    assert type(node) is handing_node_type(3, len(node._checks))
+    # The call path's node: the hand-out of three leaves, its fixed fields in its class.
+    assert type(node) is inline_node_type(3, len(node._checks), (), z.numpy().dtype)
+    assert type(node).__mro__[1] is handing_node_type(3, len(node._checks))
+    assert (node.attrs, node.shape, node.dtype) == ({}, (), np.float32)
     assert "<dg hand-out of 3 leaves>" in _frames(z.backward)
     assert F3.stats.traces == 1
     x2, y2, w2, c2 = _leaves()
