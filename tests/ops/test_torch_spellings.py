@@ -189,3 +189,33 @@ def test_nn_utils_helpers():
         assert_close(dg.nn.utils.clip_grad_norm(lin.parameters(), 0.5), total)
     layer = dg.nn.utils.skip_init(dg.nn.Linear, 2, 3, bias=False)
     assert layer.weight.shape == (3, 2) and layer.bias is None
+
+
+def test_edge_cases_of_existing_ops_follow_pytorch():
+    """Arguments and shapes torch's OpInfo samples use (tools/opinfo_check.py)."""
+    a = np.random.default_rng(5).standard_normal((1, 2, 3))
+    b = np.random.default_rng(6).standard_normal((2, 1, 3))
+    # cosine_similarity over a dim one input broadcasts along
+    ab, bb = np.broadcast_arrays(a, b)
+    want = (ab * bb).sum(-2) / np.sqrt((ab * ab).sum(-2) * (bb * bb).sum(-2))
+    assert_close(F.cosine_similarity(dg.tensor(a), dg.tensor(b), dim=-2), dg.tensor(want))
+    x = dg.tensor([-1.26, 2.0])
+    assert x.to("cpu", dg.float64, False, True).dtype == dg.float64
+    y = x.to(x.dtype, False, True)
+    assert y is not x and dg.equal(y, x)
+    assert x.long(memory_format=dg.contiguous_format).dtype == dg.int64
+    assert x.double(memory_format=dg.preserve_format).dtype == dg.float64
+    assert_close(x.round(decimals=1), dg.tensor([-1.3, 2.0]))
+    assert_close(dg.round(x, decimals=1), dg.tensor([-1.3, 2.0]))
+    assert_close(F.prelu(x, dg.tensor(0.5)), dg.tensor([-0.63, 2.0]))
+    assert F.prelu(dg.tensor(-2.0), dg.tensor([0.5])).shape == ()
+    assert F.softmin(x, 0, dtype=dg.float64).dtype == dg.float64
+    u, s, vh = dg.linalg.svd(dg.zeros(0, 3, 5))
+    assert (u.shape, s.shape, vh.shape) == ((0, 3, 3), (0, 3), (0, 5, 5))
+    assert dg.linalg.cholesky_ex(dg.zeros(0, 0)).L.shape == (0, 0)
+    assert dg.combinations(dg.ones(1), 2).shape == (0, 2)
+    assert dg.combinations(dg.ones(3), 0).shape == (0,)
+    r = dg.arange(10.0)
+    assert [t.shape for t in dg.tensor_split(r, dg.tensor([2, 5]))] == [(2,), (3,), (5,)]
+    assert len(dg.tensor_split(r, dg.tensor(3))) == 3
+    assert dg.diff(r, 0, 0, dg.ones(1)) is r
