@@ -290,7 +290,16 @@ from . import (  # noqa: E402
     utils,
     version,
 )
-from .dtypes import bfloat16, device, int8, int16, uint8  # noqa: E402
+from .dtypes import (  # noqa: E402
+    bfloat16,
+    complex32,
+    complex64,
+    complex128,
+    device,
+    int8,
+    int16,
+    uint8,
+)
 from .eager.creation import (  # noqa: E402
     Generator,
     default_generator,
@@ -318,6 +327,7 @@ float = float32  # noqa: A001
 double = float64
 half = float16
 short = int16
+chalf, cfloat, cdouble = complex32, complex64, complex128
 dtype = _np.dtype
 mm = _TensorOps.mm  # dg.mm(a, b): 2-D only, as torch.mm
 spmm = _TensorOps.mm  # torch.spmm: sparse_coo_tensor builds dense tensors (dg.sparse)
@@ -336,6 +346,7 @@ def is_tensor(obj: _typing.Any) -> bool:
 
 __all__ += [
     "Generator", "accelerator", "amp", "backends", "bfloat16", "bmm", "cpu", "cuda",
+    "cdouble", "cfloat", "chalf", "complex32", "complex64", "complex128",
     "distributions", "version",
     "default_generator", "device", "distributed", "double", "dtype",
     "float", "get_default_dtype", "get_rng_state", "half", "inference_mode", "initial_seed",
@@ -456,6 +467,7 @@ from .ops.statistics import (  # noqa: E402
 from .ops.strided import as_strided  # noqa: E402
 from .ops.surface import FUNCTION_METHODS as _FUNCTION_METHODS  # noqa: E402
 from .ops.surface import (  # noqa: E402
+    as_strided_scatter,
     bartlett_window,
     blackman_window,
     block_diag,
@@ -465,12 +477,14 @@ from .ops.surface import (  # noqa: E402
     combinations,
     cumulative_trapezoid,
     diagflat,
+    diagonal_scatter,
     dsplit,
     equal,
     function_of_method,
     hamming_window,
     hann_window,
     hsplit,
+    index_reduce,
     is_nonzero,
     kaiser_window,
     logspace,
@@ -479,6 +493,8 @@ from .ops.surface import (  # noqa: E402
     ravel,
     real,
     select,
+    select_scatter,
+    slice_scatter,
     split_with_sizes,
     take,
     trapezoid,
@@ -491,18 +507,22 @@ from .ops.surface import (  # noqa: E402
 from .settings import (  # noqa: E402
     are_deterministic_algorithms_enabled,
     get_default_device,
+    get_deterministic_debug_mode,
     get_float32_matmul_precision,
     get_num_interop_threads,
     get_num_threads,
     is_deterministic_algorithms_warn_only_enabled,
+    is_warn_always_enabled,
     set_default_device,
     set_default_dtype,
     set_default_tensor_type,
+    set_deterministic_debug_mode,
     set_float32_matmul_precision,
     set_flush_denormal,
     set_num_interop_threads,
     set_num_threads,
     set_printoptions,
+    set_warn_always,
     use_deterministic_algorithms,
 )
 from .tensor_types import (  # noqa: E402
@@ -707,57 +727,217 @@ def empty_strided(size: _typing.Any, stride: _typing.Any, *, dtype: _typing.Any 
     return from_numpy(a, requires_grad=requires_grad)
 
 
-def kl_div(input: _typing.Any, target: _typing.Any, reduction: int = 0, *,  # noqa: A002
-           log_target: bool = False) -> _typing.Any:
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _reduction_name(fn: str, reduction: _typing.Any) -> _typing.Any:
+    """PyTorch's reduction enum number (0 none, 1 mean, 2 sum) of its top-level losses."""
+    if isinstance(reduction, str) or reduction not in (0, 1, 2):
+        raise TypeError(f"{fn}(): argument 'reduction' must be 0, 1 or 2, not {reduction!r}")
+    return _REDUCTIONS[reduction]
+
+
+def kl_div(input: _typing.Any, target: _typing.Any, reduction: _typing.Any = 0, *,  # noqa: A002
+           log_target: _typing.Any = False) -> _typing.Any:
     """``torch.kl_div``: `nn.functional.kl_div` with the reduction as PyTorch's enum number
     (0 ``'none'``, the default here as in PyTorch's function; 1 ``'mean'``, over every
     element; 2 ``'sum'``)."""
-    if isinstance(reduction, str) or reduction not in (0, 1, 2):
-        raise TypeError(f"kl_div(): argument 'reduction' must be 0, 1 or 2, not {reduction!r}")
+    name = _reduction_name("kl_div", reduction)
     with _warnings.catch_warnings():
         # F.kl_div warns that 'mean' is not 'batchmean'; the enum has no batchmean.
         _warnings.simplefilter("ignore", UserWarning)
-        return _F.kl_div(input, target, reduction=("none", "mean", "sum")[reduction],
-                         log_target=log_target)
+        return _F.kl_div(input, target, reduction=name, log_target=log_target)
 
 
-def typename(obj: _typing.Any) -> str:
+def typename(obj: _typing.Any) -> _typing.Any:
     """PyTorch's type name: ``"torch.FloatTensor"`` for a float32 tensor."""
     return obj.type() if is_tensor(obj) else type(obj).__name__
 
 
-def dropout(input: _typing.Any, p: float = 0.5, train: bool = True) -> _typing.Any:  # noqa: A002
+def dropout(input: _typing.Any, p: _typing.Any = 0.5, train: _typing.Any = True) -> _typing.Any:  # noqa: A002
     """``torch.dropout``: `nn.functional.dropout` with PyTorch's ``train`` spelling."""
     return _F.dropout(input, p, train)
 
 
 def layer_norm(input: _typing.Any, normalized_shape: _typing.Any,  # noqa: A002
-               weight: _typing.Any = None, bias: _typing.Any = None, eps: float = 1e-5,
-               cudnn_enable: bool = True) -> _typing.Any:
+               weight: _typing.Any = None, bias: _typing.Any = None, eps: _typing.Any = 1e-5,
+               cudnn_enable: _typing.Any = True) -> _typing.Any:
     """``torch.layer_norm``: `nn.functional.layer_norm`."""
     return _F.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
-def group_norm(input: _typing.Any, num_groups: int, weight: _typing.Any = None,  # noqa: A002
-               bias: _typing.Any = None, eps: float = 1e-5,
-               cudnn_enabled: bool = True) -> _typing.Any:
+def group_norm(input: _typing.Any, num_groups: _typing.Any, weight: _typing.Any = None,  # noqa: A002
+               bias: _typing.Any = None, eps: _typing.Any = 1e-5,
+               cudnn_enabled: _typing.Any = True) -> _typing.Any:
     """``torch.group_norm``: `nn.functional.group_norm`."""
     return _F.group_norm(input, num_groups, weight, bias, eps)
 
 
-def embedding(weight: _typing.Any, indices: _typing.Any, padding_idx: int = -1,
-              scale_grad_by_freq: bool = False, sparse: bool = False) -> _typing.Any:
+def embedding(weight: _typing.Any, indices: _typing.Any, padding_idx: _typing.Any = -1,
+              scale_grad_by_freq: _typing.Any = False, sparse: _typing.Any = False) -> _typing.Any:
     """``torch.embedding(weight, indices)``: the rows of ``weight`` (note the order)."""
     return _F.embedding(indices, weight, None if padding_idx < 0 else padding_idx)
+
+
+def cosine_embedding_loss(input1: _typing.Any, input2: _typing.Any, target: _typing.Any,
+                          margin: _typing.Any = 0.0, reduction: _typing.Any = 0) -> _typing.Any:
+    """``torch.cosine_embedding_loss``: `nn.functional.cosine_embedding_loss` with the
+    reduction as an enum number (0, the default, is ``'none'``)."""
+    return _F.cosine_embedding_loss(input1, input2, target, margin,
+                                    reduction=_reduction_name("cosine_embedding_loss", reduction))
+
+
+def hinge_embedding_loss(input: _typing.Any, target: _typing.Any,  # noqa: A002
+                         margin: _typing.Any = 1.0, reduction: _typing.Any = 0) -> _typing.Any:
+    """``torch.hinge_embedding_loss`` (reduction as an enum number; see `kl_div`)."""
+    return _F.hinge_embedding_loss(input, target, margin,
+                                   reduction=_reduction_name("hinge_embedding_loss", reduction))
+
+
+def margin_ranking_loss(input1: _typing.Any, input2: _typing.Any, target: _typing.Any,
+                        margin: _typing.Any = 0.0, reduction: _typing.Any = 0) -> _typing.Any:
+    """``torch.margin_ranking_loss`` (reduction as an enum number; see `kl_div`)."""
+    return _F.margin_ranking_loss(input1, input2, target, margin,
+                                  reduction=_reduction_name("margin_ranking_loss", reduction))
+
+
+def triplet_margin_loss(anchor: _typing.Any, positive: _typing.Any, negative: _typing.Any,
+                        margin: _typing.Any = 1.0, p: _typing.Any = 2.0, eps: _typing.Any = 1e-6,
+                        swap: _typing.Any = False, reduction: _typing.Any = 0) -> _typing.Any:
+    """``torch.triplet_margin_loss`` (reduction as an enum number; see `kl_div`)."""
+    return _F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                  reduction=_reduction_name("triplet_margin_loss", reduction))
+
+
+def poisson_nll_loss(input: _typing.Any, target: _typing.Any, log_input: _typing.Any,  # noqa: A002
+                     full: _typing.Any, eps: _typing.Any, reduction: _typing.Any) -> _typing.Any:
+    """``torch.poisson_nll_loss``: every argument positional, the reduction an enum number."""
+    return _F.poisson_nll_loss(input, target, log_input, full, eps=eps,
+                               reduction=_reduction_name("poisson_nll_loss", reduction))
+
+
+def ctc_loss(log_probs: _typing.Any, targets: _typing.Any, input_lengths: _typing.Any,
+             target_lengths: _typing.Any, blank: _typing.Any = 0, reduction: _typing.Any = 0,
+             zero_infinity: _typing.Any = False) -> _typing.Any:
+    """``torch.ctc_loss`` (reduction as an enum number; see `kl_div`)."""
+    return _F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                       _reduction_name("ctc_loss", reduction), zero_infinity)
+
+
+def batch_norm(input: _typing.Any, weight: _typing.Any, bias: _typing.Any,  # noqa: A002
+               running_mean: _typing.Any, running_var: _typing.Any, training: _typing.Any,
+               momentum: _typing.Any, eps: _typing.Any, cudnn_enabled: _typing.Any) -> _typing.Any:
+    """``torch.batch_norm``: `nn.functional.batch_norm` with the parameters before the
+    running statistics, every argument positional."""
+    return _F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def instance_norm(input: _typing.Any, weight: _typing.Any, bias: _typing.Any,  # noqa: A002
+                  running_mean: _typing.Any, running_var: _typing.Any,
+                  use_input_stats: _typing.Any, momentum: _typing.Any, eps: _typing.Any,
+                  cudnn_enabled: _typing.Any) -> _typing.Any:
+    """``torch.instance_norm``: `nn.functional.instance_norm` in `batch_norm`'s order."""
+    return _F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
+                            momentum, eps)
+
+
+def rms_norm(input: _typing.Any, normalized_shape: _typing.Any,  # noqa: A002
+             weight: _typing.Any = None, eps: _typing.Any = None) -> _typing.Any:
+    """``torch.rms_norm``: `nn.functional.rms_norm`."""
+    return _F.rms_norm(input, normalized_shape, weight, eps)
+
+
+def _train_spelling(fn: _typing.Any, name: str, inplace: _typing.Any) -> _typing.Any:
+    """``torch.alpha_dropout(input, p, train)`` and kin: `nn.functional`'s with every
+    argument positional and ``train`` for ``training``."""
+    def dropout_fn(input: _typing.Any, p: _typing.Any, train: _typing.Any) -> _typing.Any:  # noqa: A002
+        return fn(input, p, train, inplace)
+
+    dropout_fn.__name__ = dropout_fn.__qualname__ = name
+    dropout_fn.__doc__ = f"``torch.{name}``: `nn.functional.{fn.__name__}`" + \
+        (", writing into ``input``." if inplace else ".")
+    return dropout_fn
+
+
+dropout_ = _train_spelling(_F.dropout, "dropout_", True)
+alpha_dropout = _train_spelling(_F.alpha_dropout, "alpha_dropout", False)
+alpha_dropout_ = _train_spelling(_F.alpha_dropout, "alpha_dropout_", True)
+feature_alpha_dropout = _train_spelling(_F.feature_alpha_dropout, "feature_alpha_dropout", False)
+feature_alpha_dropout_ = _train_spelling(_F.feature_alpha_dropout, "feature_alpha_dropout_",
+                                         True)
+
+
+def constant_pad_nd(input: _typing.Any, pad: _typing.Any,  # noqa: A002
+                    value: _typing.Any = 0) -> _typing.Any:
+    """``torch.constant_pad_nd``: `nn.functional.pad` with a constant."""
+    return _F.pad(input, list(pad), "constant", value)
+
+
+def convolution(input: _typing.Any, weight: _typing.Any, bias: _typing.Any,  # noqa: A002
+                stride: _typing.Any, padding: _typing.Any, dilation: _typing.Any,
+                transposed: _typing.Any, output_padding: _typing.Any,
+                groups: _typing.Any) -> _typing.Any:
+    """``torch.convolution``: the 1-, 2- or 3-D convolution (or, ``transposed``, transposed
+    convolution) of `nn.functional` that ``weight``'s rank selects."""
+    n = len(weight.shape) - 2
+    if n not in (1, 2, 3):
+        raise RuntimeError(f"convolution(): expected a 3-D, 4-D or 5-D weight, got shape "
+                           f"{tuple(weight.shape)}")
+    if transposed:
+        fn = (_F.conv_transpose1d, _F.conv_transpose2d, _F.conv_transpose3d)[n - 1]
+        return fn(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    fn = (_F.conv1d, _F.conv2d, _F.conv3d)[n - 1]
+    return fn(input, weight, bias, stride, padding, dilation, groups)
+
+
+def fill(input: _typing.Any, value: _typing.Any) -> _typing.Any:  # noqa: A002
+    """A new tensor of ``input``'s shape and dtype, every element ``value`` (a number or a
+    0-d tensor, whose gradient is the sum of the result's).
+
+    >>> dg.fill(dg.zeros(2), 3.0)
+    tensor([3., 3.])
+    """
+    if is_tensor(value):
+        if value.shape:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {len(value.shape)} dimensions.")
+        return value.to(input.dtype).expand(tuple(input.shape)).clone()
+    return full_like(input, value)
+
+
+def set_anomaly_enabled(enabled: _typing.Any, check_nan: _typing.Any = True) -> None:
+    """``torch.set_anomaly_enabled``: anomaly mode on or off (`autograd.set_detect_anomaly`)."""
+    autograd.set_detect_anomaly(enabled, check_nan)
+
+
+def is_anomaly_enabled() -> _typing.Any:
+    """Whether anomaly mode is on."""
+    from .eager.autograd import ANOMALY
+
+    return _builtins.bool(ANOMALY[0])
+
+
+def is_anomaly_check_nan_enabled() -> _typing.Any:
+    """Whether anomaly mode checks for nan: whenever it is on."""
+    return is_anomaly_enabled()
 
 
 # nn.functional's ops that torch also exports at the top level with the same signature.
 for _name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
               "conv_transpose3d", "pixel_shuffle", "pixel_unshuffle", "prelu", "selu", "celu",
               "cosine_similarity", "pairwise_distance", "threshold", "hardshrink",
-              "adaptive_avg_pool1d", "adaptive_max_pool1d", "bilinear", "rrelu", "pdist"):
+              "adaptive_avg_pool1d", "adaptive_max_pool1d", "bilinear", "rrelu", "pdist",
+              "celu_", "selu_", "rrelu_", "threshold_", "channel_shuffle"):
     globals()[_name] = getattr(_F, _name)
 del _name
+__all__ += ["alpha_dropout", "alpha_dropout_", "batch_norm", "celu_", "channel_shuffle",
+            "constant_pad_nd", "convolution", "cosine_embedding_loss", "ctc_loss", "dropout_",
+            "feature_alpha_dropout", "feature_alpha_dropout_", "fill", "hinge_embedding_loss",
+            "instance_norm", "is_anomaly_check_nan_enabled", "is_anomaly_enabled",
+            "margin_ranking_loss", "poisson_nll_loss", "rms_norm", "rrelu_", "selu_",
+            "set_anomaly_enabled", "threshold_", "triplet_margin_loss",
+            "get_deterministic_debug_mode", "is_warn_always_enabled",
+            "set_deterministic_debug_mode", "set_warn_always"]
 __all__ += ["bilinear", "pdist", "rrelu", "empty_strided", "frexp", "frombuffer", "gcd",
             "kl_div", "lcm", "nextafter", "range"]
 
@@ -797,6 +977,8 @@ __all__ += [
     "unique_consecutive", "use_deterministic_algorithms", "vander", "vdot", "vsplit", "xlogy",
     *_FUNCTION_METHODS,
 ]
+__all__ += ["as_strided_scatter", "diagonal_scatter", "index_reduce", "select_scatter",
+            "slice_scatter"]
 __all__ += ["cholesky", "cholesky_inverse", "cholesky_solve", "matrix_exp", "pinverse", "qr",
             "svd", "triangular_solve"]
 sparse_coo_tensor = sparse.sparse_coo_tensor

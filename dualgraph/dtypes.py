@@ -39,14 +39,21 @@ class UnsupportedDtype:
     """A PyTorch dtype NumPy cannot hold (``dg.bfloat16``): the name exists, so code that
     only mentions it runs, and using it raises `TypeError` naming it."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, reason: str) -> None:
         self.name = name
+        self.reason = reason
 
     def __repr__(self) -> str:
         return f"dg.{self.name}"
 
 
-bfloat16 = UnsupportedDtype("bfloat16")
+bfloat16 = UnsupportedDtype("bfloat16", "NumPy has no bfloat16 (use dg.float32 or dg.float16)")
+_COMPLEX = "dualgraph has no complex tensors (keep real and imaginary parts as two tensors)"
+complex32 = UnsupportedDtype("complex32", _COMPLEX)
+complex64 = UnsupportedDtype("complex64", _COMPLEX)
+complex128 = UnsupportedDtype("complex128", _COMPLEX)
+# PyTorch's other names of the same complex dtypes (``torch.cfloat is torch.complex64``).
+COMPLEX_ALIASES = {"chalf": complex32, "cfloat": complex64, "cdouble": complex128}
 
 # The default floating dtype (``dg.set_default_dtype``): what Python floats, the float
 # factories and new layers' parameters give. One mutable cell, read on every use, so a
@@ -62,8 +69,7 @@ def default_float() -> np.dtype:
 def as_dtype(dtype: Any) -> np.dtype:
     """Turn a NumPy dtype, a Python type or a name (``"float32"``) into a NumPy dtype."""
     if isinstance(dtype, UnsupportedDtype):
-        raise TypeError(f"dtype {dtype!r} is not supported: NumPy has no {dtype.name} (use "
-                        "dg.float32 or dg.float16)")
+        raise TypeError(f"dtype {dtype!r} is not supported: {dtype.reason}")
     try:
         return np.dtype(dtype)
     except TypeError as e:

@@ -42,7 +42,9 @@ from .ops.matrix import (
     vector_norm,
 )
 from .ops.products import multi_dot
+from .ops.scan import cumprod as _cumprod
 from .ops.shape import diagonal as _diagonal
+from .ops.shape import stack as _stack
 from .ops.shape import stop_gradient
 
 
@@ -73,6 +75,53 @@ def solve_ex(A: Any, B: Any, *, left: bool = True, check_errors: bool = False) -
                            stop_gradient(np.zeros(tuple(A.shape[:-2]), np.int32)))
 
 
+def vander(x: Any, *, N: int | None = None) -> Any:  # noqa: N803
+    """The Vandermonde matrix of ``x`` (a vector or a batch of them): column ``k`` is
+    ``x ** k`` for ``k < N`` (``N`` defaults to ``x.shape[-1]``), ascending.
+
+    >>> dg.linalg.vander(dg.tensor([1.0, 2.0]), N=3)
+    tensor([[1., 1., 1.],
+            [1., 2., 4.]])
+    """
+    if not x.shape:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    n = x.shape[-1] if N is None else int(N)
+    if n < 1:
+        raise RuntimeError(f"N must be greater than 1, got {N}")
+    cols = [x * 0 + 1] + [x] * (n - 1)
+    return _cumprod(_stack(cols, -1), -1)
+
+
+def cond(A: Any, p: Any = None) -> Any:  # noqa: N803
+    """The condition number of ``A`` in the norm ``p``: the ratio of its largest to its
+    smallest singular value for ``p`` None, 2 or -2 (-2: the inverse ratio), else
+    ``matrix_norm(A, p) * matrix_norm(inv(A), p)`` (square, invertible ``A``)."""
+    if len(A.shape) < 2:
+        raise RuntimeError(f"linalg.cond: The input tensor A must have at least 2 dimensions, "
+                           f"got shape {tuple(A.shape)}")
+    if p is None or p in (2, -2):
+        s = svdvals(A)
+        big, small = s[..., 0], s[..., -1]
+        return small / big if p == -2 else big / small
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={p!r}): A must be batches of square matrices, "
+                           f"but they are {A.shape[-2]} by {A.shape[-1]} matrices")
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+
+
+def tensorinv(A: Any, ind: int = 2) -> Any:  # noqa: N803
+    """The inverse of ``A`` read as a matrix whose rows are its first ``ind`` dims: the
+    result has shape ``A.shape[ind:] + A.shape[:ind]``."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    n = int(np.prod(rows))
+    if n != int(np.prod(cols)):
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) "
+                           f"== prod(self.shape[:ind]), but got {int(np.prod(cols))} != {n}")
+    return inv(A.reshape(n, n)).reshape(cols + rows)
+
+
 inv_ex_result = namedtuple("inv_ex", ["inverse", "info"])
 solve_ex_result = namedtuple("solve_ex", ["result", "info"])
 
@@ -80,5 +129,5 @@ __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "diagonal", "eigh", "eigvalsh",
     "inv", "inv_ex", "lstsq", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
     "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular",
-    "svd", "svdvals", "vecdot", "vector_norm",
+    "svd", "svdvals", "vecdot", "vector_norm", "cond", "tensorinv", "vander",
 ]

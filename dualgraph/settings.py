@@ -15,7 +15,8 @@ from .dtypes import DEFAULT_FLOAT, as_dtype, default_float, float16, float32, fl
 from .eager.tensor import PRINT_OPTIONS
 from .modes import current_trace
 
-_FLAGS = {"deterministic": False, "warn_only": False, "matmul_precision": "highest"}
+_FLAGS = {"deterministic": False, "warn_only": False, "matmul_precision": "highest",
+          "warn_always": False}
 
 
 # Variables through which a user chooses how idle OpenMP workers wait (GNU's and Intel's).
@@ -177,6 +178,36 @@ def is_deterministic_algorithms_warn_only_enabled() -> bool:
     return _read(lambda: _FLAGS["warn_only"], "the deterministic-algorithms warn-only flag")
 
 
+_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def set_deterministic_debug_mode(debug_mode: str | int) -> None:
+    """``0``/``"default"``, ``1``/``"warn"`` or ``2``/``"error"``: `use_deterministic_algorithms`
+    off, on with ``warn_only``, or on (as PyTorch maps them)."""
+    mode = _DEBUG_MODES.get(debug_mode, debug_mode) if isinstance(debug_mode, str) else \
+        debug_mode
+    if mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected one of `default`, `warn`, "
+                           f"`error`, but got {debug_mode}")
+    use_deterministic_algorithms(mode > 0, warn_only=mode == 1)
+
+
+def get_deterministic_debug_mode() -> int:
+    """0, 1 or 2 (see `set_deterministic_debug_mode`)."""
+    if not are_deterministic_algorithms_enabled():
+        return 0
+    return 1 if is_deterministic_algorithms_warn_only_enabled() else 2
+
+
+def set_warn_always(b: bool) -> None:
+    """Accepted and recorded: dualgraph's warnings follow Python's own filters."""
+    _FLAGS["warn_always"] = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    return bool(_FLAGS["warn_always"])
+
+
 def set_float32_matmul_precision(precision: str) -> None:
     """Accepted and recorded (``"highest"``, ``"high"``, ``"medium"``): float32 products
     always run in float32 here."""
@@ -208,6 +239,8 @@ def set_flush_denormal(mode: bool) -> bool:
 
 
 __all__ = [
+    "get_deterministic_debug_mode", "is_warn_always_enabled", "set_deterministic_debug_mode",
+    "set_warn_always",
     "are_deterministic_algorithms_enabled", "get_default_device", "get_float32_matmul_precision",
     "get_num_interop_threads", "get_num_threads", "is_deterministic_algorithms_warn_only_enabled",
     "get_default_dtype", "set_default_device", "set_default_dtype", "set_default_tensor_type",

@@ -172,6 +172,20 @@ class Tensor(TensorOps):
         """`unsqueeze` in place (see `squeeze_`)."""
         return self._reshape_inplace(self.unsqueeze(dim))
 
+    def transpose_(self, dim0: int, dim1: int) -> "Tensor":
+        """`transpose` in place (see `squeeze_`)."""
+        return self._reshape_inplace(self.transpose(dim0, dim1))
+
+    def swapaxes_(self, axis0: int, axis1: int) -> "Tensor":
+        """`swapaxes` in place (see `squeeze_`)."""
+        return self._reshape_inplace(self.transpose(axis0, axis1))
+
+    swapdims_ = swapaxes_
+
+    def t_(self) -> "Tensor":
+        """`t` in place (see `squeeze_`)."""
+        return self._reshape_inplace(self.t())
+
     def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> "Tensor":
         """Fill with samples uniform in ``[a, b)`` from ``generator`` (a `dg.Generator`) or
         the default one; an in-place write, so a leaf that requires grad needs ``no_grad``."""
@@ -298,8 +312,8 @@ class Tensor(TensorOps):
         if self._rg and _GRAD.value and self.grad_fn is None:
             raise leaf_inplace_error()
         if type(self) is _ViewTensor:
-            raise RuntimeError("squeeze_/unsqueeze_ of a view is not supported: use "
-                               "x = x.squeeze(...) instead")
+            raise RuntimeError("an in-place change of a view's shape (squeeze_, transpose_, "
+                               "...) is not supported: use x = x.squeeze(...) instead")
         self._data = view._data
         if view.grad_fn is not None:
             self.grad_fn = view.grad_fn

@@ -29,6 +29,7 @@ differences): with repeated ones the result is inf or nan, as in PyTorch.
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 from typing import Any
 
@@ -114,7 +115,7 @@ def _factor_one(a: np.ndarray) -> tuple[np.ndarray, int]:
 def cholesky_info_impl(A: np.ndarray) -> np.ndarray:  # noqa: N803
     """The int32 ``info`` of each matrix's factorization (0, or the failing order)."""
     batch = A.shape[:-2]
-    flat = A.reshape((-1,) + A.shape[-2:])
+    flat = A.reshape((math.prod(batch),) + A.shape[-2:])
     info = np.zeros(len(flat), np.int32)
     for i, a in enumerate(flat):
         try:
@@ -129,7 +130,7 @@ def _cholesky_impl(A: np.ndarray, check: bool) -> np.ndarray:  # noqa: N803
         return np.linalg.cholesky(A)
     except np.linalg.LinAlgError:
         pass
-    flat = A.reshape((-1,) + A.shape[-2:])
+    flat = A.reshape((math.prod(A.shape[:-2]),) + A.shape[-2:])
     out = np.empty_like(flat)
     for i, a in enumerate(flat):
         try:
@@ -307,7 +308,9 @@ def svd_sizes(m: int, n: int, full: bool) -> tuple[int, int, int]:
 def _svd_impl(A: np.ndarray, full_matrices: bool) -> np.ndarray:  # noqa: N803
     U, s, Vh = np.linalg.svd(A, full_matrices=full_matrices)  # noqa: N806
     batch = A.shape[:-2]
-    return np.concatenate([U.reshape(batch + (-1,)), s, Vh.reshape(batch + (-1,))], -1)
+    # Sizes written out: a -1 cannot be resolved when the batch is empty.
+    return np.concatenate([U.reshape(batch + (U.shape[-2] * U.shape[-1],)), s,
+                           Vh.reshape(batch + (Vh.shape[-2] * Vh.shape[-1],))], -1)
 
 
 def _svd_infer(A: Any, full_matrices: bool) -> tuple:  # noqa: N803

@@ -546,9 +546,13 @@ def ceil(x: Any) -> Any:
     return bind(CEIL, x)
 
 
-def round(x: Any) -> Any:  # noqa: A001 - PyTorch's name
-    """Round to the nearest integer, halves to even as PyTorch (gradient 0)."""
-    return bind(ROUND, x)
+def round(x: Any, *, decimals: int = 0) -> Any:  # noqa: A001 - PyTorch's name
+    """Round to the nearest integer (or, with ``decimals``, multiple of ``10**-decimals``),
+    halves to even as PyTorch (gradient 0)."""
+    if decimals == 0:
+        return bind(ROUND, x)
+    k = 10.0 ** decimals
+    return div(bind(ROUND, mul(x, k)), k)
 
 
 def trunc(x: Any) -> Any:

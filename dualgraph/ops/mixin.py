@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from ..ir.graph import Literal
 from ..modes import bind, current_mode
 from . import composite as C
@@ -379,14 +380,17 @@ class TensorOps:
         ``"cpu"`` is accepted (the only device); the tensor itself when nothing changes."""
         from ..dtypes import to_target
 
-        dtype = to_target(args, kwargs)
+        # Positional booleans after the target are ``non_blocking`` then ``copy``.
+        flags = [a for a in args if isinstance(a, bool)]
+        copy = kwargs.get("copy", flags[1] if len(flags) > 1 else False)
+        dtype = to_target(tuple(a for a in args if not isinstance(a, bool)), kwargs)
         out = self if dtype is None else self.astype(dtype)
-        return out.clone() if kwargs.get("copy") and out is self else out
+        return out.clone() if copy and out is self else out
 
-    def float(self) -> Any:
+    def float(self, memory_format: Any = None) -> Any:
         return self.astype(np.float32)
 
-    def double(self) -> Any:
+    def double(self, memory_format: Any = None) -> Any:
         return self.astype(np.float64)
 
     def __getitem__(self, index: Any) -> Any:
@@ -571,7 +575,7 @@ class TensorOps:
     def sign(self): return E.sign(self)  # noqa: E704
     def floor(self): return E.floor(self)  # noqa: E704
     def ceil(self): return E.ceil(self)  # noqa: E704
-    def round(self): return E.round(self)  # noqa: E704
+    def round(self, decimals: int = 0): return E.round(self, decimals=decimals)  # noqa: E704
     def trunc(self): return E.trunc(self)  # noqa: E704
     def frac(self): return M.frac(self)  # noqa: E704
     def square(self): return M.square(self)  # noqa: E704
@@ -601,7 +605,7 @@ class TensorOps:
     def sign_(self): return self.copy_(self.sign())  # noqa: E704
     def floor_(self): return self.copy_(self.floor())  # noqa: E704
     def ceil_(self): return self.copy_(self.ceil())  # noqa: E704
-    def round_(self): return self.copy_(self.round())  # noqa: E704
+    def round_(self, decimals: int = 0): return self.copy_(self.round(decimals))  # noqa: E704
     def trunc_(self): return self.copy_(self.trunc())  # noqa: E704
     def frac_(self): return self.copy_(self.frac())  # noqa: E704
     def square_(self): return self.copy_(self.square())  # noqa: E704
@@ -695,17 +699,30 @@ class TensorOps:
     def ne(self, o: Any) -> Any: return self != o  # noqa: E704
 
     # Casts (PyTorch's spellings of `astype`).
-    def int(self) -> Any:
+    def int(self, memory_format: Any = None) -> Any:
         return _cast(self, np.int32)
 
-    def long(self) -> Any:
+    def long(self, memory_format: Any = None) -> Any:
         return _cast(self, np.int64)
 
-    def bool(self) -> Any:
+    def bool(self, memory_format: Any = None) -> Any:
         return _cast(self, np.bool_)
 
-    def half(self) -> Any:
+    def half(self, memory_format: Any = None) -> Any:
         return _cast(self, np.float16)
+
+    # Casts to dtypes dualgraph cannot hold: each raises `TypeError` naming the dtype.
+    def bfloat16(self, memory_format: Any = None) -> Any:
+        return _cast(self, dtypes.bfloat16)
+
+    def chalf(self, memory_format: Any = None) -> Any:
+        return _cast(self, dtypes.complex32)
+
+    def cfloat(self, memory_format: Any = None) -> Any:
+        return _cast(self, dtypes.complex64)
+
+    def cdouble(self, memory_format: Any = None) -> Any:
+        return _cast(self, dtypes.complex128)
 
     def type(self, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
         """With no argument, PyTorch's type name (``"torch.FloatTensor"``); else the tensor
@@ -999,10 +1016,26 @@ class TensorOps:
                              "function cannot do; use x = x.squeeze(...)")
 
     def unsqueeze_(self, dim: int) -> Any:
-        from ..errors import EagerOnlyError
+        _shape_inplace("unsqueeze")
 
-        raise EagerOnlyError("unsqueeze_() changes a tensor's shape in place, which a "
-                             "compiled function cannot do; use x = x.unsqueeze(...)")
+    def transpose_(self, dim0: int, dim1: int) -> Any:
+        _shape_inplace("transpose")
+
+    def swapaxes_(self, axis0: int, axis1: int) -> Any:
+        _shape_inplace("swapaxes")
+
+    def swapdims_(self, dim0: int, dim1: int) -> Any:
+        _shape_inplace("swapdims")
+
+    def t_(self) -> Any:
+        _shape_inplace("t")
+
+
+def _shape_inplace(name: str) -> None:
+    from ..errors import EagerOnlyError
+
+    raise EagerOnlyError(f"{name}_() changes a tensor's shape in place, which a compiled "
+                         f"function cannot do; use x = x.{name}(...)")
 
 
 def _shape_error(msg: str) -> Exception:
@@ -1124,13 +1157,13 @@ class _Layout:
     def ndimension(self) -> int:
         return len(self.shape)
 
-    def byte(self) -> Any:
+    def byte(self, memory_format: Any = None) -> Any:
         return _cast(self, np.uint8)
 
-    def char(self) -> Any:
+    def char(self, memory_format: Any = None) -> Any:
         return _cast(self, np.int8)
 
-    def short(self) -> Any:
+    def short(self, memory_format: Any = None) -> Any:
         return _cast(self, np.int16)
 
     @property

@@ -630,6 +630,13 @@ def tensor_split(x: Any, indices_or_sections: Any, dim: int = 0) -> tuple:
             raise RuntimeError(f"number of sections must be larger than 0, got {k}")
         q, r = divmod(n, k)
         return _pieces(x, d, tuple(q + 1 if i < r else q for i in range(k)))
+    if hasattr(indices_or_sections, "shape") and hasattr(indices_or_sections, "tolist"):
+        # PyTorch's tensor form: a 0-d tensor is a number of sections, a 1-D one the cuts.
+        if len(indices_or_sections.shape) > 1:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
+                               "zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {len(indices_or_sections.shape)} dims")
+        return tensor_split(x, indices_or_sections.tolist(), dim)
     cuts = _ints(indices_or_sections, "tensor_split")
     out, prev = [], 0
     for c in cuts + (n,):
@@ -1088,6 +1095,8 @@ def diff(x: Any, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = N
     if ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     d = normalize_dim("diff", dim, ndim)
+    if n == 0:  # PyTorch returns the input itself, without prepend and append
+        return x
     parts = [p for p in (prepend, x, append) if p is not None]
     if len(parts) > 1:
         x = concatenate(parts, d)

@@ -201,10 +201,7 @@ def log_softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A00
 
 def round(input: Any, decimals: int = 0) -> Any:  # noqa: A001, A002
     """Rounds half to even, after scaling by ``10**decimals``."""
-    if decimals == 0:
-        return E.round(input)
-    k = 10.0 ** decimals
-    return E.div(E.round(E.mul(input, k)), k)
+    return E.round(input, decimals=decimals)
 
 
 def logsumexp(input: Any, dim: Any, keepdim: bool = False) -> Any:  # noqa: A002

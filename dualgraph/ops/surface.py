@@ -303,9 +303,10 @@ def combinations(input: Any, r: int = 2, with_replacement: bool = False) -> Any:
     n = input.shape[0]
     make = itertools.combinations_with_replacement if with_replacement else \
         itertools.combinations
-    idx = np.asarray(list(make(range(n), r)), np.int64).reshape(-1, r)
-    if idx.shape[0] == 0:
-        return I.getitem(input, S.stop_gradient(np.zeros(0, np.int64)))
+    idx = np.asarray(list(make(range(n), r)) if r > 0 else [], np.int64).reshape(-1, max(r, 1))
+    if idx.shape[0] == 0:  # PyTorch's empty result is (0, r), or (0,) for r = 0
+        empty = I.getitem(input, S.stop_gradient(np.zeros(0, np.int64)))
+        return S.reshape(empty, (0, r)) if r > 0 else empty
     return I.getitem(input, S.stop_gradient(idx))
 
 
@@ -335,6 +336,141 @@ def fill_diagonal(input: Any, fill_value: Any, wrap: bool = False) -> Any:  # no
         idx = tuple(S.stop_gradient(d) for _ in shape)
     values = S.stop_gradient(np.asarray(fill_value, np.dtype(input.dtype)))
     return I.index_put(input, idx, values)
+
+
+def _const_index(a: np.ndarray) -> Any:
+    return S.stop_gradient(np.asarray(a, np.int64))
+
+
+def _check_scatter_src(fn: str, src: Any, expected: tuple, what: str) -> None:
+    if tuple(src.shape) != tuple(expected):
+        raise RuntimeError(f"{fn}: expected src to have a size equal to the {what} of self. "
+                           f"src size = {list(src.shape)}, {what} size = {list(expected)}")
+
+
+def slice_scatter(input: Any, src: Any, dim: int = 0, start: Any = None,  # noqa: A002
+                  end: Any = None, step: int = 1) -> Any:
+    """``input`` with ``input[..., start:end:step, ...]`` (along ``dim``) replaced by ``src``:
+    a new tensor; the gradient reaches both.
+
+    >>> dg.slice_scatter(dg.zeros(4), dg.ones(2), start=2).tolist()
+    [0.0, 0.0, 1.0, 1.0]
+    """
+    d = normalize_dim("slice_scatter", dim, max(len(input.shape), 1))
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    pos = np.arange(input.shape[d])[slice(start, end, step)]
+    expected = tuple(input.shape[:d]) + (len(pos),) + tuple(input.shape[d + 1:])
+    _check_scatter_src("slice_scatter", src, expected, "slice")
+    return I.index_copy(input, d, _const_index(pos), src)
+
+
+def select_scatter(input: Any, src: Any, dim: int, index: int) -> Any:  # noqa: A002
+    """``input`` with the slice ``index`` along ``dim`` replaced by ``src`` (a new tensor).
+
+    >>> dg.select_scatter(dg.zeros(2, 2), dg.ones(2), 0, 1).tolist()
+    [[0.0, 0.0], [1.0, 1.0]]
+    """
+    d = normalize_dim("select_scatter", dim, len(input.shape))
+    size = input.shape[d]
+    if not -size <= index < size:
+        raise IndexError(f"select_scatter(): index {index} out of range for tensor of size "
+                         f"{tuple(input.shape)} at dimension {dim}")
+    _check_scatter_src("select_scatter", src, tuple(input.shape[:d] + input.shape[d + 1:]),
+                       "selected slice")
+    return I.index_copy(input, d, _const_index([index % size]), src.unsqueeze(d))
+
+
+def diagonal_scatter(input: Any, src: Any, offset: int = 0, dim1: int = 0,  # noqa: A002
+                     dim2: int = 1) -> Any:
+    """``input`` with its diagonal (as `diagonal` with the same arguments gives it)
+    replaced by ``src`` (a new tensor).
+
+    >>> dg.diagonal_scatter(dg.zeros(2, 2), dg.ones(2)).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    nd = len(input.shape)
+    d1 = normalize_dim("diagonal_scatter", dim1, nd)
+    d2 = normalize_dim("diagonal_scatter", dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    _check_scatter_src("diagonal_scatter", src, tuple(S.diagonal(input, offset, d1, d2).shape),
+                       "diagonal")
+    rows, cols = input.shape[d1], input.shape[d2]
+    k = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
+    r = np.arange(k) + max(-offset, 0)
+    c = np.arange(k) + max(offset, 0)
+    moved = S.movedim(input, (d1, d2), (0, 1))
+    out = I.index_put(moved, (_const_index(r), _const_index(c)), S.movedim(src, -1, 0))
+    return S.movedim(out, (0, 1), (d1, d2))
+
+
+def as_strided_scatter(input: Any, src: Any, size: Any, stride: Any,  # noqa: A002
+                       storage_offset: Any = None) -> Any:
+    """``input`` with the elements `as_strided` with the same arguments views replaced by
+    ``src`` (a new tensor; ``input`` is read as contiguous)."""
+    size, stride = tuple(int(v) for v in size), tuple(int(v) for v in stride)
+    _check_scatter_src("as_strided_scatter", src, size, "view")
+    n = math.prod(input.shape)
+    offset = int(storage_offset or 0)
+    last = offset + sum((s - 1) * st for s, st in zip(size, stride)) if 0 not in size else 0
+    if min(size + stride, default=0) < 0 or last >= max(n, 1) and 0 not in size:
+        raise RuntimeError(f"as_strided_scatter: size {list(size)}, stride {list(stride)} and "
+                           f"storage offset {offset} reach outside the {n} elements of input")
+    flat = np.arange(max(n, 1), dtype=np.int64)[offset:]
+    pos = np.lib.stride_tricks.as_strided(flat, size, tuple(st * 8 for st in stride))
+    return put(input, _const_index(pos.copy()), src)
+
+
+_INDEX_REDUCE = ("prod", "mean", "amax", "amin")
+
+
+def index_reduce(input: Any, dim: int, index: Any, source: Any, reduce: str, *,  # noqa: A002
+                 include_self: bool = True) -> Any:
+    """``input`` with ``source``'s slices reduced (``"prod"``, ``"mean"``, ``"amax"``,
+    ``"amin"``) into the slices ``index`` (a vector) along ``dim``; with
+    ``include_self=False`` the slices written to start from ``source`` alone."""
+    if reduce not in _INDEX_REDUCE:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    nd = len(input.shape)
+    d = normalize_dim("index_reduce", dim, max(nd, 1))
+    if len(index.shape) > 1:
+        raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    if len(source.shape) != nd or (nd and source.shape[d] != math.prod(index.shape)):
+        raise RuntimeError(f"index_reduce_(): source {list(source.shape)} must have the "
+                           f"dimensions of self {list(input.shape)} and the index's length "
+                           f"along dim {dim}")
+    if not nd:
+        return I.scatter_reduce(input, 0, index, source, reduce, include_self=include_self)
+    lead = [1] * nd
+    lead[d] = -1
+    full = S.broadcast_to(S.reshape(index, tuple(lead)), tuple(source.shape))
+    return I.scatter_reduce(input, d, full, source, reduce, include_self=include_self)
+
+
+def prelu(input: Any, weight: Any) -> Any:  # noqa: A002
+    """``x`` where positive, else ``weight * x``; a weight of ``C`` values applies per
+    channel (dim 1). ``F.prelu(x, w)``"""
+    w = weight
+    if w.ndim > 1:
+        raise RuntimeError(f"prelu: weight must be 0-D or 1-D, got shape {tuple(w.shape)}")
+    if w.ndim == 0:
+        pass  # one slope, broadcast as it is
+    elif w.shape[0] != 1:
+        if input.ndim < 2 or input.shape[1] != w.shape[0]:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {w.shape[0]} and channel size = "
+                               f"{input.shape[1] if input.ndim >= 2 else 1}.")
+        w = S.reshape(w, (w.shape[0],) + (1,) * (input.ndim - 2))
+    else:  # one slope: a 0-d input stays 0-d
+        w = S.reshape(w, ())
+    return E.where(E.gt(input, 0), input, E.mul(w, input))
+
+
+def hardshrink(input: Any, lambd: float = 0.5) -> Any:  # noqa: A002
+    """``x`` where ``|x| > lambd``, else 0."""
+    return E.where(E.gt(E.abs(input), lambd), input, 0.0)
 
 
 def _split_by(fn: str, dim: int, min_dim: int) -> Any:
@@ -393,6 +529,9 @@ METHODS: dict[str, Any] = {
     "sum_to_size": sum_to_size, "ravel": ravel, "equal": equal, "is_nonzero": is_nonzero,
     "diagflat": diagflat, "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit,
     "split_with_sizes": split_with_sizes, "cov": ST.cov, "corrcoef": ST.corrcoef,
+    "slice_scatter": slice_scatter, "select_scatter": select_scatter,
+    "diagonal_scatter": diagonal_scatter, "as_strided_scatter": as_strided_scatter,
+    "index_reduce": index_reduce, "prelu": prelu, "hardshrink": hardshrink,
     # in-place forms of existing methods (below, in INPLACE)
     "eq": E.eq, "ne": E.ne, "lt": E.lt, "le": E.le, "gt": E.gt, "ge": E.ge,
     "logical_and": M.logical_and, "logical_or": M.logical_or, "logical_xor": M.logical_xor,
@@ -421,7 +560,7 @@ INPLACE = (
     "mvlgamma", "polygamma", "renorm", "masked_scatter", "put", "absolute", "arccos", "arcsin",
     "arctan", "arccosh", "arcsinh", "arctanh", "arctan2", "fix", "negative", "sgn", "multiply",
     "divide", "true_divide", "subtract", "greater", "greater_equal", "less", "less_equal",
-    "not_equal",
+    "not_equal", "index_reduce",
 )
 
 
@@ -450,7 +589,9 @@ FUNCTION_METHODS = (
     "log10_", "log1p_", "log2_", "sinh_", "cosh_", "tan_", "asin_", "acos_", "atan_",
     "asinh_", "acosh_", "atanh_", "sign", "get_device", "swapaxes", "conj", "resolve_conj",
     "resolve_neg", "is_conj", "is_neg", "is_inference", "adjoint", "cov", "corrcoef",
-    "nanmean", "nansum",
+    "nanmean", "nansum", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_",
+    "arctanh_", "deg2rad_", "erfc_", "fix_", "gcd_", "lcm_", "ldexp_", "logit_", "nan_to_num_",
+    "negative_", "rad2deg_", "sinc_", "xlogy_", "resize_as_",
 )
 
 

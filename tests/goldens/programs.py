@@ -2255,6 +2255,9 @@ def _row_program(row: Any) -> Program:
 
 # Rows whose PyTorch result is not a parity check: row id -> why.
 ROWS_WITHOUT_GOLDEN = {
+    "as_strided_scatter-overlap_free": "PyTorch 2.13's gradient of the input is 1 where src "
+                                       "was written and 0 elsewhere (its own gradcheck "
+                                       "fails); the row's finite-difference check holds",
     "logcumsumexp-large": "float32 gradients of exp(100 x) ratios: the two libraries' "
                           "rounding differs by 1e-5 relative, more than a golden allows",
 }

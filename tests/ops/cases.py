@@ -1733,6 +1733,98 @@ COMPOSITES += [
 ]
 
 
+
+# The scatter family of views written into a copy, PyTorch's top-level spellings of
+# nn.functional (enum reductions, positional-only signatures), and linalg compositions.
+_IR_IDX = np.array([0, 2, 0], np.int64)
+
+
+def _written(x: np.ndarray, where: Callable, src: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    where(out)[...] = src
+    return out
+
+
+def _diagonal_scatter_ref(x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    out[np.arange(3), np.arange(3) + 1] = s
+    return out
+
+
+def _as_strided_scatter_ref(x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    flat = x.ravel().copy()
+    flat[1 + np.arange(2)[:, None] + 3 * np.arange(2)[None, :]] = s
+    return flat.reshape(x.shape)
+
+
+def _index_amax_ref(x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    for i, k in enumerate(_IR_IDX):
+        out[k] = np.maximum(out[k], s[i])
+    return out
+
+
+def _index_prod_ref(x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    for k in set(_IR_IDX.tolist()):
+        out[:, k] = np.prod(s[:, _IR_IDX == k], axis=1)
+    return out
+
+
+def _batch_norm_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return ((x - x.mean(0)) / np.sqrt(x.var(0) + 1e-5) * w + b).astype(x.dtype)
+
+
+def _conv1d_ref(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Stride 2, padding 1."""
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1)))
+    k = w.shape[-1]
+    n_out = (xp.shape[-1] - k) // 2 + 1
+    return np.stack([np.einsum("nck,ock->no", xp[..., 2 * t:2 * t + k], w)
+                     for t in range(n_out)], -1).astype(x.dtype)
+
+
+def _vander_ref(x: np.ndarray) -> np.ndarray:
+    return x[..., None] ** np.arange(4).astype(x.dtype)
+
+
+COMPOSITES += [
+    case("slice_scatter", "dim1_step2", lambda x, s: dg.slice_scatter(x, s, 1, 1, None, 2),
+         real(3, 4), real(3, 2), ref=lambda x, s: _written(x, lambda o: o[:, 1::2], s)),
+    case("select_scatter", "last_dim", lambda x, s: dg.select_scatter(x, s, -1, 1),
+         real(2, 3), real(2), ref=lambda x, s: _written(x, lambda o: o[:, 1], s)),
+    case("diagonal_scatter", "offset1_method", lambda x, s: x.diagonal_scatter(s, 1),
+         real(3, 4), real(3), ref=_diagonal_scatter_ref),
+    case("as_strided_scatter", "overlap_free", lambda x, s: dg.as_strided_scatter(
+        x, s, (2, 2), (1, 3), 1), real(3, 4), real(2, 2), ref=_as_strided_scatter_ref),
+    case("index_reduce", "amax", lambda x, s: x.index_reduce(0, dg.tensor(_IR_IDX), s,
+                                                             "amax"),
+         sep(3, 2), grid(3, 2), ref=_index_amax_ref),
+    case("index_reduce", "prod_without_self", lambda x, s: dg.index_reduce(
+        x, 1, dg.tensor(_IR_IDX), s, "prod", include_self=False), real(2, 3), real(2, 3),
+         ref=_index_prod_ref),
+    case("prelu", "method", lambda x, w: x.prelu(w), sep(2, 2, 3), real(2),
+         ref=lambda x, w: np.where(x > 0, x, w[None, :, None] * x)),
+    case("hardshrink", "method", lambda x: x.hardshrink(0.6), sep(2, 3),
+         ref=lambda x: np.where(np.abs(x) > 0.6, x, 0).astype(x.dtype)),
+    case("fill", "tensor_value", lambda x, v: dg.fill(x, v.sum()) * x, real(2, 3), real(2),
+         ref=lambda x, v: (v.sum() * x).astype(x.dtype)),
+    case("constant_pad_nd", "value", lambda x: dg.constant_pad_nd(x, (1, 2), 0.5), real(2, 3),
+         ref=lambda x: np.pad(x, ((0, 0), (1, 2)), constant_values=0.5)),
+    case("margin_ranking_loss", "enum_mean", lambda a, b: dg.margin_ranking_loss(
+        a, b, dg.tensor([1.0, -1.0, 1.0], dtype=a.dtype), 0.1, 1), sep(3), grid(3),
+         ref=lambda a, b: np.maximum(0, -np.array([1, -1, 1]) * (a - b) + 0.1).mean()
+         .astype(a.dtype)),
+    case("batch_norm", "top_level_training", lambda x, w, b: dg.batch_norm(
+        x, w, b, None, None, True, 0.1, 1e-5, False), real(4, 3), real(3), real(3),
+         ref=_batch_norm_ref),
+    case("convolution", "1d_stride2_pad1", lambda x, w: dg.convolution(
+        x, w, None, [2], [1], [1], False, [0], 1), real(1, 2, 6), real(3, 2, 3),
+         ref=_conv1d_ref),
+    case("vander", "batched_N4", lambda x: dg.linalg.vander(x, N=4), real(2, 3),
+         ref=_vander_ref),
+]
+
 # Special functions and square-matrix primitives (ops/special.py, ops/matrix.py).
 def _scipy_special(name: str) -> Callable:
     """SciPy's ``name`` as a reference, in the dtype of its last (array) argument."""

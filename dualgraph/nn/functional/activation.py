@@ -18,6 +18,7 @@ from ...ops import reduce as R
 from ...ops import shape as S
 from ...ops import softmax as SM
 from ...ops.broadcast import axis_alias
+from ...ops.surface import hardshrink, prelu
 from ._args import _check_input
 
 __all__ = [
@@ -151,9 +152,9 @@ def logsigmoid(x: Any) -> Any:
 
 
 @axis_alias
-def softmin(x: Any, dim: Any = None) -> Any:
-    """``softmax(-x)`` along ``dim``."""
-    return softmax(E.neg(x), dim=dim)
+def softmin(x: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Any:
+    """``softmax(-x)`` along ``dim`` (computed in ``dtype`` when given)."""
+    return softmax(E.neg(x), dim=dim, dtype=dtype)
 
 
 # softmax and log_softmax are primitives (ops/softmax.py).
@@ -191,31 +192,9 @@ def glu(input: Any, dim: int = -1) -> Any:  # noqa: A002
     return E.mul(a, E.sigmoid(b))
 
 
-def prelu(input: Any, weight: Any) -> Any:  # noqa: A002
-    """``x`` where positive, else ``weight * x``; a weight of ``C`` values applies per
-    channel (dim 1). ``F.prelu(x, w)``"""
-    w = weight
-    if w.ndim != 1:
-        raise RuntimeError(f"prelu: weight must be 1-D, got shape {tuple(w.shape)}")
-    if w.shape[0] != 1:
-        if input.ndim < 2 or input.shape[1] != w.shape[0]:
-            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
-                               f"parameter numbers = {w.shape[0]} and channel size = "
-                               f"{input.shape[1] if input.ndim >= 2 else 1}.")
-        w = S.reshape(w, (w.shape[0],) + (1,) * (input.ndim - 2))
-    elif input.ndim:
-        w = S.reshape(w, ())
-    return E.where(E.gt(input, 0), input, E.mul(w, input))
-
-
 def threshold(input: Any, threshold: float, value: float, inplace: bool = False) -> Any:  # noqa: A002
     """``x`` where ``x > threshold``, else ``value``."""
     return _inplace(input, lambda x: E.where(E.gt(x, threshold), x, float(value)), inplace)
-
-
-def hardshrink(input: Any, lambd: float = 0.5) -> Any:  # noqa: A002
-    """``x`` where ``|x| > lambd``, else 0."""
-    return E.where(E.gt(E.abs(input), lambd), input, 0.0)
 
 
 def softshrink(input: Any, lambd: float = 0.5) -> Any:  # noqa: A002

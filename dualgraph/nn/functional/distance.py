@@ -10,7 +10,7 @@ import numpy as np
 from ...ops import elementwise as E
 from ...ops import reduce as R
 from ...ops import shape as S
-from ...ops.broadcast import axis_alias
+from ...ops.broadcast import axis_alias, broadcast_shapes
 
 __all__ = [
     "cosine_similarity", "pairwise_distance", "pdist",
@@ -19,7 +19,11 @@ __all__ = [
 
 @axis_alias
 def cosine_similarity(x1: Any, x2: Any, dim: int = 1, eps: float = 1e-8) -> Any:
-    """``x1 . x2 / sqrt(max(|x1|^2 |x2|^2, eps^2))`` along ``dim`` (PyTorch's formula)."""
+    """``x1 . x2 / sqrt(max(|x1|^2 |x2|^2, eps^2))`` along ``dim`` (PyTorch's formula), of
+    the two broadcast against each other first (a size-1 ``dim`` counts as many times)."""
+    shape = broadcast_shapes("cosine_similarity", tuple(x1.shape), tuple(x2.shape))
+    x1 = x1 if tuple(x1.shape) == shape else S.broadcast_to(x1, shape)
+    x2 = x2 if tuple(x2.shape) == shape else S.broadcast_to(x2, shape)
     w12 = R.sum(E.mul(x1, x2), dim)
     w = E.mul(R.sum(E.mul(x1, x1), dim), R.sum(E.mul(x2, x2), dim))
     return E.div(w12, E.sqrt(E.maximum(w, eps * eps)))

@@ -8,6 +8,7 @@ Python, the scale factor stays a tensor.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 from ...eager.grad_mode import no_grad
@@ -77,13 +78,30 @@ def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float = 2.0,
     params = _tensors(parameters)
     grads = [p.grad for p in params if p.grad is not None]
     total = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(params, max_norm, total, foreach)
+    return total
+
+
+def clip_grad_norm(parameters: Any, max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach: bool | None = None) -> Any:
+    """PyTorch's deprecated spelling of `clip_grad_norm_` (it warns, then clips)."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+def clip_grads_with_norm_(parameters: Any, max_norm: float, total_norm: Any,
+                          foreach: bool | None = None) -> None:
+    """Scale the gradients of ``parameters`` in place by ``min(max_norm / (total_norm +
+    1e-6), 1)``, given their total norm (`get_total_norm`): the second half of
+    `clip_grad_norm_`."""
+    grads = [p.grad for p in _tensors(parameters) if p.grad is not None]
     if not grads:
-        return total
+        return
     with no_grad():
-        coef = E.minimum(E.div(float(max_norm), E.add(total, 1e-6)), 1.0)
+        coef = E.minimum(E.div(float(max_norm), E.add(total_norm, 1e-6)), 1.0)
         for g in grads:
             g.mul_(coef.astype(g.dtype))
-    return total
 
 
 def clip_grad_value_(parameters: Any, clip_value: float, foreach: bool | None = None) -> None:
@@ -95,4 +113,5 @@ def clip_grad_value_(parameters: Any, clip_value: float, foreach: bool | None = 
                 p.grad.copy_(p.grad.clamp(-clip_value, clip_value))
 
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm"]
+__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
+           "get_total_norm"]
