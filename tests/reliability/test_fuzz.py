@@ -74,7 +74,9 @@ def check_interpreter(prog: Program, fn: Callable, arrays: list, outs: tuple,
                       weights: list, eager_grads: list) -> None:
     dt = prog.dtype
     args = [arrays[k] for k in prog.arg_of]
-    traced = dg.trace(fn, *[dg.tensor(a) for a in args])
+    # Traced from leaves that require grad, as eager_run's are: a program may branch on
+    # requires_grad (a case row's fresh leaf, a gradient kept on the tape).
+    traced = dg.trace(fn, *[dg.tensor(a, requires_grad=a.dtype.kind == "f") for a in args])
     expected = [o.numpy() for o in outs]
     for k, (got, e) in enumerate(zip(dg.interpret(traced, *args), expected)):
         assert_close(got, e, **tol(e, dt), msg=f"interpret(traced) output {k}")
