@@ -106,7 +106,7 @@ def tape_node(t: Tensor) -> Any:
     return t._input_node()
 
 
-def sub_scaled_(p: Tensor, g: Tensor, scale: Any) -> bool:
+def sub_scaled_(p: Tensor, g: Tensor, scale: Any, fused: bool = True) -> bool:
     """``p -= g * scale`` straight on the arrays, for an eager optimizer step outside
     autograd: ``p`` a plain (not view) float tensor or parameter, ``g`` of its shape and
     dtype, ``scale`` a Python number (weak: the product keeps ``g``'s dtype), nothing
@@ -114,8 +114,8 @@ def sub_scaled_(p: Tensor, g: Tensor, scale: Any) -> bool:
     out). One in-place update per parameter, without the product's tensor and the two
     dispatches. Contiguous float32 arrays take BLAS's ``axpy``: one pass, each element
     rounded once, as PyTorch's ``p.add_(g, alpha=-lr)`` and the compiled float32 step
-    compute it; other arrays take ``p.sub_(g * scale)``'s two roundings, as the compiled
-    float64 step does."""
+    compute it; other arrays, and ``fused=False`` (an update the compiled step does not
+    fuse into one rounding, momentum SGD's), take ``p.sub_(g * scale)``'s two roundings."""
     if (type(scale) is not float and type(scale) is not int) or _GRAD.value:
         return False
     # An nn.Parameter is a plain tensor too (a subclass): only views are refused.
@@ -126,7 +126,7 @@ def sub_scaled_(p: Tensor, g: Tensor, scale: Any) -> bool:
     gd = g._data
     if gd.dtype != data.dtype or gd.shape != data.shape or data.dtype.kind != "f":
         return False
-    if not axpy_(data, -scale, gd):
+    if not (fused and axpy_(data, -scale, gd)):
         np.subtract(data, np.multiply(gd, scale), out=data)
     p._version[0] += 1
     return True

@@ -64,5 +64,6 @@ class SGD(Optimizer):
             else:
                 buf.mul_(momentum).add_(g, alpha=1 - dampening)
             g = g + buf * momentum if group["nesterov"] else buf
-        if not sub_scaled_(p, g, lr):
+        # Momentum's compiled update rounds the product and the difference apart.
+        if not sub_scaled_(p, g, lr, fused=not momentum):
             p.sub_(g * lr)
