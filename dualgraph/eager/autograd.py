@@ -10,6 +10,7 @@ ordinary eager ops: with ``create_graph=True`` the backward pass is itself recor
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -624,7 +625,10 @@ class _Slices:
     def tensor(self) -> Any:
         parts = self.parts
         if len(parts) > 1 and _disjoint([index for index, _ in parts], self.shape):
-            out = np.zeros(self.shape, self.dtype)
+            # Disjoint pieces that add up to the whole (a split's) write every element:
+            # no zero fill first.
+            whole = sum([g.size for _, g in parts]) == math.prod(self.shape)
+            out = (np.empty if whole else np.zeros)(self.shape, self.dtype)
             zero = self.dtype.type(0)
             for index, g in parts:
                 np.add(g, zero, out=out[to_numpy_index(index) + (Ellipsis,)])

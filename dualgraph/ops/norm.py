@@ -74,10 +74,17 @@ def _ln_keep(x: np.ndarray, weight: Any, bias: Any, *, ndim: int, eps: float) ->
 def _ln_forward(x: np.ndarray, weight: Any, bias: Any, ndim: int, eps: float,
                 keep: bool) -> tuple:
     axes = _axes(x.ndim, ndim)
-    mean = x.mean(axes, keepdims=True)
-    xc = x - mean
-    xhat = xc * xc
-    var = np.mean(xhat, axes, keepdims=True)
+    if x.dtype == np.float32 or x.dtype == np.float64:
+        # np.mean's operations, the sums as row sums (another dtype's mean accumulates
+        # in a wider type).
+        n = math.prod(x.shape[x.ndim - ndim:]) or np.nan
+        xc = np.subtract(x, np.true_divide(_kept_sum(x, axes), n))
+        xhat = np.multiply(xc, xc)
+        var = np.true_divide(_kept_sum(xhat, axes), n)
+    else:
+        xc = x - x.mean(axes, keepdims=True)
+        xhat = xc * xc
+        var = np.mean(xhat, axes, keepdims=True)
     rstd = 1.0 / np.sqrt(var + x.dtype.type(eps))
     np.multiply(xc, rstd, out=xhat)
     if _is_tensor(weight):
@@ -102,11 +109,18 @@ def _ln_vjp(ctx, g):
     return gx, gweight, gbias
 
 
+def _kept_sum(a: np.ndarray, axes: tuple) -> np.ndarray:
+    """``a`` summed over ``axes``, kept: row sums when they are the trailing ones."""
+    if axes and axes[-1] == a.ndim - 1 and axes[0] == a.ndim - len(axes):
+        return R.row_sums(a, len(axes))
+    return np.add.reduce(a, axes, keepdims=True)
+
+
 def _stats(x: np.ndarray, axes: tuple, n: float, eps: float) -> tuple:
     """``xhat``, ``rstd`` and a temporary of ``x``'s shape, by the forward's operations."""
-    xhat = np.subtract(x, np.true_divide(np.add.reduce(x, axes, keepdims=True), n))
+    xhat = np.subtract(x, np.true_divide(_kept_sum(x, axes), n))
     t = np.multiply(xhat, xhat)
-    var = np.true_divide(np.add.reduce(t, axes, keepdims=True), n)
+    var = np.true_divide(_kept_sum(t, axes), n)
     rstd = np.true_divide(1.0, np.sqrt(np.add(var, eps)))
     np.multiply(xhat, rstd, out=xhat)
     return xhat, rstd, t
@@ -116,9 +130,9 @@ def _grad_input(gw: np.ndarray, xhat: np.ndarray, rstd: np.ndarray, t: np.ndarra
                 axes: tuple, n: float, owned: bool) -> np.ndarray:
     """``rstd * (gw - mean(gw) - xhat * mean(gw * xhat))`` over the rows; ``t`` is
     overwritten, and ``gw`` too when ``owned``."""
-    mean_gw = np.true_divide(np.add.reduce(gw, axes, keepdims=True), n)
+    mean_gw = np.true_divide(_kept_sum(gw, axes), n)
     np.multiply(gw, xhat, out=t)
-    mean_gwx = np.true_divide(np.add.reduce(t, axes, keepdims=True), n)
+    mean_gwx = np.true_divide(_kept_sum(t, axes), n)
     gx = np.subtract(gw, mean_gw, out=gw if owned and gw.shape == t.shape else None)
     np.multiply(xhat, mean_gwx, out=t)
     np.subtract(gx, t, out=gx)

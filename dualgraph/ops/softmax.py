@@ -30,6 +30,13 @@ def _as_float(x: np.ndarray) -> np.ndarray:
     return x if x.dtype.kind == "f" else x.astype(default_float())
 
 
+def _sum(x: np.ndarray, axis: int) -> np.ndarray:
+    """The kept sum along ``axis`` (`R.row_sums` along the last)."""
+    if axis == x.ndim - 1:
+        return R.row_sums(x)
+    return np.add.reduce(x, axis=axis, keepdims=True)
+
+
 def _shifted(x: np.ndarray, axis: int) -> np.ndarray:
     """``x - max(x)`` along ``axis``: exp of it never overflows."""
     return x - np.maximum.reduce(x, axis=axis, keepdims=True)
@@ -42,7 +49,7 @@ def _log_softmax_impl(x: np.ndarray, axis: int = 0) -> np.ndarray:
     if x.ndim == 0:
         return np.zeros((), x.dtype)  # one element: log(1)
     s = _shifted(x, axis)
-    s -= np.log(np.add.reduce(np.exp(s), axis=axis, keepdims=True))
+    s -= np.log(_sum(np.exp(s), axis))
     return s
 
 
@@ -54,7 +61,7 @@ def _softmax_impl(x: np.ndarray, axis: int = 0) -> np.ndarray:
         return np.ones((), x.dtype)
     e = _shifted(x, axis)
     np.exp(e, out=e)
-    e /= np.add.reduce(e, axis=axis, keepdims=True)
+    e /= _sum(e, axis)
     return e
 
 
@@ -69,7 +76,7 @@ def _grad_infer(name: str):
 
 
 def _keep_sum(a: np.ndarray, axis: int) -> np.ndarray:
-    return np.add.reduce(a, axis=axis if a.ndim else None, keepdims=True)
+    return _sum(a, axis) if a.ndim else np.add.reduce(a, axis=None, keepdims=True)
 
 
 def _log_softmax_backward_impl(g: np.ndarray, out: np.ndarray, axis: int = 0) -> np.ndarray:

@@ -1,6 +1,7 @@
 """Eager fast paths that must give the same bits as the general code they shortcut: the
 Adam update on the arrays (against the same update written with tensor ops), and the
-convolution and pooling kernels (against direct loops over the definition)."""
+convolution and pooling kernels (against direct loops over the definition); and the row
+sums of softmax and layer norm, a BLAS product with a ones vector where it applies."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ import dualgraph as dg
 from dualgraph.eager import internal
 from dualgraph.eager.internal import array_of, version_of
 from dualgraph.ops import conv as C
+from dualgraph.ops import norm as NORM
 from dualgraph.ops import pool as P
+from dualgraph.ops import reduce as R
+from dualgraph.ops import softmax as SM
 
 _INT = {2: np.int16, 4: np.int32, 8: np.int64}
 
@@ -349,3 +353,46 @@ def test_layer_norm_backward_from_the_kept_xhat_gives_the_bits_of_the_recorded_o
     with dg.no_grad():  # the forward without keeping: the same bits
         np.testing.assert_array_equal(_bits(array_of(F.layer_norm(x, (16,), w, b))),
                                       _bits(array_of(y)))
+
+
+# ------------------------------------------------------------------ row sums through BLAS
+def _ones_product(x: np.ndarray, k: int) -> np.ndarray:
+    n = int(np.prod(x.shape[x.ndim - k:]))
+    return (x.reshape(-1, n) @ np.ones(n, x.dtype)).reshape(x.shape[:x.ndim - k] + (1,) * k)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,k", [((64, 128), 1), ((8, 16, 32), 2), ((4, 4, 4, 64), 1)])
+def test_row_sums_are_a_gemv_on_contiguous_rows(dtype, shape, k):
+    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    got = R.row_sums(x, k)
+    assert got.shape == x.shape[:x.ndim - k] + (1,) * k and got.dtype == x.dtype
+    assert got.tobytes() == _ones_product(x, k).tobytes()
+    axes = tuple(range(x.ndim - k, x.ndim))
+    want = np.add.reduce(x.astype(np.float64), axes, keepdims=True)
+    scale = np.add.reduce(np.abs(x.astype(np.float64)), axes, keepdims=True)
+    assert (np.abs(got - want) <= 4 * np.finfo(dtype).eps * scale).all()
+
+
+@pytest.mark.parametrize("x", [
+    np.ones((4, 8), np.float32),                               # too small to pay
+    np.ones((2, 4096), np.float32),                            # rows past the width bound
+    np.ones((64, 128), np.float16),                            # no BLAS product
+    np.ones((128, 64), np.float32).T,                          # not C-ordered
+    np.arange(64 * 128, dtype=np.int64).reshape(64, 128),      # integers
+])
+def test_row_sums_reduce_where_blas_does_not_apply(x):
+    got = R.row_sums(x)
+    want = np.add.reduce(x, axis=-1, keepdims=True)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_softmax_and_layer_norm_sum_their_rows_through_blas():
+    x = np.random.default_rng(1).standard_normal((32, 128)).astype(np.float32)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    assert SM.SOFTMAX.impl(x, axis=1).tobytes() == (e / _ones_product(e, 1)).tobytes()
+    mean = _ones_product(x, 1) / 128
+    xc = x - mean
+    rstd = 1.0 / np.sqrt(_ones_product(xc * xc, 1) / 128 + np.float32(1e-5))
+    got = NORM.LAYER_NORM.impl(x, 1.0, 0.0, ndim=1, eps=1e-5)
+    assert got.tobytes() == (xc * rstd).tobytes()

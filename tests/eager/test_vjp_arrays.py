@@ -42,7 +42,8 @@ def _grads(shape, norm, with_w, with_b, dtype, x_grad=True, w_dtype=None, array_
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape,norm", [((4, 6, 8), (8,)), ((3, 5, 4), (5, 4)), ((7, 3), (3,))])
+@pytest.mark.parametrize("shape,norm", [((4, 6, 8), (8,)), ((3, 5, 4), (5, 4)), ((7, 3), (3,)),
+                                        ((4, 16, 64), (64,)), ((40, 8, 12), (8, 12))])
 @pytest.mark.parametrize("with_w,with_b,x_grad", [(True, True, True), (False, False, True),
                                                   (True, False, True), (False, True, True),
                                                   (True, True, False)])

@@ -80,6 +80,9 @@ PROGRAMS = {
         ignore_index=int(t.numpy()[0])), (5, 7), True),
     "log_softmax_3d": (lambda x, t: (F.log_softmax(x, 0) * 1.5).sum(), (3, 4, 5), False),
     "softmax_last": (lambda x, t: (F.softmax(x, -1) * x).sum(), (4, 6), False),
+    # rows long and many enough for the row sums' BLAS path (`R.row_sums`)
+    "cross_entropy_wide": (lambda x, t: F.cross_entropy(x, t), (40, 96), True),
+    "softmax_rows": (lambda x, t: (F.softmax(x, -1) * x).sum(), (4, 16, 64), False),
     "reshape": (lambda x, t: (x.reshape(2, -1) * 2.0).sum(), (4, 6), False),
     "sub_broadcast": (lambda x, t: (x - x[0]).sum(), (4, 6), False),
     "pow_2": (lambda x, t: (x ** 2).sum(), (4, 6), False),
