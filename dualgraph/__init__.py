@@ -1017,3 +1017,6 @@ for _name in _complex.FUNCTIONS:
 del _name
 __all__ += ["ComplexTensor", "angle", "complex", "imag", "polar", "view_as_complex",
             "view_as_real"]
+from . import fft  # noqa: E402
+
+__all__ += ["fft"]

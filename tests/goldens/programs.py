@@ -2290,6 +2290,38 @@ def complex_views_share_memory(lib, F):
     return x, z.real.clone(), z.imag.clone()
 
 
+@program(grid((3, 8), -1.0, 1.3), grid((3, 5, 2), -0.7, 0.9), source=COMPLEX, compile=False)
+def fft_transforms(lib, F, x, y):
+    # compiled (DFT products): tests/compile/test_complex.py
+    # exp: no spectral value is zero by symmetry, so none is a rounding-signed zero
+    fft, x, c = lib.fft, x.exp(), lib.view_as_complex(y.exp())
+    return (lib.view_as_real(fft.fft(x)), lib.view_as_real(fft.ifft(c, n=6, norm="ortho")),
+            lib.view_as_real(fft.rfft(x, n=7, norm="forward")), fft.irfft(c),
+            fft.irfft(c, n=9, dim=1), lib.view_as_real(fft.fft2(c)),
+            lib.view_as_real(fft.rfft2(x)), fft.irfft2(c, s=(3, 4)),
+            lib.view_as_real(fft.fftn(x, s=(2, 4))), lib.view_as_real(fft.ifftn(c)),
+            fft.irfftn(c, norm="ortho"), lib.view_as_real(fft.rfftn(x, dim=0)),
+            fft.fftshift(x), lib.view_as_real(fft.ifftshift(c, dim=1)),
+            fft.fftfreq(7, 0.5), fft.rfftfreq(8))
+
+
+@script(source=COMPLEX)
+def fft_gradients(lib, F):
+    # Each transform's gradient is the adjoint transform; irfft's doubles the mirrored bins.
+    x = lib.tensor(np.linspace(-1.0, 1.3, 24).reshape(3, 8) ** 2, dtype=lib.float32,
+                   requires_grad=True)
+    c = lib.tensor(np.exp(np.linspace(-0.7, 0.9, 15)).reshape(3, 5) * (1 - 0.5j),
+                   dtype=lib.cfloat, requires_grad=True)
+    fft = lib.fft
+    y = fft.irfft(fft.rfft(x, n=10) * 2j, n=7)
+    w = fft.fft(c, dim=0, norm="ortho")
+    loss = ((y * y).sum() + fft.ifft2(w).abs().sum() + fft.irfft2(w, s=(3, 4)).sum()
+            + lib.view_as_real(fft.rfft2(x, norm="forward")).pow(2).sum()
+            + fft.irfft(c).pow(2).sum())
+    loss.backward()
+    return loss, x.grad, lib.view_as_real(c.grad)
+
+
 @program(grid((3, 3), -1.0, 1.0, rg=False), source=COMPLEX, match="last dimension of size 2",
          compile=False)
 def view_as_complex_bad_last_dim(lib, F, x):
