@@ -155,3 +155,22 @@ def test_errors_name_the_problem():
         dg.tensor([1j], requires_grad=True).sum().backward()
     with pytest.raises(TypeError, match="complex half"):
         dg.zeros(2, dtype=dg.chalf)
+
+
+def test_complex_parameter_is_registered_and_stepped():
+    class Mod(dg.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = dg.nn.Parameter(dg.tensor(A))
+
+    m = Mod()
+    w = m.w
+    assert isinstance(w, dg.ComplexTensor) and w.requires_grad and w.dtype == dg.complex128
+    (p,) = m.parameters()  # the real (*shape, 2) storage, what optimizers step
+    assert p.shape == (3, 4, 2) and list(m.state_dict()) == ["w"]
+    opt = dg.optim.SGD(m.parameters(), lr=0.1)
+    target = _c(B)
+    ((m.w - target).abs() ** 2).sum().backward()
+    opt.step()
+    # d|w - t|^2 = 2 (w - t) in PyTorch's convention: w - lr * 2 (w - t)
+    np.testing.assert_allclose(m.w.numpy(), A - 0.2 * (A - B), rtol=1e-12)
