@@ -706,6 +706,10 @@ def _lift(a: Any) -> Any:
             "a tracer escaped its traced function and was used in eager code; return it "
             "from the function instead of storing it"
         )
+    from ..ops.complex import ComplexTensor, unsupported
+
+    if isinstance(a, ComplexTensor):
+        raise unsupported()
     raise TypeError(f"expected a Tensor, NumPy array or Python number, got {type(a).__name__}")
 
 

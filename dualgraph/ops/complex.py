@@ -661,6 +661,14 @@ def _as_complex(x: Any, dtype: Any = None) -> ComplexTensor:
     return x if dtype is None else x.astype(dtype)
 
 
+def unsupported() -> TypeError:
+    """The error of a real op given a complex tensor (the same eagerly and traced)."""
+    return TypeError("this op does not take complex tensors: dualgraph's complex support "
+                     "covers arithmetic, exp/log/sqrt/abs/angle/conj, matmul/einsum, sum/mean, "
+                     "the shape ops and dg.fft (docs/eager.md); apply real ops to z.real and "
+                     "z.imag, or dg.view_as_real(z)")
+
+
 # ---------------------------------------------------------------- public ops
 
 

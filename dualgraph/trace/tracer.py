@@ -29,6 +29,7 @@ from ..errors import EagerOnlyError, ShapeError, TraceError
 from ..ir.graph import Graph, Literal, Node, post_order
 from ..modes import Mode
 from ..ops.complex import ComplexTensor
+from ..ops.complex import unsupported as complex_unsupported
 from ..ops.mixin import (
     TensorOps,
     cast_error,
@@ -611,6 +612,8 @@ class TraceContext(Mode):
         trace_value = getattr(a, "trace_value", None)
         if trace_value is not None:
             return self.as_node(trace_value())
+        if isinstance(a, ComplexTensor):
+            raise complex_unsupported()
         raise TypeError(f"expected a tensor, NumPy array or Python number, got {type(a).__name__}")
 
     def process(self, op: Any, args: tuple, attrs: dict) -> Tracer:
