@@ -1018,5 +1018,6 @@ del _name
 __all__ += ["ComplexTensor", "angle", "complex", "imag", "polar", "view_as_complex",
             "view_as_real"]
 from . import fft  # noqa: E402
+from .fft import istft, stft  # noqa: E402
 
-__all__ += ["fft"]
+__all__ += ["fft", "istft", "stft"]

@@ -22,10 +22,11 @@ from .autograd.function import Function
 from .dtypes import as_dtype, default_float
 from .eager.tensor import tensor
 from .modes import current_trace
+from .nn.functional import fold
 from .nn.functional import pad as _pad
 from .ops import shape as S
 from .ops.broadcast import normalize_dim
-from .ops.complex import ComplexTensor, cat, from_parts
+from .ops.complex import ComplexTensor, cat, from_parts, view_as_real
 from .ops.mixin import TensorOps
 
 _NORMS = ("backward", "ortho", "forward")
@@ -284,6 +285,102 @@ def fftshift(input: Any, dim: Any = None) -> Any:  # noqa: A002
 def ifftshift(input: Any, dim: Any = None) -> Any:  # noqa: A002
     """The inverse of `fftshift`."""
     return _shift(input, dim, -1)
+
+
+# ------------------------------------------------------------- short-time transforms
+def _window(window: Any, win_length: int, n_fft: int, like: Any, fn: str) -> Any:
+    """The window (ones by default) centred in ``n_fft`` samples, as PyTorch pads it."""
+    if window is None:
+        w = np.ones(win_length, np.dtype(like.dtype))
+        w = tensor(w)
+    else:
+        w = window
+        if tuple(w.shape) != (win_length,):
+            raise RuntimeError(f"{fn}: expected a 1D window tensor of size equal to "
+                               f"win_length={win_length}, but got window with size "
+                               f"{tuple(w.shape)}")
+    if win_length > n_fft or win_length < 1:
+        raise RuntimeError(f"{fn}: expected 0 < win_length <= n_fft, but got "
+                           f"win_length={win_length}")
+    left = (n_fft - win_length) // 2
+    return _pad(w, [left, n_fft - win_length - left]) if win_length < n_fft else w
+
+
+def stft(input: Any, n_fft: int, hop_length: int | None = None,  # noqa: A002
+         win_length: int | None = None, window: Any = None, center: bool = True,
+         pad_mode: str = "reflect", normalized: bool = False, onesided: bool | None = None,
+         return_complex: bool | None = None) -> Any:
+    """PyTorch's short-time Fourier transform: frames of ``n_fft`` samples every
+    ``hop_length`` (``n_fft // 4``), times ``window``, transformed; the result is
+    ``(freq, frames)`` (with a leading batch dim for 2-D input), complex."""
+    if return_complex is None and not isinstance(input, ComplexTensor):
+        raise RuntimeError("stft requires the return_complex parameter be given for real "
+                           "inputs, and will further require that return_complex=True in a "
+                           "future PyTorch release.")
+    if isinstance(input, ComplexTensor):
+        raise RuntimeError("stft of a complex input is not supported (real signals only)")
+    if input.ndim not in (1, 2):
+        raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {input.ndim}D")
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    if hop <= 0:
+        raise RuntimeError(f"stft: expected hop_length > 0, but got hop_length={hop}")
+    x = input if input.ndim == 2 else input.unsqueeze(0)
+    if center:
+        x = _pad(x.unsqueeze(1), [n_fft // 2, n_fft // 2], mode=pad_mode).squeeze(1)
+    if not 0 < n_fft <= x.shape[-1]:
+        raise RuntimeError(f"stft: expected 0 < n_fft <= {x.shape[-1]}, but got n_fft={n_fft}")
+    frames = x.unfold(-1, n_fft, hop) * _window(window, win, n_fft, x, "stft")
+    norm = "ortho" if normalized else None
+    spec = (rfft if onesided is None or onesided else fft)(frames, norm=norm)
+    spec = spec.transpose(-1, -2)
+    out = spec if input.ndim == 2 else spec.squeeze(0)
+    return out if return_complex else view_as_real(out)
+
+
+def istft(input: Any, n_fft: int, hop_length: int | None = None,  # noqa: A002
+          win_length: int | None = None, window: Any = None, center: bool = True,
+          normalized: bool = False, onesided: bool | None = None, length: int | None = None,
+          return_complex: bool = False) -> Any:
+    """The inverse of `stft`: each frame transformed back, windowed and overlap-added,
+    divided by the overlap-added squared window (PyTorch's ``istft``)."""
+    if not isinstance(input, ComplexTensor):
+        raise RuntimeError("istft requires a complex-valued input tensor")
+    if return_complex:
+        raise RuntimeError("istft(return_complex=True) is not supported (real signals only)")
+    spec = input if input.ndim == 3 else input.unsqueeze(0)
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    norm = "ortho" if normalized else None
+    full = onesided is None or onesided
+    if full and spec.shape[1] != n_fft // 2 + 1:
+        raise RuntimeError(f"istft: expected the frequency dimension (3rd to the last) of the "
+                           f"input tensor to match n_fft / 2 + 1 when onesided=True, but got "
+                           f"{spec.shape[1]}")
+    z = spec.transpose(1, 2)
+    frames = irfft(z, n=n_fft, norm=norm) if full else ifft(z, n=n_fft, norm=norm)._parts()[0]
+    w = _window(window, win, n_fft, frames, "istft")
+    frames = frames * w
+    count = frames.shape[1]
+    total = n_fft + hop * (count - 1)
+    def overlap_add(blocks: Any) -> Any:  # (batch, frames, n_fft) -> (batch, total)
+        out = fold(blocks.transpose(1, 2), (1, total), (1, n_fft), stride=(1, hop))
+        return out.reshape(out.shape[0], total)
+
+    y = overlap_add(frames)
+    envelope = overlap_add((w * w).detach().expand(1, count, n_fft))[0]
+    start = n_fft // 2 if center else 0
+    end = (total - n_fft // 2 if center else total) if length is None else min(
+        start + length, total)
+    envelope = envelope[start:end]
+    # PyTorch's NOLA check reads the values: eagerly only (a trace cannot branch on them)
+    if current_trace() is None and bool((envelope.abs() < 1e-11).any()):
+        raise RuntimeError("istft: window overlap add min: 0, the window does not satisfy "
+                           "the NOLA condition (nonzero overlap-add)")
+    y = y[:, start:end] / envelope
+    if length is not None and y.shape[1] < length:
+        y = _pad(y, [0, length - y.shape[1]])
+    return y if input.ndim == 3 else y.squeeze(0)
 
 
 __all__ = ["fft", "fft2", "fftfreq", "fftn", "fftshift", "ifft", "ifft2", "ifftn",

@@ -1,7 +1,8 @@
 """Complex values inside ``dg.compile``: each is a pair of traced real values and the
 complex ops decompose into real ops at trace time, so a compiled training step through
-Meta's LLaMA rotary embedding gives the eager answer. One compiled step serves every check
-(complex arguments, complex outputs, gradients, the optimizer step)."""
+Meta's LLaMA rotary embedding, and one through FNO's spectral layer and an STFT round trip,
+give the eager answers. Each compiled step serves many checks (complex arguments, complex
+outputs, gradients, the optimizer step)."""
 
 from __future__ import annotations
 
@@ -154,15 +155,19 @@ class SpectralConv1d(nn.Module):
         return torch.fft.irfft(out_ft, n=x.size(-1))
 
 
-def test_fno_spectral_layer_compiled_equals_eager():
+def test_spectral_layer_and_stft_compiled_equal_eager():
     # Inside dg.compile the FFTs decompose into real DFT products: one trace, real kernels.
     torch.manual_seed(0)
     layer = SpectralConv1d(3, 2, 4)
     x = torch.tensor(np.random.default_rng(3).standard_normal((2, 3, 10)), dtype=torch.float32)
+    window = torch.hann_window(8)
 
     def step(x):
         y = layer(x)
         loss = (y * y).sum() + torch.fft.fftshift(torch.fft.fft(y, norm="ortho")).abs().sum()
+        spec = torch.stft(y.flatten(0, 1), 8, hop_length=2, window=window, return_complex=True)
+        back = torch.istft(spec * 0.5, 8, hop_length=2, window=window, length=10)
+        loss = loss + spec.abs().mean() + back.pow(2).sum()
         loss.backward()
         return loss
 

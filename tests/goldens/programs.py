@@ -2322,6 +2322,21 @@ def fft_gradients(lib, F):
     return loss, x.grad, lib.view_as_real(c.grad)
 
 
+@script(source=COMPLEX)
+def stft_istft(lib, F):
+    x = lib.tensor(np.sin(np.linspace(0.0, 9.0, 60)).reshape(2, 30) + np.linspace(0, 1, 60)
+                   .reshape(2, 30), dtype=lib.float64, requires_grad=True)
+    window = lib.hann_window(12, dtype=lib.float64)
+    spec = lib.stft(x, 16, hop_length=5, win_length=12, window=window, return_complex=True)
+    back = lib.istft(spec * (1 + 0.5j), 16, hop_length=5, win_length=12, window=window,
+                     length=30)
+    plain = lib.stft(x[0], 8, center=False, normalized=True, onesided=False,
+                     return_complex=True)
+    loss = spec.abs().sum() + back.pow(2).sum() + lib.view_as_real(plain).pow(2).sum()
+    loss.backward()
+    return lib.view_as_real(spec), back, lib.view_as_real(plain), x.grad
+
+
 @program(grid((3, 3), -1.0, 1.0, rg=False), source=COMPLEX, match="last dimension of size 2",
          compile=False)
 def view_as_complex_bad_last_dim(lib, F, x):

@@ -116,3 +116,43 @@ def test_errors():
         dg.fft.fft(dg.tensor(X), dim=3)
     with pytest.raises(RuntimeError, match="same length"):
         dg.fft.fftn(dg.tensor(X), s=(2, 3), dim=(0,))
+
+
+def test_stft_istft_round_trip_and_shapes():
+    x = dg.tensor(RNG.standard_normal((2, 40)))
+    w = dg.hann_window(12, dtype=dg.float64)
+    spec = dg.stft(x, 16, hop_length=4, win_length=12, window=w, return_complex=True)
+    assert spec.shape == (2, 9, 11) and spec.dtype == dg.complex128
+    assert dg.stft(x[0], 16, return_complex=True).shape == (9, 11)
+    assert dg.stft(x, 8, center=False, return_complex=False).shape == (2, 5, 17, 2)
+    back = dg.istft(spec, 16, hop_length=4, win_length=12, window=w, length=40)
+    np.testing.assert_allclose(back.numpy(), x.numpy(), atol=1e-12)
+    # frame k is rfft(window * signal[k * hop : k * hop + n_fft]) without centring
+    plain = dg.stft(x, 8, hop_length=3, center=False, return_complex=True)
+    np.testing.assert_allclose(plain.numpy()[1, :, 2], np.fft.rfft(x.numpy()[1, 6:14]),
+                               atol=1e-12)
+
+
+LOSSES_STFT = [
+    ("stft", lambda x, y: dg.stft((x * y).flatten(), 4, hop_length=2, window=dg.hann_window(
+        4, dtype=dg.float64), return_complex=True).abs().sum()),
+    ("istft", lambda x, y: dg.istft(dg.complex(x, y).t()[:3], 4, hop_length=1,
+                                    center=False).pow(2).sum()),
+]
+
+
+@pytest.mark.parametrize(("name", "loss"), LOSSES_STFT, ids=[v[0] for v in LOSSES_STFT])
+def test_stft_gradients_match_finite_differences(name, loss):
+    check_gradients(loss)
+
+
+def test_stft_errors():
+    x = dg.randn(30)
+    with pytest.raises(RuntimeError, match="return_complex parameter be given"):
+        dg.stft(x, 8)
+    with pytest.raises(RuntimeError, match="requires a complex-valued input"):
+        dg.istft(x, 8)
+    with pytest.raises(RuntimeError, match="NOLA"):
+        dg.istft(dg.stft(x, 8, return_complex=True), 8, window=dg.zeros(8))
+    with pytest.raises(RuntimeError, match="win_length"):
+        dg.stft(x, 8, win_length=9, return_complex=True)
