@@ -1004,3 +1004,20 @@ for _name in __all__:
     if _accept_input_keyword.applies(_fn):
         globals()[_name] = _accept_input_keyword(_fn)
 del _name, _fn
+
+# Complex tensors (`dualgraph.ops.complex`): their constructors and views, and the functions
+# above taking complex arguments, which they hand to the complex compositions.
+from .ops import complex as _complex  # noqa: E402
+from .ops.complex import ComplexTensor, angle, imag, polar, view_as_complex, view_as_real  # noqa: E402
+from .ops.complex import complex as complex  # noqa: E402, A004 - PyTorch's name
+
+for _name in _complex.FUNCTIONS:
+    if _name in globals():
+        globals()[_name] = _complex.dispatch(_name, globals()[_name])
+del _name
+__all__ += ["ComplexTensor", "angle", "complex", "imag", "polar", "view_as_complex",
+            "view_as_real"]
+from . import fft  # noqa: E402
+from .fft import istft, stft  # noqa: E402
+
+__all__ += ["fft", "istft", "stft"]

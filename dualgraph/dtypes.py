@@ -48,10 +48,9 @@ class UnsupportedDtype:
 
 
 bfloat16 = UnsupportedDtype("bfloat16", "NumPy has no bfloat16 (use dg.float32 or dg.float16)")
-_COMPLEX = "dualgraph has no complex tensors (keep real and imaginary parts as two tensors)"
-complex32 = UnsupportedDtype("complex32", _COMPLEX)
-complex64 = UnsupportedDtype("complex64", _COMPLEX)
-complex128 = UnsupportedDtype("complex128", _COMPLEX)
+complex32 = UnsupportedDtype("complex32", "NumPy has no complex half (use dg.complex64)")
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
 # PyTorch's other names of the same complex dtypes (``torch.cfloat is torch.complex64``).
 COMPLEX_ALIASES = {"chalf": complex32, "cfloat": complex64, "cdouble": complex128}
 

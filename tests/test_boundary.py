@@ -278,7 +278,6 @@ REJECTED = [
     ("datetime", np.array(["2020-01-01"], dtype="datetime64[D]"), "datetime"),
     ("timedelta", np.array([5], dtype="timedelta64[s]"), "timedelta"),
     ("void", np.zeros(2, dtype=[("a", "f4")]), "void"),
-    ("complex", np.array([1 + 2j]), "complex"),
     ("uint16", np.array([1], np.uint16), "uint16"),
     ("uint32", np.array([1], np.uint32), "uint32"),
     ("uint64", np.array([1], np.uint64), "uint64"),

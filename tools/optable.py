@@ -1,9 +1,9 @@
 """The supported op surface, generated from the registry: a Markdown table for docs/eager.md.
 
-For each public `dg` function (and those of `dg.linalg` and `dg.special`), tensor method or
-operator, `dg.nn.functional` function and
-`dg.nn` module, the registry ops it binds are found by reading its bytecode (and that of the
-dualgraph functions it calls, transitively): globals and attribute chains that resolve to
+For each public `dg` function (and those of `dg.linalg`, `dg.special` and `dg.fft`), tensor
+method or operator, `dg.nn.functional` function and `dg.nn` module, the registry ops it
+binds are found by reading its bytecode (and that of the dualgraph functions it calls,
+transitively): globals and attribute chains that resolve to
 an `OpDef` (``bind(LAYER_NORM, ...)``, ``E.mul(...)``), methods called on a tensor
 (``x.reshape(...)``) and ``OPS["name"]``. The walk sees every branch, so a row lists the ops
 a call *may* bind. A row whose walk finds no op (constructors, `dg.compile`) is left out.
@@ -47,7 +47,7 @@ def _ours(obj: Any) -> bool:
     # eager.creation: the random constructors (multinomial, randint, ...) bind random ops;
     # "dualgraph": the top-level forms written in the package itself (``dg.kl_div``).
     return mod == "dualgraph" or mod.startswith(("dualgraph.ops", "dualgraph.nn",
-                                                 "dualgraph.eager.creation"))
+                                                 "dualgraph.eager.creation", "dualgraph.fft"))
 
 
 class Walker:
@@ -157,9 +157,9 @@ def surface() -> list[tuple[str, list[tuple[str, frozenset]]]]:
             if inspect.isclass(getattr(nn, n)) and issubclass(getattr(nn, n), Module)
             and getattr(nn, n) is not Module]
     spaces = [(f"dg.{ns}.{n}", w.ops_of(getattr(getattr(dg, ns), n)))
-              for ns in ("linalg", "special") for n in sorted(getattr(dg, ns).__all__)
+              for ns in ("linalg", "special", "fft") for n in sorted(getattr(dg, ns).__all__)
               if inspect.isfunction(getattr(getattr(dg, ns), n))]
-    return [("`dg` functions", funcs), ("`dg.linalg` and `dg.special`", spaces),
+    return [("`dg` functions", funcs), ("`dg.linalg`, `dg.special` and `dg.fft`", spaces),
             ("Tensor methods and operators", methods), ("`dg.nn.functional`", fns),
             ("`dg.nn` modules", mods)]
 

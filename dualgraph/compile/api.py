@@ -32,6 +32,7 @@ from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError
 from ..modes import ABOVE_BASE, MODE_STACKS, current_trace
 from ..nn.modules import module as _module
+from ..ops.complex import ComplexTensor
 from ..ops.precision import AUTOCAST
 from ..profiler import record_function
 from .callgen import (
@@ -46,7 +47,7 @@ from .callgen import (
     has_slot,
 )
 from .capture import defaults_of
-from .plan import Plan
+from .plan import COMPLEX_SLOT, Plan
 from .retrace import retrace_allowed
 from .signature import (
     IntLayout,
@@ -618,7 +619,7 @@ def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool =
     return CompiledFunction(fn, **options)
 
 
-_CONTAINERS = (tuple, list, dict)
+_CONTAINERS = (tuple, list, dict, ComplexTensor)
 _INT64 = (-(2 ** 63), 2 ** 63)
 # `_new_entry`'s answer when the call must be made again (its ints keyed by value now).
 _RETRY = object()
@@ -652,6 +653,9 @@ def _template(a: Any, leaves: list) -> Any:
     if isinstance(a, (Tensor, np.ndarray)):
         leaves.append(a)
         return _SLOT
+    if isinstance(a, ComplexTensor):
+        leaves.append(a._storage())
+        return COMPLEX_SLOT
     if isinstance(a, (tuple, list)):
         n = len(leaves)
         items = [_template(e, leaves) for e in a]
@@ -670,6 +674,8 @@ def _template(a: Any, leaves: list) -> Any:
 def _fill(t: Any, leaves: Any) -> Any:
     if t is _SLOT:
         return next(leaves)
+    if t is COMPLEX_SLOT:
+        return ComplexTensor(next(leaves))
     if isinstance(t, (tuple, list)):
         items = [_fill(e, leaves) for e in t]
         return type(t)(*items) if hasattr(t, "_fields") else type(t)(items)

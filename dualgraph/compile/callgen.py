@@ -46,10 +46,12 @@ from ..eager.internal import (
 from ..eager.tensor import Tensor
 from ..ir.graph import next_uid
 from ..nn.changes import CHANGES
+from ..ops.complex import ComplexTensor
 from ..ops.precision import AUTOCAST
 from .baked import CHECK_EVERY, check_baked
 from .guards import MISSING, Value, module_counted, value_key
 from .plan import (
+    COMPLEX_SLOT,
     SLOT,
     Argument,
     ArgumentGrad,
@@ -276,8 +278,8 @@ def _enter(form: CallForm, n: int, gen: _Emitter, keep: dict,
 
 
 def has_slot(t: Any) -> bool:
-    """Whether a container template holds a tensor (`SLOT`)."""
-    if t is SLOT:
+    """Whether a container template holds a tensor (`SLOT`, `COMPLEX_SLOT`)."""
+    if t is SLOT or t is COMPLEX_SLOT:
         return True
     if isinstance(t, (tuple, list)):
         return any(has_slot(e) for e in t)
@@ -293,6 +295,13 @@ def _unpack(t: Any, expr: str, leaves: list, lines: list, gen: _Emitter, keep: d
     if t is SLOT:
         leaves.append(f"l{len(leaves)}")
         lines.append(f"{leaves[-1]} = {expr}")
+        return
+    if t is COMPLEX_SLOT:
+        v = f"v{len(lines)}"
+        leaves.append(f"l{len(leaves)}")
+        lines += [f"{v} = {expr}",
+                  f"if type({v}) is not {gen.const(ComplexTensor, 'type')}:", "    return MISS",
+                  f"{leaves[-1]} = {v}._storage()"]
         return
     if not has_slot(t):
         lines += [f"if const_key({expr}, 0, KEEP) != {gen.const(const_key(t, 0, keep), 'key')}:",

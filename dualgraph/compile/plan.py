@@ -89,6 +89,19 @@ class Slot:
 SLOT = Slot()
 
 
+class ComplexSlot:
+    """Where a complex tensor argument sat: its real ``(*shape, 2)`` storage is the
+    compiled call's tensor, and the traced function gets a complex tensor around it."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<complex tensor>"
+
+
+COMPLEX_SLOT = ComplexSlot()
+
+
 # ------------------------------------------------------------------ writes
 @dataclass(frozen=True, slots=True)
 class Argument:

@@ -17,6 +17,7 @@ from ..errors import TraceError
 from ..modes import current_trace
 from ..ops import elementwise as E
 from ..ops import random as R
+from ..ops.complex import ComplexTensor, is_complex_dtype, real_dtype
 from ..ops.scan import argsort, cumsum, searchsorted, topk
 from ..ops.shape import stop_gradient
 from .tensor import (
@@ -47,6 +48,8 @@ def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: A
     """A tensor of zeros: ``dg.zeros(2, 3)`` or ``dg.zeros((2, 3))``."""
     shape = _size_keyword(shape, kwargs, "zeros()")
     factory_options("zeros()", device, kwargs)
+    if is_complex_dtype(dtype):
+        return _complex_filled(np.zeros, _shape_arg(shape), dtype, requires_grad)
     return _filled(np.zeros(_shape_arg(shape), as_dtype(dtype or default_float())), requires_grad)
 
 
@@ -55,18 +58,22 @@ def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: An
     """A tensor of ones: ``dg.ones(2, 3)`` or ``dg.ones((2, 3))``."""
     shape = _size_keyword(shape, kwargs, "ones()")
     factory_options("ones()", device, kwargs)
+    if is_complex_dtype(dtype):
+        return _complex_filled(np.ones, _shape_arg(shape), dtype, requires_grad)
     return _filled(np.ones(_shape_arg(shape), as_dtype(dtype or default_float())), requires_grad)
 
 
 def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False, *,
          device: Any = None, **kwargs: Any) -> Tensor:
-    """A tensor of ``shape`` filled with ``value`` (a real number or bool, as PyTorch's
-    ``full`` takes; a string, ``None`` or complex number is a `TypeError`)."""
+    """A tensor of ``shape`` filled with ``value`` (a number or bool; a complex number
+    gives a complex tensor; a string or ``None`` is a `TypeError`)."""
     factory_options("full()", device, kwargs)
     if isinstance(value, (Tensor, np.ndarray)) and value.shape == ():
         value = value.item()  # a 0-d tensor is a number, as in PyTorch
-    if isinstance(value, (complex, np.complexfloating)) or not isinstance(
-            value, (bool, int, float, np.bool_, np.number)):
+    if is_complex_dtype(dtype) or isinstance(value, (complex, np.complexfloating)):
+        shape = _shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
+        return _complex_filled(lambda s, d: np.full(s, value, d), shape, dtype, requires_grad)
+    if not isinstance(value, (bool, int, float, np.bool_, np.number)):
         raise TypeError(f"full(): fill_value must be a real number or bool, got "
                         f"{type(value).__name__} {value!r}")
     shape = _shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
@@ -153,10 +160,35 @@ def _sampled(fn: str, op: Callable, sample: Callable, shape: tuple, dtype: Any,
     shape = _size_keyword(shape, kwargs, fn)
     factory_options(fn, device, kwargs)
     shape = _shape_arg(shape)
+    if is_complex_dtype(dtype):
+        return _complex_sampled(op, sample, shape, dtype, requires_grad, generator)
     dtype = as_dtype(dtype or default_float())
     if current_trace() is not None:
         return _traced_draw(op, shape, dtype, requires_grad, generator)
     return _filled(sample(numpy_generator(generator), shape).astype(dtype), requires_grad)
+
+
+def _complex_filled(fill: Callable, shape: tuple, dtype: Any, requires_grad: bool) -> Any:
+    """A complex tensor of ``fill(shape, complex dtype)`` (``np.zeros``, ``np.ones``)."""
+    if dtype is None:
+        dtype = np.complex128 if default_float() == np.float64 else np.complex64
+    dtype = np.dtype(dtype)
+    values = fill(shape, dtype)
+    ri = np.stack([values.real, values.imag], -1).astype(real_dtype(dtype))
+    return ComplexTensor(_filled(ri, requires_grad))
+
+
+def _complex_sampled(op: Callable, sample: Callable, shape: tuple, dtype: Any,
+                     requires_grad: bool, generator: Any) -> Any:
+    """Complex ``randn``/``rand``: both parts drawn as the real sampler draws; ``randn``'s
+    parts are scaled by ``sqrt(1/2)`` so the complex variance is 1, as PyTorch's."""
+    part = real_dtype(dtype)
+    scale = float(np.sqrt(0.5)) if op is R.randn else 1.0
+    if current_trace() is not None:
+        ri = _traced_draw(op, shape + (2,), part, False, generator)
+        return ComplexTensor(ri * scale if scale != 1.0 else ri)
+    ri = sample(numpy_generator(generator), shape + (2,)) * scale
+    return ComplexTensor(_filled(ri.astype(part), requires_grad))
 
 
 def _traced_draw(draw: Callable, shape: tuple, dtype: np.dtype, requires_grad: bool,

@@ -706,6 +706,10 @@ def _lift(a: Any) -> Any:
             "a tracer escaped its traced function and was used in eager code; return it "
             "from the function instead of storing it"
         )
+    from ..ops.complex import ComplexTensor, unsupported
+
+    if isinstance(a, ComplexTensor):
+        raise unsupported()
     raise TypeError(f"expected a Tensor, NumPy array or Python number, got {type(a).__name__}")
 
 
@@ -1174,6 +1178,8 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, *, device:
         to = data.dtype if dtype is None else as_dtype(dtype)
         _check_dtype("tensor()", np.dtype(to))
         return S.astype(S.stop_gradient(data), to)
+    if _complex_data(data, dtype):
+        return _complex_tensor(data, dtype, requires_grad)
     if isinstance(data, Tensor):
         arr = data._data.copy()
     elif isinstance(data, (np.ndarray, np.generic)):
@@ -1190,10 +1196,64 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, *, device:
     return _filled(arr, requires_grad)
 
 
+def _complex_data(data: Any, dtype: Any) -> bool:
+    """Whether `tensor` builds a complex tensor: a complex dtype, complex data."""
+    from ..ops.complex import ComplexTensor, is_complex_dtype
+
+    if dtype is not None:
+        return is_complex_dtype(dtype)
+    if isinstance(data, (ComplexTensor, complex, np.complexfloating)):
+        return True
+    if isinstance(data, np.ndarray):
+        return data.dtype.kind == "c"
+    return isinstance(data, (list, tuple)) and _has_complex(data)
+
+
+def _has_complex(data: Any) -> bool:
+    if isinstance(data, (list, tuple)):
+        return any(_has_complex(d) for d in data)
+    return isinstance(data, (complex, np.complexfloating))
+
+
+def _complex_tensor(data: Any, dtype: Any, requires_grad: bool) -> Any:
+    """`tensor` of complex data or dtype: a `ComplexTensor` holding a copy. Python complex
+    numbers give the default complex dtype (complex64), as PyTorch."""
+    from ..ops.complex import ComplexTensor, real_dtype
+
+    if isinstance(data, ComplexTensor):
+        data = data.numpy()
+    elif isinstance(data, Tensor):
+        data = data._data
+    arr = np.array(data)
+    if dtype is None:
+        from_numpy = isinstance(data, (np.ndarray, np.generic)) and arr.dtype.kind == "c"
+        dtype = arr.dtype if from_numpy else (
+            np.complex128 if default_float() == np.float64 else np.complex64)
+    part = real_dtype(dtype)
+    ri = np.stack([arr.real, arr.imag], -1).astype(part)
+    return ComplexTensor(_filled(ri, requires_grad))
+
+
+def _complex_from_numpy(a: np.ndarray, requires_grad: bool) -> Any:
+    """A complex tensor whose storage is ``a`` seen as float pairs (shared memory; a copy
+    when ``a`` is not C-contiguous)."""
+    from ..ops.complex import ComplexTensor, real_dtype
+
+    if a.dtype not in (np.complex64, np.complex128):
+        raise TypeError(f"from_numpy(): dtype {a.dtype} is not supported (complex64 and "
+                        "complex128)")
+    a = np.ascontiguousarray(a)
+    t = _make(a.view(real_dtype(a.dtype)).reshape(*a.shape, 2), False, None)
+    return ComplexTensor(t.requires_grad_(True) if requires_grad else t)
+
+
 def from_numpy(a: np.ndarray, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """A tensor sharing memory with NumPy array ``a`` (the dtypes `tensor` refuses raise)."""
+    """A tensor sharing memory with NumPy array ``a`` (the dtypes `tensor` refuses raise;
+    a complex array gives a complex tensor sharing its memory)."""
     if not isinstance(a, np.ndarray):
         raise TypeError(f"from_numpy expects a NumPy array, got {type(a).__name__}")
+    if a.dtype.kind == "c" and dtype is None:
+        return _complex_from_numpy(a, requires_grad)
     _check_dtype("from_numpy()", a.dtype)
     if dtype is not None:
         a = a.astype(as_dtype(dtype), copy=False)

@@ -44,10 +44,19 @@ def _operand(x: Any) -> Any:
 def _bin(op: Any, a: Any, b: Any, reflected: bool = False) -> Any:
     """A binary operator: one ``bind`` call, with the operand check first (hot path)."""
     if not isinstance(b, _FAST):
+        if isinstance(b, (complex, np.complexfloating)):
+            return _complex_operand(op, a, b, reflected)
         b = _operand(b)
         if b is NotImplemented:
             return NotImplemented
     return bind(op, b, a) if reflected else bind(op, a, b)
+
+
+def _complex_operand(op: Any, a: Any, b: Any, reflected: bool) -> Any:
+    """A real tensor with a Python complex number: the complex result, as PyTorch."""
+    from .complex import binary
+
+    return binary(op.name, a, b, reflected)
 
 
 def _matmul(a: Any, b: Any, reflected: bool) -> Any:
@@ -373,6 +382,11 @@ class TensorOps:
         from ..dtypes import as_dtype
 
         dtype = as_dtype(dtype)
+        if dtype.kind == "c":
+            from .complex import from_parts, real_dtype
+
+            part = S.astype(self, real_dtype(dtype))
+            return from_parts(part, E.mul(part, 0.0))
         return self if dtype == self.dtype else S.astype(self, dtype)
 
     def to(self, *args: Any, **kwargs: Any) -> Any:

@@ -28,6 +28,8 @@ from ..eager.tensor import Tensor
 from ..errors import EagerOnlyError, ShapeError, TraceError
 from ..ir.graph import Graph, Literal, Node, post_order
 from ..modes import Mode
+from ..ops.complex import ComplexTensor
+from ..ops.complex import unsupported as complex_unsupported
 from ..ops.mixin import (
     TensorOps,
     cast_error,
@@ -610,6 +612,8 @@ class TraceContext(Mode):
         trace_value = getattr(a, "trace_value", None)
         if trace_value is not None:
             return self.as_node(trace_value())
+        if isinstance(a, ComplexTensor):
+            raise complex_unsupported()
         raise TypeError(f"expected a tensor, NumPy array or Python number, got {type(a).__name__}")
 
     def process(self, op: Any, args: tuple, attrs: dict) -> Tracer:
@@ -1077,6 +1081,8 @@ class OutputTree:
                 else c._build(it) for c in self.children]
         if self.kind is object:  # one value that is not a container: a constant
             return vals[0]
+        if self.kind is ComplexTensor:  # its real storage, or its two parts
+            return ComplexTensor(*vals) if len(vals) == 1 else ComplexTensor(None, *vals)
         if self.kind is list:
             return vals
         if self.keys is not None:
@@ -1092,7 +1098,15 @@ def flatten_outputs(out: Any) -> list:
         return [t for o in out for t in flatten_outputs(o)]
     if isinstance(out, dict):
         return [t for o in out.values() for t in flatten_outputs(o)]
+    if isinstance(out, ComplexTensor):
+        return list(_complex_fields(out))
     return [out]
+
+
+def _complex_fields(z: ComplexTensor) -> tuple:
+    """The real values a complex output is: its storage, or its two parts (stacking them
+    would be an op, and the trace has ended when its outputs are read)."""
+    return (z._ri,) if z._ri is not None else (z._re, z._im)
 
 
 def graph_outputs(ctx: TraceContext, out: Any, fn: Callable,
@@ -1103,7 +1117,7 @@ def graph_outputs(ctx: TraceContext, out: Any, fn: Callable,
     (`OutputConstant`)."""
     kept = _CONSTANT_OUTPUTS if constants else ()
     name = getattr(fn, "__name__", type(fn).__name__)
-    single: Any = not isinstance(out, (tuple, list, dict))
+    single: Any = not isinstance(out, (tuple, list, dict, ComplexTensor))
     items: list = []
 
     def walk(o: Any) -> OutputTree | OutputConstant | None:
@@ -1111,6 +1125,8 @@ def graph_outputs(ctx: TraceContext, out: Any, fn: Callable,
             return OutputTree(type(o), [walk(x) for x in o])
         if isinstance(o, dict):
             return OutputTree(type(o), [walk(x) for x in o.values()], list(o))
+        if isinstance(o, ComplexTensor):
+            return OutputTree(ComplexTensor, [walk(x) for x in _complex_fields(o)])
         if isinstance(o, kept):
             return OutputConstant(o)
         items.append(o)

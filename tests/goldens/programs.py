@@ -2197,6 +2197,165 @@ def recurrent_projected_packed(lib, F, x, h0, c0, *weights):
 
 
 # ============================================================================
+# Complex tensors: inputs and outputs are real (complex values are built inside with
+# view_as_complex / complex and leave through view_as_real, abs, angle), so the gradients
+# recorded are those of real leaves through complex intermediates.
+# ============================================================================
+COMPLEX = "complex"
+
+
+@program(grid((2, 3, 2), -1.2, 1.4), grid((3, 2), 0.4, 1.7), source=COMPLEX)
+def complex_arithmetic(lib, F, x, y):
+    z, w = lib.view_as_complex(x), lib.view_as_complex(y)
+    r = y[:, 0]
+    return (lib.view_as_real(z * w), lib.view_as_real(z / w), lib.view_as_real(z + r),
+            lib.view_as_real(r - z), lib.view_as_real(z * (0.5 - 2j)),
+            lib.view_as_real(2.0 / z), lib.view_as_real((1 + 1j) - z), z.abs(), w.angle(),
+            lib.view_as_real(lib.exp(z)), lib.view_as_real(z.conj() * r), z.real * z.imag,
+            lib.view_as_real(z.sum(1)), lib.view_as_real(z.mean()),
+            lib.view_as_real(z ** 2), lib.view_as_real(z.reciprocal()))
+
+
+@program(grid((2, 3, 2), -1.2, 1.4), grid((3, 4, 2), 0.4, 1.7), grid((3, 4), -0.5, 0.6),
+         source=COMPLEX)
+def complex_products(lib, F, x, y, m):
+    a, b = lib.view_as_complex(x), lib.view_as_complex(y)
+    mc = m.to(lib.cfloat)
+    return (lib.view_as_real(a @ b), lib.view_as_real(lib.matmul(a, mc)),
+            lib.view_as_real(lib.einsum("ij,jk->ik", a, b)),
+            lib.view_as_real(lib.einsum("ij,jk,kl->il", a, b, b.t())),
+            lib.view_as_real(lib.einsum("ij,jk->ik", a, mc)))
+
+
+@program(grid((2, 3, 2), -1.2, 1.4), grid((3, 4), -0.5, 0.6), source=COMPLEX,
+         match="same dtype", compile=False)
+def complex_matmul_mixed_dtypes(lib, F, x, m):
+    return lib.view_as_complex(x) @ m
+
+
+@program(grid((4, 3), -1.0, 2.0), grid((4, 3), 0.5, 1.5), source=COMPLEX)
+def complex_polar_and_shapes(lib, F, r, theta):
+    z = lib.polar(r.abs() + 0.1, theta)
+    c = lib.complex(r, theta)
+    return (lib.view_as_real(z.reshape(2, 6)), lib.view_as_real(z.flatten()),
+            lib.view_as_real(z[1:, ::2]), lib.view_as_real(z.t()), lib.view_as_real(z[:, 1]),
+            lib.view_as_real(z.unsqueeze(0).permute(2, 0, 1)),
+            lib.view_as_real(lib.cat([z, c], 0)), lib.view_as_real(lib.stack([z, c], 1)),
+            lib.view_as_real(z.view(3, 4)), lib.view_as_real(c.to(lib.complex128)).double())
+
+
+@program(grid((2, 5, 2, 8), -1.0, 1.0), grid((5, 4), 0.0, 3.0), source=COMPLEX)
+def rotary_embedding(lib, F, xq, freqs):
+    # Meta's LLaMA rotary embedding, as written there.
+    freqs_cis = lib.polar(lib.ones_like(freqs), freqs)
+    xq_ = lib.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    shape = [d if i == 1 or i == xq_.ndim - 1 else 1 for i, d in enumerate(xq_.shape)]
+    xq_out = lib.view_as_real(xq_ * freqs_cis.view(*shape)).flatten(3)
+    return xq_out.type_as(xq)
+
+
+@script(source=COMPLEX)
+def complex_leaf_gradient(lib, F):
+    # The gradient of a real loss with respect to a complex leaf: dL/dre + i dL/dim.
+    z = lib.tensor([1 + 2j, -0.5 + 0.25j, 3 - 1j], requires_grad=True)
+    w = lib.tensor([0.5 - 1j, 2 + 0j, -1 + 1j])
+    loss = (z * w).abs().sum() + (z.conj() * z).real.sum() + lib.view_as_real(z.exp()).sum()
+    loss.backward()
+    return loss, lib.view_as_real(z.grad), str(z.dtype).removeprefix("torch.")
+
+
+@script(source=COMPLEX)
+def complex_creation(lib, F):
+    a = lib.zeros(2, 3, dtype=lib.cfloat)
+    b = lib.ones(2, dtype=lib.complex128)
+    c = lib.full((2,), 1 - 2j)
+    d = lib.tensor([1.0, 2.0]).to(lib.cfloat) * 1j
+    e = lib.tensor([[1 + 1j]])
+    x = lib.tensor([1.0, 2.0])
+    names = [str(t.dtype).removeprefix("torch.") for t in (a, b, c, d, e, x * 1j,
+                                                              x.double() * 1j)]
+    return (lib.view_as_real(a), lib.view_as_real(b), lib.view_as_real(c),
+            lib.view_as_real(d), lib.view_as_real(e), " ".join(names),
+            lib.is_complex(a), lib.is_complex(x), a.is_complex())
+
+
+@script(source=COMPLEX)
+def complex_views_share_memory(lib, F):
+    x = lib.zeros(3, 2)
+    z = lib.view_as_complex(x)
+    z[1] = 2 - 3j
+    z.imag[0] = 5.0
+    r = lib.view_as_real(z)
+    r[2, 0] = 7.0
+    return x, z.real.clone(), z.imag.clone()
+
+
+@program(grid((3, 8), -1.0, 1.3), grid((3, 5, 2), -0.7, 0.9), source=COMPLEX, compile=False)
+def fft_transforms(lib, F, x, y):
+    # compiled (DFT products): tests/compile/test_complex.py
+    # exp: no spectral value is zero by symmetry, so none is a rounding-signed zero
+    fft, x, c = lib.fft, x.exp(), lib.view_as_complex(y.exp())
+    return (lib.view_as_real(fft.fft(x)), lib.view_as_real(fft.ifft(c, n=6, norm="ortho")),
+            lib.view_as_real(fft.rfft(x, n=7, norm="forward")), fft.irfft(c),
+            fft.irfft(c, n=9, dim=1), lib.view_as_real(fft.fft2(c)),
+            lib.view_as_real(fft.rfft2(x)), fft.irfft2(c, s=(3, 4)),
+            lib.view_as_real(fft.fftn(x, s=(2, 4))), lib.view_as_real(fft.ifftn(c)),
+            fft.irfftn(c, norm="ortho"), lib.view_as_real(fft.rfftn(x, dim=0)),
+            fft.fftshift(x), lib.view_as_real(fft.ifftshift(c, dim=1)),
+            fft.fftfreq(7, 0.5), fft.rfftfreq(8))
+
+
+@script(source=COMPLEX)
+def fft_gradients(lib, F):
+    # Each transform's gradient is the adjoint transform; irfft's doubles the mirrored bins.
+    x = lib.tensor(np.linspace(-1.0, 1.3, 24).reshape(3, 8) ** 2, dtype=lib.float32,
+                   requires_grad=True)
+    c = lib.tensor(np.exp(np.linspace(-0.7, 0.9, 15)).reshape(3, 5) * (1 - 0.5j),
+                   dtype=lib.cfloat, requires_grad=True)
+    fft = lib.fft
+    y = fft.irfft(fft.rfft(x, n=10) * 2j, n=7)
+    w = fft.fft(c, dim=0, norm="ortho")
+    loss = ((y * y).sum() + fft.ifft2(w).abs().sum() + fft.irfft2(w, s=(3, 4)).sum()
+            + lib.view_as_real(fft.rfft2(x, norm="forward")).pow(2).sum()
+            + fft.irfft(c).pow(2).sum())
+    loss.backward()
+    return loss, x.grad, lib.view_as_real(c.grad)
+
+
+@script(source=COMPLEX)
+def stft_istft(lib, F):
+    x = lib.tensor(np.sin(np.linspace(0.0, 9.0, 60)).reshape(2, 30) + np.linspace(0, 1, 60)
+                   .reshape(2, 30), dtype=lib.float64, requires_grad=True)
+    window = lib.hann_window(12, dtype=lib.float64)
+    spec = lib.stft(x, 16, hop_length=5, win_length=12, window=window, return_complex=True)
+    back = lib.istft(spec * (1 + 0.5j), 16, hop_length=5, win_length=12, window=window,
+                     length=30)
+    plain = lib.stft(x[0], 8, center=False, normalized=True, onesided=False,
+                     return_complex=True)
+    loss = spec.abs().sum() + back.pow(2).sum() + lib.view_as_real(plain).pow(2).sum()
+    loss.backward()
+    return lib.view_as_real(spec), back, lib.view_as_real(plain), x.grad
+
+
+@program(grid((3, 3), -1.0, 1.0, rg=False), source=COMPLEX, match="last dimension of size 2",
+         compile=False)
+def view_as_complex_bad_last_dim(lib, F, x):
+    return lib.view_as_complex(x)
+
+
+@program(grid((4, 2), -1.0, 1.0, rg=False), source=COMPLEX, match="only supported for complex",
+         compile=False)
+def view_as_real_of_real(lib, F, x):
+    return lib.view_as_real(x)
+
+
+@program(grid((4, 3), -1.0, 1.0, rg=False), source=COMPLEX, match="stride divisible by 2",
+         compile=False)
+def view_as_complex_bad_stride(lib, F, x):
+    return lib.view_as_complex(x[:, :2])
+
+
+# ============================================================================
 # One program per case row (tests/ops/cases.py), derived, never written here.
 # ============================================================================
 # Each row's function runs with ``dg`` and ``F`` read as ``torch`` and

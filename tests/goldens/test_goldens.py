@@ -41,6 +41,13 @@ MODES = ("eager", "compiled")
 # Hand-written programs whose compiled run is marked slow, and where the default run still
 # covers what it compiles. Their eager runs stay in the default run.
 SLOW_COMPILED: dict[str, str] = {
+    # Complex ops decompose into real ones at trace time; each of these compiles dozens of
+    # kernels. rotary_embedding (compiled by default) and tests/compile/test_complex.py
+    # (a training step through complex intermediates) cover the compiled path.
+    "complex_arithmetic": "complex arithmetic compiled == eager: rotary_embedding and "
+                          "tests/compile/test_complex.py",
+    "complex_products": "complex matmul/einsum compiled: tests/compile/test_complex.py",
+    "complex_polar_and_shapes": "complex shapes compiled: rotary_embedding",
     # ~55 s of cold Numba compile each (the recurrent kernels are the suite's biggest).
     "recurrent_layers": "rnn_layer and rnn_layer_backward compiled == eager for every mode "
                         "(tanh, relu, LSTM, GRU; reversed; with lengths): rows-recurrent0 "

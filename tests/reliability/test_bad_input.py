@@ -131,7 +131,6 @@ CATALOGUE = [
     Bad("trace_str_arg", lambda: dg.trace(lambda x: x, "a"), TypeError, "argument 0 is a str"),
     Bad("trace_returns_int", lambda: dg.trace(lambda x: 3, dg.ones(2)), dg.TraceError,
         "returned a int"),
-    Bad("tensor_complex", lambda: dg.tensor([1j]), TypeError, "complex tensors"),
     Bad("where_float_condition", lambda: dg.where(dg.ones(2), dg.ones(2), 0.0), TypeError,
         "must be a bool tensor.*float32"),
     Bad("sgd_str_lr", lambda: dg.optim.SGD([_rg(2)], lr="a"), TypeError, "lr must be a number"),

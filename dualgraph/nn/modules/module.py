@@ -13,6 +13,7 @@ from ...eager.grad_mode import no_grad
 from ...eager.internal import array_of, bump_version, init_tensor, set_array, set_grad
 from ...eager.tensor import Tensor, rng
 from ...modes import current_trace
+from ...ops.complex import ComplexTensor
 from ...ops.mixin import TensorOps
 from ..changes import CountedTable, changed
 from ..hooks import (
@@ -33,6 +34,12 @@ class Parameter(Tensor):
 
     __slots__ = ()
 
+    def __new__(cls, data: Any = None, requires_grad: bool = True) -> Any:
+        if isinstance(data, ComplexTensor):
+            storage = Parameter(array_of(data.detach()._storage()).copy(), requires_grad)
+            return ComplexParameter(storage)
+        return super().__new__(cls)
+
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
         if data is None:
             arr = np.zeros((0,), default_float())
@@ -46,6 +53,15 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
+
+
+class ComplexParameter(ComplexTensor):
+    """A complex parameter (``nn.Parameter`` of a complex tensor). A module registers its
+    real ``(*shape, 2)`` storage, a `Parameter`: optimizers step it and ``state_dict``
+    holds it, as PyTorch's optimizers step complex parameters through ``view_as_real``;
+    reading the attribute gives the complex tensor around it."""
+
+    __slots__ = ()
 
 
 class Buffer(Tensor):
@@ -117,6 +133,11 @@ class Module:
         d = self.__dict__
         if name in d.get("_parameters", {}):
             value = d["_parameters"][name]
+            if name in d.get("_complex_parameters", ()):
+                trace = current_trace()
+                if trace is not None:  # the storage's identity is what is guarded
+                    trace.note_attr(self, name, value)
+                return ComplexParameter(value)
         elif name in d.get("_buffers", {}):
             value = d["_buffers"][name]
         elif name in d.get("_modules", {}):
@@ -711,7 +732,8 @@ def _set_attr(self: Module, name: str, value: Any) -> None:
         return
     # PyTorch's rule: a registered parameter or submodule name takes only its own kind
     # (or None); `lin.weight = 5` would otherwise be accepted and fail much later.
-    if name in params and value is not None and not isinstance(value, Parameter):
+    if (name in params and value is not None
+            and not isinstance(value, (Parameter, ComplexParameter))):
         raise TypeError(f"cannot assign '{_type_name(value)}' as parameter '{name}' "
                         "(dg.nn.Parameter or None expected)")
     if name in modules and value is not None and not isinstance(value, Module):
@@ -720,6 +742,11 @@ def _set_attr(self: Module, name: str, value: Any) -> None:
     # A parameter or submodule assigned again keeps its place in the order (PyTorch's
     # dict assignment), which `parameters()` and `state_dict()` follow.
     self.__dict__.pop(name, None)
+    complex_names = self.__dict__.setdefault("_complex_parameters", set())
+    complex_names.discard(name)
+    if isinstance(value, ComplexParameter):
+        complex_names.add(name)
+        value = value._ri
     if isinstance(value, Parameter):
         if REGISTRATION["parameter"]:
             value = registered("parameter", self, name, value)
