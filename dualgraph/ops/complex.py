@@ -864,9 +864,16 @@ def _holds_complex(args: tuple) -> bool:
 def dispatch(name: str, fn: Any) -> Any:
     """``fn`` (a real ``dg.<name>``) that hands complex arguments to `FUNCTIONS`."""
     complex_fn = FUNCTIONS[name]
+    complex_type, sequences = ComplexTensor, (list, tuple)
 
+    # Every real call pays this check, so it stays inline: one type test per positional
+    # argument, and the keywords only when there are any.
     def call(*args: Any, **kwargs: Any) -> Any:
-        if _holds_complex(args) or _holds_complex(tuple(kwargs.values())):
+        for a in args:
+            if isinstance(a, complex_type) or (
+                    isinstance(a, sequences) and _holds_complex(a)):
+                return complex_fn(*args, **kwargs)
+        if kwargs and _holds_complex(tuple(kwargs.values())):
             return complex_fn(*args, **kwargs)
         return fn(*args, **kwargs)
 
