@@ -13,7 +13,7 @@ from ...eager import fused
 from ...eager.internal import array_of
 from ...eager.tensor import Tensor
 from ...errors import ShapeError
-from ...modes import bind
+from ...modes import bind, current_mode
 from ...ops import elementwise as E
 from ...ops import index as I
 from ...ops import loss as N
@@ -73,6 +73,7 @@ def binary_cross_entropy_with_logits(
     max(-x, 0))``, as PyTorch."""
     target = _as_operand(target)
     _same_shape("binary_cross_entropy_with_logits", input, target)
+    current_mode().note_label(target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     soft = E.log(E.add(E.exp(E.neg(E.abs(input))), 1.0))
     if pos_weight is None:
@@ -249,6 +250,7 @@ def _pointwise(name: str, input: Any, target: Any, size_average: Any, reduce: An
     N.check_reduction(reduction)
     target = _as_operand(target)
     _same_shape(name, input, target)
+    current_mode().note_label(target)
     return target, reduction
 
 
