@@ -174,7 +174,7 @@ def test_a_losss_made_label_is_a_scalar_argument():
     kept.clear()
     w.grad = None
     cf = dg.compile(f, tiered=False)
-    for step in range(2):
+    for _ in range(2):
         got = cf(x)
         got_grad, w.grad = w.grad, None
         want = f(x)
