@@ -141,7 +141,8 @@ def test_a_captured_array_copied_by_tensor_warns_when_it_changes():
 
 
 def test_a_losss_made_label_is_a_scalar_argument():
-    """A GAN's labels (``full`` of ones, ``fill_`` with zeros, ``fill_`` with ones again):
+    """A GAN's labels (``full`` of ones, ``fill_`` with zeros, ``fill_`` with ones again,
+    and an MSE target):
     each label a loss reads is its value as a 0-d input, broadcast, so the losses against
     them have one structure instead of one per folded value. Compiled equals eager, the
     losses and the gradient; a label made on the first call and kept outside is an input
@@ -163,12 +164,12 @@ def test_a_losss_made_label_is_a_scalar_argument():
         again = F.binary_cross_entropy(p, label)
         if "label" not in kept:
             kept["label"] = dg.full((4,), 0.9)
-        (again + F.mse_loss(p, kept["label"])).backward()
+        (again + F.mse_loss(p, kept["label"]) + F.mse_loss(p, dg.full((4,), 0.25))).backward()
         return real, fake, again
 
     x = dg.tensor([1.0, 2.0, -1.5, 0.25])
     ctx = trace_call(f, (x,))[0]
-    assert len(ctx.runtime) == 3  # the three labels; the kept one is a captured input
+    assert len(ctx.runtime) == 4  # the four made labels; the kept one is a captured input
     assert [t for t, _ in ctx.captured if t is not w] == [kept["label"]]
     assert not any(n.op == "const" and n.shape == (4,) for n in ctx.nodes)
     kept.clear()
