@@ -126,6 +126,13 @@ class Mode(abc.ABC):
         return a 0-d input that reads ``value()`` on every later run (one per ``key``)."""
         return value()
 
+    def note_label(self, t: Any) -> None:
+        """``t`` is a loss's target. A recording mode that finds it a constant of one
+        repeated value (a label made with ``full`` or ``fill_``) passes that value as a
+        0-d argument instead of folding it into the code, so the loss against any such
+        label is one kernel. The base mode does nothing."""
+        return None
+
     def constant_value(self, t: Any) -> Any:
         """The value of this mode's tensor ``t`` when it is the same on every run (made
         only from constants: ``eye(n).roll(1, 0)``), as a NumPy array; else None. An op
@@ -182,6 +189,9 @@ class _FunctionMode(Mode):
     def guard_value(self, getter: Callable[[], Any], expected: Any, what: str,
                     keep: Any = None) -> None:
         self.below.guard_value(getter, expected, what, keep)
+
+    def note_label(self, t: Any) -> None:
+        self.below.note_label(t)
 
     def constant_value(self, t: Any) -> Any:
         return self.below.constant_value(t)

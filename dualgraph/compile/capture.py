@@ -110,6 +110,8 @@ class CallTraceContext(TraceContext):
         self.lazy_reads: dict = {}
         # The `ItemTable` of each container attribute: (id of the table, name) -> table.
         self.item_tables: dict = {}
+        # Nodes read as a loss's target (`note_label`), passed as scalars if constant.
+        self._labels: dict = {}
 
     def as_node(self, a: Any) -> Any:
         node = super().as_node(a)
@@ -340,6 +342,29 @@ class CallTraceContext(TraceContext):
         self.reads.setdefault(("value", what, id(keep)),
                               kind(getter, expected, lambda now: what, keep))
 
+    def note_label(self, t: Any) -> None:
+        if isinstance(t, Tensor) or isinstance(t, Tracer) and t._ctx is self:
+            node = self.as_node(t)
+            if node.op == "const":
+                self._labels[id(node)] = node
+
+    def pass_labels(self) -> None:
+        """Each loss target that is still a constant of one repeated float value once the
+        trace has ended (a made tensor that escaped is an input by then) becomes that
+        value as a 0-d input, broadcast: the real and fake labels' losses of a GAN then
+        lower to one kernel instead of one per folded label. The node is rewritten in
+        place, so every node that reads it (the loss and its gradient) reads the input."""
+        for node in self._labels.values():
+            one = _one_float(node.attrs["value"]) if node.op == "const" else None
+            if one is None:
+                continue
+            # One input per label read (not per value): values computed from two reads
+            # of one input would be merged by CSE, tying one pass's loss to another's.
+            scalar = self.runtime_scalar(("label", id(node)), lambda one=one: one,
+                                         node.dtype).node
+            node.op, node.inputs, node.attrs = "broadcast_to", (scalar,), {
+                "shape": tuple(node.shape)}
+
     def runtime_scalar(self, key: Any, value: Callable[[], Any], dtype: Any,
                        keep: Any = None) -> Tracer:
         """A 0-d ``dtype`` input whose value the compiled call reads from ``value()`` on
@@ -351,6 +376,17 @@ class CallTraceContext(TraceContext):
             self._runtime_nodes[key] = node
             self._keep.append(keep)
         return Tracer(node, self)
+
+
+def _one_float(v: np.ndarray) -> float | None:
+    """The number every element of float array ``v`` holds (finite, one sign), else None."""
+    if v.dtype.kind != "f" or v.size == 0:
+        return None
+    first = v.reshape(-1)[0]
+    if not np.isfinite(first) or not (v == first).all() or (
+            np.signbit(v) != np.signbit(first)).any():
+        return None
+    return float(first)
 
 
 # The most elements of an integer tensor argument a trace may read as Python numbers
@@ -558,6 +594,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
                 raised = e
                 raise
         ctx.escaped_writes(out)
+        ctx.pass_labels()
         ctx.bake_copied_arrays()
         if with_outputs:
             outputs, single = graph_outputs(ctx, out, fn, constants=True)

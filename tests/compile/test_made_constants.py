@@ -138,3 +138,49 @@ def test_a_captured_array_copied_by_tensor_warns_when_it_changes():
     cg = dg.compile(lambda x: x * dg.tensor(np.arange(3, dtype=np.float32)), tiered=False)
     cg(x)
     assert cg.plan_for(x).baked == ()
+
+
+def test_a_losss_made_label_is_a_scalar_argument():
+    """A GAN's labels (``full`` of ones, ``fill_`` with zeros, ``fill_`` with ones again,
+    and an MSE target):
+    each label a loss reads is its value as a 0-d input, broadcast, so the losses against
+    them have one structure instead of one per folded value. Compiled equals eager, the
+    losses and the gradient; a label made on the first call and kept outside is an input
+    that later calls read as it then is."""
+    import dualgraph.nn.functional as F
+
+    w = dg.tensor([0.3, -0.2, 0.5, 0.1], requires_grad=True)
+    kept: dict = {}
+
+    def f(x):
+        label = dg.full((4,), 1.0)
+        real = F.binary_cross_entropy(dg.sigmoid(x * w), label)
+        real.backward()
+        label.fill_(0.0)
+        fake = F.binary_cross_entropy(dg.sigmoid(x * w), label)
+        fake.backward()
+        label.fill_(1.0)
+        p = dg.sigmoid(x * w)
+        again = F.binary_cross_entropy(p, label)
+        if "label" not in kept:
+            kept["label"] = dg.full((4,), 0.9)
+        (again + F.mse_loss(p, kept["label"]) + F.mse_loss(p, dg.full((4,), 0.25))).backward()
+        return real, fake, again
+
+    x = dg.tensor([1.0, 2.0, -1.5, 0.25])
+    ctx = trace_call(f, (x,))[0]
+    assert len(ctx.runtime) == 4  # the four made labels; the kept one is a captured input
+    assert [t for t, _ in ctx.captured if t is not w] == [kept["label"]]
+    assert not any(n.op == "const" and n.shape == (4,) for n in ctx.nodes)
+    kept.clear()
+    w.grad = None
+    cf = dg.compile(f, tiered=False)
+    for _ in range(2):
+        got = cf(x)
+        got_grad, w.grad = w.grad, None
+        want = f(x)
+        assert_close(got, want, rtol=0, atol=0)
+        assert_close(got_grad, w.grad, rtol=0, atol=0)
+        w.grad = None
+        kept["label"].fill_(0.5)  # followed by the next call
+    assert cf.stats.traces == 1

@@ -29,11 +29,13 @@ def test_a_census_reports_traces_and_torchs_losses(tmp_path, monkeypatch):
 def test_dcgans_discriminator_passes_share_their_functions():
     """DCGAN's step runs the discriminator three times (the real batch, the fake one,
     the fake one for the generator's loss), its optimizer's update between the second
-    and third: the three passes' forward and backward parts are the same functions, and
-    both optimizers' updates one (the census of the split kernel, nothing compiled)."""
+    and third: the three passes' forward and backward parts are the same functions, the
+    loss against the real labels and the one against the fake labels (each label a scalar
+    argument, not a folded constant) one more, and both optimizers' updates one (the census
+    of the split kernel, nothing compiled)."""
     r = compile_census.run("dcgan", compile_=False)
     assert r["kernels"] == 1
     thrice = [code for code, n in r["codes"].items() if n == 3]
-    assert len(thrice) >= 2
+    assert len(thrice) >= 3
     assert max(r["codes"].values()) == 24  # Adam: 11 parameters of D, 13 of G
-    assert r["distinct"] <= 10
+    assert r["distinct"] <= 9

@@ -13,7 +13,7 @@ from ...eager import fused
 from ...eager.internal import array_of
 from ...eager.tensor import Tensor
 from ...errors import ShapeError
-from ...modes import bind
+from ...modes import bind, current_mode
 from ...ops import elementwise as E
 from ...ops import index as I
 from ...ops import loss as N
@@ -56,8 +56,7 @@ def _same_shape(name: str, a: Any, b: Any) -> None:
 
 def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Any:  # noqa: A002
     """Mean squared error ``(input - target) ** 2``, reduced."""
-    target = _as_operand(target)
-    _same_shape("mse_loss", input, target)
+    target = _label_target("mse_loss", input, target)
     # pow(d, 2), not d * d: d has one consumer, so backward needs no accumulation.
     return S.torch_named(_reduce(E.pow(E.sub(input, target), 2), reduction), input,
                          "MseLossBackward0")
@@ -71,8 +70,7 @@ def binary_cross_entropy_with_logits(
     scales each element's loss; ``pos_weight`` (broadcast along the last dim, one per
     class) scales the positive term: ``(1 - y) x + (1 + (p - 1) y) (log(1 + exp(-|x|)) +
     max(-x, 0))``, as PyTorch."""
-    target = _as_operand(target)
-    _same_shape("binary_cross_entropy_with_logits", input, target)
+    target = _label_target("binary_cross_entropy_with_logits", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     soft = E.log(E.add(E.exp(E.neg(E.abs(input))), 1.0))
     if pos_weight is None:
@@ -247,9 +245,16 @@ def _pointwise(name: str, input: Any, target: Any, size_average: Any, reduce: An
     _check_input(name, input)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     N.check_reduction(reduction)
+    return _label_target(name, input, target), reduction
+
+
+def _label_target(name: str, input: Any, target: Any) -> Any:  # noqa: A002
+    """A loss's ``target`` as an operand of ``input``'s shape. A recording mode passes a
+    target that is a made constant of one value (a label) as a scalar argument."""
     target = _as_operand(target)
     _same_shape(name, input, target)
-    return target, reduction
+    current_mode().note_label(target)
+    return target
 
 
 def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,  # noqa: A002
