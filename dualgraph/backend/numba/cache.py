@@ -434,7 +434,7 @@ def optimisation(level: int | None) -> Any:
             codegen.create_pass_builder = old_builder
 
 
-_PAUSE_LOCK = threading.Lock()
+_PAUSE_LOCK = threading.RLock()  # a finalizer run by the collection may compile
 _PAUSED = [0, False]  # compiles under way; whether the collector was on before the first
 
 
