@@ -49,3 +49,53 @@ def test_the_pipeline_is_part_of_the_module_and_the_answer_is_the_same(tmp_path)
         dg.testing.assert_close(k(x)[0], want, rtol=1e-5, atol=1e-6)
         (sig,) = k.fn.overloads
         assert k.fn.overloads[sig].fndesc.llvm_cfunc_wrapper_name not in k.fn.inspect_llvm(sig)
+
+
+def test_kernels_compile_with_the_collector_paused_and_restored():
+    """`compile_dispatcher` compiles with Python's garbage collector off; the garbage
+    cycles of the compile are collected at its end, and the collector comes back as it
+    was (off stays off), also when two compiles overlap."""
+    import gc
+    import threading
+    import weakref
+
+    from dualgraph.backend.numba import compile_dispatcher
+
+    class Node:
+        pass
+
+    seen: list = []
+
+    class Dispatcher:
+        def compile(self, sig: tuple) -> None:
+            seen.append(gc.isenabled())
+            node = Node()
+            node.me = node  # garbage only a collection finds
+            seen.append(weakref.ref(node))
+
+    compile_dispatcher(Dispatcher(), None, ())
+    assert seen[0] is False and gc.isenabled()
+    assert seen[1]() is None
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        compile_dispatcher(Dispatcher(), None, ())
+        assert not gc.isenabled()
+    finally:
+        if was:
+            gc.enable()
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with cache.collector_paused():
+            inside.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    inside.wait(10)
+    compile_dispatcher(Dispatcher(), None, ())
+    assert not gc.isenabled()  # the other compile is still under way
+    leave.set()
+    t.join(10)
+    assert gc.isenabled()

@@ -137,3 +137,47 @@ def test_compiled_elementwise_kernel_over_strided_and_contiguous_inputs():
         (got,) = kernel(xs, y.numpy())
         (want,) = interpret(g, xs, y.numpy())
         assert_close(got, want)  # float32 kernels may contract a * b + c into one FMA
+
+
+@numba.njit
+def _layouts(a, f, n):
+    a = a[:, :, ::1]  # typed "A" whatever its strides
+    return dgk.contiguous(a), dgk.flat(a), dgk.reshaped(a, (n, 2)), dgk.contiguous(f)
+
+
+def test_strided_views_are_checked_and_copied_inline():
+    """An "A" array is used as it is when its strides are C-ordered (axes of length 1 may
+    have any stride) and copied when not; an F-ordered one is copied. All of it inline:
+    the kernel links no contiguity check of Numba's."""
+    from numba.core.runtime import _nrt_python as nrt
+    from numba.core.runtime import rtsys
+
+    base = np.arange(96, dtype=np.float32).reshape(4, 3, 8)
+    views = [base[:, :, 2:4],  # strided: copied
+             base[::2, :, 2:4],  # strided on two axes
+             base[:2],  # C-ordered in fact: used as it is
+             base[:, 1:2, :4][1:3],  # a length-1 axis between strided ones
+             base[1:2, :, :],  # a length-1 leading axis
+             base[:0, :, :2]]  # empty
+    was_on = nrt.memsys_stats_enabled()
+    nrt.memsys_enable_stats()
+    try:
+        for a_any in views:
+            before = rtsys.get_allocation_stats()
+            c, fl, r, fc = _layouts(a_any, a_any.T, a_any.size // 2)
+            want = np.ascontiguousarray(a_any)
+            for got in (c, fl.reshape(want.shape), r.reshape(want.shape)):
+                assert got.flags.c_contiguous and np.array_equal(got, want)
+                assert np.shares_memory(got, a_any) == (want.size > 0 and np.shares_memory(
+                    want, a_any))
+            assert fc.flags.c_contiguous and np.array_equal(fc, np.ascontiguousarray(a_any.T))
+            del c, fl, r, fc, got
+            after = rtsys.get_allocation_stats()
+            assert after.alloc - before.alloc == after.free - before.free  # nothing leaked
+    finally:
+        if not was_on:
+            nrt.memsys_disable_stats()
+    sig = _layouts.signatures[0]
+    assert _layouts.overloads[sig].type_annotation.typemap["a"].layout == "A"
+    llvm = _layouts.overloads[sig].library.get_llvm_str()
+    assert "is_contiguous" not in llvm and "_call_allocator" not in llvm

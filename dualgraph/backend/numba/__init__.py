@@ -387,8 +387,14 @@ class Part:
 
 
 def compile_dispatcher(fn: Any, path: str | None, sig: tuple) -> None:
-    """``fn.compile(sig)`` for a kernel dispatcher defined in ``path``: a damaged Numba
-    cache file is dropped and the kernel compiled again, with a warning."""
+    """``fn.compile(sig)`` for a kernel dispatcher defined in ``path``, with Python's
+    garbage collector paused (`cache.collector_paused`): a damaged Numba cache file is
+    dropped and the kernel compiled again, with a warning."""
+    with cache.collector_paused():
+        _compile_or_recover(fn, path, sig)
+
+
+def _compile_or_recover(fn: Any, path: str | None, sig: tuple) -> None:
     try:
         with warnings.catch_warnings(), cache.optimisation(getattr(fn, "_dg_opt", None)):
             # Layout advice on generated code (np.dot on a batch slice) is not
@@ -399,7 +405,7 @@ def compile_dispatcher(fn: Any, path: str | None, sig: tuple) -> None:
         if not path or not _drop_numba_cache(path):
             raise
         warnings.warn(f"dualgraph: Numba's cache for {path} was unreadable ({e!r}); "
-                      "removed it and compiled again", RuntimeWarning, stacklevel=3)
+                      "removed it and compiled again", RuntimeWarning, stacklevel=4)
         with cache.optimisation(getattr(fn, "_dg_opt", None)):
             fn.compile(sig)
 

@@ -24,6 +24,7 @@ code in this process, so:
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import hmac
 import importlib.util
@@ -431,6 +432,37 @@ def optimisation(level: int | None) -> Any:
         finally:
             config.OPT = old
             codegen.create_pass_builder = old_builder
+
+
+_PAUSE_LOCK = threading.RLock()  # a finalizer run by the collection may compile
+_PAUSED = [0, False]  # compiles under way; whether the collector was on before the first
+
+
+@contextlib.contextmanager
+def collector_paused() -> Any:
+    """Python's cyclic garbage collector off inside the block, then the young garbage
+    collected once, and the collector back as it was (on or off) when the last of the
+    threads inside such a block leaves.
+
+    Numba's compile allocates millions of short-lived objects (its IR, types, llvmlite's
+    IR) while a process holds a few hundred thousand long-lived ones: the collections
+    these allocations trigger, the full ones above all, rescan the long-lived objects
+    again and again, about a seventh of a generated kernel's compile. With the collector
+    off, the garbage of one compile is found in one young collection at its end."""
+    with _PAUSE_LOCK:
+        if _PAUSED[0] == 0:
+            _PAUSED[1] = gc.isenabled()
+            gc.disable()
+        _PAUSED[0] += 1
+    try:
+        yield
+    finally:
+        with _PAUSE_LOCK:
+            _PAUSED[0] -= 1
+            if _PAUSED[0] == 0:
+                gc.collect(0)
+                if _PAUSED[1]:
+                    gc.enable()
 
 
 def loaded() -> list[tuple[str, Any]]:

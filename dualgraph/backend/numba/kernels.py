@@ -235,6 +235,87 @@ def strided(typingctx, x, shape, strides):
     return x.copy(layout="A", ndim=len(shape))(x, shape, strides), codegen
 
 
+def _allocate_c(context, builder, out_type, dims):
+    """A new C-ordered array of ``out_type`` and shape ``dims`` (LLVM intp values) from
+    Numba's runtime, its fields filled in place; returns the array's structure proxy."""
+    from numba.core import cgutils
+    from numba.np.arrayobj import populate_array
+
+    out = context.make_array(out_type)(context, builder)
+    itemsize = context.get_constant(types.intp, context.get_abi_sizeof(
+        context.get_data_type(out_type.dtype)))
+    strides = list(dims)
+    step = itemsize
+    for k in reversed(range(len(dims))):
+        strides[k] = step
+        step = builder.mul(step, dims[k])
+    meminfo = context.nrt.meminfo_alloc_aligned(builder, size=step, align=32)
+    data = context.nrt.meminfo_data(builder, meminfo)
+    populate_array(out, data=builder.bitcast(data, out.data.type),
+                   shape=cgutils.pack_array(builder, dims),
+                   strides=cgutils.pack_array(builder, strides),
+                   itemsize=itemsize, meminfo=meminfo)
+    return out
+
+
+def _as_c(context, builder, aryty, value):
+    """``np.ascontiguousarray`` of ``value`` (an array of type ``aryty``) as inline code,
+    a new reference: a C-ordered array (or a 1-D F-ordered one) is itself, an "A" array is
+    itself when its strides are C-ordered, checked at run time, and anything else is
+    copied element by element into a new C-ordered array.
+
+    Numba's own lowering compiles its contiguity check as a function of its own once per
+    process and rank, and its copy's allocator once per array type, and links both into
+    every kernel that uses them, to be optimised again there: about half a second of a
+    cold compile for each kernel that reshapes a strided view."""
+    from numba.core import cgutils
+    from numba.core.imputils import impl_ret_borrowed
+    from numba.np.arrayobj import _as_layout_array
+
+    c_type = aryty.copy(layout="C", ndim=max(aryty.ndim, 1), readonly=False)
+    if aryty.ndim == 0:
+        return _as_layout_array(context, builder, c_type(aryty), [value], output_layout="C")
+    if aryty.layout == "C" or (aryty.ndim == 1 and aryty.layout == "F"):
+        return impl_ret_borrowed(context, builder, c_type, value)
+    ary = context.make_array(aryty)(context, builder, value)
+    dims = cgutils.unpack_tuple(builder, ary.shape, aryty.ndim)
+    steps = cgutils.unpack_tuple(builder, ary.strides, aryty.ndim)
+
+    def copy():
+        out = _allocate_c(context, builder, c_type, dims)
+        intp = context.get_value_type(types.intp)
+        with cgutils.loop_nest(builder, dims, intp) as idx:
+            src = cgutils.get_item_pointer2(context, builder, ary.data, dims, steps,
+                                            aryty.layout, idx)
+            dst = cgutils.get_item_pointer2(context, builder, out.data, dims, [],
+                                            "C", idx)
+            builder.store(builder.load(src), dst)
+        return out._getvalue()
+
+    if aryty.layout != "A":
+        return copy()
+    # C-ordered when every axis longer than 1 has the stride of the axes after it.
+    one = context.get_constant(types.intp, 1)
+    want = ary.itemsize
+    ok = cgutils.true_bit
+    for k in reversed(range(aryty.ndim)):
+        fits = builder.or_(builder.icmp_signed("<=", dims[k], one),
+                           builder.icmp_signed("==", steps[k], want))
+        ok = builder.and_(ok, fits)
+        want = builder.mul(want, dims[k])
+    with builder.if_else(ok, likely=True) as (then, otherwise):
+        with then:
+            same = impl_ret_borrowed(context, builder, c_type, value)
+            same_block = builder.block
+        with otherwise:
+            copied = copy()
+            copied_block = builder.block
+    out = builder.phi(same.type)
+    out.add_incoming(same, same_block)
+    out.add_incoming(copied, copied_block)
+    return out
+
+
 @intrinsic
 def contiguous(typingctx, x):
     """``np.ascontiguousarray(x)`` for generated code, as lowered code rather than a
@@ -247,10 +328,9 @@ def contiguous(typingctx, x):
     compile (`tools/compile_profile.py`), for what is most often the identity."""
     if not isinstance(x, types.Array):
         return None
-    from numba.np.arrayobj import _as_layout_array
 
     def codegen(context, builder, signature, args):
-        return _as_layout_array(context, builder, signature, args, output_layout="C")
+        return _as_c(context, builder, signature.args[0], args[0])
 
     return x.copy(layout="C", ndim=max(x.ndim, 1), readonly=False)(x), codegen
 
@@ -267,7 +347,7 @@ def flat(typingctx, x):
         return None
     from numba.core import cgutils
     from numba.core.imputils import impl_ret_borrowed, impl_ret_new_ref
-    from numba.np.arrayobj import _as_layout_array, populate_array
+    from numba.np.arrayobj import populate_array
 
     c_type = x.copy(layout="C", ndim=max(x.ndim, 1), readonly=False)
     out_type = x.copy(layout="C", ndim=1, readonly=not x.mutable and x.layout == "C")
@@ -276,7 +356,7 @@ def flat(typingctx, x):
         aryty, value = signature.args[0], args[0]
         copied = aryty.layout != "C" or aryty.ndim == 0
         if copied:
-            value = _as_layout_array(context, builder, c_type(aryty), args, output_layout="C")
+            value = _as_c(context, builder, aryty, value)
             aryty = c_type
         ary = context.make_array(aryty)(context, builder, value)
         dims = cgutils.unpack_tuple(builder, ary.shape, aryty.ndim)
@@ -310,7 +390,7 @@ def reshaped(typingctx, x, shape):
         return None
     from numba.core import cgutils
     from numba.core.imputils import impl_ret_borrowed, impl_ret_new_ref
-    from numba.np.arrayobj import _as_layout_array, populate_array
+    from numba.np.arrayobj import populate_array
 
     c_type = x.copy(layout="C", ndim=max(x.ndim, 1), readonly=False)
     out_type = x.copy(layout="C", ndim=len(shape), readonly=not x.mutable and x.layout == "C")
@@ -320,8 +400,7 @@ def reshaped(typingctx, x, shape):
         value = args[0]
         copied = aryty.layout != "C" or aryty.ndim == 0
         if copied:
-            value = _as_layout_array(context, builder, c_type(aryty), [value],
-                                     output_layout="C")
+            value = _as_c(context, builder, aryty, value)
             aryty = c_type
         ary = context.make_array(aryty)(context, builder, value)
         dims = [context.cast(builder, builder.extract_value(args[1], k), shty[k], types.intp)
@@ -353,9 +432,7 @@ def empty(typingctx, shape, dtype):
             and all(isinstance(t, types.Integer) for t in shape)
             and isinstance(dtype, (types.NumberClass, types.DType))):
         return None
-    from numba.core import cgutils
     from numba.core.imputils import impl_ret_new_ref
-    from numba.np.arrayobj import populate_array
 
     out_type = types.Array(dtype.dtype, len(shape), "C")
 
@@ -363,20 +440,7 @@ def empty(typingctx, shape, dtype):
         shty = signature.args[0]
         dims = [context.cast(builder, builder.extract_value(args[0], k), shty[k], types.intp)
                 for k in range(len(shty))]
-        out = context.make_array(out_type)(context, builder)
-        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(
-            context.get_data_type(out_type.dtype)))
-        strides = list(dims)
-        step = itemsize
-        for k in reversed(range(len(dims))):
-            strides[k] = step
-            step = builder.mul(step, dims[k])
-        meminfo = context.nrt.meminfo_alloc_aligned(builder, size=step, align=32)
-        data = context.nrt.meminfo_data(builder, meminfo)
-        populate_array(out, data=builder.bitcast(data, out.data.type),
-                       shape=cgutils.pack_array(builder, dims),
-                       strides=cgutils.pack_array(builder, strides),
-                       itemsize=itemsize, meminfo=meminfo)
+        out = _allocate_c(context, builder, out_type, dims)
         return impl_ret_new_ref(context, builder, out_type, out._getvalue())
 
     return out_type(shape, dtype), codegen
