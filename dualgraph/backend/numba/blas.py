@@ -31,6 +31,8 @@ from ...eager.openblas import numpy_cblas, numpy_openblas
 from ..kir import Gemm, LibCall, walk
 from .cache_key import cached_njit
 from .library import HELPER_JIT, Routines
+from .raw import alloc as _alloc
+from .raw import free as _free
 
 # cblas enum values
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
@@ -281,15 +283,6 @@ _PACK_MAX = 128
 
 
 @intrinsic
-def _at(typingctx, p, off):
-    """The pointer ``off`` elements past ``p``."""
-    def codegen(context, builder, signature, args):
-        return builder.gep(args[0], [args[1]])
-
-    return p(p, off), codegen
-
-
-@intrinsic
 def _load(typingctx, p, off):
     def codegen(context, builder, signature, args):
         return builder.load(builder.gep(args[0], [args[1]]))
@@ -337,38 +330,6 @@ def _empty_of_ptr(p, n):
     """An array of ``n`` elements of ``p``'s dtype (the recurrent routines' work rows)."""
     dtype = p.dtype
     return lambda p, n: np.empty(n, dtype)
-
-
-@intrinsic
-def _alloc(typingctx, like, n):
-    """A buffer of ``n`` elements of the dtype of ``like`` (a pointer or an array), as a
-    raw pointer from Numba's allocator, to be given back with `_free`. The library's
-    scratch buffers are raw memory, not arrays: an array would bring its reference
-    counting into every routine using it, code Numba lowers and LLVM optimises on each
-    fresh installation's first compile."""
-    dtype = like.dtype
-
-    def codegen(context, builder, signature, args):
-        elem = context.get_value_type(dtype)
-        count = context.cast(builder, args[1], signature.args[1], types.intp)
-        size = builder.mul(count, context.get_constant(types.intp,
-                                                       context.get_abi_sizeof(elem)))
-        # At least one byte: a zero-length request still gives a pointer to free.
-        one = context.get_constant(types.intp, 1)
-        size = builder.select(builder.icmp_signed("<", size, one), one, size)
-        return builder.bitcast(context.nrt.allocate(builder, size), elem.as_pointer())
-
-    return types.CPointer(dtype)(like, n), codegen
-
-
-@intrinsic
-def _free(typingctx, p):
-    """Give back a buffer of `_alloc`."""
-    def codegen(context, builder, signature, args):
-        context.nrt.free(builder, builder.bitcast(args[0], cgutils.voidptr_t))
-        return context.get_dummy_value()
-
-    return types.void(p), codegen
 
 
 # The helpers take an operand's shape and strides as views of the geometry block, not the
@@ -527,7 +488,8 @@ def _make_batched(kind: str, dtype: Any) -> Any:  # noqa: ARG001 - the family's 
 # The batched product is a library unit as the convolution's routines are: built per dtype
 # on first need, its disk cache entry keyed on this module's source, and queued ahead of
 # the kernels when a cold compile is shared among processes.
-GEMM_ROUTINES = Routines("gemm", ("batched",), _make_batched)
+GEMM_ROUTINES = Routines("gemm", ("batched",), _make_batched,
+                         inlines=("dualgraph.backend.numba.raw",))
 
 
 def need_batched(dtype: str) -> None:
@@ -985,7 +947,8 @@ CONV_KINDS = tuple(_CONV_KINDS)
 ROUTINES = Routines("conv", CONV_KINDS, _make_conv,
                     requires={"im2col": ("gather",), "conv2d": ("gather",),
                               "wgrad": ("gather",), "col2im": ("scatter",),
-                              "dgrad": ("scatter",)})
+                              "dgrad": ("scatter",)},
+                    inlines=("dualgraph.backend.numba.raw",))
 
 
 def need_conv(dtype: str, kind: str | None = None) -> None:
