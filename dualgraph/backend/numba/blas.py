@@ -32,6 +32,7 @@ from ..kir import Gemm, LibCall, walk
 from .cache_key import cached_njit
 from .library import HELPER_JIT, Routines
 from .raw import alloc as _alloc
+from .raw import at as _at
 from .raw import free as _free
 
 # cblas enum values
@@ -332,9 +333,9 @@ def _empty_of_ptr(p, n):
     return lambda p, n: np.empty(n, dtype)
 
 
-# The helpers take an operand's shape and strides as views of the geometry block, not the
-# block and their offsets: Numba compiles a function called with a literal integer once
-# per value, and the offsets are literals.
+# The helpers take an operand's shape and strides as pointers into the geometry block, not
+# the block and their offsets: Numba compiles a function called with a literal integer
+# once per value, and the offsets are literals.
 @cached_njit(**HELPER_JIT)
 def _layout(strides, nd, rows, cols):
     """(cblas transpose flag, leading dimension) of the matrices in the last two axes of
@@ -402,7 +403,7 @@ def _item_offset(shape, strides, nd, item, cshape, nc):
 def _batched(x, y, c, geo):
     """``c[...] = x @ y`` over the batch, the operands as `_geometry` describes them: the
     C function itself (no entry function calling it, which Numba would compile too)."""
-    g = numba.carray(geo, (_GEO,))
+    g = geo
     nx, ny, nc = g[0], g[1], g[2]
     m, k = g[_XS + nx - 2], g[_XS + nx - 1]
     n = g[_YS + ny - 1]
@@ -411,8 +412,8 @@ def _batched(x, y, c, geo):
         count *= g[_CS + d]
     if m == 0 or n == 0 or count == 0:
         return
-    xs, xt, ys, yt = g[_XS:_XT], g[_XT:_YS], g[_YS:_YT], g[_YT:_CS]
-    cs, ct = g[_CS:_CT], g[_CT:]
+    xs, xt, ys, yt = _at(g, _XS), _at(g, _XT), _at(g, _YS), _at(g, _YT)
+    cs, ct = _at(g, _CS), _at(g, _CT)
     if k == 0:
         zero = _zero_of(c)
         s0, s1 = ct[nc - 2], ct[nc - 1]
