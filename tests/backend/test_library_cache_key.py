@@ -15,10 +15,12 @@ from dualgraph.backend.numba import blas, recurrent_kernels, row_kernels
 
 def test_each_family_is_keyed_on_every_module_it_compiles_in():
     assert row_kernels.ROUTINES.modules == (
-        "dualgraph.backend.numba.row_kernels", "dualgraph.backend.numba.row_simd",
-        "dualgraph.backend.numba.kernels")
+        "dualgraph.backend.numba.row_kernels", "dualgraph.backend.numba.raw",
+        "dualgraph.backend.numba.row_simd", "dualgraph.backend.numba.kernels")
     assert "dualgraph.backend.numba.kernels" in recurrent_kernels.ROUTINES.modules
-    assert blas.ROUTINES.modules[0] == "dualgraph.backend.numba.blas"
+    assert blas.ROUTINES.modules == ("dualgraph.backend.numba.blas",
+                                     "dualgraph.backend.numba.raw")
+    assert blas.GEMM_ROUTINES.modules == blas.ROUTINES.modules
     digest = hashlib.sha256()
     for name in row_kernels.ROUTINES.modules:
         with open(importlib.util.find_spec(name).origin, "rb") as f:

@@ -31,6 +31,9 @@ from ...eager.openblas import numpy_cblas, numpy_openblas
 from ..kir import Gemm, LibCall, walk
 from .cache_key import cached_njit
 from .library import HELPER_JIT, Routines
+from .raw import alloc as _alloc
+from .raw import at as _at
+from .raw import free as _free
 
 # cblas enum values
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
@@ -281,15 +284,6 @@ _PACK_MAX = 128
 
 
 @intrinsic
-def _at(typingctx, p, off):
-    """The pointer ``off`` elements past ``p``."""
-    def codegen(context, builder, signature, args):
-        return builder.gep(args[0], [args[1]])
-
-    return p(p, off), codegen
-
-
-@intrinsic
 def _load(typingctx, p, off):
     def codegen(context, builder, signature, args):
         return builder.load(builder.gep(args[0], [args[1]]))
@@ -339,41 +333,9 @@ def _empty_of_ptr(p, n):
     return lambda p, n: np.empty(n, dtype)
 
 
-@intrinsic
-def _alloc(typingctx, like, n):
-    """A buffer of ``n`` elements of the dtype of ``like`` (a pointer or an array), as a
-    raw pointer from Numba's allocator, to be given back with `_free`. The library's
-    scratch buffers are raw memory, not arrays: an array would bring its reference
-    counting into every routine using it, code Numba lowers and LLVM optimises on each
-    fresh installation's first compile."""
-    dtype = like.dtype
-
-    def codegen(context, builder, signature, args):
-        elem = context.get_value_type(dtype)
-        count = context.cast(builder, args[1], signature.args[1], types.intp)
-        size = builder.mul(count, context.get_constant(types.intp,
-                                                       context.get_abi_sizeof(elem)))
-        # At least one byte: a zero-length request still gives a pointer to free.
-        one = context.get_constant(types.intp, 1)
-        size = builder.select(builder.icmp_signed("<", size, one), one, size)
-        return builder.bitcast(context.nrt.allocate(builder, size), elem.as_pointer())
-
-    return types.CPointer(dtype)(like, n), codegen
-
-
-@intrinsic
-def _free(typingctx, p):
-    """Give back a buffer of `_alloc`."""
-    def codegen(context, builder, signature, args):
-        context.nrt.free(builder, builder.bitcast(args[0], cgutils.voidptr_t))
-        return context.get_dummy_value()
-
-    return types.void(p), codegen
-
-
-# The helpers take an operand's shape and strides as views of the geometry block, not the
-# block and their offsets: Numba compiles a function called with a literal integer once
-# per value, and the offsets are literals.
+# The helpers take an operand's shape and strides as pointers into the geometry block, not
+# the block and their offsets: Numba compiles a function called with a literal integer
+# once per value, and the offsets are literals.
 @cached_njit(**HELPER_JIT)
 def _layout(strides, nd, rows, cols):
     """(cblas transpose flag, leading dimension) of the matrices in the last two axes of
@@ -441,7 +403,7 @@ def _item_offset(shape, strides, nd, item, cshape, nc):
 def _batched(x, y, c, geo):
     """``c[...] = x @ y`` over the batch, the operands as `_geometry` describes them: the
     C function itself (no entry function calling it, which Numba would compile too)."""
-    g = numba.carray(geo, (_GEO,))
+    g = geo
     nx, ny, nc = g[0], g[1], g[2]
     m, k = g[_XS + nx - 2], g[_XS + nx - 1]
     n = g[_YS + ny - 1]
@@ -450,8 +412,8 @@ def _batched(x, y, c, geo):
         count *= g[_CS + d]
     if m == 0 or n == 0 or count == 0:
         return
-    xs, xt, ys, yt = g[_XS:_XT], g[_XT:_YS], g[_YS:_YT], g[_YT:_CS]
-    cs, ct = g[_CS:_CT], g[_CT:]
+    xs, xt, ys, yt = _at(g, _XS), _at(g, _XT), _at(g, _YS), _at(g, _YT)
+    cs, ct = _at(g, _CS), _at(g, _CT)
     if k == 0:
         zero = _zero_of(c)
         s0, s1 = ct[nc - 2], ct[nc - 1]
@@ -527,7 +489,8 @@ def _make_batched(kind: str, dtype: Any) -> Any:  # noqa: ARG001 - the family's 
 # The batched product is a library unit as the convolution's routines are: built per dtype
 # on first need, its disk cache entry keyed on this module's source, and queued ahead of
 # the kernels when a cold compile is shared among processes.
-GEMM_ROUTINES = Routines("gemm", ("batched",), _make_batched)
+GEMM_ROUTINES = Routines("gemm", ("batched",), _make_batched,
+                         inlines=("dualgraph.backend.numba.raw",))
 
 
 def need_batched(dtype: str) -> None:
@@ -985,7 +948,8 @@ CONV_KINDS = tuple(_CONV_KINDS)
 ROUTINES = Routines("conv", CONV_KINDS, _make_conv,
                     requires={"im2col": ("gather",), "conv2d": ("gather",),
                               "wgrad": ("gather",), "col2im": ("scatter",),
-                              "dgrad": ("scatter",)})
+                              "dgrad": ("scatter",)},
+                    inlines=("dualgraph.backend.numba.raw",))
 
 
 def need_conv(dtype: str, kind: str | None = None) -> None:

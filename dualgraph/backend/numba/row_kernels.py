@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
@@ -39,6 +38,7 @@ from numba.extending import intrinsic, overload
 from . import kernels as dgk
 from .cache_key import cached_njit
 from .library import HELPER_JIT, Routines
+from .raw import alloc, at, free
 from .row_simd import lane_max, lane_sum
 
 _AT = 9  # per operand: four extents, four strides, the origin
@@ -85,8 +85,8 @@ def _of(a, v):  # noqa: ARG001 - typed by the overload below
     raise NotImplementedError
 
 
-# `_of` and `_lanes_for` are compiled once as functions, not inlined into the Numba IR at
-# each call (which copies and retypes them per call): LLVM inlines the calls anyway.
+# `_of` is compiled once as a function, not inlined into the Numba IR at each call (which
+# copies and retypes it per call): LLVM inlines the calls anyway.
 @overload(_of)
 def _of_dtype(a, v):
     """``v`` as a scalar of ``a``'s dtype: float32 arithmetic stays float32."""
@@ -94,67 +94,40 @@ def _of_dtype(a, v):
     return lambda a, v: dt(v)
 
 
-# The geometry helpers take one operand's block (``g[a * _AT:(a + 1) * _AT]``), not the
+# The geometry helpers take one operand's block (a pointer ``geo + a * _AT``), not the
 # whole block and the operand's number: Numba compiles a function called with a literal
 # integer once per value, and the operands' numbers are literals.
 @cached_njit(**HELPER_JIT)
-def _span(ga):
-    """An operand as a flat array over every address it spans."""
-    span = 1
-    for d in range(4):
-        e = ga[d]
-        if e == 0:
-            return 0
-        s = ga[4 + d]
-        span += (e - 1) * (s if s > 0 else -s)
-    return span
-
-
-@cached_njit(**HELPER_JIT)
-def _flat(p, ga):
-    """An operand (its pointer at the lowest address it spans) as a flat array."""
-    return numba.carray(p, (_span(ga),))
-
-
-@cached_njit(**HELPER_JIT)
-def _base(ga, i0, i1, i2, axis):
-    """The flat index of element 0 of the row at outer index (i0, i1, i2) of the operand
-    (the outer index skips ``axis``)."""
-    at = ga[8]
-    k = 0
-    for d in range(4):
-        if d != axis:
-            i = i0 if k == 0 else i1 if k == 1 else i2
-            at += i * ga[4 + d]
-            k += 1
-    return at
-
-
-@cached_njit(**HELPER_JIT)
 def _outer(ga, axis):
-    """The extents of the operand's three outer axes."""
-    e = [1, 1, 1]
+    """The extents and strides of the operand's three outer axes (every axis but
+    ``axis``), outermost first: the rows in order."""
+    e0, e1, e2, s0, s1, s2 = 1, 1, 1, 0, 0, 0
     k = 0
     for d in range(4):
         if d != axis:
-            e[k] = ga[d]
+            if k == 0:
+                e0, s0 = ga[d], ga[4 + d]
+            elif k == 1:
+                e1, s1 = ga[d], ga[4 + d]
+            else:
+                e2, s2 = ga[d], ga[4 + d]
             k += 1
-    return e[0], e[1], e[2]
+    return e0, e1, e2, s0, s1, s2
 
 
 @cached_njit(**HELPER_JIT)
-def _gather(flat, base, step, n, work):
-    """Elements ``base + j * step`` of ``flat`` (j < n) copied into ``work``, as a row."""
+def _gather(p, base, step, n, work):
+    """Elements ``base + j * step`` of ``p`` (j < n) copied into ``work``, as a row."""
     for j in range(n):
-        work[j] = flat[base + j * step]
-    return work[:n]
+        work[j] = p[base + j * step]
+    return work
 
 
 @cached_njit(**HELPER_JIT)
-def _scatter(flat, base, step, n, row):
-    """``row`` written back to elements ``base + j * step`` of ``flat``."""
+def _scatter(p, base, step, n, row):
+    """``row`` written back to elements ``base + j * step`` of ``p``."""
     for j in range(n):
-        flat[base + j * step] = row[j]
+        p[base + j * step] = row[j]
 
 
 @cached_njit(**HELPER_JIT)
@@ -162,7 +135,7 @@ def _param(p, ga, n, given, work):
     """A weight or bias (a row along the last axis of its own 1-D geometry) copied into
     ``work``; ones when not ``given`` (a product by one changes no bit)."""
     if given:
-        return _gather(_flat(p, ga), ga[8], ga[7], n, work)
+        return _gather(p, ga[8], ga[7], n, work)
     for j in range(n):
         work[j] = 1
     return work
@@ -171,25 +144,24 @@ def _param(p, ga, n, given, work):
 @cached_njit(**HELPER_JIT)
 def _put_totals(p, ga, total, n):
     """The float64 column totals ``total[:n]`` cast into the 1-D operand at ``p``."""
-    out = _flat(p, ga)
     s, b = ga[7], ga[8]
     for j in range(n):
-        out[b + j * s] = _of(out, total[j])
+        p[b + j * s] = _of(p, total[j])
 
 
-def _row_sum(row, n, lanes):  # noqa: ARG001 - typed by the overload below
+def _row_sum(row, n):  # noqa: ARG001 - typed by the overload below
     raise NotImplementedError
 
 
 @overload(_row_sum, jit_options={"forceinline": True})
-def _row_sum_of(row, n, lanes):
+def _row_sum_of(row, n):
     """The float64 sum of ``row[:n]`` in the generated loops' order (`lowerings.norm`):
     a float32 row of 16 or more 16 lanes at a time, then the lanes and the rest."""
     if row.dtype == types.float32:
-        def by_lanes(row, n, lanes):
+        def by_lanes(row, n):
             acc = 0.0
             start = 0
-            if lanes.size:
+            if n >= LANES:
                 start = n - n % LANES
                 acc = lane_sum(row, start)
             for j in range(start, n):
@@ -198,25 +170,13 @@ def _row_sum_of(row, n, lanes):
 
         return by_lanes
 
-    def ordered(row, n, lanes):
+    def ordered(row, n):
         acc = 0.0
         for j in range(n):
             acc += row[j]
         return acc
 
     return ordered
-
-
-def _lanes_for(row, n):  # noqa: ARG001 - typed by the overload below
-    raise NotImplementedError
-
-
-@overload(_lanes_for)
-def _lanes_for_row(row, n):
-    """The lanes of a float32 row's sum of 16 or more elements (none otherwise)."""
-    if row.dtype == types.float32:
-        return lambda row, n: np.empty(LANES if n >= LANES else 0, np.float64)
-    return lambda row, n: np.empty(0, np.float64)
 
 
 @cached_njit(**HELPER_JIT)
@@ -239,30 +199,27 @@ def _row_max(xr, n):
 
 
 def _softmax(px, pout, geo, eps):
-    g = numba.carray(geo, (2 * _AT + 2,))
-    axis, flags = g[2 * _AT], g[2 * _AT + 1]
-    at_x, at_o = g[:_AT], g[_AT:2 * _AT]
+    axis, flags = geo[2 * _AT], geo[2 * _AT + 1]
+    at_x, at_o = geo, at(geo, _AT)
     n = at_x[axis]
-    e0, e1, e2 = _outer(at_x, axis)
+    e0, e1, e2, x0, x1, x2 = _outer(at_x, axis)
     if n == 0 or e0 * e1 * e2 == 0:
         return
-    x, out = _flat(px, at_x), _flat(pout, at_o)
+    _, _, _, o0, o1, o2 = _outer(at_o, axis)
     sx, so = at_x[4 + axis], at_o[4 + axis]
-    xw, ow = np.empty(n, out.dtype), np.empty(n, out.dtype)
-    e = np.empty(n, out.dtype)
-    lanes = _lanes_for(e, n)
+    xw, ow, e = alloc(pout, n), alloc(pout, n), alloc(pout, n)
     log = (flags & _LOG) != 0
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                xb = _base(at_x, i0, i1, i2, axis)
-                xr = x[xb:xb + n] if sx == 1 else _gather(x, xb, sx, n, xw)
-                ob = _base(at_o, i0, i1, i2, axis)
-                orow = out[ob:ob + n] if so == 1 else ow[:n]
+                xb = at_x[8] + i0 * x0 + i1 * x1 + i2 * x2
+                xr = at(px, xb) if sx == 1 else _gather(px, xb, sx, n, xw)
+                ob = at_o[8] + i0 * o0 + i1 * o1 + i2 * o2
+                orow = at(pout, ob) if so == 1 else ow
                 m = _row_max(xr, n)
                 for j in range(n):
                     e[j] = _exp(xr[j] - m)
-                s = _row_sum(e, n, lanes)
+                s = _row_sum(e, n)
                 if log:
                     t = _of(e, np.log(s))
                     for j in range(n):
@@ -272,39 +229,40 @@ def _softmax(px, pout, geo, eps):
                     for j in range(n):
                         orow[j] = e[j] / t
                 if so != 1:
-                    _scatter(out, ob, so, n, orow)
+                    _scatter(pout, ob, so, n, orow)
+    free(xw)
+    free(ow)
+    free(e)
 
 
 def _softmax_backward(pg, py, pout, geo, eps):
-    g = numba.carray(geo, (3 * _AT + 2,))
-    axis, flags = g[3 * _AT], g[3 * _AT + 1]
-    at_g, at_y, at_o = g[:_AT], g[_AT:2 * _AT], g[2 * _AT:3 * _AT]
+    axis, flags = geo[3 * _AT], geo[3 * _AT + 1]
+    at_g, at_y, at_o = geo, at(geo, _AT), at(geo, 2 * _AT)
     n = at_g[axis]
-    e0, e1, e2 = _outer(at_g, axis)
+    e0, e1, e2, g0, g1, g2 = _outer(at_g, axis)
     if n == 0 or e0 * e1 * e2 == 0:
         return
-    gf, yf, out = _flat(pg, at_g), _flat(py, at_y), _flat(pout, at_o)
+    _, _, _, y0, y1, y2 = _outer(at_y, axis)
+    _, _, _, o0, o1, o2 = _outer(at_o, axis)
     sg, sy, so = at_g[4 + axis], at_y[4 + axis], at_o[4 + axis]
-    gw, yw, ow = np.empty(n, out.dtype), np.empty(n, out.dtype), np.empty(n, out.dtype)
-    e = np.empty(n, out.dtype)
-    lanes = _lanes_for(e, n)
+    gw, yw, ow, e = alloc(pout, n), alloc(pout, n), alloc(pout, n), alloc(pout, n)
     log = (flags & _LOG) != 0
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                gb = _base(at_g, i0, i1, i2, axis)
-                gr = gf[gb:gb + n] if sg == 1 else _gather(gf, gb, sg, n, gw)
-                yb = _base(at_y, i0, i1, i2, axis)
-                yr = yf[yb:yb + n] if sy == 1 else _gather(yf, yb, sy, n, yw)
-                ob = _base(at_o, i0, i1, i2, axis)
-                orow = out[ob:ob + n] if so == 1 else ow[:n]
+                gb = at_g[8] + i0 * g0 + i1 * g1 + i2 * g2
+                gr = at(pg, gb) if sg == 1 else _gather(pg, gb, sg, n, gw)
+                yb = at_y[8] + i0 * y0 + i1 * y1 + i2 * y2
+                yr = at(py, yb) if sy == 1 else _gather(py, yb, sy, n, yw)
+                ob = at_o[8] + i0 * o0 + i1 * o1 + i2 * o2
+                orow = at(pout, ob) if so == 1 else ow
                 if log:
                     for j in range(n):
                         e[j] = gr[j]
                 else:
                     for j in range(n):
                         e[j] = gr[j] * yr[j]
-                t = _of(e, _row_sum(e, n, lanes))
+                t = _of(e, _row_sum(e, n))
                 if log:
                     for j in range(n):
                         orow[j] = gr[j] - _exp(yr[j]) * t
@@ -312,50 +270,51 @@ def _softmax_backward(pg, py, pout, geo, eps):
                     for j in range(n):
                         orow[j] = yr[j] * (gr[j] - t)
                 if so != 1:
-                    _scatter(out, ob, so, n, orow)
+                    _scatter(pout, ob, so, n, orow)
+    free(gw)
+    free(yw)
+    free(ow)
+    free(e)
 
 
 @cached_njit(**HELPER_JIT)
-def _stats(xr, n, row, lanes, eps):
+def _stats(xr, n, row, eps):
     """A row's mean, ``1 / sqrt(var + eps)`` in the row's dtype and in float64, as the
     generated row loops make them (two passes: no cancellation when the mean is large
     against the spread); ``row`` is left holding the squared deviations. The row is
-    contiguous (gathered when strided), so its sum reads it in place: the generated loops' copy into
-    the work row changes no bit of it."""
+    contiguous (gathered when strided), so its sum reads it in place: the generated loops'
+    copy into the work row changes no bit of it."""
     count = np.float64(n)
-    mu = _of(row, _row_sum(xr, n, lanes) / count)
+    mu = _of(row, _row_sum(xr, n) / count)
     for j in range(n):
         d = xr[j] - mu
         row[j] = d * d
-    v = _row_sum(row, n, lanes)
+    v = _row_sum(row, n)
     r64 = 1.0 / np.sqrt(v / count + eps)
     return mu, _of(row, r64), r64
 
 
 def _layer_norm(px, pw, pb, pout, geo, eps):
-    g = numba.carray(geo, (4 * _AT + 2,))
-    axis, flags = g[4 * _AT], g[4 * _AT + 1]
-    at_x, at_w, at_b, at_o = g[:_AT], g[_AT:2 * _AT], g[2 * _AT:3 * _AT], g[3 * _AT:4 * _AT]
+    axis, flags = geo[4 * _AT], geo[4 * _AT + 1]
+    at_x, at_o = geo, at(geo, 3 * _AT)
     n = at_x[axis]
-    e0, e1, e2 = _outer(at_x, axis)
+    e0, e1, e2, x0, x1, x2 = _outer(at_x, axis)
     if n == 0 or e0 * e1 * e2 == 0:
         return
-    x, out = _flat(px, at_x), _flat(pout, at_o)
+    _, _, _, o0, o1, o2 = _outer(at_o, axis)
     sx, so = at_x[4 + axis], at_o[4 + axis]
-    xw, ow = np.empty(n, out.dtype), np.empty(n, out.dtype)
-    row = np.empty(n, out.dtype)
-    lanes = _lanes_for(row, n)
+    xw, ow, row = alloc(pout, n), alloc(pout, n), alloc(pout, n)
     has_w, has_b = (flags & _WEIGHT) != 0, (flags & _BIAS) != 0
-    w = _param(pw, at_w, n, has_w, np.empty(n, out.dtype))
-    b = _param(pb, at_b, n, has_b, np.empty(n, out.dtype))
+    w = _param(pw, at(geo, _AT), n, has_w, alloc(pout, n))
+    b = _param(pb, at(geo, 2 * _AT), n, has_b, alloc(pout, n))
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                xb = _base(at_x, i0, i1, i2, axis)
-                xr = x[xb:xb + n] if sx == 1 else _gather(x, xb, sx, n, xw)
-                ob = _base(at_o, i0, i1, i2, axis)
-                orow = out[ob:ob + n] if so == 1 else ow[:n]
-                mu, r, _ = _stats(xr, n, row, lanes, eps)
+                xb = at_x[8] + i0 * x0 + i1 * x1 + i2 * x2
+                xr = at(px, xb) if sx == 1 else _gather(px, xb, sx, n, xw)
+                ob = at_o[8] + i0 * o0 + i1 * o1 + i2 * o2
+                orow = at(pout, ob) if so == 1 else ow
+                mu, r, _ = _stats(xr, n, row, eps)
                 # Without a weight ``w`` is ones: the product by it changes no bit. A bias
                 # alone keeps its own loop (``x * r + b`` is one FMA in float32, the
                 # product by one would round before the add).
@@ -369,7 +328,12 @@ def _layer_norm(px, pw, pb, pout, geo, eps):
                     for j in range(n):
                         orow[j] = (xr[j] - mu) * r * w[j]
                 if so != 1:
-                    _scatter(out, ob, so, n, orow)
+                    _scatter(pout, ob, so, n, orow)
+    free(xw)
+    free(ow)
+    free(row)
+    free(w)
+    free(b)
 
 
 def _layer_norm_grads(pg, px, pw, pout, pdw, pdb, geo, eps):
@@ -379,127 +343,124 @@ def _layer_norm_grads(pg, px, pw, pout, pdw, pdb, geo, eps):
     input gradient alone: layer_norm_backward). The columns' float64 totals take the
     rows in order, the additions of `_layer_norm_weight_grad` and of the generated sum
     loop, so the parameters' gradients are those of the separate ops bit for bit."""
-    g = numba.carray(geo, (6 * _AT + 2,))
-    axis, flags = g[6 * _AT], g[6 * _AT + 1]
-    at_g, at_x, at_w, at_o = g[:_AT], g[_AT:2 * _AT], g[2 * _AT:3 * _AT], g[3 * _AT:4 * _AT]
+    axis, flags = geo[6 * _AT], geo[6 * _AT + 1]
+    at_g, at_x, at_o = geo, at(geo, _AT), at(geo, 3 * _AT)
     n = at_g[axis]
-    e0, e1, e2 = _outer(at_g, axis)
+    e0, e1, e2, g0, g1, g2 = _outer(at_g, axis)
     if n == 0:
         return
+    _, _, _, x0, x1, x2 = _outer(at_x, axis)
+    _, _, _, o0, o1, o2 = _outer(at_o, axis)
     has_w = (flags & _WEIGHT) != 0
     want_w, want_b = (flags & _WEIGHT_GRAD) != 0, (flags & _BIAS_GRAD) != 0
-    tw = np.zeros(n if want_w else 0, np.float64)
-    tb = np.zeros(n if want_b else 0, np.float64)
-    if e0 * e1 * e2:
-        gf, x, out = _flat(pg, at_g), _flat(px, at_x), _flat(pout, at_o)
-        sg, sx, so = at_g[4 + axis], at_x[4 + axis], at_o[4 + axis]
-        gw, xw = np.empty(n, out.dtype), np.empty(n, out.dtype)
-        ow = np.empty(n, out.dtype)
-        row, a = np.empty(n, out.dtype), np.empty(n, out.dtype)
-        lanes = _lanes_for(row, n)
-        count = np.float64(n)
-        w = _param(pw, at_w, n, has_w, np.empty(n, out.dtype))
-        for i0 in range(e0):
-            for i1 in range(e1):
-                for i2 in range(e2):
-                    gb = _base(at_g, i0, i1, i2, axis)
-                    gr = gf[gb:gb + n] if sg == 1 else _gather(gf, gb, sg, n, gw)
-                    xb = _base(at_x, i0, i1, i2, axis)
-                    xr = x[xb:xb + n] if sx == 1 else _gather(x, xb, sx, n, xw)
-                    ob = _base(at_o, i0, i1, i2, axis)
-                    orow = out[ob:ob + n] if so == 1 else ow[:n]
-                    # a = g * w; the row's statistics, then the sums of a and of
-                    # a * (x - mu).
+    tw, tb = alloc(eps, n), alloc(eps, n)
+    for j in range(n):
+        tw[j] = 0.0
+        tb[j] = 0.0
+    sg, sx, so = at_g[4 + axis], at_x[4 + axis], at_o[4 + axis]
+    gw, xw, ow = alloc(pout, n), alloc(pout, n), alloc(pout, n)
+    row, a = alloc(pout, n), alloc(pout, n)
+    count = np.float64(n)
+    w = _param(pw, at(geo, 2 * _AT), n, has_w, alloc(pout, n))
+    for i0 in range(e0):
+        for i1 in range(e1):
+            for i2 in range(e2):
+                gb = at_g[8] + i0 * g0 + i1 * g1 + i2 * g2
+                gr = at(pg, gb) if sg == 1 else _gather(pg, gb, sg, n, gw)
+                xb = at_x[8] + i0 * x0 + i1 * x1 + i2 * x2
+                xr = at(px, xb) if sx == 1 else _gather(px, xb, sx, n, xw)
+                ob = at_o[8] + i0 * o0 + i1 * o1 + i2 * o2
+                orow = at(pout, ob) if so == 1 else ow
+                # a = g * w; the row's statistics, then the sums of a and of
+                # a * (x - mu).
+                for j in range(n):
+                    a[j] = gr[j] * w[j]
+                mu, r, r64 = _stats(xr, n, row, eps)
+                sa = _row_sum(a, n)
+                for j in range(n):
+                    row[j] = a[j] * (xr[j] - mu)
+                sb = _row_sum(row, n)
+                ma = _of(row, sa / count)
+                c = _of(row, r64 * sb / count)  # mean(a * xhat)
+                for j in range(n):
+                    orow[j] = r * (a[j] - ma - (xr[j] - mu) * r * c)
+                if want_w:
                     for j in range(n):
-                        a[j] = gr[j] * w[j]
-                    mu, r, r64 = _stats(xr, n, row, lanes, eps)
-                    sa = _row_sum(a, n, lanes)
+                        tw[j] += np.float64(gr[j] * ((xr[j] - mu) * r))
+                if want_b:
                     for j in range(n):
-                        row[j] = a[j] * (xr[j] - mu)
-                    sb = _row_sum(row, n, lanes)
-                    ma = _of(row, sa / count)
-                    c = _of(row, r64 * sb / count)  # mean(a * xhat)
-                    for j in range(n):
-                        orow[j] = r * (a[j] - ma - (xr[j] - mu) * r * c)
-                    if want_w:
-                        for j in range(n):
-                            tw[j] += np.float64(gr[j] * ((xr[j] - mu) * r))
-                    if want_b:
-                        for j in range(n):
-                            tb[j] += np.float64(gr[j])
-                    if so != 1:
-                        _scatter(out, ob, so, n, orow)
+                        tb[j] += np.float64(gr[j])
+                if so != 1:
+                    _scatter(pout, ob, so, n, orow)
     if want_w:
-        _put_totals(pdw, g[4 * _AT:5 * _AT], tw, n)
+        _put_totals(pdw, at(geo, 4 * _AT), tw, n)
     if want_b:
-        _put_totals(pdb, g[5 * _AT:6 * _AT], tb, n)
+        _put_totals(pdb, at(geo, 5 * _AT), tb, n)
+    free(tw)
+    free(tb)
+    free(gw)
+    free(xw)
+    free(ow)
+    free(row)
+    free(a)
+    free(w)
 
 
 def _layer_norm_weight_grad(pg, px, pout, geo, eps):
-    g = numba.carray(geo, (3 * _AT + 2,))
-    axis = g[3 * _AT]
-    at_g, at_x, at_o = g[:_AT], g[_AT:2 * _AT], g[2 * _AT:3 * _AT]
+    axis = geo[3 * _AT]
+    at_g, at_x = geo, at(geo, _AT)
     n = at_g[axis]
     if n == 0:
         return
-    e0, e1, e2 = _outer(at_g, axis)
-    total = np.zeros(n, np.float64)
-    if e0 * e1 * e2:
-        gf, x = _flat(pg, at_g), _flat(px, at_x)
-        sg, sx = at_g[4 + axis], at_x[4 + axis]
-        gw, xw = np.empty(n, gf.dtype), np.empty(n, gf.dtype)
-        row = np.empty(n, gf.dtype)
-        lanes = _lanes_for(row, n)
-        for i0 in range(e0):
-            for i1 in range(e1):
-                for i2 in range(e2):
-                    gb = _base(at_g, i0, i1, i2, axis)
-                    gr = gf[gb:gb + n] if sg == 1 else _gather(gf, gb, sg, n, gw)
-                    xb = _base(at_x, i0, i1, i2, axis)
-                    xr = x[xb:xb + n] if sx == 1 else _gather(x, xb, sx, n, xw)
-                    mu, r, _ = _stats(xr, n, row, lanes, eps)
-                    for j in range(n):
-                        total[j] += np.float64(gr[j] * ((xr[j] - mu) * r))
-    _put_totals(pout, at_o, total, n)
+    e0, e1, e2, g0, g1, g2 = _outer(at_g, axis)
+    _, _, _, x0, x1, x2 = _outer(at_x, axis)
+    total = alloc(eps, n)
+    for j in range(n):
+        total[j] = 0.0
+    sg, sx = at_g[4 + axis], at_x[4 + axis]
+    gw, xw, row = alloc(pout, n), alloc(pout, n), alloc(pout, n)
+    for i0 in range(e0):
+        for i1 in range(e1):
+            for i2 in range(e2):
+                gb = at_g[8] + i0 * g0 + i1 * g1 + i2 * g2
+                gr = at(pg, gb) if sg == 1 else _gather(pg, gb, sg, n, gw)
+                xb = at_x[8] + i0 * x0 + i1 * x1 + i2 * x2
+                xr = at(px, xb) if sx == 1 else _gather(px, xb, sx, n, xw)
+                mu, r, _ = _stats(xr, n, row, eps)
+                for j in range(n):
+                    total[j] += np.float64(gr[j] * ((xr[j] - mu) * r))
+    _put_totals(pout, at(geo, 2 * _AT), total, n)
+    free(total)
+    free(gw)
+    free(xw)
+    free(row)
 
 
 def _column_sum(pg, pout, geo, eps):  # noqa: ARG001 - every routine takes eps
     """``sum(g)`` over every row (every index of the axes other than ``axis``) into the
     1-D ``out``: each column's float64 total takes the rows in order, as the generated
-    reduction loops add them (`lowerings.norm.column_sums`), then is cast. Written on
-    the pointers and the geometry alone, without the row helpers: a program whose only
-    row routine this is (a convolution's bias gradient) compiles nothing else of them."""
+    reduction loops add them (`lowerings.norm.column_sums`), then is cast."""
     axis = geo[2 * _AT]
     n = geo[axis]
     if n == 0:
         return
-    # The other three axes' extents and strides, outermost first: the rows in order.
-    e0, e1, e2, s0, s1, s2 = 1, 1, 1, 0, 0, 0
-    k = 0
-    for d in range(4):
-        if d != axis:
-            if k == 0:
-                e0, s0 = geo[d], geo[4 + d]
-            elif k == 1:
-                e1, s1 = geo[d], geo[4 + d]
-            else:
-                e2, s2 = geo[d], geo[4 + d]
-            k += 1
+    e0, e1, e2, s0, s1, s2 = _outer(geo, axis)
     sg = geo[4 + axis]
-    total = np.zeros(n, np.float64)
+    total = alloc(eps, n)
+    for j in range(n):
+        total[j] = 0.0
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                at = geo[8] + i0 * s0 + i1 * s1 + i2 * s2
+                base = geo[8] + i0 * s0 + i1 * s1 + i2 * s2
                 if sg == 1:
                     for j in range(n):
-                        total[j] += np.float64(pg[at + j])
+                        total[j] += np.float64(pg[base + j])
                 else:
                     for j in range(n):
-                        total[j] += np.float64(pg[at + j * sg])
-    so, ob = geo[_AT + 7], geo[_AT + 8]
-    for j in range(n):
-        pout[ob + j * so] = _of(pout, total[j])
+                        total[j] += np.float64(pg[base + j * sg])
+    _put_totals(pout, at(geo, _AT), total, n)
+    free(total)
 
 
 def _routine(kind: str, dtype: Any) -> Any:
@@ -525,7 +486,8 @@ _KINDS = {"softmax": (_softmax, 2), "softmax_backward": (_softmax_backward, 3),
 # layer_norm's input gradient alone is layer_norm_grads with neither parameter's flag
 # (the same code): one unit for the two calls.
 ROUTINES = Routines("row", _KINDS, _routine, aliases={"layer_norm_backward": "layer_norm_grads"},
-                    inlines=("dualgraph.backend.numba.row_simd",
+                    inlines=("dualgraph.backend.numba.raw",
+                             "dualgraph.backend.numba.row_simd",
                              "dualgraph.backend.numba.kernels"))
 
 

@@ -9,6 +9,8 @@ registers.
 
 from __future__ import annotations
 
+from typing import Any
+
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
@@ -16,29 +18,42 @@ from numba.extending import intrinsic
 from .kernels import LANES
 
 
+def _contiguous(values: types.Type) -> bool:
+    """Whether ``values`` is a C-ordered array or a raw pointer (to contiguous values)."""
+    return (isinstance(values, types.CPointer)
+            or (isinstance(values, types.Array) and values.layout == "C"))
+
+
+def _data(context: Any, builder: Any, ty: types.Type, value: Any) -> Any:
+    """The pointer to the first value of ``value`` (an array or a pointer)."""
+    if isinstance(ty, types.CPointer):
+        return value
+    return context.make_array(ty)(context, builder, value).data
+
+
 @intrinsic
 def lane_max(typingctx, values, count):
-    """The max of the first ``count`` values of the contiguous float array ``values``
+    """The max of the first ``count`` values of ``values`` (a contiguous float array or a pointer)
     (``count`` a multiple of LANES, at least LANES): LANES running maxima over the blocks,
     then a halving tree over the lanes. A compare keeps its old value when the new one is
     not greater (a nan is never taken; one at the start stays), so the result is the
     serial loop's for a row without nan, up to the sign of a zero."""
-    ok = (isinstance(values, types.Array) and values.dtype in (types.float32, types.float64)
-          and values.layout == "C" and isinstance(count, types.Integer))
+    ok = (_contiguous(values) and values.dtype in (types.float32, types.float64)
+          and isinstance(count, types.Integer))
     if not ok:
         return None
 
     def codegen(context, builder, signature, args):
         elem = context.get_value_type(signature.args[0].dtype)
         vec = ir.VectorType(elem, LANES)
-        val_arr = context.make_array(signature.args[0])(context, builder, args[0])
+        data = _data(context, builder, signature.args[0], args[0])
         n = context.cast(builder, args[1], signature.args[1], types.intp)
         # Hidden from LLVM, as in `kernels.fold_lanes`: a constant count would unroll.
         n = builder.asm(ir.FunctionType(n.type, [n.type]), "", "=r,0", [n], False)
         step = ir.Constant(n.type, LANES)
 
         def load(i):
-            ptr = builder.bitcast(builder.gep(val_arr.data, [i]), vec.as_pointer())
+            ptr = builder.bitcast(builder.gep(data, [i]), vec.as_pointer())
             return builder.load(ptr, align=4)
 
         def vmax(a, b):
@@ -80,15 +95,15 @@ def lane_sum(typingctx, values, count):
     as `kernels.fold_lanes` adds them into zeroed lanes, then the lanes in order onto
     0.0: the same additions as that lane loop, so the same bits, with the lanes kept in
     registers rather than stored and read back one by one."""
-    ok = (isinstance(values, types.Array) and values.dtype == types.float32
-          and values.layout == "C" and isinstance(count, types.Integer))
+    ok = (_contiguous(values) and values.dtype == types.float32
+          and isinstance(count, types.Integer))
     if not ok:
         return None
 
     def codegen(context, builder, signature, args):
         f64 = ir.DoubleType()
         vec64, vec32 = ir.VectorType(f64, LANES), ir.VectorType(ir.FloatType(), LANES)
-        val_arr = context.make_array(signature.args[0])(context, builder, args[0])
+        data = _data(context, builder, signature.args[0], args[0])
         n = context.cast(builder, args[1], signature.args[1], types.intp)
         n = builder.asm(ir.FunctionType(n.type, [n.type]), "", "=r,0", [n], False)
         step = ir.Constant(n.type, LANES)
@@ -104,7 +119,7 @@ def lane_sum(typingctx, values, count):
         acc.add_incoming(ir.Constant(vec64, [0.0] * LANES), entry)
         builder.cbranch(builder.icmp_signed("<", i, n), body, done)
         builder.position_at_end(body)
-        ptr = builder.bitcast(builder.gep(val_arr.data, [i]), vec32.as_pointer())
+        ptr = builder.bitcast(builder.gep(data, [i]), vec32.as_pointer())
         block = builder.load(ptr, align=4)
         i.add_incoming(builder.add(i, step), body)
         acc.add_incoming(builder.fadd(acc, builder.fpext(block, vec64)), body)
