@@ -449,7 +449,7 @@ from .ops.size import (  # noqa: E402
     preserve_format,
     strided,
 )
-from .ops.special import digamma, erfc, erfinv, lgamma, logit, polygamma  # noqa: E402
+from .ops.special import digamma, erfc, erfinv, i0, lgamma, logit, polygamma  # noqa: E402
 from .ops.special import multigammaln as mvlgamma  # noqa: E402
 from .ops.statistics import (  # noqa: E402
     aminmax,
@@ -960,7 +960,7 @@ __all__ += [
     "embedding", "equal", "erfc", "erfinv", "finfo", "float_power", "fmax", "fmin",
     "get_default_device", "get_float32_matmul_precision", "get_num_interop_threads",
     "get_num_threads", "greater", "greater_equal", "group_norm", "hardshrink", "heaviside",
-    "hsplit", "hypot", "iinfo", "inf", "inner", "inverse", "is_complex",
+    "hsplit", "hypot", "i0", "iinfo", "inf", "inner", "inverse", "is_complex",
     "is_deterministic_algorithms_warn_only_enabled", "is_floating_point", "is_nonzero",
     "is_signed", "isin", "isneginf", "isposinf", "isreal", "jit", "layer_norm", "layout",
     "ldexp", "less", "less_equal", "lgamma", "linalg", "logaddexp2", "logdet", "logit",

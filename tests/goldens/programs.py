@@ -2003,6 +2003,14 @@ def special_functions(lib, F, p, u):
             lib.erfc(u).erfinv())
 
 
+@program(grid((2, 5), -4.0, 4.0), grid((7,), -30.0, 30.0, dtype="float64"), source=SURF_OPS)
+def bessel_functions(lib, F, x, w):
+    S = lib.special
+    return (lib.i0(x), x.i0(), S.i0(x), S.i0e(x), S.i1(x), S.i1e(x), S.modified_bessel_i0(x),
+            S.modified_bessel_i1(x), S.i0e(w), S.i1e(w), S.i0(w * 0.5), S.i1(w * 0.5),
+            lib.i0(lib.arange(3)))
+
+
 @program(grid((3, 3), -1.0, 1.0), grid((3, 2), -1.0, 1.0), source=SURF_OPS,
          covers=("cholesky", "cholesky_info", "solve_triangular", "eigh", "svd", "qr"))
 def decompositions(lib, F, a, b):
