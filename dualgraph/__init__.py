@@ -272,7 +272,9 @@ __all__ += [
 # isort: split
 # Devices (CPU only), dtype aliases, random generators, inference mode, data loading and
 # serialization: PyTorch's everyday surface; torch.func's transforms (and `vmap`),
-# torch.compiler's controls, torch.multiprocessing and torch.random.
+# torch.compiler's controls (and the torch._dynamo settings programs set),
+# torch.multiprocessing and torch.random.
+from . import _dynamo as _dynamo  # noqa: E402
 from . import (  # noqa: E402
     accelerator,
     amp,
