@@ -2083,6 +2083,14 @@ def pointwise_names(lib, F, x, p):
             lib.unsqueeze(x, 1), lib.permute(x, (1, 0)), lib.ravel(x), lib.real(x))
 
 
+@program(grid((3, 5), -2.0, 2.1), grid((5,), 0.2, 1.9), source=SURF_OPS)
+def cov_weighted(lib, F, x, a):
+    f = lib.tensor([1, 2, 0, 3, 1])
+    return (lib.cov(x, fweights=f), lib.cov(x, aweights=a), x.cov(fweights=f, aweights=a),
+            lib.cov(x, fweights=f, aweights=a, correction=0), lib.cov(x[1], aweights=a),
+            lib.cov(x, aweights=a, correction=3))
+
+
 @program(grid((3, 5), -2.0, 2.1), source=SURF_OPS)
 def statistics_names(lib, F, x):
     y = lib.where(x > 1.0, lib.tensor(float("nan")), x)

@@ -81,6 +81,10 @@ GRADIENTS = [
     ("bessel", lambda x: dg.special.i0(x * 0.125) + dg.special.i0e(x + 0.5)
      + dg.special.i1(x * 0.125) + dg.special.i1e(x) + (x * 0.125).i0(),
      [np.array([-23.0, -2.5, 0.0, 0.7, 3.0, 24.0])]),
+    ("cov_weights", lambda x, a: dg.cov(x, fweights=dg.tensor([1, 2, 0, 3, 1]))
+     + dg.cov(x, aweights=a.abs() + 0.1) + dg.cov(x, fweights=dg.tensor([2, 1, 1, 1, 3]),
+                                                  aweights=a.abs() + 0.2, correction=2),
+     [(3, 5), (5,)]),
     ("quantiles", lambda x: dg.quantile(x, 0.3, dim=1).sum()
      + dg.nanquantile(x, 0.6, dim=0, interpolation="midpoint").sum()
      + dg.quantile(x, 0.5), [(3, 5)]),
@@ -127,6 +131,7 @@ def test_compiled_equals_eager_for_the_new_ops():
                 + dg.erfc(u).sum() + dg.erfinv(u * 0.5).sum() + dg.special.logit(p / 3.0).sum()
                 + dg.linalg.vector_norm(x, 3.0) + dg.cdist(x, x * 0.5).sum()
                 + dg.quantile(x, 0.3, dim=1).sum() + dg.nanmean(x) + dg.cov(x).sum()
+                + dg.cov(x, fweights=dg.tensor([1, 2, 0, 3]), aweights=p.reshape(-1)[:4]).sum()
                 + dg.addmm(x[:, :2], x, x.T[:, :2], beta=0.5).sum()
                 + dg.tensordot(x, x, ([1], [1])).sum() + x.masked_scatter(x > 0, u.reshape(-1)
                                                                          ).sum()
@@ -204,6 +209,13 @@ def test_special_scalar_kernels_match_scipy():
     (lambda: dg.Size([2, 1.5]), TypeError, "ints"),
     (lambda: dg.ones(2, 3).sum_to_size(2), RuntimeError, "expandable"),
     (lambda: dg.polygamma(-1, dg.ones(2)), RuntimeError, "negative"),
+    (lambda: dg.cov(dg.ones(2, 3), fweights=dg.ones(3)), RuntimeError, "integral dtype"),
+    (lambda: dg.cov(dg.ones(2, 3), aweights=dg.tensor([1, 2, 3])), RuntimeError,
+     "floating point dtype"),
+    (lambda: dg.cov(dg.ones(2, 3), fweights=dg.tensor([1, -2, 3])), RuntimeError,
+     "fweights cannot be negative"),
+    (lambda: dg.cov(dg.ones(2, 3), aweights=dg.ones(2)), RuntimeError, "2 != 3"),
+    (lambda: dg.cov(dg.ones(2, 3), aweights=dg.ones(3, 1)), RuntimeError, "one or fewer"),
 ])
 def test_bad_input_raises_pytorchs_exception(fn, exc, match):
     with pytest.raises(exc, match=match):
