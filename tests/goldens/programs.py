@@ -2083,6 +2083,23 @@ def pointwise_names(lib, F, x, p):
             lib.unsqueeze(x, 1), lib.permute(x, (1, 0)), lib.ravel(x), lib.real(x))
 
 
+@program(grid((), 1.5, 1.5), grid((2, 3), -1.0, 1.0), source=SURF_OPS)
+def index_ops_on_scalars_and_empty(lib, F, s, x):
+    i0, none = lib.tensor(0), lib.zeros(0, dtype=lib.long)
+    five = s * 2.0 + 2.0
+    return (lib.index_select(s, 0, i0), lib.index_select(s, 0, lib.tensor([0])),
+            lib.index_select(x, 0, none), lib.index_add(s, 0, i0, five),
+            lib.index_copy(s, 0, i0, five), lib.index_fill(s, 0, i0, 2.0),
+            lib.index_add(x, 0, none, lib.ones(0, 3)), lib.gather(s, 0, i0),
+            lib.gather(x, 1, lib.zeros(2, 0, dtype=lib.long)), lib.scatter(s, 0, i0, five),
+            lib.scatter_add(s, 0, i0, five), lib.scatter_reduce(s, 0, i0, five, "amax"),
+            lib.scatter_reduce(s, 0, i0, five, "prod", include_self=False),
+            lib.take_along_dim(x, lib.tensor([1, 4])),
+            lib.take_along_dim(x, lib.zeros(2, 0, dtype=lib.long), 1),
+            (x * 1.0).index_put((i0,), five), x.index_put((i0, lib.tensor(2)), s, True),
+            lib.take(s, i0))
+
+
 @program(grid((3, 5), -2.0, 2.1), grid((5,), 0.2, 1.9), source=SURF_OPS)
 def cov_weighted(lib, F, x, a):
     f = lib.tensor([1, 2, 0, 3, 1])
