@@ -184,6 +184,19 @@ def _model(seed: int = 0) -> dg.nn.Module:
     return net
 
 
+def _sgd_step(net: dg.nn.Module):
+    """A training step of ``net`` (squared error, SGD with lr 0.1)."""
+    opt = dg.optim.SGD(net.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((net(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 def test_compiled_training_step_equals_eager() -> None:
     rng = np.random.default_rng(1)
     data = [(dg.tensor(rng.standard_normal((8, 4)).astype(np.float32)),
@@ -191,15 +204,7 @@ def test_compiled_training_step_equals_eager() -> None:
     runs = []
     for compiled in (False, True):
         net = _model()
-        opt = dg.optim.SGD(net.parameters(), lr=0.1)
-
-        def step(x, y, net=net, opt=opt):
-            opt.zero_grad()
-            loss = ((net(x) - y) ** 2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
+        step = _sgd_step(net)
         f = dg.compile(step) if compiled else step
         losses = [f(x, y).item() for x, y in data]
         # The old-style hooks leave module.weight as the last forward computed it.
@@ -232,15 +237,7 @@ def test_orthogonal_compiled_training_step_equals_eager() -> None:
         P.orthogonal(net[0])  # matrix_exp
         P.orthogonal(net[2], orthogonal_map="householder", use_trivialization=False)
         P.orthogonal(net[4], orthogonal_map="cayley", use_trivialization=False)
-        opt = dg.optim.SGD(net.parameters(), lr=0.1)
-
-        def step(x, y, net=net, opt=opt):
-            opt.zero_grad()
-            loss = ((net(x) - y) ** 2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
+        step = _sgd_step(net)
         f = dg.compile(step) if compiled else step
         losses = [f(x, y).item() for _ in range(3)]
         runs.append((losses, net.state_dict(), f))
