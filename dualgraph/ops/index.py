@@ -350,13 +350,21 @@ def _grid(index_shape: tuple, dim: int, index: Any) -> tuple[Any, tuple]:
     return _stack_indices([(d, _Adv(v, False)) for d, v in enumerate(values)])
 
 
+def _int64_index(index: Any) -> Any:
+    """An int32 index tensor as int64 (PyTorch takes both); anything else as it is, for
+    `_check_index_tensor` to refuse."""
+    if _is_tensor(index) and np.dtype(index.dtype) == np.int32:
+        return S.astype(index, _INT64)
+    return index
+
+
 def _check_index_tensor(name: str, x: Any, dim: int, index: Any, src: Any = None) -> int:
     ndim = len(x.shape)
     dim = normalize_dim(name, dim, ndim)
     if not _is_tensor(index) and not isinstance(index, np.ndarray):
         raise TypeError(f"{name}(): index must be a Tensor, got {type(index).__name__}")
     if np.dtype(index.dtype) != _INT64:
-        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
     if len(index.shape) != ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input "
                            "tensor")
@@ -394,6 +402,7 @@ def _has_0d(*ts: Any) -> bool:
 def gather(x: Any, dim: int, index: Any) -> Any:
     """``torch.gather``: ``out[i][j] = x[index[i][j]][j]`` along ``dim`` (shape of
     ``index``); the gradient scatter-adds back."""
+    index = _int64_index(index)
     if _has_0d(x, index):
         return S.reshape(gather(_one_d(x), dim, _one_d(index)), tuple(index.shape))
     dim = _check_index_tensor("gather", x, dim, index)
@@ -437,6 +446,7 @@ def _src_part(src: Any, shape: tuple) -> Any:
 
 def _scatter(name: str, x: Any, dim: int, index: Any, src: Any, accumulate: bool) -> Any:
     literal = not _is_tensor(src) and np.ndim(src) == 0
+    index = _int64_index(index)
     if _has_0d(x, index, src):
         out = _scatter(name, _one_d(x), dim, _one_d(index), _one_d(src), accumulate)
         return S.reshape(out, tuple(x.shape))

@@ -2097,7 +2097,8 @@ def index_ops_on_scalars_and_empty(lib, F, s, x):
             lib.take_along_dim(x, lib.tensor([1, 4])),
             lib.take_along_dim(x, lib.zeros(2, 0, dtype=lib.long), 1),
             (x * 1.0).index_put((i0,), five), x.index_put((i0, lib.tensor(2)), s, True),
-            lib.take(s, i0))
+            lib.take(s, i0), lib.gather(x, 1, lib.tensor([[2, 0]], dtype=lib.int32)),
+            lib.scatter(x, 0, lib.tensor([[1, 0, 1]], dtype=lib.int32), 4.0))
 
 
 @program(grid((3, 5), -2.0, 2.1), grid((5,), 0.2, 1.9), source=SURF_OPS)

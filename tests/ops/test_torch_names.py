@@ -218,6 +218,8 @@ def test_special_scalar_kernels_match_scipy():
     (lambda: dg.cov(dg.ones(2, 3), aweights=dg.ones(3, 1)), RuntimeError, "one or fewer"),
     (lambda: dg.index_select(dg.tensor(1.0), 0, dg.tensor([0, 0])), RuntimeError,
      "Index to scalar can have only 1 value, got 2"),
+    (lambda: dg.gather(dg.ones(2), 0, dg.tensor([0], dtype=dg.int16)), RuntimeError,
+     "int32/int64"),
 ])
 def test_bad_input_raises_pytorchs_exception(fn, exc, match):
     with pytest.raises(exc, match=match):
