@@ -274,7 +274,8 @@ __all__ += [
 # serialization: PyTorch's everyday surface; torch.func's transforms (and `vmap`),
 # torch.compiler's controls (and the torch._dynamo settings programs set),
 # torch.multiprocessing and torch.random.
-from . import _dynamo as _dynamo  # noqa: E402
+# PyTorch's own (underscored) name: loaded as a submodule, so ``dg._dynamo`` is there.
+import dualgraph._dynamo  # noqa: E402, F401, I001
 from . import (  # noqa: E402
     accelerator,
     amp,
