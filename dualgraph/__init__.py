@@ -272,7 +272,10 @@ __all__ += [
 # isort: split
 # Devices (CPU only), dtype aliases, random generators, inference mode, data loading and
 # serialization: PyTorch's everyday surface; torch.func's transforms (and `vmap`),
-# torch.compiler's controls, torch.multiprocessing and torch.random.
+# torch.compiler's controls (and the torch._dynamo settings programs set),
+# torch.multiprocessing and torch.random.
+# PyTorch's own (underscored) name: loaded as a submodule, so ``dg._dynamo`` is there.
+import dualgraph._dynamo  # noqa: E402, F401, I001
 from . import (  # noqa: E402
     accelerator,
     amp,
@@ -449,7 +452,7 @@ from .ops.size import (  # noqa: E402
     preserve_format,
     strided,
 )
-from .ops.special import digamma, erfc, erfinv, lgamma, logit, polygamma  # noqa: E402
+from .ops.special import digamma, erfc, erfinv, i0, lgamma, logit, polygamma  # noqa: E402
 from .ops.special import multigammaln as mvlgamma  # noqa: E402
 from .ops.statistics import (  # noqa: E402
     aminmax,
@@ -960,7 +963,7 @@ __all__ += [
     "embedding", "equal", "erfc", "erfinv", "finfo", "float_power", "fmax", "fmin",
     "get_default_device", "get_float32_matmul_precision", "get_num_interop_threads",
     "get_num_threads", "greater", "greater_equal", "group_norm", "hardshrink", "heaviside",
-    "hsplit", "hypot", "iinfo", "inf", "inner", "inverse", "is_complex",
+    "hsplit", "hypot", "i0", "iinfo", "inf", "inner", "inverse", "is_complex",
     "is_deterministic_algorithms_warn_only_enabled", "is_floating_point", "is_nonzero",
     "is_signed", "isin", "isneginf", "isposinf", "isreal", "jit", "layer_norm", "layout",
     "ldexp", "less", "less_equal", "lgamma", "linalg", "logaddexp2", "logdet", "logit",

@@ -19,6 +19,7 @@ from .ops.decomp import (
     cholesky_ex,
     eigh,
     eigvalsh,
+    householder_product,
     lstsq,
     matrix_exp,
     matrix_rank,
@@ -127,6 +128,7 @@ solve_ex_result = namedtuple("solve_ex", ["result", "info"])
 
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "diagonal", "eigh", "eigvalsh",
+    "householder_product",
     "inv", "inv_ex", "lstsq", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
     "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular",
     "svd", "svdvals", "vecdot", "vector_norm", "cond", "tensorinv", "vander",

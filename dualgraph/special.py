@@ -15,6 +15,10 @@ from .ops.special import (
     erfc,
     erfinv,
     expit,
+    i0,
+    i0e,
+    i1,
+    i1e,
     lgamma,
     log_ndtr,
     log_softmax,
@@ -32,6 +36,17 @@ gammaln = lgamma
 psi = digamma
 
 
+def modified_bessel_i0(input):  # noqa: A002, ANN001, ANN201
+    """`i0` without a gradient: PyTorch defines none for this spelling, and its result does
+    not require grad."""
+    return i0(input.detach())
+
+
+def modified_bessel_i1(input):  # noqa: A002, ANN001, ANN201
+    """`i1` without a gradient, as PyTorch's."""
+    return i1(input.detach())
+
+
 def erfcx(input):  # noqa: A002, ANN001, ANN201
     """The scaled complementary error function ``exp(x**2) * erfc(x)``."""
     return _exp(input * input) * erfc(input)
@@ -39,6 +54,7 @@ def erfcx(input):  # noqa: A002, ANN001, ANN201
 
 __all__ = [
     "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln",
-    "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
-    "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy",
+    "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",
+    "modified_bessel_i0", "modified_bessel_i1", "multigammaln", "ndtr", "ndtri", "polygamma",
+    "psi", "round", "sinc", "softmax", "xlog1py", "xlogy",
 ]

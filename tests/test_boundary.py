@@ -296,6 +296,26 @@ def test_tensor_and_from_numpy_reject_dtypes_naming_them(arr, word, requires_gra
             dg.tensor(arr.tolist(), requires_grad=requires_grad)
 
 
+def test_int_operands_beyond_64_bits_raise_overflow_error_eager_and_compiled() -> None:
+    """PyTorch converts an int operand through 64 bits: beyond them OverflowError, from
+    eager code and from a compiled function's constant alike; inside them (2**63 with a
+    float tensor) the value is used."""
+    x, i = dg.zeros(2), dg.zeros(2, dtype=dg.int64)
+    for fn in (lambda: x + 2 ** 70, lambda: i * 2 ** 70, lambda: x - (-(2 ** 63) - 1),
+               lambda: x.clamp(max=2 ** 64), lambda: dg.where(x > 0, x, 2 ** 70),
+               lambda: x ** 10 ** 400, lambda: dg.full((2,), 2 ** 70), lambda: x.fill_(2 ** 64)):
+        with pytest.raises(OverflowError, match="int too big to convert"):
+            fn()
+    with pytest.raises(RuntimeError, match="cannot be converted to type int64_t"):
+        dg.full((1,), 2 ** 63)
+    assert dg.full((1,), 2 ** 63, dtype=dg.float64).item() == 2.0 ** 63
+    f = dg.compile(lambda a: (a + 2 ** 63, a * -(2 ** 63)))
+    for got, want in zip(f(x), (x + 2 ** 63, x * -(2 ** 63))):
+        assert np.array_equal(got.numpy(), want.numpy())
+    with pytest.raises(OverflowError, match="int too big to convert"):
+        dg.compile(lambda a: a + 2 ** 70)(x)
+
+
 def test_ints_beyond_int64_raise_instead_of_becoming_uint64() -> None:
     for data in ([2 ** 63], 2 ** 63, [-(2 ** 63) - 1], [1, 2 ** 64]):
         with pytest.raises(RuntimeError, match="Overflow when unpacking long"):

@@ -2,7 +2,8 @@
 
 The engine lives in `dualgraph.eager.autograd`; this package gives its public entry
 points the names PyTorch code imports them by, and adds custom ops (`Function`) and
-`functional` (``jacobian``, ``hessian``, ``vjp``, ``jvp``, ``hvp``, ``vhp``), and the
+`functional` (``jacobian``, ``hessian``, ``vjp``, ``jvp``, ``hvp``, ``vhp``),
+`forward_ad` (dual tensors: ``dual_level``, ``make_dual``, ``unpack_dual``), and the
 finite-difference checks ``gradcheck`` and ``gradgradcheck``.
 
 >>> (gx,) = dg.autograd.grad(x * x, [x])
@@ -15,14 +16,14 @@ from ..eager.autograd import detect_anomaly, set_detect_anomaly
 from ..eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ..eager.tensor import backward
 from ..eager.tensor import grad as _grad
-from . import functional, graph, profiler
+from . import forward_ad, functional, graph, profiler
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = ["Function", "FunctionCtx", "GradcheckError", "Variable", "backward",
-           "detect_anomaly", "enable_grad", "functional", "grad", "graph", "gradcheck",
-           "gradgradcheck", "is_grad_enabled", "no_grad", "once_differentiable", "profiler",
-           "set_detect_anomaly", "set_grad_enabled"]
+           "detect_anomaly", "enable_grad", "forward_ad", "functional", "grad", "graph",
+           "gradcheck", "gradgradcheck", "is_grad_enabled", "no_grad", "once_differentiable",
+           "profiler", "set_detect_anomaly", "set_grad_enabled"]
 
 
 def Variable(data: Any, requires_grad: bool = False, volatile: bool = False) -> Any:  # noqa: N802

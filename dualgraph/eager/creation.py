@@ -17,6 +17,7 @@ from ..errors import TraceError
 from ..modes import current_trace
 from ..ops import elementwise as E
 from ..ops import random as R
+from ..ops.broadcast import check_python_int
 from ..ops.complex import ComplexTensor, is_complex_dtype, real_dtype
 from ..ops.scan import argsort, cumsum, searchsorted, topk
 from ..ops.shape import stop_gradient
@@ -76,6 +77,11 @@ def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False,
     if not isinstance(value, (bool, int, float, np.bool_, np.number)):
         raise TypeError(f"full(): fill_value must be a real number or bool, got "
                         f"{type(value).__name__} {value!r}")
+    if type(value) is int:
+        check_python_int(value)
+        if dtype is None and value >= 2 ** 63:
+            raise RuntimeError("full(): value cannot be converted to type int64_t without "
+                               "overflow")
     shape = _shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
     if dtype is None:
         dtype = np.array(value).dtype

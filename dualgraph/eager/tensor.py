@@ -312,8 +312,22 @@ class Tensor(TensorOps):
         if self._rg and _GRAD.value and self.grad_fn is None:
             raise leaf_inplace_error()
         if type(self) is _ViewTensor:
-            raise RuntimeError("an in-place change of a view's shape (squeeze_, transpose_, "
-                               "...) is not supported: use x = x.squeeze(...) instead")
+            if _GRAD.value and _views_a_leaf(self):
+                raise view_leaf_inplace_error()
+            if type(view) is not _ViewTensor:  # an empty result NumPy did not make a view
+                raise RuntimeError("an in-place change of an empty view's shape (squeeze_, "
+                                   "transpose_, ...) is not supported: use x = "
+                                   "x.squeeze(...) instead")
+            # The view becomes the new one: same base, one more step in its chain, so a
+            # later write to the base regenerates its history with the new shape.
+            self._data = view._data
+            self._vchain = view._vchain
+            self._vseen = view._vseen
+            self._vgrad = view._vgrad
+            _GRAD_FN.__set__(self, _GRAD_FN.__get__(view))
+            _RG.__set__(self, _RG.__get__(view))
+            self._node = None
+            return self
         self._data = view._data
         if view.grad_fn is not None:
             self.grad_fn = view.grad_fn
@@ -611,6 +625,23 @@ class _ViewTensor(Tensor):
         _GRAD_FN.__set__(self, fresh.grad_fn)
         _RG.__set__(self, True)
         self._node = None
+
+
+def _views_a_leaf(view: "_ViewTensor") -> bool:
+    """Whether ``view``'s history is view steps down to a leaf that requires grad (its
+    base may be an earlier tensor that does not: ``arange(6).reshape(2, 3)`` made a leaf
+    by ``requires_grad_()``)."""
+    fn = view.grad_fn
+    for _ in range(len(view._vchain) + 1):
+        if fn is None:
+            return False
+        if fn.name() == "AccumulateGrad":
+            return True
+        nxt = [f for f, _ in fn.next_functions if f is not None]
+        if len(nxt) != 1:
+            return False
+        fn = nxt[0]
+    return False
 
 
 def _new_view(op: Any, src: Tensor, attrs: dict, out: np.ndarray) -> Tensor:

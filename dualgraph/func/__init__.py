@@ -2,9 +2,12 @@
 
 - `functional_call` runs a module with other tensors in place of its parameters and
   buffers (a dict of dotted names), leaving the module as it was;
-- `grad`, `grad_and_value`, `vjp`, `jacrev`, `jacfwd`, `hessian` are built on reverse-mode
-  autograd (``jacfwd`` equals ``jacrev``: the Jacobian is exact either way); the arguments
-  they differentiate may be tensors or dicts/lists/tuples of tensors;
+- `grad`, `grad_and_value`, `vjp`, `jvp`, `jacrev`, `jacfwd`, `hessian` are built on
+  reverse-mode autograd (``jacfwd`` equals ``jacrev``: the Jacobian is exact either way;
+  `jvp` is the double-VJP trick: the VJP ``u -> u^T J`` is linear in ``u``, so
+  differentiating it in ``u`` against the tangent gives ``J t``, at the cost of two backward
+  passes); the arguments they differentiate may be tensors or dicts/lists/tuples of
+  tensors;
 - `vmap` maps a function over a dimension by calling it once per slice and stacking the
   results (the answers of PyTorch's batched rules, at a loop's speed); ``randomness=``
   ``"different"``/``"same"`` are accepted (each slice draws afresh under either).
@@ -30,7 +33,7 @@ from ..modes import current_trace
 from ..ops.mixin import TensorOps
 from ..ops.shape import reshape, stack
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev",
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
            "stack_module_state", "vjp", "vmap"]
 
 
@@ -301,6 +304,74 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
             k += len(new)
         return tuple(res)
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
+        has_aux: bool = False) -> tuple:
+    """(``func(*primals)``, the Jacobian-vector product ``J tangents``), both with the
+    structure of ``func``'s output; ``tangents`` has the structure of ``primals`` (a tuple).
+    With ``has_aux``, ``func`` returns (output, aux) and aux comes third.
+
+    >>> dg.func.jvp(lambda x: x ** 2, (dg.tensor([1.0, 2.0]),), (dg.ones(2),))[1]
+    tensor([2., 4.])
+    """
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be "
+                           f"tuples, got {type(primals).__name__} and "
+                           f"{type(tangents).__name__}")
+    flat_p, rebuild = _flatten(primals)
+    flat_t, _ = _flatten(tangents)
+    if len(flat_p) != len(flat_t):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
+                           f"the same python structure, got {len(flat_p)} and "
+                           f"{len(flat_t)} tensors")
+    for p, t in zip(flat_p, flat_t):
+        if not isinstance(t, TensorOps) or tuple(t.shape) != tuple(p.shape):
+            raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to "
+                               "have the same shape, got "
+                               f"{tuple(p.shape)} and {tuple(getattr(t, 'shape', ()))}")
+    create = any(isinstance(x, TensorOps) and x.requires_grad for x in flat_p + flat_t)
+    xs = [_differentiable(x) for x in flat_p]
+    with enable_grad():
+        out = func(*rebuild(xs))
+    aux = None
+    if has_aux:
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise RuntimeError("jvp(f, primals, tangents): output of function f should be a "
+                               "tuple: (output, aux) if has_aux is True")
+        out, aux = out
+    outs, rebuild_out = _flatten(out)
+    if not all(isinstance(o, TensorOps) for o in outs):
+        raise RuntimeError("jvp(f, primals, tangents): Expected f to return tensors (or "
+                           "dicts/lists/tuples of tensors)")
+    tangents_out = [forward_product(o, xs, flat_t, create) for o in outs]
+    for k, t in enumerate(tangents_out):
+        if t is None:
+            if strict:
+                raise RuntimeError(f"jvp: output {k} does not depend on the primals (strict)")
+            tangents_out[k] = outs[k].detach() * 0
+    if not create:
+        outs = [o.detach() for o in outs]
+    result = (rebuild_out(outs), rebuild_out(tangents_out))
+    return result + (aux,) if has_aux else result
+
+
+def forward_product(out: Any, xs: list, ts: list, create: bool) -> Any:
+    """``sum_i d out / d xs[i] . ts[i]`` by the double-VJP trick (None when ``out`` depends
+    on none of ``xs``): the VJP with a seed ``u`` is linear in ``u``, and its VJP in ``u``
+    against the tangents is the forward product."""
+    if not out.requires_grad or out.dtype.kind not in "fc":
+        return None
+    u = out.detach().new_zeros(tuple(out.shape)).requires_grad_(True)
+    with enable_grad():
+        gs = _autograd_grad(out, xs, u, retain_graph=True, create_graph=True,
+                            allow_unused=True)
+        live = [(g, t) for g, t in zip(gs, ts) if g is not None and g.requires_grad]
+        if not live:
+            return None if all(g is None for g in gs) else out.detach() * 0
+        (r,) = _autograd_grad([g for g, _ in live], [u], [t for _, t in live],
+                              retain_graph=True, create_graph=create, allow_unused=True)
+    return out.detach() * 0 if r is None else r
 
 
 def jacrev(func: Callable, argnums: Any = 0, *, has_aux: bool = False,

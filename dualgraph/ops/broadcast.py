@@ -29,7 +29,26 @@ _SCALAR_DEFAULT = (np.dtype(np.bool_), np.dtype(np.int64))
 
 
 def _scalar_category(v: Any) -> int:
-    return 0 if isinstance(v, bool) else 1 if isinstance(v, int) else 2
+    if isinstance(v, bool):
+        return 0
+    if isinstance(v, int):
+        # Checked here, in the promotion rule, so eager and traced code stop at one point.
+        check_python_int(v)
+        return 1
+    return 2
+
+
+_INT_MIN, _UINT_END = -(2 ** 63), 2 ** 64
+
+
+def check_python_int(v: int) -> None:
+    """PyTorch converts a Python int operand through 64 bits (signed or unsigned), whatever
+    the tensor's dtype, and raises OverflowError beyond them."""
+    if not _INT_MIN <= v < _UINT_END:
+        digits = str(v)
+        shown = digits if len(digits) <= 24 else f"{digits[:12]}...({len(digits)} digits)"
+        raise OverflowError(f"the Python int {shown} is outside the 64-bit range: int too "
+                            "big to convert")
 
 
 def result_dtype(*args: Any) -> np.dtype:

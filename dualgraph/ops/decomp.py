@@ -636,6 +636,35 @@ def torch_qr(input: Any, some: bool = True, *, out: Any = None) -> Any:  # noqa:
     return qr_result(*qr(input, "reduced" if some else "complete"))
 
 
+def householder_product(A: Any, tau: Any, *, out: Any = None) -> Any:  # noqa: N803
+    """The first ``n`` columns of ``H_1 ... H_k``, ``H_i = I - tau_i v_i v_i^T``, where
+    ``v_i`` is column ``i`` of ``A`` (m x n) below the diagonal with a 1 on it: the ``Q`` of
+    a QR decomposition stored as LAPACK's ``geqrf`` stores it. Differentiable in ``A``
+    and ``tau`` (a composition of products)."""
+    _no_out("linalg.householder_product", out)
+    shape, dtype = check_matrix("householder_product", A)
+    m, n = shape[-2:]
+    tshape = tuple(tau.shape)
+    if m < n:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-2] must be greater "
+                           "than or equal to input.shape[-1]")
+    if not tshape or tshape[-1] > n:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater "
+                           "than or equal to tau.shape[-1]")
+    if tshape[:-1] != tuple(shape[:-2]):
+        raise RuntimeError("torch.linalg.householder_product: Expected batch dimensions of tau "
+                           f"to be equal to input.shape[:-2], but got {list(tshape[:-1])}")
+    eye = np.eye(m, n, dtype=np.dtype(dtype))
+    V = E.add(S.tril(A, -1), eye)  # noqa: N806
+    Q: Any = eye  # noqa: N806
+    # Applied right to left, H_i (H_{i+1} ... I), so each step is a rank-one update.
+    for i in reversed(range(tshape[-1])):
+        v = _cols(V, i, i + 1)
+        t = _unsqueeze(_cols(tau, i, i + 1), -1)
+        Q = E.sub(Q, E.mul(t, matmul(v, matmul(_mT(v), Q))))  # noqa: N806
+    return E.add(Q, E.mul(A, 0.0)) if isinstance(Q, np.ndarray) else Q
+
+
 def _tolerances(fn: str, A: Any, atol: Any, rtol: Any) -> tuple[float, float]:
     """PyTorch's defaults: ``rtol = eps * max(m, n)`` when neither is given, 0 when only
     ``atol`` is."""

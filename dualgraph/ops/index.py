@@ -311,7 +311,10 @@ def _masked_write(y: Any, d: int, m: Any, v: Any) -> Any:
 def index_put(x: Any, indices: Any, values: Any, accumulate: bool = False) -> Any:
     """``torch.index_put``: ``x`` with ``x[indices]`` set to (or, with ``accumulate``,
     increased by) ``values``; ``indices`` is a tuple of index tensors."""
-    basic, adv = parse_index(x, tuple(indices))
+    # A 0-d index tensor is an advanced index here (``x[i]`` would read it as an int).
+    indices = tuple(S.reshape(i, (1,)) if _is_tensor(i) and not i.shape
+                    and np.dtype(i.dtype).kind in "iu" else i for i in indices)
+    basic, adv = parse_index(x, indices)
     if not adv or basic.count(None) or any(e.mask for _, e in adv):
         raise IndexError("index_put: indices must be a tuple of integer or boolean tensors")
     v = values
@@ -347,13 +350,21 @@ def _grid(index_shape: tuple, dim: int, index: Any) -> tuple[Any, tuple]:
     return _stack_indices([(d, _Adv(v, False)) for d, v in enumerate(values)])
 
 
+def _int64_index(index: Any) -> Any:
+    """An int32 index tensor as int64 (PyTorch takes both); anything else as it is, for
+    `_check_index_tensor` to refuse."""
+    if _is_tensor(index) and np.dtype(index.dtype) == np.int32:
+        return S.astype(index, _INT64)
+    return index
+
+
 def _check_index_tensor(name: str, x: Any, dim: int, index: Any, src: Any = None) -> int:
     ndim = len(x.shape)
     dim = normalize_dim(name, dim, ndim)
     if not _is_tensor(index) and not isinstance(index, np.ndarray):
         raise TypeError(f"{name}(): index must be a Tensor, got {type(index).__name__}")
     if np.dtype(index.dtype) != _INT64:
-        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
     if len(index.shape) != ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input "
                            "tensor")
@@ -391,6 +402,7 @@ def _has_0d(*ts: Any) -> bool:
 def gather(x: Any, dim: int, index: Any) -> Any:
     """``torch.gather``: ``out[i][j] = x[index[i][j]][j]`` along ``dim`` (shape of
     ``index``); the gradient scatter-adds back."""
+    index = _int64_index(index)
     if _has_0d(x, index):
         return S.reshape(gather(_one_d(x), dim, _one_d(index)), tuple(index.shape))
     dim = _check_index_tensor("gather", x, dim, index)
@@ -434,6 +446,7 @@ def _src_part(src: Any, shape: tuple) -> Any:
 
 def _scatter(name: str, x: Any, dim: int, index: Any, src: Any, accumulate: bool) -> Any:
     literal = not _is_tensor(src) and np.ndim(src) == 0
+    index = _int64_index(index)
     if _has_0d(x, index, src):
         out = _scatter(name, _one_d(x), dim, _one_d(index), _one_d(src), accumulate)
         return S.reshape(out, tuple(x.shape))
@@ -481,6 +494,11 @@ def scatter_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str, *,
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, "
                            f"got {reduce}")
+    if not x.shape:  # a scalar is reduced as the one-element vector it views
+        x1, index1, src1 = [S.reshape(a, (1,)) if _is_tensor(a) and not a.shape else a
+                            for a in (x, index, src)]
+        return S.reshape(scatter_reduce(x1, 0, index1, src1, reduce,
+                                        include_self=include_self), ())
     if reduce not in ("sum", "mean"):
         return _scatter_fold(x, dim, index, src, reduce, include_self)
     base = x if include_self else scatter(x, dim, index, 0.0 if x.dtype.kind == "f" else 0)
@@ -582,9 +600,13 @@ def _dim_index(name: str, x: Any, dim: int, index: Any) -> tuple[int, Any]:
 def index_select(x: Any, dim: int, index: Any) -> Any:
     """``torch.index_select``: the slices ``index`` (a vector) of ``x`` along ``dim``."""
     dim, idx = _dim_index("index_select", x, dim, index)
-    if not x.shape:
+    if not x.shape:  # a scalar stays one, as in PyTorch
+        n = int(np.prod(tuple(idx.shape)))
+        if n != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                               f"{n} value(s)")
         return S.reshape(bind(INDEX, S.reshape(x, (1,)), idx, dims=(0,),
-                              api="index_select"), (-1,))
+                              api="index_select"), ())
     return bind(INDEX, x, idx, dims=(dim,), api="index_select")
 
 
@@ -595,6 +617,11 @@ def _index_write(name: str, x: Any, dim: int, index: Any, source: Any, accumulat
         raise RuntimeError(f"{name}_(): self ({x.dtype}) and source ({source.dtype}) must "
                            "have the same scalar type")
     v = _value(source, np.dtype(x.dtype))
+    if not x.shape:  # a scalar is written as the one-element vector it views
+        if _is_tensor(v) and not v.shape:
+            v = S.reshape(v, (1,))
+        return S.reshape(bind(INDEX_PUT, S.reshape(x, (1,)), v, idx, dims=(0,),
+                              accumulate=accumulate, api=api), ())
     return bind(INDEX_PUT, x, v, idx, dims=(dim,), accumulate=accumulate, api=api)
 
 

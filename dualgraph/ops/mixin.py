@@ -27,7 +27,7 @@ from . import reduce as R
 from . import scan as SC
 from . import shape as S
 from . import strided as ST
-from .broadcast import broadcasts_to, normalize_axis, normalize_dim
+from .broadcast import broadcasts_to, check_python_int, normalize_axis, normalize_dim
 from .precision import AUTOCAST
 from .size import Size, strided
 
@@ -228,6 +228,8 @@ class TensorOps:
         return current_mode().inplace(self, None, 0)
 
     def fill_(self, value: Any) -> Any:
+        if type(value) is int:
+            check_python_int(value)
         return current_mode().inplace(self, None, value)
 
     def copy_(self, src: Any) -> Any:

@@ -1,13 +1,16 @@
 """Special functions: the primitives ``lgamma``, ``polygamma`` (``digamma`` is its order
-0), ``erfc`` and ``erfinv``, and the ``torch.special`` compositions over them and the
-math ops (``expit``, ``logit``, ``ndtr``, ``ndtri``, ``log_ndtr``, ``entr``,
-``multigammaln``, ...).
+0), ``erfc``, ``erfinv`` and ``bessel_i`` (the modified Bessel functions ``i0``, ``i1`` and
+their exponentially scaled forms ``i0e``, ``i1e``), and the ``torch.special``
+compositions over them and the math ops (``expit``, ``logit``, ``ndtr``, ``ndtri``,
+``log_ndtr``, ``entr``, ``multigammaln``, ...).
 
 Each primitive's gradient is a dualgraph program: ``lgamma' = digamma``,
 ``polygamma(n)' = polygamma(n + 1)`` (so every order is differentiable again),
-``erfc' = -2/sqrt(pi) exp(-x^2)``, ``erfinv' = sqrt(pi)/2 exp(erfinv(x)^2)``. The NumPy
-kernels are SciPy's; the Numba lowerings are ``math.lgamma``/``math.erfc`` and
-dualgraph's scalar ``polygamma`` and ``erfinv`` (``backend/numba/kernels.py``).
+``erfc' = -2/sqrt(pi) exp(-x^2)``, ``erfinv' = sqrt(pi)/2 exp(erfinv(x)^2)``,
+``i0' = i1``, ``i1' = i0 - i1/x`` (1/2 at 0; the scaled forms subtract ``sign(x)`` times
+themselves). The NumPy kernels are SciPy's; the Numba lowerings are
+``math.lgamma``/``math.erfc`` and dualgraph's scalar ``polygamma``, ``erfinv`` and
+``bessel_i`` (``backend/numba/kernels.py``).
 """
 
 from __future__ import annotations
@@ -82,6 +85,41 @@ def _polygamma_name(node: Any) -> str:
     return "DigammaBackward0" if node.inputs[0] == 0 else "PolygammaBackward0"
 
 
+def _bessel_impl(n: int, scaled: int, x: np.ndarray) -> np.ndarray:
+    import scipy.special
+
+    x = np.asarray(x)
+    dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float32)
+    fn = getattr(scipy.special, f"i{n}{'e' if scaled else ''}")
+    return np.asarray(fn(x.astype(np.float64)), dtype)
+
+
+def _bessel_infer(n: Any, scaled: Any, x: Any) -> tuple:
+    return _float_infer(x)
+
+
+def _bessel_vjp(ctx, g):
+    n, scaled, x = ctx.args
+    other = bind(BESSEL_I, 1 - n, scaled, x)
+    if n == 0:
+        d = other
+    else:
+        # i1' = i0 - i1/x, whose limit at 0 is 1/2.
+        zero = E.eq(x, 0.0)
+        safe = E.where(zero, 1.0, x)
+        d = E.where(zero, 0.5, E.sub(other, E.div(ctx.out, safe)))
+    if scaled:
+        d = E.sub(d, E.mul(E.sign(x), ctx.out))
+    return None, None, E.mul(g, d)
+
+
+def _bessel_name(node: Any) -> str:
+    n, scaled = node.inputs[0], node.inputs[1]
+    if n == 0 and not scaled:
+        return "I0Backward0"
+    return f"SpecialI{n}{'E' if scaled else ''}Backward0"
+
+
 def _unary(name: str, impl, vjp, torch_name: str, **kw: Any) -> OpDef:
     return register(OpDef(name, impl, _float_infer, vjp, torch_name, elementwise=True, **kw))
 
@@ -92,6 +130,10 @@ ERFINV = _unary("erfinv", _scipy("erfinv"), _erfinv_vjp, "ErfinvBackward0", save
 POLYGAMMA = register(OpDef(
     "polygamma", _polygamma_impl, _polygamma_infer, _polygamma_vjp, _polygamma_name,
     saves=(1,), elementwise=True,
+))
+BESSEL_I = register(OpDef(
+    "bessel_i", _bessel_impl, _bessel_infer, _bessel_vjp, _bessel_name,
+    saves=(2,), saves_out=True, elementwise=True,
 ))
 
 
@@ -120,6 +162,26 @@ def erfc(input: Any) -> Any:  # noqa: A002
 def erfinv(input: Any) -> Any:  # noqa: A002
     """The inverse of `erf` on ``(-1, 1)``: ``±inf`` at ``±1``, NaN outside."""
     return bind(ERFINV, input)
+
+
+def i0(input: Any) -> Any:  # noqa: A002
+    """The modified Bessel function of the first kind of order 0."""
+    return bind(BESSEL_I, 0, 0, input)
+
+
+def i0e(input: Any) -> Any:  # noqa: A002
+    """``exp(-|x|) * i0(x)``, finite where `i0` overflows."""
+    return bind(BESSEL_I, 0, 1, input)
+
+
+def i1(input: Any) -> Any:  # noqa: A002
+    """The modified Bessel function of the first kind of order 1."""
+    return bind(BESSEL_I, 1, 0, input)
+
+
+def i1e(input: Any) -> Any:  # noqa: A002
+    """``exp(-|x|) * i1(x)``, finite where `i1` overflows."""
+    return bind(BESSEL_I, 1, 1, input)
 
 
 def multigammaln(input: Any, p: int) -> Any:  # noqa: A002

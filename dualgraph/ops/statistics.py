@@ -175,12 +175,35 @@ def nanquantile(input: Any, q: Any, dim: Any = None, keepdim: bool = False, *,  
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
 
 
+def _observation_weights(name: str, w: Any, n: int, integral: bool) -> Any:
+    """``fweights``/``aweights`` checked as PyTorch checks them (their sign only where the
+    values are known: eagerly)."""
+    shape = tuple(w.shape)
+    if len(shape) > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                           f"{name} with {len(shape)} dimensions")
+    numel = int(np.prod(shape))
+    if numel != n:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                           f"observations in the input but got {numel} != {n}")
+    kind = np.dtype(w.dtype).kind
+    if integral and kind not in "iu":
+        raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights "
+                           f"with {np.dtype(w.dtype)} dtype")
+    if not integral and kind != "f":
+        raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got "
+                           f"aweights with {np.dtype(w.dtype)} dtype")
+    if current_trace() is None and bool((np.asarray(w) < 0).any()):
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+    return S.reshape(w, (n,))
+
+
 def cov(input: Any, *, correction: int = 1, fweights: Any = None,  # noqa: A002
         aweights: Any = None) -> Any:
     """The covariance matrix of the variables in the rows of ``input`` (observations in
-    the columns); a 1-D input is one variable."""
-    if fweights is not None or aweights is not None:
-        raise NotImplementedError("cov(): fweights and aweights are not supported")
+    the columns); a 1-D input is one variable. ``fweights`` (integer repeat counts) and
+    ``aweights`` (floating importance weights) weight the observations, as NumPy's and
+    PyTorch's ``cov`` do."""
     x = input if len(input.shape) == 2 else S.reshape(input, (1, -1))
     if len(input.shape) > 2:
         raise ShapeError(f"cov(): expected input to have two or fewer dimensions but got an "
@@ -188,8 +211,30 @@ def cov(input: Any, *, correction: int = 1, fweights: Any = None,  # noqa: A002
     if np.dtype(x.dtype).kind != "f":
         x = S.astype(x, default_float())
     n = x.shape[1]
-    centred = E.sub(x, R.mean(x, 1, True))
-    c = E.div(centred @ S.transpose(centred, 0, 1), float(max(n - correction, 0)))
+    w = None
+    if fweights is not None:
+        w = _observation_weights("fweights", fweights, n, True)
+    if aweights is not None:
+        a = _observation_weights("aweights", aweights, n, False)
+        w = a if w is None else E.mul(w, a)
+    if w is None:
+        centred = E.sub(x, R.mean(x, 1, True))
+        c = E.div(centred @ S.transpose(centred, 0, 1), float(max(n - correction, 0)))
+    else:
+        if np.dtype(w.dtype) != np.dtype(x.dtype):
+            w = S.astype(w, np.dtype(x.dtype))
+        w_sum = R.sum(w)
+        avg = E.div(R.sum(E.mul(x, w), 1, True), w_sum)
+        if correction == 0:
+            norm = w_sum
+        elif aweights is None:
+            norm = E.sub(w_sum, float(correction))
+        else:
+            a = S.astype(S.reshape(aweights, (n,)), np.dtype(x.dtype))
+            norm = E.sub(w_sum, E.div(E.mul(R.sum(E.mul(w, a)), float(correction)), w_sum))
+        norm = E.maximum(norm, 0.0)  # PyTorch's clamp: a non-positive count divides by 0
+        centred = E.sub(x, avg)
+        c = E.div(E.mul(centred, w) @ S.transpose(centred, 0, 1), norm)
     return S.reshape(c, ()) if x.shape[0] == 1 else c
 
 

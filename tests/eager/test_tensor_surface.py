@@ -66,6 +66,37 @@ def test_squeeze_and_unsqueeze_in_place() -> None:
     assert leaf.shape == (2,) and leaf.is_leaf
 
 
+def _views_reshaped(y, in_place: bool):
+    """Views of a non-leaf reshaped by squeeze_/transpose_/unsqueeze_/t_ (or their
+    out-of-place forms), then a write to the base that the views must see."""
+    z = y * 1.0
+    v, w, u = z[0:1], z.t(), z[1]
+    if in_place:
+        assert v.squeeze_(0) is v and w.transpose_(0, 1) is w and u.unsqueeze_(0).t_() is u
+    else:
+        v, w, u = v.squeeze(0), w.transpose(0, 1), u.unsqueeze(0).t()
+    z.mul_(2.0)
+    return (v * dg.tensor([1.0, 2.0, 3.0], dtype=y.dtype)).sum() + (w ** 2).sum() + (u * 3).sum()
+
+
+def test_view_shape_changes_in_place_equal_the_out_of_place_views() -> None:
+    y = dg.tensor(RNG.standard_normal((2, 3)), requires_grad=True)
+    (g_in,) = dg.autograd.grad(_views_reshaped(y, True), [y])
+    (g_out,) = dg.autograd.grad(_views_reshaped(y, False), [y])
+    np.testing.assert_allclose(g_in.numpy(), g_out.numpy(), rtol=1e-12)
+    assert gradcheck(lambda a: _views_reshaped(a, True), y.detach())
+    x = dg.zeros(2, 3)
+    v = x[:, None]
+    v.squeeze_()
+    x.add_(1.0)
+    assert v.shape == (2, 3) and np.all(v.numpy() == 1.0)
+    leaf = dg.arange(6.0).reshape(2, 3).requires_grad_()
+    with pytest.raises(RuntimeError, match="view of a leaf Variable"):
+        leaf[0:1].squeeze_(0)
+    with dg.no_grad():
+        assert leaf[0:1].squeeze_(0).shape == (3,)
+
+
 def test_squeeze_in_place_inside_a_compiled_function_says_what_to_do() -> None:
     f = dg.compile(lambda x: x.squeeze_(), strict=True)
     with pytest.raises(dg.TraceError, match="x = x.squeeze"):

@@ -1,5 +1,6 @@
-"""`dg.func`: functional_call, grad/grad_and_value, vjp, jacrev/jacfwd/hessian and vmap,
-eagerly (against autograd and closed forms) and inside `dg.compile`."""
+"""`dg.func`: functional_call, grad/grad_and_value, vjp, jvp, jacrev/jacfwd/hessian and
+vmap, and `dg.autograd.forward_ad`'s dual tensors, eagerly (against autograd, closed forms
+and finite differences) and inside `dg.compile`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 import dualgraph as dg
 import dualgraph.nn.functional as F
+from dualgraph.autograd import forward_ad as fwad
 from dualgraph.func import (
     functional_call,
     grad,
@@ -15,6 +17,7 @@ from dualgraph.func import (
     hessian,
     jacfwd,
     jacrev,
+    jvp,
     stack_module_state,
     vjp,
     vmap,
@@ -105,6 +108,96 @@ def test_vjp_and_jacobians() -> None:
     j0, j1 = jacrev(lambda a, b: a * b, argnums=(0, 1))(x, x + 1)
     assert_close(j0, dg.diag(x + 1))
     assert_close(j1, dg.diag(x))
+
+
+def _directional(f, xs: tuple, ts: tuple, eps: float = 1e-6):
+    """The central finite difference of ``f`` along the tangents (float64)."""
+    hi = f(*[x + eps * t for x, t in zip(xs, ts)])
+    lo = f(*[x - eps * t for x, t in zip(xs, ts)])
+    return (hi - lo) / (2 * eps)
+
+
+def _mixed(a, b):
+    return (a.tanh() * b[0] + b[1].exp()).sum(0) * a.sin()
+
+
+def test_jvp_equals_finite_differences_over_trees() -> None:
+    a = dg.tensor(R.standard_normal(3), dtype=dg.float64)
+    b = (dg.tensor(R.standard_normal(3), dtype=dg.float64),
+         dg.tensor(R.standard_normal((2, 3)), dtype=dg.float64))
+    ta = dg.tensor(R.standard_normal(3), dtype=dg.float64)
+    tb = (dg.tensor(R.standard_normal(3), dtype=dg.float64),
+          dg.tensor(R.standard_normal((2, 3)), dtype=dg.float64))
+    out, t = jvp(_mixed, (a, b), (ta, tb))
+    assert_close(out, _mixed(a, b))
+    fd = _directional(lambda x, y0, y1: _mixed(x, (y0, y1)), (a, *b), (ta, *tb))
+    assert_close(t, fd, rtol=1e-7, atol=1e-8)
+    assert not t.requires_grad and not out.requires_grad
+    # tree outputs, aux, and an output that does not depend on the primals (zeros)
+    (o1, o2), (t1, t2), aux = jvp(lambda x: ((x * x, {"c": dg.ones(2)}), "aux"), (a,),
+                                  (ta,), has_aux=True)
+    assert aux == "aux"
+    assert_close(t1, 2 * a * ta)
+    assert_close(t2["c"], dg.zeros(2))
+    with pytest.raises(RuntimeError, match="does not depend"):
+        jvp(lambda x: dg.ones(2), (a,), (ta,), strict=True)
+    with pytest.raises(RuntimeError, match="same shape"):
+        jvp(lambda x: x, (a,), (dg.ones(2),))
+    with pytest.raises(RuntimeError, match="tuples"):
+        jvp(lambda x: x, a, ta)
+
+
+def test_jvp_keeps_history_for_an_outer_gradient() -> None:
+    # d/dx of (J(x) t) . 1 for f = x^3 is 6 x t
+    x = dg.tensor(R.standard_normal(3), dtype=dg.float64, requires_grad=True)
+    t = dg.tensor(R.standard_normal(3), dtype=dg.float64)
+    _, jt = jvp(lambda a: a ** 3, (x,), (t,))
+    (g,) = dg.autograd.grad(jt.sum(), [x])
+    assert_close(g, 6 * x.detach() * t)
+
+
+def test_forward_ad_dual_tensors() -> None:
+    x = dg.tensor(R.standard_normal((2, 3)), dtype=dg.float64)
+    t = dg.tensor(R.standard_normal((2, 3)), dtype=dg.float64)
+    w = dg.tensor(R.standard_normal((3, 2)), dtype=dg.float64, requires_grad=True)
+    with fwad.dual_level():
+        d = fwad.make_dual(x, t)
+        assert fwad.unpack_dual(d).tangent is t
+        y = (d @ w).tanh() * d.sum(1, keepdim=True)
+        primal, tangent = fwad.unpack_dual(y)
+        assert fwad.unpack_dual(w).tangent is None  # not derived from a dual input
+        assert fwad.unpack_dual(dg.ones(2)).tangent is None
+        with pytest.raises(RuntimeError, match="different size"):
+            fwad.make_dual(x, dg.ones(3, dtype=dg.float64))
+        with pytest.raises(RuntimeError, match="Nested"):
+            fwad.enter_dual_level()
+    assert_close(primal, (x @ w).tanh() * x.sum(1, keepdim=True))
+    fd = _directional(lambda a: (a @ w.detach()).tanh() * a.sum(1, keepdim=True), (x,), (t,))
+    assert_close(tangent, fd, rtol=1e-7, atol=1e-8)
+    # the reverse-mode history of w stays usable
+    primal.sum().backward()
+    assert w.grad is not None
+    assert fwad.unpack_dual(y).tangent is None  # the level is gone
+    with pytest.raises(RuntimeError, match="no dual level"):
+        fwad.make_dual(x, t)
+
+
+def test_jvp_and_dual_tensors_compile_to_eager_values() -> None:
+    def f(x, t):
+        _, jt = jvp(lambda a: (a.tanh() * a).sum(1), (x,), (t,))
+        with fwad.dual_level():
+            d = fwad.make_dual(x, t)
+            dt = fwad.unpack_dual(d.exp() * d).tangent
+        return jt, dt
+
+    x = dg.tensor(R.standard_normal((3, 4)), dtype=dg.float64)
+    t = dg.tensor(R.standard_normal((3, 4)), dtype=dg.float64)
+    c = dg.compile(f)
+    for _ in range(2):
+        for got, want in zip(c(x, t), f(x, t)):
+            assert_close(got, want, rtol=1e-12, atol=1e-12)
+    assert c.stats.traces == 1
+    assert_close(f(x, t)[1], (x.exp() * (x + 1)) * t)
 
 
 def test_vmap_maps_and_stacks() -> None:

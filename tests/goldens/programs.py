@@ -2003,6 +2003,14 @@ def special_functions(lib, F, p, u):
             lib.erfc(u).erfinv())
 
 
+@program(grid((2, 5), -4.0, 4.0), grid((7,), -30.0, 30.0, dtype="float64"), source=SURF_OPS)
+def bessel_functions(lib, F, x, w):
+    S = lib.special
+    return (lib.i0(x), x.i0(), S.i0(x), S.i0e(x), S.i1(x), S.i1e(x), S.modified_bessel_i0(x),
+            S.modified_bessel_i1(x), S.i0e(w), S.i1e(w), S.i0(w * 0.5), S.i1(w * 0.5),
+            lib.i0(lib.arange(3)))
+
+
 @program(grid((3, 3), -1.0, 1.0), grid((3, 2), -1.0, 1.0), source=SURF_OPS,
          covers=("cholesky", "cholesky_info", "solve_triangular", "eigh", "svd", "qr"))
 def decompositions(lib, F, a, b):
@@ -2073,6 +2081,32 @@ def pointwise_names(lib, F, x, p):
             lib.block_diag(x, p[0]), lib.cartesian_prod(x[0], p[1, :2]), lib.clone(x), lib.t(x),
             lib.squeeze(x[None]),
             lib.unsqueeze(x, 1), lib.permute(x, (1, 0)), lib.ravel(x), lib.real(x))
+
+
+@program(grid((), 1.5, 1.5), grid((2, 3), -1.0, 1.0), source=SURF_OPS)
+def index_ops_on_scalars_and_empty(lib, F, s, x):
+    i0, none = lib.tensor(0), lib.zeros(0, dtype=lib.long)
+    five = s * 2.0 + 2.0
+    return (lib.index_select(s, 0, i0), lib.index_select(s, 0, lib.tensor([0])),
+            lib.index_select(x, 0, none), lib.index_add(s, 0, i0, five),
+            lib.index_copy(s, 0, i0, five), lib.index_fill(s, 0, i0, 2.0),
+            lib.index_add(x, 0, none, lib.ones(0, 3)), lib.gather(s, 0, i0),
+            lib.gather(x, 1, lib.zeros(2, 0, dtype=lib.long)), lib.scatter(s, 0, i0, five),
+            lib.scatter_add(s, 0, i0, five), lib.scatter_reduce(s, 0, i0, five, "amax"),
+            lib.scatter_reduce(s, 0, i0, five, "prod", include_self=False),
+            lib.take_along_dim(x, lib.tensor([1, 4])),
+            lib.take_along_dim(x, lib.zeros(2, 0, dtype=lib.long), 1),
+            (x * 1.0).index_put((i0,), five), x.index_put((i0, lib.tensor(2)), s, True),
+            lib.take(s, i0), lib.gather(x, 1, lib.tensor([[2, 0]], dtype=lib.int32)),
+            lib.scatter(x, 0, lib.tensor([[1, 0, 1]], dtype=lib.int32), 4.0))
+
+
+@program(grid((3, 5), -2.0, 2.1), grid((5,), 0.2, 1.9), source=SURF_OPS)
+def cov_weighted(lib, F, x, a):
+    f = lib.tensor([1, 2, 0, 3, 1])
+    return (lib.cov(x, fweights=f), lib.cov(x, aweights=a), x.cov(fweights=f, aweights=a),
+            lib.cov(x, fweights=f, aweights=a, correction=0), lib.cov(x[1], aweights=a),
+            lib.cov(x, aweights=a, correction=3))
 
 
 @program(grid((3, 5), -2.0, 2.1), source=SURF_OPS)

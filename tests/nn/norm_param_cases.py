@@ -1,7 +1,7 @@
-"""Weight and spectral normalisation (old-style hooks and parametrizations) written the same
-way for torch and dualgraph: ``run(t)`` with ``t`` either module gives a dict of float64
-arrays (outputs, gradients, power-iteration buffers, state dict keys as a joined string).
-Recorded from torch by record_norm_param_goldens.py."""
+"""Weight and spectral normalisation (old-style hooks and parametrizations) and orthogonal
+parametrizations, written the same way for torch and dualgraph: ``run(t)`` with ``t``
+either module gives a dict of float64 arrays (outputs, gradients, power-iteration buffers,
+state dict keys as a joined string). Recorded from torch by record_norm_param_goldens.py."""
 
 from __future__ import annotations
 
@@ -133,4 +133,48 @@ def run_embedding(t) -> dict:
     out["emb_functional/y"] = y.detach().numpy()
     out["emb_functional/weight"] = w2.detach().numpy()
     out["emb_functional/grad"] = w2.grad.numpy()
+    return out
+
+
+_RO = np.random.default_rng(11)
+OW = _RO.standard_normal((4, 4))
+OW2 = _RO.standard_normal((4, 4))
+OT = _RO.standard_normal((5, 3))  # a tall weight: Linear(3, 5)
+OX = _RO.standard_normal((2, 4))
+OX3 = _RO.standard_normal((2, 3))
+
+
+def _linear_from(t, w):
+    m = t.nn.Linear(w.shape[1], w.shape[0]).double()
+    with t.no_grad():
+        m.weight.copy_(t.tensor(w))
+        m.bias.zero_()
+    return m
+
+
+def run_orthogonal(t) -> dict:
+    """``parametrizations.orthogonal``: each map, with and without the trivialization;
+    assigning a weight; removing the parametrization. Where the trivialization completes a
+    non-square weight with random columns, only the weight (which does not depend on them)
+    is recorded."""
+    out: dict = {}
+    P = t.nn.utils.parametrizations
+    x, x3 = t.tensor(OX), t.tensor(OX3)
+    for mp in ("matrix_exp", "cayley", "householder"):
+        for triv in (True, False):
+            name = f"orth_{mp}_{'triv' if triv else 'direct'}"
+            m = P.orthogonal(_linear_from(t, OW), orthogonal_map=mp, use_trivialization=triv)
+            _record(out, name, m, m(x))
+            m = P.orthogonal(_linear_from(t, OT), orthogonal_map=mp, use_trivialization=triv)
+            if triv:
+                out[f"{name}_tall/weight"] = m.weight.detach().numpy()
+            else:
+                _record(out, f"{name}_tall", m, m(x3))
+    m = P.orthogonal(_linear_from(t, OW))
+    m.weight = t.tensor(OW2)
+    out["orth_assigned/weight"] = m.weight.detach().numpy()
+    out["orth_assigned/original"] = m.parametrizations.weight.original.detach().numpy()
+    t.nn.utils.parametrize.remove_parametrizations(m, "weight")
+    out["orth_removed/keys"] = np.array(" ".join(m.state_dict()))
+    out["orth_removed/weight"] = m.weight.detach().numpy()
     return out

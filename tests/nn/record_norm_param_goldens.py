@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .norm_param_cases import run, run_embedding
+from .norm_param_cases import run, run_embedding, run_orthogonal
 
 OUT = Path(__file__).with_name("norm_param_goldens.npz")
 
@@ -22,7 +22,7 @@ def main() -> None:
 
     warnings.simplefilter("ignore", FutureWarning)  # torch's old weight_norm is deprecated
     np.savez_compressed(OUT, torch=np.array(torch.__version__), **run(torch),
-             **run_embedding(torch))
+             **run_embedding(torch), **run_orthogonal(torch))
 
 
 if __name__ == "__main__":

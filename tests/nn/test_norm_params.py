@@ -24,7 +24,7 @@ parametrize = dg.nn.utils.parametrize
 
 @pytest.fixture(scope="module")
 def ours() -> dict:
-    return cases.run(dg)
+    return {**cases.run(dg), **cases.run_orthogonal(dg)}
 
 
 KEYS = [k for k in GOLD.files if k != "torch" and not k.startswith("emb_")]
@@ -56,6 +56,61 @@ def test_spectral_norm_gradient_matches_finite_differences() -> None:
     lin = P.spectral_norm(dg.nn.Linear(4, 3).double()).eval()
     sn = lin.parametrizations.weight[0]
     assert gradcheck(lambda w: sn(w), dg.tensor(cases.W, requires_grad=True))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 3, 3)])
+@pytest.mark.parametrize("mp", ["matrix_exp", "cayley", "householder"])
+def test_orthogonal_maps_are_orthogonal_with_finite_difference_gradients(mp, shape) -> None:
+    rng = np.random.default_rng(5)
+    orth = P._Orthogonal(dg.zeros(*shape, dtype=dg.float64), mp, use_trivialization=False)
+    x = dg.tensor(rng.standard_normal(shape) * 0.5)
+    if mp == "householder":
+        # The diagonal holds the reflectors' signs, truncated to integers: +-1.5 keeps
+        # finite differences away from the jumps.
+        idx = np.arange(min(shape[-2:]))
+        x.numpy()[..., idx, idx] = np.where(rng.random(len(idx)) < 0.5, -1.5, 1.5)
+    q = orth(x)
+    gram = q.mT @ q if shape[-2] >= shape[-1] else q @ q.mT
+    assert_close(gram, dg.eye(min(shape[-2:]), dtype=dg.float64).expand(gram.shape),
+                 rtol=0, atol=1e-12)
+    assert gradcheck(lambda a: orth(a), x.requires_grad_())
+
+
+def test_householder_product_matches_its_reflectors_with_gradients() -> None:
+    rng = np.random.default_rng(6)
+    a, tau = rng.standard_normal((2, 4, 3)), rng.uniform(0.5, 1.5, (2, 2))
+    q = dg.linalg.householder_product(dg.tensor(a), dg.tensor(tau)).numpy()
+    for b in range(2):
+        want = np.eye(4)
+        for i in range(2):
+            v = np.tril(a[b], -1)[:, i] + np.eye(4, 3)[:, i]
+            want = want @ (np.eye(4) - tau[b, i] * np.outer(v, v))
+        assert_close(q[b], want[:, :3], rtol=1e-12, atol=1e-14)
+    assert gradcheck(dg.linalg.householder_product, dg.tensor(a, requires_grad=True),
+                     dg.tensor(tau, requires_grad=True))
+    with pytest.raises(RuntimeError, match="input.shape\\[-2\\] must be greater"):
+        dg.linalg.householder_product(dg.ones(2, 3), dg.ones(1))
+    with pytest.raises(RuntimeError, match="must be greater than or equal to tau"):
+        dg.linalg.householder_product(dg.ones(3, 2), dg.ones(3))
+
+
+def test_orthogonal_registration_assignment_and_errors() -> None:
+    m = P.orthogonal(dg.nn.Linear(4, 3))
+    assert sorted(m.state_dict()) == ["bias", "parametrizations.weight.0.base",
+                                      "parametrizations.weight.original"]
+    w = m.weight.detach()
+    assert_close(w @ w.mT, dg.eye(3), rtol=0, atol=1e-5)
+    with pytest.raises(ValueError, match="Expected a matrix or batch of matrices"):
+        P.orthogonal(dg.nn.Linear(4, 3), "bias")
+    with pytest.raises(ValueError, match="orthogonal_map has to be one of"):
+        P.orthogonal(dg.nn.Linear(4, 3), orthogonal_map="qr")
+    with pytest.raises(ValueError, match="no parameter or buffer with name 'w'"):
+        P.orthogonal(dg.nn.Linear(4, 3), "w")
+    with pytest.raises(ValueError, match="Expected a matrix or batch of matrices of shape"):
+        m.weight = dg.ones(3, 3)
+    m2 = P.orthogonal(dg.nn.Linear(3, 3), orthogonal_map="cayley", use_trivialization=False)
+    with pytest.raises(NotImplementedError, match="use_trivialization=False"):
+        m2.weight = dg.eye(3)
 
 
 class Symmetric(dg.nn.Module):
@@ -129,6 +184,19 @@ def _model(seed: int = 0) -> dg.nn.Module:
     return net
 
 
+def _sgd_step(net: dg.nn.Module):
+    """A training step of ``net`` (squared error, SGD with lr 0.1)."""
+    opt = dg.optim.SGD(net.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((net(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 def test_compiled_training_step_equals_eager() -> None:
     rng = np.random.default_rng(1)
     data = [(dg.tensor(rng.standard_normal((8, 4)).astype(np.float32)),
@@ -136,15 +204,7 @@ def test_compiled_training_step_equals_eager() -> None:
     runs = []
     for compiled in (False, True):
         net = _model()
-        opt = dg.optim.SGD(net.parameters(), lr=0.1)
-
-        def step(x, y, net=net, opt=opt):
-            opt.zero_grad()
-            loss = ((net(x) - y) ** 2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
+        step = _sgd_step(net)
         f = dg.compile(step) if compiled else step
         losses = [f(x, y).item() for x, y in data]
         # The old-style hooks leave module.weight as the last forward computed it.
@@ -163,6 +223,29 @@ def test_compiled_training_step_equals_eager() -> None:
     # The power iteration ran in every compiled call: the buffers moved from their start.
     assert not np.allclose(sc["2.parametrizations.weight.0._u"].numpy(),
                            _model().state_dict()["2.parametrizations.weight.0._u"].numpy())
+
+
+def test_orthogonal_compiled_training_step_equals_eager() -> None:
+    rng = np.random.default_rng(2)
+    x = dg.tensor(rng.standard_normal((6, 3)))
+    y = dg.tensor(rng.standard_normal((6, 2)))
+    runs = []
+    for compiled in (False, True):
+        dg.manual_seed(0)
+        net = dg.nn.Sequential(dg.nn.Linear(3, 3), dg.nn.Tanh(), dg.nn.Linear(3, 4),
+                               dg.nn.Tanh(), dg.nn.Linear(4, 2)).double()
+        P.orthogonal(net[0])  # matrix_exp
+        P.orthogonal(net[2], orthogonal_map="householder", use_trivialization=False)
+        P.orthogonal(net[4], orthogonal_map="cayley", use_trivialization=False)
+        step = _sgd_step(net)
+        f = dg.compile(step) if compiled else step
+        losses = [f(x, y).item() for _ in range(3)]
+        runs.append((losses, net.state_dict(), f))
+    (le, se, _), (lc, sc, f) = runs
+    assert_close(lc, le, rtol=1e-10, atol=0.0)
+    for k in se:
+        assert_close(sc[k], se[k], rtol=1e-10, atol=1e-12, msg=k)
+    assert f.stats.traces == 1
 
 
 def test_state_dict_round_trip() -> None:

@@ -152,3 +152,29 @@ def test_instance_norm_modules_and_running_stats():
     g = nn.GroupNorm(2, 4)
     assert [n for n, _ in g.named_parameters()] == ["weight", "bias"]
     assert g(dg.randn(2, 4, 3)).shape == (2, 4, 3)
+
+
+def test_sync_batch_norm_converts_and_computes_batch_norm():
+    dg.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 4, 1), nn.Sequential(nn.BatchNorm2d(4), nn.ReLU()),
+                      nn.BatchNorm1d(2))
+    ref = nn.BatchNorm2d(4)
+    ref.load_state_dict(m[1][0].state_dict())
+    m.eval()
+    weight, mean = m[1][0].weight, m[1][0].running_mean
+    out = nn.SyncBatchNorm.convert_sync_batchnorm(m)
+    assert out is m and type(m[1][0]) is nn.SyncBatchNorm and type(m[2]) is nn.SyncBatchNorm
+    assert m[1][0].weight is weight and m[1][0].running_mean is mean  # shared, not copied
+    assert not m[1][0].training and isinstance(m[1][1], nn.ReLU)
+    assert list(m.state_dict()) == ["0.weight", "0.bias", "1.0.weight", "1.0.bias",
+                                    "1.0.running_mean", "1.0.running_var",
+                                    "1.0.num_batches_tracked", "2.weight", "2.bias",
+                                    "2.running_mean", "2.running_var", "2.num_batches_tracked"]
+    x = dg.tensor(np.random.default_rng(1).standard_normal((2, 4, 3, 3)).astype(np.float32))
+    sync = m[1][0].train()
+    np.testing.assert_allclose(sync(x).numpy(), ref(x).numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(sync.running_var.numpy(), ref.running_var.numpy(), rtol=1e-6)
+    assert nn.SyncBatchNorm(4, process_group="group").process_group == "group"
+    with pytest.raises(ValueError, match="expected at least 2D input"):
+        nn.SyncBatchNorm(3)(dg.ones(3))
+    assert repr(nn.SyncBatchNorm(3)).startswith("SyncBatchNorm(3, eps=1e-05")

@@ -1835,6 +1835,11 @@ def _scipy_special(name: str) -> Callable:
     return ref
 
 
+def _bessel_forms_ref(x: np.ndarray) -> np.ndarray:
+    inner = _scipy_special("i0e")(x * np.asarray(3.0, x.dtype)) + _scipy_special("i1")(x)
+    return _scipy_special("i1e")(inner * np.asarray(30.0, x.dtype))
+
+
 def _well_conditioned(x: Any) -> Any:
     """A batch of 3x3 matrices near 2I: invertible, with a positive determinant."""
     return x * 0.3 + 2.0 * dg.eye(3, dtype=x.dtype)
@@ -1858,6 +1863,12 @@ CASES += [
     case("erfinv", "fn", lambda x: dg.erfinv(x * 0.4), real(2, 3),
          ref=lambda x: _scipy_special("erfinv")(x * np.asarray(0.4, x.dtype)),
          node="ErfinvBackward0"),
+    case("bessel_i", "i0", lambda x: dg.i0(x * 3.0), real(2, 3),
+         ref=lambda x: _scipy_special("i0")(x * np.asarray(3.0, x.dtype)), node="I0Backward0"),
+    # The output node is the op's: the other forms feed the last one (30x: its asymptotic side).
+    case("bessel_i", "scaled_forms",
+         lambda x: dg.special.i1e((dg.special.i0e(x * 3.0) + dg.special.i1(x)) * 30.0),
+         real(2, 3), ref=_bessel_forms_ref, node="SpecialI1EBackward0"),
     case("inv", "batched", lambda x: dg.linalg.inv(_well_conditioned(x)), real(2, 3, 3),
          ref=lambda x: np.linalg.inv(_well_conditioned_ref(x)), node="LinalgInvExBackward0"),
     case("inv", "method", lambda x: _well_conditioned(x).inverse(), real(3, 3),

@@ -27,14 +27,15 @@ special jit uint16 clone detach eq ne gt ge lt le numel select take masked_scatt
 combinations unravel_index hann_window trapezoid vander diagflat polygamma logit xlogy
 fmax fmin float_power logaddexp2 deg2rad rad2deg clamp_min clamp_max isin isposinf isneginf
 dist chain_matmul inner addmv addr conv2d max_pool2d dropout layer_norm embedding
-channels_last contiguous_format strided autocast e pi inf nan scalar_tensor typename""".split()
+channels_last contiguous_format strided autocast e pi inf nan scalar_tensor typename i0""".split()
 METHODS = """stride element_size data_ptr nelement ndimension storage_offset byte char short
 bernoulli_ exponential_ random_ geometric_ masked_scatter_ put_ sum_to_size addmm_ baddbmm
 lerp_ norm renorm mT mH H apply_ share_memory_ pin_memory is_pinned addcmul_ addcdiv_ det
 inverse lgamma digamma erfinv logit quantile nanmean nansum mode unique bincount aminmax
-multinomial bernoulli new type fill_diagonal_ cov corrcoef dot mv select take put""".split()
+multinomial bernoulli new type fill_diagonal_ cov corrcoef dot mv select take put i0 i0_""".split()
 LINALG = "norm vector_norm matrix_norm inv det slogdet solve matmul cross multi_dot".split()
-SPECIAL = "erf erfc erfinv expit logit xlogy gammaln digamma psi ndtr ndtri entr".split()
+SPECIAL = """erf erfc erfinv expit logit xlogy gammaln digamma psi ndtr ndtri entr i0 i0e i1 i1e
+modified_bessel_i0 modified_bessel_i1""".split()
 
 
 def test_the_names_exist():
@@ -74,6 +75,16 @@ GRADIENTS = [
     ("special", lambda p, u: dg.lgamma(p) + dg.digamma(p) + dg.polygamma(2, p)
      + dg.erfc(u) + dg.erfinv(u * 0.9) + dg.special.ndtr(u) + dg.special.entr(p)
      + dg.special.xlogy(p, p) + dg.special.logit(p / 3.0), [("pos", (2, 3)), (2, 3)]),
+    # Both signs, zero (where i1's derivative is the limit 1/2; i0e has a kink there) and
+    # the asymptotic side, which the unscaled forms see at a scale where finite
+    # differences of e^|x| keep their precision.
+    ("bessel", lambda x: dg.special.i0(x * 0.125) + dg.special.i0e(x + 0.5)
+     + dg.special.i1(x * 0.125) + dg.special.i1e(x) + (x * 0.125).i0(),
+     [np.array([-23.0, -2.5, 0.0, 0.7, 3.0, 24.0])]),
+    ("cov_weights", lambda x, a: dg.cov(x, fweights=dg.tensor([1, 2, 0, 3, 1]))
+     + dg.cov(x, aweights=a.abs() + 0.1) + dg.cov(x, fweights=dg.tensor([2, 1, 1, 1, 3]),
+                                                  aweights=a.abs() + 0.2, correction=2),
+     [(3, 5), (5,)]),
     ("quantiles", lambda x: dg.quantile(x, 0.3, dim=1).sum()
      + dg.nanquantile(x, 0.6, dim=0, interpolation="midpoint").sum()
      + dg.quantile(x, 0.5), [(3, 5)]),
@@ -120,10 +131,13 @@ def test_compiled_equals_eager_for_the_new_ops():
                 + dg.erfc(u).sum() + dg.erfinv(u * 0.5).sum() + dg.special.logit(p / 3.0).sum()
                 + dg.linalg.vector_norm(x, 3.0) + dg.cdist(x, x * 0.5).sum()
                 + dg.quantile(x, 0.3, dim=1).sum() + dg.nanmean(x) + dg.cov(x).sum()
+                + dg.cov(x, fweights=dg.tensor([1, 2, 0, 3]), aweights=p.reshape(-1)[:4]).sum()
                 + dg.addmm(x[:, :2], x, x.T[:, :2], beta=0.5).sum()
                 + dg.tensordot(x, x, ([1], [1])).sum() + x.masked_scatter(x > 0, u.reshape(-1)
                                                                          ).sum()
-                + dg.hypot(x, x * 0.5).sum() + x.renorm(2, 0, 1.0).sum())
+                + dg.hypot(x, x * 0.5).sum() + x.renorm(2, 0, 1.0).sum()
+                + (dg.special.i0(x) + dg.special.i0e(x * 30.0) + dg.special.i1(x * 30.0)
+                   + dg.special.i1e(x)).sum())
 
     rng = np.random.default_rng(11)
     arrays = [_M, rng.uniform(0.5, 2.0, (2, 3)), rng.uniform(-0.9, 0.9, (2, 3)),
@@ -158,6 +172,17 @@ def test_special_scalar_kernels_match_scipy():
     assert_close(np.array([kernels.erfinv(y) for y in ys]), sp.erfinv(ys), rtol=1e-14,
                  atol=0)
     assert kernels.erfinv(1.0) == math.inf and math.isnan(kernels.erfinv(1.5))
+    # Both sides of the switch from the power series to the asymptotic one, and the ends.
+    xs = np.concatenate([np.linspace(-60.0, 60.0, 481), [1e-300, 19.999, 20.001, 700.0]])
+    for n in (0, 1):
+        for scaled in (0, 1):
+            ours = np.array([kernels.bessel_i(n, scaled, x) for x in xs])
+            ref = getattr(sp, f"i{n}{'e' if scaled else ''}")(xs)
+            assert_close(ours, ref, rtol=1e-14, atol=0)
+            ends = [kernels.bessel_i(n, scaled, x) for x in (math.inf, -math.inf, math.nan)]
+            assert_close(np.array(ends), getattr(sp, f"i{n}{'e' if scaled else ''}")(
+                np.array([math.inf, -math.inf, math.nan])), rtol=0, atol=0, equal_nan=True)
+    assert kernels.bessel_i(0, 0, 710.0) == math.inf  # e^|x| overflows, as PyTorch's
 
 
 # --------------------------------------------------------------------- errors
@@ -184,6 +209,17 @@ def test_special_scalar_kernels_match_scipy():
     (lambda: dg.Size([2, 1.5]), TypeError, "ints"),
     (lambda: dg.ones(2, 3).sum_to_size(2), RuntimeError, "expandable"),
     (lambda: dg.polygamma(-1, dg.ones(2)), RuntimeError, "negative"),
+    (lambda: dg.cov(dg.ones(2, 3), fweights=dg.ones(3)), RuntimeError, "integral dtype"),
+    (lambda: dg.cov(dg.ones(2, 3), aweights=dg.tensor([1, 2, 3])), RuntimeError,
+     "floating point dtype"),
+    (lambda: dg.cov(dg.ones(2, 3), fweights=dg.tensor([1, -2, 3])), RuntimeError,
+     "fweights cannot be negative"),
+    (lambda: dg.cov(dg.ones(2, 3), aweights=dg.ones(2)), RuntimeError, "2 != 3"),
+    (lambda: dg.cov(dg.ones(2, 3), aweights=dg.ones(3, 1)), RuntimeError, "one or fewer"),
+    (lambda: dg.index_select(dg.tensor(1.0), 0, dg.tensor([0, 0])), RuntimeError,
+     "Index to scalar can have only 1 value, got 2"),
+    (lambda: dg.gather(dg.ones(2), 0, dg.tensor([0], dtype=dg.int16)), RuntimeError,
+     "int32/int64"),
 ])
 def test_bad_input_raises_pytorchs_exception(fn, exc, match):
     with pytest.raises(exc, match=match):

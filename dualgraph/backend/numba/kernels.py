@@ -657,6 +657,54 @@ def erfinv(y):
     return math.copysign(x, y)
 
 
+# The modified Bessel functions I0 and I1. Below _BESSEL_SERIES_END the power series
+# sum_k (x/2)^(2k+n) / (k! (k+n)!), whose terms are all positive, so it does not cancel;
+# above it the asymptotic series e^x / sqrt(2 pi x) sum_k (-1)^k a_k(n) / x^k, whose smallest
+# term there (about e^(-2x)) is below double precision. ``scaled`` multiplies by e^(-|x|).
+# As PyTorch's, the unscaled forms are e^|x| times the scaled ones past the series (so they
+# overflow where e^|x| does, and are NaN at infinity).
+_BESSEL_SERIES_END = 20.0
+
+
+@cached_njit(error_model="numpy")
+def bessel_i(n, scaled, x):
+    n = int(n)
+    x = float(x)
+    if math.isnan(x):
+        return math.nan
+    ax = abs(x)
+    sign = -1.0 if (n == 1 and x < 0.0) else 1.0
+    if ax <= _BESSEL_SERIES_END:
+        q = 0.25 * ax * ax
+        term = 1.0 if n == 0 else 0.5 * ax
+        total = term
+        k = 0
+        while term > total * 1e-17:
+            k += 1
+            term *= q / (k * (k + n))
+            total += term
+        if scaled:
+            total *= math.exp(-ax)
+        return sign * total
+    total = 0.0
+    if ax < math.inf:
+        mu = 4.0 * n * n
+        term = 1.0
+        total = 1.0
+        for k in range(1, 60):
+            nxt = -term * (mu - (2.0 * k - 1.0) ** 2) / (8.0 * k * ax)
+            if abs(nxt) >= abs(term):
+                break
+            term = nxt
+            total += term
+            if abs(term) < total * 1e-17:
+                break
+        total /= math.sqrt(2.0 * math.pi * ax)
+    if not scaled:
+        total *= math.exp(ax)
+    return sign * total
+
+
 # ------------------------------------------------------ batched inverse and determinant
 # One (batch, n, n) operand; LAPACK through Numba's np.linalg per matrix.
 

@@ -127,7 +127,7 @@ MATH = {
 }
 _CALLS = {"abs": "abs", "erf": "math.erf", "min": "min", "max": "max", "int": "int",
           "float": "float", "bool": "bool", "lgamma": "math.lgamma", "erfc": "math.erfc",
-          "polygamma": "dgk.polygamma", "erfinv": "dgk.erfinv",
+          "polygamma": "dgk.polygamma", "erfinv": "dgk.erfinv", "bessel_i": "dgk.bessel_i",
           "reduce_precision": "dgk.reduce_precision"}
 
 

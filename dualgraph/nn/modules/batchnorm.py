@@ -5,8 +5,9 @@ from .normalization import (  # noqa: F401
     BatchNorm1d,
     BatchNorm2d,
     BatchNorm3d,
+    SyncBatchNorm,
     _BatchNorm,
     _NormBase,
 )
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]

@@ -14,7 +14,7 @@ from .module import Module, Parameter, accepts_device_dtype
 
 __all__ = [
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
-    "InstanceNorm3d", "LayerNorm", "LocalResponseNorm", "RMSNorm",
+    "InstanceNorm3d", "LayerNorm", "LocalResponseNorm", "RMSNorm", "SyncBatchNorm",
 ]
 
 
@@ -201,6 +201,47 @@ class BatchNorm3d(_BatchNorm):
     """Batch norm of ``(N, C, D, H, W)`` input; see `BatchNorm1d`."""
 
     _dims = (5,)
+
+
+@accepts_device_dtype
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm of input with a channel dimension (2-D or more). Statistics are
+    synchronized across processes only in a distributed run; without one (as on a CPU
+    build's single process) it is `BatchNorm2d`'s computation over the local batch.
+
+    >>> model = dg.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True,
+                 process_group: Any = None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats)
+        self.process_group = process_group
+
+    def _check_input_dim(self, x: Any) -> None:
+        if x.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {x.ndim}D input)")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
+        """``module`` with every batch norm layer in it replaced by a `SyncBatchNorm` that
+        shares its parameters and buffers (the module itself when it is one)."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine,
+                      module.track_running_stats, process_group)
+            # The same tensors, not copies: an optimizer built over the old parameters
+            # keeps training the converted model, as in PyTorch.
+            for name in ("weight", "bias"):
+                out._parameters[name] = module._parameters.get(name)
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                out._buffers[name] = module._buffers.get(name)
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
 
 
 class _InstanceNorm(_NormBase):

@@ -1,4 +1,4 @@
-"""Weight and spectral normalisation as parametrizations, as
+"""Orthogonal matrices, weight and spectral normalisation as parametrizations, as
 ``torch.nn.utils.parametrizations``.
 
 >>> m = weight_norm(dg.nn.Linear(4, 3))
@@ -10,15 +10,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ...eager.creation import randn
 from ...eager.grad_mode import no_grad
 from ...eager.tensor import Tensor
+from ...ops.decomp import householder_product, matrix_exp, qr
+from ...ops.matrix import solve
 from ...ops.products import mv, vdot
+from ...ops.shape import concatenate
 from ..functional import normalize
 from ..modules.module import Module
 from . import _norms, parametrize
 
-__all__ = ["spectral_norm", "weight_norm"]
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
+
+_ORTHOGONAL_MAPS = ("matrix_exp", "cayley", "householder")
 
 
 class _WeightNorm(Module):
@@ -101,4 +108,130 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
         dim = 1 if _norms.transposed_conv(module) else 0
     parametrize.register_parametrization(
         module, name, _SpectralNorm(weight, n_power_iterations, dim, eps))
+    return module
+
+
+class _Orthogonal(Module):
+    """A matrix (or batch) with orthonormal columns, or rows when it is wide, as a function
+    of an unconstrained one: ``matrix_exp`` or ``cayley`` of its skew-symmetric part (a
+    tall matrix is the first columns of a square one), or the product of the Householder
+    reflectors it stores as LAPACK's ``geqrf`` does. With ``use_trivialization`` the result
+    is ``base @ map(original)``: assigning a weight stores it (made orthogonal) in the
+    buffer ``base`` and resets ``original`` to where the map gives the identity."""
+
+    def __init__(self, weight: Tensor, orthogonal_map: str, *,
+                 use_trivialization: bool = True) -> None:
+        super().__init__()
+        self.shape = tuple(weight.shape)
+        self.orthogonal_map = orthogonal_map
+        if use_trivialization:
+            self.register_buffer("base", None)
+
+    def forward(self, X: Any) -> Any:  # noqa: N803
+        n, k = X.shape[-2], X.shape[-1]
+        transposed = n < k
+        if transposed:
+            X, n, k = X.mT, k, n  # noqa: N806
+        if self.orthogonal_map in ("matrix_exp", "cayley"):
+            X = X.tril()  # noqa: N806
+            if n != k:
+                pad = np.zeros(tuple(X.shape[:-2]) + (n, n - k), X.dtype)
+                X = concatenate([X, pad], -1)  # noqa: N806
+            A = X - X.mT  # noqa: N806
+            if self.orthogonal_map == "matrix_exp":
+                Q = matrix_exp(A)  # noqa: N806
+            else:
+                eye = np.eye(n, dtype=A.dtype)
+                Q = solve(eye - A * 0.5, eye + A * 0.5)  # noqa: N806
+            if n != k:
+                Q = Q[..., :k]  # noqa: N806
+        else:
+            A = X.tril(-1)  # noqa: N806
+            tau = 2.0 / (1.0 + (A * A).sum(-2))
+            Q = householder_product(A, tau)  # noqa: N806
+            # The diagonal holds the reflectors' signs (+-1; a truncation, as PyTorch's).
+            Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)  # noqa: N806
+        if "base" in self._buffers:
+            Q = self.base @ Q  # noqa: N806
+        return Q.mT if transposed else Q
+
+    def right_inverse(self, Q: Any) -> Any:  # noqa: N803
+        if tuple(Q.shape) != self.shape:
+            raise ValueError(f"Expected a matrix or batch of matrices of shape {self.shape}. "
+                             f"Got a tensor of shape {tuple(Q.shape)}.")
+        with no_grad():
+            return self._right_inverse(Q.detach())
+
+    def _right_inverse(self, Q: Any) -> Any:  # noqa: N803
+        q_init = Q
+        n, k = Q.shape[-2], Q.shape[-1]
+        transposed = n < k
+        if transposed:
+            Q, n, k = Q.mT, k, n  # noqa: N806
+        if "base" not in self._buffers:
+            if self.orthogonal_map != "householder":
+                raise NotImplementedError("It is not possible to assign to the matrix "
+                                          "exponential or the Cayley parametrizations when "
+                                          "use_trivialization=False.")
+            # LAPACK's geqrf, with the diagonal made the signs the forward reads.
+            h, tau = np.linalg.qr(Q.numpy(), mode="raw")
+            A = np.ascontiguousarray(np.swapaxes(h, -1, -2))  # noqa: N806
+            diag = np.sign(np.diagonal(A, axis1=-2, axis2=-1))
+            diag = np.where(tau == 0.0, -diag, diag)
+            idx = np.arange(k)
+            A[..., idx, idx] = diag
+            out = Tensor(A.astype(q_init.dtype))
+            return out.mT if transposed else out
+        if n == k and _is_orthogonal(Q):
+            base = Q.clone()
+        else:
+            if n != k:
+                extra = randn(*(tuple(Q.shape[:-2]) + (n, n - k)), dtype=Q.dtype)
+                Q = concatenate([Q, extra], -1)  # noqa: N806
+            base = _make_orthogonal(Q)
+        self.base = base
+        neg_id = np.zeros(tuple(q_init.shape), q_init.dtype)
+        idx = np.arange(min(q_init.shape[-2:]))
+        neg_id[..., idx, idx] = -1.0
+        return Tensor(neg_id)
+
+
+def _is_orthogonal(Q: Any) -> bool:  # noqa: N803
+    n, k = Q.shape[-2], Q.shape[-1]
+    eps = 10.0 * n * float(np.finfo(Q.dtype).eps)
+    gram = (Q.mT @ Q).numpy()
+    return bool(np.allclose(gram, np.eye(k), rtol=1e-5, atol=eps))
+
+
+def _make_orthogonal(A: Any) -> Any:  # noqa: N803
+    """The Q of A's QR decomposition with R's diagonal made non-negative (unique)."""
+    Q, R = qr(A)  # noqa: N806
+    return Q * R.diagonal(dim1=-2, dim2=-1).sign().unsqueeze(-2)
+
+
+def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None = None, *,
+               use_trivialization: bool = True) -> Module:
+    """Reparametrize the matrix (or batch) ``module.<name>`` to have orthonormal columns
+    (or rows, if wide). ``orthogonal_map``: ``"matrix_exp"``, ``"cayley"`` or
+    ``"householder"``; by default ``matrix_exp`` for square matrices, else ``householder``.
+    The weight keeps its value at registration (made orthogonal if it is not).
+
+    >>> m = orthogonal(dg.nn.Linear(4, 3))
+    >>> sorted(m.state_dict())
+    ['bias', 'parametrizations.weight.0.base', 'parametrizations.weight.original']
+    """
+    weight = getattr(module, name, None)
+    if not isinstance(weight, Tensor):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if weight.ndim < 2:
+        raise ValueError("Expected a matrix or batch of matrices. "
+                         f"Got a tensor of {weight.ndim} dimensions.")
+    if orthogonal_map is None:
+        orthogonal_map = ("matrix_exp" if weight.shape[-2] == weight.shape[-1]
+                          else "householder")
+    if orthogonal_map not in _ORTHOGONAL_MAPS:
+        raise ValueError('orthogonal_map has to be one of "matrix_exp", "cayley", '
+                         f'"householder". Got: {orthogonal_map}')
+    orth = _Orthogonal(weight, orthogonal_map, use_trivialization=use_trivialization)
+    parametrize.register_parametrization(module, name, orth, unsafe=True)
     return module

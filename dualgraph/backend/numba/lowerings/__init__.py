@@ -177,11 +177,13 @@ SCALAR: dict[str, Builder] = {
     "erfc": _call("erfc"),
     "erfinv": _call("erfinv"),
     "polygamma": _call("polygamma"),
+    "bessel_i": _call("bessel_i"),
     "reduce_precision": _call("reduce_precision"),
 }
 # Ops whose Numba result may have another dtype than operands of the node's dtype (an
 # integer power may widen): always cast.
-WIDENING = frozenset({"pow", "lgamma", "erfc", "erfinv", "polygamma", "reduce_precision"})
+WIDENING = frozenset({"pow", "lgamma", "erfc", "erfinv", "polygamma", "bessel_i",
+                      "reduce_precision"})
 
 
 def scalar_builder(op: str) -> Builder:
