@@ -86,15 +86,14 @@ def _ternary(method: str, inplace: bool) -> Callable:
     name = f"_foreach_{method}{'_' if inplace else ''}"
     attr = method + "_" if inplace else method
 
-    def fn(self: Any, tensor1: Any, tensor2: Any, *args: Any, **kwargs: Any) -> Any:
+    def fn(self: Any, tensor1: Any, tensor2: Any, value: Any = 1) -> Any:
         tensors = _tensors(name, self)
         firsts = _spread(name, tensor1, len(tensors))
         seconds = _spread(name, tensor2, len(tensors))
-        # addcmul/addcdiv take their scale as ``value``: one, or one per tensor.
-        extra = [_spread(name, a, len(tensors)) for a in args]
-        kw = {k: _spread(name, v, len(tensors)) for k, v in kwargs.items()}
-        out = [getattr(t, attr)(a, b, *[e[i] for e in extra], **{k: v[i] for k, v in kw.items()})
-               for i, (t, a, b) in enumerate(zip(tensors, firsts, seconds))]
+        # the scale: one for all, or one per tensor (PyTorch's ``scalars``)
+        values = _spread(name, value, len(tensors))
+        out = [getattr(t, attr)(a, b, value=v)
+               for t, a, b, v in zip(tensors, firsts, seconds, values)]
         return tensors if inplace else tuple(out)
 
     fn.__name__ = fn.__qualname__ = name

@@ -9,7 +9,7 @@
 # ``F.gelu(approximate="tanh")``, ``_init_weights`` through ``self.apply`` and the scaled
 # init of ``c_proj.weight`` found by ``named_parameters``, tied input and output
 # embeddings, shifted labels with ``-100`` on padding, ``model = torch.compile(model)``
-# inside the program, and top-k greedy generation with ``logits[logits < v[:, [-1]]]``.
+# inside the program (unwrapped by ``_orig_mod``), and top-k greedy generation with ``logits[logits < v[:, [-1]]]``.
 # Written for dualgraph's tests with the public program's idioms, not copied from it.
 # ruff: noqa
 import math
@@ -261,9 +261,13 @@ def run(weights=None, compiled=False):
             optimizer.zero_grad()
             losses.append(loss.item())
     model.eval()
+    # generation runs the module itself (its shapes change every token), unwrapped as
+    # accelerate's ``unwrap_model`` does
+    compiled_model = model
+    model = getattr(model, "_orig_mod", model)
     gen = generate(model, batches[0][0][:2, :4], max_new_tokens=4)
     losses += gen.flatten().tolist()
     with torch.no_grad():
         full = model(gen)["logits"][:, -1]
     losses += full.flatten().tolist()
-    return {"losses": losses, "weights": w, "fn": model if compiled else None}
+    return {"losses": losses, "weights": w, "fn": compiled_model if compiled else None}
