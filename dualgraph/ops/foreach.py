@@ -49,23 +49,30 @@ def _spread(name: str, other: Any, n: int) -> list:
                     f"{type(other).__name__}")
 
 
+def _names(method: str, inplace: bool) -> tuple[str, str]:
+    """The function's name and the tensor method it calls."""
+    return f"_foreach_{method}{'_' if inplace else ''}", method + "_" if inplace else method
+
+
+def _named(fn: Callable, name: str, doc: str) -> Callable:
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
 def _unary(method: str, inplace: bool) -> Callable:
-    name = f"_foreach_{method}{'_' if inplace else ''}"
-    attr = method + "_" if inplace else method
+    name, attr = _names(method, inplace)
 
     def fn(self: Any) -> Any:
         tensors = _tensors(name, self)
         out = [getattr(t, attr)() for t in tensors]
         return tensors if inplace else tuple(out)
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``{attr}`` of each tensor of a list."
-    return fn
+    return _named(fn, name, f"``{attr}`` of each tensor of a list.")
 
 
 def _binary(method: str, inplace: bool) -> Callable:
-    name = f"_foreach_{method}{'_' if inplace else ''}"
-    attr = method + "_" if inplace else method
+    name, attr = _names(method, inplace)
 
     def fn(self: Any, other: Any, **kwargs: Any) -> Any:
         tensors = _tensors(name, self)
@@ -77,14 +84,12 @@ def _binary(method: str, inplace: bool) -> Callable:
         out = [getattr(t, attr)(o, **kwargs) for t, o in zip(tensors, others)]
         return tensors if inplace else tuple(out)
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``{attr}`` of each tensor of a list with a scalar, a tensor, or a list."
-    return fn
+    return _named(fn, name,
+                  f"``{attr}`` of each tensor of a list with a scalar, a tensor, or a list.")
 
 
 def _ternary(method: str, inplace: bool) -> Callable:
-    name = f"_foreach_{method}{'_' if inplace else ''}"
-    attr = method + "_" if inplace else method
+    name, attr = _names(method, inplace)
 
     def fn(self: Any, tensor1: Any, tensor2: Any, value: Any = 1) -> Any:
         tensors = _tensors(name, self)
@@ -96,9 +101,7 @@ def _ternary(method: str, inplace: bool) -> Callable:
                for t, a, b, v in zip(tensors, firsts, seconds, values)]
         return tensors if inplace else tuple(out)
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``{attr}`` of each tensor of a list."
-    return fn
+    return _named(fn, name, f"``{attr}`` of each tensor of a list.")
 
 
 def _foreach_zero_(self: Any) -> list:
@@ -152,8 +155,7 @@ def _build() -> dict[str, Callable]:
 
 
 def _binary_lerp(inplace: bool) -> Callable:
-    name = f"_foreach_lerp{'_' if inplace else ''}"
-    attr = "lerp_" if inplace else "lerp"
+    name, attr = _names("lerp", inplace)
 
     def fn(self: Any, tensors1: Any, weight: Any) -> Any:
         tensors = _tensors(name, self)
@@ -162,9 +164,8 @@ def _binary_lerp(inplace: bool) -> Callable:
         out = [getattr(t, attr)(e, w) for t, e, w in zip(tensors, ends, weights)]
         return tensors if inplace else tuple(out)
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``{attr}`` of each tensor of a list towards ``tensors1`` by ``weight``."
-    return fn
+    return _named(fn, name,
+                  f"``{attr}`` of each tensor of a list towards ``tensors1`` by ``weight``.")
 
 
 FOREACH = _build()
