@@ -987,6 +987,12 @@ __all__ += ["cholesky", "cholesky_inverse", "cholesky_solve", "matrix_exp", "pin
 sparse_coo_tensor = sparse.sparse_coo_tensor
 __all__ += ["sparse", "sparse_coo_tensor"]
 
+# torch._foreach_mul_(ema, 0.99) and the rest of the list-at-once functions.
+from .ops.foreach import FOREACH as _FOREACH  # noqa: E402
+
+globals().update(_FOREACH)
+del _FOREACH
+
 # out= on the reductions and scans, as on the elementwise functions above; a function of
 # two results (``dg.max(x, 1)``) takes ``out=(values, indices)``.
 for _name in (

@@ -39,6 +39,18 @@ from ..ops.mixin import TensorOps
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
 
+
+def _inputs_before(args: tuple, needs: tuple) -> list:
+    """``args`` with each traced value that needs a gradient held as its value now (a new
+    `Tracer` of the same node, which a later in-place write to the argument leaves as it
+    is); eager tensors keep their history through in-place writes themselves."""
+    if current_trace() is None:
+        return list(args)
+    from ..trace.tracer import Tracer
+
+    return [Tracer(a.node, a._ctx) if need and isinstance(a, Tracer) and a._vbase is None
+            else a for a, need in zip(args, needs)]
+
 class FunctionCtx:
     """The ``ctx`` a `Function`'s ``forward`` and ``backward`` receive.
 
@@ -249,6 +261,10 @@ class Function:
         enabled = GRAD_ENABLED.value
         ctx.needs_input_grad = tuple(
             bool(enabled and isinstance(a, TensorOps) and a.requires_grad) for a in args)
+        # The values the backward differentiates with respect to, as they are before the
+        # forward runs: a forward may write into its input (TabNet's sparsemax does
+        # ``input -= max_val``), which rebinds a traced value to the written one.
+        before = _inputs_before(args, ctx.needs_input_grad)
         with no_grad():
             if _has_own_setup_context(cls):
                 out = cls.forward(*args, **kwargs)
@@ -273,7 +289,7 @@ class Function:
             # The node still lists the saved tensors as inputs; backward reads the packed.
             call.saved = [None if s is None else pack_value(s) for s in saved]
             call.versions = [None] * len(saved)
-        node = custom_function(pack([outs[k] for k in diff]), [args[i] for i in grad_args],
+        node = custom_function(pack([outs[k] for k in diff]), [before[i] for i in grad_args],
                                [s for s in saved if s is not None], call)
         results = list(outs)
         for k, r in zip(diff, unpack(node, [metas[k] for k in diff], call.node_name)):

@@ -560,6 +560,12 @@ class CompiledModule:
         return self.compiled(*args, **kwargs)
 
     @property
+    def _orig_mod(self) -> Any:
+        """The module itself, as ``torch.compile``'s wrapper names it (code that unwraps a
+        compiled model reads ``model._orig_mod``)."""
+        return self.module
+
+    @property
     def stats(self) -> CompileStats:
         return self.compiled.stats
 

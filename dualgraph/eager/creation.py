@@ -89,13 +89,18 @@ def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False,
     return _filled(np.full(shape, value, as_dtype(dtype)), requires_grad)
 
 
-def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
+def arange(start: Any = None, end: Any = None, step: Any = 1, dtype: Any = None,
            requires_grad: bool = False, *, device: Any = None, **kwargs: Any) -> Tensor:
     """Evenly spaced values in ``[start, end)``; ints give int64, floats the default dtype
-    (float32 unless ``dg.set_default_dtype`` says otherwise)."""
+    (float32 unless ``dg.set_default_dtype`` says otherwise). ``arange(n)`` and
+    ``arange(end=n)`` both start at 0."""
     factory_options("arange()", device, kwargs)
+    if start is None and end is None:
+        raise TypeError("arange() missing 1 required argument: 'end'")
     if end is None:
         start, end = 0, start
+    elif start is None:
+        start = 0
     for name, v in (("start", start), ("end", end), ("step", step)):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
             raise TypeError(f"arange: {name} must be a number, got {type(v).__name__} {v!r}")

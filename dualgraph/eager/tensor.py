@@ -89,6 +89,9 @@ class Tensor(TensorOps):
     @property
     def data(self) -> "Tensor":
         """A tensor sharing this one's data, outside autograd (PyTorch's ``.data``)."""
+        note = getattr(modes.current_trace(), "note_data_alias", None)
+        if note is not None and self._rg:
+            note(self)
         return self.detach()
 
     @data.setter

@@ -602,40 +602,40 @@ class TensorOps:
     def logical_not(self): return M.logical_not(self)  # noqa: E704
     def bitwise_not(self): return E.bitwise_not(self)  # noqa: E704
 
-    def tan_(self): return self.copy_(self.tan())  # noqa: E704
-    def asin_(self): return self.copy_(self.asin())  # noqa: E704
-    def acos_(self): return self.copy_(self.acos())  # noqa: E704
-    def atan_(self): return self.copy_(self.atan())  # noqa: E704
-    def sinh_(self): return self.copy_(self.sinh())  # noqa: E704
-    def cosh_(self): return self.copy_(self.cosh())  # noqa: E704
-    def asinh_(self): return self.copy_(self.asinh())  # noqa: E704
-    def acosh_(self): return self.copy_(self.acosh())  # noqa: E704
-    def atanh_(self): return self.copy_(self.atanh())  # noqa: E704
-    def erf_(self): return self.copy_(self.erf())  # noqa: E704
-    def log2_(self): return self.copy_(self.log2())  # noqa: E704
-    def log10_(self): return self.copy_(self.log10())  # noqa: E704
-    def exp2_(self): return self.copy_(self.exp2())  # noqa: E704
-    def rsqrt_(self): return self.copy_(self.rsqrt())  # noqa: E704
-    def log1p_(self): return self.copy_(self.log1p())  # noqa: E704
-    def expm1_(self): return self.copy_(self.expm1())  # noqa: E704
-    def sign_(self): return self.copy_(self.sign())  # noqa: E704
-    def floor_(self): return self.copy_(self.floor())  # noqa: E704
-    def ceil_(self): return self.copy_(self.ceil())  # noqa: E704
-    def round_(self, decimals: int = 0): return self.copy_(self.round(decimals))  # noqa: E704
-    def trunc_(self): return self.copy_(self.trunc())  # noqa: E704
-    def frac_(self): return self.copy_(self.frac())  # noqa: E704
-    def square_(self): return self.copy_(self.square())  # noqa: E704
-    def reciprocal_(self): return self.copy_(self.reciprocal())  # noqa: E704
-    def exp_(self): return self.copy_(self.exp())  # noqa: E704
-    def log_(self): return self.copy_(self.log())  # noqa: E704
-    def tanh_(self): return self.copy_(self.tanh())  # noqa: E704
-    def sigmoid_(self): return self.copy_(self.sigmoid())  # noqa: E704
-    def relu_(self): return self.copy_(self.relu())  # noqa: E704
-    def sqrt_(self): return self.copy_(self.sqrt())  # noqa: E704
-    def abs_(self): return self.copy_(self.abs())  # noqa: E704
-    def sin_(self): return self.copy_(self.sin())  # noqa: E704
-    def cos_(self): return self.copy_(self.cos())  # noqa: E704
-    def neg_(self): return self.copy_(self.neg())  # noqa: E704
+    def tan_(self): return self.copy_(_kept(self).tan())  # noqa: E704
+    def asin_(self): return self.copy_(_kept(self).asin())  # noqa: E704
+    def acos_(self): return self.copy_(_kept(self).acos())  # noqa: E704
+    def atan_(self): return self.copy_(_kept(self).atan())  # noqa: E704
+    def sinh_(self): return self.copy_(_kept(self).sinh())  # noqa: E704
+    def cosh_(self): return self.copy_(_kept(self).cosh())  # noqa: E704
+    def asinh_(self): return self.copy_(_kept(self).asinh())  # noqa: E704
+    def acosh_(self): return self.copy_(_kept(self).acosh())  # noqa: E704
+    def atanh_(self): return self.copy_(_kept(self).atanh())  # noqa: E704
+    def erf_(self): return self.copy_(_kept(self).erf())  # noqa: E704
+    def log2_(self): return self.copy_(_kept(self).log2())  # noqa: E704
+    def log10_(self): return self.copy_(_kept(self).log10())  # noqa: E704
+    def exp2_(self): return self.copy_(_kept(self).exp2())  # noqa: E704
+    def rsqrt_(self): return self.copy_(_kept(self).rsqrt())  # noqa: E704
+    def log1p_(self): return self.copy_(_kept(self).log1p())  # noqa: E704
+    def expm1_(self): return self.copy_(_kept(self).expm1())  # noqa: E704
+    def sign_(self): return self.copy_(_kept(self).sign())  # noqa: E704
+    def floor_(self): return self.copy_(_kept(self).floor())  # noqa: E704
+    def ceil_(self): return self.copy_(_kept(self).ceil())  # noqa: E704
+    def round_(self, decimals: int = 0): return self.copy_(_kept(self).round(decimals))  # noqa: E704
+    def trunc_(self): return self.copy_(_kept(self).trunc())  # noqa: E704
+    def frac_(self): return self.copy_(_kept(self).frac())  # noqa: E704
+    def square_(self): return self.copy_(_kept(self).square())  # noqa: E704
+    def reciprocal_(self): return self.copy_(_kept(self).reciprocal())  # noqa: E704
+    def exp_(self): return self.copy_(_kept(self).exp())  # noqa: E704
+    def log_(self): return self.copy_(_kept(self).log())  # noqa: E704
+    def tanh_(self): return self.copy_(_kept(self).tanh())  # noqa: E704
+    def sigmoid_(self): return self.copy_(_kept(self).sigmoid())  # noqa: E704
+    def relu_(self): return self.copy_(_kept(self).relu())  # noqa: E704
+    def sqrt_(self): return self.copy_(_kept(self).sqrt())  # noqa: E704
+    def abs_(self): return self.copy_(_kept(self).abs())  # noqa: E704
+    def sin_(self): return self.copy_(_kept(self).sin())  # noqa: E704
+    def cos_(self): return self.copy_(_kept(self).cos())  # noqa: E704
+    def neg_(self): return self.copy_(_kept(self).neg())  # noqa: E704
 
     def copysign(self, o: Any) -> Any:
         return E.copysign(self, o)
@@ -838,11 +838,11 @@ class TensorOps:
         return SC.cumprod(self, dim, dtype=dtype)
 
     def cumsum_(self, dim: int, *, dtype: Any = None) -> Any:
-        return self.copy_(self.cumsum(dim, dtype=dtype))
+        return self.copy_(_kept(self).cumsum(dim, dtype=dtype))
 
     def cumprod_(self, dim: int, *, dtype: Any = None) -> Any:
         # A clone: cumprod saves its input, which the copy_ would overwrite.
-        return self.copy_(self.clone().cumprod(dim, dtype=dtype))
+        return self.copy_(_kept(self).clone().cumprod(dim, dtype=dtype))
 
     def logcumsumexp(self, dim: int) -> Any:
         return SC.logcumsumexp(self, dim)
@@ -1128,9 +1128,16 @@ def _method(fn: Any, name: str) -> Any:
     return method
 
 
+def _kept(x: Any) -> Any:
+    """What an in-place op ``x.f_()`` computes from: a copy of an ``x`` that requires grad.
+    ``f``'s backward may save its input, and the write into ``x`` would change that saved
+    value (PyTorch's in-place derivatives keep the original ``self`` the same way)."""
+    return x.clone() if getattr(x, "requires_grad", False) else x
+
+
 def _inplace_method(fn: Any, name: str) -> Any:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return self.copy_(fn(self, *args, **kwargs))
+        return self.copy_(fn(_kept(self), *args, **kwargs))
 
     method.__name__ = name + "_"
     method.__doc__ = f"In-place `{name}`: the result is written into the tensor."
@@ -1271,13 +1278,13 @@ class _Layout:
         return strided
 
     def lerp_(self, end: Any, weight: Any) -> Any:
-        return self.copy_(self.lerp(end, weight))
+        return self.copy_(_kept(self).lerp(end, weight))
 
     def clamp_min_(self, min: Any) -> Any:  # noqa: A002
-        return self.copy_(self.clamp(min=min))
+        return self.copy_(_kept(self).clamp(min=min))
 
     def clamp_max_(self, max: Any) -> Any:  # noqa: A002
-        return self.copy_(self.clamp(max=max))
+        return self.copy_(_kept(self).clamp(max=max))
 
 
 def _install_surface() -> None:

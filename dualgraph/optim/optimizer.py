@@ -464,6 +464,7 @@ class Optimizer:
 
     @state.setter
     def state(self, value: dict) -> None:
+        self._own_version()
         self._ver.bump_state()
         self._state = value if isinstance(value, _State) else _State(self._ver, self, value)
 
@@ -473,11 +474,19 @@ class Optimizer:
 
     @param_groups.setter
     def param_groups(self, value: list) -> None:
+        self._own_version()
         self._ver.bump()
         groups = _Groups(self._ver)
         for g in value:
             list.append(groups, g if isinstance(g, ParamGroup) else self._as_group(g))
         self._groups = groups
+
+    def _own_version(self) -> None:
+        """A wrapper optimizer (Lookahead) may set ``param_groups`` and ``state`` without
+        calling ``Optimizer.__init__``, as PyTorch allows: it gets its version here."""
+        if "_ver" not in self.__dict__:
+            self._ver = _Version()
+            self._held = []
 
     def _as_group(self, g: dict) -> ParamGroup:
         items = dict(g)
@@ -618,7 +627,9 @@ class Optimizer:
         """Hyperparameters are numbers (flags are bools): a string would fail later, inside
         a step."""
         for k, v in group.items():
-            if k == "params" or isinstance(self.defaults.get(k), (bool, str, type(None))):
+            default = self.defaults.get(k)
+            # A subclass's own settings may be anything (LARS's filters are functions).
+            if k == "params" or isinstance(default, (bool, str, type(None))) or callable(default):
                 continue
             if v is required:
                 continue

@@ -529,6 +529,13 @@ class TraceContext(Mode):
                          "the values of a tensor the function read into Python (item(), "
                          "float(), bool(), tolist()) changed since the trace", t)
 
+    def note_data_alias(self, t: Tensor) -> None:
+        """``t.data`` is being made: ``t`` becomes the first tensor met on its array, so
+        the alias reads and writes ``t`` (its in-place writes reach later reads of ``t``
+        even when the alias is read first, as TransE's renormalisation of
+        ``weight.data[:-1]`` before the forward is)."""
+        self._one_value(t)
+
     def _one_value(self, t: Tensor) -> Tensor:
         """The eager tensor the trace met first that shares ``t``'s array and version
         counter (``t`` itself if none did)."""

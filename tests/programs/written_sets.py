@@ -17,6 +17,7 @@ from . import (
     written5_programs,
     written6_programs,
     written7_programs,
+    written8_programs,
     written_programs,
 )
 
@@ -27,6 +28,7 @@ SETS = (
     written5_programs.SET,
     written6_programs.SET,
     written7_programs.SET,
+    written8_programs.SET,
 )
 
 if __name__ == "__main__":

@@ -702,6 +702,11 @@ def _set_attr(self: Module, name: str, value: Any) -> None:
     """`Module.__setattr__`'s write: a parameter, buffer or submodule into its table,
     anything else into the instance."""
     if "_parameters" not in self.__dict__:
+        # PyTorch's rule: plain attributes may be set before ``Module.__init__`` (a
+        # ``self.dim = dim`` first line); parameters, buffers and submodules may not.
+        if not isinstance(value, (Parameter, Module, Buffer)):
+            object.__setattr__(self, name, value)
+            return
         raise AttributeError(
             "cannot assign attributes before Module.__init__() call "
             "(call super().__init__() first)"
