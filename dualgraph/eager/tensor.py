@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import modes
+from .._location import user_location
 from ..dtypes import as_dtype, check_device, default_float
 from ..errors import EagerOnlyError
 from ..ir.graph import Literal, Node
@@ -98,14 +99,14 @@ class Tensor(TensorOps):
     def data(self, value: "Tensor") -> None:
         # PyTorch's `p.data = t`: p keeps its identity (and autograd flags) and now shares
         # t's data, whose shape and dtype it takes.
+        if (isinstance(value, TensorOps) and modes.current_trace() is not None
+                and not (isinstance(value, Tensor) and value._data is self._data)):
+            # The swap would happen once, when the call is traced (an eager tensor's array
+            # taken then, say an optimizer's state tensor the compiled call fills later),
+            # and later reads in the trace would not all see it: run this call eagerly.
+            # Assigning the tensor's own data back (``p.grad.data *= s``) swaps nothing.
+            raise data_swap_error()
         if not isinstance(value, Tensor):
-            if modes.current_trace() is not None and isinstance(value, TensorOps):
-                # Later reads of the tensor in the trace would not all see the new data
-                # (its ``.data`` is traced as a value of its own): run this call eagerly.
-                raise EagerOnlyError(
-                    "p.data = value inside a compiled function swaps the tensor's data, "
-                    "which the compiled call does not follow; this signature runs eagerly. "
-                    "Write the values in place instead (with torch.no_grad(): p.copy_(value))")
             raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
         if type(self) is _ViewTensor:
             raise RuntimeError("setting .data of a view is not supported: set it on the base")
@@ -566,6 +567,16 @@ class Tensor(TensorOps):
                 n = Node("const", (), {"value": self._data}, self._data.shape, self._data.dtype)
             self._node = n
         return n
+
+
+def data_swap_error() -> EagerOnlyError:
+    """The error of ``p.data = value`` inside a traced call, naming the user's line: the
+    compiled call would not swap the data, so the call runs eagerly."""
+    loc = user_location(3)
+    return EagerOnlyError(
+        f"{loc + ': ' if loc else ''}p.data = value inside a compiled function swaps the "
+        "tensor's data, which the compiled call does not follow; this signature runs "
+        "eagerly. Write the values in place instead (with torch.no_grad(): p.copy_(value))")
 
 
 def _item_error(t: Tensor) -> ValueError:

@@ -24,7 +24,7 @@ from ..dtypes import device
 from ..eager.autograd import LeafHooksUnchanged, PostAccumulateHook
 from ..eager.grad_mode import GRAD_ENABLED
 from ..eager.internal import array_of, leaf_hooks_of, storage_of
-from ..eager.tensor import Tensor
+from ..eager.tensor import Tensor, data_swap_error
 from ..errors import EagerOnlyError, ShapeError, TraceError
 from ..ir.graph import Graph, Literal, Node, post_order
 from ..modes import Mode
@@ -253,10 +253,7 @@ class Tracer(TensorOps):
         chain = self._vchain if self._vbase is not None else ()
         if isinstance(value, Tracer) and value._vbase is same and value._vchain == chain:
             return
-        raise EagerOnlyError(
-            "p.data = value inside a compiled function swaps the tensor's data, which the "
-            "compiled call does not follow; this signature runs eagerly. Write the values in "
-            "place instead (with torch.no_grad(): p.copy_(value))")
+        raise data_swap_error()
 
     def clone(self) -> "Tracer":
         """A copy: a new value in the graph (later in-place ops on it leave ``self`` alone)."""

@@ -193,6 +193,45 @@ def grad_returned_after_backward_inside(wrap):
     return out
 
 
+def _sam_step(w, opt):
+    """SAM's step: the weights kept in the optimizer's state, perturbed, a second forward
+    and backward, then put back by ``p.data = state`` before the base step."""
+    def step(x):
+        (w * x).pow(2).sum().backward()
+        with dg.no_grad():
+            opt.state[w]["old_p"] = w.data.clone()
+            w.add_(w.grad * 0.5)
+        opt.zero_grad()
+        loss = (w * x).pow(2).sum()
+        loss.backward()
+        with dg.no_grad():
+            w.data = opt.state[w]["old_p"]
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    return step
+
+
+@case
+def parameter_data_set_to_optimizer_state_inside(wrap):
+    w = nn.Parameter(dg.tensor([1.0, -2.0, 3.0]))
+    opt = dg.optim.SGD([w], lr=0.1, momentum=0.9)
+    f = wrap(_sam_step(w, opt))
+    out = [f(dg.tensor([0.5, 1.0, -1.0]) * (k + 1)) for k in range(3)]
+    # eagerly the parameter now holds the state's array, which the base step wrote
+    return out + [w, w.data_ptr() == opt.state[w]["old_p"].data_ptr()]
+
+
+def test_data_swap_inside_runs_eagerly_naming_the_line():
+    w = nn.Parameter(dg.tensor([1.0, -2.0, 3.0]))
+    step = _sam_step(w, dg.optim.SGD([w], lr=0.1))
+    with pytest.warns(RuntimeWarning, match=r"test_probe_round5\.py:\d+: p\.data = value"):
+        dg.compile(step)(dg.ones(3))
+    with pytest.raises(dg.TraceError, match=r"test_probe_round5\.py:\d+: p\.data = value"):
+        dg.compile(step, strict=True)(dg.ones(3))
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_compiled_gives_the_eager_answer(name):
     eager, compiled = eager_and_compiled(CASES[name])
