@@ -22,6 +22,7 @@ from ..eager.tensor import TRACE_KEY, Tensor
 from ..errors import EagerOnlyError
 from ..ir.graph import Graph, Node
 from ..ops.registry import OPS
+from ..optim.optimizer import state_restored_on_error
 from ..passes import optimize
 from ..trace.autodiff import differentiate, scalar_loss, value_and_grad
 from .capture import trace_call
@@ -160,6 +161,7 @@ def _fills_state(ctx: Any) -> bool:
     return False
 
 
+@state_restored_on_error()
 def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: bool,
                   verify: bool, tiered: bool = False, alias: tuple | None = None,
                   fills_state: bool = False) -> Plan:

@@ -9,10 +9,12 @@ is traced are runtime inputs or guards (`dualgraph.optim._tracing`), whoever rea
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import itertools
 import operator
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -277,6 +279,43 @@ class _StateDict(dict):
         return {k: copy.deepcopy(v, memo) for k, v in dict.items(self)}
 
 
+# The state entries a trace added or replaced on this thread, each ``(container, key,
+# value before)``: the trace fills them only through its compiled call, so a trace that
+# fails (the call then runs eagerly) puts them back (`state_restored_on_error`).
+_TRACED_STATE = threading.local()
+
+
+def _note_traced_state(container: dict, key: Any, old: Any) -> None:
+    log = getattr(_TRACED_STATE, "log", None)
+    if log is not None:
+        log.append((container, key, old))
+
+
+@contextlib.contextmanager
+def state_restored_on_error() -> Any:
+    """While the block traces and compiles a call: if it raises, the optimizer state
+    entries the trace added or replaced are put back as they were, so an eager run of the
+    call (or the next trace) finds the state the trace found, not tensors only a compiled
+    call would have filled (Lookahead's ``slow_param`` made by ``zeros_like`` and then
+    ``copy_``'d)."""
+    outer = getattr(_TRACED_STATE, "log", None)
+    log = _TRACED_STATE.log = []
+    try:
+        yield
+    except BaseException:
+        for container, key, old in reversed(log):
+            if old is T._MISSING:
+                dict.pop(container, key, None)
+            else:
+                dict.__setitem__(container, key, old)
+        raise
+    else:
+        if outer is not None:
+            outer.extend(log)  # a trace inside another's: undone if the outer one fails
+    finally:
+        _TRACED_STATE.log = outer
+
+
 class _ParamState(_StateDict):
     """One parameter's state. During a trace a new entry may be added (the state a first
     step creates); a tensor computed by the trace is stored as an eager tensor the compiled
@@ -296,8 +335,9 @@ class _ParamState(_StateDict):
         if not T.tracing():
             self._ver.bump_state()
         elif isinstance(value, Tensor) and old is T._MISSING:
-            pass  # new eager state, created the same way on the first and later steps
+            _note_traced_state(self, key, old)  # new eager state, made the same way each step
         elif isinstance(value, TensorOps):
+            _note_traced_state(self, key, old)
             value = self._opt._hold(value, self, key)
             self._ver.bump_state()  # the trace took the first-step path: retrace next call
         else:
@@ -331,6 +371,8 @@ class _State(_StateDict):
         dict.__setitem__(self, key, value)
         if not T.tracing():
             self._ver.bump_state()
+        else:
+            _note_traced_state(self, key, T._MISSING)
         return value
 
     def __setitem__(self, key: Any, value: Any) -> None:

@@ -223,6 +223,37 @@ def parameter_data_set_to_optimizer_state_inside(wrap):
     return out + [w, w.data_ptr() == opt.state[w]["old_p"].data_ptr()]
 
 
+@case
+def optimizer_state_made_before_an_eager_only_write(wrap):
+    """Lookahead's step: slow weights made in the optimizer's state on first use
+    (``zeros_like``, then ``copy_``), then a parameter group's counter set, which runs the
+    call eagerly: the eager run finds the state as the trace found it (empty), not tensors
+    only a compiled call would have filled."""
+    w = nn.Parameter(dg.tensor([1.0, -2.0, 3.0]))
+    opt = dg.optim.SGD([w], lr=0.1, momentum=0.9, dampening=0.5)
+    group = opt.param_groups[0]
+    group["counter"] = 0
+
+    def step(x):
+        opt.zero_grad()
+        loss = (w * x).pow(2).sum()
+        loss.backward()
+        opt.step()
+        state = opt.state[w]
+        if "slow" not in state:
+            state["slow"] = dg.zeros_like(w)
+            state["slow"].copy_(w.detach())
+        with dg.no_grad():
+            state["slow"] += (w - state["slow"]) * 0.5
+            w.copy_(state["slow"])
+        group["counter"] += 1
+        return loss
+
+    f = wrap(step)
+    out = [f(dg.tensor([0.5, 1.0, -1.0]) * (k + 1)) for k in range(3)]
+    return out + [w, opt.state[w]["slow"], opt.state[w]["momentum_buffer"], group["counter"]]
+
+
 def test_data_swap_inside_runs_eagerly_naming_the_line():
     w = nn.Parameter(dg.tensor([1.0, -2.0, 3.0]))
     step = _sam_step(w, dg.optim.SGD([w], lr=0.1))
