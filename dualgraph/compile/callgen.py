@@ -191,8 +191,13 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
             ["if args:", "    return MISS"])
     else:
         head, enter = _enter(form, n, gen, keep, verified)
-    checks = (gather_args + _key_check(keys, grad_on, gen, verified, plan.rg_free)
-              + _alias_check(arrays, alias, gen) + gathered + _guard_check(plan, gen, versioned)
+    # The key and the guards are one tuple comparison (the captured arrays the guards
+    # read are gathered first).
+    key, key_expected = _key_items(keys, grad_on, verified, plan.rg_free)
+    guards, guards_expected = _guard_items(plan, gen, versioned)
+    checks = (gather_args + gathered
+              + _compare(key + guards, gen.const(tuple(key_expected + guards_expected), "key"))
+              + _alias_check(arrays, alias, gen)
               + _module_check(plan, gen) + _versioned_check(plan, gen, versioned))
     fast = [*enter, *_type_checks(keys, gen),
             "try:", *_indent(checks),
@@ -354,11 +359,11 @@ def _type_checks(keys: tuple, gen: _Emitter) -> list[str]:
     return [f"if {' or '.join(conds)}:", "    return MISS"]
 
 
-def _key_check(keys: tuple, grad_on: bool, gen: _Emitter,
-               verified: set = frozenset(), rg_free: frozenset = frozenset()) -> list[str]:
-    """The signature key as one tuple comparison: shapes, dtypes, ``requires_grad`` (but
-    where the entry does not depend on it, ``rg_free``), constants (but those in
-    ``verified``: already checked), grad mode."""
+def _key_items(keys: tuple, grad_on: bool, verified: set = frozenset(),
+               rg_free: frozenset = frozenset()) -> tuple[list[str], list]:
+    """The signature key as items of the call's comparison, ``(expressions, expected
+    values)``: shapes, dtypes, ``requires_grad`` (but where the entry does not depend on
+    it, ``rg_free``), constants (but those in ``verified``: already checked), grad mode."""
     exprs, expected = [], []
     for i, k in enumerate(keys):
         if i in verified:
@@ -380,7 +385,7 @@ def _key_check(keys: tuple, grad_on: bool, gen: _Emitter,
             expected.append(k)
     exprs += ["GRAD.value", "DEFAULT_FLOAT[0]", "AUTOCAST.value"]  # and the autocast format
     expected += list(grad_on)
-    return _compare(exprs, gen.const(tuple(expected), "key"))
+    return exprs, expected
 
 
 def _alias_check(arrays: list, alias: tuple | None, gen: _Emitter) -> list[str]:
@@ -494,19 +499,19 @@ def _gather_captured(plan: Plan, gen: _Emitter,
     return before, after
 
 
-def _guard_check(plan: Plan, gen: _Emitter, versioned: _Versioned) -> list[str]:
+def _guard_items(plan: Plan, gen: _Emitter, versioned: _Versioned) -> tuple[list[str], list]:
+    """The guards checked on every call, as items of the call's comparison."""
+    exprs: list[str] = []
+    expected: list = []
     if plan.guards is None:
-        return []
-    exprs, expected = [], []
+        return exprs, expected
     for k, g in enumerate(plan.guards.items):
         if k in versioned.guards or module_counted(g):
             continue
         for e, v in g.emit_parts(gen):
             exprs.append(e)
             expected.append(v)
-    if not exprs:
-        return []
-    return _compare(exprs, gen.const(tuple(expected), "guards"))
+    return exprs, expected
 
 
 def _module_check(plan: Plan, gen: _Emitter) -> list[str]:
