@@ -184,7 +184,12 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
                    for i in arrays]
     versioned = _versioned(plan)
     gathered, later = _gather_captured(plan, gen, versioned)
-    body = _body(plan, gen, keys, arrays, {i for i in arrays if len(keys[i]) == 3})
+    # Every array argument 0-d and kept with its (1,) view: the views of the whole call are
+    # one cache entry, and the alias check runs only when it misses (`_body`).
+    paired = (alias is None and len(arrays) >= 2
+              and set(range(len(arrays))) <= set(plan.scalar_in))
+    body = _body(plan, gen, keys, arrays, {i for i in arrays if len(keys[i]) == 3},
+                 _alias_check(arrays, alias, gen) if paired else None)
     verified: set = set()
     if form is None:
         # A wrong count fails the unpacking: no call to count them.
@@ -193,8 +198,13 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
             ["if args:", "    return MISS"])
     else:
         head, enter = _enter(form, n, gen, keep, verified)
-    checks = (gather_args + _key_check(keys, grad_on, gen, verified, plan.rg_free)
-              + _alias_check(arrays, alias, gen) + gathered + _guard_check(plan, gen, versioned)
+    # The key and the guards are one tuple comparison (the captured arrays the guards
+    # read are gathered first).
+    key, key_expected = _key_items(keys, grad_on, verified, plan.rg_free)
+    guards, guards_expected = _guard_items(plan, gen, versioned)
+    checks = (gather_args + gathered
+              + _compare(key + guards, gen.const(tuple(key_expected + guards_expected), "key"))
+              + ([] if paired else _alias_check(arrays, alias, gen))
               + _module_check(plan, gen) + _versioned_check(plan, gen, versioned))
     fast = [*enter, *_type_checks(keys, gen),
             "try:", *_indent(checks),
@@ -208,7 +218,7 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
     baked = _baked_check(plan, gen, fn, warned)
     # ``fast`` checked the grad mode with the key: its branch is known. ``run`` also serves
     # the general path's checks, which may run it in another mode (`stale.check_stale`).
-    fast += baked + later + _grad_resolved(body, bool(grad_on[0]))
+    fast += baked + later + _grad_resolved(body, bool(grad_on[0]), checked=True)
     run = [*unpack, *gather_args, *gathered, *baked, *later,
            *(_scalar(j, plan.sources[j], gen) for j in versioned.scalars),
            *_grad_resolved(body, None)]
@@ -363,11 +373,11 @@ def _type_checks(keys: tuple, gen: _Emitter) -> list[str]:
     return [f"if {' or '.join(conds)}:", "    return MISS"]
 
 
-def _key_check(keys: tuple, grad_on: bool, gen: _Emitter,
-               verified: set = frozenset(), rg_free: frozenset = frozenset()) -> list[str]:
-    """The signature key as one tuple comparison: shapes, dtypes, ``requires_grad`` (but
-    where the entry does not depend on it, ``rg_free``), constants (but those in
-    ``verified``: already checked), grad mode."""
+def _key_items(keys: tuple, grad_on: bool, verified: set = frozenset(),
+               rg_free: frozenset = frozenset()) -> tuple[list[str], list]:
+    """The signature key as items of the call's comparison, ``(expressions, expected
+    values)``: shapes, dtypes, ``requires_grad`` (but where the entry does not depend on
+    it, ``rg_free``), constants (but those in ``verified``: already checked), grad mode."""
     exprs, expected = [], []
     for i, k in enumerate(keys):
         if i in verified:
@@ -389,7 +399,7 @@ def _key_check(keys: tuple, grad_on: bool, gen: _Emitter,
             expected.append(k)
     exprs += ["GRAD.value", "DEFAULT_FLOAT[0]", "AUTOCAST.value"]  # and the autocast format
     expected += list(grad_on)
-    return _compare(exprs, gen.const(tuple(expected), "key"))
+    return exprs, expected
 
 
 def _alias_check(arrays: list, alias: tuple | None, gen: _Emitter) -> list[str]:
@@ -503,19 +513,19 @@ def _gather_captured(plan: Plan, gen: _Emitter,
     return before, after
 
 
-def _guard_check(plan: Plan, gen: _Emitter, versioned: _Versioned) -> list[str]:
+def _guard_items(plan: Plan, gen: _Emitter, versioned: _Versioned) -> tuple[list[str], list]:
+    """The guards checked on every call, as items of the call's comparison."""
+    exprs: list[str] = []
+    expected: list = []
     if plan.guards is None:
-        return []
-    exprs, expected = [], []
+        return exprs, expected
     for k, g in enumerate(plan.guards.items):
         if k in versioned.guards or module_counted(g):
             continue
         for e, v in g.emit_parts(gen):
             exprs.append(e)
             expected.append(v)
-    if not exprs:
-        return []
-    return _compare(exprs, gen.const(tuple(expected), "guards"))
+    return exprs, expected
 
 
 def _module_check(plan: Plan, gen: _Emitter) -> list[str]:
@@ -610,7 +620,7 @@ ENTRY = True
 
 
 def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
-          tensor_args: set) -> list[str]:
+          tensor_args: set, alias: list[str] | None = None) -> list[str]:
     """Run the kernel, write back, wrap the outputs, record the tape node, return
     (``keys``: the arguments' signature keys; ``tensor_args``: the positions of the
     arguments that are tensors).
@@ -624,7 +634,29 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
     # The kernel's machine code, called without the dispatcher when every input is an
     # array this path made (`_entry`): None, or the cell holding it.
     entry = _entry(plan, keys, arrays, gen)
+    if alias is not None:
+        # The (1,) views of all the 0-d arguments as one entry, with the arrays they view,
+        # read and replaced whole (threads see one call's or another's): the same array
+        # objects as a call that passed the alias check (or, for ``run``, the general
+        # path's key) share memory as they did then (an array's base never changes).
+        views = range(len(arrays))
+        cache = gen.const([(None,) * (2 * len(arrays))], "views")
+        hit = " and ".join(f"vw[{k}] is {ins[k]}" for k in views)
+        lines += [f"vw = {cache}[0]", f"if {hit}:",
+                  *(f"    i{k} = vw[{len(arrays) + k}]" for k in views), "else:",
+                  # The call was counted as served: the general path counts it again.
+                  _Checked(_indent(_uncounted(alias))),
+                  *(f"    i{k} = {ins[k]}.reshape(1)" for k in views)]
+        if entry is not None:
+            flags = " and ".join(f"i{k}.flags.writeable and i{k}.flags.aligned" for k in views)
+            lines += [f"    if not ({flags}):", f"        {entry}[0] = None"]
+        kept = [ins[k] for k in views] + [f"i{k}" for k in views]
+        lines.append(f"    {cache}[0] = ({', '.join(kept)})")
+        for k in views:
+            ins[k] = f"i{k}"
     for j in plan.scalar_in:
+        if alias is not None and j < len(arrays):
+            continue
         src = j - len(arrays)
         if 0 <= src < len(plan.sources) and isinstance(plan.sources[src], RuntimeScalar):
             continue  # already made with shape (1,)
@@ -765,12 +797,34 @@ class _GradBranch:
     off: list
 
 
-def _grad_resolved(lines: list, grad: bool | None) -> list[str]:
+def _uncounted(lines: list[str]) -> list[str]:
+    """Check lines that run once ``fast`` has counted its call as served: each ``return
+    MISS`` takes the count back first (the general path counts the call)."""
+    out = []
+    for line in lines:
+        if line.strip() == "return MISS":
+            out.append(line.replace("return MISS", "stats.fast_calls -= 1"))
+        out.append(line)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    """Lines of `_body` that only ``fast`` runs: checks the general path has made before it
+    calls ``run``."""
+
+    lines: list
+
+
+def _grad_resolved(lines: list, grad: bool | None, checked: bool = False) -> list[str]:
     """``lines`` with each `_GradBranch` as the lines for grad mode ``grad``, or (None: not
-    known when the call runs) as an ``if`` on the thread's grad mode."""
+    known when the call runs) as an ``if`` on the thread's grad mode; each `_Checked` as
+    its lines when ``checked`` (``fast``), else as none."""
     out: list[str] = []
     for line in lines:
-        if not isinstance(line, _GradBranch):
+        if isinstance(line, _Checked):
+            out += line.lines if checked else []
+        elif not isinstance(line, _GradBranch):
             out.append(line)
         elif grad is not None:
             out += line.on if grad else line.off

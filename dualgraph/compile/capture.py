@@ -43,6 +43,7 @@ from .guards import (
     InstanceForward,
     LeafHooks,
     ModuleAttrs,
+    ModuleClass,
     ModuleHookTable,
     ModuleTable,
     PlainValue,
@@ -211,6 +212,7 @@ class CallTraceContext(TraceContext):
             self.module_attrs[id(module)] = (guard, kept)
             self.reads[("module attrs", id(module))] = guard.only(kept)
         self.reads[("forward", id(module))] = InstanceForward(module)
+        self.reads[("class", id(module))] = ModuleClass(module)
         read = class_code_names(type(module))
         if read is not None:
             table = _class_table(type(module), "forward")

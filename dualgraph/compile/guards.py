@@ -434,6 +434,48 @@ class Defaults(Guard):
                 (f"{f}.__kwdefaults__", self.expected[1])]
 
 
+class FunctionCode(Guard):
+    """A Python function's code object: ``g.__code__ = h.__code__`` puts other code in the
+    same function object, which eager mode runs on its next call (one attribute read)."""
+
+    __slots__ = ("fn", "what")
+
+    def __init__(self, fn: Any, what: str) -> None:
+        self.fn, self.what = fn, what
+        self.expected = fn.__code__
+
+    def now(self, args: tuple) -> Any:
+        return self.fn.__code__
+
+    def describe(self, now: Any) -> str:
+        return f"the code of {self.what} was replaced (its __code__ was set)"
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        return f"{gen.const(self.fn, 'fn')}.__code__", self.expected
+
+
+class ModuleClass(Guard):
+    """A module's class (``m.__class__ = Other`` makes another ``forward`` and other methods
+    run). The write goes through ``Module.__setattr__``, which moves the modules' change
+    counter (`module_counted`)."""
+
+    __slots__ = ("module",)
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+        self.expected = type(module)
+
+    def now(self, args: tuple) -> type:
+        return type(self.module)
+
+    def describe(self, now: type) -> str:
+        return (f"a {self.expected.__name__} module's class was set to {now.__name__} "
+                "(its __class__ was set)")
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        return f"{gen.const(self.module, 'module')}.__class__", self.expected
+
+
 class InstanceForward(Guard):
     """What a module's own ``forward`` attribute is (``m.forward = other``; None when the
     class's runs). Every such write goes through ``Module.__setattr__`` or
@@ -600,7 +642,7 @@ MISSING = object()
 def module_counted(g: Guard) -> bool:
     """Whether guard ``g`` reads only module state whose every change moves the modules'
     change counter (`nn.changes.CHANGES`): a submodule, parameter or buffer table, a
-    module's hooks, its ``training`` flag. The generated call checks those only when the
+    module's hooks, its ``training`` flag, its class. The generated call checks those only when the
     counter moved since its last call."""
     from ..nn.changes import CountedTable
 
@@ -610,7 +652,7 @@ def module_counted(g: Guard) -> bool:
         hooks = g.module.__dict__.get("_hooks")
         return hooks is None or all(isinstance(getattr(hooks, t, None), CountedTable)
                                     for t in _HOOK_TABLES)
-    return isinstance(g, TrainingFlag | InstanceForward)
+    return isinstance(g, TrainingFlag | InstanceForward | ModuleClass)
 
 
 def _type_of(t: Any) -> tuple:

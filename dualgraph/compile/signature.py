@@ -29,6 +29,7 @@ from .capture import (
     CallTraceContext,
     attr_source,
     code_strings,
+    function_of,
     object_attr_guards,
     pin_attr,
     plain_value,
@@ -38,6 +39,8 @@ from .guards import (
     CapturedGradType,
     CapturedType,
     CellIdentity,
+    Defaults,
+    FunctionCode,
     GradNone,
     Guard,
     Guards,
@@ -478,6 +481,8 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
                              else Identity(table, name, v, what))
                 items.extend(held)
 
+    root = function_of(fn)
+
     def visit(f: Any) -> None:
         f = inspect.unwrap(getattr(f, "__func__", f))
         code = getattr(f, "__code__", None)
@@ -485,6 +490,14 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
             return
         seen.add(id(code))
         codes.append(code)
+        if isinstance(f, types.FunctionType):
+            # Eager mode runs the code and defaults a function object holds when it is
+            # called: setting them anew (``g.__code__ = h.__code__``) must retrace. The
+            # compiled function's own defaults are guarded where the trace binds them.
+            what = f"function {f.__qualname__!r}"
+            items.append(FunctionCode(f, what))
+            if f is not root and (f.__defaults__ or f.__kwdefaults__):
+                items.append(Defaults(f))
         used = _code_names(code)  # nested functions and lambdas share f's globals
         names.update(used)
         g = getattr(f, "__globals__", {})

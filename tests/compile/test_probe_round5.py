@@ -113,6 +113,69 @@ def helper_method_replaced_on_the_module_class(wrap):
     return out + [f(x)]
 
 
+def _scaled(v, k=2.0):
+    return v * k
+
+
+def _shifted(v, k=2.0):
+    return v + k
+
+
+_SCALED_CODE = _scaled.__code__
+
+
+@case
+def helper_code_and_defaults_set_anew(wrap):
+    """A helper's code or defaults set on the same function object (``g.__code__ =
+    h.__code__``), and the compiled function's own code: the next call runs what the
+    function object holds now."""
+    def own(x):
+        return x - 1
+
+    def other(x):
+        return x * 10
+
+    f = wrap(lambda x: _scaled(x) + 1)
+    g = wrap(own)
+    x = dg.tensor([1.0, -2.0])
+    out = [f(x), g(x)]
+    try:
+        _scaled.__code__ = _shifted.__code__
+        out += [f(x), f(x)]
+        _scaled.__defaults__ = (-3.0,)
+        out += [f(x)]
+        _scaled.__code__ = _SCALED_CODE
+        out += [f(x)]
+        own.__code__ = other.__code__
+        out += [g(x), g(x)]
+    finally:
+        _scaled.__code__, _scaled.__defaults__ = _SCALED_CODE, (2.0,)
+    return out + [f(x)]
+
+
+@case
+def module_class_set_anew(wrap):
+    """A module's ``__class__`` set to another class, compiled as the module itself and
+    called from a compiled function: the next call runs the new class's ``forward``."""
+    class Double(nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    class Negate(nn.Module):
+        def forward(self, x):
+            return -x
+
+    whole, inner = Double(), Double()
+    f = wrap(whole)
+    g = wrap(lambda x: inner(x) + 1)
+    x = dg.tensor([1.0, -2.0])
+    out = [f(x), g(x)]
+    whole.__class__ = inner.__class__ = Negate
+    out += [f(x), g(x), f(x), g(x)]
+    whole.__class__ = Double
+    return out + [f(x), g(x)]
+
+
 # ------------------------------------------------------------------ global state
 @case
 def settings_left_changed_by_the_function(wrap):
@@ -261,6 +324,34 @@ def test_data_swap_inside_runs_eagerly_naming_the_line():
         dg.compile(step)(dg.ones(3))
     with pytest.raises(dg.TraceError, match=r"test_probe_round5\.py:\d+: p\.data = value"):
         dg.compile(step, strict=True)(dg.ones(3))
+
+
+def test_set_code_and_class_say_why_they_retrace():
+    """A compiled call finds a helper's new code, or a module's new class, through its
+    guards: it retraces once, says why, and the calls after that reuse the new trace."""
+    def helper(v):
+        return v * 2
+
+    class Double(nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    class Negate(nn.Module):
+        def forward(self, x):
+            return -x
+
+    m = Double()
+    f = dg.compile(lambda x: helper(x) + m(x), tiered=False)
+    x = dg.tensor([1.0, 2.0])
+    f(x)
+    helper.__code__ = (lambda v: v * 3).__code__
+    assert f(x).tolist() == [5.0, 10.0]
+    m.__class__ = Negate
+    assert f(x).tolist() == [2.0, 4.0]
+    assert f(x).tolist() == [2.0, 4.0]
+    assert f.stats.traces == 3
+    assert "the code of function" in f.stats.retrace_reasons[0], f.stats.retrace_reasons
+    assert "class was set to Negate" in f.stats.retrace_reasons[1], f.stats.retrace_reasons
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -51,6 +51,28 @@ def test_a_scalar_kernel_runs_through_its_compiled_entry_and_matches_eager():
     assert f.stats.traces == 1
 
 
+def test_a_tensor_passed_twice_misses_the_kept_views_and_is_counted_once():
+    """The 0-d arguments' views are kept as one entry with the arrays they view; another
+    pair (here one tensor passed twice, which shares memory) runs the alias check, and the
+    call takes its own signature, counted once."""
+    f = dg.compile(_poly, tiered=False)
+    x, y = _scalar(2.0), _scalar(3.0)
+    for a, b in ((x, y), (x, y), (x, x), (x, y), (y, y), (x, x)):
+        a.grad = b.grad = None
+        z = f(a, b)
+        z.backward()
+        ea, eb = _scalar(a.item()), _scalar(b.item())
+        ez = _poly(ea, ea if a is b else eb)
+        ez.backward()
+        assert_close(z, ez)
+        assert_close(a.grad, ea.grad)
+        if a is not b:
+            assert_close(b.grad, eb.grad)
+    assert f.stats.traces == 2
+    assert f.stats.calls == 6
+    assert f.stats.fast_calls >= 2
+
+
 def test_read_only_and_misaligned_inputs_go_through_the_dispatcher():
     f = dg.compile(_poly, tiered=False)
     y = np.array(3.0, np.float32)
