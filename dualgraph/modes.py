@@ -30,9 +30,9 @@ class Mode(abc.ABC):
       to change for either.
     - `note_grad_write`: ``t.grad`` is about to be assigned.
     - What code outside the ops reads, for a compiled call to guard or pass at run time:
-      `note_training`, `note_attr`, `note_missing`, `note_module`, `guard_value`,
-      `runtime_scalar`. The base implementations do nothing (or return the value itself):
-      only a mode that records a program for later calls needs them.
+      `note_training`, `note_attr`, `note_missing`, `note_module`, `note_data_alias`,
+      `guard_value`, `runtime_scalar`. The base implementations do nothing (or return the
+      value itself): only a mode that records a program for later calls needs them.
 
     A mode is also callable as its `process`, so a plain function can stand in for one
     (`push_mode` wraps it; the wrapper hands everything else to the mode below it).
@@ -133,6 +133,12 @@ class Mode(abc.ABC):
         label is one kernel. The base mode does nothing."""
         return None
 
+    def note_data_alias(self, t: Any) -> None:
+        """``t.data`` is being made (an alias of ``t`` outside autograd). A recording mode
+        ties the alias to ``t``, so writes through either reach later reads of both. The
+        base mode does nothing."""
+        return None
+
     def constant_value(self, t: Any) -> Any:
         """The value of this mode's tensor ``t`` when it is the same on every run (made
         only from constants: ``eye(n).roll(1, 0)``), as a NumPy array; else None. An op
@@ -192,6 +198,9 @@ class _FunctionMode(Mode):
 
     def note_label(self, t: Any) -> None:
         self.below.note_label(t)
+
+    def note_data_alias(self, t: Any) -> None:
+        self.below.note_data_alias(t)
 
     def constant_value(self, t: Any) -> Any:
         return self.below.constant_value(t)

@@ -90,9 +90,9 @@ class Tensor(TensorOps):
     @property
     def data(self) -> "Tensor":
         """A tensor sharing this one's data, outside autograd (PyTorch's ``.data``)."""
-        note = getattr(modes.current_trace(), "note_data_alias", None)
-        if note is not None and self._rg:
-            note(self)
+        trace = modes.current_trace()
+        if trace is not None and self._rg:
+            trace.note_data_alias(self)
         return self.detach()
 
     @data.setter

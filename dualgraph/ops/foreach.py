@@ -127,9 +127,10 @@ def _foreach_clone(self: Any) -> tuple:
 
 def _foreach_norm(self: Any, ord: Any = 2, dtype: Any = None) -> tuple:  # noqa: A002
     """The vector ``ord``-norm of each tensor of a list (0-d tensors)."""
-    from ..linalg import vector_norm
-
-    return tuple(vector_norm(t, ord, dtype=dtype) for t in _tensors("_foreach_norm", self))
+    # The tensor's own `norm` (over all elements, as `linalg.vector_norm`): `linalg` sits
+    # above `ops`; `dtype` casts first, as `vector_norm(dtype=)` does.
+    return tuple((t if dtype is None else t.to(dtype)).norm(ord)
+                 for t in _tensors("_foreach_norm", self))
 
 
 def _foreach_max(self: Any) -> tuple:

@@ -747,10 +747,13 @@ def _set_attr(self: Module, name: str, value: Any) -> None:
     # A parameter or submodule assigned again keeps its place in the order (PyTorch's
     # dict assignment), which `parameters()` and `state_dict()` follow.
     self.__dict__.pop(name, None)
-    complex_names = self.__dict__.setdefault("_complex_parameters", set())
-    complex_names.discard(name)
+    # The complex-parameter table exists only once a complex parameter is set, so a plain
+    # attribute write (also one inside a compiled call) adds no attribute to the module.
+    complex_names = self.__dict__.get("_complex_parameters")
+    if complex_names:
+        complex_names.discard(name)
     if isinstance(value, ComplexParameter):
-        complex_names.add(name)
+        self.__dict__.setdefault("_complex_parameters", set()).add(name)
         value = value._ri
     if isinstance(value, Parameter):
         if REGISTRATION["parameter"]:
