@@ -126,11 +126,11 @@ def test_llama_block_training_step_compiled_equals_eager():
     compiled, w_compiled, fn = run(True)
     assert fn.stats.traces == 1 and fn.stats.calls == 3 and fn.stats.kernels > 0
     for (le, ze), (lc, zc) in zip(eager, compiled):
-        np.testing.assert_allclose(lc.item(), le.item(), rtol=1e-5)
+        torch.testing.assert_close(lc.item(), le.item(), rtol=1e-5, atol=0, check_dtype=False)
         assert zc.dtype == torch.complex64 and zc.shape == (seqlen, dim // heads // 2)
-        np.testing.assert_allclose(zc.numpy(), ze.numpy(), rtol=1e-6)
+        torch.testing.assert_close(zc.numpy(), ze.numpy(), rtol=1e-6, atol=0, check_dtype=False)
     for a, b in zip(w_compiled, w_eager):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6, check_dtype=False)
 
 
 class SpectralConv1d(nn.Module):
@@ -178,5 +178,6 @@ def test_spectral_layer_and_stft_compiled_equal_eager():
     f = torch.compile(step, strict=True)
     compiled = f(x).item()
     assert f.stats.traces == 1 and f.stats.kernels > 0
-    np.testing.assert_allclose(compiled, eager, rtol=1e-5)
-    np.testing.assert_allclose(layer.weights1.grad.numpy(), g_eager, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(compiled, eager, rtol=1e-5, atol=0, check_dtype=False)
+    torch.testing.assert_close(layer.weights1.grad.numpy(), g_eager, rtol=1e-4, atol=1e-6,
+                               check_dtype=False)
