@@ -8,8 +8,9 @@ rows run eagerly; an op in ``dg.ops.OPS`` with no row that compiles fails
 
 In the default run the float64 groups keep each op's first row (float32 runs every row):
 the generated code differs between the dtypes only in its types, and the kernels' compile
-time follows their rows. The compositions run in float32 only: every op they are made of
-has its float64 row in its own family's group. ``-m slow`` runs every row in float64 too.
+time follows their rows. The compositions, and the ``shape_extra`` program, run in float32
+only: every op they are made of has its float64 row in its own family's group. ``-m slow``
+runs every row, and ``shape_extra``, in float64 too.
 
 ``PROGRAMS`` adds a few programs for what single-op rows do not reach: generated-code paths
 (BLAS-sized products, long reduction axes, writes through chains of views) and NaN
@@ -224,6 +225,13 @@ PROGRAMS = [
 ]
 
 
+# Program runs in the slow set, with why the default run still covers them. shape_extra is a
+# composition of shape ops (24 s of cold compile per dtype on a two-core runner): as for
+# the compositions' rows, every op it is made of has its float64 row in its family's group
+# (rows-shape0-f64 and the other -f64 groups), and its float32 run stays.
+SLOW_PROGRAMS = {("shape_extra", "f64")}
+
+
 def _all_cases() -> list:
     """(case, dtype) pairs: every row group in float32; in float64, each op's first row
     (no composition), and every row under ``-m slow``."""
@@ -241,7 +249,9 @@ def _all_cases() -> list:
         out.append(pytest.param(c, np.float64, id=f"rows-{c.name}-f64-every-row",
                                 marks=pytest.mark.slow))
     for c in PROGRAMS:
-        out += [pytest.param(c, t, id=f"{c.name}-{i}") for t, i in zip(DTYPES, ("f32", "f64"))]
+        out += [pytest.param(c, t, id=f"{c.name}-{i}",
+                             marks=[pytest.mark.slow] if (c.name, i) in SLOW_PROGRAMS else [])
+                for t, i in zip(DTYPES, ("f32", "f64"))]
     return out
 
 

@@ -59,6 +59,24 @@ SLOW_COMPILED: dict[str, str] = {
     "recurrent_projected_packed": "rnn_layer_proj compiled == eager, reversed and with "
                                   "lengths: rows-recurrent0 of "
                                   "tests/backend/test_ops_compiled.py",
+    # 20-30 s of cold Numba compile each on a two-core runner. Each is a list of calls of
+    # ops whose compiled == eager the rows of tests/backend/test_ops_compiled.py pin in
+    # the same forms; the eager run here (default) pins the program to torch.
+    "interpolates": "interpolate is pool_gather, mul and add with indices and weights "
+                    "made at trace time as eagerly: the interpolate and upsample rows "
+                    "(nearest, bilinear and trilinear with align_corners, linear, "
+                    "nearest-exact) of rows-composite3 and rows-composite6, pool_gather in "
+                    "rows-gather1",
+    "indexing_family": "setitem, index_put with accumulate, scatter, scatter_add, "
+                       "index_add, index_fill, gather, take_along_dim, index_select: "
+                       "rows-gather0 and rows-gather1 (float32 and float64); masked_fill "
+                       "in rows-composite2, scatter_reduce in rows-composite6",
+    "shape_products_differences": "diff (with prepend), cross, outer, kron: the "
+                                  "shape_extra program (float32 and float64) and "
+                                  "rows-composite4 and rows-composite5",
+    "cross_entropy_forms": "cross_entropy with weights, ignore_index, label smoothing, "
+                           "probability targets, N-d and 1-d inputs and the module: "
+                           "rows-composite0 and rows-composite5",
 }
 
 

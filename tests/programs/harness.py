@@ -215,7 +215,8 @@ class ProgramSet:
     compiled function(s). torch's side is recorded in ``goldens/<directory>/``.
 
     What a program's runs are expected to show, where not the default: ``slow``, compiled
-    runs that take a minute or more of cold compile; ``traces``, the traces of each of
+    runs whose cold compile is costly and whose compiled paths default-run tests cover
+    (the set's module says which); ``traces``, the traces of each of
     its compiled functions (default one each); ``warns``, the RuntimeWarning its compiled
     run gives (a step run eagerly); ``atol``, the absolute tolerance of its losses against
     torch's (beside ``rtol=1e-5``), ``atols`` per program and ``compiled_atols`` per

@@ -51,7 +51,13 @@ SET = ProgramSet(
     # The two LSTM classifiers over image rows take a minute and a half of cold compile on
     # a loaded two-core machine, and the packed GRU and LSTM steps compile once per batch
     # (below): eight recurrent steps, about four minutes cold on a loaded two-core machine.
-    slow=("yunjey_birnn", "packed_rnn"),
+    # sn_gan's and dist_policy's compiled runs take 23-29 s of cold compile each; the
+    # default run compiles what they add in tests/nn/test_norm_params.py (a training step
+    # through spectral_norm and weight_norm, both as hooks and as parametrizations) and
+    # tests/distributions/test_distributions.py (Categorical's log_prob and entropy,
+    # Normal's log_prob, their kl_divergence in one step; Independent only sums its base's
+    # terms), and GANs' alternating steps in yunjey_gan.
+    slow=("yunjey_birnn", "packed_rnn", "sn_gan", "dist_policy"),
     # d2l's steps find .grad unset on their first call and set from then on
     # (``param.grad.zero_()`` keeps it); the NCF batches hold item histories of three total
     # lengths; the packed batches' lengths are an argument whose values decide the graph,

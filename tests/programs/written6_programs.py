@@ -38,8 +38,19 @@ PROGRAMS = ("d2l_softmax", "d2l_cnns", "d2l_rnn_scratch", "d2l_attention", "d2l_
 # hand-written ``grad_clipping``: ``if norm > theta``) raises dg.TraceError naming the line
 # and the way out (dg.where), as the compile contract says; the eager runs cover these
 # programs' answers.
+# Compiled runs that are slow (26-39 s of cold compile each on a two-core runner), with the
+# default-run tests that compile the same things. optim_zoo's nine optimizers (SGD with
+# momentum and nesterov, centered RMSprop with momentum, Adagrad with lr_decay, Adadelta,
+# Adamax, NAdam, RAdam, Adam with amsgrad), each with a scheduler stepped between calls:
+# tests/optim/test_compiled.py::test_compiled_step_follows_the_schedule (compiled == eager
+# at every step); clip_grad_norm_ inside a compiled step: yunjey_lm of the written4 set and
+# tests/compile/test_fidelity.py.
+# d2l_cnns' convolutions, batch norms, pools and concatenated branches: yunjey_cnn and
+# yunjey_resnet of the written4 set, and the conv, pool and shape rows of
+# tests/backend/test_ops_compiled.py. Their eager runs (default) pin torch's losses.
+SLOW = ("optim_zoo", "d2l_cnns")
 SET = ProgramSet(
-    "written6", PROGRAMS,
+    "written6", PROGRAMS, slow=SLOW,
     traces={"d2l_softmax": [2, 1], "char_rnn_names": [2, 0], "seq2seq_tf": [0],
             "lstm_forecast": [1, 0]},
     warns={"char_rnn_names": "unsqueeze_", "seq2seq_tf": "random",
