@@ -1,0 +1,109 @@
+"""Exact float32 GELU and its backward for eager mode as a few compiled loops.
+
+`activation`'s NumPy form makes about 25 passes over the array forward (`erf32`'s two
+polynomials, the tail's gather and scatter, then ``(x * 0.5) * (erf + 1)``) and 8 backward.
+Here the same float32 operations, in the same order, run in two loops each way around one
+NumPy ``exp`` pass (NumPy's vectorised float32 ``exp``, the function the NumPy form
+calls), so the results are the NumPy form's, bit for bit:
+
+- forward: `gelu_fwd_polys` evaluates, for every element, ``erf``'s small-argument fit
+  and the exponent of its tail fit (`erf32` evaluates the tail only where ``|x| >= 1``;
+  elsewhere the value is computed and then not used); NumPy's ``exp`` runs over the
+  exponents; `gelu_fwd_finish` picks each element's fit and writes GELU and
+  ``erf(x / sqrt(2)) + 1``, which the backward reads;
+- backward: `gelu_bwd_exponent` writes ``-x*x/2``, NumPy's ``exp`` runs over it, and
+  `gelu_bwd_finish` writes ``g * (Phi(x) + x phi(x))``.
+
+The loops have no branches and no calls, so LLVM vectorises them. They are compiled with
+Numba once per installation and kept in Numba's disk cache (``cache=True``); this module
+is imported, and so Numba, on the first GELU large enough to use them. The fits'
+coefficients are arguments, not constants, so the cached machine code cannot outlive an
+edit of `erf32`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from . import erf32
+
+_F = np.float32
+_HALF = _F(0.5)
+_NEG_HALF = _F(-0.5)
+_ONE = _F(1.0)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def gelu_fwd_polys(x, scale, p, q, clamp, center, small, expo):  # pragma: no cover - jitted
+    """``small = u P(u^2)`` and ``expo = Q(min(|u|, clamp) - center)`` with
+    ``u = x * scale``, elementwise over flat float32 arrays; ``p`` and ``q`` are the fits'
+    coefficients, highest degree first (unpacked by name: a loop over them would keep
+    LLVM from vectorising the loop over the elements)."""
+    p0, p1, p2, p3, p4, p5, p6 = p
+    q0, q1, q2, q3, q4, q5, q6, q7, q8, q9 = q
+    for i in range(x.size):
+        u = x[i] * scale
+        t = u * u
+        s = (((((t * p0 + p1) * t + p2) * t + p3) * t + p4) * t + p5) * t + p6
+        small[i] = s * u
+        a = min(abs(u), clamp) - center
+        r = ((((((((a * q0 + q1) * a + q2) * a + q3) * a + q4) * a + q5) * a + q6) * a
+              + q7) * a + q8) * a + q9
+        expo[i] = r
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def gelu_fwd_finish(x, scale, split, small, cdf):  # pragma: no cover - jitted
+    """``cdf = erf(u) + 1`` (the tail's ``1 - exp(Q)`` where ``u^2 >= split``, ``cdf``
+    holding ``exp(Q)`` on entry) and ``small = (x * 0.5) * cdf``: GELU, in place."""
+    one, half = _ONE, _HALF
+    for i in range(x.size):
+        u = x[i] * scale
+        tail = np.copysign(one - cdf[i], u)
+        e = tail if u * u >= split else small[i]
+        c = e + one
+        cdf[i] = c
+        small[i] = (x[i] * half) * c
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def gelu_bwd_exponent(x, out):  # pragma: no cover - jitted
+    """``out = (x * x) * -0.5``."""
+    h = _NEG_HALF
+    for i in range(x.size):
+        out[i] = (x[i] * x[i]) * h
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def gelu_bwd_finish(g, x, erf1, gauss, inv_sqrt_2pi, out):  # pragma: no cover - jitted
+    """``out = g * (erf1 * 0.5 + (gauss * inv_sqrt_2pi) * x)``; ``out`` may be ``gauss``."""
+    half = _HALF
+    for i in range(x.size):
+        out[i] = g[i] * (erf1[i] * half + (gauss[i] * inv_sqrt_2pi) * x[i])
+
+
+
+
+def gelu_keep(x: np.ndarray, scale: np.float32) -> tuple[np.ndarray, np.ndarray]:
+    """GELU of a C-contiguous float32 array and ``erf(x * scale) + 1`` (``scale`` is
+    ``1/sqrt(2)`` as float32), both new arrays of ``x``'s shape."""
+    flat = x.reshape(-1)
+    out = np.empty_like(flat)
+    cdf = np.empty_like(flat)
+    gelu_fwd_polys(flat, scale, erf32._P, erf32._Q, erf32._CLAMP, erf32._CENTER, out, cdf)  # noqa: SLF001
+    np.exp(cdf, out=cdf)
+    gelu_fwd_finish(flat, scale, erf32._SPLIT, out, cdf)  # noqa: SLF001
+    return out.reshape(x.shape), cdf.reshape(x.shape)
+
+
+def gelu_grad(g: np.ndarray, x: np.ndarray, erf1: np.ndarray,
+              inv_sqrt_2pi: np.float32) -> np.ndarray:
+    """``g * (erf1 / 2 + x exp(-x*x/2) inv_sqrt_2pi)`` of C-contiguous float32 arrays of one
+    shape, as a new array."""
+    xf = x.reshape(-1)
+    gauss = np.empty_like(xf)
+    gelu_bwd_exponent(xf, gauss)
+    np.exp(gauss, out=gauss)
+    gelu_bwd_finish(g.reshape(-1), xf, erf1.reshape(-1), gauss, inv_sqrt_2pi, gauss)
+    return gauss.reshape(x.shape)
