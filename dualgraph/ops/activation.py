@@ -39,7 +39,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 # float32 arrays from this size go through `gelu32`'s compiled loops (the same bits as the
-# NumPy passes below, in 5 passes instead of about 33); below it their call costs more
+# NumPy passes below, in 6 passes instead of about 33); below it their call costs more
 # than the passes they save.
 COMPILED_LOOPS_FROM = 16384
 _SQRT_HALF_32 = np.float32(_SQRT_HALF)
