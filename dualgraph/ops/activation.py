@@ -38,7 +38,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return erf(x)
 
 
-# float32 arrays from this size go through `gelu32`'s compiled loops (the same bits as the
+# float32 arrays from this size go through `compiled_loops`'s compiled loops (the same bits as the
 # NumPy passes below, in 6 passes instead of about 33); below it their call costs more
 # than the passes they save.
 COMPILED_LOOPS_FROM = 16384
@@ -69,9 +69,9 @@ def _gelu_keep(x: np.ndarray) -> tuple:
     # The composition's operations in its order: (x * 0.5) * (erf(x * sqrt(1/2)) + 1).
     x = _floated(x)
     if _compiled_loops(x):
-        from . import gelu32
+        from . import compiled_loops as CL
 
-        return gelu32.gelu_keep(x, _SQRT_HALF_32)
+        return CL.gelu_keep(x, _SQRT_HALF_32)
     cdf = _erf(np.multiply(x, _SQRT_HALF))
     np.add(cdf, 1.0, out=cdf)
     out = np.multiply(x, 0.5)
@@ -95,11 +95,11 @@ def _gelu_grad(g: np.ndarray, x: np.ndarray, erf1: np.ndarray | None) -> np.ndar
     g = np.asarray(g)
     if (_compiled_loops(x) and g.dtype == x.dtype and g.shape == x.shape
             and g.flags.c_contiguous and (erf1 is None or erf1.flags.c_contiguous)):
-        from . import gelu32
+        from . import compiled_loops as CL
 
         if erf1 is None:
-            erf1 = gelu32.gelu_keep(x, _SQRT_HALF_32)[1]
-        return gelu32.gelu_grad(g, x, erf1, _INV_SQRT_2PI_32)
+            erf1 = CL.gelu_keep(x, _SQRT_HALF_32)[1]
+        return CL.gelu_grad(g, x, erf1, _INV_SQRT_2PI_32)
     if erf1 is None:
         cdf = _erf(np.multiply(x, _SQRT_HALF))
         np.add(cdf, 1.0, out=cdf)
