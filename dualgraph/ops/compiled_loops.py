@@ -2,10 +2,11 @@
 cost several times the work: exact float32 GELU and its backward, and the rows' scatter-add
 of an embedding's gradient. Each gives the NumPy form's bits.
 
-The functions are compiled on their first use in an installation (GELU's four about 1.1 s
-of CPU, the scatter-add about 0.3 s) and kept in Numba's disk cache (``cache=True``;
-loaded in about 0.2 s). This module is imported, and so Numba, on the first operand large
-enough to use them.
+The functions are compiled on their first use in an installation (GELU's four 1.3 s of
+CPU, the scatter-add 0.25 s, at a load average of 28) and kept in Numba's disk cache
+(``cache=True``; loaded in 0.04 s). This module is imported, and so Numba, on the first
+operand large enough to use them: the process pays Numba's import (0.3 s) and its set-up
+on the first call (1.8 s at that load) then.
 
 GELU. `activation`'s NumPy form makes about 25 passes over the array forward (`erf32`'s two
 polynomials, the tail's gather and scatter, then ``(x * 0.5) * (erf + 1)``) and 8 backward.
