@@ -27,7 +27,11 @@ from .shape import as_dtype, nest
 # its operands' buffers), so the call gives up no fusion. A softmax op of fewer than
 # `MIN_ELEMENTS` elements keeps its loops: the `cnn` step's log_softmax and its backward
 # (64 rows of 10) as calls measured a 1.2x slower step (the call itself costs about 3 us;
-# the kernel's parts are cut elsewhere around it, which is where the time went).
+# the kernel's parts are cut elsewhere around it, which is where the time went). That
+# holds for rows of a matrix (one loop over the rows): rows under more than one outer loop
+# (attention's batch x heads x queries) are a call at any size: their loop nest three or
+# four deep took nanoGPT's attention forward part 0.6-0.8 s more compile (a fifth of the
+# part) than the call, which costs microseconds of run time.
 CALL_C = True
 MIN_ELEMENTS = 1024
 _C_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -61,6 +65,14 @@ def _library(node: Node, bufs: list, least: int = 0) -> bool:
             and max(math.prod(b.shape) for b in bufs) >= least
             and all(np.dtype(b.dtype) == dtype and len(b.shape) <= 4 for b in bufs)
             and len(ishape(node)) <= 4)
+
+
+def _softmax_least(node: Node) -> int:
+    """The fewest elements a softmax op (or its gradient) needs to be a call: `MIN_ELEMENTS`
+    when its rows sit under at most one loop, none when under more."""
+    shape, axis = _norm_axis(node)
+    outer = sum(1 for d, n in enumerate(shape) if d != axis and n != 1)
+    return MIN_ELEMENTS if outer <= 1 else 0
 
 
 def _ln_rows(block: kir.Block, node: Node, xshape: tuple, bufs: list, out: str) -> tuple:
@@ -545,7 +557,7 @@ def _softmax_block(node: Node, args: list, out: str, log: bool) -> kir.Block:
     """Per row: the max (the shift that keeps exp finite), exp of the shifted row into the
     work array, its sum, then the row written. A nan anywhere makes the sum nan, so every
     element of its row is nan, as in the NumPy kernel."""
-    if _library(node, [args[0].buf], MIN_ELEMENTS):
+    if _library(node, [args[0].buf], _softmax_least(node)):
         return _row_call(node, [args[0].buf], out, "row_softmax", _LOG if log else 0)
     block, shape, axis, row, lanes = _row_frame(node, out)
     if row is None:
@@ -586,7 +598,7 @@ def _softmax(node: Node, args: list, out: str) -> kir.Block:
 def _softmax_grad_block(node: Node, args: list, out: str, log: bool) -> kir.Block:
     """log: ``g - exp(y) * sum(g)``; plain: ``y * (g - sum(g * y))``, per row: the summed
     terms into the work array, their sum, then the row written."""
-    if _library(node, [a.buf for a in args[:2]], MIN_ELEMENTS):
+    if _library(node, [a.buf for a in args[:2]], _softmax_least(node)):
         return _row_call(node, [a.buf for a in args[:2]], out, "row_softmax_backward",
                          _LOG if log else 0)
     block, shape, axis, row, lanes = _row_frame(node, out)
