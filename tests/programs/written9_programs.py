@@ -55,9 +55,10 @@ PROGRAMS = ("cyclegan", "efficientnet", "neural_ode", "graphsage", "performer",
 # the Cholesky solves, the sparse and scatter-reduce aggregations) and the three that run
 # eagerly or fail early; the others are slow. Cold, from an empty kernel cache on a
 # loaded machine: set_transformer 110 s of CPU (six traces), efficientnet 49 s,
-# mixup_cutmix 44 s (six traces), performer 27 s, gp_regression 19 s, pixelcnn 6 s. Their compiled paths (convolutions with batch
-# norm, a custom Function, einsum, cumsum) are compiled in the default run by pixelcnn
-# here and by written8's tabnet and written7's mamba_minimal.
+# mixup_cutmix 44 s (six traces), performer 27 s, gp_regression 19 s, pixelcnn 6 s. Their
+# compiled paths (convolutions with batch norm, a custom Function, einsum, cumsum) are
+# compiled in the default run by pixelcnn here, written8's tabnet and the registry-driven
+# op tests.
 SLOW = ("efficientnet", "performer", "mixup_cutmix", "set_transformer")
 SET = ProgramSet(
     "written9", PROGRAMS, slow=SLOW, atol=1e-7,
