@@ -95,6 +95,10 @@ class CallTraceContext(TraceContext):
         # which the compiled call sets to the real value (`restore_attrs`).
         self.attrs_before: dict = {}
         self.attr_writes: list = []
+        # The items of the lists those objects hold, as they were: id -> (list, copy).
+        # An append inside the trace changes them in place (`restore_attrs` puts the
+        # items back).
+        self.items_before: dict = {}
         # Objects passed as arguments that are keyed by identity: ``(position, object)``;
         # the attributes the code names are guarded (`signature.capture_guards`).
         self.arg_objects: list = []
@@ -191,7 +195,7 @@ class CallTraceContext(TraceContext):
         key = ("module", id(module))
         if key in self.reads:
             return
-        self.attrs_before.setdefault(id(module), (module, dict(module.__dict__)))
+        self.remember_attrs(module)
         self.reads[key] = ModuleTable(module)
         # Hooks registered or removed later change what a call runs, as in eager mode;
         # so do the hooks every module runs.
@@ -293,6 +297,17 @@ class CallTraceContext(TraceContext):
         for m in module.modules():
             self.note_object(m)
 
+    def remember_attrs(self, obj: Any) -> None:
+        """``obj``'s attributes as they are before the trace changes any, and the items of
+        the lists among them."""
+        if id(obj) in self.attrs_before:
+            return
+        d = obj.__dict__
+        self.attrs_before[id(obj)] = (obj, dict(d))
+        for v in d.values():
+            if type(v) is list:
+                self.items_before.setdefault(id(v), (v, list(v)))
+
     def note_object(self, obj: Any) -> None:
         """``obj`` (a module, or an object of the user's classes named by the function or
         held by such an object): its attributes as they are before the trace
@@ -300,8 +315,8 @@ class CallTraceContext(TraceContext):
         its tensors read through their attribute."""
         if id(obj) in self.attrs_before:
             return
+        self.remember_attrs(obj)
         d = obj.__dict__
-        self.attrs_before[id(obj)] = (obj, dict(d))
         for k, v in d.items():
             if isinstance(v, Tensor):
                 self.note_attr_tensor(d, k, v, f"{type(obj).__name__}.{k}", lazy=True)
@@ -561,7 +576,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             ctx.baked_roots.append((f"argument {i} ({type(a).__name__})",
                                     lambda a=a: a, None, None))
             if isinstance(getattr(a, "__dict__", None), dict):
-                ctx.attrs_before.setdefault(id(a), (a, dict(a.__dict__)))
+                ctx.remember_attrs(a)
                 if _keyed_by_identity(a) and not _is_library_object(a):
                     ctx.arg_objects.append((i, a))
     raw = function_of(fn)
@@ -1047,8 +1062,18 @@ def restore_attrs(ctx: CallTraceContext) -> list:
     out: list = []
     error = None  # raised once every attribute is put back
     constant: list = []  # attributes set to (or deleted for) a value the trace did not make
+    changed: list = []  # lists held before, given traced tensors by an append
     for obj, before in ctx.attrs_before.values():
         d = obj.__dict__
+        for name, v in list(d.items()):
+            held = ctx.items_before.get(id(v))
+            if held is not None and held[0] is v and before.get(name) is v and \
+                    isinstance(v, list) and len(v) != len(held[1]) and _holds_tracer(v, ctx):
+                # A traced tensor appended to a list held before the call (an image
+                # pool's ``self.images.append(image)``): later calls would not append.
+                # (An item write keeps the length: the list is written back as a whole.)
+                v[:] = held[1]
+                changed.append(f"{type(obj).__name__}.{name}")
         for name in [k for k in before if k not in d and not _is_library_object(obj)]:
             d[name] = before[name]
             constant.append(f"{type(obj).__name__}.{name}")
@@ -1111,6 +1136,12 @@ def restore_attrs(ctx: CallTraceContext) -> list:
                     d, name, old, f"{what} was set to another value")
     if error is not None:
         raise error
+    if changed:
+        raise EagerOnlyError(
+            f"{' and '.join(changed)}, held before the call, "
+            f"{'was' if len(changed) == 1 else 'were'} changed in place to hold tensors the "
+            "function computed (an append), which a compiled call does not repeat. Append "
+            "outside the compiled function (return the tensors from it).")
     if constant:
         # The compiled call writes back only tensors it computes: a Python value (None,
         # a number, a tensor it did not compute) written once by the trace would not be

@@ -978,6 +978,14 @@ class TensorOps:
         ``dtype``."""
         return self if dtype is None else self.to(dtype)
 
+    def coalesce(self) -> Any:
+        """The tensor itself: `dg.sparse_coo_tensor` sums repeated indices as it builds the
+        dense tensor, which is what coalescing does."""
+        return self
+
+    def is_coalesced(self) -> bool:
+        return True
+
     def cuda(self, device: Any = None, non_blocking: bool = False) -> Any:
         from ..dtypes import check_device
 

@@ -119,3 +119,39 @@ def test_tensor_attribute_rebound_outside_is_read_anew() -> None:
     assert f.stats.traces == 2
     assert f.stats.retrace_reasons[-1] == ("Offset.h is a (1,) float32 tensor (traced with "
                                            "(2,) float32)")
+
+
+class _ImagePool:
+    """CycleGAN's image pool: keeps the images it is given, up to its size."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.images: list = []
+
+    def query(self, image: dg.Tensor) -> dg.Tensor:
+        image = image.detach()
+        if len(self.images) < self.size:
+            self.images.append(image)
+        return image
+
+
+def test_append_to_a_held_list_runs_eagerly_with_the_list_intact() -> None:
+    # A compiled call would not repeat the append; the list must not keep a tracer, nor
+    # lose what it held (it was put back as None).
+    pool = _ImagePool(3)
+    w = dg.tensor([1.0, 2.0], requires_grad=True)
+
+    def step(x):
+        return (pool.query(x * w) * 2).sum()
+
+    f = dg.compile(step)
+    with pytest.warns(RuntimeWarning, match=r"_ImagePool.images, held before the call, was "
+                                            r"changed in place .* \(an append\)"):
+        outs = [f(dg.tensor([1.0, float(i)])) for i in range(4)]
+    assert [float(o) for o in outs] == [2.0, 6.0, 10.0, 14.0]
+    assert f.stats.traces == 0
+    assert [t.tolist() for t in pool.images] == [[1.0, 0.0], [1.0, 2.0], [1.0, 4.0]]
+    pool.images = []
+    with pytest.raises(dg.EagerOnlyError, match="_ImagePool.images"):
+        dg.compile(step, strict=True)(dg.tensor([1.0, 1.0]))
+    assert pool.images == []

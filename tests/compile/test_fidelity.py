@@ -128,6 +128,30 @@ def test_module_list_and_dict_mutation_runs_the_new_layers(runner, change):
         assert traces(f) == 2
 
 
+class _SlicedNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Linear(3, 3), nn.Linear(3, 3), nn.Linear(3, 2)])
+
+    def forward(self, x):
+        for conv in self.convs[:-1]:  # a new ModuleList on every call
+            x = conv(x).relu()
+        return self.convs[-1](x)
+
+
+def test_a_module_list_sliced_in_forward_traces_once():
+    dg.manual_seed(4)
+    net = _SlicedNet()
+    x = dg.randn(2, 3)
+    f = dg.compile(net)
+    for _ in range(3):
+        dg.testing.assert_close(f(x), net(x))
+    assert traces(f) == 1
+    net.convs[0] = nn.Linear(3, 3)  # the sliced list's layers are still guarded
+    dg.testing.assert_close(f(x), net(x))
+    assert traces(f) == 2
+
+
 # ---------------------------------------------------------- Python numbers of modules
 def test_dropout_p_changed_between_calls(runner):
     drop = nn.Dropout(0.5)

@@ -51,6 +51,7 @@ def test_sparse_coo_tensor_is_the_dense_tensor_it_stands_for() -> None:
     # duplicate indices are summed, as coalescing sums them
     dg.testing.assert_close(got, dg.tensor([[0.0, 0.0, 3.0], [9.0, 0.0, 0.0]]))
     assert got.dtype == dg.float32 and not got.is_sparse and got.to_dense() is got
+    assert got.coalesce() is got and got.is_coalesced()
     # the size defaults to the smallest that holds the indices, then the values' dims
     hybrid = dg.sparse_coo_tensor([[0, 2]], [[1.0, 2.0], [3.0, 4.0]])
     assert hybrid.shape == (3, 2) and hybrid.dtype == dg.float32

@@ -18,6 +18,7 @@ from . import (
     written6_programs,
     written7_programs,
     written8_programs,
+    written9_programs,
     written_programs,
 )
 
@@ -29,6 +30,7 @@ SETS = (
     written6_programs.SET,
     written7_programs.SET,
     written8_programs.SET,
+    written9_programs.SET,
 )
 
 if __name__ == "__main__":

@@ -54,7 +54,9 @@ class _ModuleSequence(Module):
         return iter(self._modules.values())
 
     def append(self, module: Module) -> Any:
-        self.add_module(str(len(self)), module)
+        # Not len(self): a list built while a trace runs (``self.convs[:-1]``) must not have
+        # its table guarded half built.
+        self.add_module(str(len(self._modules)), module)
         return self
 
     def extend(self, modules: Any) -> Any:
