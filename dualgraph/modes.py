@@ -139,6 +139,13 @@ class Mode(abc.ABC):
         base mode does nothing."""
         return None
 
+    def note_requires_grad(self, t: Any, value: bool) -> None:
+        """Leaf ``t``'s ``requires_grad`` is about to become ``value``. A recording mode
+        refuses the change for a tensor it did not make (a compiled call would not replay
+        it, and the recorded graph took its gradients at first read). The base mode does
+        nothing."""
+        return None
+
     def constant_value(self, t: Any) -> Any:
         """The value of this mode's tensor ``t`` when it is the same on every run (made
         only from constants: ``eye(n).roll(1, 0)``), as a NumPy array; else None. An op
@@ -201,6 +208,9 @@ class _FunctionMode(Mode):
 
     def note_data_alias(self, t: Any) -> None:
         self.below.note_data_alias(t)
+
+    def note_requires_grad(self, t: Any, value: bool) -> None:
+        self.below.note_requires_grad(t, value)
 
     def constant_value(self, t: Any) -> Any:
         return self.below.constant_value(t)

@@ -388,6 +388,10 @@ class Tensor(TensorOps):
                 "only tensors of floating point dtype can require gradients, got "
                 f"{self._data.dtype} (convert with .float() first)"
             )
+        if bool(requires_grad) != self._rg:
+            trace = modes.current_trace()
+            if trace is not None:
+                trace.note_requires_grad(self, bool(requires_grad))
         self._rg = bool(requires_grad)
         self._node = None
         return self

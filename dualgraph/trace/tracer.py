@@ -533,6 +533,22 @@ class TraceContext(Mode):
         ``weight.data[:-1]`` before the forward is)."""
         self._one_value(t)
 
+    def note_requires_grad(self, t: Tensor, value: bool) -> None:
+        """``t.requires_grad_(value)`` on an eager tensor inside the trace. One the trace
+        made is a new leaf of its own. For one from outside (a parameter, a global: a GAN
+        step freezing the discriminator for the generator's loss), the trace took whether
+        it needs a gradient at its first read, so later reads would not follow the change,
+        and a compiled call would not make it: the signature runs eagerly."""
+        if id(t) in self.made:
+            return
+        loc = user_location(3)
+        raise EagerOnlyError(
+            f"{loc + ': ' if loc else ''}requires_grad_({value}) on a tensor from outside "
+            "the compiled function (a parameter, a global) changes which tensors autograd "
+            "differentiates in the middle of the call, which the compiled call does not "
+            "follow. Set requires_grad before calling, or compile the parts on either side "
+            "of the change as separate functions.")
+
     def _one_value(self, t: Tensor) -> Tensor:
         """The eager tensor the trace met first that shares ``t``'s array and version
         counter (``t`` itself if none did)."""

@@ -68,6 +68,56 @@ def test_a_layer_compiled_frozen_gets_gradients_once_unfrozen(runner):
                             atol=0, equal_nan=True, check_dtype=False)
 
 
+def test_a_parameter_frozen_inside_the_step_gets_eager_gradients() -> None:
+    # A GAN step: the discriminator's loss with its parameters trainable, then frozen for
+    # the generator's loss. The trace took whether each parameter needs a gradient at its
+    # first read, so the compiled call would give the discriminator the generator loss's
+    # gradient too: the signature runs eagerly, with the eager gradients.
+    def make():
+        dg.manual_seed(2)
+        return nn.Linear(3, 3), nn.Linear(3, 1)
+
+    def step(g, d, x):
+        d.weight.requires_grad_(True)
+        d(x).pow(2).mean().backward()
+        d.weight.requires_grad_(False)
+        d(g(x)).pow(2).mean().backward()
+
+    def bound(g, d):
+        return lambda x: step(g, d, x)
+
+    x = dg.randn(4, 3)
+    grads = []
+    for compiled in (False, True):
+        g, d = make()
+        call = bound(g, d)
+        f = dg.compile(call, tiered=False) if compiled else call
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            f(x)
+            f(x)
+        if compiled:
+            assert any("requires_grad_(False) on a tensor from outside" in str(w.message)
+                       for w in caught)
+            assert d.weight.requires_grad is False
+        grads.append((d.weight.grad.numpy(), g.weight.grad.numpy()))
+    for a, b in zip(*grads):
+        assert np.array_equal(a, b)
+    with pytest.raises(dg.EagerOnlyError, match="requires_grad_"):
+        d.weight.requires_grad_(True)
+        dg.compile(bound(g, d), tiered=False, strict=True)(x)
+
+
+def test_a_tensor_made_inside_may_become_a_leaf(runner):
+    def f(x):
+        w = dg.ones(3)
+        w.requires_grad_()
+        return (w * x).sum()
+
+    x = dg.arange(3.0)
+    assert f(x).item() == runner(f)(x).item() == 3.0
+
+
 # ---------------------------------------------------------- containers
 def _eager_of(net, x):
     return net(x).numpy()
