@@ -36,6 +36,7 @@ from .guards import (
     ArgPlacement,
     ArgValues,
     AttrType,
+    ClassOf,
     Defaults,
     GlobalHookTable,
     Guard,
@@ -49,6 +50,7 @@ from .guards import (
     PlainValue,
     TrainingFlag,
     Value,
+    defaults_key,
     snapshot,
 )
 from .plan import RuntimeScalar, Slot
@@ -717,10 +719,10 @@ def function_of(fn: Any) -> types.FunctionType | None:
 
 
 def defaults_of(fn: Any) -> tuple:
-    """``(__defaults__, __kwdefaults__)`` of the Python function ``fn`` is (under methods
-    and wrappers)."""
+    """The defaults of the Python function under ``fn`` (methods and wrappers), as
+    `guards.defaults_key` compares them."""
     fn = function_of(fn)
-    return (None, None) if fn is None else (fn.__defaults__, fn.__kwdefaults__)
+    return (None, None) if fn is None else defaults_key(fn)
 
 
 def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = None,
@@ -757,6 +759,9 @@ def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = No
                 out.extend(inner)
     for k in sorted(absent - values.keys()):
         out.append(_value_guard(d, k, MISSING, what))
+    if any(k in vars(c) for c in type(obj).__mro__[:-1] for k in names):
+        # The code reads a method or class attribute: another class gives other ones.
+        out.append(ClassOf(obj))
     return out
 
 
