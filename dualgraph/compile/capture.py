@@ -755,9 +755,29 @@ def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = No
                 out.extend(inner)
     for k in sorted(absent - values.keys()):
         out.append(_value_guard(d, k, MISSING, what))
-    if any(k in vars(c) for c in type(obj).__mro__[:-1] for k in names):
+    on_class = _class_attrs(obj, names - values.keys())
+    for k, owner in on_class:
+        # A number the class holds (``o.scale`` reading ``A.scale``): by value where it
+        # is, and absent from the object, whose own would hide it.
+        v = owner.__dict__[k]
+        if isinstance(k, str) and plain_value(v):
+            out.append(_value_guard(owner.__dict__, k, v, f"{what} (class {owner.__name__})"))
+            if k not in absent:
+                out.append(_value_guard(d, k, MISSING, what))
+    if on_class:
         # The code reads a method or class attribute: another class gives other ones.
         out.append(ClassOf(obj))
+    return out
+
+
+def _class_attrs(obj: Any, names: Any) -> list:
+    """``(name, class)`` for each of ``names`` that ``obj``'s class (or a base of it but
+    ``object``) holds, in the class that holds it."""
+    out = []
+    for k in sorted(n for n in names if isinstance(n, str)):
+        owner = next((c for c in type(obj).__mro__[:-1] if k in vars(c)), None)
+        if owner is not None:
+            out.append((k, owner))
     return out
 
 
