@@ -22,24 +22,17 @@ from .test_probe_fidelity import _same
 from .test_probe_round4 import _outcome, eager_and_compiled
 
 nn = dg.nn
-CASES: dict = {}
-
-
-def case(fn):
-    CASES[fn.__name__] = fn
-    return fn
 
 
 # ------------------------------------------------------------------ defaults
-@case
 def defaults_holding_arrays_and_tensors(wrap):
     """Defaults set anew (positional, keyword-only, in place in ``__kwdefaults__``, of a
     helper): the next call binds the new ones, as eager mode does, instead of comparing
     an array's elements for a truth value."""
-    def f(x, w=dg.tensor([1.0, 2.0]), *, a=np.array([1.0, 1.0]), n=2):
+    def f(x, w=dg.tensor([1.0, 2.0]), *, a=np.array([1.0, 1.0]), n=2):  # noqa: B008 - the case
         return x * w * dg.tensor(a) * n
 
-    def helper(v, k=dg.tensor([1.0, -1.0])):
+    def helper(v, k=dg.tensor([1.0, -1.0])):  # noqa: B008 - the case
         return v * k
 
     g = wrap(f)
@@ -71,7 +64,6 @@ class _Thrice:
         return v * 3
 
 
-@case
 def plain_object_class_and_class_numbers_changed(wrap):
     """``obj.__class__ = Other`` runs the other class's methods; a number the class holds,
     read through the object, is read as it is now; one the object then sets hides it."""
@@ -118,7 +110,6 @@ class _KeepsBuffer(dg.optim.Optimizer):
         return seen
 
 
-@case
 def state_stored_then_changed_in_place_inside_a_step(wrap):
     w = nn.Parameter(dg.tensor([1.0, -2.0, 3.0]))
     opt = _KeepsBuffer([w])
@@ -133,7 +124,6 @@ def state_stored_then_changed_in_place_inside_a_step(wrap):
     return out + [w, opt.state[w]["buf"]]
 
 
-@case
 def parameter_groups_shared_and_kept_by_the_caller(wrap):
     """``SGD(opt1.param_groups)`` shares the group dicts; a dict the caller passed is the
     group (PyTorch fills it in place and reads it on every step)."""
@@ -160,7 +150,6 @@ def parameter_groups_shared_and_kept_by_the_caller(wrap):
                   opt2.param_groups[0] is opt.param_groups[0], groups[1]["params"][0] is v]
 
 
-@case
 def tensor_learning_rate_changed_and_replaced(wrap):
     w = nn.Parameter(dg.tensor([1.0, 2.0]))
     lr = dg.tensor(0.5)
@@ -190,7 +179,6 @@ class _Scaled(nn.Module):
         return x * self.s, sorted(self.state_dict())
 
 
-@case
 def buffer_made_non_persistent_between_calls(wrap):
     m = _Scaled()
     f = wrap(lambda x: m(x))
@@ -200,6 +188,13 @@ def buffer_made_non_persistent_between_calls(wrap):
     out.append(_outcome(f, x))
     m.register_buffer("s", m.s)
     return out + [_outcome(f, x)]
+
+
+CASES = {f.__name__: f for f in (
+    defaults_holding_arrays_and_tensors, plain_object_class_and_class_numbers_changed,
+    state_stored_then_changed_in_place_inside_a_step,
+    parameter_groups_shared_and_kept_by_the_caller, tensor_learning_rate_changed_and_replaced,
+    buffer_made_non_persistent_between_calls)}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
