@@ -508,8 +508,10 @@ class ClassOf(Guard):
         return (f"a {self.expected.__name__} object's class was set to {now.__name__} "
                 "(its __class__ was set)")
 
+    _hint = "obj"
+
     def emit(self, gen: Emitter) -> tuple[str, Any]:
-        return f"{gen.const(self.obj, 'obj')}.__class__", self.expected
+        return f"{gen.const(self.obj, self._hint)}.__class__", self.expected
 
 
 class ModuleClass(ClassOf):
@@ -517,6 +519,7 @@ class ModuleClass(ClassOf):
     modules' change counter (`module_counted`)."""
 
     __slots__ = ()
+    _hint = "module"
 
     def describe(self, now: type) -> str:
         return (f"a {self.expected.__name__} module's class was set to {now.__name__} "
