@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from . import passes as P
+from .backend import import_backend
 from .eager import autograd as A
 from .eager.export import graph_of
 from .eager.internal import array_of, make_tensor, saved_arrays, set_array, set_grad
@@ -1015,7 +1016,7 @@ def kernel_roofline(graphs: list[tuple[Graph, str]], limits: MachineLimits | Non
     machine's limits; the ``timed`` kernels with the largest ideal time are also compiled
     alone (with the disk cache: a second time loads them) and timed, which gives their
     share of the limit."""
-    from .backend.numba import build
+    build = import_backend().build
 
     limits = limits or machine_limits()
     rows, nodes = [], []
@@ -1081,7 +1082,7 @@ def roofline_lines(rows: list, limits: dict, call_time: float | None = None) -> 
 
 def _cache_counts() -> dict[str, tuple[int, int]]:
     """Numba's disk-cache (hits, misses) of every kernel loaded in this process."""
-    from .backend.numba import cache
+    cache = import_backend().cache
 
     return {d: cache.hits_misses(fn) for d, fn in cache.loaded()}
 
@@ -1090,7 +1091,7 @@ def _cache_source(entry: Any, before: dict[str, tuple[int, int]]) -> str:
     """How the entry's kernels got their machine code: ``numba`` (compiled: a cold cache),
     ``disk`` (loaded from Numba's disk cache) or ``memory`` (already in this process).
     Derived from the Numba dispatchers' own hit/miss counters, before and after."""
-    from .backend.numba import cache
+    cache = import_backend().cache
 
     hits = misses = 0
     for k in (entry.kernel, getattr(entry, "bwd_kernel", None)):
@@ -1119,6 +1120,7 @@ def warm_up() -> float:
 
     import numba
 
+    import_backend()
     from .backend.numba import blas, kernels  # noqa: F401 - imported for their set-up
 
     @numba.njit(cache=False)
@@ -1230,7 +1232,7 @@ def _fusion_report(graph: Graph) -> list[dict]:
 # ---------------------------------------------------------------------- compare
 def _fresh_cache(directory: str) -> Any:
     """Compile as a new process would against ``directory``: no in-memory kernels."""
-    from .backend.numba import cache
+    cache = import_backend().cache
 
     return cache.isolated(directory)
 
@@ -1501,7 +1503,7 @@ def _compare_into(report: CompareReport, bar: _Progress, fn: Callable, args: tup
 def _ablation(traced: Graph, args: tuple, eager_values: list, repeats: int,
               budget: float = 1.0) -> list[dict]:
     """The forward graph compiled with each pass switched off in turn (and with none off)."""
-    from .backend.numba import build
+    build = import_backend().build
     from .compile.random_state import random_outputs
 
     random = random_outputs(traced)  # another stream than eager's: not compared

@@ -22,3 +22,23 @@ class EagerOnlyError(TraceError):
     on an argument that requires grad and is not a leaf, whose autograd history eager mode
     rebases onto the op). ``dg.compile`` runs such calls eagerly, with a warning (and
     raises with ``strict=True``); ``dg.trace`` raises it."""
+
+
+_RUNS_EAGERLY = "this signature runs eagerly"
+
+
+def runs_eagerly(fn: object, what: str, fix: str) -> EagerOnlyError:
+    """The `EagerOnlyError` of a compiled function ``fn`` that does ``what`` (which a
+    compiled call cannot repeat): it names the function, says the signature runs eagerly
+    and how to keep it compiled (``fix``)."""
+    name = getattr(fn, "__name__", "the function")
+    return EagerOnlyError(f"{name} {what}; {_RUNS_EAGERLY}. {fix}")
+
+
+def eager_warning(e: BaseException) -> str:
+    """The warning a compiled function gives when a signature runs eagerly because of
+    ``e``: its message, saying once that the signature runs eagerly."""
+    text = str(e)
+    if _RUNS_EAGERLY in text.lower():
+        return f"dg.compile: {text}"
+    return f"dg.compile: {text} {_RUNS_EAGERLY[0].upper()}{_RUNS_EAGERLY[1:]}."

@@ -285,7 +285,9 @@ def _lower_all(graphs: list[tuple[Graph, str, dict | None]]
     (generation only: nothing is compiled; ``write_to`` maps a kernel output to the input
     it updates in place), joined by blank lines, and the source map over the joined
     text."""
-    from .backend.numba.codegen import lower
+    from .backend import import_backend
+
+    lower = import_backend().codegen.lower
 
     chunks: list[str] = []
     smap: list[SourceLine] = []

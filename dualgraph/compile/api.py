@@ -29,7 +29,7 @@ from ..eager.detours import ACTIVE as _DETOURS
 from ..eager.internal import array_of, make_tensor, requires_grad_of
 from ..eager.saved_hooks import STACK as _SAVED_HOOKS
 from ..eager.tensor import Tensor
-from ..errors import EagerOnlyError
+from ..errors import EagerOnlyError, eager_warning
 from ..modes import ABOVE_BASE, MODE_STACKS, current_trace
 from ..nn.modules import module as _module
 from ..ops.complex import ComplexTensor
@@ -431,8 +431,7 @@ class CompiledFunction:
                 if self.strict:
                     raise
                 self._eager_sigs.add(sig)
-                warnings.warn(f"dg.compile: {e} This signature runs eagerly.",
-                              RuntimeWarning, stacklevel=4)
+                warnings.warn(eager_warning(e), RuntimeWarning, stacklevel=4)
                 return None
             self._entries.setdefault(sig, []).append(entry)
             return entry

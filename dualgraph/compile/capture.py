@@ -25,7 +25,7 @@ from ..eager.autograd import LeafHooksUnchanged
 from ..eager.grad_mode import GRAD_ENABLED
 from ..eager.internal import array_of, requires_grad_of, set_grad
 from ..eager.tensor import Tensor, rng
-from ..errors import EagerOnlyError, TraceError
+from ..errors import EagerOnlyError, TraceError, runs_eagerly
 from ..ir.graph import Node
 from ..modes import current_trace
 from ..trace.tracer import OutputTree, TraceContext, Tracer, graph_outputs
@@ -36,6 +36,7 @@ from .guards import (
     ArgPlacement,
     ArgValues,
     AttrType,
+    ClassOf,
     Defaults,
     GlobalHookTable,
     Guard,
@@ -49,6 +50,7 @@ from .guards import (
     PlainValue,
     TrainingFlag,
     Value,
+    defaults_key,
     snapshot,
 )
 from .plan import RuntimeScalar, Slot
@@ -618,10 +620,10 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             if any(isinstance(n, Node) and id(n) in ctx.leaf_grads for n in outputs):
                 # Eagerly the caller gets a leaf that requires grad (and its .grad); a
                 # compiled call hands out plain results.
-                raise EagerOnlyError(
-                    f"{getattr(fn, '__name__', 'the function')} returns a value it made a "
-                    "leaf with requires_grad_(); this signature runs eagerly. Return the "
-                    "value and call requires_grad_() on the result to keep it compiled.")
+                raise runs_eagerly(
+                    fn, "returns a value it made a leaf with requires_grad_()",
+                    "Return the value and call requires_grad_() on the result to keep it "
+                    "compiled.")
     finally:
         grad_writes = restore_grads(ctx)
         try:
@@ -636,21 +638,19 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
         if raised is not None and (ctx.writes or grad_writes):
             # Eagerly the tensors written before the error keep their new values (an
             # optimizer step before a check that raises); the trace wrote none of them.
-            raise EagerOnlyError(
-                f"{getattr(fn, '__name__', 'the function')} raised {type(raised).__name__} "
-                "after changing tensors in place, which eager mode keeps changed; this "
-                "signature runs eagerly (raise before the writes, or outside the compiled "
-                "function, to keep it compiled).") from raised
+            raise runs_eagerly(
+                fn, f"raised {type(raised).__name__} after changing tensors in place, which "
+                "eager mode keeps changed", "Raise before the writes, or outside the "
+                "compiled function, to keep it compiled.") from raised
     if attr_error is not None:
         raise attr_error
     if rng() is not default_rng:
         # Compiled random ops draw a fresh key per call from the generator as it is when
         # the call begins; a seed set inside would be set once, when tracing.
-        raise EagerOnlyError(
-            f"{getattr(fn, '__name__', 'the function')} seeds dualgraph's generator "
-            "(dg.manual_seed, dg.set_rng_state) while it is traced, which a compiled call "
-            "would do only once; this signature runs eagerly. Seed outside the compiled "
-            "function.")
+        raise runs_eagerly(
+            fn, "seeds dualgraph's generator (dg.manual_seed, dg.set_rng_state) while it is "
+            "traced, which a compiled call would do only once",
+            "Seed outside the compiled function.")
     shared = sorted(ctx.arg_index[id(t)] for t, _ in ctx.captured if id(t) in ctx.arg_index)
     if shared and (ctx.writes or grad_writes):
         # The argument and the captured tensor are one tensor, but two kernel inputs: a
@@ -660,18 +660,16 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             "parameter, a global) and the function writes tensors in place; a compiled "
             "call would not see the write through both. Pass the tensor one way only.")
     if rebound:
-        raise EagerOnlyError(
-            f"{getattr(fn, '__name__', 'the function')} rebinds the global "
-            f"{' and '.join(map(repr, rebound))} to a value it computes (global x; x = ...), "
-            "which a compiled call does not write back; this signature runs eagerly. Keep "
-            "the state in a tensor changed in place (x.copy_(...)) or on a module attribute, "
-            "or return it from the function")
+        raise runs_eagerly(
+            fn, f"rebinds the global {' and '.join(map(repr, rebound))} to a value it "
+            "computes (global x; x = ...), which a compiled call does not write back",
+            "Keep the state in a tensor changed in place (x.copy_(...)) or on a module "
+            "attribute, or return it from the function.")
     if switched:
-        raise EagerOnlyError(
-            f"{getattr(fn, '__name__', 'the function')} leaves {switched} changed when it "
-            "returns, which a compiled call would do only when traced; this signature runs "
-            "eagerly. Set it outside the compiled function, or inside a with-block "
-            "(dg.no_grad(), dg.set_grad_enabled(False)) that puts it back.")
+        raise runs_eagerly(
+            fn, f"leaves {switched} changed when it returns, which a compiled call would do "
+            "only when traced", "Set it outside the compiled function, or inside a "
+            "with-block (dg.no_grad(), dg.set_grad_enabled(False)) that puts it back.")
     if drew:
         raise EagerOnlyError(
             f"{getattr(fn, '__name__', 'the function')} draws from {drew} while it is traced "
@@ -732,10 +730,10 @@ def function_of(fn: Any) -> types.FunctionType | None:
 
 
 def defaults_of(fn: Any) -> tuple:
-    """``(__defaults__, __kwdefaults__)`` of the Python function ``fn`` is (under methods
-    and wrappers)."""
+    """The defaults of the Python function under ``fn`` (methods and wrappers), as
+    `guards.defaults_key` compares them."""
     fn = function_of(fn)
-    return (None, None) if fn is None else (fn.__defaults__, fn.__kwdefaults__)
+    return (None, None) if fn is None else defaults_key(fn)
 
 
 def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = None,
@@ -772,6 +770,29 @@ def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = No
                 out.extend(inner)
     for k in sorted(absent - values.keys()):
         out.append(_value_guard(d, k, MISSING, what))
+    on_class = _class_attrs(obj, names - values.keys())
+    for k, owner in on_class:
+        # A number the class holds (``o.scale`` reading ``A.scale``): by value where it
+        # is, and absent from the object, whose own would hide it.
+        v = owner.__dict__[k]
+        if isinstance(k, str) and plain_value(v):
+            out.append(_value_guard(owner.__dict__, k, v, f"{what} (class {owner.__name__})"))
+            if k not in absent:
+                out.append(_value_guard(d, k, MISSING, what))
+    if on_class:
+        # The code reads a method or class attribute: another class gives other ones.
+        out.append(ClassOf(obj))
+    return out
+
+
+def _class_attrs(obj: Any, names: Any) -> list:
+    """``(name, class)`` for each of ``names`` that ``obj``'s class (or a base of it but
+    ``object``) holds, in the class that holds it."""
+    out = []
+    for k in sorted(n for n in names if isinstance(n, str)):
+        owner = next((c for c in type(obj).__mro__[:-1] if k in vars(c)), None)
+        if owner is not None:
+            out.append((k, owner))
     return out
 
 

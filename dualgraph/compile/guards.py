@@ -409,29 +409,71 @@ class LeafHooks(Value):
 
 
 class Defaults(Guard):
-    """A Python function's defaults (``__defaults__``, and ``__kwdefaults__`` by value):
-    a call binds them before the key is made, so one after they are set anew must not
-    take an entry's generated call path, which has the old ones in it."""
+    """A Python function's defaults (`defaults_key`: ``__defaults__`` by identity, the
+    items of ``__kwdefaults__`` by identity): a call binds them before the key is made, so
+    one after they are set anew must not take an entry's generated call path, which has
+    the old ones in it. Identity, as eager mode reads them: a default array or tensor has
+    no truth value to compare by."""
 
     __slots__ = ("fn",)
 
     def __init__(self, fn: Any) -> None:
         self.fn = fn
-        self.expected = (fn.__defaults__, snapshot(fn.__kwdefaults__))
+        self.expected = defaults_key(fn)
 
     def now(self, args: tuple) -> tuple:
-        return (self.fn.__defaults__, self.fn.__kwdefaults__)
+        return defaults_key(self.fn)
 
     def describe(self, now: tuple) -> str:
         return f"the defaults of {self.fn.__name__} changed"
 
     def emit(self, gen: Emitter) -> tuple[str, Any]:
-        return f"({''.join(e + ', ' for e, _ in self.emit_parts(gen))})", self.expected
+        parts = self.emit_parts(gen)
+        return f"({''.join(e + ', ' for e, _ in parts)})", tuple(x for _, x in parts)
 
     def emit_parts(self, gen: Emitter) -> list[tuple[str, Any]]:
-        f = gen.const(self.fn, "fn")  # attribute reads only: no call on the call path
-        return [(f"{f}.__defaults__", self.expected[0]),
-                (f"{f}.__kwdefaults__", self.expected[1])]
+        # Attribute reads and subscripts, no call: a keyword default gone raises KeyError,
+        # and the generated call takes the general path, which says why (`now`).
+        f = gen.const(self.fn, "fn")
+        parts = [(f"{f}.__defaults__ is {gen.const(self.expected[0].value, 'v')}", True)]
+        kw = self.expected[1]
+        if kw is None:
+            return parts + [(f"{f}.__kwdefaults__", None)]
+        d = f"{f}.__kwdefaults__"
+        return parts + [(f"len({d})", len(kw))] + [
+            (f"{d}[{gen.const(k, 'name')}] is {gen.const(v.value, 'v')}", True) for k, v in kw]
+
+
+class Same:
+    """A value a guard compares by identity (``==`` is ``is``), whatever its type's
+    ``__eq__`` does (an array's is elementwise)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Same and other.value is self.value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __repr__(self) -> str:
+        return f"Same({type(self.value).__name__} at {id(self.value):#x})"
+
+
+def kwdefaults_key(fn: Any) -> tuple | None:
+    """The items of ``fn.__kwdefaults__``, each value by identity (`Same`); None without."""
+    kw = fn.__kwdefaults__
+    return None if kw is None else tuple([(k, Same(v)) for k, v in kw.items()])
+
+
+def defaults_key(fn: Any) -> tuple:
+    """A Python function's defaults as eager mode binds them on its next call: the
+    ``__defaults__`` tuple and each ``__kwdefaults__`` value, by identity, so setting them
+    anew (or an item of ``__kwdefaults__``) is seen, and no value is compared by ``==``."""
+    return (Same(fn.__defaults__), kwdefaults_key(fn))
 
 
 class FunctionCode(Guard):
@@ -454,26 +496,39 @@ class FunctionCode(Guard):
         return f"{gen.const(self.fn, 'fn')}.__code__", self.expected
 
 
-class ModuleClass(Guard):
-    """A module's class (``m.__class__ = Other`` makes another ``forward`` and other methods
-    run). The write goes through ``Module.__setattr__``, which moves the modules' change
-    counter (`module_counted`)."""
+class ClassOf(Guard):
+    """An object's class (``obj.__class__ = Other`` makes other methods and class
+    attributes be read)."""
 
-    __slots__ = ("module",)
+    __slots__ = ("obj",)
 
-    def __init__(self, module: Any) -> None:
-        self.module = module
-        self.expected = type(module)
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+        self.expected = type(obj)
 
     def now(self, args: tuple) -> type:
-        return type(self.module)
+        return type(self.obj)
+
+    def describe(self, now: type) -> str:
+        return (f"a {self.expected.__name__} object's class was set to {now.__name__} "
+                "(its __class__ was set)")
+
+    _hint = "obj"
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        return f"{gen.const(self.obj, self._hint)}.__class__", self.expected
+
+
+class ModuleClass(ClassOf):
+    """A module's class. The write goes through ``Module.__setattr__``, which moves the
+    modules' change counter (`module_counted`)."""
+
+    __slots__ = ()
+    _hint = "module"
 
     def describe(self, now: type) -> str:
         return (f"a {self.expected.__name__} module's class was set to {now.__name__} "
                 "(its __class__ was set)")
-
-    def emit(self, gen: Emitter) -> tuple[str, Any]:
-        return f"{gen.const(self.module, 'module')}.__class__", self.expected
 
 
 class InstanceForward(Guard):

@@ -8,18 +8,18 @@ and gradients the function changed).
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ..backend import import_backend
 from ..eager import grad_mode
 from ..eager.compiled_node import readonly_cotangent, spent_node
 from ..eager.internal import array_of
 from ..eager.tensor import TRACE_KEY, Tensor
-from ..errors import EagerOnlyError
+from ..errors import EagerOnlyError, runs_eagerly
 from ..ir.graph import Graph, Node
 from ..ops.registry import OPS
 from ..optim.optimizer import state_restored_on_error
@@ -49,24 +49,6 @@ def build(*args: Any, **kwargs: Any) -> Any:
     """The Numba backend's `build`, imported on first use: ``import dualgraph`` stays light
     (Numba's import alone is ~0.2 s) until something is compiled."""
     return import_backend().build(*args, **kwargs)
-
-
-def import_backend() -> Any:
-    """``dualgraph.backend.numba``, imported so that an interrupted import (Ctrl-C while
-    Numba loads, the first compiled call's second or so) leaves nothing half-imported: the
-    modules it added are dropped, so the next call imports them again instead of finding
-    a ``numba`` without its ``core``."""
-    backend = sys.modules.get("dualgraph.backend.numba")
-    if backend is not None and getattr(backend, "build", None) is not None:
-        return backend
-    before = set(sys.modules)
-    try:
-        from ..backend import numba as backend
-    except BaseException:
-        for name in set(sys.modules) - before:
-            sys.modules.pop(name, None)
-        raise
-    return backend
 
 
 def _plan_writes(plan: Plan, n_user: int, writes: list, write_inputs: list,
@@ -211,10 +193,9 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     if records and not grad_mode.GRAD_ENABLED.value:
         # Called under no_grad, a result computed under dg.enable_grad() inside: eager
         # mode gives it a history, which a call in this grad mode does not record.
-        raise EagerOnlyError(
-            f"{getattr(fn, '__name__', 'the function')} returns a value computed under "
-            "dg.enable_grad() while it is called with grad mode off; this signature runs "
-            "eagerly. Call it with grad mode on to keep it compiled.")
+        raise runs_eagerly(
+            fn, "returns a value computed under dg.enable_grad() while it is called with "
+            "grad mode off", "Call it with grad mode on to keep it compiled.")
     train = records
     kind = (Kind.TRAIN if train else
             Kind.STEP if writes or grad_writes or ctx.backward_called else Kind.INFERENCE)

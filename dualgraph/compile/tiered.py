@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backend import import_backend
 from ..backend.jobs import cores, processes_for
 from ..ir.graph import Graph
 from ..ir.interpret import interpret
@@ -272,8 +273,7 @@ class _Job:
 
     def _build(self) -> list:
         if self._built is None:
-            from ..backend.numba import build
-
+            build = import_backend().build
             t0 = time.perf_counter()
             built = []
             for attr, graph, name, parallel, write_to, inputs in self.specs:

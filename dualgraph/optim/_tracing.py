@@ -64,8 +64,7 @@ def read(hooks: tuple, owner: Any, key: Any, value: Any, get: Callable[[], Any],
     if value is None or isinstance(value, (bool, np.bool_, str)):
         guard(lambda: _plain(get()), value, f"{where} changed (traced with {value!r})", owner)
         return value
-    if isinstance(value, TensorOps):
-        return value
+    # A tensor (``lr=dg.tensor(0.1)``) is read as itself: another one there retraces.
     guard(lambda: id(get()), id(value), f"{where} was rebound", (owner, value))
     return value
 

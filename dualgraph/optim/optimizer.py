@@ -81,14 +81,36 @@ class ParamGroup(dict):
     """One entry of ``param_groups``: a dict whose reads, while a compiled call is traced,
     are reported to the trace (a number becomes a runtime input, anything else a guard)."""
 
-    __slots__ = ("_ver", "_opt")
+    __slots__ = ("_ver", "_opt", "_src")
 
-    def __init__(self, ver: _Version, items: dict, opt: Any = None) -> None:
+    def __init__(self, ver: _Version, items: dict, opt: Any = None,
+                 src: dict | None = None) -> None:
         super().__init__(items)
         self._ver = ver
         self._opt = opt
+        self._src = src
+
+    def _pull(self) -> bool:
+        """Take in what was written to the caller's dict this group was made from (PyTorch
+        keeps that dict as the group, so a write to it changes the optimizer); False
+        when there was something to take."""
+        src = self._src
+        if src is None or (len(src) == dict.__len__(self) and all(
+                dict.get(self, k, T._MISSING) is v for k, v in src.items())):
+            return True
+        for k in [k for k in dict.keys(self) if k not in src]:
+            dict.__delitem__(self, k)
+        for k, v in list(src.items()):
+            if k == "params" and not isinstance(v, _Params):
+                v = _Params(self._ver, [v] if isinstance(v, TensorOps) else v)
+                dict.__setitem__(src, k, v)
+            dict.__setitem__(self, k, v)
+        self._ver.bump()
+        return False
 
     def __getitem__(self, key: Any) -> Any:
+        if self._src is not None:
+            self._pull()
         value = dict.__getitem__(self, key)
         hooks = T.trace_hooks()
         if hooks is None:
@@ -114,10 +136,14 @@ class ParamGroup(dict):
         else:
             self._ver.touch()
         dict.__setitem__(self, key, value)
+        if self._src is not None:
+            dict.__setitem__(self._src, key, value)
 
     def __delitem__(self, key: Any) -> None:
         _changed(self._ver, f"param_groups[...][{key!r}]")
         dict.__delitem__(self, key)
+        if self._src is not None:
+            self._src.pop(key, None)
 
     def setdefault(self, key: Any, default: Any = None) -> Any:
         if key not in self:
@@ -131,15 +157,22 @@ class ParamGroup(dict):
     def pop(self, key: Any, *default: Any) -> Any:
         if key in self:
             _changed(self._ver, f"param_groups[...][{key!r}]")
+            if self._src is not None:
+                self._src.pop(key, None)
         return dict.pop(self, key, *default)
 
     def popitem(self) -> Any:
         _changed(self._ver, "param_groups[...]")
-        return dict.popitem(self)
+        k, v = dict.popitem(self)
+        if self._src is not None:
+            self._src.pop(k, None)
+        return k, v
 
     def clear(self) -> None:
         _changed(self._ver, "param_groups[...]")
         dict.clear(self)
+        if self._src is not None:
+            self._src.clear()
 
     def __ior__(self, other: Any) -> ParamGroup:
         self.update(other)
@@ -397,6 +430,21 @@ class _State(_StateDict):
 
 
 
+def _share_version(opt: Any, ver: _Version) -> None:
+    """Make optimizer ``opt`` and all its containers count their changes in ``ver`` (an
+    optimizer that shares a parameter group with ``opt``), and count that as a change."""
+    if opt is None:
+        return
+    opt._ver = ver
+    groups, state = opt.__dict__["_groups"], opt.__dict__["_state"]
+    containers = [groups, state, *groups, *dict.values(state)]
+    containers += [dict.get(g, "params") for g in groups]
+    for c in containers:
+        if isinstance(c, (_TrackedList, ParamGroup, _StateDict)):
+            c._ver = ver
+    ver.bump()
+
+
 # PyTorch's global step hooks (`register_optimizer_step_pre_hook`, `..._post_hook`), by
 # handle id: they run around every optimizer's step, before its own.
 _GLOBAL_STEP_HOOKS: dict[str, dict] = {"pre": {}, "post": {}}
@@ -446,6 +494,7 @@ def _traced_method(fn: Callable) -> Callable:
         if is_step and (self.__dict__.get("_step_hooks") or _GLOBAL_STEP_HOOKS["pre"]
                         or _GLOBAL_STEP_HOOKS["post"]):
             return _hooked_step(fn, self, args, kwargs)
+        self._pull_groups()
         hooks = T.trace_hooks()
         if hooks is None:
             return fn(self, *args, **kwargs)
@@ -486,18 +535,23 @@ class Optimizer:
             raise TypeError("optimizer parameters need to be organized in ordered "
                             "collections, but the ordering of tensors in sets will change "
                             "between runs. Please use a list instead.")
-        self._ver = _Version()
-        self._held: list = []
-        self.defaults = dict(defaults)
-        self.state = {}
-        self.param_groups = []
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
+            self._made = groups[0]  # no caller holds it
+        # Groups of another optimizer (``SGD(opt1.param_groups)``) are shared, as in
+        # PyTorch: both optimizers then count their changes in one version.
+        shared = next((g._ver for g in groups if isinstance(g, ParamGroup)), None)
+        self._ver = shared if shared is not None else _Version()
+        self._held: list = []
+        self.defaults = dict(defaults)
+        self.state = {}
+        self.param_groups = []
         for g in groups:
             self.add_param_group(g)
+        self.__dict__.pop("_made", None)
 
     # ---------------------------------------------------------------- containers
     @property
@@ -576,9 +630,21 @@ class Optimizer:
                 tuple(tuple(map(id, c)) if isinstance(c, list) else
                       tuple((k, id(v)) for k, v in c.items()) for c in plain))
 
+    def _pull_groups(self) -> bool:
+        """Take in the writes to the callers' dicts the groups were made from
+        (`ParamGroup._pull`); False when there were any."""
+        return all([g._pull() for g in self.__dict__["_groups"]
+                    if getattr(g, "_src", None) is not None])
+
     def _guard_structure(self, hooks: tuple, state: bool = True) -> None:
         """Guard the groups and parameter lists, and with ``state`` the state too."""
         guard, _ = hooks
+        if any(getattr(g, "_src", None) is not None for g in self.__dict__["_groups"]):
+            # A compiled call reads the callers' group dicts as eager mode does.
+            self._pull_groups()
+            guard(self._pull_groups, True,
+                  f"a dict given to {type(self).__name__} as a parameter group was written",
+                  self)
         if not state:
             what = (f"{type(self).__name__}'s state or parameter groups changed (parameters "
                     "or groups added or changed)")
@@ -604,21 +670,27 @@ class Optimizer:
         holder = Tensor(np.zeros(tuple(value.shape), value.dtype))
         with no_grad():
             holder.copy_(value)
-        self._held.append((holder, value, getattr(value, "node", None), state, key))
+        ctx = getattr(value, "_ctx", None)
+        # Tied, the value and its holder are one tensor to the rest of the trace (a read
+        # of ``opt.state[p]`` or ``state_dict()`` after an in-place op on the value sees
+        # it); only a value that cannot be tied is written at the step's end.
+        tied = ctx is not None and ctx.tie(value, holder)
+        self._held.append((holder, value, None if tied else getattr(value, "node", None),
+                           state, key, tied))
         return holder
 
     def _flush_held(self) -> None:
         held, self._held = self._held, []
         with no_grad():
-            for holder, value, node, _, _ in held:
-                if getattr(value, "node", None) is not node:
+            for holder, value, node, _, _, tied in held:
+                if not tied and getattr(value, "node", None) is not node:
                     holder.copy_(value)
 
     def _drop_held(self) -> None:
         """The traced step failed: no compiled call will fill the held tensors, so they
         leave the state (an eager step then takes its first-step path again)."""
         held, self._held = self._held, []
-        for holder, _, _, state, key in held:
+        for holder, _, _, state, key, _ in held:
             if dict.get(state, key) is holder:
                 dict.__delitem__(state, key)
 
@@ -663,7 +735,25 @@ class Optimizer:
                                  f"optimization parameter {name}")
             group.setdefault(name, default)
         self._check_group(group)
-        self.param_groups.append(self._as_group(group))
+        if isinstance(param_group, ParamGroup):
+            # PyTorch keeps the dict it is given, filled in place.
+            if param_group._ver is not self._ver:
+                _share_version(param_group._opt, self._ver)
+            group["params"] = _Params(self._ver, params)
+            for k, v in group.items():
+                if dict.get(param_group, k, T._MISSING) is not v:
+                    dict.__setitem__(param_group, k, v)
+            self.param_groups.append(param_group)
+            return
+        new = self._as_group(group)
+        if type(param_group) is dict and param_group is not self.__dict__.get("_made"):
+            # PyTorch keeps the caller's dict as the group, filled in place (its parameters
+            # a list, the defaults added). The optimizer's group is a dict that counts its
+            # changes: it writes through to the caller's, and takes in the caller's writes
+            # whenever it is read (`ParamGroup._pull`).
+            param_group.update(dict.items(new))
+            new._src = param_group
+        self.param_groups.append(new)
 
     def _check_group(self, group: dict) -> None:
         """Hyperparameters are numbers (flags are bools): a string would fail later, inside
@@ -713,6 +803,7 @@ class Optimizer:
         """``{"state": {index: state}, "param_groups": [group with "params": [index]]}``,
         PyTorch's format: parameters are numbered across groups in order. The state
         tensors are the optimizer's own (not copies)."""
+        self._pull_groups()
         index: dict[int, int] = {}
         groups = []
         for g in self.param_groups:

@@ -693,6 +693,19 @@ class TraceContext(Mode):
         out._vsrc = self.as_node(out._vbase)
         out._vgrad = None
 
+    def tie(self, t: Any, holder: Tensor) -> bool:
+        """Make traced value ``t`` an alias of the eager tensor ``holder`` just written
+        with it (an optimizer's state entry standing for ``t``): a later in-place op on
+        either reaches the other, as on the one tensor eager mode stores. False (nothing
+        done) when ``t`` is a view already or differentiated."""
+        if not isinstance(t, Tracer) or t._ctx is not self or t._vbase is not None:
+            return False
+        node = self.as_node(t)
+        if id(node) in self.rg or self.as_node(holder) is not node:
+            return False
+        t._vbase, t._vchain, t._vsrc, t._vgrad = holder, (), node, False
+        return True
+
     def _refresh_view(self, v: Tracer) -> None:
         """Re-derive view ``v`` from its base's current node if that changed since."""
         cur = self.as_node(v._vbase)

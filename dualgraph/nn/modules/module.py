@@ -94,6 +94,18 @@ def _note_table(m: "Module") -> None:
         trace.note_module(m)
 
 
+
+def _persistent_buffers(m: "Module") -> list:
+    """``m``'s buffers that a state dict holds. Read while a call is traced, which they
+    are is guarded: ``register_buffer(name, t, persistent=False)`` with the same tensor
+    changes no table a compiled call otherwise checks."""
+    trace = current_trace()
+    if trace is not None:
+        trace.guard_value(lambda: frozenset(m._non_persistent_buffers),
+                          frozenset(m._non_persistent_buffers),
+                          f"the non-persistent buffers of a {type(m).__name__} changed", m)
+    return [(k, b) for k, b in m._buffers.items() if k not in m._non_persistent_buffers]
+
 class Module:
     """Base class of layers and models: parameters and submodules are found by attribute."""
 
@@ -507,8 +519,7 @@ class Module:
         tensor held by two modules (tied weights) appears under both names, as in
         PyTorch, so a checkpoint of a tied model loads with ``strict=True``."""
         for mp, m in self.named_modules(remove_duplicate=False):
-            items = list(m._parameters.items()) + [
-                (k, b) for k, b in m._buffers.items() if k not in m._non_persistent_buffers]
+            items = list(m._parameters.items()) + _persistent_buffers(m)
             for name, t in items:
                 if t is not None:
                     yield (f"{mp}.{name}" if mp else name), t
@@ -536,8 +547,7 @@ class Module:
         # PyTorch's order: per module, its parameters, persistent buffers, extra state.
         for mp, m in mods:
             at = f"{mp}." if mp else ""
-            items = list(m._parameters.items()) + [
-                (k, b) for k, b in m._buffers.items() if k not in m._non_persistent_buffers]
+            items = list(m._parameters.items()) + _persistent_buffers(m)
             for name, t in items:
                 if t is not None:
                     out[at + name] = t if keep_vars else t.detach()
