@@ -437,29 +437,31 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
 
 
 def _column_sum(pg, pout, geo, eps):  # noqa: ARG001 - every routine takes eps
-    """``sum(g)`` over every row (every index of the axes other than ``axis``) into the
-    1-D ``out``: each column's float64 total takes the rows in order, as the generated
-    reduction loops add them (`lowerings.norm.column_sums`), then is cast."""
-    axis = geo[2 * _AT]
-    n = geo[axis]
+    """``sum(g)`` over every row along the last axis (every index of the first three)
+    into the 1-D ``out``: each column's float64 total takes the rows in order, as the
+    generated reduction loops add them (`lowerings.norm.column_sums`), then is cast.
+    The geometry is read in place, with no helper: a program whose one row routine this
+    is (a classifier's bias gradients) builds nothing else of the family."""
+    n = geo[3]
     if n == 0:
         return
-    e0, e1, e2, s0, s1, s2 = _outer(geo, axis)
-    sg = geo[4 + axis]
+    sg = geo[7]
     total = alloc(eps, n)
     for j in range(n):
         total[j] = 0.0
-    for i0 in range(e0):
-        for i1 in range(e1):
-            for i2 in range(e2):
-                base = geo[8] + i0 * s0 + i1 * s1 + i2 * s2
+    for i0 in range(geo[0]):
+        for i1 in range(geo[1]):
+            for i2 in range(geo[2]):
+                base = geo[8] + i0 * geo[4] + i1 * geo[5] + i2 * geo[6]
                 if sg == 1:
                     for j in range(n):
                         total[j] += np.float64(pg[base + j])
                 else:
                     for j in range(n):
                         total[j] += np.float64(pg[base + j * sg])
-    _put_totals(pout, at(geo, _AT), total, n)
+    so, bo = geo[_AT + 7], geo[_AT + 8]
+    for j in range(n):
+        pout[bo + j * so] = total[j]
     free(total)
 
 
@@ -610,7 +612,12 @@ def row_layer_norm_weight_grad(typingctx, g, x, out, axis, flags, eps):
 @intrinsic
 def row_column_sum(typingctx, g, out, axis, flags, eps):
     """``sum(g)`` over the rows along ``axis`` into the 1-D ``out`` (a bias's gradient);
-    ``flags`` and ``eps`` are not read."""
+    ``axis`` is the literal 3 (rows along the last axis of the 4-D padding), ``flags``
+    and ``eps`` are not read."""
+    if not isinstance(axis, types.IntegerLiteral):
+        return None  # Numba types the call again with the literal
+    if axis.literal_value != 3:
+        raise TypeError(f"row_column_sum sums rows along axis 3, not {axis.literal_value}")
     return _call("column_sum", (g, out), axis, flags, eps)
 
 
