@@ -555,8 +555,9 @@ def gemm_batched(typingctx, x, y, c):
 # value.
 
 
-# Called by kernels and, from Python, by the kernel IR's reference executor: no C entry.
-_POOL_JIT = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
+# Called by kernels alone (the kernel IR's reference executor runs their Python source):
+# neither a Python nor a C entry, which a fresh installation would compile for no caller.
+_POOL_JIT = HELPER_JIT
 
 
 @cached_njit(**_POOL_JIT)

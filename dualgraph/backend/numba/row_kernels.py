@@ -116,8 +116,11 @@ def _outer(ga, axis):
 
 
 @cached_njit(**HELPER_JIT)
-def _gather(p, base, step, n, work):
-    """Elements ``base + j * step`` of ``p`` (j < n) copied into ``work``, as a row."""
+def _row_ptr(p, base, step, n, work):
+    """The row of ``n`` elements of ``p`` from ``base`` on, ``step`` apart, as a pointer:
+    into ``p`` itself when they are adjacent, else ``work`` with them copied in."""
+    if step == 1:
+        return at(p, base)
     for j in range(n):
         work[j] = p[base + j * step]
     return work
@@ -134,10 +137,8 @@ def _scatter(p, base, step, n, row):
 def _param(p, ga, n, given, work):
     """A weight or bias (a row along the last axis of its own 1-D geometry) copied into
     ``work``; ones when not ``given`` (a product by one changes no bit)."""
-    if given:
-        return _gather(p, ga[8], ga[7], n, work)
     for j in range(n):
-        work[j] = 1
+        work[j] = p[ga[8] + j * ga[7]] if given else 1
     return work
 
 
@@ -212,8 +213,7 @@ def _softmax(px, pout, geo, eps):
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                xb = at_x[8] + i0 * x0 + i1 * x1 + i2 * x2
-                xr = at(px, xb) if sx == 1 else _gather(px, xb, sx, n, xw)
+                xr = _row_ptr(px, at_x[8] + i0 * x0 + i1 * x1 + i2 * x2, sx, n, xw)
                 ob = at_o[8] + i0 * o0 + i1 * o1 + i2 * o2
                 orow = at(pout, ob) if so == 1 else ow
                 m = _row_max(xr, n)
@@ -250,10 +250,8 @@ def _softmax_backward(pg, py, pout, geo, eps):
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                gb = at_g[8] + i0 * g0 + i1 * g1 + i2 * g2
-                gr = at(pg, gb) if sg == 1 else _gather(pg, gb, sg, n, gw)
-                yb = at_y[8] + i0 * y0 + i1 * y1 + i2 * y2
-                yr = at(py, yb) if sy == 1 else _gather(py, yb, sy, n, yw)
+                gr = _row_ptr(pg, at_g[8] + i0 * g0 + i1 * g1 + i2 * g2, sg, n, gw)
+                yr = _row_ptr(py, at_y[8] + i0 * y0 + i1 * y1 + i2 * y2, sy, n, yw)
                 ob = at_o[8] + i0 * o0 + i1 * o1 + i2 * o2
                 orow = at(pout, ob) if so == 1 else ow
                 if log:
@@ -310,8 +308,7 @@ def _layer_norm(px, pw, pb, pout, geo, eps):
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                xb = at_x[8] + i0 * x0 + i1 * x1 + i2 * x2
-                xr = at(px, xb) if sx == 1 else _gather(px, xb, sx, n, xw)
+                xr = _row_ptr(px, at_x[8] + i0 * x0 + i1 * x1 + i2 * x2, sx, n, xw)
                 ob = at_o[8] + i0 * o0 + i1 * o1 + i2 * o2
                 orow = at(pout, ob) if so == 1 else ow
                 mu, r, _ = _stats(xr, n, row, eps)
@@ -365,10 +362,8 @@ def _layer_norm_grads(pg, px, pw, pout, pdw, pdb, geo, eps):
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                gb = at_g[8] + i0 * g0 + i1 * g1 + i2 * g2
-                gr = at(pg, gb) if sg == 1 else _gather(pg, gb, sg, n, gw)
-                xb = at_x[8] + i0 * x0 + i1 * x1 + i2 * x2
-                xr = at(px, xb) if sx == 1 else _gather(px, xb, sx, n, xw)
+                gr = _row_ptr(pg, at_g[8] + i0 * g0 + i1 * g1 + i2 * g2, sg, n, gw)
+                xr = _row_ptr(px, at_x[8] + i0 * x0 + i1 * x1 + i2 * x2, sx, n, xw)
                 ob = at_o[8] + i0 * o0 + i1 * o1 + i2 * o2
                 orow = at(pout, ob) if so == 1 else ow
                 # a = g * w; the row's statistics, then the sums of a and of
@@ -422,10 +417,8 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                gb = at_g[8] + i0 * g0 + i1 * g1 + i2 * g2
-                gr = at(pg, gb) if sg == 1 else _gather(pg, gb, sg, n, gw)
-                xb = at_x[8] + i0 * x0 + i1 * x1 + i2 * x2
-                xr = at(px, xb) if sx == 1 else _gather(px, xb, sx, n, xw)
+                gr = _row_ptr(pg, at_g[8] + i0 * g0 + i1 * g1 + i2 * g2, sg, n, gw)
+                xr = _row_ptr(px, at_x[8] + i0 * x0 + i1 * x1 + i2 * x2, sx, n, xw)
                 mu, r, _ = _stats(xr, n, row, eps)
                 for j in range(n):
                     total[j] += np.float64(gr[j] * ((xr[j] - mu) * r))
