@@ -85,3 +85,18 @@ def test_bias_gradient_call_equals_the_loops_and_eager(dtype, tmp_path, monkeypa
     assert "row_column_sum" not in sources
     for g, e in zip(got, loops):
         dg.testing.assert_close(g, e, rtol=0, atol=0)
+
+
+def test_the_routine_sums_rows_along_the_last_axis_only():
+    # The routine reads the last axis's geometry in place; another axis is refused when
+    # the call is typed, before any unit is built.
+    import numba
+
+    from dualgraph.backend.numba import row_kernels as dgw
+
+    @numba.njit
+    def along_first(g, out):
+        dgw.row_column_sum_float32(g, out, 1, 0, 0.0)
+
+    with pytest.raises(TypeError, match="along axis 3, not 1"):
+        along_first(np.ones((4, 3), np.float32), np.zeros(3, np.float32))

@@ -34,6 +34,7 @@ from .library import HELPER_JIT, Routines
 from .raw import alloc as _alloc
 from .raw import at as _at
 from .raw import free as _free
+from .raw import zero as _zero
 
 # cblas enum values
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
@@ -554,8 +555,9 @@ def gemm_batched(typingctx, x, y, c):
 # value.
 
 
-# Called by kernels and, from Python, by the kernel IR's reference executor: no C entry.
-_POOL_JIT = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
+# Called by kernels alone (the kernel IR's reference executor runs their Python source):
+# neither a Python nor a C entry, which a fresh installation would compile for no caller.
+_POOL_JIT = HELPER_JIT
 
 
 @cached_njit(**_POOL_JIT)
@@ -714,7 +716,11 @@ def _window_columns(kj, t, w_):
     window columns whose element lies inside the image (of width ``w_``)."""
     dw, sw, pl, ow = t[3], t[5], t[7], t[9]
     b = kj * dw - pl
-    return b, max(0, (sw - 1 - b) // sw), min(ow, (w_ - 1 - b) // sw + 1)
+    # Conditionals, not ``max`` and ``min``: Numba's builtins are functions of their own,
+    # each compiled on a fresh installation's first build.
+    lo = (sw - 1 - b) // sw
+    hi = (w_ - 1 - b) // sw + 1
+    return b, lo if lo > 0 else 0, hi if hi < ow else ow
 
 
 def _gather(x, xn, g, t, cols, base, rs, zero):
@@ -730,8 +736,7 @@ def _gather(x, xn, g, t, cols, base, rs, zero):
             for kj in range(kw):
                 row = base + ((c * kh + ki) * kw + kj) * rs
                 if zero:
-                    for j in range(length):
-                        _store(cols, row + j, _zero_of(x))
+                    _zero(cols, row, length)
                 b, lo, hi = _window_columns(kj, t, w_)
                 for oy in range(oh):
                     h = oy * sh + ki * dh - pt
@@ -824,8 +829,7 @@ def _col2im(cols, res, g, t):
     """``res`` (N, C, H, W) (operand 1, C-ordered) zeroed, then each column element of
     ``cols`` (N, K, L) (operand 0, any strides) added where its window reads it."""
     n_, c_, h_, w_ = g[_CONV_AT], g[_CONV_AT + 1], g[_CONV_AT + 2], g[_CONV_AT + 3]
-    for j in range(n_ * c_ * h_ * w_):
-        _store(res, j, _zero_of(res))
+    _zero(res, 0, n_ * c_ * h_ * w_)
     for n in range(n_):
         _scatter_unit(cols, n * g[4], g[5], g[6], res, n, c_, h_, w_, t)
 
@@ -843,10 +847,13 @@ def _conv2d(x, w, bias, out, g, t):
         # The positions a window leaves unwritten are the same in every sample.
         _gather_unit(x, n * g[4], g, t, cols, 0, length, n == 0 and t[12] != 0)
         at = n * o_ * length
-        for o in range(o_):
-            v = _load(bias, o) if t[11] != 0 else _zero_of(x)
-            for j in range(length):
-                _store(out, at + o * length + j, v)
+        if t[11] != 0:
+            for o in range(o_):
+                v = _load(bias, o)
+                for j in range(length):
+                    _store(out, at + o * length + j, v)
+        else:
+            _zero(out, at, o_ * length)
         if k:
             _gemm_add(o_, length, k, w, 0, cols, 0, out, at)
     _free(cols)
@@ -887,8 +894,7 @@ def _conv2d_weight(x, g, gw, geo, t):
     length = t[8] * t[9]
     cols = _alloc(x, k * length)
     sums = _alloc(x, k * o_)
-    for j in range(k * o_):
-        _store(sums, j, _zero_of(x))
+    _zero(sums, 0, k * o_)
     for n in range(n_):
         # The positions a window leaves unwritten are the same in every sample.
         _gather_unit(x, n * geo[4], geo, t, cols, 0, length, n == 0 and t[12] != 0)
@@ -912,8 +918,7 @@ def _conv2d_input(g, w, res, geo, t):
     c_, h_, w_ = geo[2 * _CONV_AT + 1], geo[2 * _CONV_AT + 2], geo[2 * _CONV_AT + 3]
     k = c_ * t[0] * t[1]
     length = t[8] * t[9]
-    for j in range(n_ * c_ * h_ * w_):
-        _store(res, j, _zero_of(res))
+    _zero(res, 0, n_ * c_ * h_ * w_)
     if not (o_ and length):
         return
     cols = _alloc(res, k * length)

@@ -51,3 +51,22 @@ def free(typingctx, p):
         return context.get_dummy_value()
 
     return types.void(p), codegen
+
+
+@intrinsic
+def zero(typingctx, p, off, n):
+    """Zero ``n`` elements of ``p`` from ``off`` on (one ``memset``: a float's zero is
+    all zero bits), a call rather than a loop for LLVM to vectorise in each routine."""
+    def codegen(context, builder, signature, args):
+        elem = context.get_value_type(signature.args[0].dtype)
+        count = context.cast(builder, args[2], signature.args[2], types.intp)
+        size = builder.mul(count, context.get_constant(types.intp,
+                                                       context.get_abi_sizeof(elem)))
+        # No elements (a count below one) writes nothing.
+        none = context.get_constant(types.intp, 0)
+        size = builder.select(builder.icmp_signed("<", size, none), none, size)
+        start = builder.bitcast(builder.gep(args[0], [args[1]]), cgutils.voidptr_t)
+        cgutils.memset(builder, start, size, 0)
+        return context.get_dummy_value()
+
+    return types.void(p, off, n), codegen

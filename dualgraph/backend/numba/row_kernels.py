@@ -116,8 +116,11 @@ def _outer(ga, axis):
 
 
 @cached_njit(**HELPER_JIT)
-def _gather(p, base, step, n, work):
-    """Elements ``base + j * step`` of ``p`` (j < n) copied into ``work``, as a row."""
+def _row_ptr(p, base, step, n, work):
+    """The row of ``n`` elements of ``p`` from ``base`` on, ``step`` apart, as a pointer:
+    into ``p`` itself when they are adjacent, else ``work`` with them copied in."""
+    if step == 1:
+        return at(p, base)
     for j in range(n):
         work[j] = p[base + j * step]
     return work
@@ -134,10 +137,8 @@ def _scatter(p, base, step, n, row):
 def _param(p, ga, n, given, work):
     """A weight or bias (a row along the last axis of its own 1-D geometry) copied into
     ``work``; ones when not ``given`` (a product by one changes no bit)."""
-    if given:
-        return _gather(p, ga[8], ga[7], n, work)
     for j in range(n):
-        work[j] = 1
+        work[j] = p[ga[8] + j * ga[7]] if given else 1
     return work
 
 
@@ -212,8 +213,7 @@ def _softmax(px, pout, geo, eps):
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                xb = at_x[8] + i0 * x0 + i1 * x1 + i2 * x2
-                xr = at(px, xb) if sx == 1 else _gather(px, xb, sx, n, xw)
+                xr = _row_ptr(px, at_x[8] + i0 * x0 + i1 * x1 + i2 * x2, sx, n, xw)
                 ob = at_o[8] + i0 * o0 + i1 * o1 + i2 * o2
                 orow = at(pout, ob) if so == 1 else ow
                 m = _row_max(xr, n)
@@ -250,10 +250,8 @@ def _softmax_backward(pg, py, pout, geo, eps):
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                gb = at_g[8] + i0 * g0 + i1 * g1 + i2 * g2
-                gr = at(pg, gb) if sg == 1 else _gather(pg, gb, sg, n, gw)
-                yb = at_y[8] + i0 * y0 + i1 * y1 + i2 * y2
-                yr = at(py, yb) if sy == 1 else _gather(py, yb, sy, n, yw)
+                gr = _row_ptr(pg, at_g[8] + i0 * g0 + i1 * g1 + i2 * g2, sg, n, gw)
+                yr = _row_ptr(py, at_y[8] + i0 * y0 + i1 * y1 + i2 * y2, sy, n, yw)
                 ob = at_o[8] + i0 * o0 + i1 * o1 + i2 * o2
                 orow = at(pout, ob) if so == 1 else ow
                 if log:
@@ -310,8 +308,7 @@ def _layer_norm(px, pw, pb, pout, geo, eps):
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                xb = at_x[8] + i0 * x0 + i1 * x1 + i2 * x2
-                xr = at(px, xb) if sx == 1 else _gather(px, xb, sx, n, xw)
+                xr = _row_ptr(px, at_x[8] + i0 * x0 + i1 * x1 + i2 * x2, sx, n, xw)
                 ob = at_o[8] + i0 * o0 + i1 * o1 + i2 * o2
                 orow = at(pout, ob) if so == 1 else ow
                 mu, r, _ = _stats(xr, n, row, eps)
@@ -365,10 +362,8 @@ def _layer_norm_grads(pg, px, pw, pout, pdw, pdb, geo, eps):
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                gb = at_g[8] + i0 * g0 + i1 * g1 + i2 * g2
-                gr = at(pg, gb) if sg == 1 else _gather(pg, gb, sg, n, gw)
-                xb = at_x[8] + i0 * x0 + i1 * x1 + i2 * x2
-                xr = at(px, xb) if sx == 1 else _gather(px, xb, sx, n, xw)
+                gr = _row_ptr(pg, at_g[8] + i0 * g0 + i1 * g1 + i2 * g2, sg, n, gw)
+                xr = _row_ptr(px, at_x[8] + i0 * x0 + i1 * x1 + i2 * x2, sx, n, xw)
                 ob = at_o[8] + i0 * o0 + i1 * o1 + i2 * o2
                 orow = at(pout, ob) if so == 1 else ow
                 # a = g * w; the row's statistics, then the sums of a and of
@@ -422,10 +417,8 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
     for i0 in range(e0):
         for i1 in range(e1):
             for i2 in range(e2):
-                gb = at_g[8] + i0 * g0 + i1 * g1 + i2 * g2
-                gr = at(pg, gb) if sg == 1 else _gather(pg, gb, sg, n, gw)
-                xb = at_x[8] + i0 * x0 + i1 * x1 + i2 * x2
-                xr = at(px, xb) if sx == 1 else _gather(px, xb, sx, n, xw)
+                gr = _row_ptr(pg, at_g[8] + i0 * g0 + i1 * g1 + i2 * g2, sg, n, gw)
+                xr = _row_ptr(px, at_x[8] + i0 * x0 + i1 * x1 + i2 * x2, sx, n, xw)
                 mu, r, _ = _stats(xr, n, row, eps)
                 for j in range(n):
                     total[j] += np.float64(gr[j] * ((xr[j] - mu) * r))
@@ -437,29 +430,31 @@ def _layer_norm_weight_grad(pg, px, pout, geo, eps):
 
 
 def _column_sum(pg, pout, geo, eps):  # noqa: ARG001 - every routine takes eps
-    """``sum(g)`` over every row (every index of the axes other than ``axis``) into the
-    1-D ``out``: each column's float64 total takes the rows in order, as the generated
-    reduction loops add them (`lowerings.norm.column_sums`), then is cast."""
-    axis = geo[2 * _AT]
-    n = geo[axis]
+    """``sum(g)`` over every row along the last axis (every index of the first three)
+    into the 1-D ``out``: each column's float64 total takes the rows in order, as the
+    generated reduction loops add them (`lowerings.norm.column_sums`), then is cast.
+    The geometry is read in place, with no helper: a program whose one row routine this
+    is (a classifier's bias gradients) builds nothing else of the family."""
+    n = geo[3]
     if n == 0:
         return
-    e0, e1, e2, s0, s1, s2 = _outer(geo, axis)
-    sg = geo[4 + axis]
+    sg = geo[7]
     total = alloc(eps, n)
     for j in range(n):
         total[j] = 0.0
-    for i0 in range(e0):
-        for i1 in range(e1):
-            for i2 in range(e2):
-                base = geo[8] + i0 * s0 + i1 * s1 + i2 * s2
+    for i0 in range(geo[0]):
+        for i1 in range(geo[1]):
+            for i2 in range(geo[2]):
+                base = geo[8] + i0 * geo[4] + i1 * geo[5] + i2 * geo[6]
                 if sg == 1:
                     for j in range(n):
                         total[j] += np.float64(pg[base + j])
                 else:
                     for j in range(n):
                         total[j] += np.float64(pg[base + j * sg])
-    _put_totals(pout, at(geo, _AT), total, n)
+    so, bo = geo[_AT + 7], geo[_AT + 8]
+    for j in range(n):
+        pout[bo + j * so] = total[j]
     free(total)
 
 
@@ -610,7 +605,12 @@ def row_layer_norm_weight_grad(typingctx, g, x, out, axis, flags, eps):
 @intrinsic
 def row_column_sum(typingctx, g, out, axis, flags, eps):
     """``sum(g)`` over the rows along ``axis`` into the 1-D ``out`` (a bias's gradient);
-    ``flags`` and ``eps`` are not read."""
+    ``axis`` is the literal 3 (rows along the last axis of the 4-D padding), ``flags``
+    and ``eps`` are not read."""
+    if not isinstance(axis, types.IntegerLiteral):
+        return None  # Numba types the call again with the literal
+    if axis.literal_value != 3:
+        raise TypeError(f"row_column_sum sums rows along axis 3, not {axis.literal_value}")
     return _call("column_sum", (g, out), axis, flags, eps)
 
 
