@@ -257,6 +257,29 @@ def test_size_is_a_tuple_of_ints():
     assert dg.ones(2, 3).size(1) == 3
 
 
+def test_shape_is_a_size_wherever_torch_gives_one():
+    import pickle
+
+    from dualgraph.trace.tracer import trace
+
+    x, p = dg.ones(2, 3), dg.nn.Parameter(dg.ones(4))
+    z = dg.complex(dg.ones(2, 3), dg.zeros(2, 3))
+    for shape in (x.shape, x[0].shape, p.shape, z.shape, dg.view_as_real(z).shape):
+        assert type(shape) is dg.Size
+    assert x.shape == (2, 3) and hash(x.shape) == hash((2, 3)) and x.shape.numel() == 6
+    assert repr(x.shape) == "dg.Size([2, 3])" and type(x.shape[1:]) is dg.Size
+    assert pickle.loads(pickle.dumps(x.shape)) == x.shape
+    assert dg.zeros(x.shape).shape == (2, 3) and x.reshape(x.shape[::-1]).shape == (3, 2)
+    seen = []
+
+    def f(a):
+        seen.append((type(a.shape), type(a.size()), type((a * 2).shape)))
+        return a.reshape(a.shape[::-1])
+
+    trace(f, x)
+    assert seen == [(dg.Size, dg.Size, dg.Size)]
+
+
 def test_layout_queries_follow_the_array():
     x = dg.zeros(3, 4)
     assert x.stride() == (4, 1) and x.t().stride() == (1, 4) and x.stride(0) == 4
