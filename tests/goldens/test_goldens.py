@@ -34,11 +34,7 @@ TOLERANCES = {"float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
 
 # (program, mode) -> what dualgraph gets wrong. Each reason says what differs: this table is
 # the parity bug list.
-KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {
-    ("index_ops_on_scalars_and_empty", "compiled"):
-        "compiling the whole program raises IRError 'reshape of v[2, 3] to [0, 3]' (one of "
-        "the empty-index cases with another; each of them alone compiles); eager is right",
-}
+KNOWN_DIVERGENCES: dict[tuple[str, str], str] = {}
 
 MODES = ("eager", "compiled")
 
