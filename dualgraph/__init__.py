@@ -553,6 +553,10 @@ from .typeinfo import (  # noqa: E402
 for _name in _FUNCTION_METHODS:
     globals()[_name] = function_of_method(_name)
 del _name
+from .ops.surface import COPIES as _COPIES  # noqa: E402
+
+globals().update(_COPIES)
+__all__ += sorted(_COPIES)
 
 uint16 = _np.dtype(_np.uint16)
 uint32 = _np.dtype(_np.uint32)

@@ -1,6 +1,6 @@
-"""``dg.Size``, the shape type of ``Tensor.shape`` and ``Tensor.size()`` (a tuple of ints, as ``torch.Size``),
-``dg.layout``/``dg.strided``, the (only) memory layout, and the ``dg.memory_format`` values
-that ``memory_format=`` arguments accept."""
+"""``dg.Size``, the shape type of ``Tensor.shape`` and ``Tensor.size()`` (a tuple of ints,
+as ``torch.Size``), ``dg.layout``/``dg.strided``, the (only) memory layout, and the
+``dg.memory_format`` values that ``memory_format=`` arguments accept."""
 
 from __future__ import annotations
 

@@ -499,11 +499,78 @@ def split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> tuple:  # no
     return S.split(input, list(split_sizes), dim)
 
 
+# ------------------------------------------------------------------ the _copy family
+# PyTorch's ``<view>_copy`` functions: the view's values in a tensor of their own, sharing
+# no memory with ``input`` (the spellings functionalized and exported programs use).
+
+
+def _copy_of(view: Any, name: str) -> Any:
+    def copy(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        out = view(input, *args, **kwargs)
+        if isinstance(out, (list, tuple)):
+            return tuple(o.clone() for o in out)
+        return out.clone()
+
+    copy.__name__ = copy.__qualname__ = name
+    copy.__doc__ = (f"``{name[:-5]}`` of ``input`` as a new tensor that shares no memory "
+                    f"with it.\n\n    >>> dg.{name}(x, ...)")
+    return copy
+
+
+def _expand(input: Any, size: Any, *, implicit: bool = False) -> Any:  # noqa: A002
+    return input.expand(*size) if isinstance(size, (list, tuple)) else input.expand(size)
+
+
+def _slice(input: Any, dim: int = 0, start: Any = None, end: Any = None,  # noqa: A002
+           step: int = 1) -> Any:
+    d = normalize_dim("slice_copy", dim, len(input.shape))
+    return input[(slice(None),) * d + (slice(start, end, step),)]
+
+
+def _view_as_real(input: Any) -> Any:  # noqa: A002
+    from .complex import view_as_real
+
+    return view_as_real(input)
+
+
+def _view_as_complex(input: Any) -> Any:  # noqa: A002
+    from .complex import view_as_complex
+
+    return view_as_complex(input)
+
+
+# Each view written out as its method call, so tools/optable.py reads the ops it runs.
+_VIEWS: dict[str, Any] = {
+    "alias": lambda x: x,
+    "as_strided": lambda x, *a, **k: x.as_strided(*a, **k),
+    "detach": lambda x: x.detach(),
+    "diagonal": lambda x, *a, **k: x.diagonal(*a, **k),
+    "expand": _expand,
+    "narrow": lambda x, *a, **k: x.narrow(*a, **k),
+    "permute": lambda x, *a, **k: x.permute(*a, **k),
+    "select": lambda x, *a, **k: x.select(*a, **k),
+    "slice": _slice,
+    "split": lambda x, *a, **k: x.split(*a, **k),
+    "split_with_sizes": split_with_sizes,
+    "squeeze": lambda x, *a, **k: x.squeeze(*a, **k),
+    "t": lambda x: x.t(),
+    "transpose": lambda x, *a, **k: x.transpose(*a, **k),
+    "unbind": lambda x, *a, **k: x.unbind(*a, **k),
+    "unfold": lambda x, *a, **k: x.unfold(*a, **k),
+    "unsqueeze": lambda x, *a, **k: x.unsqueeze(*a, **k),
+    "view": lambda x, *a, **k: x.view(*a, **k),
+    "view_as_complex": _view_as_complex,
+    "view_as_real": _view_as_real,
+}
+COPIES: dict[str, Any] = {f"{n}_copy": _copy_of(v, f"{n}_copy") for n, v in _VIEWS.items()}
+
+
 # ---------------------------------------------------------------- Tensor methods
 # name -> function whose first argument is the tensor. `ops/mixin.py` installs each as a
 # method (unless the class defines it), and ``name_`` as its in-place form where PyTorch
 # has one (the names in `INPLACE`).
 METHODS: dict[str, Any] = {
+    "narrow_copy": COPIES["narrow_copy"],
     "addbmm": PR.addbmm, "addcdiv": M.addcdiv, "addcmul": M.addcmul, "addmm": PR.addmm,
     "addmv": PR.addmv, "addr": PR.addr, "baddbmm": PR.baddbmm, "dot": PR.dot,
     "inner": PR.inner, "mv": PR.mv, "vdot": PR.vdot,

@@ -48,6 +48,8 @@ SLOW_COMPILED: dict[str, str] = {
                           "tests/compile/test_complex.py",
     "complex_products": "complex matmul/einsum compiled: tests/compile/test_complex.py",
     "complex_polar_and_shapes": "complex shapes compiled: rotary_embedding",
+    "complex_trigonometric": "complex sin/cos/tanh/sigmoid compose real elementwise ops, "
+                             "which rotary_embedding's compiled run covers",
     # ~55 s of cold Numba compile each (the recurrent kernels are the suite's biggest).
     "recurrent_layers": "rnn_layer and rnn_layer_backward compiled == eager for every mode "
                         "(tanh, relu, LSTM, GRU; reversed; with lengths): rows-recurrent0 "

@@ -95,6 +95,11 @@ GRADIENTS = [
      + x.sum_to_size(1, 3).sum(), [(2, 3), (6,)]),
     ("fmax_nan_to_num", lambda x, y: dg.fmax(x, y) + dg.fmin(x, y) + dg.nan_to_num(x),
      [(2, 3), (2, 3)]),
+    ("view_copies", lambda x: dg.narrow_copy(x, 1, 1, 2).sum() * 2.0
+     + dg.expand_copy(x[:, :1], (2, 4)).pow(2).sum() + dg.slice_copy(x, 1, 0, None, 2).prod()
+     + dg.split_copy(x, 2, 1)[1].exp().sum() + dg.diagonal_copy(x).sum() * 3.0
+     + dg.unfold_copy(x, 1, 2, 1).pow(3).sum() + dg.permute_copy(x, (1, 0))[0].sum(),
+     [(2, 3)]),
 ]
 
 
@@ -136,6 +141,7 @@ def test_compiled_equals_eager_for_the_new_ops():
                 + dg.tensordot(x, x, ([1], [1])).sum() + x.masked_scatter(x > 0, u.reshape(-1)
                                                                          ).sum()
                 + dg.hypot(x, x * 0.5).sum() + x.renorm(2, 0, 1.0).sum()
+                + dg.narrow_copy(x, 1, 1, 2).pow(2).sum() + dg.expand_copy(x[:1], (2, 4)).sum()
                 + (dg.special.i0(x) + dg.special.i0e(x * 30.0) + dg.special.i1(x * 30.0)
                    + dg.special.i1e(x)).sum())
 
@@ -278,6 +284,21 @@ def test_shape_is_a_size_wherever_torch_gives_one():
 
     trace(f, x)
     assert seen == [(dg.Size, dg.Size, dg.Size)]
+
+
+def test_view_copies_own_their_memory():
+    x = dg.arange(24.0).reshape(2, 3, 4)
+    copies = [dg.narrow_copy(x, 1, 1, 2), x.narrow_copy(2, 0, 2), dg.t_copy(x[0]),
+              dg.expand_copy(x[:, :1], [2, 5, 4]), dg.slice_copy(x, 2, 1, None, 2),
+              dg.view_copy(x, (6, 4)), dg.alias_copy(x), dg.select_copy(x, 1, 0),
+              *dg.split_with_sizes_copy(x, [1, 2], 1), *dg.unbind_copy(x)]
+    views = [x.narrow(1, 1, 2), x.narrow(2, 0, 2), x[0].t(), x[:, :1].expand(2, 5, 4),
+             x[:, :, 1::2], x.view(6, 4), x, x.select(1, 0), *x.split([1, 2], 1), *x.unbind()]
+    for c, v in zip(copies, views, strict=True):
+        assert c.shape == v.shape and np.array_equal(c.numpy(), v.numpy())
+        c.add_(100.0)
+    assert np.array_equal(x.numpy(), np.arange(24.0).reshape(2, 3, 4))
+    assert isinstance(dg.split_copy(x, 1), tuple)
 
 
 def test_layout_queries_follow_the_array():
