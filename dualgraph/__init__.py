@@ -484,6 +484,7 @@ from .ops.surface import (  # noqa: E402
     dsplit,
     equal,
     function_of_method,
+    gradient,
     hamming_window,
     hann_window,
     hsplit,
@@ -984,6 +985,7 @@ __all__ += [
     "unique_consecutive", "use_deterministic_algorithms", "vander", "vdot", "vsplit", "xlogy",
     *_FUNCTION_METHODS,
 ]
+__all__ += ["gradient"]
 __all__ += ["as_strided_scatter", "diagonal_scatter", "index_reduce", "select_scatter",
             "slice_scatter"]
 __all__ += ["cholesky", "cholesky_inverse", "cholesky_solve", "matrix_exp", "pinverse", "qr",

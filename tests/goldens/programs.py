@@ -2101,6 +2101,14 @@ def index_ops_on_scalars_and_empty(lib, F, s, x):
             lib.scatter(x, 0, lib.tensor([[1, 0, 1]], dtype=lib.int32), 4.0))
 
 
+@program(grid((4, 5), -1.3, 2.2), grid((4,), 0.0, 3.0), source=SURF_OPS)
+def finite_differences(lib, F, x, c):
+    t = lib.cumsum(lib.exp(c), 0)  # increasing coordinates
+    return (*lib.gradient(x), *lib.gradient(x, spacing=2.0, edge_order=2),
+            *lib.gradient(x, dim=1, spacing=[0.5]), *lib.gradient(x, spacing=(t,), dim=0),
+            *lib.gradient(x, spacing=(t, lib.arange(5.0) ** 1.5), edge_order=2))
+
+
 @program(grid((2, 3, 4), -1.0, 1.2), source=SURF_OPS)
 def view_copies(lib, F, x):
     return (lib.narrow_copy(x, 1, 1, 2), x.narrow_copy(2, 1, 2),

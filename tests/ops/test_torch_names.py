@@ -95,6 +95,9 @@ GRADIENTS = [
      + x.sum_to_size(1, 3).sum(), [(2, 3), (6,)]),
     ("fmax_nan_to_num", lambda x, y: dg.fmax(x, y) + dg.fmin(x, y) + dg.nan_to_num(x),
      [(2, 3), (2, 3)]),
+    ("finite_differences", lambda x, c: dg.gradient(x, edge_order=2)[1].pow(2).sum()
+     + dg.gradient(x, spacing=(dg.cumsum(c * c + 0.5, 0),), dim=0)[0].pow(2).sum(),
+     [(4, 5), (4,)]),
     ("view_copies", lambda x: dg.narrow_copy(x, 1, 1, 2).sum() * 2.0
      + dg.expand_copy(x[:, :1], (2, 4)).pow(2).sum() + dg.slice_copy(x, 1, 0, None, 2).prod()
      + dg.split_copy(x, 2, 1)[1].exp().sum() + dg.diagonal_copy(x).sum() * 3.0
@@ -142,6 +145,7 @@ def test_compiled_equals_eager_for_the_new_ops():
                                                                          ).sum()
                 + dg.hypot(x, x * 0.5).sum() + x.renorm(2, 0, 1.0).sum()
                 + dg.narrow_copy(x, 1, 1, 2).pow(2).sum() + dg.expand_copy(x[:1], (2, 4)).sum()
+                + dg.gradient(x, edge_order=2)[1].pow(2).sum()
                 + (dg.special.i0(x) + dg.special.i0e(x * 30.0) + dg.special.i1(x * 30.0)
                    + dg.special.i1e(x)).sum())
 
@@ -213,6 +217,9 @@ def test_special_scalar_kernels_match_scipy():
     (lambda: dg.addcdiv(dg.ones(2), dg.tensor([1, 2]), dg.tensor([1, 2])), RuntimeError,
      "Integer division"),
     (lambda: dg.Size([2, 1.5]), TypeError, "ints"),
+    (lambda: dg.gradient(dg.ones(2, 3), edge_order=2), RuntimeError, "at least edge_order"),
+    (lambda: dg.gradient(dg.ones(3), spacing=[1.0, 2.0]), RuntimeError, "list of length 1"),
+    (lambda: dg.gradient(dg.ones(3), edge_order=3), RuntimeError, "edge_order=2"),
     (lambda: dg.ones(2, 3).sum_to_size(2), RuntimeError, "expandable"),
     (lambda: dg.polygamma(-1, dg.ones(2)), RuntimeError, "negative"),
     (lambda: dg.cov(dg.ones(2, 3), fweights=dg.ones(3)), RuntimeError, "integral dtype"),
