@@ -280,6 +280,8 @@ def gradient(input: Any, *, spacing: Any = 1, dim: Any = None,  # noqa: A002
     dims = (tuple(range(ndim)) if dim is None
             else tuple(dim) if isinstance(dim, (list, tuple)) else (dim,))
     dims = tuple(normalize_dim("gradient", d, ndim) for d in dims)
+    if spacing is None:
+        spacing = 1
     if isinstance(spacing, (list, tuple)):
         if len(spacing) != len(dims):
             raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "

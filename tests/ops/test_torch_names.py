@@ -308,6 +308,14 @@ def test_view_copies_own_their_memory():
     assert isinstance(dg.split_copy(x, 1), tuple)
 
 
+def test_gradient_spacing_none_is_unit_spacing():
+    x = dg.tensor([[1.0, 2.0, 4.0], [0.0, 3.0, 9.0]])
+    for got, want in zip(dg.gradient(x, spacing=None), (dg.tensor([[-1.0, 1.0, 5.0]] * 2),
+                                                         dg.tensor([[1.0, 1.5, 2.0],
+                                                                    [3.0, 4.5, 6.0]]))):
+        assert_close(got, want)
+
+
 def test_layout_queries_follow_the_array():
     x = dg.zeros(3, 4)
     assert x.stride() == (4, 1) and x.t().stride() == (1, 4) and x.stride(0) == 4
