@@ -484,6 +484,7 @@ from .ops.surface import (  # noqa: E402
     dsplit,
     equal,
     function_of_method,
+    gradient,
     hamming_window,
     hann_window,
     hsplit,
@@ -553,6 +554,10 @@ from .typeinfo import (  # noqa: E402
 for _name in _FUNCTION_METHODS:
     globals()[_name] = function_of_method(_name)
 del _name
+from .ops.surface import COPIES as _COPIES  # noqa: E402
+
+globals().update(_COPIES)
+__all__ += sorted(_COPIES)
 
 uint16 = _np.dtype(_np.uint16)
 uint32 = _np.dtype(_np.uint32)
@@ -980,6 +985,7 @@ __all__ += [
     "unique_consecutive", "use_deterministic_algorithms", "vander", "vdot", "vsplit", "xlogy",
     *_FUNCTION_METHODS,
 ]
+__all__ += ["gradient"]
 __all__ += ["as_strided_scatter", "diagonal_scatter", "index_reduce", "select_scatter",
             "slice_scatter"]
 __all__ += ["cholesky", "cholesky_inverse", "cholesky_solve", "matrix_exp", "pinverse", "qr",

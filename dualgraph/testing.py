@@ -72,7 +72,7 @@ def gradcheck(
         if err.size and err.max() > 0:
             w = np.unravel_index(int(np.argmax(err)), err.shape) if err.shape else ()
             raise GradcheckError(
-                f"gradcheck: gradient of input {i} (shape {x.shape}) mismatches at element "
+                f"gradcheck: gradient of input {i} (shape {tuple(x.shape)}) mismatches at element "
                 f"{tuple(int(v) for v in w)}: analytic {a[w]!r}, numerical {num[w]!r} "
                 f"(atol={atol}, rtol={rtol})"
             )
@@ -197,7 +197,7 @@ def _compare_leaf(actual: Any, expected: Any, rtol: float | None, atol: float | 
     a, e = _as_array(actual), _as_array(expected)
     if a.shape != e.shape:
         raise _MismatchError(
-            f"The values for attribute 'shape' do not match: {a.shape} != {e.shape}."
+            f"The values for attribute 'shape' do not match: {tuple(a.shape)} != {tuple(e.shape)}."
         )
     if check_dtype and a.dtype != e.dtype:
         raise _MismatchError(

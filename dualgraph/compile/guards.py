@@ -104,7 +104,8 @@ class CapturedGradType(Guard):
     def describe(self, now: tuple | None) -> str:
         shape, dtype, rg = self.expected
         if now is None:
-            return f"the .grad of a {self.owner.shape} tensor is None (it was not at trace time)"
+            return (f"the .grad of a {tuple(self.owner.shape)} tensor is None (it was not at "
+                    "trace time)")
         if now[2] != rg:
             return f"a captured {shape} .grad has requires_grad={now[2]} (traced with {rg})"
         return f"a captured .grad is {now[0]} {now[1]} instead of {shape} {dtype}"
@@ -129,7 +130,8 @@ class GradNone(Guard):
 
     def describe(self, now: bool) -> str:
         state = "None" if now else "set"
-        return f"the .grad of a {self.tensor.shape} tensor is {state} (it was not at trace time)"
+        return (f"the .grad of a {tuple(self.tensor.shape)} tensor is {state} (it was not at "
+                "trace time)")
 
     def emit(self, gen: Emitter) -> tuple[str, Any]:
         return f"{gen.const(self.tensor, 't')}.grad is None", self.expected
@@ -152,7 +154,7 @@ class ArgGradNone(Guard):
 
     def describe(self, now: bool) -> str:
         state = "None" if now else "set"
-        return (f"the .grad of argument {self.position} ({self.shape} tensor) is {state} "
+        return (f"the .grad of argument {self.position} ({tuple(self.shape)} tensor) is {state} "
                 f"(it was {'not ' if now else ''}None at trace time)")
 
     def emit(self, gen: Emitter) -> tuple[str, Any]:

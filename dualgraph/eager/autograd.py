@@ -833,4 +833,4 @@ def _check_hook_result(hook: Callable, g: Any, r: Any) -> None:
                            f"{data.dtype})")
     if data.shape != tuple(g.shape):
         raise RuntimeError(f"hook '{name}' has changed the size of value (was "
-                           f"{tuple(g.shape)} got {data.shape})")
+                           f"{tuple(g.shape)} got {tuple(data.shape)})")

@@ -352,7 +352,7 @@ def _check_versions(node: Any) -> None:
         if t._version[0] != v:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified "
-                f"by an inplace operation: an input of {node.name()} of shape {t.shape} "
+                f"by an inplace operation: an input of {node.name()} of shape {tuple(t.shape)} "
                 f"is at version {t._version[0]}; expected version {v} instead."
             )
 

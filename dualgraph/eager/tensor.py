@@ -29,6 +29,7 @@ from ..ops.mixin import (
     view_leaf_inplace_error,
     writes_expanded,
 )
+from ..ops.size import Size
 from . import allocator, grad_mode
 from . import autograd as _autograd
 from .autograd import (
@@ -49,6 +50,10 @@ from .storage import TypedStorage, UntypedStorage, root_array
 
 _GRAD = grad_mode.GRAD_ENABLED
 _RULES = RULES_RUNNING
+
+
+# Size's own constructor checks its elements; an array's shape needs no check.
+_new_size = tuple.__new__
 
 
 class Tensor(TensorOps):
@@ -81,9 +86,13 @@ class Tensor(TensorOps):
             self.requires_grad_(True)
 
     # ---------------------------------------------------------------- inspection
+    @property
+    def shape(self) -> Size:
+        """The shape, a `dg.Size` (a tuple of ints)."""
+        return _new_size(Size, self._data.shape)
+
     # Read in C (the array's own attribute, through the slot), with no Python frame: every
     # op and every read-back asks them.
-    shape = property(operator.attrgetter("_data.shape"), doc="The shape, a tuple of ints.")
     dtype = property(operator.attrgetter("_data.dtype"), doc="The NumPy dtype.")
     ndim = property(operator.attrgetter("_data.ndim"), doc="The number of dimensions.")
 
@@ -346,7 +355,8 @@ class Tensor(TensorOps):
                                 f"{type(value).__name__}")
             if tuple(value.shape) != self.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: got shape "
-                                   f"{tuple(value.shape)}, the tensor has shape {self.shape}")
+                                   f"{tuple(value.shape)}, the tensor has shape "
+                                   f"{tuple(self.shape)}")
         # `current_mode()` written out: a training step sets `.grad` once per parameter.
         if modes.ABOVE_BASE:  # the thread's own stack only when some thread pushed a mode
             mode = modes.MODE_STACKS.stack[-1]
@@ -441,7 +451,7 @@ class Tensor(TensorOps):
     def __bool__(self) -> bool:
         if self._data.size != 1:
             raise RuntimeError(
-                f"Boolean value of a tensor of shape {self.shape} with more than one value "
+                f"Boolean value of a tensor of shape {tuple(self.shape)} with more than one value "
                 "is ambiguous: use .any() / .all() on the NumPy array, or dg.where"
             )
         trace = modes.current_trace()
@@ -585,7 +595,7 @@ def data_swap_error() -> EagerOnlyError:
 
 def _item_error(t: Tensor) -> ValueError:
     return ValueError(f"item(): only one-element tensors can be converted to Python scalars, "
-                      f"got shape {t.shape}")
+                      f"got shape {tuple(t.shape)}")
 
 
 _GRAD_FN = Tensor.grad_fn  # the slots behind _ViewTensor's properties
@@ -1078,7 +1088,8 @@ def _check_root(t: Tensor, gradient: Any, i: int = 0) -> tuple:
     if gradient is None:
         if t._data.size != 1:
             raise RuntimeError(
-                f"grad can be implicitly created only for scalar outputs (got shape {t.shape}); "
+                f"grad can be implicitly created only for scalar outputs (got shape "
+                f"{tuple(t.shape)}); "
                 "pass gradient= of the same shape"
             )
         g = _make(_ones(t._data.shape, t._data.dtype), False, None)
@@ -1086,8 +1097,8 @@ def _check_root(t: Tensor, gradient: Any, i: int = 0) -> tuple:
         g = gradient if isinstance(gradient, Tensor) else tensor(np.asarray(gradient))
         if g.shape != t.shape:
             raise RuntimeError(
-                f"Mismatch in shape: gradient has a shape of {g.shape} and output has a shape "
-                f"of {t.shape}"
+                f"Mismatch in shape: gradient has a shape of {tuple(g.shape)} and output has a "
+                f"shape of {tuple(t.shape)}"
             )
         if g.dtype != t.dtype:
             g = g.astype(t.dtype)
@@ -1384,7 +1395,7 @@ def _format_tensor(t: Tensor) -> str:
     if data.dtype not in (default_float(), np.dtype(np.int64), np.dtype(np.bool_)):
         extras.append(f"dtype=dg.{data.dtype.name}")
     if data.size == 0 and data.ndim != 1:
-        extras.insert(0, f"size={data.shape}")
+        extras.insert(0, f"size={tuple(data.shape)}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t._rg:

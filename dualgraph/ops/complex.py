@@ -293,6 +293,27 @@ class ComplexTensor:
         m = E.exp(re)
         return ComplexTensor(None, E.mul(m, E.cos(im)), E.mul(m, E.sin(im)))
 
+    def sin(self) -> ComplexTensor:
+        re, im = self._parts()
+        return ComplexTensor(None, E.mul(E.sin(re), E.cosh(im)), E.mul(E.cos(re), E.sinh(im)))
+
+    def cos(self) -> ComplexTensor:
+        re, im = self._parts()
+        return ComplexTensor(None, E.mul(E.cos(re), E.cosh(im)),
+                             E.neg(E.mul(E.sin(re), E.sinh(im))))
+
+    def tanh(self) -> ComplexTensor:
+        # (sinh 2a + i sin 2b) / (cosh 2a + cos 2b), divided through by cosh 2a: it
+        # overflows for large |a|, where the quotient is still finite (tanh 2a + 0i).
+        re, im = self._parts()
+        a2, b2 = E.mul(re, 2.0), E.mul(im, 2.0)
+        r = E.div(1.0, E.cosh(a2))
+        den = E.add(E.mul(E.cos(b2), r), 1.0)
+        return ComplexTensor(None, E.div(E.tanh(a2), den), E.div(E.mul(E.sin(b2), r), den))
+
+    def sigmoid(self) -> ComplexTensor:
+        return _divide(1.0, _add((-self).exp(), 1.0))
+
     def log(self) -> ComplexTensor:
         re, im = self._parts()
         return ComplexTensor(None, E.mul(E.log(E.add(E.mul(re, re), E.mul(im, im))), 0.5),
@@ -664,7 +685,8 @@ def _as_complex(x: Any, dtype: Any = None) -> ComplexTensor:
 def unsupported() -> TypeError:
     """The error of a real op given a complex tensor (the same eagerly and traced)."""
     return TypeError("this op does not take complex tensors: dualgraph's complex support "
-                     "covers arithmetic, exp/log/sqrt/abs/angle/conj, matmul/einsum, sum/mean, "
+                     "covers arithmetic, exp/log/sqrt/abs/angle/conj, sin/cos/tanh/sigmoid, "
+                     "matmul/einsum, sum/mean, "
                      "the shape ops and dg.fft (docs/eager.md); apply real ops to z.real and "
                      "z.imag, or dg.view_as_real(z)")
 
@@ -837,10 +859,10 @@ def _binary_function(fn: Any) -> Any:
 # What ``dg.<name>`` does when an argument is complex.
 FUNCTIONS: dict = {
     **{n: _method(n) for n in (
-        "exp", "log", "abs", "absolute", "sqrt", "square", "reciprocal", "sgn", "neg",
-        "negative", "sum", "mean", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze",
-        "permute", "transpose", "swapaxes", "swapdims", "t", "flip", "roll", "chunk", "split",
-        "unbind", "clone", "conj_physical", "resolve_conj", "detach")},
+        "exp", "log", "sin", "cos", "tanh", "sigmoid", "abs", "absolute", "sqrt", "square",
+        "reciprocal", "sgn", "neg", "negative", "sum", "mean", "reshape", "flatten", "unflatten",
+        "squeeze", "unsqueeze", "permute", "transpose", "swapaxes", "swapdims", "t", "flip",
+        "roll", "chunk", "split", "unbind", "clone", "conj_physical", "resolve_conj", "detach")},
     "add": _binary_function(_add), "sub": _binary_function(_sub),
     "subtract": _binary_function(_sub), "mul": _binary_function(_multiply),
     "multiply": _binary_function(_multiply), "div": _binary_function(_divide),

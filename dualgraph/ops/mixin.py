@@ -29,7 +29,7 @@ from . import shape as S
 from . import strided as ST
 from .broadcast import broadcasts_to, check_python_int, normalize_axis, normalize_dim
 from .precision import AUTOCAST
-from .size import Size, strided
+from .size import strided
 
 
 def _operand(x: Any) -> Any:
@@ -441,7 +441,7 @@ class TensorOps:
 
     def size(self, dim: int | None = None) -> Any:
         """The shape as a `dg.Size` (a tuple), or the size of dim ``dim``."""
-        return Size.of(tuple(self.shape)) if dim is None else self.shape[dim]
+        return self.shape if dim is None else self.shape[dim]
 
     def numel(self) -> int:
         return int(np.prod(self.shape))

@@ -1,6 +1,6 @@
-"""``dg.Size``, the shape type of ``Tensor.size()`` (a tuple of ints, as ``torch.Size``),
-``dg.layout``/``dg.strided``, the (only) memory layout, and the ``dg.memory_format`` values
-that ``memory_format=`` arguments accept."""
+"""``dg.Size``, the shape type of ``Tensor.shape`` and ``Tensor.size()`` (a tuple of ints,
+as ``torch.Size``), ``dg.layout``/``dg.strided``, the (only) memory layout, and the
+``dg.memory_format`` values that ``memory_format=`` arguments accept."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from typing import Any
 
 
 class Size(tuple):
-    """A tensor's shape: a tuple of ints that prints as ``dg.Size([2, 3])``. ``x.size()``
-    returns one; ``x.shape`` stays a plain tuple (it is read on every op's hot path, and a
-    Size costs a construction there).
+    """A tensor's shape: a tuple of ints that prints as ``dg.Size([2, 3])``. ``x.shape`` and
+    ``x.size()`` return one (the library's own hot paths read the array's shape instead).
 
     >>> dg.ones(2, 3).size()
     dg.Size([2, 3])

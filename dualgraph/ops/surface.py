@@ -249,6 +249,80 @@ def cumulative_trapezoid(y: Any, x: Any = None, *, dx: float | None = None,
     return SC.cumsum(E.mul(avg, _spacing(x, dx, d, len(y.shape))), d)
 
 
+def _coordinate_steps(h: Any, d: int, ndim: int, n: int) -> tuple:
+    """The steps before and after each interior point and at both ends along dim ``d``:
+    numbers for a uniform spacing, tensors shaped to broadcast along ``d`` for coordinates."""
+    if not _is_tensor(h):
+        h = float(h)
+        return h, h, (h, h), (h, h)
+    if len(h.shape) != 1 or h.shape[0] != n:
+        raise RuntimeError(f"torch.gradient expected each tensor to be on the same device and "
+                           f"of size {n} along dim {d}, got a spacing tensor of shape "
+                           f"{tuple(h.shape)}")
+    steps = S.reshape(E.sub(h[1:], h[:-1]), (n - 1,) + (1,) * (ndim - 1 - d))
+    return steps[:-1], steps[1:], (steps[0], steps[1] if n > 2 else steps[0]), \
+        (steps[-2] if n > 2 else steps[-1], steps[-1])
+
+
+def gradient(input: Any, *, spacing: Any = 1, dim: Any = None,  # noqa: A002
+             edge_order: int = 1) -> tuple:
+    """The derivative of ``input`` estimated by central differences along each dim in
+    ``dim`` (all by default), one-sided of order ``edge_order`` at the ends. ``spacing`` is
+    one number, one number per dim, or one tensor of coordinates per dim.
+
+    >>> dg.gradient(dg.tensor([1.0, 2.0, 4.0, 7.0]))
+    (tensor([1.0000, 1.5000, 2.5000, 3.0000]),)
+    """
+    ndim = len(input.shape)
+    if edge_order not in (1, 2):
+        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2, got "
+                           f"{edge_order}")
+    dims = (tuple(range(ndim)) if dim is None
+            else tuple(dim) if isinstance(dim, (list, tuple)) else (dim,))
+    dims = tuple(normalize_dim("gradient", d, ndim) for d in dims)
+    if spacing is None:
+        spacing = 1
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
+                               f"a list of length {len(dims)}, but got a list of length "
+                               f"{len(spacing)}")
+        spacings = list(spacing)
+    else:
+        spacings = [spacing] * len(dims)
+    x = input if np.issubdtype(np.dtype(input.dtype), np.inexact) else S.astype(
+        input, default_float())
+    out = []
+    for d, h in zip(dims, spacings):
+        n = input.shape[d]
+        if n < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+        dx1, dx2, (h0, h1), (hm, hn) = _coordinate_steps(h, d, ndim, n)
+
+        def at(start: int, length: int, d: int = d) -> Any:
+            return S.narrow(x, d, start, length)
+
+        parts = []
+        if edge_order == 1:
+            parts.append((at(1, 1) - at(0, 1)) / h0)
+        else:
+            parts.append(at(0, 1) * (-(2 * h0 + h1) / (h0 * (h0 + h1)))
+                         + at(1, 1) * ((h0 + h1) / (h0 * h1)) + at(2, 1) * (-h0 / (h1 * (h0 + h1))))
+        if n > 2:
+            parts.append(at(0, n - 2) * (-dx2 / (dx1 * (dx1 + dx2)))
+                         + at(1, n - 2) * ((dx2 - dx1) / (dx1 * dx2))
+                         + at(2, n - 2) * (dx1 / (dx2 * (dx1 + dx2))))
+        if edge_order == 1:
+            parts.append((at(n - 1, 1) - at(n - 2, 1)) / hn)
+        else:
+            parts.append(at(n - 3, 1) * (hn / (hm * (hm + hn)))
+                         + at(n - 2, 1) * (-(hn + hm) / (hm * hn))
+                         + at(n - 1, 1) * ((2 * hn + hm) / (hn * (hm + hn))))
+        out.append(S.concatenate(parts, d))
+    return tuple(out)
+
+
 def _window(fn: str, make: Any) -> Any:
     def window(window_length: int, periodic: bool = True, *, dtype: Any = None,
                device: Any = None, layout: Any = None, requires_grad: bool = False,
@@ -499,11 +573,78 @@ def split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> tuple:  # no
     return S.split(input, list(split_sizes), dim)
 
 
+# ------------------------------------------------------------------ the _copy family
+# PyTorch's ``<view>_copy`` functions: the view's values in a tensor of their own, sharing
+# no memory with ``input`` (the spellings functionalized and exported programs use).
+
+
+def _copy_of(view: Any, name: str) -> Any:
+    def copy(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        out = view(input, *args, **kwargs)
+        if isinstance(out, (list, tuple)):
+            return tuple(o.clone() for o in out)
+        return out.clone()
+
+    copy.__name__ = copy.__qualname__ = name
+    copy.__doc__ = (f"``{name[:-5]}`` of ``input`` as a new tensor that shares no memory "
+                    f"with it.\n\n    >>> dg.{name}(x, ...)")
+    return copy
+
+
+def _expand(input: Any, size: Any, *, implicit: bool = False) -> Any:  # noqa: A002
+    return input.expand(*size) if isinstance(size, (list, tuple)) else input.expand(size)
+
+
+def _slice(input: Any, dim: int = 0, start: Any = None, end: Any = None,  # noqa: A002
+           step: int = 1) -> Any:
+    d = normalize_dim("slice_copy", dim, len(input.shape))
+    return input[(slice(None),) * d + (slice(start, end, step),)]
+
+
+def _view_as_real(input: Any) -> Any:  # noqa: A002
+    from .complex import view_as_real
+
+    return view_as_real(input)
+
+
+def _view_as_complex(input: Any) -> Any:  # noqa: A002
+    from .complex import view_as_complex
+
+    return view_as_complex(input)
+
+
+# Each view written out as its method call, so tools/optable.py reads the ops it runs.
+_VIEWS: dict[str, Any] = {
+    "alias": lambda x: x,
+    "as_strided": lambda x, *a, **k: x.as_strided(*a, **k),
+    "detach": lambda x: x.detach(),
+    "diagonal": lambda x, *a, **k: x.diagonal(*a, **k),
+    "expand": _expand,
+    "narrow": lambda x, *a, **k: x.narrow(*a, **k),
+    "permute": lambda x, *a, **k: x.permute(*a, **k),
+    "select": lambda x, *a, **k: x.select(*a, **k),
+    "slice": _slice,
+    "split": lambda x, *a, **k: x.split(*a, **k),
+    "split_with_sizes": split_with_sizes,
+    "squeeze": lambda x, *a, **k: x.squeeze(*a, **k),
+    "t": lambda x: x.t(),
+    "transpose": lambda x, *a, **k: x.transpose(*a, **k),
+    "unbind": lambda x, *a, **k: x.unbind(*a, **k),
+    "unfold": lambda x, *a, **k: x.unfold(*a, **k),
+    "unsqueeze": lambda x, *a, **k: x.unsqueeze(*a, **k),
+    "view": lambda x, *a, **k: x.view(*a, **k),
+    "view_as_complex": _view_as_complex,
+    "view_as_real": _view_as_real,
+}
+COPIES: dict[str, Any] = {f"{n}_copy": _copy_of(v, f"{n}_copy") for n, v in _VIEWS.items()}
+
+
 # ---------------------------------------------------------------- Tensor methods
 # name -> function whose first argument is the tensor. `ops/mixin.py` installs each as a
 # method (unless the class defines it), and ``name_`` as its in-place form where PyTorch
 # has one (the names in `INPLACE`).
 METHODS: dict[str, Any] = {
+    "narrow_copy": COPIES["narrow_copy"],
     "addbmm": PR.addbmm, "addcdiv": M.addcdiv, "addcmul": M.addcmul, "addmm": PR.addmm,
     "addmv": PR.addmv, "addr": PR.addr, "baddbmm": PR.baddbmm, "dot": PR.dot,
     "inner": PR.inner, "mv": PR.mv, "vdot": PR.vdot,

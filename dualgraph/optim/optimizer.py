@@ -882,7 +882,7 @@ class Optimizer:
         for group in self.param_groups:
             for p in dict.__getitem__(group, "params"):
                 g = p.grad
-                if g is not None and tuple(g.shape) != tuple(p.shape):
+                if g is not None and g.shape != p.shape:
                     raise RuntimeError(
                         f"{type(self).__name__}.step(): the gradient of a parameter of shape "
                         f"{tuple(p.shape)} has shape {tuple(g.shape)}; nothing was updated")

@@ -41,6 +41,7 @@ from ..ops.mixin import (
     view_leaf_inplace_error,
     writes_expanded,
 )
+from ..ops.size import Size
 
 # Reads of a tracer's requires_grad from these parts of the package are the trace's own
 # bookkeeping (recording ops, differentiating), not a program deciding what to do.
@@ -102,8 +103,8 @@ class Tracer(TensorOps):
         return Tensor
 
     @property
-    def shape(self) -> tuple:
-        return tuple(self.node.shape)
+    def shape(self) -> Size:
+        return Size.of(tuple(self.node.shape))
 
     @property
     def dtype(self) -> np.dtype:
@@ -773,7 +774,7 @@ class TraceContext(Mode):
         loc = user_location(3)
         code = source_line(loc)
         raise EagerOnlyError(
-            f"{loc + ': ' if loc else ''}an in-place op on an argument of shape {arg.shape} "
+            f"{loc + ': ' if loc else ''}an in-place op on an argument of shape {tuple(arg.shape)} "
             f"that requires grad and is not a leaf (its grad_fn is {arg.grad_fn.name()})"
             f"{': ' + code if code else ''}. Eager mode moves the argument's autograd "
             "history onto the in-place op; a compiled call cannot yet. Change a copy inside "

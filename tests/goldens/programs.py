@@ -2101,6 +2101,27 @@ def index_ops_on_scalars_and_empty(lib, F, s, x):
             lib.scatter(x, 0, lib.tensor([[1, 0, 1]], dtype=lib.int32), 4.0))
 
 
+@program(grid((4, 5), -1.3, 2.2), grid((4,), 0.0, 3.0), source=SURF_OPS)
+def finite_differences(lib, F, x, c):
+    t = lib.cumsum(lib.exp(c), 0)  # increasing coordinates
+    return (*lib.gradient(x), *lib.gradient(x, spacing=2.0, edge_order=2),
+            *lib.gradient(x, dim=1, spacing=[0.5]), *lib.gradient(x, spacing=(t,), dim=0),
+            *lib.gradient(x, spacing=(t, lib.arange(5.0) ** 1.5), edge_order=2))
+
+
+@program(grid((2, 3, 4), -1.0, 1.2), source=SURF_OPS)
+def view_copies(lib, F, x):
+    return (lib.narrow_copy(x, 1, 1, 2), x.narrow_copy(2, 1, 2),
+            lib.expand_copy(x[:, :1], (2, 3, 4)), lib.slice_copy(x, 2, 1, None, 2),
+            lib.slice_copy(x, 0, -1), lib.view_copy(x, (6, 4)), lib.permute_copy(x, (2, 0, 1)),
+            lib.transpose_copy(x, 0, 2), lib.t_copy(x[0]), lib.select_copy(x, 1, 2),
+            lib.diagonal_copy(x, 1, 1, 2), lib.squeeze_copy(x[:, :1]),
+            lib.unsqueeze_copy(x, 1), lib.unfold_copy(x, 2, 2, 1), lib.alias_copy(x),
+            lib.as_strided_copy(x, (2, 2), (1, 3)),
+            *lib.split_copy(x, 2, 2), *lib.split_with_sizes_copy(x, [1, 2], 1),
+            *lib.unbind_copy(x, 0))
+
+
 @program(grid((3, 5), -2.0, 2.1), grid((5,), 0.2, 1.9), source=SURF_OPS)
 def cov_weighted(lib, F, x, a):
     f = lib.tensor([1, 2, 0, 3, 1])
@@ -2248,6 +2269,14 @@ def complex_arithmetic(lib, F, x, y):
             lib.view_as_real(lib.exp(z)), lib.view_as_real(z.conj() * r), z.real * z.imag,
             lib.view_as_real(z.sum(1)), lib.view_as_real(z.mean()),
             lib.view_as_real(z ** 2), lib.view_as_real(z.reciprocal()))
+
+
+@program(grid((2, 3, 2), -1.2, 1.4), source=COMPLEX)
+def complex_trigonometric(lib, F, x):
+    z = lib.view_as_complex(x)
+    return (lib.view_as_real(lib.sin(z)), lib.view_as_real(z.cos()),
+            lib.view_as_real(lib.tanh(z)), lib.view_as_real(lib.sigmoid(z * 2.0)),
+            lib.view_as_real(z.tanh() * z.sin()))
 
 
 @program(grid((2, 3, 2), -1.2, 1.4), grid((3, 4, 2), 0.4, 1.7), grid((3, 4), -0.5, 0.6),

@@ -95,6 +95,14 @@ GRADIENTS = [
      + x.sum_to_size(1, 3).sum(), [(2, 3), (6,)]),
     ("fmax_nan_to_num", lambda x, y: dg.fmax(x, y) + dg.fmin(x, y) + dg.nan_to_num(x),
      [(2, 3), (2, 3)]),
+    ("finite_differences", lambda x, c: dg.gradient(x, edge_order=2)[1].pow(2).sum()
+     + dg.gradient(x, spacing=(dg.cumsum(c * c + 0.5, 0),), dim=0)[0].pow(2).sum(),
+     [(4, 5), (4,)]),
+    ("view_copies", lambda x: dg.narrow_copy(x, 1, 1, 2).sum() * 2.0
+     + dg.expand_copy(x[:, :1], (2, 4)).pow(2).sum() + dg.slice_copy(x, 1, 0, None, 2).prod()
+     + dg.split_copy(x, 2, 1)[1].exp().sum() + dg.diagonal_copy(x).sum() * 3.0
+     + dg.unfold_copy(x, 1, 2, 1).pow(3).sum() + dg.permute_copy(x, (1, 0))[0].sum(),
+     [(2, 3)]),
 ]
 
 
@@ -136,6 +144,8 @@ def test_compiled_equals_eager_for_the_new_ops():
                 + dg.tensordot(x, x, ([1], [1])).sum() + x.masked_scatter(x > 0, u.reshape(-1)
                                                                          ).sum()
                 + dg.hypot(x, x * 0.5).sum() + x.renorm(2, 0, 1.0).sum()
+                + dg.narrow_copy(x, 1, 1, 2).pow(2).sum() + dg.expand_copy(x[:1], (2, 4)).sum()
+                + dg.gradient(x, edge_order=2)[1].pow(2).sum()
                 + (dg.special.i0(x) + dg.special.i0e(x * 30.0) + dg.special.i1(x * 30.0)
                    + dg.special.i1e(x)).sum())
 
@@ -207,6 +217,9 @@ def test_special_scalar_kernels_match_scipy():
     (lambda: dg.addcdiv(dg.ones(2), dg.tensor([1, 2]), dg.tensor([1, 2])), RuntimeError,
      "Integer division"),
     (lambda: dg.Size([2, 1.5]), TypeError, "ints"),
+    (lambda: dg.gradient(dg.ones(2, 3), edge_order=2), RuntimeError, "at least edge_order"),
+    (lambda: dg.gradient(dg.ones(3), spacing=[1.0, 2.0]), RuntimeError, "list of length 1"),
+    (lambda: dg.gradient(dg.ones(3), edge_order=3), RuntimeError, "edge_order=2"),
     (lambda: dg.ones(2, 3).sum_to_size(2), RuntimeError, "expandable"),
     (lambda: dg.polygamma(-1, dg.ones(2)), RuntimeError, "negative"),
     (lambda: dg.cov(dg.ones(2, 3), fweights=dg.ones(3)), RuntimeError, "integral dtype"),
@@ -255,6 +268,52 @@ def test_size_is_a_tuple_of_ints():
     assert isinstance(s[1:], dg.Size) and s[1:] == (3, 4) and s[-1] == 4
     assert dg.Size([2]) + (3,) == dg.Size([2, 3]) and dg.zeros(s).shape == (2, 3, 4)
     assert dg.ones(2, 3).size(1) == 3
+
+
+def test_shape_is_a_size_wherever_torch_gives_one():
+    import pickle
+
+    from dualgraph.trace.tracer import trace
+
+    x, p = dg.ones(2, 3), dg.nn.Parameter(dg.ones(4))
+    z = dg.complex(dg.ones(2, 3), dg.zeros(2, 3))
+    for shape in (x.shape, x[0].shape, p.shape, z.shape, dg.view_as_real(z).shape):
+        assert type(shape) is dg.Size
+    assert x.shape == (2, 3) and hash(x.shape) == hash((2, 3)) and x.shape.numel() == 6
+    assert repr(x.shape) == "dg.Size([2, 3])" and type(x.shape[1:]) is dg.Size
+    assert pickle.loads(pickle.dumps(x.shape)) == x.shape
+    assert dg.zeros(x.shape).shape == (2, 3) and x.reshape(x.shape[::-1]).shape == (3, 2)
+    seen = []
+
+    def f(a):
+        seen.append((type(a.shape), type(a.size()), type((a * 2).shape)))
+        return a.reshape(a.shape[::-1])
+
+    trace(f, x)
+    assert seen == [(dg.Size, dg.Size, dg.Size)]
+
+
+def test_view_copies_own_their_memory():
+    x = dg.arange(24.0).reshape(2, 3, 4)
+    copies = [dg.narrow_copy(x, 1, 1, 2), x.narrow_copy(2, 0, 2), dg.t_copy(x[0]),
+              dg.expand_copy(x[:, :1], [2, 5, 4]), dg.slice_copy(x, 2, 1, None, 2),
+              dg.view_copy(x, (6, 4)), dg.alias_copy(x), dg.select_copy(x, 1, 0),
+              *dg.split_with_sizes_copy(x, [1, 2], 1), *dg.unbind_copy(x)]
+    views = [x.narrow(1, 1, 2), x.narrow(2, 0, 2), x[0].t(), x[:, :1].expand(2, 5, 4),
+             x[:, :, 1::2], x.view(6, 4), x, x.select(1, 0), *x.split([1, 2], 1), *x.unbind()]
+    for c, v in zip(copies, views, strict=True):
+        assert c.shape == v.shape and np.array_equal(c.numpy(), v.numpy())
+        c.add_(100.0)
+    assert np.array_equal(x.numpy(), np.arange(24.0).reshape(2, 3, 4))
+    assert isinstance(dg.split_copy(x, 1), tuple)
+
+
+def test_gradient_spacing_none_is_unit_spacing():
+    x = dg.tensor([[1.0, 2.0, 4.0], [0.0, 3.0, 9.0]])
+    for got, want in zip(dg.gradient(x, spacing=None), (dg.tensor([[-1.0, 1.0, 5.0]] * 2),
+                                                         dg.tensor([[1.0, 1.5, 2.0],
+                                                                    [3.0, 4.5, 6.0]]))):
+        assert_close(got, want)
 
 
 def test_layout_queries_follow_the_array():

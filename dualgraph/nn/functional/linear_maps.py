@@ -33,7 +33,8 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Any:
     wshape = weight.shape
     ndim = len(xshape)
     if ndim < 1:
-        raise ValueError(f"linear: input must have at least 1 dimension, got shape {x.shape}")
+        raise ValueError(f"linear: input must have at least 1 dimension, got shape "
+                         f"{tuple(x.shape)}")
     if xshape[-1] != wshape[-1]:
         raise ValueError(
             f"linear: input of shape {tuple(xshape)} does not match weight of shape "

@@ -48,7 +48,7 @@ def _reduce(loss: Any, reduction: str) -> Any:
 
 
 def _same_shape(name: str, a: Any, b: Any) -> None:
-    if tuple(a.shape) != tuple(b.shape):
+    if a.shape != b.shape:
         raise ValueError(
             f"{name}: input shape {tuple(a.shape)} and target shape {tuple(b.shape)} differ"
         )

@@ -647,8 +647,8 @@ class Module:
             arr = array_of(v) if isinstance(v, Tensor) else np.asarray(v)
             if arr.shape != p.shape:
                 errors.append(
-                    f"size mismatch for {k}: copying a param with shape {arr.shape} from "
-                    f"checkpoint, the shape in current model is {p.shape}."
+                    f"size mismatch for {k}: copying a param with shape {tuple(arr.shape)} from "
+                    f"checkpoint, the shape in current model is {tuple(p.shape)}."
                 )
             values[k] = arr
         if errors:

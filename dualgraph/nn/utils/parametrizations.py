@@ -157,7 +157,8 @@ class _Orthogonal(Module):
 
     def right_inverse(self, Q: Any) -> Any:  # noqa: N803
         if tuple(Q.shape) != self.shape:
-            raise ValueError(f"Expected a matrix or batch of matrices of shape {self.shape}. "
+            raise ValueError(f"Expected a matrix or batch of matrices of shape "
+                             f"{tuple(self.shape)}. "
                              f"Got a tensor of shape {tuple(Q.shape)}.")
         with no_grad():
             return self._right_inverse(Q.detach())

@@ -95,7 +95,7 @@ class BasePruningMethod(RecomputedWeight):
         scores = _array(current if importance_scores is None else importance_scores)
         if scores.shape != tuple(param.shape):
             raise ValueError(f"importance_scores should have the same shape as parameter "
-                             f"{name} of {module}: {scores.shape} vs {tuple(param.shape)}")
+                             f"{name} of {module}: {tuple(scores.shape)} vs {tuple(param.shape)}")
         mask = method._narrowed_mask(scores, old).astype(param.dtype)
         if previous is None:
             del module._parameters[name]
@@ -196,8 +196,8 @@ class CustomFromMask(BasePruningMethod):
 
     def _narrowed_mask(self, scores: np.ndarray, old: np.ndarray) -> np.ndarray:
         if self.mask.shape != old.shape:
-            raise ValueError(f"custom mask shape {self.mask.shape} differs from the "
-                             f"parameter's {old.shape}")
+            raise ValueError(f"custom mask shape {tuple(self.mask.shape)} differs from the "
+                             f"parameter's {tuple(old.shape)}")
         return self.compute_mask(scores, old)
 
 

@@ -20,6 +20,7 @@ from .shape import (
     finish_lines,
     fresh,
     is_last,
+    line_count,
     line_result,
     lines,
     nest,
@@ -159,8 +160,7 @@ def _gather_axis(node: Node, args: list, out: str) -> kir.Block:
     x, idx = node.inputs
     axis = node.attrs["axis"]
     squeezed = _squeezed_index(idx, x)
-    n = x.shape[axis] if x.shape else 1
-    m = math.prod(x.shape) // n if n else 0
+    m = line_count(tuple(x.shape), axis) if x.shape else 1
     k = 1 if squeezed or not idx.shape else idx.shape[axis]
     block, r = line_result(node, squeezed or is_last(node, axis), out, m, k)
     t, _, _ = lines(block, args[0].buf, tuple(x.shape), axis, f"{out}_t")
@@ -180,7 +180,7 @@ def _scatter_add_axis(node: Node, args: list, out: str) -> kir.Block:
         m, k = math.prod(src.shape), 1
     else:
         k = src.shape[axis] if src.shape else 1
-        m = math.prod(src.shape) // k if k else 0
+        m = line_count(tuple(src.shape), axis) if src.shape else 1
     block, r = line_result(node, is_last(node, axis), out, m, size, fill=0)
     if squeezed:
         t = reshaped(block, args[0].buf, (m, 1), f"{out}_t")

@@ -67,6 +67,12 @@ def transposed(block: kir.Block, base: kir.Buffer, axes: tuple, name: str) -> ki
                 layout)
 
 
+def line_count(shape: tuple, axis: int) -> int:
+    """How many lines along ``axis`` a value of ``shape`` has (nonzero when only the axis
+    is empty: a scatter into an empty axis still fills its target's lines)."""
+    return math.prod(d for i, d in enumerate(shape) if i != axis)
+
+
 def lines(block: kir.Block, buf: kir.Buffer, shape: tuple, axis: int | None,
           name: str) -> tuple[kir.Buffer, int, int]:
     """``buf`` (holding a value of ``shape``) as a (lines, length) array with ``axis`` last
@@ -76,8 +82,7 @@ def lines(block: kir.Block, buf: kir.Buffer, shape: tuple, axis: int | None,
         n = math.prod(shape)
         return reshaped(block, buf, (1, n), name), 1, n
     perm = tuple(d for d in range(len(shape)) if d != axis) + (axis,)
-    n = shape[axis]
-    m = math.prod(shape) // n if n else 0
+    n, m = shape[axis], line_count(shape, axis)
     moved = transposed(block, buf, perm, f"{name}m")
     return reshaped(block, moved, (m, n), name), m, n
 
