@@ -38,19 +38,6 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return erf(x)
 
 
-# float32 arrays from this size run as `compiled_loops`' loops (the NumPy passes' bits in
-# 7 passes and two exps instead of about 33 passes); below it their calls cost more than
-# the passes they save.
-COMPILED_LOOPS_FROM = 16384
-_SQRT_HALF_32 = np.float32(_SQRT_HALF)
-_INV_SQRT_2PI_32 = np.float32(_INV_SQRT_2PI)
-
-
-def _compiled_loops(x: np.ndarray) -> bool:
-    return (x.dtype == np.float32 and x.size >= COMPILED_LOOPS_FROM
-            and x.flags.c_contiguous)
-
-
 def _floated(x: np.ndarray) -> np.ndarray:
     return x if x.dtype.kind == "f" else x.astype(float_dtype(x.dtype))
 
@@ -68,10 +55,6 @@ def _gelu_keep(x: np.ndarray) -> tuple:
     same operations: eagerly, the backward then runs no ``erf``."""
     # The composition's operations in its order: (x * 0.5) * (erf(x * sqrt(1/2)) + 1).
     x = _floated(x)
-    if _compiled_loops(x):
-        from . import compiled_loops as CL
-
-        return CL.gelu_keep(x, _SQRT_HALF_32)
     cdf = _erf(np.multiply(x, _SQRT_HALF))
     np.add(cdf, 1.0, out=cdf)
     out = np.multiply(x, 0.5)
@@ -92,14 +75,6 @@ def _gelu_grad(g: np.ndarray, x: np.ndarray, erf1: np.ndarray | None) -> np.ndar
     """`_gelu_backward_impl`, given ``erf1 = erf(x / sqrt(2)) + 1`` as the forward computed
     it (`_gelu_keep`), or ``None``."""
     x = _floated(np.asarray(x))
-    g = np.asarray(g)
-    if (_compiled_loops(x) and g.dtype == x.dtype and g.shape == x.shape
-            and g.flags.c_contiguous and (erf1 is None or erf1.flags.c_contiguous)):
-        from . import compiled_loops as CL
-
-        if erf1 is None:
-            erf1 = CL.gelu_keep(x, _SQRT_HALF_32)[1]
-        return CL.gelu_grad(g, x, erf1, _INV_SQRT_2PI_32)
     if erf1 is None:
         cdf = _erf(np.multiply(x, _SQRT_HALF))
         np.add(cdf, 1.0, out=cdf)
@@ -112,6 +87,7 @@ def _gelu_grad(g: np.ndarray, x: np.ndarray, erf1: np.ndarray | None) -> np.ndar
     np.multiply(pdf, _INV_SQRT_2PI, out=pdf)
     np.multiply(pdf, x, out=pdf)
     np.add(cdf, pdf, out=cdf)
+    g = np.asarray(g)
     if g.shape == cdf.shape and np.result_type(g, cdf) == cdf.dtype:
         return np.multiply(g, cdf, out=cdf)  # a fresh array of the result's layout
     return np.multiply(g, cdf)

@@ -156,12 +156,6 @@ def _put_impl(x: Any, v: Any, idx: np.ndarray, dims: tuple, accumulate: bool = F
     return out
 
 
-# From this many values (and in a float dtype) `_add_rows` is one compiled loop
-# (`compiled_loops.add_rows`, the same additions in the same order); below it the rounds'
-# few NumPy calls cost less than the loop's call.
-COMPILED_LOOPS_FROM = 16384
-
-
 def _add_rows(out: np.ndarray, v: np.ndarray, rows: np.ndarray) -> bool:
     """``np.add.at(out, rows, v)`` along the first axis (an embedding's or a row gather's
     gradient), by rounds: the values sorted by row (stably), round ``k`` adds every row's
@@ -174,12 +168,6 @@ def _add_rows(out: np.ndarray, v: np.ndarray, rows: np.ndarray) -> bool:
     vals = np.broadcast_to(v, rows.shape + out.shape[1:]).reshape(rows.size, -1)
     rows = rows.reshape(-1)
     rows = np.where(rows < 0, rows + n, rows)
-    if (vals.size >= COMPILED_LOOPS_FROM and vals.dtype.kind == "f" and vals.dtype == out.dtype
-            and vals.flags.c_contiguous):
-        from . import compiled_loops as CL
-
-        CL.add_rows(out.reshape(n, -1), vals, rows)
-        return True
     order = np.argsort(rows, kind="stable")
     srt = rows[order]
     starts = np.flatnonzero(np.concatenate(([True], srt[1:] != srt[:-1])))
