@@ -116,8 +116,8 @@ def check_inplace_shape(name: str, shape: tuple, other: tuple) -> None:
         raise RuntimeError(f"in-place {name}: shapes {shape} and {other} cannot be broadcast "
                            "together") from None
     if out != shape:
-        raise RuntimeError(f"in-place {name}: output with shape {shape} doesn't match the "
-                           f"broadcast shape {out}")
+        raise RuntimeError(f"in-place {name}: output with shape {tuple(shape)} doesn't match "
+                           f"the broadcast shape {tuple(out)}")
 
 
 def check_copy_shape(shape: tuple, src: tuple) -> None:
@@ -125,7 +125,8 @@ def check_copy_shape(shape: tuple, src: tuple) -> None:
     if src == shape or not src:
         return
     if not broadcasts_to(src, shape):
-        raise RuntimeError(f"copy_: source of shape {src} cannot be broadcast to {shape}")
+        raise RuntimeError(f"copy_: source of shape {tuple(src)} cannot be broadcast to "
+                           f"{tuple(shape)}")
 
 
 def cast_error(name: str, result: np.dtype, dtype: np.dtype) -> RuntimeError:
