@@ -94,7 +94,6 @@ def _note_table(m: "Module") -> None:
         trace.note_module(m)
 
 
-
 def _persistent_buffers(m: "Module") -> list:
     """``m``'s buffers that a state dict holds. Read while a call is traced, which they
     are is guarded: ``register_buffer(name, t, persistent=False)`` with the same tensor
@@ -105,6 +104,7 @@ def _persistent_buffers(m: "Module") -> list:
                           frozenset(m._non_persistent_buffers),
                           f"the non-persistent buffers of a {type(m).__name__} changed", m)
     return [(k, b) for k, b in m._buffers.items() if k not in m._non_persistent_buffers]
+
 
 class Module:
     """Base class of layers and models: parameters and submodules are found by attribute."""
