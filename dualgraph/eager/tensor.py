@@ -399,9 +399,7 @@ class Tensor(TensorOps):
                 f"{self._data.dtype} (convert with .float() first)"
             )
         if bool(requires_grad) != self._rg:
-            trace = modes.current_trace()
-            if trace is not None:
-                trace.note_requires_grad(self, bool(requires_grad))
+            _note_requires_grad(self, bool(requires_grad))
         self._rg = bool(requires_grad)
         self._node = None
         return self
@@ -480,6 +478,8 @@ class Tensor(TensorOps):
         return t
 
     def detach_(self) -> "Tensor":
+        if self._rg:
+            _note_requires_grad(self, False)
         self.grad_fn = None
         self._rg = False
         self._node = None
@@ -581,6 +581,14 @@ class Tensor(TensorOps):
                 n = Node("const", (), {"value": self._data}, self._data.shape, self._data.dtype)
             self._node = n
         return n
+
+
+def _note_requires_grad(t: Tensor, value: bool) -> None:
+    """``t``'s ``requires_grad`` is about to become ``value`` (``requires_grad_``,
+    ``detach_``): a running trace is told first, and may refuse."""
+    trace = modes.current_trace()
+    if trace is not None:
+        trace.note_requires_grad(t, value)
 
 
 def data_swap_error() -> EagerOnlyError:

@@ -108,6 +108,29 @@ def test_a_parameter_frozen_inside_the_step_gets_eager_gradients() -> None:
         dg.compile(bound(g, d), tiered=False, strict=True)(x)
 
 
+def test_a_parameter_detached_in_place_inside_the_step_gets_eager_gradients() -> None:
+    # detach_() turns requires_grad off as requires_grad_(False) does: the read before it
+    # still gives the parameter its gradient, eagerly, so the signature runs eagerly.
+    def run(compiled):
+        dg.manual_seed(3)
+        w = nn.Linear(3, 1).weight
+
+        def step(x):
+            a = (w * x).sum()
+            w.detach_()
+            return a + (w * x * 2).sum()
+
+        f = dg.compile(step, tiered=False) if compiled else step
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            f(dg.ones(3)).backward()
+        return w.grad.numpy(), w.requires_grad, [str(c.message) for c in caught]
+
+    eager, compiled = run(False), run(True)
+    assert np.array_equal(eager[0], compiled[0]) and eager[1] is compiled[1] is False
+    assert any("requires_grad_(False) on a tensor from outside" in m for m in compiled[2])
+
+
 def test_a_tensor_made_inside_may_become_a_leaf(runner):
     def f(x):
         w = dg.ones(3)
