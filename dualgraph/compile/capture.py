@@ -8,6 +8,7 @@ new values and `restore_grads` puts the old ones back, for the compiled call to 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import random
@@ -47,10 +48,12 @@ from .guards import (
     ModuleClass,
     ModuleHookTable,
     ModuleTable,
+    PartialContents,
     PlainValue,
     TrainingFlag,
     Value,
     defaults_key,
+    partial_key,
     snapshot,
 )
 from .plan import RuntimeScalar, Slot
@@ -242,6 +245,10 @@ class CallTraceContext(TraceContext):
         for k, v in d.items():
             if isinstance(v, Tensor):
                 self.note_attr_tensor(d, k, v, f"{type(module).__name__}.{k}")
+            elif isinstance(v, functools.partial):
+                # ``self.act = partial(F.leaky_relu, negative_slope=0.1)``: eager mode calls
+                # what it binds now.
+                self.reads[("partial", id(v))] = PartialContents(v)
             elif tensor_tree(v) and not _holds_tracer(v, self):
                 # (One holding traced values was set by the trace: `restore_attrs`.)
                 self.note_attr_tree(d, k, v, f"{type(module).__name__}.{k}")
@@ -584,6 +591,9 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
     raw = function_of(fn)
     if raw is not None and (raw.__defaults__ or raw.__kwdefaults__):
         ctx.reads[("defaults", id(raw))] = Defaults(raw)
+    bound = partial_of(fn)
+    if bound is not None:
+        ctx.reads[("partial", id(bound))] = PartialContents(bound)
     owner = getattr(fn, "__self__", None)
     if isinstance(owner, Module):
         # A compiled method of a module (``dg.compile(model.score)``) reads its module's
@@ -599,6 +609,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
     default_rng = rng()
     generators = _generator_states(fn)
     spaces = _global_spaces(fn)
+    contents = _container_contents(fn, spaces)
     modes = _global_modes()
     raised = None
     try:
@@ -634,6 +645,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             ctx.attr_writes, attr_error = [], e
         drew = _restore_python_streams(streams) or _restore_generators(generators)
         rebound = _restore_globals(ctx, spaces)
+        stored = _restore_containers(ctx, contents)
         switched = _restore_global_modes(modes)
         if raised is not None and (ctx.writes or grad_writes):
             # Eagerly the tensors written before the error keep their new values (an
@@ -665,6 +677,12 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             "computes (global x; x = ...), which a compiled call does not write back",
             "Keep the state in a tensor changed in place (x.copy_(...)) or on a module "
             "attribute, or return it from the function.")
+    if stored:
+        raise runs_eagerly(
+            fn, f"stores a value it computes in the list or dict "
+            f"{' and '.join(map(repr, stored))} (history.append(loss), state['h'] = h), "
+            "which a compiled call does not write back",
+            "Return the value and store it outside the compiled function.")
     if switched:
         raise runs_eagerly(
             fn, f"leaves {switched} changed when it returns, which a compiled call would do "
@@ -723,17 +741,28 @@ def _environ_getitem(env: Any, key: Any) -> Any:
 
 
 def function_of(fn: Any) -> types.FunctionType | None:
-    """The Python function under a method or wrappers, or None."""
+    """The Python function under a method, wrappers or a `functools.partial`, or None."""
     fn = inspect.unwrap(fn)
+    while isinstance(fn, functools.partial):
+        fn = inspect.unwrap(fn.func)
     fn = getattr(fn, "__func__", fn)
     return fn if isinstance(fn, types.FunctionType) else None
 
 
+def partial_of(fn: Any) -> functools.partial | None:
+    """The `functools.partial` ``fn`` is (under wrappers), or None."""
+    fn = inspect.unwrap(fn)
+    return fn if isinstance(fn, functools.partial) else None
+
+
 def defaults_of(fn: Any) -> tuple:
-    """The defaults of the Python function under ``fn`` (methods and wrappers), as
-    `guards.defaults_key` compares them."""
-    fn = function_of(fn)
-    return (None, None) if fn is None else defaults_key(fn)
+    """The defaults of the Python function under ``fn`` (methods, wrappers, a partial), as
+    `guards.defaults_key` compares them, with what a partial binds (`guards.partial_key`):
+    a partial's keywords are defaults of its signature."""
+    f = function_of(fn)
+    p = partial_of(fn)
+    return ((None, None) if f is None else defaults_key(f),
+            None if p is None else partial_key(p))
 
 
 def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = None,
@@ -1003,10 +1032,13 @@ def _global_spaces(fn: Any) -> list:
 
 def _restore_globals(ctx: CallTraceContext, spaces: list) -> list:
     """Put back every global of ``spaces`` the trace set to a value holding its traced
-    tensors; returns their names."""
+    tensors; returns their names. (A list or dict still bound to its name but changed in
+    place is `_restore_containers`'s.)"""
     rebound = []
     for space, before in spaces:
         for name, v in list(space.items()):
+            if v is before.get(name, MISSING) and isinstance(v, (list, dict)):
+                continue
             if isinstance(v, Tracer) and v._ctx is ctx or _holds_tracer(v, ctx):
                 rebound.append(name)
                 if name in before:
@@ -1014,6 +1046,56 @@ def _restore_globals(ctx: CallTraceContext, spaces: list) -> list:
                 else:
                     del space[name]
     return rebound
+
+
+_CONTAINER_DEPTH = 3  # lists and dicts nested this deep are put back
+
+
+def _container_contents(fn: Any, spaces: list) -> list:
+    """``(name, container, contents)`` for the lists and dicts that the function's globals
+    (``spaces``) and closure variables hold, nested ones too (`_contents`): a trace that
+    stores a traced value in one (``history.append(loss)``, ``state["h"] = h``) changes
+    it in place, which the compiled call would not repeat."""
+    named = [(name, v) for space, _ in spaces for name, v in space.items()]
+    for f in _python_functions(fn):
+        if f is not None and f.__closure__:
+            for name, cell in zip(f.__code__.co_freevars, f.__closure__):
+                try:
+                    named.append((name, cell.cell_contents))
+                except ValueError:  # an empty cell
+                    pass
+    out: list = []
+    seen: set = set()
+    for name, v in named:
+        _contents(name, v, out, seen, 0)
+    return out
+
+
+def _contents(name: str, v: Any, out: list, seen: set, depth: int) -> None:
+    if type(v) not in (list, dict) or id(v) in seen or depth >= _CONTAINER_DEPTH:
+        return
+    seen.add(id(v))
+    items = list(v) if type(v) is list else dict(v)
+    out.append((name, v, items))
+    for e in items if type(v) is list else items.values():
+        _contents(name, e, out, seen, depth + 1)
+
+
+def _restore_containers(ctx: CallTraceContext, contents: list) -> list:
+    """Put back the contents of every container of ``contents`` (`_container_contents`)
+    the trace left holding its traced tensors; returns their names."""
+    changed = []
+    for name, v, items in contents:
+        now = list(v) if type(v) is list else list(v.values())
+        if any(isinstance(e, Tracer) and e._ctx is ctx for e in now):
+            if type(v) is list:
+                v[:] = items
+            else:
+                v.clear()
+                v.update(items)
+            if name not in changed:
+                changed.append(name)
+    return changed
 
 
 def _restore_generators(before: list) -> str | None:

@@ -446,6 +446,46 @@ class Defaults(Guard):
             (f"{d}[{gen.const(k, 'name')}] is {gen.const(v.value, 'v')}", True) for k, v in kw]
 
 
+class PartialContents(Guard):
+    """What a `functools.partial` binds (`partial_key`): eager mode calls its ``func`` with
+    its ``args`` and the items of its ``keywords`` as they are at the call, and the dict
+    may be changed in place (``p.keywords["scale"] = 3.0``)."""
+
+    __slots__ = ("partial",)
+
+    def __init__(self, p: functools.partial) -> None:
+        self.partial = p
+        self.expected = partial_key(p)
+
+    def now(self, args: tuple) -> tuple:
+        return partial_key(self.partial)
+
+    def describe(self, now: tuple) -> str:
+        return f"what the functools.partial of {_name_of(self.partial.func)} binds changed"
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        parts = self.emit_parts(gen)
+        return f"({''.join(e + ', ' for e, _ in parts)})", tuple(x for _, x in parts)
+
+    def emit_parts(self, gen: Emitter) -> list[tuple[str, Any]]:
+        # As `Defaults`: a keyword gone raises KeyError, and the general path says why.
+        p = gen.const(self.partial, "partial")
+        func, args, kw = self.expected
+        d = f"{p}.keywords"
+        return [(f"{p}.func is {gen.const(func.value, 'v')}", True),
+                (f"{p}.args is {gen.const(args.value, 'v')}", True), (f"len({d})", len(kw))] + [
+            (f"{d}[{gen.const(k, 'name')}] is {gen.const(v.value, 'v')}", True) for k, v in kw]
+
+
+def _name_of(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+def partial_key(p: functools.partial) -> tuple:
+    """A partial's ``func``, ``args`` and each ``keywords`` value, by identity (`Same`)."""
+    return (Same(p.func), Same(p.args), tuple([(k, Same(v)) for k, v in p.keywords.items()]))
+
+
 class Same:
     """A value a guard compares by identity (``==`` is ``is``), whatever its type's
     ``__eq__`` does (an array's is elementwise)."""

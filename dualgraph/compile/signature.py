@@ -12,6 +12,7 @@ keeps guards on them (`guards`), checked before the entry is reused.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import types
@@ -47,6 +48,7 @@ from .guards import (
     Identity,
     ItemIdentity,
     ModuleTable,
+    PartialContents,
     PlainValue,
     Value,
     cell_value,
@@ -451,6 +453,12 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
 
     def guard(name: str, v: Any, table: Any, kind: str) -> None:
         """``table``: the globals dict holding ``name``, or the closure cell."""
+        if isinstance(v, functools.partial):
+            # Eager mode calls what the partial binds now (its keywords dict changes in
+            # place), and the code of its function.
+            items.append(PartialContents(v))
+            if _is_user_function(v.func):
+                visit(v.func)
         if isinstance(v, watched) or _is_code(v):
             what = f"{kind} {name!r} was rebound"
             items.append(CellIdentity(table, v, what) if kind == "closure variable"
