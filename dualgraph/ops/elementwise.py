@@ -951,8 +951,28 @@ DIV = register(OpDef(
     "div", _promoting(np.true_divide, floating=True), _div_infer, _div_vjp, "DivBackward0",
     saves=(0, 1), saves_for=(1, None), elementwise=True,
 ))
+def _power(x: Any, y: Any, out: np.ndarray | None = None) -> np.ndarray:
+    """``np.power`` with PyTorch's integer powers: NumPy refuses a negative integer
+    exponent in an array; PyTorch gives the truncated ``1 / x ** -y`` (1 for a base of 1,
+    +-1 by parity for -1, else 0), as the compiled kernels do."""
+    try:
+        return np.power(x, y) if out is None else np.power(x, y, out=out)
+    except ValueError:
+        x, y = np.asarray(x), np.asarray(y)
+        neg = y < 0
+        r = np.power(x, np.where(neg, 0, y).astype(y.dtype))
+        odd = (y % 2) != 0
+        small = ((x == 1) | ((x == -1) & ~odd)).astype(r.dtype) - \
+            ((x == -1) & odd).astype(r.dtype)
+        r = np.where(neg, small, r)
+        if out is None:
+            return r
+        np.copyto(out, r, casting="same_kind")
+        return out
+
+
 POW = register(OpDef(
-    "pow", _promoting(np.power), _pow_infer, _pow_vjp, "PowBackward0",
+    "pow", _promoting(_power), _pow_infer, _pow_vjp, "PowBackward0",
     saves=(0, 1), elementwise=True, vjp_arrays=_pow_vjp_arrays,
 ))
 NEG = register(OpDef(
