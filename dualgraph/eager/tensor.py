@@ -493,6 +493,8 @@ class Tensor(TensorOps):
         if self._rg:
             raise RuntimeError("cannot resize variables that require grad")
         if shape != self._data.shape:
+            if modes.current_trace() is not None:
+                raise _resize_error()
             new = np.zeros(shape, self._data.dtype)
             n = min(new.size, self._data.size)
             new.reshape(-1)[:n] = self._data.reshape(-1)[:n]
@@ -594,11 +596,24 @@ def _note_requires_grad(t: Tensor, value: bool) -> None:
 def data_swap_error() -> EagerOnlyError:
     """The error of ``p.data = value`` inside a traced call, naming the user's line: the
     compiled call would not swap the data, so the call runs eagerly."""
-    loc = user_location(3)
-    return EagerOnlyError(
-        f"{loc + ': ' if loc else ''}p.data = value inside a compiled function swaps the "
-        "tensor's data, which the compiled call does not follow; this signature runs "
-        "eagerly. Write the values in place instead (with torch.no_grad(): p.copy_(value))")
+    return _eager_only_at(
+        "p.data = value inside a compiled function swaps the tensor's data, which the "
+        "compiled call does not follow; this signature runs eagerly. Write the values in "
+        "place instead (with torch.no_grad(): p.copy_(value))")
+
+
+def _resize_error() -> EagerOnlyError:
+    """The error of ``t.resize_(shape)`` to a new shape inside a traced call: the trace
+    would resize ``t`` once, and the compiled call never."""
+    return _eager_only_at(
+        "resize_() to a new shape inside a compiled function gives the tensor a new "
+        "array, which the compiled call does not follow; this signature runs eagerly. "
+        "Resize outside the compiled function, or make a new tensor of the shape inside")
+
+
+def _eager_only_at(what: str) -> EagerOnlyError:
+    loc = user_location(4)
+    return EagerOnlyError(f"{loc + ': ' if loc else ''}{what}")
 
 
 def _item_error(t: Tensor) -> ValueError:
