@@ -146,6 +146,12 @@ class Mode(abc.ABC):
         nothing."""
         return None
 
+    def note_shape_read(self, t: Any) -> None:
+        """Eager tensor ``t``'s shape is being read. A compiling mode guards it, as the
+        program may depend on it without reading the data (``x * buf.shape[0]``). The base
+        mode does nothing."""
+        return None
+
     def constant_value(self, t: Any) -> Any:
         """The value of this mode's tensor ``t`` when it is the same on every run (made
         only from constants: ``eye(n).roll(1, 0)``), as a NumPy array; else None. An op
@@ -211,6 +217,9 @@ class _FunctionMode(Mode):
 
     def note_requires_grad(self, t: Any, value: bool) -> None:
         self.below.note_requires_grad(t, value)
+
+    def note_shape_read(self, t: Any) -> None:
+        self.below.note_shape_read(t)
 
     def constant_value(self, t: Any) -> Any:
         return self.below.constant_value(t)

@@ -80,6 +80,8 @@ class CallTraceContext(TraceContext):
     def __init__(self) -> None:
         super().__init__(lift_as_input=lambda t: True)
         self.reads: dict = {}
+        # Eager tensors from outside whose shape the function read (`note_shape_read`).
+        self.shape_reads: dict = {}
         self.runtime: list = []
         self._runtime_nodes: dict = {}
         self.arg_index: dict = {}  # id of an argument tensor -> its position
@@ -146,6 +148,10 @@ class CallTraceContext(TraceContext):
             if arr is not None:
                 self.baked.append(BakedArray(arr, copy, loc))
         self._copied = []
+
+    def note_shape_read(self, t: Any) -> None:
+        if id(t) not in self.made:
+            self.shape_reads.setdefault(id(t), t)
 
     def note_missing(self, owner: Any, name: str) -> None:
         """``owner.name`` was looked up on a module and is absent (``hasattr``, ``getattr``

@@ -331,12 +331,14 @@ def capture_guards(ctx: CallTraceContext,
                 pin_attr(ctx, t)
                 sources.append(CapturedTensor(t))
                 items.append(CapturedType(t))
-    read = {id(t) for t, _ in ctx.captured}
-    for t, _ in ctx.writes.values():
-        if id(t) not in read and id(t) not in arg_index:
-            # Written without being read (``buf.copy_(x)``): the call writes the result
-            # into its array, so it must still have the traced shape and dtype (``buf.data
-            # = ...`` or ``resize_`` between calls would be written past, or broadcast).
+    # Written without being read (``buf.copy_(x)``): the call writes the result into its
+    # array, so it must keep the traced shape and dtype (``buf.data = ...`` or ``resize_``
+    # between calls would be written past, or broadcast). Its shape read alone (``x *
+    # buf.shape[0]``): the trace baked it in.
+    typed = {id(t) for t, _ in ctx.captured} | arg_index.keys()
+    for t in [t for t, _ in ctx.writes.values()] + list(ctx.shape_reads.values()):
+        if id(t) not in typed:
+            typed.add(id(t))
             items.append(CapturedType(t))
     for t in ctx.grad_assumed_none:
         if id(t) in arg_index:

@@ -89,6 +89,8 @@ class Tensor(TensorOps):
     @property
     def shape(self) -> Size:
         """The shape, a `dg.Size` (a tuple of ints)."""
+        if modes.ABOVE_BASE:
+            _note_shape_read(self)
         return _new_size(Size, self._data.shape)
 
     # Read in C (the array's own attribute, through the slot), with no Python frame: every
@@ -591,6 +593,14 @@ def _note_requires_grad(t: Tensor, value: bool) -> None:
     trace = modes.current_trace()
     if trace is not None:
         trace.note_requires_grad(t, value)
+
+
+def _note_shape_read(t: Tensor) -> None:
+    """``t.shape`` is read (``size()``, ``dim()``, ``numel()``, ``len()`` too): a running
+    trace is told, since the program may use it without reading ``t``'s data."""
+    trace = modes.current_trace()
+    if trace is not None:
+        trace.note_shape_read(t)
 
 
 def data_swap_error() -> EagerOnlyError:
