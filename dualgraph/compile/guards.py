@@ -410,7 +410,25 @@ class LeafHooks(Value):
         return f"({gen.const(HOOK_EPOCH, 'epoch')}[0] == {get}.epoch or {get}())", True
 
 
-class Defaults(Guard):
+class _PartsGuard(Guard):
+    """A guard whose generated check is the tuple of its `emit_parts`."""
+
+    __slots__ = ()
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        parts = self.emit_parts(gen)
+        return f"({''.join(e + ', ' for e, _ in parts)})", tuple(x for _, x in parts)
+
+
+def _same_items(gen: Emitter, d: str, items: tuple) -> list[tuple[str, Any]]:
+    """The checks that dict ``d`` (source) holds ``items`` (``(key, Same(value))``): its
+    length, then each value by identity (a key gone raises KeyError: the general path
+    says why)."""
+    return [(f"len({d})", len(items))] + [
+        (f"{d}[{gen.const(k, 'name')}] is {gen.const(v.value, 'v')}", True) for k, v in items]
+
+
+class Defaults(_PartsGuard):
     """A Python function's defaults (`defaults_key`: ``__defaults__`` by identity, the
     items of ``__kwdefaults__`` by identity): a call binds them before the key is made, so
     one after they are set anew must not take an entry's generated call path, which has
@@ -429,10 +447,6 @@ class Defaults(Guard):
     def describe(self, now: tuple) -> str:
         return f"the defaults of {self.fn.__name__} changed"
 
-    def emit(self, gen: Emitter) -> tuple[str, Any]:
-        parts = self.emit_parts(gen)
-        return f"({''.join(e + ', ' for e, _ in parts)})", tuple(x for _, x in parts)
-
     def emit_parts(self, gen: Emitter) -> list[tuple[str, Any]]:
         # Attribute reads and subscripts, no call: a keyword default gone raises KeyError,
         # and the generated call takes the general path, which says why (`now`).
@@ -441,12 +455,10 @@ class Defaults(Guard):
         kw = self.expected[1]
         if kw is None:
             return parts + [(f"{f}.__kwdefaults__", None)]
-        d = f"{f}.__kwdefaults__"
-        return parts + [(f"len({d})", len(kw))] + [
-            (f"{d}[{gen.const(k, 'name')}] is {gen.const(v.value, 'v')}", True) for k, v in kw]
+        return parts + _same_items(gen, f"{f}.__kwdefaults__", kw)
 
 
-class PartialContents(Guard):
+class PartialContents(_PartsGuard):
     """What a `functools.partial` binds (`partial_key`): eager mode calls its ``func`` with
     its ``args`` and the items of its ``keywords`` as they are at the call, and the dict
     may be changed in place (``p.keywords["scale"] = 3.0``)."""
@@ -463,18 +475,12 @@ class PartialContents(Guard):
     def describe(self, now: tuple) -> str:
         return f"what the functools.partial of {_name_of(self.partial.func)} binds changed"
 
-    def emit(self, gen: Emitter) -> tuple[str, Any]:
-        parts = self.emit_parts(gen)
-        return f"({''.join(e + ', ' for e, _ in parts)})", tuple(x for _, x in parts)
-
     def emit_parts(self, gen: Emitter) -> list[tuple[str, Any]]:
-        # As `Defaults`: a keyword gone raises KeyError, and the general path says why.
         p = gen.const(self.partial, "partial")
         func, args, kw = self.expected
-        d = f"{p}.keywords"
         return [(f"{p}.func is {gen.const(func.value, 'v')}", True),
-                (f"{p}.args is {gen.const(args.value, 'v')}", True), (f"len({d})", len(kw))] + [
-            (f"{d}[{gen.const(k, 'name')}] is {gen.const(v.value, 'v')}", True) for k, v in kw]
+                (f"{p}.args is {gen.const(args.value, 'v')}", True),
+                *_same_items(gen, f"{p}.keywords", kw)]
 
 
 def _name_of(fn: Any) -> str:
