@@ -265,10 +265,24 @@ def phases(workload: str, quick: bool = False) -> None:
     print(f"| **total** | **{total:.2f}** | |")
 
 
+def signature_only(body: str) -> tuple[str, str]:
+    """``body`` (a kernel function's source as `lower` makes it) cut to its ``def`` line
+    and ``return 0``, and the function's name: compiled with the same argument types, what
+    the function's arguments alone cost (their unboxing, the Python entry, each array
+    value the function holds)."""
+    for line in body.splitlines():
+        if line.startswith("def "):
+            return f"{line}\n    return 0", line[4:line.index("(")]
+    raise ValueError("no function definition in the kernel source")
+
+
 def profile(workload: str, segment_lines: int | None = None, quick: bool = False,
-            reverse: bool = False, graphs: list | None = None) -> list:
+            reverse: bool = False, graphs: list | None = None,
+            signatures: bool = False) -> list:
     """One row per part of the workload's kernels (``graphs``: these `step_graphs`
-    instead), its first compile timed; shared parts are marked, not compiled again."""
+    instead), its first compile timed; shared parts are marked, not compiled again.
+    ``signatures``: each row also times the compile of the part's `signature_only`
+    (``signature``) and counts its arguments (``args``)."""
     from dualgraph.backend.numba import build, cache, compile_dispatcher
 
     rows = []
@@ -303,6 +317,12 @@ def profile(workload: str, segment_lines: int | None = None, quick: bool = False
                              "wall": wall, "llvm": llvm.seconds - l0,
                              "lines": owner.lowered.source.count("\n") + 1,
                              "first": first[:60], "counts": dict(counts(owner.lowered.ir))})
+                if signatures:
+                    stub, name = signature_only(owner.lowered.code)
+                    fn, _, _ = cache.load(stub, name, owner.parallel, False, owner.contract)
+                    t0 = time.thread_time()
+                    compile_dispatcher(fn, None, tuple(s))
+                    rows[-1].update(signature=time.thread_time() - t0, args=len(s))
     rows.append({"by_function": {k: (by_fn.count[k], v) for k, v in by_fn.own.items()}})
     return rows
 

@@ -2,7 +2,7 @@
 parts of split kernels), how many are distinct, and the CPU time of a cold compile.
 
     PYTHONPATH=. python -m tests.programs.compile_census PROGRAM [--lines] [--no-compile]
-        [--functions]
+        [--functions [--signatures]]
 
 PROGRAM: mingpt, nanogpt, makemore-KIND (transformer, mlp, rnn, gru, bow), the
 pytorch/examples programs (mnist, vae, dcgan, regression, wlm-LSTM, wlm-Transformer), or a
@@ -17,7 +17,9 @@ compile process (``DUALGRAPH_COMPILE_JOBS=1`` unless set), and reports CPU secon
 this process (`time.process_time`): on a loaded machine wall time says little.
 ``--no-compile`` lowers and splits the kernels but compiles nothing (the census only).
 ``--functions`` prints instead where the compile goes: each distinct function compiled
-alone, the costliest first (thread CPU seconds, Numba's LLVM share).
+alone, the costliest first (thread CPU seconds, Numba's LLVM share); with
+``--signatures`` also each function's arguments and the CPU of compiling them alone (its
+``def`` line and ``return 0``, `compile_profile.signature_only`).
 """
 
 from __future__ import annotations
@@ -200,23 +202,28 @@ def program_graphs(program: str) -> list:
     return seen
 
 
-def functions(program: str, top: int = 12) -> None:
+def functions(program: str, top: int = 12, signatures: bool = False) -> None:
     """Print where the program's cold compile goes: each distinct function of its kernels
     compiled alone from an empty cache (`compile_profile.profile`), the costliest first,
-    by thread CPU seconds, with Numba's LLVM share of each."""
+    by thread CPU seconds, with Numba's LLVM share of each; ``signatures``: with its
+    arguments and the CPU of compiling them alone."""
     from tools.compile_profile import profile
 
-    rows = profile(program, graphs=program_graphs(program))
+    rows = profile(program, graphs=program_graphs(program), signatures=signatures)
     fns = [r for r in rows if "cpu" in r]
     total, llvm = sum(r["cpu"] for r in fns), sum(r["llvm"] for r in fns)
     shared = sum(1 for r in rows if r.get("shared"))
+    sig = (f"; signatures {sum(r['signature'] for r in fns):.2f} s for "
+           f"{sum(r['args'] for r in fns)} arguments" if signatures else "")
     print(f"{program}: {len(fns)} distinct functions ({shared} parts shared), "
-          f"{total:.2f} CPU s, LLVM {llvm:.2f} s; Numba's start {rows[0]['warm_up']:.2f} s "
-          f"(load average {os.getloadavg()[0]:.1f})")
-    print("| CPU s | LLVM s | lines | first op |")
-    print("|---|---|---|---|")
+          f"{total:.2f} CPU s, LLVM {llvm:.2f} s{sig}; Numba's start "
+          f"{rows[0]['warm_up']:.2f} s (load average {os.getloadavg()[0]:.1f})")
+    extra = (" arguments | signature CPU s |", "---|---|") if signatures else ("", "")
+    print(f"| CPU s | LLVM s | lines |{extra[0]} first op |")
+    print(f"|---|---|---|{extra[1]}---|")
     for r in sorted(fns, key=lambda r: -r["cpu"])[:top]:
-        print(f"| {r['cpu']:.2f} | {r['llvm']:.2f} | {r['lines']} | `{r['first']}` |")
+        cols = f" {r['args']} | {r['signature']:.2f} |" if signatures else ""
+        print(f"| {r['cpu']:.2f} | {r['llvm']:.2f} | {r['lines']} |{cols} `{r['first']}` |")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -226,11 +233,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lines", action="store_true", help="print each distinct function")
     ap.add_argument("--functions", action="store_true",
                     help="time each distinct function's compile alone instead")
+    ap.add_argument("--signatures", action="store_true",
+                    help="with --functions: also each function's arguments compiled alone")
     ns = ap.parse_args(argv)
     os.environ.setdefault("DUALGRAPH_COMPILE_JOBS", "1")
     os.environ["DUALGRAPH_TIERED"] = "0"
     if ns.functions:
-        functions(ns.program)
+        functions(ns.program, signatures=ns.signatures)
         return
     with tempfile.TemporaryDirectory(prefix="dg-census-") as d:
         os.environ["DUALGRAPH_CACHE_DIR"] = d

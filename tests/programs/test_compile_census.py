@@ -39,3 +39,39 @@ def test_dcgans_discriminator_passes_share_their_functions():
     assert len(thrice) >= 3
     assert max(r["codes"].values()) == 24  # Adam: 11 parameters of D, 13 of G
     assert r["distinct"] <= 9
+
+
+def test_a_function_cut_to_its_signature_keeps_its_def_line():
+    from tools.compile_profile import signature_only
+
+    body = "def part(a0, w0, o0):\n    n0 = a0.shape[0]\n    for i0 in range(n0):\n" \
+           "        o0[i0] = a0[i0]\n    return 0"
+    stub, name = signature_only(body)
+    assert (stub, name) == ("def part(a0, w0, o0):\n    return 0", "part")
+
+
+def test_the_function_profile_times_each_functions_signature(tmp_path, monkeypatch):
+    """A one-function kernel taken as `dg.compile` hands it over, profiled with
+    ``signatures``: its row counts the arguments and times their compile alone."""
+    import numpy as np
+
+    import dualgraph as dg
+    from tools.compile_profile import TakenError, build_swapped, profile
+
+    monkeypatch.setitem(os.environ, "DUALGRAPH_CACHE_DIR", str(tmp_path))
+    seen: list = []
+
+    def take(graph, *args, write_to=None, **kw):
+        seen.append((graph, dict(write_to or {})))
+        raise TakenError
+
+    with build_swapped(take):
+        try:
+            dg.compile(lambda x, y: (x * y + 1.0).sum(), tiered=False)(
+                dg.tensor(np.ones(8, np.float32)), dg.tensor(np.ones(8, np.float32)))
+        except TakenError:
+            pass
+    rows = [r for r in profile("", graphs=seen, signatures=True) if "cpu" in r]
+    assert len(rows) == 1
+    assert rows[0]["args"] == 3  # x, y and the result
+    assert rows[0]["signature"] > 0
