@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._location import PKG
+from ..dtypes import DEFAULT_FLOAT
 from ..eager.tensor import Tensor
 from ..modes import current_trace
 from ..ops.mixin import TensorOps
@@ -150,9 +151,91 @@ class SymbolicInt:
         return self._need(f".{name}")
 
 
+class SymbolicFloat(SymbolicInt):
+    """A Python ``float`` argument (or a NumPy ``float64``) while a compiled call traces it
+    as a 0-d float64 input.
+
+    ``+ - *`` with numbers, ``/`` by a nonzero number, unary ``-`` and ``abs()`` give
+    another `SymbolicFloat`, computed in the graph in float64 (Python's own double
+    arithmetic); meeting a float tensor it is converted to the tensor's dtype and meeting
+    an integer or bool one to the default float dtype, as a Python float operand is (``x
+    * lam``, ``x ** lam``, ``dg.where(c, x, lam)``). Anything that needs the value itself
+    (a comparison, ``int()``, ``math.sqrt``, NumPy, a division by it that may raise
+    ``ZeroDivisionError``) raises `NeedsValue`: the argument is then keyed by value.
+    """
+
+    __slots__ = ()
+
+    @property
+    def __class__(self) -> type:  # noqa: D105
+        if sys._getframe(1).f_code.co_filename.startswith(PKG):
+            return SymbolicFloat
+        return float
+
+    def operands_met(self, ins: tuple) -> None:
+        """The tracer's hook: beside a float32 or float64 tensor the 0-d float64 input
+        takes that tensor's dtype, as a Python float does (a bool condition may come
+        along: ``dg.where(c, x, lam)``); with an integer tensor, or alone, it would make
+        the result float64 where a Python float gives the default dtype."""
+        own = self._t.node
+        floats = False
+        for n in ins:
+            dtype = getattr(n, "dtype", None)
+            if n is own or dtype is None or dtype.kind == "b":
+                continue
+            if dtype not in (np.float32, np.float64):
+                self._need(f"with a {dtype} tensor")
+            floats = floats or bool(getattr(n, "shape", ()))
+        if not floats:
+            self._need("an operand of an op without a float tensor")
+
+    def _as_operand_of(self, other: Any) -> Any:
+        dtype = other.dtype
+        if dtype.kind in "iub":
+            dtype = DEFAULT_FLOAT[0]
+        elif dtype not in (np.float32, np.float64):
+            return self._need(f"with a {dtype} tensor")
+        return self._t.to(dtype)
+
+    def _bin(self, other: Any, fn: Callable, name: str, reflected: bool = False) -> Any:
+        if isinstance(other, TensorOps):
+            a = self._as_operand_of(other)
+            return fn(other, a) if reflected else fn(a, other)
+        # Python's float ``//``, ``%`` and ``**`` (and a division by this value, which
+        # raises at zero) are not what the graph's ops compute in every case.
+        if name not in ("+", "-", "*", "/") or (name == "/" and reflected):
+            return self._need(f"{name} with a number")
+        if isinstance(other, SymbolicInt):
+            if name == "/":
+                return self._need("/ by a traced number")
+            o = other._t
+        elif type(other) in (int, float) or isinstance(other, (np.integer, np.floating)):
+            o = float(other)
+            if name == "/" and o == 0.0:
+                return self._need("/ by zero")
+        else:
+            return self._need(f"{name} with a {type(other).__name__}")
+        return SymbolicFloat(fn(o, self._t) if reflected else fn(self._t, o), self._needs)
+
+    def _un(self, fn: Callable) -> SymbolicFloat:
+        return SymbolicFloat(fn(self._t), self._needs)
+
+    def __truediv__(self, o): return self._bin(o, operator.truediv, "/")  # noqa: E704
+    def __rtruediv__(self, o): return self._bin(o, operator.truediv, "/", True)  # noqa: E704
+
+    def __pow__(self, o):  # noqa: D105
+        return self._bin(o, operator.pow, "**") if isinstance(o, TensorOps) else \
+            self._need("**")
+
+    def __rpow__(self, o):  # noqa: D105
+        return self._bin(o, operator.pow, "**", True) if isinstance(o, TensorOps) else \
+            self._need("**")
+
+
 def symbolic_ints(fn: Callable, positions: tuple) -> Callable:
-    """``fn`` taking the 0-d int64 tensors at ``positions`` (the lifted int arguments):
-    while traced it hands ``fn`` a `SymbolicInt` for each; run eagerly, the int itself.
+    """``fn`` taking the 0-d int64 or float64 tensors at ``positions`` (the lifted int
+    and float arguments): while traced it hands ``fn`` a `SymbolicInt` or `SymbolicFloat`
+    for each; run eagerly, the number itself.
     A trace that needed a concrete value, or let one escape into the graph's attributes,
     its outputs or an object's attributes, raises `NeedsValue` once ``fn`` returns."""
 
@@ -163,14 +246,16 @@ def symbolic_ints(fn: Callable, positions: tuple) -> Callable:
                 not any(isinstance(args[i], Tracer) for i in positions):
             for i in positions:
                 if isinstance(args[i], Tensor):
-                    args[i] = int(args[i].item())
+                    v = args[i].item()
+                    args[i] = float(v) if args[i].dtype.kind == "f" else int(v)
             return fn(*args)
         if _names_type(fn):
             # ``type(n) is int`` cannot see through a stand-in: keyed by value instead.
             raise NeedsValue("type() may be asked of it")
         needs: list = []
         for i in positions:
-            args[i] = SymbolicInt(args[i], needs)
+            kind = SymbolicFloat if args[i].dtype.kind == "f" else SymbolicInt
+            args[i] = kind(args[i], needs)
         try:
             out = fn(*args)
         except NeedsValue:
