@@ -615,6 +615,11 @@ def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool =
     compiled kernels. ``tiered=False``, ``DUALGRAPH_TIERED=0`` or ``cache=False`` compile
     blocking).
 
+    Float arguments are 0-d float64 inputs from the first call, and int arguments from
+    their second value (``torch.compile``'s automatic dynamic), so a new value runs the
+    same kernel; one the function needs as a Python value (``if lam > 0.5``, a shape) is
+    keyed by value instead: a trace per value.
+
     ``torch.compile``'s keywords are accepted too: ``fullgraph=True`` is ``strict=True``
     (dualgraph always captures the whole call as one graph; strict makes the cases that
     would run eagerly raise instead); ``dynamic=True``/``False``/``None`` keep shapes
