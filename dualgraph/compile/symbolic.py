@@ -71,6 +71,7 @@ class SymbolicInt:
     """
 
     __slots__ = ("_t", "_needs")
+    _stands_for: type = int
 
     def __init__(self, t: Any, needs: list) -> None:
         self._t, self._needs = t, needs
@@ -79,10 +80,10 @@ class SymbolicInt:
     def __class__(self) -> type:  # noqa: D105
         # ``isinstance(n, int)`` in the user's code must take the branch eager mode takes
         # (``isinstance`` consults ``__class__`` when the type does not match); dualgraph's
-        # own code tells the symbolic int from an int this way.
+        # own code tells the symbolic number from a number this way.
         if sys._getframe(1).f_code.co_filename.startswith(PKG):
-            return SymbolicInt
-        return int
+            return type(self)
+        return self._stands_for
 
     def _need(self, reason: str) -> Any:
         self._needs.append(reason)
@@ -113,16 +114,23 @@ class SymbolicInt:
         if isinstance(other, TensorOps):
             a = self._as_operand_of(other)
             return fn(other, a) if reflected else fn(a, other)
+        o = self._number(other, name, reflected)
+        if o is NotImplemented:
+            return o
+        return type(self)(fn(o, self._t) if reflected else fn(self._t, o), self._needs)
+
+    def _number(self, other: Any, name: str, reflected: bool) -> Any:
+        """The other operand of ``name`` with a number, as a graph value or a Python one."""
+        if type(other) is SymbolicFloat:
+            return NotImplemented  # an int with a float is a float: the float's operator
         if isinstance(other, SymbolicInt):
-            o = other._t
-        elif type(other) is int or isinstance(other, np.integer):
-            o = int(other)
-        else:
-            return self._need(f"{name} with a {type(other).__name__}")
-        return SymbolicInt(fn(o, self._t) if reflected else fn(self._t, o), self._needs)
+            return other._t
+        if type(other) is int or isinstance(other, np.integer):
+            return int(other)
+        return self._need(f"{name} with a {type(other).__name__}")
 
     def _un(self, fn: Callable) -> SymbolicInt:
-        return SymbolicInt(fn(self._t), self._needs)
+        return type(self)(fn(self._t), self._needs)
 
     # With a tensor a division is a tensor op; with a number Python would give a float.
     __truediv__ = _tensor_only(operator.truediv, "/")
@@ -165,12 +173,7 @@ class SymbolicFloat(SymbolicInt):
     """
 
     __slots__ = ()
-
-    @property
-    def __class__(self) -> type:  # noqa: D105
-        if sys._getframe(1).f_code.co_filename.startswith(PKG):
-            return SymbolicFloat
-        return float
+    _stands_for = float
 
     def operands_met(self, ins: tuple) -> None:
         """The tracer's hook: beside a float32 or float64 tensor the 0-d float64 input
@@ -197,10 +200,7 @@ class SymbolicFloat(SymbolicInt):
             return self._need(f"with a {dtype} tensor")
         return self._t.to(dtype)
 
-    def _bin(self, other: Any, fn: Callable, name: str, reflected: bool = False) -> Any:
-        if isinstance(other, TensorOps):
-            a = self._as_operand_of(other)
-            return fn(other, a) if reflected else fn(a, other)
+    def _number(self, other: Any, name: str, reflected: bool) -> Any:
         # Python's float ``//``, ``%`` and ``**`` (and a division by this value, which
         # raises at zero) are not what the graph's ops compute in every case.
         if name not in ("+", "-", "*", "/") or (name == "/" and reflected):
@@ -208,17 +208,12 @@ class SymbolicFloat(SymbolicInt):
         if isinstance(other, SymbolicInt):
             if name == "/":
                 return self._need("/ by a traced number")
-            o = other._t
-        elif type(other) in (int, float) or isinstance(other, (np.integer, np.floating)):
-            o = float(other)
-            if name == "/" and o == 0.0:
+            return other._t
+        if type(other) in (int, float) or isinstance(other, (np.integer, np.floating)):
+            if name == "/" and other == 0:
                 return self._need("/ by zero")
-        else:
-            return self._need(f"{name} with a {type(other).__name__}")
-        return SymbolicFloat(fn(o, self._t) if reflected else fn(self._t, o), self._needs)
-
-    def _un(self, fn: Callable) -> SymbolicFloat:
-        return SymbolicFloat(fn(self._t), self._needs)
+            return float(other)
+        return self._need(f"{name} with a {type(other).__name__}")
 
     def __truediv__(self, o): return self._bin(o, operator.truediv, "/")  # noqa: E704
     def __rtruediv__(self, o): return self._bin(o, operator.truediv, "/", True)  # noqa: E704

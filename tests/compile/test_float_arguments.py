@@ -97,3 +97,16 @@ def test_a_float_keeps_pythons_errors_and_types():
     assert h(xi, 0.5).dtype == np.float32
     assert h(xi, 2).dtype == xi.dtype
     np.testing.assert_array_equal(h(xi, 1.5).numpy(), [1.5, 3.0, 4.5])
+
+
+def _mixed(x, i, lam):
+    return x * (i + lam), x * (lam * i - i)
+
+
+def test_an_int_input_with_a_float_input_is_a_float():
+    f = dg.compile(_mixed)
+    x = dg.tensor([1.0, -2.0])
+    for i, lam in ((1, 0.5), (2, 0.25), (3, 0.125)):  # the int an input from its second
+        for g, w in zip(f(x, i, lam), _mixed(x, i, lam)):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+    assert traces(f) == 2, f.stats.retrace_reasons
