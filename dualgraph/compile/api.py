@@ -37,6 +37,7 @@ from ..ops.precision import AUTOCAST
 from ..profiler import record_function
 from .callgen import (
     DEFAULT,
+    FLOAT_ARGUMENT,
     KEYWORD,
     MISS,
     POSITIONAL,
@@ -223,6 +224,7 @@ class CompiledFunction:
         plain = not kwargs and (
             layout is None or (layout == (given, ()) and len(args) == given))
         lifted, dtype, templates, ints = (), None, None, ()
+        self._note_floats(args)
         if self.dynamic or self._int_inputs:
             args, lifted, dtype, ints = self._lift_dynamic(args)
             plain = plain and not lifted
@@ -355,6 +357,16 @@ class CompiledFunction:
                 return True
         return False
 
+    def _note_floats(self, args: tuple) -> None:
+        """Float arguments are graph inputs from their first call (``torch.compile`` makes
+        them inputs on their second value): a float that changes on every call (a mixup
+        ``lam``, a step's learning rate) then runs one entry. One the trace needs as a
+        Python value is keyed by value (`symbolic.SymbolicFloat`)."""
+        for i, a in enumerate(args):
+            if type(a) in _FLOATS and i not in self._int_inputs and \
+                    i not in self._int_values and i not in self.dynamic:
+                self._int_inputs.add(i)
+
     def _int_caller(self, fn: Callable, ints: tuple) -> Callable:
         """``fn`` taking the int arguments at ``ints`` as lifted 0-d tensors
         (`symbolic.symbolic_ints`), made once per function and positions."""
@@ -455,6 +467,7 @@ class CompiledFunction:
         if kwargs or (len(args) != self._npos and self._npos != -2):
             args, fn, layout = self._bind(args, kwargs)
         ints = ()
+        self._note_floats(args)
         if self.dynamic or self._int_inputs:
             args, lifted, dtype, ints = self._lift_dynamic(args)
             if ints:
@@ -541,6 +554,11 @@ class CompiledFunction:
                 lifted.append(i)
                 dtypes.append(np.dtype(np.int64))
                 ints.append(i)
+            elif type(v) in _FLOATS:
+                out[i] = make_tensor(np.asarray(v, np.float64), False, None)
+                lifted.append(i)
+                dtypes.append(FLOAT_ARGUMENT)
+                ints.append(i)
         return tuple(out), tuple(lifted), (tuple(dtypes) if ints else dtype), tuple(ints)
 
     def entries(self) -> list:
@@ -597,6 +615,11 @@ def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool =
     compiled kernels. ``tiered=False``, ``DUALGRAPH_TIERED=0`` or ``cache=False`` compile
     blocking).
 
+    Float arguments are 0-d float64 inputs from the first call, and int arguments from
+    their second value (``torch.compile``'s automatic dynamic), so a new value runs the
+    same kernel; one the function needs as a Python value (``if lam > 0.5``, a shape) is
+    keyed by value instead: a trace per value.
+
     ``torch.compile``'s keywords are accepted too: ``fullgraph=True`` is ``strict=True``
     (dualgraph always captures the whole call as one graph; strict makes the cases that
     would run eagerly raise instead); ``dynamic=True``/``False``/``None`` keep shapes
@@ -626,6 +649,7 @@ def compile(fn: Callable | None = None, *, parallel: bool = False, cache: bool =
 
 _CONTAINERS = (tuple, list, dict, ComplexTensor)
 _INT64 = (-(2 ** 63), 2 ** 63)
+_FLOATS = (float, np.float64)
 # `_new_entry`'s answer when the call must be made again (its ints keyed by value now).
 _RETRY = object()
 

@@ -116,6 +116,23 @@ class CallForm:
 
 
 POSITIONAL, KEYWORD, DEFAULT = "positional", "keyword", "default"
+# The dtype `CallForm.dtype` gives a float argument made a graph input automatically: a
+# float64 input taking a float (or NumPy float64) only, where ``dynamic=`` takes ints too.
+FLOAT_ARGUMENT = "float argument"
+
+
+def _lift_number(gen: Any, name: str, dt: Any) -> list[str]:
+    """The lines turning the Python number ``name`` into its 0-d ``dt`` tensor (MISS for
+    another type)."""
+    if dt is FLOAT_ARGUMENT:
+        test = f"type({name}) is not float and type({name}) is not {gen.const(np.float64, 'f64')}"
+        dt = np.dtype(np.float64)
+    elif np.dtype(dt).kind == "i":
+        test = f"type({name}) is not int"
+    else:
+        test = f"type({name}) is not float and type({name}) is not int"
+    return [f"if {test}:", "    return MISS",
+            f"{name} = make_tensor(new_array({name}, {gen.const(dt, 'dtype')}), False, None)"]
 
 
 # Names every generated call may use.
@@ -265,11 +282,7 @@ def _enter(form: CallForm, n: int, gen: _Emitter, keep: dict,
         dtypes = form.dtype if isinstance(form.dtype, tuple) else (form.dtype,) * len(
             form.lifted)
         for j, dt in zip(form.lifted, dtypes):
-            dtype = gen.const(dt, "dtype")
-            inner += [f"if type(b{j}) is not int:" if np.dtype(dt).kind == "i" else
-                      f"if type(b{j}) is not float and type(b{j}) is not int:",
-                      "    return MISS",
-                      f"b{j} = make_tensor(new_array(b{j}, {dtype}), False, None)"]
+            inner += _lift_number(gen, f"b{j}", dt)
     leaves: list[str] = []
     templates = form.templates or (None,) * len(binding)
     for j, t in enumerate(templates):

@@ -60,11 +60,11 @@ from .plan import RuntimeScalar, Slot
 
 
 class NeedsValue(Exception):  # noqa: N818 - named for what it means
-    """The trace needs the concrete value of a `symbolic.SymbolicInt` (``reason`` says
-    where)."""
+    """The trace needs the concrete value of a `symbolic.SymbolicInt` or `SymbolicFloat`
+    (``reason`` says where)."""
 
     def __init__(self, reason: str) -> None:
-        super().__init__(f"the function uses an int argument as a Python value ({reason})")
+        super().__init__(f"the function uses a number argument as a Python value ({reason})")
         self.reason = reason
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._location import PKG
+from ..dtypes import DEFAULT_FLOAT
 from ..eager.tensor import Tensor
 from ..modes import current_trace
 from ..ops.mixin import TensorOps
@@ -70,6 +71,7 @@ class SymbolicInt:
     """
 
     __slots__ = ("_t", "_needs")
+    _stands_for: type = int
 
     def __init__(self, t: Any, needs: list) -> None:
         self._t, self._needs = t, needs
@@ -78,10 +80,10 @@ class SymbolicInt:
     def __class__(self) -> type:  # noqa: D105
         # ``isinstance(n, int)`` in the user's code must take the branch eager mode takes
         # (``isinstance`` consults ``__class__`` when the type does not match); dualgraph's
-        # own code tells the symbolic int from an int this way.
+        # own code tells the symbolic number from a number this way.
         if sys._getframe(1).f_code.co_filename.startswith(PKG):
-            return SymbolicInt
-        return int
+            return type(self)
+        return self._stands_for
 
     def _need(self, reason: str) -> Any:
         self._needs.append(reason)
@@ -112,16 +114,23 @@ class SymbolicInt:
         if isinstance(other, TensorOps):
             a = self._as_operand_of(other)
             return fn(other, a) if reflected else fn(a, other)
+        o = self._number(other, name, reflected)
+        if o is NotImplemented:
+            return o
+        return type(self)(fn(o, self._t) if reflected else fn(self._t, o), self._needs)
+
+    def _number(self, other: Any, name: str, reflected: bool) -> Any:
+        """The other operand of ``name`` with a number, as a graph value or a Python one."""
+        if type(other) is SymbolicFloat:
+            return NotImplemented  # an int with a float is a float: the float's operator
         if isinstance(other, SymbolicInt):
-            o = other._t
-        elif type(other) is int or isinstance(other, np.integer):
-            o = int(other)
-        else:
-            return self._need(f"{name} with a {type(other).__name__}")
-        return SymbolicInt(fn(o, self._t) if reflected else fn(self._t, o), self._needs)
+            return other._t
+        if type(other) is int or isinstance(other, np.integer):
+            return int(other)
+        return self._need(f"{name} with a {type(other).__name__}")
 
     def _un(self, fn: Callable) -> SymbolicInt:
-        return SymbolicInt(fn(self._t), self._needs)
+        return type(self)(fn(self._t), self._needs)
 
     # With a tensor a division is a tensor op; with a number Python would give a float.
     __truediv__ = _tensor_only(operator.truediv, "/")
@@ -150,9 +159,78 @@ class SymbolicInt:
         return self._need(f".{name}")
 
 
+class SymbolicFloat(SymbolicInt):
+    """A Python ``float`` argument (or a NumPy ``float64``) while a compiled call traces it
+    as a 0-d float64 input.
+
+    ``+ - *`` with numbers, ``/`` by a nonzero number, unary ``-`` and ``abs()`` give
+    another `SymbolicFloat`, computed in the graph in float64 (Python's own double
+    arithmetic); meeting a float tensor it is converted to the tensor's dtype and meeting
+    an integer or bool one to the default float dtype, as a Python float operand is (``x
+    * lam``, ``x ** lam``, ``dg.where(c, x, lam)``). Anything that needs the value itself
+    (a comparison, ``int()``, ``math.sqrt``, NumPy, a division by it that may raise
+    ``ZeroDivisionError``) raises `NeedsValue`: the argument is then keyed by value.
+    """
+
+    __slots__ = ()
+    _stands_for = float
+
+    def operands_met(self, ins: tuple) -> None:
+        """The tracer's hook: beside a float32 or float64 tensor the 0-d float64 input
+        takes that tensor's dtype, as a Python float does (a bool condition may come
+        along: ``dg.where(c, x, lam)``); with an integer tensor, or alone, it would make
+        the result float64 where a Python float gives the default dtype."""
+        own = self._t.node
+        floats = False
+        for n in ins:
+            dtype = getattr(n, "dtype", None)
+            if n is own or dtype is None or dtype.kind == "b":
+                continue
+            if dtype not in (np.float32, np.float64):
+                self._need(f"with a {dtype} tensor")
+            floats = floats or bool(getattr(n, "shape", ()))
+        if not floats:
+            self._need("an operand of an op without a float tensor")
+
+    def _as_operand_of(self, other: Any) -> Any:
+        dtype = other.dtype
+        if dtype.kind in "iub":
+            dtype = DEFAULT_FLOAT[0]
+        elif dtype not in (np.float32, np.float64):
+            return self._need(f"with a {dtype} tensor")
+        return self._t.to(dtype)
+
+    def _number(self, other: Any, name: str, reflected: bool) -> Any:
+        # Python's float ``//``, ``%`` and ``**`` (and a division by this value, which
+        # raises at zero) are not what the graph's ops compute in every case.
+        if name not in ("+", "-", "*", "/") or (name == "/" and reflected):
+            return self._need(f"{name} with a number")
+        if isinstance(other, SymbolicInt):
+            if name == "/":
+                return self._need("/ by a traced number")
+            return other._t
+        if type(other) in (int, float) or isinstance(other, (np.integer, np.floating)):
+            if name == "/" and other == 0:
+                return self._need("/ by zero")
+            return float(other)
+        return self._need(f"{name} with a {type(other).__name__}")
+
+    def __truediv__(self, o): return self._bin(o, operator.truediv, "/")  # noqa: E704
+    def __rtruediv__(self, o): return self._bin(o, operator.truediv, "/", True)  # noqa: E704
+
+    def __pow__(self, o):  # noqa: D105
+        return self._bin(o, operator.pow, "**") if isinstance(o, TensorOps) else \
+            self._need("**")
+
+    def __rpow__(self, o):  # noqa: D105
+        return self._bin(o, operator.pow, "**", True) if isinstance(o, TensorOps) else \
+            self._need("**")
+
+
 def symbolic_ints(fn: Callable, positions: tuple) -> Callable:
-    """``fn`` taking the 0-d int64 tensors at ``positions`` (the lifted int arguments):
-    while traced it hands ``fn`` a `SymbolicInt` for each; run eagerly, the int itself.
+    """``fn`` taking the 0-d int64 or float64 tensors at ``positions`` (the lifted int
+    and float arguments): while traced it hands ``fn`` a `SymbolicInt` or `SymbolicFloat`
+    for each; run eagerly, the number itself.
     A trace that needed a concrete value, or let one escape into the graph's attributes,
     its outputs or an object's attributes, raises `NeedsValue` once ``fn`` returns."""
 
@@ -163,14 +241,16 @@ def symbolic_ints(fn: Callable, positions: tuple) -> Callable:
                 not any(isinstance(args[i], Tracer) for i in positions):
             for i in positions:
                 if isinstance(args[i], Tensor):
-                    args[i] = int(args[i].item())
+                    v = args[i].item()
+                    args[i] = float(v) if args[i].dtype.kind == "f" else int(v)
             return fn(*args)
         if _names_type(fn):
             # ``type(n) is int`` cannot see through a stand-in: keyed by value instead.
             raise NeedsValue("type() may be asked of it")
         needs: list = []
         for i in positions:
-            args[i] = SymbolicInt(args[i], needs)
+            kind = SymbolicFloat if args[i].dtype.kind == "f" else SymbolicInt
+            args[i] = kind(args[i], needs)
         try:
             out = fn(*args)
         except NeedsValue:

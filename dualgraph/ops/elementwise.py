@@ -434,6 +434,9 @@ def where(cond: Any, x: Any, y: Any) -> Any:
         # PyTorch's rule: a float mask is usually a bug (0.5 would select like 1.0).
         raise TypeError(f"where: the condition must be a bool tensor (a comparison such as "
                         f"x > 0), got dtype {dtype}; use cond.astype(dg.bool) if you mean it")
+    # A NumPy scalar is a Python number here, as in PyTorch (it keeps the tensor's dtype).
+    x, y = (v.item() if isinstance(v, (np.integer, np.floating, np.bool_)) else v
+            for v in (x, y))
     return bind(WHERE, cond, x, y)
 
 

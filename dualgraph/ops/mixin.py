@@ -34,6 +34,10 @@ from .size import strided
 
 def _operand(x: Any) -> Any:
     """Python numbers stay literals, arrays become constants; others are not supported."""
+    if isinstance(x, (np.integer, np.floating, np.bool_)):
+        # A NumPy scalar is a Python number to PyTorch's operators (``np.float64(0.3) *
+        # x`` keeps x's float32), not a 0-d array.
+        return x.item()
     if isinstance(x, (TensorOps, np.ndarray, np.generic)) or isinstance(x, Literal):
         return x
     if isinstance(x, (list, tuple)):
@@ -43,7 +47,7 @@ def _operand(x: Any) -> Any:
 
 def _bin(op: Any, a: Any, b: Any, reflected: bool = False) -> Any:
     """A binary operator: one ``bind`` call, with the operand check first (hot path)."""
-    if not isinstance(b, _FAST):
+    if not isinstance(b, _FAST) or type(b) is np.float64:
         if isinstance(b, (complex, np.complexfloating)):
             return _complex_operand(op, a, b, reflected)
         b = _operand(b)

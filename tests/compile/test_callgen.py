@@ -166,7 +166,7 @@ def test_a_function_with_defaults_called_with_every_argument_takes_the_fast_path
     np.testing.assert_array_equal(f(x, 3.0).numpy(), [3.0, 3.0])
     np.testing.assert_array_equal(f(x).numpy(), [2.0, 2.0])  # bound: the general path
     np.testing.assert_array_equal(f(x, 3.0).numpy(), [3.0, 3.0])
-    assert f.stats.traces == 2
+    assert f.stats.traces == 1  # the float is an input, given or defaulted
 
 
 @pytest.mark.parametrize("n", [3, 6])
@@ -214,7 +214,7 @@ def test_a_keyword_call_takes_its_generated_call_path_in_few_calls():
     np.testing.assert_array_equal(f(x, shift=1.0).numpy(), [3.0, 3.0])
     with pytest.raises(TypeError):
         f(x, shift=1.0, scal=3.0)
-    assert f.stats.traces == 3
+    assert f.stats.traces == 1  # the floats are inputs, given or defaulted
 
 
 def test_a_dynamic_number_takes_the_generated_call_path():

@@ -200,7 +200,7 @@ def test_non_contiguous_inputs():
     assert f.stats.traces == 1
 
 
-def test_python_scalars_are_baked_and_keyed():
+def test_python_scalars_are_inputs_or_baked_and_keyed():
     @dg.compile
     def scale(x, a, flag):
         return x * a if flag else x - a
@@ -209,15 +209,25 @@ def test_python_scalars_are_baked_and_keyed():
     assert_close(scale(x, 2.0, True).numpy(), x.numpy() * 2.0, **B3[np.float64])
     assert_close(scale(x, 3.0, True).numpy(), x.numpy() * 3.0, **B3[np.float64])
     assert_close(scale(x, 3.0, False).numpy(), x.numpy() - 3.0, **B3[np.float64])
-    assert scale.stats.traces == 3
-    assert "3.0" in scale.stats.retrace_reasons[0] and "2.0" in scale.stats.retrace_reasons[0]
-    assert "argument 2" in scale.stats.retrace_reasons[1]
+    # The float is a graph input; the bool is baked in and keyed.
+    assert scale.stats.traces == 2
+    assert "argument 2" in scale.stats.retrace_reasons[0]
     assert_close(scale(x, 2.0, True).numpy(), x.numpy() * 2.0, **B3[np.float64])
-    assert scale.stats.traces == 3 and scale.stats.cache_hits == 1
-    # Baked: a literal in the graph, not a graph input.
-    graphs = {str(e.graph) for e in scale.entries()}
+    assert scale.stats.traces == 2 and scale.stats.cache_hits == 2
+    assert all(len(e.graph.inputs) == 2 for e in scale.entries())
+
+    # A float the function uses as a Python value is baked in: a literal in the graph.
+    @dg.compile
+    def rounded(x, a):
+        return x * round(a, 1)
+
+    assert_close(rounded(x, 2.04).numpy(), x.numpy() * 2.0, **B3[np.float64])
+    assert_close(rounded(x, 3.04).numpy(), x.numpy() * 3.0, **B3[np.float64])
+    assert rounded.stats.traces == 2
+    assert "3.04" in rounded.stats.retrace_reasons[0]
+    graphs = {str(e.graph) for e in rounded.entries()}
     assert any("mul %0, 2.0" in g for g in graphs), graphs
-    assert all(len(e.graph.inputs) == 1 for e in scale.entries())
+    assert all(len(e.graph.inputs) == 1 for e in rounded.entries())
 
 
 def test_numpy_array_arguments_are_inputs():
@@ -259,16 +269,16 @@ def test_verify_catches_a_stale_baked_value():
 
 
 def test_retrace_budget():
-    f = dg.compile(lambda x, a: x * a, strict=True, max_retraces=2)
+    f = dg.compile(lambda x, a: x * a if a else x, strict=True, max_retraces=2)
     x = _randn(3)
-    for a in (1.0, 2.0, 3.0):  # a baked scalar: each value is a new trace
+    for a in (1.0, 2.0, 3.0):  # a float branched on is baked: each value is a new trace
         assert_close(f(x, a).numpy(), x.numpy() * a, **B3[np.float64])
     with pytest.raises(dg.RetraceLimitError, match="retraced 2 times") as info:
         f(x, 4.0)
     assert "4.0 instead of 3.0" in str(info.value)  # the reasons are listed
     assert f.stats.traces == 3
     # Not strict: warn once and run eagerly from then on (no more compiles).
-    g = dg.compile(lambda x, a: x * a, max_retraces=0)
+    g = dg.compile(lambda x, a: x * a if a else x, max_retraces=0)
     g(x, 1.0)
     with pytest.warns(RuntimeWarning, match="Running eagerly"):
         assert_close(g(x, 5.0).numpy(), x.numpy() * 5.0, **B3[np.float64])

@@ -259,10 +259,10 @@ def _rss() -> int:
 
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs /proc")
 def test_memory_plateaus_over_many_distinct_graphs(cold_cache, monkeypatch):
-    """The issue's loop (`dg.compile(lambda x, c=...: dg.tanh(x) * c)`) with an in-memory
-    limit of 4 kernels and a worker replaced every 3 jobs: this process only loads kernels
-    (evicted ones are freed) and the worker, where Numba's per-compile memory stays, is
-    recycled, so neither grows with the number of graphs."""
+    """A loop compiling many graphs (`dg.compile(lambda x, k=k: dg.tanh(x) * (1 + k / 64))`)
+    with an in-memory limit of 4 kernels and a worker replaced every 3 jobs: this process
+    only loads kernels (evicted ones are freed) and the worker, where Numba's per-compile
+    memory stays, is recycled, so neither grows with the number of graphs."""
     from dualgraph.backend.numba import cache as kernel_cache
 
     monkeypatch.setattr(kernel_cache, "MAX_KERNELS", 4)
@@ -271,7 +271,9 @@ def test_memory_plateaus_over_many_distinct_graphs(cold_cache, monkeypatch):
     pids, rss = set(), []
     for k in range(14):
         c = 1.0 + k / 64
-        f = dg.compile(lambda x, c=c: dg.tanh(x) * c)
+        # An int default is baked in on its first value (a float one would be an input):
+        # each function is another graph.
+        f = dg.compile(lambda x, k=k: dg.tanh(x) * (1.0 + k / 64))
         f(x)
         pids.add(tiered.worker_pid())
         assert tiered.wait(f, TIMEOUT), f.stats.tier_failure
