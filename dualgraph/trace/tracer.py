@@ -470,6 +470,9 @@ class TraceContext(Mode):
             if key in held:
                 self._capture_made(t, node)
 
+    def is_traced(self, t: Any) -> bool:
+        return isinstance(t, Tracer)
+
     def constant_value(self, t: Any, limit: int = 256) -> Any:
         """``t``'s value when every node it depends on is a constant (up to ``limit``
         nodes), computed with the ops' NumPy kernels as the constant-folding pass would;
