@@ -212,6 +212,22 @@ def test_autograd_variable_of_old_tutorials() -> None:
     assert not torch.autograd.Variable(torch.ones(2)).requires_grad
 
 
+def test_autograd_variable_of_a_traced_value() -> None:
+    """TRPO's KL to the old policy, ``Variable(mean1.data)``, and its ``Variable(v)`` of an
+    argument, inside a compiled function: a tensor outside autograd, as eagerly."""
+    w = torch.nn.Parameter(torch.tensor([1.0, 2.0]))
+
+    @torch.compile
+    def f(x):
+        y = w * torch.autograd.Variable(x)
+        loss = (y * torch.autograd.Variable(y.data)).sum()
+        loss.backward()
+        return loss
+
+    assert f(torch.tensor([3.0, 4.0])).item() == 73.0
+    assert w.grad.tolist() == [9.0, 32.0] and f.stats.traces == 1  # x * y: y held constant
+
+
 def test_new_factories_of_a_traced_value() -> None:
     """pytorch/examples legacy snli: ``h0 = c0 = inputs.new_zeros(state_shape)`` in the
     encoder's forward, inside a compiled step."""
