@@ -10,8 +10,9 @@ program's tape and its trace hold the same sequence of ops.
 from __future__ import annotations
 
 import abc
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -152,6 +153,11 @@ class Mode(abc.ABC):
         mode does nothing."""
         return None
 
+    def is_traced(self, t: Any) -> bool:
+        """Whether ``t`` is a value a trace records (not an eager tensor): the base
+        mode's tensors never are."""
+        return False
+
     def constant_value(self, t: Any) -> Any:
         """The value of this mode's tensor ``t`` when it is the same on every run (made
         only from constants: ``eye(n).roll(1, 0)``), as a NumPy array; else None. An op
@@ -220,6 +226,9 @@ class _FunctionMode(Mode):
 
     def note_shape_read(self, t: Any) -> None:
         self.below.note_shape_read(t)
+
+    def is_traced(self, t: Any) -> bool:
+        return self.below.is_traced(t)
 
     def constant_value(self, t: Any) -> Any:
         return self.below.constant_value(t)
@@ -292,6 +301,18 @@ def pop_mode() -> None:
 def current_mode() -> Mode:
     """The active mode of this thread (the eager mode unless a trace is running)."""
     return _LOCAL.stack[-1]
+
+
+@contextlib.contextmanager
+def eager_section() -> Iterator[None]:
+    """Run the ops inside in the base (eager) mode, also while a trace is active: for work
+    on eager tensors whose result an object made outside the trace keeps (a memo), which
+    must stay an eager tensor after the traced call returns."""
+    push_mode(_BASE[0])
+    try:
+        yield
+    finally:
+        pop_mode()
 
 
 def current_trace() -> Mode | None:

@@ -16,6 +16,7 @@ from ..eager.autograd import detect_anomaly, set_detect_anomaly
 from ..eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ..eager.tensor import backward
 from ..eager.tensor import grad as _grad
+from ..ops.mixin import TensorOps
 from . import forward_ad, functional, graph, profiler
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
@@ -30,9 +31,7 @@ def Variable(data: Any, requires_grad: bool = False, volatile: bool = False) -> 
     """PyTorch's deprecated wrapper, kept for old tutorials (``Variable(x,
     requires_grad=True)``): a tensor sharing ``data``'s values, a leaf that requires grad
     if asked; ``volatile`` is accepted and ignored, as PyTorch does."""
-    from ..eager.tensor import Tensor
-
-    if not isinstance(data, Tensor):
+    if not isinstance(data, TensorOps):  # eager, or traced inside dg.compile
         raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
     out = data.detach() if data.requires_grad or requires_grad else data
     return out.requires_grad_(True) if requires_grad else out

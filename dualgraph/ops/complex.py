@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from ..modes import current_trace, eager_section
 from . import elementwise as E
 from . import reduce as R
 from . import shape as S
@@ -82,7 +83,18 @@ class ComplexTensor:
         """The interleaved ``(*shape, 2)`` real tensor; a pair is stacked into it once, and
         from then on the storage is the truth (writes to it are seen by later reads)."""
         if self._ri is None:
-            self._ri = S.stack([self._re, self._im], -1)
+            re, im = self._re, self._im
+            trace = current_trace()
+            if trace is not None and not (trace.is_traced(re) or trace.is_traced(im)
+                                          or re.requires_grad or im.requires_grad):
+                # A pair made outside a compiled function (``torch.polar`` in a module's
+                # ``__init__``) and first stacked inside it keeps an eager storage, which
+                # the trace then reads as it reads any tensor from outside: a traced
+                # stack would stay on the object after the call.
+                with eager_section():
+                    self._ri = S.stack([re, im], -1)
+            else:
+                self._ri = S.stack([re, im], -1)
             self._re = self._im = None
         return self._ri
 

@@ -470,6 +470,9 @@ class TraceContext(Mode):
             if key in held:
                 self._capture_made(t, node)
 
+    def is_traced(self, t: Any) -> bool:
+        return isinstance(t, Tracer)
+
     def constant_value(self, t: Any, limit: int = 256) -> Any:
         """``t``'s value when every node it depends on is a constant (up to ``limit``
         nodes), computed with the ops' NumPy kernels as the constant-folding pass would;
@@ -896,8 +899,9 @@ class TraceContext(Mode):
         differentiable themselves, so a later ``backward()`` goes through them."""
         from .autodiff import reverse_accumulate
 
-        outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-        inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        # any iterable of tensors, as eagerly: ``model.parameters()`` is a generator
+        outputs = [outputs] if isinstance(outputs, (Tracer, Tensor)) else list(outputs)
+        inputs = [inputs] if isinstance(inputs, (Tracer, Tensor)) else list(inputs)
         if grad_outputs is None or not isinstance(grad_outputs, (list, tuple)):
             grad_outputs = [grad_outputs] * len(outputs)
         targets = []

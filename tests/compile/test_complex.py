@@ -181,3 +181,30 @@ def test_spectral_layer_and_stft_compiled_equal_eager():
     torch.testing.assert_close(compiled, eager, rtol=1e-5, atol=0, check_dtype=False)
     torch.testing.assert_close(layer.weights1.grad.numpy(), g_eager, rtol=1e-4, atol=1e-6,
                                check_dtype=False)
+
+
+def test_a_pair_made_outside_and_first_stacked_inside_stays_eager():
+    # llama's Transformer keeps torch.polar's result on self and first slices it inside the
+    # step: the slice stacks the pair into storage, which must stay an eager tensor on the
+    # object (a traced one would have escaped into the eager code after the call).
+    class Rotary(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.freqs_cis = precompute_freqs_cis(4, 8)
+
+        def forward(self, x, start_pos: int):
+            self.freqs_cis = self.freqs_cis.to(x.device)
+            f = self.freqs_cis[start_pos: start_pos + x.shape[1]]
+            return torch.view_as_real(torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2)) * f)
+
+    x = torch.tensor(np.random.default_rng(0).standard_normal((2, 3, 4)), dtype=torch.float32)
+    want = Rotary()(x, 1)
+    m = Rotary()
+    fn = torch.compile(m)
+    for _ in range(2):
+        torch.testing.assert_close(fn(x, 1), want, rtol=1e-6, atol=0)
+    assert fn.stats.traces == 1
+    # eagerly after the compiled calls, the memo on the module is usable
+    torch.testing.assert_close(m(x, 1), want, rtol=1e-6, atol=0)
+    torch.testing.assert_close(torch.view_as_real(m.freqs_cis),
+                               torch.view_as_real(Rotary().freqs_cis))

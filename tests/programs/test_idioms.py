@@ -212,6 +212,43 @@ def test_autograd_variable_of_old_tutorials() -> None:
     assert not torch.autograd.Variable(torch.ones(2)).requires_grad
 
 
+def test_autograd_variable_of_a_traced_value() -> None:
+    """TRPO's KL to the old policy, ``Variable(mean1.data)``, and its ``Variable(v)`` of an
+    argument, inside a compiled function: a tensor outside autograd, as eagerly."""
+    w = torch.nn.Parameter(torch.tensor([1.0, 2.0]))
+
+    @torch.compile
+    def f(x):
+        y = w * torch.autograd.Variable(x)
+        loss = (y * torch.autograd.Variable(y.data)).sum()
+        loss.backward()
+        return loss
+
+    assert f(torch.tensor([3.0, 4.0])).item() == 73.0
+    assert w.grad.tolist() == [9.0, 32.0] and f.stats.traces == 1  # x * y: y held constant
+
+
+def test_autograd_grad_of_a_parameters_generator_in_a_compiled_function() -> None:
+    """TRPO's Fisher-vector product: ``autograd.grad(kl, model.parameters(),
+    create_graph=True)`` (a generator, as eagerly) and a second ``grad`` of the product."""
+    torch.manual_seed(0)
+    net = torch.nn.Linear(3, 2)
+    x = torch.tensor(np.random.default_rng(0).standard_normal((4, 3)), dtype=torch.float32)
+
+    def fvp(v):
+        kl = (net(x) ** 3).mean()
+        grads = torch.autograd.grad(kl, net.parameters(), create_graph=True)
+        flat = torch.cat([g.view(-1) for g in grads])
+        grads = torch.autograd.grad((flat * v).sum(), net.parameters())
+        return torch.cat([g.contiguous().view(-1) for g in grads]).data + 0.1 * v
+
+    v = torch.arange(8.0) / 8
+    compiled = torch.compile(fvp)
+    for _ in range(2):
+        torch.testing.assert_close(compiled(v), fvp(v), rtol=1e-6, atol=1e-7)
+    assert compiled.stats.traces == 1
+
+
 def test_new_factories_of_a_traced_value() -> None:
     """pytorch/examples legacy snli: ``h0 = c0 = inputs.new_zeros(state_shape)`` in the
     encoder's forward, inside a compiled step."""
