@@ -20,8 +20,8 @@ import numpy as np
 
 from ..modes import bind
 from . import elementwise as E
-from .broadcast import broadcast_shapes, float_dtype, result_dtype, shape_of
 from . import routines
+from .broadcast import broadcast_shapes, float_dtype, result_dtype, shape_of
 from .erf32 import erf_f32
 from .registry import OpDef, register
 

@@ -168,3 +168,19 @@ def test_eager_routines_are_installed_unless_the_environment_says_no(monkeypatch
             m.setenv(var, value)
             assert not eager_routines.install() and routines.INSTALLED == []
     assert eager_routines.install() and routines.INSTALLED == [eager_routines]
+
+
+def test_an_eager_program_below_the_routines_size_does_not_import_numba():
+    # The routines import the backend (and Numba) on their first call only.
+    import subprocess
+
+    code = ("import sys, numpy as np, dualgraph as dg\n"
+            "import dualgraph.nn.functional as F\n"
+            "x = dg.tensor(np.ones((64, 64), np.float32), requires_grad=True)\n"
+            "e = dg.nn.Embedding(10, 64)\n"
+            "(F.gelu(x).sum() + e(dg.tensor([1, 2, 2])).sum()).backward()\n"
+            "assert x.grad is not None and e.weight.grad is not None\n"
+            "print('numba' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["False"]
