@@ -121,8 +121,8 @@ def gelu_keep(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     out = np.empty_like(flat)
     cdf = np.empty_like(flat)
     tail = np.empty(flat.size, np.int32 if flat.size < 1 << 31 else np.int64)
-    n = gelu_fwd_polys(flat, _SQRT_HALF, erf32._P, erf32._Q, erf32._CLAMP,  # noqa: SLF001
-                       erf32._CENTER, erf32._SPLIT, out, cdf, tail)  # noqa: SLF001
+    n = gelu_fwd_polys(flat, _SQRT_HALF, erf32.P, erf32.Q, erf32.CLAMP, erf32.CENTER,
+                       erf32.SPLIT, out, cdf, tail)
     np.exp(cdf[:n], out=cdf[:n])
     gelu_fwd_finish(flat, _SQRT_HALF, tail, n, out, cdf)
     return out.reshape(x.shape), cdf.reshape(x.shape)
