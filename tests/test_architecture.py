@@ -44,6 +44,9 @@ ALLOWED_UPWARD = {
     # The kernel cache header records dualgraph.__version__, read lazily on first write
     # (a top-level import would be circular: the package imports the backend).
     ("backend", "__init__"),
+    # Eager mode's compiled routines (`eager/routines.py`) import the backend on their
+    # first call, from a large enough operand: an eager program without one never does.
+    ("eager", "backend"),
 }
 
 

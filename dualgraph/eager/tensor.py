@@ -30,7 +30,7 @@ from ..ops.mixin import (
     writes_expanded,
 )
 from ..ops.size import Size
-from . import allocator, grad_mode
+from . import allocator, grad_mode, routines
 from . import autograd as _autograd
 from .autograd import (
     _QUIET,
@@ -1106,6 +1106,7 @@ def _check_view_write(t: _ViewTensor) -> None:
 EAGER = EagerMode()
 modes.push_mode(EAGER)
 allocator.tune()  # eager temporaries reuse freed heap instead of faulting pages in again
+routines.install()  # large GELU and row scatter-adds as compiled loops, built on first use
 
 
 # --------------------------------------------------------------------------- backward

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..modes import bind
 from . import elementwise as E
+from . import routines
 from .broadcast import broadcast_shapes, float_dtype, result_dtype, shape_of
 from .erf32 import erf_f32
 from .registry import OpDef, register
@@ -36,6 +37,14 @@ def _erf(x: np.ndarray) -> np.ndarray:
     from scipy.special import erf  # lazily: ~0.2 s to import
 
     return erf(x)
+
+
+def _routines(x: np.ndarray) -> Any:
+    """The installed compiled routines (`routines`) if ``x`` is a C-ordered float32 array
+    large enough for them, else None."""
+    if x.dtype == np.float32 and x.flags.c_contiguous:
+        return routines.for_size(x.size)
+    return None
 
 
 def _floated(x: np.ndarray) -> np.ndarray:
@@ -55,6 +64,9 @@ def _gelu_keep(x: np.ndarray) -> tuple:
     same operations: eagerly, the backward then runs no ``erf``."""
     # The composition's operations in its order: (x * 0.5) * (erf(x * sqrt(1/2)) + 1).
     x = _floated(x)
+    fast = _routines(x)
+    if fast is not None:
+        return fast.gelu_keep(x)
     cdf = _erf(np.multiply(x, _SQRT_HALF))
     np.add(cdf, 1.0, out=cdf)
     out = np.multiply(x, 0.5)
@@ -75,6 +87,13 @@ def _gelu_grad(g: np.ndarray, x: np.ndarray, erf1: np.ndarray | None) -> np.ndar
     """`_gelu_backward_impl`, given ``erf1 = erf(x / sqrt(2)) + 1`` as the forward computed
     it (`_gelu_keep`), or ``None``."""
     x = _floated(np.asarray(x))
+    g = np.asarray(g)
+    fast = _routines(x)
+    if (fast is not None and g.dtype == x.dtype and g.shape == x.shape
+            and g.flags.c_contiguous and (erf1 is None or erf1.flags.c_contiguous)):
+        if erf1 is None:
+            erf1 = fast.gelu_keep(x)[1]
+        return fast.gelu_grad(g, x, erf1)
     if erf1 is None:
         cdf = _erf(np.multiply(x, _SQRT_HALF))
         np.add(cdf, 1.0, out=cdf)
@@ -87,7 +106,6 @@ def _gelu_grad(g: np.ndarray, x: np.ndarray, erf1: np.ndarray | None) -> np.ndar
     np.multiply(pdf, _INV_SQRT_2PI, out=pdf)
     np.multiply(pdf, x, out=pdf)
     np.add(cdf, pdf, out=cdf)
-    g = np.asarray(g)
     if g.shape == cdf.shape and np.result_type(g, cdf) == cdf.dtype:
         return np.multiply(g, cdf, out=cdf)  # a fresh array of the result's layout
     return np.multiply(g, cdf)

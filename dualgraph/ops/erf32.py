@@ -20,17 +20,17 @@ import numpy as np
 
 _F = np.float32
 # erf(x) = x P(x^2) on |x| < 1, highest degree first.
-_P = tuple(_F(c) for c in (
+P = tuple(_F(c) for c in (
     7.85385345807299e-05, -0.000801019137725234, 0.00518832728266716,
     -0.026853810995817184, 0.1128358542919159, -0.3761262595653534, 1.1283791065216064))
 # erf(x) = 1 - exp(Q(|x| - 2.5)) on 1 <= |x| <= 3.92, highest degree first.
-_Q = tuple(_F(c) for c in (
+Q = tuple(_F(c) for c in (
     -4.2226570684533726e-08, 1.630586552892055e-06, -1.3081290489935782e-05,
     7.733250095043331e-05, -0.0004205512232147157, 0.0021652316208928823,
     -0.01085825078189373, -0.9438936710357666, -5.352680683135986, -7.806815147399902))
-_SPLIT = _F(1.0)
-_CLAMP = _F(3.92)
-_CENTER = _F(2.5)
+SPLIT = _F(1.0)
+CLAMP = _F(3.92)
+CENTER = _F(2.5)
 _ONE = _F(1.0)
 
 
@@ -53,14 +53,14 @@ def erf_f32(x: np.ndarray) -> np.ndarray:
     flat = x.reshape(-1)
     with np.errstate(over="ignore", invalid="ignore"):
         t = np.multiply(flat, flat)
-        out = _horner(_P, t)
+        out = _horner(P, t)
         np.multiply(out, flat, out=out)  # nan stays nan
-    tail = np.flatnonzero(t >= _SPLIT)
+    tail = np.flatnonzero(t >= SPLIT)
     if tail.size:
         xt = flat[tail]
-        at = np.minimum(np.abs(xt), _CLAMP)
-        np.subtract(at, _CENTER, out=at)
-        q = _horner(_Q, at)
+        at = np.minimum(np.abs(xt), CLAMP)
+        np.subtract(at, CENTER, out=at)
+        q = _horner(Q, at)
         np.exp(q, out=q)
         np.subtract(_ONE, q, out=q)
         # Past 3.92 (infinities included) 1 - exp(Q(1.42)) rounds to exactly 1.

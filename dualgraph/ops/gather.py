@@ -50,6 +50,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..modes import bind
+from . import routines
 from . import shape as S
 from .broadcast import broadcasts_to
 from .registry import OpDef, register
@@ -168,6 +169,11 @@ def _add_rows(out: np.ndarray, v: np.ndarray, rows: np.ndarray) -> bool:
     vals = np.broadcast_to(v, rows.shape + out.shape[1:]).reshape(rows.size, -1)
     rows = rows.reshape(-1)
     rows = np.where(rows < 0, rows + n, rows)
+    fast = routines.for_size(vals.size)
+    if (fast is not None and vals.dtype.kind == "f" and vals.dtype == out.dtype
+            and vals.flags.c_contiguous):
+        fast.add_rows(out.reshape(n, -1), vals, rows)
+        return True
     order = np.argsort(rows, kind="stable")
     srt = rows[order]
     starts = np.flatnonzero(np.concatenate(([True], srt[1:] != srt[:-1])))

@@ -111,3 +111,76 @@ def test_gelu_backward_from_the_kept_erf_gives_the_bits_of_gelu_backward(dtype):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got.numpy().view(np.uint8), want.view(np.uint8))
     assert F.gelu(dg.tensor(a)).grad_fn is None  # no gradient: nothing kept
+
+
+def test_large_float32_gelu_routines_give_the_bits_of_the_numpy_passes(monkeypatch):
+    # From `routines.FROM` elements float32 GELU and its backward run as the eager
+    # routines' compiled loops around NumPy's exp: the same operations as the NumPy passes,
+    # so the same bits, over every 1024th bit pattern (nan, infinities and denormals among
+    # them) and around where erf's two fits meet and where it reaches 1: forward, the
+    # array-form backward from the kept erf and the op form that recomputes it.
+    from dualgraph.eager import routines as eager_routines
+    from dualgraph.ops import activation as ACT
+    from dualgraph.ops import routines
+
+    x = np.arange(0, 2 ** 32, 1024, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    x = np.concatenate([x, _window(math.sqrt(2.0)), _window(-3.92 * math.sqrt(2.0))])
+    g = np.random.default_rng(4).standard_normal(x.size).astype(np.float32)
+    assert x.size >= routines.FROM
+    monkeypatch.setattr(routines, "INSTALLED", [eager_routines])
+
+    def run():
+        with np.errstate(all="ignore"):
+            y, erf1 = ACT._gelu_keep(x)
+            return y, erf1, ACT._gelu_grad(g, x, erf1), ACT._gelu_grad(g, x, None)
+
+    fast = run()
+    assert "dualgraph.backend.numba.eager_routines" in sys.modules  # the loops ran
+    monkeypatch.setattr(routines, "INSTALLED", [])
+    slow = run()
+    for got, want in zip(fast, slow):
+        assert got.dtype == np.float32 and got.shape == x.shape
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    # A strided operand or a broadcast gradient takes the NumPy passes: the same bits.
+    monkeypatch.setattr(routines, "INSTALLED", [eager_routines])
+    monkeypatch.setattr(routines, "FROM", 1)
+    xs = x[: 2 * (x.size // 2)].reshape(-1, 2)[::-1].T
+    with np.errstate(all="ignore"):
+        ys, erf1s = ACT._gelu_keep(xs)
+        gs = ACT._gelu_grad(g[:1], xs, erf1s)
+    np.testing.assert_array_equal(ys.view(np.uint32),
+                                  fast[0][: xs.size].reshape(-1, 2)[::-1].T.view(np.uint32))
+    np.testing.assert_array_equal(gs.view(np.uint32), ACT._gelu_grad(
+        np.broadcast_to(g[:1], xs.shape).copy(), np.ascontiguousarray(xs),
+        np.ascontiguousarray(erf1s)).view(np.uint32))
+
+
+def test_eager_routines_are_installed_unless_the_environment_says_no(monkeypatch):
+    from dualgraph.eager import routines as eager_routines
+    from dualgraph.ops import routines
+
+    assert routines.INSTALLED == [eager_routines]  # eager mode's import installed them
+    assert routines.for_size(routines.FROM) is eager_routines
+    assert routines.for_size(routines.FROM - 1) is None
+    monkeypatch.setattr(routines, "INSTALLED", [])
+    for var, value in (("DUALGRAPH_EAGER_ROUTINES", "0"), ("NUMBA_DISABLE_JIT", "1")):
+        with monkeypatch.context() as m:
+            m.setenv(var, value)
+            assert not eager_routines.install() and routines.INSTALLED == []
+    assert eager_routines.install() and routines.INSTALLED == [eager_routines]
+
+
+def test_an_eager_program_below_the_routines_size_does_not_import_numba():
+    # The routines import the backend (and Numba) on their first call only.
+    import subprocess
+
+    code = ("import sys, numpy as np, dualgraph as dg\n"
+            "import dualgraph.nn.functional as F\n"
+            "x = dg.tensor(np.ones((64, 64), np.float32), requires_grad=True)\n"
+            "e = dg.nn.Embedding(10, 64)\n"
+            "(F.gelu(x).sum() + e(dg.tensor([1, 2, 2])).sum()).backward()\n"
+            "assert x.grad is not None and e.weight.grad is not None\n"
+            "print('numba' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["False"]

@@ -6,6 +6,7 @@ sums of softmax and layer norm, a BLAS product with a ones vector where it appli
 from __future__ import annotations
 
 import itertools
+import sys
 
 import numpy as np
 import pytest
@@ -180,9 +181,16 @@ def test_tiled_max_pool_indices_match_the_general_path(shape, k):
     ((2, 3), 4, (1, 3, 2), (2,)),
     ((50,), 2, (50,), ()),                     # past the rounds' limit: np.add.at itself
 ])
-def test_row_scatter_add_gives_the_bits_of_np_add_at(rows, n, v_shape, tail):
+@pytest.mark.parametrize("loop", [False, True])
+def test_row_scatter_add_gives_the_bits_of_np_add_at(rows, n, v_shape, tail, loop,
+                                                     monkeypatch):
+    # ``loop``: the eager routines' compiled loop from the smallest size, else never.
+    from dualgraph.eager import routines as eager_routines
+    from dualgraph.ops import routines
     from dualgraph.ops.gather import _put_impl
 
+    monkeypatch.setattr(routines, "INSTALLED", [eager_routines] if loop else [])
+    monkeypatch.setattr(routines, "FROM", 1)
     rng = np.random.default_rng(3)
     idx = rng.integers(-n, n, (1,) + rows)
     v = rng.standard_normal(v_shape).astype(np.float32)
@@ -192,6 +200,7 @@ def test_row_scatter_add_gives_the_bits_of_np_add_at(rows, n, v_shape, tail):
     np.add.at(want, (idx[0],), v)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(_bits(got), _bits(want))
+    assert ("dualgraph.backend.numba.eager_routines" in sys.modules) >= loop
     with pytest.raises(IndexError, match="out of bounds"):
         _put_impl(0.0, v, idx + 3 * n, (0,), accumulate=True, shape=(n,) + tail)
 

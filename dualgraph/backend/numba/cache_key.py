@@ -28,7 +28,7 @@ from numba.core import caching
 # The backend modules whose functions, intrinsics and overloads Numba compiles; a test
 # checks that every module of this folder defining compiled code is named here.
 SOURCES = ("kernels", "blas", "blas_parallel", "lapack", "raw", "row_simd", "row_kernels",
-           "recurrent_kernels", "channel_kernels")
+           "recurrent_kernels", "channel_kernels", "eager_routines")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _DIGEST: dict[tuple[str, ...], str] = {}
 
