@@ -1,0 +1,45 @@
+"""A tenth set of programs written for these tests in the manner of public PyTorch
+programs (in ``written10/``): see `harness.ProgramSet`.
+
+- gumbel_vae: a categorical VAE by the Gumbel-softmax trick (hand-written
+  ``sample_gumbel``, the straight-through ``hard`` path by ``scatter_`` and ``detach``,
+  a KL to the uniform prior, the temperature annealed by NumPy and passed as a float).
+- siren: SIREN image and Poisson fits (``SineLayer`` with ``uniform_`` init under
+  ``no_grad``, ``meshgrid(indexing='ij')``, gradients and Laplacians by
+  ``autograd.grad(create_graph=True)`` inside the step).
+- gradcam: a CNN trained with a forward hook keeping features, then Grad-CAM by forward
+  hooks, ``register_full_backward_hook``, ``Tensor.register_hook`` in a hook, bilinear
+  ``interpolate`` and ``handle.remove()``.
+- mae: a masked autoencoder (NumPy sin-cos position embeddings copied into frozen
+  parameters, ``argsort``/``gather`` masking, ``einsum`` patchify, ``norm_pix_loss``, AdamW
+  groups, a cosine learning rate written into ``param_groups`` every step).
+- glow: Glow (``ActNorm`` initialised from data behind a ``uint8`` buffer and ``.item()``,
+  ``InvConv2d`` with ``slogdet`` in double and ``inverse`` for the reverse, affine
+  couplings, squeeze by ``permute``, reverse sampling and reconstruction).
+- shufflenet: torchvision's ShuffleNetV2 (``channel_shuffle``, ``chunk``, stages set by
+  ``setattr``, ``mean([2, 3])``) on ``Subset``/``ConcatDataset`` data, Nesterov SGD groups,
+  a per-iteration ``LambdaLR``, top-k accuracy under ``inference_mode``.
+- protonet: prototypical networks (a batch sampler handed to ``DataLoader(batch_sampler=)``,
+  the loss by ``torch.unique``, ``nonzero`` and ``.item()`` as the public code writes it).
+- nca: growing neural cellular automata (Sobel filters by a grouped ``conv2d``, alive masks
+  by ``max_pool2d``, a boolean ``&``, four updates inside the step, a NumPy sample pool,
+  per-parameter gradient normalisation, ``MultiStepLR``).
+- poincare: Poincaré embeddings (a custom ``autograd.Function`` with a hand-written
+  backward, an ``Optimizer`` subclass with callables in its group, ``step(lr=)``,
+  ``narrow``, ``renorm_``).
+- nbeats: N-BEATS (blocks in plain lists registered through a ``ParameterList`` assigned to
+  ``self.parameters``, weights shared within a stack, trend and seasonality bases from NumPy,
+  a ``torch.save``/``torch.load`` checkpoint resumed into a fresh model and optimiser).
+
+Random draws come from NumPy (the two libraries' random streams differ).
+
+Record torch's side with ``python -m tests.programs.written_sets written10 [NAME ...]``.
+"""
+
+from __future__ import annotations
+
+from .harness import ProgramSet
+
+PROGRAMS = ("gumbel_vae", "siren", "gradcam", "mae", "glow", "shufflenet", "protonet", "nca",
+            "poincare", "nbeats")
+SET = ProgramSet("written10", PROGRAMS, atol=1e-7)
