@@ -9,7 +9,9 @@
 # ``log_softmax`` of negative distances viewed ``(n_classes, n_query, -1)``,
 # ``gather(2, target_inds)`` and accuracy by ``y_hat.eq(...).float().mean()``; Adam with a
 # ``StepLR``; the best model's ``state_dict`` kept by ``copy.deepcopy`` and reloaded for the
-# test episodes. The episodes' class and sample choices come from NumPy.
+# test episodes. The episodes' class and sample choices come from NumPy; the convolutions
+# have no bias (a bias before a batch norm has a gradient of zero up to rounding, which Adam
+# turns into steps of the learning rate's size in either direction).
 # Written for dualgraph's tests with the public program's idioms, not copied from it.
 # ruff: noqa
 import copy
@@ -70,7 +72,7 @@ class FewShotDataset(Dataset):
 
 def conv_block(in_channels, out_channels):
     return nn.Sequential(
-        nn.Conv2d(in_channels, out_channels, 3, padding=1),
+        nn.Conv2d(in_channels, out_channels, 3, padding=1, bias=False),
         nn.BatchNorm2d(out_channels),
         nn.ReLU(),
         nn.MaxPool2d(2)

@@ -164,7 +164,7 @@ def run(weights=None, compiled=False):
         (no_decay if p.ndim <= 1 else decay).append(p)
     optimizer = torch.optim.SGD([{"params": decay, "weight_decay": 4e-5},
                                  {"params": no_decay, "weight_decay": 0.0}],
-                                lr=0.1, momentum=0.9, nesterov=True)
+                                lr=0.05, momentum=0.9, nesterov=True)
     total = 6
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: (1.0 - step / total) if step <= total else 0, last_epoch=-1)
