@@ -124,6 +124,9 @@ class CallTraceContext(TraceContext):
         self.item_tables: dict = {}
         # Nodes read as a loss's target (`note_label`), passed as scalars if constant.
         self._labels: dict = {}
+        # The dicts and lists the modules' hooks reach through their closures and
+        # globals, as they were: id -> (hook, container, copy) (`note_hooks`).
+        self.hook_containers: dict = {}
 
     def as_node(self, a: Any) -> Any:
         node = super().as_node(a)
@@ -215,6 +218,8 @@ class CallTraceContext(TraceContext):
             from ..nn.hooks import EVERY_MODULE
 
             self.reads[("module hooks", "every")] = GlobalHookTable(EVERY_MODULE)
+            self.note_hooks(EVERY_MODULE.__dict__["_hooks"])
+        self.note_hooks(module.__dict__.get("_hooks"))
         d = module.__dict__
         names = tuple(k for k, v in d.items() if k not in _MODULE_TABLES and plain_value(v))
         if names:
@@ -311,6 +316,41 @@ class CallTraceContext(TraceContext):
         guarded only if the call reads them there."""
         for m in module.modules():
             self.note_object(m)
+
+    def note_hooks(self, hooks: Any) -> None:
+        """The state the hooks of a module that runs may change: the object of a bound
+        method (as `note_object`), and the dicts and lists in their closures and globals.
+        A dict's items are written back as an object's attributes (a feature kept by
+        ``features["last"] = output.detach()``); a list given a tensor the call computed
+        runs the signature eagerly (`restore_hook_containers`)."""
+        if not hooks:
+            return
+        for table in (hooks.forward_pre, hooks.forward, hooks.backward, hooks.backward_pre):
+            for hook in table.values():
+                owner = getattr(hook, "__self__", None)
+                if isinstance(getattr(owner, "__dict__", None), dict) and \
+                        not _is_library_object(owner):
+                    self.note_object(owner)
+                f = function_of(hook)
+                if f is None:
+                    continue
+                cells = [v for v in map(_cell_value, f.__closure__ or ())
+                         if v.__class__ in (dict, list)]
+                names = f.__code__.co_names
+                cells += [f.__globals__[k] for k in names
+                          if f.__globals__.get(k).__class__ in (dict, list)]
+                for v in cells:
+                    if id(v) in self.hook_containers:
+                        continue
+                    if v.__class__ is dict:
+                        # Its items are written back as attributes are (`restore_attrs`):
+                        # the compiled call stores the real tensors there, as eagerly.
+                        items = HookDict()
+                        items.__dict__ = v
+                        self.remember_attrs(items)
+                        self.hook_containers[id(v)] = (hook, items, None)
+                    else:
+                        self.hook_containers[id(v)] = (hook, v, v.copy())
 
     def remember_attrs(self, obj: Any) -> None:
         """``obj``'s attributes as they are before the trace changes any, and the items of
@@ -652,6 +692,7 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
         drew = _restore_python_streams(streams) or _restore_generators(generators)
         rebound = _restore_globals(ctx, spaces)
         stored = _restore_containers(ctx, contents)
+        kept = restore_hook_containers(ctx)
         switched = _restore_global_modes(modes)
         if raised is not None and (ctx.writes or grad_writes):
             # Eagerly the tensors written before the error keep their new values (an
@@ -689,6 +730,11 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             f"{' and '.join(map(repr, stored))} (history.append(loss), state['h'] = h), "
             "which a compiled call does not write back",
             "Return the value and store it outside the compiled function.")
+    if kept:
+        raise runs_eagerly(
+            fn, f"runs the hook {kept}, which stores a tensor the call computes in a list "
+            "that a compiled call would not fill", "Return the tensor from the "
+            "function, or register the hook outside the steps you compile.")
     if switched:
         raise runs_eagerly(
             fn, f"leaves {switched} changed when it returns, which a compiled call would do "
@@ -1102,6 +1148,34 @@ def _restore_containers(ctx: CallTraceContext, contents: list) -> list:
             if name not in changed:
                 changed.append(name)
     return changed
+
+
+def _cell_value(cell: Any) -> Any:
+    """What a closure cell holds (None when it is still empty)."""
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
+
+
+class HookDict:
+    """Stands for a dict a module's hook reaches: its ``__dict__`` is that dict, so the
+    dict's items are an object's attributes to `restore_attrs` and to the compiled call."""
+
+
+def restore_hook_containers(ctx: CallTraceContext) -> str | None:
+    """Put back every list a module hook reaches (`CallTraceContext.note_hooks`) that the
+    trace left holding its traced tensors; returns those hooks named, or None."""
+    named = []
+    for hook, v, before in ctx.hook_containers.values():
+        if before is not None and _holds_tracer(v, ctx):
+            v.clear()
+            if isinstance(v, dict):
+                v.update(before)
+            else:
+                v.extend(before)
+            named.append(getattr(hook, "__qualname__", type(hook).__name__))
+    return " and ".join(dict.fromkeys(named)) or None
 
 
 def _restore_generators(before: list) -> str | None:

@@ -326,11 +326,17 @@ class TensorOps:
         return C.log_softmax(self, axis, dim=dim)
 
     # --------------------------------------------------------------------- shape
-    def reshape(self, *shape: Any) -> Any:
-        return S.reshape(self, *shape)
+    def reshape(self, *dims: Any, shape: Any = None) -> Any:
+        return S.reshape(self, *dims, shape=shape)
 
-    def view(self, *shape: Any, dtype: Any = None) -> Any:
-        """``view(*shape)`` reshapes; ``view(dtype)`` reinterprets the bits (`view_dtype`)."""
+    def view(self, *shape: Any, dtype: Any = None, size: Any = None) -> Any:
+        """``view(*shape)`` (or ``view(size=shape)``) reshapes; ``view(dtype)`` reinterprets
+        the bits (`view_dtype`)."""
+        if size is not None:
+            if shape or dtype is not None:
+                raise TypeError("view() takes a shape or a dtype, not both, and the shape "
+                                "either positionally or as size=")
+            return S.reshape(self, size)
         if dtype is not None or (len(shape) == 1 and _is_dtype(shape[0])):
             return S.view_dtype(self, shape[0] if dtype is None else dtype)
         return S.reshape(self, *shape)

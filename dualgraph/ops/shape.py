@@ -83,8 +83,10 @@ def torch_named(out: Any, x: Any, name: str) -> Any:
     return out
 
 
-def reshape(x: Any, *shape: Any) -> Any:
-    """Reshape to ``shape`` (one dimension may be ``-1``); ``reshape(x, 2, 3)`` also works."""
+def reshape(x: Any, *dims: Any, shape: Any = None) -> Any:
+    """Reshape to ``shape`` (one dimension may be ``-1``); ``reshape(x, 2, 3)`` and
+    ``reshape(x, shape=(2, 3))`` also work."""
+    shape = _keyword_shape("reshape", "shape", dims, shape)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     elif len(shape) == 1 and isinstance(shape[0], str):
@@ -93,6 +95,15 @@ def reshape(x: Any, *shape: Any) -> Any:
     if shape == tuple(x.shape):
         return x
     return bind(RESHAPE, x, shape=shape)
+
+
+def _keyword_shape(fn: str, keyword: str, dims: tuple, value: Any) -> tuple:
+    """The shape given positionally (``dims``) or by the keyword torch names (``value``)."""
+    if value is None:
+        return dims
+    if dims:
+        raise TypeError(f"{fn}() got multiple values for argument '{keyword}'")
+    return (value,)
 
 
 def _reshape_vjp(ctx, g):

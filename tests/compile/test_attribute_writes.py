@@ -155,3 +155,37 @@ def test_append_to_a_held_list_runs_eagerly_with_the_list_intact() -> None:
     with pytest.raises(dg.EagerOnlyError, match="_ImagePool.images"):
         dg.compile(step, strict=True)(dg.tensor([1.0, 1.0]))
     assert pool.images == []
+
+
+def test_forward_hook_keeping_features_in_a_dict_leaves_real_tensors_there() -> None:
+    # A feature extractor's hook (``features["last"] = out.detach()``) reached only
+    # through the model's hook table: each call leaves that call's features, one trace.
+    net = dg.nn.Sequential(dg.nn.Linear(2, 3), dg.nn.ReLU())
+    features: dict = {}
+
+    def keep(module, inputs, out):
+        features["last"] = out.detach()
+
+    net[0].register_forward_hook(keep)
+    f = dg.compile(lambda x: net(x).sum())
+    for i in range(3):
+        x = dg.tensor([[1.0, float(i)]])
+        out = f(x)
+        assert not isinstance(features["last"], Tracer)
+        assert_close(features["last"], net[0](x).detach())
+        assert_close(out, net(x).sum())
+    assert f.stats.traces == 1
+
+
+def test_forward_hook_appending_to_a_list_runs_eagerly_with_the_list_as_eager_leaves_it() -> None:
+    net = dg.nn.Linear(2, 1)
+    seen: list = []
+    net.register_forward_hook(lambda module, inputs, out: seen.append(out.detach()))
+    f = dg.compile(lambda x: net(x).sum())
+    with pytest.warns(RuntimeWarning, match="runs the hook .*stores a tensor the call "
+                                            "computes in a list"):
+        for i in range(2):
+            f(dg.tensor([[1.0, float(i)]]))
+    assert f.stats.traces == 0
+    assert [t.tolist() for t in seen] == [net(dg.tensor([[1.0, float(i)]])).tolist()
+                                          for i in range(2)]

@@ -264,6 +264,18 @@ def test_products_and_differences_match_numpy():
                                   [True, False])
 
 
+def test_reshape_and_view_take_the_shape_by_keyword_as_torch_names_it():
+    x = dg.tensor(X)
+    for got in (x.reshape(shape=(6, 4)), dg.reshape(x, shape=[6, -1]), x.view(size=(6, 4))):
+        np.testing.assert_array_equal(got.numpy(), X.reshape(6, 4))
+    graph = dg.trace(lambda t: t.reshape(shape=(2, 12)) + t.view(size=(2, -1)), x)
+    assert [v.shape for v in graph.outputs] == [(2, 12)]
+    with pytest.raises(TypeError, match="multiple values for argument 'shape'"):
+        x.reshape((6, 4), shape=(6, 4))
+    with pytest.raises(TypeError, match="not both"):
+        x.view(6, 4, size=(6, 4))
+
+
 def test_view_dtype_reinterprets_bits():
     x = dg.tensor(np.array([[1.0, -2.5], [0.0, 7.0]], np.float32))
     np.testing.assert_array_equal(x.view(dg.int32).numpy(), x.numpy().view(np.int32))

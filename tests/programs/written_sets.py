@@ -19,6 +19,7 @@ from . import (
     written7_programs,
     written8_programs,
     written9_programs,
+    written10_programs,
     written11_programs,
     written_programs,
 )
@@ -32,6 +33,7 @@ SETS = (
     written7_programs.SET,
     written8_programs.SET,
     written9_programs.SET,
+    written10_programs.SET,
     written11_programs.SET,
 )
 
