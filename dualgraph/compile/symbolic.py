@@ -175,22 +175,26 @@ class SymbolicFloat(SymbolicInt):
     __slots__ = ()
     _stands_for = float
 
-    def operands_met(self, ins: tuple) -> None:
-        """The tracer's hook: beside a float32 or float64 tensor the 0-d float64 input
-        takes that tensor's dtype, as a Python float does (a bool condition may come
-        along: ``dg.where(c, x, lam)``); with an integer tensor, or alone, it would make
-        the result float64 where a Python float gives the default dtype."""
+    def operands_met(self, ins: tuple) -> Any:
+        """The tracer's hook: beside float32 or float64 tensors the 0-d float64 input
+        enters the op converted to their dtype (float32 unless one is float64), as a
+        Python float does (a bool condition may come along: ``dg.where(c, x, lam)``);
+        returns that dtype when it is not float64. With an integer tensor, or alone, it
+        would make the result float64 where a Python float gives the default dtype."""
         own = self._t.node
-        floats = False
+        floats, wide = False, False
         for n in ins:
             dtype = getattr(n, "dtype", None)
             if n is own or dtype is None or dtype.kind == "b":
                 continue
             if dtype not in (np.float32, np.float64):
                 self._need(f"with a {dtype} tensor")
-            floats = floats or bool(getattr(n, "shape", ()))
+            if getattr(n, "shape", ()):
+                floats = True
+                wide = wide or dtype == np.float64
         if not floats:
             self._need("an operand of an op without a float tensor")
+        return None if wide else np.dtype(np.float32)
 
     def _as_operand_of(self, other: Any) -> Any:
         dtype = other.dtype

@@ -30,6 +30,12 @@ from .broadcast import float_dtype, result_dtype
 # ------------------------------------------------------------------ compositions
 
 
+def is_one(alpha: Any) -> bool:
+    """Whether an ``alpha=`` is the number 1 (a traced number argument never counts: its
+    value is not known while tracing, and ``y * alpha`` computes the same)."""
+    return type(alpha) in (int, float, bool) and alpha == 1
+
+
 def exp2(x: Any) -> Any:
     """``2 ** x`` elementwise."""
     return E.pow(2.0, _floating(x))
@@ -66,12 +72,12 @@ def _floating(x: Any) -> Any:
 
 def add(x: Any, y: Any, *, alpha: Any = 1) -> Any:
     """``x + alpha * y`` (PyTorch's ``torch.add``)."""
-    return E.add(x, y if alpha == 1 else E.mul(y, alpha))
+    return E.add(x, y if is_one(alpha) else E.mul(y, alpha))
 
 
 def sub(x: Any, y: Any, *, alpha: Any = 1) -> Any:
     """``x - alpha * y`` (PyTorch's ``torch.sub``)."""
-    return E.sub(x, y if alpha == 1 else E.mul(y, alpha))
+    return E.sub(x, y if is_one(alpha) else E.mul(y, alpha))
 
 
 subtract = sub
@@ -422,4 +428,4 @@ def frexp(input: Any) -> tuple[Any, Any]:  # noqa: A002
 
 def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Any:  # noqa: A002
     """``other - alpha * input``."""
-    return E.sub(other, input if alpha == 1 else E.mul(input, alpha))
+    return E.sub(other, input if is_one(alpha) else E.mul(input, alpha))

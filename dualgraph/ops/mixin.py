@@ -105,7 +105,10 @@ def writes_expanded(chain: tuple) -> bool:
 
 
 def shape_of(x: Any) -> tuple:
-    """The shape of an in-place op's other operand (a tensor, array, list or number)."""
+    """The shape of an in-place op's other operand (a tensor, array, list or number, a
+    traced number argument too)."""
+    if hasattr(type(x), "trace_value"):  # a traced number argument: asking it for a
+        return ()  # .shape would make the trace key it by value
     shape = getattr(x, "shape", None)
     return tuple(shape) if shape is not None else np.shape(x)
 
@@ -188,10 +191,10 @@ class TensorOps:
 
     # PyTorch's method spellings.
     def add(self, o: Any, *, alpha: Any = 1) -> Any:
-        return self + o if alpha == 1 else M.add(self, o, alpha=alpha)
+        return self + o if M.is_one(alpha) else M.add(self, o, alpha=alpha)
 
     def sub(self, o: Any, *, alpha: Any = 1) -> Any:
-        return self - o if alpha == 1 else M.sub(self, o, alpha=alpha)
+        return self - o if M.is_one(alpha) else M.sub(self, o, alpha=alpha)
 
     def mul(self, o: Any) -> Any:
         return self * o
@@ -217,11 +220,11 @@ class TensorOps:
 
     def add_(self, o: Any, alpha: Any = 1) -> Any:
         o, alpha = _alpha_first("add_", o, alpha)
-        return current_mode().inplace(self, E.ADD, o if alpha == 1 else o * alpha)
+        return current_mode().inplace(self, E.ADD, o if M.is_one(alpha) else o * alpha)
 
     def sub_(self, o: Any, alpha: Any = 1) -> Any:
         o, alpha = _alpha_first("sub_", o, alpha)
-        return current_mode().inplace(self, E.SUB, o if alpha == 1 else o * alpha)
+        return current_mode().inplace(self, E.SUB, o if M.is_one(alpha) else o * alpha)
 
     def mul_(self, o: Any) -> Any:
         return current_mode().inplace(self, E.MUL, o)

@@ -642,11 +642,14 @@ class TraceContext(Mode):
 
     def process(self, op: Any, args: tuple, attrs: dict) -> Tracer:
         ins = tuple(self.as_node(a) for a in args)
-        for a in args:
-            # A number that is a runtime input may refuse some operands (`operands_met`).
+        for i, a in enumerate(args):
+            # A number that is a runtime input may refuse some operands, or enter the op
+            # converted to their dtype, as a Python number does (`operands_met`).
             met = getattr(type(a), "operands_met", None)
             if met is not None:
-                met(a, ins)
+                dtype = met(a, ins)
+                if dtype is not None:
+                    ins = (*ins[:i], self.as_node(a.trace_value().to(dtype)), *ins[i + 1:])
         try:
             shape, dtype = op.infer(*ins, **attrs)
         except ValueError as e:

@@ -59,6 +59,25 @@ def test_a_learning_rate_argument_of_a_hand_written_update_is_an_input():
     assert traces(f) == 1, f.stats.retrace_reasons
 
 
+
+def _inplace(x, lr):
+    # The in-place forms an optimizer written by hand uses: a float as the other operand
+    # and as ``alpha=``; each meets the float32 tensor as a float32 number.
+    d = x.clone()
+    d.mul_(-lr)
+    d.add_(x, alpha=-lr)
+    d.sub_(x * 0.5, alpha=lr)
+    d.add_(dg.mul(x, lr))  # a float32 product, as eagerly: the float enters as float32
+    return d.div_(lr + 1.0)
+
+
+def test_a_float_in_in_place_ops_and_as_alpha_is_an_input():
+    f = dg.compile(_inplace)
+    x = dg.tensor([0.5, -1.0, 2.0])
+    for lr in (0.1, 1.0, 0.37):
+        np.testing.assert_array_equal(f(x, lr).numpy(), _inplace(x, lr).numpy())
+    assert traces(f) == 1, f.stats.retrace_reasons
+
 def _branch(x, lam):
     if lam > 0.5:
         return x * 2

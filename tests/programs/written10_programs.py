@@ -51,24 +51,17 @@ PROGRAMS = ("gumbel_vae", "siren", "gradcam", "mae", "glow", "shufflenet", "prot
             "poincare", "nbeats")
 # The default run compiles Grad-CAM's and SIREN's steps (convolutions, pooling, a hook's
 # write-back, double backward), the Poincaré step (a custom Function, an Optimizer
-# subclass; it traces once per learning rate) and the two that run eagerly. Cold, from an
-# empty kernel cache, whole-process CPU with the compile helpers on a loaded machine:
-# glow 66 s, shufflenet 65 s, mae 49 s, nbeats 47 s, gumbel_vae 33 s (four traces),
-# siren 23 s, poincare 16 s, gradcam 12 s, protonet and nca 2 s. The slow ones' compiled
-# paths (slogdet, inverse, grouped and 1x1 convolutions with batch norm, chunk, argsort,
-# gather, einsum, multi-head attention, mm, softmax with scatter_) are compiled in the
-# default run by the registry-driven op tests and the programs above; the Gumbel VAE's
-# baked temperature is the Poincaré step's baked learning rate.
+# subclass stepped with a float learning rate that changes, a graph input) and the two
+# that run eagerly. Cold, from an empty kernel cache, whole-process CPU with the compile
+# helpers on a loaded machine: glow 66 s, shufflenet 65 s, mae 49 s, nbeats 47 s,
+# gumbel_vae 33 s, siren 23 s, poincare 16 s, gradcam 12 s, protonet and nca 2 s. The
+# slow ones' compiled paths (slogdet, inverse, grouped and 1x1 convolutions with batch
+# norm, chunk, argsort, gather, einsum, multi-head attention, mm, softmax with scatter_)
+# are compiled in the default run by the registry-driven op tests and the programs above;
+# the Gumbel VAE's annealed float temperature is the Poincaré step's float learning rate.
 SLOW = ("glow", "shufflenet", "mae", "nbeats", "gumbel_vae")
 SET = ProgramSet(
     "written10", PROGRAMS, slow=SLOW, atol=1e-7,
     traces={"protonet": [0], "nca": [0], "siren": [1, 1], "nbeats": [1, 1]},
     warns={"protonet": "unique has a result whose shape or value depends on the data",
-           "nca": "stepping a learning-rate scheduler inside a compiled function"},
-    compile_fails={
-        "gumbel_vae": "temp is passed as a Python float (a NumPy float64) that the annealing "
-                      "changes: dg.compile bakes floats in and traces four times (torch.compile "
-                      "makes floats graph inputs, specialize_float=False)",
-        "poincare": "the burn-in learning rate is passed to optimizer.step(lr=) as a Python "
-                    "float that changes after the first epoch: dg.compile bakes floats in and "
-                    "traces twice (torch.compile makes floats graph inputs)"})
+           "nca": "stepping a learning-rate scheduler inside a compiled function"})
