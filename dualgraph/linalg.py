@@ -123,6 +123,31 @@ def tensorinv(A: Any, ind: int = 2) -> Any:  # noqa: N803
     return inv(A.reshape(n, n)).reshape(cols + rows)
 
 
+def tensorsolve(A: Any, B: Any, dims: Any = None) -> Any:  # noqa: N803
+    """The ``X`` with ``tensordot(A, X, X.ndim) == B``: ``A`` read as a matrix whose rows are
+    its first ``B.ndim`` dims (after moving ``dims`` of ``A`` to the end), solved for ``B``
+    flattened; ``X`` has shape ``A.shape[B.ndim:]``.
+
+    >>> dg.linalg.tensorsolve(dg.eye(4).reshape(2, 2, 4), dg.ones(2, 2))
+    tensor([1., 1., 1., 1.])
+    """
+    if dims is not None:
+        nd = len(A.shape)
+        moved = [d % nd for d in ((dims,) if isinstance(dims, int) else dims)]
+        A = A.permute(*[d for d in range(nd) if d not in moved], *moved)  # noqa: N806
+    rows, cols = tuple(A.shape[:len(B.shape)]), tuple(A.shape[len(B.shape):])
+    if rows != tuple(B.shape):
+        raise RuntimeError(f"linalg.tensorsolve: Expected the leading dims of A to equal "
+                           f"B's shape, but got A.shape {tuple(A.shape)} and B.shape "
+                           f"{tuple(B.shape)}")
+    n = int(np.prod(cols))
+    if int(np.prod(rows)) != n:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:])"
+                           f" == prod(self.shape[:other.ndim]), but got {n} != "
+                           f"{int(np.prod(rows))}")
+    return solve(A.reshape(n, n), B.reshape(n)).reshape(cols)
+
+
 inv_ex_result = namedtuple("inv_ex", ["inverse", "info"])
 solve_ex_result = namedtuple("solve_ex", ["result", "info"])
 
@@ -131,5 +156,5 @@ __all__ = [
     "householder_product",
     "inv", "inv_ex", "lstsq", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
     "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular",
-    "svd", "svdvals", "vecdot", "vector_norm", "cond", "tensorinv", "vander",
+    "svd", "svdvals", "vecdot", "vector_norm", "cond", "tensorinv", "tensorsolve", "vander",
 ]

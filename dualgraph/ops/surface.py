@@ -665,6 +665,7 @@ METHODS: dict[str, Any] = {
     "matrix_exp": DC.matrix_exp,
     "nansum": ST.nansum, "nanmean": ST.nanmean, "aminmax": ST.aminmax, "quantile": ST.quantile,
     "nanquantile": ST.nanquantile, "mode": ST.mode, "bincount": ST.bincount,
+    "histogram": ST.histogram,
     "unique": ST.unique, "unique_consecutive": ST.unique_consecutive,
     "masked_scatter": masked_scatter, "take": take, "put": put, "select": select,
     "sum_to_size": sum_to_size, "ravel": ravel, "equal": equal, "is_nonzero": is_nonzero,

@@ -2475,6 +2475,25 @@ def _row_program(row: Any) -> Program:
                    compile=traces(row), source="ops")
 
 
+@script(source=NAMES)
+def histograms(lib, F):
+    x = lib.tensor([1.0, 2.0, 1.0, 4.0, 2.5, 7.0, -1.0, 3.0])
+    w = lib.tensor([0.5, 1.0, 2.0, 1.0, 3.0, 0.25, 1.0, 2.0])
+    edges = lib.tensor([0.0, 1.5, 3.0, 8.0])
+    y = lib.tensor([[0.1, 0.7, 0.3], [0.9, 0.5, 0.5]], dtype=lib.float64)
+    return (*lib.histogram(x, 4), *lib.histogram(x, 3, range=(0.0, 3.0), density=True),
+            *lib.histogram(x, bins=5, weight=w), *lib.histogram(x, edges, weight=w, density=True),
+            *x.histogram(edges), *lib.histogram(y, 4), *lib.histogram(lib.tensor([2.0, 2.0]), 2),
+            lib.histc(x, 4))
+
+
+@program(grid((2, 3, 6), -0.5, 0.5), grid((2, 3), -1.0, 2.0), source=SURF_OPS)
+def tensorsolve(lib, F, a, b):
+    a = a + lib.eye(6).reshape(2, 3, 6) * 3.0
+    return (lib.linalg.tensorsolve(a, b),
+            lib.linalg.tensorsolve(a.permute(2, 0, 1), b, dims=(0,)),
+            lib.linalg.tensorinv(a.reshape(6, 2, 3), ind=1))
+
 # Rows whose PyTorch result is not a parity check: row id -> why.
 ROWS_WITHOUT_GOLDEN = {
     "as_strided_scatter-overlap_free": "PyTorch 2.13's gradient of the input is 1 where src "

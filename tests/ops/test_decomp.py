@@ -80,6 +80,9 @@ GRADIENTS = {
     "pinv_wide": (lambda x: dg.pinverse(x), WIDE),
     "lstsq": (lambda a, b: dg.linalg.lstsq(a, b).solution, TALL, TALL[:, :, :2]),
     "matrix_exp": (lambda x: dg.linalg.matrix_exp(x * 2.0), SPD),
+    "tensorsolve": (lambda a, b: dg.linalg.tensorsolve(_spd(a.reshape(3, 3)).reshape(3, 1, 3)
+                                                       .permute(2, 0, 1), b, dims=(0,)),
+                    SPD[0], TALL[0, :3, :1]),
 }
 
 
@@ -174,6 +177,13 @@ def test_bad_arguments() -> None:
     q, r = dg.linalg.qr(x, mode="complete")
     with pytest.raises(RuntimeError, match="not differentiable when mode='complete'"):
         (q.sum() + r.sum()).backward()
+
+
+def test_tensorsolve_shapes() -> None:
+    with pytest.raises(RuntimeError, match="leading dims of A to equal B's shape"):
+        dg.linalg.tensorsolve(dg.ones(2, 3, 6), dg.ones(3, 2))
+    with pytest.raises(RuntimeError, match="prod"):
+        dg.linalg.tensorsolve(dg.ones(2, 3, 5), dg.ones(2, 3))
 
 
 def test_tensor_methods_and_old_names() -> None:

@@ -264,6 +264,23 @@ def test_count_nonzero_and_histc():
         dg.histc(_t([1, 2]), bins=4)
 
 
+def test_histogram_errors_and_eager_only():
+    x = _t([1.0, 2.0, 4.0])
+    assert dg.histogram(x, 3)._fields == ("hist", "bin_edges")
+    with pytest.raises(NotImplementedError, match="floating point"):
+        dg.histogram(_t([1, 2]), 2)
+    with pytest.raises(RuntimeError, match="min should not exceed max"):
+        dg.histogram(x, 2, range=(3.0, 1.0))
+    with pytest.raises(RuntimeError, match="bins must be > 0"):
+        dg.histogram(x, 0)
+    with pytest.raises(RuntimeError, match="at least 2 elements"):
+        dg.histogram(x, _t([1.0]))
+    with pytest.raises(RuntimeError, match="same shape as input"):
+        dg.histogram(x, 2, weight=_t([1.0, 2.0]))
+    with pytest.raises(dg.TraceError, match="run this part eagerly"):
+        dg.trace(lambda t: dg.histogram(t, 2).hist, x)
+
+
 # ------------------------------------------------------------------------- compiled
 
 
