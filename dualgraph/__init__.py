@@ -392,11 +392,14 @@ from .nn import functional as _F  # noqa: E402
 from .ops.decomp import (  # noqa: E402
     cholesky_inverse,
     cholesky_solve,
+    lu_unpack,
     matrix_exp,
     pinverse,
     triangular_solve,
 )
 from .ops.decomp import torch_cholesky as cholesky  # noqa: E402
+from .ops.decomp import torch_lu as lu  # noqa: E402
+from .ops.decomp import torch_lu_solve as lu_solve  # noqa: E402
 from .ops.decomp import torch_qr as qr  # noqa: E402
 from .ops.decomp import torch_svd as svd  # noqa: E402
 from .ops.math import (  # noqa: E402
@@ -991,7 +994,7 @@ __all__ += ["gradient"]
 __all__ += ["as_strided_scatter", "diagonal_scatter", "index_reduce", "select_scatter",
             "slice_scatter"]
 __all__ += ["cholesky", "cholesky_inverse", "cholesky_solve", "matrix_exp", "pinverse", "qr",
-            "svd", "triangular_solve"]
+            "svd", "triangular_solve", "lu", "lu_solve", "lu_unpack"]
 sparse_coo_tensor = sparse.sparse_coo_tensor
 __all__ += ["sparse", "sparse_coo_tensor"]
 

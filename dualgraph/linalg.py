@@ -1,5 +1,5 @@
 """``torch.linalg``: norms, inverse, determinant, solve, the products, the decompositions
-(``cholesky``, ``qr``, ``eigh``, ``svd``) and what is built on them (``solve_triangular``,
+(``cholesky``, ``qr``, ``eigh``, ``svd``, ``lu``) and what is built on them (``solve_triangular``,
 ``pinv``, ``lstsq``, ``matrix_rank``), and ``matrix_exp``, under PyTorch's names, returning
 PyTorch's named tuples (``U, S, Vh = dg.linalg.svd(A)``).
 
@@ -21,6 +21,10 @@ from .ops.decomp import (
     eigvalsh,
     householder_product,
     lstsq,
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    lu_solve,
     matrix_exp,
     matrix_rank,
     pinv,
@@ -154,7 +158,8 @@ solve_ex_result = namedtuple("solve_ex", ["result", "info"])
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "diagonal", "eigh", "eigvalsh",
     "householder_product",
-    "inv", "inv_ex", "lstsq", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
+    "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
+    "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
     "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular",
     "svd", "svdvals", "vecdot", "vector_norm", "cond", "tensorinv", "tensorsolve", "vander",
 ]

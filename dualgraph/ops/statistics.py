@@ -84,7 +84,7 @@ def _quantile(fn: str, input: Any, q: Any, dim: Any, keepdim: bool,  # noqa: A00
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"{fn}() interpolation must be one of linear, lower, higher, "
                            f"midpoint or nearest. Got {interpolation}")
-    scalar_q = not hasattr(q, "shape")
+    scalar_q = not hasattr(q, "shape") or len(q.shape) == 0  # a 0-d q adds no dim either
     qs = np.atleast_1d(np.asarray(q, np.float64))
     if qs.ndim > 1:
         raise RuntimeError(f"{fn}() q must be a scalar or 1D tensor")

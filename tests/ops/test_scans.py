@@ -230,6 +230,12 @@ def test_sort_gradient_is_a_scatter_by_indices():
 # ------------------------------------------------------------------------ searching
 
 
+def test_searchsorted_with_empty_dims():
+    assert dg.searchsorted(dg.zeros(0, 0, 0), dg.zeros(0, 0, 0)).shape == (0, 0, 0)
+    assert dg.searchsorted(dg.zeros(2, 0), dg.zeros(2, 3), right=True).tolist() == [[0] * 3] * 2
+    assert dg.searchsorted(dg.zeros(2, 3), dg.zeros(2, 0)).shape == (2, 0)
+
+
 def test_searchsorted_and_bucketize_surface():
     b = _t([1.0, 2.0, 2.0, 3.0])
     v = _t([[2.0, 0.5, NAN], [3.0, 4.0, 1.0]])
