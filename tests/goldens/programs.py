@@ -2487,6 +2487,18 @@ def histograms(lib, F):
             lib.histc(x, 4))
 
 
+@script(source=NAMES)
+def fractional_max_pool(lib, F):
+    x = lib.linspace(-3.0, 4.0, 2 * 3 * 7 * 9).reshape(2, 3, 7, 9).sin().requires_grad_()
+    u = lib.tensor([[[0.1, 0.9], [0.5, 0.25], [0.75, 0.0]], [[0.3, 0.6], [0.99, 0.4],
+                                                              [0.2, 0.8]]])
+    out, idx = F.fractional_max_pool2d(x, 2, output_size=(4, 5), return_indices=True,
+                                       _random_samples=u)
+    ratio = F.fractional_max_pool2d(x, (3, 2), output_ratio=(0.5, 0.5), _random_samples=u)
+    one = F.fractional_max_pool2d(x[0], 2, output_size=3, _random_samples=u[:1])
+    ((out * out).sum() + ratio.sum() + one.sum()).backward()
+    return out, idx, ratio, one, x.grad
+
 @program(grid((2, 3, 6), -0.5, 0.5), grid((2, 3), -1.0, 2.0), source=SURF_OPS)
 def tensorsolve(lib, F, a, b):
     a = a + lib.eye(6).reshape(2, 3, 6) * 3.0
