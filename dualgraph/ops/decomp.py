@@ -674,7 +674,7 @@ def lu(A: Any, *, pivot: bool = True, out: Any = None) -> Any:  # noqa: N803
     """
     _no_out("linalg.lu", out)
     _, P, L, U = _lu("lu", A, pivot)  # noqa: N806
-    return linalg_lu(P, L, U)
+    return linalg_lu(S.stop_gradient(P), L, U)  # a permutation: no gradient, as in PyTorch
 
 
 def lu_factor(A: Any, *, pivot: bool = True, out: Any = None) -> Any:  # noqa: N803

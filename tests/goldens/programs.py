@@ -2026,6 +2026,16 @@ def decompositions(lib, F, a, b):
             L.matrix_exp(c * 0.3))
 
 
+@program(grid((3, 3), -1.0, 1.0), grid((3, 2), -1.0, 1.0), source=SURF_OPS, covers=("lu",))
+def lu_factorizations(lib, F, a, b):
+    # rows flipped under a dominant diagonal: every column pivots, without near-ties
+    c = (a * 0.5 + 2.0 * lib.eye(3)).flip(0)
+    tall = lib.cat([c, a[:1] * 0.25], 0)
+    LU, piv = lib.linalg.lu_factor(c)  # noqa: N806
+    P, L, U = lib.linalg.lu(tall)  # noqa: N806
+    return (LU, piv, L, U, P, lib.linalg.lu(c.mT).U, lib.linalg.lu_solve(LU, piv, b),
+            lib.lu_unpack(LU, piv).L)
+
 @program(grid((2, 3, 3), -1.0, 1.0), grid((3, 2), -1.0, 1.0), grid((4, 3), -2.0, 2.0),
          source=SURF_OPS, covers=("inv",))
 def matrix_functions(lib, F, a, b, x):
