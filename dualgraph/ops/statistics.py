@@ -124,6 +124,8 @@ def _quantile(fn: str, input: Any, q: Any, dim: Any, keepdim: bool,  # noqa: A00
         out = S.reshape(out, tuple(s for i, s in enumerate(out.shape) if i != d + 1))
     elif dim is None:
         out = S.reshape(out, (len(qs),) + (1,) * len(input.shape))
+    if not input.shape:  # a 0-d input keeps no dim, keepdim or not
+        out = S.reshape(out, (len(qs),))
     return S.reshape(out, tuple(out.shape[1:])) if scalar_q else out
 
 
@@ -320,7 +322,7 @@ def _bin_edges(a: np.ndarray, bins: Any, range_: Any) -> np.ndarray:
     elif a.size:
         lo, hi = float(a.min()), float(a.max())
     else:
-        lo, hi = 0.0, 0.0
+        lo, hi = 0.0, 1.0  # PyTorch's bins for no data
     if lo > hi:
         raise RuntimeError(f"torch.histogram(): min should not exceed max, but got min {lo:g} "
                            f"max {hi:g}")

@@ -273,6 +273,7 @@ def test_count_nonzero_and_histc():
 def test_histogram_errors_and_eager_only():
     x = _t([1.0, 2.0, 4.0])
     assert dg.histogram(x, 3)._fields == ("hist", "bin_edges")
+    assert dg.histogram(dg.zeros(0), 4).bin_edges.tolist() == [0.0, 0.25, 0.5, 0.75, 1.0]
     with pytest.raises(NotImplementedError, match="floating point"):
         dg.histogram(_t([1, 2]), 2)
     with pytest.raises(RuntimeError, match="min should not exceed max"):

@@ -387,3 +387,6 @@ def test_quantile_of_a_zero_dim_q_adds_no_dim():
     assert dg.quantile(x, dg.tensor(0.5), dim=1).tolist() == [2.0, 3.0]
     assert dg.nanquantile(x, dg.tensor(0.5)).shape == ()
     assert dg.quantile(x, dg.tensor([0.5]), dim=1, keepdim=True).shape == (1, 2, 1)
+    scalar = dg.tensor(2.0)
+    assert dg.quantile(scalar, 0.5, dim=0, keepdim=True).shape == ()
+    assert dg.nanquantile(scalar, dg.tensor([0.2, 0.5]), dim=0, keepdim=True).shape == (2,)
