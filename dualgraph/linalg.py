@@ -128,9 +128,9 @@ def tensorinv(A: Any, ind: int = 2) -> Any:  # noqa: N803
 
 
 def tensorsolve(A: Any, B: Any, dims: Any = None) -> Any:  # noqa: N803
-    """The ``X`` with ``tensordot(A, X, X.ndim) == B``: ``A`` read as a matrix whose rows are
-    its first ``B.ndim`` dims (after moving ``dims`` of ``A`` to the end), solved for ``B``
-    flattened; ``X`` has shape ``A.shape[B.ndim:]``.
+    """The ``X`` with ``tensordot(A, X, X.ndim) == B``: ``A`` (after moving ``dims`` of ``A``
+    to the end) read as a square matrix, its last dims after the first ``B.ndim`` the
+    columns, solved for ``B`` flattened; ``X`` has shape ``A.shape[B.ndim:]``.
 
     >>> dg.linalg.tensorsolve(dg.eye(4).reshape(2, 2, 4), dg.ones(2, 2))
     tensor([1., 1., 1., 1.])
@@ -139,16 +139,11 @@ def tensorsolve(A: Any, B: Any, dims: Any = None) -> Any:  # noqa: N803
         nd = len(A.shape)
         moved = [d % nd for d in ((dims,) if isinstance(dims, int) else dims)]
         A = A.permute(*[d for d in range(nd) if d not in moved], *moved)  # noqa: N806
-    rows, cols = tuple(A.shape[:len(B.shape)]), tuple(A.shape[len(B.shape):])
-    if rows != tuple(B.shape):
-        raise RuntimeError(f"linalg.tensorsolve: Expected the leading dims of A to equal "
-                           f"B's shape, but got A.shape {tuple(A.shape)} and B.shape "
-                           f"{tuple(B.shape)}")
-    n = int(np.prod(cols))
-    if int(np.prod(rows)) != n:
+    cols = tuple(A.shape[len(B.shape):])
+    n, rows = int(np.prod(cols)), int(np.prod(tuple(B.shape)))
+    if n != rows:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:])"
-                           f" == prod(self.shape[:other.ndim]), but got {n} != "
-                           f"{int(np.prod(rows))}")
+                           f" == prod(self.shape[:other.ndim]), but got {n} != {rows}")
     return solve(A.reshape(n, n), B.reshape(n)).reshape(cols)
 
 
