@@ -392,11 +392,14 @@ from .nn import functional as _F  # noqa: E402
 from .ops.decomp import (  # noqa: E402
     cholesky_inverse,
     cholesky_solve,
+    lu_unpack,
     matrix_exp,
     pinverse,
     triangular_solve,
 )
 from .ops.decomp import torch_cholesky as cholesky  # noqa: E402
+from .ops.decomp import torch_lu as lu  # noqa: E402
+from .ops.decomp import torch_lu_solve as lu_solve  # noqa: E402
 from .ops.decomp import torch_qr as qr  # noqa: E402
 from .ops.decomp import torch_svd as svd  # noqa: E402
 from .ops.math import (  # noqa: E402
@@ -459,6 +462,7 @@ from .ops.statistics import (  # noqa: E402
     bincount,
     corrcoef,
     cov,
+    histogram,
     mode,
     nanmean,
     nanquantile,
@@ -960,7 +964,8 @@ __all__ += [
     "preserve_format", "real", "scalar_tensor", "unravel_index", "addbmm", "addcdiv",
     "addcmul", "addmm", "addmv", "addr", "aminmax", "arccos", "arccosh", "arcsin", "arcsinh",
     "arctan", "arctanh", "are_deterministic_algorithms_enabled", "as_tensor", "asarray",
-    "baddbmm", "bernoulli", "bincount", "block_diag", "broadcast_shapes", "broadcast_tensors",
+    "baddbmm", "bernoulli", "bincount", "histogram", "block_diag", "broadcast_shapes",
+    "broadcast_tensors",
     "can_cast", "cartesian_prod", "cdist", "celu", "chain_matmul", "clamp_max", "clamp_min",
     "concat", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
     "conv_transpose3d", "corrcoef", "cosine_similarity", "cov", "cumulative_trapezoid",
@@ -989,7 +994,7 @@ __all__ += ["gradient"]
 __all__ += ["as_strided_scatter", "diagonal_scatter", "index_reduce", "select_scatter",
             "slice_scatter"]
 __all__ += ["cholesky", "cholesky_inverse", "cholesky_solve", "matrix_exp", "pinverse", "qr",
-            "svd", "triangular_solve"]
+            "svd", "triangular_solve", "lu", "lu_solve", "lu_unpack"]
 sparse_coo_tensor = sparse.sparse_coo_tensor
 __all__ += ["sparse", "sparse_coo_tensor"]
 

@@ -1,5 +1,5 @@
 """``torch.linalg``: norms, inverse, determinant, solve, the products, the decompositions
-(``cholesky``, ``qr``, ``eigh``, ``svd``) and what is built on them (``solve_triangular``,
+(``cholesky``, ``qr``, ``eigh``, ``svd``, ``lu``) and what is built on them (``solve_triangular``,
 ``pinv``, ``lstsq``, ``matrix_rank``), and ``matrix_exp``, under PyTorch's names, returning
 PyTorch's named tuples (``U, S, Vh = dg.linalg.svd(A)``).
 
@@ -21,6 +21,10 @@ from .ops.decomp import (
     eigvalsh,
     householder_product,
     lstsq,
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    lu_solve,
     matrix_exp,
     matrix_rank,
     pinv,
@@ -123,13 +127,34 @@ def tensorinv(A: Any, ind: int = 2) -> Any:  # noqa: N803
     return inv(A.reshape(n, n)).reshape(cols + rows)
 
 
+def tensorsolve(A: Any, B: Any, dims: Any = None) -> Any:  # noqa: N803
+    """The ``X`` with ``tensordot(A, X, X.ndim) == B``: ``A`` (after moving ``dims`` of ``A``
+    to the end) read as a square matrix, its last dims after the first ``B.ndim`` the
+    columns, solved for ``B`` flattened; ``X`` has shape ``A.shape[B.ndim:]``.
+
+    >>> dg.linalg.tensorsolve(dg.eye(4).reshape(2, 2, 4), dg.ones(2, 2))
+    tensor([1., 1., 1., 1.])
+    """
+    if dims is not None:
+        nd = len(A.shape)
+        moved = [d % nd for d in ((dims,) if isinstance(dims, int) else dims)]
+        A = A.permute(*[d for d in range(nd) if d not in moved], *moved)  # noqa: N806
+    cols = tuple(A.shape[len(B.shape):])
+    n, rows = int(np.prod(cols)), int(np.prod(tuple(B.shape)))
+    if n != rows:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:])"
+                           f" == prod(self.shape[:other.ndim]), but got {n} != {rows}")
+    return solve(A.reshape(n, n), B.reshape(n)).reshape(cols)
+
+
 inv_ex_result = namedtuple("inv_ex", ["inverse", "info"])
 solve_ex_result = namedtuple("solve_ex", ["result", "info"])
 
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "diagonal", "eigh", "eigvalsh",
     "householder_product",
-    "inv", "inv_ex", "lstsq", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
+    "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
+    "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
     "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular",
-    "svd", "svdvals", "vecdot", "vector_norm", "cond", "tensorinv", "vander",
+    "svd", "svdvals", "vecdot", "vector_norm", "cond", "tensorinv", "tensorsolve", "vander",
 ]

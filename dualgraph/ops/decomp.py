@@ -36,9 +36,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import ShapeError
-from ..modes import bind
+from ..modes import bind, current_trace
 from . import elementwise as E
+from . import reduce as R
 from . import shape as S
+from .index import take_along_dim
 from .linalg import matmul
 from .matrix import LinAlgError, _mT
 from .registry import OpDef, register
@@ -476,6 +478,94 @@ def pinv_primitive(A: Any, atol: float, rtol: float) -> Any:  # noqa: N803
     return bind(PINV, A, atol=float(atol), rtol=float(rtol))
 
 
+# --------------------------------------------------------------------------- lu
+# LU with partial pivoting, as LAPACK's getrf pivots: at step j the row with the largest
+# magnitude in column j (the first on ties) is swapped up. Packed layout, for A (m, n) and
+# k = min(m, n): (..., m + 1, m + k + n): row 0 holds the 1-based pivots (LAPACK's ipiv)
+# in its first k entries; rows 1.. hold P (m, m), then L (m, k, unit lower), then U
+# (k, n) in the top k rows of the last n columns, with A = P L U.
+
+
+def _lu_impl(A: np.ndarray) -> np.ndarray:  # noqa: N803
+    m, n = A.shape[-2:]
+    k = min(m, n)
+    a = A.astype(np.float64).reshape((-1, m, n))  # float32 computed in float64, as NumPy does
+    batch = np.arange(a.shape[0])
+    perm = np.tile(np.arange(m), (a.shape[0], 1))
+    out = np.zeros((a.shape[0], m + 1, m + k + n))
+    for j in range(k):
+        p = j + np.argmax(np.abs(a[:, j:, j]), axis=1)
+        out[:, 0, j] = p + 1
+        a[batch, j], a[batch, p] = a[batch, p], a[batch, j].copy()
+        perm[batch, j], perm[batch, p] = perm[batch, p], perm[batch, j].copy()
+        d = a[:, j, j]
+        # A zero pivot leaves its column unscaled (LAPACK reports it in info and goes on).
+        a[:, j + 1:, j] /= np.where(d == 0, 1.0, d)[:, None]
+        a[:, j + 1:, j + 1:] -= a[:, j + 1:, j, None] * a[:, None, j, j + 1:]
+    out[batch[:, None], 1 + perm, np.arange(m)] = 1.0  # P[perm[i], i] = 1
+    out[:, 1:, m:m + k] = np.tril(a[:, :, :k], -1) + np.eye(m, k)
+    out[:, 1:1 + k, m + k:] = np.triu(a[:, :k, :])
+    return out.reshape(A.shape[:-2] + (m + 1, m + k + n)).astype(A.dtype)
+
+
+def _lu_infer(A: Any) -> tuple:  # noqa: N803
+    shape, dtype = check_matrix("lu_factor", A)
+    m, n = shape[-2:]
+    return shape[:-2] + (m + 1, m + min(m, n) + n), dtype
+
+
+def lu_parts(packed: Any, m: int, n: int) -> tuple:
+    """``(pivots, P, L, U)`` from `LU`'s packed output for an (m, n) ``A``: pivots as
+    floats."""
+    k = min(m, n)
+    body = _rows(packed, 1, m + 1)
+    return (_cols(_rows(packed, 0, 1), 0, k), _cols(body, 0, m), _cols(body, m, m + k),
+            _rows(_cols(body, m + k, m + k + n), 0, k))
+
+
+def _right_solve_transposed(X: Any, T: Any, upper: bool, unit: bool = False) -> Any:  # noqa: N803
+    """``X T⁻ᵀ`` for triangular ``T``: the transpose of ``T⁻¹ Xᵀ``."""
+    return _mT(solve_triangular_left(T, _mT(X), upper=upper, unitriangular=unit))
+
+
+def _lu_square_vjp(L: Any, U: Any, gL: Any, gU: Any) -> Any:  # noqa: N803
+    """The gradient of ``B = L U`` (square L, no pivoting): with X = L⁻¹ dB U⁻¹, dL = L
+    tril(X, -1) and dU = triu(X) U, so gB = L⁻ᵀ (tril(Lᵀ gL, -1) + triu(gU Uᵀ)) U⁻ᵀ."""
+    # L's diagonal and upper part and U's lower part are constants: their gradients drop.
+    gL, gU = S.tril(gL, -1), S.triu(gU)  # noqa: N806
+    phi = E.add(S.tril(matmul(_mT(L), gL), -1), S.triu(matmul(gU, _mT(U))))
+    left = solve_triangular_left(_mT(L), phi, upper=True, unitriangular=True)
+    return _right_solve_transposed(left, U, upper=True)
+
+
+def _lu_vjp(ctx, g):
+    m, n = ctx.inputs[0].shape[-2:]
+    _, P, L, U = lu_parts(ctx.out, m, n)  # noqa: N806
+    _, _, gL, gU = lu_parts(g, m, n)  # noqa: N806  P and the pivots are piecewise constant
+    # With B = Pᵀ A: a tall B = [L1; L2] U has L2 = B2 U⁻¹, a wide B = L [U1 U2] has
+    # U2 = L⁻¹ B2; each adds its term to the square block's gradients and its own block.
+    if m > n:
+        L1, L2, gL1, gL2 = _rows(L, 0, n), _rows(L, n, m), _rows(gL, 0, n), _rows(gL, n, m)  # noqa: N806
+        gB2 = _right_solve_transposed(gL2, U, upper=True)  # noqa: N806
+        gU = E.sub(gU, matmul(_mT(L2), gB2))  # noqa: N806
+        gB = S.concatenate([_lu_square_vjp(L1, U, gL1, gU), gB2], -2)  # noqa: N806
+    elif m < n:
+        U1, U2, gU1, gU2 = _cols(U, 0, m), _cols(U, m, n), _cols(gU, 0, m), _cols(gU, m, n)  # noqa: N806
+        gB2 = solve_triangular_left(_mT(L), gU2, upper=True, unitriangular=True)  # noqa: N806
+        gL = E.sub(gL, matmul(gB2, _mT(U2)))  # noqa: N806
+        gB = S.concatenate([_lu_square_vjp(L, U1, gL, gU1), gB2], -1)  # noqa: N806
+    else:
+        gB = _lu_square_vjp(L, U, gL, gU)  # noqa: N806
+    return (matmul(P, gB),)
+
+
+LU = register(OpDef("lu", _lu_impl, _lu_infer, _lu_vjp, "LinalgLuBackward0", saves_out=True))
+
+
+def lu_packed(A: Any) -> Any:  # noqa: N803
+    return bind(LU, A)
+
+
 # ----------------------------------------------------------- the public functions
 # ``torch.linalg``'s names (re-exported by ``dualgraph/linalg.py``) and the older top-level
 # ones (``torch.cholesky_solve``, ``torch.svd`` with ``some=`` and V, ...).
@@ -546,6 +636,140 @@ def triangular_solve(b: Any, A: Any, upper: bool = True, transpose: bool = False
     X = solve_triangular_left(Ak, b, upper=upper != transpose,  # noqa: N806
                               unitriangular=unitriangular)
     return triangular_solve_result(X, E.add(A, 0.0) if np.dtype(A.dtype).kind == "f" else A)
+
+
+linalg_lu = namedtuple("linalg_lu", ["P", "L", "U"])
+linalg_lu_factor = namedtuple("linalg_lu_factor", ["LU", "pivots"])
+linalg_lu_factor_ex = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+lu_unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])
+
+
+def _lu(fn: str, A: Any, pivot: bool) -> tuple:  # noqa: N803
+    if not pivot:
+        raise RuntimeError(f"linalg.{fn}: LU without pivoting is not implemented on the CPU")
+    check_matrix(fn, A)
+    m, n = A.shape[-2:]
+    return lu_parts(lu_packed(A), m, n)
+
+
+def _compact(L: Any, U: Any) -> Any:  # noqa: N803
+    """L's strict lower part and U in one (m, n) matrix, as LAPACK stores them."""
+    (m, k), n = L.shape[-2:], U.shape[-1]
+    strict = E.sub(L, np.eye(m, k, dtype=np.dtype(L.dtype)))
+    if m >= n:
+        pad = np.zeros(tuple(U.shape[:-2]) + (m - k, n), np.dtype(U.dtype))
+        return E.add(strict, S.concatenate([U, pad], -2))
+    pad = np.zeros(tuple(L.shape[:-2]) + (m, n - k), np.dtype(L.dtype))
+    return E.add(U, S.concatenate([strict, pad], -1))
+
+
+def lu(A: Any, *, pivot: bool = True, out: Any = None) -> Any:  # noqa: N803
+    """``(P, L, U)`` with ``A = P L U``: P a permutation matrix, L unit lower triangular
+    (m, k), U upper triangular (k, n), k = min(m, n); partial pivoting as LAPACK's getrf.
+
+    >>> P, L, U = dg.linalg.lu(dg.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    >>> U
+    tensor([[3.0000, 4.0000],
+            [0.0000, 0.6667]])
+    """
+    _no_out("linalg.lu", out)
+    _, P, L, U = _lu("lu", A, pivot)  # noqa: N806
+    return linalg_lu(S.stop_gradient(P), L, U)  # a permutation: no gradient, as in PyTorch
+
+
+def lu_factor(A: Any, *, pivot: bool = True, out: Any = None) -> Any:  # noqa: N803
+    """``(LU, pivots)``: `lu`'s L (without its unit diagonal) and U in one matrix, and the
+    int32 1-based row swaps (LAPACK's ``ipiv``), for `lu_solve` and `lu_unpack`."""
+    _no_out("linalg.lu_factor", out)
+    piv, _, L, U = _lu("lu_factor", A, pivot)  # noqa: N806
+    return linalg_lu_factor(_compact(L, U), S.reshape(S.astype(piv, np.int32), piv.shape[:-2]
+                                                      + (piv.shape[-1],)))
+
+
+def lu_factor_ex(A: Any, *, pivot: bool = True, check_errors: bool = False,  # noqa: N803
+                 out: Any = None) -> Any:
+    """``(LU, pivots, info)``: `lu_factor` with an int32 ``info``, the 1-based index of
+    U's first zero diagonal entry (0 when there is none; the factorization is still
+    returned). ``check_errors=True`` raises `LinAlgError` instead."""
+    _no_out("linalg.lu_factor_ex", out)
+    LU, piv = lu_factor(A, pivot=pivot)  # noqa: N806
+    zero = E.eq(S.diagonal(LU, 0, -2, -1), 0.0)
+    k = zero.shape[-1]
+    # the first zero's index + 1: the smallest of (index + 1 where zero, else k + 1)
+    first = R.min(E.where(zero, np.arange(1, k + 1), k + 1), -1)[0]
+    info = S.astype(E.where(E.le(first, k), first, 0), np.int32)
+    if check_errors and current_trace() is None and np.any(np.asarray(info)):
+        bad = int(np.asarray(info).reshape(-1)[np.flatnonzero(np.asarray(info))[0]])
+        raise LinAlgError(f"linalg.lu_factor_ex: U[{bad},{bad}] is zero and using it on "
+                          "lu_solve would result in a division by zero. If you still want "
+                          "to perform the factorization, consider calling linalg.lu(A, "
+                          "pivot) or linalg.lu_factor_ex(A, pivot)")
+    return linalg_lu_factor_ex(LU, piv, info)
+
+
+def torch_lu(A: Any, pivot: bool = True, get_infos: bool = False, out: Any = None) -> Any:  # noqa: N803
+    """``torch.lu``: ``(LU, pivots)``, or ``(LU, pivots, infos)`` with ``get_infos``."""
+    _no_out("lu", out)
+    LU, piv, info = lu_factor_ex(A, pivot=pivot)  # noqa: N806
+    return (LU, piv, info) if get_infos else (LU, piv)
+
+
+def _permutation(pivots: Any, m: int, dtype: Any) -> Any:
+    """The permutation matrix P (m, m) of LAPACK's 1-based row swaps: swap j with
+    ``pivots[j] - 1`` for j in order, on the identity's row order, then P[perm[i], i] = 1."""
+    k = pivots.shape[-1]
+    rows = np.arange(m)
+    piv = E.sub(S.astype(pivots, np.int64), 1)
+    perm = S.broadcast_to(rows, tuple(pivots.shape[:-1]) + (m,))
+    for j in range(k):
+        pj = _cols(piv, j, j + 1)
+        here, there = _cols(perm, j, j + 1), take_along_dim(perm, pj, -1)
+        perm = E.where(E.eq(rows, j), there, E.where(E.eq(rows, pj), here, perm))
+    return S.astype(E.eq(_unsqueeze(rows, -1), _unsqueeze(perm, -2)), np.dtype(dtype))
+
+
+def lu_unpack(LU_data: Any, LU_pivots: Any, unpack_data: bool = True,  # noqa: N803
+              unpack_pivots: bool = True, *, out: Any = None) -> Any:
+    """``(P, L, U)`` from `lu_factor`'s ``(LU, pivots)``; the parts not asked for are empty
+    tensors, as in PyTorch."""
+    _no_out("lu_unpack", out)
+    shape, dtype = check_matrix("lu_unpack", LU_data)
+    m, n = shape[-2:]
+    k = min(m, n)
+    empty = np.zeros((0,), np.dtype(dtype))
+    L = U = P = S.stop_gradient(empty)  # noqa: N806
+    if unpack_data:
+        L = E.add(S.tril(_cols(LU_data, 0, k), -1), np.eye(m, k, dtype=np.dtype(dtype)))  # noqa: N806
+        U = S.triu(_rows(LU_data, 0, k))  # noqa: N806
+    if unpack_pivots:
+        P = _permutation(LU_pivots, m, dtype)  # noqa: N806
+    return lu_unpack_result(P, L, U)
+
+
+def lu_solve(LU: Any, pivots: Any, B: Any, *, left: bool = True, adjoint: bool = False,  # noqa: N803
+             out: Any = None) -> Any:
+    """The solution X of ``A X = B`` (``left=False``: ``X A = B``; ``adjoint=True``: with
+    Aᵀ) from `lu_factor`'s ``(LU, pivots)`` of a square A."""
+    _no_out("linalg.lu_solve", out)
+    shape, _ = check_matrix("lu_solve", LU, square=True)
+    if not left:  # X A = B is Aᵀ Xᵀ = Bᵀ
+        return _mT(lu_solve(LU, pivots, _mT(B), adjoint=not adjoint))
+    if tuple(B.shape[-2:-1]) != tuple(shape[-1:]):
+        raise ShapeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
+                         f"AX = B ({shape[-2]}x{shape[-1]} and "
+                         f"{'x'.join(map(str, B.shape[-2:]))})")
+    P, L, U = lu_unpack(LU, pivots)  # noqa: N806
+    if adjoint:  # Aᵀ = Uᵀ Lᵀ Pᵀ: X = P L⁻ᵀ U⁻ᵀ B
+        y = solve_triangular_left(_mT(U), B, upper=False)
+        return matmul(P, solve_triangular_left(_mT(L), y, upper=True, unitriangular=True))
+    y = solve_triangular_left(L, matmul(_mT(P), B), upper=False, unitriangular=True)
+    return solve_triangular_left(U, y, upper=True)
+
+
+def torch_lu_solve(b: Any, LU_data: Any, LU_pivots: Any, *, out: Any = None) -> Any:  # noqa: N803
+    """``torch.lu_solve(b, LU_data, LU_pivots)``: `lu_solve` with the old argument order."""
+    _no_out("lu_solve", out)
+    return lu_solve(LU_data, LU_pivots, b)
 
 
 def cholesky_solve(B: Any, L: Any, upper: bool = False, *, out: Any = None) -> Any:  # noqa: N803

@@ -226,8 +226,9 @@ def _searchsorted_impl(seq: np.ndarray, values: np.ndarray, right: bool = False)
     side = "right" if right else "left"
     if seq.ndim == 1:
         return np.asarray(np.searchsorted(seq, values, side=side), np.int64)
-    s = seq.reshape(-1, seq.shape[-1])
-    v = values.reshape(s.shape[0], -1)
+    # explicit sizes: -1 is ambiguous when a dim is 0
+    s = seq.reshape(math.prod(seq.shape[:-1]), seq.shape[-1])
+    v = values.reshape(s.shape[0], values.shape[-1])
     out = np.empty(v.shape, np.int64)
     for i in range(s.shape[0]):
         out[i] = np.searchsorted(s[i], v[i], side=side)

@@ -6,6 +6,7 @@ call runs eagerly)."""
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 from typing import Any
 
@@ -83,7 +84,7 @@ def _quantile(fn: str, input: Any, q: Any, dim: Any, keepdim: bool,  # noqa: A00
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"{fn}() interpolation must be one of linear, lower, higher, "
                            f"midpoint or nearest. Got {interpolation}")
-    scalar_q = not hasattr(q, "shape")
+    scalar_q = not hasattr(q, "shape") or len(q.shape) == 0  # a 0-d q adds no dim either
     qs = np.atleast_1d(np.asarray(q, np.float64))
     if qs.ndim > 1:
         raise RuntimeError(f"{fn}() q must be a scalar or 1D tensor")
@@ -123,6 +124,8 @@ def _quantile(fn: str, input: Any, q: Any, dim: Any, keepdim: bool,  # noqa: A00
         out = S.reshape(out, tuple(s for i, s in enumerate(out.shape) if i != d + 1))
     elif dim is None:
         out = S.reshape(out, (len(qs),) + (1,) * len(input.shape))
+    if not input.shape:  # a 0-d input keeps no dim, keepdim or not
+        out = S.reshape(out, (len(qs),))
     return S.reshape(out, tuple(out.shape[1:])) if scalar_q else out
 
 
@@ -297,6 +300,82 @@ def bincount(input: Any, weights: Any = None, minlength: int = 0) -> Any:  # noq
         raise RuntimeError("weights should be 1-d and have the same length as input")
     out = np.bincount(a, w.astype(np.float64), minlength=minlength)
     return _constant(out.astype(w.dtype if w.dtype.kind == "f" else np.float64))
+
+
+histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
+
+
+def _bin_edges(a: np.ndarray, bins: Any, range_: Any) -> np.ndarray:
+    """The edges PyTorch's ``histogram`` uses: ``bins`` itself when it is a tensor, else
+    ``bins + 1`` evenly spaced edges over ``range`` (the data's range by default, widened
+    by 0.5 on each side when it is a single point), in the input's dtype."""
+    if not isinstance(bins, (int, np.integer)):
+        edges = np.asarray(bins)
+        if edges.ndim != 1 or edges.size < 2:
+            raise RuntimeError("torch.histogram(): bins tensor should have one dimension and "
+                               f"at least 2 elements, but got shape {tuple(edges.shape)}")
+        return edges.astype(a.dtype)
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins}")
+    if range_ is not None:
+        lo, hi = float(range_[0]), float(range_[1])
+    elif a.size:
+        lo, hi = float(a.min()), float(a.max())
+    else:
+        lo, hi = 0.0, 1.0  # PyTorch's bins for no data
+    if lo > hi:
+        raise RuntimeError(f"torch.histogram(): min should not exceed max, but got min {lo:g} "
+                           f"max {hi:g}")
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histogram(): range of [{lo:g}, {hi:g}] is not finite")
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    # PyTorch's linspace, in the input's dtype: the first half counted up from ``lo``, the
+    # second down from ``hi``. Which bin a value on an edge lands in depends on the last bit.
+    n = int(bins) + 1
+    t = a.dtype.type
+    step = (t(hi) - t(lo)) / t(n - 1)
+    i = np.arange(n)
+    return np.where(i < n // 2, t(lo) + i.astype(a.dtype) * step,
+                    t(hi) - (n - 1 - i).astype(a.dtype) * step).astype(a.dtype)
+
+
+def histogram(input: Any, bins: Any = 100, *, range: Any = None,  # noqa: A002
+              weight: Any = None, density: bool = False) -> Any:
+    """``(hist, bin_edges)``: the count (or summed ``weight``) of the elements of ``input``
+    in each bin, as PyTorch's ``histogram``. ``bins`` is a bin count (equal bins over
+    ``range``, the data's range by default) or a 1-D tensor of edges. A bin holds values
+    from its left edge up to, not including, its right edge; the last includes both.
+    ``density=True`` divides by the total and the bin widths. Not differentiable; eager
+    only.
+
+    >>> dg.histogram(dg.tensor([1.0, 2.0, 1.0]), bins=2).hist
+    tensor([2., 1.])
+    """
+    _eager_only("histogram")
+    a = np.asarray(input)
+    if a.dtype.kind != "f":
+        raise NotImplementedError(f"torch.histogram: not implemented for {a.dtype} input; "
+                                  "it takes a floating point tensor")
+    edges = _bin_edges(a, bins, range)
+    flat = a.reshape(-1)
+    w = None
+    if weight is not None:
+        w = np.asarray(weight)
+        if w.shape != a.shape:
+            raise RuntimeError(f"torch.histogram(): weight should have the same shape as "
+                               f"input, but got {tuple(w.shape)} and {tuple(a.shape)}")
+        w = w.reshape(-1)
+    inside = (flat >= edges[0]) & (flat <= edges[-1])
+    nbins = edges.size - 1
+    where = np.searchsorted(edges, flat[inside], side="right") - 1
+    where = np.minimum(where, nbins - 1)  # the last bin is closed on the right
+    counts = np.bincount(where, None if w is None else w[inside].astype(np.float64),
+                         minlength=nbins)
+    hist = counts.astype(np.float64)
+    if density:
+        hist = hist / (hist.sum() * np.diff(edges.astype(np.float64)))
+    return histogram_result(_constant(hist.astype(a.dtype)), _constant(edges))
 
 
 def unique(input: Any, sorted: bool = True, return_inverse: bool = False,  # noqa: A002

@@ -2026,6 +2026,16 @@ def decompositions(lib, F, a, b):
             L.matrix_exp(c * 0.3))
 
 
+@program(grid((3, 3), -1.0, 1.0), grid((3, 2), -1.0, 1.0), source=SURF_OPS, covers=("lu",))
+def lu_factorizations(lib, F, a, b):
+    # rows flipped under a dominant diagonal: every column pivots, without near-ties
+    c = (a * 0.5 + 2.0 * lib.eye(3)).flip(0)
+    tall = lib.cat([c, a[:1] * 0.25], 0)
+    LU, piv = lib.linalg.lu_factor(c)  # noqa: N806
+    P, L, U = lib.linalg.lu(tall)  # noqa: N806
+    return (LU, piv, L, U, P, lib.linalg.lu(c.mT).U, lib.linalg.lu_solve(LU, piv, b),
+            lib.lu_unpack(LU, piv).L)
+
 @program(grid((2, 3, 3), -1.0, 1.0), grid((3, 2), -1.0, 1.0), grid((4, 3), -2.0, 2.0),
          source=SURF_OPS, covers=("inv",))
 def matrix_functions(lib, F, a, b, x):
@@ -2474,6 +2484,37 @@ def _row_program(row: Any) -> Program:
     return Program(CASE_PREFIX + row.id, fn, inputs, (row.op,) if row.op in OPS else (),
                    compile=traces(row), source="ops")
 
+
+@script(source=NAMES)
+def histograms(lib, F):
+    x = lib.tensor([1.0, 2.0, 1.0, 4.0, 2.5, 7.0, -1.0, 3.0])
+    w = lib.tensor([0.5, 1.0, 2.0, 1.0, 3.0, 0.25, 1.0, 2.0])
+    edges = lib.tensor([0.0, 1.5, 3.0, 8.0])
+    y = lib.tensor([[0.1, 0.7, 0.3], [0.9, 0.5, 0.5]], dtype=lib.float64)
+    return (*lib.histogram(x, 4), *lib.histogram(x, 3, range=(0.0, 3.0), density=True),
+            *lib.histogram(x, bins=5, weight=w), *lib.histogram(x, edges, weight=w, density=True),
+            *x.histogram(edges), *lib.histogram(y, 4), *lib.histogram(lib.tensor([2.0, 2.0]), 2),
+            lib.histc(x, 4))
+
+
+@script(source=NAMES)
+def fractional_max_pool(lib, F):
+    x = lib.linspace(-3.0, 4.0, 2 * 3 * 7 * 9).reshape(2, 3, 7, 9).sin().requires_grad_()
+    u = lib.tensor([[[0.1, 0.9], [0.5, 0.25], [0.75, 0.0]], [[0.3, 0.6], [0.99, 0.4],
+                                                              [0.2, 0.8]]])
+    out, idx = F.fractional_max_pool2d(x, 2, output_size=(4, 5), return_indices=True,
+                                       _random_samples=u)
+    ratio = F.fractional_max_pool2d(x, (3, 2), output_ratio=(0.5, 0.5), _random_samples=u)
+    one = F.fractional_max_pool2d(x[0], 2, output_size=3, _random_samples=u[:1])
+    ((out * out).sum() + ratio.sum() + one.sum()).backward()
+    return out, idx, ratio, one, x.grad
+
+@program(grid((2, 3, 6), -0.5, 0.5), grid((2, 3), -1.0, 2.0), source=SURF_OPS)
+def tensorsolve(lib, F, a, b):
+    a = a + lib.eye(6).reshape(2, 3, 6) * 3.0
+    return (lib.linalg.tensorsolve(a, b),
+            lib.linalg.tensorsolve(a.permute(2, 0, 1), b, dims=(0,)),
+            lib.linalg.tensorinv(a.reshape(6, 2, 3), ind=1))
 
 # Rows whose PyTorch result is not a parity check: row id -> why.
 ROWS_WITHOUT_GOLDEN = {

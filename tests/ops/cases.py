@@ -1935,6 +1935,8 @@ CASES += [
          ref=_packed_qr_ref, node="LinalgQrBackward0"),
     case("pinv", "tall", lambda x: dg.linalg.pinv(x), real(2, 4, 3),
          ref=lambda x: np.linalg.pinv(x), node="LinalgPinvBackward0"),
+    case("lu", "packed", lambda x: _decomp().lu_packed(x), real(2, 4, 3),
+         ref=lambda x: _decomp()._lu_impl(x), node="LinalgLuBackward0"),
     case("matrix_exp", "batched", lambda x: dg.linalg.matrix_exp(x), real(2, 3, 3),
          ref=lambda x: _decomp()._matrix_exp_impl(x), node="LinalgMatrixExpBackward0"),
     case("matrix_exp", "method_scaled", lambda x: (x * 2.0).matrix_exp(), real(3, 3),

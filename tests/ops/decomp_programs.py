@@ -135,8 +135,31 @@ def matrix_exp(lib) -> dict:
     return {"exp": _np(e), "small": _np(f), **_grads(lib, loss, {"a": a, "s": s})}
 
 
+def lu(lib) -> dict:
+    a, b, w, r = _leaf(lib, "spd"), _leaf(lib, "tall"), _leaf(lib, "wide"), _leaf(lib, "rhs")
+    P, L, U = lib.linalg.lu(a)  # noqa: N806
+    Pt, Lt, Ut = lib.linalg.lu(b)  # noqa: N806
+    Pw, Lw, Uw = lib.linalg.lu(w)  # noqa: N806
+    LU, piv = lib.linalg.lu_factor(a)  # noqa: N806
+    ex = lib.linalg.lu_factor_ex(b)
+    x = lib.linalg.lu_solve(LU, piv, r)
+    xa = lib.linalg.lu_solve(LU, piv, r, adjoint=True)
+    xr = lib.linalg.lu_solve(LU, piv, r.mT, left=False)
+    old = lib.lu_solve(r, *lib.lu(a))
+    up = lib.lu_unpack(ex.LU, ex.pivots)
+    loss = ((L * L.sin()).sum() + (U ** 2).sum() + (Lt * Lt.cos()).sum() + Ut.sum()
+            + (Lw ** 3).sum() + (Uw * Uw.sin()).sum() + (x ** 2).sum() + xa.sum()
+            + (xr * xr.cos()).sum() + old.sum() + (up.L * up.U[..., :1, :]).sum())
+    return {"P": _np(P), "L": _np(L), "U": _np(U), "Pt": _np(Pt), "Lt": _np(Lt), "Ut": _np(Ut),
+            "Pw": _np(Pw), "Lw": _np(Lw), "Uw": _np(Uw), "LU": _np(LU), "piv": _np(piv),
+            "ex_LU": _np(ex.LU), "ex_piv": _np(ex.pivots), "ex_info": _np(ex.info),
+            "solve": _np(x), "adjoint": _np(xa), "right": _np(xr), "old": _np(old),
+            "unpack_P": _np(up.P), "unpack_L": _np(up.L), "unpack_U": _np(up.U),
+            **_grads(lib, loss, {"a": a, "b": b, "w": w, "r": r})}
+
+
 PROGRAMS: dict[str, Callable] = {f.__name__: f for f in (cholesky, triangular, eigh, svd, qr,
-                                                        pinv, spectral_norms, matrix_exp)}
+                                                        pinv, spectral_norms, matrix_exp, lu)}
 
 
 # One program over every decomposition op, forward and backward, for the compiled tests.

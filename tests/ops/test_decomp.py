@@ -80,6 +80,17 @@ GRADIENTS = {
     "pinv_wide": (lambda x: dg.pinverse(x), WIDE),
     "lstsq": (lambda a, b: dg.linalg.lstsq(a, b).solution, TALL, TALL[:, :, :2]),
     "matrix_exp": (lambda x: dg.linalg.matrix_exp(x * 2.0), SPD),
+    "lu_square": (lambda x: (lambda r: r.L.sin() + r.U * r.U)(dg.linalg.lu(x)), SPD),
+    "lu_tall": (lambda x: (lambda r: r.L * r.L.exp())(dg.linalg.lu(x)), TALL),
+    "lu_tall_u": (lambda x: dg.linalg.lu(x).U.cos(), TALL),
+    "lu_wide": (lambda x: (lambda r: r.L.sin().sum() + (r.U ** 2).sum())(dg.linalg.lu(x)), WIDE),
+    "lu_solve": (lambda a, b: dg.linalg.lu_solve(*dg.linalg.lu_factor(a), b, adjoint=True),
+                 SPD, TALL[:, :3, :2]),
+    "lu_solve_right": (lambda a, b: dg.lu_solve(b, *dg.lu(a)).mT + dg.linalg.lu_solve(
+        *dg.linalg.lu_factor(a), b.mT, left=False), SPD, TALL[:, :2, :].mT.copy()),
+    "tensorsolve": (lambda a, b: dg.linalg.tensorsolve(_spd(a.reshape(3, 3)).reshape(3, 1, 3)
+                                                       .permute(2, 0, 1), b, dims=(0,)),
+                    SPD[0], TALL[0, :3, :1]),
 }
 
 
@@ -174,6 +185,30 @@ def test_bad_arguments() -> None:
     q, r = dg.linalg.qr(x, mode="complete")
     with pytest.raises(RuntimeError, match="not differentiable when mode='complete'"):
         (q.sum() + r.sum()).backward()
+
+
+def test_lu_errors_and_info() -> None:
+    with pytest.raises(RuntimeError, match="LU without pivoting is not implemented"):
+        dg.linalg.lu(dg.eye(2), pivot=False)
+    with pytest.raises(ValueError, match="square matrices"):
+        dg.linalg.lu_solve(dg.ones(2, 3), dg.ones(2, dtype=dg.int32), dg.ones(2, 1))
+    with pytest.raises(ValueError, match="Incompatible shapes"):
+        dg.linalg.lu_solve(*dg.linalg.lu_factor(dg.eye(3)), dg.ones(2, 1))
+    singular = dg.tensor([[[1.0, 2.0], [2.0, 4.0]], [[1.0, 0.0], [0.0, 1.0]]])
+    assert dg.linalg.lu_factor_ex(singular).info.tolist() == [2, 0]
+    assert dg.lu(singular, get_infos=True)[2].tolist() == [2, 0]
+    with pytest.raises(dg.linalg.LinAlgError, match=r"U\[2,2\] is zero"):
+        dg.linalg.lu_factor_ex(singular, check_errors=True)
+    assert dg.linalg.lu(dg.eye(3))._fields == ("P", "L", "U")
+    assert dg.lu_unpack(*dg.linalg.lu_factor(dg.eye(3)), unpack_data=False).L.shape == (0,)
+
+
+def test_tensorsolve_shapes() -> None:
+    a = dg.tensor(np.eye(6).reshape(6, 2, 3) * 2.0)
+    x = dg.linalg.tensorsolve(a, dg.ones(3, 2), dims=(0,))  # A moved to (2, 3, 6)
+    assert_close(x.numpy(), np.full(6, 0.5))
+    with pytest.raises(RuntimeError, match="prod"):
+        dg.linalg.tensorsolve(dg.ones(2, 3, 5), dg.ones(2, 3))
 
 
 def test_tensor_methods_and_old_names() -> None:

@@ -303,3 +303,26 @@ def test_compiled_edge_cases_equal_eager():
         assert_close(a.numpy(), e.numpy(), **B3[e.dtype], equal_nan=True)
     assert out[1].tolist() == [[[[4, 4], [4, 4]]]]  # the nan (position 4) wins every window
     assert compiled.stats.kernels == 1
+
+
+def test_fractional_max_pool2d_gradient_errors_and_module():
+    rng = np.random.default_rng(4)
+    x = rng.permutation(2 * 2 * 7 * 6).reshape(2, 2, 7, 6) * 0.1  # distinct: no ties
+    u = dg.tensor(rng.random((2, 2, 2)))
+    assert gradcheck(lambda t: F.fractional_max_pool2d(t, (2, 3), output_size=(3, 2),
+                                                       _random_samples=u), x)
+    out, idx = F.fractional_max_pool2d(dg.tensor(x), 2, output_ratio=(0.5, 0.5),
+                                       return_indices=True, _random_samples=u)
+    assert out.shape == idx.shape == (2, 2, 3, 3) and idx.dtype == dg.int64
+    assert_close(out.numpy(), np.take_along_axis(x.reshape(2, 2, -1), idx.numpy().reshape(
+        2, 2, -1), -1).reshape(out.shape))
+    with pytest.raises(RuntimeError, match="too large"):
+        F.fractional_max_pool2d(dg.tensor(x), 3, output_size=(6, 6))
+    with pytest.raises(ValueError, match="either an output_size or an output_ratio"):
+        F.fractional_max_pool2d(dg.tensor(x), 2)
+    with pytest.raises(RuntimeError, match="_random_samples of shape"):
+        F.fractional_max_pool2d(dg.tensor(x), 2, output_size=3, _random_samples=u[:1])
+    with pytest.raises(dg.TraceError, match="run this part eagerly"):
+        dg.trace(lambda t: F.fractional_max_pool2d(t, 2, output_size=3), dg.tensor(x))
+    pool = nn.FractionalMaxPool2d(2, output_size=3)
+    assert pool(dg.tensor(x)).shape == (2, 2, 3, 3)

@@ -230,6 +230,12 @@ def test_sort_gradient_is_a_scatter_by_indices():
 # ------------------------------------------------------------------------ searching
 
 
+def test_searchsorted_with_empty_dims():
+    assert dg.searchsorted(dg.zeros(0, 0, 0), dg.zeros(0, 0, 0)).shape == (0, 0, 0)
+    assert dg.searchsorted(dg.zeros(2, 0), dg.zeros(2, 3), right=True).tolist() == [[0] * 3] * 2
+    assert dg.searchsorted(dg.zeros(2, 3), dg.zeros(2, 0)).shape == (2, 0)
+
+
 def test_searchsorted_and_bucketize_surface():
     b = _t([1.0, 2.0, 2.0, 3.0])
     v = _t([[2.0, 0.5, NAN], [3.0, 4.0, 1.0]])
@@ -262,6 +268,24 @@ def test_count_nonzero_and_histc():
     assert dg.histc(_t([NAN, 1.0]), bins=2, min=0, max=2).tolist() == [0.0, 1.0]
     with pytest.raises(NotImplementedError):
         dg.histc(_t([1, 2]), bins=4)
+
+
+def test_histogram_errors_and_eager_only():
+    x = _t([1.0, 2.0, 4.0])
+    assert dg.histogram(x, 3)._fields == ("hist", "bin_edges")
+    assert dg.histogram(dg.zeros(0), 4).bin_edges.tolist() == [0.0, 0.25, 0.5, 0.75, 1.0]
+    with pytest.raises(NotImplementedError, match="floating point"):
+        dg.histogram(_t([1, 2]), 2)
+    with pytest.raises(RuntimeError, match="min should not exceed max"):
+        dg.histogram(x, 2, range=(3.0, 1.0))
+    with pytest.raises(RuntimeError, match="bins must be > 0"):
+        dg.histogram(x, 0)
+    with pytest.raises(RuntimeError, match="at least 2 elements"):
+        dg.histogram(x, _t([1.0]))
+    with pytest.raises(RuntimeError, match="same shape as input"):
+        dg.histogram(x, 2, weight=_t([1.0, 2.0]))
+    with pytest.raises(dg.TraceError, match="run this part eagerly"):
+        dg.trace(lambda t: dg.histogram(t, 2).hist, x)
 
 
 # ------------------------------------------------------------------------- compiled

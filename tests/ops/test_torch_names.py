@@ -380,3 +380,13 @@ def test_legacy_types_jit_and_settings():
     assert dg.finfo(dg.float32).eps == float(np.finfo(np.float32).eps)
     assert dg.iinfo(dg.int8).min == -128 and dg.promote_types(dg.int64, dg.float32) == np.float32
     assert dg.can_cast(dg.int64, dg.float32) and not dg.can_cast(dg.float32, dg.int64)
+
+
+def test_quantile_of_a_zero_dim_q_adds_no_dim():
+    x = dg.tensor([[1.0, 4.0, 2.0], [3.0, 0.0, 5.0]])
+    assert dg.quantile(x, dg.tensor(0.5), dim=1).tolist() == [2.0, 3.0]
+    assert dg.nanquantile(x, dg.tensor(0.5)).shape == ()
+    assert dg.quantile(x, dg.tensor([0.5]), dim=1, keepdim=True).shape == (1, 2, 1)
+    scalar = dg.tensor(2.0)
+    assert dg.quantile(scalar, 0.5, dim=0, keepdim=True).shape == ()
+    assert dg.nanquantile(scalar, dg.tensor([0.2, 0.5]), dim=0, keepdim=True).shape == (2,)

@@ -274,3 +274,44 @@ def _matmul_into(x, y, out):
             xv = x[i, p]
             for j in range(m):
                 out[i, j] += xv * y[p, j]
+
+
+@cached_njit(nogil=True)
+def lu(a, out):
+    """LU with partial pivoting of each (m, n) matrix of ``a`` into ``out`` (batch, m + 1,
+    m + k + n) in `dualgraph.ops.decomp`'s layout, by loops: the same steps in the same
+    order as the eager kernel, so both give the same bits (getrf's pivots, no LAPACK)."""
+    m, n = a.shape[1], a.shape[2]
+    k = min(m, n)
+    w = np.empty((m, n), np.float64)
+    perm = np.empty(m, np.int64)
+    for b in range(a.shape[0]):
+        for i in range(m):
+            perm[i] = i
+            for c in range(n):
+                w[i, c] = a[b, i, c]
+        out[b] = 0
+        for j in range(k):
+            p, big = j, abs(w[j, j])
+            for i in range(j + 1, m):
+                if abs(w[i, j]) > big:
+                    p, big = i, abs(w[i, j])
+            out[b, 0, j] = p + 1
+            if p != j:
+                for c in range(n):
+                    w[j, c], w[p, c] = w[p, c], w[j, c]
+                perm[j], perm[p] = perm[p], perm[j]
+            d = w[j, j] if w[j, j] != 0 else 1.0
+            for i in range(j + 1, m):
+                w[i, j] /= d
+            for i in range(j + 1, m):
+                for c in range(j + 1, n):
+                    w[i, c] -= w[i, j] * w[j, c]
+        for i in range(m):
+            out[b, 1 + perm[i], i] = 1.0
+            for c in range(k):
+                out[b, 1 + i, m + c] = 1.0 if i == c else (w[i, c] if i > c else 0.0)
+        for i in range(k):
+            for c in range(i, n):
+                out[b, 1 + i, m + k + c] = w[i, c]
+    return 0

@@ -499,6 +499,7 @@ LIBRARY: dict[str, str] = {
     "qr": "dgl.qr({0}, {out}, {1})",
     "pinv": "dgl.pinv({0}, {out}, {1}, {2})",
     "matrix_exp": "dgl.matrix_exp({0}, {out})",
+    "lu": "dgl.lu({0}, {out})",
     # max-pool loops, compiled once as helpers (blas.py): the indices of in-plane
     # windows, the gather of their values and the gradient's scatter-add
     "max_pool_indices": "dgb.max_pool_indices({0}, {out}, {1})",

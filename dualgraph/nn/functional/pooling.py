@@ -12,6 +12,7 @@ import numpy as np
 
 from ...eager.internal import array_of
 from ...eager.tensor import Tensor
+from ...errors import EagerOnlyError
 from ...ops import elementwise as E
 from ...ops import index as I
 from ...ops import reduce as R
@@ -40,6 +41,7 @@ __all__ = [
     "adaptive_max_pool3d_with_indices", "avg_pool3d", "lp_pool1d", "lp_pool2d",
     "lp_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d",
     "max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+    "fractional_max_pool2d",
 ]
 
 
@@ -354,3 +356,79 @@ def adaptive_max_pool3d_with_indices(input: Any, output_size: Any,  # noqa: A002
                                      return_indices: bool = True) -> tuple:
     return adaptive_max_pool3d(input, output_size, True)
 
+
+
+def _fractional_starts(samples: np.ndarray, size: int, out: int, k: int) -> np.ndarray:
+    """The window starts along one dim for each plane's sample u in [0, 1), as PyTorch
+    draws them: ``int((i + u) * alpha) - int(u * alpha)`` with ``alpha = (size - k) /
+    (out - 1)`` in the input's dtype, and the last window ending at the edge."""
+    t = samples.dtype.type
+    starts = np.full(samples.shape + (out,), size - k, np.int64)
+    if out > 1:
+        alpha = t(size - k) / t(out - 1)
+        i = np.arange(out - 1, dtype=samples.dtype)
+        u = samples[..., None]
+        starts[..., :-1] = ((i + u) * alpha).astype(np.int64) - (u * alpha).astype(np.int64)
+    return starts
+
+
+def fractional_max_pool2d(input: Any, kernel_size: Any, output_size: Any = None,  # noqa: A002
+                          output_ratio: Any = None, return_indices: bool = False,
+                          _random_samples: Any = None) -> Any:
+    """Fractional max pooling (Graham, 2014) over (N, C, H, W) or (C, H, W): windows of
+    ``kernel_size`` at pseudo-random starts chosen per plane from ``_random_samples``
+    (N, C, 2) in [0, 1) (drawn with `dg.rand` when not given; sample 0 places the columns,
+    1 the rows, as PyTorch's), giving ``output_size`` or ``input size * output_ratio``.
+    ``return_indices=True`` also returns each maximum's flat index in its H x W plane. The
+    window starts come from the samples' values, so it runs eagerly only.
+
+    >>> F.fractional_max_pool2d(dg.ones(1, 1, 4, 4), 2, output_size=2).shape
+    (1, 1, 2, 2)
+    """
+    from ...eager.creation import rand
+    from ...modes import current_trace
+
+    x = input
+    if len(x.shape) not in (3, 4):
+        raise RuntimeError(f"fractional_max_pool2d(): Expected 3D or 4D tensor, but got: "
+                           f"{tuple(x.shape)}")
+    if current_trace() is not None:
+        raise EagerOnlyError("fractional_max_pool2d places its windows from the values of "
+                             "random samples, which a static graph cannot capture: run this "
+                             "part eagerly")
+    batched = len(x.shape) == 4
+    if not batched:
+        x = S.reshape(x, (1,) + tuple(x.shape))
+    n, c, h, w = x.shape
+    kh, kw = _ints("fractional_max_pool2d", kernel_size, 2, "pooling")
+    if output_size is not None:
+        oh, ow = _ints("fractional_max_pool2d", output_size, 2, "pooling")
+    elif output_ratio is not None:
+        rh, rw = (output_ratio, output_ratio) if np.isscalar(output_ratio) else output_ratio
+        oh, ow = int(h * float(rh)), int(w * float(rw))
+    else:
+        raise ValueError("fractional_max_pool2d requires specifying either an output_size "
+                         "or an output_ratio")
+    if oh + kh - 1 > h or ow + kw - 1 > w:
+        raise RuntimeError(f"fractional_max_pool2d(): pool size ({kh}, {kw}) too large "
+                           f"relative to input size ({h}, {w}) for output size ({oh}, {ow})")
+    if _random_samples is None:
+        _random_samples = rand(n, c, 2, dtype=x.dtype)
+    samples = np.asarray(_random_samples)
+    if samples.shape != (n, c, 2):
+        raise RuntimeError(f"fractional_max_pool2d(): expected _random_samples of shape "
+                           f"{(n, c, 2)}, but got {tuple(samples.shape)}")
+    rows = _fractional_starts(samples[..., 1], h, oh, kh)[..., :, None] + np.arange(kh)
+    cols = _fractional_starts(samples[..., 0], w, ow, kw)[..., :, None] + np.arange(kw)
+    # (n, c, oh, ow, kh * kw): each window's flat indices into its plane
+    idx = (rows[:, :, :, None, :, None] * w + cols[:, :, None, :, None, :]).reshape(
+        n, c, oh, ow, kh * kw)
+    vals = I.take_along_dim(S.reshape(x, (n, c, h * w)), idx.reshape(n, c, -1), -1)
+    out, arg = R.max(S.reshape(vals, (n, c, oh, ow, kh * kw)), -1)
+    if not batched:
+        out = S.reshape(out, (c, oh, ow))
+    if not return_indices:
+        return out
+    where = I.take_along_dim(idx, S.reshape(arg, (n, c, oh, ow, 1)), -1)
+    where = S.reshape(where, (n, c, oh, ow) if batched else (c, oh, ow))
+    return out, where

@@ -11,7 +11,7 @@ __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "LPPool1d",
     "LPPool2d", "LPPool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d",
-    "MaxUnpool3d",
+    "MaxUnpool3d", "FractionalMaxPool2d",
 ]
 
 
@@ -246,3 +246,27 @@ class LPPool3d(_LPPoolNd):
     """`F.lp_pool3d` as a module."""
 
     _fn = "lp_pool3d"
+
+
+class FractionalMaxPool2d(Module):
+    """`F.fractional_max_pool2d` as a module, with fresh random windows on every call.
+    ``nn.FractionalMaxPool2d(3, output_ratio=(0.5, 0.5))``"""
+
+    def __init__(self, kernel_size: Any, output_size: Any = None, output_ratio: Any = None,
+                 return_indices: bool = False, _random_samples: Any = None) -> None:
+        super().__init__()
+        if output_size is None and output_ratio is None:
+            raise ValueError("FractionalMaxPool2d requires specifying either an output size, "
+                             "or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        self.kernel_size = kernel_size
+        self.output_size = output_size
+        self.output_ratio = output_ratio
+        self.return_indices = return_indices
+        self._random_samples = _random_samples
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.fractional_max_pool2d(input, self.kernel_size, self.output_size,
+                                       self.output_ratio, self.return_indices,
+                                       _random_samples=self._random_samples)

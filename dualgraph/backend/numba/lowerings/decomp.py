@@ -1,7 +1,7 @@
 """Matrix decompositions (``cholesky``, ``solve_triangular``, ``eigh``, ``svd``, ``qr``,
 ``pinv``) and ``matrix_exp`` as library calls over (batch, m, n) views: each is a loop
 over the batch in `dualgraph.backend.numba.lapack`, calling the LAPACKE routines of
-NumPy's bundled OpenBLAS (no SciPy; ``matrix_exp`` by loops). The outputs are the ops'
+NumPy's bundled OpenBLAS (no SciPy; ``matrix_exp`` and ``lu`` by loops). The outputs are the ops'
 packed layouts, written whole."""
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from . import ishape, lowers, missing
 from .shape import reshaped
 
 
-def _batched(node: Node, args: list, out: str, fn: str, attrs: tuple) -> kir.Block:
-    if not lapack.AVAILABLE:
+def _batched(node: Node, args: list, out: str, fn: str, attrs: tuple,
+             needs_lapack: bool = True) -> kir.Block:
+    if needs_lapack and not lapack.AVAILABLE:
         raise missing(node.op, "NumPy's bundled OpenBLAS with LAPACKE was not found; run this "
                                "part eagerly")
     res = kir.Buffer(out, ishape(node), np.dtype(node.dtype))
@@ -73,3 +74,8 @@ def _pinv(node: Node, args: list, out: str) -> kir.Block:
 @lowers("matrix_exp")
 def _matrix_exp(node: Node, args: list, out: str) -> kir.Block:
     return _batched(node, args, out, "matrix_exp", ())
+
+
+@lowers("lu")
+def _lu(node: Node, args: list, out: str) -> kir.Block:
+    return _batched(node, args, out, "lu", (), needs_lapack=False)
