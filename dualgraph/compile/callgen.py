@@ -201,8 +201,8 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
                    for i in arrays]
     versioned = _versioned(plan)
     gathered, later = _gather_captured(plan, gen, versioned)
-    # Every array argument 0-d and kept with its (1,) view: the views of the whole call are
-    # one cache entry, and the alias check runs only when it misses (`_body`).
+    # Every array argument 0-d: the arrays the last call checked are one cache entry, and
+    # the alias check runs only when it misses (`_body`).
     paired = (alias is None and len(arrays) >= 2
               and set(range(len(arrays))) <= set(plan.scalar_in))
     body = _body(plan, gen, keys, arrays, {i for i in arrays if len(keys[i]) == 3},
@@ -466,7 +466,7 @@ def _versioned(plan: Plan) -> _Versioned:
 
 
 def _scalar(j: int, src: RuntimeScalar, gen: _Emitter) -> str:
-    return f"c{j} = new_array(({gen.const(src.get, 'get')}(),), {gen.const(src.dtype, 'dtype')})"
+    return f"c{j} = new_array({gen.const(src.get, 'get')}(), {gen.const(src.dtype, 'dtype')})"
 
 
 def _versioned_check(plan: Plan, gen: _Emitter, versioned: _Versioned) -> list[str]:
@@ -612,10 +612,10 @@ def recycler(shape: tuple, dtype: Any) -> Callable[[], np.ndarray]:
 
 def _entry(plan: Plan, keys: tuple, arrays: list, gen: _Emitter) -> str | None:
     """The name of a one-element list holding the kernel's compiled entry
-    (`Kernel.scalar_entry_point`), when every kernel input is an array this call path
-    makes itself: the ``(1,)`` view of a 0-d argument, or a runtime scalar's array. Their
-    dtypes are the key's, their layout C, and their flags are checked where a view is
-    made; the consts, work arrays and outputs are the kernel's own. Calling the entry
+    (`Kernel.scalar_entry_point`), when every kernel input is a 0-d array: an argument's
+    (its dtype is the key's, its flags checked when it is not the last call's), or a
+    runtime scalar's this call path makes; the consts, work arrays and outputs are the
+    kernel's own, and the kernel writes none of its inputs. Calling the entry
     skips the dispatcher's typing of every argument (the whole cost of a scalar
     kernel's call beyond unboxing). None otherwise: the dispatcher types each call."""
     take = getattr(plan.kernel, "scalar_entry_point", None)
@@ -647,51 +647,27 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
     # The kernel's machine code, called without the dispatcher when every input is an
     # array this path made (`_entry`): None, or the cell holding it.
     entry = _entry(plan, keys, arrays, gen)
-    if alias is not None:
-        # The (1,) views of all the 0-d arguments as one entry, with the arrays they view,
-        # read and replaced whole (threads see one call's or another's): the same array
-        # objects as a call that passed the alias check (or, for ``run``, the general
-        # path's key) share memory as they did then (an array's base never changes).
-        views = range(len(arrays))
-        cache = gen.const([(None,) * (2 * len(arrays))], "views")
-        hit = " and ".join(f"vw[{k}] is {ins[k]}" for k in views)
-        lines += [f"vw = {cache}[0]", f"if {hit}:",
-                  *(f"    i{k} = vw[{len(arrays) + k}]" for k in views), "else:",
-                  # The call was counted as served: the general path counts it again.
-                  _Checked(_indent(_uncounted(alias))),
-                  *(f"    i{k} = {ins[k]}.reshape(1)" for k in views)]
+    zero_d = [k for k in range(len(arrays)) if k in plan.scalar_in]
+    if zero_d and (alias is not None or entry is not None):
+        # The 0-d arguments the last call checked, as one entry, read and replaced whole
+        # (threads see one call's or another's): the same array objects as a call that
+        # passed the alias check (or, for ``run``, the general path's key) share memory as
+        # they did then (an array's base never changes), and are aligned as they were then
+        # (its data pointer never changes either; a writeable flag cleared since, on an
+        # array the kernel only reads, changes no answer).
+        cache = gen.const([(None,) * len(zero_d)], "checked")
+        same = " and ".join(f"ck[{n}] is {ins[k]}" for n, k in enumerate(zero_d))
+        lines += [f"ck = {cache}[0]", f"if not ({same}):"]
+        if alias is not None:
+            # The call was counted as served: the general path counts it again.
+            lines.append(_Checked(_indent(_uncounted(alias))))
         if entry is not None:
-            flags = " and ".join(f"i{k}.flags.writeable and i{k}.flags.aligned" for k in views)
+            # The entry takes the writeable, aligned arrays it was compiled for; another
+            # one turns it off for good.
+            flags = " and ".join(f"{ins[k]}.flags.writeable and {ins[k]}.flags.aligned"
+                                 for k in zero_d)
             lines += [f"    if not ({flags}):", f"        {entry}[0] = None"]
-        kept = [ins[k] for k in views] + [f"i{k}" for k in views]
-        lines.append(f"    {cache}[0] = ({', '.join(kept)})")
-        for k in views:
-            ins[k] = f"i{k}"
-    for j in plan.scalar_in:
-        if alias is not None and j < len(arrays):
-            continue
-        src = j - len(arrays)
-        if 0 <= src < len(plan.sources) and isinstance(plan.sources[src], RuntimeScalar):
-            continue  # already made with shape (1,)
-        if j < len(arrays):
-            # Kernels take a 0-d input with shape (1,). An argument's array is usually
-            # the same object call after call: its (1,) view is kept with it, and made
-            # again only for another array (a view of the same array object sees its
-            # values; its shape was checked with the key).
-            # One ``(array, view)`` pair, read and replaced whole: threads see either.
-            cache = gen.const([(None, None)], "view")
-            made = [f"    i{j} = {ins[j]}.reshape(1)"]
-            if entry is not None:
-                # The entry takes writeable, aligned views only (a view's flags are fixed
-                # when it is made); another one turns it off for good before any thread
-                # can take the view from the cache.
-                made += [f"    if not (i{j}.flags.writeable and i{j}.flags.aligned):",
-                         f"        {entry}[0] = None"]
-            lines += [f"vw{j} = {cache}[0]", f"if vw{j}[0] is {ins[j]}:", f"    i{j} = vw{j}[1]",
-                      "else:", *made, f"    {cache}[0] = ({ins[j]}, i{j})"]
-            ins[j] = f"i{j}"
-        else:
-            ins[j] += ".reshape(1)"
+        lines.append(f"    {cache}[0] = {_tuple(ins[k] for k in zero_d)}")
     for j, e in enumerate(ins):
         if e != f"i{j}":
             lines.append(f"i{j} = {e}")
@@ -703,10 +679,8 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
     oname = (lambda k: f"outs[{k}]") if direct is None else (lambda k: f"o{k}")
 
     def out(k: int, shape: tuple) -> str:
-        # Kernels store a 0-d output with shape (1,), as they take 0-d inputs; its 0-d
-        # view is a subscript, not a method call.
-        shape = tuple(shape)
-        return oname(k) if shape else f"{oname(k)}[0, ...]"
+        # Kernels fill outputs of their values' shapes (0-d ones too).
+        return oname(k)
 
     in_names = [f"i{j}" for j in range(len(ins))]
     if direct is None:

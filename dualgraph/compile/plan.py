@@ -70,7 +70,7 @@ class RuntimeScalar:
     keep: Any = None
 
     def __call__(self) -> np.ndarray:
-        return np.full(1, self.get(), self.dtype)
+        return np.array(self.get(), self.dtype)
 
 
 Source = Union[CapturedTensor, AttrTensor, CapturedGrad, ArgumentGrad, RuntimeScalar]

@@ -104,8 +104,6 @@ def kernel_inputs(plan: Plan, args: tuple) -> list:
                    array_of(src.owner.grad) if isinstance(src, CapturedGrad) else
                    array_of(args[src.position].grad) if isinstance(src, ArgumentGrad) else
                    src())
-    for j in plan.scalar_in:
-        out[j] = out[j].reshape(1)
     return out
 
 
@@ -360,7 +358,7 @@ def _build_kernels(plan: Plan, arrays: list, user: list, write_to: dict, paralle
         # Types only: running the forward here would apply its in-place writes twice.
         outs = plan.kernel.new_outputs()
         res = [arrays[j] if k is From.INPUT else outs[j] for k, j in plan.residual_plan]
-        cot = [readonly_cotangent(np.zeros(o.shape or (1,), o.dtype)) for o in user]
+        cot = [readonly_cotangent(np.zeros(o.shape, o.dtype)) for o in user]
         stats.numba_seconds += plan.bwd_kernel.compile(cot + res, prepared=True)
         stats.kernels += 1
     return plan

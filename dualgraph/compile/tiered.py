@@ -155,9 +155,9 @@ def enabled(option: bool, cache: bool) -> bool:
 class InterpretedKernel:
     """Tier 0: a graph run by the NumPy interpreter behind the compiled kernel's interface.
 
-    ``run(ins, outs)`` takes the inputs as a compiled kernel does (0-d values as shape
-    (1,)), fills ``outs`` (from ``new_outputs()``) with fresh arrays of the compiled
-    kernel's shapes and dtypes, and writes the outputs in ``write_to`` into their input
+    ``run(ins, outs)`` takes the inputs as a compiled kernel does, fills ``outs`` (from
+    ``new_outputs()``) with fresh arrays of the compiled kernel's shapes and dtypes, and
+    writes the outputs in ``write_to`` into their input
     arrays, after every value is computed, as the compiled kernel does.
     """
 
@@ -169,7 +169,7 @@ class InterpretedKernel:
         self.write_to = dict(write_to)
         self.job = job  # while it is pending, each run yields the CPU for a while after
         self._in = [tuple(n.shape) for n in graph.inputs]
-        self._outs = [(k, tuple(o.shape) or (1,), o.dtype) for k, o in enumerate(graph.outputs)
+        self._outs = [(k, tuple(o.shape), o.dtype) for k, o in enumerate(graph.outputs)
                       if k not in self.write_to]
 
     def new_outputs(self) -> list:
@@ -213,14 +213,14 @@ def describe(a: np.ndarray) -> tuple:
 
 
 def _out_desc(node: Any) -> tuple:
-    """A kernel output's description: a new C-contiguous array (0-d as shape (1,))."""
-    return (np.dtype(node.dtype).str, max(len(node.shape), 1), "C", False)
+    """A kernel output's description: a new C-contiguous array."""
+    return (np.dtype(node.dtype).str, len(node.shape), "C", False)
 
 
 def _cot_desc(node: Any) -> tuple:
     """A backward kernel's cotangent: C-contiguous and read-only, as
     `CompiledFunctionBackward` always passes it (so one compile serves every call)."""
-    return (np.dtype(node.dtype).str, max(len(node.shape), 1), "C", True)
+    return (np.dtype(node.dtype).str, len(node.shape), "C", True)
 
 
 class _Job:

@@ -70,7 +70,7 @@ class CompiledFunctionBackward(Function):
         cot = []
         for k, (shape, dtype) in enumerate(self._outs):
             c = parts[k]._data if k in parts else np.zeros(shape, dtype)
-            cot.append(readonly_cotangent(c.reshape(1) if not shape else c))
+            cot.append(readonly_cotangent(c))
         outs = self._kernel.new_outputs()
         self._kernel.run(cot + list(self._saved), outs)
         return [_make(o if o.shape == shape else o.reshape(shape), False, None)

@@ -374,16 +374,16 @@ def _path_builtin_calls(call) -> list:
     return names
 
 
-def test_a_scalar_arguments_kernel_view_is_made_once_per_array():
+def test_a_scalar_arguments_kernel_takes_the_0d_arrays_as_they_are():
     f = dg.compile(_scalar, tiered=False)
     x = dg.tensor(np.float32(2.0), requires_grad=True)
     y = dg.tensor(np.float32(3.0), requires_grad=True)
     for _ in range(2):
         f(x, y)
     calls = _path_builtin_calls(lambda: f(x, y))
-    # No reshape: the arguments' (1,) views are kept with their arrays, and the outputs'
-    # 0-d views (the loss and the two gradients, handed to the leaves as they are) are
-    # subscripts.
+    # No reshape and no views: the kernel takes the arguments' 0-d arrays, and its 0-d
+    # outputs (the loss and the two gradients, handed to the leaves as they are) are the
+    # tensors' arrays.
     assert calls.count("reshape") == 0, calls
     assert "__getitem__" not in calls and "list" not in calls, calls
     # Another array, the same array changed in place, a changed value: as eager mode.

@@ -51,10 +51,10 @@ def test_a_scalar_kernel_runs_through_its_compiled_entry_and_matches_eager():
     assert f.stats.traces == 1
 
 
-def test_a_tensor_passed_twice_misses_the_kept_views_and_is_counted_once():
-    """The 0-d arguments' views are kept as one entry with the arrays they view; another
-    pair (here one tensor passed twice, which shares memory) runs the alias check, and the
-    call takes its own signature, counted once."""
+def test_a_tensor_passed_twice_misses_the_checked_pair_and_is_counted_once():
+    """The 0-d arguments the last call checked are kept as one entry; another pair (here
+    one tensor passed twice, which shares memory) runs the alias check, and the call takes
+    its own signature, counted once."""
     f = dg.compile(_poly, tiered=False)
     x, y = _scalar(2.0), _scalar(3.0)
     for a, b in ((x, y), (x, y), (x, x), (x, y), (y, y), (x, x)):

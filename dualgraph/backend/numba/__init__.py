@@ -16,7 +16,7 @@ from ...settings import start_thread_pool
 from ..partition import Plan, partition
 from . import cache
 from .blas import calls_blas, run_single_threaded
-from .codegen import Lowered, LoweringError, ishape, lower
+from .codegen import Lowered, LoweringError, lower
 from .partcall import make_caller
 from .printer import KEEP_LITERAL
 
@@ -29,8 +29,8 @@ class Kernel:
 
     ``kernel(*arrays)`` takes one array per graph input and returns the outputs (those not
     written in place). ``run(ins, outs)`` is the unchecked fast path `dg.compile` uses:
-    inputs already of the graph's dtypes with 0-d values as shape (1,), and ``outs`` from
-    ``new_outputs()``.
+    inputs already of the graph's dtypes, 0-d values as 0-d arrays (the arrays their
+    tensors hold), and ``outs`` from ``new_outputs()`` (0-d outputs as 0-d arrays).
 
     A large graph is split (`dualgraph.backend.partition`) into ``parts``, one njit
     function each, run in order; values passed between them live in work arrays like
@@ -70,8 +70,8 @@ class Kernel:
         # Work arrays are reused across calls; a call takes a set from the pool and gives
         # it back (list pop/append are atomic, so threads never share a set).
         self._pool: list = []
-        self._outs = [(ishape(o), o.dtype, not o.shape) for k, o in enumerate(graph.outputs)
-                      if k not in write_to]
+        self._outs = [(tuple(o.shape), o.dtype, not o.shape)
+                      for k, o in enumerate(graph.outputs) if k not in write_to]
         if self.parts:
             self._wire(plan)
             # The call path of a split kernel (a one-function kernel's `run` stays as it is).
@@ -188,7 +188,7 @@ class Kernel:
         return work + [work[p - base].reshape(-1) for p in self._work_flats]
 
     def prepare(self, arrays: Any) -> list:
-        """Inputs as the kernel takes them: the graph's dtypes, 0-d values as shape (1,)."""
+        """Inputs as the kernel takes them: the graph's dtypes and shapes."""
         if len(arrays) != len(self._in):
             raise TypeError(f"kernel takes {len(self._in)} inputs, got {len(arrays)}")
         out = []
@@ -198,7 +198,7 @@ class Kernel:
                 raise ValueError(f"kernel input of shape {a.shape} for a graph input {shape}")
             if a.dtype != dtype:
                 a = a.astype(dtype)
-            out.append(a.reshape(1) if not shape else a)
+            out.append(a)
         return out
 
     def new_outputs(self) -> list:
@@ -218,18 +218,18 @@ class Kernel:
 
     def scalar_entry_point(self, dtypes: list) -> Any:
         """The compiled code's own entry (what Numba's dispatcher calls once it has typed
-        the arguments) for a call whose every input is a C-contiguous, writeable, aligned
-        ``(1,)`` array (0-d values as `run` takes them), input ``i`` of dtype
+        the arguments) for a call whose every input is an aligned 0-d array (as `run`
+        takes a 0-d value) that the kernel does not write, input ``i`` of dtype
         ``dtypes[i]``, with this kernel's consts, work arrays and outputs. Calling it
         skips the typing of every argument; the caller guarantees those types. None when
         the kernel has an input that is not 0-d, is split or parallel, or is not compiled
         for those types."""
         overloads = getattr(self.fn, "overloads", None)  # None: NUMBA_DISABLE_JIT
         if (self.parts or self.parallel or overloads is None or len(dtypes) != len(self._in)
-                or any(s for s, _ in self._in)):
+                or any(s for s, _ in self._in) or self.write_to):
             return None
         try:
-            ins = tuple(numba.types.Array(numba.from_dtype(np.dtype(d)), 1, "C") for d in dtypes)
+            ins = tuple(numba.types.Array(numba.from_dtype(np.dtype(d)), 0, "C") for d in dtypes)
         except Exception:  # noqa: BLE001 - a dtype Numba has no type for has no entry either
             return None
         compiled = overloads.get(self._types(ins))

@@ -262,10 +262,17 @@ class _Writer:
         code: list[str] = []
         lines, marks = printer.function(
             self.name, lambda: params + [f"w{k}" for k in range(len(self.scratch))] + outs,
-            stmts, work=self.work_array, sizes=sizes, code=code, parts=parts)
+            stmts, work=self.work_array, sizes=sizes, code=code, parts=parts,
+            zero_d=self.zero_d_params())
         return Lowered("\n".join(lines), self.name, self.consts,
                        [tuple(o.shape) for o in self.graph.outputs], len(self.graph.inputs),
                        marks, self.scratch, stmts, "\n".join(code))
+
+    def zero_d_params(self) -> tuple:
+        """The inputs and outputs holding 0-d values: the caller passes them as 0-d arrays."""
+        return (tuple(f"a{k}" for k, n in enumerate(self.graph.inputs) if not n.shape)
+                + tuple(f"o{k}" for k, o in enumerate(self.graph.outputs)
+                        if not o.shape and k not in self.write_to))
 
     def outputs(self) -> None:
         """Results go into buffers the caller passes (o0, o1, ...), or straight into an

@@ -378,6 +378,26 @@ def flat(typingctx, x):
 
 
 @intrinsic
+def one_d(typingctx, x):
+    """A 0-d array argument as the ``(1,)`` array the kernel's statements index (a view of
+    the same element); any other array as it is. Kernels take a 0-d value as the 0-d
+    array its tensor holds, which the caller then neither views nor reshapes."""
+    if not isinstance(x, types.Array):
+        return None
+    from numba.core.imputils import impl_ret_borrowed
+    from numba.np.arrayobj import _as_layout_array
+
+    if x.ndim:
+        def same(context, builder, signature, args):
+            return impl_ret_borrowed(context, builder, signature.return_type, args[0])
+        return x(x), same
+
+    def view(context, builder, signature, args):
+        return _as_layout_array(context, builder, signature, args, output_layout="C")
+    return x.copy(ndim=1, layout="C")(x), view
+
+
+@intrinsic
 def reshaped(typingctx, x, shape):
     """``x.reshape(shape)`` for generated code, ``shape`` a tuple of integers with ``x``'s
     size (the kernel IR's reshapes are checked when they are built): a C-ordered view of

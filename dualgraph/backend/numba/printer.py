@@ -544,20 +544,22 @@ def block_lines(stmts: Any, indent: int = 1,
 def function(name: str, params: Callable[[], list[str]], stmts: Any,
              work: Callable[[kir.Buffer], str | None] | None = None,
              sizes: Sizes | None = None, code: list | None = None,
-             parts: int | None = None) -> tuple[list[str], dict[str, int]]:
+             parts: int | None = None, zero_d: tuple = ()) -> tuple[list[str], dict[str, int]]:
     """A kernel: ``def name(params):``, the sizes it reads from its arguments (``sizes``;
     None prints them as literals), the statements, ``return 0``. ``params()`` is called
     after the body is printed (the work arrays are named while printing). Returns the
     lines and the 1-based line of each graph node's comment (`Printer.marks`); ``code``,
     when given, receives the lines as the compiled module has them: the same lines with
     comments reduced to the node's name, so that kernels differing only in their sizes
-    and comments are one module. ``parts``: as `Printer`'s."""
+    and comments are one module. ``parts``: as `Printer`'s. ``zero_d``: the parameters
+    that hold 0-d values, taken as 0-d arrays (or ``(1,)`` ones) and indexed as ``(1,)``
+    through `kernels.one_d`."""
     parallel = any(isinstance(s, kir.Loop) and s.parallel for s in kir.walk(stmts))
     p = Printer(work, sizes if sizes is not None else _literal_size, views=not parallel,
                 parts=parts)
     p.block(stmts, 1)
     p.emit("return 0", 1)
-    head = [f"def {name}({', '.join(params())}):"]
+    head = [f"def {name}({', '.join(params())}):", *zero_d_views(zero_d)]
     defs = list(zip(sizes.defs, sizes.values)) if sizes is not None else []
     if code is not None:
         code[:] = head + ["    " + d for d, _ in defs] + [p.code.get(k, line)
@@ -565,3 +567,8 @@ def function(name: str, params: Callable[[], list[str]], stmts: Any,
     # The reader's copy says what each size is here.
     head += [f"    {d}  # {v}" for d, v in defs]
     return head + p.lines, {k: v + len(head) for k, v in p.marks.items()}
+
+
+def zero_d_views(names: tuple) -> list[str]:
+    """The lines rebinding each 0-d parameter in ``names`` to its ``(1,)`` view."""
+    return [f"    {p} = dgk.one_d({p})" for p in names]
