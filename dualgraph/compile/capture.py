@@ -907,17 +907,21 @@ def _named_modules(fn: Callable) -> tuple[list, list]:
     loss-compute object holding its criterion module, a model kept as a list of layers)."""
     from ..nn.modules import Module
 
-    found = [fn, getattr(fn, "__self__", None)]
-    fn = getattr(fn, "__func__", fn)
-    code = getattr(fn, "__code__", None)
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            found.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            continue
-    g = getattr(fn, "__globals__", None)
-    if code is not None and isinstance(g, dict):
-        found.extend(g.get(n) for n in code_strings(code))
+    found: list = []
+    # A wrapper's names and those of the function it wraps (a decorator's, or the one
+    # that hands lifted number arguments in as symbolic numbers).
+    for f in dict.fromkeys((fn, inspect.unwrap(fn))):
+        found += [f, getattr(f, "__self__", None)]
+        f = getattr(f, "__func__", f)
+        code = getattr(f, "__code__", None)
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                found.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                continue
+        g = getattr(f, "__globals__", None)
+        if code is not None and isinstance(g, dict):
+            found.extend(g.get(n) for n in code_strings(code))
     modules: list = []
     objects: list = []
     seen: set = set()

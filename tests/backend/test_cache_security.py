@@ -248,6 +248,12 @@ def test_failed_numba_write_leaves_no_temporary(cache_dir, monkeypatch):
     assert _numba_files(cache_dir) == []
 
 
+def _times(c: float):
+    # ``c`` from a closure is a constant of the graph, so each value is a graph of its own
+    # (a float argument, or a default, would be one input of one shared kernel).
+    return lambda x: dg.tanh(x) * c
+
+
 @pytest.mark.parametrize("disk", [True, False])
 def test_evicted_kernels_are_freed(cache_dir, monkeypatch, disk):
     """With an in-memory limit of 4, compiling 12 graphs keeps at most 4 kernels alive: an
@@ -269,7 +275,7 @@ def test_evicted_kernels_are_freed(cache_dir, monkeypatch, disk):
     base = 1.0 + uuid.uuid4().int % 10**6 / 10**7
     for k in range(graphs):
         c = base + k
-        f = dg.compile(lambda x, c=c: dg.tanh(x) * c)
+        f = dg.compile(_times(c))
         dg.testing.assert_close(f(dg.tensor(X)).numpy(), np.tanh(X) * c, rtol=1e-12, atol=0,
                                 equal_nan=True, check_dtype=False)
         alive.append(weakref.ref(f.entries()[0].kernel.fn))

@@ -32,7 +32,7 @@ def test_a_float_that_changes_each_call_runs_one_trace_with_eagers_values(runner
                 np.testing.assert_array_equal(g.detach().numpy(), w.detach().numpy())
             sum(o.sum() for o in got).backward()
             sum(o.sum() for o in want).backward()
-            np.testing.assert_allclose(x.grad.numpy(), xe.grad.numpy(), rtol=1e-6)
+            dg.testing.assert_close(x.grad.numpy(), xe.grad.numpy(), rtol=1e-6, atol=0)
     assert traces(f) == 2, f.stats.retrace_reasons  # one per tensor dtype
     assert "dtype float64" in f.stats.retrace_reasons[0]
 
@@ -129,3 +129,30 @@ def test_an_int_input_with_a_float_input_is_a_float():
         for g, w in zip(f(x, i, lam), _mixed(x, i, lam)):
             np.testing.assert_array_equal(g.numpy(), w.numpy())
     assert traces(f) == 2, f.stats.retrace_reasons
+
+
+class _RunningMean:
+    # A plain object (not a Module) whose attribute the step rebinds, as a hand-written
+    # batch norm's running statistics are.
+    def __init__(self) -> None:
+        self.mean = dg.zeros(3)
+
+    def __call__(self, x):
+        self.mean = 0.9 * self.mean + 0.1 * x.mean(0)
+        return x - x.mean(0)
+
+
+def test_a_float_argument_keeps_attribute_writes_of_the_objects_the_function_names():
+    eager_stats, compiled_stats = _RunningMean(), _RunningMean()
+
+    def make(stats):
+        return lambda x, lr: stats(x) * lr
+
+    f = dg.compile(make(compiled_stats))
+    ref = make(eager_stats)
+    for k, lr in enumerate((0.1, 0.05, 0.025)):
+        x = dg.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3) * (k + 1))
+        np.testing.assert_array_equal(f(x, lr).numpy(), ref(x, lr).numpy())
+        assert type(compiled_stats.mean) is dg.Tensor
+        np.testing.assert_array_equal(compiled_stats.mean.numpy(), eager_stats.mean.numpy())
+    assert traces(f) == 1, f.stats.retrace_reasons
