@@ -42,6 +42,7 @@ from .plan import (
 )
 from .random_state import uses_random
 from .signature import capture_guards
+from .symbolic import check_reads
 from .tiered import start as tiered_start
 
 
@@ -164,6 +165,7 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
             # their placement, which read-only overlaps need not be).
             ctx, outputs, single, grad_writes = trace_call(fn, args, alias=alias)
     check_aliasing(ctx, args, alias)
+    check_reads(ctx)
     # A call that fills an empty attribute (a mask or a state made on first use) is
     # guarded on the attribute being empty, which the next call finds filled: its trace
     # would serve this call only, and the next call would trace and compile again.

@@ -21,13 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from .._location import PKG
+from .._location import PKG, source_line, user_location
 from ..dtypes import DEFAULT_FLOAT
 from ..eager.tensor import Tensor
+from ..errors import EagerOnlyError
 from ..modes import current_trace
 from ..ops.mixin import TensorOps
 from ..ops.number_operators import number_operators
-from ..trace.tracer import Tracer
+from ..trace.tracer import Tracer, _trace_error
 from .capture import CallTraceContext, NeedsValue, function_of  # noqa: F401 - re-exported
 
 
@@ -117,11 +118,13 @@ class SymbolicInt:
         o = self._number(other, name, reflected)
         if o is NotImplemented:
             return o
-        return type(self)(fn(o, self._t) if reflected else fn(self._t, o), self._needs)
+        # A number read from a tensor taints what it meets: the result is one too.
+        src = other if isinstance(other, _Read) and not isinstance(self, _Read) else self
+        return type(src)(fn(o, self._t) if reflected else fn(self._t, o), src._needs)
 
     def _number(self, other: Any, name: str, reflected: bool) -> Any:
         """The other operand of ``name`` with a number, as a graph value or a Python one."""
-        if type(other) is SymbolicFloat:
+        if isinstance(other, SymbolicFloat):
             return NotImplemented  # an int with a float is a float: the float's operator
         if isinstance(other, SymbolicInt):
             return other._t
@@ -259,6 +262,10 @@ def symbolic_ints(fn: Callable, positions: tuple) -> Callable:
             out = fn(*args)
         except NeedsValue:
             raise
+        except EagerOnlyError:
+            if not needs:  # not the arguments' doing (a number read with .item())
+                raise
+            raise NeedsValue(needs[0]) from None
         except Exception as e:
             # Also an error the symbolic value caused without asking for its value (a
             # library check that wants an int): the trace keyed by value says which.
@@ -302,10 +309,103 @@ def _escaped(out: Any, ctx: Any) -> bool:
 
 
 def _holds(v: Any, depth: int) -> bool:
-    if isinstance(v, SymbolicInt):
+    # A number read with .item() is handed out by the call (`read_number`).
+    if isinstance(v, SymbolicInt) and not isinstance(v, _Read):
         return True
     if depth < 3 and isinstance(v, (tuple, list)):
         return any(_holds(e, depth + 1) for e in v)
     if depth < 3 and isinstance(v, dict):
         return any(_holds(e, depth + 1) for e in v.values())
+    return False
+
+
+# Numbers read from traced values (``loss.item()``)
+
+
+class _Read:
+    """A number the program read from a traced value (`read_number`): a 0-d graph value
+    like an argument's stand-in, but a graph output when it leaves the call. Where Python
+    needs its value the signature runs eagerly (`EagerOnlyError` naming the line), as
+    ``torch.compile`` breaks its graph there."""
+
+    __slots__ = ()
+
+    def _need(self, reason: str) -> Any:
+        loc = user_location(2)
+        code = source_line(loc)
+        e = EagerOnlyError(
+            f"{loc + ': ' if loc else ''}{reason} of a number read from a traced value "
+            f"(.item()) needs its value, which a static graph cannot capture."
+            f"{chr(10) + '    ' + code + chr(10) if code else ' '}Compute with tensors "
+            "instead (dg.clamp(n, min=1) for max(1, n.item()), dg.where for a branch), "
+            "or return the tensor and read the number outside the compiled function.")
+        self._needs.append(e)
+        raise e
+
+
+class ReadInt(_Read, SymbolicInt):
+    """``.item()`` of a traced integer tensor: a Python ``int``, in int64 in the graph.
+    With a Python float (or a float read) it gives a `ReadFloat`, as Python converts the
+    int."""
+
+    __slots__ = ()
+    read_kind = int
+
+    def _bin(self, other: Any, fn: Callable, name: str, reflected: bool = False) -> Any:
+        if type(other) is float or isinstance(other, (np.floating, SymbolicFloat)):
+            return ReadFloat(self._t.to(np.float64), self._needs)._bin(
+                other, fn, name, reflected)
+        return super()._bin(other, fn, name, reflected)
+
+
+class ReadFloat(_Read, SymbolicFloat):
+    """``.item()`` of a traced floating-point tensor: a Python ``float``, in float64 in
+    the graph (the tensor's value exactly, as Python's float of it)."""
+
+    __slots__ = ()
+    read_kind = float
+
+
+def read_number(t: Tracer, what: str) -> Any:
+    """``t.item()`` while a compiled call traces ``t``: a `ReadFloat` or `ReadInt` standing
+    for the number, its value ``t`` detached, as a 0-d float64 or int64 graph value. Bool
+    and complex tensors (and uint64, beyond int64), and a trace outside a compiled call
+    (``dg.trace``), raise `EagerOnlyError`, so the call runs eagerly."""
+    ctx = t._ctx
+    if t.node.shape and int(np.prod(t.node.shape)) != 1:
+        raise ValueError(f"{what}: only one-element tensors can be converted to Python "
+                         f"scalars, got shape {tuple(t.node.shape)}")
+    kind = t.dtype.kind
+    if not isinstance(ctx, CallTraceContext) or kind not in "fiu" or t.dtype == np.uint64:
+        raise _trace_error(what, eager_only=True)
+    from ..ops.shape import stop_gradient
+
+    v = stop_gradient(t)
+    if v.node.shape:
+        v = v.reshape(())
+    if kind == "f":
+        return ReadFloat(v.to(np.float64), ctx.read_needs)
+    return ReadInt(v.to(np.int64), ctx.read_needs)
+
+
+def check_reads(ctx: Any) -> None:
+    """After a trace: raise what the program needed of a number it read (an error it may
+    have caught), or that it passed one to an op as a setting, which a graph bakes."""
+    if ctx.read_needs:
+        raise ctx.read_needs[0]
+    for node in ctx.nodes:
+        if any(_holds_read(v, 0) for v in node.attrs.values()):
+            raise EagerOnlyError(
+                f"a number read from a traced value (.item()) is a setting of {node.op} "
+                f"({node.loc or 'the function'}), which a compiled graph fixes. Pass the "
+                "tensor itself instead.")
+
+
+def _holds_read(v: Any, depth: int) -> bool:
+    if isinstance(v, _Read):
+        return True
+    if depth < 3 and isinstance(v, (tuple, list)):
+        return any(_holds_read(e, depth + 1) for e in v)
+    if depth < 3 and isinstance(v, dict):
+        return any(_holds_read(e, depth + 1) for e in v.values())
     return False

@@ -168,11 +168,15 @@ class Tracer(TensorOps):
     def __bool__(self) -> bool:
         raise _trace_error("the truth value (an `if`, `while`, `and`/`or`, or `assert`)")
 
+    # Python's float() and int() accept only a real float or int, which the trace does not
+    # have: the way out is .item(), whose number a compiled call computes.
     def __float__(self) -> float:
-        raise _trace_error("float()", eager_only=True)
+        raise _trace_error("float() (call .item() instead, which stays compiled)",
+                           eager_only=True)
 
     def __int__(self) -> int:
-        raise _trace_error("int()", eager_only=True)
+        raise _trace_error("int() (call .item() instead, which stays compiled)",
+                           eager_only=True)
 
     def __index__(self) -> int:
         raise _trace_error("using a tensor as an index")
@@ -185,12 +189,21 @@ class Tracer(TensorOps):
         return repr(self)
 
     def item(self) -> Any:
-        raise _trace_error(".item()", eager_only=True)
+        """Inside a compiled call, a stand-in for the Python number (`symbolic.read_number`):
+        computed in the graph and handed out by the call; where Python needs the value
+        itself, the call runs eagerly."""
+        from ..compile.symbolic import read_number
+
+        return read_number(self, ".item()")
 
     def numpy(self) -> np.ndarray:
         raise _trace_error(".numpy()", eager_only=True)
 
     def tolist(self) -> Any:
+        if self.node.shape == ():  # a 0-d tensor's list is its number, as .item()
+            from ..compile.symbolic import read_number
+
+            return read_number(self, ".tolist()")
         raise _trace_error(".tolist()", eager_only=True)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -372,6 +385,9 @@ class TraceContext(Mode):
         self.grad_assumed_none: list[Tensor] = []  # backward() found .grad None on entry
         self.arg_tensors: dict[int, Tensor] = {}  # argument input node id -> caller's tensor
         self.backward_called = False
+        # Why the program needed the value of a number it read with ``.item()``
+        # (`symbolic.read_number`): errors it may have caught, raised once the trace ends.
+        self.read_needs: list = []
         # Values made leaves inside the trace (``requires_grad_``): node id -> their
         # gradient (None until a backward reaches them), which ``.grad`` reads.
         self.leaf_grads: dict[int, Any] = {}
@@ -1098,6 +1114,19 @@ _CONSTANT_OUTPUTS = (type(None), bool, int, float, complex, str, bytes, np.ndarr
                      np.generic, np.dtype, device)
 
 
+class OutputNumber:
+    """A returned Python number read from a traced value (``loss.item()``): a graph
+    output, given back as the number (``kind``: float or int) its 0-d array holds."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: type) -> None:
+        self.kind = kind
+
+    def given(self, t: Any) -> Any:
+        return self.kind(array_of(t).item())
+
+
 class OutputTree:
     """How a traced function's outputs nest, when they are more than one flat tuple:
     nested tuples and lists, named tuples (``x.max(dim=1)``), dicts. Falsy, like
@@ -1119,6 +1148,7 @@ class OutputTree:
 
     def _build(self, it: Any) -> Any:
         vals = [next(it) if c is None else c.given() if isinstance(c, OutputConstant)
+                else c.given(next(it)) if isinstance(c, OutputNumber)
                 else c._build(it) for c in self.children]
         if self.kind is object:  # one value that is not a container: a constant
             return vals[0]
@@ -1131,6 +1161,15 @@ class OutputTree:
         if hasattr(self.kind, "_fields"):  # a named tuple
             return self.kind(*vals)
         return tuple(vals) if self.kind is tuple else self.kind(vals)  # ``Size``
+
+
+def _read_number(v: Any, ctx: TraceContext) -> OutputNumber | None:
+    """How a returned ``v`` is handed out when it is a number this trace read from a
+    traced value (`symbolic.read_number`), else None."""
+    kind = getattr(type(v), "read_kind", None)
+    if kind is None or v.trace_value()._ctx is not ctx:
+        return None
+    return OutputNumber(kind)
 
 
 def flatten_outputs(out: Any) -> list:
@@ -1161,7 +1200,11 @@ def graph_outputs(ctx: TraceContext, out: Any, fn: Callable,
     single: Any = not isinstance(out, (tuple, list, dict, ComplexTensor))
     items: list = []
 
-    def walk(o: Any) -> OutputTree | OutputConstant | None:
+    def walk(o: Any) -> OutputTree | OutputConstant | OutputNumber | None:
+        number = _read_number(o, ctx) if constants else None
+        if number is not None:
+            items.append(o.trace_value())
+            return number
         if isinstance(o, (tuple, list)):
             return OutputTree(type(o), [walk(x) for x in o])
         if isinstance(o, dict):
@@ -1177,6 +1220,8 @@ def graph_outputs(ctx: TraceContext, out: Any, fn: Callable,
         tree = walk(out)
         if type(out) is not tuple or any(c is not None for c in tree.children):
             single = tree
+    elif constants and _read_number(out, ctx) is not None:
+        single = OutputTree(object, [walk(out)])
     elif isinstance(out, kept):
         # A training step that returns nothing: the call gives back None, as eagerly.
         single = OutputTree(object, [OutputConstant(out)])
