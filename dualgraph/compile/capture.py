@@ -1095,7 +1095,7 @@ def _restore_globals(ctx: CallTraceContext, spaces: list) -> list:
         for name, v in list(space.items()):
             if v is before.get(name, MISSING) and isinstance(v, (list, dict)):
                 continue
-            if isinstance(v, Tracer) and v._ctx is ctx or _holds_tracer(v, ctx):
+            if _traced(v, ctx) or _holds_tracer(v, ctx):
                 rebound.append(name)
                 if name in before:
                     space[name] = before[name]
@@ -1143,7 +1143,7 @@ def _restore_containers(ctx: CallTraceContext, contents: list) -> list:
     changed = []
     for name, v, items in contents:
         now = list(v) if type(v) is list else list(v.values())
-        if any(isinstance(e, Tracer) and e._ctx is ctx for e in now):
+        if any(_traced(e, ctx) for e in now):
             if type(v) is list:
                 v[:] = items
             else:
@@ -1272,6 +1272,10 @@ def restore_attrs(ctx: CallTraceContext) -> list:
                 leaves, tree = tree_leaves(v), _tree_of(v)
                 bad = next((p for p, e in leaves if not isinstance(e, Tracer)
                             or e._ctx is not ctx), None)
+                if bad is not None and _read_in(leaves, ctx):
+                    _put_back(d, name, before)
+                    constant.append(what)
+                    continue
                 if bad is not None or not tensor_tree(v):
                     _put_back(d, name, before)
                     where = f"{what}{''.join(f'[{i!r}]' for i in bad)}" if bad else what
@@ -1449,10 +1453,23 @@ def code_strings(code: Any) -> set:
     return out
 
 
+def _traced(v: Any, ctx: CallTraceContext) -> bool:
+    """Whether ``v`` is a traced value of ``ctx``, or a number the trace read from one
+    (``loss.item()``, `symbolic.read_number`), which only the trace can compute."""
+    if isinstance(v, Tracer):
+        return v._ctx is ctx
+    return getattr(type(v), "read_kind", None) is not None and v.trace_value()._ctx is ctx
+
+
+def _read_in(leaves: list, ctx: CallTraceContext) -> bool:
+    """Whether a container's ``leaves`` hold a number the trace read (`_traced`)."""
+    return any(not isinstance(e, Tracer) and _traced(e, ctx) for _, e in leaves)
+
+
 def _holds_tracer(v: Any, ctx: CallTraceContext) -> bool:
     """Whether ``v`` is a tuple, list or dict (nested) holding a traced value of ``ctx``."""
     if isinstance(v, (tuple, list)):
-        return any(isinstance(e, Tracer) and e._ctx is ctx or _holds_tracer(e, ctx)
+        return any(_traced(e, ctx) or _holds_tracer(e, ctx)
                    for e in v)
     if isinstance(v, dict):
         return _holds_tracer(list(v.values()), ctx)

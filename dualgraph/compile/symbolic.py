@@ -334,8 +334,9 @@ class _Read:
         loc = user_location(2)
         code = source_line(loc)
         e = EagerOnlyError(
-            f"{loc + ': ' if loc else ''}{reason} of a number read from a traced value "
-            f"(.item()) needs its value, which a static graph cannot capture."
+            f"{loc + ': ' if loc else ''}a number read from a traced value with .item() "
+            f"is used where Python needs its value ({reason}), which a static graph cannot "
+            "capture."
             f"{chr(10) + '    ' + code + chr(10) if code else ' '}Compute with tensors "
             "instead (dg.clamp(n, min=1) for max(1, n.item()), dg.where for a branch), "
             "or return the tensor and read the number outside the compiled function.")
