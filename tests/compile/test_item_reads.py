@@ -200,3 +200,16 @@ def test_a_read_outside_a_compiled_call_and_of_a_bool_still_refuse():
         _same(f(dg.ones(2)), dg.ones(2))
     with pytest.raises(ValueError, match="only one-element tensors"):
         dg.compile(lambda x: x.item(), strict=True)(dg.ones(2))
+
+
+def test_a_read_with_a_float_argument_under_verify_stays_one_entry():
+    # The float argument is a graph input (not keyed by value) though the number it
+    # makes with the read is returned; verify's eager rerun compares the numbers.
+    def scaled(x, lr):
+        return lr * x.sum().item() + 1, x * lr
+
+    f = dg.compile(scaled, tiered=False, verify=True)
+    x = dg.tensor([0.5, 0.25], dtype=dg.float32)
+    for lr in (0.5, 0.1, 3.0):
+        _same(f(x, lr), scaled(x, lr))
+    assert traces(f) == 1
