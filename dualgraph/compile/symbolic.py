@@ -308,14 +308,15 @@ def _escaped(out: Any, ctx: Any) -> bool:
     return False
 
 
-def _holds(v: Any, depth: int) -> bool:
-    # A number read with .item() is handed out by the call (`read_number`).
-    if isinstance(v, SymbolicInt) and not isinstance(v, _Read):
+def _holds(v: Any, depth: int, read: bool = False) -> bool:
+    """Whether ``v`` is or holds (nested up to 3 deep) an argument's stand-in, or with
+    ``read`` a number read with .item() (which the call hands out, `read_number`)."""
+    if isinstance(v, SymbolicInt) and isinstance(v, _Read) == read:
         return True
     if depth < 3 and isinstance(v, (tuple, list)):
-        return any(_holds(e, depth + 1) for e in v)
+        return any(_holds(e, depth + 1, read) for e in v)
     if depth < 3 and isinstance(v, dict):
-        return any(_holds(e, depth + 1) for e in v.values())
+        return any(_holds(e, depth + 1, read) for e in v.values())
     return False
 
 
@@ -395,18 +396,8 @@ def check_reads(ctx: Any) -> None:
     if ctx.read_needs:
         raise ctx.read_needs[0]
     for node in ctx.nodes:
-        if any(_holds_read(v, 0) for v in node.attrs.values()):
+        if any(_holds(v, 0, read=True) for v in node.attrs.values()):
             raise EagerOnlyError(
                 f"a number read from a traced value (.item()) is a setting of {node.op} "
                 f"({node.loc or 'the function'}), which a compiled graph fixes. Pass the "
                 "tensor itself instead.")
-
-
-def _holds_read(v: Any, depth: int) -> bool:
-    if isinstance(v, _Read):
-        return True
-    if depth < 3 and isinstance(v, (tuple, list)):
-        return any(_holds_read(e, depth + 1) for e in v)
-    if depth < 3 and isinstance(v, dict):
-        return any(_holds_read(e, depth + 1) for e in v.values())
-    return False
