@@ -61,10 +61,11 @@ SET = ProgramSet(
     # critic step of WGAN-GP also fills the generator's .grad (its loss is not detached
     # from the generator), so from the second critic step on those gradients accumulate (a
     # second entry); the FGSM attack turns its argument into a leaf (``data.requires_grad
-    # = True``), so it runs eagerly, with a warning (the char-RNN step's ``loss.item()`` is
-    # computed by the compiled call); the translation batches are padded to three lengths.
+    # = True``), so it runs eagerly, with a warning; the char-RNN step unrolls over each
+    # name's letters (a trace per name length: three) and returns ``loss.item()``, which
+    # the compiled call computes; the translation batches are padded to three lengths.
     traces={"dqn": [3], "wgan_gp": [2, 1], "simclr": [1, 1], "distill": [1, 1],
-            "fgsm": [1, 0], "translation_transformer": [3]},
+            "fgsm": [1, 0], "char_rnn": [3], "translation_transformer": [3]},
     warns={"fgsm": "requires_grad_\\(True\\) on an argument"},
     # WGAN-GP compiled: the fused kernels round the critic's gradients differently from
     # eager (they agree to float32 rounding), and Adam's first steps scale each gradient
