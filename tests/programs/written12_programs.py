@@ -32,6 +32,11 @@ programs (in ``written12/``): see `harness.ProgramSet`.
   inputs by ``autograd.grad`` in the step, one Adamax per member, a ``HuberLoss`` metric,
   the mixture's mean and variance).
 
+Compiled, rotate_kge's step runs eagerly with a warning (the original's ``train_step``
+returns its log as ``.item()`` values; ``torch.compile`` breaks its graph there too), and
+deep_ensemble's step traces once per member: each call passes another member and its
+optimizer, objects keyed by identity.
+
 Random draws come from NumPy (the two libraries' random streams differ): Bayes by
 Backprop's noise is copied into buffers its layers read, NeRF's stratified and importance
 uniforms are step inputs.
@@ -45,5 +50,18 @@ from .harness import ProgramSet
 
 PROGRAMS = ("fnet", "capsnet", "bayes_backprop", "tft_grn", "rotate_kge", "alexnet_lrn",
             "prune_parametrize", "nerf_pdf", "vit_fold_jit", "deep_ensemble")
-SLOW: tuple[str, ...] = ()
-SET = ProgramSet("written12", PROGRAMS, slow=SLOW, atol=1e-7)
+# The default run compiles prune_parametrize and deep_ensemble (from an empty kernel cache,
+# Numba's routine cache as found, on a loaded machine: 25 and 20 s of CPU) and rotate_kge,
+# which runs eagerly; the others are slow, their ops' compiled paths being in the
+# registry-driven tests/backend/test_ops_compiled.py: fnet (41 s; the DFT products in
+# tests/compile/test_complex.py), capsnet (38 s; broadcast 5-D matmul), bayes_backprop
+# (63 s in the first cold run, two traces then; 8 s from an empty kernel cache after the
+# other programs had filled Numba's routine cache; its number-then-tensor attribute in
+# tests/compile/test_state_filling_calls.py), tft_grn (78 s), alexnet_lrn (30 s), nerf_pdf
+# (45 s; written5's nerf_mlp compiles the cumprod rendering) and vit_fold_jit (29 s).
+SLOW = ("fnet", "capsnet", "bayes_backprop", "tft_grn", "alexnet_lrn", "nerf_pdf",
+        "vit_fold_jit")
+SET = ProgramSet(
+    "written12", PROGRAMS, slow=SLOW, atol=1e-7,
+    traces={"rotate_kge": [0], "deep_ensemble": [3]},
+    warns={"rotate_kge": r"\.item\(\) of a traced value"})
