@@ -7,6 +7,7 @@
     z.backward()          # x.grad == 3, y.grad == 8
 """
 
+import sys as _sys
 import typing as _typing
 
 import numpy as _np
@@ -996,6 +997,7 @@ __all__ += ["as_strided_scatter", "diagonal_scatter", "index_reduce", "select_sc
 __all__ += ["cholesky", "cholesky_inverse", "cholesky_solve", "matrix_exp", "pinverse", "qr",
             "svd", "triangular_solve", "lu", "lu_solve", "lu_unpack"]
 sparse_coo_tensor = sparse.sparse_coo_tensor
+sparse.torch = _sys.modules[__name__]  # torch.sparse.torch is torch
 __all__ += ["sparse", "sparse_coo_tensor"]
 
 # torch._foreach_mul_(ema, 0.99) and the rest of the list-at-once functions.

@@ -27,6 +27,11 @@ from .ops.mixin import TensorOps
 
 __all__ = ["mm", "sparse_coo_tensor"]
 
+# ``torch.sparse`` imports torch itself, and published code reaches the package through it
+# (``torch.sparse.torch.eye(n)`` builds one-hot targets in CapsNet tutorials): the package
+# sets ``torch`` here once it is loaded.
+torch: Any = None
+
 
 def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any = None,
                       device: Any = None, requires_grad: bool = False,

@@ -133,11 +133,15 @@ class FillsStateError(Exception):
 
 
 def _fills_state(ctx: Any) -> bool:
-    """Whether the trace set an attribute (``self.mask = ...``) that held None or was
-    absent before the call."""
+    """Whether the trace set an attribute (``self.mask = ...``) that held None, a Python
+    number (``self.log_prior = 0`` in ``__init__``, a tensor from the first call on) or
+    was absent before the call."""
     for obj, name, _, _ in ctx.attr_writes:
         before = ctx.attrs_before.get(id(obj))
-        if before is not None and before[1].get(name) is None:
+        if before is None:
+            continue
+        held = before[1].get(name)
+        if held is None or (isinstance(held, (int, float)) and not isinstance(held, bool)):
             return True
     return False
 

@@ -75,6 +75,31 @@ def test_pruned_module_in_a_compiled_step_matches_eager():
                             check_dtype=False)
 
 
+def test_pruned_module_in_a_compiled_training_step_traces_once():
+    runs = []
+    for compiled in (False, True):
+        lin = dg.nn.Linear(3, 2)
+        with dg.no_grad():
+            lin.weight.copy_(dg.tensor([[0.5, -0.1, 0.3], [0.05, -0.7, 0.2]]))
+            lin.bias.fill_(0.1)
+        prune.l1_unstructured(lin, "weight", amount=2)
+        opt = dg.optim.SGD(lin.parameters(), lr=0.1)
+
+        def step(t, lin=lin, opt=opt):
+            opt.zero_grad()
+            loss = lin(t).pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = dg.compile(step) if compiled else step
+        x = dg.tensor(np.linspace(-1, 1, 6).reshape(2, 3).astype(np.float32))
+        runs.append(([float(f(x)) for _ in range(3)], lin.weight.detach().clone()))
+    dg.testing.assert_close(runs[1], runs[0], rtol=1e-6, atol=0)
+    assert f.stats.traces == 1
+    assert (runs[1][1].numpy()[lin.weight_mask.numpy() == 0] == 0).all()
+
+
 def test_bad_input():
     lin = dg.nn.Linear(3, 2)
     with pytest.raises(ValueError, match="range"):

@@ -64,6 +64,12 @@ def test_sparse_coo_tensor_is_the_dense_tensor_it_stands_for() -> None:
     dg.testing.assert_close(dg.sparse.mm(got, x), got @ x)
 
 
+def test_sparse_module_reaches_the_package_as_torch_sparse_torch_does() -> None:
+    assert dg.sparse.torch is dg
+    onehot = dg.sparse.torch.eye(4).index_select(dim=0, index=dg.tensor([2, 0]))
+    dg.testing.assert_close(onehot, dg.tensor([[0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0]]))
+
+
 def test_sparse_coo_tensor_gradient_reaches_the_values() -> None:
     i = dg.tensor([[0, 1, 1, 2], [2, 0, 0, 1]])
     x = dg.tensor(np.arange(6.0).reshape(3, 2))

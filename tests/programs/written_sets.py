@@ -21,6 +21,7 @@ from . import (
     written9_programs,
     written10_programs,
     written11_programs,
+    written12_programs,
     written_programs,
 )
 
@@ -35,6 +36,7 @@ SETS = (
     written9_programs.SET,
     written10_programs.SET,
     written11_programs.SET,
+    written12_programs.SET,
 )
 
 if __name__ == "__main__":

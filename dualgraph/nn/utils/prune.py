@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ...eager.grad_mode import no_grad
 from ...eager.tensor import Tensor
 from ..modules.module import Module, Parameter
 from .weight_norm import RecomputedWeight
@@ -104,7 +105,11 @@ class BasePruningMethod(RecomputedWeight):
         else:
             previous.detach()
             module._buffers[name + "_mask"] = Tensor(mask)
-        object.__setattr__(module, name, method.compute_weight(module))
+        # Detached, as every forward inside a compiled function leaves it (`weight_norm`
+        # does the same): a compiled step's first call then finds the kind of value the
+        # later ones do (one trace).
+        with no_grad():
+            object.__setattr__(module, name, method.compute_weight(module))
         method.attach(module)
         return method
 
