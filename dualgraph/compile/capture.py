@@ -8,6 +8,7 @@ new values and `restore_grads` puts the old ones back, for the compiled call to 
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import os
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .._location import user_location
+from .._location import PKG, user_location
 from ..eager.autograd import LeafHooksUnchanged
 from ..eager.grad_mode import GRAD_ENABLED
 from ..eager.internal import array_of, requires_grad_of, set_grad
@@ -114,11 +115,17 @@ class CallTraceContext(TraceContext):
         # Number attributes read as values of the call's entry (`replay_numbers`):
         # (id of the object's ``__dict__``, name) -> its `EntryNumber`. After the trace,
         # ``number_writes`` lists ``(table, name, get)``: attributes the compiled call sets
-        # to ``get()`` after each call (`NumberWrites`); ``numbers_changed`` the
+        # to ``get()`` after each call (`PythonWrites`); ``numbers_changed`` the
         # ``(object, name)`` whose number the trace changed while it read them as plain
         # values (the trace is taken again with them replayed).
         self.replayed: dict = {}
         self.number_writes: list = []
+        # Plain values the trace appended to a list from outside (``history.append(3)``,
+        # ``self.log.append(self.step)``): ``(list, getters)``, appended after each call.
+        self.list_appends: list = []
+        # ``len()`` of a list, dict or set that the function's own code took while
+        # traced: ``(container, length)`` (`_LenReads`; guarded when from outside).
+        self.len_reads: list = []
         self.numbers_changed: list = []
         # Objects passed as arguments that are keyed by identity: ``(position, object)``;
         # the attributes the code names are guarded (`signature.capture_guards`).
@@ -521,20 +528,37 @@ class EntryNumber:
         return self.table[self.name] if entry is None else entry
 
 
-class NumberWrites:
-    """The number attributes a compiled call sets after it ran (``self.nfe += 1``,
-    ``self.step_count = 0``): each value is computed first, from the attributes as the
-    call began, then all are written, as eager mode leaves them."""
+class PythonWrites:
+    """The Python state a compiled call changes after it ran: number attributes
+    (``self.nfe += 1``, ``self.step_count = 0``) and plain values appended to lists from
+    outside (``history.append(3)``, ``self.log.append(self.step)``). Every value is
+    computed first, from the attributes as the call began, then all are written, as
+    eager mode leaves them."""
 
-    __slots__ = ("writes",)
+    __slots__ = ("numbers", "appends")
 
-    def __init__(self, writes: tuple) -> None:
-        self.writes = writes  # (table, name, get)
+    def __init__(self, numbers: tuple, appends: tuple) -> None:
+        self.numbers = numbers  # (table, name, get)
+        self.appends = appends  # (list, getters)
 
     def __call__(self) -> None:
-        values = [get() for _, _, get in self.writes]
-        for (table, name, _), v in zip(self.writes, values):
+        values = [get() for _, _, get in self.numbers]
+        added = [[get() for get in gets] for _, gets in self.appends]
+        for (table, name, _), v in zip(self.numbers, values):
             table[name] = v
+        for (items, _), more in zip(self.appends, added):
+            items.extend(more)
+
+
+def _replayed_value(e: Any, ctx: CallTraceContext) -> Callable[[], Any] | None:
+    """How a compiled call gets ``e`` again, a value the trace appended to a list: a
+    number computed from values read as the call begins, or a constant (numbers,
+    strings, None, tuples of them); None for anything else (a fresh object eagerly)."""
+    if type(e) is TracedNumber and e._hooks[0] == ctx.guard_value:
+        return e._get
+    if _immutable_value(e):
+        return lambda: e
+    return None
 
 
 def _one_float(v: np.ndarray) -> float | None:
@@ -778,7 +802,7 @@ def _trace_pass(fn: Callable, args: tuple, with_outputs: bool, alias: tuple | No
     modes = _global_modes()
     raised = None
     try:
-        with ctx, _EnvironReads(ctx):
+        with ctx, _EnvironReads(ctx), _LenReads():
             if alias:
                 _trace_views(ctx, args, targs, alias)
             try:
@@ -788,6 +812,12 @@ def _trace_pass(fn: Callable, args: tuple, with_outputs: bool, alias: tuple | No
             except Exception as e:
                 raised = e
                 raise
+        if ctx.replayed and _holds_number(out, 0):
+            # Eagerly the caller gets the count as it is after this call: a compiled
+            # call's results are tensors and constants.
+            raise runs_eagerly(
+                fn, "returns a number attribute it changes (return self.nfe)",
+                "Read the attribute after the call to keep it compiled.")
         ctx.escaped_writes(out)
         ctx.pass_labels()
         ctx.bake_copied_arrays()
@@ -810,11 +840,12 @@ def _trace_pass(fn: Callable, args: tuple, with_outputs: bool, alias: tuple | No
             # through: an error that stopped it says more than what it left half done.
             ctx.attr_writes, attr_error = [], e
         ctx.end_replay()
+        guard_lengths(ctx)
         drew = _restore_python_streams(streams) or _restore_generators(generators)
         rebound = _restore_globals(ctx, spaces)
         switched = _restore_global_modes(modes)
         if raised is not None and (ctx.writes or grad_writes or ctx.number_writes or
-                                   ctx.numbers_changed):
+                                   ctx.numbers_changed or ctx.list_appends):
             # Eagerly the tensors and numbers written before the error keep their new
             # values (an optimizer step, a counter, before a check that raises); the trace
             # wrote none of them.
@@ -895,6 +926,64 @@ class _EnvironReads:
             cls.active -= 1
             if cls.active == 0:
                 os._Environ.__getitem__ = cls.real
+
+
+class _LenReads:
+    """While tracing, ``len()`` in the user's code of a list, dict or set is noted
+    (``ctx.len_reads``): eager mode reads the length on every call (``len(opt.state)``,
+    ``if len(history) > 3``), so one from outside is guarded (`guard_lengths`). The
+    builtin is replaced only while some thread traces; dualgraph's own calls are not
+    noted."""
+
+    lock = threading.Lock()
+    active = 0
+    real: Any = None
+
+    def __enter__(self) -> None:
+        cls = _LenReads
+        with cls.lock:
+            if cls.active == 0:
+                cls.real = builtins.len
+                builtins.len = _traced_len
+            cls.active += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        cls = _LenReads
+        with cls.lock:
+            cls.active -= 1
+            if cls.active == 0:
+                builtins.len = cls.real
+
+
+_SIZED = (list, dict, set)
+
+
+def _traced_len(obj: Any) -> int:
+    n = _LenReads.real(obj)
+    if isinstance(obj, _SIZED) and \
+            not sys._getframe(1).f_code.co_filename.startswith(PKG):
+        ctx = current_trace()
+        if isinstance(ctx, CallTraceContext):
+            ctx.len_reads.append((obj, n))
+    return n
+
+
+def guard_lengths(ctx: CallTraceContext) -> None:
+    """Guard the lengths the trace read (``ctx.len_reads``) of the lists, dicts and sets
+    from outside: those the function reaches (`watch_container`), those an object's or
+    module's attribute holds, and an optimizer's state and parameter groups. A container
+    the trace made itself is not guarded."""
+    if not ctx.len_reads:
+        return
+    outside = set(ctx.watched) | set(ctx.items_before)
+    for _, before in ctx.attrs_before.values():
+        outside.update(id(v) for v in before.values() if isinstance(v, _SIZED))
+    for c, n in ctx.len_reads:
+        if id(c) in outside or (type(c).__module__ or "").startswith("dualgraph.optim"):
+            ctx.guard_value(functools.partial(_LenReads.real, c), n,
+                            f"the length of a {type(c).__name__} the function read "
+                            f"changed (traced with {n})", c)
+    ctx.len_reads = []
 
 
 def _environ_getitem(env: Any, key: Any) -> Any:
@@ -1219,7 +1308,8 @@ def _restore_globals(ctx: CallTraceContext, spaces: list) -> list:
         for name, v in list(space.items()):
             if v is before.get(name, MISSING) and isinstance(v, (list, dict)):
                 continue
-            if isinstance(v, Tracer) and v._ctx is ctx or _holds_tracer(v, ctx):
+            if isinstance(v, Tracer) and v._ctx is ctx or _holds_tracer(v, ctx) or \
+                    _holds_number(v, 0):
                 rebound.append(name)
                 if name in before:
                     space[name] = before[name]
@@ -1275,12 +1365,26 @@ def restore_containers(ctx: CallTraceContext) -> list:
     traced values, and every key of a watched dict that is not a string and was given
     one; returns them named. An item written in a list an attribute holds, the length
     kept (``self.hidden[0] = h``), is left to `restore_attrs`, which writes the list back
-    as a whole; an append (``self.images.append(image)``, ``history.append(loss)``)
-    would not be repeated by a compiled call."""
+    as a whole; an append of a traced value (``self.images.append(image)``,
+    ``history.append(loss)``) would not be repeated by a compiled call. Plain values
+    appended (``history.append(3)``, ``self.log.append(self.step)``) are put back too,
+    and go to ``ctx.list_appends``, for every compiled call to append again."""
     changed = []
     for v, items, what, held in list(ctx.items_before.values()):
-        if _holds_tracer(v, ctx) and not (held and len(v) == len(items)):
+        if _holds_tracer(v, ctx):
+            if not (held and len(v) == len(items)):
+                v[:] = items
+                changed.append(what)
+        elif len(v) > len(items) and all(a is b for a, b in zip(v, items)):
+            # Appended to: plain values are appended again by every compiled call.
+            gets = [_replayed_value(e, ctx) for e in v[len(items):]]
             v[:] = items
+            if None in gets:
+                changed.append(what)
+            else:
+                ctx.list_appends.append((v, tuple(gets)))
+        elif any(type(e) is TracedNumber for e in v):
+            v[:] = items  # a number read at the call's entry, stored in place
             changed.append(what)
     for held in ctx.watched.values():
         if type(held) is not HeldDict:
@@ -1448,7 +1552,7 @@ def restore_attrs(ctx: CallTraceContext) -> list:
 def _number_written(ctx: CallTraceContext, obj: Any, d: dict, name: str, v: Any,
                     before: dict) -> bool:
     """Whether attribute ``name`` (now ``v``) is a number the compiled call writes back
-    (`NumberWrites`), or one to read as the call's entry value in a trace taken again
+    (`PythonWrites`), or one to read as the call's entry value in a trace taken again
     (``ctx.numbers_changed``); it is then put back as it was before the call."""
     old = before.get(name, MISSING)
     get = ctx.replayed.get((id(d), name))
@@ -1573,6 +1677,18 @@ def code_strings(code: Any) -> set:
             elif isinstance(k, types.CodeType):
                 stack.append(k)
     return out
+
+
+def _holds_number(v: Any, depth: int) -> bool:
+    """Whether ``v`` is (or a tuple, list or dict 3 deep holds) a number the trace
+    computed from values read as the call begins (`CallTraceContext.replay_numbers`)."""
+    if type(v) is TracedNumber:
+        return True
+    if depth < 3 and type(v) in (tuple, list):
+        return any(_holds_number(e, depth + 1) for e in v)
+    if depth < 3 and type(v) is dict:
+        return any(_holds_number(e, depth + 1) for e in v.values())
+    return False
 
 
 def _holds_tracer(v: Any, ctx: CallTraceContext) -> bool:

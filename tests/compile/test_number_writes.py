@@ -2,7 +2,9 @@
 trainer's ``self.iters += 1``, ``self.t = self.t * 2 + 0.25``) are written back after
 every call, computed from the attributes as the call began, as eager mode leaves them;
 where the step multiplies a tensor by one it is a runtime input, and where Python
-branches on one the entry is guarded on that branch. Each case runs eagerly and compiled
+branches on one the entry is guarded on that branch. Plain values appended to a list
+from outside are appended by every call; lengths of containers from outside are
+guarded. Each case runs eagerly and compiled
 (`test_probe_round4`'s harness) and must give the same results; the compiled function of
 a case serves all its calls, and its trace count is checked too."""
 
@@ -140,6 +142,64 @@ def a_counter_before_an_error(wrap):
     f = wrap(m)
     out = [_outcome(f, dg.ones(n)) for n in (2, 3, 2, 3, 2)]
     return out + [m.calls]
+
+
+@case(traces=1)
+def plain_values_appended_to_a_list_from_outside(wrap):
+    """``logs["steps"].append(step.k)`` and a constant: every compiled call appends its
+    own values, after its kernels, as eager mode does."""
+    class Step:
+        pass
+
+    step = Step()
+    step.k = 0
+    logs = {"steps": [], "tags": []}
+
+    def f(x):
+        step.k += 1
+        logs["steps"].append(step.k)
+        logs["tags"].append(("seen", 1.5))
+        return x * step.k
+
+    g = wrap(f)
+    return [g(dg.ones(2)) for _ in range(3)] + [logs, step.k]
+
+
+@case(traces=3)
+def plain_values_appended_to_a_short_list_an_attribute_holds(wrap):
+    """A short list of numbers an attribute holds is guarded by value (the trace may read
+    it): each call gives eager's values, tracing anew while the list grows."""
+    class Log:
+        def __init__(self) -> None:
+            self.seen: list = []
+
+    log = Log()
+
+    def f(x):
+        log.seen.append(7)
+        return x + 1
+
+    g = wrap(f)
+    return [g(dg.ones(2)) for _ in range(3)] + [log.seen]
+
+
+@case(traces=2)
+def lengths_read_from_outside(wrap):
+    """``len(opt.state)``, ``len(buf)`` of a list of tensors: guarded, so a change between
+    calls retraces instead of running with the length the trace read."""
+    w = nn.Parameter(dg.tensor([1.0, 2.0]))
+    opt = dg.optim.SGD([w], lr=0.1, momentum=0.9)
+    buf = [dg.ones(2) for _ in range(20)]
+
+    def f(x):
+        return x * len(opt.state) + len(buf)
+
+    g = wrap(f)
+    out = [g(dg.ones(2)), g(dg.ones(2))]
+    (w * 2).sum().backward()
+    opt.step()
+    buf.append(dg.ones(2))
+    return out + [g(dg.ones(2)), g(dg.ones(2))]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
