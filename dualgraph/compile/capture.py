@@ -802,7 +802,7 @@ def _trace_pass(fn: Callable, args: tuple, with_outputs: bool, alias: tuple | No
     modes = _global_modes()
     raised = None
     try:
-        with ctx, _EnvironReads(ctx), _LenReads():
+        with ctx, _EnvironReads(), _LenReads():
             if alias:
                 _trace_views(ctx, args, targs, alias)
             try:
@@ -899,60 +899,50 @@ def _trace_pass(fn: Callable, args: tuple, with_outputs: bool, alias: tuple | No
     return ctx, outputs, single, grad_writes
 
 
-class _EnvironReads:
+class _Patched:
+    """A library function replaced, while some thread traces, by ``patch`` (a function of
+    this module, named) that notes what the trace reads; ``real`` is the original."""
+
+    lock = threading.Lock()
+    active = 0
+    real: Any = None
+    owner: Any = None
+    name = ""
+    patch = ""
+
+    def __enter__(self) -> None:
+        cls = type(self)
+        with cls.lock:
+            if cls.active == 0:
+                cls.real = getattr(cls.owner, cls.name)
+                setattr(cls.owner, cls.name, globals()[cls.patch])
+            cls.active += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        cls = type(self)
+        with cls.lock:
+            cls.active -= 1
+            if cls.active == 0:
+                setattr(cls.owner, cls.name, cls.real)
+
+
+class _EnvironReads(_Patched):
     """While tracing, the environment variables the function reads (``os.environ[k]``,
     ``os.environ.get(k)``, ``os.getenv(k)``, ``k in os.environ``) are guarded by value
     (absent: None), as a global number is: eager mode reads them on every call. The
     mapping's lookup is wrapped only while some thread traces."""
 
-    lock = threading.Lock()
-    active = 0
-    real: Any = None
-
-    def __init__(self, ctx: CallTraceContext) -> None:
-        self.ctx = ctx
-
-    def __enter__(self) -> None:
-        cls = _EnvironReads
-        with cls.lock:
-            if cls.active == 0:
-                cls.real = os._Environ.__getitem__
-                os._Environ.__getitem__ = _environ_getitem
-            cls.active += 1
-
-    def __exit__(self, *exc: Any) -> None:
-        cls = _EnvironReads
-        with cls.lock:
-            cls.active -= 1
-            if cls.active == 0:
-                os._Environ.__getitem__ = cls.real
+    owner, name, patch = os._Environ, "__getitem__", "_environ_getitem"
 
 
-class _LenReads:
+class _LenReads(_Patched):
     """While tracing, ``len()`` in the user's code of a list, dict or set is noted
     (``ctx.len_reads``): eager mode reads the length on every call (``len(opt.state)``,
     ``if len(history) > 3``), so one from outside is guarded (`guard_lengths`). The
     builtin is replaced only while some thread traces; dualgraph's own calls are not
     noted."""
 
-    lock = threading.Lock()
-    active = 0
-    real: Any = None
-
-    def __enter__(self) -> None:
-        cls = _LenReads
-        with cls.lock:
-            if cls.active == 0:
-                cls.real = builtins.len
-                builtins.len = _traced_len
-            cls.active += 1
-
-    def __exit__(self, *exc: Any) -> None:
-        cls = _LenReads
-        with cls.lock:
-            cls.active -= 1
-            if cls.active == 0:
-                builtins.len = cls.real
+    owner, name, patch = builtins, "len", "_traced_len"
 
 
 _SIZED = (list, dict, set)
