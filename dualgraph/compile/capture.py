@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .._location import PKG, user_location
+from .._location import user_location
 from ..eager.autograd import LeafHooksUnchanged
 from ..eager.grad_mode import GRAD_ENABLED
 from ..eager.internal import array_of, requires_grad_of, set_grad
@@ -802,7 +802,7 @@ def _trace_pass(fn: Callable, args: tuple, with_outputs: bool, alias: tuple | No
     modes = _global_modes()
     raised = None
     try:
-        with ctx, _EnvironReads(), _LenReads():
+        with ctx, _EnvironReads(ctx), _LenReads(_len_spaces(spaces, modules)):
             if alias:
                 _trace_views(ctx, args, targs, alias)
             try:
@@ -899,63 +899,95 @@ def _trace_pass(fn: Callable, args: tuple, with_outputs: bool, alias: tuple | No
     return ctx, outputs, single, grad_writes
 
 
-class _Patched:
-    """A library function replaced, while some thread traces, by ``patch`` (a function of
-    this module, named) that notes what the trace reads; ``real`` is the original."""
-
-    lock = threading.Lock()
-    active = 0
-    real: Any = None
-    owner: Any = None
-    name = ""
-    patch = ""
-
-    def __enter__(self) -> None:
-        cls = type(self)
-        with cls.lock:
-            if cls.active == 0:
-                cls.real = getattr(cls.owner, cls.name)
-                setattr(cls.owner, cls.name, globals()[cls.patch])
-            cls.active += 1
-
-    def __exit__(self, *exc: Any) -> None:
-        cls = type(self)
-        with cls.lock:
-            cls.active -= 1
-            if cls.active == 0:
-                setattr(cls.owner, cls.name, cls.real)
-
-
-class _EnvironReads(_Patched):
+class _EnvironReads:
     """While tracing, the environment variables the function reads (``os.environ[k]``,
     ``os.environ.get(k)``, ``os.getenv(k)``, ``k in os.environ``) are guarded by value
     (absent: None), as a global number is: eager mode reads them on every call. The
     mapping's lookup is wrapped only while some thread traces."""
 
-    owner, name, patch = os._Environ, "__getitem__", "_environ_getitem"
+    lock = threading.Lock()
+    active = 0
+    real: Any = None
+
+    def __init__(self, ctx: CallTraceContext) -> None:
+        self.ctx = ctx
+
+    def __enter__(self) -> None:
+        cls = _EnvironReads
+        with cls.lock:
+            if cls.active == 0:
+                cls.real = os._Environ.__getitem__
+                os._Environ.__getitem__ = _environ_getitem
+            cls.active += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        cls = _EnvironReads
+        with cls.lock:
+            cls.active -= 1
+            if cls.active == 0:
+                os._Environ.__getitem__ = cls.real
 
 
-class _LenReads(_Patched):
-    """While tracing, ``len()`` in the user's code of a list, dict or set is noted
+class _LenReads:
+    """While tracing, ``len()`` of a list, dict or set in the user's code is noted
     (``ctx.len_reads``): eager mode reads the length on every call (``len(opt.state)``,
-    ``if len(history) > 3``), so one from outside is guarded (`guard_lengths`). The
-    builtin is replaced only while some thread traces; dualgraph's own calls are not
-    noted."""
+    ``if len(history) > 3``), so one from outside is guarded (`guard_lengths`). ``len``
+    is put into the global namespaces of the function and of the user's module classes
+    that may run (``spaces``), unless they define their own, while some thread traces:
+    the builtin itself stays, for Numba and library code."""
 
-    owner, name, patch = builtins, "len", "_traced_len"
+    lock = threading.Lock()
+    users: dict = {}  # id of a namespace -> how many traces use it
+
+    def __init__(self, spaces: list) -> None:
+        self.spaces = [g for g in spaces if g.get("len", _traced_len) is _traced_len]
+
+    def __enter__(self) -> None:
+        with _LenReads.lock:
+            for g in self.spaces:
+                _LenReads.users[id(g)] = _LenReads.users.get(id(g), 0) + 1
+                g["len"] = _traced_len
+
+    def __exit__(self, *exc: Any) -> None:
+        with _LenReads.lock:
+            for g in self.spaces:
+                _LenReads.users[id(g)] -= 1
+                if not _LenReads.users[id(g)]:
+                    del _LenReads.users[id(g)]
+                    if g.get("len") is _traced_len:
+                        del g["len"]
 
 
 _SIZED = (list, dict, set)
 
 
 def _traced_len(obj: Any) -> int:
-    n = _LenReads.real(obj)
-    if isinstance(obj, _SIZED) and \
-            not sys._getframe(1).f_code.co_filename.startswith(PKG):
+    n = _REAL_LEN(obj)
+    if isinstance(obj, _SIZED):
         ctx = current_trace()
         if isinstance(ctx, CallTraceContext):
             ctx.len_reads.append((obj, n))
     return n
+
+
+_REAL_LEN = builtins.len
+
+
+def _len_spaces(spaces: list, modules: list) -> list:
+    """The global namespaces whose ``len`` a trace notes (`_LenReads`): the function's
+    (``spaces``) and those of the ``forward`` of the user's module classes among
+    ``modules`` and their submodules."""
+    out = {id(g): g for g, _ in spaces}
+    for m in modules:
+        for sub in m.modules():
+            f = function_of(getattr(type(sub), "forward", None))
+            if f is not None:
+                out.setdefault(id(f.__globals__), f.__globals__)
+    # Library code (dualgraph's own modules' forward, NumPy, the standard library) keeps
+    # the builtin.
+    return [g for g in out.values()
+            if (g.get("__name__") or "").partition(".")[0] not in _LIBRARY_ROOTS
+            and (g.get("__name__") or "").partition(".")[0] not in sys.stdlib_module_names]
 
 
 def guard_lengths(ctx: CallTraceContext) -> None:
@@ -970,7 +1002,7 @@ def guard_lengths(ctx: CallTraceContext) -> None:
         outside.update(id(v) for v in before.values() if isinstance(v, _SIZED))
     for c, n in ctx.len_reads:
         if id(c) in outside or (type(c).__module__ or "").startswith("dualgraph.optim"):
-            ctx.guard_value(functools.partial(_LenReads.real, c), n,
+            ctx.guard_value(functools.partial(_REAL_LEN, c), n,
                             f"the length of a {type(c).__name__} the function read "
                             f"changed (traced with {n})", c)
     ctx.len_reads = []
