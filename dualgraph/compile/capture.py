@@ -410,8 +410,11 @@ class CallTraceContext(TraceContext):
             if not _is_number(v) or (id(d), name) in self.replayed:
                 continue
             get = self.replayed[id(d), name] = EntryNumber(d, name, v)
-            d[name] = TracedNumber(hooks, ("attribute", id(d), name), get,
-                                   attr_name(obj, name), obj)
+            what = attr_name(obj, name)
+            d[name] = TracedNumber(hooks, ("attribute", id(d), name), get, what, obj)
+            # What the compiled call computes from it is Python's int or float arithmetic.
+            self.guard_value(functools.partial(_item_type, d, name), type(v),
+                             f"{what} is no longer a {type(v).__name__}", obj)
 
     def end_replay(self) -> None:
         """After the trace: each replayed attribute holds its number again, and reads it
@@ -511,6 +514,10 @@ class CallTraceContext(TraceContext):
 def _is_number(v: Any) -> bool:
     """A Python ``int`` or ``float`` (not a ``bool``): what a replayed attribute holds."""
     return type(v) in (int, float)
+
+
+def _item_type(table: dict, name: str) -> type:
+    return type(table.get(name))
 
 
 class EntryNumber:

@@ -238,3 +238,10 @@ def test_a_counter_is_not_guarded_by_value_and_other_attributes_still_are():
     assert f(dg.ones(2)).tolist() == [3.0, 3.0]
     assert (cfg.calls, f.stats.traces) == (4, 2)
     assert "cfg.scale" in f.stats.retrace_reasons[-1]
+    # Another kind of value there: retraced (a float), or eager mode's own error (None).
+    cfg.calls = 2.5
+    f(dg.ones(2))
+    assert (cfg.calls, f.stats.traces) == (3.5, 3)
+    cfg.calls = None
+    with pytest.raises(TypeError, match="NoneType"):
+        f(dg.ones(2))
