@@ -30,6 +30,7 @@ from ..eager.tensor import Tensor, rng
 from ..errors import EagerOnlyError, TraceError, runs_eagerly
 from ..ir.graph import Node
 from ..modes import current_trace
+from ..ops.size import Size
 from ..optim._tracing import TracedNumber
 from ..trace.tracer import OutputTree, TraceContext, Tracer, graph_outputs
 from .baked import BakedArray
@@ -563,8 +564,8 @@ def _replayed_value(e: Any, ctx: CallTraceContext) -> Callable[[], Any] | None:
     strings, None, tuples of them); None for anything else (a fresh object eagerly)."""
     if type(e) is TracedNumber and e._hooks[0] == ctx.guard_value:
         return e._get
-    if _immutable_value(e):
-        return lambda: e
+    if _immutable_value(e) or type(e) is Size and all(type(n) is int for n in e):
+        return lambda: e  # (a shape, ``x.shape``, is a tuple of ints)
     return None
 
 
@@ -1356,7 +1357,8 @@ def _watch_named(ctx: CallTraceContext, fn: Any, spaces: list) -> None:
     value in one (``history.append(loss)``, ``state["h"] = h``) changes it in place."""
     for space, _ in spaces:
         for name, v in list(space.items()):
-            ctx.watch_container(v, repr(name))
+            if not name.startswith("__"):  # Python's own (``__warningregistry__``)
+                ctx.watch_container(v, repr(name))
     for f in _python_functions(fn):
         if f is not None and f.__closure__:
             for name, cell in zip(f.__code__.co_freevars, f.__closure__):
