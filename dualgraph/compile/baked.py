@@ -92,15 +92,19 @@ class BakedValue:
     codes: tuple
     load: str | None
     path: str  # how the warning writes the value itself (``cfg``, ``Net.table``)
+    # ``(id of an object's __dict__, name)`` of attributes not followed: numbers a
+    # compiled call reads as it begins and writes back (`capture.EntryNumber`).
+    skip: frozenset = frozenset()
 
 
-def fingerprint(v: Any, names: frozenset) -> Any:
+def fingerprint(v: Any, names: frozenset, skip: frozenset = frozenset()) -> Any:
     """A comparable summary of ``v`` as a trace may have read it: numbers by their bits,
     containers item by item, arrays by their bytes, plain objects by their attributes
-    named in ``names``; tensors, modules and optimizers (guarded or read on every call),
-    functions, classes and Python modules by identity."""
+    named in ``names`` (but those in ``skip``: ``(id of the object's __dict__, name)``);
+    tensors, modules and optimizers (guarded or read on every call), functions, classes
+    and Python modules by identity."""
     budget = [MAX_ITEMS]
-    return _fp(v, names, _identity_classes(), 0, budget)
+    return _fp(v, names, _identity_classes(), 0, budget, skip)
 
 
 def _identity_classes() -> tuple:
@@ -116,7 +120,8 @@ def _identity_classes() -> tuple:
 _IDENTITY: list = []  # filled on first use: the classes live in higher layers
 
 
-def _fp(v: Any, names: frozenset, identity: tuple, depth: int, budget: list) -> Any:
+def _fp(v: Any, names: frozenset, identity: tuple, depth: int, budget: list,
+        skip: frozenset) -> Any:
     budget[0] -= 1
     if budget[0] < 0:
         return ("more",)
@@ -131,14 +136,15 @@ def _fp(v: Any, names: frozenset, identity: tuple, depth: int, budget: list) -> 
     if isinstance(v, identity) or isinstance(v, _BY_IDENTITY) or depth >= MAX_DEPTH:
         return ("id", id(v))
     if isinstance(v, (list, tuple)):
-        return ("seq", type(v), tuple(_fp(e, names, identity, depth + 1, budget) for e in v))
+        return ("seq", type(v), tuple(_fp(e, names, identity, depth + 1, budget, skip) for e in v))
     if isinstance(v, dict):
-        return ("map", type(v), tuple((_key(k), _fp(e, names, identity, depth + 1, budget))
+        return ("map", type(v), tuple((_key(k), _fp(e, names, identity, depth + 1, budget, skip))
                                       for k, e in v.items()))
     d = getattr(v, "__dict__", None)
     if isinstance(d, dict):
-        return ("obj", type(v), tuple((k, _fp(d[k], names, identity, depth + 1, budget))
-                                      for k in sorted(names.intersection(d))))
+        return ("obj", type(v), tuple((k, _fp(d[k], names, identity, depth + 1, budget, skip))
+                                      for k in sorted(names.intersection(d))
+                                      if (id(d), k) not in skip))
     return ("id", id(v))
 
 
@@ -182,7 +188,7 @@ def _check_value(b: BakedValue, warned: set, name: str) -> None:
     if key in warned:
         return
     try:
-        now = fingerprint(b.get(), b.names)
+        now = fingerprint(b.get(), b.names, b.skip)
     except Exception:  # noqa: BLE001 - a value that cannot be read now is not compared
         return
     if now == b.snapshot:

@@ -752,6 +752,8 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
         value = values[0] if w.tree is None else \
             f"{gen.const(w.tree, 'tree')}.unflatten([{', '.join(values)}])"
         lines.append(f"{gen.const(w.owner, 'o')}.__dict__[{w.name!r}] = {value}")
+    if plan.python_writes is not None:
+        lines.append(f"{gen.const(plan.python_writes, 'python_writes')}()")
     if loss:
         array = out(0, plan.optimized.outputs[0].shape)
         lines.append(_GradBranch(_tape(plan, gen, arrays, tensor_args, oname, out, array,

@@ -8,6 +8,7 @@ new values and `restore_grads` puts the old ones back, for the compiled call to 
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import os
@@ -29,6 +30,8 @@ from ..eager.tensor import Tensor, rng
 from ..errors import EagerOnlyError, TraceError, runs_eagerly
 from ..ir.graph import Node
 from ..modes import current_trace
+from ..ops.size import Size
+from ..optim._tracing import TracedNumber
 from ..trace.tracer import OutputTree, TraceContext, Tracer, graph_outputs
 from .baked import BakedArray
 from .guards import (
@@ -102,10 +105,29 @@ class CallTraceContext(TraceContext):
         # which the compiled call sets to the real value (`restore_attrs`).
         self.attrs_before: dict = {}
         self.attr_writes: list = []
-        # The items of the lists those objects hold, as they were: id -> (list, copy).
-        # An append inside the trace changes them in place (`restore_attrs` puts the
-        # items back).
+        # The lists the function reaches from outside, as they were: id -> (list, copy,
+        # what, held by an attribute). An append inside the trace changes them in place
+        # (`restore_containers` puts the items back).
         self.items_before: dict = {}
+        # The lists and dicts reached through the function's globals and closure
+        # variables or a module hook's (`watch_container`): id -> the list, or the
+        # `HeldDict` standing for the dict.
+        self.watched: dict = {}
+        # Number attributes read as values of the call's entry (`replay_numbers`):
+        # (id of the object's ``__dict__``, name) -> its `EntryNumber`. After the trace,
+        # ``number_writes`` lists ``(table, name, get)``: attributes the compiled call sets
+        # to ``get()`` after each call (`PythonWrites`); ``numbers_changed`` the
+        # ``(object, name)`` whose number the trace changed while it read them as plain
+        # values (the trace is taken again with them replayed).
+        self.replayed: dict = {}
+        self.number_writes: list = []
+        # Plain values the trace appended to a list from outside (``history.append(3)``,
+        # ``self.log.append(self.step)``): ``(list, getters)``, appended after each call.
+        self.list_appends: list = []
+        # ``len()`` of a list, dict or set that the function's own code took while
+        # traced: ``(container, length)`` (`_LenReads`; guarded when from outside).
+        self.len_reads: list = []
+        self.numbers_changed: list = []
         # Objects passed as arguments that are keyed by identity: ``(position, object)``;
         # the attributes the code names are guarded (`signature.capture_guards`).
         self.arg_objects: list = []
@@ -124,9 +146,6 @@ class CallTraceContext(TraceContext):
         self.item_tables: dict = {}
         # Nodes read as a loss's target (`note_label`), passed as scalars if constant.
         self._labels: dict = {}
-        # The dicts and lists the modules' hooks reach through their closures and
-        # globals, as they were: id -> (hook, container, copy) (`note_hooks`).
-        self.hook_containers: dict = {}
 
     def as_node(self, a: Any) -> Any:
         node = super().as_node(a)
@@ -268,7 +287,8 @@ class CallTraceContext(TraceContext):
         forward = getattr(getattr(type(module), "forward", None), "__code__", None)
         for k, v in d.items():
             if k not in _MODULE_TABLES and not plain_value(v) and \
-                    not isinstance(v, _NOT_BAKED) and not tensor_tree(v):
+                    not isinstance(v, _NOT_BAKED) and not tensor_tree(v) and \
+                    (id(d), k) not in self.replayed:
                 self.baked_roots.append((f"{type(module).__name__}.{k}",
                                          lambda d=d, k=k: d.get(k), k,
                                          (forward,) if forward is not None else ()))
@@ -319,10 +339,8 @@ class CallTraceContext(TraceContext):
 
     def note_hooks(self, hooks: Any) -> None:
         """The state the hooks of a module that runs may change: the object of a bound
-        method (as `note_object`), and the dicts and lists in their closures and globals.
-        A dict's items are written back as an object's attributes (a feature kept by
-        ``features["last"] = output.detach()``); a list given a tensor the call computed
-        runs the signature eagerly (`restore_hook_containers`)."""
+        method (as `note_object`), and the dicts and lists in their closures and globals
+        (`watch_container`)."""
         if not hooks:
             return
         for table in (hooks.forward_pre, hooks.forward, hooks.backward, hooks.backward_pre):
@@ -334,23 +352,35 @@ class CallTraceContext(TraceContext):
                 f = function_of(hook)
                 if f is None:
                     continue
-                cells = [v for v in map(_cell_value, f.__closure__ or ())
-                         if v.__class__ in (dict, list)]
-                names = f.__code__.co_names
-                cells += [f.__globals__[k] for k in names
-                          if f.__globals__.get(k).__class__ in (dict, list)]
-                for v in cells:
-                    if id(v) in self.hook_containers:
-                        continue
-                    if v.__class__ is dict:
-                        # Its items are written back as attributes are (`restore_attrs`):
-                        # the compiled call stores the real tensors there, as eagerly.
-                        items = HookDict()
-                        items.__dict__ = v
-                        self.remember_attrs(items)
-                        self.hook_containers[id(v)] = (hook, items, None)
-                    else:
-                        self.hook_containers[id(v)] = (hook, v, v.copy())
+                of = f"of the hook {getattr(hook, '__qualname__', type(hook).__name__)}"
+                for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
+                    self.watch_container(_cell_value(cell), f"{name!r} ({of})")
+                for name in f.__code__.co_names:
+                    self.watch_container(f.__globals__.get(name), f"{name!r} ({of})")
+
+    def watch_container(self, v: Any, what: str, depth: int = 0) -> None:
+        """``v``, a list or dict the function or a module's hook reaches through a global
+        or closure variable (and the lists and dicts nested in it, 3 deep), may be given
+        values the trace computes. A dict's string keys are an object's attributes to
+        `restore_attrs` (a `HeldDict`): a tensor the call computes stored there
+        (``features["last"] = out.detach()``, ``state["h"] = h``) is written back after
+        each call. Anything else holding a traced value afterwards (an append, an item of
+        a list, a key that is not a string) is put back by `restore_containers`, and that
+        signature runs eagerly."""
+        if type(v) not in (list, dict) or id(v) in self.watched or depth >= _CONTAINER_DEPTH:
+            return
+        if type(v) is dict:
+            held = HeldDict()
+            held.__dict__, held.what = v, what
+            self.watched[id(v)] = held
+            self.remember_attrs(held)
+            inner = list(v.values())
+        else:
+            self.watched[id(v)] = v
+            self.items_before.setdefault(id(v), (v, list(v), what, False))
+            inner = list(v)
+        for e in inner:
+            self.watch_container(e, what, depth + 1)
 
     def remember_attrs(self, obj: Any) -> None:
         """``obj``'s attributes as they are before the trace changes any, and the items of
@@ -358,10 +388,42 @@ class CallTraceContext(TraceContext):
         if id(obj) in self.attrs_before:
             return
         d = obj.__dict__
-        self.attrs_before[id(obj)] = (obj, dict(d))
-        for v in d.values():
+        before = dict(d)
+        for k, v in before.items():
+            if type(v) is TracedNumber and (id(d), k) in self.replayed:
+                before[k] = self.replayed[id(d), k].entry
+        self.attrs_before[id(obj)] = (obj, before)
+        for k, v in d.items():
             if type(v) is list:
-                self.items_before.setdefault(id(v), (v, list(v)))
+                self.items_before.setdefault(id(v), (v, list(v), attr_name(obj, k), True))
+
+    def replay_numbers(self, found: list) -> None:
+        """The number attributes ``found`` (``(object, name)``: ``self.nfe += 1``) are read
+        as values of the call's entry: each holds a `optim._tracing.TracedNumber` while
+        the call is traced, so arithmetic on it is an expression the compiled call
+        evaluates again, in Python, from the attribute as each call begins (a runtime
+        input where it meets a tensor; guarded where Python branches on it), and what
+        the function stores back is written after each call (`restore_attrs`)."""
+        hooks = (self.guard_value, self.runtime_scalar)
+        for obj, name in found:
+            d = obj.__dict__
+            v = d.get(name)
+            if not _is_number(v) or (id(d), name) in self.replayed:
+                continue
+            get = self.replayed[id(d), name] = EntryNumber(d, name, v)
+            what = attr_name(obj, name)
+            d[name] = TracedNumber(hooks, ("attribute", id(d), name), get, what, obj)
+            # What the compiled call computes from it is Python's int or float arithmetic.
+            self.guard_value(functools.partial(_item_type, d, name), type(v),
+                             f"{what} is no longer a {type(v).__name__}", obj)
+
+    def end_replay(self) -> None:
+        """After the trace: each replayed attribute holds its number again, and reads it
+        as a call begins from now on."""
+        for get in self.replayed.values():
+            if type(get.table.get(get.name)) is TracedNumber:
+                get.table[get.name] = get.entry
+            get.entry = None
 
     def note_object(self, obj: Any) -> None:
         """``obj`` (a module, or an object of the user's classes named by the function or
@@ -448,6 +510,63 @@ class CallTraceContext(TraceContext):
             self._runtime_nodes[key] = node
             self._keep.append(keep)
         return Tracer(node, self)
+
+
+def _is_number(v: Any) -> bool:
+    """A Python ``int`` or ``float`` (not a ``bool``): what a replayed attribute holds."""
+    return type(v) in (int, float)
+
+
+def _item_type(table: dict, name: str) -> type:
+    return type(table.get(name))
+
+
+class EntryNumber:
+    """Reads the number attribute ``table[name]`` as a compiled call begins: what a replayed
+    write starts from (`CallTraceContext.replay_numbers`). While the call is traced the
+    attribute holds a stand-in, and this gives ``entry``, the value it held then."""
+
+    __slots__ = ("table", "name", "entry")
+
+    def __init__(self, table: dict, name: str, entry: Any) -> None:
+        self.table, self.name, self.entry = table, name, entry
+
+    def __call__(self) -> Any:
+        entry = self.entry
+        return self.table[self.name] if entry is None else entry
+
+
+class PythonWrites:
+    """The Python state a compiled call changes after it ran: number attributes
+    (``self.nfe += 1``, ``self.step_count = 0``) and plain values appended to lists from
+    outside (``history.append(3)``, ``self.log.append(self.step)``). Every value is
+    computed first, from the attributes as the call began, then all are written, as
+    eager mode leaves them."""
+
+    __slots__ = ("numbers", "appends")
+
+    def __init__(self, numbers: tuple, appends: tuple) -> None:
+        self.numbers = numbers  # (table, name, get)
+        self.appends = appends  # (list, getters)
+
+    def __call__(self) -> None:
+        values = [get() for _, _, get in self.numbers]
+        added = [[get() for get in gets] for _, gets in self.appends]
+        for (table, name, _), v in zip(self.numbers, values):
+            table[name] = v
+        for (items, _), more in zip(self.appends, added):
+            items.extend(more)
+
+
+def _replayed_value(e: Any, ctx: CallTraceContext) -> Callable[[], Any] | None:
+    """How a compiled call gets ``e`` again, a value the trace appended to a list: a
+    number computed from values read as the call begins, or a constant (numbers,
+    strings, None, tuples of them); None for anything else (a fresh object eagerly)."""
+    if type(e) is TracedNumber and e._hooks[0] == ctx.guard_value:
+        return e._get
+    if _immutable_value(e) or type(e) is Size and all(type(n) is int for n in e):
+        return lambda: e  # (a shape, ``x.shape``, is a tuple of ints)
+    return None
 
 
 def _one_float(v: np.ndarray) -> float | None:
@@ -606,6 +725,14 @@ def _keyed_by_identity(a: Any) -> bool:
     return h is None or h is object.__hash__
 
 
+class _NumbersChanged(Exception):  # noqa: N818 - not an error: the trace is taken again
+    """A trace changed number attributes it read as plain values (``self.nfe += 1``)."""
+
+    def __init__(self, found: list) -> None:
+        super().__init__(found)
+        self.found = found
+
+
 def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
                alias: tuple | None = None) -> tuple:
     """Trace ``fn(*args)``; returns ``(ctx, outputs, single, grad_writes)``.
@@ -614,8 +741,32 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
     ``fn`` returned one value, ``grad_writes`` what `restore_grads` returned. ``alias``:
     the array arguments that share memory (`signature.overlapping`); one that is a plain
     view of another (``h(x[1:3], x)``) is traced as that view of it (`_trace_views`).
+
+    A trace that changes a number attribute (``self.nfe += 1`` on a module that ran or
+    an object the function names) is taken again with those attributes read as values
+    of the call's entry (`CallTraceContext.replay_numbers`), so that the compiled call
+    writes them back; a function without one is traced once.
     """
+    replay: list = []
+    for _ in range(_REPLAY_PASSES):
+        try:
+            return _trace_pass(fn, args, with_outputs, alias, replay)
+        except _NumbersChanged as e:
+            replay = replay + [f for f in e.found if f not in replay]
+    raise runs_eagerly(
+        fn, f"changes the number attribute {attr_name(*replay[-1])} in a way its traces "
+        "do not repeat", "Set it outside the compiled function, or return the value.")
+
+
+# How many times a call is traced to find the number attributes it changes.
+_REPLAY_PASSES = 3
+
+
+def _trace_pass(fn: Callable, args: tuple, with_outputs: bool, alias: tuple | None,
+                replay: list) -> tuple:
+    """One trace of `trace_call`, with the number attributes ``replay`` replayed."""
     ctx = CallTraceContext()
+    ctx.replay_numbers(replay)
     ctx.arg_index = {id(a): i for i, a in enumerate(args) if isinstance(a, Tensor)}
     targs = [ctx.new_input(a.shape, a.dtype, a if isinstance(a, Tensor) else None)
              if isinstance(a, (Tensor, np.ndarray)) else a for a in args]
@@ -655,11 +806,11 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
     default_rng = rng()
     generators = _generator_states(fn)
     spaces = _global_spaces(fn)
-    contents = _container_contents(fn, spaces)
+    _watch_named(ctx, fn, spaces)
     modes = _global_modes()
     raised = None
     try:
-        with ctx, _EnvironReads(ctx):
+        with ctx, _EnvironReads(ctx), _LenReads(_len_spaces(spaces, modules)):
             if alias:
                 _trace_views(ctx, args, targs, alias)
             try:
@@ -669,6 +820,12 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             except Exception as e:
                 raised = e
                 raise
+        if ctx.replayed and _holds_number(out, 0):
+            # Eagerly the caller gets the count as it is after this call: a compiled
+            # call's results are tensors and constants.
+            raise runs_eagerly(
+                fn, "returns a number attribute it changes (return self.nfe)",
+                "Read the attribute after the call to keep it compiled.")
         ctx.escaped_writes(out)
         ctx.pass_labels()
         ctx.bake_copied_arrays()
@@ -683,24 +840,27 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
                     "compiled.")
     finally:
         grad_writes = restore_grads(ctx)
+        stored = restore_containers(ctx)
         try:
             ctx.attr_writes, attr_error = restore_attrs(ctx), None
         except TraceError as e:
             # Raised once everything else is put back, and only if the trace itself got
             # through: an error that stopped it says more than what it left half done.
             ctx.attr_writes, attr_error = [], e
+        ctx.end_replay()
+        guard_lengths(ctx)
         drew = _restore_python_streams(streams) or _restore_generators(generators)
         rebound = _restore_globals(ctx, spaces)
-        stored = _restore_containers(ctx, contents)
-        kept = restore_hook_containers(ctx)
         switched = _restore_global_modes(modes)
-        if raised is not None and (ctx.writes or grad_writes):
-            # Eagerly the tensors written before the error keep their new values (an
-            # optimizer step before a check that raises); the trace wrote none of them.
+        if raised is not None and (ctx.writes or grad_writes or ctx.number_writes or
+                                   ctx.numbers_changed or ctx.list_appends):
+            # Eagerly the tensors and numbers written before the error keep their new
+            # values (an optimizer step, a counter, before a check that raises); the trace
+            # wrote none of them.
             raise runs_eagerly(
-                fn, f"raised {type(raised).__name__} after changing tensors in place, which "
-                "eager mode keeps changed", "Raise before the writes, or outside the "
-                "compiled function, to keep it compiled.") from raised
+                fn, f"raised {type(raised).__name__} after changing tensors in place or "
+                "number attributes, which eager mode keeps changed", "Raise before the "
+                "writes, or outside the compiled function, to keep it compiled.") from raised
     if attr_error is not None:
         raise attr_error
     if rng() is not default_rng:
@@ -726,15 +886,10 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             "attribute, or return it from the function.")
     if stored:
         raise runs_eagerly(
-            fn, f"stores a value it computes in the list or dict "
-            f"{' and '.join(map(repr, stored))} (history.append(loss), state['h'] = h), "
-            "which a compiled call does not write back",
-            "Return the value and store it outside the compiled function.")
-    if kept:
-        raise runs_eagerly(
-            fn, f"runs the hook {kept}, which stores a tensor the call computes in a list "
-            "that a compiled call would not fill", "Return the tensor from the "
-            "function, or register the hook outside the steps you compile.")
+            fn, f"stores a value it computes in the list or dict {' and '.join(stored)} "
+            "(history.append(loss), ws[0] = w, a hook's seen.append(out)), which a "
+            "compiled call does not repeat", "Return the value and store it outside the "
+            "compiled function (register such a hook outside the steps you compile).")
     if switched:
         raise runs_eagerly(
             fn, f"leaves {switched} changed when it returns, which a compiled call would do "
@@ -747,6 +902,8 @@ def trace_call(fn: Callable, args: tuple, with_outputs: bool = True,
             "in and repeat them on every call. Draw the numbers outside the compiled "
             "function and pass them as arguments, or use dg.rand/dg.randint, which a "
             "compiled call draws afresh.")
+    if ctx.numbers_changed:
+        raise _NumbersChanged(ctx.numbers_changed)
     return ctx, outputs, single, grad_writes
 
 
@@ -777,6 +934,86 @@ class _EnvironReads:
             cls.active -= 1
             if cls.active == 0:
                 os._Environ.__getitem__ = cls.real
+
+
+class _LenReads:
+    """While tracing, ``len()`` of a list, dict or set in the user's code is noted
+    (``ctx.len_reads``): eager mode reads the length on every call (``len(opt.state)``,
+    ``if len(history) > 3``), so one from outside is guarded (`guard_lengths`). ``len``
+    is put into the global namespaces of the function and of the user's module classes
+    that may run (``spaces``), unless they define their own, while some thread traces:
+    the builtin itself stays, for Numba and library code."""
+
+    lock = threading.Lock()
+    users: dict = {}  # id of a namespace -> how many traces use it
+
+    def __init__(self, spaces: list) -> None:
+        self.spaces = [g for g in spaces if g.get("len", _traced_len) is _traced_len]
+
+    def __enter__(self) -> None:
+        with _LenReads.lock:
+            for g in self.spaces:
+                _LenReads.users[id(g)] = _LenReads.users.get(id(g), 0) + 1
+                g["len"] = _traced_len
+
+    def __exit__(self, *exc: Any) -> None:
+        with _LenReads.lock:
+            for g in self.spaces:
+                _LenReads.users[id(g)] -= 1
+                if not _LenReads.users[id(g)]:
+                    del _LenReads.users[id(g)]
+                    if g.get("len") is _traced_len:
+                        del g["len"]
+
+
+_SIZED = (list, dict, set)
+
+
+def _traced_len(obj: Any) -> int:
+    n = _REAL_LEN(obj)
+    if isinstance(obj, _SIZED):
+        ctx = current_trace()
+        if isinstance(ctx, CallTraceContext):
+            ctx.len_reads.append((obj, n))
+    return n
+
+
+_REAL_LEN = builtins.len
+
+
+def _len_spaces(spaces: list, modules: list) -> list:
+    """The global namespaces whose ``len`` a trace notes (`_LenReads`): the function's
+    (``spaces``) and those of the ``forward`` of the user's module classes among
+    ``modules`` and their submodules."""
+    out = {id(g): g for g, _ in spaces}
+    for m in modules:
+        for sub in m.modules():
+            f = function_of(getattr(type(sub), "forward", None))
+            if f is not None:
+                out.setdefault(id(f.__globals__), f.__globals__)
+    # Library code (dualgraph's own modules' forward, NumPy, the standard library) keeps
+    # the builtin.
+    return [g for g in out.values()
+            if (g.get("__name__") or "").partition(".")[0] not in _LIBRARY_ROOTS
+            and (g.get("__name__") or "").partition(".")[0] not in sys.stdlib_module_names]
+
+
+def guard_lengths(ctx: CallTraceContext) -> None:
+    """Guard the lengths the trace read (``ctx.len_reads``) of the lists, dicts and sets
+    from outside: those the function reaches (`watch_container`), those an object's or
+    module's attribute holds, and an optimizer's state and parameter groups. A container
+    the trace made itself is not guarded."""
+    if not ctx.len_reads:
+        return
+    outside = set(ctx.watched) | set(ctx.items_before)
+    for _, before in ctx.attrs_before.values():
+        outside.update(id(v) for v in before.values() if isinstance(v, _SIZED))
+    for c, n in ctx.len_reads:
+        if id(c) in outside or (type(c).__module__ or "").startswith("dualgraph.optim"):
+            ctx.guard_value(functools.partial(_REAL_LEN, c), n,
+                            f"the length of a {type(c).__name__} the function read "
+                            f"changed (traced with {n})", c)
+    ctx.len_reads = []
 
 
 def _environ_getitem(env: Any, key: Any) -> Any:
@@ -818,7 +1055,8 @@ def defaults_of(fn: Any) -> tuple:
 
 
 def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = None,
-                       absent: set = frozenset(), depth: int = 0) -> list:
+                       absent: set = frozenset(), depth: int = 0,
+                       replayed: Any = frozenset()) -> list:
     """Guards on the attributes of a plain Python object ``obj`` (a user's config object,
     named as a global, closure variable or the ``self`` of a compiled method, or passed as
     an argument) whose names the code uses: by value when they hold plain values
@@ -830,13 +1068,17 @@ def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = No
     trace may have changed it), else the current ones. ``absent``: names the code may
     read that ``obj`` lacks (``getattr(cfg, "w", None)``), guarded to stay absent. A plain
     object an attribute holds (``cfg.opt.lr``) is guarded by identity, and its own
-    attributes the same way, one level down."""
+    attributes the same way, one level down. ``replayed``: ``(id of a __dict__, name)``
+    of the number attributes read as the call's entry values
+    (`CallTraceContext.replay_numbers`), which are not guarded by value."""
     d = getattr(obj, "__dict__", None)
     if type(d) is not dict or isinstance(obj, _NOT_BAKED):
         return []
     values = d if before is None else before
     out: list = []
     for k in sorted(names & values.keys()):
+        if (id(d), k) in replayed:
+            continue
         v = values[k]
         if isinstance(v, Tensor):  # read as itself: another tensor there retraces
             out.append(Identity(d, k, v, f"{what}.{k} was rebound to another tensor"))
@@ -845,7 +1087,8 @@ def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = No
         elif depth == 0 and isinstance(k, str) and _keyed_by_identity(v) and \
                 type(getattr(v, "__dict__", None)) is dict and \
                 not isinstance(v, _NOT_BAKED) and not _is_library_object(v):
-            inner = object_attr_guards(v, f"{what}.{k}", names, None, absent, depth + 1)
+            inner = object_attr_guards(v, f"{what}.{k}", names, None, absent, depth + 1,
+                                       replayed)
             if inner:
                 out.append(Identity(d, k, v, f"{what}.{k} was rebound to another object"))
                 out.extend(inner)
@@ -1089,13 +1332,13 @@ def _global_spaces(fn: Any) -> list:
 def _restore_globals(ctx: CallTraceContext, spaces: list) -> list:
     """Put back every global of ``spaces`` the trace set to a value holding its traced
     tensors; returns their names. (A list or dict still bound to its name but changed in
-    place is `_restore_containers`'s.)"""
+    place is `restore_containers`'s.)"""
     rebound = []
     for space, before in spaces:
         for name, v in list(space.items()):
             if v is before.get(name, MISSING) and isinstance(v, (list, dict)):
                 continue
-            if _traced(v, ctx) or _holds_tracer(v, ctx):
+            if _traced(v, ctx) or _holds_tracer(v, ctx) or _holds_number(v, 0):
                 rebound.append(name)
                 if name in before:
                     space[name] = before[name]
@@ -1107,51 +1350,18 @@ def _restore_globals(ctx: CallTraceContext, spaces: list) -> list:
 _CONTAINER_DEPTH = 3  # lists and dicts nested this deep are put back
 
 
-def _container_contents(fn: Any, spaces: list) -> list:
-    """``(name, container, contents)`` for the lists and dicts that the function's globals
-    (``spaces``) and closure variables hold, nested ones too (`_contents`): a trace that
-    stores a traced value in one (``history.append(loss)``, ``state["h"] = h``) changes
-    it in place, which the compiled call would not repeat."""
-    named = [(name, v) for space, _ in spaces for name, v in space.items()]
+def _watch_named(ctx: CallTraceContext, fn: Any, spaces: list) -> None:
+    """Watch the lists and dicts that the function's globals (``spaces``) and closure
+    variables hold (`CallTraceContext.watch_container`): a trace that stores a traced
+    value in one (``history.append(loss)``, ``state["h"] = h``) changes it in place."""
+    for space, _ in spaces:
+        for name, v in list(space.items()):
+            if not name.startswith("__"):  # Python's own (``__warningregistry__``)
+                ctx.watch_container(v, repr(name))
     for f in _python_functions(fn):
         if f is not None and f.__closure__:
             for name, cell in zip(f.__code__.co_freevars, f.__closure__):
-                try:
-                    named.append((name, cell.cell_contents))
-                except ValueError:  # an empty cell
-                    pass
-    out: list = []
-    seen: set = set()
-    for name, v in named:
-        _contents(name, v, out, seen, 0)
-    return out
-
-
-def _contents(name: str, v: Any, out: list, seen: set, depth: int) -> None:
-    if type(v) not in (list, dict) or id(v) in seen or depth >= _CONTAINER_DEPTH:
-        return
-    seen.add(id(v))
-    items = list(v) if type(v) is list else dict(v)
-    out.append((name, v, items))
-    for e in items if type(v) is list else items.values():
-        _contents(name, e, out, seen, depth + 1)
-
-
-def _restore_containers(ctx: CallTraceContext, contents: list) -> list:
-    """Put back the contents of every container of ``contents`` (`_container_contents`)
-    the trace left holding its traced tensors; returns their names."""
-    changed = []
-    for name, v, items in contents:
-        now = list(v) if type(v) is list else list(v.values())
-        if any(_traced(e, ctx) for e in now):
-            if type(v) is list:
-                v[:] = items
-            else:
-                v.clear()
-                v.update(items)
-            if name not in changed:
-                changed.append(name)
-    return changed
+                ctx.watch_container(_cell_value(cell), repr(name))
 
 
 def _cell_value(cell: Any) -> Any:
@@ -1162,24 +1372,59 @@ def _cell_value(cell: Any) -> Any:
         return None
 
 
-class HookDict:
-    """Stands for a dict a module's hook reaches: its ``__dict__`` is that dict, so the
-    dict's items are an object's attributes to `restore_attrs` and to the compiled call."""
+class HeldDict:
+    """Stands for a dict the function or a module's hook reaches (`watch_container`): its
+    ``__dict__`` is that dict, so the dict's string keys are an object's attributes to
+    `restore_attrs` and to the compiled call, which writes the real tensors there.
+    ``what`` names the dict in messages."""
+
+    __slots__ = ("__dict__", "what")
 
 
-def restore_hook_containers(ctx: CallTraceContext) -> str | None:
-    """Put back every list a module hook reaches (`CallTraceContext.note_hooks`) that the
-    trace left holding its traced tensors; returns those hooks named, or None."""
-    named = []
-    for hook, v, before in ctx.hook_containers.values():
-        if before is not None and _holds_tracer(v, ctx):
-            v.clear()
-            if isinstance(v, dict):
-                v.update(before)
+def attr_name(obj: Any, name: Any) -> str:
+    """How messages name attribute ``name`` of ``obj`` (``Net.h``; ``'state'['h']`` for a
+    key of a watched dict)."""
+    if type(obj) is HeldDict:
+        return f"{obj.what}[{name!r}]"
+    return f"{type(obj).__name__}.{name}"
+
+
+def restore_containers(ctx: CallTraceContext) -> list:
+    """Put back every list the function reaches from outside (named, or held by an
+    attribute or a watched dict: ``ctx.items_before``) that the trace left holding its
+    traced values, and every key of a watched dict that is not a string and was given
+    one; returns them named. An item written in a list an attribute holds, the length
+    kept (``self.hidden[0] = h``), is left to `restore_attrs`, which writes the list back
+    as a whole; an append of a traced value (``self.images.append(image)``,
+    ``history.append(loss)``) would not be repeated by a compiled call. Plain values
+    appended (``history.append(3)``, ``self.log.append(self.step)``) are put back too,
+    and go to ``ctx.list_appends``, for every compiled call to append again."""
+    changed = []
+    for v, items, what, held in list(ctx.items_before.values()):
+        if _holds_tracer(v, ctx):
+            if not (held and len(v) == len(items)):
+                v[:] = items
+                changed.append(what)
+        elif len(v) > len(items) and all(a is b for a, b in zip(v, items)):
+            # Appended to: plain values are appended again by every compiled call.
+            gets = [_replayed_value(e, ctx) for e in v[len(items):]]
+            v[:] = items
+            if None in gets:
+                changed.append(what)
             else:
-                v.extend(before)
-            named.append(getattr(hook, "__qualname__", type(hook).__name__))
-    return " and ".join(dict.fromkeys(named)) or None
+                ctx.list_appends.append((v, tuple(gets)))
+        elif any(type(e) is TracedNumber for e in v):
+            v[:] = items  # a number read at the call's entry, stored in place
+            changed.append(what)
+    for held in ctx.watched.values():
+        if type(held) is not HeldDict:
+            continue
+        d, before = held.__dict__, ctx.attrs_before[id(held)][1]
+        for k in [k for k, e in d.items() if not isinstance(k, str) and (
+                _traced(e, ctx) or _holds_tracer(e, ctx))]:
+            _put_back(d, k, before)
+            changed.append(held.what)
+    return list(dict.fromkeys(changed))
 
 
 def _restore_generators(before: list) -> str | None:
@@ -1249,23 +1494,19 @@ def restore_attrs(ctx: CallTraceContext) -> list:
     out: list = []
     error = None  # raised once every attribute is put back
     constant: list = []  # attributes set to (or deleted for) a value the trace did not make
-    changed: list = []  # lists held before, given traced tensors by an append
     for obj, before in ctx.attrs_before.values():
         d = obj.__dict__
-        for name, v in list(d.items()):
-            held = ctx.items_before.get(id(v))
-            if held is not None and held[0] is v and before.get(name) is v and \
-                    isinstance(v, list) and len(v) != len(held[1]) and _holds_tracer(v, ctx):
-                # A traced tensor appended to a list held before the call (an image
-                # pool's ``self.images.append(image)``): later calls would not append.
-                # (An item write keeps the length: the list is written back as a whole.)
-                v[:] = held[1]
-                changed.append(f"{type(obj).__name__}.{name}")
         for name in [k for k in before if k not in d and not _is_library_object(obj)]:
             d[name] = before[name]
-            constant.append(f"{type(obj).__name__}.{name}")
+            constant.append(attr_name(obj, name))
+        watched = type(obj) is HeldDict
         for name, v in list(d.items()):
-            what = f"{type(obj).__name__}.{name}"
+            if watched and (before.get(name, MISSING) is v and type(v) is not list
+                            or not isinstance(name, str)):
+                # A key of a watched dict that still holds what it held (or is not a
+                # string: `restore_containers`).
+                continue
+            what = attr_name(obj, name)
             if isinstance(v, Tracer) and v._ctx is ctx:
                 leaves, tree = [((), v)], None
             elif _holds_tracer(v, ctx):
@@ -1288,6 +1529,8 @@ def restore_attrs(ctx: CallTraceContext) -> list:
                         "computed. Store those tensors alone, or return the values from "
                         "the function")
                     continue
+            elif _number_written(ctx, obj, d, name, v, before):
+                continue
             else:
                 # A library object (an optimizer's step count) keeps its own state guards.
                 if (name == "_training" or not _is_library_object(obj)) and \
@@ -1327,12 +1570,6 @@ def restore_attrs(ctx: CallTraceContext) -> list:
                     d, name, old, f"{what} was set to another value")
     if error is not None:
         raise error
-    if changed:
-        raise EagerOnlyError(
-            f"{' and '.join(changed)}, held before the call, "
-            f"{'was' if len(changed) == 1 else 'were'} changed in place to hold tensors the "
-            "function computed (an append), which a compiled call does not repeat. Append "
-            "outside the compiled function (return the tensors from it).")
     if constant:
         # The compiled call writes back only tensors it computes: a Python value (None,
         # a number, a tensor it did not compute) written once by the trace would not be
@@ -1344,6 +1581,29 @@ def restore_attrs(ctx: CallTraceContext) -> list:
             "outside the compiled function, store a tensor the function computes, or return "
             "the value from the function.")
     return out
+
+
+def _number_written(ctx: CallTraceContext, obj: Any, d: dict, name: str, v: Any,
+                    before: dict) -> bool:
+    """Whether attribute ``name`` (now ``v``) is a number the compiled call writes back
+    (`PythonWrites`), or one to read as the call's entry value in a trace taken again
+    (``ctx.numbers_changed``); it is then put back as it was before the call."""
+    old = before.get(name, MISSING)
+    get = ctx.replayed.get((id(d), name))
+    if type(v) is TracedNumber and v._hooks[0] == ctx.guard_value:
+        # A number the trace computed from values read at the call's entry (a replayed
+        # attribute, a parameter group's): recomputed after each call.
+        if v._get is not get:  # (the stand-in itself: the attribute was not set)
+            ctx.number_writes.append((d, name, v._get))
+    elif get is not None and _is_number(v):
+        ctx.number_writes.append((d, name, lambda v=v: v))  # set to a constant
+    elif _is_number(old) and _is_number(v) and old != v and name != "_training" and \
+            (type(obj) is HeldDict or not _is_library_object(obj)):
+        ctx.numbers_changed.append((obj, name))
+    else:
+        return False
+    d[name] = old
+    return True
 
 
 def _rebound(before: dict, name: str, v: Any) -> bool:
@@ -1464,6 +1724,18 @@ def _traced(v: Any, ctx: CallTraceContext) -> bool:
 def _read_in(leaves: list, ctx: CallTraceContext) -> bool:
     """Whether a container's ``leaves`` hold a number the trace read (`_traced`)."""
     return any(not isinstance(e, Tracer) and _traced(e, ctx) for _, e in leaves)
+
+
+def _holds_number(v: Any, depth: int) -> bool:
+    """Whether ``v`` is (or a tuple, list or dict 3 deep holds) a number the trace
+    computed from values read as the call begins (`CallTraceContext.replay_numbers`)."""
+    if type(v) is TracedNumber:
+        return True
+    if depth < 3 and type(v) in (tuple, list):
+        return any(_holds_number(e, depth + 1) for e in v)
+    if depth < 3 and type(v) is dict:
+        return any(_holds_number(e, depth + 1) for e in v.values())
+    return False
 
 
 def _holds_tracer(v: Any, ctx: CallTraceContext) -> bool:

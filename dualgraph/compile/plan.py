@@ -195,6 +195,8 @@ class Plan:
     grad_set: tuple = ()
     grad_none: tuple = ()
     attr_set: tuple = ()  # attributes set to a traced value (`AttrSet`)
+    # Number attributes set and list appends after each call (`capture.PythonWrites`).
+    python_writes: Any = None
     # User outputs that require grad after the call's own backward(): (output, its
     # `SpentBackward` node), returned with that history as eager mode leaves them.
     spent: tuple = ()

@@ -354,7 +354,7 @@ def capture_guards(ctx: CallTraceContext,
         # global number).
         modules = [g.module for g in ctx.reads.values()
                    if isinstance(g, ModuleTable)]
-        outside = _outside_names(fn, roots, names, codes, modules)
+        outside = _outside_names(fn, roots, names, codes, modules, ctx.replayed)
     if ctx.arg_objects:
         # An object passed as an argument is keyed by identity: the attributes the code
         # names are guarded as they were when the call began (the trace may have set
@@ -364,7 +364,7 @@ def capture_guards(ctx: CallTraceContext,
             before = ctx.attrs_before[id(obj)][1]
             outside.extend(object_attr_guards(
                 obj, f"argument {i} ({type(obj).__name__})", strings, before,
-                {k for k in strings if k.isidentifier()}))
+                {k for k in strings if k.isidentifier()}, replayed=ctx.replayed))
     for module_id, (guard, kept) in ctx.module_attrs.items():
         # Attributes the module's class never names, but the traced function's code does.
         more = tuple(k for k in guard.names if k in kept or k in names)
@@ -414,20 +414,23 @@ def _baked_values(ctx: TraceContext, roots: list, names: set, codes: list) -> li
         for code in own or ():
             names.update(_code_names(code))
     frozen = frozenset(names)
-    skip = {id(b.array) for b in ctx.baked}  # captured arrays: checked as operands
+    # Number attributes replayed on every call (`capture.EntryNumber`): not baked in.
+    skip = frozenset(getattr(ctx, "replayed", ()))
+    arrays = {id(b.array) for b in ctx.baked}  # captured arrays: checked as operands
     out = []
     for what, get, load, own in roots:
         try:
             v = get()
-            if id(v) in skip:
+            if id(v) in arrays:
                 continue
-            snap = fingerprint(v, frozen)
+            snap = fingerprint(v, frozen, skip)
         except Exception:  # noqa: BLE001 - a value that cannot be read is not checked
             continue
         if not trivial(snap):
             path = what.split(" ")[-1].strip("'") if what.startswith(("global", "closure")) \
                 else what
-            out.append(BakedValue(what, get, frozen, snap, tuple(own or codes), load, path))
+            out.append(BakedValue(what, get, frozen, snap, tuple(own or codes), load, path,
+                                  skip))
     return out
 
 
@@ -443,14 +446,15 @@ def _code_names(code: Any) -> set:
 
 
 def _outside_names(fn: Callable, roots: list, names: set, codes: list,
-                   modules: list = ()) -> list:
+                   modules: list = (), replayed: Any = frozenset()) -> list:
     """Guards on what ``fn`` (and the helper functions it calls by a global or closure
     name, recursively) names as globals or closure variables: the identity of tensors,
     modules and optimizers (rebinding ``w = dg.tensor(...)`` at module level retraces
     instead of running with the old object), and the value of plain Python values
     (numbers, strings, tuples of them), which the trace bakes in. Other values (plain
     objects, long or nested containers, arrays) go to ``roots`` (`_baked_values`); the
-    names the visited code uses to ``names``, its code objects to ``codes``."""
+    names the visited code uses to ``names``, its code objects to ``codes``. The number
+    attributes ``replayed`` are read as the call's entry values, not guarded."""
     from ..eager.tensor import Tensor
     from ..nn.modules import Module
     from ..optim import Optimizer
@@ -564,7 +568,7 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
     # Their attributes the visited code names that hold plain values are guarded by value
     # (the object itself by identity, since the guards read its own attributes).
     for v, name, table, kind in objects:
-        attrs = object_attr_guards(v, name, names)
+        attrs = object_attr_guards(v, name, names, replayed=replayed)
         if attrs:
             what = f"{kind} {name!r} was rebound"
             items.append(CellIdentity(table, v, what) if kind == "closure variable"
@@ -573,7 +577,8 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
     owner = getattr(fn, "__self__", None)
     if owner is not None and not isinstance(owner, Module) and \
             _is_user_namespace(type(owner)):
-        items.extend(object_attr_guards(owner, type(owner).__name__, names))
+        items.extend(object_attr_guards(owner, type(owner).__name__, names,
+                                        replayed=replayed))
     return items
 
 

@@ -25,7 +25,7 @@ from ..ops.registry import OPS
 from ..optim.optimizer import state_restored_on_error
 from ..passes import optimize
 from ..trace.autodiff import differentiate, scalar_loss, value_and_grad
-from .capture import trace_call
+from .capture import PythonWrites, trace_call
 from .plan import (
     Argument,
     ArgumentGrad,
@@ -248,6 +248,8 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
         attrs.append(AttrSet(obj, name, *leaves[0], **extra_) if tree is None else
                      AttrSet(obj, name, None, (), None, tree, tuple(leaves), **extra_))
     plan.attr_set = tuple(attrs)
+    if ctx.number_writes or ctx.list_appends:
+        plan.python_writes = PythonWrites(tuple(ctx.number_writes), tuple(ctx.list_appends))
     stats.passes_seconds += time.perf_counter() - t1
     if train:
         _plan_residuals(plan, residuals, pos)

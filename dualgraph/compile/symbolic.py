@@ -295,8 +295,8 @@ def _names_type(fn: Any) -> bool:
 
 
 def _escaped(out: Any, ctx: Any) -> bool:
-    """Whether a `SymbolicInt` is returned, an op's attribute, or set on an object the
-    trace watches."""
+    """Whether a `SymbolicInt` is returned, an op's attribute, set on an object the trace
+    watches, or appended to a list from outside."""
     if _holds(out, 0):
         return True
     for node in ctx.nodes:
@@ -305,7 +305,9 @@ def _escaped(out: Any, ctx: Any) -> bool:
     for obj, _ in ctx.attrs_before.values():
         if any(_holds(v, 0) for v in vars(obj).values()):
             return True
-    return False
+    # Appended to a list from outside (``history.append(epoch)``): keyed by value, the
+    # compiled call appends that value again.
+    return any(_holds(v[len(items):], 0) for v, items, *_ in ctx.items_before.values())
 
 
 def _holds(v: Any, depth: int, read: bool = False) -> bool:

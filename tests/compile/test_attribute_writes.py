@@ -145,8 +145,8 @@ def test_append_to_a_held_list_runs_eagerly_with_the_list_intact() -> None:
         return (pool.query(x * w) * 2).sum()
 
     f = dg.compile(step)
-    with pytest.warns(RuntimeWarning, match=r"_ImagePool.images, held before the call, was "
-                                            r"changed in place .* \(an append\)"):
+    with pytest.warns(RuntimeWarning, match=r"stores a value it computes in the list or "
+                                            r"dict _ImagePool\.images \(history\.append"):
         outs = [f(dg.tensor([1.0, float(i)])) for i in range(4)]
     assert [float(o) for o in outs] == [2.0, 6.0, 10.0, 14.0]
     assert f.stats.traces == 0
@@ -182,10 +182,39 @@ def test_forward_hook_appending_to_a_list_runs_eagerly_with_the_list_as_eager_le
     seen: list = []
     net.register_forward_hook(lambda module, inputs, out: seen.append(out.detach()))
     f = dg.compile(lambda x: net(x).sum())
-    with pytest.warns(RuntimeWarning, match="runs the hook .*stores a tensor the call "
-                                            "computes in a list"):
+    with pytest.warns(RuntimeWarning, match=r"stores a value it computes in the list or "
+                                            r"dict 'seen' \(of the hook .*<lambda>\)"):
         for i in range(2):
             f(dg.tensor([[1.0, float(i)]]))
     assert f.stats.traces == 0
     assert [t.tolist() for t in seen] == [net(dg.tensor([[1.0, float(i)]])).tolist()
                                           for i in range(2)]
+
+
+def test_tensor_kept_in_a_dict_the_function_names_is_written_back() -> None:
+    # ``state["h"] = state["h"] * 0.5 + x`` in a dict a closure names follows the rules a
+    # hook's dict does: each call leaves that call's tensor there, one trace; a key that
+    # is not a string (``log[0]``) cannot be written back, so that signature runs eagerly.
+    def run(wrap):
+        state = {"h": dg.zeros(2)}
+        log: dict = {}
+
+        def step(x, keep=False):
+            state["h"] = state["h"] * 0.5 + x
+            if keep:
+                log[0] = state["h"] * 1
+            return state["h"].sum()
+
+        f = wrap(step)
+        outs = [f(dg.full((2,), float(k))).item() for k in (1, 2, 3)]
+        assert not isinstance(state["h"], Tracer)
+        return f, outs, state["h"].tolist(), step, log
+
+    f, outs, h, step, _ = run(dg.compile)
+    _, e_outs, e_h, _, _ = run(lambda fn: fn)
+    assert outs == e_outs and h == e_h
+    assert f.stats.traces == 1 and f.stats.cache_hits == 2
+    with pytest.warns(RuntimeWarning, match=r"stores a value it computes in the list or "
+                                            r"dict 'log'"):
+        f(dg.ones(2), True)
+    assert f.stats.traces == 1

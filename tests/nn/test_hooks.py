@@ -184,7 +184,7 @@ def test_forward_hooks_are_traced_inside_compile():
         ropt.step()
         assert_close(lc.numpy(), le.numpy(), rtol=1e-5, atol=1e-6)
     assert compiled.stats.traces == 1
-    assert seen == [(5, 4)]  # the hook ran while tracing only
+    assert seen == [(5, 4)] * 3  # the hook's append is made again by every compiled call
 
 
 def test_backward_hook_inside_compile_runs_when_the_backward_is_traced():
