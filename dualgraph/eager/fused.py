@@ -13,13 +13,19 @@ The cross-entropy of a training loop (float (N, C) logits, (N,) integer classes 
 no weights) is ``log_softmax`` then ``nll_loss`` in the same way: both kernels, one check
 of the targets, and the two nodes (``LogSoftmaxBackward0`` under ``NllLossBackward0``)
 with the saved values and versions the ops record.
+
+``relu`` of a plain float tensor runs its kernel and records its ``ReluBackward0`` node
+directly, as ``x.sum()`` does (`tensor._sum_all`): a one-input op whose shape rule every
+such input passes needs none of the generic op path's steps.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .. import modes
 from ..modes import current_mode
+from ..ops import elementwise as E
 from ..ops import linalg as L
 from ..ops import loss as N
 from ..ops import shape as S
@@ -37,6 +43,7 @@ from .tensor import (
     _reset_errstate,
     _set_errstate,
     _ViewTensor,
+    record_unary,
 )
 from .tensor import _GRAD_FN as _GRAD_FN_SLOT
 from .tensor import _RG as _RG_SLOT
@@ -47,6 +54,8 @@ _addmm_impl = L.ADDMM.impl
 _LOG_SOFTMAX = SM.LOG_SOFTMAX
 _NLL_LOSS = N.NLL_LOSS
 _log_softmax_impl = SM.LOG_SOFTMAX.impl
+_RELU = E.RELU
+_relu_impl = E.RELU.impl
 
 
 def _fresh(data: Any) -> Tensor:
@@ -175,3 +184,19 @@ def cross_entropy(x: Any, target: Any, ignore_index: int, reduction: str) -> Ten
         pack_node(nfn, t)
     _attach(t, nfn)
     return t
+
+
+def relu(x: Any) -> Tensor | None:
+    """``relu(x)`` of a plain (not a view) eager float tensor in eager mode, recorded as the
+    op records it; ``None`` otherwise (the op runs)."""
+    if type(x) is not Tensor or modes.ABOVE_BASE:
+        return None
+    d = x._data
+    if d.dtype.kind != "f":
+        return None
+    quiet = _set_errstate(_QUIET)
+    try:
+        out = _relu_impl(d)
+    finally:
+        _reset_errstate(quiet)
+    return record_unary(_RELU, x, out, {}, True)

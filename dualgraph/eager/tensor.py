@@ -16,6 +16,7 @@ from ..errors import EagerOnlyError
 from ..ir.graph import Literal, Node
 from ..modes import Mode
 from ..ops import gather as G
+from ..ops import reduce as _R
 from ..ops import shape as S
 from ..ops.broadcast import normalize_dim
 from ..ops.elementwise import impl_into
@@ -49,6 +50,7 @@ from .saved_hooks import pack_node, repack_overwritten
 from .storage import TypedStorage, UntypedStorage, root_array
 
 _GRAD = grad_mode.GRAD_ENABLED
+_SUM_IMPL = _R.SUM.impl
 _RULES = RULES_RUNNING
 
 
@@ -405,6 +407,15 @@ class Tensor(TensorOps):
         self._rg = bool(requires_grad)
         self._node = None
         return self
+
+    def sum(self, axis: Any = None, keepdims: bool | None = None, *, dim: Any = None,
+            keepdim: bool | None = None, dtype: Any = None) -> "Tensor":
+        if (axis is None and dim is None and keepdims is None and keepdim is None
+                and dtype is None and not modes.ABOVE_BASE):
+            out = _sum_all(self)
+            if out is not None:
+                return out
+        return _R.sum(self, axis, keepdims, dim=dim, keepdim=keepdim, dtype=dtype)
 
     def numpy(self) -> np.ndarray:
         """The data as a NumPy array (shared, or a copy when the tensor requires grad)."""
@@ -941,6 +952,48 @@ def eager_process(op: Any, args: tuple, attrs: dict) -> Tensor:
     if _SAVED_HOOKS:
         pack_node(fn, t)
     _attach(t, fn)
+    return t
+
+
+def _sum_all(x: Tensor) -> Tensor | None:
+    """``x.sum()`` of a plain (not a view) eager float tensor, in eager mode: the ``sum``
+    op's kernel, result and ``SumBackward0`` node, without the generic steps a reduction
+    over everything needs none of (the argument spellings, the signature's shape rule,
+    which accepts every such input). A training loop's ``loss.sum()``. ``None`` for any
+    other tensor: the op runs."""
+    if type(x) is not Tensor:
+        return None
+    d = x._data
+    if d.dtype.kind != "f":
+        return None  # integer sums widen to int64 (the op's rule)
+    quiet = _set_errstate(_QUIET)
+    try:
+        out = np.asarray(_SUM_IMPL(d, None, False))
+    finally:
+        _reset_errstate(quiet)
+    return record_unary(_R.SUM, x, out, {"axis": None, "keepdims": False}, False)
+
+
+def record_unary(op: Any, x: Tensor, out: np.ndarray, attrs: dict, saves_out: bool) -> Tensor:
+    """The result tensor of one-input op ``op`` (which saves no input) on the plain eager
+    tensor ``x``, holding ``out``, and its tape node when ``x`` needs grad: what
+    `eager_process` records for such an op (``saves_out``: the op saves its output, at
+    version 0)."""
+    t = Tensor.__new__(Tensor)
+    t._version = [0]
+    t._data = out
+    t._grad = None
+    t._node = None
+    if not x._rg or not _GRAD.value:
+        t.grad_fn = None
+        t._rg = False
+        return t
+    fn = Function(op, (x.grad_fn or x._node or x._input_node(),), attrs, out, (),
+                  [0] if saves_out else (), t._version if saves_out else None)
+    if _SAVED_HOOKS:
+        pack_node(fn, t)
+    t.grad_fn = fn
+    t._rg = True
     return t
 
 

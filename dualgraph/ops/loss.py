@@ -132,8 +132,12 @@ def classes_in_range(target: np.ndarray, c: int) -> bool:
     max over the values read as unsigned, where a negative one is huge (a min and a max
     cost twice that, and every training step checks its targets)."""
     if target.dtype.kind == "i":
-        target = target.view(np.dtype(f"u{target.dtype.itemsize}"))
-    return bool(target.max() < c)
+        # The unsigned dtype from a table: building it from its name costs more than the max.
+        target = target.view(_UNSIGNED[target.dtype.itemsize])
+    return bool(np.maximum.reduce(target, axis=None) < c)
+
+
+_UNSIGNED = {n: np.dtype(f"u{n}") for n in (1, 2, 4, 8)}
 
 
 _ARANGE: dict = {}
