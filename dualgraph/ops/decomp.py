@@ -778,8 +778,21 @@ def cholesky_solve(B: Any, L: Any, upper: bool = False, *, out: Any = None) -> A
     _no_out("cholesky_solve", out)
     check_matrix("cholesky_solve", L, square=True)
     Lo = _mT(L) if upper else L  # noqa: N806
-    Y = solve_triangular_left(Lo, B, upper=False)  # noqa: N806
-    return solve_triangular_left(_mT(Lo), Y, upper=True)
+    if not getattr(L, "requires_grad", False):
+        return _cholesky_solve_lower(B, Lo)
+    # The solve reads one triangle of L, but PyTorch's gradient differentiates A = L Lᵀ
+    # with the whole of L: -(G Xᵀ + X Gᵀ) L, upper triangle included. X takes no gradient
+    # from L; the term h - stop(h), zero in value, carries that gradient, since
+    # h = -A⁻¹ (L Lᵀ) X with A⁻¹ and X held fixed has exactly that vector-Jacobian product.
+    L_fixed = S.stop_gradient(Lo)  # noqa: N806
+    X = _cholesky_solve_lower(B, L_fixed)  # noqa: N806
+    h = E.neg(_cholesky_solve_lower(matmul(Lo, matmul(_mT(Lo), S.stop_gradient(X))), L_fixed))
+    return E.add(X, E.sub(h, S.stop_gradient(h)))
+
+
+def _cholesky_solve_lower(B: Any, L: Any) -> Any:  # noqa: N803
+    Y = solve_triangular_left(L, B, upper=False)  # noqa: N806
+    return solve_triangular_left(_mT(L), Y, upper=True)
 
 
 def cholesky_inverse(L: Any, upper: bool = False, *, out: Any = None) -> Any:  # noqa: N803

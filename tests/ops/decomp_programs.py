@@ -50,6 +50,18 @@ def cholesky(lib) -> dict:
             "info": _np(ex.info), **_grads(lib, loss, {"a": a, "r": r})}
 
 
+def cholesky_solve_factor(lib) -> dict:
+    # A factor given directly, not triangular: the solves read one triangle, and the
+    # gradient with respect to the factor is PyTorch's, which covers the whole matrix.
+    f, r = _leaf(lib, "spd"), _leaf(lib, "rhs")
+    x = lib.cholesky_solve(r, f)
+    y = lib.cholesky_solve(r, f, upper=True)
+    inv = lib.cholesky_inverse(f[1], upper=True)
+    loss = (x * x.cos()).sum() + (y ** 2).sum() + inv.sum()
+    return {"lower": _np(x), "upper": _np(y), "inverse": _np(inv),
+            **_grads(lib, loss, {"f": f, "r": r})}
+
+
 def triangular(lib) -> dict:
     a, r = _leaf(lib, "spd"), _leaf(lib, "rhs")
     low = a.tril()
@@ -158,7 +170,7 @@ def lu(lib) -> dict:
             **_grads(lib, loss, {"a": a, "b": b, "w": w, "r": r})}
 
 
-PROGRAMS: dict[str, Callable] = {f.__name__: f for f in (cholesky, triangular, eigh, svd, qr,
+PROGRAMS: dict[str, Callable] = {f.__name__: f for f in (cholesky, cholesky_solve_factor, triangular, eigh, svd, qr,
                                                         pinv, spectral_norms, matrix_exp, lu)}
 
 
