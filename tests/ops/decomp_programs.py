@@ -170,8 +170,8 @@ def lu(lib) -> dict:
             **_grads(lib, loss, {"a": a, "b": b, "w": w, "r": r})}
 
 
-PROGRAMS: dict[str, Callable] = {f.__name__: f for f in (cholesky, cholesky_solve_factor, triangular, eigh, svd, qr,
-                                                        pinv, spectral_norms, matrix_exp, lu)}
+PROGRAMS: dict[str, Callable] = {f.__name__: f for f in (cholesky, cholesky_solve_factor,
+                                                        triangular, eigh, svd, qr, pinv, spectral_norms, matrix_exp, lu)}
 
 
 # One program over every decomposition op, forward and backward, for the compiled tests.
