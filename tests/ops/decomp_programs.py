@@ -171,7 +171,8 @@ def lu(lib) -> dict:
 
 
 PROGRAMS: dict[str, Callable] = {f.__name__: f for f in (cholesky, cholesky_solve_factor,
-                                                        triangular, eigh, svd, qr, pinv, spectral_norms, matrix_exp, lu)}
+                                                        triangular, eigh, svd, qr, pinv,
+                                                        spectral_norms, matrix_exp, lu)}
 
 
 # One program over every decomposition op, forward and backward, for the compiled tests.
