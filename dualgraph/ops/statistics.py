@@ -425,7 +425,10 @@ def unique_consecutive(input: Any, return_inverse: bool = False,  # noqa: A002
     else:
         d = normalize_dim("unique_consecutive", dim, a.ndim)
         moved = np.moveaxis(a, d, 0)
-        rows = moved.reshape(moved.shape[0], -1)
+        if moved.shape[0] and 0 in moved.shape[1:]:
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
+                               "unique cannot be applied")
+        rows = moved.reshape(moved.shape[0], math.prod(moved.shape[1:]))
         change = np.concatenate(([True], np.any(rows[1:] != rows[:-1], axis=1))) \
             if rows.shape[0] else np.zeros(0, bool)
         vals = np.moveaxis(moved[change], 0, d)

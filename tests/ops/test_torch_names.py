@@ -393,3 +393,11 @@ def test_quantile_of_a_zero_dim_q_adds_no_dim():
     scalar = dg.tensor(2.0)
     assert dg.quantile(scalar, 0.5, dim=0, keepdim=True).shape == ()
     assert dg.nanquantile(scalar, dg.tensor([0.2, 0.5]), dim=0, keepdim=True).shape == (2,)
+
+
+def test_unique_consecutive_of_an_empty_dim():
+    x = dg.zeros(5, 0, 5)
+    vals, inv, counts = dg.unique_consecutive(x, return_inverse=True, return_counts=True, dim=1)
+    assert vals.shape == (5, 0, 5) and inv.shape == (0,) and counts.shape == (0,)
+    with pytest.raises(RuntimeError, match="0 sized dimensions"):
+        dg.unique_consecutive(x, dim=0)
