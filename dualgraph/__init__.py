@@ -344,8 +344,9 @@ def get_default_dtype() -> _typing.Any:
 
 
 def is_tensor(obj: _typing.Any) -> bool:
-    """Whether ``obj`` is a dualgraph tensor (a traced value inside ``dg.compile`` too)."""
-    return isinstance(obj, _TensorOps)
+    """Whether ``obj`` is a dualgraph tensor (a traced value inside ``dg.compile`` and a
+    complex tensor too)."""
+    return isinstance(obj, (_TensorOps, ComplexTensor))
 
 
 __all__ += [

@@ -16,7 +16,9 @@ one-key object:
 ``{"dict": [[k, v]]}``  a dict (any keys that encode, order kept)
 ``{"odict": [[k, v]]}`` an ``OrderedDict``
 ``{"tensor": {...}}``   ``n`` (its array member), ``id`` (which saved tensor),
-                        ``requires_grad``, ``parameter``
+                        ``requires_grad``, ``parameter``, and ``complex``: true
+                        for a complex tensor, whose member is its real
+                        ``(*shape, 2)`` storage (`view_as_real`)
 ``{"ndarray": n}``      a NumPy array
 ``{"scalar": [d, v]}``  a NumPy scalar of dtype ``d``
 ``{"dtype": "f32"}``    a dtype; ``{"device": "cpu"}`` a device
@@ -56,6 +58,8 @@ import numpy as np
 from .dtypes import as_dtype, check_device, device
 from .eager.tensor import Tensor, from_numpy
 from .nn.modules import Parameter
+from .nn.modules.module import ComplexParameter
+from .ops.complex import ComplexTensor
 
 FORMAT = "dualgraph"
 VERSION = 1
@@ -160,6 +164,8 @@ class _Encoder:
             return {"float": x if math.isfinite(x) else str(x)}
         if isinstance(x, Tensor):
             return {"tensor": self._tensor(x)}
+        if isinstance(x, ComplexTensor):
+            return {"tensor": {**self._tensor(x._storage()), "complex": True}}
         if isinstance(x, np.ndarray) and x.dtype.kind not in "OUSVMm":
             self.arrays.append(x)
             return {"ndarray": len(self.arrays) - 1}
@@ -310,7 +316,7 @@ class _Decoder:
     def _key(k: Any) -> Any:
         return tuple(k) if isinstance(k, list) else k
 
-    def _tensor(self, spec: dict) -> Tensor:
+    def _tensor(self, spec: dict) -> Tensor | ComplexTensor:
         t = self._tensors.get(spec.get("id"))
         if t is None:
             n = spec["n"]
@@ -321,4 +327,10 @@ class _Decoder:
             # Tensors that shared data when saved share the loaded array.
             t = Parameter(arr, rg) if spec.get("parameter") else from_numpy(arr, requires_grad=rg)
             self._tensors[spec.get("id")] = t
+        if spec.get("complex"):
+            if t.ndim == 0 or t.shape[-1] != 2 or t.dtype.kind != "f":
+                raise ValueError(f"dg.load: complex tensor {spec.get('id')!r} has storage of "
+                                 f"shape {tuple(t.shape)} and dtype {t.dtype}; expected "
+                                 "(..., 2) float")
+            return ComplexParameter(t) if isinstance(t, Parameter) else ComplexTensor(t)
         return t

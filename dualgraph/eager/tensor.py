@@ -19,6 +19,7 @@ from ..ops import gather as G
 from ..ops import reduce as _R
 from ..ops import shape as S
 from ..ops.broadcast import normalize_dim
+from ..ops.complex import ComplexTensor as _ComplexTensor
 from ..ops.elementwise import impl_into
 from ..ops.mixin import (
     TensorOps,
@@ -1533,3 +1534,7 @@ def _format_data(data: np.ndarray) -> str:
         data, separator=", ", prefix="tensor(",
         formatter={"float_kind": lambda v: fmt(float(v)).rjust(width)}, **layout,
     )
+
+
+# Complex tensors are `dg.Tensor` instances to user code, as PyTorch's complex tensors are.
+_ComplexTensor.public_class = Tensor

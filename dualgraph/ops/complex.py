@@ -20,12 +20,14 @@ complex gives complex64.
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from typing import Any
 
 import numpy as np
 
 from .. import dtypes
+from .._location import PKG
 from ..modes import current_trace, eager_section
 from . import elementwise as E
 from . import reduce as R
@@ -69,8 +71,23 @@ class ComplexTensor:
     __slots__ = ("_ri", "_re", "_im", "__weakref__")
     __array_priority__ = 1000  # NumPy defers ``array * z`` to `__rmul__`
 
+    # The class user code sees as ``dg.Tensor``: set by the eager mode, which sits above
+    # the ops.
+    public_class: type | None = None
+
     def __init__(self, ri: Any = None, re: Any = None, im: Any = None) -> None:
         self._ri, self._re, self._im = ri, re, im
+
+    @property
+    def __class__(self) -> type:  # noqa: D105
+        # ``isinstance(z, dg.Tensor)`` consults ``__class__`` when the type itself does not
+        # match: user code sees a tensor, as PyTorch's complex tensors are tensors;
+        # dualgraph's own code, which must not treat the pair as a real tensor, sees a
+        # ComplexTensor. ``isinstance(z, dg.ComplexTensor)`` matches the type directly.
+        cls = type(self)
+        if sys._getframe(1).f_code.co_filename.startswith(PKG):
+            return cls
+        return cls.public_class or cls
 
     # ------------------------------------------------------------------ parts
     def _parts(self) -> tuple:

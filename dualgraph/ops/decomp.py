@@ -778,8 +778,21 @@ def cholesky_solve(B: Any, L: Any, upper: bool = False, *, out: Any = None) -> A
     _no_out("cholesky_solve", out)
     check_matrix("cholesky_solve", L, square=True)
     Lo = _mT(L) if upper else L  # noqa: N806
-    Y = solve_triangular_left(Lo, B, upper=False)  # noqa: N806
-    return solve_triangular_left(_mT(Lo), Y, upper=True)
+    if not getattr(L, "requires_grad", False):
+        return _cholesky_solve_lower(B, Lo)
+    # The solve reads one triangle of L, but PyTorch's gradient differentiates A = L Lᵀ
+    # with the whole of L: -(G Xᵀ + X Gᵀ) L, upper triangle included. X takes no gradient
+    # from L; the term h - stop(h), zero in value, carries that gradient, since
+    # h = -A⁻¹ (L Lᵀ) X with A⁻¹ and X held fixed has exactly that vector-Jacobian product.
+    L_fixed = S.stop_gradient(Lo)  # noqa: N806
+    X = _cholesky_solve_lower(B, L_fixed)  # noqa: N806
+    h = E.neg(_cholesky_solve_lower(matmul(Lo, matmul(_mT(Lo), S.stop_gradient(X))), L_fixed))
+    return E.add(X, E.sub(h, S.stop_gradient(h)))
+
+
+def _cholesky_solve_lower(B: Any, L: Any) -> Any:  # noqa: N803
+    Y = solve_triangular_left(L, B, upper=False)  # noqa: N806
+    return solve_triangular_left(_mT(L), Y, upper=True)
 
 
 def cholesky_inverse(L: Any, upper: bool = False, *, out: Any = None) -> Any:  # noqa: N803
@@ -924,12 +937,34 @@ def matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, *, atol: Any =
     _no_out("linalg.matrix_rank", out)
     if tol is not None:
         atol = tol
+    if _is_tensor(atol) or _is_tensor(rtol):
+        return _matrix_rank_per_matrix(A, atol, rtol)
     atol, rtol = _tolerances("matrix_rank", A, atol, rtol)
     s = S.stop_gradient(svdvals(A))
-    from . import reduce as R
-
     cut = E.maximum(E.mul(S._select(s, len(s.shape) - 1, slice(0, 1)), rtol), atol) \
         if s.shape[-1] else atol
+    return R.sum(S.astype(E.gt(s, cut), np.int64), -1)
+
+
+def _is_tensor(v: Any) -> bool:
+    return v is not None and not isinstance(v, (int, float, np.integer, np.floating))
+
+
+def _matrix_rank_per_matrix(A: Any, atol: Any, rtol: Any) -> Any:  # noqa: N803
+    """`matrix_rank` with tensor tolerances, one per matrix (broadcast over the batch), and
+    PyTorch's default: ``rtol = eps * max(m, n)``, or 0 where ``atol`` is positive."""
+    shape, dtype = check_matrix("matrix_rank", A)
+    s = S.stop_gradient(svdvals(A))
+    default = float(np.finfo(dtype).eps * max(shape[-2:]))
+    if rtol is None:
+        rtol = default if atol is None else E.where(E.gt(atol, 0.0), 0.0, default)
+    atol = 0.0 if atol is None else atol
+
+    def per_matrix(t: Any) -> Any:
+        return S.reshape(t, tuple(t.shape) + (1,)) if _is_tensor(t) else t
+
+    largest = S._select(s, len(s.shape) - 1, slice(0, 1))
+    cut = E.maximum(E.mul(largest, per_matrix(rtol)), per_matrix(atol))
     return R.sum(S.astype(E.gt(s, cut), np.int64), -1)
 
 
@@ -937,9 +972,10 @@ def lstsq(A: Any, B: Any, rcond: Any = None, *, driver: Any = None) -> Any:  # n
     """``(solution, residuals, rank, singular_values)``: the least-squares solution of
     ``A X = B`` (the minimum-norm one when ``A`` is rank-deficient), computed as
     ``pinv(A) @ B`` with relative cut-off ``rcond`` (default ``eps * max(m, n)``), and the
-    rank under that cut-off. As with PyTorch's default CPU driver (``gelsy``),
-    ``residuals`` is empty; ``singular_values`` is filled for ``driver='gelsd'`` or
-    ``'gelss'`` only."""
+    rank under that cut-off. ``residuals``, the squared residual of each column, is filled
+    as PyTorch fills it: for ``m > n`` with ``driver='gels'``, or ``'gelsd'``/``'gelss'``
+    when every matrix has full rank; it is empty for the default ``gelsy``.
+    ``singular_values`` is filled for ``driver='gelsd'`` or ``'gelss'`` only."""
     if driver not in (None, "gelsy", "gelsd", "gelss", "gels"):
         raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, "
                            f"gelsy, gelsd, gelss), got {driver!r}")
@@ -954,13 +990,22 @@ def lstsq(A: Any, B: Any, rcond: Any = None, *, driver: Any = None) -> Any:  # n
         raise ShapeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2), "
                          f"got shapes {sa} and {tuple(B.shape)}")
     X = matmul(pinv(A, rtol=rcond), Bm)  # noqa: N806
-    if vector:
-        X = S.reshape(X, tuple(X.shape[:-1]))  # noqa: N806
     empty = S.stop_gradient(np.zeros((0,), dtype))
     rank = matrix_rank(A, rtol=rcond) if driver != "gels" else S.stop_gradient(
         np.zeros((0,), np.int64))
     values = S.stop_gradient(svdvals(A)) if driver in ("gelsd", "gelss") else empty
-    return linalg_lstsq(X, empty, rank, values)
+    # Empty, but on the solution's tape, as PyTorch's empty residuals require grad.
+    residuals = S.getitem(S.reshape(X, (-1,)), slice(0, 0))
+    m, n = sa[-2], sa[-1]
+    # PyTorch's rule: the squared residual of each column when m > n, for every driver but
+    # gelsy, and for gelsd/gelss only when every matrix has full rank n.
+    if m > n and driver in ("gels", "gelsd", "gelss") and (
+            driver == "gels" or bool(R.all(E.eq(rank, n)))):
+        r = E.sub(matmul(A, X), Bm)
+        residuals = R.sum(E.mul(r, r), -2)
+    if vector:
+        X = S.reshape(X, tuple(X.shape[:-1]))  # noqa: N806
+    return linalg_lstsq(X, residuals, rank, values)
 
 
 # ------------------------------------------------------------------- matrix_exp

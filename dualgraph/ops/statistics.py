@@ -104,15 +104,23 @@ def _quantile(fn: str, input: Any, q: Any, dim: Any, keepdim: bool,  # noqa: A00
     values = sort(x, d).values  # NaN sorts last
     nan = E.ne(x, x)
     count = R.sum(E.eq(x, x), d, True) if ignore_nan else None
+    # A tensor q that requires grad gets PyTorch's gradient: the linear weight between the
+    # two ranks is q (n - 1) minus the lower rank, differentiable in q.
+    q_rows = (S.reshape(q, (-1,)) if getattr(q, "requires_grad", False)
+              and interpolation == "linear" else None)
     outs = []
-    for qv in qs:
+    for k, qv in enumerate(qs):
+        qk = float(qv) if q_rows is None else S.getitem(q_rows, k)
         if ignore_nan:
             last = S.astype(E.sub(count, 1), np.dtype(np.float64))
             last = E.maximum(last, 0.0)
-            pos = E.mul(last, float(qv))
+            pos = E.mul(last, qk)
         else:
             pos = float(qv) * (n - 1)
-        outs.append(_interpolate(values, pos, d, interpolation, dtype, ignore_nan))
+        weight = None
+        if q_rows is not None and not ignore_nan:
+            weight = S.astype(E.sub(E.mul(qk, float(n - 1)), float(np.floor(pos))), dtype)
+        outs.append(_interpolate(values, pos, d, interpolation, dtype, ignore_nan, weight))
     out = S.stack(outs, 0)
     if ignore_nan:
         allnan = E.eq(count, 0)
@@ -130,14 +138,17 @@ def _quantile(fn: str, input: Any, q: Any, dim: Any, keepdim: bool,  # noqa: A00
 
 
 def _interpolate(values: Any, pos: Any, d: int, how: str, dtype: np.dtype,
-                 per_line: bool) -> Any:
+                 per_line: bool, weight: Any = None) -> Any:
     """The value at fractional rank ``pos`` (a number, or a keepdim tensor per line) of the
-    sorted ``values`` along ``d``, keeping ``d`` as size 1."""
+    sorted ``values`` along ``d``, keeping ``d`` as size 1; ``weight``, a tensor equal to
+    the fraction of ``pos``, carries a gradient to ``q``."""
     if not per_line:
         lo, hi = int(np.floor(pos)), int(np.ceil(pos))
         a = S.getitem(values, (slice(None),) * d + (slice(lo, lo + 1),))
         b = S.getitem(values, (slice(None),) * d + (slice(hi, hi + 1),))
         frac = pos - lo
+        if weight is not None and how == "linear":
+            return E.add(a, E.mul(E.sub(b, a), weight))
         if how == "lower":
             return a
         if how == "higher":
@@ -414,7 +425,10 @@ def unique_consecutive(input: Any, return_inverse: bool = False,  # noqa: A002
     else:
         d = normalize_dim("unique_consecutive", dim, a.ndim)
         moved = np.moveaxis(a, d, 0)
-        rows = moved.reshape(moved.shape[0], -1)
+        if moved.shape[0] and 0 in moved.shape[1:]:
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
+                               "unique cannot be applied")
+        rows = moved.reshape(moved.shape[0], math.prod(moved.shape[1:]))
         change = np.concatenate(([True], np.any(rows[1:] != rows[:-1], axis=1))) \
             if rows.shape[0] else np.zeros(0, bool)
         vals = np.moveaxis(moved[change], 0, d)

@@ -24,6 +24,7 @@ from ..eager.grad_mode import no_grad
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor
 from ..errors import TraceError
+from ..ops.complex import ComplexTensor
 from ..ops.mixin import TensorOps
 from . import _tracing as T
 
@@ -703,7 +704,7 @@ class Optimizer:
         params = param_group.get("params")
         if params is None:
             raise TypeError("a parameter group must be a dict with a 'params' entry")
-        if isinstance(params, TensorOps):
+        if isinstance(params, (TensorOps, ComplexTensor)):
             params = [params]
         elif isinstance(params, (set, frozenset)):
             raise TypeError("optimizer parameters need to be organized in ordered "
@@ -711,6 +712,9 @@ class Optimizer:
                             "between runs. Please use a list instead.")
         else:
             params = list(params)
+        # A complex parameter is stepped as its real (*shape, 2) storage, as PyTorch steps
+        # view_as_real of it.
+        params = [p._storage() if isinstance(p, ComplexTensor) else p for p in params]
         k = len(self.param_groups)
         seen = {id(p): i for i, g in enumerate(self.param_groups) for p in g["params"]}
         for i, p in enumerate(params):

@@ -2156,6 +2156,20 @@ def statistics_names(lib, F, x):
 
 
 @script(source=NAMES)
+def quantile_q_gradient(lib, F):
+    # The quantiles' gradient with respect to a tensor q (linear interpolation only).
+    x = lib.tensor([[0.3, -1.2, 2.5, 0.7, -0.4], [1.1, 0.2, -2.0, 3.3, 0.9]],
+                   dtype=lib.float64, requires_grad=True)
+    y = lib.where(x > 2.0, lib.tensor(float("nan"), dtype=lib.float64), x)
+    q = lib.tensor([0.15, 0.5, 0.8], dtype=lib.float64, requires_grad=True)
+    outs = (lib.quantile(x, q, dim=1), lib.nanquantile(y, q, dim=1, keepdim=True),
+            lib.quantile(x, q), lib.quantile(x, q[1], dim=0),
+            lib.quantile(x, q, dim=1, interpolation="midpoint"))
+    sum(((o * o).sum() for o in outs), lib.tensor(0.0, dtype=lib.float64)).backward()
+    return (*outs, q.grad, x.grad)
+
+
+@script(source=NAMES)
 def eager_only_names(lib, F):
     x = lib.tensor([[1, 2, 2, 1, 3], [4, 4, 0, 0, 1]])
     v = lib.tensor([3.0, 1.0, 1.0, 2.0, 5.0])

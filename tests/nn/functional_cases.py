@@ -125,6 +125,19 @@ CASES = [
      [("f", (3, 4)), ("s", (3, 4))]),
     ("soft_margin-none", lambda lib, x, t: _F(lib).soft_margin_loss(x, t, reduction="none"),
      [("f", (3, 4)), ("s", (3, 4))]),
+    ("mha_forward-bias-kv-zero-attn", lambda lib, q, k, w, b, bk, bv, ow: lib.cat([
+        r.flatten() for r in _F(lib).multi_head_attention_forward(
+            q, k, k, 4, 2, w, b, bk, bv, True, 0.0, ow, None,
+            key_padding_mask=lib.tensor([[False, True, False], [False] * 3]),
+            attn_mask=lib.tensor(np.triu(np.ones((2, 3)), 1) > 0),
+            average_attn_weights=False)]),
+     [("f", (2, 2, 4)), ("f", (3, 2, 4)), ("f", (12, 4)), ("f", (12,)), ("f", (4,)),
+      ("f", (4,)), ("f", (4, 4))]),
+    ("mha_forward-static-kv", lambda lib, q, w, sk, sv, ow, m: _F(lib)
+     .multi_head_attention_forward(q, q, q, 4, 2, w, None, None, None, False, 0.0, ow, None,
+                                   static_k=sk, static_v=sv, attn_mask=m)[0],
+     [("f", (3, 4)), ("f", (12, 4)), ("f", (2, 3, 2)), ("f", (2, 3, 2)), ("f", (4, 4)),
+      ("f", (3, 3))]),
 ]
 
 

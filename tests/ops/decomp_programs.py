@@ -50,6 +50,18 @@ def cholesky(lib) -> dict:
             "info": _np(ex.info), **_grads(lib, loss, {"a": a, "r": r})}
 
 
+def cholesky_solve_factor(lib) -> dict:
+    # A factor given directly, not triangular: the solves read one triangle, and the
+    # gradient with respect to the factor is PyTorch's, which covers the whole matrix.
+    f, r = _leaf(lib, "spd"), _leaf(lib, "rhs")
+    x = lib.cholesky_solve(r, f)
+    y = lib.cholesky_solve(r, f, upper=True)
+    inv = lib.cholesky_inverse(f[1], upper=True)
+    loss = (x * x.cos()).sum() + (y ** 2).sum() + inv.sum()
+    return {"lower": _np(x), "upper": _np(y), "inverse": _np(inv),
+            **_grads(lib, loss, {"f": f, "r": r})}
+
+
 def triangular(lib) -> dict:
     a, r = _leaf(lib, "spd"), _leaf(lib, "rhs")
     low = a.tril()
@@ -115,6 +127,31 @@ def pinv(lib) -> dict:
             **_grads(lib, loss, {"a": a, "b": b, "r": r})}
 
 
+def least_squares_drivers(lib) -> dict:
+    # The residuals each driver fills (m > n; gelsd/gelss only at full rank) and tensor
+    # tolerances of matrix_rank, one per matrix.
+    a, r = _leaf(lib, "tall"), _leaf(lib, "rhs")
+    b = a @ r[:, :3, :] + 0.1 * a[..., :1] * a[..., 1:2]  # off the column space
+    low = a[0] @ lib.ones(3, 3, dtype=a.dtype)  # rank 1
+    out = {}
+    loss = 0.0
+    for driver in ("gels", "gelsy", "gelsd", "gelss"):
+        ls = lib.linalg.lstsq(a, b, driver=driver)
+        out[f"residuals_{driver}"] = _np(ls.residuals)
+        loss = loss + ls.residuals.sum() * 2.0 + ls.solution.sum()
+    vec = lib.linalg.lstsq(a[0], b[0, :, 0], driver="gels")
+    deficient = lib.linalg.lstsq(low, b[0], driver="gelsd")
+    loss = loss + vec.residuals.sum()
+    out.update(residuals_vector=_np(vec.residuals), residuals_deficient=_np(deficient.residuals),
+               rank_deficient=_np(deficient.rank))
+    tol = lib.tensor([1e-3, 50.0], dtype=a.dtype)
+    out.update(rank_atol=_np(lib.linalg.matrix_rank(a, atol=tol)),
+               rank_rtol=_np(lib.linalg.matrix_rank(a, rtol=tol * 1e-2)),
+               rank_both=_np(lib.linalg.matrix_rank(a, atol=tol, rtol=lib.tensor(0.5))),
+               rank_zero_atol=_np(lib.linalg.matrix_rank(low, atol=lib.tensor(0.0))))
+    return {**out, **_grads(lib, loss, {"a": a, "r": r})}
+
+
 def spectral_norms(lib) -> dict:
     a, b = _leaf(lib, "tall"), _leaf(lib, "wide")
     n2 = lib.linalg.matrix_norm(a, 2)
@@ -158,8 +195,10 @@ def lu(lib) -> dict:
             **_grads(lib, loss, {"a": a, "b": b, "w": w, "r": r})}
 
 
-PROGRAMS: dict[str, Callable] = {f.__name__: f for f in (cholesky, triangular, eigh, svd, qr,
-                                                        pinv, spectral_norms, matrix_exp, lu)}
+PROGRAMS: dict[str, Callable] = {f.__name__: f for f in (cholesky, cholesky_solve_factor,
+                                                        triangular, eigh, svd, qr, pinv,
+                                                        least_squares_drivers, spectral_norms,
+                                                        matrix_exp, lu)}
 
 
 # One program over every decomposition op, forward and backward, for the compiled tests.

@@ -191,3 +191,51 @@ def test_complex_parameter_is_registered_and_stepped():
     opt.step()
     # d|w - t|^2 = 2 (w - t) in PyTorch's convention: w - lr * 2 (w - t)
     dg.testing.assert_close(m.w.numpy(), A - 0.2 * (A - B), rtol=1e-12, atol=0, check_dtype=False)
+
+
+def test_complex_tensor_is_a_tensor_and_saves():
+    import io
+
+    z = _c(A)
+    assert isinstance(z, dg.Tensor) and dg.is_tensor(z) and not isinstance(dg.ones(2),
+                                                                           dg.ComplexTensor)
+
+    class Mod(dg.nn.Module):
+        def __init__(self, a):
+            super().__init__()
+            self.w = dg.nn.Parameter(dg.tensor(a))
+            self.b = dg.nn.Parameter(dg.ones(2))
+
+    m, other = Mod(A), Mod(B)
+    sd = m.state_dict()
+    assert isinstance(sd["w"], dg.ComplexTensor) and not sd["w"].requires_grad
+    assert isinstance(m.state_dict(keep_vars=True)["w"], dg.nn.Parameter)
+    buf = io.BytesIO()
+    dg.save({"sd": sd, "z": z, "p": m.w}, buf)
+    buf.seek(0)
+    loaded = dg.load(buf)
+    np.testing.assert_array_equal(loaded["z"].numpy(), A)
+    assert isinstance(loaded["p"], dg.nn.Parameter) and loaded["p"].requires_grad
+    np.testing.assert_array_equal(loaded["p"].detach().numpy(), A)
+    other.load_state_dict(loaded["sd"])
+    np.testing.assert_array_equal(other.w.detach().numpy(), A)
+    assert other.w.requires_grad
+
+
+@pytest.mark.parametrize("opt", ["Adam", "AdamW", "RMSprop", "Adagrad", "SGD"])
+def test_optimizers_step_complex_parameters_as_their_real_view(opt):
+    # PyTorch steps a complex parameter as view_as_real of it: the same steps as the real
+    # (*shape, 2) parameter under the same loss.
+    target = _c(B)
+    cp = dg.nn.Parameter(dg.tensor(A))
+    rp = dg.nn.Parameter(dg.view_as_real(dg.tensor(A)).detach().clone())
+    kw = {"momentum": 0.9} if opt == "SGD" else {}
+    copt = getattr(dg.optim, opt)([cp], lr=0.05, **kw)
+    ropt = getattr(dg.optim, opt)([rp], lr=0.05, **kw)
+    for _ in range(3):
+        for o, w in ((copt, cp), (ropt, dg.view_as_complex(rp))):
+            o.zero_grad()
+            ((w - target).abs() ** 2).sum().backward()
+            o.step()
+    np.testing.assert_allclose(cp.detach().numpy(), dg.view_as_complex(rp).detach().numpy(),
+                               rtol=1e-12, atol=1e-12)

@@ -88,6 +88,9 @@ GRADIENTS = [
     ("quantiles", lambda x: dg.quantile(x, 0.3, dim=1).sum()
      + dg.nanquantile(x, 0.6, dim=0, interpolation="midpoint").sum()
      + dg.quantile(x, 0.5), [(3, 5)]),
+    ("quantiles_of_a_tensor_q", lambda x, q: dg.quantile(x, q.sigmoid(), dim=1).pow(2).sum()
+     + dg.nanquantile(x, q.sigmoid() * 0.9, dim=0).sum() + dg.quantile(x, q[0].sigmoid()),
+     [(3, 5), (3,)]),
     ("statistics", lambda x: dg.nanmean(x, 1).sum() + dg.cov(x).sum()
      + dg.corrcoef(x).sum() + dg.aminmax(x, dim=1).max.sum(), [(3, 5)]),
     ("scatter_like", lambda x, s: x.masked_scatter(x > 0, s).sum() + dg.take(
@@ -390,3 +393,11 @@ def test_quantile_of_a_zero_dim_q_adds_no_dim():
     scalar = dg.tensor(2.0)
     assert dg.quantile(scalar, 0.5, dim=0, keepdim=True).shape == ()
     assert dg.nanquantile(scalar, dg.tensor([0.2, 0.5]), dim=0, keepdim=True).shape == (2,)
+
+
+def test_unique_consecutive_of_an_empty_dim():
+    x = dg.zeros(5, 0, 5)
+    vals, inv, counts = dg.unique_consecutive(x, return_inverse=True, return_counts=True, dim=1)
+    assert vals.shape == (5, 0, 5) and inv.shape == (0,) and counts.shape == (0,)
+    with pytest.raises(RuntimeError, match="0 sized dimensions"):
+        dg.unique_consecutive(x, dim=0)

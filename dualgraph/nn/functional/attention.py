@@ -96,6 +96,14 @@ def _additive_mask(mask: Any, dtype: Any) -> Any:
     return E.where(mask, -math.inf, np.zeros((), dtype))
 
 
+def _padded(mask: Any, added: int) -> Any:
+    """An additive mask with ``added`` zero (attending) columns at the end of its last dim."""
+    if mask is None or not added:
+        return mask
+    return S.concatenate([mask, E.mul(S.broadcast_to(S.getitem(mask, (Ellipsis, slice(0, 1))),
+                                       tuple(mask.shape[:-1]) + (added,)), 0.0)], -1)
+
+
 def multi_head_attention_forward(
     query: Any, key: Any, value: Any, embed_dim_to_check: int, num_heads: int,
     in_proj_weight: Any, in_proj_bias: Any, bias_k: Any, bias_v: Any, add_zero_attn: bool,
@@ -111,11 +119,14 @@ def multi_head_attention_forward(
     scaled dot-product attention and the output projection. Returns ``(output, weights)``,
     the weights averaged over heads unless ``average_attn_weights=False`` (``None`` when
     ``need_weights=False``). A bool ``attn_mask`` or ``key_padding_mask`` marks the pairs
-    that may NOT attend; a float one is added to the scores."""
-    if bias_k is not None or bias_v is not None or add_zero_attn or static_k is not None \
-            or static_v is not None:
-        raise NotImplementedError("multi_head_attention_forward: bias_k/bias_v, "
-                                  "add_zero_attn and static_k/static_v are not supported")
+    that may NOT attend; a float one is added to the scores. ``bias_k``/``bias_v`` (E)
+    append one key and value per sequence, ``add_zero_attn`` one zero key and value per
+    head, and ``static_k``/``static_v`` (N * H, S, D) replace the projected keys and
+    values, as in PyTorch; the masks gain an attending column for each added key."""
+    if (bias_k is None) != (bias_v is None):
+        raise AssertionError("bias_k and bias_v must both be given or both be None")
+    if bias_k is not None and (static_k is not None or static_v is not None):
+        raise AssertionError("bias cannot be added to static key or value")
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use "
                            "the Transformer module method `generate_square_subsequent_mask`"
@@ -141,17 +152,29 @@ def multi_head_attention_forward(
     biases = (None,) * 3 if in_proj_bias is None else \
         tuple(in_proj_bias[i * e:(i + 1) * e] for i in range(3))
     parts = [linear(t, w, b) for t, w, b in zip((query, key, value), weights, biases)]
-    n_l, n, n_s = query.shape[0], query.shape[1], key.shape[0]
+    n_l, n = query.shape[0], query.shape[1]
+    if bias_k is not None:  # one more key and value per sequence: (S + 1, N, E)
+        parts[1:] = [S.concatenate([p, S.broadcast_to(S.reshape(b, (1, 1, e)), (1, n, e))], 0)
+                     for p, b in zip(parts[1:], (bias_k, bias_v))]
     # (T, N, E) -> (N, H, T, D)
     q, k, v = (S.permute(S.reshape(p, (p.shape[0], n, h, d)), 1, 2, 0, 3) for p in parts)
+    if static_k is not None:
+        k = S.reshape(static_k, (n, h, static_k.shape[1], d))
+    if static_v is not None:
+        v = S.reshape(static_v, (n, h, static_v.shape[1], d))
+    if add_zero_attn:
+        k, v = (S.concatenate([t, E.mul(S.getitem(t, (Ellipsis, slice(0, 1), slice(None))),
+                                        0.0)], 2) for t in (k, v))
+    n_s = k.shape[2]
+    added = int(bias_k is not None) + int(bool(add_zero_attn))
     scores = E.mul(L.matmul(q, S.transpose(k, -2, -1)), 1.0 / math.sqrt(d))
-    mask = _additive_mask(attn_mask, scores.dtype)
+    mask = _padded(_additive_mask(attn_mask, scores.dtype), added)
     if mask is not None:
         if mask.ndim == 3:  # (N * H, L, S)
             mask = S.reshape(mask, (n, h, n_l, n_s))
         scores = E.add(scores, mask)
     if key_padding_mask is not None:
-        pad_mask = _additive_mask(key_padding_mask, scores.dtype)
+        pad_mask = _padded(_additive_mask(key_padding_mask, scores.dtype), added)
         scores = E.add(scores, S.reshape(pad_mask, (n, 1, 1, n_s)))
     attn = SM.softmax(scores, -1)
     if training and dropout_p > 0.0:

@@ -59,9 +59,11 @@ class ComplexParameter(ComplexTensor):
     """A complex parameter (``nn.Parameter`` of a complex tensor). A module registers its
     real ``(*shape, 2)`` storage, a `Parameter`: optimizers step it and ``state_dict``
     holds it, as PyTorch's optimizers step complex parameters through ``view_as_real``;
-    reading the attribute gives the complex tensor around it."""
+    reading the attribute gives the complex tensor around it. User code sees an
+    `nn.Parameter` (``isinstance(p, nn.Parameter)``), as in PyTorch."""
 
     __slots__ = ()
+    public_class = Parameter
 
 
 class Buffer(Tensor):
@@ -548,8 +550,14 @@ class Module:
         for mp, m in mods:
             at = f"{mp}." if mp else ""
             items = list(m._parameters.items()) + _persistent_buffers(m)
+            complex_names = m.__dict__.get("_complex_parameters", ())
             for name, t in items:
-                if t is not None:
+                if t is None:
+                    continue
+                if name in complex_names:  # the complex tensor, as PyTorch's entry is
+                    out[at + name] = ComplexParameter(t) if keep_vars else ComplexTensor(
+                        t.detach())
+                else:
                     out[at + name] = t if keep_vars else t.detach()
             if type(m).get_extra_state is not Module.get_extra_state:
                 out[at + "_extra_state"] = m.get_extra_state()
@@ -644,6 +652,8 @@ class Module:
             if k not in state_dict:
                 continue
             v = state_dict[k]
+            if isinstance(v, ComplexTensor):  # into the parameter's real storage
+                v = v.detach()._storage()
             arr = array_of(v) if isinstance(v, Tensor) else np.asarray(v)
             if arr.shape != p.shape:
                 errors.append(
