@@ -599,6 +599,35 @@ def _alone() -> int:
 _ALONE = _alone()
 
 
+def _alone_kept() -> int:
+    """What ``sys.getrefcount`` says of an array that a one-element list and a local name
+    refer to, and nothing else (a kept one-element output, `_output_lines`)."""
+    kept = [np.empty(())]
+    a = kept[0]
+    return sys.getrefcount(a)
+
+
+_KEPT_ALONE = _alone_kept()
+
+
+def _output_lines(k: int, shape: tuple, dtype: Any, gen: _Emitter) -> list[str]:
+    """The lines making the kernel's output array ``o{k}``. A large one comes from a
+    `recycler`. A one-element one (a scalar loss, a scalar's gradient) is the array the
+    last call made, kept in a one-element list, when nothing else refers to it any more
+    (the tensors holding it were dropped): `recycler` written out, no call, since making
+    a 0-d array is a large part of a scalar step. Two threads reading the kept array at
+    once each see the other's name and make a new one."""
+    new = f"empty({gen.const(shape, 'shape')}, {gen.const(dtype, 'dtype')})"
+    if RECYCLE and math.prod(shape) * np.dtype(dtype).itemsize >= RECYCLE_BYTES:
+        return [f"o{k} = {gen.const(recycler(shape, dtype), 'recycled')}()"]
+    if not RECYCLE or math.prod(shape) != 1:
+        return [f"o{k} = {new}"]
+    gen.ns["getrefcount"], gen.ns["KEPT_ALONE"] = sys.getrefcount, _KEPT_ALONE
+    kept = gen.const([np.empty(shape, dtype)], "kept")
+    return [f"o{k} = {kept}[0]", f"if getrefcount(o{k}) != KEPT_ALONE:",
+            f"    o{k} = {new}", f"    {kept}[0] = o{k}"]
+
+
 def recycler(shape: tuple, dtype: Any) -> Callable[[], np.ndarray]:
     """A function returning an uninitialised array of ``shape`` and ``dtype``: the one it
     returned last time when nothing else refers to it (a view refers to its base, a
@@ -718,10 +747,7 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
         fn = f"{gen.const(kernel, 'kernel')}.fn"
         gen.ns["empty"] = np.empty
         for k, (sh, d) in enumerate(outputs):
-            if RECYCLE and math.prod(sh) * np.dtype(d).itemsize >= RECYCLE_BYTES:
-                lines.append(f"o{k} = {gen.const(recycler(sh, d), 'recycled')}()")
-            else:
-                lines.append(f"o{k} = empty({gen.const(sh, 'shape')}, {gen.const(d, 'dtype')})")
+            lines += _output_lines(k, sh, d, gen)
         outs = [f"o{k}" for k in range(len(outputs))]
         args = [*in_names, *[gen.const(c, "c") for c in consts], *outs]
         if pool is not None:  # a set of work arrays from the pool, given back after
