@@ -44,7 +44,7 @@ from ..eager.internal import (
     tape_node,
 )
 from ..eager.tensor import Tensor
-from ..ir.graph import next_uid
+from ..ir.graph import next_uid, zero_d_operands
 from ..nn.changes import CHANGES
 from ..ops.complex import ComplexTensor
 from ..ops.precision import AUTOCAST
@@ -237,7 +237,7 @@ def generate(plan: Plan, sig: tuple, fn: Callable, stats: Any, verify: bool,
     # the general path's checks, which may run it in another mode (`stale.check_stale`).
     fast += baked + later + _grad_resolved(body, bool(grad_on[0]), checked=True)
     run = [*unpack, *gather_args, *gathered, *baked, *later,
-           *(_scalar(j, plan.sources[j], gen) for j in versioned.scalars),
+           *(_scalar(j, plan, gen) for j in versioned.scalars),
            *_grad_resolved(body, None)]
     gen.ns["stats"] = stats
     gen.ns["KEEP"] = keep
@@ -465,8 +465,13 @@ def _versioned(plan: Plan) -> _Versioned:
     return out
 
 
-def _scalar(j: int, src: RuntimeScalar, gen: _Emitter) -> str:
-    return f"c{j} = new_array({gen.const(src.get, 'get')}(), {gen.const(src.dtype, 'dtype')})"
+def _scalar(j: int, plan: Plan, gen: _Emitter) -> str:
+    """The line making runtime scalar ``j``'s array as the kernel takes a 0-d value."""
+    src = plan.sources[j]
+    value = f"{gen.const(src.get, 'get')}()"
+    if not zero_d_operands(plan.optimized):
+        value = f"({value},)"
+    return f"c{j} = new_array({value}, {gen.const(src.dtype, 'dtype')})"
 
 
 def _versioned_check(plan: Plan, gen: _Emitter, versioned: _Versioned) -> list[str]:
@@ -489,7 +494,7 @@ def _versioned_check(plan: Plan, gen: _Emitter, versioned: _Versioned) -> list[s
         emitted = [g.emit(gen) for g in items]
         inner += _compare([e for e, _ in emitted], gen.const(tuple(v for _, v in emitted),
                                                              "guards"))
-    inner += [_scalar(j, plan.sources[j], gen) for j in versioned.scalars]
+    inner += [_scalar(j, plan, gen) for j in versioned.scalars]
     inner.append(f"{cache}[0] = (vn, {got})" if names else f"{cache}[0] = (vn,)")
     lines += _indent(inner)
     if names:
@@ -520,7 +525,7 @@ def _gather_captured(plan: Plan, gen: _Emitter,
         elif isinstance(src, ArgumentGrad):
             before.append(f"c{j} = a{src.position}.grad{DATA}")
         elif isinstance(src, RuntimeScalar):
-            after.append(_scalar(j, src, gen))
+            after.append(_scalar(j, plan, gen))
         else:  # pragma: no cover - every source kind is above
             raise TypeError(f"unknown kernel input source {src!r}")
     return before, after
@@ -594,6 +599,35 @@ def _alone() -> int:
 _ALONE = _alone()
 
 
+def _alone_kept() -> int:
+    """What ``sys.getrefcount`` says of an array that a one-element list and a local name
+    refer to, and nothing else (a kept one-element output, `_output_lines`)."""
+    kept = [np.empty(())]
+    a = kept[0]
+    return sys.getrefcount(a)
+
+
+_KEPT_ALONE = _alone_kept()
+
+
+def _output_lines(k: int, shape: tuple, dtype: Any, gen: _Emitter) -> list[str]:
+    """The lines making the kernel's output array ``o{k}``. A large one comes from a
+    `recycler`. A one-element one (a scalar loss, a scalar's gradient) is the array the
+    last call made, kept in a one-element list, when nothing else refers to it any more
+    (the tensors holding it were dropped): `recycler` written out, no call, since making
+    a 0-d array is a large part of a scalar step. Two threads reading the kept array at
+    once each see the other's name and make a new one."""
+    new = f"empty({gen.const(shape, 'shape')}, {gen.const(dtype, 'dtype')})"
+    if RECYCLE and math.prod(shape) * np.dtype(dtype).itemsize >= RECYCLE_BYTES:
+        return [f"o{k} = {gen.const(recycler(shape, dtype), 'recycled')}()"]
+    if not RECYCLE or math.prod(shape) != 1:
+        return [f"o{k} = {new}"]
+    gen.ns["getrefcount"], gen.ns["KEPT_ALONE"] = sys.getrefcount, _KEPT_ALONE
+    kept = gen.const([np.empty(shape, dtype)], "kept")
+    return [f"o{k} = {kept}[0]", f"if getrefcount(o{k}) != KEPT_ALONE:",
+            f"    o{k} = {new}", f"    {kept}[0] = o{k}"]
+
+
 def recycler(shape: tuple, dtype: Any) -> Callable[[], np.ndarray]:
     """A function returning an uninitialised array of ``shape`` and ``dtype``: the one it
     returned last time when nothing else refers to it (a view refers to its base, a
@@ -648,26 +682,45 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
     # array this path made (`_entry`): None, or the cell holding it.
     entry = _entry(plan, keys, arrays, gen)
     zero_d = [k for k in range(len(arrays)) if k in plan.scalar_in]
-    if zero_d and (alias is not None or entry is not None):
-        # The 0-d arguments the last call checked, as one entry, read and replaced whole
-        # (threads see one call's or another's): the same array objects as a call that
-        # passed the alias check (or, for ``run``, the general path's key) share memory as
-        # they did then (an array's base never changes), and are aligned as they were then
-        # (its data pointer never changes either; a writeable flag cleared since, on an
-        # array the kernel only reads, changes no answer).
-        cache = gen.const([(None,) * len(zero_d)], "checked")
-        same = " and ".join(f"ck[{n}] is {ins[k]}" for n, k in enumerate(zero_d))
-        lines += [f"ck = {cache}[0]", f"if not ({same}):"]
+    # A kernel with larger operands takes a 0-d value as a ``(1,)`` array
+    # (`zero_d_operands`): an argument's view, kept with it.
+    flat = not zero_d_operands(plan.optimized)
+    if zero_d and (alias is not None or entry is not None or flat):
+        # The 0-d arguments the last call checked (and their views), as one entry, read
+        # and replaced whole (threads see one call's or another's): the same array objects
+        # as a call that passed the alias check (or, for ``run``, the general path's key)
+        # share memory as they did then (an array's base never changes), and are aligned
+        # as they were then (its data pointer never changes either; a writeable flag
+        # cleared since, on an array the kernel only reads, changes no answer). A view of
+        # the same array object sees its values; its shape was checked with the key.
+        n = len(zero_d)
+        cache = gen.const([(None,) * (2 * n if flat else n)], "checked")
+        same = " and ".join(f"ck[{m}] is {ins[k]}" for m, k in enumerate(zero_d))
+        lines.append(f"ck = {cache}[0]")
+        if flat:
+            lines += [f"if {same}:", *(f"    i{k} = ck[{n + m}]" for m, k in enumerate(zero_d)),
+                      "else:"]
+        else:
+            lines.append(f"if not ({same}):")
         if alias is not None:
             # The call was counted as served: the general path counts it again.
             lines.append(_Checked(_indent(_uncounted(alias))))
+        kept = [ins[k] for k in zero_d]
+        if flat:
+            lines += [f"    i{k} = {ins[k]}.reshape(1)" for k in zero_d]
+            kept += [f"i{k}" for k in zero_d]
+            for k in zero_d:
+                ins[k] = f"i{k}"
         if entry is not None:
             # The entry takes the writeable, aligned arrays it was compiled for; another
             # one turns it off for good.
             flags = " and ".join(f"{ins[k]}.flags.writeable and {ins[k]}.flags.aligned"
                                  for k in zero_d)
             lines += [f"    if not ({flags}):", f"        {entry}[0] = None"]
-        lines.append(f"    {cache}[0] = {_tuple(ins[k] for k in zero_d)}")
+        lines.append(f"    {cache}[0] = {_tuple(kept)}")
+    for j in plan.scalar_in if flat else ():
+        if j >= len(arrays) and not isinstance(plan.sources[j - len(arrays)], RuntimeScalar):
+            ins[j] += ".reshape(1)"  # a captured 0-d tensor (a runtime scalar's is made so)
     for j, e in enumerate(ins):
         if e != f"i{j}":
             lines.append(f"i{j} = {e}")
@@ -679,8 +732,9 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
     oname = (lambda k: f"outs[{k}]") if direct is None else (lambda k: f"o{k}")
 
     def out(k: int, shape: tuple) -> str:
-        # Kernels fill outputs of their values' shapes (0-d ones too).
-        return oname(k)
+        # A kernel with larger operands fills a 0-d output with shape (1,)
+        # (`zero_d_operands`): its 0-d view is a subscript, not a method call.
+        return f"{oname(k)}[0, ...]" if flat and not shape else oname(k)
 
     in_names = [f"i{j}" for j in range(len(ins))]
     if direct is None:
@@ -693,10 +747,7 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
         fn = f"{gen.const(kernel, 'kernel')}.fn"
         gen.ns["empty"] = np.empty
         for k, (sh, d) in enumerate(outputs):
-            if RECYCLE and math.prod(sh) * np.dtype(d).itemsize >= RECYCLE_BYTES:
-                lines.append(f"o{k} = {gen.const(recycler(sh, d), 'recycled')}()")
-            else:
-                lines.append(f"o{k} = empty({gen.const(sh, 'shape')}, {gen.const(d, 'dtype')})")
+            lines += _output_lines(k, sh, d, gen)
         outs = [f"o{k}" for k in range(len(outputs))]
         args = [*in_names, *[gen.const(c, "c") for c in consts], *outs]
         if pool is not None:  # a set of work arrays from the pool, given back after

@@ -20,7 +20,7 @@ from ..eager.compiled_node import readonly_cotangent, spent_node
 from ..eager.internal import array_of
 from ..eager.tensor import TRACE_KEY, Tensor
 from ..errors import EagerOnlyError, runs_eagerly
-from ..ir.graph import Graph, Node
+from ..ir.graph import Graph, Node, zero_d_operands
 from ..ops.registry import OPS
 from ..optim.optimizer import state_restored_on_error
 from ..passes import optimize
@@ -97,7 +97,7 @@ def _plan_writes(plan: Plan, n_user: int, writes: list, write_inputs: list,
 def kernel_inputs(plan: Plan, args: tuple) -> list:
     """The kernel's input arrays for a call with ``args`` as `run` takes them (the trace
     key's current value as the random key): for compiling, and for the tier-0 worker's
-    description of the inputs."""
+    description of the inputs (0-d values as ``(1,)`` unless `zero_d_operands`)."""
     out = arg_arrays(args)
     for src in plan.sources:
         out.append(array_of(src.tensor) if isinstance(src, CapturedTensor) else
@@ -105,6 +105,9 @@ def kernel_inputs(plan: Plan, args: tuple) -> list:
                    array_of(src.owner.grad) if isinstance(src, CapturedGrad) else
                    array_of(args[src.position].grad) if isinstance(src, ArgumentGrad) else
                    src())
+    if not zero_d_operands(plan.optimized):
+        for j in plan.scalar_in:
+            out[j] = out[j].reshape(1)
     return out
 
 
@@ -366,7 +369,9 @@ def _build_kernels(plan: Plan, arrays: list, user: list, write_to: dict, paralle
         # Types only: running the forward here would apply its in-place writes twice.
         outs = plan.kernel.new_outputs()
         res = [arrays[j] if k is From.INPUT else outs[j] for k, j in plan.residual_plan]
-        cot = [readonly_cotangent(np.zeros(o.shape, o.dtype)) for o in user]
+        zero_d = zero_d_operands(plan.backward_graph)
+        cot = [readonly_cotangent(np.zeros(o.shape if zero_d else o.shape or (1,), o.dtype))
+               for o in user]
         stats.numba_seconds += plan.bwd_kernel.compile(cot + res, prepared=True)
         stats.kernels += 1
     return plan

@@ -50,7 +50,7 @@ import numpy as np
 
 from ..backend import import_backend
 from ..backend.jobs import cores, processes_for
-from ..ir.graph import Graph
+from ..ir.graph import Graph, zero_d_operands
 from ..ir.interpret import interpret
 
 ENV = "DUALGRAPH_TIERED"  # "0" turns tiering off everywhere (blocking compiles)
@@ -155,10 +155,10 @@ def enabled(option: bool, cache: bool) -> bool:
 class InterpretedKernel:
     """Tier 0: a graph run by the NumPy interpreter behind the compiled kernel's interface.
 
-    ``run(ins, outs)`` takes the inputs as a compiled kernel does, fills ``outs`` (from
-    ``new_outputs()``) with fresh arrays of the compiled kernel's shapes and dtypes, and
-    writes the outputs in ``write_to`` into their input
-    arrays, after every value is computed, as the compiled kernel does.
+    ``run(ins, outs)`` takes the inputs as a compiled kernel does (0-d values as 0-d or
+    ``(1,)`` arrays: ``zero_d``), fills ``outs`` (from ``new_outputs()``) with fresh arrays
+    of the compiled kernel's shapes and dtypes, and writes the outputs in ``write_to`` into
+    their input arrays, after every value is computed, as the compiled kernel does.
     """
 
     tier = 0
@@ -169,8 +169,9 @@ class InterpretedKernel:
         self.write_to = dict(write_to)
         self.job = job  # while it is pending, each run yields the CPU for a while after
         self._in = [tuple(n.shape) for n in graph.inputs]
-        self._outs = [(k, tuple(o.shape), o.dtype) for k, o in enumerate(graph.outputs)
-                      if k not in self.write_to]
+        self.zero_d = zero_d_operands(graph)
+        self._outs = [(k, tuple(o.shape) if self.zero_d else tuple(o.shape) or (1,), o.dtype)
+                      for k, o in enumerate(graph.outputs) if k not in self.write_to]
 
     def new_outputs(self) -> list:
         return [None] * len(self._outs)
@@ -212,15 +213,22 @@ def describe(a: np.ndarray) -> tuple:
     return (a.dtype.str, a.ndim, layout, not f.writeable)
 
 
-def _out_desc(node: Any) -> tuple:
-    """A kernel output's description: a new C-contiguous array."""
-    return (np.dtype(node.dtype).str, len(node.shape), "C", False)
+def _out_desc(node: Any, graph: Graph) -> tuple:
+    """An output's description of a kernel of ``graph``: a new C-contiguous array (0-d as
+    shape (1,) unless `zero_d_operands`)."""
+    return (np.dtype(node.dtype).str, _ndim(node, graph), "C", False)
 
 
-def _cot_desc(node: Any) -> tuple:
-    """A backward kernel's cotangent: C-contiguous and read-only, as
-    `CompiledFunctionBackward` always passes it (so one compile serves every call)."""
-    return (np.dtype(node.dtype).str, len(node.shape), "C", True)
+def _cot_desc(node: Any, graph: Graph) -> tuple:
+    """A cotangent's description of the backward kernel of ``graph``: C-contiguous and
+    read-only, as `CompiledFunctionBackward` always passes it (so one compile serves every
+    call)."""
+    return (np.dtype(node.dtype).str, _ndim(node, graph), "C", True)
+
+
+def _ndim(node: Any, graph: Graph) -> int:
+    """The dimensions of the array a kernel of ``graph`` holds ``node``'s value in."""
+    return len(node.shape) if zero_d_operands(graph) else max(len(node.shape), 1)
 
 
 class _Job:
@@ -562,10 +570,10 @@ def start(entry: Any, arrays: list, user: list, name: str, parallel: bool,
               [describe(a) for a in arrays])]
     if backward:
         outs = [o for k, o in enumerate(entry.optimized.outputs) if k not in write_to]
-        res = [describe(arrays[j]) if kind == "in" else _out_desc(outs[j])
+        res = [describe(arrays[j]) if kind == "in" else _out_desc(outs[j], entry.optimized)
                for kind, j in entry.residual_plan]
         specs.append(("bwd_kernel", entry.backward_graph, "backward", parallel, {},
-                      [_cot_desc(o) for o in user] + res))
+                      [_cot_desc(o, entry.backward_graph) for o in user] + res))
     job = _Job(specs)
     job.processes = processes_for(spec[1] for spec in specs)
     if "numba" in sys.modules and _load_now(job):

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.graph import next_uid
+from ..ir.graph import next_uid, zero_d_operands
 from . import grad_mode
 from .autograd import (
     _FREED_MSG,
@@ -67,11 +67,13 @@ class CompiledFunctionBackward(Function):
     def apply(self, g: Any) -> list:
         _check_ready(self)
         parts = g.parts if isinstance(g, _Cotangents) else {0: g}
+        outs = self._kernel.new_outputs()  # first: a kernel that must raise raises here
         cot = []
         for k, (shape, dtype) in enumerate(self._outs):
             c = parts[k]._data if k in parts else np.zeros(shape, dtype)
+            if not shape and not zero_d_operands(self._kernel.graph):
+                c = c.reshape(1)  # the kernel's convention for a 0-d value
             cot.append(readonly_cotangent(c))
-        outs = self._kernel.new_outputs()
         self._kernel.run(cot + list(self._saved), outs)
         return [_make(o if o.shape == shape else o.reshape(shape), False, None)
                 for o, shape in zip(outs, self._shapes)]

@@ -353,3 +353,14 @@ class Graph:
             f"<Graph {len(self.inputs)} inputs, {len(self.nodes)} nodes, "
             f"{len(self.outputs)} outputs>"
         )
+
+
+def zero_d_operands(graph: Graph) -> bool:
+    """Whether a kernel of ``graph`` takes and fills its 0-d values as 0-d arrays (the
+    arrays the tensors hold): when every input and output of ``graph`` is 0-d. A kernel
+    with any larger operand takes and fills a 0-d value as a ``(1,)`` array: it is called
+    through Numba's dispatcher, which types a 0-d array on a slower path than a ``(1,)``
+    one, while a kernel whose operands are all 0-d is called through its compiled entry,
+    which types nothing. Every caller and the code generator ask this one function."""
+    return (all(not n.shape for n in graph.inputs)
+            and all(not o.shape for o in graph.outputs))

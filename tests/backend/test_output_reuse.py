@@ -1,12 +1,15 @@
-"""Large outputs of a compiled call are the arrays the same call site made before, when
-nothing else refers to them (`callgen.recycler`): a step that drops its gradient before
-the next one gets the same gradient array back, and never one that anything still sees.
+"""Large and one-element outputs of a compiled call are the arrays the same call site made
+before, when nothing else refers to them (`callgen.recycler`, and the kept one-element
+outputs of `callgen._output_lines`): a step that drops its gradient before the next one
+gets the same gradient array back, and never one that anything still sees.
 
-One small kernel serves every check: its output is made large by lowering the threshold.
+One small kernel serves the large outputs' checks (its output is made large by lowering
+the threshold), one scalar step the one-element outputs'.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 
@@ -85,3 +88,89 @@ def test_threads_never_share_an_output(step):
         assert len(got) == 20
         for g in got:
             dg.testing.assert_close(g, _expected(xs[k].numpy()), rtol=1e-12, atol=1e-12)
+
+
+def _poly(x, y):
+    return x * y + y ** 2
+
+
+@pytest.fixture(scope="module")
+def scalar():
+    """A scalar step (0-d loss and gradients) compiled once, and its eager answers."""
+    f = dg.compile(_poly, tiered=False)
+
+    def values(a: float, b: float) -> tuple:
+        return a * b + b * b, b, a + 2 * b
+
+    return f, values
+
+
+def _leaves(a: float, b: float) -> tuple:
+    return (dg.tensor(np.float64(a), requires_grad=True),
+            dg.tensor(np.float64(b), requires_grad=True))
+
+
+def test_dropped_scalar_outputs_are_used_again_and_held_ones_never(scalar):
+    f, values = scalar
+    x, y = _leaves(2.0, 3.0)
+    f(x, y).backward()
+    for _ in range(2):  # the first call made the kept arrays; then reused
+        first = [weakref.ref(x.grad.numpy()), weakref.ref(y.grad.numpy())]
+        x.grad = y.grad = None
+        z = f(x, y)
+        z.backward()
+        assert x.grad.numpy() is first[0]() and y.grad.numpy() is first[1]()
+        assert (z.item(), x.grad.item(), y.grad.item()) == values(2.0, 3.0)
+    # Held as a tensor, an array or a view: never written again.
+    held = [z, x.grad.numpy(), y.grad.numpy()[...]]
+    before = [z.item(), x.grad.item(), y.grad.item()]
+    x.grad = y.grad = None
+    u, v = _leaves(-1.5, 0.5)
+    w = f(u, v)
+    w.backward()
+    assert (w.item(), u.grad.item(), v.grad.item()) == values(-1.5, 0.5)
+    assert [held[0].item(), float(held[1]), float(held[2])] == before
+    assert not any(np.shares_memory(a, b) for a in (w.numpy(), u.grad.numpy(), v.grad.numpy())
+                   for b in (held[0].numpy(), held[1], held[2]))
+
+
+def test_scalar_outputs_stay_exact_with_retained_graphs_and_accumulation(scalar):
+    f, values = scalar
+    x, y = _leaves(2.0, 3.0)
+    z = f(x, y)
+    z.backward(retain_graph=True)  # the node keeps its gradients for a second backward
+    z2 = f(x, y)  # another call while the first node holds its arrays
+    z.backward()
+    z2.backward()
+    _, gx, gy = values(2.0, 3.0)
+    assert (x.grad.item(), y.grad.item()) == (3 * gx, 3 * gy)  # accumulated
+    x.grad = y.grad = None
+    y.register_hook(lambda g: g * 10)
+    f(x, y).backward()
+    assert (x.grad.item(), y.grad.item()) == (gx, 10 * gy)
+
+
+def test_threads_never_share_a_scalar_output(scalar):
+    f, values = scalar
+    got: dict = {k: [] for k in range(4)}
+
+    def work(k: int) -> None:
+        x, y = _leaves(k + 1.0, k - 0.5)
+        for _ in range(200):
+            x.grad = y.grad = None
+            z = f(x, y)
+            z.backward()
+            got[k].append((z.item(), x.grad.item(), y.grad.item()))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch inside the steps
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    for k, results in got.items():
+        assert results == [values(k + 1.0, k - 0.5)] * 200

@@ -1,7 +1,9 @@
-"""Kernels take a 0-d value as the 0-d array its tensor holds and fill 0-d outputs that
-become the result tensors' arrays as they are: no ``(1,)`` views on either side. Compiled
-answers equal eager ones for every mix of 0-d and other operands, and the disk cache
-keeps kernels compiled for other argument types apart."""
+"""A kernel whose operands are all 0-d takes a 0-d value as the 0-d array its tensor holds
+and fills 0-d outputs that become the result tensors' arrays as they are: no ``(1,)`` views
+on either side. A kernel mixing 0-d and larger operands takes and fills its 0-d values as
+``(1,)`` arrays. One predicate (`zero_d_operands`) decides it for every place that makes or
+reads a kernel's arrays; compiled answers equal eager ones for every mix of operands, and
+the disk cache keeps kernels of the two conventions apart."""
 
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ import numpy as np
 import pytest
 
 import dualgraph as dg
+from dualgraph.backend.numba import cache, codegen
+from dualgraph.compile import specialize, tiered
+from dualgraph.ir.graph import zero_d_operands
 from dualgraph.testing import assert_close
 
 from .._support.compiled import forget_kernel
@@ -152,3 +157,98 @@ def test_the_disk_cache_keeps_a_kernel_compiled_for_1d_arguments_apart(tmp_path,
     loaded.fn(np.array([0.3]), out)
     assert_close(out[0], np.float64(want), rtol=1e-12, atol=0)
     assert sorted(t.ndim for types in _arg_types(loaded) for t in types) == [0, 0, 1, 1]
+
+
+def _pair(x, y):
+    return x * y, x + y
+
+
+def _mixed_pair(w, s):
+    return (w * s).sum(), w * s + s
+
+
+def _check_kernel(kernel, backward: bool) -> None:
+    """Every place that makes or reads ``kernel``'s arrays follows `zero_d_operands`."""
+    graph = kernel.graph
+    zero_d = zero_d_operands(graph)
+    ndim = (lambda n: len(n.shape)) if zero_d else (lambda n: max(len(n.shape), 1))
+    assert kernel.zero_d is zero_d
+    has_0d = any(not n.shape for n in [*graph.inputs, *graph.outputs])
+    assert ("dgk.one_d(" in kernel.source) is (zero_d and has_0d)
+    # One Numba signature: the call path (or the backward node) passed what was compiled.
+    (types,) = _arg_types(kernel)
+    assert [t.ndim for t in types[:len(graph.inputs)]] == [ndim(n) for n in graph.inputs]
+    outs = [o for k, o in enumerate(graph.outputs) if k not in kernel.write_to]
+    made = kernel.new_outputs()
+    assert [a.ndim for a in made] == [ndim(o) for o in outs]
+    ins = kernel.prepare([np.ones(n.shape, n.dtype) for n in graph.inputs])
+    assert [a.ndim for a in ins] == [ndim(n) for n in graph.inputs]
+    # Tier 0 takes and fills the same arrays, and describes them so to the worker.
+    tier0 = tiered.InterpretedKernel(graph, kernel.write_to)
+    assert tier0.zero_d is zero_d
+    filled = tier0.new_outputs()
+    tier0.run([a.copy() for a in ins], filled)
+    kernel.run([a.copy() for a in ins], made)
+    assert [a.shape for a in filled] == [a.shape for a in made]
+    describe = tiered._cot_desc if backward else tiered._out_desc
+    assert [describe(o, graph)[1] for o in outs] == [a.ndim for a in made]
+
+
+@pytest.mark.parametrize("fn, shapes", [(_pair, [(), ()]), (_mixed_pair, [(3,), ()]),
+                                        (_mixed_out, [(3,), ()])])
+def test_every_place_follows_the_one_predicate(fn, shapes):
+    """A forward and a backward kernel, each all 0-d or mixed: the printed views, Numba's
+    argument types, `Kernel.prepare`/`new_outputs`, tier 0, the worker's descriptions,
+    `specialize.kernel_inputs` and the call path agree with `zero_d_operands`, and the
+    answers equal eager's."""
+    f = dg.compile(fn, tiered=False)
+    rng = np.random.default_rng(1)
+    values = [rng.standard_normal(s) for s in shapes]
+    for _ in range(2):  # the second call takes the generated call path
+        args = [dg.tensor(v, requires_grad=True) for v in values]
+        eargs = [dg.tensor(v, requires_grad=True) for v in values]
+        got, want = f(*args), fn(*eargs)
+        (got[0] * 2.0 + got[1].sum()).backward()
+        (want[0] * 2.0 + want[1].sum()).backward()
+        for g, e in [*zip(got, want), *((a.grad, e.grad) for a, e in zip(args, eargs))]:
+            assert g.shape == e.shape and g.dtype == e.dtype
+            assert_close(g, e)
+    (entry,) = f.entries()
+    assert entry.bwd_kernel is not None
+    _check_kernel(entry.kernel, False)
+    _check_kernel(entry.bwd_kernel, True)
+    zero_d = zero_d_operands(entry.optimized)
+    assert zero_d is (fn is _pair)
+    arrays = specialize.kernel_inputs(entry, tuple(args))
+    assert [a.ndim for a in arrays] == [len(n.shape) if zero_d else max(len(n.shape), 1)
+                                        for n in entry.optimized.inputs]
+    path = f.call_source(*args)
+    assert (".reshape(1)" in path) is not zero_d
+    scalar_out = any(not o.shape for o in entry.optimized.outputs)
+    assert ("[0, ...]" in path) is (scalar_out and not zero_d)
+
+
+def _yes(graph) -> bool:
+    return True
+
+
+def _no(graph) -> bool:
+    return False
+
+
+def test_the_kernel_module_differs_between_the_conventions(monkeypatch):
+    """The disk cache keys a kernel by its module's text: a graph lowered under the other
+    convention is another module, so a kernel compiled under one is never loaded under
+    the other."""
+    f = dg.compile(_mixed_out, tiered=False)
+    f(dg.tensor(np.ones(3)), dg.tensor(2.0))
+    g = dg.compile(_poly, tiered=False)
+    g(dg.tensor(1.0), dg.tensor(2.0))
+    for graph in (f.entries()[0].optimized, g.entries()[0].optimized):
+        own = codegen.lower(graph).code
+        monkeypatch.setattr(codegen, "zero_d_operands", {True: _no, False: _yes}[
+            zero_d_operands(graph)])
+        other = codegen.lower(graph).code
+        monkeypatch.undo()
+        assert ("dgk.one_d(" in own) is zero_d_operands(graph)
+        assert cache.digest_of(own) != cache.digest_of(other)

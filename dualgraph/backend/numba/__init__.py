@@ -11,12 +11,12 @@ from typing import Any
 import numba
 import numpy as np
 
-from ...ir.graph import Graph
+from ...ir.graph import Graph, zero_d_operands
 from ...settings import start_thread_pool
 from ..partition import Plan, partition
 from . import cache
 from .blas import calls_blas, run_single_threaded
-from .codegen import Lowered, LoweringError, lower
+from .codegen import Lowered, LoweringError, ishape, lower
 from .partcall import make_caller
 from .printer import KEEP_LITERAL
 
@@ -29,8 +29,9 @@ class Kernel:
 
     ``kernel(*arrays)`` takes one array per graph input and returns the outputs (those not
     written in place). ``run(ins, outs)`` is the unchecked fast path `dg.compile` uses:
-    inputs already of the graph's dtypes, 0-d values as 0-d arrays (the arrays their
-    tensors hold), and ``outs`` from ``new_outputs()`` (0-d outputs as 0-d arrays).
+    inputs already of the graph's dtypes and ``outs`` from ``new_outputs()``. Its 0-d
+    values, inputs and outputs, are 0-d arrays (the arrays their tensors hold) when every
+    operand is 0-d (``zero_d``: `zero_d_operands`), ``(1,)`` arrays otherwise.
 
     A large graph is split (`dualgraph.backend.partition`) into ``parts``, one njit
     function each, run in order; values passed between them live in work arrays like
@@ -65,12 +66,13 @@ class Kernel:
         self.parts = parts or []
         self.plan = plan  # how a split kernel's parts were cut (`partition.Plan`)
         self._in = [(tuple(n.shape), n.dtype) for n in graph.inputs]
+        self.zero_d = zero_d_operands(graph)
         self._consts = tuple(lowered.consts) if not self.parts else ()
         self._scratch = [(tuple(shape), dtype) for shape, dtype in lowered.scratch]
         # Work arrays are reused across calls; a call takes a set from the pool and gives
         # it back (list pop/append are atomic, so threads never share a set).
         self._pool: list = []
-        self._outs = [(tuple(o.shape), o.dtype, not o.shape)
+        self._outs = [(tuple(o.shape) if self.zero_d else ishape(o), o.dtype, not o.shape)
                       for k, o in enumerate(graph.outputs) if k not in write_to]
         if self.parts:
             self._wire(plan)
@@ -188,7 +190,8 @@ class Kernel:
         return work + [work[p - base].reshape(-1) for p in self._work_flats]
 
     def prepare(self, arrays: Any) -> list:
-        """Inputs as the kernel takes them: the graph's dtypes and shapes."""
+        """Inputs as the kernel takes them: the graph's dtypes and shapes (0-d values as
+        ``(1,)`` unless `zero_d`)."""
         if len(arrays) != len(self._in):
             raise TypeError(f"kernel takes {len(self._in)} inputs, got {len(arrays)}")
         out = []
@@ -198,7 +201,7 @@ class Kernel:
                 raise ValueError(f"kernel input of shape {a.shape} for a graph input {shape}")
             if a.dtype != dtype:
                 a = a.astype(dtype)
-            out.append(a)
+            out.append(a if shape or self.zero_d else a.reshape(1))
         return out
 
     def new_outputs(self) -> list:
@@ -218,10 +221,11 @@ class Kernel:
 
     def scalar_entry_point(self, dtypes: list) -> Any:
         """The compiled code's own entry (what Numba's dispatcher calls once it has typed
-        the arguments) for a call whose every input is an aligned 0-d array (as `run`
-        takes a 0-d value) that the kernel does not write, input ``i`` of dtype
-        ``dtypes[i]``, with this kernel's consts, work arrays and outputs. Calling it
-        skips the typing of every argument; the caller guarantees those types. None when
+        the arguments) for a call whose every input is an aligned array of a 0-d value
+        as `run` takes it (0-d when `zero_d`, else ``(1,)``) that the kernel does not
+        write, input ``i`` of dtype ``dtypes[i]``, with this kernel's consts, work arrays
+        and outputs. Calling it skips the typing of every argument; the caller guarantees
+        those types. None when
         the kernel has an input that is not 0-d, is split or parallel, or is not compiled
         for those types."""
         overloads = getattr(self.fn, "overloads", None)  # None: NUMBA_DISABLE_JIT
@@ -229,7 +233,8 @@ class Kernel:
                 or any(s for s, _ in self._in) or self.write_to):
             return None
         try:
-            ins = tuple(numba.types.Array(numba.from_dtype(np.dtype(d)), 0, "C") for d in dtypes)
+            ins = tuple(numba.types.Array(numba.from_dtype(np.dtype(d)), 0 if self.zero_d else 1,
+                                          "C") for d in dtypes)
         except Exception:  # noqa: BLE001 - a dtype Numba has no type for has no entry either
             return None
         compiled = overloads.get(self._types(ins))

@@ -11,8 +11,10 @@ result. Every other op's block comes from its ``@lowers`` builder. The buffer pl
 and loop merging (`loops`) are decided on those blocks; the list is printed once, at the
 end (`printer.function`), with the graph line as a comment above each node's statements.
 
-Values are stored as arrays; a 0-d value is stored with shape ``(1,)`` (the runtime
-reshapes at the boundary), which keeps every loop and index uniform.
+Values are stored as arrays; a 0-d value is indexed as shape ``(1,)``, which keeps every
+loop and index uniform. A kernel whose operands are all 0-d (`ir.graph.zero_d_operands`)
+takes and fills 0-d arrays and views each as ``(1,)`` inside (`kernels.one_d`); any other
+kernel takes and fills its 0-d values as ``(1,)`` arrays.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ...ir.graph import Graph, Node
+from ...ir.graph import Graph, Node, zero_d_operands
 from ...ops.registry import OPS
 from .. import kir, loops, schedule
 from . import lowerings, printer
@@ -269,7 +271,10 @@ class _Writer:
                        marks, self.scratch, stmts, "\n".join(code))
 
     def zero_d_params(self) -> tuple:
-        """The inputs and outputs holding 0-d values: the caller passes them as 0-d arrays."""
+        """The inputs and outputs the caller passes as 0-d arrays: every one of a kernel
+        whose operands are all 0-d, none of any other (those take ``(1,)`` arrays)."""
+        if not zero_d_operands(self.graph):
+            return ()
         return (tuple(f"a{k}" for k, n in enumerate(self.graph.inputs) if not n.shape)
                 + tuple(f"o{k}" for k, o in enumerate(self.graph.outputs)
                         if not o.shape and k not in self.write_to))
