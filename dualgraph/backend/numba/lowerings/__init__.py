@@ -127,7 +127,8 @@ SCALAR: dict[str, Builder] = {
     "maximum": _pick(">="),
     "minimum": _pick("<="),
     "where": lambda a, t: kir.Select(a[0], a[1], a[2]),
-    "threshold_backward": lambda a, t: kir.Select(kir.Bin(">", a[1], a[2]), a[0], _k(0, t)),
+    # A NaN y compares false and passes the gradient, as PyTorch's kernel does.
+    "threshold_backward": lambda a, t: kir.Select(kir.Bin("<=", a[1], a[2]), _k(0, t), a[0]),
     "lt": _bin("<"),
     "le": _bin("<="),
     "gt": _bin(">"),
