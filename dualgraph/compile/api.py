@@ -537,7 +537,16 @@ class CompiledFunction:
         if defaults_of(self.fn) != self._defaults:  # ``fn.__defaults__`` was set
             self._signature, self._npos = _read_signature(self.fn)
             self._defaults = defaults_of(self.fn)
-        bound = self._signature.bind(*args, **kwargs)
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError:
+            fn = self.fn
+            if isinstance(fn, (types.FunctionType, types.MethodType)) and not hasattr(
+                    fn, "__wrapped__") and not hasattr(fn, "__signature__"):
+                # Python's own message, as eagerly ("f() missing 1 required keyword-only
+                # argument: 'scale'"): the call fails binding, before the body runs.
+                fn(*args, **kwargs)
+            raise
         bound.apply_defaults()
         pos, kw = bound.args, bound.kwargs
         layout = (len(pos), tuple(kw))
