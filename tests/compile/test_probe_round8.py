@@ -99,20 +99,6 @@ def float_arguments_at_their_edges(wrap):
                          np.float32(0.1), True))
 
 
-@case
-def float_default_set_anew(wrap):
-    def g(x, s=2.0, *, t=1.0):
-        return x * s + t
-
-    f = wrap(g)
-    x = dg.ones(2)
-    out = [f(x)]
-    g.__defaults__ = (3.0,)
-    out.append(f(x))
-    g.__kwdefaults__["t"] = 7.0
-    return out + [f(x), f(x, 0.5)]
-
-
 # ------------------------------------------------------------------ grad mode
 @case
 def grad_mode_from_an_argument(wrap):
