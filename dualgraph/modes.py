@@ -148,9 +148,14 @@ class Mode(abc.ABC):
         return None
 
     def note_shape_read(self, t: Any) -> None:
-        """Eager tensor ``t``'s shape is being read. A compiling mode guards it, as the
-        program may depend on it without reading the data (``x * buf.shape[0]``). The base
-        mode does nothing."""
+        """Eager tensor ``t``'s shape or dtype is being read. A compiling mode guards them,
+        as the program may depend on them without reading the data (``x * buf.shape[0]``,
+        ``x.to(buf.dtype)``). The base mode does nothing."""
+        return None
+
+    def note_layout_read(self, t: Any) -> None:
+        """Eager tensor ``t``'s layout is being read (``stride()``, ``is_contiguous()``,
+        ``storage_offset()``). A compiling mode guards it. The base mode does nothing."""
         return None
 
     def is_traced(self, t: Any) -> bool:
@@ -226,6 +231,9 @@ class _FunctionMode(Mode):
 
     def note_shape_read(self, t: Any) -> None:
         self.below.note_shape_read(t)
+
+    def note_layout_read(self, t: Any) -> None:
+        self.below.note_layout_read(t)
 
     def is_traced(self, t: Any) -> bool:
         return self.below.is_traced(t)

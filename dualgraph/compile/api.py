@@ -29,7 +29,7 @@ from ..eager.detours import ACTIVE as _DETOURS
 from ..eager.internal import array_of, make_tensor, requires_grad_of
 from ..eager.saved_hooks import STACK as _SAVED_HOOKS
 from ..eager.tensor import Tensor
-from ..errors import EagerOnlyError, eager_warning
+from ..errors import EagerOnlyError, eager_warning, runs_eagerly
 from ..modes import ABOVE_BASE, MODE_STACKS, current_trace
 from ..nn.modules import module as _module
 from ..ops.complex import ComplexTensor
@@ -133,6 +133,13 @@ class CompileStats:
             s += f" swap at call {self.swap_call} (+{self.swap_seconds:.3f}s)"
         s += f" worker numba {self.worker_seconds:.3f}s"
         return s + (f" tier failure: {self.tier_failure}" if self.tier_failure else "")
+
+
+def _lazy_body(fn: Callable) -> bool:
+    """Whether calling ``fn`` only makes a generator or coroutine, running none of its
+    body (``def f(x): yield x * 2``)."""
+    return (inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
+            or inspect.iscoroutinefunction(fn))
 
 
 class CompiledFunction:
@@ -408,6 +415,17 @@ class CompiledFunction:
             if entry is not None:
                 self.stats.general_cache_hits += 1  # a waiting thread reuses the new kernel
                 return entry
+            if _lazy_body(self.fn):
+                # Its body runs as the caller consumes the generator, after the call has
+                # returned: nothing to trace, so each call runs it as eager mode does.
+                e = runs_eagerly(self.fn, "is a generator (or async) function, whose body "
+                                 "runs only as its result is consumed",
+                                 "Compile the function each item is computed by instead.")
+                if self.strict:
+                    raise e
+                self._eager_sigs.add(sig)
+                warnings.warn(eager_warning(e), RuntimeWarning, stacklevel=4)
+                return None
             check_arguments(args)
             if reason is None and self._last_sig is not None and sig != self._last_sig:
                 reason = describe_change(self._last_sig, sig, args)
@@ -519,7 +537,16 @@ class CompiledFunction:
         if defaults_of(self.fn) != self._defaults:  # ``fn.__defaults__`` was set
             self._signature, self._npos = _read_signature(self.fn)
             self._defaults = defaults_of(self.fn)
-        bound = self._signature.bind(*args, **kwargs)
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError:
+            fn = self.fn
+            if isinstance(fn, (types.FunctionType, types.MethodType)) and not hasattr(
+                    fn, "__wrapped__") and not hasattr(fn, "__signature__"):
+                # Python's own message, as eagerly ("f() missing 1 required keyword-only
+                # argument: 'scale'"): the call fails binding, before the body runs.
+                fn(*args, **kwargs)
+            raise
         bound.apply_defaults()
         pos, kw = bound.args, bound.kwargs
         layout = (len(pos), tuple(kw))

@@ -40,6 +40,7 @@ from .guards import (
     ArgPlacement,
     ArgValues,
     AttrType,
+    CapturedLayout,
     ClassOf,
     Defaults,
     GlobalHookTable,
@@ -174,6 +175,14 @@ class CallTraceContext(TraceContext):
     def note_shape_read(self, t: Any) -> None:
         if id(t) not in self.made:
             self.shape_reads.setdefault(id(t), t)
+
+    def note_layout_read(self, t: Any) -> None:
+        # An argument's layout is guarded by position (`argument_layout`); a tensor made
+        # inside is laid out as made on every call.
+        key = ("captured layout", id(t))
+        if key not in self.reads and id(t) not in self.made and id(t) not in self.arg_index:
+            self.reads[key] = None  # the guard reads the layout too, which comes back here
+            self.reads[key] = CapturedLayout(t)
 
     def note_missing(self, owner: Any, name: str) -> None:
         """``owner.name`` was looked up on a module and is absent (``hasattr``, ``getattr``

@@ -199,6 +199,28 @@ class ArgLayout(Guard):
                 f"{self.expected[0]}), which the function reads")
 
 
+class CapturedLayout(Guard):
+    """The strides and storage offset of a captured tensor whose layout the trace read
+    (``buf.stride()``, ``buf.is_contiguous()``): ``buf.data = other.t()`` retraces."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, t: Tensor) -> None:
+        self.tensor = t
+        self.expected = layout_of(t)
+
+    def now(self, args: tuple) -> tuple:
+        return layout_of(self.tensor)
+
+    def describe(self, now: tuple) -> str:
+        return (f"a captured {tuple(self.tensor.shape)} tensor has strides {now[0]} and "
+                f"storage offset {now[1]} (traced with {self.expected[0]} and "
+                f"{self.expected[1]}), which the function reads")
+
+    def emit(self, gen: Emitter) -> tuple[str, Any]:
+        return f"{gen.const(layout_of, 'layout')}({gen.const(self.tensor, 't')})", self.expected
+
+
 def layout_of(t: Tensor) -> tuple:
     """``t``'s strides and storage offset, in elements (`ArgLayout`)."""
     return t.stride(), t.storage_offset()

@@ -103,7 +103,38 @@ def const_key(a: Any, i: int, keep: dict) -> tuple:
     except TypeError:
         keep[id(a)] = a
         return (type(a), ("id", id(a)))
+    if isinstance(getattr(type(a), "__eq__", None), types.FunctionType):
+        return (type(a), ByEq(a))
     return (type(a), a)
+
+
+class ByEq:
+    """An argument of a class with its own ``__eq__`` (a dataclass), keyed by ``==`` and
+    ``hash``. A comparison that raises or has no truth value (a dataclass holding a
+    tensor compares it elementwise) counts as unequal, so the call retraces where eager
+    mode would run."""
+
+    __slots__ = ("obj", "_hash")
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+        self._hash = hash(obj)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not ByEq:
+            return NotImplemented
+        if self.obj is other.obj:
+            return True
+        try:
+            return bool(self.obj == other.obj)
+        except Exception:  # noqa: BLE001 - any failure to compare means "not the same"
+            return False
+
+    def __repr__(self) -> str:
+        return repr(self.obj)
 
 
 def overlapping(arrays: list) -> tuple | None:
@@ -546,11 +577,14 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
                 visit(v)
 
     visit(fn)
-    # A user module's ``forward``, and the methods it calls through ``self``, by name.
+    # A user module's ``forward``, and the methods and properties it reads through
+    # ``self``, by name.
     for klass in {type(m): None for m in modules}:
         methods: dict = {}
         for c in reversed(klass.__mro__):
-            methods.update((k, (v, c)) for k, v in vars(c).items() if _is_user_function(v))
+            methods.update((k, (v, c)) for k, v in vars(c).items()
+                           if _is_user_function(v) or isinstance(v, property)
+                           and _is_user_function(v.fget))
         todo, done = ["forward"], set()
         while todo:
             name = todo.pop()
@@ -559,9 +593,12 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
             done.add(name)
             method, owner = methods[name]
             if name != "forward":  # the class's forward has a guard of its own
-                # A helper method replaced on the class (``Net.act = other``) retraces.
+                # A helper method or property replaced on the class (``Net.act = other``)
+                # retraces.
                 items.append(Identity(owner.__dict__, name, method,
                                       f"{owner.__name__}.{name} was replaced"))
+            if isinstance(method, property):
+                method = method.fget
             visit(method)
             code = getattr(inspect.unwrap(method), "__code__", None)
             todo.extend(_code_names(code) if code is not None else ())

@@ -96,10 +96,21 @@ class Tensor(TensorOps):
             _note_shape_read(self)
         return _new_size(Size, self._data.shape)
 
-    # Read in C (the array's own attribute, through the slot), with no Python frame: every
-    # op and every read-back asks them.
-    dtype = property(operator.attrgetter("_data.dtype"), doc="The NumPy dtype.")
-    ndim = property(operator.attrgetter("_data.ndim"), doc="The number of dimensions.")
+    # The library's own hot paths read ``_data.dtype``; a program's read of a captured
+    # tensor's dtype or rank alone is baked into a trace, so the trace guards it.
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype."""
+        if modes.ABOVE_BASE:
+            _note_shape_read(self)
+        return self._data.dtype
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        if modes.ABOVE_BASE:
+            _note_shape_read(self)
+        return self._data.ndim
 
     @property
     def data(self) -> "Tensor":
@@ -179,6 +190,8 @@ class Tensor(TensorOps):
                       requires_grad=requires_grad)
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
+        if modes.ABOVE_BASE:
+            _note_layout_read(self)
         return bool(self._data.flags.c_contiguous)
 
     def squeeze_(self, dim: Any = None) -> "Tensor":
@@ -292,6 +305,8 @@ class Tensor(TensorOps):
     def stride(self, dim: int | None = None) -> Any:
         """The step in elements between neighbours along each dim of the underlying
         array (a transposed view's strides are swapped, as in PyTorch)."""
+        if modes.ABOVE_BASE:
+            _note_layout_read(self)
         item = self._data.dtype.itemsize
         st = tuple(s // item for s in self._data.strides)
         if dim is None:
@@ -314,6 +329,8 @@ class Tensor(TensorOps):
 
     def storage_offset(self) -> int:
         """Where this tensor's first element sits in its storage, in elements."""
+        if modes.ABOVE_BASE:
+            _note_layout_read(self)
         root = root_array(self._data)
         start = root.__array_interface__["data"][0]
         return (self.data_ptr() - start) // self._data.dtype.itemsize
@@ -608,11 +625,20 @@ def _note_requires_grad(t: Tensor, value: bool) -> None:
 
 
 def _note_shape_read(t: Tensor) -> None:
-    """``t.shape`` is read (``size()``, ``dim()``, ``numel()``, ``len()`` too): a running
-    trace is told, since the program may use it without reading ``t``'s data."""
+    """``t.shape`` or ``t.dtype`` is read (``size()``, ``dim()``, ``numel()``, ``len()``,
+    ``ndim`` too): a running trace is told, since the program may use them without reading
+    ``t``'s data (``x.to(buf.dtype)``)."""
     trace = modes.current_trace()
     if trace is not None:
         trace.note_shape_read(t)
+
+
+def _note_layout_read(t: Tensor) -> None:
+    """``t``'s strides, contiguity or storage offset are read: a running trace is told, as
+    the program may branch on them."""
+    trace = modes.current_trace()
+    if trace is not None:
+        trace.note_layout_read(t)
 
 
 def data_swap_error() -> EagerOnlyError:

@@ -392,8 +392,8 @@ def relu(x: Any) -> Any:
 
 
 def threshold_backward(grad: Any, y: Any, threshold: float) -> Any:
-    """``grad`` where ``y > threshold``, else 0: the backward of ``relu`` (and of
-    ``threshold``) as PyTorch computes it."""
+    """0 where ``y <= threshold``, else ``grad``: the backward of ``relu`` (and of
+    ``threshold``) as PyTorch computes it, so a NaN ``y`` passes the gradient."""
     return bind(THRESHOLD_BACKWARD, grad, y, threshold)
 
 
@@ -763,24 +763,30 @@ def _threshold_backward_infer(g: Any, y: Any, threshold: Any) -> tuple:
 
 
 def _threshold_backward_impl(g: Any, y: np.ndarray, threshold: Any) -> np.ndarray:
-    # ``where(y > threshold, g, 0)``, bit for bit, in one op (`_where_impl`'s select).
-    c = np.greater(y, threshold)
+    # ``where(y <= threshold, 0, g)``, bit for bit, in one op (`_where_impl`'s select): a
+    # NaN in y compares false, so it passes g, as PyTorch's kernel does.
+    c = np.less_equal(y, threshold)
     if (type(g) is np.ndarray and g.dtype.kind == "f" and c.shape == g.shape
             and g.flags.c_contiguous and c.flags.c_contiguous):
         # ReLU's backward in a training step: the select `_where_impl` would choose for
         # these operands, without its checks.
-        return _select_or_zero(c, g, True)
-    return _where_impl(c, g, 0.0)
+        return _select_or_zero(c, g, False)
+    return _where_impl(c, 0.0, g)
+
+
+def zeros_of(g: Any) -> Any:
+    """Zeros of ``g``'s shape and dtype, recorded as a function of ``g`` (PyTorch's
+    ``zeros_like(grad)`` in a backward): 0 where ``g`` is inf or NaN too, which
+    ``g * 0`` is not."""
+    return threshold_backward(g, 0.0, math.inf)
 
 
 def _threshold_backward_vjp(ctx, gg):
-    # Linear in the gradient; the output's gradient is zero (PyTorch's zeros_like): the
-    # same op with an infinite threshold, which selects nothing (nan in gg included). It
-    # compares gg with itself: y is saved only when the gradient's own gradient needs it.
+    # Linear in the gradient; the output's gradient is zero (PyTorch's zeros_like).
     _, y, threshold = ctx.args
     ng, ny, _ = ctx.needs_input_grad
     return (threshold_backward(gg, y, threshold) if ng else None,
-            threshold_backward(gg, gg, math.inf) if ny else None, None)
+            zeros_of(gg) if ny else None, None)
 
 
 def _sqrt_vjp(ctx, g):
@@ -788,8 +794,10 @@ def _sqrt_vjp(ctx, g):
 
 
 def _abs_vjp(ctx, g):
+    # PyTorch's ``g * sgn(x)``: 0 at nan and at 0, unless g is inf or nan there
+    # (``sqrt(abs(x))`` at 0 gives nan, as in PyTorch).
     (x,) = ctx.args
-    return (where(gt(x, 0), g, where(lt(x, 0), neg(g), 0.0)),)
+    return (mul(g, sign(x)),)
 
 
 def _sin_vjp(ctx, g):
@@ -831,8 +839,9 @@ def _where_vjp_arrays(ctx, args, out, g):
 
 
 def _zero_vjp(ctx, g):
-    # PyTorch's rule for step functions: the gradient is 0 everywhere (kinks included).
-    zero = mul(g, 0.0)
+    # PyTorch's rule for step functions: the gradient is 0 everywhere (kinks included),
+    # also where g is inf or NaN.
+    zero = zeros_of(g)
     return tuple(zero if need else None for need in ctx.needs_input_grad)
 
 

@@ -271,17 +271,14 @@ def heaviside(input: Any, values: Any) -> Any:  # noqa: A002
 
 
 def fmax(input: Any, other: Any) -> Any:  # noqa: A002
-    """`maximum` that ignores NaN (NaN only where both are)."""
-    a = E.where(E.ne(input, input), other, input)
-    b = E.where(E.ne(other, other), input, other)
-    return E.maximum(a, b)
+    """`maximum` that ignores NaN (NaN only where both are); on a tie ``input`` takes the
+    whole gradient, as in PyTorch."""
+    return E.where(E.ne(other, other), input, E.where(E.ge(input, other), input, other))
 
 
 def fmin(input: Any, other: Any) -> Any:  # noqa: A002
-    """`minimum` that ignores NaN (NaN only where both are)."""
-    a = E.where(E.ne(input, input), other, input)
-    b = E.where(E.ne(other, other), input, other)
-    return E.minimum(a, b)
+    """`minimum` that ignores NaN (NaN only where both are), as `fmax`."""
+    return E.where(E.ne(other, other), input, E.where(E.le(input, other), input, other))
 
 
 def float_power(input: Any, exponent: Any) -> Any:  # noqa: A002

@@ -42,11 +42,12 @@ def _check_float(fn: str, x: Any, dtype: Any) -> Any:
 
 
 def _safe_root(s: Any, p: float) -> Any:
-    """``s ** (1/p)`` for ``s >= 0`` with a zero gradient where ``s == 0``."""
-    pos = E.gt(s, 0.0)
-    safe = E.where(pos, s, 1.0)
+    """``s ** (1/p)`` for ``s >= 0`` with a zero gradient where ``s == 0``; a NaN ``s``
+    gives NaN."""
+    zero = E.eq(s, 0.0)
+    safe = E.where(zero, 1.0, s)
     root = E.sqrt(safe) if p == 2 else E.pow(safe, 1.0 / p)
-    return E.where(pos, root, 0.0)
+    return E.where(zero, 0.0, root)
 
 
 def vector_norm(x: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,  # noqa: A002

@@ -543,8 +543,9 @@ def prelu(input: Any, weight: Any) -> Any:  # noqa: A002
 
 
 def hardshrink(input: Any, lambd: float = 0.5) -> Any:  # noqa: A002
-    """``x`` where ``|x| > lambd``, else 0."""
-    return E.where(E.gt(E.abs(input), lambd), input, 0.0)
+    """``x`` where ``|x| > lambd``, else 0 (a NaN stays NaN, with no gradient)."""
+    return E.where(E.gt(E.abs(input), lambd), input,
+                   E.where(E.eq(input, input), 0.0, S.stop_gradient(input)))
 
 
 def _split_by(fn: str, dim: int, min_dim: int) -> Any:

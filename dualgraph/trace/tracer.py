@@ -199,6 +199,12 @@ class Tracer(TensorOps):
     def numpy(self) -> np.ndarray:
         raise _trace_error(".numpy()", eager_only=True)
 
+    @property
+    def _version(self) -> Any:
+        # Eagerly the count of in-place ops so far, which a compiled call advances only
+        # when it ends: a value read into Python, so the call runs eagerly.
+        raise _trace_error("._version (the count of in-place ops)", eager_only=True)
+
     def tolist(self) -> Any:
         if self.node.shape == ():  # a 0-d tensor's list is its number, as .item()
             from ..compile.symbolic import read_number

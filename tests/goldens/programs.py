@@ -1724,6 +1724,40 @@ def maximum_minimum_nan_gradient(lib, F, a, b):
     return lib.maximum(a, b) * 2 + lib.minimum(a, b)
 
 
+# NaN and infinities through the piecewise activations: PyTorch's kernels compare
+# (``x <= t ? 0 : g``), so a NaN takes the branch its comparison's falsity picks. 32
+# values: PyTorch's vectorized kernels (what a tensor of any size mostly runs) see them all;
+# its scalar loop, for the last few elements, passes a NaN's gradient through the clipping
+# activations (hardtanh, relu6, the shrinks), its vector loop does not.
+EDGES = [NAN, -1.0, 0.0, 1.0, 6.0, 7.0, INF, -INF] * 4
+
+
+@program(leaf(EDGES), leaf(EDGES), leaf(EDGES), leaf(EDGES), source=IEEE)
+def relu_family_at_nan(lib, F, a, b, c, d):
+    return lib.relu(a), F.hardtanh(b), F.relu6(c), F.threshold(d, 0.5, -2.0)
+
+
+@program(leaf(EDGES), leaf(EDGES), leaf(EDGES), leaf(EDGES), leaf(EDGES), source=IEEE)
+def shrinks_and_elus_at_nan_and_inf(lib, F, a, b, c, d, e):
+    return (F.hardshrink(a), F.softshrink(b), F.elu(c), F.celu(c, 2.0),
+            F.rrelu(d, training=False), F.hardsigmoid(e))
+
+
+@program(leaf(EDGES), leaf(EDGES), leaf(EDGES), leaf(EDGES), source=IEEE)
+def abs_and_losses_at_nan_and_inf(lib, F, a, b, c, f):
+    z = lib.zeros(32)
+    return (lib.sqrt(lib.abs(a)), F.smooth_l1_loss(b, z, reduction="none"),
+            F.huber_loss(c, z, reduction="none"), lib.fmax(f, lib.full((32,), 1.0)),
+            lib.fmin(f, lib.full((32,), 1.0)))
+
+
+# One output: a compiled function's backward from one output runs its whole backward
+# kernel, the other outputs' cotangents zero, and 0 * inf there would be NaN.
+@program(leaf(EDGES), leaf(EDGES), source=IEEE)
+def step_functions_and_norm_at_nan_and_inf(lib, F, d, e):
+    return lib.linalg.vector_norm(d) + (lib.floor(e) * e + lib.sign(e) * e).sum()
+
+
 @program(leaf([0.0, 0.0, 1.0, -0.0, 2.0]), leaf([0.0, -0.0, 0.0, 0.0, -1.0]), source=IEEE)
 def atan2_at_the_origin(lib, F, y, x):
     return lib.atan2(y, x)

@@ -44,7 +44,10 @@ def test_threshold_backward_is_where_bit_for_bit(dtype, threshold) -> None:
     y = _specials(rng.standard_normal((64, 256)).astype(dtype))
     for gg, yy in ((g, y), (np.asfortranarray(g), y), (g, y[:1]), (g[:, :8], y[:, :8])):
         got = _threshold_backward_impl(gg, yy, threshold)
-        want = np.where(np.greater(yy, threshold), gg, 0.0)
+        # PyTorch's ``y <= threshold ? 0 : g``: a NaN y passes g.
+        want = np.where(np.less_equal(yy, threshold), 0.0, gg)
         assert got.dtype == want.dtype and got.shape == want.shape
         assert got.tobytes() == want.tobytes()
-        assert got.tobytes() == _where_impl(np.greater(yy, threshold), gg, 0.0).tobytes()
+        assert got.tobytes() == _where_impl(np.less_equal(yy, threshold), 0.0, gg).tobytes()
+        nan_y = np.broadcast_to(np.isnan(yy), got.shape)
+        np.testing.assert_array_equal(got[nan_y], np.broadcast_to(gg, got.shape)[nan_y])

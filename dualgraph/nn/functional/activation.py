@@ -64,6 +64,18 @@ def _inplace(x: Any, fn: Any, inplace: bool) -> Any:
     return x.copy_(fn(x.clone() if getattr(x, "requires_grad", False) else x))
 
 
+def _below(x: Any, bound: float) -> Any:
+    """``x`` where ``x <= bound`` (or NaN), else ``bound``: the input of a branch taken only
+    there, whose gradient elsewhere is then zero, never 0 * inf."""
+    return E.where(E.gt(x, bound), bound, x)
+
+
+def _nan_stops(x: Any) -> Any:
+    """``x``, but a NaN passes no gradient (PyTorch's rule for the clipping activations:
+    NaN is in no range)."""
+    return E.where(E.eq(x, x), x, math.nan)
+
+
 def gelu(x: Any, approximate: str = "none") -> Any:
     """``x * Phi(x)``: exact through ``erf``, or PyTorch's ``approximate='tanh'`` form."""
     if approximate == "none":
@@ -81,13 +93,17 @@ def silu(x: Any, inplace: bool = False) -> Any:
 
 def elu(x: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
     """``x`` where positive, else ``alpha * (exp(x) - 1)``."""
-    return _inplace(x, lambda x: E.where(E.gt(x, 0), x, E.mul(E.expm1(x), alpha)), inplace)
+    # The exponential sees 0 where it is not taken: its gradient there is zero, never
+    # 0 * inf = NaN at x = inf.
+    return _inplace(x, lambda x: E.where(E.gt(x, 0), x, E.mul(E.expm1(_below(x, 0)), alpha)),
+                    inplace)
 
 
 def celu(x: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
     """``x`` where positive, else ``alpha * (exp(x / alpha) - 1)``."""
     return _inplace(
-        x, lambda x: E.where(E.gt(x, 0), x, E.mul(E.expm1(E.div(x, alpha)), alpha)), inplace)
+        x, lambda x: E.where(E.gt(x, 0), x, E.mul(E.expm1(E.div(_below(x, 0), alpha)), alpha)),
+        inplace)
 
 
 def selu(x: Any, inplace: bool = False) -> Any:
@@ -116,7 +132,8 @@ def hardtanh(x: Any, min_val: float = -1.0, max_val: float = 1.0, inplace: bool 
     if min_val > max_val:
         raise ValueError("hardtanh: min_val cannot be greater than max_val")
     return _inplace(
-        x, lambda x: E.where(E.le(x, min_val), min_val, E.where(E.ge(x, max_val), max_val, x)),
+        x, lambda x: E.where(E.le(x, min_val), min_val,
+                             E.where(E.ge(x, max_val), max_val, _nan_stops(x))),
         inplace)
 
 
@@ -128,7 +145,7 @@ def relu6(x: Any, inplace: bool = False) -> Any:
 def hardsigmoid(x: Any, inplace: bool = False) -> Any:
     """0 below -3, 1 above 3, ``x / 6 + 1 / 2`` between."""
     return _inplace(x, lambda x: E.where(E.le(x, -3.0), 0.0, E.where(
-        E.ge(x, 3.0), 1.0, E.add(E.div(x, 6.0), 0.5))), inplace)
+        E.ge(x, 3.0), 1.0, E.add(E.div(_nan_stops(x), 6.0), 0.5))), inplace)
 
 
 def hardswish(x: Any, inplace: bool = False) -> Any:
@@ -195,16 +212,18 @@ def glu(input: Any, dim: int = -1) -> Any:  # noqa: A002
 
 
 def threshold(input: Any, threshold: float, value: float, inplace: bool = False) -> Any:  # noqa: A002
-    """``x`` where ``x > threshold``, else ``value``."""
-    return _inplace(input, lambda x: E.where(E.gt(x, threshold), x, float(value)), inplace)
+    """``value`` where ``x <= threshold``, else ``x`` (a NaN stays NaN, as in PyTorch)."""
+    return _inplace(input, lambda x: E.where(E.le(x, threshold), float(value), x), inplace)
 
 
 def softshrink(input: Any, lambd: float = 0.5) -> Any:  # noqa: A002
     """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    # PyTorch's ``x * 0`` in the band: a NaN stays NaN, with no gradient.
     return E.where(E.gt(input, lambd), E.sub(input, lambd),
-                   E.where(E.lt(input, -lambd), E.add(input, lambd), 0.0))
+                   E.where(E.lt(input, -lambd), E.add(input, lambd),
+                           E.mul(S.stop_gradient(input), 0.0)))
 
 
 def tanhshrink(input: Any) -> Any:  # noqa: A002
@@ -252,7 +271,8 @@ def rrelu(input: Any, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A
         slope = E.add(E.mul(u, upper - lower), lower)
     else:
         slope = (lower + upper) / 2
-    return _inplace(input, lambda x: E.where(E.ge(x, 0), x, E.mul(x, slope)), inplace)
+    # A zero takes the slope's gradient, as in PyTorch (``x <= 0``).
+    return _inplace(input, lambda x: E.where(E.gt(x, 0), x, E.mul(x, slope)), inplace)
 
 
 def rrelu_(input: Any, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A002

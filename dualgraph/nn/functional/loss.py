@@ -275,9 +275,18 @@ def smooth_l1_loss(input: Any, target: Any, size_average: Any = None,  # noqa: A
     d = E.abs(E.sub(input, target))
     if beta == 0:
         return _reduce(d, reduction)
-    quad = E.div(E.mul(E.mul(d, d), 0.5), beta)
-    return S.torch_named(_reduce(E.where(E.lt(d, beta), quad, E.sub(d, 0.5 * beta)), reduction),
+    far, near = _split_at(d, beta)
+    quad = E.div(E.mul(E.mul(near, near), 0.5), beta)
+    return S.torch_named(_reduce(E.where(far, E.sub(d, 0.5 * beta), quad), reduction),
                          input, "SmoothL1LossBackward0")
+
+
+def _split_at(d: Any, bound: float) -> tuple:
+    """``(d >= bound, d where below it, else 0)``: a NaN ``d`` takes the quadratic branch,
+    as in PyTorch (its gradient is NaN), and an infinite one gives that branch no
+    0 * inf gradient."""
+    far = E.ge(d, bound)
+    return far, E.where(far, 0.0, d)
 
 
 def huber_loss(input: Any, target: Any, reduction: str = "mean",  # noqa: A002
@@ -287,7 +296,8 @@ def huber_loss(input: Any, target: Any, reduction: str = "mean",  # noqa: A002
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     d = E.abs(E.sub(input, target))
-    loss = E.where(E.lt(d, delta), E.mul(E.mul(d, d), 0.5), E.mul(E.sub(d, 0.5 * delta), delta))
+    far, near = _split_at(d, delta)
+    loss = E.where(far, E.mul(E.sub(d, 0.5 * delta), delta), E.mul(E.mul(near, near), 0.5))
     if weight is not None:  # PyTorch composes the weighted loss too
         return _reduce(E.mul(loss, weight), reduction)
     return S.torch_named(_reduce(loss, reduction), input, "HuberLossBackward0")

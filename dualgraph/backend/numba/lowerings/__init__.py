@@ -108,6 +108,27 @@ def _fmod(a: list, t: np.dtype) -> kir.Expr:
     return kir.Bin("*", mag, kir.Call("sign", (x,), x.dtype))
 
 
+def _floor_divide(a: list, t: np.dtype) -> kir.Expr:
+    # NumPy's float floor division, step for step (Numba's gives 0, not -1, for -3 // inf):
+    # the quotient of a - fmod(a, b), one less where the remainder's sign is not b's, then
+    # rounded to the nearest integer; a zero quotient keeps a / b's sign.
+    if t.kind != "f":
+        return kir.Call("floor_divide", (a[0], a[1]), t)
+    x, y = a[0], a[1]
+    zero = _k(0, t)
+    mod = kir.Call("fmod", (x, y), t)
+    div = kir.Bin("/", kir.Bin("-", x, mod), y)
+    flip = kir.Bin("and", kir.Bin("!=", mod, zero),
+                   kir.Bin("!=", kir.Bin("<", y, zero), kir.Bin("<", mod, zero)))
+    div = kir.Select(flip, kir.Bin("-", div, _k(1, t)), div)
+    low = kir.Call("floor", (div,), t)
+    near = kir.Select(kir.Bin(">", kir.Bin("-", div, low), _k(0.5, t)),
+                      kir.Bin("+", low, _k(1, t)), low)
+    quot = kir.Select(kir.Bin("!=", div, zero), near,
+                      kir.Call("copysign", (zero, kir.Bin("/", x, y)), t))
+    return kir.Select(kir.Bin("==", y, zero), kir.Bin("/", x, y), quot)
+
+
 SCALAR: dict[str, Builder] = {
     "add": _bin("+"),
     "sub": _bin("-"),
@@ -127,7 +148,8 @@ SCALAR: dict[str, Builder] = {
     "maximum": _pick(">="),
     "minimum": _pick("<="),
     "where": lambda a, t: kir.Select(a[0], a[1], a[2]),
-    "threshold_backward": lambda a, t: kir.Select(kir.Bin(">", a[1], a[2]), a[0], _k(0, t)),
+    # A NaN y compares false and passes the gradient, as PyTorch's kernel does.
+    "threshold_backward": lambda a, t: kir.Select(kir.Bin("<=", a[1], a[2]), _k(0, t), a[0]),
     "lt": _bin("<"),
     "le": _bin("<="),
     "gt": _bin(">"),
@@ -160,7 +182,7 @@ SCALAR: dict[str, Builder] = {
     "copysign": _call("copysign"),
     "fmod": _fmod,
     "remainder": _call("remainder"),
-    "floor_divide": _call("floor_divide"),
+    "floor_divide": _floor_divide,
     "atan2": _call("arctan2"),
     "bitwise_and": _bin("&"),
     "bitwise_or": _bin("|"),
