@@ -172,6 +172,12 @@ class CallTraceContext(TraceContext):
                 self.baked.append(BakedArray(arr, copy, loc))
         self._copied = []
 
+    def read_number(self, t: Tracer, what: str) -> Any:
+        """``t.item()`` inside a compiled call: a stand-in number (`symbolic.read_number`)."""
+        from .symbolic import read_number  # (symbolic builds on this module)
+
+        return read_number(t, what)
+
     def note_shape_read(self, t: Any) -> None:
         if id(t) not in self.made:
             self.shape_reads.setdefault(id(t), t)
@@ -571,8 +577,8 @@ def _replayed_value(e: Any, ctx: CallTraceContext) -> Callable[[], Any] | None:
     """How a compiled call gets ``e`` again, a value the trace appended to a list: a
     number computed from values read as the call begins, or a constant (numbers,
     strings, None, tuples of them); None for anything else (a fresh object eagerly)."""
-    if type(e) is TracedNumber and e._hooks[0] == ctx.guard_value:
-        return e._get
+    if type(e) is TracedNumber and e.guarded_by(ctx.guard_value):
+        return e.getter
     if _immutable_value(e) or type(e) is Size and all(type(n) is int for n in e):
         return lambda: e  # (a shape, ``x.shape``, is a tuple of ints)
     return None
@@ -1599,11 +1605,11 @@ def _number_written(ctx: CallTraceContext, obj: Any, d: dict, name: str, v: Any,
     (``ctx.numbers_changed``); it is then put back as it was before the call."""
     old = before.get(name, MISSING)
     get = ctx.replayed.get((id(d), name))
-    if type(v) is TracedNumber and v._hooks[0] == ctx.guard_value:
+    if type(v) is TracedNumber and v.guarded_by(ctx.guard_value):
         # A number the trace computed from values read at the call's entry (a replayed
         # attribute, a parameter group's): recomputed after each call.
-        if v._get is not get:  # (the stand-in itself: the attribute was not set)
-            ctx.number_writes.append((d, name, v._get))
+        if v.getter is not get:  # (the stand-in itself: the attribute was not set)
+            ctx.number_writes.append((d, name, v.getter))
     elif get is not None and _is_number(v):
         ctx.number_writes.append((d, name, lambda v=v: v))  # set to a constant
     elif _is_number(old) and _is_number(v) and old != v and name != "_training" and \

@@ -23,7 +23,6 @@ import numpy as np
 
 from ..eager.internal import array_of
 from ..eager.tensor import Tensor
-from ..trace.tracer import TraceContext
 from .baked import BakedValue, fingerprint, trivial
 from .capture import (
     MAX_GUARDED_ITEMS,
@@ -435,7 +434,7 @@ def _unpin_written(ctx: CallTraceContext, outside: list) -> list:
                     and (id(g.table), g.name) in written and id(g.value) not in read)]
 
 
-def _baked_values(ctx: TraceContext, roots: list, names: set, codes: list) -> list:
+def _baked_values(ctx: CallTraceContext, roots: list, names: set, codes: list) -> list:
     """The values no guard covers that the trace may have read (`baked.BakedValue`):
     fingerprinted now, after the trace, for the call path to compare now and then.
     ``roots``: ``(what, get, load name, code objects or None)``; ``names``: the
@@ -446,7 +445,7 @@ def _baked_values(ctx: TraceContext, roots: list, names: set, codes: list) -> li
             names.update(_code_names(code))
     frozen = frozenset(names)
     # Number attributes replayed on every call (`capture.EntryNumber`): not baked in.
-    skip = frozenset(getattr(ctx, "replayed", ()))
+    skip = frozenset(ctx.replayed)
     arrays = {id(b.array) for b in ctx.baked}  # captured arrays: checked as operands
     out = []
     for what, get, load, own in roots:

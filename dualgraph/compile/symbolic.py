@@ -28,7 +28,7 @@ from ..errors import EagerOnlyError
 from ..modes import current_trace
 from ..ops.mixin import TensorOps
 from ..ops.number_operators import number_operators
-from ..trace.tracer import Tracer, _trace_error
+from ..trace.tracer import Tracer, trace_error
 from .capture import CallTraceContext, NeedsValue, function_of  # noqa: F401 - re-exported
 
 
@@ -381,7 +381,7 @@ def read_number(t: Tracer, what: str) -> Any:
                          f"scalars, got shape {tuple(t.node.shape)}")
     kind = t.dtype.kind
     if not isinstance(ctx, CallTraceContext) or kind not in "fiu" or t.dtype == np.uint64:
-        raise _trace_error(what, eager_only=True)
+        raise trace_error(what, eager_only=True)
     from ..ops.shape import stop_gradient
 
     v = stop_gradient(t)

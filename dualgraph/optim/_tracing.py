@@ -130,6 +130,15 @@ class TracedNumber:
         self._hooks, self._key, self._get, self._where, self._keep = hooks, key, get, where, keep
 
     @property
+    def getter(self) -> Callable[[], Any]:
+        """The function that computes the value on each call."""
+        return self._get
+
+    def guarded_by(self, guard: Callable) -> bool:
+        """Whether this number's value guards go to ``guard`` (the trace that read it)."""
+        return self._hooks[0] == guard
+
+    @property
     def value(self) -> Any:
         """The value now (eager semantics: what the untraced program would compute)."""
         return self._get()

@@ -54,10 +54,11 @@ _WAY_OUT = (
 )
 
 
-def _trace_error(what: str, eager_only: bool = False) -> TraceError:
-    """``eager_only``: reading the value into Python (``loss.item()`` returned by a
-    training step, as torch.compile breaks its graph there) makes ``dg.compile`` run the
-    signature eagerly, with a warning, rather than fail; a branch on a value still raises."""
+def trace_error(what: str, eager_only: bool = False) -> TraceError:
+    """The error for a read of a traced value's data (``what``), naming the user's line.
+    ``eager_only``: reading the value into Python (``loss.item()`` returned by a training
+    step, as torch.compile breaks its graph there) makes ``dg.compile`` run the signature
+    eagerly, with a warning, rather than fail; a branch on a value still raises."""
     loc = user_location(3)
     code = source_line(loc)
     where = f"{loc}: " if loc else ""
@@ -166,25 +167,25 @@ class Tracer(TensorOps):
 
     # Everything that would need the value raises a TraceError naming the user's line.
     def __bool__(self) -> bool:
-        raise _trace_error("the truth value (an `if`, `while`, `and`/`or`, or `assert`)")
+        raise trace_error("the truth value (an `if`, `while`, `and`/`or`, or `assert`)")
 
     # Python's float() and int() accept only a real float or int, which the trace does not
     # have: the way out is .item(), whose number a compiled call computes.
     def __float__(self) -> float:
-        raise _trace_error("float() (call .item() instead, which stays compiled)",
+        raise trace_error("float() (call .item() instead, which stays compiled)",
                            eager_only=True)
 
     def __int__(self) -> int:
-        raise _trace_error("int() (call .item() instead, which stays compiled)",
+        raise trace_error("int() (call .item() instead, which stays compiled)",
                            eager_only=True)
 
     def __index__(self) -> int:
-        raise _trace_error("using a tensor as an index")
+        raise trace_error("using a tensor as an index")
 
     def __format__(self, spec: str) -> str:
         # f"{x:.3f}" formats the value; a plain f"{x}" shows the tracer, as print does.
         if spec:
-            raise _trace_error(f"formatting with {spec!r} (an f-string or format())",
+            raise trace_error(f"formatting with {spec!r} (an f-string or format())",
                                eager_only=True)
         return repr(self)
 
@@ -192,28 +193,24 @@ class Tracer(TensorOps):
         """Inside a compiled call, a stand-in for the Python number (`symbolic.read_number`):
         computed in the graph and handed out by the call; where Python needs the value
         itself, the call runs eagerly."""
-        from ..compile.symbolic import read_number
-
-        return read_number(self, ".item()")
+        return self._ctx.read_number(self, ".item()")
 
     def numpy(self) -> np.ndarray:
-        raise _trace_error(".numpy()", eager_only=True)
+        raise trace_error(".numpy()", eager_only=True)
 
     @property
     def _version(self) -> Any:
         # Eagerly the count of in-place ops so far, which a compiled call advances only
         # when it ends: a value read into Python, so the call runs eagerly.
-        raise _trace_error("._version (the count of in-place ops)", eager_only=True)
+        raise trace_error("._version (the count of in-place ops)", eager_only=True)
 
     def tolist(self) -> Any:
         if self.node.shape == ():  # a 0-d tensor's list is its number, as .item()
-            from ..compile.symbolic import read_number
-
-            return read_number(self, ".tolist()")
-        raise _trace_error(".tolist()", eager_only=True)
+            return self._ctx.read_number(self, ".tolist()")
+        raise trace_error(".tolist()", eager_only=True)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise _trace_error("passing a tracer to NumPy (call dg.exp etc. instead of np.exp)",
+        raise trace_error("passing a tracer to NumPy (call dg.exp etc. instead of np.exp)",
                            eager_only=True)
 
     # An argument's layout is the caller's tensor's, as eager mode reads it (the entry is
@@ -543,7 +540,7 @@ class TraceContext(Mode):
         value, which Python cannot read (`TraceError`)."""
         node = self._lifted.get(id(self._storage.get(storage_of(t), t)))
         if node is not None and node.op not in ("const", "input"):
-            raise _trace_error("reading the values of a tensor written in place inside "
+            raise trace_error("reading the values of a tensor written in place inside "
                                "the function")
         if id(t) in self.made:
             return
@@ -579,6 +576,12 @@ class TraceContext(Mode):
         """The eager tensor the trace met first that shares ``t``'s array and version
         counter (``t`` itself if none did)."""
         return self._storage.setdefault(storage_of(t), t)
+
+    def read_number(self, t: Tracer, what: str) -> Any:
+        """``t.item()`` (``what``): the number it stands for. A plain trace has no way to
+        hand one out, so the read raises; a compiled call's trace reads it as a value the
+        call computes."""
+        raise trace_error(what, eager_only=True)
 
     def lift(self, t: Tensor) -> Node:
         if id(t) in self._straight and GRAD_ENABLED.value:
