@@ -237,5 +237,5 @@ def test_optimizers_step_complex_parameters_as_their_real_view(opt):
             o.zero_grad()
             ((w - target).abs() ** 2).sum().backward()
             o.step()
-    np.testing.assert_allclose(cp.detach().numpy(), dg.view_as_complex(rp).detach().numpy(),
-                               rtol=1e-12, atol=1e-12)
+    dg.testing.assert_close(cp.detach().numpy(), dg.view_as_complex(rp).detach().numpy(),
+                            rtol=1e-12, atol=1e-12)

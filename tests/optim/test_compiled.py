@@ -141,7 +141,11 @@ CASES = {
 }
 # A momentum buffer that starts at the gradient but is then dampened (the user's optimizer,
 # SGD with dampening) takes its first-step branch once: a second trace, then none.
-TRACES = {"user_momentum/step": 2, "sgd_dampening/step": 2}
+# A hand-written optimizer's ``if len(state) == 0:`` reads the state's length: the first
+# call's trace sees it empty, the second retraces with it filled (torch.compile guards the
+# length and recompiles there too).
+TRACES = {"user_momentum/step": 2, "sgd_dampening/step": 2, "user_adam/step": 2,
+          "user_adam/user_scheduler": 2}
 
 
 def _setup(batch: int = 5):
@@ -230,7 +234,8 @@ def test_tiered_step_follows_the_schedule_at_both_tiers(cold_tiered, case) -> No
     got, run = train("tiered", make_opt, make_sched, batch=7)
     _compare(got, want)
     st = run.stats
-    assert st.traces == 1 and st.tier0_calls >= 1 and st.swap_call is not None
+    assert st.traces == TRACES.get(case, 1) and st.tier0_calls >= 1
+    assert st.swap_call is not None
     assert st.calls - st.tier0_calls >= STEPS - 3  # the later steps ran the kernels
 
 
