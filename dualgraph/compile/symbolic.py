@@ -373,14 +373,15 @@ class ReadFloat(_Read, SymbolicFloat):
 def read_number(t: Tracer, what: str) -> Any:
     """``t.item()`` while a compiled call traces ``t``: a `ReadFloat` or `ReadInt` standing
     for the number, its value ``t`` detached, as a 0-d float64 or int64 graph value. Bool
-    and complex tensors (and uint64, beyond int64), and a trace outside a compiled call
-    (``dg.trace``), raise `EagerOnlyError`, so the call runs eagerly."""
+    and complex tensors (and uint64, beyond int64) raise `EagerOnlyError`, so the call runs
+    eagerly. (A trace outside a compiled call, ``dg.trace``, raises in
+    `TraceContext.read_number` and never gets here.)"""
     ctx = t._ctx
     if t.node.shape and int(np.prod(t.node.shape)) != 1:
         raise ValueError(f"{what}: only one-element tensors can be converted to Python "
                          f"scalars, got shape {tuple(t.node.shape)}")
     kind = t.dtype.kind
-    if not isinstance(ctx, CallTraceContext) or kind not in "fiu" or t.dtype == np.uint64:
+    if kind not in "fiu" or t.dtype == np.uint64:
         raise trace_error(what, eager_only=True)
     from ..ops.shape import stop_gradient
 
