@@ -160,3 +160,40 @@ def test_a_training_step_scatters_gradients_into_the_fixed_table():
     shapes = symbolic_shapes(second, {0: (0,)}, first)
     assert shapes.refused is None
     assert "reads another operand or literal" in same_program(first, second, shapes)
+
+
+class _StopError(Exception):
+    pass
+
+
+def test_dlrm_step_is_one_program_over_its_index_lengths():
+    # DLRM's step (EmbeddingBag over offsets, forward, backward and SGD in one graph) sees
+    # index vectors of other lengths each batch: three symbols, all accepted.
+    from tests.programs import written11_programs as W
+
+    graphs = []
+
+    def tracing_compile(fn, **kwargs):
+        def call(*args):
+            ctx, outputs, _, _ = trace_call(fn, args)
+            inputs = ctx.inputs + [n for _, n in ctx.captured] + [n for n, _ in ctx.runtime]
+            graphs.append(Graph(inputs, ctx.nodes, list(outputs)))
+            if len(graphs) == 2:
+                raise _StopError
+            return fn(*args)
+        return call
+
+    weights, _ = W.SET.golden("dlrm")
+    program = W.SET.load("dlrm", dg)
+    program.torch.compile = tracing_compile
+    with pytest.raises(_StopError):
+        program.run(weights=weights, compiled=True)
+    first, second = graphs
+    seeds = {j: (0,) for j, (a, b) in enumerate(zip(first.inputs, second.inputs))
+             if a.shape != b.shape}
+    assert len(seeds) == 3 and all(len(first.inputs[j].shape) == 1 for j in seeds)
+    shapes = symbolic_shapes(second, seeds, first)
+    assert shapes.refused is None
+    assert same_program(first, second, shapes) is None
+    assert {s for d in shapes.dims.values() for s in d if s is not None} == \
+        {Dim(j, 0) for j in seeds}
