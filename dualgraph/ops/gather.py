@@ -61,18 +61,9 @@ _INT64 = np.dtype(np.int64)
 # ------------------------------------------------------------------ index / index_put
 
 
-def _split(shape: tuple, dims: tuple) -> tuple[tuple, tuple]:
-    """The dims before and after the indexed block of the result (``pre``, ``post``)."""
-    rest = tuple(d for d in range(len(shape)) if d not in dims)
-    if dims == tuple(range(dims[0], dims[0] + len(dims))):
-        return tuple(d for d in rest if d < dims[0]), tuple(d for d in rest if d > dims[0])
-    return (), rest  # separated advanced dims go first (NumPy's and PyTorch's rule)
-
-
 def indexed_shape(shape: tuple, dims: tuple, bshape: tuple) -> tuple:
     """Shape of ``x[idx]`` for ``x`` of ``shape`` indexed at ``dims`` by arrays of ``bshape``."""
-    pre, post = _split(shape, dims)
-    return tuple(shape[d] for d in pre) + tuple(bshape) + tuple(shape[d] for d in post)
+    return L.gathered(shape, dims, bshape)
 
 
 def _key(ndim: int, idx: np.ndarray, dims: tuple) -> tuple:
