@@ -50,6 +50,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..modes import bind
+from . import lengths as L
 from . import routines
 from . import shape as S
 from .broadcast import broadcasts_to
@@ -60,18 +61,9 @@ _INT64 = np.dtype(np.int64)
 # ------------------------------------------------------------------ index / index_put
 
 
-def _split(shape: tuple, dims: tuple) -> tuple[tuple, tuple]:
-    """The dims before and after the indexed block of the result (``pre``, ``post``)."""
-    rest = tuple(d for d in range(len(shape)) if d not in dims)
-    if dims == tuple(range(dims[0], dims[0] + len(dims))):
-        return tuple(d for d in rest if d < dims[0]), tuple(d for d in rest if d > dims[0])
-    return (), rest  # separated advanced dims go first (NumPy's and PyTorch's rule)
-
-
 def indexed_shape(shape: tuple, dims: tuple, bshape: tuple) -> tuple:
     """Shape of ``x[idx]`` for ``x`` of ``shape`` indexed at ``dims`` by arrays of ``bshape``."""
-    pre, post = _split(shape, dims)
-    return tuple(shape[d] for d in pre) + tuple(bshape) + tuple(shape[d] for d in post)
+    return L.gathered(shape, dims, bshape)
 
 
 def _key(ndim: int, idx: np.ndarray, dims: tuple) -> tuple:
@@ -216,11 +208,45 @@ def _put_name(node: Any) -> str:
     return _PUT_NAMES[node.attrs.get("api", "")]
 
 
+def _gathered_lengths(node: Any, dx: tuple, di: tuple) -> tuple:
+    """The symbols of ``x[idx]``: the index's batch axes may be symbolic (the gathered rows
+    follow), the table's indexed axes may not (its length bounds the indices)."""
+    dims = tuple(node.attrs["dims"])
+    if any(dx[a] is not None for a in dims):
+        raise L.refuse(node, "indexes along a symbolic length")
+    if di and di[0] is not None:
+        raise L.refuse(node, "takes a symbolic number of index arrays")
+    return L.gathered(dx, dims, di[1:])
+
+
+def _index_lengths(node: Any, ins: list, follows: tuple) -> tuple:
+    (_, dx), (_, di) = ins[:2]
+    return _gathered_lengths(node, dx, di)
+
+
+def _put_lengths(node: Any, ins: list, follows: tuple) -> tuple:
+    """``x[idx] = v`` (a gather's gradient scatters into its table): the result has the
+    table's shape; the index's batch axes and the value's matching axes may carry the
+    same symbol."""
+    of = {id(n): d for n, d in ins}
+    x, v, idx = node.inputs[:3]
+    fixed = (None,) * len(node.shape)
+    dx = of.get(id(x), fixed)
+    dims = tuple(node.attrs["dims"])
+    target = _gathered_lengths(node, dx, of[id(idx)])
+    shape = L.gathered(tuple(node.shape), dims, tuple(idx.shape)[1:])
+    vs = tuple(getattr(v, "shape", ()))
+    L.broadcast_dims(node, shape, [(vs, of.get(id(v), (None,) * len(vs))), (shape, target)])
+    return dx
+
+
 INDEX = register(OpDef(
     "index", _index_impl, _index_infer, _index_vjp, _index_name, saves=(1,),
+    lengths=_index_lengths,
 ))
 INDEX_PUT = register(OpDef(
     "index_put", _put_impl, _put_infer, _put_vjp, _put_name, saves=(2,),
+    lengths=_put_lengths,
 ))
 
 

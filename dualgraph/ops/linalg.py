@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..modes import bind
 from . import elementwise as E
+from . import lengths as L
 from . import reduce as R
 from . import shape as S
 from .broadcast import broadcast_shapes, normalize_dim, promote_arrays, result_dtype
@@ -182,9 +183,25 @@ def _addmm_vjp_arrays(ctx, args, out, g):
     return g, ga, gb
 
 
+def _matmul_lengths(node: Any, ins: list, follows: tuple) -> tuple:
+    """``a @ b``: a symbol on a batch axis (broadcast as elementwise ops are), on the rows
+    of ``a`` or the columns of ``b``, or the same symbol on both contracted axes (a sum
+    over it: zeros at length 0)."""
+    (a, da), (b, db) = ins
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        if L.symbolic(da + db):
+            raise L.refuse(node, "multiplies a vector with a symbolic length")
+        return (None,) * len(node.shape)
+    if da[-1] != db[-2]:
+        raise L.refuse(node, "contracts a symbolic length against another length")
+    batch = L.broadcast_dims(node, node.shape[:-2],
+                             [(tuple(a.shape[:-2]), da[:-2]), (tuple(b.shape[:-2]), db[:-2])])
+    return batch + (da[-2], db[-1])
+
+
 MATMUL = register(OpDef(
     "matmul", _matmul_impl, _matmul_infer, _matmul_vjp, _matmul_name, saves=(0, 1),
-    contraction=True, vjp_arrays=_matmul_vjp_arrays,
+    contraction=True, vjp_arrays=_matmul_vjp_arrays, lengths=_matmul_lengths,
 ))
 ADDMM = register(OpDef(
     "addmm", _addmm_impl, _addmm_infer, _addmm_vjp, "AddmmBackward0", saves=(1, 2),

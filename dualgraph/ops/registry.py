@@ -78,6 +78,9 @@ class OpDef:
       but free inside a fused loop, e.g. a broadcast, which is index arithmetic),
       ``sums`` (the result is the sum of the inputs: an accumulation, as into ``.grad``),
       ``differentiable`` (False: the result never requires grad, whatever the inputs).
+    - ``lengths(node, ins, follows) -> dims``: optional, which axes of the result carry a
+      symbolic length from the operands' (`ops/lengths.py`); elementwise ops and
+      reductions have their trait's rule, other ops without one take no symbolic length.
 
     How a backend runs an op is the backend's business: it looks its lowering up by
     ``name`` (for Numba, ``dualgraph/backend/numba/lowerings/``).
@@ -104,6 +107,7 @@ class OpDef:
     vjp_arrays: Callable[..., tuple | None] | None = None
     impl_keep: Callable[..., tuple] | None = None
     keeps_for: int | None = None
+    lengths: Callable[..., tuple] | None = None
 
     @property
     def loop_fusible(self) -> bool:

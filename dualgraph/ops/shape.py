@@ -28,6 +28,7 @@ from ..errors import ShapeError
 from ..modes import bind
 from . import elementwise as E
 from . import gather as G
+from . import lengths as L
 from .broadcast import (
     _is_int,
     normalize_axis,
@@ -1118,6 +1119,82 @@ def diff(x: Any, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = N
     return x
 
 
+# ------------------------------------------------------------------------ symbolic lengths
+
+
+def _concat_lengths(node: Any, ins: list, follows: tuple) -> tuple:
+    """Concatenation along a fixed axis, each operand with the same symbols elsewhere."""
+    axis = node.attrs["axis"] % len(node.shape)
+    first = ins[0][1]
+    for _, d in ins:
+        if d[axis] is not None:
+            raise L.refuse(node, "concatenates along a symbolic length")
+        if d != first:
+            raise L.refuse(node, "concatenates operands whose symbolic lengths differ")
+    return first
+
+
+def _transpose_lengths(node: Any, ins: list, follows: tuple) -> tuple:
+    (_, d), = ins
+    return tuple(d[a] for a in node.attrs["axes"])
+
+
+def _reshape_lengths(node: Any, ins: list, follows: tuple) -> tuple:
+    """A reshape that only adds or drops axes of length 1 keeps each symbolic axis whole;
+    any other mixes it with its neighbours (its target shape holds the length)."""
+    (x, d), = ins
+    kept = [(n, s) for n, s in zip(x.shape, d) if n != 1 or s is not None]
+    out: list = []
+    k = 0
+    for n in node.shape:
+        if k < len(kept) and n == kept[k][0] and (n != 1 or kept[k][1] is not None):
+            out.append(kept[k][1])
+            k += 1
+        elif n == 1:
+            out.append(None)
+        else:
+            raise L.refuse(node, "reshapes a symbolic length together with other axes")
+    if k != len(kept):
+        raise L.refuse(node, "reshapes a symbolic length together with other axes")
+    return tuple(out)
+
+
+def _getitem_lengths(node: Any, ins: list, follows: tuple) -> tuple:
+    """Basic indexing that leaves the symbolic axes alone (they come after the indexed
+    ones); an index or slice of a symbolic axis holds its length."""
+    (_, d), = ins
+    out: list = []
+    k = 0
+    for e in node.attrs["index"]:
+        if e is None:
+            out.append(None)
+            continue
+        if d[k] is not None:
+            raise L.refuse(node, "indexes or slices a symbolic length")
+        if not isinstance(e, int):
+            out.append(None)
+        k += 1
+    return tuple(out) + tuple(d[k:])
+
+
+def _broadcast_to_lengths(node: Any, ins: list, follows: tuple) -> tuple:
+    """An axis the input has keeps its symbol; one the broadcast adds or stretches from 1
+    carries the symbol its length follows between two traces (a reduction's gradient
+    spreads back over the reduced input's shape), else it is fixed."""
+    (x, d), = ins
+    out: list = []
+    lead = len(node.shape) - len(x.shape)
+    for k, n in enumerate(node.shape):
+        j = k - lead
+        if j >= 0 and d[j] is not None:
+            if x.shape[j] != n:
+                raise L.refuse(node, "broadcasts a symbolic length against a fixed length")
+            out.append(d[j])
+        else:
+            out.append(follows[k])
+    return tuple(out)
+
+
 # ------------------------------------------------------------------------ registry
 
 STOP_GRADIENT = register(OpDef(
@@ -1127,20 +1204,25 @@ STOP_GRADIENT = register(OpDef(
 RESHAPE = register(OpDef(
     "reshape", np.reshape, _reshape_infer, _reshape_vjp, "ViewBackward0", view=True,
     view_may_copy=True, vjp_arrays=_reshape_vjp_arrays,
+    lengths=_reshape_lengths,
 ))
 TRANSPOSE = register(OpDef(
     "transpose", _transpose_impl, _transpose_infer, _transpose_vjp, _transpose_name, view=True,
     vjp_arrays=_transpose_vjp_arrays,
+    lengths=_transpose_lengths,
 ))
 BROADCAST_TO = register(OpDef(
     "broadcast_to", np.broadcast_to, _broadcast_to_infer, _broadcast_to_vjp,
     "ExpandBackward0", view=True, fusible=True,
+    lengths=_broadcast_to_lengths,
 ))
 GETITEM = register(OpDef(
     "getitem", _getitem_impl, _getitem_infer, _getitem_vjp, _getitem_name, view=True,
+    lengths=_getitem_lengths,
 ))
 CONCATENATE = register(OpDef(
     "concatenate", _concat_impl, _concat_infer, _concat_vjp, "CatBackward0",
+    lengths=_concat_lengths,
 ))
 STACK = register(OpDef(
     "stack", _stack_impl, _stack_infer, _stack_vjp, "StackBackward0",
