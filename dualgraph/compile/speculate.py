@@ -21,7 +21,7 @@ import numpy as np
 from .._location import user_location
 from ..eager.internal import array_of
 from ..eager.tensor import TRACE_KEY, Tensor
-from ..ir.graph import Graph, Node, post_order
+from ..ir.graph import Node, post_order
 from ..ir.interpret import interpret
 from ..ir.optable import op_table
 from .guards import Guard, value_key
@@ -64,10 +64,41 @@ def _python(node: Node, value: np.ndarray) -> Any:
     return float(value) if node.dtype.kind == "f" else int(value)
 
 
-def _run(order: list, inputs: list, arrays: list, outputs: list) -> tuple:
-    graph = Graph(inputs, [n for n in order if n.op != "input"], outputs)
-    with np.errstate(all="ignore"):  # as eager mode's kernels run
-        return interpret(graph, *arrays)
+class _Prefix:
+    """The ops the read values depend on as straight-line NumPy calls (the interpreter's
+    kernels, without its per-node lookups: each call of a compiled step runs it)."""
+
+    __slots__ = ("inputs", "outputs", "steps", "out_slots")
+
+    def __init__(self, order: list, outputs: list) -> None:
+        ops = op_table()
+        self.inputs = [n for n in order if n.op == "input"]
+        self.outputs = list(outputs)
+        slot = {id(n): k for k, n in enumerate(self.inputs)}
+        steps = []
+        for n in order:
+            if n.op == "input":
+                continue
+            slot[id(n)] = len(slot)
+            args = tuple((True, slot[id(i)]) if isinstance(i, Node) else (False, i)
+                         for i in n.inputs)
+            if n.op == "const":
+                steps.append((lambda v=n.attrs["value"]: v, (), {}))
+            elif n.op == "fused":
+                steps.append((lambda *a, body=n.attrs["body"]: interpret(body, *a)[0],
+                              args, {}))
+            else:
+                steps.append((ops[n.op].impl, args, dict(n.attrs)))
+        self.steps = steps
+        self.out_slots = [slot[id(o)] for o in outputs]
+
+    def __call__(self, arrays: list) -> list:
+        env = list(arrays)
+        with np.errstate(all="ignore"):  # as eager mode's kernels run
+            for impl, args, attrs in self.steps:
+                env.append(np.asarray(impl(*[env[a] if ref else a for ref, a in args],
+                                           **attrs)))
+        return [env[k] for k in self.out_slots]
 
 
 def _trace_inputs(ctx: Any) -> dict:
@@ -92,11 +123,11 @@ def speculate(ctx: Any, reads: tuple, fn: Callable, what: str) -> tuple[bool, An
     if order is None:
         return False, None
     known = _trace_inputs(ctx)
-    inputs = [n for n in order if n.op == "input"]
-    if any(id(n) not in known for n in inputs):
+    prefix = _Prefix(order, nodes)
+    if any(id(n) not in known for n in prefix.inputs):
         return False, None
     try:
-        values = _run(order, inputs, [known[id(n)] for n in inputs], nodes)
+        values = prefix([known[id(n)] for n in prefix.inputs])
     except Exception:  # an op the interpreter cannot run here: the call runs eagerly
         return False, None
     result = fn(*[_python(n, v) for n, v in zip(nodes, values)])
@@ -127,25 +158,26 @@ def _getter(plan: Plan, k: int, positions: list) -> Callable[[tuple], np.ndarray
 
 class ReadGuard(Guard):
     """The outcomes of the uses of read numbers (`Speculation`): each call computes the
-    values from its inputs (a graph of the ops they depend on, run as the trace ran it)
+    values from its inputs (the ops they depend on, run as the trace ran them)
     and compares what the program took from them. A value that cannot be computed (an
     earlier guard failed: another shape) is no outcome, so the guard fails."""
 
-    __slots__ = ("graph", "getters", "specs", "_reads")
+    __slots__ = ("prefix", "getters", "specs", "_reads")
 
-    def __init__(self, graph: Graph, getters: list, specs: list) -> None:
-        self.graph, self.getters, self.specs = graph, getters, specs
+    def __init__(self, prefix: _Prefix, getters: list, specs: list) -> None:
+        self.prefix, self.getters, self.specs = prefix, getters, specs
         self.expected = tuple(s.expected for s in specs)
-        at = {id(o): k for k, o in enumerate(graph.outputs)}
+        at = {id(o): k for k, o in enumerate(prefix.outputs)}
         # Per speculation: its function and the (output, node) pairs it reads.
         self._reads = [(s.fn, [(at[id(n)], n) for n in s.nodes]) for s in specs]
 
     def now(self, args: tuple) -> Any:
         try:
-            ins = [a if a.shape == n.shape else a.reshape(n.shape)
-                   for a, n in zip((g(args) for g in self.getters), self.graph.inputs)]
-            with np.errstate(all="ignore"):
-                values = interpret(self.graph, *ins)
+            ins = []
+            for g, n in zip(self.getters, self.prefix.inputs):
+                a = g(args)
+                ins.append(a if a.shape == n.shape else a.reshape(n.shape))
+            values = self.prefix(ins)
             return tuple([value_key(fn(*[_python(n, values[k]) for k, n in reads]))
                           for fn, reads in self._reads])
         except Exception:
@@ -174,12 +206,10 @@ def read_guard(plan: Plan, ctx: Any, args: tuple) -> Any:
             if id(n) not in seen:
                 seen.add(id(n))
                 nodes.append(n)
-    order = post_order(nodes)
-    inputs = [n for n in order if n.op == "input"]
+    prefix = _Prefix(post_order(nodes), nodes)
     index = {id(n): k for k, n in enumerate(plan.graph.inputs)}
     positions = [i for i, a in enumerate(args) if isinstance(a, (Tensor, np.ndarray))]
-    getters = [_getter(plan, index[id(n)], positions) for n in inputs]
-    graph = Graph(inputs, [n for n in order if n.op != "input"], nodes)
-    guard = ReadGuard(graph, getters, list(ctx.speculated))
+    getters = [_getter(plan, index[id(n)], positions) for n in prefix.inputs]
+    guard = ReadGuard(prefix, getters, list(ctx.speculated))
     items = list(plan.guards.items) if plan.guards is not None else []
     return Guards(items + [guard])
