@@ -13,7 +13,9 @@ any guard that fails.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -38,17 +40,46 @@ from .plan import (
 # before its kernels, in NumPy.
 MAX_PREFIX = 256
 
+# The lines whose number, taken as a value (``int()``, ``float()``), changed between calls
+# of the compiled function being traced (`unstable_values`): a value that changes once
+# (a loss) would retrace on every call, so those lines run the signature eagerly instead.
+_UNSTABLE: contextvars.ContextVar[frozenset] = contextvars.ContextVar(
+    "unstable_read_values", default=frozenset())
+
+
+@contextlib.contextmanager
+def unstable_values(lines: set) -> Iterator[None]:
+    """Trace with ``lines`` (``"file.py:12"``) not speculated on for values."""
+    token = _UNSTABLE.set(frozenset(lines))
+    try:
+        yield
+    finally:
+        _UNSTABLE.reset(token)
+
+
+def changed_values(guards: Any, args: tuple) -> list:
+    """The lines of the values (not comparison outcomes) that ``guards`` speculated on
+    and that differ for a call with ``args``."""
+    out = []
+    for g in guards.items if guards is not None else ():
+        if isinstance(g, ReadGuard):
+            now = g.now(args)
+            out += [s.where for k, s in enumerate(g.specs)
+                    if s.value and (now is None or now[k] != s.expected)]
+    return out
+
 
 class Speculation:
     """One use of read numbers: ``fn`` of the Python values of ``nodes`` (0-d float64 or
-    int64 graph values) gave ``expected`` (a `guards.value_key`) at ``where``."""
+    int64 graph values) gave ``expected`` (a `guards.value_key`) at ``where``; ``value``:
+    the number itself (a conversion), not a comparison's outcome."""
 
-    __slots__ = ("nodes", "fn", "expected", "where", "what")
+    __slots__ = ("nodes", "fn", "expected", "where", "what", "value")
 
     def __init__(self, nodes: tuple, fn: Callable, expected: Any, where: str,
-                 what: str) -> None:
-        self.nodes, self.fn, self.expected, self.where, self.what = \
-            nodes, fn, expected, where, what
+                 what: str, value: bool) -> None:
+        self.nodes, self.fn, self.expected, self.where, self.what, self.value = \
+            nodes, fn, expected, where, what, value
 
 
 def _prefix(nodes: list) -> list | None:
@@ -114,10 +145,15 @@ def _trace_inputs(ctx: Any) -> dict:
     return known
 
 
-def speculate(ctx: Any, reads: tuple, fn: Callable, what: str) -> tuple[bool, Any]:
+def speculate(ctx: Any, reads: tuple, fn: Callable, what: str,
+              value: bool = False) -> tuple[bool, Any]:
     """``fn`` of the values of ``reads`` (`symbolic` stand-ins) in the call being traced,
     recorded for `ReadGuard`: ``(True, result)``, or ``(False, None)`` when the trace
-    cannot compute them (a random value, an input it does not know, too long a prefix)."""
+    cannot compute them (a random value, an input it does not know, too long a prefix)
+    or, for a ``value``, when it changed between earlier calls (`unstable_values`)."""
+    where = user_location(3) or "the function"
+    if value and where in _UNSTABLE.get():
+        return False, None
     nodes = [r._t.node for r in reads]
     order = _prefix(nodes)
     if order is None:
@@ -131,8 +167,8 @@ def speculate(ctx: Any, reads: tuple, fn: Callable, what: str) -> tuple[bool, An
     except Exception:  # an op the interpreter cannot run here: the call runs eagerly
         return False, None
     result = fn(*[_python(n, v) for n, v in zip(nodes, values)])
-    ctx.speculated.append(Speculation(tuple(nodes), fn, value_key(result),
-                                      user_location(3) or "the function", what))
+    ctx.speculated.append(Speculation(tuple(nodes), fn, value_key(result), where, what,
+                                      value))
     return True, result
 
 

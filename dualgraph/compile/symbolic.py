@@ -338,11 +338,15 @@ class _Read:
 
     __slots__ = ()
 
-    def _known(self, fn: Callable, what: str, reads: tuple = ()) -> Any:
+    def _known(self, fn: Callable, what: str, reads: tuple = (), value: bool = False) -> Any:
         """``fn`` of the values of this read (and ``reads``), computed from the call's
-        inputs and guarded; eager for the call when they cannot be computed."""
-        done, result = speculate(self._t._ctx, (self, *reads), fn, what)
+        inputs and guarded (``value``: the number itself, not an outcome); eager for the
+        call when they cannot be computed."""
+        done, result = speculate(self._t._ctx, (self, *reads), fn, what, value)
         return result if done else self._need(what)
+
+    def _value(self, fn: Callable, what: str) -> Any:
+        return self._known(fn, what, value=True)
 
     def _compared(self, op: Callable, other: Any, spelling: str) -> Any:
         if isinstance(other, _Read):
@@ -361,15 +365,15 @@ class _Read:
     def __ne__(self, o): return self._compared(operator.ne, o, "!=")  # noqa: E704
     def __hash__(self): return self._need("hashed")  # noqa: E704
     def __bool__(self): return self._known(bool, "its truth value")  # noqa: E704
-    def __float__(self): return self._known(float, "float()")  # noqa: E704
-    def __int__(self): return self._known(int, "int()")  # noqa: E704
-    def __index__(self): return self._known(operator.index, "an index or a size")  # noqa: E704
-    def __trunc__(self): return self._known(math.trunc, "math.trunc()")  # noqa: E704
-    def __floor__(self): return self._known(math.floor, "math.floor()")  # noqa: E704
-    def __ceil__(self): return self._known(math.ceil, "math.ceil()")  # noqa: E704
+    def __float__(self): return self._value(float, "float()")  # noqa: E704
+    def __int__(self): return self._value(int, "int()")  # noqa: E704
+    def __index__(self): return self._value(operator.index, "an index or a size")  # noqa: E704
+    def __trunc__(self): return self._value(math.trunc, "math.trunc()")  # noqa: E704
+    def __floor__(self): return self._value(math.floor, "math.floor()")  # noqa: E704
+    def __ceil__(self): return self._value(math.ceil, "math.ceil()")  # noqa: E704
 
     def __round__(self, ndigits: Any = None) -> Any:
-        return self._known(lambda v: round(v, ndigits), "round()")
+        return self._value(lambda v: round(v, ndigits), "round()")
 
     def _need(self, reason: str) -> Any:
         loc = user_location(2)
