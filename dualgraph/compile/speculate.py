@@ -40,9 +40,10 @@ from .plan import (
 # before its kernels, in NumPy.
 MAX_PREFIX = 256
 
-# The lines whose number, taken as a value (``int()``, ``float()``), changed between calls
-# of the compiled function being traced (`unstable_values`): a value that changes once
-# (a loss) would retrace on every call, so those lines run the signature eagerly instead.
+# The lines whose number, taken as a float value (``float()``, ``math.log``), changed
+# between calls of the compiled function being traced (`unstable_values`): a value that
+# changes once (a loss) would retrace on every call, so those lines run the signature
+# eagerly instead.
 _UNSTABLE: contextvars.ContextVar[frozenset] = contextvars.ContextVar(
     "unstable_read_values", default=frozenset())
 
@@ -58,8 +59,8 @@ def unstable_values(lines: set) -> Iterator[None]:
 
 
 def changed_values(guards: Any, args: tuple) -> list:
-    """The lines of the values (not comparison outcomes) that ``guards`` speculated on
-    and that differ for a call with ``args``."""
+    """The lines of the float values (not comparison outcomes, nor ints) that ``guards``
+    speculated on and that differ for a call with ``args``."""
     out = []
     for g in guards.items if guards is not None else ():
         if isinstance(g, ReadGuard):
@@ -72,7 +73,7 @@ def changed_values(guards: Any, args: tuple) -> list:
 class Speculation:
     """One use of read numbers: ``fn`` of the Python values of ``nodes`` (0-d float64 or
     int64 graph values) gave ``expected`` (a `guards.value_key`) at ``where``; ``value``:
-    the number itself (a conversion), not a comparison's outcome."""
+    a float taken as the number itself (a conversion), not a comparison's outcome."""
 
     __slots__ = ("nodes", "fn", "expected", "where", "what", "value")
 
@@ -167,8 +168,11 @@ def speculate(ctx: Any, reads: tuple, fn: Callable, what: str,
     except Exception:  # an op the interpreter cannot run here: the call runs eagerly
         return False, None
     result = fn(*[_python(n, v) for n, v in zip(nodes, values)])
+    # Only a float taken as a value is given up on once it changes: an int (a count, a
+    # size, a loop bound) retraces per value within the budget, as torch.compile
+    # specializes such an int.
     ctx.speculated.append(Speculation(tuple(nodes), fn, value_key(result), where, what,
-                                      value))
+                                      value and isinstance(result, float)))
     return True, result
 
 

@@ -96,3 +96,22 @@ def test_a_read_number_not_computable_from_the_inputs_still_runs_eagerly():
     with pytest.warns(RuntimeWarning, match="Python needs its value"):
         np.testing.assert_array_equal(f(dg.ones(2)).numpy(), np.ones(2))
     assert traces(f) == 0
+
+
+def _first(x, k):
+    n = (k > 0).sum().item()
+    y = x[:n] * 2
+    for _ in range(n):
+        y = y + 1
+    return y
+
+
+def test_an_int_read_as_a_size_or_a_loop_bound_retraces_per_value():
+    f = dg.compile(_first)
+    x = dg.arange(5.0)
+    for k, n in (([1, 1, -1], 1), ([1, 1, -1], 1), ([1, -1, -1], 2), ([1, 1, -1], 2)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = f(x, dg.tensor(k))
+        np.testing.assert_array_equal(got.numpy(), _first(x, dg.tensor(k)).numpy())
+        assert traces(f) == n
