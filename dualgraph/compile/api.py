@@ -59,6 +59,7 @@ from .signature import (
     overlapping,
 )
 from .specialize import FillsStateError, compile_entry
+from .speculate import changed_values, unstable_values
 from .stale import check_stale
 from .symbolic import NeedsValue, symbolic_ints
 from .tiered import enabled as tiered_enabled
@@ -169,6 +170,9 @@ class CompiledFunction:
         self._eager_fallback = False
         self._filled_state = False  # a call already ran eagerly to fill empty attributes
         self._eager_sigs: set = set()  # signatures whose calls run eagerly (`EagerOnlyError`)
+        # Lines whose read number, taken as a value, changed between calls: not speculated
+        # on again (`speculate.unstable_values`).
+        self._unstable: set = set()
         # Int argument positions traced as graph inputs after a second value (`symbolic`),
         # and those whose trace needed the value (keyed by value for good), with why.
         self._int_inputs: set = set()
@@ -406,6 +410,8 @@ class CompiledFunction:
         # Why the most recent entry of this signature no longer fits (None: new signature).
         entries = self._entries.get(sig)
         reason = entries[-1].guards.failure(args) if entries else None
+        if reason is not None:
+            self._unstable.update(changed_values(entries[-1].guards, args))
         if self._eager_fallback or sig in self._eager_sigs:
             return None
         with self._lock:
@@ -441,10 +447,11 @@ class CompiledFunction:
             if reason is not None:
                 self.stats.retrace_reasons.append(reason)
             try:
-                entry = compile_entry(fn, args, self.stats, self.parallel, self.cache,
-                                      self.verify, tiered_enabled(self.tiered, self.cache),
-                                      sig[3], fills_state=not (self._filled_state or
-                                                               self.strict))
+                with unstable_values(self._unstable):
+                    entry = compile_entry(fn, args, self.stats, self.parallel, self.cache,
+                                          self.verify, tiered_enabled(self.tiered, self.cache),
+                                          sig[3], fills_state=not (self._filled_state or
+                                                                   self.strict))
             except FillsStateError:
                 self._filled_state = True
                 self.stats.state_filling_calls += 1

@@ -42,6 +42,7 @@ from .plan import (
 )
 from .random_state import uses_random
 from .signature import capture_guards
+from .speculate import read_guard
 from .symbolic import check_reads
 from .tiered import start as tiered_start
 
@@ -208,6 +209,7 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
             Kind.STEP if writes or grad_writes or ctx.backward_called else Kind.INFERENCE)
     plan = Plan(mode=kind, graph=graph, sources=sources, n_user=len(user), single=single,
                 guards=guards)
+    plan.guards = read_guard(plan, ctx, args)
     plan.baked = tuple(ctx.baked)
     plan.out_rg = tuple(id(n) in ctx.rg for n in user)
     plan.rg_free = _requires_grad_free(ctx, args, user + extra)

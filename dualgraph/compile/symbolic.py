@@ -13,6 +13,7 @@ dropped and the argument stays keyed by value (`NeedsValue`).
 from __future__ import annotations
 
 import functools
+import math
 import operator
 import sys
 import types
@@ -30,6 +31,7 @@ from ..ops.mixin import TensorOps
 from ..ops.number_operators import number_operators
 from ..trace.tracer import Tracer, trace_error
 from .capture import CallTraceContext, NeedsValue, function_of  # noqa: F401 - re-exported
+from .speculate import speculate
 
 
 def _tensor_only(fn: Callable, name: str, reflected: bool = False) -> Callable:
@@ -328,10 +330,50 @@ def _holds(v: Any, depth: int, read: bool = False) -> bool:
 class _Read:
     """A number the program read from a traced value (`read_number`): a 0-d graph value
     like an argument's stand-in, but a graph output when it leaves the call. Where Python
-    needs its value the signature runs eagerly (`EagerOnlyError` naming the line), as
-    ``torch.compile`` breaks its graph there."""
+    branches on it or converts it (a comparison, ``bool()``, ``max``/``min``, ``int()``,
+    ``float()``, ``round()``, ``math.floor``), the trace computes its value from the
+    call's inputs and goes on with what the program took from it, which guards the entry
+    (`speculate`). Other uses of the value itself run the signature eagerly
+    (`EagerOnlyError` naming the line), as ``torch.compile`` breaks its graph there."""
 
     __slots__ = ()
+
+    def _known(self, fn: Callable, what: str, reads: tuple = (), value: bool = False) -> Any:
+        """``fn`` of the values of this read (and ``reads``), computed from the call's
+        inputs and guarded (``value``: the number itself, not an outcome); eager for the
+        call when they cannot be computed."""
+        done, result = speculate(self._t._ctx, (self, *reads), fn, what, value)
+        return result if done else self._need(what)
+
+    def _value(self, fn: Callable, what: str) -> Any:
+        return self._known(fn, what, value=True)
+
+    def _compared(self, op: Callable, other: Any, spelling: str) -> Any:
+        if isinstance(other, _Read):
+            return self._known(op, f"{spelling} (of two numbers read)", (other,))
+        if isinstance(other, SymbolicInt):
+            return other._need("a comparison")  # an argument's stand-in: keyed by value
+        if isinstance(other, (int, float, np.integer, np.floating)):
+            return self._known(lambda v: op(v, other), f"{spelling} {other!r}")
+        return NotImplemented
+
+    def __lt__(self, o): return self._compared(operator.lt, o, "<")  # noqa: E704
+    def __le__(self, o): return self._compared(operator.le, o, "<=")  # noqa: E704
+    def __gt__(self, o): return self._compared(operator.gt, o, ">")  # noqa: E704
+    def __ge__(self, o): return self._compared(operator.ge, o, ">=")  # noqa: E704
+    def __eq__(self, o): return self._compared(operator.eq, o, "==")  # noqa: E704
+    def __ne__(self, o): return self._compared(operator.ne, o, "!=")  # noqa: E704
+    def __hash__(self): return self._need("hashed")  # noqa: E704
+    def __bool__(self): return self._known(bool, "its truth value")  # noqa: E704
+    def __float__(self): return self._value(float, "float()")  # noqa: E704
+    def __int__(self): return self._value(int, "int()")  # noqa: E704
+    def __index__(self): return self._value(operator.index, "an index or a size")  # noqa: E704
+    def __trunc__(self): return self._value(math.trunc, "math.trunc()")  # noqa: E704
+    def __floor__(self): return self._value(math.floor, "math.floor()")  # noqa: E704
+    def __ceil__(self): return self._value(math.ceil, "math.ceil()")  # noqa: E704
+
+    def __round__(self, ndigits: Any = None) -> Any:
+        return self._value(lambda v: round(v, ndigits), "round()")
 
     def _need(self, reason: str) -> Any:
         loc = user_location(2)

@@ -169,15 +169,13 @@ class Tracer(TensorOps):
     def __bool__(self) -> bool:
         raise trace_error("the truth value (an `if`, `while`, `and`/`or`, or `assert`)")
 
-    # Python's float() and int() accept only a real float or int, which the trace does not
-    # have: the way out is .item(), whose number a compiled call computes.
+    # Python's float() and int() take a real float or int: inside a compiled call, that of
+    # the read number (`CallTraceContext.read_number`), which the call computes.
     def __float__(self) -> float:
-        raise trace_error("float() (call .item() instead, which stays compiled)",
-                           eager_only=True)
+        return float(self._ctx.read_number(self, "float()"))
 
     def __int__(self) -> int:
-        raise trace_error("int() (call .item() instead, which stays compiled)",
-                           eager_only=True)
+        return int(self._ctx.read_number(self, "int()"))
 
     def __index__(self) -> int:
         raise trace_error("using a tensor as an index")
@@ -391,6 +389,10 @@ class TraceContext(Mode):
         # Why the program needed the value of a number it read with ``.item()``
         # (`symbolic.read_number`): errors it may have caught, raised once the trace ends.
         self.read_needs: list = []
+        # What the program took from such numbers where Python needed their values (a
+        # comparison's outcome, int() of one), computed from the call's inputs: the
+        # compiled call's guards (`compile.speculate`).
+        self.speculated: list = []
         # Values made leaves inside the trace (``requires_grad_``): node id -> their
         # gradient (None until a backward reaches them), which ``.grad`` reads.
         self.leaf_grads: dict[int, Any] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 import numpy as np
 import pytest
@@ -1313,15 +1314,16 @@ def test_branch_on_a_traced_value_raises_naming_the_line():
         dg.compile(g)(dg.ones(2))
 
 
-def test_item_of_a_traced_value_python_compares_runs_eagerly_naming_the_line():
-    # As torch.compile breaks its graph there: dg.compile warns once, naming the line,
-    # and runs that signature eagerly, so every call still gives eager's answer.
+def test_item_of_a_traced_value_python_compares_compiles_per_side_naming_the_line():
+    # Where torch.compile breaks its graph, the call computes the read value first and
+    # runs the entry traced with the same side of max(); the other side retraces.
     w = dg.tensor([2.0])
     f = dg.compile(lambda x: x * max(1.0, (w * x).sum().item()))
-    with pytest.warns(RuntimeWarning, match=r"test_probe_fidelity\.py:\d+.*\.item\(\)"):
-        first = f(dg.full((1,), 0.25))
-    dg.testing.assert_close(first, dg.tensor([0.25]))
+    dg.testing.assert_close(f(dg.full((1,), 0.25)), dg.tensor([0.25]))
     dg.testing.assert_close(f(dg.full((1,), 3.0)), dg.tensor([18.0]))
+    dg.testing.assert_close(f(dg.full((1,), 2.0)), dg.tensor([8.0]))
+    assert f.stats.traces == 2
+    assert re.search(r"test_probe_fidelity\.py:\d+: .*\.item\(\)", f.stats.retrace_reasons[0])
     with pytest.raises(TraceError, match=r"\.item\(\)"):
         dg.trace(lambda x: x * (w * x).sum().item(), dg.ones(1))
 
