@@ -48,9 +48,9 @@ def test_a_step_branching_on_read_numbers_compiles_per_outcome_and_steps_once(ru
     for x, n in zip(_XS, _TRACES):
         want = eager(dg.tensor(x))
         got = f(dg.tensor(x))
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+        dg.testing.assert_close(got.numpy(), want.numpy(), rtol=1e-6, atol=0)
         # One SGD step per call, whether the guard held or the call retraced.
-        np.testing.assert_allclose(w_c.detach().numpy(), w_e.detach().numpy(), rtol=1e-6)
+        dg.testing.assert_close(w_c.detach().numpy(), w_e.detach().numpy(), rtol=1e-6, atol=0)
         if runner.mode != "eager":
             assert traces(f) == n
     if runner.mode != "eager":
@@ -66,8 +66,8 @@ def test_past_the_retrace_budget_a_failed_guard_runs_the_step_eagerly_once():
             warnings.simplefilter("ignore", RuntimeWarning)  # the budget's warning
             got = f(dg.tensor(x))
         want = eager(dg.tensor(x))
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
-        np.testing.assert_allclose(w_c.detach().numpy(), w_e.detach().numpy(), rtol=1e-6)
+        dg.testing.assert_close(got.numpy(), want.numpy(), rtol=1e-6, atol=0)
+        dg.testing.assert_close(w_c.detach().numpy(), w_e.detach().numpy(), rtol=1e-6, atol=0)
     assert traces(f) == 1
 
 
