@@ -63,9 +63,39 @@ _dorgqr = _extern("orgqr", _I, _I, _I, _P, _I, _P)
 _L, _U, _N, _V, _S, _A = (ord(c) for c in "LUNVSA")
 
 
+# Numba's compile time follows the code it types, and the helpers below are compiled once
+# per dtype and layout of their arguments: array slice assignments (``w[:] = a[b]``) and
+# string formatting in a raise each type a generic implementation of their own, so copies
+# are the element loops of `_load` and `_store`, and messages are built in `_failed` and
+# `_not_positive_definite`, compiled once for every caller.
+
+
 @cached_njit(nogil=True)
 def _failed(what):
     raise LinAlgError(what)
+
+
+@cached_njit(nogil=True)
+def _not_positive_definite(info):
+    raise LinAlgError("linalg.cholesky: The factorization could not be completed because the "
+                      "input is not positive-definite (the leading minor of order "
+                      + str(info) + " is not positive-definite).")
+
+
+@cached_njit(nogil=True)
+def _load(a, b, w):
+    """Matrix ``b`` of ``a`` (batch, m, n) into ``w`` (m, n), as float64."""
+    for i in range(w.shape[0]):
+        for j in range(w.shape[1]):
+            w[i, j] = a[b, i, j]
+
+
+@cached_njit(nogil=True)
+def _store(w, out, b, row, col):
+    """``w`` (m, n) into ``out[b]`` (batch, ., .) at row ``row``, column ``col``."""
+    for i in range(w.shape[0]):
+        for j in range(w.shape[1]):
+            out[b, row + i, col + j] = w[i, j]
 
 
 @cached_njit(nogil=True)
@@ -74,16 +104,14 @@ def cholesky(a, out, check):
     n = a.shape[1]
     w = np.empty((n, n), np.float64)
     for b in range(a.shape[0]):
-        w[:] = a[b]
+        _load(a, b, w)
         info = _dpotrf(_ROW_MAJOR, _L, n, w.ctypes, n)
         if info > 0 and check:
-            raise LinAlgError("linalg.cholesky: The factorization could not be completed "
-                              "because the input is not positive-definite (the leading minor "
-                              "of order " + str(info) + " is not positive-definite).")
+            _not_positive_definite(info)
         for i in range(n):
             for j in range(i + 1, n):
                 w[i, j] = 0
-        out[b] = w
+        _store(w, out, b, 0, 0)
     return 0
 
 
@@ -93,7 +121,7 @@ def cholesky_info(a, out):
     n = a.shape[1]
     w = np.empty((n, n), np.float64)
     for b in range(a.shape[0]):
-        w[:] = a[b]
+        _load(a, b, w)
         out[b] = _dpotrf(_ROW_MAJOR, _L, n, w.ctypes, n)
     return 0
 
@@ -107,8 +135,8 @@ def solve_triangular(a, rhs, out, upper, unit):
     w = np.empty((n, n), np.float64)
     x = np.empty((n, k), np.float64)
     for b in range(a.shape[0]):
-        w[:] = a[b]
-        x[:] = rhs[b]
+        _load(a, b, w)
+        _load(rhs, b, x)
         singular = False
         if not unit:
             for i in range(n):
@@ -131,7 +159,7 @@ def solve_triangular(a, rhs, out, upper, unit):
             uplo = _U if upper else _L
             diag = _U if unit else _N
             _dtrtrs(_ROW_MAJOR, uplo, _N, diag, n, k, w.ctypes, n, x.ctypes, k)
-        out[b] = x
+        _store(x, out, b, 0, 0)
     return 0
 
 
@@ -143,14 +171,15 @@ def eigh(a, out, lower):
     w = np.empty((n, n), np.float64)
     vals = np.empty(n, np.float64)
     for b in range(a.shape[0]):
-        w[:] = a[b]
+        _load(a, b, w)
         uplo = _L if lower else _U
         info = _dsyevd(_ROW_MAJOR, _V, uplo, n, w.ctypes, n, vals.ctypes)
         if info > 0:
             _failed("linalg.eigh: The algorithm failed to converge because the input matrix "
                     "is ill-conditioned or has too many repeated eigenvalues")
-        out[b, 0] = vals
-        out[b, 1:] = w
+        for j in range(n):
+            out[b, 0, j] = vals[j]
+        _store(w, out, b, 1, 0)
     return 0
 
 
@@ -168,15 +197,20 @@ def svd(a, out, full):
     vt = np.empty((kv, n), np.float64)
     job = _A if full else _S
     for b in range(a.shape[0]):
-        w[:] = a[b]
+        _load(a, b, w)
         info = _dgesdd(_ROW_MAJOR, job, m, n, w.ctypes, n, s.ctypes, u.ctypes, ku,
                            vt.ctypes, n)
         if info > 0:
             _failed("linalg.svd: The algorithm failed to converge because the input matrix "
                     "is ill-conditioned or has too many repeated singular values")
-        out[b, :m * ku] = u.ravel()
-        out[b, m * ku:m * ku + k] = s
-        out[b, m * ku + k:] = vt.ravel()
+        for i in range(m):
+            for j in range(ku):
+                out[b, i * ku + j] = u[i, j]
+        for j in range(k):
+            out[b, m * ku + j] = s[j]
+        for i in range(kv):
+            for j in range(n):
+                out[b, m * ku + k + i * n + j] = vt[i, j]
     return 0
 
 
@@ -190,9 +224,11 @@ def qr(a, out, complete):
     tau = np.empty(max(k, 1), np.float64)
     q = np.empty((m, kq), np.float64)
     for b in range(a.shape[0]):
-        w[:] = a[b]
+        _load(a, b, w)
         _dgeqrf(_ROW_MAJOR, m, n, w.ctypes, n, tau.ctypes)
-        out[b] = 0
+        for i in range(m):
+            for j in range(kq + n):
+                out[b, i, j] = 0
         for i in range(kq):
             for j in range(i, n):
                 out[b, i, kq + j] = w[i, j]
@@ -200,7 +236,7 @@ def qr(a, out, complete):
             for j in range(kq):
                 q[i, j] = w[i, j] if j < n else 0
         _dorgqr(_ROW_MAJOR, m, kq, k, q.ctypes, kq, tau.ctypes)
-        out[b, :, :kq] = q
+        _store(q, out, b, 0, 0)
     return 0
 
 
@@ -212,18 +248,17 @@ def pinv(a, out, atol, rtol):
     k = min(m, n)
     packed = np.empty((a.shape[0], m * k + k + k * n), np.float64)
     svd(a, packed, False)
+    su, vu = m * k, m * k + k  # where S and Vh start in a row of packed
     for b in range(a.shape[0]):
-        u = packed[b, :m * k].reshape((m, k))
-        s = packed[b, m * k:m * k + k]
-        vt = packed[b, m * k + k:].reshape((k, n))
-        cut = max(atol, rtol * s[0]) if k else atol
+        cut = max(atol, rtol * packed[b, su]) if k else atol
         # out = V diag(1/s) Uᵀ by loops: np.dot in a kernel would need SciPy's BLAS.
         for i in range(n):
             for j in range(m):
                 acc = 0.0
                 for p in range(k):
-                    if s[p] > cut:
-                        acc += vt[p, i] * u[j, p] / s[p]
+                    s = packed[b, su + p]
+                    if s > cut:
+                        acc += packed[b, vu + p * n + i] * packed[b, j * k + p] / s
                 out[b, i, j] = acc
     return 0
 
@@ -257,7 +292,7 @@ def matrix_exp(a, out):
                     acc[i, j] = (1.0 if i == j else 0.0) + tmp[i, j] / k
         for _ in range(s):
             _matmul_into(acc, acc, tmp)
-            acc[:] = tmp
+            acc, tmp = tmp, acc
         for i in range(n):
             for j in range(n):
                 out[b, i, j] = acc[i, j]
@@ -286,11 +321,13 @@ def lu(a, out):
     w = np.empty((m, n), np.float64)
     perm = np.empty(m, np.int64)
     for b in range(a.shape[0]):
+        for i in range(out.shape[1]):
+            for c in range(out.shape[2]):
+                out[b, i, c] = 0
         for i in range(m):
             perm[i] = i
             for c in range(n):
                 w[i, c] = a[b, i, c]
-        out[b] = 0
         for j in range(k):
             p, big = j, abs(w[j, j])
             for i in range(j + 1, m):
