@@ -21,8 +21,10 @@ import numpy as np
 from .._location import user_location as _user_location
 from ..ir.graph import Node, next_uid
 from ..ops.broadcast import fit_grad
+from ..ops.loss import nll_log_softmax_grad, nll_plain_grad, nll_plain_scale
 from ..ops.reduce import SUM
 from ..ops.shape import GETITEM, to_numpy_index
+from ..ops.softmax import LOG_SOFTMAX
 from . import grad_mode
 from .detours import ACTIVE as DETOURS
 
@@ -412,6 +414,55 @@ class Function(Node):
         self._kept = None
 
 
+class PlainNll(Function):
+    """``nll_loss``'s node over the ``log_softmax`` node of a plain cross-entropy (float
+    (N, C) logits, (N,) classes all in range and none ignored, no weights, a mean or a
+    sum; `fused.cross_entropy` records it). The same node as the op's, but where the
+    op's array form would run (no recorded backward, no anomaly mode or profiler) the
+    engine has it send that input its gradient as `_TargetRows` instead of a zero-filled
+    array."""
+
+    __slots__ = ()
+
+    def target_rows(self, g: Any) -> tuple:
+        """This node's input gradients for output gradient ``g``, the first unfilled."""
+        if self._freed:
+            raise RuntimeError(_FREED_MSG)
+        self._check_saved_versions()
+        target = self._saved[0]._data
+        c = nll_plain_scale(g._data, self.inputs[0].shape[0], self.attrs["reduction"])
+        return _TargetRows(self.inputs[0].shape, target, c), None, None
+
+
+class _TargetRows:
+    """`PlainNll`'s input gradient kept as its targets and magnitude ``c`` (``-c`` at each
+    row's target, zeros elsewhere) until its ``log_softmax`` node runs, which then makes
+    its own gradient in one pass (`nll_log_softmax_grad`, the bits of the two backward
+    kernels); anything else (a hook, a retained or captured gradient, a second
+    consumer's gradient to add) takes the filled array."""
+
+    __slots__ = ("shape", "target", "c")
+
+    def __init__(self, shape: tuple, target: np.ndarray, c: np.ndarray) -> None:
+        self.shape = shape
+        self.target = target
+        self.c = c
+
+    def tensor(self) -> Any:
+        return _make(nll_plain_grad(self.shape, self.target, self.c), False, None)
+
+    def through(self, node: Function) -> tuple:
+        """The gradient ``node``, the log_softmax node below, sends its input."""
+        if node._freed:
+            raise RuntimeError(_FREED_MSG)
+        node._check_saved_versions()
+        quiet = _set_errstate(_QUIET)
+        try:
+            return (_make(nll_log_softmax_grad(node._out, self.target, self.c), False, None),)
+        finally:
+            _reset_errstate(quiet)
+
+
 _GRAD_NODES = (Function, AccumulateGrad)
 
 
@@ -674,15 +725,18 @@ def _disjoint(indices: list, shape: tuple) -> bool:
 
 
 def _merge(prev: Any, g: Any) -> Any:
-    """Two gradients for one input, either of them `_Slices`."""
+    """Two gradients for one input, either of them `_Slices` or `_TargetRows`."""
     if type(prev) is _Slices and type(g) is _Slices:
         prev.parts.extend(g.parts)
         return prev
-    if type(prev) is _Slices:
+    if type(prev) in _UNFILLED:
         prev = prev.tensor()
-    if type(g) is _Slices:
+    if type(g) in _UNFILLED:
         g = g.tensor()
     return prev + g
+
+
+_UNFILLED = (_Slices, _TargetRows)
 
 
 class _Walk:
@@ -728,6 +782,12 @@ class _Walk:
             g = buffers.pop(node, None)
             if type(g) is _Slices:
                 g = g.tensor()
+            elif type(g) is _TargetRows and (
+                    node._def is not LOG_SOFTMAX or node._hooks or node._retain is not None
+                    or create_graph or capture is not None or ANOMALY[0]
+                    or NODE_RUNNER[0] is not None or g.c.dtype != node.dtype
+                    or node._def.vjp_arrays is None):
+                g = g.tensor()  # only the log_softmax node's own backward takes it unfilled
             if isinstance(node, AccumulateGrad):
                 if g is None:
                     continue
@@ -762,6 +822,11 @@ class _Walk:
                     # The scatter left to the input (`_Slices`): split's pieces share one
                     # buffer.
                     in_grads = (_Slices(inp.shape, inp.dtype, node.attrs["index"], g._data),)
+                elif type(g) is _TargetRows:
+                    in_grads = g.through(node)
+                elif (type(node) is PlainNll and not create_graph and not ANOMALY[0]
+                        and NODE_RUNNER[0] is None and node._def.vjp_arrays is not None):
+                    in_grads = node.target_rows(g)
                 else:
                     in_grads = (node.apply(g) if NODE_RUNNER[0] is None
                                 else NODE_RUNNER[0](node, g))
@@ -781,8 +846,8 @@ class _Walk:
                 if gi is not None:
                     if inp in buffers:
                         prev = buffers[inp]
-                        buffers[inp] = (prev + gi if type(prev) is not _Slices
-                                        and type(gi) is not _Slices else _merge(prev, gi))
+                        buffers[inp] = (prev + gi if type(prev) not in _UNFILLED
+                                        and type(gi) not in _UNFILLED else _merge(prev, gi))
                     else:
                         buffers[inp] = gi
                 n = deps[inp] - 1

@@ -30,7 +30,7 @@ from ..ops import linalg as L
 from ..ops import loss as N
 from ..ops import shape as S
 from ..ops import softmax as SM
-from .autograd import Function
+from .autograd import Function, PlainNll
 from .saved_hooks import STACK as _SAVED_HOOKS
 from .saved_hooks import pack_node
 from .tensor import (
@@ -177,7 +177,7 @@ def cross_entropy(x: Any, target: Any, ignore_index: int, reduction: str) -> Ten
     # NllLossBackward0 saves the target (and the literal weight) for the input's gradient.
     tnode = (_GRAD_FN_SLOT.__get__(target) if type(target) is view else target.grad_fn) \
         or target._node or target._input_node()
-    nfn = Function(_NLL_LOSS, (fn, tnode, 1.0),
+    nfn = PlainNll(_NLL_LOSS, (fn, tnode, 1.0),
                    {"ignore_index": int(ignore_index), "reduction": reduction}, loss,
                    (target, 1.0), [target._version[0], None], None)
     if _SAVED_HOOKS:

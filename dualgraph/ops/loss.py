@@ -183,6 +183,32 @@ def nll_plain(x: np.ndarray, target: np.ndarray, reduction: str) -> np.ndarray:
     return np.asarray(total, x.dtype)
 
 
+def nll_plain_scale(g: np.ndarray, n: int, reduction: str) -> np.ndarray:
+    """The magnitude ``c`` of `nll_plain`'s input gradient for output gradient ``g``:
+    ``g / N`` for ``"mean"``, ``g`` for ``"sum"``."""
+    return g / g.dtype.type(n) if reduction == "mean" else g
+
+
+def nll_plain_grad(shape: tuple, target: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """`nll_plain`'s input gradient: ``-c`` at each row's target class, zeros elsewhere."""
+    out = np.zeros(shape, c.dtype)
+    out[_rows(shape[0]), target] = -c
+    return out
+
+
+def nll_log_softmax_grad(logp: np.ndarray, target: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The gradient reaching ``x`` through ``nll_plain(log_softmax(x, 1), target)`` from
+    `nll_plain_grad`'s ``c``, in one temporary: ``exp(logp) * c``, less ``c`` at each row's
+    target. These are the bits of the two backward kernels run in turn (log_softmax's is
+    ``g - exp(logp) * sum(g)``, and each row of ``g`` sums to exactly ``-c``: elsewhere
+    ``0 - exp(logp) * -c`` is ``exp(logp) * c`` negated twice, at the target ``-c +
+    exp(logp) * c`` the same sum)."""
+    out = np.exp(logp)
+    out *= c
+    out[_rows(logp.shape[0]), target] -= c
+    return out
+
+
 def _nll_backward_infer(g: Any, target: Any, weight: Any = 1.0, *, shape: tuple = (),
                         ignore_index: int = -100, reduction: str = "mean") -> tuple:
     check_reduction(reduction)
@@ -199,10 +225,7 @@ def _nll_backward_impl(g: np.ndarray, target: np.ndarray, weight: Any = 1.0, *,
     dtype = g.dtype
     if type(weight) is float and _plain_targets(tuple(shape), target, weight, ignore_index,
                                                 reduction):
-        n = shape[0]
-        out = np.zeros(shape, dtype)
-        out[_rows(n), target] = -(g / dtype.type(n)) if reduction == "mean" else -g
-        return out
+        return nll_plain_grad(tuple(shape), target, nll_plain_scale(g, shape[0], reduction))
     keep, safe, w = _picks(shape, dtype, target, weight, ignore_index)
     n, c, r = nll_layout(tuple(shape))
     if reduction == "none":

@@ -178,3 +178,138 @@ def test_fused_cross_entropy_double_backward_and_a_view_target(monkeypatch):
     assert seen and seen[0] is loss  # the view target takes the fused form
     for a, b in zip(run(True), run(False)):
         np.testing.assert_array_equal(_bits(np.asarray(a)), _bits(np.asarray(b)))
+
+
+# The plain cross-entropy's backward in one pass: its nll_loss node (`PlainNll`) hands the
+# log_softmax node below it the unfilled one-hot gradient, and that node's gradient is made
+# in one temporary (`nll_log_softmax_grad`) with the bits of the two backward kernels.
+from dualgraph.eager import autograd as AG  # noqa: E402
+from dualgraph.modes import bind  # noqa: E402
+from dualgraph.ops import loss as NL  # noqa: E402
+from dualgraph.ops import softmax as SM  # noqa: E402
+
+
+def _ce_by_ops(x, t, reduction="mean"):
+    return bind(NL.NLL_LOSS, bind(SM.LOG_SOFTMAX, x, axis=1), t, 1.0, ignore_index=-100,
+                reduction=reduction)
+
+
+def _one_pass_calls(monkeypatch) -> list:
+    calls = []
+    real = AG.nll_log_softmax_grad
+    monkeypatch.setattr(AG, "nll_log_softmax_grad", lambda *a: calls.append(1) or real(*a))
+    return calls
+
+
+def _logits(shape, dtype, seed=7):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * 4).astype(dtype)
+    x[0, :] = 0.0          # a tie for the maximum
+    x[1, 0] = 1e4          # a row whose other classes' exp underflow to 0
+    return x, rng.integers(0, shape[1], shape[0])
+
+
+@pytest.mark.parametrize("shape", [(12, 7), (70, 10), (256, 10), (40, 96)])
+@pytest.mark.parametrize("dtype,reduction", [(np.float32, "mean"), (np.float32, "sum"),
+                                             (np.float64, "mean")])
+def test_cross_entropy_backward_in_one_pass_gives_the_ops_bits(
+        monkeypatch, shape, dtype, reduction):
+    a, k = _logits(shape, dtype)
+    calls = _one_pass_calls(monkeypatch)
+    x, x0 = (dg.tensor(a, requires_grad=True) for _ in range(2))
+    t = dg.tensor(k)
+    loss = dg.nn.functional.cross_entropy(x, t, reduction=reduction)
+    loss0 = _ce_by_ops(x0, t, reduction)
+    assert type(loss.grad_fn) is AG.PlainNll and type(loss0.grad_fn) is not AG.PlainNll
+    loss.backward()
+    loss0.backward()
+    assert calls == [1]
+    np.testing.assert_array_equal(_bits(loss.numpy()), _bits(loss0.numpy()))
+    np.testing.assert_array_equal(_bits(x.grad.numpy()), _bits(x0.grad.numpy()))
+
+
+def _node_hook_run(use_ops: bool, how: str):
+    a, k = _logits((70, 10), np.float32)
+    x = dg.tensor(a, requires_grad=True)
+    t = dg.tensor(k)
+    loss = (_ce_by_ops if use_ops else dg.nn.functional.cross_entropy)(x, t)
+    seen = []
+    if how == "node_hook":
+        lsm = loss.grad_fn.next_functions[0][0]
+        lsm.register_hook(lambda g: seen.append(g.numpy().copy()) or g * 2)
+        loss.backward()
+        return seen[0], x.grad.numpy()
+    if how == "leaf_hook":
+        x.register_hook(lambda g: seen.append(g.numpy().copy()))
+        loss.backward()
+        return seen[0], x.grad.numpy()
+    if how == "grad":
+        (gx,) = dg.autograd.grad(loss, [x])
+        return gx.numpy(), gx.numpy()
+    loss.retain_grad()  # "retain": the loss's own gradient kept, then accumulation
+    loss.backward(retain_graph=True)
+    loss.backward()
+    return loss.grad.numpy(), x.grad.numpy()
+
+
+@pytest.mark.parametrize("how", ["node_hook", "leaf_hook", "grad", "retain"])
+def test_cross_entropy_backward_hooks_capture_and_retain_as_the_ops(monkeypatch, how):
+    calls = _one_pass_calls(monkeypatch)
+    got = _node_hook_run(False, how)
+    # A hook on the log_softmax node, or dg.grad's capture, needs the filled gradient.
+    assert calls == ([] if how in ("node_hook", "grad") else [1] * (2 if how == "retain" else 1))
+    want = _node_hook_run(True, how)
+    for u, v in zip(got, want):
+        np.testing.assert_array_equal(_bits(np.asarray(u)), _bits(np.asarray(v)))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_cross_entropy_one_pass_gradient_against_finite_differences_float64(
+        monkeypatch, reduction):
+    # gradcheck asks for its gradients through dg.grad (a captured, filled gradient), so
+    # the one pass is checked here against central differences of the loss itself.
+    calls = _one_pass_calls(monkeypatch)
+    a, k = _logits((8, 5), np.float64)
+    a[1, 0] = 3.0  # a row whose classes all move the loss
+    t = dg.tensor(k)
+    x = dg.tensor(a, requires_grad=True)
+    dg.nn.functional.cross_entropy(x, t, reduction=reduction).backward()
+    assert calls == [1]
+    eps = 1e-6
+    fd = np.empty_like(a)
+    for i in np.ndindex(a.shape):
+        hi, lo = a.copy(), a.copy()
+        hi[i] += eps
+        lo[i] -= eps
+        fd[i] = (dg.nn.functional.cross_entropy(dg.tensor(hi), t, reduction=reduction).item()
+                 - dg.nn.functional.cross_entropy(dg.tensor(lo), t, reduction=reduction)
+                 .item()) / (2 * eps)
+    dg.testing.assert_close(x.grad.numpy(), fd, rtol=1e-6, atol=1e-8)
+    assert dg.testing.gradcheck(
+        lambda x: dg.nn.functional.cross_entropy(x, t, reduction=reduction),
+        dg.tensor(a, requires_grad=True))
+
+
+@pytest.mark.parametrize("case", ["weight", "ignored", "smoothing", "probabilities"])
+def test_cross_entropy_other_cases_take_the_general_path_with_torch_answers(monkeypatch, case):
+    torch = pytest.importorskip("torch")
+    calls = _one_pass_calls(monkeypatch)
+    a, k = _logits((9, 4), np.float64)
+    kw = {"weight": {"weight": np.linspace(0.5, 2.0, 4)}, "ignored": {"ignore_index": 2},
+          "smoothing": {"label_smoothing": 0.2}, "probabilities": {}}[case]
+    target = (np.random.default_rng(8).dirichlet(np.ones(4), 9) if case == "probabilities"
+              else k)
+    got_x = dg.tensor(a, requires_grad=True)
+    want_x = torch.tensor(a, requires_grad=True)
+    loss = dg.nn.functional.cross_entropy(
+        got_x, dg.tensor(target), **{n: dg.tensor(v) if n == "weight" else v
+                                     for n, v in kw.items()})
+    want = torch.nn.functional.cross_entropy(
+        want_x, torch.tensor(target), **{n: torch.tensor(v) if n == "weight" else v
+                                         for n, v in kw.items()})
+    assert type(loss.grad_fn) is not AG.PlainNll
+    loss.backward()
+    want.backward()
+    assert calls == []
+    dg.testing.assert_close(loss.item(), want.item(), rtol=1e-12, atol=1e-14)
+    dg.testing.assert_close(got_x.grad.numpy(), want_x.grad.numpy(), rtol=1e-10, atol=1e-14)
