@@ -7,6 +7,7 @@ graph, and the random ones are random ops drawing fresh numbers on every compile
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -35,13 +36,23 @@ from .tensor import (
 def _shape_arg(shape: tuple) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    dims = []
     for d in shape:
-        if not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):
+        if isinstance(d, (bool, np.bool_)):
             raise TypeError(f"invalid shape {shape}: dimensions must be non-negative ints, "
                             f"got {type(d).__name__} {d!r}")
+        if not isinstance(d, (int, np.integer)):
+            # Anything with __index__ is a dimension, as in PyTorch: an integer 0-d tensor,
+            # a number read with .item() inside a compiled call.
+            try:
+                d = operator.index(d)
+            except TypeError:
+                raise TypeError(f"invalid shape {shape}: dimensions must be non-negative "
+                                f"ints, got {type(d).__name__} {d!r}") from None
         if d < 0:
             raise ValueError(f"invalid shape {shape}: dimensions must be non-negative ints")
-    return tuple(int(d) for d in shape)
+        dims.append(int(d))
+    return tuple(dims)
 
 
 def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,

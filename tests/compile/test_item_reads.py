@@ -243,3 +243,24 @@ def test_a_read_with_a_float_argument_under_verify_stays_one_entry():
     for lr in (0.5, 0.1, 3.0):
         _same(f(x, lr), scaled(x, lr))
     assert traces(f) == 1
+
+
+def _padded(x):
+    n = (x > 0).sum().item()
+    return dg.cat([x, dg.zeros(n)])
+
+
+def test_a_read_int_is_a_dimension_of_a_factory_and_keys_per_value():
+    # A factory's dimension takes anything with __index__ (as PyTorch's does): an int read
+    # with .item() is converted there, so the entry is keyed on its value.
+    f = dg.compile(_padded, tiered=False)
+    for x, n in (([1.0, -1.0], 1), ([2.0, -3.0], 1), ([1.0, 1.0], 2)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = f(dg.tensor(x))
+        _same(got, _padded(dg.tensor(x)))
+        assert traces(f) == n
+    assert dg.zeros(dg.tensor(3)).shape == (3,)
+    assert dg.ones(2, np.int64(2)).shape == (2, 2)
+    with pytest.raises(TypeError, match="dimensions must be non-negative ints, got Tensor"):
+        dg.zeros(dg.tensor(2.5))
