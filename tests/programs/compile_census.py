@@ -5,12 +5,15 @@ parts of split kernels), how many are distinct, and the CPU time of a cold compi
         [--functions [--signatures]]
 
 PROGRAM: mingpt, nanogpt, makemore-KIND (transformer, mlp, rnn, gru, bow), the
-pytorch/examples programs (mnist, vae, dcgan, regression, wlm-LSTM, wlm-Transformer), or a
+pytorch/examples programs (mnist, vae, dcgan, regression, wlm-LSTM, wlm-Transformer), a
+written program as DIRECTORY/NAME (``written10/glow``: `written_sets.SETS`), or a
 workload of `dualgraph.workloads.model_step` (transformer, transformer-4, cnn).
 
 A program starts from torch's initial weights (its golden), runs its ten compiled steps
 (regression: until its own stopping criterion) and is checked against torch's losses
-(1e-5; regression: its first 100): the report gives the traces and whether they match.
+(1e-5; regression: its first 100; a written program: its set's tolerances): the report
+gives the traces (a list for a program with several compiled functions) and whether they
+match.
 
 Runs with an empty kernel cache (a fresh temporary directory), blocking compiles and one
 compile process (``DUALGRAPH_COMPILE_JOBS=1`` unless set), and reports CPU seconds of
@@ -99,9 +102,28 @@ def _wlm_run(variant: str) -> Any:
     return go
 
 
+def _written_run(programs: Any, name: str) -> Any:
+    """A written program's runner, from torch's weights, its compiled function(s) as
+    ``compiled`` and torch's losses."""
+
+    def go(torch: Any, compiled: bool) -> dict:
+        from .harness import run_like_golden
+
+        out, want = run_like_golden(programs, name, torch, compiled)
+        fns = out["fn"] if isinstance(out["fn"], list) else [out["fn"]]
+        return {"losses": [float(v) for v in out["losses"]], "want": want,
+                "atol": programs.atol(name, compiled), "compiled": fns}
+
+    return go
+
+
 def _programs() -> dict:
-    out = {name: _golden_run(name)
-           for name in ("mingpt", "nanogpt", "mnist", "vae", "dcgan", "regression")}
+    from .written_sets import SETS
+
+    out = {f"{s.directory}/{name}": _written_run(s, name)
+           for s in SETS for name in s.programs}
+    out.update({name: _golden_run(name)
+           for name in ("mingpt", "nanogpt", "mnist", "vae", "dcgan", "regression")})
     for kind in ("transformer", "mlp", "rnn", "gru", "bow"):
         out[f"makemore-{kind}"] = _golden_run(f"makemore-{kind}")
     for variant in ("LSTM", "Transformer"):
@@ -173,10 +195,12 @@ def run(program: str, compile_: bool = True) -> dict:
         import numpy as np
 
         got, want = np.asarray(result["losses"]), np.asarray(result["want"], dtype=float)
-        out["traces"] = result["compiled"].stats.traces
+        fns = result["compiled"]
+        out["traces"] = ([f.stats.traces for f in fns] if isinstance(fns, list)
+                         else fns.stats.traces)
         out["max_rel"] = float(np.max(np.abs(got - want) / np.abs(want))) if len(got) else 0.0
-        out["match"] = got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-5,
-                                                                    atol=0))
+        out["match"] = got.shape == want.shape and bool(np.allclose(
+            got, want, rtol=1e-5, atol=result.get("atol", 0.0)))
     return out
 
 

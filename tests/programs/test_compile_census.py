@@ -16,6 +16,20 @@ def test_the_census_knows_every_program_of_the_scoreboard():
     assert {f"makemore-{k}" for k in ("transformer", "mlp", "rnn", "gru", "bow")} <= names
 
 
+def test_the_census_knows_every_written_program():
+    from .written_sets import SETS
+
+    names = set(compile_census._programs())
+    assert {f"{s.directory}/{n}" for s in SETS for n in s.programs} <= names
+
+
+def test_a_written_programs_census_counts_its_kernels_without_compiling():
+    """deep_ensemble's step (its first trace, nothing compiled): one kernel whose
+    optimizer update repeats per parameter."""
+    r = compile_census.run("written12/deep_ensemble", compile_=False)
+    assert r["kernels"] == 1 and r["total"] > r["distinct"] >= 2
+
+
 def test_a_census_reports_traces_and_torchs_losses(tmp_path, monkeypatch):
     """regression (its script, its ``nn.Linear`` compiled): the cheapest program, in a
     kernel cache of its own."""

@@ -35,7 +35,9 @@ programs (in ``written12/``): see `harness.ProgramSet`.
 Compiled, rotate_kge's step returns its log as ``.item()`` values, as the original's
 ``train_step`` does: the call computes them (``torch.compile`` breaks its graph there), and
 deep_ensemble's step traces once per member: each call passes another member and its
-optimizer, objects keyed by identity.
+optimizer, objects keyed by identity. ``torch.compile`` (2.13) keys the member by its
+structure but guards the optimizer by identity, so it too compiles the graphs that
+touch the optimizer (``zero_grad``, ``step``) once per member.
 
 Random draws come from NumPy (the two libraries' random streams differ): Bayes by
 Backprop's noise is copied into buffers its layers read, NeRF's stratified and importance

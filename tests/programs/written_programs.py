@@ -39,7 +39,9 @@ they print) equal torch's to 1e-5, eagerly and with their steps under ``dg.compi
 - sac: soft actor-critic's update: a tanh-squashed Gaussian policy (the log-probability
   corrected by hand), twin Q critics frozen with ``requires_grad = False`` during the
   policy step, Polyak-averaged targets through ``p_targ.data.mul_``/``add_``, a learned
-  temperature; three optimizers in one compiled step.
+  temperature; three optimizers in one compiled step, which runs eagerly, with a warning:
+  freezing the critics' parameters inside the step changes which tensors autograd
+  differentiates mid-call.
 - accum_resume: gradient accumulation over micro-batches (``loss / k``,
   ``zero_grad(set_to_none=True)``), AdamW with parameter groups under a warmup
   ``LambdaLR``, and a checkpoint dict saved with ``torch.save`` mid-run, loaded into a
@@ -68,12 +70,12 @@ PROGRAMS = ("nn_tutorial", "lpwe", "blitz", "reinforce", "actor_critic", "vit", 
             "lstm_lm", "sac", "accum_resume", "bn_resnet", "tagger", "realnvp")
 
 # Compiled steps that compile in seconds run by default; the CNNs, the transformer and the
-# ResNets take a minute or more of cold compile on a loaded two-core machine, soft
-# actor-critic's three updates in one step and the flow's eight couplings, forward and
-# backward, half a minute of CPU each, and the tagger's bidirectional GRU step compiles
-# once per batch's lengths (below): over three minutes cold on a loaded machine.
+# ResNets take a minute or more of cold compile on a loaded two-core machine, the flow's
+# eight couplings, forward and backward, half a minute of CPU, and the tagger's
+# bidirectional GRU step compiles once per batch's lengths (below): over three minutes
+# cold on a loaded machine.
 FAST_COMPILE = ("lpwe", "reinforce", "actor_critic", "swa", "hogwild", "lstm_lm",
-                "accum_resume")
+                "accum_resume", "sac")
 
 SET = ProgramSet(
     "written", PROGRAMS, slow=tuple(n for n in PROGRAMS if n not in FAST_COMPILE),
@@ -81,9 +83,11 @@ SET = ProgramSet(
     # graph (it runs eagerly); the tagger's step packs by a lengths tensor argument, whose
     # values key its entries: one per batch of the six; accum_resume's micro-step traces
     # twice per model (.grad None on the first micro-batch of an update, set on the
-    # others), for the model before and after the resume.
-    traces={"lpwe": [1, 1, 1, 0], "tagger": [6], "accum_resume": [4]},
-    warns={"lpwe": "draws from Python's random module"},
+    # others), for the model before and after the resume; sac's step sets
+    # ``requires_grad = False`` on the critics' parameters mid-call, so it runs eagerly.
+    traces={"lpwe": [1, 1, 1, 0], "tagger": [6], "accum_resume": [4], "sac": [0]},
+    warns={"lpwe": "draws from Python's random module",
+           "sac": r"requires_grad_\(False\) on a tensor from outside the compiled function"},
     # The policy-gradient losses are sums of ~30 terms of size ~1 whose normalised returns
     # cancel to ~0.05: float32 rounding of the terms shows at ~2e-6 absolute. The flow's
     # inverse maps base points to coordinates as small as 0.03, computed through eight
