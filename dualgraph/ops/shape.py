@@ -370,6 +370,12 @@ def concatenate(tensors: Any, axis: int = 0, *, dim: int | None = None) -> Any:
     if not tensors:
         raise ValueError("concatenate: needs at least one tensor")
     axis = dim if dim is not None else axis
+    kept = tuple(t for t in tensors if tuple(t.shape) != (0,))
+    if kept and len(kept) < len(tensors):
+        # torch skips 1-D empty tensors beside tensors of any rank (programs grow a result
+        # from torch.empty(0) by repeated cat); they still take part in type promotion
+        dtype = result_dtype(*tensors)
+        tensors = tuple(t if t.dtype == dtype else bind(ASTYPE, t, dtype=dtype) for t in kept)
     ndim = len(tensors[0].shape)
     if ndim == 0:
         raise ShapeError("concatenate: zero-dimensional tensors cannot be concatenated")

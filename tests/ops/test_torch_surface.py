@@ -119,6 +119,23 @@ def test_bce_with_logits_weight_and_pos_weight():
     assert_close(plain.numpy(), ones.numpy().astype(np.float64))
 
 
+def test_cat_skips_one_dimensional_empty_tensors_as_torch():
+    x = dg.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3), requires_grad=True)
+    # a result grown from torch.empty(0), beside tensors of another rank, on any dim
+    out = dg.cat((dg.empty(0), x * 2, dg.empty(0)))
+    assert out.shape == (2, 3)
+    assert dg.cat((dg.empty(0), x), dim=-1).shape == (2, 3)
+    # the skipped tensors still take part in type promotion
+    assert dg.cat((dg.empty(0, dtype=dg.float64), x)).dtype == dg.float64
+    assert dg.cat((dg.empty(0), dg.empty(0))).shape == (0,)
+    out.sum().backward()
+    assert_close(x.grad.numpy(), np.full((2, 3), 2.0, np.float32))
+    with pytest.raises(dg.ShapeError, match="differ outside axis"):
+        dg.cat((dg.empty(0, 3), x[:, :2]))
+    f = dg.compile(lambda a: dg.cat((dg.empty(0), a + 1, a)).sum(0))
+    assert_close(f(x.detach()).numpy(), (2 * x.detach() + 1).sum(0).numpy())
+
+
 def test_sdpa_grouped_query_attention_repeats_kv_heads():
     rng = np.random.default_rng(0)
     q = dg.tensor(rng.standard_normal((2, 4, 3, 5)))

@@ -22,6 +22,7 @@ from . import (
     written10_programs,
     written11_programs,
     written12_programs,
+    written13_programs,
     written_programs,
 )
 
@@ -37,6 +38,7 @@ SETS = (
     written10_programs.SET,
     written11_programs.SET,
     written12_programs.SET,
+    written13_programs.SET,
 )
 
 if __name__ == "__main__":
