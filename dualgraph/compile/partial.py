@@ -5,8 +5,9 @@ Eager mode runs no backward for an output whose gradient nobody asks for: the in
 that output reaches get no gradient (``.grad`` stays None), and the others get no
 contribution from it. The call's own backward kernel takes one cotangent per output, and
 a zero cotangent is not the same (``0 * inf`` is nan). So a backward whose cotangents are
-a subset of the outputs runs a kernel differentiated for that subset alone: built on the
-first such backward, kept per subset, reading a subset of the call's residuals.
+a subset of the outputs runs a graph differentiated for that subset alone, reading a
+subset of the call's residuals: interpreted the first time a subset is asked for,
+compiled (and kept per subset) from the second.
 """
 
 from __future__ import annotations
@@ -66,31 +67,41 @@ class PartialBackward:
         self._kernels: dict[tuple, PartialKernel | None] = {}
 
     def get(self, seeds: tuple, cot: list, saved: tuple) -> PartialKernel | None:
-        """The kernel for the outputs ``seeds``, compiled for the cotangents ``cot`` and
-        the call's residuals ``saved`` when it is first asked for (interpreted while the
-        plan's own kernels are at tier 0). None when its residuals are not among the
-        call's (the caller then runs the plan's kernel)."""
-        if seeds in self._kernels:
-            return self._kernels[seeds]
+        """The kernel for the outputs ``seeds``. The first backward for a subset runs its
+        graph interpreted (as tier 0 does): a program that asks once per output (a test
+        checking each output's gradient) compiles nothing more. The second compiles it
+        for the cotangents ``cot`` and the call's residuals ``saved`` (while the plan's
+        own kernels are at tier 0, it stays interpreted). None when its residuals are not
+        among the call's (the caller then runs the plan's kernel)."""
+        k = self._kernels.get(seeds, _NEW)
+        if k is None or (k is not _NEW and not isinstance(k.kernel, InterpretedKernel)):
+            return k
         from .specialize import build, read_written  # noqa: PLC0415 - it imports this module
 
-        plan = self.plan
-        d = plan.differentiated
-        d_m = differentiate(self.fwd, plan.wrt, self.rg, seeds, d.recomputed_nodes)
-        n = len(self.fwd.outputs)
-        position = {id(r): j for j, r in enumerate(d.forward.outputs[n:])}
-        if any(id(r) not in position for r in d_m.forward.outputs[n:]):
-            self._kernels[seeds] = None
-            return None
-        residuals = tuple(position[id(r)] for r in d_m.forward.outputs[n:])
-        inputs = tuple(k for k in range(len(plan.wrt)) if k not in d_m.absent)
-        back = d_m.backward.replace(outputs=[d_m.backward.outputs[k] for k in inputs])
-        graph = optimize(read_written(back, self.written), verify=self.verify)
-        tier0 = getattr(plan.bwd_kernel, "tier", None) == 0
-        kernel = (InterpretedKernel(graph, {}) if tier0
-                  else build(graph, self.parallel, self.cache, "backward"))
-        k = PartialKernel(kernel, graph, residuals, inputs)
-        if not tier0:  # kept: at tier 0, the next call may find the plan compiled
-            kernel.compile(k.arguments(cot, saved), prepared=True)
+        if k is _NEW:
+            plan = self.plan
+            d = plan.differentiated
+            d_m = differentiate(self.fwd, plan.wrt, self.rg, seeds, d.recomputed_nodes)
+            n = len(self.fwd.outputs)
+            position = {id(r): j for j, r in enumerate(d.forward.outputs[n:])}
+            if any(id(r) not in position for r in d_m.forward.outputs[n:]):
+                self._kernels[seeds] = None
+                return None
+            residuals = tuple(position[id(r)] for r in d_m.forward.outputs[n:])
+            inputs = tuple(k for k in range(len(plan.wrt)) if k not in d_m.absent)
+            back = d_m.backward.replace(outputs=[d_m.backward.outputs[k] for k in inputs])
+            graph = optimize(read_written(back, self.written), verify=self.verify)
+            k = PartialKernel(InterpretedKernel(graph, {}), graph, residuals, inputs)
             self._kernels[seeds] = k
-        return k
+            return k
+        if getattr(self.plan.bwd_kernel, "tier", None) == 0:
+            return k
+        graph = k.kernel.graph
+        compiled = PartialKernel(build(graph, self.parallel, self.cache, "backward"), graph,
+                                 k.residuals, k.inputs)
+        compiled.kernel.compile(compiled.arguments(cot, saved), prepared=True)
+        self._kernels[seeds] = compiled
+        return compiled
+
+
+_NEW = object()  # a subset not asked for yet
