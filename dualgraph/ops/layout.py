@@ -81,15 +81,30 @@ def layout_of(t: Any) -> tuple | None:
         if a.flags.c_contiguous:
             return None
         return tuple(s // a.itemsize for s in a.strides)
+    strides = _traced(node, ctx, _memo(ctx))
+    return None if strides == _contiguous(tuple(node.shape)) else strides
+
+
+def contiguous_copy(t: Any) -> Any:
+    """A traced value's ``contiguous()``: itself when the layout eager mode would give it
+    is C-ordered, else a copy that is (as eager mode's copy is)."""
+    if layout_of(t) is None:
+        return t
+    out = t.clone()
+    _memo(out._ctx)[id(out.node)] = _contiguous(tuple(out.node.shape))
+    return out
+
+
+def _memo(ctx: Any) -> dict:
+    """The layouts worked out in the trace ``ctx`` (nodes never change: one walk each)."""
     memo = getattr(ctx, "_layouts", None)
     if memo is None:
         memo = {}
         try:
-            ctx._layouts = memo  # nodes never change: one walk per value per trace
+            ctx._layouts = memo
         except AttributeError:
             pass
-    strides = _traced(node, ctx, memo)
-    return None if strides == _contiguous(tuple(node.shape)) else strides
+    return memo
 
 
 def _traced(node: Any, ctx: Any, memo: dict) -> tuple:

@@ -28,7 +28,7 @@ from . import scan as SC
 from . import shape as S
 from . import strided as ST
 from .broadcast import broadcasts_to, check_python_int, normalize_axis, normalize_dim
-from .layout import check_view
+from .layout import check_view, contiguous_copy
 from .precision import AUTOCAST
 from .size import strided
 
@@ -1014,9 +1014,10 @@ class TensorOps:
         return self
 
     def contiguous(self, memory_format: Any = None) -> Any:
-        """Eager tensors copy when their data is not C-ordered; a traced value has no
-        layout (the compiler chooses it), so it is returned as it is."""
-        return self
+        """Eager tensors copy when their data is not C-ordered; a traced value copies
+        when the layout eager mode would give it is not (`layout.contiguous_copy`), so
+        that `view` of the result succeeds as eager mode's does."""
+        return contiguous_copy(self)
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         return True

@@ -62,12 +62,17 @@ def _stepped(x):
     return x[::2].view(2, 2, 2) + 1
 
 
+def _contiguous_transposed(x):
+    return x.t().contiguous().view(-1) * 2
+
+
 def _argument(x):
     return x.view(-1) * 1
 
 
 @pytest.mark.parametrize("fn, raises", [(_transposed, True), (_split_transposed, False),
-                                        (_sliced, True), (_stepped, False)])
+                                        (_sliced, True), (_stepped, False),
+                                        (_contiguous_transposed, False)])
 def test_compiled_view_raises_or_views_as_eager(fn, raises):
     x = dg.arange(16.0).reshape(4, 4)
     want = _view_call(fn, x)
