@@ -30,6 +30,7 @@ def _model():
 
 
 def _step(m, opt):
+    """A training step of the square loss of ``m(x)`` (``m``: any callable)."""
     def step(x):
         opt.zero_grad()
         loss = (m(x) ** 2).mean()
@@ -57,15 +58,7 @@ def optimizer_state_loaded_between_calls(wrap):
 def param_group_appended_after_first_call(wrap):
     m, extra = _model(), nn.Linear(3, 2)
     opt = dg.optim.SGD(m.parameters(), lr=0.1)
-
-    def step(x):
-        opt.zero_grad()
-        loss = ((m(x) + extra(x)) ** 2).mean()
-        loss.backward()
-        opt.step()
-        return loss
-
-    f = wrap(step)
+    f = wrap(_step(lambda x: m(x) + extra(x), opt))
     x = dg.ones(4, 3)
     out = [f(x)]
     opt.add_param_group({"params": list(extra.parameters()), "lr": 0.5})
