@@ -954,6 +954,7 @@ def _tape(plan: Plan, gen: _Emitter, arrays: list, tensor_args: set, oname: Call
     res = ", ".join(f"i{j}" if kind is From.INPUT else oname(j)
                     for kind, j in plan.residual_plan)
     results = ", ".join(f"r{k}" for k in range(plan.n_user))
+    partial = "" if plan.partial is None else f", {gen.const(plan.partial, 'partial')}"
     return [f"attach_backward({gen.const(plan.bwd_kernel, 'backward')}, {common}, "
             f"({res}{',' if len(plan.residual_plan) == 1 else ''}), [{results}], "
-            f"{gen.const(plan.out_rg, 'out_rg')}, {saved})"]
+            f"{gen.const(plan.out_rg, 'out_rg')}, {saved}{partial})"]

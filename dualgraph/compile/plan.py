@@ -220,6 +220,9 @@ class Plan:
     wrt: tuple = ()
     residual_plan: list = field(default_factory=list)
     saved_inputs: tuple = ()
+    # Several outputs that require grad: the backward kernels for a backward that reaches
+    # only some of them (`partial.PartialBackward`).
+    partial: Any = None
     # A scalar loss in train mode: the one kernel also returns the gradients for seed one
     # (`trace.autodiff.value_and_grad`) at kernel outputs ``grad_out``.
     joint: bool = False

@@ -26,6 +26,7 @@ from ..optim.optimizer import state_restored_on_error
 from ..passes import optimize
 from ..trace.autodiff import differentiate, scalar_loss, value_and_grad
 from .capture import PythonWrites, trace_call
+from .partial import PartialBackward
 from .plan import (
     Argument,
     ArgumentGrad,
@@ -360,6 +361,8 @@ def _build_kernels(plan: Plan, arrays: list, user: list, write_to: dict, paralle
     # A backward that must raise (`ModifiedSaved`) is already set and needs no kernel; the
     # joint kernel of a scalar loss needs none either.
     backward = train and plan.bwd_kernel is None and not plan.joint
+    if plan.partial is not None:
+        plan.partial.parallel, plan.partial.cache = parallel, cache
     if tiered and tiered_start(plan, arrays, user, name, parallel, write_to, backward):
         stats.kernels += 1 + backward  # being compiled by the worker
         return plan
@@ -507,6 +510,8 @@ def lower_train(entry: Plan, graph: Graph, user: list, extra: list, leaves: list
     full = Graph(graph.inputs, graph.nodes, user + extra + computed)
     entry.optimized = optimize(read_written(full, written), verify=verify)
     entry.backward_graph = optimize(read_written(d.backward, written), verify=verify)
+    if sum(entry.out_rg) > 1 and not modified:
+        entry.partial = PartialBackward(entry, fwd, rg, written, verify)
     out, k = [], 0
     for r in residuals:
         if id(r) in index_of:

@@ -55,19 +55,25 @@ class _CompiledOp:
 class CompiledFunctionBackward(Function):
     """The single tape node of a compiled call: backward runs the compiled backward kernel."""
 
-    __slots__ = ("_kernel", "_outs", "_checks", "_shapes")
+    __slots__ = ("_kernel", "_outs", "_checks", "_shapes", "_partial")
 
     def __init__(self, kernel: Any, inputs: tuple, residuals: tuple, outs: list,
-                 checks: list) -> None:
+                 checks: list, partial: Any = None) -> None:
         first = outs[0]
         _compiled_node(self, inputs, tuple(first[0]), first[1], residuals, checks)
         self._kernel = kernel
         self._outs = outs
+        self._partial = partial
 
     def apply(self, g: Any) -> list:
         _check_ready(self)
         parts = g.parts if isinstance(g, _Cotangents) else {0: g}
         outs = self._kernel.new_outputs()  # first: a kernel that must raise raises here
+        partial = self._partial
+        if partial is not None and len(parts) < len(partial.full):
+            grads = self._partial_grads(partial, parts)
+            if grads is not None:
+                return grads
         cot = []
         for k, (shape, dtype) in enumerate(self._outs):
             c = parts[k]._data if k in parts else np.zeros(shape, dtype)
@@ -77,6 +83,22 @@ class CompiledFunctionBackward(Function):
         self._kernel.run(cot + list(self._saved), outs)
         return [_make(o if o.shape == shape else o.reshape(shape), False, None)
                 for o, shape in zip(outs, self._shapes)]
+
+    def _partial_grads(self, partial: Any, parts: dict) -> list | None:
+        """The gradients from the outputs in ``parts`` alone, as eager mode's backward
+        runs nothing for the others: None (for every input no such output reaches) where
+        a zero cotangent for them could make ``0 * inf``. None when no kernel serves
+        (`partial.PartialBackward.get`)."""
+        seeds = tuple(sorted(parts))
+        cot = [parts[k]._data for k in seeds]
+        k = partial.get(seeds, cot, self._saved)
+        if k is None:
+            return None
+        grads: list = [None] * len(self._shapes)
+        for i, o in zip(k.inputs, k.run(cot, self._saved)):
+            shape = self._shapes[i]
+            grads[i] = _make(o if o.shape == shape else o.reshape(shape), False, None)
+        return grads
 
 
 class PrecomputedBackward(Function):
@@ -405,15 +427,16 @@ class _OutputOf(Function):
 
 
 def attach_backward(kernel: Any, tensors: list, wrt: list, residuals: tuple, results: list,
-                    out_rg: tuple, saved: tuple | None = None) -> None:
+                    out_rg: tuple, saved: tuple | None = None, partial: Any = None) -> None:
     """Record a compiled call on the tape: ``results`` (its outputs) get a grad_fn whose
     backward runs ``kernel`` on the output gradients and ``residuals``, giving the gradients
     of ``tensors[i]`` for ``i`` in ``wrt``. ``out_rg[k]`` says whether output ``k`` depends
     on an input that requires grad; ``saved`` (default: all) the positions in ``tensors``
-    whose arrays are among the residuals."""
+    whose arrays are among the residuals; ``partial`` (a `compile.partial.PartialBackward`)
+    the kernels for a backward that reaches only some of several outputs."""
     inputs, checks = _inputs_and_checks(tensors, wrt, saved)
     outs = [(tuple(r.shape), r.dtype) for r in results]
-    joint = CompiledFunctionBackward(kernel, inputs, residuals, outs, checks)
+    joint = CompiledFunctionBackward(kernel, inputs, residuals, outs, checks, partial)
     for k, r in enumerate(results):
         if not out_rg[k]:
             # As in eager mode: a comparison or a value computed from detached tensors

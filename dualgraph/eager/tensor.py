@@ -149,7 +149,12 @@ class Tensor(TensorOps):
         if self._data.flags.c_contiguous:
             return self
         if self._rg and _GRAD.value:
-            return self.clone()
+            out = self.clone()
+            # The recorded copy keeps the layout (as an elementwise result does): C-order
+            # it, so that a view of it exists wherever one of a contiguous tensor does.
+            if not out._data.flags.c_contiguous:
+                out._data = np.ascontiguousarray(out._data)
+            return out
         return _make(np.ascontiguousarray(self._data), False, None)
 
     def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,

@@ -28,6 +28,7 @@ from . import scan as SC
 from . import shape as S
 from . import strided as ST
 from .broadcast import broadcasts_to, check_python_int, normalize_axis, normalize_dim
+from .layout import check_view, contiguous_copy
 from .precision import AUTOCAST
 from .size import strided
 
@@ -339,10 +340,15 @@ class TensorOps:
             if shape or dtype is not None:
                 raise TypeError("view() takes a shape or a dtype, not both, and the shape "
                                 "either positionally or as size=")
-            return S.reshape(self, size)
-        if dtype is not None or (len(shape) == 1 and _is_dtype(shape[0])):
+            shape = (size,)
+        elif dtype is not None or (len(shape) == 1 and _is_dtype(shape[0])):
             return S.view_dtype(self, shape[0] if dtype is None else dtype)
-        return S.reshape(self, *shape)
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        # As PyTorch: a view of a layout the new shape cannot stride raises (reshape
+        # copies instead).
+        check_view(self, S._resolve_shape(tuple(self.shape), shape))
+        return S.reshape(self, shape)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
         return S.flatten(self, start_dim, end_dim)
@@ -494,7 +500,7 @@ class TensorOps:
         return self.expand(tuple(other.shape))
 
     def view_as(self, other: Any) -> Any:
-        return S.reshape(self, tuple(other.shape))
+        return self.view(tuple(other.shape))
 
     def reshape_as(self, other: Any) -> Any:
         return S.reshape(self, tuple(other.shape))
@@ -1008,9 +1014,10 @@ class TensorOps:
         return self
 
     def contiguous(self, memory_format: Any = None) -> Any:
-        """Eager tensors copy when their data is not C-ordered; a traced value has no
-        layout (the compiler chooses it), so it is returned as it is."""
-        return self
+        """Eager tensors copy when their data is not C-ordered; a traced value copies
+        when the layout eager mode would give it is not (`layout.contiguous_copy`), so
+        that `view` of the result succeeds as eager mode's does."""
+        return contiguous_copy(self)
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         return True

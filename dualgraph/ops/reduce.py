@@ -250,8 +250,16 @@ def _extremum_vjp(ctx, g):
     out = ctx.out
     if not ctx.attrs["keepdims"] and axis is not None:
         out = reshape(out, _reduced_shape(shape, axis, True))
-    # A NaN is the maximum of its slice (it propagates), so it takes the gradient, as in
-    # PyTorch; every slice then has at least one winner and the share never divides by 0.
+    if axis is not None:
+        # amax/amin (PyTorch's AmaxBackward0): the share of the elements equal to the
+        # result, multiplied by the mask, as PyTorch computes it; a slice holding a NaN has
+        # none equal, so 0 / 0 makes its whole gradient NaN there, as in PyTorch.
+        mask = astype(eq(x, broadcast_to(out, shape)), g.dtype)
+        count = sum(mask, axis=axis, keepdims=True)
+        return (mul(broadcast_to(div(_keepdims_grad(ctx, g), count), shape), mask),)
+    # The max of all elements (MaxBackward1): a NaN is the maximum (it propagates), so it
+    # takes the gradient, as in PyTorch; there is then at least one winner and the share
+    # never divides by 0.
     mask = where(ne(x, x), 1.0, astype(eq(x, broadcast_to(out, shape)), g.dtype))
     count = sum(mask, axis=axis, keepdims=True)
     share = div(_keepdims_grad(ctx, g), count)
@@ -421,14 +429,23 @@ def _is_other(dim: Any) -> bool:
 
 def amax(x: Any, axis: Any = None, keepdims: bool | None = None, *,
          dim: Any = None, keepdim: bool | None = None) -> Any:
-    """Max values over ``axis`` (int or tuple), ties sharing the gradient (``torch.amax``)."""
-    return _reduce(MAX, x, axis, keepdims, dim, keepdim)
+    """Max values over ``axis`` (int or tuple; None: all), ties sharing the gradient, a
+    slice holding a NaN giving NaN gradients (``torch.amax``)."""
+    return _reduce(MAX, x, _all_axes(x, axis, dim), keepdims, dim, keepdim)
 
 
 def amin(x: Any, axis: Any = None, keepdims: bool | None = None, *,
          dim: Any = None, keepdim: bool | None = None) -> Any:
-    """Min values over ``axis`` (int or tuple), ties sharing the gradient (``torch.amin``)."""
-    return _reduce(MIN, x, axis, keepdims, dim, keepdim)
+    """Min values over ``axis`` (int or tuple; None: all), as `amax` (``torch.amin``)."""
+    return _reduce(MIN, x, _all_axes(x, axis, dim), keepdims, dim, keepdim)
+
+
+def _all_axes(x: Any, axis: Any, dim: Any) -> Any:
+    """amax/amin's ``axis``: every axis named when neither it nor ``dim`` is given, so the
+    op is PyTorch's amax (its gradient rule), not the max of all elements."""
+    if axis is None and dim is None and len(x.shape):
+        return tuple(range(len(x.shape)))
+    return axis
 
 
 def argmax(x: Any, dim: Any = None, keepdim: bool = False) -> Any:

@@ -44,6 +44,8 @@ class Differentiated:
     # ``nll_loss``'s does for class weights): their gradient is a zeros constant here,
     # where the eager tape leaves ``.grad`` None.
     absent: tuple = ()
+    # The forward nodes behind ``recomputed``, in forward order.
+    recomputed_nodes: list = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [
@@ -94,13 +96,21 @@ class _VJPContext:
 
 
 def differentiate(fwd: Graph, wrt: Sequence[int] | None = None,
-                  rg: set[int] | None = None) -> Differentiated:
+                  rg: set[int] | None = None, seeds: Sequence[int] | None = None,
+                  recompute: Sequence[Node] | None = None) -> Differentiated:
     """Build the backward graph of ``fwd`` for the inputs at positions ``wrt``.
 
     ``wrt`` defaults to every floating-point input. ``rg`` (node ids), when given, limits
     differentiation to the nodes a trace recorded as requiring grad: a value computed under
     ``no_grad`` is then a constant, as on the eager tape. The forward graph must not be
     fused yet (differentiate first, then optimize both halves).
+
+    ``seeds`` (default: all) are the positions of the outputs that get a cotangent: the
+    backward takes only theirs, and the others contribute nothing (not a zero cotangent,
+    whose products with an inf or nan would not be zero), as eager mode runs no backward
+    for an output whose gradient is not asked for. ``recompute``: the nodes another
+    differentiation of ``fwd`` recomputed in its backward (``recomputed_nodes``); this one
+    recomputes the same ones where it needs them, so its residuals are among that one's.
     """
     if wrt is None:
         wrt = [i for i, n in enumerate(fwd.inputs) if n.dtype.kind == "f"]
@@ -109,15 +119,22 @@ def differentiate(fwd: Graph, wrt: Sequence[int] | None = None,
         if not 0 <= i < len(fwd.inputs):
             raise IndexError(f"differentiate: no input {i} (the graph has {len(fwd.inputs)})")
     bwd = _Backward(fwd)
-    grads_out, absent = bwd.accumulate(_active(fwd, wrt, rg), wrt)
-    recomputed = _rematerializable(fwd, bwd.saved)
+    seeded = range(len(fwd.outputs)) if seeds is None else sorted(seeds)
+    grads_out, absent = bwd.accumulate(_active(fwd, wrt, rg), wrt, seeded)
+    if recompute is None:
+        recomputed = _rematerializable(fwd, bwd.saved)
+    else:
+        recomputed = _needed(recompute, bwd.saved)
+        for n in recomputed:
+            bwd.residual(n)  # each recomputed value stands behind a placeholder
     bwd_nodes, grads_out = bwd.recompute(recomputed, grads_out)
     fwd_inputs = {id(n) for n in fwd.inputs}
     kept = [n for n in bwd.saved if id(n) not in {id(r) for r in recomputed}]
     used = _used_ids(bwd_nodes, grads_out)
     kept = [n for n in kept if id(bwd.placeholders[id(n)].node) in used]
     res_inputs = [bwd.placeholders[id(n)].node for n in kept]
-    backward = Graph([c.node for c in bwd.cotangents] + res_inputs, bwd_nodes, grads_out)
+    backward = Graph([bwd.cotangents[k].node for k in seeded] + res_inputs, bwd_nodes,
+                     grads_out)
     forward = fwd.replace(outputs=list(fwd.outputs) + kept)
     return Differentiated(
         forward=forward,
@@ -128,7 +145,18 @@ def differentiate(fwd: Graph, wrt: Sequence[int] | None = None,
         recomputed=[f"{n.op} {n.type_str}" for n in recomputed],
         bytes_saved=sum(_nbytes(n) for n in recomputed),
         absent=tuple(absent),
+        recomputed_nodes=list(recomputed),
     )
+
+
+def _needed(recompute: Sequence[Node], saved: list[Node]) -> list[Node]:
+    """The nodes of ``recompute`` (in forward order) that the values ``saved`` read, or
+    that another needed one reads."""
+    needed = {id(n) for n in saved}
+    for n in reversed(recompute):
+        if id(n) in needed:
+            needed.update(id(i) for i in n.inputs if isinstance(i, Node))
+    return [n for n in recompute if id(n) in needed]
 
 
 def _active(fwd: Graph, wrt: tuple, rg: set[int] | None) -> set[int]:
@@ -169,7 +197,8 @@ class _Backward:
             self.saved.append(n)
         return t
 
-    def accumulate(self, active: set[int], wrt: tuple) -> tuple[list[Node], list[int]]:
+    def accumulate(self, active: set[int], wrt: tuple, seeded: Sequence[int]
+                   ) -> tuple[list[Node], list[int]]:
         """Trace the VJPs in reverse: the gradient node of each input in ``wrt``, and the
         positions in ``wrt`` of those that get none (a zero constant stands in)."""
         ct: dict[int, Tracer] = {}
@@ -181,14 +210,15 @@ class _Backward:
         was = GRAD_ENABLED.value
         GRAD_ENABLED.value = False
         try:
-            return self._accumulate(active, wrt, ct, grads_out, absent)
+            return self._accumulate(active, wrt, seeded, ct, grads_out, absent)
         finally:
             GRAD_ENABLED.value = was
 
-    def _accumulate(self, active: set[int], wrt: tuple, ct: dict, grads_out: list,
-                    absent: list) -> tuple[list[Node], list[int]]:
+    def _accumulate(self, active: set[int], wrt: tuple, seeded: Sequence[int], ct: dict,
+                    grads_out: list, absent: list) -> tuple[list[Node], list[int]]:
         with self.ctx:
-            for o, c in zip(self.fwd.outputs, self.cotangents):
+            for k in seeded:
+                o, c = self.fwd.outputs[k], self.cotangents[k]
                 if id(o) in active:
                     ct[id(o)] = add(ct[id(o)], c) if id(o) in ct else c
             reverse_accumulate(self.fwd.nodes, active, ct, self.residual)

@@ -1737,6 +1737,35 @@ def relu_family_at_nan(lib, F, a, b, c, d):
     return lib.relu(a), F.hardtanh(b), F.relu6(c), F.threshold(d, 0.5, -2.0)
 
 
+# amax/amin (AmaxBackward0): ties share the gradient, and a slice holding a NaN gets NaN
+# gradients throughout (no element equals the NaN result, and PyTorch divides by that
+# count). max(dim)/min(dim) give the gradient to the index returned.
+ROWS = [[1.0, NAN, 3.0], [2.0, 5.0, 5.0], [NAN, NAN, 1.0], [INF, INF, -INF], [0.5, 0.5, 0.5]]
+
+
+@program(leaf(ROWS, "float64"), leaf(ROWS, "float64"), leaf(ROWS, "float64"),
+         leaf(ROWS, "float64"), source=IEEE)
+def amax_amin_rows_at_nan(lib, F, a, b, c, d):
+    return a.amax(1), b.amin(1), c.max(1), d.min(1)
+
+
+# The max of all elements (MaxBackward1) shares its gradient among the NaNs; amax() of
+# all elements is amax's rule (NaN everywhere).
+@program(leaf([1.0, NAN, 3.0, NAN], "float64"), leaf([1.0, NAN, 3.0, NAN], "float64"),
+         leaf([-INF, 2.0, 2.0, -1.0], "float64"), leaf([-INF, 2.0, -INF, -1.0], "float64"),
+         source=IEEE)
+def max_and_amax_of_all_at_nan(lib, F, a, b, c, d):
+    return a.max(), b.amax(), c.amax(), d.amin(), lib.amax(c, (0,))
+
+
+# float64 hardsigmoid: relu6(x + 3) / 6 forward; the backward multiplies by 1/6 rounded to
+# float32 (PyTorch's literal), not float64's 1/6.
+@program(leaf([-3.0, -2.9, 0.0, 1.0, 2.9999999, 3.0, 3.1, 1e-17, 1 / 3, NAN, INF, -INF,
+               -0.0, -2.9999999], "float64"), source=IEEE)
+def hardsigmoid_float64_edges(lib, F, x):
+    return F.hardsigmoid(x)
+
+
 @program(leaf(EDGES), leaf(EDGES), leaf(EDGES), leaf(EDGES), leaf(EDGES), source=IEEE)
 def shrinks_and_elus_at_nan_and_inf(lib, F, a, b, c, d, e):
     return (F.hardshrink(a), F.softshrink(b), F.elu(c), F.celu(c, 2.0),

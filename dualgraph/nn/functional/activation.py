@@ -143,9 +143,19 @@ def relu6(x: Any, inplace: bool = False) -> Any:
 
 
 def hardsigmoid(x: Any, inplace: bool = False) -> Any:
-    """0 below -3, 1 above 3, ``x / 6 + 1 / 2`` between."""
-    return _inplace(x, lambda x: E.where(E.le(x, -3.0), 0.0, E.where(
-        E.ge(x, 3.0), 1.0, E.add(E.div(_nan_stops(x), 6.0), 0.5))), inplace)
+    """``relu6(x + 3) / 6``: 0 below -3, 1 above 3, as PyTorch computes it; its gradient
+    between is the output gradient times 1/6 rounded to float32, in every dtype, as
+    PyTorch's backward multiplies by its float literal."""
+    def f(x: Any) -> Any:
+        h = hardtanh(E.add(x, 3.0), 0.0, 6.0)
+        # The value h / 6, the gradient through h * ONE_SIXTH: h - h is exactly 0 (h is
+        # finite or NaN), so the sum is the value.
+        return E.add(S.stop_gradient(E.div(h, 6.0)),
+                     E.mul(E.sub(h, S.stop_gradient(h)), _ONE_SIXTH))
+    return _inplace(x, f, inplace)
+
+
+_ONE_SIXTH = float(np.float32(1.0 / 6.0))
 
 
 def hardswish(x: Any, inplace: bool = False) -> Any:
