@@ -77,11 +77,11 @@ def layout_of(t: Any) -> tuple | None:
     ctx = getattr(t, "_ctx", None)
     node = getattr(t, "node", None)
     if ctx is None or node is None:
-        a = t._data
+        a = np.asarray(t)  # an eager tensor's own array (no copy): its strides
         if a.flags.c_contiguous:
             return None
         return tuple(s // a.itemsize for s in a.strides)
-    strides = _traced(node, ctx, _memo(ctx))
+    strides = _traced(node, ctx, _memo(ctx), type(t))
     return None if strides == _contiguous(tuple(node.shape)) else strides
 
 
@@ -107,8 +107,9 @@ def _memo(ctx: Any) -> dict:
     return memo
 
 
-def _traced(node: Any, ctx: Any, memo: dict) -> tuple:
-    """The element strides eager mode would give the value of traced ``node``."""
+def _traced(node: Any, ctx: Any, memo: dict, wrap: type) -> tuple:
+    """The element strides eager mode would give the value of traced ``node`` (``wrap``:
+    the traced-value class, to hand an argument's node to the trace's context)."""
     got = memo.get(id(node))
     if got is not None:
         return got
@@ -123,7 +124,7 @@ def _traced(node: Any, ctx: Any, memo: dict) -> tuple:
             continue
         stack.pop()
         if id(n) not in memo:
-            memo[id(n)] = _strides(n, ctx, memo)
+            memo[id(n)] = _strides(n, ctx, memo, wrap)
     return memo[id(node)]
 
 
@@ -135,13 +136,13 @@ def _sources(node: Any) -> list:
     return []
 
 
-def _strides(node: Any, ctx: Any, memo: dict) -> tuple:
+def _strides(node: Any, ctx: Any, memo: dict, wrap: type) -> tuple:
     """``node``'s strides, its inputs' known (``memo``)."""
     shape = tuple(node.shape)
     out = None
     ins = _sources(node)
     if node.op == "input":
-        out = _argument(node, ctx)
+        out = _argument(wrap(node, ctx), ctx)
     elif node.op == "transpose" and ins:
         src = memo[id(ins[0])]
         out = tuple(src[a] for a in node.attrs["axes"])
@@ -160,17 +161,15 @@ def _strides(node: Any, ctx: Any, memo: dict) -> tuple:
     return _contiguous(shape) if out is None else out
 
 
-def _argument(node: Any, ctx: Any) -> tuple | None:
+def _argument(value: Any, ctx: Any) -> tuple | None:
     """A tensor argument's strides (its layout read, so the entry is guarded on it)."""
     read = getattr(ctx, "argument_layout", None)
     if read is None:
         return None
-    from ..trace.tracer import Tracer  # noqa: PLC0415 - the tracer imports the ops
-
-    arg = read(Tracer(node, ctx))
+    arg = read(value)
     if arg is None:
         return None
-    a = arg._data
+    a = np.asarray(arg)
     return tuple(s // a.itemsize for s in a.strides)
 
 
