@@ -128,6 +128,10 @@ class CallTraceContext(TraceContext):
         # ``len()`` of a list, dict or set that the function's own code took while
         # traced: ``(container, length)`` (`_LenReads`; guarded when from outside).
         self.len_reads: list = []
+        # Whether the trace changed the length of a container it read the length of (a
+        # hand-written optimizer's ``if len(state) == 0:`` filling the state): the next
+        # call finds another length, so this trace would serve this call only.
+        self.fills_length = False
         self.numbers_changed: list = []
         # Objects passed as arguments that are keyed by identity: ``(position, object)``;
         # the attributes the code names are guarded (`signature.capture_guards`).
@@ -1025,6 +1029,8 @@ def guard_lengths(ctx: CallTraceContext) -> None:
         outside.update(id(v) for v in before.values() if isinstance(v, _SIZED))
     for c, n in ctx.len_reads:
         if id(c) in outside or (type(c).__module__ or "").startswith("dualgraph.optim"):
+            if _REAL_LEN(c) != n:
+                ctx.fills_length = True
             ctx.guard_value(functools.partial(_REAL_LEN, c), n,
                             f"the length of a {type(c).__name__} the function read "
                             f"changed (traced with {n})", c)
