@@ -33,6 +33,9 @@ from .capture import (
     object_attr_guards,
     pin_attr,
     plain_value,
+    read_names,
+    unwritten_key,
+    written_items,
 )
 from .guards import (
     ArgGradNone,
@@ -384,7 +387,8 @@ def capture_guards(ctx: CallTraceContext,
         # global number).
         modules = [g.module for g in ctx.reads.values()
                    if isinstance(g, ModuleTable)]
-        outside = _outside_names(fn, roots, names, codes, modules, ctx.replayed)
+        outside = _outside_names(fn, roots, names, codes, modules, ctx.replayed,
+                                 written_items(ctx))
     if ctx.arg_objects:
         # An object passed as an argument is keyed by identity: the attributes the code
         # names are guarded as they were when the call began (the trace may have set
@@ -476,7 +480,8 @@ def _code_names(code: Any) -> set:
 
 
 def _outside_names(fn: Callable, roots: list, names: set, codes: list,
-                   modules: list = (), replayed: Any = frozenset()) -> list:
+                   modules: list = (), replayed: Any = frozenset(),
+                   written: dict | None = None) -> list:
     """Guards on what ``fn`` (and the helper functions it calls by a global or closure
     name, recursively) names as globals or closure variables: the identity of tensors,
     modules and optimizers (rebinding ``w = dg.tensor(...)`` at module level retraces
@@ -484,7 +489,10 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
     (numbers, strings, tuples of them), which the trace bakes in. Other values (plain
     objects, long or nested containers, arrays) go to ``roots`` (`_baked_values`); the
     names the visited code uses to ``names``, its code objects to ``codes``. The number
-    attributes ``replayed`` are read as the call's entry values, not guarded."""
+    attributes and globals ``replayed`` are read as the call's entry values, not guarded;
+    a short list or dict the compiled call writes into (``written``: `written_items`) is
+    guarded by identity, and on the items it does not write only where the code reads it
+    (`read_names`: ``history.append(3)`` alone reads nothing)."""
     from ..eager.tensor import Tensor
     from ..nn.modules import Module
     from ..optim import Optimizer
@@ -493,9 +501,13 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
     items: list[Guard] = []
     seen: set = set()
     objects: list = []  # plain objects of the user's classes: (object, name, table, kind)
+    kept: list = []  # written containers, guarded once every code is seen: (name, v, kind)
+    written = written or {}
 
     def guard(name: str, v: Any, table: Any, kind: str) -> None:
         """``table``: the globals dict holding ``name``, or the closure cell."""
+        if (id(table), name) in replayed:
+            return  # a global number every call writes (its type is guarded)
         if isinstance(v, functools.partial):
             # Eager mode calls what the partial binds now (its keywords dict changes in
             # place), and the code of its function.
@@ -506,6 +518,11 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
             what = f"{kind} {name!r} was rebound"
             items.append(CellIdentity(table, v, what) if kind == "closure variable"
                          else Identity(table, name, v, what))
+        elif plain_value(v) and type(v) in (list, dict) and id(v) in written:
+            what = f"{kind} {name!r} was rebound"
+            items.append(CellIdentity(table, v, what) if kind == "closure variable"
+                         else Identity(table, name, v, what))
+            kept.append((name, v, kind))
         elif plain_value(v):
             get = ((lambda: cell_value(table)) if kind == "closure variable"
                    else (lambda: table.get(name)))
@@ -601,6 +618,13 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
             visit(method)
             code = getattr(inspect.unwrap(method), "__code__", None)
             todo.extend(_code_names(code) if code is not None else ())
+    read = read_names(codes) if kept else ()
+    for name, v, kind in kept:
+        if read is None or name in read:
+            skip = frozenset(written[id(v)])
+            get = functools.partial(unwritten_key, v, skip)
+            items.append(Value(get, get(), lambda now, name=name, kind=kind: (
+                f"{kind} {name!r} changed where the compiled call does not write it")))
     # Their attributes the visited code names that hold plain values are guarded by value
     # (the object itself by identity, since the guards read its own attributes).
     for v, name, table, kind in objects:
