@@ -852,6 +852,7 @@ def _trace_pass(fn: Callable, args: tuple, with_outputs: bool, alias: tuple | No
     default_rng = rng()
     generators = _generator_states(fn)
     spaces = _global_spaces(fn)
+    cells = _closure_cells(fn)
     _watch_named(ctx, fn, spaces)
     modes = _global_modes()
     raised = None
@@ -894,6 +895,7 @@ def _trace_pass(fn: Callable, args: tuple, with_outputs: bool, alias: tuple | No
             # through: an error that stopped it says more than what it left half done.
             ctx.attr_writes, attr_error = [], e
         _global_numbers(ctx, spaces)
+        _cell_numbers(ctx, cells)
         guard_holders(ctx)
         ctx.end_replay()
         guard_lengths(ctx)
@@ -1108,7 +1110,8 @@ def defaults_of(fn: Any) -> tuple:
 
 def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = None,
                        absent: set = frozenset(), depth: int = 0,
-                       replayed: Any = frozenset()) -> list:
+                       replayed: Any = frozenset(), written: dict | None = None,
+                       read: Any = None) -> list:
     """Guards on the attributes of a plain Python object ``obj`` (a user's config object,
     named as a global, closure variable or the ``self`` of a compiled method, or passed as
     an argument) whose names the code uses: by value when they hold plain values
@@ -1122,7 +1125,10 @@ def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = No
     object an attribute holds (``cfg.opt.lr``) is guarded by identity, and its own
     attributes the same way, one level down. ``replayed``: ``(id of a __dict__, name)``
     of the number attributes read as the call's entry values
-    (`CallTraceContext.replay_numbers`), which are not guarded by value."""
+    (`CallTraceContext.replay_numbers`), which are not guarded by value. ``written``: the
+    lists and dicts every compiled call writes into (`written_items`), guarded by
+    identity, and on the rest only when the code reads them (``read``: `read_names`,
+    None for every name)."""
     d = getattr(obj, "__dict__", None)
     if type(d) is not dict or isinstance(obj, _NOT_BAKED):
         return []
@@ -1134,13 +1140,15 @@ def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = No
         v = values[k]
         if isinstance(v, Tensor):  # read as itself: another tensor there retraces
             out.append(Identity(d, k, v, f"{what}.{k} was rebound to another tensor"))
+        elif isinstance(k, str) and plain_value(v) and written and id(v) in written:
+            out.extend(written_guards(d, k, v, f"{what}.{k}", written, read))
         elif isinstance(k, str) and plain_value(v):
             out.append(_value_guard(d, k, v, what))
         elif depth == 0 and isinstance(k, str) and _keyed_by_identity(v) and \
                 type(getattr(v, "__dict__", None)) is dict and \
                 not isinstance(v, _NOT_BAKED) and not _is_library_object(v):
             inner = object_attr_guards(v, f"{what}.{k}", names, None, absent, depth + 1,
-                                       replayed)
+                                       replayed, written, read)
             if inner:
                 out.append(Identity(d, k, v, f"{what}.{k} was rebound to another object"))
                 out.extend(inner)
@@ -1442,6 +1450,59 @@ def _global_numbers(ctx: CallTraceContext, spaces: list) -> None:
             _number_written(ctx, held, space, name, v, before)
 
 
+class CellTable:
+    """A closure cell read and written as a one-entry table (``table[name]``), so that a
+    number the function rebinds there (``nonlocal n; n += 1``) is replayed as a number
+    attribute is (`CallTraceContext.replay_numbers`)."""
+
+    __slots__ = ("cell",)
+
+    def __init__(self, cell: Any) -> None:
+        self.cell = cell
+
+    def __getitem__(self, name: str) -> Any:
+        return self.cell.cell_contents
+
+    def __setitem__(self, name: str, v: Any) -> None:
+        self.cell.cell_contents = v
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self.cell.cell_contents
+        except ValueError:  # an empty cell
+            return default
+
+
+def _closure_cells(fn: Any) -> list:
+    """``(name, cell, value)`` of the closure variables of the function (and of a module's
+    ``forward``), as the call begins."""
+    out = []
+    for f in _python_functions(fn):
+        for name, cell in zip(f.__code__.co_freevars if f else (), (f and f.__closure__) or ()):
+            out.append((name, cell, _cell_value(cell)))
+    return out
+
+
+def _cell_numbers(ctx: CallTraceContext, cells: list) -> None:
+    """The closure variables the trace rebound from one number to another (``nonlocal n;
+    n += 1``), or replayed: written back by every compiled call (`_number_written`)."""
+    tables = {id(g.table.cell): g.table for g in ctx.replayed.values()
+              if type(g.table) is CellTable}
+    for name, cell, old in cells:
+        v = _cell_value(cell)
+        table = tables.get(id(cell))
+        if table is not None:
+            old = ctx.replayed[id(table), name].entry
+        if v is old or not (type(v) is TracedNumber or _is_number(v)) or not (
+                _is_number(old) or table is not None):
+            if v is not old and _stand_in(v):
+                cell.cell_contents = old
+                ctx.kept_stand_in = True
+            continue
+        table = table or CellTable(cell)
+        _number_written(ctx, HeldList(table, name), table, name, v, {name: old})
+
+
 _CONTAINER_DEPTH = 3  # lists and dicts nested this deep are put back
 
 
@@ -1491,6 +1552,20 @@ def written_items(ctx: CallTraceContext) -> dict:
     return out
 
 
+def written_guards(table: dict, name: str, v: Any, what: str, written: dict,
+                   read: Any) -> list:
+    """Guards on ``table[name]``, a short list or dict every compiled call writes into
+    (``written``: `written_items`): that it is still there, and, when the code reads it
+    (``read``: `read_names`, None for every name), its length or keys and the items the
+    call does not write."""
+    out: list = [Identity(table, name, v, f"{what} was rebound")]
+    if read is None or name in read:
+        get = functools.partial(unwritten_key, v, frozenset(written[id(v)]))
+        out.append(Value(get, get(), lambda now: f"{what} changed where the compiled call "
+                                                 "does not write it"))
+    return out
+
+
 def unwritten_key(container: Any, written: frozenset) -> tuple:
     """What a guard compares of a list or dict whose items ``written`` every compiled call
     writes: its length or keys, and its other items by value (`guards.value_key`)."""
@@ -1499,10 +1574,10 @@ def unwritten_key(container: Any, written: frozenset) -> tuple:
 
 
 def read_names(codes: list) -> set:
-    """The global and closure names ``codes`` (and the code nested in them) load for
-    anything but a call of their ``append`` or ``extend`` (``history.append(3)`` does not
-    read ``history``); every name (None) when the code may reach a namespace by other
-    means (``globals()``, ``eval``)."""
+    """The global, closure and attribute names ``codes`` (and the code nested in them)
+    load for anything but a call of their ``append`` or ``extend`` (``history.append(3)``
+    and ``self.log.append(3)`` read neither ``history`` nor ``log``); every name (None)
+    when the code may reach a namespace by other means (``globals()``, ``getattr``)."""
     out: set = set()
     stack = list(codes)
     while stack:
@@ -1519,8 +1594,10 @@ def read_names(codes: list) -> set:
     return out
 
 
-_NAME_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME", "LOAD_CLASSDEREF"})
-_NAMESPACE_READS = frozenset({"globals", "locals", "vars", "eval", "exec"})
+_NAME_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME", "LOAD_CLASSDEREF",
+                         "LOAD_ATTR", "LOAD_METHOD"})
+_NAMESPACE_READS = frozenset({"globals", "locals", "vars", "eval", "exec", "getattr",
+                              "__dict__"})
 
 
 class HeldList:
@@ -1547,6 +1624,8 @@ def _table_of(obj: Any) -> Any:
 def attr_name(obj: Any, name: Any) -> str:
     """How messages name attribute ``name`` of ``obj`` (``Net.h``; ``'state'['h']`` for a
     key of a watched dict, ``'count'[0]`` for an item of a list)."""
+    if type(obj) is HeldList and type(obj.items) is CellTable:
+        return f"closure variable {name!r}"
     if type(obj) in _HELD:
         return f"{obj.what}[{name!r}]"
     return f"{type(obj).__name__}.{name}"

@@ -35,6 +35,7 @@ from .capture import (
     plain_value,
     read_names,
     unwritten_key,
+    written_guards,
     written_items,
 )
 from .guards import (
@@ -382,23 +383,25 @@ def capture_guards(ctx: CallTraceContext,
     names: set = set()
     codes: list = []
     outside: list[Guard] = []
+    written = written_items(ctx)
     if fn is not None:
         # The methods of the user's modules that ran are helpers too (`forward` reading a
         # global number).
         modules = [g.module for g in ctx.reads.values()
                    if isinstance(g, ModuleTable)]
-        outside = _outside_names(fn, roots, names, codes, modules, ctx.replayed,
-                                 written_items(ctx))
+        outside = _outside_names(fn, roots, names, codes, modules, ctx.replayed, written)
     if ctx.arg_objects:
         # An object passed as an argument is keyed by identity: the attributes the code
         # names are guarded as they were when the call began (the trace may have set
         # them), and the names it may read that the object lacks are guarded absent.
         strings = set(names).union(*map(code_strings, codes))
+        read = read_names(codes) if written else ()
         for i, obj in ctx.arg_objects:
             before = ctx.attrs_before[id(obj)][1]
             outside.extend(object_attr_guards(
                 obj, f"argument {i} ({type(obj).__name__})", strings, before,
-                {k for k in strings if k.isidentifier()}, replayed=ctx.replayed))
+                {k for k in strings if k.isidentifier()}, replayed=ctx.replayed,
+                written=written, read=read))
     for module_id, (guard, kept) in ctx.module_attrs.items():
         # Attributes the module's class never names, but the traced function's code does.
         more = tuple(k for k in guard.names if k in kept or k in names)
@@ -506,8 +509,9 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
 
     def guard(name: str, v: Any, table: Any, kind: str) -> None:
         """``table``: the globals dict holding ``name``, or the closure cell."""
-        if (id(table), name) in replayed:
-            return  # a global number every call writes (its type is guarded)
+        if (id(table), name) in replayed or kind == "closure variable" and any(
+                getattr(g.table, "cell", None) is table for g in replayed.values()):
+            return  # a global or closure number every call writes (its type is guarded)
         if isinstance(v, functools.partial):
             # Eager mode calls what the partial binds now (its keywords dict changes in
             # place), and the code of its function.
@@ -519,10 +523,11 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
             items.append(CellIdentity(table, v, what) if kind == "closure variable"
                          else Identity(table, name, v, what))
         elif plain_value(v) and type(v) in (list, dict) and id(v) in written:
-            what = f"{kind} {name!r} was rebound"
-            items.append(CellIdentity(table, v, what) if kind == "closure variable"
-                         else Identity(table, name, v, what))
-            kept.append((name, v, kind))
+            if kind == "closure variable":
+                items.append(CellIdentity(table, v, f"{kind} {name!r} was rebound"))
+                kept.append((name, v, kind))
+            else:
+                kept.append((name, v, kind, table))
         elif plain_value(v):
             get = ((lambda: cell_value(table)) if kind == "closure variable"
                    else (lambda: table.get(name)))
@@ -618,17 +623,20 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
             visit(method)
             code = getattr(inspect.unwrap(method), "__code__", None)
             todo.extend(_code_names(code) if code is not None else ())
-    read = read_names(codes) if kept else ()
-    for name, v, kind in kept:
-        if read is None or name in read:
-            skip = frozenset(written[id(v)])
-            get = functools.partial(unwritten_key, v, skip)
+    read = read_names(codes) if kept or written else ()
+    for name, v, kind, *table in kept:
+        if table:
+            items.extend(written_guards(table[0], name, v, f"{kind} {name!r}", written,
+                                        read))
+        elif read is None or name in read:
+            get = functools.partial(unwritten_key, v, frozenset(written[id(v)]))
             items.append(Value(get, get(), lambda now, name=name, kind=kind: (
                 f"{kind} {name!r} changed where the compiled call does not write it")))
     # Their attributes the visited code names that hold plain values are guarded by value
     # (the object itself by identity, since the guards read its own attributes).
     for v, name, table, kind in objects:
-        attrs = object_attr_guards(v, name, names, replayed=replayed)
+        attrs = object_attr_guards(v, name, names, replayed=replayed, written=written,
+                                   read=read)
         if attrs:
             what = f"{kind} {name!r} was rebound"
             items.append(CellIdentity(table, v, what) if kind == "closure variable"
@@ -638,7 +646,7 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
     if owner is not None and not isinstance(owner, Module) and \
             _is_user_namespace(type(owner)):
         items.extend(object_attr_guards(owner, type(owner).__name__, names,
-                                        replayed=replayed))
+                                        replayed=replayed, written=written, read=read))
     return items
 
 

@@ -165,10 +165,10 @@ def plain_values_appended_to_a_list_from_outside(wrap):
     return [g(dg.ones(2)) for _ in range(3)] + [logs, step.k]
 
 
-@case(traces=3)
+@case(traces=1)
 def plain_values_appended_to_a_short_list_an_attribute_holds(wrap):
-    """A short list of numbers an attribute holds is guarded by value (the trace may read
-    it): each call gives eager's values, tracing anew while the list grows."""
+    """A short list of numbers an attribute holds that the code only appends to is
+    guarded by identity alone: one trace appends on every call."""
     class Log:
         def __init__(self) -> None:
             self.seen: list = []
@@ -209,11 +209,12 @@ _HIST: list = []
 @case(traces=1)
 def counters_in_lists_dicts_and_globals(wrap):
     """``count[0] += 1``, ``counts["steps"] += 1``, ``counts[0] += 2``, ``global n; n +=
-    1`` and an append of the count, beside a tensor attribute computed from them: each
-    call writes what eager mode leaves, after the call's kernels, with one trace."""
+    1``, ``nonlocal k; k += 1`` and an append of the count, beside a tensor attribute
+    computed from them: each call writes what eager mode leaves, after the call's kernels,
+    with one trace."""
     global _CALLS
     _CALLS = 0
-    count, counts, history = [0, 5], {"steps": 0, 0: 1.5}, []
+    count, counts, history, k = [0, 5], {"steps": 0, 0: 1.5}, [], 0
 
     class Box:
         pass
@@ -223,17 +224,19 @@ def counters_in_lists_dicts_and_globals(wrap):
 
     def step(x):
         global _CALLS
+        nonlocal k
         _CALLS += 1
+        k += 1
         count[0] += 1
         counts["steps"] += 1
         counts[0] += 2
         history.append(_CALLS * 10 + count[0])
-        box.last = (x * count[0] + counts[0]).detach()
+        box.last = (x * count[0] + counts[0] + k).detach()
         return x * count[1]
 
     f = wrap(step)
-    out = [f(dg.full((2,), float(k))) for k in range(4)]
-    return out + [list(count), dict(counts), _CALLS, list(history), box.last]
+    out = [f(dg.full((2,), float(j))) for j in range(4)]
+    return out + [list(count), dict(counts), _CALLS, k, list(history), box.last]
 
 
 @case(traces=2)
