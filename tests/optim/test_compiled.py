@@ -159,6 +159,16 @@ def _setup(batch: int = 5):
     return net, x, y
 
 
+def _training_step(net, opt):
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((net(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 def train(mode: str, make_opt, make_sched, steps: int = STEPS, by_hand: bool = False,
           batch: int = 5):
     """Losses and parameters after each step; ``mode`` is eager, blocking or tiered."""
@@ -166,14 +176,7 @@ def train(mode: str, make_opt, make_sched, steps: int = STEPS, by_hand: bool = F
     params = list(net.parameters())
     opt = make_opt(params)
     sched = make_sched(opt)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = ((net(x) - y) ** 2).mean()
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = _training_step(net, opt)
     run = step if mode == "eager" else dg.compile(step, tiered=mode == "tiered")
     out = []
     for k in range(steps):
@@ -347,14 +350,7 @@ def test_lazy_state_changed_between_calls_follows_eager() -> None:
         net, x, y = _setup()
         params = list(net.parameters())
         opt = SignAdam(params[:2], lr=0.05)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = ((net(x) - y) ** 2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
+        step = _training_step(net, opt)
         f = step if mode == "eager" else dg.compile(step, tiered=False)
         out, saved = [], None
         for k in range(8):
