@@ -9,6 +9,7 @@ new values and `restore_grads` puts the old ones back, for the compiled call to 
 from __future__ import annotations
 
 import builtins
+import dis
 import functools
 import inspect
 import os
@@ -47,6 +48,7 @@ from .guards import (
     Guard,
     Identity,
     InstanceForward,
+    ItemIdentity,
     LeafHooks,
     ModuleAttrs,
     ModuleClass,
@@ -59,6 +61,7 @@ from .guards import (
     defaults_key,
     partial_key,
     snapshot,
+    value_key,
 )
 from .plan import RuntimeScalar, Slot
 
@@ -114,6 +117,9 @@ class CallTraceContext(TraceContext):
         # variables or a module hook's (`watch_container`): id -> the list, or the
         # `HeldDict` standing for the dict.
         self.watched: dict = {}
+        # Where a list from outside is held, one level up (an attribute, a dict's key, a
+        # list's item): id -> (table, key, the list, what), for `guard_holders`.
+        self.holders: dict = {}
         # Number attributes read as values of the call's entry (`replay_numbers`):
         # (id of the object's ``__dict__``, name) -> its `EntryNumber`. After the trace,
         # ``number_writes`` lists ``(table, name, get)``: attributes the compiled call sets
@@ -128,7 +134,14 @@ class CallTraceContext(TraceContext):
         # ``len()`` of a list, dict or set that the function's own code took while
         # traced: ``(container, length)`` (`_LenReads`; guarded when from outside).
         self.len_reads: list = []
+        # Whether the trace changed the length of a container it read the length of (a
+        # hand-written optimizer's ``if len(state) == 0:`` filling the state): the next
+        # call finds another length, so this trace would serve this call only.
+        self.fills_length = False
         self.numbers_changed: list = []
+        # Whether the trace stored a number argument's stand-in in a list item or a global
+        # (``total[0] += lr``): it is put back, and the argument is keyed by value.
+        self.kept_stand_in = False
         # Objects passed as arguments that are keyed by identity: ``(position, object)``;
         # the attributes the code names are guarded (`signature.capture_guards`).
         self.arg_objects: list = []
@@ -392,8 +405,11 @@ class CallTraceContext(TraceContext):
             inner = list(v.values())
         else:
             self.watched[id(v)] = v
-            self.items_before.setdefault(id(v), (v, list(v), what, False))
+            self.items_before.setdefault(id(v), (v, self._entry_items(v), what, False))
             inner = list(v)
+            for i, e in enumerate(inner):
+                if type(e) is list:
+                    self.holders.setdefault(id(e), (v, i, e, f"{what}[{i}]"))
         for e in inner:
             self.watch_container(e, what, depth + 1)
 
@@ -410,7 +426,15 @@ class CallTraceContext(TraceContext):
         self.attrs_before[id(obj)] = (obj, before)
         for k, v in d.items():
             if type(v) is list:
-                self.items_before.setdefault(id(v), (v, list(v), attr_name(obj, k), True))
+                self.items_before.setdefault(id(v), (v, self._entry_items(v),
+                                                     attr_name(obj, k), True))
+                self.holders.setdefault(id(v), (d, k, v, attr_name(obj, k)))
+
+    def _entry_items(self, items: list) -> list:
+        """A copy of list ``items`` as the call began (a replayed item's number, not its
+        stand-in)."""
+        return [self.replayed[id(items), i].entry if type(e) is TracedNumber
+                and (id(items), i) in self.replayed else e for i, e in enumerate(items)]
 
     def replay_numbers(self, found: list) -> None:
         """The number attributes ``found`` (``(object, name)``: ``self.nfe += 1``) are read
@@ -421,8 +445,8 @@ class CallTraceContext(TraceContext):
         the function stores back is written after each call (`restore_attrs`)."""
         hooks = (self.guard_value, self.runtime_scalar)
         for obj, name in found:
-            d = obj.__dict__
-            v = d.get(name)
+            d = _table_of(obj)
+            v = _item(d, name)
             if not _is_number(v) or (id(d), name) in self.replayed:
                 continue
             get = self.replayed[id(d), name] = EntryNumber(d, name, v)
@@ -436,7 +460,7 @@ class CallTraceContext(TraceContext):
         """After the trace: each replayed attribute holds its number again, and reads it
         as a call begins from now on."""
         for get in self.replayed.values():
-            if type(get.table.get(get.name)) is TracedNumber:
+            if type(_item(get.table, get.name)) is TracedNumber:
                 get.table[get.name] = get.entry
             get.entry = None
 
@@ -532,8 +556,15 @@ def _is_number(v: Any) -> bool:
     return type(v) in (int, float)
 
 
-def _item_type(table: dict, name: str) -> type:
-    return type(table.get(name))
+def _item_type(table: Any, name: Any) -> type:
+    return type(_item(table, name))
+
+
+def _item(table: Any, name: Any) -> Any:
+    """``table[name]`` of a dict or a list (None when it is not there)."""
+    if type(table) is list:
+        return table[name] if -len(table) <= name < len(table) else None
+    return table.get(name)
 
 
 class EntryNumber:
@@ -821,6 +852,7 @@ def _trace_pass(fn: Callable, args: tuple, with_outputs: bool, alias: tuple | No
     default_rng = rng()
     generators = _generator_states(fn)
     spaces = _global_spaces(fn)
+    cells = _closure_cells(fn)
     _watch_named(ctx, fn, spaces)
     modes = _global_modes()
     raised = None
@@ -862,6 +894,9 @@ def _trace_pass(fn: Callable, args: tuple, with_outputs: bool, alias: tuple | No
             # Raised once everything else is put back, and only if the trace itself got
             # through: an error that stopped it says more than what it left half done.
             ctx.attr_writes, attr_error = [], e
+        _global_numbers(ctx, spaces)
+        _cell_numbers(ctx, cells)
+        guard_holders(ctx)
         ctx.end_replay()
         guard_lengths(ctx)
         drew = _restore_python_streams(streams) or _restore_generators(generators)
@@ -878,6 +913,8 @@ def _trace_pass(fn: Callable, args: tuple, with_outputs: bool, alias: tuple | No
                 "writes, or outside the compiled function, to keep it compiled.") from raised
     if attr_error is not None:
         raise attr_error
+    if ctx.kept_stand_in:
+        raise NeedsValue("kept outside the graph")
     if rng() is not default_rng:
         # Compiled random ops draw a fresh key per call from the generator as it is when
         # the call begins; a seed set inside would be set once, when tracing.
@@ -1025,6 +1062,8 @@ def guard_lengths(ctx: CallTraceContext) -> None:
         outside.update(id(v) for v in before.values() if isinstance(v, _SIZED))
     for c, n in ctx.len_reads:
         if id(c) in outside or (type(c).__module__ or "").startswith("dualgraph.optim"):
+            if _REAL_LEN(c) != n:
+                ctx.fills_length = True
             ctx.guard_value(functools.partial(_REAL_LEN, c), n,
                             f"the length of a {type(c).__name__} the function read "
                             f"changed (traced with {n})", c)
@@ -1071,7 +1110,8 @@ def defaults_of(fn: Any) -> tuple:
 
 def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = None,
                        absent: set = frozenset(), depth: int = 0,
-                       replayed: Any = frozenset()) -> list:
+                       replayed: Any = frozenset(), written: dict | None = None,
+                       read: Any = None) -> list:
     """Guards on the attributes of a plain Python object ``obj`` (a user's config object,
     named as a global, closure variable or the ``self`` of a compiled method, or passed as
     an argument) whose names the code uses: by value when they hold plain values
@@ -1085,7 +1125,10 @@ def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = No
     object an attribute holds (``cfg.opt.lr``) is guarded by identity, and its own
     attributes the same way, one level down. ``replayed``: ``(id of a __dict__, name)``
     of the number attributes read as the call's entry values
-    (`CallTraceContext.replay_numbers`), which are not guarded by value."""
+    (`CallTraceContext.replay_numbers`), which are not guarded by value. ``written``: the
+    lists and dicts every compiled call writes into (`written_items`), guarded by
+    identity, and on the rest only when the code reads them (``read``: `read_names`,
+    None for every name)."""
     d = getattr(obj, "__dict__", None)
     if type(d) is not dict or isinstance(obj, _NOT_BAKED):
         return []
@@ -1097,13 +1140,15 @@ def object_attr_guards(obj: Any, what: str, names: set, before: dict | None = No
         v = values[k]
         if isinstance(v, Tensor):  # read as itself: another tensor there retraces
             out.append(Identity(d, k, v, f"{what}.{k} was rebound to another tensor"))
+        elif isinstance(k, str) and plain_value(v) and written and id(v) in written:
+            out.extend(written_guards(d, k, v, f"{what}.{k}", written, read))
         elif isinstance(k, str) and plain_value(v):
             out.append(_value_guard(d, k, v, what))
         elif depth == 0 and isinstance(k, str) and _keyed_by_identity(v) and \
                 type(getattr(v, "__dict__", None)) is dict and \
                 not isinstance(v, _NOT_BAKED) and not _is_library_object(v):
             inner = object_attr_guards(v, f"{what}.{k}", names, None, absent, depth + 1,
-                                       replayed)
+                                       replayed, written, read)
             if inner:
                 out.append(Identity(d, k, v, f"{what}.{k} was rebound to another object"))
                 out.extend(inner)
@@ -1362,6 +1407,102 @@ def _restore_globals(ctx: CallTraceContext, spaces: list) -> list:
     return rebound
 
 
+def guard_holders(ctx: CallTraceContext) -> None:
+    """Guard that each list or dict every compiled call writes into (`written_items`) is
+    still where the trace found it (``box["history"] = []`` between calls retraces), so
+    the call writes to the one eager mode would. (One a global or closure variable names
+    is guarded by `signature` with the other names.)"""
+    for cid in written_items(ctx):
+        held = ctx.holders.get(cid)
+        if held is None:
+            continue
+        table, key, v, what = held
+        ctx.reads.setdefault(("holder", cid), (
+            ItemIdentity if type(table) is list else Identity)(
+                table, key, v, f"{what} was replaced"))
+
+
+def _stand_in(v: Any) -> bool:
+    """Whether ``v`` stands for a number argument traced as a graph input
+    (`symbolic.SymbolicInt`, `SymbolicFloat`), which only the trace has."""
+    return getattr(type(v), "_stands_for", None) is not None and \
+        getattr(type(v), "read_kind", None) is None
+
+
+def _global_numbers(ctx: CallTraceContext, spaces: list) -> None:
+    """The globals of ``spaces`` the trace changed from one number to another (``global n;
+    n += 1``), or replayed: written back by every compiled call, as number attributes are
+    (`_number_written`), and put back now."""
+    for space, before in spaces:
+        held = None
+        for name, v in list(space.items()):
+            old = before.get(name, MISSING)
+            if v is not old and _stand_in(v):
+                space[name] = old
+                ctx.kept_stand_in = True
+                continue
+            if v is old or not (type(v) is TracedNumber or _is_number(v)) or not (
+                    _is_number(old) or (id(space), name) in ctx.replayed):
+                continue
+            if held is None:
+                held = HeldDict()
+                held.__dict__, held.what = space, "globals()"
+            _number_written(ctx, held, space, name, v, before)
+
+
+class CellTable:
+    """A closure cell read and written as a one-entry table (``table[name]``), so that a
+    number the function rebinds there (``nonlocal n; n += 1``) is replayed as a number
+    attribute is (`CallTraceContext.replay_numbers`)."""
+
+    __slots__ = ("cell",)
+
+    def __init__(self, cell: Any) -> None:
+        self.cell = cell
+
+    def __getitem__(self, name: str) -> Any:
+        return self.cell.cell_contents
+
+    def __setitem__(self, name: str, v: Any) -> None:
+        self.cell.cell_contents = v
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self.cell.cell_contents
+        except ValueError:  # an empty cell
+            return default
+
+
+def _closure_cells(fn: Any) -> list:
+    """``(name, cell, value)`` of the closure variables of the function (and of a module's
+    ``forward``), as the call begins."""
+    out = []
+    for f in _python_functions(fn):
+        for name, cell in zip(f.__code__.co_freevars if f else (), (f and f.__closure__) or ()):
+            out.append((name, cell, _cell_value(cell)))
+    return out
+
+
+def _cell_numbers(ctx: CallTraceContext, cells: list) -> None:
+    """The closure variables the trace rebound from one number to another (``nonlocal n;
+    n += 1``), or replayed: written back by every compiled call (`_number_written`)."""
+    tables = {id(g.table.cell): g.table for g in ctx.replayed.values()
+              if type(g.table) is CellTable}
+    for name, cell, old in cells:
+        v = _cell_value(cell)
+        table = tables.get(id(cell))
+        if table is not None:
+            old = ctx.replayed[id(table), name].entry
+        if v is old or not (type(v) is TracedNumber or _is_number(v)) or not (
+                _is_number(old) or table is not None):
+            if v is not old and _stand_in(v):
+                cell.cell_contents = old
+                ctx.kept_stand_in = True
+            continue
+        table = table or CellTable(cell)
+        _number_written(ctx, HeldList(table, name), table, name, v, {name: old})
+
+
 _CONTAINER_DEPTH = 3  # lists and dicts nested this deep are put back
 
 
@@ -1396,10 +1537,96 @@ class HeldDict:
     __slots__ = ("__dict__", "what")
 
 
+def written_items(ctx: CallTraceContext) -> dict:
+    """What every compiled call of the trace writes into lists and dicts from outside
+    (`PythonWrites`): id of the container -> the keys or indices of its replayed numbers;
+    a list appended to is there too. Such a container is guarded on the rest only
+    (`unwritten_key`)."""
+    out: dict = {}
+    for table_id, name in ctx.replayed:
+        out.setdefault(table_id, set()).add(name)
+    for table, name, _ in ctx.number_writes:
+        out.setdefault(id(table), set()).add(name)
+    for items, _ in ctx.list_appends:
+        out.setdefault(id(items), set())
+    return out
+
+
+def written_guards(table: dict, name: str, v: Any, what: str, written: dict,
+                   read: Any) -> list:
+    """Guards on ``table[name]``, a short list or dict every compiled call writes into
+    (``written``: `written_items`): that it is still there, and, when the code reads it
+    (``read``: `read_names`, None for every name), its length or keys and the items the
+    call does not write."""
+    out: list = [Identity(table, name, v, f"{what} was rebound")]
+    if read is None or name in read:
+        get = functools.partial(unwritten_key, v, frozenset(written[id(v)]))
+        out.append(Value(get, get(), lambda now: f"{what} changed where the compiled call "
+                                                 "does not write it"))
+    return out
+
+
+def unwritten_key(container: Any, written: frozenset) -> tuple:
+    """What a guard compares of a list or dict whose items ``written`` every compiled call
+    writes: its length or keys, and its other items by value (`guards.value_key`)."""
+    pairs = container.items() if type(container) is dict else enumerate(container)
+    return tuple((k, None if k in written else value_key(e)) for k, e in pairs)
+
+
+def read_names(codes: list) -> set:
+    """The global, closure and attribute names ``codes`` (and the code nested in them)
+    load for anything but a call of their ``append`` or ``extend`` (``history.append(3)``
+    and ``self.log.append(3)`` read neither ``history`` nor ``log``); every name (None)
+    when the code may reach a namespace by other means (``globals()``, ``getattr``)."""
+    out: set = set()
+    stack = list(codes)
+    while stack:
+        c = stack.pop()
+        if _NAMESPACE_READS & set(c.co_names):
+            return None
+        ins = list(dis.get_instructions(c))
+        for a, b in zip(ins, ins[1:] + [None]):
+            if a.opname in _NAME_LOADS and not (
+                    b is not None and b.opname in ("LOAD_METHOD", "LOAD_ATTR")
+                    and b.argval in ("append", "extend")):
+                out.add(a.argval)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return out
+
+
+_NAME_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME", "LOAD_CLASSDEREF",
+                         "LOAD_ATTR", "LOAD_METHOD"})
+_NAMESPACE_READS = frozenset({"globals", "locals", "vars", "eval", "exec", "getattr",
+                              "__dict__"})
+
+
+class HeldList:
+    """Stands for a list from outside whose number items the function changes (``count[0]
+    += 1``): ``items`` is the list (`_table_of`), read and written by index as an object's
+    number attributes are by name (`CallTraceContext.replay_numbers`)."""
+
+    __slots__ = ("items", "what")
+
+    def __init__(self, items: list, what: str) -> None:
+        self.items, self.what = items, what
+
+
+# The objects standing for containers whose items are written as attributes are.
+_HELD = (HeldDict, HeldList)
+
+
+def _table_of(obj: Any) -> Any:
+    """Where the attributes of ``obj`` live: its ``__dict__``, or the list a `HeldList`
+    stands for."""
+    return obj.items if type(obj) is HeldList else obj.__dict__
+
+
 def attr_name(obj: Any, name: Any) -> str:
     """How messages name attribute ``name`` of ``obj`` (``Net.h``; ``'state'['h']`` for a
-    key of a watched dict)."""
-    if type(obj) is HeldDict:
+    key of a watched dict, ``'count'[0]`` for an item of a list)."""
+    if type(obj) is HeldList and type(obj.items) is CellTable:
+        return f"closure variable {name!r}"
+    if type(obj) in _HELD:
         return f"{obj.what}[{name!r}]"
     return f"{type(obj).__name__}.{name}"
 
@@ -1416,6 +1643,18 @@ def restore_containers(ctx: CallTraceContext) -> list:
     and go to ``ctx.list_appends``, for every compiled call to append again."""
     changed = []
     for v, items, what, held in list(ctx.items_before.values()):
+        # Numbers changed in place (``count[0] += 1``): written back by index, as number
+        # attributes are (`_number_written`), then put back.
+        numbered = None
+        for i in range(min(len(v), len(items))):
+            e = v[i]
+            if e is not items[i] and _stand_in(e):
+                v[i] = items[i]
+                ctx.kept_stand_in = True
+            if e is items[i] or not (type(e) is TracedNumber or _is_number(e)):
+                continue
+            numbered = numbered or HeldList(v, what)
+            _number_written(ctx, numbered, v, i, e, {i: items[i]})
         if _holds_tracer(v, ctx):
             if not (held and len(v) == len(items)):
                 v[:] = items
@@ -1516,11 +1755,16 @@ def restore_attrs(ctx: CallTraceContext) -> list:
             constant.append(attr_name(obj, name))
         watched = type(obj) is HeldDict
         for name, v in list(d.items()):
-            if watched and (before.get(name, MISSING) is v and type(v) is not list
-                            or not isinstance(name, str)):
-                # A key of a watched dict that still holds what it held (or is not a
-                # string: `restore_containers`).
+            if watched and not isinstance(name, str):
+                # A key that is not a string (``counts[0] += 1``): a number there is
+                # written back as under a string key; anything else is
+                # `restore_containers`'s.
+                if before.get(name, MISSING) is not v and (
+                        type(v) is TracedNumber or _is_number(v)):
+                    _number_written(ctx, obj, d, name, v, before)
                 continue
+            if watched and before.get(name, MISSING) is v and type(v) is not list:
+                continue  # a key of a watched dict that still holds what it held
             what = attr_name(obj, name)
             if isinstance(v, Tracer) and v._ctx is ctx:
                 leaves, tree = [((), v)], None
@@ -1613,7 +1857,7 @@ def _number_written(ctx: CallTraceContext, obj: Any, d: dict, name: str, v: Any,
     elif get is not None and _is_number(v):
         ctx.number_writes.append((d, name, lambda v=v: v))  # set to a constant
     elif _is_number(old) and _is_number(v) and old != v and name != "_training" and \
-            (type(obj) is HeldDict or not _is_library_object(obj)):
+            (type(obj) in _HELD or not _is_library_object(obj)):
         ctx.numbers_changed.append((obj, name))
     else:
         return False

@@ -33,6 +33,10 @@ from .capture import (
     object_attr_guards,
     pin_attr,
     plain_value,
+    read_names,
+    unwritten_key,
+    written_guards,
+    written_items,
 )
 from .guards import (
     ArgGradNone,
@@ -379,22 +383,25 @@ def capture_guards(ctx: CallTraceContext,
     names: set = set()
     codes: list = []
     outside: list[Guard] = []
+    written = written_items(ctx)
     if fn is not None:
         # The methods of the user's modules that ran are helpers too (`forward` reading a
         # global number).
         modules = [g.module for g in ctx.reads.values()
                    if isinstance(g, ModuleTable)]
-        outside = _outside_names(fn, roots, names, codes, modules, ctx.replayed)
+        outside = _outside_names(fn, roots, names, codes, modules, ctx.replayed, written)
     if ctx.arg_objects:
         # An object passed as an argument is keyed by identity: the attributes the code
         # names are guarded as they were when the call began (the trace may have set
         # them), and the names it may read that the object lacks are guarded absent.
         strings = set(names).union(*map(code_strings, codes))
+        read = read_names(codes) if written else ()
         for i, obj in ctx.arg_objects:
             before = ctx.attrs_before[id(obj)][1]
             outside.extend(object_attr_guards(
                 obj, f"argument {i} ({type(obj).__name__})", strings, before,
-                {k for k in strings if k.isidentifier()}, replayed=ctx.replayed))
+                {k for k in strings if k.isidentifier()}, replayed=ctx.replayed,
+                written=written, read=read))
     for module_id, (guard, kept) in ctx.module_attrs.items():
         # Attributes the module's class never names, but the traced function's code does.
         more = tuple(k for k in guard.names if k in kept or k in names)
@@ -476,7 +483,8 @@ def _code_names(code: Any) -> set:
 
 
 def _outside_names(fn: Callable, roots: list, names: set, codes: list,
-                   modules: list = (), replayed: Any = frozenset()) -> list:
+                   modules: list = (), replayed: Any = frozenset(),
+                   written: dict | None = None) -> list:
     """Guards on what ``fn`` (and the helper functions it calls by a global or closure
     name, recursively) names as globals or closure variables: the identity of tensors,
     modules and optimizers (rebinding ``w = dg.tensor(...)`` at module level retraces
@@ -484,7 +492,10 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
     (numbers, strings, tuples of them), which the trace bakes in. Other values (plain
     objects, long or nested containers, arrays) go to ``roots`` (`_baked_values`); the
     names the visited code uses to ``names``, its code objects to ``codes``. The number
-    attributes ``replayed`` are read as the call's entry values, not guarded."""
+    attributes and globals ``replayed`` are read as the call's entry values, not guarded;
+    a short list or dict the compiled call writes into (``written``: `written_items`) is
+    guarded by identity, and on the items it does not write only where the code reads it
+    (`read_names`: ``history.append(3)`` alone reads nothing)."""
     from ..eager.tensor import Tensor
     from ..nn.modules import Module
     from ..optim import Optimizer
@@ -493,9 +504,14 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
     items: list[Guard] = []
     seen: set = set()
     objects: list = []  # plain objects of the user's classes: (object, name, table, kind)
+    kept: list = []  # written containers, guarded once every code is seen: (name, v, kind)
+    written = written or {}
 
     def guard(name: str, v: Any, table: Any, kind: str) -> None:
         """``table``: the globals dict holding ``name``, or the closure cell."""
+        if (id(table), name) in replayed or kind == "closure variable" and any(
+                getattr(g.table, "cell", None) is table for g in replayed.values()):
+            return  # a global or closure number every call writes (its type is guarded)
         if isinstance(v, functools.partial):
             # Eager mode calls what the partial binds now (its keywords dict changes in
             # place), and the code of its function.
@@ -506,6 +522,12 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
             what = f"{kind} {name!r} was rebound"
             items.append(CellIdentity(table, v, what) if kind == "closure variable"
                          else Identity(table, name, v, what))
+        elif plain_value(v) and type(v) in (list, dict) and id(v) in written:
+            if kind == "closure variable":
+                items.append(CellIdentity(table, v, f"{kind} {name!r} was rebound"))
+                kept.append((name, v, kind))
+            else:
+                kept.append((name, v, kind, table))
         elif plain_value(v):
             get = ((lambda: cell_value(table)) if kind == "closure variable"
                    else (lambda: table.get(name)))
@@ -601,10 +623,20 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
             visit(method)
             code = getattr(inspect.unwrap(method), "__code__", None)
             todo.extend(_code_names(code) if code is not None else ())
+    read = read_names(codes) if kept or written else ()
+    for name, v, kind, *table in kept:
+        if table:
+            items.extend(written_guards(table[0], name, v, f"{kind} {name!r}", written,
+                                        read))
+        elif read is None or name in read:
+            get = functools.partial(unwritten_key, v, frozenset(written[id(v)]))
+            items.append(Value(get, get(), lambda now, name=name, kind=kind: (
+                f"{kind} {name!r} changed where the compiled call does not write it")))
     # Their attributes the visited code names that hold plain values are guarded by value
     # (the object itself by identity, since the guards read its own attributes).
     for v, name, table, kind in objects:
-        attrs = object_attr_guards(v, name, names, replayed=replayed)
+        attrs = object_attr_guards(v, name, names, replayed=replayed, written=written,
+                                   read=read)
         if attrs:
             what = f"{kind} {name!r} was rebound"
             items.append(CellIdentity(table, v, what) if kind == "closure variable"
@@ -614,7 +646,7 @@ def _outside_names(fn: Callable, roots: list, names: set, codes: list,
     if owner is not None and not isinstance(owner, Module) and \
             _is_user_namespace(type(owner)):
         items.extend(object_attr_guards(owner, type(owner).__name__, names,
-                                        replayed=replayed))
+                                        replayed=replayed, written=written, read=read))
     return items
 
 

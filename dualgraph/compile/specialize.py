@@ -140,7 +140,10 @@ class FillsStateError(Exception):
 def _fills_state(ctx: Any) -> bool:
     """Whether the trace set an attribute (``self.mask = ...``) that held None, a Python
     number (``self.log_prior = 0`` in ``__init__``, a tensor from the first call on) or
-    was absent before the call."""
+    was absent before the call, or changed the length of a container it read the length
+    of (``if len(state) == 0:`` filling a hand-written optimizer's state)."""
+    if ctx.fills_length:
+        return True
     for obj, name, _, _ in ctx.attr_writes:
         before = ctx.attrs_before.get(id(obj))
         if before is None:

@@ -5,6 +5,7 @@ schedulers a user writes, blocking and tiered."""
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -141,11 +142,10 @@ CASES = {
 }
 # A momentum buffer that starts at the gradient but is then dampened (the user's optimizer,
 # SGD with dampening) takes its first-step branch once: a second trace, then none.
-# A hand-written optimizer's ``if len(state) == 0:`` reads the state's length: the first
-# call's trace sees it empty, the second retraces with it filled (torch.compile guards the
-# length and recompiles there too).
-TRACES = {"user_momentum/step": 2, "sgd_dampening/step": 2, "user_adam/step": 2,
-          "user_adam/user_scheduler": 2}
+# A hand-written optimizer's ``if len(state) == 0:`` (SignAdam) reads the state's length
+# and fills the state: that first call runs eagerly, and the one trace, taken at the second
+# call, is guarded on the filled length (torch.compile traces both lengths).
+TRACES = {"user_momentum/step": 2, "sgd_dampening/step": 2}
 
 
 def _setup(batch: int = 5):
@@ -159,6 +159,16 @@ def _setup(batch: int = 5):
     return net, x, y
 
 
+def _training_step(net, opt):
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((net(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 def train(mode: str, make_opt, make_sched, steps: int = STEPS, by_hand: bool = False,
           batch: int = 5):
     """Losses and parameters after each step; ``mode`` is eager, blocking or tiered."""
@@ -166,14 +176,7 @@ def train(mode: str, make_opt, make_sched, steps: int = STEPS, by_hand: bool = F
     params = list(net.parameters())
     opt = make_opt(params)
     sched = make_sched(opt)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = ((net(x) - y) ** 2).mean()
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = _training_step(net, opt)
     run = step if mode == "eager" else dg.compile(step, tiered=mode == "tiered")
     out = []
     for k in range(steps):
@@ -337,3 +340,37 @@ def test_a_failed_traced_step_leaves_no_unfilled_state() -> None:
         got, _ = train("blocking", lambda ps: MomentumThenPythonCount(ps, lr=0.1), make_sched,
                        steps=4)
     _compare(got, want)
+
+
+def test_lazy_state_changed_between_calls_follows_eager() -> None:
+    """``if len(state) == 0:`` with the state cleared, a parameter group added and a state
+    dict loaded between calls: each call gives eager's loss and parameters; a call that
+    finds another length traces again (the guard on the length stays)."""
+    def run(mode):
+        net, x, y = _setup()
+        params = list(net.parameters())
+        opt = SignAdam(params[:2], lr=0.05)
+        step = _training_step(net, opt)
+        f = step if mode == "eager" else dg.compile(step, tiered=False)
+        out, saved = [], None
+        for k in range(8):
+            if k == 2:
+                opt.state.clear()
+            if k == 3:
+                opt.add_param_group({"params": params[2:]})
+            if k == 6:
+                opt.load_state_dict(saved)
+            out.append((f(x, y).item(), [p.numpy().copy() for p in params]))
+            if k == 4:
+                saved = copy.deepcopy(opt.state_dict())
+        return out, f
+
+    want, _ = run("eager")
+    got, f = run("blocking")
+    _compare(got, want)
+    st = f.stats
+    assert st.state_filling_calls == 1, st.retrace_reasons
+    # The first call fills the state eagerly; then one trace each for: the filled state,
+    # the cleared one (its first call, traced empty), the added group (its state empty),
+    # that group filled, the loaded state dict.
+    assert st.traces == 5, st.retrace_reasons
