@@ -1,14 +1,15 @@
-"""Speculation on numbers read into Python (``if loss.item() > 5``, ``max(1, n.item())``).
+"""Speculation on values read into Python (``if loss.item() > 5``, ``max(1, n.item())``,
+``if norm > theta:`` on a traced tensor).
 
 Where Python needs the value of a number read from a traced value, the trace computes it
 from the call's real inputs (the graph up to that value, run with the registry's NumPy
 kernels, which eager mode runs too), goes on with that value, and records what the
-program took from it: a comparison's outcome, the side ``max``/``min`` chose, ``int()`` or
-``float()`` of it. The entry is guarded on those (`ReadGuard`): each call first computes
-the same values from its own inputs, before any kernel runs or anything is written, and
-runs the compiled kernels only when every outcome is what the trace found. Otherwise the
-call retraces (within the retrace budget, keeping both entries) or runs eagerly, as for
-any guard that fails.
+program took from it: a comparison's outcome, a truth value, the side ``max``/``min``
+chose, ``int()`` or ``float()`` of it. The entry is guarded on those (`ReadGuard`): each
+call first computes the same values from its own inputs, before any kernel runs or
+anything is written, and runs the compiled kernels only when every outcome is what the
+trace found. Otherwise the call retraces (within the retrace budget, keeping both
+entries) or runs eagerly, as for any guard that fails.
 """
 
 from __future__ import annotations
