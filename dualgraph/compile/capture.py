@@ -191,6 +191,12 @@ class CallTraceContext(TraceContext):
 
         return read_number(t, what)
 
+    def truth_value(self, t: Tracer) -> bool:
+        """``bool(t)`` inside a compiled call: computed and guarded (`speculate.truth_value`)."""
+        from .speculate import truth_value
+
+        return truth_value(self, t)
+
     def note_shape_read(self, t: Any) -> None:
         if id(t) not in self.made:
             self.shape_reads.setdefault(id(t), t)

@@ -1,14 +1,15 @@
-"""Speculation on numbers read into Python (``if loss.item() > 5``, ``max(1, n.item())``).
+"""Speculation on values read into Python (``if loss.item() > 5``, ``max(1, n.item())``,
+``if norm > theta:`` on a traced tensor).
 
 Where Python needs the value of a number read from a traced value, the trace computes it
 from the call's real inputs (the graph up to that value, run with the registry's NumPy
 kernels, which eager mode runs too), goes on with that value, and records what the
-program took from it: a comparison's outcome, the side ``max``/``min`` chose, ``int()`` or
-``float()`` of it. The entry is guarded on those (`ReadGuard`): each call first computes
-the same values from its own inputs, before any kernel runs or anything is written, and
-runs the compiled kernels only when every outcome is what the trace found. Otherwise the
-call retraces (within the retrace budget, keeping both entries) or runs eagerly, as for
-any guard that fails.
+program took from it: a comparison's outcome, a truth value, the side ``max``/``min``
+chose, ``int()`` or ``float()`` of it. The entry is guarded on those (`ReadGuard`): each
+call first computes the same values from its own inputs, before any kernel runs or
+anything is written, and runs the compiled kernels only when every outcome is what the
+trace found. Otherwise the call retraces (within the retrace budget, keeping both
+entries) or runs eagerly, as for any guard that fails.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..eager.tensor import TRACE_KEY, Tensor
 from ..ir.graph import Node, post_order
 from ..ir.interpret import interpret
 from ..ir.optable import op_table
+from ..trace.tracer import TRUTH_VALUE, Tracer, trace_error
 from .guards import Guard, value_key
 from .plan import (
     ArgumentGrad,
@@ -38,7 +40,7 @@ from .plan import (
 
 # Prefixes longer than this are not speculated on: each call computes the prefix again
 # before its kernels, in NumPy.
-MAX_PREFIX = 256
+MAX_PREFIX = 2048
 
 # The lines whose number, taken as a float value (``float()``, ``math.log``), changed
 # between calls of the compiled function being traced (`unstable_values`): a value that
@@ -152,10 +154,35 @@ def speculate(ctx: Any, reads: tuple, fn: Callable, what: str,
     recorded for `ReadGuard`: ``(True, result)``, or ``(False, None)`` when the trace
     cannot compute them (a random value, an input it does not know, too long a prefix)
     or, for a ``value``, when it changed between earlier calls (`unstable_values`)."""
+    return _speculate(ctx, [r._t.node for r in reads], fn,
+                      f"{what} of a number read with .item()", value)
+
+
+def truth_value(ctx: Any, t: Tracer) -> bool:
+    """``bool(t)`` of a traced one-element tensor inside a compiled call (``if norm >
+    theta:``): its value computed from the call's inputs, the entry guarded on it, as
+    torch.compile breaks its graph there and compiles both sides. Where the trace
+    cannot compute it, the call runs eagerly (`EagerOnlyError` naming the line)."""
+    if t.node.shape and int(np.prod(t.node.shape)) != 1:
+        raise RuntimeError(
+            f"Boolean value of a tensor of shape {tuple(t.node.shape)} with more than one "
+            "value is ambiguous: use .any() / .all() on the NumPy array, or dg.where")
+    # Nonzero in the graph (a NaN is true, as bool(float("nan"))): one int64 value for
+    # every dtype, which the guard reads as the interpreter computes it.
+    nz = (t != 0).reshape(()).to(np.int64)
+    done, result = _speculate(ctx, [nz.node], bool, "the truth value of a traced tensor")
+    if done:
+        return result
+    e = trace_error(TRUTH_VALUE, eager_only=True)
+    ctx.read_needs.append(e)  # raised after the trace even if the program catches it
+    raise e
+
+
+def _speculate(ctx: Any, nodes: list, fn: Callable, what: str,
+               value: bool = False) -> tuple[bool, Any]:
     where = user_location(3) or "the function"
     if value and where in _UNSTABLE.get():
         return False, None
-    nodes = [r._t.node for r in reads]
     order = _prefix(nodes)
     if order is None:
         return False, None
@@ -225,12 +252,13 @@ class ReadGuard(Guard):
 
     def describe(self, now: Any) -> str:
         if now is None:
-            return "a number read with .item() could not be computed from this call's inputs"
+            return ("a value read into Python (.item(), a truth value) could not be "
+                    "computed from this call's inputs")
         for s, got in zip(self.specs, now):
             if got != s.expected:
-                return (f"{s.where}: {s.what} of a number read with .item() gave "
-                        f"{s.expected[1]!r} when traced, {got[1]!r} now")
-        return "the numbers read with .item() gave what the trace found"
+                return (f"{s.where}: {s.what} gave {s.expected[1]!r} when traced, "
+                        f"{got[1]!r} now")
+        return "the values read into Python gave what the trace found"
 
 
 def read_guard(plan: Plan, ctx: Any, args: tuple) -> Any:

@@ -54,6 +54,9 @@ _WAY_OUT = (
 )
 
 
+TRUTH_VALUE = "the truth value (an `if`, `while`, `and`/`or`, or `assert`)"
+
+
 def trace_error(what: str, eager_only: bool = False) -> TraceError:
     """The error for a read of a traced value's data (``what``), naming the user's line.
     ``eager_only``: reading the value into Python (``loss.item()`` returned by a training
@@ -165,9 +168,10 @@ class Tracer(TensorOps):
     def __repr__(self) -> str:
         return f"Tracer({self.node.type_str} = {self.node.op})"
 
-    # Everything that would need the value raises a TraceError naming the user's line.
+    # Everything that would need the value raises a TraceError naming the user's line,
+    # except where a compiled call's trace computes it (`TraceContext.truth_value`).
     def __bool__(self) -> bool:
-        raise trace_error("the truth value (an `if`, `while`, `and`/`or`, or `assert`)")
+        return self._ctx.truth_value(self)
 
     # Python's float() and int() take a real float or int: inside a compiled call, that of
     # the read number (`CallTraceContext.read_number`), which the call computes.
@@ -578,6 +582,12 @@ class TraceContext(Mode):
         """The eager tensor the trace met first that shares ``t``'s array and version
         counter (``t`` itself if none did)."""
         return self._storage.setdefault(storage_of(t), t)
+
+    def truth_value(self, t: Tracer) -> bool:
+        """``bool(t)`` (an ``if``, ``while``, ``and``/``or``, ``not``, ``assert``). A plain
+        trace has no value to branch on, so it raises naming the line and the way out; a
+        compiled call's trace computes the value from the call's inputs."""
+        raise trace_error(TRUTH_VALUE)
 
     def read_number(self, t: Tracer, what: str) -> Any:
         """``t.item()`` (``what``): the number it stands for. A plain trace has no way to

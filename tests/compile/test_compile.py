@@ -629,14 +629,16 @@ def test_tensors_inside_containers_are_inputs(box):
     assert f.stats.traces == 1
 
 
-def test_data_dependent_control_flow_raises_trace_error():
+def test_data_dependent_control_flow_compiles_guarded_and_a_trace_raises():
     def f(x):
-        if x.sum() > 0:  # needs a value: not traceable
+        if x.sum() > 0:  # a compiled call computes the value; a plain trace cannot
             return x
         return -x
 
+    x = _randn(3)
+    dg.testing.assert_close(dg.compile(f)(x), f(x))
     with pytest.raises(dg.TraceError) as info:
-        dg.compile(f)(_randn(3))
+        dg.trace(f, x)
     assert isinstance(info.value, RuntimeError)
     assert "test_compile.py" in str(info.value) and "dg.where" in str(info.value)
 

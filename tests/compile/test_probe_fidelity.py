@@ -1304,14 +1304,18 @@ def test_random_draws_reproduce_under_manual_seed():
     assert ((a >= 0) & (a < 1)).all()
 
 
-def test_branch_on_a_traced_value_raises_naming_the_line():
+def test_branch_on_a_traced_value_compiles_per_side_and_a_trace_raises_naming_the_line():
     def g(x):
         if x.sum() > 0:
             return x * 2
         return x * 3
 
+    f = dg.compile(g)
+    for x in (dg.ones(2), -dg.ones(2)):
+        dg.testing.assert_close(f(x), g(x))
+    assert f.stats.traces == 2 and "truth value of a traced tensor" in f.stats.retrace_reasons[0]
     with pytest.raises(TraceError, match=r"test_probe_fidelity\.py:\d+.*\n.*if x\.sum\(\) > 0"):
-        dg.compile(g)(dg.ones(2))
+        dg.trace(g, dg.ones(2))
 
 
 def test_item_of_a_traced_value_python_compares_compiles_per_side_naming_the_line():

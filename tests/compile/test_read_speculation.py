@@ -1,5 +1,6 @@
 """A training step that branches on numbers it reads with ``.item()`` (a loss threshold, a
-``max(1, n)`` normaliser, a nested read, a read under ``no_grad``): compiled, each call
+``max(1, n)`` normaliser, a nested read, a read under ``no_grad``) or on a traced tensor's
+truth value (``if norm > theta:``, ``while``, ``and``/``or``/``not``): compiled, each call
 first computes the read values from its inputs and runs the kernels only when the branches
 go as traced; otherwise it retraces, or past the budget runs eagerly, and the optimizer
 steps exactly once either way."""
@@ -115,3 +116,85 @@ def test_an_int_read_as_a_size_or_a_loop_bound_retraces_per_value():
             got = f(x, dg.tensor(k))
         np.testing.assert_array_equal(got.numpy(), _first(x, dg.tensor(k)).numpy())
         assert traces(f) == n
+
+
+# The truth value of a traced tensor (no .item()): d2l's hand-written gradient clipping.
+
+
+def _clipper():
+    w = dg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+
+    def step(x, theta):
+        w.grad = None
+        loss = (w * x).sum()
+        loss.backward()
+        norm = dg.sqrt((w.grad ** 2).sum())
+        if norm > theta:
+            w.grad[:] *= theta / norm
+        with dg.no_grad():
+            w.sub_(w.grad, alpha=0.1)
+        return norm
+
+    return w, step
+
+
+def test_a_branch_on_a_traced_tensor_compiles_per_side_and_steps_once():
+    w_e, eager = _clipper()
+    w_c, step = _clipper()
+    f = dg.compile(step)
+    theta = dg.tensor(1.0)
+    # Clipped, clipped, not clipped (retrace), clipped (the first entry again).
+    for s, n in ((1.0, 1), (2.0, 1), (0.1, 2), (3.0, 2)):
+        x = dg.tensor([s, s, s])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = f(x, theta)
+        dg.testing.assert_close(got, eager(x, theta), rtol=1e-6, atol=0)
+        # One SGD step per call, whether the guard held or the call retraced.
+        dg.testing.assert_close(w_c.detach(), w_e.detach(), rtol=1e-6, atol=0)
+        dg.testing.assert_close(w_c.grad, w_e.grad, rtol=1e-6, atol=0)
+        assert traces(f) == n
+    reason = f.stats.retrace_reasons[-1]
+    assert f"{__file__}:" in reason
+    assert "the truth value of a traced tensor gave True when traced, False now" in reason
+
+
+def _branchy(x, w):
+    loss = (w * x).sum()
+    while loss > 4:  # a loop bound: one entry per count
+        loss = loss / 2
+    if not (loss > 0 and x.max() < 10) or x.min() == 0:
+        return -loss
+    return loss * 3
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_while_and_or_not_on_traced_tensors_give_eagers_values_and_gradients(strict):
+    f = dg.compile(_branchy, strict=strict)
+    for x, n in (([1.0, 2.0], 1), ([-1.0, -2.0], 2), ([1.0, 2.0], 2), ([3.0, 4.0], 3)):
+        w, we = dg.ones(2, requires_grad=True), dg.ones(2, requires_grad=True)
+        got = f(dg.tensor(x), w)
+        want = _branchy(dg.tensor(x), we)
+        dg.testing.assert_close(got, want, rtol=1e-6, atol=0)
+        got.backward()
+        want.backward()
+        dg.testing.assert_close(w.grad, we.grad, rtol=1e-6, atol=0)
+        assert traces(f) == n
+
+
+def test_a_truth_value_needing_more_than_one_value_or_a_random_one():
+    f = dg.compile(lambda x: x * 2 if x > 0 else x)
+    with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
+        f(dg.ones(3))
+    with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
+        bool(dg.ones(3))  # as eager mode says it
+
+    def noisy(x):
+        return x * 2 if (x + dg.rand(2)).sum() > 100 else x
+
+    g = dg.compile(noisy)
+    with pytest.warns(RuntimeWarning, match="the truth value"):
+        np.testing.assert_array_equal(g(dg.ones(2)).numpy(), np.ones(2))
+    assert traces(g) == 0
+    with pytest.raises(dg.TraceError, match="the truth value"):
+        dg.compile(noisy, strict=True)(dg.ones(2))

@@ -1,9 +1,9 @@
 """The library behaviour the sixth written set (``written6/``, run by
 ``test_written_programs.py``; its programs are listed in ``written6_programs.py``) found
-missing, each on its own: a branch on a traced value raises naming the line, ``flip`` and
-``permute`` take ``dims=``, ``torch.Tensor(list)`` is float, ``unsqueeze_`` of an argument
-and a scheduler stepped inside a compiled step run eagerly, Python's ``random`` keeps its
-stream."""
+missing, each on its own: a branch on a traced value compiles, guarded on its outcome (a
+plain trace raises naming the line), ``flip`` and ``permute`` take ``dims=``,
+``torch.Tensor(list)`` is float, ``unsqueeze_`` of an argument and a scheduler stepped
+inside a compiled step run eagerly, Python's ``random`` keeps its stream."""
 
 from __future__ import annotations
 
@@ -14,20 +14,24 @@ import pytest
 import dualgraph as dg
 
 
-def test_branch_on_traced_value_raises_naming_the_line() -> None:
+def test_branch_on_traced_value_compiles_guarded_and_trace_raises_naming_the_line() -> None:
     w = dg.ones(3, requires_grad=True)
 
     def clip_step(x):
+        w.grad = None
         loss = (w * x).sum()
         loss.backward()
         norm = dg.sqrt((w.grad ** 2).sum())
         if norm > 1:
             w.grad[:] *= 1 / norm
-        return loss
+        return w.grad * 1
 
+    want = clip_step(dg.ones(3) * 2)
+    dg.testing.assert_close(dg.compile(clip_step)(dg.ones(3) * 2), want)
+    # A plain trace has no value to branch on.
     with pytest.raises(dg.TraceError, match="truth value") as info:
-        dg.compile(clip_step)(dg.ones(3) * 2)
-    assert "if norm > 1" in str(info.value) and "dg.where" in str(info.value)
+        dg.trace(lambda x: x * 2 if x.sum() > 1 else x, dg.ones(3))
+    assert "x.sum() > 1" in str(info.value) and "dg.where" in str(info.value)
 
 
 def test_flip_and_permute_take_dims_keyword() -> None:

@@ -125,8 +125,10 @@ CATALOGUE = [
         dg.TraceError, "returned a object"),
     Bad("compiled_shapes", lambda: dg.compile(lambda x, y: x + y)(dg.ones(2), dg.ones(3)),
         ValueError, r"\(2,\) and \(3,\)"),
-    Bad("compiled_data_dependent_if", lambda: dg.compile(
-        lambda x: x if x.sum() > 0 else -x)(dg.ones(2)), dg.TraceError, "dg.where"),
+    Bad("trace_data_dependent_if", lambda: dg.trace(
+        lambda x: x if x.sum() > 0 else -x, dg.ones(2)), dg.TraceError, "dg.where"),
+    Bad("compiled_if_on_many_values", lambda: dg.compile(
+        lambda x: x if x > 0 else -x)(dg.ones(2)), RuntimeError, "ambiguous"),
     Bad("trace_non_callable", lambda: dg.trace(3, dg.ones(2)), TypeError, "not callable"),
     Bad("trace_str_arg", lambda: dg.trace(lambda x: x, "a"), TypeError, "argument 0 is a str"),
     Bad("trace_returns_int", lambda: dg.trace(lambda x: 3, dg.ones(2)), dg.TraceError,
