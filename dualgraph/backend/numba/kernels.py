@@ -756,12 +756,16 @@ def argsort_lines(t, out, descending):
     rows of one index buffer. NaN is the largest value (NumPy's and PyTorch's order)."""
     m, n = t.shape
     u = np.empty((2, max(n, 1)), np.int64)
+    # The line's values in a contiguous copy: the merges read them out of order, and a
+    # line along another axis than the last is strided.
+    v = np.empty(max(n, 1), t.dtype)
     passes = 0  # widths 1, 2, 4, ... below n
     while (1 << passes) < n:
         passes += 1
     for i in range(m):
         for j in range(n):
             u[0, j] = j
+            v[j] = t[i, j]
         for ps in range(passes):
             w = 1 << ps
             sr = ps % 2
@@ -775,8 +779,8 @@ def argsort_lines(t, out, descending):
                     # The right run's element goes first only if strictly before: stable.
                     right = q < hi
                     if right and p < mid:
-                        a = t[i, u[sr, q]]
-                        b = t[i, u[sr, p]]
+                        a = v[u[sr, q]]
+                        b = v[u[sr, p]]
                         if descending:
                             right = a > b or (a != a and b == b)
                         else:
