@@ -147,9 +147,7 @@ def _block(stmts: Any, env: dict, sc: dict) -> None:  # noqa: C901 - one case pe
             args = [env[a.name] if isinstance(a, kir.Buffer) else
                     value(a, env, sc) if isinstance(a, kir.Expr) else a for a in s.args]
             out = env[s.outs[0].name] if s.outs else None
-            if s.fn == "argsort":
-                out[:] = np.argsort(args[0], kind="mergesort")
-            elif s.fn == "copy":
+            if s.fn == "copy":
                 out.reshape(-1)[:] = np.ascontiguousarray(args[0]).reshape(-1)
             elif s.fn == "gemm_batched":
                 out[...] = np.matmul(args[0], args[1]).reshape(out.shape)
@@ -176,9 +174,17 @@ def _blas(name: str):
     return getattr(blas, name).py_func
 
 
-# Library routines that are compiled helpers in `blas.py`, by their argument order there:
-# the printed call passes the output buffer after the leading operands.
+def _kernels(name: str):
+    from dualgraph.backend.numba import kernels
+
+    return getattr(kernels, name).py_func
+
+
+# Library routines that are compiled helpers in `blas.py` and `kernels.py`, by their
+# argument order there: the printed call passes the output buffer after the leading
+# operands.
 _ROUTINES = {
+    "argsort_lines": lambda a, out: _kernels("argsort_lines")(a[0], out, a[1]),
     "max_pool_indices": lambda a, out: _blas("max_pool_indices")(a[0], out, a[1]),
     "max_pool_indices_2x2": lambda a, out: _blas("max_pool_indices_2x2")(a[0], out, a[1]),
     "pool_gather": lambda a, out: _blas("pool_gather")(a[0], a[1], out),

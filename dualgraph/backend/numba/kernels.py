@@ -39,6 +39,7 @@ from numba import types
 from numba.core.extending import intrinsic
 
 from .cache_key import cached_njit
+from .library import HELPER_JIT
 
 _LOG2E = np.float32(1.4426950408889634)
 _LN2_HI = np.float32(0.693359375)  # few mantissa bits: n * _LN2_HI is exact
@@ -740,3 +741,55 @@ def batched_det(a, out):
     for b in range(a.shape[0]):
         out[b] = np.linalg.det(np.ascontiguousarray(a[b]))
 
+
+
+# ------------------------------------------------------------------ stable argsort
+# Compiled once per dtype and layout (and kept in Numba's disk cache) rather than written
+# out inline by every argsort node: a merge sort's loops cost each kernel holding one
+# seconds of compile. Called by kernels alone, so no Python or C entry of its own.
+
+
+@cached_njit(**HELPER_JIT)
+def argsort_lines(t, out, descending):
+    """A stable sort's permutation of each row of ``t`` (m, n) into ``out`` (m, n) int64:
+    a bottom-up merge sort whose runs being merged and merged runs take turns in the two
+    rows of one index buffer. NaN is the largest value (NumPy's and PyTorch's order)."""
+    m, n = t.shape
+    u = np.empty((2, max(n, 1)), np.int64)
+    # The line's values in a contiguous copy: the merges read them out of order, and a
+    # line along another axis than the last is strided.
+    v = np.empty(max(n, 1), t.dtype)
+    passes = 0  # widths 1, 2, 4, ... below n
+    while (1 << passes) < n:
+        passes += 1
+    for i in range(m):
+        for j in range(n):
+            u[0, j] = j
+            v[j] = t[i, j]
+        for ps in range(passes):
+            w = 1 << ps
+            sr = ps % 2
+            dr = 1 - sr
+            for lo in range(0, n, 2 * w):
+                mid = min(lo + w, n)
+                hi = min(lo + 2 * w, n)
+                p = lo
+                q = mid
+                for j in range(lo, hi):
+                    # The right run's element goes first only if strictly before: stable.
+                    right = q < hi
+                    if right and p < mid:
+                        a = v[u[sr, q]]
+                        b = v[u[sr, p]]
+                        if descending:
+                            right = a > b or (a != a and b == b)
+                        else:
+                            right = a < b or (b != b and a == a)
+                    if right:
+                        u[dr, j] = u[sr, q]
+                        q += 1
+                    else:
+                        u[dr, j] = u[sr, p]
+                        p += 1
+        for j in range(n):
+            out[i, j] = u[passes % 2, j]

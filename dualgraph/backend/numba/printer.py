@@ -477,8 +477,10 @@ class Printer:
 LIBRARY: dict[str, str] = {
     # adds a float32 block to its float64 lanes as one vector (kernels.fold_lanes)
     "fold_lanes": "dgk.fold_lanes({out}, {0}, {1})",
-    # a stable sort's permutation of a 1-D buffer
-    "argsort": "{out}[:] = np.argsort({0}, kind='mergesort')",
+    # a stable sort's permutation of each row of a (lines, length) buffer, ascending or
+    # descending (kernels.argsort_lines); the flag a run-time bool, so that one compile
+    # serves both orders (Numba compiles a function called with a literal once per value)
+    "argsort_lines": "dgk.argsort_lines({0}, {out}, np.bool_({1}))",
     # ``out = x @ y`` over a batch: one BLAS call per item on the operands' memory, each
     # operand's layout (transpose flag, leading dimension) decided once; a call into a C
     # function compiled once, named by dtype so that the module's header can register

@@ -34,11 +34,9 @@ def _isnan(a: kir.Expr) -> kir.Expr:
     return kir.Bin("!=", a, a)
 
 
-def before(a: kir.Expr, b: kir.Expr, descending: bool = False) -> kir.Expr:
+def before(a: kir.Expr, b: kir.Expr) -> kir.Expr:
     """Element ``a`` strictly comes before ``b`` in a sorted line, NaN-aware (NaN is the
     largest value, NumPy's and PyTorch's rule)."""
-    if descending:
-        return _or(kir.Bin(">", a, b), _and(_isnan(a), kir.Bin("==", b, b)))
     return _or(kir.Bin("<", a, b), _and(_isnan(b), kir.Bin("==", a, a)))
 
 
@@ -82,55 +80,15 @@ def _logcumsumexp(node: Node, args: list, out: str) -> kir.Block:
 
 @lowers("argsort")
 def _argsort(node: Node, args: list, out: str) -> kir.Block:
-    """A bottom-up merge sort of each line's indices: stable, and a plain loop (Numba's
-    np.argsort(kind='mergesort') costs ~10 s of compile per kernel). The runs being merged
-    and the merged runs take turns in the two rows of one index buffer."""
+    """A stable sort of each line's indices by a compiled merge sort the kernel calls
+    (`kernels.argsort_lines`), compiled once per dtype and layout, not once per node."""
     src = node.inputs[0]
     axis = node.attrs["axis"]
     n = src.shape[axis] if src.shape else 1
     m = math.prod(src.shape) // n if n else 0
     block, r = line_result(node, is_last(node, axis), out, m, n, I8)
     t, _, _ = lines(block, args[0].buf, tuple(src.shape), axis, f"{out}_t")
-    u = kir.Buffer(f"{out}_u", (2, max(n, 1)), I8)
-    block.add(kir.Alloc(u))
-    o = out
-    i, j, ps, c = (kir.Var(f"{o}_{x}") for x in ("i", "j", "ps", "c"))
-    w, sr, dr, lo, mid, hi, p, q = (kir.Var(f"{o}_{x}") for x in (
-        "w", "sr", "dr", "lo", "mid", "hi", "p", "q"))
-    passes = (n - 1).bit_length() if n > 1 else 0  # widths 1, 2, 4, ... below n
-
-    def val(k: kir.Expr) -> kir.Expr:
-        v = t[i, u[sr, k]]
-        return kir.Cast(v, np.uint8) if src.dtype == np.bool_ else v
-
-    # The right run's element goes first only if strictly before: a stable merge. (Select,
-    # not `and`/`or`: an index past its run is never read.)
-    right = kir.Select(kir.Bin("<", q, hi), kir.Select(
-        kir.Bin(">=", p, mid), kir.const(True),
-        before(val(q), val(p), bool(node.attrs["descending"]))), kir.const(False))
-    block.add(kir.Loop(i, m, (
-        kir.Loop(j, n, (kir.Store(u, (kir.const(0), j), j),)),
-        kir.Loop(ps, passes, (
-            kir.Let(w, kir.Bin("<<", kir.const(1), ps)),
-            kir.Let(sr, kir.Bin("%", ps, kir.const(2))),
-            kir.Let(dr, kir.const(1) - sr),
-            kir.Loop(c, (n + 2 * w - 1) // (2 * w), (
-                kir.Let(lo, c * (2 * w)),
-                kir.Let(mid, kir.Call("min", (lo + w, kir.const(n)), I8)),
-                kir.Let(hi, kir.Call("min", (lo + 2 * w, kir.const(n)), I8)),
-                kir.Let(p, lo),
-                kir.Let(q, mid),
-                kir.Loop(j, hi, (kir.If(right, (
-                    kir.Store(u, (dr, j), u[sr, q]),
-                    kir.Let(q, q + 1),
-                ), (
-                    kir.Store(u, (dr, j), u[sr, p]),
-                    kir.Let(p, p + 1),
-                )),), start=lo),
-            )),
-        )),
-        kir.Loop(j, n, (kir.Store(r, (i, j), u[kir.const(passes % 2), j]),)),
-    )))
+    block.add(kir.LibCall("argsort_lines", (t, bool(node.attrs["descending"])), (r,)))
     return finish_lines(block, r, node, axis, out)
 
 
