@@ -113,6 +113,20 @@ def test_a_gan_step_freezing_the_discriminator_compiles_as_eager(runner):
     assert runner.mode == "eager" or traces(f) == 1
 
 
+def _compiled_as_eager(run, flags: list):
+    """``run(call)`` eagerly and compiled: each call's values equal, its last items the
+    ``requires_grad`` flags ``flags``; returns the compiled function."""
+    want, _ = run(lambda fn: fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got, f = run(lambda fn: dg.compile(fn, tiered=False))
+    n = len(flags)
+    for a, b in zip(want, got):
+        assert a[-n:] == b[-n:] == flags
+        dg.testing.assert_close(b[:-n], a[:-n], rtol=1e-6, atol=1e-7)
+    return f
+
+
 def test_a_flag_left_changed_is_written_back_and_guarded() -> None:
     # w is read before it is frozen (that read keeps its gradient) and after (none); the
     # call leaves it frozen, and a call that begins with it frozen is another trace.
@@ -136,14 +150,7 @@ def test_a_flag_left_changed_is_written_back_and_guarded() -> None:
             seen.append([out, w.grad.clone(), v.grad.clone(), w.requires_grad])
         return seen, f
 
-    want, _ = run(lambda fn: fn)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        got, f = run(lambda fn: dg.compile(fn, tiered=False))
-    for a, b in zip(want, got):
-        assert a[-1] is b[-1] is False
-        dg.testing.assert_close(b[:-1], a[:-1], rtol=1e-6, atol=1e-7)
-    assert traces(f) == 2
+    assert traces(_compiled_as_eager(run, [False])) == 2
 
 
 def test_requires_grad_turned_on_mid_step_makes_a_leaf_from_there() -> None:
@@ -173,14 +180,7 @@ def test_requires_grad_turned_on_mid_step_makes_a_leaf_from_there() -> None:
                          u.requires_grad])
         return seen, f
 
-    want, _ = run(lambda fn: fn)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        got, f = run(lambda fn: dg.compile(fn, tiered=False))
-    for a, b in zip(want, got):
-        assert a[-2:] == b[-2:] == [True, False]
-        dg.testing.assert_close(b[:-2], a[:-2], rtol=1e-6, atol=1e-7)
-    assert traces(f) == 1
+    assert traces(_compiled_as_eager(run, [True, False])) == 1
 
 
 def test_a_parameter_detached_in_place_inside_the_step_gets_eager_gradients() -> None:
