@@ -803,14 +803,16 @@ def _body(plan: Plan, gen: _Emitter, keys: tuple, arrays: list,
         value = values[0] if w.tree is None else \
             f"{gen.const(w.tree, 'tree')}.unflatten([{', '.join(values)}])"
         lines.append(f"{gen.const(w.owner, 'o')}.__dict__[{w.name!r}] = {value}")
-    if plan.python_writes is not None:
-        lines.append(f"{gen.const(plan.python_writes, 'python_writes')}()")
     if loss:
         array = out(0, plan.optimized.outputs[0].shape)
         lines.append(_GradBranch(_tape(plan, gen, arrays, tensor_args, oname, out, array,
                                        direct is not None), made))
     elif plan.mode is Kind.TRAIN:
         lines.append(_GradBranch(_tape(plan, gen, arrays, tensor_args, oname, out), []))
+    if plan.python_writes is not None:
+        # After the tape node: it takes each leaf's node by the flag the call began with
+        # (a parameter the call leaves frozen still gets the gradient of its reads before).
+        lines.append(f"{gen.const(plan.python_writes, 'python_writes')}()")
     for k, i in plan.passthrough:
         lines.append(f"r{k} = a{i}")
     for k, t in plan.captured_out:

@@ -109,6 +109,9 @@ class CallTraceContext(TraceContext):
         # which the compiled call sets to the real value (`restore_attrs`).
         self.attrs_before: dict = {}
         self.attr_writes: list = []
+        # ``requires_grad`` flags the compiled call sets after it runs: (tensor, value)
+        # (`restore_requires_grad`).
+        self.rg_writes: tuple = ()
         # The lists the function reaches from outside, as they were: id -> (list, copy,
         # what, held by an attribute). An append inside the trace changes them in place
         # (`restore_containers` puts the items back).
@@ -893,6 +896,7 @@ def _trace_pass(fn: Callable, args: tuple, with_outputs: bool, alias: tuple | No
                     "compiled.")
     finally:
         grad_writes = restore_grads(ctx)
+        ctx.rg_writes = restore_requires_grad(ctx)
         stored = restore_containers(ctx)
         try:
             ctx.attr_writes, attr_error = restore_attrs(ctx), None
@@ -2035,6 +2039,37 @@ def pin_attr(ctx: CallTraceContext, t: Tensor) -> None:
     itself (`plan.CapturedTensor`), so an attribute rebound to another tensor retraces."""
     for table, name, key, what in ctx.attr_holders.get(id(t), ()):
         ctx.reads[key] = Identity(table, name, t, f"{what} was rebound to another tensor")
+
+
+class RequiresGradWrites:
+    """After a compiled call: set the ``requires_grad`` flags the traced program left
+    changed (a discriminator frozen and not unfrozen), then run ``then`` (the call's
+    `PythonWrites`, or None). A flag the program set and put back is not written."""
+
+    __slots__ = ("flags", "then")
+
+    def __init__(self, flags: tuple, then: Callable[[], None] | None) -> None:
+        self.flags = flags  # (tensor, value)
+        self.then = then
+
+    def __call__(self) -> None:
+        for t, value in self.flags:
+            t.requires_grad_(value)
+        if self.then is not None:
+            self.then()
+
+
+def restore_requires_grad(ctx: TraceContext) -> tuple:
+    """Put back the ``requires_grad`` of every tensor from outside whose flag the trace
+    changed, so the call's guards see the flags it began with; return ``(tensor, value)``
+    for each the compiled call must set after it runs."""
+    out = []
+    for t, before in ctx.rg_entry.values():
+        after = requires_grad_of(t)
+        if after != before:
+            t.requires_grad_(before)
+            out.append((t, after))
+    return tuple(out)
 
 
 def restore_grads(ctx: TraceContext) -> list:

@@ -25,7 +25,7 @@ from ..ops.registry import OPS
 from ..optim.optimizer import state_restored_on_error
 from ..passes import optimize
 from ..trace.autodiff import differentiate, scalar_loss, value_and_grad
-from .capture import PythonWrites, trace_call
+from .capture import PythonWrites, RequiresGradWrites, trace_call
 from .partial import PartialBackward
 from .plan import (
     Argument,
@@ -259,6 +259,8 @@ def compile_entry(fn: Callable, args: tuple, stats: Any, parallel: bool, cache: 
     plan.attr_set = tuple(attrs)
     if ctx.number_writes or ctx.list_appends:
         plan.python_writes = PythonWrites(tuple(ctx.number_writes), tuple(ctx.list_appends))
+    if ctx.rg_writes:
+        plan.python_writes = RequiresGradWrites(ctx.rg_writes, plan.python_writes)
     stats.passes_seconds += time.perf_counter() - t1
     if train:
         _plan_residuals(plan, residuals, pos)

@@ -403,6 +403,9 @@ class TraceContext(Mode):
         # Of those, the ones made from a value computed without grad: their gradient goes
         # no further, as an eager leaf without history.
         self.cut_leaves: set[int] = set()
+        # Tensors from outside whose ``requires_grad`` the program changed: id -> (tensor,
+        # its flag as the trace began) (`note_requires_grad`).
+        self.rg_entry: dict[int, tuple[Tensor, bool]] = {}
         # Leaves that require grad written under no_grad (Embedding's max_norm renorm, an
         # optimizer step): id -> (their new value's node, their input node). Eager mode
         # keeps such a tensor a leaf, so a later differentiable read is the new value with
@@ -565,18 +568,38 @@ class TraceContext(Mode):
     def note_requires_grad(self, t: Tensor, value: bool) -> None:
         """``t.requires_grad_(value)`` on an eager tensor inside the trace. One the trace
         made is a new leaf of its own. For one from outside (a parameter, a global: a GAN
-        step freezing the discriminator for the generator's loss), the trace took whether
-        it needs a gradient at its first read, so later reads would not follow the change,
-        and a compiled call would not make it: the signature runs eagerly."""
+        step freezing the discriminator for the generator's loss), later reads follow the
+        flag as eager's tape does: frozen, a read is a constant for autograd while values
+        computed before keep their gradient path; unfrozen, a read is a leaf input of its
+        own. The flag at entry is remembered (`rg_entry`): a compiled call is guarded on
+        it and sets the flag the trace left (`compile.capture.restore_requires_grad`)."""
         if id(t) in self.made:
             return
-        loc = user_location(3)
-        raise EagerOnlyError(
-            f"{loc + ': ' if loc else ''}requires_grad_({value}) on a tensor from outside "
-            "the compiled function (a parameter, a global) changes which tensors autograd "
-            "differentiates in the middle of the call, which the compiled call does not "
-            "follow. Set requires_grad before calling, or compile the parts on either side "
-            "of the change as separate functions.")
+        self.rg_entry.setdefault(id(t), (t, t.requires_grad))
+        self._keep.append(t)
+        self._straight.pop(id(t), None)
+        node = self._lifted.get(id(t))
+        if node is None:
+            return  # read first with the new flag (`lift`)
+        if not value:
+            if id(node) in self.rg:
+                self._lifted[id(t)] = self.process(
+                    _stop_gradient_op(), (Tracer(node, self),), {}).node
+            return
+        if id(t) in self.writes:
+            # Written before (an optimizer step): a read is the written value with the
+            # gradient passed straight to a leaf input of its own, as after a write under
+            # no_grad (`_straight_read`).
+            inp = Node("input", (), {}, t.shape, t.dtype)
+            self.captured.append((t, inp))
+            self.rg.add(id(inp))
+            self.leaves[id(inp)] = t
+            self._input_of[id(t)] = inp
+            self._straight[id(t)] = (node, inp)
+            return
+        # The flag is set after this returns: the next read lifts ``t`` afresh, as a leaf.
+        del self._lifted[id(t)]
+        self._input_of.pop(id(t), None)
 
     def _one_value(self, t: Tensor) -> Tensor:
         """The eager tensor the trace met first that shares ``t``'s array and version
@@ -613,7 +636,9 @@ class TraceContext(Mode):
                         t.dtype)
             self.nodes.append(node)
             self.made_consts[id(t)] = (t, node)
-        elif self._lift_as_input(t):
+        elif self._lift_as_input(t) or id(t) in self.rg_entry:
+            # (One whose flag the call changes is a value it reads on every call, not a
+            # constant, whatever its flag is now.)
             node = Node("input", (), {}, t.shape, t.dtype)
             self.captured.append((t, node))
             if t.requires_grad:

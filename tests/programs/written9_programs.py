@@ -64,7 +64,9 @@ PROGRAMS = ("cyclegan", "efficientnet", "neural_ode", "graphsage", "performer",
 SLOW = ("efficientnet", "performer", "mixup_cutmix", "set_transformer", "neural_ode")
 SET = ProgramSet(
     "written9", PROGRAMS, slow=SLOW, atol=1e-7,
+    # cyclegan's step keeps its generated images in a Python list (the image pool), which a
+    # compiled call does not repeat, so it runs eagerly.
     traces={"cyclegan": [0], "t5_relpos": [0], "gp_regression": [1, 1],
             "graphsage": [1, 1], "mixup_cutmix": [1, 1], "set_transformer": [3, 3]},
-    warns={"cyclegan": r"requires_grad_\(False\) on a tensor from outside the compiled function",
+    warns={"cyclegan": r"stores a value it computes in the list or dict ImagePool\.images",
            "t5_relpos": "stepping a learning-rate scheduler inside a compiled function"})

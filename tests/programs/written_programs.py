@@ -83,11 +83,9 @@ SET = ProgramSet(
     # graph (it runs eagerly); the tagger's step packs by a lengths tensor argument, whose
     # values key its entries: one per batch of the six; accum_resume's micro-step traces
     # twice per model (.grad None on the first micro-batch of an update, set on the
-    # others), for the model before and after the resume; sac's step sets
-    # ``requires_grad = False`` on the critics' parameters mid-call, so it runs eagerly.
-    traces={"lpwe": [1, 1, 1, 0], "tagger": [6], "accum_resume": [4], "sac": [0]},
-    warns={"lpwe": "draws from Python's random module",
-           "sac": r"requires_grad_\(False\) on a tensor from outside the compiled function"},
+    # others), for the model before and after the resume.
+    traces={"lpwe": [1, 1, 1, 0], "tagger": [6], "accum_resume": [4]},
+    warns={"lpwe": "draws from Python's random module"},
     # The policy-gradient losses are sums of ~30 terms of size ~1 whose normalised returns
     # cancel to ~0.05: float32 rounding of the terms shows at ~2e-6 absolute. The flow's
     # inverse maps base points to coordinates as small as 0.03, computed through eight
