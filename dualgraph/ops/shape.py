@@ -36,6 +36,7 @@ from .broadcast import (
     promote_arrays,
     result_dtype,
 )
+from .layout import layout_of
 from .registry import OpDef, register
 
 # ----------------------------------------------------------------------------- reshape
@@ -759,7 +760,11 @@ def repeat(x: Any, *sizes: Any) -> Any:
         return _clone(reshape(x, out))
     inter = tuple(v for s in shape for v in (1, s))
     wide = tuple(v for r, s in zip(sizes, shape) for v in (r, s))
-    return reshape(broadcast_to(reshape(x, inter), wide), out)
+    y = reshape(broadcast_to(reshape(x, inter), wide), out)
+    # PyTorch's repeat gives a fresh contiguous tensor; where the last reshape can be a
+    # view of the broadcast (a repeat along a new leading dim), it keeps zero strides that
+    # a later `view` would refuse, so copy it then.
+    return y if layout_of(y) is None else _clone(y)
 
 
 def tile(x: Any, dims: Any) -> Any:

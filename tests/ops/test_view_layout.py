@@ -98,3 +98,18 @@ def _view_call(fn, x):
     except RuntimeError as e:
         assert str(e) == VIEW_ERROR
         return None
+
+
+@pytest.mark.parametrize("shape,sizes", [((5,), (8, 1)), ((2, 3), (4, 1, 1)), ((1, 3), (3, 1)),
+                                         ((2, 3), (2, 2))])
+def test_repeat_gives_a_contiguous_tensor_that_views(shape, sizes):
+    # torch's repeat always makes a fresh tensor (strides recorded from torch 2.13: the
+    # C-order strides of the result); a repeat along a new leading dim is a reshape NumPy
+    # could leave as a zero-stride view of the broadcast.
+    x = dg.arange(float(np.prod(shape))).reshape(shape)
+    r = x.repeat(*sizes)
+    out = tuple(a * b for a, b in zip(sizes, (1,) * (len(sizes) - len(shape)) + shape))
+    assert r.is_contiguous() and r.shape == out
+    dg.testing.assert_close(r.view(-1), dg.tensor(np.tile(x.numpy(), sizes).ravel()))
+    f = dg.compile(lambda t: t.repeat(*sizes).view(-1) * 2)
+    dg.testing.assert_close(f(x), r.view(-1) * 2)
